@@ -1,0 +1,25 @@
+import type { Config } from './config';
+import type { Store } from './db/tx';
+import type { Clocks } from './scheduler/clock';
+import type { Scheduler } from './scheduler/jobs';
+import type { Events } from './events/emit';
+import type { Logger } from './log';
+
+/** The running service: what every handler and job reaches through `ctx.app`. */
+export interface App {
+  config: Config;
+  store: Store;
+  clocks: Clocks;
+  scheduler: Scheduler;
+  events: Events;
+  log: Logger;
+  version: string;
+  /** Address of the API as clients reach it (known once listening). */
+  baseUrl(): string;
+  /** Address of the hosted payment page. */
+  payPageUrl(): string;
+  /** Called on shutdown after the server stopped accepting, before the database closes; in reverse order of adding. */
+  onClose(fn: () => void | Promise<void>): void;
+  /** True once shutdown began (long-lived handlers end themselves). */
+  closing: boolean;
+}

@@ -1,0 +1,67 @@
+import type { Tx } from '../db/tx';
+import type { Ctx, Reply } from '../http/types';
+import { ApiError } from '../http/errors';
+import { sha256Hex } from '../util/crypto';
+
+/** Longest accepted Idempotency-Key. */
+export const IDEMPOTENCY_KEY_MAX = 64;
+
+/** JSON with object keys sorted, so that two bodies equal as values hash alike. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return '[' + value.map(canonical).join(',') + ']';
+  if (value && typeof value === 'object') {
+    const keys = Object.keys(value as object).sort();
+    return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonical((value as Record<string, unknown>)[k])).join(',') + '}';
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** The Idempotency-Key header of a request, validated; undefined when absent. */
+export function idempotencyKey(ctx: Ctx): string | undefined {
+  const raw = ctx.req.headers['idempotency-key'];
+  if (raw === undefined) return undefined;
+  const key = Array.isArray(raw) ? raw[0] : raw;
+  if (key.length === 0) throw new ApiError(400, 'bad_request', 'Idempotency-Key must not be empty', 'Idempotency-Key');
+  if (key.length > IDEMPOTENCY_KEY_MAX) {
+    throw new ApiError(400, 'bad_request', `Idempotency-Key must be at most ${IDEMPOTENCY_KEY_MAX} characters, got ${key.length}`, 'Idempotency-Key');
+  }
+  return key;
+}
+
+/**
+ * Run a create in one group-committed transaction under the request's Idempotency-Key, if any: a replay
+ * of the same request answers 200 with the stored body and `"idempotent": true`; the same key with a
+ * different request is 409 idempotent_conflict. The record and the created object commit together.
+ * `create` returns the status and body of the first answer; `replay` may adjust a stored body (refresh it).
+ */
+export async function idempotentCreate(
+  ctx: Ctx,
+  create: (tx: Tx) => { status: number; body: Record<string, unknown> },
+  replay?: (tx: Tx, stored: Record<string, unknown>) => Record<string, unknown>,
+): Promise<Reply> {
+  const auth = ctx.auth!;
+  const key = idempotencyKey(ctx);
+  const hash = sha256Hex(`${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null)}`);
+  return ctx.app.store.write((tx) => {
+    if (key !== undefined) {
+      const prior = tx.db
+        .prepare('SELECT request_hash, response FROM idempotency_keys WHERE merchant_id = ? AND key = ?')
+        .get(auth.merchantId, key) as { request_hash: string; response: string } | undefined;
+      if (prior) {
+        if (prior.request_hash !== hash) {
+          throw new ApiError(409, 'idempotent_conflict', `Cannot reuse Idempotency-Key "${key}": it was used with a different request`);
+        }
+        let body = JSON.parse(prior.response) as Record<string, unknown>;
+        if (replay) body = replay(tx, body);
+        return { status: 200, body: { ...body, idempotent: true } };
+      }
+    }
+    const out = create(tx);
+    if (key !== undefined) {
+      tx.db
+        .prepare('INSERT INTO idempotency_keys (merchant_id, key, shop_id, mode, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+        .run(auth.merchantId, key, auth.shopId, auth.mode, hash, out.status, JSON.stringify(out.body), ctx.app.clocks.real());
+    }
+    return { status: out.status, body: out.body };
+  });
+}

@@ -1,0 +1,196 @@
+import type { Store } from '../db/tx';
+import { uuid, secret } from '../util/ids';
+import { sha256Hex } from '../util/crypto';
+import { ALL_SCOPES, parseScopes } from '../auth/scopes';
+import { compileAllowList } from '../auth/ip-allowlist';
+import type { Mode } from '../scheduler/clock';
+
+/** A merchant row. */
+export interface Merchant {
+  id: string;
+  name: string;
+  live_enabled: number;
+  created_at: number;
+}
+
+/** A shop row (secrets included; never print them except at creation or rotation). */
+export interface Shop {
+  id: string;
+  merchant_id: string;
+  name: string;
+  scopes: string;
+  ip_allowlist: string;
+  signing_secret: string;
+  require_signature: number;
+  webhook_secret: string;
+  test_clock_offset_ms: number;
+  created_at: number;
+}
+
+/** An API key row, without the key. */
+export interface ApiKey {
+  id: string;
+  shop_id: string;
+  mode: Mode;
+  key_prefix: string;
+  scopes: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+/** Create a merchant. */
+export function createMerchant(store: Store, name: string, now: number): Merchant {
+  if (!name.trim()) throw new Error('merchant name must not be empty');
+  const m: Merchant = { id: uuid(), name: name.trim(), live_enabled: 0, created_at: now };
+  store.tx(({ db }) => {
+    db.prepare('INSERT INTO merchants (id, name, live_enabled, created_at) VALUES (?, ?, 0, ?)').run(m.id, m.name, now);
+  });
+  return m;
+}
+
+/** Find a merchant by id. */
+export function getMerchant(store: Store, id: string): Merchant | undefined {
+  return store.stmt('SELECT * FROM merchants WHERE id = ?').get(id) as Merchant | undefined;
+}
+
+/** Create a shop with its signing and fallback webhook secrets; scopes default to all. */
+export function createShop(store: Store, merchantId: string, name: string, scopes: string | undefined, now: number): Shop {
+  if (!getMerchant(store, merchantId)) throw new Error(`cannot create shop: merchant "${merchantId}" not found`);
+  if (!name.trim()) throw new Error('shop name must not be empty');
+  const list = scopes === undefined ? [...ALL_SCOPES] : parseScopes(scopes);
+  const shop: Shop = {
+    id: uuid(),
+    merchant_id: merchantId,
+    name: name.trim(),
+    scopes: list.join(','),
+    ip_allowlist: '',
+    signing_secret: secret('thm_'),
+    require_signature: 0,
+    webhook_secret: secret('whs_'),
+    test_clock_offset_ms: 0,
+    created_at: now,
+  };
+  store.tx(({ db }) => {
+    db.prepare(
+      `INSERT INTO shops (id, merchant_id, name, scopes, ip_allowlist, signing_secret, require_signature, webhook_secret, created_at)
+       VALUES (?, ?, ?, ?, '', ?, 0, ?, ?)`,
+    ).run(shop.id, merchantId, shop.name, shop.scopes, shop.signing_secret, shop.webhook_secret, now);
+  });
+  return shop;
+}
+
+/** Find a shop by id. */
+export function getShop(store: Store, id: string): Shop | undefined {
+  return store.stmt('SELECT * FROM shops WHERE id = ?').get(id) as Shop | undefined;
+}
+
+function requireShop(store: Store, id: string): Shop {
+  const shop = getShop(store, id);
+  if (!shop) throw new Error(`shop "${id}" not found`);
+  return shop;
+}
+
+/** Replace a shop's enabled scopes. */
+export function setShopScopes(store: Store, shopId: string, scopes: string): string[] {
+  requireShop(store, shopId);
+  const list = parseScopes(scopes);
+  store.tx(({ db }) => db.prepare('UPDATE shops SET scopes = ? WHERE id = ?').run(list.join(','), shopId));
+  return list;
+}
+
+/** Replace a shop's IP allow-list (validated); an empty list clears it. */
+export function setIpAllowlist(store: Store, shopId: string, entries: string): string[] {
+  requireShop(store, shopId);
+  compileAllowList(entries);
+  const list = entries.split(',').map((s) => s.trim()).filter(Boolean);
+  store.tx(({ db }) => db.prepare('UPDATE shops SET ip_allowlist = ? WHERE id = ?').run(list.join(','), shopId));
+  return list;
+}
+
+/** Rotate a shop's request-signing secret; the new one is returned once. */
+export function rotateSigningSecret(store: Store, shopId: string): string {
+  requireShop(store, shopId);
+  const s = secret('thm_');
+  store.tx(({ db }) => db.prepare('UPDATE shops SET signing_secret = ? WHERE id = ?').run(s, shopId));
+  return s;
+}
+
+/** Rotate a shop's fallback webhook secret; the new one is returned once. */
+export function rotateShopWebhookSecret(store: Store, shopId: string): string {
+  requireShop(store, shopId);
+  const s = secret('whs_');
+  store.tx(({ db }) => db.prepare('UPDATE shops SET webhook_secret = ? WHERE id = ?').run(s, shopId));
+  return s;
+}
+
+/** Turn the require-signature option on or off. */
+export function setRequireSignature(store: Store, shopId: string, on: boolean): void {
+  requireShop(store, shopId);
+  store.tx(({ db }) => db.prepare('UPDATE shops SET require_signature = ? WHERE id = ?').run(on ? 1 : 0, shopId));
+}
+
+/** Create an API key; the key is returned once and only its hash is stored. Scopes default to the shop's. */
+export function createKey(
+  store: Store,
+  shopId: string,
+  mode: Mode,
+  scopes: string | undefined,
+  now: number,
+): { key: ApiKey; secret: string } {
+  const shop = requireShop(store, shopId);
+  if (mode !== 'test' && mode !== 'live') throw new Error(`mode must be test or live, not "${mode}"`);
+  const list = scopes === undefined ? shop.scopes.split(',').filter(Boolean) : parseScopes(scopes);
+  const full = secret(mode === 'test' ? 'sk_test_' : 'sk_live_');
+  const key: ApiKey = {
+    id: uuid(),
+    shop_id: shopId,
+    mode,
+    key_prefix: full.slice(0, 12),
+    scopes: list.join(','),
+    created_at: now,
+    revoked_at: null,
+  };
+  store.tx(({ db }) => {
+    db.prepare(
+      'INSERT INTO api_keys (id, shop_id, mode, key_hash, key_prefix, scopes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ).run(key.id, shopId, mode, sha256Hex(full), key.key_prefix, key.scopes, now);
+  });
+  return { key, secret: full };
+}
+
+/** The keys of a shop, newest first, without secrets. */
+export function listKeys(store: Store, shopId: string): ApiKey[] {
+  requireShop(store, shopId);
+  return store
+    .stmt('SELECT id, shop_id, mode, key_prefix, scopes, created_at, revoked_at FROM api_keys WHERE shop_id = ? ORDER BY created_at DESC, id')
+    .all(shopId) as ApiKey[];
+}
+
+/** Revoke a key; revoking twice is an error naming the first time. */
+export function revokeKey(store: Store, keyId: string, now: number): void {
+  const row = store.stmt('SELECT revoked_at FROM api_keys WHERE id = ?').get(keyId) as { revoked_at: number | null } | undefined;
+  if (!row) throw new Error(`key "${keyId}" not found`);
+  if (row.revoked_at !== null) throw new Error(`key "${keyId}" is already revoked`);
+  store.tx(({ db }) => db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(now, keyId));
+}
+
+/** Refuse live activation until a bank connector exists for the merchant. */
+export function activateLive(store: Store, merchantId: string): never {
+  if (!getMerchant(store, merchantId)) throw new Error(`merchant "${merchantId}" not found`);
+  throw new Error(
+    `cannot activate live mode for merchant "${merchantId}": no bank connector is configured; live keys answer 403 live_mode_not_activated until one is`,
+  );
+}
+
+/** The demo setup: a merchant, a shop with every scope, and a test key. */
+export function createDemo(store: Store, now: number): { merchant: Merchant; shop: Shop; key: ApiKey; secret: string } {
+  const merchant = createMerchant(store, 'Demo merchant', now);
+  const shop = createShop(store, merchant.id, 'Demo shop', undefined, now);
+  const { key, secret: s } = createKey(store, shop.id, 'test', undefined, now);
+  return { merchant, shop, key, secret: s };
+}
+
+/** True when the database has no merchant yet. */
+export function isEmpty(store: Store): boolean {
+  return !store.stmt('SELECT 1 FROM merchants LIMIT 1').get();
+}

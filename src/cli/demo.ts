@@ -1,0 +1,35 @@
+import { parseArgs, onlyFlags } from './args';
+import { COMMON_OPTIONS, openStore, output, type Command } from './command';
+import { createDemo } from '../cabinet/store';
+
+const usage = `Usage: kopek demo [--db PATH] [--json]
+
+Creates a merchant, a shop with every scope, and a test API key; prints them. The key is shown only now.
+
+Options:
+${COMMON_OPTIONS}
+
+Examples:
+  kopek demo
+  kopek demo --json --db ./data/kopek.db`;
+
+/** `kopek demo` */
+export const demo: Command = {
+  name: 'demo',
+  summary: 'create a demo merchant, shop and test key',
+  usage,
+  run(argv) {
+    const args = parseArgs(argv);
+    onlyFlags(args, []);
+    const store = openStore(args);
+    const d = createDemo(store, Date.now());
+    output(args, { merchant_id: d.merchant.id, shop_id: d.shop.id, key_id: d.key.id, key: d.secret }, [
+      `merchant  ${d.merchant.id}`,
+      `shop      ${d.shop.id}`,
+      `key id    ${d.key.id}`,
+      `test key  ${d.secret}   (shown once)`,
+    ]);
+    store.db.close();
+    return 0;
+  },
+};

@@ -1,0 +1,9 @@
+import type { Command } from './command';
+import { serve } from './serve';
+import { demo } from './demo';
+import { merchant } from './merchant';
+import { shop } from './shop';
+import { key } from './key';
+
+/** Every admin command, in the order `kopek --help` lists them. */
+export const COMMANDS: Command[] = [serve, demo, merchant, shop, key];

@@ -1,0 +1,140 @@
+import type { LogLevel } from './log';
+
+/** The server's whole configuration, from flags and `KOPEK_*` environment variables (flags win). */
+export interface Config {
+  port: number;
+  host: string;
+  db: string;
+  /** Public address of the API; default `http://<host>:<port>`. */
+  baseUrl: string | null;
+  /** Address of the hosted payment page; default the base URL. */
+  payPageUrl: string | null;
+  /** Seconds the simulator takes to answer once a bank session is open; 0 = at once. */
+  simDelaySeconds: number;
+  /** Run `demo` on an empty database. */
+  demo: boolean;
+  bodyLimitBytes: number;
+  /** Honour X-Forwarded-For (only behind a reverse proxy you control). */
+  trustProxy: boolean;
+  logLevel: LogLevel;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  ssePingSeconds: number;
+  /** Requests per second per key (token bucket refill); 0 disables. */
+  rateLimitPerSecond: number;
+  /** Burst size of the per-key token bucket. */
+  rateLimitBurst: number;
+  /** Address ranges (CIDR) that live webhooks may reach although private or loopback. */
+  webhookAllow: string[];
+}
+
+/** One option: its flag, its environment variable, its default, and how to read it. */
+interface OptionSpec {
+  key: keyof Config;
+  flag: string;
+  env: string;
+  help: string;
+  kind: 'int' | 'number' | 'string' | 'bool' | 'list' | 'level';
+  def: unknown;
+}
+
+/** Every server option, for parsing and for the README's table. */
+export const OPTIONS: OptionSpec[] = [
+  { key: 'port', flag: '--port', env: 'KOPEK_PORT', kind: 'int', def: 8080, help: 'TCP port to listen on (0 = any free port)' },
+  { key: 'host', flag: '--host', env: 'KOPEK_HOST', kind: 'string', def: '127.0.0.1', help: 'address to listen on' },
+  { key: 'db', flag: '--db', env: 'KOPEK_DB', kind: 'string', def: './data/kopek.db', help: 'SQLite database file' },
+  { key: 'baseUrl', flag: '--base-url', env: 'KOPEK_BASE_URL', kind: 'string', def: null, help: 'public address of the API (default http://HOST:PORT)' },
+  { key: 'payPageUrl', flag: '--pay-page-url', env: 'KOPEK_PAY_PAGE_URL', kind: 'string', def: null, help: 'address of the hosted payment page (default the base URL)' },
+  { key: 'simDelaySeconds', flag: '--sim-delay', env: 'KOPEK_SIM_DELAY', kind: 'number', def: 2, help: 'seconds the test bank takes to answer (0 = at once)' },
+  { key: 'demo', flag: '--demo', env: 'KOPEK_DEMO', kind: 'bool', def: true, help: 'create a demo merchant, shop and test key on an empty database (--no-demo to skip)' },
+  { key: 'bodyLimitBytes', flag: '--body-limit', env: 'KOPEK_BODY_LIMIT', kind: 'int', def: 1_048_576, help: 'largest request body in bytes (413 above)' },
+  { key: 'trustProxy', flag: '--trust-proxy', env: 'KOPEK_TRUST_PROXY', kind: 'bool', def: false, help: 'take the client address from X-Forwarded-For' },
+  { key: 'logLevel', flag: '--log-level', env: 'KOPEK_LOG_LEVEL', kind: 'level', def: 'info', help: 'debug, info, warn, error or silent' },
+  { key: 'headersTimeoutMs', flag: '--headers-timeout-ms', env: 'KOPEK_HEADERS_TIMEOUT_MS', kind: 'int', def: 10_000, help: 'time a client has to send the request headers' },
+  { key: 'requestTimeoutMs', flag: '--request-timeout-ms', env: 'KOPEK_REQUEST_TIMEOUT_MS', kind: 'int', def: 30_000, help: 'time a client has to send the whole request' },
+  { key: 'keepAliveTimeoutMs', flag: '--keep-alive-timeout-ms', env: 'KOPEK_KEEP_ALIVE_TIMEOUT_MS', kind: 'int', def: 5_000, help: 'idle keep-alive connections close after this' },
+  { key: 'ssePingSeconds', flag: '--sse-ping', env: 'KOPEK_SSE_PING', kind: 'number', def: 15, help: 'seconds between `: ping` comments on the event stream' },
+  { key: 'rateLimitPerSecond', flag: '--rate-limit', env: 'KOPEK_RATE_LIMIT', kind: 'number', def: 0, help: 'requests per second per API key (0 = no limit)' },
+  { key: 'rateLimitBurst', flag: '--rate-burst', env: 'KOPEK_RATE_BURST', kind: 'int', def: 100, help: 'burst size of the per-key rate limit' },
+  { key: 'webhookAllow', flag: '--webhook-allow', env: 'KOPEK_WEBHOOK_ALLOW', kind: 'list', def: [], help: 'CIDR ranges live webhooks may reach although private' },
+];
+
+const LEVELS: readonly string[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+function parseValue(spec: OptionSpec, raw: string, source: string): unknown {
+  switch (spec.kind) {
+    case 'int': {
+      if (!/^\d+$/.test(raw)) throw new Error(`${source} must be a whole number, got "${raw}"`);
+      return Number(raw);
+    }
+    case 'number': {
+      const n = Number(raw);
+      if (raw.trim() === '' || !Number.isFinite(n) || n < 0) throw new Error(`${source} must be a non-negative number, got "${raw}"`);
+      return n;
+    }
+    case 'bool': {
+      if (/^(1|true|yes|on)$/i.test(raw)) return true;
+      if (/^(0|false|no|off)$/i.test(raw)) return false;
+      throw new Error(`${source} must be true or false, got "${raw}"`);
+    }
+    case 'list':
+      return raw.split(',').map((s) => s.trim()).filter(Boolean);
+    case 'level':
+      if (!LEVELS.includes(raw)) throw new Error(`${source} must be one of ${LEVELS.join(', ')}, got "${raw}"`);
+      return raw;
+    default:
+      return raw;
+  }
+}
+
+/** The defaults, as a Config. */
+export function defaultConfig(): Config {
+  const c: Record<string, unknown> = {};
+  for (const o of OPTIONS) c[o.key] = Array.isArray(o.def) ? [...o.def] : o.def;
+  return c as unknown as Config;
+}
+
+/** Build the config from argv (after the command) and the environment; throws a one-line error on bad input. */
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): Config {
+  const c = defaultConfig() as unknown as Record<string, unknown>;
+  for (const o of OPTIONS) {
+    const v = env[o.env];
+    if (v !== undefined && v !== '') c[o.key] = parseValue(o, v, o.env);
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const eq = arg.indexOf('=');
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    if (name.startsWith('--no-')) {
+      const o = OPTIONS.find((x) => x.flag === '--' + name.slice(5) && x.kind === 'bool');
+      if (!o) throw new Error(`unknown option "${arg}"`);
+      c[o.key] = false;
+      continue;
+    }
+    const o = OPTIONS.find((x) => x.flag === name);
+    if (!o) throw new Error(`unknown option "${arg}"`);
+    if (o.kind === 'bool' && eq < 0) {
+      c[o.key] = true;
+      continue;
+    }
+    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+    if (value === undefined) throw new Error(`option ${name} needs a value`);
+    c[o.key] = parseValue(o, value, name);
+  }
+  const cfg = c as unknown as Config;
+  if (cfg.port > 65535) throw new Error(`--port must be at most 65535, got ${cfg.port}`);
+  for (const key of ['baseUrl', 'payPageUrl'] as const) {
+    const u = cfg[key];
+    if (u !== null) {
+      try {
+        const parsed = new URL(u);
+        if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
+      } catch {
+        throw new Error(`${key === 'baseUrl' ? '--base-url' : '--pay-page-url'} must be an http(s) URL, got "${u}"`);
+      }
+      cfg[key] = u.replace(/\/+$/, '');
+    }
+  }
+  return cfg;
+}

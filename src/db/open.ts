@@ -1,0 +1,56 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { SCHEMA_SQL } from './schema-text';
+import { MIGRATIONS } from './migrations';
+import { nativeBinding } from './native';
+
+/** The schema version this build writes; `PRAGMA user_version` of a current database. */
+export const SCHEMA_VERSION = MIGRATIONS.length + 1;
+
+/** Options for opening the database. */
+export interface OpenOptions {
+  /** `FULL` (default) makes every commit durable against power loss. */
+  synchronous?: 'FULL' | 'NORMAL';
+  readonly?: boolean;
+}
+
+/** Open (creating if needed) the SQLite file: WAL, busy timeout, foreign keys, schema and migrations applied. */
+export function openDatabase(path: string, opts: OpenOptions = {}): Database.Database {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const dbOpts: Database.Options = {};
+  if (nativeBinding.addon) (dbOpts as { nativeBinding?: unknown }).nativeBinding = nativeBinding.addon;
+  if (opts.readonly) dbOpts.readonly = true;
+  let db: Database.Database;
+  try {
+    db = new Database(path, dbOpts);
+  } catch (err) {
+    throw new Error(`cannot open database "${path}": ${(err as Error).message}`);
+  }
+  db.pragma('busy_timeout = 5000');
+  if (!opts.readonly) {
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
+  }
+  db.pragma('foreign_keys = ON');
+  if (!opts.readonly) migrate(db);
+  return db;
+}
+
+/** Apply schema.sql to an empty database, or the pending migrations to an older one. */
+function migrate(db: Database.Database): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version === SCHEMA_VERSION) return;
+  if (version > SCHEMA_VERSION) {
+    throw new Error(`cannot use database: its schema version ${version} is newer than this build's ${SCHEMA_VERSION}`);
+  }
+  const apply = db.transaction(() => {
+    if (version === 0) {
+      db.exec(SCHEMA_SQL);
+    } else {
+      for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v - 1]);
+    }
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  });
+  apply.immediate();
+}

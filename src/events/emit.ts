@@ -1,0 +1,109 @@
+import type { Tx } from '../db/tx';
+import type { Mode } from '../scheduler/clock';
+import { eventId } from '../util/ids';
+import { iso } from '../util/time';
+
+/** An event as a state change records it: an SSE kind and payload, and optionally a webhook. */
+export interface EventInput {
+  merchantId: string;
+  shopId: string;
+  mode: Mode;
+  /** SSE kind, e.g. `payment.status_changed`. */
+  kind: string;
+  payload: Record<string, unknown>;
+  /** Time on the object's clock. */
+  at: number;
+  /** The webhook this change sends, if any: event name, object snapshot, and a payment's own URL. */
+  webhook?: { event: string; data: unknown; url?: string | null };
+  paymentId?: string;
+  payoutId?: string;
+}
+
+/** A stored event. */
+export interface EventRow {
+  seq: number;
+  id: string;
+  merchant_id: string;
+  shop_id: string;
+  mode: Mode;
+  kind: string;
+  payload: string;
+  at: number;
+  webhook_event: string | null;
+  webhook_data: string | null;
+  webhook_url: string | null;
+  payment_id: string | null;
+  payout_id: string | null;
+}
+
+/** Called inside the appending transaction (webhook deliveries are written here, in the same commit). */
+export type EventSink = (tx: Tx, row: EventRow) => void;
+/** Called after commit (SSE fan-out, waking the webhook worker). */
+export type EventListener = (row: EventRow) => void;
+
+/** The append-only event log and its subscribers. */
+export class Events {
+  private readonly sinks: EventSink[] = [];
+  private readonly listeners = new Set<EventListener>();
+
+  /** Add a sink run in the transaction of every append. */
+  addSink(sink: EventSink): void {
+    this.sinks.push(sink);
+  }
+
+  /** Subscribe to committed events; returns the unsubscribe function. */
+  subscribe(listener: EventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Append an event in the caller's transaction; sinks run now, listeners after commit. */
+  append(tx: Tx, e: EventInput): EventRow {
+    const id = eventId(e.at);
+    const payload = JSON.stringify(e.payload);
+    const info = tx.db
+      .prepare(
+        `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        id,
+        e.merchantId,
+        e.shopId,
+        e.mode,
+        e.kind,
+        payload,
+        e.at,
+        e.webhook?.event ?? null,
+        e.webhook ? JSON.stringify(e.webhook.data) : null,
+        e.webhook?.url ?? null,
+        e.paymentId ?? null,
+        e.payoutId ?? null,
+      );
+    const row: EventRow = {
+      seq: Number(info.lastInsertRowid),
+      id,
+      merchant_id: e.merchantId,
+      shop_id: e.shopId,
+      mode: e.mode,
+      kind: e.kind,
+      payload,
+      at: e.at,
+      webhook_event: e.webhook?.event ?? null,
+      webhook_data: e.webhook ? JSON.stringify(e.webhook.data) : null,
+      webhook_url: e.webhook?.url ?? null,
+      payment_id: e.paymentId ?? null,
+      payout_id: e.payoutId ?? null,
+    };
+    for (const sink of this.sinks) sink(tx, row);
+    tx.afterCommit(() => {
+      for (const l of this.listeners) l(row);
+    });
+    return row;
+  }
+}
+
+/** The SSE data object of an event: `{kind, payload, at}`. */
+export function sseData(row: EventRow): { kind: string; payload: unknown; at: string } {
+  return { kind: row.kind, payload: JSON.parse(row.payload), at: iso(row.at) };
+}

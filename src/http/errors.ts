@@ -1,0 +1,43 @@
+/** The one error type of the API: an HTTP status, a stable snake_case code, a safe message, and the field at fault. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly param?: string;
+  readonly headers?: Record<string, string>;
+
+  constructor(status: number, code: string, message: string, param?: string, headers?: Record<string, string>) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.param = param;
+    this.headers = headers;
+  }
+
+  /** The documented error body: `{"error": {code, message, param?}}`. */
+  toBody(): { error: { code: string; message: string; param?: string } } {
+    const error: { code: string; message: string; param?: string } = { code: this.code, message: this.message };
+    if (this.param !== undefined) error.param = this.param;
+    return { error };
+  }
+}
+
+/** 400 bad_request naming the field. */
+export function badRequest(message: string, param?: string): ApiError {
+  return new ApiError(400, 'bad_request', message, param);
+}
+
+/** 404 not_found; also used for ids of another shop, so existence is never revealed. */
+export function notFound(message = 'Cannot find the requested resource'): ApiError {
+  return new ApiError(404, 'not_found', message);
+}
+
+/** 409 invalid_state naming the current status. */
+export function invalidState(message: string): ApiError {
+  return new ApiError(409, 'invalid_state', message);
+}
+
+/** Any thrown value as an ApiError; unknown errors become a 500 that leaks nothing. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  return new ApiError(500, 'internal_error', 'Internal error; the request id identifies it in the server log');
+}

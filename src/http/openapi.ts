@@ -1,0 +1,34 @@
+import type { OpenApiFragment } from './openapi-types';
+import { FRAGMENTS } from './openapi-fragments';
+
+/** The OpenAPI 3.1 document of every route, merged from the domains' fragments. */
+export function openApiDocument(version: string, serverUrl: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  const schemas: Record<string, unknown> = {};
+  for (const f of FRAGMENTS as OpenApiFragment[]) {
+    for (const [p, ops] of Object.entries(f.paths)) {
+      paths[p] = { ...(paths[p] ?? {}), ...ops };
+    }
+    for (const [name, schema] of Object.entries(f.schemas ?? {})) {
+      if (name in schemas) throw new Error(`cannot build OpenAPI document: schema "${name}" defined twice`);
+      schemas[name] = schema;
+    }
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'kopek payment API',
+      version,
+      description:
+        'Payments with a hosted payment page, refunds, subscriptions, saved-method tokens, payouts, balance, registers, ' +
+        'bank directory, signed webhooks and a Server-Sent Events stream. sk_test_ keys drive the built-in bank simulator.',
+    },
+    servers: [{ url: serverUrl }],
+    security: [{ bearerKey: [] }],
+    paths,
+    components: {
+      securitySchemes: { bearerKey: { type: 'http', scheme: 'bearer', description: 'sk_test_… or sk_live_… API key' } },
+      schemas,
+    },
+  };
+}

@@ -1,0 +1,108 @@
+/** A route's compiled pattern: `/v1/public/payments/:id/refund` → a RegExp with named groups. */
+interface Compiled<T> {
+  method: string;
+  pattern: string;
+  regex: RegExp;
+  keys: string[];
+  value: T;
+  staticPath: string | null;
+}
+
+/** The outcome of matching a request: the route and its params, a 405 with the allowed methods, or nothing. */
+export type Match<T> =
+  | { kind: 'found'; value: T; params: Record<string, string>; pattern: string }
+  | { kind: 'method_not_allowed'; allow: string[] }
+  | { kind: 'not_found' };
+
+const SEGMENT = /^[A-Za-z0-9._~-]+$/;
+const PARAM = /^:([a-z_][a-z0-9_]*)$/i;
+
+/** A small router: routes are checked when added (bad pattern or duplicate throws), matched by compiled RegExp. */
+export class Router<T> {
+  private readonly routes: Compiled<T>[] = [];
+  private readonly statics = new Map<string, Map<string, Compiled<T>>>();
+
+  /** Add a route; throws at start-up on a malformed pattern or a duplicate of an existing method and shape. */
+  add(method: string, pattern: string, value: T): void {
+    if (!/^[A-Z]+$/.test(method)) throw new Error(`Cannot add route "${method} ${pattern}": bad method`);
+    if (!pattern.startsWith('/')) throw new Error(`Cannot add route "${method} ${pattern}": pattern must start with /`);
+    const keys: string[] = [];
+    const parts = pattern === '/' ? [] : pattern.slice(1).split('/');
+    let source = '^';
+    for (const part of parts) {
+      const param = PARAM.exec(part);
+      if (param) {
+        if (keys.includes(param[1])) throw new Error(`Cannot add route "${method} ${pattern}": param "${param[1]}" repeats`);
+        keys.push(param[1]);
+        source += `/(?<${param[1]}>[^/]+)`;
+      } else if (SEGMENT.test(part)) {
+        source += '/' + part.replace(/[.]/g, '\\.');
+      } else {
+        throw new Error(`Cannot add route "${method} ${pattern}": bad segment "${part}"`);
+      }
+    }
+    source += pattern === '/' ? '/$' : '$';
+    const shape = pattern.replace(/:[^/]+/g, ':');
+    for (const r of this.routes) {
+      if (r.method === method && r.pattern.replace(/:[^/]+/g, ':') === shape) {
+        throw new Error(`Cannot add route "${method} ${pattern}": duplicates "${r.method} ${r.pattern}"`);
+      }
+    }
+    const compiled: Compiled<T> = {
+      method,
+      pattern,
+      regex: new RegExp(source),
+      keys,
+      value,
+      staticPath: keys.length === 0 ? pattern : null,
+    };
+    this.routes.push(compiled);
+    if (compiled.staticPath) {
+      let byMethod = this.statics.get(compiled.staticPath);
+      if (!byMethod) this.statics.set(compiled.staticPath, (byMethod = new Map()));
+      byMethod.set(method, compiled);
+    }
+  }
+
+  /** Match a method and a path (no query string). HEAD falls back to GET. */
+  match(method: string, path: string): Match<T> {
+    const allow = new Set<string>();
+    const lookup = method === 'HEAD' ? ['HEAD', 'GET'] : [method];
+    const byMethod = this.statics.get(path);
+    if (byMethod) {
+      for (const m of lookup) {
+        const hit = byMethod.get(m);
+        if (hit) return { kind: 'found', value: hit.value, params: {}, pattern: hit.pattern };
+      }
+    }
+    let found: Match<T> | null = null;
+    for (const r of this.routes) {
+      const m = r.regex.exec(path);
+      if (!m) continue;
+      if (!found && lookup.includes(r.method)) {
+        const params: Record<string, string> = {};
+        for (const k of r.keys) {
+          try {
+            params[k] = decodeURIComponent(m.groups![k]);
+          } catch {
+            params[k] = m.groups![k];
+          }
+        }
+        found = { kind: 'found', value: r.value, params, pattern: r.pattern };
+        // A static route of the same method wins over a param route; statics were checked above.
+        return found;
+      }
+      allow.add(r.method);
+    }
+    if (allow.size > 0) {
+      if (allow.has('GET')) allow.add('HEAD');
+      return { kind: 'method_not_allowed', allow: [...allow].sort() };
+    }
+    return { kind: 'not_found' };
+  }
+
+  /** Every route as `[method, pattern]`, in the order added. */
+  list(): Array<[string, string]> {
+    return this.routes.map((r) => [r.method, r.pattern]);
+  }
+}

@@ -1,0 +1,63 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { App } from '../app-types';
+
+/** What authentication established about the caller. */
+export interface Auth {
+  keyId: string;
+  merchantId: string;
+  shopId: string;
+  shopName: string;
+  mode: 'test' | 'live';
+  /** The key's effective scopes: its own, intersected with its shop's. */
+  scopes: ReadonlySet<string>;
+}
+
+/** Everything a handler may read about the request. */
+export interface Ctx {
+  app: App;
+  req: IncomingMessage;
+  res: ServerResponse;
+  requestId: string;
+  method: string;
+  path: string;
+  /** The route pattern matched, e.g. `/v1/public/payments/:id`. */
+  route: string;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  /** The exact bytes received, kept for signatures and idempotency. */
+  rawBody: Buffer;
+  /** The parsed body: JSON value, form map, or undefined when empty. */
+  body: unknown;
+  /** The client address after proxy rules, IPv4-mapped addresses unwrapped. */
+  ip: string;
+  /** Present on routes with auth 'key' or 'test'. */
+  auth?: Auth;
+  /** Set by the handler for the access log: anything safe to log about the outcome. */
+  logExtra?: Record<string, unknown>;
+}
+
+/** A handler's answer. JSON is the default; `raw` means the handler wrote the response itself (SSE). */
+export type Reply =
+  | { status?: number; body: unknown; headers?: Record<string, string> }
+  | { status?: number; html: string; headers?: Record<string, string> }
+  | { status?: number; text: string; contentType?: string; headers?: Record<string, string> }
+  | { status: 302 | 303; location: string }
+  | { raw: true };
+
+/** A handler returns a reply or throws an ApiError. */
+export type Handler = (ctx: Ctx) => Reply | Promise<Reply>;
+
+/** How a route is guarded: no auth, any API key, or a test key (live keys get 404). */
+export type AuthKind = 'none' | 'key' | 'test';
+
+/** What a route accepts as body: JSON only (API) or also forms (hosted page). */
+export type BodyKind = 'json' | 'form';
+
+/** One line of the route table. */
+export interface RouteDef {
+  auth: AuthKind;
+  /** Scope the key must have, or a function choosing it from the request (payouts by method). */
+  scope?: string;
+  body?: BodyKind;
+  handler: Handler;
+}

@@ -1,0 +1,159 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request as httpRequest } from 'node:http';
+import { defaultConfig, type Config } from '../../src/config';
+import { startApp, type Running } from '../../src/app';
+import { createLogger } from '../../src/log';
+import { Store } from '../../src/db/tx';
+import { createDemo, createKey, createMerchant, createShop } from '../../src/cabinet/store';
+import { openDatabase } from '../../src/db/open';
+import type { Mode } from '../../src/scheduler/clock';
+import { checkResponse } from './openapi-check';
+
+/** A response as tests see it. */
+export interface TestResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  /** Parsed JSON body, or undefined when the body is not JSON. */
+  body: any;
+}
+
+/** Options of one request. */
+export interface RequestOptions {
+  /** API key; default the demo test key. `null` sends no Authorization header. */
+  key?: string | null;
+  /** A JSON value (serialized) or a Buffer/string sent as is. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Skip the OpenAPI response check (for raw protocol tests). */
+  noSchemaCheck?: boolean;
+}
+
+/** A shop with a key, made directly in the database. */
+export interface TestShop {
+  merchantId: string;
+  shopId: string;
+  key: string;
+  keyId: string;
+}
+
+/** A real server on port 0 over a temp SQLite file, with helpers for requests and cabinet setup. */
+export interface TestServer {
+  url: string;
+  dir: string;
+  dbPath: string;
+  running: Running;
+  /** Every log line the server wrote. */
+  logs: string[];
+  demo: TestShop;
+  request(method: string, path: string, opts?: RequestOptions): Promise<TestResponse>;
+  /** A new merchant and shop with a key; scopes default to all. */
+  newShop(opts?: { mode?: Mode; shopScopes?: string; keyScopes?: string }): TestShop;
+  /** Another key of an existing shop. */
+  newKey(shopId: string, mode: Mode, scopes?: string): { key: string; keyId: string };
+  /** Direct access to the database (read-only use in assertions, or cabinet changes). */
+  store: Store;
+  /** Stop the server and start it again on the same database (and port 0). */
+  restart(config?: Partial<Config>): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Start a server for a test file. Close it in `after`. */
+export async function startTestServer(config: Partial<Config> = {}, opts: { realNow?: () => number } = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'kopek-test-'));
+  const dbPath = join(dir, 'kopek.db');
+  const setup = new Store(openDatabase(dbPath));
+  const d = createDemo(setup, Date.now());
+  setup.db.close();
+  const logs: string[] = [];
+  const log = createLogger('debug', (line) => {
+    logs.push(line);
+  });
+  const cfg = (): Config => ({ ...defaultConfig(), port: 0, host: '127.0.0.1', db: dbPath, demo: false, simDelaySeconds: 0, ...config });
+  let running = await startApp(cfg(), { log, realNow: opts.realNow });
+  const t: TestServer = {
+    get url() {
+      return running.url;
+    },
+    dir,
+    dbPath,
+    get running() {
+      return running;
+    },
+    logs,
+    demo: { merchantId: d.merchant.id, shopId: d.shop.id, key: d.secret, keyId: d.key.id },
+    get store() {
+      return running.app.store;
+    },
+    request: (method, path, o = {}) => doRequest(running.url, method, path, o, d.secret),
+    newShop(o = {}) {
+      const store = running.app.store;
+      const m = createMerchant(store, 'Test merchant', Date.now());
+      const s = createShop(store, m.id, 'Test shop', o.shopScopes, Date.now());
+      const k = createKey(store, s.id, o.mode ?? 'test', o.keyScopes, Date.now());
+      return { merchantId: m.id, shopId: s.id, key: k.secret, keyId: k.key.id };
+    },
+    newKey(shopId, mode, scopes) {
+      const k = createKey(running.app.store, shopId, mode, scopes, Date.now());
+      return { key: k.secret, keyId: k.key.id };
+    },
+    async restart(more = {}) {
+      await running.close();
+      running = await startApp({ ...cfg(), ...more }, { log, realNow: opts.realNow });
+    },
+    async close() {
+      await running.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  } as TestServer;
+  return t;
+}
+
+/** One HTTP request with node:http (so tests control every header and byte); JSON answers are checked against OpenAPI. */
+export function doRequest(base: string, method: string, path: string, o: RequestOptions, defaultKey: string): Promise<TestResponse> {
+  const headers: Record<string, string> = {};
+  const key = o.key === undefined ? defaultKey : o.key;
+  if (key !== null) headers.authorization = `Bearer ${key}`;
+  let payload: Buffer | undefined;
+  if (o.body !== undefined) {
+    if (Buffer.isBuffer(o.body)) payload = o.body;
+    else if (typeof o.body === 'string') payload = Buffer.from(o.body);
+    else payload = Buffer.from(JSON.stringify(o.body));
+    headers['content-type'] = 'application/json';
+  }
+  Object.assign(headers, o.headers);
+  if (payload) headers['content-length'] = String(payload.length);
+  const url = new URL(path, base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown;
+        if ((res.headers['content-type'] ?? '').startsWith('application/json') && text.length > 0) {
+          try {
+            body = JSON.parse(text);
+          } catch (err) {
+            reject(new Error(`response to ${method} ${path} is not JSON: ${text.slice(0, 200)}`));
+            return;
+          }
+          if (!o.noSchemaCheck) {
+            try {
+              checkResponse(method, url.pathname, res.statusCode ?? 0, body);
+            } catch (err) {
+              reject(err);
+              return;
+            }
+          }
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}

@@ -1,0 +1,41 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, type TestServer } from '../helpers/server';
+
+let s: TestServer;
+before(async () => {
+  s = await startTestServer();
+});
+after(() => s.close());
+
+test('GET /healthz answers status and version without auth', async () => {
+  const r = await s.request('GET', '/healthz', { key: null });
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.body, { status: 'ok', version: s.running.app.version });
+  assert.match(String(r.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+});
+
+test('unknown route is 404 not_found in the error shape', async () => {
+  const r = await s.request('GET', '/v1/public/nothing-here', { noSchemaCheck: true });
+  assert.equal(r.status, 404);
+  assert.equal(r.body.error.code, 'not_found');
+  assert.ok(r.headers['x-request-id']);
+});
+
+test('known path with a wrong method is 405 with Allow', async () => {
+  const r = await s.request('DELETE', '/healthz', { key: null });
+  assert.equal(r.status, 405);
+  assert.equal(r.body.error.code, 'method_not_allowed');
+  assert.equal(r.headers['allow'], 'GET, HEAD');
+});
+
+test('test clock advances per shop', async () => {
+  const before = await s.request('GET', '/v1/test/clock');
+  assert.equal(before.status, 200);
+  const adv = await s.request('POST', '/v1/test/clock/advance', { body: { seconds: 3600 } });
+  assert.equal(adv.status, 200);
+  assert.equal(adv.body.offset_seconds, 3600);
+  const other = s.newShop();
+  const o = await s.request('GET', '/v1/test/clock', { key: other.key });
+  assert.equal(o.body.offset_seconds, 0);
+});
