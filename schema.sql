@@ -63,6 +63,7 @@ CREATE TABLE jobs (
   shop_id      TEXT,
   mode         TEXT NOT NULL CHECK (mode IN ('test', 'live')),
   due_at       INTEGER NOT NULL,                      -- on the shop's test clock in test mode
+  run_at       INTEGER NOT NULL,                      -- real time it runs: due_at - the shop's test clock offset (test), due_at (live)
   attempt      INTEGER NOT NULL DEFAULT 0,            -- failed runs so far
   payload      TEXT NOT NULL DEFAULT '{}',
   state        TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done', 'dead', 'cancelled')),
@@ -70,9 +71,10 @@ CREATE TABLE jobs (
   created_at   INTEGER NOT NULL,
   finished_at  INTEGER
 ) STRICT;
-CREATE INDEX jobs_due ON jobs(due_at) WHERE state = 'pending';
+CREATE INDEX jobs_run ON jobs(run_at, id) WHERE state = 'pending';
 CREATE INDEX jobs_shop_due ON jobs(shop_id, mode, due_at) WHERE state = 'pending';
 CREATE INDEX jobs_subject ON jobs(subject_id, kind) WHERE state = 'pending';
+CREATE INDEX jobs_failing ON jobs(kind) WHERE state = 'dead' OR (state = 'pending' AND attempt > 0);
 
 -- == events: append-only; the SSE stream replays it, webhook deliveries are made from it ==
 
@@ -95,9 +97,216 @@ CREATE INDEX events_shop_seq ON events(shop_id, mode, seq);
 CREATE INDEX events_payment ON events(payment_id) WHERE payment_id IS NOT NULL;
 
 -- == webhooks ==
+-- Endpoints and their secrets are shop settings, shared by both modes: they have no `mode` column, so
+-- POST /v1/test/reset keeps them. Deliveries and attempts belong to one event of one mode.
+
+CREATE TABLE webhook_endpoints (
+  id               TEXT PRIMARY KEY,
+  shop_id          TEXT NOT NULL REFERENCES shops(id),
+  url              TEXT NOT NULL,
+  events           TEXT NOT NULL DEFAULT '',        -- comma list of webhook events; empty = all
+  signature        TEXT NOT NULL DEFAULT 'v2' CHECK (signature IN ('v1', 'v2')),
+  disabled_at      INTEGER,                         -- real time; set when the receiver answered 410
+  disabled_reason  TEXT,
+  created_at       INTEGER NOT NULL
+) STRICT;
+CREATE INDEX webhook_endpoints_shop ON webhook_endpoints(shop_id, created_at);
+
+CREATE TABLE webhook_secrets (
+  id           INTEGER PRIMARY KEY,
+  endpoint_id  TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+  secret       TEXT NOT NULL,                       -- whs_…; the HMAC key is the whole string
+  created_at   INTEGER NOT NULL,
+  expires_at   INTEGER                              -- real time; NULL = valid until rotated away
+) STRICT;
+CREATE INDEX webhook_secrets_endpoint ON webhook_secrets(endpoint_id);
+
+-- The outbox: one row per (event, receiver), written in the event's transaction.
+CREATE TABLE webhook_deliveries (
+  id               INTEGER PRIMARY KEY,
+  event_seq        INTEGER NOT NULL,                -- events.seq
+  event_id         TEXT NOT NULL,                   -- evt_…
+  event            TEXT NOT NULL,                   -- e.g. payment.succeeded
+  shop_id          TEXT NOT NULL,
+  mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  endpoint_id      TEXT,                            -- NULL: a payment's own webhook_url
+  url              TEXT NOT NULL,
+  payment_id       TEXT,
+  state            TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'succeeded', 'failed')),
+  attempts         INTEGER NOT NULL DEFAULT 0,      -- attempts made, ever
+  round_start      INTEGER NOT NULL DEFAULT 0,      -- attempts before the last resend: retries count from here
+  next_attempt_at  INTEGER,                         -- on the shop's clock; NULL once final
+  created_at       INTEGER NOT NULL
+) STRICT;
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE state = 'pending';
+CREATE INDEX webhook_deliveries_event ON webhook_deliveries(event_id);
+CREATE INDEX webhook_deliveries_payment ON webhook_deliveries(payment_id) WHERE payment_id IS NOT NULL;
+CREATE INDEX webhook_deliveries_shop ON webhook_deliveries(shop_id, mode, id);
+
+-- The delivery log: every attempt, kept.
+CREATE TABLE webhook_attempts (
+  id               INTEGER PRIMARY KEY,
+  delivery_id      INTEGER NOT NULL REFERENCES webhook_deliveries(id),
+  shop_id          TEXT NOT NULL,
+  mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  attempt          INTEGER NOT NULL,                -- 1-based, per delivery
+  url              TEXT NOT NULL,
+  attempted_at     INTEGER NOT NULL,                -- on the shop's clock
+  latency_ms       INTEGER NOT NULL,
+  response_code    INTEGER,                         -- NULL when no answer
+  error            TEXT,
+  succeeded        INTEGER NOT NULL,
+  next_attempt_at  INTEGER                          -- the retry this failure scheduled, on the shop's clock
+) STRICT;
+CREATE INDEX webhook_attempts_delivery ON webhook_attempts(delivery_id, attempt);
 
 -- == payments and refunds ==
 
+-- seq orders the registers and numbers public_id (P-<100000 + seq>): AUTOINCREMENT never reuses a value.
+CREATE TABLE payments (
+  seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+  id                TEXT NOT NULL UNIQUE,
+  public_id         TEXT NOT NULL UNIQUE,
+  kind              TEXT NOT NULL DEFAULT 'payment',    -- payment, token_binding, subscription_init, subscription_charge, token_charge
+  merchant_id       TEXT NOT NULL,
+  shop_id           TEXT NOT NULL REFERENCES shops(id),
+  mode              TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  order_id          TEXT NOT NULL,
+  status            TEXT NOT NULL CHECK (status IN ('pending', 'processing', 'succeeded', 'failed', 'cancelled', 'refunded', 'expired')),
+  amount            INTEGER NOT NULL CHECK (amount > 0),
+  amount_refunded   INTEGER NOT NULL DEFAULT 0 CHECK (amount_refunded >= 0 AND amount_refunded <= amount),
+  currency          TEXT NOT NULL,
+  method            TEXT NOT NULL,
+  method_fixed      INTEGER NOT NULL DEFAULT 0,         -- 1 when created with a method other than any
+  return_url        TEXT NOT NULL DEFAULT '',
+  description       TEXT NOT NULL DEFAULT '',
+  webhook_url       TEXT NOT NULL DEFAULT '',
+  purpose           TEXT NOT NULL,                      -- the fixed bank purpose text, holds public_id
+  metadata          TEXT NOT NULL DEFAULT '{}',         -- JSON object of strings, reserved keys included
+  rrn               TEXT NOT NULL DEFAULT '',
+  bank_name         TEXT NOT NULL DEFAULT '',
+  card_brand        TEXT NOT NULL DEFAULT '',
+  card_mask         TEXT NOT NULL DEFAULT '',           -- never a full card number
+  card_holder       TEXT NOT NULL DEFAULT '',
+  phone_mask        TEXT NOT NULL DEFAULT '',
+  payer_bank        TEXT NOT NULL DEFAULT '',
+  created_at        INTEGER NOT NULL,
+  expires_at        INTEGER NOT NULL,
+  processing_until  INTEGER,
+  captured_at       INTEGER,
+  finalized_at      INTEGER
+) STRICT;
+CREATE INDEX payments_register ON payments(shop_id, created_at, seq);
+
+CREATE TABLE refunds (
+  seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+  id            TEXT NOT NULL UNIQUE,
+  payment_id    TEXT NOT NULL REFERENCES payments(id),
+  merchant_id   TEXT NOT NULL,
+  shop_id       TEXT NOT NULL,
+  mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  amount        INTEGER NOT NULL CHECK (amount > 0),
+  reason        TEXT NOT NULL DEFAULT '',
+  status        TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+  failure_code  TEXT NOT NULL DEFAULT '',
+  created_at    INTEGER NOT NULL,
+  completed_at  INTEGER
+) STRICT;
+CREATE INDEX refunds_payment ON refunds(payment_id);
+CREATE INDEX refunds_register ON refunds(shop_id, mode, created_at, seq);
+
+-- Who asked for each refund and why; append-only, kept apart from the refund itself.
+CREATE TABLE refund_audit (
+  id           INTEGER PRIMARY KEY,
+  refund_id    TEXT NOT NULL,
+  payment_id   TEXT NOT NULL,
+  shop_id      TEXT NOT NULL,
+  mode         TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  key_id       TEXT NOT NULL,
+  amount       INTEGER NOT NULL,
+  reason       TEXT NOT NULL,
+  at           INTEGER NOT NULL
+) STRICT;
+
 -- == ledger, payouts ==
+-- Double entry: each money movement is one ledger_entries row and its postings, which sum to zero.
+-- A book is (shop_id, mode): test and live money never meet. Accounts of a book: shop:available,
+-- shop:reserved (held for pending refunds and payouts), and the counterparties external:acquiring,
+-- external:refunds, external:payouts. balance = available + reserved; available = shop:available.
+
+CREATE TABLE ledger_entries (
+  id           INTEGER PRIMARY KEY,
+  merchant_id  TEXT NOT NULL,
+  shop_id      TEXT NOT NULL,
+  mode         TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  movement     TEXT NOT NULL,                       -- payment_succeeded, refund_reserved, payout_settled, …
+  source_id    TEXT NOT NULL,                       -- the payment, refund or payout moved
+  amount       INTEGER NOT NULL CHECK (amount > 0),
+  at           INTEGER NOT NULL                     -- on the book's clock
+) STRICT;
+-- A movement posts once per source, however often its event is replayed.
+CREATE UNIQUE INDEX ledger_entries_once ON ledger_entries(movement, source_id);
+CREATE INDEX ledger_entries_book ON ledger_entries(shop_id, mode, id);
+
+CREATE TABLE ledger_postings (                      -- append-only
+  id           INTEGER PRIMARY KEY,
+  entry_id     INTEGER NOT NULL,
+  shop_id      TEXT NOT NULL,
+  mode         TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  account      TEXT NOT NULL,
+  amount       INTEGER NOT NULL                     -- signed minor units; a book's shop accounts gain on +
+) STRICT;
+CREATE INDEX ledger_postings_entry ON ledger_postings(entry_id);
+CREATE INDEX ledger_postings_book ON ledger_postings(shop_id, mode, account);
+
+CREATE TABLE ledger_balances (                      -- running sums of the postings, kept in the same transaction
+  shop_id      TEXT NOT NULL,
+  mode         TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  account      TEXT NOT NULL,
+  merchant_id  TEXT NOT NULL,
+  balance      INTEGER NOT NULL,
+  PRIMARY KEY (shop_id, mode, account)
+) STRICT, WITHOUT ROWID;
+
+-- seq orders the register (keyset with created_at), as in the other registers.
+CREATE TABLE payouts (
+  seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+  id                TEXT NOT NULL UNIQUE,
+  merchant_id       TEXT NOT NULL,
+  shop_id           TEXT NOT NULL,
+  mode              TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  amount            INTEGER NOT NULL CHECK (amount > 0),
+  currency          TEXT NOT NULL,
+  method            TEXT NOT NULL CHECK (method IN ('payouts_sbp', 'payouts_card', 'payouts_account')),
+  status            TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+  recipient         TEXT NOT NULL,                  -- JSON echo of the recipient fields; never a card number
+  card_last4        TEXT,                           -- card payouts: the last 4 digits, all that is kept of the PAN
+  bank_name         TEXT,                           -- recipient bank from the SBP directory, when known
+  bank_ref          TEXT NOT NULL,
+  fail_reason       TEXT NOT NULL DEFAULT '',       -- unified failure code on failed
+  sim_outcome       TEXT,                           -- test mode: the simulator's plan, fixed at creation
+  sim_failure_code  TEXT,
+  created_at        INTEGER NOT NULL,
+  completed_at      INTEGER
+) STRICT;
+CREATE INDEX payouts_register ON payouts(shop_id, mode, created_at, seq);
 
 -- == tokens and subscriptions ==
+
+-- == hosted payment page ==
+
+-- Where a buyer stands in a step of the page that outlives one request: a 3-D Secure challenge, a bank's
+-- extra confirmation, or waiting for a bank that has not answered. Only a card's brand, mask and holder
+-- are kept; the card number never reaches the database.
+CREATE TABLE pay_page_steps (
+  payment_id    TEXT PRIMARY KEY,
+  shop_id       TEXT NOT NULL,
+  mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  step          TEXT NOT NULL CHECK (step IN ('challenge', 'confirm', 'waiting')),
+  card_brand    TEXT NOT NULL DEFAULT '',
+  card_mask     TEXT NOT NULL DEFAULT '',
+  card_holder   TEXT NOT NULL DEFAULT '',
+  outcome       TEXT NOT NULL DEFAULT '',             -- the bank's answer once the step passes: succeeded, failed, pending
+  failure_code  TEXT NOT NULL DEFAULT '',
+  updated_at    INTEGER NOT NULL
+) STRICT;

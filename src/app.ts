@@ -81,7 +81,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
       await stopped;
       clearInterval(sweep);
       clearTimeout(deadline);
-      scheduler.stop();
+      await scheduler.stop();
       store.flush();
       db.close();
     })();

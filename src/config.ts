@@ -27,6 +27,8 @@ export interface Config {
   rateLimitBurst: number;
   /** Address ranges (CIDR) that live webhooks may reach although private or loopback. */
   webhookAllow: string[];
+  /** Deadline of one webhook attempt in ms (the contract says 15 s; tests shorten it). */
+  webhookTimeoutMs: number;
 }
 
 /** One option: its flag, its environment variable, its default, and how to read it. */
@@ -49,15 +51,16 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'simDelaySeconds', flag: '--sim-delay', env: 'KOPEK_SIM_DELAY', kind: 'number', def: 2, help: 'seconds the test bank takes to answer (0 = at once)' },
   { key: 'demo', flag: '--demo', env: 'KOPEK_DEMO', kind: 'bool', def: true, help: 'create a demo merchant, shop and test key on an empty database (--no-demo to skip)' },
   { key: 'bodyLimitBytes', flag: '--body-limit', env: 'KOPEK_BODY_LIMIT', kind: 'int', def: 1_048_576, help: 'largest request body in bytes (413 above)' },
-  { key: 'trustProxy', flag: '--trust-proxy', env: 'KOPEK_TRUST_PROXY', kind: 'bool', def: false, help: 'take the client address from X-Forwarded-For' },
+  { key: 'trustProxy', flag: '--trust-proxy', env: 'KOPEK_TRUST_PROXY', kind: 'bool', def: false, help: 'take the client address from the last X-Forwarded-For entry (only behind your own reverse proxy)' },
   { key: 'logLevel', flag: '--log-level', env: 'KOPEK_LOG_LEVEL', kind: 'level', def: 'info', help: 'debug, info, warn, error or silent' },
-  { key: 'headersTimeoutMs', flag: '--headers-timeout-ms', env: 'KOPEK_HEADERS_TIMEOUT_MS', kind: 'int', def: 10_000, help: 'time a client has to send the request headers' },
-  { key: 'requestTimeoutMs', flag: '--request-timeout-ms', env: 'KOPEK_REQUEST_TIMEOUT_MS', kind: 'int', def: 30_000, help: 'time a client has to send the whole request' },
-  { key: 'keepAliveTimeoutMs', flag: '--keep-alive-timeout-ms', env: 'KOPEK_KEEP_ALIVE_TIMEOUT_MS', kind: 'int', def: 5_000, help: 'idle keep-alive connections close after this' },
+  { key: 'headersTimeoutMs', flag: '--headers-timeout-ms', env: 'KOPEK_HEADERS_TIMEOUT_MS', kind: 'int', def: 10_000, help: 'milliseconds a client has to send the request headers (then 408 and the connection closes)' },
+  { key: 'requestTimeoutMs', flag: '--request-timeout-ms', env: 'KOPEK_REQUEST_TIMEOUT_MS', kind: 'int', def: 30_000, help: 'milliseconds a client has to send the whole request, body included (at least the headers timeout)' },
+  { key: 'keepAliveTimeoutMs', flag: '--keep-alive-timeout-ms', env: 'KOPEK_KEEP_ALIVE_TIMEOUT_MS', kind: 'int', def: 5_000, help: 'milliseconds after which an idle keep-alive connection closes' },
   { key: 'ssePingSeconds', flag: '--sse-ping', env: 'KOPEK_SSE_PING', kind: 'number', def: 15, help: 'seconds between `: ping` comments on the event stream' },
   { key: 'rateLimitPerSecond', flag: '--rate-limit', env: 'KOPEK_RATE_LIMIT', kind: 'number', def: 0, help: 'requests per second per API key (0 = no limit)' },
   { key: 'rateLimitBurst', flag: '--rate-burst', env: 'KOPEK_RATE_BURST', kind: 'int', def: 100, help: 'burst size of the per-key rate limit' },
   { key: 'webhookAllow', flag: '--webhook-allow', env: 'KOPEK_WEBHOOK_ALLOW', kind: 'list', def: [], help: 'CIDR ranges live webhooks may reach although private' },
+  { key: 'webhookTimeoutMs', flag: '--webhook-timeout-ms', env: 'KOPEK_WEBHOOK_TIMEOUT_MS', kind: 'int', def: 15_000, help: 'deadline of one webhook attempt; no 2xx within it is a failure' },
 ];
 
 const LEVELS: readonly string[] = ['debug', 'info', 'warn', 'error', 'silent'];
@@ -124,6 +127,15 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   }
   const cfg = c as unknown as Config;
   if (cfg.port > 65535) throw new Error(`--port must be at most 65535, got ${cfg.port}`);
+  if (cfg.bodyLimitBytes < 1) throw new Error(`--body-limit must be at least 1 byte, got ${cfg.bodyLimitBytes}`);
+  if (cfg.rateLimitBurst < 1) throw new Error(`--rate-burst must be at least 1, got ${cfg.rateLimitBurst}`);
+  if (cfg.headersTimeoutMs < 1 || cfg.requestTimeoutMs < 1) {
+    throw new Error(`--headers-timeout-ms and --request-timeout-ms must be at least 1, got ${cfg.headersTimeoutMs} and ${cfg.requestTimeoutMs}`);
+  }
+  // node:http refuses a headers timeout longer than the whole-request timeout.
+  if (cfg.headersTimeoutMs > cfg.requestTimeoutMs) {
+    throw new Error(`--headers-timeout-ms must not exceed --request-timeout-ms, got ${cfg.headersTimeoutMs} > ${cfg.requestTimeoutMs}`);
+  }
   for (const key of ['baseUrl', 'payPageUrl'] as const) {
     const u = cfg[key];
     if (u !== null) {
@@ -137,4 +149,18 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     }
   }
   return cfg;
+}
+
+/** The options as a Markdown table (flag, environment variable, default, meaning), for docs/api-basics.md. */
+export function optionsMarkdown(): string {
+  const def = (o: OptionSpec): string => {
+    if (o.def === null) return '-';
+    if (Array.isArray(o.def)) return o.def.length ? `\`${o.def.join(',')}\`` : '(empty)';
+    return `\`${String(o.def)}\``;
+  };
+  const rows = OPTIONS.map((o) => {
+    const flag = o.kind === 'bool' ? `\`${o.flag}\` / \`--no-${o.flag.slice(2)}\`` : `\`${o.flag} VALUE\``;
+    return `| ${flag} | \`${o.env}\` | ${def(o)} | ${o.help} |`;
+  });
+  return ['| flag | environment | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }

@@ -1,6 +1,16 @@
 import type { App } from './app-types';
+import { registerPayments } from './payments/register';
+import { registerLedger } from './ledger/sinks';
+import { registerPayouts } from './payouts/payouts';
+import { registerWebhooks } from './webhooks/register';
+import { registerEventStream } from './events/stream';
 
 /** Register every domain's job handlers and event sinks with the app. Routes live in http/routes.ts. */
 export function registerDomains(app: App): void {
   void app;
+  registerPayments(app);
+  registerLedger(app);
+  registerPayouts(app);
+  registerWebhooks(app);
+  registerEventStream(app);
 }

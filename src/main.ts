@@ -1,4 +1,5 @@
 import { COMMANDS } from './cli';
+import { io, processIo, withIo, type Io } from './cli/command';
 import { VERSION } from './version';
 
 const usage = () => `kopek ${VERSION}: a payment service in one executable
@@ -11,36 +12,45 @@ ${COMMANDS.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`).join('\n')}
 Every command takes --db PATH, --json and --help.
 Run 'kopek <command> --help' for its usage and examples.`;
 
-/** argv → `serve` or an admin command; a failure prints one line and exits non-zero. */
-export async function main(argv: string[]): Promise<number> {
+/** argv → `serve` or an admin command; a failure prints one line and exits non-zero. `target` replaces stdout/stderr. */
+export async function main(argv: string[], target: Io = processIo): Promise<number> {
+  return withIo(target, () => run(argv));
+}
+
+async function run(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  const { out, err } = io();
   if (name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(usage() + '\n');
+    out(usage() + '\n');
     return 0;
   }
   if (name === '--version' || name === 'version') {
-    process.stdout.write(VERSION + '\n');
+    out(VERSION + '\n');
     return 0;
   }
-  const cmd = name === undefined || name.startsWith('--') ? COMMANDS[0] : COMMANDS.find((c) => c.name === name);
+  const implicit = name === undefined || name.startsWith('-');
+  const cmd = implicit ? COMMANDS[0] : COMMANDS.find((c) => c.name === name);
   if (!cmd) {
-    process.stderr.write(`kopek: unknown command "${name}"; run 'kopek --help'\n`);
+    err(`kopek: unknown command "${name}"; run 'kopek --help'\n`);
     return 2;
   }
-  const args = name === undefined || name.startsWith('--') ? argv : rest;
-  if (cmd.name !== 'serve' && (args.includes('--help') || args.includes('-h'))) {
-    process.stdout.write(cmd.usage + '\n');
+  const args = implicit ? argv : rest;
+  if (args.includes('--help') || args.includes('-h')) {
+    out(cmd.usage + '\n');
     return 0;
   }
   try {
     return await cmd.run(args);
-  } catch (err) {
-    process.stderr.write(`kopek ${cmd.name}: ${(err as Error).message}\n`);
+  } catch (e) {
+    err(`kopek ${cmd.name}: ${(e as Error).message.split('\n')[0]}\n`);
     return 1;
   }
 }
 
-if (require.main === module || process.env.KOPEK_SEA === '1') {
+// In the executable, src/sea.ts is the entry and calls main itself; the build defines KOPEK_BUNDLE so
+// this module, bundled into that same file, does not start a second run.
+declare const KOPEK_BUNDLE: boolean | undefined;
+if (typeof KOPEK_BUNDLE === 'undefined' && require.main === module) {
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;

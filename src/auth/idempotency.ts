@@ -41,7 +41,11 @@ export async function idempotentCreate(
 ): Promise<Reply> {
   const auth = ctx.auth!;
   const key = idempotencyKey(ctx);
-  const hash = sha256Hex(`${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null)}`);
+  // The shop and mode are part of the request: another shop of the same merchant reusing the key gets a
+  // conflict, never a replay of an object it must not see.
+  const hash = sha256Hex(
+    `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null)}`,
+  );
   return ctx.app.store.write((tx) => {
     if (key !== undefined) {
       const prior = tx.db

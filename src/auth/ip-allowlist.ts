@@ -1,9 +1,34 @@
 import { BlockList, isIP } from 'node:net';
 
-/** An IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) as plain IPv4; other addresses unchanged. */
+/** The eight 16-bit words of an IPv6 address (zone already stripped), or null when it is not one. */
+function ipv6Words(address: string): number[] | null {
+  if (isIP(address) !== 6) return null;
+  let text = address;
+  // A dotted IPv4 tail (`::ffff:1.2.3.4`) is two words written differently.
+  const dotted = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number);
+    text = text.slice(0, dotted.index) + ((a << 8) | b).toString(16) + ':' + ((c << 8) | d).toString(16);
+  }
+  const [head, tail] = text.split('::');
+  const headWords = head ? head.split(':') : [];
+  const tailWords = tail === undefined ? [] : tail ? tail.split(':') : [];
+  const zeros = tail === undefined ? 0 : 8 - headWords.length - tailWords.length;
+  const words = [...headWords, ...Array<string>(zeros).fill('0'), ...tailWords].map((w) => parseInt(w, 16));
+  return words.length === 8 && words.every((w) => w >= 0 && w <= 0xffff) ? words : null;
+}
+
+/**
+ * A client address in the form the allow-list compares: zone id dropped, lower case, and an IPv4-mapped
+ * IPv6 address (`::ffff:1.2.3.4`, `::ffff:102:304`, `0:0:0:0:0:ffff:…`) as plain IPv4.
+ */
 export function unmapIp(address: string): string {
-  const m = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
-  return m ? m[1] : address;
+  const plain = address.replace(/%.*$/, '').toLowerCase();
+  const words = ipv6Words(plain);
+  if (words && words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff) {
+    return `${words[6] >> 8}.${words[6] & 0xff}.${words[7] >> 8}.${words[7] & 0xff}`;
+  }
+  return plain;
 }
 
 /** A compiled allow-list; empty means any address. */
@@ -12,18 +37,36 @@ export interface AllowList {
   allows(address: string): boolean;
 }
 
-/** Check one entry (IPv4, IPv6, or a CIDR of either); returns an error message or null. */
-export function checkEntry(entry: string): string | null {
+interface Entry {
+  address: string;
+  family: 'ipv4' | 'ipv6';
+  prefix?: number;
+}
+
+/** Parse one entry (IPv4, IPv6, or a CIDR of either; IPv4-mapped IPv6 reads as IPv4), or explain why not. */
+function parseEntry(entry: string): Entry | string {
   const [addr, bits, extra] = entry.split('/');
-  if (extra !== undefined) return `bad allow-list entry "${entry}"`;
+  if (extra !== undefined) return `bad allow-list entry "${entry}": more than one "/"`;
+  if (addr.includes('%')) return `bad allow-list entry "${entry}": zone ids are not allowed`;
   const a = unmapIp(addr);
   const family = isIP(a);
   if (family === 0) return `bad allow-list entry "${entry}": not an IP address`;
-  if (bits !== undefined) {
-    const max = family === 4 ? 32 : 128;
-    if (!/^\d{1,3}$/.test(bits) || Number(bits) > max) return `bad allow-list entry "${entry}": prefix must be 0..${max}`;
+  const mapped = a !== addr.toLowerCase() && family === 4 && isIP(addr) === 6;
+  if (bits === undefined) return { address: a, family: family === 4 ? 'ipv4' : 'ipv6' };
+  const max = mapped ? 128 : family === 4 ? 32 : 128;
+  const min = mapped ? 96 : 0;
+  if (!/^\d{1,3}$/.test(bits) || Number(bits) > max || Number(bits) < min) {
+    return `bad allow-list entry "${entry}": prefix must be ${min}..${max}`;
   }
-  return null;
+  // A mapped CIDR (::ffff:10.0.0.0/104) is the IPv4 range of its low 32 bits.
+  const prefix = mapped ? Number(bits) - 96 : Number(bits);
+  return { address: a, family: family === 4 ? 'ipv4' : 'ipv6', prefix };
+}
+
+/** Check one entry (IPv4, IPv6, or a CIDR of either); returns an error message or null. */
+export function checkEntry(entry: string): string | null {
+  const parsed = parseEntry(entry);
+  return typeof parsed === 'string' ? parsed : null;
 }
 
 /** Compile a comma list of entries; throws on a bad entry. */
@@ -31,16 +74,10 @@ export function compileAllowList(text: string): AllowList {
   const entries = text.split(',').map((s) => s.trim()).filter(Boolean);
   const list = new BlockList();
   for (const entry of entries) {
-    const problem = checkEntry(entry);
-    if (problem) throw new Error(problem);
-    const [addr, bits] = entry.split('/');
-    const a = unmapIp(addr);
-    const type = isIP(a) === 4 ? 'ipv4' : 'ipv6';
-    let prefix = bits === undefined ? undefined : Number(bits);
-    // A mapped CIDR (::ffff:10.0.0.0/104) means the IPv4 range of the low 32 bits.
-    if (a !== addr && prefix !== undefined) prefix = Math.max(0, prefix - 96);
-    if (prefix === undefined) list.addAddress(a, type);
-    else list.addSubnet(a, prefix, type);
+    const parsed = parseEntry(entry);
+    if (typeof parsed === 'string') throw new Error(parsed);
+    if (parsed.prefix === undefined) list.addAddress(parsed.address, parsed.family);
+    else list.addSubnet(parsed.address, parsed.prefix, parsed.family);
   }
   return {
     empty: entries.length === 0,

@@ -40,7 +40,7 @@ export interface ApiKey {
 
 /** Create a merchant. */
 export function createMerchant(store: Store, name: string, now: number): Merchant {
-  if (!name.trim()) throw new Error('merchant name must not be empty');
+  if (!name.trim()) throw new Error('cannot create merchant: the name must not be empty');
   const m: Merchant = { id: uuid(), name: name.trim(), live_enabled: 0, created_at: now };
   store.tx(({ db }) => {
     db.prepare('INSERT INTO merchants (id, name, live_enabled, created_at) VALUES (?, ?, 0, ?)').run(m.id, m.name, now);
@@ -56,8 +56,8 @@ export function getMerchant(store: Store, id: string): Merchant | undefined {
 /** Create a shop with its signing and fallback webhook secrets; scopes default to all. */
 export function createShop(store: Store, merchantId: string, name: string, scopes: string | undefined, now: number): Shop {
   if (!getMerchant(store, merchantId)) throw new Error(`cannot create shop: merchant "${merchantId}" not found`);
-  if (!name.trim()) throw new Error('shop name must not be empty');
-  const list = scopes === undefined ? [...ALL_SCOPES] : parseScopes(scopes);
+  if (!name.trim()) throw new Error('cannot create shop: the name must not be empty');
+  const list = scopes === undefined ? [...ALL_SCOPES] : because('cannot create shop', () => parseScopes(scopes));
   const shop: Shop = {
     id: uuid(),
     merchant_id: merchantId,
@@ -84,24 +84,35 @@ export function getShop(store: Store, id: string): Shop | undefined {
   return store.stmt('SELECT * FROM shops WHERE id = ?').get(id) as Shop | undefined;
 }
 
-function requireShop(store: Store, id: string): Shop {
+function requireShop(store: Store, id: string, action: string): Shop {
   const shop = getShop(store, id);
-  if (!shop) throw new Error(`shop "${id}" not found`);
+  if (!shop) throw new Error(`${action}: shop "${id}" not found`);
   return shop;
+}
+
+/** Run `fn`; a failure is rethrown with the failed action in front of its message. */
+function because<T>(action: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw new Error(`${action}: ${(err as Error).message}`);
+  }
 }
 
 /** Replace a shop's enabled scopes. */
 export function setShopScopes(store: Store, shopId: string, scopes: string): string[] {
-  requireShop(store, shopId);
-  const list = parseScopes(scopes);
+  const action = `cannot set scopes of shop "${shopId}"`;
+  requireShop(store, shopId, action);
+  const list = because(action, () => parseScopes(scopes));
   store.tx(({ db }) => db.prepare('UPDATE shops SET scopes = ? WHERE id = ?').run(list.join(','), shopId));
   return list;
 }
 
 /** Replace a shop's IP allow-list (validated); an empty list clears it. */
 export function setIpAllowlist(store: Store, shopId: string, entries: string): string[] {
-  requireShop(store, shopId);
-  compileAllowList(entries);
+  const action = `cannot set the IP allow-list of shop "${shopId}"`;
+  requireShop(store, shopId, action);
+  because(action, () => compileAllowList(entries));
   const list = entries.split(',').map((s) => s.trim()).filter(Boolean);
   store.tx(({ db }) => db.prepare('UPDATE shops SET ip_allowlist = ? WHERE id = ?').run(list.join(','), shopId));
   return list;
@@ -109,7 +120,7 @@ export function setIpAllowlist(store: Store, shopId: string, entries: string): s
 
 /** Rotate a shop's request-signing secret; the new one is returned once. */
 export function rotateSigningSecret(store: Store, shopId: string): string {
-  requireShop(store, shopId);
+  requireShop(store, shopId, 'cannot rotate the signing secret');
   const s = secret('thm_');
   store.tx(({ db }) => db.prepare('UPDATE shops SET signing_secret = ? WHERE id = ?').run(s, shopId));
   return s;
@@ -117,7 +128,7 @@ export function rotateSigningSecret(store: Store, shopId: string): string {
 
 /** Rotate a shop's fallback webhook secret; the new one is returned once. */
 export function rotateShopWebhookSecret(store: Store, shopId: string): string {
-  requireShop(store, shopId);
+  requireShop(store, shopId, 'cannot rotate the webhook secret');
   const s = secret('whs_');
   store.tx(({ db }) => db.prepare('UPDATE shops SET webhook_secret = ? WHERE id = ?').run(s, shopId));
   return s;
@@ -125,7 +136,7 @@ export function rotateShopWebhookSecret(store: Store, shopId: string): string {
 
 /** Turn the require-signature option on or off. */
 export function setRequireSignature(store: Store, shopId: string, on: boolean): void {
-  requireShop(store, shopId);
+  requireShop(store, shopId, 'cannot set require-signature');
   store.tx(({ db }) => db.prepare('UPDATE shops SET require_signature = ? WHERE id = ?').run(on ? 1 : 0, shopId));
 }
 
@@ -137,9 +148,9 @@ export function createKey(
   scopes: string | undefined,
   now: number,
 ): { key: ApiKey; secret: string } {
-  const shop = requireShop(store, shopId);
-  if (mode !== 'test' && mode !== 'live') throw new Error(`mode must be test or live, not "${mode}"`);
-  const list = scopes === undefined ? shop.scopes.split(',').filter(Boolean) : parseScopes(scopes);
+  const shop = requireShop(store, shopId, 'cannot create key');
+  if (mode !== 'test' && mode !== 'live') throw new Error(`cannot create key: mode must be test or live, got "${mode}"`);
+  const list = scopes === undefined ? shop.scopes.split(',').filter(Boolean) : because('cannot create key', () => parseScopes(scopes));
   const full = secret(mode === 'test' ? 'sk_test_' : 'sk_live_');
   const key: ApiKey = {
     id: uuid(),
@@ -160,7 +171,7 @@ export function createKey(
 
 /** The keys of a shop, newest first, without secrets. */
 export function listKeys(store: Store, shopId: string): ApiKey[] {
-  requireShop(store, shopId);
+  requireShop(store, shopId, 'cannot list keys');
   return store
     .stmt('SELECT id, shop_id, mode, key_prefix, scopes, created_at, revoked_at FROM api_keys WHERE shop_id = ? ORDER BY created_at DESC, id')
     .all(shopId) as ApiKey[];
@@ -169,14 +180,14 @@ export function listKeys(store: Store, shopId: string): ApiKey[] {
 /** Revoke a key; revoking twice is an error naming the first time. */
 export function revokeKey(store: Store, keyId: string, now: number): void {
   const row = store.stmt('SELECT revoked_at FROM api_keys WHERE id = ?').get(keyId) as { revoked_at: number | null } | undefined;
-  if (!row) throw new Error(`key "${keyId}" not found`);
-  if (row.revoked_at !== null) throw new Error(`key "${keyId}" is already revoked`);
+  if (!row) throw new Error(`cannot revoke key "${keyId}": not found`);
+  if (row.revoked_at !== null) throw new Error(`cannot revoke key "${keyId}": already revoked`);
   store.tx(({ db }) => db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(now, keyId));
 }
 
 /** Refuse live activation until a bank connector exists for the merchant. */
 export function activateLive(store: Store, merchantId: string): never {
-  if (!getMerchant(store, merchantId)) throw new Error(`merchant "${merchantId}" not found`);
+  if (!getMerchant(store, merchantId)) throw new Error(`cannot activate live mode for merchant "${merchantId}": not found`);
   throw new Error(
     `cannot activate live mode for merchant "${merchantId}": no bank connector is configured; live keys answer 403 live_mode_not_activated until one is`,
   );

@@ -42,3 +42,10 @@ export function onlyFlags(args: Args, known: readonly string[]): void {
     if (!known.includes(k) && k !== 'json' && k !== 'help' && k !== 'db') throw new Error(`unknown option --${k}`);
   }
 }
+
+/** Refuse positionals beyond the first `count` (the subcommand and its arguments). */
+export function atMostPositionals(args: Args, count: number, usage: string): void {
+  if (args.positional.length > count) {
+    throw new Error(`unexpected argument "${args.positional[count]}"; usage: ${usage}`);
+  }
+}

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { openDatabase } from '../db/open';
 import { Store } from '../db/tx';
 import { defaultConfig } from '../config';
@@ -11,16 +12,52 @@ export interface Command {
   run(argv: string[]): Promise<number> | number;
 }
 
-/** Open the store the command acts on: `--db`, else `KOPEK_DB`, else the server's default. */
-export function openStore(args: Args): Store {
+/** Where commands write their output and their one-line errors. */
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+/** The process's own stdout and stderr. */
+export const processIo: Io = {
+  out: (text) => void process.stdout.write(text),
+  err: (text) => void process.stderr.write(text),
+};
+
+let current: Io = processIo;
+
+/** The output commands write to now: the process's, or the one `main` was given (tests run commands in-process). */
+export function io(): Io {
+  return current;
+}
+
+/** Run `fn` with commands writing to `target`; restores the previous output after. */
+export async function withIo<T>(target: Io, fn: () => Promise<T>): Promise<T> {
+  const previous = current;
+  current = target;
+  try {
+    return await fn();
+  } finally {
+    current = previous;
+  }
+}
+
+/**
+ * Open the store the command acts on: `--db`, else `KOPEK_DB`, else the server's default. A missing file is an
+ * error unless `create` (demo, merchant create), so a mistyped path does not silently start an empty database.
+ */
+export function openStore(args: Args, opts: { create?: boolean } = {}): Store {
   const path = flag(args, 'db') ?? process.env.KOPEK_DB ?? defaultConfig().db;
+  if (!opts.create && path !== ':memory:' && !existsSync(path)) {
+    throw new Error(`cannot open database "${path}": no such file (run kopek serve or kopek demo first, or pass --db)`);
+  }
   return new Store(openDatabase(path));
 }
 
 /** Print a result: one JSON object with `--json`, else `lines` for a person. */
 export function output(args: Args, json: unknown, lines: string[]): void {
-  if (args.flags.has('json')) process.stdout.write(JSON.stringify(json) + '\n');
-  else process.stdout.write(lines.join('\n') + '\n');
+  if (args.flags.has('json')) current.out(JSON.stringify(json) + '\n');
+  else current.out(lines.join('\n') + '\n');
 }
 
 /** The options every command takes, for usage texts. */

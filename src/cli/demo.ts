@@ -1,10 +1,11 @@
-import { parseArgs, onlyFlags } from './args';
+import { parseArgs, onlyFlags, atMostPositionals } from './args';
 import { COMMON_OPTIONS, openStore, output, type Command } from './command';
 import { createDemo } from '../cabinet/store';
 
 const usage = `Usage: kopek demo [--db PATH] [--json]
 
 Creates a merchant, a shop with every scope, and a test API key; prints them. The key is shown only now.
+Creates the database file if there is none; on an existing one it adds another demo merchant.
 
 Options:
 ${COMMON_OPTIONS}
@@ -21,15 +22,19 @@ export const demo: Command = {
   run(argv) {
     const args = parseArgs(argv);
     onlyFlags(args, []);
-    const store = openStore(args);
-    const d = createDemo(store, Date.now());
-    output(args, { merchant_id: d.merchant.id, shop_id: d.shop.id, key_id: d.key.id, key: d.secret }, [
-      `merchant  ${d.merchant.id}`,
-      `shop      ${d.shop.id}`,
-      `key id    ${d.key.id}`,
-      `test key  ${d.secret}   (shown once)`,
-    ]);
-    store.db.close();
-    return 0;
+    atMostPositionals(args, 0, 'kopek demo [--db PATH] [--json]');
+    const store = openStore(args, { create: true });
+    try {
+      const d = createDemo(store, Date.now());
+      output(args, { merchant_id: d.merchant.id, shop_id: d.shop.id, key_id: d.key.id, key: d.secret }, [
+        `merchant  ${d.merchant.id}`,
+        `shop      ${d.shop.id}`,
+        `key id    ${d.key.id}`,
+        `test key  ${d.secret}   (shown once)`,
+      ]);
+      return 0;
+    } finally {
+      store.db.close();
+    }
   },
 };

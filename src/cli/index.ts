@@ -4,6 +4,8 @@ import { demo } from './demo';
 import { merchant } from './merchant';
 import { shop } from './shop';
 import { key } from './key';
+import { jobs } from './jobs';
+import { ledger } from './ledger';
 
 /** Every admin command, in the order `kopek --help` lists them. */
-export const COMMANDS: Command[] = [serve, demo, merchant, shop, key];
+export const COMMANDS: Command[] = [serve, demo, merchant, shop, key, ledger, jobs];

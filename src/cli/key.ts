@@ -1,7 +1,9 @@
-import { parseArgs, flag, onlyFlags } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { COMMON_OPTIONS, openStore, output, type Command } from './command';
 import { createKey, listKeys, revokeKey } from '../cabinet/store';
 import { iso } from '../util/time';
+import type { Store } from '../db/tx';
+import type { Args } from './args';
 
 const usage = `Usage:
   kopek key create --shop ID --mode test|live [--scopes S1,S2]
@@ -10,7 +12,7 @@ const usage = `Usage:
 
 create   issues an API key (scopes default to the shop's) and prints it once; only its hash is stored
 list     lists the shop's keys: id, mode, prefix, scopes, created, revoked
-revoke   revokes a key at once
+revoke   revokes a key at once (a running server refuses it from the next request)
 
 Options:
 ${COMMON_OPTIONS}
@@ -18,7 +20,36 @@ ${COMMON_OPTIONS}
 Examples:
   kopek key create --shop 3b9e… --mode test
   kopek key create --shop 3b9e… --mode live --scopes api:reports:read --json
+  kopek key list --shop 3b9e…
   kopek key revoke 0c55…`;
+
+function create(store: Store, args: Args): void {
+  const shopId = flag(args, 'shop')!;
+  const mode = flag(args, 'mode') as 'test' | 'live';
+  const { key: k, secret } = createKey(store, shopId, mode, flag(args, 'scopes'), Date.now());
+  output(args, { id: k.id, key: secret, mode: k.mode, scopes: k.scopes.split(',').filter(Boolean) }, [
+    `key id  ${k.id}`,
+    `key     ${secret}   (shown once)`,
+  ]);
+}
+
+function list(store: Store, args: Args): void {
+  const keys = listKeys(store, flag(args, 'shop')!).map((k) => ({
+    id: k.id,
+    mode: k.mode,
+    prefix: k.key_prefix,
+    scopes: k.scopes.split(',').filter(Boolean),
+    created_at: iso(k.created_at),
+    revoked_at: k.revoked_at === null ? null : iso(k.revoked_at),
+  }));
+  output(
+    args,
+    { items: keys },
+    keys.length === 0
+      ? ['(no keys)']
+      : keys.map((k) => `${k.id}  ${k.mode.padEnd(4)}  ${k.prefix}…  ${k.revoked_at ? 'revoked ' + k.revoked_at : 'active'}  ${k.scopes.join(',')}`),
+  );
+}
 
 /** `kopek key` */
 export const key: Command = {
@@ -28,50 +59,34 @@ export const key: Command = {
   run(argv) {
     const args = parseArgs(argv);
     const [sub, id] = args.positional;
-    const store = openStore(args);
-    try {
-      if (sub === 'create') {
-        onlyFlags(args, ['shop', 'mode', 'scopes']);
-        const shopId = flag(args, 'shop');
-        const mode = flag(args, 'mode');
-        if (!shopId || !mode) throw new Error('key create needs --shop ID and --mode test|live');
-        if (mode !== 'test' && mode !== 'live') throw new Error(`--mode must be test or live, not "${mode}"`);
-        const { key: k, secret } = createKey(store, shopId, mode, flag(args, 'scopes'), Date.now());
-        output(args, { id: k.id, key: secret, mode: k.mode, scopes: k.scopes.split(',').filter(Boolean) }, [
-          `key id  ${k.id}`,
-          `key     ${secret}   (shown once)`,
-        ]);
-        return 0;
-      }
-      if (sub === 'list') {
-        onlyFlags(args, ['shop']);
-        const shopId = flag(args, 'shop');
-        if (!shopId) throw new Error('key list needs --shop ID');
-        const keys = listKeys(store, shopId).map((k) => ({
-          id: k.id,
-          mode: k.mode,
-          prefix: k.key_prefix,
-          scopes: k.scopes.split(',').filter(Boolean),
-          created_at: iso(k.created_at),
-          revoked_at: k.revoked_at === null ? null : iso(k.revoked_at),
-        }));
-        output(
-          args,
-          { items: keys },
-          keys.length === 0
-            ? ['(no keys)']
-            : keys.map((k) => `${k.id}  ${k.mode.padEnd(4)}  ${k.prefix}…  ${k.revoked_at ? 'revoked ' + k.revoked_at : 'active'}  ${k.scopes.join(',')}`),
-        );
-        return 0;
-      }
-      if (sub === 'revoke') {
-        onlyFlags(args, []);
-        if (!id) throw new Error('key revoke needs KEY_ID');
+    let act: (store: Store) => void;
+    if (sub === 'create') {
+      onlyFlags(args, ['shop', 'mode', 'scopes']);
+      atMostPositionals(args, 1, 'kopek key create --shop ID --mode test|live [--scopes S1,S2]');
+      const mode = flag(args, 'mode');
+      if (!flag(args, 'shop') || !mode) throw new Error('cannot create key: --shop ID and --mode test|live are required');
+      if (mode !== 'test' && mode !== 'live') throw new Error(`cannot create key: --mode must be test or live, got "${mode}"`);
+      act = (store) => create(store, args);
+    } else if (sub === 'list') {
+      onlyFlags(args, ['shop']);
+      atMostPositionals(args, 1, 'kopek key list --shop ID');
+      if (!flag(args, 'shop')) throw new Error('cannot list keys: --shop ID is required');
+      act = (store) => list(store, args);
+    } else if (sub === 'revoke') {
+      onlyFlags(args, []);
+      atMostPositionals(args, 2, 'kopek key revoke KEY_ID');
+      if (!id) throw new Error('cannot revoke key: KEY_ID is required');
+      act = (store) => {
         revokeKey(store, id, Date.now());
         output(args, { id, revoked: true }, [`revoked ${id}`]);
-        return 0;
-      }
+      };
+    } else {
       throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek key --help`);
+    }
+    const store = openStore(args);
+    try {
+      act(store);
+      return 0;
     } finally {
       store.db.close();
     }

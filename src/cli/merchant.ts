@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { COMMON_OPTIONS, openStore, output, type Command } from './command';
 import { activateLive, createMerchant } from '../cabinet/store';
 
@@ -6,7 +6,7 @@ const usage = `Usage:
   kopek merchant create --name NAME
   kopek merchant activate-live MERCHANT_ID
 
-create          creates a merchant and prints its id
+create          creates a merchant and prints its id (creates the database file if there is none)
 activate-live   turns on live mode; refused, with the reason, until the merchant has a bank connector
 
 Options:
@@ -14,7 +14,8 @@ ${COMMON_OPTIONS}
 
 Examples:
   kopek merchant create --name "Tea shop LLC"
-  kopek merchant create --name Acme --json`;
+  kopek merchant create --name Acme --json
+  kopek merchant activate-live 7f1c…`;
 
 /** `kopek merchant` */
 export const merchant: Command = {
@@ -24,24 +25,31 @@ export const merchant: Command = {
   run(argv) {
     const args = parseArgs(argv);
     const [sub, id] = args.positional;
-    const store = openStore(args);
-    try {
-      if (sub === 'create') {
-        onlyFlags(args, ['name']);
-        const name = flag(args, 'name');
-        if (!name) throw new Error('merchant create needs --name NAME');
+    if (sub === 'create') {
+      onlyFlags(args, ['name']);
+      atMostPositionals(args, 1, 'kopek merchant create --name NAME');
+      const name = flag(args, 'name');
+      if (!name?.trim()) throw new Error('cannot create merchant: --name NAME is required and must not be empty');
+      const store = openStore(args, { create: true });
+      try {
         const m = createMerchant(store, name, Date.now());
         output(args, { id: m.id, name: m.name }, [m.id]);
         return 0;
+      } finally {
+        store.db.close();
       }
-      if (sub === 'activate-live') {
-        onlyFlags(args, []);
-        if (!id) throw new Error('merchant activate-live needs MERCHANT_ID');
-        activateLive(store, id);
-      }
-      throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek merchant --help`);
-    } finally {
-      store.db.close();
     }
+    if (sub === 'activate-live') {
+      onlyFlags(args, []);
+      atMostPositionals(args, 2, 'kopek merchant activate-live MERCHANT_ID');
+      if (!id) throw new Error('cannot activate live mode: MERCHANT_ID is required');
+      const store = openStore(args);
+      try {
+        activateLive(store, id);
+      } finally {
+        store.db.close();
+      }
+    }
+    throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek merchant --help`);
   },
 };

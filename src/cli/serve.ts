@@ -3,7 +3,7 @@ import { startApp } from '../app';
 import { openDatabase } from '../db/open';
 import { Store } from '../db/tx';
 import { createDemo, isEmpty } from '../cabinet/store';
-import type { Command } from './command';
+import { io, type Command } from './command';
 
 const usage = `Usage: kopek serve [options]
 
@@ -25,10 +25,6 @@ export const serve: Command = {
   summary: 'start the server (the default command)',
   usage,
   async run(argv) {
-    if (argv.includes('--help') || argv.includes('-h')) {
-      process.stdout.write(usage + '\n');
-      return 0;
-    }
     const config = loadConfig(argv);
     let demo: ReturnType<typeof createDemo> | null = null;
     if (config.demo) {
@@ -37,30 +33,48 @@ export const serve: Command = {
       store.db.close();
     }
     const running = await startApp(config);
-    process.stderr.write(`kopek ${running.app.version} listening on ${running.url} (database ${config.db})\n`);
+    const { err } = io();
+    // One write, so whoever waits for the "listening on" line has the demo key with it.
+    let banner = `kopek ${running.app.version} listening on ${running.url} (database ${config.db})\n`;
     if (demo) {
-      process.stderr.write(
-        [
-          'Created a demo merchant and shop on the empty database.',
-          `  merchant  ${demo.merchant.id}`,
-          `  shop      ${demo.shop.id}`,
-          `  test key  ${demo.secret}   (shown once; keep it)`,
-          `Try: curl -s -X POST ${running.url}/v1/public/payments -H 'Authorization: Bearer ${demo.secret}' -H 'Content-Type: application/json' -d '{"amount": 10000}'`,
-          '',
-        ].join('\n'),
-      );
+      banner += [
+        'Created a demo merchant and shop on the empty database.',
+        `  merchant  ${demo.merchant.id}`,
+        `  shop      ${demo.shop.id}`,
+        `  test key  ${demo.secret}   (shown once; keep it)`,
+        `Try: curl -s -X POST ${running.url}/v1/public/payments -H 'Authorization: Bearer ${demo.secret}' -H 'Content-Type: application/json' -d '{"amount": 10000}'`,
+        '',
+      ].join('\n');
     }
+    err(banner);
+    let code = 0;
     await new Promise<void>((resolve) => {
+      let stopping = false;
       const stop = (signal: string): void => {
-        process.stderr.write(`kopek: ${signal} received, finishing in-flight requests\n`);
-        running.close().then(resolve, (err) => {
-          process.stderr.write(`kopek: shutdown failed: ${(err as Error).message}\n`);
-          resolve();
-        });
+        if (stopping) {
+          // A second signal means the operator will not wait for the drain.
+          err(`kopek: ${signal} received again, exiting at once\n`);
+          process.exit(1);
+        }
+        stopping = true;
+        err(`kopek: ${signal} received, finishing in-flight requests\n`);
+        running.close().then(
+          () => {
+            err('kopek: stopped\n');
+            resolve();
+          },
+          (e) => {
+            err(`kopek: shutdown failed: ${(e as Error).message}\n`);
+            code = 1;
+            resolve();
+          },
+        );
       };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
     });
-    return 0;
+    // Everything is closed; should a stray handle still hold the event loop, do not hang the process manager.
+    setTimeout(() => process.exit(code), 2000).unref();
+    return code;
   },
 };

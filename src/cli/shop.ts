@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { COMMON_OPTIONS, openStore, output, type Command } from './command';
 import {
   createShop,
@@ -9,6 +9,8 @@ import {
   setShopScopes,
 } from '../cabinet/store';
 import { ALL_SCOPES } from '../auth/scopes';
+import type { Store } from '../db/tx';
+import type { Args } from './args';
 
 const usage = `Usage:
   kopek shop create --merchant ID --name NAME [--scopes S1,S2]
@@ -18,9 +20,9 @@ const usage = `Usage:
   kopek shop signing-secret SHOP_ID
   kopek shop require-signature SHOP_ID on|off
 
-create             creates a shop (all scopes unless --scopes); prints its id and its fallback webhook secret once
+create             creates a shop (all scopes unless --scopes); prints its id and its secrets once
 show               prints the shop's settings (never its secrets)
-scopes             replaces the scopes enabled for the shop
+scopes             replaces the scopes enabled for the shop ("" for none)
 ip-allowlist       replaces the allow-list (IPv4, IPv6, CIDR of both); no entries clears it
 signing-secret     rotates the thm_ request-signing secret and prints the new one once
 require-signature  requires X-PSP-Signature on every request of the shop's keys, or not
@@ -32,8 +34,66 @@ ${COMMON_OPTIONS}
 
 Examples:
   kopek shop create --merchant 7f1c… --name "Main shop"
+  kopek shop create --merchant 7f1c… --name Reports --scopes api:reports:read,api:balance:read --json
+  kopek shop show 3b9e…
+  kopek shop scopes 3b9e… api:payouts:sbp,api:balance:read
   kopek shop ip-allowlist 3b9e… 203.0.113.0/24,2001:db8::/32
+  kopek shop signing-secret 3b9e…
   kopek shop require-signature 3b9e… on`;
+
+/** Subcommands taking SHOP_ID, with their usage line and how many positionals they take. */
+const ON_SHOP: Record<string, { line: string; max: number; run(store: Store, args: Args, id: string, value?: string): void }> = {
+  show: { line: 'kopek shop show SHOP_ID', max: 2, run: show },
+  scopes: {
+    line: 'kopek shop scopes SHOP_ID S1,S2',
+    max: 3,
+    run(store, args, id, value) {
+      if (value === undefined) throw new Error(`cannot set scopes of shop "${id}": give the scope list (S1,S2, or "" for none)`);
+      const list = setShopScopes(store, id, value);
+      output(args, { id, scopes: list }, [`scopes: ${list.join(',') || '(none)'}`]);
+    },
+  },
+  'ip-allowlist': {
+    line: 'kopek shop ip-allowlist SHOP_ID [ENTRY,...]',
+    max: 3,
+    run(store, args, id, value) {
+      const list = setIpAllowlist(store, id, value ?? '');
+      output(args, { id, ip_allowlist: list }, [list.length ? `allow-list: ${list.join(',')}` : 'allow-list cleared: any address']);
+    },
+  },
+  'signing-secret': {
+    line: 'kopek shop signing-secret SHOP_ID',
+    max: 2,
+    run(store, args, id) {
+      const s = rotateSigningSecret(store, id);
+      output(args, { id, secret: s }, [`${s}   (shown once; the old secret no longer verifies)`]);
+    },
+  },
+  'require-signature': {
+    line: 'kopek shop require-signature SHOP_ID on|off',
+    max: 3,
+    run(store, args, id, value) {
+      if (value !== 'on' && value !== 'off') throw new Error(`cannot set require-signature of shop "${id}": give on or off, got "${value ?? ''}"`);
+      setRequireSignature(store, id, value === 'on');
+      output(args, { id, require_signature: value === 'on' }, [`require-signature ${value}`]);
+    },
+  },
+};
+
+function show(store: Store, args: Args, id: string): void {
+  const s = getShop(store, id);
+  if (!s) throw new Error(`cannot show shop "${id}": not found`);
+  const view = {
+    id: s.id,
+    merchant_id: s.merchant_id,
+    name: s.name,
+    scopes: s.scopes.split(',').filter(Boolean),
+    ip_allowlist: s.ip_allowlist.split(',').filter(Boolean),
+    require_signature: s.require_signature === 1,
+    test_clock_offset_seconds: s.test_clock_offset_ms / 1000,
+  };
+  output(args, view, Object.entries(view).map(([k, v]) => `${k.padEnd(26)} ${Array.isArray(v) ? v.join(',') || '(none)' : v}`));
+}
 
 /** `kopek shop` */
 export const shop: Command = {
@@ -43,61 +103,34 @@ export const shop: Command = {
   run(argv) {
     const args = parseArgs(argv);
     const [sub, id, value] = args.positional;
-    const store = openStore(args);
-    try {
-      if (sub === 'create') {
-        onlyFlags(args, ['merchant', 'name', 'scopes']);
-        const merchantId = flag(args, 'merchant');
-        const name = flag(args, 'name');
-        if (!merchantId || !name) throw new Error('shop create needs --merchant ID and --name NAME');
+    if (sub === 'create') {
+      onlyFlags(args, ['merchant', 'name', 'scopes']);
+      atMostPositionals(args, 1, 'kopek shop create --merchant ID --name NAME [--scopes S1,S2]');
+      const merchantId = flag(args, 'merchant');
+      const name = flag(args, 'name');
+      if (!merchantId || !name) throw new Error('cannot create shop: --merchant ID and --name NAME are required');
+      const store = openStore(args);
+      try {
         const s = createShop(store, merchantId, name, flag(args, 'scopes'), Date.now());
-        output(args, { id: s.id, webhook_secret: s.webhook_secret, signing_secret: s.signing_secret }, [
+        output(args, { id: s.id, webhook_secret: s.webhook_secret, signing_secret: s.signing_secret, scopes: s.scopes.split(',').filter(Boolean) }, [
           `shop            ${s.id}`,
           `webhook secret  ${s.webhook_secret}   (shown once)`,
           `signing secret  ${s.signing_secret}   (shown once)`,
         ]);
         return 0;
+      } finally {
+        store.db.close();
       }
-      onlyFlags(args, []);
-      if (!id) throw new Error(`shop ${sub ?? ''} needs SHOP_ID; see kopek shop --help`);
-      if (sub === 'show') {
-        const s = getShop(store, id);
-        if (!s) throw new Error(`shop "${id}" not found`);
-        const view = {
-          id: s.id,
-          merchant_id: s.merchant_id,
-          name: s.name,
-          scopes: s.scopes.split(',').filter(Boolean),
-          ip_allowlist: s.ip_allowlist.split(',').filter(Boolean),
-          require_signature: s.require_signature === 1,
-          test_clock_offset_seconds: s.test_clock_offset_ms / 1000,
-        };
-        output(args, view, Object.entries(view).map(([k, v]) => `${k.padEnd(26)} ${Array.isArray(v) ? v.join(',') || '(none)' : v}`));
-        return 0;
-      }
-      if (sub === 'scopes') {
-        if (value === undefined) throw new Error('shop scopes needs SHOP_ID S1,S2');
-        const list = setShopScopes(store, id, value);
-        output(args, { id, scopes: list }, [`scopes: ${list.join(',') || '(none)'}`]);
-        return 0;
-      }
-      if (sub === 'ip-allowlist') {
-        const list = setIpAllowlist(store, id, value ?? '');
-        output(args, { id, ip_allowlist: list }, [list.length ? `allow-list: ${list.join(',')}` : 'allow-list cleared: any address']);
-        return 0;
-      }
-      if (sub === 'signing-secret') {
-        const s = rotateSigningSecret(store, id);
-        output(args, { id, secret: s }, [`${s}   (shown once; the old secret no longer verifies)`]);
-        return 0;
-      }
-      if (sub === 'require-signature') {
-        if (value !== 'on' && value !== 'off') throw new Error('shop require-signature needs on or off');
-        setRequireSignature(store, id, value === 'on');
-        output(args, { id, require_signature: value === 'on' }, [`require-signature ${value}`]);
-        return 0;
-      }
-      throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek shop --help`);
+    }
+    const spec = sub === undefined ? undefined : ON_SHOP[sub];
+    if (!spec) throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek shop --help`);
+    onlyFlags(args, []);
+    atMostPositionals(args, spec.max, spec.line);
+    if (!id) throw new Error(`cannot run shop ${sub}: SHOP_ID is required; usage: ${spec.line}`);
+    const store = openStore(args);
+    try {
+      spec.run(store, args, id, value);
+      return 0;
     } finally {
       store.db.close();
     }

@@ -34,16 +34,21 @@ export function readBody(req: IncomingMessage, limit_bytes: number): Promise<Buf
       done = true;
       reject(err);
     });
-    req.on('aborted', () => {
+    const aborted = (): void => {
       if (done) return;
       done = true;
-      reject(new ApiError(400, 'bad_request', 'Cannot read the request body: the client aborted'));
-    });
+      reject(new ApiError(400, 'bad_request', 'Cannot read the request body: the connection closed before it ended'));
+    };
+    req.on('aborted', aborted);
+    req.on('close', aborted);
   });
 }
 
 function tooLarge(limit_bytes: number): ApiError {
-  return new ApiError(413, 'payload_too_large', `Cannot accept the request body: it exceeds ${limit_bytes} bytes`);
+  // Close the connection after answering, so the rest of an oversized body is not read just to keep it alive.
+  return new ApiError(413, 'payload_too_large', `Cannot accept the request body: it exceeds ${limit_bytes} bytes`, undefined, {
+    Connection: 'close',
+  });
 }
 
 /** Nesting deeper than this is refused before JSON.parse can recurse on it. */
@@ -54,6 +59,12 @@ export function mediaType(req: IncomingMessage): string {
   const ct = req.headers['content-type'];
   if (!ct) return '';
   return ct.split(';')[0].trim().toLowerCase();
+}
+
+/** The charset parameter of the Content-Type, lower-cased and unquoted; undefined when absent. */
+export function mediaCharset(req: IncomingMessage): string | undefined {
+  const m = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(req.headers['content-type'] ?? '');
+  return m ? m[1].toLowerCase() : undefined;
 }
 
 /** Parse a JSON body: valid UTF-8, bounded nesting, a JSON value; anything else is 400. */

@@ -36,8 +36,15 @@ export function invalidState(message: string): ApiError {
   return new ApiError(409, 'invalid_state', message);
 }
 
-/** Any thrown value as an ApiError; unknown errors become a 500 that leaks nothing. */
+/** SQLite result codes that mean the storage cannot serve now (locked too long, disk full or failing), not a bug. */
+const UNAVAILABLE_SQLITE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|READONLY|CANTOPEN)/;
+
+/** Any thrown value as an ApiError; storage trouble is a 503 unavailable, anything else a 500 that leaks nothing. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && UNAVAILABLE_SQLITE.test(code)) {
+    return new ApiError(503, 'unavailable', 'Cannot serve the request: storage is unavailable; retry shortly', undefined, { 'Retry-After': '1' });
+  }
   return new ApiError(500, 'internal_error', 'Internal error; the request id identifies it in the server log');
 }

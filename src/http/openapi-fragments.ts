@@ -1,4 +1,10 @@
 import { systemOpenApi } from '../system/openapi';
+import { paymentsOpenApi } from '../payments/openapi';
+import { ledgerOpenApi } from '../ledger/openapi';
+import { payoutsOpenApi } from '../payouts/openapi';
+import { banksOpenApi } from '../banks/openapi';
+import { webhooksOpenApi } from '../webhooks/openapi';
+import { payPageOpenApi } from '../pay-page/openapi';
 
 /** Every domain's OpenAPI fragment; add a domain's fragment here when its routes are added to routes.ts. */
-export const FRAGMENTS = [systemOpenApi];
+export const FRAGMENTS = [systemOpenApi, paymentsOpenApi, ledgerOpenApi, payoutsOpenApi, banksOpenApi, webhooksOpenApi, payPageOpenApi];

@@ -1,13 +1,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import type { App } from '../app-types';
 import type { Router } from './router';
 import type { Ctx, Reply, RouteDef } from './types';
 import { ApiError, toApiError } from './errors';
-import { mediaType, parseForm, parseJson, readBody } from './body';
+import { mediaCharset, mediaType, parseForm, parseJson, readBody } from './body';
 import { authenticate, requireScope } from '../auth/authenticate';
 import { unmapIp } from '../auth/ip-allowlist';
 import type { RateLimiter } from '../auth/rate-limit';
+import { logAccess } from './access-log';
+import { onClientError } from './client-error';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,64}$/;
@@ -20,35 +23,38 @@ export type RequestObserver = (route: string, method: string, status: number, du
  * authentication (401/403) → rate limit (429) → scope (403) → handler → one response writer → access log.
  */
 export function createHttpServer(app: App, router: Router<RouteDef>, limiter: RateLimiter | null, observe?: RequestObserver): Server {
+  const { headersTimeoutMs, requestTimeoutMs } = app.config;
   const server = createServer({
-    headersTimeout: app.config.headersTimeoutMs,
-    requestTimeout: app.config.requestTimeoutMs,
+    headersTimeout: headersTimeoutMs,
+    requestTimeout: requestTimeoutMs,
     keepAliveTimeout: app.config.keepAliveTimeoutMs,
+    // Node checks the two timeouts only this often (30 s by default), which would let a slow client hold on far longer.
+    connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(Math.min(headersTimeoutMs || 1000, requestTimeoutMs || 1000) / 4))),
     maxHeaderSize: 16 * 1024,
   });
   server.maxHeadersCount = 100;
-  server.on('request', (req, res) => {
+  const inflight = new WeakMap<Socket, ServerResponse>();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    inflight.set(req.socket, res);
+    res.once('close', () => {
+      if (inflight.get(req.socket) === res) inflight.delete(req.socket);
+    });
     void handle(app, router, limiter, req, res, observe);
   });
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable) return socket.destroy();
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-    const body = JSON.stringify(
-      new ApiError(status, status === 408 ? 'request_timeout' : 'bad_request', status === 431 ? 'Cannot read the request: headers too large' : status === 408 ? 'Cannot read the request: the client was too slow' : 'Cannot parse the HTTP request').toBody(),
-    );
-    socket.end(
-      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
-        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => onClientError(app, err, socket, inflight.get(socket)));
   return server;
 }
 
+/**
+ * The client address. Behind a trusted proxy it is the last X-Forwarded-For entry: the one the proxy itself
+ * appended; earlier entries come from the client and could be forged to pass an allow-list.
+ */
 function clientIp(app: App, req: IncomingMessage): string {
   if (app.config.trustProxy) {
     const xff = req.headers['x-forwarded-for'];
-    const first = (Array.isArray(xff) ? xff[0] : xff)?.split(',')[0]?.trim();
-    if (first) return unmapIp(first);
+    const entries = (Array.isArray(xff) ? xff.join(',') : xff ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+    const last = entries[entries.length - 1];
+    if (last) return unmapIp(last);
   }
   return unmapIp(req.socket.remoteAddress ?? '');
 }
@@ -66,12 +72,7 @@ async function handle(
   const requestId = typeof incomingId === 'string' && REQUEST_ID_RE.test(incomingId) ? incomingId : randomUUID();
   res.setHeader('X-Request-Id', requestId);
   const method = req.method ?? 'GET';
-  let url: URL;
-  try {
-    url = new URL(req.url ?? '/', 'http://x');
-  } catch {
-    url = new URL('http://x/');
-  }
+  const url = parseTarget(req.url);
   const path = url.pathname;
   const ctx: Ctx = {
     app,
@@ -87,7 +88,23 @@ async function handle(
     body: undefined,
     ip: clientIp(app, req),
   };
-  let status = 500;
+  let status = 0;
+  // The line is written when the response is over (or the connection died), so a streamed response logs once, at its end.
+  res.once('close', () => {
+    const duration_ms = Number(process.hrtime.bigint() - started) / 1e6;
+    const final = res.headersSent ? res.statusCode : status;
+    observe?.(ctx.route || 'unmatched', method, final, duration_ms);
+    logAccess(app, {
+      requestId,
+      method,
+      path,
+      route: ctx.route,
+      status: final,
+      durationMs: duration_ms,
+      aborted: !res.writableFinished,
+      extra: ctx.logExtra,
+    });
+  });
   try {
     if (app.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
     const match = router.match(method, path);
@@ -124,24 +141,21 @@ async function handle(
         request_id: requestId,
         method,
         path,
+        status: apiErr.status,
         error: err instanceof Error ? err.message : String(err),
         stack: err instanceof Error ? err.stack : undefined,
       });
     }
     status = sendError(ctx, apiErr);
-  } finally {
-    const duration_ms = Number(process.hrtime.bigint() - started) / 1e6;
-    observe?.(ctx.route || 'unmatched', method, status, duration_ms);
-    if (status !== -1) {
-      app.log.info('request', {
-        request_id: requestId,
-        method,
-        path,
-        status,
-        duration_ms: Math.round(duration_ms * 1000) / 1000,
-        ...ctx.logExtra,
-      });
-    }
+  }
+}
+
+/** The request target as a URL; an origin-form target (`//a/b` included) is a path, never a host. */
+function parseTarget(target: string | undefined): URL {
+  try {
+    return new URL(target?.startsWith('/') ? 'http://x' + target : target ?? '/', 'http://x');
+  } catch {
+    return new URL('http://x/');
   }
 }
 
@@ -155,6 +169,10 @@ async function readRequestBody(app: App, ctx: Ctx, route: RouteDef): Promise<voi
   ctx.rawBody = raw;
   if (raw.length === 0) return;
   const type = mediaType(ctx.req);
+  const charset = mediaCharset(ctx.req);
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new ApiError(415, 'unsupported_media_type', `Cannot accept charset "${charset}": send UTF-8`);
+  }
   if (type === 'application/json') {
     ctx.body = parseJson(raw);
   } else if (route.body === 'form' && type === 'application/x-www-form-urlencoded') {
@@ -187,7 +205,8 @@ function send(ctx: Ctx, reply: Reply): number {
 function sendError(ctx: Ctx, err: ApiError): number {
   const res = ctx.res;
   if (res.headersSent) {
-    res.destroy();
+    // A response already under way cannot turn into an error; cut it, unless it was fully written (a 408 sent on timeout).
+    if (!res.writableEnded) res.destroy();
     return err.status;
   }
   if (err.headers) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);

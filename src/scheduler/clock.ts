@@ -9,6 +9,8 @@ export type Mode = 'test' | 'live';
  */
 export class Clocks {
   private readonly offsets = new Map<string, number>();
+  private readonly pins = new Map<string, number>();
+  private readonly listeners: Array<(shopId: string) => void> = [];
 
   constructor(
     private readonly store: Store,
@@ -20,7 +22,29 @@ export class Clocks {
   now(shopId: string | null, mode: Mode): number {
     const real = this.real();
     if (mode === 'live' || shopId === null) return real;
-    return real + this.offset(shopId);
+    const pin = this.pins.get(shopId);
+    return pin ?? real + this.offset(shopId);
+  }
+
+  /**
+   * Run `fn` (synchronous) with the shop's test clock reading `at_ms`. An advance runs each due job at its own
+   * due time, so a job that schedules "a month from now" lands a month after its predecessor, not after the
+   * end of the advance: a year of monthly charges happens in one advance.
+   */
+  pinned<T>(shopId: string, at_ms: number, fn: () => T): T {
+    const before = this.pins.get(shopId);
+    this.pins.set(shopId, at_ms);
+    try {
+      return fn();
+    } finally {
+      if (before === undefined) this.pins.delete(shopId);
+      else this.pins.set(shopId, before);
+    }
+  }
+
+  /** Call `fn(shopId)` after a shop's test clock moved (the scheduler re-times that shop's test jobs). */
+  onAdvance(fn: (shopId: string) => void): void {
+    this.listeners.push(fn);
   }
 
   /** The shop's test clock offset in ms. */
@@ -38,12 +62,17 @@ export class Clocks {
 
   /** Move a shop's test clock forward by `delta_ms` (never back); returns the new offset. */
   advance(shopId: string, delta_ms: number): number {
-    if (!(delta_ms >= 0)) throw new Error(`cannot move a test clock back: delta ${delta_ms} ms`);
+    if (!(delta_ms >= 0 && Number.isSafeInteger(delta_ms))) {
+      throw new Error(`cannot move a test clock by ${delta_ms} ms: only forward, in whole ms`);
+    }
     const next = this.offset(shopId) + delta_ms;
     this.store.tx(({ db }) => {
       db.prepare('UPDATE shops SET test_clock_offset_ms = ? WHERE id = ?').run(next, shopId);
+      // Pending test jobs wait in real time (run_at = due_at - offset): move them with the clock, atomically.
+      db.prepare(`UPDATE jobs SET run_at = due_at - ? WHERE shop_id = ? AND mode = 'test' AND state = 'pending'`).run(next, shopId);
     });
     this.offsets.set(shopId, next);
+    for (const fn of this.listeners) fn(shopId);
     return next;
   }
 

@@ -1,18 +1,12 @@
 import type { Store, Tx } from '../db/tx';
 import type { Clocks, Mode } from './clock';
 import type { Logger } from '../log';
+import { TimerWheel, type TimerEntry } from './timer-wheel';
+import { JobsTable, atOrBefore, toJob, type Job, type JobKey, type JobRow } from './jobs-table';
+import { AsyncRunner, type AsyncJobKind, type Pin } from './async-runner';
 
-/** A row of the jobs table. */
-export interface Job {
-  id: number;
-  kind: string;
-  subject_id: string;
-  shop_id: string | null;
-  mode: Mode;
-  due_at: number;
-  attempt: number;
-  payload: Record<string, unknown>;
-}
+export type { Job } from './jobs-table';
+export type { AsyncJobKind } from './async-runner';
 
 /** What a state change asks for: run `kind` on `subjectId` at `dueAt` (on the shop's clock in test mode). */
 export interface JobSpec {
@@ -24,173 +18,446 @@ export interface JobSpec {
   payload?: Record<string, unknown>;
 }
 
-/** A job handler runs inside the job's own transaction; it may schedule more jobs. It must be idempotent. */
+/**
+ * A job handler runs inside the job's own transaction (a savepoint of a batch) and the job is marked done in
+ * it; it may schedule more jobs through the tx it gets. It must be idempotent (check the subject's state
+ * first) and must not open a transaction of its own. Throwing rolls back its writes and retries the job.
+ */
 export type JobHandler = (tx: Tx, job: Job) => void;
+
+/** Per-kind options. */
+export interface JobKindOptions {
+  /** Failed runs before the job is dead (default MAX_ATTEMPTS). */
+  maxAttempts?: number;
+}
+
+/** Limits of the scheduler; each has a default. */
+export interface SchedulerLimits {
+  /** Async jobs running at once; the rest wait for a slot. */
+  maxAsyncRunning: number;
+  /** Most jobs held in memory (wheel plus ready queue); the rest wait in the table. */
+  maxLoaded: number;
+  /** Jobs loaded per query and run per transaction. */
+  batch: number;
+  /** Longest stretch of job running before yielding to the event loop, so requests keep being served. */
+  sliceMs: number;
+  /** How far ahead the wheel is filled from the table. */
+  horizonMs: number;
+  /** How often the sweep refills the horizon and picks up jobs written behind the scheduler's back. */
+  sweepMs: number;
+  /** Delay before the first retry; doubles per failure up to maxBackoffMs. */
+  backoffMs: number;
+  maxBackoffMs: number;
+}
 
 /** Failed runs before a job is marked dead. */
 export const MAX_ATTEMPTS = 8;
-/** Longest single timer; later jobs are re-checked by the sweep. */
-const HORIZON_MS = 60_000;
+
+const DEFAULT_LIMITS: SchedulerLimits = {
+  maxAsyncRunning: 16,
+  maxLoaded: 50_000,
+  batch: 256,
+  sliceMs: 5,
+  horizonMs: 5 * 60_000,
+  sweepMs: 30_000,
+  backoffMs: 1000,
+  maxBackoffMs: 3_600_000,
+};
+/** setTimeout's longest delay; a wake further away is re-armed on the way. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+type Kind = { sync: JobHandler; maxAttempts: number } | { async: AsyncJobKind<unknown>; maxAttempts: number };
 
 /**
- * The durable scheduler: the jobs table is the truth; a timer wakes it for the earliest due job.
- * Jobs are written in the caller's transaction; after commit the timer is re-armed.
+ * The durable scheduler. The jobs table is the truth; a timing wheel holds the pending jobs up to a covered
+ * key (about `horizonMs` ahead, less when that many would not fit) and one unref'd setTimeout wakes for the
+ * wheel's earliest bucket or the next sweep. Fired jobs are run in due order, in batches of savepoints.
  */
 export class Scheduler {
-  private readonly handlers = new Map<string, JobHandler>();
+  private readonly kinds = new Map<string, Kind>();
+  private readonly table: JobsTable;
+  private readonly limits: SchedulerLimits;
+  private readonly wheel: TimerWheel<number>;
+  /** Jobs in memory: their wheel entry, or null once fired (waiting in `ready` or running). */
+  private readonly tracked = new Map<number, TimerEntry<number> | null>();
+  /** Every pending job at or before this key is tracked. */
+  private covered: JobKey = { runAt: -Infinity, id: 0 };
+  /** The last refill stopped at its batch limit, so more may be due before `covered.runAt` suggests. */
+  private coveredPartial = false;
+  private ready: JobKey[] = [];
+  private readonly runner: AsyncRunner;
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
-  private running = false;
+  private nextSweepAt = 0;
+  private pumping = false;
   private stopped = true;
+  /** Bumped by every schedule(), so a shop's advance notices jobs created by the job it just ran. */
+  private scheduleSeq = 0;
+  private idleWaiters: Array<() => void> = [];
 
   constructor(
     private readonly store: Store,
     private readonly clocks: Clocks,
     private readonly log: Logger,
-  ) {}
+    limits: Partial<SchedulerLimits> = {},
+  ) {
+    this.limits = { ...DEFAULT_LIMITS, ...limits };
+    this.table = new JobsTable(store);
+    this.wheel = new TimerWheel<number>({ now: clocks.real });
+    this.runner = new AsyncRunner(store, clocks, log, this.limits.maxAsyncRunning, {
+      fail: (row, err, pin) => this.failInTx(row, err, pin),
+      settled: (id) => this.finished(id),
+    });
+    clocks.onAdvance((shopId) => this.retime(shopId));
+  }
 
   /** Register the handler of a job kind; a kind registered twice is a start-up error. */
-  register(kind: string, handler: JobHandler): void {
-    if (this.handlers.has(kind)) throw new Error(`cannot register job kind "${kind}" twice`);
-    this.handlers.set(kind, handler);
+  register(kind: string, handler: JobHandler, opts: JobKindOptions = {}): void {
+    this.addKind(kind, { sync: handler, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
   }
 
-  /** Write a job in the caller's transaction; the timer learns of it after commit. Returns the job id. */
+  /**
+   * Register a kind whose work happens outside any transaction (an HTTP call): `run(job)` is awaited with a
+   * deadline, then `complete(tx, job, result)` records the outcome in the job's own transaction, which also
+   * marks it done. A rejection or a passed deadline counts as a failed run (retry with backoff, then dead).
+   */
+  registerAsync<R>(kind: string, spec: AsyncJobKind<R>, opts: JobKindOptions = {}): void {
+    this.addKind(kind, { async: spec as AsyncJobKind<unknown>, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
+  }
+
+  /** Write a job in the caller's transaction; the wheel learns of it after commit. Returns the job id. */
   schedule(tx: Tx, spec: JobSpec): number {
-    const created = this.clocks.real();
-    const info = tx.db
-      .prepare(
-        `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, payload, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(spec.kind, spec.subjectId, spec.shopId, spec.mode, Math.round(spec.dueAt), JSON.stringify(spec.payload ?? {}), created);
-    const realDue = this.clocks.toReal(spec.shopId, spec.mode, spec.dueAt);
-    tx.afterCommit(() => this.arm(realDue));
-    return Number(info.lastInsertRowid);
+    if (!Number.isFinite(spec.dueAt)) throw new Error(`cannot schedule job "${spec.kind}": due time ${spec.dueAt} is not a number`);
+    const dueAt = Math.round(spec.dueAt);
+    const runAt = this.clocks.toReal(spec.shopId, spec.mode, dueAt);
+    const payload = JSON.stringify(spec.payload ?? {});
+    const id = this.table.insert(tx.db, { ...spec, dueAt, runAt, payload, createdAt: this.clocks.real() });
+    this.scheduleSeq++;
+    tx.afterCommit(() => this.offer({ id, runAt }));
+    return id;
   }
 
-  /** Cancel the pending jobs of a kind for a subject, in the caller's transaction. */
+  /** Cancel the pending jobs of a kind for a subject, in the caller's transaction; returns how many. */
   cancel(tx: Tx, kind: string, subjectId: string): number {
-    return tx.db
-      .prepare(`UPDATE jobs SET state = 'cancelled', finished_at = ? WHERE subject_id = ? AND kind = ? AND state = 'pending'`)
-      .run(this.clocks.real(), subjectId, kind).changes;
+    const ids = this.table.cancel(tx.db, kind, subjectId, this.clocks.real());
+    if (ids.length > 0) tx.afterCommit(() => ids.forEach((id) => this.untrack(id)));
+    return ids.length;
   }
 
-  /** Start firing due jobs (overdue ones at once, in due order). */
+  /** Load the pending jobs of the horizon and start firing; overdue ones run at once, in due order. */
   start(): void {
     this.stopped = false;
+    this.nextSweepAt = 0;
     this.arm(this.clocks.real());
   }
 
-  /** Stop firing; pending jobs stay in the table for the next start. */
-  stop(): void {
+  /** Stop firing and wait for running async jobs (bounded by their deadlines); pending jobs stay in the table. */
+  async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.timerAt = Infinity;
+    await this.runner.drain();
+    this.wheel.clear();
+    this.tracked.clear();
+    this.ready = [];
+    this.covered = { runAt: -Infinity, id: 0 };
   }
 
-  /** Run every job of one shop's mode due on its clock, in due order, including jobs those jobs create. */
-  runDueForShop(shopId: string, mode: Mode): number {
+  /**
+   * Run every job of one shop's mode due on its clock, in due order, including jobs those jobs create; each
+   * runs with the clock reading its due time. Async jobs are started in order and awaited before it returns
+   * (their completions may create more due jobs). Resolves with the number of runs.
+   */
+  async runDueForShop(shopId: string, mode: Mode): Promise<number> {
     let ran = 0;
+    let pin = -Infinity;
+    const waiting: Array<Promise<void>> = [];
     for (;;) {
       const now = this.clocks.now(shopId, mode);
-      const row = this.store
-        .stmt(
-          `SELECT * FROM jobs WHERE state = 'pending' AND shop_id = ? AND mode = ? AND due_at <= ?
-           ORDER BY due_at, id LIMIT 1`,
-        )
-        .get(shopId, mode, now) as JobRow | undefined;
-      if (!row) break;
-      this.runOne(row);
-      ran++;
-    }
-    return ran;
-  }
-
-  /** Run every job due now on its own clock, across shops, in real due order. */
-  runDue(): number {
-    let ran = 0;
-    for (;;) {
-      const batch = this.dueRows(64);
-      if (batch.length === 0) break;
-      for (const row of batch) {
-        this.runOne(row);
-        ran++;
+      const rows: JobRow[] = [];
+      for (const r of this.table.dueForShop(shopId, mode, now, this.limits.batch)) {
+        const kind = this.kinds.get(r.kind);
+        // Already running (fired by the wheel): wait for that run instead of starting another.
+        if (this.runner.running(r.id) && kind && 'async' in kind) waiting.push(this.runner.start(r, kind.async, null));
+        else rows.push(r);
+      }
+      if (rows.length === 0) {
+        if (waiting.length === 0) break;
+        await Promise.all(waiting.splice(0));
+        continue;
+      }
+      for (const r of rows) this.untrack(r.id);
+      const seq = this.scheduleSeq;
+      let i = 0;
+      while (i < rows.length && this.scheduleSeq === seq) {
+        const row = rows[i];
+        pin = Math.max(pin, row.due_at);
+        const kind = this.kinds.get(row.kind);
+        if (kind && 'async' in kind) {
+          waiting.push(this.runner.start(row, kind.async, mode === 'test' ? { shopId, at: pin } : null));
+          i++;
+          ran++;
+          continue;
+        }
+        // Sync jobs up to the next async one share a transaction; stop after any that scheduled more.
+        const n = this.runSyncBatch(rows, i, mode === 'test' ? shopId : null, pin, true);
+        i += n;
+        ran += n;
       }
     }
     return ran;
   }
 
-  private dueRows(limit: number): JobRow[] {
-    const real = this.clocks.real();
-    const rows = this.store
-      .stmt(`SELECT * FROM jobs WHERE state = 'pending' ORDER BY due_at, id LIMIT ?`)
-      .all(limit * 4) as JobRow[];
-    // Test jobs are due on their shop's clock: compare in real time.
-    return rows
-      .filter((r) => this.clocks.toReal(r.shop_id, r.mode, r.due_at) <= real)
-      .slice(0, limit);
-  }
-
-  private runOne(row: JobRow): void {
-    const handler = this.handlers.get(row.kind);
-    const job: Job = { ...row, payload: JSON.parse(row.payload) as Record<string, unknown> };
-    try {
-      this.store.tx((tx) => {
-        const still = tx.db.prepare(`SELECT state FROM jobs WHERE id = ?`).get(row.id) as { state: string } | undefined;
-        if (!still || still.state !== 'pending') return;
-        if (!handler) throw new Error(`no handler for job kind "${row.kind}"`);
-        handler(tx, job);
-        tx.db.prepare(`UPDATE jobs SET state = 'done', finished_at = ? WHERE id = ?`).run(this.clocks.real(), row.id);
-      });
-    } catch (err) {
-      const attempt = row.attempt + 1;
-      const dead = attempt >= MAX_ATTEMPTS;
-      const backoff_ms = Math.min(3_600_000, 1000 * 2 ** attempt);
-      this.store.tx(({ db }) => {
-        db.prepare(
-          `UPDATE jobs SET attempt = ?, last_error = ?, state = ?, due_at = due_at + ?, finished_at = ? WHERE id = ?`,
-        ).run(attempt, String((err as Error)?.message ?? err).slice(0, 500), dead ? 'dead' : 'pending', dead ? 0 : backoff_ms, dead ? this.clocks.real() : null, row.id);
-      });
-      this.log.error('job failed', { job_id: row.id, kind: row.kind, attempt, dead, error: String((err as Error)?.message ?? err) });
+  /** Fire every job due now in real time and wait until they (and any async ones) finished; returns how many ran. */
+  async runDue(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const ran = this.wake();
+      total += ran;
+      await this.idle();
+      if (ran === 0) return total;
     }
   }
 
-  private arm(realDue: number): void {
+  /** Resolves when no fired job waits or runs; for tests and shutdown. */
+  idle(): Promise<void> {
+    if (this.stopped || (this.ready.length === 0 && !this.runner.busy())) return Promise.resolve();
+    return new Promise<void>((resolve) => this.idleWaiters.push(resolve)).then(() => this.idle());
+  }
+
+  /** Jobs in memory and running, for diagnostics. */
+  stats(): { tracked: number; inWheel: number; ready: number; asyncRunning: number } {
+    return { tracked: this.tracked.size, inWheel: this.wheel.size, ready: this.ready.length, asyncRunning: this.runner.count() };
+  }
+
+  private addKind(kind: string, k: Kind): void {
+    if (this.kinds.has(kind)) throw new Error(`cannot register job kind "${kind}" twice`);
+    if (!(Number.isInteger(k.maxAttempts) && k.maxAttempts >= 1)) throw new Error(`cannot register job kind "${kind}": maxAttempts ${k.maxAttempts} is under 1`);
+    this.kinds.set(kind, k);
+  }
+
+  /** Put a job in the wheel if it falls within the covered range (else the table keeps it until a refill). */
+  private offer(key: JobKey): void {
+    if (this.stopped || !atOrBefore(key, this.covered)) return;
+    const had = this.tracked.get(key.id);
+    // null: fired and queued or running; whoever runs it re-offers a retry.
+    if (had === null) return;
+    if (had) this.wheel.cancel(had);
+    this.tracked.set(key.id, this.wheel.add(key.runAt, key.id));
+    this.arm(key.runAt);
+  }
+
+  private untrack(id: number): void {
+    const e = this.tracked.get(id);
+    if (e) this.wheel.cancel(e);
+    this.tracked.delete(id);
+  }
+
+  /** After a shop's test clock moved: re-time its tracked jobs and load those that came within the covered range. */
+  private retime(shopId: string): void {
     if (this.stopped) return;
-    if (realDue >= this.timerAt && this.timer) return;
+    const rows = this.table.testJobsOfShop(shopId, this.covered.runAt, this.limits.batch);
+    if (rows.length === this.limits.batch) {
+      const last = rows[rows.length - 1];
+      if (atOrBefore(last, this.covered)) {
+        this.covered = last;
+        this.coveredPartial = true;
+      }
+    }
+    for (const r of rows) this.offer(r);
+  }
+
+  /** Fill the wheel from the table up to the horizon, or as far as the memory limit allows. */
+  private refill(now: number): void {
+    const target = now + this.limits.horizonMs;
+    while (this.tracked.size + this.limits.batch <= this.limits.maxLoaded) {
+      if (!this.coveredPartial && this.covered.runAt >= target) return;
+      const rows = this.table.next(this.covered.runAt === -Infinity ? { runAt: -8.64e15, id: 0 } : this.covered, target, this.limits.batch);
+      const full = rows.length === this.limits.batch;
+      this.covered = full ? rows[rows.length - 1] : { runAt: target, id: Number.MAX_SAFE_INTEGER };
+      this.coveredPartial = full;
+      for (const r of rows) this.offer(r);
+      // A backlog is loaded a batch at a time as the wheel drains; the rest stays in the table.
+      if (!full || this.tracked.size >= this.limits.batch * 4) return;
+    }
+  }
+
+  /** The sweep: refill, and take in overdue jobs nobody told the wheel about (written by another process). */
+  private sweep(now: number): void {
+    this.nextSweepAt = now + this.limits.sweepMs;
+    this.refill(now);
+    for (const key of this.table.overdue(now, this.limits.batch)) {
+      if (!this.tracked.has(key.id) && !this.runner.running(key.id)) {
+        this.tracked.set(key.id, this.wheel.add(key.runAt, key.id));
+      }
+    }
+  }
+
+  /** Timer body: sweep or refill if it is time, move the wheel, queue what fired, run it. Returns jobs fired. */
+  private wake(): number {
+    const now = this.clocks.real();
+    if (now >= this.nextSweepAt) this.sweep(now);
+    else if (this.coveredPartial ? this.tracked.size < this.limits.batch * 2 : this.covered.runAt < now + this.limits.horizonMs / 2) this.refill(now);
+    const fired: JobKey[] = [];
+    this.wheel.advance((id, runAt) => {
+      this.tracked.set(id, null);
+      fired.push({ runAt, id });
+    }, now);
+    if (fired.length > 0) {
+      this.ready.push(...fired);
+      this.ready.sort((a, b) => a.runAt - b.runAt || a.id - b.id);
+      this.pump();
+    }
+    return fired.length;
+  }
+
+  private onTimer(): void {
+    this.timer = null;
+    this.timerAt = Infinity;
+    if (this.stopped) return;
+    this.wake();
+    this.arm(Infinity);
+  }
+
+  /** Arm the one timer for the earliest of: `at`, the wheel's next bucket, the next sweep. */
+  private arm(at: number): void {
+    if (this.stopped) return;
+    const when = Math.min(at, this.wheel.nextDue(), this.nextSweepAt);
+    if (this.timer && when >= this.timerAt) return;
     if (this.timer) clearTimeout(this.timer);
-    const delay = Math.max(0, Math.min(HORIZON_MS, realDue - this.clocks.real()));
-    this.timerAt = realDue;
-    this.timer = setTimeout(() => this.fire(), delay);
+    this.timerAt = when;
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, when - this.clocks.real()));
+    this.timer = setTimeout(() => this.onTimer(), delay);
     this.timer.unref();
   }
 
-  private fire(): void {
-    this.timer = null;
-    this.timerAt = Infinity;
-    if (this.running || this.stopped) return;
-    this.running = true;
+  /** Run ready jobs in slices of `sliceMs`, yielding between slices so the server keeps answering. */
+  private pump(): void {
+    if (this.pumping || this.stopped) return;
+    this.pumping = true;
+    const started = performance.now();
     try {
-      this.runDue();
+      while (this.ready.length > 0 && performance.now() - started < this.limits.sliceMs) {
+        const keys = this.ready.splice(0, this.limits.batch);
+        const rows: JobRow[] = [];
+        for (const k of keys) {
+          const row = this.table.get(k.id);
+          if (row && row.state === 'pending' && !this.runner.running(row.id)) rows.push(row);
+          else this.tracked.delete(k.id);
+        }
+        for (let i = 0; i < rows.length; ) {
+          const kind = this.kinds.get(rows[i].kind);
+          if (kind && 'async' in kind) {
+            void this.runner.start(rows[i++], kind.async, null);
+          } else {
+            i += this.runSyncBatch(rows, i, null, -Infinity, false);
+          }
+        }
+        if (this.coveredPartial && this.tracked.size < this.limits.batch * 2) this.refill(this.clocks.real());
+      }
     } finally {
-      this.running = false;
+      this.pumping = false;
     }
-    const next = this.store.stmt(`SELECT shop_id, mode, due_at FROM jobs WHERE state = 'pending' ORDER BY due_at LIMIT 1`).get() as
-      | { shop_id: string | null; mode: Mode; due_at: number }
-      | undefined;
-    this.arm(next ? this.clocks.toReal(next.shop_id, next.mode, next.due_at) : this.clocks.real() + HORIZON_MS);
+    if (this.ready.length > 0) setImmediate(() => this.pump());
+    else {
+      this.arm(Infinity);
+      this.notifyIdle();
+    }
+  }
+
+  private finished(id: number): void {
+    this.tracked.delete(id);
+    const row = this.table.get(id);
+    // A failed async run that was rescheduled: put its retry back on the wheel.
+    if (row && row.state === 'pending') this.offer({ id, runAt: row.run_at });
+    this.notifyIdle();
+  }
+
+  private notifyIdle(): void {
+    if (this.ready.length > 0 || this.runner.busy()) return;
+    for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  /**
+   * Run sync jobs rows[from..] in one transaction, each in a savepoint, up to the next async job or the first
+   * job that scheduled another when `stopOnSchedule` (so a shop's advance re-reads due order). With `pinShop`,
+   * the shop's test clock reads each job's due time while it runs. Returns how many rows it consumed.
+   */
+  private runSyncBatch(rows: JobRow[], from: number, pinShop: string | null, pinFloor: number, stopOnSchedule: boolean): number {
+    let n = 0;
+    const retries: JobKey[] = [];
+    const seq = this.scheduleSeq;
+    this.store.tx((tx) => {
+      for (let i = from; i < rows.length && n < this.limits.batch; i++) {
+        const row = rows[i];
+        const kind = this.kinds.get(row.kind);
+        if (kind && 'async' in kind) break;
+        n++;
+        const at = Math.max(pinFloor, row.due_at);
+        const once = (): void => {
+          const retry = this.runOneInSavepoint(tx, row, kind);
+          if (retry) retries.push(retry);
+        };
+        if (pinShop) this.clocks.pinned(pinShop, at, once);
+        else once();
+        if (stopOnSchedule && this.scheduleSeq !== seq) break;
+      }
+    });
+    for (const r of rows.slice(from, from + n)) this.tracked.delete(r.id);
+    for (const r of retries) this.offer(r);
+    return n;
+  }
+
+  /** One job in a savepoint of `tx`: skipped if no longer pending; on a throw, rolled back and recorded as failed. */
+  private runOneInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined): JobKey | null {
+    const db = tx.db;
+    db.exec('SAVEPOINT job');
+    const hooks: Array<() => void> = [];
+    try {
+      const cur = db.prepare(`SELECT state FROM jobs WHERE id = ?`).get(row.id) as { state: string } | undefined;
+      if (cur?.state === 'pending') {
+        if (!kind || !('sync' in kind)) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
+        kind.sync({ db, afterCommit: (h) => hooks.push(h) }, toJob(row));
+        this.table.done(db, row.id, this.clocks.real());
+      }
+      db.exec('RELEASE job');
+    } catch (err) {
+      db.exec('ROLLBACK TO job');
+      db.exec('RELEASE job');
+      return this.fail(tx, row, err);
+    }
+    for (const h of hooks) tx.afterCommit(h);
+    return null;
+  }
+
+  /** Record a failed run in `tx`: retry after a doubling backoff on the job's clock, or dead after maxAttempts. */
+  private fail(tx: Tx, row: JobRow, err: unknown): JobKey | null {
+    const kind = this.kinds.get(row.kind);
+    const attempt = row.attempt + 1;
+    const dead = attempt >= (kind?.maxAttempts ?? MAX_ATTEMPTS);
+    const backoff_ms = Math.min(this.limits.maxBackoffMs, this.limits.backoffMs * 2 ** (attempt - 1));
+    const real = this.clocks.real();
+    const dueAt = this.clocks.now(row.shop_id, row.mode) + backoff_ms;
+    const runAt = this.clocks.toReal(row.shop_id, row.mode, dueAt);
+    const error = String((err as Error)?.message ?? err).slice(0, 500);
+    this.table.failed(tx.db, row.id, { attempt, error, dead, dueAt, runAt, now_ms: real });
+    const fields = { job_id: row.id, kind: row.kind, subject_id: row.subject_id, attempt, error };
+    if (dead) this.log.error('job dead', fields);
+    else this.log.warn('job failed; will retry', { ...fields, retry_in_ms: backoff_ms });
+    return dead ? null : { id: row.id, runAt };
+  }
+
+  /** The async runner's failure path: its own transaction, on the clock the run had. */
+  private failInTx(row: JobRow, err: unknown, pin: Pin | null): void {
+    if (!this.store.db.open) return;
+    const record = (): void =>
+      this.store.tx((tx) => {
+        const cur = tx.db.prepare(`SELECT attempt, state FROM jobs WHERE id = ?`).get(row.id) as { attempt: number; state: string } | undefined;
+        if (cur?.state === 'pending') this.fail(tx, { ...row, attempt: cur.attempt }, err);
+      });
+    if (pin) this.clocks.pinned(pin.shopId, pin.at, record);
+    else record();
   }
 }
 
-interface JobRow {
-  id: number;
-  kind: string;
-  subject_id: string;
-  shop_id: string | null;
-  mode: Mode;
-  due_at: number;
-  attempt: number;
-  payload: string;
-}

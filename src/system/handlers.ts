@@ -4,17 +4,24 @@ import { bodyObject, intField } from '../http/validate';
 import { iso } from '../util/time';
 import { resetTestData } from '../testmode/reset';
 
-/** GET /healthz */
+/** GET /healthz: answers only when the database answers (a failing one makes it 503 unavailable). */
 export function health(ctx: Ctx): Reply {
+  ctx.app.store.stmt('SELECT 1').get();
   return { body: { status: 'ok', version: ctx.app.version } };
 }
 
-let cachedDoc: string | null = null;
+/** The serialized document per server address (tests run several servers in one process). */
+const docCache = new Map<string, string>();
 
 /** GET /v1/openapi.json */
 export function openapi(ctx: Ctx): Reply {
-  cachedDoc ??= JSON.stringify(openApiDocument(ctx.app.version, ctx.app.baseUrl()));
-  return { text: cachedDoc, contentType: 'application/json' };
+  const url = ctx.app.baseUrl();
+  let doc = docCache.get(url);
+  if (doc === undefined) {
+    doc = JSON.stringify(openApiDocument(ctx.app.version, url));
+    docCache.set(url, doc);
+  }
+  return { text: doc, contentType: 'application/json' };
 }
 
 function clockBody(ctx: Ctx, jobsRun?: number): Record<string, unknown> {

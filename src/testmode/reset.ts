@@ -1,5 +1,8 @@
 import type { App } from '../app-types';
 
+/** Cabinet tables: they have `shop_id` and `mode` but hold settings, which a reset keeps (test keys included). */
+const KEPT_TABLES = new Set(['api_keys']);
+
 /** Tables that hold a shop's data: those with both `shop_id` and `mode` columns, read from the schema. */
 function shopTables(app: App): string[] {
   const tables = app.store.db
@@ -9,7 +12,7 @@ function shopTables(app: App): string[] {
   for (const { name } of tables) {
     const cols = app.store.db.prepare(`SELECT name FROM pragma_table_info(?)`).all(name) as Array<{ name: string }>;
     const names = new Set(cols.map((c) => c.name));
-    if (names.has('shop_id') && names.has('mode')) out.push(name);
+    if (names.has('shop_id') && names.has('mode') && !KEPT_TABLES.has(name)) out.push(name);
   }
   return out;
 }

@@ -39,3 +39,18 @@ test('test clock advances per shop', async () => {
   const o = await s.request('GET', '/v1/test/clock', { key: other.key });
   assert.equal(o.body.offset_seconds, 0);
 });
+
+test('POST /v1/test/reset keeps the shop\'s keys and settings and puts the clock back', async () => {
+  const shop = s.newShop({ shopScopes: 'api:reports:read' });
+  const extra = s.newKey(shop.shopId, 'test');
+  await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 600 } });
+  const r = await s.request('POST', '/v1/test/reset', { key: shop.key });
+  assert.equal(r.status, 200);
+  assert.equal(r.body.clock.offset_seconds, 0);
+  assert.equal(r.body.deleted.api_keys, undefined);
+  // Both keys still work, and the shop still lacks the scopes it never had.
+  assert.equal((await s.request('GET', '/v1/test/clock', { key: shop.key })).status, 200);
+  assert.equal((await s.request('GET', '/v1/test/clock', { key: extra.key })).status, 200);
+  const scopes = (s.store.db.prepare('SELECT scopes FROM shops WHERE id = ?').get(shop.shopId) as { scopes: string }).scopes;
+  assert.equal(scopes, 'api:reports:read');
+});

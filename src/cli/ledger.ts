@@ -1,0 +1,47 @@
+import { parseArgs, onlyFlags } from './args';
+import { COMMON_OPTIONS, openStore, output, type Command } from './command';
+import { checkLedger } from '../ledger/check';
+
+const usage = `Usage:
+  kopek ledger check [--db PATH] [--json]
+
+check    proves the ledger from its postings, in one consistent snapshot (safe while the server runs):
+         every entry's postings sum to zero and move the entry's amount between the right accounts;
+         each book's stored balances equal the sums of its postings; reserves never went below 0 and
+         no payout left available below 0; every payout, payment and refund has the movements its
+         status calls for. Prints each book's balance, available and reserved; exits 1 with the list
+         of problems when any invariant is broken.
+
+Options:
+${COMMON_OPTIONS}
+
+Examples:
+  kopek ledger check
+  kopek ledger check --db /var/lib/kopek/kopek.db --json`;
+
+/** `kopek ledger` */
+export const ledger: Command = {
+  name: 'ledger',
+  summary: 'prove the ledger: balances equal postings, nothing overdrawn',
+  usage,
+  run(argv) {
+    const args = parseArgs(argv);
+    const [sub] = args.positional;
+    if (sub !== 'check') throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek ledger --help`);
+    onlyFlags(args, []);
+    const store = openStore(args);
+    try {
+      const result = checkLedger(store.db);
+      const lines = result.books.map(
+        (b) => `${b.shop_id} ${b.mode.padEnd(4)}  balance ${b.balance}  available ${b.available}  reserved ${b.reserved}  entries ${b.entries}`,
+      );
+      lines.push(result.ok ? `ok: ${result.books.length} books balance` : `FAILED: ${result.problems.length} problems`);
+      lines.push(...result.problems.map((p) => `  ${p}`));
+      output(args, result, lines);
+      if (!result.ok) process.stderr.write(`kopek ledger: check failed: ${result.problems.length} problems\n`);
+      return result.ok ? 0 : 1;
+    } finally {
+      store.db.close();
+    }
+  },
+};

@@ -1,0 +1,196 @@
+import type { ServerResponse } from 'node:http';
+import type { App } from '../app-types';
+import type { Ctx, Reply } from '../http/types';
+import type { Mode } from '../scheduler/clock';
+import { badRequest } from '../http/errors';
+import { sseData, type EventRow } from './emit';
+import { encodeSse, encodeSseComment } from './sse';
+
+/** Limits of the stream: unsent bytes a client may hold before it is cut, and events per replay page. */
+export const STREAM_LIMITS = { buffer_bytes: 1024 * 1024, replay_page: 500 };
+
+/** One connected client of the stream. */
+class Client {
+  lastSent: number;
+  live = false;
+  closed = false;
+
+  constructor(
+    readonly res: ServerResponse,
+    readonly shopId: string,
+    readonly mode: Mode,
+    after: number,
+    private readonly hub: EventStreamHub,
+  ) {
+    this.lastSent = after;
+  }
+
+  /** Send an event once, in order; events at or before the last sent one are skipped. */
+  sendEvent(row: EventRow): void {
+    if (row.seq <= this.lastSent) return;
+    this.lastSent = row.seq;
+    this.write(encodeSse({ id: row.seq, event: row.kind, data: JSON.stringify(sseData(row)) }));
+  }
+
+  /** Write text; a client whose unsent bytes pass the limit cannot keep up and is disconnected. */
+  write(text: string): void {
+    if (this.closed) return;
+    this.res.write(text);
+    if (this.live && this.res.writableLength > this.hub.bufferLimitBytes) this.close('slow client: send buffer over limit');
+  }
+
+  close(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.hub.drop(this, reason);
+    if (reason.startsWith('slow')) this.res.destroy();
+    else this.res.end();
+  }
+}
+
+/**
+ * Fan-out of committed events to the SSE clients of each shop and mode, with one shared ping timer.
+ * A client first replays from the events table (resume), then goes live in the same synchronous step
+ * as its last read, so no event falls between the two and none is sent twice.
+ */
+export class EventStreamHub {
+  private readonly byKey = new Map<string, Set<Client>>();
+  private count = 0;
+  private readonly pingTimer: NodeJS.Timeout | null;
+  /** Unsent bytes per client before it is disconnected. */
+  bufferLimitBytes = STREAM_LIMITS.buffer_bytes;
+
+  constructor(private readonly app: App) {
+    app.events.subscribe((row) => this.dispatch(row));
+    const ping_ms = app.config.ssePingSeconds * 1000;
+    this.pingTimer = ping_ms > 0 ? setInterval(() => this.ping(), ping_ms) : null;
+    this.pingTimer?.unref();
+    app.onClose(() => this.closeAll());
+  }
+
+  /** Clients connected now (for metrics). */
+  get clientCount(): number {
+    return this.count;
+  }
+
+  /** Open a stream on an authenticated request, resuming after `after` when given. */
+  open(ctx: Ctx, after: number | null): void {
+    const { res, req } = ctx;
+    const auth = ctx.auth!;
+    req.socket.setNoDelay(true);
+    req.socket.setTimeout(0);
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
+    const client = new Client(res, auth.shopId, auth.mode, after ?? 0, this);
+    const key = `${auth.shopId}:${auth.mode}`;
+    let set = this.byKey.get(key);
+    if (!set) this.byKey.set(key, (set = new Set()));
+    set.add(client);
+    this.count++;
+    res.on('close', () => client.close('client closed'));
+    client.write(encodeSseComment('connected'));
+    this.app.log.debug('sse connected', { request_id: ctx.requestId, shop_id: auth.shopId, mode: auth.mode, after, clients: this.count });
+    if (after === null) {
+      client.live = true;
+      return;
+    }
+    this.replay(client).catch((err: unknown) => {
+      this.app.log.error('sse replay failed', { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });
+      client.close('slow: replay failed');
+    });
+  }
+
+  /** Remove a closed client. */
+  drop(client: Client, reason: string): void {
+    const key = `${client.shopId}:${client.mode}`;
+    const set = this.byKey.get(key);
+    if (set?.delete(client)) {
+      this.count--;
+      if (set.size === 0) this.byKey.delete(key);
+      this.app.log.debug('sse closed', { shop_id: client.shopId, mode: client.mode, reason, clients: this.count });
+    }
+  }
+
+  /** End every stream (shutdown). */
+  closeAll(): void {
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    for (const set of [...this.byKey.values()]) for (const c of [...set]) c.close('server shutting down');
+  }
+
+  private async replay(client: Client): Promise<void> {
+    const page = this.app.store.stmt(`SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`);
+    for (;;) {
+      if (client.closed) return;
+      const rows = page.all(client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page) as EventRow[];
+      for (const row of rows) client.sendEvent(row);
+      if (rows.length < STREAM_LIMITS.replay_page) {
+        // Same synchronous step as the last read: events committed from now on reach the client live.
+        client.live = true;
+        return;
+      }
+      // Replay paces itself on the client: one page in the buffer at a time.
+      if (client.res.writableLength > 0) await drained(client.res);
+    }
+  }
+
+  private dispatch(row: EventRow): void {
+    const set = this.byKey.get(`${row.shop_id}:${row.mode}`);
+    if (!set) return;
+    for (const c of [...set]) if (c.live) c.sendEvent(row);
+  }
+
+  private ping(): void {
+    const text = encodeSseComment('ping');
+    for (const set of [...this.byKey.values()]) for (const c of [...set]) c.write(text);
+  }
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+const hubs = new WeakMap<App, EventStreamHub>();
+
+/** Create the app's stream hub (once, at start-up). */
+export function registerEventStream(app: App): EventStreamHub {
+  const hub = new EventStreamHub(app);
+  hubs.set(app, hub);
+  return hub;
+}
+
+/** The app's stream hub. */
+export function streamHub(app: App): EventStreamHub {
+  const hub = hubs.get(app);
+  if (!hub) throw new Error('cannot stream events: the stream hub was not registered');
+  return hub;
+}
+
+/** SSE clients connected now, for metrics. */
+export function sseClientCount(app: App): number {
+  return hubs.get(app)?.clientCount ?? 0;
+}
+
+/** GET /v1/public/events: the key's shop and mode, live; with Last-Event-ID, replayed from after that id first. */
+export function streamEvents(ctx: Ctx): Reply {
+  const header = ctx.req.headers['last-event-id'];
+  const raw = (Array.isArray(header) ? header[0] : header)?.trim();
+  let after: number | null = null;
+  if (raw !== undefined && raw !== '') {
+    if (!/^\d{1,15}$/.test(raw)) throw badRequest(`Cannot resume the event stream: Last-Event-ID must be an event sequence number, got "${raw.slice(0, 64)}"`, 'Last-Event-ID');
+    after = Number(raw);
+  }
+  streamHub(ctx.app).open(ctx, after);
+  return { raw: true };
+}

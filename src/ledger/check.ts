@@ -1,0 +1,204 @@
+import type Database from 'better-sqlite3';
+import { ACCOUNTS, MOVEMENTS, type Movement } from './ledger';
+
+/** One book as the check found it: sums of its postings. */
+export interface BookSummary {
+  merchant_id: string;
+  shop_id: string;
+  mode: string;
+  balance: number;
+  available: number;
+  reserved: number;
+  entries: number;
+}
+
+/** The outcome of `kopek ledger check`: every book, and every broken invariant in words. */
+export interface CheckResult {
+  ok: boolean;
+  books: BookSummary[];
+  problems: string[];
+}
+
+/** Most problems listed; a badly broken database would otherwise print without end. */
+const MAX_PROBLEMS = 200;
+
+/**
+ * Prove the ledger from its postings, in one read snapshot: each entry's postings balance and match its
+ * amount; the stored balances equal the sums; reserves never went negative and no payout overdrew
+ * `available`; and every payout, payment and refund has exactly the movements its status calls for.
+ */
+export function checkLedger(db: Database.Database): CheckResult {
+  const problems: string[] = [];
+  const note = (p: string) => {
+    if (problems.length < MAX_PROBLEMS) problems.push(p);
+  };
+  let books: BookSummary[] = [];
+  db.transaction(() => {
+    checkEntries(db, note);
+    books = checkBooks(db, note);
+    checkPayouts(db, note);
+    if (hasTable(db, 'payments')) checkPayments(db, note);
+    if (hasTable(db, 'refunds')) checkRefunds(db, note);
+  })();
+  return { ok: problems.length === 0, books, problems };
+}
+
+function hasTable(db: Database.Database, name: string): boolean {
+  return db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(name) !== undefined;
+}
+
+function checkEntries(db: Database.Database, note: (p: string) => void): void {
+  const rows = db
+    .prepare(
+      `SELECT e.id, e.movement, e.source_id, e.amount, e.shop_id, e.mode, COUNT(p.id) AS n, COALESCE(SUM(p.amount), 0) AS sum,
+              COALESCE(SUM(CASE WHEN p.amount > 0 THEN p.amount END), 0) AS gain,
+              SUM(p.shop_id != e.shop_id OR p.mode != e.mode) AS foreign_rows,
+              GROUP_CONCAT(p.account || ':' || p.amount) AS legs
+       FROM ledger_entries e LEFT JOIN ledger_postings p ON p.entry_id = e.id
+       GROUP BY e.id ORDER BY e.id`,
+    )
+    .iterate() as IterableIterator<{
+    id: number; movement: string; source_id: string; amount: number; shop_id: string; mode: string;
+    n: number; sum: number; gain: number; foreign_rows: number | null; legs: string | null;
+  }>;
+  for (const e of rows) {
+    const what = `entry ${e.id} (${e.movement} of "${e.source_id}")`;
+    const m = MOVEMENTS[e.movement as Movement];
+    if (!m) note(`${what}: unknown movement`);
+    if (e.n < 2) note(`${what}: has ${e.n} postings, needs at least 2`);
+    if (e.sum !== 0) note(`${what}: postings sum to ${e.sum}, not 0`);
+    if (e.gain !== e.amount) note(`${what}: postings move ${e.gain}, the entry says ${e.amount}`);
+    if (e.foreign_rows) note(`${what}: ${e.foreign_rows} postings belong to another book`);
+    if (m && e.n === 2 && e.legs !== `${m.from}:${-e.amount},${m.to}:${e.amount}` && e.legs !== `${m.to}:${e.amount},${m.from}:${-e.amount}`) {
+      note(`${what}: postings ${e.legs} are not ${m.from} → ${m.to}`);
+    }
+  }
+  const orphans = db.prepare('SELECT COUNT(*) AS n FROM ledger_postings WHERE entry_id NOT IN (SELECT id FROM ledger_entries)').get() as { n: number };
+  if (orphans.n > 0) note(`${orphans.n} postings belong to no entry`);
+}
+
+function checkBooks(db: Database.Database, note: (p: string) => void): BookSummary[] {
+  // Stored running balances against the sums of the postings, account by account, both ways round.
+  const mismatches = db
+    .prepare(
+      `WITH sums AS (SELECT shop_id, mode, account, SUM(amount) AS s FROM ledger_postings GROUP BY shop_id, mode, account)
+       SELECT b.shop_id, b.mode, b.account, b.balance AS stored, COALESCE(s.s, 0) AS summed
+       FROM ledger_balances b LEFT JOIN sums s USING (shop_id, mode, account) WHERE b.balance != COALESCE(s.s, 0)
+       UNION ALL
+       SELECT s.shop_id, s.mode, s.account, NULL, s.s FROM sums s
+       WHERE NOT EXISTS (SELECT 1 FROM ledger_balances b WHERE b.shop_id = s.shop_id AND b.mode = s.mode AND b.account = s.account)`,
+    )
+    .all() as Array<{ shop_id: string; mode: string; account: string; stored: number | null; summed: number }>;
+  for (const r of mismatches) {
+    note(`book ${r.shop_id}/${r.mode}: ${r.account} stored ${r.stored ?? '(missing)'} but its postings sum to ${r.summed}`);
+  }
+  const wrongMerchant = db
+    .prepare(`SELECT e.id, e.shop_id FROM ledger_entries e JOIN shops s ON s.id = e.shop_id WHERE s.merchant_id != e.merchant_id LIMIT 20`)
+    .all() as Array<{ id: number; shop_id: string }>;
+  for (const r of wrongMerchant) note(`entry ${r.id}: merchant differs from the merchant of shop ${r.shop_id}`);
+  return replayBooks(db, note);
+}
+
+/** Walk every book's postings in order: reserves must never dip below 0, a payout never leave available below 0. */
+function replayBooks(db: Database.Database, note: (p: string) => void): BookSummary[] {
+  const rows = db
+    .prepare(
+      `SELECT e.id, e.merchant_id, e.shop_id, e.mode, e.movement, e.source_id, p.account, p.amount
+       FROM ledger_entries e JOIN ledger_postings p ON p.entry_id = e.id
+       ORDER BY e.shop_id, e.mode, e.id, p.id`,
+    )
+    .iterate() as IterableIterator<{ id: number; merchant_id: string; shop_id: string; mode: string; movement: string; source_id: string; account: string; amount: number }>;
+  const books: BookSummary[] = [];
+  let cur: BookSummary | null = null;
+  let lastEntry = -1;
+  for (const r of rows) {
+    if (!cur || cur.shop_id !== r.shop_id || cur.mode !== r.mode) {
+      cur = { merchant_id: r.merchant_id, shop_id: r.shop_id, mode: r.mode, balance: 0, available: 0, reserved: 0, entries: 0 };
+      books.push(cur);
+      lastEntry = -1;
+    }
+    if (r.id !== lastEntry) {
+      cur.entries++;
+      lastEntry = r.id;
+    }
+    if (r.account === ACCOUNTS.available) cur.available += r.amount;
+    else if (r.account === ACCOUNTS.reserved) cur.reserved += r.amount;
+    else if (!r.account.startsWith('external:')) note(`entry ${r.id}: unknown account "${r.account}"`);
+    cur.balance = cur.available + cur.reserved;
+    if (r.account === ACCOUNTS.reserved && r.amount < 0 && cur.reserved < 0) {
+      note(`book ${r.shop_id}/${r.mode}: reserves went to ${cur.reserved} at entry ${r.id} (${r.movement} of "${r.source_id}")`);
+    }
+    if (r.movement === 'payout_reserved' && r.account === ACCOUNTS.available && cur.available < 0) {
+      note(`book ${r.shop_id}/${r.mode}: payout "${r.source_id}" overdrew available to ${cur.available} at entry ${r.id}`);
+    }
+  }
+  return books;
+}
+
+type MovementsOf = Map<string, Map<string, number>>;
+
+/** Entries of some movements, by source id: source → movement → amount. */
+function movementsOf(db: Database.Database, movements: Movement[]): MovementsOf {
+  const out: MovementsOf = new Map();
+  const rows = db
+    .prepare(`SELECT source_id, movement, amount FROM ledger_entries WHERE movement IN (${movements.map(() => '?').join(',')})`)
+    .all(...movements) as Array<{ source_id: string; movement: string; amount: number }>;
+  for (const r of rows) {
+    let m = out.get(r.source_id);
+    if (!m) out.set(r.source_id, (m = new Map()));
+    m.set(r.movement, r.amount);
+  }
+  return out;
+}
+
+/** Compare what a source posted with what its status calls for (movement → must it exist). */
+function expect(note: (p: string) => void, what: string, amount: number, posted: Map<string, number> | undefined, want: Record<string, boolean>): void {
+  for (const [movement, needed] of Object.entries(want)) {
+    const got = posted?.get(movement);
+    if (needed && got === undefined) note(`${what}: missing ${movement}`);
+    else if (!needed && got !== undefined) note(`${what}: has ${movement} it should not have`);
+    else if (got !== undefined && got !== amount) note(`${what}: ${movement} posted ${got}, its amount is ${amount}`);
+  }
+}
+
+function checkPayouts(db: Database.Database, note: (p: string) => void): void {
+  const posted = movementsOf(db, ['payout_reserved', 'payout_settled', 'payout_released']);
+  const rows = db.prepare('SELECT id, amount, status FROM payouts').iterate() as IterableIterator<{ id: string; amount: number; status: string }>;
+  for (const p of rows) {
+    expect(note, `payout "${p.id}" (${p.status})`, p.amount, posted.get(p.id), {
+      payout_reserved: true,
+      payout_settled: p.status === 'succeeded',
+      payout_released: p.status === 'failed',
+    });
+    posted.delete(p.id);
+  }
+  for (const id of posted.keys()) note(`ledger moves payout "${id}", which does not exist`);
+}
+
+function checkPayments(db: Database.Database, note: (p: string) => void): void {
+  const posted = movementsOf(db, ['payment_succeeded']);
+  const rows = db.prepare(`SELECT id, amount, status FROM payments`).iterate() as IterableIterator<{ id: string; amount: number; status: string }>;
+  for (const p of rows) {
+    const settled = p.status === 'succeeded' || p.status === 'refunded';
+    expect(note, `payment "${p.id}" (${p.status})`, p.amount, posted.get(p.id), { payment_succeeded: settled });
+    posted.delete(p.id);
+  }
+  for (const id of posted.keys()) note(`ledger credits payment "${id}", which does not exist`);
+}
+
+function checkRefunds(db: Database.Database, note: (p: string) => void): void {
+  const posted = movementsOf(db, ['refund_reserved', 'refund_settled', 'refund_released']);
+  const rows = db.prepare('SELECT id, amount, status FROM refunds').iterate() as IterableIterator<{ id: string; amount: number; status: string }>;
+  for (const r of rows) {
+    const mine = posted.get(r.id);
+    // A refund refused at creation never reserved; one that reserved and failed must have released.
+    const reserved = r.status !== 'failed' || mine?.has('refund_reserved') === true;
+    expect(note, `refund "${r.id}" (${r.status})`, r.amount, mine, {
+      refund_reserved: reserved,
+      refund_settled: r.status === 'succeeded',
+      refund_released: r.status === 'failed' && reserved,
+    });
+    posted.delete(r.id);
+  }
+  for (const id of posted.keys()) note(`ledger moves refund "${id}", which does not exist`);
+}

@@ -1,0 +1,92 @@
+import type { Tx } from '../db/tx';
+import type { Mode } from '../scheduler/clock';
+
+/** The accounts of one book (a shop's test or live money). Shop accounts gain on a positive posting. */
+export const ACCOUNTS = {
+  available: 'shop:available',
+  reserved: 'shop:reserved',
+  acquiring: 'external:acquiring',
+  refunds: 'external:refunds',
+  payouts: 'external:payouts',
+} as const;
+
+/** One account name. */
+export type Account = (typeof ACCOUNTS)[keyof typeof ACCOUNTS];
+
+/** Every money movement the ledger knows, as the transfer it makes: `from` loses the amount, `to` gains it. */
+export const MOVEMENTS = {
+  payment_succeeded: { from: ACCOUNTS.acquiring, to: ACCOUNTS.available },
+  refund_reserved: { from: ACCOUNTS.available, to: ACCOUNTS.reserved },
+  refund_settled: { from: ACCOUNTS.reserved, to: ACCOUNTS.refunds },
+  refund_released: { from: ACCOUNTS.reserved, to: ACCOUNTS.available },
+  payout_reserved: { from: ACCOUNTS.available, to: ACCOUNTS.reserved },
+  payout_settled: { from: ACCOUNTS.reserved, to: ACCOUNTS.payouts },
+  payout_released: { from: ACCOUNTS.reserved, to: ACCOUNTS.available },
+} as const satisfies Record<string, { from: Account; to: Account }>;
+
+/** One movement name. */
+export type Movement = keyof typeof MOVEMENTS;
+
+/** Which book a movement is written in. */
+export interface Book {
+  merchantId: string;
+  shopId: string;
+  mode: Mode;
+}
+
+/** Movements after which `shop:available` must not be negative: only a payout may never overdraw. */
+const MUST_LEAVE_AVAILABLE = new Set<Movement>(['payout_reserved']);
+
+/**
+ * Post a movement of `amount` for `sourceId` in the caller's transaction: one entry, two postings that
+ * sum to zero, and the running balances. A movement posts once per source: a replay returns false and
+ * changes nothing. Throws (rolling the caller back) when an invariant would break.
+ */
+export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, amount: number, at: number): boolean {
+  if (!Number.isSafeInteger(amount) || amount <= 0) {
+    throw new Error(`cannot post ${movement} for "${sourceId}": amount ${amount} is not a positive integer`);
+  }
+  const entry = tx.db
+    .prepare(
+      `INSERT INTO ledger_entries (merchant_id, shop_id, mode, movement, source_id, amount, at)
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (movement, source_id) DO NOTHING`,
+    )
+    .run(book.merchantId, book.shopId, book.mode, movement, sourceId, amount, at);
+  if (entry.changes === 0) return false;
+  const { from, to } = MOVEMENTS[movement];
+  const postings: Array<[Account, number]> = [
+    [from, -amount],
+    [to, amount],
+  ];
+  // The paired assertion of double entry: what one account loses another gains.
+  const sum = postings.reduce((acc, [, a]) => acc + a, 0);
+  if (sum !== 0) throw new Error(`cannot post ${movement} for "${sourceId}": postings sum to ${sum}, not 0`);
+  const insert = tx.db.prepare('INSERT INTO ledger_postings (entry_id, shop_id, mode, account, amount) VALUES (?, ?, ?, ?, ?)');
+  const bump = tx.db.prepare(
+    `INSERT INTO ledger_balances (shop_id, mode, account, merchant_id, balance) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (shop_id, mode, account) DO UPDATE SET balance = balance + excluded.balance RETURNING balance`,
+  );
+  const after = new Map<Account, number>();
+  for (const [account, a] of postings) {
+    insert.run(entry.lastInsertRowid, book.shopId, book.mode, account, a);
+    const row = bump.get(book.shopId, book.mode, account, book.merchantId, a) as { balance: number };
+    after.set(account, row.balance);
+  }
+  const reserved = after.get(ACCOUNTS.reserved);
+  if (reserved !== undefined && reserved < 0) {
+    throw new Error(`cannot post ${movement} for "${sourceId}": reserves would be ${reserved}, below 0`);
+  }
+  const available = after.get(ACCOUNTS.available);
+  if (MUST_LEAVE_AVAILABLE.has(movement) && available !== undefined && available < 0) {
+    throw new Error(`cannot post ${movement} for "${sourceId}": available would be ${available}, below 0`);
+  }
+  return true;
+}
+
+/** The amount a movement posted for a source, or undefined when it has not been posted. */
+export function postedAmount(tx: Tx, movement: Movement, sourceId: string): number | undefined {
+  const row = tx.db.prepare('SELECT amount FROM ledger_entries WHERE movement = ? AND source_id = ?').get(movement, sourceId) as
+    | { amount: number }
+    | undefined;
+  return row?.amount;
+}

@@ -1,0 +1,80 @@
+import QRCode from 'qrcode';
+import type { Ctx, Reply } from '../http/types';
+import { notFound } from '../http/errors';
+import { buyerRedirectUrl, findPaymentForPage, openSession } from '../payments/buyer';
+import type { PaymentView } from '../payments/types';
+import { isTest } from './layout';
+import { backToPage, isFinal, langOf, renderNotFound, renderPage, tolerateMovedOn } from './render';
+import { bankScreen, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, processingScreen, sbpScreen, statusScreen, threeDsScreen, type ScreenCtx } from './screens';
+import { clearStep, getStep } from './steps';
+
+/** How long the success screen stays before the buyer returns to the shop (the spec's "about 2 seconds"). */
+const SUCCESS_REDIRECT_MS = 2000;
+
+/** GET /pay/:id: the screen for the payment's current state; opening a method screen opens the bank session. */
+export async function showPage(ctx: Ctx): Promise<Reply> {
+  const lang = langOf(ctx);
+  let p = await findPaymentForPage(ctx.app, ctx.params.id);
+  if (!p) return renderNotFound(ctx, lang);
+  if (p.status === 'pending' && p.method !== 'any' && (PAGE_METHODS as readonly string[]).includes(p.method)) {
+    await tolerateMovedOn(() => openSession(ctx.app, p!.id));
+    p = (await findPaymentForPage(ctx.app, p.id))!;
+  }
+  if (isFinal(p)) return finalScreen(ctx, p);
+  const step = getStep(ctx.app, p.id);
+  const sc: ScreenCtx = { lang, p, step };
+  const poll = { poll: true, step };
+  if (p.status === 'pending') {
+    return renderPage(ctx, lang, p, p.method === 'any' ? methodChoice(sc) : processingScreen(sc), poll);
+  }
+  if (step?.step === 'challenge') return renderPage(ctx, lang, p, threeDsScreen(sc), poll);
+  if (step?.step === 'confirm') return renderPage(ctx, lang, p, confirmScreen(sc), poll);
+  if (step?.step === 'waiting') return renderPage(ctx, lang, p, processingScreen(sc), poll);
+  switch (p.method) {
+    case 'sbp':
+      return renderPage(ctx, lang, p, sbpScreen(sc, await qrSvg(`${ctx.app.payPageUrl()}/pay/${p.id}`)), poll);
+    case 'cards':
+      return renderPage(ctx, lang, p, cardScreen(sc), poll);
+    case 'tpay':
+    case 'bankpay':
+      return renderPage(ctx, lang, p, bankScreen(sc), poll);
+    default:
+      return renderPage(ctx, lang, p, processingScreen(sc), poll);
+  }
+}
+
+/** A final status: success shows its screen and returns to the shop after 2 s; the others return at once. */
+async function finalScreen(ctx: Ctx, p: PaymentView): Promise<Reply> {
+  const lang = langOf(ctx);
+  if (getStep(ctx.app, p.id)) await clearStep(ctx.app, p.id);
+  const back = buyerRedirectUrl(p);
+  if (back && p.status !== 'succeeded') return { status: 303, location: back };
+  return renderPage(ctx, lang, p, statusScreen({ lang, p }, back), { redirect: back, redirectMs: SUCCESS_REDIRECT_MS });
+}
+
+/** GET /pay/:id/bank: the simulated bank app (SBP's "open the bank app", T-Pay, bank wallet). */
+export async function showBank(ctx: Ctx): Promise<Reply> {
+  const lang = langOf(ctx);
+  const p = await findPaymentForPage(ctx.app, ctx.params.id);
+  if (!p) return renderNotFound(ctx, lang);
+  const step = getStep(ctx.app, p.id);
+  if (p.status !== 'processing' || step || !['sbp', 'tpay', 'bankpay'].includes(p.method)) return backToPage(p.id, lang);
+  return renderPage(ctx, lang, p, bankScreen({ lang, p }), { poll: true });
+}
+
+/** GET /pay/:id/status: the small JSON the page's script polls while it waits. */
+export async function pageStatus(ctx: Ctx): Promise<Reply> {
+  const p = await findPaymentForPage(ctx.app, ctx.params.id);
+  if (!p) throw notFound(`Cannot find payment "${ctx.params.id}"`);
+  const step = getStep(ctx.app, p.id);
+  return {
+    body: { status: p.status, step: isFinal(p) ? '' : step?.step ?? '', final: isFinal(p), test: isTest(p) },
+    headers: { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' },
+  };
+}
+
+/** The payment link as an SVG QR code (scanned by a bank app's SBP reader). */
+async function qrSvg(link: string): Promise<string> {
+  const svg = await QRCode.toString(link, { type: 'svg', margin: 1, errorCorrectionLevel: 'M' });
+  return svg.replace('<svg ', '<svg class="qr" focusable="false" aria-hidden="true" ');
+}

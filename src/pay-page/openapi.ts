@@ -1,0 +1,108 @@
+import { type OpenApiFragment, jsonResponse, ref, errorResponses } from '../http/openapi-types';
+
+const idParam = [{ name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'Payment id' }];
+const langParam = {
+  name: 'lang',
+  in: 'query',
+  required: false,
+  schema: { enum: ['ru', 'en'] },
+  description: 'Page language; default from Accept-Language, else Russian. Kept across the flow.',
+};
+
+function html(description: string): Record<string, unknown> {
+  return { description, content: { 'text/html': { schema: { type: 'string' } } } };
+}
+
+const seeOther = {
+  description: "Back to the payment's page (or, after a final status, to return_url)",
+  headers: { Location: { schema: { type: 'string' } } },
+};
+
+function formPost(summary: string, fields: Record<string, unknown>, required: string[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    post: {
+      summary,
+      tags: ['Hosted page'],
+      security: [],
+      parameters: [...idParam, langParam],
+      requestBody: {
+        required: false,
+        content: {
+          'application/x-www-form-urlencoded': {
+            schema: { type: 'object', required, properties: fields, additionalProperties: false },
+          },
+        },
+      },
+      responses: { '303': seeOther, '404': html('Friendly page: no payment has this id'), ...extra },
+    },
+  };
+}
+
+/** OpenAPI paths of the hosted payment page: HTML screens for buyers, their form posts, and the status poll. */
+export const payPageOpenApi: OpenApiFragment = {
+  paths: {
+    '/pay/{id}': {
+      get: {
+        summary: 'The hosted payment page: the screen of the payment\'s current state',
+        description:
+          'Method choice (method any), SBP QR code, card form, 3-D Secure challenge, bank confirmation, processing, ' +
+          'and final status screens. Opening a method screen opens the bank session (pending → processing). ' +
+          'A final status other than succeeded redirects to return_url at once; succeeded redirects after about 2 s.',
+        tags: ['Hosted page'],
+        security: [],
+        parameters: [...idParam, langParam],
+        responses: {
+          '200': html('The screen'),
+          '303': { description: 'Final status: to return_url with payment_id and status', headers: { Location: { schema: { type: 'string' } } } },
+          '404': html('Friendly page: no payment has this id'),
+        },
+      },
+    },
+    '/pay/{id}/status': {
+      get: {
+        summary: 'Status the waiting page polls',
+        tags: ['Hosted page'],
+        security: [],
+        parameters: idParam,
+        responses: { '200': jsonResponse('Current status', ref('PayPageStatus')), ...errorResponses },
+      },
+    },
+    '/pay/{id}/bank': {
+      get: {
+        summary: "The simulated bank's confirmation page (SBP bank app, T-Pay, bank wallet)",
+        tags: ['Hosted page'],
+        security: [],
+        parameters: [...idParam, langParam],
+        responses: { '200': html('Bank confirmation'), '303': seeOther, '404': html('Friendly page: no payment has this id') },
+      },
+      ...formPost('Approve or decline at the simulated bank (test mode)', { action: { enum: ['approve', 'decline'] } }, ['action']),
+    },
+    '/pay/{id}/method': formPost('Choose the method of an `any` payment (stays pending)', { method: { enum: ['sbp', 'cards', 'tpay', 'bankpay'] } }, ['method']),
+    '/pay/{id}/cancel': formPost('The buyer cancels a pending payment', {}, []),
+    '/pay/{id}/card': formPost(
+      'Pay by card: checked like the page script does (Luhn, expiry, CVC); the number is never stored',
+      {
+        number: { type: 'string', description: '15 to 19 digits, spaces allowed' },
+        exp: { type: 'string', description: 'MM/YY, not in the past' },
+        cvc: { type: 'string', description: '3 digits, 4 for Amex' },
+        holder: { type: 'string', description: 'Latin letters, optional' },
+      },
+      ['number', 'exp', 'cvc'],
+      { '400': html('The card form again, with the failed checks') },
+    ),
+    '/pay/{id}/3ds': formPost('Answer the 3-D Secure challenge (test code 123456)', { code: { type: 'string' } }, ['code']),
+  },
+  schemas: {
+    PayPageStatus: {
+      type: 'object',
+      required: ['status', 'step', 'final', 'test'],
+      additionalProperties: false,
+      properties: {
+        status: { enum: ['pending', 'processing', 'succeeded', 'failed', 'cancelled', 'refunded', 'expired'] },
+        step: { enum: ['', 'challenge', 'confirm', 'waiting'], description: "The buyer's step on the page, '' when none" },
+        final: { type: 'boolean' },
+        test: { type: 'boolean' },
+      },
+    },
+  },
+};

@@ -1,0 +1,205 @@
+import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
+import type { Mode } from '../scheduler/clock';
+import { badRequest } from '../http/errors';
+import { amountField, bodyObject, currencyField, enumField, intField, strField } from '../http/validate';
+import { iso } from '../util/time';
+import { uuid } from '../util/ids';
+import { planForAmount, type SimPlan } from '../simulator/plan';
+import { LINK_EXPIRY_JOB, openSessionTx, reload } from './state';
+import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from './types';
+
+/** Fields POST /v1/public/payments accepts. */
+export const CREATE_FIELDS = ['amount', 'currency', 'method', 'order_id', 'customer_id', 'return_url', 'description', 'webhook_url', 'ttl_minutes', 'metadata'] as const;
+
+/** Metadata keys the service writes; a merchant's value under one of these names is overwritten. */
+export const RESERVED_METADATA = ['mode', 'webhook_url', 'customer_id', 'bank_ref', 'failure_code', 'bank_failure_code', 'simulator_outcome', 'simulator_failure_code'];
+
+/** Link lifetime in minutes when ttl_minutes is omitted. */
+export const TTL_DEFAULT_MIN = 60;
+/** Longest link lifetime in minutes: 7 days. */
+export const TTL_MAX_MIN = 7 * 24 * 60;
+
+/** Public numbers start here so that they all have six digits or more. */
+const PUBLIC_ID_BASE = 100_000;
+
+/** What a payment is created from, after validation. */
+export interface PaymentInput {
+  merchantId: string;
+  shopId: string;
+  mode: Mode;
+  amount: number;
+  currency: string;
+  method: PaymentMethod;
+  orderId?: string;
+  customerId?: string;
+  returnUrl?: string;
+  description?: string;
+  webhookUrl?: string;
+  ttlMinutes?: number;
+  metadata?: Record<string, string>;
+  /** payment (default), token_binding, subscription_init, subscription_charge, token_charge. */
+  kind?: string;
+  /** Test mode: a plan decided elsewhere (a token's outcome queue) instead of the magic amount. */
+  simulatorPlan?: SimPlan;
+  /** Open the bank session at once (merchant-initiated charges of a saved method). */
+  openSession?: boolean;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** A URL field: https, or http to a loopback host when `loopbackHttp`; any http(s) when `anyHttp`. */
+function urlField(obj: Record<string, unknown>, name: string, opts: { loopbackHttp: boolean; anyHttp: boolean }): string | undefined {
+  const v = strField(obj, name, { max: 2048 });
+  if (v === undefined) return undefined;
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    throw badRequest(`Field "${name}" must be an absolute URL, got "${v.slice(0, 64)}"`, name);
+  }
+  if (u.protocol === 'https:') return v;
+  if (u.protocol === 'http:' && (opts.anyHttp || (opts.loopbackHttp && LOOPBACK_HOSTS.has(u.hostname)))) return v;
+  const allowed = opts.anyHttp ? 'http:// or https://' : opts.loopbackHttp ? 'https:// (or http:// to localhost, 127.0.0.1, [::1] with a test key)' : 'https://';
+  throw badRequest(`Field "${name}" must use ${allowed}, got "${v.slice(0, 64)}"`, name);
+}
+
+/** Metadata: an object of string values. */
+function metadataField(obj: Record<string, unknown>): Record<string, string> {
+  const v = obj.metadata;
+  if (v === undefined || v === null) return {};
+  if (typeof v !== 'object' || Array.isArray(v)) throw badRequest('Field "metadata" must be an object of string values', 'metadata');
+  const out: Record<string, string> = {};
+  for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
+    if (typeof val !== 'string') {
+      throw badRequest(`Field "metadata.${k}" must be a string (pass numbers and booleans as "42", "true"), got ${typeof val === 'object' ? (val === null ? 'null' : 'an object') : String(val)}`, `metadata.${k}`);
+    }
+    out[k] = val;
+  }
+  return out;
+}
+
+/** Validate the body of POST /v1/public/payments into a PaymentInput. */
+export function parseCreateBody(body: unknown, auth: { merchantId: string; shopId: string; mode: Mode }): PaymentInput {
+  const obj = bodyObject(body, CREATE_FIELDS);
+  const test = auth.mode === 'test';
+  return {
+    merchantId: auth.merchantId,
+    shopId: auth.shopId,
+    mode: auth.mode,
+    amount: amountField(obj, 'amount', true)!,
+    currency: currencyField(obj),
+    method: enumField(obj, 'method', PAYMENT_METHODS, 'any')!,
+    orderId: strField(obj, 'order_id', { max: 128 }),
+    customerId: strField(obj, 'customer_id', { max: 128 }),
+    returnUrl: urlField(obj, 'return_url', { loopbackHttp: test, anyHttp: false }),
+    description: strField(obj, 'description', { max: 1000 }),
+    webhookUrl: urlField(obj, 'webhook_url', { loopbackHttp: false, anyHttp: test }),
+    ttlMinutes: intField(obj, 'ttl_minutes', { min: 1, max: TTL_MAX_MIN }),
+    metadata: metadataField(obj),
+  };
+}
+
+/** The fixed bank purpose: the only payment text the bank sees (never the merchant's description). */
+export function bankPurpose(publicId: string): string {
+  return `Оплата заказа ${publicId}`;
+}
+
+/**
+ * Insert a payment in the caller's transaction: pending, link expiry scheduled on the shop's clock,
+ * payment.created appended; test payments get their simulator plan.
+ */
+export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentRow {
+  const now = app.clocks.now(input.shopId, input.mode);
+  const id = uuid();
+  const meta: Record<string, string> = { ...(input.metadata ?? {}) };
+  for (const k of RESERVED_METADATA) delete meta[k];
+  meta.mode = input.mode;
+  if (input.webhookUrl) meta.webhook_url = input.webhookUrl;
+  if (input.customerId) meta.customer_id = input.customerId;
+  if (input.mode === 'test') {
+    const plan = input.simulatorPlan ?? planForAmount(input.amount);
+    meta.simulator_outcome = plan.outcome;
+    meta.simulator_failure_code = plan.failureCode;
+  }
+  const expiresAt = now + (input.ttlMinutes ?? TTL_DEFAULT_MIN) * 60_000;
+  const info = tx.db
+    .prepare(
+      `INSERT INTO payments (id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, method_fixed,
+         return_url, description, webhook_url, purpose, metadata, created_at, expires_at)
+       VALUES (@id, @public_id, @kind, @merchant_id, @shop_id, @mode, @order_id, 'pending', @amount, @currency, @method, @method_fixed,
+         @return_url, @description, @webhook_url, @purpose, @metadata, @created_at, @expires_at)`,
+    )
+    .run({
+      id,
+      // Placeholder until the row's seq is known; replaced below in the same transaction.
+      public_id: `P-new-${id}`,
+      kind: input.kind ?? 'payment',
+      merchant_id: input.merchantId,
+      shop_id: input.shopId,
+      mode: input.mode,
+      order_id: input.orderId ?? `ord_${now}`,
+      amount: input.amount,
+      currency: input.currency,
+      method: input.method,
+      method_fixed: input.method === 'any' ? 0 : 1,
+      return_url: input.returnUrl ?? '',
+      description: input.description ?? '',
+      webhook_url: input.webhookUrl ?? '',
+      purpose: '',
+      metadata: JSON.stringify(meta),
+      created_at: now,
+      expires_at: expiresAt,
+    });
+  const publicId = `P-${PUBLIC_ID_BASE + Number(info.lastInsertRowid)}`;
+  tx.db.prepare('UPDATE payments SET public_id = ?, purpose = ? WHERE id = ?').run(publicId, bankPurpose(publicId), id);
+  let row = reload(app, id);
+  app.events.append(tx, {
+    merchantId: row.merchant_id,
+    shopId: row.shop_id,
+    mode: row.mode,
+    kind: 'payment.created',
+    payload: { id, amount: row.amount, status: row.status },
+    at: now,
+    paymentId: id,
+  });
+  app.scheduler.schedule(tx, { kind: LINK_EXPIRY_JOB, subjectId: id, shopId: row.shop_id, mode: row.mode, dueAt: expiresAt });
+  if (input.openSession) row = openSessionTx(app, tx, row);
+  return row;
+}
+
+/** The creation response of the specification, plus the `simulator` block in test mode. */
+export function creationBody(app: App, row: PaymentRow): Record<string, unknown> {
+  const meta = JSON.parse(row.metadata) as Record<string, string>;
+  const body: Record<string, unknown> = {
+    payment: {
+      id: row.id,
+      public_id: row.public_id,
+      merchant_id: row.merchant_id,
+      shop_id: row.shop_id,
+      order_id: row.order_id,
+      amount: row.amount,
+      currency: row.currency,
+      method: row.method,
+      status: row.status,
+      expires_at: iso(row.expires_at),
+      created_at: iso(row.created_at),
+      metadata: meta,
+    },
+    payment_url: `${app.payPageUrl()}/pay/${row.id}`,
+    mode: row.mode,
+  };
+  if (row.mode === 'test') {
+    const simulate = `${app.baseUrl()}/v1/test/payments/${row.id}/simulate`;
+    body.simulator = {
+      outcome: meta.simulator_outcome,
+      failure_code: meta.simulator_failure_code,
+      actions: {
+        pay_page: `${app.payPageUrl()}/pay/${row.id}`,
+        simulate,
+        clock_advance: `${app.baseUrl()}/v1/test/clock/advance`,
+      },
+    };
+  }
+  return body;
+}

@@ -1,0 +1,86 @@
+import type { App } from '../app-types';
+import type { Ctx, Reply } from '../http/types';
+import { notFound } from '../http/errors';
+import { bodyObject } from '../http/validate';
+import { idempotentCreate } from '../auth/idempotency';
+import { isUuid } from '../util/ids';
+import { iso } from '../util/time';
+import { parseRegisterQuery, registerOrder, registerWhere, toPage } from '../registers/query';
+import { creationBody, createPaymentTx, parseCreateBody } from './create';
+import { failureMessage } from './failures';
+import { cancelTx } from './state';
+import { getPayment, metadataOf, paymentView } from './store';
+import { PAYMENT_STATUSES, type PaymentRow } from './types';
+
+/**
+ * A payment of the caller's shop and mode, or 404: another shop's id and a malformed id look the same as
+ * none. `anyMode` lets a live key read (never change) its shop's test payments, as the register shows them.
+ */
+export function paymentOfShop(app: App, ctx: Ctx, id: string, anyMode = false): PaymentRow {
+  const auth = ctx.auth!;
+  const p = isUuid(id) ? getPayment(app, id) : undefined;
+  if (!p || p.shop_id !== auth.shopId || (!anyMode && p.mode !== auth.mode)) throw notFound(`Cannot find payment "${id}"`);
+  return p;
+}
+
+/** POST /v1/public/payments */
+export async function createPayment(ctx: Ctx): Promise<Reply> {
+  const input = parseCreateBody(ctx.body, ctx.auth!);
+  const reply = await idempotentCreate(
+    ctx,
+    (tx) => ({ status: 201, body: creationBody(ctx.app, createPaymentTx(ctx.app, tx, input)) }),
+    (_tx, stored) => {
+      const id = (stored.payment as { id: string }).id;
+      const p = getPayment(ctx.app, id);
+      const code = p ? metadataOf(p).failure_code : undefined;
+      return code ? { ...stored, failure_code: code, failure_message: failureMessage(code) } : stored;
+    },
+  );
+  if ('body' in reply) ctx.logExtra = { payment_id: ((reply.body as { payment: { id: string } }).payment).id };
+  return reply;
+}
+
+/** GET /v1/public/payments/{id} */
+export function getPaymentHandler(ctx: Ctx): Reply {
+  return { body: paymentView(ctx.app, paymentOfShop(ctx.app, ctx, ctx.params.id, ctx.auth!.mode === 'live')) };
+}
+
+/** POST /v1/public/payments/{id}/cancel (no body) */
+export async function cancelPayment(ctx: Ctx): Promise<Reply> {
+  bodyObject(ctx.body, []);
+  const id = ctx.params.id;
+  const p = await ctx.app.store.write((tx) => cancelTx(ctx.app, tx, paymentOfShop(ctx.app, ctx, id)));
+  return { body: { status: p.status } };
+}
+
+/** GET /v1/public/payments: the payment register, newest first. */
+export function listPayments(ctx: Ctx): Reply {
+  const auth = ctx.auth!;
+  const rq = parseRegisterQuery(ctx.query, { statuses: PAYMENT_STATUSES, extra: { include_test: ['0', '1'] } });
+  const where = registerWhere(rq);
+  where.sql.unshift('shop_id = ?');
+  where.params.unshift(auth.shopId);
+  // A live key sees live payments, and test ones too with include_test=1; a test key sees test payments.
+  if (auth.mode === 'test' || rq.extra.include_test !== '1') {
+    where.sql.push('mode = ?');
+    where.params.push(auth.mode);
+  }
+  const rows = ctx.app.store
+    .stmt(
+      `SELECT seq, id, order_id, amount, currency, method, status, created_at, mode FROM payments
+       WHERE ${where.sql.join(' AND ')} ${registerOrder()} LIMIT ?`,
+    )
+    .all(...where.params, rq.limit + 1) as Array<Pick<PaymentRow, 'seq' | 'id' | 'order_id' | 'amount' | 'currency' | 'method' | 'status' | 'created_at' | 'mode'>>;
+  return {
+    body: toPage(rows, rq, (r) => ({
+      id: r.id,
+      order_id: r.order_id,
+      amount: r.amount,
+      currency: r.currency,
+      method: r.method,
+      status: r.status,
+      created_at: iso(r.created_at),
+      mode: r.mode,
+    })),
+  };
+}

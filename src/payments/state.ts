@@ -1,0 +1,178 @@
+import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
+import { invalidState } from '../http/errors';
+import { scheduleSimulatedResolution } from '../simulator/payments';
+import { getPayment, metadataOf, paymentView, updatePayment } from './store';
+import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from './types';
+
+/** Job kind: a pending payment's link lifetime ends at expires_at. */
+export const LINK_EXPIRY_JOB = 'payment.link_expiry';
+/** Job kind: a processing payment's bank session ends at processing_until. */
+export const SESSION_EXPIRY_JOB = 'payment.session_expiry';
+
+/** Every status change the state machine allows; anything else is 409 invalid_state. */
+const ALLOWED: Record<PaymentStatus, readonly PaymentStatus[]> = {
+  pending: ['processing', 'cancelled', 'expired'],
+  processing: ['succeeded', 'failed', 'expired'],
+  succeeded: ['refunded'],
+  failed: [],
+  cancelled: [],
+  refunded: [],
+  expired: [],
+};
+
+/** The webhook each status change sends; `refunded` sends none here because each refund sends its own. */
+const WEBHOOK: Partial<Record<PaymentStatus, string>> = {
+  succeeded: 'payment.succeeded',
+  failed: 'payment.failed',
+  cancelled: 'payment.cancelled',
+  expired: 'payment.expired',
+};
+
+/** How a bank session ended with a bank answer. */
+export interface Resolution {
+  outcome: 'succeeded' | 'failed';
+  failureCode?: string;
+  bankFailureCode?: string;
+  rrn?: string;
+  bankName?: string;
+  card?: { brand: string; mask: string; holder: string };
+  phoneMask?: string;
+  payerBank?: string;
+}
+
+/** Now on the clock of the payment's shop and mode. */
+export function nowFor(app: App, p: PaymentRow): number {
+  return app.clocks.now(p.shop_id, p.mode);
+}
+
+/** Re-read a payment inside a transaction (the state machine always acts on the committed row). */
+export function reload(app: App, id: string): PaymentRow {
+  const p = getPayment(app, id);
+  if (!p) throw new Error(`cannot reload payment "${id}": it does not exist`);
+  return p;
+}
+
+function refuse(p: PaymentRow, action: string, extra = ''): never {
+  throw invalidState(`Cannot ${action} payment "${p.id}": its status is ${p.status}${extra}`);
+}
+
+/**
+ * The one place a payment's status changes: checks the transition, writes the patch, and appends
+ * payment.status_changed (with the webhook of the new status) in the same transaction.
+ */
+function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, patch: Partial<PaymentRow> = {}): PaymentRow {
+  if (!ALLOWED[p.status].includes(to)) refuse(p, action);
+  updatePayment(tx, p.id, { ...patch, status: to });
+  const next = reload(app, p.id);
+  const at = nowFor(app, next);
+  const event = WEBHOOK[to];
+  app.events.append(tx, {
+    merchantId: next.merchant_id,
+    shopId: next.shop_id,
+    mode: next.mode,
+    kind: 'payment.status_changed',
+    payload: { id: next.id, status: to },
+    at,
+    paymentId: next.id,
+    webhook: event ? { event, data: paymentView(app, next), url: next.webhook_url || null } : undefined,
+  });
+  if (p.status === 'pending') app.scheduler.cancel(tx, LINK_EXPIRY_JOB, p.id);
+  if (p.status === 'processing') app.scheduler.cancel(tx, SESSION_EXPIRY_JOB, p.id);
+  return next;
+}
+
+/** pending → pending with a concrete method; re-choosing is allowed while the payment was created as `any`. */
+export function chooseMethodTx(app: App, tx: Tx, p: PaymentRow, method: ConcreteMethod): PaymentRow {
+  if (p.status !== 'pending') refuse(p, `choose method ${method} for`);
+  if (p.method === method) return p;
+  if (p.method_fixed) refuse(p, `choose method ${method} for`, ` and its method ${p.method} was fixed at creation`);
+  updatePayment(tx, p.id, { method });
+  const next = reload(app, p.id);
+  // Not a status change, so no webhook and no payment.status_changed; the stream still learns of it.
+  app.events.append(tx, {
+    merchantId: next.merchant_id,
+    shopId: next.shop_id,
+    mode: next.mode,
+    kind: 'payment.method_chosen',
+    payload: { id: next.id, method },
+    at: nowFor(app, next),
+    paymentId: next.id,
+  });
+  return next;
+}
+
+/** pending (method chosen) → processing: the bank session opens for the method's lifetime. Idempotent when already processing. */
+export function openSessionTx(app: App, tx: Tx, p: PaymentRow): PaymentRow {
+  if (p.status === 'processing') return p;
+  if (p.status !== 'pending') refuse(p, 'open a bank session for');
+  if (p.method === 'any') refuse(p, 'open a bank session for', ' and no method is chosen yet');
+  const now = nowFor(app, p);
+  const until = now + SESSION_TTL_MS[p.method];
+  const next = move(app, tx, p, 'processing', 'open a bank session for', { processing_until: until });
+  app.scheduler.schedule(tx, { kind: SESSION_EXPIRY_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt: until });
+  scheduleSimulatedResolution(app, tx, next);
+  return next;
+}
+
+/** processing → succeeded or failed, with what the bank told. */
+export function resolveTx(app: App, tx: Tx, p: PaymentRow, r: Resolution): PaymentRow {
+  const action = r.outcome === 'succeeded' ? 'confirm' : 'fail';
+  if (p.status !== 'processing') refuse(p, action);
+  const now = nowFor(app, p);
+  const patch: Partial<PaymentRow> = { finalized_at: now };
+  if (r.rrn) patch.rrn = r.rrn;
+  if (r.bankName) patch.bank_name = r.bankName;
+  if (r.card) {
+    patch.card_brand = r.card.brand.slice(0, 32);
+    patch.card_mask = r.card.mask.slice(0, 32);
+    patch.card_holder = r.card.holder.slice(0, 128);
+  }
+  if (r.phoneMask) patch.phone_mask = r.phoneMask;
+  if (r.payerBank) patch.payer_bank = r.payerBank;
+  if (r.outcome === 'succeeded') {
+    patch.captured_at = now;
+  } else {
+    const meta = metadataOf(p);
+    meta.failure_code = r.failureCode || 'do_not_honor';
+    if (r.bankFailureCode) meta.bank_failure_code = r.bankFailureCode;
+    patch.metadata = JSON.stringify(meta);
+  }
+  return move(app, tx, p, r.outcome, action, patch);
+}
+
+/** pending → cancelled (the merchant's cancel, or the buyer's). */
+export function cancelTx(app: App, tx: Tx, p: PaymentRow): PaymentRow {
+  if (p.status !== 'pending') refuse(p, 'cancel', '; only pending payments can be cancelled');
+  return move(app, tx, p, 'cancelled', 'cancel', { finalized_at: nowFor(app, p) });
+}
+
+/** pending → expired (link_expired) or processing → expired (session_expired). */
+export function expireTx(app: App, tx: Tx, p: PaymentRow): PaymentRow {
+  const code = p.status === 'pending' ? 'link_expired' : p.status === 'processing' ? 'session_expired' : null;
+  if (!code) refuse(p, 'expire');
+  const meta = metadataOf(p);
+  meta.failure_code = code;
+  return move(app, tx, p, 'expired', 'expire', { finalized_at: nowFor(app, p), metadata: JSON.stringify(meta) });
+}
+
+/** Add a succeeded refund to amount_refunded; succeeded → refunded when refunds reach the amount. */
+export function applyRefundTx(app: App, tx: Tx, p: PaymentRow, amount: number): PaymentRow {
+  const total = p.amount_refunded + amount;
+  if (total > p.amount) throw new Error(`cannot apply refund of ${amount} to payment "${p.id}": ${total} exceeds amount ${p.amount}`);
+  updatePayment(tx, p.id, { amount_refunded: total });
+  const next = reload(app, p.id);
+  return total === p.amount && p.status === 'succeeded' ? move(app, tx, next, 'refunded', 'refund') : next;
+}
+
+/** Register the expiry jobs; each checks the current status first, so a late or repeated run does nothing. */
+export function registerPaymentJobs(app: App): void {
+  app.scheduler.register(LINK_EXPIRY_JOB, (tx, job) => {
+    const p = getPayment(app, job.subject_id);
+    if (p && p.status === 'pending') expireTx(app, tx, p);
+  });
+  app.scheduler.register(SESSION_EXPIRY_JOB, (tx, job) => {
+    const p = getPayment(app, job.subject_id);
+    if (p && p.status === 'processing') expireTx(app, tx, p);
+  });
+}

@@ -1,0 +1,98 @@
+import type { Ctx, Reply } from '../http/types';
+import { ApiError, badRequest, invalidState, notFound } from '../http/errors';
+import { bodyObject, enumField } from '../http/validate';
+import { idempotentCreate } from '../auth/idempotency';
+import { parseRegisterQuery, toPage } from '../registers/query';
+import { isUuid } from '../util/ids';
+import { iso } from '../util/time';
+import { asObject, checkBankIdFirst, methodField, payoutFields, requirePayoutScope, PAYOUT_METHODS, PAYOUT_SCOPES } from './fields';
+import { createPayoutTx, creationBody, finishPayoutTx, payoutView, PAYOUT_FAILURE_CODES, type Payer } from './payouts';
+import { createBatchTx, parseBatch } from './batch';
+import { getPayout, listPayouts, type PayoutRow } from './store';
+
+function payer(ctx: Ctx): Payer {
+  const a = ctx.auth!;
+  return { merchantId: a.merchantId, shopId: a.shopId, mode: a.mode };
+}
+
+/**
+ * POST /v1/public/payouts. Order of checks: a malformed bank_id first (the spec's rule), then the method,
+ * its scope (403), and the method's fields; funds and the router are checked where the reserve is taken.
+ */
+export async function createPayout(ctx: Ctx): Promise<Reply> {
+  const obj = asObject(ctx.body);
+  checkBankIdFirst(obj);
+  const method = methodField(obj);
+  requirePayoutScope(ctx.auth!.scopes, method);
+  const input = payoutFields(obj, method, true);
+  return idempotentCreate(ctx, (tx) => {
+    const p = createPayoutTx(ctx.app, tx, payer(ctx), input);
+    ctx.logExtra = { payout_id: p.id };
+    return { status: 201, body: creationBody(ctx.app, p) };
+  });
+}
+
+/** POST /v1/public/payouts/batch: whole-batch rules are 400; each item is created, failed or duplicate on its own. */
+export async function createPayoutBatch(ctx: Ctx): Promise<Reply> {
+  const obj = asObject(ctx.body, 'Request body');
+  bodyObject(obj, ['method', 'items']);
+  requirePayoutScope(ctx.auth!.scopes, methodField(obj));
+  const batch = parseBatch(obj);
+  return idempotentCreate(ctx, (tx) => ({ status: 201, body: createBatchTx(ctx.app, tx, payer(ctx), batch) }));
+}
+
+/** Scopes that may read one payout: any payout scope, or the registers' reports scope. */
+const READ_SCOPES = [...Object.values(PAYOUT_SCOPES), 'api:reports:read'];
+
+/** The payout of the key's shop and mode, else 404 (another shop's payout is never revealed). */
+function ownPayout(ctx: Ctx, id: string): PayoutRow {
+  const p = isUuid(id) ? getPayout(ctx.app.store.db, id) : undefined;
+  const a = ctx.auth!;
+  if (!p || p.shop_id !== a.shopId || p.mode !== a.mode) throw notFound(`Cannot find payout "${id.slice(0, 64)}"`);
+  return p;
+}
+
+/** GET /v1/public/payouts/{id} */
+export function getPayoutHandler(ctx: Ctx): Reply {
+  const scopes = ctx.auth!.scopes;
+  if (!READ_SCOPES.some((s) => scopes.has(s))) {
+    throw new ApiError(403, 'scope_required', `Cannot read a payout: the key needs one of the scopes "${READ_SCOPES.join('", "')}"`);
+  }
+  return { body: payoutView(ownPayout(ctx, ctx.params.id)) };
+}
+
+/** GET /v1/public/payouts: the payout register, newest first. */
+export function listPayoutsHandler(ctx: Ctx): Reply {
+  const rq = parseRegisterQuery(ctx.query, { statuses: ['pending', 'succeeded', 'failed'], extra: { method: PAYOUT_METHODS } });
+  const a = ctx.auth!;
+  const rows = listPayouts(ctx.app.store.db, a.shopId, a.mode, rq);
+  return {
+    body: toPage(rows, rq, (p) => ({
+      id: p.id,
+      shop_id: p.shop_id,
+      amount: p.amount,
+      currency: p.currency,
+      method: p.method,
+      status: p.status,
+      bank_ref: p.bank_ref,
+      created_at: iso(p.created_at),
+    })),
+  };
+}
+
+/** POST /v1/test/payouts/{id}/simulate {action: succeed|fail, failure_code?}: the test bank answers now. */
+export async function simulatePayout(ctx: Ctx): Promise<Reply> {
+  const obj = bodyObject(asObject(ctx.body), ['action', 'failure_code']);
+  const action = enumField(obj, 'action', ['succeed', 'fail'] as const);
+  if (!action) throw badRequest('Field "action" is required', 'action');
+  const code = enumField(obj, 'failure_code', PAYOUT_FAILURE_CODES);
+  if (code && action !== 'fail') throw badRequest('Field "failure_code" is allowed only with action "fail"', 'failure_code');
+  const id = ctx.params.id;
+  ownPayout(ctx, id);
+  const p = await ctx.app.store.write((tx) => {
+    const cur = getPayout(tx.db, id)!;
+    if (cur.status !== 'pending') throw invalidState(`Cannot ${action} payout "${id}": its status is ${cur.status}`);
+    return finishPayoutTx(ctx.app, tx, cur, action === 'succeed' ? 'succeeded' : 'failed', code ?? 'do_not_honor');
+  });
+  return { body: payoutView(p) };
+}

@@ -1,0 +1,197 @@
+import { randomBytes } from 'node:crypto';
+import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
+import type { Mode } from '../scheduler/clock';
+import { ApiError } from '../http/errors';
+import { post } from '../ledger/ledger';
+import { shopAvailable } from '../ledger/store';
+import { sbpBank } from '../banks/directory';
+import { uuid } from '../util/ids';
+import { iso, isoOrNull } from '../util/time';
+import type { PayoutInput } from './fields';
+import { finishPayoutRow, getPayout, insertPayout, type PayoutRow } from './store';
+
+/** The scheduler job that settles a test payout after --sim-delay. */
+export const SETTLE_JOB = 'payout.settle';
+
+/** Unified failure codes a payout may end with (a subset of the payment codes, plus the payout ones). */
+export const PAYOUT_FAILURE_CODES = [
+  'do_not_honor',
+  'recipient_not_in_sbp',
+  'bank_unknown',
+  'invalid_card',
+  'card_expired',
+  'limit_exceeded',
+  'processing_error',
+] as const;
+
+/** Who a payout is made for: the key's merchant, shop and mode. */
+export interface Payer {
+  merchantId: string;
+  shopId: string;
+  mode: Mode;
+}
+
+/** What the test bank will do with a payout, decided from the request alone (decisions.md, test mode). */
+export interface SimPlan {
+  /** The router refuses at once: 502 router_error, nothing is created. */
+  routerError: boolean;
+  outcome: 'succeeded' | 'failed';
+  failureCode: string | null;
+  /** Settled in the creating transaction (an unknown bank needs no bank to refuse it). */
+  immediate: boolean;
+}
+
+/** The simulator's plan: kopeck part 03 → router error; unknown SBP bank → bank_unknown; 01, 02 → failures; else success. */
+export function simulatorPlan(input: PayoutInput): SimPlan {
+  const cents = input.amount % 100;
+  if (cents === 3) return { routerError: true, outcome: 'failed', failureCode: 'router_error', immediate: true };
+  if (input.method === 'payouts_sbp' && !sbpBank(input.recipient.bank_id)) {
+    return { routerError: false, outcome: 'failed', failureCode: 'bank_unknown', immediate: true };
+  }
+  if (cents === 1) return { routerError: false, outcome: 'failed', failureCode: 'do_not_honor', immediate: false };
+  if (cents === 2) return { routerError: false, outcome: 'failed', failureCode: 'recipient_not_in_sbp', immediate: false };
+  return { routerError: false, outcome: 'succeeded', failureCode: null, immediate: false };
+}
+
+/**
+ * Create one payout in the caller's transaction: the shop's `available` must cover it (422 otherwise),
+ * the test router may refuse it (502, nothing written); then the row, its reserve, payout.created and,
+ * in test mode, its settlement. Group commit serialises these bodies, so the check and the reserve
+ * cannot interleave with another payout's. Both refusals come before the first write: a batch relies on
+ * that to fail one item and carry on in the same transaction.
+ */
+export function createPayoutTx(app: App, tx: Tx, payer: Payer, input: PayoutInput): PayoutRow {
+  const available = shopAvailable(tx.db, payer.shopId, payer.mode);
+  if (input.amount > available) {
+    throw new ApiError(
+      422,
+      'insufficient_funds',
+      `Cannot create payout of ${input.amount}: it exceeds the shop's available balance ${available}`,
+      'amount',
+    );
+  }
+  const plan = payer.mode === 'test' ? simulatorPlan(input) : null;
+  if (plan?.routerError) {
+    throw new ApiError(502, 'router_error', `Cannot send payout of ${input.amount}: the payout router refused it`);
+  }
+  const now = app.clocks.now(payer.shopId, payer.mode);
+  const row: Omit<PayoutRow, 'seq'> = {
+    id: uuid(),
+    merchant_id: payer.merchantId,
+    shop_id: payer.shopId,
+    mode: payer.mode,
+    amount: input.amount,
+    currency: 'RUB',
+    method: input.method,
+    status: 'pending',
+    recipient: JSON.stringify(input.recipient),
+    card_last4: input.cardPan ? input.cardPan.slice(-4) : null,
+    bank_name: input.method === 'payouts_sbp' ? (sbpBank(input.recipient.bank_id)?.name ?? null) : null,
+    // Live payouts get the provider's reference from a bank connector; until one exists they have none.
+    bank_ref: plan ? `sim-${randomBytes(8).toString('hex')}` : '',
+    fail_reason: '',
+    sim_outcome: plan?.outcome ?? null,
+    sim_failure_code: plan?.failureCode ?? null,
+    created_at: now,
+    completed_at: null,
+  };
+  insertPayout(tx, row);
+  post(tx, payer, 'payout_reserved', row.id, row.amount, now);
+  app.events.append(tx, {
+    ...payer,
+    kind: 'payout.created',
+    payload: { id: row.id, amount: row.amount, method: row.method, status: row.status },
+    at: now,
+    payoutId: row.id,
+  });
+  if (plan?.immediate) return finishPayoutTx(app, tx, reload(tx, row.id), plan.outcome, plan.failureCode ?? '');
+  if (plan) {
+    const delay_ms = app.config.simDelaySeconds * 1000;
+    app.scheduler.schedule(tx, { kind: SETTLE_JOB, subjectId: row.id, shopId: payer.shopId, mode: payer.mode, dueAt: now + delay_ms });
+  }
+  return reload(tx, row.id);
+}
+
+function reload(tx: Tx, id: string): PayoutRow {
+  const p = getPayout(tx.db, id);
+  if (!p) throw new Error(`cannot reload payout "${id}": it does not exist`);
+  return p;
+}
+
+/**
+ * The one place a payout reaches its final status: the row, the ledger (settle or release the reserve),
+ * and payout.status_changed with the payout.succeeded / payout.failed webhook, in one transaction.
+ */
+export function finishPayoutTx(app: App, tx: Tx, p: PayoutRow, status: 'succeeded' | 'failed', failReason: string): PayoutRow {
+  const at = app.clocks.now(p.shop_id, p.mode);
+  if (!finishPayoutRow(tx, p.id, status, status === 'failed' ? failReason || 'do_not_honor' : '', at)) {
+    throw new Error(`cannot finish payout "${p.id}": its status is no longer pending`);
+  }
+  const book: Payer = { merchantId: p.merchant_id, shopId: p.shop_id, mode: p.mode };
+  post(tx, book, status === 'succeeded' ? 'payout_settled' : 'payout_released', p.id, p.amount, at);
+  app.scheduler.cancel(tx, SETTLE_JOB, p.id);
+  const next = reload(tx, p.id);
+  app.events.append(tx, {
+    ...book,
+    kind: 'payout.status_changed',
+    payload: { id: next.id, status: next.status, fail_reason: next.fail_reason },
+    at,
+    payoutId: next.id,
+    webhook: { event: `payout.${status}`, data: payoutView(next) },
+  });
+  return next;
+}
+
+/** The settlement job: the test bank answers as planned at creation, unless the payout was settled meanwhile. */
+export function settleJob(app: App, tx: Tx, payoutId: string): void {
+  const p = getPayout(tx.db, payoutId);
+  if (!p || p.status !== 'pending' || !p.sim_outcome) return;
+  finishPayoutTx(app, tx, p, p.sim_outcome, p.sim_failure_code ?? '');
+}
+
+/** The Payout object as GET /v1/public/payouts/{id} returns it and webhooks carry it. */
+export function payoutView(p: PayoutRow): Record<string, unknown> {
+  const stored = JSON.parse(p.recipient) as Record<string, string>;
+  const view: Record<string, unknown> = {
+    id: p.id,
+    merchant_id: p.merchant_id,
+    shop_id: p.shop_id,
+    amount: p.amount,
+    currency: p.currency,
+    method: p.method,
+    status: p.status,
+    // The spec's echo: an empty object for card payouts, whose only recipient detail is the mask.
+    recipient: p.method === 'payouts_card' ? {} : stored,
+  };
+  if (p.method === 'payouts_card') view.recipient_card_mask = p.card_last4 ?? '';
+  view.bank_ref = p.bank_ref;
+  view.fail_reason = p.fail_reason;
+  view.created_at = iso(p.created_at);
+  view.completed_at = isoOrNull(p.completed_at);
+  return view;
+}
+
+/** The creation response: the payout, mode, bank (when known), bank_ref, failure_reason on refusal, and the simulator block in test mode. */
+export function creationBody(app: App, p: PayoutRow): Record<string, unknown> {
+  const body: Record<string, unknown> = { payout: payoutView(p), mode: p.mode };
+  if (p.bank_name) body.bank = p.bank_name;
+  body.bank_ref = p.bank_ref;
+  if (p.status === 'failed') body.failure_reason = p.fail_reason;
+  if (p.mode === 'test') {
+    body.simulator = {
+      outcome: p.sim_outcome,
+      failure_code: p.sim_failure_code,
+      actions: {
+        simulate: `${app.baseUrl()}/v1/test/payouts/${p.id}/simulate`,
+        status: `${app.baseUrl()}/v1/public/payouts/${p.id}`,
+      },
+    };
+  }
+  return body;
+}
+
+/** Register the settlement job (one call from registerDomains). */
+export function registerPayouts(app: App): void {
+  app.scheduler.register(SETTLE_JOB, (tx, job) => settleJob(app, tx, job.subject_id));
+}

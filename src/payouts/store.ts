@@ -1,0 +1,69 @@
+import type Database from 'better-sqlite3';
+import type { Tx } from '../db/tx';
+import type { Mode } from '../scheduler/clock';
+import type { PayoutMethod } from './fields';
+import { registerOrder, registerWhere, type RegisterQuery } from '../registers/query';
+
+/** A payout's final or current status. */
+export type PayoutStatus = 'pending' | 'succeeded' | 'failed';
+
+/** A row of the payouts table. */
+export interface PayoutRow {
+  seq: number;
+  id: string;
+  merchant_id: string;
+  shop_id: string;
+  mode: Mode;
+  amount: number;
+  currency: string;
+  method: PayoutMethod;
+  status: PayoutStatus;
+  /** JSON object of the recipient fields; never a card number. */
+  recipient: string;
+  card_last4: string | null;
+  bank_name: string | null;
+  bank_ref: string;
+  fail_reason: string;
+  sim_outcome: 'succeeded' | 'failed' | null;
+  sim_failure_code: string | null;
+  created_at: number;
+  completed_at: number | null;
+}
+
+/** Insert a new payout (seq is assigned by the database). */
+export function insertPayout(tx: Tx, p: Omit<PayoutRow, 'seq'>): void {
+  tx.db
+    .prepare(
+      `INSERT INTO payouts (id, merchant_id, shop_id, mode, amount, currency, method, status, recipient, card_last4, bank_name,
+                            bank_ref, fail_reason, sim_outcome, sim_failure_code, created_at, completed_at)
+       VALUES (@id, @merchant_id, @shop_id, @mode, @amount, @currency, @method, @status, @recipient, @card_last4, @bank_name,
+               @bank_ref, @fail_reason, @sim_outcome, @sim_failure_code, @created_at, @completed_at)`,
+    )
+    .run(p);
+}
+
+/** A payout by id, of any shop (callers check the shop and mode). */
+export function getPayout(db: Database.Database, id: string): PayoutRow | undefined {
+  return db.prepare('SELECT * FROM payouts WHERE id = ?').get(id) as PayoutRow | undefined;
+}
+
+/** Move a pending payout to its final status; returns false when it was no longer pending. */
+export function finishPayoutRow(tx: Tx, id: string, status: 'succeeded' | 'failed', failReason: string, at: number): boolean {
+  return (
+    tx.db
+      .prepare(`UPDATE payouts SET status = ?, fail_reason = ?, completed_at = ? WHERE id = ? AND status = 'pending'`)
+      .run(status, failReason, at, id).changes === 1
+  );
+}
+
+/** One page of a shop's payout register (fetches limit + 1 rows so the caller knows whether more follow). */
+export function listPayouts(db: Database.Database, shopId: string, mode: Mode, rq: RegisterQuery): PayoutRow[] {
+  const where = registerWhere(rq);
+  const sql = ['shop_id = ?', 'mode = ?', ...where.sql];
+  const params: unknown[] = [shopId, mode, ...where.params];
+  if (rq.extra.method) {
+    sql.push('method = ?');
+    params.push(rq.extra.method);
+  }
+  return db.prepare(`SELECT * FROM payouts WHERE ${sql.join(' AND ')} ${registerOrder()} LIMIT ?`).all(...params, rq.limit + 1) as PayoutRow[];
+}

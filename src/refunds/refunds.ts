@@ -1,0 +1,107 @@
+import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
+import { ApiError, invalidState } from '../http/errors';
+import { uuid } from '../util/ids';
+import { refundOutcome } from '../simulator/plan';
+import { applyRefundTx, reload } from '../payments/state';
+import { getPayment, paymentView, type RefundRow } from '../payments/store';
+import type { PaymentRow } from '../payments/types';
+
+/** Job kind: a pending refund settles (test mode: after --sim-delay on the shop's clock). */
+export const REFUND_SETTLE_JOB = 'refund.settle';
+
+/** What a refund is created from. */
+export interface RefundInput {
+  /** 0 or undefined: the whole refundable remainder. */
+  amount?: number;
+  reason: string;
+  /** The API key that asked, for the audit log. */
+  keyId: string;
+}
+
+/** A refund row by id. */
+export function getRefund(app: App, id: string): RefundRow | undefined {
+  return app.store.stmt('SELECT * FROM refunds WHERE id = ?').get(id) as RefundRow | undefined;
+}
+
+/** amount minus succeeded and pending refunds: what may still be refunded. */
+export function refundableOf(app: App, p: PaymentRow): number {
+  const row = app.store
+    .stmt(`SELECT COALESCE(SUM(amount), 0) AS held FROM refunds WHERE payment_id = ? AND status IN ('pending', 'succeeded')`)
+    .get(p.id) as { held: number };
+  return p.amount - row.held;
+}
+
+/**
+ * Create a pending refund in the caller's transaction. The remainder is computed inside the transaction,
+ * so concurrent refunds (serialised by the group commit) never exceed the payment amount.
+ */
+export function createRefundTx(app: App, tx: Tx, p: PaymentRow, input: RefundInput): RefundRow {
+  if (p.status !== 'succeeded') {
+    throw invalidState(`Cannot refund payment "${p.id}": its status is ${p.status}; only succeeded payments can be refunded`);
+  }
+  const refundable = refundableOf(app, p);
+  const amount = input.amount ? input.amount : refundable;
+  if (amount > refundable || amount <= 0) {
+    throw new ApiError(422, 'amount_exceeds_refundable', `Cannot refund payment "${p.id}": amount ${amount} exceeds refundable ${refundable}`, 'amount');
+  }
+  const now = app.clocks.now(p.shop_id, p.mode);
+  const id = uuid();
+  tx.db
+    .prepare(
+      `INSERT INTO refunds (id, payment_id, merchant_id, shop_id, mode, amount, reason, status, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
+    )
+    .run(id, p.id, p.merchant_id, p.shop_id, p.mode, amount, input.reason, now);
+  tx.db
+    .prepare(`INSERT INTO refund_audit (refund_id, payment_id, shop_id, mode, key_id, amount, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+    .run(id, p.id, p.shop_id, p.mode, input.keyId, amount, input.reason, now);
+  app.events.append(tx, {
+    merchantId: p.merchant_id,
+    shopId: p.shop_id,
+    mode: p.mode,
+    kind: 'refund.created',
+    payload: { id, payment_id: p.id, amount, status: 'pending' },
+    at: now,
+    paymentId: p.id,
+  });
+  // Live refunds wait for a bank connector to settle them; none exists yet, so they stay pending.
+  if (p.mode === 'test') {
+    const dueAt = now + Math.round(app.config.simDelaySeconds * 1000);
+    app.scheduler.schedule(tx, { kind: REFUND_SETTLE_JOB, subjectId: id, shopId: p.shop_id, mode: p.mode, dueAt });
+  }
+  return getRefund(app, id)!;
+}
+
+/**
+ * Settle a pending refund: on success amount_refunded grows (the payment becomes refunded when refunds
+ * reach its amount) and payment.refunded is sent; on failure the amount becomes refundable again.
+ */
+export function settleRefundTx(app: App, tx: Tx, r: RefundRow, status: 'succeeded' | 'failed', failureCode = ''): RefundRow {
+  if (r.status !== 'pending') return r;
+  const p = getPayment(app, r.payment_id)!;
+  const now = app.clocks.now(r.shop_id, r.mode);
+  tx.db.prepare(`UPDATE refunds SET status = ?, failure_code = ?, completed_at = ? WHERE id = ?`).run(status, failureCode, now, r.id);
+  const after = status === 'succeeded' ? applyRefundTx(app, tx, p, r.amount) : reload(app, p.id);
+  app.events.append(tx, {
+    merchantId: r.merchant_id,
+    shopId: r.shop_id,
+    mode: r.mode,
+    kind: 'refund.status_changed',
+    payload: { id: r.id, payment_id: r.payment_id, amount: r.amount, status },
+    at: now,
+    paymentId: r.payment_id,
+    webhook: status === 'succeeded' ? { event: 'payment.refunded', data: paymentView(app, after), url: after.webhook_url || null } : undefined,
+  });
+  return getRefund(app, r.id)!;
+}
+
+/** Register the test bank's refund settlement; a refund no longer pending is left alone. */
+export function registerRefundJobs(app: App): void {
+  app.scheduler.register(REFUND_SETTLE_JOB, (tx, job) => {
+    const r = getRefund(app, job.subject_id);
+    if (!r || r.status !== 'pending' || r.mode !== 'test') return;
+    const o = refundOutcome(r.amount);
+    settleRefundTx(app, tx, r, o.status, o.failureCode);
+  });
+}

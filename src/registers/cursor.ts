@@ -1,0 +1,26 @@
+import { badRequest } from '../http/errors';
+
+/** A keyset position: the last row's created_at and its tie-breaking sequence number. */
+export interface Cursor {
+  createdAt: number;
+  seq: number;
+}
+
+/** An opaque cursor: base64url of `[created_at, seq]`. */
+export function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify([c.createdAt, c.seq])).toString('base64url');
+}
+
+/** Decode a cursor from a query; anything not made by encodeCursor is 400 naming `cursor`. */
+export function decodeCursor(text: string): Cursor {
+  const bad = () => badRequest(`Cannot read cursor "${text.slice(0, 64)}": pass next_cursor of a previous page unchanged`, 'cursor');
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(text)) throw bad();
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+  } catch {
+    throw bad();
+  }
+  if (!Array.isArray(v) || v.length !== 2 || !v.every((n) => Number.isSafeInteger(n))) throw bad();
+  return { createdAt: v[0] as number, seq: v[1] as number };
+}

@@ -1,0 +1,112 @@
+import { createHash } from 'node:crypto';
+import { chmodSync, lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as sea from 'node:sea';
+import { nativeBinding } from './db/native';
+import { main } from './main';
+
+/** The SEA asset key under which build.mjs stores better-sqlite3's native addon. */
+export const ADDON_ASSET = 'better_sqlite3.node';
+
+/**
+ * Directories the addon may be unpacked into, best first. The temp-dir fallback is per user so one
+ * user cannot plant a library that another user's kopek would load.
+ */
+export function cacheRoots(env: NodeJS.ProcessEnv = process.env): string[] {
+  const roots: string[] = [];
+  if (env.XDG_CACHE_HOME) roots.push(join(env.XDG_CACHE_HOME, 'kopek'));
+  const home = env.HOME || safeHomedir();
+  if (home) roots.push(join(home, '.cache', 'kopek'));
+  const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
+  roots.push(join(tmpdir(), `kopek-${uid}`));
+  return roots;
+}
+
+function safeHomedir(): string {
+  try {
+    return homedir();
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Put the addon bytes at <root>/<sha256>/better_sqlite3.node and return that path. An existing file is
+ * reused only when its bytes equal the asset's, so a truncated or altered copy is replaced, never loaded.
+ */
+export function unpackAddon(bytes: Buffer, roots: string[] = cacheRoots()): string {
+  const hash = createHash('sha256').update(bytes).digest('hex');
+  const failures: string[] = [];
+  for (const root of roots) {
+    const dir = join(root, hash);
+    const file = join(dir, ADDON_ASSET);
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      assertPrivate(root);
+      if (sameBytes(file, bytes)) return file;
+      // Written under a private name and renamed, so a concurrent start never loads a half-written file.
+      const partial = `${file}.${process.pid}.partial`;
+      writeFileSync(partial, bytes, { mode: 0o500 });
+      try {
+        renameSync(partial, file);
+      } catch (err) {
+        unlinkSync(partial);
+        throw err;
+      }
+      chmodSync(file, 0o500);
+      return file;
+    } catch (err) {
+      failures.push(`${dir}: ${(err as Error).message}`);
+    }
+  }
+  throw new Error(`cannot unpack the SQLite addon: ${failures.join('; ')}`);
+}
+
+/** A cache folder that others can write into could swap the library between the check and the load. */
+function assertPrivate(root: string): void {
+  const st = lstatSync(root);
+  if (!st.isDirectory()) throw new Error(`"${root}" is not a directory`);
+  const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid;
+  if (st.uid !== uid) throw new Error(`"${root}" belongs to another user (uid ${st.uid})`);
+  if ((st.mode & 0o022) !== 0) throw new Error(`"${root}" is writable by others (mode ${(st.mode & 0o777).toString(8)})`);
+}
+
+function sameBytes(file: string, bytes: Buffer): boolean {
+  try {
+    return readFileSync(file).equals(bytes);
+  } catch {
+    return false;
+  }
+}
+
+/** Load the addon carried by the executable and hand it to better-sqlite3 (src/db/native.ts). */
+export function installAddon(): void {
+  const file = unpackAddon(Buffer.from(sea.getAsset(ADDON_ASSET)));
+  const mod = { exports: {} as unknown };
+  process.dlopen(mod, file);
+  nativeBinding.addon = mod.exports;
+}
+
+/** The executable's entry: prepare the addon when running as a SEA, then run the command line. */
+export async function runExecutable(argv: string[]): Promise<number> {
+  if (sea.isSea()) {
+    try {
+      installAddon();
+    } catch (err) {
+      process.stderr.write(`kopek: ${(err as Error).message}\n`);
+      return 1;
+    }
+  }
+  return main(argv);
+}
+
+runExecutable(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    process.stderr.write(`kopek: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+  },
+);

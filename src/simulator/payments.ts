@@ -1,0 +1,102 @@
+import { randomInt } from 'node:crypto';
+import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
+import type { Ctx, Reply } from '../http/types';
+import { badRequest, notFound } from '../http/errors';
+import { bodyObject, enumField, strField } from '../http/validate';
+import { isUuid } from '../util/ids';
+import { bankCodeFor, FAILURE_CODES, PAYMENT_FAILURE_CODES } from '../payments/failures';
+import { chooseMethodTx, expireTx, openSessionTx, reload, resolveTx, type Resolution } from '../payments/state';
+import { getPayment, metadataOf, paymentView } from '../payments/store';
+import type { ConcreteMethod, PaymentRow } from '../payments/types';
+import { planFromMetadata } from './plan';
+
+/** Job kind: the test bank answers a session after --sim-delay. */
+export const SIM_RESOLVE_JOB = 'simulator.payment_resolve';
+
+/** The acquiring bank name the test bank reports. */
+export const TEST_BANK_NAME = 'kopek test bank';
+
+/** A 12-digit retrieval reference, as banks issue. */
+export function fakeRrn(): string {
+  return String(randomInt(100_000, 999_999)) + String(randomInt(100_000, 999_999));
+}
+
+/** What the test bank answers for an outcome: reference and bank name on success, the bank's raw code on failure. */
+export function simulatedResolution(outcome: 'succeeded' | 'failed', failureCode = ''): Resolution {
+  if (outcome === 'succeeded') return { outcome, rrn: fakeRrn(), bankName: TEST_BANK_NAME };
+  const code = failureCode || 'do_not_honor';
+  return { outcome, failureCode: code, bankFailureCode: bankCodeFor(code), bankName: TEST_BANK_NAME };
+}
+
+/**
+ * Once a test payment's session opens, schedule the bank's planned answer after --sim-delay on the shop's
+ * clock. `pending` never resolves (it expires with the session); `requires_action` waits for the buyer.
+ * Live payments never reach the simulator.
+ */
+export function scheduleSimulatedResolution(app: App, tx: Tx, p: PaymentRow): void {
+  if (p.mode !== 'test') return;
+  const plan = planFromMetadata(metadataOf(p));
+  if (!plan || (plan.outcome !== 'succeeded' && plan.outcome !== 'failed')) return;
+  const dueAt = app.clocks.now(p.shop_id, p.mode) + Math.round(app.config.simDelaySeconds * 1000);
+  app.scheduler.schedule(tx, { kind: SIM_RESOLVE_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt });
+}
+
+/** Register the test bank's resolution job; a payment no longer processing is left alone. */
+export function registerPaymentSimulator(app: App): void {
+  app.scheduler.register(SIM_RESOLVE_JOB, (tx, job) => {
+    const p = getPayment(app, job.subject_id);
+    if (!p || p.status !== 'processing' || p.mode !== 'test') return;
+    const plan = planFromMetadata(metadataOf(p));
+    if (!plan || (plan.outcome !== 'succeeded' && plan.outcome !== 'failed')) return;
+    resolveTx(app, tx, p, simulatedResolution(plan.outcome, plan.failureCode));
+  });
+}
+
+const ACTIONS = ['choose_method', 'open_session', 'succeed', 'fail', 'expire'] as const;
+const CHOOSABLE: readonly ConcreteMethod[] = ['sbp', 'cards', 'tpay', 'bankpay', 'recurrent'];
+
+/**
+ * POST /v1/test/payments/{id}/simulate: drive a test payment as a buyer and a bank would.
+ * open_session with `method` chooses it first; fail without failure_code uses the planned code.
+ */
+export async function simulatePayment(ctx: Ctx): Promise<Reply> {
+  const auth = ctx.auth!;
+  const body = bodyObject(ctx.body, ['action', 'method', 'failure_code']);
+  if (body.action === undefined) throw badRequest('Field "action" is required', 'action');
+  const action = enumField(body, 'action', ACTIONS)!;
+  const method = enumField(body, 'method', CHOOSABLE);
+  const failureCode = strField(body, 'failure_code', { max: 64 });
+  if (failureCode !== undefined && !(failureCode in FAILURE_CODES)) {
+    throw badRequest(`Field "failure_code" must be one of ${PAYMENT_FAILURE_CODES.join(', ')}, got "${failureCode}"`, 'failure_code');
+  }
+  if (action === 'choose_method' && !method) throw badRequest('Field "method" is required for action choose_method', 'method');
+  const id = ctx.params.id;
+  const view = await ctx.app.store.write((tx) => {
+    const p = isUuid(id) ? getPayment(ctx.app, id) : undefined;
+    if (!p || p.shop_id !== auth.shopId || p.mode !== 'test') throw notFound(`Cannot find payment "${id}"`);
+    let next: PaymentRow = p;
+    switch (action) {
+      case 'choose_method':
+        next = chooseMethodTx(ctx.app, tx, p, method!);
+        break;
+      case 'open_session':
+        if (method) next = chooseMethodTx(ctx.app, tx, p, method);
+        next = openSessionTx(ctx.app, tx, next);
+        break;
+      case 'succeed':
+        next = resolveTx(ctx.app, tx, p, simulatedResolution('succeeded'));
+        break;
+      case 'fail': {
+        const planned = planFromMetadata(metadataOf(p))?.failureCode;
+        next = resolveTx(ctx.app, tx, p, simulatedResolution('failed', failureCode || planned || 'do_not_honor'));
+        break;
+      }
+      case 'expire':
+        next = expireTx(ctx.app, tx, p);
+        break;
+    }
+    return paymentView(ctx.app, reload(ctx.app, next.id));
+  });
+  return { body: view };
+}

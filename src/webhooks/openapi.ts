@@ -1,0 +1,62 @@
+import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer } from '../http/openapi-types';
+
+const nullableTime = { type: ['string', 'null'], format: 'date-time' };
+
+/** OpenAPI paths of the webhook delivery log and the event stream. */
+export const webhooksOpenApi: OpenApiFragment = {
+  paths: {
+    '/v1/test/webhooks/deliveries': {
+      get: {
+        summary: "The shop's test-mode webhook delivery log: one item per attempt, oldest first",
+        security: bearer,
+        parameters: [
+          { name: 'event_id', in: 'query', required: false, schema: { type: 'string', pattern: '^evt_[0-9A-Z]{26}$' } },
+          { name: 'payment_id', in: 'query', required: false, schema: { type: 'string', format: 'uuid' } },
+        ],
+        responses: {
+          '200': jsonResponse('Delivery attempts', {
+            type: 'object',
+            required: ['items'],
+            additionalProperties: false,
+            properties: { items: { type: 'array', items: ref('WebhookAttempt') } },
+          }),
+          ...errorResponses,
+        },
+      },
+    },
+    '/v1/public/events': {
+      get: {
+        summary: 'Server-Sent Events stream of the key\'s shop and mode; resumes after Last-Event-ID',
+        security: bearer,
+        parameters: [{ name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' } }],
+        responses: {
+          '200': {
+            description:
+              'text/event-stream: `: connected`, then per event `id: <seq>`, `event: <kind>`, `data: {"kind","payload","at"}`; `: ping` comments keep it alive',
+            content: { 'text/event-stream': { schema: { type: 'string' } } },
+          },
+          ...errorResponses,
+        },
+      },
+    },
+  },
+  schemas: {
+    WebhookAttempt: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['event_id', 'event', 'url', 'attempt', 'status', 'response_code', 'error', 'latency_ms', 'attempted_at', 'next_attempt_at'],
+      properties: {
+        event_id: { type: 'string', pattern: '^evt_[0-9A-Z]{26}$' },
+        event: { type: 'string' },
+        url: { type: 'string', format: 'uri' },
+        attempt: { type: 'integer', minimum: 1, description: '1-based, per receiver' },
+        status: { enum: ['succeeded', 'failed', 'pending'], description: '`pending`: the attempt this delivery waits for' },
+        response_code: { type: ['integer', 'null'], description: 'null when no answer' },
+        error: { type: ['string', 'null'] },
+        latency_ms: { type: ['integer', 'null'] },
+        attempted_at: { ...nullableTime, description: "On the shop's test clock; null for the pending item" },
+        next_attempt_at: { ...nullableTime, description: 'The retry this attempt scheduled (or, when pending, when it is due); null when final' },
+      },
+    },
+  },
+};

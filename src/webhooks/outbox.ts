@@ -1,0 +1,143 @@
+import type { Tx } from '../db/tx';
+import type { EventRow } from '../events/emit';
+import type { Clocks, Mode } from '../scheduler/clock';
+import type { Scheduler } from '../scheduler/jobs';
+import { disableEndpoint, matchingEndpoints } from './store';
+
+/** Delays before retry 1..8, counted from the failure, on the shop's clock (test mode) or real time. */
+export const RETRY_DELAYS_MS: readonly number[] = [
+  10_000,
+  60_000,
+  5 * 60_000,
+  30 * 60_000,
+  2 * 3_600_000,
+  6 * 3_600_000,
+  24 * 3_600_000,
+  48 * 3_600_000,
+];
+
+/** Job kind that wakes a delivery for its next retry. */
+export const RETRY_JOB = 'webhook.retry';
+
+/** A delivery row of the outbox. */
+export interface DeliveryRow {
+  id: number;
+  event_seq: number;
+  event_id: string;
+  event: string;
+  shop_id: string;
+  mode: Mode;
+  endpoint_id: string | null;
+  url: string;
+  payment_id: string | null;
+  state: 'pending' | 'succeeded' | 'failed';
+  attempts: number;
+  round_start: number;
+  next_attempt_at: number | null;
+  created_at: number;
+}
+
+/**
+ * Write the deliveries of a webhook-worthy event in the event's own transaction: one row for a payment's
+ * own URL, else one per enabled endpoint of the event's shop whose filter takes it. Returns their ids.
+ */
+export function enqueueDeliveries(tx: Tx, clocks: Clocks, row: EventRow): number[] {
+  if (!row.webhook_event) return [];
+  const now = clocks.now(row.shop_id, row.mode);
+  const targets: Array<{ endpoint_id: string | null; url: string }> = row.webhook_url
+    ? [{ endpoint_id: null, url: row.webhook_url }]
+    : matchingEndpoints(tx.db, row.shop_id, row.webhook_event).map((e) => ({ endpoint_id: e.id, url: e.url }));
+  const insert = tx.db.prepare(
+    `INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, payment_id, next_attempt_at, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  return targets.map(
+    (t) =>
+      Number(insert.run(row.seq, row.id, row.webhook_event, row.shop_id, row.mode, t.endpoint_id, t.url, row.payment_id, now, now).lastInsertRowid),
+  );
+}
+
+/** One finished attempt, as the worker measured it. */
+export interface AttemptResult {
+  /** The delivery as loaded before the attempt: recording is skipped if it changed meanwhile. */
+  delivery: DeliveryRow;
+  url: string;
+  /** Start of the attempt on the shop's clock as read when it began. */
+  started_at: number;
+  latency_ms: number;
+  response_code: number | null;
+  error: string | null;
+  /** Real time, for the endpoint's disabled_at. */
+  real_now: number;
+}
+
+/** What recording decided. */
+export interface Recorded {
+  attempt: number;
+  state: DeliveryRow['state'];
+  next_attempt_at: number | null;
+  disabled_endpoint: boolean;
+}
+
+/**
+ * Record an attempt and decide what follows, in one transaction: success on any 2xx; 410 fails the
+ * delivery and disables its endpoint; otherwise the next retry is scheduled, until the eighth retry failed.
+ */
+export function recordAttempt(tx: Tx, scheduler: Scheduler, clocks: Clocks, r: AttemptResult): Recorded | null {
+  const d = r.delivery;
+  const cur = tx.db.prepare('SELECT state, attempts FROM webhook_deliveries WHERE id = ?').get(d.id) as
+    | { state: string; attempts: number }
+    | undefined;
+  if (!cur || cur.state !== 'pending' || cur.attempts !== d.attempts) return null;
+  const attempt = d.attempts + 1;
+  // During a test-clock advance the clock reads the retry's due time (pinned), earlier than the start read
+  // after the advance: the attempt counts at its due time, so one advance walks the whole schedule.
+  const attempted_at = Math.min(r.started_at, clocks.now(d.shop_id, d.mode));
+  const code = r.response_code;
+  const ok = code !== null && code >= 200 && code < 300;
+  const gone = code === 410;
+  const retry = attempt - d.round_start - 1;
+  let state: DeliveryRow['state'] = 'pending';
+  let next: number | null = null;
+  if (ok) state = 'succeeded';
+  else if (gone || retry >= RETRY_DELAYS_MS.length) state = 'failed';
+  else next = attempted_at + r.latency_ms + RETRY_DELAYS_MS[retry];
+  tx.db
+    .prepare(
+      `INSERT INTO webhook_attempts (delivery_id, shop_id, mode, attempt, url, attempted_at, latency_ms, response_code, error, succeeded, next_attempt_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .run(d.id, d.shop_id, d.mode, attempt, r.url, attempted_at, r.latency_ms, code, r.error, ok ? 1 : 0, next);
+  tx.db.prepare('UPDATE webhook_deliveries SET attempts = ?, state = ?, next_attempt_at = ? WHERE id = ?').run(attempt, state, next, d.id);
+  if (next !== null) {
+    scheduler.schedule(tx, { kind: RETRY_JOB, subjectId: String(d.id), shopId: d.shop_id, mode: d.mode, dueAt: next, payload: { attempts: attempt } });
+  }
+  let disabled = false;
+  if (gone && d.endpoint_id) disabled = disableEndpoint(tx.db, d.endpoint_id, `receiver answered 410 Gone to event ${d.event_id}`, r.real_now);
+  return { attempt, state, next_attempt_at: next, disabled_endpoint: disabled };
+}
+
+/** End a pending delivery without an attempt (its endpoint was disabled or deleted meanwhile). */
+export function abandonDelivery(tx: Tx, d: DeliveryRow): void {
+  tx.db.prepare(`UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL WHERE id = ? AND state = 'pending'`).run(d.id);
+}
+
+/**
+ * Re-queue every delivery of an event for an attempt now, with a fresh retry schedule; attempt numbers
+ * continue. Works from the CLI while the server runs: the worker's sweep finds the due rows.
+ */
+export function resendEvent(tx: Tx, eventId: string, realNow: number): number {
+  const rows = tx.db
+    .prepare(
+      `SELECT d.id, d.mode, s.test_clock_offset_ms AS off FROM webhook_deliveries d JOIN shops s ON s.id = d.shop_id WHERE d.event_id = ?`,
+    )
+    .all(eventId) as Array<{ id: number; mode: Mode; off: number }>;
+  const upd = tx.db.prepare(
+    `UPDATE webhook_deliveries SET state = 'pending', round_start = attempts, next_attempt_at = ? WHERE id = ?`,
+  );
+  for (const r of rows) {
+    upd.run(r.mode === 'test' ? realNow + r.off : realNow, r.id);
+  }
+  // A retry job still pending for one of these rows is harmless: the worker runs a delivery once per attempt count.
+  return rows.length;
+}

@@ -1,0 +1,42 @@
+import type { App } from '../app-types';
+import { enqueueDeliveries, recordAttempt, RETRY_JOB, type AttemptResult } from './outbox';
+import { DeliveryWorker } from './worker';
+
+const workers = new WeakMap<App, DeliveryWorker>();
+
+/**
+ * Wire webhooks into the app: the outbox sink (deliveries written in the event's transaction, the worker
+ * woken after commit), the retry job (an async job: HTTP outside, outcome recorded in the job's own
+ * transaction), and the worker itself, stopped on shutdown.
+ */
+export function registerWebhooks(app: App): DeliveryWorker {
+  const worker = new DeliveryWorker(app);
+  workers.set(app, worker);
+  app.events.addSink((tx, row) => {
+    const ids = enqueueDeliveries(tx, app.clocks, row);
+    if (ids.length > 0) tx.afterCommit(() => worker.kick(ids));
+  });
+  app.scheduler.registerAsync<AttemptResult | null>(
+    RETRY_JOB,
+    {
+      run: (job) => worker.attemptFor(job),
+      complete: (tx, _job, r) => {
+        if (!r) return;
+        const rec = recordAttempt(tx, app.scheduler, app.clocks, r);
+        tx.afterCommit(() => worker.report(r, rec));
+      },
+      // Room for DNS and the receiver's deadline.
+      deadline_ms: app.config.webhookTimeoutMs + 15_000,
+    },
+    // A failed run means shutdown or a bug, never a receiver's answer (that is a recorded attempt).
+    { maxAttempts: 20 },
+  );
+  worker.start();
+  app.onClose(() => worker.stop());
+  return worker;
+}
+
+/** The app's delivery worker (for metrics and tests). */
+export function deliveryWorker(app: App): DeliveryWorker | undefined {
+  return workers.get(app);
+}

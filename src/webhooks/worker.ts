@@ -1,0 +1,223 @@
+import type { App } from '../app-types';
+import type { Job } from '../scheduler/jobs';
+import { iso } from '../util/time';
+import { postWebhook, type PostOutcome } from './deliver';
+import { abandonDelivery, recordAttempt, type AttemptResult, type DeliveryRow, type Recorded } from './outbox';
+import { signatureHeader, webhookBody } from './sign';
+import { getEndpoint, paymentUrlSigning, validSecrets, type SignatureVersion } from './store';
+import { UrlPolicy } from './url-safety';
+import { Gate } from './gate';
+
+/** Limits of the worker: attempts in flight overall and per receiver, ids waiting in memory, sweep period. */
+export const WORKER_LIMITS = { global: 32, perReceiver: 4, queued: 10_000, sweep_ms: 5_000 };
+
+/** The User-Agent every webhook carries. */
+export const USER_AGENT = 'psp-webhook/1.0';
+
+/**
+ * Delivers the outbox. The table is the truth. The first attempt of a round (a new delivery, or one
+ * re-queued by `resend`) is made by this worker: kicked after commit, and found by a periodic sweep after a
+ * restart or a resend from the CLI. Retries are scheduler jobs whose run calls `attemptFor`. Either way the
+ * HTTP call happens outside any transaction and its outcome is recorded in one; a per-receiver limit keeps a
+ * slow or dead receiver from holding more than a few of the global slots.
+ */
+export class DeliveryWorker {
+  private readonly queues = new Map<string, number[]>();
+  private readonly waiting = new Set<number>();
+  private readonly running = new Map<number, Promise<void>>();
+  private readonly gate = new Gate(WORKER_LIMITS.global, WORKER_LIMITS.perReceiver);
+  private readonly abort = new AbortController();
+  private readonly policy: UrlPolicy;
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private stopped = false;
+
+  constructor(private readonly app: App) {
+    this.policy = new UrlPolicy(app.config.webhookAllow);
+  }
+
+  /** Begin: sweep what is already due (after a restart), then every `sweep_ms`. */
+  start(): void {
+    setImmediate(() => this.sweep());
+    this.sweepTimer = setInterval(() => this.sweep(), WORKER_LIMITS.sweep_ms);
+    this.sweepTimer.unref();
+  }
+
+  /** Stop taking work, cut attempts in flight (they stay pending, with their attempt count), and wait for them. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.abort.abort();
+    await Promise.allSettled([...this.running.values()]);
+  }
+
+  /** Attempts in flight now, for metrics. */
+  get inFlight(): number {
+    return this.gate.active;
+  }
+
+  /** Queue first attempts that are due now (ids already queued or running are skipped). */
+  kick(ids: readonly number[]): void {
+    for (const id of ids) {
+      if (this.stopped || this.waiting.has(id) || this.running.has(id) || this.waiting.size >= WORKER_LIMITS.queued) continue;
+      const row = this.app.store.stmt('SELECT endpoint_id, url FROM webhook_deliveries WHERE id = ?').get(id) as
+        | { endpoint_id: string | null; url: string }
+        | undefined;
+      if (!row) continue;
+      const key = receiverKey(row);
+      let q = this.queues.get(key);
+      if (!q) this.queues.set(key, (q = []));
+      q.push(id);
+      this.waiting.add(id);
+    }
+    this.pump();
+  }
+
+  /** Queue every delivery whose round has not begun and that is due on its own clock. */
+  sweep(): void {
+    if (this.stopped) return;
+    const rows = this.app.store
+      .stmt(
+        `SELECT d.id FROM webhook_deliveries d JOIN shops s ON s.id = d.shop_id
+         WHERE d.state = 'pending' AND d.attempts = d.round_start
+           AND d.next_attempt_at <= ? + (CASE WHEN d.mode = 'test' THEN s.test_clock_offset_ms ELSE 0 END)
+         ORDER BY d.next_attempt_at LIMIT 1000`,
+      )
+      .all(this.app.clocks.real()) as Array<{ id: number }>;
+    this.kick(rows.map((r) => r.id));
+  }
+
+  /** A retry job's run: the attempt its delivery waits for, or null when the job is stale. Never rejects on a receiver's failure. */
+  async attemptFor(job: Job): Promise<AttemptResult | null> {
+    const id = Number(job.subject_id);
+    const d = this.load(id);
+    if (!d || d.attempts !== job.payload.attempts || d.attempts === d.round_start) return null;
+    const key = receiverKey(d);
+    await this.gate.acquire(key);
+    try {
+      if (this.stopped) throw new Error('cannot attempt a webhook: shutting down');
+      return await this.perform(id);
+    } finally {
+      this.gate.release(key);
+      this.pump();
+    }
+  }
+
+  /** Log what recording decided. */
+  report(r: AttemptResult, rec: Recorded | null): void {
+    if (!rec) return;
+    const d = r.delivery;
+    const fields = {
+      delivery_id: d.id,
+      event_id: d.event_id,
+      event: d.event,
+      attempt: rec.attempt,
+      response_code: r.response_code,
+      error: r.error,
+      latency_ms: r.latency_ms,
+      state: rec.state,
+      next_attempt_at: rec.next_attempt_at === null ? null : iso(rec.next_attempt_at),
+    };
+    if (rec.state === 'succeeded') this.app.log.info('webhook delivered', fields);
+    else this.app.log.warn('webhook attempt failed', fields);
+    if (rec.disabled_endpoint) this.app.log.warn('webhook endpoint disabled: receiver answered 410 Gone', { endpoint_id: d.endpoint_id, event_id: d.event_id });
+  }
+
+  // Round-robin over receivers; a receiver at its limit waits while others proceed.
+  private pump(): void {
+    let progressed = true;
+    while (!this.stopped && progressed && this.gate.hasRoom()) {
+      progressed = false;
+      for (const [key, q] of this.queues) {
+        if (!this.gate.hasRoom()) break;
+        if (q.length === 0) {
+          this.queues.delete(key);
+          continue;
+        }
+        if (!this.gate.tryAcquire(key)) continue;
+        const id = q.shift()!;
+        this.waiting.delete(id);
+        const p = this.firstAttempt(id)
+          .catch((err: unknown) => this.app.log.error('webhook attempt crashed', { delivery_id: id, error: String((err as Error)?.stack ?? err) }))
+          .finally(() => {
+            this.running.delete(id);
+            this.gate.release(key);
+            this.pump();
+          });
+        this.running.set(id, p);
+        progressed = true;
+      }
+    }
+  }
+
+  private async firstAttempt(id: number): Promise<void> {
+    const d = this.load(id);
+    if (!d || d.attempts !== d.round_start) return;
+    const r = await this.perform(id);
+    if (!r || this.stopped) return;
+    const { store, scheduler, clocks } = this.app;
+    this.report(r, await store.write((tx) => recordAttempt(tx, scheduler, clocks, r)));
+  }
+
+  private load(id: number): DeliveryRow | null {
+    const d = this.app.store.stmt(`SELECT * FROM webhook_deliveries WHERE id = ?`).get(id) as DeliveryRow | undefined;
+    return d && d.state === 'pending' ? d : null;
+  }
+
+  /** Make one attempt of a pending delivery; null when there is nothing to send. Throws only on shutdown. */
+  private async perform(id: number): Promise<AttemptResult | null> {
+    const { clocks, store, config } = this.app;
+    const d = this.load(id);
+    if (!d) return null;
+    const ev = store.stmt('SELECT at, webhook_data FROM events WHERE seq = ?').get(d.event_seq) as { at: number; webhook_data: string | null } | undefined;
+    const signing = this.signing(d);
+    if (!ev || !signing || signing.secrets.length === 0) {
+      store.tx((tx) => abandonDelivery(tx, d));
+      this.app.log.warn('webhook delivery abandoned', { delivery_id: d.id, event_id: d.event_id, reason: ev ? 'endpoint disabled or deleted' : 'event gone' });
+      return null;
+    }
+    const body = webhookBody(d.event_id, d.event, iso(ev.at), ev.webhook_data ?? 'null');
+    const url = new URL(d.url);
+    const started_at = clocks.now(d.shop_id, d.mode);
+    const started = clocks.real();
+    const t_s = Math.floor(started / 1000);
+    let outcome: PostOutcome;
+    try {
+      // Test mode may reach http and loopback; live mode goes only to a checked public address.
+      const resolved = d.mode === 'live' ? await this.policy.check(url) : undefined;
+      outcome = await postWebhook({
+        url,
+        body,
+        headers: {
+          'Content-Type': 'application/json',
+          'User-Agent': USER_AGENT,
+          'X-PSP-Event-Id': d.event_id,
+          'X-PSP-Signature': signatureHeader(signing.signature, signing.secrets, t_s, body),
+          'X-PSP-Timestamp': String(t_s),
+        },
+        timeout_ms: config.webhookTimeoutMs,
+        resolved,
+        signal: this.abort.signal,
+      });
+    } catch (err) {
+      outcome = { response_code: null, error: (err as Error).message.slice(0, 300), latency_ms: Math.max(0, clocks.real() - started), aborted_by_shutdown: false };
+    }
+    if (outcome.aborted_by_shutdown) throw new Error('cannot finish a webhook attempt: shutting down');
+    return { delivery: d, url: d.url, started_at, real_now: clocks.real(), response_code: outcome.response_code, error: outcome.error, latency_ms: outcome.latency_ms };
+  }
+
+  private signing(d: DeliveryRow): { signature: SignatureVersion; secrets: string[] } | null {
+    const { store, clocks } = this.app;
+    if (d.endpoint_id === null) return paymentUrlSigning(store.db, d.shop_id, clocks.real());
+    const ep = getEndpoint(store.db, d.endpoint_id);
+    return ep && ep.disabled_at === null ? { signature: ep.signature, secrets: validSecrets(store.db, ep.id, clocks.real()) } : null;
+  }
+}
+
+function receiverKey(row: { endpoint_id: string | null; url: string }): string {
+  if (row.endpoint_id) return `ep:${row.endpoint_id}`;
+  try {
+    return `url:${new URL(row.url).host}`;
+  } catch {
+    return `url:${row.url}`;
+  }
+}

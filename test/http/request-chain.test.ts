@@ -1,0 +1,199 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, type TestServer } from '../helpers/server';
+import { rawConnect } from '../helpers/raw-http';
+import { waitForLog } from '../helpers/logs';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const ADVANCE = '/v1/test/clock/advance';
+
+let s: TestServer;
+before(async () => {
+  s = await startTestServer({ bodyLimitBytes: 1024 });
+});
+after(() => s.close());
+
+function assertError(r: { status: number; body: any; headers: Record<string, unknown> }, status: number, code: string): void {
+  assert.equal(r.status, status, JSON.stringify(r.body));
+  assert.equal(r.body.error.code, code);
+  assert.equal(typeof r.body.error.message, 'string');
+  assert.match(String(r.headers['x-request-id']), UUID);
+}
+
+test('a body over --body-limit is 413 payload_too_large and the connection closes', async () => {
+  const r = await s.request('POST', ADVANCE, { body: { seconds: 1, pad: 'x'.repeat(2000) } });
+  assertError(r, 413, 'payload_too_large');
+  assert.match(r.body.error.message, /1024 bytes/);
+  assert.equal(r.headers['connection'], 'close');
+});
+
+test('a chunked body (no Content-Length) that grows over the limit is 413', async () => {
+  const c = await rawConnect(s.url);
+  c.write(`POST ${ADVANCE} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.demo.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+  const chunk = 'x'.repeat(700);
+  c.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+  c.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n0\r\n\r\n`);
+  const r = await c.response();
+  assertError(r, 413, 'payload_too_large');
+  c.socket.destroy();
+});
+
+test('a body exactly at the limit is read', async () => {
+  const json = JSON.stringify({ seconds: 0 });
+  const r = await s.request('POST', ADVANCE, { body: json + ' '.repeat(1024 - json.length) });
+  assert.equal(r.status, 200);
+});
+
+test('a body that is not application/json is 415 unsupported_media_type', async () => {
+  for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonx']) {
+    const r = await s.request('POST', ADVANCE, { body: '{"seconds":1}', headers: { 'content-type': type } });
+    assertError(r, 415, 'unsupported_media_type');
+    assert.match(r.body.error.message, new RegExp(`"${type}"`));
+  }
+});
+
+test('a body without Content-Type is 415; application/json with parameters is accepted', async () => {
+  const none = await s.request('POST', ADVANCE, { body: Buffer.from('{"seconds":1}'), headers: { 'content-type': '' } });
+  assertError(none, 415, 'unsupported_media_type');
+  const ok = await s.request('POST', ADVANCE, { body: '{"seconds":0}', headers: { 'content-type': 'Application/JSON; charset=UTF-8' } });
+  assert.equal(ok.status, 200);
+});
+
+test('a JSON body in a charset other than UTF-8 is 415', async () => {
+  const r = await s.request('POST', ADVANCE, { body: '{"seconds":1}', headers: { 'content-type': 'application/json; charset=iso-8859-1' } });
+  assertError(r, 415, 'unsupported_media_type');
+  assert.match(r.body.error.message, /"iso-8859-1"/);
+});
+
+test('malformed JSON is 400 bad_request', async () => {
+  const r = await s.request('POST', ADVANCE, { body: '{"seconds": 1,' });
+  assertError(r, 400, 'bad_request');
+  assert.match(r.body.error.message, /^Cannot parse the request body as JSON/);
+});
+
+test('invalid UTF-8 is 400 bad_request', async () => {
+  const r = await s.request('POST', ADVANCE, { body: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]) });
+  assertError(r, 400, 'bad_request');
+  assert.match(r.body.error.message, /UTF-8/);
+});
+
+test('nesting deeper than 64 levels is 400 before parsing; brackets inside strings do not count', async () => {
+  const deep = await s.request('POST', ADVANCE, { body: '['.repeat(65) + ']'.repeat(65) });
+  assertError(deep, 400, 'bad_request');
+  assert.match(deep.body.error.message, /nesting exceeds 64/);
+  // 100 brackets inside a string value are text, not nesting: the request gets to field validation.
+  const inString = await s.request('POST', ADVANCE, { body: { seconds: 0, note: '['.repeat(100) } });
+  assertError(inString, 400, 'bad_request');
+  assert.equal(inString.body.error.param, 'note');
+});
+
+test('a body that is not an object, or has an unknown field, is 400 naming the field', async () => {
+  const arr = await s.request('POST', ADVANCE, { body: [1] });
+  assertError(arr, 400, 'bad_request');
+  const unknown = await s.request('POST', ADVANCE, { body: { seconds: 1, secnods: 2 } });
+  assertError(unknown, 400, 'bad_request');
+  assert.equal(unknown.body.error.param, 'secnods');
+});
+
+test('body rules run before authentication: a malformed body without a key is 400, not 401', async () => {
+  const r = await s.request('POST', ADVANCE, { key: null, body: '{oops' });
+  assertError(r, 400, 'bad_request');
+});
+
+test('X-Request-Id: generated when absent, echoed when well-formed, replaced when not', async () => {
+  const echoed = await s.request('GET', '/healthz', { key: null, headers: { 'x-request-id': 'trace-42.a_b' } });
+  assert.equal(echoed.headers['x-request-id'], 'trace-42.a_b');
+  const bad = await s.request('GET', '/healthz', { key: null, headers: { 'x-request-id': 'has space<script>' } });
+  assert.match(String(bad.headers['x-request-id']), UUID);
+  const long = await s.request('GET', '/healthz', { key: null, headers: { 'x-request-id': 'a'.repeat(65) } });
+  assert.match(String(long.headers['x-request-id']), UUID);
+  const err = await s.request('GET', '/v1/test/clock', { key: null, headers: { 'x-request-id': 'err-1' } });
+  assert.equal(err.status, 401);
+  assert.equal(err.headers['x-request-id'], 'err-1');
+});
+
+test('HEAD of a GET route answers the headers without a body', async () => {
+  const r = await s.request('HEAD', '/healthz', { key: null });
+  assert.equal(r.status, 200);
+  assert.equal(r.text, '');
+  assert.ok(Number(r.headers['content-length']) > 0);
+});
+
+test('one JSON access-log line per request, without query string, key, or body', async () => {
+  const card = '4111111111111111';
+  const r = await s.request('POST', `${ADVANCE}?card=${card}&token=secret-token`, {
+    body: { seconds: 0, card_pan: card },
+    headers: { 'x-request-id': 'log-check-1' },
+  });
+  assert.equal(r.status, 400);
+  const line = await waitForLog(s.logs, (e) => e.msg === 'request' && e.request_id === 'log-check-1');
+  assert.equal(line.method, 'POST');
+  assert.equal(line.path, ADVANCE);
+  assert.equal(line.route, ADVANCE);
+  assert.equal(line.status, 400);
+  assert.equal(typeof line.duration_ms, 'number');
+  assert.equal(s.logs.filter((l) => l.includes('"log-check-1"')).length, 1);
+  const all = s.logs.join('');
+  assert.ok(!all.includes(card), 'a card number reached the log');
+  assert.ok(!all.includes(s.demo.key), 'an API key reached the log');
+  assert.ok(!all.includes('secret-token'), 'a query string reached the log');
+});
+
+test('an unmatched route is logged too, with its status', async () => {
+  await s.request('GET', '/nowhere', { key: null, headers: { 'x-request-id': 'log-404' } });
+  const line = await waitForLog(s.logs, (e) => e.request_id === 'log-404');
+  assert.equal(line.status, 404);
+  assert.equal(line.route, undefined);
+});
+
+test('a 500 leaks no internals to the client; the log has the stack under the request id', async () => {
+  const db = s.running.app.store.db;
+  db.exec('ALTER TABLE api_keys RENAME TO api_keys_moved');
+  try {
+    const r = await s.request('GET', '/v1/test/clock', { headers: { 'x-request-id': 'boom-1' } });
+    assertError({ ...r, headers: { 'x-request-id': '00000000-0000-4000-8000-000000000000' } }, 500, 'internal_error');
+    assert.equal(r.headers['x-request-id'], 'boom-1');
+    assert.deepEqual(Object.keys(r.body.error).sort(), ['code', 'message']);
+    assert.doesNotMatch(r.text, /api_keys|sqlite|SqliteError|\bat \w|\.ts:\d/i);
+    const logged = await waitForLog(s.logs, (e) => e.level === 'error' && e.request_id === 'boom-1');
+    assert.match(logged.error, /api_keys/);
+    assert.match(logged.stack, /\n\s+at /);
+  } finally {
+    db.exec('ALTER TABLE api_keys_moved RENAME TO api_keys');
+  }
+  const after = await s.request('GET', '/v1/test/clock');
+  assert.equal(after.status, 200);
+});
+
+test('storage that cannot take a write answers 503 unavailable with Retry-After, not 500', async () => {
+  const db = s.running.app.store.db;
+  db.pragma('query_only = ON');
+  try {
+    const r = await s.request('POST', ADVANCE, { body: { seconds: 1 } });
+    assertError(r, 503, 'unavailable');
+    assert.equal(r.headers['retry-after'], '1');
+  } finally {
+    db.pragma('query_only = OFF');
+  }
+  const ok = await s.request('POST', ADVANCE, { body: { seconds: 1 } });
+  assert.equal(ok.status, 200);
+});
+
+test('a malformed HTTP request gets a 400 error body with X-Request-Id and closes', async () => {
+  const c = await rawConnect(s.url);
+  c.write('GARBAGE\r\n\r\n');
+  const r = await c.response();
+  assert.equal(r.status, 400);
+  assert.equal(r.body.error.code, 'bad_request');
+  assert.match(r.headers['x-request-id'], UUID);
+  await c.closed;
+});
+
+test('headers over 16 KiB are 431 with the error body', async () => {
+  const r = await rawConnect(s.url);
+  r.write(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`);
+  const res = await r.response();
+  assert.equal(res.status, 431);
+  assert.equal(res.body.error.code, 'bad_request');
+  assert.match(res.headers['x-request-id'], UUID);
+});

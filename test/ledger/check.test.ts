@@ -1,0 +1,106 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { startTestServer, type TestServer } from '../helpers/server';
+import { ledgerCheck, paidPayment } from '../helpers/money';
+import { cardBody, sbpBody } from '../helpers/payouts';
+
+let s: TestServer;
+let payout = '';
+let payment = '';
+before(async () => {
+  s = await startTestServer({ simDelaySeconds: 1 });
+  payment = await paidPayment(s, s.demo.key, 100_000);
+  await s.request('POST', `/v1/public/payments/${payment}/refund`, { body: { amount: 10_000 } });
+  payout = (await s.request('POST', '/v1/public/payouts', { body: sbpBody(60_000) })).body.payout.id;
+  await s.request('POST', '/v1/public/payouts', { body: cardBody(5_001) });
+  await s.request('POST', '/v1/test/clock/advance', { body: { seconds: 1 } });
+  await s.request('POST', '/v1/public/payouts', { body: sbpBody(1_000) });
+});
+after(() => s.close());
+
+let copies = 0;
+/** A consistent copy of the live database, changed by `corrupt`. */
+function corruptedCopy(corrupt: (db: Database.Database) => void): string {
+  const path = join(s.dir, `copy-${++copies}.db`);
+  s.store.db.exec(`VACUUM INTO '${path}'`);
+  const db = new Database(path);
+  corrupt(db);
+  db.close();
+  return path;
+}
+
+test('kopek ledger check passes on the live database, while the server runs', async () => {
+  const c = await ledgerCheck(s.dbPath);
+  assert.equal(c.code, 0, c.stdout + c.stderr);
+  assert.deepEqual(c.json.problems, []);
+  const book = c.json.books.find((b: any) => b.shop_id === s.demo.shopId && b.mode === 'test');
+  // 100 000 in, 10 000 refunded, 60 000 paid out, 5 001 failed and released, 1 000 still reserved.
+  assert.deepEqual([book.balance, book.available, book.reserved], [30_000, 29_000, 1_000]);
+});
+
+test('a posting changed on a copy is found: the entry no longer balances and the stored balance differs', async () => {
+  const path = corruptedCopy((db) => {
+    db.prepare(`UPDATE ledger_postings SET amount = amount + 1 WHERE id = (SELECT MIN(id) FROM ledger_postings WHERE account = 'shop:available')`).run();
+  });
+  const c = await ledgerCheck(path);
+  assert.equal(c.code, 1);
+  assert.equal(c.json.ok, false);
+  assert.ok(c.json.problems.some((p: string) => /postings sum to 1, not 0/.test(p)), c.stdout);
+  assert.ok(c.json.problems.some((p: string) => /shop:available stored .* but its postings sum to/.test(p)), c.stdout);
+  assert.match(c.stderr, /check failed/);
+});
+
+test('a stored balance changed on a copy is found', async () => {
+  const path = corruptedCopy((db) => db.prepare(`UPDATE ledger_balances SET balance = balance - 500 WHERE account = 'shop:reserved'`).run());
+  const c = await ledgerCheck(path);
+  assert.equal(c.code, 1);
+  assert.ok(c.json.problems.some((p: string) => /shop:reserved stored/.test(p)), c.stdout);
+});
+
+test('a succeeded payout without its settlement is found', async () => {
+  const path = corruptedCopy((db) => {
+    const e = db.prepare(`SELECT id FROM ledger_entries WHERE movement = 'payout_settled' AND source_id = ?`).get(payout) as { id: number };
+    db.prepare('DELETE FROM ledger_postings WHERE entry_id = ?').run(e.id);
+    db.prepare('DELETE FROM ledger_entries WHERE id = ?').run(e.id);
+    db.prepare(`UPDATE ledger_balances SET balance = (SELECT SUM(amount) FROM ledger_postings p WHERE p.shop_id = ledger_balances.shop_id AND p.mode = ledger_balances.mode AND p.account = ledger_balances.account)`).run();
+  });
+  const c = await ledgerCheck(path);
+  assert.equal(c.code, 1);
+  assert.deepEqual(c.json.problems, [`payout "${payout}" (succeeded): missing payout_settled`]);
+});
+
+test('a smaller credit, consistent in every table, is still found: the payout then overdrew available', async () => {
+  const path = corruptedCopy((db) => {
+    const e = db.prepare(`SELECT id FROM ledger_entries WHERE movement = 'payment_succeeded' AND source_id = ?`).get(payment) as { id: number };
+    db.prepare('UPDATE ledger_entries SET amount = 50000 WHERE id = ?').run(e.id);
+    db.prepare('UPDATE ledger_postings SET amount = CASE WHEN amount > 0 THEN 50000 ELSE -50000 END WHERE entry_id = ?').run(e.id);
+    db.prepare(`UPDATE ledger_balances SET balance = (SELECT SUM(amount) FROM ledger_postings p WHERE p.shop_id = ledger_balances.shop_id AND p.mode = ledger_balances.mode AND p.account = ledger_balances.account)`).run();
+  });
+  const c = await ledgerCheck(path);
+  assert.equal(c.code, 1);
+  assert.ok(c.json.problems.some((p: string) => p.includes(`payout "${payout}" overdrew available`)), c.stdout);
+  assert.ok(c.json.problems.some((p: string) => p.includes(`payment "${payment}" (succeeded): payment_succeeded posted 50000, its amount is 100000`)), c.stdout);
+});
+
+test('kopek ledger check prints a readable report without --json, and its usage with --help', async () => {
+  const main = join(__dirname, '..', '..', 'src', 'main.ts');
+  const run = (args: string[]) =>
+    new Promise<{ code: number; out: string }>((resolve) =>
+      execFile(process.execPath, ['--import', 'tsx', main, 'ledger', ...args], (err, stdout, stderr) =>
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+      ),
+    );
+  const ok = await run(['check', '--db', s.dbPath]);
+  assert.equal(ok.code, 0, ok.out);
+  assert.match(ok.out, /^ok: \d+ books balance$/m);
+  assert.match(ok.out, new RegExp(`${s.demo.shopId} test  balance 30000  available 29000  reserved 1000`));
+  const help = await run(['--help']);
+  assert.equal(help.code, 0);
+  assert.match(help.out, /Usage:\n  kopek ledger check/);
+  const wrong = await run(['balance', '--db', s.dbPath]);
+  assert.equal(wrong.code, 1);
+  assert.match(wrong.out, /unknown subcommand "balance"/);
+});

@@ -1,0 +1,125 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, type TestServer } from '../helpers/server';
+import { balanceOf, ledgerCheck, paidLivePayment, paidPayment } from '../helpers/money';
+import { sbpBody } from '../helpers/payouts';
+import { createKey, createShop } from '../../src/cabinet/store';
+
+let s: TestServer;
+before(async () => {
+  s = await startTestServer({ simDelaySeconds: 3 });
+});
+after(() => s.close());
+
+async function advance(key: string, seconds: number): Promise<void> {
+  const r = await s.request('POST', '/v1/test/clock/advance', { key, body: { seconds } });
+  assert.equal(r.status, 200, r.text);
+}
+
+function entries(sourceId: string): Array<{ movement: string; amount: number }> {
+  return s.store.db.prepare('SELECT movement, amount FROM ledger_entries WHERE source_id = ? ORDER BY id').all(sourceId) as any;
+}
+
+test('a succeeded payment credits balance and available; a refund reserves, then settles or is released', async () => {
+  const shop = s.newShop();
+  const empty = await balanceOf(s, shop.key);
+  assert.deepEqual(empty, { balance: 0, available: 0, currency: 'RUB', shops: [{ shop_id: shop.shopId, shop_name: 'Test shop', balance: 0, available: 0 }] });
+  const pay = await paidPayment(s, shop.key, 100_000);
+  assert.deepEqual(entries(pay), [{ movement: 'payment_succeeded', amount: 100_000 }]);
+  let b = await balanceOf(s, shop.key);
+  assert.deepEqual([b.balance, b.available], [100_000, 100_000]);
+
+  const ok = await s.request('POST', `/v1/public/payments/${pay}/refund`, { key: shop.key, body: { amount: 30_000 } });
+  assert.equal(ok.status, 201, ok.text);
+  b = await balanceOf(s, shop.key);
+  assert.deepEqual([b.balance, b.available], [100_000, 70_000], 'a pending refund lowers available only');
+  const bad = await s.request('POST', `/v1/public/payments/${pay}/refund`, { key: shop.key, body: { amount: 10_001 } });
+  assert.equal(bad.status, 201, bad.text);
+  b = await balanceOf(s, shop.key);
+  assert.deepEqual([b.balance, b.available], [100_000, 59_999]);
+
+  await advance(shop.key, 3);
+  b = await balanceOf(s, shop.key);
+  assert.deepEqual([b.balance, b.available], [70_000, 70_000], 'the settled refund leaves the balance; the failed one returns');
+  assert.deepEqual(entries(ok.body.id).map((e) => e.movement), ['refund_reserved', 'refund_settled']);
+  assert.deepEqual(entries(bad.body.id).map((e) => e.movement), ['refund_reserved', 'refund_released']);
+  const c = await ledgerCheck(s.dbPath);
+  assert.equal(c.code, 0, c.stdout);
+});
+
+test('refunds and payouts share available: a pending refund holds money a payout cannot take', async () => {
+  const shop = s.newShop();
+  const pay = await paidPayment(s, shop.key, 50_000);
+  await s.request('POST', `/v1/public/payments/${pay}/refund`, { key: shop.key, body: { amount: 20_000 } });
+  const over = await s.request('POST', '/v1/public/payouts', { key: shop.key, body: sbpBody(30_100) });
+  assert.equal(over.status, 422);
+  const fits = await s.request('POST', '/v1/public/payouts', { key: shop.key, body: sbpBody(30_000) });
+  assert.equal(fits.status, 201, fits.text);
+  let b = await balanceOf(s, shop.key);
+  assert.deepEqual([b.balance, b.available], [50_000, 0]);
+  await advance(shop.key, 3);
+  b = await balanceOf(s, shop.key);
+  assert.deepEqual([b.balance, b.available], [0, 0]);
+});
+
+test('the balance sums all shops of the merchant, lists each, and keeps test and live apart', async () => {
+  const first = s.newShop();
+  const second = createShop(s.store, first.merchantId, 'Second shop', undefined, Date.now());
+  const secondKey = createKey(s.store, second.id, 'test', undefined, Date.now()).secret;
+  await paidPayment(s, first.key, 10_000);
+  await paidPayment(s, secondKey, 25_000);
+  await s.request('POST', '/v1/public/payouts', { key: secondKey, body: sbpBody(5_000) });
+  const viaFirst = await balanceOf(s, first.key);
+  assert.deepEqual(viaFirst, {
+    balance: 35_000,
+    available: 30_000,
+    currency: 'RUB',
+    shops: [
+      { shop_id: first.shopId, shop_name: 'Test shop', balance: 10_000, available: 10_000 },
+      { shop_id: second.id, shop_name: 'Second shop', balance: 25_000, available: 20_000 },
+    ],
+  });
+  assert.deepEqual(await balanceOf(s, secondKey), viaFirst, 'any shop of the merchant sees the merchant totals');
+
+  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(first.merchantId);
+  const live = s.newKey(first.shopId, 'live');
+  const liveEmpty = await balanceOf(s, live.key);
+  assert.deepEqual([liveEmpty.balance, liveEmpty.available, liveEmpty.shops.length], [0, 0, 2]);
+  await paidLivePayment(s, { key: live.key, merchantId: first.merchantId, shopId: first.shopId }, 7_000);
+  assert.equal((await balanceOf(s, live.key)).balance, 7_000);
+  assert.equal((await balanceOf(s, first.key)).balance, 35_000, 'live money is not in the test book');
+});
+
+test('GET /v1/public/balance needs api:balance:read', async () => {
+  const k = s.newKey(s.demo.shopId, 'test', 'api:reports:read,api:payouts:sbp');
+  const r = await s.request('GET', '/v1/public/balance', { key: k.key });
+  assert.equal(r.status, 403);
+  assert.equal(r.body.error.code, 'scope_required');
+  assert.match(r.body.error.message, /api:balance:read/);
+  assert.equal((await s.request('GET', '/v1/public/balance', { key: null })).status, 401);
+});
+
+test('a replayed event posts nothing twice', async () => {
+  const shop = s.newShop();
+  const pay = await paidPayment(s, shop.key, 40_000);
+  const app = s.running.app;
+  for (let i = 0; i < 2; i++) {
+    app.store.tx((tx) =>
+      app.events.append(tx, { merchantId: shop.merchantId, shopId: shop.shopId, mode: 'test', kind: 'payment.status_changed', payload: { id: pay, status: 'succeeded' }, at: Date.now(), paymentId: pay }),
+    );
+  }
+  assert.equal(entries(pay).length, 1);
+  assert.equal((await balanceOf(s, shop.key)).balance, 40_000);
+});
+
+test('test reset empties the test book with the rest of the test data', async () => {
+  const shop = s.newShop();
+  await paidPayment(s, shop.key, 9_000);
+  await s.request('POST', '/v1/public/payouts', { key: shop.key, body: sbpBody(1_000) });
+  const r = await s.request('POST', '/v1/test/reset', { key: shop.key });
+  assert.equal(r.status, 200, r.text);
+  const b = await balanceOf(s, shop.key);
+  assert.deepEqual([b.balance, b.available], [0, 0]);
+  const c = await ledgerCheck(s.dbPath);
+  assert.equal(c.code, 0, c.stdout);
+});

@@ -1,0 +1,83 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, type TestServer } from '../helpers/server';
+import { advance, createPayment, getPayment, simulate } from '../helpers/payments';
+import { openSessionTx } from '../../src/payments/state';
+import { getPayment as paymentRow } from '../../src/payments/store';
+
+let s: TestServer;
+before(async () => {
+  s = await startTestServer({ simDelaySeconds: 2 });
+});
+after(() => s.close());
+
+const MAGIC: Array<[number, string, string, string]> = [
+  // amount, planned outcome, planned failure code, status 3 s after the session opens
+  [10000, 'succeeded', '', 'succeeded'],
+  [10001, 'failed', 'do_not_honor', 'failed'],
+  [10002, 'failed', 'insufficient_funds', 'failed'],
+  [10003, 'requires_action', '', 'processing'],
+  [10004, 'pending', '', 'processing'],
+  [10057, 'succeeded', '', 'succeeded'],
+];
+
+for (const [amount, outcome, code, after3s] of MAGIC) {
+  test(`magic amount ${amount}: plan ${outcome}; still processing after 1 s, ${after3s} after 3 s`, async () => {
+    const shop = s.newShop();
+    const c = await createPayment(s, { amount, method: 'sbp' }, shop.key);
+    assert.equal(c.simulator.outcome, outcome);
+    assert.equal(c.simulator.failure_code, code);
+    assert.equal(c.payment.metadata.simulator_outcome, outcome);
+    assert.equal(c.payment.metadata.simulator_failure_code, code);
+    await simulate(s, c.payment.id, { action: 'open_session' }, shop.key);
+    await advance(s, 1, shop.key);
+    assert.equal((await getPayment(s, c.payment.id, shop.key)).status, 'processing');
+    await advance(s, 2, shop.key);
+    const p = await getPayment(s, c.payment.id, shop.key);
+    assert.equal(p.status, after3s);
+    if (after3s === 'failed') {
+      assert.equal(p.metadata.failure_code, code);
+      assert.ok(p.metadata.bank_failure_code);
+    }
+    if (after3s === 'succeeded') {
+      assert.equal(p.bank_name, 'kopek test bank');
+      assert.match(p.rrn, /^\d{12}$/);
+    }
+  });
+}
+
+test('requires_action waits for the buyer, then expires with the session', async () => {
+  const shop = s.newShop();
+  const c = await createPayment(s, { amount: 20003, method: 'tpay' }, shop.key);
+  await simulate(s, c.payment.id, { action: 'open_session' }, shop.key);
+  await advance(s, 19 * 60, shop.key);
+  assert.equal((await getPayment(s, c.payment.id, shop.key)).status, 'processing');
+  await advance(s, 60, shop.key);
+  const p = await getPayment(s, c.payment.id, shop.key);
+  assert.equal(p.status, 'expired');
+  assert.equal(p.metadata.failure_code, 'session_expired');
+});
+
+test('nothing resolves before the session opens, however long the clock runs within the link lifetime', async () => {
+  const shop = s.newShop();
+  const c = await createPayment(s, { amount: 10000, method: 'sbp' }, shop.key);
+  await advance(s, 59 * 60, shop.key);
+  assert.equal((await getPayment(s, c.payment.id, shop.key)).status, 'pending');
+});
+
+test('live keys never touch the simulator: no plan, no simulator block, no automatic resolution', async () => {
+  const live = s.newShop({ mode: 'live' });
+  s.store.tx(({ db }) => db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(live.merchantId));
+  const c = await createPayment(s, { amount: 10001, method: 'sbp' }, live.key);
+  assert.equal(c.mode, 'live');
+  assert.equal(c.simulator, undefined);
+  assert.deepEqual(c.payment.metadata, { mode: 'live' });
+  // No buyer page in this test: open the live bank session the way the page would.
+  await s.running.app.store.write((tx) => openSessionTx(s.running.app, tx, paymentRow(s.running.app, c.payment.id)!));
+  s.running.app.scheduler.runDue();
+  const jobs = s.store.db.prepare(`SELECT kind FROM jobs WHERE subject_id = ? AND state = 'pending' ORDER BY kind`).all(c.payment.id) as Array<{ kind: string }>;
+  assert.deepEqual(jobs.map((j) => j.kind), ['payment.session_expiry']);
+  const p = await getPayment(s, c.payment.id, live.key);
+  assert.equal(p.status, 'processing');
+  assert.equal(p.metadata.simulator_outcome, undefined);
+});

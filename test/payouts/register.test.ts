@@ -1,0 +1,95 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, type TestServer } from '../helpers/server';
+import { paidPayment } from '../helpers/money';
+import { accountBody, cardBody, sbpBody } from '../helpers/payouts';
+import { SBP_BANKS } from '../../src/banks/directory';
+
+let s: TestServer;
+const ids: Record<string, string[]> = { payouts_sbp: [], payouts_card: [], payouts_account: [] };
+before(async () => {
+  s = await startTestServer({ simDelaySeconds: 1 });
+  await paidPayment(s, s.demo.key, 1_000_000);
+  // Spread over the shop clock so created_at differs; every fifth fails (amount ending 01).
+  for (let i = 0; i < 15; i++) {
+    const body = [sbpBody, cardBody, accountBody][i % 3](1_000 + i * 100 + (i % 5 === 0 ? 1 : 0));
+    const r = await s.request('POST', '/v1/public/payouts', { body });
+    assert.equal(r.status, 201, r.text);
+    ids[body.method as string].push(r.body.payout.id);
+    if (i % 4 === 0) await s.request('POST', '/v1/test/clock/advance', { body: { seconds: 1 } });
+  }
+});
+after(() => s.close());
+
+async function pages(query: string, key = s.demo.key): Promise<any[]> {
+  const all: any[] = [];
+  let cursor: string | null = null;
+  do {
+    const r = await s.request('GET', `/v1/public/payouts?${query}${cursor ? `&cursor=${cursor}` : ''}`, { key });
+    assert.equal(r.status, 200, r.text);
+    all.push(...r.body.items);
+    cursor = r.body.next_cursor;
+  } while (cursor);
+  return all;
+}
+
+test('the register pages newest first with stable cursors and the register item fields', async () => {
+  const first = await s.request('GET', '/v1/public/payouts?limit=4');
+  assert.equal(first.body.items.length, 4);
+  assert.ok(first.body.next_cursor);
+  assert.deepEqual(Object.keys(first.body.items[0]).sort(), ['amount', 'bank_ref', 'created_at', 'currency', 'id', 'method', 'shop_id', 'status']);
+  const all = await pages('limit=4');
+  assert.equal(all.length, 15);
+  assert.equal(new Set(all.map((p) => p.id)).size, 15);
+  const times = all.map((p) => p.created_at);
+  assert.deepEqual(times, [...times].sort().reverse());
+  // A payout made meanwhile does not shift the pages after a cursor.
+  const next = await s.request('GET', `/v1/public/payouts?limit=4&cursor=${first.body.next_cursor}`);
+  ids.payouts_sbp.push((await s.request('POST', '/v1/public/payouts', { body: sbpBody(500) })).body.payout.id);
+  const again = await s.request('GET', `/v1/public/payouts?limit=4&cursor=${first.body.next_cursor}`);
+  assert.deepEqual(again.body.items, next.body.items);
+});
+
+test('the method filter, the status filter and their combination', async () => {
+  const card = await pages('method=payouts_card');
+  assert.deepEqual(card.map((p) => p.id).sort(), [...ids.payouts_card].sort());
+  await s.request('POST', '/v1/test/clock/advance', { body: { seconds: 5 } });
+  const nowFailed = await pages('status=failed');
+  assert.equal(nowFailed.length, 3);
+  assert.ok(nowFailed.every((p) => p.status === 'failed' && p.amount % 100 === 1));
+  assert.equal((await pages('status=pending')).length, 0);
+  const both = await pages('status=succeeded,failed&method=payouts_sbp');
+  assert.equal(both.length, ids.payouts_sbp.length);
+});
+
+test('invalid register parameters are 400 naming them; the register needs api:reports:read', async () => {
+  for (const [q, param] of [['method=payouts_cash', 'method'], ['limit=0', 'limit'], ['limit=201', 'limit'], ['status=done', 'status'], ['from=2026-13-01', 'from'], ['cursor=%%%', 'cursor'], ['foo=1', 'foo']]) {
+    const r = await s.request('GET', `/v1/public/payouts?${q}`);
+    assert.equal(r.status, 400, q);
+    assert.equal(r.body.error.param, param);
+  }
+  const k = s.newKey(s.demo.shopId, 'test', 'api:payouts:sbp');
+  const r = await s.request('GET', '/v1/public/payouts', { key: k.key });
+  assert.equal(r.status, 403);
+  assert.match(r.body.error.message, /api:reports:read/);
+});
+
+test("the register shows only the key's shop and mode", async () => {
+  const other = s.newShop();
+  const r = await s.request('GET', '/v1/public/payouts', { key: other.key });
+  assert.deepEqual(r.body, { items: [], next_cursor: null });
+});
+
+test('GET /v1/public/banks/sbp lists the bundled directory sorted by name in Russian collation, for any key', async () => {
+  const k = s.newKey(s.demo.shopId, 'test', '');
+  const r = await s.request('GET', '/v1/public/banks/sbp', { key: k.key });
+  assert.equal(r.status, 200);
+  assert.ok(r.body.items.length >= 200);
+  assert.equal(r.body.items.length, new Set(r.body.items.map((b: any) => b.member_id)).size);
+  const names = r.body.items.map((b: any) => b.name);
+  assert.deepEqual(names, [...names].sort(new Intl.Collator('ru').compare));
+  assert.ok(r.body.items.every((b: any) => /^[0-9]{12}$/.test(b.member_id) && b.name && b.name_en));
+  assert.deepEqual(r.body.items.find((b: any) => b.member_id === '100000000004'), { member_id: '100000000004', name: 'Т-Банк', name_en: 'T-Bank' });
+  assert.equal(r.body.items.length, SBP_BANKS.length);
+  assert.equal((await s.request('GET', '/v1/public/banks/sbp', { key: null })).status, 401);
+});

@@ -1,0 +1,195 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { startTestServer, type TestServer } from '../helpers/server';
+import { appendWebhookEvent, startReceiver, waitForLog, type Receiver } from '../helpers/webhooks';
+import { addEndpoint, listEndpoints, rotateSecret } from '../../src/webhooks/store';
+
+let s: TestServer;
+const receivers: Receiver[] = [];
+before(async () => {
+  s = await startTestServer();
+});
+after(async () => {
+  for (const r of receivers) await r.close();
+  await s.close();
+});
+
+async function receiver(...a: Parameters<typeof startReceiver>): Promise<Receiver> {
+  const r = await startReceiver(...a);
+  receivers.push(r);
+  return r;
+}
+
+/** A Stripe-style verifier written from the header format alone: `t=`, any `v1=` matching, 300 s tolerance. */
+function stripeStyleVerify(header: string, body: string, secret: string, now_s: number): boolean {
+  const parts = header.split(',').map((p) => p.split('='));
+  const t = parts.find(([k]) => k === 't')?.[1];
+  if (!t || Math.abs(now_s - Number(t)) > 300) return false;
+  const expected = createHmac('sha256', secret).update(`${t}.${body}`).digest();
+  return parts.some(([k, v]) => k === 'v1' && v.length === 64 && timingSafeEqual(Buffer.from(v, 'hex'), expected));
+}
+
+test('a v2 endpoint gets the spec body and headers, verifiable with node:crypto and a Stripe-style verifier', async () => {
+  const shop = s.newShop();
+  const rcv = await receiver();
+  const { secret } = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/hook' }, Date.now());
+  const ev = appendWebhookEvent(s, shop, { data: { id: 'p1', status: 'succeeded', metadata: { note: 'ünïcode' } } });
+  const got = await rcv.waitFor(1);
+  assert.equal(got.method, 'POST');
+  assert.equal(got.path, '/hook');
+  assert.equal(got.headers['content-type'], 'application/json');
+  assert.equal(got.headers['user-agent'], 'psp-webhook/1.0');
+  assert.equal(got.headers['x-psp-event-id'], ev.id);
+  const body = JSON.parse(got.body);
+  assert.deepEqual(Object.keys(body), ['id', 'event', 'created_at', 'data']);
+  assert.equal(body.id, ev.id);
+  assert.match(body.id, /^evt_[0-9A-Z]{26}$/);
+  assert.equal(body.event, 'payment.succeeded');
+  assert.equal(body.created_at, new Date(ev.at).toISOString());
+  assert.deepEqual(body.data, { id: 'p1', status: 'succeeded', metadata: { note: 'ünïcode' } });
+  const ts = String(got.headers['x-psp-timestamp']);
+  assert.ok(Math.abs(Number(ts) - Date.now() / 1000) < 5, 'timestamp is real time of the attempt');
+  const sig = String(got.headers['x-psp-signature']);
+  const hex = createHmac('sha256', secret).update(`${ts}.${got.body}`).digest('hex');
+  assert.equal(sig, `t=${ts},v1=${hex},v2=${hex}`);
+  assert.ok(stripeStyleVerify(sig, got.body, secret, Math.floor(Date.now() / 1000)));
+  assert.ok(!stripeStyleVerify(sig, got.body.replace('p1', 'p2'), secret, Math.floor(Date.now() / 1000)), 'a changed body fails');
+  assert.ok(!stripeStyleVerify(sig, got.body, secret, Math.floor(Date.now() / 1000) + 301), 'a stale timestamp fails');
+  const items = await waitForLog(s, `event_id=${ev.id}`, (it) => it.length === 1 && it[0].status === 'succeeded', { key: shop.key });
+  assert.equal(items[0].attempt, 1);
+  assert.equal(items[0].response_code, 200);
+  assert.equal(items[0].url, rcv.url + '/hook');
+  assert.equal(items[0].next_attempt_at, null);
+});
+
+test('a test clock moved forward changes created_at but never the signature timestamp', async () => {
+  const shop = s.newShop();
+  const rcv = await receiver();
+  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 86_400 } });
+  const ev = appendWebhookEvent(s, shop);
+  const got = await rcv.waitFor(1);
+  assert.ok(Date.parse(JSON.parse(got.body).created_at) - Date.now() > 86_000_000, 'created_at is on the shop clock');
+  assert.equal(JSON.parse(got.body).created_at, new Date(ev.at).toISOString());
+  assert.ok(Math.abs(Number(got.headers['x-psp-timestamp']) - Date.now() / 1000) < 5, 't is real time');
+});
+
+test('a legacy v1 endpoint gets sha256=<hex of HMAC(body)>', async () => {
+  const shop = s.newShop();
+  const rcv = await receiver();
+  const { secret } = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url, signature: 'v1' }, Date.now());
+  appendWebhookEvent(s, shop);
+  const got = await rcv.waitFor(1);
+  assert.equal(got.headers['x-psp-signature'], `sha256=${createHmac('sha256', secret).update(got.body).digest('hex')}`);
+});
+
+test("events of one shop never reach another shop's endpoint; filters pick events", async () => {
+  const a = s.newShop();
+  const b = s.newShop();
+  const ra = await receiver();
+  const rb = await receiver();
+  const rFiltered = await receiver();
+  addEndpoint(s.store, { shopId: a.shopId, url: ra.url }, Date.now());
+  addEndpoint(s.store, { shopId: b.shopId, url: rb.url }, Date.now());
+  addEndpoint(s.store, { shopId: a.shopId, url: rFiltered.url, events: 'payout.failed' }, Date.now());
+  const evA = appendWebhookEvent(s, a);
+  const evB = appendWebhookEvent(s, b);
+  const evPayout = appendWebhookEvent(s, a, { event: 'payout.failed', kind: 'payout.status_changed' });
+  await ra.waitFor(2);
+  await rb.waitFor(1);
+  await rFiltered.waitFor(1);
+  const idsA = ra.received.map((r) => r.headers['x-psp-event-id']).sort();
+  assert.deepEqual(idsA, [evA.id, evPayout.id].sort());
+  assert.deepEqual(rb.received.map((r) => r.headers['x-psp-event-id']), [evB.id]);
+  assert.deepEqual(rFiltered.received.map((r) => r.headers['x-psp-event-id']), [evPayout.id]);
+  const logB = await s.request('GET', `/v1/test/webhooks/deliveries?event_id=${evA.id}`, { key: b.key });
+  assert.deepEqual(logB.body.items, [], "another shop's log does not show the event");
+});
+
+test("a payment's own webhook_url replaces the endpoints and is signed with the oldest endpoint's secret, else the shop's fallback", async () => {
+  const shop = s.newShop();
+  const own = await receiver();
+  const fallback = s.store.db.prepare('SELECT webhook_secret FROM shops WHERE id = ?').get(shop.shopId) as { webhook_secret: string };
+  const paymentId = crypto.randomUUID();
+  appendWebhookEvent(s, shop, { url: own.url + '/own', paymentId });
+  const first = await own.waitFor(1);
+  const t1 = first.headers['x-psp-timestamp'];
+  assert.equal(first.headers['x-psp-signature'], `t=${t1},v1=${hmac(fallback.webhook_secret, `${t1}.${first.body}`)},v2=${hmac(fallback.webhook_secret, `${t1}.${first.body}`)}`);
+
+  const endpointRcv = await receiver();
+  const older = addEndpoint(s.store, { shopId: shop.shopId, url: endpointRcv.url, signature: 'v1' }, Date.now() - 1000);
+  addEndpoint(s.store, { shopId: shop.shopId, url: endpointRcv.url }, Date.now());
+  appendWebhookEvent(s, shop, { url: own.url + '/own', paymentId });
+  const second = await own.waitFor(2);
+  assert.equal(second.headers['x-psp-signature'], `sha256=${hmac(older.secret, second.body)}`);
+  assert.equal(endpointRcv.received.length, 0, 'the shop endpoints do not get events of a payment with its own URL');
+  const items = await waitForLog(s, `payment_id=${paymentId}`, (it) => it.length === 2 && it.every((i: any) => i.status === 'succeeded'), { key: shop.key });
+  assert.ok(items.every((i: any) => i.url === own.url + '/own'));
+});
+
+test('rotation: without overlap the old secret stops at once; with overlap the header carries a pair per valid secret', async () => {
+  const shop = s.newShop();
+  const rcv = await receiver();
+  const { endpoint, secret: s1 } = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const s2 = rotateSecret(s.store, endpoint.id, 0, Date.now());
+  appendWebhookEvent(s, shop);
+  let got = await rcv.waitFor(1);
+  let t = got.headers['x-psp-timestamp'];
+  assert.equal(got.headers['x-psp-signature'], `t=${t},v1=${hmac(s2, `${t}.${got.body}`)},v2=${hmac(s2, `${t}.${got.body}`)}`);
+  assert.ok(!String(got.headers['x-psp-signature']).includes(hmac(s1, `${t}.${got.body}`)));
+
+  const s3 = rotateSecret(s.store, endpoint.id, 2, Date.now());
+  appendWebhookEvent(s, shop);
+  got = await rcv.waitFor(2);
+  t = got.headers['x-psp-timestamp'];
+  const h3 = hmac(s3, `${t}.${got.body}`);
+  const h2 = hmac(s2, `${t}.${got.body}`);
+  assert.equal(got.headers['x-psp-signature'], `t=${t},v1=${h3},v2=${h3},v1=${h2},v2=${h2}`);
+  assert.ok(stripeStyleVerify(String(got.headers['x-psp-signature']), got.body, s2, Math.floor(Date.now() / 1000)), 'a receiver still on the old secret accepts');
+});
+
+test('a 410 answer disables the endpoint (listed with the reason) and stops retries', async () => {
+  const shop = s.newShop();
+  const rcv = await receiver(() => ({ status: 410 }));
+  const { endpoint } = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = appendWebhookEvent(s, shop);
+  const items = await waitForLog(s, `event_id=${ev.id}`, (it) => it.length === 1 && it[0].status === 'failed', { key: shop.key });
+  assert.equal(items[0].response_code, 410);
+  assert.equal(items[0].next_attempt_at, null);
+  const listed = listEndpoints(s.store, shop.shopId).find((e) => e.id === endpoint.id)!;
+  assert.ok(listed.disabled_at);
+  assert.match(String(listed.disabled_reason), /410/);
+  assert.ok(s.logs.some((l) => l.includes('webhook endpoint disabled') && l.includes(endpoint.id)));
+  const ev2 = appendWebhookEvent(s, shop);
+  const log2 = await s.request('GET', `/v1/test/webhooks/deliveries?event_id=${ev2.id}`, { key: shop.key });
+  assert.deepEqual(log2.body.items, [], 'a disabled endpoint gets no new deliveries');
+});
+
+test('redirects are not followed: a 302 is a failed attempt and the target is never called', async () => {
+  const shop = s.newShop();
+  const target = await receiver();
+  const rcv = await receiver(() => ({ status: 302 }));
+  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = appendWebhookEvent(s, shop);
+  const items = await waitForLog(s, `event_id=${ev.id}`, (it) => it.some((i: any) => i.status === 'failed'), { key: shop.key });
+  assert.equal(items[0].response_code, 302);
+  assert.ok(items[0].next_attempt_at, 'a retry is scheduled');
+  assert.equal(target.received.length, 0);
+});
+
+test('the delivery log rejects malformed filters and live keys', async () => {
+  const bad = await s.request('GET', '/v1/test/webhooks/deliveries?event_id=nope');
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.error.param, 'event_id');
+  const unknown = await s.request('GET', '/v1/test/webhooks/deliveries?status=failed');
+  assert.equal(unknown.status, 400);
+  const live = s.newShop({ mode: 'live' });
+  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(live.merchantId);
+  const r = await s.request('GET', '/v1/test/webhooks/deliveries', { key: live.key });
+  assert.equal(r.status, 404);
+});
+
+function hmac(secret: string, text: string): string {
+  return createHmac('sha256', secret).update(text).digest('hex');
+}
