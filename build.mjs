@@ -119,11 +119,19 @@ async function main() {
   copyFileSync(process.execPath, partial);
   chmodSync(partial, 0o755);
   await step('inject the blob with postject', async () => {
+    // postject's ELF reader warns about Node's unnamed note sections on every build; the warning is harmless
+    // noise that would hide a real one.
+    const warn = console.warn;
+    console.warn = (...args) => {
+      if (!/^warning: Can't find string offset for section name/.test(String(args[0]))) warn(...args);
+    };
     try {
       await inject(partial, 'NODE_SEA_BLOB', readFileSync(blobFile), { sentinelFuse: SEA_FUSE });
     } catch (err) {
       rmSync(partial, { force: true });
       fail(`cannot inject the SEA blob into "${partial}": ${err.message}`);
+    } finally {
+      console.warn = warn;
     }
   });
   renameSync(partial, exeFile);

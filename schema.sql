@@ -292,6 +292,75 @@ CREATE TABLE payouts (
 CREATE INDEX payouts_register ON payouts(shop_id, mode, created_at, seq);
 
 -- == tokens and subscriptions ==
+-- A token is a saved method, bound by a payment (kind token_binding, or a subscription's subscription_init).
+-- A subscription owns one token and charges it on a calendar counted from its anchor (UTC).
+
+CREATE TABLE tokens (
+  seq                 INTEGER PRIMARY KEY AUTOINCREMENT,
+  id                  TEXT NOT NULL UNIQUE,
+  merchant_id         TEXT NOT NULL,
+  shop_id             TEXT NOT NULL REFERENCES shops(id),
+  mode                TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  customer_ref        TEXT NOT NULL,
+  customer_email      TEXT NOT NULL DEFAULT '',
+  method              TEXT NOT NULL CHECK (method IN ('cards', 'sbp', 'tpay')),
+  status              TEXT NOT NULL CHECK (status IN ('pending', 'active', 'cancelled')),
+  card_brand          TEXT NOT NULL DEFAULT '',
+  card_mask           TEXT NOT NULL DEFAULT '',          -- last 4 digits masked; never a full card number
+  binding_payment_id  TEXT NOT NULL,
+  subscription_id     TEXT,                              -- set when a subscription made this token
+  outcomes            TEXT NOT NULL DEFAULT '[]',        -- test mode: JSON queue of the next charges' outcomes
+  last_charged_at     INTEGER,                           -- the last successful charge
+  created_at          INTEGER NOT NULL,
+  activated_at        INTEGER,
+  cancelled_at        INTEGER
+) STRICT;
+CREATE INDEX tokens_register ON tokens(shop_id, mode, created_at, seq);
+CREATE INDEX tokens_customer ON tokens(shop_id, mode, customer_ref, created_at, seq);
+
+CREATE TABLE subscriptions (
+  seq                 INTEGER PRIMARY KEY AUTOINCREMENT,
+  id                  TEXT NOT NULL UNIQUE,
+  merchant_id         TEXT NOT NULL,
+  shop_id             TEXT NOT NULL REFERENCES shops(id),
+  mode                TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  customer_ref        TEXT NOT NULL,
+  customer_email      TEXT NOT NULL DEFAULT '',
+  plan_name           TEXT NOT NULL DEFAULT '',
+  amount              INTEGER NOT NULL CHECK (amount > 0),
+  currency            TEXT NOT NULL,
+  method              TEXT NOT NULL CHECK (method IN ('cards', 'sbp', 'tpay')),
+  period              TEXT NOT NULL CHECK (period IN ('day', 'week', 'month', 'year')),
+  interval_count      INTEGER NOT NULL CHECK (interval_count >= 1),
+  trial_days          INTEGER NOT NULL DEFAULT 0,
+  status              TEXT NOT NULL CHECK (status IN ('pending', 'active', 'past_due', 'cancelled')),
+  token_id            TEXT NOT NULL,
+  initial_payment_id  TEXT NOT NULL,
+  anchor_at           INTEGER,                           -- charge n is due at anchor + n periods (n from 0 with a trial, 1 without)
+  charge_index        INTEGER NOT NULL DEFAULT 0,        -- n of the period being charged next
+  failures            INTEGER NOT NULL DEFAULT 0,        -- consecutive failed charges
+  next_charge_at      INTEGER,
+  trial_end           INTEGER,
+  cancel_reason       TEXT NOT NULL DEFAULT '',
+  created_at          INTEGER NOT NULL,
+  activated_at        INTEGER,
+  cancelled_at        INTEGER
+) STRICT;
+CREATE INDEX subscriptions_register ON subscriptions(shop_id, mode, created_at, seq);
+
+-- Every payment a token or subscription made: binding, initial payment and charges, with the attempt.
+CREATE TABLE recurrent_payments (
+  payment_id       TEXT PRIMARY KEY,
+  kind             TEXT NOT NULL CHECK (kind IN ('token_binding', 'subscription_init', 'subscription_charge', 'token_charge')),
+  token_id         TEXT NOT NULL,
+  subscription_id  TEXT,
+  shop_id          TEXT NOT NULL,
+  mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  charge_index     INTEGER,                              -- subscription_charge: the period n it pays
+  attempt          INTEGER NOT NULL DEFAULT 1,           -- subscription_charge: 1, then the retries 2 and 3
+  created_at       INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, created_at) WHERE subscription_id IS NOT NULL;
 
 -- == hosted payment page ==
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { chmodSync, lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import * as sea from 'node:sea';
 import { nativeBinding } from './db/native';
 import { main } from './main';
@@ -42,7 +42,7 @@ export function unpackAddon(bytes: Buffer, roots: string[] = cacheRoots()): stri
     const dir = join(root, hash);
     const file = join(dir, ADDON_ASSET);
     try {
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      makeDirs(dir);
       assertPrivate(root);
       if (sameBytes(file, bytes)) return file;
       // Written under a private name and renamed, so a concurrent start never loads a half-written file.
@@ -61,6 +61,20 @@ export function unpackAddon(bytes: Buffer, roots: string[] = cacheRoots()): stri
     }
   }
   throw new Error(`cannot unpack the SQLite addon: ${failures.join('; ')}`);
+}
+
+/**
+ * mkdir -p by hand: Node's recursive mkdir spins forever under some pseudo file systems (a HOME inside
+ * /proc), and a cache that cannot be made must fail fast so the next root is tried.
+ */
+function makeDirs(dir: string): void {
+  const parent = dirname(dir);
+  if (parent !== dir && !existsSync(parent)) makeDirs(parent);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
 }
 
 /** A cache folder that others can write into could swap the library between the check and the load. */

@@ -54,6 +54,16 @@ export function openStore(args: Args, opts: { create?: boolean } = {}): Store {
   return new Store(openDatabase(path));
 }
 
+/** Open the store, run `fn` on it, and close it whatever happens. */
+export function withStore<T>(args: Args, fn: (store: Store) => T, opts: { create?: boolean } = {}): T {
+  const store = openStore(args, opts);
+  try {
+    return fn(store);
+  } finally {
+    store.db.close();
+  }
+}
+
 /** Print a result: one JSON object with `--json`, else `lines` for a person. */
 export function output(args: Args, json: unknown, lines: string[]): void {
   if (args.flags.has('json')) current.out(JSON.stringify(json) + '\n');

@@ -1,5 +1,5 @@
 import { parseArgs, onlyFlags, atMostPositionals } from './args';
-import { COMMON_OPTIONS, openStore, output, type Command } from './command';
+import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { createDemo } from '../cabinet/store';
 
 const usage = `Usage: kopek demo [--db PATH] [--json]
@@ -23,18 +23,13 @@ export const demo: Command = {
     const args = parseArgs(argv);
     onlyFlags(args, []);
     atMostPositionals(args, 0, 'kopek demo [--db PATH] [--json]');
-    const store = openStore(args, { create: true });
-    try {
-      const d = createDemo(store, Date.now());
-      output(args, { merchant_id: d.merchant.id, shop_id: d.shop.id, key_id: d.key.id, key: d.secret }, [
-        `merchant  ${d.merchant.id}`,
-        `shop      ${d.shop.id}`,
-        `key id    ${d.key.id}`,
-        `test key  ${d.secret}   (shown once)`,
-      ]);
-      return 0;
-    } finally {
-      store.db.close();
-    }
+    const d = withStore(args, (store) => createDemo(store, Date.now()), { create: true });
+    output(args, { merchant_id: d.merchant.id, shop_id: d.shop.id, key_id: d.key.id, key: d.secret }, [
+      `merchant  ${d.merchant.id}`,
+      `shop      ${d.shop.id}`,
+      `key id    ${d.key.id}`,
+      `test key  ${d.secret}   (shown once)`,
+    ]);
+    return 0;
   },
 };

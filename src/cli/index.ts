@@ -6,6 +6,7 @@ import { shop } from './shop';
 import { key } from './key';
 import { jobs } from './jobs';
 import { ledger } from './ledger';
+import { webhook } from './webhook';
 
 /** Every admin command, in the order `kopek --help` lists them. */
-export const COMMANDS: Command[] = [serve, demo, merchant, shop, key, ledger, jobs];
+export const COMMANDS: Command[] = [serve, demo, merchant, shop, key, ledger, jobs, webhook];

@@ -1,5 +1,5 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
-import { COMMON_OPTIONS, openStore, output, type Command } from './command';
+import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { createKey, listKeys, revokeKey } from '../cabinet/store';
 import { iso } from '../util/time';
 import type { Store } from '../db/tx';
@@ -83,12 +83,7 @@ export const key: Command = {
     } else {
       throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek key --help`);
     }
-    const store = openStore(args);
-    try {
-      act(store);
-      return 0;
-    } finally {
-      store.db.close();
-    }
+    withStore(args, act);
+    return 0;
   },
 };

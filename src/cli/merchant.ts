@@ -1,5 +1,5 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
-import { COMMON_OPTIONS, openStore, output, type Command } from './command';
+import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { activateLive, createMerchant } from '../cabinet/store';
 
 const usage = `Usage:
@@ -30,25 +30,15 @@ export const merchant: Command = {
       atMostPositionals(args, 1, 'kopek merchant create --name NAME');
       const name = flag(args, 'name');
       if (!name?.trim()) throw new Error('cannot create merchant: --name NAME is required and must not be empty');
-      const store = openStore(args, { create: true });
-      try {
-        const m = createMerchant(store, name, Date.now());
-        output(args, { id: m.id, name: m.name }, [m.id]);
-        return 0;
-      } finally {
-        store.db.close();
-      }
+      const m = withStore(args, (store) => createMerchant(store, name, Date.now()), { create: true });
+      output(args, { id: m.id, name: m.name }, [m.id]);
+      return 0;
     }
     if (sub === 'activate-live') {
       onlyFlags(args, []);
       atMostPositionals(args, 2, 'kopek merchant activate-live MERCHANT_ID');
       if (!id) throw new Error('cannot activate live mode: MERCHANT_ID is required');
-      const store = openStore(args);
-      try {
-        activateLive(store, id);
-      } finally {
-        store.db.close();
-      }
+      withStore(args, (store) => activateLive(store, id));
     }
     throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek merchant --help`);
   },

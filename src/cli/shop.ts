@@ -1,5 +1,5 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
-import { COMMON_OPTIONS, openStore, output, type Command } from './command';
+import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import {
   createShop,
   getShop,
@@ -109,30 +109,20 @@ export const shop: Command = {
       const merchantId = flag(args, 'merchant');
       const name = flag(args, 'name');
       if (!merchantId || !name) throw new Error('cannot create shop: --merchant ID and --name NAME are required');
-      const store = openStore(args);
-      try {
-        const s = createShop(store, merchantId, name, flag(args, 'scopes'), Date.now());
-        output(args, { id: s.id, webhook_secret: s.webhook_secret, signing_secret: s.signing_secret, scopes: s.scopes.split(',').filter(Boolean) }, [
-          `shop            ${s.id}`,
-          `webhook secret  ${s.webhook_secret}   (shown once)`,
-          `signing secret  ${s.signing_secret}   (shown once)`,
-        ]);
-        return 0;
-      } finally {
-        store.db.close();
-      }
+      const s = withStore(args, (store) => createShop(store, merchantId, name, flag(args, 'scopes'), Date.now()));
+      output(args, { id: s.id, webhook_secret: s.webhook_secret, signing_secret: s.signing_secret, scopes: s.scopes.split(',').filter(Boolean) }, [
+        `shop            ${s.id}`,
+        `webhook secret  ${s.webhook_secret}   (shown once)`,
+        `signing secret  ${s.signing_secret}   (shown once)`,
+      ]);
+      return 0;
     }
     const spec = sub === undefined ? undefined : ON_SHOP[sub];
     if (!spec) throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek shop --help`);
     onlyFlags(args, []);
     atMostPositionals(args, spec.max, spec.line);
     if (!id) throw new Error(`cannot run shop ${sub}: SHOP_ID is required; usage: ${spec.line}`);
-    const store = openStore(args);
-    try {
-      spec.run(store, args, id, value);
-      return 0;
-    } finally {
-      store.db.close();
-    }
+    withStore(args, (store) => spec.run(store, args, id, value));
+    return 0;
   },
 };

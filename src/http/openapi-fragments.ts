@@ -5,6 +5,8 @@ import { payoutsOpenApi } from '../payouts/openapi';
 import { banksOpenApi } from '../banks/openapi';
 import { webhooksOpenApi } from '../webhooks/openapi';
 import { payPageOpenApi } from '../pay-page/openapi';
+import { tokensOpenApi } from '../tokens/openapi';
+import { subscriptionsOpenApi } from '../subscriptions/openapi';
 
 /** Every domain's OpenAPI fragment; add a domain's fragment here when its routes are added to routes.ts. */
-export const FRAGMENTS = [systemOpenApi, paymentsOpenApi, ledgerOpenApi, payoutsOpenApi, banksOpenApi, webhooksOpenApi, payPageOpenApi];
+export const FRAGMENTS = [systemOpenApi, paymentsOpenApi, ledgerOpenApi, payoutsOpenApi, banksOpenApi, webhooksOpenApi, payPageOpenApi, tokensOpenApi, subscriptionsOpenApi];

@@ -11,6 +11,8 @@ import { listDeliveries } from '../webhooks/handlers';
 import { streamEvents } from '../events/stream';
 import * as payPage from '../pay-page/handlers';
 import * as payActions from '../pay-page/actions';
+import * as tokens from '../tokens/handlers';
+import * as subscriptions from '../subscriptions/handlers';
 
 /** The route table: one line per route. Patterns are checked when added; a duplicate stops start-up. */
 export function buildRouter(): Router<RouteDef> {
@@ -46,6 +48,18 @@ export function buildRouter(): Router<RouteDef> {
   r.add('POST', '/pay/:id/cancel', { auth: 'none', body: 'form', handler: payActions.postCancel });
   r.add('POST', '/pay/:id/card', { auth: 'none', body: 'form', handler: payActions.postCard });
   r.add('POST', '/pay/:id/3ds', { auth: 'none', body: 'form', handler: payActions.postThreeDs });
+  // Tokens and subscriptions: api:recurrent:bind to create, read and cancel; api:recurrent:charge to charge
+  r.add('POST', '/v1/public/tokens', { auth: 'key', scope: 'api:recurrent:bind', handler: tokens.createToken });
+  r.add('GET', '/v1/public/tokens', { auth: 'key', scope: 'api:recurrent:bind', handler: tokens.listTokens });
+  r.add('GET', '/v1/public/tokens/:id', { auth: 'key', scope: 'api:recurrent:bind', handler: tokens.getTokenHandler });
+  r.add('POST', '/v1/public/tokens/:id/cancel', { auth: 'key', scope: 'api:recurrent:bind', handler: tokens.cancelToken });
+  r.add('POST', '/v1/public/tokens/:id/charge', { auth: 'key', scope: 'api:recurrent:charge', handler: tokens.chargeToken });
+  r.add('POST', '/v1/test/tokens/:id/outcomes', { auth: 'test', handler: tokens.setOutcomes });
+  r.add('POST', '/v1/public/subscriptions', { auth: 'key', scope: 'api:recurrent:bind', handler: subscriptions.createSubscription });
+  r.add('GET', '/v1/public/subscriptions', { auth: 'key', scope: 'api:recurrent:bind', handler: subscriptions.listSubscriptions });
+  r.add('GET', '/v1/public/subscriptions/:id', { auth: 'key', scope: 'api:recurrent:bind', handler: subscriptions.getSubscriptionHandler });
+  r.add('GET', '/v1/public/subscriptions/:id/schedule', { auth: 'key', scope: 'api:recurrent:bind', handler: subscriptions.getSchedule });
+  r.add('POST', '/v1/public/subscriptions/:id/cancel', { auth: 'key', scope: 'api:recurrent:bind', handler: subscriptions.cancelSubscription });
   // Test helpers (sk_test_ keys only; a live key gets 404)
   r.add('GET', '/v1/test/clock', { auth: 'test', handler: system.getClock });
   r.add('POST', '/v1/test/clock/advance', { auth: 'test', handler: system.advanceClock });

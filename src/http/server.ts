@@ -29,7 +29,8 @@ export function createHttpServer(app: App, router: Router<RouteDef>, limiter: Ra
     requestTimeout: requestTimeoutMs,
     keepAliveTimeout: app.config.keepAliveTimeoutMs,
     // Node checks the two timeouts only this often (30 s by default), which would let a slow client hold on far longer.
-    connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(Math.min(headersTimeoutMs || 1000, requestTimeoutMs || 1000) / 4))),
+    // The config guarantees headersTimeoutMs <= requestTimeoutMs.
+    connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
     maxHeaderSize: 16 * 1024,
   });
   server.maxHeadersCount = 100;

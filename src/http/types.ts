@@ -56,7 +56,7 @@ export type BodyKind = 'json' | 'form';
 /** One line of the route table. */
 export interface RouteDef {
   auth: AuthKind;
-  /** Scope the key must have, or a function choosing it from the request (payouts by method). */
+  /** Scope the key must have; a scope that depends on the body (payouts by method) is checked in the handler with requireScope. */
   scope?: string;
   body?: BodyKind;
   handler: Handler;

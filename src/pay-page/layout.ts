@@ -101,6 +101,7 @@ export function page(shell: Shell, body: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <meta name="robots" content="noindex">
+<link rel="icon" href="data:,">
 <title>${esc(shell.title)}</title>
 <style nonce="${nonce}">${CSS}</style>
 </head>

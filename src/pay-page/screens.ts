@@ -104,7 +104,7 @@ ${hint ? `<span class="hint" id="${name}-hint">${esc(t(lang, hint))}</span>` : '
 function testCards(lang: Lang): string {
   const rows = TEST_CARDS.map((c) => {
     const outcome = c.outcome === 'succeeded' ? t(lang, 'plan_succeeded') : c.failureCode ?? '';
-    const label = `${c.brand.toUpperCase()}: ${outcome}${c.threeDs ? ', 3-D Secure' : ''}`;
+    const label = `${outcome}${c.threeDs ? ' · 3-D Secure' : ''}`;
     return `<li><button type="button" data-card="${c.number}" aria-label="${esc(t(lang, 'use_card'))} ${c.number} (${esc(label)})"><code>${c.number.replace(/(\d{4})(?=\d)/g, '$1 ')}</code><span>${esc(label)}</span></button></li>`;
   }).join('\n');
   return `<section class="panel" aria-labelledby="cards-h">
@@ -129,12 +129,11 @@ ${errors.length > 0 ? `<div class="alert" role="alert">${esc(t(lang, 'form_error
 <form id="card-form" method="post" action="${esc(href(payPath(p, '/card'), lang))}" novalidate>
 ${field(lang, 'number', 'card_number', 'type="text" inputmode="numeric" autocomplete="cc-number" maxlength="23" placeholder="0000 0000 0000 0000" required', null, '', err('number'))}
 <div class="row">
-${field(lang, 'exp', 'card_exp', 'type="text" inputmode="numeric" autocomplete="cc-exp" maxlength="7" placeholder="MM/YY" required', 'card_exp_hint', kept.exp ?? '', err('exp'))}
-${field(lang, 'cvc', 'card_cvc', 'type="password" inputmode="numeric" autocomplete="cc-csc" maxlength="4" required', null, '', err('cvc'))}
+${field(lang, 'exp', 'card_exp', `type="text" inputmode="numeric" autocomplete="cc-exp" maxlength="7" placeholder="${esc(t(lang, 'card_exp_hint'))}" required`, null, kept.exp ?? '', err('exp'))}
+${field(lang, 'cvc', 'card_cvc', 'type="password" inputmode="numeric" autocomplete="cc-csc" maxlength="4" required', 'card_cvc_hint', '', err('cvc'))}
 </div>
 ${field(lang, 'holder', 'card_holder', 'type="text" autocomplete="cc-name" autocapitalize="characters" spellcheck="false" maxlength="64"', 'card_holder_hint', kept.holder ?? '', err('holder'))}
 <button class="btn" type="submit">${esc(action)}</button>
-<p class="hint">${esc(t(lang, 'card_cvc_hint'))}</p>
 </form>
 ${isTest(p) ? testCards(lang) : ''}`;
 }
@@ -144,7 +143,7 @@ export function threeDsScreen(ctx: ScreenCtx): string {
   const { lang, p, step } = ctx;
   return `<h2>${esc(t(lang, 'tds_title'))}</h2>
 <p>${esc(t(lang, 'tds_text'))}</p>
-${step?.card_mask ? `<dl class="kv"><div><dt>${esc(t(lang, 'card'))}</dt><dd>${esc(step.card_brand.toUpperCase())} ${esc(step.card_mask)}</dd></div></dl>` : ''}
+${step?.card_mask ? `<dl class="kv"><div><dt>${esc(t(lang, 'card'))}</dt><dd>${esc(cardLabel(step.card_brand, step.card_mask))}</dd></div></dl>` : ''}
 <form method="post" action="${esc(href(payPath(p, '/3ds'), lang))}" class="stack">
 ${field(lang, 'code', 'tds_code', 'type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="8" required autofocus', null, '')}
 <button class="btn" type="submit">${esc(t(lang, 'tds_submit'))}</button>
@@ -166,9 +165,16 @@ const STATUS_ICONS = {
   clock: '<svg width="64" height="64" viewBox="0 0 64 64" aria-hidden="true"><circle cx="32" cy="32" r="30" fill="#fef3c7"/><circle cx="32" cy="32" r="16" fill="none" stroke="#b45309" stroke-width="4"/><path d="M32 23v10l7 4" fill="none" stroke="#b45309" stroke-width="4" stroke-linecap="round"/></svg>',
 };
 
+const BRAND_NAMES: Record<string, string> = { mir: 'Мир', visa: 'Visa', mastercard: 'Mastercard', amex: 'Amex', unionpay: 'UnionPay', jcb: 'JCB' };
+
+/** A card as the buyer recognises it: scheme name and masked number. */
+function cardLabel(brand: string, mask: string): string {
+  return `${BRAND_NAMES[brand] ?? ''} ${mask}`.trim();
+}
+
 function details(lang: Lang, p: PaymentView): string {
   const rows = [`<div><dt>${esc(t(lang, 'status_note'))}</dt><dd>${esc(p.public_id)}</dd></div>`];
-  if (p.customer_card_mask) rows.push(`<div><dt>${esc(t(lang, 'card'))}</dt><dd>${esc(p.customer_card_mask)}</dd></div>`);
+  if (p.customer_card_mask) rows.push(`<div><dt>${esc(t(lang, 'card'))}</dt><dd>${esc(cardLabel(p.customer_card_brand, p.customer_card_mask))}</dd></div>`);
   return `<dl class="kv">${rows.join('')}</dl>`;
 }
 

@@ -56,8 +56,11 @@ if (f) {
     var d = exp.value.replace(/\\D/g, '').slice(0, 4);
     exp.value = d.length > 2 || (d.length === 2 && e.inputType !== 'deleteContentBackward') ? d.slice(0, 2) + '/' + d.slice(2) : d;
   });
+  // Errors clear while typing, not on blur: a message vanishing on blur would move the button under the pointer.
   ['number', 'exp', 'cvc', 'holder'].forEach(function (n) {
-    f.elements[n].addEventListener('blur', function () { if (f.elements[n].value) show(n); });
+    var el = f.elements[n];
+    el.addEventListener('blur', function () { if (el.value) show(n); });
+    el.addEventListener('input', function () { if (el.getAttribute('aria-invalid')) show(n); });
   });
   f.addEventListener('submit', function (e) {
     var first = null;

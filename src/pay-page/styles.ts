@@ -45,8 +45,9 @@ p{margin:0 0 12px}
 .panel h3{margin:0 0 6px;font-size:15px;color:#92400e}
 .panel p{font-size:14px}
 .cards{list-style:none;margin:8px 0 0;padding:0;display:grid;gap:6px}
-.cards button{display:flex;flex-wrap:wrap;justify-content:space-between;gap:4px 12px;width:100%;padding:8px 10px;border:1px solid #fcd34d;border-radius:8px;background:#fff;font:inherit;font-size:14px;text-align:left;cursor:pointer;color:inherit}
+.cards button{display:flex;flex-wrap:wrap;align-items:baseline;justify-content:space-between;gap:2px 12px;width:100%;padding:8px 10px;border:1px solid #fcd34d;border-radius:8px;background:#fff;font:inherit;font-size:14px;text-align:left;cursor:pointer;color:inherit}
 .cards button:hover{background:#fef3c7}
+.cards span{font-size:13px;color:#92400e}
 .cards code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
 .status{text-align:center;padding-top:8px}
 .status svg{display:block;margin:0 auto 12px}
@@ -56,6 +57,7 @@ p{margin:0 0 12px}
 @media (prefers-reduced-motion:reduce){.spinner{animation-duration:3s}}
 .kv{margin:16px 0 0;padding:12px 14px;background:#f9fafb;border-radius:10px;font-size:14px;text-align:left}
 .kv div{display:flex;justify-content:space-between;gap:12px}
+.kv div+div{margin-top:6px}
 .kv dt{color:#6b7280}
 .kv dd{margin:0;font-weight:600;text-align:right}
 .foot{max-width:440px;margin:0 auto 24px;padding:0 16px;display:flex;justify-content:space-between;align-items:center;gap:12px;color:#6b7280;font-size:13px}

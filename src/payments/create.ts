@@ -49,7 +49,7 @@ export interface PaymentInput {
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** A URL field: https, or http to a loopback host when `loopbackHttp`; any http(s) when `anyHttp`. */
-function urlField(obj: Record<string, unknown>, name: string, opts: { loopbackHttp: boolean; anyHttp: boolean }): string | undefined {
+export function urlField(obj: Record<string, unknown>, name: string, opts: { loopbackHttp: boolean; anyHttp: boolean }): string | undefined {
   const v = strField(obj, name, { max: 2048 });
   if (v === undefined) return undefined;
   let u: URL;

@@ -53,8 +53,9 @@ export class JobsTable {
 
   /** Insert a pending job; returns its id. */
   insert(db: Database.Database, j: { kind: string; subjectId: string; shopId: string | null; mode: Mode; dueAt: number; runAt: number; payload: string; createdAt: number }): number {
-    const info = db
-      .prepare(
+    void db; // the store's connection: a cached statement runs in the caller's transaction
+    const info = this.store
+      .stmt(
         `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       )
@@ -112,8 +113,13 @@ export class JobsTable {
   }
 
   /** Mark a job done (in the job's transaction). */
-  done(db: Database.Database, id: number, now_ms: number): void {
-    db.prepare(`UPDATE jobs SET state = 'done', finished_at = ? WHERE id = ?`).run(now_ms, id);
+  done(id: number, now_ms: number): void {
+    this.store.stmt(`UPDATE jobs SET state = 'done', finished_at = ? WHERE id = ?`).run(now_ms, id);
+  }
+
+  /** A job's state, or undefined when the row is gone (a test-mode reset). */
+  state(id: number): JobState | undefined {
+    return (this.store.stmt(`SELECT state FROM jobs WHERE id = ?`).get(id) as { state: JobState } | undefined)?.state;
   }
 
   /** Record a failed run: either a retry at (due_at, run_at) or, when `dead`, the end. */

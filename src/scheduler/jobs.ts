@@ -1,12 +1,15 @@
 import type { Store, Tx } from '../db/tx';
 import type { Clocks, Mode } from './clock';
 import type { Logger } from '../log';
-import { TimerWheel, type TimerEntry } from './timer-wheel';
-import { JobsTable, atOrBefore, toJob, type Job, type JobKey, type JobRow } from './jobs-table';
-import { AsyncRunner, type AsyncJobKind, type Pin } from './async-runner';
+import { TimerWheel, type TimerHandle } from './timer-wheel';
+import { JobsTable, atOrBefore, type JobKey, type JobRow } from './jobs-table';
+import { AsyncRunner, type AsyncJobKind } from './async-runner';
+import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
 
 export type { Job } from './jobs-table';
 export type { AsyncJobKind } from './async-runner';
+export type { JobHandler, JobKindOptions } from './executor';
+export { MAX_ATTEMPTS } from './executor';
 
 /** What a state change asks for: run `kind` on `subjectId` at `dueAt` (on the shop's clock in test mode). */
 export interface JobSpec {
@@ -16,19 +19,6 @@ export interface JobSpec {
   mode: Mode;
   dueAt: number;
   payload?: Record<string, unknown>;
-}
-
-/**
- * A job handler runs inside the job's own transaction (a savepoint of a batch) and the job is marked done in
- * it; it may schedule more jobs through the tx it gets. It must be idempotent (check the subject's state
- * first) and must not open a transaction of its own. Throwing rolls back its writes and retries the job.
- */
-export type JobHandler = (tx: Tx, job: Job) => void;
-
-/** Per-kind options. */
-export interface JobKindOptions {
-  /** Failed runs before the job is dead (default MAX_ATTEMPTS). */
-  maxAttempts?: number;
 }
 
 /** Limits of the scheduler; each has a default. */
@@ -50,9 +40,6 @@ export interface SchedulerLimits {
   maxBackoffMs: number;
 }
 
-/** Failed runs before a job is marked dead. */
-export const MAX_ATTEMPTS = 8;
-
 const DEFAULT_LIMITS: SchedulerLimits = {
   maxAsyncRunning: 16,
   maxLoaded: 50_000,
@@ -66,20 +53,18 @@ const DEFAULT_LIMITS: SchedulerLimits = {
 /** setTimeout's longest delay; a wake further away is re-armed on the way. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-type Kind = { sync: JobHandler; maxAttempts: number } | { async: AsyncJobKind<unknown>; maxAttempts: number };
-
 /**
  * The durable scheduler. The jobs table is the truth; a timing wheel holds the pending jobs up to a covered
  * key (about `horizonMs` ahead, less when that many would not fit) and one unref'd setTimeout wakes for the
  * wheel's earliest bucket or the next sweep. Fired jobs are run in due order, in batches of savepoints.
  */
 export class Scheduler {
-  private readonly kinds = new Map<string, Kind>();
+  private readonly exec: Executor;
   private readonly table: JobsTable;
   private readonly limits: SchedulerLimits;
   private readonly wheel: TimerWheel<number>;
   /** Jobs in memory: their wheel entry, or null once fired (waiting in `ready` or running). */
-  private readonly tracked = new Map<number, TimerEntry<number> | null>();
+  private readonly tracked = new Map<number, TimerHandle | null>();
   /** Every pending job at or before this key is tracked. */
   private covered: JobKey = { runAt: -Infinity, id: 0 };
   /** The last refill stopped at its batch limit, so more may be due before `covered.runAt` suggests. */
@@ -104,8 +89,13 @@ export class Scheduler {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
     this.table = new JobsTable(store);
     this.wheel = new TimerWheel<number>({ now: clocks.real });
+    this.exec = new Executor(store, clocks, log, this.table, this.limits, {
+      seq: () => this.scheduleSeq,
+      ran: (id) => this.tracked.delete(id),
+      retry: (key) => this.offer(key),
+    });
     this.runner = new AsyncRunner(store, clocks, log, this.limits.maxAsyncRunning, {
-      fail: (row, err, pin) => this.failInTx(row, err, pin),
+      fail: (row, err, pin) => this.exec.failInTx(row, err, pin),
       settled: (id) => this.finished(id),
     });
     clocks.onAdvance((shopId) => this.retime(shopId));
@@ -113,7 +103,7 @@ export class Scheduler {
 
   /** Register the handler of a job kind; a kind registered twice is a start-up error. */
   register(kind: string, handler: JobHandler, opts: JobKindOptions = {}): void {
-    this.addKind(kind, { sync: handler, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
+    this.exec.addKind(kind, { sync: handler, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
   }
 
   /**
@@ -122,7 +112,7 @@ export class Scheduler {
    * marks it done. A rejection or a passed deadline counts as a failed run (retry with backoff, then dead).
    */
   registerAsync<R>(kind: string, spec: AsyncJobKind<R>, opts: JobKindOptions = {}): void {
-    this.addKind(kind, { async: spec as AsyncJobKind<unknown>, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
+    this.exec.addKind(kind, { async: spec as AsyncJobKind<unknown>, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
   }
 
   /** Write a job in the caller's transaction; the wheel learns of it after commit. Returns the job id. */
@@ -177,7 +167,7 @@ export class Scheduler {
       const now = this.clocks.now(shopId, mode);
       const rows: JobRow[] = [];
       for (const r of this.table.dueForShop(shopId, mode, now, this.limits.batch)) {
-        const kind = this.kinds.get(r.kind);
+        const kind = this.exec.kinds.get(r.kind);
         // Already running (fired by the wheel): wait for that run instead of starting another.
         if (this.runner.running(r.id) && kind && 'async' in kind) waiting.push(this.runner.start(r, kind.async, null));
         else rows.push(r);
@@ -193,7 +183,7 @@ export class Scheduler {
       while (i < rows.length && this.scheduleSeq === seq) {
         const row = rows[i];
         pin = Math.max(pin, row.due_at);
-        const kind = this.kinds.get(row.kind);
+        const kind = this.exec.kinds.get(row.kind);
         if (kind && 'async' in kind) {
           waiting.push(this.runner.start(row, kind.async, mode === 'test' ? { shopId, at: pin } : null));
           i++;
@@ -201,7 +191,7 @@ export class Scheduler {
           continue;
         }
         // Sync jobs up to the next async one share a transaction; stop after any that scheduled more.
-        const n = this.runSyncBatch(rows, i, mode === 'test' ? shopId : null, pin, true);
+        const n = this.exec.runSyncBatch(rows, i, mode === 'test' ? shopId : null, pin, true);
         i += n;
         ran += n;
       }
@@ -231,26 +221,20 @@ export class Scheduler {
     return { tracked: this.tracked.size, inWheel: this.wheel.size, ready: this.ready.length, asyncRunning: this.runner.count() };
   }
 
-  private addKind(kind: string, k: Kind): void {
-    if (this.kinds.has(kind)) throw new Error(`cannot register job kind "${kind}" twice`);
-    if (!(Number.isInteger(k.maxAttempts) && k.maxAttempts >= 1)) throw new Error(`cannot register job kind "${kind}": maxAttempts ${k.maxAttempts} is under 1`);
-    this.kinds.set(kind, k);
-  }
-
   /** Put a job in the wheel if it falls within the covered range (else the table keeps it until a refill). */
   private offer(key: JobKey): void {
     if (this.stopped || !atOrBefore(key, this.covered)) return;
     const had = this.tracked.get(key.id);
     // null: fired and queued or running; whoever runs it re-offers a retry.
     if (had === null) return;
-    if (had) this.wheel.cancel(had);
+    if (had !== undefined) this.wheel.cancel(had);
     this.tracked.set(key.id, this.wheel.add(key.runAt, key.id));
     this.arm(key.runAt);
   }
 
   private untrack(id: number): void {
     const e = this.tracked.get(id);
-    if (e) this.wheel.cancel(e);
+    if (e !== undefined && e !== null) this.wheel.cancel(e);
     this.tracked.delete(id);
   }
 
@@ -340,19 +324,12 @@ export class Scheduler {
     try {
       while (this.ready.length > 0 && performance.now() - started < this.limits.sliceMs) {
         const keys = this.ready.splice(0, this.limits.batch);
-        const rows: JobRow[] = [];
-        for (const k of keys) {
-          const row = this.table.get(k.id);
-          if (row && row.state === 'pending' && !this.runner.running(row.id)) rows.push(row);
-          else this.tracked.delete(k.id);
-        }
-        for (let i = 0; i < rows.length; ) {
-          const kind = this.kinds.get(rows[i].kind);
-          if (kind && 'async' in kind) {
-            void this.runner.start(rows[i++], kind.async, null);
-          } else {
-            i += this.runSyncBatch(rows, i, null, -Infinity, false);
-          }
+        try {
+          this.runKeys(keys);
+        } catch (err) {
+          // The table is the truth: what did not run stays pending there, and the sweep brings it back.
+          for (const k of keys) if (this.tracked.get(k.id) === null) this.tracked.delete(k.id);
+          this.log.error('cannot run due jobs', { jobs: keys.length, error: String((err as Error)?.message ?? err) });
         }
         if (this.coveredPartial && this.tracked.size < this.limits.batch * 2) this.refill(this.clocks.real());
       }
@@ -363,6 +340,20 @@ export class Scheduler {
     else {
       this.arm(Infinity);
       this.notifyIdle();
+    }
+  }
+
+  private runKeys(keys: JobKey[]): void {
+    const rows: JobRow[] = [];
+    for (const k of keys) {
+      const row = this.table.get(k.id);
+      if (row && row.state === 'pending' && !this.runner.running(row.id)) rows.push(row);
+      else this.tracked.delete(k.id);
+    }
+    for (let i = 0; i < rows.length; ) {
+      const kind = this.exec.kinds.get(rows[i].kind);
+      if (kind && 'async' in kind) void this.runner.start(rows[i++], kind.async, null);
+      else i += this.exec.runSyncBatch(rows, i, null, -Infinity, false);
     }
   }
 
@@ -379,85 +370,5 @@ export class Scheduler {
     for (const w of this.idleWaiters.splice(0)) w();
   }
 
-  /**
-   * Run sync jobs rows[from..] in one transaction, each in a savepoint, up to the next async job or the first
-   * job that scheduled another when `stopOnSchedule` (so a shop's advance re-reads due order). With `pinShop`,
-   * the shop's test clock reads each job's due time while it runs. Returns how many rows it consumed.
-   */
-  private runSyncBatch(rows: JobRow[], from: number, pinShop: string | null, pinFloor: number, stopOnSchedule: boolean): number {
-    let n = 0;
-    const retries: JobKey[] = [];
-    const seq = this.scheduleSeq;
-    this.store.tx((tx) => {
-      for (let i = from; i < rows.length && n < this.limits.batch; i++) {
-        const row = rows[i];
-        const kind = this.kinds.get(row.kind);
-        if (kind && 'async' in kind) break;
-        n++;
-        const at = Math.max(pinFloor, row.due_at);
-        const once = (): void => {
-          const retry = this.runOneInSavepoint(tx, row, kind);
-          if (retry) retries.push(retry);
-        };
-        if (pinShop) this.clocks.pinned(pinShop, at, once);
-        else once();
-        if (stopOnSchedule && this.scheduleSeq !== seq) break;
-      }
-    });
-    for (const r of rows.slice(from, from + n)) this.tracked.delete(r.id);
-    for (const r of retries) this.offer(r);
-    return n;
-  }
-
-  /** One job in a savepoint of `tx`: skipped if no longer pending; on a throw, rolled back and recorded as failed. */
-  private runOneInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined): JobKey | null {
-    const db = tx.db;
-    db.exec('SAVEPOINT job');
-    const hooks: Array<() => void> = [];
-    try {
-      const cur = db.prepare(`SELECT state FROM jobs WHERE id = ?`).get(row.id) as { state: string } | undefined;
-      if (cur?.state === 'pending') {
-        if (!kind || !('sync' in kind)) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
-        kind.sync({ db, afterCommit: (h) => hooks.push(h) }, toJob(row));
-        this.table.done(db, row.id, this.clocks.real());
-      }
-      db.exec('RELEASE job');
-    } catch (err) {
-      db.exec('ROLLBACK TO job');
-      db.exec('RELEASE job');
-      return this.fail(tx, row, err);
-    }
-    for (const h of hooks) tx.afterCommit(h);
-    return null;
-  }
-
-  /** Record a failed run in `tx`: retry after a doubling backoff on the job's clock, or dead after maxAttempts. */
-  private fail(tx: Tx, row: JobRow, err: unknown): JobKey | null {
-    const kind = this.kinds.get(row.kind);
-    const attempt = row.attempt + 1;
-    const dead = attempt >= (kind?.maxAttempts ?? MAX_ATTEMPTS);
-    const backoff_ms = Math.min(this.limits.maxBackoffMs, this.limits.backoffMs * 2 ** (attempt - 1));
-    const real = this.clocks.real();
-    const dueAt = this.clocks.now(row.shop_id, row.mode) + backoff_ms;
-    const runAt = this.clocks.toReal(row.shop_id, row.mode, dueAt);
-    const error = String((err as Error)?.message ?? err).slice(0, 500);
-    this.table.failed(tx.db, row.id, { attempt, error, dead, dueAt, runAt, now_ms: real });
-    const fields = { job_id: row.id, kind: row.kind, subject_id: row.subject_id, attempt, error };
-    if (dead) this.log.error('job dead', fields);
-    else this.log.warn('job failed; will retry', { ...fields, retry_in_ms: backoff_ms });
-    return dead ? null : { id: row.id, runAt };
-  }
-
-  /** The async runner's failure path: its own transaction, on the clock the run had. */
-  private failInTx(row: JobRow, err: unknown, pin: Pin | null): void {
-    if (!this.store.db.open) return;
-    const record = (): void =>
-      this.store.tx((tx) => {
-        const cur = tx.db.prepare(`SELECT attempt, state FROM jobs WHERE id = ?`).get(row.id) as { attempt: number; state: string } | undefined;
-        if (cur?.state === 'pending') this.fail(tx, { ...row, attempt: cur.attempt }, err);
-      });
-    if (pin) this.clocks.pinned(pin.shopId, pin.at, record);
-    else record();
-  }
 }
 

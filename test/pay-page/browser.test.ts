@@ -59,7 +59,7 @@ async function shot(page: Page, name: string): Promise<void> {
 }
 
 async function noHorizontalScroll(page: Page, what: string): Promise<void> {
-  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  const width = Number(await page.evaluate('document.documentElement.scrollWidth'));
   assert.ok(width <= 360, `${what}: scrollWidth ${width} > 360`);
 }
 
@@ -76,9 +76,9 @@ test('any → SBP by keyboard → approve → success → back at return_url wit
   await shot(page, 'method-choice');
   for (let i = 0; i < 15; i++) {
     await page.keyboard.press('Tab');
-    if ((await page.evaluate(() => document.activeElement?.getAttribute('value'))) === 'sbp') break;
+    if ((await page.evaluate("document.activeElement?.getAttribute('value')")) === 'sbp') break;
   }
-  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('value')), 'sbp', 'SBP is reachable by Tab');
+  assert.equal(await page.evaluate("document.activeElement?.getAttribute('value')"), 'sbp', 'SBP is reachable by Tab');
   await page.keyboard.press('Enter');
   await page.locator('svg.qr').waitFor();
   assert.equal((await getPayment(s, id)).status, 'processing');
@@ -104,7 +104,7 @@ test('card: the script stops a bad number; a decline shows the reason', { skip }
   await page.getByRole('button', { name: /Оплатить/ }).click();
   assert.match(await page.locator('#number-err').innerText(), /Проверьте номер карты/);
   assert.equal(await page.getByLabel('Номер карты').getAttribute('aria-invalid'), 'true');
-  assert.equal(await page.evaluate(() => document.activeElement?.id), 'number', 'focus moves to the bad field');
+  assert.equal(await page.evaluate('document.activeElement?.id'), 'number', 'focus moves to the bad field');
   assert.equal((await getPayment(s, id)).status, 'processing', 'nothing was posted');
   await shot(page, 'card-form-error');
   await page.getByLabel('Номер карты').fill('4000 0000 0000 0002');
@@ -194,7 +194,7 @@ test('at 360 px every screen fits without horizontal scroll', { skip }, async ()
 
 test('English by the browser language; the switch goes back to Russian and sticks', { skip }, async () => {
   const { url } = await createPayment(s, { amount: 10000 });
-  const { page, done } = await open({ locale: 'en-US' });
+  const { page, done } = await open({ locale: 'en-US', width: 1024 });
   await page.goto(url);
   await page.getByRole('heading', { name: 'Choose how to pay' }).waitFor();
   await shot(page, 'method-choice-en');

@@ -21,7 +21,7 @@ const bad: Array<{ name: string; body: unknown; param?: string }> = [
   { name: 'amount zero', body: sbpBody(0), param: 'amount' },
   { name: 'amount negative', body: sbpBody(-5), param: 'amount' },
   { name: 'amount a float', body: sbpBody(10.5), param: 'amount' },
-  { name: 'amount a string', body: sbpBody('100'), param: 'amount' },
+  { name: 'amount a string', body: { ...sbpBody(100), amount: '100' }, param: 'amount' },
   { name: 'amount over 10^12', body: sbpBody(1_000_000_000_001), param: 'amount' },
   { name: 'currency not RUB', body: sbpBody(100, { currency: 'USD' }), param: 'currency' },
   { name: 'sbp phone missing', body: { ...sbpBody(100), phone: undefined }, param: 'phone' },

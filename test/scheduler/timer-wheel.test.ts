@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TimerWheel, type TimerEntry } from '../../src/scheduler/timer-wheel';
+import { TimerWheel, type TimerHandle } from '../../src/scheduler/timer-wheel';
 
 /** A wheel on a fake clock that starts at `start`. */
 function fakeWheel(start = 1_700_000_000_000, opts: { tickMs?: number; wheelSize?: number } = {}) {
@@ -107,7 +107,7 @@ test('matches a sorted list on 5,000 random timers with random cancels (tick 1 a
       return seed % n;
     };
     const { wheel, fired, advanceTo } = fakeWheel(0, { tickMs, wheelSize: 16 });
-    const entries: Array<TimerEntry<string>> = [];
+    const entries: TimerHandle[] = [];
     const expected = new Map<string, number>();
     for (let i = 0; i < 5000; i++) {
       const due = rnd(2_000_000);

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Smoke test of the built executable: copied alone into an empty directory (no node_modules, a fresh
+# addon cache), it must answer --help, create a demo with --json, serve GET /healthz, print the demo key
+# on an empty database, and exit 0 on SIGTERM.
+#
+# Usage: scripts/smoke-exe.sh [EXECUTABLE]      (default dist/kopek)
+set -euo pipefail
+
+exe="${1:-dist/kopek}"
+[[ -x "$exe" ]] || { echo "smoke-exe: FAIL: no executable at \"$exe\" (run npm run build)"; exit 1; }
+
+dir="$(mktemp -d "${TMPDIR:-/tmp}/kopek-smoke.XXXXXX")"
+pid=""
+cleanup() {
+  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "smoke-exe: FAIL: $1"
+  if [[ -f "$dir/serve.log" ]]; then
+    echo "--- server output ---"
+    tail -n 40 "$dir/serve.log"
+  fi
+  exit 1
+}
+
+cp "$exe" "$dir/kopek"
+cd "$dir"
+# A cache of its own, so the addon is unpacked from the executable on this run, not reused.
+export XDG_CACHE_HOME="$dir/cache"
+
+./kopek --help > help.txt 2>&1 || fail "kopek --help exited non-zero: $(head -n 3 help.txt)"
+grep -q '^Usage: kopek <command>' help.txt || fail "kopek --help printed no usage line"
+
+./kopek demo --db ./demo.db --json > demo.json 2> demo.err || fail "kopek demo exited non-zero: $(cat demo.err)"
+grep -q '"key":"sk_test_' demo.json || fail "kopek demo --json printed no test key: $(cat demo.json)"
+
+start_ns=$(date +%s%N)
+./kopek serve --port 0 --db ./serve.db > serve.log 2>&1 &
+pid=$!
+
+# Port 0: the server picks a free port and names it in its "listening on" line.
+url=""
+for _ in $(seq 1 100); do
+  url="$(grep -o 'listening on http://[^ ]*' serve.log 2>/dev/null | head -n 1 | sed 's/^listening on //')" || true
+  [[ -n "$url" ]] && break
+  kill -0 "$pid" 2>/dev/null || fail "kopek serve exited before listening"
+  sleep 0.1
+done
+[[ -n "$url" ]] || fail "kopek serve printed no \"listening on\" line within 10 s"
+
+healthy=""
+for _ in $(seq 1 50); do
+  code="$(curl -s -o health.json -w '%{http_code}' --max-time 2 "$url/healthz" || true)"
+  if [[ "$code" == "200" ]]; then healthy=1; break; fi
+  sleep 0.1
+done
+[[ -n "$healthy" ]] || fail "GET $url/healthz did not answer 200 within 5 s (last status ${code:-none})"
+ready_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
+grep -q '"status":"ok"' health.json || fail "GET /healthz answered $(cat health.json)"
+grep -q 'test key  sk_test_' serve.log || fail "kopek serve printed no demo test key on an empty database"
+
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=""
+[[ "$rc" == "0" ]] || fail "kopek serve exited $rc after SIGTERM, expected 0"
+
+echo "smoke-exe: PASS ($(du -m "$dir/kopek" | cut -f1) MiB executable, first /healthz 200 after ${ready_ms} ms, clean exit on SIGTERM)"

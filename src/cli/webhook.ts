@@ -1,0 +1,149 @@
+import { parseArgs, flag, onlyFlags, type Args } from './args';
+import { COMMON_OPTIONS, openStore, output, type Command } from './command';
+import type { Store } from '../db/tx';
+import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../webhooks/store';
+import { deliveryLog } from '../webhooks/log';
+import { resendEvent } from '../webhooks/outbox';
+import { iso } from '../util/time';
+
+const usage = `Usage:
+  kopek webhook add --shop ID --url URL [--events E1,E2] [--signature v1|v2]
+  kopek webhook list --shop ID
+  kopek webhook delete ENDPOINT_ID
+  kopek webhook rotate ENDPOINT_ID [--overlap HOURS]
+  kopek webhook deliveries [--event EVT_ID] [--shop ID]
+  kopek webhook resend EVT_ID
+
+add         adds an endpoint to a shop for both modes and prints its secret (whs_…) once;
+            --events limits it to those webhook events (default: all); --signature v1 is the legacy
+            format, v2 (default) the timestamped one. Live events need an https URL to a public address.
+list        lists the shop's endpoints, with disabled ones and why (a 410 Gone answer disables one)
+delete      deletes an endpoint; its pending deliveries stop
+rotate      issues a new secret and prints it once; the old one stops at once, or with --overlap HOURS
+            stays valid that long, the signature header carrying one signature per valid secret
+deliveries  shows the delivery log: every attempt (time, URL, answer or error, latency), newest 200
+resend      queues every delivery of an event for a new attempt now, with a fresh retry schedule;
+            a running server picks it up within seconds
+
+Options:
+${COMMON_OPTIONS}
+
+Examples:
+  kopek webhook add --shop 3b9e… --url https://shop.example/hooks/psp
+  kopek webhook add --shop 3b9e… --url https://old.example/cb --events payment.succeeded,payment.refunded --signature v1
+  kopek webhook list --shop 3b9e… --json
+  kopek webhook rotate 7d1c… --overlap 24
+  kopek webhook deliveries --event evt_01JD3Q9W2K8X5N7B4M6R0T2Y8V
+  kopek webhook resend evt_01JD3Q9W2K8X5N7B4M6R0T2Y8V`;
+
+/** `kopek webhook` */
+export const webhook: Command = {
+  name: 'webhook',
+  summary: 'manage webhook endpoints, see deliveries, resend events',
+  usage,
+  run(argv) {
+    const args = parseArgs(argv);
+    const [sub, id] = args.positional;
+    const store = openStore(args);
+    try {
+      switch (sub) {
+        case 'add':
+          return add(store, args);
+        case 'list':
+          return list(store, args);
+        case 'delete':
+          onlyFlags(args, []);
+          if (!id) throw new Error('webhook delete needs ENDPOINT_ID');
+          deleteEndpoint(store, id);
+          output(args, { id, deleted: true }, [`deleted ${id}`]);
+          return 0;
+        case 'rotate': {
+          onlyFlags(args, ['overlap']);
+          if (!id) throw new Error('webhook rotate needs ENDPOINT_ID');
+          const raw = flag(args, 'overlap') ?? '0';
+          if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`cannot rotate webhook secret: --overlap must be a number of hours, got "${raw}"`);
+          const secret = rotateSecret(store, id, Number(raw), Date.now());
+          output(args, { id, secret, overlap_hours: Number(raw) }, [
+            `secret  ${secret}   (shown once)`,
+            Number(raw) > 0 ? `the previous secret stays valid for ${raw} h` : 'the previous secret is no longer valid',
+          ]);
+          return 0;
+        }
+        case 'deliveries':
+          return deliveries(store, args);
+        case 'resend': {
+          onlyFlags(args, []);
+          if (!id) throw new Error('webhook resend needs EVT_ID');
+          const n = store.tx((tx) => resendEvent(tx, id, Date.now()));
+          if (n === 0) throw new Error(`cannot resend event "${id}": it has no deliveries`);
+          output(args, { event_id: id, requeued: n }, [`re-queued ${n} deliver${n === 1 ? 'y' : 'ies'} of ${id}`]);
+          return 0;
+        }
+        default:
+          throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek webhook --help`);
+      }
+    } finally {
+      store.db.close();
+    }
+  },
+};
+
+function add(store: Store, args: Args): number {
+  onlyFlags(args, ['shop', 'url', 'events', 'signature']);
+  const shopId = flag(args, 'shop');
+  const url = flag(args, 'url');
+  if (!shopId || !url) throw new Error('webhook add needs --shop ID and --url URL');
+  const { endpoint, secret } = addEndpoint(store, { shopId, url, events: flag(args, 'events'), signature: flag(args, 'signature') }, Date.now());
+  output(args, { id: endpoint.id, secret, url: endpoint.url, events: splitList(endpoint.events), signature: endpoint.signature }, [
+    `endpoint id  ${endpoint.id}`,
+    `secret       ${secret}   (shown once)`,
+  ]);
+  return 0;
+}
+
+function list(store: Store, args: Args): number {
+  onlyFlags(args, ['shop']);
+  const shopId = flag(args, 'shop');
+  if (!shopId) throw new Error('webhook list needs --shop ID');
+  const items = listEndpoints(store, shopId).map((e) => ({
+    id: e.id,
+    url: e.url,
+    events: splitList(e.events),
+    signature: e.signature,
+    created_at: iso(e.created_at),
+    disabled_at: e.disabled_at === null ? null : iso(e.disabled_at),
+    disabled_reason: e.disabled_reason,
+  }));
+  output(
+    args,
+    { items },
+    items.length === 0
+      ? ['(no endpoints)']
+      : items.map(
+          (e) =>
+            `${e.id}  ${e.signature}  ${e.disabled_at ? `DISABLED ${e.disabled_at}: ${e.disabled_reason}` : 'active'}  ${e.url}  ${e.events.length ? e.events.join(',') : 'all events'}`,
+        ),
+  );
+  return 0;
+}
+
+function deliveries(store: Store, args: Args): number {
+  onlyFlags(args, ['event', 'shop']);
+  const items = deliveryLog(store.db, { eventId: flag(args, 'event'), shopId: flag(args, 'shop'), limit: 200 });
+  output(
+    args,
+    { items },
+    items.length === 0
+      ? ['(no deliveries)']
+      : items.map(
+          (i) =>
+            `${i.attempted_at ?? 'due ' + i.next_attempt_at}  ${i.mode}  ${i.event_id}  ${i.event}  #${i.attempt}  ${i.status.padEnd(9)}  ` +
+            `${i.response_code ?? '-'}  ${i.latency_ms === null ? '' : i.latency_ms + ' ms'}  ${i.url}${i.error ? '  ' + i.error : ''}`,
+        ),
+  );
+  return 0;
+}
+
+function splitList(text: string): string[] {
+  return text.split(',').filter(Boolean);
+}

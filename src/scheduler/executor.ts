@@ -1,0 +1,150 @@
+import type { Store, Tx } from '../db/tx';
+import type { Clocks } from './clock';
+import type { Logger } from '../log';
+import { toJob, type Job, type JobKey, type JobRow, type JobsTable } from './jobs-table';
+import type { AsyncJobKind, Pin } from './async-runner';
+
+/**
+ * A job handler runs inside the job's own transaction (a savepoint of a batch) and the job is marked done in
+ * it; it may schedule more jobs through the tx it gets. It must be idempotent (check the subject's state
+ * first) and must not open a transaction of its own. Throwing rolls back its writes and retries the job.
+ */
+export type JobHandler = (tx: Tx, job: Job) => void;
+
+/** Per-kind options. */
+export interface JobKindOptions {
+  /** Failed runs before the job is dead (default MAX_ATTEMPTS). */
+  maxAttempts?: number;
+}
+
+/** Failed runs before a job is marked dead. */
+export const MAX_ATTEMPTS = 8;
+
+/** A registered job kind: a synchronous handler, or an async run-then-complete pair. */
+export type Kind = { sync: JobHandler; maxAttempts: number } | { async: AsyncJobKind<unknown>; maxAttempts: number };
+
+/** Retry timing: the first delay, doubling per failure up to the cap. */
+export interface Backoff {
+  backoffMs: number;
+  maxBackoffMs: number;
+  /** Most sync jobs per transaction. */
+  batch: number;
+}
+
+/** What the executor tells the scheduler. */
+export interface ExecutorHooks {
+  /** A counter that every schedule() bumps. */
+  seq(): number;
+  /** A job was run (or found finished) and is no longer in memory. */
+  ran(id: number): void;
+  /** A failed job will run again at this key. */
+  retry(key: JobKey): void;
+}
+
+/**
+ * Runs sync jobs in batches (one transaction, one savepoint per job, so each job's writes and its `done`
+ * mark commit or roll back together) and records failures: retry after a doubling backoff, dead at last.
+ */
+export class Executor {
+  /** Registered kinds by name. */
+  readonly kinds = new Map<string, Kind>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly clocks: Clocks,
+    private readonly log: Logger,
+    private readonly table: JobsTable,
+    private readonly limits: Backoff,
+    private readonly hooks: ExecutorHooks,
+  ) {}
+
+  /** Register a kind; a kind registered twice is a start-up error. */
+  addKind(kind: string, k: Kind): void {
+    if (this.kinds.has(kind)) throw new Error(`cannot register job kind "${kind}" twice`);
+    if (!(Number.isInteger(k.maxAttempts) && k.maxAttempts >= 1)) throw new Error(`cannot register job kind "${kind}": maxAttempts ${k.maxAttempts} is under 1`);
+    this.kinds.set(kind, k);
+  }
+
+  /**
+   * Run sync jobs rows[from..] in one transaction, each in a savepoint, up to the next async job or the first
+   * job that scheduled another when `stopOnSchedule` (so a shop's advance re-reads due order). With `pinShop`,
+   * the shop's test clock reads each job's due time while it runs. Returns how many rows it consumed; throws
+   * when the transaction itself fails (nothing committed: the jobs stay pending and the sweep finds them).
+   */
+  runSyncBatch(rows: JobRow[], from: number, pinShop: string | null, pinFloor: number, stopOnSchedule: boolean): number {
+    const seq = this.hooks.seq();
+    const retries: JobKey[] = [];
+    let end = from;
+    try {
+      this.store.tx((tx) => {
+        while (end < rows.length && end - from < this.limits.batch) {
+          const row = rows[end];
+          const kind = this.kinds.get(row.kind);
+          if (kind && 'async' in kind) break;
+          end++;
+          const once = (): void => {
+            const retry = this.runOneInSavepoint(tx, row, kind);
+            if (retry) retries.push(retry);
+          };
+          if (pinShop) this.clocks.pinned(pinShop, Math.max(pinFloor, row.due_at), once);
+          else once();
+          if (stopOnSchedule && this.hooks.seq() !== seq) break;
+        }
+      });
+    } finally {
+      for (let i = from; i < end; i++) this.hooks.ran(rows[i].id);
+    }
+    for (const r of retries) this.hooks.retry(r);
+    return end - from;
+  }
+
+  /** One job in a savepoint of `tx`: skipped if no longer pending; on a throw, rolled back and recorded as failed. */
+  private runOneInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined): JobKey | null {
+    const db = tx.db;
+    db.exec('SAVEPOINT job');
+    const hooks: Array<() => void> = [];
+    try {
+      if (this.table.state(row.id) === 'pending') {
+        if (!kind || !('sync' in kind)) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
+        kind.sync({ db, afterCommit: (h) => hooks.push(h) }, toJob(row));
+        this.table.done(row.id, this.clocks.real());
+      }
+      db.exec('RELEASE job');
+    } catch (err) {
+      db.exec('ROLLBACK TO job');
+      db.exec('RELEASE job');
+      return this.fail(tx, row, err);
+    }
+    for (const h of hooks) tx.afterCommit(h);
+    return null;
+  }
+
+  /** Record a failed run in `tx`: retry after a doubling backoff on the job's clock, or dead after maxAttempts. */
+  private fail(tx: Tx, row: JobRow, err: unknown): JobKey | null {
+    const kind = this.kinds.get(row.kind);
+    const attempt = row.attempt + 1;
+    const dead = attempt >= (kind?.maxAttempts ?? MAX_ATTEMPTS);
+    const backoff_ms = Math.min(this.limits.maxBackoffMs, this.limits.backoffMs * 2 ** (attempt - 1));
+    const real = this.clocks.real();
+    const dueAt = this.clocks.now(row.shop_id, row.mode) + backoff_ms;
+    const runAt = this.clocks.toReal(row.shop_id, row.mode, dueAt);
+    const error = String((err as Error)?.message ?? err).slice(0, 500);
+    this.table.failed(tx.db, row.id, { attempt, error, dead, dueAt, runAt, now_ms: real });
+    const fields = { job_id: row.id, kind: row.kind, subject_id: row.subject_id, attempt, error };
+    if (dead) this.log.error('job dead', fields);
+    else this.log.warn('job failed; will retry', { ...fields, retry_in_ms: backoff_ms });
+    return dead ? null : { id: row.id, runAt };
+  }
+
+  /** The async runner's failure path: its own transaction, on the clock the run had. */
+  failInTx(row: JobRow, err: unknown, pin: Pin | null): void {
+    if (!this.store.db.open) return;
+    const record = (): void =>
+      this.store.tx((tx) => {
+        const cur = tx.db.prepare(`SELECT attempt, state FROM jobs WHERE id = ?`).get(row.id) as { attempt: number; state: string } | undefined;
+        if (cur?.state === 'pending') this.fail(tx, { ...row, attempt: cur.attempt }, err);
+      });
+    if (pin) this.clocks.pinned(pin.shopId, pin.at, record);
+    else record();
+  }
+}

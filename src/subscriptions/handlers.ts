@@ -1,0 +1,141 @@
+import type { App } from '../app-types';
+import type { Ctx, Reply } from '../http/types';
+import { badRequest, notFound } from '../http/errors';
+import { amountField, bodyObject, enumField, intField, strField } from '../http/validate';
+import { idempotentCreate } from '../auth/idempotency';
+import { isUuid } from '../util/ids';
+import { iso, isoOrNull } from '../util/time';
+import { parseRegisterQuery, registerOrder, registerWhere, toPage } from '../registers/query';
+import { customerFields } from '../tokens/handlers';
+import { TOKEN_METHODS } from '../tokens/store';
+import { chargeTime, firstIndexAfter, PERIODS } from './calendar';
+import { chargesOf, getSubscription, SUBSCRIPTION_STATUSES, subscriptionView, type SubscriptionRow } from './store';
+import { cancelSubscriptionTx, CANCEL_REASONS, createSubscriptionTx } from './subscriptions';
+
+/** Largest interval_count: charge at most every 365 periods. */
+export const INTERVAL_MAX = 365;
+/** Longest trial in days. */
+export const TRIAL_DAYS_MAX = 365;
+/** How many future charge times the schedule lists. */
+export const UPCOMING_COUNT = 12;
+/** How many past payments the schedule lists (the latest ones; the payment register has them all). */
+export const CHARGES_MAX = 1000;
+
+const CREATE_FIELDS = ['amount', 'customer_ref', 'method', 'period', 'interval_count', 'trial_days', 'customer_email', 'plan_name', 'return_url', 'currency'];
+
+/** A subscription of the caller's shop and mode, or 404 (another shop's id looks the same as none). */
+function subscriptionOfShop(app: App, ctx: Ctx, id: string): SubscriptionRow {
+  const auth = ctx.auth!;
+  const s = isUuid(id) ? getSubscription(app, id) : undefined;
+  if (!s || s.shop_id !== auth.shopId || s.mode !== auth.mode) throw notFound(`Cannot find subscription "${id}"`);
+  return s;
+}
+
+/** POST /v1/public/subscriptions: 201 {subscription, initial_payment, pay_url}. */
+export async function createSubscription(ctx: Ctx): Promise<Reply> {
+  const auth = ctx.auth!;
+  const obj = bodyObject(ctx.body, CREATE_FIELDS);
+  const amount = amountField(obj, 'amount', true)!;
+  if (obj.currency !== undefined && obj.currency !== 'RUB') throw badRequest(`Field "currency" must be "RUB", got ${JSON.stringify(obj.currency).slice(0, 64)}`, 'currency');
+  const method = enumField(obj, 'method', TOKEN_METHODS, 'cards')!;
+  const period = enumField(obj, 'period', PERIODS, 'month')!;
+  const intervalCount = intField(obj, 'interval_count', { min: 1, max: INTERVAL_MAX }) ?? 1;
+  const trialDays = intField(obj, 'trial_days', { min: 0, max: TRIAL_DAYS_MAX }) ?? 0;
+  if (trialDays > 0 && method === 'tpay') {
+    throw badRequest(`Field "trial_days" must be 0 for method tpay (trials bind cards and sbp only), got ${trialDays}`, 'trial_days');
+  }
+  const planName = strField(obj, 'plan_name', { max: 200 }) ?? '';
+  const customer = customerFields(obj, auth.mode);
+  const reply = await idempotentCreate(ctx, (tx) => {
+    const { sub, payment } = createSubscriptionTx(ctx.app, tx, {
+      merchantId: auth.merchantId,
+      shopId: auth.shopId,
+      mode: auth.mode,
+      amount,
+      ...customer,
+      planName,
+      method,
+      period,
+      intervalCount,
+      trialDays,
+    });
+    return {
+      status: 201,
+      body: {
+        subscription: {
+          id: sub.id,
+          status: sub.status,
+          amount: sub.amount,
+          currency: sub.currency,
+          method: sub.method,
+          period: sub.period,
+          interval_count: sub.interval_count,
+          trial_days: sub.trial_days,
+          next_charge_at: isoOrNull(sub.next_charge_at),
+        },
+        initial_payment: { id: payment.id, status: payment.status, amount: payment.amount },
+        pay_url: `${ctx.app.payPageUrl()}/pay/${payment.id}`,
+      },
+    };
+  });
+  if ('body' in reply) ctx.logExtra = { subscription_id: ((reply.body as { subscription: { id: string } }).subscription).id };
+  return reply;
+}
+
+/** GET /v1/public/subscriptions/{id} */
+export function getSubscriptionHandler(ctx: Ctx): Reply {
+  return { body: subscriptionView(ctx.app, subscriptionOfShop(ctx.app, ctx, ctx.params.id)) };
+}
+
+/** GET /v1/public/subscriptions?customer_ref=: the key's shop and mode, newest first, register pagination. */
+export function listSubscriptions(ctx: Ctx): Reply {
+  const auth = ctx.auth!;
+  const rq = parseRegisterQuery(ctx.query, { statuses: SUBSCRIPTION_STATUSES, extra: { customer_ref: [] } });
+  const where = registerWhere(rq);
+  where.sql.unshift('shop_id = ?', 'mode = ?');
+  where.params.unshift(auth.shopId, auth.mode);
+  if (rq.extra.customer_ref !== undefined) {
+    where.sql.push('customer_ref = ?');
+    where.params.push(rq.extra.customer_ref);
+  }
+  const rows = ctx.app.store
+    .stmt(`SELECT * FROM subscriptions WHERE ${where.sql.join(' AND ')} ${registerOrder()} LIMIT ?`)
+    .all(...where.params, rq.limit + 1) as SubscriptionRow[];
+  return { body: toPage(rows, rq, (s) => subscriptionView(ctx.app, s)) };
+}
+
+/** The next charge times: next_charge_at (a retry when past_due), then the anchor's calendar after it. */
+export function upcomingOf(s: SubscriptionRow, count = UPCOMING_COUNT): number[] {
+  if ((s.status !== 'active' && s.status !== 'past_due') || s.anchor_at === null || s.next_charge_at === null) return [];
+  const out = [s.next_charge_at];
+  let n = firstIndexAfter(s.anchor_at, s.period, s.interval_count, s.charge_index + 1, s.next_charge_at);
+  while (out.length < count) out.push(chargeTime(s.anchor_at, s.period, s.interval_count, n++));
+  return out;
+}
+
+/** GET /v1/public/subscriptions/{id}/schedule */
+export function getSchedule(ctx: Ctx): Reply {
+  const s = subscriptionOfShop(ctx.app, ctx, ctx.params.id);
+  return {
+    body: {
+      subscription_id: s.id,
+      status: s.status,
+      amount: s.amount,
+      currency: s.currency,
+      period: s.period,
+      interval_count: s.interval_count,
+      next_charge_at: isoOrNull(s.next_charge_at),
+      charges: chargesOf(ctx.app, s.id, CHARGES_MAX),
+      upcoming: upcomingOf(s).map(iso),
+    },
+  };
+}
+
+/** POST /v1/public/subscriptions/{id}/cancel {reason?}: from any status; cancelling again changes nothing. */
+export async function cancelSubscription(ctx: Ctx): Promise<Reply> {
+  const obj = bodyObject(ctx.body, ['reason']);
+  const reason = strField(obj, 'reason', { max: 500 }) ?? CANCEL_REASONS.merchant;
+  const id = ctx.params.id;
+  const s = await ctx.app.store.write((tx) => cancelSubscriptionTx(ctx.app, tx, subscriptionOfShop(ctx.app, ctx, id), reason));
+  return { body: { status: s.status } };
+}

@@ -1,0 +1,55 @@
+import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
+import type { EventRow } from '../events/emit';
+import { getPayment } from '../payments/store';
+import { getToken, recurrentPayment } from '../tokens/store';
+import { activateTokenTx, chargedTx } from '../tokens/tokens';
+import { getSubscription } from './store';
+import { activateTx, chargeSettledTx, CHARGE_JOB, runChargeJob } from './subscriptions';
+
+/** Final payment statuses tokens and subscriptions react to (expired counts as a failed charge). */
+const SETTLED = new Set(['succeeded', 'failed', 'expired']);
+
+/**
+ * React to the payments tokens and subscriptions made, inside the transaction of the payment's status change:
+ * a binding that succeeded activates its token or subscription; a charge that ended moves its subscription.
+ * The payments state machine stays unaware of them.
+ */
+function recurrentSink(app: App, tx: Tx, row: EventRow): void {
+  if (row.kind !== 'payment.status_changed' || row.payment_id === null) return;
+  const { status } = JSON.parse(row.payload) as { status: string };
+  if (!SETTLED.has(status)) return;
+  const rp = recurrentPayment(app, row.payment_id);
+  if (!rp) return;
+  const p = getPayment(app, rp.payment_id);
+  if (!p) return;
+  const ok = p.status === 'succeeded';
+  // The bank's moment of capture, so last_charged_at and the anchor equal the payment's captured_at.
+  const at = p.captured_at ?? row.at;
+  switch (rp.kind) {
+    case 'token_binding': {
+      const t = getToken(app, rp.token_id);
+      if (ok && t) activateTokenTx(app, tx, t, p);
+      return;
+    }
+    case 'token_charge': {
+      const t = getToken(app, rp.token_id);
+      if (ok && t) chargedTx(tx, t, at);
+      return;
+    }
+    case 'subscription_init': {
+      const s = getSubscription(app, rp.subscription_id ?? '');
+      if (ok && s) activateTx(app, tx, s, p, at);
+      return;
+    }
+    case 'subscription_charge':
+      chargeSettledTx(app, tx, rp, p, at);
+      return;
+  }
+}
+
+/** Register the subscription charge job and the sink that ties tokens and subscriptions to their payments. */
+export function registerRecurrent(app: App): void {
+  app.scheduler.register(CHARGE_JOB, (tx, job) => runChargeJob(app, tx, job));
+  app.events.addSink((tx, row) => recurrentSink(app, tx, row));
+}

@@ -1,0 +1,170 @@
+import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
+import type { Mode } from '../scheduler/clock';
+import { iso, isoOrNull } from '../util/time';
+import type { TokenMethod } from '../tokens/store';
+import type { Period } from './calendar';
+
+/** Subscription statuses, in the specification's display order. */
+export const SUBSCRIPTION_STATUSES = ['pending', 'active', 'past_due', 'cancelled'] as const;
+/** A subscription status. */
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+
+/** A row of the subscriptions table. */
+export interface SubscriptionRow {
+  seq: number;
+  id: string;
+  merchant_id: string;
+  shop_id: string;
+  mode: Mode;
+  customer_ref: string;
+  customer_email: string;
+  plan_name: string;
+  amount: number;
+  currency: string;
+  method: TokenMethod;
+  period: Period;
+  interval_count: number;
+  trial_days: number;
+  status: SubscriptionStatus;
+  token_id: string;
+  initial_payment_id: string;
+  anchor_at: number | null;
+  charge_index: number;
+  failures: number;
+  next_charge_at: number | null;
+  trial_end: number | null;
+  cancel_reason: string;
+  created_at: number;
+  activated_at: number | null;
+  cancelled_at: number | null;
+}
+
+/** One payment of a subscription as the schedule and the Subscription object list it. */
+export interface ChargeView {
+  payment_id: string;
+  kind: 'subscription_init' | 'subscription_charge';
+  amount: number;
+  status: string;
+  failure_code: string;
+  attempt: number;
+  created_at: string;
+}
+
+/** The Subscription object of GET /v1/public/subscriptions/{id} and of subscription webhooks. */
+export interface SubscriptionView {
+  id: string;
+  status: SubscriptionStatus;
+  amount: number;
+  currency: string;
+  method: TokenMethod;
+  period: Period;
+  interval_count: number;
+  trial_days: number;
+  next_charge_at: string | null;
+  customer_ref: string;
+  customer_email: string;
+  plan_name: string;
+  trial_end: string | null;
+  token_id: string;
+  initial_payment_id: string;
+  failed_charges: number;
+  latest_charge: ChargeView | null;
+  cancel_reason: string;
+  created_at: string;
+  activated_at: string | null;
+  cancelled_at: string | null;
+}
+
+/** A subscription by id, any shop (callers check the shop). */
+export function getSubscription(app: App, id: string): SubscriptionRow | undefined {
+  return app.store.stmt('SELECT * FROM subscriptions WHERE id = ?').get(id) as SubscriptionRow | undefined;
+}
+
+/** Re-read a subscription inside a transaction. */
+export function reloadSubscription(app: App, id: string): SubscriptionRow {
+  const s = getSubscription(app, id);
+  if (!s) throw new Error(`cannot reload subscription "${id}": it does not exist`);
+  return s;
+}
+
+/** Insert a pending subscription in the caller's transaction. */
+export function insertSubscription(
+  tx: Tx,
+  s: Pick<
+    SubscriptionRow,
+    | 'id' | 'merchant_id' | 'shop_id' | 'mode' | 'customer_ref' | 'customer_email' | 'plan_name' | 'amount' | 'currency'
+    | 'method' | 'period' | 'interval_count' | 'trial_days' | 'token_id' | 'initial_payment_id' | 'created_at'
+  >,
+): void {
+  tx.db
+    .prepare(
+      `INSERT INTO subscriptions (id, merchant_id, shop_id, mode, customer_ref, customer_email, plan_name, amount, currency, method,
+         period, interval_count, trial_days, status, token_id, initial_payment_id, created_at)
+       VALUES (@id, @merchant_id, @shop_id, @mode, @customer_ref, @customer_email, @plan_name, @amount, @currency, @method,
+         @period, @interval_count, @trial_days, 'pending', @token_id, @initial_payment_id, @created_at)`,
+    )
+    .run(s);
+}
+
+/** Write the changed columns of a subscription (only the names given). */
+export function updateSubscription(tx: Tx, id: string, patch: Partial<SubscriptionRow>): void {
+  const cols = Object.keys(patch);
+  if (cols.length === 0) return;
+  tx.db.prepare(`UPDATE subscriptions SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
+}
+
+type ChargeRow = { payment_id: string; kind: ChargeView['kind']; attempt: number; amount: number; status: string; metadata: string; created_at: number };
+
+const CHARGES_SQL = `SELECT r.payment_id, r.kind, r.attempt, p.amount, p.status, p.metadata, p.created_at, p.seq
+  FROM recurrent_payments r JOIN payments p ON p.id = r.payment_id
+  WHERE r.subscription_id = ?`;
+
+function chargeView(r: ChargeRow): ChargeView {
+  const meta = JSON.parse(r.metadata) as Record<string, string>;
+  return {
+    payment_id: r.payment_id,
+    kind: r.kind,
+    amount: r.amount,
+    status: r.status,
+    failure_code: meta.failure_code ?? '',
+    attempt: r.attempt,
+    created_at: iso(r.created_at),
+  };
+}
+
+/** The latest `limit` payments of a subscription (initial payment and charges), oldest first. */
+export function chargesOf(app: App, subscriptionId: string, limit: number): ChargeView[] {
+  const rows = app.store
+    .stmt(`SELECT * FROM (${CHARGES_SQL} ORDER BY p.created_at DESC, p.seq DESC LIMIT ?) ORDER BY created_at, seq`)
+    .all(subscriptionId, limit) as ChargeRow[];
+  return rows.map(chargeView);
+}
+
+/** The API shape of a subscription. */
+export function subscriptionView(app: App, s: SubscriptionRow): SubscriptionView {
+  const latest = app.store.stmt(`${CHARGES_SQL} ORDER BY p.created_at DESC, p.seq DESC LIMIT 1`).get(s.id) as ChargeRow | undefined;
+  return {
+    id: s.id,
+    status: s.status,
+    amount: s.amount,
+    currency: s.currency,
+    method: s.method,
+    period: s.period,
+    interval_count: s.interval_count,
+    trial_days: s.trial_days,
+    next_charge_at: isoOrNull(s.next_charge_at),
+    customer_ref: s.customer_ref,
+    customer_email: s.customer_email,
+    plan_name: s.plan_name,
+    trial_end: isoOrNull(s.trial_end),
+    token_id: s.token_id,
+    initial_payment_id: s.initial_payment_id,
+    failed_charges: s.failures,
+    latest_charge: latest ? chargeView(latest) : null,
+    cancel_reason: s.cancel_reason,
+    created_at: iso(s.created_at),
+    activated_at: isoOrNull(s.activated_at),
+    cancelled_at: isoOrNull(s.cancelled_at),
+  };
+}

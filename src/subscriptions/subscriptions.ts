@@ -1,0 +1,215 @@
+import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
+import type { Job } from '../scheduler/jobs';
+import type { Mode } from '../scheduler/clock';
+import { DAY_MS } from '../util/time';
+import { uuid } from '../util/ids';
+import { cancelTx } from '../payments/state';
+import { getPayment, metadataOf } from '../payments/store';
+import type { PaymentRow } from '../payments/types';
+import { getToken, type RecurrentPaymentRow, type TokenMethod } from '../tokens/store';
+import { activateTokenTx, CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargedTx, chargeTokenTx, createBindingTx } from '../tokens/tokens';
+import { chargeTime, firstIndexAfter, type Period } from './calendar';
+import { getSubscription, insertSubscription, reloadSubscription, subscriptionView, updateSubscription, type SubscriptionRow } from './store';
+
+/** Job kind: charge a subscription's period (payload: the period `index` and the `attempt`, 1 to 3). */
+export const CHARGE_JOB = 'subscription.charge';
+/** Consecutive failed charges that cancel a subscription. */
+export const MAX_FAILED_CHARGES = 3;
+/** When retry 2 and 3 run, after the period's scheduled time T: T + 1 day, then T + 1 day + 3 days. */
+export const RETRY_AFTER_MS = [DAY_MS, DAY_MS + 3 * DAY_MS] as const;
+/** cancel_reason of the automatic cancellations. */
+export const CANCEL_REASONS = { chargesFailed: 'charge_failed', tokenCancelled: 'token_cancelled', merchant: 'merchant_request' } as const;
+
+/** What a subscription is created from, after validation. */
+export interface SubscriptionInput {
+  merchantId: string;
+  shopId: string;
+  mode: Mode;
+  amount: number;
+  customerRef: string;
+  customerEmail: string;
+  planName: string;
+  method: TokenMethod;
+  period: Period;
+  intervalCount: number;
+  trialDays: number;
+  returnUrl?: string;
+}
+
+/** Append an event of a subscription: an SSE kind and payload, and optionally its webhook with the subscription. */
+function emit(app: App, tx: Tx, s: SubscriptionRow, kind: string, payload: Record<string, unknown>, webhook: string | null): void {
+  app.events.append(tx, {
+    merchantId: s.merchant_id,
+    shopId: s.shop_id,
+    mode: s.mode,
+    kind,
+    payload: { id: s.id, ...payload },
+    at: app.clocks.now(s.shop_id, s.mode),
+    webhook: webhook ? { event: webhook, data: subscriptionView(app, s), url: null } : undefined,
+  });
+}
+
+function emitStatus(app: App, tx: Tx, s: SubscriptionRow, webhook: string | null): void {
+  emit(app, tx, s, 'subscription.status_changed', { status: s.status }, webhook);
+}
+
+/**
+ * A pending subscription, its pending token and the initial payment (kind subscription_init) whose hosted
+ * page binds the method: the full amount, or 1 RUB during a trial.
+ */
+export function createSubscriptionTx(app: App, tx: Tx, input: SubscriptionInput): { sub: SubscriptionRow; payment: PaymentRow } {
+  const id = uuid();
+  const { token, payment } = createBindingTx(app, tx, {
+    merchantId: input.merchantId,
+    shopId: input.shopId,
+    mode: input.mode,
+    customerRef: input.customerRef,
+    customerEmail: input.customerEmail,
+    method: input.method,
+    amount: input.trialDays > 0 ? CARD_VERIFICATION_AMOUNT : input.amount,
+    kind: 'subscription_init',
+    returnUrl: input.returnUrl,
+    description: input.planName,
+    subscriptionId: id,
+  });
+  insertSubscription(tx, {
+    id,
+    merchant_id: input.merchantId,
+    shop_id: input.shopId,
+    mode: input.mode,
+    customer_ref: input.customerRef,
+    customer_email: input.customerEmail,
+    plan_name: input.planName,
+    amount: input.amount,
+    currency: 'RUB',
+    method: input.method,
+    period: input.period,
+    interval_count: input.intervalCount,
+    trial_days: input.trialDays,
+    token_id: token.id,
+    initial_payment_id: payment.id,
+    created_at: payment.created_at,
+  });
+  const sub = reloadSubscription(app, id);
+  emitStatus(app, tx, sub, null);
+  return { sub, payment };
+}
+
+function scheduleCharge(app: App, tx: Tx, s: SubscriptionRow, index: number, attempt: number, dueAt: number): void {
+  app.scheduler.schedule(tx, { kind: CHARGE_JOB, subjectId: s.id, shopId: s.shop_id, mode: s.mode, dueAt, payload: { index, attempt } });
+}
+
+/**
+ * pending → active once the initial payment succeeded at `at`: the token is saved and the calendar anchored.
+ * With a trial the first charge is at the trial's end (the anchor); without, the initial payment was the
+ * first period's charge and the next is one period after it.
+ */
+export function activateTx(app: App, tx: Tx, s: SubscriptionRow, initial: PaymentRow, at: number): void {
+  if (s.status !== 'pending') return;
+  const token = getToken(app, s.token_id);
+  if (token) activateTokenTx(app, tx, token, initial);
+  const trial = s.trial_days > 0;
+  const anchor = trial ? at + s.trial_days * DAY_MS : at;
+  const index = trial ? 0 : 1;
+  const next = chargeTime(anchor, s.period, s.interval_count, index);
+  updateSubscription(tx, s.id, {
+    status: 'active',
+    activated_at: at,
+    anchor_at: anchor,
+    charge_index: index,
+    next_charge_at: next,
+    trial_end: trial ? anchor : null,
+  });
+  const sub = reloadSubscription(app, s.id);
+  scheduleCharge(app, tx, sub, index, 1, next);
+  emitStatus(app, tx, sub, 'subscription.activated');
+}
+
+/** The CHARGE_JOB handler: charge the period the job names, unless the subscription moved on meanwhile. */
+export function runChargeJob(app: App, tx: Tx, job: Job): void {
+  const s = getSubscription(app, job.subject_id);
+  if (!s || (s.status !== 'active' && s.status !== 'past_due')) return;
+  const index = Number(job.payload.index);
+  const attempt = Number(job.payload.attempt);
+  if (s.charge_index !== index || s.failures + 1 !== attempt) return;
+  const made = tx.db
+    .prepare('SELECT 1 FROM recurrent_payments WHERE subscription_id = ? AND charge_index = ? AND attempt = ?')
+    .get(s.id, index, attempt);
+  if (made) return;
+  const token = getToken(app, s.token_id);
+  if (!token || token.status !== 'active') {
+    cancelSubscriptionTx(app, tx, s, CANCEL_REASONS.tokenCancelled);
+    return;
+  }
+  chargeTokenTx(app, tx, token, {
+    amount: s.amount,
+    kind: 'subscription_charge',
+    subscriptionId: s.id,
+    chargeIndex: index,
+    attempt,
+    orderId: `sub_${s.id.slice(0, 8)}_${index}`,
+    description: s.plan_name,
+  });
+}
+
+/**
+ * A periodic charge ended at `at`. Success: back to active, the next charge on the anchor's calendar (the
+ * first date after this success, so a late retry never charges twice at once). Failure or expiry: past_due
+ * with a retry at T + 1 day, then T + 4 days (T = the period's scheduled time); the third in a row cancels.
+ */
+export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: PaymentRow, at: number): void {
+  const s = getSubscription(app, rp.subscription_id ?? '');
+  if (!s || (s.status !== 'active' && s.status !== 'past_due') || s.anchor_at === null) return;
+  if (rp.charge_index !== s.charge_index || rp.attempt !== s.failures + 1) return;
+  const charge = { payment_id: p.id, amount: p.amount, attempt: rp.attempt };
+  if (p.status === 'succeeded') {
+    const token = getToken(app, s.token_id);
+    if (token) chargedTx(tx, token, at);
+    const n = firstIndexAfter(s.anchor_at, s.period, s.interval_count, s.charge_index + 1, at);
+    const next = chargeTime(s.anchor_at, s.period, s.interval_count, n);
+    updateSubscription(tx, s.id, { status: 'active', failures: 0, charge_index: n, next_charge_at: next });
+    const sub = reloadSubscription(app, s.id);
+    scheduleCharge(app, tx, sub, n, 1, next);
+    emit(app, tx, sub, 'subscription.charge_succeeded', charge, 'subscription.charge_succeeded');
+    if (s.status === 'past_due') emitStatus(app, tx, sub, null);
+    return;
+  }
+  const failures = rp.attempt;
+  const failure = { ...charge, failure_code: metadataOf(p).failure_code ?? '' };
+  if (failures >= MAX_FAILED_CHARGES) {
+    updateSubscription(tx, s.id, { status: 'cancelled', failures, next_charge_at: null, cancel_reason: CANCEL_REASONS.chargesFailed, cancelled_at: at });
+    app.scheduler.cancel(tx, CHARGE_JOB, s.id);
+    const sub = reloadSubscription(app, s.id);
+    emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed');
+    emitStatus(app, tx, sub, 'subscription.cancelled');
+    return;
+  }
+  const scheduled = chargeTime(s.anchor_at, s.period, s.interval_count, s.charge_index);
+  const retryAt = Math.max(scheduled + RETRY_AFTER_MS[failures - 1], at);
+  updateSubscription(tx, s.id, { status: 'past_due', failures, next_charge_at: retryAt });
+  const sub = reloadSubscription(app, s.id);
+  scheduleCharge(app, tx, sub, s.charge_index, failures + 1, retryAt);
+  emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed');
+  if (s.status === 'active') emitStatus(app, tx, sub, 'subscription.past_due');
+}
+
+/**
+ * Any status → cancelled; an already cancelled subscription is left as it is. A pending one also cancels
+ * its initial payment (while still pending) and its unbound token; a bound token stays the merchant's.
+ */
+export function cancelSubscriptionTx(app: App, tx: Tx, s: SubscriptionRow, reason: string): SubscriptionRow {
+  if (s.status === 'cancelled') return s;
+  const now = app.clocks.now(s.shop_id, s.mode);
+  updateSubscription(tx, s.id, { status: 'cancelled', cancelled_at: now, cancel_reason: reason, next_charge_at: null });
+  app.scheduler.cancel(tx, CHARGE_JOB, s.id);
+  if (s.status === 'pending') {
+    const initial = getPayment(app, s.initial_payment_id);
+    if (initial && initial.status === 'pending') cancelTx(app, tx, initial);
+    const token = getToken(app, s.token_id);
+    if (token && token.status === 'pending') cancelTokenTx(app, tx, token);
+  }
+  const sub = reloadSubscription(app, s.id);
+  emitStatus(app, tx, sub, 'subscription.cancelled');
+  return sub;
+}

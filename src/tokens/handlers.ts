@@ -1,0 +1,133 @@
+import type { App } from '../app-types';
+import type { Ctx, Reply } from '../http/types';
+import { notFound } from '../http/errors';
+import { amountField, bodyObject, enumField, strField } from '../http/validate';
+import { idempotentCreate } from '../auth/idempotency';
+import { isUuid } from '../util/ids';
+import { parseRegisterQuery, registerOrder, registerWhere, toPage } from '../registers/query';
+import { urlField } from '../payments/create';
+import { getPayment } from '../payments/store';
+import { getSubscription } from '../subscriptions/store';
+import { cancelSubscriptionTx, CANCEL_REASONS } from '../subscriptions/subscriptions';
+import { parseOutcomes, queueOf } from './outcomes';
+import { getToken, TOKEN_METHODS, TOKEN_STATUSES, tokenView, type TokenRow } from './store';
+import { CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargeTokenTx, createBindingTx, reloadToken } from './tokens';
+
+/** A plausible e-mail address: something@host.tld, no spaces. */
+export const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** A token of the caller's shop and mode, or 404 (another shop's id looks the same as none). */
+export function tokenOfShop(app: App, ctx: Ctx, id: string): TokenRow {
+  const auth = ctx.auth!;
+  const t = isUuid(id) ? getToken(app, id) : undefined;
+  if (!t || t.shop_id !== auth.shopId || t.mode !== auth.mode) throw notFound(`Cannot find token "${id}"`);
+  return t;
+}
+
+/** customer_ref, customer_email and return_url as both token and subscription creation read them. */
+export function customerFields(obj: Record<string, unknown>, mode: 'test' | 'live'): { customerRef: string; customerEmail: string; returnUrl?: string } {
+  return {
+    customerRef: strField(obj, 'customer_ref', { required: true, max: 128 })!,
+    customerEmail: strField(obj, 'customer_email', { max: 254, pattern: EMAIL_RE, patternHint: 'an e-mail address like buyer@example.com' }) ?? '',
+    returnUrl: urlField(obj, 'return_url', { loopbackHttp: mode === 'test', anyHttp: false }),
+  };
+}
+
+/** POST /v1/public/tokens {customer_ref, method?, amount?, customer_email?, return_url?} */
+export async function createToken(ctx: Ctx): Promise<Reply> {
+  const auth = ctx.auth!;
+  const obj = bodyObject(ctx.body, ['customer_ref', 'method', 'amount', 'customer_email', 'return_url']);
+  const method = enumField(obj, 'method', TOKEN_METHODS, 'cards')!;
+  // Cards bind with a 1 RUB verification whatever the amount; sbp and tpay bind with a first charge.
+  const amount = amountField(obj, 'amount', method !== 'cards');
+  const customer = customerFields(obj, auth.mode);
+  const reply = await idempotentCreate(ctx, (tx) => {
+    const { token, payment } = createBindingTx(ctx.app, tx, {
+      merchantId: auth.merchantId,
+      shopId: auth.shopId,
+      mode: auth.mode,
+      ...customer,
+      method,
+      amount: method === 'cards' ? CARD_VERIFICATION_AMOUNT : amount!,
+      kind: 'token_binding',
+    });
+    return {
+      status: 201,
+      body: {
+        card: { id: token.id, customer_ref: token.customer_ref, status: token.status },
+        pay_url: `${ctx.app.payPageUrl()}/pay/${payment.id}`,
+        binding_payment_id: payment.id,
+      },
+    };
+  });
+  if ('body' in reply) ctx.logExtra = { token_id: ((reply.body as { card: { id: string } }).card).id };
+  return reply;
+}
+
+/** GET /v1/public/tokens/{id} */
+export function getTokenHandler(ctx: Ctx): Reply {
+  return { body: tokenView(tokenOfShop(ctx.app, ctx, ctx.params.id)) };
+}
+
+/** GET /v1/public/tokens?customer_ref=: the key's shop and mode, newest first, register pagination. */
+export function listTokens(ctx: Ctx): Reply {
+  const auth = ctx.auth!;
+  const rq = parseRegisterQuery(ctx.query, { statuses: TOKEN_STATUSES, extra: { customer_ref: [] } });
+  const where = registerWhere(rq);
+  where.sql.unshift('shop_id = ?', 'mode = ?');
+  where.params.unshift(auth.shopId, auth.mode);
+  if (rq.extra.customer_ref !== undefined) {
+    where.sql.push('customer_ref = ?');
+    where.params.push(rq.extra.customer_ref);
+  }
+  const rows = ctx.app.store
+    .stmt(`SELECT * FROM tokens WHERE ${where.sql.join(' AND ')} ${registerOrder()} LIMIT ?`)
+    .all(...where.params, rq.limit + 1) as TokenRow[];
+  return { body: toPage(rows, rq, tokenView) };
+}
+
+/** POST /v1/public/tokens/{id}/cancel (no body): a subscription charging this token is cancelled with it. */
+export async function cancelToken(ctx: Ctx): Promise<Reply> {
+  bodyObject(ctx.body, []);
+  const id = ctx.params.id;
+  const t = await ctx.app.store.write((tx) => {
+    const next = cancelTokenTx(ctx.app, tx, tokenOfShop(ctx.app, ctx, id));
+    const sub = next.subscription_id ? getSubscription(ctx.app, next.subscription_id) : undefined;
+    if (sub) cancelSubscriptionTx(ctx.app, tx, sub, CANCEL_REASONS.tokenCancelled);
+    return next;
+  });
+  return { body: { status: t.status } };
+}
+
+/** POST /v1/public/tokens/{id}/charge {amount, order_id?, description?}: 201 {id, status, amount} of the charge payment. */
+export async function chargeToken(ctx: Ctx): Promise<Reply> {
+  const obj = bodyObject(ctx.body, ['amount', 'order_id', 'description']);
+  const amount = amountField(obj, 'amount', true)!;
+  const orderId = strField(obj, 'order_id', { max: 128 });
+  const description = strField(obj, 'description', { max: 1000 });
+  const id = ctx.params.id;
+  const reply = await idempotentCreate(
+    ctx,
+    (tx) => {
+      const p = chargeTokenTx(ctx.app, tx, tokenOfShop(ctx.app, ctx, id), { amount, orderId, description, kind: 'token_charge' });
+      return { status: 201, body: { id: p.id, status: p.status, amount: p.amount } };
+    },
+    // A replay tells where the charge stands now, not where it stood when first answered.
+    (_tx, stored) => ({ ...stored, status: getPayment(ctx.app, String(stored.id))?.status ?? stored.status }),
+  );
+  if ('body' in reply) ctx.logExtra = { payment_id: (reply.body as { id: string }).id, token_id: id };
+  return reply;
+}
+
+/** POST /v1/test/tokens/{id}/outcomes {outcomes: [...]}: the queue the token's next charges follow (replaces the old one). */
+export async function setOutcomes(ctx: Ctx): Promise<Reply> {
+  const obj = bodyObject(ctx.body, ['outcomes']);
+  const outcomes = parseOutcomes(obj.outcomes);
+  const id = ctx.params.id;
+  const t = await ctx.app.store.write((tx) => {
+    const token = tokenOfShop(ctx.app, ctx, id);
+    tx.db.prepare('UPDATE tokens SET outcomes = ? WHERE id = ?').run(JSON.stringify(outcomes), token.id);
+    return reloadToken(ctx.app, token.id);
+  });
+  return { body: { ...tokenView(t), outcomes: queueOf(t) } };
+}

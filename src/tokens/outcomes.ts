@@ -1,0 +1,57 @@
+import type { Tx } from '../db/tx';
+import { badRequest } from '../http/errors';
+import { describe } from '../http/validate';
+import { PAYMENT_FAILURE_CODES } from '../payments/failures';
+import type { SimPlan } from '../simulator/plan';
+import { updateToken, type TokenRow } from './store';
+
+/** Longest outcome queue a token holds. */
+export const OUTCOMES_MAX = 100;
+
+/** The outcome words a queue accepts (besides `fail:<code>`). */
+export const OUTCOME_WORDS = ['succeed', 'fail', 'pending'] as const;
+
+/** What one queued outcome makes the test bank do with the next charge. */
+export function planOf(outcome: string): SimPlan {
+  if (outcome === 'succeed') return { outcome: 'succeeded', failureCode: '' };
+  if (outcome === 'pending') return { outcome: 'pending', failureCode: '' };
+  const code = outcome.startsWith('fail:') ? outcome.slice(5) : 'do_not_honor';
+  return { outcome: 'failed', failureCode: code };
+}
+
+/**
+ * Validate the body's `outcomes`: at most OUTCOMES_MAX of "succeed", "fail", "fail:<failure code>" or
+ * "pending" (the bank never answers and the charge expires with its session).
+ */
+export function parseOutcomes(v: unknown): string[] {
+  if (v === undefined || v === null) throw badRequest('Field "outcomes" is required', 'outcomes');
+  if (!Array.isArray(v)) throw badRequest(`Field "outcomes" must be an array of strings, got ${describe(v)}`, 'outcomes');
+  if (v.length > OUTCOMES_MAX) throw badRequest(`Field "outcomes" must hold at most ${OUTCOMES_MAX} items, got ${v.length}`, 'outcomes');
+  return v.map((o, i) => {
+    const ok =
+      typeof o === 'string' &&
+      ((OUTCOME_WORDS as readonly string[]).includes(o) || (o.startsWith('fail:') && (PAYMENT_FAILURE_CODES as readonly string[]).includes(o.slice(5))));
+    if (!ok) {
+      throw badRequest(
+        `Field "outcomes[${i}]" must be succeed, pending, fail or fail:<code> with a code of ${PAYMENT_FAILURE_CODES.join(', ')}, got ${describe(o)}`,
+        'outcomes',
+      );
+    }
+    return o as string;
+  });
+}
+
+/** A token's queued outcomes. */
+export function queueOf(t: TokenRow): string[] {
+  return JSON.parse(t.outcomes) as string[];
+}
+
+/** Take the next queued outcome of a test token as a simulator plan; undefined lets the magic amounts decide. */
+export function takePlan(tx: Tx, t: TokenRow): SimPlan | undefined {
+  if (t.mode !== 'test') return undefined;
+  const queue = queueOf(t);
+  const next = queue.shift();
+  if (next === undefined) return undefined;
+  updateToken(tx, t.id, { outcomes: JSON.stringify(queue) });
+  return planOf(next);
+}

@@ -1,0 +1,186 @@
+import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
+import type { Mode } from '../scheduler/clock';
+import { invalidState } from '../http/errors';
+import { uuid } from '../util/ids';
+import { createPaymentTx } from '../payments/create';
+import { cancelTx } from '../payments/state';
+import { getPayment } from '../payments/store';
+import type { PaymentRow } from '../payments/types';
+import { takePlan } from './outcomes';
+import { getToken, insertToken, recordPayment, tokenView, updateToken, type TokenMethod, type TokenRow } from './store';
+
+/** Card binding verifies the card with 1 RUB (in kopecks). */
+export const CARD_VERIFICATION_AMOUNT = 100;
+
+/** What a binding (a token's, or a subscription's first payment) is made from, after validation. */
+export interface BindingInput {
+  merchantId: string;
+  shopId: string;
+  mode: Mode;
+  customerRef: string;
+  customerEmail: string;
+  method: TokenMethod;
+  /** What the buyer pays on the page: 1 RUB for a card verification or a trial, else the first charge. */
+  amount: number;
+  kind: 'token_binding' | 'subscription_init';
+  returnUrl?: string;
+  description?: string;
+  subscriptionId?: string;
+}
+
+/** Re-read a token inside a transaction. */
+export function reloadToken(app: App, id: string): TokenRow {
+  const t = getToken(app, id);
+  if (!t) throw new Error(`cannot reload token "${id}": it does not exist`);
+  return t;
+}
+
+/** Append token.status_changed (and the webhook of the change, with the token as GET shows it). */
+function emitStatus(app: App, tx: Tx, t: TokenRow, webhook: string | null): void {
+  app.events.append(tx, {
+    merchantId: t.merchant_id,
+    shopId: t.shop_id,
+    mode: t.mode,
+    kind: 'token.status_changed',
+    payload: { id: t.id, status: t.status },
+    at: app.clocks.now(t.shop_id, t.mode),
+    webhook: webhook ? { event: webhook, data: tokenView(t), url: null } : undefined,
+  });
+}
+
+/**
+ * A pending token and the payment whose hosted page binds it (method fixed to the token's, so the page
+ * opens that method's screen at once). The payment's metadata names the token (and subscription).
+ */
+export function createBindingTx(app: App, tx: Tx, input: BindingInput): { token: TokenRow; payment: PaymentRow } {
+  const tokenId = uuid();
+  const metadata: Record<string, string> = { kind: input.kind, token_id: tokenId };
+  if (input.subscriptionId) metadata.subscription_id = input.subscriptionId;
+  const payment = createPaymentTx(app, tx, {
+    merchantId: input.merchantId,
+    shopId: input.shopId,
+    mode: input.mode,
+    amount: input.amount,
+    currency: 'RUB',
+    method: input.method,
+    customerId: input.customerRef.slice(0, 128),
+    returnUrl: input.returnUrl,
+    description: input.description,
+    metadata,
+    kind: input.kind,
+  });
+  insertToken(tx, {
+    id: tokenId,
+    merchant_id: input.merchantId,
+    shop_id: input.shopId,
+    mode: input.mode,
+    customer_ref: input.customerRef,
+    customer_email: input.customerEmail,
+    method: input.method,
+    status: 'pending',
+    binding_payment_id: payment.id,
+    subscription_id: input.subscriptionId ?? null,
+    created_at: payment.created_at,
+  });
+  recordPayment(tx, {
+    payment_id: payment.id,
+    kind: input.kind,
+    token_id: tokenId,
+    subscription_id: input.subscriptionId ?? null,
+    shop_id: input.shopId,
+    mode: input.mode,
+    created_at: payment.created_at,
+  });
+  const token = reloadToken(app, tokenId);
+  emitStatus(app, tx, token, null);
+  return { token, payment };
+}
+
+/** pending → active once its binding payment succeeded; the card's brand and mask come from that payment. */
+export function activateTokenTx(app: App, tx: Tx, t: TokenRow, binding: PaymentRow): TokenRow {
+  if (t.status !== 'pending') return t;
+  updateToken(tx, t.id, {
+    status: 'active',
+    activated_at: app.clocks.now(t.shop_id, t.mode),
+    card_brand: t.method === 'cards' ? binding.card_brand : '',
+    card_mask: t.method === 'cards' ? lastFour(binding.card_mask) : '',
+  });
+  const next = reloadToken(app, t.id);
+  emitStatus(app, tx, next, 'token.activated');
+  return next;
+}
+
+/** A mask that shows only the last 4 digits (`**** 1111`), whatever form the payment kept (`411111******1111`). */
+export function lastFour(mask: string): string {
+  const digits = mask.replace(/\D/g, '');
+  return digits.length >= 4 ? `**** ${digits.slice(-4)}` : '';
+}
+
+/**
+ * pending or active → cancelled. A binding payment still pending is cancelled with it, so the buyer can no
+ * longer bind a cancelled token; one already at the bank finishes, and its success changes nothing.
+ */
+export function cancelTokenTx(app: App, tx: Tx, t: TokenRow): TokenRow {
+  if (t.status === 'cancelled') throw invalidState(`Cannot cancel token "${t.id}": its status is cancelled`);
+  const now = app.clocks.now(t.shop_id, t.mode);
+  updateToken(tx, t.id, { status: 'cancelled', cancelled_at: now, outcomes: '[]' });
+  const binding = getPayment(app, t.binding_payment_id);
+  if (binding && binding.status === 'pending') cancelTx(app, tx, binding);
+  const next = reloadToken(app, t.id);
+  emitStatus(app, tx, next, 'token.cancelled');
+  return next;
+}
+
+/** What a charge of a saved method is made from. */
+export interface ChargeInput {
+  amount: number;
+  orderId?: string;
+  description?: string;
+  kind: 'token_charge' | 'subscription_charge';
+  subscriptionId?: string;
+  chargeIndex?: number;
+  attempt?: number;
+}
+
+/**
+ * A merchant-initiated charge of an active token: a payment of method `recurrent` whose bank session opens
+ * at once. In test mode the token's outcome queue decides first, then the magic amounts.
+ */
+export function chargeTokenTx(app: App, tx: Tx, t: TokenRow, input: ChargeInput): PaymentRow {
+  if (t.status !== 'active') throw invalidState(`Cannot charge token "${t.id}": its status is ${t.status}; only active tokens can be charged`);
+  const metadata: Record<string, string> = { kind: input.kind, token_id: t.id };
+  if (input.subscriptionId) metadata.subscription_id = input.subscriptionId;
+  const payment = createPaymentTx(app, tx, {
+    merchantId: t.merchant_id,
+    shopId: t.shop_id,
+    mode: t.mode,
+    amount: input.amount,
+    currency: 'RUB',
+    method: 'recurrent',
+    orderId: input.orderId,
+    customerId: t.customer_ref.slice(0, 128),
+    description: input.description,
+    metadata,
+    kind: input.kind,
+    simulatorPlan: takePlan(tx, t),
+    openSession: true,
+  });
+  recordPayment(tx, {
+    payment_id: payment.id,
+    kind: input.kind,
+    token_id: t.id,
+    subscription_id: input.subscriptionId ?? null,
+    shop_id: t.shop_id,
+    mode: t.mode,
+    charge_index: input.chargeIndex,
+    attempt: input.attempt,
+    created_at: payment.created_at,
+  });
+  return payment;
+}
+
+/** A charge of the token succeeded at `at_ms`: keep it as last_charged_at. */
+export function chargedTx(tx: Tx, t: TokenRow, at_ms: number): void {
+  if (t.last_charged_at === null || at_ms >= t.last_charged_at) updateToken(tx, t.id, { last_charged_at: at_ms });
+}

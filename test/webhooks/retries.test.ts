@@ -1,0 +1,149 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { startTestServer, type TestServer } from '../helpers/server';
+import { appendWebhookEvent, startReceiver, waitForLog, type Receiver } from '../helpers/webhooks';
+import { addEndpoint } from '../../src/webhooks/store';
+import { RETRY_DELAYS_MS } from '../../src/webhooks/outbox';
+
+let s: TestServer;
+const receivers: Receiver[] = [];
+before(async () => {
+  s = await startTestServer();
+});
+after(async () => {
+  for (const r of receivers) await r.close();
+  await s.close();
+});
+
+async function receiver(...a: Parameters<typeof startReceiver>): Promise<Receiver> {
+  const r = await startReceiver(...a);
+  receivers.push(r);
+  return r;
+}
+
+const done = (it: any[]): boolean => it.length > 0 && it[it.length - 1].status !== 'pending';
+
+test('the full retry schedule on the test clock: 1 attempt + 8 retries at +10 s, 1 min, 5 min, 30 min, 2 h, 6 h, 24 h, 48 h; then failed; resend succeeds', async () => {
+  const shop = s.newShop();
+  let answer = 500;
+  const rcv = await receiver(() => ({ status: answer }));
+  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = appendWebhookEvent(s, shop);
+  const q = `event_id=${ev.id}`;
+  let items = await waitForLog(s, q, (it) => it.length === 2 && it[0].status === 'failed', { key: shop.key });
+  for (let i = 0; i < RETRY_DELAYS_MS.length; i++) {
+    const failed = items[i];
+    assert.equal(failed.attempt, i + 1);
+    assert.equal(failed.response_code, 500);
+    // The retry is due exactly `delay` after the failure (attempt start + latency), on the shop's clock.
+    assert.equal(Date.parse(failed.next_attempt_at) - Date.parse(failed.attempted_at) - failed.latency_ms, RETRY_DELAYS_MS[i]);
+    assert.equal(items[i + 1].status, 'pending');
+    assert.equal(items[i + 1].next_attempt_at, failed.next_attempt_at);
+    // Move to a second before the retry is due (the shop clock also runs in real time), then past it.
+    const clock = await s.request('GET', '/v1/test/clock', { key: shop.key });
+    const until_s = Math.floor((Date.parse(failed.next_attempt_at) - Date.parse(clock.body.now)) / 1000) - 1;
+    const early = await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: until_s } });
+    assert.equal(early.status, 200);
+    assert.equal(rcv.received.length, i + 1, `retry ${i + 1} does not run a second early`);
+    await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 2 } });
+    items = await waitForLog(s, q, (it) => it.length >= i + 2 && it[i + 1].status !== 'pending', { key: shop.key });
+    assert.equal(items[i + 1].attempt, i + 2);
+    assert.equal(items[i + 1].attempted_at, failed.next_attempt_at, `retry ${i + 1} runs at its due time`);
+  }
+  assert.equal(items.length, 9);
+  assert.equal(items[8].status, 'failed');
+  assert.equal(items[8].next_attempt_at, null, 'after the eighth failed retry nothing more is scheduled');
+  assert.equal(rcv.received.length, 9);
+  assert.equal(new Set(rcv.received.map((r) => r.body)).size, 1, 'every retry sends the same body');
+  assert.ok(rcv.received.every((r) => r.headers['x-psp-event-id'] === ev.id));
+  await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 7 * 86_400 } });
+  assert.equal(rcv.received.length, 9, 'a failed delivery stays failed');
+
+  answer = 204;
+  const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'webhook', 'resend', ev.id, '--db', s.dbPath, '--json'], { encoding: 'utf8' });
+  assert.equal(cli.status, 0, cli.stderr);
+  assert.deepEqual(JSON.parse(cli.stdout), { event_id: ev.id, requeued: 1 });
+  items = await waitForLog(s, q, (it) => it.length === 10 && it[9].status === 'succeeded', { key: shop.key, timeout_ms: 10_000 });
+  assert.equal(items[9].attempt, 10);
+  assert.equal(items[9].response_code, 204);
+});
+
+test('one advance past the whole schedule runs every retry, each at its own due time', async () => {
+  const shop = s.newShop();
+  const rcv = await receiver(() => ({ status: 503 }));
+  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = appendWebhookEvent(s, shop);
+  await waitForLog(s, `event_id=${ev.id}`, (it) => it[0]?.status === 'failed', { key: shop.key });
+  await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 4 * 86_400 } });
+  const items = await waitForLog(s, `event_id=${ev.id}`, done, { key: shop.key });
+  assert.deepEqual(items.map((i: any) => i.attempt), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  for (let i = 1; i < 9; i++) assert.equal(items[i].attempted_at, items[i - 1].next_attempt_at);
+  assert.equal(items[8].status, 'failed');
+});
+
+test('a receiver slower than the deadline is a failed attempt (deadline shortened to 300 ms for the test)', async () => {
+  const t = await startTestServer({ webhookTimeoutMs: 300 });
+  try {
+    const rcv = await receiver(() => ({ status: 200, delay_ms: 1000 }));
+    addEndpoint(t.store, { shopId: t.demo.shopId, url: rcv.url }, Date.now());
+    const ev = appendWebhookEvent(t, t.demo);
+    const items = await waitForLog(t, `event_id=${ev.id}`, (it) => it[0]?.status === 'failed');
+    assert.equal(items[0].response_code, null);
+    assert.match(items[0].error, /timeout: no answer within 300 ms/);
+    assert.ok(items[0].latency_ms >= 290 && items[0].latency_ms < 1000, `latency ${items[0].latency_ms}`);
+    assert.equal(Date.parse(items[0].next_attempt_at) - Date.parse(items[0].attempted_at) - items[0].latency_ms, 10_000);
+  } finally {
+    await t.close();
+  }
+});
+
+test('a restart mid-schedule loses nothing and continues with the right attempt number', async () => {
+  const shop = s.newShop();
+  const rcv = await receiver((n) => ({ status: n < 3 ? 500 : 200 }));
+  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = appendWebhookEvent(s, shop);
+  await waitForLog(s, `event_id=${ev.id}`, (it) => it[0]?.status === 'failed', { key: shop.key });
+  await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 11 } });
+  await waitForLog(s, `event_id=${ev.id}`, (it) => it[1]?.status === 'failed', { key: shop.key });
+  await s.restart();
+  await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 61 } });
+  const items = await waitForLog(s, `event_id=${ev.id}`, done, { key: shop.key });
+  assert.deepEqual(items.map((i: any) => [i.attempt, i.status]), [[1, 'failed'], [2, 'failed'], [3, 'succeeded']]);
+  assert.equal(rcv.received.length, 3);
+});
+
+test('a delivery committed before a crash and never attempted is sent after restart', async () => {
+  const shop = s.newShop();
+  const rcv = await receiver();
+  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  // As if the process died right after the commit: the row exists, nothing was sent.
+  const app = s.running.app;
+  const ev = app.store.tx((tx) => {
+    const id = 'evt_' + '0'.repeat(10) + 'CRASHTESTCRASHTE';
+    tx.db
+      .prepare(`INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data) VALUES (?, ?, ?, 'test', 'payment.status_changed', '{}', ?, 'payment.failed', '{"id":"x"}')`)
+      .run(id, shop.merchantId, shop.shopId, Date.now());
+    const seq = (tx.db.prepare('SELECT seq FROM events WHERE id = ?').get(id) as { seq: number }).seq;
+    tx.db
+      .prepare(`INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, next_attempt_at, created_at) SELECT ?, ?, 'payment.failed', ?, 'test', id, url, ?, ? FROM webhook_endpoints WHERE shop_id = ?`)
+      .run(seq, id, shop.shopId, Date.now(), Date.now(), shop.shopId);
+    return { id };
+  });
+  await s.restart();
+  const got = await rcv.waitFor(1);
+  assert.equal(got.headers['x-psp-event-id'], ev.id);
+});
+
+test("one dead endpoint (never answers) does not delay another endpoint's deliveries", async () => {
+  const shop = s.newShop();
+  const dead = await receiver(() => 'hang');
+  const alive = await receiver();
+  addEndpoint(s.store, { shopId: shop.shopId, url: dead.url }, Date.now() - 1);
+  addEndpoint(s.store, { shopId: shop.shopId, url: alive.url }, Date.now());
+  const started = Date.now();
+  for (let i = 0; i < 12; i++) appendWebhookEvent(s, shop);
+  await alive.waitFor(12, 3000);
+  assert.ok(Date.now() - started < 3000);
+  assert.ok(dead.received.length <= 4, `the dead receiver holds at most its own slots (${dead.received.length})`);
+});
