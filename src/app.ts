@@ -13,6 +13,7 @@ import { createHttpServer } from './http/server';
 import { RateLimiter } from './auth/rate-limit';
 import { VERSION } from './version';
 import { registerDomains } from './domains';
+import { registerMetrics } from './system/metrics';
 
 /** How long shutdown waits for in-flight requests before cutting connections. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -59,7 +60,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   registerDomains(app);
   const router = buildRouter();
   const limiter = config.rateLimitPerSecond > 0 ? new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) : null;
-  const server = createHttpServer(app, router, limiter);
+  const server = createHttpServer(app, router, limiter, registerMetrics(app).observe);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import * as sea from 'node:sea';
@@ -47,14 +47,14 @@ export function unpackAddon(bytes: Buffer, roots: string[] = cacheRoots()): stri
       if (sameBytes(file, bytes)) return file;
       // Written under a private name and renamed, so a concurrent start never loads a half-written file.
       const partial = `${file}.${process.pid}.partial`;
+      rmSync(partial, { force: true });
       writeFileSync(partial, bytes, { mode: 0o500 });
       try {
         renameSync(partial, file);
       } catch (err) {
-        unlinkSync(partial);
+        rmSync(partial, { force: true });
         throw err;
       }
-      chmodSync(file, 0o500);
       return file;
     } catch (err) {
       failures.push(`${dir}: ${(err as Error).message}`);
@@ -94,19 +94,19 @@ function sameBytes(file: string, bytes: Buffer): boolean {
   }
 }
 
-/** Load the addon carried by the executable and hand it to better-sqlite3 (src/db/native.ts). */
-export function installAddon(): void {
-  const file = unpackAddon(Buffer.from(sea.getAsset(ADDON_ASSET)));
+/** Unpack the addon bytes (see unpackAddon) and load them; returns what better-sqlite3 takes as `nativeBinding`. */
+export function loadAddon(bytes: Buffer, roots: string[] = cacheRoots()): unknown {
+  const file = unpackAddon(bytes, roots);
   const mod = { exports: {} as unknown };
   process.dlopen(mod, file);
-  nativeBinding.addon = mod.exports;
+  return mod.exports;
 }
 
-/** The executable's entry: prepare the addon when running as a SEA, then run the command line. */
+/** The executable's entry: hand the addon it carries to better-sqlite3, then run the command line. */
 export async function runExecutable(argv: string[]): Promise<number> {
   if (sea.isSea()) {
     try {
-      installAddon();
+      nativeBinding.addon = loadAddon(Buffer.from(sea.getAsset(ADDON_ASSET)));
     } catch (err) {
       process.stderr.write(`kopek: ${(err as Error).message}\n`);
       return 1;
@@ -115,12 +115,16 @@ export async function runExecutable(argv: string[]): Promise<number> {
   return main(argv);
 }
 
-runExecutable(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err) => {
-    process.stderr.write(`kopek: ${(err as Error).message}\n`);
-    process.exitCode = 1;
-  },
-);
+// Only the bundle (build.mjs defines KOPEK_BUNDLE) starts here; tests import the functions above.
+declare const KOPEK_BUNDLE: boolean | undefined;
+if (typeof KOPEK_BUNDLE !== 'undefined') {
+  runExecutable(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err) => {
+      process.stderr.write(`kopek: ${(err as Error).message}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

@@ -6,12 +6,29 @@ import { sha256Hex } from '../util/crypto';
 /** Longest accepted Idempotency-Key. */
 export const IDEMPOTENCY_KEY_MAX = 64;
 
-/** JSON with object keys sorted, so that two bodies equal as values hash alike. */
+/** Body fields that hold a full card number: hashed only as their last four digits (see canonical). */
+const CARD_FIELDS = new Set(['card_pan']);
+
+/**
+ * JSON with object keys sorted, so that two bodies equal as values hash alike. A card number enters the
+ * hash only as its last four digits: a hash of the full number could be reversed by trying the few
+ * million numbers a known BIN and mask leave, so nothing derived from it is stored.
+ */
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return '[' + value.map(canonical).join(',') + ']';
   if (value && typeof value === 'object') {
     const keys = Object.keys(value as object).sort();
-    return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonical((value as Record<string, unknown>)[k])).join(',') + '}';
+    return (
+      '{' +
+      keys
+        .map((k) => {
+          const v = (value as Record<string, unknown>)[k];
+          const safe = CARD_FIELDS.has(k) && typeof v === 'string' ? `pan:${v.length}:${v.slice(-4)}` : v;
+          return JSON.stringify(k) + ':' + canonical(safe);
+        })
+        .join(',') +
+      '}'
+    );
   }
   return JSON.stringify(value) ?? 'null';
 }

@@ -7,6 +7,8 @@ import { key } from './key';
 import { jobs } from './jobs';
 import { ledger } from './ledger';
 import { webhook } from './webhook';
+import { backup } from './backup';
+import { doctor } from './doctor';
 
 /** Every admin command, in the order `kopek --help` lists them. */
-export const COMMANDS: Command[] = [serve, demo, merchant, shop, key, ledger, jobs, webhook];
+export const COMMANDS: Command[] = [serve, demo, merchant, shop, key, ledger, jobs, webhook, backup, doctor];

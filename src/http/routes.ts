@@ -1,6 +1,7 @@
 import { Router } from './router';
 import type { RouteDef } from './types';
 import * as system from '../system/handlers';
+import { metricsHandler } from '../system/metrics';
 import * as payments from '../payments/handlers';
 import * as refunds from '../refunds/handlers';
 import { simulatePayment } from '../simulator/payments';
@@ -20,6 +21,7 @@ export function buildRouter(): Router<RouteDef> {
   // System
   r.add('GET', '/healthz', { auth: 'none', handler: system.health });
   r.add('GET', '/v1/openapi.json', { auth: 'none', handler: system.openapi });
+  r.add('GET', '/metrics', { auth: 'none', handler: metricsHandler });
   // Payments and refunds
   r.add('POST', '/v1/public/payments', { auth: 'key', handler: payments.createPayment });
   r.add('GET', '/v1/public/payments', { auth: 'key', scope: 'api:reports:read', handler: payments.listPayments });

@@ -1,5 +1,6 @@
 import type { Tx } from '../db/tx';
 import type { Mode } from '../scheduler/clock';
+import { ApiError } from '../http/errors';
 
 /** The accounts of one book (a shop's test or live money). Shop accounts gain on a positive posting. */
 export const ACCOUNTS = {
@@ -34,8 +35,8 @@ export interface Book {
   mode: Mode;
 }
 
-/** Movements after which `shop:available` must not be negative: only a payout may never overdraw. */
-const MUST_LEAVE_AVAILABLE = new Set<Movement>(['payout_reserved']);
+/** Movements after which `shop:available` must not be negative: money out never overdraws the shop. */
+const MUST_LEAVE_AVAILABLE = new Set<Movement>(['payout_reserved', 'refund_reserved']);
 
 /**
  * Post a movement of `amount` for `sourceId` in the caller's transaction: one entry, two postings that
@@ -78,7 +79,9 @@ export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, a
   }
   const available = after.get(ACCOUNTS.available);
   if (MUST_LEAVE_AVAILABLE.has(movement) && available !== undefined && available < 0) {
-    throw new Error(`cannot post ${movement} for "${sourceId}": available would be ${available}, below 0`);
+    // A 422 the caller's request answers with; the transaction rolls back, so nothing was reserved.
+    const what = movement === 'refund_reserved' ? 'refund' : 'pay out';
+    throw new ApiError(422, 'insufficient_funds', `Cannot ${what} ${amount}: it exceeds the available balance ${available + amount}`, 'amount');
   }
   return true;
 }

@@ -51,9 +51,8 @@ export function atOrBefore(a: JobKey, b: JobKey): boolean {
 export class JobsTable {
   constructor(private readonly store: Store) {}
 
-  /** Insert a pending job; returns its id. */
-  insert(db: Database.Database, j: { kind: string; subjectId: string; shopId: string | null; mode: Mode; dueAt: number; runAt: number; payload: string; createdAt: number }): number {
-    void db; // the store's connection: a cached statement runs in the caller's transaction
+  /** Insert a pending job (a cached statement, so it runs in the caller's open transaction); returns its id. */
+  insert(j: { kind: string; subjectId: string; shopId: string | null; mode: Mode; dueAt: number; runAt: number; payload: string; createdAt: number }): number {
     const info = this.store
       .stmt(
         `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at)

@@ -153,9 +153,15 @@ export function runChargeJob(app: App, tx: Tx, job: Job): void {
   });
 }
 
+/** When attempt 1, 2 or 3 of the current period is due: T, T + 1 day, T + 4 days (T on the anchor's calendar). */
+function attemptTime(s: SubscriptionRow, attempt: number): number {
+  const scheduled = chargeTime(s.anchor_at!, s.period, s.interval_count, s.charge_index);
+  return attempt <= 1 ? scheduled : scheduled + RETRY_AFTER_MS[attempt - 2];
+}
+
 /**
  * A periodic charge ended at `at`. Success: back to active, the next charge on the anchor's calendar (the
- * first date after this success, so a late retry never charges twice at once). Failure or expiry: past_due
+ * first date after this attempt's own time, so a retry a day late never charges two periods at once). Failure or expiry: past_due
  * with a retry at T + 1 day, then T + 4 days (T = the period's scheduled time); the third in a row cancels.
  */
 export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: PaymentRow, at: number): void {
@@ -166,7 +172,7 @@ export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: Pa
   if (p.status === 'succeeded') {
     const token = getToken(app, s.token_id);
     if (token) chargedTx(tx, token, at);
-    const n = firstIndexAfter(s.anchor_at, s.period, s.interval_count, s.charge_index + 1, at);
+    const n = firstIndexAfter(s.anchor_at, s.period, s.interval_count, s.charge_index + 1, attemptTime(s, rp.attempt));
     const next = chargeTime(s.anchor_at, s.period, s.interval_count, n);
     updateSubscription(tx, s.id, { status: 'active', failures: 0, charge_index: n, next_charge_at: next });
     const sub = reloadSubscription(app, s.id);
@@ -185,8 +191,7 @@ export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: Pa
     emitStatus(app, tx, sub, 'subscription.cancelled');
     return;
   }
-  const scheduled = chargeTime(s.anchor_at, s.period, s.interval_count, s.charge_index);
-  const retryAt = Math.max(scheduled + RETRY_AFTER_MS[failures - 1], at);
+  const retryAt = Math.max(attemptTime(s, failures + 1), at);
   updateSubscription(tx, s.id, { status: 'past_due', failures, next_charge_at: retryAt });
   const sub = reloadSubscription(app, s.id);
   scheduleCharge(app, tx, sub, s.charge_index, failures + 1, retryAt);

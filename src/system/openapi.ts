@@ -21,6 +21,16 @@ export const systemOpenApi: OpenApiFragment = {
     '/v1/openapi.json': {
       get: { summary: 'This document', security: [], responses: { '200': jsonResponse('OpenAPI 3.1 document', { type: 'object' }) } },
     },
+    '/metrics': {
+      get: {
+        summary: 'Prometheus metrics: requests by route and status, latency histogram, jobs by kind, webhook deliveries by result, SSE clients',
+        security: [],
+        responses: {
+          '200': { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } },
+          ...errorResponses,
+        },
+      },
+    },
     '/v1/test/clock': {
       get: {
         summary: "The shop's test clock",

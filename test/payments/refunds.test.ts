@@ -2,6 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, eventsOf, getPayment, simulate, succeededPayment } from '../helpers/payments';
+import { post } from '../../src/ledger/ledger';
 
 let s: TestServer;
 before(async () => {
@@ -140,7 +141,11 @@ test('live refunds stay pending: no bank connector settles them yet', async () =
   const live = s.newShop({ mode: 'live' });
   s.store.tx(({ db }) => db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(live.merchantId));
   const c = await createPayment(s, { amount: 1000, method: 'sbp' }, live.key);
-  s.store.tx(({ db }) => db.prepare(`UPDATE payments SET status = 'succeeded' WHERE id = ?`).run(c.payment.id));
+  // No live bank exists to succeed it: mark it succeeded and credit the live book by hand, as a connector would.
+  s.store.tx((tx) => {
+    tx.db.prepare(`UPDATE payments SET status = 'succeeded' WHERE id = ?`).run(c.payment.id);
+    post(tx, { merchantId: live.merchantId, shopId: live.shopId, mode: 'live' }, 'payment_succeeded', c.payment.id, 1000, Date.now());
+  });
   const r = await refund(c.payment.id, { amount: 100 }, undefined, live.key);
   assert.equal(r.status, 201);
   s.running.app.scheduler.runDue();

@@ -1,0 +1,160 @@
+import type Database from 'better-sqlite3';
+import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
+import { COMMON_OPTIONS, output, type Command } from './command';
+import { openExisting } from './backup';
+import { defaultConfig } from '../config';
+import { SCHEMA_VERSION } from '../db/open';
+import { checkLedger } from '../ledger/check';
+
+const usage = `Usage:
+  kopek doctor [--db PATH] [--json]
+
+Checks a database, safe while the server runs (reads only), and says what to do about each finding:
+  database        the file opens as SQLite
+  integrity       PRAGMA integrity_check is ok
+  journal         WAL mode (what the server sets; needed for reads beside writes)
+  schema          the schema version is this build's
+  dead jobs       no scheduled job gave up after too many failures
+  endpoints       no webhook endpoint is disabled (410 Gone) or failing (deliveries retrying or given up)
+  ledger          balances equal their postings (as kopek ledger check)
+Exits 0 when nothing needs action, 1 otherwise.
+
+Options:
+${COMMON_OPTIONS}
+
+Examples:
+  kopek doctor
+  kopek doctor --db /var/lib/kopek/kopek.db --json`;
+
+/** One finding: ok, or what is wrong and what to do. */
+export interface Finding {
+  check: string;
+  ok: boolean;
+  detail: string;
+  /** What the operator should do; absent when ok. */
+  action?: string;
+}
+
+/** Run every check on an open database; later checks are skipped when the schema is not this build's. */
+export function diagnose(db: Database.Database): Finding[] {
+  const f: Finding[] = [];
+  const integrity = (db.pragma('integrity_check(20)') as Array<{ integrity_check: string }>).map((r) => r.integrity_check);
+  if (integrity.length === 1 && integrity[0] === 'ok') f.push({ check: 'integrity', ok: true, detail: 'ok' });
+  else {
+    f.push({
+      check: 'integrity',
+      ok: false,
+      detail: integrity.slice(0, 5).join('; '),
+      action: 'stop the server and restore the latest backup (docs/operations.md, "Restore"); keep the damaged file for analysis',
+    });
+  }
+  const journal = String(db.pragma('journal_mode', { simple: true }));
+  f.push(
+    journal === 'wal'
+      ? { check: 'journal', ok: true, detail: 'wal' }
+      : { check: 'journal', ok: false, detail: `journal_mode is "${journal}", not wal`, action: 'start kopek serve on it once: the server sets WAL mode' },
+  );
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version === SCHEMA_VERSION) f.push({ check: 'schema', ok: true, detail: `version ${version}` });
+  else {
+    f.push({
+      check: 'schema',
+      ok: false,
+      detail: `version ${version}, this build expects ${SCHEMA_VERSION}`,
+      action:
+        version > SCHEMA_VERSION
+          ? 'this kopek is older than the database: run the newer executable that wrote it'
+          : version === 0
+            ? 'this is not a kopek database (or an empty one): check --db'
+            : 'back up (kopek backup PATH), then start kopek serve: it migrates on start',
+    });
+    return f;
+  }
+  f.push(deadJobs(db), ...endpoints(db));
+  const ledger = checkLedger(db);
+  f.push(
+    ledger.ok
+      ? { check: 'ledger', ok: true, detail: `${ledger.books.length} books balance` }
+      : { check: 'ledger', ok: false, detail: `${ledger.problems.length} problems, first: ${ledger.problems[0]}`, action: 'run kopek ledger check for the list; report it as a bug with the database' },
+  );
+  return f;
+}
+
+function deadJobs(db: Database.Database): Finding {
+  const rows = db.prepare(`SELECT kind, count(*) AS n FROM jobs WHERE state = 'dead' GROUP BY kind ORDER BY kind`).all() as Array<{ kind: string; n: number }>;
+  if (rows.length === 0) return { check: 'dead jobs', ok: true, detail: 'none' };
+  return {
+    check: 'dead jobs',
+    ok: false,
+    detail: rows.map((r) => `${r.n} ${r.kind}`).join(', '),
+    action: 'kopek jobs shows each with its last error; fix the cause, then kopek jobs retry JOB_ID',
+  };
+}
+
+function endpoints(db: Database.Database): Finding[] {
+  const out: Finding[] = [];
+  const disabled = db.prepare('SELECT id, shop_id, url, disabled_reason FROM webhook_endpoints WHERE disabled_at IS NOT NULL ORDER BY disabled_at').all() as Array<{
+    id: string;
+    shop_id: string;
+    url: string;
+    disabled_reason: string | null;
+  }>;
+  if (disabled.length === 0) out.push({ check: 'disabled endpoints', ok: true, detail: 'none' });
+  else {
+    out.push({
+      check: 'disabled endpoints',
+      ok: false,
+      detail: disabled.map((e) => `${e.id} ${e.url} (${e.disabled_reason ?? 'disabled'})`).join(', '),
+      action: 'the receiver answered 410 Gone; once it accepts again: kopek webhook delete ID, kopek webhook add --shop SHOP --url URL, and kopek webhook resend EVT_ID for the events it missed',
+    });
+  }
+  // Failing: a delivery now retrying (its round began and has not succeeded) or one that gave up.
+  const failing = db
+    .prepare(
+      `SELECT url, sum(state = 'pending' AND attempts > round_start) AS retrying, sum(state = 'failed') AS failed
+       FROM webhook_deliveries WHERE (state = 'pending' AND attempts > round_start) OR state = 'failed'
+       GROUP BY url ORDER BY failed + retrying DESC LIMIT 10`,
+    )
+    .all() as Array<{ url: string; retrying: number; failed: number }>;
+  if (failing.length === 0) out.push({ check: 'failing endpoints', ok: true, detail: 'none' });
+  else {
+    out.push({
+      check: 'failing endpoints',
+      ok: false,
+      detail: failing.map((r) => `${r.url}: ${r.retrying} retrying, ${r.failed} given up`).join('; '),
+      action: 'kopek webhook deliveries --shop SHOP shows the answers; fix the receiver, then kopek webhook resend EVT_ID for the given-up events',
+    });
+  }
+  return out;
+}
+
+/** `kopek doctor` */
+export const doctor: Command = {
+  name: 'doctor',
+  summary: 'check the database, schema, jobs, webhook endpoints and ledger; say what to do',
+  usage,
+  run(argv) {
+    const args = parseArgs(argv);
+    onlyFlags(args, []);
+    atMostPositionals(args, 0, 'kopek doctor [--db PATH]');
+    const path = flag(args, 'db') ?? process.env.KOPEK_DB ?? defaultConfig().db;
+    let findings: Finding[];
+    let db: Database.Database | null = null;
+    try {
+      db = openExisting(path);
+      db.pragma('schema_version');
+      findings = [{ check: 'database', ok: true, detail: path }, ...diagnose(db)];
+    } catch (err) {
+      findings = [{ check: 'database', ok: false, detail: (err as Error).message, action: 'check --db and the file; if it is damaged, restore the latest backup (docs/operations.md)' }];
+    } finally {
+      db?.close();
+    }
+    const ok = findings.every((x) => x.ok);
+    const lines = findings.flatMap((x) =>
+      x.ok ? [`ok      ${x.check}: ${x.detail}`] : [`ACTION  ${x.check}: ${x.detail}`, `        → ${x.action}`],
+    );
+    lines.push(ok ? 'doctor: nothing needs action' : `doctor: ${findings.filter((x) => !x.ok).length} finding(s) need action`);
+    output(args, { ok, findings }, lines);
+    return ok ? 0 : 1;
+  },
+};

@@ -1,0 +1,125 @@
+import type { App } from '../app-types';
+import type { Ctx, Reply } from '../http/types';
+import { countJobs } from '../scheduler/jobs-table';
+import { sseClientCount } from '../events/stream';
+import { deliveryWorker } from '../webhooks/register';
+
+/** Upper bounds (seconds) of the request latency histogram's buckets; +Inf is implied. */
+export const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+// Labels come from the route table and a fixed method list, never from the raw path: the series count stays bounded.
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/** Per-route request counters and latency histograms, fed by the server's request observer. */
+export class Metrics {
+  private readonly requests = new Map<string, number>();
+  private readonly histograms = new Map<string, { buckets: number[]; sum: number; count: number }>();
+  private readonly startedAt: number;
+
+  constructor(startedAtMs: number) {
+    this.startedAt = startedAtMs;
+  }
+
+  /** Count one finished request (the server calls it on every response, aborted ones included). */
+  readonly observe = (route: string, method: string, status: number, duration_ms: number): void => {
+    const m = METHODS.has(method) ? method : 'OTHER';
+    const code = status > 0 ? String(status) : 'aborted';
+    const reqKey = `route="${escapeLabel(route)}",method="${m}",status="${code}"`;
+    this.requests.set(reqKey, (this.requests.get(reqKey) ?? 0) + 1);
+    const histKey = `route="${escapeLabel(route)}",method="${m}"`;
+    let h = this.histograms.get(histKey);
+    if (!h) this.histograms.set(histKey, (h = { buckets: new Array<number>(LATENCY_BUCKETS_S.length).fill(0), sum: 0, count: 0 }));
+    const seconds = duration_ms / 1000;
+    for (let i = 0; i < LATENCY_BUCKETS_S.length; i++) if (seconds <= LATENCY_BUCKETS_S[i]) h.buckets[i]++;
+    h.sum += seconds;
+    h.count++;
+  };
+
+  /** The Prometheus text exposition (format 0.0.4) of everything known now. */
+  render(app: App, nowMs: number): string {
+    const out: string[] = [];
+    out.push('# HELP kopek_http_requests_total HTTP requests answered, by route pattern, method and status.');
+    out.push('# TYPE kopek_http_requests_total counter');
+    for (const [k, v] of [...this.requests].sort()) out.push(`kopek_http_requests_total{${k}} ${v}`);
+    out.push('# HELP kopek_http_request_duration_seconds Time from request start to the end of the response.');
+    out.push('# TYPE kopek_http_request_duration_seconds histogram');
+    for (const [k, h] of [...this.histograms].sort()) {
+      for (let i = 0; i < LATENCY_BUCKETS_S.length; i++) {
+        out.push(`kopek_http_request_duration_seconds_bucket{${k},le="${LATENCY_BUCKETS_S[i]}"} ${h.buckets[i]}`);
+      }
+      out.push(`kopek_http_request_duration_seconds_bucket{${k},le="+Inf"} ${h.count}`);
+      out.push(`kopek_http_request_duration_seconds_sum{${k}} ${round(h.sum)}`);
+      out.push(`kopek_http_request_duration_seconds_count{${k}} ${h.count}`);
+    }
+    renderJobs(app, out);
+    renderWebhooks(app, out);
+    out.push('# HELP kopek_sse_clients Event stream (SSE) clients connected now.');
+    out.push('# TYPE kopek_sse_clients gauge');
+    out.push(`kopek_sse_clients ${sseClientCount(app)}`);
+    const mem = process.memoryUsage();
+    out.push('# HELP kopek_process_resident_memory_bytes Resident set size of the process.');
+    out.push('# TYPE kopek_process_resident_memory_bytes gauge');
+    out.push(`kopek_process_resident_memory_bytes ${mem.rss}`);
+    out.push('# HELP kopek_process_uptime_seconds Seconds since the server started.');
+    out.push('# TYPE kopek_process_uptime_seconds gauge');
+    out.push(`kopek_process_uptime_seconds ${round((nowMs - this.startedAt) / 1000)}`);
+    return out.join('\n') + '\n';
+  }
+}
+
+function renderJobs(app: App, out: string[]): void {
+  const counts = countJobs(app.store.db);
+  out.push('# HELP kopek_jobs Scheduled jobs by kind and state: pending (never failed), retrying (failed, will run again), dead (gave up).');
+  out.push('# TYPE kopek_jobs gauge');
+  for (const c of counts) {
+    const kind = escapeLabel(c.kind);
+    out.push(`kopek_jobs{kind="${kind}",state="pending"} ${c.pending ?? 0}`);
+    out.push(`kopek_jobs{kind="${kind}",state="retrying"} ${c.retrying ?? 0}`);
+    out.push(`kopek_jobs{kind="${kind}",state="dead"} ${c.dead ?? 0}`);
+  }
+}
+
+function renderWebhooks(app: App, out: string[]): void {
+  // From the delivery log itself, so the figures survive restarts and include attempts made by retry jobs.
+  const attempts = app.store
+    .stmt(
+      `SELECT CASE WHEN succeeded = 1 THEN 'succeeded' WHEN response_code IS NULL THEN 'no_response' ELSE 'error_status' END AS result,
+              count(*) AS n
+       FROM webhook_attempts GROUP BY result ORDER BY result`,
+    )
+    .all() as Array<{ result: string; n: number }>;
+  out.push('# HELP kopek_webhook_attempts_total Webhook delivery attempts by result: succeeded (2xx), error_status (other answer), no_response.');
+  out.push('# TYPE kopek_webhook_attempts_total counter');
+  for (const r of attempts) out.push(`kopek_webhook_attempts_total{result="${r.result}"} ${r.n}`);
+  const states = app.store.stmt(`SELECT state, count(*) AS n FROM webhook_deliveries GROUP BY state ORDER BY state`).all() as Array<{ state: string; n: number }>;
+  out.push('# HELP kopek_webhook_deliveries Webhook deliveries (one per event and receiver) by state.');
+  out.push('# TYPE kopek_webhook_deliveries gauge');
+  for (const r of states) out.push(`kopek_webhook_deliveries{state="${r.state}"} ${r.n}`);
+  out.push('# HELP kopek_webhook_attempts_in_flight Webhook attempts under way now.');
+  out.push('# TYPE kopek_webhook_attempts_in_flight gauge');
+  out.push(`kopek_webhook_attempts_in_flight ${deliveryWorker(app)?.inFlight ?? 0}`);
+}
+
+function escapeLabel(v: string): string {
+  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+function round(n: number): number {
+  return Math.round(n * 1e6) / 1e6;
+}
+
+const registry = new WeakMap<App, Metrics>();
+
+/** Create the app's metrics (once, at start-up); pass its `observe` to the HTTP server. */
+export function registerMetrics(app: App): Metrics {
+  const m = new Metrics(app.clocks.real());
+  registry.set(app, m);
+  return m;
+}
+
+/** GET /metrics: Prometheus text format, no key (bind to a private address or filter it at the proxy). */
+export function metricsHandler(ctx: Ctx): Reply {
+  const m = registry.get(ctx.app);
+  if (!m) throw new Error('cannot render metrics: they were not registered at start-up');
+  return { text: m.render(ctx.app, ctx.app.clocks.real()), contentType: 'text/plain; version=0.0.4; charset=utf-8' };
+}
