@@ -360,7 +360,7 @@ CREATE TABLE recurrent_payments (
   attempt          INTEGER NOT NULL DEFAULT 1,           -- subscription_charge: 1, then the retries 2 and 3
   created_at       INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
-CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, created_at) WHERE subscription_id IS NOT NULL;
+CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;
 
 -- == hosted payment page ==
 

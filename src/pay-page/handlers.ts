@@ -17,7 +17,9 @@ export async function showPage(ctx: Ctx): Promise<Reply> {
   let p = await findPaymentForPage(ctx.app, ctx.params.id);
   if (!p) return renderNotFound(ctx, lang);
   if (p.status === 'pending' && p.method !== 'any' && (PAGE_METHODS as readonly string[]).includes(p.method)) {
-    await tolerateMovedOn(() => openSession(ctx.app, p!.id));
+    // With SBP the buyer pays in the bank's app, so the test bank answers by itself after --sim-delay;
+    // on the card form and the bank confirmation screens the buyer's own input decides.
+    await tolerateMovedOn(() => openSession(ctx.app, p!.id, { awaitBuyer: p!.method !== 'sbp' }));
     p = (await findPaymentForPage(ctx.app, p.id))!;
   }
   if (isFinal(p)) return finalScreen(ctx, p);

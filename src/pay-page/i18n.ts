@@ -256,5 +256,5 @@ export function purpose(lang: Lang, kind: string | undefined): Purpose {
 
 /** An amount of minor units in the language's currency format, e.g. `1 234,56 ₽`. */
 export function formatAmount(lang: Lang, amount: number, currency: string): string {
-  return new Intl.NumberFormat(lang === 'ru' ? 'ru-RU' : 'en-GB', { style: 'currency', currency }).format(amount / 100);
+  return new Intl.NumberFormat(lang === 'ru' ? 'ru-RU' : 'en-GB', { style: 'currency', currency, currencyDisplay: 'narrowSymbol' }).format(amount / 100);
 }

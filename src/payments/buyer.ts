@@ -3,7 +3,7 @@ import { ApiError, badRequest, notFound } from '../http/errors';
 import { isUuid } from '../util/ids';
 import { planFromMetadata } from '../simulator/plan';
 import { simulatedResolution } from '../simulator/payments';
-import { cancelTx, chooseMethodTx, openSessionTx, resolveTx, type Resolution } from './state';
+import { cancelTx, chooseMethodTx, openSessionTx, resolveTx, type Resolution, type SessionOptions } from './state';
 import { getPayment, metadataOf, paymentView } from './store';
 import { PAYMENT_METHODS, type ConcreteMethod, type PaymentRow, type PaymentView } from './types';
 
@@ -32,8 +32,8 @@ export async function chooseMethod(app: App, id: string, method: string): Promis
 }
 
 /** The buyer opened a method screen: pending (method chosen) → processing; a second call changes nothing. */
-export async function openSession(app: App, id: string): Promise<PaymentView> {
-  return app.store.write((tx) => paymentView(app, openSessionTx(app, tx, load(app, id))));
+export async function openSession(app: App, id: string, opts: SessionOptions = {}): Promise<PaymentView> {
+  return app.store.write((tx) => paymentView(app, openSessionTx(app, tx, load(app, id), opts)));
 }
 
 /** What the buyer's action on the page ended with. */

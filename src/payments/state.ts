@@ -102,8 +102,14 @@ export function chooseMethodTx(app: App, tx: Tx, p: PaymentRow, method: Concrete
   return next;
 }
 
+/** How a session opens: `awaitBuyer` when the buyer is about to answer on the page (card form, bank confirmation). */
+export interface SessionOptions {
+  /** Skip the simulator's own answer: the buyer's input on the page decides, or the session expires. */
+  awaitBuyer?: boolean;
+}
+
 /** pending (method chosen) → processing: the bank session opens for the method's lifetime. Idempotent when already processing. */
-export function openSessionTx(app: App, tx: Tx, p: PaymentRow): PaymentRow {
+export function openSessionTx(app: App, tx: Tx, p: PaymentRow, opts: SessionOptions = {}): PaymentRow {
   if (p.status === 'processing') return p;
   if (p.status !== 'pending') refuse(p, 'open a bank session for');
   if (p.method === 'any') refuse(p, 'open a bank session for', ' and no method is chosen yet');
@@ -111,7 +117,7 @@ export function openSessionTx(app: App, tx: Tx, p: PaymentRow): PaymentRow {
   const until = now + SESSION_TTL_MS[p.method];
   const next = move(app, tx, p, 'processing', 'open a bank session for', { processing_until: until });
   app.scheduler.schedule(tx, { kind: SESSION_EXPIRY_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt: until });
-  scheduleSimulatedResolution(app, tx, next);
+  if (!opts.awaitBuyer) scheduleSimulatedResolution(app, tx, next);
   return next;
 }
 

@@ -1,5 +1,4 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
 import type { Mode } from '../scheduler/clock';
 import { iso, isoOrNull } from '../util/time';
 import type { TokenMethod } from '../tokens/store';
@@ -88,17 +87,17 @@ export function reloadSubscription(app: App, id: string): SubscriptionRow {
   return s;
 }
 
-/** Insert a pending subscription in the caller's transaction. */
+/** Insert a pending subscription (inside the caller's transaction). */
 export function insertSubscription(
-  tx: Tx,
+  app: App,
   s: Pick<
     SubscriptionRow,
     | 'id' | 'merchant_id' | 'shop_id' | 'mode' | 'customer_ref' | 'customer_email' | 'plan_name' | 'amount' | 'currency'
     | 'method' | 'period' | 'interval_count' | 'trial_days' | 'token_id' | 'initial_payment_id' | 'created_at'
   >,
 ): void {
-  tx.db
-    .prepare(
+  app.store
+    .stmt(
       `INSERT INTO subscriptions (id, merchant_id, shop_id, mode, customer_ref, customer_email, plan_name, amount, currency, method,
          period, interval_count, trial_days, status, token_id, initial_payment_id, created_at)
        VALUES (@id, @merchant_id, @shop_id, @mode, @customer_ref, @customer_email, @plan_name, @amount, @currency, @method,
@@ -108,10 +107,10 @@ export function insertSubscription(
 }
 
 /** Write the changed columns of a subscription (only the names given). */
-export function updateSubscription(tx: Tx, id: string, patch: Partial<SubscriptionRow>): void {
+export function updateSubscription(app: App, id: string, patch: Partial<SubscriptionRow>): void {
   const cols = Object.keys(patch);
   if (cols.length === 0) return;
-  tx.db.prepare(`UPDATE subscriptions SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
+  app.store.stmt(`UPDATE subscriptions SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
 }
 
 type ChargeRow = { payment_id: string; kind: ChargeView['kind']; attempt: number; amount: number; status: string; metadata: string; created_at: number };

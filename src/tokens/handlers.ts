@@ -10,7 +10,7 @@ import { getPayment } from '../payments/store';
 import { getSubscription } from '../subscriptions/store';
 import { cancelSubscriptionTx, CANCEL_REASONS } from '../subscriptions/subscriptions';
 import { parseOutcomes, queueOf } from './outcomes';
-import { getToken, TOKEN_METHODS, TOKEN_STATUSES, tokenView, type TokenRow } from './store';
+import { getToken, updateToken, TOKEN_METHODS, TOKEN_STATUSES, tokenView, type TokenRow } from './store';
 import { CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargeTokenTx, createBindingTx, reloadToken } from './tokens';
 
 /** A plausible e-mail address: something@host.tld, no spaces. */
@@ -124,9 +124,9 @@ export async function setOutcomes(ctx: Ctx): Promise<Reply> {
   const obj = bodyObject(ctx.body, ['outcomes']);
   const outcomes = parseOutcomes(obj.outcomes);
   const id = ctx.params.id;
-  const t = await ctx.app.store.write((tx) => {
+  const t = await ctx.app.store.write(() => {
     const token = tokenOfShop(ctx.app, ctx, id);
-    tx.db.prepare('UPDATE tokens SET outcomes = ? WHERE id = ?').run(JSON.stringify(outcomes), token.id);
+    updateToken(ctx.app, token.id, { outcomes: JSON.stringify(outcomes) });
     return reloadToken(ctx.app, token.id);
   });
   return { body: { ...tokenView(t), outcomes: queueOf(t) } };

@@ -1,4 +1,4 @@
-import type { Tx } from '../db/tx';
+import type { App } from '../app-types';
 import { badRequest } from '../http/errors';
 import { describe } from '../http/validate';
 import { PAYMENT_FAILURE_CODES } from '../payments/failures';
@@ -47,11 +47,11 @@ export function queueOf(t: TokenRow): string[] {
 }
 
 /** Take the next queued outcome of a test token as a simulator plan; undefined lets the magic amounts decide. */
-export function takePlan(tx: Tx, t: TokenRow): SimPlan | undefined {
+export function takePlan(app: App, t: TokenRow): SimPlan | undefined {
   if (t.mode !== 'test') return undefined;
   const queue = queueOf(t);
   const next = queue.shift();
   if (next === undefined) return undefined;
-  updateToken(tx, t.id, { outcomes: JSON.stringify(queue) });
+  updateToken(app, t.id, { outcomes: JSON.stringify(queue) });
   return planOf(next);
 }

@@ -1,5 +1,4 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
 import type { Mode } from '../scheduler/clock';
 import { isoOrNull, iso } from '../util/time';
 
@@ -71,10 +70,10 @@ export function getToken(app: App, id: string): TokenRow | undefined {
   return app.store.stmt('SELECT * FROM tokens WHERE id = ?').get(id) as TokenRow | undefined;
 }
 
-/** Insert a token row in the caller's transaction. */
-export function insertToken(tx: Tx, t: Omit<TokenRow, 'seq' | 'outcomes' | 'last_charged_at' | 'activated_at' | 'cancelled_at' | 'card_brand' | 'card_mask'>): void {
-  tx.db
-    .prepare(
+/** Insert a token row (inside the caller's transaction). */
+export function insertToken(app: App, t: Omit<TokenRow, 'seq' | 'outcomes' | 'last_charged_at' | 'activated_at' | 'cancelled_at' | 'card_brand' | 'card_mask'>): void {
+  app.store
+    .stmt(
       `INSERT INTO tokens (id, merchant_id, shop_id, mode, customer_ref, customer_email, method, status, binding_payment_id, subscription_id, created_at)
        VALUES (@id, @merchant_id, @shop_id, @mode, @customer_ref, @customer_email, @method, @status, @binding_payment_id, @subscription_id, @created_at)`,
     )
@@ -82,16 +81,16 @@ export function insertToken(tx: Tx, t: Omit<TokenRow, 'seq' | 'outcomes' | 'last
 }
 
 /** Write the changed columns of a token (only the names given). */
-export function updateToken(tx: Tx, id: string, patch: Partial<TokenRow>): void {
+export function updateToken(app: App, id: string, patch: Partial<TokenRow>): void {
   const cols = Object.keys(patch);
   if (cols.length === 0) return;
-  tx.db.prepare(`UPDATE tokens SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
+  app.store.stmt(`UPDATE tokens SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
 }
 
 /** Remember which token (and subscription) made a payment, in the payment's transaction. */
-export function recordPayment(tx: Tx, r: Omit<RecurrentPaymentRow, 'charge_index' | 'attempt'> & { charge_index?: number; attempt?: number }): void {
-  tx.db
-    .prepare(
+export function recordPayment(app: App, r: Omit<RecurrentPaymentRow, 'charge_index' | 'attempt'> & { charge_index?: number; attempt?: number }): void {
+  app.store
+    .stmt(
       `INSERT INTO recurrent_payments (payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )

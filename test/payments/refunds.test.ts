@@ -148,7 +148,7 @@ test('live refunds stay pending: no bank connector settles them yet', async () =
   });
   const r = await refund(c.payment.id, { amount: 100 }, undefined, live.key);
   assert.equal(r.status, 201);
-  s.running.app.scheduler.runDue();
+  await s.running.app.scheduler.runDue();
   const jobs = s.store.db.prepare(`SELECT COUNT(*) AS n FROM jobs WHERE subject_id = ?`).get(r.body.id) as { n: number };
   assert.equal(jobs.n, 0);
   assert.equal((await getPayment(s, c.payment.id, live.key)).refunds[0].status, 'pending');

@@ -74,7 +74,7 @@ test('live keys never touch the simulator: no plan, no simulator block, no autom
   assert.deepEqual(c.payment.metadata, { mode: 'live' });
   // No buyer page in this test: open the live bank session the way the page would.
   await s.running.app.store.write((tx) => openSessionTx(s.running.app, tx, paymentRow(s.running.app, c.payment.id)!));
-  s.running.app.scheduler.runDue();
+  await s.running.app.scheduler.runDue();
   const jobs = s.store.db.prepare(`SELECT kind FROM jobs WHERE subject_id = ? AND state = 'pending' ORDER BY kind`).all(c.payment.id) as Array<{ kind: string }>;
   assert.deepEqual(jobs.map((j) => j.kind), ['payment.session_expiry']);
   const p = await getPayment(s, c.payment.id, live.key);

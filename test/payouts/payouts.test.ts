@@ -244,7 +244,7 @@ test('live payouts reserve and stay pending: no simulator, no settlement, empty 
   assert.equal(r.body.simulator, undefined);
   assert.equal(r.body.payout.status, 'pending');
   assert.equal(r.body.payout.bank_ref, '');
-  s.running.app.scheduler.runDue();
+  await s.running.app.scheduler.runDue();
   assert.equal((await getPayout(r.body.payout.id, m.key)).status, 'pending');
   const bal = await balanceOf(s, m.key);
   assert.deepEqual([bal.balance, bal.available], [50_000, 50_000 - 20_001]);

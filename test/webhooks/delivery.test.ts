@@ -193,3 +193,18 @@ test('the delivery log rejects malformed filters and live keys', async () => {
 function hmac(secret: string, text: string): string {
   return createHmac('sha256', secret).update(text).digest('hex');
 }
+
+test('POST /v1/test/reset deletes test deliveries and attempts but keeps endpoints', async () => {
+  const shop = s.newShop();
+  const rcv = await receiver();
+  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = appendWebhookEvent(s, shop);
+  await waitForLog(s, `event_id=${ev.id}`, (it) => it[0]?.status === 'succeeded', { key: shop.key });
+  const r = await s.request('POST', '/v1/test/reset', { key: shop.key });
+  assert.equal(r.status, 200);
+  assert.equal(r.body.deleted.webhook_deliveries, 1);
+  assert.equal(r.body.deleted.webhook_attempts, 1);
+  assert.equal(listEndpoints(s.store, shop.shopId).length, 1);
+  appendWebhookEvent(s, shop);
+  await rcv.waitFor(2);
+});
