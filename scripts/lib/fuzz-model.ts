@@ -14,6 +14,8 @@ export interface Operation {
 /** A generated request. */
 export interface FuzzRequest {
   method: string;
+  /** The operation's OpenAPI template, for counting. */
+  template?: string;
   path: string;
   /** Raw body text (sent as is) or undefined. */
   body?: string;
@@ -83,27 +85,49 @@ const anyValue: fc.Arbitrary<unknown> = fc.letrec<{ v: unknown }>((tie) => ({
   v: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(fc.string({ maxLength: 8 }), tie('v'), { maxKeys: 4 })),
 })).v;
 
-/** A value for one documented field: often one the schema allows, else anything. */
-function fieldValue(schema: any): fc.Arbitrary<unknown> {
-  const fits: Array<fc.Arbitrary<unknown>> = [];
-  if (schema?.enum) fits.push(fc.constantFrom(...(schema.enum as unknown[])));
-  if (schema?.const !== undefined) fits.push(fc.constant(schema.const));
-  if (schema?.type === 'integer') fits.push(fc.integer({ min: schema.minimum ?? 0, max: Math.min(schema.maximum ?? 1e12, 1e12) }));
-  if (schema?.type === 'string') fits.push(fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 30, 30) }));
-  if (schema?.type === 'array' && schema.items) fits.push(fc.array(bodyFromSchema(schema.items), { maxLength: 3 }));
-  if (schema?.type === 'object' && schema.properties) fits.push(bodyFromSchema(schema));
-  return fits.length > 0 ? fc.oneof({ weight: 3, arbitrary: fc.oneof(...fits) }, { weight: 1, arbitrary: anyValue }) : anyValue;
+/** A value the field's schema allows (as far as a schema says), or anything when it says nothing usable. */
+function fitting(schema: any): fc.Arbitrary<unknown> {
+  if (schema?.enum) return fc.constantFrom(...(schema.enum as unknown[]));
+  if (schema?.const !== undefined) return fc.constant(schema.const);
+  if (schema?.type === 'integer') return fc.integer({ min: schema.minimum ?? 0, max: Math.min(schema.maximum ?? 1e12, 1e12) });
+  if (schema?.type === 'string' && schema.format === 'uri') return fc.constantFrom('https://example.com/return', 'http://localhost/return');
+  if (schema?.type === 'string') return fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 30, 30) });
+  if (schema?.type === 'array' && schema.items) return fc.array(validBody(schema.items), { maxLength: 3 });
+  if (schema?.type === 'object' && schema.properties) return validBody(schema);
+  if (schema?.type === 'object') return fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ maxLength: 20 }), { maxKeys: 3 });
+  return anyValue;
 }
 
-function bodyFromSchema(schema: any): fc.Arbitrary<unknown> {
+/** A body the schema allows: its required fields and some optional ones. */
+function validBody(schema: any): fc.Arbitrary<Record<string, unknown>> {
   const props: Record<string, any> = schema?.properties ?? {};
   const names = Object.keys(props);
-  const known = names.length === 0 ? fc.constant({}) : fc.record(Object.fromEntries(names.map((n) => [n, fieldValue(props[n])])), { requiredKeys: [] });
-  return fc.tuple(known, fc.option(fc.tuple(fc.string({ minLength: 1, maxLength: 12 }), anyValue), { freq: 5 })).map(([o, extra]) => {
-    const out = { ...(o as Record<string, unknown>) };
-    if (extra) out[extra[0]] = extra[1];
-    return out;
+  if (names.length === 0) return fc.constant({});
+  const required = names.filter((n) => (schema?.required ?? []).includes(n));
+  return fc.record(Object.fromEntries(names.map((n) => [n, fitting(props[n])])), { requiredKeys: required }) as fc.Arbitrary<Record<string, unknown>>;
+}
+
+/**
+ * Bodies near the schema: valid ones (the rules behind the first check get reached, objects get created),
+ * valid ones with one field given a hostile value, missing required fields, or an unknown field added.
+ */
+function bodyFromSchema(schema: any): fc.Arbitrary<unknown> {
+  const names = Object.keys(schema?.properties ?? {});
+  const valid = validBody(schema);
+  const oneBad = names.length === 0 ? valid : fc.tuple(valid, fc.constantFrom(...names), anyValue).map(([b, n, v]) => ({ ...b, [n]: v }));
+  const unknown = fc.tuple(valid, fc.string({ minLength: 1, maxLength: 12 }), anyValue).map(([b, n, v]) => ({ ...b, [n]: v }));
+  const missing = names.length === 0 ? valid : fc.tuple(valid, fc.constantFrom(...names)).map(([b, n]) => {
+    const { [n]: _gone, ...rest } = b;
+    return rest;
   });
+  return fc.oneof({ weight: 3, arbitrary: valid }, { weight: 3, arbitrary: oneBad }, { weight: 1, arbitrary: unknown }, { weight: 1, arbitrary: missing });
+}
+
+/** Percent-encode the UTF-8 bytes of a string (lone surrogates become U+FFFD, which encodeURIComponent refuses). */
+function pct(v: string): string {
+  let out = '';
+  for (const b of Buffer.from(v, 'utf8')) out += /[A-Za-z0-9_.~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : '%' + b.toString(16).toUpperCase().padStart(2, '0');
+  return out;
 }
 
 /** JSON text of a value, writing raw number literals verbatim. */
@@ -119,7 +143,8 @@ export function requestArb(ops: Operation[], ids: string[], key: string): fc.Arb
   const idArb = fc.oneof(
     { weight: 3, arbitrary: fc.constantFrom(...ids) },
     { weight: 1, arbitrary: fc.uuid() },
-    { weight: 1, arbitrary: hostileString.map((x) => encodeURIComponent(x).slice(0, 3000) || '%20') },
+    { weight: 1, arbitrary: hostileString.map((x) => pct(x).slice(0, 3000) || '%20') },
+    { weight: 1, arbitrary: fc.constantFrom('%ZZ', '%C3%28', '%00', '..%2F..%2Fetc', '%FF%FE', '.', '..') },
   );
   return fc.constantFrom(...ops).chain((op) => {
     const params = op.template.match(/\{[^}]+\}/g) ?? [];
@@ -145,12 +170,12 @@ export function requestArb(ops: Operation[], ids: string[], key: string): fc.Arb
     );
     const hasBody = op.method !== 'GET' && op.method !== 'HEAD';
     return fc.record({ path: pathArb, query: queryArb, body: hasBody ? fc.option(bodyArb, { freq: 8 }) : fc.constant(null), h: headersArb }).map(({ path, query, body, h }) => {
-      const qs = query.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
+      const qs = query.map(([k, v]) => `${pct(k)}=${pct(v)}`).join('&');
       const headers: Record<string, string> = { 'content-type': h.type };
       if (h.auth) headers.authorization = h.auth;
       if (h.idem !== undefined && h.idem !== null) headers['idempotency-key'] = h.idem;
       if (h.rid !== undefined && h.rid !== null) headers['x-request-id'] = h.rid;
-      return { method: op.method, path: qs ? `${path}?${qs}` : path, body: body ?? undefined, headers };
+      return { method: op.method, template: op.template, path: qs ? `${path}?${qs}` : path, body: body ?? undefined, headers };
     });
   });
 }

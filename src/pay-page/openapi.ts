@@ -33,7 +33,8 @@ function formPost(summary: string, fields: Record<string, unknown>, required: st
           },
         },
       },
-      responses: { '303': seeOther, '404': html('Friendly page: no payment has this id'), ...extra },
+      // The request chain answers a body it cannot read (malformed, too large, wrong type) with the JSON error body.
+      responses: { '303': seeOther, '404': html('Friendly page: no payment has this id'), ...errorResponses, ...extra },
     },
   };
 }
@@ -88,7 +89,7 @@ export const payPageOpenApi: OpenApiFragment = {
         holder: { type: 'string', description: 'Latin letters, optional' },
       },
       ['number', 'exp', 'cvc'],
-      { '400': html('The card form again, with the failed checks') },
+      { '400': { description: 'The card form again, with the failed checks (HTML); a body that cannot be read gets the JSON error', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: ref('Error') } } } },
     ),
     '/pay/{id}/3ds': formPost('Answer the 3-D Secure challenge (test code 123456)', { code: { type: 'string' } }, ['code']),
   },

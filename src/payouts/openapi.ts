@@ -172,7 +172,7 @@ export const payoutsOpenApi: OpenApiFragment = {
           additionalProperties: false,
           properties: {
             outcome: { enum: ['succeeded', 'failed'] },
-            failure_code: { type: ['string', 'null'] },
+            failure_code: { type: 'string', description: 'Planned failure code; empty when the payout is planned to succeed.' },
             actions: {
               type: 'object',
               required: ['simulate', 'status'],

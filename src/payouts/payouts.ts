@@ -181,7 +181,7 @@ export function creationBody(app: App, p: PayoutRow): Record<string, unknown> {
   if (p.mode === 'test') {
     body.simulator = {
       outcome: p.sim_outcome,
-      failure_code: p.sim_failure_code,
+      failure_code: p.sim_failure_code ?? '',
       actions: {
         simulate: `${app.baseUrl()}/v1/test/payouts/${p.id}/simulate`,
         status: `${app.baseUrl()}/v1/public/payouts/${p.id}`,

@@ -1,7 +1,7 @@
 import type { App } from '../app-types';
 import type { Ctx, Reply } from '../http/types';
 import { badRequest, notFound } from '../http/errors';
-import { amountField, bodyObject, enumField, intField, strField } from '../http/validate';
+import { amountField, bodyObject, currencyField, enumField, intField, strField } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
 import { isUuid } from '../util/ids';
 import { iso, isoOrNull } from '../util/time';
@@ -36,7 +36,7 @@ export async function createSubscription(ctx: Ctx): Promise<Reply> {
   const auth = ctx.auth!;
   const obj = bodyObject(ctx.body, CREATE_FIELDS);
   const amount = amountField(obj, 'amount', true)!;
-  if (obj.currency !== undefined && obj.currency !== 'RUB') throw badRequest(`Field "currency" must be "RUB", got ${JSON.stringify(obj.currency).slice(0, 64)}`, 'currency');
+  currencyField(obj);
   const method = enumField(obj, 'method', TOKEN_METHODS, 'cards')!;
   const period = enumField(obj, 'period', PERIODS, 'month')!;
   const intervalCount = intField(obj, 'interval_count', { min: 1, max: INTERVAL_MAX }) ?? 1;

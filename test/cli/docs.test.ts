@@ -4,14 +4,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { optionsMarkdown, OPTIONS } from '../../src/config';
 
-const DOC = join(__dirname, '..', '..', 'docs', 'api-basics.md');
+const ROOT = join(__dirname, '..', '..');
 
-test('the configuration table in docs/api-basics.md is the one src/config.ts generates', () => {
-  const text = readFileSync(DOC, 'utf8');
-  const m = /<!-- options:begin[^>]*-->\n([\s\S]*?)\n<!-- options:end -->/.exec(text);
-  assert.ok(m, 'docs/api-basics.md has no options:begin/options:end markers');
-  assert.equal(m[1], optionsMarkdown(), `the table is out of date; replace it with:\n${optionsMarkdown()}`);
-});
+for (const doc of ['docs/api-basics.md', 'README.md']) {
+  test(`the configuration table in ${doc} is the one src/config.ts generates`, () => {
+    const text = readFileSync(join(ROOT, doc), 'utf8');
+    const m = /<!-- options:begin[^>]*-->\n([\s\S]*?)\n<!-- options:end -->/.exec(text);
+    assert.ok(m, `${doc} has no options:begin/options:end markers`);
+    assert.equal(m[1], optionsMarkdown(), `the table is out of date; replace it with:\n${optionsMarkdown()}`);
+  });
+}
 
 test('every option has a flag and a KOPEK_ variable named after it', () => {
   for (const o of OPTIONS) {

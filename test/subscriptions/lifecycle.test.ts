@@ -191,3 +191,28 @@ test('list and get: register envelope, customer_ref filter, another shop sees no
   const sched = await get(s, `/v1/public/subscriptions/${a.subscription.id}/schedule`, shop.key);
   assert.deepEqual(sched.upcoming, [], 'a pending subscription has no charges planned');
 });
+
+test('create is idempotent with a key: one subscription, one initial payment', async () => {
+  const shop = s.newShop();
+  const headers = { 'Idempotency-Key': 'sub-create-1' };
+  const body = { amount: 4500, customer_ref: 'cust-idem', plan_name: 'Basic' };
+  const first = await s.request('POST', '/v1/public/subscriptions', { body, headers, key: shop.key });
+  assert.equal(first.status, 201);
+  const again = await s.request('POST', '/v1/public/subscriptions', { body, headers, key: shop.key });
+  assert.equal(again.status, 200);
+  assert.equal(again.body.idempotent, true);
+  assert.equal(again.body.subscription.id, first.body.subscription.id);
+  assert.equal(again.body.initial_payment.id, first.body.initial_payment.id);
+  assert.equal((await get(s, '/v1/public/subscriptions', shop.key)).items.length, 1);
+});
+
+test('test reset deletes the shop’s test subscriptions, tokens and their charges', async () => {
+  const shop = s.newShop();
+  const sub = await activeSubscription(shop);
+  const r = await s.request('POST', '/v1/test/reset', { key: shop.key });
+  assert.equal(r.status, 200);
+  assert.equal(r.body.deleted.subscriptions, 1);
+  assert.equal(r.body.deleted.tokens, 1);
+  assert.equal(r.body.deleted.recurrent_payments, 1);
+  assert.equal((await s.request('GET', `/v1/public/subscriptions/${sub.id}`, { key: shop.key })).status, 404);
+});

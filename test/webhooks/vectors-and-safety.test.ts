@@ -23,8 +23,10 @@ test('the published test vectors match the signer and an independent node:crypto
   assert.equal(vectors.v1, `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`);
 });
 
-test('the documented receiver example accepts the vector and refuses a stale or altered one', () => {
-  const code = /```js\n([\s\S]*?)```/.exec(doc)![1];
+const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+
+for (const [name, text] of [['docs/webhooks.md', doc], ['README.md', readme]]) test(`the receiver example in ${name} accepts the vector and refuses a stale or altered one`, () => {
+  const code = /```js\n([\s\S]*?)```/.exec(text)![1];
   const verifySrc = /function verify[\s\S]*?\n}\n/.exec(code)![0];
   // eslint-disable-next-line no-new-func
   const verify = new Function('createHmac', 'timingSafeEqual', 'SECRET', `${verifySrc}; return verify;`)(

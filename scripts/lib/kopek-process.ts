@@ -1,0 +1,104 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The repository root (scripts/lib/..). */
+export const ROOT = join(__dirname, '..', '..');
+
+/** How to run kopek: the built executable, or the sources through tsx. */
+export interface KopekCommand {
+  cmd: string;
+  args: string[];
+  label: string;
+}
+
+/** The executable at `exe` (default dist/kopek); with `allowSource`, the sources when it is missing. */
+export function kopekCommand(exe: string | undefined, allowSource: boolean): KopekCommand {
+  const path = exe ?? join(ROOT, 'dist', 'kopek');
+  if (existsSync(path)) return { cmd: path, args: [], label: path };
+  if (exe !== undefined || !allowSource) throw new Error(`cannot run kopek: no executable at "${path}" (run npm run build)`);
+  return { cmd: process.execPath, args: ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], label: 'node --import tsx src/main.ts' };
+}
+
+/** Build dist/kopek when it is missing (the crash test proves the executable operators run). */
+export function ensureBuilt(): void {
+  if (existsSync(join(ROOT, 'dist', 'kopek'))) return;
+  process.stdout.write('dist/kopek is missing: running npm run build\n');
+  const r = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error(`cannot build dist/kopek: npm run build exited ${r.status}`);
+}
+
+/** A running `kopek serve`. */
+export interface KopekServer {
+  proc: ChildProcess;
+  url: string;
+  /** The demo test key, when the server created the demo on an empty database. */
+  demoKey: string | null;
+  stderr(): string;
+  exited: Promise<number | string>;
+  /** ms from spawn to the "listening on" line. */
+  startup_ms: number;
+}
+
+/** Spawn `kopek serve --port 0 ARGS` and wait for its "listening on" line (20 s at most). */
+export function startKopek(k: KopekCommand, args: string[], env: NodeJS.ProcessEnv = {}): Promise<KopekServer> {
+  const t0 = performance.now();
+  const proc = spawn(k.cmd, [...k.args, 'serve', '--port', '0', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`kopek did not start within 20 s: ${err.slice(-500)}`));
+    }, 20_000);
+    let started = false;
+    proc.stderr!.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+      // Keep the tail only: a long run logs a lot.
+      if (err.length > 4_000_000) err = err.slice(-2_000_000);
+      if (started) return;
+      const m = /listening on (http:\/\/\S+)/.exec(err);
+      if (!m) return;
+      started = true;
+      clearTimeout(timer);
+      const key = /test key\s+(sk_test_\S+)/.exec(err);
+      resolve({ proc, url: m[1], demoKey: key ? key[1] : null, stderr: () => err, exited, startup_ms: performance.now() - t0 });
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`kopek exited (${code}) before listening: ${err.slice(-500)}`));
+    });
+  });
+}
+
+/** Run one kopek command to completion. */
+export function runKopek(k: KopekCommand, args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(k.cmd, [...k.args, ...args], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+  return { code: r.status ?? 1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+}
+
+/** Parse `--name value` and `--switch` options; unknown ones are an error naming them. */
+export function scriptArgs(argv: string[], known: Record<string, 'value' | 'switch'>): Map<string, string | true> {
+  const out = new Map<string, string | true>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const name = a.replace(/^--/, '');
+    if (!a.startsWith('--') || !(name in known)) throw new Error(`unknown argument "${a}"; known: ${Object.keys(known).map((k) => '--' + k).join(' ')}`);
+    if (known[name] === 'switch') out.set(name, true);
+    else {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`--${name} needs a value`);
+      out.set(name, v);
+    }
+  }
+  return out;
+}
+
+/** A whole-number option with a default, checked. */
+export function intOption(opts: Map<string, string | true>, name: string, def: number): number {
+  const v = opts.get(name);
+  if (v === undefined) return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, got "${String(v)}"`);
+  return n;
+}

@@ -1,0 +1,75 @@
+import { Agent, request } from 'node:http';
+
+/** One request of a load run: method, path, headers, body. */
+export interface LoadRequest {
+  method: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+/** Figures of one load run. */
+export interface LoadResult {
+  requests: number;
+  errors: number;
+  /** Answers whose status was not the expected one. */
+  unexpected: number;
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
+
+/**
+ * Drive `base` with `connections` keep-alive connections, each sending its next request as soon as the last
+ * answer arrived, for `duration_ms` (after `warmup_ms` not counted). `next(i)` gives request number i.
+ */
+export async function runLoad(
+  base: string,
+  o: { connections: number; duration_ms: number; warmup_ms: number; expect: number; next: (i: number) => LoadRequest; onTick?: () => void },
+): Promise<LoadResult> {
+  const agent = new Agent({ keepAlive: true, maxSockets: o.connections, maxFreeSockets: o.connections });
+  const url = new URL(base);
+  const latencies: number[] = [];
+  let errors = 0;
+  let unexpected = 0;
+  let n = 0;
+  const t0 = performance.now();
+  const measureFrom = t0 + o.warmup_ms;
+  const until = measureFrom + o.duration_ms;
+  let counted = 0;
+  const one = (r: LoadRequest): Promise<void> =>
+    new Promise((resolve) => {
+      const started = performance.now();
+      const body = r.body === undefined ? undefined : Buffer.from(r.body);
+      const headers = { ...(r.headers ?? {}), ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}) };
+      const req = request({ host: url.hostname, port: url.port, method: r.method, path: r.path, headers, agent }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          const end = performance.now();
+          if (started >= measureFrom && end <= until) {
+            latencies.push(end - started);
+            counted++;
+            if (res.statusCode !== o.expect) unexpected++;
+          }
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        errors++;
+        resolve();
+      });
+      req.end(body);
+    });
+  const tick = o.onTick ? setInterval(o.onTick, 250) : null;
+  await Promise.all(
+    Array.from({ length: o.connections }, async () => {
+      while (performance.now() < until) await one(o.next(n++));
+    }),
+  );
+  if (tick) clearInterval(tick);
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const q = (p: number) => (latencies.length === 0 ? NaN : latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]);
+  return { requests: counted, errors, unexpected, rps: counted / (o.duration_ms / 1000), p50_ms: q(0.5), p99_ms: q(0.99), max_ms: latencies.at(-1) ?? NaN };
+}
