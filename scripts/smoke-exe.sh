@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test of the built executable: copied alone into an empty directory (no node_modules, a fresh
 # addon cache), it must answer --help, create a demo with --json, serve GET /healthz, print the demo key
-# on an empty database, and exit 0 on SIGTERM.
+# on an empty database, create a payment with that key and show its payment page, and exit 0 on SIGTERM.
 #
 # Usage: scripts/smoke-exe.sh [EXECUTABLE]      (default dist/kopek)
 set -euo pipefail
@@ -60,7 +60,18 @@ done
 [[ -n "$healthy" ]] || fail "GET $url/healthz did not answer 200 within 5 s (last status ${code:-none})"
 ready_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
 grep -q '"status":"ok"' health.json || fail "GET /healthz answered $(cat health.json)"
-grep -q 'test key  sk_test_' serve.log || fail "kopek serve printed no demo test key on an empty database"
+key="$(grep -o 'test key  sk_test_[A-Za-z0-9_-]*' serve.log | head -n 1 | sed 's/^test key  //')" || true
+[[ -n "$key" ]] || fail "kopek serve printed no demo test key on an empty database"
+
+# A write through the API and the hosted page: the SQLite addon and the bundled QR code library at work.
+code="$(curl -s -o payment.json -w '%{http_code}' --max-time 5 -X POST "$url/v1/public/payments" \
+  -H "Authorization: Bearer $key" -H 'Content-Type: application/json' -d '{"amount": 10000}' || true)"
+[[ "$code" == "201" ]] || fail "POST /v1/public/payments with the demo key answered ${code:-nothing}: $(head -c 300 payment.json 2>/dev/null)"
+pay_url="$(grep -o '"payment_url":"[^"]*"' payment.json | sed 's/^"payment_url":"//; s/"$//')"
+[[ -n "$pay_url" ]] || fail "the created payment has no payment_url: $(head -c 300 payment.json)"
+code="$(curl -s -o pay.html -w '%{http_code}' --max-time 5 "$pay_url" || true)"
+[[ "$code" == "200" ]] || fail "GET $pay_url answered ${code:-nothing}"
+grep -q '<svg' pay.html || fail "the payment page has no QR code (no <svg>)"
 
 kill -TERM "$pid"
 rc=0
@@ -68,4 +79,4 @@ wait "$pid" || rc=$?
 pid=""
 [[ "$rc" == "0" ]] || fail "kopek serve exited $rc after SIGTERM, expected 0"
 
-echo "smoke-exe: PASS ($(du -m "$dir/kopek" | cut -f1) MiB executable, first /healthz 200 after ${ready_ms} ms, clean exit on SIGTERM)"
+echo "smoke-exe: PASS ($(du -m "$dir/kopek" | cut -f1) MiB executable, first /healthz 200 after ${ready_ms} ms; payment created, its page served; clean exit on SIGTERM)"

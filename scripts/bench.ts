@@ -1,0 +1,151 @@
+// Benchmarks kopek against a bare node:http + better-sqlite3 baseline measured in the same run on the same
+// machine: payment create and payment GET at 50 keep-alive connections (req/s, p50/p99, ratio), kopek's RSS
+// idle and under load, and executable start to the first /healthz 200. Prints a PASS/FAIL line.
+//
+// Usage: node --import tsx scripts/bench.ts [--short] [--seconds N] [--connections N] [--exe PATH] [--log-level L]
+//   --short          a few seconds in all (CI): checks that everything runs and answers; targets are
+//                    judged only in full mode, where noise is small enough to mean something
+//   --seconds N      measured seconds per run (default 10; --short: 2)
+//   --connections N  keep-alive connections (default 50)
+//   --exe PATH       the kopek executable (default dist/kopek, else the sources through tsx)
+//   --log-level L    kopek's log level (default info: one access-log line per request, as in production)
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { kopekCommand, startKopek, scriptArgs, intOption, ROOT, type KopekServer } from './lib/kopek-process';
+import { runLoad, type LoadResult } from './lib/load';
+
+const CREATE_TARGET = 1.0;
+const GET_TARGET = 0.7;
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+function startBaseline(db: string): Promise<{ url: string; kill: () => Promise<void> }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'lib', 'baseline-server.ts'), db], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  const exited = new Promise<void>((r) => proc.on('exit', () => r()));
+  return new Promise((resolve, reject) => {
+    let err = '';
+    proc.stderr.on('data', (c: Buffer) => {
+      err += c.toString();
+      const m = /listening on (\S+)/.exec(err);
+      if (m) resolve({ url: m[1], kill: async () => void (proc.kill('SIGTERM'), await exited) });
+    });
+    void exited.then(() => reject(new Error(`baseline server exited: ${err}`)));
+  });
+}
+
+async function post(url: string, path: string, body: string, headers: Record<string, string> = {}): Promise<any> {
+  const r = await fetch(url + path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  if (r.status !== 201) throw new Error(`POST ${path} answered ${r.status}: ${await r.text()}`);
+  return r.json();
+}
+
+async function startupMs(k: ReturnType<typeof kopekCommand>, dir: string, i: number): Promise<number> {
+  const t0 = performance.now();
+  const s = await startKopek(k, ['--db', join(dir, `start-${i}.db`), '--log-level', 'warn']);
+  for (;;) {
+    const r = await fetch(s.url + '/healthz').catch(() => null);
+    if (r?.status === 200) break;
+  }
+  const ms = performance.now() - t0;
+  s.proc.kill('SIGTERM');
+  await s.exited;
+  return ms;
+}
+
+function line(name: string, r: LoadResult): string {
+  return `${name.padEnd(22)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50_ms.toFixed(2).padStart(7)} ms   p99 ${r.p99_ms.toFixed(2).padStart(7)} ms   (${r.requests} requests, ${r.errors} errors, ${r.unexpected} unexpected)`;
+}
+
+async function main(): Promise<number> {
+  const opts = scriptArgs(process.argv.slice(2), { short: 'switch', seconds: 'value', connections: 'value', exe: 'value', 'log-level': 'value' });
+  const short = opts.has('short');
+  const seconds = intOption(opts, 'seconds', short ? 2 : 10);
+  const connections = intOption(opts, 'connections', 50);
+  const logLevel = String(opts.get('log-level') ?? 'info');
+  const k = kopekCommand(opts.get('exe') as string | undefined, true);
+  const dir = mkdtempSync(join(tmpdir(), 'kopek-bench-'));
+  const load = { connections, duration_ms: seconds * 1000, warmup_ms: short ? 500 : 2000 };
+  const problems: string[] = [];
+  let kopek: KopekServer | null = null;
+  let baseline: Awaited<ReturnType<typeof startBaseline>> | null = null;
+  try {
+    console.log(`bench: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, node ${process.version}, ${k.label}`);
+    console.log(`       ${connections} keep-alive connections, ${seconds} s measured per run after ${load.warmup_ms} ms warm-up${short ? ' (short mode)' : ''}`);
+    baseline = await startBaseline(join(dir, 'baseline.db'));
+    kopek = await startKopek(k, ['--db', join(dir, 'kopek.db'), '--log-level', logLevel, '--sim-delay', '2']);
+    const key = kopek.demoKey;
+    if (!key) throw new Error('kopek printed no demo key');
+    const auth = { authorization: `Bearer ${key}` };
+    const rssIdle = rssMb(kopek.proc.pid!);
+
+    // Ids to read, made through each server's own create.
+    const bIds: string[] = [];
+    const kIds: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      bIds.push((await post(baseline.url, '/payments', '{"amount":10000}')).payment.id);
+      kIds.push((await post(kopek.url, '/v1/public/payments', '{"amount":10000}', auth)).payment.id);
+    }
+    const body = '{"amount":10000,"description":"bench"}';
+    const bCreate = await runLoad(baseline.url, { ...load, expect: 201, next: () => ({ method: 'POST', path: '/payments', body }) });
+    let rssLoad = rssIdle;
+    const pid = kopek.proc.pid!;
+    const kCreate = await runLoad(kopek.url, { ...load, expect: 201, next: () => ({ method: 'POST', path: '/v1/public/payments', body, headers: auth }), onTick: () => (rssLoad = Math.max(rssLoad, rssMb(pid))) });
+    const bGet = await runLoad(baseline.url, { ...load, expect: 200, next: (i) => ({ method: 'GET', path: `/payments/${bIds[i % bIds.length]}` }) });
+    const kGet = await runLoad(kopek.url, { ...load, expect: 200, next: (i) => ({ method: 'GET', path: `/v1/public/payments/${kIds[i % kIds.length]}`, headers: auth }), onTick: () => (rssLoad = Math.max(rssLoad, rssMb(pid))) });
+    const rssAfter = rssMb(pid);
+    await baseline.kill();
+    baseline = null;
+    kopek.proc.kill('SIGTERM');
+    await kopek.exited;
+    kopek = null;
+    const starts: number[] = [];
+    for (let i = 0; i < 3; i++) starts.push(await startupMs(k, dir, i));
+    starts.sort((a, b) => a - b);
+
+    const createRatio = kCreate.rps / bCreate.rps;
+    const getRatio = kGet.rps / bGet.rps;
+    console.log('');
+    console.log(line('baseline create', bCreate));
+    console.log(line('kopek create', kCreate));
+    console.log(`${'  ratio'.padEnd(22)} ${createRatio.toFixed(2)}× (target ≥ ${CREATE_TARGET.toFixed(1)}×; kopek synchronous=FULL, baseline NORMAL)`);
+    console.log(line('baseline GET', bGet));
+    console.log(line('kopek GET', kGet));
+    console.log(`${'  ratio'.padEnd(22)} ${getRatio.toFixed(2)}× (target ≥ ${GET_TARGET.toFixed(1)}×)`);
+    console.log(`kopek RSS              idle ${rssIdle.toFixed(0)} MiB, peak under load ${rssLoad.toFixed(0)} MiB, after ${rssAfter.toFixed(0)} MiB`);
+    console.log(`start to /healthz 200  median ${starts[1].toFixed(0)} ms (of ${starts.map((x) => x.toFixed(0)).join(', ')} ms)`);
+    for (const [name, r] of [['baseline create', bCreate], ['kopek create', kCreate], ['baseline GET', bGet], ['kopek GET', kGet]] as const) {
+      if (r.errors > 0 || r.unexpected > 0) problems.push(`${name}: ${r.errors} connection errors, ${r.unexpected} unexpected statuses`);
+      if (r.requests === 0) problems.push(`${name}: no request completed`);
+    }
+    if (!short) {
+      if (createRatio < CREATE_TARGET) problems.push(`create ratio ${createRatio.toFixed(2)}× is below ${CREATE_TARGET}×`);
+      if (getRatio < GET_TARGET) problems.push(`GET ratio ${getRatio.toFixed(2)}× is below ${GET_TARGET}×`);
+    }
+  } catch (err) {
+    problems.push(`bench failed: ${(err as Error).message}`);
+  } finally {
+    if (baseline) await baseline.kill();
+    if (kopek) {
+      kopek.proc.kill('SIGTERM');
+      await kopek.exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+  for (const p of problems) console.log(`  PROBLEM ${p}`);
+  const judged = short ? ' (short mode: runs and answers checked; ratios judged in full mode)' : '';
+  console.log(problems.length === 0 ? `bench: PASS${judged}` : `bench: FAIL (${problems.length} problems)`);
+  return problems.length === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => (process.exitCode = code),
+  (err) => {
+    console.log(`bench: FAIL: ${(err as Error).message}`);
+    process.exitCode = 1;
+  },
+);
