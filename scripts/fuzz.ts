@@ -79,7 +79,7 @@ async function main(): Promise<number> {
     if (health.status !== 200) failures.push(`GET /healthz answered ${health.status} at the end`);
     const rss1 = rssMb(server.proc.pid!);
     if (!(rss1 < RSS_LIMIT_MB)) failures.push(`RSS ${rss1.toFixed(0)} MiB over the ${RSS_LIMIT_MB} MiB bound`);
-    const internal = server.stderr().split('\n').filter((l) => l.includes('"level":"error"'));
+    const internal = server.errorLines().split('\n').filter((l) => l.includes('"level":"error"'));
     if (internal.length > 0) failures.push(`${internal.length} internal errors logged, first: ${internal[0].slice(0, 300)}`);
     if (crashed !== null) failures.push(`the server exited (${crashed})`);
 

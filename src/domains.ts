@@ -8,7 +8,6 @@ import { registerRecurrent } from './subscriptions/register';
 
 /** Register every domain's job handlers and event sinks with the app. Routes live in http/routes.ts. */
 export function registerDomains(app: App): void {
-  void app;
   registerPayments(app);
   registerLedger(app);
   registerPayouts(app);

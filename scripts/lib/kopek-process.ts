@@ -34,7 +34,10 @@ export interface KopekServer {
   url: string;
   /** The demo test key, when the server created the demo on an empty database. */
   demoKey: string | null;
+  /** The last 64 KiB of stderr. */
   stderr(): string;
+  /** Every chunk of stderr after start-up that held an error-level line. */
+  errorLines(): string;
   exited: Promise<number | string>;
   /** ms from spawn to the "listening on" line. */
   startup_ms: number;
@@ -45,6 +48,7 @@ export function startKopek(k: KopekCommand, args: string[], env: NodeJS.ProcessE
   const t0 = performance.now();
   const proc = spawn(k.cmd, [...k.args, 'serve', '--port', '0', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
+  let errors = '';
   const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -53,16 +57,21 @@ export function startKopek(k: KopekCommand, args: string[], env: NodeJS.ProcessE
     }, 20_000);
     let started = false;
     proc.stderr!.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-      // Keep the tail only: a long run logs a lot.
-      if (err.length > 4_000_000) err = err.slice(-2_000_000);
-      if (started) return;
+      const text = chunk.toString();
+      if (started) {
+        // After start-up keep error lines and a short tail only: under load the access log is megabytes a
+        // second, and this process (often the load generator too) must not spend its time holding them.
+        if (text.includes('"level":"error"')) errors += text;
+        err = (err + text).slice(-65_536);
+        return;
+      }
+      err += text;
       const m = /listening on (http:\/\/\S+)/.exec(err);
       if (!m) return;
       started = true;
       clearTimeout(timer);
       const key = /test key\s+(sk_test_\S+)/.exec(err);
-      resolve({ proc, url: m[1], demoKey: key ? key[1] : null, stderr: () => err, exited, startup_ms: performance.now() - t0 });
+      resolve({ proc, url: m[1], demoKey: key ? key[1] : null, stderr: () => err, errorLines: () => errors, exited, startup_ms: performance.now() - t0 });
     });
     void exited.then((code) => {
       clearTimeout(timer);

@@ -113,11 +113,15 @@ export function updateSubscription(app: App, id: string, patch: Partial<Subscrip
   app.store.stmt(`UPDATE subscriptions SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
 }
 
-type ChargeRow = { payment_id: string; kind: ChargeView['kind']; attempt: number; amount: number; status: string; metadata: string; created_at: number };
+type ChargeRow = { payment_id: string; kind: ChargeView['kind']; charge_index: number | null; attempt: number; amount: number; status: string; metadata: string; created_at: number };
 
-const CHARGES_SQL = `SELECT r.payment_id, r.kind, r.attempt, p.amount, p.status, p.metadata, p.created_at, p.seq
+const CHARGES_SQL = `SELECT r.payment_id, r.kind, r.charge_index, r.attempt, p.amount, p.status, p.metadata, p.created_at
   FROM recurrent_payments r JOIN payments p ON p.id = r.payment_id
   WHERE r.subscription_id = ?`;
+
+// Payments of a subscription are made in (charge_index, attempt) order, the initial one (NULL index) first:
+// the index on those columns orders them without a sort, however many charges a subscription made.
+const NEWEST_FIRST = 'ORDER BY r.charge_index DESC, r.attempt DESC';
 
 function chargeView(r: ChargeRow): ChargeView {
   const meta = JSON.parse(r.metadata) as Record<string, string>;
@@ -135,14 +139,14 @@ function chargeView(r: ChargeRow): ChargeView {
 /** The latest `limit` payments of a subscription (initial payment and charges), oldest first. */
 export function chargesOf(app: App, subscriptionId: string, limit: number): ChargeView[] {
   const rows = app.store
-    .stmt(`SELECT * FROM (${CHARGES_SQL} ORDER BY p.created_at DESC, p.seq DESC LIMIT ?) ORDER BY created_at, seq`)
+    .stmt(`SELECT * FROM (${CHARGES_SQL} ${NEWEST_FIRST} LIMIT ?) ORDER BY charge_index, attempt`)
     .all(subscriptionId, limit) as ChargeRow[];
   return rows.map(chargeView);
 }
 
 /** The API shape of a subscription. */
 export function subscriptionView(app: App, s: SubscriptionRow): SubscriptionView {
-  const latest = app.store.stmt(`${CHARGES_SQL} ORDER BY p.created_at DESC, p.seq DESC LIMIT 1`).get(s.id) as ChargeRow | undefined;
+  const latest = app.store.stmt(`${CHARGES_SQL} ${NEWEST_FIRST} LIMIT 1`).get(s.id) as ChargeRow | undefined;
   return {
     id: s.id,
     status: s.status,
