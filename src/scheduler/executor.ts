@@ -66,36 +66,60 @@ export class Executor {
   }
 
   /**
-   * Run sync jobs rows[from..] in one transaction, each in a savepoint, up to the next async job or the first
-   * job that scheduled another when `stopOnSchedule` (so a shop's advance re-reads due order). With `pinShop`,
-   * the shop's test clock reads each job's due time while it runs. Returns how many rows it consumed; throws
-   * when the transaction itself fails (nothing committed: the jobs stay pending and the sweep finds them).
+   * Run sync jobs rows[from..] in one transaction, each in a savepoint, up to the next async job or `batch`
+   * jobs. When a job schedules another, due order may have changed: with `refetch` the batch reads due
+   * order again inside the same transaction and goes on (one commit for a chain of jobs creating jobs);
+   * without it, it stops there. With `pinShop`, the shop's test clock reads each job's due time while it
+   * runs. Returns how many jobs it consumed, whether the caller's row list is stale, and the pin reached;
+   * throws when the transaction itself fails (nothing committed: the jobs stay pending and the sweep finds them).
    */
-  runSyncBatch(rows: JobRow[], from: number, pinShop: string | null, pinFloor: number, stopOnSchedule: boolean): number {
-    const seq = this.hooks.seq();
+  runSyncBatch(
+    rows: JobRow[],
+    from: number,
+    pinShop: string | null,
+    pinFloor: number,
+    stopOnSchedule: boolean,
+    refetch?: () => JobRow[],
+  ): { consumed: number; stale: boolean; pin: number } {
     const retries: JobKey[] = [];
-    let end = from;
+    const consumed: number[] = [];
+    const seen = new Set<number>();
+    let list = rows;
+    let i = from;
+    let stale = false;
+    let pin = pinFloor;
     try {
       this.store.tx((tx) => {
-        while (end < rows.length && end - from < this.limits.batch) {
-          const row = rows[end];
+        let seq = this.hooks.seq();
+        while (i < list.length && consumed.length < this.limits.batch) {
+          const row = list[i];
           const kind = this.kinds.get(row.kind);
           if (kind && 'async' in kind) break;
-          end++;
+          i++;
+          if (seen.has(row.id)) continue;
+          seen.add(row.id);
+          consumed.push(row.id);
+          pin = Math.max(pin, row.due_at);
           const once = (): void => {
             const retry = this.runOneInSavepoint(tx, row, kind);
             if (retry) retries.push(retry);
           };
-          if (pinShop) this.clocks.pinned(pinShop, Math.max(pinFloor, row.due_at), once);
+          if (pinShop) this.clocks.pinned(pinShop, pin, once);
           else once();
-          if (stopOnSchedule && this.hooks.seq() !== seq) break;
+          if (stopOnSchedule && this.hooks.seq() !== seq) {
+            if (!refetch) break;
+            list = refetch();
+            i = 0;
+            stale = true;
+            seq = this.hooks.seq();
+          }
         }
       });
     } finally {
-      for (let i = from; i < end; i++) this.hooks.ran(rows[i].id);
+      for (const id of consumed) this.hooks.ran(id);
     }
     for (const r of retries) this.hooks.retry(r);
-    return end - from;
+    return { consumed: consumed.length, stale, pin };
   }
 
   /** One job in a savepoint of `tx`: skipped if no longer pending; on a throw, rolled back and recorded as failed. */

@@ -213,10 +213,18 @@ export class Scheduler {
           ran++;
           continue;
         }
-        // Sync jobs up to the next async one share a transaction; stop after any that scheduled more.
-        const n = this.exec.runSyncBatch(rows, i, mode === 'test' ? shopId : null, pin, true);
-        i += n;
-        ran += n;
+        // Sync jobs up to the next async one share a transaction; when one schedules more, the batch
+        // re-reads the shop's due order inside that transaction, and this row list is stale.
+        const refetch = (): JobRow[] => {
+          const due = this.table.dueForShop(shopId, mode, this.clocks.now(shopId, mode), this.limits.batch);
+          for (const r of due) this.untrack(r.id);
+          return due.filter((r) => !this.runner.running(r.id));
+        };
+        const out = this.exec.runSyncBatch(rows, i, mode === 'test' ? shopId : null, pin, true, refetch);
+        i += out.consumed;
+        ran += out.consumed;
+        pin = out.pin;
+        if (out.stale) break;
       }
     }
     return ran;
@@ -376,7 +384,7 @@ export class Scheduler {
     for (let i = 0; i < rows.length; ) {
       const kind = this.exec.kinds.get(rows[i].kind);
       if (kind && 'async' in kind) void this.runner.start(rows[i++], kind.async, null);
-      else i += this.exec.runSyncBatch(rows, i, null, -Infinity, false);
+      else i += this.exec.runSyncBatch(rows, i, null, -Infinity, false).consumed;
     }
   }
 
