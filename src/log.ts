@@ -11,8 +11,51 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
-/** A logger writing one JSON object per line to `write` (stdout by default). */
-export function createLogger(level: LogLevel, write: (line: string) => void = (l) => process.stdout.write(l)): Logger {
+/** Bytes held before a write is forced within the same tick. */
+const FLUSH_BYTES = 64 * 1024;
+
+/**
+ * A line writer to stdout that joins the lines of one event-loop turn into one write: under load the
+ * access log is one line per request, and one write call per line cost more than the line itself. Lines
+ * are written at the end of the turn (setImmediate), when 64 KiB are held, and at process exit, so a
+ * normal shutdown loses none; a SIGKILL can lose the lines of the turn it interrupts (logs, never data).
+ */
+export function bufferedStdout(out: { write(text: string): unknown } = process.stdout): { write: (line: string) => void; flush: () => void } {
+  let held: string[] = [];
+  let bytes = 0;
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    if (held.length === 0) return;
+    const text = held.length === 1 ? held[0] : held.join('');
+    held = [];
+    bytes = 0;
+    out.write(text);
+  };
+  process.once('exit', flush);
+  return {
+    write(line: string): void {
+      held.push(line);
+      bytes += line.length;
+      if (bytes >= FLUSH_BYTES) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
+}
+
+let stdoutWriter: ReturnType<typeof bufferedStdout> | null = null;
+
+/** Write a line through the process's one buffered stdout writer (made on first use). */
+function stdoutLine(line: string): void {
+  (stdoutWriter ??= bufferedStdout()).write(line);
+}
+
+/** A logger writing one JSON object per line to `write` (buffered stdout by default, see bufferedStdout). */
+export function createLogger(level: LogLevel, write: (line: string) => void = stdoutLine): Logger {
   const min = ORDER[level];
   const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     if (ORDER[lvl] < min) return;

@@ -4,6 +4,7 @@ import { ApiError } from '../http/errors';
 import { sha256Hex } from '../util/crypto';
 import { compileAllowList, type AllowList } from './ip-allowlist';
 import { verifyRequestSignature } from './request-signature';
+import { KeyCache } from './key-cache';
 
 interface KeyRow {
   key_id: string;
@@ -32,6 +33,47 @@ function allowList(text: string): AllowList {
   return list;
 }
 
+/** A resolved key: its row, the compiled allow-list and the Auth every request with it gets. */
+interface KeyEntry {
+  row: KeyRow;
+  allow: AllowList;
+  auth: Readonly<Auth>;
+}
+
+const keyCaches = new WeakMap<Store, KeyCache<KeyEntry>>();
+
+const KEY_SQL = `SELECT k.id AS key_id, k.mode, k.scopes AS key_scopes, k.revoked_at, s.id AS shop_id, s.name AS shop_name,
+        s.scopes AS shop_scopes, s.ip_allowlist, s.signing_secret, s.require_signature,
+        m.id AS merchant_id, m.live_enabled
+ FROM api_keys k JOIN shops s ON s.id = k.shop_id JOIN merchants m ON m.id = s.merchant_id
+ WHERE k.key_hash = ?`;
+
+/** The key with this hash, from the cache or the database; undefined when unknown or revoked. */
+function lookupKey(store: Store, hash: string): KeyEntry | undefined {
+  let cache = keyCaches.get(store);
+  if (!cache) {
+    cache = new KeyCache<KeyEntry>(store.db);
+    keyCaches.set(store, cache);
+  }
+  const held = cache.get(hash);
+  if (held) return held;
+  const row = store.stmt(KEY_SQL).get(hash) as KeyRow | undefined;
+  if (!row || row.revoked_at !== null) return undefined;
+  const shopScopes = new Set(row.shop_scopes.split(',').filter(Boolean));
+  const scopes: ReadonlySet<string> = new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s)));
+  const auth: Readonly<Auth> = Object.freeze({
+    keyId: row.key_id,
+    merchantId: row.merchant_id,
+    shopId: row.shop_id,
+    shopName: row.shop_name,
+    mode: row.mode,
+    scopes,
+  });
+  const entry = { row, allow: allowList(row.ip_allowlist), auth };
+  cache.set(hash, entry);
+  return entry;
+}
+
 /** What the pipeline needs from a request. */
 export interface AuthInput {
   authorization: string | undefined;
@@ -54,35 +96,19 @@ export function authenticate(store: Store, input: AuthInput): Auth {
     throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the API key is malformed');
   }
   // Keys carry 256 bits of entropy, so a plain SHA-256 is a safe lookup hash; the lookup is by equality on it.
-  const row = store
-    .stmt(
-      `SELECT k.id AS key_id, k.mode, k.scopes AS key_scopes, k.revoked_at, s.id AS shop_id, s.name AS shop_name,
-              s.scopes AS shop_scopes, s.ip_allowlist, s.signing_secret, s.require_signature,
-              m.id AS merchant_id, m.live_enabled
-       FROM api_keys k JOIN shops s ON s.id = k.shop_id JOIN merchants m ON m.id = s.merchant_id
-       WHERE k.key_hash = ?`,
-    )
-    .get(sha256Hex(key)) as KeyRow | undefined;
-  if (!row || row.revoked_at !== null) {
+  const entry = lookupKey(store, sha256Hex(key));
+  if (!entry) {
     throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the API key is unknown or revoked');
   }
+  const row = entry.row;
   if (row.mode === 'live' && !row.live_enabled) {
     throw new ApiError(403, 'live_mode_not_activated', 'Cannot use a live key: live mode is not activated for this merchant');
   }
-  if (!allowList(row.ip_allowlist).allows(input.ip)) {
+  if (!entry.allow.allows(input.ip)) {
     throw new ApiError(403, 'ip_not_allowed', `Cannot accept a request from "${input.ip}": the address is not in the shop's allow-list`);
   }
   if (row.require_signature) verifyRequestSignature(input.signature, input.rawBody, row.signing_secret);
-  const shopScopes = new Set(row.shop_scopes.split(',').filter(Boolean));
-  const scopes = new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s)));
-  return {
-    keyId: row.key_id,
-    merchantId: row.merchant_id,
-    shopId: row.shop_id,
-    shopName: row.shop_name,
-    mode: row.mode,
-    scopes,
-  };
+  return entry.auth;
 }
 
 /** 403 scope_required unless the key (and its shop) hold the scope. */

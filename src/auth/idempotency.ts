@@ -65,8 +65,8 @@ export async function idempotentCreate(
   );
   return ctx.app.store.write((tx) => {
     if (key !== undefined) {
-      const prior = tx.db
-        .prepare('SELECT request_hash, response FROM idempotency_keys WHERE merchant_id = ? AND key = ?')
+      const prior = tx
+        .stmt('SELECT request_hash, response FROM idempotency_keys WHERE merchant_id = ? AND key = ?')
         .get(auth.merchantId, key) as { request_hash: string; response: string } | undefined;
       if (prior) {
         if (prior.request_hash !== hash) {
@@ -79,8 +79,8 @@ export async function idempotentCreate(
     }
     const out = create(tx);
     if (key !== undefined) {
-      tx.db
-        .prepare('INSERT INTO idempotency_keys (merchant_id, key, shop_id, mode, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      tx
+        .stmt('INSERT INTO idempotency_keys (merchant_id, key, shop_id, mode, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
         .run(auth.merchantId, key, auth.shopId, auth.mode, hash, out.status, JSON.stringify(out.body), ctx.app.clocks.real());
     }
     return { status: out.status, body: out.body };

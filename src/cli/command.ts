@@ -48,10 +48,40 @@ export async function withIo<T>(target: Io, fn: () => Promise<T>): Promise<T> {
  */
 export function openStore(args: Args, opts: { create?: boolean } = {}): Store {
   const path = flag(args, 'db') ?? process.env.KOPEK_DB ?? defaultConfig().db;
-  if (!opts.create && path !== ':memory:' && !existsSync(path)) {
-    throw new Error(`cannot open database "${path}": no such file (run kopek serve or kopek demo first, or pass --db)`);
+  if (!opts.create && path !== ':memory:') {
+    if (!existsSync(path)) throw new Error(`cannot open database "${path}": no such file (run kopek serve or kopek demo first, or pass --db)`);
+    refuseForeignDatabase(path);
   }
-  return new Store(openDatabase(path));
+  try {
+    return new Store(openDatabase(path));
+  } catch (err) {
+    throw openError(path, err);
+  }
+}
+
+// SQLite's own words ("file is not a database") say neither what failed nor which file.
+function openError(path: string, err: unknown): Error {
+  const message = (err as Error).message;
+  return new Error(message.startsWith('cannot ') ? message : `cannot open database "${path}": ${message}`);
+}
+
+/**
+ * Opening for writing installs the schema in a database without one; an admin command pointed at some other
+ * SQLite file (a mistyped --db) must refuse instead of turning it into a kopek database.
+ */
+function refuseForeignDatabase(path: string): void {
+  let version: number;
+  try {
+    const probe = openDatabase(path, { readonly: true });
+    try {
+      version = probe.pragma('user_version', { simple: true }) as number;
+    } finally {
+      probe.close();
+    }
+  } catch (err) {
+    throw openError(path, err);
+  }
+  if (version === 0) throw new Error(`cannot open database "${path}": it is not a kopek database (no kopek schema; check --db)`);
 }
 
 /** Open the store, run `fn` on it, and close it whatever happens. */

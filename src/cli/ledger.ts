@@ -8,7 +8,7 @@ const usage = `Usage:
 check    proves the ledger from its postings, in one consistent snapshot (safe while the server runs):
          every entry's postings sum to zero and move the entry's amount between the right accounts;
          each book's stored balances equal the sums of its postings; reserves never went below 0 and
-         no payout left available below 0; every payout, payment and refund has the movements its
+         no payout or refund left available below 0; every payout, payment and refund has the movements its
          status calls for. Prints each book's balance, available and reserved; exits 1 with the list
          of problems when any invariant is broken.
 

@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags, type Args } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args';
 import { COMMON_OPTIONS, openStore, output, type Command } from './command';
 import type { Store } from '../db/tx';
 import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../webhooks/store';
@@ -22,8 +22,9 @@ delete      deletes an endpoint; its pending deliveries stop
 rotate      issues a new secret and prints it once; the old one stops at once, or with --overlap HOURS
             stays valid that long, the signature header carrying one signature per valid secret
 deliveries  shows the delivery log: every attempt (time, URL, answer or error, latency), newest 200
-resend      queues every delivery of an event for a new attempt now, with a fresh retry schedule;
-            a running server picks it up within seconds
+resend      sends an event again now, with a fresh retry schedule, to the payment's own URL or to every
+            enabled endpoint of the shop that takes it (one added since included: after a 410, delete the
+            endpoint, add it again, then resend what it missed); a running server sends it within seconds
 
 Options:
 ${COMMON_OPTIONS}
@@ -44,6 +45,10 @@ export const webhook: Command = {
   run(argv) {
     const args = parseArgs(argv);
     const [sub, id] = args.positional;
+    // `rotate ID 24` meant as an overlap would otherwise end the old secret at once: refuse stray words.
+    const takesId = sub === 'delete' || sub === 'rotate' || sub === 'resend';
+    const line = usage.split('\n').find((l) => l.startsWith(`  kopek webhook ${sub} `))?.trim();
+    if (line) atMostPositionals(args, takesId ? 2 : 1, line);
     const store = openStore(args);
     try {
       switch (sub) {
@@ -75,7 +80,6 @@ export const webhook: Command = {
           onlyFlags(args, []);
           if (!id) throw new Error('webhook resend needs EVT_ID');
           const n = store.tx((tx) => resendEvent(tx, id, Date.now()));
-          if (n === 0) throw new Error(`cannot resend event "${id}": it has no deliveries`);
           output(args, { event_id: id, requeued: n }, [`re-queued ${n} deliver${n === 1 ? 'y' : 'ies'} of ${id}`]);
           return 0;
         }
@@ -105,6 +109,7 @@ function list(store: Store, args: Args): number {
   onlyFlags(args, ['shop']);
   const shopId = flag(args, 'shop');
   if (!shopId) throw new Error('webhook list needs --shop ID');
+  requireShop(store, shopId, 'list webhook endpoints');
   const items = listEndpoints(store, shopId).map((e) => ({
     id: e.id,
     url: e.url,
@@ -129,7 +134,9 @@ function list(store: Store, args: Args): number {
 
 function deliveries(store: Store, args: Args): number {
   onlyFlags(args, ['event', 'shop']);
-  const items = deliveryLog(store.db, { eventId: flag(args, 'event'), shopId: flag(args, 'shop'), limit: 200 });
+  const shopId = flag(args, 'shop');
+  if (shopId !== undefined) requireShop(store, shopId, 'show webhook deliveries');
+  const items = deliveryLog(store.db, { eventId: flag(args, 'event'), shopId, limit: 200 });
   output(
     args,
     { items },
@@ -142,6 +149,11 @@ function deliveries(store: Store, args: Args): number {
         ),
   );
   return 0;
+}
+
+// A mistyped shop id would otherwise look like a shop without endpoints or deliveries.
+function requireShop(store: Store, shopId: string, action: string): void {
+  if (!store.stmt('SELECT 1 FROM shops WHERE id = ?').get(shopId)) throw new Error(`cannot ${action}: shop "${shopId}" not found`);
 }
 
 function splitList(text: string): string[] {

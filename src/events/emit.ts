@@ -61,8 +61,8 @@ export class Events {
   append(tx: Tx, e: EventInput): EventRow {
     const id = eventId(e.at);
     const payload = JSON.stringify(e.payload);
-    const info = tx.db
-      .prepare(
+    const info = tx
+      .stmt(
         `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )

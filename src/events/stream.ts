@@ -77,6 +77,13 @@ export class EventStreamHub {
   open(ctx: Ctx, after: number | null): void {
     const { res, req } = ctx;
     const auth = ctx.auth!;
+    const issued = this.lastIssuedSeq();
+    if (after !== null && after > issued) {
+      // An id this database never issued (a client of a wiped or restored database): resuming after it would
+      // skip every event until the sequence caught up, so the client starts from now instead.
+      this.app.log.warn('sse Last-Event-ID beyond the event log; streaming from now', { request_id: ctx.requestId, last_event_id: after, last_seq: issued });
+      after = issued;
+    }
     req.socket.setNoDelay(true);
     req.socket.setTimeout(0);
     res.writeHead(200, {
@@ -119,6 +126,12 @@ export class EventStreamHub {
   closeAll(): void {
     if (this.pingTimer) clearInterval(this.pingTimer);
     for (const set of [...this.byKey.values()]) for (const c of [...set]) c.close('server shutting down');
+  }
+
+  /** The highest event sequence number ever issued (deleted rows included: AUTOINCREMENT never reuses one). */
+  private lastIssuedSeq(): number {
+    const row = this.app.store.stmt(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`).get() as { seq: number } | undefined;
+    return row?.seq ?? 0;
   }
 
   private async replay(client: Client): Promise<void> {

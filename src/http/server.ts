@@ -68,7 +68,7 @@ async function handle(
   res: ServerResponse,
   observe?: RequestObserver,
 ): Promise<void> {
-  const started = process.hrtime.bigint();
+  const started = performance.now();
   const incomingId = req.headers['x-request-id'];
   const requestId = typeof incomingId === 'string' && REQUEST_ID_RE.test(incomingId) ? incomingId : randomUUID();
   res.setHeader('X-Request-Id', requestId);
@@ -92,7 +92,7 @@ async function handle(
   let status = 0;
   // The line is written when the response is over (or the connection died), so a streamed response logs once, at its end.
   res.once('close', () => {
-    const duration_ms = Number(process.hrtime.bigint() - started) / 1e6;
+    const duration_ms = performance.now() - started;
     const final = res.headersSent ? res.statusCode : status;
     observe?.(ctx.route || 'unmatched', method, final, duration_ms);
     logAccess(app, {
@@ -151,8 +151,15 @@ async function handle(
   }
 }
 
-/** The request target as a URL; an origin-form target (`//a/b` included) is a path, never a host. */
-function parseTarget(target: string | undefined): URL {
+/** A path the URL parser would return unchanged: plain characters, no query, no dot segments, no escapes. */
+const PLAIN_PATH_RE = /^\/[A-Za-z0-9\-_~/]*(?:\.[A-Za-z0-9\-_~]+)?$/;
+
+/**
+ * The request target as a URL; an origin-form target (`//a/b` included) is a path, never a host. A plain
+ * path (every API call without a query) skips the URL parser, which costs more than the rest of routing.
+ */
+function parseTarget(target: string | undefined): { pathname: string; searchParams: URLSearchParams } {
+  if (target !== undefined && PLAIN_PATH_RE.test(target)) return { pathname: target, searchParams: new URLSearchParams() };
   try {
     return new URL(target?.startsWith('/') ? 'http://x' + target : target ?? '/', 'http://x');
   } catch {
@@ -216,7 +223,8 @@ function sendError(ctx: Ctx, err: ApiError): number {
 }
 
 function writeBody(res: ServerResponse, status: number, type: string, text: string, method: string): void {
-  const buf = Buffer.from(text, 'utf8');
-  res.writeHead(status, { 'Content-Type': type, 'Content-Length': buf.length });
-  res.end(method === 'HEAD' ? undefined : buf);
+  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(text, 'utf8') });
+  // A string body goes out in one write with the head; a Buffer would take a second, gathered one.
+  if (method === 'HEAD') res.end();
+  else res.end(text, 'utf8');
 }

@@ -11,7 +11,9 @@ export function bodyObject(body: unknown, allowed: readonly string[]): Record<st
   }
   const obj = body as Record<string, unknown>;
   for (const k of Object.keys(obj)) {
-    if (!allowed.includes(k)) throw badRequest(`Unknown field "${k}"; allowed: ${allowed.join(', ')}`, k);
+    if (!allowed.includes(k)) {
+      throw badRequest(`Unknown field "${k}"; ${allowed.length ? `allowed: ${allowed.join(', ')}` : 'this request takes no body fields'}`, k);
+    }
   }
   return obj;
 }

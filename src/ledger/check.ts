@@ -24,8 +24,8 @@ const MAX_PROBLEMS = 200;
 
 /**
  * Prove the ledger from its postings, in one read snapshot: each entry's postings balance and match its
- * amount; the stored balances equal the sums; reserves never went negative and no payout overdrew
- * `available`; and every payout, payment and refund has exactly the movements its status calls for.
+ * amount; the stored balances equal the sums; reserves never went negative and no payout or refund
+ * overdrew `available`; and every payout, payment and refund has exactly the movements its status calls for.
  */
 export function checkLedger(db: Database.Database): CheckResult {
   const problems: string[] = [];
@@ -99,7 +99,7 @@ function checkBooks(db: Database.Database, note: (p: string) => void): BookSumma
   return replayBooks(db, note);
 }
 
-/** Walk every book's postings in order: reserves must never dip below 0, a payout never leave available below 0. */
+/** Walk every book's postings in order: reserves must never dip below 0, nor may a payout or a refund leave available below 0. */
 function replayBooks(db: Database.Database, note: (p: string) => void): BookSummary[] {
   const rows = db
     .prepare(
@@ -128,8 +128,10 @@ function replayBooks(db: Database.Database, note: (p: string) => void): BookSumm
     if (r.account === ACCOUNTS.reserved && r.amount < 0 && cur.reserved < 0) {
       note(`book ${r.shop_id}/${r.mode}: reserves went to ${cur.reserved} at entry ${r.id} (${r.movement} of "${r.source_id}")`);
     }
-    if (r.movement === 'payout_reserved' && r.account === ACCOUNTS.available && cur.available < 0) {
-      note(`book ${r.shop_id}/${r.mode}: payout "${r.source_id}" overdrew available to ${cur.available} at entry ${r.id}`);
+    // Only reserves take money from available, and posting refuses either one (422) before it overdraws.
+    if (r.account === ACCOUNTS.available && r.amount < 0 && cur.available < 0) {
+      const what = r.movement === 'payout_reserved' ? 'payout' : r.movement === 'refund_reserved' ? 'refund' : r.movement;
+      note(`book ${r.shop_id}/${r.mode}: ${what} "${r.source_id}" overdrew available to ${cur.available} at entry ${r.id}`);
     }
   }
   return books;

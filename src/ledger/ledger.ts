@@ -47,8 +47,8 @@ export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, a
   if (!Number.isSafeInteger(amount) || amount <= 0) {
     throw new Error(`cannot post ${movement} for "${sourceId}": amount ${amount} is not a positive integer`);
   }
-  const entry = tx.db
-    .prepare(
+  const entry = tx
+    .stmt(
       `INSERT INTO ledger_entries (merchant_id, shop_id, mode, movement, source_id, amount, at)
        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (movement, source_id) DO NOTHING`,
     )
@@ -62,8 +62,8 @@ export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, a
   // The paired assertion of double entry: what one account loses another gains.
   const sum = postings.reduce((acc, [, a]) => acc + a, 0);
   if (sum !== 0) throw new Error(`cannot post ${movement} for "${sourceId}": postings sum to ${sum}, not 0`);
-  const insert = tx.db.prepare('INSERT INTO ledger_postings (entry_id, shop_id, mode, account, amount) VALUES (?, ?, ?, ?, ?)');
-  const bump = tx.db.prepare(
+  const insert = tx.stmt('INSERT INTO ledger_postings (entry_id, shop_id, mode, account, amount) VALUES (?, ?, ?, ?, ?)');
+  const bump = tx.stmt(
     `INSERT INTO ledger_balances (shop_id, mode, account, merchant_id, balance) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT (shop_id, mode, account) DO UPDATE SET balance = balance + excluded.balance RETURNING balance`,
   );
@@ -88,7 +88,7 @@ export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, a
 
 /** The amount a movement posted for a source, or undefined when it has not been posted. */
 export function postedAmount(tx: Tx, movement: Movement, sourceId: string): number | undefined {
-  const row = tx.db.prepare('SELECT amount FROM ledger_entries WHERE movement = ? AND source_id = ?').get(movement, sourceId) as
+  const row = tx.stmt('SELECT amount FROM ledger_entries WHERE movement = ? AND source_id = ?').get(movement, sourceId) as
     | { amount: number }
     | undefined;
   return row?.amount;

@@ -15,7 +15,7 @@ export function ledgerSink(tx: Tx, row: EventRow): void {
   if (row.kind === 'payment.status_changed') {
     if (payload.status !== 'succeeded') return;
     // The SSE payload has no amount; the payment row, written in this same transaction, has.
-    const p = tx.db.prepare('SELECT amount FROM payments WHERE id = ?').get(id) as { amount: number } | undefined;
+    const p = tx.stmt('SELECT amount FROM payments WHERE id = ?').get(id) as { amount: number } | undefined;
     if (!p) throw new Error(`cannot credit payment "${id}": no such payment in this transaction`);
     post(tx, book, 'payment_succeeded', id, p.amount, row.at);
     return;

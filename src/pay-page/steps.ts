@@ -24,8 +24,8 @@ export async function putStep(app: App, p: PaymentView, s: PageStep): Promise<vo
   const mode = p.metadata.mode === 'live' ? 'live' : 'test';
   const now = app.clocks.now(p.shop_id, mode);
   await app.store.write((tx) => {
-    tx.db
-      .prepare(
+    tx
+      .stmt(
         `INSERT INTO pay_page_steps (payment_id, shop_id, mode, step, card_brand, card_mask, card_holder, outcome, failure_code, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (payment_id) DO UPDATE SET step = excluded.step, card_brand = excluded.card_brand, card_mask = excluded.card_mask,
@@ -38,6 +38,6 @@ export async function putStep(app: App, p: PaymentView, s: PageStep): Promise<vo
 /** Forget the buyer's step once the payment has its answer. */
 export async function clearStep(app: App, paymentId: string): Promise<void> {
   await app.store.write((tx) => {
-    tx.db.prepare('DELETE FROM pay_page_steps WHERE payment_id = ?').run(paymentId);
+    tx.stmt('DELETE FROM pay_page_steps WHERE payment_id = ?').run(paymentId);
   });
 }

@@ -10,7 +10,7 @@ a{color:#1d4ed8}
 .head{padding:20px 24px 16px;border-bottom:1px solid #e5e7eb}
 .shop{margin:0;font-size:14px;color:#4b5563;font-weight:600}
 .head h1{margin:2px 0 0;font-size:15px;font-weight:500;color:#4b5563}
-.amount{margin:6px 0 0;font-size:32px;font-weight:700;letter-spacing:-.01em;line-height:1.2}
+.amount{margin:6px 0 0;font-size:clamp(22px,7.5vw,32px);font-weight:700;letter-spacing:-.01em;line-height:1.2}
 .meta{margin:6px 0 0;font-size:13px;color:#6b7280}
 .body{padding:20px 24px 24px}
 h2{margin:0 0 12px;font-size:20px;line-height:1.3}

@@ -6,7 +6,7 @@ import { amountField, bodyObject, currencyField, enumField, intField, strField }
 import { iso } from '../util/time';
 import { uuid } from '../util/ids';
 import { planForAmount, type SimPlan } from '../simulator/plan';
-import { LINK_EXPIRY_JOB, openSessionTx, reload } from './state';
+import { LINK_EXPIRY_JOB, openSessionTx } from './state';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from './types';
 
 /** Fields POST /v1/public/payments accepts. */
@@ -123,8 +123,8 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
     meta.simulator_failure_code = plan.failureCode;
   }
   const expiresAt = now + (input.ttlMinutes ?? TTL_DEFAULT_MIN) * 60_000;
-  const info = tx.db
-    .prepare(
+  const info = tx
+    .stmt(
       `INSERT INTO payments (id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, method_fixed,
          return_url, description, webhook_url, purpose, metadata, created_at, expires_at)
        VALUES (@id, @public_id, @kind, @merchant_id, @shop_id, @mode, @order_id, 'pending', @amount, @currency, @method, @method_fixed,
@@ -152,8 +152,8 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
       expires_at: expiresAt,
     });
   const publicId = `P-${PUBLIC_ID_BASE + Number(info.lastInsertRowid)}`;
-  tx.db.prepare('UPDATE payments SET public_id = ?, purpose = ? WHERE id = ?').run(publicId, bankPurpose(publicId), id);
-  let row = reload(app, id);
+  // RETURNING hands back the stored row, defaults included, without a second lookup.
+  let row = tx.stmt('UPDATE payments SET public_id = ?, purpose = ? WHERE id = ? RETURNING *').get(publicId, bankPurpose(publicId), id) as PaymentRow;
   app.events.append(tx, {
     merchantId: row.merchant_id,
     shopId: row.shop_id,
@@ -164,7 +164,9 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
     paymentId: id,
   });
   app.scheduler.schedule(tx, { kind: LINK_EXPIRY_JOB, subjectId: id, shopId: row.shop_id, mode: row.mode, dueAt: expiresAt });
-  if (input.openSession) row = openSessionTx(app, tx, row);
+  // A saved method needs no buyer: its bank session opens at once (decisions.md), whether the payment
+  // comes from a token charge or from a create with method "recurrent".
+  if (input.openSession || row.method === 'recurrent') row = openSessionTx(app, tx, row);
   return row;
 }
 

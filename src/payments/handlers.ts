@@ -29,11 +29,13 @@ export async function createPayment(ctx: Ctx): Promise<Reply> {
   const reply = await idempotentCreate(
     ctx,
     (tx) => ({ status: 201, body: creationBody(ctx.app, createPaymentTx(ctx.app, tx, input)) }),
+    // The specification has failure_code and failure_message present on every replay: the payment's
+    // current refusal or expiry code, "" while it has none.
     (_tx, stored) => {
       const id = (stored.payment as { id: string }).id;
       const p = getPayment(ctx.app, id);
-      const code = p ? metadataOf(p).failure_code : undefined;
-      return code ? { ...stored, failure_code: code, failure_message: failureMessage(code) } : stored;
+      const code = (p ? metadataOf(p).failure_code : undefined) ?? '';
+      return { ...stored, failure_code: code, failure_message: code ? failureMessage(code) : '' };
     },
   );
   if ('body' in reply) ctx.logExtra = { payment_id: ((reply.body as { payment: { id: string } }).payment).id };
@@ -71,16 +73,20 @@ export function listPayments(ctx: Ctx): Reply {
        WHERE ${where.sql.join(' AND ')} ${registerOrder()} LIMIT ?`,
     )
     .all(...where.params, rq.limit + 1) as Array<Pick<PaymentRow, 'seq' | 'id' | 'order_id' | 'amount' | 'currency' | 'method' | 'status' | 'created_at' | 'mode'>>;
-  return {
-    body: toPage(rows, rq, (r) => ({
-      id: r.id,
-      order_id: r.order_id,
-      amount: r.amount,
-      currency: r.currency,
-      method: r.method,
-      status: r.status,
-      created_at: iso(r.created_at),
-      mode: r.mode,
-    })),
-  };
+  const item = (r: (typeof rows)[number]) => ({
+    id: r.id,
+    order_id: r.order_id,
+    amount: r.amount,
+    currency: r.currency,
+    method: r.method,
+    status: r.status,
+    created_at: iso(r.created_at),
+    mode: r.mode,
+  });
+  return { body: toPage(rows, rq, item, () => maxSeq(ctx.app, 'payments')) };
+}
+
+/** The highest seq of a register's table: the bound a first page's cursor carries. */
+export function maxSeq(app: App, table: 'payments' | 'refunds'): number {
+  return (app.store.stmt(`SELECT MAX(seq) AS high FROM ${table}`).get() as { high: number | null }).high ?? 0;
 }

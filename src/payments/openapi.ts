@@ -1,6 +1,7 @@
 import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer } from '../http/openapi-types';
 import { PAYMENT_METHODS, PAYMENT_STATUSES } from './types';
 import { TTL_MAX_MIN } from './create';
+import { PAYMENT_FAILURE_CODES } from './failures';
 
 const uuid = { type: 'string', format: 'uuid' };
 const time = { type: 'string', format: 'date-time' };
@@ -115,7 +116,7 @@ export const paymentsOpenApi: OpenApiFragment = {
             {
               action: { enum: ['choose_method', 'open_session', 'succeed', 'fail', 'expire'] },
               method: { enum: ['sbp', 'cards', 'tpay', 'bankpay', 'recurrent'] },
-              failure_code: { type: 'string' },
+              failure_code: { enum: [...PAYMENT_FAILURE_CODES], description: 'for fail; default the planned code, else do_not_honor' },
             },
             ['action'],
           ),

@@ -34,7 +34,7 @@ export function updatePayment(tx: Tx, id: string, patch: Partial<PaymentRow>): v
   const cols = Object.keys(patch);
   if (cols.length === 0) return;
   const sql = `UPDATE payments SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`;
-  tx.db.prepare(sql).run({ ...patch, id });
+  tx.stmt(sql).run({ ...patch, id });
 }
 
 /** The parsed metadata of a row. */

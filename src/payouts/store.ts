@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { Tx } from '../db/tx';
+import { cachedStmt, type Tx } from '../db/tx';
 import type { Mode } from '../scheduler/clock';
 import type { PayoutMethod } from './fields';
 import { registerOrder, registerWhere, type RegisterQuery } from '../registers/query';
@@ -32,8 +32,8 @@ export interface PayoutRow {
 
 /** Insert a new payout (seq is assigned by the database). */
 export function insertPayout(tx: Tx, p: Omit<PayoutRow, 'seq'>): void {
-  tx.db
-    .prepare(
+  tx
+    .stmt(
       `INSERT INTO payouts (id, merchant_id, shop_id, mode, amount, currency, method, status, recipient, card_last4, bank_name,
                             bank_ref, fail_reason, sim_outcome, sim_failure_code, created_at, completed_at)
        VALUES (@id, @merchant_id, @shop_id, @mode, @amount, @currency, @method, @status, @recipient, @card_last4, @bank_name,
@@ -44,14 +44,14 @@ export function insertPayout(tx: Tx, p: Omit<PayoutRow, 'seq'>): void {
 
 /** A payout by id, of any shop (callers check the shop and mode). */
 export function getPayout(db: Database.Database, id: string): PayoutRow | undefined {
-  return db.prepare('SELECT * FROM payouts WHERE id = ?').get(id) as PayoutRow | undefined;
+  return cachedStmt(db, 'SELECT * FROM payouts WHERE id = ?').get(id) as PayoutRow | undefined;
 }
 
 /** Move a pending payout to its final status; returns false when it was no longer pending. */
 export function finishPayoutRow(tx: Tx, id: string, status: 'succeeded' | 'failed', failReason: string, at: number): boolean {
   return (
-    tx.db
-      .prepare(`UPDATE payouts SET status = ?, fail_reason = ?, completed_at = ? WHERE id = ? AND status = 'pending'`)
+    tx
+      .stmt(`UPDATE payouts SET status = ?, fail_reason = ?, completed_at = ? WHERE id = ? AND status = 'pending'`)
       .run(status, failReason, at, id).changes === 1
   );
 }
@@ -65,5 +65,5 @@ export function listPayouts(db: Database.Database, shopId: string, mode: Mode, r
     sql.push('method = ?');
     params.push(rq.extra.method);
   }
-  return db.prepare(`SELECT * FROM payouts WHERE ${sql.join(' AND ')} ${registerOrder()} LIMIT ?`).all(...params, rq.limit + 1) as PayoutRow[];
+  return cachedStmt(db, `SELECT * FROM payouts WHERE ${sql.join(' AND ')} ${registerOrder()} LIMIT ?`).all(...params, rq.limit + 1) as PayoutRow[];
 }

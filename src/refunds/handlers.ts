@@ -3,7 +3,7 @@ import { amountField, bodyObject, strField } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
 import { iso } from '../util/time';
 import { parseRegisterQuery, registerOrder, registerWhere, toPage } from '../registers/query';
-import { paymentOfShop } from '../payments/handlers';
+import { maxSeq, paymentOfShop } from '../payments/handlers';
 import { refundView, type RefundRow } from '../payments/store';
 import { createRefundTx } from './refunds';
 
@@ -34,16 +34,15 @@ export function listRefunds(ctx: Ctx): Reply {
   const rows = ctx.app.store
     .stmt(`SELECT * FROM refunds WHERE ${where.sql.join(' AND ')} ${registerOrder()} LIMIT ?`)
     .all(...where.params, rq.limit + 1) as RefundRow[];
-  return {
-    body: toPage(rows, rq, (r) => ({
-      id: r.id,
-      payment_id: r.payment_id,
-      amount: r.amount,
-      reason: r.reason,
-      status: r.status,
-      failure_code: r.failure_code,
-      created_at: iso(r.created_at),
-      completed_at: r.completed_at === null ? null : iso(r.completed_at),
-    })),
-  };
+  const item = (r: RefundRow) => ({
+    id: r.id,
+    payment_id: r.payment_id,
+    amount: r.amount,
+    reason: r.reason,
+    status: r.status,
+    failure_code: r.failure_code,
+    created_at: iso(r.created_at),
+    completed_at: r.completed_at === null ? null : iso(r.completed_at),
+  });
+  return { body: toPage(rows, rq, item, () => maxSeq(ctx.app, 'refunds')) };
 }

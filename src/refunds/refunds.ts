@@ -41,20 +41,29 @@ export function createRefundTx(app: App, tx: Tx, p: PaymentRow, input: RefundInp
     throw invalidState(`Cannot refund payment "${p.id}": its status is ${p.status}; only succeeded payments can be refunded`);
   }
   const refundable = refundableOf(app, p);
+  if (refundable <= 0) {
+    // Pending refunds may already hold the whole amount while the payment is still `succeeded`.
+    throw new ApiError(
+      422,
+      'amount_exceeds_refundable',
+      `Cannot refund payment "${p.id}": nothing is left to refund, succeeded and pending refunds already hold its amount ${p.amount}`,
+      'amount',
+    );
+  }
   const amount = input.amount ? input.amount : refundable;
-  if (amount > refundable || amount <= 0) {
+  if (amount > refundable) {
     throw new ApiError(422, 'amount_exceeds_refundable', `Cannot refund payment "${p.id}": amount ${amount} exceeds refundable ${refundable}`, 'amount');
   }
   const now = app.clocks.now(p.shop_id, p.mode);
   const id = uuid();
-  tx.db
-    .prepare(
+  tx
+    .stmt(
       `INSERT INTO refunds (id, payment_id, merchant_id, shop_id, mode, amount, reason, status, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
     )
     .run(id, p.id, p.merchant_id, p.shop_id, p.mode, amount, input.reason, now);
-  tx.db
-    .prepare(`INSERT INTO refund_audit (refund_id, payment_id, shop_id, mode, key_id, amount, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+  tx
+    .stmt(`INSERT INTO refund_audit (refund_id, payment_id, shop_id, mode, key_id, amount, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
     .run(id, p.id, p.shop_id, p.mode, input.keyId, amount, input.reason, now);
   app.events.append(tx, {
     merchantId: p.merchant_id,
@@ -81,7 +90,7 @@ export function settleRefundTx(app: App, tx: Tx, r: RefundRow, status: 'succeede
   if (r.status !== 'pending') return r;
   const p = getPayment(app, r.payment_id)!;
   const now = app.clocks.now(r.shop_id, r.mode);
-  tx.db.prepare(`UPDATE refunds SET status = ?, failure_code = ?, completed_at = ? WHERE id = ?`).run(status, failureCode, now, r.id);
+  tx.stmt(`UPDATE refunds SET status = ?, failure_code = ?, completed_at = ? WHERE id = ?`).run(status, failureCode, now, r.id);
   const after = status === 'succeeded' ? applyRefundTx(app, tx, p, r.amount) : reload(app, p.id);
   app.events.append(tx, {
     merchantId: r.merchant_id,

@@ -4,11 +4,16 @@ import { badRequest } from '../http/errors';
 export interface Cursor {
   createdAt: number;
   seq: number;
+  /**
+   * The highest seq when the first page was read: later pages skip rows inserted since, even when their
+   * created_at sorts them behind the position (rows of two clocks, a live key's include_test=1).
+   */
+  high?: number;
 }
 
-/** An opaque cursor: base64url of `[created_at, seq]`. */
+/** An opaque cursor: base64url of `[created_at, seq]` or `[created_at, seq, high]`. */
 export function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify([c.createdAt, c.seq])).toString('base64url');
+  return Buffer.from(JSON.stringify(c.high === undefined ? [c.createdAt, c.seq] : [c.createdAt, c.seq, c.high])).toString('base64url');
 }
 
 /** Decode a cursor from a query; anything not made by encodeCursor is 400 naming `cursor`. */
@@ -21,6 +26,6 @@ export function decodeCursor(text: string): Cursor {
   } catch {
     throw bad();
   }
-  if (!Array.isArray(v) || v.length !== 2 || !v.every((n) => Number.isSafeInteger(n))) throw bad();
-  return { createdAt: v[0] as number, seq: v[1] as number };
+  if (!Array.isArray(v) || (v.length !== 2 && v.length !== 3) || !v.every((n) => Number.isSafeInteger(n))) throw bad();
+  return { createdAt: v[0] as number, seq: v[1] as number, high: v[2] as number | undefined };
 }

@@ -111,6 +111,10 @@ export function registerWhere(rq: RegisterQuery, prefix = ''): Where {
   if (rq.after) {
     sql.push(`(${prefix}created_at < ? OR (${prefix}created_at = ? AND ${prefix}seq < ?))`);
     params.push(rq.after.createdAt, rq.after.createdAt, rq.after.seq);
+    if (rq.after.high !== undefined) {
+      sql.push(`${prefix}seq <= ?`);
+      params.push(rq.after.high);
+    }
   }
   if (rq.statuses) {
     sql.push(`${prefix}status IN (${rq.statuses.map(() => '?').join(', ')})`);
@@ -134,11 +138,19 @@ export function registerOrder(prefix = ''): string {
 
 /**
  * Cut a page from rows fetched with `LIMIT limit + 1`: the items, and the cursor of the last item when
- * more rows follow (null otherwise).
+ * more rows follow (null otherwise). `high` (the table's highest seq, read after the first page) goes
+ * into the cursor, and every later page keeps the first page's value.
  */
-export function toPage<R extends { created_at: number; seq: number }, T>(rows: R[], rq: RegisterQuery, view: (r: R) => T): { items: T[]; next_cursor: string | null } {
+export function toPage<R extends { created_at: number; seq: number }, T>(
+  rows: R[],
+  rq: RegisterQuery,
+  view: (r: R) => T,
+  high?: () => number,
+): { items: T[]; next_cursor: string | null } {
   const more = rows.length > rq.limit;
   const page = more ? rows.slice(0, rq.limit) : rows;
   const last = page[page.length - 1];
-  return { items: page.map(view), next_cursor: more && last ? encodeCursor({ createdAt: last.created_at, seq: last.seq }) : null };
+  if (!more || !last) return { items: page.map(view), next_cursor: null };
+  const bound = rq.after ? rq.after.high : high?.();
+  return { items: page.map(view), next_cursor: encodeCursor({ createdAt: last.created_at, seq: last.seq, high: bound }) };
 }

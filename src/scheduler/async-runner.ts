@@ -88,10 +88,10 @@ export class AsyncRunner {
       if (!this.store.db.open) return;
       await this.store.write((tx) => {
         const body = (): void => {
-          const cur = tx.db.prepare(`SELECT state FROM jobs WHERE id = ?`).get(row.id) as { state: string } | undefined;
+          const cur = tx.stmt(`SELECT state FROM jobs WHERE id = ?`).get(row.id) as { state: string } | undefined;
           if (cur?.state !== 'pending') return;
           kind.complete(tx, job, result);
-          tx.db.prepare(`UPDATE jobs SET state = 'done', finished_at = ? WHERE id = ?`).run(this.clocks.real(), row.id);
+          tx.stmt(`UPDATE jobs SET state = 'done', finished_at = ? WHERE id = ?`).run(this.clocks.real(), row.id);
         };
         if (pin) this.clocks.pinned(pin.shopId, pin.at, body);
         else body();

@@ -125,18 +125,18 @@ export class Executor {
   /** One job in a savepoint of `tx`: skipped if no longer pending; on a throw, rolled back and recorded as failed. */
   private runOneInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined): JobKey | null {
     const db = tx.db;
-    db.exec('SAVEPOINT job');
+    tx.stmt('SAVEPOINT job').run();
     const hooks: Array<() => void> = [];
     try {
       if (this.table.state(row.id) === 'pending') {
         if (!kind || !('sync' in kind)) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
-        kind.sync({ db, afterCommit: (h) => hooks.push(h) }, toJob(row));
+        kind.sync({ db, stmt: tx.stmt, afterCommit: (h) => hooks.push(h) }, toJob(row));
         this.table.done(row.id, this.clocks.real());
       }
-      db.exec('RELEASE job');
+      tx.stmt('RELEASE job').run();
     } catch (err) {
-      db.exec('ROLLBACK TO job');
-      db.exec('RELEASE job');
+      tx.stmt('ROLLBACK TO job').run();
+      tx.stmt('RELEASE job').run();
       return this.fail(tx, row, err);
     }
     for (const h of hooks) tx.afterCommit(h);
@@ -165,7 +165,7 @@ export class Executor {
     if (!this.store.db.open) return;
     const record = (): void =>
       this.store.tx((tx) => {
-        const cur = tx.db.prepare(`SELECT attempt, state FROM jobs WHERE id = ?`).get(row.id) as { attempt: number; state: string } | undefined;
+        const cur = tx.stmt(`SELECT attempt, state FROM jobs WHERE id = ?`).get(row.id) as { attempt: number; state: string } | undefined;
         if (cur?.state === 'pending') this.fail(tx, { ...row, attempt: cur.attempt }, err);
       });
     if (pin) this.clocks.pinned(pin.shopId, pin.at, record);

@@ -5,7 +5,7 @@ import type { Ctx, Reply } from '../http/types';
 import { badRequest, notFound } from '../http/errors';
 import { bodyObject, enumField, strField } from '../http/validate';
 import { isUuid } from '../util/ids';
-import { bankCodeFor, FAILURE_CODES, PAYMENT_FAILURE_CODES } from '../payments/failures';
+import { bankCodeFor, PAYMENT_FAILURE_CODES } from '../payments/failures';
 import { chooseMethodTx, expireTx, openSessionTx, reload, resolveTx, type Resolution } from '../payments/state';
 import { getPayment, metadataOf, paymentView } from '../payments/store';
 import type { ConcreteMethod, PaymentRow } from '../payments/types';
@@ -67,7 +67,8 @@ export async function simulatePayment(ctx: Ctx): Promise<Reply> {
   const action = enumField(body, 'action', ACTIONS)!;
   const method = enumField(body, 'method', CHOOSABLE);
   const failureCode = strField(body, 'failure_code', { max: 64 });
-  if (failureCode !== undefined && !(failureCode in FAILURE_CODES)) {
+  // Expiry and payout codes are not bank refusals of a payment: `expire` is the action for the former.
+  if (failureCode !== undefined && !(PAYMENT_FAILURE_CODES as readonly string[]).includes(failureCode)) {
     throw badRequest(`Field "failure_code" must be one of ${PAYMENT_FAILURE_CODES.join(', ')}, got "${failureCode}"`, 'failure_code');
   }
   if (action === 'choose_method' && !method) throw badRequest('Field "method" is required for action choose_method', 'method');

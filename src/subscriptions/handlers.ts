@@ -1,6 +1,6 @@
 import type { App } from '../app-types';
 import type { Ctx, Reply } from '../http/types';
-import { badRequest, notFound } from '../http/errors';
+import { ApiError, badRequest, notFound } from '../http/errors';
 import { amountField, bodyObject, currencyField, enumField, intField, strField } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
 import { isUuid } from '../util/ids';
@@ -12,6 +12,8 @@ import { chargeTime, firstIndexAfter, PERIODS } from './calendar';
 import { chargesOf, getSubscription, SUBSCRIPTION_STATUSES, subscriptionView, type SubscriptionRow } from './store';
 import { cancelSubscriptionTx, CANCEL_REASONS, createSubscriptionTx } from './subscriptions';
 
+/** The scope of charging a saved method, which creating a subscription also needs. */
+const CHARGE_SCOPE = 'api:recurrent:charge';
 /** Largest interval_count: charge at most every 365 periods. */
 export const INTERVAL_MAX = 365;
 /** Longest trial in days. */
@@ -34,6 +36,11 @@ function subscriptionOfShop(app: App, ctx: Ctx, id: string): SubscriptionRow {
 /** POST /v1/public/subscriptions: 201 {subscription, initial_payment, pay_url}. */
 export async function createSubscription(ctx: Ctx): Promise<Reply> {
   const auth = ctx.auth!;
+  // The route needs api:recurrent:bind; the charges a subscription makes later, without a key, are
+  // authorised now: decisions.md asks api:recurrent:charge for them, on the key and on the shop.
+  if (!auth.scopes.has(CHARGE_SCOPE)) {
+    throw new ApiError(403, 'scope_required', `Cannot create a subscription: it charges the saved method on its own, so the key needs scope "${CHARGE_SCOPE}"`);
+  }
   const obj = bodyObject(ctx.body, CREATE_FIELDS);
   const amount = amountField(obj, 'amount', true)!;
   currencyField(obj);

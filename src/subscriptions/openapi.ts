@@ -31,7 +31,7 @@ export const subscriptionsOpenApi: OpenApiFragment = {
   paths: {
     '/v1/public/subscriptions': {
       post: {
-        summary: 'Create a subscription (scope api:recurrent:bind; Idempotency-Key accepted): pending until its initial payment succeeds',
+        summary: 'Create a subscription (scopes api:recurrent:bind and api:recurrent:charge; Idempotency-Key accepted): pending until its initial payment succeeds',
         security: bearer,
         parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 64 } }],
         requestBody: jsonBody(

@@ -47,7 +47,7 @@ export function enqueueDeliveries(tx: Tx, clocks: Clocks, row: EventRow): number
   const targets: Array<{ endpoint_id: string | null; url: string }> = row.webhook_url
     ? [{ endpoint_id: null, url: row.webhook_url }]
     : matchingEndpoints(tx.db, row.shop_id, row.webhook_event).map((e) => ({ endpoint_id: e.id, url: e.url }));
-  const insert = tx.db.prepare(
+  const insert = tx.stmt(
     `INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, payment_id, next_attempt_at, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
@@ -85,7 +85,7 @@ export interface Recorded {
  */
 export function recordAttempt(tx: Tx, scheduler: Scheduler, clocks: Clocks, r: AttemptResult): Recorded | null {
   const d = r.delivery;
-  const cur = tx.db.prepare('SELECT state, attempts FROM webhook_deliveries WHERE id = ?').get(d.id) as
+  const cur = tx.stmt('SELECT state, attempts FROM webhook_deliveries WHERE id = ?').get(d.id) as
     | { state: string; attempts: number }
     | undefined;
   if (!cur || cur.state !== 'pending' || cur.attempts !== d.attempts) return null;
@@ -102,13 +102,13 @@ export function recordAttempt(tx: Tx, scheduler: Scheduler, clocks: Clocks, r: A
   if (ok) state = 'succeeded';
   else if (gone || retry >= RETRY_DELAYS_MS.length) state = 'failed';
   else next = attempted_at + r.latency_ms + RETRY_DELAYS_MS[retry];
-  tx.db
-    .prepare(
+  tx
+    .stmt(
       `INSERT INTO webhook_attempts (delivery_id, shop_id, mode, attempt, url, attempted_at, latency_ms, response_code, error, succeeded, next_attempt_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
     .run(d.id, d.shop_id, d.mode, attempt, r.url, attempted_at, r.latency_ms, code, r.error, ok ? 1 : 0, next);
-  tx.db.prepare('UPDATE webhook_deliveries SET attempts = ?, state = ?, next_attempt_at = ? WHERE id = ?').run(attempt, state, next, d.id);
+  tx.stmt('UPDATE webhook_deliveries SET attempts = ?, state = ?, next_attempt_at = ? WHERE id = ?').run(attempt, state, next, d.id);
   if (next !== null) {
     scheduler.schedule(tx, { kind: RETRY_JOB, subjectId: String(d.id), shopId: d.shop_id, mode: d.mode, dueAt: next, payload: { attempts: attempt } });
   }
@@ -119,25 +119,45 @@ export function recordAttempt(tx: Tx, scheduler: Scheduler, clocks: Clocks, r: A
 
 /** End a pending delivery without an attempt (its endpoint was disabled or deleted meanwhile). */
 export function abandonDelivery(tx: Tx, d: DeliveryRow): void {
-  tx.db.prepare(`UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL WHERE id = ? AND state = 'pending'`).run(d.id);
+  tx.stmt(`UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL WHERE id = ? AND state = 'pending'`).run(d.id);
 }
 
 /**
- * Re-queue every delivery of an event for an attempt now, with a fresh retry schedule; attempt numbers
- * continue. Works from the CLI while the server runs: the worker's sweep finds the due rows.
+ * Send an event again, with a fresh retry schedule (attempt numbers continue), to whoever takes it now: the
+ * payment's own URL, or each enabled endpoint of the shop whose filter takes the event, including one added
+ * since (an endpoint deleted and added again after a 410 gets the events it missed). Deliveries to deleted or
+ * disabled endpoints stay as they are. Works from the CLI while the server runs: the worker's sweep finds
+ * the due rows. Returns how many deliveries were queued; throws when there is nothing to send it to.
  */
 export function resendEvent(tx: Tx, eventId: string, realNow: number): number {
-  const rows = tx.db
-    .prepare(
-      `SELECT d.id, d.mode, s.test_clock_offset_ms AS off FROM webhook_deliveries d JOIN shops s ON s.id = d.shop_id WHERE d.event_id = ?`,
+  const ev = tx
+    .stmt(
+      `SELECT e.seq, e.shop_id, e.mode, e.webhook_event, e.webhook_url, e.payment_id, s.test_clock_offset_ms AS off
+       FROM events e JOIN shops s ON s.id = e.shop_id WHERE e.id = ?`,
     )
-    .all(eventId) as Array<{ id: number; mode: Mode; off: number }>;
-  const upd = tx.db.prepare(
-    `UPDATE webhook_deliveries SET state = 'pending', round_start = attempts, next_attempt_at = ? WHERE id = ?`,
-  );
-  for (const r of rows) {
-    upd.run(r.mode === 'test' ? realNow + r.off : realNow, r.id);
+    .get(eventId) as
+    | { seq: number; shop_id: string; mode: Mode; webhook_event: string | null; webhook_url: string | null; payment_id: string | null; off: number }
+    | undefined;
+  if (!ev) throw new Error(`cannot resend event "${eventId}": no such event`);
+  if (!ev.webhook_event) throw new Error(`cannot resend event "${eventId}": it is a stream event that sends no webhook`);
+  const now = ev.mode === 'test' ? realNow + ev.off : realNow;
+  const targets: Array<{ endpoint_id: string | null; url: string }> = ev.webhook_url
+    ? [{ endpoint_id: null, url: ev.webhook_url }]
+    : matchingEndpoints(tx.db, ev.shop_id, ev.webhook_event).map((e) => ({ endpoint_id: e.id, url: e.url }));
+  if (targets.length === 0) {
+    throw new Error(`cannot resend event "${eventId}": no enabled webhook endpoint of shop "${ev.shop_id}" takes ${ev.webhook_event}`);
   }
-  // A retry job still pending for one of these rows is harmless: the worker runs a delivery once per attempt count.
-  return rows.length;
+  const existing = tx.stmt('SELECT id, endpoint_id FROM webhook_deliveries WHERE event_id = ?').all(eventId) as Array<{ id: number; endpoint_id: string | null }>;
+  const requeue = tx.stmt(`UPDATE webhook_deliveries SET state = 'pending', round_start = attempts, next_attempt_at = ? WHERE id = ?`);
+  const insert = tx.stmt(
+    `INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, payment_id, next_attempt_at, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  for (const t of targets) {
+    const d = existing.find((x) => x.endpoint_id === t.endpoint_id);
+    // A retry job still pending for a re-queued row is harmless: the worker runs a delivery once per attempt count.
+    if (d) requeue.run(now, d.id);
+    else insert.run(ev.seq, eventId, ev.webhook_event, ev.shop_id, ev.mode, t.endpoint_id, t.url, ev.payment_id, now, now);
+  }
+  return targets.length;
 }

@@ -1,4 +1,4 @@
-import type { Store } from '../db/tx';
+import { cachedStmt, type Store } from '../db/tx';
 import type Database from 'better-sqlite3';
 import { secret as newSecret, uuid } from '../util/ids';
 
@@ -85,10 +85,8 @@ export function addEndpoint(
   };
   const secret = newSecret('whs_');
   store.tx(({ db }) => {
-    db.prepare(
-      `INSERT INTO webhook_endpoints (id, shop_id, url, events, signature, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-    ).run(endpoint.id, endpoint.shop_id, endpoint.url, endpoint.events, endpoint.signature, now);
-    db.prepare('INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)').run(endpoint.id, secret, now);
+    cachedStmt(db, `INSERT INTO webhook_endpoints (id, shop_id, url, events, signature, created_at) VALUES (?, ?, ?, ?, ?, ?)`).run(endpoint.id, endpoint.shop_id, endpoint.url, endpoint.events, endpoint.signature, now);
+    cachedStmt(db, 'INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)').run(endpoint.id, secret, now);
   });
   return { endpoint, secret };
 }
@@ -100,15 +98,15 @@ export function listEndpoints(store: Store, shopId: string): Endpoint[] {
 
 /** One endpoint by id. */
 export function getEndpoint(db: Database.Database, id: string): Endpoint | undefined {
-  return db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?').get(id) as Endpoint | undefined;
+  return cachedStmt(db, 'SELECT * FROM webhook_endpoints WHERE id = ?').get(id) as Endpoint | undefined;
 }
 
 /** Delete an endpoint and its secrets; its pending deliveries end as failed with a reason. */
 export function deleteEndpoint(store: Store, id: string): void {
   store.tx(({ db }) => {
     if (!getEndpoint(db, id)) throw new Error(`cannot delete webhook endpoint "${id}": not found`);
-    db.prepare('DELETE FROM webhook_endpoints WHERE id = ?').run(id);
-    db.prepare(`UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL WHERE endpoint_id = ? AND state = 'pending'`).run(id);
+    cachedStmt(db, 'DELETE FROM webhook_endpoints WHERE id = ?').run(id);
+    cachedStmt(db, `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL WHERE endpoint_id = ? AND state = 'pending'`).run(id);
   });
 }
 
@@ -125,33 +123,32 @@ export function rotateSecret(store: Store, id: string, overlap_h: number, now: n
     if (!getEndpoint(db, id)) throw new Error(`cannot rotate webhook secret of endpoint "${id}": not found`);
     const until = now + Math.round(overlap_h * 3_600_000);
     if (overlap_h === 0) {
-      db.prepare('DELETE FROM webhook_secrets WHERE endpoint_id = ?').run(id);
+      cachedStmt(db, 'DELETE FROM webhook_secrets WHERE endpoint_id = ?').run(id);
     } else {
-      db.prepare('DELETE FROM webhook_secrets WHERE endpoint_id = ? AND expires_at IS NOT NULL AND expires_at <= ?').run(id, now);
-      db.prepare('UPDATE webhook_secrets SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE endpoint_id = ?').run(until, until, id);
+      cachedStmt(db, 'DELETE FROM webhook_secrets WHERE endpoint_id = ? AND expires_at IS NOT NULL AND expires_at <= ?').run(id, now);
+      cachedStmt(db, 'UPDATE webhook_secrets SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE endpoint_id = ?').run(until, until, id);
     }
-    db.prepare('INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)').run(id, secret, now);
+    cachedStmt(db, 'INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)').run(id, secret, now);
   });
   return secret;
 }
 
 /** The secrets of an endpoint valid at real time `now`, newest first. */
 export function validSecrets(db: Database.Database, endpointId: string, now: number): string[] {
-  const rows = db
-    .prepare('SELECT secret FROM webhook_secrets WHERE endpoint_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY id DESC')
+  const rows = cachedStmt(db, 'SELECT secret FROM webhook_secrets WHERE endpoint_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY id DESC')
     .all(endpointId, now) as Array<{ secret: string }>;
   return rows.map((r) => r.secret);
 }
 
 /** Endpoints of a shop that receive `event` now: enabled, and the filter is empty or names it. */
 export function matchingEndpoints(db: Database.Database, shopId: string, event: string): Endpoint[] {
-  const rows = db.prepare('SELECT * FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id').all(shopId) as Endpoint[];
+  const rows = cachedStmt(db, 'SELECT * FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id').all(shopId) as Endpoint[];
   return rows.filter((e) => e.events === '' || e.events.split(',').includes(event));
 }
 
 /** Disable an endpoint (the receiver answered 410 Gone); it stays listed with the reason. */
 export function disableEndpoint(db: Database.Database, id: string, reason: string, now: number): boolean {
-  return db.prepare('UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL').run(now, reason, id).changes > 0;
+  return cachedStmt(db, 'UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL').run(now, reason, id).changes > 0;
 }
 
 /**
@@ -159,13 +156,12 @@ export function disableEndpoint(db: Database.Database, id: string, reason: strin
  * valid secrets), else v2 with the shop's fallback secret.
  */
 export function paymentUrlSigning(db: Database.Database, shopId: string, now: number): { signature: SignatureVersion; secrets: string[] } {
-  const oldest = db
-    .prepare('SELECT id, signature FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id LIMIT 1')
+  const oldest = cachedStmt(db, 'SELECT id, signature FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id LIMIT 1')
     .get(shopId) as { id: string; signature: SignatureVersion } | undefined;
   if (oldest) {
     const secrets = validSecrets(db, oldest.id, now);
     if (secrets.length > 0) return { signature: oldest.signature, secrets };
   }
-  const shop = db.prepare('SELECT webhook_secret FROM shops WHERE id = ?').get(shopId) as { webhook_secret: string } | undefined;
+  const shop = cachedStmt(db, 'SELECT webhook_secret FROM shops WHERE id = ?').get(shopId) as { webhook_secret: string } | undefined;
   return { signature: 'v2', secrets: shop ? [shop.webhook_secret] : [] };
 }

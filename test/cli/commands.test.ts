@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli, type CliResult } from '../helpers/cli';
@@ -240,4 +240,22 @@ test('a database path that does not exist is an error (nothing is created), exce
   assert.equal(existsSync(missing), true);
   const list = await runCli(['key', 'list', '--shop', made.json.shop_id, '--db', missing, '--json']);
   assert.equal(list.json.items.length, 1);
+});
+
+test('a database that is not kopek\'s is refused and left untouched; a file that is not SQLite is one quoted line', async () => {
+  const Database = (await import('better-sqlite3')).default;
+  const other = join(s.dir, 'other.sqlite');
+  const o = new Database(other);
+  o.exec('CREATE TABLE notes (x)');
+  o.close();
+  for (const argv of [['jobs'], ['ledger', 'check'], ['webhook', 'list', '--shop', 'x'], ['key', 'list', '--shop', 'x']]) {
+    assertFails(await runCli([...argv, '--db', other]), /cannot open database ".*other\.sqlite": it is not a kopek database/);
+  }
+  const after = new Database(other, { readonly: true });
+  assert.deepEqual(after.prepare(`SELECT name FROM sqlite_master`).all(), [{ name: 'notes' }], 'no kopek table was created in it');
+  assert.equal(after.pragma('journal_mode', { simple: true }), 'delete', 'its journal mode is unchanged');
+  after.close();
+  const junk = join(s.dir, 'junk.db');
+  writeFileSync(junk, 'this is not a database, only some text long enough to look like a header....................................');
+  assertFails(await runCli(['jobs', '--db', junk]), /^kopek jobs: cannot open database ".*junk\.db": file is not a database/);
 });

@@ -115,6 +115,17 @@ test('resume across more than a replay page while events keep arriving: no gap, 
   c.close();
 });
 
+test('a Last-Event-ID beyond the log (a client of a wiped or restored database) gets new events, not silence', async () => {
+  const shop = s.newShop();
+  const [last] = append(shop, 1);
+  const c = await openSse(s.url, shop.key, String(last + 1_000_000));
+  const [next] = append(shop, 1);
+  const got = await c.waitEvents(1, 2000);
+  assert.equal(Number(got[0].id), next);
+  assert.ok(s.logs.some((l) => l.includes('sse Last-Event-ID beyond the event log')));
+  c.close();
+});
+
 test('a key sees only its own shop and mode', async () => {
   const a = s.newShop();
   const b = s.newShop();

@@ -93,6 +93,20 @@ test('a smaller credit, consistent in every table, is still found: the payout th
   assert.ok(c.json.problems.some((p: string) => p.includes(`payment "${payment}" (succeeded): payment_succeeded posted 50000, its amount is 100000`)), c.stdout);
 });
 
+test('a refund that overdrew available is found, as a payout that did is', async () => {
+  const refund = (s.store.db.prepare(`SELECT source_id FROM ledger_entries WHERE movement = 'refund_reserved'`).get() as { source_id: string }).source_id;
+  const path = corruptedCopy((db) => {
+    // A credit of 5 000 instead of 100 000: the refund of 10 000 reserved after it leaves available at -5 000.
+    const e = db.prepare(`SELECT id FROM ledger_entries WHERE movement = 'payment_succeeded' AND source_id = ?`).get(payment) as { id: number };
+    db.prepare('UPDATE ledger_entries SET amount = 5000 WHERE id = ?').run(e.id);
+    db.prepare('UPDATE ledger_postings SET amount = CASE WHEN amount > 0 THEN 5000 ELSE -5000 END WHERE entry_id = ?').run(e.id);
+    resum(db);
+  });
+  const c = await ledgerCheck(path);
+  assert.equal(c.code, 1);
+  assert.ok(c.json.problems.some((p: string) => p.includes(`refund "${refund}" overdrew available to -5000`)), c.stdout);
+});
+
 test('kopek ledger check prints a readable report without --json, and its usage with --help', async () => {
   const main = join(__dirname, '..', '..', 'src', 'main.ts');
   const run = (args: string[]) =>

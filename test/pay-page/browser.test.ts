@@ -204,3 +204,18 @@ test('English by the browser language; the switch goes back to Russian and stick
   assert.match(page.url(), /\?lang=ru$/);
   await done();
 });
+
+test('the largest amount is not broken across lines at 360 px', { skip }, async () => {
+  const { url } = await createPayment(s, { amount: 1_000_000_000_000, method: 'cards' });
+  for (const locale of ['ru-RU', 'en-US']) {
+    const { page, done } = await open({ width: 360, locale });
+    await page.goto(url);
+    const [height, lineHeight] = (await page.evaluate(
+      `(() => { const e = document.querySelector('.amount'); return [e.getBoundingClientRect().height, parseFloat(getComputedStyle(e).lineHeight)]; })()`,
+    )) as [number, number];
+    assert.ok(height < lineHeight * 1.5, `${locale}: the amount takes ${height}px, more than one line of ${lineHeight}px`);
+    await noHorizontalScroll(page, `amount ${locale}`);
+    await shot(page, `w360-largest-amount-${locale}`);
+    await done();
+  }
+});

@@ -173,6 +173,22 @@ test('scopes: a key or shop without api:recurrent:bind gets 403 scope_required n
   assert.equal((await s.request('GET', '/v1/public/subscriptions', { key: key.key })).status, 403);
 });
 
+test('creating a subscription needs api:recurrent:charge too, on the key and on the shop: it charges on its own later', async () => {
+  const bindOnly = s.newKey(s.demo.shopId, 'test', 'api:recurrent:bind');
+  const r = await s.request('POST', '/v1/public/subscriptions', { body: { amount: 100, customer_ref: 'c' }, key: bindOnly.key });
+  assert.equal(r.status, 403);
+  assert.equal(r.body.error.code, 'scope_required');
+  assert.match(r.body.error.message, /api:recurrent:charge/);
+  const shop = s.newShop({ shopScopes: 'api:recurrent:bind' });
+  const key = s.newKey(shop.shopId, 'test', 'api:recurrent:bind,api:recurrent:charge');
+  const refused = await s.request('POST', '/v1/public/subscriptions', { body: { amount: 100, customer_ref: 'c' }, key: key.key });
+  assert.equal(refused.status, 403);
+  assert.match(refused.body.error.message, /api:recurrent:charge/);
+  assert.equal((s.store.db.prepare('SELECT COUNT(*) AS n FROM subscriptions WHERE shop_id = ?').get(shop.shopId) as { n: number }).n, 0);
+  // Reading and cancelling stay with api:recurrent:bind alone.
+  assert.equal((await s.request('GET', '/v1/public/subscriptions', { key: key.key })).status, 200);
+});
+
 test('list and get: register envelope, customer_ref filter, another shop sees nothing', async () => {
   const shop = s.newShop();
   const a = await createSubscription(s, { amount: 100, customer_ref: 'alice' }, shop.key);

@@ -2,6 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { startTestServer, type TestServer } from '../helpers/server';
+import { runCli } from '../helpers/cli';
 
 let s: TestServer;
 before(async () => {
@@ -48,5 +49,27 @@ test('kopek webhook add / list / rotate / delete / deliveries against a running 
   assert.equal(kopek('list', '--shop', shop.shopId, '--json').out.items.length, 0);
   const missing = kopek('resend', 'evt_00000000000000000000000000');
   assert.notEqual(missing.code, 0);
-  assert.match(missing.err, /no deliveries/);
+  assert.match(missing.err, /no such event/);
+});
+
+test('webhook list and deliveries with an unknown --shop fail naming it instead of showing an empty list', async () => {
+  for (const [sub, action] of [['list', 'list webhook endpoints'], ['deliveries', 'show webhook deliveries']]) {
+    const r = await runCli(['webhook', sub, '--shop', 'no-such-shop', '--db', s.dbPath]);
+    assert.equal(r.code, 1, r.out);
+    assert.equal(r.out, '');
+    assert.equal(r.err.trim(), `kopek webhook: cannot ${action}: shop "no-such-shop" not found`);
+  }
+  const known = await runCli(['webhook', 'list', '--shop', s.demo.shopId, '--db', s.dbPath, '--json']);
+  assert.equal(known.code, 0, known.err);
+});
+
+test('webhook rotate ID 24 (a stray word, not --overlap) is refused and the old secret keeps working', async () => {
+  const shop = s.newShop();
+  const added = await runCli(['webhook', 'add', '--shop', shop.shopId, '--url', 'https://shop.example/hook', '--db', s.dbPath, '--json']);
+  assert.equal(added.code, 0, added.err);
+  const r = await runCli(['webhook', 'rotate', added.json.id, '24', '--db', s.dbPath]);
+  assert.equal(r.code, 1);
+  assert.equal(r.err.trim(), 'kopek webhook: unexpected argument "24"; usage: kopek webhook rotate ENDPOINT_ID [--overlap HOURS]');
+  const secrets = s.store.db.prepare('SELECT secret, expires_at FROM webhook_secrets WHERE endpoint_id = ?').all(added.json.id);
+  assert.deepEqual(secrets, [{ secret: added.json.secret, expires_at: null }]);
 });

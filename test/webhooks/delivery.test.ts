@@ -4,6 +4,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { appendWebhookEvent, startReceiver, waitForLog, type Receiver } from '../helpers/webhooks';
 import { addEndpoint, listEndpoints, rotateSecret } from '../../src/webhooks/store';
+import { deliveryWorker } from '../../src/webhooks/register';
+import { runCli } from '../helpers/cli';
 
 let s: TestServer;
 const receivers: Receiver[] = [];
@@ -164,6 +166,34 @@ test('a 410 answer disables the endpoint (listed with the reason) and stops retr
   const ev2 = appendWebhookEvent(s, shop);
   const log2 = await s.request('GET', `/v1/test/webhooks/deliveries?event_id=${ev2.id}`, { key: shop.key });
   assert.deepEqual(log2.body.items, [], 'a disabled endpoint gets no new deliveries');
+});
+
+test('after a 410, delete + add + resend (the recovery doctor advises) delivers the missed event to the new endpoint', async () => {
+  const shop = s.newShop();
+  let gone = true;
+  const rcv = await receiver(() => ({ status: gone ? 410 : 200 }));
+  const first = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = appendWebhookEvent(s, shop);
+  await waitForLog(s, `event_id=${ev.id}`, (it) => it.length === 1 && it[0].status === 'failed', { key: shop.key });
+  gone = false;
+  assert.equal((await runCli(['webhook', 'delete', first.endpoint.id, '--db', s.dbPath])).code, 0);
+  const again = await runCli(['webhook', 'add', '--shop', shop.shopId, '--url', rcv.url, '--db', s.dbPath, '--json']);
+  assert.equal(again.code, 0, again.err);
+  const resent = await runCli(['webhook', 'resend', ev.id, '--db', s.dbPath, '--json']);
+  assert.equal(resent.code, 0, resent.err);
+  assert.equal(resent.json.requeued, 1);
+  deliveryWorker(s.running.app)!.sweep();
+  const got = await rcv.waitFor(2);
+  assert.equal(got.headers['x-psp-event-id'], ev.id);
+  const t = String(got.headers['x-psp-timestamp']);
+  assert.match(String(got.headers['x-psp-signature']), new RegExp(`v2=${hmac(again.json.secret, `${t}.${got.body}`)}`), 'signed with the new endpoint secret');
+  const items = await waitForLog(s, `event_id=${ev.id}`, (it) => it.some((i: any) => i.status === 'succeeded'), { key: shop.key });
+  assert.deepEqual(items.map((i: any) => [i.attempt, i.status, i.response_code]), [[1, 'failed', 410], [1, 'succeeded', 200]]);
+  // An event no enabled endpoint takes cannot be resent: saying so beats queuing a delivery that is dropped.
+  assert.equal((await runCli(['webhook', 'delete', again.json.id, '--db', s.dbPath])).code, 0);
+  const none = await runCli(['webhook', 'resend', ev.id, '--db', s.dbPath]);
+  assert.equal(none.code, 1);
+  assert.match(none.err, /cannot resend event "evt_\w+": no enabled webhook endpoint of shop ".*" takes payment\.succeeded/);
 });
 
 test('redirects are not followed: a 302 is a failed attempt and the target is never called', async () => {
