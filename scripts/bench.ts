@@ -2,9 +2,11 @@
 // machine: payment create and payment GET at 50 keep-alive connections (req/s, p50/p99, ratio), kopek's RSS
 // idle and under load, and executable start to the first /healthz 200. Prints a PASS/FAIL line.
 //
-// Usage: node --import tsx scripts/bench.ts [--short] [--seconds N] [--connections N] [--exe PATH] [--log-level L]
+// Usage: node --import tsx scripts/bench.ts [--short] [--runs N] [--seconds N] [--connections N] [--exe PATH] [--log-level L]
 //   --short          a few seconds in all (CI): checks that everything runs and answers; targets are
 //                    judged only in full mode, where noise is small enough to mean something
+//   --runs N         rounds of the four loads (default 3; --short: 1). Baseline and kopek alternate within a
+//                    round, so each ratio compares two runs made seconds apart; the medians are judged
 //   --seconds N      measured seconds per run (default 10; --short: 2)
 //   --connections N  keep-alive connections (default 50)
 //   --exe PATH       the kopek executable (default dist/kopek, else the sources through tsx)
@@ -57,13 +59,33 @@ async function startupMs(k: ReturnType<typeof kopekCommand>, dir: string, i: num
   return ms;
 }
 
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** One figure per series: the median of the runs' req/s, p50 and p99 (each median taken on its own). */
+function medianResult(rs: LoadResult[]): LoadResult {
+  return {
+    requests: rs.reduce((a, r) => a + r.requests, 0),
+    errors: rs.reduce((a, r) => a + r.errors, 0),
+    unexpected: rs.reduce((a, r) => a + r.unexpected, 0),
+    rps: median(rs.map((r) => r.rps)),
+    p50_ms: median(rs.map((r) => r.p50_ms)),
+    p99_ms: median(rs.map((r) => r.p99_ms)),
+    max_ms: Math.max(...rs.map((r) => r.max_ms)),
+  };
+}
+
 function line(name: string, r: LoadResult): string {
   return `${name.padEnd(22)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50_ms.toFixed(2).padStart(7)} ms   p99 ${r.p99_ms.toFixed(2).padStart(7)} ms   (${r.requests} requests, ${r.errors} errors, ${r.unexpected} unexpected)`;
 }
 
 async function main(): Promise<number> {
-  const opts = scriptArgs(process.argv.slice(2), { short: 'switch', seconds: 'value', connections: 'value', exe: 'value', 'log-level': 'value' });
+  const opts = scriptArgs(process.argv.slice(2), { short: 'switch', runs: 'value', seconds: 'value', connections: 'value', exe: 'value', 'log-level': 'value' });
   const short = opts.has('short');
+  const runs = intOption(opts, 'runs', short ? 1 : 3);
   const seconds = intOption(opts, 'seconds', short ? 2 : 10);
   const connections = intOption(opts, 'connections', 50);
   const logLevel = String(opts.get('log-level') ?? 'info');
@@ -75,7 +97,7 @@ async function main(): Promise<number> {
   let baseline: Awaited<ReturnType<typeof startBaseline>> | null = null;
   try {
     console.log(`bench: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, node ${process.version}, ${k.label}`);
-    console.log(`       ${connections} keep-alive connections, ${seconds} s measured per run after ${load.warmup_ms} ms warm-up${short ? ' (short mode)' : ''}`);
+    console.log(`       ${connections} keep-alive connections, ${runs} × ${seconds} s measured per series after ${load.warmup_ms} ms warm-up each${short ? ' (short mode)' : ''}`);
     baseline = await startBaseline(join(dir, 'baseline.db'));
     kopek = await startKopek(k, ['--db', join(dir, 'kopek.db'), '--log-level', logLevel, '--sim-delay', '2']);
     const key = kopek.demoKey;
@@ -91,12 +113,29 @@ async function main(): Promise<number> {
       kIds.push((await post(kopek.url, '/v1/public/payments', '{"amount":10000}', auth)).payment.id);
     }
     const body = '{"amount":10000,"description":"bench"}';
-    const bCreate = await runLoad(baseline.url, { ...load, expect: 201, next: () => ({ method: 'POST', path: '/payments', body }) });
     let rssLoad = rssIdle;
     const pid = kopek.proc.pid!;
-    const kCreate = await runLoad(kopek.url, { ...load, expect: 201, next: () => ({ method: 'POST', path: '/v1/public/payments', body, headers: auth }), onTick: () => (rssLoad = Math.max(rssLoad, rssMb(pid))) });
-    const bGet = await runLoad(baseline.url, { ...load, expect: 200, next: (i) => ({ method: 'GET', path: `/payments/${bIds[i % bIds.length]}` }) });
-    const kGet = await runLoad(kopek.url, { ...load, expect: 200, next: (i) => ({ method: 'GET', path: `/v1/public/payments/${kIds[i % kIds.length]}`, headers: auth }), onTick: () => (rssLoad = Math.max(rssLoad, rssMb(pid))) });
+    const series = { bCreate: [] as LoadResult[], kCreate: [] as LoadResult[], bGet: [] as LoadResult[], kGet: [] as LoadResult[] };
+    for (let run = 1; run <= runs; run++) {
+      const bCreate = await runLoad(baseline.url, { ...load, expect: 201, next: () => ({ method: 'POST', path: '/payments', body }) });
+      const kCreate = await runLoad(kopek.url, { ...load, expect: 201, next: () => ({ method: 'POST', path: '/v1/public/payments', body, headers: auth }), onTick: () => (rssLoad = Math.max(rssLoad, rssMb(pid))) });
+      const bGet = await runLoad(baseline.url, { ...load, expect: 200, next: (i) => ({ method: 'GET', path: `/payments/${bIds[i % bIds.length]}` }) });
+      const kGet = await runLoad(kopek.url, { ...load, expect: 200, next: (i) => ({ method: 'GET', path: `/v1/public/payments/${kIds[i % kIds.length]}`, headers: auth }), onTick: () => (rssLoad = Math.max(rssLoad, rssMb(pid))) });
+      series.bCreate.push(bCreate);
+      series.kCreate.push(kCreate);
+      series.bGet.push(bGet);
+      series.kGet.push(kGet);
+      if (runs > 1) {
+        console.log(
+          `run ${run}: create ${kCreate.rps.toFixed(0)} / ${bCreate.rps.toFixed(0)} req/s = ${(kCreate.rps / bCreate.rps).toFixed(2)}×   ` +
+            `GET ${kGet.rps.toFixed(0)} / ${bGet.rps.toFixed(0)} req/s = ${(kGet.rps / bGet.rps).toFixed(2)}×`,
+        );
+      }
+    }
+    const bCreate = medianResult(series.bCreate);
+    const kCreate = medianResult(series.kCreate);
+    const bGet = medianResult(series.bGet);
+    const kGet = medianResult(series.kGet);
     const rssAfter = rssMb(pid);
     await baseline.kill();
     baseline = null;
@@ -107,9 +146,11 @@ async function main(): Promise<number> {
     for (let i = 0; i < 3; i++) starts.push(await startupMs(k, dir, i));
     starts.sort((a, b) => a - b);
 
-    const createRatio = kCreate.rps / bCreate.rps;
-    const getRatio = kGet.rps / bGet.rps;
+    // The median of the per-run ratios: each compares two runs made seconds apart on the same machine.
+    const createRatio = median(series.kCreate.map((k, i) => k.rps / series.bCreate[i].rps));
+    const getRatio = median(series.kGet.map((k, i) => k.rps / series.bGet[i].rps));
     console.log('');
+    if (runs > 1) console.log(`medians of ${runs} runs (req/s, p50 and p99 each the median of the runs; ratio the median of the runs' ratios):`);
     console.log(line('baseline create', bCreate));
     console.log(line('kopek create', kCreate));
     console.log(`${'  ratio'.padEnd(22)} ${createRatio.toFixed(2)}× (target ≥ ${CREATE_TARGET.toFixed(1)}×; kopek synchronous=FULL, baseline NORMAL)`);

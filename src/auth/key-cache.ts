@@ -11,17 +11,23 @@ const WATCHED: Array<{ table: string; columns: string }> = [
 ];
 
 /**
- * Key lookups of one connection, by key hash, that never answer stale: before every read the cache is
- * dropped when anything it was built from may have changed. Another connection's commit (an admin command
- * in another process) shows as a new `PRAGMA data_version`; this connection's own writes to the key, shop
- * or merchant tables fire temporary triggers that mark the cache dirty (data_version ignores one's own
- * commits). A rolled-back change also marks it dirty: a needless reload, never a stale answer.
+ * Key lookups of one connection, by key hash. The cache is dropped when anything it was built from may have
+ * changed. This connection's own writes to the key, shop or merchant tables fire temporary triggers that mark
+ * it dirty, seen by the very next lookup (a rolled-back change marks it too: a needless reload, never a stale
+ * answer). Another connection's commit (an admin command in another process) shows as a new
+ * `PRAGMA data_version`, read at the first lookup of each event-loop turn: a read costs as much as the lookup
+ * it saves, and one turn's requests arrived together anyway. Staleness bound for changes made elsewhere: the
+ * rest of the turn in which they commit (the requests already read from the sockets), never a later request.
  */
 export class KeyCache<T> {
   private readonly entries = new Map<string, T>();
   private readonly dataVersion: Database.Statement;
   private version: unknown;
   private dirty = false;
+  private checkedThisTurn = false;
+  private readonly endTurn = (): void => {
+    this.checkedThisTurn = false;
+  };
 
   constructor(db: Database.Database) {
     // A statement of its own: pluck() changes a statement, so it must not come from the shared cache.
@@ -41,11 +47,18 @@ export class KeyCache<T> {
 
   /** The entry for `hash`, if held and still current. */
   get(hash: string): T | undefined {
-    const v = this.dataVersion.get();
-    if (this.dirty || v !== this.version) {
+    if (!this.checkedThisTurn) {
+      this.checkedThisTurn = true;
+      setImmediate(this.endTurn);
+      const v = this.dataVersion.get();
+      if (v !== this.version) {
+        this.version = v;
+        this.dirty = true;
+      }
+    }
+    if (this.dirty) {
       this.entries.clear();
       this.dirty = false;
-      this.version = v;
       return undefined;
     }
     return this.entries.get(hash);

@@ -57,8 +57,16 @@ function clientIp(app: App, req: IncomingMessage): string {
     const last = entries[entries.length - 1];
     if (last) return unmapIp(last);
   }
-  return unmapIp(req.socket.remoteAddress ?? '');
+  // A keep-alive connection sends many requests from one address: normalise it once per connection.
+  let ip = socketIps.get(req.socket);
+  if (ip === undefined) {
+    ip = unmapIp(req.socket.remoteAddress ?? '');
+    socketIps.set(req.socket, ip);
+  }
+  return ip;
 }
+
+const socketIps = new WeakMap<Socket, string>();
 
 async function handle(
   app: App,

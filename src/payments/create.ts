@@ -153,7 +153,7 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
     });
   const publicId = `P-${PUBLIC_ID_BASE + Number(info.lastInsertRowid)}`;
   // RETURNING hands back the stored row, defaults included, without a second lookup.
-  let row = tx.stmt('UPDATE payments SET public_id = ?, purpose = ? WHERE id = ? RETURNING *').get(publicId, bankPurpose(publicId), id) as PaymentRow;
+  let row = app.store.reader('UPDATE payments SET public_id = ?, purpose = ? WHERE id = ? RETURNING *').get(publicId, bankPurpose(publicId), id) as PaymentRow;
   app.events.append(tx, {
     merchantId: row.merchant_id,
     shopId: row.shop_id,

@@ -9,16 +9,22 @@ import { parseRegisterQuery, registerOrder, registerWhere, toPage } from '../reg
 import { creationBody, createPaymentTx, parseCreateBody } from './create';
 import { failureMessage } from './failures';
 import { cancelTx } from './state';
-import { getPayment, metadataOf, paymentView } from './store';
+import { getPayment, getPaymentForView, metadataOf, paymentView } from './store';
 import { PAYMENT_STATUSES, type PaymentRow } from './types';
 
 /**
  * A payment of the caller's shop and mode, or 404: another shop's id and a malformed id look the same as
  * none. `anyMode` lets a live key read (never change) its shop's test payments, as the register shows them.
  */
-export function paymentOfShop(app: App, ctx: Ctx, id: string, anyMode = false): PaymentRow {
+export function paymentOfShop<R extends PaymentRow = PaymentRow>(
+  app: App,
+  ctx: Ctx,
+  id: string,
+  anyMode = false,
+  load: (app: App, id: string) => R | undefined = getPayment as (app: App, id: string) => R | undefined,
+): R {
   const auth = ctx.auth!;
-  const p = isUuid(id) ? getPayment(app, id) : undefined;
+  const p = isUuid(id) ? load(app, id) : undefined;
   if (!p || p.shop_id !== auth.shopId || (!anyMode && p.mode !== auth.mode)) throw notFound(`Cannot find payment "${id}"`);
   return p;
 }
@@ -44,7 +50,7 @@ export async function createPayment(ctx: Ctx): Promise<Reply> {
 
 /** GET /v1/public/payments/{id} */
 export function getPaymentHandler(ctx: Ctx): Reply {
-  return { body: paymentView(ctx.app, paymentOfShop(ctx.app, ctx, ctx.params.id, ctx.auth!.mode === 'live')) };
+  return { body: paymentView(ctx.app, paymentOfShop(ctx.app, ctx, ctx.params.id, ctx.auth!.mode === 'live', getPaymentForView)) };
 }
 
 /** POST /v1/public/payments/{id}/cancel (no body) */

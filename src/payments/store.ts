@@ -21,7 +21,27 @@ export interface RefundRow {
 
 /** A payment by id, any shop (callers check the shop). */
 export function getPayment(app: App, id: string): PaymentRow | undefined {
-  return app.store.stmt('SELECT * FROM payments WHERE id = ?').get(id) as PaymentRow | undefined;
+  return app.store.reader('SELECT * FROM payments WHERE id = ?').get(id) as PaymentRow | undefined;
+}
+
+/** A payment row read with what its view needs besides: the shop's name and the refunds as a JSON array. */
+export interface PaymentViewRow extends PaymentRow {
+  view_shop_name: string | null;
+  view_refunds: string;
+}
+
+/** A payment by id with its shop name and refunds, in one statement (GET answers it; callers check the shop). */
+export function getPaymentForView(app: App, id: string): PaymentViewRow | undefined {
+  return app.store
+    .reader(
+      `SELECT p.*, s.name AS view_shop_name,
+              (SELECT json_group_array(json_object('seq', r.seq, 'id', r.id, 'payment_id', r.payment_id, 'merchant_id', r.merchant_id,
+                        'shop_id', r.shop_id, 'mode', r.mode, 'amount', r.amount, 'reason', r.reason, 'status', r.status,
+                        'failure_code', r.failure_code, 'created_at', r.created_at, 'completed_at', r.completed_at) ORDER BY r.seq)
+               FROM refunds r WHERE r.payment_id = p.id) AS view_refunds
+       FROM payments p LEFT JOIN shops s ON s.id = p.shop_id WHERE p.id = ?`,
+    )
+    .get(id) as PaymentViewRow | undefined;
 }
 
 /** The refunds of a payment, oldest first. */
@@ -58,15 +78,19 @@ export function refundView(r: RefundRow, withCompleted = true): RefundView {
   return v;
 }
 
-/** The Payment object as GET answers it, refunds included. */
-export function paymentView(app: App, row: PaymentRow): PaymentView {
-  const shop = app.store.stmt('SELECT name FROM shops WHERE id = ?').get(row.shop_id) as { name: string } | undefined;
+/** The Payment object as GET answers it, refunds included; a row from getPaymentForView needs no more reads. */
+export function paymentView(app: App, row: PaymentRow | PaymentViewRow): PaymentView {
+  const joined = 'view_refunds' in row ? row : undefined;
+  const shopName = joined
+    ? joined.view_shop_name
+    : (app.store.stmt('SELECT name FROM shops WHERE id = ?').get(row.shop_id) as { name: string } | undefined)?.name;
+  const refunds = joined ? (JSON.parse(joined.view_refunds) as RefundRow[]) : refundsOf(app, row.id);
   return {
     id: row.id,
     public_id: row.public_id,
     merchant_id: row.merchant_id,
     shop_id: row.shop_id,
-    shop_name: shop?.name ?? '',
+    shop_name: shopName ?? '',
     order_id: row.order_id,
     status: row.status,
     amount: row.amount,
@@ -89,6 +113,6 @@ export function paymentView(app: App, row: PaymentRow): PaymentView {
     customer_card_holder: row.card_holder,
     customer_phone_mask: row.phone_mask,
     customer_payer_bank: row.payer_bank,
-    refunds: refundsOf(app, row.id).map((r) => refundView(r)),
+    refunds: refunds.map((r) => refundView(r)),
   };
 }

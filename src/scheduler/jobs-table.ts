@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { Store } from '../db/tx';
+import { cachedStmt, type Store } from '../db/tx';
 import type { Mode } from './clock';
 
 /** A job as its handler sees it. */
@@ -64,9 +64,9 @@ export class JobsTable {
 
   /** Cancel the pending jobs of a kind for a subject; returns their ids. */
   cancel(db: Database.Database, kind: string, subjectId: string, now_ms: number): number[] {
-    const ids = (db.prepare(`SELECT id FROM jobs WHERE subject_id = ? AND kind = ? AND state = 'pending'`).all(subjectId, kind) as Array<{ id: number }>).map((r) => r.id);
+    const ids = (cachedStmt(db, `SELECT id FROM jobs WHERE subject_id = ? AND kind = ? AND state = 'pending'`).all(subjectId, kind) as Array<{ id: number }>).map((r) => r.id);
     if (ids.length > 0) {
-      db.prepare(`UPDATE jobs SET state = 'cancelled', finished_at = ? WHERE subject_id = ? AND kind = ? AND state = 'pending'`).run(now_ms, subjectId, kind);
+      cachedStmt(db, `UPDATE jobs SET state = 'cancelled', finished_at = ? WHERE subject_id = ? AND kind = ? AND state = 'pending'`).run(now_ms, subjectId, kind);
     }
     return ids;
   }
@@ -124,9 +124,9 @@ export class JobsTable {
   /** Record a failed run: either a retry at (due_at, run_at) or, when `dead`, the end. */
   failed(db: Database.Database, id: number, f: { attempt: number; error: string; dead: boolean; dueAt: number; runAt: number; now_ms: number }): void {
     if (f.dead) {
-      db.prepare(`UPDATE jobs SET attempt = ?, last_error = ?, state = 'dead', finished_at = ? WHERE id = ?`).run(f.attempt, f.error, f.now_ms, id);
+      cachedStmt(db, `UPDATE jobs SET attempt = ?, last_error = ?, state = 'dead', finished_at = ? WHERE id = ?`).run(f.attempt, f.error, f.now_ms, id);
     } else {
-      db.prepare(`UPDATE jobs SET attempt = ?, last_error = ?, due_at = ?, run_at = ? WHERE id = ?`).run(f.attempt, f.error, f.dueAt, f.runAt, id);
+      cachedStmt(db, `UPDATE jobs SET attempt = ?, last_error = ?, due_at = ?, run_at = ? WHERE id = ?`).run(f.attempt, f.error, f.dueAt, f.runAt, id);
     }
   }
 }
