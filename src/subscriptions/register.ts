@@ -2,10 +2,23 @@ import type { App } from '../app-types';
 import type { Tx } from '../db/tx';
 import type { EventRow } from '../events/emit';
 import { getPayment } from '../payments/store';
+import type { PaymentRow } from '../payments/types';
+import { createRefundTx } from '../refunds/refunds';
 import { getToken, recurrentPayment } from '../tokens/store';
 import { activateTokenTx, chargedTx } from '../tokens/tokens';
 import { getSubscription } from './store';
 import { activateTx, chargeSettledTx, CHARGE_JOB, runChargeJob } from './subscriptions';
+
+/** The audit log's actor for refunds the service makes itself. */
+const SERVICE_ACTOR = 'kopek:verification';
+
+/**
+ * A 1 RUB verification (card binding, a trial's binding) is returned to the buyer once it succeeded, as
+ * banks' verification charges are: a refund of the whole amount, settled like any refund.
+ */
+function reverseVerificationTx(app: App, tx: Tx, p: PaymentRow): void {
+  createRefundTx(app, tx, p, { amount: p.amount, reason: 'Verification payment returned', keyId: SERVICE_ACTOR });
+}
 
 /** Final payment statuses tokens and subscriptions react to (expired counts as a failed charge). */
 const SETTLED = new Set(['succeeded', 'failed', 'expired']);
@@ -29,7 +42,11 @@ function recurrentSink(app: App, tx: Tx, row: EventRow): void {
   switch (rp.kind) {
     case 'token_binding': {
       const t = getToken(app, rp.token_id);
-      if (ok && t) activateTokenTx(app, tx, t, p);
+      if (ok && t) {
+        activateTokenTx(app, tx, t, p);
+        // Cards bind with a verification; sbp and tpay bind with a real first charge, which stays.
+        if (t.method === 'cards') reverseVerificationTx(app, tx, p);
+      }
       return;
     }
     case 'token_charge': {
@@ -39,7 +56,11 @@ function recurrentSink(app: App, tx: Tx, row: EventRow): void {
     }
     case 'subscription_init': {
       const s = getSubscription(app, rp.subscription_id ?? '');
-      if (ok && s) activateTx(app, tx, s, p, at);
+      if (ok && s) {
+        activateTx(app, tx, s, p, at);
+        // During a trial the first payment only binds the method; the first real charge comes after it.
+        if (s.trial_days > 0) reverseVerificationTx(app, tx, p);
+      }
       return;
     }
     case 'subscription_charge':

@@ -88,10 +88,15 @@ test('a trial binds with 1 RUB, charges nothing during the trial, then the full 
   await advanceDays(s, 1.01, shop.key);
   sched = await get(s, `/v1/public/subscriptions/${sub.id}/schedule`, shop.key);
   assert.deepEqual(sched.charges.map((x: any) => [x.kind, x.amount, x.status]), [
-    ['subscription_init', 100, 'succeeded'],
+    ['subscription_init', 100, 'refunded'],
     ['subscription_charge', 50000, 'succeeded'],
   ]);
   assert.equal(sched.charges[1].created_at, sub.trial_end);
+  // The 1 RUB binding went back to the buyer: a refund of the whole amount, settled like any other.
+  const bound = await get(s, `/v1/public/payments/${c.initial_payment.id}`, shop.key);
+  assert.deepEqual(bound.refunds.map((r: any) => [r.amount, r.status, r.reason]), [[100, 'succeeded', 'Verification payment returned']]);
+  const balance = await get(s, '/v1/public/balance', shop.key);
+  assert.equal(balance.balance, 50000, 'only the real charge stays on the balance');
   const trialEnd = new Date(sub.trial_end);
   const oneMonth = new Date(Date.UTC(trialEnd.getUTCFullYear(), trialEnd.getUTCMonth() + 1, 1)).getTime();
   assert.equal(new Date(sched.next_charge_at).getUTCMonth(), new Date(oneMonth).getUTCMonth(), 'next: a month after the trial');

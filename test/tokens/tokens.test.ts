@@ -45,6 +45,12 @@ test('a card token binds with a 1 RUB verification on its hosted page and keeps 
     (s.store.db.prepare(`SELECT webhook_data FROM events WHERE webhook_event = 'token.activated' AND json_extract(payload, '$.id') = ?`).get(c.card.id) as { webhook_data: string }).webhook_data,
   );
   assert.deepEqual(data, t, 'the webhook carries the token as GET shows it');
+  const verified = await get(s, `/v1/public/payments/${c.binding_payment_id}`);
+  assert.deepEqual(
+    verified.refunds.map((r: any) => [r.amount, r.reason]),
+    [[100, 'Verification payment returned']],
+    'the 1 RUB verification goes back to the buyer',
+  );
 });
 
 test('sbp and tpay tokens need amount and bind with that first charge', async () => {
