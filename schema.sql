@@ -94,7 +94,8 @@ CREATE TABLE events (
   payout_id      TEXT
 ) STRICT;
 CREATE INDEX events_shop_seq ON events(shop_id, mode, seq);
-CREATE INDEX events_payment ON events(payment_id) WHERE payment_id IS NOT NULL;
+-- No index on payment_id or payout_id: no query of the service looks events up by them, and one at a random
+-- UUID position would cost every payment's events a page write.
 
 -- == webhooks ==
 -- Endpoints and their secrets are shop settings, shared by both modes: they have no `mode` column, so

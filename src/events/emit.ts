@@ -61,6 +61,7 @@ export class Events {
   append(tx: Tx, e: EventInput): EventRow {
     const id = eventId(e.at);
     const payload = JSON.stringify(e.payload);
+    const webhookData = e.webhook ? JSON.stringify(e.webhook.data) : null;
     const info = tx
       .stmt(
         `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
@@ -75,7 +76,7 @@ export class Events {
         payload,
         e.at,
         e.webhook?.event ?? null,
-        e.webhook ? JSON.stringify(e.webhook.data) : null,
+        webhookData,
         e.webhook?.url ?? null,
         e.paymentId ?? null,
         e.payoutId ?? null,
@@ -90,7 +91,7 @@ export class Events {
       payload,
       at: e.at,
       webhook_event: e.webhook?.event ?? null,
-      webhook_data: e.webhook ? JSON.stringify(e.webhook.data) : null,
+      webhook_data: webhookData,
       webhook_url: e.webhook?.url ?? null,
       payment_id: e.paymentId ?? null,
       payout_id: e.payoutId ?? null,

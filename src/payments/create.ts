@@ -105,6 +105,46 @@ export function bankPurpose(publicId: string): string {
   return `Оплата заказа ${publicId}`;
 }
 
+/** The next seq to hand out per connection: one above the highest ever used (see insertPayment). */
+const nextSeqOf = new WeakMap<Tx['db'], number>();
+
+/** One above the highest payment seq ever committed, deleted rows included (AUTOINCREMENT keeps it in sqlite_sequence). */
+function seedSeq(tx: Tx): number {
+  const r = tx
+    .stmt(`SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'payments'), 0), coalesce((SELECT max(seq) FROM payments), 0)) + 1 AS n`)
+    .get() as { n: number };
+  return r.n;
+}
+
+const INSERT_PAYMENT = `INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, method_fixed,
+    return_url, description, webhook_url, purpose, metadata, created_at, expires_at)
+  VALUES (@seq, @id, @public_id, @kind, @merchant_id, @shop_id, @mode, @order_id, 'pending', @amount, @currency, @method, @method_fixed,
+    @return_url, @description, @webhook_url, @purpose, @metadata, @created_at, @expires_at)
+  RETURNING *`;
+
+/**
+ * Insert the row with its seq, public_id and purpose in one statement: numbering it after the INSERT took an
+ * UPDATE that rewrote the row and moved its public_id index entry. Only this process creates payments, so the
+ * seq comes from a counter seeded from the table; it only grows, so a number is never reused, also after a
+ * test reset deleted rows or a rolled-back body skipped one. Should another writer have taken a number after
+ * all, the primary key refuses it and the counter is seeded again.
+ */
+function insertPayment(app: App, tx: Tx, params: { seq: number; public_id: string; purpose: string } & Record<string, unknown>): PaymentRow {
+  for (let attempt = 0; ; attempt++) {
+    const seq = attempt === 0 ? (nextSeqOf.get(tx.db) ?? seedSeq(tx)) : seedSeq(tx);
+    nextSeqOf.set(tx.db, seq + 1);
+    params.seq = seq;
+    params.public_id = `P-${PUBLIC_ID_BASE + seq}`;
+    params.purpose = bankPurpose(params.public_id);
+    try {
+      // RETURNING hands back the stored row, defaults included, without a second lookup.
+      return app.store.reader(INSERT_PAYMENT).get(params) as PaymentRow;
+    } catch (err) {
+      if (attempt > 0 || (err as { code?: string }).code !== 'SQLITE_CONSTRAINT_PRIMARYKEY') throw err;
+    }
+  }
+}
+
 /**
  * Insert a payment in the caller's transaction: pending, link expiry scheduled on the shop's clock,
  * payment.created appended; test payments get their simulator plan.
@@ -123,37 +163,28 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
     meta.simulator_failure_code = plan.failureCode;
   }
   const expiresAt = now + (input.ttlMinutes ?? TTL_DEFAULT_MIN) * 60_000;
-  const info = tx
-    .stmt(
-      `INSERT INTO payments (id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, method_fixed,
-         return_url, description, webhook_url, purpose, metadata, created_at, expires_at)
-       VALUES (@id, @public_id, @kind, @merchant_id, @shop_id, @mode, @order_id, 'pending', @amount, @currency, @method, @method_fixed,
-         @return_url, @description, @webhook_url, @purpose, @metadata, @created_at, @expires_at)`,
-    )
-    .run({
-      id,
-      // Placeholder until the row's seq is known; replaced below in the same transaction.
-      public_id: `P-new-${id}`,
-      kind: input.kind ?? 'payment',
-      merchant_id: input.merchantId,
-      shop_id: input.shopId,
-      mode: input.mode,
-      order_id: input.orderId ?? `ord_${now}`,
-      amount: input.amount,
-      currency: input.currency,
-      method: input.method,
-      method_fixed: input.method === 'any' ? 0 : 1,
-      return_url: input.returnUrl ?? '',
-      description: input.description ?? '',
-      webhook_url: input.webhookUrl ?? '',
-      purpose: '',
-      metadata: JSON.stringify(meta),
-      created_at: now,
-      expires_at: expiresAt,
-    });
-  const publicId = `P-${PUBLIC_ID_BASE + Number(info.lastInsertRowid)}`;
-  // RETURNING hands back the stored row, defaults included, without a second lookup.
-  let row = app.store.reader('UPDATE payments SET public_id = ?, purpose = ? WHERE id = ? RETURNING *').get(publicId, bankPurpose(publicId), id) as PaymentRow;
+  const params = {
+    seq: 0,
+    id,
+    public_id: '',
+    kind: input.kind ?? 'payment',
+    merchant_id: input.merchantId,
+    shop_id: input.shopId,
+    mode: input.mode,
+    order_id: input.orderId ?? `ord_${now}`,
+    amount: input.amount,
+    currency: input.currency,
+    method: input.method,
+    method_fixed: input.method === 'any' ? 0 : 1,
+    return_url: input.returnUrl ?? '',
+    description: input.description ?? '',
+    webhook_url: input.webhookUrl ?? '',
+    purpose: '',
+    metadata: JSON.stringify(meta),
+    created_at: now,
+    expires_at: expiresAt,
+  };
+  let row = insertPayment(app, tx, params);
   app.events.append(tx, {
     merchantId: row.merchant_id,
     shopId: row.shop_id,
