@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { cachedStmt, type Tx } from '../db/tx';
 import type { Mode } from '../scheduler/clock';
 import type { PayoutMethod } from './fields';
-import { registerOrder, registerWhere, type RegisterQuery } from '../registers/query';
+import { shopRegisterRows, type RegisterQuery } from '../registers/query';
 
 /** A payout's final or current status. */
 export type PayoutStatus = 'pending' | 'succeeded' | 'failed';
@@ -58,12 +58,5 @@ export function finishPayoutRow(tx: Tx, id: string, status: 'succeeded' | 'faile
 
 /** One page of a shop's payout register (fetches limit + 1 rows so the caller knows whether more follow). */
 export function listPayouts(db: Database.Database, shopId: string, mode: Mode, rq: RegisterQuery): PayoutRow[] {
-  const where = registerWhere(rq);
-  const sql = ['shop_id = ?', 'mode = ?', ...where.sql];
-  const params: unknown[] = [shopId, mode, ...where.params];
-  if (rq.extra.method) {
-    sql.push('method = ?');
-    params.push(rq.extra.method);
-  }
-  return cachedStmt(db, `SELECT * FROM payouts WHERE ${sql.join(' AND ')} ${registerOrder()} LIMIT ?`).all(...params, rq.limit + 1) as PayoutRow[];
+  return shopRegisterRows<PayoutRow>(db, 'payouts', { shopId, mode }, rq, { method: rq.extra.method });
 }

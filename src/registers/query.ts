@@ -1,6 +1,8 @@
 import { badRequest } from '../http/errors';
 import { DAY_MS, parseDay } from '../util/time';
 import { decodeCursor, encodeCursor, type Cursor } from './cursor';
+import type Database from 'better-sqlite3';
+import { cachedStmt } from '../db/tx';
 
 /** Page size when limit is omitted. */
 export const LIMIT_DEFAULT = 50;
@@ -153,4 +155,28 @@ export function toPage<R extends { created_at: number; seq: number }, T>(
   if (!more || !last) return { items: page.map(view), next_cursor: null };
   const bound = rq.after ? rq.after.high : high?.();
   return { items: page.map(view), next_cursor: encodeCursor({ createdAt: last.created_at, seq: last.seq, high: bound }) };
+}
+
+/**
+ * The rows of one page of a shop's register over `table` (which has shop_id, mode, created_at, seq and
+ * status columns), with equality filters on other columns (an undefined value is no filter). Fetches
+ * limit + 1 rows, so toPage knows whether more follow. `table` and the filter names are the caller's
+ * constants, never request input.
+ */
+export function shopRegisterRows<R>(
+  db: Database.Database,
+  table: string,
+  shop: { shopId: string; mode: string },
+  rq: RegisterQuery,
+  equals: Record<string, string | undefined> = {},
+): R[] {
+  const where = registerWhere(rq);
+  const sql = ['shop_id = ?', 'mode = ?', ...where.sql];
+  const params: unknown[] = [shop.shopId, shop.mode, ...where.params];
+  for (const [column, value] of Object.entries(equals)) {
+    if (value === undefined) continue;
+    sql.push(`${column} = ?`);
+    params.push(value);
+  }
+  return cachedStmt(db, `SELECT * FROM ${table} WHERE ${sql.join(' AND ')} ${registerOrder()} LIMIT ?`).all(...params, rq.limit + 1) as R[];
 }

@@ -5,7 +5,7 @@ import { amountField, bodyObject, currencyField, enumField, intField, strField }
 import { idempotentCreate } from '../auth/idempotency';
 import { isUuid } from '../util/ids';
 import { iso, isoOrNull } from '../util/time';
-import { parseRegisterQuery, registerOrder, registerWhere, toPage } from '../registers/query';
+import { parseRegisterQuery, shopRegisterRows, toPage } from '../registers/query';
 import { customerFields } from '../tokens/handlers';
 import { TOKEN_METHODS } from '../tokens/store';
 import { chargeTime, firstIndexAfter, PERIODS } from './calendar';
@@ -98,16 +98,7 @@ export function getSubscriptionHandler(ctx: Ctx): Reply {
 export function listSubscriptions(ctx: Ctx): Reply {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: SUBSCRIPTION_STATUSES, extra: { customer_ref: [] } });
-  const where = registerWhere(rq);
-  where.sql.unshift('shop_id = ?', 'mode = ?');
-  where.params.unshift(auth.shopId, auth.mode);
-  if (rq.extra.customer_ref !== undefined) {
-    where.sql.push('customer_ref = ?');
-    where.params.push(rq.extra.customer_ref);
-  }
-  const rows = ctx.app.store
-    .stmt(`SELECT * FROM subscriptions WHERE ${where.sql.join(' AND ')} ${registerOrder()} LIMIT ?`)
-    .all(...where.params, rq.limit + 1) as SubscriptionRow[];
+  const rows = shopRegisterRows<SubscriptionRow>(ctx.app.store.db, 'subscriptions', auth, rq, { customer_ref: rq.extra.customer_ref });
   return { body: toPage(rows, rq, (s) => subscriptionView(ctx.app, s)) };
 }
 

@@ -4,7 +4,7 @@ import { notFound } from '../http/errors';
 import { amountField, bodyObject, enumField, strField } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
 import { isUuid } from '../util/ids';
-import { parseRegisterQuery, registerOrder, registerWhere, toPage } from '../registers/query';
+import { parseRegisterQuery, shopRegisterRows, toPage } from '../registers/query';
 import { urlField } from '../payments/create';
 import { getPayment } from '../payments/store';
 import { getSubscription } from '../subscriptions/store';
@@ -73,16 +73,7 @@ export function getTokenHandler(ctx: Ctx): Reply {
 export function listTokens(ctx: Ctx): Reply {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: TOKEN_STATUSES, extra: { customer_ref: [] } });
-  const where = registerWhere(rq);
-  where.sql.unshift('shop_id = ?', 'mode = ?');
-  where.params.unshift(auth.shopId, auth.mode);
-  if (rq.extra.customer_ref !== undefined) {
-    where.sql.push('customer_ref = ?');
-    where.params.push(rq.extra.customer_ref);
-  }
-  const rows = ctx.app.store
-    .stmt(`SELECT * FROM tokens WHERE ${where.sql.join(' AND ')} ${registerOrder()} LIMIT ?`)
-    .all(...where.params, rq.limit + 1) as TokenRow[];
+  const rows = shopRegisterRows<TokenRow>(ctx.app.store.db, 'tokens', auth, rq, { customer_ref: rq.extra.customer_ref });
   return { body: toPage(rows, rq, tokenView) };
 }
 
