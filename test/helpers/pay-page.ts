@@ -3,6 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { TestResponse, TestServer } from './server';
+import assert from 'node:assert/strict';
+import type { Browser, Page } from 'playwright-core';
 
 /** Debian's Chromium, which CI installs with apt; browser tests skip only when it is absent. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -85,5 +87,26 @@ export async function startReturnServer(): Promise<ReturnServer> {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** A page in a fresh browser context; any console error (a CSP violation among them) fails the test at `done`. */
+export async function openPage(
+  browser: Browser,
+  o: { width?: number; locale?: string } = {},
+): Promise<{ page: Page; done: () => Promise<void> }> {
+  const context = await browser.newContext({ viewport: { width: o.width ?? 390, height: 844 }, locale: o.locale ?? 'ru-RU' });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(m.text());
+  });
+  page.on('pageerror', (e) => problems.push(e.message));
+  return {
+    page,
+    done: async () => {
+      await context.close();
+      assert.deepEqual(problems, [], 'the page logged errors');
+    },
   };
 }

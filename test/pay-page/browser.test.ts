@@ -12,6 +12,7 @@ import {
   screenshotDir,
   startReturnServer,
   type ReturnServer,
+  openPage,
 } from '../helpers/pay-page';
 
 const skip = browserSkipReason();
@@ -36,22 +37,9 @@ after(async () => {
   await s.close();
 });
 
-/** A page in a fresh context; any console error (a CSP violation among them) fails the test at `done`. */
-async function open(o: { width?: number; locale?: string } = {}): Promise<{ page: Page; done: () => Promise<void> }> {
-  const context = await browser.newContext({ viewport: { width: o.width ?? 390, height: 844 }, locale: o.locale ?? 'ru-RU' });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(m.text());
-  });
-  page.on('pageerror', (e) => problems.push(e.message));
-  return {
-    page,
-    done: async () => {
-      await context.close();
-      assert.deepEqual(problems, [], 'the page logged errors');
-    },
-  };
+/** A page in a fresh context that fails the test on any console error. */
+function open(o: { width?: number; locale?: string } = {}): Promise<{ page: Page; done: () => Promise<void> }> {
+  return openPage(browser, o);
 }
 
 async function shot(page: Page, name: string): Promise<void> {

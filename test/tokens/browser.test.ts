@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { browserSkipReason, CHROMIUM, CHROMIUM_ARGS, screenshotDir, startReturnServer, type ReturnServer } from '../helpers/pay-page';
+import { browserSkipReason, CHROMIUM, CHROMIUM_ARGS, screenshotDir, startReturnServer, type ReturnServer, openPage } from '../helpers/pay-page';
 import { advanceSeconds, createSubscription, createToken, get } from '../helpers/recurrent';
 
 const skip = browserSkipReason();
@@ -29,22 +29,9 @@ after(async () => {
   await s.close();
 });
 
-/** A page in a fresh context; any console error fails the test at `done`. */
-async function open(): Promise<{ page: Page; done: () => Promise<void> }> {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'ru-RU' });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(m.text());
-  });
-  page.on('pageerror', (e) => problems.push(e.message));
-  return {
-    page,
-    done: async () => {
-      await context.close();
-      assert.deepEqual(problems, [], 'the page logged errors');
-    },
-  };
+/** A page in a fresh context that fails the test on any console error. */
+function open(): Promise<{ page: Page; done: () => Promise<void> }> {
+  return openPage(browser);
 }
 
 test('card binding with 3-D Secure on the hosted page activates the token; the merchant then charges it', { skip }, async () => {
