@@ -132,7 +132,7 @@ export const payoutsOpenApi: OpenApiFragment = {
   schemas: {
     Payout: {
       type: 'object',
-      required: ['id', 'merchant_id', 'shop_id', 'amount', 'currency', 'method', 'status', 'recipient', 'bank_ref', 'fail_reason', 'created_at', 'completed_at'],
+      required: ['id', 'merchant_id', 'shop_id', 'amount', 'currency', 'method', 'status', 'recipient', 'bank_ref', 'fail_reason', 'created_at', 'completed_at', 'mode'],
       additionalProperties: false,
       properties: {
         id: { type: 'string', format: 'uuid' },
@@ -153,6 +153,7 @@ export const payoutsOpenApi: OpenApiFragment = {
         fail_reason: { type: 'string', description: 'Unified failure code when failed; empty otherwise' },
         created_at: { type: 'string', format: 'date-time' },
         completed_at: { type: ['string', 'null'], format: 'date-time' },
+        mode: { enum: ['test', 'live'], description: 'The mode of the key that created it (beyond the specification: webhook receivers get both modes)' },
       },
     },
     PayoutCreated: {

@@ -169,6 +169,9 @@ export function payoutView(p: PayoutRow): Record<string, unknown> {
   view.fail_reason = p.fail_reason;
   view.created_at = iso(p.created_at);
   view.completed_at = isoOrNull(p.completed_at);
+  // A shop's webhook endpoints get test and live events alike; a payment tells its mode in metadata.mode,
+  // a payout here.
+  view.mode = p.mode;
   return view;
 }
 

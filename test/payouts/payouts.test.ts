@@ -20,6 +20,7 @@ async function advance(seconds: number, key = s.demo.key): Promise<void> {
 async function getPayout(id: string, key = s.demo.key) {
   const r = await s.request('GET', `/v1/public/payouts/${id}`, { key });
   assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.mode, key.startsWith('sk_live_') ? 'live' : 'test', 'a payout tells its mode (webhook receivers get both)');
   return r.body;
 }
 
