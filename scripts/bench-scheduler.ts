@@ -36,7 +36,8 @@ if (!gc) {
 
 function verdict(ok: boolean, what: string): void {
   if (!ok) failed++;
-  process.stdout.write(`${ok ? 'PASS' : 'FAIL'}  ${what}\n`);
+  // At CI sizes a run is too short for the speed targets to mean much: a miss is reported, not judged.
+  process.stdout.write(`${ok ? 'PASS' : small ? 'MISS' : 'FAIL'}  ${what}\n`);
 }
 
 /** Bytes in use: the JS heap plus ArrayBuffer memory (typed arrays live outside the JS heap). */
@@ -195,7 +196,9 @@ async function main(): Promise<void> {
   if (!only || only === 'a') await benchTimers();
   if (!only || only === 'b') await benchRestart();
   if (!only || only === 'c') await benchAdvance();
-  process.stdout.write(`\n${failed === 0 ? 'PASS' : 'FAIL'}  ${failed} target(s) missed, ${wrong} wrong result(s)\n`);
+  const ok = wrong === 0 && (small || failed === 0);
+  const sizes = small ? ' (small sizes: only wrong results fail)' : '';
+  process.stdout.write(`\n${ok ? 'PASS' : 'FAIL'}  ${failed} target(s) missed, ${wrong} wrong result(s)${sizes}\n`);
   process.exitCode = wrong > 0 || (!small && failed > 0) ? 1 : 0;
 }
 
