@@ -13,7 +13,7 @@ import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from './types';
 export const CREATE_FIELDS = ['amount', 'currency', 'method', 'order_id', 'customer_id', 'return_url', 'description', 'webhook_url', 'ttl_minutes', 'metadata'] as const;
 
 /** Metadata keys the service writes; a merchant's value under one of these names is overwritten. */
-export const RESERVED_METADATA = ['mode', 'webhook_url', 'customer_id', 'bank_ref', 'failure_code', 'bank_failure_code', 'simulator_outcome', 'simulator_failure_code'];
+export const RESERVED_METADATA = ['mode', 'kind', 'webhook_url', 'customer_id', 'bank_ref', 'failure_code', 'bank_failure_code', 'simulator_outcome', 'simulator_failure_code'];
 
 /** Link lifetime in minutes when ttl_minutes is omitted. */
 export const TTL_DEFAULT_MIN = 60;
@@ -155,6 +155,8 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
   const meta: Record<string, string> = { ...(input.metadata ?? {}) };
   for (const k of RESERVED_METADATA) delete meta[k];
   meta.mode = input.mode;
+  // The hosted page titles itself by metadata.kind: only the service may call a payment a card binding.
+  if (input.kind && input.kind !== 'payment') meta.kind = input.kind;
   if (input.webhookUrl) meta.webhook_url = input.webhookUrl;
   if (input.customerId) meta.customer_id = input.customerId;
   if (input.mode === 'test') {

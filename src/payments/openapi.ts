@@ -1,7 +1,20 @@
-import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer } from '../http/openapi-types';
+import {
+  type OpenApiFragment,
+  bearer,
+  createdResponses,
+  errorResponses,
+  idempotencyHeader,
+  jsonBody,
+  jsonResponse,
+  ref,
+  registerPage,
+  registerQuery,
+  strictObject,
+} from '../http/openapi-types';
 import { PAYMENT_METHODS, PAYMENT_STATUSES } from './types';
 import { TTL_MAX_MIN } from './create';
 import { PAYMENT_FAILURE_CODES } from './failures';
+import { SIMULATE_ACTIONS, SIMULATE_METHODS } from '../simulator/payments';
 
 const uuid = { type: 'string', format: 'uuid' };
 const time = { type: 'string', format: 'date-time' };
@@ -12,9 +25,22 @@ const method = { type: 'string', enum: [...PAYMENT_METHODS] };
 const stringMap = { type: 'object', additionalProperties: { type: 'string' } };
 const refundStatus = { type: 'string', enum: ['pending', 'succeeded', 'failed'] };
 
-function obj(properties: Record<string, unknown>, required = Object.keys(properties)): Record<string, unknown> {
-  return { type: 'object', required, properties, additionalProperties: false };
-}
+const mode = { enum: ['test', 'live'] };
+/** The payment fields the create answer, the Payment object and the register item all carry. */
+const paymentSummary = {
+  id: uuid,
+  order_id: { type: 'string' },
+  amount: money,
+  currency: { type: 'string' },
+  method,
+  status,
+  created_at: time,
+};
+const paymentOwners = {
+  public_id: { type: 'string', pattern: '^P-[0-9]+$' },
+  merchant_id: uuid,
+  shop_id: uuid,
+};
 
 const refundBase = {
   id: uuid,
@@ -27,22 +53,7 @@ const refundBase = {
   created_at: time,
 };
 
-const registerQuery = [
-  { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
-  { name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'next_cursor of the previous page' },
-  { name: 'status', in: 'query', schema: { type: 'string' }, description: 'comma list of statuses' },
-  { name: 'from', in: 'query', schema: { type: 'string', format: 'date' }, description: 'UTC day, inclusive' },
-  { name: 'to', in: 'query', schema: { type: 'string', format: 'date' }, description: 'UTC day, inclusive' },
-];
 const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
-
-function envelope(item: string): Record<string, unknown> {
-  return obj({ items: { type: 'array', items: ref(item) }, next_cursor: { type: ['string', 'null'] } });
-}
-
-function jsonBody(schema: unknown, required = true): Record<string, unknown> {
-  return { required, content: { 'application/json': { schema } } };
-}
 
 /** OpenAPI paths and schemas of payments, refunds, their registers and the payment simulate helper. */
 export const paymentsOpenApi: OpenApiFragment = {
@@ -51,19 +62,15 @@ export const paymentsOpenApi: OpenApiFragment = {
       post: {
         summary: 'Create a payment (Idempotency-Key accepted)',
         security: bearer,
-        parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 64 } }],
+        parameters: [idempotencyHeader],
         requestBody: jsonBody(ref('PaymentCreateRequest')),
-        responses: {
-          '201': jsonResponse('Created', ref('PaymentCreated')),
-          '200': jsonResponse('Idempotent replay of the first answer', ref('PaymentCreated')),
-          ...errorResponses,
-        },
+        responses: createdResponses(ref('PaymentCreated'), 'Created'),
       },
       get: {
         summary: 'Payment register (scope api:reports:read), newest first',
         security: bearer,
         parameters: [...registerQuery, { name: 'include_test', in: 'query', schema: { enum: ['0', '1'] }, description: 'live keys: 1 adds test payments' }],
-        responses: { '200': jsonResponse('A page', envelope('PaymentRegisterItem')), ...errorResponses },
+        responses: { '200': jsonResponse('A page', registerPage('PaymentRegisterItem')), ...errorResponses },
       },
     },
     '/v1/public/payments/{id}': {
@@ -79,23 +86,19 @@ export const paymentsOpenApi: OpenApiFragment = {
         summary: 'Cancel a pending payment (409 invalid_state otherwise)',
         security: bearer,
         parameters: idParam,
-        responses: { '200': jsonResponse('Cancelled', obj({ status: { const: 'cancelled' } })), ...errorResponses },
+        responses: { '200': jsonResponse('Cancelled', strictObject({ status: { const: 'cancelled' } })), ...errorResponses },
       },
     },
     '/v1/public/payments/{id}/refund': {
       post: {
         summary: 'Refund a succeeded payment in full or in part (Idempotency-Key accepted)',
         security: bearer,
-        parameters: [...idParam, { name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 64 } }],
+        parameters: [...idParam, idempotencyHeader],
         requestBody: jsonBody(
-          obj({ amount: { type: 'integer', minimum: 0, maximum: 1_000_000_000_000, description: 'omitted or 0: the whole remainder' }, reason: { type: 'string', maxLength: 500 } }, []),
+          strictObject({ amount: { type: 'integer', minimum: 0, maximum: 1_000_000_000_000, description: 'omitted or 0: the whole remainder' }, reason: { type: 'string', maxLength: 500 } }, []),
           false,
         ),
-        responses: {
-          '201': jsonResponse('Created pending', ref('RefundCreated')),
-          '200': jsonResponse('Idempotent replay', ref('RefundCreated')),
-          ...errorResponses,
-        },
+        responses: createdResponses(ref('RefundCreated'), 'Created pending'),
       },
     },
     '/v1/public/refunds': {
@@ -103,7 +106,7 @@ export const paymentsOpenApi: OpenApiFragment = {
         summary: 'Refund register (scope api:reports:read), newest first',
         security: bearer,
         parameters: registerQuery,
-        responses: { '200': jsonResponse('A page', envelope('RefundRegisterItem')), ...errorResponses },
+        responses: { '200': jsonResponse('A page', registerPage('RefundRegisterItem')), ...errorResponses },
       },
     },
     '/v1/test/payments/{id}/simulate': {
@@ -112,10 +115,10 @@ export const paymentsOpenApi: OpenApiFragment = {
         security: bearer,
         parameters: idParam,
         requestBody: jsonBody(
-          obj(
+          strictObject(
             {
-              action: { enum: ['choose_method', 'open_session', 'succeed', 'fail', 'expire'] },
-              method: { enum: ['sbp', 'cards', 'tpay', 'bankpay', 'recurrent'] },
+              action: { enum: [...SIMULATE_ACTIONS] },
+              method: { enum: [...SIMULATE_METHODS] },
               failure_code: { enum: [...PAYMENT_FAILURE_CODES], description: 'for fail; default the planned code, else do_not_honor' },
             },
             ['action'],
@@ -126,7 +129,7 @@ export const paymentsOpenApi: OpenApiFragment = {
     },
   },
   schemas: {
-    PaymentCreateRequest: obj(
+    PaymentCreateRequest: strictObject(
       {
         amount: { type: 'integer', minimum: 1, maximum: 1_000_000_000_000 },
         currency: { const: 'RUB' },
@@ -146,50 +149,29 @@ export const paymentsOpenApi: OpenApiFragment = {
       required: ['payment', 'payment_url', 'mode'],
       additionalProperties: false,
       properties: {
-        payment: obj({
-          id: uuid,
-          public_id: { type: 'string', pattern: '^P-[0-9]+$' },
-          merchant_id: uuid,
-          shop_id: uuid,
-          order_id: { type: 'string' },
-          amount: money,
-          currency: { type: 'string' },
-          method,
-          status,
-          expires_at: time,
-          created_at: time,
-          metadata: stringMap,
-        }),
+        payment: strictObject({ ...paymentSummary, ...paymentOwners, expires_at: time, metadata: stringMap }),
         payment_url: { type: 'string', format: 'uri' },
-        mode: { enum: ['test', 'live'] },
-        simulator: obj({
+        mode,
+        simulator: strictObject({
           outcome: { enum: ['succeeded', 'failed', 'requires_action', 'pending'] },
           failure_code: { type: 'string' },
-          actions: obj({ pay_page: { type: 'string', format: 'uri' }, simulate: { type: 'string', format: 'uri' }, clock_advance: { type: 'string', format: 'uri' } }),
+          actions: strictObject({ pay_page: { type: 'string', format: 'uri' }, simulate: { type: 'string', format: 'uri' }, clock_advance: { type: 'string', format: 'uri' } }),
         }),
         idempotent: { const: true },
         failure_code: { type: 'string' },
         failure_message: { type: 'string' },
       },
     },
-    Payment: obj({
-      id: uuid,
-      public_id: { type: 'string', pattern: '^P-[0-9]+$' },
-      merchant_id: uuid,
-      shop_id: uuid,
+    Payment: strictObject({
+      ...paymentSummary,
+      ...paymentOwners,
       shop_name: { type: 'string' },
-      order_id: { type: 'string' },
-      status,
-      amount: money,
       amount_refunded: money,
-      currency: { type: 'string' },
-      method,
       rrn: { type: 'string', description: '"" until the bank confirms' },
       bank_name: { type: 'string', description: '"" until the bank answers' },
       return_url: { type: 'string', description: '"" when none was given' },
       description: { type: 'string', description: 'the merchant\'s text; "" when none' },
       purpose: { type: 'string', description: 'the fixed bank purpose text containing public_id' },
-      created_at: time,
       captured_at: timeOrNull,
       finalized_at: timeOrNull,
       expires_at: time,
@@ -202,24 +184,15 @@ export const paymentsOpenApi: OpenApiFragment = {
       customer_payer_bank: { type: 'string' },
       refunds: { type: 'array', items: ref('Refund') },
     }),
-    Refund: obj({ ...refundBase, completed_at: timeOrNull }),
+    Refund: strictObject({ ...refundBase, completed_at: timeOrNull }),
     RefundCreated: {
       type: 'object',
       required: Object.keys(refundBase),
       additionalProperties: false,
       properties: { ...refundBase, idempotent: { const: true } },
     },
-    PaymentRegisterItem: obj({
-      id: uuid,
-      order_id: { type: 'string' },
-      amount: money,
-      currency: { type: 'string' },
-      method,
-      status,
-      created_at: time,
-      mode: { enum: ['test', 'live'] },
-    }),
-    RefundRegisterItem: obj({
+    PaymentRegisterItem: strictObject({ ...paymentSummary, mode }),
+    RefundRegisterItem: strictObject({
       id: uuid,
       payment_id: uuid,
       amount: money,

@@ -53,8 +53,10 @@ export function registerPaymentSimulator(app: App): void {
   });
 }
 
-const ACTIONS = ['choose_method', 'open_session', 'succeed', 'fail', 'expire'] as const;
-const CHOOSABLE: readonly ConcreteMethod[] = ['sbp', 'cards', 'tpay', 'bankpay', 'recurrent'];
+/** Actions of the simulate helper. */
+export const SIMULATE_ACTIONS = ['choose_method', 'open_session', 'succeed', 'fail', 'expire'] as const;
+/** Methods the simulate helper may choose: every concrete one. */
+export const SIMULATE_METHODS: readonly ConcreteMethod[] = ['sbp', 'cards', 'tpay', 'bankpay', 'recurrent'];
 
 /**
  * POST /v1/test/payments/{id}/simulate: drive a test payment as a buyer and a bank would.
@@ -64,8 +66,8 @@ export async function simulatePayment(ctx: Ctx): Promise<Reply> {
   const auth = ctx.auth!;
   const body = bodyObject(ctx.body, ['action', 'method', 'failure_code']);
   if (body.action === undefined) throw badRequest('Field "action" is required', 'action');
-  const action = enumField(body, 'action', ACTIONS)!;
-  const method = enumField(body, 'method', CHOOSABLE);
+  const action = enumField(body, 'action', SIMULATE_ACTIONS)!;
+  const method = enumField(body, 'method', SIMULATE_METHODS);
   const failureCode = strField(body, 'failure_code', { max: 64 });
   // Expiry and payout codes are not bank refusals of a payment: `expire` is the action for the former.
   if (failureCode !== undefined && !(PAYMENT_FAILURE_CODES as readonly string[]).includes(failureCode)) {

@@ -121,5 +121,8 @@ test('after the answer the card form is gone: a second post changes nothing', as
   await postForm(s, `/pay/${id}/card`, { number: '4000000000000002', exp: EXP, cvc: '123' });
   const again = await postForm(s, `/pay/${id}/card`, { number: '4111111111111111', exp: EXP, cvc: '123' });
   assert.equal(again.status, 303);
-  assert.equal((await getPayment(s, id)).status, 'failed');
+  const p = await getPayment(s, id);
+  assert.equal(p.status, 'failed');
+  assert.equal(p.metadata.failure_code, 'do_not_honor');
+  assert.equal(p.customer_card_mask, '400000******0002', 'the second card is not recorded');
 });

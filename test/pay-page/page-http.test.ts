@@ -160,7 +160,10 @@ test('expired link shows the expired page', async () => {
   assert.match(r.text, /Время на оплату истекло[\s\S]*Ссылка на оплату больше не действует/);
 });
 
-test('a card binding payment is titled as one', async () => {
+test('a card binding payment is titled as one; a merchant cannot title a plain payment so', async () => {
+  const plain = await createPayment(s, { amount: 100, method: 'cards', metadata: { kind: 'token_binding' } });
+  assert.equal(plain.view.payment.metadata.kind, undefined, 'kind is reserved metadata');
+  assert.match((await getPage(s, `/pay/${plain.id}`)).text, /<h1>Оплата заказа<\/h1>/);
   const { id } = await createPayment(s, { amount: 100, method: 'cards' });
   s.store.tx(({ db }) => db.prepare(`UPDATE payments SET metadata = json_set(metadata, '$.kind', 'token_binding') WHERE id = ?`).run(id));
   const r = await getPage(s, `/pay/${id}`);

@@ -39,7 +39,7 @@ test('every field is stored; reserved metadata keys overwrite the merchant\'s; d
     description: 'Secret gift',
     webhook_url: 'http://127.0.0.1:9/hook',
     ttl_minutes: 5,
-    metadata: { color: 'red', mode: 'live', failure_code: 'mine', customer_id: 'other' },
+    metadata: { color: 'red', mode: 'live', failure_code: 'mine', customer_id: 'other', kind: 'token_binding' },
   });
   const p = await getPayment(s, c.payment.id);
   assert.equal(p.method, 'cards');
@@ -104,12 +104,20 @@ const BAD: Array<[string, Record<string, unknown>, string]> = [
   ['unknown field', { amount: 100, amout: 5 }, 'amout'],
 ];
 
+/** Rows a refused create must not have written: payments, events and jobs. */
+function writtenRows(): number[] {
+  return ['payments', 'events', 'jobs'].map((t) => (s.store.db.prepare(`SELECT COUNT(*) AS n FROM ${t}`).get() as { n: number }).n);
+}
+
 for (const [name, body, param] of BAD) {
-  test(`create rejects ${name}: 400 naming ${param}`, async () => {
+  test(`create rejects ${name}: 400 naming ${param}, nothing written`, async () => {
+    const before = writtenRows();
     const r = await s.request('POST', '/v1/public/payments', { body });
     assert.equal(r.status, 400, r.text);
     assert.equal(r.body.error.code, 'bad_request');
     assert.equal(r.body.error.param, param);
+    assert.equal(typeof r.body.error.message, 'string');
+    assert.deepEqual(writtenRows(), before);
   });
 }
 
@@ -127,11 +135,15 @@ test('return_url may be loopback http for test keys only; live keys need https e
   assert.equal(w.body.error.param, 'webhook_url');
 });
 
-test('malformed JSON and a non-object body are 400', async () => {
+test('malformed JSON and a non-object body are 400 bad_request, nothing written', async () => {
+  const before = writtenRows();
   const r = await s.request('POST', '/v1/public/payments', { body: '{"amount": 1', noSchemaCheck: true });
   assert.equal(r.status, 400);
+  assert.equal(r.body.error.code, 'bad_request');
   const a = await s.request('POST', '/v1/public/payments', { body: [1] });
   assert.equal(a.status, 400);
+  assert.equal(a.body.error.code, 'bad_request');
+  assert.deepEqual(writtenRows(), before);
 });
 
 test('Idempotency-Key: same body replays 200 with idempotent true and creates nothing; different body is 409', async () => {

@@ -68,6 +68,7 @@ test('over the remainder (pending refunds included) is 422 amount_exceeds_refund
   assert.equal(over.body.error.code, 'amount_exceeds_refundable');
   assert.equal(over.body.error.param, 'amount');
   assert.match(over.body.error.message, /401 exceeds refundable 400/);
+  assert.deepEqual((await getPayment(s, p.id)).refunds.map((x: { amount: number }) => x.amount), [600], 'the refused refund wrote nothing');
 });
 
 test('refunds of payments that did not succeed are 409 invalid_state', async () => {
@@ -76,10 +77,15 @@ test('refunds of payments that did not succeed are 409 invalid_state', async () 
   assert.equal(r.status, 409);
   assert.equal(r.body.error.code, 'invalid_state');
   assert.match(r.body.error.message, /pending/);
+  assert.deepEqual((await getPayment(s, pending.payment.id)).refunds, []);
   const failed = await createPayment(s, { amount: 1001, method: 'sbp' });
   await simulate(s, failed.payment.id, { action: 'open_session' });
   await simulate(s, failed.payment.id, { action: 'fail' });
-  assert.equal((await refund(failed.payment.id)).status, 409);
+  const f = await refund(failed.payment.id);
+  assert.equal(f.status, 409);
+  assert.equal(f.body.error.code, 'invalid_state');
+  assert.match(f.body.error.message, /failed/);
+  assert.deepEqual((await getPayment(s, failed.payment.id)).refunds, []);
 });
 
 test('refund validation: bad amount and unknown fields are 400 naming them', async () => {
@@ -88,13 +94,17 @@ test('refund validation: bad amount and unknown fields are 400 naming them', asy
     [{ amount: -1 }, 'amount'],
     [{ amount: 1.5 }, 'amount'],
     [{ amount: '5' }, 'amount'],
+    [{ amount: null }, 'amount'],
     [{ reason: 7 }, 'reason'],
     [{ amount: 5, note: 'x' }, 'note'],
   ] as const) {
     const r = await refund(p.id, body);
     assert.equal(r.status, 400, JSON.stringify(body));
+    assert.equal(r.body.error.code, 'bad_request');
     assert.equal(r.body.error.param, param);
   }
+  assert.deepEqual((await getPayment(s, p.id)).refunds, [], 'no refund written');
+  assert.deepEqual(eventsOf(s, p.id).filter((e) => e.kind.startsWith('refund.')), []);
 });
 
 test('a test refund whose amount ends in 01 fails do_not_honor and frees its amount', async () => {

@@ -29,7 +29,7 @@ for (const [amount, outcome, code, after3s] of MAGIC) {
     assert.equal(c.simulator.failure_code, code);
     assert.equal(c.payment.metadata.simulator_outcome, outcome);
     assert.equal(c.payment.metadata.simulator_failure_code, code);
-    await simulate(s, c.payment.id, { action: 'open_session' }, shop.key);
+    assert.equal((await simulate(s, c.payment.id, { action: 'open_session' }, shop.key)).status, 200);
     await advance(s, 1, shop.key);
     assert.equal((await getPayment(s, c.payment.id, shop.key)).status, 'processing');
     await advance(s, 2, shop.key);

@@ -78,6 +78,10 @@ test('invalid transitions are 409 invalid_state naming the status; bad actions a
   assert.equal((await simulate(s, id, {})).body.error.param, 'action');
   assert.equal((await simulate(s, id, { action: 'choose_method' })).body.error.param, 'method');
   assert.equal((await simulate(s, id, { action: 'fail', failure_code: 'nope' })).body.error.param, 'failure_code');
+  const untouched = await getPayment(s, id);
+  assert.equal(untouched.status, 'pending');
+  assert.equal(untouched.method, 'any', 'refused actions change nothing');
+  assert.deepEqual(eventsOf(s, id).map((e) => e.kind), ['payment.created']);
   const fixed = await createPayment(s, { amount: 10000, method: 'cards' });
   const change = await simulate(s, fixed.payment.id, { action: 'choose_method', method: 'sbp' });
   assert.equal(change.status, 409);
@@ -154,6 +158,9 @@ test('the simulate helper is for test keys only: a live key gets 404', async () 
   const c = await createPayment(s, { amount: 10000 }, live.key);
   const r = await simulate(s, c.payment.id, { action: 'expire' }, live.key);
   assert.equal(r.status, 404);
+  assert.equal(r.body.error.code, 'not_found');
+  assert.equal((await getPayment(s, c.payment.id, live.key)).status, 'pending');
+  assert.deepEqual(eventsOf(s, c.payment.id).map((e) => e.kind), ['payment.created']);
 });
 
 test('buyer functions drive the page flow and keep only the card mask', async () => {
