@@ -37,14 +37,10 @@ export function checkLedger(db: Database.Database): CheckResult {
     checkEntries(db, note);
     books = checkBooks(db, note);
     checkPayouts(db, note);
-    if (hasTable(db, 'payments')) checkPayments(db, note);
-    if (hasTable(db, 'refunds')) checkRefunds(db, note);
+    checkPayments(db, note);
+    checkRefunds(db, note);
   })();
   return { ok: problems.length === 0, books, problems };
-}
-
-function hasTable(db: Database.Database, name: string): boolean {
-  return db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(name) !== undefined;
 }
 
 function checkEntries(db: Database.Database, note: (p: string) => void): void {

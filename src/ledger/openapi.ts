@@ -1,4 +1,4 @@
-import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer } from '../http/openapi-types';
+import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer, strictObject } from '../http/openapi-types';
 
 /** OpenAPI of the balance. */
 export const ledgerOpenApi: OpenApiFragment = {
@@ -15,29 +15,19 @@ export const ledgerOpenApi: OpenApiFragment = {
     },
   },
   schemas: {
-    Balance: {
-      type: 'object',
-      required: ['balance', 'available', 'currency', 'shops'],
-      additionalProperties: false,
-      properties: {
-        balance: { type: 'integer', description: 'Settled money over all shops, minor units' },
-        available: { type: 'integer', description: 'balance minus reserves, over all shops' },
-        currency: { const: 'RUB' },
-        shops: {
-          type: 'array',
-          items: {
-            type: 'object',
-            required: ['shop_id', 'shop_name', 'balance', 'available'],
-            additionalProperties: false,
-            properties: {
-              shop_id: { type: 'string', format: 'uuid' },
-              shop_name: { type: 'string' },
-              balance: { type: 'integer' },
-              available: { type: 'integer' },
-            },
-          },
-        },
+    Balance: strictObject({
+      balance: { type: 'integer', description: 'Settled money over all shops, minor units' },
+      available: { type: 'integer', description: 'balance minus reserves, over all shops' },
+      currency: { const: 'RUB' },
+      shops: {
+        type: 'array',
+        items: strictObject({
+          shop_id: { type: 'string', format: 'uuid' },
+          shop_name: { type: 'string' },
+          balance: { type: 'integer' },
+          available: { type: 'integer' },
+        }),
       },
-    },
+    }),
   },
 };

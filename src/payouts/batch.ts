@@ -1,8 +1,7 @@
 import type { App } from '../app-types';
 import type { Tx } from '../db/tx';
 import { ApiError, badRequest } from '../http/errors';
-import { bodyObject } from '../http/validate';
-import { duplicateKey, methodField, payoutFields, type PayoutInput, type PayoutMethod } from './fields';
+import { duplicateKey, payoutFields, type PayoutInput, type PayoutMethod } from './fields';
 import { createPayoutTx, type Payer } from './payouts';
 
 /** Most items one batch may carry (decisions.md). */
@@ -28,15 +27,11 @@ export interface ParsedBatch {
 }
 
 /**
- * Whole-batch rules, each a 400 of the batch: the body is an object with only `method` and `items`,
- * a valid method, and items an array of 1..1000. Anything wrong inside an item fails only that item.
+ * The rest of the whole-batch rules, each a 400 of the batch (the caller has checked the body and its
+ * method, so the scope can be asked before the items): items an array of 1..1000. Anything wrong inside
+ * an item fails only that item.
  */
-export function parseBatch(body: unknown): ParsedBatch {
-  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw badRequest('Request body must be a JSON object {method, items}');
-  }
-  const obj = bodyObject(body, ['method', 'items']);
-  const method = methodField(obj);
+export function parseBatch(obj: Record<string, unknown>, method: PayoutMethod): ParsedBatch {
   const items = obj.items;
   if (!Array.isArray(items)) throw badRequest('Field "items" must be an array of payouts', 'items');
   if (items.length === 0) throw badRequest('Field "items" must hold at least one payout', 'items');

@@ -34,10 +34,10 @@ export async function createPayout(ctx: Ctx): Promise<Reply> {
 
 /** POST /v1/public/payouts/batch: whole-batch rules are 400; each item is created, failed or duplicate on its own. */
 export async function createPayoutBatch(ctx: Ctx): Promise<Reply> {
-  const obj = asObject(ctx.body, 'Request body');
-  bodyObject(obj, ['method', 'items']);
-  requirePayoutScope(ctx.auth!.scopes, methodField(obj));
-  const batch = parseBatch(obj);
+  const obj = bodyObject(asObject(ctx.body), ['method', 'items']);
+  const method = methodField(obj);
+  requirePayoutScope(ctx.auth!.scopes, method);
+  const batch = parseBatch(obj, method);
   return idempotentCreate(ctx, (tx) => ({ status: 201, body: createBatchTx(ctx.app, tx, payer(ctx), batch) }));
 }
 

@@ -1,4 +1,15 @@
-import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer } from '../http/openapi-types';
+import {
+  type OpenApiFragment,
+  bearer,
+  createdResponses,
+  errorResponses,
+  idempotencyHeader,
+  jsonBody,
+  jsonResponse,
+  ref,
+  registerQuery,
+  strictObject,
+} from '../http/openapi-types';
 import { PAYOUT_METHODS } from './fields';
 import { PAYOUT_FAILURE_CODES } from './payouts';
 import { BATCH_MAX_ITEMS } from './batch';
@@ -29,20 +40,8 @@ const bodies = (withMethod: boolean) => [
   payoutBody('payouts_account', accountFields, ['account_number', 'bik', 'full_name'], withMethod),
 ];
 
-const idempotencyHeader = {
-  name: 'Idempotency-Key',
-  in: 'header',
-  required: false,
-  schema: { type: 'string', maxLength: 64 },
-  description: 'Replays answer 200 with the first body and "idempotent": true; the same key with another body is 409.',
-};
-
 const registerParams = [
-  { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
-  { name: 'cursor', in: 'query', schema: { type: 'string' } },
-  { name: 'status', in: 'query', schema: { type: 'string' }, description: 'Comma list of pending, succeeded, failed' },
-  { name: 'from', in: 'query', schema: { type: 'string', format: 'date' } },
-  { name: 'to', in: 'query', schema: { type: 'string', format: 'date' } },
+  ...registerQuery.map((q) => (q.name === 'status' ? { ...q, description: 'comma list of pending, succeeded, failed' } : q)),
   { name: 'method', in: 'query', schema: { enum: PAYOUT_METHODS } },
 ];
 
@@ -60,12 +59,8 @@ export const payoutsOpenApi: OpenApiFragment = {
           'an SBP bank_id absent from the directory fails bank_unknown at once; others succeed after --sim-delay on the shop clock.',
         security: bearer,
         parameters: [idempotencyHeader],
-        requestBody: { required: true, content: { 'application/json': { schema: { oneOf: bodies(true) } } } },
-        responses: {
-          '201': jsonResponse('Payout created', ref('PayoutCreated')),
-          '200': jsonResponse('Idempotent replay', ref('PayoutCreated')),
-          ...errorResponses,
-        },
+        requestBody: jsonBody({ oneOf: bodies(true) }),
+        responses: createdResponses(ref('PayoutCreated'), 'Payout created'),
       },
       get: {
         summary: 'The payout register, newest first (scope api:reports:read)',
@@ -79,24 +74,10 @@ export const payoutsOpenApi: OpenApiFragment = {
         summary: `Create up to ${BATCH_MAX_ITEMS} payouts of one method; each item is created, failed or duplicate on its own`,
         security: bearer,
         parameters: [idempotencyHeader],
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                required: ['method', 'items'],
-                additionalProperties: false,
-                properties: { method: { enum: PAYOUT_METHODS }, items: { type: 'array', minItems: 1, maxItems: BATCH_MAX_ITEMS, items: { oneOf: bodies(false) } } },
-              },
-            },
-          },
-        },
-        responses: {
-          '201': jsonResponse('Batch processed', ref('PayoutBatch')),
-          '200': jsonResponse('Idempotent replay', ref('PayoutBatch')),
-          ...errorResponses,
-        },
+        requestBody: jsonBody(
+          strictObject({ method: { enum: PAYOUT_METHODS }, items: { type: 'array', minItems: 1, maxItems: BATCH_MAX_ITEMS, items: { oneOf: bodies(false) } } }),
+        ),
+        responses: createdResponses(ref('PayoutBatch'), 'Batch processed'),
       },
     },
     '/v1/public/payouts/{id}': {
@@ -112,19 +93,9 @@ export const payoutsOpenApi: OpenApiFragment = {
         summary: 'Test mode: the test bank answers a pending payout now',
         security: bearer,
         parameters: [idParam],
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                required: ['action'],
-                additionalProperties: false,
-                properties: { action: { enum: ['succeed', 'fail'] }, failure_code: { enum: PAYOUT_FAILURE_CODES, default: 'do_not_honor' } },
-              },
-            },
-          },
-        },
+        requestBody: jsonBody(
+          strictObject({ action: { enum: ['succeed', 'fail'] }, failure_code: { enum: PAYOUT_FAILURE_CODES, default: 'do_not_honor' } }, ['action']),
+        ),
         responses: { '200': jsonResponse('The payout in its final status', ref('Payout')), ...errorResponses },
       },
     },

@@ -1,4 +1,15 @@
-import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer } from '../http/openapi-types';
+import {
+  type OpenApiFragment,
+  bearer,
+  createdResponses,
+  errorResponses,
+  idempotencyHeader,
+  jsonBody,
+  jsonResponse,
+  ref,
+  registerPage,
+  strictObject,
+} from '../http/openapi-types';
 import { PAYMENT_STATUSES } from '../payments/types';
 import { TOKEN_METHODS } from '../tokens/store';
 import { recurrentListQuery } from '../tokens/openapi';
@@ -18,14 +29,6 @@ const trialDays = { type: 'integer', minimum: 0, maximum: TRIAL_DAYS_MAX };
 const nextChargeAt = { ...timeOrNull, description: 'null while pending and once cancelled; a retry time while past_due' };
 const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
 
-function obj(properties: Record<string, unknown>, required = Object.keys(properties)): Record<string, unknown> {
-  return { type: 'object', required, properties, additionalProperties: false };
-}
-
-function jsonBody(schema: unknown, required = true): Record<string, unknown> {
-  return { required, content: { 'application/json': { schema } } };
-}
-
 /** OpenAPI paths and schemas of subscriptions and their schedule. */
 export const subscriptionsOpenApi: OpenApiFragment = {
   paths: {
@@ -33,9 +36,9 @@ export const subscriptionsOpenApi: OpenApiFragment = {
       post: {
         summary: 'Create a subscription (scopes api:recurrent:bind and api:recurrent:charge; Idempotency-Key accepted): pending until its initial payment succeeds',
         security: bearer,
-        parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 64 } }],
+        parameters: [idempotencyHeader],
         requestBody: jsonBody(
-          obj(
+          strictObject(
             {
               amount,
               customer_ref: { type: 'string', maxLength: 128 },
@@ -51,20 +54,13 @@ export const subscriptionsOpenApi: OpenApiFragment = {
             ['amount', 'customer_ref'],
           ),
         ),
-        responses: {
-          '201': jsonResponse('Created pending', ref('SubscriptionCreated')),
-          '200': jsonResponse('Idempotent replay', ref('SubscriptionCreated')),
-          ...errorResponses,
-        },
+        responses: createdResponses(ref('SubscriptionCreated'), 'Created pending'),
       },
       get: {
         summary: 'Subscriptions of the shop (scope api:recurrent:bind), newest first',
         security: bearer,
         parameters: recurrentListQuery,
-        responses: {
-          '200': jsonResponse('A page', obj({ items: { type: 'array', items: ref('Subscription') }, next_cursor: { type: ['string', 'null'] } })),
-          ...errorResponses,
-        },
+        responses: { '200': jsonResponse('A page', registerPage('Subscription')), ...errorResponses },
       },
     },
     '/v1/public/subscriptions/{id}': {
@@ -88,13 +84,13 @@ export const subscriptionsOpenApi: OpenApiFragment = {
         summary: 'Cancel a subscription in any status (scope api:recurrent:bind); cancelling again changes nothing',
         security: bearer,
         parameters: idParam,
-        requestBody: jsonBody(obj({ reason: { type: 'string', maxLength: 500 } }, []), false),
-        responses: { '200': jsonResponse('Cancelled', obj({ status: { const: 'cancelled' } })), ...errorResponses },
+        requestBody: jsonBody(strictObject({ reason: { type: 'string', maxLength: 500 } }, []), false),
+        responses: { '200': jsonResponse('Cancelled', strictObject({ status: { const: 'cancelled' } })), ...errorResponses },
       },
     },
   },
   schemas: {
-    SubscriptionCharge: obj({
+    SubscriptionCharge: strictObject({
       payment_id: uuid,
       kind: { enum: ['subscription_init', 'subscription_charge'] },
       amount,
@@ -103,7 +99,7 @@ export const subscriptionsOpenApi: OpenApiFragment = {
       attempt: { type: 'integer', minimum: 1, maximum: 3, description: 'subscription_charge: 1, or the retry 2 or 3' },
       created_at: time,
     }),
-    Subscription: obj({
+    Subscription: strictObject({
       id: uuid,
       status,
       amount,
@@ -126,16 +122,16 @@ export const subscriptionsOpenApi: OpenApiFragment = {
       activated_at: timeOrNull,
       cancelled_at: timeOrNull,
     }),
-    SubscriptionCreated: obj(
+    SubscriptionCreated: strictObject(
       {
-        subscription: obj({ id: uuid, status, amount, currency: { const: 'RUB' }, method, period, interval_count: intervalCount, trial_days: trialDays, next_charge_at: nextChargeAt }),
-        initial_payment: obj({ id: uuid, status: { enum: [...PAYMENT_STATUSES] }, amount }),
+        subscription: strictObject({ id: uuid, status, amount, currency: { const: 'RUB' }, method, period, interval_count: intervalCount, trial_days: trialDays, next_charge_at: nextChargeAt }),
+        initial_payment: strictObject({ id: uuid, status: { enum: [...PAYMENT_STATUSES] }, amount }),
         pay_url: { type: 'string', format: 'uri' },
         idempotent: { const: true },
       },
       ['subscription', 'initial_payment', 'pay_url'],
     ),
-    SubscriptionSchedule: obj({
+    SubscriptionSchedule: strictObject({
       subscription_id: uuid,
       status,
       amount,

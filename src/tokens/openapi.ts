@@ -1,4 +1,16 @@
-import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer } from '../http/openapi-types';
+import {
+  type OpenApiFragment,
+  bearer,
+  createdResponses,
+  errorResponses,
+  idempotencyHeader,
+  jsonBody,
+  jsonResponse,
+  ref,
+  registerPage,
+  registerQuery,
+  strictObject,
+} from '../http/openapi-types';
 import { PAYMENT_FAILURE_CODES } from '../payments/failures';
 import { PAYMENT_STATUSES } from '../payments/types';
 import { OUTCOMES_MAX } from './outcomes';
@@ -8,25 +20,12 @@ const uuid = { type: 'string', format: 'uuid' };
 const time = { type: 'string', format: 'date-time' };
 const timeOrNull = { type: ['string', 'null'], format: 'date-time' };
 const amount = { type: 'integer', minimum: 1, maximum: 1_000_000_000_000 };
-const idempotencyHeader = { name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 64 } };
 const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
-
-function obj(properties: Record<string, unknown>, required = Object.keys(properties)): Record<string, unknown> {
-  return { type: 'object', required, properties, additionalProperties: false };
-}
-
-function jsonBody(schema: unknown, required = true): Record<string, unknown> {
-  return { required, content: { 'application/json': { schema } } };
-}
 
 /** The register query of tokens and subscriptions: the common parameters and customer_ref. */
 export const recurrentListQuery = [
+  ...registerQuery,
   { name: 'customer_ref', in: 'query', schema: { type: 'string' }, description: "only this customer's objects" },
-  { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
-  { name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'next_cursor of the previous page' },
-  { name: 'status', in: 'query', schema: { type: 'string' }, description: 'comma list of statuses' },
-  { name: 'from', in: 'query', schema: { type: 'string', format: 'date' }, description: 'UTC day of created_at, inclusive' },
-  { name: 'to', in: 'query', schema: { type: 'string', format: 'date' }, description: 'UTC day of created_at, inclusive' },
 ];
 
 const tokenProps = {
@@ -60,31 +59,24 @@ export const tokensOpenApi: OpenApiFragment = {
         security: bearer,
         parameters: [idempotencyHeader],
         requestBody: jsonBody(
-          obj(
+          strictObject(
             {
               customer_ref: { type: 'string', maxLength: 128 },
               method: { enum: [...TOKEN_METHODS], default: 'cards' },
-              amount: { ...amount, description: 'required for sbp and tpay (the first charge binds); ignored for cards (1 RUB verification)' },
+              amount: { ...amount, description: 'required for sbp and tpay (the first charge binds); not used for cards (1 RUB verification), though still checked when sent' },
               customer_email: { type: 'string', maxLength: 254 },
               return_url: { type: 'string', format: 'uri' },
             },
             ['customer_ref'],
           ),
         ),
-        responses: {
-          '201': jsonResponse('Created pending', ref('TokenCreated')),
-          '200': jsonResponse('Idempotent replay', ref('TokenCreated')),
-          ...errorResponses,
-        },
+        responses: createdResponses(ref('TokenCreated'), 'Created pending'),
       },
       get: {
         summary: 'Tokens of the shop (scope api:recurrent:bind), newest first',
         security: bearer,
         parameters: recurrentListQuery,
-        responses: {
-          '200': jsonResponse('A page', obj({ items: { type: 'array', items: ref('Token') }, next_cursor: { type: ['string', 'null'] } })),
-          ...errorResponses,
-        },
+        responses: { '200': jsonResponse('A page', registerPage('Token')), ...errorResponses },
       },
     },
     '/v1/public/tokens/{id}': {
@@ -100,7 +92,7 @@ export const tokensOpenApi: OpenApiFragment = {
         summary: 'Cancel a pending or active token (scope api:recurrent:bind); a subscription using it is cancelled too',
         security: bearer,
         parameters: idParam,
-        responses: { '200': jsonResponse('Cancelled', obj({ status: { const: 'cancelled' } })), ...errorResponses },
+        responses: { '200': jsonResponse('Cancelled', strictObject({ status: { const: 'cancelled' } })), ...errorResponses },
       },
     },
     '/v1/public/tokens/{id}/charge': {
@@ -109,13 +101,9 @@ export const tokensOpenApi: OpenApiFragment = {
         security: bearer,
         parameters: [...idParam, idempotencyHeader],
         requestBody: jsonBody(
-          obj({ amount, order_id: { type: 'string', maxLength: 128 }, description: { type: 'string', maxLength: 1000 } }, ['amount']),
+          strictObject({ amount, order_id: { type: 'string', maxLength: 128 }, description: { type: 'string', maxLength: 1000 } }, ['amount']),
         ),
-        responses: {
-          '201': jsonResponse('The charge payment, its bank session open', ref('TokenCharge')),
-          '200': jsonResponse('Idempotent replay, with the current status', ref('TokenCharge')),
-          ...errorResponses,
-        },
+        responses: createdResponses(ref('TokenCharge'), 'The charge payment, its bank session open', 'Idempotent replay, with the current status'),
       },
     },
     '/v1/test/tokens/{id}/outcomes': {
@@ -123,24 +111,24 @@ export const tokensOpenApi: OpenApiFragment = {
         summary: "Test keys only: set the queue of outcomes the token's next charges follow, before magic amounts",
         security: bearer,
         parameters: idParam,
-        requestBody: jsonBody(obj({ outcomes: { type: 'array', maxItems: OUTCOMES_MAX, items: outcome } })),
+        requestBody: jsonBody(strictObject({ outcomes: { type: 'array', maxItems: OUTCOMES_MAX, items: outcome } })),
         responses: { '200': jsonResponse('The token and its queue', ref('TokenWithOutcomes')), ...errorResponses },
       },
     },
   },
   schemas: {
-    Token: obj(tokenProps),
-    TokenWithOutcomes: obj({ ...tokenProps, outcomes: { type: 'array', items: outcome } }),
-    TokenCreated: obj(
+    Token: strictObject(tokenProps),
+    TokenWithOutcomes: strictObject({ ...tokenProps, outcomes: { type: 'array', items: outcome } }),
+    TokenCreated: strictObject(
       {
-        card: obj({ id: uuid, customer_ref: { type: 'string' }, status: { enum: [...TOKEN_STATUSES] } }),
+        card: strictObject({ id: uuid, customer_ref: { type: 'string' }, status: { enum: [...TOKEN_STATUSES] } }),
         pay_url: { type: 'string', format: 'uri', description: 'the hosted page of the binding payment' },
         binding_payment_id: uuid,
         idempotent: { const: true },
       },
       ['card', 'pay_url', 'binding_payment_id'],
     ),
-    TokenCharge: obj(
+    TokenCharge: strictObject(
       { id: { ...uuid, description: 'the payment id' }, status: { enum: [...PAYMENT_STATUSES] }, amount, idempotent: { const: true } },
       ['id', 'status', 'amount'],
     ),

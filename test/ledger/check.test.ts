@@ -40,6 +40,14 @@ function resum(db: Database.Database): void {
   ).run();
 }
 
+/** Change the payment's credit to `amount` in its entry, postings and balances alike: only the replay and the payment check can tell. */
+function setCredit(db: Database.Database, amount: number): void {
+  const e = db.prepare(`SELECT id FROM ledger_entries WHERE movement = 'payment_succeeded' AND source_id = ?`).get(payment) as { id: number };
+  db.prepare('UPDATE ledger_entries SET amount = ? WHERE id = ?').run(amount, e.id);
+  db.prepare('UPDATE ledger_postings SET amount = CASE WHEN amount > 0 THEN ? ELSE ? END WHERE entry_id = ?').run(amount, -amount, e.id);
+  resum(db);
+}
+
 test('kopek ledger check passes on the live database, while the server runs', async () => {
   const c = await ledgerCheck(s.dbPath);
   assert.equal(c.code, 0, c.stdout + c.stderr);
@@ -81,12 +89,7 @@ test('a succeeded payout without its settlement is found', async () => {
 });
 
 test('a smaller credit, consistent in every table, is still found: the payout then overdrew available', async () => {
-  const path = corruptedCopy((db) => {
-    const e = db.prepare(`SELECT id FROM ledger_entries WHERE movement = 'payment_succeeded' AND source_id = ?`).get(payment) as { id: number };
-    db.prepare('UPDATE ledger_entries SET amount = 50000 WHERE id = ?').run(e.id);
-    db.prepare('UPDATE ledger_postings SET amount = CASE WHEN amount > 0 THEN 50000 ELSE -50000 END WHERE entry_id = ?').run(e.id);
-    resum(db);
-  });
+  const path = corruptedCopy((db) => setCredit(db, 50_000));
   const c = await ledgerCheck(path);
   assert.equal(c.code, 1);
   assert.ok(c.json.problems.some((p: string) => p.includes(`payout "${payout}" overdrew available`)), c.stdout);
@@ -95,13 +98,8 @@ test('a smaller credit, consistent in every table, is still found: the payout th
 
 test('a refund that overdrew available is found, as a payout that did is', async () => {
   const refund = (s.store.db.prepare(`SELECT source_id FROM ledger_entries WHERE movement = 'refund_reserved'`).get() as { source_id: string }).source_id;
-  const path = corruptedCopy((db) => {
-    // A credit of 5 000 instead of 100 000: the refund of 10 000 reserved after it leaves available at -5 000.
-    const e = db.prepare(`SELECT id FROM ledger_entries WHERE movement = 'payment_succeeded' AND source_id = ?`).get(payment) as { id: number };
-    db.prepare('UPDATE ledger_entries SET amount = 5000 WHERE id = ?').run(e.id);
-    db.prepare('UPDATE ledger_postings SET amount = CASE WHEN amount > 0 THEN 5000 ELSE -5000 END WHERE entry_id = ?').run(e.id);
-    resum(db);
-  });
+  // A credit of 5 000 instead of 100 000: the refund of 10 000 reserved after it leaves available at -5 000.
+  const path = corruptedCopy((db) => setCredit(db, 5_000));
   const c = await ledgerCheck(path);
   assert.equal(c.code, 1);
   assert.ok(c.json.problems.some((p: string) => p.includes(`refund "${refund}" overdrew available to -5000`)), c.stdout);

@@ -199,10 +199,27 @@ test('POST /v1/test/payouts/{id}/simulate settles now; a settled payout is 409; 
   const c = await s.request('POST', '/v1/public/payouts', { body: sbpBody(70_100) });
   const dflt = await s.request('POST', `/v1/test/payouts/${c.body.payout.id}/simulate`, { body: { action: 'fail' } });
   assert.equal(dflt.body.fail_reason, 'do_not_honor');
-  const badCode = await s.request('POST', `/v1/test/payouts/${c.body.payout.id}/simulate`, { body: { action: 'fail', failure_code: 'nope' } });
-  assert.equal(badCode.status, 400);
-  const noAction = await s.request('POST', `/v1/test/payouts/${c.body.payout.id}/simulate`, { body: {} });
-  assert.equal(noAction.status, 400);
+});
+
+test('a bad simulate body is 400 naming the field and leaves the payout pending', async () => {
+  const d = await s.request('POST', '/v1/public/payouts', { body: sbpBody(70_200) });
+  const id = d.body.payout.id;
+  const cases: Array<[unknown, string | undefined]> = [
+    [{ action: 'fail', failure_code: 'nope' }, 'failure_code'],
+    [{ action: 'succeed', failure_code: 'limit_exceeded' }, 'failure_code'],
+    [{}, 'action'],
+    [{ action: 'refund' }, 'action'],
+    [{ action: 'succeed', note: 'x' }, 'note'],
+    [[1], undefined],
+  ];
+  for (const [body, param] of cases) {
+    const r = await s.request('POST', `/v1/test/payouts/${id}/simulate`, { body });
+    assert.equal(r.status, 400, `${JSON.stringify(body)} → ${r.text}`);
+    assert.equal(r.body.error.code, 'bad_request');
+    assert.equal(r.body.error.param, param, JSON.stringify(body));
+  }
+  assert.equal((await getPayout(id)).status, 'pending');
+  assert.deepEqual(eventsOf(id).map((e) => e.kind), ['payout.created']);
 });
 
 test('payouts of another shop, of the other mode or unknown ids are 404; a live key gets 404 on the test helper', async () => {

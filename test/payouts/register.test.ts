@@ -77,4 +77,8 @@ test("the register shows only the key's shop and mode", async () => {
   const other = s.newShop();
   const r = await s.request('GET', '/v1/public/payouts', { key: other.key });
   assert.deepEqual(r.body, { items: [], next_cursor: null });
+  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(s.demo.merchantId);
+  const live = s.newKey(s.demo.shopId, 'live', 'api:reports:read');
+  const liveRegister = await s.request('GET', '/v1/public/payouts', { key: live.key });
+  assert.deepEqual(liveRegister.body, { items: [], next_cursor: null }, 'the same shop in live mode has no test payouts');
 });

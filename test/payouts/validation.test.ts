@@ -50,12 +50,26 @@ const bad: Array<{ name: string; body: unknown; param?: string }> = [
   { name: 'account full_name missing', body: { ...accountBody(100), full_name: undefined }, param: 'full_name' },
 ];
 
+/** What a refused payout must leave untouched: payout rows, ledger entries, payout events and settle jobs. */
+function payoutTrace(): number[] {
+  const count = (sql: string) => (s.store.db.prepare(sql).get() as { n: number }).n;
+  return [
+    count('SELECT COUNT(*) AS n FROM payouts'),
+    count(`SELECT COUNT(*) AS n FROM ledger_entries WHERE movement LIKE 'payout_%'`),
+    count(`SELECT COUNT(*) AS n FROM events WHERE kind LIKE 'payout.%'`),
+    count(`SELECT COUNT(*) AS n FROM jobs WHERE kind = 'payout.settle'`),
+  ];
+}
+
 for (const c of bad) {
-  test(`payout with ${c.name} is 400 bad_request${c.param ? ` naming ${c.param}` : ''}`, async () => {
+  test(`payout with ${c.name} is 400 bad_request${c.param ? ` naming ${c.param}` : ''} and writes nothing`, async () => {
+    const before = payoutTrace();
     const r = await s.request('POST', '/v1/public/payouts', { body: c.body });
     assert.equal(r.status, 400, r.text);
     assert.equal(r.body.error.code, 'bad_request');
     if (c.param) assert.equal(r.body.error.param, c.param);
+    else assert.equal(r.body.error.param, undefined);
+    assert.deepEqual(payoutTrace(), before);
   });
 }
 

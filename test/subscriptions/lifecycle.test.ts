@@ -151,11 +151,19 @@ test('create validates its fields; tpay takes no trial', async () => {
     [{ amount: 100, customer_ref: 'c', currency: 'USD' }, 'currency'],
     [{ amount: 100, customer_ref: 'c', plan: 'typo' }, 'plan'],
   ];
+  const shop = s.newShop();
+  const written = () =>
+    ['subscriptions', 'tokens', 'payments', 'events', 'jobs'].map(
+      (t) => (s.store.db.prepare(`SELECT COUNT(*) AS n FROM ${t} WHERE shop_id = ?`).get(shop.shopId) as { n: number }).n,
+    );
+  const before = written();
   for (const [body, param] of cases) {
-    const r = await s.request('POST', '/v1/public/subscriptions', { body });
+    const r = await s.request('POST', '/v1/public/subscriptions', { body, key: shop.key });
     assert.equal(r.status, 400, JSON.stringify(body));
+    assert.equal(r.body.error.code, 'bad_request');
     assert.equal(r.body.error.param, param, JSON.stringify(body));
   }
+  assert.deepEqual(written(), before, 'a refused subscription writes nothing');
   const ok = await createSubscription(s, { amount: 100, customer_ref: 'c', method: 'tpay' });
   assert.equal(ok.subscription.method, 'tpay');
   assert.equal(ok.subscription.period, 'month');

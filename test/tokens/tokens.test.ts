@@ -76,12 +76,17 @@ test('create validates every field', async () => {
     [{ customer_ref: 'c', method: 'sbp', amount: '100' }, 'amount'],
     [{ customer_ref: 'c', cutsomer: 'typo' }, 'cutsomer'],
   ];
+  const shop = s.newShop();
+  const written = () =>
+    ['tokens', 'payments', 'events'].map((t) => (s.store.db.prepare(`SELECT COUNT(*) AS n FROM ${t} WHERE shop_id = ?`).get(shop.shopId) as { n: number }).n);
+  const before = written();
   for (const [body, param] of cases) {
-    const r = await s.request('POST', '/v1/public/tokens', { body });
+    const r = await s.request('POST', '/v1/public/tokens', { body, key: shop.key });
     assert.equal(r.status, 400, JSON.stringify(body));
     assert.equal(r.body.error.code, 'bad_request');
     assert.equal(r.body.error.param, param, JSON.stringify(body));
   }
+  assert.deepEqual(written(), before, 'a refused token writes no token, payment or event');
 });
 
 test('a charge opens its session at once, settles through the simulator and is kept as last_charged_at', async () => {
