@@ -50,8 +50,11 @@ async function run(argv: string[]): Promise<number> {
 // In the executable, src/sea.ts is the entry and calls main itself; the build defines KOPEK_BUNDLE so
 // this module, bundled into that same file, does not start a second run.
 declare const KOPEK_BUNDLE: boolean | undefined;
-if (typeof KOPEK_BUNDLE === 'undefined' && require.main === module) {
-  main(process.argv.slice(2)).then(
+if (typeof KOPEK_BUNDLE === 'undefined' && require.main === module) exitWith(main(process.argv.slice(2)));
+
+/** Set the process's exit code from a run's result; a run that throws prints one line and exits 1. */
+export function exitWith(run: Promise<number>): void {
+  run.then(
     (code) => {
       process.exitCode = code;
     },

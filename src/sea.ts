@@ -4,7 +4,7 @@ import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import * as sea from 'node:sea';
 import { nativeBinding } from './db/native';
-import { main } from './main';
+import { exitWith, main } from './main';
 
 /** The SEA asset key under which build.mjs stores better-sqlite3's native addon. */
 export const ADDON_ASSET = 'better_sqlite3.node';
@@ -117,14 +117,4 @@ export async function runExecutable(argv: string[]): Promise<number> {
 
 // Only the bundle (build.mjs defines KOPEK_BUNDLE) starts here; tests import the functions above.
 declare const KOPEK_BUNDLE: boolean | undefined;
-if (typeof KOPEK_BUNDLE !== 'undefined') {
-  runExecutable(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err) => {
-      process.stderr.write(`kopek: ${(err as Error).message}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+if (typeof KOPEK_BUNDLE !== 'undefined') exitWith(runExecutable(process.argv.slice(2)));

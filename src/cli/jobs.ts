@@ -1,5 +1,5 @@
 import { parseArgs, flag, onlyFlags } from './args';
-import { COMMON_OPTIONS, openStore, output, type Command } from './command';
+import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { countJobs, failingJobs, reviveJob, type JobRow } from '../scheduler/jobs-table';
 import { iso } from '../util/time';
 
@@ -45,8 +45,7 @@ export const jobs: Command = {
   run(argv) {
     const args = parseArgs(argv);
     const [sub, id] = args.positional;
-    const store = openStore(args);
-    try {
+    return withStore(args, (store) => {
       if (sub === undefined) {
         onlyFlags(args, ['limit']);
         const limitText = flag(args, 'limit') ?? '20';
@@ -74,8 +73,6 @@ export const jobs: Command = {
         return 0;
       }
       throw new Error(`unknown subcommand "${sub}"; see kopek jobs --help`);
-    } finally {
-      store.db.close();
-    }
+    });
   },
 };

@@ -1,5 +1,5 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args';
-import { COMMON_OPTIONS, openStore, output, type Command } from './command';
+import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import type { Store } from '../db/tx';
 import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../webhooks/store';
 import { deliveryLog } from '../webhooks/log';
@@ -49,8 +49,7 @@ export const webhook: Command = {
     const takesId = sub === 'delete' || sub === 'rotate' || sub === 'resend';
     const line = usage.split('\n').find((l) => l.startsWith(`  kopek webhook ${sub} `))?.trim();
     if (line) atMostPositionals(args, takesId ? 2 : 1, line);
-    const store = openStore(args);
-    try {
+    return withStore(args, (store) => {
       switch (sub) {
         case 'add':
           return add(store, args);
@@ -86,9 +85,7 @@ export const webhook: Command = {
         default:
           throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek webhook --help`);
       }
-    } finally {
-      store.db.close();
-    }
+    });
   },
 };
 

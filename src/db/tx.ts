@@ -14,18 +14,7 @@ const readerCaches = new WeakMap<Database.Database, Map<string, RowReader>>();
  * literal is generated from the statement's column names, which come from the SQL text, never from data.
  */
 export function cachedRowReader(db: Database.Database, sql: string): RowReader {
-  let cache = readerCaches.get(db);
-  if (!cache) {
-    cache = new Map();
-    readerCaches.set(db, cache);
-  }
-  let reader = cache.get(sql);
-  if (!reader) {
-    reader = makeRowReader(db, sql);
-    if (cache.size >= STMT_CACHE_LIMIT) cache.clear();
-    cache.set(sql, reader);
-  }
-  return reader;
+  return cachedPerConnection(readerCaches, db, sql, makeRowReader);
 }
 
 function makeRowReader(db: Database.Database, sql: string): RowReader {
@@ -75,18 +64,32 @@ const stmtCaches = new WeakMap<Database.Database, Map<string, Database.Statement
  * cannot be re-entered).
  */
 export function cachedStmt(db: Database.Database, sql: string): Database.Statement {
-  let cache = stmtCaches.get(db);
+  return cachedPerConnection(stmtCaches, db, sql, prepare);
+}
+
+function prepare(db: Database.Database, sql: string): Database.Statement {
+  return db.prepare(sql);
+}
+
+// `make` is a module-level function, not a closure, so a cache hit on this hot path allocates nothing.
+function cachedPerConnection<V>(
+  caches: WeakMap<Database.Database, Map<string, V>>,
+  db: Database.Database,
+  sql: string,
+  make: (db: Database.Database, sql: string) => V,
+): V {
+  let cache = caches.get(db);
   if (!cache) {
     cache = new Map();
-    stmtCaches.set(db, cache);
+    caches.set(db, cache);
   }
-  let s = cache.get(sql);
-  if (!s) {
-    s = db.prepare(sql);
+  let value = cache.get(sql);
+  if (value === undefined) {
+    value = make(db, sql);
     if (cache.size >= STMT_CACHE_LIMIT) cache.clear();
-    cache.set(sql, s);
+    cache.set(sql, value);
   }
-  return s;
+  return value;
 }
 
 /**

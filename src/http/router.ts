@@ -75,11 +75,11 @@ export class Router<T> {
         if (hit) return { kind: 'found', value: hit.value, params: {}, pattern: hit.pattern };
       }
     }
-    let found: Match<T> | null = null;
+    // A static route of the same method wins over a param route; statics were checked above.
     for (const r of this.routes) {
       const m = r.regex.exec(path);
       if (!m) continue;
-      if (!found && lookup.includes(r.method)) {
+      if (lookup.includes(r.method)) {
         const params: Record<string, string> = {};
         for (const k of r.keys) {
           try {
@@ -88,9 +88,7 @@ export class Router<T> {
             params[k] = m.groups![k];
           }
         }
-        found = { kind: 'found', value: r.value, params, pattern: r.pattern };
-        // A static route of the same method wins over a param route; statics were checked above.
-        return found;
+        return { kind: 'found', value: r.value, params, pattern: r.pattern };
       }
       allow.add(r.method);
     }

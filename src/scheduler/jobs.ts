@@ -5,11 +5,14 @@ import { TimerWheel, type TimerHandle } from './timer-wheel';
 import { JobsTable, atOrBefore, type JobKey, type JobRow } from './jobs-table';
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
+import { DEFAULT_LIMITS, type SchedulerLimits } from './limits';
+import { runShopJobs, type ShopRunDeps } from './shop-run';
 
 export type { Job } from './jobs-table';
 export type { AsyncJobKind } from './async-runner';
 export type { JobHandler, JobKindOptions } from './executor';
 export { MAX_ATTEMPTS } from './executor';
+export type { SchedulerLimits } from './limits';
 
 /** What a state change asks for: run `kind` on `subjectId` at `dueAt` (on the shop's clock in test mode). */
 export interface JobSpec {
@@ -21,35 +24,6 @@ export interface JobSpec {
   payload?: Record<string, unknown>;
 }
 
-/** Limits of the scheduler; each has a default. */
-export interface SchedulerLimits {
-  /** Async jobs running at once; the rest wait for a slot. */
-  maxAsyncRunning: number;
-  /** Most jobs held in memory (wheel plus ready queue); the rest wait in the table. */
-  maxLoaded: number;
-  /** Jobs loaded per query and run per transaction. */
-  batch: number;
-  /** Longest stretch of job running before yielding to the event loop, so requests keep being served. */
-  sliceMs: number;
-  /** How far ahead the wheel is filled from the table. */
-  horizonMs: number;
-  /** How often the sweep refills the horizon and picks up jobs written behind the scheduler's back. */
-  sweepMs: number;
-  /** Delay before the first retry; doubles per failure up to maxBackoffMs. */
-  backoffMs: number;
-  maxBackoffMs: number;
-}
-
-const DEFAULT_LIMITS: SchedulerLimits = {
-  maxAsyncRunning: 16,
-  maxLoaded: 50_000,
-  batch: 256,
-  sliceMs: 5,
-  horizonMs: 5 * 60_000,
-  sweepMs: 30_000,
-  backoffMs: 1000,
-  maxBackoffMs: 3_600_000,
-};
 /** setTimeout's longest delay; a wake further away is re-armed on the way. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -81,6 +55,7 @@ export class Scheduler {
   /** Bumped by every schedule(), so a shop's advance notices jobs created by the job it just ran. */
   private scheduleSeq = 0;
   private idleWaiters: Array<() => void> = [];
+  private readonly shopRun: ShopRunDeps;
 
   constructor(
     private readonly store: Store,
@@ -100,6 +75,15 @@ export class Scheduler {
       fail: (row, err, pin) => this.exec.failInTx(row, err, pin),
       settled: (id) => this.finished(id),
     });
+    this.shopRun = {
+      clocks,
+      table: this.table,
+      exec: this.exec,
+      runner: this.runner,
+      limits: this.limits,
+      seq: () => this.scheduleSeq,
+      untrack: (id) => this.untrack(id),
+    };
     clocks.onAdvance((shopId) => this.retime(shopId));
   }
 
@@ -166,7 +150,7 @@ export class Scheduler {
     const key = `${shopId}/${mode}`;
     this.advancing.set(key, (this.advancing.get(key) ?? 0) + 1);
     try {
-      return await this.runShop(shopId, mode);
+      return await runShopJobs(this.shopRun, shopId, mode);
     } finally {
       const n = this.advancing.get(key)! - 1;
       if (n > 0) this.advancing.set(key, n);
@@ -174,60 +158,6 @@ export class Scheduler {
       // Jobs the wheel fired meanwhile were left to the advance; put the ones still waiting back.
       if (mode === 'test') this.retime(shopId);
     }
-  }
-
-  private async runShop(shopId: string, mode: Mode): Promise<number> {
-    let ran = 0;
-    let pin = -Infinity;
-    const waiting: Array<Promise<void>> = [];
-    let sliceStart = performance.now();
-    for (;;) {
-      if (performance.now() - sliceStart > this.limits.sliceMs) {
-        // A long advance yields between batches so other shops' requests are still answered.
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        sliceStart = performance.now();
-      }
-      const now = this.clocks.now(shopId, mode);
-      const rows: JobRow[] = [];
-      for (const r of this.table.dueForShop(shopId, mode, now, this.limits.batch)) {
-        const kind = this.exec.kinds.get(r.kind);
-        // Already running (fired by the wheel): wait for that run instead of starting another.
-        if (this.runner.running(r.id) && kind && 'async' in kind) waiting.push(this.runner.start(r, kind.async, null));
-        else rows.push(r);
-      }
-      if (rows.length === 0) {
-        if (waiting.length === 0) break;
-        await Promise.all(waiting.splice(0));
-        continue;
-      }
-      for (const r of rows) this.untrack(r.id);
-      const seq = this.scheduleSeq;
-      let i = 0;
-      while (i < rows.length && this.scheduleSeq === seq) {
-        const row = rows[i];
-        pin = Math.max(pin, row.due_at);
-        const kind = this.exec.kinds.get(row.kind);
-        if (kind && 'async' in kind) {
-          waiting.push(this.runner.start(row, kind.async, mode === 'test' ? { shopId, at: pin } : null));
-          i++;
-          ran++;
-          continue;
-        }
-        // Sync jobs up to the next async one share a transaction; when one schedules more, the batch
-        // re-reads the shop's due order inside that transaction, and this row list is stale.
-        const refetch = (): JobRow[] => {
-          const due = this.table.dueForShop(shopId, mode, this.clocks.now(shopId, mode), this.limits.batch);
-          for (const r of due) this.untrack(r.id);
-          return due.filter((r) => !this.runner.running(r.id));
-        };
-        const out = this.exec.runSyncBatch(rows, i, mode === 'test' ? shopId : null, pin, true, refetch);
-        i += out.consumed;
-        ran += out.consumed;
-        pin = out.pin;
-        if (out.stale) break;
-      }
-    }
-    return ran;
   }
 
   /** Fire every job due now in real time and wait until they (and any async ones) finished; returns how many ran. */

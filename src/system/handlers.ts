@@ -50,8 +50,9 @@ export async function advanceClock(ctx: Ctx): Promise<Reply> {
   return { body: clockBody(ctx, ran) };
 }
 
-/** POST /v1/test/reset */
+/** POST /v1/test/reset: takes no body; a field there (say `{"mode": "live"}`) is refused before anything is deleted. */
 export function reset(ctx: Ctx): Reply {
+  bodyObject(ctx.body, []);
   const deleted = resetTestData(ctx.app, ctx.auth!.shopId);
   return { body: { deleted, clock: clockBody(ctx) } };
 }

@@ -34,7 +34,11 @@ test('test clock advances per shop', async () => {
   assert.equal(before.status, 200);
   const adv = await s.request('POST', '/v1/test/clock/advance', { body: { seconds: 3600 } });
   assert.equal(adv.status, 200);
-  assert.equal(adv.body.offset_seconds, 3600);
+  assert.equal(adv.body.offset_seconds, before.body.offset_seconds + 3600);
+  assert.equal(typeof adv.body.jobs_run, 'number');
+  // The clock reads an hour later, give or take the real time the two requests took.
+  const moved = Date.parse(adv.body.now) - Date.parse(before.body.now);
+  assert.ok(moved >= 3_600_000 && moved < 3_610_000, `clock moved ${moved} ms`);
   const other = s.newShop();
   const o = await s.request('GET', '/v1/test/clock', { key: other.key });
   assert.equal(o.body.offset_seconds, 0);
@@ -44,13 +48,28 @@ test('POST /v1/test/reset keeps the shop\'s keys and settings and puts the clock
   const shop = s.newShop({ shopScopes: 'api:reports:read' });
   const extra = s.newKey(shop.shopId, 'test');
   await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 600 } });
+  const p = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10000 } });
+  assert.equal(p.status, 201, p.text);
   const r = await s.request('POST', '/v1/test/reset', { key: shop.key });
   assert.equal(r.status, 200);
   assert.equal(r.body.clock.offset_seconds, 0);
+  assert.equal(r.body.deleted.payments, 1);
   assert.equal(r.body.deleted.api_keys, undefined);
+  assert.equal((await s.request('GET', `/v1/public/payments/${p.body.payment.id}`, { key: shop.key })).status, 404);
   // Both keys still work, and the shop still lacks the scopes it never had.
   assert.equal((await s.request('GET', '/v1/test/clock', { key: shop.key })).status, 200);
   assert.equal((await s.request('GET', '/v1/test/clock', { key: extra.key })).status, 200);
   const scopes = (s.store.db.prepare('SELECT scopes FROM shops WHERE id = ?').get(shop.shopId) as { scopes: string }).scopes;
   assert.equal(scopes, 'api:reports:read');
+});
+
+test('POST /v1/test/reset with a body field is 400 and deletes nothing', async () => {
+  const shop = s.newShop();
+  await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 60 } });
+  const p = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10000 } });
+  const r = await s.request('POST', '/v1/test/reset', { key: shop.key, body: { mode: 'live' } });
+  assert.equal(r.status, 400);
+  assert.deepEqual(r.body.error, { code: 'bad_request', message: 'Unknown field "mode"; this request takes no body fields', param: 'mode' });
+  assert.equal((await s.request('GET', `/v1/public/payments/${p.body.payment.id}`, { key: shop.key })).status, 200);
+  assert.equal((await s.request('GET', '/v1/test/clock', { key: shop.key })).body.offset_seconds, 60);
 });

@@ -52,9 +52,14 @@ test('a client sending its body too slowly gets 408 and is disconnected; the req
 test('while slow clients hang on, other requests are served at once', async () => {
   const slow = await Promise.all([rawConnect(s.url), rawConnect(s.url), rawConnect(s.url)]);
   for (const c of slow) c.write('GET /healthz HTTP/1.1\r\n');
+  let slowClosed = 0;
+  for (const c of slow) void c.closed.then(() => slowClosed++);
   const r = await s.request('GET', '/healthz', { key: null });
   assert.equal(r.status, 200);
+  // Answered while all three still hang on, not after their timeout freed the server.
+  assert.equal(slowClosed, 0);
   await Promise.all(slow.map((c) => c.closed));
+  assert.equal(slowClosed, 3);
 });
 
 test('an idle keep-alive connection that never sends a request is closed', async () => {
