@@ -2,7 +2,7 @@
 export const KNOWN_BANK = '100000000004';
 /** A well-formed member id the directory does not list. */
 export const UNKNOWN_BANK = '199999999999';
-/** A 16-digit card number that tests scan for in files and logs. */
+/** The card number of cardBody: a valid 16-digit number. */
 export const TEST_PAN = '2200700155559999';
 
 /** A valid payouts_sbp body of `amount`. */

@@ -1,11 +1,6 @@
 import assert from 'node:assert/strict';
 import type { TestServer } from './server';
 
-/** The payment id at the end of a pay_url (`…/pay/<id>`). */
-export function paymentIdOf(payUrl: string): string {
-  return new URL(payUrl).pathname.split('/').pop()!;
-}
-
 /** POST /v1/public/tokens and assert 201; returns the body. */
 export async function createToken(s: TestServer, body: Record<string, unknown>, key?: string): Promise<any> {
   const r = await s.request('POST', '/v1/public/tokens', { body, key });
