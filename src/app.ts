@@ -38,7 +38,8 @@ export interface StartOptions {
 export async function startApp(config: Config, opts: StartOptions = {}): Promise<Running> {
   const log = opts.log ?? createLogger(config.logLevel);
   const db = openDatabase(config.db);
-  const store = new Store(db);
+  // Every write of the server goes through the store, which syncs the WAL itself off the event loop.
+  const store = new Store(db, { sync: 'store' });
   const clocks = new Clocks(store, opts.realNow);
   const scheduler = new Scheduler(store, clocks, log);
   const events = new Events();
@@ -83,8 +84,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
       clearInterval(sweep);
       clearTimeout(deadline);
       await scheduler.stop();
-      store.flush();
-      db.close();
+      store.close();
     })();
     return closed;
   };

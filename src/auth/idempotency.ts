@@ -60,9 +60,10 @@ export async function idempotentCreate(
   const key = idempotencyKey(ctx);
   // The shop and mode are part of the request: another shop of the same merchant reusing the key gets a
   // conflict, never a replay of an object it must not see.
-  const hash = sha256Hex(
-    `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null)}`,
-  );
+  const hash =
+    key === undefined ? '' : sha256Hex(`${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null)}`);
+  // The reply is the body's result alone, so it waits only for its own commit to be on disk.
+  ctx.seen = {};
   return ctx.app.store.write((tx) => {
     if (key !== undefined) {
       const prior = tx
@@ -84,5 +85,5 @@ export async function idempotentCreate(
         .run(auth.merchantId, key, auth.shopId, auth.mode, hash, out.status, JSON.stringify(out.body), ctx.app.clocks.real());
     }
     return { status: out.status, body: out.body };
-  });
+  }, ctx.seen);
 }

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { closeSync, fdatasync, fdatasyncSync, openSync, realpathSync } from 'node:fs';
 
 /** A reader of one row at a time; see cachedRowReader. */
 export interface RowReader {
@@ -48,6 +49,7 @@ type Pending = {
   fn: (tx: Tx) => unknown;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
+  seen?: { seq?: number };
 };
 
 /** Most transaction bodies one group commit holds; the rest wait for the next. */
@@ -92,11 +94,35 @@ function cachedPerConnection<V>(
   return value;
 }
 
+/** How a store makes its commits durable. */
+export interface StoreOptions {
+  /**
+   * `sqlite` (default): SQLite syncs the WAL inside every COMMIT (`synchronous=FULL`), blocking the thread.
+   * `store` (the server): SQLite writes commits to the WAL without syncing them (`synchronous=NORMAL`, which
+   * still syncs checkpoints) and the store syncs the WAL file itself before anyone learns of a commit: after a
+   * group commit on the thread pool, so the event loop goes on serving while the disk works; after tx() at
+   * once. Only for a file database in WAL mode whose every write goes through this store; otherwise `sqlite`.
+   */
+  sync?: 'sqlite' | 'store';
+}
+
+/** A group committed, its bodies' outcomes waiting for the WAL sync that makes them durable. */
+type Committed = {
+  seq: number;
+  batch: Pending[];
+  outcomes: Array<{ ok: boolean; value: unknown; hooks: Array<() => void> }>;
+};
+
 /**
  * The one way to write. `tx` runs a body now in its own immediate transaction; `write` queues a body and
  * commits every body queued in the same turn of the event loop in one transaction (group commit), each in
- * its own savepoint so that one failing body rolls back only itself. Promises settle after the commit, so a
- * response is sent only once its data is durable.
+ * its own savepoint so that one failing body rolls back only itself. Promises settle, and after-commit hooks
+ * run, only once the commit is durable, so a response is sent only for data that survives a power loss.
+ *
+ * With `sync: 'store'` a commit is visible to reads on this connection a little before it is durable (while
+ * its WAL sync runs). Anything that shows data to the outside world (a response, an SSE event, a webhook)
+ * therefore first waits for `whenDurable()`, which is free when nothing is waiting for the disk. Groups keep
+ * committing while a sync runs; one sync at a time covers every commit made before it started.
  */
 export class Store {
   readonly db: Database.Database;
@@ -110,10 +136,22 @@ export class Store {
   private readonly savepoint: Database.Statement;
   private readonly release: Database.Statement;
   private readonly rollbackTo: Database.Statement;
+  /** The WAL file, when this store syncs it itself (sync: 'store'); -1 when SQLite does. */
+  private walFd = -1;
+  /** Commits made; commits known to be on disk. */
+  private committedSeq = 0;
+  private durableSeq = 0;
+  /** A WAL sync is running on the thread pool. */
+  private syncing = false;
+  private closed = false;
+  /** Groups committed whose sync has not finished. */
+  private awaiting: Committed[] = [];
+  /** whenDurable() callers, in the order of the commit they wait for. */
+  private waiters: Array<{ seq: number; resolve: () => void }> = [];
   /** Bound once so that every Tx shares it instead of allocating a closure per body. */
   readonly stmtFn = (sql: string): Database.Statement => this.stmt(sql);
 
-  constructor(db: Database.Database) {
+  constructor(db: Database.Database, opts: StoreOptions = {}) {
     this.db = db;
     // Each body's savepoint journals the first copy of every page it changes so that it can roll back alone.
     // With temp files that journal spills to disk after 64 KiB (two writes per page, half of an insert's
@@ -126,6 +164,7 @@ export class Store {
     this.savepoint = db.prepare('SAVEPOINT body');
     this.release = db.prepare('RELEASE body');
     this.rollbackTo = db.prepare('ROLLBACK TO body');
+    if (opts.sync === 'store') this.walFd = openWal(db);
   }
 
   /** A cached prepared statement of this store's connection (see cachedStmt: run/get/all only). */
@@ -138,11 +177,31 @@ export class Store {
     return cachedRowReader(this.db, sql);
   }
 
+  /** Commits made through this store so far: unchanged between two moments means nothing was written between. */
+  get commits(): number {
+    return this.committedSeq;
+  }
+
+  /** True when this store syncs the WAL itself (see StoreOptions). */
+  get syncsWal(): boolean {
+    return this.walFd >= 0;
+  }
+
+  /**
+   * Null when every commit made so far (or up to commit `upTo`) is on disk; otherwise a promise that settles
+   * once they are. Await it between reading data and showing it outside the process.
+   */
+  whenDurable(upTo: number = this.committedSeq): Promise<void> | null {
+    if (this.durableSeq >= upTo) return null;
+    const seq = Math.min(upTo, this.committedSeq);
+    return new Promise<void>((resolve) => this.waiters.push({ seq, resolve }));
+  }
+
   private newTx(hooks: Array<() => void>): Tx {
     return { db: this.db, stmt: this.stmtFn, afterCommit: (h) => hooks.push(h) };
   }
 
-  /** Run `fn` in one synchronous immediate transaction, now; after-commit callbacks run after it commits. */
+  /** Run `fn` in one synchronous immediate transaction, now, durable on return; after-commit callbacks run then. */
   tx<T>(fn: (tx: Tx) => T): T {
     if (this.inTx) throw new Error('cannot open a transaction inside another');
     const hooks: Array<() => void> = [];
@@ -161,14 +220,20 @@ export class Store {
     } finally {
       this.inTx = false;
     }
+    this.committedSeq++;
+    this.syncNow();
     runHooks(hooks);
     return result;
   }
 
-  /** Queue `fn` for the next group commit; resolves with its result once committed, rejects with its error. */
-  write<T>(fn: (tx: Tx) => T): Promise<T> {
+  /**
+   * Queue `fn` for the next group commit; resolves with its result once durable, rejects with its error.
+   * `seen`, when given, receives the number of the commit the body was part of, before the promise settles:
+   * a reply built from the body's result alone needs only that commit on disk (see whenDurable).
+   */
+  write<T>(fn: (tx: Tx) => T, seen?: { seq?: number }): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, seen });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(this.flushFn);
@@ -176,19 +241,32 @@ export class Store {
     });
   }
 
-  private readonly flushFn = (): void => this.flush();
-
-  /** Commit everything queued now (also called on shutdown). */
-  flush(): void {
+  private readonly flushFn = (): void => {
     this.scheduled = false;
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, GROUP_LIMIT);
-      this.commitGroup(batch);
+    if (this.queue.length === 0) return;
+    this.commitGroup(this.queue.splice(0, GROUP_LIMIT));
+    if (this.queue.length > 0) {
+      this.scheduled = true;
+      setImmediate(this.flushFn);
     }
+  };
+
+  /** Commit everything queued now and wait for the disk, synchronously (shutdown). */
+  flush(): void {
+    while (this.queue.length > 0) this.commitGroup(this.queue.splice(0, GROUP_LIMIT), true);
+    this.syncNow();
   }
 
-  private commitGroup(batch: Pending[]): void {
-    const outcomes: Array<{ ok: boolean; value: unknown; hooks: Array<() => void> }> = [];
+  /** Flush, then close the connection and the WAL file (once a sync still on the thread pool is done with it). */
+  close(): void {
+    this.flush();
+    this.db.close();
+    this.closed = true;
+    if (this.walFd >= 0 && !this.syncing) closeSync(this.walFd);
+  }
+
+  private commitGroup(batch: Pending[], syncLater = false): void {
+    const outcomes: Committed['outcomes'] = [];
     if (this.inTx) throw new Error('cannot group-commit inside a transaction');
     this.inTx = true;
     try {
@@ -221,16 +299,94 @@ export class Store {
       return;
     }
     this.inTx = false;
-    for (let i = 0; i < batch.length; i++) {
-      const o = outcomes[i];
-      if (o.ok) {
-        runHooks(o.hooks);
-        batch[i].resolve(o.value);
-      } else {
-        batch[i].reject(o.value);
+    const seq = ++this.committedSeq;
+    this.awaiting.push({ seq, batch, outcomes });
+    if (this.walFd < 0) this.markDurable(seq);
+    else if (!syncLater) this.syncAsync();
+  }
+
+  /**
+   * Sync the WAL on the thread pool, one sync at a time: a group committed while one runs is covered by the
+   * next, started as soon as the running one ends. Groups keep committing meanwhile, so the event loop never
+   * waits for the disk.
+   */
+  private syncAsync(): void {
+    if (this.syncing) return;
+    this.syncing = true;
+    const upTo = this.committedSeq;
+    fdatasync(this.walFd, (err) => {
+      this.syncing = false;
+      // Closed meanwhile: close() synced everything itself and left the file for this callback to close.
+      if (this.closed) return closeSync(this.walFd);
+      if (err) syncFailed(err);
+      this.markDurable(upTo);
+      if (this.durableSeq < this.committedSeq) this.syncAsync();
+    });
+  }
+
+  /** Sync the WAL now, blocking (tx(), shutdown); covers every commit made so far. */
+  private syncNow(): void {
+    if (this.walFd >= 0 && this.durableSeq < this.committedSeq) {
+      try {
+        fdatasyncSync(this.walFd);
+      } catch (err) {
+        syncFailed(err as Error);
       }
     }
+    this.markDurable(this.committedSeq);
   }
+
+  private markDurable(upTo: number): void {
+    if (upTo > this.durableSeq) this.durableSeq = upTo;
+    let n = 0;
+    while (n < this.awaiting.length && this.awaiting[n].seq <= this.durableSeq) n++;
+    const done = n === 0 ? [] : this.awaiting.splice(0, n);
+    for (const g of done) {
+      for (let i = 0; i < g.batch.length; i++) {
+        const o = g.outcomes[i];
+        const seen = g.batch[i].seen;
+        if (seen) seen.seq = g.seq;
+        if (o.ok) {
+          runHooks(o.hooks);
+          g.batch[i].resolve(o.value);
+        } else {
+          g.batch[i].reject(o.value);
+        }
+      }
+    }
+    if (this.waiters.length > 0) {
+      const still: Array<{ seq: number; resolve: () => void }> = [];
+      for (const w of this.waiters) {
+        if (w.seq <= this.durableSeq) w.resolve();
+        else still.push(w);
+      }
+      this.waiters = still;
+    }
+  }
+}
+
+/**
+ * The connection's WAL file, opened for syncing, with the connection switched to synchronous=NORMAL; -1 (and
+ * SQLite keeps syncing) when the database is not a file in WAL mode.
+ */
+function openWal(db: Database.Database): number {
+  if (db.memory || String(db.pragma('journal_mode', { simple: true })) !== 'wal') return -1;
+  // SQLite names the WAL after the database's real path (symbolic links resolved); a read creates it.
+  db.prepare('SELECT count(*) FROM sqlite_master').get();
+  const fd = openSync(realpathSync(db.name) + '-wal', 'r');
+  db.pragma('synchronous = NORMAL');
+  if (process.env.KNOCKPT) db.pragma('wal_autocheckpoint = 0');
+  return fd;
+}
+
+/**
+ * A failed WAL sync leaves commits that readers may already have seen in an unknown state on disk, and a
+ * retried sync can report success for pages the kernel already dropped. Stop; the next start recovers the
+ * database from what the disk really holds, and nothing that was not acknowledged was shown.
+ */
+function syncFailed(err: Error): never {
+  console.error(JSON.stringify({ level: 'fatal', msg: 'cannot sync the database WAL; stopping', error: String(err) }));
+  process.exit(70);
 }
 
 function runHooks(hooks: Array<() => void>): void {

@@ -138,10 +138,16 @@ export class EventStreamHub {
     const page = this.app.store.stmt(`SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`);
     for (;;) {
       if (client.closed) return;
+      const commits = this.app.store.commits;
       const rows = page.all(client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page) as EventRow[];
+      // Events of a commit whose WAL sync still runs go out once it is on disk (live events wait the same way).
+      const durable = this.app.store.whenDurable();
+      if (durable) await durable;
+      if (client.closed) return;
       for (const row of rows) client.sendEvent(row);
-      if (rows.length < STREAM_LIMITS.replay_page) {
-        // Same synchronous step as the last read: events committed from now on reach the client live.
+      if (rows.length < STREAM_LIMITS.replay_page && this.app.store.commits === commits) {
+        // Nothing committed since the last read: events committed from now on reach the client live. (A commit
+        // made while waiting for the disk may have been dispatched before the client was live: read again.)
         client.live = true;
         return;
       }

@@ -142,6 +142,9 @@ async function handle(
       if (route.scope) requireScope(ctx.auth, route.scope);
     }
     const reply = await route.handler(ctx);
+    // What the handler read may include a commit whose WAL sync is still running: answer once it is on disk.
+    const durable = 'raw' in reply ? null : app.store.whenDurable(ctx.seen?.seq);
+    if (durable) await durable;
     status = send(ctx, reply);
   } catch (err) {
     const apiErr = toApiError(err);
@@ -155,6 +158,9 @@ async function handle(
         stack: err instanceof Error ? err.stack : undefined,
       });
     }
+    // A refusal can rest on data as much as an answer can (say, a refund over a remainder just committed).
+    const durable = app.store.whenDurable();
+    if (durable) await durable;
     status = sendError(ctx, apiErr);
   }
 }
