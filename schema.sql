@@ -198,6 +198,9 @@ CREATE TABLE payments (
   finalized_at      INTEGER
 ) STRICT;
 CREATE INDEX payments_register ON payments(shop_id, created_at, seq);
+-- The link-expiry sweep (one job per shop and mode) finds the pending payments due by its time here; a payment
+-- that leaves pending drops out by itself.
+CREATE INDEX payments_pending_expiry ON payments(shop_id, mode, expires_at) WHERE status = 'pending';
 
 CREATE TABLE refunds (
   seq           INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -6,7 +6,8 @@ import { amountField, bodyObject, currencyField, enumField, intField, strField }
 import { iso } from '../util/time';
 import { uuid } from '../util/ids';
 import { planForAmount, type SimPlan } from '../simulator/plan';
-import { LINK_EXPIRY_JOB, openSessionTx } from './state';
+import { openSessionTx } from './state';
+import { ensureLinkSweep } from './expiry';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from './types';
 
 /** Fields POST /v1/public/payments accepts. */
@@ -146,7 +147,7 @@ function insertPayment(app: App, tx: Tx, params: { seq: number; public_id: strin
 }
 
 /**
- * Insert a payment in the caller's transaction: pending, link expiry scheduled on the shop's clock,
+ * Insert a payment in the caller's transaction: pending, its link's expiry covered by the shop's sweep,
  * payment.created appended; test payments get their simulator plan.
  */
 export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentRow {
@@ -196,7 +197,7 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
     at: now,
     paymentId: id,
   });
-  app.scheduler.schedule(tx, { kind: LINK_EXPIRY_JOB, subjectId: id, shopId: row.shop_id, mode: row.mode, dueAt: expiresAt });
+  ensureLinkSweep(app, tx, row);
   // A saved method needs no buyer: its bank session opens at once (decisions.md), whether the payment
   // comes from a token charge or from a create with method "recurrent".
   if (input.openSession || row.method === 'recurrent') row = openSessionTx(app, tx, row);

@@ -5,7 +5,7 @@ import { scheduleSimulatedResolution } from '../simulator/payments';
 import { getPayment, metadataOf, paymentView, updatePayment } from './store';
 import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from './types';
 
-/** Job kind: a pending payment's link lifetime ends at expires_at. */
+/** Job kind of schema version 1: one pending payment's link lifetime ends at expires_at (now see expiry.ts). */
 export const LINK_EXPIRY_JOB = 'payment.link_expiry';
 /** Job kind: a processing payment's bank session ends at processing_until. */
 export const SESSION_EXPIRY_JOB = 'payment.session_expiry';
@@ -171,7 +171,11 @@ export function applyRefundTx(app: App, tx: Tx, p: PaymentRow, amount: number): 
   return total === p.amount && p.status === 'succeeded' ? move(app, tx, next, 'refunded', 'refund') : next;
 }
 
-/** Register the expiry jobs; each checks the current status first, so a late or repeated run does nothing. */
+/**
+ * Register the expiry jobs; each checks the current status first, so a late or repeated run does nothing.
+ * Links expire through the shop's sweep (expiry.ts); LINK_EXPIRY_JOB, one job per payment, is what databases
+ * of schema version 1 still hold, and runs as before.
+ */
 export function registerPaymentJobs(app: App): void {
   app.scheduler.register(LINK_EXPIRY_JOB, (tx, job) => {
     const p = getPayment(app, job.subject_id);

@@ -71,6 +71,12 @@ export class JobsTable {
     return ids;
   }
 
+  /** The earliest due time of the pending jobs of a kind for a subject, or null when none waits. */
+  nextDue(db: Database.Database, kind: string, subjectId: string): number | null {
+    const r = cachedStmt(db, `SELECT min(due_at) AS due FROM jobs WHERE subject_id = ? AND kind = ? AND state = 'pending'`).get(subjectId, kind) as { due: number | null };
+    return r.due;
+  }
+
   /** Pending jobs after `after` in run order, up to `until_ms` real time, at most `limit`. */
   next(after: JobKey, until_ms: number, limit: number): JobKey[] {
     return this.store

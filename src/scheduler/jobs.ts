@@ -121,6 +121,11 @@ export class Scheduler {
     return ids.length;
   }
 
+  /** The earliest due time (on the shop's clock) of a subject's pending jobs of a kind, or null; in the caller's transaction. */
+  nextDue(tx: Tx, kind: string, subjectId: string): number | null {
+    return this.table.nextDue(tx.db, kind, subjectId);
+  }
+
   /** Load the pending jobs of the horizon and start firing; overdue ones run at once, in due order. */
   start(): void {
     this.stopped = false;
