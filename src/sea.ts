@@ -96,7 +96,10 @@ function sameBytes(file: string, bytes: Buffer): boolean {
 
 /** Unpack the addon bytes (see unpackAddon) and load them; returns what better-sqlite3 takes as `nativeBinding`. */
 export function loadAddon(bytes: Buffer, roots: string[] = cacheRoots()): unknown {
-  const file = unpackAddon(bytes, roots);
+  return loadAddonFile(unpackAddon(bytes, roots));
+}
+
+function loadAddonFile(file: string): unknown {
   const mod = { exports: {} as unknown };
   process.dlopen(mod, file);
   return mod.exports;
@@ -106,7 +109,8 @@ export function loadAddon(bytes: Buffer, roots: string[] = cacheRoots()): unknow
 export async function runExecutable(argv: string[]): Promise<number> {
   if (sea.isSea()) {
     try {
-      nativeBinding.addon = loadAddon(Buffer.from(sea.getAsset(ADDON_ASSET)));
+      nativeBinding.path = unpackAddon(Buffer.from(sea.getAsset(ADDON_ASSET)));
+      nativeBinding.addon = loadAddonFile(nativeBinding.path);
     } catch (err) {
       process.stderr.write(`kopek: ${(err as Error).message}\n`);
       return 1;

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { closeSync, fdatasync, fdatasyncSync, openSync, realpathSync } from 'node:fs';
+import { Checkpointer } from './checkpointer';
 
 /** A reader of one row at a time; see cachedRowReader. */
 export interface RowReader {
@@ -101,7 +102,8 @@ export interface StoreOptions {
    * `store` (the server): SQLite writes commits to the WAL without syncing them (`synchronous=NORMAL`, which
    * still syncs checkpoints) and the store syncs the WAL file itself before anyone learns of a commit: after a
    * group commit on the thread pool, so the event loop goes on serving while the disk works; after tx() at
-   * once. Only for a file database in WAL mode whose every write goes through this store; otherwise `sqlite`.
+   * once. Checkpoints run on a thread of their own (checkpointer.ts). Only for a file database in WAL mode
+   * whose every write goes through this store; otherwise `sqlite`.
    */
   sync?: 'sqlite' | 'store';
 }
@@ -148,6 +150,8 @@ export class Store {
   private awaiting: Committed[] = [];
   /** whenDurable() callers, in the order of the commit they wait for. */
   private waiters: Array<{ seq: number; resolve: () => void }> = [];
+  /** Checkpoints the WAL on a thread when this store syncs it (sync: 'store'). */
+  private checkpointer: Checkpointer | null = null;
   /** Bound once so that every Tx shares it instead of allocating a closure per body. */
   readonly stmtFn = (sql: string): Database.Statement => this.stmt(sql);
 
@@ -164,7 +168,10 @@ export class Store {
     this.savepoint = db.prepare('SAVEPOINT body');
     this.release = db.prepare('RELEASE body');
     this.rollbackTo = db.prepare('ROLLBACK TO body');
-    if (opts.sync === 'store') this.walFd = openWal(db);
+    if (opts.sync === 'store') {
+      this.walFd = openWal(db);
+      if (this.walFd >= 0) this.checkpointer = new Checkpointer(db, realpathSync(db.name));
+    }
   }
 
   /** A cached prepared statement of this store's connection (see cachedStmt: run/get/all only). */
@@ -222,6 +229,7 @@ export class Store {
     }
     this.committedSeq++;
     this.syncNow();
+    this.checkpointer?.nudge();
     runHooks(hooks);
     return result;
   }
@@ -244,6 +252,7 @@ export class Store {
   private readonly flushFn = (): void => {
     this.scheduled = false;
     if (this.queue.length === 0) return;
+    this.checkpointer?.catchUpIfLong();
     this.commitGroup(this.queue.splice(0, GROUP_LIMIT));
     if (this.queue.length > 0) {
       this.scheduled = true;
@@ -260,6 +269,7 @@ export class Store {
   /** Flush, then close the connection and the WAL file (once a sync still on the thread pool is done with it). */
   close(): void {
     this.flush();
+    this.checkpointer?.close();
     this.db.close();
     this.closed = true;
     if (this.walFd >= 0 && !this.syncing) closeSync(this.walFd);
@@ -300,6 +310,7 @@ export class Store {
     }
     this.inTx = false;
     const seq = ++this.committedSeq;
+    this.checkpointer?.nudge();
     this.awaiting.push({ seq, batch, outcomes });
     if (this.walFd < 0) this.markDurable(seq);
     else if (!syncLater) this.syncAsync();
@@ -375,7 +386,6 @@ function openWal(db: Database.Database): number {
   db.prepare('SELECT count(*) FROM sqlite_master').get();
   const fd = openSync(realpathSync(db.name) + '-wal', 'r');
   db.pragma('synchronous = NORMAL');
-  if (process.env.KNOCKPT) db.pragma('wal_autocheckpoint = 0');
   return fd;
 }
 

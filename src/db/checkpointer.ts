@@ -1,0 +1,134 @@
+import { Worker } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
+import { nativeBindingPath } from './native';
+
+/** Least time between two checkpoints while commits keep coming. */
+const INTERVAL_MS = 50;
+/**
+ * WAL frames (4 KiB pages) past which the writer finishes a checkpoint itself. Under steady writes the
+ * thread's checkpoint always ends a little behind the newest commit, and SQLite starts the WAL over only once
+ * every frame is back in the database; the writer's own catch-up copies just those last frames.
+ */
+const CATCH_UP_FRAMES = 4096;
+
+// better-sqlite3's JavaScript layer is bundled into the executable's main script and cannot be loaded in a
+// thread, so the thread speaks to the native addon the way that layer does: open a Database, prepare a
+// statement in pragma mode, read its row as an array. It opens the same file with synchronous=FULL, so a
+// checkpoint syncs the WAL before copying pages and the database file after.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const mod = { exports: {} };
+process.dlopen(mod, workerData.addon);
+const addon = mod.exports;
+class SqliteError extends Error {
+  constructor(message, code) { super(message); this.name = 'SqliteError'; this.code = code; }
+}
+addon.setErrorConstructor(SqliteError);
+const db = new addon.Database(workerData.path, workerData.path, false, false, true, 5000, null, null);
+db.exec('PRAGMA synchronous = FULL');
+const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)', {}, true);
+checkpoint.raw(true);
+parentPort.on('message', (m) => {
+  if (m === 'close') { db.close(); parentPort.close(); return; }
+  try {
+    const [busy, log, done] = checkpoint.get();
+    parentPort.postMessage({ busy, log, done });
+  } catch (err) {
+    parentPort.postMessage({ error: String(err && err.message || err) });
+  }
+});
+`;
+
+/**
+ * Checkpoints the WAL on a thread of its own, so that copying pages into the database and the two syncs
+ * that go with it never hold up the event loop. The writer's connection runs with wal_autocheckpoint = 0;
+ * should the thread fail, it goes back to checkpointing inline.
+ */
+export class Checkpointer {
+  private worker: Worker | null = null;
+  private failed = false;
+  private running = false;
+  private dirty = false;
+  private timer: NodeJS.Timeout | null = null;
+  private lastAt = 0;
+  private catchUp = false;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly path: string,
+  ) {
+    db.pragma('wal_autocheckpoint = 0');
+  }
+
+  /** Commits were made: checkpoint soon (at most one checkpoint runs, at most one every INTERVAL_MS). */
+  nudge(): void {
+    this.dirty = true;
+    if (this.running || this.timer || this.failed) return;
+    const wait = Math.max(0, this.lastAt + INTERVAL_MS - Date.now());
+    this.timer = setTimeout(this.runFn, wait);
+    this.timer.unref();
+  }
+
+  /** Between transactions: when the WAL has grown long, finish the checkpoint on the writer's connection. */
+  catchUpIfLong(): void {
+    if (!this.catchUp || this.db.inTransaction) return;
+    this.catchUp = false;
+    this.db.pragma('wal_checkpoint(PASSIVE)');
+  }
+
+  /** Stop the thread; it closes its connection first. */
+  close(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.failed = true;
+    this.worker?.postMessage('close');
+    this.worker = null;
+  }
+
+  private readonly runFn = (): void => {
+    this.timer = null;
+    if (this.failed) return;
+    const w = this.worker ?? this.start();
+    if (!w) return;
+    this.running = true;
+    this.dirty = false;
+    this.lastAt = Date.now();
+    w.postMessage('checkpoint');
+  };
+
+  private start(): Worker | null {
+    try {
+      const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { addon: nativeBindingPath(), path: this.path } });
+      w.unref();
+      w.on('message', (m: { busy: number; log: number; done: number } | { error: string }) => this.finished(m));
+      w.on('error', (err) => this.fail(err.message));
+      w.on('exit', (code) => {
+        if (!this.failed) this.fail(`the checkpoint thread exited with code ${code}`);
+      });
+      this.worker = w;
+      return w;
+    } catch (err) {
+      this.fail((err as Error).message);
+      return null;
+    }
+  }
+
+  private finished(m: { busy: number; log: number; done: number } | { error: string }): void {
+    this.running = false;
+    if ('error' in m) {
+      // A checkpoint that could not run (say, the disk is full) is tried again; the WAL keeps every commit.
+      console.error(JSON.stringify({ level: 'warn', msg: 'WAL checkpoint failed; trying again', error: m.error }));
+    } else if (m.log >= CATCH_UP_FRAMES) {
+      this.catchUp = true;
+    }
+    if (this.dirty) this.nudge();
+  }
+
+  private fail(reason: string): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.worker = null;
+    if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
+    console.error(JSON.stringify({ level: 'warn', msg: 'WAL checkpoint thread stopped; checkpointing on the writer', error: reason }));
+  }
+}
