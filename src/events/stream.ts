@@ -13,6 +13,8 @@ export const STREAM_LIMITS = { buffer_bytes: 1024 * 1024, replay_page: 500 };
 class Client {
   lastSent: number;
   live = false;
+  /** An event of this client's shop and mode was dispatched while it was still replaying. */
+  missed = false;
   closed = false;
 
   constructor(
@@ -138,18 +140,21 @@ export class EventStreamHub {
     const page = this.app.store.stmt(`SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`);
     for (;;) {
       if (client.closed) return;
-      const commits = this.app.store.commits;
+      client.missed = false;
       const rows = page.all(client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page) as EventRow[];
       // Events of a commit whose WAL sync still runs go out once it is on disk (live events wait the same way).
       const durable = this.app.store.whenDurable();
       if (durable) await durable;
       if (client.closed) return;
       for (const row of rows) client.sendEvent(row);
-      if (rows.length < STREAM_LIMITS.replay_page && this.app.store.commits === commits) {
-        // Nothing committed since the last read: events committed from now on reach the client live. (A commit
-        // made while waiting for the disk may have been dispatched before the client was live: read again.)
-        client.live = true;
-        return;
+      if (rows.length < STREAM_LIMITS.replay_page) {
+        // Without a wait, this is the same synchronous step as the read, and events committed from now on reach
+        // the client live. An event dispatched during the wait passed the client by: read again.
+        if (!client.missed) {
+          client.live = true;
+          return;
+        }
+        continue;
       }
       // Replay paces itself on the client: one page in the buffer at a time.
       if (client.res.writableLength > 0) await drained(client.res);
@@ -159,7 +164,10 @@ export class EventStreamHub {
   private dispatch(row: EventRow): void {
     const set = this.byKey.get(`${row.shop_id}:${row.mode}`);
     if (!set) return;
-    for (const c of [...set]) if (c.live) c.sendEvent(row);
+    for (const c of [...set]) {
+      if (c.live) c.sendEvent(row);
+      else c.missed = true;
+    }
   }
 
   private ping(): void {

@@ -212,3 +212,30 @@ test('a webhook endpoint and the stream see the same event', async () => {
     await rcv.close();
   }
 });
+
+test('streams resumed while creates commit get every event once, in order: replay and live meet without a gap', async () => {
+  const shop = s.newShop();
+  const clients: Array<Awaited<ReturnType<typeof openSse>>> = [];
+  const creates: Array<Promise<unknown>> = [];
+  for (let wave = 0; wave < 10; wave++) {
+    for (let i = 0; i < 20; i++) creates.push(s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10000 } }));
+    // Each client resumes from the start while creates of this wave are committing and being synced...
+    clients.push(await openSse(s.url, shop.key, '0'));
+    // ...and an event of the same shop commits through tx() (as a job's would) while its replay waits for the disk.
+    append(shop, 1);
+  }
+  const answers = (await Promise.all(creates)) as Array<{ status: number }>;
+  assert.ok(answers.every((r) => r.status === 201));
+  const seqs = (s.store.db.prepare(`SELECT seq FROM events WHERE shop_id = ? ORDER BY seq`).pluck().all(shop.shopId) as number[]).map(String);
+  assert.equal(seqs.length, 210);
+  for (const [i, c] of clients.entries()) {
+    // A client that missed an event never reaches 210; its list shows which.
+    await c.waitEvents(210, 5_000).catch(() => undefined);
+    assert.deepEqual(
+      c.events().map((f) => f.id),
+      seqs,
+      `client ${i} saw each event once, in order`,
+    );
+    c.close();
+  }
+});

@@ -1,0 +1,142 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Store } from '../../src/db/tx';
+import { openDatabase } from '../../src/db/open';
+
+function tempStore(sync: 'sqlite' | 'store'): { store: Store; path: string; done: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'kopek-store-'));
+  const path = join(dir, 'kopek.db');
+  const store = new Store(openDatabase(path), { sync });
+  store.tx(({ db }) => db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)'));
+  return { store, path, done: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+test('a store that syncs the WAL itself: SQLite does not sync commits, the store does before a write settles', async () => {
+  const { store, done } = tempStore('store');
+  try {
+    assert.equal(store.syncsWal, true);
+    assert.equal(store.db.pragma('synchronous', { simple: true }), 1, 'NORMAL: commits reach the WAL unsynced');
+    assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), 0, 'checkpoints run on their own thread');
+    const seen: { seq?: number } = {};
+    const before = store.commits;
+    let settled = false;
+    const p = store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('a')`).run().lastInsertRowid, seen).then((v) => ((settled = true), v));
+    // The group commits on the next turn; its sync runs on the thread pool.
+    await new Promise((r) => setImmediate(r));
+    assert.equal(store.commits, before + 1, 'committed');
+    assert.equal(settled, false, 'not settled before the WAL sync');
+    const wait = store.whenDurable();
+    assert.ok(wait, 'a reader that saw the commit has to wait for the disk');
+    assert.equal(await p, 1);
+    assert.equal(seen.seq, before + 1, 'the body learns the number of its commit');
+    await wait;
+    assert.equal(store.whenDurable(), null, 'nothing left to wait for');
+    assert.equal(store.whenDurable(seen.seq), null);
+  } finally {
+    store.close();
+    done();
+  }
+});
+
+test('tx() returns durable, and a reply that needs only an older commit does not wait for a newer one', async () => {
+  const { store, done } = tempStore('store');
+  try {
+    store.tx(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('x')`).run());
+    assert.equal(store.whenDurable(), null, 'tx() synced before returning');
+    const first: { seq?: number } = {};
+    await store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('y')`).run(), first);
+    const second = store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('z')`).run());
+    await new Promise((r) => setImmediate(r));
+    assert.ok(store.whenDurable(), 'the second commit is still being synced');
+    assert.equal(store.whenDurable(first.seq), null, 'the first is on disk already');
+    await second;
+  } finally {
+    store.close();
+    done();
+  }
+});
+
+test('a body that throws rolls back alone and its promise rejects after the group is durable; the others commit', async () => {
+  const { store, path, done } = tempStore('store');
+  try {
+    const results = await Promise.allSettled([
+      store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('ok1')`).run()),
+      store.write(({ db }) => {
+        db.prepare(`INSERT INTO t (v) VALUES ('rolled back')`).run();
+        throw new Error('refused');
+      }),
+      store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('ok2')`).run()),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
+    const other = new Database(path, { readonly: true });
+    try {
+      assert.deepEqual(other.prepare('SELECT v FROM t ORDER BY id').pluck().all(), ['ok1', 'ok2']);
+    } finally {
+      other.close();
+    }
+  } finally {
+    store.close();
+    done();
+  }
+});
+
+test('close() while a sync is on the thread pool settles every write and leaves the data on the file', async () => {
+  const { store, path, done } = tempStore('store');
+  try {
+    const writes = Array.from({ length: 50 }, (_, i) => store.write(({ db }) => db.prepare('INSERT INTO t (v) VALUES (?)').run(`row ${i}`)));
+    await new Promise((r) => setImmediate(r));
+    // More bodies queue while the first group's sync runs; close() commits and syncs them at once.
+    for (let i = 50; i < 60; i++) writes.push(store.write(({ db }) => db.prepare('INSERT INTO t (v) VALUES (?)').run(`row ${i}`)));
+    store.close();
+    const settled = await Promise.allSettled(writes);
+    assert.equal(settled.filter((r) => r.status === 'fulfilled').length, 60);
+    await new Promise((r) => setTimeout(r, 20));
+    const again = new Database(path, { readonly: true });
+    try {
+      assert.equal(again.prepare('SELECT count(*) FROM t').pluck().get(), 60);
+    } finally {
+      again.close();
+    }
+  } finally {
+    done();
+  }
+});
+
+test('the checkpoint thread keeps the WAL short under steady group commits', async () => {
+  const { store, path, done } = tempStore('store');
+  try {
+    const blob = 'x'.repeat(3000);
+    // About 80 MiB through the WAL (one page or more per row), far past the 16 MiB catch-up mark.
+    for (let round = 0; round < 400; round++) {
+      const group: Array<Promise<unknown>> = [];
+      for (let i = 0; i < 50; i++) group.push(store.write(({ db }) => db.prepare('INSERT INTO t (v) VALUES (?)').run(blob)));
+      await Promise.all(group);
+    }
+    const wal = statSync(path + '-wal').size;
+    assert.ok(wal < 40 * 1024 * 1024, `WAL is ${(wal / 1048576).toFixed(1)} MiB`);
+    assert.equal(store.db.prepare('SELECT count(*) FROM t').pluck().get(), 20_000);
+  } finally {
+    store.close();
+    done();
+  }
+});
+
+test('a store left to SQLite (the admin commands) keeps synchronous=FULL and settles at commit', async () => {
+  const { store, done } = tempStore('sqlite');
+  try {
+    assert.equal(store.syncsWal, false);
+    assert.equal(store.db.pragma('synchronous', { simple: true }), 2, 'FULL');
+    await store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('a')`).run());
+    assert.equal(store.whenDurable(), null);
+  } finally {
+    store.close();
+    done();
+  }
+});

@@ -1,0 +1,134 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, type TestServer } from '../helpers/server';
+import { advance, createPayment, getPayment, simulate } from '../helpers/payments';
+import { openDatabase, SCHEMA_VERSION } from '../../src/db/open';
+
+let s: TestServer;
+before(async () => {
+  s = await startTestServer({ simDelaySeconds: 60 });
+});
+after(() => s.close());
+
+function pendingJobs(shopId: string): Array<{ kind: string; subject_id: string; due_at: number }> {
+  return s.store.db.prepare(`SELECT kind, subject_id, due_at FROM jobs WHERE shop_id = ? AND state = 'pending' ORDER BY due_at`).all(shopId) as never;
+}
+
+async function statuses(ids: string[], key: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const id of ids) out.push((await getPayment(s, id, key)).status);
+  return out;
+}
+
+test('each link expires when its own lifetime ends, in any order of creation, through one sweep job per shop and mode', async () => {
+  const shop = s.newShop();
+  // Created longest first, so each create has to move the sweep earlier.
+  const ids: string[] = [];
+  for (const ttl of [5, 3, 1, 4, 2]) ids.push((await createPayment(s, { amount: 10000, ttl_minutes: ttl }, shop.key)).payment.id);
+  const jobs = pendingJobs(shop.shopId);
+  assert.equal(jobs.length, 1, 'five creates leave one job, not five');
+  assert.equal(jobs[0].kind, 'payment.link_sweep');
+  assert.equal(jobs[0].subject_id, `${shop.shopId}/test`);
+  const created = Date.parse((await getPayment(s, ids[2], shop.key)).created_at);
+  assert.ok(Math.abs(jobs[0].due_at - (created + 60_000)) < 1000, 'the sweep is due when the 1-minute link ends');
+
+  const expected = [
+    ['pending', 'pending', 'pending', 'pending', 'pending'],
+    ['pending', 'pending', 'expired', 'pending', 'pending'],
+    ['pending', 'pending', 'expired', 'pending', 'expired'],
+    ['pending', 'expired', 'expired', 'pending', 'expired'],
+    ['pending', 'expired', 'expired', 'expired', 'expired'],
+    ['expired', 'expired', 'expired', 'expired', 'expired'],
+  ];
+  await advance(s, 50, shop.key);
+  assert.deepEqual(await statuses(ids, shop.key), expected[0], 'nothing ends before its minute');
+  for (let minute = 1; minute <= 5; minute++) {
+    await advance(s, 60, shop.key);
+    assert.deepEqual(await statuses(ids, shop.key), expected[minute], `after ${minute} min 50 s`);
+  }
+  for (const id of ids) {
+    const p = await getPayment(s, id, shop.key);
+    assert.equal(p.metadata.failure_code, 'link_expired');
+  }
+  assert.deepEqual(pendingJobs(shop.shopId), [], 'no sweep waits once no payment is pending');
+});
+
+test('a payment that left pending is not expired, and a link expires on the advance that reaches its end', async () => {
+  const shop = s.newShop();
+  const paid = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id;
+  const cancelled = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id;
+  const left = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id;
+  assert.equal((await simulate(s, paid, { action: 'open_session', method: 'sbp' }, shop.key)).status, 200);
+  assert.equal((await simulate(s, paid, { action: 'succeed' }, shop.key)).status, 200);
+  assert.equal((await s.request('POST', `/v1/public/payments/${cancelled}/cancel`, { key: shop.key })).status, 200);
+  const p = await getPayment(s, left, shop.key);
+  const clock = await s.request('GET', '/v1/test/clock', { key: shop.key });
+  // Advance to the first whole second at or after the link's end.
+  const ms = Date.parse(p.expires_at) - Date.parse(clock.body.now);
+  await advance(s, Math.ceil(ms / 1000), shop.key);
+  assert.deepEqual(await statuses([paid, cancelled, left], shop.key), ['succeeded', 'cancelled', 'expired']);
+});
+
+test('more links than one sweep run takes all expire in one clock advance, each with its webhook event', async () => {
+  const shop = s.newShop();
+  const ids: string[] = [];
+  for (let i = 0; i < 230; i++) ids.push((await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id);
+  await advance(s, 61, shop.key);
+  const counts = s.store.db
+    .prepare(`SELECT status, count(*) AS n FROM payments WHERE shop_id = ? GROUP BY status`)
+    .all(shop.shopId) as Array<{ status: string; n: number }>;
+  assert.deepEqual(counts, [{ status: 'expired', n: 230 }]);
+  const expiredEvents = s.store.db
+    .prepare(`SELECT count(*) AS n FROM events WHERE shop_id = ? AND webhook_event = 'payment.expired'`)
+    .get(shop.shopId) as { n: number };
+  assert.equal(expiredEvents.n, 230);
+});
+
+test('a shop\'s sweep never expires another shop\'s payment', async () => {
+  const a = s.newShop();
+  const b = s.newShop();
+  const pa = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, a.key)).payment.id;
+  const pb = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, b.key)).payment.id;
+  await advance(s, 61, a.key);
+  assert.equal((await getPayment(s, pa, a.key)).status, 'expired');
+  assert.equal((await getPayment(s, pb, b.key)).status, 'pending', 'shop b\'s clock did not move');
+});
+
+test('a payment created after a test reset is still expired: the reset removes the sweep, the next create makes one', async () => {
+  const shop = s.newShop();
+  await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key);
+  assert.equal((await s.request('POST', '/v1/test/reset', { key: shop.key })).status, 200);
+  assert.deepEqual(pendingJobs(shop.shopId), []);
+  const id = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id;
+  await advance(s, 61, shop.key);
+  assert.equal((await getPayment(s, id, shop.key)).status, 'expired');
+});
+
+test('a database of schema version 1 gains the expiry index, and its per-payment link jobs still expire their payments', async () => {
+  const shop = s.newShop();
+  const id = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id;
+  // As version 1 left it: no sweep, a job of its own for the payment, no index.
+  s.store.tx(({ db }) => {
+    db.prepare(`DELETE FROM jobs WHERE shop_id = ?`).run(shop.shopId);
+    const p = db.prepare('SELECT expires_at FROM payments WHERE id = ?').get(id) as { expires_at: number };
+    db.prepare(
+      `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at) VALUES ('payment.link_expiry', ?, ?, 'test', ?, ?, '{}', ?)`,
+    ).run(id, shop.shopId, p.expires_at, p.expires_at, Date.now());
+    db.exec('DROP INDEX payments_pending_expiry');
+    db.pragma('user_version = 1');
+  });
+  await s.restart();
+  const db = openDatabase(s.dbPath, { readonly: true });
+  try {
+    assert.equal(db.pragma('user_version', { simple: true }), SCHEMA_VERSION);
+    assert.equal(SCHEMA_VERSION, 2);
+    const ix = db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'payments_pending_expiry'`).get() as { sql: string } | undefined;
+    assert.ok(ix, 'the migration made the index');
+  } finally {
+    db.close();
+  }
+  await advance(s, 61, shop.key);
+  assert.equal((await getPayment(s, id, shop.key)).status, 'expired');
+  const job = s.store.db.prepare(`SELECT state FROM jobs WHERE kind = 'payment.link_expiry' AND subject_id = ?`).get(id) as { state: string };
+  assert.equal(job.state, 'done');
+});
