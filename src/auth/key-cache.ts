@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { DataVersionWatch } from '../db/data-version';
 
 /** Most keys held; past it the cache starts over (a flood of distinct valid keys costs lookups, not memory). */
 const MAX_ENTRIES = 10_000;
@@ -14,25 +15,16 @@ const WATCHED: Array<{ table: string; columns: string }> = [
  * Key lookups of one connection, by key hash. The cache is dropped when anything it was built from may have
  * changed. This connection's own writes to the key, shop or merchant tables fire temporary triggers that mark
  * it dirty, seen by the very next lookup (a rolled-back change marks it too: a needless reload, never a stale
- * answer). Another connection's commit (an admin command in another process) shows as a new
- * `PRAGMA data_version`, read at the first lookup of each event-loop turn: a read costs as much as the lookup
- * it saves, and one turn's requests arrived together anyway. Staleness bound for changes made elsewhere: the
- * rest of the turn in which they commit (the requests already read from the sockets), never a later request.
+ * answer). Another connection's commit drops it through DataVersionWatch, with its staleness bound: the rest
+ * of the turn in which that commit lands (the requests already read from the sockets), never a later request.
  */
 export class KeyCache<T> {
   private readonly entries = new Map<string, T>();
-  private readonly dataVersion: Database.Statement;
-  private version: unknown;
+  private readonly elsewhere: DataVersionWatch;
   private dirty = false;
-  private checkedThisTurn = false;
-  private readonly endTurn = (): void => {
-    this.checkedThisTurn = false;
-  };
 
   constructor(db: Database.Database) {
-    // A statement of its own: pluck() changes a statement, so it must not come from the shared cache.
-    this.dataVersion = db.prepare('PRAGMA data_version').pluck();
-    this.version = this.dataVersion.get();
+    this.elsewhere = new DataVersionWatch(db);
     db.function('kopek_auth_changed', () => {
       this.dirty = true;
       return null;
@@ -47,15 +39,7 @@ export class KeyCache<T> {
 
   /** The entry for `hash`, if held and still current. */
   get(hash: string): T | undefined {
-    if (!this.checkedThisTurn) {
-      this.checkedThisTurn = true;
-      setImmediate(this.endTurn);
-      const v = this.dataVersion.get();
-      if (v !== this.version) {
-        this.version = v;
-        this.dirty = true;
-      }
-    }
+    if (this.elsewhere.changedElsewhere()) this.dirty = true;
     if (this.dirty) {
       this.entries.clear();
       this.dirty = false;

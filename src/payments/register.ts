@@ -1,6 +1,7 @@
 import type { App } from '../app-types';
 import { registerPaymentJobs } from './state';
 import { registerLinkSweep } from './expiry';
+import { paymentViewCache } from './view-cache';
 import { registerPaymentSimulator } from '../simulator/payments';
 import { registerRefundJobs } from '../refunds/refunds';
 
@@ -8,6 +9,8 @@ import { registerRefundJobs } from '../refunds/refunds';
 export function registerPayments(app: App): void {
   registerPaymentJobs(app);
   registerLinkSweep(app);
+  // Made at start-up, so its triggers watch every write from the first one on.
+  paymentViewCache(app);
   registerPaymentSimulator(app);
   registerRefundJobs(app);
 }

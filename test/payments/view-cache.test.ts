@@ -1,0 +1,85 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import Database from 'better-sqlite3';
+import { startTestServer, type TestServer } from '../helpers/server';
+import { createPayment, getPayment, simulate, succeededPayment } from '../helpers/payments';
+
+// GET answers of unchanged payments come from a cache; these tests change a payment in every way its answer
+// can change and read it again right after.
+let s: TestServer;
+before(async () => {
+  s = await startTestServer({ simDelaySeconds: 60 });
+});
+after(() => s.close());
+
+test('a status change, a refund and its completion each show on the next GET', async () => {
+  const c = await createPayment(s, { amount: 10000 });
+  const id = c.payment.id;
+  assert.equal((await getPayment(s, id)).status, 'pending');
+  assert.equal((await getPayment(s, id)).status, 'pending', 'read twice: the second comes from the cache');
+  await simulate(s, id, { action: 'open_session', method: 'sbp' });
+  assert.equal((await getPayment(s, id)).status, 'processing');
+  await simulate(s, id, { action: 'succeed' });
+  const paid = await getPayment(s, id);
+  assert.equal(paid.status, 'succeeded');
+  assert.deepEqual(paid.refunds, []);
+  const r = await s.request('POST', `/v1/public/payments/${id}/refund`, { body: { amount: 4000 } });
+  assert.equal(r.status, 201, r.text);
+  const refunded = await getPayment(s, id);
+  assert.equal(refunded.refunds.length, 1, 'the new refund shows');
+  assert.equal(refunded.refunds[0].status, 'pending');
+  // The refund settles on the bank's clock.
+  await s.request('POST', '/v1/test/clock/advance', { body: { seconds: 3600 } });
+  const after = await getPayment(s, id);
+  assert.equal(after.amount_refunded, 4000);
+  assert.equal(after.refunds[0].status, 'succeeded');
+});
+
+test('a cached answer is never served to another shop', async () => {
+  const other = s.newShop();
+  const p = await succeededPayment(s, 10000);
+  await getPayment(s, p.id);
+  const r = await s.request('GET', `/v1/public/payments/${p.id}`, { key: other.key });
+  assert.equal(r.status, 404);
+  assert.equal(r.body.error.code, 'not_found');
+});
+
+test('a change made by another connection (an admin command) shows on the next GET', async () => {
+  const c = await createPayment(s, { amount: 10000, description: 'before' });
+  const id = c.payment.id;
+  assert.equal((await getPayment(s, id)).description, 'before');
+  const db = new Database(s.dbPath);
+  try {
+    db.pragma('busy_timeout = 5000');
+    db.prepare('UPDATE payments SET description = ? WHERE id = ?').run('after', id);
+    db.prepare('UPDATE shops SET name = ? WHERE id = ?').run('Renamed elsewhere', s.demo.shopId);
+  } finally {
+    db.close();
+  }
+  const p = await getPayment(s, id);
+  assert.equal(p.description, 'after');
+  assert.equal(p.shop_name, 'Renamed elsewhere');
+});
+
+test('renaming the shop through the server\'s own connection shows on every cached payment of it', async () => {
+  const a = await createPayment(s, { amount: 10000 });
+  const b = await createPayment(s, { amount: 20000 });
+  await getPayment(s, a.payment.id);
+  await getPayment(s, b.payment.id);
+  s.store.tx(({ db }) => db.prepare('UPDATE shops SET name = ? WHERE id = ?').run('Renamed here', s.demo.shopId));
+  assert.equal((await getPayment(s, a.payment.id)).shop_name, 'Renamed here');
+  assert.equal((await getPayment(s, b.payment.id)).shop_name, 'Renamed here');
+});
+
+test('a change rolled back leaves the answer as it was', async () => {
+  const c = await createPayment(s, { amount: 10000, description: 'kept' });
+  const id = c.payment.id;
+  await getPayment(s, id);
+  await assert.rejects(
+    s.store.write(({ db }) => {
+      db.prepare('UPDATE payments SET description = ? WHERE id = ?').run('never', id);
+      throw new Error('roll back');
+    }),
+  );
+  assert.equal((await getPayment(s, id)).description, 'kept');
+});
