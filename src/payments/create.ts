@@ -117,11 +117,17 @@ function seedSeq(tx: Tx): number {
   return r.n;
 }
 
+/** The values a payment is inserted with; the other columns take their defaults. */
+type InsertParams = Pick<
+  PaymentRow,
+  | 'seq' | 'id' | 'public_id' | 'kind' | 'merchant_id' | 'shop_id' | 'mode' | 'order_id' | 'amount' | 'currency' | 'method'
+  | 'method_fixed' | 'return_url' | 'description' | 'webhook_url' | 'purpose' | 'metadata' | 'created_at' | 'expires_at'
+>;
+
 const INSERT_PAYMENT = `INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, method_fixed,
     return_url, description, webhook_url, purpose, metadata, created_at, expires_at)
   VALUES (@seq, @id, @public_id, @kind, @merchant_id, @shop_id, @mode, @order_id, 'pending', @amount, @currency, @method, @method_fixed,
-    @return_url, @description, @webhook_url, @purpose, @metadata, @created_at, @expires_at)
-  RETURNING *`;
+    @return_url, @description, @webhook_url, @purpose, @metadata, @created_at, @expires_at)`;
 
 /**
  * Insert the row with its seq, public_id and purpose in one statement: numbering it after the INSERT took an
@@ -130,7 +136,7 @@ const INSERT_PAYMENT = `INSERT INTO payments (seq, id, public_id, kind, merchant
  * test reset deleted rows or a rolled-back body skipped one. Should another writer have taken a number after
  * all, the primary key refuses it and the counter is seeded again.
  */
-function insertPayment(app: App, tx: Tx, params: { seq: number; public_id: string; purpose: string } & Record<string, unknown>): PaymentRow {
+function insertPayment(tx: Tx, params: InsertParams): PaymentRow {
   for (let attempt = 0; ; attempt++) {
     const seq = attempt === 0 ? (nextSeqOf.get(tx.db) ?? seedSeq(tx)) : seedSeq(tx);
     nextSeqOf.set(tx.db, seq + 1);
@@ -138,12 +144,53 @@ function insertPayment(app: App, tx: Tx, params: { seq: number; public_id: strin
     params.public_id = `P-${PUBLIC_ID_BASE + seq}`;
     params.purpose = bankPurpose(params.public_id);
     try {
-      // RETURNING hands back the stored row, defaults included, without a second lookup.
-      return app.store.reader(INSERT_PAYMENT).get(params) as PaymentRow;
+      tx.stmt(INSERT_PAYMENT).run(params);
+      return insertedRow(params);
     } catch (err) {
       if (attempt > 0 || (err as { code?: string }).code !== 'SQLITE_CONSTRAINT_PRIMARYKEY') throw err;
     }
   }
+}
+
+/**
+ * The row just inserted, built from what went in and the columns' defaults instead of read back (RETURNING
+ * cost a third of the insert). Keys in column order, as a row read with SELECT * has them; a test compares
+ * the two.
+ */
+function insertedRow(p: InsertParams): PaymentRow {
+  return {
+    seq: p.seq,
+    id: p.id,
+    public_id: p.public_id,
+    kind: p.kind,
+    merchant_id: p.merchant_id,
+    shop_id: p.shop_id,
+    mode: p.mode,
+    order_id: p.order_id,
+    status: 'pending',
+    amount: p.amount,
+    amount_refunded: 0,
+    currency: p.currency,
+    method: p.method,
+    method_fixed: p.method_fixed,
+    return_url: p.return_url,
+    description: p.description,
+    webhook_url: p.webhook_url,
+    purpose: p.purpose,
+    metadata: p.metadata,
+    rrn: '',
+    bank_name: '',
+    card_brand: '',
+    card_mask: '',
+    card_holder: '',
+    phone_mask: '',
+    payer_bank: '',
+    created_at: p.created_at,
+    expires_at: p.expires_at,
+    processing_until: null,
+    captured_at: null,
+    finalized_at: null,
+  };
 }
 
 /**
@@ -166,7 +213,7 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
     meta.simulator_failure_code = plan.failureCode;
   }
   const expiresAt = now + (input.ttlMinutes ?? TTL_DEFAULT_MIN) * 60_000;
-  const params = {
+  const params: InsertParams = {
     seq: 0,
     id,
     public_id: '',
@@ -187,7 +234,7 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
     created_at: now,
     expires_at: expiresAt,
   };
-  let row = insertPayment(app, tx, params);
+  let row = insertPayment(tx, params);
   app.events.append(tx, {
     merchantId: row.merchant_id,
     shopId: row.shop_id,

@@ -2,6 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { createPayment, eventsOf, getPayment, succeededPayment } from '../helpers/payments';
+import { createPaymentTx } from '../../src/payments/create';
 
 let s: TestServer;
 before(async () => {
@@ -197,4 +198,13 @@ test('GET of an unknown, malformed or other shop\'s id is 404; the other shop se
     const r = await s.request('GET', `/v1/public/payments/${id}`);
     assert.equal(r.status, 404);
   }
+});
+
+test('the row a create hands on (built, not read back) equals the row stored, defaults and key order included', async () => {
+  const app = s.running.app;
+  const input = { merchantId: s.demo.merchantId, shopId: s.demo.shopId, mode: 'test' as const, amount: 12345, currency: 'RUB', method: 'cards' as const, description: 'd', orderId: 'o-1', metadata: { a: 'b' } };
+  const made = app.store.tx((tx) => createPaymentTx(app, tx, input));
+  const stored = app.store.db.prepare('SELECT * FROM payments WHERE id = ?').get(made.id) as Record<string, unknown>;
+  assert.deepEqual(Object.keys(made), Object.keys(stored));
+  assert.deepEqual({ ...made }, stored);
 });
