@@ -53,13 +53,26 @@ export function bufferedStdout(out: { write(text: string): unknown } = process.s
  * takes the slow path, where it wins as it always did.
  */
 function logLine(level: LogLevel, msg: string, fields: Record<string, unknown> | undefined): string {
-  const time = new Date().toISOString();
+  const time = isoNow();
   if (fields !== undefined && ('time' in fields || 'level' in fields || 'msg' in fields)) {
     return JSON.stringify({ time, level, msg, ...fields }) + '\n';
   }
   const head = `{"time":"${time}","level":"${level}","msg":${JSON.stringify(msg)}`;
   const rest = fields === undefined ? '{}' : JSON.stringify(fields);
   return rest.length === 2 ? head + '}\n' : head + ',' + rest.slice(1) + '\n';
+}
+
+let lastMs = -1;
+let lastIso = '';
+
+/** The current time as RFC 3339 text; lines written in the same millisecond share one conversion. */
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
 }
 
 let stdoutWriter: ReturnType<typeof bufferedStdout> | null = null;

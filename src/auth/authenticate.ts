@@ -80,14 +80,21 @@ export interface AuthInput {
   signature: string | undefined;
   ip: string;
   rawBody: Buffer;
+  /**
+   * The connection the request came on. A keep-alive client sends the same Authorization header on every
+   * request; its key's hash is kept with the connection and reused while the header is the same string.
+   */
+  connection?: object;
 }
 
-/**
- * The authentication pipeline, in order: Bearer key (401), live mode (403), IP allow-list (403),
- * request signature (401). Scope checks follow in the server, per route.
- */
-export function authenticate(store: Store, input: AuthInput): Auth {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(input.authorization ?? '');
+/** Per connection: the last Authorization header that held a well-formed key, and that key's hash. */
+const keyHashes = new WeakMap<object, { authorization: string; hash: string }>();
+
+/** The lookup hash of the Bearer key in `authorization`; 401 when there is none or it is malformed. */
+function keyHashOf(authorization: string | undefined, connection: object | undefined): string {
+  const memo = connection === undefined ? undefined : keyHashes.get(connection);
+  if (memo !== undefined && memo.authorization === authorization) return memo.hash;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
   if (!m) {
     throw new ApiError(401, 'unauthorized', 'Cannot authenticate: send Authorization: Bearer <API key>');
   }
@@ -96,7 +103,17 @@ export function authenticate(store: Store, input: AuthInput): Auth {
     throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the API key is malformed');
   }
   // Keys carry 256 bits of entropy, so a plain SHA-256 is a safe lookup hash; the lookup is by equality on it.
-  const entry = lookupKey(store, sha256Hex(key));
+  const hash = sha256Hex(key);
+  if (connection !== undefined) keyHashes.set(connection, { authorization: authorization!, hash });
+  return hash;
+}
+
+/**
+ * The authentication pipeline, in order: Bearer key (401), live mode (403), IP allow-list (403),
+ * request signature (401). Scope checks follow in the server, per route.
+ */
+export function authenticate(store: Store, input: AuthInput): Auth {
+  const entry = lookupKey(store, keyHashOf(input.authorization, input.connection));
   if (!entry) {
     throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the API key is unknown or revoked');
   }

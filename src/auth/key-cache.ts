@@ -24,7 +24,10 @@ export class KeyCache<T> {
   private dirty = false;
 
   constructor(db: Database.Database) {
-    this.elsewhere = new DataVersionWatch(db);
+    this.elsewhere = DataVersionWatch.of(db);
+    this.elsewhere.onChange(() => {
+      this.dirty = true;
+    });
     db.function('kopek_auth_changed', () => {
       this.dirty = true;
       return null;
@@ -39,7 +42,7 @@ export class KeyCache<T> {
 
   /** The entry for `hash`, if held and still current. */
   get(hash: string): T | undefined {
-    if (this.elsewhere.changedElsewhere()) this.dirty = true;
+    this.elsewhere.check();
     if (this.dirty) {
       this.entries.clear();
       this.dirty = false;

@@ -134,6 +134,7 @@ async function handle(
         signature: header(req, 'x-psp-signature'),
         ip: ctx.ip,
         rawBody: ctx.rawBody,
+        connection: req.socket,
       });
       if (route.auth === 'test' && ctx.auth.mode !== 'test') {
         throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}: test helpers need a test key`);

@@ -26,7 +26,8 @@ export class PaymentViewCache {
 
   constructor(private readonly app: App) {
     const db = app.store.db;
-    this.elsewhere = new DataVersionWatch(db);
+    this.elsewhere = DataVersionWatch.of(db);
+    this.elsewhere.onChange(() => this.entries.clear());
     db.function('kopek_view_changed', (id: unknown) => {
       this.entries.delete(String(id));
       return null;
@@ -49,7 +50,7 @@ export class PaymentViewCache {
 
   /** The held answer for payment `id`, if any and current. */
   get(id: string): CachedView | undefined {
-    if (this.elsewhere.changedElsewhere()) this.entries.clear();
+    this.elsewhere.check();
     return this.entries.get(id);
   }
 
