@@ -37,10 +37,7 @@ export function createHttpServer(app: App, router: Router<RouteDef>, limiter: Ra
   const inflight = new WeakMap<Socket, ServerResponse>();
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     inflight.set(req.socket, res);
-    res.once('close', () => {
-      if (inflight.get(req.socket) === res) inflight.delete(req.socket);
-    });
-    void handle(app, router, limiter, req, res, observe);
+    void handle(app, router, limiter, req, res, observe, inflight);
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => onClientError(app, err, socket, inflight.get(socket)));
   return server;
@@ -74,7 +71,8 @@ async function handle(
   limiter: RateLimiter | null,
   req: IncomingMessage,
   res: ServerResponse,
-  observe?: RequestObserver,
+  observe: RequestObserver | undefined,
+  inflight: WeakMap<Socket, ServerResponse>,
 ): Promise<void> {
   const started = performance.now();
   const incomingId = req.headers['x-request-id'];
@@ -99,7 +97,9 @@ async function handle(
   };
   let status = 0;
   // The line is written when the response is over (or the connection died), so a streamed response logs once, at its end.
-  res.once('close', () => {
+  // One listener per request for both jobs: 'close' comes once.
+  res.on('close', () => {
+    if (inflight.get(req.socket) === res) inflight.delete(req.socket);
     const duration_ms = performance.now() - started;
     const final = res.headersSent ? res.statusCode : status;
     observe?.(ctx.route || 'unmatched', method, final, duration_ms);
@@ -166,6 +166,9 @@ async function handle(
   }
 }
 
+/** The query of every request without one; handlers only read a query. */
+const NO_QUERY = new URLSearchParams();
+
 /** A path the URL parser would return unchanged: plain characters, no query, no dot segments, no escapes. */
 const PLAIN_PATH_RE = /^\/[A-Za-z0-9\-_~/]*(?:\.[A-Za-z0-9\-_~]+)?$/;
 
@@ -174,7 +177,7 @@ const PLAIN_PATH_RE = /^\/[A-Za-z0-9\-_~/]*(?:\.[A-Za-z0-9\-_~]+)?$/;
  * path (every API call without a query) skips the URL parser, which costs more than the rest of routing.
  */
 function parseTarget(target: string | undefined): { pathname: string; searchParams: URLSearchParams } {
-  if (target !== undefined && PLAIN_PATH_RE.test(target)) return { pathname: target, searchParams: new URLSearchParams() };
+  if (target !== undefined && PLAIN_PATH_RE.test(target)) return { pathname: target, searchParams: NO_QUERY };
   try {
     return new URL(target?.startsWith('/') ? 'http://x' + target : target ?? '/', 'http://x');
   } catch {
