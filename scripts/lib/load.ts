@@ -26,7 +26,16 @@ export interface LoadResult {
  */
 export async function runLoad(
   base: string,
-  o: { connections: number; duration_ms: number; warmup_ms: number; expect: number; next: (i: number) => LoadRequest; onTick?: () => void },
+  o: {
+    connections: number;
+    duration_ms: number;
+    warmup_ms: number;
+    expect: number;
+    next: (i: number) => LoadRequest;
+    onTick?: () => void;
+    /** Send at most this many requests (warm-up included); a run that stops early is measured over the time it ran. */
+    max_requests?: number;
+  },
 ): Promise<LoadResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: o.connections, maxFreeSockets: o.connections });
   const url = new URL(base);
@@ -38,6 +47,8 @@ export async function runLoad(
   const measureFrom = t0 + o.warmup_ms;
   const until = measureFrom + o.duration_ms;
   let counted = 0;
+  let lastEnd = measureFrom;
+  const max = o.max_requests ?? Infinity;
   const one = (r: LoadRequest): Promise<void> =>
     new Promise((resolve) => {
       const started = performance.now();
@@ -50,6 +61,7 @@ export async function runLoad(
           if (started >= measureFrom && end <= until) {
             latencies.push(end - started);
             counted++;
+            lastEnd = end;
             if (res.statusCode !== o.expect) unexpected++;
           }
           resolve();
@@ -64,12 +76,13 @@ export async function runLoad(
   const tick = o.onTick ? setInterval(o.onTick, 250) : null;
   await Promise.all(
     Array.from({ length: o.connections }, async () => {
-      while (performance.now() < until) await one(o.next(n++));
+      while (performance.now() < until && n < max) await one(o.next(n++));
     }),
   );
   if (tick) clearInterval(tick);
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const q = (p: number) => (latencies.length === 0 ? NaN : latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]);
-  return { requests: counted, errors, unexpected, rps: counted / (o.duration_ms / 1000), p50_ms: q(0.5), p99_ms: q(0.99), max_ms: latencies.at(-1) ?? NaN };
+  const measured_ms = n >= max ? Math.max(1, lastEnd - measureFrom) : o.duration_ms;
+  return { requests: counted, errors, unexpected, rps: counted / (measured_ms / 1000), p50_ms: q(0.5), p99_ms: q(0.99), max_ms: latencies.at(-1) ?? NaN };
 }
