@@ -58,6 +58,8 @@ export class Checkpointer {
     private readonly path: string,
   ) {
     db.pragma('wal_autocheckpoint = 0');
+    // Started now rather than at the first commit, so that the server's memory at rest already holds it.
+    this.start();
   }
 
   /** Commits were made: checkpoint soon (at most one checkpoint runs, at most one every INTERVAL_MS). */

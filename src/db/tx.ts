@@ -148,7 +148,7 @@ export class Store {
   private closed = false;
   /** Groups committed whose sync has not finished. */
   private awaiting: Committed[] = [];
-  /** whenDurable() callers, in the order of the commit they wait for. */
+  /** whenDurable() callers and the commit each waits for. */
   private waiters: Array<{ seq: number; resolve: () => void }> = [];
   /** Checkpoints the WAL on a thread when this store syncs it (sync: 'store'). */
   private checkpointer: Checkpointer | null = null;
