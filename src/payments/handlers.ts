@@ -26,7 +26,7 @@ export function paymentOfShop<R extends PaymentRow = PaymentRow>(
 ): R {
   const auth = ctx.auth!;
   const p = isUuid(id) ? load(app, id) : undefined;
-  if (!p || p.shop_id !== auth.shopId || (!anyMode && p.mode !== auth.mode)) throw notFound(`Cannot find payment "${id}"`);
+  if (!p || p.shop_id !== auth.shopId || (!anyMode && p.mode !== auth.mode)) throw notFound(`Cannot find payment "${id.slice(0, 64)}"`);
   return p;
 }
 

@@ -29,7 +29,7 @@ const CREATE_FIELDS = ['amount', 'customer_ref', 'method', 'period', 'interval_c
 function subscriptionOfShop(app: App, ctx: Ctx, id: string): SubscriptionRow {
   const auth = ctx.auth!;
   const s = isUuid(id) ? getSubscription(app, id) : undefined;
-  if (!s || s.shop_id !== auth.shopId || s.mode !== auth.mode) throw notFound(`Cannot find subscription "${id}"`);
+  if (!s || s.shop_id !== auth.shopId || s.mode !== auth.mode) throw notFound(`Cannot find subscription "${id.slice(0, 64)}"`);
   return s;
 }
 

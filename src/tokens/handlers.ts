@@ -1,6 +1,6 @@
 import type { App } from '../app-types';
 import type { Ctx, Reply } from '../http/types';
-import { notFound } from '../http/errors';
+import { invalidState, notFound } from '../http/errors';
 import { amountField, bodyObject, enumField, strField } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
 import { isUuid } from '../util/ids';
@@ -20,14 +20,15 @@ export const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export function tokenOfShop(app: App, ctx: Ctx, id: string): TokenRow {
   const auth = ctx.auth!;
   const t = isUuid(id) ? getToken(app, id) : undefined;
-  if (!t || t.shop_id !== auth.shopId || t.mode !== auth.mode) throw notFound(`Cannot find token "${id}"`);
+  if (!t || t.shop_id !== auth.shopId || t.mode !== auth.mode) throw notFound(`Cannot find token "${id.slice(0, 64)}"`);
   return t;
 }
 
 /** customer_ref, customer_email and return_url as both token and subscription creation read them. */
 export function customerFields(obj: Record<string, unknown>, mode: 'test' | 'live'): { customerRef: string; customerEmail: string; returnUrl?: string } {
   return {
-    customerRef: strField(obj, 'customer_ref', { required: true, max: 128 })!,
+    // The customer's tokens are found by this reference: one of spaces alone would look empty everywhere.
+    customerRef: strField(obj, 'customer_ref', { required: true, max: 128, pattern: /\S/, patternHint: 'a reference with a character other than white space' })!,
     customerEmail: strField(obj, 'customer_email', { max: 254, pattern: EMAIL_RE, patternHint: 'an e-mail address like buyer@example.com' }) ?? '',
     returnUrl: urlField(obj, 'return_url', { loopbackHttp: mode === 'test', anyHttp: false }),
   };
@@ -117,6 +118,8 @@ export async function setOutcomes(ctx: Ctx): Promise<Reply> {
   const id = ctx.params.id;
   const t = await ctx.app.store.write(() => {
     const token = tokenOfShop(ctx.app, ctx, id);
+    // A cancelled token is never charged again, so a queue for it would only mislead.
+    if (token.status === 'cancelled') throw invalidState(`Cannot set outcomes of token "${token.id}": it is cancelled`);
     updateToken(ctx.app, token.id, { outcomes: JSON.stringify(outcomes) });
     return reloadToken(ctx.app, token.id);
   });

@@ -70,6 +70,7 @@ test('sbp and tpay tokens need amount and bind with that first charge', async ()
 test('create validates every field', async () => {
   const cases: Array<[Record<string, unknown>, string]> = [
     [{}, 'customer_ref'],
+    [{ customer_ref: '   ' }, 'customer_ref'],
     [{ customer_ref: 'c', method: 'bankpay' }, 'method'],
     [{ customer_ref: 'c', customer_email: 'not-an-email' }, 'customer_email'],
     [{ customer_ref: 'c', return_url: 'http://shop.example/back' }, 'return_url'],
@@ -171,6 +172,11 @@ test('cancel: pending and active tokens cancel (webhook token.cancelled); chargi
   assert.match(charge.body.error.message, /cancelled/);
   const again = await s.request('POST', `/v1/public/tokens/${t.id}/cancel`);
   assert.equal(again.status, 409);
+  const outcomes = await s.request('POST', `/v1/test/tokens/${t.id}/outcomes`, { body: { outcomes: ['succeed'] } });
+  assert.equal(outcomes.status, 409, 'no outcome queue for a token that is never charged again');
+  assert.equal(outcomes.body.error.code, 'invalid_state');
+  assert.match(outcomes.body.error.message, /cancelled/);
+  assert.equal((s.store.db.prepare('SELECT outcomes FROM tokens WHERE id = ?').get(t.id) as { outcomes: string }).outcomes, '[]');
   const pendingCharge = await createToken(s, { customer_ref: 'cust-cancel' });
   const r3 = await s.request('POST', `/v1/public/tokens/${pendingCharge.card.id}/charge`, { body: { amount: 1000 } });
   assert.equal(r3.status, 409);
@@ -225,4 +231,13 @@ test("another shop's token is not found", async () => {
     assert.equal(r.status, 404, `${method} ${path}`);
   }
   assert.equal((await get(s, '/v1/public/tokens?customer_ref=cust-iso', other.key)).items.length, 0);
+});
+
+test('a not-found message quotes at most 64 characters of the id, for tokens, subscriptions and payments alike', async () => {
+  const long = 'x'.repeat(300);
+  for (const path of [`/v1/public/tokens/${long}`, `/v1/public/subscriptions/${long}`, `/v1/public/payments/${long}`]) {
+    const r = await s.request('GET', path);
+    assert.equal(r.status, 404, path.slice(0, 30));
+    assert.ok(r.body.error.message.includes(`"${'x'.repeat(64)}"`), r.body.error.message.slice(0, 120));
+  }
 });
