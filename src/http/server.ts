@@ -148,7 +148,7 @@ async function handle(
     if (durable) await durable;
     status = send(ctx, reply);
   } catch (err) {
-    const apiErr = toApiError(err);
+    const apiErr = withAction(toApiError(err), method, ctx.route);
     if (apiErr.status >= 500) {
       app.log.error('request failed', {
         request_id: requestId,
@@ -164,6 +164,17 @@ async function handle(
     if (durable) await durable;
     status = sendError(ctx, apiErr);
   }
+}
+
+/**
+ * A refused request's message starts with what failed. Field and query rules (src/http/validate.ts,
+ * src/registers/query.ts) describe the value only, the same for every route, so the route is put in front of
+ * them here: `Cannot POST /v1/public/payments: field "amount" must be …`.
+ */
+function withAction(err: ApiError, method: string, route: string): ApiError {
+  if (err.status !== 400 || route === '' || err.message.startsWith('Cannot ')) return err;
+  const message = `Cannot ${method} ${route}: ${err.message.charAt(0).toLowerCase()}${err.message.slice(1)}`;
+  return new ApiError(err.status, err.code, message, err.param, err.headers);
 }
 
 /** The query of every request without one; handlers only read a query. */

@@ -69,7 +69,7 @@ test('POST /v1/test/reset with a body field is 400 and deletes nothing', async (
   const p = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10000 } });
   const r = await s.request('POST', '/v1/test/reset', { key: shop.key, body: { mode: 'live' } });
   assert.equal(r.status, 400);
-  assert.deepEqual(r.body.error, { code: 'bad_request', message: 'Unknown field "mode"; this request takes no body fields', param: 'mode' });
+  assert.deepEqual(r.body.error, { code: 'bad_request', message: 'Cannot POST /v1/test/reset: unknown field "mode"; this request takes no body fields', param: 'mode' });
   assert.equal((await s.request('GET', `/v1/public/payments/${p.body.payment.id}`, { key: shop.key })).status, 200);
   assert.equal((await s.request('GET', '/v1/test/clock', { key: shop.key })).body.offset_seconds, 60);
 });

@@ -99,7 +99,7 @@ test('cancel with a body field names it and says the request takes none (not "al
   const r = await s.request('POST', `/v1/public/payments/${c.payment.id}/cancel`, { body: { reason: 'changed mind' } });
   assert.equal(r.status, 400);
   assert.equal(r.body.error.param, 'reason');
-  assert.equal(r.body.error.message, 'Unknown field "reason"; this request takes no body fields');
+  assert.equal(r.body.error.message, 'Cannot POST /v1/public/payments/:id/cancel: unknown field "reason"; this request takes no body fields');
   assert.equal((await getPayment(s, c.payment.id)).status, 'pending');
 });
 
