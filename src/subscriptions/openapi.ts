@@ -41,7 +41,7 @@ export const subscriptionsOpenApi: OpenApiFragment = {
           strictObject(
             {
               amount,
-              customer_ref: { type: 'string', maxLength: 128 },
+              customer_ref: { type: 'string', maxLength: 128, pattern: '\\S', description: 'not white space alone' },
               method: { ...method, default: 'cards' },
               period: { ...period, default: 'month' },
               interval_count: { ...intervalCount, default: 1 },

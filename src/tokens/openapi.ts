@@ -61,7 +61,7 @@ export const tokensOpenApi: OpenApiFragment = {
         requestBody: jsonBody(
           strictObject(
             {
-              customer_ref: { type: 'string', maxLength: 128 },
+              customer_ref: { type: 'string', maxLength: 128, pattern: '\\S', description: 'not white space alone' },
               method: { enum: [...TOKEN_METHODS], default: 'cards' },
               amount: { ...amount, description: 'required for sbp and tpay (the first charge binds); not used for cards (1 RUB verification), though still checked when sent' },
               customer_email: { type: 'string', maxLength: 254 },
@@ -108,7 +108,7 @@ export const tokensOpenApi: OpenApiFragment = {
     },
     '/v1/test/tokens/{id}/outcomes': {
       post: {
-        summary: "Test keys only: set the queue of outcomes the token's next charges follow, before magic amounts",
+        summary: "Test keys only: set the queue of outcomes the token's next charges follow, before magic amounts; 409 invalid_state for a cancelled token",
         security: bearer,
         parameters: idParam,
         requestBody: jsonBody(strictObject({ outcomes: { type: 'array', maxItems: OUTCOMES_MAX, items: outcome } })),
