@@ -1,3 +1,5 @@
+import { MAX_AMOUNT } from './validate';
+
 /** A part of the OpenAPI document that one domain contributes: its paths and its component schemas. */
 export interface OpenApiFragment {
   paths: Record<string, Record<string, unknown>>;
@@ -13,6 +15,17 @@ export function jsonResponse(description: string, schema: unknown): Record<strin
 export function ref(name: string): { $ref: string } {
   return { $ref: `#/components/schemas/${name}` };
 }
+
+/** An id of the API (UUIDv4). */
+export const uuidSchema = { type: 'string', format: 'uuid' };
+/** A time of the API (RFC 3339, UTC, milliseconds). */
+export const timeSchema = { type: 'string', format: 'date-time' };
+/** A time not known yet. */
+export const timeOrNullSchema = { type: ['string', 'null'], format: 'date-time' };
+/** An amount to pay or pay out, in minor units. */
+export const amountSchema = { type: 'integer', minimum: 1, maximum: MAX_AMOUNT };
+/** A sum of money that may be zero (a balance, what was refunded), in minor units. */
+export const moneySchema = { type: 'integer', minimum: 0, maximum: MAX_AMOUNT };
 
 /** The error response every operation may answer. */
 export const errorResponses = { default: jsonResponse('Error', ref('Error')) };

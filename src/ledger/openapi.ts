@@ -1,4 +1,4 @@
-import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer, strictObject } from '../http/openapi-types';
+import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer, strictObject, uuidSchema } from '../http/openapi-types';
 
 /** OpenAPI of the balance. */
 export const ledgerOpenApi: OpenApiFragment = {
@@ -22,7 +22,7 @@ export const ledgerOpenApi: OpenApiFragment = {
       shops: {
         type: 'array',
         items: strictObject({
-          shop_id: { type: 'string', format: 'uuid' },
+          shop_id: uuidSchema,
           shop_name: { type: 'string' },
           balance: { type: 'integer' },
           available: { type: 'integer' },

@@ -10,16 +10,18 @@ import {
   registerPage,
   registerQuery,
   strictObject,
+  uuidSchema as uuid,
+  timeSchema as time,
+  moneySchema as money,
+  amountSchema,
+  timeOrNullSchema,
 } from '../http/openapi-types';
 import { PAYMENT_METHODS, PAYMENT_STATUSES } from './types';
 import { TTL_MAX_MIN } from './create';
 import { PAYMENT_FAILURE_CODES } from './failures';
 import { SIMULATE_ACTIONS, SIMULATE_METHODS } from '../simulator/payments';
 
-const uuid = { type: 'string', format: 'uuid' };
-const time = { type: 'string', format: 'date-time' };
-const timeOrNull = { type: ['string', 'null'], format: 'date-time', description: 'null until known' };
-const money = { type: 'integer', minimum: 0, maximum: 1_000_000_000_000 };
+const timeOrNull = { ...timeOrNullSchema, description: 'null until known' };
 const status = { type: 'string', enum: [...PAYMENT_STATUSES] };
 const method = { type: 'string', enum: [...PAYMENT_METHODS] };
 const stringMap = { type: 'object', additionalProperties: { type: 'string' } };
@@ -95,7 +97,7 @@ export const paymentsOpenApi: OpenApiFragment = {
         security: bearer,
         parameters: [...idParam, idempotencyHeader],
         requestBody: jsonBody(
-          strictObject({ amount: { type: 'integer', minimum: 0, maximum: 1_000_000_000_000, description: 'omitted or 0: the whole remainder' }, reason: { type: 'string', maxLength: 500 } }, []),
+          strictObject({ amount: { ...money, description: 'omitted or 0: the whole remainder' }, reason: { type: 'string', maxLength: 500 } }, []),
           false,
         ),
         responses: createdResponses(ref('RefundCreated'), 'Created pending'),
@@ -131,7 +133,7 @@ export const paymentsOpenApi: OpenApiFragment = {
   schemas: {
     PaymentCreateRequest: strictObject(
       {
-        amount: { type: 'integer', minimum: 1, maximum: 1_000_000_000_000 },
+        amount: amountSchema,
         currency: { const: 'RUB' },
         method,
         order_id: { type: 'string', maxLength: 128, description: 'default ord_<ms timestamp>' },
@@ -175,7 +177,7 @@ export const paymentsOpenApi: OpenApiFragment = {
       captured_at: timeOrNull,
       finalized_at: timeOrNull,
       expires_at: time,
-      processing_until: { type: ['string', 'null'], format: 'date-time', description: 'null until a bank session opens' },
+      processing_until: { ...timeOrNullSchema, description: 'null until a bank session opens' },
       metadata: stringMap,
       customer_card_brand: { type: 'string' },
       customer_card_mask: { type: 'string' },

@@ -9,12 +9,15 @@ import {
   ref,
   registerQuery,
   strictObject,
+  amountSchema as amount,
+  uuidSchema as uuid,
+  timeSchema as time,
+  timeOrNullSchema as timeOrNull,
 } from '../http/openapi-types';
 import { PAYOUT_METHODS } from './fields';
 import { PAYOUT_FAILURE_CODES } from './payouts';
 import { BATCH_MAX_ITEMS } from './batch';
 
-const amount = { type: 'integer', minimum: 1, maximum: 1_000_000_000_000 };
 const fullName = { type: 'string', minLength: 1, maxLength: 200 };
 const sbpFields = { phone: { type: 'string', pattern: '^\\+7[0-9]{10}$' }, bank_id: { type: 'string', pattern: '^[0-9]{12}$' }, full_name: fullName };
 const cardFields = { card_pan: { type: 'string', pattern: '^[0-9]{16,18}$', description: 'Never stored or logged; only the last 4 digits are kept' }, full_name: fullName };
@@ -45,7 +48,7 @@ const registerParams = [
   { name: 'method', in: 'query', schema: { enum: PAYOUT_METHODS } },
 ];
 
-const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
+const idParam = { name: 'id', in: 'path', required: true, schema: uuid };
 
 /** OpenAPI of payouts: create, batch, read, register, and the test helper. */
 export const payoutsOpenApi: OpenApiFragment = {
@@ -106,9 +109,9 @@ export const payoutsOpenApi: OpenApiFragment = {
       required: ['id', 'merchant_id', 'shop_id', 'amount', 'currency', 'method', 'status', 'recipient', 'bank_ref', 'fail_reason', 'created_at', 'completed_at', 'mode'],
       additionalProperties: false,
       properties: {
-        id: { type: 'string', format: 'uuid' },
-        merchant_id: { type: 'string', format: 'uuid' },
-        shop_id: { type: 'string', format: 'uuid' },
+        id: uuid,
+        merchant_id: uuid,
+        shop_id: uuid,
         amount,
         currency: { const: 'RUB' },
         method: { enum: PAYOUT_METHODS },
@@ -122,8 +125,8 @@ export const payoutsOpenApi: OpenApiFragment = {
         recipient_card_mask: { type: 'string', pattern: '^[0-9]{4}$', description: 'Card payouts only: the last 4 digits' },
         bank_ref: { type: 'string', description: 'Reference at the provider; empty for live payouts until a bank connector exists' },
         fail_reason: { type: 'string', description: 'Unified failure code when failed; empty otherwise' },
-        created_at: { type: 'string', format: 'date-time' },
-        completed_at: { type: ['string', 'null'], format: 'date-time' },
+        created_at: time,
+        completed_at: timeOrNull,
         mode: { enum: ['test', 'live'], description: 'The mode of the key that created it (beyond the specification: webhook receivers get both modes)' },
       },
     },
@@ -174,7 +177,7 @@ export const payoutsOpenApi: OpenApiFragment = {
             properties: {
               index: { type: 'integer', minimum: 0 },
               status: { enum: ['created', 'failed', 'duplicate'] },
-              payout_id: { type: 'string', format: 'uuid' },
+              payout_id: uuid,
               method: { enum: PAYOUT_METHODS },
               amount: { type: ['integer', 'null'], description: 'null when the item has no integer amount' },
               code: { type: 'string', description: 'bad_request, insufficient_funds, router_error or duplicate' },
@@ -196,14 +199,14 @@ export const payoutsOpenApi: OpenApiFragment = {
             required: ['id', 'shop_id', 'amount', 'currency', 'method', 'status', 'bank_ref', 'created_at'],
             additionalProperties: false,
             properties: {
-              id: { type: 'string', format: 'uuid' },
-              shop_id: { type: 'string', format: 'uuid' },
+              id: uuid,
+              shop_id: uuid,
               amount,
               currency: { const: 'RUB' },
               method: { enum: PAYOUT_METHODS },
               status: { enum: ['pending', 'succeeded', 'failed'] },
               bank_ref: { type: 'string' },
-              created_at: { type: 'string', format: 'date-time' },
+              created_at: time,
             },
           },
         },

@@ -9,6 +9,10 @@ import {
   ref,
   registerPage,
   strictObject,
+  uuidSchema as uuid,
+  timeSchema as time,
+  timeOrNullSchema as timeOrNull,
+  amountSchema as amount,
 } from '../http/openapi-types';
 import { PAYMENT_STATUSES } from '../payments/types';
 import { TOKEN_METHODS } from '../tokens/store';
@@ -17,10 +21,6 @@ import { PERIODS } from './calendar';
 import { SUBSCRIPTION_STATUSES } from './store';
 import { CHARGES_MAX, INTERVAL_MAX, TRIAL_DAYS_MAX, UPCOMING_COUNT } from './handlers';
 
-const uuid = { type: 'string', format: 'uuid' };
-const time = { type: 'string', format: 'date-time' };
-const timeOrNull = { type: ['string', 'null'], format: 'date-time' };
-const amount = { type: 'integer', minimum: 1, maximum: 1_000_000_000_000 };
 const status = { enum: [...SUBSCRIPTION_STATUSES] };
 const method = { enum: [...TOKEN_METHODS] };
 const period = { enum: [...PERIODS] };

@@ -1,4 +1,4 @@
-import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer } from '../http/openapi-types';
+import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer, timeSchema } from '../http/openapi-types';
 
 /** OpenAPI paths of the system routes: health, the document itself, the test clock and reset. */
 export const systemOpenApi: OpenApiFragment = {
@@ -93,7 +93,7 @@ export const systemOpenApi: OpenApiFragment = {
       required: ['now', 'offset_seconds'],
       additionalProperties: false,
       properties: {
-        now: { type: 'string', format: 'date-time' },
+        now: timeSchema,
         offset_seconds: { type: 'number' },
         jobs_run: { type: 'integer' },
       },

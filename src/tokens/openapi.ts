@@ -10,16 +10,16 @@ import {
   registerPage,
   registerQuery,
   strictObject,
+  uuidSchema as uuid,
+  timeSchema as time,
+  timeOrNullSchema as timeOrNull,
+  amountSchema as amount,
 } from '../http/openapi-types';
 import { PAYMENT_FAILURE_CODES } from '../payments/failures';
 import { PAYMENT_STATUSES } from '../payments/types';
 import { OUTCOMES_MAX } from './outcomes';
 import { TOKEN_METHODS, TOKEN_STATUSES } from './store';
 
-const uuid = { type: 'string', format: 'uuid' };
-const time = { type: 'string', format: 'date-time' };
-const timeOrNull = { type: ['string', 'null'], format: 'date-time' };
-const amount = { type: 'integer', minimum: 1, maximum: 1_000_000_000_000 };
 const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
 
 /** The register query of tokens and subscriptions: the common parameters and customer_ref. */

@@ -1,6 +1,4 @@
-import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer } from '../http/openapi-types';
-
-const nullableTime = { type: ['string', 'null'], format: 'date-time' };
+import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer, timeOrNullSchema as timeOrNull, uuidSchema as uuid } from '../http/openapi-types';
 
 /** OpenAPI paths of the webhook delivery log and the event stream. */
 export const webhooksOpenApi: OpenApiFragment = {
@@ -11,7 +9,7 @@ export const webhooksOpenApi: OpenApiFragment = {
         security: bearer,
         parameters: [
           { name: 'event_id', in: 'query', required: false, schema: { type: 'string', pattern: '^evt_[0-9A-Z]{26}$' } },
-          { name: 'payment_id', in: 'query', required: false, schema: { type: 'string', format: 'uuid' } },
+          { name: 'payment_id', in: 'query', required: false, schema: uuid },
         ],
         responses: {
           '200': jsonResponse('Delivery attempts', {
@@ -54,8 +52,8 @@ export const webhooksOpenApi: OpenApiFragment = {
         response_code: { type: ['integer', 'null'], description: 'null when no answer' },
         error: { type: ['string', 'null'] },
         latency_ms: { type: ['integer', 'null'] },
-        attempted_at: { ...nullableTime, description: "On the shop's test clock; null for the pending item" },
-        next_attempt_at: { ...nullableTime, description: 'The retry this attempt scheduled (or, when pending, when it is due); null when final' },
+        attempted_at: { ...timeOrNull, description: "On the shop's test clock; null for the pending item" },
+        next_attempt_at: { ...timeOrNull, description: 'The retry this attempt scheduled (or, when pending, when it is due); null when final' },
       },
     },
   },
