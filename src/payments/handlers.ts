@@ -1,5 +1,6 @@
 import type { App } from '../app-types';
-import type { Ctx, Reply } from '../http/types';
+import type { Auth, Ctx, Reply } from '../http/types';
+import type { Mode } from '../scheduler/clock';
 import { notFound } from '../http/errors';
 import { bodyObject } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
@@ -12,6 +13,11 @@ import { cancelTx } from './state';
 import { getPayment, getPaymentForView, metadataOf, paymentView } from './store';
 import { PAYMENT_STATUSES, type PaymentRow } from './types';
 import { paymentViewCache } from './view-cache';
+
+/** True when the key may see the payment: its shop's, and its mode unless `anyMode`. */
+function visibleTo(auth: Auth, p: { shop_id: string; mode: Mode }, anyMode: boolean): boolean {
+  return p.shop_id === auth.shopId && (anyMode || p.mode === auth.mode);
+}
 
 /**
  * A payment of the caller's shop and mode, or 404: another shop's id and a malformed id look the same as
@@ -26,7 +32,7 @@ export function paymentOfShop<R extends PaymentRow = PaymentRow>(
 ): R {
   const auth = ctx.auth!;
   const p = isUuid(id) ? load(app, id) : undefined;
-  if (!p || p.shop_id !== auth.shopId || (!anyMode && p.mode !== auth.mode)) throw notFound(`Cannot find payment "${id.slice(0, 64)}"`);
+  if (!p || !visibleTo(auth, p, anyMode)) throw notFound(`Cannot find payment "${id.slice(0, 64)}"`);
   return p;
 }
 
@@ -58,10 +64,10 @@ export function getPaymentHandler(ctx: Ctx): Reply {
   const anyMode = auth.mode === 'live';
   const cache = paymentViewCache(app);
   const held = cache.get(id);
-  if (held && held.shopId === auth.shopId && (anyMode || held.mode === auth.mode)) return { json: held.json };
+  if (held && visibleTo(auth, held, anyMode)) return { json: held.json };
   const p = paymentOfShop(app, ctx, id, anyMode, getPaymentForView);
   const json = JSON.stringify(paymentView(app, p));
-  cache.set(id, { shopId: p.shop_id, mode: p.mode, json });
+  cache.set(id, { shop_id: p.shop_id, mode: p.mode, json });
   return { json };
 }
 

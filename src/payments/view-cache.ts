@@ -7,7 +7,7 @@ const MAX_ENTRIES = 10_000;
 
 /** A payment's GET answer as JSON text, with what the access check needs. */
 export interface CachedView {
-  shopId: string;
+  shop_id: string;
   mode: Mode;
   json: string;
 }
