@@ -83,3 +83,19 @@ test('a change rolled back leaves the answer as it was', async () => {
   );
   assert.equal((await getPayment(s, id)).description, 'kept');
 });
+
+test('a cached answer keeps the mode rule: a live key reads its shop\'s test payments, a test key never a live one', async () => {
+  const shop = s.newShop();
+  s.store.tx(({ db }) => db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(shop.merchantId));
+  const live = s.newKey(shop.shopId, 'live');
+  const testPayment = (await createPayment(s, { amount: 10000 }, shop.key)).payment.id;
+  const livePayment = (await createPayment(s, { amount: 10000 }, live.key)).payment.id;
+  // Each read twice by its own key, so the second answer and every later one come from the cache.
+  await getPayment(s, testPayment, shop.key);
+  await getPayment(s, testPayment, shop.key);
+  await getPayment(s, livePayment, live.key);
+  await getPayment(s, livePayment, live.key);
+  assert.equal((await getPayment(s, testPayment, live.key)).id, testPayment);
+  const r = await s.request('GET', `/v1/public/payments/${livePayment}`, { key: shop.key });
+  assert.equal(r.status, 404);
+});
