@@ -189,11 +189,6 @@ export class Store {
     return this.committedSeq;
   }
 
-  /** True when this store syncs the WAL itself (see StoreOptions). */
-  get syncsWal(): boolean {
-    return this.walFd >= 0;
-  }
-
   /**
    * Null when every commit made so far (or up to commit `upTo`) is on disk; otherwise a promise that settles
    * once they are. Await it between reading data and showing it outside the process.

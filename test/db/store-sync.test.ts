@@ -18,7 +18,6 @@ function tempStore(sync: 'sqlite' | 'store'): { store: Store; path: string; done
 test('a store that syncs the WAL itself: SQLite does not sync commits, the store does before a write settles', async () => {
   const { store, done } = tempStore('store');
   try {
-    assert.equal(store.syncsWal, true);
     assert.equal(store.db.pragma('synchronous', { simple: true }), 1, 'NORMAL: commits reach the WAL unsynced');
     assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), 0, 'checkpoints run on their own thread');
     const seen: { seq?: number } = {};
@@ -131,7 +130,6 @@ test('the checkpoint thread keeps the WAL short under steady group commits', asy
 test('a store left to SQLite (the admin commands) keeps synchronous=FULL and settles at commit', async () => {
   const { store, done } = tempStore('sqlite');
   try {
-    assert.equal(store.syncsWal, false);
     assert.equal(store.db.pragma('synchronous', { simple: true }), 2, 'FULL');
     await store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('a')`).run());
     assert.equal(store.whenDurable(), null);
