@@ -120,6 +120,8 @@ test('the checkpoint thread keeps the WAL short under steady group commits', asy
     }
     const wal = statSync(path + '-wal').size;
     assert.ok(wal < 40 * 1024 * 1024, `WAL is ${(wal / 1048576).toFixed(1)} MiB`);
+    // Had the thread failed, the writer would have gone back to checkpointing inline (wal_autocheckpoint 1000).
+    assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), 0, 'the checkpoint thread kept working');
     assert.equal(store.db.prepare('SELECT count(*) FROM t').pluck().get(), 20_000);
   } finally {
     store.close();
