@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of the built executable: copied alone into an empty directory (no node_modules, a fresh
 # addon cache), it must answer --help, create a demo with --json, serve GET /healthz, print the demo key
-# on an empty database, create a payment with that key and show its payment page, and exit 0 on SIGTERM.
+# on an empty database, create a payment with that key and show its payment page, exit 0 on SIGTERM, and
+# have run its WAL checkpoint thread without complaint.
 #
 # Usage: scripts/smoke-exe.sh [EXECUTABLE]      (default dist/kopek)
 set -euo pipefail
@@ -78,5 +79,7 @@ rc=0
 wait "$pid" || rc=$?
 pid=""
 [[ "$rc" == "0" ]] || fail "kopek serve exited $rc after SIGTERM, expected 0"
+# The checkpoint thread loads the addon on its own; had that failed, the server said so and fell back.
+if grep -q 'checkpoint thread stopped\|WAL checkpoint failed' serve.log; then fail "the WAL checkpoint thread did not work in the executable"; fi
 
 echo "smoke-exe: PASS ($(du -m "$dir/kopek" | cut -f1) MiB executable, first /healthz 200 after ${ready_ms} ms; payment created, its page served; clean exit on SIGTERM)"
