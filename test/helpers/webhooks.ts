@@ -27,6 +27,21 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
+/** Receivers a test file starts, to be closed together in its `after`. */
+export function receiverPool(): { receiver: (respond?: Responder) => Promise<Receiver>; closeAll: () => Promise<void> } {
+  const started: Receiver[] = [];
+  return {
+    receiver: async (respond) => {
+      const r = await startReceiver(respond);
+      started.push(r);
+      return r;
+    },
+    closeAll: async () => {
+      for (const r of started.splice(0)) await r.close();
+    },
+  };
+}
+
 /** Start a receiver; by default it answers 200 at once. */
 export async function startReceiver(respond: Responder = () => ({ status: 200 })): Promise<Receiver> {
   const received: Received[] = [];

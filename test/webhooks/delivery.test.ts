@@ -2,26 +2,20 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { appendWebhookEvent, startReceiver, waitForLog, type Receiver } from '../helpers/webhooks';
+import { appendWebhookEvent, receiverPool, waitForLog } from '../helpers/webhooks';
 import { addEndpoint, listEndpoints, rotateSecret } from '../../src/webhooks/store';
 import { deliveryWorker } from '../../src/webhooks/register';
 import { runCli } from '../helpers/cli';
 
 let s: TestServer;
-const receivers: Receiver[] = [];
+const { receiver, closeAll } = receiverPool();
 before(async () => {
   s = await startTestServer();
 });
 after(async () => {
-  for (const r of receivers) await r.close();
+  await closeAll();
   await s.close();
 });
-
-async function receiver(...a: Parameters<typeof startReceiver>): Promise<Receiver> {
-  const r = await startReceiver(...a);
-  receivers.push(r);
-  return r;
-}
 
 /** A Stripe-style verifier written from the header format alone: `t=`, any `v1=` matching, 300 s tolerance. */
 function stripeStyleVerify(header: string, body: string, secret: string, now_s: number): boolean {

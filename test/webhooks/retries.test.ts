@@ -2,25 +2,19 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { appendWebhookEvent, startReceiver, waitForLog, type Receiver } from '../helpers/webhooks';
+import { appendWebhookEvent, receiverPool, waitForLog } from '../helpers/webhooks';
 import { addEndpoint } from '../../src/webhooks/store';
 import { RETRY_DELAYS_MS } from '../../src/webhooks/outbox';
 
 let s: TestServer;
-const receivers: Receiver[] = [];
+const { receiver, closeAll } = receiverPool();
 before(async () => {
   s = await startTestServer();
 });
 after(async () => {
-  for (const r of receivers) await r.close();
+  await closeAll();
   await s.close();
 });
-
-async function receiver(...a: Parameters<typeof startReceiver>): Promise<Receiver> {
-  const r = await startReceiver(...a);
-  receivers.push(r);
-  return r;
-}
 
 const done = (it: any[]): boolean => it.length > 0 && it[it.length - 1].status !== 'pending';
 
