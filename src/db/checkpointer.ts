@@ -10,6 +10,8 @@ const INTERVAL_MS = 50;
  * every frame is back in the database; the writer's own catch-up copies just those last frames.
  */
 const CATCH_UP_FRAMES = 4096;
+/** Longest wait at close for the thread to close its connection (it may be in the middle of a checkpoint). */
+const CLOSE_WAIT_MS = 5000;
 
 // better-sqlite3's JavaScript layer is bundled into the executable's main script and cannot be loaded in a
 // thread, so the thread speaks to the native addon the way that layer does: open a Database, prepare a
@@ -29,7 +31,13 @@ db.exec('PRAGMA synchronous = FULL');
 const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)', {}, true);
 checkpoint.raw(true);
 parentPort.on('message', (m) => {
-  if (m === 'close') { db.close(); parentPort.close(); return; }
+  if (m === 'close') {
+    db.close();
+    Atomics.store(workerData.closed, 0, 1);
+    Atomics.notify(workerData.closed, 0);
+    parentPort.close();
+    return;
+  }
   try {
     const [busy, log, done] = checkpoint.get();
     parentPort.postMessage({ busy, log, done });
@@ -52,6 +60,8 @@ export class Checkpointer {
   private timer: NodeJS.Timeout | null = null;
   private lastAt = 0;
   private catchUp = false;
+  /** Set to 1 by the thread once its connection is closed. */
+  private readonly closed = new Int32Array(new SharedArrayBuffer(4));
 
   constructor(
     private readonly db: Database.Database,
@@ -78,13 +88,18 @@ export class Checkpointer {
     this.db.pragma('wal_checkpoint(PASSIVE)');
   }
 
-  /** Stop the thread; it closes its connection first. */
+  /**
+   * Stop the thread and wait (a few seconds at most) until it has closed its connection, so that whoever
+   * closes the store next finds the files settled: a connection closing last checkpoints and removes the WAL.
+   */
   close(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.failed = true;
-    this.worker?.postMessage('close');
+    if (!this.worker) return;
+    this.worker.postMessage('close');
     this.worker = null;
+    Atomics.wait(this.closed, 0, 0, CLOSE_WAIT_MS);
   }
 
   private readonly runFn = (): void => {
@@ -100,7 +115,7 @@ export class Checkpointer {
 
   private start(): Worker | null {
     try {
-      const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { addon: nativeBindingPath(), path: this.path } });
+      const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { addon: nativeBindingPath(), path: this.path, closed: this.closed } });
       w.unref();
       w.on('message', (m: { busy: number; log: number; done: number } | { error: string }) => this.finished(m));
       w.on('error', (err) => this.fail(err.message));
