@@ -1,6 +1,8 @@
 // Benchmarks kopek against a bare node:http + better-sqlite3 baseline measured in the same run on the same
 // machine: payment create and payment GET at 50 keep-alive connections (req/s, p50/p99, ratio), kopek's RSS
-// idle and under load, and executable start to the first /healthz 200. Prints a PASS/FAIL line.
+// idle and under load, and executable start to the first /healthz 200. For each series it prints the CPU time
+// per request of the server, its event-loop thread and the load generator, and the create rate both cores could
+// give kopek at that cost. Prints a PASS/FAIL line.
 //
 // Usage: node --import tsx scripts/bench.ts [--short] [--runs N] [--seconds N] [--connections N] [--exe PATH] [--log-level L]
 //   --short          a few seconds in all (CI): checks that everything runs and answers; targets are
@@ -27,7 +29,61 @@ function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-function startBaseline(db: string): Promise<{ url: string; kill: () => Promise<void> }> {
+/** CPU seconds a process (or one of its threads) has used, from /proc (clock ticks of 1/100 s, Linux's USER_HZ). */
+function procCpuS(path: string): number {
+  try {
+    const raw = readFileSync(path, 'utf8');
+    const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Busy and total clock ticks of the whole machine, from /proc/stat. */
+function machineTicks(): { busy: number; total: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const total = f.reduce((a, b) => a + b, 0);
+  return { busy: total - f[3] - (f[4] ?? 0), total };
+}
+
+/** Where the CPU went during a run's measured window, per request answered in it. */
+interface CpuShare {
+  /** Server process, all threads. */
+  server_us: number;
+  /** The server's main (event loop) thread alone. */
+  main_us: number;
+  /** This process: the load generator. */
+  client_us: number;
+  /** Share of all cores busy (anything on the machine). */
+  machine_busy: number;
+}
+
+/** Run a load while measuring the CPU used by the server `pid`, its main thread and the load generator. */
+async function measured(pid: number, run: (onWindow: (e: 'start' | 'end') => void) => Promise<LoadResult>): Promise<LoadResult & { cpu: CpuShare | null }> {
+  type Snap = { s: number; m: number; c: NodeJS.CpuUsage; t: ReturnType<typeof machineTicks> };
+  const snap = (): Snap => ({ s: procCpuS(`/proc/${pid}/stat`), m: procCpuS(`/proc/${pid}/task/${pid}/stat`), c: process.cpuUsage(), t: machineTicks() });
+  const w: { from?: Snap; to?: Snap } = {};
+  const r = await run((e) => {
+    if (e === 'start') w.from = snap();
+    else w.to = snap();
+  });
+  const x = w.from;
+  const y = w.to;
+  if (!x || !y || r.requests === 0) return { ...r, cpu: null };
+  const per = (seconds: number) => (seconds / r.requests) * 1e6;
+  return {
+    ...r,
+    cpu: {
+      server_us: per(y.s - x.s),
+      main_us: per(y.m - x.m),
+      client_us: per((y.c.user - x.c.user + y.c.system - x.c.system) / 1e6),
+      machine_busy: (y.t.busy - x.t.busy) / Math.max(1, y.t.total - x.t.total),
+    },
+  };
+}
+
+function startBaseline(db: string): Promise<{ url: string; pid: number; kill: () => Promise<void> }> {
   const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'lib', 'baseline-server.ts'), db], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<void>((r) => proc.on('exit', () => r()));
   return new Promise((resolve, reject) => {
@@ -35,7 +91,7 @@ function startBaseline(db: string): Promise<{ url: string; kill: () => Promise<v
     proc.stderr.on('data', (c: Buffer) => {
       err += c.toString();
       const m = /listening on (\S+)/.exec(err);
-      if (m) resolve({ url: m[1], kill: async () => void (proc.kill('SIGTERM'), await exited) });
+      if (m) resolve({ url: m[1], pid: proc.pid!, kill: async () => void (proc.kill('SIGTERM'), await exited) });
     });
     void exited.then(() => reject(new Error(`baseline server exited: ${err}`)));
   });
@@ -90,6 +146,15 @@ function medianResult(rs: LoadResult[]): LoadResult {
   };
 }
 
+function cpuLine(name: string, cs: CpuShare[]): string {
+  if (cs.length === 0) return `${name.padEnd(22)} (not measured)`;
+  const m = (f: (c: CpuShare) => number) => median(cs.map(f));
+  return (
+    `${name.padEnd(22)} server ${m((c) => c.server_us).toFixed(0).padStart(4)} (main thread ${m((c) => c.main_us).toFixed(0).padStart(3)})` +
+    `   load generator ${m((c) => c.client_us).toFixed(0).padStart(3)}   machine ${(m((c) => c.machine_busy) * 100).toFixed(0)} % busy`
+  );
+}
+
 function line(name: string, r: LoadResult): string {
   return `${name.padEnd(22)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50_ms.toFixed(2).padStart(7)} ms   p99 ${r.p99_ms.toFixed(2).padStart(7)} ms   (${r.requests} requests, ${r.errors} errors, ${r.unexpected} unexpected)`;
 }
@@ -127,24 +192,35 @@ async function main(): Promise<number> {
     const body = '{"amount":10000,"description":"bench"}';
     let rssLoad = rssIdle;
     const pid = kopek.proc.pid!;
-    const series = { bCreate: [] as LoadResult[], kCreate: [] as LoadResult[], bGet: [] as LoadResult[], kGet: [] as LoadResult[], kGetOnce: [] as LoadResult[] };
+    type Measured = LoadResult & { cpu: CpuShare | null };
+    const series = { bCreate: [] as Measured[], kCreate: [] as Measured[], bGet: [] as Measured[], kGet: [] as Measured[], kGetOnce: [] as Measured[] };
+    const bPid = baseline.pid;
+    const bUrl = baseline.url;
+    const kUrl = kopek.url;
     let onceAfter = 0;
     let onceShort = false;
     for (let run = 1; run <= runs; run++) {
-      const bCreate = await runLoad(baseline.url, { ...load, expect: 201, next: () => ({ method: 'POST', path: '/payments', body }) });
-      const kCreate = await runLoad(kopek.url, { ...load, expect: 201, next: () => ({ method: 'POST', path: '/v1/public/payments', body, headers: auth }), onTick: () => (rssLoad = Math.max(rssLoad, rssMb(pid))) });
-      const bGet = await runLoad(baseline.url, { ...load, expect: 200, next: (i) => ({ method: 'GET', path: `/payments/${bIds[i % bIds.length]}` }) });
-      const kGet = await runLoad(kopek.url, { ...load, expect: 200, next: (i) => ({ method: 'GET', path: `/v1/public/payments/${kIds[i % kIds.length]}`, headers: auth }), onTick: () => (rssLoad = Math.max(rssLoad, rssMb(pid))) });
+      const bCreate = await measured(bPid, (onWindow) => runLoad(bUrl, { ...load, expect: 201, onWindow, next: () => ({ method: 'POST', path: '/payments', body }) }));
+      const kCreate = await measured(pid, (onWindow) =>
+        runLoad(kUrl, { ...load, expect: 201, onWindow, next: () => ({ method: 'POST', path: '/v1/public/payments', body, headers: auth }), onTick: () => (rssLoad = Math.max(rssLoad, rssMb(pid))) }),
+      );
+      const bGet = await measured(bPid, (onWindow) => runLoad(bUrl, { ...load, expect: 200, onWindow, next: (i) => ({ method: 'GET', path: `/payments/${bIds[i % bIds.length]}` }) }));
+      const kGet = await measured(pid, (onWindow) =>
+        runLoad(kUrl, { ...load, expect: 200, onWindow, next: (i) => ({ method: 'GET', path: `/v1/public/payments/${kIds[i % kIds.length]}`, headers: auth }), onTick: () => (rssLoad = Math.max(rssLoad, rssMb(pid))) }),
+      );
       // Reads of payments nobody read before (this round's creates): every answer is built from the database.
       const fresh = paymentsAfter(join(dir, 'kopek.db'), onceAfter);
       onceAfter = fresh.lastSeq;
       // Reads faster than creates, so the run stops when every new payment was read once (measured until then).
-      const kGetOnce = await runLoad(kopek.url, {
-        ...load,
-        expect: 200,
-        max_requests: fresh.ids.length,
-        next: (i) => ({ method: 'GET', path: `/v1/public/payments/${fresh.ids[i]}`, headers: auth }),
-      });
+      const kGetOnce = await measured(pid, (onWindow) =>
+        runLoad(kUrl, {
+          ...load,
+          expect: 200,
+          onWindow,
+          max_requests: fresh.ids.length,
+          next: (i) => ({ method: 'GET', path: `/v1/public/payments/${fresh.ids[i]}`, headers: auth }),
+        }),
+      );
       if (kGetOnce.requests < 1000) onceShort = true;
       series.kGetOnce.push(kGetOnce);
       series.bCreate.push(bCreate);
@@ -187,6 +263,21 @@ async function main(): Promise<number> {
     const onceRatio = median(series.kGetOnce.map((k, i) => k.rps / series.bGet[i].rps));
     console.log(line('kopek GET, each once', kGetOnce));
     console.log(`${'  ratio'.padEnd(22)} ${onceRatio.toFixed(2)}× (not judged: every answer read from the database, none from the view cache)`);
+    console.log('');
+    console.log('CPU per request answered, in µs of CPU time (medians of the runs), and how busy the whole machine was:');
+    for (const [name, rs] of [['baseline create', series.bCreate], ['kopek create', series.kCreate], ['baseline GET', series.bGet], ['kopek GET', series.kGet], ['kopek GET, each once', series.kGetOnce]] as const) {
+      console.log(cpuLine(name, rs.map((r) => r.cpu).filter((c): c is CpuShare => c !== null)));
+    }
+    // What both cores could give kopek's create at today's CPU cost per request, if nothing else ran and the
+    // work spread perfectly over them: a bound on any change that only moves work between threads.
+    const kCpu = series.kCreate.map((r) => r.cpu).filter((c): c is CpuShare => c !== null);
+    if (kCpu.length > 0) {
+      const perRequest = median(kCpu.map((c) => c.server_us + c.client_us));
+      const ceiling = (cpus().length * 1e6) / perRequest;
+      console.log(
+        `kopek create ceiling   ${ceiling.toFixed(0)} req/s = ${(ceiling / bCreate.rps).toFixed(2)}× the baseline: ${cpus().length} cores / ${perRequest.toFixed(0)} µs of server and load-generator CPU per request, every core busy`,
+      );
+    }
     console.log(`kopek RSS              idle ${rssIdle.toFixed(0)} MiB, peak under load ${rssLoad.toFixed(0)} MiB, after ${rssAfter.toFixed(0)} MiB`);
     console.log(`start to /healthz 200  median ${starts[1].toFixed(0)} ms (of ${starts.map((x) => x.toFixed(0)).join(', ')} ms)`);
     for (const [name, r] of [['baseline create', bCreate], ['kopek create', kCreate], ['baseline GET', bGet], ['kopek GET', kGet], ['kopek GET each once', kGetOnce]] as const) {

@@ -35,6 +35,8 @@ export async function runLoad(
     onTick?: () => void;
     /** Send at most this many requests (warm-up included); a run that stops early is measured over the time it ran. */
     max_requests?: number;
+    /** Called when the measured window opens ('start') and when it closes or the run ends early ('end'), once each. */
+    onWindow?: (edge: 'start' | 'end') => void;
   },
 ): Promise<LoadResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: o.connections, maxFreeSockets: o.connections });
@@ -74,11 +76,20 @@ export async function runLoad(
       req.end(body);
     });
   const tick = o.onTick ? setInterval(o.onTick, 250) : null;
+  let opened = false;
+  let closed = false;
+  const edge = (e: 'start' | 'end'): void => {
+    if (e === 'start' && !opened) (opened = true), o.onWindow?.('start');
+    if (e === 'end' && opened && !closed) (closed = true), o.onWindow?.('end');
+  };
+  const windowTimers = [setTimeout(() => edge('start'), o.warmup_ms), setTimeout(() => edge('end'), o.warmup_ms + o.duration_ms)];
   await Promise.all(
     Array.from({ length: o.connections }, async () => {
       while (performance.now() < until && n < max) await one(o.next(n++));
     }),
   );
+  for (const t of windowTimers) clearTimeout(t);
+  edge('end');
   if (tick) clearInterval(tick);
   agent.destroy();
   latencies.sort((a, b) => a - b);
