@@ -72,15 +72,14 @@ async function measured(pid: number, run: (onWindow: (e: 'start' | 'end') => voi
   const y = w.to;
   if (!x || !y || r.requests === 0) return { ...r, cpu: null };
   const per = (seconds: number) => (seconds / r.requests) * 1e6;
-  return {
-    ...r,
-    cpu: {
-      server_us: per(y.s - x.s),
-      main_us: per(y.m - x.m),
-      client_us: per((y.c.user - x.c.user + y.c.system - x.c.system) / 1e6),
-      machine_busy: (y.t.busy - x.t.busy) / Math.max(1, y.t.total - x.t.total),
-    },
+  const cpu: CpuShare = {
+    server_us: per(y.s - x.s),
+    main_us: per(y.m - x.m),
+    client_us: per((y.c.user - x.c.user + y.c.system - x.c.system) / 1e6),
+    machine_busy: (y.t.busy - x.t.busy) / Math.max(1, y.t.total - x.t.total),
   };
+  // A /proc file that could not be read (the server gone, no /proc) gives NaN: no figure rather than a wrong one.
+  return { ...r, cpu: Object.values(cpu).every(Number.isFinite) ? cpu : null };
 }
 
 function startBaseline(db: string): Promise<{ url: string; pid: number; kill: () => Promise<void> }> {
@@ -265,12 +264,21 @@ async function main(): Promise<number> {
     console.log(`${'  ratio'.padEnd(22)} ${onceRatio.toFixed(2)}× (not judged: every answer read from the database, none from the view cache)`);
     console.log('');
     console.log('CPU per request answered, in µs of CPU time (medians of the runs), and how busy the whole machine was:');
-    for (const [name, rs] of [['baseline create', series.bCreate], ['kopek create', series.kCreate], ['baseline GET', series.bGet], ['kopek GET', series.kGet], ['kopek GET, each once', series.kGetOnce]] as const) {
-      console.log(cpuLine(name, rs.map((r) => r.cpu).filter((c): c is CpuShare => c !== null)));
+    const cpuOf = (rs: Measured[]): CpuShare[] => rs.map((r) => r.cpu).filter((c): c is CpuShare => c !== null);
+    for (const [name, rs, timed] of [
+      ['baseline create', series.bCreate, true],
+      ['kopek create', series.kCreate, true],
+      ['baseline GET', series.bGet, true],
+      ['kopek GET', series.kGet, true],
+      ['kopek GET, each once', series.kGetOnce, false],
+    ] as const) {
+      console.log(cpuLine(name, cpuOf(rs)));
+      // A timed series always has a measured window; only the "each once" run may end before its warm-up does.
+      if (timed && cpuOf(rs).length !== rs.length) problems.push(`${name}: CPU not measured in every run`);
     }
     // What both cores could give kopek's create at today's CPU cost per request, if nothing else ran and the
     // work spread perfectly over them: a bound on any change that only moves work between threads.
-    const kCpu = series.kCreate.map((r) => r.cpu).filter((c): c is CpuShare => c !== null);
+    const kCpu = cpuOf(series.kCreate);
     if (kCpu.length > 0) {
       const perRequest = median(kCpu.map((c) => c.server_us + c.client_us));
       const ceiling = (cpus().length * 1e6) / perRequest;

@@ -79,8 +79,13 @@ export async function runLoad(
   let opened = false;
   let closed = false;
   const edge = (e: 'start' | 'end'): void => {
-    if (e === 'start' && !opened) (opened = true), o.onWindow?.('start');
-    if (e === 'end' && opened && !closed) (closed = true), o.onWindow?.('end');
+    if (e === 'start' && !opened) {
+      opened = true;
+      o.onWindow?.('start');
+    } else if (e === 'end' && opened && !closed) {
+      closed = true;
+      o.onWindow?.('end');
+    }
   };
   const windowTimers = [setTimeout(() => edge('start'), o.warmup_ms), setTimeout(() => edge('end'), o.warmup_ms + o.duration_ms)];
   await Promise.all(
