@@ -368,6 +368,17 @@ CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_
 
 -- == hosted payment page ==
 
+-- == bank port: which bank a shop's live operations reach ==
+-- Test mode always reaches the simulator; a live shop reaches its acquirer's provider. The settings are the
+-- provider's own (terminal key, address); secrets in them are encrypted under the master key.
+CREATE TABLE shop_acquirers (
+  shop_id     TEXT PRIMARY KEY REFERENCES shops(id),
+  provider    TEXT NOT NULL,
+  settings    TEXT NOT NULL DEFAULT '{}',
+  updated_at  INTEGER NOT NULL
+) STRICT;
+
+
 -- Where a buyer stands in a step of the page that outlives one request: a 3-D Secure challenge, a bank's
 -- extra confirmation, or waiting for a bank that has not answered. Only a card's brand, mask and holder
 -- are kept; the card number never reaches the database.

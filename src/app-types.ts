@@ -4,6 +4,7 @@ import type { Clocks } from './scheduler/clock';
 import type { Scheduler } from './scheduler/jobs';
 import type { Events } from './events/emit';
 import type { Logger } from './log';
+import type { BankDirectory } from './bank-port/directory';
 
 /** The running service: what every handler and job reaches through `ctx.app`. */
 export interface App {
@@ -12,6 +13,8 @@ export interface App {
   clocks: Clocks;
   scheduler: Scheduler;
   events: Events;
+  /** Which bank each shop and mode reaches (the simulator in test mode; the shop's acquirer live). */
+  banks: BankDirectory;
   log: Logger;
   version: string;
   /** Address of the API as clients reach it (known once listening). */

@@ -14,6 +14,10 @@ import { RateLimiter } from './auth/rate-limit';
 import { VERSION } from './version';
 import { registerDomains } from './domains';
 import { registerMetrics } from './system/metrics';
+import { BankDirectory } from './bank-port/directory';
+import { NoBank } from './bank-port/none';
+import type { BankPort } from './bank-port/port';
+import { SimulatorBank } from './simulator/bank';
 
 /** How long shutdown waits for in-flight requests before cutting connections. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -28,10 +32,12 @@ export interface Running {
   close(): Promise<void>;
 }
 
-/** Options for tests and embedding: a logger sink and a real-time source. */
+/** Options for tests and embedding: a logger sink, a real-time source, and banks besides the built-in ones. */
 export interface StartOptions {
   log?: Logger;
   realNow?: () => number;
+  /** More banks behind the port, registered as the built-in ones are; shops reach them by provider name. */
+  banks?: Array<(app: App) => BankPort>;
 }
 
 /** Wiring only: open the database, clock, scheduler, events, routes and server; listen. */
@@ -51,6 +57,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     clocks,
     scheduler,
     events,
+    banks: new BankDirectory(store),
     log,
     version: VERSION,
     closing: false,
@@ -58,6 +65,11 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     payPageUrl: () => config.payPageUrl ?? app.baseUrl(),
     onClose: (fn) => closers.push(fn),
   };
+  // The banks behind the port: the simulator for every test-mode operation, no bank for a live shop
+  // without an acquirer, and whatever the embedder adds.
+  app.banks.register(new SimulatorBank(app));
+  app.banks.register(new NoBank());
+  for (const make of opts.banks ?? []) app.banks.register(make(app));
   registerDomains(app);
   const router = buildRouter();
   const limiter = config.rateLimitPerSecond > 0 ? new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) : null;

@@ -1,7 +1,7 @@
 import QRCode from 'qrcode';
 import type { Ctx, Reply } from '../http/types';
 import { notFound } from '../http/errors';
-import { buyerRedirectUrl, findPaymentForPage, openSession } from '../payments/buyer';
+import { buyerRedirectUrl, findPaymentForPage } from '../payments/buyer';
 import type { PaymentView } from '../payments/types';
 import { isTest } from './layout';
 import { backToPage, isFinal, langOf, renderNotFound, renderPage, tolerateMovedOn } from './render';
@@ -11,23 +11,22 @@ import { clearStep, getStep } from './steps';
 /** How long the success screen stays before the buyer returns to the shop (the spec's "about 2 seconds"). */
 const SUCCESS_REDIRECT_MS = 2000;
 
-/** GET /pay/:id: the screen for the payment's current state; opening a method screen opens the bank session. */
+/**
+ * GET /pay/:id: the screen for the payment's current state. It changes nothing (a link preview or a
+ * prefetch must not open a bank session): a pending payment shows its method choice, or the one "pay"
+ * step of a method fixed at creation, and the buyer's POST opens the session.
+ */
 export async function showPage(ctx: Ctx): Promise<Reply> {
   const lang = langOf(ctx);
-  let p = await findPaymentForPage(ctx.app, ctx.params.id);
+  const p = await findPaymentForPage(ctx.app, ctx.params.id);
   if (!p) return renderNotFound(ctx, lang);
-  if (p.status === 'pending' && p.method !== 'any' && (PAGE_METHODS as readonly string[]).includes(p.method)) {
-    // With SBP the buyer pays in the bank's app, so the test bank answers by itself after --sim-delay;
-    // on the card form and the bank confirmation screens the buyer's own input decides.
-    await tolerateMovedOn(() => openSession(ctx.app, p!.id, { awaitBuyer: p!.method !== 'sbp' }));
-    p = (await findPaymentForPage(ctx.app, p.id))!;
-  }
   if (isFinal(p)) return finalScreen(ctx, p);
   const step = getStep(ctx.app, p.id);
   const sc: ScreenCtx = { lang, p, step };
   const poll = { poll: true, step };
   if (p.status === 'pending') {
-    return renderPage(ctx, lang, p, p.method === 'any' ? methodChoice(sc) : processingScreen(sc), poll);
+    const payable = p.method === 'any' || (PAGE_METHODS as readonly string[]).includes(p.method);
+    return renderPage(ctx, lang, p, payable ? methodChoice(sc) : processingScreen(sc), poll);
   }
   if (step?.step === 'challenge') return renderPage(ctx, lang, p, threeDsScreen(sc), poll);
   if (step?.step === 'confirm') return renderPage(ctx, lang, p, confirmScreen(sc), poll);

@@ -27,12 +27,16 @@ function payPath(p: PaymentView, sub = ''): string {
   return `/pay/${p.id}${sub}`;
 }
 
-/** Method choice for a payment created with `any`: choosing keeps it pending and sets its method. */
+/**
+ * Method choice of a pending payment: every method for one created with `any`, else the one "pay" step of
+ * the method fixed at creation. The POST opens the bank session.
+ */
 export function methodChoice({ lang, p }: ScreenCtx): string {
-  const items = PAGE_METHODS.map(
+  const methods = PAGE_METHODS.filter((m) => p.method === 'any' || m === p.method);
+  const items = methods.map(
     (m) => `<li><button class="method" type="submit" name="method" value="${m}">${ICONS[m]}<span><b>${esc(t(lang, `method_${m}` as TextKey))}</b><small>${esc(t(lang, `method_${m}_hint` as TextKey))}</small></span>${CHEVRON}</button></li>`,
   ).join('\n');
-  return `<h2>${esc(t(lang, 'choose_method'))}</h2>
+  return `<h2>${esc(t(lang, p.method === 'any' ? 'choose_method' : 'pay_with'))}</h2>
 <form method="post" action="${esc(href(payPath(p, '/method'), lang))}">
 <ul class="methods">
 ${items}

@@ -1,10 +1,8 @@
 import type { App } from '../app-types';
-import { ApiError, badRequest, notFound } from '../http/errors';
+import { badRequest, notFound } from '../http/errors';
 import { isUuid } from '../util/ids';
-import { planFromMetadata } from '../simulator/plan';
-import { simulatedResolution } from '../simulator/payments';
-import { cancelTx, chooseMethodTx, openSessionTx, resolveTx, type Resolution, type SessionOptions } from './state';
-import { getPayment, metadataOf, paymentView } from './store';
+import { cancelTx, chooseMethodTx, openSessionTx } from './state';
+import { getPayment, paymentView } from './store';
 import { PAYMENT_METHODS, type ConcreteMethod, type PaymentRow, type PaymentView } from './types';
 
 // What the hosted page may do to a payment, by payment id alone (the page is public): each call is one
@@ -23,42 +21,20 @@ export async function findPaymentForPage(app: App, id: string): Promise<PaymentV
   return p ? paymentView(app, p) : undefined;
 }
 
-/** The buyer picks a method: pending `any` → pending with `method`. */
-export async function chooseMethod(app: App, id: string, method: string): Promise<PaymentView> {
-  if (method === 'any' || !(PAYMENT_METHODS as readonly string[]).includes(method)) {
+/**
+ * The buyer pays with `method`: a payment created with `any` takes it, and the bank session opens
+ * (pending → processing). Only this POST opens a session: opening the page changes nothing. Paying again
+ * with the method already open changes nothing.
+ */
+export async function payWithMethod(app: App, id: string, method: string): Promise<PaymentView> {
+  if (method === 'any' || method === 'recurrent' || !(PAYMENT_METHODS as readonly string[]).includes(method)) {
     throw badRequest(`Cannot choose method "${method}": it is not a payment method`, 'method');
-  }
-  return app.store.write((tx) => paymentView(app, chooseMethodTx(app, tx, load(app, id), method as ConcreteMethod)));
-}
-
-/** The buyer opened a method screen: pending (method chosen) → processing; a second call changes nothing. */
-export async function openSession(app: App, id: string, opts: SessionOptions = {}): Promise<PaymentView> {
-  return app.store.write((tx) => paymentView(app, openSessionTx(app, tx, load(app, id), opts)));
-}
-
-/** What the buyer's action on the page ended with. */
-export interface BuyerOutcome {
-  outcome: 'succeeded' | 'failed';
-  /** Unified failure code; defaults to the simulator's planned code, else do_not_honor. */
-  failureCode?: string;
-  /** From a card form: never the full number, only brand, mask and holder. */
-  card?: { brand: string; mask: string; holder: string };
-}
-
-/** The buyer approved, declined or passed/failed a challenge: processing → succeeded or failed. */
-export async function buyerResolve(app: App, id: string, o: BuyerOutcome): Promise<PaymentView> {
-  if (o.card && /\d{9,}/.test(o.card.mask.replace(/\s/g, ''))) {
-    throw new ApiError(400, 'bad_request', 'Cannot store the card: the mask must not hold a full card number', 'card');
   }
   return app.store.write((tx) => {
     const p = load(app, id);
-    const planned = planFromMetadata(metadataOf(p))?.failureCode;
-    const r: Resolution =
-      p.mode === 'test'
-        ? simulatedResolution(o.outcome, o.failureCode || planned || 'do_not_honor')
-        : { outcome: o.outcome, failureCode: o.failureCode || (o.outcome === 'failed' ? 'do_not_honor' : undefined) };
-    if (o.card) r.card = o.card;
-    return paymentView(app, resolveTx(app, tx, p, r));
+    if (p.status === 'processing' && p.method === method) return paymentView(app, p);
+    const chosen = chooseMethodTx(app, tx, p, method as ConcreteMethod);
+    return paymentView(app, openSessionTx(app, tx, chosen, { by: 'buyer' }));
   });
 }
 

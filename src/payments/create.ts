@@ -5,7 +5,6 @@ import { badRequest } from '../http/errors';
 import { amountField, bodyObject, currencyField, enumField, intField, strField } from '../http/validate';
 import { iso } from '../util/time';
 import { uuid } from '../util/ids';
-import { planForAmount, type SimPlan } from '../simulator/plan';
 import { openSessionTx } from './state';
 import { ensureLinkSweep } from './expiry';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from './types';
@@ -41,10 +40,8 @@ export interface PaymentInput {
   metadata?: Record<string, string>;
   /** payment (default), token_binding, subscription_init, subscription_charge, token_charge. */
   kind?: string;
-  /** Test mode: a plan decided elsewhere (a token's outcome queue) instead of the magic amount. */
-  simulatorPlan?: SimPlan;
-  /** Open the bank session at once (merchant-initiated charges of a saved method). */
-  openSession?: boolean;
+  /** A merchant-initiated charge of this saved method: its bank session opens at once. */
+  tokenId?: string;
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -212,17 +209,14 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
   if (input.kind && input.kind !== 'payment') meta.kind = input.kind;
   if (input.webhookUrl) meta.webhook_url = input.webhookUrl;
   if (input.customerId) meta.customer_id = input.customerId;
-  if (input.mode === 'test') {
-    const plan = input.simulatorPlan ?? planForAmount(input.amount);
-    meta.simulator_outcome = plan.outcome;
-    meta.simulator_failure_code = plan.failureCode;
-  }
+  const kind = input.kind ?? 'payment';
+  Object.assign(meta, app.banks.for(input.shopId, input.mode).describePayment(tx, { shopId: input.shopId, mode: input.mode, amount: input.amount, kind, tokenId: input.tokenId }));
   const expiresAt = now + (input.ttlMinutes ?? TTL_DEFAULT_MIN) * 60_000;
   const params: InsertParams = {
     seq: 0,
     id,
     public_id: '',
-    kind: input.kind ?? 'payment',
+    kind,
     merchant_id: input.merchantId,
     shop_id: input.shopId,
     mode: input.mode,
@@ -252,11 +246,11 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
   ensureLinkSweep(app, tx, row);
   // A saved method needs no buyer: its bank session opens at once (decisions.md), whether the payment
   // comes from a token charge or from a create with method "recurrent".
-  if (input.openSession || row.method === 'recurrent') row = openSessionTx(app, tx, row);
+  if (input.tokenId || row.method === 'recurrent') row = openSessionTx(app, tx, row, { tokenId: input.tokenId });
   return row;
 }
 
-/** The creation response of the specification, plus the `simulator` block in test mode. */
+/** The creation response of the specification, plus what the shop's bank adds (the simulator's block in test mode). */
 export function creationBody(app: App, row: PaymentRow): Record<string, unknown> {
   const meta = JSON.parse(row.metadata) as Record<string, string>;
   const body: Record<string, unknown> = {
@@ -277,17 +271,7 @@ export function creationBody(app: App, row: PaymentRow): Record<string, unknown>
     payment_url: `${app.payPageUrl()}/pay/${row.id}`,
     mode: row.mode,
   };
-  if (row.mode === 'test') {
-    const simulate = `${app.baseUrl()}/v1/test/payments/${row.id}/simulate`;
-    body.simulator = {
-      outcome: meta.simulator_outcome,
-      failure_code: meta.simulator_failure_code,
-      actions: {
-        pay_page: `${app.payPageUrl()}/pay/${row.id}`,
-        simulate,
-        clock_advance: `${app.baseUrl()}/v1/test/clock/advance`,
-      },
-    };
-  }
+  const extras = app.banks.for(row.shop_id, row.mode).creationExtras(row);
+  if (extras) Object.assign(body, extras);
   return body;
 }

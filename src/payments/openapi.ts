@@ -19,7 +19,6 @@ import {
 import { PAYMENT_METHODS, PAYMENT_STATUSES } from './types';
 import { TTL_MAX_MIN } from './create';
 import { PAYMENT_FAILURE_CODES } from './failures';
-import { SIMULATE_ACTIONS, SIMULATE_METHODS } from '../simulator/payments';
 
 const timeOrNull = { ...timeOrNullSchema, description: 'null until known' };
 const status = { type: 'string', enum: [...PAYMENT_STATUSES] };
@@ -109,24 +108,6 @@ export const paymentsOpenApi: OpenApiFragment = {
         security: bearer,
         parameters: registerQuery,
         responses: { '200': jsonResponse('A page', registerPage('RefundRegisterItem')), ...errorResponses },
-      },
-    },
-    '/v1/test/payments/{id}/simulate': {
-      post: {
-        summary: 'Test keys only: drive a test payment as the buyer and the bank would',
-        security: bearer,
-        parameters: idParam,
-        requestBody: jsonBody(
-          strictObject(
-            {
-              action: { enum: [...SIMULATE_ACTIONS] },
-              method: { enum: [...SIMULATE_METHODS] },
-              failure_code: { enum: [...PAYMENT_FAILURE_CODES], description: 'for fail; default the planned code, else do_not_honor' },
-            },
-            ['action'],
-          ),
-        ),
-        responses: { '200': jsonResponse('The payment after the action', ref('Payment')), ...errorResponses },
       },
     },
   },

@@ -1,7 +1,8 @@
 import type { App } from '../app-types';
 import type { Tx } from '../db/tx';
 import { invalidState } from '../http/errors';
-import { scheduleSimulatedResolution } from '../simulator/payments';
+import { post } from '../ledger/ledger';
+import type { Opener } from '../bank-port/port';
 import { getPayment, metadataOf, paymentView, updatePayment } from './store';
 import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from './types';
 
@@ -13,7 +14,8 @@ export const SESSION_EXPIRY_JOB = 'payment.session_expiry';
 /** Every status change the state machine allows; anything else is 409 invalid_state. */
 const ALLOWED: Record<PaymentStatus, readonly PaymentStatus[]> = {
   pending: ['processing', 'cancelled', 'expired'],
-  processing: ['succeeded', 'failed', 'expired'],
+  // processing → cancelled only on the bank's word (it voided the session); the merchant cancels pending payments.
+  processing: ['succeeded', 'failed', 'expired', 'cancelled'],
   succeeded: ['refunded'],
   failed: [],
   cancelled: [],
@@ -67,6 +69,9 @@ function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string
   const next = reload(app, p.id);
   const at = nowFor(app, next);
   const event = WEBHOOK[to];
+  // The money moves with the status, in the same transaction and before anything reacts to the change (a
+  // card binding's verification refund needs the credit): the books never depend on an event's payload.
+  if (to === 'succeeded') post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at);
   app.events.append(tx, {
     merchantId: next.merchant_id,
     shopId: next.shop_id,
@@ -102,13 +107,18 @@ export function chooseMethodTx(app: App, tx: Tx, p: PaymentRow, method: Concrete
   return next;
 }
 
-/** How a session opens: `awaitBuyer` when the buyer is about to answer on the page (card form, bank confirmation). */
+/** How a session opens: who opened it, and the saved method a merchant-initiated charge uses. */
 export interface SessionOptions {
-  /** Skip the simulator's own answer: the buyer's input on the page decides, or the session expires. */
-  awaitBuyer?: boolean;
+  /** The buyer on the hosted page, or the service (a saved method, a test helper); default the service. */
+  by?: Opener;
+  /** The token a charge of a saved method uses. */
+  tokenId?: string;
 }
 
-/** pending (method chosen) → processing: the bank session opens for the method's lifetime. Idempotent when already processing. */
+/**
+ * pending (method chosen) → processing: the bank session opens for the method's lifetime, and the shop's
+ * bank is told in the same transaction. Idempotent when already processing.
+ */
 export function openSessionTx(app: App, tx: Tx, p: PaymentRow, opts: SessionOptions = {}): PaymentRow {
   if (p.status === 'processing') return p;
   if (p.status !== 'pending') refuse(p, 'open a bank session for');
@@ -117,7 +127,10 @@ export function openSessionTx(app: App, tx: Tx, p: PaymentRow, opts: SessionOpti
   const until = now + SESSION_TTL_MS[p.method];
   const next = move(app, tx, p, 'processing', 'open a bank session for', { processing_until: until });
   app.scheduler.schedule(tx, { kind: SESSION_EXPIRY_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt: until });
-  if (!opts.awaitBuyer) scheduleSimulatedResolution(app, tx, next);
+  const bank = app.banks.for(p.shop_id, p.mode);
+  const req = { payment: next, by: opts.by ?? 'service' };
+  if (opts.tokenId) bank.chargeSaved(tx, { ...req, tokenId: opts.tokenId });
+  else bank.openSession(tx, req);
   return next;
 }
 
@@ -147,10 +160,18 @@ export function resolveTx(app: App, tx: Tx, p: PaymentRow, r: Resolution): Payme
   return move(app, tx, p, r.outcome, action, patch);
 }
 
-/** pending → cancelled (the merchant's cancel, or the buyer's). */
+/** pending → cancelled (the merchant's cancel, or the buyer's); the bank voids whatever it holds for the payment. */
 export function cancelTx(app: App, tx: Tx, p: PaymentRow): PaymentRow {
   if (p.status !== 'pending') refuse(p, 'cancel', '; only pending payments can be cancelled');
-  return move(app, tx, p, 'cancelled', 'cancel', { finalized_at: nowFor(app, p) });
+  const next = move(app, tx, p, 'cancelled', 'cancel', { finalized_at: nowFor(app, p) });
+  app.banks.for(p.shop_id, p.mode).cancel(tx, next);
+  return next;
+}
+
+/** processing → cancelled: the bank voided the session (its own cancel or reversal). */
+export function bankCancelTx(app: App, tx: Tx, p: PaymentRow): PaymentRow {
+  if (p.status !== 'processing') refuse(p, 'cancel at the bank');
+  return move(app, tx, p, 'cancelled', 'cancel at the bank', { finalized_at: nowFor(app, p) });
 }
 
 /** pending → expired (link_expired) or processing → expired (session_expired). */

@@ -6,7 +6,7 @@ import { parseRegisterQuery, toPage } from '../registers/query';
 import { isUuid } from '../util/ids';
 import { iso } from '../util/time';
 import { asObject, checkBankIdFirst, methodField, payoutFields, requirePayoutScope, PAYOUT_METHODS, PAYOUT_SCOPES } from './fields';
-import { createPayoutTx, creationBody, finishPayoutTx, payoutView, PAYOUT_FAILURE_CODES, type Payer } from './payouts';
+import { createPayoutTx, creationBody, payoutView, type Payer } from './payouts';
 import { createBatchTx, parseBatch } from './batch';
 import { getPayout, listPayouts, type PayoutRow } from './store';
 
@@ -45,7 +45,7 @@ export async function createPayoutBatch(ctx: Ctx): Promise<Reply> {
 const READ_SCOPES = [...Object.values(PAYOUT_SCOPES), 'api:reports:read'];
 
 /** The payout of the key's shop and mode, else 404 (another shop's payout is never revealed). */
-function ownPayout(ctx: Ctx, id: string): PayoutRow {
+export function ownPayout(ctx: Ctx, id: string): PayoutRow {
   const p = isUuid(id) ? getPayout(ctx.app.store.db, id) : undefined;
   const a = ctx.auth!;
   if (!p || p.shop_id !== a.shopId || p.mode !== a.mode) throw notFound(`Cannot find payout "${id.slice(0, 64)}"`);
@@ -78,21 +78,4 @@ export function listPayoutsHandler(ctx: Ctx): Reply {
       created_at: iso(p.created_at),
     })),
   };
-}
-
-/** POST /v1/test/payouts/{id}/simulate {action: succeed|fail, failure_code?}: the test bank answers now. */
-export async function simulatePayout(ctx: Ctx): Promise<Reply> {
-  const obj = bodyObject(asObject(ctx.body), ['action', 'failure_code']);
-  const action = enumField(obj, 'action', ['succeed', 'fail'] as const);
-  if (!action) throw badRequest('Field "action" is required', 'action');
-  const code = enumField(obj, 'failure_code', PAYOUT_FAILURE_CODES);
-  if (code && action !== 'fail') throw badRequest('Field "failure_code" is allowed only with action "fail"', 'failure_code');
-  const id = ctx.params.id;
-  ownPayout(ctx, id);
-  const p = await ctx.app.store.write((tx) => {
-    const cur = getPayout(tx.db, id)!;
-    if (cur.status !== 'pending') throw invalidState(`Cannot ${action} payout "${id}": its status is ${cur.status}`);
-    return finishPayoutTx(ctx.app, tx, cur, action === 'succeed' ? 'succeeded' : 'failed', code ?? 'do_not_honor');
-  });
-  return { body: payoutView(p) };
 }

@@ -91,17 +91,6 @@ export const payoutsOpenApi: OpenApiFragment = {
         responses: { '200': jsonResponse('Payout', ref('Payout')), ...errorResponses },
       },
     },
-    '/v1/test/payouts/{id}/simulate': {
-      post: {
-        summary: 'Test mode: the test bank answers a pending payout now',
-        security: bearer,
-        parameters: [idParam],
-        requestBody: jsonBody(
-          strictObject({ action: { enum: ['succeed', 'fail'] }, failure_code: { enum: PAYOUT_FAILURE_CODES, default: 'do_not_honor' } }, ['action']),
-        ),
-        responses: { '200': jsonResponse('The payout in its final status', ref('Payout')), ...errorResponses },
-      },
-    },
   },
   schemas: {
     Payout: {

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { App } from '../app-types';
 import type { Tx } from '../db/tx';
 import type { Mode } from '../scheduler/clock';
@@ -10,9 +9,6 @@ import { uuid } from '../util/ids';
 import { iso, isoOrNull } from '../util/time';
 import type { PayoutInput } from './fields';
 import { finishPayoutRow, getPayout, insertPayout, type PayoutRow } from './store';
-
-/** The scheduler job that settles a test payout after --sim-delay. */
-export const SETTLE_JOB = 'payout.settle';
 
 /** Unified failure codes a payout may end with (a subset of the payment codes, plus the payout ones). */
 export const PAYOUT_FAILURE_CODES = [
@@ -32,32 +28,10 @@ export interface Payer {
   mode: Mode;
 }
 
-/** What the test bank will do with a payout, decided from the request alone (decisions.md, test mode). */
-export interface SimPlan {
-  /** The router refuses at once: 502 router_error, nothing is created. */
-  routerError: boolean;
-  outcome: 'succeeded' | 'failed';
-  failureCode: string | null;
-  /** Settled in the creating transaction (an unknown bank needs no bank to refuse it). */
-  immediate: boolean;
-}
-
-/** The simulator's plan: kopeck part 03 → router error; unknown SBP bank → bank_unknown; 01, 02 → failures; else success. */
-export function simulatorPlan(input: PayoutInput): SimPlan {
-  const cents = input.amount % 100;
-  if (cents === 3) return { routerError: true, outcome: 'failed', failureCode: 'router_error', immediate: true };
-  if (input.method === 'payouts_sbp' && !sbpBank(input.recipient.bank_id)) {
-    return { routerError: false, outcome: 'failed', failureCode: 'bank_unknown', immediate: true };
-  }
-  if (cents === 1) return { routerError: false, outcome: 'failed', failureCode: 'do_not_honor', immediate: false };
-  if (cents === 2) return { routerError: false, outcome: 'failed', failureCode: 'recipient_not_in_sbp', immediate: false };
-  return { routerError: false, outcome: 'succeeded', failureCode: null, immediate: false };
-}
-
 /**
  * Create one payout in the caller's transaction: the shop's `available` must cover it (422 otherwise),
- * the test router may refuse it (502, nothing written); then the row, its reserve, payout.created and,
- * in test mode, its settlement. Group commit serialises these bodies, so the check and the reserve
+ * the shop's bank may refuse it (502, nothing written); then the row, its reserve, payout.created and
+ * whatever the bank answered at once. Group commit serialises these bodies, so the check and the reserve
  * cannot interleave with another payout's. Both refusals come before the first write: a batch relies on
  * that to fail one item and carry on in the same transaction.
  */
@@ -71,13 +45,22 @@ export function createPayoutTx(app: App, tx: Tx, payer: Payer, input: PayoutInpu
       'amount',
     );
   }
-  const plan = payer.mode === 'test' ? simulatorPlan(input) : null;
-  if (plan?.routerError) {
+  const now = app.clocks.now(payer.shopId, payer.mode);
+  const id = uuid();
+  const start = app.banks.for(payer.shopId, payer.mode).payout(tx, {
+    id,
+    shopId: payer.shopId,
+    mode: payer.mode,
+    amount: input.amount,
+    method: input.method,
+    bankId: input.method === 'payouts_sbp' ? input.recipient.bank_id : undefined,
+    at: now,
+  });
+  if (!start.accepted) {
     throw new ApiError(502, 'router_error', `Cannot send payout of ${input.amount}: the payout router refused it`);
   }
-  const now = app.clocks.now(payer.shopId, payer.mode);
   const row: Omit<PayoutRow, 'seq'> = {
-    id: uuid(),
+    id,
     merchant_id: payer.merchantId,
     shop_id: payer.shopId,
     mode: payer.mode,
@@ -88,11 +71,10 @@ export function createPayoutTx(app: App, tx: Tx, payer: Payer, input: PayoutInpu
     recipient: JSON.stringify(input.recipient),
     card_last4: input.cardPan ? input.cardPan.slice(-4) : null,
     bank_name: input.method === 'payouts_sbp' ? (sbpBank(input.recipient.bank_id)?.name ?? null) : null,
-    // Live payouts get the provider's reference from a bank connector; until one exists they have none.
-    bank_ref: plan ? `sim-${randomBytes(8).toString('hex')}` : '',
+    bank_ref: start.bankRef,
     fail_reason: '',
-    sim_outcome: plan?.outcome ?? null,
-    sim_failure_code: plan?.failureCode ?? null,
+    sim_outcome: start.plan?.outcome ?? null,
+    sim_failure_code: start.plan?.failureCode ?? null,
     created_at: now,
     completed_at: null,
   };
@@ -105,11 +87,8 @@ export function createPayoutTx(app: App, tx: Tx, payer: Payer, input: PayoutInpu
     at: now,
     payoutId: row.id,
   });
-  if (plan?.immediate) return finishPayoutTx(app, tx, reload(tx, row.id), plan.outcome, plan.failureCode ?? '');
-  if (plan) {
-    const delay_ms = app.config.simDelaySeconds * 1000;
-    app.scheduler.schedule(tx, { kind: SETTLE_JOB, subjectId: row.id, shopId: payer.shopId, mode: payer.mode, dueAt: now + delay_ms });
-  }
+  const a = start.answer;
+  if (a && a.outcome !== 'unknown') return finishPayoutTx(app, tx, reload(tx, row.id), a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
   return reload(tx, row.id);
 }
 
@@ -130,7 +109,6 @@ export function finishPayoutTx(app: App, tx: Tx, p: PayoutRow, status: 'succeede
   }
   const book: Payer = { merchantId: p.merchant_id, shopId: p.shop_id, mode: p.mode };
   post(tx, book, status === 'succeeded' ? 'payout_settled' : 'payout_released', p.id, p.amount, at);
-  app.scheduler.cancel(tx, SETTLE_JOB, p.id);
   const next = reload(tx, p.id);
   app.events.append(tx, {
     ...book,
@@ -141,13 +119,6 @@ export function finishPayoutTx(app: App, tx: Tx, p: PayoutRow, status: 'succeede
     webhook: { event: `payout.${status}`, data: payoutView(next) },
   });
   return next;
-}
-
-/** The settlement job: the test bank answers as planned at creation, unless the payout was settled meanwhile. */
-export function settleJob(app: App, tx: Tx, payoutId: string): void {
-  const p = getPayout(tx.db, payoutId);
-  if (!p || p.status !== 'pending' || !p.sim_outcome) return;
-  finishPayoutTx(app, tx, p, p.sim_outcome, p.sim_failure_code ?? '');
 }
 
 /** The Payout object as GET /v1/public/payouts/{id} returns it and webhooks carry it. */
@@ -192,9 +163,4 @@ export function creationBody(app: App, p: PayoutRow): Record<string, unknown> {
     };
   }
   return body;
-}
-
-/** Register the settlement job (one call from registerDomains). */
-export function registerPayouts(app: App): void {
-  app.scheduler.register(SETTLE_JOB, (tx, job) => settleJob(app, tx, job.subject_id));
 }

@@ -2,13 +2,10 @@ import type { App } from '../app-types';
 import type { Tx } from '../db/tx';
 import { ApiError, invalidState } from '../http/errors';
 import { uuid } from '../util/ids';
-import { refundOutcome } from '../simulator/plan';
+import { post, postedAmount, type Book } from '../ledger/ledger';
 import { applyRefundTx, reload } from '../payments/state';
 import { getPayment, paymentView, type RefundRow } from '../payments/store';
 import type { PaymentRow } from '../payments/types';
-
-/** Job kind: a pending refund settles (test mode: after --sim-delay on the shop's clock). */
-export const REFUND_SETTLE_JOB = 'refund.settle';
 
 /** What a refund is created from. */
 export interface RefundInput {
@@ -62,6 +59,8 @@ export function createRefundTx(app: App, tx: Tx, p: PaymentRow, input: RefundInp
        VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
     )
     .run(id, p.id, p.merchant_id, p.shop_id, p.mode, amount, input.reason, now);
+  // The amount leaves `available` for `reserved` now (422 insufficient_funds when it is not there).
+  post(tx, bookOf(p), 'refund_reserved', id, amount, now);
   tx
     .stmt(`INSERT INTO refund_audit (refund_id, payment_id, shop_id, mode, key_id, amount, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
     .run(id, p.id, p.shop_id, p.mode, input.keyId, amount, input.reason, now);
@@ -74,12 +73,9 @@ export function createRefundTx(app: App, tx: Tx, p: PaymentRow, input: RefundInp
     at: now,
     paymentId: p.id,
   });
-  // Live refunds wait for a bank connector to settle them; none exists yet, so they stay pending.
-  if (p.mode === 'test') {
-    const dueAt = now + Math.round(app.config.simDelaySeconds * 1000);
-    app.scheduler.schedule(tx, { kind: REFUND_SETTLE_JOB, subjectId: id, shopId: p.shop_id, mode: p.mode, dueAt });
-  }
-  return getRefund(app, id)!;
+  const refund = getRefund(app, id)!;
+  app.banks.for(p.shop_id, p.mode).refund(tx, refund, p);
+  return refund;
 }
 
 /**
@@ -91,6 +87,14 @@ export function settleRefundTx(app: App, tx: Tx, r: RefundRow, status: 'succeede
   const p = getPayment(app, r.payment_id)!;
   const now = app.clocks.now(r.shop_id, r.mode);
   tx.stmt(`UPDATE refunds SET status = ?, failure_code = ?, completed_at = ? WHERE id = ?`).run(status, failureCode, now, r.id);
+  // A settled refund leaves the books; a failed one gives its reserve back.
+  const reserved = postedAmount(tx, 'refund_reserved', r.id);
+  if (status === 'succeeded') {
+    if (reserved === undefined) post(tx, bookOf(r), 'refund_reserved', r.id, r.amount, now);
+    post(tx, bookOf(r), 'refund_settled', r.id, reserved ?? r.amount, now);
+  } else if (reserved !== undefined) {
+    post(tx, bookOf(r), 'refund_released', r.id, reserved, now);
+  }
   const after = status === 'succeeded' ? applyRefundTx(app, tx, p, r.amount) : reload(app, p.id);
   app.events.append(tx, {
     merchantId: r.merchant_id,
@@ -105,12 +109,7 @@ export function settleRefundTx(app: App, tx: Tx, r: RefundRow, status: 'succeede
   return getRefund(app, r.id)!;
 }
 
-/** Register the test bank's refund settlement; a refund no longer pending is left alone. */
-export function registerRefundJobs(app: App): void {
-  app.scheduler.register(REFUND_SETTLE_JOB, (tx, job) => {
-    const r = getRefund(app, job.subject_id);
-    if (!r || r.status !== 'pending' || r.mode !== 'test') return;
-    const o = refundOutcome(r.amount);
-    settleRefundTx(app, tx, r, o.status, o.failureCode);
-  });
+/** The book a payment's or refund's money is written in. */
+function bookOf(o: { merchant_id: string; shop_id: string; mode: 'test' | 'live' }): Book {
+  return { merchantId: o.merchant_id, shopId: o.shop_id, mode: o.mode };
 }

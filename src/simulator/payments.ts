@@ -2,11 +2,13 @@ import { randomInt } from 'node:crypto';
 import type { App } from '../app-types';
 import type { Tx } from '../db/tx';
 import type { Ctx, Reply } from '../http/types';
-import { badRequest, notFound } from '../http/errors';
+import { badRequest, invalidState, notFound } from '../http/errors';
 import { bodyObject, enumField, strField } from '../http/validate';
 import { isUuid } from '../util/ids';
 import { bankCodeFor, PAYMENT_FAILURE_CODES } from '../payments/failures';
-import { chooseMethodTx, expireTx, openSessionTx, reload, resolveTx, type Resolution } from '../payments/state';
+import { chooseMethodTx, expireTx, openSessionTx, reload } from '../payments/state';
+import { paymentAnswered } from '../bank-port/answers';
+import type { PaymentAnswer } from '../bank-port/port';
 import { getPayment, metadataOf, paymentView } from '../payments/store';
 import type { ConcreteMethod, PaymentRow } from '../payments/types';
 import { planFromMetadata } from './plan';
@@ -23,19 +25,24 @@ export function fakeRrn(): string {
 }
 
 /** What the test bank answers for an outcome: reference and bank name on success, the bank's raw code on failure. */
-export function simulatedResolution(outcome: 'succeeded' | 'failed', failureCode = ''): Resolution {
+export function simulatedAnswer(outcome: 'succeeded' | 'failed', failureCode = ''): PaymentAnswer {
   if (outcome === 'succeeded') return { outcome, rrn: fakeRrn(), bankName: TEST_BANK_NAME };
   const code = failureCode || 'do_not_honor';
-  return { outcome, failureCode: code, bankFailureCode: bankCodeFor(code), bankName: TEST_BANK_NAME };
+  return { outcome: 'refused', failureCode: code, bankCode: bankCodeFor(code), bankName: TEST_BANK_NAME };
+}
+
+/** The test bank's planned answer for a processing payment, or undefined when the plan is to stay silent. */
+export function plannedAnswer(p: PaymentRow): PaymentAnswer | undefined {
+  const plan = planFromMetadata(metadataOf(p));
+  if (!plan || (plan.outcome !== 'succeeded' && plan.outcome !== 'failed')) return undefined;
+  return simulatedAnswer(plan.outcome, plan.failureCode);
 }
 
 /**
  * Once a test payment's session opens, schedule the bank's planned answer after --sim-delay on the shop's
  * clock. `pending` never resolves (it expires with the session); `requires_action` waits for the buyer.
- * Live payments never reach the simulator.
  */
 export function scheduleSimulatedResolution(app: App, tx: Tx, p: PaymentRow): void {
-  if (p.mode !== 'test') return;
   const plan = planFromMetadata(metadataOf(p));
   if (!plan || (plan.outcome !== 'succeeded' && plan.outcome !== 'failed')) return;
   const dueAt = app.clocks.now(p.shop_id, p.mode) + Math.round(app.config.simDelaySeconds * 1000);
@@ -47,10 +54,15 @@ export function registerPaymentSimulator(app: App): void {
   app.scheduler.register(SIM_RESOLVE_JOB, (tx, job) => {
     const p = getPayment(app, job.subject_id);
     if (!p || p.status !== 'processing' || p.mode !== 'test') return;
-    const plan = planFromMetadata(metadataOf(p));
-    if (!plan || (plan.outcome !== 'succeeded' && plan.outcome !== 'failed')) return;
-    resolveTx(app, tx, p, simulatedResolution(plan.outcome, plan.failureCode));
+    const answer = plannedAnswer(p);
+    if (answer) paymentAnswered(app, tx, p.id, answer);
   });
+}
+
+/** Give the test bank's answer now; a payment not at the bank is refused with 409 as the state machine words it. */
+function answerOrRefuse(app: App, tx: Tx, p: PaymentRow, action: string, answer: PaymentAnswer): void {
+  if (p.status !== 'processing') throw invalidState(`Cannot ${action} payment "${p.id}": its status is ${p.status}`);
+  paymentAnswered(app, tx, p.id, answer);
 }
 
 /** Actions of the simulate helper. */
@@ -88,11 +100,11 @@ export async function simulatePayment(ctx: Ctx): Promise<Reply> {
         next = openSessionTx(ctx.app, tx, next);
         break;
       case 'succeed':
-        next = resolveTx(ctx.app, tx, p, simulatedResolution('succeeded'));
+        answerOrRefuse(ctx.app, tx, p, 'confirm', simulatedAnswer('succeeded'));
         break;
       case 'fail': {
         const planned = planFromMetadata(metadataOf(p))?.failureCode;
-        next = resolveTx(ctx.app, tx, p, simulatedResolution('failed', failureCode || planned || 'do_not_honor'));
+        answerOrRefuse(ctx.app, tx, p, 'fail', simulatedAnswer('failed', failureCode || planned || 'do_not_honor'));
         break;
       }
       case 'expire':

@@ -1,6 +1,6 @@
 import type { App } from '../app-types';
 import type { Ctx, Reply } from '../http/types';
-import { invalidState, notFound } from '../http/errors';
+import { notFound } from '../http/errors';
 import { amountField, bodyObject, enumField, strField } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
 import { isUuid } from '../util/ids';
@@ -9,9 +9,8 @@ import { urlField } from '../payments/create';
 import { getPayment } from '../payments/store';
 import { getSubscription } from '../subscriptions/store';
 import { cancelSubscriptionTx, CANCEL_REASONS } from '../subscriptions/subscriptions';
-import { parseOutcomes, queueOf } from './outcomes';
-import { getToken, updateToken, TOKEN_METHODS, TOKEN_STATUSES, tokenView, type TokenRow } from './store';
-import { CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargeTokenTx, createBindingTx, reloadToken } from './tokens';
+import { getToken, TOKEN_METHODS, TOKEN_STATUSES, tokenView, type TokenRow } from './store';
+import { CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargeTokenTx, createBindingTx } from './tokens';
 
 /** A plausible e-mail address: something@host.tld, no spaces. */
 export const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -109,19 +108,4 @@ export async function chargeToken(ctx: Ctx): Promise<Reply> {
   );
   if ('body' in reply) ctx.logExtra = { payment_id: (reply.body as { id: string }).id, token_id: id };
   return reply;
-}
-
-/** POST /v1/test/tokens/{id}/outcomes {outcomes: [...]}: the queue the token's next charges follow (replaces the old one). */
-export async function setOutcomes(ctx: Ctx): Promise<Reply> {
-  const obj = bodyObject(ctx.body, ['outcomes']);
-  const outcomes = parseOutcomes(obj.outcomes);
-  const id = ctx.params.id;
-  const t = await ctx.app.store.write(() => {
-    const token = tokenOfShop(ctx.app, ctx, id);
-    // A cancelled token is never charged again, so a queue for it would only mislead.
-    if (token.status === 'cancelled') throw invalidState(`Cannot set outcomes of token "${token.id}": it is cancelled`);
-    updateToken(ctx.app, token.id, { outcomes: JSON.stringify(outcomes) });
-    return reloadToken(ctx.app, token.id);
-  });
-  return { body: { ...tokenView(t), outcomes: queueOf(t) } };
 }

@@ -17,7 +17,6 @@ import {
 } from '../http/openapi-types';
 import { PAYMENT_FAILURE_CODES } from '../payments/failures';
 import { PAYMENT_STATUSES } from '../payments/types';
-import { OUTCOMES_MAX } from './outcomes';
 import { TOKEN_METHODS, TOKEN_STATUSES } from './store';
 
 const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
@@ -28,7 +27,8 @@ export const recurrentListQuery = [
   { name: 'customer_ref', in: 'query', schema: { type: 'string' }, description: "only this customer's objects" },
 ];
 
-const tokenProps = {
+/** The properties of a Token object (the simulator's outcome queue view adds one). */
+export const tokenProps = {
   id: uuid,
   customer_ref: { type: 'string' },
   customer_email: { type: 'string', description: '"" when none was given' },
@@ -44,13 +44,8 @@ const tokenProps = {
   cancelled_at: timeOrNull,
 };
 
-const outcome = {
-  type: 'string',
-  pattern: `^(succeed|pending|fail|fail:(${PAYMENT_FAILURE_CODES.join('|')}))$`,
-  description: 'succeed; fail (do_not_honor) or fail:<failure code>; pending (the bank never answers and the charge expires)',
-};
 
-/** OpenAPI paths and schemas of saved-method tokens and their test outcome queue. */
+/** OpenAPI paths and schemas of saved-method tokens. */
 export const tokensOpenApi: OpenApiFragment = {
   paths: {
     '/v1/public/tokens': {
@@ -106,19 +101,9 @@ export const tokensOpenApi: OpenApiFragment = {
         responses: createdResponses(ref('TokenCharge'), 'The charge payment, its bank session open', 'Idempotent replay, with the current status'),
       },
     },
-    '/v1/test/tokens/{id}/outcomes': {
-      post: {
-        summary: "Test keys only: set the queue of outcomes the token's next charges follow, before magic amounts; 409 invalid_state for a cancelled token",
-        security: bearer,
-        parameters: idParam,
-        requestBody: jsonBody(strictObject({ outcomes: { type: 'array', maxItems: OUTCOMES_MAX, items: outcome } })),
-        responses: { '200': jsonResponse('The token and its queue', ref('TokenWithOutcomes')), ...errorResponses },
-      },
-    },
   },
   schemas: {
     Token: strictObject(tokenProps),
-    TokenWithOutcomes: strictObject({ ...tokenProps, outcomes: { type: 'array', items: outcome } }),
     TokenCreated: strictObject(
       {
         card: strictObject({ id: uuid, customer_ref: { type: 'string' }, status: { enum: [...TOKEN_STATUSES] } }),

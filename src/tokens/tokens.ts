@@ -7,7 +7,6 @@ import { createPaymentTx } from '../payments/create';
 import { cancelTx } from '../payments/state';
 import { getPayment } from '../payments/store';
 import type { PaymentRow } from '../payments/types';
-import { takePlan } from './outcomes';
 import { getToken, insertToken, recordPayment, tokenView, updateToken, type TokenMethod, type TokenRow } from './store';
 
 /** Card binding verifies the card with 1 RUB (in kopecks). */
@@ -145,7 +144,7 @@ export interface ChargeInput {
 
 /**
  * A merchant-initiated charge of an active token: a payment of method `recurrent` whose bank session opens
- * at once. In test mode the token's outcome queue decides first, then the magic amounts.
+ * at once; the shop's bank charges the saved method (in test mode its outcome queue, then the magic amounts).
  */
 export function chargeTokenTx(app: App, tx: Tx, t: TokenRow, input: ChargeInput): PaymentRow {
   if (t.status !== 'active') throw invalidState(`Cannot charge token "${t.id}": its status is ${t.status}; only active tokens can be charged`);
@@ -163,8 +162,7 @@ export function chargeTokenTx(app: App, tx: Tx, t: TokenRow, input: ChargeInput)
     description: input.description,
     metadata,
     kind: input.kind,
-    simulatorPlan: takePlan(app, t),
-    openSession: true,
+    tokenId: t.id,
   });
   recordPayment(app, {
     payment_id: payment.id,

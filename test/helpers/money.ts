@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import type { TestServer } from './server';
+import { openSessionTx } from '../../src/payments/state';
+import { getPayment } from '../../src/payments/store';
+import { paymentAnswered } from '../../src/bank-port/answers';
 
 /** A succeeded test payment of `amount` (kopeck part 00) on the key's shop: money in through the real API. */
 export async function paidPayment(s: TestServer, key: string, amount: number): Promise<string> {
@@ -48,25 +51,18 @@ export function ledgerCheck(dbPath: string): Promise<{ code: number; stdout: str
 }
 
 /**
- * A succeeded live payment: created through the API, then marked succeeded with its event, as a bank
- * connector would (no live bank exists yet). The ledger sees the same event a real success appends.
+ * A succeeded live payment: created through the API, its session opened and the bank's success applied
+ * through the bank port's entry point, as any acquirer's answer is.
  */
 export async function paidLivePayment(s: TestServer, shop: { key: string; merchantId: string; shopId: string }, amount: number): Promise<string> {
   const p = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount, method: 'sbp' } });
   assert.equal(p.status, 201, p.text);
   const id = p.body.payment.id as string;
   const app = s.running.app;
-  app.store.tx((tx) => {
-    tx.db.prepare(`UPDATE payments SET status = 'succeeded' WHERE id = ?`).run(id);
-    app.events.append(tx, {
-      merchantId: shop.merchantId,
-      shopId: shop.shopId,
-      mode: 'live',
-      kind: 'payment.status_changed',
-      payload: { id, status: 'succeeded' },
-      at: Date.now(),
-      paymentId: id,
-    });
+  // No acquirer is set, so no bank answers: the session opens and the answer enters where every bank's does.
+  await app.store.write((tx) => {
+    openSessionTx(app, tx, getPayment(app, id)!);
+    assert.equal(paymentAnswered(app, tx, id, { outcome: 'succeeded', rrn: '000000000001', bankName: 'live test' }), 'applied');
   });
   return id;
 }

@@ -110,3 +110,19 @@ export async function openPage(
     },
   };
 }
+
+/**
+ * Open the page of a payment whose method was fixed at creation and take its one "pay" step, as a buyer
+ * does: the page itself changes nothing, the click opens the bank session.
+ */
+export async function payOnPage(page: Page, url: string): Promise<void> {
+  await page.goto(url);
+  await page.locator('button.method').click();
+}
+
+/** The buyer's POST that opens a payment's session on the page (the method fixed at creation, or the one chosen). */
+export async function payWith(s: TestServer, id: string, method: string): Promise<TestResponse> {
+  const r = await postForm(s, `/pay/${id}/method`, { method });
+  assert.equal(r.status, 303, r.text);
+  return getPage(s, `/pay/${id}`);
+}

@@ -13,6 +13,7 @@ import {
   startReturnServer,
   type ReturnServer,
   openPage,
+  payOnPage,
 } from '../helpers/pay-page';
 
 const skip = browserSkipReason();
@@ -87,7 +88,7 @@ test('any → SBP by keyboard → approve → success → back at return_url wit
 test('card: the script stops a bad number; a decline shows the reason', { skip }, async () => {
   const { id, url } = await createPayment(s, { amount: 4990, method: 'cards' });
   const { page, done } = await open();
-  await page.goto(url);
+  await payOnPage(page, url);
   await fillCard(page, '4111 1111 1111 1112');
   await page.getByRole('button', { name: /Оплатить/ }).click();
   assert.match(await page.locator('#number-err').innerText(), /Проверьте номер карты/);
@@ -107,7 +108,7 @@ test('card: the script stops a bad number; a decline shows the reason', { skip }
 test('3-D Secure challenge passes with the test code and fails with another', { skip }, async () => {
   const pass = await createPayment(s, { amount: 30000, method: 'cards' });
   const { page, done } = await open();
-  await page.goto(pass.url);
+  await payOnPage(page, pass.url);
   await page.getByRole('button', { name: /2200000000000038/ }).click();
   await page.getByRole('button', { name: /Оплатить/ }).click();
   await page.getByLabel('Код из SMS').waitFor();
@@ -119,7 +120,7 @@ test('3-D Secure challenge passes with the test code and fails with another', { 
   assert.equal((await getPayment(s, pass.id)).customer_card_mask, '220000******0038');
 
   const fail = await createPayment(s, { amount: 30000, method: 'cards' });
-  await page.goto(fail.url);
+  await payOnPage(page, fail.url);
   await fillCard(page, '4000000000003220');
   await page.getByRole('button', { name: /Оплатить/ }).click();
   await page.getByLabel('Код из SMS').fill('111111');
@@ -145,7 +146,7 @@ test('an expired link shows the expired page', { skip }, async () => {
 test('the waiting page updates itself when the bank answers', { skip }, async () => {
   const { id, url } = await createPayment(s, { amount: 10004, method: 'tpay' });
   const { page, done } = await open();
-  await page.goto(url);
+  await payOnPage(page, url);
   await page.getByRole('button', { name: 'Подтвердить оплату' }).click();
   await page.getByRole('heading', { name: 'Обрабатываем платёж' }).waitFor();
   await shot(page, 'processing');
@@ -165,7 +166,7 @@ test('at 360 px every screen fits without horizontal scroll', { skip }, async ()
   await noHorizontalScroll(page, 'sbp');
   await shot(page, 'w360-sbp');
   const card = await createPayment(s, { amount: 10003, method: 'cards' });
-  await page.goto(card.url);
+  await payOnPage(page, card.url);
   await noHorizontalScroll(page, 'card form');
   await shot(page, 'w360-card-form');
   await fillCard(page, '2200 0000 0000 0004');

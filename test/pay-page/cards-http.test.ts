@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { createPayment, getPage, getPayment, postForm } from '../helpers/pay-page';
+import { createPayment, getPage, getPayment, payWith, postForm } from '../helpers/pay-page';
 
 let s: TestServer;
 before(async () => {
@@ -12,10 +12,10 @@ after(() => s.close());
 
 const EXP = '12/' + String(new Date().getUTCFullYear() + 2).slice(2);
 
-/** A card payment with its card screen opened (session processing). */
+/** A card payment with its card screen opened (session processing) by the buyer's "pay" step. */
 async function cardPayment(amount: number): Promise<string> {
   const { id } = await createPayment(s, { amount, method: 'cards' });
-  const r = await getPage(s, `/pay/${id}`);
+  const r = await payWith(s, id, 'cards');
   assert.match(r.text, /id="card-form"/);
   return id;
 }

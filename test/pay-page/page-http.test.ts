@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { createPayment, getPage, getPayment, postForm } from '../helpers/pay-page';
+import { createPayment, getPage, getPayment, payWith, postForm } from '../helpers/pay-page';
 
 let s: TestServer;
 before(async () => {
@@ -58,22 +58,40 @@ test('Russian by default, English by Accept-Language, ?lang wins over both', asy
   assert.match(ru.text, /Выберите способ оплаты/);
 });
 
-test('choosing a method keeps the payment pending; opening its screen then opens the session', async () => {
+test('opening the page changes nothing: a link preview or a prefetch cannot open a bank session', async () => {
+  for (const method of ['any', 'sbp', 'cards', 'tpay', 'bankpay']) {
+    const { id } = await createPayment(s, { amount: 10000, method });
+    for (const path of [`/pay/${id}`, `/pay/${id}?lang=en`, `/pay/${id}/status`, `/pay/${id}/bank`]) await getPage(s, path);
+    const p = await getPayment(s, id);
+    assert.deepEqual([p.status, p.method, p.processing_until], ['pending', method, null], `GET changed a ${method} payment`);
+  }
+  const fixed = await createPayment(s, { amount: 10000, method: 'cards' });
+  const step = await getPage(s, `/pay/${fixed.id}?lang=en`);
+  assert.match(step.text, /Payment method[\s\S]*<button class="method" type="submit" name="method" value="cards">/);
+  assert.doesNotMatch(step.text, /value="sbp"/, 'a method fixed at creation is the only one offered');
+});
+
+test('the buyer\'s POST of a method opens the session; choosing another one for a fixed method changes nothing', async () => {
   const { id } = await createPayment(s, { amount: 10000 });
   const r = await postForm(s, `/pay/${id}/method?lang=en`, { method: 'sbp' });
   assert.equal(r.status, 303);
   assert.equal(r.headers.location, `/pay/${id}?lang=en`);
-  let p = await getPayment(s, id);
-  assert.equal(p.status, 'pending');
+  const p = await getPayment(s, id);
+  assert.equal(p.status, 'processing');
   assert.equal(p.method, 'sbp');
+  assert.ok(p.processing_until);
   const page = await getPage(s, `/pay/${id}?lang=en`);
   assert.match(page.text, /Pay with SBP/);
   assert.match(page.text, /<svg class="qr"/);
-  p = await getPayment(s, id);
-  assert.equal(p.status, 'processing');
-  assert.ok(p.processing_until);
   const st = await getPage(s, `/pay/${id}/status`);
   assert.deepEqual(st.body, { status: 'processing', step: '', final: false, test: true });
+  assert.equal((await postForm(s, `/pay/${id}/method`, { method: 'sbp' })).status, 303, 'a second POST is harmless');
+  assert.equal((await getPayment(s, id)).processing_until, p.processing_until);
+
+  const fixed = await createPayment(s, { amount: 10000, method: 'tpay' });
+  await postForm(s, `/pay/${fixed.id}/method`, { method: 'cards' });
+  const f = await getPayment(s, fixed.id);
+  assert.deepEqual([f.status, f.method], ['pending', 'tpay']);
 });
 
 test('SBP approve follows the magic amount plan; decline fails do_not_honor', async () => {
@@ -85,7 +103,7 @@ test('SBP approve follows the magic amount plan; decline fails do_not_honor', as
   ];
   for (const [amount, action, want] of cases) {
     const { id } = await createPayment(s, { amount, method: 'sbp' });
-    await getPage(s, `/pay/${id}`);
+    await payWith(s, id, 'sbp');
     assert.equal((await postForm(s, `/pay/${id}/bank`, { action })).status, 303);
     const p = await getPayment(s, id);
     assert.equal(p.status === 'failed' ? `failed:${p.metadata.failure_code}` : p.status, want, `amount ${amount} ${action}`);
@@ -94,7 +112,7 @@ test('SBP approve follows the magic amount plan; decline fails do_not_honor', as
 
 test('requires_action (…03) asks for a confirmation; pending (…04) waits for the bank', async () => {
   const ra = await createPayment(s, { amount: 10003, method: 'tpay' });
-  assert.match((await getPage(s, `/pay/${ra.id}`)).text, /Подтвердите оплату в приложении банка/);
+  assert.match((await payWith(s, ra.id, 'tpay')).text, /Подтвердите оплату в приложении банка/);
   await postForm(s, `/pay/${ra.id}/bank`, { action: 'approve' });
   assert.equal((await getPayment(s, ra.id)).status, 'processing');
   assert.match((await getPage(s, `/pay/${ra.id}`)).text, /Банк просит подтвердить платёж/);
@@ -103,7 +121,7 @@ test('requires_action (…03) asks for a confirmation; pending (…04) waits for
   assert.equal((await getPayment(s, ra.id)).status, 'succeeded');
 
   const pend = await createPayment(s, { amount: 10004, method: 'bankpay' });
-  await getPage(s, `/pay/${pend.id}`);
+  await payWith(s, pend.id, 'bankpay');
   await postForm(s, `/pay/${pend.id}/bank`, { action: 'approve' });
   assert.match((await getPage(s, `/pay/${pend.id}`)).text, /Обрабатываем платёж/);
   await s.request('POST', '/v1/test/clock/advance', { body: { seconds: 21 * 60 } });
@@ -114,7 +132,7 @@ test('requires_action (…03) asks for a confirmation; pending (…04) waits for
 
 test('a final status other than success redirects to return_url at once, its query kept', async () => {
   const { id } = await createPayment(s, { amount: 10001, method: 'sbp', return_url: RETURN });
-  await getPage(s, `/pay/${id}`);
+  await payWith(s, id, 'sbp');
   await postForm(s, `/pay/${id}/bank`, { action: 'approve' });
   const r = await getPage(s, `/pay/${id}`);
   assert.equal(r.status, 303);
@@ -125,7 +143,7 @@ test('a final status other than success redirects to return_url at once, its que
 
 test('success shows its screen with a link back and a 2 s redirect; without return_url the buyer stays', async () => {
   const a = await createPayment(s, { amount: 10000, method: 'sbp', return_url: RETURN });
-  await getPage(s, `/pay/${a.id}`);
+  await payWith(s, a.id, 'sbp');
   await postForm(s, `/pay/${a.id}/bank`, { action: 'approve' });
   const r = await getPage(s, `/pay/${a.id}`);
   assert.equal(r.status, 200);
@@ -136,7 +154,7 @@ test('success shows its screen with a link back and a 2 s redirect; without retu
   assert.match(r.text, /Оплата прошла успешно/);
 
   const b = await createPayment(s, { amount: 10001, method: 'sbp' });
-  await getPage(s, `/pay/${b.id}`);
+  await payWith(s, b.id, 'sbp');
   await postForm(s, `/pay/${b.id}/bank`, { action: 'approve' });
   const f = await getPage(s, `/pay/${b.id}`);
   assert.equal(f.status, 200);
@@ -166,7 +184,7 @@ test('a card binding payment is titled as one; a merchant cannot title a plain p
   assert.match((await getPage(s, `/pay/${plain.id}`)).text, /<h1>Оплата заказа<\/h1>/);
   const { id } = await createPayment(s, { amount: 100, method: 'cards' });
   s.store.tx(({ db }) => db.prepare(`UPDATE payments SET metadata = json_set(metadata, '$.kind', 'token_binding') WHERE id = ?`).run(id));
-  const r = await getPage(s, `/pay/${id}`);
+  const r = await payWith(s, id, 'cards');
   assert.match(r.text, /<h1>Привязка карты<\/h1>/);
   assert.match(r.text, /Привязать карту/);
 });

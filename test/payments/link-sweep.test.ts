@@ -115,15 +115,17 @@ test('a database of schema version 1 gains the expiry index, and its per-payment
       `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at) VALUES ('payment.link_expiry', ?, ?, 'test', ?, ?, '{}', ?)`,
     ).run(id, shop.shopId, p.expires_at, p.expires_at, Date.now());
     db.exec('DROP INDEX payments_pending_expiry');
+    // Tables of later versions did not exist yet either.
+    db.exec('DROP TABLE shop_acquirers');
     db.pragma('user_version = 1');
   });
   await s.restart();
   const db = openDatabase(s.dbPath, { readonly: true });
   try {
     assert.equal(db.pragma('user_version', { simple: true }), SCHEMA_VERSION);
-    assert.equal(SCHEMA_VERSION, 2);
     const ix = db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'payments_pending_expiry'`).get() as { sql: string } | undefined;
     assert.ok(ix, 'the migration made the index');
+    assert.ok(db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'shop_acquirers'`).get(), 'later migrations ran too');
   } finally {
     db.close();
   }

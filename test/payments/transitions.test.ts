@@ -2,7 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, eventsOf, getPayment, simulate } from '../helpers/payments';
-import { buyerRedirectUrl, buyerResolve, chooseMethod, findPaymentForPage, openSession } from '../../src/payments/buyer';
+import { buyerRedirectUrl, findPaymentForPage, payWithMethod } from '../../src/payments/buyer';
+import { buyerResolve } from '../../src/simulator/page';
 
 let s: TestServer;
 before(async () => {
@@ -169,12 +170,13 @@ test('buyer functions drive the page flow and keep only the card mask', async ()
   const id = c.payment.id;
   assert.equal(await findPaymentForPage(app, 'nope'), undefined);
   assert.equal((await findPaymentForPage(app, id))!.status, 'pending');
-  assert.equal((await chooseMethod(app, id, 'cards')).method, 'cards');
-  assert.equal((await chooseMethod(app, id, 'sbp')).method, 'sbp', 'a payment created as any may change its mind while pending');
-  await assert.rejects(openSession(app, '00000000-0000-4000-8000-000000000000'), { status: 404 });
-  assert.equal((await openSession(app, id)).status, 'processing');
-  assert.equal((await openSession(app, id)).status, 'processing', 'opening twice is harmless');
-  await assert.rejects(chooseMethod(app, id, 'cards'), { status: 409, code: 'invalid_state' });
+  await assert.rejects(payWithMethod(app, '00000000-0000-4000-8000-000000000000', 'sbp'), { status: 404 });
+  await assert.rejects(payWithMethod(app, id, 'recurrent'), { status: 400 });
+  const paying = await payWithMethod(app, id, 'sbp');
+  assert.equal(paying.status, 'processing');
+  assert.equal(paying.method, 'sbp');
+  assert.equal((await payWithMethod(app, id, 'sbp')).status, 'processing', 'paying twice with the open method is harmless');
+  await assert.rejects(payWithMethod(app, id, 'cards'), { status: 409, code: 'invalid_state' });
   await assert.rejects(
     buyerResolve(app, id, { outcome: 'succeeded', card: { brand: 'visa', mask: '4111111111111111', holder: 'A B' } }),
     { status: 400 },
@@ -196,7 +198,7 @@ test('buyer functions drive the page flow and keep only the card mask', async ()
 test('a buyer decline fails with the planned code of the magic amount', async () => {
   const app = s.running.app;
   const c = await createPayment(s, { amount: 10002, method: 'cards' });
-  await openSession(app, c.payment.id);
+  await payWithMethod(app, c.payment.id, 'cards');
   const f = await buyerResolve(app, c.payment.id, { outcome: 'failed' });
   assert.equal(f.metadata.failure_code, 'insufficient_funds');
   assert.equal(f.metadata.bank_failure_code, '51');

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { browserSkipReason, CHROMIUM, CHROMIUM_ARGS, screenshotDir, startReturnServer, type ReturnServer, openPage } from '../helpers/pay-page';
+import { browserSkipReason, CHROMIUM, CHROMIUM_ARGS, screenshotDir, startReturnServer, type ReturnServer, openPage, payOnPage } from '../helpers/pay-page';
 import { advanceSeconds, createSubscription, createToken, get } from '../helpers/recurrent';
 
 const skip = browserSkipReason();
@@ -37,7 +37,7 @@ function open(): Promise<{ page: Page; done: () => Promise<void> }> {
 test('card binding with 3-D Secure on the hosted page activates the token; the merchant then charges it', { skip }, async () => {
   const c = await createToken(s, { customer_ref: 'browser-card', return_url: `${shop.url}/saved` });
   const { page, done } = await open();
-  await page.goto(c.pay_url);
+  await payOnPage(page, c.pay_url);
   await page.getByRole('heading', { name: 'Привязка карты' }).waitFor();
   await page.getByRole('button', { name: /2200000000000038/ }).click();
   await page.getByRole('button', { name: 'Привязать карту' }).click();
@@ -64,7 +64,7 @@ test('card binding with 3-D Secure on the hosted page activates the token; the m
 test('a failed 3-D Secure leaves the token pending', { skip }, async () => {
   const c = await createToken(s, { customer_ref: 'browser-card-fail' });
   const { page, done } = await open();
-  await page.goto(c.pay_url);
+  await payOnPage(page, c.pay_url);
   await page.getByLabel('Номер карты').fill('4000 0000 0000 3220');
   await page.getByLabel('Срок действия').fill('12/40');
   await page.getByLabel('CVC').fill('123');
@@ -79,7 +79,7 @@ test('a failed 3-D Secure leaves the token pending', { skip }, async () => {
 test('an SBP subscription binds in the bank app on the hosted page and becomes active', { skip }, async () => {
   const c = await createSubscription(s, { amount: 39900, customer_ref: 'browser-sbp', method: 'sbp', plan_name: 'Music' });
   const { page, done } = await open();
-  await page.goto(c.pay_url);
+  await payOnPage(page, c.pay_url);
   await page.getByRole('heading', { name: 'Подписка' }).waitFor();
   await page.locator('svg.qr').waitFor();
   await page.getByRole('button', { name: 'Подтвердить оплату' }).click();
@@ -96,7 +96,7 @@ test('an SBP subscription binds in the bank app on the hosted page and becomes a
 test('an SBP token binds with its first charge on the hosted page', { skip }, async () => {
   const c = await createToken(s, { customer_ref: 'browser-sbp-token', method: 'sbp', amount: 12300 });
   const { page, done } = await open();
-  await page.goto(c.pay_url);
+  await payOnPage(page, c.pay_url);
   await page.getByRole('button', { name: 'Подтвердить оплату' }).click();
   await page.locator('[data-final="succeeded"]').waitFor();
   await done();

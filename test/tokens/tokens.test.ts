@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { getPage, postForm } from '../helpers/pay-page';
+import { payWith, postForm } from '../helpers/pay-page';
 import { activeToken, advanceSeconds, createToken, get, payThroughHelper, streamOf, webhooksOf } from '../helpers/recurrent';
 
 let s: TestServer;
@@ -24,7 +24,7 @@ test('a card token binds with a 1 RUB verification on its hosted page and keeps 
   assert.equal(payment.metadata.token_id, c.card.id);
   assert.equal(payment.metadata.kind, 'token_binding');
 
-  const page = await getPage(s, `/pay/${c.binding_payment_id}`);
+  const page = await payWith(s, c.binding_payment_id, 'cards');
   assert.equal(page.status, 200);
   assert.match(page.text, /Привязка карты/);
   const posted = await postForm(s, `/pay/${c.binding_payment_id}/card`, { number: '4111 1111 1111 1111', exp: '12/40', cvc: '123', holder: 'IVAN PETROV' });

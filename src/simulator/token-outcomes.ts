@@ -1,9 +1,13 @@
 import type { App } from '../app-types';
-import { badRequest } from '../http/errors';
-import { describe } from '../http/validate';
+import type { Tx } from '../db/tx';
+import type { Ctx, Reply } from '../http/types';
+import { badRequest, invalidState } from '../http/errors';
+import { bodyObject, describe } from '../http/validate';
 import { PAYMENT_FAILURE_CODES } from '../payments/failures';
-import type { SimPlan } from '../simulator/plan';
-import { updateToken, type TokenRow } from './store';
+import { getToken, tokenView, updateToken, type TokenRow } from '../tokens/store';
+import { tokenOfShop } from '../tokens/handlers';
+import { reloadToken } from '../tokens/tokens';
+import type { SimPlan } from './plan';
 
 /** Longest outcome queue a token holds. */
 export const OUTCOMES_MAX = 100;
@@ -47,11 +51,27 @@ export function queueOf(t: TokenRow): string[] {
 }
 
 /** Take the next queued outcome of a test token as a simulator plan; undefined lets the magic amounts decide. */
-export function takePlan(app: App, t: TokenRow): SimPlan | undefined {
-  if (t.mode !== 'test') return undefined;
+export function takePlan(app: App, _tx: Tx, tokenId: string): SimPlan | undefined {
+  const t = getToken(app, tokenId);
+  if (!t || t.mode !== 'test') return undefined;
   const queue = queueOf(t);
   const next = queue.shift();
   if (next === undefined) return undefined;
   updateToken(app, t.id, { outcomes: JSON.stringify(queue) });
   return planOf(next);
+}
+
+/** POST /v1/test/tokens/{id}/outcomes {outcomes: [...]}: the queue the token's next charges follow (replaces the old one). */
+export async function setOutcomes(ctx: Ctx): Promise<Reply> {
+  const obj = bodyObject(ctx.body, ['outcomes']);
+  const outcomes = parseOutcomes(obj.outcomes);
+  const id = ctx.params.id;
+  const t = await ctx.app.store.write(() => {
+    const token = tokenOfShop(ctx.app, ctx, id);
+    // A cancelled token is never charged again, so a queue for it would only mislead.
+    if (token.status === 'cancelled') throw invalidState(`Cannot set outcomes of token "${token.id}": it is cancelled`);
+    updateToken(ctx.app, token.id, { outcomes: JSON.stringify(outcomes) });
+    return reloadToken(ctx.app, token.id);
+  });
+  return { body: { ...tokenView(t), outcomes: queueOf(t) } };
 }

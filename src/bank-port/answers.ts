@@ -1,0 +1,105 @@
+import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
+import type { Job } from '../scheduler/jobs-table';
+import { getPayment } from '../payments/store';
+import { bankCancelTx, expireTx, resolveTx } from '../payments/state';
+import { getRefund, settleRefundTx } from '../refunds/refunds';
+import { finishPayoutTx } from '../payouts/payouts';
+import { getPayout } from '../payouts/store';
+import type { MoneyAnswer, PaymentAnswer } from './port';
+
+// Where every bank answer enters the domain, whoever gives it: a bank's own job after its request, its
+// HTTP notification, the simulator's scheduled answer, or a status check. Final answers move the
+// operation once (a late or repeated one finds it moved on and changes nothing: nothing goes backwards);
+// `unknown` changes nothing and schedules a status check, later and later until the answer is final.
+
+/** Job kinds of status checks, one per kind of operation; the subject is the operation's id. */
+export const CHECK_JOBS = { payment: 'bank.check_payment', refund: 'bank.check_refund', payout: 'bank.check_payout' } as const;
+
+/** What applying an answer did. */
+export type Applied = 'applied' | 'ignored' | 'checking' | 'amount_mismatch';
+
+/**
+ * The next status check: `syncAfter` after the operation began at first, then as long again as it has
+ * already waited, so the gaps double while the bank stays silent.
+ */
+function scheduleCheck(app: App, tx: Tx, kind: keyof typeof CHECK_JOBS, id: string, shopId: string, mode: 'test' | 'live', since: number): void {
+  const now = app.clocks.now(shopId, mode);
+  const syncAfter_ms = Math.round(app.config.acquirerSyncAfterSeconds * 1000);
+  const waited_ms = Math.max(0, now - since);
+  app.scheduler.cancel(tx, CHECK_JOBS[kind], id);
+  app.scheduler.schedule(tx, { kind: CHECK_JOBS[kind], subjectId: id, shopId, mode, dueAt: now + Math.max(syncAfter_ms, waited_ms) });
+}
+
+/** Apply a bank's answer about a payment; `amount`, when the bank states it, must match the payment's. */
+export function paymentAnswered(app: App, tx: Tx, paymentId: string, a: PaymentAnswer, amount?: number): Applied {
+  const p = getPayment(app, paymentId);
+  if (!p || p.status !== 'processing') return 'ignored';
+  if (amount !== undefined && amount !== p.amount) return 'amount_mismatch';
+  switch (a.outcome) {
+    case 'unknown':
+      scheduleCheck(app, tx, 'payment', p.id, p.shop_id, p.mode, p.created_at);
+      return 'checking';
+    case 'succeeded':
+      resolveTx(app, tx, p, { outcome: 'succeeded', rrn: a.rrn, bankName: a.bankName, card: a.card, phoneMask: a.phoneMask, payerBank: a.payerBank });
+      break;
+    case 'refused':
+      resolveTx(app, tx, p, { outcome: 'failed', failureCode: a.failureCode, bankFailureCode: a.bankCode, bankName: a.bankName, card: a.card });
+      break;
+    case 'expired':
+      expireTx(app, tx, p);
+      break;
+    case 'cancelled':
+      bankCancelTx(app, tx, p);
+      break;
+  }
+  app.scheduler.cancel(tx, CHECK_JOBS.payment, p.id);
+  return 'applied';
+}
+
+/** Apply a bank's answer about a pending refund. */
+export function refundAnswered(app: App, tx: Tx, refundId: string, a: MoneyAnswer): Applied {
+  const r = getRefund(app, refundId);
+  if (!r || r.status !== 'pending') return 'ignored';
+  if (a.outcome === 'unknown') {
+    scheduleCheck(app, tx, 'refund', r.id, r.shop_id, r.mode, r.created_at);
+    return 'checking';
+  }
+  settleRefundTx(app, tx, r, a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
+  app.scheduler.cancel(tx, CHECK_JOBS.refund, r.id);
+  return 'applied';
+}
+
+/** Apply a bank's answer about a pending payout. */
+export function payoutAnswered(app: App, tx: Tx, payoutId: string, a: MoneyAnswer): Applied {
+  const p = getPayout(tx.db, payoutId);
+  if (!p || p.status !== 'pending') return 'ignored';
+  if (a.outcome === 'unknown') {
+    scheduleCheck(app, tx, 'payout', p.id, p.shop_id, p.mode, p.created_at);
+    return 'checking';
+  }
+  finishPayoutTx(app, tx, p, a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
+  app.scheduler.cancel(tx, CHECK_JOBS.payout, p.id);
+  return 'applied';
+}
+
+/** Run a status check: ask the operation's bank again, unless the operation is final by now. */
+function runCheck(app: App, tx: Tx, kind: keyof typeof CHECK_JOBS, job: Job): void {
+  if (kind === 'payment') {
+    const p = getPayment(app, job.subject_id);
+    if (p && p.status === 'processing') app.banks.for(p.shop_id, p.mode).checkStatus(tx, { kind, payment: p });
+  } else if (kind === 'refund') {
+    const r = getRefund(app, job.subject_id);
+    if (r && r.status === 'pending') app.banks.for(r.shop_id, r.mode).checkStatus(tx, { kind, refund: r });
+  } else {
+    const p = getPayout(tx.db, job.subject_id);
+    if (p && p.status === 'pending') app.banks.for(p.shop_id, p.mode).checkStatus(tx, { kind, payoutId: p.id });
+  }
+}
+
+/** Register the status-check jobs (one call from registerDomains). */
+export function registerBankChecks(app: App): void {
+  for (const kind of Object.keys(CHECK_JOBS) as Array<keyof typeof CHECK_JOBS>) {
+    app.scheduler.register(CHECK_JOBS[kind], (tx, job) => runCheck(app, tx, kind, job));
+  }
+}

@@ -1,0 +1,85 @@
+import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
+import type { PaymentRow } from '../payments/types';
+import type { RefundRow } from '../payments/store';
+import { paymentAnswered } from '../bank-port/answers';
+import type { BankPort, CallbackResult, NewPayment, OperationRef, PayoutRequest, PayoutStart, SessionRequest } from '../bank-port/port';
+import { TEST_PROVIDER } from '../bank-port/directory';
+import { planForAmount } from './plan';
+import { takePlan } from './token-outcomes';
+import { plannedAnswer, registerPaymentSimulator, scheduleSimulatedResolution } from './payments';
+import { answerRefund, registerRefundSimulator, startRefund } from './refunds';
+import { answerPlannedPayout, registerPayoutSimulator, startPayout } from './payouts';
+
+/**
+ * The test-mode bank: every sk_test_ operation reaches it. It plans each payment's answer at creation
+ * (magic amounts, a token's queued outcomes), answers after --sim-delay on the shop's test clock through
+ * its own jobs, lets the buyer decide on the hosted page's card form, 3-D Secure and bank screens, and
+ * never leaves an answer unknown.
+ */
+export class SimulatorBank implements BankPort {
+  readonly provider = TEST_PROVIDER;
+
+  constructor(private readonly app: App) {
+    registerPaymentSimulator(app);
+    registerRefundSimulator(app);
+    registerPayoutSimulator(app);
+  }
+
+  describePayment(tx: Tx, p: NewPayment): Record<string, string> {
+    const plan = (p.tokenId && takePlan(this.app, tx, p.tokenId)) || planForAmount(p.amount);
+    return { simulator_outcome: plan.outcome, simulator_failure_code: plan.failureCode };
+  }
+
+  openSession(tx: Tx, req: SessionRequest): void {
+    // With SBP the buyer pays in the bank's app, so the test bank answers by itself; on the card form and
+    // the bank confirmation screens the buyer's own input on the page decides.
+    if (req.by === 'buyer' && req.payment.method !== 'sbp') return;
+    scheduleSimulatedResolution(this.app, tx, req.payment);
+  }
+
+  chargeSaved(tx: Tx, req: SessionRequest): void {
+    scheduleSimulatedResolution(this.app, tx, req.payment);
+  }
+
+  cancel(): void {
+    // A pending test payment holds nothing open at the test bank.
+  }
+
+  refund(tx: Tx, refund: RefundRow): void {
+    startRefund(this.app, tx, refund);
+  }
+
+  checkStatus(tx: Tx, op: OperationRef): void {
+    if (op.kind === 'payment') {
+      const answer = plannedAnswer(op.payment);
+      if (answer) paymentAnswered(this.app, tx, op.payment.id, answer);
+    } else if (op.kind === 'refund') {
+      answerRefund(this.app, tx, op.refund.id);
+    } else {
+      answerPlannedPayout(this.app, tx, op.payoutId);
+    }
+  }
+
+  payout(tx: Tx, req: PayoutRequest): PayoutStart {
+    return startPayout(this.app, tx, req);
+  }
+
+  callback(): CallbackResult {
+    // The test bank answers through its own jobs and the hosted page, never over HTTP.
+    return { valid: false, payments: [], refunds: [], reply: '' };
+  }
+
+  creationExtras(row: PaymentRow): Record<string, unknown> {
+    const meta = JSON.parse(row.metadata) as Record<string, string>;
+    const base = this.app.baseUrl();
+    const page = `${this.app.payPageUrl()}/pay/${row.id}`;
+    return {
+      simulator: {
+        outcome: meta.simulator_outcome,
+        failure_code: meta.simulator_failure_code,
+        actions: { pay_page: page, simulate: `${base}/v1/test/payments/${row.id}/simulate`, clock_advance: `${base}/v1/test/clock/advance` },
+      },
+    };
+  }
+}

@@ -1,0 +1,70 @@
+import {
+  type OpenApiFragment,
+  bearer,
+  errorResponses,
+  jsonBody,
+  jsonResponse,
+  ref,
+  strictObject,
+  uuidSchema as uuid,
+} from '../http/openapi-types';
+import { PAYMENT_FAILURE_CODES } from '../payments/failures';
+import { PAYOUT_FAILURE_CODES } from '../payouts/payouts';
+import { tokenProps } from '../tokens/openapi';
+import { SIMULATE_ACTIONS, SIMULATE_METHODS } from './payments';
+import { OUTCOMES_MAX } from './token-outcomes';
+
+const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
+
+const outcome = {
+  type: 'string',
+  pattern: `^(succeed|pending|fail|fail:(${PAYMENT_FAILURE_CODES.join('|')}))$`,
+  description: 'succeed; fail (do_not_honor) or fail:<failure code>; pending (the bank never answers and the charge expires)',
+};
+
+/** OpenAPI paths and schemas of the test bank's helpers (test keys only; a live key gets 404). */
+export const simulatorOpenApi: OpenApiFragment = {
+  paths: {
+    '/v1/test/payments/{id}/simulate': {
+      post: {
+        summary: 'Test keys only: drive a test payment as the buyer and the bank would',
+        security: bearer,
+        parameters: idParam,
+        requestBody: jsonBody(
+          strictObject(
+            {
+              action: { enum: [...SIMULATE_ACTIONS] },
+              method: { enum: [...SIMULATE_METHODS] },
+              failure_code: { enum: [...PAYMENT_FAILURE_CODES], description: 'for fail; default the planned code, else do_not_honor' },
+            },
+            ['action'],
+          ),
+        ),
+        responses: { '200': jsonResponse('The payment after the action', ref('Payment')), ...errorResponses },
+      },
+    },
+    '/v1/test/payouts/{id}/simulate': {
+      post: {
+        summary: 'Test mode: the test bank answers a pending payout now',
+        security: bearer,
+        parameters: idParam,
+        requestBody: jsonBody(
+          strictObject({ action: { enum: ['succeed', 'fail'] }, failure_code: { enum: PAYOUT_FAILURE_CODES, default: 'do_not_honor' } }, ['action']),
+        ),
+        responses: { '200': jsonResponse('The payout in its final status', ref('Payout')), ...errorResponses },
+      },
+    },
+    '/v1/test/tokens/{id}/outcomes': {
+      post: {
+        summary: "Test keys only: set the queue of outcomes the token's next charges follow, before magic amounts; 409 invalid_state for a cancelled token",
+        security: bearer,
+        parameters: idParam,
+        requestBody: jsonBody(strictObject({ outcomes: { type: 'array', maxItems: OUTCOMES_MAX, items: outcome } })),
+        responses: { '200': jsonResponse('The token and its queue', ref('TokenWithOutcomes')), ...errorResponses },
+      },
+    },
+  },
+  schemas: {
+    TokenWithOutcomes: strictObject({ ...tokenProps, outcomes: { type: 'array', items: outcome } }),
+  },
+};

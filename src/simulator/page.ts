@@ -1,0 +1,134 @@
+import type { App } from '../app-types';
+import type { Ctx, Reply } from '../http/types';
+import { ApiError, notFound } from '../http/errors';
+import { isUuid } from '../util/ids';
+import { getPayment, metadataOf, paymentView } from '../payments/store';
+import type { PaymentView } from '../payments/types';
+import { paymentAnswered } from '../bank-port/answers';
+import { loadForAction } from '../pay-page/actions';
+import { isTest } from '../pay-page/layout';
+import { backToPage, renderPage, tolerateMovedOn } from '../pay-page/render';
+import { cardScreen } from '../pay-page/screens';
+import { clearStep, getStep, putStep, type PageStep } from '../pay-page/steps';
+import { planFromMetadata } from './plan';
+import { checkCard, decideCard, THREE_DS_CODE } from './cards';
+import { simulatedAnswer } from './payments';
+
+// The test bank's side of the hosted page: its card form, 3-D Secure step and bank-app screens answer for
+// the bank, through the same entry point as any bank's answer. A live payment never reaches these: its
+// buyer pays on the acquirer's own page.
+
+/** What the buyer's action on the test bank's screens ended with. */
+export interface BuyerOutcome {
+  outcome: 'succeeded' | 'failed';
+  /** Unified failure code; defaults to the planned code, else do_not_honor. */
+  failureCode?: string;
+  /** From a card form: never the full number, only brand, mask and holder. */
+  card?: { brand: string; mask: string; holder: string };
+}
+
+/** The test bank answers with what the buyer did: processing → succeeded or failed (409 when it moved on). */
+export async function buyerResolve(app: App, id: string, o: BuyerOutcome): Promise<PaymentView> {
+  if (o.card && /\d{9,}/.test(o.card.mask.replace(/\s/g, ''))) {
+    throw new ApiError(400, 'bad_request', 'Cannot store the card: the mask must not hold a full card number', 'card');
+  }
+  return app.store.write((tx) => {
+    const p = isUuid(id) ? getPayment(app, id) : undefined;
+    if (!p) throw notFound(`Cannot find payment "${id}"`);
+    if (p.status !== 'processing') {
+      throw new ApiError(409, 'invalid_state', `Cannot ${o.outcome === 'succeeded' ? 'confirm' : 'fail'} payment "${p.id}": its status is ${p.status}`);
+    }
+    const planned = planFromMetadata(metadataOf(p))?.failureCode;
+    const answer = simulatedAnswer(o.outcome, o.failureCode || planned || 'do_not_honor');
+    if (o.card && (answer.outcome === 'succeeded' || answer.outcome === 'refused')) answer.card = o.card;
+    paymentAnswered(app, tx, p.id, answer);
+    return paymentView(app, getPayment(app, p.id)!);
+  });
+}
+
+/** What a buyer's decline means to the bank: the payer refused, reported as do_not_honor. */
+const BUYER_DECLINE = 'do_not_honor';
+
+/**
+ * POST /pay/:id/bank: approve or decline at the simulated bank (SBP, T-Pay, bank wallet; test mode).
+ * Approve follows the magic-amount plan: success or failure at once, requires_action asks for one more
+ * confirmation, pending leaves the bank silent until the session expires. Decline fails do_not_honor.
+ */
+export async function postBank(ctx: Ctx): Promise<Reply> {
+  const l = await loadForAction(ctx);
+  if (!('p' in l)) return l;
+  const { p, lang, form } = l;
+  const action = form.action;
+  if (!isTest(p) || p.status !== 'processing' || p.method === 'cards' || (action !== 'approve' && action !== 'decline')) {
+    return backToPage(p.id, lang);
+  }
+  const step = getStep(ctx.app, p.id);
+  if (step && step.step !== 'confirm') return backToPage(p.id, lang);
+  if (action === 'decline') {
+    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: BUYER_DECLINE }));
+  } else if (step) {
+    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'succeeded' }));
+  } else {
+    const plan = planFromMetadata(p.metadata);
+    if (plan?.outcome === 'requires_action') await putStep(ctx.app, p, blankStep('confirm'));
+    else if (plan?.outcome === 'pending') await putStep(ctx.app, p, blankStep('waiting'));
+    else if (plan?.outcome === 'failed') await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: plan.failureCode }));
+    else await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'succeeded' }));
+  }
+  if (step || action === 'decline') await clearStep(ctx.app, p.id);
+  return backToPage(p.id, lang);
+}
+
+function blankStep(step: PageStep['step']): PageStep {
+  return { step, card_brand: '', card_mask: '', card_holder: '', outcome: '', failure_code: '' };
+}
+
+/**
+ * POST /pay/:id/card: check the card as the page's script does, then let the test bank decide (the test
+ * card, else the magic-amount plan). Only brand, mask and holder leave this function; never the number.
+ */
+export async function postCard(ctx: Ctx): Promise<Reply> {
+  const l = await loadForAction(ctx);
+  if (!('p' in l)) return l;
+  const { p, lang, form } = l;
+  // A live buyer enters the card on the acquirer's page: a number posted here is never read.
+  if (!isTest(p) || p.status !== 'processing' || p.method !== 'cards' || getStep(ctx.app, p.id)) return backToPage(p.id, lang);
+  const checked = checkCard(form, ctx.app.clocks.now(p.shop_id, 'test'));
+  if (!checked.card) {
+    const body = cardScreen({ lang, p }, checked.errors, { exp: form.exp, holder: form.holder });
+    return renderPage(ctx, lang, p, body, { status: 400, poll: true });
+  }
+  const { brand, mask, holder, digits } = checked.card;
+  const card = { brand, mask, holder };
+  const withCard = { step: 'waiting' as const, card_brand: brand, card_mask: mask, card_holder: holder, outcome: '' as const, failure_code: '' };
+  const d = decideCard(digits, planFromMetadata(p.metadata) ?? { outcome: 'succeeded', failureCode: '' });
+  if (d.threeDs) {
+    await putStep(ctx.app, p, { ...withCard, step: 'challenge', outcome: d.outcome, failure_code: d.failureCode ?? '' });
+  } else if (d.outcome === 'pending') {
+    await putStep(ctx.app, p, withCard);
+  } else {
+    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: d.outcome as 'succeeded' | 'failed', failureCode: d.failureCode, card }));
+  }
+  return backToPage(p.id, lang);
+}
+
+/** POST /pay/:id/3ds: the documented code passes the challenge (then the card's answer applies); any other fails three_ds_failed. */
+export async function postThreeDs(ctx: Ctx): Promise<Reply> {
+  const l = await loadForAction(ctx);
+  if (!('p' in l)) return l;
+  const { p, lang, form } = l;
+  const step = getStep(ctx.app, p.id);
+  if (p.status !== 'processing' || step?.step !== 'challenge') return backToPage(p.id, lang);
+  const card = { brand: step.card_brand, mask: step.card_mask, holder: step.card_holder };
+  if ((form.code ?? '').trim() !== THREE_DS_CODE) {
+    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: 'three_ds_failed', card }));
+  } else if (step.outcome === 'pending') {
+    await putStep(ctx.app, p, { ...step, step: 'waiting' });
+    return backToPage(p.id, lang);
+  } else {
+    const outcome = step.outcome === 'failed' ? 'failed' : 'succeeded';
+    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome, failureCode: step.failure_code || undefined, card }));
+  }
+  await clearStep(ctx.app, p.id);
+  return backToPage(p.id, lang);
+}

@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
+import type { Ctx, Reply } from '../http/types';
+import { badRequest, invalidState } from '../http/errors';
+import { bodyObject, enumField } from '../http/validate';
+import { asObject } from '../payouts/fields';
+import { sbpBank } from '../banks/directory';
+import { bankCodeFor } from '../payments/failures';
+import { PAYOUT_FAILURE_CODES, payoutView } from '../payouts/payouts';
+import { getPayout } from '../payouts/store';
+import { ownPayout } from '../payouts/handlers';
+import { payoutAnswered } from '../bank-port/answers';
+import type { MoneyAnswer, PayoutRequest, PayoutStart } from '../bank-port/port';
+
+/** The scheduler job that settles a test payout after --sim-delay (its name predates the bank port; databases hold it). */
+export const SETTLE_JOB = 'payout.settle';
+
+/** The test bank's answer for a final outcome. */
+function answerOf(outcome: 'succeeded' | 'failed', failureCode: string): MoneyAnswer {
+  if (outcome === 'succeeded') return { outcome };
+  const code = failureCode || 'do_not_honor';
+  return { outcome: 'refused', failureCode: code, bankCode: bankCodeFor(code) };
+}
+
+/**
+ * The test bank's payout plan, decided from the request alone (decisions.md): kopeck part 03 → the router
+ * refuses (502, nothing is created); an unknown SBP bank → bank_unknown at once; 01, 02 → failures after
+ * --sim-delay; anything else succeeds after it.
+ */
+export function startPayout(app: App, tx: Tx, req: PayoutRequest): PayoutStart {
+  const cents = req.amount % 100;
+  if (cents === 3) return { accepted: false, code: 'router_error' };
+  const bankRef = `sim-${randomBytes(8).toString('hex')}`;
+  if (req.method === 'payouts_sbp' && !sbpBank(req.bankId ?? '')) {
+    return { accepted: true, bankRef, answer: answerOf('failed', 'bank_unknown'), plan: { outcome: 'failed', failureCode: 'bank_unknown' } };
+  }
+  const plan =
+    cents === 1
+      ? { outcome: 'failed' as const, failureCode: 'do_not_honor' }
+      : cents === 2
+        ? { outcome: 'failed' as const, failureCode: 'recipient_not_in_sbp' }
+        : { outcome: 'succeeded' as const, failureCode: null };
+  const dueAt = req.at + Math.round(app.config.simDelaySeconds * 1000);
+  app.scheduler.schedule(tx, { kind: SETTLE_JOB, subjectId: req.id, shopId: req.shopId, mode: req.mode, dueAt });
+  return { accepted: true, bankRef, plan };
+}
+
+/** The answer the test bank planned for a payout at its creation, if it is still pending. */
+export function answerPlannedPayout(app: App, tx: Tx, payoutId: string): void {
+  const p = getPayout(tx.db, payoutId);
+  if (!p || p.status !== 'pending' || !p.sim_outcome) return;
+  payoutAnswered(app, tx, p.id, answerOf(p.sim_outcome, p.sim_failure_code ?? ''));
+}
+
+/** Register the settlement job: the test bank answers as planned, unless the payout was settled meanwhile. */
+export function registerPayoutSimulator(app: App): void {
+  app.scheduler.register(SETTLE_JOB, (tx, job) => answerPlannedPayout(app, tx, job.subject_id));
+}
+
+/** POST /v1/test/payouts/{id}/simulate {action: succeed|fail, failure_code?}: the test bank answers now. */
+export async function simulatePayout(ctx: Ctx): Promise<Reply> {
+  const obj = bodyObject(asObject(ctx.body), ['action', 'failure_code']);
+  const action = enumField(obj, 'action', ['succeed', 'fail'] as const);
+  if (!action) throw badRequest('Field "action" is required', 'action');
+  const code = enumField(obj, 'failure_code', PAYOUT_FAILURE_CODES);
+  if (code && action !== 'fail') throw badRequest('Field "failure_code" is allowed only with action "fail"', 'failure_code');
+  const id = ctx.params.id;
+  ownPayout(ctx, id);
+  const p = await ctx.app.store.write((tx) => {
+    const cur = getPayout(tx.db, id)!;
+    if (cur.status !== 'pending') throw invalidState(`Cannot ${action} payout "${id}": its status is ${cur.status}`);
+    payoutAnswered(ctx.app, tx, id, answerOf(action === 'succeed' ? 'succeeded' : 'failed', code ?? 'do_not_honor'));
+    ctx.app.scheduler.cancel(tx, SETTLE_JOB, id);
+    return getPayout(tx.db, id)!;
+  });
+  return { body: payoutView(p) };
+}
