@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { defaultConfig, type Config } from '../../src/config';
-import { startApp, type Running } from '../../src/app';
+import { startApp, type Running, type StartOptions } from '../../src/app';
 import { createLogger } from '../../src/log';
 import { Store } from '../../src/db/tx';
 import { createDemo, createKey, createMerchant, createShop } from '../../src/cabinet/store';
@@ -61,7 +61,7 @@ export interface TestServer {
 }
 
 /** Start a server for a test file. Close it in `after`. */
-export async function startTestServer(config: Partial<Config> = {}, opts: { realNow?: () => number } = {}): Promise<TestServer> {
+export async function startTestServer(config: Partial<Config> = {}, opts: Pick<StartOptions, 'realNow' | 'banks'> = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'kopek-test-'));
   const dbPath = join(dir, 'kopek.db');
   const setup = new Store(openDatabase(dbPath));
@@ -72,7 +72,7 @@ export async function startTestServer(config: Partial<Config> = {}, opts: { real
     logs.push(line);
   });
   const cfg = (): Config => ({ ...defaultConfig(), port: 0, host: '127.0.0.1', db: dbPath, demo: false, simDelaySeconds: 0, ...config });
-  let running = await startApp(cfg(), { log, realNow: opts.realNow });
+  let running = await startApp(cfg(), { log, realNow: opts.realNow, banks: opts.banks });
   const t: TestServer = {
     get url() {
       return running.url;
@@ -101,7 +101,7 @@ export async function startTestServer(config: Partial<Config> = {}, opts: { real
     },
     async restart(more = {}) {
       await running.close();
-      running = await startApp({ ...cfg(), ...more }, { log, realNow: opts.realNow });
+      running = await startApp({ ...cfg(), ...more }, { log, realNow: opts.realNow, banks: opts.banks });
     },
     async close() {
       await running.close();

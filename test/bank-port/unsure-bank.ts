@@ -1,0 +1,106 @@
+import type { App } from '../../src/app-types';
+import type { Tx } from '../../src/db/tx';
+import type { BankPort, CallbackRequest, CallbackResult, MoneyAnswer, NewPayment, OperationRef, PaymentAnswer, PayoutRequest, PayoutStart, SessionRequest } from '../../src/bank-port/port';
+import { paymentAnswered, payoutAnswered, refundAnswered } from '../../src/bank-port/answers';
+import { getPayment, type RefundRow } from '../../src/payments/store';
+import type { PaymentRow } from '../../src/payments/types';
+
+/** The provider name shops set to reach the unsure bank. */
+export const UNSURE = 'unsure';
+
+/** The shared secret a notification of the unsure bank must carry. */
+export const UNSURE_SECRET = 'unsure-secret';
+
+/** Its job: the reply to a request, which never says how the operation ended. */
+const REPLY_JOB = 'unsure.reply';
+
+/**
+ * A second bank behind the port, registered as any bank is (StartOptions.banks, a shop acquirer naming
+ * it): every request is answered `unknown` (as a timeout would leave it), and only a status check or a
+ * notification tells the final outcome. Status checks answer `unknown` `silentChecks` more times first.
+ * Payments and refunds whose amount ends in 01 are refused (do_not_honor, bank code 05).
+ */
+export class UnsureBank implements BankPort {
+  readonly provider = UNSURE;
+  /** Every request the domain made, in order: `<op> <id>`. */
+  readonly calls: string[] = [];
+  /** How many status checks still answer unknown before the final answer. */
+  silentChecks = 0;
+
+  constructor(private readonly app: App) {
+    app.scheduler.register(REPLY_JOB, (tx, job) => this.replyUnknown(tx, String(job.payload.op), job.subject_id));
+  }
+
+  private send(tx: Tx, op: 'payment' | 'refund' | 'payout', id: string, shopId: string, at: number): void {
+    this.calls.push(`${op} ${id}`);
+    this.app.scheduler.schedule(tx, { kind: REPLY_JOB, subjectId: id, shopId, mode: 'live', dueAt: at, payload: { op } });
+  }
+
+  private replyUnknown(tx: Tx, op: string, id: string): void {
+    const unknown = { outcome: 'unknown' as const, reason: 'timeout' };
+    if (op === 'payment') paymentAnswered(this.app, tx, id, unknown);
+    else if (op === 'refund') refundAnswered(this.app, tx, id, unknown);
+    else payoutAnswered(this.app, tx, id, unknown);
+  }
+
+  describePayment(_tx: Tx, _p: NewPayment): Record<string, string> {
+    return {};
+  }
+
+  openSession(tx: Tx, req: SessionRequest): void {
+    this.send(tx, 'payment', req.payment.id, req.payment.shop_id, this.app.clocks.now(req.payment.shop_id, 'live'));
+  }
+
+  chargeSaved(tx: Tx, req: SessionRequest & { tokenId: string }): void {
+    this.calls.push(`charge ${req.tokenId}`);
+    this.openSession(tx, req);
+  }
+
+  cancel(_tx: Tx, payment: PaymentRow): void {
+    this.calls.push(`cancel ${payment.id}`);
+  }
+
+  refund(tx: Tx, refund: RefundRow): void {
+    this.send(tx, 'refund', refund.id, refund.shop_id, refund.created_at);
+  }
+
+  payout(tx: Tx, req: PayoutRequest): PayoutStart {
+    this.send(tx, 'payout', req.id, req.shopId, req.at);
+    return { accepted: true, bankRef: `unsure-${req.id.slice(0, 8)}` };
+  }
+
+  checkStatus(tx: Tx, op: OperationRef): void {
+    const id = op.kind === 'payment' ? op.payment.id : op.kind === 'refund' ? op.refund.id : op.payoutId;
+    this.calls.push(`check ${op.kind} ${id}`);
+    if (this.silentChecks > 0) {
+      this.silentChecks--;
+      this.replyUnknown(tx, op.kind, id);
+      return;
+    }
+    if (op.kind === 'payment') paymentAnswered(this.app, tx, id, paymentAnswerFor(op.payment.amount));
+    else if (op.kind === 'refund') refundAnswered(this.app, tx, id, moneyAnswerFor(op.refund.amount));
+    else payoutAnswered(this.app, tx, id, { outcome: 'succeeded' });
+  }
+
+  callback(req: CallbackRequest): CallbackResult {
+    const b = (req.body ?? {}) as Record<string, unknown>;
+    const none: CallbackResult = { valid: false, payments: [], refunds: [], reply: '' };
+    if (b.secret !== UNSURE_SECRET || typeof b.payment_id !== 'string') return none;
+    const p = getPayment(this.app, b.payment_id);
+    const answer: PaymentAnswer =
+      b.status === 'paid' ? { outcome: 'succeeded', rrn: '111122223333', bankName: 'Unsure Bank' } : b.status === 'declined' ? { outcome: 'refused', failureCode: 'do_not_honor', bankCode: '05' } : { outcome: 'unknown', reason: String(b.status) };
+    return { valid: true, payments: [{ paymentId: p?.id ?? b.payment_id, amount: typeof b.amount === 'number' ? b.amount : undefined, answer }], refunds: [], reply: 'ACK' };
+  }
+
+  creationExtras(): undefined {
+    return undefined;
+  }
+}
+
+function paymentAnswerFor(amount: number): PaymentAnswer {
+  return amount % 100 === 1 ? { outcome: 'refused', failureCode: 'do_not_honor', bankCode: '05', bankName: 'Unsure Bank' } : { outcome: 'succeeded', rrn: '123456789012', bankName: 'Unsure Bank' };
+}
+
+function moneyAnswerFor(amount: number): MoneyAnswer {
+  return amount % 100 === 1 ? { outcome: 'refused', failureCode: 'do_not_honor', bankCode: '05' } : { outcome: 'succeeded' };
+}
