@@ -7,7 +7,6 @@ import * as refunds from '../refunds/handlers';
 import * as payouts from '../payouts/handlers';
 import { getBalance } from '../ledger/handlers';
 import { listSbpBanks } from '../banks/handlers';
-import { listDeliveries } from '../webhooks/handlers';
 import { streamEvents } from '../events/stream';
 import * as payPage from '../pay-page/handlers';
 import * as payActions from '../pay-page/actions';
@@ -18,6 +17,8 @@ import { simulatePayment } from '../simulator/payments';
 import { simulatePayout } from '../simulator/payouts';
 import { setOutcomes } from '../simulator/token-outcomes';
 import * as simPage from '../simulator/page';
+import * as testClock from '../simulator/clock';
+import { listDeliveries } from '../simulator/deliveries';
 
 /** The route table: one line per route. Patterns are checked when added; a duplicate stops start-up. */
 export function buildRouter(): Router<RouteDef> {
@@ -69,8 +70,8 @@ export function buildRouter(): Router<RouteDef> {
   r.add('POST', '/v1/test/payments/:id/simulate', { auth: 'test', handler: simulatePayment });
   r.add('POST', '/v1/test/payouts/:id/simulate', { auth: 'test', handler: simulatePayout });
   r.add('POST', '/v1/test/tokens/:id/outcomes', { auth: 'test', handler: setOutcomes });
-  r.add('GET', '/v1/test/clock', { auth: 'test', handler: system.getClock });
-  r.add('POST', '/v1/test/clock/advance', { auth: 'test', handler: system.advanceClock });
-  r.add('POST', '/v1/test/reset', { auth: 'test', handler: system.reset });
+  r.add('GET', '/v1/test/clock', { auth: 'test', handler: testClock.getClock });
+  r.add('POST', '/v1/test/clock/advance', { auth: 'test', handler: testClock.advanceClock });
+  r.add('POST', '/v1/test/reset', { auth: 'test', handler: testClock.reset });
   return r;
 }

@@ -4,7 +4,7 @@ import { notFound } from '../http/errors';
 import { buyerRedirectUrl, findPaymentForPage } from '../payments/buyer';
 import type { PaymentView } from '../payments/types';
 import { isTest } from './layout';
-import { backToPage, isFinal, langOf, renderNotFound, renderPage, tolerateMovedOn } from './render';
+import { backToPage, isFinal, langOf, renderNotFound, renderPage } from './render';
 import { bankScreen, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, processingScreen, sbpScreen, statusScreen, threeDsScreen, type ScreenCtx } from './screens';
 import { clearStep, getStep } from './steps';
 

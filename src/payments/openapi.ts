@@ -18,7 +18,6 @@ import {
 } from '../http/openapi-types';
 import { PAYMENT_METHODS, PAYMENT_STATUSES } from './types';
 import { TTL_MAX_MIN } from './create';
-import { PAYMENT_FAILURE_CODES } from './failures';
 
 const timeOrNull = { ...timeOrNullSchema, description: 'null until known' };
 const status = { type: 'string', enum: [...PAYMENT_STATUSES] };

@@ -1,6 +1,6 @@
 import type { Ctx, Reply } from '../http/types';
-import { ApiError, badRequest, invalidState, notFound } from '../http/errors';
-import { bodyObject, enumField } from '../http/validate';
+import { ApiError, notFound } from '../http/errors';
+import { bodyObject } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
 import { parseRegisterQuery, toPage } from '../registers/query';
 import { isUuid } from '../util/ids';

@@ -15,7 +15,6 @@ import {
   timeOrNullSchema as timeOrNull,
 } from '../http/openapi-types';
 import { PAYOUT_METHODS } from './fields';
-import { PAYOUT_FAILURE_CODES } from './payouts';
 import { BATCH_MAX_ITEMS } from './batch';
 
 const fullName = { type: 'string', minLength: 1, maxLength: 200 };

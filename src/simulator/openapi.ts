@@ -7,6 +7,7 @@ import {
   ref,
   strictObject,
   uuidSchema as uuid,
+  timeSchema,
 } from '../http/openapi-types';
 import { PAYMENT_FAILURE_CODES } from '../payments/failures';
 import { PAYOUT_FAILURE_CODES } from '../payouts/payouts';
@@ -63,8 +64,79 @@ export const simulatorOpenApi: OpenApiFragment = {
         responses: { '200': jsonResponse('The token and its queue', ref('TokenWithOutcomes')), ...errorResponses },
       },
     },
+    '/v1/test/clock': {
+      get: {
+        summary: "The shop's test clock",
+        security: bearer,
+        responses: { '200': jsonResponse('Clock', ref('TestClock')), ...errorResponses },
+      },
+    },
+    '/v1/test/clock/advance': {
+      post: {
+        summary: "Move the shop's test clock forward and run every job that became due",
+        security: bearer,
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['seconds'],
+                properties: { seconds: { type: 'integer', minimum: 0, maximum: 315_360_000 } },
+                additionalProperties: false,
+              },
+            },
+          },
+        },
+        responses: { '200': jsonResponse('Clock after the advance', ref('TestClock')), ...errorResponses },
+      },
+    },
+    '/v1/test/reset': {
+      post: {
+        summary: "Delete all test-mode data of the shop (keys and settings stay); the test clock returns to real time",
+        security: bearer,
+        responses: {
+          '200': jsonResponse('Reset done', {
+            type: 'object',
+            required: ['deleted', 'clock'],
+            properties: { deleted: { type: 'object', additionalProperties: { type: 'integer' } }, clock: ref('TestClock') },
+            additionalProperties: false,
+          }),
+          ...errorResponses,
+        },
+      },
+    },
+    '/v1/test/webhooks/deliveries': {
+      get: {
+        summary: "The shop's test-mode webhook delivery log: one item per attempt, oldest first",
+        security: bearer,
+        parameters: [
+          { name: 'event_id', in: 'query', required: false, schema: { type: 'string', pattern: '^evt_[0-9A-Z]{26}$' } },
+          { name: 'payment_id', in: 'query', required: false, schema: uuid },
+        ],
+        responses: {
+          '200': jsonResponse('Delivery attempts', {
+            type: 'object',
+            required: ['items'],
+            additionalProperties: false,
+            properties: { items: { type: 'array', items: ref('WebhookAttempt') } },
+          }),
+          ...errorResponses,
+        },
+      },
+    },
   },
   schemas: {
+    TestClock: {
+      type: 'object',
+      required: ['now', 'offset_seconds'],
+      additionalProperties: false,
+      properties: {
+        now: timeSchema,
+        offset_seconds: { type: 'number' },
+        jobs_run: { type: 'integer' },
+      },
+    },
     TokenWithOutcomes: strictObject({ ...tokenProps, outcomes: { type: 'array', items: outcome } }),
   },
 };

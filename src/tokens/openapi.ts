@@ -15,7 +15,6 @@ import {
   timeOrNullSchema as timeOrNull,
   amountSchema as amount,
 } from '../http/openapi-types';
-import { PAYMENT_FAILURE_CODES } from '../payments/failures';
 import { PAYMENT_STATUSES } from '../payments/types';
 import { TOKEN_METHODS, TOKEN_STATUSES } from './store';
 

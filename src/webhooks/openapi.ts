@@ -1,27 +1,8 @@
-import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer, timeOrNullSchema as timeOrNull, uuidSchema as uuid } from '../http/openapi-types';
+import { type OpenApiFragment, errorResponses, bearer, timeOrNullSchema as timeOrNull } from '../http/openapi-types';
 
-/** OpenAPI paths of the webhook delivery log and the event stream. */
+/** OpenAPI path of the event stream, and the schema of a webhook attempt (the test delivery log shows them). */
 export const webhooksOpenApi: OpenApiFragment = {
   paths: {
-    '/v1/test/webhooks/deliveries': {
-      get: {
-        summary: "The shop's test-mode webhook delivery log: one item per attempt, oldest first",
-        security: bearer,
-        parameters: [
-          { name: 'event_id', in: 'query', required: false, schema: { type: 'string', pattern: '^evt_[0-9A-Z]{26}$' } },
-          { name: 'payment_id', in: 'query', required: false, schema: uuid },
-        ],
-        responses: {
-          '200': jsonResponse('Delivery attempts', {
-            type: 'object',
-            required: ['items'],
-            additionalProperties: false,
-            properties: { items: { type: 'array', items: ref('WebhookAttempt') } },
-          }),
-          ...errorResponses,
-        },
-      },
-    },
     '/v1/public/events': {
       get: {
         summary: 'Server-Sent Events stream of the key\'s shop and mode; resumes after Last-Event-ID',

@@ -1,7 +1,7 @@
 import type { Ctx, Reply } from '../http/types';
 import { badRequest } from '../http/errors';
 import { isUuid } from '../util/ids';
-import { deliveryLog } from './log';
+import { deliveryLog } from '../webhooks/log';
 
 const EVENT_ID_RE = /^evt_[0-9A-HJKMNP-TV-Z]{26}$/;
 const QUERY = ['event_id', 'payment_id'];
