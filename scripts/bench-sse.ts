@@ -17,7 +17,6 @@ async function child(): Promise<void> {
   const { startApp } = await import('../src/app');
   const { defaultConfig } = await import('../src/config');
   const { createLogger } = await import('../src/log');
-  const { sseClientCount } = await import('../src/events/stream');
   const dir = process.env.BENCH_DIR!;
   const running = await startApp({ ...defaultConfig(), port: 0, db: join(dir, 'bench.db'), demo: false, logLevel: 'silent' }, { log: createLogger('silent') });
   const { createDemo } = await import('../src/cabinet/store');
@@ -26,7 +25,7 @@ async function child(): Promise<void> {
   process.on('message', (m: { type: string }) => {
     if (m.type === 'rss') {
       global.gc?.();
-      send({ type: 'rss', rss: process.memoryUsage().rss, clients: sseClientCount(running.app) });
+      send({ type: 'rss', rss: process.memoryUsage().rss, clients: running.app.stream.clientCount });
     } else if (m.type === 'emit') {
       const app = running.app;
       app.store.tx((tx) =>

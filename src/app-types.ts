@@ -5,6 +5,10 @@ import type { Scheduler } from './scheduler/jobs';
 import type { Events } from './events/emit';
 import type { Logger } from './log';
 import type { BankDirectory } from './bank-port/directory';
+import type { EventStreamHub } from './events/stream';
+import type { PaymentViewCache } from './payments/view-cache';
+import type { DeliveryWorker } from './webhooks/worker';
+import type { Metrics } from './system/metrics';
 
 /** The running service: what every handler and job reaches through `ctx.app`. */
 export interface App {
@@ -16,6 +20,14 @@ export interface App {
   /** Which bank each shop and mode reaches (the simulator in test mode; the shop's acquirer live). */
   banks: BankDirectory;
   log: Logger;
+  /** The Server-Sent Events hub: every open stream, fed by committed events. */
+  stream: EventStreamHub;
+  /** Serialised payment views, answered by GET until a write touches them. */
+  viewCache: PaymentViewCache;
+  /** The webhook delivery worker. */
+  webhooks: DeliveryWorker;
+  /** Request, job and delivery metrics for GET /metrics. */
+  metrics: Metrics;
   version: string;
   /** Address of the API as clients reach it (known once listening). */
   baseUrl(): string;

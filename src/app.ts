@@ -13,11 +13,17 @@ import { createHttpServer } from './http/server';
 import { RateLimiter } from './auth/rate-limit';
 import { VERSION } from './version';
 import { registerDomains } from './domains';
-import { registerMetrics } from './system/metrics';
+import { Metrics } from './system/metrics';
+import { EventStreamHub } from './events/stream';
+import { PaymentViewCache } from './payments/view-cache';
+import { startWebhooks } from './webhooks/register';
 import { BankDirectory } from './bank-port/directory';
 import { NoBank } from './bank-port/none';
 import type { BankPort } from './bank-port/port';
 import { SimulatorBank } from './simulator/bank';
+
+/** The App's services that are built from the App itself, right after it. */
+type Services = 'stream' | 'viewCache' | 'webhooks' | 'metrics';
 
 /** How long shutdown waits for in-flight requests before cutting connections. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -51,7 +57,9 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   const events = new Events();
   const closers: Array<() => void | Promise<void>> = [];
   let listening: AddressInfo | null = null;
-  const app: App = {
+  // The services that need the app itself (stream, caches, workers) are attached right below, before
+  // anything can run.
+  const app = {
     config,
     store,
     clocks,
@@ -63,17 +71,25 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     closing: false,
     baseUrl: () => config.baseUrl ?? `http://${hostForUrl(config.host)}:${listening?.port ?? config.port}`,
     payPageUrl: () => config.payPageUrl ?? app.baseUrl(),
-    onClose: (fn) => closers.push(fn),
-  };
+    onClose: (fn: () => void | Promise<void>) => {
+      closers.push(fn);
+    },
+  } satisfies Omit<App, Services> as App;
   // The banks behind the port: the simulator for every test-mode operation, no bank for a live shop
   // without an acquirer, and whatever the embedder adds.
   app.banks.register(new SimulatorBank(app));
   app.banks.register(new NoBank());
   for (const make of opts.banks ?? []) app.banks.register(make(app));
+  // Made before the first write, so the view cache's triggers watch every write.
+  app.viewCache = new PaymentViewCache(app);
+  app.metrics = new Metrics(clocks.real());
+  // Webhook deliveries are written in the transaction of each event, before the domains' own sinks react.
+  app.webhooks = startWebhooks(app);
+  app.stream = new EventStreamHub(app);
   registerDomains(app);
   const router = buildRouter();
   const limiter = config.rateLimitPerSecond > 0 ? new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) : null;
-  const server = createHttpServer(app, router, limiter, registerMetrics(app).observe);
+  const server = createHttpServer(app, router, limiter, app.metrics.observe);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {

@@ -1,4 +1,4 @@
-import type { Tx } from '../db/tx';
+import type { Store, Tx } from '../db/tx';
 import type { Mode } from '../scheduler/clock';
 import { eventId } from '../util/ids';
 import { iso } from '../util/time';
@@ -34,6 +34,17 @@ export interface EventRow {
   webhook_url: string | null;
   payment_id: string | null;
   payout_id: string | null;
+}
+
+/** The highest event sequence number ever issued (deleted rows included: AUTOINCREMENT never reuses one). */
+export function lastIssuedSeq(store: Pick<Store, 'stmt'>): number {
+  const row = store.stmt(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`).get() as { seq: number } | undefined;
+  return row?.seq ?? 0;
+}
+
+/** A shop's events of a mode after `afterSeq`, oldest first, at most `limit`. */
+export function eventsAfter(store: Pick<Store, 'stmt'>, shopId: string, mode: Mode, afterSeq: number, limit: number): EventRow[] {
+  return store.stmt(`SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`).all(shopId, mode, afterSeq, limit) as EventRow[];
 }
 
 /** Called inside the appending transaction (webhook deliveries are written here, in the same commit). */

@@ -3,7 +3,7 @@ import type { App } from '../app-types';
 import type { Ctx, Reply } from '../http/types';
 import type { Mode } from '../scheduler/clock';
 import { badRequest } from '../http/errors';
-import { sseData, type EventRow } from './emit';
+import { eventsAfter, lastIssuedSeq, sseData, type EventRow } from './emit';
 import { encodeSse, encodeSseComment } from './sse';
 
 /** Limits of the stream: unsent bytes a client may hold before it is cut, and events per replay page. */
@@ -132,16 +132,14 @@ export class EventStreamHub {
 
   /** The highest event sequence number ever issued (deleted rows included: AUTOINCREMENT never reuses one). */
   private lastIssuedSeq(): number {
-    const row = this.app.store.stmt(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`).get() as { seq: number } | undefined;
-    return row?.seq ?? 0;
+    return lastIssuedSeq(this.app.store);
   }
 
   private async replay(client: Client): Promise<void> {
-    const page = this.app.store.stmt(`SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`);
     for (;;) {
       if (client.closed) return;
       client.missed = false;
-      const rows = page.all(client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page) as EventRow[];
+      const rows = eventsAfter(this.app.store, client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page);
       // Events of a commit whose WAL sync still runs go out once it is on disk (live events wait the same way).
       const durable = this.app.store.whenDurable();
       if (durable) await durable;
@@ -188,27 +186,6 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-const hubs = new WeakMap<App, EventStreamHub>();
-
-/** Create the app's stream hub (once, at start-up). */
-export function registerEventStream(app: App): EventStreamHub {
-  const hub = new EventStreamHub(app);
-  hubs.set(app, hub);
-  return hub;
-}
-
-/** The app's stream hub. */
-export function streamHub(app: App): EventStreamHub {
-  const hub = hubs.get(app);
-  if (!hub) throw new Error('cannot stream events: the stream hub was not registered');
-  return hub;
-}
-
-/** SSE clients connected now, for metrics. */
-export function sseClientCount(app: App): number {
-  return hubs.get(app)?.clientCount ?? 0;
-}
-
 /** GET /v1/public/events: the key's shop and mode, live; with Last-Event-ID, replayed from after that id first. */
 export function streamEvents(ctx: Ctx): Reply {
   const header = ctx.req.headers['last-event-id'];
@@ -218,6 +195,6 @@ export function streamEvents(ctx: Ctx): Reply {
     if (!/^\d{1,15}$/.test(raw)) throw badRequest(`Cannot resume the event stream: Last-Event-ID must be an event sequence number, got "${raw.slice(0, 64)}"`, 'Last-Event-ID');
     after = Number(raw);
   }
-  streamHub(ctx.app).open(ctx, after);
+  ctx.app.stream.open(ctx, after);
   return { raw: true };
 }

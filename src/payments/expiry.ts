@@ -2,6 +2,7 @@ import type { App } from '../app-types';
 import type { Tx } from '../db/tx';
 import type { Mode } from '../scheduler/clock';
 import { expireTx } from './state';
+import { nextLinkEnd, pendingExpiredBy } from './store';
 import type { PaymentRow } from './types';
 
 /**
@@ -34,18 +35,10 @@ export function registerLinkSweep(app: App): void {
   app.scheduler.register(LINK_SWEEP_JOB, (tx, job) => {
     const shopId = job.shop_id!;
     const now = app.clocks.now(shopId, job.mode);
-    const due = tx
-      .stmt(`SELECT id FROM payments WHERE shop_id = ? AND mode = ? AND status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?`)
-      .all(shopId, job.mode, now, SWEEP_BATCH) as Array<{ id: string }>;
-    for (const { id } of due) {
-      const p = tx.stmt('SELECT * FROM payments WHERE id = ?').get(id) as PaymentRow;
-      expireTx(app, tx, p);
-    }
-    const next = tx.stmt(`SELECT min(expires_at) AS at FROM payments WHERE shop_id = ? AND mode = ? AND status = 'pending'`).get(shopId, job.mode) as {
-      at: number | null;
-    };
-    if (next.at !== null) {
-      app.scheduler.schedule(tx, { kind: LINK_SWEEP_JOB, subjectId: job.subject_id, shopId, mode: job.mode, dueAt: Math.max(next.at, now) });
+    for (const p of pendingExpiredBy(tx, shopId, job.mode, now, SWEEP_BATCH)) expireTx(app, tx, p);
+    const next = nextLinkEnd(tx, shopId, job.mode);
+    if (next !== null) {
+      app.scheduler.schedule(tx, { kind: LINK_SWEEP_JOB, subjectId: job.subject_id, shopId, mode: job.mode, dueAt: Math.max(next, now) });
     }
   });
 }

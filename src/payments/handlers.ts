@@ -12,7 +12,6 @@ import { failureMessage } from './failures';
 import { cancelTx } from './state';
 import { getPayment, getPaymentForView, metadataOf, paymentView } from './store';
 import { PAYMENT_STATUSES, type PaymentRow } from './types';
-import { paymentViewCache } from './view-cache';
 
 /** True when the key may see the payment: its shop's, and its mode unless `anyMode`. */
 function visibleTo(auth: Auth, p: { shop_id: string; mode: Mode }, anyMode: boolean): boolean {
@@ -62,7 +61,7 @@ export function getPaymentHandler(ctx: Ctx): Reply {
   const id = ctx.params.id;
   // A live key may read its shop's test payments too (the register shows them); the cache keeps that rule.
   const anyMode = auth.mode === 'live';
-  const cache = paymentViewCache(app);
+  const cache = app.viewCache;
   const held = cache.get(id);
   if (held && visibleTo(auth, held, anyMode)) return { json: held.json };
   const p = paymentOfShop(app, ctx, id, anyMode, getPaymentForView);

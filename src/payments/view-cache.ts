@@ -61,12 +61,3 @@ export class PaymentViewCache {
     this.entries.set(id, view);
   }
 }
-
-const caches = new WeakMap<App, PaymentViewCache>();
-
-/** The app's payment view cache, made on first use. */
-export function paymentViewCache(app: App): PaymentViewCache {
-  let c = caches.get(app);
-  if (!c) caches.set(app, (c = new PaymentViewCache(app)));
-  return c;
-}

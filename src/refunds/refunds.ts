@@ -2,6 +2,9 @@ import type { App } from '../app-types';
 import type { Tx } from '../db/tx';
 import { ApiError, invalidState } from '../http/errors';
 import { uuid } from '../util/ids';
+import { finishRefundRow, getRefund, heldByRefunds, insertRefund } from './store';
+
+export { getRefund };
 import { post, postedAmount, type Book } from '../ledger/ledger';
 import { applyRefundTx, reload } from '../payments/state';
 import { getPayment, paymentView, type RefundRow } from '../payments/store';
@@ -16,17 +19,9 @@ export interface RefundInput {
   keyId: string;
 }
 
-/** A refund row by id. */
-export function getRefund(app: App, id: string): RefundRow | undefined {
-  return app.store.stmt('SELECT * FROM refunds WHERE id = ?').get(id) as RefundRow | undefined;
-}
-
 /** amount minus succeeded and pending refunds: what may still be refunded. */
 export function refundableOf(app: App, p: PaymentRow): number {
-  const row = app.store
-    .stmt(`SELECT COALESCE(SUM(amount), 0) AS held FROM refunds WHERE payment_id = ? AND status IN ('pending', 'succeeded')`)
-    .get(p.id) as { held: number };
-  return p.amount - row.held;
+  return p.amount - heldByRefunds(app, p.id);
 }
 
 /**
@@ -53,17 +48,9 @@ export function createRefundTx(app: App, tx: Tx, p: PaymentRow, input: RefundInp
   }
   const now = app.clocks.now(p.shop_id, p.mode);
   const id = uuid();
-  tx
-    .stmt(
-      `INSERT INTO refunds (id, payment_id, merchant_id, shop_id, mode, amount, reason, status, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
-    )
-    .run(id, p.id, p.merchant_id, p.shop_id, p.mode, amount, input.reason, now);
+  insertRefund(tx, { id, payment_id: p.id, merchant_id: p.merchant_id, shop_id: p.shop_id, mode: p.mode, amount, reason: input.reason, created_at: now }, input.keyId);
   // The amount leaves `available` for `reserved` now (422 insufficient_funds when it is not there).
   post(tx, bookOf(p), 'refund_reserved', id, amount, now);
-  tx
-    .stmt(`INSERT INTO refund_audit (refund_id, payment_id, shop_id, mode, key_id, amount, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-    .run(id, p.id, p.shop_id, p.mode, input.keyId, amount, input.reason, now);
   app.events.append(tx, {
     merchantId: p.merchant_id,
     shopId: p.shop_id,
@@ -86,7 +73,7 @@ export function settleRefundTx(app: App, tx: Tx, r: RefundRow, status: 'succeede
   if (r.status !== 'pending') return r;
   const p = getPayment(app, r.payment_id)!;
   const now = app.clocks.now(r.shop_id, r.mode);
-  tx.stmt(`UPDATE refunds SET status = ?, failure_code = ?, completed_at = ? WHERE id = ?`).run(status, failureCode, now, r.id);
+  finishRefundRow(tx, r.id, status, failureCode, now);
   // A settled refund leaves the books; a failed one gives its reserve back.
   const reserved = postedAmount(tx, 'refund_reserved', r.id);
   if (status === 'succeeded') {

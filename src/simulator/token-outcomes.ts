@@ -51,13 +51,13 @@ export function queueOf(t: TokenRow): string[] {
 }
 
 /** Take the next queued outcome of a test token as a simulator plan; undefined lets the magic amounts decide. */
-export function takePlan(app: App, _tx: Tx, tokenId: string): SimPlan | undefined {
+export function takePlan(app: App, tx: Tx, tokenId: string): SimPlan | undefined {
   const t = getToken(app, tokenId);
   if (!t || t.mode !== 'test') return undefined;
   const queue = queueOf(t);
   const next = queue.shift();
   if (next === undefined) return undefined;
-  updateToken(app, t.id, { outcomes: JSON.stringify(queue) });
+  updateToken(tx, t.id, { outcomes: JSON.stringify(queue) });
   return planOf(next);
 }
 
@@ -66,11 +66,11 @@ export async function setOutcomes(ctx: Ctx): Promise<Reply> {
   const obj = bodyObject(ctx.body, ['outcomes']);
   const outcomes = parseOutcomes(obj.outcomes);
   const id = ctx.params.id;
-  const t = await ctx.app.store.write(() => {
+  const t = await ctx.app.store.write((tx) => {
     const token = tokenOfShop(ctx.app, ctx, id);
     // A cancelled token is never charged again, so a queue for it would only mislead.
     if (token.status === 'cancelled') throw invalidState(`Cannot set outcomes of token "${token.id}": it is cancelled`);
-    updateToken(ctx.app, token.id, { outcomes: JSON.stringify(outcomes) });
+    updateToken(tx, token.id, { outcomes: JSON.stringify(outcomes) });
     return reloadToken(ctx.app, token.id);
   });
   return { body: { ...tokenView(t), outcomes: queueOf(t) } };

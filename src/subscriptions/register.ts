@@ -51,7 +51,7 @@ function recurrentSink(app: App, tx: Tx, row: EventRow): void {
     }
     case 'token_charge': {
       const t = getToken(app, rp.token_id);
-      if (ok && t) chargedTx(app, t, at);
+      if (ok && t) chargedTx(tx, t, at);
       return;
     }
     case 'subscription_init': {

@@ -1,4 +1,5 @@
 import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
 import type { Mode } from '../scheduler/clock';
 import { iso, isoOrNull } from '../util/time';
 import type { TokenMethod } from '../tokens/store';
@@ -89,14 +90,14 @@ export function reloadSubscription(app: App, id: string): SubscriptionRow {
 
 /** Insert a pending subscription (inside the caller's transaction). */
 export function insertSubscription(
-  app: App,
+  tx: Tx,
   s: Pick<
     SubscriptionRow,
     | 'id' | 'merchant_id' | 'shop_id' | 'mode' | 'customer_ref' | 'customer_email' | 'plan_name' | 'amount' | 'currency'
     | 'method' | 'period' | 'interval_count' | 'trial_days' | 'token_id' | 'initial_payment_id' | 'created_at'
   >,
 ): void {
-  app.store
+  tx
     .stmt(
       `INSERT INTO subscriptions (id, merchant_id, shop_id, mode, customer_ref, customer_email, plan_name, amount, currency, method,
          period, interval_count, trial_days, status, token_id, initial_payment_id, created_at)
@@ -107,10 +108,10 @@ export function insertSubscription(
 }
 
 /** Write the changed columns of a subscription (only the names given). */
-export function updateSubscription(app: App, id: string, patch: Partial<SubscriptionRow>): void {
+export function updateSubscription(tx: Tx, id: string, patch: Partial<SubscriptionRow>): void {
   const cols = Object.keys(patch);
   if (cols.length === 0) return;
-  app.store.stmt(`UPDATE subscriptions SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
+  tx.stmt(`UPDATE subscriptions SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
 }
 
 type ChargeRow = { payment_id: string; kind: ChargeView['kind']; charge_index: number | null; attempt: number; amount: number; status: string; metadata: string; created_at: number };

@@ -7,7 +7,7 @@ import { uuid } from '../util/ids';
 import { cancelTx } from '../payments/state';
 import { getPayment, metadataOf } from '../payments/store';
 import type { PaymentRow } from '../payments/types';
-import { getToken, type RecurrentPaymentRow, type TokenMethod } from '../tokens/store';
+import { chargeMade, getToken, type RecurrentPaymentRow, type TokenMethod } from '../tokens/store';
 import { activateTokenTx, CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargedTx, chargeTokenTx, createBindingTx } from '../tokens/tokens';
 import { chargeTime, firstIndexAfter, type Period } from './calendar';
 import { getSubscription, insertSubscription, reloadSubscription, subscriptionView, updateSubscription, type SubscriptionRow } from './store';
@@ -73,7 +73,7 @@ export function createSubscriptionTx(app: App, tx: Tx, input: SubscriptionInput)
     description: input.planName,
     subscriptionId: id,
   });
-  insertSubscription(app, {
+  insertSubscription(tx, {
     id,
     merchant_id: input.merchantId,
     shop_id: input.shopId,
@@ -113,7 +113,7 @@ export function activateTx(app: App, tx: Tx, s: SubscriptionRow, initial: Paymen
   const anchor = trial ? at + s.trial_days * DAY_MS : at;
   const index = trial ? 0 : 1;
   const next = chargeTime(anchor, s.period, s.interval_count, index);
-  updateSubscription(app, s.id, {
+  updateSubscription(tx, s.id, {
     status: 'active',
     activated_at: at,
     anchor_at: anchor,
@@ -133,10 +133,7 @@ export function runChargeJob(app: App, tx: Tx, job: Job): void {
   const index = Number(job.payload.index);
   const attempt = Number(job.payload.attempt);
   if (s.charge_index !== index || s.failures + 1 !== attempt) return;
-  const made = app.store
-    .stmt('SELECT 1 FROM recurrent_payments WHERE subscription_id = ? AND charge_index = ? AND attempt = ?')
-    .get(s.id, index, attempt);
-  if (made) return;
+  if (chargeMade(tx, s.id, index, attempt)) return;
   const token = getToken(app, s.token_id);
   if (!token || token.status !== 'active') {
     cancelSubscriptionTx(app, tx, s, CANCEL_REASONS.tokenCancelled);
@@ -171,10 +168,10 @@ export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: Pa
   const charge = { payment_id: p.id, amount: p.amount, attempt: rp.attempt };
   if (p.status === 'succeeded') {
     const token = getToken(app, s.token_id);
-    if (token) chargedTx(app, token, at);
+    if (token) chargedTx(tx, token, at);
     const n = firstIndexAfter(s.anchor_at, s.period, s.interval_count, s.charge_index + 1, attemptTime(s, rp.attempt));
     const next = chargeTime(s.anchor_at, s.period, s.interval_count, n);
-    updateSubscription(app, s.id, { status: 'active', failures: 0, charge_index: n, next_charge_at: next });
+    updateSubscription(tx, s.id, { status: 'active', failures: 0, charge_index: n, next_charge_at: next });
     const sub = reloadSubscription(app, s.id);
     scheduleCharge(app, tx, sub, n, 1, next);
     emit(app, tx, sub, 'subscription.charge_succeeded', charge, 'subscription.charge_succeeded');
@@ -184,7 +181,7 @@ export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: Pa
   const failures = rp.attempt;
   const failure = { ...charge, failure_code: metadataOf(p).failure_code ?? '' };
   if (failures >= MAX_FAILED_CHARGES) {
-    updateSubscription(app, s.id, { status: 'cancelled', failures, next_charge_at: null, cancel_reason: CANCEL_REASONS.chargesFailed, cancelled_at: at });
+    updateSubscription(tx, s.id, { status: 'cancelled', failures, next_charge_at: null, cancel_reason: CANCEL_REASONS.chargesFailed, cancelled_at: at });
     app.scheduler.cancel(tx, CHARGE_JOB, s.id);
     const sub = reloadSubscription(app, s.id);
     emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed');
@@ -192,7 +189,7 @@ export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: Pa
     return;
   }
   const retryAt = Math.max(attemptTime(s, failures + 1), at);
-  updateSubscription(app, s.id, { status: 'past_due', failures, next_charge_at: retryAt });
+  updateSubscription(tx, s.id, { status: 'past_due', failures, next_charge_at: retryAt });
   const sub = reloadSubscription(app, s.id);
   scheduleCharge(app, tx, sub, s.charge_index, failures + 1, retryAt);
   emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed');
@@ -206,7 +203,7 @@ export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: Pa
 export function cancelSubscriptionTx(app: App, tx: Tx, s: SubscriptionRow, reason: string): SubscriptionRow {
   if (s.status === 'cancelled') return s;
   const now = app.clocks.now(s.shop_id, s.mode);
-  updateSubscription(app, s.id, { status: 'cancelled', cancelled_at: now, cancel_reason: reason, next_charge_at: null });
+  updateSubscription(tx, s.id, { status: 'cancelled', cancelled_at: now, cancel_reason: reason, next_charge_at: null });
   app.scheduler.cancel(tx, CHARGE_JOB, s.id);
   if (s.status === 'pending') {
     const initial = getPayment(app, s.initial_payment_id);

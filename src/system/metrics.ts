@@ -1,8 +1,6 @@
 import type { App } from '../app-types';
 import type { Ctx, Reply } from '../http/types';
 import { countJobs } from '../scheduler/jobs-table';
-import { sseClientCount } from '../events/stream';
-import { deliveryWorker } from '../webhooks/register';
 
 /** Upper bounds (seconds) of the request latency histogram's buckets; +Inf is implied. */
 export const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -55,7 +53,7 @@ export class Metrics {
     renderWebhooks(app, out);
     out.push('# HELP kopek_sse_clients Event stream (SSE) clients connected now.');
     out.push('# TYPE kopek_sse_clients gauge');
-    out.push(`kopek_sse_clients ${sseClientCount(app)}`);
+    out.push(`kopek_sse_clients ${app.stream.clientCount}`);
     const mem = process.memoryUsage();
     out.push('# HELP kopek_process_resident_memory_bytes Resident set size of the process.');
     out.push('# TYPE kopek_process_resident_memory_bytes gauge');
@@ -97,7 +95,7 @@ function renderWebhooks(app: App, out: string[]): void {
   for (const r of states) out.push(`kopek_webhook_deliveries{state="${r.state}"} ${r.n}`);
   out.push('# HELP kopek_webhook_attempts_in_flight Webhook attempts under way now.');
   out.push('# TYPE kopek_webhook_attempts_in_flight gauge');
-  out.push(`kopek_webhook_attempts_in_flight ${deliveryWorker(app)?.inFlight ?? 0}`);
+  out.push(`kopek_webhook_attempts_in_flight ${app.webhooks.inFlight}`);
 }
 
 function escapeLabel(v: string): string {
@@ -108,18 +106,7 @@ function round(n: number): number {
   return Math.round(n * 1e6) / 1e6;
 }
 
-const registry = new WeakMap<App, Metrics>();
-
-/** Create the app's metrics (once, at start-up); pass its `observe` to the HTTP server. */
-export function registerMetrics(app: App): Metrics {
-  const m = new Metrics(app.clocks.real());
-  registry.set(app, m);
-  return m;
-}
-
 /** GET /metrics: Prometheus text format, no key (bind to a private address or filter it at the proxy). */
 export function metricsHandler(ctx: Ctx): Reply {
-  const m = registry.get(ctx.app);
-  if (!m) throw new Error('cannot render metrics: they were not registered at start-up');
-  return { text: m.render(ctx.app, ctx.app.clocks.real()), contentType: 'text/plain; version=0.0.4; charset=utf-8' };
+  return { text: ctx.app.metrics.render(ctx.app, ctx.app.clocks.real()), contentType: 'text/plain; version=0.0.4; charset=utf-8' };
 }

@@ -1,4 +1,5 @@
 import type { App } from '../app-types';
+import type { Tx } from '../db/tx';
 import type { Mode } from '../scheduler/clock';
 import { isoOrNull, iso } from '../util/time';
 
@@ -71,8 +72,8 @@ export function getToken(app: App, id: string): TokenRow | undefined {
 }
 
 /** Insert a token row (inside the caller's transaction). */
-export function insertToken(app: App, t: Omit<TokenRow, 'seq' | 'outcomes' | 'last_charged_at' | 'activated_at' | 'cancelled_at' | 'card_brand' | 'card_mask'>): void {
-  app.store
+export function insertToken(tx: Tx, t: Omit<TokenRow, 'seq' | 'outcomes' | 'last_charged_at' | 'activated_at' | 'cancelled_at' | 'card_brand' | 'card_mask'>): void {
+  tx
     .stmt(
       `INSERT INTO tokens (id, merchant_id, shop_id, mode, customer_ref, customer_email, method, status, binding_payment_id, subscription_id, created_at)
        VALUES (@id, @merchant_id, @shop_id, @mode, @customer_ref, @customer_email, @method, @status, @binding_payment_id, @subscription_id, @created_at)`,
@@ -81,20 +82,25 @@ export function insertToken(app: App, t: Omit<TokenRow, 'seq' | 'outcomes' | 'la
 }
 
 /** Write the changed columns of a token (only the names given). */
-export function updateToken(app: App, id: string, patch: Partial<TokenRow>): void {
+export function updateToken(tx: Tx, id: string, patch: Partial<TokenRow>): void {
   const cols = Object.keys(patch);
   if (cols.length === 0) return;
-  app.store.stmt(`UPDATE tokens SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
+  tx.stmt(`UPDATE tokens SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
 }
 
 /** Remember which token (and subscription) made a payment, in the payment's transaction. */
-export function recordPayment(app: App, r: Omit<RecurrentPaymentRow, 'charge_index' | 'attempt'> & { charge_index?: number; attempt?: number }): void {
-  app.store
+export function recordPayment(tx: Tx, r: Omit<RecurrentPaymentRow, 'charge_index' | 'attempt'> & { charge_index?: number; attempt?: number }): void {
+  tx
     .stmt(
       `INSERT INTO recurrent_payments (payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
     .run(r.payment_id, r.kind, r.token_id, r.subscription_id, r.shop_id, r.mode, r.charge_index ?? null, r.attempt ?? 1, r.created_at);
+}
+
+/** True when a subscription already made the charge payment of this index and attempt. */
+export function chargeMade(tx: Tx, subscriptionId: string, index: number, attempt: number): boolean {
+  return tx.stmt('SELECT 1 FROM recurrent_payments WHERE subscription_id = ? AND charge_index = ? AND attempt = ?').get(subscriptionId, index, attempt) !== undefined;
 }
 
 /** The token or subscription behind a payment, if a token or subscription made it. */

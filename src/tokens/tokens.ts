@@ -69,7 +69,7 @@ export function createBindingTx(app: App, tx: Tx, input: BindingInput): { token:
     metadata,
     kind: input.kind,
   });
-  insertToken(app, {
+  insertToken(tx, {
     id: tokenId,
     merchant_id: input.merchantId,
     shop_id: input.shopId,
@@ -82,7 +82,7 @@ export function createBindingTx(app: App, tx: Tx, input: BindingInput): { token:
     subscription_id: input.subscriptionId ?? null,
     created_at: payment.created_at,
   });
-  recordPayment(app, {
+  recordPayment(tx, {
     payment_id: payment.id,
     kind: input.kind,
     token_id: tokenId,
@@ -99,7 +99,7 @@ export function createBindingTx(app: App, tx: Tx, input: BindingInput): { token:
 /** pending → active once its binding payment succeeded; the card's brand and mask come from that payment. */
 export function activateTokenTx(app: App, tx: Tx, t: TokenRow, binding: PaymentRow): TokenRow {
   if (t.status !== 'pending') return t;
-  updateToken(app, t.id, {
+  updateToken(tx, t.id, {
     status: 'active',
     activated_at: app.clocks.now(t.shop_id, t.mode),
     card_brand: t.method === 'cards' ? binding.card_brand : '',
@@ -123,7 +123,7 @@ export function lastFour(mask: string): string {
 export function cancelTokenTx(app: App, tx: Tx, t: TokenRow): TokenRow {
   if (t.status === 'cancelled') throw invalidState(`Cannot cancel token "${t.id}": its status is cancelled`);
   const now = app.clocks.now(t.shop_id, t.mode);
-  updateToken(app, t.id, { status: 'cancelled', cancelled_at: now, outcomes: '[]' });
+  updateToken(tx, t.id, { status: 'cancelled', cancelled_at: now, outcomes: '[]' });
   const binding = getPayment(app, t.binding_payment_id);
   if (binding && binding.status === 'pending') cancelTx(app, tx, binding);
   const next = reloadToken(app, t.id);
@@ -164,7 +164,7 @@ export function chargeTokenTx(app: App, tx: Tx, t: TokenRow, input: ChargeInput)
     kind: input.kind,
     tokenId: t.id,
   });
-  recordPayment(app, {
+  recordPayment(tx, {
     payment_id: payment.id,
     kind: input.kind,
     token_id: t.id,
@@ -179,6 +179,6 @@ export function chargeTokenTx(app: App, tx: Tx, t: TokenRow, input: ChargeInput)
 }
 
 /** A charge of the token succeeded at `at_ms`: keep it as last_charged_at. */
-export function chargedTx(app: App, t: TokenRow, at_ms: number): void {
-  if (t.last_charged_at === null || at_ms >= t.last_charged_at) updateToken(app, t.id, { last_charged_at: at_ms });
+export function chargedTx(tx: Tx, t: TokenRow, at_ms: number): void {
+  if (t.last_charged_at === null || at_ms >= t.last_charged_at) updateToken(tx, t.id, { last_charged_at: at_ms });
 }

@@ -1,4 +1,4 @@
-import type { Tx } from '../db/tx';
+import type { Store, Tx } from '../db/tx';
 import type { EventRow } from '../events/emit';
 import type { Clocks, Mode } from '../scheduler/clock';
 import type { Scheduler } from '../scheduler/jobs';
@@ -160,4 +160,32 @@ export function resendEvent(tx: Tx, eventId: string, realNow: number): number {
     else insert.run(ev.seq, eventId, ev.webhook_event, ev.shop_id, ev.mode, t.endpoint_id, t.url, ev.payment_id, now, now);
   }
   return targets.length;
+}
+
+/** Where a delivery goes: its endpoint (null for a payment's own webhook_url) and URL. */
+export function deliveryTarget(store: Pick<Store, 'stmt'>, id: number): { endpoint_id: string | null; url: string } | undefined {
+  return store.stmt('SELECT endpoint_id, url FROM webhook_deliveries WHERE id = ?').get(id) as { endpoint_id: string | null; url: string } | undefined;
+}
+
+/** Deliveries whose round has not begun and that are due on their own clock (a test shop's, or real time), at most `limit`. */
+export function dueFirstAttempts(store: Pick<Store, 'stmt'>, realNow: number, limit: number): number[] {
+  const rows = store
+    .stmt(
+      `SELECT d.id FROM webhook_deliveries d JOIN shops s ON s.id = d.shop_id
+       WHERE d.state = 'pending' AND d.attempts = d.round_start
+         AND d.next_attempt_at <= ? + (CASE WHEN d.mode = 'test' THEN s.test_clock_offset_ms ELSE 0 END)
+       ORDER BY d.next_attempt_at LIMIT ?`,
+    )
+    .all(realNow, limit) as Array<{ id: number }>;
+  return rows.map((r) => r.id);
+}
+
+/** A delivery row by id. */
+export function getDelivery(store: Pick<Store, 'stmt'>, id: number): DeliveryRow | undefined {
+  return store.stmt(`SELECT * FROM webhook_deliveries WHERE id = ?`).get(id) as DeliveryRow | undefined;
+}
+
+/** The time and webhook body of the event a delivery carries, if the event still exists. */
+export function deliveryEvent(store: Pick<Store, 'stmt'>, seq: number): { at: number; webhook_data: string | null } | undefined {
+  return store.stmt('SELECT at, webhook_data FROM events WHERE seq = ?').get(seq) as { at: number; webhook_data: string | null } | undefined;
 }

@@ -2,16 +2,13 @@ import type { App } from '../app-types';
 import { enqueueDeliveries, recordAttempt, RETRY_JOB, type AttemptResult } from './outbox';
 import { DeliveryWorker } from './worker';
 
-const workers = new WeakMap<App, DeliveryWorker>();
-
 /**
  * Wire webhooks into the app: the outbox sink (deliveries written in the event's transaction, the worker
  * woken after commit), the retry job (an async job: HTTP outside, outcome recorded in the job's own
  * transaction), and the worker itself, stopped on shutdown.
  */
-export function registerWebhooks(app: App): DeliveryWorker {
+export function startWebhooks(app: App): DeliveryWorker {
   const worker = new DeliveryWorker(app);
-  workers.set(app, worker);
   app.events.addSink((tx, row) => {
     const ids = enqueueDeliveries(tx, app.clocks, row);
     if (ids.length > 0) tx.afterCommit(() => worker.kick(ids));
@@ -34,9 +31,4 @@ export function registerWebhooks(app: App): DeliveryWorker {
   worker.start();
   app.onClose(() => worker.stop());
   return worker;
-}
-
-/** The app's delivery worker (for metrics and tests). */
-export function deliveryWorker(app: App): DeliveryWorker | undefined {
-  return workers.get(app);
 }

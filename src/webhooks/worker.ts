@@ -2,7 +2,7 @@ import type { App } from '../app-types';
 import type { Job } from '../scheduler/jobs';
 import { iso } from '../util/time';
 import { postWebhook, type PostOutcome } from './deliver';
-import { abandonDelivery, recordAttempt, type AttemptResult, type DeliveryRow, type Recorded } from './outbox';
+import { abandonDelivery, deliveryEvent, deliveryTarget, dueFirstAttempts, getDelivery, recordAttempt, type AttemptResult, type DeliveryRow, type Recorded } from './outbox';
 import { signatureHeader, webhookBody } from './sign';
 import { getEndpoint, paymentUrlSigning, validSecrets, type SignatureVersion } from './store';
 import { UrlPolicy } from './url-safety';
@@ -10,6 +10,8 @@ import { Gate } from './gate';
 
 /** Limits of the worker: attempts in flight overall and per receiver, ids waiting in memory, sweep period. */
 export const WORKER_LIMITS = { global: 32, perReceiver: 4, queued: 10_000, sweep_ms: 5_000 };
+/** Most due deliveries one sweep queues; the next sweep takes the rest. */
+const SWEEP_BATCH = 1000;
 
 /** The User-Agent every webhook carries. */
 export const USER_AGENT = 'psp-webhook/1.0';
@@ -59,9 +61,7 @@ export class DeliveryWorker {
   kick(ids: readonly number[]): void {
     for (const id of ids) {
       if (this.stopped || this.waiting.has(id) || this.running.has(id) || this.waiting.size >= WORKER_LIMITS.queued) continue;
-      const row = this.app.store.stmt('SELECT endpoint_id, url FROM webhook_deliveries WHERE id = ?').get(id) as
-        | { endpoint_id: string | null; url: string }
-        | undefined;
+      const row = deliveryTarget(this.app.store, id);
       if (!row) continue;
       const key = receiverKey(row);
       let q = this.queues.get(key);
@@ -75,15 +75,7 @@ export class DeliveryWorker {
   /** Queue every delivery whose round has not begun and that is due on its own clock. */
   sweep(): void {
     if (this.stopped) return;
-    const rows = this.app.store
-      .stmt(
-        `SELECT d.id FROM webhook_deliveries d JOIN shops s ON s.id = d.shop_id
-         WHERE d.state = 'pending' AND d.attempts = d.round_start
-           AND d.next_attempt_at <= ? + (CASE WHEN d.mode = 'test' THEN s.test_clock_offset_ms ELSE 0 END)
-         ORDER BY d.next_attempt_at LIMIT 1000`,
-      )
-      .all(this.app.clocks.real()) as Array<{ id: number }>;
-    this.kick(rows.map((r) => r.id));
+    this.kick(dueFirstAttempts(this.app.store, this.app.clocks.real(), SWEEP_BATCH));
   }
 
   /** A retry job's run: the attempt its delivery waits for, or null when the job is stale. Never rejects on a receiver's failure. */
@@ -159,7 +151,7 @@ export class DeliveryWorker {
   }
 
   private load(id: number): DeliveryRow | null {
-    const d = this.app.store.stmt(`SELECT * FROM webhook_deliveries WHERE id = ?`).get(id) as DeliveryRow | undefined;
+    const d = getDelivery(this.app.store, id);
     return d && d.state === 'pending' ? d : null;
   }
 
@@ -168,7 +160,7 @@ export class DeliveryWorker {
     const { clocks, store, config } = this.app;
     const d = this.load(id);
     if (!d) return null;
-    const ev = store.stmt('SELECT at, webhook_data FROM events WHERE seq = ?').get(d.event_seq) as { at: number; webhook_data: string | null } | undefined;
+    const ev = deliveryEvent(store, d.event_seq);
     const signing = this.signing(d);
     if (!ev || !signing || signing.secrets.length === 0) {
       store.tx((tx) => abandonDelivery(tx, d));

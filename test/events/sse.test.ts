@@ -5,7 +5,6 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { openSse } from '../helpers/sse-client';
 import { startReceiver, waitForLog } from '../helpers/webhooks';
 import { encodeSse, encodeSseComment } from '../../src/events/sse';
-import { sseClientCount, streamHub } from '../../src/events/stream';
 import { addEndpoint } from '../../src/webhooks/store';
 import type { TestShop } from '../helpers/server';
 
@@ -153,7 +152,7 @@ test('a key sees only its own shop and mode', async () => {
 
 test('a client that cannot keep up is disconnected instead of buffering without limit', async () => {
   const shop = s.newShop();
-  const hub = streamHub(s.running.app);
+  const hub = s.running.app.stream;
   hub.bufferLimitBytes = 64 * 1024;
   try {
     const sock = connect(Number(new URL(s.url).port), '127.0.0.1');
@@ -186,7 +185,7 @@ test('bad Last-Event-ID is 400 and a missing key 401', async () => {
 test('shutdown ends every stream cleanly', async () => {
   const t = await startTestServer();
   const c = await openSse(t.url, t.demo.key);
-  assert.equal(sseClientCount(t.running.app), 1);
+  assert.equal(t.running.app.stream.clientCount, 1);
   const started = Date.now();
   await t.close();
   await c.ended;

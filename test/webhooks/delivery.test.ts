@@ -4,7 +4,6 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { appendWebhookEvent, receiverPool, waitForLog } from '../helpers/webhooks';
 import { addEndpoint, listEndpoints, rotateSecret } from '../../src/webhooks/store';
-import { deliveryWorker } from '../../src/webhooks/register';
 import { runCli } from '../helpers/cli';
 
 let s: TestServer;
@@ -176,7 +175,7 @@ test('after a 410, delete + add + resend (the recovery doctor advises) delivers 
   const resent = await runCli(['webhook', 'resend', ev.id, '--db', s.dbPath, '--json']);
   assert.equal(resent.code, 0, resent.err);
   assert.equal(resent.json.requeued, 1);
-  deliveryWorker(s.running.app)!.sweep();
+  s.running.app.webhooks.sweep();
   const got = await rcv.waitFor(2);
   assert.equal(got.headers['x-psp-event-id'], ev.id);
   const t = String(got.headers['x-psp-timestamp']);
