@@ -90,13 +90,21 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   const router = buildRouter();
   const limiter = config.rateLimitPerSecond > 0 ? new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) : null;
   const server = createHttpServer(app, router, limiter, app.metrics.observe);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (err) {
+    // Nothing may keep the process alive once it cannot serve: a supervisor must see it exit and restart it.
+    for (const fn of [...closers].reverse()) await fn();
+    await scheduler.stop();
+    store.close();
+    throw new Error(listenError(config.host, config.port, err as NodeJS.ErrnoException));
+  }
   listening = server.address() as AddressInfo;
   scheduler.start();
   let closed: Promise<void> | null = null;
@@ -117,6 +125,19 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     return closed;
   };
   return { app, server, url: app.baseUrl(), close };
+}
+
+/** One line that says why the server cannot listen. */
+function listenError(host: string, port: number, err: NodeJS.ErrnoException): string {
+  const why =
+    err.code === 'EADDRINUSE'
+      ? 'the address is already in use (another process listens there)'
+      : err.code === 'EACCES'
+        ? 'permission denied (ports below 1024 need privileges)'
+        : err.code === 'EADDRNOTAVAIL'
+          ? 'the address is not one of this machine'
+          : err.message;
+  return `cannot listen on ${host.includes(':') ? `[${host}]` : host}:${port}: ${why}`;
 }
 
 function hostForUrl(host: string): string {
