@@ -108,11 +108,39 @@ function keyHashOf(authorization: string | undefined, connection: object | undef
   return hash;
 }
 
+/** A key that passed the checks made from the headers alone; the body's signature is checked once the body is read. */
+export interface KeyCheck {
+  auth: Auth;
+  /** Verify the request signature over the raw body (401), when the shop requires one. */
+  verifyBody(signature: string | undefined, rawBody: Buffer): void;
+}
+
 /**
- * The authentication pipeline, in order: Bearer key (401), live mode (403), IP allow-list (403),
+ * The part of authentication that needs no body, run before a byte of the body is read: Bearer key (401),
+ * live mode (403), IP allow-list (403). A keyless or refused client never makes the server hold its body.
+ */
+export function authenticateKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawBody'>): KeyCheck {
+  const entry = checkKey(store, input);
+  const row = entry.row;
+  return {
+    auth: entry.auth,
+    verifyBody: (signature, rawBody) => {
+      if (row.require_signature) verifyRequestSignature(signature, rawBody, row.signing_secret);
+    },
+  };
+}
+
+/**
+ * The whole authentication pipeline, in order: Bearer key (401), live mode (403), IP allow-list (403),
  * request signature (401). Scope checks follow in the server, per route.
  */
 export function authenticate(store: Store, input: AuthInput): Auth {
+  const check = authenticateKey(store, input);
+  check.verifyBody(input.signature, input.rawBody);
+  return check.auth;
+}
+
+function checkKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawBody'>): KeyEntry {
   const entry = lookupKey(store, keyHashOf(input.authorization, input.connection));
   if (!entry) {
     throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the API key is unknown or revoked');
@@ -124,8 +152,7 @@ export function authenticate(store: Store, input: AuthInput): Auth {
   if (!entry.allow.allows(input.ip)) {
     throw new ApiError(403, 'ip_not_allowed', `Cannot accept a request from "${input.ip}": the address is not in the shop's allow-list`);
   }
-  if (row.require_signature) verifyRequestSignature(input.signature, input.rawBody, row.signing_secret);
-  return entry.auth;
+  return entry;
 }
 
 /** 403 scope_required unless the key (and its shop) hold the scope. */

@@ -41,6 +41,13 @@ export function readBody(req: IncomingMessage, limit_bytes: number): Promise<Buf
     };
     req.on('aborted', aborted);
     req.on('close', aborted);
+    // A client that goes away in mid-body does not always make the request emit anything (Node answers the
+    // cut-off parse as a client error instead): the socket's close settles the read, so nothing waits for ever.
+    const socket = req.socket;
+    socket.once('close', aborted);
+    const forget = (): void => void socket.off('close', aborted);
+    req.once('end', forget);
+    req.once('error', forget);
   });
 }
 

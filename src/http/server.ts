@@ -1,12 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { App } from '../app-types';
 import type { Router } from './router';
 import type { Ctx, Reply, RouteDef } from './types';
 import { ApiError, toApiError } from './errors';
 import { mediaCharset, mediaType, parseForm, parseJson, readBody } from './body';
-import { authenticate, requireScope } from '../auth/authenticate';
+import { authenticateKey, requireScope } from '../auth/authenticate';
 import { unmapIp } from '../auth/ip-allowlist';
 import type { RateLimiter } from '../auth/rate-limit';
 import { logAccess } from './access-log';
@@ -18,9 +19,17 @@ const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,64}$/;
 /** Per-route observer (metrics); called once per finished request. */
 export type RequestObserver = (route: string, method: string, status: number, duration_ms: number) => void;
 
+/** Named limits of connections and request bodies. */
+export const SERVER_LIMITS = {
+  /** Bytes of request bodies all requests in flight may hold at once; past it a body is refused with 503. */
+  body_inflight_bytes: 64 * 1024 * 1024,
+};
+
 /**
- * The whole request chain, in order: request id → route match (404/405) → body (413/415/400) →
- * authentication (401/403) → rate limit (429) → scope (403) → handler → one response writer → access log.
+ * The whole request chain, in order: connection cap (503) and first-byte deadline → request id → path
+ * normalised (400) → route match (404/405) → authentication from the headers: key, live mode, IP
+ * allow-list (401/403) → body (503 when too many bodies are in flight, 413/415/400) → request signature
+ * (401) → rate limit (429) → scope (403) → handler → one response writer → access log.
  */
 export function createHttpServer(app: App, router: Router<RouteDef>, limiter: RateLimiter | null, observe?: RequestObserver): Server {
   const { headersTimeoutMs, requestTimeoutMs } = app.config;
@@ -35,9 +44,15 @@ export function createHttpServer(app: App, router: Router<RouteDef>, limiter: Ra
   });
   server.maxHeadersCount = 100;
   const inflight = new WeakMap<Socket, ServerResponse>();
+  const shed = guardConnections(app, server);
+  const bodies = new BodyBudget(SERVER_LIMITS.body_inflight_bytes);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (shed.has(req.socket)) {
+      res.destroy();
+      return;
+    }
     inflight.set(req.socket, res);
-    void handle(app, router, limiter, req, res, observe, inflight);
+    void handle(app, router, limiter, req, res, observe, inflight, bodies);
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => onClientError(app, err, socket, inflight.get(socket)));
   return server;
@@ -65,6 +80,73 @@ function clientIp(app: App, req: IncomingMessage): string {
 
 const socketIps = new WeakMap<Socket, string>();
 
+/** The answer to a connection over the cap, written by hand: the HTTP parser never sees that connection. */
+const OVER_CAP_RESPONSE = (() => {
+  const body = JSON.stringify({ error: { code: 'unavailable', message: 'Cannot accept the connection: the server holds as many as it may; retry shortly' } });
+  return `HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n${body}`;
+})();
+
+/**
+ * Connections are a resource like any other: at most --max-connections are served at once (one more is
+ * answered 503 and closed, never left hanging), and a connection that sends no byte within the headers
+ * timeout is closed (idle sockets would otherwise hold file descriptors and memory for ever).
+ * Returns the sockets being shed, whose requests are dropped.
+ */
+function guardConnections(app: App, server: Server): WeakSet<Socket> {
+  const shed = new WeakSet<Socket>();
+  let open = 0;
+  const max = Math.min(app.config.maxConnections, fdCeiling());
+  const firstByte_ms = app.config.headersTimeoutMs;
+  // Before the HTTP server's own listener, so a shed socket is marked before its parser starts.
+  server.prependListener('connection', (socket: Socket) => {
+    open++;
+    socket.once('close', () => open--);
+    if (open > max) {
+      shed.add(socket);
+      socket.end(OVER_CAP_RESPONSE);
+      socket.setTimeout(1000, () => socket.destroy());
+      return;
+    }
+    const timer = setTimeout(() => {
+      if (socket.bytesRead === 0) socket.destroy();
+    }, firstByte_ms);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  });
+  return shed;
+}
+
+/**
+ * Connections this process can hold without running out of file descriptors: most of the soft open-files
+ * limit (the database, its WAL and outgoing webhooks need the rest). No limit known: no ceiling.
+ */
+function fdCeiling(): number {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m ? Math.max(16, Math.floor(Number(m[1]) * 0.8)) : Infinity;
+  } catch {
+    return Infinity;
+  }
+}
+
+/** Bytes of request bodies held by the requests in flight, against one bound. */
+class BodyBudget {
+  private held = 0;
+  constructor(private readonly limit_bytes: number) {}
+
+  /** Reserve room for a body of `bytes` (its declared length, or the body limit when unknown); false when there is none. */
+  take(bytes: number): boolean {
+    if (this.held + bytes > this.limit_bytes) return false;
+    this.held += bytes;
+    return true;
+  }
+
+  /** Give back what take() reserved. */
+  give(bytes: number): void {
+    this.held -= bytes;
+  }
+}
+
 async function handle(
   app: App,
   router: Router<RouteDef>,
@@ -73,6 +155,7 @@ async function handle(
   res: ServerResponse,
   observe: RequestObserver | undefined,
   inflight: WeakMap<Socket, ServerResponse>,
+  bodies: BodyBudget,
 ): Promise<void> {
   const started = performance.now();
   const incomingId = req.headers['x-request-id'];
@@ -96,6 +179,7 @@ async function handle(
     ip: clientIp(app, req),
   };
   let status = 0;
+  let bodyTaken = false;
   // The line is written when the response is over (or the connection died), so a streamed response logs once, at its end.
   // One listener per request for both jobs: 'close' comes once.
   res.on('close', () => {
@@ -116,6 +200,9 @@ async function handle(
   });
   try {
     if (app.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
+    if (!isNormalised(req.url ?? '', path)) {
+      throw new ApiError(400, 'bad_request', `Cannot route "${(req.url ?? '').split('?')[0].slice(0, 128)}": the path has dot segments or encoded separators; send it normalised`);
+    }
     const match = router.match(method, path);
     if (match.kind === 'not_found') throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}`);
     if (match.kind === 'method_not_allowed') {
@@ -126,19 +213,18 @@ async function handle(
     const route = match.value;
     ctx.route = match.pattern;
     ctx.params = match.params;
-    if (BODY_METHODS.has(method)) await readRequestBody(app, ctx, route);
+    // The key is checked before a byte of the body is read: a keyless client cannot make the server hold its body.
+    const key =
+      route.auth === 'none' ? null : authenticateKey(app.store, { authorization: header(req, 'authorization'), ip: ctx.ip, connection: req.socket });
+    if (key && route.auth === 'test' && key.auth.mode !== 'test') {
+      throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}: test helpers need a test key`);
+    }
+    bodyTaken = true;
+    if (BODY_METHODS.has(method)) await readRequestBody(app, ctx, route, bodies);
     else req.resume();
-    if (route.auth !== 'none') {
-      ctx.auth = authenticate(app.store, {
-        authorization: header(req, 'authorization'),
-        signature: header(req, 'x-psp-signature'),
-        ip: ctx.ip,
-        rawBody: ctx.rawBody,
-        connection: req.socket,
-      });
-      if (route.auth === 'test' && ctx.auth.mode !== 'test') {
-        throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}: test helpers need a test key`);
-      }
+    if (key) {
+      key.verifyBody(header(req, 'x-psp-signature'), ctx.rawBody);
+      ctx.auth = key.auth;
       if (limiter) limiter.take(ctx.auth.keyId);
       if (route.scope) requireScope(ctx.auth, route.scope);
     }
@@ -162,6 +248,8 @@ async function handle(
     // A refusal can rest on data as much as an answer can (say, a refund over a remainder just committed).
     const durable = app.store.whenDurable();
     if (durable) await durable;
+    // A body never read (refused before it) would still have to be received to reach the next request: close instead.
+    if (!bodyTaken && hasBody(req) && !ctx.res.headersSent) ctx.res.setHeader('Connection', 'close');
     status = sendError(ctx, apiErr);
   }
 }
@@ -175,6 +263,22 @@ function withAction(err: ApiError, method: string, route: string): ApiError {
   if (err.status !== 400 || route === '' || err.message.startsWith('Cannot ')) return err;
   const message = `Cannot ${method} ${route}: ${err.message.charAt(0).toLowerCase()}${err.message.slice(1)}`;
   return new ApiError(err.status, err.code, message, err.param, err.headers);
+}
+
+/**
+ * True when the request target's path is what routing sees: no `.` or `..` segments and no encoded dot or
+ * slash, which the URL parser would resolve into another path (`/./metrics`, `/x/%2e%2e/metrics`).
+ */
+function isNormalised(target: string, pathname: string): boolean {
+  const q = target.indexOf('?');
+  const raw = q < 0 ? target : target.slice(0, q);
+  if (raw.startsWith('/') && raw !== pathname) return false;
+  return !/%2e|%2f|%5c/i.test(raw);
+}
+
+/** True when the request announces a body (a length above 0, or chunks). */
+function hasBody(req: IncomingMessage): boolean {
+  return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
 }
 
 /** The query of every request without one; handlers only read a query. */
@@ -201,8 +305,20 @@ function header(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-async function readRequestBody(app: App, ctx: Ctx, route: RouteDef): Promise<void> {
-  const raw = await readBody(ctx.req, app.config.bodyLimitBytes);
+async function readRequestBody(app: App, ctx: Ctx, route: RouteDef, bodies: BodyBudget): Promise<void> {
+  const declared = Number(ctx.req.headers['content-length']);
+  const reserve = Number.isFinite(declared) ? Math.min(declared, app.config.bodyLimitBytes) : app.config.bodyLimitBytes;
+  if (reserve > 0 && !bodies.take(reserve)) {
+    throw new ApiError(503, 'unavailable', 'Cannot read the request body: the server holds as many bodies as it may; retry shortly', undefined, {
+      'Retry-After': '1',
+    });
+  }
+  let raw: Buffer;
+  try {
+    raw = await readBody(ctx.req, app.config.bodyLimitBytes);
+  } finally {
+    if (reserve > 0) bodies.give(reserve);
+  }
   ctx.rawBody = raw;
   if (raw.length === 0) return;
   const type = mediaType(ctx.req);

@@ -95,9 +95,12 @@ test('a body that is not an object, or has an unknown field, is 400 naming the f
   assert.equal(unknown.body.error.param, 'secnods');
 });
 
-test('body rules run before authentication: a malformed body without a key is 400, not 401', async () => {
+test('keyless bodies are refused before they are read: a malformed body without a key is 401, and the connection closes', async () => {
   const r = await s.request('POST', ADVANCE, { key: null, body: '{oops' });
-  assertError(r, 400, 'bad_request');
+  assertError(r, 401, 'unauthorized');
+  assert.equal(r.headers['connection'], 'close', 'the unread body is not received to reach a next request');
+  const keyed = await s.request('POST', ADVANCE, { body: '{oops' });
+  assertError(keyed, 400, 'bad_request');
 });
 
 test('X-Request-Id: generated when absent, echoed when well-formed, replaced when not', async () => {
