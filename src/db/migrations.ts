@@ -5,4 +5,54 @@
 export const MIGRATIONS: readonly string[] = [
   // 1 → 2: links expire through one sweep job per shop and mode, which finds due payments through this index.
   `CREATE INDEX payments_pending_expiry ON payments(shop_id, mode, expires_at) WHERE status = 'pending';`,
+  // 2 → 3: the merchant cabinet's users, sessions, sign-in throttling and audit log; a key's last use.
+  `ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER;
+CREATE TABLE cabinet_users (
+  id              TEXT PRIMARY KEY,
+  merchant_id     TEXT NOT NULL REFERENCES merchants(id),
+  email           TEXT NOT NULL UNIQUE,
+  password_hash   TEXT NOT NULL,
+  totp_secret     TEXT,
+  totp_pending    TEXT,
+  totp_last_step  INTEGER NOT NULL DEFAULT 0,
+  created_at      INTEGER NOT NULL,
+  disabled_at     INTEGER
+) STRICT;
+CREATE INDEX cabinet_users_merchant ON cabinet_users(merchant_id);
+CREATE TABLE cabinet_recovery_codes (
+  user_id    TEXT NOT NULL REFERENCES cabinet_users(id),
+  code_hash  TEXT NOT NULL,
+  used_at    INTEGER,
+  PRIMARY KEY (user_id, code_hash)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE cabinet_sessions (
+  token_hash    TEXT PRIMARY KEY,
+  user_id       TEXT NOT NULL REFERENCES cabinet_users(id),
+  csrf_token    TEXT NOT NULL,
+  view_mode     TEXT NOT NULL DEFAULT 'test' CHECK (view_mode IN ('test', 'live')),
+  lang          TEXT NOT NULL DEFAULT 'ru' CHECK (lang IN ('ru', 'en')),
+  flash         TEXT,
+  ip            TEXT NOT NULL,
+  created_at    INTEGER NOT NULL,
+  last_seen_at  INTEGER NOT NULL
+) STRICT;
+CREATE INDEX cabinet_sessions_user ON cabinet_sessions(user_id);
+CREATE TABLE cabinet_login_failures (
+  subject         TEXT PRIMARY KEY,
+  failures        INTEGER NOT NULL,
+  last_failed_at  INTEGER NOT NULL,
+  locked_until    INTEGER
+) STRICT, WITHOUT ROWID;
+CREATE TABLE cabinet_audit (
+  id           INTEGER PRIMARY KEY,
+  merchant_id  TEXT,
+  user_id      TEXT,
+  email        TEXT NOT NULL,
+  action       TEXT NOT NULL,
+  target       TEXT NOT NULL DEFAULT '',
+  detail       TEXT NOT NULL DEFAULT '',
+  ip           TEXT NOT NULL DEFAULT '',
+  at           INTEGER NOT NULL
+) STRICT;
+CREATE INDEX cabinet_audit_merchant ON cabinet_audit(merchant_id, id);`,
 ];

@@ -11,6 +11,8 @@ import { unmapIp } from '../auth/ip-allowlist';
 import type { RateLimiter } from '../auth/rate-limit';
 import { logAccess } from './access-log';
 import { onClientError } from './client-error';
+import { noteKeyUse } from '../auth/key-usage';
+import { authenticateCabinet, cabinetErrorReply } from '../cabinet/guard';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,64}$/;
@@ -20,7 +22,8 @@ export type RequestObserver = (route: string, method: string, status: number, du
 
 /**
  * The whole request chain, in order: request id → route match (404/405) → body (413/415/400) →
- * authentication (401/403) → rate limit (429) → scope (403) → handler → one response writer → access log.
+ * authentication (401/403; a cabinet route: session cookie and CSRF token instead of a key) → rate limit (429) →
+ * scope (403) → handler → one response writer (cabinet errors as HTML pages) → access log.
  */
 export function createHttpServer(app: App, router: Router<RouteDef>, limiter: RateLimiter | null, observe?: RequestObserver): Server {
   const { headersTimeoutMs, requestTimeoutMs } = app.config;
@@ -128,7 +131,9 @@ async function handle(
     ctx.params = match.params;
     if (BODY_METHODS.has(method)) await readRequestBody(app, ctx, route);
     else req.resume();
-    if (route.auth !== 'none') {
+    if (route.auth === 'cabinet') {
+      ctx.cabinet = authenticateCabinet(ctx);
+    } else if (route.auth !== 'none') {
       ctx.auth = authenticate(app.store, {
         authorization: header(req, 'authorization'),
         signature: header(req, 'x-psp-signature'),
@@ -139,6 +144,7 @@ async function handle(
       if (route.auth === 'test' && ctx.auth.mode !== 'test') {
         throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}: test helpers need a test key`);
       }
+      noteKeyUse(app, ctx.auth.keyId);
       if (limiter) limiter.take(ctx.auth.keyId);
       if (route.scope) requireScope(ctx.auth, route.scope);
     }
@@ -162,7 +168,9 @@ async function handle(
     // A refusal can rest on data as much as an answer can (say, a refund over a remainder just committed).
     const durable = app.store.whenDurable();
     if (durable) await durable;
-    status = sendError(ctx, apiErr);
+    // The cabinet is a site for people: its refusals are pages (or the way to the sign-in page), not JSON.
+    const cabinet = path === '/cabinet' || path.startsWith('/cabinet/');
+    status = cabinet && !res.headersSent ? send(ctx, cabinetErrorReply(ctx, apiErr)) : sendError(ctx, apiErr);
   }
 }
 
@@ -223,7 +231,7 @@ function send(ctx: Ctx, reply: Reply): number {
   const res = ctx.res;
   if ('raw' in reply) return -1;
   if ('location' in reply) {
-    res.writeHead(reply.status, { Location: reply.location, 'Content-Length': 0 });
+    res.writeHead(reply.status, { ...reply.headers, Location: reply.location, 'Content-Length': 0 });
     res.end();
     return reply.status;
   }
