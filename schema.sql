@@ -36,10 +36,16 @@ CREATE TABLE api_keys (
   key_prefix  TEXT NOT NULL,                          -- first characters, to recognise a key in listings
   scopes      TEXT NOT NULL,
   created_at  INTEGER NOT NULL,
-  revoked_at  INTEGER,
-  last_used_at INTEGER                                -- real time of the last request, written at most once a minute
+  revoked_at  INTEGER
 ) STRICT;
 CREATE INDEX api_keys_shop ON api_keys(shop_id);
+
+-- A key's last request, shown in the cabinet; written at most once a minute (src/auth/key-usage.ts). Kept
+-- apart from api_keys so that writing it does not drop the server's cache of key lookups.
+CREATE TABLE api_key_usage (
+  key_id        TEXT PRIMARY KEY,
+  last_used_at  INTEGER NOT NULL                      -- real time
+) STRICT, WITHOUT ROWID;
 
 -- == idempotency ==
 

@@ -41,8 +41,10 @@ function writeUsage(app: App, u: Usage): Promise<void> {
   u.pending.clear();
   if (batch.length === 0) return Promise.resolve();
   return app.store.write((tx) => {
-    const st = tx.stmt('UPDATE api_keys SET last_used_at = MAX(COALESCE(last_used_at, 0), ?) WHERE id = ?');
-    for (const [id, at] of batch) st.run(at, id);
+    const st = tx.stmt(
+      'INSERT INTO api_key_usage (key_id, last_used_at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET last_used_at = MAX(last_used_at, excluded.last_used_at)',
+    );
+    for (const [id, at] of batch) st.run(id, at);
   });
 }
 

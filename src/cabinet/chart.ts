@@ -32,7 +32,7 @@ export function paymentsChart(lang: Lang, days: DayFigure[], currency = 'RUB'): 
     const h = (d.count / maxCount) * ih;
     bars.push(`<rect x="${(x + slot * 0.15).toFixed(1)}" y="${(PAD.t + ih - h).toFixed(1)}" width="${(slot * 0.7).toFixed(1)}" height="${h.toFixed(1)}" rx="2" fill="#93c5fd"><title>${esc(dayLabel(d.day_ms))}: ${d.count}</title></rect>`);
     points.push(`${(x + slot / 2).toFixed(1)},${(PAD.t + ih - (d.paid / maxPaid) * ih).toFixed(1)}`);
-    if (i % 2 === days.length % 2 || days.length <= 7) {
+    if ((days.length - 1 - i) % 2 === 0 || days.length <= 7) {
       labels.push(`<text x="${(x + slot / 2).toFixed(1)}" y="${H - 8}" font-size="11" text-anchor="middle" fill="#6b7280">${esc(dayLabel(d.day_ms).slice(5))}</text>`);
     }
   });
@@ -54,7 +54,7 @@ ${bars.join('\n')}
 <polyline points="${points.join(' ')}" fill="none" stroke="#1d4ed8" stroke-width="2.5" stroke-linejoin="round"/>
 ${points.map((p) => `<circle cx="${p.split(',')[0]}" cy="${p.split(',')[1]}" r="3" fill="#1d4ed8"/>`).join('')}
 ${labels.join('')}
-<text x="${W - PAD.r}" y="${PAD.t + 10}" font-size="11" text-anchor="end" fill="#1d4ed8">max ${esc(formatAmount(lang, maxPaid === 1 && totalPaid === 0 ? 0 : maxPaid, currency))}</text>
+<text x="${PAD.l + 6}" y="${PAD.t + 10}" font-size="11" text-anchor="start" fill="#1d4ed8">max ${esc(formatAmount(lang, maxPaid === 1 && totalPaid === 0 ? 0 : maxPaid, currency))}</text>
 </svg>
 <figcaption class="legend"><span><i class="c"></i>${esc(ct(lang, 'chart_count'))}</span><span><i class="a"></i>${esc(ct(lang, 'chart_amount'))}</span><span>${esc(title)}</span></figcaption>
 <table class="sr"><caption>${esc(ct(lang, 'chart_title'))}</caption><tbody>${rows}</tbody></table>

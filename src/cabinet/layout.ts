@@ -44,6 +44,7 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 .pager{display:flex;gap:8px;flex-wrap:wrap;margin-top:12px}
 .badge{display:inline-block;padding:1px 8px;border-radius:999px;font-size:12px;font-weight:600;background:#e5e7eb;color:#374151}
 .badge.succeeded{background:#dcfce7;color:#166534}.badge.failed,.badge.expired{background:#fee2e2;color:#991b1b}.badge.refunded,.badge.cancelled{background:#e0e7ff;color:#3730a3}.badge.pending,.badge.processing{background:#fef3c7;color:#92400e}
+figure{margin:0}
 svg.chart{display:block;width:100%;height:auto;max-height:260px}
 .legend{display:flex;gap:16px;font-size:13px;color:#4b5563;flex-wrap:wrap}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:3px;margin-right:6px;vertical-align:-1px}

@@ -44,9 +44,9 @@ ${kv(ct(lang, 'method'), esc(p.method))}
 ${kv(ct(lang, 'mode'), esc(p.mode))}
 ${kv(ct(lang, 'shop'), esc(shop.name))}
 ${kv(ct(lang, 'created'), esc(when(p.created_at)))}
-${p.description ? kv('Description', esc(p.description)) : ''}
-${p.card_mask ? kv('Card', esc(`${p.card_brand} ${p.card_mask}`)) : ''}
-${p.bank_name ? kv('Bank', esc(p.bank_name)) : ''}
+${p.description ? kv(ct(lang, 'description'), esc(p.description)) : ''}
+${p.card_mask ? kv(ct(lang, 'card'), esc(`${p.card_brand} ${p.card_mask}`)) : ''}
+${p.bank_name ? kv(ct(lang, 'bank'), esc(p.bank_name)) : ''}
 ${p.rrn ? kv('RRN', esc(p.rrn)) : ''}
 </dl>`;
 
@@ -92,7 +92,7 @@ ${field('r-reason', ct(lang, 'reason'), `<input id="r-reason" name="reason" maxl
   const attempts = table(
     [{ label: ct(lang, 'time') }, { label: ct(lang, 'event') }, { label: ct(lang, 'attempt'), num: true }, { label: ct(lang, 'status') }, { label: ct(lang, 'answer') }, { label: 'URL' }],
     deliveryLog(db, { paymentId: p.id, limit: TIMELINE_MAX }).map((a) => [
-      esc(a.attempted_at ?? `→ ${a.next_attempt_at ?? ''}`),
+      esc(a.attempted_at ? when(a.attempted_at) : `→ ${when(a.next_attempt_at)}`),
       `<span class="mono">${esc(a.event)}</span>`,
       String(a.attempt),
       `<span class="badge ${esc(a.status)}">${esc(a.status)}</span>`,

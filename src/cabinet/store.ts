@@ -176,7 +176,10 @@ export function createKey(
 export function listKeys(store: Store, shopId: string): ApiKey[] {
   requireShop(store, shopId, 'cannot list keys');
   return store
-    .stmt('SELECT id, shop_id, mode, key_prefix, scopes, created_at, revoked_at, last_used_at FROM api_keys WHERE shop_id = ? ORDER BY created_at DESC, id')
+    .stmt(
+      `SELECT k.id, k.shop_id, k.mode, k.key_prefix, k.scopes, k.created_at, k.revoked_at, u.last_used_at
+       FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id WHERE k.shop_id = ? ORDER BY k.created_at DESC, k.id`,
+    )
     .all(shopId) as ApiKey[];
 }
 

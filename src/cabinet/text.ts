@@ -141,6 +141,9 @@ const TEXTS = {
   all_events: ['все события', 'all events'],
   jobs_run: ['Выполнено задач:', 'Jobs run:'],
   deleted_rows: ['Удалено записей:', 'Rows deleted:'],
+  description: ['Описание', 'Description'],
+  card: ['Карта', 'Card'],
+  bank: ['Банк', 'Bank'],
   balance_note: ['Суммы в режиме', 'Amounts in mode'],
 } as const;
 
@@ -167,8 +170,9 @@ export function statusText(lang: Lang, status: string): string {
   return STATUS[status]?.[lang === 'ru' ? 0 : 1] ?? status;
 }
 
-/** A moment as `YYYY-MM-DD HH:MM:SS` UTC (the registers' dates are UTC days too). */
-export function when(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined) return '—';
+/** A moment (ms or an ISO string) as `YYYY-MM-DD HH:MM:SS` UTC (the registers' dates are UTC days too). */
+export function when(at: number | string | null | undefined): string {
+  if (at === null || at === undefined) return '—';
+  const ms = typeof at === 'string' ? Date.parse(at) : at;
   return new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
 }

@@ -45,7 +45,7 @@ export function webhooksPage(ctx: Ctx): Reply {
   const log = table(
     [{ label: ct(lang, 'time') }, { label: ct(lang, 'event') }, { label: ct(lang, 'attempt'), num: true }, { label: ct(lang, 'status') }, { label: ct(lang, 'answer') }, { label: 'URL' }, { label: ct(lang, 'action') }],
     items.map((i) => [
-      esc(i.attempted_at ?? `→ ${i.next_attempt_at ?? ''}`),
+      esc(i.attempted_at ? when(i.attempted_at) : `→ ${when(i.next_attempt_at)}`),
       `<span class="mono">${esc(i.event)}</span><br><a class="mono" href="/cabinet/webhooks?shop=${esc(shop.id)}&amp;event=${esc(i.event_id)}">${esc(i.event_id)}</a>`,
       String(i.attempt),
       `<span class="badge ${esc(i.status)}">${esc(i.status)}</span>`,

@@ -6,8 +6,12 @@ export const MIGRATIONS: readonly string[] = [
   // 1 → 2: links expire through one sweep job per shop and mode, which finds due payments through this index.
   `CREATE INDEX payments_pending_expiry ON payments(shop_id, mode, expires_at) WHERE status = 'pending';`,
   // 2 → 3: the merchant cabinet's users, sessions, sign-in throttling and audit log; a key's last use.
-  `ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER;
-CREATE TABLE cabinet_users (
+  // IF NOT EXISTS: a database marked older than it is (as a test of 1 → 2 does) migrates all the same.
+  `CREATE TABLE IF NOT EXISTS api_key_usage (
+  key_id        TEXT PRIMARY KEY,
+  last_used_at  INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cabinet_users (
   id              TEXT PRIMARY KEY,
   merchant_id     TEXT NOT NULL REFERENCES merchants(id),
   email           TEXT NOT NULL UNIQUE,
@@ -18,14 +22,14 @@ CREATE TABLE cabinet_users (
   created_at      INTEGER NOT NULL,
   disabled_at     INTEGER
 ) STRICT;
-CREATE INDEX cabinet_users_merchant ON cabinet_users(merchant_id);
-CREATE TABLE cabinet_recovery_codes (
+CREATE INDEX IF NOT EXISTS cabinet_users_merchant ON cabinet_users(merchant_id);
+CREATE TABLE IF NOT EXISTS cabinet_recovery_codes (
   user_id    TEXT NOT NULL REFERENCES cabinet_users(id),
   code_hash  TEXT NOT NULL,
   used_at    INTEGER,
   PRIMARY KEY (user_id, code_hash)
 ) STRICT, WITHOUT ROWID;
-CREATE TABLE cabinet_sessions (
+CREATE TABLE IF NOT EXISTS cabinet_sessions (
   token_hash    TEXT PRIMARY KEY,
   user_id       TEXT NOT NULL REFERENCES cabinet_users(id),
   csrf_token    TEXT NOT NULL,
@@ -36,14 +40,14 @@ CREATE TABLE cabinet_sessions (
   created_at    INTEGER NOT NULL,
   last_seen_at  INTEGER NOT NULL
 ) STRICT;
-CREATE INDEX cabinet_sessions_user ON cabinet_sessions(user_id);
-CREATE TABLE cabinet_login_failures (
+CREATE INDEX IF NOT EXISTS cabinet_sessions_user ON cabinet_sessions(user_id);
+CREATE TABLE IF NOT EXISTS cabinet_login_failures (
   subject         TEXT PRIMARY KEY,
   failures        INTEGER NOT NULL,
   last_failed_at  INTEGER NOT NULL,
   locked_until    INTEGER
 ) STRICT, WITHOUT ROWID;
-CREATE TABLE cabinet_audit (
+CREATE TABLE IF NOT EXISTS cabinet_audit (
   id           INTEGER PRIMARY KEY,
   merchant_id  TEXT,
   user_id      TEXT,
@@ -54,5 +58,5 @@ CREATE TABLE cabinet_audit (
   ip           TEXT NOT NULL DEFAULT '',
   at           INTEGER NOT NULL
 ) STRICT;
-CREATE INDEX cabinet_audit_merchant ON cabinet_audit(merchant_id, id);`,
+CREATE INDEX IF NOT EXISTS cabinet_audit_merchant ON cabinet_audit(merchant_id, id);`,
 ];

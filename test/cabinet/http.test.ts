@@ -163,7 +163,10 @@ test('TOTP: enrol with a code from the QR secret, then sign-in needs a code; a c
 test('cabinet changes are the API’s changes: revoke a key, set an IP allow-list, refund; each is in the audit log', async () => {
   const session = await signIn(s, OWNER);
   const made = s.newKey(s.demo.shopId, 'test');
+  const rowOf = (html: string) => html.split('<tr>').find((r) => r.includes(made.key.slice(0, 12)))!;
+  assert.match(rowOf((await cabGet(s, session, '/cabinet/keys')).text), /data-label="Последнее использование">никогда</);
   assert.equal((await s.request('GET', '/v1/public/balance', { key: made.key })).status, 200);
+  assert.match(rowOf((await cabGet(s, session, '/cabinet/keys')).text), new RegExp(`data-label="Последнее использование">${new Date(time.now()).toISOString().slice(0, 10)} `), 'last use shown');
   assert.equal((await cabPost(s, session, `/cabinet/keys/${made.keyId}/revoke`)).status, 303);
   assert.equal((await s.request('GET', '/v1/public/balance', { key: made.key })).status, 401);
   const again = await cabPost(s, session, `/cabinet/keys/${made.keyId}/revoke`);
