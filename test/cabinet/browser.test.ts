@@ -110,7 +110,7 @@ test('sign in by keyboard, walk every page, switch language and mode; every page
   await page.getByRole('button', { name: 'Русский' }).click();
   await page.getByRole('button', { name: 'English' }).waitFor();
   assert.equal(await page.getAttribute('html', 'lang'), 'ru');
-  await page.getByRole('link', { name: 'Магазины' }).waitFor();
+  await page.getByRole('link', { name: 'Магазины', exact: true }).waitFor();
   await page.getByRole('button', { name: 'English' }).click();
   await page.goto(`${s.url}/cabinet/overview`);
   await page.getByRole('button', { name: 'Live' }).click();

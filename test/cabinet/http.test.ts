@@ -229,3 +229,27 @@ test('the CSV export holds exactly the rows of the filter, all its pages, in the
   assert.equal(bad.status, 400);
   assert.match(bad.text, /Field &quot;amount_min&quot; must be an amount in rubles/);
 });
+
+test('the test clock moves and the test data resets from the cabinet exactly as through the API', async () => {
+  const shop = s.newShop();
+  const email = `clock-${shop.merchantId.slice(0, 8)}@shop.example`;
+  makeUser(s, shop.merchantId, email);
+  const session = await signIn(s, email);
+  const created = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10000, ttl_minutes: 90 } });
+  const id = created.body.payment.id;
+  assert.equal((await cabPost(s, session, `/cabinet/test/${shop.shopId}/advance`, { amount: 'x', unit: 'hours' })).status, 303);
+  assert.match(flashOf((await cabGet(s, session, '/cabinet/test')).text), /Cannot advance the test clock/);
+  assert.equal((await s.request('GET', '/v1/test/clock', { key: shop.key })).body.offset_seconds, 0);
+  assert.equal((await cabPost(s, session, `/cabinet/test/${shop.shopId}/advance`, { amount: '2', unit: 'hours' })).status, 303);
+  assert.match(flashOf((await cabGet(s, session, '/cabinet/test')).text), /\+7200 s/);
+  assert.equal((await s.request('GET', '/v1/test/clock', { key: shop.key })).body.offset_seconds, 7200);
+  assert.equal((await s.request('GET', `/v1/public/payments/${id}`, { key: shop.key })).body.status, 'expired', 'what became due ran');
+  assert.equal((await cabPost(s, session, `/cabinet/test/${shop.shopId}/reset`, {})).status, 303, 'without the confirmation');
+  assert.equal((await s.request('GET', `/v1/public/payments/${id}`, { key: shop.key })).status, 200, 'nothing deleted');
+  assert.equal((await cabPost(s, session, `/cabinet/test/${shop.shopId}/reset`, { confirm: '1' })).status, 303);
+  assert.equal((await s.request('GET', `/v1/public/payments/${id}`, { key: shop.key })).status, 404);
+  assert.equal((await s.request('GET', '/v1/test/clock', { key: shop.key })).body.offset_seconds, 0);
+  const audit = (await cabGet(s, session, '/cabinet/audit')).text;
+  assert.match(audit, />test\.clock\.advance</);
+  assert.match(audit, />test\.reset</);
+});
