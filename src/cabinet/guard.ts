@@ -47,6 +47,10 @@ export function form(ctx: Ctx): URLSearchParams {
  * 401 page, so nothing it asked for is done after signing in); anything else is an HTML page with the message.
  */
 export function cabinetErrorReply(ctx: Ctx, err: ApiError): Reply {
+  // The route table has no trailing-slash patterns: /cabinet/ and /cabinet/payments/ mean the pages without it.
+  if (err.status === 404 && ctx.route === '' && ctx.method === 'GET' && /^\/cabinet(\/[A-Za-z0-9._-]+)*\/$/.test(ctx.path)) {
+    return { status: 303, location: ctx.path.slice(0, -1) };
+  }
   if (err.status === 401) {
     if (ctx.method === 'GET' || ctx.method === 'HEAD') {
       const next = ctx.path.startsWith('/cabinet/') && ctx.path !== '/cabinet/login' ? `?next=${encodeURIComponent(ctx.path)}` : '';

@@ -7,6 +7,7 @@ import { webhooksOpenApi } from '../webhooks/openapi';
 import { payPageOpenApi } from '../pay-page/openapi';
 import { tokensOpenApi } from '../tokens/openapi';
 import { subscriptionsOpenApi } from '../subscriptions/openapi';
+import { cabinetOpenApi } from '../cabinet/openapi';
 
 /** Every domain's OpenAPI fragment; add a domain's fragment here when its routes are added to routes.ts. */
-export const FRAGMENTS = [systemOpenApi, paymentsOpenApi, ledgerOpenApi, payoutsOpenApi, banksOpenApi, webhooksOpenApi, payPageOpenApi, tokensOpenApi, subscriptionsOpenApi];
+export const FRAGMENTS = [systemOpenApi, paymentsOpenApi, ledgerOpenApi, payoutsOpenApi, banksOpenApi, webhooksOpenApi, payPageOpenApi, tokensOpenApi, subscriptionsOpenApi, cabinetOpenApi];

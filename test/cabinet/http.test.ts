@@ -22,6 +22,13 @@ before(async () => {
 after(() => s.close());
 
 test('a page without a session goes to the sign-in form, which sets only a strict HttpOnly cookie under /cabinet', async () => {
+  const slash = await s.request('GET', '/cabinet/', { key: null });
+  assert.equal(slash.status, 303, 'the address the banner suggests works with its slash');
+  assert.equal(slash.headers.location, '/cabinet');
+  assert.equal((await s.request('GET', '/cabinet', { key: null })).headers.location, '/cabinet/overview');
+  const missing = await s.request('GET', '/cabinet/nothing-here', { key: null });
+  assert.equal(missing.status, 404);
+  assert.match(String(missing.headers['content-type']), /^text\/html/);
   const r = await s.request('GET', '/cabinet/payments', { key: null });
   assert.equal(r.status, 303);
   assert.equal(r.headers.location, '/cabinet/login?next=%2Fcabinet%2Fpayments');
