@@ -100,7 +100,7 @@ export async function postLogin(ctx: Ctx): Promise<Reply> {
     status: 303,
     location: safeNext(f.get('next')),
     headers: { 'Set-Cookie': sessionCookie(ctx.app, token) },
-  } as Reply;
+  };
 }
 
 function tooMany(ctx: Ctx, lang: Lang, email: string, wait_ms: number): Reply {
@@ -112,14 +112,14 @@ function tooMany(ctx: Ctx, lang: Lang, email: string, wait_ms: number): Reply {
 export function postLogout(ctx: Ctx): Reply {
   endSession(ctx.app.store, ctx.cabinet!.sessionHash);
   recordAudit(ctx.app.store, actor(ctx), 'sign_out', ctx.cabinet!.userId, '', ctx.app.clocks.real());
-  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app) } } as Reply;
+  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app) } };
 }
 
 /** POST /cabinet/logout-all: ends every session of the user, on every device. */
 export function postLogoutAll(ctx: Ctx): Reply {
   const n = endAllSessions(ctx.app.store, ctx.cabinet!.userId);
   recordAudit(ctx.app.store, actor(ctx), 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`, ctx.app.clocks.real());
-  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app) } } as Reply;
+  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app) } };
 }
 
 /** POST /cabinet/prefs {mode|lang, back}: switch test/live data or the language; back to the page. */

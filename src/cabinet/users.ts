@@ -10,8 +10,9 @@ const SCRYPT = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 } as const;
 /** Length of the derived key and of the salt, in bytes. */
 const KEY_BYTES = 32;
 const SALT_BYTES = 16;
-/** Shortest and longest password accepted. */
+/** Shortest password accepted. */
 export const PASSWORD_MIN = 10;
+/** Longest password accepted: a longer one would only cost hashing time. */
 export const PASSWORD_MAX = 200;
 /** Recovery codes issued when TOTP is turned on; each signs in once instead of a code. */
 export const RECOVERY_CODES = 10;
