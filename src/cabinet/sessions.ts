@@ -33,6 +33,8 @@ interface SessionRow {
 export function createSession(store: Store, user: CabinetUser, o: { ip: string; lang: 'ru' | 'en'; now: number }): string {
   const token = randomBytes(32).toString('base64url');
   store.tx(({ db }) => {
+    // Sessions whose browsers never came back are swept here, so the table holds only live ones (and this one).
+    db.prepare('DELETE FROM cabinet_sessions WHERE last_seen_at <= ? OR created_at <= ?').run(o.now - SESSION_IDLE_MS, o.now - SESSION_ABSOLUTE_MS);
     db.prepare(
       `INSERT INTO cabinet_sessions (token_hash, user_id, csrf_token, lang, ip, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
     ).run(sha256Hex(token), user.id, randomBytes(24).toString('base64url'), o.lang, o.ip, o.now, o.now);

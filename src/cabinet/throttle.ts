@@ -46,6 +46,8 @@ export function signInWait(store: Store, email: string, ip: string, now: number)
 export function noteFailedSignIn(store: Store, email: string, ip: string, now: number): boolean {
   let locked = false;
   store.tx(({ db }) => {
+    // Failures older than the lock are forgotten anyway: dropping them keeps the table to the last 15 minutes.
+    db.prepare('DELETE FROM cabinet_login_failures WHERE last_failed_at <= ? AND (locked_until IS NULL OR locked_until <= ?)').run(now - LOCK_MS, now);
     for (const { subject, factor } of subjects(email, ip)) {
       const row = db.prepare('SELECT failures, last_failed_at FROM cabinet_login_failures WHERE subject = ?').get(subject) as FailureRow | undefined;
       const failures = row && now - row.last_failed_at < LOCK_MS ? row.failures + 1 : 1;

@@ -122,7 +122,12 @@ test('a session ends after 30 idle minutes and 12 hours after sign-in however bu
   time.advance(SESSION_IDLE_MS);
   assert.equal((await cabGet(s, idle, '/cabinet/overview')).status, 303, 'idle too long');
 
+  const abandoned = await signIn(s, OWNER);
+  time.advance(SESSION_IDLE_MS);
   const busy = await signIn(s, OWNER);
+  const stale = s.store.db.prepare('SELECT COUNT(*) AS n FROM cabinet_sessions WHERE last_seen_at <= ?').get(time.now() - SESSION_IDLE_MS) as { n: number };
+  assert.equal(stale.n, 0, 'a sign-in sweeps sessions never seen again');
+  assert.equal((await cabGet(s, abandoned, '/cabinet/overview')).status, 303);
   for (let t = 0; t < SESSION_ABSOLUTE_MS - 20 * 60_000; t += 20 * 60_000) {
     time.advance(20 * 60_000);
     assert.equal((await cabGet(s, busy, '/cabinet/overview')).status, 200);
