@@ -40,6 +40,13 @@ CREATE TABLE api_keys (
 ) STRICT;
 CREATE INDEX api_keys_shop ON api_keys(shop_id);
 
+-- A key's last request, shown in the cabinet; written at most once a minute (src/auth/key-usage.ts). Kept
+-- apart from api_keys so that writing it does not drop the server's cache of key lookups.
+CREATE TABLE api_key_usage (
+  key_id        TEXT PRIMARY KEY,
+  last_used_at  INTEGER NOT NULL                      -- real time
+) STRICT, WITHOUT ROWID;
+
 -- == idempotency ==
 
 CREATE TABLE idempotency_keys (
@@ -394,3 +401,61 @@ CREATE TABLE pay_page_steps (
   failure_code  TEXT NOT NULL DEFAULT '',
   updated_at    INTEGER NOT NULL
 ) STRICT;
+
+-- == merchant cabinet (web): users, sessions, sign-in throttling, audit log ==
+-- None of these tables has a `mode` column: POST /v1/test/reset never touches them.
+
+CREATE TABLE cabinet_users (
+  id              TEXT PRIMARY KEY,
+  merchant_id     TEXT NOT NULL REFERENCES merchants(id),
+  email           TEXT NOT NULL UNIQUE,               -- lower case
+  password_hash   TEXT NOT NULL,                      -- scrypt$N$r$p$salt$key, base64url parts
+  totp_secret     TEXT,                               -- base32; set once enrolment is confirmed
+  totp_pending    TEXT,                               -- base32 offered during enrolment, not yet confirmed
+  totp_last_step  INTEGER NOT NULL DEFAULT 0,         -- last accepted 30 s step: a code signs in once
+  created_at      INTEGER NOT NULL,
+  disabled_at     INTEGER
+) STRICT;
+CREATE INDEX cabinet_users_merchant ON cabinet_users(merchant_id);
+
+CREATE TABLE cabinet_recovery_codes (
+  user_id    TEXT NOT NULL REFERENCES cabinet_users(id),
+  code_hash  TEXT NOT NULL,                           -- SHA-256 hex of the code; the code is shown once
+  used_at    INTEGER,
+  PRIMARY KEY (user_id, code_hash)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE cabinet_sessions (
+  token_hash    TEXT PRIMARY KEY,                     -- SHA-256 hex of the cookie value; the value is never stored
+  user_id       TEXT NOT NULL REFERENCES cabinet_users(id),
+  csrf_token    TEXT NOT NULL,                        -- every POST of the session must carry it
+  view_mode     TEXT NOT NULL DEFAULT 'test' CHECK (view_mode IN ('test', 'live')),
+  lang          TEXT NOT NULL DEFAULT 'ru' CHECK (lang IN ('ru', 'en')),
+  flash         TEXT,                                 -- a message for the next page, shown once
+  ip            TEXT NOT NULL,
+  created_at    INTEGER NOT NULL,                     -- real time; the absolute expiry counts from here
+  last_seen_at  INTEGER NOT NULL                      -- real time; the idle expiry counts from here
+) STRICT;
+CREATE INDEX cabinet_sessions_user ON cabinet_sessions(user_id);
+
+-- Failed sign-ins per email and per client address: slowed, then locked for a while.
+CREATE TABLE cabinet_login_failures (
+  subject         TEXT PRIMARY KEY,                   -- "email:…" or "ip:…"
+  failures        INTEGER NOT NULL,
+  last_failed_at  INTEGER NOT NULL,
+  locked_until    INTEGER
+) STRICT, WITHOUT ROWID;
+
+-- Every sign-in (and failed attempt) and every change made in the cabinet; append-only.
+CREATE TABLE cabinet_audit (
+  id           INTEGER PRIMARY KEY,
+  merchant_id  TEXT,                                  -- NULL: a failed sign-in with an unknown email
+  user_id      TEXT,
+  email        TEXT NOT NULL,
+  action       TEXT NOT NULL,                         -- e.g. sign_in, key.create, payment.refund
+  target       TEXT NOT NULL DEFAULT '',              -- the id acted on
+  detail       TEXT NOT NULL DEFAULT '',
+  ip           TEXT NOT NULL DEFAULT '',
+  at           INTEGER NOT NULL                       -- real time
+) STRICT;
+CREATE INDEX cabinet_audit_merchant ON cabinet_audit(merchant_id, id);

@@ -212,7 +212,8 @@ export function judge(r: FuzzRequest, res: { status: number; headers: Record<str
     return `answered ${res.status}: ${res.text.slice(0, 200)}`;
   }
   if (!res.headers['x-request-id']) return `answered ${res.status} without X-Request-Id`;
-  if (res.status >= 400 && !path.startsWith('/pay/') && r.method !== 'HEAD') {
+  // The hosted page and the cabinet are for people: their refusals are HTML pages, as the document says.
+  if (res.status >= 400 && !path.startsWith('/pay/') && !path.startsWith('/cabinet') && r.method !== 'HEAD') {
     if (!body?.error || typeof body.error.code !== 'string' || typeof body.error.message !== 'string') return `error ${res.status} without the error body: ${res.text.slice(0, 200)}`;
   }
   if (body !== undefined) {

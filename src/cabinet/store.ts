@@ -36,6 +36,8 @@ export interface ApiKey {
   scopes: string;
   created_at: number;
   revoked_at: number | null;
+  /** Real time of the key's last request, written at most once a minute (src/auth/key-usage.ts). */
+  last_used_at: number | null;
 }
 
 /** Create a merchant. */
@@ -160,6 +162,7 @@ export function createKey(
     scopes: list.join(','),
     created_at: now,
     revoked_at: null,
+    last_used_at: null,
   };
   store.tx(({ db }) => {
     db.prepare(
@@ -173,7 +176,10 @@ export function createKey(
 export function listKeys(store: Store, shopId: string): ApiKey[] {
   requireShop(store, shopId, 'cannot list keys');
   return store
-    .stmt('SELECT id, shop_id, mode, key_prefix, scopes, created_at, revoked_at FROM api_keys WHERE shop_id = ? ORDER BY created_at DESC, id')
+    .stmt(
+      `SELECT k.id, k.shop_id, k.mode, k.key_prefix, k.scopes, k.created_at, k.revoked_at, u.last_used_at
+       FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id WHERE k.shop_id = ? ORDER BY k.created_at DESC, k.id`,
+    )
     .all(shopId) as ApiKey[];
 }
 

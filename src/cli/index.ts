@@ -9,6 +9,7 @@ import { ledger } from './ledger';
 import { webhook } from './webhook';
 import { backup } from './backup';
 import { doctor } from './doctor';
+import { admin } from './admin';
 
 /** Every admin command, in the order `kopek --help` lists them. */
-export const COMMANDS: Command[] = [serve, demo, merchant, shop, key, ledger, jobs, webhook, backup, doctor];
+export const COMMANDS: Command[] = [serve, demo, merchant, shop, key, ledger, jobs, webhook, admin, backup, doctor];

@@ -3,12 +3,14 @@ import { startApp } from '../app';
 import { openDatabase } from '../db/open';
 import { Store } from '../db/tx';
 import { createDemo, isEmpty } from '../cabinet/store';
+import { createDemoUser } from '../cabinet/users';
 import { io, type Command } from './command';
 
 const usage = `Usage: kopek serve [options]
 
 Starts the API server, the hosted payment page and the scheduler on one port.
-On an empty database it first creates a demo merchant, shop and test key, and prints the key.
+On an empty database it first creates a demo merchant, shop and test key, and a user of the merchant
+cabinet (/cabinet/) for that merchant; it prints the key and how to sign in (the password is shown once).
 
 Options:
 ${OPTIONS.map((o) => `  ${(o.flag + (o.kind === 'bool' ? '' : ' VALUE')).padEnd(26)} ${o.help} [${o.env}]`).join('\n')}
@@ -27,9 +29,13 @@ export const serve: Command = {
   async run(argv) {
     const config = loadConfig(argv);
     let demo: ReturnType<typeof createDemo> | null = null;
+    let user: ReturnType<typeof createDemoUser> | null = null;
     if (config.demo) {
       const store = new Store(openDatabase(config.db));
-      if (isEmpty(store)) demo = createDemo(store, Date.now());
+      if (isEmpty(store)) {
+        demo = createDemo(store, Date.now());
+        user = createDemoUser(store, demo.merchant.id, Date.now());
+      }
       store.db.close();
     }
     const running = await startApp(config);
@@ -42,6 +48,7 @@ export const serve: Command = {
         `  merchant  ${demo.merchant.id}`,
         `  shop      ${demo.shop.id}`,
         `  test key  ${demo.secret}   (shown once; keep it)`,
+        `  cabinet   ${running.url}/cabinet/login   email ${user!.user.email}   password ${user!.password}   (shown once; keep it)`,
         `Try: curl -s -X POST ${running.url}/v1/public/payments -H 'Authorization: Bearer ${demo.secret}' -H 'Content-Type: application/json' -d '{"amount": 10000}'`,
         '',
       ].join('\n');

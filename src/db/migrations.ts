@@ -9,4 +9,58 @@ export const MIGRATIONS: readonly string[] = [
   `CREATE TABLE shop_acquirers (
     shop_id TEXT PRIMARY KEY REFERENCES shops(id), provider TEXT NOT NULL, settings TEXT NOT NULL DEFAULT '{}', updated_at INTEGER NOT NULL
   ) STRICT;`,
+  // 3 → 4: the merchant cabinet's users, sessions, sign-in throttling and audit log; a key's last use.
+  // IF NOT EXISTS: a database marked older than it is (as a test of 1 → 2 does) migrates all the same.
+  `CREATE TABLE IF NOT EXISTS api_key_usage (
+  key_id        TEXT PRIMARY KEY,
+  last_used_at  INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cabinet_users (
+  id              TEXT PRIMARY KEY,
+  merchant_id     TEXT NOT NULL REFERENCES merchants(id),
+  email           TEXT NOT NULL UNIQUE,
+  password_hash   TEXT NOT NULL,
+  totp_secret     TEXT,
+  totp_pending    TEXT,
+  totp_last_step  INTEGER NOT NULL DEFAULT 0,
+  created_at      INTEGER NOT NULL,
+  disabled_at     INTEGER
+) STRICT;
+CREATE INDEX IF NOT EXISTS cabinet_users_merchant ON cabinet_users(merchant_id);
+CREATE TABLE IF NOT EXISTS cabinet_recovery_codes (
+  user_id    TEXT NOT NULL REFERENCES cabinet_users(id),
+  code_hash  TEXT NOT NULL,
+  used_at    INTEGER,
+  PRIMARY KEY (user_id, code_hash)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cabinet_sessions (
+  token_hash    TEXT PRIMARY KEY,
+  user_id       TEXT NOT NULL REFERENCES cabinet_users(id),
+  csrf_token    TEXT NOT NULL,
+  view_mode     TEXT NOT NULL DEFAULT 'test' CHECK (view_mode IN ('test', 'live')),
+  lang          TEXT NOT NULL DEFAULT 'ru' CHECK (lang IN ('ru', 'en')),
+  flash         TEXT,
+  ip            TEXT NOT NULL,
+  created_at    INTEGER NOT NULL,
+  last_seen_at  INTEGER NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS cabinet_sessions_user ON cabinet_sessions(user_id);
+CREATE TABLE IF NOT EXISTS cabinet_login_failures (
+  subject         TEXT PRIMARY KEY,
+  failures        INTEGER NOT NULL,
+  last_failed_at  INTEGER NOT NULL,
+  locked_until    INTEGER
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cabinet_audit (
+  id           INTEGER PRIMARY KEY,
+  merchant_id  TEXT,
+  user_id      TEXT,
+  email        TEXT NOT NULL,
+  action       TEXT NOT NULL,
+  target       TEXT NOT NULL DEFAULT '',
+  detail       TEXT NOT NULL DEFAULT '',
+  ip           TEXT NOT NULL DEFAULT '',
+  at           INTEGER NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS cabinet_audit_merchant ON cabinet_audit(merchant_id, id);`,
 ];

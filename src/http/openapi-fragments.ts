@@ -9,6 +9,7 @@ import { tokensOpenApi } from '../tokens/openapi';
 import { subscriptionsOpenApi } from '../subscriptions/openapi';
 import { simulatorOpenApi } from '../simulator/openapi';
 import { bankPortOpenApi } from '../bank-port/openapi';
+import { cabinetOpenApi } from '../cabinet/openapi';
 
 /** Every domain's OpenAPI fragment; add a domain's fragment here when its routes are added to routes.ts. */
-export const FRAGMENTS = [systemOpenApi, paymentsOpenApi, ledgerOpenApi, payoutsOpenApi, banksOpenApi, webhooksOpenApi, payPageOpenApi, tokensOpenApi, subscriptionsOpenApi, simulatorOpenApi, bankPortOpenApi];
+export const FRAGMENTS = [systemOpenApi, paymentsOpenApi, ledgerOpenApi, payoutsOpenApi, banksOpenApi, webhooksOpenApi, payPageOpenApi, tokensOpenApi, subscriptionsOpenApi, simulatorOpenApi, bankPortOpenApi, cabinetOpenApi];

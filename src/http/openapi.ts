@@ -27,7 +27,10 @@ export function openApiDocument(version: string, serverUrl: string): Record<stri
     security: [{ bearerKey: [] }],
     paths,
     components: {
-      securitySchemes: { bearerKey: { type: 'http', scheme: 'bearer', description: 'sk_test_… or sk_live_… API key' } },
+      securitySchemes: {
+        bearerKey: { type: 'http', scheme: 'bearer', description: 'sk_test_… or sk_live_… API key' },
+        cabinetSession: { type: 'apiKey', in: 'cookie', name: 'kopek_cabinet', description: 'A merchant cabinet session (docs/cabinet.md); its POSTs also need the CSRF token' },
+      },
       schemas,
     },
   };

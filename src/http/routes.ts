@@ -19,6 +19,7 @@ import { setOutcomes } from '../simulator/token-outcomes';
 import * as simPage from '../simulator/page';
 import * as testClock from '../simulator/clock';
 import { listDeliveries } from '../simulator/deliveries';
+import * as cabinet from '../cabinet/routes';
 
 /** The route table: one line per route. Patterns are checked when added; a duplicate stops start-up. */
 export function buildRouter(): Router<RouteDef> {
@@ -73,5 +74,46 @@ export function buildRouter(): Router<RouteDef> {
   r.add('GET', '/v1/test/clock', { auth: 'test', handler: testClock.getClock });
   r.add('POST', '/v1/test/clock/advance', { auth: 'test', handler: testClock.advanceClock });
   r.add('POST', '/v1/test/reset', { auth: 'test', handler: testClock.reset });
+  // Merchant cabinet (people, forms urlencoded): auth 'cabinet' is the session cookie, and on POST its CSRF token
+  r.add('GET', '/cabinet', { auth: 'none', handler: cabinet.cabinetRoot });
+  r.add('GET', '/cabinet/login', { auth: 'none', handler: cabinet.showLogin });
+  r.add('POST', '/cabinet/login', { auth: 'none', body: 'form', handler: cabinet.postLogin });
+  r.add('POST', '/cabinet/logout', { auth: 'cabinet', body: 'form', handler: cabinet.postLogout });
+  r.add('POST', '/cabinet/logout-all', { auth: 'cabinet', body: 'form', handler: cabinet.postLogoutAll });
+  r.add('POST', '/cabinet/prefs', { auth: 'cabinet', body: 'form', handler: cabinet.postPrefs });
+  r.add('GET', '/cabinet/overview', { auth: 'cabinet', handler: cabinet.overview });
+  r.add('GET', '/cabinet/payments', { auth: 'cabinet', handler: cabinet.registerPage('payments') });
+  r.add('GET', '/cabinet/payments.csv', { auth: 'cabinet', handler: cabinet.registerCsv('payments') });
+  r.add('GET', '/cabinet/payments/:id', { auth: 'cabinet', handler: cabinet.paymentPage });
+  r.add('POST', '/cabinet/payments/:id/refund', { auth: 'cabinet', body: 'form', handler: cabinet.postRefund });
+  r.add('POST', '/cabinet/payments/:id/cancel', { auth: 'cabinet', body: 'form', handler: cabinet.postCancel });
+  r.add('POST', '/cabinet/events/:id/resend', { auth: 'cabinet', body: 'form', handler: cabinet.postResend });
+  r.add('GET', '/cabinet/refunds', { auth: 'cabinet', handler: cabinet.registerPage('refunds') });
+  r.add('GET', '/cabinet/refunds.csv', { auth: 'cabinet', handler: cabinet.registerCsv('refunds') });
+  r.add('GET', '/cabinet/payouts', { auth: 'cabinet', handler: cabinet.registerPage('payouts') });
+  r.add('GET', '/cabinet/payouts.csv', { auth: 'cabinet', handler: cabinet.registerCsv('payouts') });
+  r.add('GET', '/cabinet/shops', { auth: 'cabinet', handler: cabinet.shopsPage });
+  r.add('POST', '/cabinet/shops', { auth: 'cabinet', body: 'form', handler: cabinet.postShop });
+  r.add('GET', '/cabinet/shops/:id', { auth: 'cabinet', handler: cabinet.shopPage });
+  r.add('POST', '/cabinet/shops/:id/scopes', { auth: 'cabinet', body: 'form', handler: cabinet.postScopes });
+  r.add('POST', '/cabinet/shops/:id/ip-allowlist', { auth: 'cabinet', body: 'form', handler: cabinet.postAllowlist });
+  r.add('POST', '/cabinet/shops/:id/require-signature', { auth: 'cabinet', body: 'form', handler: cabinet.postRequireSignature });
+  r.add('POST', '/cabinet/shops/:id/signing-secret', { auth: 'cabinet', body: 'form', handler: cabinet.postSigningSecret });
+  r.add('GET', '/cabinet/keys', { auth: 'cabinet', handler: cabinet.keysPage });
+  r.add('POST', '/cabinet/keys', { auth: 'cabinet', body: 'form', handler: cabinet.postKey });
+  r.add('POST', '/cabinet/keys/:id/revoke', { auth: 'cabinet', body: 'form', handler: cabinet.postRevoke });
+  r.add('GET', '/cabinet/webhooks', { auth: 'cabinet', handler: cabinet.webhooksPage });
+  r.add('POST', '/cabinet/webhooks', { auth: 'cabinet', body: 'form', handler: cabinet.postEndpoint });
+  r.add('POST', '/cabinet/webhooks/:id/rotate', { auth: 'cabinet', body: 'form', handler: cabinet.postRotate });
+  r.add('POST', '/cabinet/webhooks/:id/delete', { auth: 'cabinet', body: 'form', handler: cabinet.postDeleteEndpoint });
+  r.add('GET', '/cabinet/test', { auth: 'cabinet', handler: cabinet.testPage });
+  r.add('POST', '/cabinet/test/:shop/advance', { auth: 'cabinet', body: 'form', handler: cabinet.postAdvance });
+  r.add('POST', '/cabinet/test/:shop/reset', { auth: 'cabinet', body: 'form', handler: cabinet.postReset });
+  r.add('GET', '/cabinet/audit', { auth: 'cabinet', handler: cabinet.auditPage });
+  r.add('GET', '/cabinet/account', { auth: 'cabinet', handler: cabinet.accountPage });
+  r.add('POST', '/cabinet/account/totp', { auth: 'cabinet', body: 'form', handler: cabinet.postTotpStart });
+  r.add('POST', '/cabinet/account/totp/confirm', { auth: 'cabinet', body: 'form', handler: cabinet.postTotpConfirm });
+  r.add('POST', '/cabinet/account/totp/disable', { auth: 'cabinet', body: 'form', handler: cabinet.postTotpDisable });
+  r.add('POST', '/cabinet/account/password', { auth: 'cabinet', body: 'form', handler: cabinet.postPassword });
   return r;
 }

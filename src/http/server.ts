@@ -12,6 +12,8 @@ import { unmapIp } from '../auth/ip-allowlist';
 import type { RateLimiter } from '../auth/rate-limit';
 import { logAccess } from './access-log';
 import { onClientError } from './client-error';
+import { noteKeyUse } from '../auth/key-usage';
+import { authenticateCabinet, cabinetErrorReply } from '../cabinet/guard';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,64}$/;
@@ -29,7 +31,8 @@ export const SERVER_LIMITS = {
  * The whole request chain, in order: connection cap (503) and first-byte deadline → request id → path
  * normalised (400) → route match (404/405) → authentication from the headers: key, live mode, IP
  * allow-list (401/403) → body (503 when too many bodies are in flight, 413/415/400) → request signature
- * (401) → rate limit (429) → scope (403) → handler → one response writer → access log.
+ * (401; a cabinet route: session cookie and CSRF token instead of a key) → rate limit (429) → scope (403)
+ * → handler → one response writer (cabinet errors as HTML pages) → access log.
  */
 export function createHttpServer(app: App, router: Router<RouteDef>, limiter: RateLimiter | null, observe?: RequestObserver): Server {
   const { headersTimeoutMs, requestTimeoutMs } = app.config;
@@ -215,16 +218,19 @@ async function handle(
     ctx.params = match.params;
     // The key is checked before a byte of the body is read: a keyless client cannot make the server hold its body.
     const key =
-      route.auth === 'none' ? null : authenticateKey(app.store, { authorization: header(req, 'authorization'), ip: ctx.ip, connection: req.socket });
+      route.auth === 'none' || route.auth === 'cabinet' ? null : authenticateKey(app.store, { authorization: header(req, 'authorization'), ip: ctx.ip, connection: req.socket });
     if (key && route.auth === 'test' && key.auth.mode !== 'test') {
       throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}: test helpers need a test key`);
     }
     bodyTaken = true;
     if (BODY_METHODS.has(method)) await readRequestBody(app, ctx, route, bodies);
     else req.resume();
-    if (key) {
+    if (route.auth === 'cabinet') {
+      ctx.cabinet = authenticateCabinet(ctx);
+    } else if (key) {
       key.verifyBody(header(req, 'x-psp-signature'), ctx.rawBody);
       ctx.auth = key.auth;
+      noteKeyUse(app, ctx.auth.keyId);
       if (limiter) limiter.take(ctx.auth.keyId);
       if (route.scope) requireScope(ctx.auth, route.scope);
     }
@@ -250,7 +256,9 @@ async function handle(
     if (durable) await durable;
     // A body never read (refused before it) would still have to be received to reach the next request: close instead.
     if (!bodyTaken && hasBody(req) && !ctx.res.headersSent) ctx.res.setHeader('Connection', 'close');
-    status = sendError(ctx, apiErr);
+    // The cabinet is a site for people: its refusals are pages (or the way to the sign-in page), not JSON.
+    const cabinet = path === '/cabinet' || path.startsWith('/cabinet/');
+    status = cabinet && !res.headersSent ? send(ctx, cabinetErrorReply(ctx, apiErr)) : sendError(ctx, apiErr);
   }
 }
 
@@ -266,14 +274,15 @@ function withAction(err: ApiError, method: string, route: string): ApiError {
 }
 
 /**
- * True when the request target's path is what routing sees: no `.` or `..` segments and no encoded dot or
- * slash, which the URL parser would resolve into another path (`/./metrics`, `/x/%2e%2e/metrics`).
+ * True when the request target's path is what routing sees: the URL parser left it as sent, and no
+ * segment is `.` or `..`, written plainly or percent-encoded (`/./metrics`, `/x/%2e%2e/metrics`).
  */
 function isNormalised(target: string, pathname: string): boolean {
   const q = target.indexOf('?');
   const raw = q < 0 ? target : target.slice(0, q);
   if (raw.startsWith('/') && raw !== pathname) return false;
-  return !/%2e|%2f|%5c/i.test(raw);
+  if (!/%2e/i.test(raw)) return true;
+  return !raw.split('/').some((seg) => /^(?:\.|%2e){1,2}$/i.test(seg));
 }
 
 /** True when the request announces a body (a length above 0, or chunks). */
@@ -339,7 +348,7 @@ function send(ctx: Ctx, reply: Reply): number {
   const res = ctx.res;
   if ('raw' in reply) return -1;
   if ('location' in reply) {
-    res.writeHead(reply.status, { Location: reply.location, 'Content-Length': 0 });
+    res.writeHead(reply.status, { ...reply.headers, Location: reply.location, 'Content-Length': 0 });
     res.end();
     return reply.status;
   }

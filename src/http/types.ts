@@ -12,6 +12,24 @@ export interface Auth {
   scopes: ReadonlySet<string>;
 }
 
+/** A signed-in cabinet user, from the session cookie (src/cabinet/sessions.ts). */
+export interface CabinetAuth {
+  userId: string;
+  email: string;
+  merchantId: string;
+  /** SHA-256 of the session cookie: the session's key. */
+  sessionHash: string;
+  /** The session's CSRF token, put into every form. */
+  csrf: string;
+  /** Which data the pages show: test or live. */
+  mode: 'test' | 'live';
+  lang: 'ru' | 'en';
+  /** True when the user signs in with a TOTP code too. */
+  totp: boolean;
+  /** A message left for this page by the POST before it, shown once. */
+  flash: { kind: 'ok' | 'error'; text: string } | null;
+}
+
 /** Everything a handler may read about the request. */
 export interface Ctx {
   app: App;
@@ -32,6 +50,8 @@ export interface Ctx {
   ip: string;
   /** Present on routes with auth 'key' or 'test'. */
   auth?: Auth;
+  /** Present on routes with auth 'cabinet': the signed-in cabinet user and their session. */
+  cabinet?: CabinetAuth;
   /** Set by the handler for the access log: anything safe to log about the outcome. */
   logExtra?: Record<string, unknown>;
   /**
@@ -49,14 +69,17 @@ export type Reply =
   | { status?: number; json: string; headers?: Record<string, string> }
   | { status?: number; html: string; headers?: Record<string, string> }
   | { status?: number; text: string; contentType?: string; headers?: Record<string, string> }
-  | { status: 302 | 303; location: string }
+  | { status: 302 | 303; location: string; headers?: Record<string, string> }
   | { raw: true };
 
 /** A handler returns a reply or throws an ApiError. */
 export type Handler = (ctx: Ctx) => Reply | Promise<Reply>;
 
-/** How a route is guarded: no auth, any API key, or a test key (live keys get 404). */
-export type AuthKind = 'none' | 'key' | 'test';
+/**
+ * How a route is guarded: no auth, any API key, a test key (live keys get 404), or a cabinet session
+ * (GET without one goes to the sign-in page; a POST also needs the session's CSRF token).
+ */
+export type AuthKind = 'none' | 'key' | 'test' | 'cabinet';
 
 /** What a route accepts as body: JSON only (API) or also forms (hosted page). */
 export type BodyKind = 'json' | 'form';

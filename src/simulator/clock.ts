@@ -1,3 +1,4 @@
+import type { App } from '../app-types';
 import type { Ctx, Reply } from '../http/types';
 import { bodyObject, intField } from '../http/validate';
 import { iso } from '../util/time';
@@ -24,11 +25,15 @@ export function getClock(ctx: Ctx): Reply {
 export async function advanceClock(ctx: Ctx): Promise<Reply> {
   const body = bodyObject(ctx.body, ['seconds']);
   const seconds = intField(body, 'seconds', { required: true, min: 0, max: 315_360_000 })!;
-  const shopId = ctx.auth!.shopId;
-  ctx.app.store.flush();
-  ctx.app.clocks.advance(shopId, seconds * 1000);
-  const ran = await ctx.app.scheduler.runDueForShop(shopId, 'test');
+  const ran = await advanceShopClock(ctx.app, ctx.auth!.shopId, seconds);
   return { body: clockBody(ctx, ran) };
+}
+
+/** Move a shop's test clock forward and run every job that became due (the API's helper and the cabinet alike). */
+export async function advanceShopClock(app: App, shopId: string, seconds: number): Promise<number> {
+  app.store.flush();
+  app.clocks.advance(shopId, seconds * 1000);
+  return app.scheduler.runDueForShop(shopId, 'test');
 }
 
 /** POST /v1/test/reset: takes no body; a field there (say `{"mode": "live"}`) is refused before anything is deleted. */

@@ -69,7 +69,7 @@ test('connections over --max-connections are answered 503 with Retry-After and c
 });
 
 test('non-normalised paths are refused: /./metrics and /x/%2e%2e/metrics never reach a route', async () => {
-  for (const path of ['/./metrics', '/x/../metrics', '/x/%2e%2e/metrics', '/v1/public%2fpayments', '/healthz/.']) {
+  for (const path of ['/./metrics', '/x/../metrics', '/x/%2e%2e/metrics', '/x/%2E./metrics', '/healthz/.', '/healthz/%2e']) {
     const c = await rawConnect(s.url);
     c.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
     const r = await c.response();
@@ -78,6 +78,7 @@ test('non-normalised paths are refused: /./metrics and /x/%2e%2e/metrics never r
     assert.match(r.body.error.message, /normalised/);
   }
   assert.equal((await s.request('GET', '/metrics', { key: null })).status, 200);
+  assert.equal((await s.request('GET', '/v1/public%2fpayments', { key: null })).status, 404, 'an encoded slash is no separator: no route has it');
 });
 
 test('keyless large bodies are not held: the request is refused from its headers, before its body arrives', async () => {

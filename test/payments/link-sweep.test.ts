@@ -123,6 +123,7 @@ test('a database of schema version 1 gains the expiry index, and its per-payment
   const db = openDatabase(s.dbPath, { readonly: true });
   try {
     assert.equal(db.pragma('user_version', { simple: true }), SCHEMA_VERSION);
+    assert.ok(SCHEMA_VERSION >= 2, 'migration 1 → 2 ran (later ones may follow)');
     const ix = db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'payments_pending_expiry'`).get() as { sql: string } | undefined;
     assert.ok(ix, 'the migration made the index');
     assert.ok(db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'shop_acquirers'`).get(), 'later migrations ran too');

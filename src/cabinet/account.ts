@@ -1,0 +1,91 @@
+import QRCode from 'qrcode';
+import type { Ctx, Reply } from '../http/types';
+import { esc } from '../pay-page/layout';
+import { recordAudit } from './audit';
+import { changePassword, confirmTotp, disableTotp, getUser, recoveryCodesLeft, startTotp, verifyPassword } from './users';
+import { openSessions } from './sessions';
+import { otpauthUri } from './totp';
+import { cabinetPage, field, postForm } from './layout';
+import { actor } from './scope';
+import { change } from './act';
+import { form } from './guard';
+import { ct } from './text';
+
+/** GET /cabinet/account: two-step sign-in (TOTP) on or off, password, sign out everywhere. */
+export async function accountPage(ctx: Ctx): Promise<Reply> {
+  const c = ctx.cabinet!;
+  const lang = c.lang;
+  const user = getUser(ctx.app.store, c.userId)!;
+  let totp: string;
+  if (user.totp_secret) {
+    totp = `<p>${esc(ct(lang, 'two_step_on'))} ${recoveryCodesLeft(ctx.app.store, user.id)}</p>
+${postForm(ctx, '/cabinet/account/totp/disable', `${field('t-off', ct(lang, 'code'), '<input id="t-off" name="password" type="password" autocomplete="current-password" required>', ct(lang, 'current_password'))}<button class="btn danger" type="submit">${esc(ct(lang, 'totp_disable'))}</button>`)}`;
+  } else if (user.totp_pending) {
+    const qr = await QRCode.toString(otpauthUri(user.totp_pending, user.email), { type: 'svg', margin: 1, errorCorrectionLevel: 'M' });
+    totp = `<p>${esc(ct(lang, 'totp_scan'))}</p>
+<div class="totp">${qr.replace('<svg ', '<svg role="img" aria-label="otpauth QR" ')}</div>
+<p><output class="secret" id="totp-secret">${esc(user.totp_pending.replace(/(.{4})/g, '$1 ').trim())}</output></p>
+${postForm(ctx, '/cabinet/account/totp/confirm', `<div class="inline">${field('t-code', ct(lang, 'code'), '<input id="t-code" name="code" inputmode="numeric" autocomplete="one-time-code" required maxlength="6">')}<button class="btn" type="submit">${esc(ct(lang, 'totp_confirm'))}</button></div>`)}`;
+  } else {
+    totp = `<p>${esc(ct(lang, 'two_step_off'))}</p>${postForm(ctx, '/cabinet/account/totp', `<button class="btn" type="submit">${esc(ct(lang, 'totp_start'))}</button>`)}`;
+  }
+  const body = `<h1>${esc(ct(lang, 'account'))}</h1>
+<p>${esc(ct(lang, 'signed_in_as'))} <b>${esc(user.email)}</b>. ${esc(ct(lang, 'sessions_open'))} ${openSessions(ctx.app, user.id)}</p>
+<h2>${esc(ct(lang, 'two_step'))}</h2>
+${totp}
+<h2>${esc(ct(lang, 'change_password'))}</h2>
+${postForm(
+  ctx,
+  '/cabinet/account/password',
+  `${field('p-cur', ct(lang, 'current_password'), '<input id="p-cur" name="current" type="password" autocomplete="current-password" required>')}
+${field('p-new', ct(lang, 'new_password'), '<input id="p-new" name="next" type="password" autocomplete="new-password" required minlength="10">')}
+<button class="btn secondary" type="submit">${esc(ct(lang, 'change_password'))}</button>`,
+)}
+<h2>${esc(ct(lang, 'sign_out_all'))}</h2>
+${postForm(ctx, '/cabinet/logout-all', `<button class="btn danger" type="submit">${esc(ct(lang, 'sign_out_all'))}</button>`)}`;
+  return cabinetPage(ctx, { title: ct(lang, 'account'), active: 'account', body });
+}
+
+/** POST /cabinet/account/totp: begin enrolment (a pending secret and its QR code). */
+export function postTotpStart(ctx: Ctx): Promise<Reply> {
+  return change(ctx, { action: 'totp.enrol.start', target: ctx.cabinet!.userId, back: '/cabinet/account' }, () => {
+    startTotp(ctx.app.store, ctx.cabinet!.userId);
+  });
+}
+
+/** POST /cabinet/account/totp/confirm {code}: TOTP on; the recovery codes are shown once, on this answer. */
+export function postTotpConfirm(ctx: Ctx): Reply | Promise<Reply> {
+  const lang = ctx.cabinet!.lang;
+  let codes: string[];
+  try {
+    codes = confirmTotp(ctx.app.store, ctx.cabinet!.userId, form(ctx).get('code') ?? '', ctx.app.clocks.real());
+  } catch (err) {
+    return change(ctx, { action: 'totp.enrol', target: ctx.cabinet!.userId, back: '/cabinet/account' }, () => {
+      throw err;
+    });
+  }
+  recordAudit(ctx.app.store, actor(ctx), 'totp.on', ctx.cabinet!.userId, '', ctx.app.clocks.real());
+  const body = `<h1>${esc(ct(lang, 'recovery_codes'))}</h1>
+<p class="ok" role="status">${esc(ct(lang, 'recovery_hint'))}</p>
+<ul class="secret" id="recovery-codes">${codes.map((c) => `<li>${esc(c)}</li>`).join('')}</ul>
+<p><a class="btn" href="/cabinet/account">${esc(ct(lang, 'back'))}</a></p>`;
+  return cabinetPage(ctx, { title: ct(lang, 'recovery_codes'), active: 'account', body });
+}
+
+/** POST /cabinet/account/totp/disable {password}: TOTP off (the password is asked again). */
+export function postTotpDisable(ctx: Ctx): Promise<Reply> {
+  const password = form(ctx).get('password') ?? '';
+  return change(ctx, { action: 'totp.off', target: ctx.cabinet!.userId, back: '/cabinet/account' }, async () => {
+    const user = getUser(ctx.app.store, ctx.cabinet!.userId)!;
+    if (!(await verifyPassword(user.password_hash, password))) throw new Error('Cannot turn off two-step sign-in: the password is wrong');
+    disableTotp(ctx.app.store, user.id);
+  });
+}
+
+/** POST /cabinet/account/password {current, next}: a new password; the user's other sessions end. */
+export function postPassword(ctx: Ctx): Promise<Reply> {
+  const f = form(ctx);
+  return change(ctx, { action: 'password.change', target: ctx.cabinet!.userId, back: '/cabinet/account' }, () =>
+    changePassword(ctx.app.store, ctx.cabinet!.userId, f.get('current') ?? '', f.get('next') ?? '', ctx.cabinet!.sessionHash),
+  );
+}

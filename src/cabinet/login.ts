@@ -1,0 +1,135 @@
+import { randomBytes } from 'node:crypto';
+import type { Ctx, Reply } from '../http/types';
+import { esc } from '../pay-page/layout';
+import { pickLang, type Lang } from '../pay-page/i18n';
+import { safeEqual } from '../util/crypto';
+import { recordAudit } from './audit';
+import { acceptSecondFactor, getUserByEmail, verifyPassword } from './users';
+import { clearFailedSignIns, noteFailedSignIn, signInWait } from './throttle';
+import { clearedSessionCookie, cookieAttributes, cookieValue, createSession, endAllSessions, endSession, loadSession, sessionCookie, setPrefs } from './sessions';
+import { field, publicPage } from './layout';
+import { form } from './guard';
+import { actor } from './scope';
+import { ct } from './text';
+
+/** The cookie holding the sign-in form's CSRF token: there is no session yet to keep it in. */
+const LOGIN_COOKIE = 'kopek_cabinet_login';
+
+function langOf(ctx: Ctx): Lang {
+  return pickLang(ctx.query, String(ctx.req.headers['accept-language'] ?? ''));
+}
+
+/** A `next` the sign-in may go to: a cabinet page of this server, nothing else. */
+function safeNext(next: string | null | undefined): string {
+  return next && /^\/cabinet\/[A-Za-z0-9/._-]*$/.test(next) && !next.includes('..') ? next : '/cabinet/overview';
+}
+
+function loginForm(ctx: Ctx, lang: Lang, o: { error?: string; email?: string; status?: number; headers?: Record<string, string> } = {}): Reply {
+  const token = randomBytes(24).toString('base64url');
+  const next = safeNext(ctx.query.get('next') ?? form(ctx).get('next'));
+  const other: Lang = lang === 'ru' ? 'en' : 'ru';
+  const body = `<h1>${esc(ct(lang, 'sign_in_title'))}</h1>
+${o.error ? `<p class="alert" role="alert">${esc(o.error)}</p>` : ''}
+<form method="post" action="/cabinet/login?lang=${lang}">
+<input type="hidden" name="_csrf" value="${token}">
+<input type="hidden" name="next" value="${esc(next)}">
+${field('email', ct(lang, 'email'), `<input id="email" name="email" type="email" autocomplete="username" required value="${esc(o.email ?? '')}"${o.email ? '' : ' autofocus'}>`)}
+${field('password', ct(lang, 'password'), `<input id="password" name="password" type="password" autocomplete="current-password" required${o.email ? ' autofocus' : ''}>`)}
+${field('code', ct(lang, 'totp_code'), `<input id="code" name="code" inputmode="text" autocomplete="one-time-code" aria-describedby="code-hint">`, ct(lang, 'totp_hint'))}
+<button class="btn" type="submit">${esc(ct(lang, 'sign_in'))}</button>
+</form>
+<p class="muted"><a href="/cabinet/login?lang=${other}" lang="${other}">${esc(ct(lang, 'switch_lang'))}</a></p>`;
+  return publicPage(lang, {
+    title: ct(lang, 'sign_in_title'),
+    body,
+    status: o.status,
+    headers: { 'Set-Cookie': `${LOGIN_COOKIE}=${token}; ${cookieAttributes(ctx.app)}`, ...o.headers },
+  });
+}
+
+/** GET /cabinet/login: the sign-in form (a signed-in user goes on to the overview). */
+export function showLogin(ctx: Ctx): Reply {
+  if (loadSession(ctx.app, String(ctx.req.headers.cookie ?? ''), false)) return { status: 303, location: '/cabinet/overview' };
+  return loginForm(ctx, langOf(ctx));
+}
+
+/** GET /cabinet: the overview, or the sign-in form first. */
+export function cabinetRoot(): Reply {
+  return { status: 303, location: '/cabinet/overview' };
+}
+
+/**
+ * POST /cabinet/login: the form's CSRF token (403), the throttle (429 while slowed or locked), then email,
+ * password and, when the user has TOTP on, a code or recovery code. Every attempt is audited.
+ */
+export async function postLogin(ctx: Ctx): Promise<Reply> {
+  const lang = langOf(ctx);
+  const f = form(ctx);
+  const given = f.get('_csrf') ?? '';
+  const expected = cookieValue(String(ctx.req.headers.cookie ?? ''), LOGIN_COOKIE) ?? '';
+  if (!given || !expected || !safeEqual(given, expected)) {
+    return loginForm(ctx, lang, { error: ct(lang, 'forbidden'), status: 403 });
+  }
+  const email = (f.get('email') ?? '').trim().toLowerCase().slice(0, 254);
+  const password = f.get('password') ?? '';
+  const code = f.get('code') ?? '';
+  const { store } = ctx.app;
+  const now = ctx.app.clocks.real();
+  const wait = signInWait(store, email, ctx.ip, now);
+  if (wait > 0) return tooMany(ctx, lang, email, wait);
+  const user = getUserByEmail(store, email);
+  const passwordOk = await verifyPassword(user?.password_hash ?? null, password);
+  const who = { merchantId: user?.merchant_id ?? null, userId: user?.id ?? null, email: email || '(empty)', ip: ctx.ip };
+  let ok = passwordOk && user !== undefined && user.disabled_at === null;
+  let factor = 'password';
+  if (ok && user!.totp_secret) {
+    const second = acceptSecondFactor(store, user!, code, ctx.app.clocks.real());
+    ok = second !== null;
+    factor = second === null ? 'password' : `password+${second}`;
+  }
+  if (!ok) {
+    const locked = noteFailedSignIn(store, email, ctx.ip, now);
+    recordAudit(store, who, 'sign_in.failed', user?.id ?? '', locked ? 'locked for 15 minutes' : '', now);
+    if (locked) return tooMany(ctx, lang, email, signInWait(store, email, ctx.ip, now));
+    return loginForm(ctx, lang, { error: ct(lang, 'bad_login'), email, status: 401 });
+  }
+  clearFailedSignIns(store, email);
+  const token = createSession(store, user!, { ip: ctx.ip, lang, now });
+  recordAudit(store, who, 'sign_in', user!.id, factor, now);
+  return {
+    status: 303,
+    location: safeNext(f.get('next')),
+    headers: { 'Set-Cookie': sessionCookie(ctx.app, token) },
+  };
+}
+
+function tooMany(ctx: Ctx, lang: Lang, email: string, wait_ms: number): Reply {
+  const s = Math.max(1, Math.ceil(wait_ms / 1000));
+  return loginForm(ctx, lang, { error: `${ct(lang, 'locked')} ${s} ${ct(lang, 'seconds')}.`, email, status: 429, headers: { 'Retry-After': String(s) } });
+}
+
+/** POST /cabinet/logout: ends this session. */
+export function postLogout(ctx: Ctx): Reply {
+  endSession(ctx.app.store, ctx.cabinet!.sessionHash);
+  recordAudit(ctx.app.store, actor(ctx), 'sign_out', ctx.cabinet!.userId, '', ctx.app.clocks.real());
+  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app) } };
+}
+
+/** POST /cabinet/logout-all: ends every session of the user, on every device. */
+export function postLogoutAll(ctx: Ctx): Reply {
+  const n = endAllSessions(ctx.app.store, ctx.cabinet!.userId);
+  recordAudit(ctx.app.store, actor(ctx), 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`, ctx.app.clocks.real());
+  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app) } };
+}
+
+/** POST /cabinet/prefs {mode|lang, back}: switch test/live data or the language; back to the page. */
+export function postPrefs(ctx: Ctx): Reply {
+  const f = form(ctx);
+  const mode = f.get('mode');
+  const lang = f.get('lang');
+  setPrefs(ctx.app.store, ctx.cabinet!.sessionHash, {
+    mode: mode === 'test' || mode === 'live' ? mode : undefined,
+    lang: lang === 'ru' || lang === 'en' ? lang : undefined,
+  });
+  return { status: 303, location: safeNext(f.get('back')) };
+}

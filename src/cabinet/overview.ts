@@ -1,0 +1,119 @@
+import type { Ctx, Reply } from '../http/types';
+import { esc } from '../pay-page/layout';
+import { formatAmount } from '../pay-page/i18n';
+import { merchantBalances } from '../ledger/store';
+import { DAY_MS } from '../util/time';
+import { cabinetPage, table } from './layout';
+import { merchantShops } from './scope';
+import { paymentsChart, type DayFigure } from './chart';
+import { ct, statusText, when } from './text';
+
+/** Days the overview's chart covers, today included. */
+const CHART_DAYS = 14;
+/** Latest payments listed on the overview. */
+const LATEST = 10;
+/** Deliveries per shop looked at for failing endpoints: the recent ones say whether an endpoint fails now. */
+const RECENT_DELIVERIES = 1000;
+
+interface LatestRow {
+  id: string;
+  seq: number;
+  order_id: string;
+  amount: number;
+  currency: string;
+  status: string;
+  created_at: number;
+  shop_id: string;
+}
+
+/** GET /cabinet/overview: balances per shop, payments per day, the latest payments, failing webhook endpoints. */
+export function overview(ctx: Ctx): Reply {
+  const c = ctx.cabinet!;
+  const { lang, mode } = c;
+  const db = ctx.app.store.db;
+  const shops = merchantShops(ctx);
+  const names = new Map(shops.map((s) => [s.id, s.name]));
+  const balances = merchantBalances(db, c.merchantId, mode);
+  const cards = balances
+    .map(
+      (b) => `<div class="card"><span class="muted">${esc(b.shop_name)}</span>
+<span class="sr">${esc(ct(lang, 'balance'))}</span><b>${esc(formatAmount(lang, b.balance, 'RUB'))}</b>
+<span class="muted">${esc(ct(lang, 'available'))}: ${esc(formatAmount(lang, b.available, 'RUB'))}</span></div>`,
+    )
+    .join('');
+
+  // Per shop, so each query walks that shop's register index; merged here.
+  const latest: LatestRow[] = [];
+  const perDay = new Map<number, DayFigure>();
+  let today = 0;
+  for (const s of shops) today = Math.max(today, ctx.app.clocks.now(s.id, mode));
+  const firstDay = Math.floor(today / DAY_MS) * DAY_MS - (CHART_DAYS - 1) * DAY_MS;
+  for (let i = 0; i < CHART_DAYS; i++) perDay.set(firstDay + i * DAY_MS, { day_ms: firstDay + i * DAY_MS, count: 0, paid: 0 });
+  for (const s of shops) {
+    latest.push(
+      ...(db
+        .prepare(`SELECT id, seq, order_id, amount, currency, status, created_at, shop_id FROM payments WHERE shop_id = ? AND mode = ? ORDER BY created_at DESC, seq DESC LIMIT ?`)
+        .all(s.id, mode, LATEST) as LatestRow[]),
+    );
+    const days = db
+      .prepare(
+        `SELECT (created_at / ${DAY_MS}) * ${DAY_MS} AS day_ms, COUNT(*) AS count,
+                COALESCE(SUM(CASE WHEN status IN ('succeeded', 'refunded') THEN amount END), 0) AS paid
+         FROM payments WHERE shop_id = ? AND created_at >= ? AND mode = ? GROUP BY 1`,
+      )
+      .all(s.id, firstDay, mode) as DayFigure[];
+    for (const d of days) {
+      const f = perDay.get(d.day_ms);
+      if (f) (f.count += d.count), (f.paid += d.paid);
+    }
+  }
+  latest.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq);
+  const latestTable = table(
+    [{ label: ct(lang, 'created') }, { label: ct(lang, 'order') }, { label: ct(lang, 'amount'), num: true }, { label: ct(lang, 'status') }, { label: ct(lang, 'shop') }],
+    latest.slice(0, LATEST).map((p) => [
+      esc(when(p.created_at)),
+      `<a href="/cabinet/payments/${esc(p.id)}">${esc(p.order_id)}</a>`,
+      esc(formatAmount(lang, p.amount, p.currency)),
+      `<span class="badge ${esc(p.status)}">${esc(statusText(lang, p.status))}</span>`,
+      esc(names.get(p.shop_id) ?? ''),
+    ]),
+    ct(lang, 'nothing'),
+  );
+
+  const failing = failingEndpoints(ctx, shops.map((s) => s.id));
+  const failingList = failing.length
+    ? `<ul>${failing.map((f) => `<li><a href="/cabinet/webhooks?shop=${esc(f.shop_id)}">${esc(f.url)}</a> — ${esc(names.get(f.shop_id) ?? '')}: ${f.disabled ? esc(ct(lang, 'disabled')) : ''} ${f.failures ? `${f.failures} ✕` : ''}</li>`).join('')}</ul>`
+    : `<p class="muted">${esc(ct(lang, 'none_failing'))}</p>`;
+
+  const body = `<h1>${esc(ct(lang, 'overview'))}</h1>
+${mode === 'live' ? `<p class="muted">${esc(ct(lang, 'live_off'))}</p>` : ''}
+<section aria-labelledby="h-bal"><h2 id="h-bal">${esc(ct(lang, 'balance'))}</h2><div class="grid">${cards || `<p class="muted">${esc(ct(lang, 'nothing'))}</p>`}</div></section>
+<section aria-labelledby="h-chart"><h2 id="h-chart">${esc(ct(lang, 'chart_title'))}</h2>${paymentsChart(lang, [...perDay.values()])}</section>
+<section aria-labelledby="h-last"><h2 id="h-last">${esc(ct(lang, 'last_payments'))}</h2>${latestTable}<p><a href="/cabinet/payments">${esc(ct(lang, 'payments'))} →</a></p></section>
+<section aria-labelledby="h-fail"><h2 id="h-fail">${esc(ct(lang, 'failing_endpoints'))}</h2>${failingList}</section>`;
+  return cabinetPage(ctx, { title: ct(lang, 'overview'), active: 'overview', body });
+}
+
+/** Endpoints that are disabled, or whose recent deliveries failed or are being retried. */
+function failingEndpoints(ctx: Ctx, shopIds: string[]): Array<{ shop_id: string; url: string; disabled: boolean; failures: number }> {
+  const db = ctx.app.store.db;
+  const out: Array<{ shop_id: string; url: string; disabled: boolean; failures: number }> = [];
+  for (const shopId of shopIds) {
+    const counts = new Map(
+      (
+        db
+          .prepare(
+            `SELECT endpoint_id, COUNT(*) AS n FROM (SELECT endpoint_id, state, attempts FROM webhook_deliveries WHERE shop_id = ? AND mode = ? ORDER BY id DESC LIMIT ?)
+             WHERE endpoint_id IS NOT NULL AND (state = 'failed' OR (state = 'pending' AND attempts > 0)) GROUP BY endpoint_id`,
+          )
+          .all(shopId, ctx.cabinet!.mode, RECENT_DELIVERIES) as Array<{ endpoint_id: string; n: number }>
+      ).map((r) => [r.endpoint_id, r.n]),
+    );
+    const endpoints = db.prepare('SELECT id, url, disabled_at FROM webhook_endpoints WHERE shop_id = ? ORDER BY created_at, id').all(shopId) as Array<{ id: string; url: string; disabled_at: number | null }>;
+    for (const e of endpoints) {
+      const n = counts.get(e.id) ?? 0;
+      if (e.disabled_at !== null || n > 0) out.push({ shop_id: shopId, url: e.url, disabled: e.disabled_at !== null, failures: n });
+    }
+  }
+  return out;
+}

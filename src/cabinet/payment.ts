@@ -1,0 +1,161 @@
+import type { Ctx, Reply } from '../http/types';
+import { notFound } from '../http/errors';
+import { esc } from '../pay-page/layout';
+import { formatAmount } from '../pay-page/i18n';
+import { deliveryLog } from '../webhooks/log';
+import { resendEvent } from '../webhooks/outbox';
+import { refundsOf } from '../payments/store';
+import { cabinetPage, field, postForm, table } from './layout';
+import { actor, ownPayment, ownShop } from './scope';
+import { cancelPayment, refundable, refundPayment } from './domain';
+import { change } from './act';
+import { form } from './guard';
+import { ct, statusText, when } from './text';
+
+/** Events shown on a payment's timeline; a payment has a handful, this only bounds a pathological one. */
+const TIMELINE_MAX = 200;
+
+interface EventRow {
+  id: string;
+  kind: string;
+  payload: string;
+  at: number;
+  webhook_event: string | null;
+}
+
+/** GET /cabinet/payments/:id: the payment's fields, refunds, timeline of events, webhook attempts and actions. */
+export function paymentPage(ctx: Ctx): Reply {
+  const p = ownPayment(ctx, ctx.params.id);
+  const lang = ctx.cabinet!.lang;
+  const shop = ownShop(ctx, p.shop_id);
+  const db = ctx.app.store.db;
+  const amount = (n: number) => esc(formatAmount(lang, n, p.currency));
+  const kv = (label: string, value: string) => `<div><dt>${esc(label)}</dt><dd>${value}</dd></div>`;
+  const left = refundable(ctx.app, p);
+  const fields = `<dl class="kv">
+${kv('Id', `<span class="mono">${esc(p.id)}</span>`)}
+${kv(ct(lang, 'payment'), esc(p.public_id))}
+${kv(ct(lang, 'order'), esc(p.order_id))}
+${kv(ct(lang, 'amount'), amount(p.amount))}
+${kv(ct(lang, 'refunds'), amount(p.amount_refunded))}
+${kv(ct(lang, 'status'), `<span class="badge ${esc(p.status)}">${esc(statusText(lang, p.status))}</span>`)}
+${kv(ct(lang, 'method'), esc(p.method))}
+${kv(ct(lang, 'mode'), esc(p.mode))}
+${kv(ct(lang, 'shop'), esc(shop.name))}
+${kv(ct(lang, 'created'), esc(when(p.created_at)))}
+${p.description ? kv(ct(lang, 'description'), esc(p.description)) : ''}
+${p.card_mask ? kv(ct(lang, 'card'), esc(`${p.card_brand} ${p.card_mask}`)) : ''}
+${p.bank_name ? kv(ct(lang, 'bank'), esc(p.bank_name)) : ''}
+${p.rrn ? kv('RRN', esc(p.rrn)) : ''}
+</dl>`;
+
+  const actions: string[] = [];
+  if (p.status === 'succeeded' && left > 0) {
+    actions.push(`<h2>${esc(ct(lang, 'refund'))}</h2><p class="muted">${esc(ct(lang, 'refundable'))}: ${amount(left)}</p>
+${postForm(
+  ctx,
+  `/cabinet/payments/${p.id}/refund`,
+  `<div class="inline">${field('r-amount', ct(lang, 'refund_amount'), `<input id="r-amount" name="amount" inputmode="decimal" autocomplete="off">`)}
+${field('r-reason', ct(lang, 'reason'), `<input id="r-reason" name="reason" maxlength="500">`)}
+<button class="btn" type="submit">${esc(ct(lang, 'refund'))}</button></div>`,
+  { confirm: ct(lang, 'confirm') },
+)}`);
+  }
+  if (p.status === 'pending') {
+    actions.push(postForm(ctx, `/cabinet/payments/${p.id}/cancel`, `<button class="btn danger" type="submit">${esc(ct(lang, 'cancel_payment'))}</button>`, { confirm: ct(lang, 'confirm') }));
+  }
+
+  const refunds = table(
+    [{ label: ct(lang, 'created') }, { label: ct(lang, 'amount'), num: true }, { label: ct(lang, 'status') }, { label: ct(lang, 'reason') }],
+    refundsOf(ctx.app, p.id).map((r) => [esc(when(r.created_at)), amount(r.amount), `<span class="badge ${esc(r.status)}">${esc(statusText(lang, r.status))}</span>`, esc(r.reason)]),
+    ct(lang, 'nothing'),
+  );
+
+  // events has no index on payment_id (see schema.sql); the shop's own index narrows the walk to its events.
+  const events = db
+    .prepare('SELECT id, kind, payload, at, webhook_event FROM events WHERE shop_id = ? AND mode = ? AND payment_id = ? ORDER BY seq LIMIT ?')
+    .all(p.shop_id, p.mode, p.id, TIMELINE_MAX) as EventRow[];
+  const back = `/cabinet/payments/${p.id}`;
+  const timeline = table(
+    [{ label: ct(lang, 'time') }, { label: ct(lang, 'event') }, { label: ct(lang, 'details') }, { label: ct(lang, 'webhooks') }],
+    events.map((e) => [
+      esc(when(e.at)),
+      `<span class="mono">${esc(e.kind)}</span>`,
+      esc(summary(e.payload)),
+      e.webhook_event
+        ? `<span class="mono">${esc(e.webhook_event)}</span> ${postForm(ctx, `/cabinet/events/${e.id}/resend`, `<input type="hidden" name="back" value="${esc(back)}"><button class="chip" type="submit" aria-label="${esc(`${ct(lang, 'resend')} ${e.webhook_event}`)}">${esc(ct(lang, 'resend'))}</button>`)}`
+        : '—',
+    ]),
+    ct(lang, 'nothing'),
+  );
+  const attempts = table(
+    [{ label: ct(lang, 'time') }, { label: ct(lang, 'event') }, { label: ct(lang, 'attempt'), num: true }, { label: ct(lang, 'status') }, { label: ct(lang, 'answer') }, { label: 'URL' }],
+    deliveryLog(db, { paymentId: p.id, limit: TIMELINE_MAX }).map((a) => [
+      esc(a.attempted_at ? when(a.attempted_at) : `→ ${when(a.next_attempt_at)}`),
+      `<span class="mono">${esc(a.event)}</span>`,
+      String(a.attempt),
+      `<span class="badge ${esc(a.status)}">${esc(a.status)}</span>`,
+      esc(a.response_code ?? a.error ?? ''),
+      `<span class="mono">${esc(a.url)}</span>`,
+    ]),
+    ct(lang, 'nothing'),
+  );
+  const body = `<p><a href="/cabinet/payments">← ${esc(ct(lang, 'payments'))}</a></p>
+<h1>${esc(ct(lang, 'payment'))} ${esc(p.public_id)} · ${amount(p.amount)}</h1>
+${fields}
+${actions.join('\n')}
+<h2>${esc(ct(lang, 'refunds'))}</h2>${refunds}
+<h2>${esc(ct(lang, 'timeline'))}</h2>${timeline}
+<h2>${esc(ct(lang, 'webhook_attempts'))}</h2>${attempts}`;
+  return cabinetPage(ctx, { title: `${ct(lang, 'payment')} ${p.public_id}`, active: 'payments', body });
+}
+
+/** An event payload in one short line: its status and amount when it has them. */
+function summary(payload: string): string {
+  try {
+    const o = JSON.parse(payload) as Record<string, unknown>;
+    return ['status', 'amount', 'failure_code', 'method'].filter((k) => o[k] !== undefined && o[k] !== '').map((k) => `${k}: ${String(o[k])}`).join(', ');
+  } catch {
+    return '';
+  }
+}
+
+/** Rubles typed into the refund form as minor units; empty means the whole remainder (0). */
+function refundAmount(text: string): number {
+  const t = text.replace(/\s/g, '').replace(',', '.');
+  if (t === '') return 0;
+  if (!/^\d{1,10}(\.\d{1,2})?$/.test(t) || Number(t) <= 0) throw new Error(`Cannot refund: the amount must be rubles like 150 or 150.50, got "${text.slice(0, 32)}"`);
+  return Math.round(Number(t) * 100);
+}
+
+/** POST /cabinet/payments/:id/refund {amount, reason}: the same refund as the API's, audited. */
+export function postRefund(ctx: Ctx): Promise<Reply> {
+  const p = ownPayment(ctx, ctx.params.id);
+  const f = form(ctx);
+  const back = `/cabinet/payments/${p.id}`;
+  return change(ctx, { action: 'payment.refund', target: p.id, back, auditedInside: true }, () =>
+    refundPayment(ctx.app, p, { amount: refundAmount(f.get('amount') ?? ''), reason: (f.get('reason') ?? '').slice(0, 500) }, actor(ctx)),
+  );
+}
+
+/** POST /cabinet/payments/:id/cancel: the same cancel as the API's, audited. */
+export function postCancel(ctx: Ctx): Promise<Reply> {
+  const p = ownPayment(ctx, ctx.params.id);
+  return change(ctx, { action: 'payment.cancel', target: p.id, back: `/cabinet/payments/${p.id}`, auditedInside: true }, () => cancelPayment(ctx.app, p, actor(ctx)));
+}
+
+/** POST /cabinet/events/:id/resend {back}: sends a webhook event again, as `kopek webhook resend` does. */
+export function postResend(ctx: Ctx): Promise<Reply> {
+  const id = ctx.params.id;
+  const ev = ctx.app.store.stmt('SELECT shop_id FROM events WHERE id = ?').get(id) as { shop_id: string } | undefined;
+  if (!ev) throw notFound(`Cannot find event "${id.slice(0, 64)}"`);
+  ownShop(ctx, ev.shop_id);
+  const backField = form(ctx).get('back') ?? '';
+  const back = /^\/cabinet\/[A-Za-z0-9/?=&._-]*$/.test(backField) ? backField : '/cabinet/webhooks';
+  return change(ctx, { action: 'webhook.resend', target: id, back }, () => {
+    const n = ctx.app.store.tx((tx) => resendEvent(tx, id, ctx.app.clocks.real()));
+    // Sent now rather than at the worker's next sweep.
+    ctx.app.webhooks.sweep();
+    return `${n} deliveries queued`;
+  });
+}

@@ -1,0 +1,247 @@
+import type { Ctx, Reply } from '../http/types';
+import { ApiError } from '../http/errors';
+import { esc } from '../pay-page/layout';
+import { formatAmount, type Lang } from '../pay-page/i18n';
+import { parseRegisterQuery, registerOrder, registerWhere, toPage, type RegisterQuery } from '../registers/query';
+import { PAYMENT_STATUSES } from '../payments/types';
+import { REFUND_STATUSES } from '../refunds/handlers';
+import { iso } from '../util/time';
+import { cabinetPage, field, table } from './layout';
+import { merchantShops, ownShop } from './scope';
+import { ct, statusText, when, type CabKey } from './text';
+
+/** Rows per page of a register in the cabinet. */
+const PAGE_ROWS = 50;
+/** Rows read per query while a CSV export streams: small enough to keep the database free between them. */
+const CSV_CHUNK_ROWS = 500;
+
+type Row = Record<string, unknown> & { seq: number; created_at: number; shop_id: string; amount: number; status: string };
+
+interface Column {
+  label: CabKey;
+  num?: boolean;
+  cell(r: Row, lang: Lang, shops: Map<string, string>): string;
+  csv(r: Row, shops: Map<string, string>): string | number;
+  csvName: string;
+}
+
+interface Register {
+  name: 'payments' | 'refunds' | 'payouts';
+  table: string;
+  statuses: readonly string[];
+  orderId: boolean;
+  columns: Column[];
+}
+
+const badge = (lang: Lang, s: string): string => `<span class="badge ${esc(s)}">${esc(statusText(lang, s))}</span>`;
+const money = (lang: Lang, r: Row): string => esc(formatAmount(lang, r.amount, String(r.currency ?? 'RUB')));
+const shopCol: Column = { label: 'shop', cell: (r, _l, shops) => esc(shops.get(r.shop_id) ?? r.shop_id), csv: (r, shops) => shops.get(r.shop_id) ?? r.shop_id, csvName: 'shop' };
+const createdCol: Column = { label: 'created', cell: (r) => esc(when(r.created_at)), csv: (r) => iso(r.created_at), csvName: 'created_at' };
+
+const REGISTERS: Record<Register['name'], Register> = {
+  payments: {
+    name: 'payments',
+    table: 'payments',
+    statuses: PAYMENT_STATUSES,
+    orderId: true,
+    columns: [
+      createdCol,
+      { label: 'order', cell: (r) => `<a href="/cabinet/payments/${esc(r.id)}">${esc(r.order_id)}</a>`, csv: (r) => String(r.order_id), csvName: 'order_id' },
+      { label: 'amount', num: true, cell: (r, l) => money(l, r), csv: (r) => r.amount, csvName: 'amount' },
+      { label: 'status', cell: (r, l) => badge(l, r.status), csv: (r) => r.status, csvName: 'status' },
+      { label: 'method', cell: (r) => esc(r.method), csv: (r) => String(r.method), csvName: 'method' },
+      shopCol,
+    ],
+  },
+  refunds: {
+    name: 'refunds',
+    table: 'refunds',
+    statuses: REFUND_STATUSES,
+    orderId: false,
+    columns: [
+      createdCol,
+      { label: 'payment', cell: (r) => `<a class="mono" href="/cabinet/payments/${esc(r.payment_id)}">${esc(String(r.payment_id).slice(0, 8))}…</a>`, csv: (r) => String(r.payment_id), csvName: 'payment_id' },
+      { label: 'amount', num: true, cell: (r, l) => esc(formatAmount(l, r.amount, 'RUB')), csv: (r) => r.amount, csvName: 'amount' },
+      { label: 'status', cell: (r, l) => badge(l, r.status), csv: (r) => r.status, csvName: 'status' },
+      { label: 'reason', cell: (r) => esc(r.reason), csv: (r) => String(r.reason), csvName: 'reason' },
+      shopCol,
+    ],
+  },
+  payouts: {
+    name: 'payouts',
+    table: 'payouts',
+    statuses: ['pending', 'succeeded', 'failed'],
+    orderId: false,
+    columns: [
+      createdCol,
+      { label: 'method', cell: (r) => esc(r.method), csv: (r) => String(r.method), csvName: 'method' },
+      { label: 'amount', num: true, cell: (r, l) => money(l, r), csv: (r) => r.amount, csvName: 'amount' },
+      { label: 'status', cell: (r, l) => badge(l, r.status) + (r.fail_reason ? ` <small>${esc(r.fail_reason)}</small>` : ''), csv: (r) => r.status, csvName: 'status' },
+      { label: 'id', cell: (r) => `<span class="mono">${esc(r.id)}</span>`, csv: (r) => String(r.id), csvName: 'id' },
+      shopCol,
+    ],
+  },
+};
+
+/** The filter a register page shows, read from its query; `error` says what was refused. */
+interface Filter {
+  rq: RegisterQuery;
+  shopIds: string[];
+  shopId: string;
+  orderId: string;
+  amountMin: number | null;
+  amountMax: number | null;
+  error: string | null;
+}
+
+/** Rubles as typed by a person (`1500`, `1 500,50`) to minor units; throws naming the field. */
+function rubles(text: string | null, name: string): number | null {
+  const t = (text ?? '').replace(/\s/g, '').replace(',', '.');
+  if (t === '') return null;
+  if (!/^\d{1,10}(\.\d{1,2})?$/.test(t)) throw new ApiError(400, 'bad_request', `Field "${name}" must be an amount in rubles like 1500 or 1500.50, got "${text!.slice(0, 32)}"`, name);
+  return Math.round(Number(t) * 100);
+}
+
+function readFilter(ctx: Ctx, reg: Register): Filter {
+  const q = ctx.query;
+  const shops = merchantShops(ctx);
+  const shopId = q.get('shop') ?? '';
+  const common = new URLSearchParams();
+  for (const k of ['cursor', 'status', 'from', 'to']) {
+    const v = q.get(k);
+    if (v) common.set(k, v);
+  }
+  common.set('limit', String(PAGE_ROWS));
+  const empty: Filter = { rq: parseRegisterQuery(new URLSearchParams(), { statuses: reg.statuses }), shopIds: [], shopId, orderId: '', amountMin: null, amountMax: null, error: null };
+  try {
+    const shopIds = shopId ? [ownShop(ctx, shopId).id] : shops.map((s) => s.id);
+    const f: Filter = {
+      rq: parseRegisterQuery(common, { statuses: reg.statuses }),
+      shopIds,
+      shopId,
+      orderId: reg.orderId ? (q.get('order_id') ?? '').trim().slice(0, 128) : '',
+      amountMin: rubles(q.get('amount_min'), 'amount_min'),
+      amountMax: rubles(q.get('amount_max'), 'amount_max'),
+      error: null,
+    };
+    return f;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 400) return { ...empty, rq: { ...empty.rq, limit: PAGE_ROWS }, error: err.message };
+    throw err;
+  }
+}
+
+/** The rows of one query of the filter (newest first), `limit` + 1 of them so the page knows if more follow. */
+function queryRows(ctx: Ctx, reg: Register, f: Filter, rq: RegisterQuery, limit: number): Row[] {
+  if (f.shopIds.length === 0) return [];
+  const where = registerWhere(rq);
+  const sql = [`shop_id IN (${f.shopIds.map(() => '?').join(', ')})`, 'mode = ?', ...where.sql];
+  const params: unknown[] = [...f.shopIds, ctx.cabinet!.mode, ...where.params];
+  if (f.orderId) sql.push('order_id = ?'), params.push(f.orderId);
+  if (f.amountMin !== null) sql.push('amount >= ?'), params.push(f.amountMin);
+  if (f.amountMax !== null) sql.push('amount <= ?'), params.push(f.amountMax);
+  return ctx.app.store.db.prepare(`SELECT * FROM ${reg.table} WHERE ${sql.join(' AND ')} ${registerOrder()} LIMIT ?`).all(...params, limit + 1) as Row[];
+}
+
+function highSeq(ctx: Ctx, reg: Register): number {
+  return (ctx.app.store.db.prepare(`SELECT MAX(seq) AS high FROM ${reg.table}`).get() as { high: number | null }).high ?? 0;
+}
+
+/** The query string of a filter without its cursor, for the export link and the pager. */
+function filterQuery(ctx: Ctx, extra: Record<string, string> = {}): string {
+  const q = new URLSearchParams();
+  for (const k of ['shop', 'status', 'from', 'to', 'order_id', 'amount_min', 'amount_max']) {
+    const v = ctx.query.get(k);
+    if (v) q.set(k, v);
+  }
+  for (const [k, v] of Object.entries(extra)) q.set(k, v);
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+function filterForm(ctx: Ctx, reg: Register, f: Filter): string {
+  const lang = ctx.cabinet!.lang;
+  const q = ctx.query;
+  const shops = merchantShops(ctx);
+  const opt = (v: string, label: string, sel: boolean) => `<option value="${esc(v)}"${sel ? ' selected' : ''}>${esc(label)}</option>`;
+  const shopSelect = `<select id="f-shop" name="shop">${opt('', ct(lang, 'all_shops'), !f.shopId)}${shops.map((s) => opt(s.id, s.name, s.id === f.shopId)).join('')}</select>`;
+  const statusSelect = `<select id="f-status" name="status">${opt('', ct(lang, 'any_status'), !q.get('status'))}${reg.statuses.map((s) => opt(s, statusText(lang, s), q.get('status') === s)).join('')}</select>`;
+  const input = (id: string, name: string, type: string, extra = '') => `<input id="${id}" name="${name}" type="${type}" value="${esc(q.get(name) ?? '')}"${extra}>`;
+  return `<form method="get" action="/cabinet/${reg.name}" class="filters" role="search">
+${field('f-shop', ct(lang, 'shop'), shopSelect)}
+${field('f-status', ct(lang, 'status'), statusSelect)}
+${field('f-from', ct(lang, 'date_from'), input('f-from', 'from', 'date'))}
+${field('f-to', ct(lang, 'date_to'), input('f-to', 'to', 'date'))}
+${reg.orderId ? field('f-order', ct(lang, 'order_id'), input('f-order', 'order_id', 'text', ' maxlength="128"')) : ''}
+${field('f-min', ct(lang, 'amount_from'), input('f-min', 'amount_min', 'text', ' inputmode="decimal"'))}
+${field('f-max', ct(lang, 'amount_to'), input('f-max', 'amount_max', 'text', ' inputmode="decimal"'))}
+<div class="inline"><button class="btn" type="submit">${esc(ct(lang, 'filter'))}</button><a class="btn secondary" href="/cabinet/${reg.name}">${esc(ct(lang, 'reset_filter'))}</a></div>
+</form>`;
+}
+
+/** GET /cabinet/{payments|refunds|payouts}: the register with its filter and cursor pages. */
+export function registerPage(name: Register['name']): (ctx: Ctx) => Reply {
+  return (ctx) => {
+    const reg = REGISTERS[name];
+    const lang = ctx.cabinet!.lang;
+    const f = readFilter(ctx, reg);
+    const shops = new Map(merchantShops(ctx).map((s) => [s.id, s.name]));
+    const rows = f.error ? [] : queryRows(ctx, reg, f, f.rq, f.rq.limit);
+    const page = toPage(rows, f.rq, (r) => r, () => highSeq(ctx, reg));
+    const heads = reg.columns.map((c) => ({ label: ct(lang, c.label), num: c.num }));
+    const list = table(heads, page.items.map((r) => reg.columns.map((c) => c.cell(r, lang, shops))), ct(lang, 'nothing'));
+    const pager = [
+      ctx.query.get('cursor') ? `<a class="btn secondary" href="/cabinet/${name}${filterQuery(ctx)}">${esc(ct(lang, 'first_page'))}</a>` : '',
+      page.next_cursor ? `<a class="btn secondary" rel="next" href="/cabinet/${name}${filterQuery(ctx, { cursor: page.next_cursor })}">${esc(ct(lang, 'next_page'))}</a>` : '',
+    ].join('');
+    const body = `<h1>${esc(ct(lang, name))}</h1>
+${f.error ? `<p class="alert" role="alert">${esc(f.error)}</p>` : ''}
+${filterForm(ctx, reg, f)}
+<p><a class="btn secondary" href="/cabinet/${name}.csv${filterQuery(ctx)}" download>${esc(ct(lang, 'export_csv'))}</a></p>
+${list}
+<div class="pager">${pager}</div>`;
+    return cabinetPage(ctx, { title: ct(lang, name), active: name, body, status: f.error ? 400 : 200 });
+  };
+}
+
+/** A CSV field: quoted when it holds a separator, quote or line break; a leading =+-@ is defused for spreadsheets. */
+export function csvField(v: string | number): string {
+  if (typeof v === 'number') return String(v);
+  const safe = /^[=+\-@\t\r]/.test(v) ? `'${v}` : v;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+/**
+ * GET /cabinet/{payments|refunds|payouts}.csv: every row of the filter the page shows (all its pages), streamed
+ * in keyset chunks so a long export neither holds the database nor the whole file in memory.
+ */
+export function registerCsv(name: Register['name']): (ctx: Ctx) => Promise<Reply> {
+  return async (ctx) => {
+    const reg = REGISTERS[name];
+    const f = readFilter(ctx, reg);
+    if (f.error) throw new ApiError(400, 'bad_request', f.error);
+    const shops = new Map(merchantShops(ctx).map((s) => [s.id, s.name]));
+    const res = ctx.res;
+    const day = new Date(ctx.app.clocks.real()).toISOString().slice(0, 10);
+    res.writeHead(200, {
+      'Content-Type': 'text/csv; charset=utf-8',
+      'Content-Disposition': `attachment; filename="${name}-${ctx.cabinet!.mode}-${day}.csv"`,
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+    });
+    res.write(reg.columns.map((c) => c.csvName).join(',') + '\r\n');
+    let rq: RegisterQuery = { ...f.rq, after: null, limit: CSV_CHUNK_ROWS };
+    const high = highSeq(ctx, reg);
+    for (;;) {
+      const rows = queryRows(ctx, reg, f, rq, CSV_CHUNK_ROWS);
+      const chunk = rows.slice(0, CSV_CHUNK_ROWS);
+      const text = chunk.map((r) => reg.columns.map((c) => csvField(c.csv(r, shops))).join(',') + '\r\n').join('');
+      if (text && !res.write(text)) await new Promise<void>((resolve) => res.once('drain', resolve));
+      if (rows.length <= CSV_CHUNK_ROWS || res.destroyed) break;
+      const last = chunk[chunk.length - 1];
+      rq = { ...rq, after: { createdAt: last.created_at, seq: last.seq, high } };
+    }
+    res.end();
+    return { raw: true };
+  };
+}

@@ -1,0 +1,111 @@
+import type { Ctx, Reply } from '../http/types';
+import { esc } from '../pay-page/layout';
+import { ALL_SCOPES } from '../auth/scopes';
+import { createShop, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes } from './store';
+import { recordAudit } from './audit';
+import { cabinetPage, field, postForm, table } from './layout';
+import { actor, merchantShops, ownShop } from './scope';
+import { change } from './act';
+import { form } from './guard';
+import { ct } from './text';
+
+/** GET /cabinet/shops: the merchant's shops and a form to create one. */
+export function shopsPage(ctx: Ctx): Reply {
+  const lang = ctx.cabinet!.lang;
+  const shops = merchantShops(ctx);
+  const list = table(
+    [{ label: ct(lang, 'name') }, { label: ct(lang, 'scopes') }, { label: ct(lang, 'ip_allowlist') }, { label: ct(lang, 'require_signature') }],
+    shops.map((s) => [
+      `<a href="/cabinet/shops/${esc(s.id)}">${esc(s.name)}</a>`,
+      esc(s.scopes.split(',').filter(Boolean).length + ' / ' + ALL_SCOPES.length),
+      esc(s.ip_allowlist || '—'),
+      s.require_signature ? '✓' : '—',
+    ]),
+    ct(lang, 'nothing'),
+  );
+  const body = `<h1>${esc(ct(lang, 'shops'))}</h1>
+${list}
+<h2>${esc(ct(lang, 'create_shop'))}</h2>
+${postForm(ctx, '/cabinet/shops', `<div class="inline">${field('s-name', ct(lang, 'name'), '<input id="s-name" name="name" required maxlength="200">')}<button class="btn" type="submit">${esc(ct(lang, 'create_shop'))}</button></div>`)}
+<p class="muted">${esc(ct(lang, 'acquirer_later'))}</p>`;
+  return cabinetPage(ctx, { title: ct(lang, 'shops'), active: 'shops', body });
+}
+
+/** POST /cabinet/shops {name}: a new shop of the user's merchant (all scopes), as `kopek shop create` makes it; its secrets are shown once. */
+export function postShop(ctx: Ctx): Reply {
+  const lang = ctx.cabinet!.lang;
+  let shop;
+  try {
+    shop = createShop(ctx.app.store, ctx.cabinet!.merchantId, form(ctx).get('name') ?? '', undefined, ctx.app.clocks.real());
+  } catch (err) {
+    return cabinetPage(ctx, { title: ct(lang, 'shops'), active: 'shops', status: 400, body: `<h1>${esc(ct(lang, 'create_shop'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/shops">${esc(ct(lang, 'back'))}</a></p>` });
+  }
+  recordAudit(ctx.app.store, actor(ctx), 'shop.create', shop.id, shop.name, ctx.app.clocks.real());
+  const body = `<h1>${esc(shop.name)}</h1>
+<p class="ok" role="status">${esc(ct(lang, 'saved'))} ${esc(ct(lang, 'shown_once'))}</p>
+${field('sec-sign', ct(lang, 'signing_secret'), `<output id="sec-sign" class="secret">${esc(shop.signing_secret)}</output>`)}
+${field('sec-wh', 'Webhook secret (whs_)', `<output id="sec-wh" class="secret">${esc(shop.webhook_secret)}</output>`)}
+<p><a class="btn" href="/cabinet/shops/${esc(shop.id)}">${esc(shop.name)} →</a></p>`;
+  return cabinetPage(ctx, { title: shop.name, active: 'shops', body });
+}
+
+/** GET /cabinet/shops/:id: scopes, IP allow-list, request signing of a shop. */
+export function shopPage(ctx: Ctx): Reply {
+  const lang = ctx.cabinet!.lang;
+  const s = ownShop(ctx, ctx.params.id);
+  const enabled = new Set(s.scopes.split(',').filter(Boolean));
+  const base = `/cabinet/shops/${s.id}`;
+  const scopes = `<fieldset class="checks"><legend>${esc(ct(lang, 'scopes'))}</legend>${ALL_SCOPES.map(
+    (sc) => `<label><input type="checkbox" name="scope" value="${sc}"${enabled.has(sc) ? ' checked' : ''}> <code>${sc}</code></label>`,
+  ).join('')}</fieldset>`;
+  const body = `<p><a href="/cabinet/shops">← ${esc(ct(lang, 'shops'))}</a></p>
+<h1>${esc(s.name)}</h1>
+<p class="muted mono">${esc(s.id)}</p>
+<p><a href="/cabinet/keys?shop=${esc(s.id)}">${esc(ct(lang, 'keys'))}</a> · <a href="/cabinet/webhooks?shop=${esc(s.id)}">${esc(ct(lang, 'webhooks'))}</a> · <a href="/cabinet/test?shop=${esc(s.id)}">${esc(ct(lang, 'test_mode'))}</a></p>
+<h2>${esc(ct(lang, 'scopes'))}</h2>
+${postForm(ctx, `${base}/scopes`, `${scopes}<button class="btn" type="submit">${esc(ct(lang, 'save'))}</button>`)}
+<h2>${esc(ct(lang, 'ip_allowlist'))}</h2>
+${postForm(ctx, `${base}/ip-allowlist`, `<div class="inline">${field('ip', ct(lang, 'ip_allowlist'), `<input id="ip" name="ip_allowlist" value="${esc(s.ip_allowlist)}" aria-describedby="ip-hint" autocomplete="off" spellcheck="false">`, ct(lang, 'ip_hint'))}<button class="btn" type="submit">${esc(ct(lang, 'save'))}</button></div>`)}
+<h2>${esc(ct(lang, 'signing_secret'))}</h2>
+${postForm(ctx, `${base}/require-signature`, `<fieldset class="checks"><legend class="sr">${esc(ct(lang, 'require_signature'))}</legend><label><input type="checkbox" name="on" value="1"${s.require_signature ? ' checked' : ''}> ${esc(ct(lang, 'require_signature'))}</label></fieldset><button class="btn secondary" type="submit">${esc(ct(lang, 'save'))}</button>`)}
+<div class="danger-zone">${postForm(ctx, `${base}/signing-secret`, `<button class="btn danger" type="submit">${esc(ct(lang, 'rotate'))}: ${esc(ct(lang, 'signing_secret'))}</button>`, { confirm: ct(lang, 'confirm') })}</div>
+<h2>${esc(ct(lang, 'mode_live'))}</h2><p class="muted">${esc(ct(lang, 'acquirer_later'))}</p>`;
+  return cabinetPage(ctx, { title: s.name, active: 'shops', body });
+}
+
+/** POST /cabinet/shops/:id/scopes {scope…}: replaces the shop's scopes, as `kopek shop scopes` does. */
+export function postScopes(ctx: Ctx): Promise<Reply> {
+  const s = ownShop(ctx, ctx.params.id);
+  const list = form(ctx).getAll('scope').join(',');
+  return change(ctx, { action: 'shop.scopes', target: s.id, back: `/cabinet/shops/${s.id}` }, () => setShopScopes(ctx.app.store, s.id, list).join(',') || '(none)');
+}
+
+/** POST /cabinet/shops/:id/ip-allowlist {ip_allowlist}: as `kopek shop ip-allowlist` does. */
+export function postAllowlist(ctx: Ctx): Promise<Reply> {
+  const s = ownShop(ctx, ctx.params.id);
+  const text = form(ctx).get('ip_allowlist') ?? '';
+  return change(ctx, { action: 'shop.ip_allowlist', target: s.id, back: `/cabinet/shops/${s.id}` }, () => setIpAllowlist(ctx.app.store, s.id, text).join(',') || '(any address)');
+}
+
+/** POST /cabinet/shops/:id/require-signature {on?}: as `kopek shop require-signature` does. */
+export function postRequireSignature(ctx: Ctx): Promise<Reply> {
+  const s = ownShop(ctx, ctx.params.id);
+  const on = form(ctx).get('on') === '1';
+  return change(ctx, { action: 'shop.require_signature', target: s.id, back: `/cabinet/shops/${s.id}` }, () => {
+    setRequireSignature(ctx.app.store, s.id, on);
+    return on ? 'on' : 'off';
+  });
+}
+
+/** POST /cabinet/shops/:id/signing-secret: rotates the thm_ secret (as `kopek shop signing-secret`); the new one is shown once, on this answer only. */
+export function postSigningSecret(ctx: Ctx): Reply {
+  const lang = ctx.cabinet!.lang;
+  const s = ownShop(ctx, ctx.params.id);
+  const secret = rotateSigningSecret(ctx.app.store, s.id);
+  recordAudit(ctx.app.store, actor(ctx), 'shop.signing_secret.rotate', s.id, '', ctx.app.clocks.real());
+  const body = `<h1>${esc(s.name)}</h1>
+<p class="ok" role="status">${esc(ct(lang, 'shown_once'))}</p>
+${field('sec-sign', ct(lang, 'signing_secret'), `<output id="sec-sign" class="secret">${esc(secret)}</output>`)}
+<p><a class="btn" href="/cabinet/shops/${esc(s.id)}">${esc(ct(lang, 'back'))}</a></p>`;
+  return cabinetPage(ctx, { title: s.name, active: 'shops', body });
+}

@@ -1,0 +1,210 @@
+import { randomBytes, scrypt, scryptSync, timingSafeEqual } from 'node:crypto';
+import type { Store } from '../db/tx';
+import { uuid } from '../util/ids';
+import { sha256Hex } from '../util/crypto';
+import { getMerchant } from './store';
+import { base32, matchTotp, newTotpSecret } from './totp';
+
+/** scrypt cost: N = 2^15, r = 8, p = 1 (about 50 ms and 32 MiB per hash), OWASP's recommended minimum. */
+const SCRYPT = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 } as const;
+/** Length of the derived key and of the salt, in bytes. */
+const KEY_BYTES = 32;
+const SALT_BYTES = 16;
+/** Shortest password accepted. */
+export const PASSWORD_MIN = 10;
+/** Longest password accepted: a longer one would only cost hashing time. */
+export const PASSWORD_MAX = 200;
+/** Recovery codes issued when TOTP is turned on; each signs in once instead of a code. */
+export const RECOVERY_CODES = 10;
+
+/** A cabinet user row (hashes and secrets included; never shown). */
+export interface CabinetUser {
+  id: string;
+  merchant_id: string;
+  email: string;
+  password_hash: string;
+  totp_secret: string | null;
+  totp_pending: string | null;
+  totp_last_step: number;
+  created_at: number;
+  disabled_at: number | null;
+}
+
+/** A password as stored: `scrypt$N$r$p$salt$key`, so the cost can be raised later without breaking old hashes. */
+export function hashPassword(password: string): string {
+  checkPassword(password);
+  const salt = randomBytes(SALT_BYTES);
+  const key = scryptSync(password, salt, KEY_BYTES, SCRYPT);
+  return `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${salt.toString('base64url')}$${key.toString('base64url')}`;
+}
+
+/** A hash of a random password, checked against when the email is unknown so both cases take as long. */
+let decoyHash: string | null = null;
+
+/** True when `password` matches `stored` (scrypt runs on the thread pool, off the event loop). */
+export async function verifyPassword(stored: string | null, password: string): Promise<boolean> {
+  decoyHash ??= hashPassword(randomBytes(16).toString('hex'));
+  const parts = (stored ?? decoyHash).split('$');
+  if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
+  const [, n, r, p, salt, key] = parts;
+  const expected = Buffer.from(key, 'base64url');
+  const got = await new Promise<Buffer>((resolve, reject) =>
+    scrypt(password.slice(0, PASSWORD_MAX), Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem }, (err, k) =>
+      err ? reject(err) : resolve(k),
+    ),
+  );
+  return stored !== null && timingSafeEqual(got, expected);
+}
+
+/** Refuse a password too short to resist guessing or too long to hash cheaply. */
+export function checkPassword(password: string): void {
+  if (password.length < PASSWORD_MIN) throw new Error(`the password must have at least ${PASSWORD_MIN} characters, got ${password.length}`);
+  if (password.length > PASSWORD_MAX) throw new Error(`the password must have at most ${PASSWORD_MAX} characters`);
+}
+
+/** An email as the cabinet keys it: trimmed, lower case; throws unless it looks like one. */
+export function normalEmail(email: string): string {
+  const e = email.trim().toLowerCase();
+  if (!/^[^\s@]{1,64}@[^\s@]{1,190}\.[^\s@]{1,63}$/.test(e)) throw new Error(`"${email.slice(0, 80)}" is not an email address`);
+  return e;
+}
+
+/** Create a cabinet user of a merchant. */
+export function createUser(store: Store, input: { merchantId: string; email: string; password: string }, now: number): CabinetUser {
+  const action = 'cannot create cabinet user';
+  if (!getMerchant(store, input.merchantId)) throw new Error(`${action}: merchant "${input.merchantId}" not found`);
+  let email: string;
+  let hash: string;
+  try {
+    email = normalEmail(input.email);
+    hash = hashPassword(input.password);
+  } catch (err) {
+    throw new Error(`${action}: ${(err as Error).message}`);
+  }
+  if (getUserByEmail(store, email)) throw new Error(`${action}: "${email}" already has a user`);
+  const user: CabinetUser = {
+    id: uuid(),
+    merchant_id: input.merchantId,
+    email,
+    password_hash: hash,
+    totp_secret: null,
+    totp_pending: null,
+    totp_last_step: 0,
+    created_at: now,
+    disabled_at: null,
+  };
+  store.tx(({ db }) => {
+    db.prepare('INSERT INTO cabinet_users (id, merchant_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)').run(user.id, user.merchant_id, email, hash, now);
+  });
+  return user;
+}
+
+/** A user by id. */
+export function getUser(store: Store, id: string): CabinetUser | undefined {
+  return store.stmt('SELECT * FROM cabinet_users WHERE id = ?').get(id) as CabinetUser | undefined;
+}
+
+/** A user by email (any case). */
+export function getUserByEmail(store: Store, email: string): CabinetUser | undefined {
+  return store.stmt('SELECT * FROM cabinet_users WHERE email = ?').get(email.trim().toLowerCase()) as CabinetUser | undefined;
+}
+
+/** Every user, or a merchant's, oldest first. */
+export function listUsers(store: Store, merchantId?: string): CabinetUser[] {
+  return merchantId
+    ? (store.stmt('SELECT * FROM cabinet_users WHERE merchant_id = ? ORDER BY created_at, id').all(merchantId) as CabinetUser[])
+    : (store.stmt('SELECT * FROM cabinet_users ORDER BY created_at, id').all() as CabinetUser[]);
+}
+
+/** Disable a user (by id or email) and end all their sessions at once. */
+export function disableUser(store: Store, idOrEmail: string, now: number): CabinetUser {
+  const user = getUser(store, idOrEmail) ?? getUserByEmail(store, idOrEmail);
+  if (!user) throw new Error(`cannot disable cabinet user "${idOrEmail}": not found`);
+  if (user.disabled_at !== null) throw new Error(`cannot disable cabinet user "${user.email}": already disabled`);
+  store.tx(({ db }) => {
+    db.prepare('UPDATE cabinet_users SET disabled_at = ? WHERE id = ?').run(now, user.id);
+    db.prepare('DELETE FROM cabinet_sessions WHERE user_id = ?').run(user.id);
+  });
+  return { ...user, disabled_at: now };
+}
+
+/** Replace a user's password; `current` must match. Other sessions end (a stolen one stops with the old password). */
+export async function changePassword(store: Store, userId: string, current: string, next: string, keepSession: string): Promise<void> {
+  const user = getUser(store, userId);
+  if (!user) throw new Error(`cannot change the password: user "${userId}" not found`);
+  if (!(await verifyPassword(user.password_hash, current))) throw new Error('cannot change the password: the current password is wrong');
+  let hash: string;
+  try {
+    hash = hashPassword(next);
+  } catch (err) {
+    throw new Error(`cannot change the password: ${(err as Error).message}`);
+  }
+  store.tx(({ db }) => {
+    db.prepare('UPDATE cabinet_users SET password_hash = ? WHERE id = ?').run(hash, userId);
+    db.prepare('DELETE FROM cabinet_sessions WHERE user_id = ? AND token_hash <> ?').run(userId, keepSession);
+  });
+}
+
+/** Begin TOTP enrolment: a new secret is held as pending until a code from it confirms it. */
+export function startTotp(store: Store, userId: string): string {
+  const secret = newTotpSecret();
+  store.tx(({ db }) => db.prepare('UPDATE cabinet_users SET totp_pending = ? WHERE id = ?').run(secret, userId));
+  return secret;
+}
+
+/**
+ * Confirm enrolment with a code from the pending secret: TOTP is on from now, and the recovery codes
+ * returned are shown once (only their hashes are kept). Throws when the code does not match.
+ */
+export function confirmTotp(store: Store, userId: string, code: string, now: number): string[] {
+  const user = getUser(store, userId);
+  if (!user?.totp_pending) throw new Error('cannot turn on two-step sign-in: start again, no secret is pending');
+  const step = matchTotp(user.totp_pending, code.replace(/\s/g, ''), now, 0);
+  if (step === null) throw new Error('cannot turn on two-step sign-in: the code does not match; check the phone clock and try the next code');
+  const codes = Array.from({ length: RECOVERY_CODES }, () => base32(randomBytes(10)).toLowerCase().replace(/(.{4})(?=.)/g, '$1-'));
+  store.tx(({ db }) => {
+    db.prepare('UPDATE cabinet_users SET totp_secret = totp_pending, totp_pending = NULL, totp_last_step = ? WHERE id = ?').run(step, userId);
+    db.prepare('DELETE FROM cabinet_recovery_codes WHERE user_id = ?').run(userId);
+    const ins = db.prepare('INSERT INTO cabinet_recovery_codes (user_id, code_hash) VALUES (?, ?)');
+    for (const c of codes) ins.run(userId, sha256Hex(c));
+  });
+  return codes;
+}
+
+/** Turn TOTP off and drop the recovery codes. */
+export function disableTotp(store: Store, userId: string): void {
+  store.tx(({ db }) => {
+    db.prepare('UPDATE cabinet_users SET totp_secret = NULL, totp_pending = NULL, totp_last_step = 0 WHERE id = ?').run(userId);
+    db.prepare('DELETE FROM cabinet_recovery_codes WHERE user_id = ?').run(userId);
+  });
+}
+
+/** The second factor of a sign-in: a current TOTP code (used once) or an unused recovery code (then spent). */
+export function acceptSecondFactor(store: Store, user: CabinetUser, code: string, now: number): 'totp' | 'recovery' | null {
+  if (!user.totp_secret) return null;
+  const clean = code.trim().toLowerCase();
+  const step = matchTotp(user.totp_secret, clean.replace(/\s/g, ''), now, user.totp_last_step);
+  if (step !== null) {
+    // Guarded by the step read, so two sign-ins racing with one code cannot both pass.
+    const won = store.tx(({ db }) => db.prepare('UPDATE cabinet_users SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?').run(step, user.id, step).changes);
+    return won ? 'totp' : null;
+  }
+  const spent = store.tx(({ db }) =>
+    db.prepare('UPDATE cabinet_recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL').run(now, user.id, sha256Hex(clean)).changes,
+  );
+  return spent ? 'recovery' : null;
+}
+
+/** How many recovery codes a user has left. */
+export function recoveryCodesLeft(store: Store, userId: string): number {
+  return (store.stmt('SELECT COUNT(*) AS n FROM cabinet_recovery_codes WHERE user_id = ? AND used_at IS NULL').get(userId) as { n: number }).n;
+}
+
+/** The email of the cabinet user made for the demo merchant on an empty database. */
+export const DEMO_EMAIL = 'demo@kopek.test';
+
+/** A cabinet user for the demo merchant with a generated password, returned once (only its hash is kept). */
+export function createDemoUser(store: Store, merchantId: string, now: number): { user: CabinetUser; password: string } {
+  const password = randomBytes(12).toString('base64url');
+  return { user: createUser(store, { merchantId, email: DEMO_EMAIL, password }, now), password };
+}

@@ -1,0 +1,85 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
+import { COMMON_OPTIONS, output, withStore, type Command } from './command';
+import { createUser, disableUser, listUsers } from '../cabinet/users';
+import { iso } from '../util/time';
+
+const usage = `Usage:
+  kopek admin create --merchant MERCHANT_ID --email EMAIL --password-file FILE
+  kopek admin list [--merchant MERCHANT_ID]
+  kopek admin disable USER_ID|EMAIL
+
+create    makes a user of the merchant cabinet (/cabinet/ on the server) for that merchant; the password is
+          read from FILE (its first line; at least 10 characters) and only its scrypt hash is stored
+list      lists cabinet users: id, email, merchant, two-step sign-in, disabled
+disable   disables a user and ends their sessions at once
+
+Options:
+${COMMON_OPTIONS}
+
+Examples:
+  kopek admin create --merchant 7f1c… --email owner@shop.example --password-file ./owner.pw
+  kopek admin create --merchant 7f1c… --email ops@shop.example --password-file ./ops.pw --json
+  kopek admin list --merchant 7f1c…
+  kopek admin disable ops@shop.example`;
+
+/** The password in a file: its first line, without the line break. */
+function readPassword(path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot create cabinet user: cannot read password file "${path}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  return text.split(/\r?\n/)[0];
+}
+
+/** `kopek admin` */
+export const admin: Command = {
+  name: 'admin',
+  summary: 'create, list and disable merchant cabinet users',
+  usage,
+  run(argv) {
+    const args = parseArgs(argv);
+    const [sub, id] = args.positional;
+    if (sub === 'create') {
+      onlyFlags(args, ['merchant', 'email', 'password-file']);
+      atMostPositionals(args, 1, 'kopek admin create --merchant MERCHANT_ID --email EMAIL --password-file FILE');
+      const merchantId = flag(args, 'merchant');
+      const email = flag(args, 'email');
+      const file = flag(args, 'password-file');
+      if (!merchantId || !email || !file) throw new Error('cannot create cabinet user: --merchant, --email and --password-file are required');
+      const password = readPassword(file);
+      const u = withStore(args, (store) => createUser(store, { merchantId, email, password }, Date.now()));
+      output(args, { id: u.id, email: u.email, merchant_id: u.merchant_id }, [`user   ${u.id}`, `email  ${u.email}`, 'sign in at /cabinet/login']);
+      return 0;
+    }
+    if (sub === 'list') {
+      onlyFlags(args, ['merchant']);
+      atMostPositionals(args, 1, 'kopek admin list [--merchant MERCHANT_ID]');
+      const items = withStore(args, (store) => listUsers(store, flag(args, 'merchant'))).map((u) => ({
+        id: u.id,
+        email: u.email,
+        merchant_id: u.merchant_id,
+        totp: u.totp_secret !== null,
+        created_at: iso(u.created_at),
+        disabled_at: u.disabled_at === null ? null : iso(u.disabled_at),
+      }));
+      output(
+        args,
+        { items },
+        items.length === 0 ? ['(no users)'] : items.map((u) => `${u.id}  ${u.email}  merchant ${u.merchant_id}  ${u.totp ? 'totp' : 'password'}  ${u.disabled_at ? 'disabled ' + u.disabled_at : 'active'}`),
+      );
+      return 0;
+    }
+    if (sub === 'disable') {
+      onlyFlags(args, []);
+      atMostPositionals(args, 2, 'kopek admin disable USER_ID|EMAIL');
+      if (!id) throw new Error('cannot disable cabinet user: USER_ID or EMAIL is required');
+      const u = withStore(args, (store) => disableUser(store, id, Date.now()));
+      output(args, { id: u.id, email: u.email, disabled: true }, [`disabled ${u.email}; their sessions ended`]);
+      return 0;
+    }
+    throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek admin --help`);
+  },
+};
