@@ -155,6 +155,16 @@ function checkKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawBody'>)
   return entry;
 }
 
+/** Where a key stands now: revoked or not, and its effective scopes (its own that its shop also has). */
+export function keyStanding(store: Store, keyId: string): { revoked: boolean; scopes: ReadonlySet<string> } {
+  const row = store
+    .stmt('SELECT k.revoked_at, k.scopes AS key_scopes, s.scopes AS shop_scopes FROM api_keys k JOIN shops s ON s.id = k.shop_id WHERE k.id = ?')
+    .get(keyId) as { revoked_at: number | null; key_scopes: string; shop_scopes: string } | undefined;
+  if (!row || row.revoked_at !== null) return { revoked: true, scopes: new Set() };
+  const shopScopes = new Set(row.shop_scopes.split(',').filter(Boolean));
+  return { revoked: false, scopes: new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s))) };
+}
+
 /** 403 scope_required unless the key (and its shop) hold the scope. */
 export function requireScope(auth: Auth, scope: string): void {
   if (!auth.scopes.has(scope)) {

@@ -3,11 +3,36 @@ import type { App } from '../app-types';
 import type { Ctx, Reply } from '../http/types';
 import type { Mode } from '../scheduler/clock';
 import { badRequest } from '../http/errors';
+import { keyStanding } from '../auth/authenticate';
 import { eventsAfter, lastIssuedSeq, sseData, type EventRow } from './emit';
 import { encodeSse, encodeSseComment } from './sse';
 
-/** Limits of the stream: unsent bytes a client may hold before it is cut, and events per replay page. */
-export const STREAM_LIMITS = { buffer_bytes: 1024 * 1024, replay_page: 500 };
+/**
+ * Limits of the stream: unsent bytes a client may hold before it is cut, events per replay page, and how
+ * often open streams check their key (a revoked key's streams end within that time).
+ */
+export const STREAM_LIMITS = { buffer_bytes: 1024 * 1024, replay_page: 500, key_check_ms: 1000 };
+
+/**
+ * Which scopes let a key read an event kind, by the kind's object (the part before the dot): the scopes that
+ * read that object through the API. Payments and refunds need none, as their operations do; a kind of an
+ * object not listed here is sent to nobody.
+ */
+export const STREAM_SCOPES: Readonly<Record<string, readonly string[] | null>> = {
+  payment: null,
+  refund: null,
+  payout: ['api:payouts:sbp', 'api:payouts:card', 'api:payouts:account', 'api:reports:read'],
+  token: ['api:recurrent:bind'],
+  subscription: ['api:recurrent:bind'],
+};
+
+/** True when a key of these scopes may read events of this kind. */
+export function mayRead(scopes: ReadonlySet<string>, kind: string): boolean {
+  const object = kind.slice(0, kind.indexOf('.'));
+  if (!Object.hasOwn(STREAM_SCOPES, object)) return false;
+  const need = STREAM_SCOPES[object];
+  return need === null || need.some((s) => scopes.has(s));
+}
 
 /** One connected client of the stream. */
 class Client {
@@ -21,16 +46,20 @@ class Client {
     readonly res: ServerResponse,
     readonly shopId: string,
     readonly mode: Mode,
+    readonly keyId: string,
+    /** The key's effective scopes, refreshed while the stream is open. */
+    public scopes: ReadonlySet<string>,
     after: number,
     private readonly hub: EventStreamHub,
   ) {
     this.lastSent = after;
   }
 
-  /** Send an event once, in order; events at or before the last sent one are skipped. */
+  /** Send an event once, in order; events at or before the last sent one, or of a kind the key may not read, are skipped. */
   sendEvent(row: EventRow): void {
     if (row.seq <= this.lastSent) return;
     this.lastSent = row.seq;
+    if (!mayRead(this.scopes, row.kind)) return;
     this.write(encodeSse({ id: row.seq, event: row.kind, data: JSON.stringify(sseData(row)) }));
   }
 
@@ -59,6 +88,8 @@ export class EventStreamHub {
   private readonly byKey = new Map<string, Set<Client>>();
   private count = 0;
   private readonly pingTimer: NodeJS.Timeout | null;
+  /** Runs while streams are open: ends the streams of revoked keys and follows scope changes. */
+  private keyChecks: NodeJS.Timeout | null = null;
   /** Unsent bytes per client before it is disconnected. */
   bufferLimitBytes = STREAM_LIMITS.buffer_bytes;
 
@@ -94,12 +125,13 @@ export class EventStreamHub {
       Connection: 'keep-alive',
       'X-Accel-Buffering': 'no',
     });
-    const client = new Client(res, auth.shopId, auth.mode, after ?? 0, this);
+    const client = new Client(res, auth.shopId, auth.mode, auth.keyId, auth.scopes, after ?? 0, this);
     const key = `${auth.shopId}:${auth.mode}`;
     let set = this.byKey.get(key);
     if (!set) this.byKey.set(key, (set = new Set()));
     set.add(client);
     this.count++;
+    this.keyChecks ??= setInterval(() => this.checkKeys(), STREAM_LIMITS.key_check_ms).unref();
     res.on('close', () => client.close('client closed'));
     client.write(encodeSseComment('connected'));
     this.app.log.debug('sse connected', { request_id: ctx.requestId, shop_id: auth.shopId, mode: auth.mode, after, clients: this.count });
@@ -120,6 +152,10 @@ export class EventStreamHub {
     if (set?.delete(client)) {
       this.count--;
       if (set.size === 0) this.byKey.delete(key);
+      if (this.count === 0 && this.keyChecks) {
+        clearInterval(this.keyChecks);
+        this.keyChecks = null;
+      }
       this.app.log.debug('sse closed', { shop_id: client.shopId, mode: client.mode, reason, clients: this.count });
     }
   }
@@ -127,6 +163,8 @@ export class EventStreamHub {
   /** End every stream (shutdown). */
   closeAll(): void {
     if (this.pingTimer) clearInterval(this.pingTimer);
+    if (this.keyChecks) clearInterval(this.keyChecks);
+    this.keyChecks = null;
     for (const set of [...this.byKey.values()]) for (const c of [...set]) c.close('server shutting down');
   }
 
@@ -165,6 +203,19 @@ export class EventStreamHub {
     for (const c of [...set]) {
       if (c.live) c.sendEvent(row);
       else c.missed = true;
+    }
+  }
+
+  /** Each open stream's key, read again: a revoked key's streams end; a key's scopes apply as they are now. */
+  private checkKeys(): void {
+    const standing = new Map<string, ReturnType<typeof keyStanding>>();
+    for (const set of [...this.byKey.values()]) {
+      for (const c of [...set]) {
+        let st = standing.get(c.keyId);
+        if (!st) standing.set(c.keyId, (st = keyStanding(this.app.store, c.keyId)));
+        if (st.revoked) c.close('key revoked');
+        else c.scopes = st.scopes;
+      }
     }
   }
 
