@@ -63,7 +63,7 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'ssePingSeconds', flag: '--sse-ping', env: 'KOPEK_SSE_PING', kind: 'number', def: 15, help: 'seconds between `: ping` comments on the event stream' },
   { key: 'rateLimitPerSecond', flag: '--rate-limit', env: 'KOPEK_RATE_LIMIT', kind: 'number', def: 0, help: 'requests per second per API key (0 = no limit)' },
   { key: 'rateLimitBurst', flag: '--rate-burst', env: 'KOPEK_RATE_BURST', kind: 'int', def: 100, help: 'burst size of the per-key rate limit' },
-  { key: 'webhookAllow', flag: '--webhook-allow', env: 'KOPEK_WEBHOOK_ALLOW', kind: 'list', def: [], help: 'CIDR ranges live webhooks may reach although private' },
+  { key: 'webhookAllow', flag: '--webhook-allow', env: 'KOPEK_WEBHOOK_ALLOW', kind: 'list', def: [], help: 'CIDR ranges webhooks of either mode may reach although private' },
   { key: 'webhookTimeoutMs', flag: '--webhook-timeout-ms', env: 'KOPEK_WEBHOOK_TIMEOUT_MS', kind: 'int', def: 15_000, help: 'deadline of one webhook attempt; no 2xx within it is a failure' },
   { key: 'maxConnections', flag: '--max-connections', env: 'KOPEK_MAX_CONNECTIONS', kind: 'int', def: 4096, help: 'connections served at once; one more is answered 503 and closed (keep it below the open-files limit)' },
   { key: 'acquirerSyncAfterSeconds', flag: '--acquirer-sync-after', env: 'KOPEK_ACQUIRER_SYNC_AFTER', kind: 'number', def: 60, help: 'seconds an operation may wait for its bank before kopek asks for its status (then at growing intervals)' },

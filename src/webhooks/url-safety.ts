@@ -2,7 +2,8 @@ import { BlockList, isIP } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { compileAllowList, unmapIp, type AllowList } from '../auth/ip-allowlist';
 
-// Ranges a live webhook must not reach: they lead into the operator's own network or cloud metadata.
+// Ranges a webhook must not reach: they lead into the operator's own network or cloud metadata. Test mode
+// may reach loopback (a developer's receiver); --webhook-allow opens ranges for both modes.
 const BLOCKED_V4: Array<[string, number, string]> = [
   ['0.0.0.0', 8, 'unspecified'],
   ['10.0.0.0', 8, 'private'],
@@ -19,10 +20,16 @@ const BLOCKED_V4: Array<[string, number, string]> = [
 const BLOCKED_V6: Array<[string, number, string]> = [
   ['::', 128, 'unspecified'],
   ['::1', 128, 'loopback'],
+  // Forms that carry an IPv4 address inside (IPv4-compatible ::a.b.c.d, 6to4, NAT64): any of them could
+  // lead to a private IPv4 address, so none is taken.
+  ['::', 96, 'IPv4-compatible'],
+  ['2002::', 16, '6to4'],
+  ['64:ff9b::', 96, 'NAT64'],
+  ['64:ff9b:1::', 48, 'NAT64 local-use'],
   ['fc00::', 7, 'unique-local'],
+  ['fec0::', 10, 'site-local'],
   ['fe80::', 10, 'link-local'],
   ['ff00::', 8, 'multicast'],
-  ['64:ff9b::', 96, 'NAT64'],
   ['2001:db8::', 32, 'documentation'],
 ];
 
@@ -53,7 +60,14 @@ export type Resolver = (host: string) => Promise<Array<{ address: string; family
 
 const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: true });
 
-/** Live-mode destination policy: https only, and every resolved address public unless the operator allows its range. */
+/** Reasons test mode lets through: a developer's receiver on this machine. */
+const TEST_MODE_ALLOWED = new Set(['loopback']);
+
+/**
+ * Where a webhook may go. Live: https only, and every resolved address public unless the operator allows
+ * its range. Test: http too, and loopback; every other address follows the live rule, so a test key cannot
+ * probe the operator's network or a cloud's metadata address through the delivery log.
+ */
 export class UrlPolicy {
   private readonly allow: AllowList;
 
@@ -61,9 +75,10 @@ export class UrlPolicy {
     this.allow = compileAllowList(allowRanges.join(','));
   }
 
-  /** Check a live URL and resolve its host; throws `Error` with the reason; the result is what to connect to. */
-  async check(url: URL): Promise<Resolved> {
-    if (url.protocol !== 'https:') throw new Error(`refused "${url.origin}": live webhooks need https`);
+  /** Check a URL of a mode and resolve its host; throws `Error` with the reason; the result is what to connect to. */
+  async check(url: URL, mode: 'test' | 'live' = 'live'): Promise<Resolved> {
+    if (mode === 'live' && url.protocol !== 'https:') throw new Error(`refused "${url.origin}": live webhooks need https`);
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`refused "${url.origin}": webhooks need http or https`);
     const host = url.hostname.replace(/^\[|\]$/g, '');
     let addrs: Array<{ address: string; family: number }>;
     if (isIP(host)) addrs = [{ address: host, family: isIP(host) }];
@@ -78,7 +93,7 @@ export class UrlPolicy {
     // Every address must pass: a name that also resolves to a private address could be rebound to it.
     for (const a of addrs) {
       const why = blockedReason(a.address);
-      if (why && (this.allow.empty || !this.allow.allows(a.address))) {
+      if (why && !(mode === 'test' && TEST_MODE_ALLOWED.has(why)) && (this.allow.empty || !this.allow.allows(a.address))) {
         throw new Error(`refused "${host}": resolves to ${why} address ${a.address}`);
       }
     }

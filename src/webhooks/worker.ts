@@ -177,8 +177,9 @@ export class DeliveryWorker {
     const t_s = Math.floor(started / 1000);
     let outcome: PostOutcome;
     try {
-      // Test mode may reach http and loopback; live mode goes only to a checked public address.
-      const resolved = d.mode === 'live' ? await this.policy.check(url) : undefined;
+      // Either mode connects only to the address it checked (no second lookup): test mode may reach http and
+      // loopback, and otherwise follows the live rule.
+      const resolved = await this.policy.check(url, d.mode);
       outcome = await postWebhook({
         url,
         body,

@@ -59,6 +59,34 @@ test('address classes live webhooks refuse', () => {
   for (const addr of ['8.8.8.8', '93.184.216.34', '2a00:1450:4001:80b::200e']) assert.equal(blockedReason(addr), null, addr);
 });
 
+test('IPv6 forms that embed an IPv4 address, and site-local, are refused like the address they could reach', () => {
+  for (const [addr, why] of [
+    ['::169.254.169.254', 'IPv4-compatible'],
+    ['::a9fe:a9fe', 'IPv4-compatible'],
+    ['::10.0.0.1', 'IPv4-compatible'],
+    ['2002:a9fe:a9fe::1', '6to4'],
+    ['64:ff9b::a9fe:a9fe', 'NAT64'],
+    ['64:ff9b:1::a9fe:a9fe', 'NAT64 local-use'],
+    ['fec0::1', 'site-local'],
+  ]) {
+    assert.equal(blockedReason(addr), why, addr);
+  }
+});
+
+test('test-mode webhooks reach loopback and follow the live rule everywhere else; --webhook-allow opens a range for both modes', async () => {
+  const fake = (map: Record<string, string[]>) => async (host: string) => (map[host] ?? []).map((a) => ({ address: a, family: a.includes(':') ? 6 : 4 }));
+  const policy = new UrlPolicy([], fake({ 'internal.corp': ['10.0.0.7'], 'dev.local': ['127.0.0.1'] }));
+  assert.deepEqual(await policy.check(new URL('http://127.0.0.1:3000/hook'), 'test'), { address: '127.0.0.1', family: 4 });
+  assert.deepEqual(await policy.check(new URL('http://dev.local/hook'), 'test'), { address: '127.0.0.1', family: 4 });
+  await assert.rejects(policy.check(new URL('http://169.254.169.254/latest/meta-data'), 'test'), /metadata/);
+  await assert.rejects(policy.check(new URL('http://10.0.0.1/'), 'test'), /private/);
+  await assert.rejects(policy.check(new URL('http://internal.corp/'), 'test'), /private address 10\.0\.0\.7/);
+  await assert.rejects(policy.check(new URL('http://[::169.254.169.254]/'), 'test'), /IPv4-compatible/);
+  await assert.rejects(policy.check(new URL('http://127.0.0.1/'), 'live'), /need https/);
+  const allowing = new UrlPolicy(['10.0.0.0/8'], fake({ 'internal.corp': ['10.0.0.7'] }));
+  assert.deepEqual(await allowing.check(new URL('http://internal.corp/'), 'test'), { address: '10.0.0.7', family: 4 });
+});
+
 test('the live policy: https only, every resolved address checked, allowed ranges pass, the checked address is used', async () => {
   const fake = (map: Record<string, string[]>) => async (host: string) => (map[host] ?? []).map((a) => ({ address: a, family: a.includes(':') ? 6 : 4 }));
   const policy = new UrlPolicy([], fake({ 'rebind.example': ['93.184.216.34', '10.0.0.5'], 'ok.example': ['93.184.216.34'], 'meta.example': ['169.254.169.254'] }));
@@ -137,3 +165,19 @@ async function waitAttempts(eventId: string, n: number): Promise<Array<{ url: st
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+test('test-mode webhook_url to the metadata address or a private range is refused before any connection; the log says why, not what answered', async () => {
+  const c = await s.request('POST', '/v1/public/payments', { body: { amount: 10_000, method: 'sbp', webhook_url: 'http://169.254.169.254/latest/meta-data' } });
+  assert.equal(c.status, 201, c.text);
+  const id = c.body.payment.id as string;
+  await s.request('POST', `/v1/test/payments/${id}/simulate`, { body: { action: 'open_session' } });
+  await s.request('POST', `/v1/test/payments/${id}/simulate`, { body: { action: 'succeed' } });
+  let items: any[] = [];
+  for (let i = 0; i < 200 && items.length === 0; i++) {
+    items = (await s.request('GET', `/v1/test/webhooks/deliveries?payment_id=${id}`)).body.items;
+    if (items.length === 0) await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.ok(items.length > 0, 'an attempt was recorded');
+  assert.equal(items[0].response_code, null);
+  assert.match(items[0].error, /refused "169\.254\.169\.254": resolves to link-local or metadata address/);
+});
