@@ -1,7 +1,8 @@
 // npm run build: dist/kopek, one executable that runs alone (no node_modules, no network).
 //
 // 1. esbuild bundles src/sea.ts (which runs src/main.ts) into one CommonJS file, with schema.sql inlined.
-// 2. node --experimental-sea-config turns it into a SEA blob carrying better-sqlite3's addon as an asset.
+// 2. node --experimental-sea-config turns it into a SEA blob carrying better-sqlite3's addon (and its JavaScript,
+//    bundled for worker threads) as assets.
 // 3. postject injects the blob into a copy of this Node binary.
 import { build } from 'esbuild';
 import { createRequire } from 'node:module';
@@ -20,8 +21,10 @@ const configFile = join(work, 'sea-config.json');
 const exeFile = join(dist, 'kopek');
 // The fuse Node's SEA loader looks for; postject flips it to say a blob is present.
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
-// Must match ADDON_ASSET in src/sea.ts.
+// Must match ADDON_ASSET and LIB_ASSET in src/sea.ts.
 const ADDON_ASSET = 'better_sqlite3.node';
+const LIB_ASSET = 'better_sqlite3.js';
+const libFile = join(work, 'better-sqlite3.cjs');
 
 /** Serves src/db/schema-text.ts as the text of schema.sql, so the executable needs no file beside it. */
 const schemaTextPlugin = {
@@ -94,6 +97,22 @@ async function main() {
     }),
   );
 
+  // A worker thread cannot load modules out of the main script, so the checkpoint thread (src/db/checkpointer.ts)
+  // gets better-sqlite3's JavaScript as text of its own.
+  await step('bundle better-sqlite3 for worker threads', () =>
+    build({
+      entryPoints: [require.resolve('better-sqlite3')],
+      outfile: libFile,
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      plugins: [noBindingsPlugin],
+      legalComments: 'none',
+      logLevel: 'warning',
+    }),
+  );
+
   writeFileSync(
     configFile,
     JSON.stringify(
@@ -103,7 +122,7 @@ async function main() {
         disableExperimentalSEAWarning: true,
         useSnapshot: false,
         useCodeCache: true,
-        assets: { [ADDON_ASSET]: addon },
+        assets: { [ADDON_ASSET]: addon, [LIB_ASSET]: libFile },
       },
       null,
       2,

@@ -2,7 +2,7 @@
 # Smoke test of the built executable: copied alone into an empty directory (no node_modules, a fresh
 # addon cache), it must answer --help, create a demo with --json, serve GET /healthz, print the demo key
 # on an empty database, create a payment with that key and show its payment page, exit 0 on SIGTERM, and
-# have run its WAL checkpoint thread without complaint.
+# have run its WAL checkpoint thread (a payment reaches the database file) without complaint.
 #
 # Usage: scripts/smoke-exe.sh [EXECUTABLE]      (default dist/kopek)
 set -euo pipefail
@@ -73,6 +73,17 @@ pay_url="$(grep -o '"payment_url":"[^"]*"' payment.json | sed 's/^"payment_url":
 code="$(curl -s -o pay.html -w '%{http_code}' --max-time 5 "$pay_url" || true)"
 [[ "$code" == "200" ]] || fail "GET $pay_url answered ${code:-nothing}"
 grep -q '<svg' pay.html || fail "the payment page has no QR code (no <svg>)"
+
+# The checkpoint thread (its own better-sqlite3 connection, from the JavaScript the executable carries) copies
+# commits from the WAL into the database file within moments; had it failed, the writer would checkpoint only
+# every 1000 pages and the payment would still be in the WAL alone.
+payment_id="$(grep -o '"id":"[^"]*"' payment.json | head -n 1 | sed 's/^"id":"//; s/"$//')"
+checkpointed=""
+for _ in $(seq 1 30); do
+  if grep -q "$payment_id" serve.db; then checkpointed=1; break; fi
+  sleep 0.1
+done
+[[ -n "$checkpointed" ]] || fail "payment $payment_id did not reach the database file within 3 s: the WAL checkpoint thread did not run"
 
 kill -TERM "$pid"
 rc=0

@@ -51,7 +51,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   const log = opts.log ?? createLogger(config.logLevel);
   const db = openDatabase(config.db);
   // Every write of the server goes through the store, which syncs the WAL itself off the event loop.
-  const store = new Store(db, { sync: 'store' });
+  const store = new Store(db, { sync: 'store', log });
   const clocks = new Clocks(store, opts.realNow);
   const scheduler = new Scheduler(store, clocks, log);
   const events = new Events();

@@ -1,3 +1,4 @@
+import { strictArgs, type RefusalWording, type StrictOptions } from './cli/strict-args';
 import type { LogLevel } from './log';
 
 /** The server's whole configuration, from flags and `KOPEK_*` environment variables (flags win). */
@@ -97,6 +98,39 @@ function parseValue(spec: OptionSpec, raw: string, source: string): unknown {
   }
 }
 
+/** The options by flag name without its dashes (`port`). */
+const BY_NAME: Record<string, OptionSpec> = Object.fromEntries(OPTIONS.map((o) => [o.flag.slice(2), o]));
+
+/** What node:util parseArgs is told: a value for every option, a switch and its `--no-` twin for each boolean. */
+const FLAG_OPTIONS: StrictOptions = Object.fromEntries(
+  OPTIONS.flatMap((o): Array<[string, { type: 'string' | 'boolean' }]> => {
+    const name = o.flag.slice(2);
+    return o.kind === 'bool' ? [[name, { type: 'boolean' }], [`no-${name}`, { type: 'boolean' }]] : [[name, { type: 'string' }]];
+  }),
+);
+
+const CONFIG_WORDING: RefusalWording = {
+  unknown: (word) => `unknown option "${word}"`,
+  needsValue: (name) => `option ${name} needs a value`,
+  takesNoValue: (name) => `option ${name} takes no value`,
+};
+
+/**
+ * A boolean flag also takes a value spelled as in its environment variable (`--demo=false`, `--trust-proxy=yes`),
+ * which Node's parser refuses on a switch: such a word becomes `--demo` or `--no-demo` first.
+ */
+function switchValues(argv: string[]): string[] {
+  const end = argv.indexOf('--');
+  return argv.map((word, i) => {
+    const eq = word.indexOf('=');
+    if ((end >= 0 && i > end) || !word.startsWith('--') || eq < 0) return word;
+    const name = word.slice(2, eq);
+    if (!Object.hasOwn(BY_NAME, name) || BY_NAME[name].kind !== 'bool') return word;
+    const o = BY_NAME[name];
+    return parseValue(o, word.slice(eq + 1), o.flag) ? o.flag : `--no-${o.flag.slice(2)}`;
+  });
+}
+
 /** The defaults, as a Config. */
 export function defaultConfig(): Config {
   const c: Record<string, unknown> = {};
@@ -111,25 +145,12 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const v = env[o.env];
     if (v !== undefined && v !== '') c[o.key] = parseValue(o, v, o.env);
   }
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    const eq = arg.indexOf('=');
-    const name = eq > 0 ? arg.slice(0, eq) : arg;
-    if (name.startsWith('--no-')) {
-      const o = OPTIONS.find((x) => x.flag === '--' + name.slice(5) && x.kind === 'bool');
-      if (!o) throw new Error(`unknown option "${arg}"`);
-      c[o.key] = false;
-      continue;
-    }
-    const o = OPTIONS.find((x) => x.flag === name);
-    if (!o) throw new Error(`unknown option "${arg}"`);
-    if (o.kind === 'bool' && eq < 0) {
-      c[o.key] = true;
-      continue;
-    }
-    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
-    if (value === undefined) throw new Error(`option ${name} needs a value`);
-    c[o.key] = parseValue(o, value, name);
+  for (const t of strictArgs(switchValues(argv), FLAG_OPTIONS, CONFIG_WORDING)) {
+    if (t.kind !== 'option') continue;
+    const negated = t.name.startsWith('no-') && !Object.hasOwn(BY_NAME, t.name);
+    const o = BY_NAME[negated ? t.name.slice(3) : t.name];
+    if (o.kind === 'bool') c[o.key] = !negated;
+    else c[o.key] = parseValue(o, t.value!, o.flag);
   }
   const cfg = c as unknown as Config;
   if (cfg.port > 65535) throw new Error(`--port must be at most 65535, got ${cfg.port}`);

@@ -8,6 +8,8 @@ import { exitWith, main } from './main';
 
 /** The SEA asset key under which build.mjs stores better-sqlite3's native addon. */
 export const ADDON_ASSET = 'better_sqlite3.node';
+/** The SEA asset key under which build.mjs stores better-sqlite3's JavaScript, bundled, for worker threads. */
+export const LIB_ASSET = 'better_sqlite3.js';
 
 /**
  * Directories the addon may be unpacked into, best first. The temp-dir fallback is per user so one
@@ -105,12 +107,13 @@ function loadAddonFile(file: string): unknown {
   return mod.exports;
 }
 
-/** The executable's entry: hand the addon it carries to better-sqlite3, then run the command line. */
+/** The executable's entry: hand the addon (and the JavaScript for threads) it carries to better-sqlite3, then run the command line. */
 export async function runExecutable(argv: string[]): Promise<number> {
   if (sea.isSea()) {
     try {
       nativeBinding.path = unpackAddon(Buffer.from(sea.getAsset(ADDON_ASSET)));
       nativeBinding.addon = loadAddonFile(nativeBinding.path);
+      nativeBinding.libSource = sea.getAsset(LIB_ASSET, 'utf8');
     } catch (err) {
       process.stderr.write(`kopek: ${(err as Error).message}\n`);
       return 1;

@@ -1,33 +1,44 @@
+import { strictArgs, type RefusalWording, type StrictOptions } from './strict-args';
+
 /** Parsed command-line words: positionals, and flags with their values (`true` for switches). */
 export interface Args {
   positional: string[];
   flags: Map<string, string | true>;
 }
 
-/** Split argv into positionals and `--flag value` / `--flag=value` / switches named in `switches`. */
+const ARGS_WORDING: RefusalWording = {
+  unknown: (word) => `unknown option ${word}`,
+  needsValue: (name) => `option ${name} needs a value`,
+  takesNoValue: (name) => `option ${name} takes no value`,
+};
+
+/**
+ * Split argv into positionals and `--flag value` / `--flag=value` / switches named in `switches` (and `-h`
+ * for --help), with node:util parseArgs in strict mode. Which flags a command knows depends on its
+ * subcommand, a positional, so every `--name` written is declared here (a value unless a switch) and the
+ * command refuses those it does not know afterwards (onlyFlags).
+ */
 export function parseArgs(argv: string[], switches: readonly string[] = ['json', 'help']): Args {
+  const tokens = strictArgs(argv, declared(argv, switches), ARGS_WORDING, true);
   const positional: string[] = [];
   const flags = new Map<string, string | true>();
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '-h') {
-      flags.set('help', true);
-    } else if (a.startsWith('--')) {
-      const eq = a.indexOf('=');
-      const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
-      if (eq > 0) flags.set(name, a.slice(eq + 1));
-      else if (switches.includes(name)) flags.set(name, true);
-      else {
-        const v = argv[i + 1];
-        if (v === undefined || v.startsWith('--')) throw new Error(`option --${name} needs a value`);
-        flags.set(name, v);
-        i++;
-      }
-    } else {
-      positional.push(a);
-    }
+  for (const t of tokens) {
+    if (t.kind === 'positional') positional.push(t.value);
+    else if (t.kind === 'option') flags.set(t.name, t.value ?? true);
   }
   return { positional, flags };
+}
+
+function declared(argv: string[], switches: readonly string[]): StrictOptions {
+  const options: StrictOptions = { help: { type: 'boolean', short: 'h' } };
+  for (const word of argv) {
+    if (word === '--') break;
+    if (!word.startsWith('--')) continue;
+    const eq = word.indexOf('=', 2);
+    const name = eq < 0 ? word.slice(2) : word.slice(2, eq);
+    if (name !== '' && !Object.hasOwn(options, name)) options[name] = { type: switches.includes(name) ? 'boolean' : 'string' };
+  }
+  return options;
 }
 
 /** A flag's string value, or undefined. */

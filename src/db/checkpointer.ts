@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import { nativeBindingPath } from './native';
+import type { Logger } from '../log';
+import { betterSqliteLib, nativeBindingPath } from './native';
 
 /** Least time between two checkpoints while commits keep coming. */
 const INTERVAL_MS = 50;
@@ -13,23 +14,22 @@ const CATCH_UP_FRAMES = 4096;
 /** Longest wait at close for the thread to close its connection (it may be in the middle of a checkpoint). */
 const CLOSE_WAIT_MS = 5000;
 
-// better-sqlite3's JavaScript layer is bundled into the executable's main script and cannot be loaded in a
-// thread, so the thread speaks to the native addon the way that layer does: open a Database, prepare a
-// statement in pragma mode, read its row as an array. It opens the same file with synchronous=FULL, so a
-// checkpoint syncs the WAL before copying pages and the database file after.
+// The thread opens the same file through better-sqlite3's public API, with synchronous=FULL, so that a
+// checkpoint syncs the WAL before copying pages and the database file after. Its JavaScript comes from the
+// package in development; the single executable carries a bundled copy as text (see build.mjs and
+// src/sea.ts), since a thread cannot load modules out of the executable's main script.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-const mod = { exports: {} };
-process.dlopen(mod, workerData.addon);
-const addon = mod.exports;
-class SqliteError extends Error {
-  constructor(message, code) { super(message); this.name = 'SqliteError'; this.code = code; }
+function fromSource(source) {
+  const mod = { exports: {} };
+  new Function('module', 'exports', 'require', source)(mod, mod.exports, require);
+  return mod.exports;
 }
-addon.setErrorConstructor(SqliteError);
-const db = new addon.Database(workerData.path, workerData.path, false, false, true, 5000, null, null);
-db.exec('PRAGMA synchronous = FULL');
-const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)', {}, true);
-checkpoint.raw(true);
+const lib = workerData.lib;
+const Database = lib.file ? require(lib.file) : fromSource(lib.source);
+const db = new Database(workerData.path, { fileMustExist: true, timeout: 5000, nativeBinding: workerData.addon });
+db.pragma('synchronous = FULL');
+const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)').raw(true);
 parentPort.on('message', (m) => {
   if (m === 'close') {
     db.close();
@@ -66,6 +66,7 @@ export class Checkpointer {
   constructor(
     private readonly db: Database.Database,
     private readonly path: string,
+    private readonly log: Logger,
   ) {
     db.pragma('wal_autocheckpoint = 0');
     // Started now rather than at the first commit, so that the server's memory at rest already holds it.
@@ -115,7 +116,7 @@ export class Checkpointer {
 
   private start(): Worker | null {
     try {
-      const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { addon: nativeBindingPath(), path: this.path, closed: this.closed } });
+      const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { lib: betterSqliteLib(), addon: nativeBindingPath(), path: this.path, closed: this.closed } });
       w.unref();
       w.on('message', (m: { busy: number; log: number; done: number } | { error: string }) => this.finished(m));
       w.on('error', (err) => this.fail(err.message));
@@ -134,7 +135,7 @@ export class Checkpointer {
     this.running = false;
     if ('error' in m) {
       // A checkpoint that could not run (say, the disk is full) is tried again; the WAL keeps every commit.
-      console.error(JSON.stringify({ level: 'warn', msg: 'WAL checkpoint failed; trying again', error: m.error }));
+      this.log.warn('WAL checkpoint failed; trying again', { error: m.error });
     } else if (m.log >= CATCH_UP_FRAMES) {
       this.catchUp = true;
     }
@@ -146,6 +147,6 @@ export class Checkpointer {
     this.failed = true;
     this.worker = null;
     if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
-    console.error(JSON.stringify({ level: 'warn', msg: 'WAL checkpoint thread stopped; checkpointing on the writer', error: reason }));
+    this.log.warn('WAL checkpoint thread stopped; checkpointing on the writer', { error: reason });
   }
 }

@@ -47,3 +47,19 @@ test('bad values are one-line errors naming the option and quoting the value', (
     assert.throws(() => loadConfig(argv, env), (err: Error) => re.test(err.message) && !err.message.includes('\n'), argv.join(' '));
   }
 });
+
+test('strict parsing: the last of two flags wins, a switch takes its variable spelling, nonsense is refused', () => {
+  assert.equal(loadConfig(['--port', '1', '--port=2'], {}).port, 2);
+  assert.equal(loadConfig(['--no-demo', '--demo'], {}).demo, true);
+  assert.equal(loadConfig(['--demo', '--no-demo'], {}).demo, false);
+  assert.equal(loadConfig(['--demo=off'], {}).demo, false);
+  assert.equal(loadConfig(['--trust-proxy=yes'], {}).trustProxy, true);
+  const cases: Array<[string[], RegExp]> = [
+    [['--no-demo=x'], /^Error: option --no-demo takes no value$/],
+    [['--host', '--port', '80'], /^Error: option --host needs a value$/],
+    [['-p', '80'], /^Error: unknown option "-p"$/],
+    [['serve'], /^Error: unknown option "serve"$/],
+    [['--', '--port'], /^Error: unknown option "--port"$/],
+  ];
+  for (const [argv, re] of cases) assert.throws(() => loadConfig(argv, {}), re, argv.join(' '));
+});

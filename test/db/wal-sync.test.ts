@@ -1,0 +1,65 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openDatabase } from '../../src/db/open';
+import { Store } from '../../src/db/store';
+import { createLogger } from '../../src/log';
+
+const ROOT = join(__dirname, '..', '..');
+
+/**
+ * Run a WalSync in a child process over a descriptor whose sync fails (a pipe: EINVAL, as a disk that
+ * cannot sync would), logging through the app's logger to stdout.
+ */
+function failingSync(call: 'request' | 'syncNow'): { status: number | null; stdout: string; stderr: string } {
+  const code = `
+    const { WalSync } = require(${JSON.stringify(join(ROOT, 'src', 'db', 'wal-sync.ts'))});
+    const { createLogger } = require(${JSON.stringify(join(ROOT, 'src', 'log.ts'))});
+    const sync = new WalSync(0, createLogger('info'), () => process.stdout.write('synced\\n'));
+    sync.${call}(1);
+    setTimeout(() => process.stdout.write('still running\\n'), 2000);`;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '-e', code], { cwd: ROOT, input: '', encoding: 'utf8', timeout: 20_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+for (const call of ['request', 'syncNow'] as const) {
+  test(`a failed WAL sync (${call}) stops the process with exit 70 and says why through the logger`, () => {
+    const r = failingSync(call);
+    assert.equal(r.status, 70, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
+    const lines = r.stdout.trim().split('\n');
+    assert.equal(lines.length, 1, 'nothing marked durable, nothing after the failure');
+    const entry = JSON.parse(lines[0]) as Record<string, unknown>;
+    assert.equal(entry.level, 'error');
+    assert.equal(entry.msg, 'cannot sync the database WAL; stopping');
+    assert.match(String(entry.error), /EINVAL/);
+    assert.equal(typeof entry.time, 'string', 'a line of the app logger');
+    assert.doesNotMatch(r.stderr, /cannot sync/, 'not written beside the logger');
+  });
+}
+
+test('a store reports a failed after-commit action through its logger and keeps the commit', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kopek-store-'));
+  const lines: string[] = [];
+  const store = new Store(openDatabase(join(dir, 'kopek.db')), { sync: 'store', log: createLogger('info', (l) => lines.push(l)) });
+  try {
+    store.tx(({ db }) => db.exec('CREATE TABLE t (v TEXT NOT NULL)'));
+    await store.write(({ db, afterCommit }) => {
+      db.prepare(`INSERT INTO t (v) VALUES ('kept')`).run();
+      afterCommit(() => {
+        throw new Error('push failed');
+      });
+    });
+    assert.equal(store.db.prepare('SELECT count(*) FROM t').pluck().get(), 1);
+    const entries = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.deepEqual(
+      entries.map((e) => [e.level, e.msg, e.error]),
+      [['error', 'after-commit action failed', 'Error: push failed']],
+    );
+  } finally {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
