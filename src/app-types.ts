@@ -1,5 +1,5 @@
 import type { Config } from './config';
-import type { Store } from './db/tx';
+import type { Store } from './db/store';
 import type { Clocks } from './scheduler/clock';
 import type { Scheduler } from './scheduler/jobs';
 import type { Events } from './events/emit';

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config';
 import type { App } from './app-types';
 import { openDatabase } from './db/open';
-import { Store } from './db/tx';
+import { Store } from './db/store';
 import { Clocks } from './scheduler/clock';
 import { Scheduler } from './scheduler/jobs';
 import { Events } from './events/emit';

@@ -1,4 +1,4 @@
-import type { Store } from '../db/tx';
+import type { Store } from '../db/store';
 import type { Auth } from '../http/types';
 import { ApiError } from '../http/errors';
 import { sha256Hex } from '../util/crypto';

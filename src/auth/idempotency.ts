@@ -1,4 +1,4 @@
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
 import { sha256Hex } from '../util/crypto';

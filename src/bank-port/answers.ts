@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import type { Job } from '../scheduler/jobs-table';
 import { getPayment } from '../payments/store';
 import { bankCancelTx, expireTx, resolveTx } from '../payments/state';

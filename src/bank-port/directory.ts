@@ -1,5 +1,5 @@
 import type { Mode } from '../scheduler/clock';
-import type { Store } from '../db/tx';
+import type { Store } from '../db/store';
 import type { BankPort } from './port';
 import { shopAcquirer } from './store';
 

@@ -1,4 +1,4 @@
-import type { Store, Tx } from '../db/tx';
+import type { Store, Tx } from '../db/store';
 
 /** A shop's live acquirer: the provider and its settings (secrets inside are encrypted by the provider). */
 export interface ShopAcquirer {

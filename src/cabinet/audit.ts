@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { Store } from '../db/tx';
+import type { Store } from '../db/store';
 
 /** One line of the audit log. */
 export interface AuditRow {

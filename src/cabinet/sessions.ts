@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { App } from '../app-types';
-import type { Store } from '../db/tx';
+import type { Store } from '../db/store';
 import type { CabinetAuth } from '../http/types';
 import { safeEqual, sha256Hex } from '../util/crypto';
 import type { CabinetUser } from './users';

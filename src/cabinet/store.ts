@@ -1,4 +1,4 @@
-import type { Store } from '../db/tx';
+import type { Store } from '../db/store';
 import { uuid, secret } from '../util/ids';
 import { sha256Hex } from '../util/crypto';
 import { ALL_SCOPES, parseScopes } from '../auth/scopes';

@@ -1,4 +1,4 @@
-import type { Store } from '../db/tx';
+import type { Store } from '../db/store';
 
 /** Failed sign-ins of one email allowed at full speed; after these each attempt must wait (see delayAfter). */
 export const SLOW_AFTER_FAILURES = 3;

@@ -1,5 +1,5 @@
 import { randomBytes, scrypt, scryptSync, timingSafeEqual } from 'node:crypto';
-import type { Store } from '../db/tx';
+import type { Store } from '../db/store';
 import { uuid } from '../util/ids';
 import { sha256Hex } from '../util/crypto';
 import { getMerchant } from './store';

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { openDatabase } from '../db/open';
-import { Store } from '../db/tx';
+import { Store } from '../db/store';
 import { defaultConfig } from '../config';
 import { flag, type Args } from './args';
 

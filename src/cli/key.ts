@@ -2,7 +2,7 @@ import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { createKey, listKeys, revokeKey } from '../cabinet/store';
 import { iso } from '../util/time';
-import type { Store } from '../db/tx';
+import type { Store } from '../db/store';
 import type { Args } from './args';
 
 const usage = `Usage:

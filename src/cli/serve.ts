@@ -1,7 +1,7 @@
 import { loadConfig, OPTIONS } from '../config';
 import { startApp } from '../app';
 import { openDatabase } from '../db/open';
-import { Store } from '../db/tx';
+import { Store } from '../db/store';
 import { createDemo, isEmpty } from '../cabinet/store';
 import { createDemoUser } from '../cabinet/users';
 import { io, type Command } from './command';

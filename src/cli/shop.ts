@@ -9,7 +9,7 @@ import {
   setShopScopes,
 } from '../cabinet/store';
 import { ALL_SCOPES } from '../auth/scopes';
-import type { Store } from '../db/tx';
+import type { Store } from '../db/store';
 import type { Args } from './args';
 
 const usage = `Usage:

@@ -1,6 +1,6 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
-import type { Store } from '../db/tx';
+import type { Store } from '../db/store';
 import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../webhooks/store';
 import { deliveryLog } from '../webhooks/log';
 import { resendEvent } from '../webhooks/outbox';

@@ -1,4 +1,4 @@
-import type { Store, Tx } from '../db/tx';
+import type { Store, Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { eventId } from '../util/ids';
 import { iso } from '../util/time';

@@ -1,4 +1,4 @@
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { ApiError } from '../http/errors';
 

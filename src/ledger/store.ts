@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { cachedStmt } from '../db/tx';
+import { cachedStmt } from '../db/statements';
 import type { Mode } from '../scheduler/clock';
 import { ACCOUNTS } from './ledger';
 

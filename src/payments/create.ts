@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { badRequest } from '../http/errors';
 import { amountField, bodyObject, currencyField, enumField, intField, strField } from '../http/validate';

@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import { invalidState } from '../http/errors';
 import { post } from '../ledger/ledger';
 import type { Opener } from '../bank-port/port';

@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import { ApiError, badRequest } from '../http/errors';
 import { duplicateKey, payoutFields, type PayoutInput, type PayoutMethod } from './fields';
 import { createPayoutTx, type Payer } from './payouts';

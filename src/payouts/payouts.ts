@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { ApiError } from '../http/errors';
 import { post } from '../ledger/ledger';

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import { cachedStmt, type Tx } from '../db/tx';
+import { type Tx } from '../db/store';
+import { cachedStmt } from '../db/statements';
 import type { Mode } from '../scheduler/clock';
 import type { PayoutMethod } from './fields';
 import { shopRegisterRows, type RegisterQuery } from '../registers/query';

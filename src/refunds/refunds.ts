@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import { ApiError, invalidState } from '../http/errors';
 import { uuid } from '../util/ids';
 import { finishRefundRow, getRefund, heldByRefunds, insertRefund } from './store';

@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import type { RefundRow } from '../payments/store';
 
 /** A refund row by id. */

@@ -2,7 +2,7 @@ import { badRequest } from '../http/errors';
 import { DAY_MS, parseDay } from '../util/time';
 import { decodeCursor, encodeCursor, type Cursor } from './cursor';
 import type Database from 'better-sqlite3';
-import { cachedStmt } from '../db/tx';
+import { cachedStmt } from '../db/statements';
 
 /** Page size when limit is omitted. */
 export const LIMIT_DEFAULT = 50;

@@ -1,4 +1,4 @@
-import type { Store, Tx } from '../db/tx';
+import type { Store, Tx } from '../db/store';
 import type { Clocks } from './clock';
 import type { Logger } from '../log';
 import { toJob, type Job, type JobRow } from './jobs-table';

@@ -1,4 +1,4 @@
-import type { Store } from '../db/tx';
+import type { Store } from '../db/store';
 
 /** A mode of the API: test keys drive the simulator on a per-shop test clock; live keys use real time. */
 export type Mode = 'test' | 'live';

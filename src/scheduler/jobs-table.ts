@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import { cachedStmt, type Store } from '../db/tx';
+import { type Store } from '../db/store';
+import { cachedStmt } from '../db/statements';
 import type { Mode } from './clock';
 
 /** A job as its handler sees it. */

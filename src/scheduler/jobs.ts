@@ -1,4 +1,4 @@
-import type { Store, Tx } from '../db/tx';
+import type { Store, Tx } from '../db/store';
 import type { Clocks, Mode } from './clock';
 import type { Logger } from '../log';
 import { TimerWheel, type TimerHandle } from './timer-wheel';

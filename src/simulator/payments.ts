@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
 import { badRequest, invalidState, notFound } from '../http/errors';
 import { bodyObject, enumField, strField } from '../http/validate';

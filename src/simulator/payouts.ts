@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
 import { badRequest, invalidState } from '../http/errors';
 import { bodyObject, enumField } from '../http/validate';

@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import { bankCodeFor } from '../payments/failures';
 import type { RefundRow } from '../payments/store';
 import { getRefund } from '../refunds/refunds';

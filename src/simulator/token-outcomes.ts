@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
 import { badRequest, invalidState } from '../http/errors';
 import { bodyObject, describe } from '../http/validate';

@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/tx';
+import type { Tx } from '../db/store';
 import type { EventRow } from '../events/emit';
 import { getPayment } from '../payments/store';
 import type { PaymentRow } from '../payments/types';

@@ -1,4 +1,4 @@
-import type { Store, Tx } from '../db/tx';
+import type { Store, Tx } from '../db/store';
 import type { EventRow } from '../events/emit';
 import type { Clocks, Mode } from '../scheduler/clock';
 import type { Scheduler } from '../scheduler/jobs';

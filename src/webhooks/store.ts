@@ -1,4 +1,5 @@
-import { cachedStmt, type Store } from '../db/tx';
+import { type Store } from '../db/store';
+import { cachedStmt } from '../db/statements';
 import type Database from 'better-sqlite3';
 import { secret as newSecret, uuid } from '../util/ids';
 

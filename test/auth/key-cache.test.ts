@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli } from '../helpers/cli';
 import { openDatabase } from '../../src/db/open';
-import { Store } from '../../src/db/tx';
+import { Store } from '../../src/db/store';
 import { revokeKey, setShopScopes } from '../../src/cabinet/store';
 
 // The server caches key lookups. These tests change keys and shops the way an operator does while the

@@ -1,5 +1,5 @@
 import type { App } from '../../src/app-types';
-import type { Tx } from '../../src/db/tx';
+import type { Tx } from '../../src/db/store';
 import type { BankPort, CallbackRequest, CallbackResult, MoneyAnswer, NewPayment, OperationRef, PaymentAnswer, PayoutRequest, PayoutStart, SessionRequest } from '../../src/bank-port/port';
 import { paymentAnswered, payoutAnswered, refundAnswered } from '../../src/bank-port/answers';
 import { getPayment, type RefundRow } from '../../src/payments/store';

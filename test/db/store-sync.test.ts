@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Store } from '../../src/db/tx';
+import { Store } from '../../src/db/store';
 import { openDatabase } from '../../src/db/open';
 
 function tempStore(sync: 'sqlite' | 'store'): { store: Store; path: string; done: () => void } {

@@ -5,7 +5,7 @@ import { request as httpRequest } from 'node:http';
 import { defaultConfig, type Config } from '../../src/config';
 import { startApp, type Running, type StartOptions } from '../../src/app';
 import { createLogger } from '../../src/log';
-import { Store } from '../../src/db/tx';
+import { Store } from '../../src/db/store';
 import { createDemo, createKey, createMerchant, createShop } from '../../src/cabinet/store';
 import { openDatabase } from '../../src/db/open';
 import type { Mode } from '../../src/scheduler/clock';
