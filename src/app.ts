@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config';
 import type { App } from './app-types';
 import { openDatabase } from './db/open';
+import { acquireServerLock } from './db/server-lock';
 import { Store } from './db/store';
 import { Clocks } from './scheduler/clock';
 import { Scheduler } from './scheduler/jobs';
@@ -49,7 +50,15 @@ export interface StartOptions {
 /** Wiring only: open the database, clock, scheduler, events, routes and server; listen. */
 export async function startApp(config: Config, opts: StartOptions = {}): Promise<Running> {
   const log = opts.log ?? createLogger(config.logLevel);
-  const db = openDatabase(config.db);
+  // Before the database opens: a second server on the same file is refused before it reads or writes anything.
+  const lock = await acquireServerLock(config.db);
+  let db: ReturnType<typeof openDatabase>;
+  try {
+    db = openDatabase(config.db);
+  } catch (err) {
+    await lock?.release();
+    throw err;
+  }
   // Every write of the server goes through the store, which syncs the WAL itself off the event loop.
   const store = new Store(db, { sync: 'store', log });
   const clocks = new Clocks(store, opts.realNow);
@@ -103,6 +112,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     for (const fn of [...closers].reverse()) await fn();
     await scheduler.stop();
     store.close();
+    await lock?.release();
     throw new Error(listenError(config.host, config.port, err as NodeJS.ErrnoException));
   }
   listening = server.address() as AddressInfo;
@@ -121,6 +131,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
       clearTimeout(deadline);
       await scheduler.stop();
       store.close();
+      await lock?.release();
     })();
     return closed;
   };
