@@ -21,8 +21,17 @@ type Pending = {
   seen?: { seq?: number };
 };
 
+/** Error codes of the storage itself (as opposed to a body's own error). */
+const STORAGE_CODES = /^SQLITE_(FULL|IOERR|CANTOPEN|READONLY)/;
+
 /** Most transaction bodies one group commit holds; the rest wait for the next. */
 const GROUP_LIMIT = 512;
+
+/**
+ * Waiting for another process's write lock (sync: 'store'): the group retries after these gaps, off the
+ * event loop, and is refused (SQLITE_BUSY, a 503 to clients) once it has waited `total_ms`.
+ */
+export const BUSY_LIMITS = { first_retry_ms: 5, longest_retry_ms: 200, total_ms: 5000 };
 
 /** How a store makes its commits durable. */
 export interface StoreOptions {
@@ -83,6 +92,13 @@ export class Store {
   private checkpointer: Checkpointer | null = null;
   /** Bound once so that every Tx shares it instead of allocating a closure per body. */
   readonly stmtFn = (sql: string): Database.Statement => this.stmt(sql);
+  /** Wait for another process's write lock without blocking the thread (sync: 'store'). */
+  private readonly busyAsync: boolean;
+  /** When the group waiting for the write lock first found it taken; null when none waits. */
+  private busySince: number | null = null;
+  private busyRetry_ms = BUSY_LIMITS.first_retry_ms;
+  /** The last write the storage refused (disk full, I/O error, lock held), until a commit succeeds again. */
+  private failure: { code: string; message: string; at: number } | null = null;
 
   constructor(db: Database.Database, opts: StoreOptions = {}) {
     this.db = db;
@@ -98,6 +114,10 @@ export class Store {
     this.savepoint = db.prepare('SAVEPOINT body');
     this.release = db.prepare('RELEASE body');
     this.rollbackTo = db.prepare('ROLLBACK TO body');
+    this.busyAsync = opts.sync === 'store';
+    // SQLite's busy handler sleeps on the calling thread: the server's event loop would stop for it, reads
+    // and /healthz included. The server's store waits with timers instead (flushFn); tx() fails at once.
+    if (this.busyAsync) db.pragma('busy_timeout = 0');
     if (opts.sync === 'store') {
       this.wal = WalSync.open(db, this.log, this.markDurableFn);
       if (this.wal) this.checkpointer = new Checkpointer(db, realpathSync(db.name), this.log);
@@ -178,12 +198,43 @@ export class Store {
     this.scheduled = false;
     if (this.queue.length === 0) return;
     this.checkpointer?.catchUpIfLong();
-    this.commitGroup(this.queue.splice(0, GROUP_LIMIT));
+    const batch = this.queue.splice(0, GROUP_LIMIT);
+    if (this.commitGroup(batch) === 'busy') {
+      // Another process holds the write lock: the group goes back to the front and waits on a timer.
+      this.queue.unshift(...batch);
+      this.scheduled = true;
+      setTimeout(this.flushFn, this.busyRetry_ms);
+      this.busyRetry_ms = Math.min(this.busyRetry_ms * 2, BUSY_LIMITS.longest_retry_ms);
+      return;
+    }
     if (this.queue.length > 0) {
       this.scheduled = true;
       setImmediate(this.flushFn);
     }
   };
+
+  /** The storage's last refusal (disk full, I/O error, write lock held too long) while writes still fail; null when they work. */
+  trouble(): { code: string; message: string; at: number } | null {
+    return this.failure;
+  }
+
+  /**
+   * Write one page through the group commit (the schema version, set to itself): resolves when the storage
+   * takes writes again, which clears trouble(); rejects with the storage's error while it does not.
+   */
+  probeWrite(): Promise<void> {
+    return this.write((tx) => {
+      const v = tx.db.pragma('user_version', { simple: true }) as number;
+      tx.db.pragma(`user_version = ${v}`);
+    });
+  }
+
+  /** Note a refused write; a group whose every body was lost gets this error (a 503 to clients). */
+  private refused(err: unknown): void {
+    const e = err as { code?: string; message?: string };
+    this.failure = { code: e.code ?? 'SQLITE_ERROR', message: String(e.message ?? err), at: Date.now() };
+    this.log.error('storage refused a write; the group is answered 503', { code: this.failure.code, error: this.failure.message });
+  }
 
   /** Commit everything queued now and wait for the disk, synchronously (shutdown). */
   flush(): void {
@@ -199,7 +250,11 @@ export class Store {
     this.wal?.close();
   }
 
-  private commitGroup(batch: Pending[], syncLater = false): void {
+  /**
+   * One group: BEGIN, each body in its savepoint, COMMIT. 'busy' when another process holds the write lock
+   * and the group may wait for it (nothing ran); the group is then the caller's to retry.
+   */
+  private commitGroup(batch: Pending[], syncLater = false): 'done' | 'busy' {
     const outcomes: Committed['outcomes'] = [];
     if (this.inTx) throw new Error('cannot group-commit inside a transaction');
     this.inTx = true;
@@ -207,9 +262,20 @@ export class Store {
       this.begin.run();
     } catch (err) {
       this.inTx = false;
+      if (this.busyAsync && (err as { code?: string }).code === 'SQLITE_BUSY' && !syncLater) {
+        this.busySince ??= Date.now();
+        if (Date.now() - this.busySince < BUSY_LIMITS.total_ms) return 'busy';
+      }
+      this.busySince = null;
+      this.busyRetry_ms = BUSY_LIMITS.first_retry_ms;
+      this.refused(err);
       for (const p of batch) p.reject(err);
-      return;
+      return 'done';
     }
+    this.busySince = null;
+    this.busyRetry_ms = BUSY_LIMITS.first_retry_ms;
+    let lost: unknown = null;
+    let storageErr: unknown = null;
     for (const p of batch) {
       const hooks: Array<() => void> = [];
       const tx = this.newTx(hooks);
@@ -219,25 +285,46 @@ export class Store {
         this.release.run();
         outcomes.push({ ok: true, value, hooks });
       } catch (err) {
-        this.rollbackTo.run();
-        this.release.run();
+        if (STORAGE_CODES.test(String((err as { code?: string }).code ?? ''))) storageErr = err;
+        // A full disk or an I/O error can make SQLite roll the whole transaction back: then there is no
+        // savepoint to return to, and every body of the group, those before this one too, is lost.
+        if (!this.db.inTransaction) {
+          lost = err;
+          break;
+        }
+        try {
+          this.rollbackTo.run();
+          this.release.run();
+        } catch (undo) {
+          lost = undo;
+          break;
+        }
         outcomes.push({ ok: false, value: err, hooks: [] });
       }
     }
-    try {
-      this.commit.run();
-    } catch (err) {
+    if (lost === null) {
+      try {
+        this.commit.run();
+      } catch (err) {
+        lost = err;
+      }
+    }
+    if (lost !== null) {
       if (this.db.inTransaction) this.rollback.run();
       this.inTx = false;
-      for (const p of batch) p.reject(err);
-      return;
+      this.refused(lost);
+      for (const p of batch) p.reject(lost);
+      return 'done';
     }
     this.inTx = false;
+    if (storageErr !== null) this.refused(storageErr);
+    else this.failure = null;
     const seq = ++this.committedSeq;
     this.checkpointer?.nudge();
     this.awaiting.push({ seq, batch, outcomes });
     if (!this.wal) this.markDurable(seq);
     else if (!syncLater) this.wal.request(seq);
+    return 'done';
   }
 
   /** Sync the WAL now, blocking (tx(), shutdown); covers every commit made so far. */

@@ -1,9 +1,29 @@
 import type { Ctx, Reply } from '../http/types';
+import { ApiError } from '../http/errors';
 import { openApiDocument } from '../http/openapi';
 
-/** GET /healthz: answers only when the database answers (a failing one makes it 503 unavailable). */
-export function health(ctx: Ctx): Reply {
-  ctx.app.store.stmt('SELECT 1').get();
+/** How long after the storage refused a write /healthz reports it whatever a probe says (a small probe fits where a payment did not). */
+const STORAGE_TROUBLE_RECENT_MS = 10_000;
+
+/**
+ * GET /healthz: answers only when the database answers (a failing one makes it 503 unavailable). While the
+ * storage refuses writes (disk full, I/O error) it is 503 naming the trouble: for 10 s after each refusal,
+ * then until a probe write succeeds; a write that commits cleanly ends it at once.
+ */
+export async function health(ctx: Ctx): Promise<Reply> {
+  const store = ctx.app.store;
+  store.stmt('SELECT 1').get();
+  const t = store.trouble();
+  if (t) {
+    let failing = Date.now() - t.at < STORAGE_TROUBLE_RECENT_MS;
+    if (!failing) failing = await store.probeWrite().then(() => false, () => true);
+    if (failing) {
+      const now = store.trouble() ?? t;
+      throw new ApiError(503, 'unavailable', `Cannot take writes: the storage refused the last one (${now.code}: ${now.message})`, undefined, {
+        'Retry-After': '5',
+      });
+    }
+  }
   return { body: { status: 'ok', version: ctx.app.version } };
 }
 

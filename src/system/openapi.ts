@@ -1,11 +1,11 @@
 import { type OpenApiFragment, jsonResponse, errorResponses } from '../http/openapi-types';
 
-/** OpenAPI paths of the system routes: health, the document itself, the test clock and reset. */
+/** OpenAPI paths of the system routes: health, the document itself and metrics. */
 export const systemOpenApi: OpenApiFragment = {
   paths: {
     '/healthz': {
       get: {
-        summary: 'Liveness and version',
+        summary: "Liveness and version; 503 while the storage refuses writes (disk full, I/O error), until a probe write succeeds",
         security: [],
         responses: {
           '200': jsonResponse('Healthy', {

@@ -61,8 +61,8 @@ export interface TestServer {
 }
 
 /** Start a server for a test file. Close it in `after`. */
-export async function startTestServer(config: Partial<Config> = {}, opts: Pick<StartOptions, 'realNow' | 'banks'> = {}): Promise<TestServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'kopek-test-'));
+export async function startTestServer(config: Partial<Config> = {}, opts: Pick<StartOptions, 'realNow' | 'banks'> & { dir?: string } = {}): Promise<TestServer> {
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'kopek-test-'));
   const dbPath = join(dir, 'kopek.db');
   const setup = new Store(openDatabase(dbPath));
   const d = createDemo(setup, Date.now());
