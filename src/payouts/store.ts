@@ -2,7 +2,8 @@ import type Database from 'better-sqlite3';
 import { cachedStmt, type Tx } from '../db/tx';
 import type { Mode } from '../scheduler/clock';
 import type { PayoutMethod } from './fields';
-import { shopRegisterRows, type RegisterQuery } from '../registers/query';
+import type { RegisterQuery } from '../registers/query';
+import { registerRows, REGISTERS } from '../registers/plan';
 
 /** A payout's final or current status. */
 export type PayoutStatus = 'pending' | 'succeeded' | 'failed';
@@ -58,5 +59,6 @@ export function finishPayoutRow(tx: Tx, id: string, status: 'succeeded' | 'faile
 
 /** One page of a shop's payout register (fetches limit + 1 rows so the caller knows whether more follow). */
 export function listPayouts(db: Database.Database, shopId: string, mode: Mode, rq: RegisterQuery): PayoutRow[] {
-  return shopRegisterRows<PayoutRow>(db, 'payouts', { shopId, mode }, rq, { method: rq.extra.method });
+  const method = rq.extra.method;
+  return registerRows<PayoutRow>(db, REGISTERS.payouts, shopId, [mode], { status: rq.statuses ?? undefined, method: method === undefined ? undefined : [method] }, rq);
 }

@@ -121,7 +121,7 @@ test('a database of schema version 1 gains the expiry index, and its per-payment
   const db = openDatabase(s.dbPath, { readonly: true });
   try {
     assert.equal(db.pragma('user_version', { simple: true }), SCHEMA_VERSION);
-    assert.equal(SCHEMA_VERSION, 2);
+    assert.ok(SCHEMA_VERSION >= 2);
     const ix = db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'payments_pending_expiry'`).get() as { sql: string } | undefined;
     assert.ok(ix, 'the migration made the index');
   } finally {
