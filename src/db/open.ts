@@ -8,6 +8,9 @@ import { nativeBinding } from './native';
 /** The schema version this build writes; `PRAGMA user_version` of a current database. */
 export const SCHEMA_VERSION = MIGRATIONS.length + 1;
 
+/** Bytes of WAL file kept when the WAL starts over (journal_size_limit). */
+export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+
 /** Options for opening the database. */
 export interface OpenOptions {
   /** `FULL` (default) makes every commit durable against power loss. */
@@ -31,6 +34,9 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Database.Dat
   if (!opts.readonly) {
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
+    // When the WAL starts over after a checkpoint, its file is cut back to this size: a burst of writes (a
+    // long clock advance) leaves no file of its peak size behind.
+    db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
   }
   db.pragma('foreign_keys = ON');
   if (!opts.readonly) migrate(db);

@@ -29,6 +29,8 @@ export interface Backoff {
   maxBackoffMs: number;
   /** Most sync jobs per transaction. */
   batch: number;
+  /** Longest a transaction of sync jobs runs before it commits. */
+  txMs: number;
 }
 
 /** What the executor tells the scheduler. */
@@ -66,12 +68,13 @@ export class Executor {
   }
 
   /**
-   * Run sync jobs rows[from..] in one transaction, each in a savepoint, up to the next async job or `batch`
-   * jobs. When a job schedules another, due order may have changed: with `refetch` the batch hands it the
-   * rows not yet run and goes on with the list it returns, in the same transaction (one commit for a chain
-   * of jobs creating jobs); without it, it stops there. With `pinShop`, the shop's test clock reads each job's due time while it
-   * runs. Returns how many rows it consumed, how many of them it ran (a row no longer pending is skipped), whether the caller's row list is stale, and the pin reached;
-   * throws when the transaction itself fails (nothing committed: the jobs stay pending and the sweep finds them).
+   * Run sync jobs rows[from..] in one transaction, each in a savepoint, up to the next async job, `batch` jobs
+   * or `txMs` of running. When a job schedules another, due order may have changed: with `refetch` the batch
+   * hands it the rows not yet run and goes on with the list it returns, in the same transaction; without it,
+   * it stops there. With `pinShop`, the shop's test clock reads each job's due time while it runs. Returns how
+   * many rows it consumed, how many of them it ran (a row no longer pending is skipped), whether the caller's
+   * row list is stale, and the pin reached; throws when the transaction itself fails (nothing committed: the
+   * jobs stay pending and the sweep finds them).
    */
   runSyncBatch(
     rows: JobRow[],
@@ -92,7 +95,8 @@ export class Executor {
     try {
       this.store.tx((tx) => {
         let seq = this.hooks.seq();
-        while (i < list.length && consumed.length < this.limits.batch) {
+        const started = performance.now();
+        while (i < list.length && consumed.length < this.limits.batch && (consumed.length === 0 || performance.now() - started < this.limits.txMs)) {
           const row = list[i];
           const kind = this.kinds.get(row.kind);
           if (kind && 'async' in kind) break;
