@@ -42,17 +42,21 @@ CREATE INDEX api_keys_shop ON api_keys(shop_id);
 
 -- == idempotency ==
 
+-- A record is small and written in rowid order; only its key goes into a random place of the index, so a key
+-- costs a few hundred bytes and the answer never needs an overflow page (src/auth/idempotency-record.ts).
 CREATE TABLE idempotency_keys (
+  id            INTEGER PRIMARY KEY,
   merchant_id   TEXT NOT NULL,
   key           TEXT NOT NULL,
   shop_id       TEXT NOT NULL,
   mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
-  request_hash  TEXT NOT NULL,                        -- SHA-256 of method, route and raw body
+  request_hash  BLOB NOT NULL,                        -- SHA-256 (32 bytes) of shop, mode, method, route, params and canonical body
   status        INTEGER NOT NULL,
-  response      TEXT NOT NULL,                        -- the JSON body first answered
-  created_at    INTEGER NOT NULL,
-  PRIMARY KEY (merchant_id, key)
-) STRICT, WITHOUT ROWID;
+  object_id     TEXT,                                 -- the created object's id, written as a marker inside response
+  response      BLOB NOT NULL,                        -- the first answer's JSON, compact; plain JSON text in records from before
+  created_at    INTEGER NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, key);
 
 -- == scheduler: the jobs table is the truth, the in-memory wheel only a cache of what is due soon ==
 
