@@ -41,7 +41,7 @@ export function buildGrowthDb(path: string, n: number, now = Date.now()): Growth
      VALUES (?, ?, ?, 'payment', ?, ?, 'test', ?, ?, ?, 'RUB', 'any', ?, ?, ?, ?, ?)`,
   );
   const sampleIds: string[] = [];
-  const sampleEvery = Math.max(1, Math.floor(n / 2000));
+  const sampleEvery = Math.max(1, Math.floor(n / 20_000));
   let lastExpiry = 0;
   let pending = 0;
   const metadata = JSON.stringify({ simulator_outcome: 'succeeded', simulator_failure_code: '' });
