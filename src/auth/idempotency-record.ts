@@ -1,8 +1,9 @@
 /**
  * The compact form of a stored first answer. A create's answer repeats its object's id (in URLs, in the object)
- * and the shop's and merchant's ids, which the record keeps in columns of their own; they are stored as one
- * byte each. JSON.stringify never writes a raw byte below 0x20 (it escapes them inside strings and adds no
- * white space), so those bytes can only be markers, and decoding gives back the exact text first sent.
+ * and the shop's and merchant's ids, which the record keeps in columns of their own, and the field names and
+ * fixed pieces every answer of its kind has; each is stored as one byte. JSON.stringify never writes a raw byte
+ * below 0x20 (it escapes them inside strings and adds no white space), so those bytes can only be markers, and
+ * decoding gives back the exact text first sent.
  */
 
 /** First byte of a record in this form; a record starting with `{` is plain JSON text (written before it). */
@@ -10,6 +11,51 @@ const FORMAT_1 = 0x01;
 const OBJECT_ID = '\u0002';
 const SHOP_ID = '\u0003';
 const MERCHANT_ID = '\u0004';
+
+/**
+ * Fixed pieces of create answers, each written as the byte 0x05 + its index. Records in the database depend on
+ * this list: never change or reorder an entry; a new list needs a new format byte.
+ */
+const PHRASES = [
+  '","merchant_id":"',
+  '","shop_id":"',
+  '{"payment":{"id":"',
+  '","public_id":"P-',
+  '","order_id":"',
+  '","currency":"RUB","method":"',
+  '","status":"pending","expires_at":"',
+  '","created_at":"',
+  '","metadata":{',
+  '"simulator_outcome":"',
+  '","simulator_failure_code":"',
+  '"}},"payment_url":"',
+  '","mode":"test","simulator":{"outcome":"',
+  '","failure_code":"',
+  '","actions":{"pay_page":"',
+  '/v1/test/payments/',
+  '/simulate","clock_advance":"',
+  '/v1/test/clock/advance"}}}',
+  '/pay/',
+  '","status":"',
+  '","amount":',
+  '{"id":"',
+  '"payout":{"id":"',
+  '","customer_ref":"',
+  'http://',
+  '.000Z"',
+  '":"',
+] as const;
+const PHRASE_BASE = 0x05;
+const MARKER_OF = new Map<string, string>(PHRASES.map((p, i) => [p, String.fromCharCode(PHRASE_BASE + i)]));
+// One pass each way. At a position the first alternative that matches wins, so longer phrases come first.
+const PHRASE_RE = new RegExp(
+  [...PHRASES]
+    .sort((a, b) => b.length - a.length)
+    .map((p) => p.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'))
+    .join('|'),
+  'g',
+);
+const MARKER_RE = /[\u0005-\u001f]/g;
 
 /** The ids a record's text refers to by marker. */
 export interface RecordIds {
@@ -38,6 +84,7 @@ export function encodeRecord(json: string, ids: RecordIds): Buffer {
   if (ids.objectId) t = swap(t, ids.objectId, OBJECT_ID);
   t = swap(t, ids.shopId, SHOP_ID);
   t = swap(t, ids.merchantId, MERCHANT_ID);
+  t = t.replace(PHRASE_RE, (p) => MARKER_OF.get(p)!);
   // Nothing to mark: the text as it is, read back as plain JSON.
   if (t.length === json.length) return Buffer.from(json, 'utf8');
   const out = Buffer.allocUnsafe(1 + Buffer.byteLength(t));
@@ -50,6 +97,7 @@ export function encodeRecord(json: string, ids: RecordIds): Buffer {
 export function decodeRecord(stored: Buffer, ids: RecordIds): string {
   if (stored[0] !== FORMAT_1) return stored.toString('utf8');
   let t = stored.toString('utf8', 1);
+  t = t.replace(MARKER_RE, (m) => PHRASES[m.charCodeAt(0) - PHRASE_BASE]);
   t = swap(t, MERCHANT_ID, ids.merchantId);
   t = swap(t, SHOP_ID, ids.shopId);
   if (ids.objectId) t = swap(t, OBJECT_ID, ids.objectId);
