@@ -1,6 +1,7 @@
 // Builds a kopek database of a given size for the growth benchmark: one test-mode shop with `payments` payments
 // spread over three years (a few per mille failed, a tenth still pending with links running out within the
-// hour), and a tenth as many refunds, payouts, tokens and subscriptions. Rows go straight into SQLite in large
+// hour), and a tenth as many refunds, payouts, tokens and subscriptions (one in a hundred failed, cancelled or
+// past due; one in five hundred of one customer). Rows go straight into SQLite in large
 // transactions; the schema, the shop and its key are made by kopek's own code, so the server opens the file as
 // one of its own.
 import { randomUUID } from 'node:crypto';
@@ -96,10 +97,10 @@ export function buildGrowthDb(path: string, n: number, now = Date.now()): Growth
     const methods = ['payouts_sbp', 'payouts_card', 'payouts_account'];
     for (let i = 0; i < side; i++) {
       const at = start + i * step * 10;
-      const rare = i % 500 === 7;
+      const rare = i % 100 === 7;
       refund.run(randomUUID(), paidIds[i % paidIds.length], merchant.id, shop.id, rare ? 'failed' : 'succeeded', at, at + 1000);
       payout.run(randomUUID(), merchant.id, shop.id, methods[i % 3], rare ? 'failed' : 'succeeded', `ref-${i}`, at, at + 1000);
-      const customer = i % 1000 === 11 ? customerRef : `cust-${i}`;
+      const customer = i % 500 === 11 ? customerRef : `cust-${i}`;
       token.run(randomUUID(), merchant.id, shop.id, customer, rare ? 'cancelled' : 'active', randomUUID(), at);
       sub.run(randomUUID(), merchant.id, shop.id, customer, rare ? 'past_due' : 'active', randomUUID(), randomUUID(), at);
     }
