@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { kopekCommand, startKopek, scriptArgs, ROOT, type KopekCommand, type KopekServer } from './lib/kopek-process';
 import { buildGrowthDb, type GrowthDb } from './lib/growth-db';
-import { call, median, medianGetMs, must, perCall, startBaseline } from './lib/growth-measure';
+import { call, median, medianGetMs, must, perCall, procCpuS, startBaseline } from './lib/growth-measure';
 
 const opts = scriptArgs(process.argv.slice(2), { small: 'switch', exe: 'value' });
 const small = opts.has('small');
@@ -184,7 +184,7 @@ async function longAdvance(k: KopekCommand, s: KopekServer, g: GrowthDb): Promis
 }
 
 /** Item 3: `n` monthly subscriptions, a year of charges in one advance; seconds and charges made. */
-async function subscriptionYear(k: KopekCommand, dir: string, n: number): Promise<{ seconds: number; charges: number }> {
+async function subscriptionYear(k: KopekCommand, dir: string, n: number): Promise<{ seconds: number; cpu_s: number; charges: number }> {
   const s = await startKopek(k, ['--db', join(dir, `subs-${n}.db`), '--sim-delay', '0', '--log-level', 'warn']);
   try {
     const key = s.demoKey!;
@@ -200,12 +200,14 @@ async function subscriptionYear(k: KopekCommand, dir: string, n: number): Promis
     );
     await must(s.url, 'POST', '/v1/test/clock/advance', key, { seconds: 0 });
     const t0 = performance.now();
+    const cpu0 = procCpuS(s.proc.pid!);
     await must(s.url, 'POST', '/v1/test/clock/advance', key, { seconds: 366 * 86_400 });
     const seconds = (performance.now() - t0) / 1000;
+    const cpu_s = procCpuS(s.proc.pid!) - cpu0;
     const conn = new Database(join(dir, `subs-${n}.db`), { readonly: true });
     const charges = (conn.prepare(`SELECT count(*) AS n FROM payments WHERE kind = 'subscription_charge' AND status = 'succeeded'`).get() as { n: number }).n;
     conn.close();
-    return { seconds, charges };
+    return { seconds, cpu_s, charges };
   } finally {
     s.proc.kill('SIGTERM');
     await s.exited;
@@ -252,12 +254,13 @@ async function main(): Promise<number> {
     const subs = [];
     for (const n of SUBS) {
       const y = await subscriptionYear(k, dir, n);
-      say(`subscriptions ${n}: ${y.seconds.toFixed(2)} s for ${y.charges} charges`);
+      say(`subscriptions ${n}: ${y.seconds.toFixed(2)} s (server CPU ${y.cpu_s.toFixed(2)} s) for ${y.charges} charges`);
       subs.push({ n, ...y });
     }
     const perCharge = subs.map((x) => (x.seconds / Math.max(1, x.charges)) * 1e3);
     const allCharged = subs.every((x) => x.charges === x.n * 12);
     report('3', 'ms per charge: large / small', perCharge[0], perCharge[1], 'ms', perCharge[1] / perCharge[0], `≤ ${T.linear}`, perCharge[1] / perCharge[0] <= T.linear && allCharged);
+    report('3', 'server CPU seconds of the advance', subs[0].cpu_s, subs[1].cpu_s, 's', subs[1].cpu_s / subs[0].cpu_s, 'info', true);
     report('3', `advance of a year, ${SUBS[1].toLocaleString('en')} subscriptions`, subs[0].seconds, subs[1].seconds, 's', subs[1].seconds / 30, `≤ ${T.advanceS} s`, subs[1].seconds <= T.advanceS);
     for (const [i, r] of per.entries()) {
       const ratio = r.idem.keyed.cpu_us / r.idem.plain.cpu_us;
