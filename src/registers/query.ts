@@ -101,7 +101,7 @@ export interface Where {
   params: unknown[];
 }
 
-/** A created_at below every stored time: `(t, NO_SEQ)` sorts before every row created at t. */
+/** A seq below every stored one: the position `(t, NO_SEQ)` sorts before every row created at t. */
 const NO_SEQ = -1;
 
 /**
