@@ -49,17 +49,21 @@ CREATE TABLE api_key_usage (
 
 -- == idempotency ==
 
+-- A record is small and written in rowid order; only its key goes into a random place of the index, so a key
+-- costs a few hundred bytes and the answer never needs an overflow page (src/auth/idempotency-record.ts).
 CREATE TABLE idempotency_keys (
+  id            INTEGER PRIMARY KEY,
   merchant_id   TEXT NOT NULL,
   key           TEXT NOT NULL,
   shop_id       TEXT NOT NULL,
   mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
-  request_hash  TEXT NOT NULL,                        -- SHA-256 of method, route and raw body
+  request_hash  BLOB NOT NULL,                        -- SHA-256 (32 bytes) of shop, mode, method, route, params and canonical body
   status        INTEGER NOT NULL,
-  response      TEXT NOT NULL,                        -- the JSON body first answered
-  created_at    INTEGER NOT NULL,
-  PRIMARY KEY (merchant_id, key)
-) STRICT, WITHOUT ROWID;
+  object_id     TEXT,                                 -- the created object's id, written as a marker inside response
+  response      BLOB NOT NULL,                        -- the first answer's JSON, compact; plain JSON text in records from before
+  created_at    INTEGER NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, key);
 
 -- == scheduler: the jobs table is the truth, the in-memory wheel only a cache of what is due soon ==
 
@@ -204,7 +208,10 @@ CREATE TABLE payments (
   captured_at       INTEGER,
   finalized_at      INTEGER
 ) STRICT;
-CREATE INDEX payments_register ON payments(shop_id, created_at, seq);
+-- The registers: every index starts (shop_id, mode) and ends (created_at, seq), so that a page of any documented
+-- filter is one seek and limit + 1 rows in order (src/registers/plan.ts chooses among them).
+CREATE INDEX payments_register ON payments(shop_id, mode, created_at, seq);
+CREATE INDEX payments_status ON payments(shop_id, mode, status, created_at, seq);
 -- The link-expiry sweep (one job per shop and mode) finds the pending payments due by its time here; a payment
 -- that leaves pending drops out by itself.
 CREATE INDEX payments_pending_expiry ON payments(shop_id, mode, expires_at) WHERE status = 'pending';
@@ -225,6 +232,7 @@ CREATE TABLE refunds (
 ) STRICT;
 CREATE INDEX refunds_payment ON refunds(payment_id);
 CREATE INDEX refunds_register ON refunds(shop_id, mode, created_at, seq);
+CREATE INDEX refunds_status ON refunds(shop_id, mode, status, created_at, seq);
 
 -- Who asked for each refund and why; append-only, kept apart from the refund itself.
 CREATE TABLE refund_audit (
@@ -301,6 +309,7 @@ CREATE TABLE payouts (
   completed_at      INTEGER
 ) STRICT;
 CREATE INDEX payouts_register ON payouts(shop_id, mode, created_at, seq);
+CREATE INDEX payouts_method_status ON payouts(shop_id, mode, method, status, created_at, seq);
 
 -- == tokens and subscriptions ==
 -- A token is a saved method, bound by a payment (kind token_binding, or a subscription's subscription_init).
@@ -327,7 +336,8 @@ CREATE TABLE tokens (
   cancelled_at        INTEGER
 ) STRICT;
 CREATE INDEX tokens_register ON tokens(shop_id, mode, created_at, seq);
-CREATE INDEX tokens_customer ON tokens(shop_id, mode, customer_ref, created_at, seq);
+CREATE INDEX tokens_status ON tokens(shop_id, mode, status, created_at, seq);
+CREATE INDEX tokens_customer ON tokens(shop_id, mode, customer_ref, status, created_at, seq);
 
 CREATE TABLE subscriptions (
   seq                 INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -358,6 +368,8 @@ CREATE TABLE subscriptions (
   cancelled_at        INTEGER
 ) STRICT;
 CREATE INDEX subscriptions_register ON subscriptions(shop_id, mode, created_at, seq);
+CREATE INDEX subscriptions_status ON subscriptions(shop_id, mode, status, created_at, seq);
+CREATE INDEX subscriptions_customer ON subscriptions(shop_id, mode, customer_ref, status, created_at, seq);
 
 -- Every payment a token or subscription made: binding, initial payment and charges, with the attempt.
 CREATE TABLE recurrent_payments (

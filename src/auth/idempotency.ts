@@ -1,7 +1,8 @@
 import type { Tx } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
-import { sha256Hex } from '../util/crypto';
+import { createHash } from 'node:crypto';
+import { decodeRecord, encodeRecord, objectIdOf } from './idempotency-record';
 
 /** Longest accepted Idempotency-Key. */
 export const IDEMPOTENCY_KEY_MAX = 64;
@@ -61,28 +62,47 @@ export async function idempotentCreate(
   // The shop and mode are part of the request: another shop of the same merchant reusing the key gets a
   // conflict, never a replay of an object it must not see.
   const hash =
-    key === undefined ? '' : sha256Hex(`${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null)}`);
+    key === undefined
+      ? null
+      : createHash('sha256')
+          .update(`${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null)}`)
+          .digest();
   // The reply is the body's result alone, so it waits only for its own commit to be on disk.
   ctx.seen = {};
   return ctx.app.store.write((tx) => {
     if (key !== undefined) {
       const prior = tx
-        .stmt('SELECT request_hash, response FROM idempotency_keys WHERE merchant_id = ? AND key = ?')
-        .get(auth.merchantId, key) as { request_hash: string; response: string } | undefined;
+        .stmt('SELECT shop_id, request_hash, object_id, response FROM idempotency_keys WHERE merchant_id = ? AND key = ?')
+        .get(auth.merchantId, key) as { shop_id: string; request_hash: Buffer; object_id: string | null; response: Buffer } | undefined;
       if (prior) {
-        if (prior.request_hash !== hash) {
+        if (!hash!.equals(prior.request_hash)) {
           throw new ApiError(409, 'idempotent_conflict', `Cannot reuse Idempotency-Key "${key}": it was used with a different request`);
         }
-        let body = JSON.parse(prior.response) as Record<string, unknown>;
+        const text = decodeRecord(prior.response, { objectId: prior.object_id, shopId: prior.shop_id, merchantId: auth.merchantId });
+        let body = JSON.parse(text) as Record<string, unknown>;
         if (replay) body = replay(tx, body);
         return { status: 200, body: { ...body, idempotent: true } };
       }
     }
     const out = create(tx);
     if (key !== undefined) {
+      // Only what a replay needs, compactly: the fingerprint as 32 bytes, the answer with its ids as markers
+      // (a whole JSON answer took an overflow page of its own, 4.7 KB a key).
+      const json = JSON.stringify(out.body);
+      const objectId = objectIdOf(json);
       tx
-        .stmt('INSERT INTO idempotency_keys (merchant_id, key, shop_id, mode, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-        .run(auth.merchantId, key, auth.shopId, auth.mode, hash, out.status, JSON.stringify(out.body), ctx.app.clocks.real());
+        .stmt('INSERT INTO idempotency_keys (merchant_id, key, shop_id, mode, request_hash, status, object_id, response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+        .run(
+          auth.merchantId,
+          key,
+          auth.shopId,
+          auth.mode,
+          hash,
+          out.status,
+          objectId,
+          encodeRecord(json, { objectId, shopId: auth.shopId, merchantId: auth.merchantId }),
+          ctx.app.clocks.real(),
+        );
     }
     return { status: out.status, body: out.body };
   }, ctx.seen);

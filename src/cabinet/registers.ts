@@ -137,6 +137,8 @@ function queryRows(ctx: Ctx, reg: Register, f: Filter, rq: RegisterQuery, limit:
   const where = registerWhere(rq);
   const sql = [`shop_id IN (${f.shopIds.map(() => '?').join(', ')})`, 'mode = ?', ...where.sql];
   const params: unknown[] = [...f.shopIds, ctx.cabinet!.mode, ...where.params];
+  // registerWhere leaves the status list to the caller.
+  if (rq.statuses) sql.push(`status IN (${rq.statuses.map(() => '?').join(', ')})`), params.push(...rq.statuses);
   if (f.orderId) sql.push('order_id = ?'), params.push(f.orderId);
   if (f.amountMin !== null) sql.push('amount >= ?'), params.push(f.amountMin);
   if (f.amountMax !== null) sql.push('amount <= ?'), params.push(f.amountMax);

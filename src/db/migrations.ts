@@ -63,4 +63,37 @@ CREATE TABLE IF NOT EXISTS cabinet_audit (
   at           INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX IF NOT EXISTS cabinet_audit_merchant ON cabinet_audit(merchant_id, id);`,
+  // 4 → 5: every documented filter of every register is served by an index ending (created_at, seq), so that
+  // a page is one seek however deep its cursor and however few rows match (src/registers/plan.ts).
+  `DROP INDEX IF EXISTS payments_register;
+   CREATE INDEX IF NOT EXISTS payments_register ON payments(shop_id, mode, created_at, seq);
+   CREATE INDEX IF NOT EXISTS payments_status ON payments(shop_id, mode, status, created_at, seq);
+   CREATE INDEX IF NOT EXISTS refunds_status ON refunds(shop_id, mode, status, created_at, seq);
+   CREATE INDEX IF NOT EXISTS payouts_method_status ON payouts(shop_id, mode, method, status, created_at, seq);
+   CREATE INDEX IF NOT EXISTS tokens_status ON tokens(shop_id, mode, status, created_at, seq);
+   DROP INDEX IF EXISTS tokens_customer;
+   CREATE INDEX IF NOT EXISTS tokens_customer ON tokens(shop_id, mode, customer_ref, status, created_at, seq);
+   CREATE INDEX IF NOT EXISTS subscriptions_status ON subscriptions(shop_id, mode, status, created_at, seq);
+   CREATE INDEX IF NOT EXISTS subscriptions_customer ON subscriptions(shop_id, mode, customer_ref, status, created_at, seq);`,
+  // 5 → 6: idempotency records become small rows in rowid order under a unique index of their key; a stored
+  // answer kept whole took an overflow page of its own. Existing records keep their answers as plain JSON
+  // (read as such) and their fingerprints, now as 32 bytes.
+  `CREATE TABLE idempotency_keys_new (
+     id            INTEGER PRIMARY KEY,
+     merchant_id   TEXT NOT NULL,
+     key           TEXT NOT NULL,
+     shop_id       TEXT NOT NULL,
+     mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+     request_hash  BLOB NOT NULL,
+     status        INTEGER NOT NULL,
+     object_id     TEXT,
+     response      BLOB NOT NULL,
+     created_at    INTEGER NOT NULL
+   ) STRICT;
+   INSERT INTO idempotency_keys_new (merchant_id, key, shop_id, mode, request_hash, status, object_id, response, created_at)
+     SELECT merchant_id, key, shop_id, mode, unhex(request_hash), status, NULL, CAST(response AS BLOB), created_at
+     FROM idempotency_keys ORDER BY created_at;
+   DROP TABLE idempotency_keys;
+   ALTER TABLE idempotency_keys_new RENAME TO idempotency_keys;
+   CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, key);`,
 ];

@@ -158,6 +158,8 @@ export class Store {
     if (this.inTx) throw new Error('cannot open a transaction inside another');
     const hooks: Array<() => void> = [];
     const tx = this.newTx(hooks);
+    // As before a group commit: a long run of tx() (a clock advance) must also let the WAL start over.
+    this.checkpointer?.catchUpIfLong();
     this.inTx = true;
     let result: T;
     try {

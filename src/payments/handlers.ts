@@ -6,7 +6,8 @@ import { bodyObject } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
 import { isUuid } from '../util/ids';
 import { iso } from '../util/time';
-import { parseRegisterQuery, registerOrder, registerWhere, toPage } from '../registers/query';
+import { parseRegisterQuery, toPage } from '../registers/query';
+import { registerRows, REGISTERS } from '../registers/plan';
 import { creationBody, createPaymentTx, parseCreateBody } from './create';
 import { failureMessage } from './failures';
 import { cancelTx } from './state';
@@ -82,20 +83,17 @@ export async function cancelPayment(ctx: Ctx): Promise<Reply> {
 export function listPayments(ctx: Ctx): Reply {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: PAYMENT_STATUSES, extra: { include_test: ['0', '1'] } });
-  const where = registerWhere(rq);
-  where.sql.unshift('shop_id = ?');
-  where.params.unshift(auth.shopId);
   // A live key sees live payments, and test ones too with include_test=1; a test key sees test payments.
-  if (auth.mode === 'test' || rq.extra.include_test !== '1') {
-    where.sql.push('mode = ?');
-    where.params.push(auth.mode);
-  }
-  const rows = ctx.app.store
-    .stmt(
-      `SELECT seq, id, order_id, amount, currency, method, status, created_at, mode FROM payments
-       WHERE ${where.sql.join(' AND ')} ${registerOrder()} LIMIT ?`,
-    )
-    .all(...where.params, rq.limit + 1) as Array<Pick<PaymentRow, 'seq' | 'id' | 'order_id' | 'amount' | 'currency' | 'method' | 'status' | 'created_at' | 'mode'>>;
+  const modes = auth.mode === 'test' || rq.extra.include_test !== '1' ? [auth.mode] : ['live', 'test'];
+  const rows = registerRows<Pick<PaymentRow, 'seq' | 'id' | 'order_id' | 'amount' | 'currency' | 'method' | 'status' | 'created_at' | 'mode'>>(
+    ctx.app.store.db,
+    REGISTERS.payments,
+    auth.shopId,
+    modes,
+    { status: rq.statuses ?? undefined },
+    rq,
+    'seq, id, order_id, amount, currency, method, status, created_at, mode',
+  );
   const item = (r: (typeof rows)[number]) => ({
     id: r.id,
     order_id: r.order_id,

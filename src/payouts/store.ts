@@ -3,7 +3,8 @@ import { type Tx } from '../db/store';
 import { cachedStmt } from '../db/statements';
 import type { Mode } from '../scheduler/clock';
 import type { PayoutMethod } from './fields';
-import { shopRegisterRows, type RegisterQuery } from '../registers/query';
+import type { RegisterQuery } from '../registers/query';
+import { registerRows, REGISTERS } from '../registers/plan';
 
 /** A payout's final or current status. */
 export type PayoutStatus = 'pending' | 'succeeded' | 'failed';
@@ -59,5 +60,6 @@ export function finishPayoutRow(tx: Tx, id: string, status: 'succeeded' | 'faile
 
 /** One page of a shop's payout register (fetches limit + 1 rows so the caller knows whether more follow). */
 export function listPayouts(db: Database.Database, shopId: string, mode: Mode, rq: RegisterQuery): PayoutRow[] {
-  return shopRegisterRows<PayoutRow>(db, 'payouts', { shopId, mode }, rq, { method: rq.extra.method });
+  const method = rq.extra.method;
+  return registerRows<PayoutRow>(db, REGISTERS.payouts, shopId, [mode], { status: rq.statuses ?? undefined, method: method === undefined ? undefined : [method] }, rq);
 }

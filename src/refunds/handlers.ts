@@ -3,7 +3,8 @@ import { badRequest } from '../http/errors';
 import { amountField, bodyObject, strField } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
 import { iso, isoOrNull } from '../util/time';
-import { parseRegisterQuery, shopRegisterRows, toPage } from '../registers/query';
+import { parseRegisterQuery, toPage } from '../registers/query';
+import { registerRows, REGISTERS } from '../registers/plan';
 import { maxSeq, paymentOfShop } from '../payments/handlers';
 import { refundView, type RefundRow } from '../payments/store';
 import { createRefundTx } from './refunds';
@@ -33,7 +34,7 @@ export async function createRefund(ctx: Ctx): Promise<Reply> {
 export function listRefunds(ctx: Ctx): Reply {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: REFUND_STATUSES });
-  const rows = shopRegisterRows<RefundRow>(ctx.app.store.db, 'refunds', auth, rq);
+  const rows = registerRows<RefundRow>(ctx.app.store.db, REGISTERS.refunds, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined }, rq);
   const item = (r: RefundRow) => ({
     id: r.id,
     payment_id: r.payment_id,

@@ -1,8 +1,6 @@
 import { badRequest } from '../http/errors';
 import { DAY_MS, parseDay } from '../util/time';
 import { decodeCursor, encodeCursor, type Cursor } from './cursor';
-import type Database from 'better-sqlite3';
-import { cachedStmt } from '../db/statements';
 
 /** Page size when limit is omitted. */
 export const LIMIT_DEFAULT = 50;
@@ -103,32 +101,36 @@ export interface Where {
   params: unknown[];
 }
 
+/** A seq below every stored one: the position `(t, NO_SEQ)` sorts before every row created at t. */
+const NO_SEQ = -1;
+
 /**
- * The conditions of the common parameters over a table's `created_at`, `seq` and `status` columns
- * (optionally qualified, e.g. `p.`): the keyset position, the status list and the day range.
+ * The conditions of the common parameters over a table's `created_at` and `seq` columns (optionally
+ * qualified, e.g. `p.`): the keyset position and the day range, as one row-value upper bound and one lower
+ * bound, so that an index ending in (created_at, seq) seeks straight to the page instead of skipping every
+ * row before it. (`created_at < ? OR (created_at = ? AND seq < ?)` let SQLite use only the index's equality
+ * prefix: a page cost grew with its depth.) The status list is the caller's: see registerRows.
  */
 export function registerWhere(rq: RegisterQuery, prefix = ''): Where {
   const sql: string[] = [];
   const params: unknown[] = [];
-  if (rq.after) {
-    sql.push(`(${prefix}created_at < ? OR (${prefix}created_at = ? AND ${prefix}seq < ?))`);
-    params.push(rq.after.createdAt, rq.after.createdAt, rq.after.seq);
-    if (rq.after.high !== undefined) {
-      sql.push(`${prefix}seq <= ?`);
-      params.push(rq.after.high);
-    }
+  // `created_at < to` is the position (to, NO_SEQ); the tighter of it and the cursor is the one upper bound.
+  let upper: [number, number] | null = rq.toMs === null ? null : [rq.toMs, NO_SEQ];
+  if (rq.after && (upper === null || rq.after.createdAt < upper[0] || (rq.after.createdAt === upper[0] && rq.after.seq < upper[1]))) {
+    upper = [rq.after.createdAt, rq.after.seq];
   }
-  if (rq.statuses) {
-    sql.push(`${prefix}status IN (${rq.statuses.map(() => '?').join(', ')})`);
-    params.push(...rq.statuses);
+  if (upper) {
+    sql.push(`(${prefix}created_at, ${prefix}seq) < (?, ?)`);
+    params.push(upper[0], upper[1]);
   }
   if (rq.fromMs !== null) {
     sql.push(`${prefix}created_at >= ?`);
     params.push(rq.fromMs);
   }
-  if (rq.toMs !== null) {
-    sql.push(`${prefix}created_at < ?`);
-    params.push(rq.toMs);
+  // Rows added since the first page: few, and only those the position has not already excluded.
+  if (rq.after?.high !== undefined) {
+    sql.push(`${prefix}seq <= ?`);
+    params.push(rq.after.high);
   }
   return { sql, params };
 }
@@ -155,28 +157,4 @@ export function toPage<R extends { created_at: number; seq: number }, T>(
   if (!more || !last) return { items: page.map(view), next_cursor: null };
   const bound = rq.after ? rq.after.high : high?.();
   return { items: page.map(view), next_cursor: encodeCursor({ createdAt: last.created_at, seq: last.seq, high: bound }) };
-}
-
-/**
- * The rows of one page of a shop's register over `table` (which has shop_id, mode, created_at, seq and
- * status columns), with equality filters on other columns (an undefined value is no filter). Fetches
- * limit + 1 rows, so toPage knows whether more follow. `table` and the filter names are the caller's
- * constants, never request input.
- */
-export function shopRegisterRows<R>(
-  db: Database.Database,
-  table: string,
-  shop: { shopId: string; mode: string },
-  rq: RegisterQuery,
-  equals: Record<string, string | undefined> = {},
-): R[] {
-  const where = registerWhere(rq);
-  const sql = ['shop_id = ?', 'mode = ?', ...where.sql];
-  const params: unknown[] = [shop.shopId, shop.mode, ...where.params];
-  for (const [column, value] of Object.entries(equals)) {
-    if (value === undefined) continue;
-    sql.push(`${column} = ?`);
-    params.push(value);
-  }
-  return cachedStmt(db, `SELECT * FROM ${table} WHERE ${sql.join(' AND ')} ${registerOrder()} LIMIT ?`).all(...params, rq.limit + 1) as R[];
 }

@@ -29,6 +29,8 @@ export interface Backoff {
   maxBackoffMs: number;
   /** Most sync jobs per transaction. */
   batch: number;
+  /** Longest a transaction of sync jobs runs before it commits. */
+  txMs: number;
 }
 
 /** What the executor tells the scheduler. */
@@ -66,12 +68,13 @@ export class Executor {
   }
 
   /**
-   * Run sync jobs rows[from..] in one transaction, each in a savepoint, up to the next async job or `batch`
-   * jobs. When a job schedules another, due order may have changed: with `refetch` the batch reads due
-   * order again inside the same transaction and goes on (one commit for a chain of jobs creating jobs);
-   * without it, it stops there. With `pinShop`, the shop's test clock reads each job's due time while it
-   * runs. Returns how many jobs it consumed, whether the caller's row list is stale, and the pin reached;
-   * throws when the transaction itself fails (nothing committed: the jobs stay pending and the sweep finds them).
+   * Run sync jobs rows[from..] in one transaction, each in a savepoint, up to the next async job, `batch` jobs
+   * or `txMs` of running. When a job schedules another, due order may have changed: with `refetch` the batch
+   * hands it the rows not yet run and goes on with the list it returns, in the same transaction; without it,
+   * it stops there. With `pinShop`, the shop's test clock reads each job's due time while it runs. Returns how
+   * many rows it consumed, how many of them it ran (a row no longer pending is skipped), whether the caller's
+   * row list is stale, and the pin reached; throws when the transaction itself fails (nothing committed: the
+   * jobs stay pending and the sweep finds them).
    */
   runSyncBatch(
     rows: JobRow[],
@@ -79,10 +82,11 @@ export class Executor {
     pinShop: string | null,
     pinFloor: number,
     stopOnSchedule: boolean,
-    refetch?: () => JobRow[],
-  ): { consumed: number; stale: boolean; pin: number } {
+    refetch?: (rest: JobRow[]) => JobRow[],
+  ): { consumed: number; ran: number; stale: boolean; pin: number } {
     const retries: JobKey[] = [];
     const consumed: number[] = [];
+    let ran = 0;
     const seen = new Set<number>();
     let list = rows;
     let i = from;
@@ -91,7 +95,8 @@ export class Executor {
     try {
       this.store.tx((tx) => {
         let seq = this.hooks.seq();
-        while (i < list.length && consumed.length < this.limits.batch) {
+        const started = performance.now();
+        while (i < list.length && consumed.length < this.limits.batch && (consumed.length === 0 || performance.now() - started < this.limits.txMs)) {
           const row = list[i];
           const kind = this.kinds.get(row.kind);
           if (kind && 'async' in kind) break;
@@ -101,14 +106,15 @@ export class Executor {
           consumed.push(row.id);
           pin = Math.max(pin, row.due_at);
           const once = (): void => {
-            const retry = this.runOneInSavepoint(tx, row, kind);
-            if (retry) retries.push(retry);
+            const out = this.runOneInSavepoint(tx, row, kind);
+            if (out.ran) ran++;
+            if (out.retry) retries.push(out.retry);
           };
           if (pinShop) this.clocks.pinned(pinShop, pin, once);
           else once();
           if (stopOnSchedule && this.hooks.seq() !== seq) {
             if (!refetch) break;
-            list = refetch();
+            list = refetch(list.slice(i));
             i = 0;
             stale = true;
             seq = this.hooks.seq();
@@ -119,16 +125,18 @@ export class Executor {
       for (const id of consumed) this.hooks.ran(id);
     }
     for (const r of retries) this.hooks.retry(r);
-    return { consumed: consumed.length, stale, pin };
+    return { consumed: consumed.length, ran, stale, pin };
   }
 
   /** One job in a savepoint of `tx`: skipped if no longer pending; on a throw, rolled back and recorded as failed. */
-  private runOneInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined): JobKey | null {
+  private runOneInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined): { ran: boolean; retry: JobKey | null } {
     const db = tx.db;
     tx.stmt('SAVEPOINT job').run();
     const hooks: Array<() => void> = [];
+    let ran = false;
     try {
       if (this.table.state(row.id) === 'pending') {
+        ran = true;
         if (!kind || !('sync' in kind)) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
         kind.sync({ db, stmt: tx.stmt, afterCommit: (h) => hooks.push(h) }, toJob(row));
         this.table.done(row.id, this.clocks.real());
@@ -137,10 +145,10 @@ export class Executor {
     } catch (err) {
       tx.stmt('ROLLBACK TO job').run();
       tx.stmt('RELEASE job').run();
-      return this.fail(tx, row, err);
+      return { ran, retry: this.fail(tx, row, err) };
     }
     for (const h of hooks) tx.afterCommit(h);
-    return null;
+    return { ran, retry: null };
   }
 
   /** Record a failed run in `tx`: retry after a doubling backoff on the job's clock, or dead after maxAttempts. */

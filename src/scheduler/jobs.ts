@@ -6,7 +6,7 @@ import { JobsTable, atOrBefore, type JobKey, type JobRow } from './jobs-table';
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
 import { DEFAULT_LIMITS, type SchedulerLimits } from './limits';
-import { runShopJobs, type ShopRunDeps } from './shop-run';
+import { runShopJobs, type FreshJob, type ShopRunDeps } from './shop-run';
 
 export type { Job } from './jobs-table';
 export type { AsyncJobKind } from './async-runner';
@@ -56,6 +56,8 @@ export class Scheduler {
   private scheduleSeq = 0;
   private idleWaiters: Array<() => void> = [];
   private readonly shopRun: ShopRunDeps;
+  /** Advances listening for the jobs scheduled on their shop (`shop/mode`), so they need not re-read the table. */
+  private readonly watchers = new Map<string, Set<(key: FreshJob) => void>>();
 
   constructor(
     private readonly store: Store,
@@ -83,6 +85,16 @@ export class Scheduler {
       limits: this.limits,
       seq: () => this.scheduleSeq,
       untrack: (id) => this.untrack(id),
+      watch: (shopId, mode, sink) => {
+        const key = `${shopId}/${mode}`;
+        const set = this.watchers.get(key) ?? new Set();
+        set.add(sink);
+        this.watchers.set(key, set);
+        return () => {
+          set.delete(sink);
+          if (set.size === 0) this.watchers.delete(key);
+        };
+      },
     };
     clocks.onAdvance((shopId) => this.retime(shopId));
   }
@@ -110,6 +122,7 @@ export class Scheduler {
     if (!tx.db.inTransaction) throw new Error(`cannot schedule job "${spec.kind}" outside a transaction`);
     const id = this.table.insert({ ...spec, dueAt, runAt, payload, createdAt: this.clocks.real() });
     this.scheduleSeq++;
+    if (this.watchers.size > 0) this.watchers.get(`${spec.shopId}/${spec.mode}`)?.forEach((sink) => sink({ id, dueAt }));
     tx.afterCommit(() => this.offer({ id, runAt }));
     return id;
   }

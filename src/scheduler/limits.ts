@@ -6,6 +6,12 @@ export interface SchedulerLimits {
   maxLoaded: number;
   /** Jobs loaded per query and run per transaction. */
   batch: number;
+  /**
+   * Longest a batch of jobs runs in one transaction before it commits (at least one job runs). A transaction's
+   * pages stay in the WAL until it commits and a checkpoint copies them, so this bounds the WAL a long advance
+   * writes between checkpoints; each commit costs a WAL sync, so it is not much shorter than that sync.
+   */
+  txMs: number;
   /** Longest stretch of job running before yielding to the event loop, so requests keep being served. */
   sliceMs: number;
   /** How far ahead the wheel is filled from the table. */
@@ -23,6 +29,7 @@ export const DEFAULT_LIMITS: SchedulerLimits = {
   maxAsyncRunning: 16,
   maxLoaded: 50_000,
   batch: 256,
+  txMs: 50,
   sliceMs: 5,
   horizonMs: 5 * 60_000,
   sweepMs: 30_000,

@@ -4,6 +4,12 @@ import type { AsyncRunner } from './async-runner';
 import type { Executor } from './executor';
 import type { SchedulerLimits } from './limits';
 
+/** A job just scheduled: its id and due time on its shop's clock. */
+export interface FreshJob {
+  id: number;
+  dueAt: number;
+}
+
 /** What a shop's run needs from the scheduler: its parts, its schedule counter, and a way to drop a job from the wheel. */
 export interface ShopRunDeps {
   clocks: Clocks;
@@ -14,13 +20,36 @@ export interface ShopRunDeps {
   /** Bumped by every schedule(): a change tells the run that a job it just ran created more. */
   seq(): number;
   untrack(id: number): void;
+  /** Call `sink` with every job scheduled for this shop and mode until the returned function is called. */
+  watch(shopId: string, mode: Mode, sink: (job: FreshJob) => void): () => void;
+}
+
+/** True when row `a` runs before row `b`: due order, ties by id. */
+function before(a: { due_at: number; id: number }, b: { due_at: number; id: number }): boolean {
+  return a.due_at < b.due_at || (a.due_at === b.due_at && a.id < b.id);
 }
 
 /**
  * Run every job of one shop's mode due on its clock, in due order, including jobs those jobs create (the
  * body of Scheduler.runDueForShop, which keeps the wheel off that shop meanwhile). Resolves with the number of runs.
+ *
+ * Due jobs are read from the table a batch at a time. A job that schedules another does not make the run read
+ * the batch again (that cost grew with the batch on every such job: a year of subscription charges spent most
+ * of its time there): the scheduler tells the run which jobs were scheduled, and those due within the batch's
+ * range are read by id and merged into the rows still to run.
  */
 export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode): Promise<number> {
+  let fresh: FreshJob[] = [];
+  const unwatch = d.watch(shopId, mode, (job) => fresh.push(job));
+  try {
+    return await runAll(d, shopId, mode, () => fresh.splice(0));
+  } finally {
+    unwatch();
+    fresh = [];
+  }
+}
+
+async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () => FreshJob[]): Promise<number> {
   let ran = 0;
   let pin = -Infinity;
   const waiting: Array<Promise<void>> = [];
@@ -32,8 +61,13 @@ export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode): P
       sliceStart = performance.now();
     }
     const now = d.clocks.now(shopId, mode);
+    // Everything scheduled so far is in the table and this read sees it.
+    takeFresh();
+    const read = d.table.dueForShop(shopId, mode, now, d.limits.batch);
+    // When the read was cut at the batch size, jobs after its last row wait for the next read.
+    const bound = read.length === d.limits.batch ? read[read.length - 1] : null;
     const rows: JobRow[] = [];
-    for (const r of d.table.dueForShop(shopId, mode, now, d.limits.batch)) {
+    for (const r of read) {
       const kind = d.exec.kinds.get(r.kind);
       // Already running (fired by the wheel): wait for that run instead of starting another.
       if (d.runner.running(r.id) && kind && 'async' in kind) waiting.push(d.runner.start(r, kind.async, null));
@@ -57,16 +91,27 @@ export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode): P
         ran++;
         continue;
       }
-      // Sync jobs up to the next async one share a transaction; when one schedules more, the batch
-      // re-reads the shop's due order inside that transaction, and this row list is stale.
-      const refetch = (): JobRow[] => {
-        const due = d.table.dueForShop(shopId, mode, d.clocks.now(shopId, mode), d.limits.batch);
-        for (const r of due) d.untrack(r.id);
-        return due.filter((r) => !d.runner.running(r.id));
+      // Sync jobs up to the next async one share a transaction; when one schedules more, the jobs it
+      // scheduled that are due within this read's range join the rows still to run, in due order.
+      const refetch = (rest: JobRow[]): JobRow[] => {
+        const due = d.clocks.now(shopId, mode);
+        const added: JobRow[] = [];
+        for (const f of takeFresh()) {
+          if (f.dueAt > due || (bound && before(bound, { due_at: f.dueAt, id: f.id }))) continue;
+          // Read again: a job rolled back with its savepoint is gone, and its id may belong to a later job.
+          const r = d.table.get(f.id);
+          if (!r || r.state !== 'pending' || r.due_at > due || d.runner.running(r.id)) continue;
+          if (bound && before(bound, r)) continue;
+          d.untrack(r.id);
+          added.push(r);
+        }
+        if (added.length === 0) return rest;
+        const merged = rest.concat(added).sort((a, b) => a.due_at - b.due_at || a.id - b.id);
+        return merged.filter((r, k) => k === 0 || merged[k - 1].id !== r.id);
       };
       const out = d.exec.runSyncBatch(rows, i, mode === 'test' ? shopId : null, pin, true, refetch);
       i += out.consumed;
-      ran += out.consumed;
+      ran += out.ran;
       pin = out.pin;
       if (out.stale) break;
     }

@@ -5,7 +5,8 @@ import { amountField, bodyObject, currencyField, enumField, intField, strField }
 import { idempotentCreate } from '../auth/idempotency';
 import { isUuid } from '../util/ids';
 import { iso, isoOrNull } from '../util/time';
-import { parseRegisterQuery, shopRegisterRows, toPage } from '../registers/query';
+import { parseRegisterQuery, toPage } from '../registers/query';
+import { registerRows, REGISTERS } from '../registers/plan';
 import { customerFields } from '../tokens/handlers';
 import { TOKEN_METHODS } from '../tokens/store';
 import { chargeTime, firstIndexAfter, PERIODS } from './calendar';
@@ -98,7 +99,8 @@ export function getSubscriptionHandler(ctx: Ctx): Reply {
 export function listSubscriptions(ctx: Ctx): Reply {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: SUBSCRIPTION_STATUSES, extra: { customer_ref: [] } });
-  const rows = shopRegisterRows<SubscriptionRow>(ctx.app.store.db, 'subscriptions', auth, rq, { customer_ref: rq.extra.customer_ref });
+  const customer = rq.extra.customer_ref;
+  const rows = registerRows<SubscriptionRow>(ctx.app.store.db, REGISTERS.subscriptions, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined, customer_ref: customer === undefined ? undefined : [customer] }, rq);
   return { body: toPage(rows, rq, (s) => subscriptionView(ctx.app, s)) };
 }
 

@@ -78,7 +78,8 @@ export interface SubscriptionView {
 
 /** A subscription by id, any shop (callers check the shop). */
 export function getSubscription(app: App, id: string): SubscriptionRow | undefined {
-  return app.store.stmt('SELECT * FROM subscriptions WHERE id = ?').get(id) as SubscriptionRow | undefined;
+  // A wide row read several times per charge: the row reader builds it in one literal (see cachedRowReader).
+  return app.store.reader('SELECT * FROM subscriptions WHERE id = ?').get(id) as SubscriptionRow | undefined;
 }
 
 /** Re-read a subscription inside a transaction. */

@@ -4,7 +4,8 @@ import { notFound } from '../http/errors';
 import { amountField, bodyObject, enumField, strField } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
 import { isUuid } from '../util/ids';
-import { parseRegisterQuery, shopRegisterRows, toPage } from '../registers/query';
+import { parseRegisterQuery, toPage } from '../registers/query';
+import { registerRows, REGISTERS } from '../registers/plan';
 import { urlField } from '../payments/create';
 import { getPayment } from '../payments/store';
 import { getSubscription } from '../subscriptions/store';
@@ -73,7 +74,8 @@ export function getTokenHandler(ctx: Ctx): Reply {
 export function listTokens(ctx: Ctx): Reply {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: TOKEN_STATUSES, extra: { customer_ref: [] } });
-  const rows = shopRegisterRows<TokenRow>(ctx.app.store.db, 'tokens', auth, rq, { customer_ref: rq.extra.customer_ref });
+  const customer = rq.extra.customer_ref;
+  const rows = registerRows<TokenRow>(ctx.app.store.db, REGISTERS.tokens, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined, customer_ref: customer === undefined ? undefined : [customer] }, rq);
   return { body: toPage(rows, rq, tokenView) };
 }
 

@@ -2,6 +2,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
 import { createKey, createShop } from '../../src/cabinet/store';
+import { paidPayment } from '../helpers/money';
+import { activeToken } from '../helpers/recurrent';
+import { cardBody, KNOWN_BANK, sbpBody } from '../helpers/payouts';
+
+const sbpItem = (amount: number, phone: string) => ({ amount, phone, bank_id: KNOWN_BANK, full_name: 'Anna Ivanova' });
 
 let s: TestServer;
 before(async () => {
@@ -110,4 +115,88 @@ test('the record survives a restart', async () => {
   const again = await create(shop.key, 'k-durable', { amount: 10000 });
   assert.equal(again.status, 200);
   assert.equal(again.body.payment.id, first.body.payment.id);
+});
+
+test('a replay is the first answer byte for byte, plus "idempotent": true, on every create route; the record is compact', async () => {
+  const shop = s.newShop();
+  const paid = await paidPayment(s, shop.key, 500_000);
+  const token = await activeToken(s, { customer_ref: 'cust-bytes' }, shop.key);
+  // A token charge's replay tells where the charge stands now: its first answer with the current status.
+  const nowStatus = async (text: string) => {
+    const id = JSON.parse(text).id as string;
+    const status = (await s.request('GET', `${PAYMENTS}/${id}`, { key: shop.key })).body.status as string;
+    return text.replace(/"status":"[a-z_]+"/, `"status":"${status}"`);
+  };
+  const routes: Array<{ path: string; body: Record<string, unknown>; more?: string; now?: (text: string) => Promise<string> }> = [
+    // A payment replay also carries its current failure code and message, empty while it has none.
+    { path: PAYMENTS, body: { amount: 10000, order_id: 'B-1', description: 'Bytes', metadata: { cart: '7' } }, more: ',"failure_code":"","failure_message":""' },
+    { path: `${PAYMENTS}/${paid}/refund`, body: { amount: 100, reason: 'bytes' } },
+    { path: '/v1/public/payouts', body: sbpBody(1000) },
+    { path: '/v1/public/payouts', body: cardBody(1100) },
+    { path: '/v1/public/payouts/batch', body: { method: 'payouts_sbp', items: [sbpItem(1200, '+79000000001'), sbpItem(1300, '+79000000002'), { amount: 1 }] } },
+    { path: '/v1/public/tokens', body: { customer_ref: 'cust-bytes-2', customer_email: 'b@example.com' } },
+    { path: '/v1/public/subscriptions', body: { amount: 49900, customer_ref: 'cust-bytes-3', period: 'month', plan_name: 'Pro' } },
+    { path: `/v1/public/tokens/${token.id}/charge`, body: { amount: 2500, order_id: 'renewal-1' }, now: nowStatus },
+  ];
+  for (const [n, r] of routes.entries()) {
+    const headers = { 'idempotency-key': `bytes-${n}` };
+    const first = await s.request('POST', r.path, { key: shop.key, body: r.body, headers });
+    assert.equal(first.status, 201, `${r.path}: ${first.text}`);
+    // Let a charge settle first, so that the status the replay shows cannot change before it is compared.
+    if (r.now) assert.equal((await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 10 } })).status, 200);
+    const again = await s.request('POST', r.path, { key: shop.key, body: r.body, headers });
+    assert.equal(again.status, 200, `${r.path}: ${again.text}`);
+    const answer = r.now ? await r.now(first.text) : first.text;
+    assert.equal(again.text, answer.slice(0, -1) + (r.more ?? '') + ',"idempotent":true}', r.path);
+    // Stored compactly: the ids the record keeps in columns are not repeated in the stored answer.
+    const rec = s.store.db.prepare('SELECT object_id, response FROM idempotency_keys WHERE merchant_id = ? AND key = ?').get(shop.merchantId, headers['idempotency-key']) as {
+      object_id: string | null;
+      response: Buffer;
+    };
+    assert.ok(rec.response.length <= Buffer.byteLength(first.text), r.path);
+    assert.ok(!rec.response.includes(shop.shopId) && !rec.response.includes(shop.merchantId), r.path);
+    if (rec.object_id) assert.ok(!rec.response.includes(rec.object_id), r.path);
+  }
+});
+
+test('records written before the compact form still replay their answers and still refuse a different request', async () => {
+  const shop = s.newShop();
+  const first = await create(shop.key, 'k-old-form', { amount: 10000, order_id: 'OLD-1' });
+  assert.equal(first.status, 201);
+  // As migration 3 → 4 leaves a record of before: the answer as plain JSON text, no object id.
+  s.store.tx(({ db }) => {
+    db.prepare(`UPDATE idempotency_keys SET object_id = NULL, response = CAST(? AS BLOB) WHERE merchant_id = ? AND key = ?`).run(first.text, shop.merchantId, 'k-old-form');
+  });
+  const again = await create(shop.key, 'k-old-form', { amount: 10000, order_id: 'OLD-1' });
+  assert.equal(again.status, 200);
+  assert.equal(again.text, first.text.slice(0, -1) + ',"failure_code":"","failure_message":"","idempotent":true}');
+  assert.equal((await create(shop.key, 'k-old-form', { amount: 10001, order_id: 'OLD-1' })).status, 409);
+});
+
+test('a database of schema version 5 converts its idempotency records; their replays answer the same bytes', async () => {
+  const shop = s.newShop();
+  const first = await create(shop.key, 'k-migrated', { amount: 10000, order_id: 'MIG-1' });
+  assert.equal(first.status, 201);
+  // As version 5 left the table: WITHOUT ROWID, the fingerprint as hex text, the answer as JSON text.
+  s.store.tx(({ db }) => {
+    db.exec(`CREATE TABLE idempotency_v3 (
+      merchant_id TEXT NOT NULL, key TEXT NOT NULL, shop_id TEXT NOT NULL, mode TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+      request_hash TEXT NOT NULL, status INTEGER NOT NULL, response TEXT NOT NULL, created_at INTEGER NOT NULL,
+      PRIMARY KEY (merchant_id, key)) STRICT, WITHOUT ROWID`);
+    db.prepare(`INSERT INTO idempotency_v3 SELECT merchant_id, key, shop_id, mode, hex(request_hash), status, ?, created_at FROM idempotency_keys WHERE key = ?`).run(
+      first.text,
+      'k-migrated',
+    );
+    db.exec('DROP TABLE idempotency_keys; ALTER TABLE idempotency_v3 RENAME TO idempotency_keys');
+    db.pragma('user_version = 5');
+  });
+  await s.restart();
+  const row = s.store.db.prepare(`SELECT typeof(request_hash) AS t, length(request_hash) AS n FROM idempotency_keys WHERE key = 'k-migrated'`).get() as { t: string; n: number };
+  assert.deepEqual(row, { t: 'blob', n: 32 });
+  const again = await create(shop.key, 'k-migrated', { amount: 10000, order_id: 'MIG-1' });
+  assert.equal(again.status, 200);
+  assert.equal(again.text, first.text.slice(0, -1) + ',"failure_code":"","failure_message":"","idempotent":true}');
+  assert.equal((await create(shop.key, 'k-migrated', { amount: 10000, order_id: 'MIG-2' })).status, 409);
+  // New records go on being written next to the converted one.
+  assert.equal((await create(shop.key, 'k-after', { amount: 10000 })).status, 201);
 });

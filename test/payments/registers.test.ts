@@ -92,6 +92,15 @@ test('status accepts comma lists', async () => {
   assert.equal((await pageAll('status=succeeded')).length, 0);
 });
 
+test('a comma list of statuses pages small pages in register order, merged from one seek per status', async () => {
+  const all = (await pageAll('limit=200')).filter((i) => i.status === 'pending' || i.status === 'cancelled');
+  const paged = await pageAll('limit=7&status=cancelled,pending');
+  assert.deepEqual(paged.map((i) => i.id), all.map((i) => i.id));
+  const window = await pageAll(`limit=9&status=cancelled,pending&from=${dA}&to=${dA}`);
+  assert.deepEqual(new Set(window.map((i) => i.id)), new Set(dayA));
+  assert.deepEqual(window.map((i) => i.id), all.filter((i) => dayA.includes(i.id)).map((i) => i.id));
+});
+
 test('invalid filters are 400 naming the parameter', async () => {
   const cases: Array<[string, string]> = [
     ['limit=0', 'limit'],

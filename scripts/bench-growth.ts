@@ -1,0 +1,304 @@
+// Growth benchmark: costs that must stay flat as data and schedules grow, each measured at two sizes in one run
+// and printed with its ratio against its target, then a verdict line.
+//   1. register pages: the last page of every register against its first (target ≤ 2×)
+//   2. register filters that match few rows: cost at the large size against the small one (target ≤ 2×)
+//   3. a year of monthly subscription charges in one advance: time per charge, large against small (linear:
+//      target ≤ 1.5×), and the large advance against 30 s (full mode)
+//   4. Idempotency-Key: a keyed create against an unkeyed one, server CPU and bytes written (target ≤ 1.2×),
+//      and the database bytes a stored key takes
+//   5. a long advance that expires a tenth of the payments: the WAL's peak size, large against small (target
+//      ≤ 2×), and the start-up after a crash right after it (target ≤ 200 ms with the executable)
+//   6. a first read of a payment (view cache miss): the baseline's server CPU per GET over kopek's (target ≥ 0.5)
+//
+// Databases are built straight into SQLite (scripts/lib/growth-db.ts); every cost is measured through a real
+// `kopek serve` over HTTP.
+// Usage: npm run bench:growth [-- --small] [--exe PATH]
+//   default sizes 100,000 and 1,000,000 payments, 1,000 and 10,000 subscriptions
+//   --small     2,000 and 20,000 payments, 30 and 120 subscriptions, loose bounds (CI: checks that it all runs)
+//   --exe PATH  the kopek executable (default: the sources through tsx, so that the figures are of this tree;
+//               start-up is judged against 200 ms only with an executable)
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { kopekCommand, startKopek, scriptArgs, ROOT, type KopekCommand, type KopekServer } from './lib/kopek-process';
+import { buildGrowthDb, type GrowthDb } from './lib/growth-db';
+import { call, median, medianGetMs, must, perCall, procCpuS, startBaseline } from './lib/growth-measure';
+
+const opts = scriptArgs(process.argv.slice(2), { small: 'switch', exe: 'value' });
+const small = opts.has('small');
+const SIZES = small ? [2_000, 20_000] : [100_000, 1_000_000];
+const SUBS = small ? [30, 120] : [1_000, 10_000];
+const RUNS = small ? 5 : 30;
+const CREATES = small ? 500 : 3_000;
+/** Connections of the first-read series, as in scripts/bench.ts. */
+const READ_WIDTH = 50;
+/** Bounds: the targets of the issue in full mode; in small mode loose, so that CI catches breakage, not noise. */
+const T = small
+  ? { page: 4, filter: 4, linear: 3, advanceS: Infinity, keyed: 2, wal: 4, startMs: 1500, read: 0.2 }
+  : { page: 2, filter: 2, linear: 1.5, advanceS: 30, keyed: 1.2, wal: 2, startMs: 200, read: 0.5 };
+
+type Row = { item: string; what: string; a: number; b: number; unit: string; ratio: number; target: string; pass: boolean };
+const rows: Row[] = [];
+function report(item: string, what: string, a: number, b: number, unit: string, ratio: number, target: string, pass: boolean): void {
+  rows.push({ item, what, a, b, unit, ratio, target, pass });
+}
+const fmt = (x: number) => (!Number.isFinite(x) ? String(x) : Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 1 ? x.toFixed(2) : x.toFixed(3));
+const say = (s: string) => process.stdout.write(s + '\n');
+
+function cursorAt(db: string, table: string, shopId: string, depth: number): string {
+  const conn = new Database(db, { readonly: true });
+  try {
+    const r = conn
+      .prepare(`SELECT created_at, seq FROM ${table} WHERE shop_id = ? AND mode = 'test' ORDER BY created_at DESC, seq DESC LIMIT 1 OFFSET ?`)
+      .get(shopId, depth) as { created_at: number; seq: number };
+    return Buffer.from(JSON.stringify([r.created_at, r.seq])).toString('base64url');
+  } finally {
+    conn.close();
+  }
+}
+
+const REGISTERS: Array<[string, string]> = [
+  ['payments', 'payments'],
+  ['refunds', 'refunds'],
+  ['payouts', 'payouts'],
+  ['tokens', 'tokens'],
+  ['subscriptions', 'subscriptions'],
+];
+
+/** Item 1: per register, median ms of the first page and of the page 200 rows before the end. */
+async function pages(s: KopekServer, g: GrowthDb): Promise<Record<string, { first: number; last: number }>> {
+  const out: Record<string, { first: number; last: number }> = {};
+  for (const [name, table] of REGISTERS) {
+    const count = table === 'payments' ? g.payments : Math.max(10, Math.floor(g.payments / 10));
+    const cursor = cursorAt(g.path, table, g.shopId, Math.max(0, count - 201));
+    // Alternated, so that both pages meet the same load from the rest of the machine.
+    const first: number[] = [];
+    const last: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      first.push(await medianGetMs(s.url, `/v1/public/${name}?limit=200`, g.key, 1));
+      last.push(await medianGetMs(s.url, `/v1/public/${name}?limit=200&cursor=${cursor}`, g.key, 1));
+    }
+    out[name] = { first: median(first), last: median(last) };
+  }
+  return out;
+}
+
+/**
+ * Item 2: median ms of a page of 10 of filters that match few rows (a few per mille, one in a hundred) or one
+ * customer's: both sizes have at least 10 matches, so the pages are alike and only the data around them grows.
+ * One filter matches nothing (a day range before every row), the case that used to walk the whole shop.
+ */
+function filterPaths(g: GrowthDb): Record<string, string> {
+  return {
+    'payments status=failed': '/v1/public/payments?status=failed&limit=10',
+    'payments status=failed,expired, matching none': '/v1/public/payments?status=failed,expired&limit=10&to=2000-01-01',
+    'refunds status=failed': '/v1/public/refunds?status=failed&limit=10',
+    'payouts method+status': '/v1/public/payouts?method=payouts_card&status=failed&limit=10',
+    'tokens customer_ref': `/v1/public/tokens?customer_ref=${g.customerRef}&limit=10`,
+    'subscriptions customer+status': `/v1/public/subscriptions?customer_ref=${g.customerRef}&status=active,past_due&limit=10`,
+    'subscriptions status=past_due': '/v1/public/subscriptions?status=past_due&limit=10',
+  };
+}
+
+/** Item 4: server CPU and bytes written per create without and with an Idempotency-Key, and bytes per stored key. */
+async function idempotency(s: KopekServer, g: GrowthDb): Promise<{ plain: { cpu_us: number; bytes: number }; keyed: { cpu_us: number; bytes: number }; keyBytes: number }> {
+  const body = (i: number) => ({ amount: 10_000 + i, order_id: `idem-${i}`, description: 'Growth bench order', metadata: { cart: String(i) } });
+  const create = (key?: string) => async (i: number) => {
+    const r = await call(s.url, 'POST', '/v1/public/payments', g.key, body(i), key ? { 'idempotency-key': `${key}-${i}` } : {});
+    if (r.status !== 201) throw new Error(`create answered ${r.status}: ${r.text.slice(0, 200)}`);
+  };
+  await perCall(s.proc.pid!, 100, 8, create('warm'));
+  const plain = await perCall(s.proc.pid!, CREATES, 8, create());
+  const keyed = await perCall(s.proc.pid!, CREATES, 8, create(`k${Date.now()}`));
+  const conn = new Database(g.path, { readonly: true });
+  let keyBytes = NaN;
+  try {
+    const r = conn.prepare(`SELECT sum(pgsize) AS bytes FROM dbstat WHERE name IN (SELECT name FROM sqlite_master WHERE tbl_name = 'idempotency_keys')`).get() as { bytes: number };
+    const n = (conn.prepare('SELECT count(*) AS n FROM idempotency_keys').get() as { n: number }).n;
+    keyBytes = r.bytes / n;
+  } finally {
+    conn.close();
+  }
+  return { plain, keyed, keyBytes };
+}
+
+/** Item 6: server CPU µs per GET of payments not read before, per GET of the same again, and the baseline's. */
+async function firstReads(s: KopekServer, g: GrowthDb, dir: string): Promise<{ first: number; again: number; base: number }> {
+  // More ids than the view cache holds (10,000), so every first read misses it; then the last few thousand again.
+  const ids = g.sampleIds;
+  const recent = ids.slice(-Math.min(5_000, ids.length));
+  const get = (base: string, prefix: string, key: string | null, list = ids) => async (i: number) => {
+    const r = await call(base, 'GET', `${prefix}/${list[i]}`, key);
+    if (r.status !== 200) throw new Error(`GET ${prefix}/${list[i]} answered ${r.status}`);
+  };
+  const first = (await perCall(s.proc.pid!, ids.length, READ_WIDTH, get(s.url, '/v1/public/payments', g.key))).cpu_us;
+  const again = (await perCall(s.proc.pid!, recent.length, READ_WIDTH, get(s.url, '/v1/public/payments', g.key, recent))).cpu_us;
+  // The baseline answers the same ids from a table of as many rows.
+  const path = join(dir, 'baseline.db');
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.exec('CREATE TABLE payments (id TEXT PRIMARY KEY, amount INTEGER NOT NULL, currency TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL)');
+  const ins = db.prepare(`INSERT INTO payments VALUES (?, 1000, 'RUB', 'succeeded', 0)`);
+  const all = new Database(g.path, { readonly: true }).prepare('SELECT id FROM payments').pluck().all() as string[];
+  db.transaction(() => all.forEach((id) => ins.run(id)))();
+  db.close();
+  const b = await startBaseline(path);
+  try {
+    const base = (await perCall(b.pid, ids.length, READ_WIDTH, get(b.url, '/payments', null))).cpu_us;
+    return { first, again, base };
+  } finally {
+    await b.kill();
+  }
+}
+
+/** Item 5: advance past every pending link; the WAL's peak bytes meanwhile, the advance's seconds, start-up after a crash. */
+async function longAdvance(k: KopekCommand, s: KopekServer, g: GrowthDb): Promise<{ walPeak: number; seconds: number; startMs: number; left: number }> {
+  const clock = await must(s.url, 'GET', '/v1/test/clock', g.key);
+  const seconds = Math.ceil((g.lastExpiry - Date.parse(clock.now)) / 1000) + 120;
+  let walPeak = 0;
+  const wal = () => {
+    try {
+      walPeak = Math.max(walPeak, statSync(g.path + '-wal').size);
+    } catch {
+      /* no WAL yet */
+    }
+  };
+  const sampler = setInterval(wal, 20);
+  const t0 = performance.now();
+  await must(s.url, 'POST', '/v1/test/clock/advance', g.key, { seconds });
+  const took = (performance.now() - t0) / 1000;
+  clearInterval(sampler);
+  wal();
+  const conn = new Database(g.path, { readonly: true });
+  const left = (conn.prepare(`SELECT count(*) AS n FROM payments WHERE status = 'pending' AND expires_at <= ?`).get(g.lastExpiry) as { n: number }).n;
+  conn.close();
+  // A crash right after the advance: the next start reads whatever WAL is left.
+  s.proc.kill('SIGKILL');
+  await s.exited;
+  const again = await startKopek(k, ['--db', g.path, '--no-demo', '--log-level', 'warn']);
+  const startMs = again.startup_ms;
+  again.proc.kill('SIGTERM');
+  await again.exited;
+  return { walPeak, seconds: took, startMs, left };
+}
+
+/** Item 3: `n` monthly subscriptions, a year of charges in one advance; seconds and charges made. */
+async function subscriptionYear(k: KopekCommand, dir: string, n: number): Promise<{ seconds: number; cpu_s: number; charges: number }> {
+  const s = await startKopek(k, ['--db', join(dir, `subs-${n}.db`), '--sim-delay', '0', '--log-level', 'warn']);
+  try {
+    const key = s.demoKey!;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < n) {
+          const i = next++;
+          const c = await must(s.url, 'POST', '/v1/public/subscriptions', key, { amount: 10_000, customer_ref: `c-${i}`, period: 'month' }, 201);
+          await must(s.url, 'POST', `/v1/test/payments/${c.initial_payment.id}/simulate`, key, { action: 'open_session' });
+        }
+      }),
+    );
+    await must(s.url, 'POST', '/v1/test/clock/advance', key, { seconds: 0 });
+    const t0 = performance.now();
+    const cpu0 = procCpuS(s.proc.pid!);
+    await must(s.url, 'POST', '/v1/test/clock/advance', key, { seconds: 366 * 86_400 });
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu_s = procCpuS(s.proc.pid!) - cpu0;
+    const conn = new Database(join(dir, `subs-${n}.db`), { readonly: true });
+    const charges = (conn.prepare(`SELECT count(*) AS n FROM payments WHERE kind = 'subscription_charge' AND status = 'succeeded'`).get() as { n: number }).n;
+    conn.close();
+    return { seconds, cpu_s, charges };
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+}
+
+async function main(): Promise<number> {
+  const exe = opts.get('exe') as string | undefined;
+  const k: KopekCommand = exe ? kopekCommand(exe, false) : { cmd: process.execPath, args: ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], label: 'node --import tsx src/main.ts' };
+  const dir = mkdtempSync(join(tmpdir(), 'kopek-growth-'));
+  say(`growth benchmark${small ? ' (--small: loose bounds)' : ''}: ${k.label}; sizes ${SIZES.join(' and ')} payments, ${SUBS.join(' and ')} subscriptions`);
+  try {
+    const per: Array<Record<string, any>> = [];
+    for (const n of SIZES) {
+      const sub = join(dir, `p${n}`);
+      mkdirSync(sub);
+      const t0 = performance.now();
+      const g = buildGrowthDb(join(sub, 'growth.db'), n);
+      say(`built ${n.toLocaleString('en')} payments in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      const startBefore = await startKopek(k, ['--db', g.path, '--no-demo', '--log-level', 'warn']);
+      const startBeforeMs = startBefore.startup_ms;
+      startBefore.proc.kill('SIGTERM');
+      await startBefore.exited;
+      const s = await startKopek(k, ['--db', g.path, '--no-demo', '--sim-delay', '0', '--log-level', 'warn']);
+      const r: Record<string, any> = { n };
+      r.pages = await pages(s, g);
+      r.filters = {} as Record<string, number>;
+      for (const [name, path] of Object.entries(filterPaths(g))) r.filters[name] = await medianGetMs(s.url, path, g.key, RUNS);
+      r.reads = await firstReads(s, g, sub);
+      r.idem = await idempotency(s, g);
+      r.advance = { ...(await longAdvance(k, s, g)), startBeforeMs, pending: g.pending };
+      say(`measured ${n.toLocaleString('en')}: ${JSON.stringify(r)}`);
+      per.push(r);
+      rmSync(sub, { recursive: true, force: true });
+    }
+    const [A, B] = per;
+    for (const [name] of REGISTERS) {
+      report('1', `${name}: last page / first (200 rows)`, A.pages[name].last, B.pages[name].last, 'ms', B.pages[name].last / B.pages[name].first, `≤ ${T.page}`, B.pages[name].last / B.pages[name].first <= T.page);
+    }
+    for (const name of Object.keys(A.filters)) {
+      const ratio = B.filters[name] / A.filters[name];
+      report('2', `${name}: large / small`, A.filters[name], B.filters[name], 'ms', ratio, `≤ ${T.filter}`, ratio <= T.filter);
+    }
+    const subs = [];
+    for (const n of SUBS) {
+      const y = await subscriptionYear(k, dir, n);
+      say(`subscriptions ${n}: ${y.seconds.toFixed(2)} s (server CPU ${y.cpu_s.toFixed(2)} s) for ${y.charges} charges`);
+      subs.push({ n, ...y });
+    }
+    const perCharge = subs.map((x) => (x.seconds / Math.max(1, x.charges)) * 1e3);
+    const allCharged = subs.every((x) => x.charges === x.n * 12);
+    report('3', 'ms per charge: large / small', perCharge[0], perCharge[1], 'ms', perCharge[1] / perCharge[0], `≤ ${T.linear}`, perCharge[1] / perCharge[0] <= T.linear && allCharged);
+    report('3', 'server CPU seconds of the advance', subs[0].cpu_s, subs[1].cpu_s, 's', subs[1].cpu_s / subs[0].cpu_s, 'info', true);
+    report('3', `advance of a year, ${SUBS[1].toLocaleString('en')} subscriptions`, subs[0].seconds, subs[1].seconds, 's', subs[1].seconds / 30, `≤ ${T.advanceS} s`, subs[1].seconds <= T.advanceS);
+    for (const [i, r] of per.entries()) {
+      const ratio = r.idem.keyed.cpu_us / r.idem.plain.cpu_us;
+      report('4', `${SIZES[i].toLocaleString('en')}: CPU per create, keyed / plain`, r.idem.plain.cpu_us, r.idem.keyed.cpu_us, 'µs', ratio, `≤ ${T.keyed}`, ratio <= T.keyed);
+      const bytes = r.idem.keyed.bytes / r.idem.plain.bytes;
+      report('4', `${SIZES[i].toLocaleString('en')}: bytes written per create, keyed / plain`, r.idem.plain.bytes, r.idem.keyed.bytes, 'B', bytes, `≤ ${T.keyed}`, bytes <= T.keyed);
+    }
+    report('4', 'database bytes per stored key', A.idem.keyBytes, B.idem.keyBytes, 'B', B.idem.keyBytes / 4660, 'vs 4,660 before', true);
+    const walRatio = B.advance.walPeak / Math.max(1, A.advance.walPeak);
+    report('5', `WAL peak while expiring ${A.advance.pending} / ${B.advance.pending} payments`, A.advance.walPeak / 1e6, B.advance.walPeak / 1e6, 'MB', walRatio, `≤ ${T.wal}`, walRatio <= T.wal && A.advance.left === 0 && B.advance.left === 0);
+    report('5', 'advance seconds', A.advance.seconds, B.advance.seconds, 's', B.advance.seconds / A.advance.seconds, 'info', true);
+    for (const [i, r] of per.entries()) {
+      // Through tsx a start compiles the sources first (half a second or more, and noisy): judged only with --exe.
+      const ok = exe ? r.advance.startMs <= T.startMs : true;
+      report('5', `${SIZES[i].toLocaleString('en')}: start-up after − before (the WAL's share)`, r.advance.startBeforeMs, r.advance.startMs, 'ms', r.advance.startMs - r.advance.startBeforeMs, 'info', true);
+      report('5', `${SIZES[i].toLocaleString('en')}: start-up before / after crash after advance`, r.advance.startBeforeMs, r.advance.startMs, 'ms', r.advance.startMs / r.advance.startBeforeMs, exe ? `after ≤ ${T.startMs} ms` : 'info (judged with --exe)', ok);
+    }
+    for (const [i, r] of per.entries()) {
+      const ratio = r.reads.base / r.reads.first;
+      report('6', `${SIZES[i].toLocaleString('en')}: first read CPU µs (baseline ${fmt(r.reads.base)}, again ${fmt(r.reads.again)})`, r.reads.base, r.reads.first, 'µs', ratio, `≥ ${T.read}`, ratio >= T.read);
+    }
+    say('');
+    say(`item  ${'what'.padEnd(66)} ${'small'.padStart(9)} ${'large'.padStart(9)} unit  ratio   target`);
+    for (const x of rows) {
+      say(`${x.item.padEnd(5)} ${x.what.padEnd(66)} ${fmt(x.a).padStart(9)} ${fmt(x.b).padStart(9)} ${x.unit.padEnd(4)}  ${fmt(x.ratio).padStart(6)}  ${x.target}${x.pass ? '' : '  MISSED'}`);
+    }
+    const missed = rows.filter((x) => !x.pass);
+    say(`bench-growth: ${missed.length === 0 ? 'PASS' : 'FAIL'} (${rows.length - missed.length}/${rows.length} within bounds${small ? ', small mode' : ''})`);
+    return missed.length === 0 ? 0 : 1;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`bench-growth: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,110 @@
+// Builds a kopek database of a given size for the growth benchmark: one test-mode shop with `payments` payments
+// spread over three years (a few per mille failed, a tenth still pending with links running out within the
+// hour), and a tenth as many refunds, payouts, tokens and subscriptions (one in a hundred failed, cancelled or
+// past due; one in five hundred of one customer). Rows go straight into SQLite in large
+// transactions; the schema, the shop and its key are made by kopek's own code, so the server opens the file as
+// one of its own.
+import { randomUUID } from 'node:crypto';
+import { openDatabase } from '../../src/db/open';
+import { Store } from '../../src/db/store';
+import { createKey, createMerchant, createShop } from '../../src/cabinet/store';
+
+/** What a built database holds, for the benchmark's requests. */
+export interface GrowthDb {
+  path: string;
+  payments: number;
+  shopId: string;
+  key: string;
+  /** Ids of some payments, spread over the register (first reads). */
+  sampleIds: string[];
+  /** A customer with a few tokens and subscriptions. */
+  customerRef: string;
+  /** The latest expires_at of the pending payments (on the shop's clock): an advance past it expires them all. */
+  lastExpiry: number;
+  pending: number;
+}
+
+const ROWS_PER_TX = 50_000;
+const YEAR_MS = 365 * 86_400_000;
+
+/** Build the database at `path` (which must not exist) with `n` payments. */
+export function buildGrowthDb(path: string, n: number, now = Date.now()): GrowthDb {
+  const db = openDatabase(path, { synchronous: 'NORMAL' });
+  const store = new Store(db);
+  const merchant = createMerchant(store, 'Growth bench', now);
+  const shop = createShop(store, merchant.id, 'Growth shop', undefined, now);
+  const key = createKey(store, shop.id, 'test', undefined, now).secret;
+  db.pragma('cache_size = -262144');
+  const start = now - 3 * YEAR_MS;
+  const step = Math.max(1, Math.floor((3 * YEAR_MS) / n));
+  const insertPayment = db.prepare(
+    `INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, purpose, metadata, created_at, expires_at, finalized_at)
+     VALUES (?, ?, ?, 'payment', ?, ?, 'test', ?, ?, ?, 'RUB', 'any', ?, ?, ?, ?, ?)`,
+  );
+  const sampleIds: string[] = [];
+  const sampleEvery = Math.max(1, Math.floor(n / 20_000));
+  let lastExpiry = 0;
+  let pending = 0;
+  const metadata = JSON.stringify({ simulator_outcome: 'succeeded', simulator_failure_code: '' });
+  for (let from = 0; from < n; from += ROWS_PER_TX) {
+    db.transaction(() => {
+      for (let i = from; i < Math.min(n, from + ROWS_PER_TX); i++) {
+        const seq = i + 1;
+        const id = randomUUID();
+        // Every tenth payment, the newest ones, still waits for its buyer; the rest are history.
+        const isPending = i >= n - Math.floor(n / 10);
+        const status = isPending ? 'pending' : i % 500 === 7 ? 'failed' : i % 20 === 3 ? 'refunded' : 'succeeded';
+        const created = isPending ? now - 60_000 + (i % 1000) : start + i * step;
+        const expires = isPending ? now + 60_000 + (i % 3_000_000) : created + 86_400_000;
+        if (isPending) {
+          pending++;
+          lastExpiry = Math.max(lastExpiry, expires);
+        }
+        const publicId = `P-${100000 + seq}`;
+        insertPayment.run(seq, id, publicId, merchant.id, shop.id, `order-${i}`, status, 1000 + (i % 90_000), `Payment ${publicId}`, metadata, created, expires, isPending ? null : created + 5000);
+        if (i % sampleEvery === 0 && !isPending) sampleIds.push(id);
+      }
+    })();
+  }
+  if (pending > 0) {
+    const due = db.prepare(`SELECT min(expires_at) AS at FROM payments WHERE shop_id = ? AND mode = 'test' AND status = 'pending'`).get(shop.id) as { at: number };
+    db.prepare(`INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at) VALUES ('payment.link_sweep', ?, ?, 'test', ?, ?, '{}', ?)`).run(
+      `${shop.id}/test`,
+      shop.id,
+      due.at,
+      due.at,
+      now,
+    );
+  }
+  const side = Math.max(10, Math.floor(n / 10));
+  const paidIds = db.prepare(`SELECT id FROM payments WHERE shop_id = ? AND status IN ('succeeded', 'refunded') LIMIT ?`).pluck().all(shop.id, side) as string[];
+  const customerRef = 'cust-bench';
+  db.transaction(() => {
+    const refund = db.prepare(
+      `INSERT INTO refunds (id, payment_id, merchant_id, shop_id, mode, amount, reason, status, created_at, completed_at) VALUES (?, ?, ?, ?, 'test', 500, '', ?, ?, ?)`,
+    );
+    const payout = db.prepare(
+      `INSERT INTO payouts (id, merchant_id, shop_id, mode, amount, currency, method, status, recipient, bank_ref, created_at, completed_at)
+       VALUES (?, ?, ?, 'test', 1000, 'RUB', ?, ?, '{}', ?, ?, ?)`,
+    );
+    const token = db.prepare(
+      `INSERT INTO tokens (id, merchant_id, shop_id, mode, customer_ref, method, status, binding_payment_id, created_at) VALUES (?, ?, ?, 'test', ?, 'cards', ?, ?, ?)`,
+    );
+    const sub = db.prepare(
+      `INSERT INTO subscriptions (id, merchant_id, shop_id, mode, customer_ref, amount, currency, method, period, interval_count, status, token_id, initial_payment_id, created_at)
+       VALUES (?, ?, ?, 'test', ?, 1000, 'RUB', 'cards', 'month', 1, ?, ?, ?, ?)`,
+    );
+    const methods = ['payouts_sbp', 'payouts_card', 'payouts_account'];
+    for (let i = 0; i < side; i++) {
+      const at = start + i * step * 10;
+      const rare = i % 100 === 7;
+      refund.run(randomUUID(), paidIds[i % paidIds.length], merchant.id, shop.id, rare ? 'failed' : 'succeeded', at, at + 1000);
+      payout.run(randomUUID(), merchant.id, shop.id, methods[i % 3], rare ? 'failed' : 'succeeded', `ref-${i}`, at, at + 1000);
+      const customer = i % 500 === 11 ? customerRef : `cust-${i}`;
+      token.run(randomUUID(), merchant.id, shop.id, customer, rare ? 'cancelled' : 'active', randomUUID(), at);
+      sub.run(randomUUID(), merchant.id, shop.id, customer, rare ? 'past_due' : 'active', randomUUID(), randomUUID(), at);
+    }
+  })();
+  store.close();
+  return { path, payments: n, shopId: shop.id, key, sampleIds, customerRef, lastExpiry, pending };
+}

@@ -1,0 +1,109 @@
+// Measuring helpers of the growth benchmark: CPU and bytes written by a process (from /proc), timed HTTP
+// requests over one keep-alive agent, and the bare node:http + SQLite baseline.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
+import { ROOT } from './kopek-process';
+
+/** CPU seconds a process has used (all threads), from /proc; NaN when unreadable. */
+export function procCpuS(pid: number): number {
+  try {
+    const raw = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Bytes a process has passed to write calls (the WAL, the database, logs), from /proc; NaN when unreadable. */
+export function procWriteBytes(pid: number): number {
+  try {
+    const m = /wchar:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return m ? Number(m[1]) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+
+/** An answer: status, body text, and the milliseconds from send to the last byte. */
+export interface Timed {
+  status: number;
+  text: string;
+  ms: number;
+}
+
+/** One HTTP request over the shared keep-alive agent. */
+export function call(base: string, method: string, path: string, key: string | null, body?: unknown, headers: Record<string, string> = {}): Promise<Timed> {
+  const data = body === undefined ? undefined : JSON.stringify(body);
+  const h: Record<string, string> = { ...headers };
+  if (key) h.authorization = `Bearer ${key}`;
+  if (data !== undefined) h['content-type'] = 'application/json';
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const req = request(base + path, { method, agent, headers: h }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - t0 }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+/** A request that must answer `expect`; its parsed body. */
+export async function must(base: string, method: string, path: string, key: string | null, body?: unknown, expect = 200): Promise<any> {
+  const r = await call(base, method, path, key, body);
+  if (r.status !== expect) throw new Error(`${method} ${path} answered ${r.status}, not ${expect}: ${r.text.slice(0, 300)}`);
+  return JSON.parse(r.text);
+}
+
+/** The median of some numbers. */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length === 0 ? NaN : s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** The median time of `runs` sequential GETs of `path` (after two unmeasured ones), checking each answers 200. */
+export async function medianGetMs(base: string, path: string, key: string, runs: number): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < runs + 2; i++) {
+    const r = await call(base, 'GET', path, key);
+    if (r.status !== 200) throw new Error(`GET ${path} answered ${r.status}: ${r.text.slice(0, 300)}`);
+    if (i >= 2) times.push(r.ms);
+  }
+  return median(times);
+}
+
+/** Run `n` calls of `one(i)` with `width` in flight; returns the server's CPU µs and bytes written per call. */
+export async function perCall(pid: number, n: number, width: number, one: (i: number) => Promise<void>): Promise<{ cpu_us: number; bytes: number }> {
+  const cpu0 = procCpuS(pid);
+  const w0 = procWriteBytes(pid);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < n) await one(next++);
+    }),
+  );
+  return { cpu_us: ((procCpuS(pid) - cpu0) / n) * 1e6, bytes: (procWriteBytes(pid) - w0) / n };
+}
+
+/** The bare baseline server (scripts/lib/baseline-server.ts) on `db`. */
+export function startBaseline(db: string): Promise<{ url: string; pid: number; kill: () => Promise<void> }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'lib', 'baseline-server.ts'), db], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  const exited = new Promise<void>((r) => proc.on('exit', () => r()));
+  return new Promise((resolve, reject) => {
+    let err = '';
+    proc.stderr.on('data', (c: Buffer) => {
+      err += c.toString();
+      const m = /listening on (\S+)/.exec(err);
+      if (m) resolve({ url: m[1], pid: proc.pid!, kill: async () => void (proc.kill('SIGTERM'), await exited) });
+    });
+    void exited.then(() => reject(new Error(`baseline server exited: ${err}`)));
+  });
+}
