@@ -24,8 +24,8 @@ async function run(argv: string[]): Promise<number> {
     out(usage() + '\n');
     return 0;
   }
-  if (name === '--version' || name === 'version') {
-    out(VERSION + '\n');
+  if (name === '--version' || name === '-v' || name === 'version') {
+    out(`kopek ${VERSION} (node ${process.version})\n`);
     return 0;
   }
   const implicit = name === undefined || name.startsWith('-');
