@@ -145,7 +145,7 @@ async function main(): Promise<number> {
   const l: Ledger = { payments: new Map(), refunds: new Map(), payouts: new Set(), keys: new Map(), sent: 0, acked: 0, replays: 0, problems: [] };
   const serveArgs = ['--db', db, '--no-demo', '--sim-delay', '0.2', '--log-level', 'warn'];
   let server: KopekServer | null = null;
-  console.log(`crash-test: ${k.label}, ${rounds} rounds, ${workers} workers, seed ${seed}`);
+  console.log(`crash-test: ${k.label} (${runKopek(k, ['--version']).stdout.trim() || 'no --version answer'}), ${rounds} rounds, ${workers} workers, seed ${seed}`);
   try {
     const demo = runKopek(k, ['demo', '--db', db, '--json']);
     if (demo.code !== 0) throw new Error(`kopek demo failed: ${demo.stderr}`);

@@ -62,6 +62,7 @@ export const paymentsOpenApi: OpenApiFragment = {
   paths: {
     '/v1/public/payments': {
       post: {
+        operationId: 'createPayment',
         summary: 'Create a payment (Idempotency-Key accepted)',
         security: bearer,
         parameters: [idempotencyHeader],
@@ -69,6 +70,7 @@ export const paymentsOpenApi: OpenApiFragment = {
         responses: createdResponses(ref('PaymentCreated'), 'Created'),
       },
       get: {
+        operationId: 'listPayments',
         summary: 'Payment register (scope api:reports:read), newest first',
         security: bearer,
         parameters: [...registerQuery, { name: 'include_test', in: 'query', schema: { enum: ['0', '1'] }, description: 'live keys: 1 adds test payments' }],
@@ -77,6 +79,7 @@ export const paymentsOpenApi: OpenApiFragment = {
     },
     '/v1/public/payments/{id}': {
       get: {
+        operationId: 'getPayment',
         summary: 'A payment with its refunds',
         security: bearer,
         parameters: idParam,
@@ -85,6 +88,7 @@ export const paymentsOpenApi: OpenApiFragment = {
     },
     '/v1/public/payments/{id}/cancel': {
       post: {
+        operationId: 'cancelPayment',
         summary: 'Cancel a pending payment (409 invalid_state otherwise)',
         security: bearer,
         parameters: idParam,
@@ -93,6 +97,7 @@ export const paymentsOpenApi: OpenApiFragment = {
     },
     '/v1/public/payments/{id}/refund': {
       post: {
+        operationId: 'refundPayment',
         summary: 'Refund a succeeded payment in full or in part (Idempotency-Key accepted)',
         security: bearer,
         parameters: [...idParam, idempotencyHeader],
@@ -105,6 +110,7 @@ export const paymentsOpenApi: OpenApiFragment = {
     },
     '/v1/public/refunds': {
       get: {
+        operationId: 'listRefunds',
         summary: 'Refund register (scope api:reports:read), newest first',
         security: bearer,
         parameters: registerQuery,

@@ -55,6 +55,7 @@ export const payoutsOpenApi: OpenApiFragment = {
   paths: {
     '/v1/public/payouts': {
       post: {
+        operationId: 'createPayout',
         summary: 'Create a payout (scope of the method: api:payouts:sbp, api:payouts:card or api:payouts:account)',
         description:
           'A bank_id that is not 12 digits is 400 before any other check. The amount must not exceed the shop\'s available (422 insufficient_funds). ' +
@@ -66,6 +67,7 @@ export const payoutsOpenApi: OpenApiFragment = {
         responses: createdResponses(ref('PayoutCreated'), 'Payout created'),
       },
       get: {
+        operationId: 'listPayouts',
         summary: 'The payout register, newest first (scope api:reports:read)',
         security: bearer,
         parameters: registerParams,
@@ -74,6 +76,7 @@ export const payoutsOpenApi: OpenApiFragment = {
     },
     '/v1/public/payouts/batch': {
       post: {
+        operationId: 'createPayoutBatch',
         summary: `Create up to ${BATCH_MAX_ITEMS} payouts of one method; each item is created, failed or duplicate on its own`,
         security: bearer,
         parameters: [idempotencyHeader],
@@ -85,6 +88,7 @@ export const payoutsOpenApi: OpenApiFragment = {
     },
     '/v1/public/payouts/{id}': {
       get: {
+        operationId: 'getPayout',
         summary: 'One payout (any payout scope, or api:reports:read)',
         security: bearer,
         parameters: [idParam],

@@ -55,6 +55,7 @@ export const tokensOpenApi: OpenApiFragment = {
   paths: {
     '/v1/public/tokens': {
       post: {
+        operationId: 'createToken',
         summary: 'Save a payment method (scope api:recurrent:bind; Idempotency-Key accepted): a pending token and the hosted page that binds it',
         security: bearer,
         parameters: [idempotencyHeader],
@@ -73,6 +74,7 @@ export const tokensOpenApi: OpenApiFragment = {
         responses: createdResponses(ref('TokenCreated'), 'Created pending'),
       },
       get: {
+        operationId: 'listTokens',
         summary: 'Tokens of the shop (scope api:recurrent:bind), newest first',
         security: bearer,
         parameters: recurrentListQuery,
@@ -81,6 +83,7 @@ export const tokensOpenApi: OpenApiFragment = {
     },
     '/v1/public/tokens/{id}': {
       get: {
+        operationId: 'getToken',
         summary: 'A token (scope api:recurrent:bind)',
         security: bearer,
         parameters: idParam,
@@ -89,6 +92,7 @@ export const tokensOpenApi: OpenApiFragment = {
     },
     '/v1/public/tokens/{id}/cancel': {
       post: {
+        operationId: 'cancelToken',
         summary: 'Cancel a pending or active token (scope api:recurrent:bind); a subscription using it is cancelled too',
         security: bearer,
         parameters: idParam,
@@ -97,6 +101,7 @@ export const tokensOpenApi: OpenApiFragment = {
     },
     '/v1/public/tokens/{id}/charge': {
       post: {
+        operationId: 'chargeToken',
         summary: 'Charge an active token (scope api:recurrent:charge; Idempotency-Key accepted): a payment of method recurrent',
         security: bearer,
         parameters: [...idParam, idempotencyHeader],

@@ -24,9 +24,18 @@ export const webhooksOpenApi: OpenApiFragment = {
     },
     '/v1/public/events': {
       get: {
+        operationId: 'streamEvents',
         summary: 'Server-Sent Events stream of the key\'s shop and mode; resumes after Last-Event-ID',
         security: bearer,
-        parameters: [{ name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' } }],
+        parameters: [
+          {
+            name: 'Last-Event-ID',
+            in: 'header',
+            required: false,
+            schema: { type: 'string', pattern: '^\\d+$' },
+            description: 'The `id:` of the last event received: the stream first replays every later event; 0 replays all. EventSource sends it on reconnect.',
+          },
+        ],
         responses: {
           '200': {
             description:
