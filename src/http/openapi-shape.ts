@@ -10,7 +10,7 @@ import { jsonResponse, ref } from './openapi-types';
  */
 
 /** Methods whose request body the server reads (src/http/server.ts), so body refusals apply to them. */
-const BODY_METHODS = new Set(['post', 'put', 'patch']);
+const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete']);
 
 /** What each 4xx status means, as the Error body's `code` says it. */
 const MEANING: Record<string, string> = {
@@ -21,9 +21,13 @@ const MEANING: Record<string, string> = {
   '409': 'invalid_state: the object\'s status refuses the action; idempotent_conflict: the Idempotency-Key was used with another body',
   '413': 'payload_too_large: the body exceeds the server\'s limit',
   '415': 'unsupported_media_type: the body is not application/json in UTF-8',
-  '422': 'the request is well formed but the money is not there (amount_exceeds_refundable, insufficient_funds)',
   '429': 'rate_limited: too many requests for this key; Retry-After says when to retry',
 };
+
+/** A refusal an operation declares itself (what the shape rules cannot know): the Error body under `description`. */
+export function refusal(description: string): Record<string, unknown> {
+  return jsonResponse(description, ref('Error'));
+}
 
 type Operation = Record<string, unknown> & {
   operationId?: string;

@@ -11,6 +11,7 @@ import { unmapIp } from '../auth/ip-allowlist';
 import type { RateLimiter } from '../auth/rate-limit';
 import { logAccess } from './access-log';
 import { onClientError } from './client-error';
+import { acceptsGzip, GZIP_MIN_BYTES, gzipText } from './compress';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,64}$/;
@@ -149,7 +150,12 @@ async function handle(
     status = send(ctx, reply);
   } catch (err) {
     const apiErr = withAction(toApiError(err), method, ctx.route);
-    if (apiErr.status >= 500) {
+    if (apiErr.status >= 500 && err instanceof ApiError) {
+      // Raised on purpose (shutting down, a bank's router refusing): a known condition, not a bug; no stack.
+      const fields = { request_id: requestId, method, path, status: apiErr.status, code: apiErr.code, error: apiErr.message };
+      if (app.closing) app.log.info('request refused while shutting down', fields);
+      else app.log.warn('request failed', fields);
+    } else if (apiErr.status >= 500) {
       app.log.error('request failed', {
         request_id: requestId,
         method,
@@ -232,13 +238,27 @@ function send(ctx: Ctx, reply: Reply): number {
   if ('html' in reply) {
     writeBody(res, status, 'text/html; charset=utf-8', reply.html, ctx.method);
   } else if ('json' in reply) {
-    writeBody(res, status, 'application/json', reply.json, ctx.method);
+    writeJson(ctx, status, reply.json);
   } else if ('text' in reply) {
     writeBody(res, status, reply.contentType ?? 'text/plain; charset=utf-8', reply.text, ctx.method);
   } else {
-    writeBody(res, status, 'application/json', JSON.stringify(reply.body), ctx.method);
+    writeJson(ctx, status, JSON.stringify(reply.body));
   }
   return status;
+}
+
+/** A JSON body, gzipped when it is large and the client accepts gzip (the OpenAPI document, register pages). */
+function writeJson(ctx: Ctx, status: number, text: string): void {
+  const res = ctx.res;
+  if (text.length < GZIP_MIN_BYTES || ctx.method === 'HEAD') return writeBody(res, status, 'application/json', text, ctx.method);
+  res.setHeader('Vary', 'Accept-Encoding');
+  if (!acceptsGzip(ctx.req.headers['accept-encoding'])) return writeBody(res, status, 'application/json', text, ctx.method);
+  gzipText(text, (gz) => {
+    if (res.destroyed) return;
+    if (!gz) return writeBody(res, status, 'application/json', text, ctx.method);
+    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip', 'Content-Length': gz.length });
+    res.end(gz);
+  });
 }
 
 function sendError(ctx: Ctx, err: ApiError): number {

@@ -16,6 +16,7 @@ import {
   amountSchema,
   timeOrNullSchema,
 } from '../http/openapi-types';
+import { refusal } from '../http/openapi-shape';
 import { PAYMENT_METHODS, PAYMENT_STATUSES } from './types';
 import { TTL_MAX_MIN } from './create';
 import { PAYMENT_FAILURE_CODES } from './failures';
@@ -105,7 +106,7 @@ export const paymentsOpenApi: OpenApiFragment = {
           strictObject({ amount: { ...money, description: 'omitted or 0: the whole remainder' }, reason: { type: 'string', maxLength: 500 } }, []),
           false,
         ),
-        responses: createdResponses(ref('RefundCreated'), 'Created pending'),
+        responses: { ...createdResponses(ref('RefundCreated'), 'Created pending'), '422': refusal('amount_exceeds_refundable: more than the payment has left to refund; insufficient_funds: more than the balance has available') },
       },
     },
     '/v1/public/refunds': {

@@ -14,6 +14,7 @@ import {
   timeSchema as time,
   timeOrNullSchema as timeOrNull,
 } from '../http/openapi-types';
+import { refusal } from '../http/openapi-shape';
 import { PAYOUT_METHODS } from './fields';
 import { PAYOUT_FAILURE_CODES } from './payouts';
 import { BATCH_MAX_ITEMS } from './batch';
@@ -64,7 +65,7 @@ export const payoutsOpenApi: OpenApiFragment = {
         security: bearer,
         parameters: [idempotencyHeader],
         requestBody: jsonBody({ oneOf: bodies(true) }),
-        responses: createdResponses(ref('PayoutCreated'), 'Payout created'),
+        responses: { ...createdResponses(ref('PayoutCreated'), 'Payout created'), '422': refusal('insufficient_funds: the amount exceeds the available balance') },
       },
       get: {
         operationId: 'listPayouts',

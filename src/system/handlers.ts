@@ -21,7 +21,7 @@ export function openapi(ctx: Ctx): Reply {
     doc = JSON.stringify(openApiDocument(ctx.app.version, url));
     docCache.set(url, doc);
   }
-  return { text: doc, contentType: 'application/json' };
+  return { json: doc };
 }
 
 function clockBody(ctx: Ctx, jobsRun?: number): Record<string, unknown> {

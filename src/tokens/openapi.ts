@@ -35,7 +35,7 @@ const tokenProps = {
   method: { enum: [...TOKEN_METHODS] },
   status: { enum: [...TOKEN_STATUSES] },
   card_brand: { type: 'string', description: 'cards, once bound: mir, visa, mastercard, …; "" otherwise' },
-  card_mask: { type: 'string', description: 'cards, once bound: the last 4 digits as "**** 1234"; "" otherwise' },
+  card_mask: { type: 'string', pattern: '^([0-9]{4})?$', description: 'cards, once bound: the last 4 digits ("1234", as a payout\'s recipient_card_mask); "" otherwise' },
   last_charged_at: { ...timeOrNull, description: 'the last successful charge; null before one' },
   subscription_id: { type: ['string', 'null'], format: 'uuid', description: 'the subscription that made this token, if any' },
   binding_payment_id: { ...uuid, description: 'the payment whose hosted page binds the token' },
