@@ -30,7 +30,10 @@ export function openApiDocument(version: string, serverUrl: string): Record<stri
     security,
     paths,
     components: {
-      securitySchemes: { bearerKey: { type: 'http', scheme: 'bearer', description: 'sk_test_… or sk_live_… API key' } },
+      securitySchemes: {
+        bearerKey: { type: 'http', scheme: 'bearer', description: 'sk_test_… or sk_live_… API key' },
+        streamToken: { type: 'apiKey', in: 'query', name: 'token', description: 'est_… stream token from POST /v1/public/events/token (GET /v1/public/events only)' },
+      },
       schemas,
     },
   };

@@ -10,6 +10,7 @@ import { getBalance } from '../ledger/handlers';
 import { listSbpBanks } from '../banks/handlers';
 import { listDeliveries } from '../webhooks/handlers';
 import { streamEvents } from '../events/stream';
+import { createStreamToken } from '../auth/stream-token';
 import * as payPage from '../pay-page/handlers';
 import * as payActions from '../pay-page/actions';
 import * as tokens from '../tokens/handlers';
@@ -31,7 +32,8 @@ export function buildRouter(): Router<RouteDef> {
   r.add('GET', '/v1/public/refunds', { auth: 'key', scope: 'api:reports:read', handler: refunds.listRefunds });
   r.add('POST', '/v1/test/payments/:id/simulate', { auth: 'test', handler: simulatePayment });
   // Events and webhooks
-  r.add('GET', '/v1/public/events', { auth: 'key', handler: streamEvents });
+  r.add('GET', '/v1/public/events', { auth: 'key', streamToken: true, handler: streamEvents });
+  r.add('POST', '/v1/public/events/token', { auth: 'key', handler: createStreamToken });
   r.add('GET', '/v1/test/webhooks/deliveries', { auth: 'test', handler: listDeliveries });
   // Balance, payouts (the create routes check the scope of the body's method), bank directory
   r.add('GET', '/v1/public/balance', { auth: 'key', scope: 'api:balance:read', handler: getBalance });

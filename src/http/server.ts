@@ -7,6 +7,7 @@ import type { Ctx, Reply, RouteDef } from './types';
 import { ApiError, toApiError } from './errors';
 import { mediaCharset, mediaType, parseForm, parseJson, readBody } from './body';
 import { authenticate, requireScope } from '../auth/authenticate';
+import { authenticateStreamToken } from '../auth/stream-token';
 import { unmapIp } from '../auth/ip-allowlist';
 import type { RateLimiter } from '../auth/rate-limit';
 import { logAccess } from './access-log';
@@ -129,7 +130,14 @@ async function handle(
     ctx.params = match.params;
     if (BODY_METHODS.has(method)) await readRequestBody(app, ctx, route);
     else req.resume();
-    if (route.auth !== 'none') {
+    const streamToken = route.streamToken && header(req, 'authorization') === undefined ? ctx.query.get('token') : null;
+    if (streamToken !== null && streamToken !== undefined) {
+      ctx.auth = authenticateStreamToken(app.store, streamToken, app.clocks.real());
+      if (limiter) limiter.take(ctx.auth.keyId);
+      if (route.scope) requireScope(ctx.auth, route.scope);
+      // A token is the whole credential (no cookies), so a page of any origin may read the stream with it.
+      res.setHeader('Access-Control-Allow-Origin', '*');
+    } else if (route.auth !== 'none') {
       ctx.auth = authenticate(app.store, {
         authorization: header(req, 'authorization'),
         signature: header(req, 'x-psp-signature'),
