@@ -38,7 +38,7 @@ test('a browser EventSource on a page of another origin reads the stream with a 
   await page.evaluate(
     (url) =>
       new Promise<void>((resolve, reject) => {
-        const w = window as unknown as { seen: Array<{ type: string; id: string; data: string }> };
+        const w = globalThis as unknown as { seen: Array<{ type: string; id: string; data: string }> };
         w.seen = [];
         const es = new EventSource(url);
         const timer = setTimeout(() => reject(new Error('EventSource did not open within 10 s')), 10_000);
@@ -51,8 +51,8 @@ test('a browser EventSource on a page of another origin reads the stream with a 
     minted.body.stream_url,
   );
   const c = await createPayment(s, { amount: 12345 }, shop.key);
-  await page.waitForFunction(() => (window as unknown as { seen: unknown[] }).seen.length > 0, undefined, { timeout: 10_000 });
-  const seen = await page.evaluate(() => (window as unknown as { seen: Array<{ type: string; id: string; data: string }> }).seen);
+  await page.waitForFunction(() => (globalThis as unknown as { seen: unknown[] }).seen.length > 0, undefined, { timeout: 10_000 });
+  const seen = await page.evaluate(() => (globalThis as unknown as { seen: Array<{ type: string; id: string; data: string }> }).seen);
   assert.equal(seen.length, 1);
   assert.equal(seen[0].type, 'payment.created');
   assert.match(seen[0].id, /^\d+$/);
