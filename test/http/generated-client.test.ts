@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
@@ -95,6 +95,17 @@ test('types generated from the served document type-check a client that runs the
   assert.deepEqual(r.refund, { amount: 50000, status: 'pending' });
   assert.deepEqual(r.refusal, { status: 409, code: 'invalid_state' });
   assert.deepEqual(answers, ['POST 201', 'POST 200', 'POST 200', 'GET 200', 'GET 200', 'POST 201', 'POST 409']);
+});
+
+test("the README's openapi-fetch example type-checks against the generated types", async () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const example = /```ts\n(import createClient from 'openapi-fetch';[\s\S]*?)```/.exec(readme);
+  assert.ok(example, 'README.md has no openapi-fetch example');
+  const served = await s.request('GET', '/v1/openapi.json');
+  writeFileSync(join(dir, 'kopek-api.ts'), astToString(await openapiTS(served.body)));
+  // The example reads its base URL and key from the environment; the check compiles without Node's types.
+  writeFileSync(join(dir, 'readme.ts'), `declare const process: { env: Record<string, string | undefined> };\n${example[1]}`);
+  assert.deepEqual(typeCheck([join(dir, 'readme.ts')]), []);
 });
 
 test('the same check refuses a client that breaks the document (the type-check is real)', async () => {
