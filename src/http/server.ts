@@ -161,7 +161,7 @@ async function handle(
     if (apiErr.status >= 500 && err instanceof ApiError) {
       // Raised on purpose (shutting down, a bank's router refusing): a known condition, not a bug; no stack.
       const fields = { request_id: requestId, method, path, status: apiErr.status, code: apiErr.code, error: apiErr.message };
-      if (app.closing) app.log.info('request refused while shutting down', fields);
+      if (app.closing && apiErr.status === 503) app.log.info('request refused while shutting down', fields);
       else app.log.warn('request failed', fields);
     } else if (apiErr.status >= 500) {
       app.log.error('request failed', {
