@@ -10,7 +10,8 @@ Commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`).join('\n')}
 
 Every command takes --db PATH, --json and --help.
-Run 'kopek <command> --help' for its usage and examples.`;
+Run 'kopek <command> --help' for its usage and examples; 'kopek --version' (or -v) names the
+version and the Node.js it runs on.`;
 
 /** argv → `serve` or an admin command; a failure prints one line and exits non-zero. `target` replaces stdout/stderr. */
 export async function main(argv: string[], target: Io = processIo): Promise<number> {
