@@ -13,12 +13,12 @@
 //   --connections N  keep-alive connections (default 50)
 //   --exe PATH       the kopek executable (default dist/kopek, else the sources through tsx)
 //   --log-level L    kopek's log level (default info: one access-log line per request, as in production)
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import Database from 'better-sqlite3';
-import { kopekCommand, startKopek, scriptArgs, intOption, ROOT, type KopekServer } from './lib/kopek-process';
+import { kopekCommand, runKopek, startKopek, scriptArgs, intOption, ROOT, type KopekServer } from './lib/kopek-process';
 import { runLoad, type LoadResult } from './lib/load';
 
 const CREATE_TARGET = 1.0;
@@ -172,7 +172,11 @@ async function main(): Promise<number> {
   let kopek: KopekServer | null = null;
   let baseline: Awaited<ReturnType<typeof startBaseline>> | null = null;
   try {
-    console.log(`bench: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, node ${process.version}, ${k.label}`);
+    console.log(`bench: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, load generator and baseline on node ${process.version}`);
+    // Which kopek, on which Node (an executable carries its own), and how big it is.
+    const version = runKopek(k, ['--version']).stdout.trim() || 'no --version answer';
+    const size = k.args.length === 0 ? `, ${(statSync(k.cmd).size / 1024 / 1024).toFixed(1)} MiB` : '';
+    console.log(`       ${k.label}: ${version}${size}`);
     console.log(`       ${connections} keep-alive connections, ${runs} × ${seconds} s measured per series after ${load.warmup_ms} ms warm-up each${short ? ' (short mode)' : ''}`);
     baseline = await startBaseline(join(dir, 'baseline.db'));
     kopek = await startKopek(k, ['--db', join(dir, 'kopek.db'), '--log-level', logLevel, '--sim-delay', '2']);

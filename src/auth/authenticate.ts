@@ -59,6 +59,13 @@ function lookupKey(store: Store, hash: string): KeyEntry | undefined {
   if (held) return held;
   const row = store.stmt(KEY_SQL).get(hash) as KeyRow | undefined;
   if (!row || row.revoked_at !== null) return undefined;
+  const entry = entryOf(row);
+  cache.set(hash, entry);
+  return entry;
+}
+
+/** A key row as the pipeline uses it: the compiled allow-list and the frozen Auth of its requests. */
+function entryOf(row: KeyRow): KeyEntry {
   const shopScopes = new Set(row.shop_scopes.split(',').filter(Boolean));
   const scopes: ReadonlySet<string> = new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s)));
   const auth: Readonly<Auth> = Object.freeze({
@@ -69,9 +76,20 @@ function lookupKey(store: Store, hash: string): KeyEntry | undefined {
     mode: row.mode,
     scopes,
   });
-  const entry = { row, allow: allowList(row.ip_allowlist), auth };
-  cache.set(hash, entry);
-  return entry;
+  return { row, allow: allowList(row.ip_allowlist), auth };
+}
+
+/**
+ * The Auth of the key with this id (a stream token names its key by id): undefined when unknown or revoked,
+ * 403 when it is a live key of a merchant without live mode, as for the key itself.
+ */
+export function authOfKeyId(store: Store, keyId: string): Auth | undefined {
+  const row = store.stmt(KEY_SQL.replace('WHERE k.key_hash = ?', 'WHERE k.id = ?')).get(keyId) as KeyRow | undefined;
+  if (!row || row.revoked_at !== null) return undefined;
+  if (row.mode === 'live' && !row.live_enabled) {
+    throw new ApiError(403, 'live_mode_not_activated', 'Cannot use a live key: live mode is not activated for this merchant');
+  }
+  return entryOf(row).auth;
 }
 
 /** What the pipeline needs from a request. */

@@ -5,6 +5,7 @@ export const banksOpenApi: OpenApiFragment = {
   paths: {
     '/v1/public/banks/sbp': {
       get: {
+        operationId: 'listSbpBanks',
         summary: 'Participants of the Faster Payments System (SBP), sorted by name in Russian collation',
         description: 'For user interfaces, not an allow-list: a payout accepts any 12-digit member id. Any valid key; no scope.',
         security: bearer,

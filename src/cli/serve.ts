@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { loadConfig, OPTIONS } from '../config';
 import { startApp } from '../app';
 import { openDatabase } from '../db/open';
@@ -41,7 +42,11 @@ export const serve: Command = {
     const running = await startApp(config);
     const { err } = io();
     // One write, so whoever waits for the "listening on" line has the demo key with it.
-    let banner = `kopek ${running.app.version} listening on ${running.url} (database ${config.db})\n`;
+    // The address the socket is bound to (what a local client connects to); the public URL, when another, after it.
+    const bound = running.server.address() as AddressInfo;
+    const listen = `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
+    const publicUrl = running.url === listen ? '' : `public URL ${running.url}, `;
+    let banner = `kopek ${running.app.version} listening on ${listen} (${publicUrl}database ${config.db})\n`;
     if (demo) {
       banner += [
         'Created a demo merchant and shop on the empty database.',

@@ -1,5 +1,6 @@
 import type { OpenApiFragment } from './openapi-types';
 import { FRAGMENTS } from './openapi-fragments';
+import { shapeOperations } from './openapi-shape';
 
 /** The OpenAPI 3.1 document of every route, merged from the domains' fragments. */
 export function openApiDocument(version: string, serverUrl: string): Record<string, unknown> {
@@ -14,6 +15,8 @@ export function openApiDocument(version: string, serverUrl: string): Record<stri
       schemas[name] = schema;
     }
   }
+  const security = [{ bearerKey: [] }];
+  shapeOperations(paths, schemas, security);
   return {
     openapi: '3.1.0',
     info: {
@@ -24,12 +27,13 @@ export function openApiDocument(version: string, serverUrl: string): Record<stri
         'bank directory, signed webhooks and a Server-Sent Events stream. sk_test_ keys drive the built-in bank simulator.',
     },
     servers: [{ url: serverUrl }],
-    security: [{ bearerKey: [] }],
+    security,
     paths,
     components: {
       securitySchemes: {
         bearerKey: { type: 'http', scheme: 'bearer', description: 'sk_test_… or sk_live_… API key' },
         cabinetSession: { type: 'apiKey', in: 'cookie', name: 'kopek_cabinet', description: 'A merchant cabinet session (docs/cabinet.md); its POSTs also need the CSRF token' },
+        streamToken: { type: 'apiKey', in: 'query', name: 'token', description: 'est_… stream token from POST /v1/public/events/token (GET /v1/public/events only)' },
       },
       schemas,
     },

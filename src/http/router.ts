@@ -74,8 +74,13 @@ export class Router<T> {
         const hit = byMethod.get(m);
         if (hit) return { kind: 'found', value: hit.value, params: {}, pattern: hit.pattern };
       }
+      // A path some route names literally is that resource: another method is 405, never an id of a param route
+      // (GET /v1/public/payouts/batch is not the payout "batch").
+      const allowed = new Set(byMethod.keys());
+      if (allowed.has('GET')) allowed.add('HEAD');
+      return { kind: 'method_not_allowed', allow: [...allowed].sort() };
     }
-    // A static route of the same method wins over a param route; statics were checked above.
+    // Static paths were answered above; what is left can only match param routes.
     for (const r of this.routes) {
       const m = r.regex.exec(path);
       if (!m) continue;

@@ -8,6 +8,7 @@ import * as payouts from '../payouts/handlers';
 import { getBalance } from '../ledger/handlers';
 import { listSbpBanks } from '../banks/handlers';
 import { streamEvents } from '../events/stream';
+import { createStreamToken } from '../auth/stream-token';
 import * as payPage from '../pay-page/handlers';
 import * as payActions from '../pay-page/actions';
 import * as tokens from '../tokens/handlers';
@@ -36,7 +37,8 @@ export function buildRouter(): Router<RouteDef> {
   r.add('POST', '/v1/public/payments/:id/refund', { auth: 'key', handler: refunds.createRefund });
   r.add('GET', '/v1/public/refunds', { auth: 'key', scope: 'api:reports:read', handler: refunds.listRefunds });
   // Events and webhooks
-  r.add('GET', '/v1/public/events', { auth: 'key', handler: streamEvents });
+  r.add('GET', '/v1/public/events', { auth: 'key', streamToken: true, handler: streamEvents });
+  r.add('POST', '/v1/public/events/token', { auth: 'key', handler: createStreamToken });
   r.add('GET', '/v1/test/webhooks/deliveries', { auth: 'test', handler: listDeliveries });
   // Balance, payouts (the create routes check the scope of the body's method), bank directory
   r.add('GET', '/v1/public/balance', { auth: 'key', scope: 'api:balance:read', handler: getBalance });

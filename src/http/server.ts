@@ -8,12 +8,14 @@ import type { Ctx, Reply, RouteDef } from './types';
 import { ApiError, toApiError } from './errors';
 import { mediaCharset, mediaType, parseForm, parseJson, readBody } from './body';
 import { authenticateKey, requireScope } from '../auth/authenticate';
+import { authenticateStreamToken } from '../auth/stream-token';
 import { unmapIp } from '../auth/ip-allowlist';
 import type { RateLimiter } from '../auth/rate-limit';
 import { logAccess } from './access-log';
 import { onClientError } from './client-error';
 import { noteKeyUse } from '../auth/key-usage';
 import { authenticateCabinet, cabinetErrorReply } from '../cabinet/guard';
+import { acceptsGzip, GZIP_MIN_BYTES, gzipText } from './compress';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,64}$/;
@@ -217,8 +219,10 @@ async function handle(
     ctx.route = match.pattern;
     ctx.params = match.params;
     // The key is checked before a byte of the body is read: a keyless client cannot make the server hold its body.
+    // A stream token (GET /v1/public/events?token=…, for a browser's EventSource) stands in for the key.
+    const streamToken = (route.streamToken && header(req, 'authorization') === undefined ? ctx.query.get('token') : null) || null;
     const key =
-      route.auth === 'none' || route.auth === 'cabinet' ? null : authenticateKey(app.store, { authorization: header(req, 'authorization'), ip: ctx.ip, connection: req.socket });
+      route.auth === 'none' || route.auth === 'cabinet' || streamToken ? null : authenticateKey(app.store, { authorization: header(req, 'authorization'), ip: ctx.ip, connection: req.socket });
     if (key && route.auth === 'test' && key.auth.mode !== 'test') {
       throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}: test helpers need a test key`);
     }
@@ -227,6 +231,12 @@ async function handle(
     else req.resume();
     if (route.auth === 'cabinet') {
       ctx.cabinet = authenticateCabinet(ctx);
+    } else if (streamToken) {
+      ctx.auth = authenticateStreamToken(app.store, streamToken, app.clocks.real());
+      if (limiter) limiter.take(ctx.auth.keyId);
+      if (route.scope) requireScope(ctx.auth, route.scope);
+      // A token is the whole credential (no cookies), so a page of any origin may read the stream with it.
+      res.setHeader('Access-Control-Allow-Origin', '*');
     } else if (key) {
       key.verifyBody(header(req, 'x-psp-signature'), ctx.rawBody);
       ctx.auth = key.auth;
@@ -241,7 +251,12 @@ async function handle(
     status = send(ctx, reply);
   } catch (err) {
     const apiErr = withAction(toApiError(err), method, ctx.route);
-    if (apiErr.status >= 500) {
+    if (apiErr.status >= 500 && err instanceof ApiError) {
+      // Raised on purpose (shutting down, a bank's router refusing): a known condition, not a bug; no stack.
+      const fields = { request_id: requestId, method, path, status: apiErr.status, code: apiErr.code, error: apiErr.message };
+      if (app.closing && apiErr.status === 503) app.log.info('request refused while shutting down', fields);
+      else app.log.warn('request failed', fields);
+    } else if (apiErr.status >= 500) {
       app.log.error('request failed', {
         request_id: requestId,
         method,
@@ -357,13 +372,27 @@ function send(ctx: Ctx, reply: Reply): number {
   if ('html' in reply) {
     writeBody(res, status, 'text/html; charset=utf-8', reply.html, ctx.method);
   } else if ('json' in reply) {
-    writeBody(res, status, 'application/json', reply.json, ctx.method);
+    writeJson(ctx, status, reply.json);
   } else if ('text' in reply) {
     writeBody(res, status, reply.contentType ?? 'text/plain; charset=utf-8', reply.text, ctx.method);
   } else {
-    writeBody(res, status, 'application/json', JSON.stringify(reply.body), ctx.method);
+    writeJson(ctx, status, JSON.stringify(reply.body));
   }
   return status;
+}
+
+/** A JSON body, gzipped when it is large and the client accepts gzip (the OpenAPI document, register pages). */
+function writeJson(ctx: Ctx, status: number, text: string): void {
+  const res = ctx.res;
+  if (text.length < GZIP_MIN_BYTES || ctx.method === 'HEAD') return writeBody(res, status, 'application/json', text, ctx.method);
+  res.setHeader('Vary', 'Accept-Encoding');
+  if (!acceptsGzip(ctx.req.headers['accept-encoding'])) return writeBody(res, status, 'application/json', text, ctx.method);
+  gzipText(text, (gz) => {
+    if (res.destroyed) return;
+    if (!gz) return writeBody(res, status, 'application/json', text, ctx.method);
+    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip', 'Content-Length': gz.length });
+    res.end(gz);
+  });
 }
 
 function sendError(ctx: Ctx, err: ApiError): number {

@@ -90,5 +90,7 @@ export interface RouteDef {
   /** Scope the key must have; a scope that depends on the body (payouts by method) is checked in the handler with requireScope. */
   scope?: string;
   body?: BodyKind;
+  /** The route also accepts a stream token in `?token=` instead of the key (src/auth/stream-token.ts). */
+  streamToken?: boolean;
   handler: Handler;
 }

@@ -5,6 +5,7 @@ export const ledgerOpenApi: OpenApiFragment = {
   paths: {
     '/v1/public/balance': {
       get: {
+        operationId: 'getBalance',
         summary: "The merchant's balance in the key's mode (test and live are separate books)",
         description:
           'Needs scope api:balance:read. balance = settled money; available = balance minus reserves for pending payouts and refunds. ' +

@@ -16,6 +16,7 @@ import {
   amountSchema,
   timeOrNullSchema,
 } from '../http/openapi-types';
+import { refusal } from '../http/openapi-shape';
 import { PAYMENT_METHODS, PAYMENT_STATUSES } from './types';
 import { TTL_MAX_MIN } from './create';
 
@@ -60,6 +61,7 @@ export const paymentsOpenApi: OpenApiFragment = {
   paths: {
     '/v1/public/payments': {
       post: {
+        operationId: 'createPayment',
         summary: 'Create a payment (Idempotency-Key accepted)',
         security: bearer,
         parameters: [idempotencyHeader],
@@ -67,6 +69,7 @@ export const paymentsOpenApi: OpenApiFragment = {
         responses: createdResponses(ref('PaymentCreated'), 'Created'),
       },
       get: {
+        operationId: 'listPayments',
         summary: 'Payment register (scope api:reports:read), newest first',
         security: bearer,
         parameters: [...registerQuery, { name: 'include_test', in: 'query', schema: { enum: ['0', '1'] }, description: 'live keys: 1 adds test payments' }],
@@ -75,6 +78,7 @@ export const paymentsOpenApi: OpenApiFragment = {
     },
     '/v1/public/payments/{id}': {
       get: {
+        operationId: 'getPayment',
         summary: 'A payment with its refunds',
         security: bearer,
         parameters: idParam,
@@ -83,6 +87,7 @@ export const paymentsOpenApi: OpenApiFragment = {
     },
     '/v1/public/payments/{id}/cancel': {
       post: {
+        operationId: 'cancelPayment',
         summary: 'Cancel a pending payment (409 invalid_state otherwise)',
         security: bearer,
         parameters: idParam,
@@ -91,6 +96,7 @@ export const paymentsOpenApi: OpenApiFragment = {
     },
     '/v1/public/payments/{id}/refund': {
       post: {
+        operationId: 'refundPayment',
         summary: 'Refund a succeeded payment in full or in part (Idempotency-Key accepted)',
         security: bearer,
         parameters: [...idParam, idempotencyHeader],
@@ -98,11 +104,12 @@ export const paymentsOpenApi: OpenApiFragment = {
           strictObject({ amount: { ...money, description: 'omitted or 0: the whole remainder' }, reason: { type: 'string', maxLength: 500 } }, []),
           false,
         ),
-        responses: createdResponses(ref('RefundCreated'), 'Created pending'),
+        responses: { ...createdResponses(ref('RefundCreated'), 'Created pending'), '422': refusal('amount_exceeds_refundable: more than the payment has left to refund; insufficient_funds: more than the balance has available') },
       },
     },
     '/v1/public/refunds': {
       get: {
+        operationId: 'listRefunds',
         summary: 'Refund register (scope api:reports:read), newest first',
         security: bearer,
         parameters: registerQuery,

@@ -14,6 +14,7 @@ import {
   timeSchema as time,
   timeOrNullSchema as timeOrNull,
 } from '../http/openapi-types';
+import { refusal } from '../http/openapi-shape';
 import { PAYOUT_METHODS } from './fields';
 import { BATCH_MAX_ITEMS } from './batch';
 
@@ -54,6 +55,7 @@ export const payoutsOpenApi: OpenApiFragment = {
   paths: {
     '/v1/public/payouts': {
       post: {
+        operationId: 'createPayout',
         summary: 'Create a payout (scope of the method: api:payouts:sbp, api:payouts:card or api:payouts:account)',
         description:
           'A bank_id that is not 12 digits is 400 before any other check. The amount must not exceed the shop\'s available (422 insufficient_funds). ' +
@@ -62,9 +64,10 @@ export const payoutsOpenApi: OpenApiFragment = {
         security: bearer,
         parameters: [idempotencyHeader],
         requestBody: jsonBody({ oneOf: bodies(true) }),
-        responses: createdResponses(ref('PayoutCreated'), 'Payout created'),
+        responses: { ...createdResponses(ref('PayoutCreated'), 'Payout created'), '422': refusal('insufficient_funds: the amount exceeds the available balance') },
       },
       get: {
+        operationId: 'listPayouts',
         summary: 'The payout register, newest first (scope api:reports:read)',
         security: bearer,
         parameters: registerParams,
@@ -73,6 +76,7 @@ export const payoutsOpenApi: OpenApiFragment = {
     },
     '/v1/public/payouts/batch': {
       post: {
+        operationId: 'createPayoutBatch',
         summary: `Create up to ${BATCH_MAX_ITEMS} payouts of one method; each item is created, failed or duplicate on its own`,
         security: bearer,
         parameters: [idempotencyHeader],
@@ -84,6 +88,7 @@ export const payoutsOpenApi: OpenApiFragment = {
     },
     '/v1/public/payouts/{id}': {
       get: {
+        operationId: 'getPayout',
         summary: 'One payout (any payout scope, or api:reports:read)',
         security: bearer,
         parameters: [idParam],

@@ -34,6 +34,7 @@ export const subscriptionsOpenApi: OpenApiFragment = {
   paths: {
     '/v1/public/subscriptions': {
       post: {
+        operationId: 'createSubscription',
         summary: 'Create a subscription (scopes api:recurrent:bind and api:recurrent:charge; Idempotency-Key accepted): pending until its initial payment succeeds',
         security: bearer,
         parameters: [idempotencyHeader],
@@ -57,6 +58,7 @@ export const subscriptionsOpenApi: OpenApiFragment = {
         responses: createdResponses(ref('SubscriptionCreated'), 'Created pending'),
       },
       get: {
+        operationId: 'listSubscriptions',
         summary: 'Subscriptions of the shop (scope api:recurrent:bind), newest first',
         security: bearer,
         parameters: recurrentListQuery,
@@ -65,6 +67,7 @@ export const subscriptionsOpenApi: OpenApiFragment = {
     },
     '/v1/public/subscriptions/{id}': {
       get: {
+        operationId: 'getSubscription',
         summary: 'A subscription (scope api:recurrent:bind)',
         security: bearer,
         parameters: idParam,
@@ -73,6 +76,7 @@ export const subscriptionsOpenApi: OpenApiFragment = {
     },
     '/v1/public/subscriptions/{id}/schedule': {
       get: {
+        operationId: 'getSubscriptionSchedule',
         summary: `Charges so far (the latest ${CHARGES_MAX}) and the next ${UPCOMING_COUNT} charge times (scope api:recurrent:bind)`,
         security: bearer,
         parameters: idParam,
@@ -81,6 +85,7 @@ export const subscriptionsOpenApi: OpenApiFragment = {
     },
     '/v1/public/subscriptions/{id}/cancel': {
       post: {
+        operationId: 'cancelSubscription',
         summary: 'Cancel a subscription in any status (scope api:recurrent:bind); cancelling again changes nothing',
         security: bearer,
         parameters: idParam,

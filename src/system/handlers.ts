@@ -38,5 +38,5 @@ export function openapi(ctx: Ctx): Reply {
     doc = JSON.stringify(openApiDocument(ctx.app.version, url));
     docCache.set(url, doc);
   }
-  return { text: doc, contentType: 'application/json' };
+  return { json: doc };
 }

@@ -5,6 +5,7 @@ export const systemOpenApi: OpenApiFragment = {
   paths: {
     '/healthz': {
       get: {
+        operationId: 'getHealth',
         summary: "Liveness and version; 503 while the storage refuses writes (disk full, I/O error), until a probe write succeeds",
         security: [],
         responses: {
@@ -19,10 +20,11 @@ export const systemOpenApi: OpenApiFragment = {
       },
     },
     '/v1/openapi.json': {
-      get: { summary: 'This document', security: [], responses: { '200': jsonResponse('OpenAPI 3.1 document', { type: 'object' }) } },
+      get: { operationId: 'getOpenApiDocument', summary: 'This document', security: [], responses: { '200': jsonResponse('OpenAPI 3.1 document', { type: 'object' }) } },
     },
     '/metrics': {
       get: {
+        operationId: 'getMetrics',
         summary: 'Prometheus metrics: requests by route and status, latency histogram, jobs by kind, webhook deliveries by result, SSE clients',
         security: [],
         responses: {

@@ -34,7 +34,7 @@ export const tokenProps = {
   method: { enum: [...TOKEN_METHODS] },
   status: { enum: [...TOKEN_STATUSES] },
   card_brand: { type: 'string', description: 'cards, once bound: mir, visa, mastercard, …; "" otherwise' },
-  card_mask: { type: 'string', description: 'cards, once bound: the last 4 digits as "**** 1234"; "" otherwise' },
+  card_mask: { type: 'string', pattern: '^([0-9]{4})?$', description: 'cards, once bound: the last 4 digits ("1234", as a payout\'s recipient_card_mask); "" otherwise' },
   last_charged_at: { ...timeOrNull, description: 'the last successful charge; null before one' },
   subscription_id: { type: ['string', 'null'], format: 'uuid', description: 'the subscription that made this token, if any' },
   binding_payment_id: { ...uuid, description: 'the payment whose hosted page binds the token' },
@@ -49,6 +49,7 @@ export const tokensOpenApi: OpenApiFragment = {
   paths: {
     '/v1/public/tokens': {
       post: {
+        operationId: 'createToken',
         summary: 'Save a payment method (scope api:recurrent:bind; Idempotency-Key accepted): a pending token and the hosted page that binds it',
         security: bearer,
         parameters: [idempotencyHeader],
@@ -67,6 +68,7 @@ export const tokensOpenApi: OpenApiFragment = {
         responses: createdResponses(ref('TokenCreated'), 'Created pending'),
       },
       get: {
+        operationId: 'listTokens',
         summary: 'Tokens of the shop (scope api:recurrent:bind), newest first',
         security: bearer,
         parameters: recurrentListQuery,
@@ -75,6 +77,7 @@ export const tokensOpenApi: OpenApiFragment = {
     },
     '/v1/public/tokens/{id}': {
       get: {
+        operationId: 'getToken',
         summary: 'A token (scope api:recurrent:bind)',
         security: bearer,
         parameters: idParam,
@@ -83,6 +86,7 @@ export const tokensOpenApi: OpenApiFragment = {
     },
     '/v1/public/tokens/{id}/cancel': {
       post: {
+        operationId: 'cancelToken',
         summary: 'Cancel a pending or active token (scope api:recurrent:bind); a subscription using it is cancelled too',
         security: bearer,
         parameters: idParam,
@@ -91,6 +95,7 @@ export const tokensOpenApi: OpenApiFragment = {
     },
     '/v1/public/tokens/{id}/charge': {
       post: {
+        operationId: 'chargeToken',
         summary: 'Charge an active token (scope api:recurrent:charge; Idempotency-Key accepted): a payment of method recurrent',
         security: bearer,
         parameters: [...idParam, idempotencyHeader],

@@ -117,7 +117,8 @@ export function tokenView(t: TokenRow): TokenView {
     method: t.method,
     status: t.status,
     card_brand: t.card_brand,
-    card_mask: t.card_mask,
+    // Tokens bound before the mask became the bare last 4 digits stored "**** 1111".
+    card_mask: t.card_mask.replace(/\D/g, '').slice(-4),
     last_charged_at: isoOrNull(t.last_charged_at),
     subscription_id: t.subscription_id,
     binding_payment_id: t.binding_payment_id,

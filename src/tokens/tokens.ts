@@ -110,10 +110,13 @@ export function activateTokenTx(app: App, tx: Tx, t: TokenRow, binding: PaymentR
   return next;
 }
 
-/** A mask that shows only the last 4 digits (`**** 1111`), whatever form the payment kept (`411111******1111`). */
+/**
+ * The last 4 digits (`1111`), whatever form the payment kept (`411111******1111`): the one card mask format of the
+ * API, as a payout's recipient_card_mask.
+ */
 export function lastFour(mask: string): string {
   const digits = mask.replace(/\D/g, '');
-  return digits.length >= 4 ? `**** ${digits.slice(-4)}` : '';
+  return digits.length >= 4 ? digits.slice(-4) : '';
 }
 
 /**

@@ -1,13 +1,49 @@
-import { type OpenApiFragment, errorResponses, bearer, timeOrNullSchema as timeOrNull } from '../http/openapi-types';
+import { STREAM_TOKEN_TTL_S } from '../auth/stream-token';
+import { type OpenApiFragment, jsonResponse, errorResponses, bearer, timeOrNullSchema as timeOrNull } from '../http/openapi-types';
 
 /** OpenAPI path of the event stream, and the schema of a webhook attempt (the test delivery log shows them). */
 export const webhooksOpenApi: OpenApiFragment = {
   paths: {
+    '/v1/public/events/token': {
+      post: {
+        operationId: 'createStreamToken',
+        summary: `A short-lived stream token of this key: opens GET /v1/public/events?token=… for ${STREAM_TOKEN_TTL_S / 60} minutes, and nothing else`,
+        security: bearer,
+        responses: {
+          '201': jsonResponse(
+            'The token, when it stops opening the stream, and the stream URL holding it',
+            {
+              type: 'object',
+              required: ['token', 'expires_at', 'stream_url'],
+              additionalProperties: false,
+              properties: { token: { type: 'string', pattern: '^est_' }, expires_at: { type: 'string', format: 'date-time' }, stream_url: { type: 'string', format: 'uri' } },
+            },
+          ),
+          ...errorResponses,
+        },
+      },
+    },
     '/v1/public/events': {
       get: {
+        operationId: 'streamEvents',
         summary: 'Server-Sent Events stream of the key\'s shop and mode; resumes after Last-Event-ID',
-        security: bearer,
-        parameters: [{ name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' } }],
+        security: [...bearer, { streamToken: [] }],
+        parameters: [
+          {
+            name: 'token',
+            in: 'query',
+            required: false,
+            schema: { type: 'string', pattern: '^est_' },
+            description: 'A stream token instead of the key, for a browser EventSource (which cannot send headers); answers then carry Access-Control-Allow-Origin: *',
+          },
+          {
+            name: 'Last-Event-ID',
+            in: 'header',
+            required: false,
+            schema: { type: 'string', pattern: '^\\d+$' },
+            description: 'The `id:` of the last event received: the stream first replays every later event; 0 replays all. EventSource sends it on reconnect.',
+          },
+        ],
         responses: {
           '200': {
             description:

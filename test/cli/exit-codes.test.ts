@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -31,4 +31,14 @@ test('a bad serve option exits 1 with one line, before opening anything', () => 
   assert.equal(r.code, 1);
   assert.equal(r.err, 'kopek serve: --port must be a whole number, got "eighty"\n');
   assert.equal(existsSync(join(dir, 'never.db')), false);
+});
+
+test('--version and -v name kopek and the Node.js it runs on, and exit 0', () => {
+  const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  for (const flag of ['--version', '-v']) {
+    const r = kopek(flag);
+    assert.equal(r.code, 0, r.err);
+    assert.equal(r.out, `kopek ${version} (node ${process.version})\n`);
+    assert.equal(r.err, '');
+  }
 });

@@ -58,7 +58,8 @@ export function checkResponse(method: string, path: string, status: number, body
     if (!m) throw new Error(`OpenAPI: no path documents ${method} ${path}`);
     throw new Error(`OpenAPI: ${m.template} documents no ${method}`);
   }
-  const resp = op.responses?.[String(status)] ?? op.responses?.default;
+  // A refusal (4xx) must be declared by its own status, so a generated client's error type holds it.
+  const resp = op.responses?.[String(status)] ?? (status >= 400 && status < 500 ? undefined : op.responses?.default);
   if (!resp) throw new Error(`OpenAPI: ${method} ${m.template} documents no response ${status}`);
   const schema = resp.content?.['application/json']?.schema;
   if (!schema) throw new Error(`OpenAPI: ${method} ${m.template} ${status} has no JSON schema`);

@@ -23,12 +23,13 @@ export interface SseClient {
   res: IncomingMessage;
 }
 
-/** Open GET /v1/public/events with a key and optional Last-Event-ID. */
-export function openSse(base: string, key: string, lastEventId?: string): Promise<SseClient> {
+/** Open GET /v1/public/events (or `path`, say with a stream token) with a key (none when null) and optional Last-Event-ID. */
+export function openSse(base: string, key: string | null, lastEventId?: string, path = '/v1/public/events'): Promise<SseClient> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: 'text/event-stream' };
+    const headers: Record<string, string> = { accept: 'text/event-stream' };
+    if (key !== null) headers.authorization = `Bearer ${key}`;
     if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
-    const req = request(new URL('/v1/public/events', base), { headers, agent: false }, (res) => {
+    const req = request(new URL(path, base), { headers, agent: false }, (res) => {
       const frames: Frame[] = [];
       const waiters: Array<() => void> = [];
       let buf = '';

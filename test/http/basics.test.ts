@@ -29,6 +29,31 @@ test('known path with a wrong method is 405 with Allow', async () => {
   assert.equal(r.headers['allow'], 'GET, HEAD');
 });
 
+test('GET and HEAD /v1/public/payouts/batch are 405 with Allow: POST, not a payout named "batch"', async () => {
+  for (const method of ['GET', 'HEAD']) {
+    const r = await s.request(method, '/v1/public/payouts/batch');
+    assert.equal(r.status, 405, method);
+    assert.equal(r.headers['allow'], 'POST', method);
+    if (method === 'GET') assert.equal(r.body.error.code, 'method_not_allowed');
+  }
+});
+
+test('JSON above a few KB is gzipped when the client accepts gzip, and only then; small bodies never', async () => {
+  const plain = await s.request('GET', '/v1/openapi.json', { key: null });
+  assert.equal(plain.headers['content-encoding'], undefined);
+  assert.equal(plain.headers['vary'], 'Accept-Encoding');
+  assert.ok(plain.text.length > 20_000);
+  const gz = await s.request('GET', '/v1/openapi.json', { key: null, headers: { 'accept-encoding': 'br;q=1.0, gzip;q=0.8, *;q=0.1' } });
+  assert.equal(gz.headers['content-encoding'], 'gzip');
+  assert.ok(Number(gz.headers['content-length']) < plain.text.length / 4, `gzip body ${gz.headers['content-length']} bytes`);
+  assert.equal(gz.text, plain.text);
+  const refused = await s.request('GET', '/v1/openapi.json', { key: null, headers: { 'accept-encoding': 'gzip;q=0, identity' } });
+  assert.equal(refused.headers['content-encoding'], undefined);
+  const small = await s.request('GET', '/healthz', { key: null, headers: { 'accept-encoding': 'gzip' } });
+  assert.equal(small.headers['content-encoding'], undefined);
+  assert.equal(small.body.status, 'ok');
+});
+
 test('test clock advances per shop', async () => {
   const before = await s.request('GET', '/v1/test/clock');
   assert.equal(before.status, 200);

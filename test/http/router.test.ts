@@ -44,3 +44,12 @@ test('a known path with another method is method_not_allowed listing the methods
   assert.deepEqual(r.match('DELETE', '/v1/x/7'), { kind: 'method_not_allowed', allow: ['GET', 'HEAD', 'POST'] });
   assert.equal((r.match('HEAD', '/v1/x/7') as { value: number }).value, 1);
 });
+
+test('a path a static route names is 405 for another method, never the id of a param route', () => {
+  const r = new Router<string>();
+  r.add('GET', '/v1/p/:id', 'param');
+  r.add('POST', '/v1/p/batch', 'static');
+  assert.deepEqual(r.match('GET', '/v1/p/batch'), { kind: 'method_not_allowed', allow: ['POST'] });
+  assert.deepEqual(r.match('HEAD', '/v1/p/batch'), { kind: 'method_not_allowed', allow: ['POST'] });
+  assert.equal((r.match('GET', '/v1/p/other') as { value: string }).value, 'param');
+});

@@ -35,6 +35,10 @@ test('close(): in-flight requests finish, requests arriving meanwhile get 503, t
     assert.equal(refused.status, 503);
     assert.equal(refused.body.error.code, 'unavailable');
     assert.equal(refused.headers['connection'], 'close');
+    // The expected refusal is an info line without a stack, not an error.
+    const lines = s.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.ok(lines.some((l) => l.level === 'info' && l.msg === 'request refused while shutting down' && l.status === 503), s.logs.slice(-5).join('\n'));
+    assert.deepEqual(lines.filter((l) => l.level === 'error' || 'stack' in l), []);
 
     inflight.write(BODY.slice(5));
     const done = await inflight.response();
@@ -82,3 +86,19 @@ async function waitFor(cond: () => boolean, timeout_ms = 5000): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+test('the start-up line names the bound address, and the public URL after it when one is set', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kopek-banner-'));
+  const child = await spawnServer(['--db', join(dir, 'kopek.db'), '--host', '127.0.0.1', '--base-url', 'https://pay.shop.example', '--log-level', 'silent']);
+  try {
+    const line = child.stderr().split('\n')[0];
+    assert.match(line, /^kopek \S+ listening on http:\/\/127\.0\.0\.1:\d+ \(public URL https:\/\/pay\.shop\.example, database \S+kopek\.db\)$/);
+    assert.match(child.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal((await doRequest(child.url, 'GET', '/healthz', {}, '')).status, 200);
+    child.proc.kill('SIGTERM');
+    assert.equal(await child.exited, 0);
+  } finally {
+    child.proc.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

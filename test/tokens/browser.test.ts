@@ -53,7 +53,7 @@ test('card binding with 3-D Secure on the hosted page activates the token; the m
   const t = await get(s, `/v1/public/tokens/${c.card.id}`);
   assert.equal(t.status, 'active');
   assert.equal(t.card_brand, 'mir');
-  assert.equal(t.card_mask, '**** 0038');
+  assert.equal(t.card_mask, '0038');
   const charge = await s.request('POST', `/v1/public/tokens/${t.id}/charge`, { body: { amount: 15000 } });
   assert.equal(charge.status, 201);
   assert.equal(charge.body.status, 'processing', 'a saved card needs no buyer: the session opens at once');
