@@ -63,7 +63,8 @@ CREATE TABLE idempotency_keys (
   response      BLOB NOT NULL,                        -- the first answer's JSON, compact; plain JSON text in records from before
   created_at    INTEGER NOT NULL
 ) STRICT;
-CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, key);
+-- Test and live are separate books, so separate namespaces: a key used in test mode is free in live mode.
+CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, mode, key);
 
 -- == scheduler: the jobs table is the truth, the in-memory wheel only a cache of what is due soon ==
 

@@ -72,8 +72,8 @@ export async function idempotentCreate(
   return ctx.app.store.write((tx) => {
     if (key !== undefined) {
       const prior = tx
-        .stmt('SELECT shop_id, request_hash, object_id, response FROM idempotency_keys WHERE merchant_id = ? AND key = ?')
-        .get(auth.merchantId, key) as { shop_id: string; request_hash: Buffer; object_id: string | null; response: Buffer } | undefined;
+        .stmt('SELECT shop_id, request_hash, object_id, response FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?')
+        .get(auth.merchantId, auth.mode, key) as { shop_id: string; request_hash: Buffer; object_id: string | null; response: Buffer } | undefined;
       if (prior) {
         if (!hash!.equals(prior.request_hash)) {
           throw new ApiError(409, 'idempotent_conflict', `Cannot reuse Idempotency-Key "${key}": it was used with a different request`);

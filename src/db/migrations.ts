@@ -77,7 +77,8 @@ CREATE INDEX IF NOT EXISTS cabinet_audit_merchant ON cabinet_audit(merchant_id, 
    CREATE INDEX IF NOT EXISTS subscriptions_customer ON subscriptions(shop_id, mode, customer_ref, status, created_at, seq);`,
   // 5 → 6: idempotency records become small rows in rowid order under a unique index of their key; a stored
   // answer kept whole took an overflow page of its own. Existing records keep their answers as plain JSON
-  // (read as such) and their fingerprints, now as 32 bytes.
+  // (read as such) and their fingerprints, now as 32 bytes. Test and live keys are separate namespaces, as
+  // they are separate books.
   `CREATE TABLE idempotency_keys_new (
      id            INTEGER PRIMARY KEY,
      merchant_id   TEXT NOT NULL,
@@ -95,5 +96,5 @@ CREATE INDEX IF NOT EXISTS cabinet_audit_merchant ON cabinet_audit(merchant_id, 
      FROM idempotency_keys ORDER BY created_at;
    DROP TABLE idempotency_keys;
    ALTER TABLE idempotency_keys_new RENAME TO idempotency_keys;
-   CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, key);`,
+   CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, mode, key);`,
 ];

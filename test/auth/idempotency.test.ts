@@ -82,6 +82,21 @@ test('another shop of the same merchant reusing a key gets a conflict, never the
   assert.equal(r.body.error.code, 'idempotent_conflict');
 });
 
+test('a key used by a test key is free for the same shop\'s live key: test and live are separate namespaces, as separate books', async () => {
+  const a = s.newShop();
+  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(a.merchantId);
+  const live = s.newKey(a.shopId, 'live');
+  const t = await create(a.key, 'order-77', { amount: 10000 });
+  const l = await create(live.key, 'order-77', { amount: 10000 });
+  assert.equal(t.status, 201);
+  assert.equal(l.status, 201, 'not 409: the live book has never seen this key');
+  assert.notEqual(l.body.payment.id, t.body.payment.id);
+  assert.equal(l.body.mode, 'live');
+  // Each mode replays its own object.
+  assert.equal((await create(live.key, 'order-77', { amount: 10000 })).body.payment.id, l.body.payment.id);
+  assert.equal((await create(a.key, 'order-77', { amount: 10000 })).body.payment.id, t.body.payment.id);
+});
+
 test('a refused create stores no record: the key can be used again with a valid body', async () => {
   const shop = s.newShop();
   const bad = await create(shop.key, 'k-retry', { amount: -5 });
