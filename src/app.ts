@@ -4,6 +4,7 @@ import type { Config } from './config';
 import type { App } from './app-types';
 import { openDatabase } from './db/open';
 import { acquireServerLock } from './db/server-lock';
+import { writeProblem } from './db/access';
 import { Store } from './db/store';
 import { Clocks } from './scheduler/clock';
 import { Scheduler } from './scheduler/jobs';
@@ -50,6 +51,9 @@ export interface StartOptions {
 /** Wiring only: open the database, clock, scheduler, events, routes and server; listen. */
 export async function startApp(config: Config, opts: StartOptions = {}): Promise<Running> {
   const log = opts.log ?? createLogger(config.logLevel);
+  // A server that could not write would accept requests only to fail every one of them: refuse to start.
+  const problem = writeProblem(config.db);
+  if (problem) throw new Error(`cannot start on "${config.db}": ${problem}; kopek writes the file and its -wal and -shm beside it`);
   // Before the database opens: a second server on the same file is refused before it reads or writes anything.
   const lock = await acquireServerLock(config.db);
   let db: ReturnType<typeof openDatabase>;

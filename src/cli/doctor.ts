@@ -5,12 +5,15 @@ import { openExisting } from './backup';
 import { defaultConfig } from '../config';
 import { SCHEMA_VERSION } from '../db/open';
 import { checkLedger } from '../ledger/check';
+import { writeProblem } from '../db/access';
+import { existsSync } from 'node:fs';
 
 const usage = `Usage:
   kopek doctor [--db PATH] [--json]
 
 Checks a database, safe while the server runs (reads only), and says what to do about each finding:
   database        the file opens as SQLite
+  permissions     the file and its folder are writable (a read-only mount or a wrong owner is named as such)
   integrity       PRAGMA integrity_check is ok
   journal         WAL mode (what the server sets; needed for reads beside writes)
   schema          the schema version is this build's
@@ -140,12 +143,23 @@ export const doctor: Command = {
     const path = flag(args, 'db') ?? process.env.KOPEK_DB ?? defaultConfig().db;
     let findings: Finding[];
     let db: Database.Database | null = null;
+    const problem = existsSync(path) ? writeProblem(path) : null;
+    const access: Finding[] = problem
+      ? [{
+          check: 'permissions',
+          ok: false,
+          detail: problem,
+          action: 'the data is not damaged: make the file and its folder writable by the user kopek runs as (chown/chmod, or remount read-write); restoring a backup would not help',
+        }]
+      : [];
     try {
       db = openExisting(path);
       db.pragma('schema_version');
-      findings = [{ check: 'database', ok: true, detail: path }, ...diagnose(db)];
+      findings = [{ check: 'database', ok: true, detail: path }, ...access, ...diagnose(db)];
     } catch (err) {
-      findings = [{ check: 'database', ok: false, detail: (err as Error).message, action: 'check --db and the file; if it is damaged, restore the latest backup (docs/operations.md)' }];
+      findings = problem
+        ? access
+        : [{ check: 'database', ok: false, detail: (err as Error).message, action: 'check --db and the file; if it is damaged, restore the latest backup (docs/operations.md)' }];
     } finally {
       db?.close();
     }
