@@ -162,9 +162,11 @@ export function resendEvent(tx: Tx, eventId: string, realNow: number): number {
   return targets.length;
 }
 
-/** Where a delivery goes: its endpoint (null for a payment's own webhook_url) and URL. */
-export function deliveryTarget(store: Pick<Store, 'stmt'>, id: number): { endpoint_id: string | null; url: string } | undefined {
-  return store.stmt('SELECT endpoint_id, url FROM webhook_deliveries WHERE id = ?').get(id) as { endpoint_id: string | null; url: string } | undefined;
+/** Where a delivery goes: its shop, its endpoint (null for a payment's own webhook_url) and URL. */
+export function deliveryTarget(store: Pick<Store, 'stmt'>, id: number): { shop_id: string; endpoint_id: string | null; url: string } | undefined {
+  return store.stmt('SELECT shop_id, endpoint_id, url FROM webhook_deliveries WHERE id = ?').get(id) as
+    | { shop_id: string; endpoint_id: string | null; url: string }
+    | undefined;
 }
 
 /** Deliveries whose round has not begun and that are due on their own clock (a test shop's, or real time), at most `limit`. */

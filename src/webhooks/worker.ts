@@ -9,7 +9,11 @@ import { UrlPolicy } from './url-safety';
 import { Gate } from './gate';
 
 /** Limits of the worker: attempts in flight overall and per receiver, ids waiting in memory, sweep period. */
-export const WORKER_LIMITS = { global: 32, perReceiver: 4, queued: 10_000, sweep_ms: 5_000 };
+/**
+ * Attempts in flight: at most `global` in all, `perShop` for one shop, `perReceiver` for one receiver; so a
+ * shop whose receivers hang holds at most its share, and every other shop keeps the rest.
+ */
+export const WORKER_LIMITS = { global: 64, perShop: 16, perReceiver: 4, queued: 10_000, sweep_ms: 5_000 };
 /** Most due deliveries one sweep queues; the next sweep takes the rest. */
 const SWEEP_BATCH = 1000;
 
@@ -24,10 +28,11 @@ export const USER_AGENT = 'psp-webhook/1.0';
  * slow or dead receiver from holding more than a few of the global slots.
  */
 export class DeliveryWorker {
-  private readonly queues = new Map<string, number[]>();
+  /** First attempts waiting, per shop and receiver (key `shop receiver`), served round-robin. */
+  private readonly queues = new Map<string, { shop: string; receiver: string; ids: number[] }>();
   private readonly waiting = new Set<number>();
   private readonly running = new Map<number, Promise<void>>();
-  private readonly gate = new Gate(WORKER_LIMITS.global, WORKER_LIMITS.perReceiver);
+  private readonly gate = new Gate(WORKER_LIMITS.global, WORKER_LIMITS.perReceiver, WORKER_LIMITS.perShop);
   private readonly abort = new AbortController();
   private readonly policy: UrlPolicy;
   private sweepTimer: NodeJS.Timeout | null = null;
@@ -63,10 +68,11 @@ export class DeliveryWorker {
       if (this.stopped || this.waiting.has(id) || this.running.has(id) || this.waiting.size >= WORKER_LIMITS.queued) continue;
       const row = deliveryTarget(this.app.store, id);
       if (!row) continue;
-      const key = receiverKey(row);
+      const receiver = receiverKey(row);
+      const key = `${row.shop_id} ${receiver}`;
       let q = this.queues.get(key);
-      if (!q) this.queues.set(key, (q = []));
-      q.push(id);
+      if (!q) this.queues.set(key, (q = { shop: row.shop_id, receiver, ids: [] }));
+      q.ids.push(id);
       this.waiting.add(id);
     }
     this.pump();
@@ -84,12 +90,12 @@ export class DeliveryWorker {
     const d = this.load(id);
     if (!d || d.attempts !== job.payload.attempts || d.attempts === d.round_start) return null;
     const key = receiverKey(d);
-    await this.gate.acquire(key);
+    await this.gate.acquire(key, d.shop_id);
     try {
       if (this.stopped) throw new Error('cannot attempt a webhook: shutting down');
       return await this.perform(id);
     } finally {
-      this.gate.release(key);
+      this.gate.release(key, d.shop_id);
       this.pump();
     }
   }
@@ -114,25 +120,25 @@ export class DeliveryWorker {
     if (rec.disabled_endpoint) this.app.log.warn('webhook endpoint disabled: receiver answered 410 Gone', { endpoint_id: d.endpoint_id, event_id: d.event_id });
   }
 
-  // Round-robin over receivers; a receiver at its limit waits while others proceed.
+  // Round-robin over shops' receivers; a receiver or a shop at its limit waits while others proceed.
   private pump(): void {
     let progressed = true;
     while (!this.stopped && progressed && this.gate.hasRoom()) {
       progressed = false;
       for (const [key, q] of this.queues) {
         if (!this.gate.hasRoom()) break;
-        if (q.length === 0) {
+        if (q.ids.length === 0) {
           this.queues.delete(key);
           continue;
         }
-        if (!this.gate.tryAcquire(key)) continue;
-        const id = q.shift()!;
+        if (!this.gate.tryAcquire(q.receiver, q.shop)) continue;
+        const id = q.ids.shift()!;
         this.waiting.delete(id);
         const p = this.firstAttempt(id)
           .catch((err: unknown) => this.app.log.error('webhook attempt crashed', { delivery_id: id, error: String((err as Error)?.stack ?? err) }))
           .finally(() => {
             this.running.delete(id);
-            this.gate.release(key);
+            this.gate.release(q.receiver, q.shop);
             this.pump();
           });
         this.running.set(id, p);
