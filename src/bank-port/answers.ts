@@ -31,11 +31,24 @@ function scheduleCheck(app: App, tx: Tx, kind: keyof typeof CHECK_JOBS, id: stri
   app.scheduler.schedule(tx, { kind: CHECK_JOBS[kind], subjectId: id, shopId, mode, dueAt: now + Math.max(syncAfter_ms, waited_ms) });
 }
 
+/**
+ * Keep an answer that was not applied because the bank's amount differs from the operation's, for the
+ * operator (kopek doctor names it): money may have moved at the bank that kopek does not show.
+ */
+function recordMismatch(app: App, tx: Tx, shopId: string, subjectId: string, expected: number, told: number, outcome: string): void {
+  tx
+    .stmt('INSERT INTO bank_mismatches (shop_id, subject_id, expected_amount, bank_amount, answer, created_at) VALUES (?, ?, ?, ?, ?, ?)')
+    .run(shopId, subjectId, expected, told, outcome, app.clocks.real());
+}
+
 /** Apply a bank's answer about a payment; `amount`, when the bank states it, must match the payment's. */
 export function paymentAnswered(app: App, tx: Tx, paymentId: string, a: PaymentAnswer, amount?: number): Applied {
   const p = getPayment(app, paymentId);
   if (!p || p.status !== 'processing') return 'ignored';
-  if (amount !== undefined && amount !== p.amount) return 'amount_mismatch';
+  if (amount !== undefined && amount !== p.amount) {
+    recordMismatch(app, tx, p.shop_id, p.id, p.amount, amount, a.outcome);
+    return 'amount_mismatch';
+  }
   switch (a.outcome) {
     case 'unknown':
       scheduleCheck(app, tx, 'payment', p.id, p.shop_id, p.mode, p.created_at);

@@ -33,4 +33,8 @@ export class NoBank implements BankPort {
   creationExtras(): undefined {
     return undefined;
   }
+
+  pageSession(): undefined {
+    return undefined;
+  }
 }

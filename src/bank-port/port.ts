@@ -73,8 +73,8 @@ export interface PayoutRequest {
 
 /** What the bank did with a payout request. */
 export type PayoutStart =
-  /** Refused before it exists: nothing is created (the test router's 502). */
-  | { accepted: false; code: 'router_error' }
+  /** Refused before it exists: nothing is created (the test router's 502; a live acquirer that sends no payouts, 403). */
+  | { accepted: false; code: 'router_error' | 'payouts_not_configured' }
   | {
       accepted: true;
       bankRef: string;
@@ -102,7 +102,16 @@ export interface CallbackResult {
   refunds: Array<{ refundId: string; answer: MoneyAnswer }>;
   /** The body the bank wants back (T-Bank: "OK"). */
   reply: string;
+  /** The bank's own records of the notification (a saved method's RebillId), written in the same transaction. */
+  record?: (tx: Tx) => void;
 }
+
+/**
+ * What the hosted page shows the buyer of a processing payment, as the bank's session answer told it: go on
+ * to the bank's own page (cards, T-Pay, bank wallet), or scan the SBP QR payload on kopek's page; `waiting`
+ * while the bank has not answered yet.
+ */
+export type PageSession = { kind: 'redirect'; url: string } | { kind: 'qr'; payload: string } | { kind: 'waiting' };
 
 /** A bank behind the port. */
 export interface BankPort {
@@ -126,4 +135,9 @@ export interface BankPort {
   callback(req: CallbackRequest): CallbackResult;
   /** Extra fields of the payment creation response (the simulator's block in test mode). */
   creationExtras(payment: PaymentRow): Record<string, unknown> | undefined;
+  /**
+   * For a bank whose buyer pays on the bank's side: what the hosted page shows while the payment is
+   * processing. undefined: the page's own screens take the buyer (the simulator), or nothing is sent anywhere.
+   */
+  pageSession(payment: PaymentRow): PageSession | undefined;
 }

@@ -56,6 +56,9 @@ export function createPayoutTx(app: App, tx: Tx, payer: Payer, input: PayoutInpu
     bankId: input.method === 'payouts_sbp' ? input.recipient.bank_id : undefined,
     at: now,
   });
+  if (!start.accepted && start.code === 'payouts_not_configured') {
+    throw new ApiError(403, 'payouts_not_configured', `Cannot send payout of ${input.amount}: the shop's acquirer sends no payouts and no payout connector is configured`);
+  }
   if (!start.accepted) {
     throw new ApiError(502, 'router_error', `Cannot send payout of ${input.amount}: the payout router refused it`);
   }

@@ -70,6 +70,11 @@ export class SimulatorBank implements BankPort {
     return { valid: false, payments: [], refunds: [], reply: '' };
   }
 
+  pageSession(): undefined {
+    // The test bank's screens are the hosted page's own (card form, 3-D Secure, bank app).
+    return undefined;
+  }
+
   creationExtras(row: PaymentRow): Record<string, unknown> {
     const meta = JSON.parse(row.metadata) as Record<string, string>;
     const base = this.app.baseUrl();

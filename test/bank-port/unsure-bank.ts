@@ -95,6 +95,10 @@ export class UnsureBank implements BankPort {
   creationExtras(): undefined {
     return undefined;
   }
+
+  pageSession(): undefined {
+    return undefined;
+  }
 }
 
 function paymentAnswerFor(amount: number): PaymentAnswer {
