@@ -7,8 +7,11 @@ import type { AddressInfo } from 'node:net';
 // signed notifications to the NotificationURL. Tests steer it: outcomes, hangs, 5xx, unreadable bodies,
 // lost, forged, repeated, late and wrong-amount notifications.
 
-/** What the fake does with the next request of a method. */
-export type Behaviour = 'answer' | 'hang' | '500' | 'garbage' | 'refuse' | 'drop';
+/**
+ * What the fake does with the next request of a method: answer; hang before acting (nothing happens at the
+ * bank); lose (act, then never answer); a 5xx; an unreadable body; refuse (ErrorCode 1051); drop the connection.
+ */
+export type Behaviour = 'answer' | 'hang' | 'lose' | '500' | 'garbage' | 'refuse' | 'drop';
 
 /** One payment at the fake bank. */
 export interface FakePayment {
@@ -54,7 +57,7 @@ export class FakeTBank {
   /** Notifications sent, with kopek's answer. */
   readonly notified: Array<{ body: Record<string, unknown>; status: number; text: string }> = [];
   /** One-shot behaviours per method, used first in order. */
-  private readonly queued = new Map<string, Behaviour[]>();
+  private readonly queued = new Map<string, Array<{ b: Behaviour; when?: (body: Record<string, unknown>) => boolean }>>();
   /** The status the payment page's "Pay" gives (and its ErrorCode). */
   pageOutcome: { status: string; errorCode: string } = { status: 'CONFIRMED', errorCode: '0' };
   /** The status Charge gives. */
@@ -91,11 +94,17 @@ export class FakeTBank {
     await new Promise<void>((r) => this.server.close(() => r()));
   }
 
-  /** The next `n` requests of `method` get `b` (then normal answers again). */
-  next(method: string, b: Behaviour, n = 1): void {
+  /** The next `n` requests of `method` (those `when` accepts, if given) get `b`; then normal answers again. */
+  next(method: string, b: Behaviour, n = 1, when?: (body: Record<string, unknown>) => boolean): void {
     const q = this.queued.get(method) ?? [];
-    for (let i = 0; i < n; i++) q.push(b);
+    for (let i = 0; i < n; i++) q.push({ b, when });
     this.queued.set(method, q);
+  }
+
+  private take(method: string, body: Record<string, unknown>): Behaviour {
+    const q = this.queued.get(method) ?? [];
+    const i = q.findIndex((x) => !x.when || x.when(body));
+    return i < 0 ? 'answer' : q.splice(i, 1)[0].b;
   }
 
   /** Cut every hung request (the client sees its connection close). */
@@ -171,7 +180,7 @@ export class FakeTBank {
     }
     const method = m[1];
     this.received.push({ method, body });
-    const b = this.queued.get(method)?.shift() ?? 'answer';
+    const b = this.take(method, body);
     if (b === 'hang') return void this.hung.push(res);
     if (b === 'drop') return void res.destroy();
     if (b === '500') return void res.writeHead(503, { 'Content-Type': 'text/html' }).end('<html>Service Unavailable</html>');
@@ -180,7 +189,9 @@ export class FakeTBank {
     if (password === undefined) return json(res, { Success: false, ErrorCode: '202', Message: 'Terminal not found' });
     if (typeof body.Token !== 'string' || body.Token !== sign(body, password)) return json(res, { Success: false, ErrorCode: '204', Message: 'Invalid token' });
     if (b === 'refuse') return json(res, { Success: false, ErrorCode: '1051', Message: 'Refused', TerminalKey: body.TerminalKey });
-    json(res, this.answer(method, body));
+    const out = this.answer(method, body);
+    if (b === 'lose') return void this.hung.push(res);
+    json(res, out);
   }
 
   private answer(method: string, b: Record<string, unknown>): Record<string, unknown> {

@@ -4,7 +4,7 @@ import { startTestServer, type TestServer, type TestShop } from '../helpers/serv
 import { fakeTime } from '../helpers/fake-time';
 import { getPage, postForm } from '../helpers/pay-page';
 import { FakeTBank, sign, type FakePayment } from './fake-tbank';
-import { liveTBankShop } from '../helpers/tbank';
+import { liveTBankShop, settled } from '../helpers/tbank';
 
 // Live card and SBP payments through the T-Bank connector against a local fake of the bank's API over real
 // HTTP: the Init the contract asks for, the page's way to the bank, signed notifications and the status map.
@@ -27,10 +27,10 @@ after(async () => {
   await fake.close();
 });
 
-/** Move (fake) real time and run what became due, bank requests included. */
+/** Move (fake) real time and run what became due, until every bank request it led to has its answer. */
 async function pass(seconds = 0): Promise<void> {
   time.advance(seconds * 1000);
-  await s.running.app.scheduler.runDue();
+  await settled(s);
 }
 
 async function get(path: string): Promise<any> {
