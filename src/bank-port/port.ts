@@ -73,8 +73,8 @@ export interface PayoutRequest {
 
 /** What the bank did with a payout request. */
 export type PayoutStart =
-  /** Refused before it exists: nothing is created (the test router's 502; a live acquirer that sends no payouts, 403). */
-  | { accepted: false; code: 'router_error' | 'payouts_not_configured' }
+  /** Refused before it exists: nothing is created (the test router's 502). */
+  | { accepted: false; code: 'router_error' }
   | {
       accepted: true;
       bankRef: string;
@@ -117,6 +117,8 @@ export type PageSession = { kind: 'redirect'; url: string } | { kind: 'qr'; payl
 export interface BankPort {
   /** Provider name, as shops name their acquirer ("simulator", "tbank", ...). */
   readonly provider: string;
+  /** False for a bank that sends no payouts (an acquirer without a payout connector): payouts answer 403 before anything else. */
+  readonly sendsPayouts: boolean;
   /** Metadata the bank attaches to a new payment (the simulator's plan); written with the payment. */
   describePayment(tx: Tx, p: NewPayment): Record<string, string>;
   /** The payment's session opened (pending → processing): the bank starts taking the payment. */

@@ -19,6 +19,7 @@ import { answerPlannedPayout, registerPayoutSimulator, startPayout } from './pay
  */
 export class SimulatorBank implements BankPort {
   readonly provider = TEST_PROVIDER;
+  readonly sendsPayouts = true;
 
   constructor(private readonly app: App) {
     registerPaymentSimulator(app);

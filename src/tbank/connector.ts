@@ -25,6 +25,8 @@ const BINDING_KINDS = new Set(['token_binding', 'subscription_init']);
  */
 export class TBankBank implements BankPort {
   readonly provider = TBANK;
+  /** T-Bank's acquiring API sends no payouts: live payouts need a payout connector of their own. */
+  readonly sendsPayouts = false;
   private readonly key: MasterKey;
 
   constructor(private readonly app: App) {
@@ -125,7 +127,8 @@ export class TBankBank implements BankPort {
   }
 
   payout(): PayoutStart {
-    return { accepted: false, code: 'payouts_not_configured' };
+    // Never called: sendsPayouts is false, so a live payout is refused before it reaches the bank.
+    throw new Error('cannot send a payout through T-Bank acquiring: it has no payout method');
   }
 
   callback(req: CallbackRequest): CallbackResult {

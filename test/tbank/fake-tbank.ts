@@ -244,7 +244,8 @@ export class FakeTBank {
       case 'Charge': {
         const p = find();
         if (!p) return missing;
-        const bound = [...this.payments.values()].find((x) => x.recurrent && x.status === 'CONFIRMED' && x.rebillId === String(b.RebillId) && x.terminalKey === tk);
+        // A RebillId stays valid after its binding payment is refunded.
+        const bound = [...this.payments.values()].find((x) => x.recurrent && ['CONFIRMED', 'PARTIAL_REFUNDED', 'REFUNDED'].includes(x.status) && x.rebillId === String(b.RebillId) && x.terminalKey === tk);
         if (!bound) return { Success: false, ErrorCode: '103', Message: 'RebillId not found', TerminalKey: tk, PaymentId: p.paymentId };
         p.status = this.chargeOutcome.status;
         p.errorCode = this.chargeOutcome.errorCode;
