@@ -24,7 +24,7 @@ export async function giveTBankAcquirer(s: TestServer, shopId: string, t: { term
 
 /** A live-enabled shop with a T-Bank acquirer (the merchant activated live mode). */
 export async function liveTBankShop(s: TestServer, t?: { terminalKey: string; password: string; apiUrl?: string }): Promise<ReturnType<TestServer['newShop']>> {
-  const sh = s.newShop({ mode: 'live' });
+  const sh = s.newShop({ mode: 'live', acquirer: false });
   await giveTBankAcquirer(s, sh.shopId, t);
   s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(sh.merchantId);
   return sh;

@@ -130,7 +130,7 @@ test('live payouts answer 403 payouts_not_configured and create nothing', async 
 });
 
 test('a live key of a shop without an acquirer gets 403 acquirer_not_configured; with one it works', async () => {
-  const bare = s.newShop({ mode: 'live' });
+  const bare = s.newShop({ mode: 'live', acquirer: false });
   s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(bare.merchantId);
   const r = await s.request('POST', '/v1/public/payments', { key: bare.key, body: { amount: 1_000 } });
   assert.equal(r.status, 403);
