@@ -27,7 +27,14 @@ export function openApiDocument(version: string, serverUrl: string): Record<stri
     security: [{ bearerKey: [] }],
     paths,
     components: {
-      securitySchemes: { bearerKey: { type: 'http', scheme: 'bearer', description: 'sk_test_… or sk_live_… API key' } },
+      securitySchemes: {
+        bearerKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'sk_test_… or sk_live_… API key. A live key answers 403 live_mode_not_activated until the merchant\'s live mode is on, and 403 acquirer_not_configured while its shop has no acquirer',
+        },
+      },
       schemas,
     },
   };

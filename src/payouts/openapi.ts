@@ -56,7 +56,7 @@ export const payoutsOpenApi: OpenApiFragment = {
       post: {
         summary: 'Create a payout (scope of the method: api:payouts:sbp, api:payouts:card or api:payouts:account)',
         description:
-          'A bank_id that is not 12 digits is 400 before any other check. The amount must not exceed the shop\'s available (422 insufficient_funds). ' +
+          'A bank_id that is not 12 digits is 400 before any other check. Live mode: 403 payouts_not_configured (nothing created) while the shop\'s acquirer sends no payouts (T-Bank acquiring has no payout connector). The amount must not exceed the shop\'s available (422 insufficient_funds). ' +
           'Test mode: amount ending in 01 fails do_not_honor, 02 recipient_not_in_sbp, 03 is 502 router_error (nothing created); ' +
           'an SBP bank_id absent from the directory fails bank_unknown at once; others succeed after --sim-delay on the shop clock.',
         security: bearer,
@@ -74,6 +74,7 @@ export const payoutsOpenApi: OpenApiFragment = {
     '/v1/public/payouts/batch': {
       post: {
         summary: `Create up to ${BATCH_MAX_ITEMS} payouts of one method; each item is created, failed or duplicate on its own`,
+        description: 'Live mode: 403 payouts_not_configured for the whole batch (nothing created) while the shop\'s acquirer sends no payouts.',
         security: bearer,
         parameters: [idempotencyHeader],
         requestBody: jsonBody(
