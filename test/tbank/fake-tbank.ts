@@ -168,6 +168,7 @@ export class FakeTBank {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const raw = Buffer.concat(chunks).toString('utf8');
+    if (url.pathname === '/favicon.ico') return void res.writeHead(204).end();
     const page = /^\/pay\/(\d+)$/.exec(url.pathname);
     if (page) return this.paymentPage(req.method ?? 'GET', page[1], res);
     const m = /^\/v2\/(\w+)$/.exec(url.pathname);
