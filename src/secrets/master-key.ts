@@ -56,6 +56,13 @@ export function loadMasterKey(dbPath: string, opts: { create?: boolean; env?: No
   return key;
 }
 
+/** Where a database's master key comes from now: the environment, its key file, or nowhere yet. */
+export function masterKeySource(dbPath: string, env: NodeJS.ProcessEnv = process.env): { kind: 'env' | 'file' | 'none'; path: string } {
+  if (env.KOPEK_MASTER_KEY) return { kind: 'env', path: '' };
+  const path = keyFilePath(dbPath);
+  return existsSync(path) ? { kind: 'file', path } : { kind: 'none', path };
+}
+
 /** Encrypt a secret under the master key (AES-256-GCM, fresh nonce); `context` binds it to where it is stored. */
 export function encryptSecret(key: Buffer, plaintext: string, context = ''): string {
   const nonce = randomBytes(NONCE_BYTES);

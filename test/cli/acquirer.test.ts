@@ -108,3 +108,21 @@ test('KOPEK_MASTER_KEY is used instead of a key file, and a wrong one is refused
   }
   assert.ok(readFileSync(`${s.dbPath}.key`, 'utf8').trim().length > 0);
 });
+
+test('kopek backup says the master key is not in the copy; a copy without its key cannot read the password', async () => {
+  const { shop } = await merchantWithShop();
+  assert.equal((await cli('shop', 'acquirer', '--shop', shop, '--provider', 'tbank', '--terminal-key', '1700000000BACKUP', '--password-file', passFile)).code, 0);
+  const dest = join(s.dir, 'backup-copy.db');
+  const text = await cli('backup', dest);
+  assert.equal(text.code, 0, text.err);
+  assert.match(text.out, new RegExp(`master key: not in the copy; keep ${s.dbPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.key with this backup`));
+  const json = await cli('backup', dest, '--force', '--json');
+  assert.equal(json.json.master_key, `${s.dbPath}.key`);
+  assert.equal(existsSync(`${dest}.key`), false, 'the key is not copied beside the backup');
+  const { openDatabase } = await import('../../src/db/open');
+  const copy = openDatabase(dest, { readonly: true });
+  const settings = JSON.parse((copy.prepare('SELECT settings FROM shop_acquirers WHERE shop_id = ?').get(shop) as { settings: string }).settings);
+  copy.close();
+  const otherKey = Buffer.alloc(32, 9);
+  assert.throws(() => decryptSecret(otherKey, settings.password_enc, `tbank.password:${shop}`), /the master key is not the one it was encrypted with/);
+});
