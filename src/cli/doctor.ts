@@ -103,7 +103,7 @@ function bankAmounts(db: Database.Database): Finding {
     check: 'bank amounts',
     ok: false,
     detail: `${total} bank answer(s) not applied, amount differs: ` + rows.map((r) => `payment ${r.subject_id} of shop ${r.shop_id}: kopek ${r.expected_amount}, bank ${r.bank_amount} (${r.answer})`).join('; '),
-    action: "compare each with the acquirer's own records (docs/live-mode.md, \"Amount mismatches\"); a payment taken at the bank for another amount is refunded or settled there",
+    action: "compare each with the acquirer's own records (docs/live-mode.md, \"What the operator watches\"); a payment taken at the bank for another amount is refunded or settled there",
   };
 }
 
