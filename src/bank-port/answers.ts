@@ -2,6 +2,7 @@ import type { App } from '../app-types';
 import type { Tx } from '../db/tx';
 import type { Job } from '../scheduler/jobs-table';
 import { getPayment } from '../payments/store';
+import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow } from '../payments/types';
 import { bankCancelTx, expireTx, resolveTx } from '../payments/state';
 import { getRefund, settleRefundTx } from '../refunds/refunds';
 import { finishPayoutTx } from '../payouts/payouts';
@@ -41,6 +42,15 @@ function recordMismatch(app: App, tx: Tx, shopId: string, subjectId: string, exp
     .run(shopId, subjectId, expected, told, outcome, app.clocks.real());
 }
 
+/**
+ * When a processing payment's bank session opened (its end less the method's session lifetime): the bank
+ * has known of the payment since then, not since the payment was created, which may be a day earlier.
+ */
+function sessionStart(p: PaymentRow): number {
+  const ttl = SESSION_TTL_MS[p.method as ConcreteMethod];
+  return p.processing_until !== null && ttl !== undefined ? Math.max(p.created_at, p.processing_until - ttl) : p.created_at;
+}
+
 /** Apply a bank's answer about a payment; `amount`, when the bank states it, must match the payment's. */
 export function paymentAnswered(app: App, tx: Tx, paymentId: string, a: PaymentAnswer, amount?: number): Applied {
   const p = getPayment(app, paymentId);
@@ -51,7 +61,7 @@ export function paymentAnswered(app: App, tx: Tx, paymentId: string, a: PaymentA
   }
   switch (a.outcome) {
     case 'unknown':
-      scheduleCheck(app, tx, 'payment', p.id, p.shop_id, p.mode, p.created_at);
+      scheduleCheck(app, tx, 'payment', p.id, p.shop_id, p.mode, sessionStart(p));
       return 'checking';
     case 'succeeded':
       resolveTx(app, tx, p, { outcome: 'succeeded', rrn: a.rrn, bankName: a.bankName, card: a.card, phoneMask: a.phoneMask, payerBank: a.payerBank });

@@ -44,8 +44,8 @@ async function get(path: string): Promise<any> {
   return r.body;
 }
 
-async function create(amount: number, method: string): Promise<string> {
-  const c = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount, method } });
+async function create(amount: number, method: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const c = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount, method, ...extra } });
   assert.equal(c.status, 201, c.text);
   return c.body.payment.id as string;
 }
@@ -126,6 +126,17 @@ test('unreadable answers and cut connections are unknown; the checks come later 
   await pass(SYNC_AFTER_S * 8);
   assert.equal(ops(id).filter((o) => o.startsWith('GetState')).length, 3, 'a final payment is not checked again');
   fake.notify = true;
+});
+
+test('a link opened a day after it was made: the first check comes --acquirer-sync-after after the session opened, not a day later', async () => {
+  fake.notify = false;
+  const id = await create(16_000, 'cards', { ttl_minutes: 24 * 60 });
+  await pass(23 * 3600);
+  await open(id, 'cards');
+  await fake.settle(fake.last(), 'CONFIRMED');
+  await pass(SYNC_AFTER_S);
+  assert.deepEqual(ops(id), ['Init:answered', 'GetState:answered']);
+  assert.equal((await get(`/v1/public/payments/${id}`)).status, 'succeeded');
 });
 
 test('a refused Init fails the payment with the unified and the bank code', async () => {
