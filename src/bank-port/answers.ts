@@ -33,8 +33,9 @@ function scheduleCheck(app: App, tx: Tx, kind: keyof typeof CHECK_JOBS, id: stri
 }
 
 /**
- * Keep an answer that was not applied because the bank's amount differs from the operation's, for the
- * operator (kopek doctor names it): money may have moved at the bank that kopek does not show.
+ * Keep an answer that was not applied (the bank's amount differs from the operation's, or the bank took a
+ * payment kopek had closed), for the operator (kopek doctor names it): money may have moved at the bank
+ * that kopek does not show.
  */
 function recordMismatch(app: App, tx: Tx, shopId: string, subjectId: string, expected: number, told: number, outcome: string): void {
   tx
@@ -54,7 +55,15 @@ function sessionStart(p: PaymentRow): number {
 /** Apply a bank's answer about a payment; `amount`, when the bank states it, must match the payment's. */
 export function paymentAnswered(app: App, tx: Tx, paymentId: string, a: PaymentAnswer, amount?: number): Applied {
   const p = getPayment(app, paymentId);
-  if (!p || p.status !== 'processing') return 'ignored';
+  if (!p) return 'ignored';
+  if (p.status !== 'processing') {
+    // The bank took the money of a payment kopek already closed without it (expired, failed, cancelled):
+    // it never moves back, but the operator must see it and settle it at the bank.
+    if (a.outcome === 'succeeded' && (p.status === 'expired' || p.status === 'failed' || p.status === 'cancelled')) {
+      recordMismatch(app, tx, p.shop_id, p.id, p.amount, amount ?? p.amount, `succeeded after ${p.status}`);
+    }
+    return 'ignored';
+  }
   if (amount !== undefined && amount !== p.amount) {
     recordMismatch(app, tx, p.shop_id, p.id, p.amount, amount, a.outcome);
     return 'amount_mismatch';

@@ -160,6 +160,13 @@ test('a bank that never answers fails nothing before the session ends; then the 
   assert.equal(p.status, 'expired');
   assert.equal(p.metadata.failure_code, 'session_expired');
   fake.notify = true;
+  // The bank confirms it after all: kopek does not move it back, and doctor names it for the operator.
+  await fake.settle(fake.last(), 'CONFIRMED');
+  assert.equal((await get(`/v1/public/payments/${id}`)).status, 'expired');
+  const { diagnose } = await import('../../src/cli/doctor');
+  const f = diagnose(s.store.db).find((x) => x.check === 'bank amounts')!;
+  assert.equal(f.ok, false);
+  assert.match(f.detail, new RegExp(`payment ${id} .*succeeded after expired`));
 });
 
 test('refunds: Cancel with Amount; PARTIAL_REFUNDED and REFUNDED settle them, a refusal fails one', async () => {
