@@ -9,7 +9,7 @@ import type { MasterKey } from '../secrets/master-key';
 import { postJson, type Sent } from './http';
 import { accepted, checkOrderPayment, failureCodeOf, paymentAnswerOf, refundAnswerOf, TBANK, tbankToken, withoutSecrets, type TBankAnswer } from './protocol';
 import { terminalOf } from './settings';
-import { getRebill, getRequest, getSession, markAnswered, markSent, updateSession, type BankRequestRow } from './records';
+import { getRebill, getRequest, getSession, markAnswered, markSent, recurrentOf, updateSession, type BankRequestRow } from './records';
 import type { TBankBank } from './connector';
 
 /** Job kind: send one recorded request to T-Bank and report its answer. */
@@ -80,6 +80,19 @@ function refusal(a: TBankAnswer) {
   return { outcome: 'refused' as const, failureCode: failureCodeOf(code), bankCode: code };
 }
 
+/**
+ * A merchant charge whose bank payment is still NEW: its Charge never reached the bank (the Init's answer was
+ * lost, or the process stopped before the Charge left). The bank charges a payment only while it is NEW, so
+ * sending the Charge now cannot charge twice. True when it was sent (the check's answer is then the Charge's).
+ */
+function chargeNotSent(app: App, bank: TBankBank, tx: Tx, p: { id: string; shop_id: string; status: string }, a: TBankAnswer, bankPaymentId: string): boolean {
+  if (p.status !== 'processing' || a.Status !== 'NEW' || !bankPaymentId) return false;
+  const rec = recurrentOf(tx, p.id);
+  if (!rec?.token_id || (rec.kind !== 'token_charge' && rec.kind !== 'subscription_charge')) return false;
+  bank.send(tx, p.shop_id, 'Charge', { kind: 'payment', id: p.id }, { PaymentId: bankPaymentId }, 'charge', { tokenId: rec.token_id });
+  return true;
+}
+
 /** What an answer (or its absence) does to the operation it is about. */
 function onAnswer(app: App, bank: TBankBank, tx: Tx, row: BankRequestRow, purpose: string, job: Job, a: TBankAnswer | undefined, why: string): void {
   if (row.subject_kind === 'refund') {
@@ -121,6 +134,7 @@ function onAnswer(app: App, bank: TBankBank, tx: Tx, row: BankRequestRow, purpos
       else paymentAnswered(app, tx, p.id, paymentAnswerOf(a), typeof a.Amount === 'number' ? a.Amount : undefined);
       return;
     case 'GetState':
+      if (accepted(a) && chargeNotSent(app, bank, tx, p, a, bankPaymentId)) return;
       paymentAnswered(app, tx, p.id, accepted(a) ? paymentAnswerOf(a) : unknown(`GetState error ${a.ErrorCode ?? ''}`), accepted(a) && typeof a.Amount === 'number' ? a.Amount : undefined);
       return;
     case 'CheckOrder': {
@@ -133,6 +147,7 @@ function onAnswer(app: App, bank: TBankBank, tx: Tx, row: BankRequestRow, purpos
       }
       const foundId = found.PaymentId !== undefined ? String(found.PaymentId) : '';
       if (s && s.order_id === row.order_id) updateSession(tx, p.id, row.order_id, { bankPaymentId: foundId }, now);
+      if (chargeNotSent(app, bank, tx, p, found, foundId)) return;
       paymentAnswered(app, tx, p.id, paymentAnswerOf(found), typeof found.Amount === 'number' ? found.Amount : undefined);
       return;
     }

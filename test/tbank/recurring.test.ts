@@ -100,6 +100,23 @@ test('a charge whose Charge hangs stays processing; GetState settles it', async 
   fake.notify = true;
 });
 
+test('a charge whose Init answer is lost: CheckOrder finds the bank payment NEW, so the Charge is sent then, once', async () => {
+  const tokenId = await boundCard('cust-live-3');
+  fake.next('Init', 'lose');
+  fake.notify = false;
+  const charges = fake.calls('Charge').length;
+  const ch = await s.request('POST', `/v1/public/tokens/${tokenId}/charge`, { key: shop.key, body: { amount: 3_300 } });
+  await pass();
+  assert.equal(fake.calls('Charge').length, charges, 'no Charge without the Init\'s PaymentId');
+  assert.equal((await get(`/v1/public/payments/${ch.body.id}`)).status, 'processing');
+  await pass(SYNC_AFTER_S);
+  const ops = (s.store.db.prepare('SELECT operation, state FROM bank_requests WHERE subject_id = ? ORDER BY id').all(ch.body.id) as Array<{ operation: string; state: string }>).map((r) => `${r.operation}:${r.state}`);
+  assert.deepEqual(ops, ['Init:unknown', 'CheckOrder:answered', 'Charge:answered']);
+  assert.equal(fake.calls('Charge').length, charges + 1);
+  assert.equal((await get(`/v1/public/payments/${ch.body.id}`)).status, 'succeeded');
+  fake.notify = true;
+});
+
 test('a subscription: the first payment binds the card, the scheduled charge goes through Init + Charge', async () => {
   const c = await s.request('POST', '/v1/public/subscriptions', { key: shop.key, body: { amount: 20_000, customer_ref: 'sub-live', method: 'cards' } });
   assert.equal(c.status, 201, c.text);
