@@ -116,7 +116,9 @@ function onAnswer(app: App, bank: TBankBank, tx: Tx, row: BankRequestRow, purpos
         paymentAnswered(app, tx, p.id, refusal(a));
         return;
       }
-      if (s && s.order_id === row.order_id) updateSession(tx, p.id, row.order_id, { bankPaymentId, paymentUrl: typeof a.PaymentURL === 'string' ? a.PaymentURL : '' }, now);
+      // Only a web address is ever sent to the buyer's browser as the bank's page.
+      const paymentUrl = typeof a.PaymentURL === 'string' && /^https?:\/\/[^\s]+$/.test(a.PaymentURL) ? a.PaymentURL : '';
+      if (s && s.order_id === row.order_id) updateSession(tx, p.id, row.order_id, { bankPaymentId, paymentUrl }, now);
       if (purpose === 'charge') {
         bank.send(tx, p.shop_id, 'Charge', { kind: 'payment', id: p.id }, { PaymentId: bankPaymentId }, 'charge', { tokenId: job.payload.tokenId });
         return;

@@ -133,8 +133,8 @@ export function dueDate(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, '+00:00');
 }
 
-/** A request body without the secrets it was sent with (for the record and the logs). */
+/** A request or answer without the secrets it may carry (for the record and the logs). */
 export function withoutSecrets(body: Record<string, unknown>): Record<string, unknown> {
-  const { Password: _p, Token: _t, ...rest } = body;
+  const { Password: _p, Token: _t, RebillId: _r, ...rest } = body;
   return rest;
 }
