@@ -9,11 +9,15 @@ import { shopAcquirer } from '../bank-port/store';
 import { MasterKey } from '../secrets/master-key';
 import { dueDate, paymentAnswerOf, TBANK, tokenMatches, type TBankAnswer, type TBankMethod } from './protocol';
 import { readSettings, terminalOf } from './settings';
-import { getSession, insertRequest, newAttempt, paymentOfOrder, putRebill, recurrentOf } from './records';
+import { getRebill, getSession, insertRequest, newAttempt, paymentOfOrder, putRebill, recurrentOf } from './records';
+import { paymentAnswered } from '../bank-port/answers';
 import { registerRequestJob, REQUEST_JOB, rebillContext, type Purpose } from './jobs';
 
 /** Longest Description T-Bank takes. */
 const MAX_DESCRIPTION = 140;
+
+/** Job kind: refuse a payment kopek cannot send to the bank at all (no saved card to charge). */
+const REFUSE_JOB = 'tbank.refuse';
 
 /** Payment kinds that bind a saved method: their Init asks the bank to keep the card (Recurrent=Y). */
 const BINDING_KINDS = new Set(['token_binding', 'subscription_init']);
@@ -32,6 +36,18 @@ export class TBankBank implements BankPort {
   constructor(private readonly app: App) {
     this.key = new MasterKey(app.config.db);
     registerRequestJob(app, this.key, this);
+    app.scheduler.register(REFUSE_JOB, (tx, job) => {
+      paymentAnswered(app, tx, job.subject_id, { outcome: 'refused', failureCode: 'processing_error', bankCode: String(job.payload.bankCode) });
+    });
+  }
+
+  /**
+   * Refuse a payment without asking the bank, after commit like any answer: `bankCode` says why
+   * (no_saved_method: a "recurrent" payment names no saved card; no_rebill_id: the bank never gave one for it).
+   */
+  private refuse(tx: Tx, p: PaymentRow, bankCode: string): void {
+    this.app.log.warn('T-Bank payment refused before sending: no saved card to charge', { shop_id: p.shop_id, payment_id: p.id, reason: bankCode });
+    this.app.scheduler.schedule(tx, { kind: REFUSE_JOB, subjectId: p.id, shopId: p.shop_id, mode: 'live', dueAt: this.app.clocks.now(p.shop_id, 'live'), payload: { bankCode } });
   }
 
   /**
@@ -84,10 +100,14 @@ export class TBankBank implements BankPort {
   }
 
   openSession(tx: Tx, req: SessionRequest): void {
+    // A saved-method payment without a token has no card the bank could charge.
+    if (req.payment.method === 'recurrent') return this.refuse(tx, req.payment, 'no_saved_method');
     this.init(tx, req.payment, 'session');
   }
 
   chargeSaved(tx: Tx, req: SessionRequest & { tokenId: string }): void {
+    // Without the RebillId of the binding (its notification never came) the bank cannot charge the card.
+    if (!getRebill(tx, req.tokenId)) return this.refuse(tx, req.payment, 'no_rebill_id');
     this.init(tx, req.payment, 'charge', req.tokenId);
   }
 
@@ -111,7 +131,7 @@ export class TBankBank implements BankPort {
     if (op.kind === 'payout') return; // T-Bank's acquiring API sends no payouts: none is ever created live.
     const p = op.payment;
     const s = getSession(tx, p.id);
-    if (!s) return this.init(tx, p, 'session');
+    if (!s) return this.reopen(tx, p);
     if (!s.bank_payment_id) {
       // Init never answered: ask by OrderId whether the bank has the order at all.
       this.send(tx, p.shop_id, 'CheckOrder', { kind: 'payment', id: p.id }, { OrderId: s.order_id }, 'check');
@@ -119,6 +139,16 @@ export class TBankBank implements BankPort {
     }
     this.send(tx, p.shop_id, 'GetState', { kind: 'payment', id: p.id }, { PaymentId: s.bank_payment_id }, 'check');
     if (p.method === 'sbp' && !s.qr_payload) this.requestQr(tx, p, s.bank_payment_id);
+  }
+
+  /**
+   * A new attempt of a payment the bank has no order of (its Init never arrived): a merchant charge is
+   * charged again with its token, any other payment gets a new session; either way with a new OrderId.
+   */
+  reopen(tx: Tx, p: PaymentRow): void {
+    const rec = recurrentOf(tx, p.id);
+    if (rec?.token_id && (rec.kind === 'token_charge' || rec.kind === 'subscription_charge')) this.chargeSaved(tx, { payment: p, by: 'service', tokenId: rec.token_id });
+    else this.openSession(tx, { payment: p, by: 'service' });
   }
 
   /** GetQr of an SBP payment's session: the payload the page shows as a QR code. */

@@ -143,7 +143,7 @@ function onAnswer(app: App, bank: TBankBank, tx: Tx, row: BankRequestRow, purpos
       const found = accepted(a) ? checkOrderPayment(a) : undefined;
       if (!found) {
         // The bank has no such order: the Init never reached it. A new attempt, with a new OrderId.
-        if (a.Success === false && p.status === 'processing' && s && s.order_id === row.order_id) bank.init(tx, p, purpose === 'charge' ? 'charge' : 'session');
+        if (a.Success === false && p.status === 'processing' && s && s.order_id === row.order_id) bank.reopen(tx, p);
         else paymentAnswered(app, tx, p.id, unknown('CheckOrder found no payment'));
         return;
       }

@@ -117,6 +117,37 @@ test('a charge whose Init answer is lost: CheckOrder finds the bank payment NEW,
   fake.notify = true;
 });
 
+test('a charge whose Init got a 5xx: CheckOrder finds no order, so the charge is sent again (Init + Charge) with a new OrderId', async () => {
+  const tokenId = await boundCard('cust-live-5');
+  fake.next('Init', '500');
+  const ch = await s.request('POST', `/v1/public/tokens/${tokenId}/charge`, { key: shop.key, body: { amount: 6_600 } });
+  await pass();
+  await pass(SYNC_AFTER_S);
+  const ops = (s.store.db.prepare('SELECT operation, state FROM bank_requests WHERE subject_id = ? ORDER BY id').all(ch.body.id) as Array<{ operation: string; state: string }>).map((r) => `${r.operation}:${r.state}`);
+  assert.deepEqual(ops, ['Init:unknown', 'CheckOrder:answered', 'Init:answered', 'Charge:answered']);
+  assert.equal(fake.calls('Init').at(-1)!.body.SuccessURL, undefined, 'still a merchant charge, not a buyer session');
+  assert.equal((await get(`/v1/public/payments/${ch.body.id}`)).status, 'succeeded');
+});
+
+test('nothing to charge: a token without a RebillId and a "recurrent" payment without a token fail without reaching the bank', async () => {
+  const tokenId = await boundCard('cust-live-4');
+  s.store.db.prepare('DELETE FROM tbank_rebills WHERE token_id = ?').run(tokenId);
+  const inits = fake.calls('Init').length;
+  const ch = await s.request('POST', `/v1/public/tokens/${tokenId}/charge`, { key: shop.key, body: { amount: 4_400 } });
+  assert.equal(ch.status, 201, ch.text);
+  await pass();
+  const p = await get(`/v1/public/payments/${ch.body.id}`);
+  assert.equal(p.status, 'failed');
+  assert.deepEqual([p.metadata.failure_code, p.metadata.bank_failure_code], ['processing_error', 'no_rebill_id']);
+  const r = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 5_500, method: 'recurrent' } });
+  assert.equal(r.status, 201, r.text);
+  await pass();
+  const q = await get(`/v1/public/payments/${r.body.payment.id}`);
+  assert.equal(q.status, 'failed');
+  assert.equal(q.metadata.bank_failure_code, 'no_saved_method');
+  assert.equal(fake.calls('Init').length, inits, 'the bank was never asked');
+});
+
 test('a subscription: the first payment binds the card, the scheduled charge goes through Init + Charge', async () => {
   const c = await s.request('POST', '/v1/public/subscriptions', { key: shop.key, body: { amount: 20_000, customer_ref: 'sub-live', method: 'cards' } });
   assert.equal(c.status, 201, c.text);
