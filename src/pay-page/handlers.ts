@@ -62,7 +62,8 @@ export async function showBank(ctx: Ctx): Promise<Reply> {
   const p = await findPaymentForPage(ctx.app, ctx.params.id);
   if (!p) return renderNotFound(ctx, lang);
   const step = getStep(ctx.app, p.id);
-  if (p.status !== 'processing' || step || !['sbp', 'tpay', 'bankpay'].includes(p.method)) return backToPage(p.id, lang);
+  // A live payment is paid in the real bank's app or page, never on this simulated one.
+  if (!isTest(p) || p.status !== 'processing' || step || !['sbp', 'tpay', 'bankpay'].includes(p.method)) return backToPage(p.id, lang);
   return renderPage(ctx, lang, p, bankScreen({ lang, p }), { poll: true });
 }
 

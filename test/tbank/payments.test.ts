@@ -191,6 +191,24 @@ test('a notification for another shop\'s order changes nothing there', async () 
   assert.equal((await get(`/v1/public/payments/${id}`)).status, 'processing');
 });
 
+test('a live payment never reaches the test bank\'s screens: a posted card, the simulated bank app and its buttons change nothing', async () => {
+  const { id } = await paying(8_800, 'cards');
+  const card = await postForm(s, `/pay/${id}/card`, { number: '4111 1111 1111 1111', exp: '12/30', cvc: '123', holder: 'A B' });
+  assert.equal(card.status, 303);
+  const { id: sbpId } = await paying(8_900, 'sbp');
+  assert.equal((await getPage(s, `/pay/${sbpId}/bank`)).status, 303, 'no simulated bank app');
+  assert.equal((await postForm(s, `/pay/${sbpId}/bank`, { action: 'approve' })).status, 303);
+  for (const x of [id, sbpId]) {
+    const p = await get(`/v1/public/payments/${x}`);
+    assert.equal(p.status, 'processing');
+    assert.equal(p.customer_card_mask, '');
+  }
+  await s.running.app.store.flush();
+  const { readdirSync, readFileSync } = await import('node:fs');
+  const bytes = readdirSync(s.dir).filter((f) => f.startsWith('kopek.db')).map((f) => readFileSync(`${s.dir}/${f}`).toString('latin1')).join('');
+  assert.ok(!bytes.includes('4111111111111111') && !bytes.includes('4111 1111 1111 1111'), 'the card number never touched the disk');
+});
+
 test('GET of a live page changes nothing: only the buyer\'s POST opens the session', async () => {
   const c = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 7_000 } });
   const id = c.body.payment.id as string;
