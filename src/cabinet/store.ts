@@ -185,7 +185,7 @@ export function revokeKey(store: Store, keyId: string, now: number): void {
   store.tx(({ db }) => db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(now, keyId));
 }
 
-/** Refuse live activation until a bank connector exists for the merchant. */
+/** Turn on live mode for a merchant once a shop of it has an acquirer; refused with the reason before. */
 export function activateLive(store: Store, merchantId: string): { id: string; live_enabled: true; shops_with_acquirer: string[] } {
   if (!getMerchant(store, merchantId)) throw new Error(`cannot activate live mode for merchant "${merchantId}": not found`);
   const shops = (

@@ -112,7 +112,7 @@ export const payoutsOpenApi: OpenApiFragment = {
           properties: { ...sbpFields, ...accountFields },
         },
         recipient_card_mask: { type: 'string', pattern: '^[0-9]{4}$', description: 'Card payouts only: the last 4 digits' },
-        bank_ref: { type: 'string', description: 'Reference at the provider; empty for live payouts until a bank connector exists' },
+        bank_ref: { type: 'string', description: 'Reference at the provider' },
         fail_reason: { type: 'string', description: 'Unified failure code when failed; empty otherwise' },
         created_at: time,
         completed_at: timeOrNull,
