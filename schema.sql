@@ -472,3 +472,54 @@ CREATE TABLE cabinet_audit (
   at           INTEGER NOT NULL                       -- real time
 ) STRICT;
 CREATE INDEX cabinet_audit_merchant ON cabinet_audit(merchant_id, id);
+-- Every request kopek sends to a live acquirer, recorded in the transaction that decides it, before it is
+-- sent, without secrets (no password, no Token): queued → sent → answered | unknown. A request found `sent`
+-- after a restart may have reached the bank; its operation is settled by a status check, never re-sent.
+CREATE TABLE bank_requests (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  shop_id          TEXT NOT NULL,
+  mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  provider         TEXT NOT NULL,
+  operation        TEXT NOT NULL,                       -- the bank's method: Init, GetState, CheckOrder, Cancel, Charge, GetQr
+  subject_kind     TEXT NOT NULL CHECK (subject_kind IN ('payment', 'refund')),
+  subject_id       TEXT NOT NULL,
+  order_id         TEXT NOT NULL DEFAULT '',            -- the attempt's OrderId
+  bank_payment_id  TEXT NOT NULL DEFAULT '',            -- the bank's PaymentId, once known
+  request          TEXT NOT NULL,                       -- JSON body without Password and Token
+  state            TEXT NOT NULL CHECK (state IN ('queued', 'sent', 'answered', 'unknown')),
+  answer           TEXT NOT NULL DEFAULT '',            -- the bank's JSON answer, or why it is unknown
+  created_at       INTEGER NOT NULL,
+  sent_at          INTEGER,
+  answered_at      INTEGER
+) STRICT;
+CREATE INDEX bank_requests_subject ON bank_requests(subject_id, id);
+CREATE INDEX bank_requests_order ON bank_requests(order_id) WHERE order_id <> '';
+-- A live payment's session at T-Bank: the current attempt's OrderId, the bank's PaymentId, and what the
+-- hosted page shows (the bank's PaymentURL, or the SBP QR payload).
+CREATE TABLE tbank_sessions (
+  payment_id       TEXT PRIMARY KEY,
+  shop_id          TEXT NOT NULL,
+  order_id         TEXT NOT NULL UNIQUE,
+  attempt          INTEGER NOT NULL DEFAULT 1,
+  bank_payment_id  TEXT NOT NULL DEFAULT '',
+  payment_url      TEXT NOT NULL DEFAULT '',
+  qr_payload       TEXT NOT NULL DEFAULT '',
+  updated_at       INTEGER NOT NULL
+) STRICT;
+-- A saved method's RebillId at T-Bank, encrypted under the master key.
+CREATE TABLE tbank_rebills (
+  token_id         TEXT PRIMARY KEY,
+  shop_id          TEXT NOT NULL,
+  rebill_enc       TEXT NOT NULL,
+  updated_at       INTEGER NOT NULL
+) STRICT;
+-- Answers of a bank that were not applied because their amount differs from the operation's (kopek doctor).
+CREATE TABLE bank_mismatches (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  shop_id          TEXT NOT NULL,
+  subject_id       TEXT NOT NULL,
+  expected_amount  INTEGER NOT NULL,
+  bank_amount      INTEGER NOT NULL,
+  answer           TEXT NOT NULL,                       -- what the bank said (outcome)
+  created_at       INTEGER NOT NULL
+) STRICT;

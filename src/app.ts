@@ -23,6 +23,7 @@ import { BankDirectory } from './bank-port/directory';
 import { NoBank } from './bank-port/none';
 import type { BankPort } from './bank-port/port';
 import { SimulatorBank } from './simulator/bank';
+import { TBankBank } from './tbank/connector';
 
 /** The App's services that are built from the App itself, right after it. */
 type Services = 'stream' | 'viewCache' | 'webhooks' | 'metrics';
@@ -92,6 +93,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   // without an acquirer, and whatever the embedder adds.
   app.banks.register(new SimulatorBank(app));
   app.banks.register(new NoBank());
+  app.banks.register(new TBankBank(app));
   for (const make of opts.banks ?? []) app.banks.register(make(app));
   // Made before the first write, so the view cache's triggers watch every write.
   app.viewCache = new PaymentViewCache(app);

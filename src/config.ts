@@ -34,6 +34,8 @@ export interface Config {
   maxConnections: number;
   /** Seconds an operation may stay without a final answer from its bank before kopek asks for its status. */
   acquirerSyncAfterSeconds: number;
+  /** Seconds one request to a live acquirer may take; no answer within it is an unknown outcome. */
+  acquirerTimeoutSeconds: number;
 }
 
 /** One option: its flag, its environment variable, its default, and how to read it. */
@@ -68,6 +70,7 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'webhookTimeoutMs', flag: '--webhook-timeout-ms', env: 'KOPEK_WEBHOOK_TIMEOUT_MS', kind: 'int', def: 15_000, help: 'deadline of one webhook attempt; no 2xx within it is a failure' },
   { key: 'maxConnections', flag: '--max-connections', env: 'KOPEK_MAX_CONNECTIONS', kind: 'int', def: 4096, help: 'connections served at once; one more is answered 503 and closed (keep it below the open-files limit)' },
   { key: 'acquirerSyncAfterSeconds', flag: '--acquirer-sync-after', env: 'KOPEK_ACQUIRER_SYNC_AFTER', kind: 'number', def: 60, help: 'seconds an operation may wait for its bank before kopek asks for its status (then at growing intervals)' },
+  { key: 'acquirerTimeoutSeconds', flag: '--acquirer-timeout', env: 'KOPEK_ACQUIRER_TIMEOUT', kind: 'number', def: 15, help: 'seconds one request to a live acquirer may take; no answer within it is an unknown outcome, settled by a status check' },
 ];
 
 const LEVELS: readonly string[] = ['debug', 'info', 'warn', 'error', 'silent'];

@@ -19,6 +19,7 @@ interface KeyRow {
   require_signature: number;
   merchant_id: string;
   live_enabled: number;
+  has_acquirer: number;
 }
 
 const allowListCache = new Map<string, AllowList>();
@@ -44,7 +45,7 @@ const keyCaches = new WeakMap<Store, KeyCache<KeyEntry>>();
 
 const KEY_SQL = `SELECT k.id AS key_id, k.mode, k.scopes AS key_scopes, k.revoked_at, s.id AS shop_id, s.name AS shop_name,
         s.scopes AS shop_scopes, s.ip_allowlist, s.signing_secret, s.require_signature,
-        m.id AS merchant_id, m.live_enabled
+        m.id AS merchant_id, m.live_enabled, EXISTS (SELECT 1 FROM shop_acquirers a WHERE a.shop_id = s.id) AS has_acquirer
  FROM api_keys k JOIN shops s ON s.id = k.shop_id JOIN merchants m ON m.id = s.merchant_id
  WHERE k.key_hash = ?`;
 
@@ -166,6 +167,9 @@ function checkKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawBody'>)
   const row = entry.row;
   if (row.mode === 'live' && !row.live_enabled) {
     throw new ApiError(403, 'live_mode_not_activated', 'Cannot use a live key: live mode is not activated for this merchant');
+  }
+  if (row.mode === 'live' && !row.has_acquirer) {
+    throw new ApiError(403, 'acquirer_not_configured', "Cannot use a live key: the shop has no acquirer (kopek shop acquirer)");
   }
   if (!entry.allow.allows(input.ip)) {
     throw new ApiError(403, 'ip_not_allowed', `Cannot accept a request from "${input.ip}": the address is not in the shop's allow-list`);

@@ -2,6 +2,7 @@ import type { App } from '../app-types';
 import type { Tx } from '../db/store';
 import type { Job } from '../scheduler/jobs-table';
 import { getPayment } from '../payments/store';
+import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow } from '../payments/types';
 import { bankCancelTx, expireTx, resolveTx } from '../payments/state';
 import { getRefund, settleRefundTx } from '../refunds/refunds';
 import { finishPayoutTx } from '../payouts/payouts';
@@ -31,14 +32,45 @@ function scheduleCheck(app: App, tx: Tx, kind: keyof typeof CHECK_JOBS, id: stri
   app.scheduler.schedule(tx, { kind: CHECK_JOBS[kind], subjectId: id, shopId, mode, dueAt: now + Math.max(syncAfter_ms, waited_ms) });
 }
 
+/**
+ * Keep an answer that was not applied (the bank's amount differs from the operation's, or the bank took a
+ * payment kopek had closed), for the operator (kopek doctor names it): money may have moved at the bank
+ * that kopek does not show.
+ */
+function recordMismatch(app: App, tx: Tx, shopId: string, subjectId: string, expected: number, told: number, outcome: string): void {
+  tx
+    .stmt('INSERT INTO bank_mismatches (shop_id, subject_id, expected_amount, bank_amount, answer, created_at) VALUES (?, ?, ?, ?, ?, ?)')
+    .run(shopId, subjectId, expected, told, outcome, app.clocks.real());
+}
+
+/**
+ * When a processing payment's bank session opened (its end less the method's session lifetime): the bank
+ * has known of the payment since then, not since the payment was created, which may be a day earlier.
+ */
+function sessionStart(p: PaymentRow): number {
+  const ttl = SESSION_TTL_MS[p.method as ConcreteMethod];
+  return p.processing_until !== null && ttl !== undefined ? Math.max(p.created_at, p.processing_until - ttl) : p.created_at;
+}
+
 /** Apply a bank's answer about a payment; `amount`, when the bank states it, must match the payment's. */
 export function paymentAnswered(app: App, tx: Tx, paymentId: string, a: PaymentAnswer, amount?: number): Applied {
   const p = getPayment(app, paymentId);
-  if (!p || p.status !== 'processing') return 'ignored';
-  if (amount !== undefined && amount !== p.amount) return 'amount_mismatch';
+  if (!p) return 'ignored';
+  if (p.status !== 'processing') {
+    // The bank took the money of a payment kopek already closed without it (expired, failed, cancelled):
+    // it never moves back, but the operator must see it and settle it at the bank.
+    if (a.outcome === 'succeeded' && (p.status === 'expired' || p.status === 'failed' || p.status === 'cancelled')) {
+      recordMismatch(app, tx, p.shop_id, p.id, p.amount, amount ?? p.amount, `succeeded after ${p.status}`);
+    }
+    return 'ignored';
+  }
+  if (amount !== undefined && amount !== p.amount) {
+    recordMismatch(app, tx, p.shop_id, p.id, p.amount, amount, a.outcome);
+    return 'amount_mismatch';
+  }
   switch (a.outcome) {
     case 'unknown':
-      scheduleCheck(app, tx, 'payment', p.id, p.shop_id, p.mode, p.created_at);
+      scheduleCheck(app, tx, 'payment', p.id, p.shop_id, p.mode, sessionStart(p));
       return 'checking';
     case 'succeeded':
       resolveTx(app, tx, p, { outcome: 'succeeded', rrn: a.rrn, bankName: a.bankName, card: a.card, phoneMask: a.phoneMask, payerBank: a.payerBank });

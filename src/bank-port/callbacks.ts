@@ -20,6 +20,7 @@ export async function bankCallback(ctx: Ctx): Promise<Reply> {
   if (!result.valid) throw new ApiError(403, 'forbidden', `Cannot take the notification of "${provider}": its signature does not match`);
   const mismatches = await ctx.app.store.write((tx) => {
     const bad: string[] = [];
+    result.record?.(tx);
     for (const n of result.payments) {
       const p = getPayment(ctx.app, n.paymentId);
       // Only the shop's own live payments: a notification never reaches another shop's data.

@@ -7,6 +7,7 @@ import { NO_PROVIDER } from './directory';
  */
 export class NoBank implements BankPort {
   readonly provider = NO_PROVIDER;
+  readonly sendsPayouts = true;
 
   describePayment(): Record<string, string> {
     return {};
@@ -31,6 +32,10 @@ export class NoBank implements BankPort {
   }
 
   creationExtras(): undefined {
+    return undefined;
+  }
+
+  pageSession(): undefined {
     return undefined;
   }
 }

@@ -102,12 +102,23 @@ export interface CallbackResult {
   refunds: Array<{ refundId: string; answer: MoneyAnswer }>;
   /** The body the bank wants back (T-Bank: "OK"). */
   reply: string;
+  /** The bank's own records of the notification (a saved method's RebillId), written in the same transaction. */
+  record?: (tx: Tx) => void;
 }
+
+/**
+ * What the hosted page shows the buyer of a processing payment, as the bank's session answer told it: go on
+ * to the bank's own page (cards, T-Pay, bank wallet), or scan the SBP QR payload on kopek's page; `waiting`
+ * while the bank has not answered yet.
+ */
+export type PageSession = { kind: 'redirect'; url: string } | { kind: 'qr'; payload: string } | { kind: 'waiting' };
 
 /** A bank behind the port. */
 export interface BankPort {
   /** Provider name, as shops name their acquirer ("simulator", "tbank", ...). */
   readonly provider: string;
+  /** False for a bank that sends no payouts (an acquirer without a payout connector): payouts answer 403 before anything else. */
+  readonly sendsPayouts: boolean;
   /** Metadata the bank attaches to a new payment (the simulator's plan); written with the payment. */
   describePayment(tx: Tx, p: NewPayment): Record<string, string>;
   /** The payment's session opened (pending → processing): the bank starts taking the payment. */
@@ -126,4 +137,9 @@ export interface BankPort {
   callback(req: CallbackRequest): CallbackResult;
   /** Extra fields of the payment creation response (the simulator's block in test mode). */
   creationExtras(payment: PaymentRow): Record<string, unknown> | undefined;
+  /**
+   * For a bank whose buyer pays on the bank's side: what the hosted page shows while the payment is
+   * processing. undefined: the page's own screens take the buyer (the simulator), or nothing is sent anywhere.
+   */
+  pageSession(payment: PaymentRow): PageSession | undefined;
 }

@@ -191,12 +191,19 @@ export function revokeKey(store: Store, keyId: string, now: number): void {
   store.tx(({ db }) => db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(now, keyId));
 }
 
-/** Refuse live activation until a bank connector exists for the merchant. */
-export function activateLive(store: Store, merchantId: string): never {
+/** Turn on live mode for a merchant once a shop of it has an acquirer; refused with the reason before. */
+export function activateLive(store: Store, merchantId: string): { id: string; live_enabled: true; shops_with_acquirer: string[] } {
   if (!getMerchant(store, merchantId)) throw new Error(`cannot activate live mode for merchant "${merchantId}": not found`);
-  throw new Error(
-    `cannot activate live mode for merchant "${merchantId}": no bank connector is configured; live keys answer 403 live_mode_not_activated until one is`,
-  );
+  const shops = (
+    store.stmt('SELECT s.id FROM shops s JOIN shop_acquirers a ON a.shop_id = s.id WHERE s.merchant_id = ? ORDER BY s.id').all(merchantId) as Array<{ id: string }>
+  ).map((r) => r.id);
+  if (shops.length === 0) {
+    throw new Error(
+      `cannot activate live mode for merchant "${merchantId}": no shop of the merchant has an acquirer (kopek shop acquirer); live keys answer 403 live_mode_not_activated until one has`,
+    );
+  }
+  store.tx((tx) => tx.stmt('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(merchantId));
+  return { id: merchantId, live_enabled: true, shops_with_acquirer: shops };
 }
 
 /** The demo setup: a merchant, a shop with every scope, and a test key. */

@@ -5,6 +5,7 @@ import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args
 import { COMMON_OPTIONS, io, output, processIo, type Command } from './command';
 import { defaultConfig } from '../config';
 import { nativeBinding } from '../db/native';
+import { masterKeySource } from '../secrets/master-key';
 
 const usage = `Usage:
   kopek backup PATH [--force] [--db PATH]
@@ -16,6 +17,11 @@ so PATH never holds half a backup. Shows a progress bar on a terminal, plain pro
 
 To restore: stop the server, replace its database file with the copy (and remove any -wal and -shm files
 beside the old one), start the server. See docs/operations.md.
+
+The master key is not in the copy: keep the key file beside the database (<db file>.key), or the value of
+KOPEK_MASTER_KEY, with the backup. Without it a restored database cannot decrypt the secrets it holds
+(acquirer terminal passwords, saved-method references): they must be set again (kopek shop acquirer) and
+saved cards bound again.
 
 Options:
   --force     replace PATH if it exists (refused otherwise)
@@ -132,8 +138,16 @@ export const backup: Command = {
     renameSync(partial, dest);
     const bytes = statSync(dest).size;
     const ms = Date.now() - started;
-    output(args, { path: dest, pages: result.pages, bytes, schema_version: check.version, restarts: result.restarts, duration_ms: ms }, [
+    const key = masterKeySource(sourcePath);
+    const keyLine =
+      key.kind === 'file'
+        ? `master key: not in the copy; keep ${key.path} with this backup (without it the encrypted secrets cannot be read)`
+        : key.kind === 'env'
+          ? 'master key: not in the copy; keep the value of KOPEK_MASTER_KEY with this backup (without it the encrypted secrets cannot be read)'
+          : 'master key: none yet (the database holds no encrypted secret)';
+    output(args, { path: dest, pages: result.pages, bytes, schema_version: check.version, restarts: result.restarts, duration_ms: ms, master_key: key.kind === 'file' ? key.path : key.kind }, [
       `backup written to ${dest}: ${result.pages} pages, ${bytes} bytes, schema version ${check.version}, integrity ok, ${ms} ms`,
+      keyLine,
     ]);
     return 0;
   },

@@ -19,6 +19,8 @@ Checks a database, safe while the server runs (reads only), and says what to do 
   schema          the schema version is this build's
   dead jobs       no scheduled job gave up after too many failures
   endpoints       no webhook endpoint is disabled (410 Gone) or failing (deliveries retrying or given up)
+  bank amounts    no live acquirer's answer was left unapplied (its amount differs from the payment's, or
+                  the bank confirmed a payment kopek had already closed)
   ledger          balances equal their postings (as kopek ledger check)
 Exits 0 when nothing needs action, 1 otherwise.
 
@@ -73,7 +75,7 @@ export function diagnose(db: Database.Database): Finding[] {
     });
     return f;
   }
-  f.push(deadJobs(db), ...endpoints(db));
+  f.push(deadJobs(db), ...endpoints(db), bankAmounts(db));
   const ledger = checkLedger(db);
   f.push(
     ledger.ok
@@ -91,6 +93,21 @@ function deadJobs(db: Database.Database): Finding {
     ok: false,
     detail: rows.map((r) => `${r.n} ${r.kind}`).join(', '),
     action: 'kopek jobs shows each with its last error; fix the cause, then kopek jobs retry JOB_ID',
+  };
+}
+
+/** Bank answers not applied (the amount differs, or the bank took a payment kopek had closed): money kopek may not show. */
+function bankAmounts(db: Database.Database): Finding {
+  const rows = db
+    .prepare('SELECT shop_id, subject_id, expected_amount, bank_amount, answer FROM bank_mismatches ORDER BY id DESC LIMIT 10')
+    .all() as Array<{ shop_id: string; subject_id: string; expected_amount: number; bank_amount: number; answer: string }>;
+  if (rows.length === 0) return { check: 'bank amounts', ok: true, detail: 'every bank answer was applied' };
+  const total = (db.prepare('SELECT count(*) AS n FROM bank_mismatches').get() as { n: number }).n;
+  return {
+    check: 'bank amounts',
+    ok: false,
+    detail: `${total} bank answer(s) not applied: ` + rows.map((r) => `payment ${r.subject_id} of shop ${r.shop_id}: kopek ${r.expected_amount}, bank ${r.bank_amount} (${r.answer})`).join('; '),
+    action: "compare each with the acquirer's own records (docs/live-mode.md, \"What the operator watches\"); a payment taken at the bank for another amount is refunded or settled there",
   };
 }
 

@@ -7,7 +7,8 @@ const usage = `Usage:
   kopek merchant activate-live MERCHANT_ID
 
 create          creates a merchant and prints its id (creates the database file if there is none)
-activate-live   turns on live mode; refused, with the reason, until the merchant has a bank connector
+activate-live   turns on live mode; refused, with the reason, until a shop of the merchant has an acquirer
+                (kopek shop acquirer); live keys of shops without one answer 403 acquirer_not_configured
 
 Options:
 ${COMMON_OPTIONS}
@@ -38,7 +39,9 @@ export const merchant: Command = {
       onlyFlags(args, []);
       atMostPositionals(args, 2, 'kopek merchant activate-live MERCHANT_ID');
       if (!id) throw new Error('cannot activate live mode: MERCHANT_ID is required');
-      withStore(args, (store) => activateLive(store, id));
+      const r = withStore(args, (store) => activateLive(store, id));
+      output(args, r, [`live mode on for merchant ${r.id}`, `shops with an acquirer: ${r.shops_with_acquirer.join(', ')}`]);
+      return 0;
     }
     throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek merchant --help`);
   },

@@ -11,6 +11,7 @@ import {
 import { ALL_SCOPES } from '../auth/scopes';
 import type { Store } from '../db/store';
 import type { Args } from './args';
+import { ACQUIRER_USAGE, runAcquirer } from './acquirer';
 
 const usage = `Usage:
   kopek shop create --merchant ID --name NAME [--scopes S1,S2]
@@ -19,6 +20,7 @@ const usage = `Usage:
   kopek shop ip-allowlist SHOP_ID [ENTRY,...]
   kopek shop signing-secret SHOP_ID
   kopek shop require-signature SHOP_ID on|off
+${ACQUIRER_USAGE}
 
 create             creates a shop (all scopes unless --scopes); prints its id and its secrets once
 show               prints the shop's settings (never its secrets)
@@ -26,6 +28,8 @@ scopes             replaces the scopes enabled for the shop ("" for none)
 ip-allowlist       replaces the allow-list (IPv4, IPv6, CIDR of both); no entries clears it
 signing-secret     rotates the thm_ request-signing secret and prints the new one once
 require-signature  requires X-PSP-Signature on every request of the shop's keys, or not
+acquirer           sets the shop's live acquirer (T-Bank terminal; the password is encrypted under the master
+                   key, <db>.key or KOPEK_MASTER_KEY, and never printed), shows it, or removes it (--remove)
 
 Scopes: ${ALL_SCOPES.join(', ')}
 
@@ -39,7 +43,9 @@ Examples:
   kopek shop scopes 3b9e… api:payouts:sbp,api:balance:read
   kopek shop ip-allowlist 3b9e… 203.0.113.0/24,2001:db8::/32
   kopek shop signing-secret 3b9e…
-  kopek shop require-signature 3b9e… on`;
+  kopek shop require-signature 3b9e… on
+  kopek shop acquirer --shop 3b9e… --provider tbank --terminal-key 1700000000DEMO --password-file ./tbank.pass
+  kopek shop acquirer --shop 3b9e… --json`;
 
 /** Subcommands taking SHOP_ID, with their usage line and how many positionals they take. */
 const ON_SHOP: Record<string, { line: string; max: number; run(store: Store, args: Args, id: string, value?: string): void }> = {
@@ -98,9 +104,10 @@ function show(store: Store, args: Args, id: string): void {
 /** `kopek shop` */
 export const shop: Command = {
   name: 'shop',
-  summary: 'create shops; set scopes, IP allow-list, request signing',
+  summary: 'create shops; set scopes, IP allow-list, request signing, the live acquirer',
   usage,
   run(argv) {
+    if (argv[0] === 'acquirer') return runAcquirer(argv.slice(1));
     const args = parseArgs(argv);
     const [sub, id, value] = args.positional;
     if (sub === 'create') {

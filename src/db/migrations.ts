@@ -97,4 +97,50 @@ CREATE INDEX IF NOT EXISTS cabinet_audit_merchant ON cabinet_audit(merchant_id, 
    DROP TABLE idempotency_keys;
    ALTER TABLE idempotency_keys_new RENAME TO idempotency_keys;
    CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, mode, key);`,
+  // 6 → 7: live acquirers record every request, T-Bank's sessions and saved methods, and answers whose amount did not match.
+  // IF NOT EXISTS: a database marked older than it is (as the tests of earlier migrations do) migrates all the same.
+  `CREATE TABLE IF NOT EXISTS bank_requests (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  shop_id          TEXT NOT NULL,
+  mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  provider         TEXT NOT NULL,
+  operation        TEXT NOT NULL,                       -- the bank's method: Init, GetState, CheckOrder, Cancel, Charge, GetQr
+  subject_kind     TEXT NOT NULL CHECK (subject_kind IN ('payment', 'refund')),
+  subject_id       TEXT NOT NULL,
+  order_id         TEXT NOT NULL DEFAULT '',            -- the attempt's OrderId
+  bank_payment_id  TEXT NOT NULL DEFAULT '',            -- the bank's PaymentId, once known
+  request          TEXT NOT NULL,                       -- JSON body without Password and Token
+  state            TEXT NOT NULL CHECK (state IN ('queued', 'sent', 'answered', 'unknown')),
+  answer           TEXT NOT NULL DEFAULT '',            -- the bank's JSON answer, or why it is unknown
+  created_at       INTEGER NOT NULL,
+  sent_at          INTEGER,
+  answered_at      INTEGER
+) STRICT;
+CREATE INDEX IF NOT EXISTS bank_requests_subject ON bank_requests(subject_id, id);
+CREATE INDEX IF NOT EXISTS bank_requests_order ON bank_requests(order_id) WHERE order_id <> '';
+CREATE TABLE IF NOT EXISTS tbank_sessions (
+  payment_id       TEXT PRIMARY KEY,
+  shop_id          TEXT NOT NULL,
+  order_id         TEXT NOT NULL UNIQUE,
+  attempt          INTEGER NOT NULL DEFAULT 1,
+  bank_payment_id  TEXT NOT NULL DEFAULT '',
+  payment_url      TEXT NOT NULL DEFAULT '',
+  qr_payload       TEXT NOT NULL DEFAULT '',
+  updated_at       INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS tbank_rebills (
+  token_id         TEXT PRIMARY KEY,
+  shop_id          TEXT NOT NULL,
+  rebill_enc       TEXT NOT NULL,
+  updated_at       INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS bank_mismatches (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  shop_id          TEXT NOT NULL,
+  subject_id       TEXT NOT NULL,
+  expected_amount  INTEGER NOT NULL,
+  bank_amount      INTEGER NOT NULL,
+  answer           TEXT NOT NULL,                       -- what the bank said (outcome)
+  created_at       INTEGER NOT NULL
+) STRICT;`,
 ];

@@ -7,6 +7,7 @@ import { isTest } from './layout';
 import { backToPage, isFinal, langOf, renderNotFound, renderPage } from './render';
 import { bankScreen, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, processingScreen, sbpScreen, statusScreen, threeDsScreen, type ScreenCtx } from './screens';
 import { clearStep, getStep } from './steps';
+import { liveScreen, liveSession, liveStep } from './live';
 
 /** How long the success screen stays before the buyer returns to the shop (the spec's "about 2 seconds"). */
 const SUCCESS_REDIRECT_MS = 2000;
@@ -28,6 +29,8 @@ export async function showPage(ctx: Ctx): Promise<Reply> {
     const payable = p.method === 'any' || (PAGE_METHODS as readonly string[]).includes(p.method);
     return renderPage(ctx, lang, p, payable ? methodChoice(sc) : processingScreen(sc), poll);
   }
+  // A live payment is paid on the acquirer's side: its bank says what the page shows.
+  if (!isTest(p)) return liveScreen(ctx, lang, p, liveSession(ctx, p));
   if (step?.step === 'challenge') return renderPage(ctx, lang, p, threeDsScreen(sc), poll);
   if (step?.step === 'confirm') return renderPage(ctx, lang, p, confirmScreen(sc), poll);
   if (step?.step === 'waiting') return renderPage(ctx, lang, p, processingScreen(sc), poll);
@@ -59,7 +62,8 @@ export async function showBank(ctx: Ctx): Promise<Reply> {
   const p = await findPaymentForPage(ctx.app, ctx.params.id);
   if (!p) return renderNotFound(ctx, lang);
   const step = getStep(ctx.app, p.id);
-  if (p.status !== 'processing' || step || !['sbp', 'tpay', 'bankpay'].includes(p.method)) return backToPage(p.id, lang);
+  // A live payment is paid in the real bank's app or page, never on this simulated one.
+  if (!isTest(p) || p.status !== 'processing' || step || !['sbp', 'tpay', 'bankpay'].includes(p.method)) return backToPage(p.id, lang);
   return renderPage(ctx, lang, p, bankScreen({ lang, p }), { poll: true });
 }
 
@@ -68,8 +72,9 @@ export async function pageStatus(ctx: Ctx): Promise<Reply> {
   const p = await findPaymentForPage(ctx.app, ctx.params.id);
   if (!p) throw notFound(`Cannot find payment "${ctx.params.id}"`);
   const step = getStep(ctx.app, p.id);
+  const live = !isTest(p) && p.status === 'processing' ? liveStep(liveSession(ctx, p)) : '';
   return {
-    body: { status: p.status, step: isFinal(p) ? '' : step?.step ?? '', final: isFinal(p), test: isTest(p) },
+    body: { status: p.status, step: isFinal(p) ? '' : step?.step ?? live, final: isFinal(p), test: isTest(p) },
     headers: { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' },
   };
 }

@@ -47,13 +47,23 @@ export const payPageOpenApi: OpenApiFragment = {
         summary: 'The hosted payment page: the screen of the payment\'s current state',
         description:
           'Method choice (method any), SBP QR code, card form, 3-D Secure challenge, bank confirmation, processing, ' +
-          'and final status screens. Opening a method screen opens the bank session (pending → processing). ' +
+          'and final status screens. Opening the page changes nothing: the buyer\'s POST of a method opens the bank session (pending → processing). ' +
           'A final status other than succeeded redirects to return_url at once; succeeded redirects after about 2 s.',
         tags: ['Hosted page'],
         security: [],
-        parameters: [...idParam, langParam],
+        parameters: [
+          ...idParam,
+          langParam,
+          {
+            name: 'back',
+            in: 'query',
+            required: false,
+            schema: { enum: ['success', 'fail'] },
+            description: "Live mode: the acquirer sent the buyer back (its SuccessURL / FailURL); the page waits for the bank's answer instead of sending the buyer to the bank again",
+          },
+        ],
         responses: {
-          '200': html('The screen'),
+          '200': html('The screen (live mode: the way to the bank\'s page, the SBP QR code of the bank, or waiting for its answer)'),
           '303': { description: 'Final status: to return_url with payment_id and status', headers: { Location: { schema: { type: 'string' } } } },
           '404': html('Friendly page: no payment has this id'),
         },
@@ -100,7 +110,10 @@ export const payPageOpenApi: OpenApiFragment = {
       additionalProperties: false,
       properties: {
         status: { enum: ['pending', 'processing', 'succeeded', 'failed', 'cancelled', 'refunded', 'expired'] },
-        step: { enum: ['', 'challenge', 'confirm', 'waiting'], description: "The buyer's step on the page, '' when none" },
+        step: {
+          enum: ['', 'challenge', 'confirm', 'waiting', 'bank_redirect', 'bank_qr', 'bank_waiting'],
+          description: "The buyer's step on the page, '' when none; live: bank_redirect (the bank's page is ready), bank_qr (the SBP QR code is ready), bank_waiting (the bank has not answered yet)",
+        },
         final: { type: 'boolean' },
         test: { type: 'boolean' },
       },

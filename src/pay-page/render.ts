@@ -19,6 +19,8 @@ export interface RenderOptions {
   /** Poll the status route and reload when the payment moves on. */
   poll?: boolean;
   step?: PageStep;
+  /** The step the status route reports for this screen, when it is not a page step (a live bank session's). */
+  pollStep?: string;
   /** Follow this address after `redirectMs` (the success screen's way back to the shop). */
   redirect?: string | null;
   redirectMs?: number;
@@ -31,7 +33,7 @@ export function renderPage(ctx: Ctx, lang: Lang, p: PaymentView, body: string, o
   if (o.poll) {
     data.poll = `/pay/${p.id}/status`;
     data.status = p.status;
-    data.step = o.step?.step ?? '';
+    data.step = o.pollStep ?? o.step?.step ?? '';
     data.next = href(`/pay/${p.id}`, lang);
   }
   if (o.redirect) {

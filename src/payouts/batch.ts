@@ -2,7 +2,7 @@ import type { App } from '../app-types';
 import type { Tx } from '../db/store';
 import { ApiError, badRequest } from '../http/errors';
 import { duplicateKey, payoutFields, type PayoutInput, type PayoutMethod } from './fields';
-import { createPayoutTx, type Payer } from './payouts';
+import { createPayoutTx, requirePayoutBank, type Payer } from './payouts';
 
 /** Most items one batch may carry (decisions.md). */
 export const BATCH_MAX_ITEMS = 1000;
@@ -69,6 +69,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * next is checked, so the batch never overdraws; an item refused (insufficient funds, router) fails alone.
  */
 export function createBatchTx(app: App, tx: Tx, payer: Payer, batch: ParsedBatch): Record<string, unknown> {
+  requirePayoutBank(app, payer, 'a payout batch');
   const results: BatchResult[] = [];
   batch.items.forEach((item, index) => {
     if ('result' in item) {

@@ -58,7 +58,7 @@ export const payoutsOpenApi: OpenApiFragment = {
         operationId: 'createPayout',
         summary: 'Create a payout (scope of the method: api:payouts:sbp, api:payouts:card or api:payouts:account)',
         description:
-          'A bank_id that is not 12 digits is 400 before any other check. The amount must not exceed the shop\'s available (422 insufficient_funds). ' +
+          'A bank_id that is not 12 digits is 400 before any other check. Live mode: 403 payouts_not_configured (nothing created) while the shop\'s acquirer sends no payouts (T-Bank acquiring has no payout connector). The amount must not exceed the shop\'s available (422 insufficient_funds). ' +
           'Test mode: amount ending in 01 fails do_not_honor, 02 recipient_not_in_sbp, 03 is 502 router_error (nothing created); ' +
           'an SBP bank_id absent from the directory fails bank_unknown at once; others succeed after --sim-delay on the shop clock.',
         security: bearer,
@@ -78,6 +78,7 @@ export const payoutsOpenApi: OpenApiFragment = {
       post: {
         operationId: 'createPayoutBatch',
         summary: `Create up to ${BATCH_MAX_ITEMS} payouts of one method; each item is created, failed or duplicate on its own`,
+        description: 'Live mode: 403 payouts_not_configured for the whole batch (nothing created) while the shop\'s acquirer sends no payouts.',
         security: bearer,
         parameters: [idempotencyHeader],
         requestBody: jsonBody(
@@ -116,7 +117,7 @@ export const payoutsOpenApi: OpenApiFragment = {
           properties: { ...sbpFields, ...accountFields },
         },
         recipient_card_mask: { type: 'string', pattern: '^[0-9]{4}$', description: 'Card payouts only: the last 4 digits' },
-        bank_ref: { type: 'string', description: 'Reference at the provider; empty for live payouts until a bank connector exists' },
+        bank_ref: { type: 'string', description: 'Reference at the provider' },
         fail_reason: { type: 'string', description: 'Unified failure code when failed; empty otherwise' },
         created_at: time,
         completed_at: timeOrNull,

@@ -28,6 +28,13 @@ export interface Payer {
   mode: Mode;
 }
 
+/** 403 payouts_not_configured when the payer's bank sends no payouts (a live acquirer without a payout connector). */
+export function requirePayoutBank(app: App, payer: Payer, what: string): void {
+  if (!app.banks.for(payer.shopId, payer.mode).sendsPayouts) {
+    throw new ApiError(403, 'payouts_not_configured', `Cannot send ${what}: the shop's acquirer sends no payouts and no payout connector is configured`);
+  }
+}
+
 /**
  * Create one payout in the caller's transaction: the shop's `available` must cover it (422 otherwise),
  * the shop's bank may refuse it (502, nothing written); then the row, its reserve, payout.created and
@@ -36,6 +43,7 @@ export interface Payer {
  * that to fail one item and carry on in the same transaction.
  */
 export function createPayoutTx(app: App, tx: Tx, payer: Payer, input: PayoutInput): PayoutRow {
+  requirePayoutBank(app, payer, `payout of ${input.amount}`);
   const available = shopAvailable(tx.db, payer.shopId, payer.mode);
   if (input.amount > available) {
     throw new ApiError(

@@ -19,6 +19,7 @@ import { answerPlannedPayout, registerPayoutSimulator, startPayout } from './pay
  */
 export class SimulatorBank implements BankPort {
   readonly provider = TEST_PROVIDER;
+  readonly sendsPayouts = true;
 
   constructor(private readonly app: App) {
     registerPaymentSimulator(app);
@@ -68,6 +69,11 @@ export class SimulatorBank implements BankPort {
   callback(): CallbackResult {
     // The test bank answers through its own jobs and the hosted page, never over HTTP.
     return { valid: false, payments: [], refunds: [], reply: '' };
+  }
+
+  pageSession(): undefined {
+    // The test bank's screens are the hosted page's own (card form, 3-D Secure, bank app).
+    return undefined;
   }
 
   creationExtras(row: PaymentRow): Record<string, unknown> {

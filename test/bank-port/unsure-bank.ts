@@ -22,6 +22,7 @@ const REPLY_JOB = 'unsure.reply';
  */
 export class UnsureBank implements BankPort {
   readonly provider = UNSURE;
+  readonly sendsPayouts = true;
   /** Every request the domain made, in order: `<op> <id>`. */
   readonly calls: string[] = [];
   /** How many status checks still answer unknown before the final answer. */
@@ -93,6 +94,10 @@ export class UnsureBank implements BankPort {
   }
 
   creationExtras(): undefined {
+    return undefined;
+  }
+
+  pageSession(): undefined {
     return undefined;
   }
 }

@@ -79,11 +79,11 @@ test('merchant create without a name fails and creates nothing', async () => {
   assert.equal(count('merchants'), before);
 });
 
-test('merchant activate-live is refused with the reason; live keys keep answering 403', async () => {
+test('merchant activate-live is refused with the reason while no shop has an acquirer; live keys keep answering 403', async () => {
   const m = await newMerchant();
   const shop = await newShop(m);
   const key = (await cli('key', 'create', '--shop', shop.id, '--mode', 'live', '--json')).json.key;
-  assertFails(await cli('merchant', 'activate-live', m), /no bank connector/);
+  assertFails(await cli('merchant', 'activate-live', m), /no shop of the merchant has an acquirer/);
   assertFails(await cli('merchant', 'activate-live', 'no-such-merchant'), /"no-such-merchant": not found/);
   const r = await s.request('GET', '/v1/public/payments', { key });
   assert.equal(r.body.error.code, 'live_mode_not_activated');

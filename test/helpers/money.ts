@@ -59,7 +59,7 @@ export async function paidLivePayment(s: TestServer, shop: { key: string; mercha
   assert.equal(p.status, 201, p.text);
   const id = p.body.payment.id as string;
   const app = s.running.app;
-  // No acquirer is set, so no bank answers: the session opens and the answer enters where every bank's does.
+  // The session opens (the shop's acquirer gets its Init) and the bank's success enters where every bank's does.
   await app.store.write((tx) => {
     openSessionTx(app, tx, getPayment(app, id)!);
     assert.equal(paymentAnswered(app, tx, id, { outcome: 'succeeded', rrn: '000000000001', bankName: 'live test' }), 'applied');

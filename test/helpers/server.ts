@@ -11,6 +11,10 @@ import { createDemo, createKey, createMerchant, createShop } from '../../src/cab
 import { openDatabase } from '../../src/db/open';
 import type { Mode } from '../../src/scheduler/clock';
 import { checkResponse } from './openapi-check';
+import { putShopAcquirer } from '../../src/bank-port/store';
+import { MasterKey } from '../../src/secrets/master-key';
+import { tbankAcquirer } from '../../src/tbank/settings';
+import { HELPER_TERMINAL, sharedFakeTBank } from './tbank';
 
 /** A response as tests see it. */
 export interface TestResponse {
@@ -50,9 +54,12 @@ export interface TestServer {
   logs: string[];
   demo: TestShop;
   request(method: string, path: string, opts?: RequestOptions): Promise<TestResponse>;
-  /** A new merchant and shop with a key; scopes default to all. */
-  newShop(opts?: { mode?: Mode; shopScopes?: string; keyScopes?: string }): TestShop;
-  /** Another key of an existing shop. */
+  /**
+   * A new merchant and shop with a key; scopes default to all. A shop with a live key gets a T-Bank acquirer
+   * at the process's shared fake bank (as an operator sets one before live keys work), unless `acquirer: false`.
+   */
+  newShop(opts?: { mode?: Mode; shopScopes?: string; keyScopes?: string; acquirer?: boolean }): TestShop;
+  /** Another key of an existing shop (a live one gives the shop the helper's acquirer if it has none). */
   newKey(shopId: string, mode: Mode, scopes?: string): { key: string; keyId: string };
   /** Direct access to the database (read-only use in assertions, or cabinet changes). */
   store: Store;
@@ -73,6 +80,7 @@ export async function startTestServer(config: Partial<Config> = {}, opts: Pick<S
     logs.push(line);
   });
   const cfg = (): Config => ({ ...defaultConfig(), port: 0, host: '127.0.0.1', db: dbPath, demo: false, simDelaySeconds: 0, ...config });
+  const helperBank = await sharedFakeTBank();
   let running = await startApp(cfg(), { log, realNow: opts.realNow, banks: opts.banks });
   const t: TestServer = {
     get url() {
@@ -94,10 +102,19 @@ export async function startTestServer(config: Partial<Config> = {}, opts: Pick<S
       const m = createMerchant(store, 'Test merchant', Date.now());
       const s = createShop(store, m.id, 'Test shop', o.shopScopes, Date.now());
       const k = createKey(store, s.id, o.mode ?? 'test', o.keyScopes, Date.now());
+      if (o.mode === 'live' && o.acquirer !== false) {
+        const row = tbankAcquirer(new MasterKey(dbPath), s.id, { ...HELPER_TERMINAL, apiUrl: helperBank.apiUrl }, Date.now());
+        store.tx((tx) => putShopAcquirer(tx, row));
+      }
       return { merchantId: m.id, shopId: s.id, key: k.secret, keyId: k.key.id };
     },
     newKey(shopId, mode, scopes) {
-      const k = createKey(running.app.store, shopId, mode, scopes, Date.now());
+      const store = running.app.store;
+      if (mode === 'live' && !store.stmt('SELECT 1 FROM shop_acquirers WHERE shop_id = ?').get(shopId)) {
+        const row = tbankAcquirer(new MasterKey(dbPath), shopId, { ...HELPER_TERMINAL, apiUrl: helperBank.apiUrl }, Date.now());
+        store.tx((tx) => putShopAcquirer(tx, row));
+      }
+      const k = createKey(store, shopId, mode, scopes, Date.now());
       return { key: k.secret, keyId: k.key.id };
     },
     async restart(more = {}) {

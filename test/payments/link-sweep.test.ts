@@ -117,6 +117,7 @@ test('a database of schema version 1 gains the expiry index, and its per-payment
     db.exec('DROP INDEX payments_pending_expiry');
     // Tables of later versions did not exist yet either.
     db.exec('DROP TABLE shop_acquirers');
+    for (const t of ['bank_requests', 'tbank_sessions', 'tbank_rebills', 'bank_mismatches']) db.exec(`DROP TABLE ${t}`);
     db.pragma('user_version = 1');
   });
   await s.restart();
@@ -127,6 +128,7 @@ test('a database of schema version 1 gains the expiry index, and its per-payment
     const ix = db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'payments_pending_expiry'`).get() as { sql: string } | undefined;
     assert.ok(ix, 'the migration made the index');
     assert.ok(db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'shop_acquirers'`).get(), 'later migrations ran too');
+    assert.ok(db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'bank_requests'`).get(), 'and the latest');
   } finally {
     db.close();
   }

@@ -147,11 +147,11 @@ test('50 concurrent partial refunds never exceed the amount', async () => {
   assert.equal(g.refunds.length, 30);
 });
 
-test('live refunds stay pending: no bank connector settles them yet', async () => {
+test('live refunds never reach the simulator: the shop\'s acquirer answers them', async () => {
   const live = s.newShop({ mode: 'live' });
   s.store.tx(({ db }) => db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(live.merchantId));
   const c = await createPayment(s, { amount: 1000, method: 'sbp' }, live.key);
-  // No live bank exists to succeed it: mark it succeeded and credit the live book by hand, as a connector would.
+  // Mark it succeeded and credit the live book by hand, without the acquirer ever taking the payment.
   s.store.tx((tx) => {
     tx.db.prepare(`UPDATE payments SET status = 'succeeded' WHERE id = ?`).run(c.payment.id);
     post(tx, { merchantId: live.merchantId, shopId: live.shopId, mode: 'live' }, 'payment_succeeded', c.payment.id, 1000, Date.now());
@@ -159,7 +159,10 @@ test('live refunds stay pending: no bank connector settles them yet', async () =
   const r = await refund(c.payment.id, { amount: 100 }, undefined, live.key);
   assert.equal(r.status, 201);
   await s.running.app.scheduler.runDue();
-  const jobs = s.store.db.prepare(`SELECT COUNT(*) AS n FROM jobs WHERE subject_id = ?`).get(r.body.id) as { n: number };
-  assert.equal(jobs.n, 0);
-  assert.equal((await getPayment(s, c.payment.id, live.key)).refunds[0].status, 'pending');
+  const jobs = s.store.db.prepare(`SELECT kind FROM jobs WHERE subject_id = ?`).all(r.body.id) as Array<{ kind: string }>;
+  assert.deepEqual(jobs, [], 'no simulator job for it');
+  const sent = s.store.db.prepare(`SELECT operation FROM bank_requests WHERE subject_id = ?`).all(r.body.id) as Array<{ operation: string }>;
+  assert.deepEqual(sent.map((x) => x.operation), ['Cancel'], 'the acquirer was asked');
+  // The bank never took this payment, so it refuses the refund.
+  assert.equal((await getPayment(s, c.payment.id, live.key)).refunds[0].status, 'failed');
 });

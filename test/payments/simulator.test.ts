@@ -76,7 +76,8 @@ test('live keys never touch the simulator: no plan, no simulator block, no autom
   await s.running.app.store.write((tx) => openSessionTx(s.running.app, tx, paymentRow(s.running.app, c.payment.id)!));
   await s.running.app.scheduler.runDue();
   const jobs = s.store.db.prepare(`SELECT kind FROM jobs WHERE subject_id = ? AND state = 'pending' ORDER BY kind`).all(c.payment.id) as Array<{ kind: string }>;
-  assert.deepEqual(jobs.map((j) => j.kind), ['payment.session_expiry']);
+  // The shop's acquirer (T-Bank, at the tests' fake) answered Init with NEW: a status check is planned; no simulator job.
+  assert.deepEqual(jobs.map((j) => j.kind), ['bank.check_payment', 'payment.session_expiry']);
   const p = await getPayment(s, c.payment.id, live.key);
   assert.equal(p.status, 'processing');
   assert.equal(p.metadata.simulator_outcome, undefined);

@@ -250,22 +250,20 @@ test('reading one payout needs a payout scope or api:reports:read', async () => 
   assert.equal(r.body.error.code, 'scope_required');
 });
 
-test('live payouts reserve and stay pending: no simulator, no settlement, empty bank_ref', async () => {
+test('live payouts answer 403 payouts_not_configured and create nothing: the acquirer sends no payouts', async () => {
   const m = s.newShop({ mode: 'live' });
   s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(m.merchantId);
-  const broke = await s.request('POST', '/v1/public/payouts', { key: m.key, body: sbpBody(100) });
-  assert.equal(broke.status, 422, 'the live book is empty whatever the test book holds');
+  const before = (s.store.db.prepare('SELECT count(*) AS n FROM payouts').get() as { n: number }).n;
+  const empty = await s.request('POST', '/v1/public/payouts', { key: m.key, body: sbpBody(100) });
+  assert.equal(empty.status, 403, 'refused before the balance is even looked at');
+  assert.equal(empty.body.error.code, 'payouts_not_configured');
   await paidLivePayment(s, m, 50_000);
   const r = await s.request('POST', '/v1/public/payouts', { key: m.key, body: sbpBody(20_001, { bank_id: UNKNOWN_BANK }) });
-  assert.equal(r.status, 201, r.text);
-  assert.equal(r.body.mode, 'live');
-  assert.equal(r.body.simulator, undefined);
-  assert.equal(r.body.payout.status, 'pending');
-  assert.equal(r.body.payout.bank_ref, '');
-  await s.running.app.scheduler.runDue();
-  assert.equal((await getPayout(r.body.payout.id, m.key)).status, 'pending');
+  assert.equal(r.status, 403, r.text);
+  assert.equal(r.body.error.code, 'payouts_not_configured');
+  assert.equal((s.store.db.prepare('SELECT count(*) AS n FROM payouts').get() as { n: number }).n, before);
   const bal = await balanceOf(s, m.key);
-  assert.deepEqual([bal.balance, bal.available], [50_000, 50_000 - 20_001]);
+  assert.deepEqual([bal.balance, bal.available], [50_000, 50_000], 'nothing reserved');
 });
 
 test('the full card number is never written to the database files or the logs', async () => {

@@ -1,0 +1,208 @@
+import { randomUUID } from 'node:crypto';
+import type { App } from '../app-types';
+import type { Tx } from '../db/store';
+import type { PaymentRow } from '../payments/types';
+import type { RefundRow } from '../payments/store';
+import { getPayment } from '../payments/store';
+import type { BankPort, CallbackRequest, CallbackResult, OperationRef, PageSession, PayoutStart, SessionRequest } from '../bank-port/port';
+import { shopAcquirer } from '../bank-port/store';
+import { MasterKey } from '../secrets/master-key';
+import { dueDate, paymentAnswerOf, TBANK, tokenMatches, type TBankAnswer, type TBankMethod } from './protocol';
+import { readSettings, terminalOf } from './settings';
+import { getRebill, getSession, insertRequest, newAttempt, paymentOfOrder, putRebill, recurrentOf } from './records';
+import { paymentAnswered } from '../bank-port/answers';
+import { registerRequestJob, REQUEST_JOB, rebillContext, type Purpose } from './jobs';
+
+/** Longest Description T-Bank takes. */
+const MAX_DESCRIPTION = 140;
+
+/** Job kind: refuse a payment kopek cannot send to the bank at all (no saved card to charge). */
+const REFUSE_JOB = 'tbank.refuse';
+
+/** Payment kinds that bind a saved method: their Init asks the bank to keep the card (Recurrent=Y). */
+const BINDING_KINDS = new Set(['token_binding', 'subscription_init']);
+
+/**
+ * T-Bank Internet Acquiring behind the bank port. Every request is recorded (bank_requests) in the domain's
+ * transaction and sent after commit by its own job; the answer comes back through answers.ts. The buyer
+ * pays on the bank's page (PaymentURL) or with the SBP QR code of GetQr shown on kopek's page.
+ */
+export class TBankBank implements BankPort {
+  readonly provider = TBANK;
+  /** T-Bank's acquiring API sends no payouts: live payouts need a payout connector of their own. */
+  readonly sendsPayouts = false;
+  private readonly key: MasterKey;
+
+  constructor(private readonly app: App) {
+    this.key = new MasterKey(app.config.db);
+    registerRequestJob(app, this.key, this);
+    app.scheduler.register(REFUSE_JOB, (tx, job) => {
+      paymentAnswered(app, tx, job.subject_id, { outcome: 'refused', failureCode: 'processing_error', bankCode: String(job.payload.bankCode) });
+    });
+  }
+
+  /**
+   * Refuse a payment without asking the bank, after commit like any answer: `bankCode` says why
+   * (no_saved_method: a "recurrent" payment names no saved card; no_rebill_id: the bank never gave one for it).
+   */
+  private refuse(tx: Tx, p: PaymentRow, bankCode: string): void {
+    this.app.log.warn('T-Bank payment refused before sending: no saved card to charge', { shop_id: p.shop_id, payment_id: p.id, reason: bankCode });
+    this.app.scheduler.schedule(tx, { kind: REFUSE_JOB, subjectId: p.id, shopId: p.shop_id, mode: 'live', dueAt: this.app.clocks.now(p.shop_id, 'live'), payload: { bankCode } });
+  }
+
+  /**
+   * Record a request and its job in the caller's transaction. `fields` are the bank's own, without
+   * TerminalKey (added from the shop's acquirer) and without secrets (added when it is sent).
+   */
+  send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>, purpose: Purpose, extra: Record<string, unknown> = {}): number {
+    const acq = shopAcquirer(tx, shopId);
+    const terminalKey = acq?.provider === TBANK ? readSettings(acq).terminal_key : '';
+    const body = { TerminalKey: terminalKey, ...fields };
+    const now = this.app.clocks.real();
+    const id = insertRequest(tx, {
+      shop_id: shopId,
+      mode: 'live',
+      provider: TBANK,
+      operation: op,
+      subject_kind: subject.kind,
+      subject_id: subject.id,
+      order_id: typeof fields.OrderId === 'string' ? fields.OrderId : '',
+      bank_payment_id: fields.PaymentId !== undefined ? String(fields.PaymentId) : '',
+      request: JSON.stringify(body),
+      created_at: now,
+    });
+    this.app.scheduler.schedule(tx, { kind: REQUEST_JOB, subjectId: String(id), shopId, mode: 'live', dueAt: this.app.clocks.now(shopId, 'live'), payload: { purpose, ...extra } });
+    return id;
+  }
+
+  /** Init of a new attempt of a payment's session: a fresh OrderId, the page's return addresses, the session end. */
+  init(tx: Tx, p: PaymentRow, purpose: 'session' | 'charge', tokenId?: string): void {
+    const orderId = randomUUID();
+    newAttempt(tx, p.id, p.shop_id, orderId, this.app.clocks.real());
+    const page = `${this.app.payPageUrl()}/pay/${p.id}`;
+    const fields: Record<string, unknown> = {
+      Amount: p.amount,
+      OrderId: orderId,
+      Description: (p.description || `Payment ${p.public_id || p.id}`).slice(0, MAX_DESCRIPTION),
+      PayType: 'O',
+      NotificationURL: `${this.app.baseUrl()}/v1/callbacks/${TBANK}/${p.shop_id}`,
+    };
+    if (purpose === 'session') {
+      Object.assign(fields, { SuccessURL: `${page}?back=success`, FailURL: `${page}?back=fail`, RedirectDueDate: dueDate(p.processing_until ?? p.expires_at) });
+      const rec = recurrentOf(tx, p.id);
+      if (rec && BINDING_KINDS.has(rec.kind) && rec.token_id) Object.assign(fields, { Recurrent: 'Y', CustomerKey: rec.token_id });
+    }
+    this.send(tx, p.shop_id, 'Init', { kind: 'payment', id: p.id }, fields, purpose, tokenId ? { tokenId } : {});
+  }
+
+  describePayment(): Record<string, string> {
+    return {};
+  }
+
+  openSession(tx: Tx, req: SessionRequest): void {
+    // A saved-method payment without a token has no card the bank could charge.
+    if (req.payment.method === 'recurrent') return this.refuse(tx, req.payment, 'no_saved_method');
+    this.init(tx, req.payment, 'session');
+  }
+
+  chargeSaved(tx: Tx, req: SessionRequest & { tokenId: string }): void {
+    // Without the RebillId of the binding (its notification never came) the bank cannot charge the card.
+    if (!getRebill(tx, req.tokenId)) return this.refuse(tx, req.payment, 'no_rebill_id');
+    this.init(tx, req.payment, 'charge', req.tokenId);
+  }
+
+  cancel(tx: Tx, payment: PaymentRow): void {
+    const s = getSession(tx, payment.id);
+    if (s?.bank_payment_id) this.send(tx, payment.shop_id, 'Cancel', { kind: 'payment', id: payment.id }, { PaymentId: s.bank_payment_id }, 'void');
+  }
+
+  refund(tx: Tx, refund: RefundRow, payment: PaymentRow): void {
+    const s = getSession(tx, payment.id);
+    // ExternalRequestId makes the bank take a repeated Cancel of this refund as the same operation.
+    this.send(tx, refund.shop_id, 'Cancel', { kind: 'refund', id: refund.id }, { PaymentId: s?.bank_payment_id ?? '', Amount: refund.amount, ExternalRequestId: refund.id }, 'refund');
+  }
+
+  checkStatus(tx: Tx, op: OperationRef): void {
+    if (op.kind === 'refund') {
+      const s = getSession(tx, op.refund.payment_id);
+      this.send(tx, op.refund.shop_id, 'Cancel', { kind: 'refund', id: op.refund.id }, { PaymentId: s?.bank_payment_id ?? '', Amount: op.refund.amount, ExternalRequestId: op.refund.id }, 'refund');
+      return;
+    }
+    if (op.kind === 'payout') return; // T-Bank's acquiring API sends no payouts: none is ever created live.
+    const p = op.payment;
+    const s = getSession(tx, p.id);
+    if (!s) return this.reopen(tx, p);
+    if (!s.bank_payment_id) {
+      // Init never answered: ask by OrderId whether the bank has the order at all.
+      this.send(tx, p.shop_id, 'CheckOrder', { kind: 'payment', id: p.id }, { OrderId: s.order_id }, 'check');
+      return;
+    }
+    this.send(tx, p.shop_id, 'GetState', { kind: 'payment', id: p.id }, { PaymentId: s.bank_payment_id }, 'check');
+    if (p.method === 'sbp' && !s.qr_payload) this.requestQr(tx, p, s.bank_payment_id);
+  }
+
+  /**
+   * A new attempt of a payment the bank has no order of (its Init never arrived): a merchant charge is
+   * charged again with its token, any other payment gets a new session; either way with a new OrderId.
+   */
+  reopen(tx: Tx, p: PaymentRow): void {
+    const rec = recurrentOf(tx, p.id);
+    if (rec?.token_id && (rec.kind === 'token_charge' || rec.kind === 'subscription_charge')) this.chargeSaved(tx, { payment: p, by: 'service', tokenId: rec.token_id });
+    else this.openSession(tx, { payment: p, by: 'service' });
+  }
+
+  /** GetQr of an SBP payment's session: the payload the page shows as a QR code. */
+  requestQr(tx: Tx, p: PaymentRow, bankPaymentId: string): void {
+    this.send(tx, p.shop_id, 'GetQr', { kind: 'payment', id: p.id }, { PaymentId: bankPaymentId, DataType: 'PAYLOAD' }, 'qr');
+  }
+
+  payout(): PayoutStart {
+    // Never called: sendsPayouts is false, so a live payout is refused before it reaches the bank.
+    throw new Error('cannot send a payout through T-Bank acquiring: it has no payout method');
+  }
+
+  callback(req: CallbackRequest): CallbackResult {
+    const forged: CallbackResult = { valid: false, payments: [], refunds: [], reply: '' };
+    const body = req.body;
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return forged;
+    const n = body as Record<string, unknown> & TBankAnswer;
+    const acq = shopAcquirer(this.app.store, req.shopId);
+    if (!acq || acq.provider !== TBANK) return forged;
+    let terminal;
+    try {
+      terminal = terminalOf(this.key, acq);
+    } catch (err) {
+      this.app.log.error('cannot check a T-Bank notification: the terminal password does not decrypt', { shop_id: req.shopId, error: (err as Error).message });
+      return forged;
+    }
+    if (n.TerminalKey !== terminal.terminalKey || !tokenMatches(n, terminal.password)) return forged;
+    const ok: CallbackResult = { valid: true, payments: [], refunds: [], reply: 'OK' };
+    const orderId = typeof n.OrderId === 'string' ? n.OrderId : '';
+    const paymentId = orderId ? paymentOfOrder(this.app.store, req.shopId, orderId) : undefined;
+    if (!paymentId) return ok;
+    const answer = paymentAnswerOf(n);
+    const amount = typeof n.Amount === 'number' ? n.Amount : Number(n.Amount);
+    // Refund statuses are settled by the refunds' own Cancel answers and checks.
+    if (['REFUNDED', 'PARTIAL_REFUNDED', 'PARTIAL_REVERSED'].includes(String(n.Status))) return ok;
+    ok.payments.push({ paymentId, amount: Number.isFinite(amount) ? amount : undefined, answer });
+    const rebill = n.RebillId !== undefined && n.RebillId !== null && String(n.RebillId) !== '' ? String(n.RebillId) : '';
+    ok.record = (tx) => {
+      const rec = recurrentOf(tx, paymentId);
+      const p = getPayment(this.app, paymentId);
+      if (rebill && answer.outcome === 'succeeded' && rec?.token_id && BINDING_KINDS.has(rec.kind) && p?.status === 'processing' && p.amount === amount) {
+        putRebill(tx, rec.token_id, req.shopId, this.key.encrypt(rebill, rebillContext(rec.token_id)), this.app.clocks.real());
+      }
+    };
+    return ok;
+  }
+
+  creationExtras(): undefined {
+    return undefined;
+  }
+
+  pageSession(payment: PaymentRow): PageSession {
+    const s = getSession(this.app.store, payment.id);
+    if (payment.method === 'sbp') return s?.qr_payload ? { kind: 'qr', payload: s.qr_payload } : { kind: 'waiting' };
+    return s?.payment_url ? { kind: 'redirect', url: s.payment_url } : { kind: 'waiting' };
+  }
+}

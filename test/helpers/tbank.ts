@@ -1,0 +1,46 @@
+import type { TestServer } from './server';
+import { putShopAcquirer } from '../../src/bank-port/store';
+import { MasterKey } from '../../src/secrets/master-key';
+import { tbankAcquirer } from '../../src/tbank/settings';
+import { FakeTBank } from '../tbank/fake-tbank';
+
+/** The terminal every helper-made live shop uses at the shared fake T-Bank. */
+export const HELPER_TERMINAL = { terminalKey: '1700000000HELPER', password: 'helper-terminal-password' };
+
+let shared: Promise<FakeTBank> | null = null;
+
+/** One fake T-Bank per test process, for tests that need a live shop but not the acquirer itself. */
+export function sharedFakeTBank(): Promise<FakeTBank> {
+  shared ??= new FakeTBank({ [HELPER_TERMINAL.terminalKey]: HELPER_TERMINAL.password }).start({ unref: true });
+  return shared;
+}
+
+/** Give a shop a T-Bank acquirer at `apiUrl` (default: the shared fake), as `kopek shop acquirer` does. */
+export async function giveTBankAcquirer(s: TestServer, shopId: string, t: { terminalKey: string; password: string; apiUrl?: string } = HELPER_TERMINAL): Promise<void> {
+  const apiUrl = t.apiUrl ?? (await sharedFakeTBank()).apiUrl;
+  const row = tbankAcquirer(new MasterKey(s.dbPath), shopId, { terminalKey: t.terminalKey, password: t.password, apiUrl }, Date.now());
+  await s.store.write((tx) => putShopAcquirer(tx, row));
+}
+
+/** A live-enabled shop with a T-Bank acquirer (the merchant activated live mode). */
+export async function liveTBankShop(s: TestServer, t?: { terminalKey: string; password: string; apiUrl?: string }): Promise<ReturnType<TestServer['newShop']>> {
+  const sh = s.newShop({ mode: 'live', acquirer: false });
+  await giveTBankAcquirer(s, sh.shopId, t);
+  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(sh.merchantId);
+  return sh;
+}
+
+/**
+ * Run the jobs due now, again and again, until no bank request waits to be sent or for its answer (a hung one
+ * ends at --acquirer-timeout): the requests a job's answer queues (GetQr after Init, Charge after Init) included.
+ */
+export async function settled(s: TestServer, limit_ms = 10_000): Promise<void> {
+  const started = Date.now();
+  for (;;) {
+    await s.running.app.scheduler.runDue();
+    const open = (s.store.db.prepare(`SELECT count(*) AS n FROM bank_requests WHERE state IN ('queued', 'sent')`).get() as { n: number }).n;
+    if (open === 0) return;
+    if (Date.now() - started > limit_ms) throw new Error(`${open} bank request(s) still without an answer after ${limit_ms} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
