@@ -5,6 +5,7 @@ import type { App } from './app-types';
 import { openDatabase } from './db/open';
 import { acquireServerLock } from './db/server-lock';
 import { writeProblem } from './db/access';
+import { sealPlainSecrets } from './secrets/at-rest';
 import { Store } from './db/store';
 import { Clocks } from './scheduler/clock';
 import { Scheduler } from './scheduler/jobs';
@@ -64,6 +65,8 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     await lock?.release();
     throw err;
   }
+  // Secrets written in clear by an older version are sealed under the master key before anything reads them.
+  sealPlainSecrets(db);
   // Every write of the server goes through the store, which syncs the WAL itself off the event loop.
   const store = new Store(db, { sync: 'store', log });
   const clocks = new Clocks(store, opts.realNow);

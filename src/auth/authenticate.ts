@@ -4,6 +4,7 @@ import { ApiError } from '../http/errors';
 import { sha256Hex } from '../util/crypto';
 import { compileAllowList, type AllowList } from './ip-allowlist';
 import { verifyRequestSignature } from './request-signature';
+import { unseal } from '../secrets/at-rest';
 import { KeyCache } from './key-cache';
 
 interface KeyRow {
@@ -144,7 +145,7 @@ export function authenticateKey(store: Store, input: Omit<AuthInput, 'signature'
   return {
     auth: entry.auth,
     verifyBody: (signature, rawBody) => {
-      if (row.require_signature) verifyRequestSignature(signature, rawBody, row.signing_secret);
+      if (row.require_signature) verifyRequestSignature(signature, rawBody, unseal(store.db, row.signing_secret, `shops.signing_secret:${row.shop_id}`));
     },
   };
 }

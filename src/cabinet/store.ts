@@ -4,6 +4,7 @@ import { sha256Hex } from '../util/crypto';
 import { ALL_SCOPES, parseScopes } from '../auth/scopes';
 import { compileAllowList } from '../auth/ip-allowlist';
 import type { Mode } from '../scheduler/clock';
+import { seal, unseal } from '../secrets/at-rest';
 
 /** A merchant row. */
 export interface Merchant {
@@ -76,14 +77,28 @@ export function createShop(store: Store, merchantId: string, name: string, scope
     db.prepare(
       `INSERT INTO shops (id, merchant_id, name, scopes, ip_allowlist, signing_secret, require_signature, webhook_secret, created_at)
        VALUES (?, ?, ?, ?, '', ?, 0, ?, ?)`,
-    ).run(shop.id, merchantId, shop.name, shop.scopes, shop.signing_secret, shop.webhook_secret, now);
+    ).run(
+      shop.id,
+      merchantId,
+      shop.name,
+      shop.scopes,
+      seal(db, shop.signing_secret, `shops.signing_secret:${shop.id}`),
+      seal(db, shop.webhook_secret, `shops.webhook_secret:${shop.id}`),
+      now,
+    );
   });
   return shop;
 }
 
-/** Find a shop by id. */
+/** Find a shop by id; its secrets come decrypted (they are stored sealed under the master key). */
 export function getShop(store: Store, id: string): Shop | undefined {
-  return store.stmt('SELECT * FROM shops WHERE id = ?').get(id) as Shop | undefined;
+  const shop = store.stmt('SELECT * FROM shops WHERE id = ?').get(id) as Shop | undefined;
+  if (!shop) return undefined;
+  return {
+    ...shop,
+    signing_secret: unseal(store.db, shop.signing_secret, `shops.signing_secret:${shop.id}`),
+    webhook_secret: unseal(store.db, shop.webhook_secret, `shops.webhook_secret:${shop.id}`),
+  };
 }
 
 function requireShop(store: Store, id: string, action: string): Shop {
@@ -124,7 +139,7 @@ export function setIpAllowlist(store: Store, shopId: string, entries: string): s
 export function rotateSigningSecret(store: Store, shopId: string): string {
   requireShop(store, shopId, 'cannot rotate the signing secret');
   const s = secret('thm_');
-  store.tx(({ db }) => db.prepare('UPDATE shops SET signing_secret = ? WHERE id = ?').run(s, shopId));
+  store.tx(({ db }) => db.prepare('UPDATE shops SET signing_secret = ? WHERE id = ?').run(seal(db, s, `shops.signing_secret:${shopId}`), shopId));
   return s;
 }
 
@@ -132,7 +147,7 @@ export function rotateSigningSecret(store: Store, shopId: string): string {
 export function rotateShopWebhookSecret(store: Store, shopId: string): string {
   requireShop(store, shopId, 'cannot rotate the webhook secret');
   const s = secret('whs_');
-  store.tx(({ db }) => db.prepare('UPDATE shops SET webhook_secret = ? WHERE id = ?').run(s, shopId));
+  store.tx(({ db }) => db.prepare('UPDATE shops SET webhook_secret = ? WHERE id = ?').run(seal(db, s, `shops.webhook_secret:${shopId}`), shopId));
   return s;
 }
 

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args';
 import { COMMON_OPTIONS, io, output, processIo, type Command } from './command';
@@ -77,6 +77,9 @@ export async function backupDatabase(
   let lastRemaining = Infinity;
   let restarts = 0;
   let pages = 0;
+  // The copy holds what the database holds: the owner's alone from its first byte, whatever the umask.
+  if (!existsSync(dest)) closeSync(openSync(dest, 'a', 0o600));
+  chmodSync(dest, 0o600);
   const final = await source.backup(dest, {
     progress({ totalPages, remainingPages }) {
       pages = totalPages;

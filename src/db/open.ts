@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SCHEMA_SQL } from './schema-text';
 import { MIGRATIONS } from './migrations';
@@ -23,7 +23,10 @@ export interface OpenOptions {
 
 /** Open (creating if needed) the SQLite file: WAL, busy timeout, foreign keys, schema and migrations applied. */
 export function openDatabase(path: string, opts: OpenOptions = {}): Database.Database {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') {
+    mkdirSync(dirname(path), { recursive: true });
+    if (!opts.readonly) ownerOnly(path);
+  }
   const dbOpts: Database.Options = {};
   if (nativeBinding.addon) (dbOpts as { nativeBinding?: unknown }).nativeBinding = nativeBinding.addon;
   if (opts.readonly) dbOpts.readonly = true;
@@ -48,6 +51,22 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Database.Dat
   db.pragma(`mmap_size = ${MMAP_SIZE_BYTES}`);
   if (!opts.readonly) migrate(db);
   return db;
+}
+
+/**
+ * The database holds a shop's data and sealed secrets: its file is the owner's alone (0600), whatever the
+ * umask. SQLite gives the -wal and -shm files the mode of the database file, so they follow; files an older
+ * version left readable are narrowed too.
+ */
+function ownerOnly(path: string): void {
+  if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600));
+  for (const f of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      if ((statSync(f).mode & 0o077) !== 0) chmodSync(f, 0o600);
+    } catch {
+      // Not there (yet): SQLite creates it with the database file's mode.
+    }
+  }
 }
 
 /** Apply schema.sql to an empty database, or the pending migrations to an older one. */

@@ -2,6 +2,7 @@ import { type Store } from '../db/store';
 import { cachedStmt } from '../db/statements';
 import type Database from 'better-sqlite3';
 import { secret as newSecret, uuid } from '../util/ids';
+import { seal, unseal } from '../secrets/at-rest';
 
 /** Every webhook event a shop can receive; an endpoint's filter must name only these. */
 export const WEBHOOK_EVENTS = [
@@ -87,7 +88,7 @@ export function addEndpoint(
   const secret = newSecret('whs_');
   store.tx(({ db }) => {
     cachedStmt(db, `INSERT INTO webhook_endpoints (id, shop_id, url, events, signature, created_at) VALUES (?, ?, ?, ?, ?, ?)`).run(endpoint.id, endpoint.shop_id, endpoint.url, endpoint.events, endpoint.signature, now);
-    cachedStmt(db, 'INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)').run(endpoint.id, secret, now);
+    cachedStmt(db, 'INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)').run(endpoint.id, seal(db, secret, `webhook_secrets:${endpoint.id}`), now);
   });
   return { endpoint, secret };
 }
@@ -129,7 +130,7 @@ export function rotateSecret(store: Store, id: string, overlap_h: number, now: n
       cachedStmt(db, 'DELETE FROM webhook_secrets WHERE endpoint_id = ? AND expires_at IS NOT NULL AND expires_at <= ?').run(id, now);
       cachedStmt(db, 'UPDATE webhook_secrets SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE endpoint_id = ?').run(until, until, id);
     }
-    cachedStmt(db, 'INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)').run(id, secret, now);
+    cachedStmt(db, 'INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)').run(id, seal(db, secret, `webhook_secrets:${id}`), now);
   });
   return secret;
 }
@@ -138,7 +139,7 @@ export function rotateSecret(store: Store, id: string, overlap_h: number, now: n
 export function validSecrets(db: Database.Database, endpointId: string, now: number): string[] {
   const rows = cachedStmt(db, 'SELECT secret FROM webhook_secrets WHERE endpoint_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY id DESC')
     .all(endpointId, now) as Array<{ secret: string }>;
-  return rows.map((r) => r.secret);
+  return rows.map((r) => unseal(db, r.secret, `webhook_secrets:${endpointId}`));
 }
 
 /** Endpoints of a shop that receive `event` now: enabled, and the filter is empty or names it. */
@@ -164,5 +165,5 @@ export function paymentUrlSigning(db: Database.Database, shopId: string, now: nu
     if (secrets.length > 0) return { signature: oldest.signature, secrets };
   }
   const shop = cachedStmt(db, 'SELECT webhook_secret FROM shops WHERE id = ?').get(shopId) as { webhook_secret: string } | undefined;
-  return { signature: 'v2', secrets: shop ? [shop.webhook_secret] : [] };
+  return { signature: 'v2', secrets: shop ? [unseal(db, shop.webhook_secret, `shops.webhook_secret:${shopId}`)] : [] };
 }

@@ -1,3 +1,4 @@
+import { validSecrets } from '../../src/webhooks/store';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -70,6 +71,7 @@ test('webhook rotate ID 24 (a stray word, not --overlap) is refused and the old 
   const r = await runCli(['webhook', 'rotate', added.json.id, '24', '--db', s.dbPath]);
   assert.equal(r.code, 1);
   assert.equal(r.err.trim(), 'kopek webhook: unexpected argument "24"; usage: kopek webhook rotate ENDPOINT_ID [--overlap HOURS]');
-  const secrets = s.store.db.prepare('SELECT secret, expires_at FROM webhook_secrets WHERE endpoint_id = ?').all(added.json.id);
-  assert.deepEqual(secrets, [{ secret: added.json.secret, expires_at: null }]);
+  const rows = s.store.db.prepare('SELECT expires_at FROM webhook_secrets WHERE endpoint_id = ?').all(added.json.id);
+  assert.deepEqual(rows, [{ expires_at: null }]);
+  assert.deepEqual(validSecrets(s.store.db, added.json.id, Date.now()), [added.json.secret]);
 });

@@ -1,3 +1,4 @@
+import { getShop } from '../../src/cabinet/store';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -105,7 +106,7 @@ test("events of one shop never reach another shop's endpoint; filters pick event
 test("a payment's own webhook_url replaces the endpoints and is signed with the oldest endpoint's secret, else the shop's fallback", async () => {
   const shop = s.newShop();
   const own = await receiver();
-  const fallback = s.store.db.prepare('SELECT webhook_secret FROM shops WHERE id = ?').get(shop.shopId) as { webhook_secret: string };
+  const fallback = getShop(s.store, shop.shopId)!;
   const paymentId = crypto.randomUUID();
   appendWebhookEvent(s, shop, { url: own.url + '/own', paymentId });
   const first = await own.waitFor(1);
