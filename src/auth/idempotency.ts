@@ -3,20 +3,22 @@ import type { Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
 import { createHash } from 'node:crypto';
 import { decodeRecord, encodeRecord, objectIdOf } from './idempotency-record';
+import { cardFingerprint } from '../secrets/at-rest';
 
 /** Longest accepted Idempotency-Key. */
 export const IDEMPOTENCY_KEY_MAX = 64;
 
-/** Body fields that hold a full card number: hashed only as their last four digits (see canonical). */
+/** Body fields that hold a full card number: they enter the fingerprint as a keyed hash (see canonical). */
 const CARD_FIELDS = new Set(['card_pan']);
 
 /**
- * JSON with object keys sorted, so that two bodies equal as values hash alike. A card number enters the
- * hash only as its last four digits: a hash of the full number could be reversed by trying the few
- * million numbers a known BIN and mask leave, so nothing derived from it is stored.
+ * JSON with object keys sorted, so that two bodies equal as values hash alike. A card number enters it as
+ * its keyed fingerprint (cardFingerprint): the whole number counts, so two cards with the same last four
+ * digits are two requests, and a plain hash of it, reversible by trying the few million numbers a known
+ * BIN and mask leave, is never stored.
  */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return '[' + value.map(canonical).join(',') + ']';
+function canonical(value: unknown, pan: (v: string) => string): string {
+  if (Array.isArray(value)) return '[' + value.map((v) => canonical(v, pan)).join(',') + ']';
   if (value && typeof value === 'object') {
     const keys = Object.keys(value as object).sort();
     return (
@@ -24,8 +26,8 @@ function canonical(value: unknown): string {
       keys
         .map((k) => {
           const v = (value as Record<string, unknown>)[k];
-          const safe = CARD_FIELDS.has(k) && typeof v === 'string' ? `pan:${v.length}:${v.slice(-4)}` : v;
-          return JSON.stringify(k) + ':' + canonical(safe);
+          const safe = CARD_FIELDS.has(k) && typeof v === 'string' ? `pan:${pan(v)}` : v;
+          return JSON.stringify(k) + ':' + canonical(safe, pan);
         })
         .join(',') +
       '}'
@@ -65,7 +67,7 @@ export async function idempotentCreate(
     key === undefined
       ? null
       : createHash('sha256')
-          .update(`${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null)}`)
+          .update(`${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.db, v))}`)
           .digest();
   // The reply is the body's result alone, so it waits only for its own commit to be on disk.
   ctx.seen = {};

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { decryptSecret, encryptSecret, loadMasterKey, MASTER_KEY_BYTES } from './master-key';
 
@@ -22,6 +22,19 @@ function keyOf(db: Database.Database): Buffer {
   }
   return key;
 }
+
+/**
+ * A keyed fingerprint of a card number (HMAC-SHA256 under a key derived from the master key): two numbers
+ * compare equal only when they are equal, and nothing stored can be turned back into a number without the
+ * master key (a plain hash could: a known BIN and last four leave only a few million numbers to try).
+ */
+export function cardFingerprint(db: Database.Database, pan: string): string {
+  let sub = fingerprintKeys.get(db.name);
+  if (!sub) fingerprintKeys.set(db.name, (sub = createHmac('sha256', keyOf(db)).update('kopek card fingerprint v1').digest()));
+  return createHmac('sha256', sub).update(pan).digest('hex');
+}
+
+const fingerprintKeys = new Map<string, Buffer>();
 
 /** Encrypt a secret for storage in `context` (say `shops.signing_secret:<shop id>`). */
 export function seal(db: Database.Database, plaintext: string, context: string): string {

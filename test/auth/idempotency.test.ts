@@ -1,4 +1,5 @@
 import { test, before, after } from 'node:test';
+import { existsSync, readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
 import { createKey, createShop } from '../../src/cabinet/store';
@@ -95,6 +96,24 @@ test('a key used by a test key is free for the same shop\'s live key: test and l
   // Each mode replays its own object.
   assert.equal((await create(live.key, 'order-77', { amount: 10000 })).body.payment.id, l.body.payment.id);
   assert.equal((await create(a.key, 'order-77', { amount: 10000 })).body.payment.id, t.body.payment.id);
+});
+
+test('two different cards with the same last four digits under one key are two requests: the second is 409, never a replay of the first payout', async () => {
+  const shop = s.newShop();
+  await paidPayment(s, shop.key, 50_000);
+  const first = await s.request('POST', '/v1/public/payouts', { key: shop.key, body: cardBody(1_000, { card_pan: '4111111111111111' }), headers: { 'Idempotency-Key': 'card-key' } });
+  assert.equal(first.status, 201, first.text);
+  const replay = await s.request('POST', '/v1/public/payouts', { key: shop.key, body: cardBody(1_000, { card_pan: '4111111111111111' }), headers: { 'Idempotency-Key': 'card-key' } });
+  assert.equal(replay.status, 200);
+  assert.equal(replay.body.payout.id, first.body.payout.id);
+  const other = await s.request('POST', '/v1/public/payouts', { key: shop.key, body: cardBody(1_000, { card_pan: '2200000000081111' }), headers: { 'Idempotency-Key': 'card-key' } });
+  assert.equal(other.status, 409, 'another card is another request');
+  assert.equal(other.body.error.code, 'idempotent_conflict');
+  // Nothing stored reveals the number: not in clear, not as a plain SHA-256 of it.
+  const { createHash } = await import('node:crypto');
+  const bytes = readFileSync(s.dbPath).toString('latin1') + (existsSync(`${s.dbPath}-wal`) ? readFileSync(`${s.dbPath}-wal`).toString('latin1') : '');
+  assert.ok(!bytes.includes('4111111111111111'));
+  assert.ok(!bytes.includes(createHash('sha256').update('4111111111111111').digest('hex')));
 });
 
 test('a refused create stores no record: the key can be used again with a valid body', async () => {
