@@ -42,6 +42,12 @@ for flag in --version -v; do
 done
 
 ./kopek --help > help.txt 2>&1 || fail "kopek --help exited non-zero: $(head -n 3 help.txt)"
+
+# With no folder it could write (a read-only root file system), the version still answers: it needs no addon.
+got="$(KOPEK_CACHE_DIR=/proc/kopek XDG_CACHE_HOME=/proc/kopek HOME=/proc TMPDIR=/proc ./kopek --version 2>&1)" || fail "kopek --version needs a writable cache: $got"
+# KOPEK_CACHE_DIR chooses where the addon goes.
+KOPEK_CACHE_DIR="$dir/chosen-cache" ./kopek demo --db ./chosen.db --json > /dev/null 2>&1 || fail "kopek demo with KOPEK_CACHE_DIR failed"
+ls "$dir"/chosen-cache/*/better_sqlite3.node > /dev/null 2>&1 || fail "KOPEK_CACHE_DIR was not used for the addon"
 grep -q '^Usage: kopek <command>' help.txt || fail "kopek --help printed no usage line"
 
 ./kopek demo --db ./demo.db --json > demo.json 2> demo.err || fail "kopek demo exited non-zero: $(cat demo.err)"

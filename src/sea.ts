@@ -12,16 +12,20 @@ export const ADDON_ASSET = 'better_sqlite3.node';
 export const LIB_ASSET = 'better_sqlite3.js';
 
 /**
- * Directories the addon may be unpacked into, best first. The temp-dir fallback is per user so one
+ * Directories the addon may be unpacked into, best first: KOPEK_CACHE_DIR when set, the user's cache, then
+ * per-user folders in the temp directory and in /dev/shm (a memory file system that stays writable when the
+ * root file system is mounted read-only, as in hardened containers). The fallbacks are per user so one
  * user cannot plant a library that another user's kopek would load.
  */
 export function cacheRoots(env: NodeJS.ProcessEnv = process.env): string[] {
   const roots: string[] = [];
+  if (env.KOPEK_CACHE_DIR) roots.push(env.KOPEK_CACHE_DIR);
   if (env.XDG_CACHE_HOME) roots.push(join(env.XDG_CACHE_HOME, 'kopek'));
   const home = env.HOME || safeHomedir();
   if (home) roots.push(join(home, '.cache', 'kopek'));
   const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
   roots.push(join(tmpdir(), `kopek-${uid}`));
+  if (existsSync('/dev/shm')) roots.push(join('/dev/shm', `kopek-${uid}`));
   return roots;
 }
 
@@ -62,7 +66,7 @@ export function unpackAddon(bytes: Buffer, roots: string[] = cacheRoots()): stri
       failures.push(`${dir}: ${(err as Error).message}`);
     }
   }
-  throw new Error(`cannot unpack the SQLite addon: ${failures.join('; ')}`);
+  throw new Error(`cannot unpack the SQLite addon: ${failures.join('; ')}; set KOPEK_CACHE_DIR to a writable folder of this user`);
 }
 
 /**
@@ -107,9 +111,13 @@ function loadAddonFile(file: string): unknown {
   return mod.exports;
 }
 
+/** First words of the command lines that never open a database. */
+const NO_DATABASE = new Set(['--version', '-v', 'version', '--help', '-h', 'help']);
+
 /** The executable's entry: hand the addon (and the JavaScript for threads) it carries to better-sqlite3, then run the command line. */
 export async function runExecutable(argv: string[]): Promise<number> {
-  if (sea.isSea()) {
+  // The version and the help need no database, so no addon: they work with no writable folder at all.
+  if (sea.isSea() && !NO_DATABASE.has(argv[0] ?? '')) {
     try {
       nativeBinding.path = unpackAddon(Buffer.from(sea.getAsset(ADDON_ASSET)));
       nativeBinding.addon = loadAddonFile(nativeBinding.path);

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -72,9 +73,22 @@ test('when no cache root can be used, the error names every place tried', (t) =>
   );
 });
 
-test('cache roots follow XDG_CACHE_HOME, then HOME, then a per-user temp folder', () => {
-  const roots = cacheRoots({ XDG_CACHE_HOME: '/x/cache', HOME: '/home/u' });
-  assert.deepEqual(roots.slice(0, 2), ['/x/cache/kopek', '/home/u/.cache/kopek']);
-  assert.equal(roots[2], join(tmpdir(), `kopek-${process.getuid!()}`));
+test('cache roots follow KOPEK_CACHE_DIR, XDG_CACHE_HOME, then HOME, then per-user folders in the temp folder and /dev/shm', () => {
+  const roots = cacheRoots({ KOPEK_CACHE_DIR: '/srv/kopek-cache', XDG_CACHE_HOME: '/x/cache', HOME: '/home/u' });
+  assert.deepEqual(roots.slice(0, 3), ['/srv/kopek-cache', '/x/cache/kopek', '/home/u/.cache/kopek']);
+  assert.equal(roots[3], join(tmpdir(), `kopek-${process.getuid!()}`));
+  if (existsSync('/dev/shm')) assert.equal(roots[4], `/dev/shm/kopek-${process.getuid!()}`);
+  assert.deepEqual(cacheRoots({ HOME: '/home/u' }).slice(0, 1), ['/home/u/.cache/kopek']);
   assert.equal(ADDON_ASSET, 'better_sqlite3.node');
+});
+
+test('a read-only root file system: the unpack falls back past every folder it cannot write, and says how to choose one when none is left', (t) => {
+  const base = tempRoot();
+  t.after(() => rmSync(base, { recursive: true, force: true }));
+  const notADir = join(base, 'ro');
+  writeFileSync(notADir, '');
+  const writable = join(base, 'shm', 'kopek');
+  const file = unpackAddon(addonBytes, [join(notADir, 'cache'), join(notADir, 'home'), writable]);
+  assert.ok(file.startsWith(writable));
+  assert.throws(() => unpackAddon(addonBytes, [join(notADir, 'x')]), /set KOPEK_CACHE_DIR to a writable folder/);
 });
