@@ -87,6 +87,8 @@ CREATE INDEX jobs_run ON jobs(run_at, id) WHERE state = 'pending';
 CREATE INDEX jobs_shop_due ON jobs(shop_id, mode, due_at) WHERE state = 'pending';
 CREATE INDEX jobs_subject ON jobs(subject_id, kind) WHERE state = 'pending';
 CREATE INDEX jobs_failing ON jobs(kind) WHERE state = 'dead' OR (state = 'pending' AND attempt > 0);
+-- Retention deletes finished jobs by their finish time (src/system/retention.ts).
+CREATE INDEX jobs_finished ON jobs(finished_at) WHERE state IN ('done', 'cancelled');
 
 -- == events: append-only; the SSE stream replays it, webhook deliveries are made from it ==
 

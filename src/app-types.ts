@@ -9,6 +9,7 @@ import type { EventStreamHub } from './events/stream';
 import type { PaymentViewCache } from './payments/view-cache';
 import type { DeliveryWorker } from './webhooks/worker';
 import type { Metrics } from './system/metrics';
+import type { Retention } from './system/retention';
 
 /** The running service: what every handler and job reaches through `ctx.app`. */
 export interface App {
@@ -28,6 +29,8 @@ export interface App {
   webhooks: DeliveryWorker;
   /** Request, job and delivery metrics for GET /metrics. */
   metrics: Metrics;
+  /** Deletes, in small batches, what is kept only for a while (finished jobs, ended deliveries, old events, idempotency records). */
+  retention: Retention;
   version: string;
   /** Address of the API as clients reach it (known once listening). */
   baseUrl(): string;

@@ -20,6 +20,7 @@ import { Metrics } from './system/metrics';
 import { EventStreamHub } from './events/stream';
 import { PaymentViewCache } from './payments/view-cache';
 import { startWebhooks } from './webhooks/register';
+import { Retention } from './system/retention';
 import { BankDirectory } from './bank-port/directory';
 import { NoBank } from './bank-port/none';
 import type { BankPort } from './bank-port/port';
@@ -27,7 +28,7 @@ import { SimulatorBank } from './simulator/bank';
 import { TBankBank } from './tbank/connector';
 
 /** The App's services that are built from the App itself, right after it. */
-type Services = 'stream' | 'viewCache' | 'webhooks' | 'metrics';
+type Services = 'stream' | 'viewCache' | 'webhooks' | 'metrics' | 'retention';
 
 /** How long shutdown waits for in-flight requests before cutting connections. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -104,6 +105,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   // Webhook deliveries are written in the transaction of each event, before the domains' own sinks react.
   app.webhooks = startWebhooks(app);
   app.stream = new EventStreamHub(app);
+  app.retention = new Retention(app);
   registerDomains(app);
   const router = buildRouter();
   const limiter = config.rateLimitPerSecond > 0 ? new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) : null;
@@ -126,6 +128,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   }
   listening = server.address() as AddressInfo;
   scheduler.start();
+  app.retention.start();
   let closed: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closed ??= (async () => {
@@ -138,6 +141,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
       await stopped;
       clearInterval(sweep);
       clearTimeout(deadline);
+      await app.retention.stop();
       await scheduler.stop();
       store.close();
       await lock?.release();

@@ -32,6 +32,14 @@ export interface Config {
   webhookTimeoutMs: number;
   /** Connections served at once; one more is answered 503 and closed. */
   maxConnections: number;
+  /** Days finished scheduler jobs are kept. */
+  retainJobsDays: number;
+  /** Days webhook deliveries that ended (and their attempts) are kept. */
+  retainDeliveriesDays: number;
+  /** Days the event log (the stream's replay history) is kept; events a delivery still waits on stay. */
+  retainEventsDays: number;
+  /** Hours an idempotency record is kept (a key is free again after it). */
+  retainIdempotencyHours: number;
   /** Seconds an operation may stay without a final answer from its bank before kopek asks for its status. */
   acquirerSyncAfterSeconds: number;
   /** Seconds one request to a live acquirer may take; no answer within it is an unknown outcome. */
@@ -68,6 +76,10 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'rateLimitBurst', flag: '--rate-burst', env: 'KOPEK_RATE_BURST', kind: 'int', def: 100, help: 'burst size of the per-key rate limit' },
   { key: 'webhookAllow', flag: '--webhook-allow', env: 'KOPEK_WEBHOOK_ALLOW', kind: 'list', def: [], help: 'CIDR ranges webhooks of either mode may reach although private' },
   { key: 'webhookTimeoutMs', flag: '--webhook-timeout-ms', env: 'KOPEK_WEBHOOK_TIMEOUT_MS', kind: 'int', def: 15_000, help: 'deadline of one webhook attempt; no 2xx within it is a failure' },
+  { key: 'retainJobsDays', flag: '--retain-jobs-days', env: 'KOPEK_RETAIN_JOBS_DAYS', kind: 'number', def: 7, help: 'days finished scheduler jobs are kept' },
+  { key: 'retainDeliveriesDays', flag: '--retain-deliveries-days', env: 'KOPEK_RETAIN_DELIVERIES_DAYS', kind: 'number', def: 30, help: 'days webhook deliveries that ended, and their attempts, are kept' },
+  { key: 'retainEventsDays', flag: '--retain-events-days', env: 'KOPEK_RETAIN_EVENTS_DAYS', kind: 'number', def: 30, help: 'days of event history the stream can replay (events a delivery still waits on stay)' },
+  { key: 'retainIdempotencyHours', flag: '--retain-idempotency-hours', env: 'KOPEK_RETAIN_IDEMPOTENCY_HOURS', kind: 'number', def: 24, help: 'hours an Idempotency-Key is remembered' },
   { key: 'maxConnections', flag: '--max-connections', env: 'KOPEK_MAX_CONNECTIONS', kind: 'int', def: 4096, help: 'connections served at once; one more is answered 503 and closed (keep it below the open-files limit)' },
   { key: 'acquirerSyncAfterSeconds', flag: '--acquirer-sync-after', env: 'KOPEK_ACQUIRER_SYNC_AFTER', kind: 'number', def: 60, help: 'seconds an operation may wait for its bank before kopek asks for its status (then at growing intervals)' },
   { key: 'acquirerTimeoutSeconds', flag: '--acquirer-timeout', env: 'KOPEK_ACQUIRER_TIMEOUT', kind: 'number', def: 15, help: 'seconds one request to a live acquirer may take; no answer within it is an unknown outcome, settled by a status check' },

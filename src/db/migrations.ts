@@ -143,4 +143,6 @@ CREATE TABLE IF NOT EXISTS bank_mismatches (
   answer           TEXT NOT NULL,                       -- what the bank said (outcome)
   created_at       INTEGER NOT NULL
 ) STRICT;`,
+  // 7 → 8: retention finds finished jobs by their finish time.
+  `CREATE INDEX IF NOT EXISTS jobs_finished ON jobs(finished_at) WHERE state IN ('done', 'cancelled');`,
 ];

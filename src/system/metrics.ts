@@ -13,6 +13,9 @@ export class Metrics {
   private readonly requests = new Map<string, number>();
   private readonly histograms = new Map<string, { buckets: number[]; sum: number; count: number }>();
   private readonly startedAt: number;
+  /** Webhook attempts by result, and deliveries that ended by state, since start (counters, kept in memory). */
+  private readonly attempts = new Map<string, number>([['succeeded', 0], ['error_status', 0], ['no_response', 0]]);
+  private readonly ended = new Map<string, number>([['succeeded', 0], ['failed', 0]]);
 
   constructor(startedAtMs: number) {
     this.startedAt = startedAtMs;
@@ -33,6 +36,13 @@ export class Metrics {
     h.count++;
   };
 
+  /** Count one recorded webhook attempt, and the delivery's end when the attempt ended it. */
+  webhookAttempt(responseCode: number | null, succeeded: boolean, deliveryState: string): void {
+    const result = succeeded ? 'succeeded' : responseCode === null ? 'no_response' : 'error_status';
+    this.attempts.set(result, (this.attempts.get(result) ?? 0) + 1);
+    if (deliveryState !== 'pending') this.ended.set(deliveryState, (this.ended.get(deliveryState) ?? 0) + 1);
+  }
+
   /** The Prometheus text exposition (format 0.0.4) of everything known now. */
   render(app: App, nowMs: number): string {
     const out: string[] = [];
@@ -50,7 +60,7 @@ export class Metrics {
       out.push(`kopek_http_request_duration_seconds_count{${k}} ${h.count}`);
     }
     renderJobs(app, out);
-    renderWebhooks(app, out);
+    renderWebhooks(app, out, this.attempts, this.ended);
     out.push('# HELP kopek_sse_clients Event stream (SSE) clients connected now.');
     out.push('# TYPE kopek_sse_clients gauge');
     out.push(`kopek_sse_clients ${app.stream.clientCount}`);
@@ -77,22 +87,20 @@ function renderJobs(app: App, out: string[]): void {
   }
 }
 
-function renderWebhooks(app: App, out: string[]): void {
-  // From the delivery log itself, so the figures survive restarts and include attempts made by retry jobs.
-  const attempts = app.store
-    .stmt(
-      `SELECT CASE WHEN succeeded = 1 THEN 'succeeded' WHEN response_code IS NULL THEN 'no_response' ELSE 'error_status' END AS result,
-              count(*) AS n
-       FROM webhook_attempts GROUP BY result ORDER BY result`,
-    )
-    .all() as Array<{ result: string; n: number }>;
-  out.push('# HELP kopek_webhook_attempts_total Webhook delivery attempts by result: succeeded (2xx), error_status (other answer), no_response.');
+function renderWebhooks(app: App, out: string[], attempts: Map<string, number>, ended: Map<string, number>): void {
+  // Counters kept as attempts are recorded, not counted from the log: a scrape reads no table (the log is
+  // pruned by retention, and a count over it cost a full scan per scrape).
+  out.push('# HELP kopek_webhook_attempts_total Webhook delivery attempts since start, by result: succeeded (2xx), error_status (other answer), no_response.');
   out.push('# TYPE kopek_webhook_attempts_total counter');
-  for (const r of attempts) out.push(`kopek_webhook_attempts_total{result="${r.result}"} ${r.n}`);
-  const states = app.store.stmt(`SELECT state, count(*) AS n FROM webhook_deliveries GROUP BY state ORDER BY state`).all() as Array<{ state: string; n: number }>;
-  out.push('# HELP kopek_webhook_deliveries Webhook deliveries (one per event and receiver) by state.');
+  for (const [result, n] of [...attempts].sort()) out.push(`kopek_webhook_attempts_total{result="${result}"} ${n}`);
+  out.push('# HELP kopek_webhook_deliveries_ended_total Webhook deliveries that ended since start, by state.');
+  out.push('# TYPE kopek_webhook_deliveries_ended_total counter');
+  for (const [state, n] of [...ended].sort()) out.push(`kopek_webhook_deliveries_ended_total{state="${state}"} ${n}`);
+  // Pending deliveries are read through their partial index: only those rows, however long the log.
+  const pending = (app.store.stmt(`SELECT count(*) AS n FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE state = 'pending'`).get() as { n: number }).n;
+  out.push('# HELP kopek_webhook_deliveries Webhook deliveries (one per event and receiver) waiting for an answer.');
   out.push('# TYPE kopek_webhook_deliveries gauge');
-  for (const r of states) out.push(`kopek_webhook_deliveries{state="${r.state}"} ${r.n}`);
+  out.push(`kopek_webhook_deliveries{state="pending"} ${pending}`);
   out.push('# HELP kopek_webhook_attempts_in_flight Webhook attempts under way now.');
   out.push('# TYPE kopek_webhook_attempts_in_flight gauge');
   out.push(`kopek_webhook_attempts_in_flight ${app.webhooks.inFlight}`);

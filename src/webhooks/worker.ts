@@ -103,6 +103,7 @@ export class DeliveryWorker {
   /** Log what recording decided. */
   report(r: AttemptResult, rec: Recorded | null): void {
     if (!rec) return;
+    this.app.metrics.webhookAttempt(r.response_code, rec.state === 'succeeded', rec.state);
     const d = r.delivery;
     const fields = {
       delivery_id: d.id,

@@ -1,0 +1,130 @@
+import type { App } from '../app-types';
+import type { Tx } from '../db/store';
+
+/**
+ * Limits of the retention sweep: rows one batch deletes (one small group-committed body, so requests never
+ * wait long behind it), batches of one run, and how often it runs.
+ */
+export const RETENTION_LIMITS = { batch_rows: 500, batches_per_run: 20, interval_ms: 60_000 };
+
+/** What one table keeps and how its old rows are found: the oldest rows first, a batch at a time. */
+interface Rule {
+  name: string;
+  /** Delete one batch of rows older than `cutoff`; returns how many went. */
+  purge(tx: Tx, cutoff: number, limit: number): number;
+  /** How long rows are kept, in ms, from the configuration. */
+  keep_ms(app: App): number;
+}
+
+const DAY_MS = 86_400_000;
+
+// Payments, refunds, payouts, tokens, subscriptions and the ledger are never purged: they are the books.
+// What goes is work that is over: finished jobs, webhook deliveries that ended (with their attempts), the
+// event log behind the stream's replay (an event a delivery still waits on stays), and idempotency records.
+const RULES: Rule[] = [
+  {
+    name: 'jobs',
+    keep_ms: (app) => app.config.retainJobsDays * DAY_MS,
+    // Finished jobs by their finish time (real time), through the partial index jobs_finished.
+    purge: (tx, cutoff, limit) =>
+      tx
+        .stmt(`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)`)
+        .run(cutoff, limit).changes,
+  },
+  {
+    name: 'webhook_attempts',
+    keep_ms: (app) => app.config.retainDeliveriesDays * DAY_MS,
+    // Attempts of deliveries that ended; the oldest rows by id only, so a run reads a bounded number of rows.
+    purge: (tx, cutoff, limit) =>
+      tx
+        .stmt(
+          `DELETE FROM webhook_attempts WHERE id IN (
+             SELECT a.id FROM (SELECT id, delivery_id, attempted_at FROM webhook_attempts ORDER BY id LIMIT ?) a
+             JOIN webhook_deliveries d ON d.id = a.delivery_id
+             WHERE d.state <> 'pending' AND a.attempted_at < ?)`,
+        )
+        .run(limit, cutoff).changes,
+  },
+  {
+    name: 'webhook_deliveries',
+    keep_ms: (app) => app.config.retainDeliveriesDays * DAY_MS,
+    purge: (tx, cutoff, limit) =>
+      tx
+        .stmt(
+          `DELETE FROM webhook_deliveries WHERE id IN (
+             SELECT d.id FROM (SELECT id, state, created_at FROM webhook_deliveries ORDER BY id LIMIT ?) d
+             WHERE d.state <> 'pending' AND d.created_at < ?
+               AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id))`,
+        )
+        .run(limit, cutoff).changes,
+  },
+  {
+    name: 'events',
+    keep_ms: (app) => app.config.retainEventsDays * DAY_MS,
+    purge: (tx, cutoff, limit) =>
+      tx
+        .stmt(
+          `DELETE FROM events WHERE seq IN (
+             SELECT e.seq FROM (SELECT seq, id, at FROM events ORDER BY seq LIMIT ?) e
+             WHERE e.at < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending'))`,
+        )
+        .run(limit, cutoff).changes,
+  },
+  {
+    name: 'idempotency_keys',
+    keep_ms: (app) => app.config.retainIdempotencyHours * 3_600_000,
+    purge: (tx, cutoff, limit) =>
+      tx
+        .stmt(`DELETE FROM idempotency_keys WHERE id IN (SELECT id FROM (SELECT id, created_at FROM idempotency_keys ORDER BY id LIMIT ?) WHERE created_at < ?)`)
+        .run(limit, cutoff).changes,
+  },
+];
+
+/**
+ * Deletes what need not be kept, in small batches through the group commit, once a minute: nothing kopek
+ * only needs for a while stays for ever. Times are real time (a test shop's events by its own clock).
+ */
+export class Retention {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<Record<string, number>> | null = null;
+
+  constructor(private readonly app: App) {}
+
+  /** Run every interval until stopped. */
+  start(): void {
+    this.timer = setInterval(() => void this.runOnce().catch((err: unknown) => this.app.log.error('retention sweep failed', { error: String(err) })), RETENTION_LIMITS.interval_ms);
+    this.timer.unref();
+  }
+
+  /** Stop the timer and wait for a run under way. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running?.catch(() => undefined);
+  }
+
+  /** One run: per table, batches of old rows until a batch comes back short (or the run's bound); rows deleted per table. */
+  runOnce(): Promise<Record<string, number>> {
+    this.running ??= this.run().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async run(): Promise<Record<string, number>> {
+    const deleted: Record<string, number> = {};
+    for (const rule of RULES) {
+      const cutoff = this.app.clocks.real() - rule.keep_ms(this.app);
+      let total = 0;
+      for (let b = 0; b < RETENTION_LIMITS.batches_per_run; b++) {
+        const n = await this.app.store.write((tx) => rule.purge(tx, cutoff, RETENTION_LIMITS.batch_rows));
+        total += n;
+        if (n < RETENTION_LIMITS.batch_rows) break;
+      }
+      deleted[rule.name] = total;
+    }
+    const sum = Object.values(deleted).reduce((a, b) => a + b, 0);
+    if (sum > 0) this.app.log.info('retention sweep', deleted);
+    return deleted;
+  }
+}
