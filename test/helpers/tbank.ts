@@ -1,4 +1,8 @@
-import type { TestServer } from './server';
+import { before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, type TestServer, type TestShop } from './server';
+import { fakeTime, type FakeTime } from './fake-time';
+import type { Config } from '../../src/config';
 import { putShopAcquirer } from '../../src/bank-port/store';
 import { MasterKey } from '../../src/secrets/master-key';
 import { tbankAcquirer } from '../../src/tbank/settings';
@@ -43,4 +47,49 @@ export async function settled(s: TestServer, limit_ms = 10_000): Promise<void> {
     if (Date.now() - started > limit_ms) throw new Error(`${open} bank request(s) still without an answer after ${limit_ms} ms`);
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/** What a T-Bank test file works with: its fake bank, server, live shop, and the real time it moves. */
+export interface TBankSuite {
+  time: FakeTime;
+  s: TestServer;
+  fake: FakeTBank;
+  shop: TestShop;
+  /** Move (fake) real time and run what became due, until every bank request it led to has its answer. */
+  pass(seconds?: number): Promise<void>;
+  /** GET with the shop's live key, asserting 200; the body. */
+  get(path: string): Promise<any>;
+  /** Resolves with the suite once its `before` made everything (node:test may start a file's own hooks meanwhile). */
+  ready: Promise<TBankSuite>;
+}
+
+/**
+ * A test file's own terminal at a fake T-Bank, a server whose real time the test moves, and a live shop
+ * with that acquirer: made in a `before` and closed in an `after` that this registers.
+ */
+export function tbankSuite(terminal: { terminalKey: string; password: string }, config: Partial<Config> = {}): TBankSuite {
+  const time = fakeTime();
+  const suite = { time } as TBankSuite;
+  let made!: (v: TBankSuite) => void;
+  suite.ready = new Promise((r) => (made = r));
+  before(async () => {
+    suite.fake = await new FakeTBank({ [terminal.terminalKey]: terminal.password }).start();
+    suite.s = await startTestServer({ acquirerSyncAfterSeconds: 60, ...config }, { realNow: time.now });
+    suite.shop = await liveTBankShop(suite.s, { ...terminal, apiUrl: suite.fake.apiUrl });
+    made(suite);
+  });
+  after(async () => {
+    await suite.s.close();
+    await suite.fake.close();
+  });
+  suite.pass = async (seconds = 0) => {
+    time.advance(seconds * 1000);
+    await settled(suite.s);
+  };
+  suite.get = async (path) => {
+    const r = await suite.s.request('GET', path, { key: suite.shop.key });
+    assert.equal(r.status, 200, r.text);
+    return r.body;
+  };
+  return suite;
 }

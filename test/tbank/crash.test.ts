@@ -1,11 +1,10 @@
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
-import { fakeTime } from '../helpers/fake-time';
+import type { TestServer, TestShop } from '../helpers/server';
 import { spawnServer } from '../helpers/child-server';
 import { openDatabase } from '../../src/db/open';
-import { FakeTBank } from './fake-tbank';
-import { liveTBankShop, settled } from '../helpers/tbank';
+import type { FakeTBank } from './fake-tbank';
+import { settled, tbankSuite } from '../helpers/tbank';
 
 // A crash between sending a request and recording its answer: `kopek serve` is killed (SIGKILL) while the
 // bank holds the Init it has already acted on. On restart the request is found sent without an answer: it
@@ -14,20 +13,12 @@ import { liveTBankShop, settled } from '../helpers/tbank';
 const TERMINAL = '1700000000CRASH';
 const PASSWORD = 'crash-terminal-pass-19bd';
 const SYNC_AFTER_S = 60;
-const time = fakeTime();
+const suite = tbankSuite({ terminalKey: TERMINAL, password: PASSWORD }, { acquirerSyncAfterSeconds: SYNC_AFTER_S });
+const { time } = suite;
 let s: TestServer;
 let fake: FakeTBank;
 let shop: TestShop;
-
-before(async () => {
-  fake = await new FakeTBank({ [TERMINAL]: PASSWORD }).start();
-  s = await startTestServer({ acquirerSyncAfterSeconds: SYNC_AFTER_S }, { realNow: time.now });
-  shop = await liveTBankShop(s, { terminalKey: TERMINAL, password: PASSWORD, apiUrl: fake.apiUrl });
-});
-after(async () => {
-  await s.close();
-  await fake.close();
-});
+before(async () => void ({ s, fake, shop } = await suite.ready));
 
 function requests(id: string): Array<{ operation: string; state: string }> {
   const db = openDatabase(s.dbPath, { readonly: true });

@@ -1,10 +1,9 @@
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
-import { fakeTime } from '../helpers/fake-time';
+import type { TestServer, TestShop } from '../helpers/server';
 import { getPage, postForm } from '../helpers/pay-page';
 import { FakeTBank, sign, type FakePayment } from './fake-tbank';
-import { liveTBankShop, settled } from '../helpers/tbank';
+import { liveTBankShop, tbankSuite } from '../helpers/tbank';
 
 // Live card and SBP payments through the T-Bank connector against a local fake of the bank's API over real
 // HTTP: the Init the contract asks for, the page's way to the bank, signed notifications and the status map.
@@ -12,32 +11,12 @@ import { liveTBankShop, settled } from '../helpers/tbank';
 const TERMINAL = '1700000000PAYMENTS';
 const PASSWORD = 'payments-terminal-pass-5b1c';
 const SYNC_AFTER_S = 60;
-const time = fakeTime();
+const suite = tbankSuite({ terminalKey: TERMINAL, password: PASSWORD }, { acquirerSyncAfterSeconds: SYNC_AFTER_S, acquirerTimeoutSeconds: 0.5 });
+const { pass, get } = suite;
 let s: TestServer;
 let fake: FakeTBank;
 let shop: TestShop;
-
-before(async () => {
-  fake = await new FakeTBank({ [TERMINAL]: PASSWORD }).start();
-  s = await startTestServer({ acquirerSyncAfterSeconds: SYNC_AFTER_S, acquirerTimeoutSeconds: 0.5 }, { realNow: time.now });
-  shop = await liveTBankShop(s, { terminalKey: TERMINAL, password: PASSWORD, apiUrl: fake.apiUrl });
-});
-after(async () => {
-  await s.close();
-  await fake.close();
-});
-
-/** Move (fake) real time and run what became due, until every bank request it led to has its answer. */
-async function pass(seconds = 0): Promise<void> {
-  time.advance(seconds * 1000);
-  await settled(s);
-}
-
-async function get(path: string): Promise<any> {
-  const r = await s.request('GET', path, { key: shop.key });
-  assert.equal(r.status, 200, r.text);
-  return r.body;
-}
+before(async () => void ({ s, fake, shop } = await suite.ready));
 
 /** A live payment the buyer started paying on the page; the bank's Init has answered. */
 async function paying(amount: number, method: string, extra: Record<string, unknown> = {}): Promise<{ id: string; bank: FakePayment }> {

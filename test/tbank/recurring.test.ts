@@ -1,13 +1,12 @@
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
-import { fakeTime } from '../helpers/fake-time';
+import type { TestServer, TestShop } from '../helpers/server';
 import { postForm } from '../helpers/pay-page';
 import { sbpBody } from '../helpers/payouts';
-import { FakeTBank } from './fake-tbank';
-import { liveTBankShop, settled } from '../helpers/tbank';
+import type { FakeTBank } from './fake-tbank';
+import { tbankSuite } from '../helpers/tbank';
 
 // Saved methods and subscriptions in live mode (binding: Init with Recurrent=Y and CustomerKey; later
 // charges: Init + Charge with the kept RebillId), live payouts (403: no payout connector), a live key
@@ -16,31 +15,12 @@ import { liveTBankShop, settled } from '../helpers/tbank';
 const TERMINAL = '1700000000RECUR';
 const PASSWORD = 'recurring-terminal-pass-0c2d';
 const SYNC_AFTER_S = 60;
-const time = fakeTime();
+const suite = tbankSuite({ terminalKey: TERMINAL, password: PASSWORD }, { acquirerSyncAfterSeconds: SYNC_AFTER_S, acquirerTimeoutSeconds: 0.5 });
+const { time, pass, get } = suite;
 let s: TestServer;
 let fake: FakeTBank;
 let shop: TestShop;
-
-before(async () => {
-  fake = await new FakeTBank({ [TERMINAL]: PASSWORD }).start();
-  s = await startTestServer({ acquirerSyncAfterSeconds: SYNC_AFTER_S, acquirerTimeoutSeconds: 0.5 }, { realNow: time.now });
-  shop = await liveTBankShop(s, { terminalKey: TERMINAL, password: PASSWORD, apiUrl: fake.apiUrl });
-});
-after(async () => {
-  await s.close();
-  await fake.close();
-});
-
-async function pass(seconds = 0): Promise<void> {
-  time.advance(seconds * 1000);
-  await settled(s);
-}
-
-async function get(path: string): Promise<any> {
-  const r = await s.request('GET', path, { key: shop.key });
-  assert.equal(r.status, 200, r.text);
-  return r.body;
-}
+before(async () => void ({ s, fake, shop } = await suite.ready));
 
 /** Bind a card: the buyer pays the binding payment at the bank, whose notification carries the RebillId. */
 async function boundCard(customer: string): Promise<string> {

@@ -1,11 +1,10 @@
-import { test, before, after, beforeEach } from 'node:test';
+import { test, before, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
-import { fakeTime } from '../helpers/fake-time';
+import type { TestServer, TestShop } from '../helpers/server';
 import { balanceOf, ledgerCheck } from '../helpers/money';
 import { postForm } from '../helpers/pay-page';
-import { FakeTBank } from './fake-tbank';
-import { liveTBankShop, settled } from '../helpers/tbank';
+import type { FakeTBank } from './fake-tbank';
+import { tbankSuite } from '../helpers/tbank';
 
 // What the bank does not say: hangs past --acquirer-timeout, 5xx, unreadable bodies, cut connections and
 // lost notifications never fail anything; status checks (GetState, or CheckOrder by OrderId when Init never
@@ -14,35 +13,17 @@ import { liveTBankShop, settled } from '../helpers/tbank';
 const TERMINAL = '1700000000UNKNOWN';
 const PASSWORD = 'unknown-terminal-pass-77e0';
 const SYNC_AFTER_S = 60;
-const time = fakeTime();
+const suite = tbankSuite({ terminalKey: TERMINAL, password: PASSWORD }, { acquirerSyncAfterSeconds: SYNC_AFTER_S, acquirerTimeoutSeconds: 0.3 });
+const { pass, get } = suite;
 let s: TestServer;
 let fake: FakeTBank;
 let shop: TestShop;
+before(async () => void ({ s, fake, shop } = await suite.ready));
 
-before(async () => {
-  fake = await new FakeTBank({ [TERMINAL]: PASSWORD }).start();
-  s = await startTestServer({ acquirerSyncAfterSeconds: SYNC_AFTER_S, acquirerTimeoutSeconds: 0.3 }, { realNow: time.now });
-  shop = await liveTBankShop(s, { terminalKey: TERMINAL, password: PASSWORD, apiUrl: fake.apiUrl });
-});
 beforeEach(() => {
   fake.notify = true;
   fake.refundRefusal = '';
 });
-after(async () => {
-  await s.close();
-  await fake.close();
-});
-
-async function pass(seconds = 0): Promise<void> {
-  time.advance(seconds * 1000);
-  await settled(s);
-}
-
-async function get(path: string): Promise<any> {
-  const r = await s.request('GET', path, { key: shop.key });
-  assert.equal(r.status, 200, r.text);
-  return r.body;
-}
 
 async function create(amount: number, method: string, extra: Record<string, unknown> = {}): Promise<string> {
   const c = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount, method, ...extra } });
