@@ -13,12 +13,12 @@
 //   --connections N  keep-alive connections (default 50)
 //   --exe PATH       the kopek executable (default dist/kopek, else the sources through tsx)
 //   --log-level L    kopek's log level (default info: one access-log line per request, as in production)
+import { startBaseline } from './lib/growth-measure';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawn } from 'node:child_process';
 import Database from 'better-sqlite3';
-import { kopekCommand, runKopek, startKopek, scriptArgs, intOption, ROOT, type KopekServer } from './lib/kopek-process';
+import { kopekCommand, runKopek, startKopek, scriptArgs, intOption, type KopekServer } from './lib/kopek-process';
 import { runLoad, type LoadResult } from './lib/load';
 
 const CREATE_TARGET = 1.0;
@@ -82,19 +82,6 @@ async function measured(pid: number, run: (onWindow: (e: 'start' | 'end') => voi
   return { ...r, cpu: Object.values(cpu).every(Number.isFinite) ? cpu : null };
 }
 
-function startBaseline(db: string): Promise<{ url: string; pid: number; kill: () => Promise<void> }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'lib', 'baseline-server.ts'), db], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
-  const exited = new Promise<void>((r) => proc.on('exit', () => r()));
-  return new Promise((resolve, reject) => {
-    let err = '';
-    proc.stderr.on('data', (c: Buffer) => {
-      err += c.toString();
-      const m = /listening on (\S+)/.exec(err);
-      if (m) resolve({ url: m[1], pid: proc.pid!, kill: async () => void (proc.kill('SIGTERM'), await exited) });
-    });
-    void exited.then(() => reject(new Error(`baseline server exited: ${err}`)));
-  });
-}
 
 async function post(url: string, path: string, body: string, headers: Record<string, string> = {}): Promise<any> {
   const r = await fetch(url + path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });

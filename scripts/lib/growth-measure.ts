@@ -93,7 +93,7 @@ export async function perCall(pid: number, n: number, width: number, one: (i: nu
   return { cpu_us: ((procCpuS(pid) - cpu0) / n) * 1e6, bytes: (procWriteBytes(pid) - w0) / n };
 }
 
-/** The bare baseline server (scripts/lib/baseline-server.ts) on `db`. */
+/** The bare baseline server (scripts/lib/baseline-server.ts) on `db`, as a child process (bench and bench-growth). */
 export function startBaseline(db: string): Promise<{ url: string; pid: number; kill: () => Promise<void> }> {
   const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'lib', 'baseline-server.ts'), db], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<void>((r) => proc.on('exit', () => r()));
