@@ -5,6 +5,7 @@ import { merchantBalances } from '../ledger/store';
 import { DAY_MS } from '../util/time';
 import { cabinetPage, table } from './layout';
 import { merchantShops } from './scope';
+import { getMerchant } from './store';
 import { paymentsChart, type DayFigure } from './chart';
 import { ct, statusText, when } from './text';
 
@@ -86,7 +87,7 @@ export function overview(ctx: Ctx): Reply {
     : `<p class="muted">${esc(ct(lang, 'none_failing'))}</p>`;
 
   const body = `<h1>${esc(ct(lang, 'overview'))}</h1>
-${mode === 'live' ? `<p class="muted">${esc(ct(lang, 'live_off'))}</p>` : ''}
+${mode === 'live' && !getMerchant(ctx.app.store, ctx.cabinet!.merchantId)?.live_enabled ? `<p class="muted">${esc(ct(lang, 'live_is_off'))}</p>` : ''}
 <section aria-labelledby="h-bal"><h2 id="h-bal">${esc(ct(lang, 'balance'))}</h2><div class="grid">${cards || `<p class="muted">${esc(ct(lang, 'nothing'))}</p>`}</div></section>
 <section aria-labelledby="h-chart"><h2 id="h-chart">${esc(ct(lang, 'chart_title'))}</h2>${paymentsChart(lang, [...perDay.values()])}</section>
 <section aria-labelledby="h-last"><h2 id="h-last">${esc(ct(lang, 'last_payments'))}</h2>${latestTable}<p><a href="/cabinet/payments">${esc(ct(lang, 'payments'))} →</a></p></section>

@@ -3,7 +3,7 @@ export { cabinetRoot, showLogin, postLogin, postLogout, postLogoutAll, postPrefs
 export { overview } from './overview';
 export { registerPage, registerCsv } from './registers';
 export { paymentPage, postRefund, postCancel, postResend } from './payment';
-export { shopsPage, postShop, shopPage, postScopes, postAllowlist, postRequireSignature, postSigningSecret } from './shops';
+export { shopsPage, postShop, shopPage, postScopes, postAllowlist, postRequireSignature, postSigningSecret, postAcquirer, postRemoveAcquirer, postActivateLive } from './shops';
 export { keysPage, postKey, postRevoke } from './keys';
 export { webhooksPage, postEndpoint, postRotate, postDeleteEndpoint } from './webhooks';
 export { testPage, postAdvance, postReset } from './testmode';

@@ -1,7 +1,8 @@
 import type { Ctx, Reply } from '../http/types';
 import { esc } from '../pay-page/layout';
 import { ALL_SCOPES } from '../auth/scopes';
-import { createShop, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes } from './store';
+import { activateLive, createShop, getMerchant, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes } from './store';
+import { removeAcquirer, setTBankAcquirer, showAcquirer } from '../tbank/acquirer';
 import { recordAudit } from './audit';
 import { cabinetPage, field, postForm, table } from './layout';
 import { actor, merchantShops, ownShop } from './scope';
@@ -26,8 +27,7 @@ export function shopsPage(ctx: Ctx): Reply {
   const body = `<h1>${esc(ct(lang, 'shops'))}</h1>
 ${list}
 <h2>${esc(ct(lang, 'create_shop'))}</h2>
-${postForm(ctx, '/cabinet/shops', `<div class="inline">${field('s-name', ct(lang, 'name'), '<input id="s-name" name="name" required maxlength="200">')}<button class="btn" type="submit">${esc(ct(lang, 'create_shop'))}</button></div>`)}
-<p class="muted">${esc(ct(lang, 'acquirer_later'))}</p>`;
+${postForm(ctx, '/cabinet/shops', `<div class="inline">${field('s-name', ct(lang, 'name'), '<input id="s-name" name="name" required maxlength="200">')}<button class="btn" type="submit">${esc(ct(lang, 'create_shop'))}</button></div>`)}`;
   return cabinetPage(ctx, { title: ct(lang, 'shops'), active: 'shops', body });
 }
 
@@ -69,8 +69,61 @@ ${postForm(ctx, `${base}/ip-allowlist`, `<div class="inline">${field('ip', ct(la
 <h2>${esc(ct(lang, 'signing_secret'))}</h2>
 ${postForm(ctx, `${base}/require-signature`, `<fieldset class="checks"><legend class="sr">${esc(ct(lang, 'require_signature'))}</legend><label><input type="checkbox" name="on" value="1"${s.require_signature ? ' checked' : ''}> ${esc(ct(lang, 'require_signature'))}</label></fieldset><button class="btn secondary" type="submit">${esc(ct(lang, 'save'))}</button>`)}
 <div class="danger-zone">${postForm(ctx, `${base}/signing-secret`, `<button class="btn danger" type="submit">${esc(ct(lang, 'rotate'))}: ${esc(ct(lang, 'signing_secret'))}</button>`, { confirm: ct(lang, 'confirm') })}</div>
-<h2>${esc(ct(lang, 'mode_live'))}</h2><p class="muted">${esc(ct(lang, 'acquirer_later'))}</p>`;
+${liveSection(ctx, s.id, base)}`;
   return cabinetPage(ctx, { title: s.name, active: 'shops', body });
+}
+
+/** The shop's acquirer (never its password) with the forms to set or remove it, and the merchant's live activation. */
+function liveSection(ctx: Ctx, shopId: string, base: string): string {
+  const lang = ctx.cabinet!.lang;
+  const a = showAcquirer(ctx.app.store, shopId);
+  const merchant = getMerchant(ctx.app.store, ctx.cabinet!.merchantId);
+  const current = a
+    ? `<dl class="facts"><dt>${esc(ct(lang, 'terminal_key'))}</dt><dd class="mono">${esc(a.terminal_key)}</dd><dt>API</dt><dd class="mono">${esc(a.api_url)}</dd></dl>
+<div class="danger-zone">${postForm(ctx, `${base}/acquirer/remove`, `<button class="btn danger" type="submit">${esc(ct(lang, 'remove_acquirer'))}</button>`, { confirm: ct(lang, 'confirm') })}</div>`
+    : `<p class="muted">${esc(ct(lang, 'acquirer_none'))}</p>`;
+  const setForm = postForm(
+    ctx,
+    `${base}/acquirer`,
+    `${field('acq-key', ct(lang, 'terminal_key'), '<input id="acq-key" name="terminal_key" required maxlength="64" autocomplete="off" spellcheck="false">')}
+${field('acq-pass', ct(lang, 'terminal_password'), '<input id="acq-pass" name="password" type="password" required maxlength="128" autocomplete="new-password">')}
+${field('acq-url', ct(lang, 'api_url'), '<input id="acq-url" name="api_url" type="url" maxlength="2048" autocomplete="off" spellcheck="false">', ct(lang, 'acquirer_hint'))}
+<button class="btn" type="submit">${esc(ct(lang, 'set_acquirer'))}</button>`,
+  );
+  const live = merchant?.live_enabled
+    ? `<p class="ok">${esc(ct(lang, 'live_on'))}</p>`
+    : `<p class="muted">${esc(ct(lang, 'live_is_off'))}</p>${postForm(ctx, '/cabinet/activate-live', `<input type="hidden" name="back" value="${esc(base)}"><button class="btn" type="submit">${esc(ct(lang, 'activate_live'))}</button>`)}`;
+  return `<h2>${esc(ct(lang, 'acquirer'))}</h2>
+${current}
+${setForm}
+<h2>${esc(ct(lang, 'mode_live'))}</h2>
+${live}`;
+}
+
+/** POST /cabinet/shops/:id/acquirer {terminal_key, password, api_url?}: as `kopek shop acquirer --provider tbank` does; the password is never shown again. */
+export function postAcquirer(ctx: Ctx): Promise<Reply> {
+  const s = ownShop(ctx, ctx.params.id);
+  const f = form(ctx);
+  return change(ctx, { action: 'shop.acquirer.set', target: s.id, back: `/cabinet/shops/${s.id}` }, () => {
+    const v = setTBankAcquirer(ctx.app.store, s.id, { terminalKey: f.get('terminal_key') ?? '', password: f.get('password') ?? '', apiUrl: f.get('api_url') || undefined }, ctx.app.clocks.real());
+    return `${v.provider} ${v.terminal_key}`;
+  });
+}
+
+/** POST /cabinet/shops/:id/acquirer/remove: as `kopek shop acquirer --remove` does. */
+export function postRemoveAcquirer(ctx: Ctx): Promise<Reply> {
+  const s = ownShop(ctx, ctx.params.id);
+  return change(ctx, { action: 'shop.acquirer.remove', target: s.id, back: `/cabinet/shops/${s.id}` }, () => (removeAcquirer(ctx.app.store, s.id) ? '' : '(none was set)'));
+}
+
+/** POST /cabinet/activate-live {back?}: the merchant's live mode, as `kopek merchant activate-live` does (a shop needs an acquirer). */
+export function postActivateLive(ctx: Ctx): Promise<Reply> {
+  const back = form(ctx).get('back') ?? '';
+  const target = /^\/cabinet\/shops\/[0-9a-f-]{36}$/.test(back) ? back : '/cabinet/shops';
+  return change(ctx, { action: 'merchant.activate_live', target: ctx.cabinet!.merchantId, back: target }, () => {
+    activateLive(ctx.app.store, ctx.cabinet!.merchantId);
+    return '';
+  });
 }
 
 /** POST /cabinet/shops/:id/scopes {scope…}: replaces the shop's scopes, as `kopek shop scopes` does. */

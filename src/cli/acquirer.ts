@@ -1,12 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { output, withStore } from './command';
-import { defaultConfig } from '../config';
 import { getShop } from '../cabinet/store';
-import { putShopAcquirer, removeShopAcquirer, shopAcquirer } from '../bank-port/store';
-import { MasterKey } from '../secrets/master-key';
 import { TBANK } from '../tbank/protocol';
-import { checkTerminal, readSettings, tbankAcquirer } from '../tbank/settings';
+import { removeAcquirer, setTBankAcquirer, showAcquirer, type AcquirerView } from '../tbank/acquirer';
 
 /** The usage lines of `kopek shop acquirer`, part of `kopek shop --help`. */
 export const ACQUIRER_USAGE = `  kopek shop acquirer --shop SHOP --provider tbank --terminal-key KEY --password-file FILE [--api-url URL]
@@ -14,13 +11,7 @@ export const ACQUIRER_USAGE = `  kopek shop acquirer --shop SHOP --provider tban
 
 const LINE = 'kopek shop acquirer --shop SHOP [--provider tbank --terminal-key KEY --password-file FILE [--api-url URL] | --remove]';
 
-/** What `--json` prints of an acquirer: never its password. */
-function view(a: { shop_id: string; provider: string; settings: string; updated_at: number }): Record<string, string> {
-  const s = readSettings(a);
-  return { shop_id: a.shop_id, provider: a.provider, terminal_key: s.terminal_key, api_url: s.api_url };
-}
-
-function lines(v: Record<string, string>): string[] {
+function lines(v: AcquirerView): string[] {
   return Object.entries(v).map(([k, x]) => `${k.padEnd(13)} ${x}`);
 }
 
@@ -47,18 +38,17 @@ export function runAcquirer(argv: string[]): number {
   if (!shopId) throw new Error(`cannot run shop acquirer: --shop SHOP is required; usage: ${LINE}`);
   const setting = ['provider', 'terminal-key', 'password-file', 'api-url'].filter((f) => args.flags.has(f));
   if (args.flags.has('remove') && setting.length > 0) throw new Error(`cannot run shop acquirer: --remove takes no other option but --shop; usage: ${LINE}`);
-  const dbPath = flag(args, 'db') ?? process.env.KOPEK_DB ?? defaultConfig().db;
   return withStore(args, (store) => {
     if (!getShop(store, shopId)) throw new Error(`cannot run shop acquirer: shop "${shopId}" not found`);
     if (args.flags.has('remove')) {
-      const had = store.tx((tx) => removeShopAcquirer(tx, shopId));
+      const had = removeAcquirer(store, shopId);
       output(args, { shop_id: shopId, removed: had }, [had ? 'acquirer removed: live keys of the shop answer 403 acquirer_not_configured' : 'the shop had no acquirer']);
       return 0;
     }
     if (setting.length === 0) {
-      const a = shopAcquirer(store, shopId);
+      const a = showAcquirer(store, shopId);
       if (!a) throw new Error(`cannot show the acquirer of shop "${shopId}": none is set`);
-      output(args, view(a), lines(view(a)));
+      output(args, a, lines(a));
       return 0;
     }
     const provider = flag(args, 'provider');
@@ -66,10 +56,8 @@ export function runAcquirer(argv: string[]): number {
     const terminalKey = flag(args, 'terminal-key');
     const file = flag(args, 'password-file');
     if (!terminalKey || !file) throw new Error(`cannot set the acquirer: --terminal-key KEY and --password-file FILE are required; usage: ${LINE}`);
-    const t = checkTerminal(terminalKey, readPassword(file), flag(args, 'api-url'));
-    const row = tbankAcquirer(new MasterKey(dbPath), shopId, t, Date.now());
-    store.tx((tx) => putShopAcquirer(tx, row));
-    output(args, view(row), lines(view(row)));
+    const v = setTBankAcquirer(store, shopId, { terminalKey, password: readPassword(file), apiUrl: flag(args, 'api-url') }, Date.now());
+    output(args, v, lines(v));
     return 0;
   });
 }

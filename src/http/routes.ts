@@ -101,6 +101,9 @@ export function buildRouter(): Router<RouteDef> {
   r.add('POST', '/cabinet/shops/:id/ip-allowlist', { auth: 'cabinet', body: 'form', handler: cabinet.postAllowlist });
   r.add('POST', '/cabinet/shops/:id/require-signature', { auth: 'cabinet', body: 'form', handler: cabinet.postRequireSignature });
   r.add('POST', '/cabinet/shops/:id/signing-secret', { auth: 'cabinet', body: 'form', handler: cabinet.postSigningSecret });
+  r.add('POST', '/cabinet/shops/:id/acquirer', { auth: 'cabinet', body: 'form', handler: cabinet.postAcquirer });
+  r.add('POST', '/cabinet/shops/:id/acquirer/remove', { auth: 'cabinet', body: 'form', handler: cabinet.postRemoveAcquirer });
+  r.add('POST', '/cabinet/activate-live', { auth: 'cabinet', body: 'form', handler: cabinet.postActivateLive });
   r.add('GET', '/cabinet/keys', { auth: 'cabinet', handler: cabinet.keysPage });
   r.add('POST', '/cabinet/keys', { auth: 'cabinet', body: 'form', handler: cabinet.postKey });
   r.add('POST', '/cabinet/keys/:id/revoke', { auth: 'cabinet', body: 'form', handler: cabinet.postRevoke });

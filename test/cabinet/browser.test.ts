@@ -114,7 +114,7 @@ test('sign in by keyboard, walk every page, switch language and mode; every page
   await page.getByRole('button', { name: 'English' }).click();
   await page.goto(`${s.url}/cabinet/overview`);
   await page.getByRole('button', { name: 'Live' }).click();
-  await page.getByText('Live mode is not activated yet').waitFor();
+  await page.getByText('Live mode is off').waitFor();
   assert.equal(await page.locator('.test[role=note]').count(), 0, 'no test banner on live data');
   await page.getByRole('button', { name: 'Test' }).click();
   await page.locator('.test[role=note]').waitFor();

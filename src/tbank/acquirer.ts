@@ -1,0 +1,40 @@
+import type { Store } from '../db/store';
+import { putShopAcquirer, removeShopAcquirer, shopAcquirer, type ShopAcquirer } from '../bank-port/store';
+import { MasterKey } from '../secrets/master-key';
+import { checkTerminal, readSettings, tbankAcquirer } from './settings';
+
+/** What may be shown of a shop's acquirer: never its password. */
+export interface AcquirerView {
+  shop_id: string;
+  provider: string;
+  terminal_key: string;
+  api_url: string;
+}
+
+/** The view of an acquirer row. */
+export function acquirerView(a: ShopAcquirer): AcquirerView {
+  const s = readSettings(a);
+  return { shop_id: a.shop_id, provider: a.provider, terminal_key: s.terminal_key, api_url: s.api_url };
+}
+
+/** A shop's acquirer as it may be shown, or undefined when none is set. */
+export function showAcquirer(store: Store, shopId: string): AcquirerView | undefined {
+  const a = shopAcquirer(store, shopId);
+  return a ? acquirerView(a) : undefined;
+}
+
+/**
+ * Set (or replace) a shop's T-Bank terminal, its password encrypted under the database's master key: the
+ * one rule `kopek shop acquirer` and the cabinet share. Throws a one-line error on a bad terminal.
+ */
+export function setTBankAcquirer(store: Store, shopId: string, t: { terminalKey: string; password: string; apiUrl?: string }, now: number): AcquirerView {
+  const checked = checkTerminal(t.terminalKey, t.password, t.apiUrl);
+  const row = tbankAcquirer(new MasterKey(store.db.name), shopId, checked, now);
+  store.tx((tx) => putShopAcquirer(tx, row));
+  return acquirerView(row);
+}
+
+/** Remove a shop's acquirer; true when it had one (its live keys then answer 403 acquirer_not_configured). */
+export function removeAcquirer(store: Store, shopId: string): boolean {
+  return store.tx((tx) => removeShopAcquirer(tx, shopId));
+}
