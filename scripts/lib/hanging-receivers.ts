@@ -91,7 +91,11 @@ export async function paidPayment(base: string, key: string, hook: string): Prom
   const o = await post(base, key, `/v1/test/payments/${id}/simulate`, { action: 'open_session' });
   if (o.status !== 200) throw new Error(`open_session answered ${o.status}: ${JSON.stringify(o.json).slice(0, 200)}`);
   const s = await post(base, key, `/v1/test/payments/${id}/simulate`, { action: 'succeed' });
-  if (s.status !== 200 || s.json.status !== 'succeeded') throw new Error(`succeed answered ${s.status}: ${JSON.stringify(s.json).slice(0, 200)}`);
+  if (s.status === 200 && s.json.status === 'succeeded') return id;
+  // A server with --sim-delay 0 has its test bank settle the session itself: then the payment is paid already.
+  const g = await fetch(`${base}/v1/public/payments/${id}`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(15_000) });
+  const now = (await g.json()) as { status?: string; payment?: { status?: string } };
+  if ((now.payment?.status ?? now.status) !== 'succeeded') throw new Error(`succeed answered ${s.status}: ${JSON.stringify(s.json).slice(0, 200)}`);
   return id;
 }
 
