@@ -2,7 +2,10 @@
 // Idempotency-Key, sessions the test bank settles, refunds, payouts, idempotent replays, webhooks to a local
 // receiver), SIGKILL at a random moment, restart, for N rounds. Then: every 2xx-acknowledged object exists,
 // no Idempotency-Key made two objects, `kopek ledger check` passes, every committed webhook event reached
-// the receiver at least once, and PRAGMA integrity_check is ok. Prints figures and a PASS/FAIL line.
+// the receiver at least once, and PRAGMA integrity_check is ok. Then two storage-fault rounds on their own
+// databases (scripts/lib/crash-faults.ts): the disk filling up under 48 clients (on a 24 MiB tmpfs mounted
+// when run as root, else skipped with the reason) and another process holding SQLite's write lock. Prints
+// figures and a PASS/FAIL line.
 //
 // Usage: node --import tsx scripts/crash-test.ts [--rounds N] [--workers N] [--seed N] [--exe PATH]
 //   --rounds N   kill/restart rounds (default 20; CI uses 3)
@@ -15,6 +18,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { diskFullRound, outsideLockRound } from './lib/crash-faults';
 import { ensureBuilt, kopekCommand, runKopek, startKopek, scriptArgs, intOption, type KopekServer } from './lib/kopek-process';
 
 /** Wall-clock bound of the whole run, whatever the round count. */
@@ -237,6 +241,12 @@ async function main(): Promise<number> {
     console.log(`acknowledged objects checked ${checked}, missing ${l.problems.filter((p) => p.includes('missing')).length}`);
     console.log(`webhook events committed ${events.length}, delivered ${events.length - missing.length}, delivered more than once ${duplicates}`);
     console.log(`ledger check ${ledger.code === 0 ? 'ok' : 'FAILED'}, integrity_check ${integrity}`);
+
+    for (const round of [() => diskFullRound(k), () => outsideLockRound(k, workers)]) {
+      const report = await round();
+      for (const line of report.lines) console.log(line);
+      l.problems.push(...report.problems);
+    }
   } catch (err) {
     l.problems.push(`crash test could not run: ${(err as Error).message}`);
   } finally {

@@ -1,29 +1,26 @@
 // Property-based hostile input against a running kopek: requests generated from its own OpenAPI document
 // (every operation's body and query), raw byte garbage, and the fixed hostile cases (huge and deep JSON,
-// numbers beyond 2^53, invalid UTF-8, header floods, slow and idle clients). Never a 5xx, never a crash,
-// memory bounded, each answer in the documented shape. Prints counts and a PASS/FAIL line.
+// numbers beyond 2^53, invalid UTF-8, header floods, slow clients), then hostile neighbours (hundreds of
+// idle sockets, keyless connections announcing 1 MiB bodies, one shop's hanging webhook receivers). Never a
+// 5xx, never a crash, memory bounded, each answer in the documented shape. Prints counts and a PASS/FAIL line.
 //
 // Usage: node --import tsx scripts/fuzz.ts [--runs N] [--seed N] [--exe PATH]
 //   --runs N   generated API requests (default 5000; raw garbage gets N/10)
 //   --seed N   fast-check seed (default: random, printed so a failure can be replayed)
 //   --exe PATH the kopek executable (default dist/kopek, else the sources through tsx)
 import fc from 'fast-check';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { operationsOf, requestArb, send, judge, describe, type FuzzRequest } from './lib/fuzz-model';
 import { hostileCases, judgeGarbage, rawExchange } from './lib/hostile-raw';
-import { kopekCommand, startKopek, scriptArgs, intOption } from './lib/kopek-process';
+import { loadCases, rssMb } from './lib/hostile-load';
+import { kopekCommand, runKopek, startKopek, scriptArgs, intOption } from './lib/kopek-process';
 
 const HEADERS_TIMEOUT_MS = 1000;
 const BODY_LIMIT = 1_048_576;
 // Generous for a Node process holding a SQLite cache; a leak over thousands of requests passes it quickly.
 const RSS_LIMIT_MB = 400;
-
-function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
 
 async function main(): Promise<number> {
   const opts = scriptArgs(process.argv.slice(2), { runs: 'value', seed: 'value', exe: 'value' });
@@ -31,7 +28,8 @@ async function main(): Promise<number> {
   const seed = opts.has('seed') ? intOption(opts, 'seed', 0) : Math.floor(Math.random() * 2 ** 31);
   const k = kopekCommand(opts.get('exe') as string | undefined, true);
   const dir = mkdtempSync(join(tmpdir(), 'kopek-fuzz-'));
-  const server = await startKopek(k, ['--db', join(dir, 'fuzz.db'), '--sim-delay', '0', '--log-level', 'warn', '--headers-timeout-ms', String(HEADERS_TIMEOUT_MS), '--request-timeout-ms', '5000']);
+  const db = join(dir, 'fuzz.db');
+  const server = await startKopek(k, ['--db', db, '--sim-delay', '0', '--log-level', 'warn', '--headers-timeout-ms', String(HEADERS_TIMEOUT_MS), '--request-timeout-ms', '5000']);
   const failures: string[] = [];
   const byStatus = new Map<number, number>();
   const byOp = new Map<string, number>();
@@ -70,7 +68,16 @@ async function main(): Promise<number> {
     );
     if (garbage.failed) failures.push(`raw garbage: ${String((garbage.errorInstance as Error)?.message ?? garbage.errorInstance)}`);
 
-    const cases = hostileCases({ bodyLimit: BODY_LIMIT, headersTimeoutMs: HEADERS_TIMEOUT_MS });
+    const figures: string[] = [];
+    const newShopKey = (): string => {
+      const d = runKopek(k, ['demo', '--db', db, '--json']);
+      if (d.code !== 0) throw new Error(`kopek demo beside the server failed: ${d.stderr}`);
+      return (JSON.parse(d.stdout) as { key: string }).key;
+    };
+    const cases = [
+      ...hostileCases({ bodyLimit: BODY_LIMIT, headersTimeoutMs: HEADERS_TIMEOUT_MS }),
+      ...loadCases({ headersTimeoutMs: HEADERS_TIMEOUT_MS, pid: server.proc.pid!, newShopKey, figures }),
+    ];
     for (const c of cases) {
       const v = await c.run(server.url, key).catch((e: Error) => `threw: ${e.message}`);
       if (v) failures.push(`${c.name}: ${v}`);
@@ -88,6 +95,7 @@ async function main(): Promise<number> {
     console.log(`  by status: ${[...byStatus].sort((a, b) => a[0] - b[0]).map(([st, n]) => `${st}×${n}`).join(' ')}`);
     console.log(`raw garbage connections: ${garbage.numRuns}`);
     console.log(`fixed hostile cases: ${cases.length}`);
+    for (const f of figures) console.log(`  ${f}`);
     console.log(`server RSS: ${rss0.toFixed(0)} MiB at start, ${rss1.toFixed(0)} MiB at the end (bound ${RSS_LIMIT_MB} MiB)`);
   } catch (err) {
     failures.push(`fuzz run failed: ${(err as Error).message}`);

@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net';
-import { send, judge, type Verdict } from './fuzz-model';
+import type { Verdict } from './fuzz-model';
 
 /** What the server wrote back on a raw connection before closing it (or before `wait_ms`). */
 export interface RawOutcome {
@@ -64,7 +64,7 @@ export interface HostileCase {
   run(base: string, key: string): Promise<Verdict>;
 }
 
-/** The fixed hostile cases: huge and deep bodies, numbers beyond 2^53, invalid UTF-8, header floods, slow and idle clients. */
+/** The fixed hostile cases: huge and deep bodies, numbers beyond 2^53, invalid UTF-8, header floods, slow clients (idle ones: hostile-load.ts). */
 export function hostileCases(o: { bodyLimit: number; headersTimeoutMs: number }): HostileCase[] {
   return [
     {
@@ -129,20 +129,6 @@ export function hostileCases(o: { bodyLimit: number; headersTimeoutMs: number })
         const gap = Math.max(5, Math.ceil((o.headersTimeoutMs * 2) / chunks.length));
         const got = await rawExchange(base, chunks, { gap_ms: gap, wait_ms: o.headersTimeoutMs * 4 + 3000 });
         return got.status === 408 || (got.status === 0 && got.closed) ? null : `slow client: wanted 408 or a close, got ${got.status} ${got.text.slice(0, 120)}`;
-      },
-    },
-    {
-      name: '300 idle connections, then a normal request',
-      run: async (base) => {
-        const u = new URL(base);
-        const idle = Array.from({ length: 300 }, () => connect({ host: u.hostname, port: Number(u.port) }).on('error', () => {}));
-        await new Promise((r) => setTimeout(r, 200));
-        try {
-          const res = await send(base, { method: 'GET', path: '/healthz', headers: {} });
-          return res.status === 200 ? judge({ method: 'GET', path: '/healthz', headers: {} }, res) : `healthz answered ${res.status} beside idle connections`;
-        } finally {
-          for (const s of idle) s.destroy();
-        }
       },
     },
   ];
