@@ -10,6 +10,7 @@ import type { PaymentViewCache } from './payments/view-cache';
 import type { DeliveryWorker } from './webhooks/worker';
 import type { Metrics } from './system/metrics';
 import type { Retention } from './system/retention';
+import type { KeyUsage } from './auth/key-usage';
 
 /** The running service: what every handler and job reaches through `ctx.app`. */
 export interface App {
@@ -29,6 +30,8 @@ export interface App {
   webhooks: DeliveryWorker;
   /** Request, job and delivery metrics for GET /metrics. */
   metrics: Metrics;
+  /** The last use of each API key, written once a minute. */
+  keyUsage: KeyUsage;
   /** Deletes, in small batches, what is kept only for a while (finished jobs, ended deliveries, old events, idempotency records). */
   retention: Retention;
   version: string;

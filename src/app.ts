@@ -21,6 +21,7 @@ import { EventStreamHub } from './events/stream';
 import { PaymentViewCache } from './payments/view-cache';
 import { startWebhooks } from './webhooks/register';
 import { Retention } from './system/retention';
+import { KeyUsage } from './auth/key-usage';
 import { BankDirectory } from './bank-port/directory';
 import { NoBank } from './bank-port/none';
 import type { BankPort } from './bank-port/port';
@@ -28,7 +29,7 @@ import { SimulatorBank } from './simulator/bank';
 import { TBankBank } from './tbank/connector';
 
 /** The App's services that are built from the App itself, right after it. */
-type Services = 'stream' | 'viewCache' | 'webhooks' | 'metrics' | 'retention';
+type Services = 'stream' | 'viewCache' | 'webhooks' | 'metrics' | 'retention' | 'keyUsage';
 
 /** How long shutdown waits for in-flight requests before cutting connections. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -106,6 +107,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   app.webhooks = startWebhooks(app);
   app.stream = new EventStreamHub(app);
   app.retention = new Retention(app);
+  app.keyUsage = new KeyUsage(app);
   registerDomains(app);
   const router = buildRouter();
   const limiter = config.rateLimitPerSecond > 0 ? new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) : null;

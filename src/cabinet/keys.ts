@@ -2,7 +2,6 @@ import type { Ctx, Reply } from '../http/types';
 import { notFound } from '../http/errors';
 import { esc } from '../pay-page/layout';
 import { ALL_SCOPES } from '../auth/scopes';
-import { flushKeyUsage } from '../auth/key-usage';
 import { createKey, listKeys, revokeKey } from './store';
 import { recordAudit } from './audit';
 import { cabinetPage, field, postForm, table } from './layout';
@@ -25,7 +24,7 @@ export function shopPicker(ctx: Ctx, path: string, current: string): string {
 export async function keysPage(ctx: Ctx): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const shop = chosenShop(ctx);
-  await flushKeyUsage(ctx.app);
+  await ctx.app.keyUsage.flush();
   const keys = listKeys(ctx.app.store, shop.id);
   const list = table(
     [{ label: ct(lang, 'prefix') }, { label: ct(lang, 'mode') }, { label: ct(lang, 'scopes') }, { label: ct(lang, 'created') }, { label: ct(lang, 'last_use') }, { label: ct(lang, 'status') }],

@@ -1,6 +1,6 @@
 import type { Ctx, Reply } from '../http/types';
 import type { Lang } from '../pay-page/i18n';
-import { esc, newNonce, pageHeaders } from '../pay-page/layout';
+import { esc, newNonce, pageHeaders, documentHead } from '../pay-page/layout';
 import { CSS } from '../pay-page/styles';
 import { ct, type CabKey } from './text';
 
@@ -104,17 +104,7 @@ const SECTIONS: Array<[CabKey, string]> = [
 ];
 
 function document(lang: Lang, nonce: string, title: string, top: string, main: string): string {
-  return `<!doctype html>
-<html lang="${lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<meta name="robots" content="noindex">
-<link rel="icon" href="data:,">
-<title>${esc(title)} · kopek</title>
-<style nonce="${nonce}">${CSS}${CAB_CSS}</style>
-</head>
+  return `${documentHead(lang, nonce, `${title} · kopek`, CSS + CAB_CSS)}
 <body class="cab">
 <a class="skip" href="#main">${esc(ct(lang, 'skip'))}</a>
 ${top}

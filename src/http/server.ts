@@ -13,7 +13,6 @@ import { unmapIp } from '../auth/ip-allowlist';
 import type { RateLimiter } from '../auth/rate-limit';
 import { logAccess } from './access-log';
 import { onClientError } from './client-error';
-import { noteKeyUse } from '../auth/key-usage';
 import { authenticateCabinet, cabinetErrorReply } from '../cabinet/guard';
 import { acceptsGzip, GZIP_MIN_BYTES, gzipText } from './compress';
 
@@ -240,7 +239,7 @@ async function handle(
     } else if (key) {
       key.verifyBody(header(req, 'x-psp-signature'), ctx.rawBody);
       ctx.auth = key.auth;
-      noteKeyUse(app, ctx.auth.keyId);
+      app.keyUsage.note(ctx.auth.keyId);
       if (limiter) limiter.take(ctx.auth.keyId);
       if (route.scope) requireScope(ctx.auth, route.scope);
     }

@@ -87,13 +87,11 @@ function summary(lang: Lang, p: PaymentView): string {
 
 const LOCK = '<svg width="14" height="14" viewBox="0 0 24 24" aria-hidden="true"><path fill="currentColor" d="M12 2a5 5 0 0 0-5 5v3H6a2 2 0 0 0-2 2v8a2 2 0 0 0 2 2h12a2 2 0 0 0 2-2v-8a2 2 0 0 0-2-2h-1V7a5 5 0 0 0-5-5zm-3 8V7a3 3 0 1 1 6 0v3H9z"/></svg>';
 
-/** The whole document around a screen's body. */
-export function page(shell: Shell, body: string): string {
-  const { lang, nonce, payment } = shell;
-  const other: Lang = lang === 'ru' ? 'en' : 'ru';
-  const data = Object.entries(shell.data ?? {})
-    .map(([k, v]) => ` data-${k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())}="${esc(v)}"`)
-    .join('');
+/**
+ * The start of every page kopek serves (the hosted page, the cabinet) up to <body>: no referrer, not
+ * indexed, no favicon request, and the page's styles under the response's CSP nonce.
+ */
+export function documentHead(lang: Lang, nonce: string, title: string, css: string): string {
   return `<!doctype html>
 <html lang="${lang}">
 <head>
@@ -102,9 +100,19 @@ export function page(shell: Shell, body: string): string {
 <meta name="referrer" content="no-referrer">
 <meta name="robots" content="noindex">
 <link rel="icon" href="data:,">
-<title>${esc(shell.title)}</title>
-<style nonce="${nonce}">${CSS}</style>
-</head>
+<title>${esc(title)}</title>
+<style nonce="${nonce}">${css}</style>
+</head>`;
+}
+
+/** The whole document around a screen's body. */
+export function page(shell: Shell, body: string): string {
+  const { lang, nonce, payment } = shell;
+  const other: Lang = lang === 'ru' ? 'en' : 'ru';
+  const data = Object.entries(shell.data ?? {})
+    .map(([k, v]) => ` data-${k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())}="${esc(v)}"`)
+    .join('');
+  return `${documentHead(lang, nonce, shell.title, CSS)}
 <body${data}>
 ${payment && isTest(payment) ? `<div class="test" role="note">${esc(t(lang, 'test_banner'))}</div>` : ''}
 <main class="sheet">

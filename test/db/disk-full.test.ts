@@ -1,34 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, unlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer } from '../helpers/server';
+import { mountTmpfs } from '../helpers/tmpfs';
 
-/** A small tmpfs of `size_mb`, or the reason this machine cannot make one (not root, no mount). */
-function smallDisk(size_mb: number): { dir: string; remove(): void } | string {
-  const dir = mkdtempSync(join(tmpdir(), 'kopek-full-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size_mb}m,mode=0700`, 'tmpfs', dir], { stdio: 'ignore' });
-  } catch (err) {
-    rmSync(dir, { recursive: true, force: true });
-    return `cannot mount a tmpfs here (${(err as Error).message.split('\n')[0]})`;
-  }
-  return {
-    dir,
-    remove: () => {
-      execFileSync('umount', ['-l', dir], { stdio: 'ignore' });
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-const disk = process.getuid?.() === 0 ? null : 'needs root to mount a tmpfs';
-
-test('disk full during a group commit crashes nothing: the group is answered 503, /healthz says so, and writes resume when space returns', { skip: disk ?? false }, async () => {
-  const d = smallDisk(24);
-  if (typeof d === 'string') return void assert.fail(d);
+test('disk full during a group commit crashes nothing: the group is answered 503, /healthz says so, and writes resume when space returns', async (t) => {
+  const d = mountTmpfs(24);
+  if (typeof d === 'string') return void t.skip(d);
   const filler = join(d.dir, 'filler');
   // Room to give back later: 6 MiB of the 24.
   writeFileSync(filler, Buffer.alloc(6 * 1024 * 1024, 1));

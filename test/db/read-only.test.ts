@@ -1,8 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startApp } from '../../src/app';
 import { defaultConfig } from '../../src/config';
@@ -11,19 +8,19 @@ import { openDatabase } from '../../src/db/open';
 import { Store } from '../../src/db/store';
 import { createDemo } from '../../src/cabinet/store';
 import { runCli } from '../helpers/cli';
+import { mountTmpfs } from '../helpers/tmpfs';
 
-const root = process.getuid?.() === 0 ? false : 'needs root to mount a tmpfs and remount it read-only';
-
-test('a read-only database starts no server (every write would fail); doctor names it a permission problem, not damage', { skip: root }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'kopek-ro-'));
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m,mode=0700', 'tmpfs', dir]);
+test('a read-only database starts no server (every write would fail); doctor names it a permission problem, not damage', async (t) => {
+  const fs = mountTmpfs(16);
+  if (typeof fs === 'string') return void t.skip(fs);
+  const dir = fs.dir;
   try {
     const db = join(dir, 'k.db');
     const setup = new Store(openDatabase(db));
     createDemo(setup, Date.now());
     setup.db.pragma('wal_checkpoint(TRUNCATE)');
     setup.db.close();
-    execFileSync('mount', ['-o', 'remount,ro', dir]);
+    fs.remount('ro');
     await assert.rejects(
       startApp({ ...defaultConfig(), port: 0, db, demo: false }, { log: createLogger('silent') }),
       (err: Error) => {
@@ -38,7 +35,6 @@ test('a read-only database starts no server (every write would fail); doctor nam
     assert.match(perm.action, /writable/);
     assert.doesNotMatch(doc.out, /restore the latest backup/, 'a permission problem is not advised as damage');
   } finally {
-    execFileSync('umount', ['-l', dir]);
-    rmSync(dir, { recursive: true, force: true });
+    fs.remove();
   }
 });

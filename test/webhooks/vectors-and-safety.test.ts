@@ -40,6 +40,9 @@ for (const [name, text] of [['docs/webhooks.md', doc], ['README.md', readme]]) t
   assert.equal(verify(vectors.v2, vectors.body.replace('15000', '15001'), vectors.timestamp), false);
 });
 
+/** A resolver of fixed answers, for the policy's tests. */
+const fake = (map: Record<string, string[]>) => async (host: string) => (map[host] ?? []).map((a) => ({ address: a, family: a.includes(':') ? 6 : 4 }));
+
 test('address classes live webhooks refuse', () => {
   for (const [addr, why] of [
     ['127.0.0.1', 'loopback'],
@@ -74,7 +77,6 @@ test('IPv6 forms that embed an IPv4 address, and site-local, are refused like th
 });
 
 test('test-mode webhooks reach loopback and follow the live rule everywhere else; --webhook-allow opens a range for both modes', async () => {
-  const fake = (map: Record<string, string[]>) => async (host: string) => (map[host] ?? []).map((a) => ({ address: a, family: a.includes(':') ? 6 : 4 }));
   const policy = new UrlPolicy([], fake({ 'internal.corp': ['10.0.0.7'], 'dev.local': ['127.0.0.1'] }));
   assert.deepEqual(await policy.check(new URL('http://127.0.0.1:3000/hook'), 'test'), { address: '127.0.0.1', family: 4 });
   assert.deepEqual(await policy.check(new URL('http://dev.local/hook'), 'test'), { address: '127.0.0.1', family: 4 });
@@ -88,7 +90,6 @@ test('test-mode webhooks reach loopback and follow the live rule everywhere else
 });
 
 test('the live policy: https only, every resolved address checked, allowed ranges pass, the checked address is used', async () => {
-  const fake = (map: Record<string, string[]>) => async (host: string) => (map[host] ?? []).map((a) => ({ address: a, family: a.includes(':') ? 6 : 4 }));
   const policy = new UrlPolicy([], fake({ 'rebind.example': ['93.184.216.34', '10.0.0.5'], 'ok.example': ['93.184.216.34'], 'meta.example': ['169.254.169.254'] }));
   await assert.rejects(policy.check(new URL('http://ok.example/')), /need https/);
   await assert.rejects(policy.check(new URL('https://rebind.example/')), /private address 10\.0\.0\.5/);
