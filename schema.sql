@@ -218,6 +218,8 @@ CREATE INDEX payments_status ON payments(shop_id, mode, status, created_at, seq)
 -- The link-expiry sweep (one job per shop and mode) finds the pending payments due by its time here; a payment
 -- that leaves pending drops out by itself.
 CREATE INDEX payments_pending_expiry ON payments(shop_id, mode, expires_at) WHERE status = 'pending';
+-- The session sweep, likewise: the processing payments whose bank session ends by its time.
+CREATE INDEX payments_session_end ON payments(shop_id, mode, processing_until) WHERE status = 'processing';
 
 CREATE TABLE refunds (
   seq           INTEGER PRIMARY KEY AUTOINCREMENT,

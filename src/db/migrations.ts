@@ -145,4 +145,7 @@ CREATE TABLE IF NOT EXISTS bank_mismatches (
 ) STRICT;`,
   // 7 → 8: retention finds finished jobs by their finish time.
   `CREATE INDEX IF NOT EXISTS jobs_finished ON jobs(finished_at) WHERE state IN ('done', 'cancelled');`,
+  // 8 → 9: bank sessions end through one sweep per shop and mode instead of a job per payment. The jobs of
+  // sessions already open stay and run as before.
+  `CREATE INDEX IF NOT EXISTS payments_session_end ON payments(shop_id, mode, processing_until) WHERE status = 'processing';`,
 ];

@@ -21,6 +21,9 @@ type Pending = {
   seen?: { seq?: number };
 };
 
+/** The stand-in body of a tx() made durable later: nobody waits on its promise, only its hooks run. */
+const DETACHED: Pending = { fn: () => undefined, resolve: () => undefined, reject: () => undefined };
+
 /** Error codes of the storage itself (as opposed to a body's own error). */
 const STORAGE_CODES = /^SQLITE_(FULL|IOERR|CANTOPEN|READONLY)/;
 
@@ -153,8 +156,13 @@ export class Store {
     return { db: this.db, stmt: this.stmtFn, afterCommit: (h) => hooks.push(h) };
   }
 
-  /** Run `fn` in one synchronous immediate transaction, now, durable on return; after-commit callbacks run then. */
-  tx<T>(fn: (tx: Tx) => T): T {
+  /**
+   * Run `fn` in one synchronous immediate transaction, now, durable on return; after-commit callbacks run then.
+   * With `later` (the scheduler's batches) the commit is durable a little after return instead: its WAL sync
+   * runs on the thread pool while the caller goes on, as a group commit's does, and its after-commit callbacks
+   * run once that sync is done. Nothing outside the process learns of it before (see whenDurable).
+   */
+  tx<T>(fn: (tx: Tx) => T, later = false): T {
     if (this.inTx) throw new Error('cannot open a transaction inside another');
     const hooks: Array<() => void> = [];
     const tx = this.newTx(hooks);
@@ -174,7 +182,13 @@ export class Store {
     } finally {
       this.inTx = false;
     }
-    this.committedSeq++;
+    const seq = ++this.committedSeq;
+    if (later && this.wal) {
+      this.checkpointer?.nudge();
+      this.awaiting.push({ seq, batch: [DETACHED], outcomes: [{ ok: true, value: undefined, hooks }] });
+      this.wal.request(seq);
+      return result;
+    }
     this.syncNow();
     this.checkpointer?.nudge();
     this.runHooks(hooks);

@@ -2,7 +2,7 @@ import type { App } from '../app-types';
 import type { Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { expireTx } from './state';
-import { nextLinkEnd, pendingExpiredBy } from './store';
+import { nextLinkEnd, nextSessionEnd, pendingExpiredBy, sessionsEndedBy } from './store';
 import type { PaymentRow } from './types';
 
 /**
@@ -14,31 +14,65 @@ import type { PaymentRow } from './types';
  */
 export const LINK_SWEEP_JOB = 'payment.link_sweep';
 
+/**
+ * Job kind: expire the processing payments of one shop and mode whose bank session has ended, the same way:
+ * one job per shop and mode, due at the earliest processing_until (partial index `payments_session_end`). A
+ * session that opens writes no job unless it ends before the sweep's time, and an answer that closes it
+ * cancels nothing.
+ */
+export const SESSION_SWEEP_JOB = 'payment.session_sweep';
+
 /** Most payments one sweep run expires; the next run, due at once, takes the rest. */
 const SWEEP_BATCH = 200;
+
+/** One sweep: its job kind, and how it finds what is due and when the next is. */
+interface Sweep {
+  kind: string;
+  due(tx: Tx, shopId: string, mode: Mode, now: number, limit: number): PaymentRow[];
+  next(tx: Tx, shopId: string, mode: Mode): number | null;
+}
+
+const LINKS: Sweep = { kind: LINK_SWEEP_JOB, due: pendingExpiredBy, next: nextLinkEnd };
+const SESSIONS: Sweep = { kind: SESSION_SWEEP_JOB, due: sessionsEndedBy, next: nextSessionEnd };
 
 function sweepSubject(shopId: string, mode: Mode): string {
   return `${shopId}/${mode}`;
 }
 
-/** In the create's transaction: make sure a sweep is due no later than this payment's expires_at. */
-export function ensureLinkSweep(app: App, tx: Tx, p: PaymentRow): void {
+/** In the caller's transaction: make sure the shop's sweep of this kind is due no later than `at`. */
+function ensureSweep(app: App, tx: Tx, sweep: Sweep, p: PaymentRow, at: number): void {
   const subject = sweepSubject(p.shop_id, p.mode);
-  const due = app.scheduler.nextDue(tx, LINK_SWEEP_JOB, subject);
-  if (due !== null && due <= p.expires_at) return;
-  if (due !== null) app.scheduler.cancel(tx, LINK_SWEEP_JOB, subject);
-  app.scheduler.schedule(tx, { kind: LINK_SWEEP_JOB, subjectId: subject, shopId: p.shop_id, mode: p.mode, dueAt: p.expires_at });
+  const due = app.scheduler.nextDue(tx, sweep.kind, subject);
+  if (due !== null && due <= at) return;
+  if (due !== null) app.scheduler.cancel(tx, sweep.kind, subject);
+  app.scheduler.schedule(tx, { kind: sweep.kind, subjectId: subject, shopId: p.shop_id, mode: p.mode, dueAt: at });
 }
 
-/** Register the sweep: it runs with the shop's clock at its due time and expires what is due by then. */
-export function registerLinkSweep(app: App): void {
-  app.scheduler.register(LINK_SWEEP_JOB, (tx, job) => {
+/** In the create's transaction: make sure a link sweep is due no later than this payment's expires_at. */
+export function ensureLinkSweep(app: App, tx: Tx, p: PaymentRow): void {
+  ensureSweep(app, tx, LINKS, p, p.expires_at);
+}
+
+/** In the transaction that opens a bank session: make sure a session sweep is due no later than its end. */
+export function ensureSessionSweep(app: App, tx: Tx, p: PaymentRow, until: number): void {
+  ensureSweep(app, tx, SESSIONS, p, until);
+}
+
+/** Register a sweep: it runs with the shop's clock at its due time and expires what is due by then. */
+function registerSweep(app: App, sweep: Sweep): void {
+  app.scheduler.register(sweep.kind, (tx, job) => {
     const shopId = job.shop_id!;
     const now = app.clocks.now(shopId, job.mode);
-    for (const p of pendingExpiredBy(tx, shopId, job.mode, now, SWEEP_BATCH)) expireTx(app, tx, p);
-    const next = nextLinkEnd(tx, shopId, job.mode);
+    for (const p of sweep.due(tx, shopId, job.mode, now, SWEEP_BATCH)) expireTx(app, tx, p);
+    const next = sweep.next(tx, shopId, job.mode);
     if (next !== null) {
-      app.scheduler.schedule(tx, { kind: LINK_SWEEP_JOB, subjectId: job.subject_id, shopId, mode: job.mode, dueAt: Math.max(next, now) });
+      app.scheduler.schedule(tx, { kind: sweep.kind, subjectId: job.subject_id, shopId, mode: job.mode, dueAt: Math.max(next, now) });
     }
   });
+}
+
+/** Register the link and session sweeps. */
+export function registerSweeps(app: App): void {
+  registerSweep(app, LINKS);
+  registerSweep(app, SESSIONS);
 }

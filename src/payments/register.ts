@@ -1,9 +1,9 @@
 import type { App } from '../app-types';
 import { registerPaymentJobs } from './state';
-import { registerLinkSweep } from './expiry';
+import { registerSweeps } from './expiry';
 
 /** Register the job handlers of payments: expiry of sessions and links. */
 export function registerPayments(app: App): void {
   registerPaymentJobs(app);
-  registerLinkSweep(app);
+  registerSweeps(app);
 }

@@ -3,12 +3,13 @@ import type { Tx } from '../db/store';
 import { invalidState } from '../http/errors';
 import { post } from '../ledger/ledger';
 import type { Opener } from '../bank-port/port';
+import { ensureSessionSweep } from './expiry';
 import { getPayment, metadataOf, paymentView, updatePayment } from './store';
 import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from './types';
 
 /** Job kind of schema version 1: one pending payment's link lifetime ends at expires_at (now see expiry.ts). */
 export const LINK_EXPIRY_JOB = 'payment.link_expiry';
-/** Job kind: a processing payment's bank session ends at processing_until. */
+/** Job kind of schema version 8 and before: one processing payment's session ends at processing_until (now see expiry.ts). */
 export const SESSION_EXPIRY_JOB = 'payment.session_expiry';
 
 /** Every status change the state machine allows; anything else is 409 invalid_state. */
@@ -82,8 +83,8 @@ function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string
     paymentId: next.id,
     webhook: event ? { event, data: paymentView(app, next), url: next.webhook_url || null } : undefined,
   });
-  if (p.status === 'pending') app.scheduler.cancel(tx, LINK_EXPIRY_JOB, p.id);
-  if (p.status === 'processing') app.scheduler.cancel(tx, SESSION_EXPIRY_JOB, p.id);
+  // Expiry is swept (expiry.ts): leaving pending or processing cancels nothing. The per-payment expiry jobs an
+  // older database may still hold run at their time, find the payment closed and do nothing.
   return next;
 }
 
@@ -126,7 +127,7 @@ export function openSessionTx(app: App, tx: Tx, p: PaymentRow, opts: SessionOpti
   const now = nowFor(app, p);
   const until = now + SESSION_TTL_MS[p.method];
   const next = move(app, tx, p, 'processing', 'open a bank session for', { processing_until: until });
-  app.scheduler.schedule(tx, { kind: SESSION_EXPIRY_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt: until });
+  ensureSessionSweep(app, tx, next, until);
   const bank = app.banks.for(p.shop_id, p.mode);
   const req = { payment: next, by: opts.by ?? 'service' };
   if (opts.tokenId) bank.chargeSaved(tx, { ...req, tokenId: opts.tokenId });
@@ -193,9 +194,9 @@ export function applyRefundTx(app: App, tx: Tx, p: PaymentRow, amount: number): 
 }
 
 /**
- * Register the expiry jobs; each checks the current status first, so a late or repeated run does nothing.
- * Links expire through the shop's sweep (expiry.ts); LINK_EXPIRY_JOB, one job per payment, is what databases
- * of schema version 1 still hold, and runs as before.
+ * Register the expiry jobs of one payment each; each checks the current status first, so a late or repeated
+ * run does nothing. Links and sessions expire through the shop's sweeps (expiry.ts); LINK_EXPIRY_JOB and
+ * SESSION_EXPIRY_JOB are what older databases may still hold, and run as before.
  */
 export function registerPaymentJobs(app: App): void {
   app.scheduler.register(LINK_EXPIRY_JOB, (tx, job) => {

@@ -130,6 +130,19 @@ export function nextLinkEnd(tx: Tx, shopId: string, mode: 'test' | 'live'): numb
   return r.at;
 }
 
+/** Processing payments of a shop and mode whose bank session ended by `now`, earliest first, at most `limit`. */
+export function sessionsEndedBy(tx: Tx, shopId: string, mode: 'test' | 'live', now: number, limit: number): PaymentRow[] {
+  return tx
+    .stmt(`SELECT * FROM payments WHERE shop_id = ? AND mode = ? AND status = 'processing' AND processing_until <= ? ORDER BY processing_until LIMIT ?`)
+    .all(shopId, mode, now, limit) as PaymentRow[];
+}
+
+/** The earliest session end among a shop's processing payments of a mode, or null when none is processing. */
+export function nextSessionEnd(tx: Tx, shopId: string, mode: 'test' | 'live'): number | null {
+  const r = tx.stmt(`SELECT min(processing_until) AS at FROM payments WHERE shop_id = ? AND mode = ? AND status = 'processing'`).get(shopId, mode) as { at: number | null };
+  return r.at;
+}
+
 /** Public numbers start here so that they all have six digits or more. */
 const PUBLIC_ID_BASE = 100_000;
 

@@ -120,7 +120,7 @@ export class Executor {
             seq = this.hooks.seq();
           }
         }
-      });
+      }, true);
     } finally {
       for (const id of consumed) this.hooks.ran(id);
     }

@@ -76,8 +76,11 @@ test('live keys never touch the simulator: no plan, no simulator block, no autom
   await s.running.app.store.write((tx) => openSessionTx(s.running.app, tx, paymentRow(s.running.app, c.payment.id)!));
   await s.running.app.scheduler.runDue();
   const jobs = s.store.db.prepare(`SELECT kind FROM jobs WHERE subject_id = ? AND state = 'pending' ORDER BY kind`).all(c.payment.id) as Array<{ kind: string }>;
+  const sweeps = s.store.db.prepare(`SELECT kind FROM jobs WHERE subject_id = ? AND state = 'pending'`).all(`${live.shopId}/live`) as Array<{ kind: string }>;
   // The shop's acquirer (T-Bank, at the tests' fake) answered Init with NEW: a status check is planned; no simulator job.
-  assert.deepEqual(jobs.map((j) => j.kind), ['bank.check_payment', 'payment.session_expiry']);
+  assert.deepEqual(jobs.map((j) => j.kind), ['bank.check_payment']);
+  // The session's end is the shop's session sweep's to find, not a job of the payment's own.
+  assert.deepEqual(sweeps.map((j) => j.kind).sort(), ['payment.link_sweep', 'payment.session_sweep']);
   const p = await getPayment(s, c.payment.id, live.key);
   assert.equal(p.status, 'processing');
   assert.equal(p.metadata.simulator_outcome, undefined);
