@@ -52,9 +52,12 @@ function sessionStart(p: PaymentRow): number {
   return p.processing_until !== null && ttl !== undefined ? Math.max(p.created_at, p.processing_until - ttl) : p.created_at;
 }
 
-/** Apply a bank's answer about a payment; `amount`, when the bank states it, must match the payment's. */
-export function paymentAnswered(app: App, tx: Tx, paymentId: string, a: PaymentAnswer, amount?: number): Applied {
-  const p = getPayment(app, paymentId);
+/**
+ * Apply a bank's answer about a payment (its id, or its row as just read in this transaction); `amount`, when
+ * the bank states it, must match the payment's.
+ */
+export function paymentAnswered(app: App, tx: Tx, payment: string | PaymentRow, a: PaymentAnswer, amount?: number): Applied {
+  const p = typeof payment === 'string' ? getPayment(app, payment) : payment;
   if (!p) return 'ignored';
   if (p.status !== 'processing') {
     // The bank took the money of a payment kopek already closed without it (expired, failed, cancelled):

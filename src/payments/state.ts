@@ -67,7 +67,9 @@ function refuse(p: PaymentRow, action: string, extra = ''): never {
 function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, patch: Partial<PaymentRow> = {}): PaymentRow {
   if (!ALLOWED[p.status].includes(to)) refuse(p, action);
   updatePayment(tx, p.id, { ...patch, status: to });
-  const next = reload(app, p.id);
+  // The row as it now stands: `p` is the committed row (its status was just checked against it) plus the
+  // columns written, so no read is needed.
+  const next: PaymentRow = { ...p, ...patch, status: to };
   const at = nowFor(app, next);
   const event = WEBHOOK[to];
   // The money moves with the status, in the same transaction and before anything reacts to the change (a

@@ -55,7 +55,7 @@ export function registerPaymentSimulator(app: App): void {
     const p = getPayment(app, job.subject_id);
     if (!p || p.status !== 'processing' || p.mode !== 'test') return;
     const answer = plannedAnswer(p);
-    if (answer) paymentAnswered(app, tx, p.id, answer);
+    if (answer) paymentAnswered(app, tx, p, answer);
   });
 }
 

@@ -115,6 +115,12 @@ export function updateSubscription(tx: Tx, id: string, patch: Partial<Subscripti
   tx.stmt(`UPDATE subscriptions SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
 }
 
+/** Write the changed columns of a subscription read in this transaction and return it as it now stands. */
+export function patchSubscription(tx: Tx, s: SubscriptionRow, patch: Partial<SubscriptionRow>): SubscriptionRow {
+  updateSubscription(tx, s.id, patch);
+  return { ...s, ...patch };
+}
+
 type ChargeRow = { payment_id: string; kind: ChargeView['kind']; charge_index: number | null; attempt: number; amount: number; status: string; metadata: string; created_at: number };
 
 const CHARGES_SQL = `SELECT r.payment_id, r.kind, r.charge_index, r.attempt, p.amount, p.status, p.metadata, p.created_at

@@ -10,7 +10,7 @@ import type { PaymentRow } from '../payments/types';
 import { chargeMade, getToken, type RecurrentPaymentRow, type TokenMethod } from '../tokens/store';
 import { activateTokenTx, CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargedTx, chargeTokenTx, createBindingTx } from '../tokens/tokens';
 import { chargeTime, firstIndexAfter, type Period } from './calendar';
-import { getSubscription, insertSubscription, reloadSubscription, subscriptionView, updateSubscription, type SubscriptionRow } from './store';
+import { getSubscription, insertSubscription, patchSubscription, reloadSubscription, subscriptionView, updateSubscription, type SubscriptionRow } from './store';
 
 /** Job kind: charge a subscription's period (payload: the period `index` and the `attempt`, 1 to 3). */
 export const CHARGE_JOB = 'subscription.charge';
@@ -171,8 +171,7 @@ export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: Pa
     if (token) chargedTx(tx, token, at);
     const n = firstIndexAfter(s.anchor_at, s.period, s.interval_count, s.charge_index + 1, attemptTime(s, rp.attempt));
     const next = chargeTime(s.anchor_at, s.period, s.interval_count, n);
-    updateSubscription(tx, s.id, { status: 'active', failures: 0, charge_index: n, next_charge_at: next });
-    const sub = reloadSubscription(app, s.id);
+    const sub = patchSubscription(tx, s, { status: 'active', failures: 0, charge_index: n, next_charge_at: next });
     scheduleCharge(app, tx, sub, n, 1, next);
     emit(app, tx, sub, 'subscription.charge_succeeded', charge, 'subscription.charge_succeeded');
     if (s.status === 'past_due') emitStatus(app, tx, sub, null);
@@ -189,8 +188,7 @@ export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: Pa
     return;
   }
   const retryAt = Math.max(attemptTime(s, failures + 1), at);
-  updateSubscription(tx, s.id, { status: 'past_due', failures, next_charge_at: retryAt });
-  const sub = reloadSubscription(app, s.id);
+  const sub = patchSubscription(tx, s, { status: 'past_due', failures, next_charge_at: retryAt });
   scheduleCharge(app, tx, sub, s.charge_index, failures + 1, retryAt);
   emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed');
   if (s.status === 'active') emitStatus(app, tx, sub, 'subscription.past_due');

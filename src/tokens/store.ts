@@ -68,7 +68,8 @@ export interface TokenView {
 
 /** A token by id, any shop (callers check the shop). */
 export function getToken(app: App, id: string): TokenRow | undefined {
-  return app.store.stmt('SELECT * FROM tokens WHERE id = ?').get(id) as TokenRow | undefined;
+  // A wide row read several times per subscription charge: the row reader builds it in one literal.
+  return app.store.reader('SELECT * FROM tokens WHERE id = ?').get(id) as TokenRow | undefined;
 }
 
 /** Insert a token row (inside the caller's transaction). */
