@@ -73,8 +73,8 @@ export class Executor {
    * hands it the rows not yet run and goes on with the list it returns, in the same transaction; without it,
    * it stops there. With `pinShop`, the shop's test clock reads each job's due time while it runs. Returns how
    * many rows it consumed, how many of them it ran (a row no longer pending is skipped), whether the caller's
-   * row list is stale, and the pin reached; throws when the transaction itself fails (nothing committed: the
-   * jobs stay pending and the sweep finds them).
+   * row list is stale (then `rest` holds the rows still to run, merged), and the pin reached; throws when the
+   * transaction itself fails (nothing committed: the jobs stay pending and the sweep finds them).
    */
   runSyncBatch(
     rows: JobRow[],
@@ -83,7 +83,7 @@ export class Executor {
     pinFloor: number,
     stopOnSchedule: boolean,
     refetch?: (rest: JobRow[]) => JobRow[],
-  ): { consumed: number; ran: number; stale: boolean; pin: number } {
+  ): { consumed: number; ran: number; stale: boolean; rest: JobRow[]; pin: number } {
     const retries: JobKey[] = [];
     const consumed: number[] = [];
     let ran = 0;
@@ -125,7 +125,7 @@ export class Executor {
       for (const id of consumed) this.hooks.ran(id);
     }
     for (const r of retries) this.hooks.retry(r);
-    return { consumed: consumed.length, ran, stale, pin };
+    return { consumed: consumed.length, ran, stale, rest: stale ? list.slice(i) : [], pin };
   }
 
   /** One job in a savepoint of `tx`: skipped if no longer pending; on a throw, rolled back and recorded as failed. */

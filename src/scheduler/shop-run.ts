@@ -54,6 +54,28 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () 
   let pin = -Infinity;
   const waiting: Array<Promise<void>> = [];
   let sliceStart = performance.now();
+  // The last row of the current read when it was cut at the batch size: later jobs wait for the next read.
+  let bound: JobRow | null = null;
+
+  // The jobs scheduled since the last look that are due within this read's range join the rows still to run,
+  // in due order.
+  const refetch = (rest: JobRow[]): JobRow[] => {
+    const due = d.clocks.now(shopId, mode);
+    const added: JobRow[] = [];
+    for (const f of takeFresh()) {
+      if (f.dueAt > due || (bound && before(bound, { due_at: f.dueAt, id: f.id }))) continue;
+      // Read again: a job rolled back with its savepoint is gone, and its id may belong to a later job.
+      const r = d.table.get(f.id);
+      if (!r || r.state !== 'pending' || r.due_at > due || d.runner.running(r.id)) continue;
+      if (bound && before(bound, r)) continue;
+      d.untrack(r.id);
+      added.push(r);
+    }
+    if (added.length === 0) return rest;
+    const merged = rest.concat(added).sort((a, b) => a.due_at - b.due_at || a.id - b.id);
+    return merged.filter((r, k) => k === 0 || merged[k - 1].id !== r.id);
+  };
+
   for (;;) {
     if (performance.now() - sliceStart > d.limits.sliceMs) {
       // A long advance yields between batches so other shops' requests are still answered.
@@ -64,56 +86,56 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () 
     // Everything scheduled so far is in the table and this read sees it.
     takeFresh();
     const read = d.table.dueForShop(shopId, mode, now, d.limits.batch);
-    // When the read was cut at the batch size, jobs after its last row wait for the next read.
-    const bound = read.length === d.limits.batch ? read[read.length - 1] : null;
-    const rows: JobRow[] = [];
+    bound = read.length === d.limits.batch ? read[read.length - 1] : null;
+    let list: JobRow[] = [];
     for (const r of read) {
       const kind = d.exec.kinds.get(r.kind);
       // Already running (fired by the wheel): wait for that run instead of starting another.
       if (d.runner.running(r.id) && kind && 'async' in kind) waiting.push(d.runner.start(r, kind.async, null));
-      else rows.push(r);
+      else list.push(r);
     }
-    if (rows.length === 0) {
+    if (list.length === 0) {
       if (waiting.length === 0) break;
       await Promise.all(waiting.splice(0));
       continue;
     }
-    for (const r of rows) d.untrack(r.id);
-    const seq = d.seq();
+    for (const r of list) d.untrack(r.id);
+    let seq = d.seq();
     let i = 0;
-    while (i < rows.length && d.seq() === seq) {
-      const row = rows[i];
-      pin = Math.max(pin, row.due_at);
+    while (i < list.length) {
+      if (d.seq() !== seq) {
+        // Jobs were scheduled outside a batch (an async job's start, a request while this run yielded).
+        list = refetch(list.slice(i));
+        i = 0;
+        seq = d.seq();
+        if (list.length === 0) break;
+      }
+      const row = list[i];
       const kind = d.exec.kinds.get(row.kind);
       if (kind && 'async' in kind) {
+        pin = Math.max(pin, row.due_at);
         waiting.push(d.runner.start(row, kind.async, mode === 'test' ? { shopId, at: pin } : null));
         i++;
         ran++;
         continue;
       }
-      // Sync jobs up to the next async one share a transaction; when one schedules more, the jobs it
-      // scheduled that are due within this read's range join the rows still to run, in due order.
-      const refetch = (rest: JobRow[]): JobRow[] => {
-        const due = d.clocks.now(shopId, mode);
-        const added: JobRow[] = [];
-        for (const f of takeFresh()) {
-          if (f.dueAt > due || (bound && before(bound, { due_at: f.dueAt, id: f.id }))) continue;
-          // Read again: a job rolled back with its savepoint is gone, and its id may belong to a later job.
-          const r = d.table.get(f.id);
-          if (!r || r.state !== 'pending' || r.due_at > due || d.runner.running(r.id)) continue;
-          if (bound && before(bound, r)) continue;
-          d.untrack(r.id);
-          added.push(r);
-        }
-        if (added.length === 0) return rest;
-        const merged = rest.concat(added).sort((a, b) => a.due_at - b.due_at || a.id - b.id);
-        return merged.filter((r, k) => k === 0 || merged[k - 1].id !== r.id);
-      };
-      const out = d.exec.runSyncBatch(rows, i, mode === 'test' ? shopId : null, pin, true, refetch);
-      i += out.consumed;
+      // Sync jobs up to the next async one share a transaction (of at most txMs).
+      const out = d.exec.runSyncBatch(list, i, mode === 'test' ? shopId : null, pin, true, refetch);
       ran += out.ran;
       pin = out.pin;
-      if (out.stale) break;
+      if (out.stale) {
+        // The batch merged the jobs it scheduled into the rows still to run: go on with that list instead
+        // of reading the table again.
+        list = out.rest;
+        i = 0;
+        seq = d.seq();
+      } else {
+        i += out.consumed;
+      }
+      if (performance.now() - sliceStart > d.limits.sliceMs) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
     }
   }
   return ran;
