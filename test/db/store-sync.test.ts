@@ -59,6 +59,30 @@ test('tx() returns durable, and a reply that needs only an older commit does not
   }
 });
 
+test('tx(fn, later) commits now and syncs on the thread pool: its after-commit hooks wait for the disk', async () => {
+  const { store, done } = tempStore('store');
+  try {
+    let hooked = false;
+    const id = store.tx(({ db, afterCommit }) => {
+      afterCommit(() => (hooked = true));
+      return db.prepare(`INSERT INTO t (v) VALUES ('later')`).run().lastInsertRowid;
+    }, true);
+    assert.equal(id, 1, 'the result of the body comes back at once');
+    assert.equal(hooked, false, 'nothing learns of the commit before its sync');
+    const wait = store.whenDurable();
+    assert.ok(wait, 'a reader that saw the commit waits for the disk');
+    assert.equal((store.db.prepare('SELECT v FROM t WHERE id = 1').get() as { v: string }).v, 'later', 'committed');
+    await wait;
+    assert.equal(hooked, true, 'the hooks ran once the sync returned');
+    // A plain tx() afterwards is durable on return, as before.
+    store.tx(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('now')`).run());
+    assert.equal(store.whenDurable(), null);
+  } finally {
+    store.close();
+    done();
+  }
+});
+
 test('a body that throws rolls back alone and its promise rejects after the group is durable; the others commit', async () => {
   const { store, path, done } = tempStore('store');
   try {
