@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { Logger } from '../log';
@@ -11,6 +12,21 @@ const INTERVAL_MS = 50;
  * every frame is back in the database; the writer's own catch-up copies just those last frames.
  */
 const CATCH_UP_FRAMES = 4096;
+/**
+ * Size of the WAL file at or above which the writer cuts it to nothing once it has been idle for IDLE_MS
+ * after a checkpoint that copied every frame back. A WAL fully copied back still holds its frames until the
+ * next commit starts it over, and a start after a crash reads and checksums them all again before it can
+ * serve (after a long clock advance, up to the catch-up mark and a transaction: 25 MB). A smaller file is
+ * left as it is: a quiet server goes on rewriting the same blocks instead of growing a new file, whose syncs
+ * must also record its size.
+ */
+const IDLE_TRUNCATE_BYTES = 1024 * 1024;
+/** No commit for this long after a complete checkpoint: the writer is idle (a burst has ended, not paused). */
+const IDLE_MS = 100;
+/** A reader of another connection (an admin command, a backup) kept the idle WAL from being copied back or cut: wait, then look again. */
+const TRUNCATE_RETRY_MS = 1000;
+/** Looks in a row at an idle WAL that could not be cut before leaving it to the next commit (which starts it over). */
+const TRUNCATE_TRIES = 30;
 /** Longest wait at close for the thread to close its connection (it may be in the middle of a checkpoint). */
 const CLOSE_WAIT_MS = 5000;
 
@@ -60,6 +76,11 @@ export class Checkpointer {
   private timer: NodeJS.Timeout | null = null;
   private lastAt = 0;
   private catchUp = false;
+  /** Cuts the WAL on the writer's connection (see IDLE_TRUNCATE_BYTES); compiled at first use. */
+  private truncateStmt: Database.Statement | null = null;
+  private truncateTries = 0;
+  /** Pending look at an idle WAL (whenIdle, lookAgainLater); a commit cancels it. */
+  private idleTimer: NodeJS.Timeout | null = null;
   /** Set to 1 by the thread once its connection is closed. */
   private readonly closed = new Int32Array(new SharedArrayBuffer(4));
 
@@ -76,6 +97,8 @@ export class Checkpointer {
   /** Commits were made: checkpoint soon (at most one checkpoint runs, at most one every INTERVAL_MS). */
   nudge(): void {
     this.dirty = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     if (this.running || this.timer || this.failed) return;
     const wait = Math.max(0, this.lastAt + INTERVAL_MS - Date.now());
     this.timer = setTimeout(this.runFn, wait);
@@ -95,7 +118,9 @@ export class Checkpointer {
    */
   close(): void {
     if (this.timer) clearTimeout(this.timer);
+    if (this.idleTimer) clearTimeout(this.idleTimer);
     this.timer = null;
+    this.idleTimer = null;
     this.failed = true;
     if (!this.worker) return;
     this.worker.postMessage('close');
@@ -136,10 +161,64 @@ export class Checkpointer {
     if ('error' in m) {
       // A checkpoint that could not run (say, the disk is full) is tried again; the WAL keeps every commit.
       this.log.warn('WAL checkpoint failed; trying again', { error: m.error });
-    } else if (m.log >= CATCH_UP_FRAMES) {
-      this.catchUp = true;
+    } else {
+      if (m.log >= CATCH_UP_FRAMES) this.catchUp = true;
+      if (!this.dirty && this.walBytes() >= IDLE_TRUNCATE_BYTES) this.whenIdle(m.busy === 0 && m.done === m.log);
+      else if (this.dirty) this.truncateTries = 0;
     }
     if (this.dirty) this.nudge();
+  }
+
+  /**
+   * Nothing was committed since this checkpoint began and the WAL file is large. If nothing is committed for
+   * IDLE_MS either and the checkpoint copied every frame back (the thread synced them into the database),
+   * cut the file to nothing on the writer's connection: that copies nothing, costs one ftruncate, and waits
+   * for no lock (busy_timeout is 0). When a reader of another connection kept frames from being copied back
+   * or the file from being cut, checkpoint again a little later, as long as nothing is written (a commit
+   * starts the WAL over anyway).
+   */
+  private whenIdle(copied: boolean): void {
+    if (this.idleTimer) return;
+    if (!copied) return this.lookAgainLater();
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (this.dirty || this.running || this.failed) return;
+      if (!this.truncate()) return this.lookAgainLater();
+      this.catchUp = false;
+      this.truncateTries = 0;
+    }, IDLE_MS);
+    this.idleTimer.unref();
+  }
+
+  /** Checkpoint the idle WAL again after TRUNCATE_RETRY_MS (a commit before then does it sooner). */
+  private lookAgainLater(): void {
+    if (++this.truncateTries >= TRUNCATE_TRIES) return;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      this.nudge();
+    }, TRUNCATE_RETRY_MS);
+    this.idleTimer.unref();
+  }
+
+  private walBytes(): number {
+    try {
+      return statSync(`${this.path}-wal`).size;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** `PRAGMA wal_checkpoint(TRUNCATE)` on the writer's connection between transactions; true when the WAL was cut. */
+  private truncate(): boolean {
+    if (!this.db.open || this.db.inTransaction) return false;
+    try {
+      this.truncateStmt ??= this.db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').raw(true);
+      const [busy] = this.truncateStmt.get() as number[];
+      return busy === 0;
+    } catch (err) {
+      this.log.warn('cannot cut the idle WAL; trying again', { error: (err as Error).message });
+      return false;
+    }
   }
 
   private fail(reason: string): void {
