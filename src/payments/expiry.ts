@@ -2,7 +2,7 @@ import type { App } from '../app-types';
 import type { Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { expireTx } from './state';
-import { nextLinkEnd, nextSessionEnd, pendingExpiredBy, sessionsEndedBy } from './store';
+import { endedBy, LINK_END, nextEnd, SESSION_END, type Deadline } from './store';
 import type { PaymentRow } from './types';
 
 /**
@@ -25,15 +25,14 @@ export const SESSION_SWEEP_JOB = 'payment.session_sweep';
 /** Most payments one sweep run expires; the next run, due at once, takes the rest. */
 const SWEEP_BATCH = 200;
 
-/** One sweep: its job kind, and how it finds what is due and when the next is. */
+/** One sweep: its job kind and the deadline it watches. */
 interface Sweep {
   kind: string;
-  due(tx: Tx, shopId: string, mode: Mode, now: number, limit: number): PaymentRow[];
-  next(tx: Tx, shopId: string, mode: Mode): number | null;
+  ends: Deadline;
 }
 
-const LINKS: Sweep = { kind: LINK_SWEEP_JOB, due: pendingExpiredBy, next: nextLinkEnd };
-const SESSIONS: Sweep = { kind: SESSION_SWEEP_JOB, due: sessionsEndedBy, next: nextSessionEnd };
+const LINKS: Sweep = { kind: LINK_SWEEP_JOB, ends: LINK_END };
+const SESSIONS: Sweep = { kind: SESSION_SWEEP_JOB, ends: SESSION_END };
 
 function sweepSubject(shopId: string, mode: Mode): string {
   return `${shopId}/${mode}`;
@@ -63,8 +62,8 @@ function registerSweep(app: App, sweep: Sweep): void {
   app.scheduler.register(sweep.kind, (tx, job) => {
     const shopId = job.shop_id!;
     const now = app.clocks.now(shopId, job.mode);
-    for (const p of sweep.due(tx, shopId, job.mode, now, SWEEP_BATCH)) expireTx(app, tx, p);
-    const next = sweep.next(tx, shopId, job.mode);
+    for (const p of endedBy(tx, sweep.ends, shopId, job.mode, now, SWEEP_BATCH)) expireTx(app, tx, p);
+    const next = nextEnd(tx, sweep.ends, shopId, job.mode);
     if (next !== null) {
       app.scheduler.schedule(tx, { kind: sweep.kind, subjectId: job.subject_id, shopId, mode: job.mode, dueAt: Math.max(next, now) });
     }

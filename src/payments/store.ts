@@ -117,29 +117,36 @@ export function paymentView(app: App, row: PaymentRow | PaymentViewRow): Payment
   };
 }
 
-/** Pending payments of a shop and mode whose link ran out by `now`, earliest first, at most `limit`. */
-export function pendingExpiredBy(tx: Tx, shopId: string, mode: 'test' | 'live', now: number, limit: number): PaymentRow[] {
-  return tx
-    .stmt(`SELECT * FROM payments WHERE shop_id = ? AND mode = ? AND status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?`)
-    .all(shopId, mode, now, limit) as PaymentRow[];
+/** A payment's deadline an expiry sweep watches: a status and the column holding the time it ends. */
+export interface Deadline {
+  status: 'pending' | 'processing';
+  column: 'expires_at' | 'processing_until';
 }
 
-/** The earliest link end among a shop's pending payments of a mode, or null when none is pending. */
-export function nextLinkEnd(tx: Tx, shopId: string, mode: 'test' | 'live'): number | null {
-  const r = tx.stmt(`SELECT min(expires_at) AS at FROM payments WHERE shop_id = ? AND mode = ? AND status = 'pending'`).get(shopId, mode) as { at: number | null };
-  return r.at;
+/** A pending payment's link ends at expires_at (partial index payments_pending_expiry). */
+export const LINK_END: Deadline = { status: 'pending', column: 'expires_at' };
+/** A processing payment's bank session ends at processing_until (partial index payments_session_end). */
+export const SESSION_END: Deadline = { status: 'processing', column: 'processing_until' };
+
+/** The two queries of a deadline's sweep: what is due (shop, mode, now, limit) and the next end (shop, mode). */
+export function deadlineSql(d: Deadline): { due: string; next: string } {
+  // Built from the two constants above only, never from data.
+  return {
+    due: `SELECT * FROM payments WHERE shop_id = ? AND mode = ? AND status = '${d.status}' AND ${d.column} <= ? ORDER BY ${d.column} LIMIT ?`,
+    next: `SELECT min(${d.column}) AS at FROM payments WHERE shop_id = ? AND mode = ? AND status = '${d.status}'`,
+  };
 }
 
-/** Processing payments of a shop and mode whose bank session ended by `now`, earliest first, at most `limit`. */
-export function sessionsEndedBy(tx: Tx, shopId: string, mode: 'test' | 'live', now: number, limit: number): PaymentRow[] {
-  return tx
-    .stmt(`SELECT * FROM payments WHERE shop_id = ? AND mode = ? AND status = 'processing' AND processing_until <= ? ORDER BY processing_until LIMIT ?`)
-    .all(shopId, mode, now, limit) as PaymentRow[];
+const SQL_OF = new Map([LINK_END, SESSION_END].map((d) => [d, deadlineSql(d)]));
+
+/** Payments of a shop and mode whose deadline passed by `now`, earliest first, at most `limit`. */
+export function endedBy(tx: Tx, d: Deadline, shopId: string, mode: 'test' | 'live', now: number, limit: number): PaymentRow[] {
+  return tx.stmt(SQL_OF.get(d)!.due).all(shopId, mode, now, limit) as PaymentRow[];
 }
 
-/** The earliest session end among a shop's processing payments of a mode, or null when none is processing. */
-export function nextSessionEnd(tx: Tx, shopId: string, mode: 'test' | 'live'): number | null {
-  const r = tx.stmt(`SELECT min(processing_until) AS at FROM payments WHERE shop_id = ? AND mode = ? AND status = 'processing'`).get(shopId, mode) as { at: number | null };
+/** The earliest deadline among a shop's payments of a mode in the deadline's status, or null when there is none. */
+export function nextEnd(tx: Tx, d: Deadline, shopId: string, mode: 'test' | 'live'): number | null {
+  const r = tx.stmt(SQL_OF.get(d)!.next).get(shopId, mode) as { at: number | null };
   return r.at;
 }
 

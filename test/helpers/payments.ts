@@ -26,6 +26,18 @@ export async function getPayment(s: TestServer, id: string, key?: string): Promi
   return r.body;
 }
 
+/** The statuses of payments, in the order of their ids. */
+export async function statusesOf(s: TestServer, ids: string[], key?: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const id of ids) out.push((await getPayment(s, id, key)).status);
+  return out;
+}
+
+/** A shop's pending jobs, by due time. */
+export function pendingJobsOf(s: TestServer, shopId: string): Array<{ kind: string; subject_id: string; due_at: number }> {
+  return s.store.db.prepare(`SELECT kind, subject_id, due_at FROM jobs WHERE shop_id = ? AND state = 'pending' ORDER BY due_at, id`).all(shopId) as never;
+}
+
 /** A succeeded test payment of `amount` (created, session opened with sbp, confirmed). */
 export async function succeededPayment(s: TestServer, amount: number, key?: string): Promise<any> {
   const c = await createPayment(s, { amount }, key);

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { advance, createPayment, getPayment, simulate } from '../helpers/payments';
+import { advance, createPayment, getPayment, pendingJobsOf, simulate, statusesOf } from '../helpers/payments';
 import { openDatabase, SCHEMA_VERSION } from '../../src/db/open';
 
 let s: TestServer;
@@ -10,22 +10,14 @@ before(async () => {
 });
 after(() => s.close());
 
-function pendingJobs(shopId: string): Array<{ kind: string; subject_id: string; due_at: number }> {
-  return s.store.db.prepare(`SELECT kind, subject_id, due_at FROM jobs WHERE shop_id = ? AND state = 'pending' ORDER BY due_at`).all(shopId) as never;
-}
 
-async function statuses(ids: string[], key: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const id of ids) out.push((await getPayment(s, id, key)).status);
-  return out;
-}
 
 test('each link expires when its own lifetime ends, in any order of creation, through one sweep job per shop and mode', async () => {
   const shop = s.newShop();
   // Created longest first, so each create has to move the sweep earlier.
   const ids: string[] = [];
   for (const ttl of [5, 3, 1, 4, 2]) ids.push((await createPayment(s, { amount: 10000, ttl_minutes: ttl }, shop.key)).payment.id);
-  const jobs = pendingJobs(shop.shopId);
+  const jobs = pendingJobsOf(s, shop.shopId);
   assert.equal(jobs.length, 1, 'five creates leave one job, not five');
   assert.equal(jobs[0].kind, 'payment.link_sweep');
   assert.equal(jobs[0].subject_id, `${shop.shopId}/test`);
@@ -41,16 +33,16 @@ test('each link expires when its own lifetime ends, in any order of creation, th
     ['expired', 'expired', 'expired', 'expired', 'expired'],
   ];
   await advance(s, 50, shop.key);
-  assert.deepEqual(await statuses(ids, shop.key), expected[0], 'nothing ends before its minute');
+  assert.deepEqual(await statusesOf(s, ids, shop.key), expected[0], 'nothing ends before its minute');
   for (let minute = 1; minute <= 5; minute++) {
     await advance(s, 60, shop.key);
-    assert.deepEqual(await statuses(ids, shop.key), expected[minute], `after ${minute} min 50 s`);
+    assert.deepEqual(await statusesOf(s, ids, shop.key), expected[minute], `after ${minute} min 50 s`);
   }
   for (const id of ids) {
     const p = await getPayment(s, id, shop.key);
     assert.equal(p.metadata.failure_code, 'link_expired');
   }
-  assert.deepEqual(pendingJobs(shop.shopId), [], 'no sweep waits once no payment is pending');
+  assert.deepEqual(pendingJobsOf(s, shop.shopId), [], 'no sweep waits once no payment is pending');
 });
 
 test('a payment that left pending is not expired, and a link expires on the advance that reaches its end', async () => {
@@ -66,7 +58,7 @@ test('a payment that left pending is not expired, and a link expires on the adva
   // Advance to the first whole second at or after the link's end.
   const ms = Date.parse(p.expires_at) - Date.parse(clock.body.now);
   await advance(s, Math.ceil(ms / 1000), shop.key);
-  assert.deepEqual(await statuses([paid, cancelled, left], shop.key), ['succeeded', 'cancelled', 'expired']);
+  assert.deepEqual(await statusesOf(s, [paid, cancelled, left], shop.key), ['succeeded', 'cancelled', 'expired']);
 });
 
 test('more links than one sweep run takes all expire in one clock advance, each with its webhook event', async () => {
@@ -98,7 +90,7 @@ test('a payment created after a test reset is still expired: the reset removes t
   const shop = s.newShop();
   await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key);
   assert.equal((await s.request('POST', '/v1/test/reset', { key: shop.key })).status, 200);
-  assert.deepEqual(pendingJobs(shop.shopId), []);
+  assert.deepEqual(pendingJobsOf(s, shop.shopId), []);
   const id = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id;
   await advance(s, 61, shop.key);
   assert.equal((await getPayment(s, id, shop.key)).status, 'expired');

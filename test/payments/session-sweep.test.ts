@@ -1,7 +1,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { advance, createPayment, getPayment, simulate } from '../helpers/payments';
+import { advance, createPayment, getPayment, pendingJobsOf, simulate, statusesOf } from '../helpers/payments';
+import { deadlineSql, LINK_END, SESSION_END } from '../../src/payments/store';
 
 // Amounts ending in 04 stay at the test bank without an answer, so only the session's end closes them.
 const SILENT = 10004;
@@ -12,15 +13,7 @@ before(async () => {
 });
 after(() => s.close());
 
-function pendingJobs(shopId: string): Array<{ kind: string; subject_id: string; due_at: number }> {
-  return s.store.db.prepare(`SELECT kind, subject_id, due_at FROM jobs WHERE shop_id = ? AND state = 'pending' ORDER BY kind, due_at`).all(shopId) as never;
-}
 
-async function statuses(ids: string[], key: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const id of ids) out.push((await getPayment(s, id, key)).status);
-  return out;
-}
 
 test('bank sessions of different lengths each expire at their own end, through one sweep job per shop and mode', async () => {
   const shop = s.newShop();
@@ -28,21 +21,21 @@ test('bank sessions of different lengths each expire at their own end, through o
   const sbp = (await createPayment(s, { amount: SILENT, method: 'sbp' }, shop.key)).payment.id;
   const cards = (await createPayment(s, { amount: SILENT, method: 'cards' }, shop.key)).payment.id;
   for (const id of [sbp, cards]) assert.equal((await simulate(s, id, { action: 'open_session' }, shop.key)).status, 200);
-  const sweeps = pendingJobs(shop.shopId).filter((j) => j.kind === 'payment.session_sweep');
+  const sweeps = pendingJobsOf(s, shop.shopId).filter((j) => j.kind === 'payment.session_sweep');
   assert.equal(sweeps.length, 1, 'two sessions leave one sweep job');
   assert.equal(sweeps[0].subject_id, `${shop.shopId}/test`);
   const until = Date.parse((await getPayment(s, cards, shop.key)).processing_until);
   assert.equal(sweeps[0].due_at, until, 'the sweep is due when the shorter session ends');
-  assert.equal(pendingJobs(shop.shopId).filter((j) => j.subject_id === sbp || j.subject_id === cards).length, 0, 'no job of a payment of its own');
+  assert.equal(pendingJobsOf(s, shop.shopId).filter((j) => j.subject_id === sbp || j.subject_id === cards).length, 0, 'no job of a payment of its own');
 
   await advance(s, 14 * 60 + 50, shop.key);
-  assert.deepEqual(await statuses([sbp, cards], shop.key), ['processing', 'processing']);
+  assert.deepEqual(await statusesOf(s, [sbp, cards], shop.key), ['processing', 'processing']);
   await advance(s, 20, shop.key);
-  assert.deepEqual(await statuses([sbp, cards], shop.key), ['processing', 'expired']);
+  assert.deepEqual(await statusesOf(s, [sbp, cards], shop.key), ['processing', 'expired']);
   await advance(s, 5 * 60, shop.key);
-  assert.deepEqual(await statuses([sbp, cards], shop.key), ['expired', 'expired']);
+  assert.deepEqual(await statusesOf(s, [sbp, cards], shop.key), ['expired', 'expired']);
   for (const id of [sbp, cards]) assert.equal((await getPayment(s, id, shop.key)).metadata.failure_code, 'session_expired');
-  assert.deepEqual(pendingJobs(shop.shopId).filter((j) => j.kind === 'payment.session_sweep'), [], 'no sweep waits once no session is open');
+  assert.deepEqual(pendingJobsOf(s, shop.shopId).filter((j) => j.kind === 'payment.session_sweep'), [], 'no sweep waits once no session is open');
 });
 
 test('a session the bank answered is not expired by the sweep, and the answer cancels no job', async () => {
@@ -54,7 +47,7 @@ test('a session the bank answered is not expired by the sweep, and the answer ca
   const cancelled = s.store.db.prepare(`SELECT count(*) AS n FROM jobs WHERE shop_id = ? AND state = 'cancelled'`).get(shop.shopId) as { n: number };
   assert.equal(cancelled.n, 0);
   await advance(s, 21 * 60, shop.key);
-  assert.deepEqual(await statuses([paid, left], shop.key), ['succeeded', 'expired']);
+  assert.deepEqual(await statusesOf(s, [paid, left], shop.key), ['succeeded', 'expired']);
 });
 
 test('more sessions than one sweep run takes all expire in one advance, and another shop\'s stay open', async () => {
@@ -93,4 +86,20 @@ test('a per-payment session job an older database holds still expires its paymen
   assert.equal((await getPayment(s, id, shop.key)).status, 'expired');
   const job = s.store.db.prepare(`SELECT state FROM jobs WHERE kind = 'payment.session_expiry' AND subject_id = ?`).get(id) as { state: string };
   assert.equal(job.state, 'done');
+});
+
+test('both sweeps find what is due, and the next deadline, through their partial index', () => {
+  for (const [d, index] of [
+    [LINK_END, 'payments_pending_expiry'],
+    [SESSION_END, 'payments_session_end'],
+  ] as const) {
+    const sql = deadlineSql(d);
+    for (const [q, args] of [
+      [sql.due, ['x', 'test', 1, 1]],
+      [sql.next, ['x', 'test']],
+    ] as const) {
+      const detail = (s.store.db.prepare(`EXPLAIN QUERY PLAN ${q}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail).join('; ');
+      assert.match(detail, new RegExp(`^SEARCH payments USING (COVERING )?INDEX ${index} \\(shop_id=\\? AND mode=\\?`), detail);
+    }
+  }
 });
