@@ -215,7 +215,9 @@ export class FakeTBank {
           errorCode: '0',
           recurrent: b.Recurrent === 'Y',
           customerKey: String(b.CustomerKey ?? ''),
-          rebillId: String(1_500_000_000 + this.seq),
+          // Not the PaymentId behind a fixed prefix ("150" + "7000012" was one): the secrets test searches the
+          // raw database bytes, where a stored text ending in "150" next to a stored PaymentId spelled it.
+          rebillId: String(1_500_000_000_000 + this.seq * 7_919),
           notificationUrl: String(b.NotificationURL ?? ''),
           successUrl: String(b.SuccessURL ?? ''),
           failUrl: String(b.FailURL ?? ''),
