@@ -2,7 +2,10 @@ import type { Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
 import { esc } from '../pay-page/layout';
 import { formatAmount, type Lang } from '../pay-page/i18n';
-import { parseRegisterQuery, registerOrder, registerWhere, toPage, type RegisterQuery } from '../registers/query';
+import { encodeCursor } from '../registers/cursor';
+import { REGISTERS as TABLES } from '../registers/plan';
+import { parseRegisterQuery, toPage, type RegisterQuery } from '../registers/query';
+import { cabinetRows, SCAN_ROWS_MAX, type CabinetRows, type RowFilter } from './register-rows';
 import { PAYMENT_STATUSES } from '../payments/types';
 import { REFUND_STATUSES } from '../refunds/handlers';
 import { iso } from '../util/time';
@@ -131,18 +134,15 @@ function readFilter(ctx: Ctx, reg: Register): Filter {
   }
 }
 
-/** The rows of one query of the filter (newest first), `limit` + 1 of them so the page knows if more follow. */
-function queryRows(ctx: Ctx, reg: Register, f: Filter, rq: RegisterQuery, limit: number): Row[] {
-  if (f.shopIds.length === 0) return [];
-  const where = registerWhere(rq);
-  const sql = [`shop_id IN (${f.shopIds.map(() => '?').join(', ')})`, 'mode = ?', ...where.sql];
-  const params: unknown[] = [...f.shopIds, ctx.cabinet!.mode, ...where.params];
-  // registerWhere leaves the status list to the caller.
-  if (rq.statuses) sql.push(`status IN (${rq.statuses.map(() => '?').join(', ')})`), params.push(...rq.statuses);
-  if (f.orderId) sql.push('order_id = ?'), params.push(f.orderId);
-  if (f.amountMin !== null) sql.push('amount >= ?'), params.push(f.amountMin);
-  if (f.amountMax !== null) sql.push('amount <= ?'), params.push(f.amountMax);
-  return ctx.app.store.db.prepare(`SELECT * FROM ${reg.table} WHERE ${sql.join(' AND ')} ${registerOrder()} LIMIT ?`).all(...params, limit + 1) as Row[];
+/** The rows of one query of the filter (newest first): at most limit + 1, and where a bounded search stopped. */
+function queryRows(ctx: Ctx, reg: Register, f: Filter, rq: RegisterQuery): CabinetRows<Row> {
+  if (f.shopIds.length === 0) return { rows: [], searchedTo: null };
+  // Order id and amounts have no index of their own: they are checked on a bounded window of the register.
+  const extra: RowFilter = { sql: [], params: [] };
+  if (f.orderId) extra.sql.push('order_id = ?'), extra.params.push(f.orderId);
+  if (f.amountMin !== null) extra.sql.push('amount >= ?'), extra.params.push(f.amountMin);
+  if (f.amountMax !== null) extra.sql.push('amount <= ?'), extra.params.push(f.amountMax);
+  return cabinetRows<Row>(ctx.app.store.db, TABLES[reg.name], f.shopIds, ctx.cabinet!.mode, rq, extra);
 }
 
 function highSeq(ctx: Ctx, reg: Register): number {
@@ -188,8 +188,11 @@ export function registerPage(name: Register['name']): (ctx: Ctx) => Reply {
     const lang = ctx.cabinet!.lang;
     const f = readFilter(ctx, reg);
     const shops = new Map(merchantShops(ctx).map((s) => [s.id, s.name]));
-    const rows = f.error ? [] : queryRows(ctx, reg, f, f.rq, f.rq.limit);
-    const page = toPage(rows, f.rq, (r) => r, () => highSeq(ctx, reg));
+    const found = f.error ? { rows: [], searchedTo: null } : queryRows(ctx, reg, f, f.rq);
+    const page = toPage(found.rows, f.rq, (r) => r, () => highSeq(ctx, reg));
+    // A filter checked row by row searched a bounded stretch of the register: the next page searches on below it.
+    const searchedTo = found.searchedTo && !page.next_cursor ? found.searchedTo : null;
+    if (searchedTo) page.next_cursor = encodeCursor({ ...searchedTo, high: f.rq.after ? f.rq.after.high : highSeq(ctx, reg) });
     const heads = reg.columns.map((c) => ({ label: ct(lang, c.label), num: c.num }));
     const list = table(heads, page.items.map((r) => reg.columns.map((c) => c.cell(r, lang, shops))), ct(lang, 'nothing'));
     const pager = [
@@ -201,6 +204,7 @@ ${f.error ? `<p class="alert" role="alert">${esc(f.error)}</p>` : ''}
 ${filterForm(ctx, reg, f)}
 <p><a class="btn secondary" href="/cabinet/${name}.csv${filterQuery(ctx)}" download>${esc(ct(lang, 'export_csv'))}</a></p>
 ${list}
+${searchedTo ? `<p class="muted" role="status">${esc(ct(lang, 'searched_to').replace('{n}', SCAN_ROWS_MAX.toLocaleString(lang === 'ru' ? 'ru-RU' : 'en-GB')).replace('{when}', when(searchedTo.createdAt)))}</p>` : ''}
 <div class="pager">${pager}</div>`;
     return cabinetPage(ctx, { title: ct(lang, name), active: name, body, status: f.error ? 400 : 200 });
   };
@@ -235,13 +239,16 @@ export function registerCsv(name: Register['name']): (ctx: Ctx) => Promise<Reply
     let rq: RegisterQuery = { ...f.rq, after: null, limit: CSV_CHUNK_ROWS };
     const high = highSeq(ctx, reg);
     for (;;) {
-      const rows = queryRows(ctx, reg, f, rq, CSV_CHUNK_ROWS);
+      const { rows, searchedTo } = queryRows(ctx, reg, f, rq);
       const chunk = rows.slice(0, CSV_CHUNK_ROWS);
       const text = chunk.map((r) => reg.columns.map((c) => csvField(c.csv(r, shops))).join(',') + '\r\n').join('');
       if (text && !res.write(text)) await new Promise<void>((resolve) => res.once('drain', resolve));
-      if (rows.length <= CSV_CHUNK_ROWS || res.destroyed) break;
-      const last = chunk[chunk.length - 1];
-      rq = { ...rq, after: { createdAt: last.created_at, seq: last.seq, high } };
+      const last = rows.length > CSV_CHUNK_ROWS ? chunk[chunk.length - 1] : null;
+      const next = last ? { createdAt: last.created_at, seq: last.seq } : searchedTo;
+      if (!next || res.destroyed) break;
+      rq = { ...rq, after: { ...next, high } };
+      // Each chunk is a bounded query; between two of them the server answers everyone else.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
     res.end();
     return { raw: true };

@@ -54,6 +54,7 @@ const TEXTS = {
   reset_filter: ['Сбросить', 'Clear'],
   export_csv: ['Скачать CSV', 'Export CSV'],
   next_page: ['Следующая страница', 'Next page'],
+  searched_to: ['Просмотрены последние {n} записей, до {when}: чтобы искать дальше, откройте следующую страницу.', 'Searched the latest {n} records, back to {when}: open the next page to search further.'],
   first_page: ['В начало', 'First page'],
   nothing: ['Ничего не найдено.', 'Nothing found.'],
   method: ['Способ', 'Method'],

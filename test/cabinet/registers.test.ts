@@ -1,0 +1,100 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, type TestServer } from '../helpers/server';
+import { cabGet, makeUser, signIn, type CabinetSession } from '../helpers/cabinet';
+import { simulate } from '../helpers/payments';
+import { createKey, createShop } from '../../src/cabinet/store';
+import { SCAN_ROWS_MAX } from '../../src/cabinet/register-rows';
+
+// The cabinet's registers read like the API's: each shop (and status value) is one index seek of at most a
+// page, merged; a filter no index serves (order id, amount) is checked on a bounded stretch of the register.
+
+let s: TestServer;
+let session: CabinetSession;
+let merchantId: string;
+const shops: Array<{ id: string; key: string }> = [];
+
+before(async () => {
+  s = await startTestServer();
+  const first = s.newShop();
+  merchantId = first.merchantId;
+  shops.push({ id: first.shopId, key: first.key });
+  const second = createShop(s.store, merchantId, 'Second shop', undefined, Date.now());
+  shops.push({ id: second.id, key: createKey(s.store, second.id, 'test', undefined, Date.now()).secret });
+  makeUser(s, merchantId, 'registers@shop.example');
+  session = await signIn(s, 'registers@shop.example');
+});
+after(() => s.close());
+
+// Amounts ending in 04 stay at the test bank until told, so the test decides which payments succeed.
+const orders = (html: string): string[] => [...html.matchAll(/>(o-\d+)<\/a>/g)].map((m) => m[1]);
+const nextLink = (html: string): string | null => /rel="next" href="([^"]+)"/.exec(html)?.[1].replace(/&amp;/g, '&') ?? null;
+
+/** Every page of a cabinet register, following its next links; the order ids in page order and the pages' HTML. */
+async function walk(path: string): Promise<{ ids: string[]; pages: string[] }> {
+  const ids: string[] = [];
+  const pages: string[] = [];
+  for (let url: string | null = path; url; ) {
+    const r = await cabGet(s, session, url);
+    assert.equal(r.status, 200, r.text.slice(0, 500));
+    pages.push(r.text);
+    ids.push(...orders(r.text));
+    url = nextLink(r.text);
+    assert.ok(pages.length < 50, 'the pages end');
+  }
+  return { ids, pages };
+}
+
+test('all shops of a merchant page newest first as one register, each row once, a status filter too', async () => {
+  const made: string[] = [];
+  for (let i = 0; i < 64; i++) {
+    const shop = shops[i % 2];
+    const r = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10_004, method: 'sbp', order_id: `o-${i}` } });
+    assert.equal(r.status, 201, r.text);
+    if (i % 3 === 0) {
+      assert.equal((await simulate(s, r.body.payment.id, { action: 'open_session' }, shop.key)).status, 200);
+      assert.equal((await simulate(s, r.body.payment.id, { action: 'succeed' }, shop.key)).status, 200);
+    }
+    made.push(`o-${i}`);
+  }
+  const all = await walk('/cabinet/payments');
+  assert.equal(all.pages.length, 2, '64 rows of two shops make two pages of 50');
+  assert.deepEqual(all.ids, [...made].reverse());
+  const paid = await walk('/cabinet/payments?status=succeeded');
+  assert.deepEqual(paid.ids, made.filter((_, i) => i % 3 === 0).reverse());
+  const one = await walk(`/cabinet/payments?shop=${shops[1].id}`);
+  assert.deepEqual(one.ids, made.filter((_, i) => i % 2 === 1).reverse());
+});
+
+test('an amount or order id filter searches a bounded stretch per page and says so; the next page searches on', async () => {
+  const shop = shops[0];
+  const tpl = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10_000, order_id: 'o-template' } });
+  assert.equal(tpl.status, 201);
+  const deep = SCAN_ROWS_MAX + 5_000;
+  // Older payments, straight into the table (a year of a busy shop): one match near the top, one past the window.
+  s.store.tx(({ db }) => {
+    const t = db.prepare('SELECT seq, created_at FROM payments WHERE id = ?').get(tpl.body.payment.id) as { seq: number; created_at: number };
+    db.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+       INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, purpose, metadata, created_at, expires_at)
+       SELECT ? + 1000000 + i, printf('00000000-0000-4000-8000-%012d', i), 'Q-' || i, 'payment', merchant_id, shop_id, mode, 'o-' || (100000 + i), 'expired',
+              CASE WHEN i IN (10, ?) THEN 777700 ELSE 10000 END, currency, 'sbp', purpose, '{}', ? - i * 1000, ? - i * 1000 + 60000
+       FROM payments, n WHERE payments.id = ?`,
+    ).run(deep, t.seq, deep, t.created_at, t.created_at, tpl.body.payment.id);
+  });
+  const filter = `/cabinet/payments?shop=${shop.id}&amount_min=7777&amount_max=7777`;
+  const first = await cabGet(s, session, filter);
+  assert.equal(first.status, 200);
+  assert.deepEqual(orders(first.text), ['o-100010'], 'the first page holds the match within the window');
+  assert.match(first.text, /Searched the latest 20,000 records|Просмотрены последние 20/, 'and says how far it searched');
+  const walked = await walk(filter);
+  assert.deepEqual(walked.ids, ['o-100010', `o-${100000 + deep}`], 'the next pages find the older one, each once');
+  assert.doesNotMatch(walked.pages[walked.pages.length - 1], /Searched the latest|Просмотрены последние/, 'the last page searched to the end');
+
+  const byOrder = await walk(`/cabinet/payments?order_id=o-${100000 + deep}`);
+  assert.deepEqual(byOrder.ids, [`o-${100000 + deep}`], 'an order id across both shops, found past two windows');
+
+  const csv = await cabGet(s, session, `${filter.replace('/cabinet/payments?', '/cabinet/payments.csv?')}`);
+  assert.equal(csv.status, 200);
+  assert.deepEqual(csv.text.trimEnd().split('\r\n').slice(1).map((l) => l.split(',')[1]), ['o-100010', `o-${100000 + deep}`], 'the export searches every stretch');
+});
