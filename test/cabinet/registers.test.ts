@@ -5,6 +5,7 @@ import { cabGet, makeUser, signIn, type CabinetSession } from '../helpers/cabine
 import { simulate } from '../helpers/payments';
 import { createKey, createShop } from '../../src/cabinet/store';
 import { SCAN_ROWS_MAX } from '../../src/cabinet/register-rows';
+import { TIMELINE_SQL } from '../../src/cabinet/payment';
 
 // The cabinet's registers read like the API's: each shop (and status value) is one index seek of at most a
 // page, merged; a filter no index serves (order id, amount) is checked on a bounded stretch of the register.
@@ -97,4 +98,20 @@ test('an amount or order id filter searches a bounded stretch per page and says 
   const csv = await cabGet(s, session, `${filter.replace('/cabinet/payments?', '/cabinet/payments.csv?')}`);
   assert.equal(csv.status, 200);
   assert.deepEqual(csv.text.trimEnd().split('\r\n').slice(1).map((l) => l.split(',')[1]), ['o-100010', `o-${100000 + deep}`], 'the export searches every stretch');
+});
+
+test("a payment's timeline seeks the payment's own events, not the shop's whole log", async () => {
+  const shop = shops[1];
+  const r = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10_004, method: 'sbp', order_id: 'o-timeline' } });
+  assert.equal(r.status, 201);
+  const id = r.body.payment.id as string;
+  assert.equal((await simulate(s, id, { action: 'open_session' }, shop.key)).status, 200);
+  assert.equal((await simulate(s, id, { action: 'succeed' }, shop.key)).status, 200);
+  const page = await cabGet(s, session, `/cabinet/payments/${id}`);
+  assert.equal(page.status, 200);
+  const kinds = [...page.text.matchAll(/<span class="mono">(payment\.[a-z_]+)<\/span>/g)].map((m) => m[1]);
+  assert.deepEqual(kinds.slice(0, 3), ['payment.created', 'payment.status_changed', 'payment.status_changed']);
+  assert.ok(kinds.includes('payment.succeeded'), 'the webhook event of the success, with its resend button');
+  const plan = (s.store.db.prepare(`EXPLAIN QUERY PLAN ${TIMELINE_SQL}`).all(id, shop.id, 'test', 10) as Array<{ detail: string }>).map((p) => p.detail).join('; ');
+  assert.match(plan, /^SEARCH events USING INDEX events_payment \(payment_id=\?\)$/, plan);
 });
