@@ -115,3 +115,16 @@ test("a payment's timeline seeks the payment's own events, not the shop's whole 
   const plan = (s.store.db.prepare(`EXPLAIN QUERY PLAN ${TIMELINE_SQL}`).all(id, shop.id, 'test', 10) as Array<{ detail: string }>).map((p) => p.detail).join('; ');
   assert.match(plan, /^SEARCH events USING INDEX events_payment \(payment_id=\?\)$/, plan);
 });
+
+test('the overview adds up payments per day in slices of the register, to the same totals as the table holds', async () => {
+  const ids = shops.map((x) => x.id);
+  const total = s.store.db
+    .prepare(`SELECT count(*) AS n FROM payments WHERE shop_id IN (${ids.map(() => '?').join(', ')}) AND mode = 'test'`)
+    .get(...ids) as { n: number };
+  assert.ok(total.n > 25_000, 'more payments than several slices hold');
+  const page = await cabGet(s, session, '/cabinet/overview');
+  assert.equal(page.status, 200);
+  const m = /<title id="chart-title">[^<]*: (\d+) (?:payments|платежей)/.exec(page.text);
+  assert.ok(m, 'the chart states its total');
+  assert.equal(Number(m![1]), total.n);
+});
