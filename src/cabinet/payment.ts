@@ -1,5 +1,5 @@
 import type { Ctx, Reply } from '../http/types';
-import { notFound } from '../http/errors';
+import { badRequest, notFound } from '../http/errors';
 import { esc } from '../pay-page/layout';
 import { formatAmount } from '../pay-page/i18n';
 import { deliveryLog } from '../webhooks/log';
@@ -11,19 +11,15 @@ import { cancelPayment, refundable, refundPayment } from './domain';
 import { change } from './act';
 import { form } from './guard';
 import { ct, statusText, when } from './text';
+import { timeline, TIMELINE_MAX, TIMELINE_SCAN_ROWS } from './timeline';
 
-/** Events shown on a payment's timeline; a payment has a handful, this only bounds a pathological one. */
-const TIMELINE_MAX = 200;
-/** A payment's events, oldest first (payment id, shop, mode, limit): one seek of events_payment, however long the shop's log. */
-export const TIMELINE_SQL =
-  'SELECT id, kind, payload, at, webhook_event FROM events INDEXED BY events_payment WHERE payment_id = ? AND shop_id = ? AND mode = ? ORDER BY seq LIMIT ?';
 
-interface EventRow {
-  id: string;
-  kind: string;
-  payload: string;
-  at: number;
-  webhook_event: string | null;
+/** `events_from` of a payment page's query: where its timeline's window starts (a seq), or undefined. */
+function eventsFrom(ctx: Ctx): number | undefined {
+  const v = ctx.query.get('events_from');
+  if (v === null) return undefined;
+  if (!/^\d{1,15}$/.test(v)) throw badRequest(`Query parameter "events_from" must be a whole number, got "${v.slice(0, 32)}"`, 'events_from');
+  return Number(v);
 }
 
 /** GET /cabinet/payments/:id: the payment's fields, refunds, timeline of events, webhook attempts and actions. */
@@ -74,9 +70,10 @@ ${field('r-reason', ct(lang, 'reason'), `<input id="r-reason" name="reason" maxl
     ct(lang, 'nothing'),
   );
 
-  const events = ctx.app.store.stmt(TIMELINE_SQL).all(p.id, p.shop_id, p.mode, TIMELINE_MAX) as EventRow[];
+  const from = eventsFrom(ctx);
+  const { events, next } = timeline(ctx.app.store, p, from);
   const back = `/cabinet/payments/${p.id}`;
-  const timeline = table(
+  const timelineTable = table(
     [{ label: ct(lang, 'time') }, { label: ct(lang, 'event') }, { label: ct(lang, 'details') }, { label: ct(lang, 'webhooks') }],
     events.map((e) => [
       esc(when(e.at)),
@@ -105,7 +102,8 @@ ${field('r-reason', ct(lang, 'reason'), `<input id="r-reason" name="reason" maxl
 ${fields}
 ${actions.join('\n')}
 <h2>${esc(ct(lang, 'refunds'))}</h2>${refunds}
-<h2>${esc(ct(lang, 'timeline'))}</h2>${timeline}
+<h2>${esc(ct(lang, 'timeline'))}</h2>${timelineTable}
+${next !== null ? `<p class="muted" role="status">${esc(ct(lang, 'timeline_more').replace('{n}', TIMELINE_SCAN_ROWS.toLocaleString(lang === 'ru' ? 'ru-RU' : 'en-GB')))} <a href="/cabinet/payments/${esc(p.id)}?events_from=${next}">${esc(ct(lang, 'timeline_search_on'))}</a></p>` : ''}
 <h2>${esc(ct(lang, 'webhook_attempts'))}</h2>${attempts}`;
   return cabinetPage(ctx, { title: `${ct(lang, 'payment')} ${p.public_id}`, active: 'payments', body });
 }

@@ -54,6 +54,8 @@ const TEXTS = {
   reset_filter: ['Сбросить', 'Clear'],
   export_csv: ['Скачать CSV', 'Export CSV'],
   next_page: ['Следующая страница', 'Next page'],
+  timeline_more: ['Здесь события среди {n} событий магазина после создания платежа; более поздние могут быть дальше.', 'These are the events among the shop\'s {n} events after the payment was made; later ones may follow.'],
+  timeline_search_on: ['Искать дальше', 'Search further'],
   searched_to: ['Просмотрены последние {n} записей, до {when}: чтобы искать дальше, откройте следующую страницу.', 'Searched the latest {n} records, back to {when}: open the next page to search further.'],
   first_page: ['В начало', 'First page'],
   nothing: ['Ничего не найдено.', 'Nothing found.'],

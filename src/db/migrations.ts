@@ -148,6 +148,4 @@ CREATE TABLE IF NOT EXISTS bank_mismatches (
   // 8 → 9: bank sessions end through one sweep per shop and mode instead of a job per payment. The jobs of
   // sessions already open stay and run as before.
   `CREATE INDEX IF NOT EXISTS payments_session_end ON payments(shop_id, mode, processing_until) WHERE status = 'processing';`,
-  // 9 → 10: a payment's timeline (the cabinet) seeks its events instead of walking the shop's whole log.
-  `CREATE INDEX IF NOT EXISTS events_payment ON events(payment_id, seq) WHERE payment_id IS NOT NULL;`,
 ];

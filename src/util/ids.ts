@@ -22,14 +22,23 @@ function base32x8(n: number): string {
   return out;
 }
 
-/** An event id: `evt_` plus 26 Crockford base32 characters, time-ordered (48-bit ms time, 80 random bits). */
-export function eventId(at_ms: number): string {
+/**
+ * The first 14 characters of every event id stamped `at_ms`: `evt_` and the time. Crockford's alphabet is in
+ * ASCII order, so ids sort by time, and the ids of one millisecond lie in [prefix(t), prefix(t + 1)).
+ */
+export function eventIdPrefix(at_ms: number): string {
   let time = '';
   let t = Math.max(0, Math.floor(at_ms));
   for (let i = 0; i < 10; i++) {
     time = CROCKFORD[t % 32] + time;
     t = Math.floor(t / 32);
   }
+  return `evt_${time}`;
+}
+
+/** An event id: `evt_` plus 26 Crockford base32 characters, time-ordered (48-bit ms time, 80 random bits). */
+export function eventId(at_ms: number): string {
+  const prefix = eventIdPrefix(at_ms);
   if (eventPoolAt + 10 > eventPool.length) {
     eventPool = randomBytes(EVENT_POOL_BYTES);
     eventPoolAt = 0;
@@ -40,7 +49,7 @@ export function eventId(at_ms: number): string {
   // 80 bits as two 40-bit halves, 8 characters each (40 is a multiple of 5, so the halves do not share a character).
   const high = b[i] * 2 ** 32 + (((b[i + 1] << 24) | (b[i + 2] << 16) | (b[i + 3] << 8) | b[i + 4]) >>> 0);
   const low = b[i + 5] * 2 ** 32 + (((b[i + 6] << 24) | (b[i + 7] << 16) | (b[i + 8] << 8) | b[i + 9]) >>> 0);
-  return `evt_${time}${base32x8(high)}${base32x8(low)}`;
+  return `${prefix}${base32x8(high)}${base32x8(low)}`;
 }
 
 /** A secret with a prefix and 32 bytes of entropy, base64url. */

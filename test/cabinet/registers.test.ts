@@ -5,7 +5,8 @@ import { cabGet, makeUser, signIn, type CabinetSession } from '../helpers/cabine
 import { simulate } from '../helpers/payments';
 import { createKey, createShop } from '../../src/cabinet/store';
 import { SCAN_ROWS_MAX } from '../../src/cabinet/register-rows';
-import { TIMELINE_SQL } from '../../src/cabinet/payment';
+import { CREATED_EVENT_SQL, TIMELINE_SCAN_ROWS, WINDOW_END_SQL, WINDOW_SQL } from '../../src/cabinet/timeline';
+import { eventIdPrefix } from '../../src/util/ids';
 
 // The cabinet's registers read like the API's: each shop (and status value) is one index seek of at most a
 // page, merged; a filter no index serves (order id, amount) is checked on a bounded stretch of the register.
@@ -100,20 +101,45 @@ test('an amount or order id filter searches a bounded stretch per page and says 
   assert.deepEqual(csv.text.trimEnd().split('\r\n').slice(1).map((l) => l.split(',')[1]), ['o-100010', `o-${100000 + deep}`], 'the export searches every stretch');
 });
 
-test("a payment's timeline seeks the payment's own events, not the shop's whole log", async () => {
+test("a payment's timeline reads the shop's log from the payment's first event, a bounded window at a time", async () => {
   const shop = shops[1];
   const r = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10_004, method: 'sbp', order_id: 'o-timeline' } });
   assert.equal(r.status, 201);
   const id = r.body.payment.id as string;
   assert.equal((await simulate(s, id, { action: 'open_session' }, shop.key)).status, 200);
   assert.equal((await simulate(s, id, { action: 'succeed' }, shop.key)).status, 200);
+  const kindsOf = (html: string): string[] => [...html.matchAll(/<span class="mono">((?:payment|refund)\.[a-z_]+)<\/span>/g)].map((m) => m[1]);
   const page = await cabGet(s, session, `/cabinet/payments/${id}`);
   assert.equal(page.status, 200);
-  const kinds = [...page.text.matchAll(/<span class="mono">(payment\.[a-z_]+)<\/span>/g)].map((m) => m[1]);
-  assert.deepEqual(kinds.slice(0, 3), ['payment.created', 'payment.status_changed', 'payment.status_changed']);
-  assert.ok(kinds.includes('payment.succeeded'), 'the webhook event of the success, with its resend button');
-  const plan = (s.store.db.prepare(`EXPLAIN QUERY PLAN ${TIMELINE_SQL}`).all(id, shop.id, 'test', 10) as Array<{ detail: string }>).map((p) => p.detail).join('; ');
-  assert.match(plan, /^SEARCH events USING INDEX events_payment \(payment_id=\?\)$/, plan);
+  assert.deepEqual(kindsOf(page.text).slice(0, 3), ['payment.created', 'payment.status_changed', 'payment.status_changed']);
+  assert.ok(kindsOf(page.text).includes('payment.succeeded'), 'the webhook event of the success, with its resend button');
+  assert.doesNotMatch(page.text, /events_from=/, 'the window reached the end of the log');
+
+  // A busy shop afterwards: more of its events than one window reads, then a late event of this payment.
+  s.store.tx(({ db }) => {
+    const e = db.prepare(`SELECT merchant_id, at FROM events WHERE payment_id = ? ORDER BY seq DESC LIMIT 1`).get(id) as { merchant_id: string; at: number };
+    db.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+       INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at) SELECT 'evt_busy_' || i, ?, ?, 'test', 'payment.created', '{}', ? + i FROM n`,
+    ).run(TIMELINE_SCAN_ROWS + 100, e.merchant_id, shop.id, e.at);
+    db.prepare(
+      `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, payment_id) VALUES ('evt_late', ?, ?, 'test', 'refund.created', '{"amount":500}', ?, 'payment.refunded', '{}', ?)`,
+    ).run(e.merchant_id, shop.id, e.at + TIMELINE_SCAN_ROWS + 200, id);
+  });
+  const first = await cabGet(s, session, `/cabinet/payments/${id}`);
+  assert.ok(!kindsOf(first.text).includes('refund.created'), 'past the first window');
+  const more = /href="(\/cabinet\/payments\/[^"?]+\?events_from=\d+)"/.exec(first.text);
+  assert.ok(more, 'the page says the log goes on and links the next window');
+  const second = await cabGet(s, session, more![1]);
+  assert.equal(second.status, 200);
+  assert.deepEqual(kindsOf(second.text), ['refund.created', 'payment.refunded']);
+  assert.equal((await cabGet(s, session, `/cabinet/payments/${id}?events_from=x`)).status, 400);
+
+  // The first event is found among one millisecond's ids; each window is a range of the shop's index.
+  const plan = (sql: string, ...args: unknown[]) => (s.store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as Array<{ detail: string }>).map((p) => p.detail).join('; ');
+  assert.match(plan(CREATED_EVENT_SQL, eventIdPrefix(1), eventIdPrefix(2), id), /SEARCH events USING INDEX sqlite_autoindex_events_1 \(id>\? AND id<\?\)/);
+  assert.match(plan(WINDOW_SQL, shop.id, 'test', 1, 10, id, 10), /SEARCH events USING INDEX events_shop_seq \(shop_id=\? AND mode=\? AND seq>\?\)/);
+  assert.match(plan(WINDOW_END_SQL, shop.id, 'test', 1, 10), /SEARCH events USING COVERING INDEX events_shop_seq \(shop_id=\? AND mode=\? AND seq>\?\)/);
 });
 
 test('the overview adds up payments per day in slices of the register, to the same totals as the table holds', async () => {
