@@ -97,7 +97,7 @@ export const cabinetOpenApi: OpenApiFragment = {
         responses: { '200': { description: 'text/csv', content: { 'text/csv': { schema: { type: 'string' } } } }, '303': toSignIn, ...refusals },
       },
     },
-    '/cabinet/payments/{id}': page("A payment: fields, refunds, timeline of events, webhook attempts, actions", [], ['id']),
+    '/cabinet/payments/{id}': page("A payment: fields, refunds, timeline of events (events_from: where the next window of the shop's log starts), webhook attempts, actions", ['events_from'], ['id']),
     '/cabinet/payments/{id}/refund': post('Refund a payment (amount in rubles; empty: the remainder)', ['amount', 'reason'], { path: ['id'] }),
     '/cabinet/payments/{id}/cancel': post('Cancel a pending payment', [], { path: ['id'] }),
     '/cabinet/events/{id}/resend': post('Send a webhook event again now', ['back'], { path: ['id'] }),
