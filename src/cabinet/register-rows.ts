@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { cachedStmt } from '../db/statements';
 import { ApiError } from '../http/errors';
-import { registerSeeks, type RegisterTable } from '../registers/plan';
+import { registerSeeks, type RegisterSeek, type RegisterTable } from '../registers/plan';
 import type { Cursor } from '../registers/cursor';
 import type { RegisterQuery } from '../registers/query';
 
@@ -33,6 +33,18 @@ function newer(a: Position, b: Position): boolean {
 }
 
 /**
+ * The index seeks of one cabinet query: one per shop and status value. More than CABINET_SEEKS_MAX is
+ * refused with 400 naming `shop`, before anything is read.
+ */
+export function cabinetSeeks(spec: RegisterTable, shopIds: readonly string[], mode: string, rq: RegisterQuery, columns = '*'): RegisterSeek[] {
+  const seeks = shopIds.flatMap((id) => registerSeeks(spec, id, [mode], { status: rq.statuses ?? undefined }, rq, columns));
+  if (seeks.length > CABINET_SEEKS_MAX) {
+    throw new ApiError(400, 'bad_request', `Cannot list ${spec.table} of ${shopIds.length} shops with this many statuses at once: choose one shop or fewer statuses`, 'shop');
+  }
+  return seeks;
+}
+
+/**
  * One page of a register over several shops of a merchant, newest first. Each shop (and status value) is one
  * seek of the index that serves the page (registers/plan.ts), merged here, so a page reads at most
  * seeks × (limit + 1) rows however large the register is. With `extra` conditions each seek reads a window of
@@ -47,17 +59,13 @@ export function cabinetRows<R extends Position>(
   rq: RegisterQuery,
   extra: RowFilter,
 ): CabinetRows<R> {
-  const filters = { status: rq.statuses ?? undefined };
-  const seeks = shopIds.flatMap((id) => registerSeeks(spec, id, [mode], filters, rq));
-  if (seeks.length > CABINET_SEEKS_MAX) {
-    throw new ApiError(400, 'bad_request', `Cannot list ${spec.table} of ${shopIds.length} shops with this many statuses at once: choose one shop or fewer statuses`, 'shop');
-  }
+  const seeks = cabinetSeeks(spec, shopIds, mode, rq);
   const take = rq.limit + 1;
   const merge = (rows: R[]): R[] => rows.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq).slice(0, take);
   if (extra.sql.length === 0) return { rows: merge(seeks.flatMap((s) => cachedStmt(db, s.sql).all(...s.params) as R[])), searchedTo: null };
 
   const window = Math.max(take, Math.floor(SCAN_ROWS_MAX / seeks.length));
-  const ends = shopIds.flatMap((id) => registerSeeks(spec, id, [mode], filters, rq, 'created_at, seq'));
+  const ends = cabinetSeeks(spec, shopIds, mode, rq, 'created_at, seq');
   const found: R[] = [];
   let shallowest: Position | null = null;
   for (let i = 0; i < seeks.length; i++) {

@@ -5,7 +5,7 @@ import { formatAmount, type Lang } from '../pay-page/i18n';
 import { encodeCursor } from '../registers/cursor';
 import { REGISTERS as TABLES } from '../registers/plan';
 import { parseRegisterQuery, toPage, type RegisterQuery } from '../registers/query';
-import { cabinetRows, SCAN_ROWS_MAX, type CabinetRows, type RowFilter } from './register-rows';
+import { cabinetRows, cabinetSeeks, SCAN_ROWS_MAX, type CabinetRows, type RowFilter } from './register-rows';
 import { PAYMENT_STATUSES } from '../payments/types';
 import { REFUND_STATUSES } from '../refunds/handlers';
 import { iso } from '../util/time';
@@ -127,6 +127,8 @@ function readFilter(ctx: Ctx, reg: Register): Filter {
       amountMax: rubles(q.get('amount_max'), 'amount_max'),
       error: null,
     };
+    // A merge of too many shops and statuses is refused here, so the page shows why and the export sends nothing.
+    cabinetSeeks(TABLES[reg.name], shopIds, ctx.cabinet!.mode, f.rq);
     return f;
   } catch (err) {
     if (err instanceof ApiError && err.status === 400) return { ...empty, rq: { ...empty.rq, limit: PAGE_ROWS }, error: err.message };

@@ -154,3 +154,20 @@ test('the overview adds up payments per day in slices of the register, to the sa
   assert.ok(m, 'the chart states its total');
   assert.equal(Number(m![1]), total.n);
 });
+
+test('a merge of more shops and statuses than a page may seek is refused with the reason beside the filter; the export sends nothing', async () => {
+  const big = s.newShop();
+  // Payouts by status are one seek per payout method: 22 shops × 3 methods passes the bound of 64.
+  for (let i = 0; i < 21; i++) createShop(s.store, big.merchantId, `Branch ${i}`, undefined, Date.now());
+  makeUser(s, big.merchantId, 'branches@shop.example');
+  const branches = await signIn(s, 'branches@shop.example');
+  const page = await cabGet(s, branches, '/cabinet/payouts?status=pending');
+  assert.equal(page.status, 400);
+  assert.match(page.text, /role="alert">Cannot list payouts of 22 shops with this many statuses at once: choose one shop or fewer statuses</);
+  assert.match(page.text, /<form method="get" action="\/cabinet\/payouts"/, 'the filter stays to be changed');
+  const csv = await cabGet(s, branches, '/cabinet/payouts.csv?status=pending');
+  assert.equal(csv.status, 400);
+  assert.doesNotMatch(String(csv.headers['content-type']), /text\/csv/);
+  assert.equal((await cabGet(s, branches, `/cabinet/payouts?status=pending&shop=${big.shopId}`)).status, 200, 'one shop is fine');
+  assert.equal((await cabGet(s, branches, '/cabinet/payouts')).status, 200, 'all shops without a status are one seek each');
+});
