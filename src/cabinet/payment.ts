@@ -103,6 +103,7 @@ ${fields}
 ${actions.join('\n')}
 <h2>${esc(ct(lang, 'refunds'))}</h2>${refunds}
 <h2>${esc(ct(lang, 'timeline'))}</h2>${timelineTable}
+${from !== undefined ? `<p><a href="/cabinet/payments/${esc(p.id)}">${esc(ct(lang, 'first_page'))}</a></p>` : ''}
 ${next !== null ? `<p class="muted" role="status">${esc(ct(lang, 'timeline_more').replace('{n}', TIMELINE_SCAN_ROWS.toLocaleString(lang === 'ru' ? 'ru-RU' : 'en-GB')))} <a href="/cabinet/payments/${esc(p.id)}?events_from=${next}">${esc(ct(lang, 'timeline_search_on'))}</a></p>` : ''}
 <h2>${esc(ct(lang, 'webhook_attempts'))}</h2>${attempts}`;
   return cabinetPage(ctx, { title: `${ct(lang, 'payment')} ${p.public_id}`, active: 'payments', body });

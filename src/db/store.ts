@@ -158,11 +158,11 @@ export class Store {
 
   /**
    * Run `fn` in one synchronous immediate transaction, now, durable on return; after-commit callbacks run then.
-   * With `later` (the scheduler's batches) the commit is durable a little after return instead: its WAL sync
+   * With `{ durable: 'later' }` (the scheduler's batches) the commit is durable a little after return instead: its WAL sync
    * runs on the thread pool while the caller goes on, as a group commit's does, and its after-commit callbacks
    * run once that sync is done. Nothing outside the process learns of it before (see whenDurable).
    */
-  tx<T>(fn: (tx: Tx) => T, later = false): T {
+  tx<T>(fn: (tx: Tx) => T, opts: { durable: 'now' | 'later' } = { durable: 'now' }): T {
     if (this.inTx) throw new Error('cannot open a transaction inside another');
     const hooks: Array<() => void> = [];
     const tx = this.newTx(hooks);
@@ -183,7 +183,7 @@ export class Store {
       this.inTx = false;
     }
     const seq = ++this.committedSeq;
-    if (later && this.wal) {
+    if (opts.durable === 'later' && this.wal) {
       this.checkpointer?.nudge();
       this.awaiting.push({ seq, batch: [DETACHED], outcomes: [{ ok: true, value: undefined, hooks }] });
       this.wal.request(seq);

@@ -120,7 +120,8 @@ export class Executor {
             seq = this.hooks.seq();
           }
         }
-      }, true);
+        // Durable later: the next batch runs while this one's WAL sync is on the thread pool.
+      }, { durable: 'later' });
     } finally {
       for (const id of consumed) this.hooks.ran(id);
     }

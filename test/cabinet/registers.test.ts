@@ -133,6 +133,7 @@ test("a payment's timeline reads the shop's log from the payment's first event, 
   const second = await cabGet(s, session, more![1]);
   assert.equal(second.status, 200);
   assert.deepEqual(kindsOf(second.text), ['refund.created', 'payment.refunded']);
+  assert.match(second.text, new RegExp(`<a href="/cabinet/payments/${id}">(First page|В начало)</a>`), 'and leads back to the first window');
   assert.equal((await cabGet(s, session, `/cabinet/payments/${id}?events_from=x`)).status, 400);
 
   // The first event is found among one millisecond's ids; each window is a range of the shop's index.

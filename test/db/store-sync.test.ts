@@ -59,14 +59,14 @@ test('tx() returns durable, and a reply that needs only an older commit does not
   }
 });
 
-test('tx(fn, later) commits now and syncs on the thread pool: its after-commit hooks wait for the disk', async () => {
+test('tx(fn, { durable: later }) commits now and syncs on the thread pool: its after-commit hooks wait for the disk', async () => {
   const { store, done } = tempStore('store');
   try {
     let hooked = false;
     const id = store.tx(({ db, afterCommit }) => {
       afterCommit(() => (hooked = true));
       return db.prepare(`INSERT INTO t (v) VALUES ('later')`).run().lastInsertRowid;
-    }, true);
+    }, { durable: 'later' });
     assert.equal(id, 1, 'the result of the body comes back at once');
     assert.equal(hooked, false, 'nothing learns of the commit before its sync');
     const wait = store.whenDurable();
