@@ -43,9 +43,25 @@ export interface ExecutorHooks {
   retry(key: JobKey): void;
 }
 
+/** What a batch of sync jobs did (see Executor.runSyncBatch). */
+export interface BatchOutcome {
+  consumed: number;
+  ran: number;
+  stale: boolean;
+  rest: JobRow[];
+  pin: number;
+}
+
+/** A job of a batch without savepoints threw: the batch's transaction is rolled back and run again with them. */
+class RunAgain extends Error {
+  constructor(cause: unknown) {
+    super('a job of the batch failed: running the batch again with a savepoint per job', { cause });
+  }
+}
+
 /**
- * Runs sync jobs in batches (one transaction, one savepoint per job, so each job's writes and its `done`
- * mark commit or roll back together) and records failures: retry after a doubling backoff, dead at last.
+ * Runs sync jobs in batches (one transaction; each job's writes and its `done` mark commit or roll back
+ * together) and records failures: retry after a doubling backoff, dead at last.
  */
 export class Executor {
   /** Registered kinds by name. */
@@ -68,13 +84,21 @@ export class Executor {
   }
 
   /**
-   * Run sync jobs rows[from..] in one transaction, each in a savepoint, up to the next async job, `batch` jobs
-   * or `txMs` of running. When a job schedules another, due order may have changed: with `refetch` the batch
-   * hands it the rows not yet run and goes on with the list it returns, in the same transaction; without it,
-   * it stops there. With `pinShop`, the shop's test clock reads each job's due time while it runs. Returns how
-   * many rows it consumed, how many of them it ran (a row no longer pending is skipped), whether the caller's
-   * row list is stale (then `rest` holds the rows still to run, merged), and the pin reached; throws when the
-   * transaction itself fails (nothing committed: the jobs stay pending and the sweep finds them).
+   * Run sync jobs rows[from..] in one transaction, up to the next async job, `batch` jobs or `txMs` of running;
+   * each job's writes and its `done` mark commit or roll back together. When a job schedules another, due order
+   * may have changed: with `refetch` the batch hands it the rows not yet run and goes on with the list it
+   * returns, in the same transaction; without it, it stops there. With `pinShop`, the shop's test clock reads
+   * each job's due time while it runs. Returns how many rows it consumed, how many of them it ran (a row no
+   * longer pending is skipped), whether the caller's row list is stale (then `rest` holds the rows still to
+   * run, merged), and the pin reached; throws when the transaction itself fails (nothing committed: the jobs
+   * stay pending and the sweep finds them).
+   *
+   * The batch first runs its jobs one after another with no savepoint of their own: a savepoint copies the
+   * first version of every page its job changes, a tenth of a subscription charge's cost. Should a job throw,
+   * that transaction is rolled back whole and the batch runs again from the same rows with a savepoint per
+   * job, so that the failing job alone is rolled back and recorded as failed while the others commit. Jobs
+   * check their subject's state first and keep their in-memory effects for after commit, so the run that was
+   * rolled back leaves nothing behind.
    */
   runSyncBatch(
     rows: JobRow[],
@@ -83,7 +107,21 @@ export class Executor {
     pinFloor: number,
     stopOnSchedule: boolean,
     refetch?: (rest: JobRow[]) => JobRow[],
-  ): { consumed: number; ran: number; stale: boolean; rest: JobRow[]; pin: number } {
+  ): BatchOutcome {
+    const fast = this.runBatch(rows, from, pinShop, pinFloor, stopOnSchedule, refetch, false);
+    return fast ?? this.runBatch(rows, from, pinShop, pinFloor, stopOnSchedule, refetch, true)!;
+  }
+
+  /** One try of runSyncBatch; without savepoints, undefined when a job threw (and nothing was committed). */
+  private runBatch(
+    rows: JobRow[],
+    from: number,
+    pinShop: string | null,
+    pinFloor: number,
+    stopOnSchedule: boolean,
+    refetch: ((rest: JobRow[]) => JobRow[]) | undefined,
+    savepoints: boolean,
+  ): BatchOutcome | undefined {
     const retries: JobKey[] = [];
     const consumed: number[] = [];
     let ran = 0;
@@ -92,6 +130,7 @@ export class Executor {
     let i = from;
     let stale = false;
     let pin = pinFloor;
+    let threw = false;
     try {
       this.store.tx((tx) => {
         let seq = this.hooks.seq();
@@ -106,12 +145,22 @@ export class Executor {
           consumed.push(row.id);
           pin = Math.max(pin, row.due_at);
           const once = (): void => {
+            if (!savepoints) {
+              if (this.runOne(tx, row, kind)) ran++;
+              return;
+            }
             const out = this.runOneInSavepoint(tx, row, kind);
             if (out.ran) ran++;
             if (out.retry) retries.push(out.retry);
           };
-          if (pinShop) this.clocks.pinned(pinShop, pin, once);
-          else once();
+          try {
+            if (pinShop) this.clocks.pinned(pinShop, pin, once);
+            else once();
+          } catch (err) {
+            if (savepoints) throw err;
+            threw = true;
+            throw new RunAgain(err);
+          }
           if (stopOnSchedule && this.hooks.seq() !== seq) {
             if (!refetch) break;
             list = refetch(list.slice(i));
@@ -122,11 +171,23 @@ export class Executor {
         }
         // Durable later: the next batch runs while this one's WAL sync is on the thread pool.
       }, { durable: 'later' });
+    } catch (err) {
+      if (threw && err instanceof RunAgain) return undefined;
+      throw err;
     } finally {
-      for (const id of consumed) this.hooks.ran(id);
+      if (!threw) for (const id of consumed) this.hooks.ran(id);
     }
     for (const r of retries) this.hooks.retry(r);
     return { consumed: consumed.length, ran, stale, rest: stale ? list.slice(i) : [], pin };
+  }
+
+  /** One job in `tx`, no savepoint: skipped if no longer pending (false); a throw is the caller's. */
+  private runOne(tx: Tx, row: JobRow, kind: Kind | undefined): boolean {
+    if (this.table.state(row.id) !== 'pending') return false;
+    if (!kind || !('sync' in kind)) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
+    kind.sync(tx, toJob(row));
+    this.table.done(row.id, this.clocks.real());
+    return true;
   }
 
   /** One job in a savepoint of `tx`: skipped if no longer pending; on a throw, rolled back and recorded as failed. */

@@ -115,9 +115,17 @@ export function updateSubscription(tx: Tx, id: string, patch: Partial<Subscripti
   tx.stmt(`UPDATE subscriptions SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
 }
 
-/** Write the changed columns of a subscription read in this transaction and return it as it now stands. */
+/**
+ * Write the columns of `patch` whose values differ from `s` (a row read in this transaction) and return the row as
+ * it now stands. A column left out is not rewritten: a charge that keeps the status active leaves the status
+ * indexes untouched.
+ */
 export function patchSubscription(tx: Tx, s: SubscriptionRow, patch: Partial<SubscriptionRow>): SubscriptionRow {
-  updateSubscription(tx, s.id, patch);
+  const changed: Partial<SubscriptionRow> = {};
+  for (const [k, v] of Object.entries(patch) as Array<[keyof SubscriptionRow, unknown]>) {
+    if (s[k] !== v) (changed as Record<string, unknown>)[k] = v;
+  }
+  updateSubscription(tx, s.id, changed);
   return { ...s, ...patch };
 }
 

@@ -10,6 +10,8 @@ let s: TestServer;
 /** Payload `n` of every run of the recording kinds, in run order. */
 let seen: number[] = [];
 let chainDue: number[] = [];
+/** Payload `n` of every committed run of test.mark. */
+let marked: number[] = [];
 
 /** Register the kinds these tests use on the running app (again after every restart). */
 function registerKinds(): void {
@@ -22,6 +24,12 @@ function registerKinds(): void {
     // A write that must be rolled back with the failed run.
     tx.db.prepare(`UPDATE jobs SET payload = '{"touched":true}' WHERE id = ?`).run(job.id);
     throw new Error(`boom on attempt ${job.attempt}`);
+  });
+  sch.register('test.mark', (tx, job) => {
+    // A write and an in-memory effect kept for after commit, as the domain's jobs do.
+    const n = job.payload.n as number;
+    sch.schedule(tx, { kind: 'test.record', subjectId: `mark-${n}`, shopId: job.shop_id, mode: job.mode, dueAt: job.due_at + 86_400_000, payload: { n } });
+    tx.afterCommit(() => marked.push(n));
   });
   sch.register('test.monthly', (tx, job) => {
     chainDue.push(clocks.now(job.shop_id, job.mode));
@@ -116,6 +124,28 @@ test('a handler that throws is rolled back, retried with backoff, then dead; kop
   assert.equal(row.last_error, 'boom on attempt 7');
   assert.ok(s.logs.some((l) => l.includes('"msg":"job dead"') && l.includes(`"job_id":${id}`)));
   assert.equal(s.logs.filter((l) => l.includes('"msg":"job failed; will retry"') && l.includes(`"job_id":${id},`)).length, 7);
+});
+
+test('a job that throws in a batch rolls back alone: the jobs around it commit once each', async () => {
+  marked = [];
+  const first = schedule('test.mark', 1000, { n: 1 }, { subject: 'batch' });
+  const boom = schedule('test.boom', 1000, { n: 2 }, { subject: 'batch' });
+  const last = schedule('test.mark', 1000, { n: 3 }, { subject: 'batch' });
+  time.advance(1000);
+  await s.running.app.scheduler.runDue();
+  assert.deepEqual(marked, [1, 3]);
+  assert.equal(jobRow(first).state, 'done');
+  assert.equal(jobRow(last).state, 'done');
+  const b = jobRow(boom);
+  assert.equal(b.state, 'pending');
+  assert.equal(b.attempt, 1);
+  assert.equal(b.payload, '{"n":2}', 'the failed run wrote nothing');
+  const follow = s.store.db.prepare(`SELECT subject_id AS subject, count(*) AS n FROM jobs WHERE kind = 'test.record' AND subject_id LIKE 'mark-%' GROUP BY subject_id ORDER BY subject_id`).all();
+  assert.deepEqual(follow, [
+    { subject: 'mark-1', n: 1 },
+    { subject: 'mark-3', n: 1 },
+  ]);
+  s.store.tx((tx) => s.running.app.scheduler.cancel(tx, 'test.boom', 'batch'));
 });
 
 test('restart: overdue jobs run at once after start-up, in due order, without being told', async () => {
