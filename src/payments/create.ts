@@ -7,7 +7,7 @@ import { iso } from '../util/time';
 import { uuid } from '../util/ids';
 import { openSessionTx } from './state';
 import { ensureLinkSweep } from './expiry';
-import { insertPayment, type InsertParams } from './store';
+import { insertedRow, insertPayment, type InsertParams } from './store';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from './types';
 
 /** Fields POST /v1/public/payments accepts. */
@@ -134,7 +134,11 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
     created_at: now,
     expires_at: expiresAt,
   };
-  let row = insertPayment(tx, params);
+  // A saved method needs no buyer: its bank session opens at once (decisions.md), whether the payment
+  // comes from a token charge or from a create with method "recurrent". Such a payment is written once,
+  // when its session opens: it is pending only inside this transaction, so no link sweep covers it.
+  const opensAtOnce = input.tokenId !== undefined || params.method === 'recurrent';
+  const row = opensAtOnce ? insertedRow(params) : insertPayment(tx, params);
   app.events.append(tx, {
     merchantId: row.merchant_id,
     shopId: row.shop_id,
@@ -144,10 +148,8 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
     at: now,
     paymentId: id,
   });
+  if (opensAtOnce) return openSessionTx(app, tx, row, { tokenId: input.tokenId, unwritten: params });
   ensureLinkSweep(app, tx, row);
-  // A saved method needs no buyer: its bank session opens at once (decisions.md), whether the payment
-  // comes from a token charge or from a create with method "recurrent".
-  if (input.tokenId || row.method === 'recurrent') row = openSessionTx(app, tx, row, { tokenId: input.tokenId });
   return row;
 }
 

@@ -4,7 +4,7 @@ import { invalidState } from '../http/errors';
 import { post } from '../ledger/ledger';
 import type { Opener } from '../bank-port/port';
 import { ensureSessionSweep } from './expiry';
-import { getPayment, metadataOf, paymentView, updatePayment } from './store';
+import { getPayment, insertPayment, metadataOf, paymentView, updatePayment, type InsertParams } from './store';
 import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from './types';
 
 /** Job kind of schema version 1: one pending payment's link lifetime ends at expires_at (now see expiry.ts). */
@@ -64,12 +64,20 @@ function refuse(p: PaymentRow, action: string, extra = ''): never {
  * The one place a payment's status changes: checks the transition, writes the patch, and appends
  * payment.status_changed (with the webhook of the new status) in the same transaction.
  */
-function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, patch: Partial<PaymentRow> = {}): PaymentRow {
+function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, patch: Partial<PaymentRow> = {}, unwritten?: InsertParams): PaymentRow {
   if (!ALLOWED[p.status].includes(to)) refuse(p, action);
-  updatePayment(tx, p.id, { ...patch, status: to });
-  // The row as it now stands: `p` is the committed row (its status was just checked against it) plus the
-  // columns written, so no read is needed.
-  const next: PaymentRow = { ...p, ...patch, status: to };
+  let next: PaymentRow;
+  if (unwritten) {
+    // A payment created in this transaction and not written yet (its session opens at once): one INSERT of
+    // the row as the move leaves it instead of an INSERT and an UPDATE.
+    if (to !== 'processing' || patch.processing_until == null) throw new Error(`cannot write payment "${p.id}" as ${to} at its creation`);
+    next = insertPayment(tx, unwritten, { status: to, processing_until: patch.processing_until });
+  } else {
+    updatePayment(tx, p.id, { ...patch, status: to });
+    // The row as it now stands: `p` is the committed row (its status was just checked against it) plus the
+    // columns written, so no read is needed.
+    next = { ...p, ...patch, status: to };
+  }
   const at = nowFor(app, next);
   const event = WEBHOOK[to];
   // The money moves with the status, in the same transaction and before anything reacts to the change (a
@@ -116,6 +124,11 @@ export interface SessionOptions {
   by?: Opener;
   /** The token a charge of a saved method uses. */
   tokenId?: string;
+  /**
+   * The payment was created in this transaction and is not written yet (createPaymentTx, for a saved method):
+   * what it is inserted with. `p` is then the pending row it would have been.
+   */
+  unwritten?: InsertParams;
 }
 
 /**
@@ -128,7 +141,7 @@ export function openSessionTx(app: App, tx: Tx, p: PaymentRow, opts: SessionOpti
   if (p.method === 'any') refuse(p, 'open a bank session for', ' and no method is chosen yet');
   const now = nowFor(app, p);
   const until = now + SESSION_TTL_MS[p.method];
-  const next = move(app, tx, p, 'processing', 'open a bank session for', { processing_until: until });
+  const next = move(app, tx, p, 'processing', 'open a bank session for', { processing_until: until }, opts.unwritten);
   ensureSessionSweep(app, tx, next, until);
   const bank = app.banks.for(p.shop_id, p.mode);
   const req = { payment: next, by: opts.by ?? 'service' };

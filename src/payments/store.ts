@@ -179,8 +179,17 @@ export type InsertParams = Pick<
 // Positional parameters, bound in the column order below: binding the same 19 values by name made better-sqlite3
 // look each name up on the object, about 4 µs of a 50 µs create.
 const INSERT_PAYMENT = `INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, method_fixed,
-    return_url, description, webhook_url, purpose, metadata, created_at, expires_at)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+    return_url, description, webhook_url, purpose, metadata, created_at, expires_at, processing_until)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
+/**
+ * A payment whose bank session opens in its create's transaction (a saved method's charge) is written once,
+ * already processing: the state machine's move to processing supplies these columns instead of an UPDATE.
+ */
+export interface OpenedAtInsert {
+  status: 'processing';
+  processing_until: number;
+}
 
 /**
  * Insert the row with its seq, public_id and purpose in one statement: numbering it after the INSERT took an
@@ -189,7 +198,7 @@ const INSERT_PAYMENT = `INSERT INTO payments (seq, id, public_id, kind, merchant
  * test reset deleted rows or a rolled-back body skipped one. Should another writer have taken a number after
  * all, the primary key refuses it and the counter is seeded again.
  */
-export function insertPayment(tx: Tx, params: InsertParams): PaymentRow {
+export function insertPayment(tx: Tx, params: InsertParams, opened?: OpenedAtInsert): PaymentRow {
   for (let attempt = 0; ; attempt++) {
     const seq = attempt === 0 ? (nextSeqOf.get(tx.db) ?? seedSeq(tx)) : seedSeq(tx);
     nextSeqOf.set(tx.db, seq + 1);
@@ -199,10 +208,16 @@ export function insertPayment(tx: Tx, params: InsertParams): PaymentRow {
     try {
       const p = params;
       tx.stmt(INSERT_PAYMENT).run(
-        p.seq, p.id, p.public_id, p.kind, p.merchant_id, p.shop_id, p.mode, p.order_id, p.amount, p.currency, p.method,
-        p.method_fixed, p.return_url, p.description, p.webhook_url, p.purpose, p.metadata, p.created_at, p.expires_at,
+        p.seq, p.id, p.public_id, p.kind, p.merchant_id, p.shop_id, p.mode, p.order_id, opened?.status ?? 'pending', p.amount, p.currency,
+        p.method, p.method_fixed, p.return_url, p.description, p.webhook_url, p.purpose, p.metadata, p.created_at, p.expires_at,
+        opened?.processing_until ?? null,
       );
-      return insertedRow(params);
+      const row = insertedRow(params);
+      if (opened) {
+        row.status = opened.status;
+        row.processing_until = opened.processing_until;
+      }
+      return row;
     } catch (err) {
       if (attempt > 0 || (err as { code?: string }).code !== 'SQLITE_CONSTRAINT_PRIMARYKEY') throw err;
     }
@@ -210,11 +225,11 @@ export function insertPayment(tx: Tx, params: InsertParams): PaymentRow {
 }
 
 /**
- * The row just inserted, built from what went in and the columns' defaults instead of read back (RETURNING
- * cost a third of the insert). Keys in column order, as a row read with SELECT * has them; a test compares
+ * The row just inserted (or about to be: a pending row not yet written), built from what went in and the
+ * columns' defaults instead of read back (RETURNING cost a third of the insert). Keys in column order, as a row read with SELECT * has them; a test compares
  * the two.
  */
-function insertedRow(p: InsertParams): PaymentRow {
+export function insertedRow(p: InsertParams): PaymentRow {
   return {
     seq: p.seq,
     id: p.id,

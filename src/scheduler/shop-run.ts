@@ -71,9 +71,20 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () 
       d.untrack(r.id);
       added.push(r);
     }
-    if (added.length === 0) return rest;
-    const merged = rest.concat(added).sort((a, b) => a.due_at - b.due_at || a.id - b.id);
-    return merged.filter((r, k) => k === 0 || merged[k - 1].id !== r.id);
+    // A few rows join a sorted list of up to a batch: each goes in at its place (sorting the whole list again
+    // for every job that schedules one cost more than the job's own statements).
+    for (const r of added) {
+      let lo = 0;
+      let hi = rest.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (before(rest[mid], r)) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < rest.length && rest[lo].id === r.id) continue;
+      rest.splice(lo, 0, r);
+    }
+    return rest;
   };
 
   for (;;) {

@@ -110,6 +110,15 @@ test('a payment created with method recurrent opens its bank session at once and
   const g = await s.request('GET', `/v1/public/payments/${c.body.payment.id}`);
   assert.equal(g.body.status, 'processing');
   assert.ok(g.body.processing_until, 'processing_until is set once the session opens');
+  // Written once, already processing, yet the stream still tells both steps in order.
+  const events = s.store.db.prepare(`SELECT kind, payload FROM events WHERE payment_id = ? ORDER BY seq`).all(c.body.payment.id) as Array<{ kind: string; payload: string }>;
+  assert.deepEqual(
+    events.map((e) => [e.kind, JSON.parse(e.payload).status]),
+    [
+      ['payment.created', 'pending'],
+      ['payment.status_changed', 'processing'],
+    ],
+  );
   const adv = await s.request('POST', '/v1/test/clock/advance', { body: { seconds: 120 } });
   assert.equal(adv.status, 200);
   const after = await s.request('GET', `/v1/public/payments/${c.body.payment.id}`);
