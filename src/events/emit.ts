@@ -17,6 +17,11 @@ export interface EventInput {
   webhook?: { event: string; data: unknown; url?: string | null };
   paymentId?: string;
   payoutId?: string;
+  /**
+   * The changed object as it now stands (a payment's row), for the sinks of this transaction: a sink that
+   * needs it takes it from here instead of reading it again. Not stored.
+   */
+  object?: unknown;
 }
 
 /** A stored event. */
@@ -47,8 +52,11 @@ export function eventsAfter(store: Pick<Store, 'stmt'>, shopId: string, mode: Mo
   return store.stmt(`SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`).all(shopId, mode, afterSeq, limit) as EventRow[];
 }
 
-/** Called inside the appending transaction (webhook deliveries are written here, in the same commit). */
-export type EventSink = (tx: Tx, row: EventRow) => void;
+/**
+ * Called inside the appending transaction (webhook deliveries are written here, in the same commit), with the
+ * changed object when the appender gave it (EventInput.object).
+ */
+export type EventSink = (tx: Tx, row: EventRow, object: unknown) => void;
 /** Called after commit (SSE fan-out, waking the webhook worker). */
 export type EventListener = (row: EventRow) => void;
 
@@ -107,7 +115,7 @@ export class Events {
       payment_id: e.paymentId ?? null,
       payout_id: e.payoutId ?? null,
     };
-    for (const sink of this.sinks) sink(tx, row);
+    for (const sink of this.sinks) sink(tx, row, e.object);
     tx.afterCommit(() => {
       for (const l of this.listeners) l(row);
     });

@@ -92,6 +92,7 @@ function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string
     at,
     paymentId: next.id,
     webhook: event ? { event, data: paymentView(app, next), url: next.webhook_url || null } : undefined,
+    object: next,
   });
   // Expiry is swept (expiry.ts): leaving pending or processing cancels nothing. The per-payment expiry jobs an
   // older database may still hold run at their time, find the payment closed and do nothing.

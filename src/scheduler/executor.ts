@@ -106,7 +106,7 @@ export class Executor {
     pinShop: string | null,
     pinFloor: number,
     stopOnSchedule: boolean,
-    refetch?: (rest: JobRow[]) => JobRow[],
+    refetch?: (rest: JobRow[], whole: boolean) => JobRow[],
   ): BatchOutcome {
     const fast = this.runBatch(rows, from, pinShop, pinFloor, stopOnSchedule, refetch, false);
     return fast ?? this.runBatch(rows, from, pinShop, pinFloor, stopOnSchedule, refetch, true)!;
@@ -119,7 +119,7 @@ export class Executor {
     pinShop: string | null,
     pinFloor: number,
     stopOnSchedule: boolean,
-    refetch: ((rest: JobRow[]) => JobRow[]) | undefined,
+    refetch: ((rest: JobRow[], whole: boolean) => JobRow[]) | undefined,
     savepoints: boolean,
   ): BatchOutcome | undefined {
     const retries: JobKey[] = [];
@@ -163,7 +163,8 @@ export class Executor {
           }
           if (stopOnSchedule && this.hooks.seq() !== seq) {
             if (!refetch) break;
-            list = refetch(list.slice(i));
+            // Without savepoints every job this batch scheduled commits with it or not at all.
+            list = refetch(list.slice(i), !savepoints);
             i = 0;
             stale = true;
             seq = this.hooks.seq();

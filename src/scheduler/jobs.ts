@@ -120,9 +120,28 @@ export class Scheduler {
     const runAt = this.clocks.toReal(spec.shopId, spec.mode, dueAt);
     const payload = JSON.stringify(spec.payload ?? {});
     if (!tx.db.inTransaction) throw new Error(`cannot schedule job "${spec.kind}" outside a transaction`);
-    const id = this.table.insert({ ...spec, dueAt, runAt, payload, createdAt: this.clocks.real() });
+    const createdAt = this.clocks.real();
+    const id = this.table.insert({ ...spec, dueAt, runAt, payload, createdAt });
     this.scheduleSeq++;
-    if (this.watchers.size > 0) this.watchers.get(`${spec.shopId}/${spec.mode}`)?.forEach((sink) => sink({ id, dueAt }));
+    const watching = this.watchers.size > 0 ? this.watchers.get(`${spec.shopId}/${spec.mode}`) : undefined;
+    if (watching) {
+      const row: JobRow = {
+        id,
+        kind: spec.kind,
+        subject_id: spec.subjectId,
+        shop_id: spec.shopId,
+        mode: spec.mode,
+        due_at: dueAt,
+        run_at: runAt,
+        attempt: 0,
+        payload,
+        state: 'pending',
+        last_error: null,
+        created_at: createdAt,
+        finished_at: null,
+      };
+      watching.forEach((sink) => sink({ id, dueAt, row }));
+    }
     // While the shop's test clock advances, the advance runs its jobs and puts those still waiting back on
     // the wheel when it ends (retime): offering each now would only make the wheel fire it for nothing.
     if (spec.mode !== 'test' || !this.advancing.has(`${spec.shopId}/${spec.mode}`)) tx.afterCommit(() => this.offer({ id, runAt }));

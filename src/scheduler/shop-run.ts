@@ -4,10 +4,11 @@ import type { AsyncRunner } from './async-runner';
 import type { Executor } from './executor';
 import type { SchedulerLimits } from './limits';
 
-/** A job just scheduled: its id and due time on its shop's clock. */
+/** A job just scheduled: its id, its due time on its shop's clock, and its row as written. */
 export interface FreshJob {
   id: number;
   dueAt: number;
+  row: JobRow;
 }
 
 /** What a shop's run needs from the scheduler: its parts, its schedule counter, and a way to drop a job from the wheel. */
@@ -58,14 +59,15 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () 
   let bound: JobRow | null = null;
 
   // The jobs scheduled since the last look that are due within this read's range join the rows still to run,
-  // in due order.
-  const refetch = (rest: JobRow[]): JobRow[] => {
+  // in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one.
+  const refetch = (rest: JobRow[], whole = false): JobRow[] => {
     const due = d.clocks.now(shopId, mode);
     const added: JobRow[] = [];
     for (const f of takeFresh()) {
       if (f.dueAt > due || (bound && before(bound, { due_at: f.dueAt, id: f.id }))) continue;
-      // Read again: a job rolled back with its savepoint is gone, and its id may belong to a later job.
-      const r = d.table.get(f.id);
+      // A job of a batch that commits whole exists as it was written. Otherwise read it again: a job rolled back
+      // with its savepoint (or its request's body) is gone, and its id may belong to a later job.
+      const r = whole ? f.row : d.table.get(f.id);
       if (!r || r.state !== 'pending' || r.due_at > due || d.runner.running(r.id)) continue;
       if (bound && before(bound, r)) continue;
       d.untrack(r.id);

@@ -28,7 +28,7 @@ export class SimulatorBank implements BankPort {
   }
 
   describePayment(tx: Tx, p: NewPayment): Record<string, string> {
-    const plan = (p.tokenId && takePlan(this.app, tx, p.tokenId)) || planForAmount(p.amount);
+    const plan = (p.tokenId && takePlan(tx, p.tokenId)) || planForAmount(p.amount);
     return { simulator_outcome: plan.outcome, simulator_failure_code: plan.failureCode };
   }
 

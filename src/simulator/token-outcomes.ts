@@ -1,10 +1,9 @@
-import type { App } from '../app-types';
 import type { Tx } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
 import { badRequest, invalidState } from '../http/errors';
 import { bodyObject, describe } from '../http/validate';
 import { PAYMENT_FAILURE_CODES } from '../payments/failures';
-import { getToken, tokenView, updateToken, type TokenRow } from '../tokens/store';
+import { tokenView, updateToken, type TokenRow } from '../tokens/store';
 import { tokenOfShop } from '../tokens/handlers';
 import { reloadToken } from '../tokens/tokens';
 import type { SimPlan } from './plan';
@@ -46,18 +45,19 @@ export function parseOutcomes(v: unknown): string[] {
 }
 
 /** A token's queued outcomes. */
-export function queueOf(t: TokenRow): string[] {
+export function queueOf(t: Pick<TokenRow, 'outcomes'>): string[] {
   return JSON.parse(t.outcomes) as string[];
 }
 
 /** Take the next queued outcome of a test token as a simulator plan; undefined lets the magic amounts decide. */
-export function takePlan(app: App, tx: Tx, tokenId: string): SimPlan | undefined {
-  const t = getToken(app, tokenId);
-  if (!t || t.mode !== 'test') return undefined;
+export function takePlan(tx: Tx, tokenId: string): SimPlan | undefined {
+  // Only the queue is needed, on every charge of a saved method: not the whole row.
+  const t = tx.stmt('SELECT mode, outcomes FROM tokens WHERE id = ?').get(tokenId) as Pick<TokenRow, 'mode' | 'outcomes'> | undefined;
+  if (!t || t.mode !== 'test' || t.outcomes === '[]') return undefined;
   const queue = queueOf(t);
   const next = queue.shift();
   if (next === undefined) return undefined;
-  updateToken(tx, t.id, { outcomes: JSON.stringify(queue) });
+  updateToken(tx, tokenId, { outcomes: JSON.stringify(queue) });
   return planOf(next);
 }
 

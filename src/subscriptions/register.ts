@@ -28,13 +28,17 @@ const SETTLED = new Set(['succeeded', 'failed', 'expired']);
  * a binding that succeeded activates its token or subscription; a charge that ended moves its subscription.
  * The payments state machine stays unaware of them.
  */
-function recurrentSink(app: App, tx: Tx, row: EventRow): void {
+function recurrentSink(app: App, tx: Tx, row: EventRow, object: unknown): void {
   if (row.kind !== 'payment.status_changed' || row.payment_id === null) return;
-  const { status } = JSON.parse(row.payload) as { status: string };
-  if (!SETTLED.has(status)) return;
+  // The state machine hands over the payment as its move left it; read it only when it did not.
+  const moved = object as PaymentRow | undefined;
+  const given = moved !== undefined && moved.id === row.payment_id ? moved : undefined;
+  if (!SETTLED.has(given ? given.status : (JSON.parse(row.payload) as { status: string }).status)) return;
+  // Payments made by hand (kind `payment`) have no token or subscription behind them.
+  if (given && given.kind === 'payment') return;
   const rp = recurrentPayment(app, row.payment_id);
   if (!rp) return;
-  const p = getPayment(app, rp.payment_id);
+  const p = given ?? getPayment(app, rp.payment_id);
   if (!p) return;
   const ok = p.status === 'succeeded';
   // The bank's moment of capture, so last_charged_at and the anchor equal the payment's captured_at.
@@ -49,11 +53,9 @@ function recurrentSink(app: App, tx: Tx, row: EventRow): void {
       }
       return;
     }
-    case 'token_charge': {
-      const t = getToken(app, rp.token_id);
-      if (ok && t) chargedTx(tx, t, at);
+    case 'token_charge':
+      if (ok) chargedTx(tx, rp.token_id, at);
       return;
-    }
     case 'subscription_init': {
       const s = getSubscription(app, rp.subscription_id ?? '');
       if (ok && s) {
@@ -72,5 +74,5 @@ function recurrentSink(app: App, tx: Tx, row: EventRow): void {
 /** Register the subscription charge job and the sink that ties tokens and subscriptions to their payments. */
 export function registerRecurrent(app: App): void {
   app.scheduler.register(CHARGE_JOB, (tx, job) => runChargeJob(app, tx, job));
-  app.events.addSink((tx, row) => recurrentSink(app, tx, row));
+  app.events.addSink((tx, row, object) => recurrentSink(app, tx, row, object));
 }

@@ -129,7 +129,8 @@ export function patchSubscription(tx: Tx, s: SubscriptionRow, patch: Partial<Sub
   return { ...s, ...patch };
 }
 
-type ChargeRow = { payment_id: string; kind: ChargeView['kind']; charge_index: number | null; attempt: number; amount: number; status: string; metadata: string; created_at: number };
+/** A payment of a subscription with what its charge view needs (CHARGES_SQL). */
+export type ChargeRow = { payment_id: string; kind: ChargeView['kind']; charge_index: number | null; attempt: number; amount: number; status: string; metadata: string; created_at: number };
 
 const CHARGES_SQL = `SELECT r.payment_id, r.kind, r.charge_index, r.attempt, p.amount, p.status, p.metadata, p.created_at
   FROM recurrent_payments r JOIN payments p ON p.id = r.payment_id
@@ -160,9 +161,12 @@ export function chargesOf(app: App, subscriptionId: string, limit: number): Char
   return rows.map(chargeView);
 }
 
-/** The API shape of a subscription. */
-export function subscriptionView(app: App, s: SubscriptionRow): SubscriptionView {
-  const latest = app.store.stmt(`${CHARGES_SQL} ${NEWEST_FIRST} LIMIT 1`).get(s.id) as ChargeRow | undefined;
+/**
+ * The API shape of a subscription. `latest`, when the caller holds it, is the subscription's newest payment
+ * (the charge that just settled), which spares the read.
+ */
+export function subscriptionView(app: App, s: SubscriptionRow, latest?: ChargeRow): SubscriptionView {
+  latest ??= app.store.stmt(`${CHARGES_SQL} ${NEWEST_FIRST} LIMIT 1`).get(s.id) as ChargeRow | undefined;
   return {
     id: s.id,
     status: s.status,

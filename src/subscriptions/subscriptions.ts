@@ -10,7 +10,7 @@ import type { PaymentRow } from '../payments/types';
 import { chargeMade, getToken, type RecurrentPaymentRow, type TokenMethod } from '../tokens/store';
 import { activateTokenTx, CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargedTx, chargeTokenTx, createBindingTx } from '../tokens/tokens';
 import { chargeTime, firstIndexAfter, type Period } from './calendar';
-import { getSubscription, insertSubscription, patchSubscription, reloadSubscription, subscriptionView, updateSubscription, type SubscriptionRow } from './store';
+import { getSubscription, insertSubscription, patchSubscription, reloadSubscription, subscriptionView, updateSubscription, type ChargeRow, type SubscriptionRow } from './store';
 
 /** Job kind: charge a subscription's period (payload: the period `index` and the `attempt`, 1 to 3). */
 export const CHARGE_JOB = 'subscription.charge';
@@ -37,8 +37,11 @@ export interface SubscriptionInput {
   returnUrl?: string;
 }
 
-/** Append an event of a subscription: an SSE kind and payload, and optionally its webhook with the subscription. */
-function emit(app: App, tx: Tx, s: SubscriptionRow, kind: string, payload: Record<string, unknown>, webhook: string | null): void {
+/**
+ * Append an event of a subscription: an SSE kind and payload, and optionally its webhook with the subscription
+ * (`latest`: its newest payment, when the caller holds it).
+ */
+function emit(app: App, tx: Tx, s: SubscriptionRow, kind: string, payload: Record<string, unknown>, webhook: string | null, latest?: ChargeRow): void {
   app.events.append(tx, {
     merchantId: s.merchant_id,
     shopId: s.shop_id,
@@ -46,12 +49,12 @@ function emit(app: App, tx: Tx, s: SubscriptionRow, kind: string, payload: Recor
     kind,
     payload: { id: s.id, ...payload },
     at: app.clocks.now(s.shop_id, s.mode),
-    webhook: webhook ? { event: webhook, data: subscriptionView(app, s), url: null } : undefined,
+    webhook: webhook ? { event: webhook, data: subscriptionView(app, s, latest), url: null } : undefined,
   });
 }
 
-function emitStatus(app: App, tx: Tx, s: SubscriptionRow, webhook: string | null): void {
-  emit(app, tx, s, 'subscription.status_changed', { status: s.status }, webhook);
+function emitStatus(app: App, tx: Tx, s: SubscriptionRow, webhook: string | null, latest?: ChargeRow): void {
+  emit(app, tx, s, 'subscription.status_changed', { status: s.status }, webhook, latest);
 }
 
 /**
@@ -166,14 +169,16 @@ export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: Pa
   if (!s || (s.status !== 'active' && s.status !== 'past_due') || s.anchor_at === null) return;
   if (rp.charge_index !== s.charge_index || rp.attempt !== s.failures + 1) return;
   const charge = { payment_id: p.id, amount: p.amount, attempt: rp.attempt };
+  // This charge is the subscription's newest payment: charges are made in (period, attempt) order, and this
+  // one is the current period's current attempt.
+  const latest: ChargeRow = { payment_id: p.id, kind: 'subscription_charge', charge_index: rp.charge_index, attempt: rp.attempt, amount: p.amount, status: p.status, metadata: p.metadata, created_at: p.created_at };
   if (p.status === 'succeeded') {
-    const token = getToken(app, s.token_id);
-    if (token) chargedTx(tx, token, at);
+    chargedTx(tx, s.token_id, at);
     const n = firstIndexAfter(s.anchor_at, s.period, s.interval_count, s.charge_index + 1, attemptTime(s, rp.attempt));
     const next = chargeTime(s.anchor_at, s.period, s.interval_count, n);
     const sub = patchSubscription(tx, s, { status: 'active', failures: 0, charge_index: n, next_charge_at: next });
     scheduleCharge(app, tx, sub, n, 1, next);
-    emit(app, tx, sub, 'subscription.charge_succeeded', charge, 'subscription.charge_succeeded');
+    emit(app, tx, sub, 'subscription.charge_succeeded', charge, 'subscription.charge_succeeded', latest);
     if (s.status === 'past_due') emitStatus(app, tx, sub, null);
     return;
   }
@@ -183,15 +188,15 @@ export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: Pa
     updateSubscription(tx, s.id, { status: 'cancelled', failures, next_charge_at: null, cancel_reason: CANCEL_REASONS.chargesFailed, cancelled_at: at });
     app.scheduler.cancel(tx, CHARGE_JOB, s.id);
     const sub = reloadSubscription(app, s.id);
-    emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed');
-    emitStatus(app, tx, sub, 'subscription.cancelled');
+    emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed', latest);
+    emitStatus(app, tx, sub, 'subscription.cancelled', latest);
     return;
   }
   const retryAt = Math.max(attemptTime(s, failures + 1), at);
   const sub = patchSubscription(tx, s, { status: 'past_due', failures, next_charge_at: retryAt });
   scheduleCharge(app, tx, sub, s.charge_index, failures + 1, retryAt);
-  emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed');
-  if (s.status === 'active') emitStatus(app, tx, sub, 'subscription.past_due');
+  emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed', latest);
+  if (s.status === 'active') emitStatus(app, tx, sub, 'subscription.past_due', latest);
 }
 
 /**

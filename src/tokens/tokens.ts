@@ -181,7 +181,7 @@ export function chargeTokenTx(app: App, tx: Tx, t: TokenRow, input: ChargeInput)
   return payment;
 }
 
-/** A charge of the token succeeded at `at_ms`: keep it as last_charged_at. */
-export function chargedTx(tx: Tx, t: TokenRow, at_ms: number): void {
-  if (t.last_charged_at === null || at_ms >= t.last_charged_at) updateToken(tx, t.id, { last_charged_at: at_ms });
+/** A charge of the token succeeded at `at_ms`: keep it as last_charged_at, unless a later charge is kept already. */
+export function chargedTx(tx: Tx, tokenId: string, at_ms: number): void {
+  tx.stmt('UPDATE tokens SET last_charged_at = ? WHERE id = ? AND (last_charged_at IS NULL OR last_charged_at <= ?)').run(at_ms, tokenId, at_ms);
 }
