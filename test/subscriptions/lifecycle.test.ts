@@ -73,6 +73,13 @@ test('three failed charges in a row cancel it: T, T + 1 day, T + 4 days, with ev
   const last = bodies.find((b) => b.event === 'subscription.cancelled');
   assert.equal(last.data.status, 'cancelled');
   assert.equal(last.data.latest_charge.failure_code, 'limit_exceeded');
+  // The webhook's latest charge is the one GET shows, field for field.
+  assert.deepEqual(last.data.latest_charge, now.latest_charge);
+  const failed = bodies.filter((b) => b.event === 'subscription.charge_failed');
+  assert.deepEqual(
+    failed.map((b) => b.data.latest_charge),
+    sched.charges.slice(1),
+  );
   // Nothing is charged after the cancellation.
   await advanceDays(s, 40, shop.key);
   assert.equal((await get(s, `/v1/public/subscriptions/${sub.id}/schedule`, shop.key)).charges.length, 4);
