@@ -62,17 +62,23 @@ export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, a
   // The paired assertion of double entry: what one account loses another gains.
   const sum = postings.reduce((acc, [, a]) => acc + a, 0);
   if (sum !== 0) throw new Error(`cannot post ${movement} for "${sourceId}": postings sum to ${sum}, not 0`);
-  const insert = tx.stmt('INSERT INTO ledger_postings (entry_id, shop_id, mode, account, amount) VALUES (?, ?, ?, ?, ?)');
-  const bump = tx.stmt(
-    `INSERT INTO ledger_balances (shop_id, mode, account, merchant_id, balance) VALUES (?, ?, ?, ?, ?)
-     ON CONFLICT (shop_id, mode, account) DO UPDATE SET balance = balance + excluded.balance RETURNING balance`,
+  // Both postings in one statement, and both balances in another.
+  const [[fromAccount, fromAmount], [toAccount, toAmount]] = postings;
+  const e = entry.lastInsertRowid;
+  tx.stmt('INSERT INTO ledger_postings (entry_id, shop_id, mode, account, amount) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)').run(
+    e, book.shopId, book.mode, fromAccount, fromAmount,
+    e, book.shopId, book.mode, toAccount, toAmount,
   );
-  const after = new Map<Account, number>();
-  for (const [account, a] of postings) {
-    insert.run(entry.lastInsertRowid, book.shopId, book.mode, account, a);
-    const row = bump.get(book.shopId, book.mode, account, book.merchantId, a) as { balance: number };
-    after.set(account, row.balance);
-  }
+  const balances = tx
+    .stmt(
+      `INSERT INTO ledger_balances (shop_id, mode, account, merchant_id, balance) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)
+       ON CONFLICT (shop_id, mode, account) DO UPDATE SET balance = balance + excluded.balance RETURNING account, balance`,
+    )
+    .all(book.shopId, book.mode, fromAccount, book.merchantId, fromAmount, book.shopId, book.mode, toAccount, book.merchantId, toAmount) as Array<{
+    account: Account;
+    balance: number;
+  }>;
+  const after = new Map<Account, number>(balances.map((b) => [b.account, b.balance]));
   const reserved = after.get(ACCOUNTS.reserved);
   if (reserved !== undefined && reserved < 0) {
     throw new Error(`cannot post ${movement} for "${sourceId}": reserves would be ${reserved}, below 0`);

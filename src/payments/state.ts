@@ -91,7 +91,8 @@ function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string
     payload: { id: next.id, status: to },
     at,
     paymentId: next.id,
-    webhook: event ? { event, data: paymentView(app, next), url: next.webhook_url || null } : undefined,
+    // A payment leaving pending or processing never succeeded before, so it has no refunds to read.
+    webhook: event ? { event, data: paymentView(app, next, p.status === 'pending' || p.status === 'processing'), url: next.webhook_url || null } : undefined,
     object: next,
   });
   // Expiry is swept (expiry.ts): leaving pending or processing cancels nothing. The per-payment expiry jobs an

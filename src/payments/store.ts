@@ -78,13 +78,16 @@ export function refundView(r: RefundRow, withCompleted = true): RefundView {
   return v;
 }
 
-/** The Payment object as GET answers it, refunds included; a row from getPaymentForView needs no more reads. */
-export function paymentView(app: App, row: PaymentRow | PaymentViewRow): PaymentView {
+/**
+ * The Payment object as GET answers it, refunds included; a row from getPaymentForView needs no more reads, nor
+ * does a payment that never succeeded (`unrefunded`: only a succeeded payment takes refunds).
+ */
+export function paymentView(app: App, row: PaymentRow | PaymentViewRow, unrefunded = false): PaymentView {
   const joined = 'view_refunds' in row ? row : undefined;
   const shopName = joined
     ? joined.view_shop_name
     : (app.store.stmt('SELECT name FROM shops WHERE id = ?').get(row.shop_id) as { name: string } | undefined)?.name;
-  const refunds = joined ? (JSON.parse(joined.view_refunds) as RefundRow[]) : refundsOf(app, row.id);
+  const refunds = joined ? (JSON.parse(joined.view_refunds) as RefundRow[]) : unrefunded ? [] : refundsOf(app, row.id);
   return {
     id: row.id,
     public_id: row.public_id,

@@ -131,8 +131,22 @@ export class Executor {
     let stale = false;
     let pin = pinFloor;
     let threw = false;
+    // The job running now, read by `once` (one closure per batch, not per job).
+    let current: JobRow;
+    let currentKind: Kind | undefined;
+    let batchTx: Tx;
+    const once = (): void => {
+      if (!savepoints) {
+        if (this.runOne(batchTx, current, currentKind)) ran++;
+        return;
+      }
+      const out = this.runOneInSavepoint(batchTx, current, currentKind);
+      if (out.ran) ran++;
+      if (out.retry) retries.push(out.retry);
+    };
     try {
       this.store.tx((tx) => {
+        batchTx = tx;
         let seq = this.hooks.seq();
         const started = performance.now();
         while (i < list.length && consumed.length < this.limits.batch && (consumed.length === 0 || performance.now() - started < this.limits.txMs)) {
@@ -144,15 +158,8 @@ export class Executor {
           seen.add(row.id);
           consumed.push(row.id);
           pin = Math.max(pin, row.due_at);
-          const once = (): void => {
-            if (!savepoints) {
-              if (this.runOne(tx, row, kind)) ran++;
-              return;
-            }
-            const out = this.runOneInSavepoint(tx, row, kind);
-            if (out.ran) ran++;
-            if (out.retry) retries.push(out.retry);
-          };
+          current = row;
+          currentKind = kind;
           try {
             if (pinShop) this.clocks.pinned(pinShop, pin, once);
             else once();
