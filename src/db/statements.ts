@@ -72,3 +72,20 @@ function cachedPerConnection<V>(
   }
   return value;
 }
+
+/**
+ * Write the columns `patch` names, and only those, of the row `id` of `table`, in the caller's transaction.
+ * Values are bound by position (by name, better-sqlite3 looks each one up on an object built for the call). The
+ * SQL is made of the table's name and the patch's keys, which are the callers' own column names, never data.
+ */
+export function updateById(tx: { stmt(sql: string): Database.Statement }, table: string, id: string, patch: object): void {
+  const values: unknown[] = [];
+  let sql = `UPDATE ${table} SET `;
+  for (const col in patch) {
+    sql += values.length === 0 ? `${col} = ?` : `, ${col} = ?`;
+    values.push((patch as Record<string, unknown>)[col]);
+  }
+  if (values.length === 0) return;
+  values.push(id);
+  tx.stmt(`${sql} WHERE id = ?`).run(...values);
+}

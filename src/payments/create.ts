@@ -103,8 +103,11 @@ export function parseCreateBody(body: unknown, auth: { merchantId: string; shopI
 export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentRow {
   const now = app.clocks.now(input.shopId, input.mode);
   const id = uuid();
-  const meta: Record<string, string> = { ...(input.metadata ?? {}) };
-  for (const k of RESERVED_METADATA) delete meta[k];
+  const meta: Record<string, string> = {};
+  if (input.metadata) {
+    Object.assign(meta, input.metadata);
+    for (const k of RESERVED_METADATA) delete meta[k];
+  }
   meta.mode = input.mode;
   // The hosted page titles itself by metadata.kind: only the service may call a payment a card binding.
   if (input.kind && input.kind !== 'payment') meta.kind = input.kind;

@@ -1,5 +1,6 @@
 import type { App } from '../app-types';
 import type { Tx } from '../db/store';
+import { updateById } from '../db/statements';
 import { iso, isoOrNull } from '../util/time';
 import type { PaymentRow, PaymentView, RefundView } from './types';
 
@@ -51,10 +52,7 @@ export function refundsOf(app: App, paymentId: string): RefundRow[] {
 
 /** Write the changed columns of a payment (only the names given). */
 export function updatePayment(tx: Tx, id: string, patch: Partial<PaymentRow>): void {
-  const cols = Object.keys(patch);
-  if (cols.length === 0) return;
-  const sql = `UPDATE payments SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`;
-  tx.stmt(sql).run({ ...patch, id });
+  updateById(tx, 'payments', id, patch);
 }
 
 /** The parsed metadata of a row. */

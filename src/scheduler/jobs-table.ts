@@ -53,13 +53,13 @@ export class JobsTable {
   constructor(private readonly store: Store) {}
 
   /** Insert a pending job (a cached statement, so it runs in the caller's open transaction); returns its id. */
-  insert(j: { kind: string; subjectId: string; shopId: string | null; mode: Mode; dueAt: number; runAt: number; payload: string; createdAt: number }): number {
+  insert(kind: string, subjectId: string, shopId: string | null, mode: Mode, dueAt: number, runAt: number, payload: string, createdAt: number): number {
     const info = this.store
       .stmt(
         `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(j.kind, j.subjectId, j.shopId, j.mode, j.dueAt, j.runAt, j.payload, j.createdAt);
+      .run(kind, subjectId, shopId, mode, dueAt, runAt, payload, createdAt);
     return Number(info.lastInsertRowid);
   }
 

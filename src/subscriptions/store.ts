@@ -1,5 +1,6 @@
 import type { App } from '../app-types';
 import type { Tx } from '../db/store';
+import { updateById } from '../db/statements';
 import type { Mode } from '../scheduler/clock';
 import { iso, isoOrNull } from '../util/time';
 import type { TokenMethod } from '../tokens/store';
@@ -82,6 +83,14 @@ export function getSubscription(app: App, id: string): SubscriptionRow | undefin
   return app.store.reader('SELECT * FROM subscriptions WHERE id = ?').get(id) as SubscriptionRow | undefined;
 }
 
+/** What a charge job checks and charges: the columns it needs of a subscription (see chargeStateOf). */
+export type ChargeState = Pick<SubscriptionRow, 'id' | 'status' | 'charge_index' | 'failures' | 'token_id' | 'amount' | 'plan_name'>;
+
+/** The columns a charge job needs of a subscription, or undefined: a narrow read, on every charge. */
+export function chargeStateOf(app: App, id: string): ChargeState | undefined {
+  return app.store.reader('SELECT id, status, charge_index, failures, token_id, amount, plan_name FROM subscriptions WHERE id = ?').get(id) as ChargeState | undefined;
+}
+
 /** Re-read a subscription inside a transaction. */
 export function reloadSubscription(app: App, id: string): SubscriptionRow {
   const s = getSubscription(app, id);
@@ -110,9 +119,7 @@ export function insertSubscription(
 
 /** Write the changed columns of a subscription (only the names given). */
 export function updateSubscription(tx: Tx, id: string, patch: Partial<SubscriptionRow>): void {
-  const cols = Object.keys(patch);
-  if (cols.length === 0) return;
-  tx.stmt(`UPDATE subscriptions SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
+  updateById(tx, 'subscriptions', id, patch);
 }
 
 /**
@@ -121,9 +128,10 @@ export function updateSubscription(tx: Tx, id: string, patch: Partial<Subscripti
  * indexes untouched.
  */
 export function patchSubscription(tx: Tx, s: SubscriptionRow, patch: Partial<SubscriptionRow>): SubscriptionRow {
-  const changed: Partial<SubscriptionRow> = {};
-  for (const [k, v] of Object.entries(patch) as Array<[keyof SubscriptionRow, unknown]>) {
-    if (s[k] !== v) (changed as Record<string, unknown>)[k] = v;
+  const changed: Record<string, unknown> = {};
+  for (const k in patch) {
+    const v = patch[k as keyof SubscriptionRow];
+    if (s[k as keyof SubscriptionRow] !== v) changed[k] = v;
   }
   updateSubscription(tx, s.id, changed);
   return { ...s, ...patch };

@@ -10,7 +10,7 @@ import type { PaymentRow } from '../payments/types';
 import { chargeMade, getToken, type RecurrentPaymentRow, type TokenMethod } from '../tokens/store';
 import { activateTokenTx, CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargedTx, chargeTokenTx, createBindingTx } from '../tokens/tokens';
 import { chargeTime, firstIndexAfter, type Period } from './calendar';
-import { getSubscription, insertSubscription, patchSubscription, reloadSubscription, subscriptionView, updateSubscription, type ChargeRow, type SubscriptionRow } from './store';
+import { chargeStateOf, getSubscription, insertSubscription, patchSubscription, reloadSubscription, subscriptionView, updateSubscription, type ChargeRow, type SubscriptionRow } from './store';
 
 /** Job kind: charge a subscription's period (payload: the period `index` and the `attempt`, 1 to 3). */
 export const CHARGE_JOB = 'subscription.charge';
@@ -131,7 +131,7 @@ export function activateTx(app: App, tx: Tx, s: SubscriptionRow, initial: Paymen
 
 /** The CHARGE_JOB handler: charge the period the job names, unless the subscription moved on meanwhile. */
 export function runChargeJob(app: App, tx: Tx, job: Job): void {
-  const s = getSubscription(app, job.subject_id);
+  const s = chargeStateOf(app, job.subject_id);
   if (!s || (s.status !== 'active' && s.status !== 'past_due')) return;
   const index = Number(job.payload.index);
   const attempt = Number(job.payload.attempt);
@@ -139,7 +139,7 @@ export function runChargeJob(app: App, tx: Tx, job: Job): void {
   if (chargeMade(tx, s.id, index, attempt)) return;
   const token = getToken(app, s.token_id);
   if (!token || token.status !== 'active') {
-    cancelSubscriptionTx(app, tx, s, CANCEL_REASONS.tokenCancelled);
+    cancelSubscriptionTx(app, tx, reloadSubscription(app, s.id), CANCEL_REASONS.tokenCancelled);
     return;
   }
   chargeTokenTx(app, tx, token, {

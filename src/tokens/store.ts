@@ -1,5 +1,6 @@
 import type { App } from '../app-types';
 import type { Tx } from '../db/store';
+import { updateById } from '../db/statements';
 import type { Mode } from '../scheduler/clock';
 import { isoOrNull, iso } from '../util/time';
 
@@ -84,9 +85,7 @@ export function insertToken(tx: Tx, t: Omit<TokenRow, 'seq' | 'outcomes' | 'last
 
 /** Write the changed columns of a token (only the names given). */
 export function updateToken(tx: Tx, id: string, patch: Partial<TokenRow>): void {
-  const cols = Object.keys(patch);
-  if (cols.length === 0) return;
-  tx.stmt(`UPDATE tokens SET ${cols.map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`).run({ ...patch, id });
+  updateById(tx, 'tokens', id, patch);
 }
 
 /** Remember which token (and subscription) made a payment, in the payment's transaction. */
