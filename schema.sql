@@ -377,9 +377,10 @@ CREATE INDEX subscriptions_register ON subscriptions(shop_id, mode, created_at, 
 CREATE INDEX subscriptions_status ON subscriptions(shop_id, mode, status, created_at, seq);
 CREATE INDEX subscriptions_customer ON subscriptions(shop_id, mode, customer_ref, status, created_at, seq);
 
--- Every payment a token or subscription made: binding, initial payment and charges, with the attempt.
+-- Every payment a token or subscription made: binding, initial payment and charges, with the attempt. Rows go in
+-- rowid order, as they are made; only the small index entry of the payment's random id lands at a random place.
 CREATE TABLE recurrent_payments (
-  payment_id       TEXT PRIMARY KEY,
+  payment_id       TEXT NOT NULL UNIQUE,
   kind             TEXT NOT NULL CHECK (kind IN ('token_binding', 'subscription_init', 'subscription_charge', 'token_charge')),
   token_id         TEXT NOT NULL,
   subscription_id  TEXT,
@@ -388,7 +389,7 @@ CREATE TABLE recurrent_payments (
   charge_index     INTEGER,                              -- subscription_charge: the period n it pays
   attempt          INTEGER NOT NULL DEFAULT 1,           -- subscription_charge: 1, then the retries 2 and 3
   created_at       INTEGER NOT NULL
-) STRICT, WITHOUT ROWID;
+) STRICT;
 CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;
 
 -- == hosted payment page ==

@@ -148,4 +148,24 @@ CREATE TABLE IF NOT EXISTS bank_mismatches (
   // 8 → 9: bank sessions end through one sweep per shop and mode instead of a job per payment. The jobs of
   // sessions already open stay and run as before.
   `CREATE INDEX IF NOT EXISTS payments_session_end ON payments(shop_id, mode, processing_until) WHERE status = 'processing';`,
+  // 9 → 10: recurrent_payments becomes a rowid table with a unique index on payment_id. Keyed by the payment's
+  // random id, each new row of about 200 bytes went to a random page of the whole table; now only its index
+  // entry does. The rows are copied in the order they were made.
+  `ALTER TABLE recurrent_payments RENAME TO recurrent_payments_old;
+CREATE TABLE recurrent_payments (
+  payment_id       TEXT NOT NULL UNIQUE,
+  kind             TEXT NOT NULL CHECK (kind IN ('token_binding', 'subscription_init', 'subscription_charge', 'token_charge')),
+  token_id         TEXT NOT NULL,
+  subscription_id  TEXT,
+  shop_id          TEXT NOT NULL,
+  mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  charge_index     INTEGER,
+  attempt          INTEGER NOT NULL DEFAULT 1,
+  created_at       INTEGER NOT NULL
+) STRICT;
+INSERT INTO recurrent_payments (payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
+  SELECT payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at FROM recurrent_payments_old
+  ORDER BY created_at, payment_id;
+DROP TABLE recurrent_payments_old;
+CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;`,
 ];
