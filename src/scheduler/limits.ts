@@ -4,7 +4,7 @@ export interface SchedulerLimits {
   maxAsyncRunning: number;
   /** Most jobs held in memory (wheel plus ready queue); the rest wait in the table. */
   maxLoaded: number;
-  /** Jobs loaded per query and run per transaction. */
+  /** Jobs loaded per query and run per transaction, at most (txMs is what usually ends a transaction). */
   batch: number;
   /**
    * Longest a batch of jobs runs in one transaction before it commits (at least one job runs). A transaction's
@@ -28,7 +28,7 @@ export interface SchedulerLimits {
 export const DEFAULT_LIMITS: SchedulerLimits = {
   maxAsyncRunning: 16,
   maxLoaded: 50_000,
-  batch: 256,
+  batch: 1024,
   txMs: 50,
   sliceMs: 5,
   horizonMs: 5 * 60_000,
