@@ -227,8 +227,8 @@ export function insertPayment(tx: Tx, params: InsertParams, opened?: OpenedAtIns
 
 /**
  * The row just inserted (or about to be: a pending row not yet written), built from what went in and the
- * columns' defaults instead of read back (RETURNING cost a third of the insert). Keys in column order, as a row read with SELECT * has them; a test compares
- * the two.
+ * columns' defaults instead of read back (RETURNING cost a third of the insert). Keys in column order, as a row
+ * read with SELECT * has them; a test compares the two.
  */
 export function insertedRow(p: InsertParams): PaymentRow {
   return {
