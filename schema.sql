@@ -377,10 +377,12 @@ CREATE INDEX subscriptions_register ON subscriptions(shop_id, mode, created_at, 
 CREATE INDEX subscriptions_status ON subscriptions(shop_id, mode, status, created_at, seq);
 CREATE INDEX subscriptions_customer ON subscriptions(shop_id, mode, customer_ref, status, created_at, seq);
 
--- Every payment a token or subscription made: binding, initial payment and charges, with the attempt. Rows go in
--- rowid order, as they are made; only the small index entry of the payment's random id lands at a random place.
+-- Every payment a token or subscription made: binding, initial payment and charges, with the attempt. A row is
+-- keyed by its payment's seq, so rows go in the order their payments were made and nothing lands at a random
+-- place; a payment's row is found from its id through the payments' own index.
 CREATE TABLE recurrent_payments (
-  payment_id       TEXT NOT NULL UNIQUE,
+  payment_seq      INTEGER PRIMARY KEY,                  -- payments.seq of the payment
+  payment_id       TEXT NOT NULL,
   kind             TEXT NOT NULL CHECK (kind IN ('token_binding', 'subscription_init', 'subscription_charge', 'token_charge')),
   token_id         TEXT NOT NULL,
   subscription_id  TEXT,

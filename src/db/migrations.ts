@@ -168,4 +168,26 @@ INSERT INTO recurrent_payments (payment_id, kind, token_id, subscription_id, sho
   ORDER BY created_at, payment_id;
 DROP TABLE recurrent_payments_old;
 CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;`,
+  // 10 → 11: recurrent_payments is keyed by its payment's seq, and the unique index on the payment's random id
+  // goes: each charge wrote an entry to a random page of it. A row always has its payment (both are written in
+  // one transaction), so the join keeps every row.
+  `ALTER TABLE recurrent_payments RENAME TO recurrent_payments_old;
+DROP INDEX recurrent_payments_subscription;
+CREATE TABLE recurrent_payments (
+  payment_seq      INTEGER PRIMARY KEY,
+  payment_id       TEXT NOT NULL,
+  kind             TEXT NOT NULL CHECK (kind IN ('token_binding', 'subscription_init', 'subscription_charge', 'token_charge')),
+  token_id         TEXT NOT NULL,
+  subscription_id  TEXT,
+  shop_id          TEXT NOT NULL,
+  mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  charge_index     INTEGER,
+  attempt          INTEGER NOT NULL DEFAULT 1,
+  created_at       INTEGER NOT NULL
+) STRICT;
+INSERT INTO recurrent_payments (payment_seq, payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
+  SELECT p.seq, r.payment_id, r.kind, r.token_id, r.subscription_id, r.shop_id, r.mode, r.charge_index, r.attempt, r.created_at
+  FROM recurrent_payments_old r JOIN payments p ON p.id = r.payment_id ORDER BY p.seq;
+DROP TABLE recurrent_payments_old;
+CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;`,
 ];

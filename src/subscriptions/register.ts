@@ -4,7 +4,7 @@ import type { EventRow } from '../events/emit';
 import { getPayment } from '../payments/store';
 import type { PaymentRow } from '../payments/types';
 import { createRefundTx } from '../refunds/refunds';
-import { getToken, recurrentPayment } from '../tokens/store';
+import { getToken, recurrentPayment, recurrentPaymentById } from '../tokens/store';
 import { activateTokenTx, chargedTx } from '../tokens/tokens';
 import { getSubscription } from './store';
 import { activateTx, chargeSettledTx, CHARGE_JOB, runChargeJob } from './subscriptions';
@@ -36,7 +36,7 @@ function recurrentSink(app: App, tx: Tx, row: EventRow, object: unknown): void {
   if (!SETTLED.has(given ? given.status : (JSON.parse(row.payload) as { status: string }).status)) return;
   // Payments made by hand (kind `payment`) have no token or subscription behind them.
   if (given && given.kind === 'payment') return;
-  const rp = recurrentPayment(app, row.payment_id);
+  const rp = given ? recurrentPayment(app, given.seq) : recurrentPaymentById(app, row.payment_id);
   if (!rp) return;
   const p = given ?? getPayment(app, rp.payment_id);
   if (!p) return;

@@ -141,7 +141,7 @@ export function patchSubscription(tx: Tx, s: SubscriptionRow, patch: Partial<Sub
 export type ChargeRow = { payment_id: string; kind: ChargeView['kind']; charge_index: number | null; attempt: number; amount: number; status: string; metadata: string; created_at: number };
 
 const CHARGES_SQL = `SELECT r.payment_id, r.kind, r.charge_index, r.attempt, p.amount, p.status, p.metadata, p.created_at
-  FROM recurrent_payments r JOIN payments p ON p.id = r.payment_id
+  FROM recurrent_payments r JOIN payments p ON p.seq = r.payment_seq
   WHERE r.subscription_id = ?`;
 
 // Payments of a subscription are made in (charge_index, attempt) order, the initial one (NULL index) first:

@@ -128,5 +128,5 @@ export function getRebill(db: Reader, tokenId: string): string | undefined {
 
 /** The recurrent role of a payment (binding a method, or charging one) and its token, if any. */
 export function recurrentOf(db: Reader, paymentId: string): { kind: string; token_id: string | null } | undefined {
-  return db.stmt('SELECT kind, token_id FROM recurrent_payments WHERE payment_id = ?').get(paymentId) as { kind: string; token_id: string | null } | undefined;
+  return db.stmt('SELECT kind, token_id FROM recurrent_payments WHERE payment_seq = (SELECT seq FROM payments WHERE id = ?)').get(paymentId) as { kind: string; token_id: string | null } | undefined;
 }

@@ -39,6 +39,8 @@ export interface TokenRow {
 
 /** A row of recurrent_payments: which token or subscription made a payment, and why. */
 export interface RecurrentPaymentRow {
+  /** payments.seq of the payment: the row's key. */
+  payment_seq: number;
   payment_id: string;
   kind: RecurrentKind;
   token_id: string;
@@ -90,12 +92,13 @@ export function updateToken(tx: Tx, id: string, patch: Partial<TokenRow>): void 
 
 /** Remember which token (and subscription) made a payment, in the payment's transaction. */
 export function recordPayment(tx: Tx, r: Omit<RecurrentPaymentRow, 'charge_index' | 'attempt'> & { charge_index?: number; attempt?: number }): void {
+  if (!(r.payment_seq > 0)) throw new Error(`cannot record recurrent payment ${r.payment_id}: it has no seq yet`);
   tx
     .stmt(
-      `INSERT INTO recurrent_payments (payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO recurrent_payments (payment_seq, payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
-    .run(r.payment_id, r.kind, r.token_id, r.subscription_id, r.shop_id, r.mode, r.charge_index ?? null, r.attempt ?? 1, r.created_at);
+    .run(r.payment_seq, r.payment_id, r.kind, r.token_id, r.subscription_id, r.shop_id, r.mode, r.charge_index ?? null, r.attempt ?? 1, r.created_at);
 }
 
 /** True when a subscription already made the charge payment of this index and attempt. */
@@ -103,9 +106,14 @@ export function chargeMade(tx: Tx, subscriptionId: string, index: number, attemp
   return tx.stmt('SELECT 1 FROM recurrent_payments WHERE subscription_id = ? AND charge_index = ? AND attempt = ?').get(subscriptionId, index, attempt) !== undefined;
 }
 
-/** The token or subscription behind a payment, if a token or subscription made it. */
-export function recurrentPayment(app: App, paymentId: string): RecurrentPaymentRow | undefined {
-  return app.store.stmt('SELECT * FROM recurrent_payments WHERE payment_id = ?').get(paymentId) as RecurrentPaymentRow | undefined;
+/** The token or subscription behind a payment (by the payment's seq), if a token or subscription made it. */
+export function recurrentPayment(app: App, paymentSeq: number): RecurrentPaymentRow | undefined {
+  return app.store.stmt('SELECT * FROM recurrent_payments WHERE payment_seq = ?').get(paymentSeq) as RecurrentPaymentRow | undefined;
+}
+
+/** The same by the payment's id, for a caller that holds only the id. */
+export function recurrentPaymentById(app: App, paymentId: string): RecurrentPaymentRow | undefined {
+  return app.store.stmt('SELECT * FROM recurrent_payments WHERE payment_seq = (SELECT seq FROM payments WHERE id = ?)').get(paymentId) as RecurrentPaymentRow | undefined;
 }
 
 /** The API shape of a token. */

@@ -83,6 +83,7 @@ export function createBindingTx(app: App, tx: Tx, input: BindingInput): { token:
     created_at: payment.created_at,
   });
   recordPayment(tx, {
+    payment_seq: payment.seq,
     payment_id: payment.id,
     kind: input.kind,
     token_id: tokenId,
@@ -168,6 +169,7 @@ export function chargeTokenTx(app: App, tx: Tx, t: TokenRow, input: ChargeInput)
     tokenId: t.id,
   });
   recordPayment(tx, {
+    payment_seq: payment.seq,
     payment_id: payment.id,
     kind: input.kind,
     token_id: t.id,
