@@ -11,7 +11,7 @@ import { registerRows, REGISTERS } from '../registers/plan';
 import { creationBody, createPaymentTx, parseCreateBody } from './create';
 import { failureMessage } from './failures';
 import { cancelTx } from './state';
-import { getPayment, getPaymentForView, metadataOf, paymentView } from './store';
+import { getPayment, getPaymentJson, metadataOf } from './store';
 import { PAYMENT_STATUSES, type PaymentRow } from './types';
 
 /** True when the key may see the payment: its shop's, and its mode unless `anyMode`. */
@@ -19,20 +19,15 @@ function visibleTo(auth: Auth, p: { shop_id: string; mode: Mode }, anyMode: bool
   return p.shop_id === auth.shopId && (anyMode || p.mode === auth.mode);
 }
 
-/**
- * A payment of the caller's shop and mode, or 404: another shop's id and a malformed id look the same as
- * none. `anyMode` lets a live key read (never change) its shop's test payments, as the register shows them.
- */
-export function paymentOfShop<R extends PaymentRow = PaymentRow>(
-  app: App,
-  ctx: Ctx,
-  id: string,
-  anyMode = false,
-  load: (app: App, id: string) => R | undefined = getPayment as (app: App, id: string) => R | undefined,
-): R {
-  const auth = ctx.auth!;
-  const p = isUuid(id) ? load(app, id) : undefined;
-  if (!p || !visibleTo(auth, p, anyMode)) throw notFound(`Cannot find payment "${id.slice(0, 64)}"`);
+/** The 404 of a payment the key may not see: another shop's id and a malformed id look the same as none. */
+function notFoundPayment(id: string) {
+  return notFound(`Cannot find payment "${id.slice(0, 64)}"`);
+}
+
+/** A payment of the caller's shop and mode, or 404 (notFoundPayment). */
+export function paymentOfShop(app: App, ctx: Ctx, id: string): PaymentRow {
+  const p = isUuid(id) ? getPayment(app, id) : undefined;
+  if (!p || !visibleTo(ctx.auth!, p, false)) throw notFoundPayment(id);
   return p;
 }
 
@@ -60,15 +55,16 @@ export function getPaymentHandler(ctx: Ctx): Reply {
   const { app } = ctx;
   const auth = ctx.auth!;
   const id = ctx.params.id;
-  // A live key may read its shop's test payments too (the register shows them); the cache keeps that rule.
+  // A live key may read (never change) its shop's test payments too, as the register shows them; the cache
+  // keeps that rule.
   const anyMode = auth.mode === 'live';
   const cache = app.viewCache;
   const held = cache.get(id);
   if (held && visibleTo(auth, held, anyMode)) return { json: held.json };
-  const p = paymentOfShop(app, ctx, id, anyMode, getPaymentForView);
-  const json = JSON.stringify(paymentView(app, p));
-  cache.set(id, { shop_id: p.shop_id, mode: p.mode, json });
-  return { json };
+  const read = isUuid(id) ? getPaymentJson(app, id) : undefined;
+  if (!read || !visibleTo(auth, read, anyMode)) throw notFoundPayment(id);
+  cache.set(id, read);
+  return { json: read.json };
 }
 
 /** POST /v1/public/payments/{id}/cancel (no body) */
