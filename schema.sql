@@ -267,10 +267,12 @@ CREATE TABLE ledger_entries (
   movement     TEXT NOT NULL,                       -- payment_succeeded, refund_reserved, payout_settled, …
   source_id    TEXT NOT NULL,                       -- the payment, refund or payout moved
   amount       INTEGER NOT NULL CHECK (amount > 0),
-  at           INTEGER NOT NULL                     -- on the book's clock
+  at           INTEGER NOT NULL,                    -- on the book's clock
+  source_seq   INTEGER NOT NULL                     -- the seq of that payment, refund or payout
 ) STRICT;
--- A movement posts once per source, however often its event is replayed.
-CREATE UNIQUE INDEX ledger_entries_once ON ledger_entries(movement, source_id);
+-- A movement posts once per source, however often its event is replayed. Keyed by the source's seq, which grows
+-- as sources are made, an entry goes next to the last one instead of to a random place of the index.
+CREATE UNIQUE INDEX ledger_entries_once ON ledger_entries(movement, source_seq);
 CREATE INDEX ledger_entries_book ON ledger_entries(shop_id, mode, id);
 
 CREATE TABLE ledger_postings (                      -- append-only

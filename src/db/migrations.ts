@@ -190,4 +190,31 @@ INSERT INTO recurrent_payments (payment_seq, payment_id, kind, token_id, subscri
   FROM recurrent_payments_old r JOIN payments p ON p.id = r.payment_id ORDER BY p.seq;
 DROP TABLE recurrent_payments_old;
 CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;`,
+  // 11 → 12: a ledger entry's once-per-source key is its source's seq instead of the source's random id, whose
+  // index entry went to a random page for every payment that succeeded. The table is made anew (so a database
+  // marked older than it is migrates all the same). An entry whose source is gone (none should be: a test reset
+  // deletes both) keys on its own negative id, which no seq takes.
+  `ALTER TABLE ledger_entries RENAME TO ledger_entries_old;
+DROP INDEX ledger_entries_once;
+DROP INDEX ledger_entries_book;
+CREATE TABLE ledger_entries (
+  id           INTEGER PRIMARY KEY,
+  merchant_id  TEXT NOT NULL,
+  shop_id      TEXT NOT NULL,
+  mode         TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  movement     TEXT NOT NULL,
+  source_id    TEXT NOT NULL,
+  amount       INTEGER NOT NULL CHECK (amount > 0),
+  at           INTEGER NOT NULL,
+  source_seq   INTEGER NOT NULL
+) STRICT;
+INSERT INTO ledger_entries (id, merchant_id, shop_id, mode, movement, source_id, amount, at, source_seq)
+  SELECT id, merchant_id, shop_id, mode, movement, source_id, amount, at, coalesce(CASE
+      WHEN movement LIKE 'payment%' THEN (SELECT seq FROM payments WHERE payments.id = o.source_id)
+      WHEN movement LIKE 'refund%' THEN (SELECT seq FROM refunds WHERE refunds.id = o.source_id)
+      ELSE (SELECT seq FROM payouts WHERE payouts.id = o.source_id) END, -id)
+  FROM ledger_entries_old o ORDER BY id;
+DROP TABLE ledger_entries_old;
+CREATE UNIQUE INDEX ledger_entries_once ON ledger_entries(movement, source_seq);
+CREATE INDEX ledger_entries_book ON ledger_entries(shop_id, mode, id);`,
 ];

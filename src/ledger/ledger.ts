@@ -35,6 +35,11 @@ export interface Book {
   mode: Mode;
 }
 
+/** The table of a movement's source, whose seq keys the movement's entry (once per source). */
+function sourceTable(movement: Movement): 'payments' | 'refunds' | 'payouts' {
+  return movement.startsWith('payment') ? 'payments' : movement.startsWith('refund') ? 'refunds' : 'payouts';
+}
+
 /** Movements after which `shop:available` must not be negative: money out never overdraws the shop. */
 const MUST_LEAVE_AVAILABLE = new Set<Movement>(['payout_reserved', 'refund_reserved']);
 
@@ -47,12 +52,13 @@ export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, a
   if (!Number.isSafeInteger(amount) || amount <= 0) {
     throw new Error(`cannot post ${movement} for "${sourceId}": amount ${amount} is not a positive integer`);
   }
+  // The source's seq is read in the statement; a source that does not exist leaves it NULL, which NOT NULL refuses.
   const entry = tx
     .stmt(
-      `INSERT INTO ledger_entries (merchant_id, shop_id, mode, movement, source_id, amount, at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (movement, source_id) DO NOTHING`,
+      `INSERT INTO ledger_entries (merchant_id, shop_id, mode, movement, source_id, amount, at, source_seq)
+       VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT seq FROM ${sourceTable(movement)} WHERE id = ?)) ON CONFLICT (movement, source_seq) DO NOTHING`,
     )
-    .run(book.merchantId, book.shopId, book.mode, movement, sourceId, amount, at);
+    .run(book.merchantId, book.shopId, book.mode, movement, sourceId, amount, at, sourceId);
   if (entry.changes === 0) return false;
   const { from, to } = MOVEMENTS[movement];
   const postings: Array<[Account, number]> = [
@@ -94,7 +100,9 @@ export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, a
 
 /** The amount a movement posted for a source, or undefined when it has not been posted. */
 export function postedAmount(tx: Tx, movement: Movement, sourceId: string): number | undefined {
-  const row = tx.stmt('SELECT amount FROM ledger_entries WHERE movement = ? AND source_id = ?').get(movement, sourceId) as
+  const row = tx
+    .stmt(`SELECT amount FROM ledger_entries WHERE movement = ? AND source_seq = (SELECT seq FROM ${sourceTable(movement)} WHERE id = ?)`)
+    .get(movement, sourceId) as
     | { amount: number }
     | undefined;
   return row?.amount;

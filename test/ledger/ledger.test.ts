@@ -123,3 +123,59 @@ test('test reset empties the test book with the rest of the test data', async ()
   const c = await ledgerCheck(s.dbPath);
   assert.equal(c.code, 0, c.stdout);
 });
+
+test('a database of schema version 11 keeps every ledger entry when the once-per-source key becomes the source\'s seq', async () => {
+  const shop = s.newShop();
+  const pay = await paidPayment(s, shop.key, 80_000);
+  const refund = await s.request('POST', `/v1/public/payments/${pay}/refund`, { key: shop.key, body: { amount: 10_000 } });
+  assert.equal(refund.status, 201, refund.text);
+  const payout = await s.request('POST', '/v1/public/payouts', { key: shop.key, body: sbpBody(5_000) });
+  assert.equal(payout.status, 201, payout.text);
+  await advance(shop.key, 3);
+  const sources: Record<string, string> = { payments: pay, refunds: refund.body.id, payouts: payout.body.payout.id };
+  const all = () => s.store.db.prepare('SELECT id, merchant_id, shop_id, mode, movement, source_id, amount, at FROM ledger_entries ORDER BY id').all();
+  const before = all();
+
+  // As version 11 left the table: the once-per-source key on the source's id, no source_seq.
+  s.store.tx(({ db }) => {
+    db.exec(`ALTER TABLE ledger_entries RENAME TO le_current;
+      DROP INDEX ledger_entries_once;
+      DROP INDEX ledger_entries_book;
+      CREATE TABLE ledger_entries (
+        id INTEGER PRIMARY KEY, merchant_id TEXT NOT NULL, shop_id TEXT NOT NULL, mode TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+        movement TEXT NOT NULL, source_id TEXT NOT NULL, amount INTEGER NOT NULL CHECK (amount > 0), at INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO ledger_entries SELECT id, merchant_id, shop_id, mode, movement, source_id, amount, at FROM le_current;
+      DROP TABLE le_current;
+      CREATE UNIQUE INDEX ledger_entries_once ON ledger_entries(movement, source_id);
+      CREATE INDEX ledger_entries_book ON ledger_entries(shop_id, mode, id);`);
+    db.pragma('user_version = 11');
+  });
+  await s.restart();
+
+  const db = s.store.db;
+  assert.deepEqual(all(), before, 'every entry kept as it was');
+  for (const [table, id] of Object.entries(sources)) {
+    const seq = (db.prepare(`SELECT seq FROM ${table} WHERE id = ?`).get(id) as { seq: number }).seq;
+    const keyed = db.prepare('SELECT DISTINCT source_seq FROM ledger_entries WHERE source_id = ?').pluck().all(id);
+    assert.deepEqual(keyed, [seq], `the entries of ${table} ${id} are keyed by its seq`);
+  }
+  assert.equal(db.prepare('SELECT count(*) FROM ledger_entries WHERE source_seq <= 0').pluck().get(), 0);
+  assert.deepEqual(db.prepare(`SELECT name FROM pragma_index_info('ledger_entries_once') ORDER BY seqno`).pluck().all(), ['movement', 'source_seq']);
+  const plan = (db.prepare('EXPLAIN QUERY PLAN SELECT amount FROM ledger_entries WHERE movement = ? AND source_seq = (SELECT seq FROM refunds WHERE id = ?)').all('refund_reserved', 'x') as Array<{ detail: string }>)
+    .map((r) => r.detail)
+    .join(' | ');
+  assert.match(plan, /SEARCH ledger_entries USING INDEX ledger_entries_once \(movement=\? AND source_seq=\?\)/);
+
+  // The books go on: a refund of the same payment settles, a second payment posts once, and the check passes.
+  const again = await s.request('POST', `/v1/public/payments/${pay}/refund`, { key: shop.key, body: { amount: 20_000 } });
+  assert.equal(again.status, 201, again.text);
+  const pay2 = await paidPayment(s, shop.key, 7_000);
+  await advance(shop.key, 3);
+  assert.deepEqual(entries(again.body.id).map((e) => e.movement), ['refund_reserved', 'refund_settled']);
+  assert.deepEqual(entries(pay2), [{ movement: 'payment_succeeded', amount: 7_000 }]);
+  const b = await balanceOf(s, shop.key);
+  assert.deepEqual([b.balance, b.available], [80_000 - 10_000 - 5_000 - 20_000 + 7_000, 80_000 - 10_000 - 5_000 - 20_000 + 7_000]);
+  const c = await ledgerCheck(s.dbPath);
+  assert.equal(c.code, 0, c.stdout);
+});
