@@ -113,7 +113,9 @@ export function recurrentPayment(app: App, paymentSeq: number): RecurrentPayment
 
 /** The same by the payment's id, for a caller that holds only the id. */
 export function recurrentPaymentById(app: App, paymentId: string): RecurrentPaymentRow | undefined {
-  return app.store.stmt('SELECT * FROM recurrent_payments WHERE payment_seq = (SELECT seq FROM payments WHERE id = ?)').get(paymentId) as RecurrentPaymentRow | undefined;
+  return app.store
+    .stmt('SELECT * FROM recurrent_payments WHERE payment_seq = (SELECT seq FROM payments WHERE id = ?)')
+    .get(paymentId) as RecurrentPaymentRow | undefined;
 }
 
 /** The API shape of a token. */

@@ -29,7 +29,12 @@ test('GET builds the same JSON in SQL as paymentView, byte for byte, for payment
   const ids: Record<string, string> = {};
   const made = async (name: string, body: Record<string, unknown>) => (ids[name] = (await createPayment(s, { amount: 10_000, ...body })).payment.id);
 
-  await made('pending, awkward text', { description: AWKWARD, order_id: `o-${AWKWARD}`.slice(0, 60), metadata: { note: AWKWARD, 'key "quoted"': 'v', empty: '' }, return_url: 'https://shop.example/back?a=1&b=%22' });
+  await made('pending, awkward text', {
+    description: AWKWARD,
+    order_id: `o-${AWKWARD}`.slice(0, 60),
+    metadata: { note: AWKWARD, 'key "quoted"': 'v', empty: '' },
+    return_url: 'https://shop.example/back?a=1&b=%22',
+  });
   await made('pending, no metadata', { amount: 1 });
   const processing = await made('processing', { amount: 20_000 });
   assert.equal((await simulate(s, processing, { action: 'open_session', method: 'sbp' })).status, 200);
