@@ -46,19 +46,21 @@ const MUST_LEAVE_AVAILABLE = new Set<Movement>(['payout_reserved', 'refund_reser
 /**
  * Post a movement of `amount` for `sourceId` in the caller's transaction: one entry, two postings that
  * sum to zero, and the running balances. A movement posts once per source: a replay returns false and
- * changes nothing. Throws (rolling the caller back) when an invariant would break.
+ * changes nothing. Throws (rolling the caller back) when an invariant would break. `sourceSeq` is the source
+ * row's seq when the caller holds the row; otherwise the statement reads it by `sourceId`.
  */
-export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, amount: number, at: number): boolean {
+export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, amount: number, at: number, sourceSeq?: number): boolean {
   if (!Number.isSafeInteger(amount) || amount <= 0) {
     throw new Error(`cannot post ${movement} for "${sourceId}": amount ${amount} is not a positive integer`);
   }
-  // The source's seq is read in the statement; a source that does not exist leaves it NULL, which NOT NULL refuses.
+  // Without the seq given, the statement reads it (coalesce stops at its first non-NULL argument, so a given seq
+  // costs no read); a source that does not exist leaves it NULL, which NOT NULL refuses.
   const entry = tx
     .stmt(
       `INSERT INTO ledger_entries (merchant_id, shop_id, mode, movement, source_id, amount, at, source_seq)
-       VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT seq FROM ${sourceTable(movement)} WHERE id = ?)) ON CONFLICT (movement, source_seq) DO NOTHING`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, (SELECT seq FROM ${sourceTable(movement)} WHERE id = ?))) ON CONFLICT (movement, source_seq) DO NOTHING`,
     )
-    .run(book.merchantId, book.shopId, book.mode, movement, sourceId, amount, at, sourceId);
+    .run(book.merchantId, book.shopId, book.mode, movement, sourceId, amount, at, sourceSeq ?? null, sourceId);
   if (entry.changes === 0) return false;
   const { from, to } = MOVEMENTS[movement];
   const postings: Array<[Account, number]> = [

@@ -82,7 +82,7 @@ function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string
   const event = WEBHOOK[to];
   // The money moves with the status, in the same transaction and before anything reacts to the change (a
   // card binding's verification refund needs the credit): the books never depend on an event's payload.
-  if (to === 'succeeded') post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at);
+  if (to === 'succeeded') post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at, next.seq);
   app.events.append(tx, {
     merchantId: next.merchant_id,
     shopId: next.shop_id,

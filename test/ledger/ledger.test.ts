@@ -174,6 +174,12 @@ test('a database of schema version 11 keeps every ledger entry when the once-per
   await advance(shop.key, 3);
   assert.deepEqual(entries(again.body.id).map((e) => e.movement), ['refund_reserved', 'refund_settled']);
   assert.deepEqual(entries(pay2), [{ movement: 'payment_succeeded', amount: 7_000 }]);
+  // Entries made after it are keyed by their source's seq too: a payment's given by the state machine, a
+  // refund's read by the posting statement.
+  for (const [table, id] of [['payments', pay2], ['refunds', again.body.id]]) {
+    const seq = db.prepare(`SELECT seq FROM ${table} WHERE id = ?`).pluck().get(id);
+    assert.deepEqual(db.prepare('SELECT DISTINCT source_seq FROM ledger_entries WHERE source_id = ?').pluck().all(id), [seq], `${table} ${id}`);
+  }
   const b = await balanceOf(s, shop.key);
   assert.deepEqual([b.balance, b.available], [80_000 - 10_000 - 5_000 - 20_000 + 7_000, 80_000 - 10_000 - 5_000 - 20_000 + 7_000]);
   const c = await ledgerCheck(s.dbPath);
