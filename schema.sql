@@ -49,22 +49,25 @@ CREATE TABLE api_key_usage (
 
 -- == idempotency ==
 
--- A record is small and written in rowid order; only its key goes into a random place of the index, so a key
--- costs a few hundred bytes and the answer never needs an overflow page (src/auth/idempotency-record.ts).
+-- A key's record is one small row in the b-tree of its key, so storing a key writes one page of this table. The
+-- first answer it replays is kept, compact (src/auth/idempotency-record.ts), in the row of the object the request
+-- created (the `answer` column of payments, refunds, payouts, tokens and subscriptions), a page the create writes
+-- anyway; an answer that created no such row (a payout batch) is kept here. Test and live are separate books, so
+-- separate namespaces: a key used in test mode is free in live mode. The retention sweep walks this table in key
+-- order, deletes the records past their time and clears their answers.
 CREATE TABLE idempotency_keys (
-  id            INTEGER PRIMARY KEY,
   merchant_id   TEXT NOT NULL,
-  key           TEXT NOT NULL,
-  shop_id       TEXT NOT NULL,
   mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  key           TEXT NOT NULL,
   request_hash  BLOB NOT NULL,                        -- SHA-256 (32 bytes) of shop, mode, method, route, params and canonical body
-  status        INTEGER NOT NULL,
-  object_id     TEXT,                                 -- the created object's id, written as a marker inside response
-  response      BLOB NOT NULL,                        -- the first answer's JSON, compact; plain JSON text in records from before
-  created_at    INTEGER NOT NULL
-) STRICT;
--- Test and live are separate books, so separate namespaces: a key used in test mode is free in live mode.
-CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, mode, key);
+  holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
+  holder_seq    INTEGER,                              -- the seq of the holder's row that keeps the answer
+  answer        BLOB,                                 -- the answer when no row holds it
+  object_id     TEXT,                                 -- the id written as a marker inside that answer
+  created_at    INTEGER NOT NULL,                     -- real time
+  PRIMARY KEY (merchant_id, mode, key),
+  CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))
+) STRICT, WITHOUT ROWID;
 
 -- == scheduler: the jobs table is the truth, the in-memory wheel only a cache of what is due soon ==
 
@@ -210,7 +213,8 @@ CREATE TABLE payments (
   expires_at        INTEGER NOT NULL,
   processing_until  INTEGER,
   captured_at       INTEGER,
-  finalized_at      INTEGER
+  finalized_at      INTEGER,
+  answer            BLOB                                -- the first answer under an Idempotency-Key, while its record lasts
 ) STRICT;
 -- The registers: every index starts (shop_id, mode) and ends (created_at, seq), so that a page of any documented
 -- filter is one seek and limit + 1 rows in order (src/registers/plan.ts chooses among them).
@@ -234,7 +238,8 @@ CREATE TABLE refunds (
   status        TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
   failure_code  TEXT NOT NULL DEFAULT '',
   created_at    INTEGER NOT NULL,
-  completed_at  INTEGER
+  completed_at  INTEGER,
+  answer            BLOB                                -- the first answer under an Idempotency-Key, while its record lasts
 ) STRICT;
 CREATE INDEX refunds_payment ON refunds(payment_id);
 CREATE INDEX refunds_register ON refunds(shop_id, mode, created_at, seq);
@@ -314,7 +319,8 @@ CREATE TABLE payouts (
   sim_outcome       TEXT,                           -- test mode: the simulator's plan, fixed at creation
   sim_failure_code  TEXT,
   created_at        INTEGER NOT NULL,
-  completed_at      INTEGER
+  completed_at      INTEGER,
+  answer            BLOB                                -- the first answer under an Idempotency-Key, while its record lasts
 ) STRICT;
 CREATE INDEX payouts_register ON payouts(shop_id, mode, created_at, seq);
 CREATE INDEX payouts_method_status ON payouts(shop_id, mode, method, status, created_at, seq);
@@ -341,7 +347,8 @@ CREATE TABLE tokens (
   last_charged_at     INTEGER,                           -- the last successful charge
   created_at          INTEGER NOT NULL,
   activated_at        INTEGER,
-  cancelled_at        INTEGER
+  cancelled_at        INTEGER,
+  answer            BLOB                                -- the first answer under an Idempotency-Key, while its record lasts
 ) STRICT;
 CREATE INDEX tokens_register ON tokens(shop_id, mode, created_at, seq);
 CREATE INDEX tokens_status ON tokens(shop_id, mode, status, created_at, seq);
@@ -373,7 +380,8 @@ CREATE TABLE subscriptions (
   cancel_reason       TEXT NOT NULL DEFAULT '',
   created_at          INTEGER NOT NULL,
   activated_at        INTEGER,
-  cancelled_at        INTEGER
+  cancelled_at        INTEGER,
+  answer            BLOB                                -- the first answer under an Idempotency-Key, while its record lasts
 ) STRICT;
 CREATE INDEX subscriptions_register ON subscriptions(shop_id, mode, created_at, seq);
 CREATE INDEX subscriptions_status ON subscriptions(shop_id, mode, status, created_at, seq);

@@ -48,15 +48,57 @@ export function idempotencyKey(ctx: Ctx): string | undefined {
   return key;
 }
 
+/** Tables whose rows keep the first answer of the request that created them (their `answer` column). */
+export type AnswerTable = 'payments' | 'refunds' | 'payouts' | 'tokens' | 'subscriptions';
+
+/** The row a create made that keeps its answer: the table, the row's seq and the object's id. */
+export interface AnswerHolder {
+  table: AnswerTable;
+  seq: number;
+  id: string;
+}
+
+/** What a create returns: the status and body of its first answer, and the row that keeps it (none for a batch). */
+export interface CreateResult {
+  status: number;
+  body: Record<string, unknown>;
+  holder?: AnswerHolder;
+}
+
+interface KeyRecord {
+  request_hash: Buffer;
+  holder: AnswerTable | null;
+  holder_seq: number | null;
+  answer: Buffer | null;
+  object_id: string | null;
+  created_at: number;
+}
+
+/** The record's stored answer as JSON text, or undefined when its row is gone (a test-mode reset deleted it). */
+function storedAnswer(tx: Tx, rec: KeyRecord, shopId: string, merchantId: string): string | undefined {
+  if (rec.holder === null) return decodeRecord(rec.answer!, { objectId: rec.object_id, shopId, merchantId });
+  const row = tx.stmt(`SELECT id, answer FROM ${rec.holder} WHERE seq = ?`).get(rec.holder_seq) as { id: string; answer: Buffer | null } | undefined;
+  if (!row || row.answer === null) return undefined;
+  return decodeRecord(row.answer, { objectId: row.id, shopId, merchantId });
+}
+
+/** Forget a record: delete it and clear the answer its holder keeps. */
+function dropRecord(tx: Tx, merchantId: string, mode: string, key: string, rec: Pick<KeyRecord, 'holder' | 'holder_seq'>): void {
+  tx.stmt('DELETE FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?').run(merchantId, mode, key);
+  if (rec.holder !== null) tx.stmt(`UPDATE ${rec.holder} SET answer = NULL WHERE seq = ?`).run(rec.holder_seq);
+}
+
 /**
  * Run a create in one group-committed transaction under the request's Idempotency-Key, if any: a replay
  * of the same request answers 200 with the stored body and `"idempotent": true`; the same key with a
  * different request is 409 idempotent_conflict. The record and the created object commit together.
- * `create` returns the status and body of the first answer; `replay` may adjust a stored body (refresh it).
+ * `create` returns the status and body of the first answer and the row that keeps it; `replay` may adjust
+ * a stored body (refresh it). A record older than the retention (--retain-idempotency-hours) is gone: its key
+ * makes a new object, whether or not the retention sweep has deleted it yet.
  */
 export async function idempotentCreate(
   ctx: Ctx,
-  create: (tx: Tx) => { status: number; body: Record<string, unknown> },
+  create: (tx: Tx) => CreateResult,
   replay?: (tx: Tx, stored: Record<string, unknown>) => Record<string, unknown>,
 ): Promise<Reply> {
   const auth = ctx.auth!;
@@ -74,38 +116,72 @@ export async function idempotentCreate(
   return ctx.app.store.write((tx) => {
     if (key !== undefined) {
       const prior = tx
-        .stmt('SELECT shop_id, request_hash, object_id, response FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?')
-        .get(auth.merchantId, auth.mode, key) as { shop_id: string; request_hash: Buffer; object_id: string | null; response: Buffer } | undefined;
+        .stmt('SELECT request_hash, holder, holder_seq, answer, object_id, created_at FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?')
+        .get(auth.merchantId, auth.mode, key) as KeyRecord | undefined;
       if (prior) {
-        if (!hash!.equals(prior.request_hash)) {
+        const live = prior.created_at >= ctx.app.clocks.real() - ctx.app.config.retainIdempotencyHours * 3_600_000;
+        if (live && !hash!.equals(prior.request_hash)) {
           throw new ApiError(409, 'idempotent_conflict', `Cannot reuse Idempotency-Key "${key}": it was used with a different request`);
         }
-        const text = decodeRecord(prior.response, { objectId: prior.object_id, shopId: prior.shop_id, merchantId: auth.merchantId });
-        let body = JSON.parse(text) as Record<string, unknown>;
-        if (replay) body = replay(tx, body);
-        return { status: 200, body: { ...body, idempotent: true } };
+        const text = live ? storedAnswer(tx, prior, auth.shopId, auth.merchantId) : undefined;
+        if (text !== undefined) {
+          let body = JSON.parse(text) as Record<string, unknown>;
+          if (replay) body = replay(tx, body);
+          return { status: 200, body: { ...body, idempotent: true } };
+        }
+        dropRecord(tx, auth.merchantId, auth.mode, key, prior);
       }
     }
     const out = create(tx);
     if (key !== undefined) {
-      // Only what a replay needs, compactly: the fingerprint as 32 bytes, the answer with its ids as markers
-      // (a whole JSON answer took an overflow page of its own, 4.7 KB a key).
+      // Only what a replay needs, compactly: the fingerprint as 32 bytes, the answer with its ids as markers, kept
+      // in the created object's row, a page this transaction writes anyway.
       const json = JSON.stringify(out.body);
-      const objectId = objectIdOf(json);
-      tx
-        .stmt('INSERT INTO idempotency_keys (merchant_id, key, shop_id, mode, request_hash, status, object_id, response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-        .run(
-          auth.merchantId,
-          key,
-          auth.shopId,
-          auth.mode,
-          hash,
-          out.status,
-          objectId,
-          encodeRecord(json, { objectId, shopId: auth.shopId, merchantId: auth.merchantId }),
-          ctx.app.clocks.real(),
-        );
+      const h = out.holder;
+      const objectId = h ? h.id : objectIdOf(json);
+      const answer = encodeRecord(json, { objectId, shopId: auth.shopId, merchantId: auth.merchantId });
+      if (h) tx.stmt(`UPDATE ${h.table} SET answer = ? WHERE seq = ?`).run(answer, h.seq);
+      tx.stmt('INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+        auth.merchantId,
+        auth.mode,
+        key,
+        hash,
+        h ? h.table : null,
+        h ? h.seq : null,
+        h ? null : answer,
+        h ? null : objectId,
+        ctx.app.clocks.real(),
+      );
     }
     return { status: out.status, body: out.body };
   }, ctx.seen);
+}
+
+/**
+ * One slice of the retention sweep over idempotency records: the next `limit` records in key order after
+ * `after` (from the start when null), of which those created before `cutoff` (real time) are deleted and their
+ * answers cleared. Records are keyed by their key, not their age, so the sweep walks the whole table a slice at
+ * a time; a replay never depends on it (idempotentCreate checks the age itself).
+ */
+export function purgeIdempotencySlice(
+  tx: Tx,
+  after: [string, string, string] | null,
+  cutoff: number,
+  limit: number,
+): { deleted: number; last: [string, string, string] | null } {
+  const rows = (
+    after === null
+      ? tx.stmt('SELECT merchant_id, mode, key, holder, holder_seq, created_at FROM idempotency_keys ORDER BY merchant_id, mode, key LIMIT ?').all(limit)
+      : tx
+          .stmt('SELECT merchant_id, mode, key, holder, holder_seq, created_at FROM idempotency_keys WHERE (merchant_id, mode, key) > (?, ?, ?) ORDER BY merchant_id, mode, key LIMIT ?')
+          .all(...after, limit)
+  ) as Array<{ merchant_id: string; mode: string; key: string; holder: AnswerTable | null; holder_seq: number | null; created_at: number }>;
+  let deleted = 0;
+  for (const r of rows) {
+    if (r.created_at >= cutoff) continue;
+    dropRecord(tx, r.merchant_id, r.mode, r.key, r);
+    deleted++;
+  }
+  const end = rows.length < limit ? null : rows[rows.length - 1];
+  return { deleted, last: end ? [end.merchant_id, end.mode, end.key] : null };
 }

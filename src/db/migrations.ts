@@ -2,7 +2,17 @@
  * Migrations from one schema version to the next: MIGRATIONS[0] takes version 1 to 2, and so on.
  * schema.sql always holds the newest whole schema; a new database gets it in one step.
  */
-export const MIGRATIONS: readonly string[] = [
+import type Database from 'better-sqlite3';
+
+/** A step: SQL, or a function for a step that must look at the schema first. */
+export type Migration = string | ((db: Database.Database) => void);
+
+/** Whether `table` has a column named `column`. */
+function hasColumn(db: Database.Database, table: string, column: string): boolean {
+  return (db.pragma(`table_info(${table})`) as Array<{ name: string }>).some((c) => c.name === column);
+}
+
+export const MIGRATIONS: readonly Migration[] = [
   // 1 → 2: links expire through one sweep job per shop and mode, which finds due payments through this index.
   `CREATE INDEX payments_pending_expiry ON payments(shop_id, mode, expires_at) WHERE status = 'pending';`,
   // 2 → 3: the bank port picks a live shop's bank from its acquirer.
@@ -79,7 +89,10 @@ CREATE INDEX IF NOT EXISTS cabinet_audit_merchant ON cabinet_audit(merchant_id, 
   // answer kept whole took an overflow page of its own. Existing records keep their answers as plain JSON
   // (read as such) and their fingerprints, now as 32 bytes. Test and live keys are separate namespaces, as
   // they are separate books.
-  `CREATE TABLE idempotency_keys_new (
+  // Skipped where the records already have a newer form (a database marked older than it is).
+  (db) => {
+    if (!hasColumn(db, 'idempotency_keys', 'shop_id')) return;
+    db.exec(`CREATE TABLE idempotency_keys_new (
      id            INTEGER PRIMARY KEY,
      merchant_id   TEXT NOT NULL,
      key           TEXT NOT NULL,
@@ -96,7 +109,8 @@ CREATE INDEX IF NOT EXISTS cabinet_audit_merchant ON cabinet_audit(merchant_id, 
      FROM idempotency_keys ORDER BY created_at;
    DROP TABLE idempotency_keys;
    ALTER TABLE idempotency_keys_new RENAME TO idempotency_keys;
-   CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, mode, key);`,
+   CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, mode, key);`);
+  },
   // 6 → 7: live acquirers record every request, T-Bank's sessions and saved methods, and answers whose amount did not match.
   // IF NOT EXISTS: a database marked older than it is (as the tests of earlier migrations do) migrates all the same.
   `CREATE TABLE IF NOT EXISTS bank_requests (
@@ -217,4 +231,32 @@ INSERT INTO ledger_entries (id, merchant_id, shop_id, mode, movement, source_id,
 DROP TABLE ledger_entries_old;
 CREATE UNIQUE INDEX ledger_entries_once ON ledger_entries(movement, source_seq);
 CREATE INDEX ledger_entries_book ON ledger_entries(shop_id, mode, id);`,
+  // 12 → 13: an idempotency record is one row in the b-tree of its key, and the answer it replays lives in the row
+  // of the object its request created: storing a key wrote a page of the records' table and a random page of their
+  // key index besides the pages of the create. Existing records keep their answers in their own rows. Columns are
+  // added only where missing, so that a database marked older than it is migrates all the same.
+  (db) => {
+    for (const table of ['payments', 'refunds', 'payouts', 'tokens', 'subscriptions']) {
+      if (!hasColumn(db, table, 'answer')) db.exec(`ALTER TABLE ${table} ADD COLUMN answer BLOB`);
+    }
+    if (!hasColumn(db, 'idempotency_keys', 'response')) return;
+    db.exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_keys_old;
+DROP INDEX idempotency_keys_key;
+CREATE TABLE idempotency_keys (
+  merchant_id   TEXT NOT NULL,
+  mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  key           TEXT NOT NULL,
+  request_hash  BLOB NOT NULL,
+  holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
+  holder_seq    INTEGER,
+  answer        BLOB,
+  object_id     TEXT,
+  created_at    INTEGER NOT NULL,
+  PRIMARY KEY (merchant_id, mode, key),
+  CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))
+) STRICT, WITHOUT ROWID;
+INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, answer, object_id, created_at)
+  SELECT merchant_id, mode, key, request_hash, response, object_id, created_at FROM idempotency_keys_old;
+DROP TABLE idempotency_keys_old;`);
+  },
 ];

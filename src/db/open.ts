@@ -80,7 +80,11 @@ function migrate(db: Database.Database): void {
     if (version === 0) {
       db.exec(SCHEMA_SQL);
     } else {
-      for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v - 1]);
+      for (let v = version; v < SCHEMA_VERSION; v++) {
+        const step = MIGRATIONS[v - 1];
+        if (typeof step === 'string') db.exec(step);
+        else step(db);
+      }
     }
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   });

@@ -36,7 +36,10 @@ export async function createPayment(ctx: Ctx): Promise<Reply> {
   const input = parseCreateBody(ctx.body, ctx.auth!);
   const reply = await idempotentCreate(
     ctx,
-    (tx) => ({ status: 201, body: creationBody(ctx.app, createPaymentTx(ctx.app, tx, input)) }),
+    (tx) => {
+      const p = createPaymentTx(ctx.app, tx, input);
+      return { status: 201, body: creationBody(ctx.app, p), holder: { table: 'payments', seq: p.seq, id: p.id } };
+    },
     // The specification has failure_code and failure_message present on every replay: the payment's
     // current refusal or expiry code, "" while it has none.
     (_tx, stored) => {

@@ -275,6 +275,7 @@ export function insertedRow(p: InsertParams): PaymentRow {
     processing_until: null,
     captured_at: null,
     finalized_at: null,
+    answer: null,
   };
 }
 

@@ -1,5 +1,6 @@
 import type { App } from '../app-types';
 import type { Tx } from '../db/store';
+import { purgeIdempotencySlice } from '../auth/idempotency';
 
 /**
  * Limits of the retention sweep: rows one batch deletes (one small group-committed body, so requests never
@@ -7,16 +8,25 @@ import type { Tx } from '../db/store';
  */
 export const RETENTION_LIMITS = { batch_rows: 500, batches_per_run: 20, interval_ms: 60_000 };
 
-/** What one table keeps and how its old rows are found: the oldest rows first, a batch at a time. */
+/** Where a sweep that walks a table in slices goes on from, per rule, for the life of the process. */
+type Cursors = Map<string, unknown>;
+
+/** What one table keeps and how its old rows are found, a batch at a time. */
 interface Rule {
   name: string;
-  /** Delete one batch of rows older than `cutoff`; returns how many went. */
-  purge(tx: Tx, cutoff: number, limit: number): number;
+  /**
+   * Delete one batch of rows older than `cutoff` from at most `limit` rows read: how many went, and whether
+   * another batch may find more (a batch that read `limit` rows).
+   */
+  purge(tx: Tx, cutoff: number, limit: number, cursors: Cursors): { deleted: number; more: boolean };
   /** How long rows are kept, in ms, from the configuration. */
   keep_ms(app: App): number;
 }
 
 const DAY_MS = 86_400_000;
+
+/** A batch of the oldest rows: another may follow while a batch is full. */
+const oldest = (deleted: number, limit: number) => ({ deleted, more: deleted === limit });
 
 // Payments, refunds, payouts, tokens, subscriptions and the ledger are never purged: they are the books.
 // What goes is work that is over: finished jobs, webhook deliveries that ended (with their attempts), the
@@ -27,56 +37,72 @@ const RULES: Rule[] = [
     keep_ms: (app) => app.config.retainJobsDays * DAY_MS,
     // Finished jobs by their finish time (real time), through the partial index jobs_finished.
     purge: (tx, cutoff, limit) =>
-      tx
-        .stmt(`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)`)
-        .run(cutoff, limit).changes,
+      oldest(
+        tx
+          .stmt(`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)`)
+          .run(cutoff, limit).changes,
+        limit,
+      ),
   },
   {
     name: 'webhook_attempts',
     keep_ms: (app) => app.config.retainDeliveriesDays * DAY_MS,
     // Attempts of deliveries that ended; the oldest rows by id only, so a run reads a bounded number of rows.
     purge: (tx, cutoff, limit) =>
-      tx
-        .stmt(
-          `DELETE FROM webhook_attempts WHERE id IN (
-             SELECT a.id FROM (SELECT id, delivery_id, attempted_at FROM webhook_attempts ORDER BY id LIMIT ?) a
-             JOIN webhook_deliveries d ON d.id = a.delivery_id
-             WHERE d.state <> 'pending' AND a.attempted_at < ?)`,
-        )
-        .run(limit, cutoff).changes,
+      oldest(
+        tx
+          .stmt(
+            `DELETE FROM webhook_attempts WHERE id IN (
+               SELECT a.id FROM (SELECT id, delivery_id, attempted_at FROM webhook_attempts ORDER BY id LIMIT ?) a
+               JOIN webhook_deliveries d ON d.id = a.delivery_id
+               WHERE d.state <> 'pending' AND a.attempted_at < ?)`,
+          )
+          .run(limit, cutoff).changes,
+        limit,
+      ),
   },
   {
     name: 'webhook_deliveries',
     keep_ms: (app) => app.config.retainDeliveriesDays * DAY_MS,
     purge: (tx, cutoff, limit) =>
-      tx
-        .stmt(
-          `DELETE FROM webhook_deliveries WHERE id IN (
-             SELECT d.id FROM (SELECT id, state, created_at FROM webhook_deliveries ORDER BY id LIMIT ?) d
-             WHERE d.state <> 'pending' AND d.created_at < ?
-               AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id))`,
-        )
-        .run(limit, cutoff).changes,
+      oldest(
+        tx
+          .stmt(
+            `DELETE FROM webhook_deliveries WHERE id IN (
+               SELECT d.id FROM (SELECT id, state, created_at FROM webhook_deliveries ORDER BY id LIMIT ?) d
+               WHERE d.state <> 'pending' AND d.created_at < ?
+                 AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id))`,
+          )
+          .run(limit, cutoff).changes,
+        limit,
+      ),
   },
   {
     name: 'events',
     keep_ms: (app) => app.config.retainEventsDays * DAY_MS,
     purge: (tx, cutoff, limit) =>
-      tx
-        .stmt(
-          `DELETE FROM events WHERE seq IN (
-             SELECT e.seq FROM (SELECT seq, id, at FROM events ORDER BY seq LIMIT ?) e
-             WHERE e.at < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending'))`,
-        )
-        .run(limit, cutoff).changes,
+      oldest(
+        tx
+          .stmt(
+            `DELETE FROM events WHERE seq IN (
+               SELECT e.seq FROM (SELECT seq, id, at FROM events ORDER BY seq LIMIT ?) e
+               WHERE e.at < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending'))`,
+          )
+          .run(limit, cutoff).changes,
+        limit,
+      ),
   },
   {
     name: 'idempotency_keys',
     keep_ms: (app) => app.config.retainIdempotencyHours * 3_600_000,
-    purge: (tx, cutoff, limit) =>
-      tx
-        .stmt(`DELETE FROM idempotency_keys WHERE id IN (SELECT id FROM (SELECT id, created_at FROM idempotency_keys ORDER BY id LIMIT ?) WHERE created_at < ?)`)
-        .run(limit, cutoff).changes,
+    // Records are in key order, not age: a walk over the whole table, a slice per batch, from where the last
+    // batch stopped; a walk that reaches the end starts over at the next run.
+    purge: (tx, cutoff, limit, cursors) => {
+      const after = (cursors.get('idempotency_keys') ?? null) as [string, string, string] | null;
+      const { deleted, last } = purgeIdempotencySlice(tx, after, cutoff, limit);
+      cursors.set('idempotency_keys', last);
+      return { deleted, more: last !== null };
+    },
   },
 ];
 
@@ -87,6 +113,7 @@ const RULES: Rule[] = [
 export class Retention {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<Record<string, number>> | null = null;
+  private readonly cursors: Cursors = new Map();
 
   constructor(private readonly app: App) {}
 
@@ -103,7 +130,7 @@ export class Retention {
     await this.running?.catch(() => undefined);
   }
 
-  /** One run: per table, batches of old rows until a batch comes back short (or the run's bound); rows deleted per table. */
+  /** One run: per table, batches of old rows until one finds no more (or the run's bound); rows deleted per table. */
   runOnce(): Promise<Record<string, number>> {
     this.running ??= this.run().finally(() => {
       this.running = null;
@@ -117,9 +144,9 @@ export class Retention {
       const cutoff = this.app.clocks.real() - rule.keep_ms(this.app);
       let total = 0;
       for (let b = 0; b < RETENTION_LIMITS.batches_per_run; b++) {
-        const n = await this.app.store.write((tx) => rule.purge(tx, cutoff, RETENTION_LIMITS.batch_rows));
-        total += n;
-        if (n < RETENTION_LIMITS.batch_rows) break;
+        const r = await this.app.store.write((tx) => rule.purge(tx, cutoff, RETENTION_LIMITS.batch_rows, this.cursors));
+        total += r.deleted;
+        if (!r.more) break;
       }
       deleted[rule.name] = total;
     }

@@ -182,14 +182,19 @@ test('a replay is the first answer byte for byte, plus "idempotent": true, on ev
     assert.equal(again.status, 200, `${r.path}: ${again.text}`);
     const answer = r.now ? await r.now(first.text) : first.text;
     assert.equal(again.text, answer.slice(0, -1) + (r.more ?? '') + ',"idempotent":true}', r.path);
-    // Stored compactly: the ids the record keeps in columns are not repeated in the stored answer.
-    const rec = s.store.db.prepare('SELECT object_id, response FROM idempotency_keys WHERE merchant_id = ? AND key = ?').get(shop.merchantId, headers['idempotency-key']) as {
-      object_id: string | null;
-      response: Buffer;
-    };
-    assert.ok(rec.response.length <= Buffer.byteLength(first.text), r.path);
-    assert.ok(!rec.response.includes(shop.shopId) && !rec.response.includes(shop.merchantId), r.path);
-    if (rec.object_id) assert.ok(!rec.response.includes(rec.object_id), r.path);
+    // Stored compactly, in the row of the object the request created (a batch, which has none, in its record): the
+    // ids the rows keep in columns are not repeated in the stored answer.
+    const rec = s.store.db
+      .prepare('SELECT holder, holder_seq, answer, object_id FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?')
+      .get(shop.merchantId, 'test', headers['idempotency-key']) as { holder: string | null; holder_seq: number | null; answer: Buffer | null; object_id: string | null };
+    const held = rec.holder === null ? null : (s.store.db.prepare(`SELECT id, answer FROM ${rec.holder} WHERE seq = ?`).get(rec.holder_seq) as { id: string; answer: Buffer });
+    assert.equal(rec.holder === null, r.path.endsWith('/batch'), r.path);
+    const stored = held ? held.answer : rec.answer!;
+    const objectId = held ? held.id : rec.object_id;
+    if (held) assert.equal(rec.answer, null, r.path);
+    assert.ok(stored.length < Buffer.byteLength(first.text), `${r.path}: ${stored.length} bytes`);
+    assert.ok(!stored.includes(shop.shopId) && !stored.includes(shop.merchantId), r.path);
+    if (objectId) assert.ok(first.text.includes(objectId) && !stored.includes(objectId), r.path);
   }
 });
 
@@ -197,9 +202,14 @@ test('records written before the compact form still replay their answers and sti
   const shop = s.newShop();
   const first = await create(shop.key, 'k-old-form', { amount: 10000, order_id: 'OLD-1' });
   assert.equal(first.status, 201);
-  // As migration 3 → 4 leaves a record of before: the answer as plain JSON text, no object id.
+  // As migration 3 → 4 leaves a record of before (and 12 → 13 keeps it): the answer as plain JSON text in the
+  // record, no object id.
   s.store.tx(({ db }) => {
-    db.prepare(`UPDATE idempotency_keys SET object_id = NULL, response = CAST(? AS BLOB) WHERE merchant_id = ? AND key = ?`).run(first.text, shop.merchantId, 'k-old-form');
+    db.prepare(`UPDATE idempotency_keys SET holder = NULL, holder_seq = NULL, object_id = NULL, answer = CAST(? AS BLOB) WHERE merchant_id = ? AND key = ?`).run(
+      first.text,
+      shop.merchantId,
+      'k-old-form',
+    );
   });
   const again = await create(shop.key, 'k-old-form', { amount: 10000, order_id: 'OLD-1' });
   assert.equal(again.status, 200);
@@ -217,7 +227,8 @@ test('a database of schema version 5 converts its idempotency records; their rep
       merchant_id TEXT NOT NULL, key TEXT NOT NULL, shop_id TEXT NOT NULL, mode TEXT NOT NULL CHECK (mode IN ('test', 'live')),
       request_hash TEXT NOT NULL, status INTEGER NOT NULL, response TEXT NOT NULL, created_at INTEGER NOT NULL,
       PRIMARY KEY (merchant_id, key)) STRICT, WITHOUT ROWID`);
-    db.prepare(`INSERT INTO idempotency_v3 SELECT merchant_id, key, shop_id, mode, hex(request_hash), status, ?, created_at FROM idempotency_keys WHERE key = ?`).run(
+    db.prepare(`INSERT INTO idempotency_v3 SELECT merchant_id, key, ?, mode, hex(request_hash), 201, ?, created_at FROM idempotency_keys WHERE key = ?`).run(
+      shop.shopId,
       first.text,
       'k-migrated',
     );
@@ -233,4 +244,45 @@ test('a database of schema version 5 converts its idempotency records; their rep
   assert.equal((await create(shop.key, 'k-migrated', { amount: 10000, order_id: 'MIG-2' })).status, 409);
   // New records go on being written next to the converted one.
   assert.equal((await create(shop.key, 'k-after', { amount: 10000 })).status, 201);
+});
+
+test('a database of schema version 12 keeps its compact records in their own rows; their replays answer the same bytes', async () => {
+  const shop = s.newShop();
+  const body = { amount: 10000, order_id: 'V12-1', metadata: { cart: '12' } };
+  const first = await create(shop.key, 'k-v12', body);
+  assert.equal(first.status, 201);
+  // As version 12 left it: records in rowid order under a unique index of their key, the compact answer in the
+  // record with the shop's id in a column of its own; no answer column in the objects' tables.
+  s.store.tx(({ db }) => {
+    db.exec(`CREATE TABLE idempotency_v12 (
+      id INTEGER PRIMARY KEY, merchant_id TEXT NOT NULL, key TEXT NOT NULL, shop_id TEXT NOT NULL, mode TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+      request_hash BLOB NOT NULL, status INTEGER NOT NULL, object_id TEXT, response BLOB NOT NULL, created_at INTEGER NOT NULL) STRICT`);
+    db.prepare(
+      `INSERT INTO idempotency_v12 (merchant_id, key, shop_id, mode, request_hash, status, object_id, response, created_at)
+       SELECT k.merchant_id, k.key, p.shop_id, k.mode, k.request_hash, 201, p.id, p.answer, k.created_at
+       FROM idempotency_keys k JOIN payments p ON k.holder = 'payments' AND p.seq = k.holder_seq`,
+    ).run();
+    db.exec(`DROP TABLE idempotency_keys; ALTER TABLE idempotency_v12 RENAME TO idempotency_keys;
+      CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, mode, key)`);
+    for (const t of ['payments', 'refunds', 'payouts', 'tokens', 'subscriptions']) db.exec(`ALTER TABLE ${t} DROP COLUMN answer`);
+    db.pragma('user_version = 12');
+  });
+  await s.restart();
+  const { db } = s.store;
+  const ddl = (db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'idempotency_keys'`).get() as { sql: string }).sql;
+  assert.match(ddl, /WITHOUT ROWID/);
+  assert.equal(db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'idempotency_keys_key'`).get(), undefined);
+  const rec = db.prepare(`SELECT holder, object_id, answer FROM idempotency_keys WHERE key = 'k-v12'`).get() as { holder: string | null; object_id: string; answer: Buffer };
+  assert.equal(rec.holder, null);
+  assert.equal(rec.object_id, first.body.payment.id);
+  assert.equal(rec.answer[0], 0x01, 'the compact answer, as it was');
+  const again = await create(shop.key, 'k-v12', body);
+  assert.equal(again.status, 200);
+  assert.equal(again.text, first.text.slice(0, -1) + ',"failure_code":"","failure_message":"","idempotent":true}');
+  assert.equal((await create(shop.key, 'k-v12', { ...body, amount: 10001 })).status, 409);
+  // New records keep their answers in their objects' rows.
+  const next = await create(shop.key, 'k-v12-next', body);
+  assert.equal(next.status, 201);
+  assert.deepEqual(db.prepare(`SELECT holder, answer IS NULL AS bare FROM idempotency_keys WHERE key = 'k-v12-next'`).get(), { holder: 'payments', bare: 1 });
+  assert.equal((await create(shop.key, 'k-v12-next', body)).text, next.text.slice(0, -1) + ',"failure_code":"","failure_message":"","idempotent":true}');
 });

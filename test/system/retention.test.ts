@@ -4,6 +4,7 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { fakeTime } from '../helpers/fake-time';
 import { startReceiver, type Receiver } from '../helpers/webhooks';
 import { ledgerCheck } from '../helpers/money';
+import { RETENTION_LIMITS } from '../../src/system/retention';
 
 const DAY = 86_400_000;
 const time = fakeTime();
@@ -86,4 +87,56 @@ test('a metrics scrape reads no finished rows: webhook counters are kept as atte
     `SELECT kind, count(*) FROM jobs INDEXED BY jobs_failing WHERE state = 'dead' GROUP BY kind`,
   ].map((q) => (s.store.db.prepare(`EXPLAIN QUERY PLAN ${q}`).all() as Array<{ detail: string }>).map((x) => x.detail).join('; '));
   for (const p of plans) assert.doesNotMatch(p, /^SCAN (webhook_deliveries|jobs)$|SCAN (webhook_deliveries|jobs)(?! USING)/, p);
+});
+
+test('an idempotency record past its retention replays no more, before the sweep too; its payment keeps no answer after it', async () => {
+  const shop = s.newShop();
+  const body = { amount: 12_345, order_id: 'kept-answer' };
+  const headers = { 'Idempotency-Key': 'ret-answer' };
+  const first = await s.request('POST', '/v1/public/payments', { key: shop.key, body, headers });
+  assert.equal(first.status, 201, first.text);
+  const answerOf = (id: string) => (s.store.db.prepare('SELECT answer FROM payments WHERE id = ?').get(id) as { answer: Buffer | null }).answer;
+  assert.ok(answerOf(first.body.payment.id), 'the payment keeps the answer while its record lasts');
+  time.advance(DAY - 1000);
+  const replay = await s.request('POST', '/v1/public/payments', { key: shop.key, body, headers });
+  assert.equal(replay.status, 200);
+  assert.equal(replay.body.payment.id, first.body.payment.id);
+  // Two seconds later the record is 24 hours old: no sweep has run, and the key makes a new payment all the same.
+  time.advance(2000);
+  const fresh = await s.request('POST', '/v1/public/payments', { key: shop.key, body, headers });
+  assert.equal(fresh.status, 201, fresh.text);
+  assert.notEqual(fresh.body.payment.id, first.body.payment.id);
+  assert.equal(answerOf(first.body.payment.id), null, 'the old payment keeps no answer');
+  assert.ok(answerOf(fresh.body.payment.id));
+  const again = await s.request('POST', '/v1/public/payments', { key: shop.key, body, headers });
+  assert.equal(again.status, 200);
+  assert.equal(again.body.payment.id, fresh.body.payment.id, 'the key now replays the new payment');
+  // The sweep deletes the record in its time and clears the answer with it.
+  time.advance(DAY + 1000);
+  await s.running.app.retention.runOnce();
+  assert.equal(answerOf(fresh.body.payment.id), null);
+  assert.equal((s.store.db.prepare(`SELECT count(*) AS n FROM idempotency_keys WHERE key = 'ret-answer'`).get() as { n: number }).n, 0);
+  assert.equal((await s.request('GET', `/v1/public/payments/${fresh.body.payment.id}`, { key: shop.key })).status, 200, 'the payment stays');
+});
+
+test('the sweep walks idempotency records in key order a bounded slice at a time, and goes on from there at its next run', async () => {
+  // More old records than one run may delete (RETENTION_LIMITS: 20 batches of 500), and a few young ones among them.
+  const old = RETENTION_LIMITS.batch_rows * RETENTION_LIMITS.batches_per_run + 700;
+  const at = time.now();
+  s.store.tx(({ db }) => {
+    const ins = db.prepare(`INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, answer, created_at) VALUES ('m-sweep', 'test', ?, zeroblob(32), CAST('{}' AS BLOB), ?)`);
+    for (let i = 0; i < old; i++) ins.run(`k-${String(i).padStart(6, '0')}`, at - DAY - 1000);
+    for (const i of [5, 7_000, old - 1]) ins.run(`k-${String(i).padStart(6, '0')}-young`, at);
+  });
+  const left = () => (s.store.db.prepare(`SELECT count(*) AS n FROM idempotency_keys WHERE merchant_id = 'm-sweep'`).get() as { n: number }).n;
+  const first = await s.running.app.retention.runOnce();
+  // One run reads at most its bound of records, two of them young (and any other shop's records before them).
+  assert.ok(first.idempotency_keys <= RETENTION_LIMITS.batch_rows * RETENTION_LIMITS.batches_per_run - 2, String(first.idempotency_keys));
+  assert.ok(left() > 3, 'the run stopped at its bound');
+  const second = await s.running.app.retention.runOnce();
+  assert.equal(first.idempotency_keys + second.idempotency_keys, old);
+  assert.equal(left(), 3, 'the young records stay');
+  const third = await s.running.app.retention.runOnce();
+  assert.equal(third.idempotency_keys, 0);
+  assert.equal(left(), 3);
 });
