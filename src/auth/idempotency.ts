@@ -74,7 +74,10 @@ interface KeyRecord {
   created_at: number;
 }
 
-/** The record's stored answer as JSON text, or undefined when its row is gone (a test-mode reset deleted it). */
+/**
+ * The record's stored answer as JSON text, or undefined when no row keeps it any more. Called once the request's
+ * fingerprint matched the record's, which holds the shop: the caller's shop is the record's.
+ */
 function storedAnswer(tx: Tx, rec: KeyRecord, shopId: string, merchantId: string): string | undefined {
   if (rec.holder === null) return decodeRecord(rec.answer!, { objectId: rec.object_id, shopId, merchantId });
   const row = tx.stmt(`SELECT id, answer FROM ${rec.holder} WHERE seq = ?`).get(rec.holder_seq) as { id: string; answer: Buffer | null } | undefined;
