@@ -75,7 +75,7 @@ export function objectIdOf(json: string): string | null {
 }
 
 function swap(text: string, from: string, to: string): string {
-  return from.length > 0 && text.includes(from) ? text.split(from).join(to) : text;
+  return from.length > 0 ? text.replaceAll(from, to) : text;
 }
 
 /** The stored form of an answer's JSON text. */

@@ -136,27 +136,26 @@ export async function idempotentCreate(
       }
     }
     const out = create(tx);
-    if (key !== undefined) {
-      // Only what a replay needs, compactly: the fingerprint as 32 bytes, the answer with its ids as markers, kept
-      // in the created object's row, a page this transaction writes anyway.
-      const json = JSON.stringify(out.body);
-      const h = out.holder;
-      const objectId = h ? h.id : objectIdOf(json);
-      const answer = encodeRecord(json, { objectId, shopId: auth.shopId, merchantId: auth.merchantId });
-      if (h) tx.stmt(`UPDATE ${h.table} SET answer = ? WHERE seq = ?`).run(answer, h.seq);
-      tx.stmt('INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
-        auth.merchantId,
-        auth.mode,
-        key,
-        hash,
-        h ? h.table : null,
-        h ? h.seq : null,
-        h ? null : answer,
-        h ? null : objectId,
-        ctx.app.clocks.real(),
-      );
-    }
-    return { status: out.status, body: out.body };
+    if (key === undefined) return { status: out.status, body: out.body };
+    // Only what a replay needs, compactly: the fingerprint as 32 bytes, the answer with its ids as markers, kept
+    // in the created object's row, a page this transaction writes anyway. The text is sent as it is.
+    const json = JSON.stringify(out.body);
+    const h = out.holder;
+    const objectId = h ? h.id : objectIdOf(json);
+    const answer = encodeRecord(json, { objectId, shopId: auth.shopId, merchantId: auth.merchantId });
+    if (h) tx.stmt(`UPDATE ${h.table} SET answer = ? WHERE seq = ?`).run(answer, h.seq);
+    tx.stmt('INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+      auth.merchantId,
+      auth.mode,
+      key,
+      hash,
+      h ? h.table : null,
+      h ? h.seq : null,
+      h ? null : answer,
+      h ? null : objectId,
+      ctx.app.clocks.real(),
+    );
+    return { status: out.status, body: out.body, json };
   }, ctx.seen);
 }
 

@@ -370,12 +370,10 @@ function send(ctx: Ctx, reply: Reply): number {
   if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.setHeader(k, v);
   if ('html' in reply) {
     writeBody(res, status, 'text/html; charset=utf-8', reply.html, ctx.method);
-  } else if ('json' in reply) {
-    writeJson(ctx, status, reply.json);
   } else if ('text' in reply) {
     writeBody(res, status, reply.contentType ?? 'text/plain; charset=utf-8', reply.text, ctx.method);
   } else {
-    writeJson(ctx, status, JSON.stringify(reply.body));
+    writeJson(ctx, status, reply.json ?? JSON.stringify(reply.body));
   }
   return status;
 }

@@ -64,9 +64,10 @@ export interface Ctx {
 
 /** A handler's answer. JSON is the default; `raw` means the handler wrote the response itself (SSE). */
 export type Reply =
-  | { status?: number; body: unknown; headers?: Record<string, string> }
+  /** A body to serialise; `json`, when given, is that body already serialised (sent as it is). */
+  | { status?: number; body: unknown; json?: string; headers?: Record<string, string> }
   /** A JSON body already serialised (a cached answer). */
-  | { status?: number; json: string; headers?: Record<string, string> }
+  | { status?: number; json: string; body?: never; headers?: Record<string, string> }
   | { status?: number; html: string; headers?: Record<string, string> }
   | { status?: number; text: string; contentType?: string; headers?: Record<string, string> }
   | { status: 302 | 303; location: string; headers?: Record<string, string> }
