@@ -1,6 +1,6 @@
 // Measuring helpers of the growth benchmark: CPU and bytes written by a process (from /proc), timed HTTP
 // requests over one keep-alive agent, and the bare node:http + SQLite baseline.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
@@ -14,6 +14,28 @@ export function procCpuS(pid: number): number {
     return (Number(f[11]) + Number(f[12])) / 100;
   } catch {
     return NaN;
+  }
+}
+
+/**
+ * CPU seconds the threads a process has now have used, in nanoseconds of the scheduler's own account
+ * (/proc/PID/task/T/schedstat), so that a series of a tenth of a second is not rounded to the 10 ms ticks of
+ * procCpuS. Threads that ended are not counted: use it for differences over a series the same threads serve.
+ * Falls back to procCpuS where schedstat is missing.
+ */
+export function procThreadsCpuS(pid: number): number {
+  try {
+    let ns = 0;
+    for (const t of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        // the thread ended between the listing and the read
+      }
+    }
+    return ns / 1e9;
+  } catch {
+    return procCpuS(pid);
   }
 }
 
@@ -82,7 +104,7 @@ export async function medianGetMs(base: string, path: string, key: string, runs:
 
 /** Run `n` calls of `one(i)` with `width` in flight; returns the server's CPU µs and bytes written per call. */
 export async function perCall(pid: number, n: number, width: number, one: (i: number) => Promise<void>): Promise<{ cpu_us: number; bytes: number }> {
-  const cpu0 = procCpuS(pid);
+  const cpu0 = procThreadsCpuS(pid);
   const w0 = procWriteBytes(pid);
   let next = 0;
   await Promise.all(
@@ -90,7 +112,7 @@ export async function perCall(pid: number, n: number, width: number, one: (i: nu
       while (next < n) await one(next++);
     }),
   );
-  return { cpu_us: ((procCpuS(pid) - cpu0) / n) * 1e6, bytes: (procWriteBytes(pid) - w0) / n };
+  return { cpu_us: ((procThreadsCpuS(pid) - cpu0) / n) * 1e6, bytes: (procWriteBytes(pid) - w0) / n };
 }
 
 /** The bare baseline server (scripts/lib/baseline-server.ts) on `db`, as a child process (bench and bench-growth). */
