@@ -34,7 +34,15 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** Skip the OpenAPI response check (for raw protocol tests). */
   noSchemaCheck?: boolean;
+  /**
+   * Ms until a request without its whole answer fails (default REQUEST_TIMEOUT_MS): a request that was meant to be
+   * refused but opened an event stream fails its test instead of hanging it.
+   */
+  timeoutMs?: number;
 }
+
+/** How long doRequest waits for a whole answer by default. */
+export const REQUEST_TIMEOUT_MS = 60_000;
 
 /** A shop with a key, made directly in the database. */
 export interface TestShop {
@@ -144,7 +152,10 @@ export function doRequest(base: string, method: string, path: string, o: Request
   Object.assign(headers, o.headers);
   if (payload) headers['content-length'] = String(payload.length);
   const url = new URL(path, base);
-  return new Promise((resolve, reject) => {
+  const ms = o.timeoutMs ?? REQUEST_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  return new Promise<TestResponse>((resolve, reject) => {
+    timer = setTimeout(() => req.destroy(new Error(`${method} ${path}: no whole answer within ${ms} ms`)), ms);
     const req = httpRequest(url, { method, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
@@ -174,5 +185,5 @@ export function doRequest(base: string, method: string, path: string, o: Request
     });
     req.on('error', reject);
     req.end(payload);
-  });
+  }).finally(() => clearTimeout(timer));
 }
