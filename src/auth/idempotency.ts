@@ -1,7 +1,7 @@
 import type { Tx } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { decodeRecord, encodeRecord, objectIdOf } from './idempotency-record';
 import { cardFingerprint } from '../secrets/at-rest';
 
@@ -18,22 +18,21 @@ const CARD_FIELDS = new Set(['card_pan']);
  * BIN and mask leave, is never stored.
  */
 function canonical(value: unknown, pan: (v: string) => string): string {
-  if (Array.isArray(value)) return '[' + value.map((v) => canonical(v, pan)).join(',') + ']';
-  if (value && typeof value === 'object') {
-    const keys = Object.keys(value as object).sort();
-    return (
-      '{' +
-      keys
-        .map((k) => {
-          const v = (value as Record<string, unknown>)[k];
-          const safe = CARD_FIELDS.has(k) && typeof v === 'string' ? `pan:${pan(v)}` : v;
-          return JSON.stringify(k) + ':' + canonical(safe, pan);
-        })
-        .join(',') +
-      '}'
-    );
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) {
+    let s = '[';
+    for (let i = 0; i < value.length; i++) s += (i > 0 ? ',' : '') + canonical(value[i], pan);
+    return s + ']';
   }
-  return JSON.stringify(value) ?? 'null';
+  const keys = Object.keys(value).sort();
+  let s = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    const v = (value as Record<string, unknown>)[k];
+    const safe = CARD_FIELDS.has(k) && typeof v === 'string' ? `pan:${pan(v)}` : v;
+    s += (i > 0 ? ',' : '') + JSON.stringify(k) + ':' + canonical(safe, pan);
+  }
+  return s + '}';
 }
 
 /** The Idempotency-Key header of a request, validated; undefined when absent. */
@@ -108,12 +107,10 @@ export async function idempotentCreate(
   const key = idempotencyKey(ctx);
   // The shop and mode are part of the request: another shop of the same merchant reusing the key gets a
   // conflict, never a replay of an object it must not see.
-  const hash =
+  const fingerprint =
     key === undefined
       ? null
-      : createHash('sha256')
-          .update(`${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.db, v))}`)
-          .digest();
+      : hash('sha256', `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.db, v))}`, 'buffer');
   // The reply is the body's result alone, so it waits only for its own commit to be on disk.
   ctx.seen = {};
   return ctx.app.store.write((tx) => {
@@ -123,7 +120,7 @@ export async function idempotentCreate(
         .get(auth.merchantId, auth.mode, key) as KeyRecord | undefined;
       if (prior) {
         const live = prior.created_at >= ctx.app.clocks.real() - ctx.app.config.retainIdempotencyHours * 3_600_000;
-        if (live && !hash!.equals(prior.request_hash)) {
+        if (live && !fingerprint!.equals(prior.request_hash)) {
           throw new ApiError(409, 'idempotent_conflict', `Cannot reuse Idempotency-Key "${key}": it was used with a different request`);
         }
         const text = live ? storedAnswer(tx, prior, auth.shopId, auth.merchantId) : undefined;
@@ -148,7 +145,7 @@ export async function idempotentCreate(
       auth.merchantId,
       auth.mode,
       key,
-      hash,
+      fingerprint,
       h ? h.table : null,
       h ? h.seq : null,
       h ? null : answer,

@@ -49,8 +49,11 @@ export class PaymentViewCache {
       this.entries.clear();
       return null;
     });
+    // Every column but the first answer a keyed create keeps in its row, which no view shows (set once, right
+    // after the insert, and cleared when its record goes).
+    const shown = (db.prepare(`SELECT name FROM pragma_table_info('payments', 'main') WHERE name <> 'answer'`).pluck().all() as string[]).map((c) => `"${c}"`);
     const triggers: Array<[string, string, string]> = [
-      ['payments_update', 'UPDATE ON main.payments', 'kopek_view_changed(OLD.id)'],
+      ['payments_update', `UPDATE OF ${shown.join(', ')} ON main.payments`, 'kopek_view_changed(OLD.id)'],
       ['payments_delete', 'DELETE ON main.payments', 'kopek_view_changed(OLD.id)'],
       ['refunds_insert', 'INSERT ON main.refunds', 'kopek_view_changed(NEW.payment_id)'],
       ['refunds_update', 'UPDATE ON main.refunds', 'kopek_view_changed(OLD.payment_id), kopek_view_changed(NEW.payment_id)'],
