@@ -62,7 +62,15 @@ export interface CreateResult {
   status: number;
   body: Record<string, unknown>;
   holder?: AnswerHolder;
+  /** The holder's row was written with the answer `keep` made of this very body (no update needed). */
+  kept?: boolean;
 }
+
+/**
+ * Given to a keyed create: the stored form of the answer `body` about object `objectId`, for the create to
+ * write with its row instead of having it added by an update after.
+ */
+export type KeepAnswer = (body: Record<string, unknown>, objectId: string) => Buffer;
 
 interface KeyRecord {
   request_hash: Buffer;
@@ -100,7 +108,7 @@ function dropRecord(tx: Tx, merchantId: string, mode: string, key: string, rec: 
  */
 export async function idempotentCreate(
   ctx: Ctx,
-  create: (tx: Tx) => CreateResult,
+  create: (tx: Tx, keep?: KeepAnswer) => CreateResult,
   replay?: (tx: Tx, stored: Record<string, unknown>) => Record<string, unknown>,
 ): Promise<Reply> {
   const auth = ctx.auth!;
@@ -132,15 +140,32 @@ export async function idempotentCreate(
         dropRecord(tx, auth.merchantId, auth.mode, key, prior);
       }
     }
-    const out = create(tx);
-    if (key === undefined) return { status: out.status, body: out.body };
+    if (key === undefined) {
+      const out = create(tx);
+      return { status: out.status, body: out.body };
+    }
     // Only what a replay needs, compactly: the fingerprint as 32 bytes, the answer with its ids as markers, kept
-    // in the created object's row, a page this transaction writes anyway. The text is sent as it is.
-    const json = JSON.stringify(out.body);
+    // in the created object's row, a page this transaction writes anyway: with the row when the create writes it
+    // through `keep`, else by an update. The text is sent as it is.
+    const kept: { body?: Record<string, unknown>; id?: string; json?: string } = {};
+    const keep: KeepAnswer = (body, id) => {
+      kept.body = body;
+      kept.id = id;
+      kept.json = JSON.stringify(body);
+      return encodeRecord(kept.json, { objectId: id, shopId: auth.shopId, merchantId: auth.merchantId });
+    };
+    const out = create(tx, keep);
     const h = out.holder;
-    const objectId = h ? h.id : objectIdOf(json);
-    const answer = encodeRecord(json, { objectId, shopId: auth.shopId, merchantId: auth.merchantId });
-    if (h) tx.stmt(`UPDATE ${h.table} SET answer = ? WHERE seq = ?`).run(answer, h.seq);
+    let json: string;
+    let answer: Buffer | null = null;
+    if (out.kept && h && kept.body === out.body && kept.id === h.id) {
+      json = kept.json!;
+    } else {
+      json = JSON.stringify(out.body);
+      const objectId = h ? h.id : objectIdOf(json);
+      answer = encodeRecord(json, { objectId, shopId: auth.shopId, merchantId: auth.merchantId });
+      if (h) tx.stmt(`UPDATE ${h.table} SET answer = ? WHERE seq = ?`).run(answer, h.seq);
+    }
     tx.stmt('INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
       auth.merchantId,
       auth.mode,
@@ -149,7 +174,7 @@ export async function idempotentCreate(
       h ? h.table : null,
       h ? h.seq : null,
       h ? null : answer,
-      h ? null : objectId,
+      h ? null : objectIdOf(json),
       ctx.app.clocks.real(),
     );
     return { status: out.status, body: out.body, json };

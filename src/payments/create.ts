@@ -98,9 +98,11 @@ export function parseCreateBody(body: unknown, auth: { merchantId: string; shopI
 
 /**
  * Insert a payment in the caller's transaction: pending, its link's expiry covered by the shop's sweep,
- * payment.created appended; test payments get their simulator plan.
+ * payment.created appended; test payments get their simulator plan. `answerOf`, when given, makes the
+ * `answer` the row is inserted with (a keyed create's first answer) from the row; a saved method's payment,
+ * written when its session opens, is inserted without it.
  */
-export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentRow {
+export function createPaymentTx(app: App, tx: Tx, input: PaymentInput, answerOf?: (row: PaymentRow) => Buffer): PaymentRow {
   const now = app.clocks.now(input.shopId, input.mode);
   const id = uuid();
   const meta: Record<string, string> = {};
@@ -141,7 +143,7 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput): PaymentR
   // comes from a token charge or from a create with method "recurrent". Such a payment is written once,
   // when its session opens: it is pending only inside this transaction, so no link sweep covers it.
   const opensAtOnce = input.tokenId !== undefined || params.method === 'recurrent';
-  const row = opensAtOnce ? insertedRow(params) : insertPayment(tx, params);
+  const row = opensAtOnce ? insertedRow(params) : insertPayment(tx, params, undefined, answerOf);
   app.events.append(tx, {
     merchantId: row.merchant_id,
     shopId: row.shop_id,

@@ -36,9 +36,11 @@ export async function createPayment(ctx: Ctx): Promise<Reply> {
   const input = parseCreateBody(ctx.body, ctx.auth!);
   const reply = await idempotentCreate(
     ctx,
-    (tx) => {
-      const p = createPaymentTx(ctx.app, tx, input);
-      return { status: 201, body: creationBody(ctx.app, p), holder: { table: 'payments', seq: p.seq, id: p.id } };
+    (tx, keep) => {
+      // Keyed: the answer is built from the row before it is written, and goes in with it.
+      let body: Record<string, unknown> | undefined;
+      const p = createPaymentTx(ctx.app, tx, input, keep && ((row) => keep((body = creationBody(ctx.app, row)), row.id)));
+      return { status: 201, body: body ?? creationBody(ctx.app, p), holder: { table: 'payments', seq: p.seq, id: p.id }, kept: body !== undefined };
     },
     // The specification has failure_code and failure_message present on every replay: the payment's
     // current refusal or expiry code, "" while it has none.
