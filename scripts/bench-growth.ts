@@ -30,12 +30,13 @@ const small = opts.has('small');
 const SIZES = small ? [2_000, 20_000] : [100_000, 1_000_000];
 const SUBS = small ? [30, 120] : [1_000, 10_000];
 const RUNS = small ? 15 : 30;
-const CREATES = small ? 500 : 3_000;
+/** Creates of each kind in item 4: a checkpoint lands in one round or another, and more rounds even that out. */
+const CREATES = small ? 500 : 12_000;
 /**
  * Rounds of item 4: a round is a series of creates of each kind, without and with a key, in an order that
  * alternates (ABBA), CREATES of each kind in all.
  */
-const IDEM_ROUNDS = 8;
+const IDEM_ROUNDS = small ? 8 : 16;
 /** Connections of the first-read series, as in scripts/bench.ts. */
 const READ_WIDTH = 50;
 /** Bounds: the targets of the issue in full mode; in small mode loose, so that CI catches breakage, not noise. */
