@@ -108,7 +108,8 @@ function filterPaths(g: GrowthDb): Record<string, string> {
 }
 
 /** Item 4: server CPU and bytes written per create without and with an Idempotency-Key, and bytes per stored key. */
-async function idempotency(s: KopekServer, g: GrowthDb): Promise<{ plain: { cpu_us: number; bytes: number }; keyed: { cpu_us: number; bytes: number }; keyBytes: number }> {
+type PerCreate = { cpu_us: number; bytes: number; threads_us: Record<string, number> };
+async function idempotency(s: KopekServer, g: GrowthDb): Promise<{ plain: PerCreate; keyed: PerCreate; keyBytes: number }> {
   // Links of a day, beyond item 5's advance: that advance expires the built payments and no others.
   const body = (i: number) => ({ amount: 10_000 + i, order_id: `idem-${i}`, description: 'Growth bench order', ttl_minutes: 1440, metadata: { cart: String(i) } });
   const create = (key?: string) => async (i: number) => {
@@ -118,13 +119,14 @@ async function idempotency(s: KopekServer, g: GrowthDb): Promise<{ plain: { cpu_
   await perCall(s.proc.pid!, 100, 8, create('warm'));
   // The two series alternate in rounds, each kind first every other round, so that neither pays alone for the
   // checkpoint that writes out what the other left in the WAL, nor for a database grown by the other's rows.
-  const sum = { plain: { cpu_us: 0, bytes: 0 }, keyed: { cpu_us: 0, bytes: 0 } };
+  const sum: { plain: PerCreate; keyed: PerCreate } = { plain: { cpu_us: 0, bytes: 0, threads_us: {} }, keyed: { cpu_us: 0, bytes: 0, threads_us: {} } };
   const round = Math.ceil(CREATES / IDEM_ROUNDS);
   for (let i = 0; i < IDEM_ROUNDS; i++) {
     for (const kind of i % 2 === 0 ? (['plain', 'keyed'] as const) : (['keyed', 'plain'] as const)) {
       const r = await perCall(s.proc.pid!, round, 8, create(kind === 'keyed' ? `k${Date.now()}-${i}` : undefined));
       sum[kind].cpu_us += r.cpu_us / IDEM_ROUNDS;
       sum[kind].bytes += r.bytes / IDEM_ROUNDS;
+      for (const [name, us] of Object.entries(r.threads_us)) sum[kind].threads_us[name] = (sum[kind].threads_us[name] ?? 0) + us / IDEM_ROUNDS;
     }
   }
   const { plain, keyed } = sum;
@@ -306,6 +308,15 @@ async function main(): Promise<number> {
       report('4', `${SIZES[i].toLocaleString('en')}: CPU per create, keyed / plain`, r.idem.plain.cpu_us, r.idem.keyed.cpu_us, 'µs', ratio, `≤ ${T.keyed}`, ratio <= T.keyed);
       const bytes = r.idem.keyed.bytes / r.idem.plain.bytes;
       report('4', `${SIZES[i].toLocaleString('en')}: bytes written per create, keyed / plain`, r.idem.plain.bytes, r.idem.keyed.bytes, 'B', bytes, `≤ ${T.keyed}`, bytes <= T.keyed);
+    }
+    // Where a keyed create's CPU goes: per thread (the event loop, the collector's helpers, the checkpoint thread,
+    // the thread pool that syncs the WAL), µs per create without and with a key, at the large size.
+    const { plain: bp, keyed: bk } = B.idem as { plain: PerCreate; keyed: PerCreate };
+    for (const name of Object.keys({ ...bp.threads_us, ...bk.threads_us }).sort()) {
+      const a = bp.threads_us[name] ?? 0;
+      const b = bk.threads_us[name] ?? 0;
+      if (a + b < 1) continue;
+      report('4', `${SIZES[1].toLocaleString('en')}: CPU per create, thread ${name}: plain / keyed`, a, b, 'µs', b / Math.max(a, 1e-9), 'info', true);
     }
     report('4', 'database bytes per stored key', A.idem.keyBytes, B.idem.keyBytes, 'B', B.idem.keyBytes / 4660, 'vs 4,660 before', true);
     const walRatio = B.advance.walPeak / Math.max(1, A.advance.walPeak);

@@ -18,24 +18,26 @@ export function procCpuS(pid: number): number {
 }
 
 /**
- * CPU seconds the threads a process has now have used, in nanoseconds of the scheduler's own account
- * (/proc/PID/task/T/schedstat), so that a series of a tenth of a second is not rounded to the 10 ms ticks of
- * procCpuS. Threads that ended are not counted: use it for differences over a series the same threads serve.
- * Falls back to procCpuS where schedstat is missing.
+ * CPU seconds the threads a process has now have used, by thread name (several threads may share one, such as
+ * the collector's helpers), in nanoseconds of the scheduler's own account (/proc/PID/task/T/schedstat), so that
+ * a series of a tenth of a second is not rounded to the 10 ms ticks of procCpuS. Threads that ended are not
+ * counted: use it for differences over a series the same threads serve. Null where schedstat is missing.
  */
-export function procThreadsCpuS(pid: number): number {
+export function procThreadsCpu(pid: number): Record<string, number> | null {
   try {
-    let ns = 0;
+    const out: Record<string, number> = {};
     for (const t of readdirSync(`/proc/${pid}/task`)) {
       try {
-        ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+        const ns = Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+        const name = readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim();
+        out[name] = (out[name] ?? 0) + ns / 1e9;
       } catch {
         // the thread ended between the listing and the read
       }
     }
-    return ns / 1e9;
+    return out;
   } catch {
-    return procCpuS(pid);
+    return null;
   }
 }
 
@@ -102,9 +104,18 @@ export async function medianGetMs(base: string, path: string, key: string, runs:
   return median(times);
 }
 
-/** Run `n` calls of `one(i)` with `width` in flight; returns the server's CPU µs and bytes written per call. */
-export async function perCall(pid: number, n: number, width: number, one: (i: number) => Promise<void>): Promise<{ cpu_us: number; bytes: number }> {
-  const cpu0 = procThreadsCpuS(pid);
+/**
+ * Run `n` calls of `one(i)` with `width` in flight; returns the server's CPU µs and bytes written per call, and
+ * the CPU µs per call by thread name (empty where schedstat is missing).
+ */
+export async function perCall(
+  pid: number,
+  n: number,
+  width: number,
+  one: (i: number) => Promise<void>,
+): Promise<{ cpu_us: number; bytes: number; threads_us: Record<string, number> }> {
+  const by0 = procThreadsCpu(pid);
+  const cpu0 = by0 === null ? procCpuS(pid) : Object.values(by0).reduce((x, y) => x + y, 0);
   const w0 = procWriteBytes(pid);
   let next = 0;
   await Promise.all(
@@ -112,7 +123,11 @@ export async function perCall(pid: number, n: number, width: number, one: (i: nu
       while (next < n) await one(next++);
     }),
   );
-  return { cpu_us: ((procThreadsCpuS(pid) - cpu0) / n) * 1e6, bytes: (procWriteBytes(pid) - w0) / n };
+  const by1 = procThreadsCpu(pid);
+  const cpu1 = by1 === null ? procCpuS(pid) : Object.values(by1).reduce((x, y) => x + y, 0);
+  const threads_us: Record<string, number> = {};
+  if (by0 !== null && by1 !== null) for (const [name, s] of Object.entries(by1)) threads_us[name] = ((s - (by0[name] ?? 0)) / n) * 1e6;
+  return { cpu_us: ((cpu1 - cpu0) / n) * 1e6, bytes: (procWriteBytes(pid) - w0) / n, threads_us };
 }
 
 /** The bare baseline server (scripts/lib/baseline-server.ts) on `db`, as a child process (bench and bench-growth). */
