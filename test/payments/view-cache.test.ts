@@ -116,3 +116,20 @@ test('a cached answer keeps the mode rule: a live key reads its shop\'s test pay
   const r = await s.request('GET', `/v1/public/payments/${livePayment}`, { key: shop.key });
   assert.equal(r.status, 404);
 });
+
+test('a write to any column a payment answer shows drops the held answer; keeping or clearing its first answer does not', async () => {
+  const id = (await createPayment(s, { amount: 10000 })).payment.id;
+  await held(id);
+  // The kept first answer of a keyed create is set at its insert and cleared when its record goes: no view shows it.
+  s.store.db.prepare(`UPDATE payments SET answer = x'01' WHERE id = ?`).run(id);
+  s.store.db.prepare('UPDATE payments SET answer = NULL WHERE id = ?').run(id);
+  assert.ok(s.running.app.viewCache.holds(id), 'the answer column does not touch the held answer');
+  // Every other column does, whichever it is (the trigger names them from the table at start).
+  const columns = (s.store.db.prepare(`SELECT name FROM pragma_table_info('payments') WHERE name <> 'answer'`).pluck().all() as string[]);
+  assert.ok(columns.length > 20, columns.join());
+  for (const c of columns) {
+    await held(id);
+    s.store.db.prepare(`UPDATE payments SET "${c}" = "${c}" WHERE id = ?`).run(id);
+    assert.ok(!s.running.app.viewCache.holds(id), `a write to ${c} drops the held answer`);
+  }
+});
