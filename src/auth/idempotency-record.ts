@@ -46,7 +46,20 @@ const PHRASES = [
   '":"',
 ] as const;
 const PHRASE_BASE = 0x05;
-const MARKER_OF = new Map<string, string>(PHRASES.map((p, i) => [p, String.fromCharCode(PHRASE_BASE + i)]));
+/**
+ * A phrase's marker, found by its length and fourth character (or last, for shorter ones), which tell every
+ * phrase of the list apart: an array index, where a map would hash each matched piece of text first.
+ */
+function slotOf(p: string): number {
+  return p.length * 128 + (p.charCodeAt(p.length > 3 ? 3 : p.length - 1) & 127);
+}
+const MARKER_AT: string[] = [];
+for (let i = 0; i < PHRASES.length; i++) {
+  const at = slotOf(PHRASES[i]);
+  if (MARKER_AT[at] !== undefined) throw new Error(`idempotency-record: phrases ${i} and ${MARKER_AT[at].charCodeAt(0) - PHRASE_BASE} share a slot`);
+  MARKER_AT[at] = String.fromCharCode(PHRASE_BASE + i);
+}
+const markerOf = (p: string): string => MARKER_AT[slotOf(p)];
 // One pass each way. At a position the first alternative that matches wins, so longer phrases come first.
 const PHRASE_RE = new RegExp(
   [...PHRASES]
@@ -84,7 +97,7 @@ export function encodeRecord(json: string, ids: RecordIds): Buffer {
   if (ids.objectId) t = swap(t, ids.objectId, OBJECT_ID);
   t = swap(t, ids.shopId, SHOP_ID);
   t = swap(t, ids.merchantId, MERCHANT_ID);
-  t = t.replace(PHRASE_RE, (p) => MARKER_OF.get(p)!);
+  t = t.replace(PHRASE_RE, markerOf);
   // Nothing to mark: the text as it is, read back as plain JSON.
   if (t.length === json.length) return Buffer.from(json, 'utf8');
   const out = Buffer.allocUnsafe(1 + Buffer.byteLength(t));

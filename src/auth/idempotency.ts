@@ -8,8 +8,21 @@ import { cardFingerprint } from '../secrets/at-rest';
 /** Longest accepted Idempotency-Key. */
 export const IDEMPOTENCY_KEY_MAX = 64;
 
-/** Body fields that hold a full card number: they enter the fingerprint as a keyed hash (see canonical). */
-const CARD_FIELDS = new Set(['card_pan']);
+/** The body field that holds a full card number: it enters the fingerprint as a keyed hash (see canonical). */
+const CARD_FIELD = 'card_pan';
+
+/** Object keys as JSON strings, kept for the few names requests use (bounded: a body's names are the client's). */
+const QUOTED_KEYS = new Map<string, string>();
+const QUOTED_KEYS_MAX = 1_000;
+
+function quotedKey(k: string): string {
+  let q = QUOTED_KEYS.get(k);
+  if (q === undefined) {
+    q = JSON.stringify(k);
+    if (QUOTED_KEYS.size < QUOTED_KEYS_MAX) QUOTED_KEYS.set(k, q);
+  }
+  return q;
+}
 
 /**
  * JSON with object keys sorted, so that two bodies equal as values hash alike. A card number enters it as
@@ -24,13 +37,19 @@ function canonical(value: unknown, pan: (v: string) => string): string {
     for (let i = 0; i < value.length; i++) s += (i > 0 ? ',' : '') + canonical(value[i], pan);
     return s + ']';
   }
-  const keys = Object.keys(value).sort();
+  const keys = Object.keys(value);
+  for (let i = 1; i < keys.length; i++) {
+    if (keys[i - 1] > keys[i]) {
+      keys.sort();
+      break;
+    }
+  }
   let s = '{';
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i];
     const v = (value as Record<string, unknown>)[k];
-    const safe = CARD_FIELDS.has(k) && typeof v === 'string' ? `pan:${pan(v)}` : v;
-    s += (i > 0 ? ',' : '') + JSON.stringify(k) + ':' + canonical(safe, pan);
+    const safe = k === CARD_FIELD && typeof v === 'string' ? `pan:${pan(v)}` : v;
+    s += (i > 0 ? ',' : '') + quotedKey(k) + ':' + canonical(safe, pan);
   }
   return s + '}';
 }
@@ -114,11 +133,12 @@ export async function idempotentCreate(
   const auth = ctx.auth!;
   const key = idempotencyKey(ctx);
   // The shop and mode are part of the request: another shop of the same merchant reusing the key gets a
-  // conflict, never a replay of an object it must not see.
+  // conflict, never a replay of an object it must not see. Hex text: a digest as a string is made without the
+  // Buffer a binary one needs; the record keeps its 32 bytes (unhex in the INSERT).
   const fingerprint =
     key === undefined
       ? null
-      : hash('sha256', `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.db, v))}`, 'buffer');
+      : hash('sha256', `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.db, v))}`, 'hex');
   // The reply is the body's result alone, so it waits only for its own commit to be on disk.
   ctx.seen = {};
   return ctx.app.store.write((tx) => {
@@ -128,7 +148,7 @@ export async function idempotentCreate(
         .get(auth.merchantId, auth.mode, key) as KeyRecord | undefined;
       if (prior) {
         const live = prior.created_at >= ctx.app.clocks.real() - ctx.app.config.retainIdempotencyHours * 3_600_000;
-        if (live && !fingerprint!.equals(prior.request_hash)) {
+        if (live && prior.request_hash.toString('hex') !== fingerprint) {
           throw new ApiError(409, 'idempotent_conflict', `Cannot reuse Idempotency-Key "${key}": it was used with a different request`);
         }
         const text = live ? storedAnswer(tx, prior, auth.shopId, auth.merchantId) : undefined;
@@ -166,7 +186,7 @@ export async function idempotentCreate(
       answer = encodeRecord(json, { objectId, shopId: auth.shopId, merchantId: auth.merchantId });
       if (h) tx.stmt(`UPDATE ${h.table} SET answer = ? WHERE seq = ?`).run(answer, h.seq);
     }
-    tx.stmt('INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+    tx.stmt('INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, unhex(?), ?, ?, ?, ?, ?)').run(
       auth.merchantId,
       auth.mode,
       key,
