@@ -56,10 +56,10 @@ CREATE TABLE api_key_usage (
 -- separate namespaces: a key used in test mode is free in live mode. The retention sweep walks this table in key
 -- order, deletes the records past their time and clears their answers.
 CREATE TABLE idempotency_keys (
-  merchant_id   TEXT NOT NULL,
+  merchant_id   BLOB NOT NULL,                        -- the merchant's id as its 16 bytes (a UUID; any other id as its text)
   mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
   key           TEXT NOT NULL,
-  request_hash  BLOB NOT NULL,                        -- SHA-256 (32 bytes) of shop, mode, method, route, params and canonical body
+  request_hash  BLOB NOT NULL,                        -- the first 16 bytes of SHA-256 of shop, mode, method, route, params and canonical body
   holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
   holder_seq    INTEGER,                              -- the seq of the holder's row that keeps the answer
   answer        BLOB,                                 -- the answer when no row holds it

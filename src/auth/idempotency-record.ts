@@ -116,3 +116,26 @@ export function decodeRecord(stored: Buffer, ids: RecordIds): string {
   if (ids.objectId) t = swap(t, OBJECT_ID, ids.objectId);
   return t;
 }
+
+/** Bytes of the SHA-256 fingerprint a record keeps: 128 bits tell two requests under one key apart. */
+export const FINGERPRINT_BYTES = 16;
+
+const LOWER_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Merchants whose record key is held (bounded: past it, keys are made afresh). */
+const MERCHANT_KEYS = new Map<string, Buffer>();
+const MERCHANT_KEYS_MAX = 10_000;
+
+/**
+ * The merchant as a record stores it: a merchant id (a UUID, as every merchant is made) as its 16 bytes, where
+ * its text took 36 on every record; an id of another form as its UTF-8 text. Records are many to a page of their
+ * b-tree, and a smaller record means fewer pages to rewrite when one fills.
+ */
+export function merchantKey(merchantId: string): Buffer {
+  let k = MERCHANT_KEYS.get(merchantId);
+  if (k === undefined) {
+    k = LOWER_UUID.test(merchantId) ? Buffer.from(merchantId.replaceAll('-', ''), 'hex') : Buffer.from(merchantId, 'utf8');
+    if (MERCHANT_KEYS.size >= MERCHANT_KEYS_MAX) MERCHANT_KEYS.clear();
+    MERCHANT_KEYS.set(merchantId, k);
+  }
+  return k;
+}

@@ -2,7 +2,7 @@ import type { Tx } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
 import { hash } from 'node:crypto';
-import { decodeRecord, encodeRecord, objectIdOf } from './idempotency-record';
+import { decodeRecord, encodeRecord, FINGERPRINT_BYTES, merchantKey, objectIdOf } from './idempotency-record';
 import { cardFingerprint } from '../secrets/at-rest';
 
 /** Longest accepted Idempotency-Key. */
@@ -112,8 +112,8 @@ function storedAnswer(tx: Tx, rec: KeyRecord, shopId: string, merchantId: string
 }
 
 /** Forget a record: delete it and clear the answer its holder keeps. */
-function dropRecord(tx: Tx, merchantId: string, mode: string, key: string, rec: Pick<KeyRecord, 'holder' | 'holder_seq'>): void {
-  tx.stmt('DELETE FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?').run(merchantId, mode, key);
+function dropRecord(tx: Tx, merchant: Buffer, mode: string, key: string, rec: Pick<KeyRecord, 'holder' | 'holder_seq'>): void {
+  tx.stmt('DELETE FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?').run(merchant, mode, key);
   if (rec.holder !== null) tx.stmt(`UPDATE ${rec.holder} SET answer = NULL WHERE seq = ?`).run(rec.holder_seq);
 }
 
@@ -134,18 +134,22 @@ export async function idempotentCreate(
   const key = idempotencyKey(ctx);
   // The shop and mode are part of the request: another shop of the same merchant reusing the key gets a
   // conflict, never a replay of an object it must not see. Hex text: a digest as a string is made without the
-  // Buffer a binary one needs; the record keeps its 32 bytes (unhex in the INSERT).
+  // Buffer a binary one needs; the record keeps its first FINGERPRINT_BYTES (unhex in the INSERT).
   const fingerprint =
     key === undefined
       ? null
-      : hash('sha256', `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.db, v))}`, 'hex');
+      : hash('sha256', `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.db, v))}`, 'hex').slice(
+          0,
+          2 * FINGERPRINT_BYTES,
+        );
+  const merchant = key === undefined ? null : merchantKey(auth.merchantId);
   // The reply is the body's result alone, so it waits only for its own commit to be on disk.
   ctx.seen = {};
   return ctx.app.store.write((tx) => {
     if (key !== undefined) {
       const prior = tx
         .stmt('SELECT request_hash, holder, holder_seq, answer, object_id, created_at FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?')
-        .get(auth.merchantId, auth.mode, key) as KeyRecord | undefined;
+        .get(merchant, auth.mode, key) as KeyRecord | undefined;
       if (prior) {
         const live = prior.created_at >= ctx.app.clocks.real() - ctx.app.config.retainIdempotencyHours * 3_600_000;
         if (live && prior.request_hash.toString('hex') !== fingerprint) {
@@ -157,14 +161,14 @@ export async function idempotentCreate(
           if (replay) body = replay(tx, body);
           return { status: 200, body: { ...body, idempotent: true } };
         }
-        dropRecord(tx, auth.merchantId, auth.mode, key, prior);
+        dropRecord(tx, merchant!, auth.mode, key, prior);
       }
     }
     if (key === undefined) {
       const out = create(tx);
       return { status: out.status, body: out.body };
     }
-    // Only what a replay needs, compactly: the fingerprint as 32 bytes, the answer with its ids as markers, kept
+    // Only what a replay needs, compactly: the merchant and the fingerprint as 16 bytes each, the answer with its ids as markers, kept
     // in the created object's row, a page this transaction writes anyway: with the row when the create writes it
     // through `keep`, else by an update. The text is sent as it is.
     const kept: { body?: Record<string, unknown>; id?: string; json?: string } = {};
@@ -187,7 +191,7 @@ export async function idempotentCreate(
       if (h) tx.stmt(`UPDATE ${h.table} SET answer = ? WHERE seq = ?`).run(answer, h.seq);
     }
     tx.stmt('INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, unhex(?), ?, ?, ?, ?, ?)').run(
-      auth.merchantId,
+      merchant,
       auth.mode,
       key,
       fingerprint,
@@ -209,17 +213,17 @@ export async function idempotentCreate(
  */
 export function purgeIdempotencySlice(
   tx: Tx,
-  after: [string, string, string] | null,
+  after: [Buffer, string, string] | null,
   cutoff: number,
   limit: number,
-): { deleted: number; last: [string, string, string] | null } {
+): { deleted: number; last: [Buffer, string, string] | null } {
   const rows = (
     after === null
       ? tx.stmt('SELECT merchant_id, mode, key, holder, holder_seq, created_at FROM idempotency_keys ORDER BY merchant_id, mode, key LIMIT ?').all(limit)
       : tx
           .stmt('SELECT merchant_id, mode, key, holder, holder_seq, created_at FROM idempotency_keys WHERE (merchant_id, mode, key) > (?, ?, ?) ORDER BY merchant_id, mode, key LIMIT ?')
           .all(...after, limit)
-  ) as Array<{ merchant_id: string; mode: string; key: string; holder: AnswerTable | null; holder_seq: number | null; created_at: number }>;
+  ) as Array<{ merchant_id: Buffer; mode: string; key: string; holder: AnswerTable | null; holder_seq: number | null; created_at: number }>;
   let deleted = 0;
   for (const r of rows) {
     if (r.created_at >= cutoff) continue;

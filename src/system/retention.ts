@@ -98,7 +98,7 @@ const RULES: Rule[] = [
     // Records are in key order, not age: a walk over the whole table, a slice per batch, from where the last
     // batch stopped; a walk that reaches the end starts over at the next run.
     purge: (tx, cutoff, limit, cursors) => {
-      const after = (cursors.get('idempotency_keys') ?? null) as [string, string, string] | null;
+      const after = (cursors.get('idempotency_keys') ?? null) as [Buffer, string, string] | null;
       const { deleted, last } = purgeIdempotencySlice(tx, after, cutoff, limit);
       cursors.set('idempotency_keys', last);
       return { deleted, more: last !== null };

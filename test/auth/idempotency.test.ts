@@ -6,6 +6,7 @@ import { createKey, createShop } from '../../src/cabinet/store';
 import { paidPayment } from '../helpers/money';
 import { activeToken } from '../helpers/recurrent';
 import { cardBody, KNOWN_BANK, sbpBody } from '../helpers/payouts';
+import { merchantKey } from '../../src/auth/idempotency-record';
 
 const sbpItem = (amount: number, phone: string) => ({ amount, phone, bank_id: KNOWN_BANK, full_name: 'Anna Ivanova' });
 
@@ -186,7 +187,7 @@ test('a replay is the first answer byte for byte, plus "idempotent": true, on ev
     // ids the rows keep in columns are not repeated in the stored answer.
     const rec = s.store.db
       .prepare('SELECT holder, holder_seq, answer, object_id FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?')
-      .get(shop.merchantId, 'test', headers['idempotency-key']) as { holder: string | null; holder_seq: number | null; answer: Buffer | null; object_id: string | null };
+      .get(merchantKey(shop.merchantId), 'test', headers['idempotency-key']) as { holder: string | null; holder_seq: number | null; answer: Buffer | null; object_id: string | null };
     const held = rec.holder === null ? null : (s.store.db.prepare(`SELECT id, answer FROM ${rec.holder} WHERE seq = ?`).get(rec.holder_seq) as { id: string; answer: Buffer });
     assert.equal(rec.holder === null, r.path.endsWith('/batch'), r.path);
     const stored = held ? held.answer : rec.answer!;
@@ -207,7 +208,7 @@ test('records written before the compact form still replay their answers and sti
   s.store.tx(({ db }) => {
     db.prepare(`UPDATE idempotency_keys SET holder = NULL, holder_seq = NULL, object_id = NULL, answer = CAST(? AS BLOB) WHERE merchant_id = ? AND key = ?`).run(
       first.text,
-      shop.merchantId,
+      merchantKey(shop.merchantId),
       'k-old-form',
     );
   });
@@ -227,7 +228,9 @@ test('a database of schema version 5 converts its idempotency records; their rep
       merchant_id TEXT NOT NULL, key TEXT NOT NULL, shop_id TEXT NOT NULL, mode TEXT NOT NULL CHECK (mode IN ('test', 'live')),
       request_hash TEXT NOT NULL, status INTEGER NOT NULL, response TEXT NOT NULL, created_at INTEGER NOT NULL,
       PRIMARY KEY (merchant_id, key)) STRICT, WITHOUT ROWID`);
-    db.prepare(`INSERT INTO idempotency_v3 SELECT merchant_id, key, ?, mode, hex(request_hash), 201, ?, created_at FROM idempotency_keys WHERE key = ?`).run(
+    // Its fingerprints were whole SHA-256 digests, of which records now keep the first 16 bytes.
+    db.prepare(`INSERT INTO idempotency_v3 SELECT ?, key, ?, mode, hex(request_hash) || hex(randomblob(16)), 201, ?, created_at FROM idempotency_keys WHERE key = ?`).run(
+      shop.merchantId,
       shop.shopId,
       first.text,
       'k-migrated',
@@ -236,8 +239,9 @@ test('a database of schema version 5 converts its idempotency records; their rep
     db.pragma('user_version = 5');
   });
   await s.restart();
-  const row = s.store.db.prepare(`SELECT typeof(request_hash) AS t, length(request_hash) AS n FROM idempotency_keys WHERE key = 'k-migrated'`).get() as { t: string; n: number };
-  assert.deepEqual(row, { t: 'blob', n: 32 });
+  const row = s.store.db.prepare(`SELECT typeof(request_hash) AS t, length(request_hash) AS n, merchant_id FROM idempotency_keys WHERE key = 'k-migrated'`).get() as { t: string; n: number; merchant_id: Buffer };
+  assert.deepEqual({ t: row.t, n: row.n }, { t: 'blob', n: 16 });
+  assert.deepEqual(row.merchant_id, merchantKey(shop.merchantId));
   const again = await create(shop.key, 'k-migrated', { amount: 10000, order_id: 'MIG-1' });
   assert.equal(again.status, 200);
   assert.equal(again.text, first.text.slice(0, -1) + ',"failure_code":"","failure_message":"","idempotent":true}');
@@ -259,9 +263,9 @@ test('a database of schema version 12 keeps its compact records in their own row
       request_hash BLOB NOT NULL, status INTEGER NOT NULL, object_id TEXT, response BLOB NOT NULL, created_at INTEGER NOT NULL) STRICT`);
     db.prepare(
       `INSERT INTO idempotency_v12 (merchant_id, key, shop_id, mode, request_hash, status, object_id, response, created_at)
-       SELECT k.merchant_id, k.key, p.shop_id, k.mode, k.request_hash, 201, p.id, p.answer, k.created_at
+       SELECT ?, k.key, p.shop_id, k.mode, unhex(hex(k.request_hash) || hex(randomblob(16))), 201, p.id, p.answer, k.created_at
        FROM idempotency_keys k JOIN payments p ON k.holder = 'payments' AND p.seq = k.holder_seq`,
-    ).run();
+    ).run(shop.merchantId);
     db.exec(`DROP TABLE idempotency_keys; ALTER TABLE idempotency_v12 RENAME TO idempotency_keys;
       CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, mode, key)`);
     for (const t of ['payments', 'refunds', 'payouts', 'tokens', 'subscriptions']) db.exec(`ALTER TABLE ${t} DROP COLUMN answer`);
@@ -285,4 +289,58 @@ test('a database of schema version 12 keeps its compact records in their own row
   assert.equal(next.status, 201);
   assert.deepEqual(db.prepare(`SELECT holder, answer IS NULL AS bare FROM idempotency_keys WHERE key = 'k-v12-next'`).get(), { holder: 'payments', bare: 1 });
   assert.equal((await create(shop.key, 'k-v12-next', body)).text, next.text.slice(0, -1) + ',"failure_code":"","failure_message":"","idempotent":true}');
+});
+
+test('a database of schema version 13 keeps its records with the merchant and the fingerprint in 16 bytes each; replays answer the same bytes', async () => {
+  const shop = s.newShop();
+  const body = { amount: 10000, order_id: 'V13-1', metadata: { cart: '13' } };
+  const first = await create(shop.key, 'k-v13', body);
+  assert.equal(first.status, 201);
+  const batch = { method: 'payouts_sbp', items: [sbpItem(1400, '+79000000003')] };
+  const headers = { 'idempotency-key': 'k-v13-batch' };
+  const firstBatch = await s.request('POST', '/v1/public/payouts/batch', { key: shop.key, body: batch, headers });
+  assert.equal(firstBatch.status, 201);
+  // As version 13 left it: the merchant's id as text and the whole SHA-256 digest, of which the first 16 bytes are
+  // what a record now keeps.
+  s.store.tx(({ db }) => {
+    db.exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_v14;
+CREATE TABLE idempotency_keys (
+  merchant_id TEXT NOT NULL, mode TEXT NOT NULL CHECK (mode IN ('test', 'live')), key TEXT NOT NULL, request_hash BLOB NOT NULL,
+  holder TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')), holder_seq INTEGER, answer BLOB, object_id TEXT,
+  created_at INTEGER NOT NULL, PRIMARY KEY (merchant_id, mode, key),
+  CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))) STRICT, WITHOUT ROWID`);
+    db.prepare(
+      `INSERT INTO idempotency_keys SELECT ?, mode, key, unhex(hex(request_hash) || hex(randomblob(16))), holder, holder_seq, answer, object_id, created_at
+       FROM idempotency_v14 WHERE merchant_id = ?`,
+    ).run(shop.merchantId, merchantKey(shop.merchantId));
+    db.exec('DROP TABLE idempotency_v14');
+    db.pragma('user_version = 13');
+  });
+  await s.restart();
+  const { db } = s.store;
+  const recs = db.prepare(`SELECT key, merchant_id, length(request_hash) AS n, holder FROM idempotency_keys WHERE key IN ('k-v13', 'k-v13-batch') ORDER BY key`).all() as Array<{
+    key: string;
+    merchant_id: Buffer;
+    n: number;
+    holder: string | null;
+  }>;
+  assert.deepEqual(
+    recs.map((r) => [r.key, r.merchant_id.length, r.n, r.holder]),
+    [
+      ['k-v13', 16, 16, 'payments'],
+      ['k-v13-batch', 16, 16, null],
+    ],
+  );
+  assert.deepEqual(recs[0].merchant_id, Buffer.from(shop.merchantId.replaceAll('-', ''), 'hex'));
+  const again = await create(shop.key, 'k-v13', body);
+  assert.equal(again.status, 200);
+  assert.equal(again.text, first.text.slice(0, -1) + ',"failure_code":"","failure_message":"","idempotent":true}');
+  assert.equal((await create(shop.key, 'k-v13', { ...body, amount: 10001 })).status, 409);
+  const batchAgain = await s.request('POST', '/v1/public/payouts/batch', { key: shop.key, body: batch, headers });
+  assert.equal(batchAgain.status, 200);
+  assert.equal(batchAgain.text, firstBatch.text.slice(0, -1) + ',"idempotent":true}');
+  // A new key after the conversion is stored in the same form and replays too.
+  const next = await create(shop.key, 'k-v13-next', body);
+  assert.equal(next.status, 201);
+  assert.equal((await create(shop.key, 'k-v13-next', body)).status, 200);
 });

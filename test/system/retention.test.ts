@@ -124,11 +124,11 @@ test('the sweep walks idempotency records in key order a bounded slice at a time
   const old = RETENTION_LIMITS.batch_rows * RETENTION_LIMITS.batches_per_run + 700;
   const at = time.now();
   s.store.tx(({ db }) => {
-    const ins = db.prepare(`INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, answer, created_at) VALUES ('m-sweep', 'test', ?, zeroblob(32), CAST('{}' AS BLOB), ?)`);
+    const ins = db.prepare(`INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, answer, created_at) VALUES (CAST('m-sweep' AS BLOB), 'test', ?, zeroblob(16), CAST('{}' AS BLOB), ?)`);
     for (let i = 0; i < old; i++) ins.run(`k-${String(i).padStart(6, '0')}`, at - DAY - 1000);
     for (const i of [5, 7_000, old - 1]) ins.run(`k-${String(i).padStart(6, '0')}-young`, at);
   });
-  const left = () => (s.store.db.prepare(`SELECT count(*) AS n FROM idempotency_keys WHERE merchant_id = 'm-sweep'`).get() as { n: number }).n;
+  const left = () => (s.store.db.prepare(`SELECT count(*) AS n FROM idempotency_keys WHERE merchant_id = CAST('m-sweep' AS BLOB)`).get() as { n: number }).n;
   const first = await s.running.app.retention.runOnce();
   // One run reads at most its bound of records, two of them young (and any other shop's records before them).
   assert.ok(first.idempotency_keys <= RETENTION_LIMITS.batch_rows * RETENTION_LIMITS.batches_per_run - 2, String(first.idempotency_keys));
