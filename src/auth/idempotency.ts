@@ -168,9 +168,9 @@ export async function idempotentCreate(
       const out = create(tx);
       return { status: out.status, body: out.body };
     }
-    // Only what a replay needs, compactly: the merchant and the fingerprint as 16 bytes each, the answer with its ids as markers, kept
-    // in the created object's row, a page this transaction writes anyway: with the row when the create writes it
-    // through `keep`, else by an update. The text is sent as it is.
+    // Only what a replay needs, compactly: the merchant and the fingerprint as 16 bytes each, the answer with its
+    // ids as markers, kept in the created object's row, a page this transaction writes anyway: with the row when
+    // the create writes it through `keep`, else by an update. The text is sent as it is.
     const kept: { body?: Record<string, unknown>; id?: string; json?: string } = {};
     const keep: KeepAnswer = (body, id) => {
       kept.body = body;
