@@ -4,8 +4,8 @@
 //   2. register filters that match few rows: cost at the large size against the small one (target ≤ 2×)
 //   3. a year of monthly subscription charges in one advance: time per charge, large against small (linear:
 //      target ≤ 1.5×), and the large advance against 30 s (full mode)
-//   4. Idempotency-Key: a keyed create against an unkeyed one, server CPU and bytes written (target ≤ 1.2×),
-//      and the database bytes a stored key takes (its record, and the answer its payment keeps)
+//   4. Idempotency-Key: a keyed create against an unkeyed one in a warmed process, server CPU and bytes written
+//      (target ≤ 1.2×), and the database bytes a stored key takes (its record, and the answer its payment keeps)
 //   5. a long advance that expires a tenth of the payments: the WAL's peak size, large against small (target
 //      ≤ 2×), and the start-up after a crash right after it, median of 3 (target ≤ 200 ms with the executable)
 //   6. a first read of a payment (view cache miss): the baseline's server CPU per GET over kopek's (target ≥ 0.5)

@@ -6,6 +6,8 @@
  * decoding gives back the exact text first sent.
  */
 
+import { isUuid } from '../util/ids';
+
 /** First byte of a record in this form; a record starting with `{` is plain JSON text (written before it). */
 const FORMAT_1 = 0x01;
 const OBJECT_ID = '\u0002';
@@ -120,7 +122,6 @@ export function decodeRecord(stored: Buffer, ids: RecordIds): string {
 /** Bytes of the SHA-256 fingerprint a record keeps: 128 bits tell two requests under one key apart. */
 export const FINGERPRINT_BYTES = 16;
 
-const LOWER_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Merchants whose record key is held (bounded: past it, keys are made afresh). */
 const MERCHANT_KEYS = new Map<string, Buffer>();
 const MERCHANT_KEYS_MAX = 10_000;
@@ -133,7 +134,7 @@ const MERCHANT_KEYS_MAX = 10_000;
 export function merchantKey(merchantId: string): Buffer {
   let k = MERCHANT_KEYS.get(merchantId);
   if (k === undefined) {
-    k = LOWER_UUID.test(merchantId) ? Buffer.from(merchantId.replaceAll('-', ''), 'hex') : Buffer.from(merchantId, 'utf8');
+    k = isUuid(merchantId) ? Buffer.from(merchantId.replaceAll('-', ''), 'hex') : Buffer.from(merchantId, 'utf8');
     if (MERCHANT_KEYS.size >= MERCHANT_KEYS_MAX) MERCHANT_KEYS.clear();
     MERCHANT_KEYS.set(merchantId, k);
   }
