@@ -48,28 +48,31 @@ const PHRASES = [
   '":"',
 ] as const;
 const PHRASE_BASE = 0x05;
+/** The phrases' bytes one after another: phrase k is PHRASE_LEN[k] bytes from PHRASE_AT[k]. */
+const PHRASE_TEXT = Buffer.from(PHRASES.join(''), 'latin1');
+const PHRASE_LEN = Int32Array.from(PHRASES, (p) => p.length);
+const PHRASE_AT = Int32Array.from(PHRASES, (_, k) => PHRASES.slice(0, k).join('').length);
 /**
- * A phrase's marker, found by its length and fourth character (or last, for shorter ones), which tell every
- * phrase of the list apart: an array index, where a map would hash each matched piece of text first.
+ * The phrases to try at a byte, longest first (at a position the longest that matches wins), found by array index
+ * where a map would hash a key at each byte of the text. A byte that starts some phrase has a class (START_CLASS, 0
+ * for none); CANDIDATES, by class and the fourth byte, lists the phrases of four bytes or more with those first and
+ * fourth bytes, then the shorter ones of the class (SHORT_CANDIDATES, tried alone within three bytes of the end).
  */
-function slotOf(p: string): number {
-  return p.length * 128 + (p.charCodeAt(p.length > 3 ? 3 : p.length - 1) & 127);
+const START_CLASS = new Uint8Array(256);
+const CANDIDATES: number[][] = [];
+const SHORT_CANDIDATES: number[][] = [];
+{
+  const byLength = PHRASES.map((_, k) => k).sort((a, b) => PHRASE_LEN[b] - PHRASE_LEN[a]);
+  for (const k of byLength) {
+    const first = PHRASE_TEXT[PHRASE_AT[k]];
+    if (START_CLASS[first] !== 0) continue;
+    START_CLASS[first] = SHORT_CANDIDATES.length + 1;
+    const ofClass = byLength.filter((q) => PHRASE_TEXT[PHRASE_AT[q]] === first);
+    const short = ofClass.filter((q) => PHRASE_LEN[q] < 4);
+    SHORT_CANDIDATES.push(short);
+    for (let fourth = 0; fourth < 256; fourth++) CANDIDATES.push([...ofClass.filter((q) => PHRASE_LEN[q] >= 4 && PHRASE_TEXT[PHRASE_AT[q] + 3] === fourth), ...short]);
+  }
 }
-const MARKER_AT: string[] = [];
-for (let i = 0; i < PHRASES.length; i++) {
-  const at = slotOf(PHRASES[i]);
-  if (MARKER_AT[at] !== undefined) throw new Error(`idempotency-record: phrases ${i} and ${MARKER_AT[at].charCodeAt(0) - PHRASE_BASE} share a slot`);
-  MARKER_AT[at] = String.fromCharCode(PHRASE_BASE + i);
-}
-const markerOf = (p: string): string => MARKER_AT[slotOf(p)];
-// One pass each way. At a position the first alternative that matches wins, so longer phrases come first.
-const PHRASE_RE = new RegExp(
-  [...PHRASES]
-    .sort((a, b) => b.length - a.length)
-    .map((p) => p.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'))
-    .join('|'),
-  'g',
-);
 const MARKER_RE = /[\u0005-\u001f]/g;
 
 /** The ids a record's text refers to by marker. */
@@ -93,19 +96,78 @@ function swap(text: string, from: string, to: string): string {
   return from.length > 0 ? text.replaceAll(from, to) : text;
 }
 
-/** The stored form of an answer's JSON text. */
+/** Scratch space of encodeRecord: the answer's UTF-8 bytes, the record made of them, the three ids' bytes. */
+let textBytes = Buffer.allocUnsafe(16 * 1024);
+let recordBytes = Buffer.allocUnsafe(16 * 1024);
+let idBytes = Buffer.allocUnsafe(3 * 64);
+
+/** True when bytes `from`..`from + len` of `p` (the first already matched) are at `at` in the first `n` bytes of `b`. */
+function bytesAt(b: Uint8Array, at: number, n: number, p: Uint8Array, from: number, len: number): boolean {
+  if (len === 0 || at + len > n) return false;
+  for (let j = 1; j < len; j++) if (b[at + j] !== p[from + j]) return false;
+  return true;
+}
+
+/**
+ * The stored form of an answer's JSON text. One pass over its UTF-8 bytes: at each byte the first id that starts
+ * there (the object's, the shop's, the merchant's) becomes its marker, else the longest phrase that does. A
+ * phrase is ASCII and an id is whole UTF-8 characters, so a match never starts inside a character of several bytes.
+ */
 export function encodeRecord(json: string, ids: RecordIds): Buffer {
-  let t = json;
-  if (ids.objectId) t = swap(t, ids.objectId, OBJECT_ID);
-  t = swap(t, ids.shopId, SHOP_ID);
-  t = swap(t, ids.merchantId, MERCHANT_ID);
-  t = t.replace(PHRASE_RE, markerOf);
+  // UTF-8 takes at most three bytes for each UTF-16 unit.
+  if (json.length * 3 > textBytes.length) {
+    textBytes = Buffer.allocUnsafe(json.length * 3);
+    recordBytes = Buffer.allocUnsafe(json.length * 3 + 1);
+  }
+  const idRoom = 3 * Math.max(ids.objectId?.length ?? 0, ids.shopId.length, ids.merchantId.length);
+  if (idRoom > idBytes.length) idBytes = Buffer.allocUnsafe(idRoom * 3);
+  const src = textBytes;
+  const out = recordBytes;
+  const n = src.write(json, 0, 'utf8');
+  const len0 = ids.objectId === null ? 0 : idBytes.write(ids.objectId, 0, 'utf8');
+  const len1 = idBytes.write(ids.shopId, len0, 'utf8');
+  const len2 = idBytes.write(ids.merchantId, len0 + len1, 'utf8');
+  const first0 = len0 > 0 ? idBytes[0] : -1;
+  const first1 = len1 > 0 ? idBytes[len0] : -1;
+  const first2 = len2 > 0 ? idBytes[len0 + len1] : -1;
+  let o = 1;
+  let i = 0;
+  next: while (i < n) {
+    const c = src[i];
+    if (c === first0 && bytesAt(src, i, n, idBytes, 0, len0)) {
+      out[o++] = 0x02;
+      i += len0;
+      continue;
+    }
+    if (c === first1 && bytesAt(src, i, n, idBytes, len0, len1)) {
+      out[o++] = 0x03;
+      i += len1;
+      continue;
+    }
+    if (c === first2 && bytesAt(src, i, n, idBytes, len0 + len1, len2)) {
+      out[o++] = 0x04;
+      i += len2;
+      continue;
+    }
+    const cls = START_CLASS[c];
+    if (cls !== 0) {
+      const tries = i + 3 < n ? CANDIDATES[(cls - 1) * 256 + src[i + 3]] : SHORT_CANDIDATES[cls - 1];
+      for (let t = 0; t < tries.length; t++) {
+        const k = tries[t];
+        if (bytesAt(src, i, n, PHRASE_TEXT, PHRASE_AT[k], PHRASE_LEN[k])) {
+          out[o++] = PHRASE_BASE + k;
+          i += PHRASE_LEN[k];
+          continue next;
+        }
+      }
+    }
+    out[o++] = c;
+    i++;
+  }
   // Nothing to mark: the text as it is, read back as plain JSON.
-  if (t.length === json.length) return Buffer.from(json, 'utf8');
-  const out = Buffer.allocUnsafe(1 + Buffer.byteLength(t));
+  if (o === n + 1) return Buffer.from(src.subarray(0, n));
   out[0] = FORMAT_1;
-  out.write(t, 1, 'utf8');
-  return out;
+  return Buffer.from(out.subarray(0, o));
 }
 
 /** The JSON text a record holds, byte for byte as first sent. */
