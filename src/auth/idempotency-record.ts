@@ -96,10 +96,14 @@ function swap(text: string, from: string, to: string): string {
   return from.length > 0 ? text.replaceAll(from, to) : text;
 }
 
-/** Scratch space of encodeRecord: the answer's UTF-8 bytes, the record made of them, the three ids' bytes. */
+/** Scratch space of encodeRecord, kept up to SCRATCH_KEPT bytes: the answer's UTF-8 bytes, the record, the ids' bytes. */
+const SCRATCH_KEPT = 256 * 1024;
 let textBytes = Buffer.allocUnsafe(16 * 1024);
-let recordBytes = Buffer.allocUnsafe(16 * 1024);
-let idBytes = Buffer.allocUnsafe(3 * 64);
+let recordBytes = Buffer.allocUnsafe(16 * 1024 + 1);
+let idBytes = Buffer.allocUnsafe(3 * 3 * 64);
+const OBJECT_ID_BYTE = OBJECT_ID.charCodeAt(0);
+const SHOP_ID_BYTE = SHOP_ID.charCodeAt(0);
+const MERCHANT_ID_BYTE = MERCHANT_ID.charCodeAt(0);
 
 /** True when bytes `from`..`from + len` of `p` (the first already matched) are at `at` in the first `n` bytes of `b`. */
 function bytesAt(b: Uint8Array, at: number, n: number, p: Uint8Array, from: number, len: number): boolean {
@@ -115,14 +119,16 @@ function bytesAt(b: Uint8Array, at: number, n: number, p: Uint8Array, from: numb
  */
 export function encodeRecord(json: string, ids: RecordIds): Buffer {
   // UTF-8 takes at most three bytes for each UTF-16 unit.
-  if (json.length * 3 > textBytes.length) {
-    textBytes = Buffer.allocUnsafe(json.length * 3);
-    recordBytes = Buffer.allocUnsafe(json.length * 3 + 1);
+  const room = json.length * 3;
+  let src = textBytes;
+  let out = recordBytes;
+  if (room > src.length) {
+    src = Buffer.allocUnsafe(room);
+    out = Buffer.allocUnsafe(room + 1);
+    if (room <= SCRATCH_KEPT) [textBytes, recordBytes] = [src, out];
   }
-  const idRoom = 3 * Math.max(ids.objectId?.length ?? 0, ids.shopId.length, ids.merchantId.length);
-  if (idRoom > idBytes.length) idBytes = Buffer.allocUnsafe(idRoom * 3);
-  const src = textBytes;
-  const out = recordBytes;
+  const idRoom = 3 * ((ids.objectId?.length ?? 0) + ids.shopId.length + ids.merchantId.length);
+  if (idRoom > idBytes.length) idBytes = Buffer.allocUnsafe(idRoom);
   const n = src.write(json, 0, 'utf8');
   const len0 = ids.objectId === null ? 0 : idBytes.write(ids.objectId, 0, 'utf8');
   const len1 = idBytes.write(ids.shopId, len0, 'utf8');
@@ -135,17 +141,17 @@ export function encodeRecord(json: string, ids: RecordIds): Buffer {
   next: while (i < n) {
     const c = src[i];
     if (c === first0 && bytesAt(src, i, n, idBytes, 0, len0)) {
-      out[o++] = 0x02;
+      out[o++] = OBJECT_ID_BYTE;
       i += len0;
       continue;
     }
     if (c === first1 && bytesAt(src, i, n, idBytes, len0, len1)) {
-      out[o++] = 0x03;
+      out[o++] = SHOP_ID_BYTE;
       i += len1;
       continue;
     }
     if (c === first2 && bytesAt(src, i, n, idBytes, len0 + len1, len2)) {
-      out[o++] = 0x04;
+      out[o++] = MERCHANT_ID_BYTE;
       i += len2;
       continue;
     }

@@ -69,6 +69,15 @@ test('the one-pass encoder writes the same bytes as the first encoder of the for
   assert.equal(decodeRecord(encodeRecord(big, ids), ids), big);
 });
 
+test('ids of several-byte characters, more bytes together than the encoder first keeps room for, are marked whole', () => {
+  // 60 characters each, of two bytes: their first scratch space was sized by the longest id alone.
+  const ids = { objectId: `obj-${'é'.repeat(56)}`, shopId: `shop-${'ж'.repeat(55)}`, merchantId: `m-${'é'.repeat(58)}` };
+  const text = JSON.stringify({ id: ids.objectId, shop_id: ids.shopId, merchant_id: ids.merchantId, url: `http://h/pay/${ids.objectId}`, note: 'é𝄞ж' });
+  assert.equal(objectIdOf(text), ids.objectId);
+  assert.deepEqual(encodeRecord(text, ids), referenceEncode(text, ids));
+  assert.equal(decodeRecord(encodeRecord(text, ids), ids), text);
+});
+
 test('an answer with nothing to mark is stored as its plain text, and plain text reads back as is', () => {
   const json = JSON.stringify({ results: [] });
   const ids = { objectId: objectIdOf(json), shopId: randomUUID(), merchantId: randomUUID() };
