@@ -182,11 +182,13 @@ export async function idempotentCreate(
     const h = out.holder;
     let json: string;
     let answer: Buffer | null = null;
+    // The id a record without a holder (a batch) names; a holder's row names its own.
+    let objectId: string | null = null;
     if (out.kept && h && kept.body === out.body && kept.id === h.id) {
       json = kept.json!;
     } else {
       json = JSON.stringify(out.body);
-      const objectId = h ? h.id : objectIdOf(json);
+      objectId = h ? h.id : objectIdOf(json);
       answer = encodeRecord(json, { objectId, shopId: auth.shopId, merchantId: auth.merchantId });
       if (h) tx.stmt(`UPDATE ${h.table} SET answer = ? WHERE seq = ?`).run(answer, h.seq);
     }
@@ -198,7 +200,7 @@ export async function idempotentCreate(
       h ? h.table : null,
       h ? h.seq : null,
       h ? null : answer,
-      h ? null : objectIdOf(json),
+      h ? null : objectId,
       ctx.app.clocks.real(),
     );
     return { status: out.status, body: out.body, json };
