@@ -55,24 +55,49 @@ const PHRASE_AT = Int32Array.from(PHRASES, (_, k) => PHRASES.slice(0, k).join(''
 /**
  * The phrases to try at a byte, longest first (at a position the longest that matches wins), found by array index
  * where a map would hash a key at each byte of the text. A byte that starts some phrase has a class (START_CLASS, 0
- * for none); CANDIDATES, by class and the fourth byte, lists the phrases of four bytes or more with those first and
- * fourth bytes, then the shorter ones of the class (SHORT_CANDIDATES, tried alone within three bytes of the end).
+ * for none). By class and the fourth byte, CANDIDATE_AT[(class - 1) * 256 + fourth] .. the next entry bound the
+ * run of CANDIDATE_LIST that lists the phrases of four bytes or more with those first and fourth bytes, then the
+ * shorter ones of the class; SHORT_AT bounds the run of the shorter ones alone (tried within three bytes of the end).
+ * Flat typed arrays: the scan reads them at almost every quote of the text, and they stay few cache lines.
  */
 const START_CLASS = new Uint8Array(256);
-const CANDIDATES: number[][] = [];
-const SHORT_CANDIDATES: number[][] = [];
+let CANDIDATE_AT = new Int32Array(0);
+let SHORT_AT = new Int32Array(0);
+let CANDIDATE_LIST = new Uint8Array(0);
 {
   const byLength = PHRASES.map((_, k) => k).sort((a, b) => PHRASE_LEN[b] - PHRASE_LEN[a]);
+  const classes: number[][] = [];
   for (const k of byLength) {
     const first = PHRASE_TEXT[PHRASE_AT[k]];
     if (START_CLASS[first] !== 0) continue;
-    START_CLASS[first] = SHORT_CANDIDATES.length + 1;
-    const ofClass = byLength.filter((q) => PHRASE_TEXT[PHRASE_AT[q]] === first);
-    const short = ofClass.filter((q) => PHRASE_LEN[q] < 4);
-    SHORT_CANDIDATES.push(short);
-    for (let fourth = 0; fourth < 256; fourth++) CANDIDATES.push([...ofClass.filter((q) => PHRASE_LEN[q] >= 4 && PHRASE_TEXT[PHRASE_AT[q] + 3] === fourth), ...short]);
+    START_CLASS[first] = classes.length + 1;
+    classes.push(byLength.filter((q) => PHRASE_TEXT[PHRASE_AT[q]] === first));
   }
+  const list: number[] = [];
+  const at: number[] = [];
+  const shortAt: number[] = [];
+  for (const ofClass of classes) {
+    const short = ofClass.filter((q) => PHRASE_LEN[q] < 4);
+    for (let fourth = 0; fourth < 256; fourth++) {
+      at.push(list.length);
+      list.push(...ofClass.filter((q) => PHRASE_LEN[q] >= 4 && PHRASE_TEXT[PHRASE_AT[q] + 3] === fourth), ...short);
+    }
+  }
+  at.push(list.length);
+  for (const ofClass of classes) {
+    shortAt.push(list.length);
+    list.push(...ofClass.filter((q) => PHRASE_LEN[q] < 4));
+  }
+  shortAt.push(list.length);
+  CANDIDATE_AT = Int32Array.from(at);
+  SHORT_AT = Int32Array.from(shortAt);
+  CANDIDATE_LIST = Uint8Array.from(list);
 }
+/** Bits of SCAN_FLAGS: the byte may start a phrase; it is the first byte of an id of the answer being encoded. */
+const STARTS_PHRASE = 1;
+const STARTS_ID = 2;
+/** By byte: STARTS_PHRASE from START_CLASS, and STARTS_ID set for the ids' first bytes during one encodeRecord. */
+const SCAN_FLAGS = START_CLASS.map((c) => (c !== 0 ? STARTS_PHRASE : 0));
 const MARKER_RE = /[\u0005-\u001f]/g;
 
 /** The ids a record's text refers to by marker. */
@@ -136,30 +161,51 @@ export function encodeRecord(json: string, ids: RecordIds): Buffer {
   const first0 = len0 > 0 ? idBytes[0] : -1;
   const first1 = len1 > 0 ? idBytes[len0] : -1;
   const first2 = len2 > 0 ? idBytes[len0 + len1] : -1;
+  // Most bytes start nothing: one lookup tells, and the ids and phrases are tried only at the others.
+  if (first0 >= 0) SCAN_FLAGS[first0] |= STARTS_ID;
+  if (first1 >= 0) SCAN_FLAGS[first1] |= STARTS_ID;
+  if (first2 >= 0) SCAN_FLAGS[first2] |= STARTS_ID;
   let o = 1;
   let i = 0;
   next: while (i < n) {
     const c = src[i];
-    if (c === first0 && bytesAt(src, i, n, idBytes, 0, len0)) {
-      out[o++] = OBJECT_ID_BYTE;
-      i += len0;
+    const flags = SCAN_FLAGS[c];
+    if (flags === 0) {
+      out[o++] = c;
+      i++;
       continue;
     }
-    if (c === first1 && bytesAt(src, i, n, idBytes, len0, len1)) {
-      out[o++] = SHOP_ID_BYTE;
-      i += len1;
-      continue;
+    if ((flags & STARTS_ID) !== 0) {
+      if (c === first0 && bytesAt(src, i, n, idBytes, 0, len0)) {
+        out[o++] = OBJECT_ID_BYTE;
+        i += len0;
+        continue;
+      }
+      if (c === first1 && bytesAt(src, i, n, idBytes, len0, len1)) {
+        out[o++] = SHOP_ID_BYTE;
+        i += len1;
+        continue;
+      }
+      if (c === first2 && bytesAt(src, i, n, idBytes, len0 + len1, len2)) {
+        out[o++] = MERCHANT_ID_BYTE;
+        i += len2;
+        continue;
+      }
     }
-    if (c === first2 && bytesAt(src, i, n, idBytes, len0 + len1, len2)) {
-      out[o++] = MERCHANT_ID_BYTE;
-      i += len2;
-      continue;
-    }
-    const cls = START_CLASS[c];
-    if (cls !== 0) {
-      const tries = i + 3 < n ? CANDIDATES[(cls - 1) * 256 + src[i + 3]] : SHORT_CANDIDATES[cls - 1];
-      for (let t = 0; t < tries.length; t++) {
-        const k = tries[t];
+    if ((flags & STARTS_PHRASE) !== 0) {
+      const cls = START_CLASS[c] - 1;
+      let t: number;
+      let end: number;
+      if (i + 3 < n) {
+        const slot = cls * 256 + src[i + 3];
+        t = CANDIDATE_AT[slot];
+        end = CANDIDATE_AT[slot + 1];
+      } else {
+        t = SHORT_AT[cls];
+        end = SHORT_AT[cls + 1];
+      }
+      for (; t < end; t++) {
+        const k = CANDIDATE_LIST[t];
         if (bytesAt(src, i, n, PHRASE_TEXT, PHRASE_AT[k], PHRASE_LEN[k])) {
           out[o++] = PHRASE_BASE + k;
           i += PHRASE_LEN[k];
@@ -170,6 +216,10 @@ export function encodeRecord(json: string, ids: RecordIds): Buffer {
     out[o++] = c;
     i++;
   }
+  // Back to the phrases' flags alone (a flag left over would only cost a failed try, never change the output).
+  if (first0 >= 0) SCAN_FLAGS[first0] &= STARTS_PHRASE;
+  if (first1 >= 0) SCAN_FLAGS[first1] &= STARTS_PHRASE;
+  if (first2 >= 0) SCAN_FLAGS[first2] &= STARTS_PHRASE;
   // Nothing to mark: the text as it is, read back as plain JSON.
   if (o === n + 1) return Buffer.from(src.subarray(0, n));
   out[0] = FORMAT_1;

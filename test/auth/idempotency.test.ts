@@ -51,6 +51,45 @@ test('the same key with a different body is 409 idempotent_conflict quoting the 
   assert.equal(await paymentCount(shop), 1);
 });
 
+/** The canonical text of a body as records have always fingerprinted it: keys sorted at every level, by code unit. */
+function canonicalJson(v: unknown): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  const o = v as Record<string, unknown>;
+  return `{${Object.keys(o)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+    .join(',')}}`;
+}
+
+test('a record keeps the fingerprint of the canonical body (keys sorted at every level), so records of earlier versions still match', async () => {
+  const shop = s.newShop();
+  const { createHash } = await import('node:crypto');
+  const fingerprint = (route: string, body: unknown) => createHash('sha256').update(`${shop.shopId} test POST ${route} {}\n${canonicalJson(body)}`).digest().subarray(0, 16);
+  const stored = (key: string) => (s.store.db.prepare('SELECT request_hash FROM idempotency_keys WHERE key = ?').get(key) as { request_hash: Buffer }).request_hash;
+  // Integer-like keys, which an object lists first and in numeric order, sort here as text.
+  const payment = { metadata: { b: 'x', '10': 'ten', '9': 'nine', A: 'upper', é: 'accent' }, order_id: 'CANON-1', amount: 10000 };
+  const first = await create(shop.key, 'k-canonical', payment);
+  assert.equal(first.status, 201, first.text);
+  assert.deepEqual(stored('k-canonical'), fingerprint(PAYMENTS, payment));
+  const reordered = { amount: 10000, order_id: 'CANON-1', metadata: { '9': 'nine', é: 'accent', A: 'upper', '10': 'ten', b: 'x' } };
+  const again = await create(shop.key, 'k-canonical', reordered);
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.body.idempotent, true);
+  // Objects inside an array are sorted too; the array keeps its order.
+  const items = [
+    { phone: '+79000000004', amount: 1500, full_name: 'Anna Ivanova', bank_id: KNOWN_BANK },
+    { full_name: 'Boris Petrov', amount: 1600, bank_id: KNOWN_BANK, phone: '+79000000005' },
+  ];
+  const batch = { items, method: 'payouts_sbp' };
+  const headers = { 'idempotency-key': 'k-canonical-batch' };
+  assert.equal((await s.request('POST', '/v1/public/payouts/batch', { key: shop.key, body: batch, headers })).status, 201);
+  assert.deepEqual(stored('k-canonical-batch'), fingerprint('/v1/public/payouts/batch', batch));
+  const sameItems = { method: 'payouts_sbp', items: items.map((i) => ({ bank_id: i.bank_id, amount: i.amount, phone: i.phone, full_name: i.full_name })) };
+  assert.equal((await s.request('POST', '/v1/public/payouts/batch', { key: shop.key, body: sameItems, headers })).status, 200);
+  assert.equal((await s.request('POST', '/v1/public/payouts/batch', { key: shop.key, body: { ...batch, items: [items[1], items[0]] }, headers })).status, 409);
+});
+
 test('Idempotency-Key: 64 characters are accepted, 65 are 400 naming the header, empty is 400', async () => {
   const shop = s.newShop();
   assert.equal((await create(shop.key, 'k'.repeat(64), { amount: 10000 })).status, 201);
