@@ -61,10 +61,7 @@ const PHRASE_AT = Int32Array.from(PHRASES, (_, k) => PHRASES.slice(0, k).join(''
  * Flat typed arrays: the scan reads them at almost every quote of the text, and they stay few cache lines.
  */
 const START_CLASS = new Uint8Array(256);
-let CANDIDATE_AT = new Int32Array(0);
-let SHORT_AT = new Int32Array(0);
-let CANDIDATE_LIST = new Uint8Array(0);
-{
+const { CANDIDATE_AT, SHORT_AT, CANDIDATE_LIST } = (() => {
   const byLength = PHRASES.map((_, k) => k).sort((a, b) => PHRASE_LEN[b] - PHRASE_LEN[a]);
   const classes: number[][] = [];
   for (const k of byLength) {
@@ -89,10 +86,8 @@ let CANDIDATE_LIST = new Uint8Array(0);
     list.push(...ofClass.filter((q) => PHRASE_LEN[q] < 4));
   }
   shortAt.push(list.length);
-  CANDIDATE_AT = Int32Array.from(at);
-  SHORT_AT = Int32Array.from(shortAt);
-  CANDIDATE_LIST = Uint8Array.from(list);
-}
+  return { CANDIDATE_AT: Int32Array.from(at), SHORT_AT: Int32Array.from(shortAt), CANDIDATE_LIST: Uint8Array.from(list) };
+})();
 /** Bits of SCAN_FLAGS: the byte may start a phrase; it is the first byte of an id of the answer being encoded. */
 const STARTS_PHRASE = 1;
 const STARTS_ID = 2;
