@@ -56,10 +56,28 @@ export interface KopekServer {
   startup_ms: number;
 }
 
+/**
+ * Servers started here that have not exited yet. A script that fails half-way exits without stopping the server it
+ * was measuring; this one is then stopped as the script exits, so that no server outlives it.
+ */
+const running = new Set<ChildProcess>();
+let stopsAtExit = false;
+
+function stopAtExit(proc: ChildProcess): void {
+  running.add(proc);
+  proc.on('exit', () => running.delete(proc));
+  if (stopsAtExit) return;
+  stopsAtExit = true;
+  process.on('exit', () => {
+    for (const p of running) p.kill('SIGTERM');
+  });
+}
+
 /** Spawn `kopek serve --port 0 ARGS` and wait for its "listening on" line (20 s at most). */
 export function startKopek(k: KopekCommand, args: string[], env: NodeJS.ProcessEnv = {}): Promise<KopekServer> {
   const t0 = performance.now();
   const proc = spawn(k.cmd, [...k.args, 'serve', '--port', '0', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  stopAtExit(proc);
   let err = '';
   let errors = '';
   const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
