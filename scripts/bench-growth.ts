@@ -4,9 +4,9 @@
 //   2. register filters that match few rows: cost at the large size against the small one (target ≤ 2×)
 //   3. a year of monthly subscription charges in one advance: time per charge, large against small (linear:
 //      target ≤ 1.5×), and the large advance against 30 s (full mode)
-//   4. Idempotency-Key: a keyed create against an unkeyed one in warmed processes, server CPU and bytes written
-//      (target ≤ 1.2×, the mean of three server processes), and the database bytes a stored key takes (its
-//      record, and the answer its payment keeps)
+//   4. Idempotency-Key: a keyed create against an unkeyed one in warmed processes, with keys numbered in order and
+//      with random UUIDs, server CPU and bytes written (target ≤ 1.2×, the mean of three server processes), and
+//      the database bytes a stored key takes (its record, and the answer its payment keeps)
 //   5. a long advance that expires a tenth of the payments: the WAL's peak size, large against small (target
 //      ≤ 2×), and the start-up after a crash right after it, median of 3 (target ≤ 200 ms with the executable)
 //   6. a first read of a payment (view cache miss): the baseline's server CPU per GET over kopek's (target ≥ 0.5)
@@ -21,6 +21,7 @@
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { kopekCommand, startKopek, scriptArgs, ROOT, type KopekCommand, type KopekServer } from './lib/kopek-process';
 import { buildGrowthDb, type GrowthDb } from './lib/growth-db';
@@ -121,32 +122,38 @@ function filterPaths(g: GrowthDb): Record<string, string> {
   };
 }
 
-/** Item 4: server CPU and bytes written per create without and with an Idempotency-Key, and bytes per stored key. */
+/**
+ * Item 4: server CPU and bytes written per create without and with an Idempotency-Key, and bytes per stored key.
+ * Keys come in two shapes: numbered in order (`k…-7-1`, `k…-7-2`: an order number, a counter), which land next to
+ * each other in the records' table, and random UUIDs (what client libraries generate for retries), which land
+ * anywhere in it.
+ */
 type PerCreate = { cpu_us: number; bytes: number; threads_us: Record<string, number> };
-async function idempotency(s: KopekServer, g: GrowthDb, proc: number): Promise<{ plain: PerCreate; keyed: PerCreate; keyBytes: number }> {
+type IdemKind = 'plain' | 'ordered' | 'uuid';
+type IdemRun = Record<IdemKind, PerCreate> & { keyBytes: number };
+const IDEM_KINDS: IdemKind[] = ['plain', 'ordered', 'uuid'];
+async function idempotency(s: KopekServer, g: GrowthDb, proc: number): Promise<IdemRun> {
   // Links of a day, beyond item 5's advance: that advance expires the built payments and no others.
   const body = (i: number) => ({ amount: 10_000 + i, order_id: `idem-${i}`, description: 'Growth bench order', ttl_minutes: 1440, metadata: { cart: String(i) } });
-  const create = (key?: string) => async (i: number) => {
-    const r = await call(s.url, 'POST', '/v1/public/payments', g.key, body(i), key ? { 'idempotency-key': `${key}-${i}` } : {});
+  const create = (kind: IdemKind, prefix: string) => async (i: number) => {
+    const key = kind === 'plain' ? undefined : kind === 'uuid' ? randomUUID() : `${prefix}-${i}`;
+    const r = await call(s.url, 'POST', '/v1/public/payments', g.key, body(i), key ? { 'idempotency-key': key } : {});
     if (r.status !== 201) throw new Error(`create answered ${r.status}: ${r.text.slice(0, 200)}`);
   };
-  for (let w = 0; w < IDEM_WARM; w += 250) {
-    await perCall(s.proc.pid!, 250, 8, create(`warm-${proc}-${w}`));
-    await perCall(s.proc.pid!, 250, 8, create());
-  }
-  // The two series alternate in rounds, each kind first every other round, so that neither pays alone for the
-  // checkpoint that writes out what the other left in the WAL, nor for a database grown by the other's rows.
-  const sum: { plain: PerCreate; keyed: PerCreate } = { plain: { cpu_us: 0, bytes: 0, threads_us: {} }, keyed: { cpu_us: 0, bytes: 0, threads_us: {} } };
+  for (let w = 0; w < IDEM_WARM; w += 250) for (const kind of IDEM_KINDS) await perCall(s.proc.pid!, 250, 8, create(kind, `warm-${proc}-${w}`));
+  // The series take turns in rounds, in an order that rotates and reverses, so that no series pays alone for the
+  // checkpoint that writes out what another left in the WAL, nor for a database grown by another's rows.
+  const sum = Object.fromEntries(IDEM_KINDS.map((k) => [k, { cpu_us: 0, bytes: 0, threads_us: {} }])) as Record<IdemKind, PerCreate>;
   const round = Math.ceil(CREATES / IDEM_ROUNDS);
   for (let i = 0; i < IDEM_ROUNDS; i++) {
-    for (const kind of i % 2 === 0 ? (['plain', 'keyed'] as const) : (['keyed', 'plain'] as const)) {
-      const r = await perCall(s.proc.pid!, round, 8, create(kind === 'keyed' ? `k${Date.now()}-${i}` : undefined));
+    const turn = [...IDEM_KINDS.slice(i % 3), ...IDEM_KINDS.slice(0, i % 3)];
+    for (const kind of Math.floor(i / 3) % 2 === 0 ? turn : turn.reverse()) {
+      const r = await perCall(s.proc.pid!, round, 8, create(kind, `k${Date.now()}-${i}`));
       sum[kind].cpu_us += r.cpu_us / IDEM_ROUNDS;
       sum[kind].bytes += r.bytes / IDEM_ROUNDS;
       for (const [name, us] of Object.entries(r.threads_us)) sum[kind].threads_us[name] = (sum[kind].threads_us[name] ?? 0) + us / IDEM_ROUNDS;
     }
   }
-  const { plain, keyed } = sum;
   const conn = new Database(g.path, { readonly: true });
   let keyBytes = NaN;
   try {
@@ -158,12 +165,12 @@ async function idempotency(s: KopekServer, g: GrowthDb, proc: number): Promise<{
   } finally {
     conn.close();
   }
-  return { plain, keyed, keyBytes };
+  return { ...sum, keyBytes };
 }
 
-/** The mean of item 4's figures over its processes, with each process's CPU ratio (keyed / plain). */
-function meanIdempotency(runs: Array<{ plain: PerCreate; keyed: PerCreate; keyBytes: number }>): { plain: PerCreate; keyed: PerCreate; keyBytes: number; ratios: number[] } {
-  const mean = (kind: 'plain' | 'keyed'): PerCreate => {
+/** The mean of item 4's figures over its processes, with each process's CPU ratios (keyed / plain) by key shape. */
+function meanIdempotency(runs: IdemRun[]): IdemRun & { ratios: Record<'ordered' | 'uuid', number[]> } {
+  const mean = (kind: IdemKind): PerCreate => {
     const m: PerCreate = { cpu_us: 0, bytes: 0, threads_us: {} };
     for (const r of runs) {
       m.cpu_us += r[kind].cpu_us / runs.length;
@@ -172,8 +179,9 @@ function meanIdempotency(runs: Array<{ plain: PerCreate; keyed: PerCreate; keyBy
     }
     return m;
   };
+  const ratios = (kind: IdemKind) => runs.map((r) => r[kind].cpu_us / r.plain.cpu_us);
   // Records of the earlier processes stay in the table: the last process's figure counts them all.
-  return { plain: mean('plain'), keyed: mean('keyed'), keyBytes: runs[runs.length - 1].keyBytes, ratios: runs.map((r) => r.keyed.cpu_us / r.plain.cpu_us) };
+  return { plain: mean('plain'), ordered: mean('ordered'), uuid: mean('uuid'), keyBytes: runs[runs.length - 1].keyBytes, ratios: { ordered: ratios('ordered'), uuid: ratios('uuid') } };
 }
 
 /** Item 6: server CPU µs per GET of payments not read before, per GET of the same again, and the baseline's. */
@@ -343,21 +351,24 @@ async function main(): Promise<number> {
     report('3', 'ms per charge: large / small', perCharge[0], perCharge[1], 'ms', perCharge[1] / perCharge[0], `≤ ${T.linear}`, perCharge[1] / perCharge[0] <= T.linear && allCharged);
     report('3', 'server CPU seconds of the advance', subs[0].cpu_s, subs[1].cpu_s, 's', subs[1].cpu_s / subs[0].cpu_s, 'info', true);
     report('3', `advance of a year, ${SUBS[1].toLocaleString('en')} subscriptions`, subs[0].seconds, subs[1].seconds, 's', subs[1].seconds / 30, `≤ ${T.advanceS} s`, subs[1].seconds <= T.advanceS);
+    const SHAPES = { ordered: 'keys in order', uuid: 'UUID keys' } as const;
     for (const [i, r] of per.entries()) {
-      const ratio = r.idem.keyed.cpu_us / r.idem.plain.cpu_us;
-      const each = r.idem.ratios.length > 1 ? ` (processes ${r.idem.ratios.map((x: number) => x.toFixed(2)).join(', ')})` : '';
-      report('4', `${SIZES[i].toLocaleString('en')}: CPU per create, keyed / plain${each}`, r.idem.plain.cpu_us, r.idem.keyed.cpu_us, 'µs', ratio, `≤ ${T.keyed}`, ratio <= T.keyed);
-      const bytes = r.idem.keyed.bytes / r.idem.plain.bytes;
-      report('4', `${SIZES[i].toLocaleString('en')}: bytes written per create, keyed / plain`, r.idem.plain.bytes, r.idem.keyed.bytes, 'B', bytes, `≤ ${T.keyed}`, bytes <= T.keyed);
+      for (const [kind, shape] of Object.entries(SHAPES) as Array<['ordered' | 'uuid', string]>) {
+        const ratio = r.idem[kind].cpu_us / r.idem.plain.cpu_us;
+        const each = r.idem.ratios[kind].length > 1 ? ` (${r.idem.ratios[kind].map((x: number) => x.toFixed(2)).join(', ')})` : '';
+        report('4', `${SIZES[i].toLocaleString('en')}: CPU per create, ${shape} / plain${each}`, r.idem.plain.cpu_us, r.idem[kind].cpu_us, 'µs', ratio, `≤ ${T.keyed}`, ratio <= T.keyed);
+        const bytes = r.idem[kind].bytes / r.idem.plain.bytes;
+        report('4', `${SIZES[i].toLocaleString('en')}: bytes written per create, ${shape} / plain`, r.idem.plain.bytes, r.idem[kind].bytes, 'B', bytes, `≤ ${T.keyed}`, bytes <= T.keyed);
+      }
     }
     // Where a keyed create's CPU goes: per thread (the event loop, the collector's helpers, the checkpoint thread,
-    // the thread pool that syncs the WAL), µs per create without and with a key, at the large size.
-    const { plain: bp, keyed: bk } = B.idem as { plain: PerCreate; keyed: PerCreate };
+    // the thread pool that syncs the WAL), µs per create without a key and with a UUID key, at the large size.
+    const { plain: bp, uuid: bk } = B.idem as IdemRun;
     for (const name of Object.keys({ ...bp.threads_us, ...bk.threads_us }).sort()) {
       const a = bp.threads_us[name] ?? 0;
       const b = bk.threads_us[name] ?? 0;
       if (a + b < 1) continue;
-      report('4', `${SIZES[1].toLocaleString('en')}: CPU per create, thread ${name}: plain / keyed`, a, b, 'µs', b / Math.max(a, 1e-9), 'info', true);
+      report('4', `${SIZES[1].toLocaleString('en')}: CPU per create, thread ${name}: plain / UUID keys`, a, b, 'µs', b / Math.max(a, 1e-9), 'info', true);
     }
     report('4', 'database bytes per stored key', A.idem.keyBytes, B.idem.keyBytes, 'B', B.idem.keyBytes / 4660, 'vs 4,660 before', true);
     const walRatio = B.advance.walPeak / Math.max(1, A.advance.walPeak);
