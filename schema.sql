@@ -56,6 +56,7 @@ CREATE TABLE api_key_usage (
 -- separate namespaces: a key used in test mode is free in live mode. The retention sweep walks this table in key
 -- order, deletes the records past their time and clears their answers.
 CREATE TABLE idempotency_keys (
+  seq           INTEGER PRIMARY KEY AUTOINCREMENT,    -- the order records were made in, never reused; found by key through the server's index (src/auth/key-index.ts)
   merchant_id   BLOB NOT NULL,                        -- the merchant's id as its 16 bytes (a UUID; any other id as its text)
   mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
   key           TEXT NOT NULL,
@@ -65,9 +66,8 @@ CREATE TABLE idempotency_keys (
   answer        BLOB,                                 -- the answer when no row holds it
   object_id     TEXT,                                 -- the id written as a marker inside that answer
   created_at    INTEGER NOT NULL,                     -- real time
-  PRIMARY KEY (merchant_id, mode, key),
   CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))
-) STRICT, WITHOUT ROWID;
+) STRICT;
 
 -- == scheduler: the jobs table is the truth, the in-memory wheel only a cache of what is due soon ==
 

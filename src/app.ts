@@ -22,6 +22,7 @@ import { PaymentViewCache } from './payments/view-cache';
 import { startWebhooks } from './webhooks/register';
 import { Retention } from './system/retention';
 import { KeyUsage } from './auth/key-usage';
+import { KeyIndex } from './auth/key-index';
 import { BankDirectory } from './bank-port/directory';
 import { NoBank } from './bank-port/none';
 import type { BankPort } from './bank-port/port';
@@ -29,7 +30,7 @@ import { SimulatorBank } from './simulator/bank';
 import { TBankBank } from './tbank/connector';
 
 /** The App's services that are built from the App itself, right after it. */
-type Services = 'stream' | 'viewCache' | 'webhooks' | 'metrics' | 'retention' | 'keyUsage';
+type Services = 'stream' | 'viewCache' | 'webhooks' | 'metrics' | 'retention' | 'keyUsage' | 'keyIndex';
 
 /** How long shutdown waits for in-flight requests before cutting connections. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -108,6 +109,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   app.stream = new EventStreamHub(app);
   app.retention = new Retention(app);
   app.keyUsage = new KeyUsage(app);
+  app.keyIndex = new KeyIndex(app.store);
   registerDomains(app);
   const router = buildRouter();
   const limiter = config.rateLimitPerSecond > 0 ? new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) : null;
@@ -131,6 +133,8 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   listening = server.address() as AddressInfo;
   scheduler.start();
   app.retention.start();
+  // Read the idempotency records into their index now, in slices between requests, rather than on the first keyed create.
+  void app.keyIndex.ready();
   let closed: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closed ??= (async () => {

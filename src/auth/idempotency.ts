@@ -4,6 +4,7 @@ import { ApiError } from '../http/errors';
 import { hash } from 'node:crypto';
 import { decodeRecord, encodeRecord, FINGERPRINT_BYTES, merchantKey, objectIdOf } from './idempotency-record';
 import { cardFingerprint } from '../secrets/at-rest';
+import { keyHash, type KeyIndex } from './key-index';
 
 /** Longest accepted Idempotency-Key. */
 export const IDEMPOTENCY_KEY_MAX = 64;
@@ -92,12 +93,27 @@ export interface CreateResult {
 export type KeepAnswer = (body: Record<string, unknown>, objectId: string) => Buffer;
 
 interface KeyRecord {
+  seq: number;
+  merchant_id: Buffer;
+  mode: string;
+  key: string;
   request_hash: Buffer;
   holder: AnswerTable | null;
   holder_seq: number | null;
   answer: Buffer | null;
   object_id: string | null;
   created_at: number;
+}
+
+/** The record of this merchant, mode and key, found through the index (each candidate read and compared). */
+function findRecord(tx: Tx, index: KeyIndex, hash: number, merchant: Buffer, mode: string, key: string): KeyRecord | undefined {
+  for (const seq of index.candidates(hash)) {
+    const rec = tx
+      .stmt('SELECT seq, merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at FROM idempotency_keys WHERE seq = ?')
+      .get(seq) as KeyRecord | undefined;
+    if (rec && rec.key === key && rec.mode === mode && rec.merchant_id.equals(merchant)) return rec;
+  }
+  return undefined;
 }
 
 /**
@@ -111,10 +127,12 @@ function storedAnswer(tx: Tx, rec: KeyRecord, shopId: string, merchantId: string
   return decodeRecord(row.answer, { objectId: row.id, shopId, merchantId });
 }
 
-/** Forget a record: delete it and clear the answer its holder keeps. */
-function dropRecord(tx: Tx, merchant: Buffer, mode: string, key: string, rec: Pick<KeyRecord, 'holder' | 'holder_seq'>): void {
-  tx.stmt('DELETE FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?').run(merchant, mode, key);
+/** Forget a record: delete it and clear the answer its holder keeps; the index forgets it once that is committed. */
+function dropRecord(tx: Tx, index: KeyIndex, rec: Pick<KeyRecord, 'seq' | 'merchant_id' | 'mode' | 'key' | 'holder' | 'holder_seq'>): void {
+  tx.stmt('DELETE FROM idempotency_keys WHERE seq = ?').run(rec.seq);
   if (rec.holder !== null) tx.stmt(`UPDATE ${rec.holder} SET answer = NULL WHERE seq = ?`).run(rec.holder_seq);
+  const slot = keyHash(rec.merchant_id, rec.mode, rec.key);
+  tx.afterCommit(() => index.remove(slot, rec.seq));
 }
 
 /**
@@ -143,13 +161,16 @@ export async function idempotentCreate(
           2 * FINGERPRINT_BYTES,
         );
   const merchant = key === undefined ? null : merchantKey(auth.merchantId);
+  const index = ctx.app.keyIndex;
+  const slot = key === undefined ? 0 : keyHash(merchant!, auth.mode, key);
+  // Right after a start, keyed creates wait until the index holds every record.
+  const loading = key === undefined ? null : index.ready();
+  if (loading) await loading;
   // The reply is the body's result alone, so it waits only for its own commit to be on disk.
   ctx.seen = {};
   return ctx.app.store.write((tx) => {
     if (key !== undefined) {
-      const prior = tx
-        .stmt('SELECT request_hash, holder, holder_seq, answer, object_id, created_at FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?')
-        .get(merchant, auth.mode, key) as KeyRecord | undefined;
+      const prior = findRecord(tx, index, slot, merchant!, auth.mode, key);
       if (prior) {
         const live = prior.created_at >= ctx.app.clocks.real() - ctx.app.config.retainIdempotencyHours * 3_600_000;
         if (live && prior.request_hash.toString('hex') !== fingerprint) {
@@ -161,7 +182,7 @@ export async function idempotentCreate(
           if (replay) body = replay(tx, body);
           return { status: 200, body: { ...body, idempotent: true } };
         }
-        dropRecord(tx, merchant!, auth.mode, key, prior);
+        dropRecord(tx, index, prior);
       }
     }
     if (key === undefined) {
@@ -192,7 +213,7 @@ export async function idempotentCreate(
       answer = encodeRecord(json, { objectId, shopId: auth.shopId, merchantId: auth.merchantId });
       if (h) tx.stmt(`UPDATE ${h.table} SET answer = ? WHERE seq = ?`).run(answer, h.seq);
     }
-    tx.stmt('INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, unhex(?), ?, ?, ?, ?, ?)').run(
+    const { lastInsertRowid } = tx.stmt('INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, unhex(?), ?, ?, ?, ?, ?)').run(
       merchant,
       auth.mode,
       key,
@@ -203,35 +224,26 @@ export async function idempotentCreate(
       h ? null : objectId,
       ctx.app.clocks.real(),
     );
+    // Before the commit: a later body of this group with the same key finds the record.
+    index.add(slot, Number(lastInsertRowid));
     return { status: out.status, body: out.body, json };
   }, ctx.seen);
 }
 
 /**
- * One slice of the retention sweep over idempotency records: the next `limit` records in key order after
- * `after` (from the start when null), of which those created before `cutoff` (real time) are deleted and their
- * answers cleared. Records are keyed by their key, not their age, so the sweep walks the whole table a slice at
- * a time; a replay never depends on it (idempotentCreate checks the age itself).
+ * One slice of the retention sweep over idempotency records: of the `limit` oldest records, those created before
+ * `cutoff` (real time) are deleted and their answers cleared. Records are in the order they were made, so the
+ * sweep stops at the first that is still kept; a replay never depends on it (idempotentCreate checks the age itself).
  */
-export function purgeIdempotencySlice(
-  tx: Tx,
-  after: [Buffer, string, string] | null,
-  cutoff: number,
-  limit: number,
-): { deleted: number; last: [Buffer, string, string] | null } {
-  const rows = (
-    after === null
-      ? tx.stmt('SELECT merchant_id, mode, key, holder, holder_seq, created_at FROM idempotency_keys ORDER BY merchant_id, mode, key LIMIT ?').all(limit)
-      : tx
-          .stmt('SELECT merchant_id, mode, key, holder, holder_seq, created_at FROM idempotency_keys WHERE (merchant_id, mode, key) > (?, ?, ?) ORDER BY merchant_id, mode, key LIMIT ?')
-          .all(...after, limit)
-  ) as Array<{ merchant_id: Buffer; mode: string; key: string; holder: AnswerTable | null; holder_seq: number | null; created_at: number }>;
+export function purgeIdempotencySlice(tx: Tx, index: KeyIndex, cutoff: number, limit: number): { deleted: number; more: boolean } {
+  const rows = tx
+    .stmt('SELECT seq, merchant_id, mode, key, holder, holder_seq, created_at FROM idempotency_keys ORDER BY seq LIMIT ?')
+    .all(limit) as Array<Pick<KeyRecord, 'seq' | 'merchant_id' | 'mode' | 'key' | 'holder' | 'holder_seq' | 'created_at'>>;
   let deleted = 0;
   for (const r of rows) {
-    if (r.created_at >= cutoff) continue;
-    dropRecord(tx, r.merchant_id, r.mode, r.key, r);
+    if (r.created_at >= cutoff) return { deleted, more: false };
+    dropRecord(tx, index, r);
     deleted++;
   }
-  const end = rows.length < limit ? null : rows[rows.length - 1];
-  return { deleted, last: end ? [end.merchant_id, end.mode, end.key] : null };
+  return { deleted, more: rows.length === limit };
 }

@@ -286,4 +286,27 @@ INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, hold
   FROM idempotency_keys_old;
 DROP TABLE idempotency_keys_old;`);
   },
+  // 14 → 15: records in the order they are made, under a seq, found by key through the server's in-memory index
+  // (src/auth/key-index.ts) instead of a b-tree sorted by key: a client's random key put each keyed create's record
+  // on a leaf of its own, a page written for that create alone. Old records keep their age order.
+  (db) => {
+    if (hasColumn(db, 'idempotency_keys', 'seq')) return;
+    db.exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_keys_old;
+CREATE TABLE idempotency_keys (
+  seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+  merchant_id   BLOB NOT NULL,
+  mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  key           TEXT NOT NULL,
+  request_hash  BLOB NOT NULL,
+  holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
+  holder_seq    INTEGER,
+  answer        BLOB,
+  object_id     TEXT,
+  created_at    INTEGER NOT NULL,
+  CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))
+) STRICT;
+INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at)
+  SELECT merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at FROM idempotency_keys_old ORDER BY created_at;
+DROP TABLE idempotency_keys_old;`);
+  },
 ];

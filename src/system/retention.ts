@@ -8,9 +8,6 @@ import { purgeIdempotencySlice } from '../auth/idempotency';
  */
 export const RETENTION_LIMITS = { batch_rows: 500, batches_per_run: 20, interval_ms: 60_000 };
 
-/** Where a sweep that walks a table in slices goes on from, per rule, for the life of the process. */
-type Cursors = Map<string, unknown>;
-
 /** What one table keeps and how its old rows are found, a batch at a time. */
 interface Rule {
   name: string;
@@ -18,7 +15,7 @@ interface Rule {
    * Delete one batch of rows older than `cutoff` from at most `limit` rows read: how many went, and whether
    * another batch may find more (a batch that read `limit` rows).
    */
-  purge(tx: Tx, cutoff: number, limit: number, cursors: Cursors): { deleted: number; more: boolean };
+  purge(tx: Tx, cutoff: number, limit: number, app: App): { deleted: number; more: boolean };
   /** How long rows are kept, in ms, from the configuration. */
   keep_ms(app: App): number;
 }
@@ -95,14 +92,8 @@ const RULES: Rule[] = [
   {
     name: 'idempotency_keys',
     keep_ms: (app) => app.config.retainIdempotencyHours * 3_600_000,
-    // Records are in key order, not age: a walk over the whole table, a slice per batch, from where the last
-    // batch stopped; a walk that reaches the end starts over at the next run.
-    purge: (tx, cutoff, limit, cursors) => {
-      const after = (cursors.get('idempotency_keys') ?? null) as [Buffer, string, string] | null;
-      const { deleted, last } = purgeIdempotencySlice(tx, after, cutoff, limit);
-      cursors.set('idempotency_keys', last);
-      return { deleted, more: last !== null };
-    },
+    // Records are in the order they were made: the oldest first, up to the first still kept.
+    purge: (tx, cutoff, limit, app) => purgeIdempotencySlice(tx, app.keyIndex, cutoff, limit),
   },
 ];
 
@@ -113,7 +104,6 @@ const RULES: Rule[] = [
 export class Retention {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<Record<string, number>> | null = null;
-  private readonly cursors: Cursors = new Map();
 
   constructor(private readonly app: App) {}
 
@@ -144,7 +134,7 @@ export class Retention {
       const cutoff = this.app.clocks.real() - rule.keep_ms(this.app);
       let total = 0;
       for (let b = 0; b < RETENTION_LIMITS.batches_per_run; b++) {
-        const r = await this.app.store.write((tx) => rule.purge(tx, cutoff, RETENTION_LIMITS.batch_rows, this.cursors));
+        const r = await this.app.store.write((tx) => rule.purge(tx, cutoff, RETENTION_LIMITS.batch_rows, this.app));
         total += r.deleted;
         if (!r.more) break;
       }

@@ -7,6 +7,7 @@ import { paidPayment } from '../helpers/money';
 import { activeToken } from '../helpers/recurrent';
 import { cardBody, KNOWN_BANK, sbpBody } from '../helpers/payouts';
 import { merchantKey } from '../../src/auth/idempotency-record';
+import { keyHash, KEY_INDEX_LOAD_SLICE } from '../../src/auth/key-index';
 
 const sbpItem = (amount: number, phone: string) => ({ amount, phone, bank_id: KNOWN_BANK, full_name: 'Anna Ivanova' });
 
@@ -191,6 +192,63 @@ test('the record survives a restart', async () => {
   assert.equal(again.body.payment.id, first.body.payment.id);
 });
 
+test('records are kept in the order they are made; after a restart every key is found again, past the first slice the index reads', async () => {
+  const shop = s.newShop();
+  const { randomUUID } = await import('node:crypto');
+  // More records before these than the index reads in one slice at start (made straight in the table).
+  s.store.tx(({ db }) => {
+    const ins = db.prepare(`INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, answer, created_at) VALUES (CAST('m-filler' AS BLOB), 'test', ?, zeroblob(16), CAST('{}' AS BLOB), ?)`);
+    for (let i = 0; i < KEY_INDEX_LOAD_SLICE + 5; i++) ins.run(`filler-${i}`, Date.now());
+  });
+  const keys = Array.from({ length: 12 }, () => randomUUID());
+  const firsts = [];
+  for (const [i, k] of keys.entries()) {
+    const r = await create(shop.key, k, { amount: 10_000 + i });
+    assert.equal(r.status, 201, r.text);
+    firsts.push(r.body.payment.id as string);
+  }
+  const seqs = keys.map((k) => (s.store.db.prepare('SELECT seq FROM idempotency_keys WHERE key = ?').get(k) as { seq: number }).seq);
+  assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'random keys, records in the order made');
+  assert.ok(seqs[0] > KEY_INDEX_LOAD_SLICE);
+  await s.restart();
+  for (const [i, k] of keys.entries()) {
+    const again = await create(shop.key, k, { amount: 10_000 + i });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.body.payment.id, firsts[i]);
+  }
+  assert.equal((await create(shop.key, keys[0], { amount: 1 })).status, 409);
+  s.store.tx(({ db }) => db.prepare(`DELETE FROM idempotency_keys WHERE merchant_id = CAST('m-filler' AS BLOB)`).run());
+});
+
+test('two keys of one merchant with the same hash in the index are two records: each replays its own payment', async () => {
+  const shop = s.newShop();
+  const merchant = merchantKey(shop.merchantId);
+  // Birthday search over the index's 30-bit hash: a pair turns up within a few tens of thousands of keys.
+  const seen = new Map<number, string>();
+  let pair: [string, string] | null = null;
+  for (let i = 0; pair === null; i++) {
+    const k = `collide-${i}`;
+    const h = keyHash(merchant, 'test', k);
+    const other = seen.get(h);
+    if (other !== undefined) pair = [other, k];
+    else seen.set(h, k);
+  }
+  const [k1, k2] = pair;
+  const a = await create(shop.key, k1, { amount: 11_111 });
+  assert.equal(a.status, 201, a.text);
+  const b = await create(shop.key, k2, { amount: 22_222 });
+  assert.equal(b.status, 201, 'another key, not a replay nor a conflict of the first');
+  assert.notEqual(b.body.payment.id, a.body.payment.id);
+  for (const [k, first, amount] of [[k1, a, 11_111], [k2, b, 22_222]] as const) {
+    const again = await create(shop.key, k, { amount });
+    assert.equal(again.status, 200);
+    assert.equal(again.body.payment.id, first.body.payment.id);
+  }
+  await s.restart();
+  assert.equal((await create(shop.key, k2, { amount: 22_222 })).body.payment.id, b.body.payment.id);
+  assert.equal((await create(shop.key, k1, { amount: 22_222 })).status, 409);
+});
+
 test('a replay is the first answer byte for byte, plus "idempotent": true, on every create route; the record is compact', async () => {
   const shop = s.newShop();
   const paid = await paidPayment(s, shop.key, 500_000);
@@ -313,7 +371,9 @@ test('a database of schema version 12 keeps its compact records in their own row
   await s.restart();
   const { db } = s.store;
   const ddl = (db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'idempotency_keys'`).get() as { sql: string }).sql;
-  assert.match(ddl, /WITHOUT ROWID/);
+  // Records now in the order they were made (version 15), found by key through the server's index.
+  assert.match(ddl, /seq\s+INTEGER PRIMARY KEY AUTOINCREMENT/);
+  assert.doesNotMatch(ddl, /WITHOUT ROWID/);
   assert.equal(db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'idempotency_keys_key'`).get(), undefined);
   const rec = db.prepare(`SELECT holder, object_id, answer FROM idempotency_keys WHERE key = 'k-v12'`).get() as { holder: string | null; object_id: string; answer: Buffer };
   assert.equal(rec.holder, null);
