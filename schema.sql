@@ -60,6 +60,7 @@ CREATE TABLE idempotency_keys (
   merchant_id   BLOB NOT NULL,                        -- the merchant's id as its 16 bytes (a UUID; any other id as its text)
   mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
   key           TEXT NOT NULL,
+  key_hash      INTEGER NOT NULL,                     -- keyHash(merchant_id, mode, key): what the index is rebuilt from at start
   request_hash  BLOB NOT NULL,                        -- the first 16 bytes of SHA-256 of shop, mode, method, route, params and canonical body
   holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
   holder_seq    INTEGER,                              -- the seq of the holder's row that keeps the answer

@@ -97,6 +97,7 @@ interface KeyRecord {
   merchant_id: Buffer;
   mode: string;
   key: string;
+  key_hash: number;
   request_hash: Buffer;
   holder: AnswerTable | null;
   holder_seq: number | null;
@@ -109,7 +110,7 @@ interface KeyRecord {
 function findRecord(tx: Tx, index: KeyIndex, hash: number, merchant: Buffer, mode: string, key: string): KeyRecord | undefined {
   for (const seq of index.candidates(hash)) {
     const rec = tx
-      .stmt('SELECT seq, merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at FROM idempotency_keys WHERE seq = ?')
+      .stmt('SELECT seq, merchant_id, mode, key, key_hash, request_hash, holder, holder_seq, answer, object_id, created_at FROM idempotency_keys WHERE seq = ?')
       .get(seq) as KeyRecord | undefined;
     if (rec && rec.key === key && rec.mode === mode && rec.merchant_id.equals(merchant)) return rec;
   }
@@ -128,11 +129,10 @@ function storedAnswer(tx: Tx, rec: KeyRecord, shopId: string, merchantId: string
 }
 
 /** Forget a record: delete it and clear the answer its holder keeps; the index forgets it once that is committed. */
-function dropRecord(tx: Tx, index: KeyIndex, rec: Pick<KeyRecord, 'seq' | 'merchant_id' | 'mode' | 'key' | 'holder' | 'holder_seq'>): void {
+function dropRecord(tx: Tx, index: KeyIndex, rec: Pick<KeyRecord, 'seq' | 'key_hash' | 'holder' | 'holder_seq'>): void {
   tx.stmt('DELETE FROM idempotency_keys WHERE seq = ?').run(rec.seq);
   if (rec.holder !== null) tx.stmt(`UPDATE ${rec.holder} SET answer = NULL WHERE seq = ?`).run(rec.holder_seq);
-  const slot = keyHash(rec.merchant_id, rec.mode, rec.key);
-  tx.afterCommit(() => index.remove(slot, rec.seq));
+  tx.afterCommit(() => index.remove(rec.key_hash, rec.seq));
 }
 
 /**
@@ -213,10 +213,11 @@ export async function idempotentCreate(
       answer = encodeRecord(json, { objectId, shopId: auth.shopId, merchantId: auth.merchantId });
       if (h) tx.stmt(`UPDATE ${h.table} SET answer = ? WHERE seq = ?`).run(answer, h.seq);
     }
-    const { lastInsertRowid } = tx.stmt('INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, unhex(?), ?, ?, ?, ?, ?)').run(
+    const { lastInsertRowid } = tx.stmt('INSERT INTO idempotency_keys (merchant_id, mode, key, key_hash, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, ?, unhex(?), ?, ?, ?, ?, ?)').run(
       merchant,
       auth.mode,
       key,
+      slot,
       fingerprint,
       h ? h.table : null,
       h ? h.seq : null,
@@ -237,8 +238,8 @@ export async function idempotentCreate(
  */
 export function purgeIdempotencySlice(tx: Tx, index: KeyIndex, cutoff: number, limit: number): { deleted: number; more: boolean } {
   const rows = tx
-    .stmt('SELECT seq, merchant_id, mode, key, holder, holder_seq, created_at FROM idempotency_keys ORDER BY seq LIMIT ?')
-    .all(limit) as Array<Pick<KeyRecord, 'seq' | 'merchant_id' | 'mode' | 'key' | 'holder' | 'holder_seq' | 'created_at'>>;
+    .stmt('SELECT seq, key_hash, holder, holder_seq, created_at FROM idempotency_keys ORDER BY seq LIMIT ?')
+    .all(limit) as Array<Pick<KeyRecord, 'seq' | 'key_hash' | 'holder' | 'holder_seq' | 'created_at'>>;
   let deleted = 0;
   for (const r of rows) {
     if (r.created_at >= cutoff) return { deleted, more: false };

@@ -15,7 +15,7 @@
  */
 import type { Store } from '../db/store';
 
-/** Records read per slice while the index is built at start; the event loop serves requests between slices. */
+/** Records read per slice while the index is built at start (a few ms each); the event loop serves requests between slices. */
 export const KEY_INDEX_LOAD_SLICE = 20_000;
 
 /** A 30-bit FNV-1a hash of merchant, mode and key: small integers, which a Map keeps without boxing them. */
@@ -79,15 +79,18 @@ export class KeyIndex {
   }
 
   private async load(): Promise<void> {
-    const read = this.store.db.prepare('SELECT seq, merchant_id, mode, key FROM idempotency_keys WHERE seq > ? ORDER BY seq LIMIT ?');
+    // The hash each record was stored with: two integers a row, read as arrays.
+    const read = this.store.db.prepare('SELECT seq, key_hash FROM idempotency_keys WHERE seq > ? ORDER BY seq LIMIT ?').raw();
     let after = 0;
+    // Not within the caller's turn: a server announces that it listens first.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     for (;;) {
       // Closed while loading (a server stopped right after its start): nothing is waiting for the rest.
       if (!this.store.db.open) return;
-      const rows = read.all(after, KEY_INDEX_LOAD_SLICE) as Array<{ seq: number; merchant_id: Buffer; mode: string; key: string }>;
-      for (const r of rows) this.add(keyHash(r.merchant_id, r.mode, r.key), r.seq);
+      const rows = read.all(after, KEY_INDEX_LOAD_SLICE) as Array<[number, number]>;
+      for (const [seq, hash] of rows) this.add(hash, seq);
       if (rows.length < KEY_INDEX_LOAD_SLICE) break;
-      after = rows[rows.length - 1].seq;
+      after = rows[rows.length - 1][0];
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     this.loaded = true;

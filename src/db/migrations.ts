@@ -4,6 +4,7 @@
  */
 import type Database from 'better-sqlite3';
 import { FINGERPRINT_BYTES, merchantKey } from '../auth/idempotency-record';
+import { keyHash } from '../auth/key-index';
 
 /** A step: SQL, or a function for a step that must look at the schema first. */
 export type Migration = string | ((db: Database.Database) => void);
@@ -291,12 +292,14 @@ DROP TABLE idempotency_keys_old;`);
   // on a leaf of its own, a page written for that create alone. Old records keep their age order.
   (db) => {
     if (hasColumn(db, 'idempotency_keys', 'seq')) return;
+    db.function('kopek_key_hash', { deterministic: true }, (merchant: unknown, mode: unknown, key: unknown) => keyHash(merchant as Buffer, String(mode), String(key)));
     db.exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_keys_old;
 CREATE TABLE idempotency_keys (
   seq           INTEGER PRIMARY KEY AUTOINCREMENT,
   merchant_id   BLOB NOT NULL,
   mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
   key           TEXT NOT NULL,
+  key_hash      INTEGER NOT NULL,
   request_hash  BLOB NOT NULL,
   holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
   holder_seq    INTEGER,
@@ -305,8 +308,9 @@ CREATE TABLE idempotency_keys (
   created_at    INTEGER NOT NULL,
   CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))
 ) STRICT;
-INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at)
-  SELECT merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at FROM idempotency_keys_old ORDER BY created_at;
+INSERT INTO idempotency_keys (merchant_id, mode, key, key_hash, request_hash, holder, holder_seq, answer, object_id, created_at)
+  SELECT merchant_id, mode, key, kopek_key_hash(merchant_id, mode, key), request_hash, holder, holder_seq, answer, object_id, created_at
+  FROM idempotency_keys_old ORDER BY created_at;
 DROP TABLE idempotency_keys_old;`);
   },
 ];

@@ -197,8 +197,8 @@ test('records are kept in the order they are made; after a restart every key is 
   const { randomUUID } = await import('node:crypto');
   // More records before these than the index reads in one slice at start (made straight in the table).
   s.store.tx(({ db }) => {
-    const ins = db.prepare(`INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, answer, created_at) VALUES (CAST('m-filler' AS BLOB), 'test', ?, zeroblob(16), CAST('{}' AS BLOB), ?)`);
-    for (let i = 0; i < KEY_INDEX_LOAD_SLICE + 5; i++) ins.run(`filler-${i}`, Date.now());
+    const ins = db.prepare(`INSERT INTO idempotency_keys (merchant_id, mode, key, key_hash, request_hash, answer, created_at) VALUES (CAST('m-filler' AS BLOB), 'test', ?, ?, zeroblob(16), CAST('{}' AS BLOB), ?)`);
+    for (let i = 0; i < KEY_INDEX_LOAD_SLICE + 5; i++) ins.run(`filler-${i}`, keyHash(Buffer.from('m-filler'), 'test', `filler-${i}`), Date.now());
   });
   const keys = Array.from({ length: 12 }, () => randomUUID());
   const firsts = [];

@@ -124,7 +124,7 @@ test('the sweep deletes idempotency records oldest first, a bounded slice at a t
   const old = RETENTION_LIMITS.batch_rows * RETENTION_LIMITS.batches_per_run + 700;
   const at = time.now();
   s.store.tx(({ db }) => {
-    const ins = db.prepare(`INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, answer, created_at) VALUES (CAST('m-sweep' AS BLOB), 'test', ?, zeroblob(16), CAST('{}' AS BLOB), ?)`);
+    const ins = db.prepare(`INSERT INTO idempotency_keys (merchant_id, mode, key, key_hash, request_hash, answer, created_at) VALUES (CAST('m-sweep' AS BLOB), 'test', ?, 0, zeroblob(16), CAST('{}' AS BLOB), ?)`);
     for (let i = 0; i < old; i++) ins.run(`k-${String(i).padStart(6, '0')}`, at - DAY - 1000);
     for (const i of [5, 7_000, old - 1]) ins.run(`k-${String(i).padStart(6, '0')}-young`, at);
   });
