@@ -134,7 +134,8 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   scheduler.start();
   app.retention.start();
   // Read the idempotency records into their index now, in slices between requests, rather than on the first keyed create.
-  void app.keyIndex.ready();
+  // A failure here is the keyed requests' to report (they wait for the same read, and try it again).
+  app.keyIndex.ready()?.catch(() => {});
   let closed: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closed ??= (async () => {

@@ -37,10 +37,13 @@ export class KeyIndex {
 
   constructor(private readonly store: Store) {}
 
-  /** Resolves once every record the table held at start is indexed (at once after that). */
+  /** Resolves once every record the table held at start is indexed; null once that is so. A failed read is tried again by the next call. */
   ready(): Promise<void> | null {
     if (this.loaded) return null;
-    this.loading ??= this.load();
+    this.loading ??= this.load().catch((err: unknown) => {
+      this.loading = null;
+      throw err;
+    });
     return this.loading;
   }
 
@@ -85,8 +88,8 @@ export class KeyIndex {
     // Not within the caller's turn: a server announces that it listens first.
     await new Promise<void>((resolve) => setImmediate(resolve));
     for (;;) {
-      // Closed while loading (a server stopped right after its start): nothing is waiting for the rest.
-      if (!this.store.db.open) return;
+      // Closed while loading (a server stopped right after its start): whoever waits must not go on with part of it.
+      if (!this.store.db.open) throw new Error('the database closed before the idempotency index was read');
       const rows = read.all(after, KEY_INDEX_LOAD_SLICE) as Array<[number, number]>;
       for (const [seq, hash] of rows) this.add(hash, seq);
       if (rows.length < KEY_INDEX_LOAD_SLICE) break;
