@@ -49,12 +49,13 @@ CREATE TABLE api_key_usage (
 
 -- == idempotency ==
 
--- A key's record is one small row in the b-tree of its key, so storing a key writes one page of this table. The
--- first answer it replays is kept, compact (src/auth/idempotency-record.ts), in the row of the object the request
--- created (the `answer` column of payments, refunds, payouts, tokens and subscriptions), a page the create writes
--- anyway; an answer that created no such row (a payout batch) is kept here. Test and live are separate books, so
--- separate namespaces: a key used in test mode is free in live mode. The retention sweep walks this table in key
--- order, deletes the records past their time and clears their answers.
+-- A key's record is one small row in the order records are made, so the records of a group commit share the last
+-- page of this table whatever their keys; the server finds a key through an index it keeps in memory and rebuilds
+-- from `seq` and `key_hash` at start (src/auth/key-index.ts). The first answer a key replays is kept, compact
+-- (src/auth/idempotency-record.ts), in the row of the object the request created (the `answer` column of payments,
+-- refunds, payouts, tokens and subscriptions), a page the create writes anyway; an answer that created no such row
+-- (a payout batch) is kept here. Test and live are separate books, so separate namespaces: a key used in test mode
+-- is free in live mode. The retention sweep deletes the oldest records past their time and clears their answers.
 CREATE TABLE idempotency_keys (
   seq           INTEGER PRIMARY KEY AUTOINCREMENT,    -- the order records were made in, never reused; found by key through the server's index (src/auth/key-index.ts)
   merchant_id   BLOB NOT NULL,                        -- the merchant's id as its 16 bytes (a UUID; any other id as its text)

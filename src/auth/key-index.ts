@@ -74,13 +74,6 @@ export class KeyIndex {
     else if (v.length === 0) this.seqs.delete(hash);
   }
 
-  /** Entries held (for tests and metrics). */
-  get size(): number {
-    let n = 0;
-    for (const v of this.seqs.values()) n += typeof v === 'number' ? 1 : v.length;
-    return n;
-  }
-
   private async load(): Promise<void> {
     // The hash each record was stored with: two integers a row, read as arrays.
     const read = this.store.db.prepare('SELECT seq, key_hash FROM idempotency_keys WHERE seq > ? ORDER BY seq LIMIT ?').raw();
