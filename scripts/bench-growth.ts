@@ -309,7 +309,7 @@ async function main(): Promise<number> {
       const sub = join(dir, `p${n}`);
       mkdirSync(sub);
       const t0 = performance.now();
-      const g = buildGrowthDb(join(sub, 'growth.db'), n);
+      const g = await buildGrowthDb(join(sub, 'growth.db'), n);
       say(`built ${n.toLocaleString('en')} payments in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       const before = await startSeries(k, g.path, 'SIGTERM');
       const serve = ['--db', g.path, '--no-demo', '--sim-delay', '0', '--log-level', 'warn'];

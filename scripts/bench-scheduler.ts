@@ -125,7 +125,7 @@ async function benchRestart(): Promise<void> {
     let first!: () => void;
     const firstFired = new Promise<void>((r) => (first = r));
     const running = await startApp({ ...defaultConfig(), db: path, port: 0, host: '127.0.0.1', demo: false }, { log: createLogger('silent') });
-    running.app.scheduler.register('bench.noop', (_tx, job) => {
+    running.app.scheduler.register('bench.noop', async (_tx, job) => {
       if (ran++ === 0) {
         firstAt = performance.now() - t0;
         firstDue = job.due_at;
@@ -156,14 +156,14 @@ async function benchAdvance(): Promise<void> {
   try {
     const { scheduler, clocks, store } = s.running.app;
     let ran = 0;
-    scheduler.register('bench.tick', () => {
+    scheduler.register('bench.tick', async () => {
       ran++;
     });
     const shopId = s.demo.shopId;
-    store.tx((tx) => {
-      const now = clocks.now(shopId, 'test');
+    const now = await clocks.now(shopId, 'test');
+    await store.tx(async (tx) => {
       for (let i = 0; i < N_ADVANCE; i++) {
-        scheduler.schedule(tx, { kind: 'bench.tick', subjectId: `s${i}`, shopId, mode: 'test', dueAt: now + 60_000 + ((i * 7919) % 3_600_000) });
+        await scheduler.schedule(tx, { kind: 'bench.tick', subjectId: `s${i}`, shopId, mode: 'test', dueAt: now + 60_000 + ((i * 7919) % 3_600_000) });
       }
     });
     const t0 = performance.now();

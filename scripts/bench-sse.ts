@@ -20,7 +20,7 @@ async function child(): Promise<void> {
   const dir = process.env.BENCH_DIR!;
   const running = await startApp({ ...defaultConfig(), port: 0, db: join(dir, 'bench.db'), demo: false, logLevel: 'silent' }, { log: createLogger('silent') });
   const { createDemo } = await import('../src/cabinet/store');
-  const demo = createDemo(running.app.store, Date.now());
+  const demo = await createDemo(running.app.store, Date.now());
   const send = (m: Msg): void => void process.send!(m);
   process.on('message', (m: { type: string }) => {
     if (m.type === 'rss') {
@@ -28,10 +28,13 @@ async function child(): Promise<void> {
       send({ type: 'rss', rss: process.memoryUsage().rss, clients: running.app.stream.clientCount });
     } else if (m.type === 'emit') {
       const app = running.app;
-      app.store.tx((tx) =>
-        app.events.append(tx, { merchantId: demo.merchant.id, shopId: demo.shop.id, mode: 'test', kind: 'payment.created', payload: { id: 'bench', amount: 100, status: 'pending' }, at: app.clocks.now(demo.shop.id, 'test') }),
-      );
-      send({ type: 'sent' });
+      void (async () => {
+        const at = await app.clocks.now(demo.shop.id, 'test');
+        await app.store.tx(async (tx) =>
+          app.events.append(tx, { merchantId: demo.merchant.id, shopId: demo.shop.id, mode: 'test', kind: 'payment.created', payload: { id: 'bench', amount: 100, status: 'pending' }, at }),
+        );
+        send({ type: 'sent' });
+      })();
     } else if (m.type === 'stop') {
       void running.close().then(() => process.exit(0));
     }

@@ -23,7 +23,7 @@ function verdict(ok: boolean, what: string): boolean {
 async function main(): Promise<number> {
   const s = await startTestServer({ simDelaySeconds: 0 }, {});
   try {
-    const shop = s.newShop();
+    const shop = await s.newShop();
     const call = async (method: string, path: string, body?: unknown): Promise<any> => {
       const r = await s.request(method, path, { key: shop.key, body, noSchemaCheck: true });
       if (r.status >= 300) throw new Error(`${method} ${path} answered ${r.status}: ${r.text}`);

@@ -2,11 +2,11 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config';
 import type { App } from './app-types';
-import { openDatabase } from './db/open';
+import { openStorage } from './db/maintenance';
 import { acquireServerLock } from './db/server-lock';
 import { writeProblem } from './db/access';
 import { sealPlainSecrets } from './secrets/at-rest';
-import { Store } from './db/store';
+import type { Store } from './db/store';
 import { Clocks } from './scheduler/clock';
 import { Scheduler } from './scheduler/jobs';
 import { Events } from './events/emit';
@@ -61,18 +61,31 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   if (problem) throw new Error(`cannot start on "${config.db}": ${problem}; kopek writes the file and its -wal and -shm beside it`);
   // Before the database opens: a second server on the same file is refused before it reads or writes anything.
   const lock = await acquireServerLock(config.db);
-  let db: ReturnType<typeof openDatabase>;
+  let store: Store;
   try {
-    db = openDatabase(config.db);
+    // Every write of the server goes through the store, which syncs the WAL itself off the event loop.
+    store = openStorage(config.db, { sync: 'store', log });
   } catch (err) {
     await lock?.release();
     throw err;
   }
   // Secrets written in clear by an older version are sealed under the master key before anything reads them.
-  sealPlainSecrets(db);
-  // Every write of the server goes through the store, which syncs the WAL itself off the event loop.
-  const store = new Store(db, { sync: 'store', log });
+  try {
+    await sealPlainSecrets(store);
+  } catch (err) {
+    await store.close();
+    await lock?.release();
+    throw err;
+  }
   const clocks = new Clocks(store, opts.realNow);
+  // The shops' test-clock offsets, before anything reads a shop's time.
+  try {
+    await clocks.load();
+  } catch (err) {
+    await store.close();
+    await lock?.release();
+    throw err;
+  }
   const scheduler = new Scheduler(store, clocks, log);
   const events = new Events();
   const closers: Array<() => void | Promise<void>> = [];
@@ -85,7 +98,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     clocks,
     scheduler,
     events,
-    banks: new BankDirectory(store),
+    banks: new BankDirectory(),
     log,
     version: VERSION,
     closing: false,
@@ -102,7 +115,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   app.banks.register(new TBankBank(app));
   for (const make of opts.banks ?? []) app.banks.register(make(app));
   // Made before the first write, so the view cache's triggers watch every write.
-  app.viewCache = new PaymentViewCache(app);
+  app.viewCache = new PaymentViewCache(store);
   app.metrics = new Metrics(clocks.real());
   // Webhook deliveries are written in the transaction of each event, before the domains' own sinks react.
   app.webhooks = startWebhooks(app);
@@ -126,7 +139,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     // Nothing may keep the process alive once it cannot serve: a supervisor must see it exit and restart it.
     for (const fn of [...closers].reverse()) await fn();
     await scheduler.stop();
-    store.close();
+    await store.close();
     await lock?.release();
     throw new Error(listenError(config.host, config.port, err as NodeJS.ErrnoException));
   }
@@ -150,7 +163,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
       clearTimeout(deadline);
       await app.retention.stop();
       await scheduler.stop();
-      store.close();
+      await store.close();
       await lock?.release();
     })();
     return closed;

@@ -2,11 +2,11 @@
 // spread over three years (a few per mille failed, a tenth still pending with links that run out a few hours
 // after the build), and a tenth as many refunds, payouts, tokens and subscriptions (one in a hundred failed,
 // cancelled or past due; one in five hundred of one customer). Rows go straight into SQLite in large
-// transactions; the schema, the shop and its key are made by kopek's own code, so the server opens the file as
-// one of its own.
+// transactions (a connection of their own, straight through better-sqlite3); the schema, the shop and its key are
+// made by kopek's own code through its store, so the server opens the file as one of its own.
 import { randomUUID } from 'node:crypto';
 import { openDatabase } from '../../src/db/open';
-import { Store } from '../../src/db/store';
+import { openStorage } from '../../src/db/maintenance';
 import { createKey, createMerchant, createShop } from '../../src/cabinet/store';
 
 /** What a built database holds, for the benchmark's requests. */
@@ -34,12 +34,19 @@ const LINKS_RUN_OUT_MS = 6 * 3_600_000;
 const YEAR_MS = 365 * 86_400_000;
 
 /** Build the database at `path` (which must not exist) with `n` payments. */
-export function buildGrowthDb(path: string, n: number, now = Date.now()): GrowthDb {
+export async function buildGrowthDb(path: string, n: number, now = Date.now()): Promise<GrowthDb> {
+  const store = openStorage(path);
+  let merchant: Awaited<ReturnType<typeof createMerchant>>;
+  let shop: Awaited<ReturnType<typeof createShop>>;
+  let key: string;
+  try {
+    merchant = await createMerchant(store, 'Growth bench', now);
+    shop = await createShop(store, merchant.id, 'Growth shop', undefined, now);
+    key = (await createKey(store, shop.id, 'test', undefined, now)).secret;
+  } finally {
+    await store.close();
+  }
   const db = openDatabase(path, { synchronous: 'NORMAL' });
-  const store = new Store(db);
-  const merchant = createMerchant(store, 'Growth bench', now);
-  const shop = createShop(store, merchant.id, 'Growth shop', undefined, now);
-  const key = createKey(store, shop.id, 'test', undefined, now).secret;
   db.pragma('cache_size = -262144');
   const start = now - 3 * YEAR_MS;
   const step = Math.max(1, Math.floor((3 * YEAR_MS) / n));
@@ -111,6 +118,6 @@ export function buildGrowthDb(path: string, n: number, now = Date.now()): Growth
       sub.run(randomUUID(), merchant.id, shop.id, customer, rare ? 'past_due' : 'active', randomUUID(), randomUUID(), at);
     }
   })();
-  store.close();
+  db.close();
   return { path, payments: n, shopId: shop.id, key, sampleIds, customerRef, lastExpiry, pending };
 }

@@ -1,4 +1,4 @@
-import type { Store } from '../db/store';
+import type { Reader, Store } from '../db/store';
 import type { Auth } from '../http/types';
 import { ApiError } from '../http/errors';
 import { sha256Hex } from '../util/crypto';
@@ -50,19 +50,23 @@ const KEY_SQL = `SELECT k.id AS key_id, k.mode, k.scopes AS key_scopes, k.revoke
  FROM api_keys k JOIN shops s ON s.id = k.shop_id JOIN merchants m ON m.id = s.merchant_id
  WHERE k.key_hash = ?`;
 
+/** KEY_SQL by key id (a stream token names its key by id). */
+const KEY_SQL_BY_ID = KEY_SQL.replace('WHERE k.key_hash = ?', 'WHERE k.id = ?');
+
 /** The key with this hash, from the cache or the database; undefined when unknown or revoked. */
-function lookupKey(store: Store, hash: string): KeyEntry | undefined {
+async function lookupKey(store: Store, hash: string): Promise<KeyEntry | undefined> {
   let cache = keyCaches.get(store);
   if (!cache) {
-    cache = new KeyCache<KeyEntry>(store.db);
+    cache = new KeyCache<KeyEntry>(store);
     keyCaches.set(store, cache);
   }
   const held = cache.get(hash);
   if (held) return held;
-  const row = store.stmt(KEY_SQL).get(hash) as KeyRow | undefined;
+  const generation = cache.current();
+  const row = await store.get<KeyRow>(KEY_SQL, hash);
   if (!row || row.revoked_at !== null) return undefined;
   const entry = entryOf(row);
-  cache.set(hash, entry);
+  cache.set(hash, entry, generation);
   return entry;
 }
 
@@ -85,8 +89,8 @@ function entryOf(row: KeyRow): KeyEntry {
  * The Auth of the key with this id (a stream token names its key by id): undefined when unknown or revoked,
  * 403 when it is a live key of a merchant without live mode, as for the key itself.
  */
-export function authOfKeyId(store: Store, keyId: string): Auth | undefined {
-  const row = store.stmt(KEY_SQL.replace('WHERE k.key_hash = ?', 'WHERE k.id = ?')).get(keyId) as KeyRow | undefined;
+export async function authOfKeyId(q: Reader, keyId: string): Promise<Auth | undefined> {
+  const row = await q.get<KeyRow>(KEY_SQL_BY_ID, keyId);
   if (!row || row.revoked_at !== null) return undefined;
   if (row.mode === 'live' && !row.live_enabled) {
     throw new ApiError(403, 'live_mode_not_activated', 'Cannot use a live key: live mode is not activated for this merchant');
@@ -139,13 +143,13 @@ export interface KeyCheck {
  * The part of authentication that needs no body, run before a byte of the body is read: Bearer key (401),
  * live mode (403), IP allow-list (403). A keyless or refused client never makes the server hold its body.
  */
-export function authenticateKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawBody'>): KeyCheck {
-  const entry = checkKey(store, input);
+export async function authenticateKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawBody'>): Promise<KeyCheck> {
+  const entry = await checkKey(store, input);
   const row = entry.row;
   return {
     auth: entry.auth,
     verifyBody: (signature, rawBody) => {
-      if (row.require_signature) verifyRequestSignature(signature, rawBody, unseal(store.db, row.signing_secret, `shops.signing_secret:${row.shop_id}`));
+      if (row.require_signature) verifyRequestSignature(signature, rawBody, unseal(store.path, row.signing_secret, `shops.signing_secret:${row.shop_id}`));
     },
   };
 }
@@ -154,14 +158,14 @@ export function authenticateKey(store: Store, input: Omit<AuthInput, 'signature'
  * The whole authentication pipeline, in order: Bearer key (401), live mode (403), IP allow-list (403),
  * request signature (401). Scope checks follow in the server, per route.
  */
-export function authenticate(store: Store, input: AuthInput): Auth {
-  const check = authenticateKey(store, input);
+export async function authenticate(store: Store, input: AuthInput): Promise<Auth> {
+  const check = await authenticateKey(store, input);
   check.verifyBody(input.signature, input.rawBody);
   return check.auth;
 }
 
-function checkKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawBody'>): KeyEntry {
-  const entry = lookupKey(store, keyHashOf(input.authorization, input.connection));
+async function checkKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawBody'>): Promise<KeyEntry> {
+  const entry = await lookupKey(store, keyHashOf(input.authorization, input.connection));
   if (!entry) {
     throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the API key is unknown or revoked');
   }
@@ -179,10 +183,11 @@ function checkKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawBody'>)
 }
 
 /** Where a key stands now: revoked or not, and its effective scopes (its own that its shop also has). */
-export function keyStanding(store: Store, keyId: string): { revoked: boolean; scopes: ReadonlySet<string> } {
-  const row = store
-    .stmt('SELECT k.revoked_at, k.scopes AS key_scopes, s.scopes AS shop_scopes FROM api_keys k JOIN shops s ON s.id = k.shop_id WHERE k.id = ?')
-    .get(keyId) as { revoked_at: number | null; key_scopes: string; shop_scopes: string } | undefined;
+export async function keyStanding(q: Reader, keyId: string): Promise<{ revoked: boolean; scopes: ReadonlySet<string> }> {
+  const row = await q.get<{ revoked_at: number | null; key_scopes: string; shop_scopes: string }>(
+    'SELECT k.revoked_at, k.scopes AS key_scopes, s.scopes AS shop_scopes FROM api_keys k JOIN shops s ON s.id = k.shop_id WHERE k.id = ?',
+    keyId,
+  );
   if (!row || row.revoked_at !== null) return { revoked: true, scopes: new Set() };
   const shopScopes = new Set(row.shop_scopes.split(',').filter(Boolean));
   return { revoked: false, scopes: new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s))) };

@@ -107,11 +107,13 @@ interface KeyRecord {
 }
 
 /** The record of this merchant, mode and key, found through the index (each candidate read and compared). */
-function findRecord(tx: Tx, index: KeyIndex, hash: number, merchant: Buffer, mode: string, key: string): KeyRecord | undefined {
-  for (const seq of index.candidates(hash)) {
-    const rec = tx
-      .stmt('SELECT seq, merchant_id, mode, key, key_hash, request_hash, holder, holder_seq, answer, object_id, created_at FROM idempotency_keys WHERE seq = ?')
-      .get(seq) as KeyRecord | undefined;
+async function findRecord(tx: Tx, index: KeyIndex, hash: number, merchant: Buffer, mode: string, key: string): Promise<KeyRecord | undefined> {
+  // A copy: the index may change while a read is awaited (an earlier commit's hook forgetting a deleted record).
+  for (const seq of [...index.candidates(hash)]) {
+    const rec = await tx.get<KeyRecord>(
+      'SELECT seq, merchant_id, mode, key, key_hash, request_hash, holder, holder_seq, answer, object_id, created_at FROM idempotency_keys WHERE seq = ?',
+      seq,
+    );
     if (rec && rec.key === key && rec.mode === mode && rec.merchant_id.equals(merchant)) return rec;
   }
   return undefined;
@@ -121,17 +123,17 @@ function findRecord(tx: Tx, index: KeyIndex, hash: number, merchant: Buffer, mod
  * The record's stored answer as JSON text, or undefined when no row keeps it any more. Called once the request's
  * fingerprint matched the record's, which holds the shop: the caller's shop is the record's.
  */
-function storedAnswer(tx: Tx, rec: KeyRecord, shopId: string, merchantId: string): string | undefined {
+async function storedAnswer(tx: Tx, rec: KeyRecord, shopId: string, merchantId: string): Promise<string | undefined> {
   if (rec.holder === null) return decodeRecord(rec.answer!, { objectId: rec.object_id, shopId, merchantId });
-  const row = tx.stmt(`SELECT id, answer FROM ${rec.holder} WHERE seq = ?`).get(rec.holder_seq) as { id: string; answer: Buffer | null } | undefined;
+  const row = await tx.get<{ id: string; answer: Buffer | null }>(`SELECT id, answer FROM ${rec.holder} WHERE seq = ?`, rec.holder_seq);
   if (!row || row.answer === null) return undefined;
   return decodeRecord(row.answer, { objectId: row.id, shopId, merchantId });
 }
 
 /** Forget a record: delete it and clear the answer its holder keeps; the index forgets it once that is committed. */
-function dropRecord(tx: Tx, index: KeyIndex, rec: Pick<KeyRecord, 'seq' | 'key_hash' | 'holder' | 'holder_seq'>): void {
-  tx.stmt('DELETE FROM idempotency_keys WHERE seq = ?').run(rec.seq);
-  if (rec.holder !== null) tx.stmt(`UPDATE ${rec.holder} SET answer = NULL WHERE seq = ?`).run(rec.holder_seq);
+async function dropRecord(tx: Tx, index: KeyIndex, rec: Pick<KeyRecord, 'seq' | 'key_hash' | 'holder' | 'holder_seq'>): Promise<void> {
+  await tx.run('DELETE FROM idempotency_keys WHERE seq = ?', rec.seq);
+  if (rec.holder !== null) await tx.run(`UPDATE ${rec.holder} SET answer = NULL WHERE seq = ?`, rec.holder_seq);
   tx.afterCommit(() => index.remove(rec.key_hash, rec.seq));
 }
 
@@ -145,8 +147,8 @@ function dropRecord(tx: Tx, index: KeyIndex, rec: Pick<KeyRecord, 'seq' | 'key_h
  */
 export async function idempotentCreate(
   ctx: Ctx,
-  create: (tx: Tx, keep?: KeepAnswer) => CreateResult,
-  replay?: (tx: Tx, stored: Record<string, unknown>) => Record<string, unknown>,
+  create: (tx: Tx, keep?: KeepAnswer) => Promise<CreateResult>,
+  replay?: (tx: Tx, stored: Record<string, unknown>) => Promise<Record<string, unknown>>,
 ): Promise<Reply> {
   const auth = ctx.auth!;
   const key = idempotencyKey(ctx);
@@ -156,7 +158,7 @@ export async function idempotentCreate(
   const fingerprint =
     key === undefined
       ? null
-      : hash('sha256', `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.db, v))}`, 'hex').slice(
+      : hash('sha256', `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.path, v))}`, 'hex').slice(
           0,
           2 * FINGERPRINT_BYTES,
         );
@@ -168,25 +170,25 @@ export async function idempotentCreate(
   if (loading) await loading;
   // The reply is the body's result alone, so it waits only for its own commit to be on disk.
   ctx.seen = {};
-  return ctx.app.store.write((tx) => {
+  return ctx.app.store.write(async (tx) => {
     if (key !== undefined) {
-      const prior = findRecord(tx, index, slot, merchant!, auth.mode, key);
+      const prior = await findRecord(tx, index, slot, merchant!, auth.mode, key);
       if (prior) {
         const live = prior.created_at >= ctx.app.clocks.real() - ctx.app.config.retainIdempotencyHours * 3_600_000;
         if (live && prior.request_hash.toString('hex') !== fingerprint) {
           throw new ApiError(409, 'idempotent_conflict', `Cannot reuse Idempotency-Key "${key}": it was used with a different request`);
         }
-        const text = live ? storedAnswer(tx, prior, auth.shopId, auth.merchantId) : undefined;
+        const text = live ? await storedAnswer(tx, prior, auth.shopId, auth.merchantId) : undefined;
         if (text !== undefined) {
           let body = JSON.parse(text) as Record<string, unknown>;
-          if (replay) body = replay(tx, body);
+          if (replay) body = await replay(tx, body);
           return { status: 200, body: { ...body, idempotent: true } };
         }
-        dropRecord(tx, index, prior);
+        await dropRecord(tx, index, prior);
       }
     }
     if (key === undefined) {
-      const out = create(tx);
+      const out = await create(tx);
       return { status: out.status, body: out.body };
     }
     // Only what a replay needs, compactly: the merchant and the fingerprint as 16 bytes each, the answer with its
@@ -199,7 +201,7 @@ export async function idempotentCreate(
       kept.json = JSON.stringify(body);
       return encodeRecord(kept.json, { objectId: id, shopId: auth.shopId, merchantId: auth.merchantId });
     };
-    const out = create(tx, keep);
+    const out = await create(tx, keep);
     const h = out.holder;
     let json: string;
     let answer: Buffer | null = null;
@@ -211,9 +213,10 @@ export async function idempotentCreate(
       json = JSON.stringify(out.body);
       objectId = h ? h.id : objectIdOf(json);
       answer = encodeRecord(json, { objectId, shopId: auth.shopId, merchantId: auth.merchantId });
-      if (h) tx.stmt(`UPDATE ${h.table} SET answer = ? WHERE seq = ?`).run(answer, h.seq);
+      if (h) await tx.run(`UPDATE ${h.table} SET answer = ? WHERE seq = ?`, answer, h.seq);
     }
-    const { lastInsertRowid } = tx.stmt('INSERT INTO idempotency_keys (merchant_id, mode, key, key_hash, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, ?, unhex(?), ?, ?, ?, ?, ?)').run(
+    const { lastInsertRowid } = await tx.run(
+      'INSERT INTO idempotency_keys (merchant_id, mode, key, key_hash, request_hash, holder, holder_seq, answer, object_id, created_at) VALUES (?, ?, ?, ?, unhex(?), ?, ?, ?, ?, ?)',
       merchant,
       auth.mode,
       key,
@@ -236,14 +239,15 @@ export async function idempotentCreate(
  * `cutoff` (real time) are deleted and their answers cleared. Records are in the order they were made, so the
  * sweep stops at the first that is still kept; a replay never depends on it (idempotentCreate checks the age itself).
  */
-export function purgeIdempotencySlice(tx: Tx, index: KeyIndex, cutoff: number, limit: number): { deleted: number; more: boolean } {
-  const rows = tx
-    .stmt('SELECT seq, key_hash, holder, holder_seq, created_at FROM idempotency_keys ORDER BY seq LIMIT ?')
-    .all(limit) as Array<Pick<KeyRecord, 'seq' | 'key_hash' | 'holder' | 'holder_seq' | 'created_at'>>;
+export async function purgeIdempotencySlice(tx: Tx, index: KeyIndex, cutoff: number, limit: number): Promise<{ deleted: number; more: boolean }> {
+  const rows = await tx.all<Pick<KeyRecord, 'seq' | 'key_hash' | 'holder' | 'holder_seq' | 'created_at'>>(
+    'SELECT seq, key_hash, holder, holder_seq, created_at FROM idempotency_keys ORDER BY seq LIMIT ?',
+    limit,
+  );
   let deleted = 0;
   for (const r of rows) {
     if (r.created_at >= cutoff) return { deleted, more: false };
-    dropRecord(tx, index, r);
+    await dropRecord(tx, index, r);
     deleted++;
   }
   return { deleted, more: rows.length === limit };

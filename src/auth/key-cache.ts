@@ -1,15 +1,14 @@
-import type Database from 'better-sqlite3';
-import { DataVersionWatch } from '../db/data-version';
+import type { ChangeSignal, WatchSpec } from '../db/change-signal';
 
 /** Most keys held; past it the cache starts over (a flood of distinct valid keys costs lookups, not memory). */
 const MAX_ENTRIES = 10_000;
 
 /** The tables and columns a key lookup reads: a change to any of them may change an answer. */
-const WATCHED: Array<{ table: string; columns: string }> = [
-  { table: 'api_keys', columns: '' },
-  { table: 'shops', columns: 'id, merchant_id, name, scopes, ip_allowlist, signing_secret, require_signature' },
-  { table: 'merchants', columns: 'id, live_enabled' },
-  { table: 'shop_acquirers', columns: '' },
+const WATCHED: Array<{ table: string; columns?: string[] }> = [
+  { table: 'api_keys' },
+  { table: 'shops', columns: ['id', 'merchant_id', 'name', 'scopes', 'ip_allowlist', 'signing_secret', 'require_signature'] },
+  { table: 'merchants', columns: ['id', 'live_enabled'] },
+  { table: 'shop_acquirers' },
 ];
 
 /**
@@ -21,29 +20,29 @@ const WATCHED: Array<{ table: string; columns: string }> = [
  */
 export class KeyCache<T> {
   private readonly entries = new Map<string, T>();
-  private readonly elsewhere: DataVersionWatch;
   private dirty = false;
+  /** Bumped whenever the entries may be stale: an entry read before a bump is not held (see set). */
+  private generation = 0;
+  private readonly changes: ChangeSignal;
 
-  constructor(db: Database.Database) {
-    this.elsewhere = DataVersionWatch.of(db);
-    this.elsewhere.onChange(() => {
+  /** `store`: the Store whose change signal the cache follows. */
+  constructor(store: { readonly changes: ChangeSignal }) {
+    const changes = (this.changes = store.changes);
+    const stale = (): void => {
       this.dirty = true;
-    });
-    db.function('kopek_auth_changed', () => {
-      this.dirty = true;
-      return null;
-    });
+      this.generation++;
+    };
+    changes.onCommitElsewhere(stale);
+    const specs: WatchSpec[] = [];
     for (const { table, columns } of WATCHED) {
-      for (const op of ['INSERT', 'UPDATE', 'DELETE']) {
-        const on = op === 'UPDATE' && columns ? `UPDATE OF ${columns}` : op;
-        db.exec(`CREATE TEMP TRIGGER IF NOT EXISTS kopek_auth_${table}_${op.toLowerCase()} AFTER ${on} ON main.${table} BEGIN SELECT kopek_auth_changed(); END`);
-      }
+      for (const on of ['INSERT', 'UPDATE', 'DELETE'] as const) specs.push({ table, on, columns: on === 'UPDATE' ? columns : undefined });
     }
+    changes.watch('auth', specs, stale);
   }
 
   /** The entry for `hash`, if held and still current. */
   get(hash: string): T | undefined {
-    this.elsewhere.check();
+    this.changes.check();
     if (this.dirty) {
       this.entries.clear();
       this.dirty = false;
@@ -52,11 +51,18 @@ export class KeyCache<T> {
     return this.entries.get(hash);
   }
 
+  /** The generation to hand back to set() with an entry read from the database after this call. */
+  current(): number {
+    return this.generation;
+  }
+
   /**
-   * Hold `entry`, read from the database after the get() that missed. A commit from elsewhere between the
-   * two makes the entry newer than the version noted, never older, and the next get() drops it anyway.
+   * Hold `entry`, read from the database after current() returned `generation`. An entry read across a change
+   * (the read waited, and a write or another process's commit came between) may be older than the change: it is
+   * not held, and the next lookup reads again.
    */
-  set(hash: string, entry: T): void {
+  set(hash: string, entry: T, generation: number): void {
+    if (generation !== this.generation) return;
     if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
     this.entries.set(hash, entry);
   }

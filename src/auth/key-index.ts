@@ -75,18 +75,17 @@ export class KeyIndex {
   }
 
   private async load(): Promise<void> {
-    // The hash each record was stored with: two integers a row, read as arrays.
-    const read = this.store.db.prepare('SELECT seq, key_hash FROM idempotency_keys WHERE seq > ? ORDER BY seq LIMIT ?').raw();
     let after = 0;
     // Not within the caller's turn: a server announces that it listens first.
     await new Promise<void>((resolve) => setImmediate(resolve));
     for (;;) {
       // Closed while loading (a server stopped right after its start): whoever waits must not go on with part of it.
-      if (!this.store.db.open) throw new Error('the database closed before the idempotency index was read');
-      const rows = read.all(after, KEY_INDEX_LOAD_SLICE) as Array<[number, number]>;
-      for (const [seq, hash] of rows) this.add(hash, seq);
+      if (!this.store.isOpen) throw new Error('the database closed before the idempotency index was read');
+      // The hash each record was stored with, a slice at a time in seq order (committed records: outside any transaction).
+      const rows = await this.store.all<{ seq: number; key_hash: number }>('SELECT seq, key_hash FROM idempotency_keys WHERE seq > ? ORDER BY seq LIMIT ?', after, KEY_INDEX_LOAD_SLICE);
+      for (const r of rows) this.add(r.key_hash, r.seq);
       if (rows.length < KEY_INDEX_LOAD_SLICE) break;
-      after = rows[rows.length - 1][0];
+      after = rows[rows.length - 1].seq;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     this.loaded = true;

@@ -38,11 +38,14 @@ export class KeyUsage {
     const batch = [...this.pending];
     this.pending.clear();
     if (batch.length === 0) return Promise.resolve();
-    return this.app.store.write((tx) => {
-      const st = tx.stmt(
-        'INSERT INTO api_key_usage (key_id, last_used_at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET last_used_at = MAX(last_used_at, excluded.last_used_at)',
-      );
-      for (const [id, at] of batch) st.run(id, at);
+    return this.app.store.write(async (tx) => {
+      for (const [id, at] of batch) {
+        await tx.run(
+          'INSERT INTO api_key_usage (key_id, last_used_at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET last_used_at = MAX(last_used_at, excluded.last_used_at)',
+          id,
+          at,
+        );
+      }
     });
   }
 }

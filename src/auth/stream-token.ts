@@ -44,7 +44,7 @@ export function issueStreamToken(store: Store, auth: Auth, nowMs: number): { tok
 }
 
 /** The Auth of the key a token was issued with; 401 when the token is malformed, forged, expired or its key revoked. */
-export function authenticateStreamToken(store: Store, token: string, nowMs: number): Auth {
+export async function authenticateStreamToken(store: Store, token: string, nowMs: number): Promise<Auth> {
   const m = TOKEN_RE.exec(token);
   if (!m) throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the stream token is malformed');
   const payload = Buffer.from(m[1], 'base64url').toString('utf8');
@@ -60,7 +60,7 @@ export function authenticateStreamToken(store: Store, token: string, nowMs: numb
   if (nowMs >= expiresAtS * 1000) {
     throw new ApiError(401, 'unauthorized', `Cannot authenticate: the stream token expired at ${new Date(expiresAtS * 1000).toISOString()}; ask for a new one`);
   }
-  const auth = authOfKeyId(store, p[1]);
+  const auth = await authOfKeyId(store, p[1]);
   if (!auth) throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the key of the stream token is unknown or revoked');
   return auth;
 }

@@ -24,12 +24,12 @@ export type Applied = 'applied' | 'ignored' | 'checking' | 'amount_mismatch';
  * The next status check: `syncAfter` after the operation began at first, then as long again as it has
  * already waited, so the gaps double while the bank stays silent.
  */
-function scheduleCheck(app: App, tx: Tx, kind: keyof typeof CHECK_JOBS, id: string, shopId: string, mode: 'test' | 'live', since: number): void {
+async function scheduleCheck(app: App, tx: Tx, kind: keyof typeof CHECK_JOBS, id: string, shopId: string, mode: 'test' | 'live', since: number): Promise<void> {
   const now = app.clocks.now(shopId, mode);
   const syncAfter_ms = Math.round(app.config.acquirerSyncAfterSeconds * 1000);
   const waited_ms = Math.max(0, now - since);
-  app.scheduler.cancel(tx, CHECK_JOBS[kind], id);
-  app.scheduler.schedule(tx, { kind: CHECK_JOBS[kind], subjectId: id, shopId, mode, dueAt: now + Math.max(syncAfter_ms, waited_ms) });
+  await app.scheduler.cancel(tx, CHECK_JOBS[kind], id);
+  await app.scheduler.schedule(tx, { kind: CHECK_JOBS[kind], subjectId: id, shopId, mode, dueAt: now + Math.max(syncAfter_ms, waited_ms) });
 }
 
 /**
@@ -37,10 +37,16 @@ function scheduleCheck(app: App, tx: Tx, kind: keyof typeof CHECK_JOBS, id: stri
  * payment kopek had closed), for the operator (kopek doctor names it): money may have moved at the bank
  * that kopek does not show.
  */
-function recordMismatch(app: App, tx: Tx, shopId: string, subjectId: string, expected: number, told: number, outcome: string): void {
-  tx
-    .stmt('INSERT INTO bank_mismatches (shop_id, subject_id, expected_amount, bank_amount, answer, created_at) VALUES (?, ?, ?, ?, ?, ?)')
-    .run(shopId, subjectId, expected, told, outcome, app.clocks.real());
+async function recordMismatch(app: App, tx: Tx, shopId: string, subjectId: string, expected: number, told: number, outcome: string): Promise<void> {
+  await tx.run(
+    'INSERT INTO bank_mismatches (shop_id, subject_id, expected_amount, bank_amount, answer, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    shopId,
+    subjectId,
+    expected,
+    told,
+    outcome,
+    app.clocks.real(),
+  );
 }
 
 /**
@@ -56,79 +62,79 @@ function sessionStart(p: PaymentRow): number {
  * Apply a bank's answer about a payment (its id, or its row as just read in this transaction); `amount`, when
  * the bank states it, must match the payment's.
  */
-export function paymentAnswered(app: App, tx: Tx, payment: string | PaymentRow, a: PaymentAnswer, amount?: number): Applied {
-  const p = typeof payment === 'string' ? getPayment(app, payment) : payment;
+export async function paymentAnswered(app: App, tx: Tx, payment: string | PaymentRow, a: PaymentAnswer, amount?: number): Promise<Applied> {
+  const p = typeof payment === 'string' ? await getPayment(tx, payment) : payment;
   if (!p) return 'ignored';
   if (p.status !== 'processing') {
     // The bank took the money of a payment kopek already closed without it (expired, failed, cancelled):
     // it never moves back, but the operator must see it and settle it at the bank.
     if (a.outcome === 'succeeded' && (p.status === 'expired' || p.status === 'failed' || p.status === 'cancelled')) {
-      recordMismatch(app, tx, p.shop_id, p.id, p.amount, amount ?? p.amount, `succeeded after ${p.status}`);
+      await recordMismatch(app, tx, p.shop_id, p.id, p.amount, amount ?? p.amount, `succeeded after ${p.status}`);
     }
     return 'ignored';
   }
   if (amount !== undefined && amount !== p.amount) {
-    recordMismatch(app, tx, p.shop_id, p.id, p.amount, amount, a.outcome);
+    await recordMismatch(app, tx, p.shop_id, p.id, p.amount, amount, a.outcome);
     return 'amount_mismatch';
   }
   switch (a.outcome) {
     case 'unknown':
-      scheduleCheck(app, tx, 'payment', p.id, p.shop_id, p.mode, sessionStart(p));
+      await scheduleCheck(app, tx, 'payment', p.id, p.shop_id, p.mode, sessionStart(p));
       return 'checking';
     case 'succeeded':
-      resolveTx(app, tx, p, { outcome: 'succeeded', rrn: a.rrn, bankName: a.bankName, card: a.card, phoneMask: a.phoneMask, payerBank: a.payerBank });
+      await resolveTx(app, tx, p, { outcome: 'succeeded', rrn: a.rrn, bankName: a.bankName, card: a.card, phoneMask: a.phoneMask, payerBank: a.payerBank });
       break;
     case 'refused':
-      resolveTx(app, tx, p, { outcome: 'failed', failureCode: a.failureCode, bankFailureCode: a.bankCode, bankName: a.bankName, card: a.card });
+      await resolveTx(app, tx, p, { outcome: 'failed', failureCode: a.failureCode, bankFailureCode: a.bankCode, bankName: a.bankName, card: a.card });
       break;
     case 'expired':
-      expireTx(app, tx, p);
+      await expireTx(app, tx, p);
       break;
     case 'cancelled':
-      bankCancelTx(app, tx, p);
+      await bankCancelTx(app, tx, p);
       break;
   }
-  app.scheduler.cancel(tx, CHECK_JOBS.payment, p.id);
+  await app.scheduler.cancel(tx, CHECK_JOBS.payment, p.id);
   return 'applied';
 }
 
 /** Apply a bank's answer about a pending refund. */
-export function refundAnswered(app: App, tx: Tx, refundId: string, a: MoneyAnswer): Applied {
-  const r = getRefund(app, refundId);
+export async function refundAnswered(app: App, tx: Tx, refundId: string, a: MoneyAnswer): Promise<Applied> {
+  const r = await getRefund(tx, refundId);
   if (!r || r.status !== 'pending') return 'ignored';
   if (a.outcome === 'unknown') {
-    scheduleCheck(app, tx, 'refund', r.id, r.shop_id, r.mode, r.created_at);
+    await scheduleCheck(app, tx, 'refund', r.id, r.shop_id, r.mode, r.created_at);
     return 'checking';
   }
-  settleRefundTx(app, tx, r, a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
-  app.scheduler.cancel(tx, CHECK_JOBS.refund, r.id);
+  await settleRefundTx(app, tx, r, a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
+  await app.scheduler.cancel(tx, CHECK_JOBS.refund, r.id);
   return 'applied';
 }
 
 /** Apply a bank's answer about a pending payout. */
-export function payoutAnswered(app: App, tx: Tx, payoutId: string, a: MoneyAnswer): Applied {
-  const p = getPayout(tx.db, payoutId);
+export async function payoutAnswered(app: App, tx: Tx, payoutId: string, a: MoneyAnswer): Promise<Applied> {
+  const p = await getPayout(tx, payoutId);
   if (!p || p.status !== 'pending') return 'ignored';
   if (a.outcome === 'unknown') {
-    scheduleCheck(app, tx, 'payout', p.id, p.shop_id, p.mode, p.created_at);
+    await scheduleCheck(app, tx, 'payout', p.id, p.shop_id, p.mode, p.created_at);
     return 'checking';
   }
-  finishPayoutTx(app, tx, p, a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
-  app.scheduler.cancel(tx, CHECK_JOBS.payout, p.id);
+  await finishPayoutTx(app, tx, p, a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
+  await app.scheduler.cancel(tx, CHECK_JOBS.payout, p.id);
   return 'applied';
 }
 
 /** Run a status check: ask the operation's bank again, unless the operation is final by now. */
-function runCheck(app: App, tx: Tx, kind: keyof typeof CHECK_JOBS, job: Job): void {
+async function runCheck(app: App, tx: Tx, kind: keyof typeof CHECK_JOBS, job: Job): Promise<void> {
   if (kind === 'payment') {
-    const p = getPayment(app, job.subject_id);
-    if (p && p.status === 'processing') app.banks.for(p.shop_id, p.mode).checkStatus(tx, { kind, payment: p });
+    const p = await getPayment(tx, job.subject_id);
+    if (p && p.status === 'processing') await (await app.banks.for(tx, p.shop_id, p.mode)).checkStatus(tx, { kind, payment: p });
   } else if (kind === 'refund') {
-    const r = getRefund(app, job.subject_id);
-    if (r && r.status === 'pending') app.banks.for(r.shop_id, r.mode).checkStatus(tx, { kind, refund: r });
+    const r = await getRefund(tx, job.subject_id);
+    if (r && r.status === 'pending') await (await app.banks.for(tx, r.shop_id, r.mode)).checkStatus(tx, { kind, refund: r });
   } else {
-    const p = getPayout(tx.db, job.subject_id);
-    if (p && p.status === 'pending') app.banks.for(p.shop_id, p.mode).checkStatus(tx, { kind, payoutId: p.id });
+    const p = await getPayout(tx, job.subject_id);
+    if (p && p.status === 'pending') await (await app.banks.for(tx, p.shop_id, p.mode)).checkStatus(tx, { kind, payoutId: p.id });
   }
 }
 

@@ -13,24 +13,24 @@ import { paymentAnswered, refundAnswered } from './answers';
 export async function bankCallback(ctx: Ctx): Promise<Reply> {
   const { provider, shop_id: shopId } = ctx.params;
   const port = ctx.app.banks.byProvider(provider);
-  if (!port || ctx.app.banks.providerFor(shopId, 'live') !== provider) {
+  if (!port || (await ctx.app.banks.providerFor(ctx.app.store, shopId, 'live')) !== provider) {
     throw notFound(`Cannot take a notification of "${provider.slice(0, 64)}" for shop "${shopId.slice(0, 64)}": the shop has no such acquirer`);
   }
-  const result = port.callback({ shopId, headers: ctx.req.headers, body: ctx.body });
+  const result = await port.callback({ shopId, headers: ctx.req.headers, body: ctx.body });
   if (!result.valid) throw new ApiError(403, 'forbidden', `Cannot take the notification of "${provider}": its signature does not match`);
-  const mismatches = await ctx.app.store.write((tx) => {
+  const mismatches = await ctx.app.store.write(async (tx) => {
     const bad: string[] = [];
-    result.record?.(tx);
+    await result.record?.(tx);
     for (const n of result.payments) {
-      const p = getPayment(ctx.app, n.paymentId);
+      const p = await getPayment(tx, n.paymentId);
       // Only the shop's own live payments: a notification never reaches another shop's data.
       if (!p || p.shop_id !== shopId || p.mode !== 'live') continue;
-      if (paymentAnswered(ctx.app, tx, p.id, n.answer, n.amount) === 'amount_mismatch') bad.push(p.id);
+      if ((await paymentAnswered(ctx.app, tx, p.id, n.answer, n.amount)) === 'amount_mismatch') bad.push(p.id);
     }
     for (const n of result.refunds) {
-      const r = getRefund(ctx.app, n.refundId);
+      const r = await getRefund(tx, n.refundId);
       if (!r || r.shop_id !== shopId || r.mode !== 'live') continue;
-      refundAnswered(ctx.app, tx, r.id, n.answer);
+      await refundAnswered(ctx.app, tx, r.id, n.answer);
     }
     return bad;
   });

@@ -1,7 +1,7 @@
 import type { Mode } from '../scheduler/clock';
-import type { Store } from '../db/store';
+import type { Reader } from '../db/store';
 import type { BankPort } from './port';
-import { shopAcquirer } from './store';
+import { shopAcquirer, type ShopAcquirer } from './store';
 
 /** The provider every test-mode operation goes to. */
 export const TEST_PROVIDER = 'simulator';
@@ -12,11 +12,10 @@ export const NO_PROVIDER = 'none';
  * Which bank a shop and mode talk to, decided here and nowhere else: test mode always reaches the
  * simulator; live mode reaches the provider of the shop's acquirer (table shop_acquirers), or no bank.
  * Banks are registered by provider name at start-up (app.ts), the simulator and every acquirer alike.
+ * The acquirer is read through the Reader the caller passes: inside a transaction body, its `tx`.
  */
 export class BankDirectory {
   private readonly ports = new Map<string, BankPort>();
-
-  constructor(private readonly store: Store) {}
 
   /** Register a bank under its provider name; a name registered twice is a start-up error. */
   register(port: BankPort): void {
@@ -30,16 +29,27 @@ export class BankDirectory {
   }
 
   /** The provider a shop's operations of this mode go to. */
-  providerFor(shopId: string, mode: Mode): string {
+  async providerFor(q: Reader, shopId: string, mode: Mode): Promise<string> {
     if (mode === 'test') return TEST_PROVIDER;
-    return shopAcquirer(this.store, shopId)?.provider ?? NO_PROVIDER;
+    return providerOf(mode, await shopAcquirer(q, shopId));
   }
 
   /** The bank for a shop and mode. */
-  for(shopId: string, mode: Mode): BankPort {
-    const provider = this.providerFor(shopId, mode);
+  async for(q: Reader, shopId: string, mode: Mode): Promise<BankPort> {
+    return this.forAcquirer(shopId, mode, mode === 'test' ? undefined : await shopAcquirer(q, shopId));
+  }
+
+  /** The bank for a shop and mode when the caller has read the shop's acquirer row already (undefined: it has none). */
+  forAcquirer(shopId: string, mode: Mode, acquirer: ShopAcquirer | undefined): BankPort {
+    const provider = providerOf(mode, acquirer);
     const port = this.ports.get(provider);
     if (!port) throw new Error(`cannot reach bank "${provider}" of shop "${shopId}": no such bank is registered`);
     return port;
   }
+}
+
+/** The provider of a mode and the shop's acquirer row, if it has one. */
+function providerOf(mode: Mode, acquirer: ShopAcquirer | undefined): string {
+  if (mode === 'test') return TEST_PROVIDER;
+  return acquirer?.provider ?? NO_PROVIDER;
 }

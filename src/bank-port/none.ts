@@ -9,25 +9,25 @@ export class NoBank implements BankPort {
   readonly provider = NO_PROVIDER;
   readonly sendsPayouts = true;
 
-  describePayment(): Record<string, string> {
+  async describePayment(): Promise<Record<string, string>> {
     return {};
   }
 
-  openSession(): void {}
+  async openSession(): Promise<void> {}
 
-  chargeSaved(): void {}
+  async chargeSaved(): Promise<void> {}
 
-  cancel(): void {}
+  async cancel(): Promise<void> {}
 
-  refund(): void {}
+  async refund(): Promise<void> {}
 
-  checkStatus(): void {}
+  async checkStatus(): Promise<void> {}
 
-  payout(): PayoutStart {
+  async payout(): Promise<PayoutStart> {
     return { accepted: true, bankRef: '' };
   }
 
-  callback(): CallbackResult {
+  async callback(): Promise<CallbackResult> {
     return { valid: false, payments: [], refunds: [], reply: '' };
   }
 
@@ -35,7 +35,7 @@ export class NoBank implements BankPort {
     return undefined;
   }
 
-  pageSession(): undefined {
+  async pageSession(): Promise<undefined> {
     return undefined;
   }
 }

@@ -6,9 +6,10 @@ import type { PayoutMethod } from '../payouts/fields';
 
 // The one seam between the domain and every bank. Payments, refunds, tokens, subscriptions and payouts
 // reach a bank only through a BankPort that app.banks picks for a shop and mode; they never import an
-// implementation. Each method runs inside the domain's transaction and never waits on I/O: a bank behind
-// a network records its request there (a job of its own) and reports the answer after commit through
-// src/bank-port/answers.ts, where the simulator's scheduled answers and HTTP callbacks arrive too.
+// implementation. Each method that takes a `tx` runs inside the domain's transaction and awaits nothing but
+// that `tx` (never the network): a bank behind a network records its request there (a job of its own) and
+// reports the answer after commit through src/bank-port/answers.ts, where the simulator's scheduled answers
+// and HTTP callbacks arrive too.
 
 /** How a payment ended at the bank: a final answer, or `unknown` (which never fails anything). */
 export type PaymentAnswer =
@@ -103,7 +104,7 @@ export interface CallbackResult {
   /** The body the bank wants back (T-Bank: "OK"). */
   reply: string;
   /** The bank's own records of the notification (a saved method's RebillId), written in the same transaction. */
-  record?: (tx: Tx) => void;
+  record?: (tx: Tx) => Promise<void>;
 }
 
 /**
@@ -120,26 +121,30 @@ export interface BankPort {
   /** False for a bank that sends no payouts (an acquirer without a payout connector): payouts answer 403 before anything else. */
   readonly sendsPayouts: boolean;
   /** Metadata the bank attaches to a new payment (the simulator's plan); written with the payment. */
-  describePayment(tx: Tx, p: NewPayment): Record<string, string>;
+  describePayment(tx: Tx, p: NewPayment): Promise<Record<string, string>>;
   /** The payment's session opened (pending → processing): the bank starts taking the payment. */
-  openSession(tx: Tx, req: SessionRequest): void;
+  openSession(tx: Tx, req: SessionRequest): Promise<void>;
   /** A merchant-initiated charge of a saved method, whose session opened at creation. */
-  chargeSaved(tx: Tx, req: SessionRequest & { tokenId: string }): void;
+  chargeSaved(tx: Tx, req: SessionRequest & { tokenId: string }): Promise<void>;
   /** The merchant or buyer cancelled a payment; voids whatever the bank holds open for it. */
-  cancel(tx: Tx, payment: PaymentRow): void;
+  cancel(tx: Tx, payment: PaymentRow): Promise<void>;
   /** A refund was created (pending): return the money to the payer. */
-  refund(tx: Tx, refund: RefundRow, payment: PaymentRow): void;
+  refund(tx: Tx, refund: RefundRow, payment: PaymentRow): Promise<void>;
   /** Ask how an operation ended; the answer arrives through answers.ts like any other. */
-  checkStatus(tx: Tx, op: OperationRef): void;
+  checkStatus(tx: Tx, op: OperationRef): Promise<void>;
   /** Send a payout (called before the payout is written, so a refusal creates nothing). */
-  payout(tx: Tx, req: PayoutRequest): PayoutStart;
-  /** Check a notification the bank posted to /v1/callbacks/{provider}/{shop_id}. */
-  callback(req: CallbackRequest): CallbackResult;
+  payout(tx: Tx, req: PayoutRequest): Promise<PayoutStart>;
+  /**
+   * Check a notification the bank posted to /v1/callbacks/{provider}/{shop_id}. Runs before, and outside, the
+   * transaction that applies it: it may read committed data, never write.
+   */
+  callback(req: CallbackRequest): Promise<CallbackResult>;
   /** Extra fields of the payment creation response (the simulator's block in test mode). */
   creationExtras(payment: PaymentRow): Record<string, unknown> | undefined;
   /**
    * For a bank whose buyer pays on the bank's side: what the hosted page shows while the payment is
    * processing. undefined: the page's own screens take the buyer (the simulator), or nothing is sent anywhere.
+   * Called outside any transaction (a GET of the page): it may read committed data.
    */
-  pageSession(payment: PaymentRow): PageSession | undefined;
+  pageSession(payment: PaymentRow): Promise<PageSession | undefined>;
 }

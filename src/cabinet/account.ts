@@ -15,10 +15,10 @@ import { ct } from './text';
 export async function accountPage(ctx: Ctx): Promise<Reply> {
   const c = ctx.cabinet!;
   const lang = c.lang;
-  const user = getUser(ctx.app.store, c.userId)!;
+  const user = (await getUser(ctx.app.store, c.userId))!;
   let totp: string;
   if (user.totp_secret) {
-    totp = `<p>${esc(ct(lang, 'two_step_on'))} ${recoveryCodesLeft(ctx.app.store, user.id)}</p>
+    totp = `<p>${esc(ct(lang, 'two_step_on'))} ${await recoveryCodesLeft(ctx.app.store, user.id)}</p>
 ${postForm(ctx, '/cabinet/account/totp/disable', `${field('t-off', ct(lang, 'code'), '<input id="t-off" name="password" type="password" autocomplete="current-password" required>', ct(lang, 'current_password'))}<button class="btn danger" type="submit">${esc(ct(lang, 'totp_disable'))}</button>`)}`;
   } else if (user.totp_pending) {
     const qr = await QRCode.toString(otpauthUri(user.totp_pending, user.email), { type: 'svg', margin: 1, errorCorrectionLevel: 'M' });
@@ -30,7 +30,7 @@ ${postForm(ctx, '/cabinet/account/totp/confirm', `<div class="inline">${field('t
     totp = `<p>${esc(ct(lang, 'two_step_off'))}</p>${postForm(ctx, '/cabinet/account/totp', `<button class="btn" type="submit">${esc(ct(lang, 'totp_start'))}</button>`)}`;
   }
   const body = `<h1>${esc(ct(lang, 'account'))}</h1>
-<p>${esc(ct(lang, 'signed_in_as'))} <b>${esc(user.email)}</b>. ${esc(ct(lang, 'sessions_open'))} ${openSessions(ctx.app, user.id)}</p>
+<p>${esc(ct(lang, 'signed_in_as'))} <b>${esc(user.email)}</b>. ${esc(ct(lang, 'sessions_open'))} ${await openSessions(ctx.app, user.id)}</p>
 <h2>${esc(ct(lang, 'two_step'))}</h2>
 ${totp}
 <h2>${esc(ct(lang, 'change_password'))}</h2>
@@ -48,23 +48,23 @@ ${postForm(ctx, '/cabinet/logout-all', `<button class="btn danger" type="submit"
 
 /** POST /cabinet/account/totp: begin enrolment (a pending secret and its QR code). */
 export function postTotpStart(ctx: Ctx): Promise<Reply> {
-  return change(ctx, { action: 'totp.enrol.start', target: ctx.cabinet!.userId, back: '/cabinet/account' }, () => {
-    startTotp(ctx.app.store, ctx.cabinet!.userId);
+  return change(ctx, { action: 'totp.enrol.start', target: ctx.cabinet!.userId, back: '/cabinet/account' }, async () => {
+    await startTotp(ctx.app.store, ctx.cabinet!.userId);
   });
 }
 
 /** POST /cabinet/account/totp/confirm {code}: TOTP on; the recovery codes are shown once, on this answer. */
-export function postTotpConfirm(ctx: Ctx): Reply | Promise<Reply> {
+export async function postTotpConfirm(ctx: Ctx): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   let codes: string[];
   try {
-    codes = confirmTotp(ctx.app.store, ctx.cabinet!.userId, form(ctx).get('code') ?? '', ctx.app.clocks.real());
+    codes = await confirmTotp(ctx.app.store, ctx.cabinet!.userId, form(ctx).get('code') ?? '', ctx.app.clocks.real());
   } catch (err) {
     return change(ctx, { action: 'totp.enrol', target: ctx.cabinet!.userId, back: '/cabinet/account' }, () => {
       throw err;
     });
   }
-  recordAudit(ctx.app.store, actor(ctx), 'totp.on', ctx.cabinet!.userId, '', ctx.app.clocks.real());
+  await recordAudit(ctx.app.store, actor(ctx), 'totp.on', ctx.cabinet!.userId, '', ctx.app.clocks.real());
   const body = `<h1>${esc(ct(lang, 'recovery_codes'))}</h1>
 <p class="ok" role="status">${esc(ct(lang, 'recovery_hint'))}</p>
 <ul class="secret" id="recovery-codes">${codes.map((c) => `<li>${esc(c)}</li>`).join('')}</ul>
@@ -76,9 +76,9 @@ export function postTotpConfirm(ctx: Ctx): Reply | Promise<Reply> {
 export function postTotpDisable(ctx: Ctx): Promise<Reply> {
   const password = form(ctx).get('password') ?? '';
   return change(ctx, { action: 'totp.off', target: ctx.cabinet!.userId, back: '/cabinet/account' }, async () => {
-    const user = getUser(ctx.app.store, ctx.cabinet!.userId)!;
+    const user = (await getUser(ctx.app.store, ctx.cabinet!.userId))!;
     if (!(await verifyPassword(user.password_hash, password))) throw new Error('Cannot turn off two-step sign-in: the password is wrong');
-    disableTotp(ctx.app.store, user.id);
+    await disableTotp(ctx.app.store, user.id);
   });
 }
 

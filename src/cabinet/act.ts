@@ -32,10 +32,10 @@ export async function change(ctx: Ctx, c: Change, fn: () => unknown | Promise<un
   } catch (err) {
     if (err instanceof ApiError && err.status >= 500) throw err;
     if (!(err instanceof Error)) throw err;
-    setFlash(ctx.app.store, auth.sessionHash, 'error', err.message);
+    await setFlash(ctx.app.store, auth.sessionHash, 'error', err.message);
     return { status: 303, location: c.back };
   }
-  if (!c.auditedInside) recordAudit(ctx.app.store, actor(ctx), c.action, c.target, typeof detail === 'string' ? detail : '', ctx.app.clocks.real());
-  setFlash(ctx.app.store, auth.sessionHash, 'ok', `${c.ok ?? ct(auth.lang, 'saved')}${typeof detail === 'string' && detail ? ` ${detail}` : ''}`);
+  if (!c.auditedInside) await recordAudit(ctx.app.store, actor(ctx), c.action, c.target, typeof detail === 'string' ? detail : '', ctx.app.clocks.real());
+  await setFlash(ctx.app.store, auth.sessionHash, 'ok', `${c.ok ?? ct(auth.lang, 'saved')}${typeof detail === 'string' && detail ? ` ${detail}` : ''}`);
   return { status: 303, location: c.back };
 }

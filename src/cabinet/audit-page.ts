@@ -8,10 +8,10 @@ import { ct, when } from './text';
 const AUDIT_PAGE = 100;
 
 /** GET /cabinet/audit?before=: the merchant's audit log, newest first, every sign-in and change. */
-export function auditPage(ctx: Ctx): Reply {
+export async function auditPage(ctx: Ctx): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const before = Number(ctx.query.get('before'));
-  const rows = listAudit(ctx.app.store, ctx.cabinet!.merchantId, { beforeId: Number.isSafeInteger(before) && before > 0 ? before : undefined, limit: AUDIT_PAGE + 1 });
+  const rows = await listAudit(ctx.app.store, ctx.cabinet!.merchantId, { beforeId: Number.isSafeInteger(before) && before > 0 ? before : undefined, limit: AUDIT_PAGE + 1 });
   const page = rows.slice(0, AUDIT_PAGE);
   const list = table(
     [{ label: ct(lang, 'time') }, { label: ct(lang, 'who') }, { label: ct(lang, 'action') }, { label: ct(lang, 'target') }, { label: ct(lang, 'details') }, { label: 'IP' }],

@@ -1,5 +1,4 @@
-import type Database from 'better-sqlite3';
-import type { Store } from '../db/store';
+import type { Reader, Store, Tx } from '../db/store';
 
 /** One line of the audit log. */
 export interface AuditRow {
@@ -26,14 +25,15 @@ export interface Actor {
 const DETAIL_MAX = 500;
 
 /** Append a line to the audit log in its own transaction. A secret never goes into `detail`. */
-export function recordAudit(store: Store, actor: Actor, action: string, target: string, detail: string, now: number): void {
-  store.tx(({ db }) => insertAudit(db, actor, action, target, detail, now));
+export async function recordAudit(store: Store, actor: Actor, action: string, target: string, detail: string, now: number): Promise<void> {
+  await store.tx((tx) => insertAudit(tx, actor, action, target, detail, now));
 }
 
 /** Append a line to the audit log inside the caller's transaction (the change and its line commit together). */
-export function insertAudit(db: Database.Database, actor: Actor, action: string, target: string, detail: string, now: number): void {
+export async function insertAudit(tx: Tx, actor: Actor, action: string, target: string, detail: string, now: number): Promise<void> {
   {
-    db.prepare('INSERT INTO cabinet_audit (merchant_id, user_id, email, action, target, detail, ip, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
+    await tx.run(
+      'INSERT INTO cabinet_audit (merchant_id, user_id, email, action, target, detail, ip, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       actor.merchantId,
       actor.userId,
       actor.email.slice(0, 254),
@@ -47,8 +47,6 @@ export function insertAudit(db: Database.Database, actor: Actor, action: string,
 }
 
 /** A page of a merchant's audit log, newest first: lines with id below `beforeId` when given. */
-export function listAudit(store: Store, merchantId: string, o: { beforeId?: number; limit: number }): AuditRow[] {
-  return store
-    .stmt('SELECT * FROM cabinet_audit WHERE merchant_id = ? AND id < ? ORDER BY id DESC LIMIT ?')
-    .all(merchantId, o.beforeId ?? Number.MAX_SAFE_INTEGER, o.limit) as AuditRow[];
+export function listAudit(q: Reader, merchantId: string, o: { beforeId?: number; limit: number }): Promise<AuditRow[]> {
+  return q.all<AuditRow>('SELECT * FROM cabinet_audit WHERE merchant_id = ? AND id < ? ORDER BY id DESC LIMIT ?', merchantId, o.beforeId ?? Number.MAX_SAFE_INTEGER, o.limit);
 }

@@ -15,30 +15,30 @@ import { advanceShopClock } from '../simulator/clock';
 import { insertAudit, type Actor } from './audit';
 
 /** The payment with this id, whatever its shop (the caller checks it belongs to the user's merchant). */
-export function findPayment(app: App, id: string): PaymentRow | undefined {
-  return getPayment(app, id);
+export async function findPayment(app: App, id: string): Promise<PaymentRow | undefined> {
+  return getPayment(app.store, id);
 }
 
 /** What may still be refunded of a payment. */
-export function refundable(app: App, p: PaymentRow): number {
-  return refundableOf(app, p);
+export async function refundable(app: App, p: PaymentRow): Promise<number> {
+  return refundableOf(app.store, p);
 }
 
 /** Refund a payment (amount 0: the whole remainder), as POST /v1/public/payments/{id}/refund does; audited in the same commit. */
 export function refundPayment(app: App, p: PaymentRow, input: { amount: number; reason: string }, actor: Actor & { userId: string }): Promise<RefundRow> {
-  return app.store.write((tx) => {
-    const fresh = getPayment(app, p.id)!;
-    const r = createRefundTx(app, tx, fresh, { amount: input.amount, reason: input.reason, keyId: `cabinet:${actor.userId}` });
-    insertAudit(tx.db, actor, 'payment.refund', p.id, `refund ${r.id}: ${r.amount} ${p.currency}${input.reason ? ` (${input.reason})` : ''}`, app.clocks.real());
+  return app.store.write(async (tx) => {
+    const fresh = (await getPayment(tx, p.id))!;
+    const r = await createRefundTx(app, tx, fresh, { amount: input.amount, reason: input.reason, keyId: `cabinet:${actor.userId}` });
+    await insertAudit(tx, actor, 'payment.refund', p.id, `refund ${r.id}: ${r.amount} ${p.currency}${input.reason ? ` (${input.reason})` : ''}`, app.clocks.real());
     return r;
   });
 }
 
 /** Cancel a pending payment, as POST /v1/public/payments/{id}/cancel does; audited in the same commit. */
 export function cancelPayment(app: App, p: PaymentRow, actor: Actor): Promise<PaymentRow> {
-  return app.store.write((tx) => {
-    const after = cancelTx(app, tx, getPayment(app, p.id)!);
-    insertAudit(tx.db, actor, 'payment.cancel', p.id, '', app.clocks.real());
+  return app.store.write(async (tx) => {
+    const after = await cancelTx(app, tx, (await getPayment(tx, p.id))!);
+    await insertAudit(tx, actor, 'payment.cancel', p.id, '', app.clocks.real());
     return after;
   });
 }
@@ -54,6 +54,6 @@ export function advanceTestClock(app: App, shopId: string, seconds: number): Pro
 }
 
 /** Delete a shop's test data and set its test clock back, as POST /v1/test/reset does; rows deleted per table. */
-export function resetTest(app: App, shopId: string): Record<string, number> {
+export async function resetTest(app: App, shopId: string): Promise<Record<string, number>> {
   return resetTestData(app, shopId);
 }

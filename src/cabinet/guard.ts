@@ -11,9 +11,9 @@ import { ct } from './text';
  * the cookie (401, which the error page turns into the sign-in page), and for a POST the session's CSRF
  * token in the form field `_csrf` or the X-CSRF-Token header (403, before the handler runs: nothing changes).
  */
-export function authenticateCabinet(ctx: Ctx): CabinetAuth {
+export async function authenticateCabinet(ctx: Ctx): Promise<CabinetAuth> {
   const isPost = ctx.method === 'POST';
-  const auth = loadSession(ctx.app, headerOf(ctx, 'cookie'), !isPost);
+  const auth = await loadSession(ctx.app, headerOf(ctx, 'cookie'), !isPost);
   if (!auth) throw new ApiError(401, 'unauthorized', 'Cannot open the cabinet: sign in first');
   if (isPost) {
     const given = headerOf(ctx, 'x-csrf-token') ?? formValue(ctx, '_csrf');

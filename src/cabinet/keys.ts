@@ -11,8 +11,8 @@ import { form } from './guard';
 import { ct, when } from './text';
 
 /** The shop picker of pages about one shop. */
-export function shopPicker(ctx: Ctx, path: string, current: string): string {
-  const shops = merchantShops(ctx);
+export async function shopPicker(ctx: Ctx, path: string, current: string): Promise<string> {
+  const shops = await merchantShops(ctx);
   if (shops.length < 2) return '';
   const lang = ctx.cabinet!.lang;
   return `<form method="get" action="${path}" class="inline">${field('pick-shop', ct(lang, 'shop'), `<select id="pick-shop" name="shop">${shops
@@ -23,9 +23,9 @@ export function shopPicker(ctx: Ctx, path: string, current: string): string {
 /** GET /cabinet/keys?shop=: a shop's keys (prefix, mode, scopes, last use), create and revoke. */
 export async function keysPage(ctx: Ctx): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
-  const shop = chosenShop(ctx);
+  const shop = await chosenShop(ctx);
   await ctx.app.keyUsage.flush();
-  const keys = listKeys(ctx.app.store, shop.id);
+  const keys = await listKeys(ctx.app.store, shop.id);
   const list = table(
     [{ label: ct(lang, 'prefix') }, { label: ct(lang, 'mode') }, { label: ct(lang, 'scopes') }, { label: ct(lang, 'created') }, { label: ct(lang, 'last_use') }, { label: ct(lang, 'status') }],
     keys.map((k) => [
@@ -45,7 +45,7 @@ export async function keysPage(ctx: Ctx): Promise<Reply> {
     .map((sc) => `<label><input type="checkbox" name="scope" value="${sc}" checked> <code>${sc}</code></label>`)
     .join('')}</fieldset>`;
   const body = `<h1>${esc(ct(lang, 'keys'))} · ${esc(shop.name)}</h1>
-${shopPicker(ctx, '/cabinet/keys', shop.id)}
+${await shopPicker(ctx, '/cabinet/keys', shop.id)}
 ${list}
 <h2>${esc(ct(lang, 'create_key'))}</h2>
 ${postForm(
@@ -60,18 +60,18 @@ ${enabled.size ? scopes : ''}
 }
 
 /** POST /cabinet/keys {shop, mode, scope…}: a new key, as `kopek key create` makes it; the full key is shown once, on this answer. */
-export function postKey(ctx: Ctx): Reply {
+export async function postKey(ctx: Ctx): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const f = form(ctx);
-  const shop = ownShop(ctx, f.get('shop'));
+  const shop = await ownShop(ctx, f.get('shop'));
   const mode = f.get('mode') === 'live' ? 'live' : 'test';
   let made;
   try {
-    made = createKey(ctx.app.store, shop.id, mode, f.getAll('scope').join(','), ctx.app.clocks.real());
+    made = await createKey(ctx.app.store, shop.id, mode, f.getAll('scope').join(','), ctx.app.clocks.real());
   } catch (err) {
     return cabinetPage(ctx, { title: ct(lang, 'keys'), active: 'keys', status: 400, body: `<h1>${esc(ct(lang, 'create_key'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/keys?shop=${esc(shop.id)}">${esc(ct(lang, 'back'))}</a></p>` });
   }
-  recordAudit(ctx.app.store, actor(ctx), 'key.create', made.key.id, `${mode} ${made.key.key_prefix}… ${made.key.scopes}`, ctx.app.clocks.real());
+  await recordAudit(ctx.app.store, actor(ctx), 'key.create', made.key.id, `${mode} ${made.key.key_prefix}… ${made.key.scopes}`, ctx.app.clocks.real());
   const body = `<h1>${esc(ct(lang, 'keys'))} · ${esc(shop.name)}</h1>
 <p class="ok" role="status">${esc(ct(lang, 'shown_once'))}</p>
 ${field('new-key', `${mode} key`, `<output id="new-key" class="secret">${esc(made.secret)}</output>`)}
@@ -80,13 +80,13 @@ ${field('new-key', `${mode} key`, `<output id="new-key" class="secret">${esc(mad
 }
 
 /** POST /cabinet/keys/:id/revoke: as `kopek key revoke`; the API refuses the key from the next request. */
-export function postRevoke(ctx: Ctx): Promise<Reply> {
+export async function postRevoke(ctx: Ctx): Promise<Reply> {
   const id = ctx.params.id;
-  const row = ctx.app.store.stmt('SELECT shop_id, key_prefix FROM api_keys WHERE id = ?').get(id) as { shop_id: string; key_prefix: string } | undefined;
+  const row = await ctx.app.store.get<{ shop_id: string; key_prefix: string }>('SELECT shop_id, key_prefix FROM api_keys WHERE id = ?', id);
   if (!row) throw notFound(`Cannot find key "${id.slice(0, 64)}"`);
-  const shop = ownShop(ctx, row.shop_id);
-  return change(ctx, { action: 'key.revoke', target: id, back: `/cabinet/keys?shop=${shop.id}` }, () => {
-    revokeKey(ctx.app.store, id, ctx.app.clocks.real());
+  const shop = await ownShop(ctx, row.shop_id);
+  return change(ctx, { action: 'key.revoke', target: id, back: `/cabinet/keys?shop=${shop.id}` }, async () => {
+    await revokeKey(ctx.app.store, id, ctx.app.clocks.real());
     return `${row.key_prefix}…`;
   });
 }

@@ -48,8 +48,8 @@ ${field('code', ct(lang, 'totp_code'), `<input id="code" name="code" inputmode="
 }
 
 /** GET /cabinet/login: the sign-in form (a signed-in user goes on to the overview). */
-export function showLogin(ctx: Ctx): Reply {
-  if (loadSession(ctx.app, String(ctx.req.headers.cookie ?? ''), false)) return { status: 303, location: '/cabinet/overview' };
+export async function showLogin(ctx: Ctx): Promise<Reply> {
+  if (await loadSession(ctx.app, String(ctx.req.headers.cookie ?? ''), false)) return { status: 303, location: '/cabinet/overview' };
   return loginForm(ctx, langOf(ctx));
 }
 
@@ -75,27 +75,27 @@ export async function postLogin(ctx: Ctx): Promise<Reply> {
   const code = f.get('code') ?? '';
   const { store } = ctx.app;
   const now = ctx.app.clocks.real();
-  const wait = signInWait(store, email, ctx.ip, now);
+  const wait = await signInWait(store, email, ctx.ip, now);
   if (wait > 0) return tooMany(ctx, lang, email, wait);
-  const user = getUserByEmail(store, email);
+  const user = await getUserByEmail(store, email);
   const passwordOk = await verifyPassword(user?.password_hash ?? null, password);
   const who = { merchantId: user?.merchant_id ?? null, userId: user?.id ?? null, email: email || '(empty)', ip: ctx.ip };
   let ok = passwordOk && user !== undefined && user.disabled_at === null;
   let factor = 'password';
   if (ok && user!.totp_secret) {
-    const second = acceptSecondFactor(store, user!, code, ctx.app.clocks.real());
+    const second = await acceptSecondFactor(store, user!, code, ctx.app.clocks.real());
     ok = second !== null;
     factor = second === null ? 'password' : `password+${second}`;
   }
   if (!ok) {
-    const locked = noteFailedSignIn(store, email, ctx.ip, now);
-    recordAudit(store, who, 'sign_in.failed', user?.id ?? '', locked ? 'locked for 15 minutes' : '', now);
-    if (locked) return tooMany(ctx, lang, email, signInWait(store, email, ctx.ip, now));
+    const locked = await noteFailedSignIn(store, email, ctx.ip, now);
+    await recordAudit(store, who, 'sign_in.failed', user?.id ?? '', locked ? 'locked for 15 minutes' : '', now);
+    if (locked) return tooMany(ctx, lang, email, await signInWait(store, email, ctx.ip, now));
     return loginForm(ctx, lang, { error: ct(lang, 'bad_login'), email, status: 401 });
   }
-  clearFailedSignIns(store, email);
-  const token = createSession(store, user!, { ip: ctx.ip, lang, now });
-  recordAudit(store, who, 'sign_in', user!.id, factor, now);
+  await clearFailedSignIns(store, email);
+  const token = await createSession(store, user!, { ip: ctx.ip, lang, now });
+  await recordAudit(store, who, 'sign_in', user!.id, factor, now);
   return {
     status: 303,
     location: safeNext(f.get('next')),
@@ -109,25 +109,25 @@ function tooMany(ctx: Ctx, lang: Lang, email: string, wait_ms: number): Reply {
 }
 
 /** POST /cabinet/logout: ends this session. */
-export function postLogout(ctx: Ctx): Reply {
-  endSession(ctx.app.store, ctx.cabinet!.sessionHash);
-  recordAudit(ctx.app.store, actor(ctx), 'sign_out', ctx.cabinet!.userId, '', ctx.app.clocks.real());
+export async function postLogout(ctx: Ctx): Promise<Reply> {
+  await endSession(ctx.app.store, ctx.cabinet!.sessionHash);
+  await recordAudit(ctx.app.store, actor(ctx), 'sign_out', ctx.cabinet!.userId, '', ctx.app.clocks.real());
   return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app) } };
 }
 
 /** POST /cabinet/logout-all: ends every session of the user, on every device. */
-export function postLogoutAll(ctx: Ctx): Reply {
-  const n = endAllSessions(ctx.app.store, ctx.cabinet!.userId);
-  recordAudit(ctx.app.store, actor(ctx), 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`, ctx.app.clocks.real());
+export async function postLogoutAll(ctx: Ctx): Promise<Reply> {
+  const n = await endAllSessions(ctx.app.store, ctx.cabinet!.userId);
+  await recordAudit(ctx.app.store, actor(ctx), 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`, ctx.app.clocks.real());
   return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app) } };
 }
 
 /** POST /cabinet/prefs {mode|lang, back}: switch test/live data or the language; back to the page. */
-export function postPrefs(ctx: Ctx): Reply {
+export async function postPrefs(ctx: Ctx): Promise<Reply> {
   const f = form(ctx);
   const mode = f.get('mode');
   const lang = f.get('lang');
-  setPrefs(ctx.app.store, ctx.cabinet!.sessionHash, {
+  await setPrefs(ctx.app.store, ctx.cabinet!.sessionHash, {
     mode: mode === 'test' || mode === 'live' ? mode : undefined,
     lang: lang === 'ru' || lang === 'en' ? lang : undefined,
   });

@@ -36,13 +36,18 @@ const CHART_SLICE_ROWS = 5000;
  * other requests run between two slices.
  */
 async function addDays(ctx: Ctx, shopId: string, firstDay: number, perDay: Map<number, DayFigure>): Promise<void> {
-  const stmt = ctx.app.store.stmt(
-    `SELECT created_at, seq, status, amount FROM payments INDEXED BY payments_register
-     WHERE shop_id = ? AND mode = ? AND created_at >= ? AND (created_at, seq) < (?, ?) ORDER BY created_at DESC, seq DESC LIMIT ?`,
-  );
   let below: [number, number] = [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
   for (;;) {
-    const rows = stmt.all(shopId, ctx.cabinet!.mode, firstDay, below[0], below[1], CHART_SLICE_ROWS) as Array<{ created_at: number; seq: number; status: string; amount: number }>;
+    const rows = await ctx.app.store.all<{ created_at: number; seq: number; status: string; amount: number }>(
+      `SELECT created_at, seq, status, amount FROM payments INDEXED BY payments_register
+     WHERE shop_id = ? AND mode = ? AND created_at >= ? AND (created_at, seq) < (?, ?) ORDER BY created_at DESC, seq DESC LIMIT ?`,
+      shopId,
+      ctx.cabinet!.mode,
+      firstDay,
+      below[0],
+      below[1],
+      CHART_SLICE_ROWS,
+    );
     for (const r of rows) {
       const f = perDay.get(Math.floor(r.created_at / DAY_MS) * DAY_MS);
       if (!f) continue;
@@ -60,10 +65,10 @@ async function addDays(ctx: Ctx, shopId: string, firstDay: number, perDay: Map<n
 export async function overview(ctx: Ctx): Promise<Reply> {
   const c = ctx.cabinet!;
   const { lang, mode } = c;
-  const db = ctx.app.store.db;
-  const shops = merchantShops(ctx);
+  const { store } = ctx.app;
+  const shops = await merchantShops(ctx);
   const names = new Map(shops.map((s) => [s.id, s.name]));
-  const balances = merchantBalances(db, c.merchantId, mode);
+  const balances = await merchantBalances(store, c.merchantId, mode);
   const cards = balances
     .map(
       (b) => `<div class="card"><span class="muted">${esc(b.shop_name)}</span>
@@ -81,9 +86,12 @@ export async function overview(ctx: Ctx): Promise<Reply> {
   for (let i = 0; i < CHART_DAYS; i++) perDay.set(firstDay + i * DAY_MS, { day_ms: firstDay + i * DAY_MS, count: 0, paid: 0 });
   for (const s of shops) {
     latest.push(
-      ...(db
-        .prepare(`SELECT id, seq, order_id, amount, currency, status, created_at, shop_id FROM payments WHERE shop_id = ? AND mode = ? ORDER BY created_at DESC, seq DESC LIMIT ?`)
-        .all(s.id, mode, LATEST) as LatestRow[]),
+      ...(await store.all<LatestRow>(
+        `SELECT id, seq, order_id, amount, currency, status, created_at, shop_id FROM payments WHERE shop_id = ? AND mode = ? ORDER BY created_at DESC, seq DESC LIMIT ?`,
+        s.id,
+        mode,
+        LATEST,
+      )),
     );
     await addDays(ctx, s.id, firstDay, perDay);
   }
@@ -100,13 +108,14 @@ export async function overview(ctx: Ctx): Promise<Reply> {
     ct(lang, 'nothing'),
   );
 
-  const failing = failingEndpoints(ctx, shops.map((s) => s.id));
+  const failing = await failingEndpoints(ctx, shops.map((s) => s.id));
   const failingList = failing.length
     ? `<ul>${failing.map((f) => `<li><a href="/cabinet/webhooks?shop=${esc(f.shop_id)}">${esc(f.url)}</a> — ${esc(names.get(f.shop_id) ?? '')}: ${f.disabled ? esc(ct(lang, 'disabled')) : ''} ${f.failures ? `${f.failures} ✕` : ''}</li>`).join('')}</ul>`
     : `<p class="muted">${esc(ct(lang, 'none_failing'))}</p>`;
 
+  const merchant = mode === 'live' ? await getMerchant(store, ctx.cabinet!.merchantId) : undefined;
   const body = `<h1>${esc(ct(lang, 'overview'))}</h1>
-${mode === 'live' && !getMerchant(ctx.app.store, ctx.cabinet!.merchantId)?.live_enabled ? `<p class="muted">${esc(ct(lang, 'live_is_off'))}</p>` : ''}
+${mode === 'live' && !merchant?.live_enabled ? `<p class="muted">${esc(ct(lang, 'live_is_off'))}</p>` : ''}
 <section aria-labelledby="h-bal"><h2 id="h-bal">${esc(ct(lang, 'balance'))}</h2><div class="grid">${cards || `<p class="muted">${esc(ct(lang, 'nothing'))}</p>`}</div></section>
 <section aria-labelledby="h-chart"><h2 id="h-chart">${esc(ct(lang, 'chart_title'))}</h2>${paymentsChart(lang, [...perDay.values()])}</section>
 <section aria-labelledby="h-last"><h2 id="h-last">${esc(ct(lang, 'last_payments'))}</h2>${latestTable}<p><a href="/cabinet/payments">${esc(ct(lang, 'payments'))} →</a></p></section>
@@ -115,21 +124,22 @@ ${mode === 'live' && !getMerchant(ctx.app.store, ctx.cabinet!.merchantId)?.live_
 }
 
 /** Endpoints that are disabled, or whose recent deliveries failed or are being retried. */
-function failingEndpoints(ctx: Ctx, shopIds: string[]): Array<{ shop_id: string; url: string; disabled: boolean; failures: number }> {
-  const db = ctx.app.store.db;
+async function failingEndpoints(ctx: Ctx, shopIds: string[]): Promise<Array<{ shop_id: string; url: string; disabled: boolean; failures: number }>> {
+  const { store } = ctx.app;
   const out: Array<{ shop_id: string; url: string; disabled: boolean; failures: number }> = [];
   for (const shopId of shopIds) {
     const counts = new Map(
       (
-        db
-          .prepare(
-            `SELECT endpoint_id, COUNT(*) AS n FROM (SELECT endpoint_id, state, attempts FROM webhook_deliveries WHERE shop_id = ? AND mode = ? ORDER BY id DESC LIMIT ?)
+        await store.all<{ endpoint_id: string; n: number }>(
+          `SELECT endpoint_id, COUNT(*) AS n FROM (SELECT endpoint_id, state, attempts FROM webhook_deliveries WHERE shop_id = ? AND mode = ? ORDER BY id DESC LIMIT ?)
              WHERE endpoint_id IS NOT NULL AND (state = 'failed' OR (state = 'pending' AND attempts > 0)) GROUP BY endpoint_id`,
-          )
-          .all(shopId, ctx.cabinet!.mode, RECENT_DELIVERIES) as Array<{ endpoint_id: string; n: number }>
+          shopId,
+          ctx.cabinet!.mode,
+          RECENT_DELIVERIES,
+        )
       ).map((r) => [r.endpoint_id, r.n]),
     );
-    const endpoints = db.prepare('SELECT id, url, disabled_at FROM webhook_endpoints WHERE shop_id = ? ORDER BY created_at, id').all(shopId) as Array<{ id: string; url: string; disabled_at: number | null }>;
+    const endpoints = await store.all<{ id: string; url: string; disabled_at: number | null }>('SELECT id, url, disabled_at FROM webhook_endpoints WHERE shop_id = ? ORDER BY created_at, id', shopId);
     for (const e of endpoints) {
       const n = counts.get(e.id) ?? 0;
       if (e.disabled_at !== null || n > 0) out.push({ shop_id: shopId, url: e.url, disabled: e.disabled_at !== null, failures: n });

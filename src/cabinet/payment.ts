@@ -23,14 +23,14 @@ function eventsFrom(ctx: Ctx): number | undefined {
 }
 
 /** GET /cabinet/payments/:id: the payment's fields, refunds, timeline of events, webhook attempts and actions. */
-export function paymentPage(ctx: Ctx): Reply {
-  const p = ownPayment(ctx, ctx.params.id);
+export async function paymentPage(ctx: Ctx): Promise<Reply> {
+  const p = await ownPayment(ctx, ctx.params.id);
   const lang = ctx.cabinet!.lang;
-  const shop = ownShop(ctx, p.shop_id);
-  const db = ctx.app.store.db;
+  const shop = await ownShop(ctx, p.shop_id);
+  const { store } = ctx.app;
   const amount = (n: number) => esc(formatAmount(lang, n, p.currency));
   const kv = (label: string, value: string) => `<div><dt>${esc(label)}</dt><dd>${value}</dd></div>`;
-  const left = refundable(ctx.app, p);
+  const left = await refundable(ctx.app, p);
   const fields = `<dl class="kv">
 ${kv('Id', `<span class="mono">${esc(p.id)}</span>`)}
 ${kv(ct(lang, 'payment'), esc(p.public_id))}
@@ -66,12 +66,12 @@ ${field('r-reason', ct(lang, 'reason'), `<input id="r-reason" name="reason" maxl
 
   const refunds = table(
     [{ label: ct(lang, 'created') }, { label: ct(lang, 'amount'), num: true }, { label: ct(lang, 'status') }, { label: ct(lang, 'reason') }],
-    refundsOf(ctx.app, p.id).map((r) => [esc(when(r.created_at)), amount(r.amount), `<span class="badge ${esc(r.status)}">${esc(statusText(lang, r.status))}</span>`, esc(r.reason)]),
+    (await refundsOf(store, p.id)).map((r) => [esc(when(r.created_at)), amount(r.amount), `<span class="badge ${esc(r.status)}">${esc(statusText(lang, r.status))}</span>`, esc(r.reason)]),
     ct(lang, 'nothing'),
   );
 
   const from = eventsFrom(ctx);
-  const { events, next } = timeline(ctx.app.store, p, from);
+  const { events, next } = await timeline(store, p, from);
   const back = `/cabinet/payments/${p.id}`;
   const timelineTable = table(
     [{ label: ct(lang, 'time') }, { label: ct(lang, 'event') }, { label: ct(lang, 'details') }, { label: ct(lang, 'webhooks') }],
@@ -87,7 +87,7 @@ ${field('r-reason', ct(lang, 'reason'), `<input id="r-reason" name="reason" maxl
   );
   const attempts = table(
     [{ label: ct(lang, 'time') }, { label: ct(lang, 'event') }, { label: ct(lang, 'attempt'), num: true }, { label: ct(lang, 'status') }, { label: ct(lang, 'answer') }, { label: 'URL' }],
-    deliveryLog(db, { paymentId: p.id, limit: TIMELINE_MAX }).map((a) => [
+    (await deliveryLog(store, { paymentId: p.id, limit: TIMELINE_MAX })).map((a) => [
       esc(a.attempted_at ? when(a.attempted_at) : `→ ${when(a.next_attempt_at)}`),
       `<span class="mono">${esc(a.event)}</span>`,
       String(a.attempt),
@@ -128,8 +128,8 @@ function refundAmount(text: string): number {
 }
 
 /** POST /cabinet/payments/:id/refund {amount, reason}: the same refund as the API's, audited. */
-export function postRefund(ctx: Ctx): Promise<Reply> {
-  const p = ownPayment(ctx, ctx.params.id);
+export async function postRefund(ctx: Ctx): Promise<Reply> {
+  const p = await ownPayment(ctx, ctx.params.id);
   const f = form(ctx);
   const back = `/cabinet/payments/${p.id}`;
   return change(ctx, { action: 'payment.refund', target: p.id, back, auditedInside: true }, () =>
@@ -138,23 +138,23 @@ export function postRefund(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /cabinet/payments/:id/cancel: the same cancel as the API's, audited. */
-export function postCancel(ctx: Ctx): Promise<Reply> {
-  const p = ownPayment(ctx, ctx.params.id);
+export async function postCancel(ctx: Ctx): Promise<Reply> {
+  const p = await ownPayment(ctx, ctx.params.id);
   return change(ctx, { action: 'payment.cancel', target: p.id, back: `/cabinet/payments/${p.id}`, auditedInside: true }, () => cancelPayment(ctx.app, p, actor(ctx)));
 }
 
 /** POST /cabinet/events/:id/resend {back}: sends a webhook event again, as `kopek webhook resend` does. */
-export function postResend(ctx: Ctx): Promise<Reply> {
+export async function postResend(ctx: Ctx): Promise<Reply> {
   const id = ctx.params.id;
-  const ev = ctx.app.store.stmt('SELECT shop_id FROM events WHERE id = ?').get(id) as { shop_id: string } | undefined;
+  const ev = await ctx.app.store.get<{ shop_id: string }>('SELECT shop_id FROM events WHERE id = ?', id);
   if (!ev) throw notFound(`Cannot find event "${id.slice(0, 64)}"`);
-  ownShop(ctx, ev.shop_id);
+  await ownShop(ctx, ev.shop_id);
   const backField = form(ctx).get('back') ?? '';
   const back = /^\/cabinet\/[A-Za-z0-9/?=&._-]*$/.test(backField) ? backField : '/cabinet/webhooks';
-  return change(ctx, { action: 'webhook.resend', target: id, back }, () => {
-    const n = ctx.app.store.tx((tx) => resendEvent(tx, id, ctx.app.clocks.real()));
+  return change(ctx, { action: 'webhook.resend', target: id, back }, async () => {
+    const n = await ctx.app.store.tx((tx) => resendEvent(tx, id, ctx.app.clocks.real()));
     // Sent now rather than at the worker's next sweep.
-    ctx.app.webhooks.sweep();
+    await ctx.app.webhooks.sweep();
     return `${n} deliveries queued`;
   });
 }

@@ -1,5 +1,4 @@
-import type Database from 'better-sqlite3';
-import { cachedStmt } from '../db/statements';
+import type { Reader } from '../db/store';
 import { ApiError } from '../http/errors';
 import { registerSeeks, type RegisterSeek, type RegisterTable } from '../registers/plan';
 import type { Cursor } from '../registers/cursor';
@@ -51,18 +50,22 @@ export function cabinetSeeks(spec: RegisterTable, shopIds: readonly string[], mo
  * at most SCAN_ROWS_MAX / seeks rows and filters it; when a window ran out before the page filled, the page
  * holds the matches down to the shallowest window end and `searchedTo` is that position.
  */
-export function cabinetRows<R extends Position>(
-  db: Database.Database,
+export async function cabinetRows<R extends Position>(
+  q: Reader,
   spec: RegisterTable,
   shopIds: readonly string[],
   mode: string,
   rq: RegisterQuery,
   extra: RowFilter,
-): CabinetRows<R> {
+): Promise<CabinetRows<R>> {
   const seeks = cabinetSeeks(spec, shopIds, mode, rq);
   const take = rq.limit + 1;
   const merge = (rows: R[]): R[] => rows.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq).slice(0, take);
-  if (extra.sql.length === 0) return { rows: merge(seeks.flatMap((s) => cachedStmt(db, s.sql).all(...s.params) as R[])), searchedTo: null };
+  if (extra.sql.length === 0) {
+    const all: R[] = [];
+    for (const s of seeks) all.push(...(await q.all<R>(s.sql, ...s.params)));
+    return { rows: merge(all), searchedTo: null };
+  }
 
   const window = Math.max(take, Math.floor(SCAN_ROWS_MAX / seeks.length));
   const ends = cabinetSeeks(spec, shopIds, mode, rq, 'created_at, seq');
@@ -72,9 +75,9 @@ export function cabinetRows<R extends Position>(
     const s = seeks[i];
     const bounds = s.params.slice(0, -1);
     const sql = `SELECT * FROM (${s.sql}) WHERE ${extra.sql.join(' AND ')} ORDER BY created_at DESC, seq DESC LIMIT ?`;
-    found.push(...(cachedStmt(db, sql).all(...bounds, window, ...extra.params, take) as R[]));
+    found.push(...(await q.all<R>(sql, ...bounds, window, ...extra.params, take)));
     // The window's last row, read from the index alone: where this seek stopped looking, if it was cut.
-    const end = cachedStmt(db, `${ends[i].sql} OFFSET ?`).get(...bounds, 1, window - 1) as Position | undefined;
+    const end = await q.get<Position>(`${ends[i].sql} OFFSET ?`, ...bounds, 1, window - 1);
     if (end && (shallowest === null || newer(end, shallowest))) shallowest = end;
   }
   const cut = shallowest;

@@ -105,9 +105,9 @@ function rubles(text: string | null, name: string): number | null {
   return Math.round(Number(t) * 100);
 }
 
-function readFilter(ctx: Ctx, reg: Register): Filter {
+async function readFilter(ctx: Ctx, reg: Register): Promise<Filter> {
   const q = ctx.query;
-  const shops = merchantShops(ctx);
+  const shops = await merchantShops(ctx);
   const shopId = q.get('shop') ?? '';
   const common = new URLSearchParams();
   for (const k of ['cursor', 'status', 'from', 'to']) {
@@ -117,7 +117,7 @@ function readFilter(ctx: Ctx, reg: Register): Filter {
   common.set('limit', String(PAGE_ROWS));
   const empty: Filter = { rq: parseRegisterQuery(new URLSearchParams(), { statuses: reg.statuses }), shopIds: [], shopId, orderId: '', amountMin: null, amountMax: null, error: null };
   try {
-    const shopIds = shopId ? [ownShop(ctx, shopId).id] : shops.map((s) => s.id);
+    const shopIds = shopId ? [(await ownShop(ctx, shopId)).id] : shops.map((s) => s.id);
     const f: Filter = {
       rq: parseRegisterQuery(common, { statuses: reg.statuses }),
       shopIds,
@@ -137,18 +137,18 @@ function readFilter(ctx: Ctx, reg: Register): Filter {
 }
 
 /** The rows of one query of the filter (newest first): at most limit + 1, and where a bounded search stopped. */
-function queryRows(ctx: Ctx, reg: Register, f: Filter, rq: RegisterQuery): CabinetRows<Row> {
+async function queryRows(ctx: Ctx, reg: Register, f: Filter, rq: RegisterQuery): Promise<CabinetRows<Row>> {
   if (f.shopIds.length === 0) return { rows: [], searchedTo: null };
   // Order id and amounts have no index of their own: they are checked on a bounded window of the register.
   const extra: RowFilter = { sql: [], params: [] };
   if (f.orderId) extra.sql.push('order_id = ?'), extra.params.push(f.orderId);
   if (f.amountMin !== null) extra.sql.push('amount >= ?'), extra.params.push(f.amountMin);
   if (f.amountMax !== null) extra.sql.push('amount <= ?'), extra.params.push(f.amountMax);
-  return cabinetRows<Row>(ctx.app.store.db, TABLES[reg.name], f.shopIds, ctx.cabinet!.mode, rq, extra);
+  return cabinetRows<Row>(ctx.app.store, TABLES[reg.name], f.shopIds, ctx.cabinet!.mode, rq, extra);
 }
 
-function highSeq(ctx: Ctx, reg: Register): number {
-  return (ctx.app.store.db.prepare(`SELECT MAX(seq) AS high FROM ${reg.table}`).get() as { high: number | null }).high ?? 0;
+async function highSeq(ctx: Ctx, reg: Register): Promise<number> {
+  return (await ctx.app.store.get<{ high: number | null }>(`SELECT MAX(seq) AS high FROM ${reg.table}`))?.high ?? 0;
 }
 
 /** The query string of a filter without its cursor, for the export link and the pager. */
@@ -163,10 +163,10 @@ function filterQuery(ctx: Ctx, extra: Record<string, string> = {}): string {
   return s ? `?${s}` : '';
 }
 
-function filterForm(ctx: Ctx, reg: Register, f: Filter): string {
+async function filterForm(ctx: Ctx, reg: Register, f: Filter): Promise<string> {
   const lang = ctx.cabinet!.lang;
   const q = ctx.query;
-  const shops = merchantShops(ctx);
+  const shops = await merchantShops(ctx);
   const opt = (v: string, label: string, sel: boolean) => `<option value="${esc(v)}"${sel ? ' selected' : ''}>${esc(label)}</option>`;
   const shopSelect = `<select id="f-shop" name="shop">${opt('', ct(lang, 'all_shops'), !f.shopId)}${shops.map((s) => opt(s.id, s.name, s.id === f.shopId)).join('')}</select>`;
   const statusSelect = `<select id="f-status" name="status">${opt('', ct(lang, 'any_status'), !q.get('status'))}${reg.statuses.map((s) => opt(s, statusText(lang, s), q.get('status') === s)).join('')}</select>`;
@@ -184,17 +184,19 @@ ${field('f-max', ct(lang, 'amount_to'), input('f-max', 'amount_max', 'text', ' i
 }
 
 /** GET /cabinet/{payments|refunds|payouts}: the register with its filter and cursor pages. */
-export function registerPage(name: Register['name']): (ctx: Ctx) => Reply {
-  return (ctx) => {
+export function registerPage(name: Register['name']): (ctx: Ctx) => Promise<Reply> {
+  return async (ctx) => {
     const reg = REGISTERS[name];
     const lang = ctx.cabinet!.lang;
-    const f = readFilter(ctx, reg);
-    const shops = new Map(merchantShops(ctx).map((s) => [s.id, s.name]));
-    const found = f.error ? { rows: [], searchedTo: null } : queryRows(ctx, reg, f, f.rq);
-    const page = toPage(found.rows, f.rq, (r) => r, () => highSeq(ctx, reg));
+    const f = await readFilter(ctx, reg);
+    const shops = new Map((await merchantShops(ctx)).map((s) => [s.id, s.name]));
+    const found: CabinetRows<Row> = f.error ? { rows: [], searchedTo: null } : await queryRows(ctx, reg, f, f.rq);
+    // The table's highest seq goes into the first page's cursor; read only when toPage will ask for it (more rows follow).
+    const high = found.rows.length > f.rq.limit && !f.rq.after ? await highSeq(ctx, reg) : 0;
+    const page = toPage(found.rows, f.rq, (r) => r, () => high);
     // A filter checked row by row searched a bounded stretch of the register: the next page searches on below it.
     const searchedTo = found.searchedTo && !page.next_cursor ? found.searchedTo : null;
-    if (searchedTo) page.next_cursor = encodeCursor({ ...searchedTo, high: f.rq.after ? f.rq.after.high : highSeq(ctx, reg) });
+    if (searchedTo) page.next_cursor = encodeCursor({ ...searchedTo, high: f.rq.after ? f.rq.after.high : await highSeq(ctx, reg) });
     const heads = reg.columns.map((c) => ({ label: ct(lang, c.label), num: c.num }));
     const list = table(heads, page.items.map((r) => reg.columns.map((c) => c.cell(r, lang, shops))), ct(lang, 'nothing'));
     const pager = [
@@ -203,7 +205,7 @@ export function registerPage(name: Register['name']): (ctx: Ctx) => Reply {
     ].join('');
     const body = `<h1>${esc(ct(lang, name))}</h1>
 ${f.error ? `<p class="alert" role="alert">${esc(f.error)}</p>` : ''}
-${filterForm(ctx, reg, f)}
+${await filterForm(ctx, reg, f)}
 <p><a class="btn secondary" href="/cabinet/${name}.csv${filterQuery(ctx)}" download>${esc(ct(lang, 'export_csv'))}</a></p>
 ${list}
 ${searchedTo ? `<p class="muted" role="status">${esc(ct(lang, 'searched_to').replace('{n}', SCAN_ROWS_MAX.toLocaleString(lang === 'ru' ? 'ru-RU' : 'en-GB')).replace('{when}', when(searchedTo.createdAt)))}</p>` : ''}
@@ -226,9 +228,9 @@ export function csvField(v: string | number): string {
 export function registerCsv(name: Register['name']): (ctx: Ctx) => Promise<Reply> {
   return async (ctx) => {
     const reg = REGISTERS[name];
-    const f = readFilter(ctx, reg);
+    const f = await readFilter(ctx, reg);
     if (f.error) throw new ApiError(400, 'bad_request', f.error);
-    const shops = new Map(merchantShops(ctx).map((s) => [s.id, s.name]));
+    const shops = new Map((await merchantShops(ctx)).map((s) => [s.id, s.name]));
     const res = ctx.res;
     const day = new Date(ctx.app.clocks.real()).toISOString().slice(0, 10);
     res.writeHead(200, {
@@ -239,9 +241,9 @@ export function registerCsv(name: Register['name']): (ctx: Ctx) => Promise<Reply
     });
     res.write(reg.columns.map((c) => c.csvName).join(',') + '\r\n');
     let rq: RegisterQuery = { ...f.rq, after: null, limit: CSV_CHUNK_ROWS };
-    const high = highSeq(ctx, reg);
+    const high = await highSeq(ctx, reg);
     for (;;) {
-      const { rows, searchedTo } = queryRows(ctx, reg, f, rq);
+      const { rows, searchedTo } = await queryRows(ctx, reg, f, rq);
       const chunk = rows.slice(0, CSV_CHUNK_ROWS);
       const text = chunk.map((r) => reg.columns.map((c) => csvField(c.csv(r, shops))).join(',') + '\r\n').join('');
       if (text && !res.write(text)) await new Promise<void>((resolve) => res.once('drain', resolve));

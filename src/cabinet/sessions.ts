@@ -30,14 +30,22 @@ interface SessionRow {
 }
 
 /** Start a session for a user who just signed in; returns the cookie value (only its hash is stored). */
-export function createSession(store: Store, user: CabinetUser, o: { ip: string; lang: 'ru' | 'en'; now: number }): string {
+export async function createSession(store: Store, user: CabinetUser, o: { ip: string; lang: 'ru' | 'en'; now: number }): Promise<string> {
   const token = randomBytes(32).toString('base64url');
-  store.tx(({ db }) => {
+  const csrf = randomBytes(24).toString('base64url');
+  await store.tx(async (tx) => {
     // Sessions whose browsers never came back are swept here, so the table holds only live ones (and this one).
-    db.prepare('DELETE FROM cabinet_sessions WHERE last_seen_at <= ? OR created_at <= ?').run(o.now - SESSION_IDLE_MS, o.now - SESSION_ABSOLUTE_MS);
-    db.prepare(
+    await tx.run('DELETE FROM cabinet_sessions WHERE last_seen_at <= ? OR created_at <= ?', o.now - SESSION_IDLE_MS, o.now - SESSION_ABSOLUTE_MS);
+    await tx.run(
       `INSERT INTO cabinet_sessions (token_hash, user_id, csrf_token, lang, ip, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    ).run(sha256Hex(token), user.id, randomBytes(24).toString('base64url'), o.lang, o.ip, o.now, o.now);
+      sha256Hex(token),
+      user.id,
+      csrf,
+      o.lang,
+      o.ip,
+      o.now,
+      o.now,
+    );
   });
   return token;
 }
@@ -55,31 +63,26 @@ export function cookieValue(header: string | undefined, name: string): string | 
  * The session of a request's cookie, or null when there is none, it is unknown, it expired (idle or absolute;
  * an expired one is deleted), or its user was disabled. A flash message is taken out of the session here.
  */
-export function loadSession(app: App, cookieHeader: string | undefined, consumeFlash: boolean): CabinetAuth | null {
+export async function loadSession(app: App, cookieHeader: string | undefined, consumeFlash: boolean): Promise<CabinetAuth | null> {
   const token = cookieValue(cookieHeader, SESSION_COOKIE);
   if (!token || !/^[A-Za-z0-9_-]{43}$/.test(token)) return null;
   const hash = sha256Hex(token);
   const { store } = app;
-  const row = store
-    .stmt(
-      `SELECT s.*, u.email, u.merchant_id, u.totp_secret, u.disabled_at FROM cabinet_sessions s JOIN cabinet_users u ON u.id = s.user_id
+  const row = await store.get<SessionRow>(
+    `SELECT s.*, u.email, u.merchant_id, u.totp_secret, u.disabled_at FROM cabinet_sessions s JOIN cabinet_users u ON u.id = s.user_id
        WHERE s.token_hash = ?`,
-    )
-    .get(hash) as SessionRow | undefined;
+    hash,
+  );
   if (!row) return null;
   const now = app.clocks.real();
   if (row.disabled_at !== null || now - row.last_seen_at >= SESSION_IDLE_MS || now - row.created_at >= SESSION_ABSOLUTE_MS) {
-    store.tx(({ db }) => db.prepare('DELETE FROM cabinet_sessions WHERE token_hash = ?').run(hash));
+    await store.tx((tx) => tx.run('DELETE FROM cabinet_sessions WHERE token_hash = ?', hash));
     return null;
   }
   const touch = now - row.last_seen_at >= TOUCH_EVERY_MS;
   const flash = consumeFlash && row.flash ? (JSON.parse(row.flash) as CabinetAuth['flash']) : null;
   if (touch || flash) {
-    store.tx(({ db }) =>
-      db
-        .prepare(`UPDATE cabinet_sessions SET last_seen_at = ?, flash = ${flash ? 'NULL' : 'flash'} WHERE token_hash = ?`)
-        .run(touch ? now : row.last_seen_at, hash),
-    );
+    await store.tx((tx) => tx.run(`UPDATE cabinet_sessions SET last_seen_at = ?, flash = ${flash ? 'NULL' : 'flash'} WHERE token_hash = ?`, touch ? now : row.last_seen_at, hash));
   }
   return {
     userId: row.user_id,
@@ -100,32 +103,32 @@ export function csrfMatches(auth: CabinetAuth, given: string | undefined): boole
 }
 
 /** Leave a message for the next page of the session (after a POST's redirect). */
-export function setFlash(store: Store, sessionHash: string, kind: 'ok' | 'error', text: string): void {
-  store.tx(({ db }) => db.prepare('UPDATE cabinet_sessions SET flash = ? WHERE token_hash = ?').run(JSON.stringify({ kind, text }), sessionHash));
+export async function setFlash(store: Store, sessionHash: string, kind: 'ok' | 'error', text: string): Promise<void> {
+  await store.tx((tx) => tx.run('UPDATE cabinet_sessions SET flash = ? WHERE token_hash = ?', JSON.stringify({ kind, text }), sessionHash));
 }
 
 /** Change what the session's pages show: test or live data, Russian or English. */
-export function setPrefs(store: Store, sessionHash: string, prefs: { mode?: 'test' | 'live'; lang?: 'ru' | 'en' }): void {
-  store.tx(({ db }) => {
-    if (prefs.mode) db.prepare('UPDATE cabinet_sessions SET view_mode = ? WHERE token_hash = ?').run(prefs.mode, sessionHash);
-    if (prefs.lang) db.prepare('UPDATE cabinet_sessions SET lang = ? WHERE token_hash = ?').run(prefs.lang, sessionHash);
+export async function setPrefs(store: Store, sessionHash: string, prefs: { mode?: 'test' | 'live'; lang?: 'ru' | 'en' }): Promise<void> {
+  await store.tx(async (tx) => {
+    if (prefs.mode) await tx.run('UPDATE cabinet_sessions SET view_mode = ? WHERE token_hash = ?', prefs.mode, sessionHash);
+    if (prefs.lang) await tx.run('UPDATE cabinet_sessions SET lang = ? WHERE token_hash = ?', prefs.lang, sessionHash);
   });
 }
 
 /** End one session (sign out). */
-export function endSession(store: Store, sessionHash: string): void {
-  store.tx(({ db }) => db.prepare('DELETE FROM cabinet_sessions WHERE token_hash = ?').run(sessionHash));
+export async function endSession(store: Store, sessionHash: string): Promise<void> {
+  await store.tx((tx) => tx.run('DELETE FROM cabinet_sessions WHERE token_hash = ?', sessionHash));
 }
 
 /** End every session of a user (sign out everywhere); returns how many ended. */
-export function endAllSessions(store: Store, userId: string): number {
-  return store.tx(({ db }) => db.prepare('DELETE FROM cabinet_sessions WHERE user_id = ?').run(userId).changes);
+export async function endAllSessions(store: Store, userId: string): Promise<number> {
+  return store.tx(async (tx) => (await tx.run('DELETE FROM cabinet_sessions WHERE user_id = ?', userId)).changes);
 }
 
 /** How many sessions a user has open now. */
-export function openSessions(app: App, userId: string): number {
+export async function openSessions(app: App, userId: string): Promise<number> {
   const since = app.clocks.real() - SESSION_IDLE_MS;
-  return (app.store.stmt('SELECT COUNT(*) AS n FROM cabinet_sessions WHERE user_id = ? AND last_seen_at > ?').get(userId, since) as { n: number }).n;
+  return (await app.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_sessions WHERE user_id = ? AND last_seen_at > ?', userId, since))!.n;
 }
 
 /** The attributes every cabinet cookie carries; Secure when the service is reached over https. */

@@ -11,9 +11,9 @@ import { form } from './guard';
 import { ct } from './text';
 
 /** GET /cabinet/shops: the merchant's shops and a form to create one. */
-export function shopsPage(ctx: Ctx): Reply {
+export async function shopsPage(ctx: Ctx): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
-  const shops = merchantShops(ctx);
+  const shops = await merchantShops(ctx);
   const list = table(
     [{ label: ct(lang, 'name') }, { label: ct(lang, 'scopes') }, { label: ct(lang, 'ip_allowlist') }, { label: ct(lang, 'require_signature') }],
     shops.map((s) => [
@@ -32,15 +32,15 @@ ${postForm(ctx, '/cabinet/shops', `<div class="inline">${field('s-name', ct(lang
 }
 
 /** POST /cabinet/shops {name}: a new shop of the user's merchant (all scopes), as `kopek shop create` makes it; its secrets are shown once. */
-export function postShop(ctx: Ctx): Reply {
+export async function postShop(ctx: Ctx): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   let shop;
   try {
-    shop = createShop(ctx.app.store, ctx.cabinet!.merchantId, form(ctx).get('name') ?? '', undefined, ctx.app.clocks.real());
+    shop = await createShop(ctx.app.store, ctx.cabinet!.merchantId, form(ctx).get('name') ?? '', undefined, ctx.app.clocks.real());
   } catch (err) {
     return cabinetPage(ctx, { title: ct(lang, 'shops'), active: 'shops', status: 400, body: `<h1>${esc(ct(lang, 'create_shop'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/shops">${esc(ct(lang, 'back'))}</a></p>` });
   }
-  recordAudit(ctx.app.store, actor(ctx), 'shop.create', shop.id, shop.name, ctx.app.clocks.real());
+  await recordAudit(ctx.app.store, actor(ctx), 'shop.create', shop.id, shop.name, ctx.app.clocks.real());
   const body = `<h1>${esc(shop.name)}</h1>
 <p class="ok" role="status">${esc(ct(lang, 'saved'))} ${esc(ct(lang, 'shown_once'))}</p>
 ${field('sec-sign', ct(lang, 'signing_secret'), `<output id="sec-sign" class="secret">${esc(shop.signing_secret)}</output>`)}
@@ -50,9 +50,9 @@ ${field('sec-wh', 'Webhook secret (whs_)', `<output id="sec-wh" class="secret">$
 }
 
 /** GET /cabinet/shops/:id: scopes, IP allow-list, request signing of a shop. */
-export function shopPage(ctx: Ctx): Reply {
+export async function shopPage(ctx: Ctx): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
-  const s = ownShop(ctx, ctx.params.id);
+  const s = await ownShop(ctx, ctx.params.id);
   const enabled = new Set(s.scopes.split(',').filter(Boolean));
   const base = `/cabinet/shops/${s.id}`;
   const scopes = `<fieldset class="checks"><legend>${esc(ct(lang, 'scopes'))}</legend>${ALL_SCOPES.map(
@@ -69,15 +69,15 @@ ${postForm(ctx, `${base}/ip-allowlist`, `<div class="inline">${field('ip', ct(la
 <h2>${esc(ct(lang, 'signing_secret'))}</h2>
 ${postForm(ctx, `${base}/require-signature`, `<fieldset class="checks"><legend class="sr">${esc(ct(lang, 'require_signature'))}</legend><label><input type="checkbox" name="on" value="1"${s.require_signature ? ' checked' : ''}> ${esc(ct(lang, 'require_signature'))}</label></fieldset><button class="btn secondary" type="submit">${esc(ct(lang, 'save'))}</button>`)}
 <div class="danger-zone">${postForm(ctx, `${base}/signing-secret`, `<button class="btn danger" type="submit">${esc(ct(lang, 'rotate'))}: ${esc(ct(lang, 'signing_secret'))}</button>`, { confirm: ct(lang, 'confirm') })}</div>
-${liveSection(ctx, s.id, base)}`;
+${await liveSection(ctx, s.id, base)}`;
   return cabinetPage(ctx, { title: s.name, active: 'shops', body });
 }
 
 /** The shop's acquirer (never its password) with the forms to set or remove it, and the merchant's live activation. */
-function liveSection(ctx: Ctx, shopId: string, base: string): string {
+async function liveSection(ctx: Ctx, shopId: string, base: string): Promise<string> {
   const lang = ctx.cabinet!.lang;
-  const a = showAcquirer(ctx.app.store, shopId);
-  const merchant = getMerchant(ctx.app.store, ctx.cabinet!.merchantId);
+  const a = await showAcquirer(ctx.app.store, shopId);
+  const merchant = await getMerchant(ctx.app.store, ctx.cabinet!.merchantId);
   const current = a
     ? `<dl class="facts"><dt>${esc(ct(lang, 'terminal_key'))}</dt><dd class="mono">${esc(a.terminal_key)}</dd><dt>API</dt><dd class="mono">${esc(a.api_url)}</dd></dl>
 <div class="danger-zone">${postForm(ctx, `${base}/acquirer/remove`, `<button class="btn danger" type="submit">${esc(ct(lang, 'remove_acquirer'))}</button>`, { confirm: ct(lang, 'confirm') })}</div>`
@@ -101,61 +101,61 @@ ${live}`;
 }
 
 /** POST /cabinet/shops/:id/acquirer {terminal_key, password, api_url?}: as `kopek shop acquirer --provider tbank` does; the password is never shown again. */
-export function postAcquirer(ctx: Ctx): Promise<Reply> {
-  const s = ownShop(ctx, ctx.params.id);
+export async function postAcquirer(ctx: Ctx): Promise<Reply> {
+  const s = await ownShop(ctx, ctx.params.id);
   const f = form(ctx);
-  return change(ctx, { action: 'shop.acquirer.set', target: s.id, back: `/cabinet/shops/${s.id}` }, () => {
-    const v = setTBankAcquirer(ctx.app.store, s.id, { terminalKey: f.get('terminal_key') ?? '', password: f.get('password') ?? '', apiUrl: f.get('api_url') || undefined }, ctx.app.clocks.real());
+  return change(ctx, { action: 'shop.acquirer.set', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => {
+    const v = await setTBankAcquirer(ctx.app.store, s.id, { terminalKey: f.get('terminal_key') ?? '', password: f.get('password') ?? '', apiUrl: f.get('api_url') || undefined }, ctx.app.clocks.real());
     return `${v.provider} ${v.terminal_key}`;
   });
 }
 
 /** POST /cabinet/shops/:id/acquirer/remove: as `kopek shop acquirer --remove` does. */
-export function postRemoveAcquirer(ctx: Ctx): Promise<Reply> {
-  const s = ownShop(ctx, ctx.params.id);
-  return change(ctx, { action: 'shop.acquirer.remove', target: s.id, back: `/cabinet/shops/${s.id}` }, () => (removeAcquirer(ctx.app.store, s.id) ? '' : '(none was set)'));
+export async function postRemoveAcquirer(ctx: Ctx): Promise<Reply> {
+  const s = await ownShop(ctx, ctx.params.id);
+  return change(ctx, { action: 'shop.acquirer.remove', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => ((await removeAcquirer(ctx.app.store, s.id)) ? '' : '(none was set)'));
 }
 
 /** POST /cabinet/activate-live {back?}: the merchant's live mode, as `kopek merchant activate-live` does (a shop needs an acquirer). */
 export function postActivateLive(ctx: Ctx): Promise<Reply> {
   const back = form(ctx).get('back') ?? '';
   const target = /^\/cabinet\/shops\/[0-9a-f-]{36}$/.test(back) ? back : '/cabinet/shops';
-  return change(ctx, { action: 'merchant.activate_live', target: ctx.cabinet!.merchantId, back: target }, () => {
-    activateLive(ctx.app.store, ctx.cabinet!.merchantId);
+  return change(ctx, { action: 'merchant.activate_live', target: ctx.cabinet!.merchantId, back: target }, async () => {
+    await activateLive(ctx.app.store, ctx.cabinet!.merchantId);
     return '';
   });
 }
 
 /** POST /cabinet/shops/:id/scopes {scope…}: replaces the shop's scopes, as `kopek shop scopes` does. */
-export function postScopes(ctx: Ctx): Promise<Reply> {
-  const s = ownShop(ctx, ctx.params.id);
+export async function postScopes(ctx: Ctx): Promise<Reply> {
+  const s = await ownShop(ctx, ctx.params.id);
   const list = form(ctx).getAll('scope').join(',');
-  return change(ctx, { action: 'shop.scopes', target: s.id, back: `/cabinet/shops/${s.id}` }, () => setShopScopes(ctx.app.store, s.id, list).join(',') || '(none)');
+  return change(ctx, { action: 'shop.scopes', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => (await setShopScopes(ctx.app.store, s.id, list)).join(',') || '(none)');
 }
 
 /** POST /cabinet/shops/:id/ip-allowlist {ip_allowlist}: as `kopek shop ip-allowlist` does. */
-export function postAllowlist(ctx: Ctx): Promise<Reply> {
-  const s = ownShop(ctx, ctx.params.id);
+export async function postAllowlist(ctx: Ctx): Promise<Reply> {
+  const s = await ownShop(ctx, ctx.params.id);
   const text = form(ctx).get('ip_allowlist') ?? '';
-  return change(ctx, { action: 'shop.ip_allowlist', target: s.id, back: `/cabinet/shops/${s.id}` }, () => setIpAllowlist(ctx.app.store, s.id, text).join(',') || '(any address)');
+  return change(ctx, { action: 'shop.ip_allowlist', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => (await setIpAllowlist(ctx.app.store, s.id, text)).join(',') || '(any address)');
 }
 
 /** POST /cabinet/shops/:id/require-signature {on?}: as `kopek shop require-signature` does. */
-export function postRequireSignature(ctx: Ctx): Promise<Reply> {
-  const s = ownShop(ctx, ctx.params.id);
+export async function postRequireSignature(ctx: Ctx): Promise<Reply> {
+  const s = await ownShop(ctx, ctx.params.id);
   const on = form(ctx).get('on') === '1';
-  return change(ctx, { action: 'shop.require_signature', target: s.id, back: `/cabinet/shops/${s.id}` }, () => {
-    setRequireSignature(ctx.app.store, s.id, on);
+  return change(ctx, { action: 'shop.require_signature', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => {
+    await setRequireSignature(ctx.app.store, s.id, on);
     return on ? 'on' : 'off';
   });
 }
 
 /** POST /cabinet/shops/:id/signing-secret: rotates the thm_ secret (as `kopek shop signing-secret`); the new one is shown once, on this answer only. */
-export function postSigningSecret(ctx: Ctx): Reply {
+export async function postSigningSecret(ctx: Ctx): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
-  const s = ownShop(ctx, ctx.params.id);
-  const secret = rotateSigningSecret(ctx.app.store, s.id);
-  recordAudit(ctx.app.store, actor(ctx), 'shop.signing_secret.rotate', s.id, '', ctx.app.clocks.real());
+  const s = await ownShop(ctx, ctx.params.id);
+  const secret = await rotateSigningSecret(ctx.app.store, s.id);
+  await recordAudit(ctx.app.store, actor(ctx), 'shop.signing_secret.rotate', s.id, '', ctx.app.clocks.real());
   const body = `<h1>${esc(s.name)}</h1>
 <p class="ok" role="status">${esc(ct(lang, 'shown_once'))}</p>
 ${field('sec-sign', ct(lang, 'signing_secret'), `<output id="sec-sign" class="secret">${esc(secret)}</output>`)}

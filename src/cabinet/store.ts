@@ -1,4 +1,4 @@
-import type { Store } from '../db/store';
+import type { Reader, Store } from '../db/store';
 import { uuid, secret } from '../util/ids';
 import { sha256Hex } from '../util/crypto';
 import { ALL_SCOPES, parseScopes } from '../auth/scopes';
@@ -42,23 +42,23 @@ export interface ApiKey {
 }
 
 /** Create a merchant. */
-export function createMerchant(store: Store, name: string, now: number): Merchant {
+export async function createMerchant(store: Store, name: string, now: number): Promise<Merchant> {
   if (!name.trim()) throw new Error('cannot create merchant: the name must not be empty');
   const m: Merchant = { id: uuid(), name: name.trim(), live_enabled: 0, created_at: now };
-  store.tx(({ db }) => {
-    db.prepare('INSERT INTO merchants (id, name, live_enabled, created_at) VALUES (?, ?, 0, ?)').run(m.id, m.name, now);
+  await store.tx(async (tx) => {
+    await tx.run('INSERT INTO merchants (id, name, live_enabled, created_at) VALUES (?, ?, 0, ?)', m.id, m.name, now);
   });
   return m;
 }
 
 /** Find a merchant by id. */
-export function getMerchant(store: Store, id: string): Merchant | undefined {
-  return store.stmt('SELECT * FROM merchants WHERE id = ?').get(id) as Merchant | undefined;
+export function getMerchant(q: Reader, id: string): Promise<Merchant | undefined> {
+  return q.get<Merchant>('SELECT * FROM merchants WHERE id = ?', id);
 }
 
 /** Create a shop with its signing and fallback webhook secrets; scopes default to all. */
-export function createShop(store: Store, merchantId: string, name: string, scopes: string | undefined, now: number): Shop {
-  if (!getMerchant(store, merchantId)) throw new Error(`cannot create shop: merchant "${merchantId}" not found`);
+export async function createShop(store: Store, merchantId: string, name: string, scopes: string | undefined, now: number): Promise<Shop> {
+  if (!(await getMerchant(store, merchantId))) throw new Error(`cannot create shop: merchant "${merchantId}" not found`);
   if (!name.trim()) throw new Error('cannot create shop: the name must not be empty');
   const list = scopes === undefined ? [...ALL_SCOPES] : because('cannot create shop', () => parseScopes(scopes));
   const shop: Shop = {
@@ -73,17 +73,18 @@ export function createShop(store: Store, merchantId: string, name: string, scope
     test_clock_offset_ms: 0,
     created_at: now,
   };
-  store.tx(({ db }) => {
-    db.prepare(
+  const signingSealed = seal(store.path, shop.signing_secret, `shops.signing_secret:${shop.id}`);
+  const webhookSealed = seal(store.path, shop.webhook_secret, `shops.webhook_secret:${shop.id}`);
+  await store.tx(async (tx) => {
+    await tx.run(
       `INSERT INTO shops (id, merchant_id, name, scopes, ip_allowlist, signing_secret, require_signature, webhook_secret, created_at)
        VALUES (?, ?, ?, ?, '', ?, 0, ?, ?)`,
-    ).run(
       shop.id,
       merchantId,
       shop.name,
       shop.scopes,
-      seal(db, shop.signing_secret, `shops.signing_secret:${shop.id}`),
-      seal(db, shop.webhook_secret, `shops.webhook_secret:${shop.id}`),
+      signingSealed,
+      webhookSealed,
       now,
     );
   });
@@ -91,18 +92,18 @@ export function createShop(store: Store, merchantId: string, name: string, scope
 }
 
 /** Find a shop by id; its secrets come decrypted (they are stored sealed under the master key). */
-export function getShop(store: Store, id: string): Shop | undefined {
-  const shop = store.stmt('SELECT * FROM shops WHERE id = ?').get(id) as Shop | undefined;
+export async function getShop(store: Store, id: string): Promise<Shop | undefined> {
+  const shop = await store.get<Shop>('SELECT * FROM shops WHERE id = ?', id);
   if (!shop) return undefined;
   return {
     ...shop,
-    signing_secret: unseal(store.db, shop.signing_secret, `shops.signing_secret:${shop.id}`),
-    webhook_secret: unseal(store.db, shop.webhook_secret, `shops.webhook_secret:${shop.id}`),
+    signing_secret: unseal(store.path, shop.signing_secret, `shops.signing_secret:${shop.id}`),
+    webhook_secret: unseal(store.path, shop.webhook_secret, `shops.webhook_secret:${shop.id}`),
   };
 }
 
-function requireShop(store: Store, id: string, action: string): Shop {
-  const shop = getShop(store, id);
+async function requireShop(store: Store, id: string, action: string): Promise<Shop> {
+  const shop = await getShop(store, id);
   if (!shop) throw new Error(`${action}: shop "${id}" not found`);
   return shop;
 }
@@ -117,55 +118,57 @@ function because<T>(action: string, fn: () => T): T {
 }
 
 /** Replace a shop's enabled scopes. */
-export function setShopScopes(store: Store, shopId: string, scopes: string): string[] {
+export async function setShopScopes(store: Store, shopId: string, scopes: string): Promise<string[]> {
   const action = `cannot set scopes of shop "${shopId}"`;
-  requireShop(store, shopId, action);
+  await requireShop(store, shopId, action);
   const list = because(action, () => parseScopes(scopes));
-  store.tx(({ db }) => db.prepare('UPDATE shops SET scopes = ? WHERE id = ?').run(list.join(','), shopId));
+  await store.tx((tx) => tx.run('UPDATE shops SET scopes = ? WHERE id = ?', list.join(','), shopId));
   return list;
 }
 
 /** Replace a shop's IP allow-list (validated); an empty list clears it. */
-export function setIpAllowlist(store: Store, shopId: string, entries: string): string[] {
+export async function setIpAllowlist(store: Store, shopId: string, entries: string): Promise<string[]> {
   const action = `cannot set the IP allow-list of shop "${shopId}"`;
-  requireShop(store, shopId, action);
+  await requireShop(store, shopId, action);
   because(action, () => compileAllowList(entries));
   const list = entries.split(',').map((s) => s.trim()).filter(Boolean);
-  store.tx(({ db }) => db.prepare('UPDATE shops SET ip_allowlist = ? WHERE id = ?').run(list.join(','), shopId));
+  await store.tx((tx) => tx.run('UPDATE shops SET ip_allowlist = ? WHERE id = ?', list.join(','), shopId));
   return list;
 }
 
 /** Rotate a shop's request-signing secret; the new one is returned once. */
-export function rotateSigningSecret(store: Store, shopId: string): string {
-  requireShop(store, shopId, 'cannot rotate the signing secret');
+export async function rotateSigningSecret(store: Store, shopId: string): Promise<string> {
+  await requireShop(store, shopId, 'cannot rotate the signing secret');
   const s = secret('thm_');
-  store.tx(({ db }) => db.prepare('UPDATE shops SET signing_secret = ? WHERE id = ?').run(seal(db, s, `shops.signing_secret:${shopId}`), shopId));
+  const sealed = seal(store.path, s, `shops.signing_secret:${shopId}`);
+  await store.tx((tx) => tx.run('UPDATE shops SET signing_secret = ? WHERE id = ?', sealed, shopId));
   return s;
 }
 
 /** Rotate a shop's fallback webhook secret; the new one is returned once. */
-export function rotateShopWebhookSecret(store: Store, shopId: string): string {
-  requireShop(store, shopId, 'cannot rotate the webhook secret');
+export async function rotateShopWebhookSecret(store: Store, shopId: string): Promise<string> {
+  await requireShop(store, shopId, 'cannot rotate the webhook secret');
   const s = secret('whs_');
-  store.tx(({ db }) => db.prepare('UPDATE shops SET webhook_secret = ? WHERE id = ?').run(seal(db, s, `shops.webhook_secret:${shopId}`), shopId));
+  const sealed = seal(store.path, s, `shops.webhook_secret:${shopId}`);
+  await store.tx((tx) => tx.run('UPDATE shops SET webhook_secret = ? WHERE id = ?', sealed, shopId));
   return s;
 }
 
 /** Turn the require-signature option on or off. */
-export function setRequireSignature(store: Store, shopId: string, on: boolean): void {
-  requireShop(store, shopId, 'cannot set require-signature');
-  store.tx(({ db }) => db.prepare('UPDATE shops SET require_signature = ? WHERE id = ?').run(on ? 1 : 0, shopId));
+export async function setRequireSignature(store: Store, shopId: string, on: boolean): Promise<void> {
+  await requireShop(store, shopId, 'cannot set require-signature');
+  await store.tx((tx) => tx.run('UPDATE shops SET require_signature = ? WHERE id = ?', on ? 1 : 0, shopId));
 }
 
 /** Create an API key; the key is returned once and only its hash is stored. Scopes default to the shop's. */
-export function createKey(
+export async function createKey(
   store: Store,
   shopId: string,
   mode: Mode,
   scopes: string | undefined,
   now: number,
-): { key: ApiKey; secret: string } {
-  const shop = requireShop(store, shopId, 'cannot create key');
+): Promise<{ key: ApiKey; secret: string }> {
+  const shop = await requireShop(store, shopId, 'cannot create key');
   if (mode !== 'test' && mode !== 'live') throw new Error(`cannot create key: mode must be test or live, got "${mode}"`);
   const list = scopes === undefined ? shop.scopes.split(',').filter(Boolean) : because('cannot create key', () => parseScopes(scopes));
   const full = secret(mode === 'test' ? 'sk_test_' : 'sk_live_');
@@ -179,57 +182,63 @@ export function createKey(
     revoked_at: null,
     last_used_at: null,
   };
-  store.tx(({ db }) => {
-    db.prepare(
+  await store.tx(async (tx) => {
+    await tx.run(
       'INSERT INTO api_keys (id, shop_id, mode, key_hash, key_prefix, scopes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    ).run(key.id, shopId, mode, sha256Hex(full), key.key_prefix, key.scopes, now);
+      key.id,
+      shopId,
+      mode,
+      sha256Hex(full),
+      key.key_prefix,
+      key.scopes,
+      now,
+    );
   });
   return { key, secret: full };
 }
 
 /** The keys of a shop, newest first, without secrets. */
-export function listKeys(store: Store, shopId: string): ApiKey[] {
-  requireShop(store, shopId, 'cannot list keys');
-  return store
-    .stmt(
-      `SELECT k.id, k.shop_id, k.mode, k.key_prefix, k.scopes, k.created_at, k.revoked_at, u.last_used_at
+export async function listKeys(store: Store, shopId: string): Promise<ApiKey[]> {
+  await requireShop(store, shopId, 'cannot list keys');
+  return store.all<ApiKey>(
+    `SELECT k.id, k.shop_id, k.mode, k.key_prefix, k.scopes, k.created_at, k.revoked_at, u.last_used_at
        FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id WHERE k.shop_id = ? ORDER BY k.created_at DESC, k.id`,
-    )
-    .all(shopId) as ApiKey[];
+    shopId,
+  );
 }
 
 /** Revoke a key; revoking twice is an error naming the first time. */
-export function revokeKey(store: Store, keyId: string, now: number): void {
-  const row = store.stmt('SELECT revoked_at FROM api_keys WHERE id = ?').get(keyId) as { revoked_at: number | null } | undefined;
+export async function revokeKey(store: Store, keyId: string, now: number): Promise<void> {
+  const row = await store.get<{ revoked_at: number | null }>('SELECT revoked_at FROM api_keys WHERE id = ?', keyId);
   if (!row) throw new Error(`cannot revoke key "${keyId}": not found`);
   if (row.revoked_at !== null) throw new Error(`cannot revoke key "${keyId}": already revoked`);
-  store.tx(({ db }) => db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(now, keyId));
+  await store.tx((tx) => tx.run('UPDATE api_keys SET revoked_at = ? WHERE id = ?', now, keyId));
 }
 
 /** Turn on live mode for a merchant once a shop of it has an acquirer; refused with the reason before. */
-export function activateLive(store: Store, merchantId: string): { id: string; live_enabled: true; shops_with_acquirer: string[] } {
-  if (!getMerchant(store, merchantId)) throw new Error(`cannot activate live mode for merchant "${merchantId}": not found`);
+export async function activateLive(store: Store, merchantId: string): Promise<{ id: string; live_enabled: true; shops_with_acquirer: string[] }> {
+  if (!(await getMerchant(store, merchantId))) throw new Error(`cannot activate live mode for merchant "${merchantId}": not found`);
   const shops = (
-    store.stmt('SELECT s.id FROM shops s JOIN shop_acquirers a ON a.shop_id = s.id WHERE s.merchant_id = ? ORDER BY s.id').all(merchantId) as Array<{ id: string }>
+    await store.all<{ id: string }>('SELECT s.id FROM shops s JOIN shop_acquirers a ON a.shop_id = s.id WHERE s.merchant_id = ? ORDER BY s.id', merchantId)
   ).map((r) => r.id);
   if (shops.length === 0) {
     throw new Error(
       `cannot activate live mode for merchant "${merchantId}": no shop of the merchant has an acquirer (kopek shop acquirer); live keys answer 403 live_mode_not_activated until one has`,
     );
   }
-  store.tx((tx) => tx.stmt('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(merchantId));
+  await store.tx((tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', merchantId));
   return { id: merchantId, live_enabled: true, shops_with_acquirer: shops };
 }
 
 /** The demo setup: a merchant, a shop with every scope, and a test key. */
-export function createDemo(store: Store, now: number): { merchant: Merchant; shop: Shop; key: ApiKey; secret: string } {
-  const merchant = createMerchant(store, 'Demo merchant', now);
-  const shop = createShop(store, merchant.id, 'Demo shop', undefined, now);
-  const { key, secret: s } = createKey(store, shop.id, 'test', undefined, now);
+export async function createDemo(store: Store, now: number): Promise<{ merchant: Merchant; shop: Shop; key: ApiKey; secret: string }> {
+  const merchant = await createMerchant(store, 'Demo merchant', now);
+  const shop = await createShop(store, merchant.id, 'Demo shop', undefined, now);
+  const { key, secret: s } = await createKey(store, shop.id, 'test', undefined, now);
   return { merchant, shop, key, secret: s };
 }
 
 /** True when the database has no merchant yet. */
-export function isEmpty(store: Store): boolean {
-  return !store.stmt('SELECT 1 FROM merchants LIMIT 1').get();
+export async function isEmpty(q: Reader): Promise<boolean> {
+  return !(await q.get('SELECT 1 FROM merchants LIMIT 1'));
 }

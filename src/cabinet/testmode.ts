@@ -13,13 +13,13 @@ const ADVANCE_MAX_S = 315_360_000;
 const UNITS: Record<string, number> = { minutes: 60, hours: 3600, days: 86_400 };
 
 /** GET /cabinet/test?shop=: the shop's test clock (now, advance) and reset of its test data. */
-export function testPage(ctx: Ctx): Reply {
+export async function testPage(ctx: Ctx): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
-  const shop = chosenShop(ctx);
+  const shop = await chosenShop(ctx);
   const clock = testClock(ctx.app, shop.id);
   const base = `/cabinet/test/${shop.id}`;
   const body = `<h1>${esc(ct(lang, 'test_mode'))} · ${esc(shop.name)}</h1>
-${shopPicker(ctx, '/cabinet/test', shop.id)}
+${await shopPicker(ctx, '/cabinet/test', shop.id)}
 <h2>${esc(ct(lang, 'test_clock'))}</h2>
 <dl class="kv"><div><dt>${esc(ct(lang, 'clock_now'))}</dt><dd id="clock-now">${esc(when(clock.now))} UTC</dd></div>
 <div><dt>${esc(ct(lang, 'clock_offset'))}</dt><dd id="clock-offset">${esc(duration(clock.offset_ms))}</dd></div></dl>
@@ -44,8 +44,8 @@ function duration(ms: number): string {
 }
 
 /** POST /cabinet/test/:shop/advance {amount, unit}: moves the test clock and runs what became due, as the API does. */
-export function postAdvance(ctx: Ctx): Promise<Reply> {
-  const shop = ownShop(ctx, ctx.params.shop);
+export async function postAdvance(ctx: Ctx): Promise<Reply> {
+  const shop = await ownShop(ctx, ctx.params.shop);
   const f = form(ctx);
   const lang = ctx.cabinet!.lang;
   return change(ctx, { action: 'test.clock.advance', target: shop.id, back: `/cabinet/test?shop=${shop.id}` }, async () => {
@@ -61,13 +61,13 @@ export function postAdvance(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /cabinet/test/:shop/reset {confirm=1}: deletes the shop's test data, as POST /v1/test/reset does. */
-export function postReset(ctx: Ctx): Promise<Reply> {
-  const shop = ownShop(ctx, ctx.params.shop);
+export async function postReset(ctx: Ctx): Promise<Reply> {
+  const shop = await ownShop(ctx, ctx.params.shop);
   const lang = ctx.cabinet!.lang;
   const confirmed = form(ctx).get('confirm') === '1';
-  return change(ctx, { action: 'test.reset', target: shop.id, back: `/cabinet/test?shop=${shop.id}` }, () => {
+  return change(ctx, { action: 'test.reset', target: shop.id, back: `/cabinet/test?shop=${shop.id}` }, async () => {
     if (!confirmed) throw new Error('Cannot reset test data: tick the confirmation first');
-    const deleted = resetTest(ctx.app, shop.id);
+    const deleted = await resetTest(ctx.app, shop.id);
     const total = Object.values(deleted).reduce((a, b) => a + b, 0);
     return `${ct(lang, 'deleted_rows')} ${total}`;
   });

@@ -1,4 +1,4 @@
-import type { Store } from '../db/store';
+import type { Reader, Store } from '../db/store';
 
 /** Failed sign-ins of one email allowed at full speed; after these each attempt must wait (see delayAfter). */
 export const SLOW_AFTER_FAILURES = 3;
@@ -31,10 +31,10 @@ function delayAfter(failures: number, factor: number): number {
 }
 
 /** Milliseconds until a sign-in for this email from this address may be tried, or 0 when it may now. */
-export function signInWait(store: Store, email: string, ip: string, now: number): number {
+export async function signInWait(q: Reader, email: string, ip: string, now: number): Promise<number> {
   let wait = 0;
   for (const { subject, factor } of subjects(email, ip)) {
-    const row = store.stmt('SELECT failures, last_failed_at, locked_until FROM cabinet_login_failures WHERE subject = ?').get(subject) as FailureRow | undefined;
+    const row = await q.get<FailureRow>('SELECT failures, last_failed_at, locked_until FROM cabinet_login_failures WHERE subject = ?', subject);
     if (!row || now - row.last_failed_at >= LOCK_MS) continue;
     if (row.locked_until !== null && row.locked_until > now) wait = Math.max(wait, row.locked_until - now);
     else wait = Math.max(wait, row.last_failed_at + delayAfter(row.failures, factor) - now);
@@ -43,26 +43,30 @@ export function signInWait(store: Store, email: string, ip: string, now: number)
 }
 
 /** Count a failed sign-in against the email and the address; returns true when it locked the email. */
-export function noteFailedSignIn(store: Store, email: string, ip: string, now: number): boolean {
+export async function noteFailedSignIn(store: Store, email: string, ip: string, now: number): Promise<boolean> {
   let locked = false;
-  store.tx(({ db }) => {
+  await store.tx(async (tx) => {
     // Failures older than the lock are forgotten anyway: dropping them keeps the table to the last 15 minutes.
-    db.prepare('DELETE FROM cabinet_login_failures WHERE last_failed_at <= ? AND (locked_until IS NULL OR locked_until <= ?)').run(now - LOCK_MS, now);
+    await tx.run('DELETE FROM cabinet_login_failures WHERE last_failed_at <= ? AND (locked_until IS NULL OR locked_until <= ?)', now - LOCK_MS, now);
     for (const { subject, factor } of subjects(email, ip)) {
-      const row = db.prepare('SELECT failures, last_failed_at FROM cabinet_login_failures WHERE subject = ?').get(subject) as FailureRow | undefined;
+      const row = await tx.get<FailureRow>('SELECT failures, last_failed_at FROM cabinet_login_failures WHERE subject = ?', subject);
       const failures = row && now - row.last_failed_at < LOCK_MS ? row.failures + 1 : 1;
       const lock = failures >= LOCK_AFTER_FAILURES * factor ? now + LOCK_MS : null;
       if (lock !== null && factor === 1) locked = true;
-      db.prepare(
+      await tx.run(
         `INSERT INTO cabinet_login_failures (subject, failures, last_failed_at, locked_until) VALUES (?, ?, ?, ?)
          ON CONFLICT (subject) DO UPDATE SET failures = excluded.failures, last_failed_at = excluded.last_failed_at, locked_until = excluded.locked_until`,
-      ).run(subject, failures, now, lock);
+        subject,
+        failures,
+        now,
+        lock,
+      );
     }
   });
   return locked;
 }
 
 /** Forget an email's failures after it signed in. */
-export function clearFailedSignIns(store: Store, email: string): void {
-  store.tx(({ db }) => db.prepare('DELETE FROM cabinet_login_failures WHERE subject = ?').run(`email:${email.trim().toLowerCase()}`));
+export async function clearFailedSignIns(store: Store, email: string): Promise<void> {
+  await store.tx((tx) => tx.run('DELETE FROM cabinet_login_failures WHERE subject = ?', `email:${email.trim().toLowerCase()}`));
 }

@@ -1,4 +1,4 @@
-import type { Store } from '../db/store';
+import type { Reader } from '../db/store';
 import { eventIdPrefix } from '../util/ids';
 import type { PaymentRow } from '../payments/types';
 
@@ -39,9 +39,9 @@ export const WINDOW_END_SQL = 'SELECT seq FROM events INDEXED BY events_shop_seq
  * payment's creation time, and event ids begin with their time, so the unique index on `id` narrows the search
  * to that one millisecond (of every shop). Null when the event is gone (retention).
  */
-export function firstEventSeq(store: Store, p: PaymentRow): number | null {
-  const r = store.stmt(CREATED_EVENT_SQL).get(eventIdPrefix(p.created_at), eventIdPrefix(p.created_at + 1), p.id) as { seq: number | null };
-  return r.seq;
+export async function firstEventSeq(q: Reader, p: PaymentRow): Promise<number | null> {
+  const r = await q.get<{ seq: number | null }>(CREATED_EVENT_SQL, eventIdPrefix(p.created_at), eventIdPrefix(p.created_at + 1), p.id);
+  return r?.seq ?? null;
 }
 
 /**
@@ -50,10 +50,10 @@ export function firstEventSeq(store: Store, p: PaymentRow): number | null {
  * gets long after it was made (a refund weeks later in a busy shop) may lie past the window: `next` says
  * where the following window starts.
  */
-export function timeline(store: Store, p: PaymentRow, from?: number): Timeline {
-  const start = from ?? firstEventSeq(store, p) ?? 0;
-  const events = store.stmt(WINDOW_SQL).all(p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS, p.id, TIMELINE_MAX) as TimelineEvent[];
-  const end = store.stmt(WINDOW_END_SQL).get(p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS - 1) as { seq: number } | undefined;
+export async function timeline(q: Reader, p: PaymentRow, from?: number): Promise<Timeline> {
+  const start = from ?? (await firstEventSeq(q, p)) ?? 0;
+  const events = await q.all<TimelineEvent>(WINDOW_SQL, p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS, p.id, TIMELINE_MAX);
+  const end = await q.get<{ seq: number }>(WINDOW_END_SQL, p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS - 1);
   // A window that held more of the payment's events than a page shows goes on after the last one shown.
   if (events.length === TIMELINE_MAX) return { events, next: events[events.length - 1].seq + 1 };
   return { events, next: end ? end.seq + 1 : null };

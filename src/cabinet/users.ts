@@ -1,5 +1,5 @@
 import { randomBytes, scrypt, scryptSync, timingSafeEqual } from 'node:crypto';
-import type { Store } from '../db/store';
+import type { Reader, Store } from '../db/store';
 import { uuid } from '../util/ids';
 import { sha256Hex } from '../util/crypto';
 import { getMerchant } from './store';
@@ -70,9 +70,9 @@ export function normalEmail(email: string): string {
 }
 
 /** Create a cabinet user of a merchant. */
-export function createUser(store: Store, input: { merchantId: string; email: string; password: string }, now: number): CabinetUser {
+export async function createUser(store: Store, input: { merchantId: string; email: string; password: string }, now: number): Promise<CabinetUser> {
   const action = 'cannot create cabinet user';
-  if (!getMerchant(store, input.merchantId)) throw new Error(`${action}: merchant "${input.merchantId}" not found`);
+  if (!(await getMerchant(store, input.merchantId))) throw new Error(`${action}: merchant "${input.merchantId}" not found`);
   let email: string;
   let hash: string;
   try {
@@ -81,7 +81,7 @@ export function createUser(store: Store, input: { merchantId: string; email: str
   } catch (err) {
     throw new Error(`${action}: ${(err as Error).message}`);
   }
-  if (getUserByEmail(store, email)) throw new Error(`${action}: "${email}" already has a user`);
+  if (await getUserByEmail(store, email)) throw new Error(`${action}: "${email}" already has a user`);
   const user: CabinetUser = {
     id: uuid(),
     merchant_id: input.merchantId,
@@ -93,44 +93,44 @@ export function createUser(store: Store, input: { merchantId: string; email: str
     created_at: now,
     disabled_at: null,
   };
-  store.tx(({ db }) => {
-    db.prepare('INSERT INTO cabinet_users (id, merchant_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)').run(user.id, user.merchant_id, email, hash, now);
+  await store.tx(async (tx) => {
+    await tx.run('INSERT INTO cabinet_users (id, merchant_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)', user.id, user.merchant_id, email, hash, now);
   });
   return user;
 }
 
 /** A user by id. */
-export function getUser(store: Store, id: string): CabinetUser | undefined {
-  return store.stmt('SELECT * FROM cabinet_users WHERE id = ?').get(id) as CabinetUser | undefined;
+export function getUser(q: Reader, id: string): Promise<CabinetUser | undefined> {
+  return q.get<CabinetUser>('SELECT * FROM cabinet_users WHERE id = ?', id);
 }
 
 /** A user by email (any case). */
-export function getUserByEmail(store: Store, email: string): CabinetUser | undefined {
-  return store.stmt('SELECT * FROM cabinet_users WHERE email = ?').get(email.trim().toLowerCase()) as CabinetUser | undefined;
+export function getUserByEmail(q: Reader, email: string): Promise<CabinetUser | undefined> {
+  return q.get<CabinetUser>('SELECT * FROM cabinet_users WHERE email = ?', email.trim().toLowerCase());
 }
 
 /** Every user, or a merchant's, oldest first. */
-export function listUsers(store: Store, merchantId?: string): CabinetUser[] {
+export function listUsers(q: Reader, merchantId?: string): Promise<CabinetUser[]> {
   return merchantId
-    ? (store.stmt('SELECT * FROM cabinet_users WHERE merchant_id = ? ORDER BY created_at, id').all(merchantId) as CabinetUser[])
-    : (store.stmt('SELECT * FROM cabinet_users ORDER BY created_at, id').all() as CabinetUser[]);
+    ? q.all<CabinetUser>('SELECT * FROM cabinet_users WHERE merchant_id = ? ORDER BY created_at, id', merchantId)
+    : q.all<CabinetUser>('SELECT * FROM cabinet_users ORDER BY created_at, id');
 }
 
 /** Disable a user (by id or email) and end all their sessions at once. */
-export function disableUser(store: Store, idOrEmail: string, now: number): CabinetUser {
-  const user = getUser(store, idOrEmail) ?? getUserByEmail(store, idOrEmail);
+export async function disableUser(store: Store, idOrEmail: string, now: number): Promise<CabinetUser> {
+  const user = (await getUser(store, idOrEmail)) ?? (await getUserByEmail(store, idOrEmail));
   if (!user) throw new Error(`cannot disable cabinet user "${idOrEmail}": not found`);
   if (user.disabled_at !== null) throw new Error(`cannot disable cabinet user "${user.email}": already disabled`);
-  store.tx(({ db }) => {
-    db.prepare('UPDATE cabinet_users SET disabled_at = ? WHERE id = ?').run(now, user.id);
-    db.prepare('DELETE FROM cabinet_sessions WHERE user_id = ?').run(user.id);
+  await store.tx(async (tx) => {
+    await tx.run('UPDATE cabinet_users SET disabled_at = ? WHERE id = ?', now, user.id);
+    await tx.run('DELETE FROM cabinet_sessions WHERE user_id = ?', user.id);
   });
   return { ...user, disabled_at: now };
 }
 
 /** Replace a user's password; `current` must match. Other sessions end (a stolen one stops with the old password). */
 export async function changePassword(store: Store, userId: string, current: string, next: string, keepSession: string): Promise<void> {
-  const user = getUser(store, userId);
+  const user = await getUser(store, userId);
   if (!user) throw new Error(`cannot change the password: user "${userId}" not found`);
   if (!(await verifyPassword(user.password_hash, current))) throw new Error('cannot change the password: the current password is wrong');
   let hash: string;
@@ -139,16 +139,16 @@ export async function changePassword(store: Store, userId: string, current: stri
   } catch (err) {
     throw new Error(`cannot change the password: ${(err as Error).message}`);
   }
-  store.tx(({ db }) => {
-    db.prepare('UPDATE cabinet_users SET password_hash = ? WHERE id = ?').run(hash, userId);
-    db.prepare('DELETE FROM cabinet_sessions WHERE user_id = ? AND token_hash <> ?').run(userId, keepSession);
+  await store.tx(async (tx) => {
+    await tx.run('UPDATE cabinet_users SET password_hash = ? WHERE id = ?', hash, userId);
+    await tx.run('DELETE FROM cabinet_sessions WHERE user_id = ? AND token_hash <> ?', userId, keepSession);
   });
 }
 
 /** Begin TOTP enrolment: a new secret is held as pending until a code from it confirms it. */
-export function startTotp(store: Store, userId: string): string {
+export async function startTotp(store: Store, userId: string): Promise<string> {
   const secret = newTotpSecret();
-  store.tx(({ db }) => db.prepare('UPDATE cabinet_users SET totp_pending = ? WHERE id = ?').run(secret, userId));
+  await store.tx((tx) => tx.run('UPDATE cabinet_users SET totp_pending = ? WHERE id = ?', secret, userId));
   return secret;
 }
 
@@ -156,55 +156,54 @@ export function startTotp(store: Store, userId: string): string {
  * Confirm enrolment with a code from the pending secret: TOTP is on from now, and the recovery codes
  * returned are shown once (only their hashes are kept). Throws when the code does not match.
  */
-export function confirmTotp(store: Store, userId: string, code: string, now: number): string[] {
-  const user = getUser(store, userId);
+export async function confirmTotp(store: Store, userId: string, code: string, now: number): Promise<string[]> {
+  const user = await getUser(store, userId);
   if (!user?.totp_pending) throw new Error('cannot turn on two-step sign-in: start again, no secret is pending');
   const step = matchTotp(user.totp_pending, code.replace(/\s/g, ''), now, 0);
   if (step === null) throw new Error('cannot turn on two-step sign-in: the code does not match; check the phone clock and try the next code');
   const codes = Array.from({ length: RECOVERY_CODES }, () => base32(randomBytes(10)).toLowerCase().replace(/(.{4})(?=.)/g, '$1-'));
-  store.tx(({ db }) => {
-    db.prepare('UPDATE cabinet_users SET totp_secret = totp_pending, totp_pending = NULL, totp_last_step = ? WHERE id = ?').run(step, userId);
-    db.prepare('DELETE FROM cabinet_recovery_codes WHERE user_id = ?').run(userId);
-    const ins = db.prepare('INSERT INTO cabinet_recovery_codes (user_id, code_hash) VALUES (?, ?)');
-    for (const c of codes) ins.run(userId, sha256Hex(c));
+  await store.tx(async (tx) => {
+    await tx.run('UPDATE cabinet_users SET totp_secret = totp_pending, totp_pending = NULL, totp_last_step = ? WHERE id = ?', step, userId);
+    await tx.run('DELETE FROM cabinet_recovery_codes WHERE user_id = ?', userId);
+    for (const c of codes) await tx.run('INSERT INTO cabinet_recovery_codes (user_id, code_hash) VALUES (?, ?)', userId, sha256Hex(c));
   });
   return codes;
 }
 
 /** Turn TOTP off and drop the recovery codes. */
-export function disableTotp(store: Store, userId: string): void {
-  store.tx(({ db }) => {
-    db.prepare('UPDATE cabinet_users SET totp_secret = NULL, totp_pending = NULL, totp_last_step = 0 WHERE id = ?').run(userId);
-    db.prepare('DELETE FROM cabinet_recovery_codes WHERE user_id = ?').run(userId);
+export async function disableTotp(store: Store, userId: string): Promise<void> {
+  await store.tx(async (tx) => {
+    await tx.run('UPDATE cabinet_users SET totp_secret = NULL, totp_pending = NULL, totp_last_step = 0 WHERE id = ?', userId);
+    await tx.run('DELETE FROM cabinet_recovery_codes WHERE user_id = ?', userId);
   });
 }
 
 /** The second factor of a sign-in: a current TOTP code (used once) or an unused recovery code (then spent). */
-export function acceptSecondFactor(store: Store, user: CabinetUser, code: string, now: number): 'totp' | 'recovery' | null {
+export async function acceptSecondFactor(store: Store, user: CabinetUser, code: string, now: number): Promise<'totp' | 'recovery' | null> {
   if (!user.totp_secret) return null;
   const clean = code.trim().toLowerCase();
   const step = matchTotp(user.totp_secret, clean.replace(/\s/g, ''), now, user.totp_last_step);
   if (step !== null) {
     // Guarded by the step read, so two sign-ins racing with one code cannot both pass.
-    const won = store.tx(({ db }) => db.prepare('UPDATE cabinet_users SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?').run(step, user.id, step).changes);
+    const won = await store.tx(async (tx) => (await tx.run('UPDATE cabinet_users SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?', step, user.id, step)).changes);
     return won ? 'totp' : null;
   }
-  const spent = store.tx(({ db }) =>
-    db.prepare('UPDATE cabinet_recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL').run(now, user.id, sha256Hex(clean)).changes,
+  const spent = await store.tx(
+    async (tx) => (await tx.run('UPDATE cabinet_recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL', now, user.id, sha256Hex(clean))).changes,
   );
   return spent ? 'recovery' : null;
 }
 
 /** How many recovery codes a user has left. */
-export function recoveryCodesLeft(store: Store, userId: string): number {
-  return (store.stmt('SELECT COUNT(*) AS n FROM cabinet_recovery_codes WHERE user_id = ? AND used_at IS NULL').get(userId) as { n: number }).n;
+export async function recoveryCodesLeft(q: Reader, userId: string): Promise<number> {
+  return (await q.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_recovery_codes WHERE user_id = ? AND used_at IS NULL', userId))!.n;
 }
 
 /** The email of the cabinet user made for the demo merchant on an empty database. */
 export const DEMO_EMAIL = 'demo@kopek.test';
 
 /** A cabinet user for the demo merchant with a generated password, returned once (only its hash is kept). */
-export function createDemoUser(store: Store, merchantId: string, now: number): { user: CabinetUser; password: string } {
+export async function createDemoUser(store: Store, merchantId: string, now: number): Promise<{ user: CabinetUser; password: string }> {
   const password = randomBytes(12).toString('base64url');
-  return { user: createUser(store, { merchantId, email: DEMO_EMAIL, password }, now), password };
+  return { user: await createUser(store, { merchantId, email: DEMO_EMAIL, password }, now), password };
 }

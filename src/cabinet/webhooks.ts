@@ -15,11 +15,11 @@ import { ct, when } from './text';
 const LOG_LINES = 100;
 
 /** GET /cabinet/webhooks?shop=&event=&status=: endpoints (add, rotate, delete) and the delivery log with resend. */
-export function webhooksPage(ctx: Ctx): Reply {
+export async function webhooksPage(ctx: Ctx): Promise<Reply> {
   const c = ctx.cabinet!;
   const lang = c.lang;
-  const shop = chosenShop(ctx);
-  const endpoints = listEndpoints(ctx.app.store, shop.id);
+  const shop = await chosenShop(ctx);
+  const endpoints = await listEndpoints(ctx.app.store, shop.id);
   const back = `/cabinet/webhooks?shop=${shop.id}`;
   const list = table(
     [{ label: 'URL' }, { label: ct(lang, 'events') }, { label: ct(lang, 'signature') }, { label: ct(lang, 'status') }, { label: ct(lang, 'action') }],
@@ -38,7 +38,7 @@ export function webhooksPage(ctx: Ctx): Reply {
   );
   const eventFilter = (ctx.query.get('event') ?? '').trim();
   const statusFilter = ctx.query.get('status') ?? '';
-  const items = deliveryLog(ctx.app.store.db, { shopId: shop.id, mode: c.mode, eventId: eventFilter || undefined, limit: 1000 })
+  const items = (await deliveryLog(ctx.app.store, { shopId: shop.id, mode: c.mode, eventId: eventFilter || undefined, limit: 1000 }))
     .filter((i) => !statusFilter || i.status === statusFilter)
     .reverse()
     .slice(0, LOG_LINES);
@@ -58,7 +58,7 @@ export function webhooksPage(ctx: Ctx): Reply {
   const events = `<fieldset class="checks"><legend>${esc(ct(lang, 'events'))}</legend>${WEBHOOK_EVENTS.map((e) => `<label><input type="checkbox" name="event" value="${e}"> <code>${e}</code></label>`).join('')}</fieldset><p class="muted">${esc(ct(lang, 'events_hint'))}</p>`;
   const opt = (v: string, label: string) => `<option value="${v}"${statusFilter === v ? ' selected' : ''}>${esc(label)}</option>`;
   const body = `<h1>${esc(ct(lang, 'webhooks'))} · ${esc(shop.name)}</h1>
-${shopPicker(ctx, '/cabinet/webhooks', shop.id)}
+${await shopPicker(ctx, '/cabinet/webhooks', shop.id)}
 ${list}
 <h2>${esc(ct(lang, 'add_endpoint'))}</h2>
 ${postForm(
@@ -80,17 +80,17 @@ ${log}`;
 }
 
 /** POST /cabinet/webhooks {shop, url, event…, signature}: as `kopek webhook add`; the secret is shown once, on this answer. */
-export function postEndpoint(ctx: Ctx): Reply {
+export async function postEndpoint(ctx: Ctx): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const f = form(ctx);
-  const shop = ownShop(ctx, f.get('shop'));
+  const shop = await ownShop(ctx, f.get('shop'));
   let made;
   try {
-    made = addEndpoint(ctx.app.store, { shopId: shop.id, url: (f.get('url') ?? '').trim(), events: f.getAll('event').join(','), signature: f.get('signature') ?? 'v2' }, ctx.app.clocks.real());
+    made = await addEndpoint(ctx.app.store, { shopId: shop.id, url: (f.get('url') ?? '').trim(), events: f.getAll('event').join(','), signature: f.get('signature') ?? 'v2' }, ctx.app.clocks.real());
   } catch (err) {
     return cabinetPage(ctx, { title: ct(lang, 'webhooks'), active: 'webhooks', status: 400, body: `<h1>${esc(ct(lang, 'add_endpoint'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/webhooks?shop=${esc(shop.id)}">${esc(ct(lang, 'back'))}</a></p>` });
   }
-  recordAudit(ctx.app.store, actor(ctx), 'webhook.add', made.endpoint.id, made.endpoint.url, ctx.app.clocks.real());
+  await recordAudit(ctx.app.store, actor(ctx), 'webhook.add', made.endpoint.id, made.endpoint.url, ctx.app.clocks.real());
   return secretPage(ctx, shop.id, made.endpoint.url, made.secret);
 }
 
@@ -104,16 +104,16 @@ ${field('new-secret', 'Webhook secret', `<output id="new-secret" class="secret">
   return cabinetPage(ctx, { title: ct(lang, 'webhooks'), active: 'webhooks', body });
 }
 
-function ownEndpoint(ctx: Ctx) {
-  const e = getEndpoint(ctx.app.store.db, ctx.params.id);
+async function ownEndpoint(ctx: Ctx) {
+  const e = await getEndpoint(ctx.app.store, ctx.params.id);
   if (!e) throw notFound(`Cannot find webhook endpoint "${ctx.params.id.slice(0, 64)}"`);
-  ownShop(ctx, e.shop_id);
+  await ownShop(ctx, e.shop_id);
   return e;
 }
 
 /** POST /cabinet/webhooks/:id/rotate {overlap}: as `kopek webhook rotate --overlap HOURS`; the new secret is shown once. */
-export function postRotate(ctx: Ctx): Reply | Promise<Reply> {
-  const e = ownEndpoint(ctx);
+export async function postRotate(ctx: Ctx): Promise<Reply> {
+  const e = await ownEndpoint(ctx);
   const raw = (form(ctx).get('overlap') ?? '0').trim() || '0';
   const back = `/cabinet/webhooks?shop=${e.shop_id}`;
   if (!/^\d+(\.\d+)?$/.test(raw)) {
@@ -123,21 +123,21 @@ export function postRotate(ctx: Ctx): Reply | Promise<Reply> {
   }
   let secret: string;
   try {
-    secret = rotateSecret(ctx.app.store, e.id, Number(raw), ctx.app.clocks.real());
+    secret = await rotateSecret(ctx.app.store, e.id, Number(raw), ctx.app.clocks.real());
   } catch (err) {
     return change(ctx, { action: 'webhook.rotate', target: e.id, back }, () => {
       throw err;
     });
   }
-  recordAudit(ctx.app.store, actor(ctx), 'webhook.rotate', e.id, `overlap ${raw} h`, ctx.app.clocks.real());
+  await recordAudit(ctx.app.store, actor(ctx), 'webhook.rotate', e.id, `overlap ${raw} h`, ctx.app.clocks.real());
   return secretPage(ctx, e.shop_id, e.url, secret, Number(raw) > 0 ? `(${raw} h)` : '');
 }
 
 /** POST /cabinet/webhooks/:id/delete: as `kopek webhook delete`. */
-export function postDeleteEndpoint(ctx: Ctx): Promise<Reply> {
-  const e = ownEndpoint(ctx);
-  return change(ctx, { action: 'webhook.delete', target: e.id, back: `/cabinet/webhooks?shop=${e.shop_id}` }, () => {
-    deleteEndpoint(ctx.app.store, e.id);
+export async function postDeleteEndpoint(ctx: Ctx): Promise<Reply> {
+  const e = await ownEndpoint(ctx);
+  return change(ctx, { action: 'webhook.delete', target: e.id, back: `/cabinet/webhooks?shop=${e.shop_id}` }, async () => {
+    await deleteEndpoint(ctx.app.store, e.id);
     return e.url;
   });
 }

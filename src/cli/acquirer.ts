@@ -30,7 +30,7 @@ function readPassword(path: string): string {
  * `kopek shop acquirer`: set a shop's live acquirer (the password encrypted under the master key, never
  * printed), show it, or remove it.
  */
-export function runAcquirer(argv: string[]): number {
+export async function runAcquirer(argv: string[]): Promise<number> {
   const args = parseArgs(argv, ['json', 'help', 'remove']);
   onlyFlags(args, ['shop', 'provider', 'terminal-key', 'password-file', 'api-url', 'remove']);
   atMostPositionals(args, 0, LINE);
@@ -38,15 +38,15 @@ export function runAcquirer(argv: string[]): number {
   if (!shopId) throw new Error(`cannot run shop acquirer: --shop SHOP is required; usage: ${LINE}`);
   const setting = ['provider', 'terminal-key', 'password-file', 'api-url'].filter((f) => args.flags.has(f));
   if (args.flags.has('remove') && setting.length > 0) throw new Error(`cannot run shop acquirer: --remove takes no other option but --shop; usage: ${LINE}`);
-  return withStore(args, (store) => {
-    if (!getShop(store, shopId)) throw new Error(`cannot run shop acquirer: shop "${shopId}" not found`);
+  return withStore(args, async (store) => {
+    if (!(await getShop(store, shopId))) throw new Error(`cannot run shop acquirer: shop "${shopId}" not found`);
     if (args.flags.has('remove')) {
-      const had = removeAcquirer(store, shopId);
+      const had = await removeAcquirer(store, shopId);
       output(args, { shop_id: shopId, removed: had }, [had ? 'acquirer removed: live keys of the shop answer 403 acquirer_not_configured' : 'the shop had no acquirer']);
       return 0;
     }
     if (setting.length === 0) {
-      const a = showAcquirer(store, shopId);
+      const a = await showAcquirer(store, shopId);
       if (!a) throw new Error(`cannot show the acquirer of shop "${shopId}": none is set`);
       output(args, a, lines(a));
       return 0;
@@ -56,7 +56,7 @@ export function runAcquirer(argv: string[]): number {
     const terminalKey = flag(args, 'terminal-key');
     const file = flag(args, 'password-file');
     if (!terminalKey || !file) throw new Error(`cannot set the acquirer: --terminal-key KEY and --password-file FILE are required; usage: ${LINE}`);
-    const v = setTBankAcquirer(store, shopId, { terminalKey, password: readPassword(file), apiUrl: flag(args, 'api-url') }, Date.now());
+    const v = await setTBankAcquirer(store, shopId, { terminalKey, password: readPassword(file), apiUrl: flag(args, 'api-url') }, Date.now());
     output(args, v, lines(v));
     return 0;
   });

@@ -39,7 +39,7 @@ export const admin: Command = {
   name: 'admin',
   summary: 'create, list and disable merchant cabinet users',
   usage,
-  run(argv) {
+  async run(argv) {
     const args = parseArgs(argv);
     const [sub, id] = args.positional;
     if (sub === 'create') {
@@ -50,14 +50,14 @@ export const admin: Command = {
       const file = flag(args, 'password-file');
       if (!merchantId || !email || !file) throw new Error('cannot create cabinet user: --merchant, --email and --password-file are required');
       const password = readPassword(file);
-      const u = withStore(args, (store) => createUser(store, { merchantId, email, password }, Date.now()));
+      const u = await withStore(args, async (store) => createUser(store, { merchantId, email, password }, Date.now()));
       output(args, { id: u.id, email: u.email, merchant_id: u.merchant_id }, [`user   ${u.id}`, `email  ${u.email}`, 'sign in at /cabinet/login']);
       return 0;
     }
     if (sub === 'list') {
       onlyFlags(args, ['merchant']);
       atMostPositionals(args, 1, 'kopek admin list [--merchant MERCHANT_ID]');
-      const items = withStore(args, (store) => listUsers(store, flag(args, 'merchant'))).map((u) => ({
+      const items = (await withStore(args, async (store) => listUsers(store, flag(args, 'merchant')))).map((u) => ({
         id: u.id,
         email: u.email,
         merchant_id: u.merchant_id,
@@ -76,7 +76,7 @@ export const admin: Command = {
       onlyFlags(args, []);
       atMostPositionals(args, 2, 'kopek admin disable USER_ID|EMAIL');
       if (!id) throw new Error('cannot disable cabinet user: USER_ID or EMAIL is required');
-      const u = withStore(args, (store) => disableUser(store, id, Date.now()));
+      const u = await withStore(args, async (store) => disableUser(store, id, Date.now()));
       output(args, { id: u.id, email: u.email, disabled: true }, [`disabled ${u.email}; their sessions ended`]);
       return 0;
     }

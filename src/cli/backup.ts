@@ -1,10 +1,9 @@
-import Database from 'better-sqlite3';
-import { chmodSync, closeSync, existsSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args';
 import { COMMON_OPTIONS, io, output, processIo, type Command } from './command';
 import { defaultConfig } from '../config';
-import { nativeBinding } from '../db/native';
+import { openBackupSource, verifyCopy } from '../db/maintenance';
 import { masterKeySource } from '../secrets/master-key';
 
 const usage = `Usage:
@@ -31,20 +30,6 @@ Examples:
   kopek backup /backups/kopek-$(date +%F).db
   kopek backup /backups/kopek.db --force --db /var/lib/kopek/kopek.db --json`;
 
-/** Open an existing database file for reading its pages, without migrating or creating anything. */
-export function openExisting(path: string): Database.Database {
-  if (!existsSync(path)) throw new Error(`cannot open database "${path}": no such file (pass --db)`);
-  const opts: Database.Options = { fileMustExist: true };
-  if (nativeBinding.addon) (opts as { nativeBinding?: unknown }).nativeBinding = nativeBinding.addon;
-  try {
-    const db = new Database(path, opts);
-    db.pragma('busy_timeout = 5000');
-    return db;
-  } catch (err) {
-    throw new Error(`cannot open database "${path}": ${(err as Error).message}`);
-  }
-}
-
 /** Draws progress: a bar redrawn in place on a terminal, else one line per 10 % step. */
 function progressPrinter(args: Args): (done: number, total: number) => void {
   if (args.flags.has('json')) return () => {};
@@ -67,40 +52,6 @@ function progressPrinter(args: Args): (done: number, total: number) => void {
   };
 }
 
-/** Copy `source` to `dest` online; resolves with the page count and how often a concurrent write restarted the copy. */
-export async function backupDatabase(
-  source: Database.Database,
-  dest: string,
-  onProgress: (done: number, total: number) => void = () => {},
-): Promise<{ pages: number; restarts: number }> {
-  let step = 256;
-  let lastRemaining = Infinity;
-  let restarts = 0;
-  let pages = 0;
-  // The copy holds what the database holds: the owner's alone from its first byte, whatever the umask.
-  if (!existsSync(dest)) closeSync(openSync(dest, 'a', 0o600));
-  chmodSync(dest, 0o600);
-  const final = await source.backup(dest, {
-    progress({ totalPages, remainingPages }) {
-      pages = totalPages;
-      // A write by another connection (the server) restarts the copy. Small steps under a steady write load
-      // could restart forever, so after a restart the rest is copied in one step: one read snapshot, which in
-      // WAL mode does not block the server's writers.
-      if (remainingPages > lastRemaining) {
-        restarts++;
-        step = totalPages;
-      }
-      lastRemaining = remainingPages;
-      onProgress(totalPages - remainingPages, totalPages);
-      return Math.max(step, Math.ceil(totalPages / 20));
-    },
-  });
-  // The last step resolves without a progress call.
-  pages = final.totalPages;
-  onProgress(pages, pages);
-  return { pages, restarts };
-}
-
 /** `kopek backup` */
 export const backup: Command = {
   name: 'backup',
@@ -121,11 +72,11 @@ export const backup: Command = {
     if (!existsSync(dirname(dest))) throw new Error(`cannot back up to "${target}": no such directory "${dirname(dest)}"`);
     const partial = `${dest}.partial`;
     rmSync(partial, { force: true });
-    const source = openExisting(sourcePath);
+    const source = openBackupSource(sourcePath);
     const started = Date.now();
     let result: { pages: number; restarts: number };
     try {
-      result = await backupDatabase(source, partial, progressPrinter(args));
+      result = await source.copyTo(partial, progressPrinter(args));
     } catch (err) {
       rmSync(partial, { force: true });
       throw new Error(`cannot back up "${sourcePath}" to "${target}": ${(err as Error).message}`);
@@ -155,15 +106,3 @@ export const backup: Command = {
     return 0;
   },
 };
-
-/** Integrity and schema version of a finished copy; the copy's file is left closed with no -wal/-shm beside it. */
-function verifyCopy(path: string): { integrity: string; version: number } {
-  const db = openExisting(path);
-  try {
-    const rows = db.pragma('integrity_check') as Array<{ integrity_check: string }>;
-    const version = db.pragma('user_version', { simple: true }) as number;
-    return { integrity: rows.map((r) => r.integrity_check).join('; '), version };
-  } finally {
-    db.close();
-  }
-}

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
-import { openDatabase } from '../db/open';
-import { Store } from '../db/store';
+import { fileSchemaVersion, openStorage } from '../db/maintenance';
+import type { Store } from '../db/store';
 import { defaultConfig } from '../config';
 import { flag, type Args } from './args';
 
@@ -53,7 +53,7 @@ export function openStore(args: Args, opts: { create?: boolean } = {}): Store {
     refuseForeignDatabase(path);
   }
   try {
-    return new Store(openDatabase(path));
+    return openStorage(path);
   } catch (err) {
     throw openError(path, err);
   }
@@ -72,12 +72,7 @@ function openError(path: string, err: unknown): Error {
 function refuseForeignDatabase(path: string): void {
   let version: number;
   try {
-    const probe = openDatabase(path, { readonly: true });
-    try {
-      version = probe.pragma('user_version', { simple: true }) as number;
-    } finally {
-      probe.close();
-    }
+    version = fileSchemaVersion(path);
   } catch (err) {
     throw openError(path, err);
   }
@@ -85,12 +80,12 @@ function refuseForeignDatabase(path: string): void {
 }
 
 /** Open the store, run `fn` on it, and close it whatever happens. */
-export function withStore<T>(args: Args, fn: (store: Store) => T, opts: { create?: boolean } = {}): T {
+export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>, opts: { create?: boolean } = {}): Promise<T> {
   const store = openStore(args, opts);
   try {
-    return fn(store);
+    return await fn(store);
   } finally {
-    store.db.close();
+    await store.close();
   }
 }
 

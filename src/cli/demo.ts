@@ -19,11 +19,11 @@ export const demo: Command = {
   name: 'demo',
   summary: 'create a demo merchant, shop and test key',
   usage,
-  run(argv) {
+  async run(argv) {
     const args = parseArgs(argv);
     onlyFlags(args, []);
     atMostPositionals(args, 0, 'kopek demo [--db PATH] [--json]');
-    const d = withStore(args, (store) => createDemo(store, Date.now()), { create: true });
+    const d = await withStore(args, async (store) => createDemo(store, Date.now()), { create: true });
     output(args, { merchant_id: d.merchant.id, shop_id: d.shop.id, key_id: d.key.id, key: d.secret }, [
       `merchant  ${d.merchant.id}`,
       `shop      ${d.shop.id}`,

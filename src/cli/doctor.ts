@@ -1,9 +1,9 @@
-import type Database from 'better-sqlite3';
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { COMMON_OPTIONS, output, type Command } from './command';
-import { openExisting } from './backup';
 import { defaultConfig } from '../config';
 import { SCHEMA_VERSION } from '../db/open';
+import { integrityCheck, journalMode, openExistingStorage, probeDatabase, schemaVersion } from '../db/maintenance';
+import type { Reader, Store } from '../db/store';
 import { checkLedger } from '../ledger/check';
 import { writeProblem } from '../db/access';
 import { existsSync } from 'node:fs';
@@ -41,9 +41,9 @@ export interface Finding {
 }
 
 /** Run every check on an open database; later checks are skipped when the schema is not this build's. */
-export function diagnose(db: Database.Database): Finding[] {
+export async function diagnose(store: Store): Promise<Finding[]> {
   const f: Finding[] = [];
-  const integrity = (db.pragma('integrity_check(20)') as Array<{ integrity_check: string }>).map((r) => r.integrity_check);
+  const integrity = await integrityCheck(store, 20);
   if (integrity.length === 1 && integrity[0] === 'ok') f.push({ check: 'integrity', ok: true, detail: 'ok' });
   else {
     f.push({
@@ -53,13 +53,13 @@ export function diagnose(db: Database.Database): Finding[] {
       action: 'stop the server and restore the latest backup (docs/operations.md, "Restore"); keep the damaged file for analysis',
     });
   }
-  const journal = String(db.pragma('journal_mode', { simple: true }));
+  const journal = await journalMode(store);
   f.push(
     journal === 'wal'
       ? { check: 'journal', ok: true, detail: 'wal' }
       : { check: 'journal', ok: false, detail: `journal_mode is "${journal}", not wal`, action: 'start kopek serve on it once: the server sets WAL mode' },
   );
-  const version = db.pragma('user_version', { simple: true }) as number;
+  const version = await schemaVersion(store);
   if (version === SCHEMA_VERSION) f.push({ check: 'schema', ok: true, detail: `version ${version}` });
   else {
     f.push({
@@ -75,8 +75,8 @@ export function diagnose(db: Database.Database): Finding[] {
     });
     return f;
   }
-  f.push(deadJobs(db), ...endpoints(db), bankAmounts(db));
-  const ledger = checkLedger(db);
+  f.push(await deadJobs(store), ...(await endpoints(store)), await bankAmounts(store));
+  const ledger = await checkLedger(store);
   f.push(
     ledger.ok
       ? { check: 'ledger', ok: true, detail: `${ledger.books.length} books balance` }
@@ -85,8 +85,8 @@ export function diagnose(db: Database.Database): Finding[] {
   return f;
 }
 
-function deadJobs(db: Database.Database): Finding {
-  const rows = db.prepare(`SELECT kind, count(*) AS n FROM jobs WHERE state = 'dead' GROUP BY kind ORDER BY kind`).all() as Array<{ kind: string; n: number }>;
+async function deadJobs(q: Reader): Promise<Finding> {
+  const rows = await q.all<{ kind: string; n: number }>(`SELECT kind, count(*) AS n FROM jobs WHERE state = 'dead' GROUP BY kind ORDER BY kind`);
   if (rows.length === 0) return { check: 'dead jobs', ok: true, detail: 'none' };
   return {
     check: 'dead jobs',
@@ -97,12 +97,12 @@ function deadJobs(db: Database.Database): Finding {
 }
 
 /** Bank answers not applied (the amount differs, or the bank took a payment kopek had closed): money kopek may not show. */
-function bankAmounts(db: Database.Database): Finding {
-  const rows = db
-    .prepare('SELECT shop_id, subject_id, expected_amount, bank_amount, answer FROM bank_mismatches ORDER BY id DESC LIMIT 10')
-    .all() as Array<{ shop_id: string; subject_id: string; expected_amount: number; bank_amount: number; answer: string }>;
+async function bankAmounts(q: Reader): Promise<Finding> {
+  const rows = await q.all<{ shop_id: string; subject_id: string; expected_amount: number; bank_amount: number; answer: string }>(
+    'SELECT shop_id, subject_id, expected_amount, bank_amount, answer FROM bank_mismatches ORDER BY id DESC LIMIT 10',
+  );
   if (rows.length === 0) return { check: 'bank amounts', ok: true, detail: 'every bank answer was applied' };
-  const total = (db.prepare('SELECT count(*) AS n FROM bank_mismatches').get() as { n: number }).n;
+  const total = (await q.get<{ n: number }>('SELECT count(*) AS n FROM bank_mismatches'))!.n;
   return {
     check: 'bank amounts',
     ok: false,
@@ -111,14 +111,14 @@ function bankAmounts(db: Database.Database): Finding {
   };
 }
 
-function endpoints(db: Database.Database): Finding[] {
+async function endpoints(q: Reader): Promise<Finding[]> {
   const out: Finding[] = [];
-  const disabled = db.prepare('SELECT id, shop_id, url, disabled_reason FROM webhook_endpoints WHERE disabled_at IS NOT NULL ORDER BY disabled_at').all() as Array<{
+  const disabled = await q.all<{
     id: string;
     shop_id: string;
     url: string;
     disabled_reason: string | null;
-  }>;
+  }>('SELECT id, shop_id, url, disabled_reason FROM webhook_endpoints WHERE disabled_at IS NOT NULL ORDER BY disabled_at');
   if (disabled.length === 0) out.push({ check: 'disabled endpoints', ok: true, detail: 'none' });
   else {
     out.push({
@@ -129,13 +129,11 @@ function endpoints(db: Database.Database): Finding[] {
     });
   }
   // Failing: a delivery now retrying (its round began and has not succeeded) or one that gave up.
-  const failing = db
-    .prepare(
-      `SELECT url, sum(state = 'pending' AND attempts > round_start) AS retrying, sum(state = 'failed') AS failed
+  const failing = await q.all<{ url: string; retrying: number; failed: number }>(
+    `SELECT url, sum(state = 'pending' AND attempts > round_start) AS retrying, sum(state = 'failed') AS failed
        FROM webhook_deliveries WHERE (state = 'pending' AND attempts > round_start) OR state = 'failed'
        GROUP BY url ORDER BY failed + retrying DESC LIMIT 10`,
-    )
-    .all() as Array<{ url: string; retrying: number; failed: number }>;
+  );
   if (failing.length === 0) out.push({ check: 'failing endpoints', ok: true, detail: 'none' });
   else {
     out.push({
@@ -153,13 +151,13 @@ export const doctor: Command = {
   name: 'doctor',
   summary: 'check the database, schema, jobs, webhook endpoints and ledger; say what to do',
   usage,
-  run(argv) {
+  async run(argv) {
     const args = parseArgs(argv);
     onlyFlags(args, []);
     atMostPositionals(args, 0, 'kopek doctor [--db PATH]');
     const path = flag(args, 'db') ?? process.env.KOPEK_DB ?? defaultConfig().db;
     let findings: Finding[];
-    let db: Database.Database | null = null;
+    let store: Store | null = null;
     const problem = existsSync(path) ? writeProblem(path) : null;
     const access: Finding[] = problem
       ? [{
@@ -170,15 +168,15 @@ export const doctor: Command = {
         }]
       : [];
     try {
-      db = openExisting(path);
-      db.pragma('schema_version');
-      findings = [{ check: 'database', ok: true, detail: path }, ...access, ...diagnose(db)];
+      store = openExistingStorage(path);
+      await probeDatabase(store);
+      findings = [{ check: 'database', ok: true, detail: path }, ...access, ...(await diagnose(store))];
     } catch (err) {
       findings = problem
         ? access
         : [{ check: 'database', ok: false, detail: (err as Error).message, action: 'check --db and the file; if it is damaged, restore the latest backup (docs/operations.md)' }];
     } finally {
-      db?.close();
+      await store?.close();
     }
     const ok = findings.every((x) => x.ok);
     const lines = findings.flatMap((x) =>

@@ -42,17 +42,17 @@ export const jobs: Command = {
   name: 'jobs',
   summary: 'list scheduled jobs per kind and state, show failing ones, retry a dead one',
   usage,
-  run(argv) {
+  async run(argv) {
     const args = parseArgs(argv);
     const [sub, id] = args.positional;
-    return withStore(args, (store) => {
+    return withStore(args, async (store) => {
       if (sub === undefined) {
         onlyFlags(args, ['limit']);
         const limitText = flag(args, 'limit') ?? '20';
         const limit = Number(limitText);
         if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new Error(`--limit must be an integer from 1 to 1000, not "${limitText}"`);
-        const counts = countJobs(store.db);
-        const failing = failingJobs(store.db, limit).map(describe);
+        const counts = await countJobs(store);
+        const failing = (await failingJobs(store, limit)).map(describe);
         const lines = counts.length === 0 ? ['(no pending or dead jobs)'] : [`${'kind'.padEnd(32)} ${'pending'.padStart(9)} ${'retrying'.padStart(9)} ${'dead'.padStart(9)}`];
         for (const c of counts) lines.push(`${c.kind.padEnd(32)} ${String(c.pending).padStart(9)} ${String(c.retrying).padStart(9)} ${String(c.dead).padStart(9)}`);
         if (failing.length > 0) {
@@ -68,7 +68,7 @@ export const jobs: Command = {
         onlyFlags(args, []);
         const n = Number(id);
         if (!id || !Number.isSafeInteger(n) || n < 1) throw new Error(`jobs retry needs a numeric JOB_ID, not "${id ?? ''}"`);
-        const row = store.tx(({ db }) => reviveJob(db, n, Date.now()));
+        const row = await store.tx(async (tx) => reviveJob(tx, n, Date.now()));
         output(args, describe(row), [`job ${row.id} (${row.kind}) is pending again, due ${iso(row.due_at)}`]);
         return 0;
       }

@@ -23,18 +23,18 @@ Examples:
   kopek key list --shop 3b9e…
   kopek key revoke 0c55…`;
 
-function create(store: Store, args: Args): void {
+async function create(store: Store, args: Args): Promise<void> {
   const shopId = flag(args, 'shop')!;
   const mode = flag(args, 'mode') as 'test' | 'live';
-  const { key: k, secret } = createKey(store, shopId, mode, flag(args, 'scopes'), Date.now());
+  const { key: k, secret } = await createKey(store, shopId, mode, flag(args, 'scopes'), Date.now());
   output(args, { id: k.id, key: secret, mode: k.mode, scopes: k.scopes.split(',').filter(Boolean) }, [
     `key id  ${k.id}`,
     `key     ${secret}   (shown once)`,
   ]);
 }
 
-function list(store: Store, args: Args): void {
-  const keys = listKeys(store, flag(args, 'shop')!).map((k) => ({
+async function list(store: Store, args: Args): Promise<void> {
+  const keys = (await listKeys(store, flag(args, 'shop')!)).map((k) => ({
     id: k.id,
     mode: k.mode,
     prefix: k.key_prefix,
@@ -56,10 +56,10 @@ export const key: Command = {
   name: 'key',
   summary: 'issue, list and revoke API keys',
   usage,
-  run(argv) {
+  async run(argv) {
     const args = parseArgs(argv);
     const [sub, id] = args.positional;
-    let act: (store: Store) => void;
+    let act: (store: Store) => Promise<void>;
     if (sub === 'create') {
       onlyFlags(args, ['shop', 'mode', 'scopes']);
       atMostPositionals(args, 1, 'kopek key create --shop ID --mode test|live [--scopes S1,S2]');
@@ -76,14 +76,14 @@ export const key: Command = {
       onlyFlags(args, []);
       atMostPositionals(args, 2, 'kopek key revoke KEY_ID');
       if (!id) throw new Error('cannot revoke key: KEY_ID is required');
-      act = (store) => {
-        revokeKey(store, id, Date.now());
+      act = async (store) => {
+        await revokeKey(store, id, Date.now());
         output(args, { id, revoked: true }, [`revoked ${id}`]);
       };
     } else {
       throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek key --help`);
     }
-    withStore(args, act);
+    await withStore(args, act);
     return 0;
   },
 };

@@ -24,14 +24,14 @@ export const ledger: Command = {
   name: 'ledger',
   summary: 'prove the ledger: balances equal postings, nothing overdrawn',
   usage,
-  run(argv) {
+  async run(argv) {
     const args = parseArgs(argv);
     const [sub] = args.positional;
     if (sub !== 'check') throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek ledger --help`);
     onlyFlags(args, []);
     const store = openStore(args);
     try {
-      const result = checkLedger(store.db);
+      const result = await checkLedger(store);
       const lines = result.books.map(
         (b) => `${b.shop_id} ${b.mode.padEnd(4)}  balance ${b.balance}  available ${b.available}  reserved ${b.reserved}  entries ${b.entries}`,
       );
@@ -41,7 +41,7 @@ export const ledger: Command = {
       if (!result.ok) process.stderr.write(`kopek ledger: check failed: ${result.problems.length} problems\n`);
       return result.ok ? 0 : 1;
     } finally {
-      store.db.close();
+      await store.close();
     }
   },
 };

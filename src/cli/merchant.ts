@@ -23,7 +23,7 @@ export const merchant: Command = {
   name: 'merchant',
   summary: 'create merchants; activate live mode',
   usage,
-  run(argv) {
+  async run(argv) {
     const args = parseArgs(argv);
     const [sub, id] = args.positional;
     if (sub === 'create') {
@@ -31,7 +31,7 @@ export const merchant: Command = {
       atMostPositionals(args, 1, 'kopek merchant create --name NAME');
       const name = flag(args, 'name');
       if (!name?.trim()) throw new Error('cannot create merchant: --name NAME is required and must not be empty');
-      const m = withStore(args, (store) => createMerchant(store, name, Date.now()), { create: true });
+      const m = await withStore(args, async (store) => createMerchant(store, name, Date.now()), { create: true });
       output(args, { id: m.id, name: m.name }, [m.id]);
       return 0;
     }
@@ -39,7 +39,7 @@ export const merchant: Command = {
       onlyFlags(args, []);
       atMostPositionals(args, 2, 'kopek merchant activate-live MERCHANT_ID');
       if (!id) throw new Error('cannot activate live mode: MERCHANT_ID is required');
-      const r = withStore(args, (store) => activateLive(store, id));
+      const r = await withStore(args, async (store) => activateLive(store, id));
       output(args, r, [`live mode on for merchant ${r.id}`, `shops with an acquirer: ${r.shops_with_acquirer.join(', ')}`]);
       return 0;
     }

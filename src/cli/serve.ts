@@ -1,8 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { loadConfig, OPTIONS } from '../config';
 import { startApp } from '../app';
-import { openDatabase } from '../db/open';
-import { Store } from '../db/store';
+import { openStorage } from '../db/maintenance';
 import { createDemo, isEmpty } from '../cabinet/store';
 import { createDemoUser } from '../cabinet/users';
 import { io, type Command } from './command';
@@ -29,15 +28,15 @@ export const serve: Command = {
   usage,
   async run(argv) {
     const config = loadConfig(argv);
-    let demo: ReturnType<typeof createDemo> | null = null;
-    let user: ReturnType<typeof createDemoUser> | null = null;
+    let demo: Awaited<ReturnType<typeof createDemo>> | null = null;
+    let user: Awaited<ReturnType<typeof createDemoUser>> | null = null;
     if (config.demo) {
-      const store = new Store(openDatabase(config.db));
-      if (isEmpty(store)) {
-        demo = createDemo(store, Date.now());
-        user = createDemoUser(store, demo.merchant.id, Date.now());
+      const store = openStorage(config.db);
+      if (await isEmpty(store)) {
+        demo = await createDemo(store, Date.now());
+        user = await createDemoUser(store, demo.merchant.id, Date.now());
       }
-      store.db.close();
+      await store.close();
     }
     const running = await startApp(config);
     const { err } = io();

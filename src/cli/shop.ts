@@ -48,46 +48,46 @@ Examples:
   kopek shop acquirer --shop 3b9e… --json`;
 
 /** Subcommands taking SHOP_ID, with their usage line and how many positionals they take. */
-const ON_SHOP: Record<string, { line: string; max: number; run(store: Store, args: Args, id: string, value?: string): void }> = {
+const ON_SHOP: Record<string, { line: string; max: number; run(store: Store, args: Args, id: string, value?: string): Promise<void> }> = {
   show: { line: 'kopek shop show SHOP_ID', max: 2, run: show },
   scopes: {
     line: 'kopek shop scopes SHOP_ID S1,S2',
     max: 3,
-    run(store, args, id, value) {
+    async run(store, args, id, value) {
       if (value === undefined) throw new Error(`cannot set scopes of shop "${id}": give the scope list (S1,S2, or "" for none)`);
-      const list = setShopScopes(store, id, value);
+      const list = await setShopScopes(store, id, value);
       output(args, { id, scopes: list }, [`scopes: ${list.join(',') || '(none)'}`]);
     },
   },
   'ip-allowlist': {
     line: 'kopek shop ip-allowlist SHOP_ID [ENTRY,...]',
     max: 3,
-    run(store, args, id, value) {
-      const list = setIpAllowlist(store, id, value ?? '');
+    async run(store, args, id, value) {
+      const list = await setIpAllowlist(store, id, value ?? '');
       output(args, { id, ip_allowlist: list }, [list.length ? `allow-list: ${list.join(',')}` : 'allow-list cleared: any address']);
     },
   },
   'signing-secret': {
     line: 'kopek shop signing-secret SHOP_ID',
     max: 2,
-    run(store, args, id) {
-      const s = rotateSigningSecret(store, id);
+    async run(store, args, id) {
+      const s = await rotateSigningSecret(store, id);
       output(args, { id, secret: s }, [`${s}   (shown once; the old secret no longer verifies)`]);
     },
   },
   'require-signature': {
     line: 'kopek shop require-signature SHOP_ID on|off',
     max: 3,
-    run(store, args, id, value) {
+    async run(store, args, id, value) {
       if (value !== 'on' && value !== 'off') throw new Error(`cannot set require-signature of shop "${id}": give on or off, got "${value ?? ''}"`);
-      setRequireSignature(store, id, value === 'on');
+      await setRequireSignature(store, id, value === 'on');
       output(args, { id, require_signature: value === 'on' }, [`require-signature ${value}`]);
     },
   },
 };
 
-function show(store: Store, args: Args, id: string): void {
-  const s = getShop(store, id);
+async function show(store: Store, args: Args, id: string): Promise<void> {
+  const s = await getShop(store, id);
   if (!s) throw new Error(`cannot show shop "${id}": not found`);
   const view = {
     id: s.id,
@@ -106,7 +106,7 @@ export const shop: Command = {
   name: 'shop',
   summary: 'create shops; set scopes, IP allow-list, request signing, the live acquirer',
   usage,
-  run(argv) {
+  async run(argv) {
     if (argv[0] === 'acquirer') return runAcquirer(argv.slice(1));
     const args = parseArgs(argv);
     const [sub, id, value] = args.positional;
@@ -116,7 +116,7 @@ export const shop: Command = {
       const merchantId = flag(args, 'merchant');
       const name = flag(args, 'name');
       if (!merchantId || !name) throw new Error('cannot create shop: --merchant ID and --name NAME are required');
-      const s = withStore(args, (store) => createShop(store, merchantId, name, flag(args, 'scopes'), Date.now()));
+      const s = await withStore(args, async (store) => createShop(store, merchantId, name, flag(args, 'scopes'), Date.now()));
       output(args, { id: s.id, webhook_secret: s.webhook_secret, signing_secret: s.signing_secret, scopes: s.scopes.split(',').filter(Boolean) }, [
         `shop            ${s.id}`,
         `webhook secret  ${s.webhook_secret}   (shown once)`,
@@ -129,7 +129,7 @@ export const shop: Command = {
     onlyFlags(args, []);
     atMostPositionals(args, spec.max, spec.line);
     if (!id) throw new Error(`cannot run shop ${sub}: SHOP_ID is required; usage: ${spec.line}`);
-    withStore(args, (store) => spec.run(store, args, id, value));
+    await withStore(args, (store) => spec.run(store, args, id, value));
     return 0;
   },
 };

@@ -42,14 +42,14 @@ export const webhook: Command = {
   name: 'webhook',
   summary: 'manage webhook endpoints, see deliveries, resend events',
   usage,
-  run(argv) {
+  async run(argv) {
     const args = parseArgs(argv);
     const [sub, id] = args.positional;
     // `rotate ID 24` meant as an overlap would otherwise end the old secret at once: refuse stray words.
     const takesId = sub === 'delete' || sub === 'rotate' || sub === 'resend';
     const line = usage.split('\n').find((l) => l.startsWith(`  kopek webhook ${sub} `))?.trim();
     if (line) atMostPositionals(args, takesId ? 2 : 1, line);
-    return withStore(args, (store) => {
+    return withStore(args, async (store) => {
       switch (sub) {
         case 'add':
           return add(store, args);
@@ -58,7 +58,7 @@ export const webhook: Command = {
         case 'delete':
           onlyFlags(args, []);
           if (!id) throw new Error('webhook delete needs ENDPOINT_ID');
-          deleteEndpoint(store, id);
+          await deleteEndpoint(store, id);
           output(args, { id, deleted: true }, [`deleted ${id}`]);
           return 0;
         case 'rotate': {
@@ -66,7 +66,7 @@ export const webhook: Command = {
           if (!id) throw new Error('webhook rotate needs ENDPOINT_ID');
           const raw = flag(args, 'overlap') ?? '0';
           if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`cannot rotate webhook secret: --overlap must be a number of hours, got "${raw}"`);
-          const secret = rotateSecret(store, id, Number(raw), Date.now());
+          const secret = await rotateSecret(store, id, Number(raw), Date.now());
           output(args, { id, secret, overlap_hours: Number(raw) }, [
             `secret  ${secret}   (shown once)`,
             Number(raw) > 0 ? `the previous secret stays valid for ${raw} h` : 'the previous secret is no longer valid',
@@ -78,7 +78,7 @@ export const webhook: Command = {
         case 'resend': {
           onlyFlags(args, []);
           if (!id) throw new Error('webhook resend needs EVT_ID');
-          const n = store.tx((tx) => resendEvent(tx, id, Date.now()));
+          const n = await store.tx(async (tx) => resendEvent(tx, id, Date.now()));
           output(args, { event_id: id, requeued: n }, [`re-queued ${n} deliver${n === 1 ? 'y' : 'ies'} of ${id}`]);
           return 0;
         }
@@ -89,12 +89,12 @@ export const webhook: Command = {
   },
 };
 
-function add(store: Store, args: Args): number {
+async function add(store: Store, args: Args): Promise<number> {
   onlyFlags(args, ['shop', 'url', 'events', 'signature']);
   const shopId = flag(args, 'shop');
   const url = flag(args, 'url');
   if (!shopId || !url) throw new Error('webhook add needs --shop ID and --url URL');
-  const { endpoint, secret } = addEndpoint(store, { shopId, url, events: flag(args, 'events'), signature: flag(args, 'signature') }, Date.now());
+  const { endpoint, secret } = await addEndpoint(store, { shopId, url, events: flag(args, 'events'), signature: flag(args, 'signature') }, Date.now());
   output(args, { id: endpoint.id, secret, url: endpoint.url, events: splitList(endpoint.events), signature: endpoint.signature }, [
     `endpoint id  ${endpoint.id}`,
     `secret       ${secret}   (shown once)`,
@@ -102,12 +102,12 @@ function add(store: Store, args: Args): number {
   return 0;
 }
 
-function list(store: Store, args: Args): number {
+async function list(store: Store, args: Args): Promise<number> {
   onlyFlags(args, ['shop']);
   const shopId = flag(args, 'shop');
   if (!shopId) throw new Error('webhook list needs --shop ID');
-  requireShop(store, shopId, 'list webhook endpoints');
-  const items = listEndpoints(store, shopId).map((e) => ({
+  await requireShop(store, shopId, 'list webhook endpoints');
+  const items = (await listEndpoints(store, shopId)).map((e) => ({
     id: e.id,
     url: e.url,
     events: splitList(e.events),
@@ -129,11 +129,11 @@ function list(store: Store, args: Args): number {
   return 0;
 }
 
-function deliveries(store: Store, args: Args): number {
+async function deliveries(store: Store, args: Args): Promise<number> {
   onlyFlags(args, ['event', 'shop']);
   const shopId = flag(args, 'shop');
-  if (shopId !== undefined) requireShop(store, shopId, 'show webhook deliveries');
-  const items = deliveryLog(store.db, { eventId: flag(args, 'event'), shopId, limit: 200 });
+  if (shopId !== undefined) await requireShop(store, shopId, 'show webhook deliveries');
+  const items = await deliveryLog(store, { eventId: flag(args, 'event'), shopId, limit: 200 });
   output(
     args,
     { items },
@@ -149,8 +149,8 @@ function deliveries(store: Store, args: Args): number {
 }
 
 // A mistyped shop id would otherwise look like a shop without endpoints or deliveries.
-function requireShop(store: Store, shopId: string, action: string): void {
-  if (!store.stmt('SELECT 1 FROM shops WHERE id = ?').get(shopId)) throw new Error(`cannot ${action}: shop "${shopId}" not found`);
+async function requireShop(store: Store, shopId: string, action: string): Promise<void> {
+  if (!(await store.get('SELECT 1 FROM shops WHERE id = ?', shopId))) throw new Error(`cannot ${action}: shop "${shopId}" not found`);
 }
 
 function splitList(text: string): string[] {

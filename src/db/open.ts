@@ -69,14 +69,20 @@ function ownerOnly(path: string): void {
   }
 }
 
-/** Apply schema.sql to an empty database, or the pending migrations to an older one. */
+/**
+ * Apply schema.sql to an empty database, or the pending migrations to an older one. The version is read again
+ * under the write lock (BEGIN IMMEDIATE), so that processes opening a new or older file at once (admin commands
+ * started together, a server and a command) apply each step once: the first installs, the others find it done.
+ */
 function migrate(db: Database.Database): void {
-  const version = db.pragma('user_version', { simple: true }) as number;
-  if (version === SCHEMA_VERSION) return;
-  if (version > SCHEMA_VERSION) {
-    throw new Error(`cannot use database: its schema version ${version} is newer than this build's ${SCHEMA_VERSION}`);
-  }
+  const seen = db.pragma('user_version', { simple: true }) as number;
+  if (seen === SCHEMA_VERSION) return;
   const apply = db.transaction(() => {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version === SCHEMA_VERSION) return;
+    if (version > SCHEMA_VERSION) {
+      throw new Error(`cannot use database: its schema version ${version} is newer than this build's ${SCHEMA_VERSION}`);
+    }
     if (version === 0) {
       db.exec(SCHEMA_SQL);
     } else {

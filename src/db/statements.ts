@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import type { Tx } from './tx';
 
 /** A reader of one row at a time; see cachedRowReader. */
 export interface RowReader {
@@ -75,10 +76,10 @@ function cachedPerConnection<V>(
 
 /**
  * Write the columns `patch` names, and only those, of the row `id` of `table`, in the caller's transaction.
- * Values are bound by position (by name, better-sqlite3 looks each one up on an object built for the call). The
- * SQL is made of the table's name and the patch's keys, which are the callers' own column names, never data.
+ * Values are bound by position. The SQL is made of the table's name and the patch's keys, which are the
+ * callers' own column names, never data.
  */
-export function updateById(tx: { stmt(sql: string): Database.Statement }, table: string, id: string, patch: object): void {
+export async function updateById(tx: Tx, table: string, id: string, patch: object): Promise<void> {
   const values: unknown[] = [];
   let sql = `UPDATE ${table} SET `;
   for (const col in patch) {
@@ -87,5 +88,5 @@ export function updateById(tx: { stmt(sql: string): Database.Statement }, table:
   }
   if (values.length === 0) return;
   values.push(id);
-  tx.stmt(`${sql} WHERE id = ?`).run(...values);
+  await tx.run(`${sql} WHERE id = ?`, ...values);
 }

@@ -2,20 +2,19 @@ import type Database from 'better-sqlite3';
 import { realpathSync } from 'node:fs';
 import { createLogger, type Logger } from '../log';
 import { Checkpointer } from './checkpointer';
-import { cachedRowReader, cachedStmt, type RowReader } from './statements';
+import { cachedStmt } from './statements';
+import { getRow, SqliteTx, type Reader, type Row, type Tx } from './tx';
 import { WalSync } from './wal-sync';
+import { ChangeSignal } from './change-signal';
 
-/** What a transaction body receives: the database and a way to act after the commit. */
-export interface Tx {
-  db: Database.Database;
-  /** A cached prepared statement (cachedStmt): compiled once; never pluck/raw/expand or iterate it. */
-  stmt(sql: string): Database.Statement;
-  /** Run `fn` after this transaction commits (never if it rolls back): wake timers, push SSE, kick webhooks. */
-  afterCommit(fn: () => void): void;
-}
+export type { Reader, Row, RunResult, Tx } from './tx';
+export { TX_ENDED } from './tx';
+
+/** A transaction body: it awaits nothing but its Tx. */
+export type Body<T> = (tx: Tx) => Promise<T> | T;
 
 type Pending = {
-  fn: (tx: Tx) => unknown;
+  fn: Body<unknown>;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
   seen?: { seq?: number };
@@ -35,6 +34,10 @@ const GROUP_LIMIT = 512;
  * event loop, and is refused (SQLITE_BUSY, a 503 to clients) once it has waited `total_ms`.
  */
 export const BUSY_LIMITS = { first_retry_ms: 5, longest_retry_ms: 200, total_ms: 5000 };
+
+/** The error of a body that waited on something other than its transaction; it is rolled back. */
+export const AWAITED_OUTSIDE =
+  'a transaction body awaited something other than its transaction (the network, a timer, another request, or a read through the store instead of its Tx); it would hold the write lock, so it was rolled back';
 
 /** How a store makes its commits durable. */
 export interface StoreOptions {
@@ -59,21 +62,30 @@ type Committed = {
 };
 
 /**
- * The one way to write. `tx` runs a body now in its own immediate transaction; `write` queues a body and
- * commits every body queued in the same turn of the event loop in one transaction (group commit), each in
- * its own savepoint so that one failing body rolls back only itself. Promises settle, and after-commit hooks
- * run, only once the commit is durable, so a response is sent only for data that survives a power loss.
+ * The one way to reach the database. `write` queues a body and commits every body queued in the same turn of
+ * the event loop in one transaction (group commit), each in its own savepoint so that one failing body rolls
+ * back only itself; `tx` runs a body in a transaction of its own. Bodies are async functions over a Tx, run
+ * one after another; a body that awaits anything but its Tx is failed loudly (AWAITED_OUTSIDE) instead of
+ * holding the write lock. Promises settle, and after-commit hooks run, only once the commit is durable, so a
+ * response is sent only for data that survives a power loss.
  *
- * With `sync: 'store'` a commit is visible to reads on this connection a little before it is durable (while
- * its WAL sync runs). Anything that shows data to the outside world (a response, an SSE event, a webhook)
- * therefore first waits for `whenDurable()`, which is free when nothing is waiting for the disk. Groups keep
- * committing while a sync runs; one sync at a time covers every commit made before it started.
+ * Reads outside a transaction (`get`, `all`) see committed data only: while a transaction is open they wait
+ * for it. With `sync: 'store'` a commit is visible to reads a little before it is durable (while its WAL sync
+ * runs). Anything that shows data to the outside world (a response, an SSE event, a webhook) therefore first
+ * waits for `whenDurable()`, which is free when nothing is waiting for the disk. Groups keep committing while
+ * a sync runs; one sync at a time covers every commit made before it started.
  */
-export class Store {
-  readonly db: Database.Database;
+export class Store implements Reader {
+  private readonly db: Database.Database;
+  /** The identity Tx.connection names; the same for every transaction of this store. */
+  readonly connection: object = Object.freeze({});
+  /** The database file ('' or ':memory:' for a database in memory). */
+  readonly path: string;
   private queue: Pending[] = [];
   private scheduled = false;
-  private inTx = false;
+  /** The write lock of this process: a transaction is open (or a read waits its turn behind one). */
+  private locked = false;
+  private lockWaiters: Array<() => void> = [];
   // Transaction control compiled once: db.exec parses its SQL again on every call, once per body under load.
   private readonly begin: Database.Statement;
   private readonly commit: Database.Statement;
@@ -93,8 +105,6 @@ export class Store {
   private waiters: Array<{ seq: number; resolve: () => void }> = [];
   /** Checkpoints the WAL on a thread when this store syncs it (sync: 'store'). */
   private checkpointer: Checkpointer | null = null;
-  /** Bound once so that every Tx shares it instead of allocating a closure per body. */
-  readonly stmtFn = (sql: string): Database.Statement => this.stmt(sql);
   /** Wait for another process's write lock without blocking the thread (sync: 'store'). */
   private readonly busyAsync: boolean;
   /** When the group waiting for the write lock first found it taken; null when none waits. */
@@ -102,9 +112,11 @@ export class Store {
   private busyRetry_ms = BUSY_LIMITS.first_retry_ms;
   /** The last write the storage refused (disk full, I/O error, lock held), until a commit succeeds again. */
   private failure: { code: string; message: string; at: number } | null = null;
+  private signal: ChangeSignal | null = null;
 
   constructor(db: Database.Database, opts: StoreOptions = {}) {
     this.db = db;
+    this.path = db.name;
     this.log = opts.log ?? STDERR_LOG;
     // Each body's savepoint journals the first copy of every page it changes so that it can roll back alone.
     // With temp files that journal spills to disk after 64 KiB (two writes per page, half of an insert's
@@ -127,14 +139,44 @@ export class Store {
     }
   }
 
-  /** A cached prepared statement of this store's connection (see cachedStmt: run/get/all only). */
-  stmt(sql: string): Database.Statement {
-    return cachedStmt(this.db, sql);
+  /** The connection itself, for the engine's own files (src/db/) only: domain code goes through Reader and Tx. */
+  get sqliteHandle(): Database.Database {
+    return this.db;
   }
 
-  /** A cached single-row reader of this store's connection (see cachedRowReader): for wide rows on hot paths. */
-  reader(sql: string): RowReader {
-    return cachedRowReader(this.db, sql);
+  /** True while the connection is open. */
+  get isOpen(): boolean {
+    return this.db.open;
+  }
+
+  /** True while a transaction is open on this store's connection. */
+  get inTransaction(): boolean {
+    return this.db.inTransaction;
+  }
+
+  /** The database's change signal, for caches (see change-signal.ts). */
+  get changes(): ChangeSignal {
+    return (this.signal ??= new ChangeSignal(this.db));
+  }
+
+  /** The first row of `sql` in committed data; waits for a transaction that is open. */
+  get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
+    if (this.locked) return this.whenUnlocked(() => getRow(this.db, sql, params) as T | undefined);
+    try {
+      return Promise.resolve(getRow(this.db, sql, params) as T | undefined);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** Every row of `sql` in committed data; waits for a transaction that is open. */
+  all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+    if (this.locked) return this.whenUnlocked(() => cachedStmt(this.db, sql).all(...params) as T[]);
+    try {
+      return Promise.resolve(cachedStmt(this.db, sql).all(...params) as T[]);
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /** Commits made through this store so far: unchanged between two moments means nothing was written between. */
@@ -152,35 +194,34 @@ export class Store {
     return new Promise<void>((resolve) => this.waiters.push({ seq, resolve }));
   }
 
-  private newTx(hooks: Array<() => void>): Tx {
-    return { db: this.db, stmt: this.stmtFn, afterCommit: (h) => hooks.push(h) };
-  }
-
   /**
-   * Run `fn` in one synchronous immediate transaction, now, durable on return; after-commit callbacks run then.
-   * With `{ durable: 'later' }` (the scheduler's batches) the commit is durable a little after return instead: its WAL sync
-   * runs on the thread pool while the caller goes on, as a group commit's does, and its after-commit callbacks
-   * run once that sync is done. Nothing outside the process learns of it before (see whenDurable).
+   * Run `fn` in a transaction of its own, as soon as no other is open; durable when the promise settles, and
+   * after-commit callbacks run then. With `{ durable: 'later' }` (the scheduler's batches) the commit is
+   * durable a little after instead: its WAL sync runs on the thread pool while the caller goes on, as a group
+   * commit's does, and its after-commit callbacks run once that sync is done. Nothing outside the process
+   * learns of it before (see whenDurable).
    */
-  tx<T>(fn: (tx: Tx) => T, opts: { durable: 'now' | 'later' } = { durable: 'now' }): T {
-    if (this.inTx) throw new Error('cannot open a transaction inside another');
+  async tx<T>(fn: Body<T>, opts: { durable: 'now' | 'later' } = { durable: 'now' }): Promise<T> {
+    const wait = this.lock();
+    if (wait) await wait;
     const hooks: Array<() => void> = [];
-    const tx = this.newTx(hooks);
-    // As before a group commit: a long run of tx() (a clock advance) must also let the WAL start over.
-    this.checkpointer?.catchUpIfLong();
-    this.inTx = true;
+    const tx = new SqliteTx(this.db, this.connection, hooks);
     let result: T;
     try {
+      // As before a group commit: a long run of tx() (a clock advance) must also let the WAL start over.
+      this.checkpointer?.catchUpIfLong();
       this.begin.run();
       try {
-        result = fn(tx);
+        result = await this.runBody(fn, tx);
+        tx.end();
         this.commit.run();
       } catch (err) {
+        tx.end();
         if (this.db.inTransaction) this.rollback.run();
         throw err;
       }
     } finally {
-      this.inTx = false;
+      this.unlock();
     }
     const seq = ++this.committedSeq;
     if (opts.durable === 'later' && this.wal) {
@@ -200,9 +241,9 @@ export class Store {
    * `seen`, when given, receives the number of the commit the body was part of, before the promise settles:
    * a reply built from the body's result alone needs only that commit on disk (see whenDurable).
    */
-  write<T>(fn: (tx: Tx) => T, seen?: { seq?: number }): Promise<T> {
+  write<T>(fn: Body<T>, seen?: { seq?: number }): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, seen });
+      this.queue.push({ fn: fn as Body<unknown>, resolve: resolve as (v: unknown) => void, reject, seen });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(this.flushFn);
@@ -213,9 +254,27 @@ export class Store {
   private readonly flushFn = (): void => {
     this.scheduled = false;
     if (this.queue.length === 0) return;
-    this.checkpointer?.catchUpIfLong();
+    const wait = this.lock();
+    if (wait) void wait.then(this.flushLockedFn);
+    else this.flushLockedFn();
+  };
+
+  private readonly flushLockedFn = (): void => {
+    this.flushLocked().catch((err) => this.log.error('group commit failed', { error: String(err) }));
+  };
+
+  /** One group under the write lock (flushFn). */
+  private async flushLocked(): Promise<void> {
+    let outcome: 'done' | 'busy' = 'done';
     const batch = this.queue.splice(0, GROUP_LIMIT);
-    if (this.commitGroup(batch) === 'busy') {
+    try {
+      if (batch.length === 0) return;
+      this.checkpointer?.catchUpIfLong();
+      outcome = await this.commitGroup(batch);
+    } finally {
+      this.unlock();
+    }
+    if (outcome === 'busy') {
       // Another process holds the write lock: the group goes back to the front and waits on a timer.
       this.queue.unshift(...batch);
       this.scheduled = true;
@@ -223,11 +282,11 @@ export class Store {
       this.busyRetry_ms = Math.min(this.busyRetry_ms * 2, BUSY_LIMITS.longest_retry_ms);
       return;
     }
-    if (this.queue.length > 0) {
+    if (this.queue.length > 0 && !this.scheduled) {
       this.scheduled = true;
       setImmediate(this.flushFn);
     }
-  };
+  }
 
   /** The storage's last refusal (disk full, I/O error, write lock held too long) while writes still fail; null when they work. */
   trouble(): { code: string; message: string; at: number } | null {
@@ -239,9 +298,9 @@ export class Store {
    * takes writes again, which clears trouble(); rejects with the storage's error while it does not.
    */
   probeWrite(): Promise<void> {
-    return this.write((tx) => {
-      const v = tx.db.pragma('user_version', { simple: true }) as number;
-      tx.db.pragma(`user_version = ${v}`);
+    return this.write(() => {
+      const v = this.db.pragma('user_version', { simple: true }) as number;
+      this.db.pragma(`user_version = ${v}`);
     });
   }
 
@@ -252,32 +311,100 @@ export class Store {
     this.log.error('storage refused a write; the group is answered 503', { code: this.failure.code, error: this.failure.message });
   }
 
-  /** Commit everything queued now and wait for the disk, synchronously (shutdown). */
-  flush(): void {
-    while (this.queue.length > 0) this.commitGroup(this.queue.splice(0, GROUP_LIMIT), true);
+  /** Commit everything queued now and wait for the disk (shutdown). */
+  async flush(): Promise<void> {
+    while (this.queue.length > 0) {
+      const wait = this.lock();
+      if (wait) await wait;
+      try {
+        const batch = this.queue.splice(0, GROUP_LIMIT);
+        if (batch.length > 0) await this.commitGroup(batch, true);
+      } finally {
+        this.unlock();
+      }
+    }
     this.syncNow();
   }
 
   /** Flush, then close the connection and the WAL file (once a sync still on the thread pool is done with it). */
-  close(): void {
-    this.flush();
+  async close(): Promise<void> {
+    if (!this.db.open) return;
+    await this.flush();
     this.checkpointer?.close();
     this.db.close();
     this.wal?.close();
   }
 
+  /** Take this process's write lock: null when taken at once, else a promise that settles when it is ours. */
+  private lock(): Promise<void> | null {
+    if (!this.locked) {
+      this.locked = true;
+      return null;
+    }
+    return new Promise<void>((resolve) => this.lockWaiters.push(resolve));
+  }
+
+  /** Hand the write lock to the next waiter in line, or free it. */
+  private unlock(): void {
+    const next = this.lockWaiters.shift();
+    if (next) next();
+    else this.locked = false;
+  }
+
+  /** Run a read once the transaction open now has ended. */
+  private async whenUnlocked<T>(read: () => T): Promise<T> {
+    const wait = this.lock();
+    if (wait) await wait;
+    try {
+      return read();
+    } finally {
+      this.unlock();
+    }
+  }
+
+  /**
+   * Run one body. Its own awaits on its Tx settle within the current turn of the event loop (SQLite answers
+   * at once); a body still running when the turn ends is waiting on something else, which would hold the
+   * write lock for as long: it is failed with AWAITED_OUTSIDE and its Tx refuses any later call.
+   */
+  private runBody<T>(fn: Body<T>, tx: SqliteTx): Promise<T> | T {
+    const out = fn(tx);
+    if (!(out instanceof Promise)) return out;
+    return new Promise<T>((resolve, reject) => {
+      let done = false;
+      const watchdog = setImmediate(() => {
+        if (done) return;
+        done = true;
+        tx.end();
+        reject(new Error(AWAITED_OUTSIDE));
+      });
+      out.then(
+        (value: T) => {
+          if (done) return;
+          done = true;
+          clearImmediate(watchdog);
+          resolve(value);
+        },
+        (err: unknown) => {
+          if (done) return;
+          done = true;
+          clearImmediate(watchdog);
+          reject(err);
+        },
+      );
+    });
+  }
+
   /**
    * One group: BEGIN, each body in its savepoint, COMMIT. 'busy' when another process holds the write lock
-   * and the group may wait for it (nothing ran); the group is then the caller's to retry.
+   * and the group may wait for it (nothing ran); the group is then the caller's to retry. The caller holds
+   * the write lock.
    */
-  private commitGroup(batch: Pending[], syncLater = false): 'done' | 'busy' {
+  private async commitGroup(batch: Pending[], syncLater = false): Promise<'done' | 'busy'> {
     const outcomes: Committed['outcomes'] = [];
-    if (this.inTx) throw new Error('cannot group-commit inside a transaction');
-    this.inTx = true;
     try {
       this.begin.run();
     } catch (err) {
-      this.inTx = false;
       if (this.busyAsync && (err as { code?: string }).code === 'SQLITE_BUSY' && !syncLater) {
         this.busySince ??= Date.now();
         if (Date.now() - this.busySince < BUSY_LIMITS.total_ms) return 'busy';
@@ -294,13 +421,15 @@ export class Store {
     let storageErr: unknown = null;
     for (const p of batch) {
       const hooks: Array<() => void> = [];
-      const tx = this.newTx(hooks);
+      const tx = new SqliteTx(this.db, this.connection, hooks);
       this.savepoint.run();
       try {
-        const value = p.fn(tx);
+        const value = await this.runBody(p.fn, tx);
+        tx.end();
         this.release.run();
         outcomes.push({ ok: true, value, hooks });
       } catch (err) {
+        tx.end();
         if (STORAGE_CODES.test(String((err as { code?: string }).code ?? ''))) storageErr = err;
         // A full disk or an I/O error can make SQLite roll the whole transaction back: then there is no
         // savepoint to return to, and every body of the group, those before this one too, is lost.
@@ -327,12 +456,10 @@ export class Store {
     }
     if (lost !== null) {
       if (this.db.inTransaction) this.rollback.run();
-      this.inTx = false;
       this.refused(lost);
       for (const p of batch) p.reject(lost);
       return 'done';
     }
-    this.inTx = false;
     if (storageErr !== null) this.refused(storageErr);
     else this.failure = null;
     const seq = ++this.committedSeq;

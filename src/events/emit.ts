@@ -1,4 +1,5 @@
-import type { Store, Tx } from '../db/store';
+import type { Reader, Tx } from '../db/store';
+import { lastIssuedEventSeq } from '../db/dialect';
 import type { Mode } from '../scheduler/clock';
 import { eventId } from '../util/ids';
 import { iso } from '../util/time';
@@ -42,21 +43,21 @@ export interface EventRow {
 }
 
 /** The highest event sequence number ever issued (deleted rows included: AUTOINCREMENT never reuses one). */
-export function lastIssuedSeq(store: Pick<Store, 'stmt'>): number {
-  const row = store.stmt(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`).get() as { seq: number } | undefined;
-  return row?.seq ?? 0;
+export function lastIssuedSeq(q: Reader): Promise<number> {
+  return lastIssuedEventSeq(q);
 }
 
 /** A shop's events of a mode after `afterSeq`, oldest first, at most `limit`. */
-export function eventsAfter(store: Pick<Store, 'stmt'>, shopId: string, mode: Mode, afterSeq: number, limit: number): EventRow[] {
-  return store.stmt(`SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`).all(shopId, mode, afterSeq, limit) as EventRow[];
+export function eventsAfter(q: Reader, shopId: string, mode: Mode, afterSeq: number, limit: number): Promise<EventRow[]> {
+  return q.all<EventRow>(`SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`, shopId, mode, afterSeq, limit);
 }
 
 /**
  * Called inside the appending transaction (webhook deliveries are written here, in the same commit), with the
- * changed object when the appender gave it (EventInput.object).
+ * changed object when the appender gave it (EventInput.object). Sinks run one after another, each awaited, and
+ * touch the database only through `tx`.
  */
-export type EventSink = (tx: Tx, row: EventRow, object: unknown) => void;
+export type EventSink = (tx: Tx, row: EventRow, object: unknown) => Promise<void>;
 /** Called after commit (SSE fan-out, waking the webhook worker). */
 export type EventListener = (row: EventRow) => void;
 
@@ -76,30 +77,27 @@ export class Events {
     return () => this.listeners.delete(listener);
   }
 
-  /** Append an event in the caller's transaction; sinks run now, listeners after commit. */
-  append(tx: Tx, e: EventInput): EventRow {
+  /** Append an event in the caller's transaction; sinks run now, in order, listeners after commit. */
+  async append(tx: Tx, e: EventInput): Promise<EventRow> {
     const id = eventId(e.at);
     const payload = JSON.stringify(e.payload);
     const webhookData = e.webhook ? JSON.stringify(e.webhook.data) : null;
-    const info = tx
-      .stmt(
-        `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        id,
-        e.merchantId,
-        e.shopId,
-        e.mode,
-        e.kind,
-        payload,
-        e.at,
-        e.webhook?.event ?? null,
-        webhookData,
-        e.webhook?.url ?? null,
-        e.paymentId ?? null,
-        e.payoutId ?? null,
-      );
+    const info = await tx.run(
+      `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      id,
+      e.merchantId,
+      e.shopId,
+      e.mode,
+      e.kind,
+      payload,
+      e.at,
+      e.webhook?.event ?? null,
+      webhookData,
+      e.webhook?.url ?? null,
+      e.paymentId ?? null,
+      e.payoutId ?? null,
+    );
     const row: EventRow = {
       seq: Number(info.lastInsertRowid),
       id,
@@ -115,7 +113,7 @@ export class Events {
       payment_id: e.paymentId ?? null,
       payout_id: e.payoutId ?? null,
     };
-    for (const sink of this.sinks) sink(tx, row, e.object);
+    for (const sink of this.sinks) await sink(tx, row, e.object);
     tx.afterCommit(() => {
       for (const l of this.listeners) l(row);
     });

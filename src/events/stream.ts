@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { App } from '../app-types';
 import type { Ctx, Reply } from '../http/types';
 import type { Mode } from '../scheduler/clock';
-import { badRequest } from '../http/errors';
+import { ApiError, badRequest } from '../http/errors';
 import { keyStanding } from '../auth/authenticate';
 import { eventsAfter, lastIssuedSeq, sseData, type EventRow } from './emit';
 import { encodeSse, encodeSseComment } from './sse';
@@ -81,8 +81,9 @@ class Client {
 
 /**
  * Fan-out of committed events to the SSE clients of each shop and mode, with one shared ping timer.
- * A client first replays from the events table (resume), then goes live in the same synchronous step
- * as its last read, so no event falls between the two and none is sent twice.
+ * A client first replays from the events table (resume), then goes live right after a read during which no
+ * event of its shop and mode was dispatched (else it reads again), so no event falls between the two and none
+ * is sent twice.
  */
 export class EventStreamHub {
   private readonly byKey = new Map<string, Set<Client>>();
@@ -90,6 +91,8 @@ export class EventStreamHub {
   private readonly pingTimer: NodeJS.Timeout | null;
   /** Runs while streams are open: ends the streams of revoked keys and follows scope changes. */
   private keyChecks: NodeJS.Timeout | null = null;
+  /** A key check is reading the keys; the next tick of the timer is skipped until it ends. */
+  private checking = false;
   /** Unsent bytes per client before it is disconnected. */
   bufferLimitBytes = STREAM_LIMITS.buffer_bytes;
 
@@ -107,10 +110,12 @@ export class EventStreamHub {
   }
 
   /** Open a stream on an authenticated request, resuming after `after` when given. */
-  open(ctx: Ctx, after: number | null): void {
+  async open(ctx: Ctx, after: number | null): Promise<void> {
     const { res, req } = ctx;
     const auth = ctx.auth!;
-    const issued = this.lastIssuedSeq();
+    const issued = await this.lastIssuedSeq();
+    // Shutdown may have begun (and closed every stream) during the read: open no new one.
+    if (this.app.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
     if (after !== null && after > issued) {
       // An id this database never issued (a client of a wiped or restored database): resuming after it would
       // skip every event until the sequence caught up, so the client starts from now instead.
@@ -131,7 +136,7 @@ export class EventStreamHub {
     if (!set) this.byKey.set(key, (set = new Set()));
     set.add(client);
     this.count++;
-    this.keyChecks ??= setInterval(() => this.checkKeys(), STREAM_LIMITS.key_check_ms).unref();
+    this.keyChecks ??= setInterval(() => this.runKeyChecks(), STREAM_LIMITS.key_check_ms).unref();
     res.on('close', () => client.close('client closed'));
     client.write(encodeSseComment('connected'));
     this.app.log.debug('sse connected', { request_id: ctx.requestId, shop_id: auth.shopId, mode: auth.mode, after, clients: this.count });
@@ -169,7 +174,7 @@ export class EventStreamHub {
   }
 
   /** The highest event sequence number ever issued (deleted rows included: AUTOINCREMENT never reuses one). */
-  private lastIssuedSeq(): number {
+  private lastIssuedSeq(): Promise<number> {
     return lastIssuedSeq(this.app.store);
   }
 
@@ -177,15 +182,16 @@ export class EventStreamHub {
     for (;;) {
       if (client.closed) return;
       client.missed = false;
-      const rows = eventsAfter(this.app.store, client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page);
+      const rows = await eventsAfter(this.app.store, client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page);
       // Events of a commit whose WAL sync still runs go out once it is on disk (live events wait the same way).
       const durable = this.app.store.whenDurable();
       if (durable) await durable;
       if (client.closed) return;
       for (const row of rows) client.sendEvent(row);
       if (rows.length < STREAM_LIMITS.replay_page) {
-        // Without a wait, this is the same synchronous step as the read, and events committed from now on reach
-        // the client live. An event dispatched during the wait passed the client by: read again.
+        // No event of the client's shop and mode was dispatched since this read began, so the read saw every
+        // event committed so far, and events committed from now on reach the client live. An event dispatched
+        // during the read or the waits passed the client by: read again.
         if (!client.missed) {
           client.live = true;
           return;
@@ -206,13 +212,24 @@ export class EventStreamHub {
     }
   }
 
+  /** One tick of the key-check timer: a check at a time; a failed read is logged and the next tick tries again. */
+  private runKeyChecks(): void {
+    if (this.checking) return;
+    this.checking = true;
+    void this.checkKeys()
+      .catch((err: unknown) => this.app.log.error('sse key check failed', { error: String((err as Error)?.message ?? err) }))
+      .finally(() => {
+        this.checking = false;
+      });
+  }
+
   /** Each open stream's key, read again: a revoked key's streams end; a key's scopes apply as they are now. */
-  private checkKeys(): void {
-    const standing = new Map<string, ReturnType<typeof keyStanding>>();
+  private async checkKeys(): Promise<void> {
+    const standing = new Map<string, Awaited<ReturnType<typeof keyStanding>>>();
     for (const set of [...this.byKey.values()]) {
       for (const c of [...set]) {
         let st = standing.get(c.keyId);
-        if (!st) standing.set(c.keyId, (st = keyStanding(this.app.store, c.keyId)));
+        if (!st) standing.set(c.keyId, (st = await keyStanding(this.app.store, c.keyId)));
         if (st.revoked) c.close('key revoked');
         else c.scopes = st.scopes;
       }
@@ -238,7 +255,7 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 /** GET /v1/public/events: the key's shop and mode, live; with Last-Event-ID, replayed from after that id first. */
-export function streamEvents(ctx: Ctx): Reply {
+export async function streamEvents(ctx: Ctx): Promise<Reply> {
   const header = ctx.req.headers['last-event-id'];
   const raw = (Array.isArray(header) ? header[0] : header)?.trim();
   let after: number | null = null;
@@ -246,6 +263,6 @@ export function streamEvents(ctx: Ctx): Reply {
     if (!/^\d{1,15}$/.test(raw)) throw badRequest(`Cannot resume the event stream: Last-Event-ID must be an event sequence number, got "${raw.slice(0, 64)}"`, 'Last-Event-ID');
     after = Number(raw);
   }
-  ctx.app.stream.open(ctx, after);
+  await ctx.app.stream.open(ctx, after);
   return { raw: true };
 }

@@ -221,7 +221,7 @@ async function handle(
     // A stream token (GET /v1/public/events?token=…, for a browser's EventSource) stands in for the key.
     const streamToken = (route.streamToken && header(req, 'authorization') === undefined ? ctx.query.get('token') : null) || null;
     const key =
-      route.auth === 'none' || route.auth === 'cabinet' || streamToken ? null : authenticateKey(app.store, { authorization: header(req, 'authorization'), ip: ctx.ip, connection: req.socket });
+      route.auth === 'none' || route.auth === 'cabinet' || streamToken ? null : await authenticateKey(app.store, { authorization: header(req, 'authorization'), ip: ctx.ip, connection: req.socket });
     if (key && route.auth === 'test' && key.auth.mode !== 'test') {
       throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}: test helpers need a test key`);
     }
@@ -229,9 +229,9 @@ async function handle(
     if (BODY_METHODS.has(method)) await readRequestBody(app, ctx, route, bodies);
     else req.resume();
     if (route.auth === 'cabinet') {
-      ctx.cabinet = authenticateCabinet(ctx);
+      ctx.cabinet = await authenticateCabinet(ctx);
     } else if (streamToken) {
-      ctx.auth = authenticateStreamToken(app.store, streamToken, app.clocks.real());
+      ctx.auth = await authenticateStreamToken(app.store, streamToken, app.clocks.real());
       if (limiter) limiter.take(ctx.auth.keyId);
       if (route.scope) requireScope(ctx.auth, route.scope);
       // A token is the whole credential (no cookies), so a page of any origin may read the stream with it.

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { Reader, Store } from '../db/store';
 import { ACCOUNTS, MOVEMENTS, type Movement } from './ledger';
 
 /** One book as the check found it: sums of its postings. */
@@ -23,40 +23,41 @@ export interface CheckResult {
 const MAX_PROBLEMS = 200;
 
 /**
- * Prove the ledger from its postings, in one read snapshot: each entry's postings balance and match its
- * amount; the stored balances equal the sums; reserves never went negative and no payout or refund
- * overdrew `available`; and every payout, payment and refund has exactly the movements its status calls for.
+ * Prove the ledger from its postings, in one transaction of its own (one consistent snapshot): each entry's
+ * postings balance and match its amount; the stored balances equal the sums; reserves never went negative and
+ * no payout or refund overdrew `available`; and every payout, payment and refund has exactly the movements its
+ * status calls for.
  */
-export function checkLedger(db: Database.Database): CheckResult {
+export async function checkLedger(store: Store): Promise<CheckResult> {
+  return store.tx(async (tx) => checkLedgerIn(tx));
+}
+
+/** The checks of checkLedger, read through `q`, which must be one snapshot (a transaction's tx). */
+export async function checkLedgerIn(q: Reader): Promise<CheckResult> {
   const problems: string[] = [];
   const note = (p: string) => {
     if (problems.length < MAX_PROBLEMS) problems.push(p);
   };
-  let books: BookSummary[] = [];
-  db.transaction(() => {
-    checkEntries(db, note);
-    books = checkBooks(db, note);
-    checkPayouts(db, note);
-    checkPayments(db, note);
-    checkRefunds(db, note);
-  })();
+  await checkEntries(q, note);
+  const books = await checkBooks(q, note);
+  await checkPayouts(q, note);
+  await checkPayments(q, note);
+  await checkRefunds(q, note);
   return { ok: problems.length === 0, books, problems };
 }
 
-function checkEntries(db: Database.Database, note: (p: string) => void): void {
-  const rows = db
-    .prepare(
-      `SELECT e.id, e.movement, e.source_id, e.amount, e.shop_id, e.mode, COUNT(p.id) AS n, COALESCE(SUM(p.amount), 0) AS sum,
+async function checkEntries(q: Reader, note: (p: string) => void): Promise<void> {
+  const rows = await q.all<{
+    id: number; movement: string; source_id: string; amount: number; shop_id: string; mode: string;
+    n: number; sum: number; gain: number; foreign_rows: number | null; legs: string | null;
+  }>(
+    `SELECT e.id, e.movement, e.source_id, e.amount, e.shop_id, e.mode, COUNT(p.id) AS n, COALESCE(SUM(p.amount), 0) AS sum,
               COALESCE(SUM(CASE WHEN p.amount > 0 THEN p.amount END), 0) AS gain,
               SUM(p.shop_id != e.shop_id OR p.mode != e.mode) AS foreign_rows,
               GROUP_CONCAT(p.account || ':' || p.amount) AS legs
        FROM ledger_entries e LEFT JOIN ledger_postings p ON p.entry_id = e.id
        GROUP BY e.id ORDER BY e.id`,
-    )
-    .iterate() as IterableIterator<{
-    id: number; movement: string; source_id: string; amount: number; shop_id: string; mode: string;
-    n: number; sum: number; gain: number; foreign_rows: number | null; legs: string | null;
-  }>;
+  );
   for (const e of rows) {
     const what = `entry ${e.id} (${e.movement} of "${e.source_id}")`;
     const m = MOVEMENTS[e.movement as Movement];
@@ -69,41 +70,37 @@ function checkEntries(db: Database.Database, note: (p: string) => void): void {
       note(`${what}: postings ${e.legs} are not ${m.from} → ${m.to}`);
     }
   }
-  const orphans = db.prepare('SELECT COUNT(*) AS n FROM ledger_postings WHERE entry_id NOT IN (SELECT id FROM ledger_entries)').get() as { n: number };
+  const orphans = (await q.get<{ n: number }>('SELECT COUNT(*) AS n FROM ledger_postings WHERE entry_id NOT IN (SELECT id FROM ledger_entries)'))!;
   if (orphans.n > 0) note(`${orphans.n} postings belong to no entry`);
 }
 
-function checkBooks(db: Database.Database, note: (p: string) => void): BookSummary[] {
+async function checkBooks(q: Reader, note: (p: string) => void): Promise<BookSummary[]> {
   // Stored running balances against the sums of the postings, account by account, both ways round.
-  const mismatches = db
-    .prepare(
-      `WITH sums AS (SELECT shop_id, mode, account, SUM(amount) AS s FROM ledger_postings GROUP BY shop_id, mode, account)
+  const mismatches = await q.all<{ shop_id: string; mode: string; account: string; stored: number | null; summed: number }>(
+    `WITH sums AS (SELECT shop_id, mode, account, SUM(amount) AS s FROM ledger_postings GROUP BY shop_id, mode, account)
        SELECT b.shop_id, b.mode, b.account, b.balance AS stored, COALESCE(s.s, 0) AS summed
        FROM ledger_balances b LEFT JOIN sums s USING (shop_id, mode, account) WHERE b.balance != COALESCE(s.s, 0)
        UNION ALL
        SELECT s.shop_id, s.mode, s.account, NULL, s.s FROM sums s
        WHERE NOT EXISTS (SELECT 1 FROM ledger_balances b WHERE b.shop_id = s.shop_id AND b.mode = s.mode AND b.account = s.account)`,
-    )
-    .all() as Array<{ shop_id: string; mode: string; account: string; stored: number | null; summed: number }>;
+  );
   for (const r of mismatches) {
     note(`book ${r.shop_id}/${r.mode}: ${r.account} stored ${r.stored ?? '(missing)'} but its postings sum to ${r.summed}`);
   }
-  const wrongMerchant = db
-    .prepare(`SELECT e.id, e.shop_id FROM ledger_entries e JOIN shops s ON s.id = e.shop_id WHERE s.merchant_id != e.merchant_id LIMIT 20`)
-    .all() as Array<{ id: number; shop_id: string }>;
+  const wrongMerchant = await q.all<{ id: number; shop_id: string }>(
+    `SELECT e.id, e.shop_id FROM ledger_entries e JOIN shops s ON s.id = e.shop_id WHERE s.merchant_id != e.merchant_id LIMIT 20`,
+  );
   for (const r of wrongMerchant) note(`entry ${r.id}: merchant differs from the merchant of shop ${r.shop_id}`);
-  return replayBooks(db, note);
+  return replayBooks(q, note);
 }
 
 /** Walk every book's postings in order: reserves must never dip below 0, nor may a payout or a refund leave available below 0. */
-function replayBooks(db: Database.Database, note: (p: string) => void): BookSummary[] {
-  const rows = db
-    .prepare(
-      `SELECT e.id, e.merchant_id, e.shop_id, e.mode, e.movement, e.source_id, p.account, p.amount
+async function replayBooks(q: Reader, note: (p: string) => void): Promise<BookSummary[]> {
+  const rows = await q.all<{ id: number; merchant_id: string; shop_id: string; mode: string; movement: string; source_id: string; account: string; amount: number }>(
+    `SELECT e.id, e.merchant_id, e.shop_id, e.mode, e.movement, e.source_id, p.account, p.amount
        FROM ledger_entries e JOIN ledger_postings p ON p.entry_id = e.id
        ORDER BY e.shop_id, e.mode, e.id, p.id`,
-    )
-    .iterate() as IterableIterator<{ id: number; merchant_id: string; shop_id: string; mode: string; movement: string; source_id: string; account: string; amount: number }>;
+  );
   const books: BookSummary[] = [];
   let cur: BookSummary | null = null;
   let lastEntry = -1;
@@ -136,11 +133,12 @@ function replayBooks(db: Database.Database, note: (p: string) => void): BookSumm
 type MovementsOf = Map<string, Map<string, number>>;
 
 /** Entries of some movements, by source id: source → movement → amount. */
-function movementsOf(db: Database.Database, movements: Movement[]): MovementsOf {
+async function movementsOf(q: Reader, movements: Movement[]): Promise<MovementsOf> {
   const out: MovementsOf = new Map();
-  const rows = db
-    .prepare(`SELECT source_id, movement, amount FROM ledger_entries WHERE movement IN (${movements.map(() => '?').join(',')})`)
-    .all(...movements) as Array<{ source_id: string; movement: string; amount: number }>;
+  const rows = await q.all<{ source_id: string; movement: string; amount: number }>(
+    `SELECT source_id, movement, amount FROM ledger_entries WHERE movement IN (${movements.map(() => '?').join(',')})`,
+    ...movements,
+  );
   for (const r of rows) {
     let m = out.get(r.source_id);
     if (!m) out.set(r.source_id, (m = new Map()));
@@ -159,9 +157,9 @@ function expect(note: (p: string) => void, what: string, amount: number, posted:
   }
 }
 
-function checkPayouts(db: Database.Database, note: (p: string) => void): void {
-  const posted = movementsOf(db, ['payout_reserved', 'payout_settled', 'payout_released']);
-  const rows = db.prepare('SELECT id, amount, status FROM payouts').iterate() as IterableIterator<{ id: string; amount: number; status: string }>;
+async function checkPayouts(q: Reader, note: (p: string) => void): Promise<void> {
+  const posted = await movementsOf(q, ['payout_reserved', 'payout_settled', 'payout_released']);
+  const rows = await q.all<{ id: string; amount: number; status: string }>('SELECT id, amount, status FROM payouts');
   for (const p of rows) {
     expect(note, `payout "${p.id}" (${p.status})`, p.amount, posted.get(p.id), {
       payout_reserved: true,
@@ -173,9 +171,9 @@ function checkPayouts(db: Database.Database, note: (p: string) => void): void {
   for (const id of posted.keys()) note(`ledger moves payout "${id}", which does not exist`);
 }
 
-function checkPayments(db: Database.Database, note: (p: string) => void): void {
-  const posted = movementsOf(db, ['payment_succeeded']);
-  const rows = db.prepare(`SELECT id, amount, status FROM payments`).iterate() as IterableIterator<{ id: string; amount: number; status: string }>;
+async function checkPayments(q: Reader, note: (p: string) => void): Promise<void> {
+  const posted = await movementsOf(q, ['payment_succeeded']);
+  const rows = await q.all<{ id: string; amount: number; status: string }>(`SELECT id, amount, status FROM payments`);
   for (const p of rows) {
     const settled = p.status === 'succeeded' || p.status === 'refunded';
     expect(note, `payment "${p.id}" (${p.status})`, p.amount, posted.get(p.id), { payment_succeeded: settled });
@@ -184,9 +182,9 @@ function checkPayments(db: Database.Database, note: (p: string) => void): void {
   for (const id of posted.keys()) note(`ledger credits payment "${id}", which does not exist`);
 }
 
-function checkRefunds(db: Database.Database, note: (p: string) => void): void {
-  const posted = movementsOf(db, ['refund_reserved', 'refund_settled', 'refund_released']);
-  const rows = db.prepare('SELECT id, amount, status FROM refunds').iterate() as IterableIterator<{ id: string; amount: number; status: string }>;
+async function checkRefunds(q: Reader, note: (p: string) => void): Promise<void> {
+  const posted = await movementsOf(q, ['refund_reserved', 'refund_settled', 'refund_released']);
+  const rows = await q.all<{ id: string; amount: number; status: string }>('SELECT id, amount, status FROM refunds');
   for (const r of rows) {
     const mine = posted.get(r.id);
     // A refund refused at creation never reserved; one that reserved and failed must have released.

@@ -5,9 +5,9 @@ import { merchantBalances } from './store';
  * GET /v1/public/balance: the key's merchant's money in the key's mode, over all its shops. Each shop
  * also shows its own `available`, because a payout draws on the paying shop's available alone.
  */
-export function getBalance(ctx: Ctx): Reply {
+export async function getBalance(ctx: Ctx): Promise<Reply> {
   const a = ctx.auth!;
-  const shops = merchantBalances(ctx.app.store.db, a.merchantId, a.mode);
+  const shops = await merchantBalances(ctx.app.store, a.merchantId, a.mode);
   let balance = 0;
   let available = 0;
   for (const s of shops) {

@@ -1,4 +1,4 @@
-import type { Tx } from '../db/store';
+import type { Reader, Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { ApiError } from '../http/errors';
 
@@ -49,18 +49,17 @@ const MUST_LEAVE_AVAILABLE = new Set<Movement>(['payout_reserved', 'refund_reser
  * changes nothing. Throws (rolling the caller back) when an invariant would break. `sourceSeq` is the source
  * row's seq when the caller holds the row; otherwise the statement reads it by `sourceId`.
  */
-export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, amount: number, at: number, sourceSeq?: number): boolean {
+export async function post(tx: Tx, book: Book, movement: Movement, sourceId: string, amount: number, at: number, sourceSeq?: number): Promise<boolean> {
   if (!Number.isSafeInteger(amount) || amount <= 0) {
     throw new Error(`cannot post ${movement} for "${sourceId}": amount ${amount} is not a positive integer`);
   }
   // Without the seq given, the statement reads it (coalesce stops at its first non-NULL argument, so a given seq
   // costs no read); a source that does not exist leaves it NULL, which NOT NULL refuses.
-  const entry = tx
-    .stmt(
-      `INSERT INTO ledger_entries (merchant_id, shop_id, mode, movement, source_id, amount, at, source_seq)
+  const entry = await tx.run(
+    `INSERT INTO ledger_entries (merchant_id, shop_id, mode, movement, source_id, amount, at, source_seq)
        VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, (SELECT seq FROM ${sourceTable(movement)} WHERE id = ?))) ON CONFLICT (movement, source_seq) DO NOTHING`,
-    )
-    .run(book.merchantId, book.shopId, book.mode, movement, sourceId, amount, at, sourceSeq ?? null, sourceId);
+    book.merchantId, book.shopId, book.mode, movement, sourceId, amount, at, sourceSeq ?? null, sourceId,
+  );
   if (entry.changes === 0) return false;
   const { from, to } = MOVEMENTS[movement];
   const postings: Array<[Account, number]> = [
@@ -73,19 +72,17 @@ export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, a
   // Both postings in one statement, and both balances in another.
   const [[fromAccount, fromAmount], [toAccount, toAmount]] = postings;
   const e = entry.lastInsertRowid;
-  tx.stmt('INSERT INTO ledger_postings (entry_id, shop_id, mode, account, amount) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)').run(
+  await tx.run(
+    'INSERT INTO ledger_postings (entry_id, shop_id, mode, account, amount) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)',
     e, book.shopId, book.mode, fromAccount, fromAmount,
     e, book.shopId, book.mode, toAccount, toAmount,
   );
-  const balances = tx
-    .stmt(
-      `INSERT INTO ledger_balances (shop_id, mode, account, merchant_id, balance) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)
+  // A write that returns rows: read through `all`, in the caller's transaction like every other statement here.
+  const balances = await tx.all<{ account: Account; balance: number }>(
+    `INSERT INTO ledger_balances (shop_id, mode, account, merchant_id, balance) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)
        ON CONFLICT (shop_id, mode, account) DO UPDATE SET balance = balance + excluded.balance RETURNING account, balance`,
-    )
-    .all(book.shopId, book.mode, fromAccount, book.merchantId, fromAmount, book.shopId, book.mode, toAccount, book.merchantId, toAmount) as Array<{
-    account: Account;
-    balance: number;
-  }>;
+    book.shopId, book.mode, fromAccount, book.merchantId, fromAmount, book.shopId, book.mode, toAccount, book.merchantId, toAmount,
+  );
   const after = new Map<Account, number>(balances.map((b) => [b.account, b.balance]));
   const reserved = after.get(ACCOUNTS.reserved);
   if (reserved !== undefined && reserved < 0) {
@@ -101,11 +98,11 @@ export function post(tx: Tx, book: Book, movement: Movement, sourceId: string, a
 }
 
 /** The amount a movement posted for a source, or undefined when it has not been posted. */
-export function postedAmount(tx: Tx, movement: Movement, sourceId: string): number | undefined {
-  const row = tx
-    .stmt(`SELECT amount FROM ledger_entries WHERE movement = ? AND source_seq = (SELECT seq FROM ${sourceTable(movement)} WHERE id = ?)`)
-    .get(movement, sourceId) as
-    | { amount: number }
-    | undefined;
+export async function postedAmount(q: Reader, movement: Movement, sourceId: string): Promise<number | undefined> {
+  const row = await q.get<{ amount: number }>(
+    `SELECT amount FROM ledger_entries WHERE movement = ? AND source_seq = (SELECT seq FROM ${sourceTable(movement)} WHERE id = ?)`,
+    movement,
+    sourceId,
+  );
   return row?.amount;
 }

@@ -22,7 +22,7 @@ export async function showPage(ctx: Ctx): Promise<Reply> {
   const p = await findPaymentForPage(ctx.app, ctx.params.id);
   if (!p) return renderNotFound(ctx, lang);
   if (isFinal(p)) return finalScreen(ctx, p);
-  const step = getStep(ctx.app, p.id);
+  const step = await getStep(ctx.app.store, p.id);
   const sc: ScreenCtx = { lang, p, step };
   const poll = { poll: true, step };
   if (p.status === 'pending') {
@@ -30,7 +30,7 @@ export async function showPage(ctx: Ctx): Promise<Reply> {
     return renderPage(ctx, lang, p, payable ? methodChoice(sc) : processingScreen(sc), poll);
   }
   // A live payment is paid on the acquirer's side: its bank says what the page shows.
-  if (!isTest(p)) return liveScreen(ctx, lang, p, liveSession(ctx, p));
+  if (!isTest(p)) return liveScreen(ctx, lang, p, await liveSession(ctx, p));
   if (step?.step === 'challenge') return renderPage(ctx, lang, p, threeDsScreen(sc), poll);
   if (step?.step === 'confirm') return renderPage(ctx, lang, p, confirmScreen(sc), poll);
   if (step?.step === 'waiting') return renderPage(ctx, lang, p, processingScreen(sc), poll);
@@ -50,7 +50,7 @@ export async function showPage(ctx: Ctx): Promise<Reply> {
 /** A final status: success shows its screen and returns to the shop after 2 s; the others return at once. */
 async function finalScreen(ctx: Ctx, p: PaymentView): Promise<Reply> {
   const lang = langOf(ctx);
-  if (getStep(ctx.app, p.id)) await clearStep(ctx.app, p.id);
+  if (await getStep(ctx.app.store, p.id)) await clearStep(ctx.app, p.id);
   const back = buyerRedirectUrl(p);
   if (back && p.status !== 'succeeded') return { status: 303, location: back };
   return renderPage(ctx, lang, p, statusScreen({ lang, p }, back), { redirect: back, redirectMs: SUCCESS_REDIRECT_MS });
@@ -61,7 +61,7 @@ export async function showBank(ctx: Ctx): Promise<Reply> {
   const lang = langOf(ctx);
   const p = await findPaymentForPage(ctx.app, ctx.params.id);
   if (!p) return renderNotFound(ctx, lang);
-  const step = getStep(ctx.app, p.id);
+  const step = await getStep(ctx.app.store, p.id);
   // A live payment is paid in the real bank's app or page, never on this simulated one.
   if (!isTest(p) || p.status !== 'processing' || step || !['sbp', 'tpay', 'bankpay'].includes(p.method)) return backToPage(p.id, lang);
   return renderPage(ctx, lang, p, bankScreen({ lang, p }), { poll: true });
@@ -71,8 +71,8 @@ export async function showBank(ctx: Ctx): Promise<Reply> {
 export async function pageStatus(ctx: Ctx): Promise<Reply> {
   const p = await findPaymentForPage(ctx.app, ctx.params.id);
   if (!p) throw notFound(`Cannot find payment "${ctx.params.id}"`);
-  const step = getStep(ctx.app, p.id);
-  const live = !isTest(p) && p.status === 'processing' ? liveStep(liveSession(ctx, p)) : '';
+  const step = await getStep(ctx.app.store, p.id);
+  const live = !isTest(p) && p.status === 'processing' ? liveStep(await liveSession(ctx, p)) : '';
   return {
     body: { status: p.status, step: isFinal(p) ? '' : step?.step ?? live, final: isFinal(p), test: isTest(p) },
     headers: { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' },

@@ -13,9 +13,9 @@ import { processingScreen } from './screens';
 // payload the bank gave, and waits; the bank sends the buyer back here (?back=) to see the outcome.
 
 /** The live bank session of a processing payment, as its bank tells the page; undefined when its bank has none. */
-export function liveSession(ctx: Ctx, p: PaymentView): PageSession | undefined {
-  const row = getPayment(ctx.app, p.id);
-  return row && row.status === 'processing' ? ctx.app.banks.for(row.shop_id, row.mode).pageSession(row) : undefined;
+export async function liveSession(ctx: Ctx, p: PaymentView): Promise<PageSession | undefined> {
+  const row = await getPayment(ctx.app.store, p.id);
+  return row && row.status === 'processing' ? (await ctx.app.banks.for(ctx.app.store, row.shop_id, row.mode)).pageSession(row) : undefined;
 }
 
 /** The step the status route reports for a live session, so the waiting page reloads once the bank answered. */

@@ -1,4 +1,5 @@
 import type { App } from '../app-types';
+import type { Reader } from '../db/store';
 import type { PaymentView } from '../payments/types';
 
 /** A step of the page that outlives one request (table pay_page_steps). */
@@ -13,31 +14,37 @@ export interface PageStep {
 }
 
 /** The buyer's current step on a payment's page, if any. */
-export function getStep(app: App, paymentId: string): PageStep | undefined {
-  return app.store
-    .stmt('SELECT step, card_brand, card_mask, card_holder, outcome, failure_code FROM pay_page_steps WHERE payment_id = ?')
-    .get(paymentId) as PageStep | undefined;
+export async function getStep(q: Reader, paymentId: string): Promise<PageStep | undefined> {
+  return q.get<PageStep>('SELECT step, card_brand, card_mask, card_holder, outcome, failure_code FROM pay_page_steps WHERE payment_id = ?', paymentId);
 }
 
 /** Record the buyer's step (replacing an earlier one), committed before the page answers. */
 export async function putStep(app: App, p: PaymentView, s: PageStep): Promise<void> {
   const mode = p.metadata.mode === 'live' ? 'live' : 'test';
   const now = app.clocks.now(p.shop_id, mode);
-  await app.store.write((tx) => {
-    tx
-      .stmt(
-        `INSERT INTO pay_page_steps (payment_id, shop_id, mode, step, card_brand, card_mask, card_holder, outcome, failure_code, updated_at)
+  await app.store.write(async (tx) => {
+    await tx.run(
+      `INSERT INTO pay_page_steps (payment_id, shop_id, mode, step, card_brand, card_mask, card_holder, outcome, failure_code, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (payment_id) DO UPDATE SET step = excluded.step, card_brand = excluded.card_brand, card_mask = excluded.card_mask,
            card_holder = excluded.card_holder, outcome = excluded.outcome, failure_code = excluded.failure_code, updated_at = excluded.updated_at`,
-      )
-      .run(p.id, p.shop_id, mode, s.step, s.card_brand, s.card_mask, s.card_holder, s.outcome, s.failure_code, now);
+      p.id,
+      p.shop_id,
+      mode,
+      s.step,
+      s.card_brand,
+      s.card_mask,
+      s.card_holder,
+      s.outcome,
+      s.failure_code,
+      now,
+    );
   });
 }
 
 /** Forget the buyer's step once the payment has its answer. */
 export async function clearStep(app: App, paymentId: string): Promise<void> {
-  await app.store.write((tx) => {
-    tx.stmt('DELETE FROM pay_page_steps WHERE payment_id = ?').run(paymentId);
+  await app.store.write(async (tx) => {
+    await tx.run('DELETE FROM pay_page_steps WHERE payment_id = ?', paymentId);
   });
 }

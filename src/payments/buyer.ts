@@ -1,4 +1,5 @@
 import type { App } from '../app-types';
+import type { Reader } from '../db/store';
 import { badRequest, notFound } from '../http/errors';
 import { isUuid } from '../util/ids';
 import { cancelTx, chooseMethodTx, openSessionTx } from './state';
@@ -8,8 +9,8 @@ import { PAYMENT_METHODS, type ConcreteMethod, type PaymentRow, type PaymentView
 // What the hosted page may do to a payment, by payment id alone (the page is public): each call is one
 // group-committed transaction and throws ApiError 409 invalid_state when the payment is in the wrong state.
 
-function load(app: App, id: string): PaymentRow {
-  const p = isUuid(id) ? getPayment(app, id) : undefined;
+async function load(q: Reader, id: string): Promise<PaymentRow> {
+  const p = isUuid(id) ? await getPayment(q, id) : undefined;
   if (!p) throw notFound(`Cannot find payment "${id}"`);
   return p;
 }
@@ -17,8 +18,8 @@ function load(app: App, id: string): PaymentRow {
 /** The payment as GET shows it, or undefined when no payment has this id. */
 export async function findPaymentForPage(app: App, id: string): Promise<PaymentView | undefined> {
   if (!isUuid(id)) return undefined;
-  const p = getPayment(app, id);
-  return p ? paymentView(app, p) : undefined;
+  const p = await getPayment(app.store, id);
+  return p ? paymentView(app.store, p) : undefined;
 }
 
 /**
@@ -30,17 +31,17 @@ export async function payWithMethod(app: App, id: string, method: string): Promi
   if (method === 'any' || method === 'recurrent' || !(PAYMENT_METHODS as readonly string[]).includes(method)) {
     throw badRequest(`Cannot choose method "${method}": it is not a payment method`, 'method');
   }
-  return app.store.write((tx) => {
-    const p = load(app, id);
-    if (p.status === 'processing' && p.method === method) return paymentView(app, p);
-    const chosen = chooseMethodTx(app, tx, p, method as ConcreteMethod);
-    return paymentView(app, openSessionTx(app, tx, chosen, { by: 'buyer' }));
+  return app.store.write(async (tx) => {
+    const p = await load(tx, id);
+    if (p.status === 'processing' && p.method === method) return paymentView(tx, p);
+    const chosen = await chooseMethodTx(app, tx, p, method as ConcreteMethod);
+    return paymentView(tx, await openSessionTx(app, tx, chosen, { by: 'buyer' }));
   });
 }
 
 /** The buyer gave up on the page: pending → cancelled. */
 export async function buyerCancel(app: App, id: string): Promise<PaymentView> {
-  return app.store.write((tx) => paymentView(app, cancelTx(app, tx, load(app, id))));
+  return app.store.write(async (tx) => paymentView(tx, await cancelTx(app, tx, await load(tx, id))));
 }
 
 const REDIRECT_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'refunded', 'expired']);

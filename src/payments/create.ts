@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/store';
+import type { Reader, Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { badRequest } from '../http/errors';
 import { amountField, bodyObject, currencyField, enumField, intField, strField } from '../http/validate';
@@ -102,7 +102,7 @@ export function parseCreateBody(body: unknown, auth: { merchantId: string; shopI
  * `answer` the row is inserted with (a keyed create's first answer) from the row; a saved method's payment,
  * written when its session opens, is inserted without it.
  */
-export function createPaymentTx(app: App, tx: Tx, input: PaymentInput, answerOf?: (row: PaymentRow) => Buffer): PaymentRow {
+export async function createPaymentTx(app: App, tx: Tx, input: PaymentInput, answerOf?: (row: PaymentRow) => Promise<Buffer>): Promise<PaymentRow> {
   const now = app.clocks.now(input.shopId, input.mode);
   const id = uuid();
   const meta: Record<string, string> = {};
@@ -116,7 +116,7 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput, answerOf?
   if (input.webhookUrl) meta.webhook_url = input.webhookUrl;
   if (input.customerId) meta.customer_id = input.customerId;
   const kind = input.kind ?? 'payment';
-  Object.assign(meta, app.banks.for(input.shopId, input.mode).describePayment(tx, { shopId: input.shopId, mode: input.mode, amount: input.amount, kind, tokenId: input.tokenId }));
+  Object.assign(meta, await (await app.banks.for(tx, input.shopId, input.mode)).describePayment(tx, { shopId: input.shopId, mode: input.mode, amount: input.amount, kind, tokenId: input.tokenId }));
   const expiresAt = now + (input.ttlMinutes ?? TTL_DEFAULT_MIN) * 60_000;
   const params: InsertParams = {
     seq: 0,
@@ -143,8 +143,8 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput, answerOf?
   // comes from a token charge or from a create with method "recurrent". Such a payment is written once,
   // when its session opens: it is pending only inside this transaction, so no link sweep covers it.
   const opensAtOnce = input.tokenId !== undefined || params.method === 'recurrent';
-  const row = opensAtOnce ? insertedRow(params) : insertPayment(tx, params, undefined, answerOf);
-  app.events.append(tx, {
+  const row = opensAtOnce ? insertedRow(params) : await insertPayment(tx, params, undefined, answerOf);
+  await app.events.append(tx, {
     merchantId: row.merchant_id,
     shopId: row.shop_id,
     mode: row.mode,
@@ -154,12 +154,15 @@ export function createPaymentTx(app: App, tx: Tx, input: PaymentInput, answerOf?
     paymentId: id,
   });
   if (opensAtOnce) return openSessionTx(app, tx, row, { tokenId: input.tokenId, unwritten: params });
-  ensureLinkSweep(app, tx, row);
+  await ensureLinkSweep(app, tx, row);
   return row;
 }
 
-/** The creation response of the specification, plus what the shop's bank adds (the simulator's block in test mode). */
-export function creationBody(app: App, row: PaymentRow): Record<string, unknown> {
+/**
+ * The creation response of the specification, plus what the shop's bank adds (the simulator's block in test
+ * mode). The shop's bank is found through `q`: inside a transaction pass its tx.
+ */
+export async function creationBody(app: App, q: Reader, row: PaymentRow): Promise<Record<string, unknown>> {
   const meta = JSON.parse(row.metadata) as Record<string, string>;
   const body: Record<string, unknown> = {
     payment: {
@@ -179,7 +182,7 @@ export function creationBody(app: App, row: PaymentRow): Record<string, unknown>
     payment_url: `${app.payPageUrl()}/pay/${row.id}`,
     mode: row.mode,
   };
-  const extras = app.banks.for(row.shop_id, row.mode).creationExtras(row);
+  const extras = (await app.banks.for(q, row.shop_id, row.mode)).creationExtras(row);
   if (extras) Object.assign(body, extras);
   return body;
 }

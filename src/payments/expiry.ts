@@ -39,33 +39,33 @@ function sweepSubject(shopId: string, mode: Mode): string {
 }
 
 /** In the caller's transaction: make sure the shop's sweep of this kind is due no later than `at`. */
-function ensureSweep(app: App, tx: Tx, sweep: Sweep, p: PaymentRow, at: number): void {
+async function ensureSweep(app: App, tx: Tx, sweep: Sweep, p: PaymentRow, at: number): Promise<void> {
   const subject = sweepSubject(p.shop_id, p.mode);
-  const due = app.scheduler.nextDue(tx, sweep.kind, subject);
+  const due = await app.scheduler.nextDue(tx, sweep.kind, subject);
   if (due !== null && due <= at) return;
-  if (due !== null) app.scheduler.cancel(tx, sweep.kind, subject);
-  app.scheduler.schedule(tx, { kind: sweep.kind, subjectId: subject, shopId: p.shop_id, mode: p.mode, dueAt: at });
+  if (due !== null) await app.scheduler.cancel(tx, sweep.kind, subject);
+  await app.scheduler.schedule(tx, { kind: sweep.kind, subjectId: subject, shopId: p.shop_id, mode: p.mode, dueAt: at });
 }
 
 /** In the create's transaction: make sure a link sweep is due no later than this payment's expires_at. */
-export function ensureLinkSweep(app: App, tx: Tx, p: PaymentRow): void {
-  ensureSweep(app, tx, LINKS, p, p.expires_at);
+export async function ensureLinkSweep(app: App, tx: Tx, p: PaymentRow): Promise<void> {
+  await ensureSweep(app, tx, LINKS, p, p.expires_at);
 }
 
 /** In the transaction that opens a bank session: make sure a session sweep is due no later than its end. */
-export function ensureSessionSweep(app: App, tx: Tx, p: PaymentRow, until: number): void {
-  ensureSweep(app, tx, SESSIONS, p, until);
+export async function ensureSessionSweep(app: App, tx: Tx, p: PaymentRow, until: number): Promise<void> {
+  await ensureSweep(app, tx, SESSIONS, p, until);
 }
 
 /** Register a sweep: it runs with the shop's clock at its due time and expires what is due by then. */
 function registerSweep(app: App, sweep: Sweep): void {
-  app.scheduler.register(sweep.kind, (tx, job) => {
+  app.scheduler.register(sweep.kind, async (tx, job) => {
     const shopId = job.shop_id!;
     const now = app.clocks.now(shopId, job.mode);
-    for (const p of endedBy(tx, sweep.ends, shopId, job.mode, now, SWEEP_BATCH)) expireTx(app, tx, p);
-    const next = nextEnd(tx, sweep.ends, shopId, job.mode);
+    for (const p of await endedBy(tx, sweep.ends, shopId, job.mode, now, SWEEP_BATCH)) await expireTx(app, tx, p);
+    const next = await nextEnd(tx, sweep.ends, shopId, job.mode);
     if (next !== null) {
-      app.scheduler.schedule(tx, { kind: sweep.kind, subjectId: job.subject_id, shopId, mode: job.mode, dueAt: Math.max(next, now) });
+      await app.scheduler.schedule(tx, { kind: sweep.kind, subjectId: job.subject_id, shopId, mode: job.mode, dueAt: Math.max(next, now) });
     }
   });
 }

@@ -1,4 +1,4 @@
-import type { App } from '../app-types';
+import type { Reader } from '../db/store';
 import type { Auth, Ctx, Reply } from '../http/types';
 import type { Mode } from '../scheduler/clock';
 import { notFound } from '../http/errors';
@@ -6,7 +6,7 @@ import { bodyObject } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
 import { isUuid } from '../util/ids';
 import { iso } from '../util/time';
-import { parseRegisterQuery, toPage } from '../registers/query';
+import { highNeeded, parseRegisterQuery, toPage } from '../registers/query';
 import { registerRows, REGISTERS } from '../registers/plan';
 import { creationBody, createPaymentTx, parseCreateBody } from './create';
 import { failureMessage } from './failures';
@@ -24,9 +24,9 @@ function notFoundPayment(id: string) {
   return notFound(`Cannot find payment "${id.slice(0, 64)}"`);
 }
 
-/** A payment of the caller's shop and mode, or 404 (notFoundPayment). */
-export function paymentOfShop(app: App, ctx: Ctx, id: string): PaymentRow {
-  const p = isUuid(id) ? getPayment(app, id) : undefined;
+/** A payment of the caller's shop and mode, or 404 (notFoundPayment). Inside a transaction pass its tx as `q`. */
+export async function paymentOfShop(q: Reader, ctx: Ctx, id: string): Promise<PaymentRow> {
+  const p = isUuid(id) ? await getPayment(q, id) : undefined;
   if (!p || !visibleTo(ctx.auth!, p, false)) throw notFoundPayment(id);
   return p;
 }
@@ -36,17 +36,17 @@ export async function createPayment(ctx: Ctx): Promise<Reply> {
   const input = parseCreateBody(ctx.body, ctx.auth!);
   const reply = await idempotentCreate(
     ctx,
-    (tx, keep) => {
+    async (tx, keep) => {
       // Keyed: the answer is built from the row before it is written, and goes in with it.
       let body: Record<string, unknown> | undefined;
-      const p = createPaymentTx(ctx.app, tx, input, keep && ((row) => keep((body = creationBody(ctx.app, row)), row.id)));
-      return { status: 201, body: body ?? creationBody(ctx.app, p), holder: { table: 'payments', seq: p.seq, id: p.id }, kept: body !== undefined };
+      const p = await createPaymentTx(ctx.app, tx, input, keep && (async (row) => keep((body = await creationBody(ctx.app, tx, row)), row.id)));
+      return { status: 201, body: body ?? (await creationBody(ctx.app, tx, p)), holder: { table: 'payments', seq: p.seq, id: p.id }, kept: body !== undefined };
     },
     // The specification has failure_code and failure_message present on every replay: the payment's
     // current refusal or expiry code, "" while it has none.
-    (_tx, stored) => {
+    async (tx, stored) => {
       const id = (stored.payment as { id: string }).id;
-      const p = getPayment(ctx.app, id);
+      const p = await getPayment(tx, id);
       const code = (p ? metadataOf(p).failure_code : undefined) ?? '';
       return { ...stored, failure_code: code, failure_message: code ? failureMessage(code) : '' };
     },
@@ -56,7 +56,7 @@ export async function createPayment(ctx: Ctx): Promise<Reply> {
 }
 
 /** GET /v1/public/payments/{id} */
-export function getPaymentHandler(ctx: Ctx): Reply {
+export async function getPaymentHandler(ctx: Ctx): Promise<Reply> {
   const { app } = ctx;
   const auth = ctx.auth!;
   const id = ctx.params.id;
@@ -66,9 +66,11 @@ export function getPaymentHandler(ctx: Ctx): Reply {
   const cache = app.viewCache;
   const held = cache.get(id);
   if (held && visibleTo(auth, held, anyMode)) return { json: held.json };
-  const read = isUuid(id) ? getPaymentJson(app, id) : undefined;
+  // The read is no longer one step with the offer to the cache: offer it only when nothing committed meanwhile.
+  const commits = app.store.commits;
+  const read = isUuid(id) ? await getPaymentJson(app.store, id) : undefined;
   if (!read || !visibleTo(auth, read, anyMode)) throw notFoundPayment(id);
-  cache.set(id, read);
+  if (app.store.commits === commits) cache.set(id, read);
   return { json: read.json };
 }
 
@@ -76,18 +78,18 @@ export function getPaymentHandler(ctx: Ctx): Reply {
 export async function cancelPayment(ctx: Ctx): Promise<Reply> {
   bodyObject(ctx.body, []);
   const id = ctx.params.id;
-  const p = await ctx.app.store.write((tx) => cancelTx(ctx.app, tx, paymentOfShop(ctx.app, ctx, id)));
+  const p = await ctx.app.store.write(async (tx) => cancelTx(ctx.app, tx, await paymentOfShop(tx, ctx, id)));
   return { body: { status: p.status } };
 }
 
 /** GET /v1/public/payments: the payment register, newest first. */
-export function listPayments(ctx: Ctx): Reply {
+export async function listPayments(ctx: Ctx): Promise<Reply> {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: PAYMENT_STATUSES, extra: { include_test: ['0', '1'] } });
   // A live key sees live payments, and test ones too with include_test=1; a test key sees test payments.
   const modes = auth.mode === 'test' || rq.extra.include_test !== '1' ? [auth.mode] : ['live', 'test'];
-  const rows = registerRows<Pick<PaymentRow, 'seq' | 'id' | 'order_id' | 'amount' | 'currency' | 'method' | 'status' | 'created_at' | 'mode'>>(
-    ctx.app.store.db,
+  const rows = await registerRows<Pick<PaymentRow, 'seq' | 'id' | 'order_id' | 'amount' | 'currency' | 'method' | 'status' | 'created_at' | 'mode'>>(
+    ctx.app.store,
     REGISTERS.payments,
     auth.shopId,
     modes,
@@ -105,10 +107,11 @@ export function listPayments(ctx: Ctx): Reply {
     created_at: iso(r.created_at),
     mode: r.mode,
   });
-  return { body: toPage(rows, rq, item, () => maxSeq(ctx.app, 'payments')) };
+  const high = highNeeded(rows, rq) ? await maxSeq(ctx.app.store, 'payments') : undefined;
+  return { body: toPage(rows, rq, item, high) };
 }
 
 /** The highest seq of a register's table: the bound a first page's cursor carries. */
-export function maxSeq(app: App, table: 'payments' | 'refunds'): number {
-  return (app.store.stmt(`SELECT MAX(seq) AS high FROM ${table}`).get() as { high: number | null }).high ?? 0;
+export async function maxSeq(q: Reader, table: 'payments' | 'refunds'): Promise<number> {
+  return (await q.get<{ high: number | null }>(`SELECT MAX(seq) AS high FROM ${table}`))!.high ?? 0;
 }

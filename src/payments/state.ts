@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/store';
+import type { Reader, Tx } from '../db/store';
 import { invalidState } from '../http/errors';
 import { post } from '../ledger/ledger';
 import type { Opener } from '../bank-port/port';
@@ -49,9 +49,9 @@ export function nowFor(app: App, p: PaymentRow): number {
   return app.clocks.now(p.shop_id, p.mode);
 }
 
-/** Re-read a payment inside a transaction (the state machine always acts on the committed row). */
-export function reload(app: App, id: string): PaymentRow {
-  const p = getPayment(app, id);
+/** Re-read a payment inside a transaction, through its tx (the state machine always acts on the committed row). */
+export async function reload(q: Reader, id: string): Promise<PaymentRow> {
+  const p = await getPayment(q, id);
   if (!p) throw new Error(`cannot reload payment "${id}": it does not exist`);
   return p;
 }
@@ -64,16 +64,16 @@ function refuse(p: PaymentRow, action: string, extra = ''): never {
  * The one place a payment's status changes: checks the transition, writes the patch, and appends
  * payment.status_changed (with the webhook of the new status) in the same transaction.
  */
-function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, patch: Partial<PaymentRow> = {}, unwritten?: InsertParams): PaymentRow {
+async function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, patch: Partial<PaymentRow> = {}, unwritten?: InsertParams): Promise<PaymentRow> {
   if (!ALLOWED[p.status].includes(to)) refuse(p, action);
   let next: PaymentRow;
   if (unwritten) {
     // A payment created in this transaction and not written yet (its session opens at once): one INSERT of
     // the row as the move leaves it instead of an INSERT and an UPDATE.
     if (to !== 'processing' || patch.processing_until == null) throw new Error(`cannot write payment "${p.id}" as ${to} at its creation`);
-    next = insertPayment(tx, unwritten, { status: to, processing_until: patch.processing_until });
+    next = await insertPayment(tx, unwritten, { status: to, processing_until: patch.processing_until });
   } else {
-    updatePayment(tx, p.id, { ...patch, status: to });
+    await updatePayment(tx, p.id, { ...patch, status: to });
     // The row as it now stands: `p` is the committed row (its status was just checked against it) plus the
     // columns written, so no read is needed.
     next = { ...p, ...patch, status: to };
@@ -82,8 +82,8 @@ function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string
   const event = WEBHOOK[to];
   // The money moves with the status, in the same transaction and before anything reacts to the change (a
   // card binding's verification refund needs the credit): the books never depend on an event's payload.
-  if (to === 'succeeded') post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at, next.seq);
-  app.events.append(tx, {
+  if (to === 'succeeded') await post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at, next.seq);
+  await app.events.append(tx, {
     merchantId: next.merchant_id,
     shopId: next.shop_id,
     mode: next.mode,
@@ -92,7 +92,7 @@ function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string
     at,
     paymentId: next.id,
     // A payment leaving pending or processing never succeeded before, so it has no refunds to read.
-    webhook: event ? { event, data: paymentView(app, next, p.status === 'pending' || p.status === 'processing'), url: next.webhook_url || null } : undefined,
+    webhook: event ? { event, data: await paymentView(tx, next, p.status === 'pending' || p.status === 'processing'), url: next.webhook_url || null } : undefined,
     object: next,
   });
   // Expiry is swept (expiry.ts): leaving pending or processing cancels nothing. The per-payment expiry jobs an
@@ -101,14 +101,14 @@ function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string
 }
 
 /** pending → pending with a concrete method; re-choosing is allowed while the payment was created as `any`. */
-export function chooseMethodTx(app: App, tx: Tx, p: PaymentRow, method: ConcreteMethod): PaymentRow {
+export async function chooseMethodTx(app: App, tx: Tx, p: PaymentRow, method: ConcreteMethod): Promise<PaymentRow> {
   if (p.status !== 'pending') refuse(p, `choose method ${method} for`);
   if (p.method === method) return p;
   if (p.method_fixed) refuse(p, `choose method ${method} for`, ` and its method ${p.method} was fixed at creation`);
-  updatePayment(tx, p.id, { method });
-  const next = reload(app, p.id);
+  await updatePayment(tx, p.id, { method });
+  const next = await reload(tx, p.id);
   // Not a status change, so no webhook and no payment.status_changed; the stream still learns of it.
-  app.events.append(tx, {
+  await app.events.append(tx, {
     merchantId: next.merchant_id,
     shopId: next.shop_id,
     mode: next.mode,
@@ -137,23 +137,23 @@ export interface SessionOptions {
  * pending (method chosen) → processing: the bank session opens for the method's lifetime, and the shop's
  * bank is told in the same transaction. Idempotent when already processing.
  */
-export function openSessionTx(app: App, tx: Tx, p: PaymentRow, opts: SessionOptions = {}): PaymentRow {
+export async function openSessionTx(app: App, tx: Tx, p: PaymentRow, opts: SessionOptions = {}): Promise<PaymentRow> {
   if (p.status === 'processing') return p;
   if (p.status !== 'pending') refuse(p, 'open a bank session for');
   if (p.method === 'any') refuse(p, 'open a bank session for', ' and no method is chosen yet');
   const now = nowFor(app, p);
   const until = now + SESSION_TTL_MS[p.method];
-  const next = move(app, tx, p, 'processing', 'open a bank session for', { processing_until: until }, opts.unwritten);
-  ensureSessionSweep(app, tx, next, until);
-  const bank = app.banks.for(p.shop_id, p.mode);
+  const next = await move(app, tx, p, 'processing', 'open a bank session for', { processing_until: until }, opts.unwritten);
+  await ensureSessionSweep(app, tx, next, until);
+  const bank = await app.banks.for(tx, p.shop_id, p.mode);
   const req = { payment: next, by: opts.by ?? 'service' };
-  if (opts.tokenId) bank.chargeSaved(tx, { ...req, tokenId: opts.tokenId });
-  else bank.openSession(tx, req);
+  if (opts.tokenId) await bank.chargeSaved(tx, { ...req, tokenId: opts.tokenId });
+  else await bank.openSession(tx, req);
   return next;
 }
 
 /** processing → succeeded or failed, with what the bank told. */
-export function resolveTx(app: App, tx: Tx, p: PaymentRow, r: Resolution): PaymentRow {
+export async function resolveTx(app: App, tx: Tx, p: PaymentRow, r: Resolution): Promise<PaymentRow> {
   const action = r.outcome === 'succeeded' ? 'confirm' : 'fail';
   if (p.status !== 'processing') refuse(p, action);
   const now = nowFor(app, p);
@@ -179,21 +179,21 @@ export function resolveTx(app: App, tx: Tx, p: PaymentRow, r: Resolution): Payme
 }
 
 /** pending → cancelled (the merchant's cancel, or the buyer's); the bank voids whatever it holds for the payment. */
-export function cancelTx(app: App, tx: Tx, p: PaymentRow): PaymentRow {
+export async function cancelTx(app: App, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
   if (p.status !== 'pending') refuse(p, 'cancel', '; only pending payments can be cancelled');
-  const next = move(app, tx, p, 'cancelled', 'cancel', { finalized_at: nowFor(app, p) });
-  app.banks.for(p.shop_id, p.mode).cancel(tx, next);
+  const next = await move(app, tx, p, 'cancelled', 'cancel', { finalized_at: nowFor(app, p) });
+  await (await app.banks.for(tx, p.shop_id, p.mode)).cancel(tx, next);
   return next;
 }
 
 /** processing → cancelled: the bank voided the session (its own cancel or reversal). */
-export function bankCancelTx(app: App, tx: Tx, p: PaymentRow): PaymentRow {
+export async function bankCancelTx(app: App, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
   if (p.status !== 'processing') refuse(p, 'cancel at the bank');
   return move(app, tx, p, 'cancelled', 'cancel at the bank', { finalized_at: nowFor(app, p) });
 }
 
 /** pending → expired (link_expired) or processing → expired (session_expired). */
-export function expireTx(app: App, tx: Tx, p: PaymentRow): PaymentRow {
+export async function expireTx(app: App, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
   const code = p.status === 'pending' ? 'link_expired' : p.status === 'processing' ? 'session_expired' : null;
   if (!code) refuse(p, 'expire');
   const meta = metadataOf(p);
@@ -202,11 +202,11 @@ export function expireTx(app: App, tx: Tx, p: PaymentRow): PaymentRow {
 }
 
 /** Add a succeeded refund to amount_refunded; succeeded → refunded when refunds reach the amount. */
-export function applyRefundTx(app: App, tx: Tx, p: PaymentRow, amount: number): PaymentRow {
+export async function applyRefundTx(app: App, tx: Tx, p: PaymentRow, amount: number): Promise<PaymentRow> {
   const total = p.amount_refunded + amount;
   if (total > p.amount) throw new Error(`cannot apply refund of ${amount} to payment "${p.id}": ${total} exceeds amount ${p.amount}`);
-  updatePayment(tx, p.id, { amount_refunded: total });
-  const next = reload(app, p.id);
+  await updatePayment(tx, p.id, { amount_refunded: total });
+  const next = await reload(tx, p.id);
   return total === p.amount && p.status === 'succeeded' ? move(app, tx, next, 'refunded', 'refund') : next;
 }
 
@@ -216,12 +216,12 @@ export function applyRefundTx(app: App, tx: Tx, p: PaymentRow, amount: number): 
  * SESSION_EXPIRY_JOB are what older databases may still hold, and run as before.
  */
 export function registerPaymentJobs(app: App): void {
-  app.scheduler.register(LINK_EXPIRY_JOB, (tx, job) => {
-    const p = getPayment(app, job.subject_id);
-    if (p && p.status === 'pending') expireTx(app, tx, p);
+  app.scheduler.register(LINK_EXPIRY_JOB, async (tx, job) => {
+    const p = await getPayment(tx, job.subject_id);
+    if (p && p.status === 'pending') await expireTx(app, tx, p);
   });
-  app.scheduler.register(SESSION_EXPIRY_JOB, (tx, job) => {
-    const p = getPayment(app, job.subject_id);
-    if (p && p.status === 'processing') expireTx(app, tx, p);
+  app.scheduler.register(SESSION_EXPIRY_JOB, async (tx, job) => {
+    const p = await getPayment(tx, job.subject_id);
+    if (p && p.status === 'processing') await expireTx(app, tx, p);
   });
 }

@@ -1,6 +1,6 @@
-import type { App } from '../app-types';
-import type { Tx } from '../db/store';
+import type { Reader, Tx } from '../db/store';
 import { updateById } from '../db/statements';
+import { isPrimaryKeyConflict, nextPaymentSeq } from '../db/dialect';
 import { iso, isoOrNull } from '../util/time';
 import type { PaymentRow, PaymentView, RefundView } from './types';
 
@@ -20,9 +20,9 @@ export interface RefundRow {
   completed_at: number | null;
 }
 
-/** A payment by id, any shop (callers check the shop). */
-export function getPayment(app: App, id: string): PaymentRow | undefined {
-  return app.store.reader('SELECT * FROM payments WHERE id = ?').get(id) as PaymentRow | undefined;
+/** A payment by id, any shop (callers check the shop). Inside a transaction pass its tx, outside the store. */
+export async function getPayment(q: Reader, id: string): Promise<PaymentRow | undefined> {
+  return q.get<PaymentRow>('SELECT * FROM payments WHERE id = ?', id);
 }
 
 /**
@@ -56,18 +56,18 @@ const PAYMENT_JSON_SQL = `SELECT p.shop_id, p.mode, json_object(
   FROM payments p LEFT JOIN shops s ON s.id = p.shop_id WHERE p.id = ?`;
 
 /** A payment's GET answer as JSON text, with what the access check needs (any shop: callers check it). */
-export function getPaymentJson(app: App, id: string): { shop_id: string; mode: 'test' | 'live'; json: string } | undefined {
-  return app.store.reader(PAYMENT_JSON_SQL).get(id) as { shop_id: string; mode: 'test' | 'live'; json: string } | undefined;
+export async function getPaymentJson(q: Reader, id: string): Promise<{ shop_id: string; mode: 'test' | 'live'; json: string } | undefined> {
+  return q.get<{ shop_id: string; mode: 'test' | 'live'; json: string }>(PAYMENT_JSON_SQL, id);
 }
 
 /** The refunds of a payment, oldest first. */
-export function refundsOf(app: App, paymentId: string): RefundRow[] {
-  return app.store.stmt('SELECT * FROM refunds WHERE payment_id = ? ORDER BY seq').all(paymentId) as RefundRow[];
+export async function refundsOf(q: Reader, paymentId: string): Promise<RefundRow[]> {
+  return q.all<RefundRow>('SELECT * FROM refunds WHERE payment_id = ? ORDER BY seq', paymentId);
 }
 
 /** Write the changed columns of a payment (only the names given). */
-export function updatePayment(tx: Tx, id: string, patch: Partial<PaymentRow>): void {
-  updateById(tx, 'payments', id, patch);
+export async function updatePayment(tx: Tx, id: string, patch: Partial<PaymentRow>): Promise<void> {
+  await updateById(tx, 'payments', id, patch);
 }
 
 /** The parsed metadata of a row. */
@@ -94,10 +94,11 @@ export function refundView(r: RefundRow, withCompleted = true): RefundView {
 /**
  * The Payment object as GET answers it, refunds included; a payment that never succeeded needs no read of
  * them (`unrefunded`: only a succeeded payment takes refunds). GET builds the same text in SQL (getPaymentJson).
+ * It reads the shop's name and the refunds through `q`: inside a transaction pass its tx, outside the store.
  */
-export function paymentView(app: App, row: PaymentRow, unrefunded = false): PaymentView {
-  const shopName = (app.store.stmt('SELECT name FROM shops WHERE id = ?').get(row.shop_id) as { name: string } | undefined)?.name;
-  const refunds = unrefunded ? [] : refundsOf(app, row.id);
+export async function paymentView(q: Reader, row: PaymentRow, unrefunded = false): Promise<PaymentView> {
+  const shopName = (await q.get<{ name: string }>('SELECT name FROM shops WHERE id = ?', row.shop_id))?.name;
+  const refunds = unrefunded ? [] : await refundsOf(q, row.id);
   return {
     id: row.id,
     public_id: row.public_id,
@@ -153,13 +154,13 @@ export function deadlineSql(d: Deadline): { due: string; next: string } {
 const SQL_OF = new Map([LINK_END, SESSION_END].map((d) => [d, deadlineSql(d)]));
 
 /** Payments of a shop and mode whose deadline passed by `now`, earliest first, at most `limit`. */
-export function endedBy(tx: Tx, d: Deadline, shopId: string, mode: 'test' | 'live', now: number, limit: number): PaymentRow[] {
-  return tx.stmt(SQL_OF.get(d)!.due).all(shopId, mode, now, limit) as PaymentRow[];
+export async function endedBy(q: Reader, d: Deadline, shopId: string, mode: 'test' | 'live', now: number, limit: number): Promise<PaymentRow[]> {
+  return q.all<PaymentRow>(SQL_OF.get(d)!.due, shopId, mode, now, limit);
 }
 
 /** The earliest deadline among a shop's payments of a mode in the deadline's status, or null when there is none. */
-export function nextEnd(tx: Tx, d: Deadline, shopId: string, mode: 'test' | 'live'): number | null {
-  const r = tx.stmt(SQL_OF.get(d)!.next).get(shopId, mode) as { at: number | null };
+export async function nextEnd(q: Reader, d: Deadline, shopId: string, mode: 'test' | 'live'): Promise<number | null> {
+  const r = (await q.get<{ at: number | null }>(SQL_OF.get(d)!.next, shopId, mode))!;
   return r.at;
 }
 
@@ -171,15 +172,12 @@ export function bankPurpose(publicId: string): string {
   return `Оплата заказа ${publicId}`;
 }
 
-/** The next seq to hand out per connection: one above the highest ever used (see insertPayment). */
-const nextSeqOf = new WeakMap<Tx['db'], number>();
+/** The next seq to hand out per database: one above the highest ever used (see insertPayment). */
+const nextSeqOf = new WeakMap<object, number>();
 
-/** One above the highest payment seq ever committed, deleted rows included (AUTOINCREMENT keeps it in sqlite_sequence). */
-function seedSeq(tx: Tx): number {
-  const r = tx
-    .stmt(`SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'payments'), 0), coalesce((SELECT max(seq) FROM payments), 0)) + 1 AS n`)
-    .get() as { n: number };
-  return r.n;
+/** One above the highest payment seq ever committed, deleted rows included (see nextPaymentSeq). */
+function seedSeq(tx: Tx): Promise<number> {
+  return nextPaymentSeq(tx);
 }
 
 /** The values a payment is inserted with; the other columns take their defaults. */
@@ -211,10 +209,10 @@ export interface OpenedAtInsert {
  * test reset deleted rows or a rolled-back body skipped one. Should another writer have taken a number after
  * all, the primary key refuses it and the counter is seeded again.
  */
-export function insertPayment(tx: Tx, params: InsertParams, opened?: OpenedAtInsert, answerOf?: (row: PaymentRow) => Buffer): PaymentRow {
+export async function insertPayment(tx: Tx, params: InsertParams, opened?: OpenedAtInsert, answerOf?: (row: PaymentRow) => Promise<Buffer>): Promise<PaymentRow> {
   for (let attempt = 0; ; attempt++) {
-    const seq = attempt === 0 ? (nextSeqOf.get(tx.db) ?? seedSeq(tx)) : seedSeq(tx);
-    nextSeqOf.set(tx.db, seq + 1);
+    const seq = attempt === 0 ? (nextSeqOf.get(tx.connection) ?? (await seedSeq(tx))) : await seedSeq(tx);
+    nextSeqOf.set(tx.connection, seq + 1);
     params.seq = seq;
     params.public_id = `P-${PUBLIC_ID_BASE + seq}`;
     params.purpose = bankPurpose(params.public_id);
@@ -224,17 +222,18 @@ export function insertPayment(tx: Tx, params: InsertParams, opened?: OpenedAtIns
       row.processing_until = opened.processing_until;
     }
     // The first answer of a keyed create goes in with the row, built from the row as it is written.
-    if (answerOf) row.answer = answerOf(row);
+    if (answerOf) row.answer = await answerOf(row);
     try {
       const p = params;
-      tx.stmt(INSERT_PAYMENT).run(
+      await tx.run(
+        INSERT_PAYMENT,
         p.seq, p.id, p.public_id, p.kind, p.merchant_id, p.shop_id, p.mode, p.order_id, row.status, p.amount, p.currency,
         p.method, p.method_fixed, p.return_url, p.description, p.webhook_url, p.purpose, p.metadata, p.created_at, p.expires_at,
         row.processing_until, row.answer,
       );
       return row;
     } catch (err) {
-      if (attempt > 0 || (err as { code?: string }).code !== 'SQLITE_CONSTRAINT_PRIMARYKEY') throw err;
+      if (attempt > 0 || !isPrimaryKeyConflict(err)) throw err;
     }
   }
 }

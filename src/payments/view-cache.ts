@@ -1,5 +1,4 @@
-import type { App } from '../app-types';
-import { DataVersionWatch } from '../db/data-version';
+import type { Store } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 
 /** Most answers held; past it the cache starts over. */
@@ -24,7 +23,7 @@ export interface CachedView {
  * view and its serialisation. An answer depends on the payment row, its refunds and its shop's name; every
  * change to those through this connection fires a temporary trigger that drops the payment's entry (or, for a
  * shop, every entry) before the change commits. A change rolled back drops it too: a needless reload, never a
- * stale answer. Commits of other connections empty the cache (DataVersionWatch). Entries are filled only
+ * stale answer. Commits of other connections empty the cache (the store's change signal). Entries are filled only
  * between transactions, so they never hold uncommitted data.
  *
  * An answer is held from its payment's second read on. Most payments are read once (a webhook-driven lookup,
@@ -35,38 +34,30 @@ export class PaymentViewCache {
   private readonly entries = new Map<string, CachedView>();
   private readonly seen = new Uint32Array(SEEN_BITS / 32);
   private seenCount = 0;
-  private readonly elsewhere: DataVersionWatch;
 
-  constructor(private readonly app: App) {
-    const db = app.store.db;
-    this.elsewhere = DataVersionWatch.of(db);
-    this.elsewhere.onChange(() => this.entries.clear());
-    db.function('kopek_view_changed', (id: unknown) => {
-      this.entries.delete(String(id));
-      return null;
-    });
-    db.function('kopek_views_changed', () => {
-      this.entries.clear();
-      return null;
-    });
+  constructor(private readonly store: Store) {
+    const changes = store.changes;
+    changes.onCommitElsewhere(() => this.entries.clear());
+    const drop = (id: unknown): void => {
+      if (id === undefined) this.entries.clear();
+      else this.entries.delete(String(id));
+    };
     // Every column but the first answer a keyed create keeps in its row, which no view shows (set once, right
-    // after the insert, and cleared when its record goes).
-    const shown = (db.prepare(`SELECT name FROM pragma_table_info('payments', 'main') WHERE name <> 'answer'`).pluck().all() as string[]).map((c) => `"${c}"`);
-    const triggers: Array<[string, string, string]> = [
-      ['payments_update', `UPDATE OF ${shown.join(', ')} ON main.payments`, 'kopek_view_changed(OLD.id)'],
-      ['payments_delete', 'DELETE ON main.payments', 'kopek_view_changed(OLD.id)'],
-      ['refunds_insert', 'INSERT ON main.refunds', 'kopek_view_changed(NEW.payment_id)'],
-      ['refunds_update', 'UPDATE ON main.refunds', 'kopek_view_changed(OLD.payment_id), kopek_view_changed(NEW.payment_id)'],
-      ['refunds_delete', 'DELETE ON main.refunds', 'kopek_view_changed(OLD.payment_id)'],
-      ['shops_update', 'UPDATE OF name ON main.shops', 'kopek_views_changed()'],
-      ['shops_delete', 'DELETE ON main.shops', 'kopek_views_changed()'],
-    ];
-    for (const [name, on, call] of triggers) db.exec(`CREATE TEMP TRIGGER IF NOT EXISTS kopek_view_${name} AFTER ${on} BEGIN SELECT ${call}; END`);
+    // after the insert, and cleared when its record goes). A shop's name is in every view of the shop.
+    changes.watch('view', [
+      { table: 'payments', on: 'UPDATE', exceptColumns: ['answer'], keys: ['OLD.id'] },
+      { table: 'payments', on: 'DELETE', keys: ['OLD.id'] },
+      { table: 'refunds', on: 'INSERT', keys: ['NEW.payment_id'] },
+      { table: 'refunds', on: 'UPDATE', keys: ['OLD.payment_id', 'NEW.payment_id'] },
+      { table: 'refunds', on: 'DELETE', keys: ['OLD.payment_id'] },
+      { table: 'shops', on: 'UPDATE', columns: ['name'] },
+      { table: 'shops', on: 'DELETE' },
+    ], drop);
   }
 
   /** The held answer for payment `id`, if any and current. */
   get(id: string): CachedView | undefined {
-    this.elsewhere.check();
+    this.store.changes.check();
     return this.entries.get(id);
   }
 
@@ -75,7 +66,7 @@ export class PaymentViewCache {
    * transaction, whose data may yet roll back.
    */
   set(id: string, view: CachedView): void {
-    if (this.app.store.db.inTransaction || !this.readBefore(id)) return;
+    if (this.store.inTransaction || !this.readBefore(id)) return;
     if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
     this.entries.set(id, view);
   }

@@ -68,24 +68,25 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * Create the batch's valid items in order, in the caller's transaction. Each item reserves before the
  * next is checked, so the batch never overdraws; an item refused (insufficient funds, router) fails alone.
  */
-export function createBatchTx(app: App, tx: Tx, payer: Payer, batch: ParsedBatch): Record<string, unknown> {
-  requirePayoutBank(app, payer, 'a payout batch');
+export async function createBatchTx(app: App, tx: Tx, payer: Payer, batch: ParsedBatch): Promise<Record<string, unknown>> {
+  await requirePayoutBank(app, tx, payer, 'a payout batch');
   const results: BatchResult[] = [];
-  batch.items.forEach((item, index) => {
+  // One item after another: each reserves before the next is checked.
+  for (const [index, item] of batch.items.entries()) {
     if ('result' in item) {
       results.push(item.result);
-      return;
+      continue;
     }
     const { input } = item;
     try {
-      const p = createPayoutTx(app, tx, payer, input);
+      const p = await createPayoutTx(app, tx, payer, input);
       results.push({ index, status: 'created', payout_id: p.id, method: batch.method, amount: input.amount });
     } catch (err) {
       // createPayoutTx refuses (422, 502) before it writes anything, so a refused item leaves nothing behind.
       if (!(err instanceof ApiError) || (err.status >= 500 && err.code !== 'router_error')) throw err;
       results.push({ index, status: 'failed', method: batch.method, amount: input.amount, code: err.code, error: err.message });
     }
-  });
+  }
   const created = results.filter((r) => r.status === 'created').length;
   return { mode: payer.mode, created, failed: results.length - created, total: results.length, results };
 }

@@ -25,8 +25,8 @@ export async function createPayout(ctx: Ctx): Promise<Reply> {
   const method = methodField(obj);
   requirePayoutScope(ctx.auth!.scopes, method);
   const input = payoutFields(obj, method, true);
-  return idempotentCreate(ctx, (tx) => {
-    const p = createPayoutTx(ctx.app, tx, payer(ctx), input);
+  return idempotentCreate(ctx, async (tx) => {
+    const p = await createPayoutTx(ctx.app, tx, payer(ctx), input);
     ctx.logExtra = { payout_id: p.id };
     return { status: 201, body: creationBody(ctx.app, p), holder: { table: 'payouts', seq: p.seq, id: p.id } };
   });
@@ -38,34 +38,34 @@ export async function createPayoutBatch(ctx: Ctx): Promise<Reply> {
   const method = methodField(obj);
   requirePayoutScope(ctx.auth!.scopes, method);
   const batch = parseBatch(obj, method);
-  return idempotentCreate(ctx, (tx) => ({ status: 201, body: createBatchTx(ctx.app, tx, payer(ctx), batch) }));
+  return idempotentCreate(ctx, async (tx) => ({ status: 201, body: await createBatchTx(ctx.app, tx, payer(ctx), batch) }));
 }
 
 /** Scopes that may read one payout: any payout scope, or the registers' reports scope. */
 const READ_SCOPES = [...Object.values(PAYOUT_SCOPES), 'api:reports:read'];
 
 /** The payout of the key's shop and mode, else 404 (another shop's payout is never revealed). */
-export function ownPayout(ctx: Ctx, id: string): PayoutRow {
-  const p = isUuid(id) ? getPayout(ctx.app.store.db, id) : undefined;
+export async function ownPayout(ctx: Ctx, id: string): Promise<PayoutRow> {
+  const p = isUuid(id) ? await getPayout(ctx.app.store, id) : undefined;
   const a = ctx.auth!;
   if (!p || p.shop_id !== a.shopId || p.mode !== a.mode) throw notFound(`Cannot find payout "${id.slice(0, 64)}"`);
   return p;
 }
 
 /** GET /v1/public/payouts/{id} */
-export function getPayoutHandler(ctx: Ctx): Reply {
+export async function getPayoutHandler(ctx: Ctx): Promise<Reply> {
   const scopes = ctx.auth!.scopes;
   if (!READ_SCOPES.some((s) => scopes.has(s))) {
     throw new ApiError(403, 'scope_required', `Cannot read a payout: the key needs one of the scopes "${READ_SCOPES.join('", "')}"`);
   }
-  return { body: payoutView(ownPayout(ctx, ctx.params.id)) };
+  return { body: payoutView(await ownPayout(ctx, ctx.params.id)) };
 }
 
 /** GET /v1/public/payouts: the payout register, newest first. */
-export function listPayoutsHandler(ctx: Ctx): Reply {
+export async function listPayoutsHandler(ctx: Ctx): Promise<Reply> {
   const rq = parseRegisterQuery(ctx.query, { statuses: ['pending', 'succeeded', 'failed'], extra: { method: PAYOUT_METHODS } });
   const a = ctx.auth!;
-  const rows = listPayouts(ctx.app.store.db, a.shopId, a.mode, rq);
+  const rows = await listPayouts(ctx.app.store, a.shopId, a.mode, rq);
   return {
     body: toPage(rows, rq, (p) => ({
       id: p.id,

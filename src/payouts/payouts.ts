@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/store';
+import type { Reader, Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { ApiError } from '../http/errors';
 import { post } from '../ledger/ledger';
@@ -28,9 +28,12 @@ export interface Payer {
   mode: Mode;
 }
 
-/** 403 payouts_not_configured when the payer's bank sends no payouts (a live acquirer without a payout connector). */
-export function requirePayoutBank(app: App, payer: Payer, what: string): void {
-  if (!app.banks.for(payer.shopId, payer.mode).sendsPayouts) {
+/**
+ * 403 payouts_not_configured when the payer's bank sends no payouts (a live acquirer without a payout connector).
+ * The shop's acquirer is read through `q`: inside a transaction its tx, outside the store.
+ */
+export async function requirePayoutBank(app: App, q: Reader, payer: Payer, what: string): Promise<void> {
+  if (!(await app.banks.for(q, payer.shopId, payer.mode)).sendsPayouts) {
     throw new ApiError(403, 'payouts_not_configured', `Cannot send ${what}: the shop's acquirer sends no payouts and no payout connector is configured`);
   }
 }
@@ -42,9 +45,9 @@ export function requirePayoutBank(app: App, payer: Payer, what: string): void {
  * cannot interleave with another payout's. Both refusals come before the first write: a batch relies on
  * that to fail one item and carry on in the same transaction.
  */
-export function createPayoutTx(app: App, tx: Tx, payer: Payer, input: PayoutInput): PayoutRow {
-  requirePayoutBank(app, payer, `payout of ${input.amount}`);
-  const available = shopAvailable(tx.db, payer.shopId, payer.mode);
+export async function createPayoutTx(app: App, tx: Tx, payer: Payer, input: PayoutInput): Promise<PayoutRow> {
+  await requirePayoutBank(app, tx, payer, `payout of ${input.amount}`);
+  const available = await shopAvailable(tx, payer.shopId, payer.mode);
   if (input.amount > available) {
     throw new ApiError(
       422,
@@ -55,7 +58,8 @@ export function createPayoutTx(app: App, tx: Tx, payer: Payer, input: PayoutInpu
   }
   const now = app.clocks.now(payer.shopId, payer.mode);
   const id = uuid();
-  const start = app.banks.for(payer.shopId, payer.mode).payout(tx, {
+  const bank = await app.banks.for(tx, payer.shopId, payer.mode);
+  const start = await bank.payout(tx, {
     id,
     shopId: payer.shopId,
     mode: payer.mode,
@@ -86,9 +90,9 @@ export function createPayoutTx(app: App, tx: Tx, payer: Payer, input: PayoutInpu
     created_at: now,
     completed_at: null,
   };
-  insertPayout(tx, row);
-  post(tx, payer, 'payout_reserved', row.id, row.amount, now);
-  app.events.append(tx, {
+  await insertPayout(tx, row);
+  await post(tx, payer, 'payout_reserved', row.id, row.amount, now);
+  await app.events.append(tx, {
     ...payer,
     kind: 'payout.created',
     payload: { id: row.id, amount: row.amount, method: row.method, status: row.status },
@@ -96,12 +100,12 @@ export function createPayoutTx(app: App, tx: Tx, payer: Payer, input: PayoutInpu
     payoutId: row.id,
   });
   const a = start.answer;
-  if (a && a.outcome !== 'unknown') return finishPayoutTx(app, tx, reload(tx, row.id), a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
+  if (a && a.outcome !== 'unknown') return finishPayoutTx(app, tx, await reload(tx, row.id), a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
   return reload(tx, row.id);
 }
 
-function reload(tx: Tx, id: string): PayoutRow {
-  const p = getPayout(tx.db, id);
+async function reload(tx: Tx, id: string): Promise<PayoutRow> {
+  const p = await getPayout(tx, id);
   if (!p) throw new Error(`cannot reload payout "${id}": it does not exist`);
   return p;
 }
@@ -110,15 +114,15 @@ function reload(tx: Tx, id: string): PayoutRow {
  * The one place a payout reaches its final status: the row, the ledger (settle or release the reserve),
  * and payout.status_changed with the payout.succeeded / payout.failed webhook, in one transaction.
  */
-export function finishPayoutTx(app: App, tx: Tx, p: PayoutRow, status: 'succeeded' | 'failed', failReason: string): PayoutRow {
+export async function finishPayoutTx(app: App, tx: Tx, p: PayoutRow, status: 'succeeded' | 'failed', failReason: string): Promise<PayoutRow> {
   const at = app.clocks.now(p.shop_id, p.mode);
-  if (!finishPayoutRow(tx, p.id, status, status === 'failed' ? failReason || 'do_not_honor' : '', at)) {
+  if (!(await finishPayoutRow(tx, p.id, status, status === 'failed' ? failReason || 'do_not_honor' : '', at))) {
     throw new Error(`cannot finish payout "${p.id}": its status is no longer pending`);
   }
   const book: Payer = { merchantId: p.merchant_id, shopId: p.shop_id, mode: p.mode };
-  post(tx, book, status === 'succeeded' ? 'payout_settled' : 'payout_released', p.id, p.amount, at);
-  const next = reload(tx, p.id);
-  app.events.append(tx, {
+  await post(tx, book, status === 'succeeded' ? 'payout_settled' : 'payout_released', p.id, p.amount, at);
+  const next = await reload(tx, p.id);
+  await app.events.append(tx, {
     ...book,
     kind: 'payout.status_changed',
     payload: { id: next.id, status: next.status, fail_reason: next.fail_reason },

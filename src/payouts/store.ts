@@ -1,6 +1,4 @@
-import type Database from 'better-sqlite3';
-import { type Tx } from '../db/store';
-import { cachedStmt } from '../db/statements';
+import type { Reader, Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import type { PayoutMethod } from './fields';
 import type { RegisterQuery } from '../registers/query';
@@ -33,33 +31,31 @@ export interface PayoutRow {
 }
 
 /** Insert a new payout (seq is assigned by the database). */
-export function insertPayout(tx: Tx, p: Omit<PayoutRow, 'seq'>): void {
-  tx
-    .stmt(
-      `INSERT INTO payouts (id, merchant_id, shop_id, mode, amount, currency, method, status, recipient, card_last4, bank_name,
+export async function insertPayout(tx: Tx, p: Omit<PayoutRow, 'seq'>): Promise<void> {
+  await tx.run(
+    `INSERT INTO payouts (id, merchant_id, shop_id, mode, amount, currency, method, status, recipient, card_last4, bank_name,
                             bank_ref, fail_reason, sim_outcome, sim_failure_code, created_at, completed_at)
        VALUES (@id, @merchant_id, @shop_id, @mode, @amount, @currency, @method, @status, @recipient, @card_last4, @bank_name,
                @bank_ref, @fail_reason, @sim_outcome, @sim_failure_code, @created_at, @completed_at)`,
-    )
-    .run(p);
-}
-
-/** A payout by id, of any shop (callers check the shop and mode). */
-export function getPayout(db: Database.Database, id: string): PayoutRow | undefined {
-  return cachedStmt(db, 'SELECT * FROM payouts WHERE id = ?').get(id) as PayoutRow | undefined;
-}
-
-/** Move a pending payout to its final status; returns false when it was no longer pending. */
-export function finishPayoutRow(tx: Tx, id: string, status: 'succeeded' | 'failed', failReason: string, at: number): boolean {
-  return (
-    tx
-      .stmt(`UPDATE payouts SET status = ?, fail_reason = ?, completed_at = ? WHERE id = ? AND status = 'pending'`)
-      .run(status, failReason, at, id).changes === 1
+    p,
   );
 }
 
-/** One page of a shop's payout register (fetches limit + 1 rows so the caller knows whether more follow). */
-export function listPayouts(db: Database.Database, shopId: string, mode: Mode, rq: RegisterQuery): PayoutRow[] {
+/** A payout by id, of any shop (callers check the shop and mode). Inside a transaction pass its tx, outside the store. */
+export async function getPayout(q: Reader, id: string): Promise<PayoutRow | undefined> {
+  return q.get<PayoutRow>('SELECT * FROM payouts WHERE id = ?', id);
+}
+
+/** Move a pending payout to its final status; returns false when it was no longer pending. */
+export async function finishPayoutRow(tx: Tx, id: string, status: 'succeeded' | 'failed', failReason: string, at: number): Promise<boolean> {
+  return (await tx.run(`UPDATE payouts SET status = ?, fail_reason = ?, completed_at = ? WHERE id = ? AND status = 'pending'`, status, failReason, at, id)).changes === 1;
+}
+
+/**
+ * One page of a shop's payout register (fetches limit + 1 rows so the caller knows whether more follow).
+ * Inside a transaction pass its tx, outside the store.
+ */
+export async function listPayouts(q: Reader, shopId: string, mode: Mode, rq: RegisterQuery): Promise<PayoutRow[]> {
   const method = rq.extra.method;
-  return registerRows<PayoutRow>(db, REGISTERS.payouts, shopId, [mode], { status: rq.statuses ?? undefined, method: method === undefined ? undefined : [method] }, rq);
+  return registerRows<PayoutRow>(q, REGISTERS.payouts, shopId, [mode], { status: rq.statuses ?? undefined, method: method === undefined ? undefined : [method] }, rq);
 }

@@ -3,7 +3,7 @@ import { badRequest } from '../http/errors';
 import { amountField, bodyObject, strField } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
 import { iso, isoOrNull } from '../util/time';
-import { parseRegisterQuery, toPage } from '../registers/query';
+import { highNeeded, parseRegisterQuery, toPage } from '../registers/query';
 import { registerRows, REGISTERS } from '../registers/plan';
 import { maxSeq, paymentOfShop } from '../payments/handlers';
 import { refundView, type RefundRow } from '../payments/store';
@@ -23,18 +23,18 @@ export async function createRefund(ctx: Ctx): Promise<Reply> {
   const amount = amountField(obj, 'amount', false, true);
   const reason = strField(obj, 'reason', { max: 500 }) ?? '';
   const id = ctx.params.id;
-  return idempotentCreate(ctx, (tx) => {
-    const p = paymentOfShop(ctx.app, ctx, id);
-    const r = createRefundTx(ctx.app, tx, p, { amount, reason, keyId: ctx.auth!.keyId });
+  return idempotentCreate(ctx, async (tx) => {
+    const p = await paymentOfShop(tx, ctx, id);
+    const r = await createRefundTx(ctx.app, tx, p, { amount, reason, keyId: ctx.auth!.keyId });
     return { status: 201, body: refundView(r, false) as unknown as Record<string, unknown>, holder: { table: 'refunds', seq: r.seq, id: r.id } };
   });
 }
 
 /** GET /v1/public/refunds: the refund register of the key's shop and mode, newest first. */
-export function listRefunds(ctx: Ctx): Reply {
+export async function listRefunds(ctx: Ctx): Promise<Reply> {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: REFUND_STATUSES });
-  const rows = registerRows<RefundRow>(ctx.app.store.db, REGISTERS.refunds, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined }, rq);
+  const rows = await registerRows<RefundRow>(ctx.app.store, REGISTERS.refunds, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined }, rq);
   const item = (r: RefundRow) => ({
     id: r.id,
     payment_id: r.payment_id,
@@ -45,5 +45,6 @@ export function listRefunds(ctx: Ctx): Reply {
     created_at: iso(r.created_at),
     completed_at: isoOrNull(r.completed_at),
   });
-  return { body: toPage(rows, rq, item, () => maxSeq(ctx.app, 'refunds')) };
+  const high = highNeeded(rows, rq) ? await maxSeq(ctx.app.store, 'refunds') : undefined;
+  return { body: toPage(rows, rq, item, high) };
 }

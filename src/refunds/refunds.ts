@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/store';
+import type { Reader, Tx } from '../db/store';
 import { ApiError, invalidState } from '../http/errors';
 import { uuid } from '../util/ids';
 import { finishRefundRow, getRefund, heldByRefunds, insertRefund } from './store';
@@ -19,20 +19,20 @@ export interface RefundInput {
   keyId: string;
 }
 
-/** amount minus succeeded and pending refunds: what may still be refunded. */
-export function refundableOf(app: App, p: PaymentRow): number {
-  return p.amount - heldByRefunds(app, p.id);
+/** amount minus succeeded and pending refunds: what may still be refunded. Inside a transaction pass its tx. */
+export async function refundableOf(q: Reader, p: PaymentRow): Promise<number> {
+  return p.amount - (await heldByRefunds(q, p.id));
 }
 
 /**
  * Create a pending refund in the caller's transaction. The remainder is computed inside the transaction,
  * so concurrent refunds (serialised by the group commit) never exceed the payment amount.
  */
-export function createRefundTx(app: App, tx: Tx, p: PaymentRow, input: RefundInput): RefundRow {
+export async function createRefundTx(app: App, tx: Tx, p: PaymentRow, input: RefundInput): Promise<RefundRow> {
   if (p.status !== 'succeeded') {
     throw invalidState(`Cannot refund payment "${p.id}": its status is ${p.status}; only succeeded payments can be refunded`);
   }
-  const refundable = refundableOf(app, p);
+  const refundable = await refundableOf(tx, p);
   if (refundable <= 0) {
     // Pending refunds may already hold the whole amount while the payment is still `succeeded`.
     throw new ApiError(
@@ -48,10 +48,10 @@ export function createRefundTx(app: App, tx: Tx, p: PaymentRow, input: RefundInp
   }
   const now = app.clocks.now(p.shop_id, p.mode);
   const id = uuid();
-  insertRefund(tx, { id, payment_id: p.id, merchant_id: p.merchant_id, shop_id: p.shop_id, mode: p.mode, amount, reason: input.reason, created_at: now }, input.keyId);
+  await insertRefund(tx, { id, payment_id: p.id, merchant_id: p.merchant_id, shop_id: p.shop_id, mode: p.mode, amount, reason: input.reason, created_at: now }, input.keyId);
   // The amount leaves `available` for `reserved` now (422 insufficient_funds when it is not there).
-  post(tx, bookOf(p), 'refund_reserved', id, amount, now);
-  app.events.append(tx, {
+  await post(tx, bookOf(p), 'refund_reserved', id, amount, now);
+  await app.events.append(tx, {
     merchantId: p.merchant_id,
     shopId: p.shop_id,
     mode: p.mode,
@@ -60,8 +60,8 @@ export function createRefundTx(app: App, tx: Tx, p: PaymentRow, input: RefundInp
     at: now,
     paymentId: p.id,
   });
-  const refund = getRefund(app, id)!;
-  app.banks.for(p.shop_id, p.mode).refund(tx, refund, p);
+  const refund = (await getRefund(tx, id))!;
+  await (await app.banks.for(tx, p.shop_id, p.mode)).refund(tx, refund, p);
   return refund;
 }
 
@@ -69,21 +69,21 @@ export function createRefundTx(app: App, tx: Tx, p: PaymentRow, input: RefundInp
  * Settle a pending refund: on success amount_refunded grows (the payment becomes refunded when refunds
  * reach its amount) and payment.refunded is sent; on failure the amount becomes refundable again.
  */
-export function settleRefundTx(app: App, tx: Tx, r: RefundRow, status: 'succeeded' | 'failed', failureCode = ''): RefundRow {
+export async function settleRefundTx(app: App, tx: Tx, r: RefundRow, status: 'succeeded' | 'failed', failureCode = ''): Promise<RefundRow> {
   if (r.status !== 'pending') return r;
-  const p = getPayment(app, r.payment_id)!;
+  const p = (await getPayment(tx, r.payment_id))!;
   const now = app.clocks.now(r.shop_id, r.mode);
-  finishRefundRow(tx, r.id, status, failureCode, now);
+  await finishRefundRow(tx, r.id, status, failureCode, now);
   // A settled refund leaves the books; a failed one gives its reserve back.
-  const reserved = postedAmount(tx, 'refund_reserved', r.id);
+  const reserved = await postedAmount(tx, 'refund_reserved', r.id);
   if (status === 'succeeded') {
-    if (reserved === undefined) post(tx, bookOf(r), 'refund_reserved', r.id, r.amount, now);
-    post(tx, bookOf(r), 'refund_settled', r.id, reserved ?? r.amount, now);
+    if (reserved === undefined) await post(tx, bookOf(r), 'refund_reserved', r.id, r.amount, now);
+    await post(tx, bookOf(r), 'refund_settled', r.id, reserved ?? r.amount, now);
   } else if (reserved !== undefined) {
-    post(tx, bookOf(r), 'refund_released', r.id, reserved, now);
+    await post(tx, bookOf(r), 'refund_released', r.id, reserved, now);
   }
-  const after = status === 'succeeded' ? applyRefundTx(app, tx, p, r.amount) : reload(app, p.id);
-  app.events.append(tx, {
+  const after = status === 'succeeded' ? await applyRefundTx(app, tx, p, r.amount) : await reload(tx, p.id);
+  await app.events.append(tx, {
     merchantId: r.merchant_id,
     shopId: r.shop_id,
     mode: r.mode,
@@ -91,9 +91,9 @@ export function settleRefundTx(app: App, tx: Tx, r: RefundRow, status: 'succeede
     payload: { id: r.id, payment_id: r.payment_id, amount: r.amount, status },
     at: now,
     paymentId: r.payment_id,
-    webhook: status === 'succeeded' ? { event: 'payment.refunded', data: paymentView(app, after), url: after.webhook_url || null } : undefined,
+    webhook: status === 'succeeded' ? { event: 'payment.refunded', data: await paymentView(tx, after), url: after.webhook_url || null } : undefined,
   });
-  return getRefund(app, r.id)!;
+  return (await getRefund(tx, r.id))!;
 }
 
 /** The book a payment's or refund's money is written in. */

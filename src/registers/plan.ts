@@ -1,5 +1,4 @@
-import type Database from 'better-sqlite3';
-import { cachedStmt } from '../db/statements';
+import type { Reader } from '../db/store';
 import { badRequest } from '../http/errors';
 import { registerOrder, registerWhere, type RegisterQuery } from './query';
 
@@ -108,20 +107,22 @@ export function registerSeeks(
 
 /**
  * The rows of one page of a shop's register, newest first: at most `limit + 1` (so toPage knows whether more
- * follow), merged from the seeks of registerSeeks, each of which reads at most that many rows.
+ * follow), merged from the seeks of registerSeeks, each of which reads at most that many rows. The seeks run
+ * one after another through `q` (a tx inside a transaction, the store outside).
  */
-export function registerRows<R extends { created_at: number; seq: number }>(
-  db: Database.Database,
+export async function registerRows<R extends { created_at: number; seq: number }>(
+  q: Reader,
   spec: RegisterTable,
   shopId: string,
   modes: readonly string[],
   filters: RegisterFilters,
   rq: RegisterQuery,
   columns = '*',
-): R[] {
+): Promise<R[]> {
   const seeks = registerSeeks(spec, shopId, modes, filters, rq, columns);
-  if (seeks.length === 1) return cachedStmt(db, seeks[0].sql).all(...seeks[0].params) as R[];
-  const rows = seeks.flatMap((s) => cachedStmt(db, s.sql).all(...s.params) as R[]);
+  if (seeks.length === 1) return q.all<R>(seeks[0].sql, ...seeks[0].params);
+  const rows: R[] = [];
+  for (const s of seeks) rows.push(...(await q.all<R>(s.sql, ...s.params)));
   rows.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq);
   return rows.slice(0, rq.limit + 1);
 }

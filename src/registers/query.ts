@@ -141,20 +141,29 @@ export function registerOrder(prefix = ''): string {
 }
 
 /**
+ * True when toPage needs the table's highest seq for its cursor: a first page that more rows follow. A caller
+ * reads it (asynchronously) only then, and hands the number to toPage.
+ */
+export function highNeeded(rows: readonly unknown[], rq: RegisterQuery): boolean {
+  return rows.length > rq.limit && rq.limit > 0 && !rq.after;
+}
+
+/**
  * Cut a page from rows fetched with `LIMIT limit + 1`: the items, and the cursor of the last item when
- * more rows follow (null otherwise). `high` (the table's highest seq, read after the first page) goes
- * into the cursor, and every later page keeps the first page's value.
+ * more rows follow (null otherwise). `high` (the table's highest seq, read after the first page: a number
+ * read when highNeeded says so, or a synchronous function) goes into the cursor, and every later page keeps
+ * the first page's value.
  */
 export function toPage<R extends { created_at: number; seq: number }, T>(
   rows: R[],
   rq: RegisterQuery,
   view: (r: R) => T,
-  high?: () => number,
+  high?: number | (() => number),
 ): { items: T[]; next_cursor: string | null } {
   const more = rows.length > rq.limit;
   const page = more ? rows.slice(0, rq.limit) : rows;
   const last = page[page.length - 1];
   if (!more || !last) return { items: page.map(view), next_cursor: null };
-  const bound = rq.after ? rq.after.high : high?.();
+  const bound = rq.after ? rq.after.high : typeof high === 'function' ? high() : high;
   return { items: page.map(view), next_cursor: encodeCursor({ createdAt: last.created_at, seq: last.seq, high: bound }) };
 }

@@ -13,7 +13,7 @@ import { toJob, type Job, type JobRow } from './jobs-table';
  */
 export interface AsyncJobKind<R> {
   run(job: Job): Promise<R>;
-  complete(tx: Tx, job: Job, result: R): void;
+  complete(tx: Tx, job: Job, result: R): Promise<void>;
   /** Longest a run may take before it counts as failed (default 30 s). */
   deadline_ms?: number;
 }
@@ -27,7 +27,7 @@ export interface Pin {
 /** What the runner reports back to the scheduler. */
 export interface RunnerHooks {
   /** A run failed: record it (retry or dead). */
-  fail(row: JobRow, err: unknown, pin: Pin | null): void;
+  fail(row: JobRow, err: unknown, pin: Pin | null): Promise<void>;
   /** A run is over, whatever the outcome. */
   settled(id: number): void;
 }
@@ -85,20 +85,20 @@ export class AsyncRunner {
     try {
       const job = toJob(row);
       const result = await withDeadline(kind.run(job), kind.deadline_ms ?? DEFAULT_DEADLINE_MS, row);
-      if (!this.store.db.open) return;
-      await this.store.write((tx) => {
-        const body = (): void => {
-          const cur = tx.stmt(`SELECT state FROM jobs WHERE id = ?`).get(row.id) as { state: string } | undefined;
+      if (!this.store.isOpen) return;
+      await this.store.write(async (tx) => {
+        const body = async (): Promise<void> => {
+          const cur = await tx.get<{ state: string }>(`SELECT state FROM jobs WHERE id = ?`, row.id);
           if (cur?.state !== 'pending') return;
-          kind.complete(tx, job, result);
-          tx.stmt(`UPDATE jobs SET state = 'done', finished_at = ? WHERE id = ?`).run(this.clocks.real(), row.id);
+          await kind.complete(tx, job, result);
+          await tx.run(`UPDATE jobs SET state = 'done', finished_at = ? WHERE id = ?`, this.clocks.real(), row.id);
         };
-        if (pin) this.clocks.pinned(pin.shopId, pin.at, body);
-        else body();
+        if (pin) await this.clocks.pinned(pin.shopId, pin.at, body);
+        else await body();
       });
     } catch (err) {
       try {
-        this.hooks.fail(row, err, pin);
+        await this.hooks.fail(row, err, pin);
       } catch (e) {
         this.log.error('cannot record a failed job run', { job_id: row.id, kind: row.kind, error: String((e as Error)?.message ?? e) });
       }

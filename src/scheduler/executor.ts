@@ -1,4 +1,4 @@
-import type { Store, Tx } from '../db/store';
+import type { Reader, Row, RunResult, Store, Tx } from '../db/store';
 import type { Clocks } from './clock';
 import type { Logger } from '../log';
 import { toJob, type Job, type JobKey, type JobRow, type JobsTable } from './jobs-table';
@@ -9,7 +9,7 @@ import type { AsyncJobKind, Pin } from './async-runner';
  * it; it may schedule more jobs through the tx it gets. It must be idempotent (check the subject's state
  * first) and must not open a transaction of its own. Throwing rolls back its writes and retries the job.
  */
-export type JobHandler = (tx: Tx, job: Job) => void;
+export type JobHandler = (tx: Tx, job: Job) => Promise<void>;
 
 /** Per-kind options. */
 export interface JobKindOptions {
@@ -51,6 +51,12 @@ export interface BatchOutcome {
   rest: JobRow[];
   pin: number;
 }
+
+/**
+ * Hands a batch the jobs scheduled since it last looked, merged into the rows it has still to run (`rest`), and
+ * returns the list to go on with; `q` is the batch's transaction, `whole` true when the batch has no savepoints.
+ */
+export type Refetch = (q: Reader, rest: JobRow[], whole: boolean) => Promise<JobRow[]>;
 
 /** A job of a batch without savepoints threw: the batch's transaction is rolled back and run again with them. */
 class RunAgain extends Error {
@@ -100,28 +106,28 @@ export class Executor {
    * check their subject's state first and keep their in-memory effects for after commit, so the run that was
    * rolled back leaves nothing behind.
    */
-  runSyncBatch(
+  async runSyncBatch(
     rows: JobRow[],
     from: number,
     pinShop: string | null,
     pinFloor: number,
     stopOnSchedule: boolean,
-    refetch?: (rest: JobRow[], whole: boolean) => JobRow[],
-  ): BatchOutcome {
-    const fast = this.runBatch(rows, from, pinShop, pinFloor, stopOnSchedule, refetch, false);
-    return fast ?? this.runBatch(rows, from, pinShop, pinFloor, stopOnSchedule, refetch, true)!;
+    refetch?: Refetch,
+  ): Promise<BatchOutcome> {
+    const fast = await this.runBatch(rows, from, pinShop, pinFloor, stopOnSchedule, refetch, false);
+    return fast ?? (await this.runBatch(rows, from, pinShop, pinFloor, stopOnSchedule, refetch, true))!;
   }
 
   /** One try of runSyncBatch; without savepoints, undefined when a job threw (and nothing was committed). */
-  private runBatch(
+  private async runBatch(
     rows: JobRow[],
     from: number,
     pinShop: string | null,
     pinFloor: number,
     stopOnSchedule: boolean,
-    refetch: ((rest: JobRow[], whole: boolean) => JobRow[]) | undefined,
+    refetch: Refetch | undefined,
     savepoints: boolean,
-  ): BatchOutcome | undefined {
+  ): Promise<BatchOutcome | undefined> {
     const retries: JobKey[] = [];
     const consumed: number[] = [];
     let ran = 0;
@@ -135,50 +141,53 @@ export class Executor {
     let current: JobRow;
     let currentKind: Kind | undefined;
     let batchTx: Tx;
-    const once = (): void => {
+    const once = async (): Promise<void> => {
       if (!savepoints) {
-        if (this.runOne(batchTx, current, currentKind)) ran++;
+        if (await this.runOne(batchTx, current, currentKind)) ran++;
         return;
       }
-      const out = this.runOneInSavepoint(batchTx, current, currentKind);
+      const out = await this.runOneInSavepoint(batchTx, current, currentKind);
       if (out.ran) ran++;
       if (out.retry) retries.push(out.retry);
     };
     try {
-      this.store.tx((tx) => {
-        batchTx = tx;
-        let seq = this.hooks.seq();
-        const started = performance.now();
-        while (i < list.length && consumed.length < this.limits.batch && (consumed.length === 0 || performance.now() - started < this.limits.txMs)) {
-          const row = list[i];
-          const kind = this.kinds.get(row.kind);
-          if (kind && 'async' in kind) break;
-          i++;
-          if (seen.has(row.id)) continue;
-          seen.add(row.id);
-          consumed.push(row.id);
-          pin = Math.max(pin, row.due_at);
-          current = row;
-          currentKind = kind;
-          try {
-            if (pinShop) this.clocks.pinned(pinShop, pin, once);
-            else once();
-          } catch (err) {
-            if (savepoints) throw err;
-            threw = true;
-            throw new RunAgain(err);
+      await this.store.tx(
+        async (tx) => {
+          batchTx = tx;
+          let seq = this.hooks.seq();
+          const started = performance.now();
+          while (i < list.length && consumed.length < this.limits.batch && (consumed.length === 0 || performance.now() - started < this.limits.txMs)) {
+            const row = list[i];
+            const kind = this.kinds.get(row.kind);
+            if (kind && 'async' in kind) break;
+            i++;
+            if (seen.has(row.id)) continue;
+            seen.add(row.id);
+            consumed.push(row.id);
+            pin = Math.max(pin, row.due_at);
+            current = row;
+            currentKind = kind;
+            try {
+              if (pinShop) await this.clocks.pinned(pinShop, pin, once);
+              else await once();
+            } catch (err) {
+              if (savepoints) throw err;
+              threw = true;
+              throw new RunAgain(err);
+            }
+            if (stopOnSchedule && this.hooks.seq() !== seq) {
+              if (!refetch) break;
+              // Without savepoints every job this batch scheduled commits with it or not at all.
+              list = await refetch(tx, list.slice(i), !savepoints);
+              i = 0;
+              stale = true;
+              seq = this.hooks.seq();
+            }
           }
-          if (stopOnSchedule && this.hooks.seq() !== seq) {
-            if (!refetch) break;
-            // Without savepoints every job this batch scheduled commits with it or not at all.
-            list = refetch(list.slice(i), !savepoints);
-            i = 0;
-            stale = true;
-            seq = this.hooks.seq();
-          }
-        }
-        // Durable later: the next batch runs while this one's WAL sync is on the thread pool.
-      }, { durable: 'later' });
+          // Durable later: the next batch runs while this one's WAL sync is on the thread pool.
+        },
+        { durable: 'later' },
+      );
     } catch (err) {
       if (threw && err instanceof RunAgain) return undefined;
       throw err;
@@ -190,39 +199,36 @@ export class Executor {
   }
 
   /** One job in `tx`, no savepoint: skipped if no longer pending (false); a throw is the caller's. */
-  private runOne(tx: Tx, row: JobRow, kind: Kind | undefined): boolean {
-    if (this.table.state(row.id) !== 'pending') return false;
+  private async runOne(tx: Tx, row: JobRow, kind: Kind | undefined): Promise<boolean> {
+    if ((await this.table.state(tx, row.id)) !== 'pending') return false;
     if (!kind || !('sync' in kind)) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
-    kind.sync(tx, toJob(row));
-    this.table.done(row.id, this.clocks.real());
+    await kind.sync(tx, toJob(row));
+    await this.table.done(tx, row.id, this.clocks.real());
     return true;
   }
 
   /** One job in a savepoint of `tx`: skipped if no longer pending; on a throw, rolled back and recorded as failed. */
-  private runOneInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined): { ran: boolean; retry: JobKey | null } {
-    const db = tx.db;
-    tx.stmt('SAVEPOINT job').run();
+  private async runOneInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined): Promise<{ ran: boolean; retry: JobKey | null }> {
+    // The job's after-commit actions are kept apart and handed to the batch only once its savepoint is released.
     const hooks: Array<() => void> = [];
     let ran = false;
     try {
-      if (this.table.state(row.id) === 'pending') {
+      await tx.savepoint(async (sp) => {
+        if ((await this.table.state(sp, row.id)) !== 'pending') return;
         ran = true;
         if (!kind || !('sync' in kind)) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
-        kind.sync({ db, stmt: tx.stmt, afterCommit: (h) => hooks.push(h) }, toJob(row));
-        this.table.done(row.id, this.clocks.real());
-      }
-      tx.stmt('RELEASE job').run();
+        await kind.sync(new HookedTx(sp, hooks), toJob(row));
+        await this.table.done(sp, row.id, this.clocks.real());
+      });
     } catch (err) {
-      tx.stmt('ROLLBACK TO job').run();
-      tx.stmt('RELEASE job').run();
-      return { ran, retry: this.fail(tx, row, err) };
+      return { ran, retry: await this.fail(tx, row, err) };
     }
     for (const h of hooks) tx.afterCommit(h);
     return { ran, retry: null };
   }
 
   /** Record a failed run in `tx`: retry after a doubling backoff on the job's clock, or dead after maxAttempts. */
-  private fail(tx: Tx, row: JobRow, err: unknown): JobKey | null {
+  private async fail(tx: Tx, row: JobRow, err: unknown): Promise<JobKey | null> {
     const kind = this.kinds.get(row.kind);
     const attempt = row.attempt + 1;
     const dead = attempt >= (kind?.maxAttempts ?? MAX_ATTEMPTS);
@@ -231,7 +237,7 @@ export class Executor {
     const dueAt = this.clocks.now(row.shop_id, row.mode) + backoff_ms;
     const runAt = this.clocks.toReal(row.shop_id, row.mode, dueAt);
     const error = String((err as Error)?.message ?? err).slice(0, 500);
-    this.table.failed(tx.db, row.id, { attempt, error, dead, dueAt, runAt, now_ms: real });
+    await this.table.failed(tx, row.id, { attempt, error, dead, dueAt, runAt, now_ms: real });
     const fields = { job_id: row.id, kind: row.kind, subject_id: row.subject_id, attempt, error };
     if (dead) this.log.error('job dead', fields);
     else this.log.warn('job failed; will retry', { ...fields, retry_in_ms: backoff_ms });
@@ -239,14 +245,56 @@ export class Executor {
   }
 
   /** The async runner's failure path: its own transaction, on the clock the run had. */
-  failInTx(row: JobRow, err: unknown, pin: Pin | null): void {
-    if (!this.store.db.open) return;
-    const record = (): void =>
-      this.store.tx((tx) => {
-        const cur = tx.stmt(`SELECT attempt, state FROM jobs WHERE id = ?`).get(row.id) as { attempt: number; state: string } | undefined;
-        if (cur?.state === 'pending') this.fail(tx, { ...row, attempt: cur.attempt }, err);
-      });
-    if (pin) this.clocks.pinned(pin.shopId, pin.at, record);
-    else record();
+  async failInTx(row: JobRow, err: unknown, pin: Pin | null): Promise<void> {
+    if (!this.store.isOpen) return;
+    await this.store.tx(async (tx) => {
+      const record = async (): Promise<void> => {
+        const cur = await tx.get<{ attempt: number; state: string }>(`SELECT attempt, state FROM jobs WHERE id = ?`, row.id);
+        if (cur?.state === 'pending') await this.fail(tx, { ...row, attempt: cur.attempt }, err);
+      };
+      if (pin) await this.clocks.pinned(pin.shopId, pin.at, record);
+      else await record();
+    });
+  }
+}
+
+/**
+ * A job's view of its savepoint: reads, writes and nested savepoints go to the savepoint; after-commit actions
+ * are collected in `hooks`, so that a job rolled back to its savepoint leaves none behind.
+ */
+class HookedTx implements Tx {
+  constructor(
+    private readonly sp: Tx,
+    private readonly hooks: Array<() => void>,
+  ) {}
+
+  get connection(): object {
+    return this.sp.connection;
+  }
+
+  get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
+    return this.sp.get<T>(sql, ...params);
+  }
+
+  all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+    return this.sp.all<T>(sql, ...params);
+  }
+
+  run(sql: string, ...params: unknown[]): Promise<RunResult> {
+    return this.sp.run(sql, ...params);
+  }
+
+  savepoint<T>(fn: (tx: Tx) => Promise<T> | T): Promise<T> {
+    // A nested savepoint's actions join this job's only if it is released (a throw in it drops them).
+    return this.sp.savepoint(async (inner) => {
+      const mine: Array<() => void> = [];
+      const out = await fn(new HookedTx(inner, mine));
+      for (const h of mine) this.hooks.push(h);
+      return out;
+    });
+  }
+
+  afterCommit(fn: () => void): void {
+    this.hooks.push(fn);
   }
 }

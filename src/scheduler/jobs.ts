@@ -1,4 +1,4 @@
-import type { Store, Tx } from '../db/store';
+import type { Reader, Store, Tx } from '../db/store';
 import type { Clocks, Mode } from './clock';
 import type { Logger } from '../log';
 import { TimerWheel, type TimerHandle } from './timer-wheel';
@@ -43,12 +43,20 @@ export class Scheduler {
   private covered: JobKey = { runAt: -Infinity, id: 0 };
   /** The last refill stopped at its batch limit, so more may be due before `covered.runAt` suggests. */
   private coveredPartial = false;
+  /** While a refill reads the table: jobs up to here that are scheduled meanwhile go on the wheel too. */
+  private loadingTo: JobKey | null = null;
+  /** The sweep or refill reading the table now (one at a time). */
+  private loading: Promise<void> | null = null;
   private ready: JobKey[] = [];
   private readonly runner: AsyncRunner;
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
   private nextSweepAt = 0;
+  /** A slice of ready jobs is running; `pumped` settles when it is over. */
   private pumping = false;
+  private pumped: Promise<void> = Promise.resolve();
+  /** Reads of async jobs just finished, whose retries go back on the wheel when they answer. */
+  private readonly settling = new Set<Promise<void>>();
   private stopped = true;
   /** Shops (`shop/mode`) whose due jobs an advance is running: the wheel leaves their jobs to it. */
   private readonly advancing = new Map<string, number>();
@@ -66,7 +74,7 @@ export class Scheduler {
     limits: Partial<SchedulerLimits> = {},
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
-    this.table = new JobsTable(store);
+    this.table = new JobsTable();
     this.wheel = new TimerWheel<number>({ now: clocks.real });
     this.exec = new Executor(store, clocks, log, this.table, this.limits, {
       seq: () => this.scheduleSeq,
@@ -78,6 +86,7 @@ export class Scheduler {
       settled: (id) => this.finished(id),
     });
     this.shopRun = {
+      store,
       clocks,
       table: this.table,
       exec: this.exec,
@@ -114,15 +123,14 @@ export class Scheduler {
   }
 
   /** Write a job in the caller's transaction; the wheel learns of it after commit. Returns the job id. */
-  schedule(tx: Tx, spec: JobSpec): number {
+  async schedule(tx: Tx, spec: JobSpec): Promise<number> {
     if (!Number.isFinite(spec.dueAt)) throw new Error(`cannot schedule job "${spec.kind}": due time ${spec.dueAt} is not a number`);
     const dueAt = Math.round(spec.dueAt);
     const runAt = this.clocks.toReal(spec.shopId, spec.mode, dueAt);
     const payload = JSON.stringify(spec.payload ?? {});
-    if (!tx.db.inTransaction) throw new Error(`cannot schedule job "${spec.kind}" outside a transaction`);
     const createdAt = this.clocks.real();
     // Fields named one by one: a spread of the caller's spec (whose shape varies) cost more than the INSERT's binding.
-    const id = this.table.insert(spec.kind, spec.subjectId, spec.shopId, spec.mode, dueAt, runAt, payload, createdAt);
+    const id = await this.table.insert(tx, spec.kind, spec.subjectId, spec.shopId, spec.mode, dueAt, runAt, payload, createdAt);
     this.scheduleSeq++;
     const watching = this.watchers.size > 0 ? this.watchers.get(`${spec.shopId}/${spec.mode}`) : undefined;
     if (watching) {
@@ -150,15 +158,15 @@ export class Scheduler {
   }
 
   /** Cancel the pending jobs of a kind for a subject, in the caller's transaction; returns how many. */
-  cancel(tx: Tx, kind: string, subjectId: string): number {
-    const ids = this.table.cancel(tx.db, kind, subjectId, this.clocks.real());
+  async cancel(tx: Tx, kind: string, subjectId: string): Promise<number> {
+    const ids = await this.table.cancel(tx, kind, subjectId, this.clocks.real());
     if (ids.length > 0) tx.afterCommit(() => ids.forEach((id) => this.untrack(id)));
     return ids.length;
   }
 
-  /** The earliest due time (on the shop's clock) of a subject's pending jobs of a kind, or null; in the caller's transaction. */
-  nextDue(tx: Tx, kind: string, subjectId: string): number | null {
-    return this.table.nextDue(tx.db, kind, subjectId);
+  /** The earliest due time (on the shop's clock) of a subject's pending jobs of a kind, or null; in the caller's transaction (or the store outside one). */
+  nextDue(q: Reader, kind: string, subjectId: string): Promise<number | null> {
+    return this.table.nextDue(q, kind, subjectId);
   }
 
   /** Load the pending jobs of the horizon and start firing; overdue ones run at once, in due order. */
@@ -174,11 +182,16 @@ export class Scheduler {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.timerAt = Infinity;
+    // The batch running now commits; what is left of the ready jobs stays pending in the table.
+    await this.pumped;
     await this.runner.drain();
+    await Promise.all([...this.settling]);
+    await this.loading?.catch(() => undefined);
     this.wheel.clear();
     this.tracked.clear();
     this.ready = [];
     this.covered = { runAt: -Infinity, id: 0 };
+    this.notifyIdle();
   }
 
   /**
@@ -196,7 +209,7 @@ export class Scheduler {
       if (n > 0) this.advancing.set(key, n);
       else this.advancing.delete(key);
       // Jobs the wheel fired meanwhile were left to the advance; put the ones still waiting back.
-      if (mode === 'test') this.retime(shopId);
+      if (mode === 'test') await this.retime(shopId);
     }
   }
 
@@ -204,7 +217,7 @@ export class Scheduler {
   async runDue(): Promise<number> {
     let total = 0;
     for (;;) {
-      const ran = this.wake();
+      const ran = await this.wake();
       total += ran;
       await this.idle();
       // Jobs those jobs scheduled reach the wheel once their batch is durable (its after-commit hooks).
@@ -215,7 +228,7 @@ export class Scheduler {
 
   /** Resolves when no fired job waits or runs; for tests and shutdown. */
   idle(): Promise<void> {
-    if (this.stopped || (this.ready.length === 0 && !this.runner.busy())) return Promise.resolve();
+    if (this.stopped || (this.ready.length === 0 && !this.pumping && !this.runner.busy() && this.settling.size === 0)) return Promise.resolve();
     return new Promise<void>((resolve) => this.idleWaiters.push(resolve)).then(() => this.idle());
   }
 
@@ -226,7 +239,7 @@ export class Scheduler {
 
   /** Put a job in the wheel if it falls within the covered range (else the table keeps it until a refill). */
   private offer(key: JobKey): void {
-    if (this.stopped || !atOrBefore(key, this.covered)) return;
+    if (this.stopped || !(atOrBefore(key, this.covered) || (this.loadingTo !== null && atOrBefore(key, this.loadingTo)))) return;
     const had = this.tracked.get(key.id);
     // null: fired and queued or running; whoever runs it re-offers a retry.
     if (had === null) return;
@@ -242,9 +255,10 @@ export class Scheduler {
   }
 
   /** After a shop's test clock moved: re-time its tracked jobs and load those that came within the covered range. */
-  private retime(shopId: string): void {
+  private async retime(shopId: string): Promise<void> {
     if (this.stopped) return;
-    const rows = this.table.testJobsOfShop(shopId, this.covered.runAt, this.limits.batch);
+    const rows = await this.table.testJobsOfShop(this.store, shopId, this.covered.runAt, this.limits.batch);
+    if (this.stopped) return;
     if (rows.length === this.limits.batch) {
       const last = rows[rows.length - 1];
       if (atOrBefore(last, this.covered)) {
@@ -255,12 +269,29 @@ export class Scheduler {
     for (const r of rows) this.offer(r);
   }
 
-  /** Fill the wheel from the table up to the horizon, or as far as the memory limit allows. */
-  private refill(now: number): void {
+  /** Run a sweep or refill, or join the one reading the table now. */
+  private load(fn: () => Promise<void>): Promise<void> {
+    return (this.loading ??= fn().finally(() => {
+      this.loading = null;
+    }));
+  }
+
+  /** Fill the wheel from the table up to the horizon, or as far as the memory limit allows (through load()). */
+  private async refill(now: number): Promise<void> {
     const target = now + this.limits.horizonMs;
     while (this.tracked.size + this.limits.batch <= this.limits.maxLoaded) {
+      if (this.stopped) return;
       if (!this.coveredPartial && this.covered.runAt >= target) return;
-      const rows = this.table.next(this.covered.runAt === -Infinity ? { runAt: -8.64e15, id: 0 } : this.covered, target, this.limits.batch);
+      const after = this.covered.runAt === -Infinity ? { runAt: -8.64e15, id: 0 } : this.covered;
+      // A job committed while the read is on its way may be missing from it: offer() takes such jobs in.
+      this.loadingTo = { runAt: target, id: Number.MAX_SAFE_INTEGER };
+      let rows: JobKey[];
+      try {
+        rows = await this.table.next(this.store, after, target, this.limits.batch);
+      } finally {
+        this.loadingTo = null;
+      }
+      if (this.stopped) return;
       const full = rows.length === this.limits.batch;
       this.covered = full ? rows[rows.length - 1] : { runAt: target, id: Number.MAX_SAFE_INTEGER };
       this.coveredPartial = full;
@@ -271,21 +302,34 @@ export class Scheduler {
   }
 
   /** The sweep: refill, and take in overdue jobs nobody told the wheel about (written by another process). */
-  private sweep(now: number): void {
+  private async sweep(now: number): Promise<void> {
     this.nextSweepAt = now + this.limits.sweepMs;
-    this.refill(now);
-    for (const key of this.table.overdue(now, this.limits.batch)) {
+    await this.refill(now);
+    const overdue = await this.table.overdue(this.store, now, this.limits.batch);
+    if (this.stopped) return;
+    for (const key of overdue) {
       if (!this.tracked.has(key.id) && !this.runner.running(key.id)) {
         this.tracked.set(key.id, this.wheel.add(key.runAt, key.id));
       }
     }
   }
 
-  /** Timer body: sweep or refill if it is time, move the wheel, queue what fired, run it. Returns jobs fired. */
-  private wake(): number {
+  /** Timer body: sweep or refill if it is time, move the wheel, queue what fired, run it. Resolves with jobs fired. */
+  private async wake(): Promise<number> {
     const now = this.clocks.real();
-    if (now >= this.nextSweepAt) this.sweep(now);
-    else if (this.coveredPartial ? this.tracked.size < this.limits.batch * 2 : this.covered.runAt < now + this.limits.horizonMs / 2) this.refill(now);
+    try {
+      if (now >= this.nextSweepAt) {
+        // A refill under way finishes first: the sweep itself must still run, for the overdue jobs.
+        while (this.loading && now >= this.nextSweepAt) await this.loading.catch(() => undefined);
+        await (now >= this.nextSweepAt ? this.load(() => this.sweep(now)) : this.loading);
+      } else if (this.coveredPartial ? this.tracked.size < this.limits.batch * 2 : this.covered.runAt < now + this.limits.horizonMs / 2) {
+        await this.load(() => this.refill(now));
+      }
+    } catch (err) {
+      // The wheel still fires what it holds; the next sweep reads the table again.
+      if (!this.stopped) this.log.error('cannot load due jobs', { error: String((err as Error)?.message ?? err) });
+    }
+    if (this.stopped) return 0;
     const fired: JobKey[] = [];
     this.wheel.advance((id, runAt) => {
       this.tracked.set(id, null);
@@ -303,8 +347,13 @@ export class Scheduler {
     this.timer = null;
     this.timerAt = Infinity;
     if (this.stopped) return;
-    this.wake();
-    this.arm(Infinity);
+    void this.wake().then(
+      () => this.arm(Infinity),
+      (err: unknown) => {
+        this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
+        this.arm(Infinity);
+      },
+    );
   }
 
   /** Arm the one timer for the earliest of: `at`, the wheel's next bucket, the next sweep. */
@@ -323,53 +372,80 @@ export class Scheduler {
   private pump(): void {
     if (this.pumping || this.stopped) return;
     this.pumping = true;
+    this.pumped = this.pumpSlice();
+  }
+
+  /** One slice of pump(); never rejects. */
+  private async pumpSlice(): Promise<void> {
     const started = performance.now();
     try {
-      while (this.ready.length > 0 && performance.now() - started < this.limits.sliceMs) {
+      while (this.ready.length > 0 && !this.stopped && performance.now() - started < this.limits.sliceMs) {
         const keys = this.ready.splice(0, this.limits.batch);
         try {
-          this.runKeys(keys);
+          await this.runKeys(keys);
         } catch (err) {
           // The table is the truth: what did not run stays pending there, and the sweep brings it back.
           for (const k of keys) if (this.tracked.get(k.id) === null) this.tracked.delete(k.id);
           this.log.error('cannot run due jobs', { jobs: keys.length, error: String((err as Error)?.message ?? err) });
         }
-        if (this.coveredPartial && this.tracked.size < this.limits.batch * 2) this.refill(this.clocks.real());
+        if (this.coveredPartial && this.tracked.size < this.limits.batch * 2) {
+          const now = this.clocks.real();
+          await this.load(() => this.refill(now));
+        }
       }
+    } catch (err) {
+      if (!this.stopped) this.log.error('cannot load due jobs', { error: String((err as Error)?.message ?? err) });
     } finally {
       this.pumping = false;
     }
-    if (this.ready.length > 0) setImmediate(() => this.pump());
+    if (this.ready.length > 0 && !this.stopped) setImmediate(() => this.pump());
     else {
       this.arm(Infinity);
       this.notifyIdle();
     }
   }
 
-  private runKeys(keys: JobKey[]): void {
+  private async runKeys(keys: JobKey[]): Promise<void> {
     const rows: JobRow[] = [];
     for (const k of keys) {
-      const row = this.table.get(k.id);
+      const row = await this.table.get(this.store, k.id);
       if (row && row.state === 'pending' && !this.runner.running(row.id) && !this.advancing.has(`${row.shop_id}/${row.mode}`)) rows.push(row);
       else this.tracked.delete(k.id);
     }
-    for (let i = 0; i < rows.length; ) {
+    // Stopped meanwhile: the rows stay pending in the table.
+    for (let i = 0; i < rows.length && !this.stopped; ) {
       const kind = this.exec.kinds.get(rows[i].kind);
       if (kind && 'async' in kind) void this.runner.start(rows[i++], kind.async, null);
-      else i += this.exec.runSyncBatch(rows, i, null, -Infinity, false).consumed;
+      else i += (await this.exec.runSyncBatch(rows, i, null, -Infinity, false)).consumed;
     }
   }
 
   private finished(id: number): void {
     this.tracked.delete(id);
-    const row = this.table.get(id);
-    // A failed async run that was rescheduled: put its retry back on the wheel.
-    if (row && row.state === 'pending') this.offer({ id, runAt: row.run_at });
-    this.notifyIdle();
+    if (this.stopped) {
+      this.notifyIdle();
+      return;
+    }
+    // A failed async run that was rescheduled: put its retry back on the wheel (idle() waits for this read).
+    const settle: Promise<void> = this.table
+      .get(this.store, id)
+      .then(
+        (row) => {
+          if (row && row.state === 'pending') this.offer({ id, runAt: row.run_at });
+        },
+        (err: unknown) => {
+          if (!this.stopped) this.log.error('cannot read a finished job', { job_id: id, error: String((err as Error)?.message ?? err) });
+        },
+      )
+      .finally(() => {
+        this.settling.delete(settle);
+        this.notifyIdle();
+      });
+    this.settling.add(settle);
   }
 
   private notifyIdle(): void {
-    if (this.ready.length > 0 || this.runner.busy()) return;
+    if (!this.stopped && (this.ready.length > 0 || this.pumping || this.runner.busy() || this.settling.size > 0)) return;
     for (const w of this.idleWaiters.splice(0)) w();
   }
 

@@ -1,7 +1,8 @@
+import type { Reader, Store } from '../db/store';
 import type { Clocks, Mode } from './clock';
 import type { JobRow, JobsTable } from './jobs-table';
 import type { AsyncRunner } from './async-runner';
-import type { Executor } from './executor';
+import type { Executor, Refetch } from './executor';
 import type { SchedulerLimits } from './limits';
 
 /** A job just scheduled: its id, its due time on its shop's clock, and its row as written. */
@@ -13,6 +14,8 @@ export interface FreshJob {
 
 /** What a shop's run needs from the scheduler: its parts, its schedule counter, and a way to drop a job from the wheel. */
 export interface ShopRunDeps {
+  /** Reads outside any transaction (a batch reads through its own). */
+  store: Store;
   clocks: Clocks;
   table: JobsTable;
   exec: Executor;
@@ -60,14 +63,15 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () 
 
   // The jobs scheduled since the last look that are due within this read's range join the rows still to run,
   // in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one.
-  const refetch = (rest: JobRow[], whole = false): JobRow[] => {
+  // `q`: the batch's transaction when a batch asks, else the store.
+  const refetch: Refetch = async (q: Reader, rest: JobRow[], whole: boolean): Promise<JobRow[]> => {
     const due = d.clocks.now(shopId, mode);
     const added: JobRow[] = [];
     for (const f of takeFresh()) {
       if (f.dueAt > due || (bound && before(bound, { due_at: f.dueAt, id: f.id }))) continue;
       // A job of a batch that commits whole exists as it was written. Otherwise read it again: a job rolled back
       // with its savepoint (or its request's body) is gone, and its id may belong to a later job.
-      const r = whole ? f.row : d.table.get(f.id);
+      const r = whole ? f.row : await d.table.get(q, f.id);
       if (!r || r.state !== 'pending' || r.due_at > due || d.runner.running(r.id)) continue;
       if (bound && before(bound, r)) continue;
       d.untrack(r.id);
@@ -98,7 +102,7 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () 
     const now = d.clocks.now(shopId, mode);
     // Everything scheduled so far is in the table and this read sees it.
     takeFresh();
-    const read = d.table.dueForShop(shopId, mode, now, d.limits.batch);
+    const read = await d.table.dueForShop(d.store, shopId, mode, now, d.limits.batch);
     bound = read.length === d.limits.batch ? read[read.length - 1] : null;
     let list: JobRow[] = [];
     for (const r of read) {
@@ -118,7 +122,7 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () 
     while (i < list.length) {
       if (d.seq() !== seq) {
         // Jobs were scheduled outside a batch (an async job's start, a request while this run yielded).
-        list = refetch(list.slice(i));
+        list = await refetch(d.store, list.slice(i), false);
         i = 0;
         seq = d.seq();
         if (list.length === 0) break;
@@ -133,7 +137,7 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () 
         continue;
       }
       // Sync jobs up to the next async one share a transaction (of at most txMs).
-      const out = d.exec.runSyncBatch(list, i, mode === 'test' ? shopId : null, pin, true, refetch);
+      const out = await d.exec.runSyncBatch(list, i, mode === 'test' ? shopId : null, pin, true, refetch);
       ran += out.ran;
       pin = out.pin;
       if (out.stale) {

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type Database from 'better-sqlite3';
+import type { Store } from '../db/store';
 import { decryptSecret, encryptSecret, loadMasterKey, MASTER_KEY_BYTES } from './master-key';
 
 // Secrets kopek must use again (webhook and request-signing secrets) are stored encrypted under the
@@ -12,68 +12,73 @@ const SEALED = 'enc:';
 
 const keys = new Map<string, Buffer>();
 
-/** The master key of this connection's database, created beside it on first need; cached per file. */
-function keyOf(db: Database.Database): Buffer {
-  let key = keys.get(db.name);
+/** The master key of the database at `dbPath` (the store's `path`), created beside it on first need; cached per file. */
+function keyOf(dbPath: string): Buffer {
+  let key = keys.get(dbPath);
   if (!key) {
     // A database in memory keeps nothing past the process: a key of the process serves it.
-    key = db.memory ? randomBytes(MASTER_KEY_BYTES) : loadMasterKey(db.name, { create: true });
-    keys.set(db.name, key);
+    key = isMemory(dbPath) ? randomBytes(MASTER_KEY_BYTES) : loadMasterKey(dbPath, { create: true });
+    keys.set(dbPath, key);
   }
   return key;
+}
+
+/** True for the path of a database in memory (SQLite's `:memory:`, or the empty name of a temporary one). */
+function isMemory(dbPath: string): boolean {
+  return dbPath === ':memory:' || dbPath === '';
 }
 
 /**
  * A keyed fingerprint of a card number (HMAC-SHA256 under a key derived from the master key): two numbers
  * compare equal only when they are equal, and nothing stored can be turned back into a number without the
  * master key (a plain hash could: a known BIN and last four leave only a few million numbers to try).
+ * `dbPath` is the database's path (the store's `path`).
  */
-export function cardFingerprint(db: Database.Database, pan: string): string {
-  let sub = fingerprintKeys.get(db.name);
-  if (!sub) fingerprintKeys.set(db.name, (sub = createHmac('sha256', keyOf(db)).update('kopek card fingerprint v1').digest()));
+export function cardFingerprint(dbPath: string, pan: string): string {
+  let sub = fingerprintKeys.get(dbPath);
+  if (!sub) fingerprintKeys.set(dbPath, (sub = createHmac('sha256', keyOf(dbPath)).update('kopek card fingerprint v1').digest()));
   return createHmac('sha256', sub).update(pan).digest('hex');
 }
 
 const fingerprintKeys = new Map<string, Buffer>();
 
-/** Encrypt a secret for storage in `context` (say `shops.signing_secret:<shop id>`). */
-export function seal(db: Database.Database, plaintext: string, context: string): string {
-  return encryptSecret(keyOf(db), plaintext, context);
+/** Encrypt a secret of the database at `dbPath` (the store's `path`) for storage in `context` (say `shops.signing_secret:<shop id>`). */
+export function seal(dbPath: string, plaintext: string, context: string): string {
+  return encryptSecret(keyOf(dbPath), plaintext, context);
 }
 
 /** The secret stored in `context`: decrypted, or as it is when it was stored before sealing existed. */
-export function unseal(db: Database.Database, stored: string, context: string): string {
-  return stored.startsWith(SEALED) ? decryptSecret(keyOf(db), stored, context) : stored;
+export function unseal(dbPath: string, stored: string, context: string): string {
+  return stored.startsWith(SEALED) ? decryptSecret(keyOf(dbPath), stored, context) : stored;
 }
 
 /**
  * Encrypt every secret still stored in clear (a database from before sealing), in one transaction; returns
  * how many it sealed. Run by the server on start.
  */
-export function sealPlainSecrets(db: Database.Database): number {
-  let n = 0;
-  const tx = db.transaction(() => {
-    const shops = db.prepare(`SELECT id, signing_secret, webhook_secret FROM shops WHERE signing_secret NOT LIKE 'enc:%' OR webhook_secret NOT LIKE 'enc:%'`).all() as Array<{
+export async function sealPlainSecrets(store: Store): Promise<number> {
+  const path = store.path;
+  return store.tx(async (tx) => {
+    let n = 0;
+    const shops = await tx.all<{
       id: string;
       signing_secret: string;
       webhook_secret: string;
-    }>;
-    const upd = db.prepare('UPDATE shops SET signing_secret = ?, webhook_secret = ? WHERE id = ?');
+    }>(`SELECT id, signing_secret, webhook_secret FROM shops WHERE signing_secret NOT LIKE 'enc:%' OR webhook_secret NOT LIKE 'enc:%'`);
     for (const s of shops) {
-      upd.run(
-        s.signing_secret.startsWith(SEALED) ? s.signing_secret : seal(db, s.signing_secret, `shops.signing_secret:${s.id}`),
-        s.webhook_secret.startsWith(SEALED) ? s.webhook_secret : seal(db, s.webhook_secret, `shops.webhook_secret:${s.id}`),
+      await tx.run(
+        'UPDATE shops SET signing_secret = ?, webhook_secret = ? WHERE id = ?',
+        s.signing_secret.startsWith(SEALED) ? s.signing_secret : seal(path, s.signing_secret, `shops.signing_secret:${s.id}`),
+        s.webhook_secret.startsWith(SEALED) ? s.webhook_secret : seal(path, s.webhook_secret, `shops.webhook_secret:${s.id}`),
         s.id,
       );
       n++;
     }
-    const secrets = db.prepare(`SELECT id, endpoint_id, secret FROM webhook_secrets WHERE secret NOT LIKE 'enc:%'`).all() as Array<{ id: number; endpoint_id: string; secret: string }>;
-    const updS = db.prepare('UPDATE webhook_secrets SET secret = ? WHERE id = ?');
+    const secrets = await tx.all<{ id: number; endpoint_id: string; secret: string }>(`SELECT id, endpoint_id, secret FROM webhook_secrets WHERE secret NOT LIKE 'enc:%'`);
     for (const r of secrets) {
-      updS.run(seal(db, r.secret, `webhook_secrets:${r.endpoint_id}`), r.id);
+      await tx.run('UPDATE webhook_secrets SET secret = ? WHERE id = ?', seal(path, r.secret, `webhook_secrets:${r.endpoint_id}`), r.id);
       n++;
     }
+    return n;
   });
-  tx.immediate();
-  return n;
 }

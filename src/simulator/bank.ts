@@ -27,51 +27,51 @@ export class SimulatorBank implements BankPort {
     registerPayoutSimulator(app);
   }
 
-  describePayment(tx: Tx, p: NewPayment): Record<string, string> {
-    const plan = (p.tokenId && takePlan(tx, p.tokenId)) || planForAmount(p.amount);
+  async describePayment(tx: Tx, p: NewPayment): Promise<Record<string, string>> {
+    const plan = (p.tokenId && (await takePlan(tx, p.tokenId))) || planForAmount(p.amount);
     return { simulator_outcome: plan.outcome, simulator_failure_code: plan.failureCode };
   }
 
-  openSession(tx: Tx, req: SessionRequest): void {
+  async openSession(tx: Tx, req: SessionRequest): Promise<void> {
     // With SBP the buyer pays in the bank's app, so the test bank answers by itself; on the card form and
     // the bank confirmation screens the buyer's own input on the page decides.
     if (req.by === 'buyer' && req.payment.method !== 'sbp') return;
-    scheduleSimulatedResolution(this.app, tx, req.payment);
+    await scheduleSimulatedResolution(this.app, tx, req.payment);
   }
 
-  chargeSaved(tx: Tx, req: SessionRequest): void {
-    scheduleSimulatedResolution(this.app, tx, req.payment);
+  async chargeSaved(tx: Tx, req: SessionRequest): Promise<void> {
+    await scheduleSimulatedResolution(this.app, tx, req.payment);
   }
 
-  cancel(): void {
+  async cancel(): Promise<void> {
     // A pending test payment holds nothing open at the test bank.
   }
 
-  refund(tx: Tx, refund: RefundRow): void {
-    startRefund(this.app, tx, refund);
+  async refund(tx: Tx, refund: RefundRow): Promise<void> {
+    await startRefund(this.app, tx, refund);
   }
 
-  checkStatus(tx: Tx, op: OperationRef): void {
+  async checkStatus(tx: Tx, op: OperationRef): Promise<void> {
     if (op.kind === 'payment') {
       const answer = plannedAnswer(op.payment);
-      if (answer) paymentAnswered(this.app, tx, op.payment.id, answer);
+      if (answer) await paymentAnswered(this.app, tx, op.payment.id, answer);
     } else if (op.kind === 'refund') {
-      answerRefund(this.app, tx, op.refund.id);
+      await answerRefund(this.app, tx, op.refund.id);
     } else {
-      answerPlannedPayout(this.app, tx, op.payoutId);
+      await answerPlannedPayout(this.app, tx, op.payoutId);
     }
   }
 
-  payout(tx: Tx, req: PayoutRequest): PayoutStart {
+  async payout(tx: Tx, req: PayoutRequest): Promise<PayoutStart> {
     return startPayout(this.app, tx, req);
   }
 
-  callback(): CallbackResult {
+  async callback(): Promise<CallbackResult> {
     // The test bank answers through its own jobs and the hosted page, never over HTTP.
     return { valid: false, payments: [], refunds: [], reply: '' };
   }
 
-  pageSession(): undefined {
+  async pageSession(): Promise<undefined> {
     // The test bank's screens are the hosted page's own (card form, 3-D Secure, bank app).
     return undefined;
   }

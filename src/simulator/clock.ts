@@ -31,14 +31,14 @@ export async function advanceClock(ctx: Ctx): Promise<Reply> {
 
 /** Move a shop's test clock forward and run every job that became due (the API's helper and the cabinet alike). */
 export async function advanceShopClock(app: App, shopId: string, seconds: number): Promise<number> {
-  app.store.flush();
-  app.clocks.advance(shopId, seconds * 1000);
+  await app.store.flush();
+  await app.clocks.advance(shopId, seconds * 1000);
   return app.scheduler.runDueForShop(shopId, 'test');
 }
 
 /** POST /v1/test/reset: takes no body; a field there (say `{"mode": "live"}`) is refused before anything is deleted. */
-export function reset(ctx: Ctx): Reply {
+export async function reset(ctx: Ctx): Promise<Reply> {
   bodyObject(ctx.body, []);
-  const deleted = resetTestData(ctx.app, ctx.auth!.shopId);
+  const deleted = await resetTestData(ctx.app, ctx.auth!.shopId);
   return { body: { deleted, clock: clockBody(ctx) } };
 }

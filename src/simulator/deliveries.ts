@@ -7,7 +7,7 @@ const EVENT_ID_RE = /^evt_[0-9A-HJKMNP-TV-Z]{26}$/;
 const QUERY = ['event_id', 'payment_id'];
 
 /** GET /v1/test/webhooks/deliveries?event_id=&payment_id=: the test-mode delivery log of the key's shop, oldest first. */
-export function listDeliveries(ctx: Ctx): Reply {
+export async function listDeliveries(ctx: Ctx): Promise<Reply> {
   for (const k of ctx.query.keys()) {
     if (!QUERY.includes(k)) throw badRequest(`Cannot filter deliveries by "${k}"; allowed: ${QUERY.join(', ')}`, k);
   }
@@ -19,7 +19,7 @@ export function listDeliveries(ctx: Ctx): Reply {
   if (paymentId !== undefined && !isUuid(paymentId)) {
     throw badRequest(`Cannot filter deliveries: payment_id must be a UUID, got "${paymentId.slice(0, 64)}"`, 'payment_id');
   }
-  const items = deliveryLog(ctx.app.store.db, { shopId: ctx.auth!.shopId, mode: 'test', eventId, paymentId }).map(
+  const items = (await deliveryLog(ctx.app.store, { shopId: ctx.auth!.shopId, mode: 'test', eventId, paymentId })).map(
     ({ shop_id: _s, mode: _m, delivery_id: _d, ...item }) => item,
   );
   return { body: { items } };

@@ -32,8 +32,8 @@ export async function buyerResolve(app: App, id: string, o: BuyerOutcome): Promi
   if (o.card && /\d{9,}/.test(o.card.mask.replace(/\s/g, ''))) {
     throw new ApiError(400, 'bad_request', 'Cannot store the card: the mask must not hold a full card number', 'card');
   }
-  return app.store.write((tx) => {
-    const p = isUuid(id) ? getPayment(app, id) : undefined;
+  return app.store.write(async (tx) => {
+    const p = isUuid(id) ? await getPayment(tx, id) : undefined;
     if (!p) throw notFound(`Cannot find payment "${id}"`);
     if (p.status !== 'processing') {
       throw new ApiError(409, 'invalid_state', `Cannot ${o.outcome === 'succeeded' ? 'confirm' : 'fail'} payment "${p.id}": its status is ${p.status}`);
@@ -41,8 +41,8 @@ export async function buyerResolve(app: App, id: string, o: BuyerOutcome): Promi
     const planned = planFromMetadata(metadataOf(p))?.failureCode;
     const answer = simulatedAnswer(o.outcome, o.failureCode || planned || 'do_not_honor');
     if (o.card && (answer.outcome === 'succeeded' || answer.outcome === 'refused')) answer.card = o.card;
-    paymentAnswered(app, tx, p.id, answer);
-    return paymentView(app, getPayment(app, p.id)!);
+    await paymentAnswered(app, tx, p.id, answer);
+    return paymentView(tx, (await getPayment(tx, p.id))!);
   });
 }
 
@@ -62,7 +62,7 @@ export async function postBank(ctx: Ctx): Promise<Reply> {
   if (!isTest(p) || p.status !== 'processing' || p.method === 'cards' || (action !== 'approve' && action !== 'decline')) {
     return backToPage(p.id, lang);
   }
-  const step = getStep(ctx.app, p.id);
+  const step = await getStep(ctx.app.store, p.id);
   if (step && step.step !== 'confirm') return backToPage(p.id, lang);
   if (action === 'decline') {
     await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: BUYER_DECLINE }));
@@ -92,7 +92,7 @@ export async function postCard(ctx: Ctx): Promise<Reply> {
   if (!('p' in l)) return l;
   const { p, lang, form } = l;
   // A live buyer enters the card on the acquirer's page: a number posted here is never read.
-  if (!isTest(p) || p.status !== 'processing' || p.method !== 'cards' || getStep(ctx.app, p.id)) return backToPage(p.id, lang);
+  if (!isTest(p) || p.status !== 'processing' || p.method !== 'cards' || (await getStep(ctx.app.store, p.id))) return backToPage(p.id, lang);
   const checked = checkCard(form, ctx.app.clocks.now(p.shop_id, 'test'));
   if (!checked.card) {
     const body = cardScreen({ lang, p }, checked.errors, { exp: form.exp, holder: form.holder });
@@ -117,7 +117,7 @@ export async function postThreeDs(ctx: Ctx): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;
   const { p, lang, form } = l;
-  const step = getStep(ctx.app, p.id);
+  const step = await getStep(ctx.app.store, p.id);
   if (p.status !== 'processing' || step?.step !== 'challenge') return backToPage(p.id, lang);
   const card = { brand: step.card_brand, mask: step.card_mask, holder: step.card_holder };
   if ((form.code ?? '').trim() !== THREE_DS_CODE) {

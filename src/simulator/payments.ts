@@ -42,27 +42,27 @@ export function plannedAnswer(p: PaymentRow): PaymentAnswer | undefined {
  * Once a test payment's session opens, schedule the bank's planned answer after --sim-delay on the shop's
  * clock. `pending` never resolves (it expires with the session); `requires_action` waits for the buyer.
  */
-export function scheduleSimulatedResolution(app: App, tx: Tx, p: PaymentRow): void {
+export async function scheduleSimulatedResolution(app: App, tx: Tx, p: PaymentRow): Promise<void> {
   const plan = planFromMetadata(metadataOf(p));
   if (!plan || (plan.outcome !== 'succeeded' && plan.outcome !== 'failed')) return;
   const dueAt = app.clocks.now(p.shop_id, p.mode) + Math.round(app.config.simDelaySeconds * 1000);
-  app.scheduler.schedule(tx, { kind: SIM_RESOLVE_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt });
+  await app.scheduler.schedule(tx, { kind: SIM_RESOLVE_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt });
 }
 
 /** Register the test bank's resolution job; a payment no longer processing is left alone. */
 export function registerPaymentSimulator(app: App): void {
-  app.scheduler.register(SIM_RESOLVE_JOB, (tx, job) => {
-    const p = getPayment(app, job.subject_id);
+  app.scheduler.register(SIM_RESOLVE_JOB, async (tx, job) => {
+    const p = await getPayment(tx, job.subject_id);
     if (!p || p.status !== 'processing' || p.mode !== 'test') return;
     const answer = plannedAnswer(p);
-    if (answer) paymentAnswered(app, tx, p, answer);
+    if (answer) await paymentAnswered(app, tx, p, answer);
   });
 }
 
 /** Give the test bank's answer now; a payment not at the bank is refused with 409 as the state machine words it. */
-function answerOrRefuse(app: App, tx: Tx, p: PaymentRow, action: string, answer: PaymentAnswer): void {
+async function answerOrRefuse(app: App, tx: Tx, p: PaymentRow, action: string, answer: PaymentAnswer): Promise<void> {
   if (p.status !== 'processing') throw invalidState(`Cannot ${action} payment "${p.id}": its status is ${p.status}`);
-  paymentAnswered(app, tx, p.id, answer);
+  await paymentAnswered(app, tx, p.id, answer);
 }
 
 /** Actions of the simulate helper. */
@@ -87,31 +87,31 @@ export async function simulatePayment(ctx: Ctx): Promise<Reply> {
   }
   if (action === 'choose_method' && !method) throw badRequest('Field "method" is required for action choose_method', 'method');
   const id = ctx.params.id;
-  const view = await ctx.app.store.write((tx) => {
-    const p = isUuid(id) ? getPayment(ctx.app, id) : undefined;
+  const view = await ctx.app.store.write(async (tx) => {
+    const p = isUuid(id) ? await getPayment(tx, id) : undefined;
     if (!p || p.shop_id !== auth.shopId || p.mode !== 'test') throw notFound(`Cannot find payment "${id}"`);
     let next: PaymentRow = p;
     switch (action) {
       case 'choose_method':
-        next = chooseMethodTx(ctx.app, tx, p, method!);
+        next = await chooseMethodTx(ctx.app, tx, p, method!);
         break;
       case 'open_session':
-        if (method) next = chooseMethodTx(ctx.app, tx, p, method);
-        next = openSessionTx(ctx.app, tx, next);
+        if (method) next = await chooseMethodTx(ctx.app, tx, p, method);
+        next = await openSessionTx(ctx.app, tx, next);
         break;
       case 'succeed':
-        answerOrRefuse(ctx.app, tx, p, 'confirm', simulatedAnswer('succeeded'));
+        await answerOrRefuse(ctx.app, tx, p, 'confirm', simulatedAnswer('succeeded'));
         break;
       case 'fail': {
         const planned = planFromMetadata(metadataOf(p))?.failureCode;
-        answerOrRefuse(ctx.app, tx, p, 'fail', simulatedAnswer('failed', failureCode || planned || 'do_not_honor'));
+        await answerOrRefuse(ctx.app, tx, p, 'fail', simulatedAnswer('failed', failureCode || planned || 'do_not_honor'));
         break;
       }
       case 'expire':
-        next = expireTx(ctx.app, tx, p);
+        next = await expireTx(ctx.app, tx, p);
         break;
     }
-    return paymentView(ctx.app, reload(ctx.app, next.id));
+    return paymentView(tx, await reload(tx, next.id));
   });
   return { body: view };
 }

@@ -28,7 +28,7 @@ function answerOf(outcome: 'succeeded' | 'failed', failureCode: string): MoneyAn
  * refuses (502, nothing is created); an unknown SBP bank → bank_unknown at once; 01, 02 → failures after
  * --sim-delay; anything else succeeds after it.
  */
-export function startPayout(app: App, tx: Tx, req: PayoutRequest): PayoutStart {
+export async function startPayout(app: App, tx: Tx, req: PayoutRequest): Promise<PayoutStart> {
   const cents = req.amount % 100;
   if (cents === 3) return { accepted: false, code: 'router_error' };
   const bankRef = `sim-${randomBytes(8).toString('hex')}`;
@@ -42,15 +42,15 @@ export function startPayout(app: App, tx: Tx, req: PayoutRequest): PayoutStart {
         ? { outcome: 'failed' as const, failureCode: 'recipient_not_in_sbp' }
         : { outcome: 'succeeded' as const, failureCode: null };
   const dueAt = req.at + Math.round(app.config.simDelaySeconds * 1000);
-  app.scheduler.schedule(tx, { kind: SETTLE_JOB, subjectId: req.id, shopId: req.shopId, mode: req.mode, dueAt });
+  await app.scheduler.schedule(tx, { kind: SETTLE_JOB, subjectId: req.id, shopId: req.shopId, mode: req.mode, dueAt });
   return { accepted: true, bankRef, plan };
 }
 
 /** The answer the test bank planned for a payout at its creation, if it is still pending. */
-export function answerPlannedPayout(app: App, tx: Tx, payoutId: string): void {
-  const p = getPayout(tx.db, payoutId);
+export async function answerPlannedPayout(app: App, tx: Tx, payoutId: string): Promise<void> {
+  const p = await getPayout(tx, payoutId);
   if (!p || p.status !== 'pending' || !p.sim_outcome) return;
-  payoutAnswered(app, tx, p.id, answerOf(p.sim_outcome, p.sim_failure_code ?? ''));
+  await payoutAnswered(app, tx, p.id, answerOf(p.sim_outcome, p.sim_failure_code ?? ''));
 }
 
 /** Register the settlement job: the test bank answers as planned, unless the payout was settled meanwhile. */
@@ -66,13 +66,13 @@ export async function simulatePayout(ctx: Ctx): Promise<Reply> {
   const code = enumField(obj, 'failure_code', PAYOUT_FAILURE_CODES);
   if (code && action !== 'fail') throw badRequest('Field "failure_code" is allowed only with action "fail"', 'failure_code');
   const id = ctx.params.id;
-  ownPayout(ctx, id);
-  const p = await ctx.app.store.write((tx) => {
-    const cur = getPayout(tx.db, id)!;
+  await ownPayout(ctx, id);
+  const p = await ctx.app.store.write(async (tx) => {
+    const cur = (await getPayout(tx, id))!;
     if (cur.status !== 'pending') throw invalidState(`Cannot ${action} payout "${id}": its status is ${cur.status}`);
-    payoutAnswered(ctx.app, tx, id, answerOf(action === 'succeed' ? 'succeeded' : 'failed', code ?? 'do_not_honor'));
-    ctx.app.scheduler.cancel(tx, SETTLE_JOB, id);
-    return getPayout(tx.db, id)!;
+    await payoutAnswered(ctx.app, tx, id, answerOf(action === 'succeed' ? 'succeeded' : 'failed', code ?? 'do_not_honor'));
+    await ctx.app.scheduler.cancel(tx, SETTLE_JOB, id);
+    return (await getPayout(tx, id))!;
   });
   return { body: payoutView(p) };
 }

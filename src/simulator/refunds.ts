@@ -10,17 +10,17 @@ import { refundOutcome } from './plan';
 export const REFUND_SETTLE_JOB = 'refund.settle';
 
 /** A refund reached the test bank: it answers after --sim-delay on the shop's clock. */
-export function startRefund(app: App, tx: Tx, r: RefundRow): void {
+export async function startRefund(app: App, tx: Tx, r: RefundRow): Promise<void> {
   const dueAt = r.created_at + Math.round(app.config.simDelaySeconds * 1000);
-  app.scheduler.schedule(tx, { kind: REFUND_SETTLE_JOB, subjectId: r.id, shopId: r.shop_id, mode: r.mode, dueAt });
+  await app.scheduler.schedule(tx, { kind: REFUND_SETTLE_JOB, subjectId: r.id, shopId: r.shop_id, mode: r.mode, dueAt });
 }
 
 /** The test bank's answer for a pending refund: by its own amount (magic 01 fails). */
-export function answerRefund(app: App, tx: Tx, refundId: string): void {
-  const r = getRefund(app, refundId);
+export async function answerRefund(app: App, tx: Tx, refundId: string): Promise<void> {
+  const r = await getRefund(tx, refundId);
   if (!r || r.status !== 'pending' || r.mode !== 'test') return;
   const o = refundOutcome(r.amount);
-  refundAnswered(
+  await refundAnswered(
     app,
     tx,
     r.id,

@@ -1,33 +1,31 @@
 import type { App } from '../app-types';
+import type { Reader } from '../db/store';
+import { deferForeignKeys, listTables, tableColumns } from '../db/dialect';
 
 /** Cabinet tables: they have `shop_id` and `mode` but hold settings, which a reset keeps (test keys included). */
 const KEPT_TABLES = new Set(['api_keys']);
 
 /** Tables that hold a shop's data: those with both `shop_id` and `mode` columns, read from the schema. */
-function shopTables(app: App): string[] {
-  const tables = app.store.db
-    .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
-    .all() as Array<{ name: string }>;
+async function shopTables(q: Reader): Promise<string[]> {
   const out: string[] = [];
-  for (const { name } of tables) {
-    const cols = app.store.db.prepare(`SELECT name FROM pragma_table_info(?)`).all(name) as Array<{ name: string }>;
-    const names = new Set(cols.map((c) => c.name));
+  for (const name of await listTables(q)) {
+    const names = new Set(await tableColumns(q, name));
     if (names.has('shop_id') && names.has('mode') && !KEPT_TABLES.has(name)) out.push(name);
   }
   return out;
 }
 
 /** Delete every test-mode row of a shop and set its test clock back to real time; returns rows deleted per table. */
-export function resetTestData(app: App, shopId: string): Record<string, number> {
-  const tables = shopTables(app);
+export async function resetTestData(app: App, shopId: string): Promise<Record<string, number>> {
+  const tables = await shopTables(app.store);
   const deleted: Record<string, number> = {};
-  app.store.flush();
-  app.store.tx(({ db }) => {
-    db.pragma('defer_foreign_keys = ON');
+  await app.store.flush();
+  await app.store.tx(async (tx) => {
+    await deferForeignKeys(tx);
     for (const t of tables) {
-      deleted[t] = db.prepare(`DELETE FROM "${t}" WHERE shop_id = ? AND mode = 'test'`).run(shopId).changes;
+      deleted[t] = (await tx.run(`DELETE FROM "${t}" WHERE shop_id = ? AND mode = 'test'`, shopId)).changes;
     }
-    db.prepare('UPDATE shops SET test_clock_offset_ms = 0 WHERE id = ?').run(shopId);
+    await tx.run('UPDATE shops SET test_clock_offset_ms = 0 WHERE id = ?', shopId);
   });
   app.clocks.forget(shopId);
   return deleted;

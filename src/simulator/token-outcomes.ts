@@ -50,14 +50,14 @@ export function queueOf(t: Pick<TokenRow, 'outcomes'>): string[] {
 }
 
 /** Take the next queued outcome of a test token as a simulator plan; undefined lets the magic amounts decide. */
-export function takePlan(tx: Tx, tokenId: string): SimPlan | undefined {
+export async function takePlan(tx: Tx, tokenId: string): Promise<SimPlan | undefined> {
   // Only the queue is needed, on every charge of a saved method: not the whole row.
-  const t = tx.stmt('SELECT mode, outcomes FROM tokens WHERE id = ?').get(tokenId) as Pick<TokenRow, 'mode' | 'outcomes'> | undefined;
+  const t = await tx.get<Pick<TokenRow, 'mode' | 'outcomes'>>('SELECT mode, outcomes FROM tokens WHERE id = ?', tokenId);
   if (!t || t.mode !== 'test' || t.outcomes === '[]') return undefined;
   const queue = queueOf(t);
   const next = queue.shift();
   if (next === undefined) return undefined;
-  updateToken(tx, tokenId, { outcomes: JSON.stringify(queue) });
+  await updateToken(tx, tokenId, { outcomes: JSON.stringify(queue) });
   return planOf(next);
 }
 
@@ -66,12 +66,12 @@ export async function setOutcomes(ctx: Ctx): Promise<Reply> {
   const obj = bodyObject(ctx.body, ['outcomes']);
   const outcomes = parseOutcomes(obj.outcomes);
   const id = ctx.params.id;
-  const t = await ctx.app.store.write((tx) => {
-    const token = tokenOfShop(ctx.app, ctx, id);
+  const t = await ctx.app.store.write(async (tx) => {
+    const token = await tokenOfShop(tx, ctx, id);
     // A cancelled token is never charged again, so a queue for it would only mislead.
     if (token.status === 'cancelled') throw invalidState(`Cannot set outcomes of token "${token.id}": it is cancelled`);
-    updateToken(tx, token.id, { outcomes: JSON.stringify(outcomes) });
-    return reloadToken(ctx.app, token.id);
+    await updateToken(tx, token.id, { outcomes: JSON.stringify(outcomes) });
+    return reloadToken(tx, token.id);
   });
   return { body: { ...tokenView(t), outcomes: queueOf(t) } };
 }

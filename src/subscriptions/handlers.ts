@@ -1,4 +1,4 @@
-import type { App } from '../app-types';
+import type { Reader } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
 import { ApiError, badRequest, notFound } from '../http/errors';
 import { amountField, bodyObject, currencyField, enumField, intField, strField } from '../http/validate';
@@ -10,7 +10,7 @@ import { registerRows, REGISTERS } from '../registers/plan';
 import { customerFields } from '../tokens/handlers';
 import { TOKEN_METHODS } from '../tokens/store';
 import { chargeTime, firstIndexAfter, PERIODS } from './calendar';
-import { chargesOf, getSubscription, SUBSCRIPTION_STATUSES, subscriptionView, type SubscriptionRow } from './store';
+import { chargesOf, getSubscription, SUBSCRIPTION_STATUSES, subscriptionView, type SubscriptionRow, type SubscriptionView } from './store';
 import { cancelSubscriptionTx, CANCEL_REASONS, createSubscriptionTx } from './subscriptions';
 
 /** The scope of charging a saved method, which creating a subscription also needs. */
@@ -26,10 +26,13 @@ export const CHARGES_MAX = 1000;
 
 const CREATE_FIELDS = ['amount', 'customer_ref', 'method', 'period', 'interval_count', 'trial_days', 'customer_email', 'plan_name', 'return_url', 'currency'];
 
-/** A subscription of the caller's shop and mode, or 404 (another shop's id looks the same as none). */
-function subscriptionOfShop(app: App, ctx: Ctx, id: string): SubscriptionRow {
+/**
+ * A subscription of the caller's shop and mode, or 404 (another shop's id looks the same as none). Inside a
+ * transaction pass its tx, outside the store.
+ */
+async function subscriptionOfShop(q: Reader, ctx: Ctx, id: string): Promise<SubscriptionRow> {
   const auth = ctx.auth!;
-  const s = isUuid(id) ? getSubscription(app, id) : undefined;
+  const s = isUuid(id) ? await getSubscription(q, id) : undefined;
   if (!s || s.shop_id !== auth.shopId || s.mode !== auth.mode) throw notFound(`Cannot find subscription "${id.slice(0, 64)}"`);
   return s;
 }
@@ -54,8 +57,8 @@ export async function createSubscription(ctx: Ctx): Promise<Reply> {
   }
   const planName = strField(obj, 'plan_name', { max: 200 }) ?? '';
   const customer = customerFields(obj, auth.mode);
-  const reply = await idempotentCreate(ctx, (tx) => {
-    const { sub, payment } = createSubscriptionTx(ctx.app, tx, {
+  const reply = await idempotentCreate(ctx, async (tx) => {
+    const { sub, payment } = await createSubscriptionTx(ctx.app, tx, {
       merchantId: auth.merchantId,
       shopId: auth.shopId,
       mode: auth.mode,
@@ -92,17 +95,22 @@ export async function createSubscription(ctx: Ctx): Promise<Reply> {
 }
 
 /** GET /v1/public/subscriptions/{id} */
-export function getSubscriptionHandler(ctx: Ctx): Reply {
-  return { body: subscriptionView(ctx.app, subscriptionOfShop(ctx.app, ctx, ctx.params.id)) };
+export async function getSubscriptionHandler(ctx: Ctx): Promise<Reply> {
+  const store = ctx.app.store;
+  return { body: await subscriptionView(store, await subscriptionOfShop(store, ctx, ctx.params.id)) };
 }
 
 /** GET /v1/public/subscriptions?customer_ref=: the key's shop and mode, newest first, register pagination. */
-export function listSubscriptions(ctx: Ctx): Reply {
+export async function listSubscriptions(ctx: Ctx): Promise<Reply> {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: SUBSCRIPTION_STATUSES, extra: { customer_ref: [] } });
   const customer = rq.extra.customer_ref;
-  const rows = registerRows<SubscriptionRow>(ctx.app.store.db, REGISTERS.subscriptions, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined, customer_ref: customer === undefined ? undefined : [customer] }, rq);
-  return { body: toPage(rows, rq, (s) => subscriptionView(ctx.app, s)) };
+  const rows = await registerRows<SubscriptionRow>(ctx.app.store, REGISTERS.subscriptions, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined, customer_ref: customer === undefined ? undefined : [customer] }, rq);
+  const page = toPage(rows, rq, (s) => s);
+  // Each view reads the subscription's latest charge: one after another, in the page's order.
+  const items: SubscriptionView[] = [];
+  for (const s of page.items) items.push(await subscriptionView(ctx.app.store, s));
+  return { body: { items, next_cursor: page.next_cursor } };
 }
 
 /** The next charge times: next_charge_at (a retry when past_due), then the anchor's calendar after it. */
@@ -115,8 +123,8 @@ export function upcomingOf(s: SubscriptionRow, count = UPCOMING_COUNT): number[]
 }
 
 /** GET /v1/public/subscriptions/{id}/schedule */
-export function getSchedule(ctx: Ctx): Reply {
-  const s = subscriptionOfShop(ctx.app, ctx, ctx.params.id);
+export async function getSchedule(ctx: Ctx): Promise<Reply> {
+  const s = await subscriptionOfShop(ctx.app.store, ctx, ctx.params.id);
   return {
     body: {
       subscription_id: s.id,
@@ -126,7 +134,7 @@ export function getSchedule(ctx: Ctx): Reply {
       period: s.period,
       interval_count: s.interval_count,
       next_charge_at: isoOrNull(s.next_charge_at),
-      charges: chargesOf(ctx.app, s.id, CHARGES_MAX),
+      charges: await chargesOf(ctx.app.store, s.id, CHARGES_MAX),
       upcoming: upcomingOf(s).map(iso),
     },
   };
@@ -137,6 +145,6 @@ export async function cancelSubscription(ctx: Ctx): Promise<Reply> {
   const obj = bodyObject(ctx.body, ['reason']);
   const reason = strField(obj, 'reason', { max: 500 }) ?? CANCEL_REASONS.merchant;
   const id = ctx.params.id;
-  const s = await ctx.app.store.write((tx) => cancelSubscriptionTx(ctx.app, tx, subscriptionOfShop(ctx.app, ctx, id), reason));
+  const s = await ctx.app.store.write(async (tx) => cancelSubscriptionTx(ctx.app, tx, await subscriptionOfShop(tx, ctx, id), reason));
   return { body: { status: s.status } };
 }

@@ -16,8 +16,8 @@ const SERVICE_ACTOR = 'kopek:verification';
  * A 1 RUB verification (card binding, a trial's binding) is returned to the buyer once it succeeded, as
  * banks' verification charges are: a refund of the whole amount, settled like any refund.
  */
-function reverseVerificationTx(app: App, tx: Tx, p: PaymentRow): void {
-  createRefundTx(app, tx, p, { amount: p.amount, reason: 'Verification payment returned', keyId: SERVICE_ACTOR });
+async function reverseVerificationTx(app: App, tx: Tx, p: PaymentRow): Promise<void> {
+  await createRefundTx(app, tx, p, { amount: p.amount, reason: 'Verification payment returned', keyId: SERVICE_ACTOR });
 }
 
 /** Final payment statuses tokens and subscriptions react to (expired counts as a failed charge). */
@@ -28,7 +28,7 @@ const SETTLED = new Set(['succeeded', 'failed', 'expired']);
  * a binding that succeeded activates its token or subscription; a charge that ended moves its subscription.
  * The payments state machine stays unaware of them.
  */
-function recurrentSink(app: App, tx: Tx, row: EventRow, object: unknown): void {
+async function recurrentSink(app: App, tx: Tx, row: EventRow, object: unknown): Promise<void> {
   if (row.kind !== 'payment.status_changed' || row.payment_id === null) return;
   // The state machine hands over the payment as its move left it; read it only when it did not.
   const moved = object as PaymentRow | undefined;
@@ -36,43 +36,43 @@ function recurrentSink(app: App, tx: Tx, row: EventRow, object: unknown): void {
   if (!SETTLED.has(given ? given.status : (JSON.parse(row.payload) as { status: string }).status)) return;
   // Payments made by hand (kind `payment`) have no token or subscription behind them.
   if (given && given.kind === 'payment') return;
-  const rp = given ? recurrentPayment(app, given.seq) : recurrentPaymentById(app, row.payment_id);
+  const rp = given ? await recurrentPayment(tx, given.seq) : await recurrentPaymentById(tx, row.payment_id);
   if (!rp) return;
-  const p = given ?? getPayment(app, rp.payment_id);
+  const p = given ?? (await getPayment(tx, rp.payment_id));
   if (!p) return;
   const ok = p.status === 'succeeded';
   // The bank's moment of capture, so last_charged_at and the anchor equal the payment's captured_at.
   const at = p.captured_at ?? row.at;
   switch (rp.kind) {
     case 'token_binding': {
-      const t = getToken(app, rp.token_id);
+      const t = await getToken(tx, rp.token_id);
       if (ok && t) {
-        activateTokenTx(app, tx, t, p);
+        await activateTokenTx(app, tx, t, p);
         // Cards bind with a verification; sbp and tpay bind with a real first charge, which stays.
-        if (t.method === 'cards') reverseVerificationTx(app, tx, p);
+        if (t.method === 'cards') await reverseVerificationTx(app, tx, p);
       }
       return;
     }
     case 'token_charge':
-      if (ok) chargedTx(tx, rp.token_id, at);
+      if (ok) await chargedTx(tx, rp.token_id, at);
       return;
     case 'subscription_init': {
-      const s = getSubscription(app, rp.subscription_id ?? '');
+      const s = await getSubscription(tx, rp.subscription_id ?? '');
       if (ok && s) {
-        activateTx(app, tx, s, p, at);
+        await activateTx(app, tx, s, p, at);
         // During a trial the first payment only binds the method; the first real charge comes after it.
-        if (s.trial_days > 0) reverseVerificationTx(app, tx, p);
+        if (s.trial_days > 0) await reverseVerificationTx(app, tx, p);
       }
       return;
     }
     case 'subscription_charge':
-      chargeSettledTx(app, tx, rp, p, at);
+      await chargeSettledTx(app, tx, rp, p, at);
       return;
   }
 }
 
 /** Register the subscription charge job and the sink that ties tokens and subscriptions to their payments. */
 export function registerRecurrent(app: App): void {
-  app.scheduler.register(CHARGE_JOB, (tx, job) => runChargeJob(app, tx, job));
-  app.events.addSink((tx, row, object) => recurrentSink(app, tx, row, object));
+  app.scheduler.register(CHARGE_JOB, async (tx, job) => runChargeJob(app, tx, job));
+  app.events.addSink(async (tx, row, object) => recurrentSink(app, tx, row, object));
 }

@@ -1,5 +1,4 @@
-import type { App } from '../app-types';
-import type { Tx } from '../db/store';
+import type { Reader, Tx } from '../db/store';
 import { updateById } from '../db/statements';
 import type { Mode } from '../scheduler/clock';
 import { iso, isoOrNull } from '../util/time';
@@ -77,49 +76,47 @@ export interface SubscriptionView {
   cancelled_at: string | null;
 }
 
-/** A subscription by id, any shop (callers check the shop). */
-export function getSubscription(app: App, id: string): SubscriptionRow | undefined {
-  // A wide row read several times per charge: the row reader builds it in one literal (see cachedRowReader).
-  return app.store.reader('SELECT * FROM subscriptions WHERE id = ?').get(id) as SubscriptionRow | undefined;
+/** A subscription by id, any shop (callers check the shop). Inside a transaction pass its tx, outside the store. */
+export async function getSubscription(q: Reader, id: string): Promise<SubscriptionRow | undefined> {
+  return q.get<SubscriptionRow>('SELECT * FROM subscriptions WHERE id = ?', id);
 }
 
 /** What a charge job checks and charges: the columns it needs of a subscription (see chargeStateOf). */
 export type ChargeState = Pick<SubscriptionRow, 'id' | 'status' | 'charge_index' | 'failures' | 'token_id' | 'amount' | 'plan_name'>;
 
 /** The columns a charge job needs of a subscription, or undefined: a narrow read, on every charge. */
-export function chargeStateOf(app: App, id: string): ChargeState | undefined {
-  return app.store.reader('SELECT id, status, charge_index, failures, token_id, amount, plan_name FROM subscriptions WHERE id = ?').get(id) as ChargeState | undefined;
+export async function chargeStateOf(q: Reader, id: string): Promise<ChargeState | undefined> {
+  return q.get<ChargeState>('SELECT id, status, charge_index, failures, token_id, amount, plan_name FROM subscriptions WHERE id = ?', id);
 }
 
 /** Re-read a subscription inside a transaction. */
-export function reloadSubscription(app: App, id: string): SubscriptionRow {
-  const s = getSubscription(app, id);
+export async function reloadSubscription(tx: Tx, id: string): Promise<SubscriptionRow> {
+  const s = await getSubscription(tx, id);
   if (!s) throw new Error(`cannot reload subscription "${id}": it does not exist`);
   return s;
 }
 
 /** Insert a pending subscription (inside the caller's transaction). */
-export function insertSubscription(
+export async function insertSubscription(
   tx: Tx,
   s: Pick<
     SubscriptionRow,
     | 'id' | 'merchant_id' | 'shop_id' | 'mode' | 'customer_ref' | 'customer_email' | 'plan_name' | 'amount' | 'currency'
     | 'method' | 'period' | 'interval_count' | 'trial_days' | 'token_id' | 'initial_payment_id' | 'created_at'
   >,
-): void {
-  tx
-    .stmt(
-      `INSERT INTO subscriptions (id, merchant_id, shop_id, mode, customer_ref, customer_email, plan_name, amount, currency, method,
+): Promise<void> {
+  await tx.run(
+    `INSERT INTO subscriptions (id, merchant_id, shop_id, mode, customer_ref, customer_email, plan_name, amount, currency, method,
          period, interval_count, trial_days, status, token_id, initial_payment_id, created_at)
        VALUES (@id, @merchant_id, @shop_id, @mode, @customer_ref, @customer_email, @plan_name, @amount, @currency, @method,
          @period, @interval_count, @trial_days, 'pending', @token_id, @initial_payment_id, @created_at)`,
-    )
-    .run(s);
+    s,
+  );
 }
 
 /** Write the changed columns of a subscription (only the names given). */
-export function updateSubscription(tx: Tx, id: string, patch: Partial<SubscriptionRow>): void {
-  updateById(tx, 'subscriptions', id, patch);
+export async function updateSubscription(tx: Tx, id: string, patch: Partial<SubscriptionRow>): Promise<void> {
+  await updateById(tx, 'subscriptions', id, patch);
 }
 
 /**
@@ -127,13 +124,13 @@ export function updateSubscription(tx: Tx, id: string, patch: Partial<Subscripti
  * it now stands. A column left out is not rewritten: a charge that keeps the status active leaves the status
  * indexes untouched.
  */
-export function patchSubscription(tx: Tx, s: SubscriptionRow, patch: Partial<SubscriptionRow>): SubscriptionRow {
+export async function patchSubscription(tx: Tx, s: SubscriptionRow, patch: Partial<SubscriptionRow>): Promise<SubscriptionRow> {
   const changed: Record<string, unknown> = {};
   for (const k in patch) {
     const v = patch[k as keyof SubscriptionRow];
     if (s[k as keyof SubscriptionRow] !== v) changed[k] = v;
   }
-  updateSubscription(tx, s.id, changed);
+  await updateSubscription(tx, s.id, changed);
   return { ...s, ...patch };
 }
 
@@ -162,19 +159,17 @@ function chargeView(r: ChargeRow): ChargeView {
 }
 
 /** The latest `limit` payments of a subscription (initial payment and charges), oldest first. */
-export function chargesOf(app: App, subscriptionId: string, limit: number): ChargeView[] {
-  const rows = app.store
-    .stmt(`SELECT * FROM (${CHARGES_SQL} ${NEWEST_FIRST} LIMIT ?) ORDER BY charge_index, attempt`)
-    .all(subscriptionId, limit) as ChargeRow[];
+export async function chargesOf(q: Reader, subscriptionId: string, limit: number): Promise<ChargeView[]> {
+  const rows = await q.all<ChargeRow>(`SELECT * FROM (${CHARGES_SQL} ${NEWEST_FIRST} LIMIT ?) ORDER BY charge_index, attempt`, subscriptionId, limit);
   return rows.map(chargeView);
 }
 
 /**
  * The API shape of a subscription. `latest`, when the caller holds it, is the subscription's newest payment
- * (the charge that just settled), which spares the read.
+ * (the charge that just settled), which spares the read. Inside a transaction pass its tx, outside the store.
  */
-export function subscriptionView(app: App, s: SubscriptionRow, latest?: ChargeRow): SubscriptionView {
-  latest ??= app.store.stmt(`${CHARGES_SQL} ${NEWEST_FIRST} LIMIT 1`).get(s.id) as ChargeRow | undefined;
+export async function subscriptionView(q: Reader, s: SubscriptionRow, latest?: ChargeRow): Promise<SubscriptionView> {
+  latest ??= await q.get<ChargeRow>(`${CHARGES_SQL} ${NEWEST_FIRST} LIMIT 1`, s.id);
   return {
     id: s.id,
     status: s.status,

@@ -41,29 +41,30 @@ export interface SubscriptionInput {
  * Append an event of a subscription: an SSE kind and payload, and optionally its webhook with the subscription
  * (`latest`: its newest payment, when the caller holds it).
  */
-function emit(app: App, tx: Tx, s: SubscriptionRow, kind: string, payload: Record<string, unknown>, webhook: string | null, latest?: ChargeRow): void {
-  app.events.append(tx, {
+async function emit(app: App, tx: Tx, s: SubscriptionRow, kind: string, payload: Record<string, unknown>, webhook: string | null, latest?: ChargeRow): Promise<void> {
+  const data = webhook ? await subscriptionView(tx, s, latest) : undefined;
+  await app.events.append(tx, {
     merchantId: s.merchant_id,
     shopId: s.shop_id,
     mode: s.mode,
     kind,
     payload: { id: s.id, ...payload },
     at: app.clocks.now(s.shop_id, s.mode),
-    webhook: webhook ? { event: webhook, data: subscriptionView(app, s, latest), url: null } : undefined,
+    webhook: webhook ? { event: webhook, data, url: null } : undefined,
   });
 }
 
-function emitStatus(app: App, tx: Tx, s: SubscriptionRow, webhook: string | null, latest?: ChargeRow): void {
-  emit(app, tx, s, 'subscription.status_changed', { status: s.status }, webhook, latest);
+async function emitStatus(app: App, tx: Tx, s: SubscriptionRow, webhook: string | null, latest?: ChargeRow): Promise<void> {
+  await emit(app, tx, s, 'subscription.status_changed', { status: s.status }, webhook, latest);
 }
 
 /**
  * A pending subscription, its pending token and the initial payment (kind subscription_init) whose hosted
  * page binds the method: the full amount, or 1 RUB during a trial.
  */
-export function createSubscriptionTx(app: App, tx: Tx, input: SubscriptionInput): { sub: SubscriptionRow; payment: PaymentRow } {
+export async function createSubscriptionTx(app: App, tx: Tx, input: SubscriptionInput): Promise<{ sub: SubscriptionRow; payment: PaymentRow }> {
   const id = uuid();
-  const { token, payment } = createBindingTx(app, tx, {
+  const { token, payment } = await createBindingTx(app, tx, {
     merchantId: input.merchantId,
     shopId: input.shopId,
     mode: input.mode,
@@ -76,7 +77,7 @@ export function createSubscriptionTx(app: App, tx: Tx, input: SubscriptionInput)
     description: input.planName,
     subscriptionId: id,
   });
-  insertSubscription(tx, {
+  await insertSubscription(tx, {
     id,
     merchant_id: input.merchantId,
     shop_id: input.shopId,
@@ -94,13 +95,13 @@ export function createSubscriptionTx(app: App, tx: Tx, input: SubscriptionInput)
     initial_payment_id: payment.id,
     created_at: payment.created_at,
   });
-  const sub = reloadSubscription(app, id);
-  emitStatus(app, tx, sub, null);
+  const sub = await reloadSubscription(tx, id);
+  await emitStatus(app, tx, sub, null);
   return { sub, payment };
 }
 
-function scheduleCharge(app: App, tx: Tx, s: SubscriptionRow, index: number, attempt: number, dueAt: number): void {
-  app.scheduler.schedule(tx, { kind: CHARGE_JOB, subjectId: s.id, shopId: s.shop_id, mode: s.mode, dueAt, payload: { index, attempt } });
+async function scheduleCharge(app: App, tx: Tx, s: SubscriptionRow, index: number, attempt: number, dueAt: number): Promise<void> {
+  await app.scheduler.schedule(tx, { kind: CHARGE_JOB, subjectId: s.id, shopId: s.shop_id, mode: s.mode, dueAt, payload: { index, attempt } });
 }
 
 /**
@@ -108,15 +109,15 @@ function scheduleCharge(app: App, tx: Tx, s: SubscriptionRow, index: number, att
  * With a trial the first charge is at the trial's end (the anchor); without, the initial payment was the
  * first period's charge and the next is one period after it.
  */
-export function activateTx(app: App, tx: Tx, s: SubscriptionRow, initial: PaymentRow, at: number): void {
+export async function activateTx(app: App, tx: Tx, s: SubscriptionRow, initial: PaymentRow, at: number): Promise<void> {
   if (s.status !== 'pending') return;
-  const token = getToken(app, s.token_id);
-  if (token) activateTokenTx(app, tx, token, initial);
+  const token = await getToken(tx, s.token_id);
+  if (token) await activateTokenTx(app, tx, token, initial);
   const trial = s.trial_days > 0;
   const anchor = trial ? at + s.trial_days * DAY_MS : at;
   const index = trial ? 0 : 1;
   const next = chargeTime(anchor, s.period, s.interval_count, index);
-  updateSubscription(tx, s.id, {
+  await updateSubscription(tx, s.id, {
     status: 'active',
     activated_at: at,
     anchor_at: anchor,
@@ -124,25 +125,25 @@ export function activateTx(app: App, tx: Tx, s: SubscriptionRow, initial: Paymen
     next_charge_at: next,
     trial_end: trial ? anchor : null,
   });
-  const sub = reloadSubscription(app, s.id);
-  scheduleCharge(app, tx, sub, index, 1, next);
-  emitStatus(app, tx, sub, 'subscription.activated');
+  const sub = await reloadSubscription(tx, s.id);
+  await scheduleCharge(app, tx, sub, index, 1, next);
+  await emitStatus(app, tx, sub, 'subscription.activated');
 }
 
 /** The CHARGE_JOB handler: charge the period the job names, unless the subscription moved on meanwhile. */
-export function runChargeJob(app: App, tx: Tx, job: Job): void {
-  const s = chargeStateOf(app, job.subject_id);
+export async function runChargeJob(app: App, tx: Tx, job: Job): Promise<void> {
+  const s = await chargeStateOf(tx, job.subject_id);
   if (!s || (s.status !== 'active' && s.status !== 'past_due')) return;
   const index = Number(job.payload.index);
   const attempt = Number(job.payload.attempt);
   if (s.charge_index !== index || s.failures + 1 !== attempt) return;
-  if (chargeMade(tx, s.id, index, attempt)) return;
-  const token = getToken(app, s.token_id);
+  if (await chargeMade(tx, s.id, index, attempt)) return;
+  const token = await getToken(tx, s.token_id);
   if (!token || token.status !== 'active') {
-    cancelSubscriptionTx(app, tx, reloadSubscription(app, s.id), CANCEL_REASONS.tokenCancelled);
+    await cancelSubscriptionTx(app, tx, await reloadSubscription(tx, s.id), CANCEL_REASONS.tokenCancelled);
     return;
   }
-  chargeTokenTx(app, tx, token, {
+  await chargeTokenTx(app, tx, token, {
     amount: s.amount,
     kind: 'subscription_charge',
     subscriptionId: s.id,
@@ -164,8 +165,8 @@ function attemptTime(s: SubscriptionRow, attempt: number): number {
  * first date after this attempt's own time, so a retry a day late never charges two periods at once). Failure or expiry: past_due
  * with a retry at T + 1 day, then T + 4 days (T = the period's scheduled time); the third in a row cancels.
  */
-export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: PaymentRow, at: number): void {
-  const s = getSubscription(app, rp.subscription_id ?? '');
+export async function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: PaymentRow, at: number): Promise<void> {
+  const s = await getSubscription(tx, rp.subscription_id ?? '');
   if (!s || (s.status !== 'active' && s.status !== 'past_due') || s.anchor_at === null) return;
   if (rp.charge_index !== s.charge_index || rp.attempt !== s.failures + 1) return;
   const charge = { payment_id: p.id, amount: p.amount, attempt: rp.attempt };
@@ -173,48 +174,48 @@ export function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: Pa
   // one is the current period's current attempt.
   const latest: ChargeRow = { payment_id: p.id, kind: 'subscription_charge', charge_index: rp.charge_index, attempt: rp.attempt, amount: p.amount, status: p.status, metadata: p.metadata, created_at: p.created_at };
   if (p.status === 'succeeded') {
-    chargedTx(tx, s.token_id, at);
+    await chargedTx(tx, s.token_id, at);
     const n = firstIndexAfter(s.anchor_at, s.period, s.interval_count, s.charge_index + 1, attemptTime(s, rp.attempt));
     const next = chargeTime(s.anchor_at, s.period, s.interval_count, n);
-    const sub = patchSubscription(tx, s, { status: 'active', failures: 0, charge_index: n, next_charge_at: next });
-    scheduleCharge(app, tx, sub, n, 1, next);
-    emit(app, tx, sub, 'subscription.charge_succeeded', charge, 'subscription.charge_succeeded', latest);
-    if (s.status === 'past_due') emitStatus(app, tx, sub, null);
+    const sub = await patchSubscription(tx, s, { status: 'active', failures: 0, charge_index: n, next_charge_at: next });
+    await scheduleCharge(app, tx, sub, n, 1, next);
+    await emit(app, tx, sub, 'subscription.charge_succeeded', charge, 'subscription.charge_succeeded', latest);
+    if (s.status === 'past_due') await emitStatus(app, tx, sub, null);
     return;
   }
   const failures = rp.attempt;
   const failure = { ...charge, failure_code: metadataOf(p).failure_code ?? '' };
   if (failures >= MAX_FAILED_CHARGES) {
-    updateSubscription(tx, s.id, { status: 'cancelled', failures, next_charge_at: null, cancel_reason: CANCEL_REASONS.chargesFailed, cancelled_at: at });
-    app.scheduler.cancel(tx, CHARGE_JOB, s.id);
-    const sub = reloadSubscription(app, s.id);
-    emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed', latest);
-    emitStatus(app, tx, sub, 'subscription.cancelled', latest);
+    await updateSubscription(tx, s.id, { status: 'cancelled', failures, next_charge_at: null, cancel_reason: CANCEL_REASONS.chargesFailed, cancelled_at: at });
+    await app.scheduler.cancel(tx, CHARGE_JOB, s.id);
+    const sub = await reloadSubscription(tx, s.id);
+    await emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed', latest);
+    await emitStatus(app, tx, sub, 'subscription.cancelled', latest);
     return;
   }
   const retryAt = Math.max(attemptTime(s, failures + 1), at);
-  const sub = patchSubscription(tx, s, { status: 'past_due', failures, next_charge_at: retryAt });
-  scheduleCharge(app, tx, sub, s.charge_index, failures + 1, retryAt);
-  emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed', latest);
-  if (s.status === 'active') emitStatus(app, tx, sub, 'subscription.past_due', latest);
+  const sub = await patchSubscription(tx, s, { status: 'past_due', failures, next_charge_at: retryAt });
+  await scheduleCharge(app, tx, sub, s.charge_index, failures + 1, retryAt);
+  await emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed', latest);
+  if (s.status === 'active') await emitStatus(app, tx, sub, 'subscription.past_due', latest);
 }
 
 /**
  * Any status → cancelled; an already cancelled subscription is left as it is. A pending one also cancels
  * its initial payment (while still pending) and its unbound token; a bound token stays the merchant's.
  */
-export function cancelSubscriptionTx(app: App, tx: Tx, s: SubscriptionRow, reason: string): SubscriptionRow {
+export async function cancelSubscriptionTx(app: App, tx: Tx, s: SubscriptionRow, reason: string): Promise<SubscriptionRow> {
   if (s.status === 'cancelled') return s;
   const now = app.clocks.now(s.shop_id, s.mode);
-  updateSubscription(tx, s.id, { status: 'cancelled', cancelled_at: now, cancel_reason: reason, next_charge_at: null });
-  app.scheduler.cancel(tx, CHARGE_JOB, s.id);
+  await updateSubscription(tx, s.id, { status: 'cancelled', cancelled_at: now, cancel_reason: reason, next_charge_at: null });
+  await app.scheduler.cancel(tx, CHARGE_JOB, s.id);
   if (s.status === 'pending') {
-    const initial = getPayment(app, s.initial_payment_id);
-    if (initial && initial.status === 'pending') cancelTx(app, tx, initial);
-    const token = getToken(app, s.token_id);
-    if (token && token.status === 'pending') cancelTokenTx(app, tx, token);
+    const initial = await getPayment(tx, s.initial_payment_id);
+    if (initial && initial.status === 'pending') await cancelTx(app, tx, initial);
+    const token = await getToken(tx, s.token_id);
+    if (token && token.status === 'pending') await cancelTokenTx(app, tx, token);
   }
-  const sub = reloadSubscription(app, s.id);
-  emitStatus(app, tx, sub, 'subscription.cancelled');
+  const sub = await reloadSubscription(tx, s.id);
+  await emitStatus(app, tx, sub, 'subscription.cancelled');
   return sub;
 }

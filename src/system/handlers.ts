@@ -12,7 +12,7 @@ const STORAGE_TROUBLE_RECENT_MS = 10_000;
  */
 export async function health(ctx: Ctx): Promise<Reply> {
   const store = ctx.app.store;
-  store.stmt('SELECT 1').get();
+  await store.get('SELECT 1');
   const t = store.trouble();
   if (t) {
     let failing = Date.now() - t.at < STORAGE_TROUBLE_RECENT_MS;

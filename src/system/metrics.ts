@@ -1,6 +1,7 @@
 import type { App } from '../app-types';
 import type { Ctx, Reply } from '../http/types';
 import { countJobs } from '../scheduler/jobs-table';
+import { pendingDeliveryCount } from '../db/dialect';
 
 /** Upper bounds (seconds) of the request latency histogram's buckets; +Inf is implied. */
 export const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -44,7 +45,7 @@ export class Metrics {
   }
 
   /** The Prometheus text exposition (format 0.0.4) of everything known now. */
-  render(app: App, nowMs: number): string {
+  async render(app: App, nowMs: number): Promise<string> {
     const out: string[] = [];
     out.push('# HELP kopek_http_requests_total HTTP requests answered, by route pattern, method and status.');
     out.push('# TYPE kopek_http_requests_total counter');
@@ -59,8 +60,8 @@ export class Metrics {
       out.push(`kopek_http_request_duration_seconds_sum{${k}} ${round(h.sum)}`);
       out.push(`kopek_http_request_duration_seconds_count{${k}} ${h.count}`);
     }
-    renderJobs(app, out);
-    renderWebhooks(app, out, this.attempts, this.ended);
+    await renderJobs(app, out);
+    await renderWebhooks(app, out, this.attempts, this.ended);
     out.push('# HELP kopek_sse_clients Event stream (SSE) clients connected now.');
     out.push('# TYPE kopek_sse_clients gauge');
     out.push(`kopek_sse_clients ${app.stream.clientCount}`);
@@ -75,8 +76,8 @@ export class Metrics {
   }
 }
 
-function renderJobs(app: App, out: string[]): void {
-  const counts = countJobs(app.store.db);
+async function renderJobs(app: App, out: string[]): Promise<void> {
+  const counts = await countJobs(app.store);
   out.push('# HELP kopek_jobs Scheduled jobs by kind and state: pending (never failed), retrying (failed, will run again), dead (gave up).');
   out.push('# TYPE kopek_jobs gauge');
   for (const c of counts) {
@@ -87,7 +88,7 @@ function renderJobs(app: App, out: string[]): void {
   }
 }
 
-function renderWebhooks(app: App, out: string[], attempts: Map<string, number>, ended: Map<string, number>): void {
+async function renderWebhooks(app: App, out: string[], attempts: Map<string, number>, ended: Map<string, number>): Promise<void> {
   // Counters kept as attempts are recorded, not counted from the log: a scrape reads no table (the log is
   // pruned by retention, and a count over it cost a full scan per scrape).
   out.push('# HELP kopek_webhook_attempts_total Webhook delivery attempts since start, by result: succeeded (2xx), error_status (other answer), no_response.');
@@ -97,7 +98,7 @@ function renderWebhooks(app: App, out: string[], attempts: Map<string, number>, 
   out.push('# TYPE kopek_webhook_deliveries_ended_total counter');
   for (const [state, n] of [...ended].sort()) out.push(`kopek_webhook_deliveries_ended_total{state="${state}"} ${n}`);
   // Pending deliveries are read through their partial index: only those rows, however long the log.
-  const pending = (app.store.stmt(`SELECT count(*) AS n FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE state = 'pending'`).get() as { n: number }).n;
+  const pending = await pendingDeliveryCount(app.store);
   out.push('# HELP kopek_webhook_deliveries Webhook deliveries (one per event and receiver) waiting for an answer.');
   out.push('# TYPE kopek_webhook_deliveries gauge');
   out.push(`kopek_webhook_deliveries{state="pending"} ${pending}`);
@@ -115,6 +116,6 @@ function round(n: number): number {
 }
 
 /** GET /metrics: Prometheus text format, no key (bind to a private address or filter it at the proxy). */
-export function metricsHandler(ctx: Ctx): Reply {
-  return { text: ctx.app.metrics.render(ctx.app, ctx.app.clocks.real()), contentType: 'text/plain; version=0.0.4; charset=utf-8' };
+export async function metricsHandler(ctx: Ctx): Promise<Reply> {
+  return { text: await ctx.app.metrics.render(ctx.app, ctx.app.clocks.real()), contentType: 'text/plain; version=0.0.4; charset=utf-8' };
 }

@@ -15,7 +15,7 @@ interface Rule {
    * Delete one batch of rows older than `cutoff` from at most `limit` rows read: how many went, and whether
    * another batch may find more (a batch that read `limit` rows).
    */
-  purge(tx: Tx, cutoff: number, limit: number, app: App): { deleted: number; more: boolean };
+  purge(tx: Tx, cutoff: number, limit: number, app: App): Promise<{ deleted: number; more: boolean }>;
   /** How long rows are kept, in ms, from the configuration. */
   keep_ms(app: App): number;
 }
@@ -33,11 +33,15 @@ const RULES: Rule[] = [
     name: 'jobs',
     keep_ms: (app) => app.config.retainJobsDays * DAY_MS,
     // Finished jobs by their finish time (real time), through the partial index jobs_finished.
-    purge: (tx, cutoff, limit) =>
+    purge: async (tx, cutoff, limit) =>
       oldest(
-        tx
-          .stmt(`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)`)
-          .run(cutoff, limit).changes,
+        (
+          await tx.run(
+            `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)`,
+            cutoff,
+            limit,
+          )
+        ).changes,
         limit,
       ),
   },
@@ -45,47 +49,53 @@ const RULES: Rule[] = [
     name: 'webhook_attempts',
     keep_ms: (app) => app.config.retainDeliveriesDays * DAY_MS,
     // Attempts of deliveries that ended; the oldest rows by id only, so a run reads a bounded number of rows.
-    purge: (tx, cutoff, limit) =>
+    purge: async (tx, cutoff, limit) =>
       oldest(
-        tx
-          .stmt(
+        (
+          await tx.run(
             `DELETE FROM webhook_attempts WHERE id IN (
                SELECT a.id FROM (SELECT id, delivery_id, attempted_at FROM webhook_attempts ORDER BY id LIMIT ?) a
                JOIN webhook_deliveries d ON d.id = a.delivery_id
                WHERE d.state <> 'pending' AND a.attempted_at < ?)`,
+            limit,
+            cutoff,
           )
-          .run(limit, cutoff).changes,
+        ).changes,
         limit,
       ),
   },
   {
     name: 'webhook_deliveries',
     keep_ms: (app) => app.config.retainDeliveriesDays * DAY_MS,
-    purge: (tx, cutoff, limit) =>
+    purge: async (tx, cutoff, limit) =>
       oldest(
-        tx
-          .stmt(
+        (
+          await tx.run(
             `DELETE FROM webhook_deliveries WHERE id IN (
                SELECT d.id FROM (SELECT id, state, created_at FROM webhook_deliveries ORDER BY id LIMIT ?) d
                WHERE d.state <> 'pending' AND d.created_at < ?
                  AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id))`,
+            limit,
+            cutoff,
           )
-          .run(limit, cutoff).changes,
+        ).changes,
         limit,
       ),
   },
   {
     name: 'events',
     keep_ms: (app) => app.config.retainEventsDays * DAY_MS,
-    purge: (tx, cutoff, limit) =>
+    purge: async (tx, cutoff, limit) =>
       oldest(
-        tx
-          .stmt(
+        (
+          await tx.run(
             `DELETE FROM events WHERE seq IN (
                SELECT e.seq FROM (SELECT seq, id, at FROM events ORDER BY seq LIMIT ?) e
                WHERE e.at < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending'))`,
+            limit,
+            cutoff,
           )
-          .run(limit, cutoff).changes,
+        ).changes,
         limit,
       ),
   },
@@ -134,7 +144,7 @@ export class Retention {
       const cutoff = this.app.clocks.real() - rule.keep_ms(this.app);
       let total = 0;
       for (let b = 0; b < RETENTION_LIMITS.batches_per_run; b++) {
-        const r = await this.app.store.write((tx) => rule.purge(tx, cutoff, RETENTION_LIMITS.batch_rows, this.app));
+        const r = await this.app.store.write(async (tx) => rule.purge(tx, cutoff, RETENTION_LIMITS.batch_rows, this.app));
         total += r.deleted;
         if (!r.more) break;
       }

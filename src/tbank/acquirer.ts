@@ -18,8 +18,8 @@ export function acquirerView(a: ShopAcquirer): AcquirerView {
 }
 
 /** A shop's acquirer as it may be shown, or undefined when none is set. */
-export function showAcquirer(store: Store, shopId: string): AcquirerView | undefined {
-  const a = shopAcquirer(store, shopId);
+export async function showAcquirer(store: Store, shopId: string): Promise<AcquirerView | undefined> {
+  const a = await shopAcquirer(store, shopId);
   return a ? acquirerView(a) : undefined;
 }
 
@@ -27,14 +27,14 @@ export function showAcquirer(store: Store, shopId: string): AcquirerView | undef
  * Set (or replace) a shop's T-Bank terminal, its password encrypted under the database's master key: the
  * one rule `kopek shop acquirer` and the cabinet share. Throws a one-line error on a bad terminal.
  */
-export function setTBankAcquirer(store: Store, shopId: string, t: { terminalKey: string; password: string; apiUrl?: string }, now: number): AcquirerView {
+export async function setTBankAcquirer(store: Store, shopId: string, t: { terminalKey: string; password: string; apiUrl?: string }, now: number): Promise<AcquirerView> {
   const checked = checkTerminal(t.terminalKey, t.password, t.apiUrl);
-  const row = tbankAcquirer(new MasterKey(store.db.name), shopId, checked, now);
-  store.tx((tx) => putShopAcquirer(tx, row));
+  const row = tbankAcquirer(new MasterKey(store.path), shopId, checked, now);
+  await store.tx(async (tx) => putShopAcquirer(tx, row));
   return acquirerView(row);
 }
 
 /** Remove a shop's acquirer; true when it had one (its live keys then answer 403 acquirer_not_configured). */
-export function removeAcquirer(store: Store, shopId: string): boolean {
-  return store.tx((tx) => removeShopAcquirer(tx, shopId));
+export async function removeAcquirer(store: Store, shopId: string): Promise<boolean> {
+  return store.tx(async (tx) => removeShopAcquirer(tx, shopId));
 }

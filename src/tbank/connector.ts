@@ -36,8 +36,8 @@ export class TBankBank implements BankPort {
   constructor(private readonly app: App) {
     this.key = new MasterKey(app.config.db);
     registerRequestJob(app, this.key, this);
-    app.scheduler.register(REFUSE_JOB, (tx, job) => {
-      paymentAnswered(app, tx, job.subject_id, { outcome: 'refused', failureCode: 'processing_error', bankCode: String(job.payload.bankCode) });
+    app.scheduler.register(REFUSE_JOB, async (tx, job) => {
+      await paymentAnswered(app, tx, job.subject_id, { outcome: 'refused', failureCode: 'processing_error', bankCode: String(job.payload.bankCode) });
     });
   }
 
@@ -45,21 +45,21 @@ export class TBankBank implements BankPort {
    * Refuse a payment without asking the bank, after commit like any answer: `bankCode` says why
    * (no_saved_method: a "recurrent" payment names no saved card; no_rebill_id: the bank never gave one for it).
    */
-  private refuse(tx: Tx, p: PaymentRow, bankCode: string): void {
+  private async refuse(tx: Tx, p: PaymentRow, bankCode: string): Promise<void> {
     this.app.log.warn('T-Bank payment refused before sending: no saved card to charge', { shop_id: p.shop_id, payment_id: p.id, reason: bankCode });
-    this.app.scheduler.schedule(tx, { kind: REFUSE_JOB, subjectId: p.id, shopId: p.shop_id, mode: 'live', dueAt: this.app.clocks.now(p.shop_id, 'live'), payload: { bankCode } });
+    await this.app.scheduler.schedule(tx, { kind: REFUSE_JOB, subjectId: p.id, shopId: p.shop_id, mode: 'live', dueAt: this.app.clocks.now(p.shop_id, 'live'), payload: { bankCode } });
   }
 
   /**
    * Record a request and its job in the caller's transaction. `fields` are the bank's own, without
    * TerminalKey (added from the shop's acquirer) and without secrets (added when it is sent).
    */
-  send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>, purpose: Purpose, extra: Record<string, unknown> = {}): number {
-    const acq = shopAcquirer(tx, shopId);
+  async send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>, purpose: Purpose, extra: Record<string, unknown> = {}): Promise<number> {
+    const acq = await shopAcquirer(tx, shopId);
     const terminalKey = acq?.provider === TBANK ? readSettings(acq).terminal_key : '';
     const body = { TerminalKey: terminalKey, ...fields };
     const now = this.app.clocks.real();
-    const id = insertRequest(tx, {
+    const id = await insertRequest(tx, {
       shop_id: shopId,
       mode: 'live',
       provider: TBANK,
@@ -71,14 +71,14 @@ export class TBankBank implements BankPort {
       request: JSON.stringify(body),
       created_at: now,
     });
-    this.app.scheduler.schedule(tx, { kind: REQUEST_JOB, subjectId: String(id), shopId, mode: 'live', dueAt: this.app.clocks.now(shopId, 'live'), payload: { purpose, ...extra } });
+    await this.app.scheduler.schedule(tx, { kind: REQUEST_JOB, subjectId: String(id), shopId, mode: 'live', dueAt: this.app.clocks.now(shopId, 'live'), payload: { purpose, ...extra } });
     return id;
   }
 
   /** Init of a new attempt of a payment's session: a fresh OrderId, the page's return addresses, the session end. */
-  init(tx: Tx, p: PaymentRow, purpose: 'session' | 'charge', tokenId?: string): void {
+  async init(tx: Tx, p: PaymentRow, purpose: 'session' | 'charge', tokenId?: string): Promise<void> {
     const orderId = randomUUID();
-    newAttempt(tx, p.id, p.shop_id, orderId, this.app.clocks.real());
+    await newAttempt(tx, p.id, p.shop_id, orderId, this.app.clocks.real());
     const page = `${this.app.payPageUrl()}/pay/${p.id}`;
     const fields: Record<string, unknown> = {
       Amount: p.amount,
@@ -89,84 +89,84 @@ export class TBankBank implements BankPort {
     };
     if (purpose === 'session') {
       Object.assign(fields, { SuccessURL: `${page}?back=success`, FailURL: `${page}?back=fail`, RedirectDueDate: dueDate(p.processing_until ?? p.expires_at) });
-      const rec = recurrentOf(tx, p.id);
+      const rec = await recurrentOf(tx, p.id);
       if (rec && BINDING_KINDS.has(rec.kind) && rec.token_id) Object.assign(fields, { Recurrent: 'Y', CustomerKey: rec.token_id });
     }
-    this.send(tx, p.shop_id, 'Init', { kind: 'payment', id: p.id }, fields, purpose, tokenId ? { tokenId } : {});
+    await this.send(tx, p.shop_id, 'Init', { kind: 'payment', id: p.id }, fields, purpose, tokenId ? { tokenId } : {});
   }
 
-  describePayment(): Record<string, string> {
+  async describePayment(): Promise<Record<string, string>> {
     return {};
   }
 
-  openSession(tx: Tx, req: SessionRequest): void {
+  async openSession(tx: Tx, req: SessionRequest): Promise<void> {
     // A saved-method payment without a token has no card the bank could charge.
     if (req.payment.method === 'recurrent') return this.refuse(tx, req.payment, 'no_saved_method');
-    this.init(tx, req.payment, 'session');
+    await this.init(tx, req.payment, 'session');
   }
 
-  chargeSaved(tx: Tx, req: SessionRequest & { tokenId: string }): void {
+  async chargeSaved(tx: Tx, req: SessionRequest & { tokenId: string }): Promise<void> {
     // Without the RebillId of the binding (its notification never came) the bank cannot charge the card.
-    if (!getRebill(tx, req.tokenId)) return this.refuse(tx, req.payment, 'no_rebill_id');
-    this.init(tx, req.payment, 'charge', req.tokenId);
+    if (!(await getRebill(tx, req.tokenId))) return this.refuse(tx, req.payment, 'no_rebill_id');
+    await this.init(tx, req.payment, 'charge', req.tokenId);
   }
 
-  cancel(tx: Tx, payment: PaymentRow): void {
-    const s = getSession(tx, payment.id);
-    if (s?.bank_payment_id) this.send(tx, payment.shop_id, 'Cancel', { kind: 'payment', id: payment.id }, { PaymentId: s.bank_payment_id }, 'void');
+  async cancel(tx: Tx, payment: PaymentRow): Promise<void> {
+    const s = await getSession(tx, payment.id);
+    if (s?.bank_payment_id) await this.send(tx, payment.shop_id, 'Cancel', { kind: 'payment', id: payment.id }, { PaymentId: s.bank_payment_id }, 'void');
   }
 
-  refund(tx: Tx, refund: RefundRow, payment: PaymentRow): void {
-    const s = getSession(tx, payment.id);
+  async refund(tx: Tx, refund: RefundRow, payment: PaymentRow): Promise<void> {
+    const s = await getSession(tx, payment.id);
     // ExternalRequestId makes the bank take a repeated Cancel of this refund as the same operation.
-    this.send(tx, refund.shop_id, 'Cancel', { kind: 'refund', id: refund.id }, { PaymentId: s?.bank_payment_id ?? '', Amount: refund.amount, ExternalRequestId: refund.id }, 'refund');
+    await this.send(tx, refund.shop_id, 'Cancel', { kind: 'refund', id: refund.id }, { PaymentId: s?.bank_payment_id ?? '', Amount: refund.amount, ExternalRequestId: refund.id }, 'refund');
   }
 
-  checkStatus(tx: Tx, op: OperationRef): void {
+  async checkStatus(tx: Tx, op: OperationRef): Promise<void> {
     if (op.kind === 'refund') {
-      const s = getSession(tx, op.refund.payment_id);
-      this.send(tx, op.refund.shop_id, 'Cancel', { kind: 'refund', id: op.refund.id }, { PaymentId: s?.bank_payment_id ?? '', Amount: op.refund.amount, ExternalRequestId: op.refund.id }, 'refund');
+      const s = await getSession(tx, op.refund.payment_id);
+      await this.send(tx, op.refund.shop_id, 'Cancel', { kind: 'refund', id: op.refund.id }, { PaymentId: s?.bank_payment_id ?? '', Amount: op.refund.amount, ExternalRequestId: op.refund.id }, 'refund');
       return;
     }
     if (op.kind === 'payout') return; // T-Bank's acquiring API sends no payouts: none is ever created live.
     const p = op.payment;
-    const s = getSession(tx, p.id);
+    const s = await getSession(tx, p.id);
     if (!s) return this.reopen(tx, p);
     if (!s.bank_payment_id) {
       // Init never answered: ask by OrderId whether the bank has the order at all.
-      this.send(tx, p.shop_id, 'CheckOrder', { kind: 'payment', id: p.id }, { OrderId: s.order_id }, 'check');
+      await this.send(tx, p.shop_id, 'CheckOrder', { kind: 'payment', id: p.id }, { OrderId: s.order_id }, 'check');
       return;
     }
-    this.send(tx, p.shop_id, 'GetState', { kind: 'payment', id: p.id }, { PaymentId: s.bank_payment_id }, 'check');
-    if (p.method === 'sbp' && !s.qr_payload) this.requestQr(tx, p, s.bank_payment_id);
+    await this.send(tx, p.shop_id, 'GetState', { kind: 'payment', id: p.id }, { PaymentId: s.bank_payment_id }, 'check');
+    if (p.method === 'sbp' && !s.qr_payload) await this.requestQr(tx, p, s.bank_payment_id);
   }
 
   /**
    * A new attempt of a payment the bank has no order of (its Init never arrived): a merchant charge is
    * charged again with its token, any other payment gets a new session; either way with a new OrderId.
    */
-  reopen(tx: Tx, p: PaymentRow): void {
-    const rec = recurrentOf(tx, p.id);
-    if (rec?.token_id && (rec.kind === 'token_charge' || rec.kind === 'subscription_charge')) this.chargeSaved(tx, { payment: p, by: 'service', tokenId: rec.token_id });
-    else this.openSession(tx, { payment: p, by: 'service' });
+  async reopen(tx: Tx, p: PaymentRow): Promise<void> {
+    const rec = await recurrentOf(tx, p.id);
+    if (rec?.token_id && (rec.kind === 'token_charge' || rec.kind === 'subscription_charge')) await this.chargeSaved(tx, { payment: p, by: 'service', tokenId: rec.token_id });
+    else await this.openSession(tx, { payment: p, by: 'service' });
   }
 
   /** GetQr of an SBP payment's session: the payload the page shows as a QR code. */
-  requestQr(tx: Tx, p: PaymentRow, bankPaymentId: string): void {
-    this.send(tx, p.shop_id, 'GetQr', { kind: 'payment', id: p.id }, { PaymentId: bankPaymentId, DataType: 'PAYLOAD' }, 'qr');
+  async requestQr(tx: Tx, p: PaymentRow, bankPaymentId: string): Promise<void> {
+    await this.send(tx, p.shop_id, 'GetQr', { kind: 'payment', id: p.id }, { PaymentId: bankPaymentId, DataType: 'PAYLOAD' }, 'qr');
   }
 
-  payout(): PayoutStart {
+  async payout(): Promise<PayoutStart> {
     // Never called: sendsPayouts is false, so a live payout is refused before it reaches the bank.
     throw new Error('cannot send a payout through T-Bank acquiring: it has no payout method');
   }
 
-  callback(req: CallbackRequest): CallbackResult {
+  async callback(req: CallbackRequest): Promise<CallbackResult> {
     const forged: CallbackResult = { valid: false, payments: [], refunds: [], reply: '' };
     const body = req.body;
     if (!body || typeof body !== 'object' || Array.isArray(body)) return forged;
     const n = body as Record<string, unknown> & TBankAnswer;
-    const acq = shopAcquirer(this.app.store, req.shopId);
+    const acq = await shopAcquirer(this.app.store, req.shopId);
     if (!acq || acq.provider !== TBANK) return forged;
     let terminal;
     try {
@@ -178,7 +178,7 @@ export class TBankBank implements BankPort {
     if (n.TerminalKey !== terminal.terminalKey || !tokenMatches(n, terminal.password)) return forged;
     const ok: CallbackResult = { valid: true, payments: [], refunds: [], reply: 'OK' };
     const orderId = typeof n.OrderId === 'string' ? n.OrderId : '';
-    const paymentId = orderId ? paymentOfOrder(this.app.store, req.shopId, orderId) : undefined;
+    const paymentId = orderId ? await paymentOfOrder(this.app.store, req.shopId, orderId) : undefined;
     if (!paymentId) return ok;
     const answer = paymentAnswerOf(n);
     const amount = typeof n.Amount === 'number' ? n.Amount : Number(n.Amount);
@@ -186,11 +186,11 @@ export class TBankBank implements BankPort {
     if (['REFUNDED', 'PARTIAL_REFUNDED', 'PARTIAL_REVERSED'].includes(String(n.Status))) return ok;
     ok.payments.push({ paymentId, amount: Number.isFinite(amount) ? amount : undefined, answer });
     const rebill = n.RebillId !== undefined && n.RebillId !== null && String(n.RebillId) !== '' ? String(n.RebillId) : '';
-    ok.record = (tx) => {
-      const rec = recurrentOf(tx, paymentId);
-      const p = getPayment(this.app, paymentId);
+    ok.record = async (tx) => {
+      const rec = await recurrentOf(tx, paymentId);
+      const p = await getPayment(tx, paymentId);
       if (rebill && answer.outcome === 'succeeded' && rec?.token_id && BINDING_KINDS.has(rec.kind) && p?.status === 'processing' && p.amount === amount) {
-        putRebill(tx, rec.token_id, req.shopId, this.key.encrypt(rebill, rebillContext(rec.token_id)), this.app.clocks.real());
+        await putRebill(tx, rec.token_id, req.shopId, this.key.encrypt(rebill, rebillContext(rec.token_id)), this.app.clocks.real());
       }
     };
     return ok;
@@ -200,8 +200,8 @@ export class TBankBank implements BankPort {
     return undefined;
   }
 
-  pageSession(payment: PaymentRow): PageSession {
-    const s = getSession(this.app.store, payment.id);
+  async pageSession(payment: PaymentRow): Promise<PageSession> {
+    const s = await getSession(this.app.store, payment.id);
     if (payment.method === 'sbp') return s?.qr_payload ? { kind: 'qr', payload: s.qr_payload } : { kind: 'waiting' };
     return s?.payment_url ? { kind: 'redirect', url: s.payment_url } : { kind: 'waiting' };
   }

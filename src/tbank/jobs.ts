@@ -37,10 +37,10 @@ export function registerRequestJob(app: App, key: MasterKey, bank: TBankBank): v
   app.scheduler.registerAsync<Sent>(REQUEST_JOB, {
     deadline_ms: timeout_ms + JOB_MARGIN_MS,
     async run(job) {
-      const row = getRequest(app.store, Number(job.subject_id));
+      const row = await getRequest(app.store, Number(job.subject_id));
       if (!row) return { kind: 'unknown', reason: 'the request record is gone' };
       if (row.state !== 'queued') return { kind: 'unknown', reason: 'sent before a restart; no answer was recorded' };
-      const acq = shopAcquirer(app.store, row.shop_id);
+      const acq = await shopAcquirer(app.store, row.shop_id);
       if (!acq || acq.provider !== TBANK) return { kind: 'unknown', reason: 'the shop has no T-Bank acquirer any more' };
       let body: Record<string, unknown>;
       let url: string;
@@ -48,7 +48,7 @@ export function registerRequestJob(app: App, key: MasterKey, bank: TBankBank): v
         const t = terminalOf(key, acq);
         body = { ...(JSON.parse(row.request) as Record<string, unknown>), TerminalKey: t.terminalKey };
         if (row.operation === 'Charge') {
-          const enc = getRebill(app.store, String(job.payload.tokenId ?? ''));
+          const enc = await getRebill(app.store, String(job.payload.tokenId ?? ''));
           if (enc) body.RebillId = key.decrypt(enc, rebillContext(String(job.payload.tokenId)));
         }
         body.Token = tbankToken(body, t.password);
@@ -56,18 +56,18 @@ export function registerRequestJob(app: App, key: MasterKey, bank: TBankBank): v
       } catch (err) {
         return { kind: 'unknown', reason: `cannot sign the request: ${(err as Error).message}` };
       }
-      await app.store.write((tx) => markSent(tx, row.id, app.clocks.real()));
+      await app.store.write(async (tx) => markSent(tx, row.id, app.clocks.real()));
       const sent = await postJson(url, body, timeout_ms);
       app.log.info('T-Bank request', { operation: row.operation, shop_id: row.shop_id, subject_id: row.subject_id, outcome: sent.kind === 'answer' ? `${sent.answer.Status ?? ''} ${sent.answer.ErrorCode ?? ''}`.trim() : `unknown: ${sent.reason}` });
       return sent;
     },
-    complete(tx, job, sent) {
-      const row = getRequest(tx, Number(job.subject_id));
+    async complete(tx, job, sent) {
+      const row = await getRequest(tx, Number(job.subject_id));
       if (!row) return;
       const a = sent.kind === 'answer' ? sent.answer : undefined;
       const bankPaymentId = a?.PaymentId !== undefined && a.PaymentId !== null ? String(a.PaymentId) : '';
-      markAnswered(tx, row.id, a ? 'answered' : 'unknown', JSON.stringify(a ? withoutSecrets(a as Record<string, unknown>) : { reason: (sent as { reason: string }).reason }), bankPaymentId, app.clocks.real());
-      onAnswer(app, bank, tx, row, String(job.payload.purpose ?? ''), job, a, sent.kind === 'unknown' ? sent.reason : '');
+      await markAnswered(tx, row.id, a ? 'answered' : 'unknown', JSON.stringify(a ? withoutSecrets(a as Record<string, unknown>) : { reason: (sent as { reason: string }).reason }), bankPaymentId, app.clocks.real());
+      await onAnswer(app, bank, tx, row, String(job.payload.purpose ?? ''), job, a, sent.kind === 'unknown' ? sent.reason : '');
     },
   });
 }
@@ -85,72 +85,72 @@ function refusal(a: TBankAnswer) {
  * lost, or the process stopped before the Charge left). The bank charges a payment only while it is NEW, so
  * sending the Charge now cannot charge twice. True when it was sent (the check's answer is then the Charge's).
  */
-function chargeNotSent(app: App, bank: TBankBank, tx: Tx, p: { id: string; shop_id: string; status: string }, a: TBankAnswer, bankPaymentId: string): boolean {
+async function chargeNotSent(app: App, bank: TBankBank, tx: Tx, p: { id: string; shop_id: string; status: string }, a: TBankAnswer, bankPaymentId: string): Promise<boolean> {
   if (p.status !== 'processing' || a.Status !== 'NEW' || !bankPaymentId) return false;
-  const rec = recurrentOf(tx, p.id);
+  const rec = await recurrentOf(tx, p.id);
   if (!rec?.token_id || (rec.kind !== 'token_charge' && rec.kind !== 'subscription_charge')) return false;
-  bank.send(tx, p.shop_id, 'Charge', { kind: 'payment', id: p.id }, { PaymentId: bankPaymentId }, 'charge', { tokenId: rec.token_id });
+  await bank.send(tx, p.shop_id, 'Charge', { kind: 'payment', id: p.id }, { PaymentId: bankPaymentId }, 'charge', { tokenId: rec.token_id });
   return true;
 }
 
 /** What an answer (or its absence) does to the operation it is about. */
-function onAnswer(app: App, bank: TBankBank, tx: Tx, row: BankRequestRow, purpose: string, job: Job, a: TBankAnswer | undefined, why: string): void {
+async function onAnswer(app: App, bank: TBankBank, tx: Tx, row: BankRequestRow, purpose: string, job: Job, a: TBankAnswer | undefined, why: string): Promise<void> {
   if (row.subject_kind === 'refund') {
-    if (!getRefund(app, row.subject_id)) return;
-    refundAnswered(app, tx, row.subject_id, a ? refundAnswerOf(a) : unknown(why));
+    if (!(await getRefund(tx, row.subject_id))) return;
+    await refundAnswered(app, tx, row.subject_id, a ? refundAnswerOf(a) : unknown(why));
     return;
   }
-  const p = getPayment(app, row.subject_id);
+  const p = await getPayment(tx, row.subject_id);
   if (!p) return;
-  const s = getSession(tx, p.id);
+  const s = await getSession(tx, p.id);
   const now = app.clocks.real();
   if (purpose === 'void') return; // the payment is cancelled already; the bank's answer changes nothing here
   if (!a) {
-    if (purpose !== 'qr') paymentAnswered(app, tx, p.id, unknown(why));
+    if (purpose !== 'qr') await paymentAnswered(app, tx, p.id, unknown(why));
     return;
   }
   const bankPaymentId = a.PaymentId !== undefined && a.PaymentId !== null ? String(a.PaymentId) : '';
   switch (row.operation) {
     case 'Init': {
       if (!accepted(a)) {
-        paymentAnswered(app, tx, p.id, refusal(a));
+        await paymentAnswered(app, tx, p.id, refusal(a));
         return;
       }
       // Only a web address is ever sent to the buyer's browser as the bank's page.
       const paymentUrl = typeof a.PaymentURL === 'string' && /^https?:\/\/[^\s]+$/.test(a.PaymentURL) ? a.PaymentURL : '';
-      if (s && s.order_id === row.order_id) updateSession(tx, p.id, row.order_id, { bankPaymentId, paymentUrl }, now);
+      if (s && s.order_id === row.order_id) await updateSession(tx, p.id, row.order_id, { bankPaymentId, paymentUrl }, now);
       if (purpose === 'charge') {
-        bank.send(tx, p.shop_id, 'Charge', { kind: 'payment', id: p.id }, { PaymentId: bankPaymentId }, 'charge', { tokenId: job.payload.tokenId });
+        await bank.send(tx, p.shop_id, 'Charge', { kind: 'payment', id: p.id }, { PaymentId: bankPaymentId }, 'charge', { tokenId: job.payload.tokenId });
         return;
       }
-      if (p.method === 'sbp' && p.status === 'processing') bank.requestQr(tx, p, bankPaymentId);
-      paymentAnswered(app, tx, p.id, paymentAnswerOf(a));
+      if (p.method === 'sbp' && p.status === 'processing') await bank.requestQr(tx, p, bankPaymentId);
+      await paymentAnswered(app, tx, p.id, paymentAnswerOf(a));
       return;
     }
     case 'GetQr':
-      if (accepted(a) && typeof a.Data === 'string' && s) updateSession(tx, p.id, s.order_id, { qrPayload: a.Data }, now);
-      else if (a.Success === false) paymentAnswered(app, tx, p.id, refusal(a));
+      if (accepted(a) && typeof a.Data === 'string' && s) await updateSession(tx, p.id, s.order_id, { qrPayload: a.Data }, now);
+      else if (a.Success === false) await paymentAnswered(app, tx, p.id, refusal(a));
       return;
     case 'Charge':
-      if (!accepted(a) && a.Success === false) paymentAnswered(app, tx, p.id, refusal(a));
-      else paymentAnswered(app, tx, p.id, paymentAnswerOf(a), typeof a.Amount === 'number' ? a.Amount : undefined);
+      if (!accepted(a) && a.Success === false) await paymentAnswered(app, tx, p.id, refusal(a));
+      else await paymentAnswered(app, tx, p.id, paymentAnswerOf(a), typeof a.Amount === 'number' ? a.Amount : undefined);
       return;
     case 'GetState':
-      if (accepted(a) && chargeNotSent(app, bank, tx, p, a, bankPaymentId)) return;
-      paymentAnswered(app, tx, p.id, accepted(a) ? paymentAnswerOf(a) : unknown(`GetState error ${a.ErrorCode ?? ''}`), accepted(a) && typeof a.Amount === 'number' ? a.Amount : undefined);
+      if (accepted(a) && (await chargeNotSent(app, bank, tx, p, a, bankPaymentId))) return;
+      await paymentAnswered(app, tx, p.id, accepted(a) ? paymentAnswerOf(a) : unknown(`GetState error ${a.ErrorCode ?? ''}`), accepted(a) && typeof a.Amount === 'number' ? a.Amount : undefined);
       return;
     case 'CheckOrder': {
       const found = accepted(a) ? checkOrderPayment(a) : undefined;
       if (!found) {
         // The bank has no such order: the Init never reached it. A new attempt, with a new OrderId.
-        if (a.Success === false && p.status === 'processing' && s && s.order_id === row.order_id) bank.reopen(tx, p);
-        else paymentAnswered(app, tx, p.id, unknown('CheckOrder found no payment'));
+        if (a.Success === false && p.status === 'processing' && s && s.order_id === row.order_id) await bank.reopen(tx, p);
+        else await paymentAnswered(app, tx, p.id, unknown('CheckOrder found no payment'));
         return;
       }
       const foundId = found.PaymentId !== undefined ? String(found.PaymentId) : '';
-      if (s && s.order_id === row.order_id) updateSession(tx, p.id, row.order_id, { bankPaymentId: foundId }, now);
-      if (chargeNotSent(app, bank, tx, p, found, foundId)) return;
-      paymentAnswered(app, tx, p.id, paymentAnswerOf(found), typeof found.Amount === 'number' ? found.Amount : undefined);
+      if (s && s.order_id === row.order_id) await updateSession(tx, p.id, row.order_id, { bankPaymentId: foundId }, now);
+      if (await chargeNotSent(app, bank, tx, p, found, foundId)) return;
+      await paymentAnswered(app, tx, p.id, paymentAnswerOf(found), typeof found.Amount === 'number' ? found.Amount : undefined);
       return;
     }
   }

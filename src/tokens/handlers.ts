@@ -1,4 +1,4 @@
-import type { App } from '../app-types';
+import type { Reader } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
 import { notFound } from '../http/errors';
 import { amountField, bodyObject, enumField, strField } from '../http/validate';
@@ -16,10 +16,10 @@ import { CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargeTokenTx, createBindingTx
 /** A plausible e-mail address: something@host.tld, no spaces. */
 export const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-/** A token of the caller's shop and mode, or 404 (another shop's id looks the same as none). */
-export function tokenOfShop(app: App, ctx: Ctx, id: string): TokenRow {
+/** A token of the caller's shop and mode, or 404 (another shop's id looks the same as none); inside a transaction pass its `tx`. */
+export async function tokenOfShop(q: Reader, ctx: Ctx, id: string): Promise<TokenRow> {
   const auth = ctx.auth!;
-  const t = isUuid(id) ? getToken(app, id) : undefined;
+  const t = isUuid(id) ? await getToken(q, id) : undefined;
   if (!t || t.shop_id !== auth.shopId || t.mode !== auth.mode) throw notFound(`Cannot find token "${id.slice(0, 64)}"`);
   return t;
 }
@@ -42,8 +42,8 @@ export async function createToken(ctx: Ctx): Promise<Reply> {
   // Cards bind with a 1 RUB verification whatever the amount; sbp and tpay bind with a first charge.
   const amount = amountField(obj, 'amount', method !== 'cards');
   const customer = customerFields(obj, auth.mode);
-  const reply = await idempotentCreate(ctx, (tx) => {
-    const { token, payment } = createBindingTx(ctx.app, tx, {
+  const reply = await idempotentCreate(ctx, async (tx) => {
+    const { token, payment } = await createBindingTx(ctx.app, tx, {
       merchantId: auth.merchantId,
       shopId: auth.shopId,
       mode: auth.mode,
@@ -67,16 +67,16 @@ export async function createToken(ctx: Ctx): Promise<Reply> {
 }
 
 /** GET /v1/public/tokens/{id} */
-export function getTokenHandler(ctx: Ctx): Reply {
-  return { body: tokenView(tokenOfShop(ctx.app, ctx, ctx.params.id)) };
+export async function getTokenHandler(ctx: Ctx): Promise<Reply> {
+  return { body: tokenView(await tokenOfShop(ctx.app.store, ctx, ctx.params.id)) };
 }
 
 /** GET /v1/public/tokens?customer_ref=: the key's shop and mode, newest first, register pagination. */
-export function listTokens(ctx: Ctx): Reply {
+export async function listTokens(ctx: Ctx): Promise<Reply> {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: TOKEN_STATUSES, extra: { customer_ref: [] } });
   const customer = rq.extra.customer_ref;
-  const rows = registerRows<TokenRow>(ctx.app.store.db, REGISTERS.tokens, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined, customer_ref: customer === undefined ? undefined : [customer] }, rq);
+  const rows = await registerRows<TokenRow>(ctx.app.store, REGISTERS.tokens, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined, customer_ref: customer === undefined ? undefined : [customer] }, rq);
   return { body: toPage(rows, rq, tokenView) };
 }
 
@@ -84,10 +84,10 @@ export function listTokens(ctx: Ctx): Reply {
 export async function cancelToken(ctx: Ctx): Promise<Reply> {
   bodyObject(ctx.body, []);
   const id = ctx.params.id;
-  const t = await ctx.app.store.write((tx) => {
-    const next = cancelTokenTx(ctx.app, tx, tokenOfShop(ctx.app, ctx, id));
-    const sub = next.subscription_id ? getSubscription(ctx.app, next.subscription_id) : undefined;
-    if (sub) cancelSubscriptionTx(ctx.app, tx, sub, CANCEL_REASONS.tokenCancelled);
+  const t = await ctx.app.store.write(async (tx) => {
+    const next = await cancelTokenTx(ctx.app, tx, await tokenOfShop(tx, ctx, id));
+    const sub = next.subscription_id ? await getSubscription(tx, next.subscription_id) : undefined;
+    if (sub) await cancelSubscriptionTx(ctx.app, tx, sub, CANCEL_REASONS.tokenCancelled);
     return next;
   });
   return { body: { status: t.status } };
@@ -102,12 +102,12 @@ export async function chargeToken(ctx: Ctx): Promise<Reply> {
   const id = ctx.params.id;
   const reply = await idempotentCreate(
     ctx,
-    (tx) => {
-      const p = chargeTokenTx(ctx.app, tx, tokenOfShop(ctx.app, ctx, id), { amount, orderId, description, kind: 'token_charge' });
+    async (tx) => {
+      const p = await chargeTokenTx(ctx.app, tx, await tokenOfShop(tx, ctx, id), { amount, orderId, description, kind: 'token_charge' });
       return { status: 201, body: { id: p.id, status: p.status, amount: p.amount }, holder: { table: 'payments', seq: p.seq, id: p.id } };
     },
     // A replay tells where the charge stands now, not where it stood when first answered.
-    (_tx, stored) => ({ ...stored, status: getPayment(ctx.app, String(stored.id))?.status ?? stored.status }),
+    async (tx, stored) => ({ ...stored, status: (await getPayment(tx, String(stored.id)))?.status ?? stored.status }),
   );
   if ('body' in reply) ctx.logExtra = { payment_id: (reply.body as { id: string }).id, token_id: id };
   return reply;

@@ -1,5 +1,4 @@
-import type { App } from '../app-types';
-import type { Tx } from '../db/store';
+import type { Reader, Tx } from '../db/store';
 import { updateById } from '../db/statements';
 import type { Mode } from '../scheduler/clock';
 import { isoOrNull, iso } from '../util/time';
@@ -70,52 +69,63 @@ export interface TokenView {
 }
 
 /** A token by id, any shop (callers check the shop). */
-export function getToken(app: App, id: string): TokenRow | undefined {
-  // A wide row read several times per subscription charge: the row reader builds it in one literal.
-  return app.store.reader('SELECT * FROM tokens WHERE id = ?').get(id) as TokenRow | undefined;
+export async function getToken(q: Reader, id: string): Promise<TokenRow | undefined> {
+  // A wide row read several times per subscription charge: the engine's get builds it in one literal.
+  return q.get<TokenRow>('SELECT * FROM tokens WHERE id = ?', id);
 }
 
 /** Insert a token row (inside the caller's transaction). */
-export function insertToken(tx: Tx, t: Omit<TokenRow, 'seq' | 'outcomes' | 'last_charged_at' | 'activated_at' | 'cancelled_at' | 'card_brand' | 'card_mask'>): void {
-  tx
-    .stmt(
-      `INSERT INTO tokens (id, merchant_id, shop_id, mode, customer_ref, customer_email, method, status, binding_payment_id, subscription_id, created_at)
+export async function insertToken(
+  tx: Tx,
+  t: Omit<TokenRow, 'seq' | 'outcomes' | 'last_charged_at' | 'activated_at' | 'cancelled_at' | 'card_brand' | 'card_mask'>,
+): Promise<void> {
+  await tx.run(
+    `INSERT INTO tokens (id, merchant_id, shop_id, mode, customer_ref, customer_email, method, status, binding_payment_id, subscription_id, created_at)
        VALUES (@id, @merchant_id, @shop_id, @mode, @customer_ref, @customer_email, @method, @status, @binding_payment_id, @subscription_id, @created_at)`,
-    )
-    .run(t);
+    t,
+  );
 }
 
 /** Write the changed columns of a token (only the names given). */
-export function updateToken(tx: Tx, id: string, patch: Partial<TokenRow>): void {
-  updateById(tx, 'tokens', id, patch);
+export async function updateToken(tx: Tx, id: string, patch: Partial<TokenRow>): Promise<void> {
+  await updateById(tx, 'tokens', id, patch);
 }
 
 /** Remember which token (and subscription) made a payment, in the payment's transaction. */
-export function recordPayment(tx: Tx, r: Omit<RecurrentPaymentRow, 'charge_index' | 'attempt'> & { charge_index?: number; attempt?: number }): void {
+export async function recordPayment(
+  tx: Tx,
+  r: Omit<RecurrentPaymentRow, 'charge_index' | 'attempt'> & { charge_index?: number; attempt?: number },
+): Promise<void> {
   if (!(r.payment_seq > 0)) throw new Error(`cannot record recurrent payment ${r.payment_id}: it has no seq yet`);
-  tx
-    .stmt(
-      `INSERT INTO recurrent_payments (payment_seq, payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
+  await tx.run(
+    `INSERT INTO recurrent_payments (payment_seq, payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    )
-    .run(r.payment_seq, r.payment_id, r.kind, r.token_id, r.subscription_id, r.shop_id, r.mode, r.charge_index ?? null, r.attempt ?? 1, r.created_at);
+    r.payment_seq,
+    r.payment_id,
+    r.kind,
+    r.token_id,
+    r.subscription_id,
+    r.shop_id,
+    r.mode,
+    r.charge_index ?? null,
+    r.attempt ?? 1,
+    r.created_at,
+  );
 }
 
 /** True when a subscription already made the charge payment of this index and attempt. */
-export function chargeMade(tx: Tx, subscriptionId: string, index: number, attempt: number): boolean {
-  return tx.stmt('SELECT 1 FROM recurrent_payments WHERE subscription_id = ? AND charge_index = ? AND attempt = ?').get(subscriptionId, index, attempt) !== undefined;
+export async function chargeMade(tx: Tx, subscriptionId: string, index: number, attempt: number): Promise<boolean> {
+  return (await tx.get('SELECT 1 FROM recurrent_payments WHERE subscription_id = ? AND charge_index = ? AND attempt = ?', subscriptionId, index, attempt)) !== undefined;
 }
 
 /** The token or subscription behind a payment (by the payment's seq), if a token or subscription made it. */
-export function recurrentPayment(app: App, paymentSeq: number): RecurrentPaymentRow | undefined {
-  return app.store.stmt('SELECT * FROM recurrent_payments WHERE payment_seq = ?').get(paymentSeq) as RecurrentPaymentRow | undefined;
+export async function recurrentPayment(q: Reader, paymentSeq: number): Promise<RecurrentPaymentRow | undefined> {
+  return q.get<RecurrentPaymentRow>('SELECT * FROM recurrent_payments WHERE payment_seq = ?', paymentSeq);
 }
 
 /** The same by the payment's id, for a caller that holds only the id. */
-export function recurrentPaymentById(app: App, paymentId: string): RecurrentPaymentRow | undefined {
-  return app.store
-    .stmt('SELECT * FROM recurrent_payments WHERE payment_seq = (SELECT seq FROM payments WHERE id = ?)')
-    .get(paymentId) as RecurrentPaymentRow | undefined;
+export async function recurrentPaymentById(q: Reader, paymentId: string): Promise<RecurrentPaymentRow | undefined> {
+  return q.get<RecurrentPaymentRow>('SELECT * FROM recurrent_payments WHERE payment_seq = (SELECT seq FROM payments WHERE id = ?)', paymentId);
 }
 
 /** The API shape of a token. */

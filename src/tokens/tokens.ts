@@ -1,5 +1,5 @@
 import type { App } from '../app-types';
-import type { Tx } from '../db/store';
+import type { Reader, Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { invalidState } from '../http/errors';
 import { uuid } from '../util/ids';
@@ -28,16 +28,16 @@ export interface BindingInput {
   subscriptionId?: string;
 }
 
-/** Re-read a token inside a transaction. */
-export function reloadToken(app: App, id: string): TokenRow {
-  const t = getToken(app, id);
+/** Re-read a token inside a transaction (pass its `tx`). */
+export async function reloadToken(q: Reader, id: string): Promise<TokenRow> {
+  const t = await getToken(q, id);
   if (!t) throw new Error(`cannot reload token "${id}": it does not exist`);
   return t;
 }
 
 /** Append token.status_changed (and the webhook of the change, with the token as GET shows it). */
-function emitStatus(app: App, tx: Tx, t: TokenRow, webhook: string | null): void {
-  app.events.append(tx, {
+async function emitStatus(app: App, tx: Tx, t: TokenRow, webhook: string | null): Promise<void> {
+  await app.events.append(tx, {
     merchantId: t.merchant_id,
     shopId: t.shop_id,
     mode: t.mode,
@@ -52,11 +52,11 @@ function emitStatus(app: App, tx: Tx, t: TokenRow, webhook: string | null): void
  * A pending token and the payment whose hosted page binds it (method fixed to the token's, so the page
  * opens that method's screen at once). The payment's metadata names the token (and subscription).
  */
-export function createBindingTx(app: App, tx: Tx, input: BindingInput): { token: TokenRow; payment: PaymentRow } {
+export async function createBindingTx(app: App, tx: Tx, input: BindingInput): Promise<{ token: TokenRow; payment: PaymentRow }> {
   const tokenId = uuid();
   const metadata: Record<string, string> = { kind: input.kind, token_id: tokenId };
   if (input.subscriptionId) metadata.subscription_id = input.subscriptionId;
-  const payment = createPaymentTx(app, tx, {
+  const payment = await createPaymentTx(app, tx, {
     merchantId: input.merchantId,
     shopId: input.shopId,
     mode: input.mode,
@@ -69,7 +69,7 @@ export function createBindingTx(app: App, tx: Tx, input: BindingInput): { token:
     metadata,
     kind: input.kind,
   });
-  insertToken(tx, {
+  await insertToken(tx, {
     id: tokenId,
     merchant_id: input.merchantId,
     shop_id: input.shopId,
@@ -82,7 +82,7 @@ export function createBindingTx(app: App, tx: Tx, input: BindingInput): { token:
     subscription_id: input.subscriptionId ?? null,
     created_at: payment.created_at,
   });
-  recordPayment(tx, {
+  await recordPayment(tx, {
     payment_seq: payment.seq,
     payment_id: payment.id,
     kind: input.kind,
@@ -92,22 +92,22 @@ export function createBindingTx(app: App, tx: Tx, input: BindingInput): { token:
     mode: input.mode,
     created_at: payment.created_at,
   });
-  const token = reloadToken(app, tokenId);
-  emitStatus(app, tx, token, null);
+  const token = await reloadToken(tx, tokenId);
+  await emitStatus(app, tx, token, null);
   return { token, payment };
 }
 
 /** pending → active once its binding payment succeeded; the card's brand and mask come from that payment. */
-export function activateTokenTx(app: App, tx: Tx, t: TokenRow, binding: PaymentRow): TokenRow {
+export async function activateTokenTx(app: App, tx: Tx, t: TokenRow, binding: PaymentRow): Promise<TokenRow> {
   if (t.status !== 'pending') return t;
-  updateToken(tx, t.id, {
+  await updateToken(tx, t.id, {
     status: 'active',
     activated_at: app.clocks.now(t.shop_id, t.mode),
     card_brand: t.method === 'cards' ? binding.card_brand : '',
     card_mask: t.method === 'cards' ? lastFour(binding.card_mask) : '',
   });
-  const next = reloadToken(app, t.id);
-  emitStatus(app, tx, next, 'token.activated');
+  const next = await reloadToken(tx, t.id);
+  await emitStatus(app, tx, next, 'token.activated');
   return next;
 }
 
@@ -124,14 +124,14 @@ export function lastFour(mask: string): string {
  * pending or active → cancelled. A binding payment still pending is cancelled with it, so the buyer can no
  * longer bind a cancelled token; one already at the bank finishes, and its success changes nothing.
  */
-export function cancelTokenTx(app: App, tx: Tx, t: TokenRow): TokenRow {
+export async function cancelTokenTx(app: App, tx: Tx, t: TokenRow): Promise<TokenRow> {
   if (t.status === 'cancelled') throw invalidState(`Cannot cancel token "${t.id}": its status is cancelled`);
   const now = app.clocks.now(t.shop_id, t.mode);
-  updateToken(tx, t.id, { status: 'cancelled', cancelled_at: now, outcomes: '[]' });
-  const binding = getPayment(app, t.binding_payment_id);
-  if (binding && binding.status === 'pending') cancelTx(app, tx, binding);
-  const next = reloadToken(app, t.id);
-  emitStatus(app, tx, next, 'token.cancelled');
+  await updateToken(tx, t.id, { status: 'cancelled', cancelled_at: now, outcomes: '[]' });
+  const binding = await getPayment(tx, t.binding_payment_id);
+  if (binding && binding.status === 'pending') await cancelTx(app, tx, binding);
+  const next = await reloadToken(tx, t.id);
+  await emitStatus(app, tx, next, 'token.cancelled');
   return next;
 }
 
@@ -150,11 +150,11 @@ export interface ChargeInput {
  * A merchant-initiated charge of an active token: a payment of method `recurrent` whose bank session opens
  * at once; the shop's bank charges the saved method (in test mode its outcome queue, then the magic amounts).
  */
-export function chargeTokenTx(app: App, tx: Tx, t: TokenRow, input: ChargeInput): PaymentRow {
+export async function chargeTokenTx(app: App, tx: Tx, t: TokenRow, input: ChargeInput): Promise<PaymentRow> {
   if (t.status !== 'active') throw invalidState(`Cannot charge token "${t.id}": its status is ${t.status}; only active tokens can be charged`);
   const metadata: Record<string, string> = { kind: input.kind, token_id: t.id };
   if (input.subscriptionId) metadata.subscription_id = input.subscriptionId;
-  const payment = createPaymentTx(app, tx, {
+  const payment = await createPaymentTx(app, tx, {
     merchantId: t.merchant_id,
     shopId: t.shop_id,
     mode: t.mode,
@@ -168,7 +168,7 @@ export function chargeTokenTx(app: App, tx: Tx, t: TokenRow, input: ChargeInput)
     kind: input.kind,
     tokenId: t.id,
   });
-  recordPayment(tx, {
+  await recordPayment(tx, {
     payment_seq: payment.seq,
     payment_id: payment.id,
     kind: input.kind,
@@ -184,6 +184,6 @@ export function chargeTokenTx(app: App, tx: Tx, t: TokenRow, input: ChargeInput)
 }
 
 /** A charge of the token succeeded at `at_ms`: keep it as last_charged_at, unless a later charge is kept already. */
-export function chargedTx(tx: Tx, tokenId: string, at_ms: number): void {
-  tx.stmt('UPDATE tokens SET last_charged_at = ? WHERE id = ? AND (last_charged_at IS NULL OR last_charged_at <= ?)').run(at_ms, tokenId, at_ms);
+export async function chargedTx(tx: Tx, tokenId: string, at_ms: number): Promise<void> {
+  await tx.run('UPDATE tokens SET last_charged_at = ? WHERE id = ? AND (last_charged_at IS NULL OR last_charged_at <= ?)', at_ms, tokenId, at_ms);
 }

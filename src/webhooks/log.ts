@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { Reader } from '../db/store';
 import { isoOrNull } from '../util/time';
 import type { Mode } from '../scheduler/clock';
 
@@ -57,7 +57,7 @@ interface Row {
  * The delivery log, oldest first: every attempt made, then, for a delivery still pending, one `pending`
  * item for the attempt it waits for (its `next_attempt_at`). Times are on the shop's clock.
  */
-export function deliveryLog(db: Database.Database, f: LogFilter): CabinetAttemptItem[] {
+export async function deliveryLog(q: Reader, f: LogFilter): Promise<CabinetAttemptItem[]> {
   const where: string[] = [];
   const args: unknown[] = [];
   if (f.shopId) where.push('d.shop_id = ?'), args.push(f.shopId);
@@ -65,16 +65,16 @@ export function deliveryLog(db: Database.Database, f: LogFilter): CabinetAttempt
   if (f.eventId) where.push('d.event_id = ?'), args.push(f.eventId);
   if (f.paymentId) where.push('d.payment_id = ?'), args.push(f.paymentId);
   const limit = Math.max(1, Math.min(f.limit ?? 1000, 5000));
-  const rows = db
-    .prepare(
-      `SELECT d.id AS delivery_id, d.shop_id, d.mode, d.event_id, d.event, d.url AS d_url, d.state AS d_state,
-              d.attempts AS d_attempts, d.next_attempt_at AS d_next,
-              a.attempt, a.url AS a_url, a.attempted_at, a.latency_ms, a.response_code, a.error, a.succeeded, a.next_attempt_at AS a_next
-       FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
-       ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
-       ORDER BY d.id DESC, a.attempt DESC LIMIT ?`,
-    )
-    .all(...args, limit) as Row[];
+  const rows = await q.all<Row>(
+    `SELECT d.id AS delivery_id, d.shop_id, d.mode, d.event_id, d.event, d.url AS d_url, d.state AS d_state,
+            d.attempts AS d_attempts, d.next_attempt_at AS d_next,
+            a.attempt, a.url AS a_url, a.attempted_at, a.latency_ms, a.response_code, a.error, a.succeeded, a.next_attempt_at AS a_next
+     FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
+     ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
+     ORDER BY d.id DESC, a.attempt DESC LIMIT ?`,
+    ...args,
+    limit,
+  );
   const items: Array<CabinetAttemptItem & { sort: number }> = [];
   const pendingAdded = new Set<number>();
   for (const r of rows) {

@@ -9,17 +9,18 @@ import { DeliveryWorker } from './worker';
  */
 export function startWebhooks(app: App): DeliveryWorker {
   const worker = new DeliveryWorker(app);
-  app.events.addSink((tx, row) => {
-    const ids = enqueueDeliveries(tx, app.clocks, row);
-    if (ids.length > 0) tx.afterCommit(() => worker.kick(ids));
+  app.events.addSink(async (tx, row) => {
+    const ids = await enqueueDeliveries(tx, app.clocks, row);
+    // kick() reads the rows and queues them on its own, and never rejects.
+    if (ids.length > 0) tx.afterCommit(() => void worker.kick(ids));
   });
   app.scheduler.registerAsync<AttemptResult | null>(
     RETRY_JOB,
     {
       run: (job) => worker.attemptFor(job),
-      complete: (tx, _job, r) => {
+      complete: async (tx, _job, r) => {
         if (!r) return;
-        const rec = recordAttempt(tx, app.scheduler, app.clocks, r);
+        const rec = await recordAttempt(tx, app.scheduler, app.clocks, r);
         tx.afterCommit(() => worker.report(r, rec));
       },
       // Room for DNS and the receiver's deadline.

@@ -1,6 +1,4 @@
-import { type Store } from '../db/store';
-import { cachedStmt } from '../db/statements';
-import type Database from 'better-sqlite3';
+import type { Reader, Store, Tx } from '../db/store';
 import { secret as newSecret, uuid } from '../util/ids';
 import { seal, unseal } from '../secrets/at-rest';
 
@@ -37,6 +35,9 @@ export interface Endpoint {
   created_at: number;
 }
 
+/** Reads that also unseal secrets: a Reader that knows its database's path (the Store). */
+export type SecretReader = Reader & Pick<Store, 'path'>;
+
 /** Longest overlap a rotation may keep the old secret valid for. */
 export const MAX_OVERLAP_HOURS = 24 * 30;
 
@@ -66,12 +67,12 @@ export function parseEventFilter(text: string | undefined): string[] {
 }
 
 /** Add an endpoint to a shop; its first secret is returned once. */
-export function addEndpoint(
+export async function addEndpoint(
   store: Store,
   input: { shopId: string; url: string; events?: string; signature?: string },
   now: number,
-): { endpoint: Endpoint; secret: string } {
-  const shop = store.stmt('SELECT id FROM shops WHERE id = ?').get(input.shopId);
+): Promise<{ endpoint: Endpoint; secret: string }> {
+  const shop = await store.get('SELECT id FROM shops WHERE id = ?', input.shopId);
   if (!shop) throw new Error(`cannot add webhook endpoint: shop "${input.shopId}" not found`);
   const signature = input.signature ?? 'v2';
   if (signature !== 'v1' && signature !== 'v2') throw new Error(`cannot add webhook endpoint: --signature must be v1 or v2, got "${signature}"`);
@@ -86,29 +87,29 @@ export function addEndpoint(
     created_at: now,
   };
   const secret = newSecret('whs_');
-  store.tx(({ db }) => {
-    cachedStmt(db, `INSERT INTO webhook_endpoints (id, shop_id, url, events, signature, created_at) VALUES (?, ?, ?, ?, ?, ?)`).run(endpoint.id, endpoint.shop_id, endpoint.url, endpoint.events, endpoint.signature, now);
-    cachedStmt(db, 'INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)').run(endpoint.id, seal(db, secret, `webhook_secrets:${endpoint.id}`), now);
+  await store.tx(async (tx) => {
+    await tx.run(`INSERT INTO webhook_endpoints (id, shop_id, url, events, signature, created_at) VALUES (?, ?, ?, ?, ?, ?)`, endpoint.id, endpoint.shop_id, endpoint.url, endpoint.events, endpoint.signature, now);
+    await tx.run('INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)', endpoint.id, seal(store.path, secret, `webhook_secrets:${endpoint.id}`), now);
   });
   return { endpoint, secret };
 }
 
 /** A shop's endpoints, oldest first, disabled ones included. */
-export function listEndpoints(store: Store, shopId: string): Endpoint[] {
-  return store.stmt('SELECT * FROM webhook_endpoints WHERE shop_id = ? ORDER BY created_at, id').all(shopId) as Endpoint[];
+export function listEndpoints(q: Reader, shopId: string): Promise<Endpoint[]> {
+  return q.all<Endpoint>('SELECT * FROM webhook_endpoints WHERE shop_id = ? ORDER BY created_at, id', shopId);
 }
 
 /** One endpoint by id. */
-export function getEndpoint(db: Database.Database, id: string): Endpoint | undefined {
-  return cachedStmt(db, 'SELECT * FROM webhook_endpoints WHERE id = ?').get(id) as Endpoint | undefined;
+export function getEndpoint(q: Reader, id: string): Promise<Endpoint | undefined> {
+  return q.get<Endpoint>('SELECT * FROM webhook_endpoints WHERE id = ?', id);
 }
 
 /** Delete an endpoint and its secrets; its pending deliveries end as failed with a reason. */
-export function deleteEndpoint(store: Store, id: string): void {
-  store.tx(({ db }) => {
-    if (!getEndpoint(db, id)) throw new Error(`cannot delete webhook endpoint "${id}": not found`);
-    cachedStmt(db, 'DELETE FROM webhook_endpoints WHERE id = ?').run(id);
-    cachedStmt(db, `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL WHERE endpoint_id = ? AND state = 'pending'`).run(id);
+export async function deleteEndpoint(store: Store, id: string): Promise<void> {
+  await store.tx(async (tx) => {
+    if (!(await getEndpoint(tx, id))) throw new Error(`cannot delete webhook endpoint "${id}": not found`);
+    await tx.run('DELETE FROM webhook_endpoints WHERE id = ?', id);
+    await tx.run(`UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL WHERE endpoint_id = ? AND state = 'pending'`, id);
   });
 }
 
@@ -116,54 +117,59 @@ export function deleteEndpoint(store: Store, id: string): void {
  * Rotate an endpoint's secret. Without overlap every older secret stops at once; with `overlap_h` hours
  * the secrets valid now stay valid until then, and the header carries one signature per valid secret.
  */
-export function rotateSecret(store: Store, id: string, overlap_h: number, now: number): string {
+export async function rotateSecret(store: Store, id: string, overlap_h: number, now: number): Promise<string> {
   if (!(overlap_h >= 0 && overlap_h <= MAX_OVERLAP_HOURS)) {
     throw new Error(`cannot rotate webhook secret: --overlap must be 0..${MAX_OVERLAP_HOURS} hours, got "${overlap_h}"`);
   }
   const secret = newSecret('whs_');
-  store.tx(({ db }) => {
-    if (!getEndpoint(db, id)) throw new Error(`cannot rotate webhook secret of endpoint "${id}": not found`);
+  await store.tx(async (tx) => {
+    if (!(await getEndpoint(tx, id))) throw new Error(`cannot rotate webhook secret of endpoint "${id}": not found`);
     const until = now + Math.round(overlap_h * 3_600_000);
     if (overlap_h === 0) {
-      cachedStmt(db, 'DELETE FROM webhook_secrets WHERE endpoint_id = ?').run(id);
+      await tx.run('DELETE FROM webhook_secrets WHERE endpoint_id = ?', id);
     } else {
-      cachedStmt(db, 'DELETE FROM webhook_secrets WHERE endpoint_id = ? AND expires_at IS NOT NULL AND expires_at <= ?').run(id, now);
-      cachedStmt(db, 'UPDATE webhook_secrets SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE endpoint_id = ?').run(until, until, id);
+      await tx.run('DELETE FROM webhook_secrets WHERE endpoint_id = ? AND expires_at IS NOT NULL AND expires_at <= ?', id, now);
+      await tx.run('UPDATE webhook_secrets SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE endpoint_id = ?', until, until, id);
     }
-    cachedStmt(db, 'INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)').run(id, seal(db, secret, `webhook_secrets:${id}`), now);
+    await tx.run('INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)', id, seal(store.path, secret, `webhook_secrets:${id}`), now);
   });
   return secret;
 }
 
-/** The secrets of an endpoint valid at real time `now`, newest first. */
-export function validSecrets(db: Database.Database, endpointId: string, now: number): string[] {
-  const rows = cachedStmt(db, 'SELECT secret FROM webhook_secrets WHERE endpoint_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY id DESC')
-    .all(endpointId, now) as Array<{ secret: string }>;
-  return rows.map((r) => unseal(db, r.secret, `webhook_secrets:${endpointId}`));
+/** The secrets of an endpoint valid at real time `now`, newest first (unsealed with the master key of `store`'s database). */
+export async function validSecrets(store: SecretReader, endpointId: string, now: number): Promise<string[]> {
+  const rows = await store.all<{ secret: string }>(
+    'SELECT secret FROM webhook_secrets WHERE endpoint_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY id DESC',
+    endpointId,
+    now,
+  );
+  return rows.map((r) => unseal(store.path, r.secret, `webhook_secrets:${endpointId}`));
 }
 
 /** Endpoints of a shop that receive `event` now: enabled, and the filter is empty or names it. */
-export function matchingEndpoints(db: Database.Database, shopId: string, event: string): Endpoint[] {
-  const rows = cachedStmt(db, 'SELECT * FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id').all(shopId) as Endpoint[];
+export async function matchingEndpoints(q: Reader, shopId: string, event: string): Promise<Endpoint[]> {
+  const rows = await q.all<Endpoint>('SELECT * FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id', shopId);
   return rows.filter((e) => e.events === '' || e.events.split(',').includes(event));
 }
 
 /** Disable an endpoint (the receiver answered 410 Gone); it stays listed with the reason. */
-export function disableEndpoint(db: Database.Database, id: string, reason: string, now: number): boolean {
-  return cachedStmt(db, 'UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL').run(now, reason, id).changes > 0;
+export async function disableEndpoint(tx: Tx, id: string, reason: string, now: number): Promise<boolean> {
+  return (await tx.run('UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL', now, reason, id)).changes > 0;
 }
 
 /**
  * How a payment's own webhook_url is signed: with the shop's oldest enabled endpoint (its version and
  * valid secrets), else v2 with the shop's fallback secret.
  */
-export function paymentUrlSigning(db: Database.Database, shopId: string, now: number): { signature: SignatureVersion; secrets: string[] } {
-  const oldest = cachedStmt(db, 'SELECT id, signature FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id LIMIT 1')
-    .get(shopId) as { id: string; signature: SignatureVersion } | undefined;
+export async function paymentUrlSigning(store: SecretReader, shopId: string, now: number): Promise<{ signature: SignatureVersion; secrets: string[] }> {
+  const oldest = await store.get<{ id: string; signature: SignatureVersion }>(
+    'SELECT id, signature FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id LIMIT 1',
+    shopId,
+  );
   if (oldest) {
-    const secrets = validSecrets(db, oldest.id, now);
+    const secrets = await validSecrets(store, oldest.id, now);
     if (secrets.length > 0) return { signature: oldest.signature, secrets };
   }
-  const shop = cachedStmt(db, 'SELECT webhook_secret FROM shops WHERE id = ?').get(shopId) as { webhook_secret: string } | undefined;
-  return { signature: 'v2', secrets: shop ? [unseal(db, shop.webhook_secret, `shops.webhook_secret:${shopId}`)] : [] };
+  const shop = await store.get<{ webhook_secret: string }>('SELECT webhook_secret FROM shops WHERE id = ?', shopId);
+  return { signature: 'v2', secrets: shop ? [unseal(store.path, shop.webhook_secret, `shops.webhook_secret:${shopId}`)] : [] };
 }

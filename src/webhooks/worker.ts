@@ -32,6 +32,8 @@ export class DeliveryWorker {
   private readonly queues = new Map<string, { shop: string; receiver: string; ids: number[] }>();
   private readonly waiting = new Set<number>();
   private readonly running = new Map<number, Promise<void>>();
+  /** kick() calls still reading their deliveries' targets; stop() waits for them too. */
+  private readonly kicking = new Set<Promise<void>>();
   private readonly gate = new Gate(WORKER_LIMITS.global, WORKER_LIMITS.perReceiver, WORKER_LIMITS.perShop);
   private readonly abort = new AbortController();
   private readonly policy: UrlPolicy;
@@ -44,8 +46,8 @@ export class DeliveryWorker {
 
   /** Begin: sweep what is already due (after a restart), then every `sweep_ms`. */
   start(): void {
-    setImmediate(() => this.sweep());
-    this.sweepTimer = setInterval(() => this.sweep(), WORKER_LIMITS.sweep_ms);
+    setImmediate(() => void this.sweep());
+    this.sweepTimer = setInterval(() => void this.sweep(), WORKER_LIMITS.sweep_ms);
     this.sweepTimer.unref();
   }
 
@@ -54,6 +56,7 @@ export class DeliveryWorker {
     this.stopped = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.abort.abort();
+    await Promise.allSettled([...this.kicking]);
     await Promise.allSettled([...this.running.values()]);
   }
 
@@ -62,32 +65,65 @@ export class DeliveryWorker {
     return this.gate.active;
   }
 
-  /** Queue first attempts that are due now (ids already queued or running are skipped). */
-  kick(ids: readonly number[]): void {
-    for (const id of ids) {
-      if (this.stopped || this.waiting.has(id) || this.running.has(id) || this.waiting.size >= WORKER_LIMITS.queued) continue;
-      const row = deliveryTarget(this.app.store, id);
-      if (!row) continue;
-      const receiver = receiverKey(row);
-      const key = `${row.shop_id} ${receiver}`;
-      let q = this.queues.get(key);
-      if (!q) this.queues.set(key, (q = { shop: row.shop_id, receiver, ids: [] }));
-      q.ids.push(id);
-      this.waiting.add(id);
-    }
-    this.pump();
+  /**
+   * Queue first attempts that are due now (ids already queued or running are skipped). Resolves once they are
+   * queued; never rejects (a failed read is logged, and the sweep finds the delivery later).
+   */
+  kick(ids: readonly number[]): Promise<void> {
+    const p = this.enqueue(ids)
+      .catch((err: unknown) => this.app.log.error('webhook queueing failed', { error: String((err as Error)?.stack ?? err) }))
+      .finally(() => this.kicking.delete(p));
+    this.kicking.add(p);
+    return p;
   }
 
-  /** Queue every delivery whose round has not begun and that is due on its own clock. */
-  sweep(): void {
+  private async enqueue(ids: readonly number[]): Promise<void> {
+    // Taken before the reads: a kick or sweep meanwhile skips them, so none is queued twice.
+    const taken: number[] = [];
+    for (const id of ids) {
+      if (this.stopped || this.waiting.has(id) || this.running.has(id) || this.waiting.size >= WORKER_LIMITS.queued) continue;
+      this.waiting.add(id);
+      taken.push(id);
+    }
+    try {
+      while (taken.length > 0) {
+        const id = taken[0];
+        const row = this.stopped ? undefined : await deliveryTarget(this.app.store, id);
+        taken.shift();
+        if (!row) {
+          this.waiting.delete(id);
+          continue;
+        }
+        const receiver = receiverKey(row);
+        const key = `${row.shop_id} ${receiver}`;
+        let q = this.queues.get(key);
+        if (!q) this.queues.set(key, (q = { shop: row.shop_id, receiver, ids: [] }));
+        q.ids.push(id);
+      }
+    } finally {
+      // After a failed read: the ids not queued are free for the next sweep.
+      for (const id of taken) this.waiting.delete(id);
+      this.pump();
+    }
+  }
+
+  /** Queue every delivery whose round has not begun and that is due on its own clock. Never rejects. */
+  async sweep(): Promise<void> {
     if (this.stopped) return;
-    this.kick(dueFirstAttempts(this.app.store, this.app.clocks.real(), SWEEP_BATCH));
+    let due: number[];
+    try {
+      due = await dueFirstAttempts(this.app.store, this.app.clocks.real(), SWEEP_BATCH);
+    } catch (err) {
+      this.app.log.error('webhook sweep failed', { error: String((err as Error)?.stack ?? err) });
+      return;
+    }
+    await this.kick(due);
   }
 
   /** A retry job's run: the attempt its delivery waits for, or null when the job is stale. Never rejects on a receiver's failure. */
   async attemptFor(job: Job): Promise<AttemptResult | null> {
     const id = Number(job.subject_id);
-    const d = this.load(id);
+    const d = await this.load(id);
     if (!d || d.attempts !== job.payload.attempts || d.attempts === d.round_start) return null;
     const key = receiverKey(d);
     await this.gate.acquire(key, d.shop_id);
@@ -149,7 +185,7 @@ export class DeliveryWorker {
   }
 
   private async firstAttempt(id: number): Promise<void> {
-    const d = this.load(id);
+    const d = await this.load(id);
     if (!d || d.attempts !== d.round_start) return;
     const r = await this.perform(id);
     if (!r || this.stopped) return;
@@ -157,20 +193,20 @@ export class DeliveryWorker {
     this.report(r, await store.write((tx) => recordAttempt(tx, scheduler, clocks, r)));
   }
 
-  private load(id: number): DeliveryRow | null {
-    const d = getDelivery(this.app.store, id);
+  private async load(id: number): Promise<DeliveryRow | null> {
+    const d = await getDelivery(this.app.store, id);
     return d && d.state === 'pending' ? d : null;
   }
 
   /** Make one attempt of a pending delivery; null when there is nothing to send. Throws only on shutdown. */
   private async perform(id: number): Promise<AttemptResult | null> {
     const { clocks, store, config } = this.app;
-    const d = this.load(id);
+    const d = await this.load(id);
     if (!d) return null;
-    const ev = deliveryEvent(store, d.event_seq);
-    const signing = this.signing(d);
+    const ev = await deliveryEvent(store, d.event_seq);
+    const signing = await this.signing(d);
     if (!ev || !signing || signing.secrets.length === 0) {
-      store.tx((tx) => abandonDelivery(tx, d));
+      await store.tx((tx) => abandonDelivery(tx, d));
       this.app.log.warn('webhook delivery abandoned', { delivery_id: d.id, event_id: d.event_id, reason: ev ? 'endpoint disabled or deleted' : 'event gone' });
       return null;
     }
@@ -208,11 +244,11 @@ export class DeliveryWorker {
     return { delivery: d, url: d.url, started_at, real_now: clocks.real(), response_code: outcome.response_code, error: outcome.error, latency_ms: outcome.latency_ms };
   }
 
-  private signing(d: DeliveryRow): { signature: SignatureVersion; secrets: string[] } | null {
+  private async signing(d: DeliveryRow): Promise<{ signature: SignatureVersion; secrets: string[] } | null> {
     const { store, clocks } = this.app;
-    if (d.endpoint_id === null) return paymentUrlSigning(store.db, d.shop_id, clocks.real());
-    const ep = getEndpoint(store.db, d.endpoint_id);
-    return ep && ep.disabled_at === null ? { signature: ep.signature, secrets: validSecrets(store.db, ep.id, clocks.real()) } : null;
+    if (d.endpoint_id === null) return paymentUrlSigning(store, d.shop_id, clocks.real());
+    const ep = await getEndpoint(store, d.endpoint_id);
+    return ep && ep.disabled_at === null ? { signature: ep.signature, secrets: await validSecrets(store, ep.id, clocks.real()) } : null;
   }
 }
 

@@ -8,6 +8,8 @@ import { activeToken } from '../helpers/recurrent';
 import { cardBody, KNOWN_BANK, sbpBody } from '../helpers/payouts';
 import { merchantKey } from '../../src/auth/idempotency-record';
 import { keyHash, KEY_INDEX_LOAD_SLICE } from '../../src/auth/key-index';
+import { openDatabase } from '../../src/db/open';
+import type Database from 'better-sqlite3';
 
 const sbpItem = (amount: number, phone: string) => ({ amount, phone, bank_id: KNOWN_BANK, full_name: 'Anna Ivanova' });
 
@@ -18,6 +20,19 @@ before(async () => {
 after(() => s.close());
 
 const PAYMENTS = '/v1/public/payments';
+
+/**
+ * Work on the database file through a connection of its own (the server's belongs to the engine): to set up
+ * a schema of an older version, or to read the schema itself.
+ */
+function onFile<T>(fn: (db: Database.Database) => T): T {
+  const db = openDatabase(s.dbPath);
+  try {
+    return fn(db);
+  } finally {
+    db.close();
+  }
+}
 
 function create(key: string, idem: string | undefined, body: unknown) {
   return s.request('POST', PAYMENTS, { key, body, headers: idem === undefined ? {} : { 'idempotency-key': idem } });
@@ -30,7 +45,7 @@ async function paymentCount(shop: TestShop): Promise<number> {
 }
 
 test('a replay answers 200 with the stored body and "idempotent": true; nothing new is created', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const first = await create(shop.key, 'order-1', { amount: 10000, order_id: 'A-1' });
   assert.equal(first.status, 201);
   assert.equal(first.body.idempotent, undefined);
@@ -43,7 +58,7 @@ test('a replay answers 200 with the stored body and "idempotent": true; nothing 
 });
 
 test('the same key with a different body is 409 idempotent_conflict quoting the key', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   assert.equal((await create(shop.key, 'k-conflict', { amount: 10000 })).status, 201);
   const r = await create(shop.key, 'k-conflict', { amount: 10001 });
   assert.equal(r.status, 409);
@@ -64,15 +79,15 @@ function canonicalJson(v: unknown): string {
 }
 
 test('a record keeps the fingerprint of the canonical body (keys sorted at every level), so records of earlier versions still match', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const { createHash } = await import('node:crypto');
   const fingerprint = (route: string, body: unknown) => createHash('sha256').update(`${shop.shopId} test POST ${route} {}\n${canonicalJson(body)}`).digest().subarray(0, 16);
-  const stored = (key: string) => (s.store.db.prepare('SELECT request_hash FROM idempotency_keys WHERE key = ?').get(key) as { request_hash: Buffer }).request_hash;
+  const stored = async (key: string) => (await s.store.get<{ request_hash: Buffer }>('SELECT request_hash FROM idempotency_keys WHERE key = ?', key))!.request_hash;
   // Integer-like keys, which an object lists first and in numeric order, sort here as text.
   const payment = { metadata: { b: 'x', '10': 'ten', '9': 'nine', A: 'upper', é: 'accent' }, order_id: 'CANON-1', amount: 10000 };
   const first = await create(shop.key, 'k-canonical', payment);
   assert.equal(first.status, 201, first.text);
-  assert.deepEqual(stored('k-canonical'), fingerprint(PAYMENTS, payment));
+  assert.deepEqual(await stored('k-canonical'), fingerprint(PAYMENTS, payment));
   const reordered = { amount: 10000, order_id: 'CANON-1', metadata: { '9': 'nine', é: 'accent', A: 'upper', '10': 'ten', b: 'x' } };
   const again = await create(shop.key, 'k-canonical', reordered);
   assert.equal(again.status, 200, again.text);
@@ -85,14 +100,14 @@ test('a record keeps the fingerprint of the canonical body (keys sorted at every
   const batch = { items, method: 'payouts_sbp' };
   const headers = { 'idempotency-key': 'k-canonical-batch' };
   assert.equal((await s.request('POST', '/v1/public/payouts/batch', { key: shop.key, body: batch, headers })).status, 201);
-  assert.deepEqual(stored('k-canonical-batch'), fingerprint('/v1/public/payouts/batch', batch));
+  assert.deepEqual(await stored('k-canonical-batch'), fingerprint('/v1/public/payouts/batch', batch));
   const sameItems = { method: 'payouts_sbp', items: items.map((i) => ({ bank_id: i.bank_id, amount: i.amount, phone: i.phone, full_name: i.full_name })) };
   assert.equal((await s.request('POST', '/v1/public/payouts/batch', { key: shop.key, body: sameItems, headers })).status, 200);
   assert.equal((await s.request('POST', '/v1/public/payouts/batch', { key: shop.key, body: { ...batch, items: [items[1], items[0]] }, headers })).status, 409);
 });
 
 test('Idempotency-Key: 64 characters are accepted, 65 are 400 naming the header, empty is 400', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   assert.equal((await create(shop.key, 'k'.repeat(64), { amount: 10000 })).status, 201);
   const long = await create(shop.key, 'k'.repeat(65), { amount: 10000 });
   assert.equal(long.status, 400);
@@ -104,8 +119,8 @@ test('Idempotency-Key: 64 characters are accepted, 65 are 400 naming the header,
 });
 
 test('keys are scoped per merchant: the same key in two merchants makes two objects', async () => {
-  const a = s.newShop();
-  const b = s.newShop();
+  const a = await s.newShop();
+  const b = await s.newShop();
   const ra = await create(a.key, 'shared-key', { amount: 10000 });
   const rb = await create(b.key, 'shared-key', { amount: 10000 });
   assert.equal(ra.status, 201);
@@ -115,9 +130,9 @@ test('keys are scoped per merchant: the same key in two merchants makes two obje
 });
 
 test('another shop of the same merchant reusing a key gets a conflict, never the first shop\'s object', async () => {
-  const a = s.newShop();
-  const shop2 = createShop(s.store, a.merchantId, 'Second shop', undefined, Date.now());
-  const key2 = createKey(s.store, shop2.id, 'test', undefined, Date.now()).secret;
+  const a = await s.newShop();
+  const shop2 = await createShop(s.store, a.merchantId, 'Second shop', undefined, Date.now());
+  const key2 = (await createKey(s.store, shop2.id, 'test', undefined, Date.now())).secret;
   assert.equal((await create(a.key, 'merchant-wide', { amount: 10000 })).status, 201);
   const r = await create(key2, 'merchant-wide', { amount: 10000 });
   assert.equal(r.status, 409);
@@ -125,9 +140,11 @@ test('another shop of the same merchant reusing a key gets a conflict, never the
 });
 
 test('a key used by a test key is free for the same shop\'s live key: test and live are separate namespaces, as separate books', async () => {
-  const a = s.newShop();
-  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(a.merchantId);
-  const live = s.newKey(a.shopId, 'live');
+  const a = await s.newShop();
+  await s.store.write(async (tx) => {
+    await tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', a.merchantId);
+  });
+  const live = await s.newKey(a.shopId, 'live');
   const t = await create(a.key, 'order-77', { amount: 10000 });
   const l = await create(live.key, 'order-77', { amount: 10000 });
   assert.equal(t.status, 201);
@@ -140,7 +157,7 @@ test('a key used by a test key is free for the same shop\'s live key: test and l
 });
 
 test('two different cards with the same last four digits under one key are two requests: the second is 409, never a replay of the first payout', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   await paidPayment(s, shop.key, 50_000);
   const first = await s.request('POST', '/v1/public/payouts', { key: shop.key, body: cardBody(1_000, { card_pan: '4111111111111111' }), headers: { 'Idempotency-Key': 'card-key' } });
   assert.equal(first.status, 201, first.text);
@@ -158,7 +175,7 @@ test('two different cards with the same last four digits under one key are two r
 });
 
 test('a refused create stores no record: the key can be used again with a valid body', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const bad = await create(shop.key, 'k-retry', { amount: -5 });
   assert.equal(bad.status, 400);
   const good = await create(shop.key, 'k-retry', { amount: 10000 });
@@ -166,7 +183,7 @@ test('a refused create stores no record: the key can be used again with a valid 
 });
 
 test('concurrent identical requests make one object; the others are replays of it', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const results = await Promise.all(Array.from({ length: 6 }, () => create(shop.key, 'k-race', { amount: 25000 })));
   const statuses = results.map((r) => r.status).sort();
   assert.deepEqual(statuses, [200, 200, 200, 200, 200, 201]);
@@ -175,7 +192,7 @@ test('concurrent identical requests make one object; the others are replays of i
 });
 
 test('without an Idempotency-Key identical requests make separate objects', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const [x, y] = await Promise.all([create(shop.key, undefined, { amount: 10000 }), create(shop.key, undefined, { amount: 10000 })]);
   assert.equal(x.status, 201);
   assert.equal(y.status, 201);
@@ -184,7 +201,7 @@ test('without an Idempotency-Key identical requests make separate objects', asyn
 });
 
 test('the record survives a restart', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const first = await create(shop.key, 'k-durable', { amount: 10000 });
   await s.restart();
   const again = await create(shop.key, 'k-durable', { amount: 10000 });
@@ -193,12 +210,18 @@ test('the record survives a restart', async () => {
 });
 
 test('records are kept in the order they are made; after a restart every key is found again, past the first slice the index reads', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const { randomUUID } = await import('node:crypto');
   // More records before these than the index reads in one slice at start (made straight in the table).
-  s.store.tx(({ db }) => {
-    const ins = db.prepare(`INSERT INTO idempotency_keys (merchant_id, mode, key, key_hash, request_hash, answer, created_at) VALUES (CAST('m-filler' AS BLOB), 'test', ?, ?, zeroblob(16), CAST('{}' AS BLOB), ?)`);
-    for (let i = 0; i < KEY_INDEX_LOAD_SLICE + 5; i++) ins.run(`filler-${i}`, keyHash(Buffer.from('m-filler'), 'test', `filler-${i}`), Date.now());
+  await s.store.tx(async (tx) => {
+    for (let i = 0; i < KEY_INDEX_LOAD_SLICE + 5; i++) {
+      await tx.run(
+        `INSERT INTO idempotency_keys (merchant_id, mode, key, key_hash, request_hash, answer, created_at) VALUES (CAST('m-filler' AS BLOB), 'test', ?, ?, zeroblob(16), CAST('{}' AS BLOB), ?)`,
+        `filler-${i}`,
+        keyHash(Buffer.from('m-filler'), 'test', `filler-${i}`),
+        Date.now(),
+      );
+    }
   });
   const keys = Array.from({ length: 12 }, () => randomUUID());
   const firsts = [];
@@ -207,7 +230,8 @@ test('records are kept in the order they are made; after a restart every key is 
     assert.equal(r.status, 201, r.text);
     firsts.push(r.body.payment.id as string);
   }
-  const seqs = keys.map((k) => (s.store.db.prepare('SELECT seq FROM idempotency_keys WHERE key = ?').get(k) as { seq: number }).seq);
+  const seqs: number[] = [];
+  for (const k of keys) seqs.push((await s.store.get<{ seq: number }>('SELECT seq FROM idempotency_keys WHERE key = ?', k))!.seq);
   assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'random keys, records in the order made');
   assert.ok(seqs[0] > KEY_INDEX_LOAD_SLICE);
   await s.restart();
@@ -217,11 +241,11 @@ test('records are kept in the order they are made; after a restart every key is 
     assert.equal(again.body.payment.id, firsts[i]);
   }
   assert.equal((await create(shop.key, keys[0], { amount: 1 })).status, 409);
-  s.store.tx(({ db }) => db.prepare(`DELETE FROM idempotency_keys WHERE merchant_id = CAST('m-filler' AS BLOB)`).run());
+  await s.store.tx((tx) => tx.run(`DELETE FROM idempotency_keys WHERE merchant_id = CAST('m-filler' AS BLOB)`));
 });
 
 test('two keys of one merchant with the same hash in the index are two records: each replays its own payment', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const merchant = merchantKey(shop.merchantId);
   // Birthday search over the index's 30-bit hash: a pair turns up within a few tens of thousands of keys.
   const seen = new Map<number, string>();
@@ -250,7 +274,7 @@ test('two keys of one merchant with the same hash in the index are two records: 
 });
 
 test('a replay is the first answer byte for byte, plus "idempotent": true, on every create route; the record is compact', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const paid = await paidPayment(s, shop.key, 500_000);
   const token = await activeToken(s, { customer_ref: 'cust-bytes' }, shop.key);
   // A token charge's replay tells where the charge stands now: its first answer with the current status.
@@ -282,10 +306,13 @@ test('a replay is the first answer byte for byte, plus "idempotent": true, on ev
     assert.equal(again.text, answer.slice(0, -1) + (r.more ?? '') + ',"idempotent":true}', r.path);
     // Stored compactly, in the row of the object the request created (a batch, which has none, in its record): the
     // ids the rows keep in columns are not repeated in the stored answer.
-    const rec = s.store.db
-      .prepare('SELECT holder, holder_seq, answer, object_id FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?')
-      .get(merchantKey(shop.merchantId), 'test', headers['idempotency-key']) as { holder: string | null; holder_seq: number | null; answer: Buffer | null; object_id: string | null };
-    const held = rec.holder === null ? null : (s.store.db.prepare(`SELECT id, answer FROM ${rec.holder} WHERE seq = ?`).get(rec.holder_seq) as { id: string; answer: Buffer });
+    const rec = (await s.store.get<{ holder: string | null; holder_seq: number | null; answer: Buffer | null; object_id: string | null }>(
+      'SELECT holder, holder_seq, answer, object_id FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?',
+      merchantKey(shop.merchantId),
+      'test',
+      headers['idempotency-key'],
+    ))!;
+    const held = rec.holder === null ? null : (await s.store.get<{ id: string; answer: Buffer }>(`SELECT id, answer FROM ${rec.holder} WHERE seq = ?`, rec.holder_seq))!;
     assert.equal(rec.holder === null, r.path.endsWith('/batch'), r.path);
     const stored = held ? held.answer : rec.answer!;
     const objectId = held ? held.id : rec.object_id;
@@ -297,13 +324,14 @@ test('a replay is the first answer byte for byte, plus "idempotent": true, on ev
 });
 
 test('records written before the compact form still replay their answers and still refuse a different request', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const first = await create(shop.key, 'k-old-form', { amount: 10000, order_id: 'OLD-1' });
   assert.equal(first.status, 201);
   // As migration 3 → 4 leaves a record of before (and 12 → 13 keeps it): the answer as plain JSON text in the
   // record, no object id.
-  s.store.tx(({ db }) => {
-    db.prepare(`UPDATE idempotency_keys SET holder = NULL, holder_seq = NULL, object_id = NULL, answer = CAST(? AS BLOB) WHERE merchant_id = ? AND key = ?`).run(
+  await s.store.tx(async (tx) => {
+    await tx.run(
+      `UPDATE idempotency_keys SET holder = NULL, holder_seq = NULL, object_id = NULL, answer = CAST(? AS BLOB) WHERE merchant_id = ? AND key = ?`,
       first.text,
       merchantKey(shop.merchantId),
       'k-old-form',
@@ -316,11 +344,11 @@ test('records written before the compact form still replay their answers and sti
 });
 
 test('a database of schema version 5 converts its idempotency records; their replays answer the same bytes', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const first = await create(shop.key, 'k-migrated', { amount: 10000, order_id: 'MIG-1' });
   assert.equal(first.status, 201);
   // As version 5 left the table: WITHOUT ROWID, the fingerprint as hex text, the answer as JSON text.
-  s.store.tx(({ db }) => {
+  onFile((db) => db.transaction(() => {
     db.exec(`CREATE TABLE idempotency_v3 (
       merchant_id TEXT NOT NULL, key TEXT NOT NULL, shop_id TEXT NOT NULL, mode TEXT NOT NULL CHECK (mode IN ('test', 'live')),
       request_hash TEXT NOT NULL, status INTEGER NOT NULL, response TEXT NOT NULL, created_at INTEGER NOT NULL,
@@ -334,9 +362,9 @@ test('a database of schema version 5 converts its idempotency records; their rep
     );
     db.exec('DROP TABLE idempotency_keys; ALTER TABLE idempotency_v3 RENAME TO idempotency_keys');
     db.pragma('user_version = 5');
-  });
+  }).immediate());
   await s.restart();
-  const row = s.store.db.prepare(`SELECT typeof(request_hash) AS t, length(request_hash) AS n, merchant_id FROM idempotency_keys WHERE key = 'k-migrated'`).get() as { t: string; n: number; merchant_id: Buffer };
+  const row = (await s.store.get<{ t: string; n: number; merchant_id: Buffer }>(`SELECT typeof(request_hash) AS t, length(request_hash) AS n, merchant_id FROM idempotency_keys WHERE key = 'k-migrated'`))!;
   assert.deepEqual({ t: row.t, n: row.n }, { t: 'blob', n: 16 });
   assert.deepEqual(row.merchant_id, merchantKey(shop.merchantId));
   const again = await create(shop.key, 'k-migrated', { amount: 10000, order_id: 'MIG-1' });
@@ -348,13 +376,13 @@ test('a database of schema version 5 converts its idempotency records; their rep
 });
 
 test('a database of schema version 12 keeps its compact records in their own rows; their replays answer the same bytes', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const body = { amount: 10000, order_id: 'V12-1', metadata: { cart: '12' } };
   const first = await create(shop.key, 'k-v12', body);
   assert.equal(first.status, 201);
   // As version 12 left it: records in rowid order under a unique index of their key, the compact answer in the
   // record with the shop's id in a column of its own; no answer column in the objects' tables.
-  s.store.tx(({ db }) => {
+  onFile((db) => db.transaction(() => {
     db.exec(`CREATE TABLE idempotency_v12 (
       id INTEGER PRIMARY KEY, merchant_id TEXT NOT NULL, key TEXT NOT NULL, shop_id TEXT NOT NULL, mode TEXT NOT NULL CHECK (mode IN ('test', 'live')),
       request_hash BLOB NOT NULL, status INTEGER NOT NULL, object_id TEXT, response BLOB NOT NULL, created_at INTEGER NOT NULL) STRICT`);
@@ -367,15 +395,14 @@ test('a database of schema version 12 keeps its compact records in their own row
       CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, mode, key)`);
     for (const t of ['payments', 'refunds', 'payouts', 'tokens', 'subscriptions']) db.exec(`ALTER TABLE ${t} DROP COLUMN answer`);
     db.pragma('user_version = 12');
-  });
+  }).immediate());
   await s.restart();
-  const { db } = s.store;
-  const ddl = (db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'idempotency_keys'`).get() as { sql: string }).sql;
+  const ddl = onFile((db) => (db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'idempotency_keys'`).get() as { sql: string }).sql);
   // Records now in the order they were made (version 15), found by key through the server's index.
   assert.match(ddl, /seq\s+INTEGER PRIMARY KEY AUTOINCREMENT/);
   assert.doesNotMatch(ddl, /WITHOUT ROWID/);
-  assert.equal(db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'idempotency_keys_key'`).get(), undefined);
-  const rec = db.prepare(`SELECT holder, object_id, answer FROM idempotency_keys WHERE key = 'k-v12'`).get() as { holder: string | null; object_id: string; answer: Buffer };
+  assert.equal(onFile((db) => db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'idempotency_keys_key'`).get()), undefined);
+  const rec = (await s.store.get<{ holder: string | null; object_id: string; answer: Buffer }>(`SELECT holder, object_id, answer FROM idempotency_keys WHERE key = 'k-v12'`))!;
   assert.equal(rec.holder, null);
   assert.equal(rec.object_id, first.body.payment.id);
   assert.equal(rec.answer[0], 0x01, 'the compact answer, as it was');
@@ -386,12 +413,12 @@ test('a database of schema version 12 keeps its compact records in their own row
   // New records keep their answers in their objects' rows.
   const next = await create(shop.key, 'k-v12-next', body);
   assert.equal(next.status, 201);
-  assert.deepEqual(db.prepare(`SELECT holder, answer IS NULL AS bare FROM idempotency_keys WHERE key = 'k-v12-next'`).get(), { holder: 'payments', bare: 1 });
+  assert.deepEqual(await s.store.get(`SELECT holder, answer IS NULL AS bare FROM idempotency_keys WHERE key = 'k-v12-next'`), { holder: 'payments', bare: 1 });
   assert.equal((await create(shop.key, 'k-v12-next', body)).text, next.text.slice(0, -1) + ',"failure_code":"","failure_message":"","idempotent":true}');
 });
 
 test('a database of schema version 13 keeps its records with the merchant and the fingerprint in 16 bytes each; replays answer the same bytes', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const body = { amount: 10000, order_id: 'V13-1', metadata: { cart: '13' } };
   const first = await create(shop.key, 'k-v13', body);
   assert.equal(first.status, 201);
@@ -401,7 +428,7 @@ test('a database of schema version 13 keeps its records with the merchant and th
   assert.equal(firstBatch.status, 201);
   // As version 13 left it: the merchant's id as text and the whole SHA-256 digest, of which the first 16 bytes are
   // what a record now keeps.
-  s.store.tx(({ db }) => {
+  onFile((db) => db.transaction(() => {
     db.exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_v14;
 CREATE TABLE idempotency_keys (
   merchant_id TEXT NOT NULL, mode TEXT NOT NULL CHECK (mode IN ('test', 'live')), key TEXT NOT NULL, request_hash BLOB NOT NULL,
@@ -414,15 +441,14 @@ CREATE TABLE idempotency_keys (
     ).run(shop.merchantId, merchantKey(shop.merchantId));
     db.exec('DROP TABLE idempotency_v14');
     db.pragma('user_version = 13');
-  });
+  }).immediate());
   await s.restart();
-  const { db } = s.store;
-  const recs = db.prepare(`SELECT key, merchant_id, length(request_hash) AS n, holder FROM idempotency_keys WHERE key IN ('k-v13', 'k-v13-batch') ORDER BY key`).all() as Array<{
+  const recs = await s.store.all<{
     key: string;
     merchant_id: Buffer;
     n: number;
     holder: string | null;
-  }>;
+  }>(`SELECT key, merchant_id, length(request_hash) AS n, holder FROM idempotency_keys WHERE key IN ('k-v13', 'k-v13-batch') ORDER BY key`);
   assert.deepEqual(
     recs.map((r) => [r.key, r.merchant_id.length, r.n, r.holder]),
     [

@@ -9,7 +9,7 @@ let s: TestServer;
 let shop: TestShop;
 before(async () => {
   s = await startTestServer({ host: '::', trustProxy: true });
-  shop = s.newShop();
+  shop = await s.newShop();
 });
 after(() => s.close());
 
@@ -20,18 +20,18 @@ async function from(address: string): Promise<number> {
   return (await s.request('GET', CLOCK, { key: shop.key, headers: { 'x-forwarded-for': address } })).status;
 }
 
-function allow(entries: string): void {
-  setIpAllowlist(s.store, shop.shopId, entries);
+async function allow(entries: string): Promise<void> {
+  await setIpAllowlist(s.store, shop.shopId, entries);
 }
 
 test('an empty allow-list lets any address in', async () => {
-  allow('');
+  await allow('');
   assert.equal(await from('198.51.100.1'), 200);
   assert.equal(await from('2001:db8::1'), 200);
 });
 
 test('IPv4 addresses and CIDR ranges', async () => {
-  allow('203.0.113.7, 10.0.0.0/8');
+  await allow('203.0.113.7, 10.0.0.0/8');
   assert.equal(await from('203.0.113.7'), 200);
   assert.equal(await from('10.200.1.1'), 200);
   assert.equal(await from('203.0.113.8'), 403);
@@ -42,7 +42,7 @@ test('IPv4 addresses and CIDR ranges', async () => {
 });
 
 test('IPv6 addresses (in any spelling) and CIDR ranges', async () => {
-  allow('2001:db8::1,2001:db8:abcd::/48');
+  await allow('2001:db8::1,2001:db8:abcd::/48');
   assert.equal(await from('2001:db8:0:0:0:0:0:1'), 200);
   assert.equal(await from('2001:DB8::1'), 200);
   assert.equal(await from('2001:db8:abcd:12::1'), 200);
@@ -51,14 +51,14 @@ test('IPv6 addresses (in any spelling) and CIDR ranges', async () => {
 });
 
 test('an IPv4-mapped IPv6 client address matches IPv4 entries', async () => {
-  allow('203.0.113.0/24');
+  await allow('203.0.113.0/24');
   assert.equal(await from('::ffff:203.0.113.9'), 200);
   assert.equal(await from('::ffff:cb00:7109'), 200);
   assert.equal(await from('::ffff:198.51.100.1'), 403);
 });
 
 test('an IPv4-mapped IPv6 entry (address or CIDR) matches the plain IPv4 client', async () => {
-  allow('::ffff:198.51.100.0/120,::ffff:192.0.2.5');
+  await allow('::ffff:198.51.100.0/120,::ffff:192.0.2.5');
   assert.equal(await from('198.51.100.77'), 200);
   assert.equal(await from('192.0.2.5'), 200);
   assert.equal(await from('198.51.101.1'), 403);
@@ -69,18 +69,18 @@ test('real loopback connections: 127.0.0.1 arrives mapped and matches 127.0.0.1;
   const port = new URL(s.url).port;
   const viaV4 = () => doRequest(`http://127.0.0.1:${port}`, 'GET', CLOCK, {}, shop.key);
   const viaV6 = () => doRequest(`http://[::1]:${port}`, 'GET', CLOCK, {}, shop.key);
-  allow('127.0.0.1');
+  await allow('127.0.0.1');
   assert.equal((await viaV4()).status, 200);
   assert.equal((await viaV6()).status, 403);
-  allow('::1');
+  await allow('::1');
   assert.equal((await viaV4()).status, 403);
   assert.equal((await viaV6()).status, 200);
-  allow('::ffff:127.0.0.0/104');
+  await allow('::ffff:127.0.0.0/104');
   assert.equal((await viaV4()).status, 200);
 });
 
 test('behind a trusted proxy the last X-Forwarded-For entry counts; earlier ones may be forged', async () => {
-  allow('203.0.113.7');
+  await allow('203.0.113.7');
   assert.equal(await from('198.51.100.1, 203.0.113.7'), 200);
   assert.equal(await from('203.0.113.7, 198.51.100.1'), 403);
   assert.equal(await from('not-an-ip'), 403);
@@ -89,9 +89,9 @@ test('behind a trusted proxy the last X-Forwarded-For entry counts; earlier ones
 test('without --trust-proxy, X-Forwarded-For is ignored and the socket address counts', async () => {
   await s.restart({ trustProxy: false });
   try {
-    allow('203.0.113.7');
+    await allow('203.0.113.7');
     assert.equal(await from('203.0.113.7'), 403);
-    allow('127.0.0.1');
+    await allow('127.0.0.1');
     assert.equal(await from('203.0.113.99'), 200);
   } finally {
     await s.restart({ trustProxy: true });

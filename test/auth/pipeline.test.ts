@@ -13,9 +13,11 @@ const CLOCK = '/v1/test/clock';
 /** A route that needs a scope: the payment register needs api:reports:read. */
 const SCOPED = '/v1/public/payments';
 
-function activateLive(merchantId: string): void {
+async function activateLive(merchantId: string): Promise<void> {
   // No command turns live mode on yet (it waits for a bank connector), so the test flips the flag itself.
-  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(merchantId);
+  await s.store.write(async (tx) => {
+    await tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', merchantId);
+  });
 }
 
 test('401 unauthorized for a missing, malformed, unknown or revoked key', async () => {
@@ -32,9 +34,9 @@ test('401 unauthorized for a missing, malformed, unknown or revoked key', async 
     assert.equal(r.status, 401, name);
     assert.equal(r.body.error.code, 'unauthorized', name);
   }
-  const k = s.newKey(s.demo.shopId, 'test');
+  const k = await s.newKey(s.demo.shopId, 'test');
   assert.equal((await s.request('GET', CLOCK, { key: k.key })).status, 200);
-  revokeKey(s.store, k.keyId, Date.now());
+  await revokeKey(s.store, k.keyId, Date.now());
   const revoked = await s.request('GET', CLOCK, { key: k.key });
   assert.equal(revoked.status, 401);
   assert.equal(revoked.body.error.code, 'unauthorized');
@@ -48,69 +50,69 @@ test('the Bearer scheme is case-insensitive, the key is not', async () => {
 });
 
 test('403 live_mode_not_activated for a live key while the merchant has no live mode', async () => {
-  const live = s.newShop({ mode: 'live' });
+  const live = await s.newShop({ mode: 'live' });
   const r = await s.request('GET', SCOPED, { key: live.key });
   assert.equal(r.status, 403);
   assert.equal(r.body.error.code, 'live_mode_not_activated');
-  activateLive(live.merchantId);
+  await activateLive(live.merchantId);
   const ok = await s.request('GET', SCOPED, { key: live.key });
   assert.equal(ok.status, 200, ok.text);
   assert.deepEqual(ok.body.items, [], 'the live register of a new shop is empty');
 });
 
 test('test helpers answer 404 to an activated live key', async () => {
-  const live = s.newShop({ mode: 'live' });
-  activateLive(live.merchantId);
+  const live = await s.newShop({ mode: 'live' });
+  await activateLive(live.merchantId);
   const r = await s.request('GET', CLOCK, { key: live.key });
   assert.equal(r.status, 404);
   assert.equal(r.body.error.code, 'not_found');
 });
 
 test('403 scope_required names the scope; effective scopes are the key\'s that the shop also has', async () => {
-  const noScope = s.newShop({ keyScopes: 'api:balance:read' });
+  const noScope = await s.newShop({ keyScopes: 'api:balance:read' });
   const r = await s.request('GET', SCOPED, { key: noScope.key });
   assert.equal(r.status, 403);
   assert.equal(r.body.error.code, 'scope_required');
   assert.match(r.body.error.message, /"api:reports:read"/);
 
   // The key names the scope but its shop does not have it: refused.
-  const shopLacks = s.newShop({ shopScopes: 'api:balance:read', keyScopes: 'api:reports:read,api:balance:read' });
+  const shopLacks = await s.newShop({ shopScopes: 'api:balance:read', keyScopes: 'api:reports:read,api:balance:read' });
   const r2 = await s.request('GET', SCOPED, { key: shopLacks.key });
   assert.equal(r2.status, 403);
   assert.equal(r2.body.error.code, 'scope_required');
 
-  const both = s.newShop({ shopScopes: 'api:reports:read', keyScopes: 'api:reports:read' });
+  const both = await s.newShop({ shopScopes: 'api:reports:read', keyScopes: 'api:reports:read' });
   const ok = await s.request('GET', SCOPED, { key: both.key });
   assert.equal(ok.status, 200, ok.text);
   assert.ok(Array.isArray(ok.body.items));
 });
 
 test('a new key gets all of its shop\'s scopes', async () => {
-  const shop = s.newShop({ shopScopes: 'api:reports:read' });
+  const shop = await s.newShop({ shopScopes: 'api:reports:read' });
   const ok = await s.request('GET', SCOPED, { key: shop.key });
   assert.equal(ok.status, 200, ok.text);
   assert.ok(Array.isArray(ok.body.items));
 });
 
 test('the pipeline runs in order: key, live mode, IP, signature, scope', async () => {
-  const t = s.newShop({ mode: 'live', keyScopes: '' });
-  setIpAllowlist(s.store, t.shopId, '203.0.113.1');
-  setRequireSignature(s.store, t.shopId, true);
+  const t = await s.newShop({ mode: 'live', keyScopes: '' });
+  await setIpAllowlist(s.store, t.shopId, '203.0.113.1');
+  await setRequireSignature(s.store, t.shopId, true);
   // Every check would fail; each step is seen only once the one before it passes.
   const step = async (): Promise<string> => (await s.request('GET', SCOPED, { key: t.key })).body.error.code;
   assert.equal((await s.request('GET', SCOPED, { key: t.key.slice(0, -1) + (t.key.endsWith('A') ? 'B' : 'A') })).body.error.code, 'unauthorized');
   assert.equal(await step(), 'live_mode_not_activated');
-  activateLive(t.merchantId);
+  await activateLive(t.merchantId);
   assert.equal(await step(), 'ip_not_allowed');
-  setIpAllowlist(s.store, t.shopId, '127.0.0.1');
+  await setIpAllowlist(s.store, t.shopId, '127.0.0.1');
   assert.equal(await step(), 'signature_required');
-  setRequireSignature(s.store, t.shopId, false);
+  await setRequireSignature(s.store, t.shopId, false);
   assert.equal(await step(), 'scope_required');
 });
 
 test('429 rate_limited with Retry-After once a key spends its burst; other keys are unaffected', async () => {
-  const a = s.newShop();
-  const b = s.newShop();
+  const a = await s.newShop();
+  const b = await s.newShop();
   for (let i = 0; i < 3; i++) assert.equal((await s.request('GET', CLOCK, { key: a.key })).status, 200, `request ${i + 1}`);
   const limited = await s.request('GET', CLOCK, { key: a.key });
   assert.equal(limited.status, 429);

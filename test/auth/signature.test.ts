@@ -9,9 +9,9 @@ let shop: TestShop;
 let secret: string;
 before(async () => {
   s = await startTestServer();
-  shop = s.newShop();
-  secret = rotateSigningSecret(s.store, shop.shopId);
-  setRequireSignature(s.store, shop.shopId, true);
+  shop = await s.newShop();
+  secret = await rotateSigningSecret(s.store, shop.shopId);
+  await setRequireSignature(s.store, shop.shopId, true);
 });
 after(() => s.close());
 
@@ -80,16 +80,16 @@ test('a bodiless POST signs the empty string too', async () => {
 
 test('rotating the secret invalidates the old one at once', async () => {
   const old = secret;
-  secret = rotateSigningSecret(s.store, shop.shopId);
+  secret = await rotateSigningSecret(s.store, shop.shopId);
   const r = await s.request('GET', '/v1/test/clock', { key: shop.key, headers: { 'x-psp-signature': sign('', old) } });
   assert.equal(r.body.error.code, 'invalid_signature');
   assert.equal((await s.request('GET', '/v1/test/clock', { key: shop.key, headers: { 'x-psp-signature': sign('') } })).status, 200);
 });
 
 test('shops that do not require a signature ignore the header', async () => {
-  const other = s.newShop();
+  const other = await s.newShop();
   const r = await s.request('GET', '/v1/test/clock', { key: other.key, headers: { 'x-psp-signature': 'sha256=00' } });
   assert.equal(r.status, 200);
-  setRequireSignature(s.store, other.shopId, true);
+  await setRequireSignature(s.store, other.shopId, true);
   assert.equal((await s.request('GET', '/v1/test/clock', { key: other.key })).body.error.code, 'signature_required');
 });

@@ -29,7 +29,7 @@ after(async () => {
 });
 
 test('a browser EventSource on a page of another origin reads the stream with a stream token', { skip }, async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const minted = await s.request('POST', '/v1/public/events/token', { key: shop.key });
   assert.equal(minted.status, 201);
   const { page, done } = await openPage(browser);

@@ -27,7 +27,7 @@ function tokenPath(token: string): string {
 }
 
 test('a stream token opens the key\'s event stream without the key, for any origin, and carries no key', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const t = await streamToken(shop.key);
   assert.match(t.token, /^est_[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
   assert.equal(Date.parse(t.expires_at), Math.floor(realNow / 1000) * 1000 + STREAM_TOKEN_TTL_S * 1000);
@@ -40,7 +40,7 @@ test('a stream token opens the key\'s event stream without the key, for any orig
     assert.match(String(sse.headers['content-type']), /^text\/event-stream/);
     assert.equal(sse.headers['access-control-allow-origin'], '*');
     const c = await createPayment(s, { amount: 10000 }, shop.key);
-    const other = s.newShop();
+    const other = await s.newShop();
     await createPayment(s, { amount: 20000 }, other.key);
     const [ev] = await sse.waitEvents(1);
     assert.equal(ev.event, 'payment.created');
@@ -53,7 +53,7 @@ test('a stream token opens the key\'s event stream without the key, for any orig
 });
 
 test('the token opens nothing but the stream: other routes and the Authorization header refuse it', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const { token } = await streamToken(shop.key);
   const list = await s.request('GET', `/v1/public/payments?token=${encodeURIComponent(token)}`, { key: null });
   assert.equal(list.status, 401);
@@ -65,7 +65,7 @@ test('the token opens nothing but the stream: other routes and the Authorization
 });
 
 test('a forged, altered, expired or revoked-key token is 401; a restart voids every token', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const { token } = await streamToken(shop.key);
   const refuse = async (tok: string, message: RegExp) => {
     // A token taken by mistake opens a stream that never ends: the request fails in time instead of hanging.
@@ -76,7 +76,7 @@ test('a forged, altered, expired or revoked-key token is 401; a restart voids ev
   };
   const [payload, sig] = token.slice(4).split('.');
   // Another key's id (or a later expiry) under the same signature is a forgery.
-  const other = s.newShop();
+  const other = await s.newShop();
   const forged = Buffer.from(Buffer.from(payload, 'base64url').toString().replace(/^[^.]+/, other.keyId)).toString('base64url');
   await refuse(`est_${forged}.${sig}`, /not valid here/);
   const later = Buffer.from(Buffer.from(payload, 'base64url').toString().replace(/\d+$/, (n) => String(Number(n) + 3600))).toString('base64url');
@@ -101,10 +101,10 @@ test('a forged, altered, expired or revoked-key token is 401; a restart voids ev
   await refuse(token, /expired at .*; ask for a new one/);
 
   const fresh = (await streamToken(shop.key)).token;
-  revokeKey(s.store, shop.keyId, Date.now());
+  await revokeKey(s.store, shop.keyId, Date.now());
   await refuse(fresh, /key of the stream token is unknown or revoked/);
 
-  const again = s.newShop();
+  const again = await s.newShop();
   const beforeRestart = (await streamToken(again.key)).token;
   await s.restart();
   await refuse(beforeRestart, /not valid here/);

@@ -26,8 +26,10 @@ after(() => s.close());
 
 /** A live-enabled shop whose acquirer is the unsure bank, with a live key of every scope. */
 async function liveShop(): Promise<TestShop> {
-  const sh = s.newShop({ mode: 'live' });
-  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(sh.merchantId);
+  const sh = await s.newShop({ mode: 'live' });
+  await s.store.write(async (tx) => {
+    await tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', sh.merchantId);
+  });
   await s.store.write((tx) => putShopAcquirer(tx, { shop_id: sh.shopId, provider: UNSURE, settings: '{}', updated_at: time.now() }));
   return sh;
 }
@@ -63,11 +65,13 @@ async function paid(amount: number): Promise<string> {
   return id;
 }
 
-function webhooksOf(objectId: string): string[] {
+async function webhooksOf(objectId: string): Promise<string[]> {
   return (
-    s.store.db.prepare(`SELECT webhook_event FROM events WHERE (payment_id = ? OR payout_id = ?) AND webhook_event IS NOT NULL ORDER BY seq`).all(objectId, objectId) as Array<{
-      webhook_event: string;
-    }>
+    await s.store.all<{ webhook_event: string }>(
+      `SELECT webhook_event FROM events WHERE (payment_id = ? OR payout_id = ?) AND webhook_event IS NOT NULL ORDER BY seq`,
+      objectId,
+      objectId,
+    )
   ).map((r) => r.webhook_event);
 }
 
@@ -77,7 +81,7 @@ test('an unknown answer leaves a payment processing; the status check settles it
   await pass(0);
   const waiting = await get(`/v1/public/payments/${id}`);
   assert.equal(waiting.status, 'processing', 'unknown fails nothing');
-  assert.deepEqual(webhooksOf(id), []);
+  assert.deepEqual(await webhooksOf(id), []);
 
   bank.silentChecks = 2;
   const checks = (): number => bank.calls.filter((c) => c === `check payment ${id}`).length;
@@ -91,7 +95,7 @@ test('an unknown answer leaves a payment processing; the status check settles it
   assert.equal(done.status, 'succeeded');
   assert.equal(done.rrn, '123456789012');
   assert.equal(done.bank_name, 'Unsure Bank');
-  assert.deepEqual(webhooksOf(id), ['payment.succeeded']);
+  assert.deepEqual(await webhooksOf(id), ['payment.succeeded']);
   await pass(SYNC_AFTER_S * 10);
   assert.equal(checks(), 3, 'a final payment is not checked again');
 });
@@ -104,7 +108,7 @@ test('a refusal learned by a status check fails the payment with the unified and
   assert.equal(p.status, 'failed');
   assert.equal(p.metadata.failure_code, 'do_not_honor');
   assert.equal(p.metadata.bank_failure_code, '05');
-  assert.deepEqual(webhooksOf(id), ['payment.failed']);
+  assert.deepEqual(await webhooksOf(id), ['payment.failed']);
 });
 
 test('a bank that never answers fails nothing before the session ends; then the payment expires', async () => {
@@ -206,7 +210,7 @@ test('payouts: pending through an unknown answer, settled by the status check', 
   assert.equal((await get(`/v1/public/payouts/${id}`)).status, 'pending');
   await pass(SYNC_AFTER_S);
   assert.equal((await get(`/v1/public/payouts/${id}`)).status, 'succeeded');
-  assert.deepEqual(webhooksOf(id), ['payout.succeeded']);
+  assert.deepEqual(await webhooksOf(id), ['payout.succeeded']);
 });
 
 test('notifications: a forged one is 403 and changes nothing; a wrong amount is not applied; late ones never move a payment back', async () => {
@@ -228,9 +232,9 @@ test('notifications: a forged one is 403 and changes nothing; a wrong amount is 
   const late = await s.request('POST', url, { key: null, body: { secret: UNSURE_SECRET, payment_id: id, status: 'declined', amount: 12_300 } });
   assert.equal(late.status, 200);
   assert.equal((await get(`/v1/public/payments/${id}`)).status, 'succeeded', 'a late refusal does not move it back');
-  assert.deepEqual(webhooksOf(id), ['payment.succeeded']);
+  assert.deepEqual(await webhooksOf(id), ['payment.succeeded']);
 
-  const other = s.newShop({ mode: 'live' });
+  const other = await s.newShop({ mode: 'live' });
   assert.equal((await s.request('POST', `/v1/callbacks/${UNSURE}/${other.shopId}`, { key: null, body: { secret: UNSURE_SECRET, payment_id: id, status: 'paid' } })).status, 404);
   assert.equal((await s.request('POST', `/v1/callbacks/simulator/${shop.shopId}`, { key: null, body: {} })).status, 404);
 });

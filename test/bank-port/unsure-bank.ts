@@ -32,62 +32,62 @@ export class UnsureBank implements BankPort {
     app.scheduler.register(REPLY_JOB, (tx, job) => this.replyUnknown(tx, String(job.payload.op), job.subject_id));
   }
 
-  private send(tx: Tx, op: 'payment' | 'refund' | 'payout', id: string, shopId: string, at: number): void {
+  private async send(tx: Tx, op: 'payment' | 'refund' | 'payout', id: string, shopId: string, at: number): Promise<void> {
     this.calls.push(`${op} ${id}`);
-    this.app.scheduler.schedule(tx, { kind: REPLY_JOB, subjectId: id, shopId, mode: 'live', dueAt: at, payload: { op } });
+    await this.app.scheduler.schedule(tx, { kind: REPLY_JOB, subjectId: id, shopId, mode: 'live', dueAt: at, payload: { op } });
   }
 
-  private replyUnknown(tx: Tx, op: string, id: string): void {
+  private async replyUnknown(tx: Tx, op: string, id: string): Promise<void> {
     const unknown = { outcome: 'unknown' as const, reason: 'timeout' };
-    if (op === 'payment') paymentAnswered(this.app, tx, id, unknown);
-    else if (op === 'refund') refundAnswered(this.app, tx, id, unknown);
-    else payoutAnswered(this.app, tx, id, unknown);
+    if (op === 'payment') await paymentAnswered(this.app, tx, id, unknown);
+    else if (op === 'refund') await refundAnswered(this.app, tx, id, unknown);
+    else await payoutAnswered(this.app, tx, id, unknown);
   }
 
-  describePayment(_tx: Tx, _p: NewPayment): Record<string, string> {
+  async describePayment(_tx: Tx, _p: NewPayment): Promise<Record<string, string>> {
     return {};
   }
 
-  openSession(tx: Tx, req: SessionRequest): void {
-    this.send(tx, 'payment', req.payment.id, req.payment.shop_id, this.app.clocks.now(req.payment.shop_id, 'live'));
+  async openSession(tx: Tx, req: SessionRequest): Promise<void> {
+    await this.send(tx, 'payment', req.payment.id, req.payment.shop_id, this.app.clocks.now(req.payment.shop_id, 'live'));
   }
 
-  chargeSaved(tx: Tx, req: SessionRequest & { tokenId: string }): void {
+  async chargeSaved(tx: Tx, req: SessionRequest & { tokenId: string }): Promise<void> {
     this.calls.push(`charge ${req.tokenId}`);
-    this.openSession(tx, req);
+    await this.openSession(tx, req);
   }
 
-  cancel(_tx: Tx, payment: PaymentRow): void {
+  async cancel(_tx: Tx, payment: PaymentRow): Promise<void> {
     this.calls.push(`cancel ${payment.id}`);
   }
 
-  refund(tx: Tx, refund: RefundRow): void {
-    this.send(tx, 'refund', refund.id, refund.shop_id, refund.created_at);
+  async refund(tx: Tx, refund: RefundRow): Promise<void> {
+    await this.send(tx, 'refund', refund.id, refund.shop_id, refund.created_at);
   }
 
-  payout(tx: Tx, req: PayoutRequest): PayoutStart {
-    this.send(tx, 'payout', req.id, req.shopId, req.at);
+  async payout(tx: Tx, req: PayoutRequest): Promise<PayoutStart> {
+    await this.send(tx, 'payout', req.id, req.shopId, req.at);
     return { accepted: true, bankRef: `unsure-${req.id.slice(0, 8)}` };
   }
 
-  checkStatus(tx: Tx, op: OperationRef): void {
+  async checkStatus(tx: Tx, op: OperationRef): Promise<void> {
     const id = op.kind === 'payment' ? op.payment.id : op.kind === 'refund' ? op.refund.id : op.payoutId;
     this.calls.push(`check ${op.kind} ${id}`);
     if (this.silentChecks > 0) {
       this.silentChecks--;
-      this.replyUnknown(tx, op.kind, id);
+      await this.replyUnknown(tx, op.kind, id);
       return;
     }
-    if (op.kind === 'payment') paymentAnswered(this.app, tx, id, paymentAnswerFor(op.payment.amount));
-    else if (op.kind === 'refund') refundAnswered(this.app, tx, id, moneyAnswerFor(op.refund.amount));
-    else payoutAnswered(this.app, tx, id, { outcome: 'succeeded' });
+    if (op.kind === 'payment') await paymentAnswered(this.app, tx, id, paymentAnswerFor(op.payment.amount));
+    else if (op.kind === 'refund') await refundAnswered(this.app, tx, id, moneyAnswerFor(op.refund.amount));
+    else await payoutAnswered(this.app, tx, id, { outcome: 'succeeded' });
   }
 
-  callback(req: CallbackRequest): CallbackResult {
+  async callback(req: CallbackRequest): Promise<CallbackResult> {
     const b = (req.body ?? {}) as Record<string, unknown>;
     const none: CallbackResult = { valid: false, payments: [], refunds: [], reply: '' };
     if (b.secret !== UNSURE_SECRET || typeof b.payment_id !== 'string') return none;
-    const p = getPayment(this.app, b.payment_id);
+    const p = await getPayment(this.app.store, b.payment_id);
     const answer: PaymentAnswer =
       b.status === 'paid' ? { outcome: 'succeeded', rrn: '111122223333', bankName: 'Unsure Bank' } : b.status === 'declined' ? { outcome: 'refused', failureCode: 'do_not_honor', bankCode: '05' } : { outcome: 'unknown', reason: String(b.status) };
     return { valid: true, payments: [{ paymentId: p?.id ?? b.payment_id, amount: typeof b.amount === 'number' ? b.amount : undefined, answer }], refunds: [], reply: 'ACK' };
@@ -97,7 +97,7 @@ export class UnsureBank implements BankPort {
     return undefined;
   }
 
-  pageSession(): undefined {
+  async pageSession(): Promise<undefined> {
     return undefined;
   }
 }

@@ -26,7 +26,7 @@ let answer = 500;
 before(async () => {
   if (skip) return;
   s = await startTestServer();
-  makeUser(s, s.demo.merchantId, OWNER);
+  await makeUser(s, s.demo.merchantId, OWNER);
   receiver = await startReceiver(() => ({ status: answer }));
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   // Some data for the pages to show: paid, refunded-in-part and waiting payments.
@@ -233,7 +233,7 @@ test('export the CSV of a filter: the file holds exactly the rows the page shows
 });
 
 test("refused in the browser: a POST without the CSRF token, another merchant's payment by URL, repeated wrong passwords", { skip }, async () => {
-  const other = s.newShop();
+  const other = await s.newShop();
   const theirs = await s.request('POST', '/v1/public/payments', { key: other.key, body: { amount: 1000 } });
   const { page, done } = await open({ quiet: true });
   await signInByKeyboard(page);
@@ -243,13 +243,13 @@ test("refused in the browser: a POST without the CSRF token, another merchant's 
     s.demo.shopId,
   );
   assert.equal(status, 403);
-  assert.equal(getShop(s.store, s.demo.shopId)!.ip_allowlist, '');
+  assert.equal((await getShop(s.store, s.demo.shopId))!.ip_allowlist, '');
   const res = await page.goto(`${s.url}/cabinet/payments/${theirs.body.payment.id}`);
   assert.equal(res!.status(), 404);
   await shot(page, 'not-found');
   await done();
 
-  makeUser(s, s.demo.merchantId, 'temp@tea.example');
+  await makeUser(s, s.demo.merchantId, 'temp@tea.example');
   const fresh = await open({ quiet: true });
   // Slowed after 3 failures, locked after 10: on a busy machine the slowing may have passed between two tries,
   // the lock cannot, so the loop ends in 429 by the 11th try whatever the timing.

@@ -17,7 +17,7 @@ const OWNER = 'owner@shop.example';
 before(async () => {
   time = fakeTime();
   s = await startTestServer({}, { realNow: time.now });
-  makeUser(s, s.demo.merchantId, OWNER);
+  await makeUser(s, s.demo.merchantId, OWNER);
 });
 after(() => s.close());
 
@@ -49,12 +49,12 @@ test('a POST without the CSRF token, or with a wrong one, is 403 and changes not
     const r = await cabPost(s, session, path, { ip_allowlist: '203.0.113.0/24' }, csrf);
     assert.equal(r.status, 403, `token ${JSON.stringify(csrf)}`);
     assert.match(r.headers['content-type'] as string, /^text\/html/);
-    assert.equal(getShop(s.store, s.demo.shopId)!.ip_allowlist, '');
+    assert.equal((await getShop(s.store, s.demo.shopId))!.ip_allowlist, '');
   }
   // Another session's token is no better than none.
   const other = await signIn(s, OWNER);
   assert.equal((await cabPost(s, session, path, { ip_allowlist: '203.0.113.0/24' }, other.csrf)).status, 403);
-  assert.equal(getShop(s.store, s.demo.shopId)!.ip_allowlist, '');
+  assert.equal((await getShop(s.store, s.demo.shopId))!.ip_allowlist, '');
   // The sign-in form has its own token: a cross-site login attempt without it is refused.
   const bare = await s.request('POST', '/cabinet/login', {
     key: null,
@@ -68,7 +68,7 @@ test('a POST without the CSRF token, or with a wrong one, is 403 and changes not
 });
 
 test("another merchant's payment, shop, key and endpoint are 404 by URL and absent from the registers", async () => {
-  const other = s.newShop();
+  const other = await s.newShop();
   const payment = await s.request('POST', '/v1/public/payments', { key: other.key, body: { amount: 4200, order_id: 'theirs-1' } });
   assert.equal(payment.status, 201);
   const session = await signIn(s, OWNER);
@@ -91,7 +91,7 @@ test("another merchant's payment, shop, key and endpoint are 404 by URL and abse
 
 test('failed sign-ins are slowed after 3, locked after 10 (429 with Retry-After, even with the right password), and open again after the lock', async () => {
   const email = 'locked@shop.example';
-  makeUser(s, s.demo.merchantId, email);
+  await makeUser(s, s.demo.merchantId, email);
   const wrong = () => postLogin(s, { email, password: 'wrong password!' });
   for (let i = 0; i < 3; i++) assert.equal((await wrong()).status, 401);
   const slowed = await wrong();
@@ -125,8 +125,8 @@ test('a session ends after 30 idle minutes and 12 hours after sign-in however bu
   const abandoned = await signIn(s, OWNER);
   time.advance(SESSION_IDLE_MS);
   const busy = await signIn(s, OWNER);
-  const stale = s.store.db.prepare('SELECT COUNT(*) AS n FROM cabinet_sessions WHERE last_seen_at <= ?').get(time.now() - SESSION_IDLE_MS) as { n: number };
-  assert.equal(stale.n, 0, 'a sign-in sweeps sessions never seen again');
+  const stale = await s.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_sessions WHERE last_seen_at <= ?', time.now() - SESSION_IDLE_MS);
+  assert.equal(stale!.n, 0, 'a sign-in sweeps sessions never seen again');
   assert.equal((await cabGet(s, abandoned, '/cabinet/overview')).status, 303);
   for (let t = 0; t < SESSION_ABSOLUTE_MS - 20 * 60_000; t += 20 * 60_000) {
     time.advance(20 * 60_000);
@@ -146,7 +146,7 @@ test('a session ends after 30 idle minutes and 12 hours after sign-in however bu
 
 test('TOTP: enrol with a code from the QR secret, then sign-in needs a code; a code works once; a recovery code works once', async () => {
   const email = 'totp@shop.example';
-  makeUser(s, s.demo.merchantId, email);
+  await makeUser(s, s.demo.merchantId, email);
   const session = await signIn(s, email);
   assert.equal((await cabPost(s, session, '/cabinet/account/totp')).status, 303);
   const page = await cabGet(s, session, '/cabinet/account');
@@ -174,7 +174,7 @@ test('TOTP: enrol with a code from the QR secret, then sign-in needs a code; a c
 
 test('cabinet changes are the API’s changes: revoke a key, set an IP allow-list, refund; each is in the audit log', async () => {
   const session = await signIn(s, OWNER);
-  const made = s.newKey(s.demo.shopId, 'test');
+  const made = await s.newKey(s.demo.shopId, 'test');
   const rowOf = (html: string) => html.split('<tr>').find((r) => r.includes(made.key.slice(0, 12)))!;
   assert.match(rowOf((await cabGet(s, session, '/cabinet/keys')).text), /data-label="Последнее использование">никогда</);
   assert.equal((await s.request('GET', '/v1/public/balance', { key: made.key })).status, 200);
@@ -188,7 +188,7 @@ test('cabinet changes are the API’s changes: revoke a key, set an IP allow-lis
   const bad = await cabPost(s, session, `/cabinet/shops/${s.demo.shopId}/ip-allowlist`, { ip_allowlist: '300.1.1.1' });
   assert.equal(bad.status, 303);
   assert.match(flashOf((await cabGet(s, session, `/cabinet/shops/${s.demo.shopId}`)).text), /cannot set the IP allow-list/);
-  assert.equal(getShop(s.store, s.demo.shopId)!.ip_allowlist, '');
+  assert.equal((await getShop(s.store, s.demo.shopId))!.ip_allowlist, '');
   await cabPost(s, session, `/cabinet/shops/${s.demo.shopId}/ip-allowlist`, { ip_allowlist: '203.0.113.0/24' });
   const refused = await s.request('GET', '/v1/public/balance');
   assert.equal(refused.status, 403);
@@ -211,9 +211,9 @@ test('cabinet changes are the API’s changes: revoke a key, set an IP allow-lis
 });
 
 test('the CSV export holds exactly the rows of the filter, all its pages, in the page order', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const merchantUser = `csv-${shop.merchantId.slice(0, 8)}@shop.example`;
-  makeUser(s, shop.merchantId, merchantUser);
+  await makeUser(s, shop.merchantId, merchantUser);
   for (let i = 0; i < 60; i++) {
     const r = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 1000 + i * 100, order_id: `o-${i}` } });
     assert.equal(r.status, 201);
@@ -243,9 +243,9 @@ test('the CSV export holds exactly the rows of the filter, all its pages, in the
 });
 
 test('the test clock moves and the test data resets from the cabinet exactly as through the API', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const email = `clock-${shop.merchantId.slice(0, 8)}@shop.example`;
-  makeUser(s, shop.merchantId, email);
+  await makeUser(s, shop.merchantId, email);
   const session = await signIn(s, email);
   const created = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10000, ttl_minutes: 90 } });
   const id = created.body.payment.id;

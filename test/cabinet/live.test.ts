@@ -17,9 +17,9 @@ after(() => s.close());
 const PASSWORD = 'terminal-password-7f3a-never-shown';
 
 test('the cabinet sets a shop\'s T-Bank terminal, activates live mode and removes the acquirer, as the admin commands do', async () => {
-  const m = createMerchant(s.store, 'Live merchant', Date.now());
-  const shop = createShop(s.store, m.id, 'Live shop', undefined, Date.now());
-  makeUser(s, m.id, 'live@shop.example');
+  const m = await createMerchant(s.store, 'Live merchant', Date.now());
+  const shop = await createShop(s.store, m.id, 'Live shop', undefined, Date.now());
+  await makeUser(s, m.id, 'live@shop.example');
   const session = await signIn(s, 'live@shop.example');
   const base = `/cabinet/shops/${shop.id}`;
   const page = await cabGet(s, session, base);
@@ -30,7 +30,7 @@ test('the cabinet sets a shop\'s T-Bank terminal, activates live mode and remove
   const early = await cabPost(s, session, '/cabinet/activate-live', { back: base });
   assert.equal(early.status, 303);
   assert.match(flashOf((await cabGet(s, session, base)).text), /no shop of the merchant has an acquirer/);
-  assert.equal(getMerchant(s.store, m.id)!.live_enabled, 0);
+  assert.equal((await getMerchant(s.store, m.id))!.live_enabled, 0);
 
   // A bad terminal is refused with the rule's own words; nothing is stored.
   await cabPost(s, session, `${base}/acquirer`, { terminal_key: '', password: PASSWORD, api_url: '' });
@@ -47,8 +47,8 @@ test('the cabinet sets a shop\'s T-Bank terminal, activates live mode and remove
   assert.ok(!readFileSync(s.dbPath).toString('latin1').includes(PASSWORD) && !readFileSync(`${s.dbPath}-wal`).toString('latin1').includes(PASSWORD), 'stored encrypted');
 
   assert.equal((await cabPost(s, session, '/cabinet/activate-live', { back: base })).status, 303);
-  assert.equal(getMerchant(s.store, m.id)!.live_enabled, 1);
-  const live = s.newKey(shop.id, 'live');
+  assert.equal((await getMerchant(s.store, m.id))!.live_enabled, 1);
+  const live = await s.newKey(shop.id, 'live');
   assert.equal((await s.request('POST', '/v1/public/payments', { key: live.key, body: { amount: 10_000 } })).status, 201);
 
   assert.equal((await cabPost(s, session, `${base}/acquirer/remove`)).status, 303);
@@ -61,8 +61,8 @@ test('the cabinet sets a shop\'s T-Bank terminal, activates live mode and remove
 });
 
 test("another merchant's shop cannot be given an acquirer through the cabinet", async () => {
-  const m = createMerchant(s.store, 'Other merchant', Date.now());
-  makeUser(s, m.id, 'other@shop.example');
+  const m = await createMerchant(s.store, 'Other merchant', Date.now());
+  await makeUser(s, m.id, 'other@shop.example');
   const session = await signIn(s, 'other@shop.example');
   const r = await cabPost(s, session, `/cabinet/shops/${s.demo.shopId}/acquirer`, { terminal_key: '1700000000X', password: PASSWORD, api_url: '' });
   assert.equal(r.status, 404);

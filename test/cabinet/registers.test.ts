@@ -7,6 +7,7 @@ import { createKey, createShop } from '../../src/cabinet/store';
 import { SCAN_ROWS_MAX } from '../../src/cabinet/register-rows';
 import { CREATED_EVENT_SQL, TIMELINE_SCAN_ROWS, WINDOW_END_SQL, WINDOW_SQL } from '../../src/cabinet/timeline';
 import { eventIdPrefix } from '../../src/util/ids';
+import { openDatabase } from '../../src/db/open';
 
 // The cabinet's registers read like the API's: each shop (and status value) is one index seek of at most a
 // page, merged; a filter no index serves (order id, amount) is checked on a bounded stretch of the register.
@@ -18,12 +19,12 @@ const shops: Array<{ id: string; key: string }> = [];
 
 before(async () => {
   s = await startTestServer();
-  const first = s.newShop();
+  const first = await s.newShop();
   merchantId = first.merchantId;
   shops.push({ id: first.shopId, key: first.key });
-  const second = createShop(s.store, merchantId, 'Second shop', undefined, Date.now());
-  shops.push({ id: second.id, key: createKey(s.store, second.id, 'test', undefined, Date.now()).secret });
-  makeUser(s, merchantId, 'registers@shop.example');
+  const second = await createShop(s.store, merchantId, 'Second shop', undefined, Date.now());
+  shops.push({ id: second.id, key: (await createKey(s.store, second.id, 'test', undefined, Date.now())).secret });
+  await makeUser(s, merchantId, 'registers@shop.example');
   session = await signIn(s, 'registers@shop.example');
 });
 after(() => s.close());
@@ -74,15 +75,21 @@ test('an amount or order id filter searches a bounded stretch per page and says 
   assert.equal(tpl.status, 201);
   const deep = SCAN_ROWS_MAX + 5_000;
   // Older payments, straight into the table (a year of a busy shop): one match near the top, one past the window.
-  s.store.tx(({ db }) => {
-    const t = db.prepare('SELECT seq, created_at FROM payments WHERE id = ?').get(tpl.body.payment.id) as { seq: number; created_at: number };
-    db.prepare(
+  await s.store.tx(async (tx) => {
+    const t = (await tx.get<{ seq: number; created_at: number }>('SELECT seq, created_at FROM payments WHERE id = ?', tpl.body.payment.id))!;
+    await tx.run(
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
        INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, purpose, metadata, created_at, expires_at)
        SELECT ? + 1000000 + i, printf('00000000-0000-4000-8000-%012d', i), 'Q-' || i, 'payment', merchant_id, shop_id, mode, 'o-' || (100000 + i), 'expired',
               CASE WHEN i IN (10, ?) THEN 777700 ELSE 10000 END, currency, 'sbp', purpose, '{}', ? - i * 1000, ? - i * 1000 + 60000
        FROM payments, n WHERE payments.id = ?`,
-    ).run(deep, t.seq, deep, t.created_at, t.created_at, tpl.body.payment.id);
+      deep,
+      t.seq,
+      deep,
+      t.created_at,
+      t.created_at,
+      tpl.body.payment.id,
+    );
   });
   const filter = `/cabinet/payments?shop=${shop.id}&amount_min=7777&amount_max=7777`;
   const first = await cabGet(s, session, filter);
@@ -116,15 +123,23 @@ test("a payment's timeline reads the shop's log from the payment's first event, 
   assert.doesNotMatch(page.text, /events_from=/, 'the window reached the end of the log');
 
   // A busy shop afterwards: more of its events than one window reads, then a late event of this payment.
-  s.store.tx(({ db }) => {
-    const e = db.prepare(`SELECT merchant_id, at FROM events WHERE payment_id = ? ORDER BY seq DESC LIMIT 1`).get(id) as { merchant_id: string; at: number };
-    db.prepare(
+  await s.store.tx(async (tx) => {
+    const e = (await tx.get<{ merchant_id: string; at: number }>(`SELECT merchant_id, at FROM events WHERE payment_id = ? ORDER BY seq DESC LIMIT 1`, id))!;
+    await tx.run(
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
        INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at) SELECT 'evt_busy_' || i, ?, ?, 'test', 'payment.created', '{}', ? + i FROM n`,
-    ).run(TIMELINE_SCAN_ROWS + 100, e.merchant_id, shop.id, e.at);
-    db.prepare(
+      TIMELINE_SCAN_ROWS + 100,
+      e.merchant_id,
+      shop.id,
+      e.at,
+    );
+    await tx.run(
       `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, payment_id) VALUES ('evt_late', ?, ?, 'test', 'refund.created', '{"amount":500}', ?, 'payment.refunded', '{}', ?)`,
-    ).run(e.merchant_id, shop.id, e.at + TIMELINE_SCAN_ROWS + 200, id);
+      e.merchant_id,
+      shop.id,
+      e.at + TIMELINE_SCAN_ROWS + 200,
+      id,
+    );
   });
   const first = await cabGet(s, session, `/cabinet/payments/${id}`);
   assert.ok(!kindsOf(first.text).includes('refund.created'), 'past the first window');
@@ -137,17 +152,21 @@ test("a payment's timeline reads the shop's log from the payment's first event, 
   assert.equal((await cabGet(s, session, `/cabinet/payments/${id}?events_from=x`)).status, 400);
 
   // The first event is found among one millisecond's ids; each window is a range of the shop's index.
-  const plan = (sql: string, ...args: unknown[]) => (s.store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as Array<{ detail: string }>).map((p) => p.detail).join('; ');
-  assert.match(plan(CREATED_EVENT_SQL, eventIdPrefix(1), eventIdPrefix(2), id), /SEARCH events USING INDEX sqlite_autoindex_events_1 \(id>\? AND id<\?\)/);
-  assert.match(plan(WINDOW_SQL, shop.id, 'test', 1, 10, id, 10), /SEARCH events USING INDEX events_shop_seq \(shop_id=\? AND mode=\? AND seq>\?\)/);
-  assert.match(plan(WINDOW_END_SQL, shop.id, 'test', 1, 10), /SEARCH events USING COVERING INDEX events_shop_seq \(shop_id=\? AND mode=\? AND seq>\?\)/);
+  // The plans are SQLite's: read on a connection of the test's own to the same file.
+  const db = openDatabase(s.dbPath, { readonly: true });
+  try {
+    const plan = (sql: string, ...args: unknown[]) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as Array<{ detail: string }>).map((p) => p.detail).join('; ');
+    assert.match(plan(CREATED_EVENT_SQL, eventIdPrefix(1), eventIdPrefix(2), id), /SEARCH events USING INDEX sqlite_autoindex_events_1 \(id>\? AND id<\?\)/);
+    assert.match(plan(WINDOW_SQL, shop.id, 'test', 1, 10, id, 10), /SEARCH events USING INDEX events_shop_seq \(shop_id=\? AND mode=\? AND seq>\?\)/);
+    assert.match(plan(WINDOW_END_SQL, shop.id, 'test', 1, 10), /SEARCH events USING COVERING INDEX events_shop_seq \(shop_id=\? AND mode=\? AND seq>\?\)/);
+  } finally {
+    db.close();
+  }
 });
 
 test('the overview adds up payments per day in slices of the register, to the same totals as the table holds', async () => {
   const ids = shops.map((x) => x.id);
-  const total = s.store.db
-    .prepare(`SELECT count(*) AS n FROM payments WHERE shop_id IN (${ids.map(() => '?').join(', ')}) AND mode = 'test'`)
-    .get(...ids) as { n: number };
+  const total = (await s.store.get<{ n: number }>(`SELECT count(*) AS n FROM payments WHERE shop_id IN (${ids.map(() => '?').join(', ')}) AND mode = 'test'`, ...ids))!;
   assert.ok(total.n > 25_000, 'more payments than several slices hold');
   const page = await cabGet(s, session, '/cabinet/overview');
   assert.equal(page.status, 200);
@@ -157,10 +176,10 @@ test('the overview adds up payments per day in slices of the register, to the sa
 });
 
 test('a merge of more shops and statuses than a page may seek is refused with the reason beside the filter; the export sends nothing', async () => {
-  const big = s.newShop();
+  const big = await s.newShop();
   // Payouts by status are one seek per payout method: 22 shops × 3 methods passes the bound of 64.
-  for (let i = 0; i < 21; i++) createShop(s.store, big.merchantId, `Branch ${i}`, undefined, Date.now());
-  makeUser(s, big.merchantId, 'branches@shop.example');
+  for (let i = 0; i < 21; i++) await createShop(s.store, big.merchantId, `Branch ${i}`, undefined, Date.now());
+  await makeUser(s, big.merchantId, 'branches@shop.example');
   const branches = await signIn(s, 'branches@shop.example');
   const page = await cabGet(s, branches, '/cabinet/payouts?status=pending');
   assert.equal(page.status, 400);

@@ -43,7 +43,7 @@ test('kopek admin create --json prints {id, email, merchant_id}; the user signs 
   assert.deepEqual(Object.keys(r.json).sort(), ['email', 'id', 'merchant_id']);
   assert.equal(r.json.email, 'owner@shop.example');
   assert.equal(r.json.merchant_id, s.demo.merchantId);
-  const stored = s.store.db.prepare('SELECT password_hash FROM cabinet_users WHERE id = ?').get(r.json.id) as { password_hash: string };
+  const stored = (await s.store.get<{ password_hash: string }>('SELECT password_hash FROM cabinet_users WHERE id = ?', r.json.id))!;
   assert.match(stored.password_hash, /^scrypt\$32768\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
   assert.doesNotMatch(stored.password_hash, /a long enough/);
 
@@ -62,7 +62,7 @@ test('kopek admin create --json prints {id, email, merchant_id}; the user signs 
 });
 
 test('kopek admin create refuses a short password, a taken email, an unknown merchant and a missing file, creating nothing', async () => {
-  const before = (s.store.db.prepare('SELECT COUNT(*) AS n FROM cabinet_users').get() as { n: number }).n;
+  const before = (await s.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_users'))!.n;
   const short = await cli('admin', 'create', '--merchant', s.demo.merchantId, '--email', 'x@shop.example', '--password-file', passwordFile('short.pw', 'short'));
   assert.equal(short.code, 1);
   assert.match(short.err, /^kopek admin: cannot create cabinet user: the password must have at least 10 characters, got 5\n$/);
@@ -76,15 +76,15 @@ test('kopek admin create refuses a short password, a taken email, an unknown mer
   assert.equal((await cli('admin', 'create', '--merchant', s.demo.merchantId, '--email', 'dup@shop.example', '--password-file', ok)).code, 0);
   const dup = await cli('admin', 'create', '--merchant', s.demo.merchantId, '--email', 'DUP@shop.example', '--password-file', ok);
   assert.match(dup.err, /"dup@shop.example" already has a user/);
-  const after = (s.store.db.prepare('SELECT COUNT(*) AS n FROM cabinet_users').get() as { n: number }).n;
+  const after = (await s.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_users'))!.n;
   assert.equal(after, before + 1);
 });
 
 test('a database of schema version 3 gains the cabinet tables on start', async () => {
-  s.store.tx(({ db }) => {
-    db.pragma('foreign_keys = OFF');
-    for (const t of ['cabinet_audit', 'cabinet_login_failures', 'cabinet_sessions', 'cabinet_recovery_codes', 'cabinet_users', 'api_key_usage']) db.exec(`DROP TABLE ${t}`);
-    db.pragma('user_version = 3');
+  await s.store.tx(async (tx) => {
+    await tx.run('PRAGMA foreign_keys = OFF');
+    for (const t of ['cabinet_audit', 'cabinet_login_failures', 'cabinet_sessions', 'cabinet_recovery_codes', 'cabinet_users', 'api_key_usage']) await tx.run(`DROP TABLE ${t}`);
+    await tx.run('PRAGMA user_version = 3');
   });
   await s.restart();
   const db = openDatabase(s.dbPath, { readonly: true });

@@ -43,7 +43,7 @@ test('shop acquirer sets a T-Bank terminal: --json prints shop_id, provider, ter
   const r = await cli('shop', 'acquirer', '--shop', shop, '--provider', 'tbank', '--terminal-key', '1700000000CLI', '--password-file', passFile, '--json');
   assert.equal(r.code, 0, r.err);
   assert.deepEqual(r.json, { shop_id: shop, provider: 'tbank', terminal_key: '1700000000CLI', api_url: TBANK_API_URL });
-  const row = s.store.db.prepare('SELECT provider, settings FROM shop_acquirers WHERE shop_id = ?').get(shop) as { provider: string; settings: string };
+  const row = (await s.store.get<{ provider: string; settings: string }>('SELECT provider, settings FROM shop_acquirers WHERE shop_id = ?', shop))!;
   assert.equal(row.provider, 'tbank');
   assert.ok(!row.settings.includes(PASSWORD), 'the password is not stored in clear');
   const enc = JSON.parse(row.settings).password_enc as string;
@@ -68,7 +68,7 @@ test('bad input changes nothing and says what is wrong', async () => {
   fails(await cli('shop', 'acquirer', '--shop', shop, '--provider', 'tbank', '--terminal-key', 'K', '--password-file', passFile, '--api-url', 'ftp://x'), /--api-url must be an http\(s\) URL/);
   fails(await cli('shop', 'acquirer', '--shop', 'no-such-shop', '--provider', 'tbank', '--terminal-key', 'K', '--password-file', passFile), /shop "no-such-shop" not found/);
   fails(await cli('shop', 'acquirer', '--shop', shop), /none is set/);
-  assert.equal(s.store.db.prepare('SELECT 1 FROM shop_acquirers WHERE shop_id = ?').get(shop), undefined);
+  assert.equal(await s.store.get('SELECT 1 FROM shop_acquirers WHERE shop_id = ?', shop), undefined);
 });
 
 test('merchant activate-live succeeds once a shop has an acquirer; --remove takes it away again', async () => {

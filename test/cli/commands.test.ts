@@ -28,8 +28,8 @@ function assertFails(r: CliResult, message: RegExp): void {
   assert.match(r.err, message);
 }
 
-function count(table: string): number {
-  return (s.store.db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+async function count(table: string): Promise<number> {
+  return (await s.store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`))!.n;
 }
 
 async function newMerchant(): Promise<string> {
@@ -73,10 +73,10 @@ test('merchant create prints the id; --json prints one object', async () => {
 });
 
 test('merchant create without a name fails and creates nothing', async () => {
-  const before = count('merchants');
+  const before = await count('merchants');
   assertFails(await cli('merchant', 'create'), /--name NAME is required/);
   assertFails(await cli('merchant', 'create', '--name', '  '), /must not be empty/);
-  assert.equal(count('merchants'), before);
+  assert.equal(await count('merchants'), before);
 });
 
 test('merchant activate-live is refused with the reason while no shop has an acquirer; live keys keep answering 403', async () => {
@@ -111,11 +111,11 @@ test('shop create prints the id and both secrets once; show never prints a secre
 
 test('shop create refuses an unknown scope or merchant and creates nothing', async () => {
   const m = await newMerchant();
-  const before = count('shops');
+  const before = await count('shops');
   assertFails(await cli('shop', 'create', '--merchant', m, '--name', 'X', '--scopes', 'api:everything'), /unknown scope "api:everything"/);
   assertFails(await cli('shop', 'create', '--merchant', 'nobody', '--name', 'X'), /merchant "nobody" not found/);
   assertFails(await cli('shop', 'create', '--name', 'X'), /--merchant ID and --name NAME are required/);
-  assert.equal(count('shops'), before);
+  assert.equal(await count('shops'), before);
 });
 
 test('shop scopes replaces the scopes; the running server applies them at once', async () => {
@@ -205,7 +205,7 @@ test('key create / list / revoke, against the running server', async () => {
 test('key commands refuse bad input and change nothing', async () => {
   const m = await newMerchant();
   const shop = await newShop(m);
-  const before = count('api_keys');
+  const before = await count('api_keys');
   assertFails(await cli('key', 'create', '--shop', shop.id, '--mode', 'prod'), /--mode must be test or live, got "prod"/);
   assertFails(await cli('key', 'create', '--shop', shop.id), /--mode test\|live are required/);
   assertFails(await cli('key', 'create', '--shop', 'nope', '--mode', 'test'), /shop "nope" not found/);
@@ -216,7 +216,7 @@ test('key commands refuse bad input and change nothing', async () => {
   assertFails(await cli('key', 'revoke', 'no-such-key'), /cannot revoke key "no-such-key": not found/);
   assertFails(await cli('key', 'list'), /--shop ID is required/);
   assertFails(await cli('key', 'create', '--shop'), /option --shop needs a value/);
-  assert.equal(count('api_keys'), before);
+  assert.equal(await count('api_keys'), before);
 });
 
 test('demo creates a merchant, a shop with every scope and a working test key', async () => {

@@ -43,10 +43,10 @@ async function until(ok: () => boolean, what: () => string, ms = 15_000): Promis
   }
 }
 
-function storeAt(dir: string): { store: Store; path: string } {
+async function storeAt(dir: string): Promise<{ store: Store; path: string }> {
   const path = join(dir, 'kopek.db');
   const store = new Store(openDatabase(path), { sync: 'store' });
-  store.tx(({ db }) => db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)'));
+  await store.tx((tx) => tx.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)'));
   return { store, path };
 }
 
@@ -55,7 +55,7 @@ async function burst(store: Store): Promise<void> {
   const blob = 'x'.repeat(3000);
   for (let round = 0; round < 40; round++) {
     const group: Array<Promise<unknown>> = [];
-    for (let i = 0; i < 25; i++) group.push(store.write(({ db }) => db.prepare('INSERT INTO t (v) VALUES (?)').run(blob)));
+    for (let i = 0; i < 25; i++) group.push(store.write((tx) => tx.run('INSERT INTO t (v) VALUES (?)', blob)));
     await Promise.all(group);
   }
 }
@@ -72,12 +72,12 @@ const walSize = (path: string): number => {
 // place, and the next start read and checksummed all of it before it could listen.
 test('a long WAL left by a large transaction is cut to nothing once the writer is idle, with every commit in the database file', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'kopek-ckpt-'));
-  const { store, path } = storeAt(dir);
+  const { store, path } = await storeAt(dir);
   try {
     // About 4 MiB in one transaction (as one step of a long clock advance writes), then nothing.
     const blob = 'x'.repeat(3000);
-    store.tx(({ db }) => {
-      for (let i = 0; i < 1000; i++) db.prepare('INSERT INTO t (v) VALUES (?)').run(blob);
+    await store.tx(async (tx) => {
+      for (let i = 0; i < 1000; i++) await tx.run('INSERT INTO t (v) VALUES (?)', blob);
     });
     assert.ok(walSize(path) > 1024 * 1024, `the transaction went through the WAL (${walSize(path)} bytes)`);
     await until(() => walSize(path) === 0, () => `the idle WAL is still ${walSize(path)} bytes`);
@@ -91,18 +91,18 @@ test('a long WAL left by a large transaction is cut to nothing once the writer i
       db.close();
     }
     // Writing goes on in the cut file.
-    await store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('after')`).run());
+    await store.write((tx) => tx.run(`INSERT INTO t (v) VALUES ('after')`));
     assert.ok(walSize(path) > 0);
-    assert.equal(store.db.prepare('SELECT count(*) FROM t').pluck().get(), 1001);
+    assert.equal((await store.get<{ n: number }>('SELECT count(*) AS n FROM t'))?.n, 1001);
   } finally {
-    store.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
 test('a reader of another connection that holds the WAL through a burst delays the cut until it ends', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'kopek-ckpt-'));
-  const { store, path } = storeAt(dir);
+  const { store, path } = await storeAt(dir);
   // As an admin command or a backup would: a read transaction open on its own connection.
   const reader = new Database(path, { readonly: true });
   try {
@@ -120,7 +120,7 @@ test('a reader of another connection that holds the WAL through a burst delays t
     assert.equal(reader.prepare('SELECT count(*) FROM t').pluck().get(), 1000);
   } finally {
     reader.close();
-    store.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -17,9 +17,9 @@ test('a read-only database starts no server (every write would fail); doctor nam
   try {
     const db = join(dir, 'k.db');
     const setup = new Store(openDatabase(db));
-    createDemo(setup, Date.now());
-    setup.db.pragma('wal_checkpoint(TRUNCATE)');
-    setup.db.close();
+    await createDemo(setup, Date.now());
+    setup.sqliteHandle.pragma('wal_checkpoint(TRUNCATE)');
+    await setup.close();
     fs.remount('ro');
     await assert.rejects(
       startApp({ ...defaultConfig(), port: 0, db, demo: false }, { log: createLogger('silent') }),

@@ -24,8 +24,8 @@ function databaseBytes(): string {
 }
 
 test('world-readable secrets: the database, its WAL and backups are 0600, and no whs_ or thm_ secret is stored in clear', async () => {
-  const shop = createShop(s.store, s.demo.merchantId, 'Sealed shop', undefined, Date.now());
-  const ep = addEndpoint(s.store, { shopId: shop.id, url: 'https://receiver.example/hooks' }, Date.now());
+  const shop = await createShop(s.store, s.demo.merchantId, 'Sealed shop', undefined, Date.now());
+  const ep = await addEndpoint(s.store, { shopId: shop.id, url: 'https://receiver.example/hooks' }, Date.now());
   await s.request('POST', '/v1/public/payments', { body: { amount: 10_000 } });
   for (const f of ['kopek.db', 'kopek.db-wal', 'kopek.db-shm']) {
     assert.equal(statSync(join(s.dir, f)).mode & 0o777, 0o600, f);
@@ -37,8 +37,8 @@ test('world-readable secrets: the database, its WAL and backups are 0600, and no
   }
   assert.ok(!/(?:whs|thm)_[A-Za-z0-9_-]{20}/.test(bytes), 'no secret of any shop in clear');
   // They stay usable: the code that signs and verifies reads them back.
-  assert.equal(getShop(s.store, shop.id)!.signing_secret, shop.signing_secret);
-  assert.deepEqual(validSecrets(s.store.db, ep.endpoint.id, Date.now()), [ep.secret]);
+  assert.equal((await getShop(s.store, shop.id))!.signing_secret, shop.signing_secret);
+  assert.deepEqual(await validSecrets(s.store, ep.endpoint.id, Date.now()), [ep.secret]);
   const copy = join(s.dir, 'copy.db');
   const b = await runCli(['backup', copy, '--db', s.dbPath]);
   assert.equal(b.code, 0, b.err);
@@ -47,12 +47,12 @@ test('world-readable secrets: the database, its WAL and backups are 0600, and no
 });
 
 test('secrets a database holds in clear (an older version) are sealed when the server starts, and still verify', async () => {
-  const shop = createShop(s.store, s.demo.merchantId, 'Legacy shop', undefined, Date.now());
-  s.store.tx(({ db }) => db.prepare('UPDATE shops SET signing_secret = ?, webhook_secret = ? WHERE id = ?').run(shop.signing_secret, shop.webhook_secret, shop.id));
-  assert.equal(getShop(s.store, shop.id)!.signing_secret, shop.signing_secret, 'a secret in clear still reads');
+  const shop = await createShop(s.store, s.demo.merchantId, 'Legacy shop', undefined, Date.now());
+  await s.store.write((tx) => tx.run('UPDATE shops SET signing_secret = ?, webhook_secret = ? WHERE id = ?', shop.signing_secret, shop.webhook_secret, shop.id));
+  assert.equal((await getShop(s.store, shop.id))!.signing_secret, shop.signing_secret, 'a secret in clear still reads');
   await s.restart();
-  const row = s.store.db.prepare('SELECT signing_secret, webhook_secret FROM shops WHERE id = ?').get(shop.id) as { signing_secret: string; webhook_secret: string };
+  const row = (await s.store.get<{ signing_secret: string; webhook_secret: string }>('SELECT signing_secret, webhook_secret FROM shops WHERE id = ?', shop.id))!;
   assert.match(row.signing_secret, /^enc:v1:/);
   assert.match(row.webhook_secret, /^enc:v1:/);
-  assert.equal(getShop(s.store, shop.id)!.signing_secret, shop.signing_secret);
+  assert.equal((await getShop(s.store, shop.id))!.signing_secret, shop.signing_secret);
 });

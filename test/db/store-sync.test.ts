@@ -8,23 +8,23 @@ import { Store } from '../../src/db/store';
 import { openDatabase } from '../../src/db/open';
 import { CATCH_UP_FRAMES } from '../../src/db/checkpointer';
 
-function tempStore(sync: 'sqlite' | 'store'): { store: Store; path: string; done: () => void } {
+async function tempStore(sync: 'sqlite' | 'store'): Promise<{ store: Store; path: string; done: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'kopek-store-'));
   const path = join(dir, 'kopek.db');
   const store = new Store(openDatabase(path), { sync });
-  store.tx(({ db }) => db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)'));
+  await store.tx((tx) => tx.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)'));
   return { store, path, done: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 test('a store that syncs the WAL itself: SQLite does not sync commits, the store does before a write settles', async () => {
-  const { store, done } = tempStore('store');
+  const { store, done } = await tempStore('store');
   try {
-    assert.equal(store.db.pragma('synchronous', { simple: true }), 1, 'NORMAL: commits reach the WAL unsynced');
-    assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), 0, 'checkpoints run on their own thread');
+    assert.equal(store.sqliteHandle.pragma('synchronous', { simple: true }), 1, 'NORMAL: commits reach the WAL unsynced');
+    assert.equal(store.sqliteHandle.pragma('wal_autocheckpoint', { simple: true }), 0, 'checkpoints run on their own thread');
     const seen: { seq?: number } = {};
     const before = store.commits;
     let settled = false;
-    const p = store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('a')`).run().lastInsertRowid, seen).then((v) => ((settled = true), v));
+    const p = store.write(async (tx) => (await tx.run(`INSERT INTO t (v) VALUES ('a')`)).lastInsertRowid, seen).then((v) => ((settled = true), v));
     // The group commits on the next turn; its sync runs on the thread pool.
     await new Promise((r) => setImmediate(r));
     assert.equal(store.commits, before + 1, 'committed');
@@ -37,63 +37,63 @@ test('a store that syncs the WAL itself: SQLite does not sync commits, the store
     assert.equal(store.whenDurable(), null, 'nothing left to wait for');
     assert.equal(store.whenDurable(seen.seq), null);
   } finally {
-    store.close();
+    await store.close();
     done();
   }
 });
 
 test('tx() returns durable, and a reply that needs only an older commit does not wait for a newer one', async () => {
-  const { store, done } = tempStore('store');
+  const { store, done } = await tempStore('store');
   try {
-    store.tx(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('x')`).run());
+    await store.tx((tx) => tx.run(`INSERT INTO t (v) VALUES ('x')`));
     assert.equal(store.whenDurable(), null, 'tx() synced before returning');
     const first: { seq?: number } = {};
-    await store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('y')`).run(), first);
-    const second = store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('z')`).run());
+    await store.write((tx) => tx.run(`INSERT INTO t (v) VALUES ('y')`), first);
+    const second = store.write((tx) => tx.run(`INSERT INTO t (v) VALUES ('z')`));
     await new Promise((r) => setImmediate(r));
     assert.ok(store.whenDurable(), 'the second commit is still being synced');
     assert.equal(store.whenDurable(first.seq), null, 'the first is on disk already');
     await second;
   } finally {
-    store.close();
+    await store.close();
     done();
   }
 });
 
 test('tx(fn, { durable: later }) commits now and syncs on the thread pool: its after-commit hooks wait for the disk', async () => {
-  const { store, done } = tempStore('store');
+  const { store, done } = await tempStore('store');
   try {
     let hooked = false;
-    const id = store.tx(({ db, afterCommit }) => {
-      afterCommit(() => (hooked = true));
-      return db.prepare(`INSERT INTO t (v) VALUES ('later')`).run().lastInsertRowid;
+    const id = await store.tx(async (tx) => {
+      tx.afterCommit(() => (hooked = true));
+      return (await tx.run(`INSERT INTO t (v) VALUES ('later')`)).lastInsertRowid;
     }, { durable: 'later' });
     assert.equal(id, 1, 'the result of the body comes back at once');
     assert.equal(hooked, false, 'nothing learns of the commit before its sync');
     const wait = store.whenDurable();
     assert.ok(wait, 'a reader that saw the commit waits for the disk');
-    assert.equal((store.db.prepare('SELECT v FROM t WHERE id = 1').get() as { v: string }).v, 'later', 'committed');
+    assert.equal((await store.get<{ v: string }>('SELECT v FROM t WHERE id = 1'))?.v, 'later', 'committed');
     await wait;
     assert.equal(hooked, true, 'the hooks ran once the sync returned');
     // A plain tx() afterwards is durable on return, as before.
-    store.tx(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('now')`).run());
+    await store.tx((tx) => tx.run(`INSERT INTO t (v) VALUES ('now')`));
     assert.equal(store.whenDurable(), null);
   } finally {
-    store.close();
+    await store.close();
     done();
   }
 });
 
 test('a body that throws rolls back alone and its promise rejects after the group is durable; the others commit', async () => {
-  const { store, path, done } = tempStore('store');
+  const { store, path, done } = await tempStore('store');
   try {
     const results = await Promise.allSettled([
-      store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('ok1')`).run()),
-      store.write(({ db }) => {
-        db.prepare(`INSERT INTO t (v) VALUES ('rolled back')`).run();
+      store.write((tx) => tx.run(`INSERT INTO t (v) VALUES ('ok1')`)),
+      store.write(async (tx) => {
+        await tx.run(`INSERT INTO t (v) VALUES ('rolled back')`);
         throw new Error('refused');
       }),
-      store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('ok2')`).run()),
+      store.write((tx) => tx.run(`INSERT INTO t (v) VALUES ('ok2')`)),
     ]);
     assert.deepEqual(
       results.map((r) => r.status),
@@ -106,20 +106,21 @@ test('a body that throws rolls back alone and its promise rejects after the grou
       other.close();
     }
   } finally {
-    store.close();
+    await store.close();
     done();
   }
 });
 
 test('close() while a sync is on the thread pool settles every write and leaves the data on the file', async () => {
-  const { store, path, done } = tempStore('store');
+  const { store, path, done } = await tempStore('store');
   try {
-    const writes = Array.from({ length: 50 }, (_, i) => store.write(({ db }) => db.prepare('INSERT INTO t (v) VALUES (?)').run(`row ${i}`)));
+    const writes = Array.from({ length: 50 }, (_, i) => store.write((tx) => tx.run('INSERT INTO t (v) VALUES (?)', `row ${i}`)));
     await new Promise((r) => setImmediate(r));
     // More bodies queue while the first group's sync runs; close() commits and syncs them at once.
-    for (let i = 50; i < 60; i++) writes.push(store.write(({ db }) => db.prepare('INSERT INTO t (v) VALUES (?)').run(`row ${i}`)));
-    store.close();
+    for (let i = 50; i < 60; i++) writes.push(store.write((tx) => tx.run('INSERT INTO t (v) VALUES (?)', `row ${i}`)));
+    const closing = store.close();
     const settled = await Promise.allSettled(writes);
+    await closing;
     assert.equal(settled.filter((r) => r.status === 'fulfilled').length, 60);
     await new Promise((r) => setTimeout(r, 20));
     const again = new Database(path, { readonly: true });
@@ -134,7 +135,7 @@ test('close() while a sync is on the thread pool settles every write and leaves 
 });
 
 test('the checkpoint thread keeps the WAL short under steady group commits', async () => {
-  const { store, path, done } = tempStore('store');
+  const { store, path, done } = await tempStore('store');
   try {
     const blob = 'x'.repeat(3000);
     // Three times the catch-up mark through the WAL (a page or more per row).
@@ -142,28 +143,28 @@ test('the checkpoint thread keeps the WAL short under steady group commits', asy
     const rounds = Math.ceil((3 * mark) / (50 * 4096));
     for (let round = 0; round < rounds; round++) {
       const group: Array<Promise<unknown>> = [];
-      for (let i = 0; i < 50; i++) group.push(store.write(({ db }) => db.prepare('INSERT INTO t (v) VALUES (?)').run(blob)));
+      for (let i = 0; i < 50; i++) group.push(store.write((tx) => tx.run('INSERT INTO t (v) VALUES (?)', blob)));
       await Promise.all(group);
     }
     const wal = statSync(path + '-wal').size;
     assert.ok(wal < mark + 16 * 1024 * 1024, `WAL is ${(wal / 1048576).toFixed(1)} MiB`);
     // Had the thread failed, the writer would have gone back to checkpointing inline (wal_autocheckpoint 1000).
-    assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), 0, 'the checkpoint thread kept working');
-    assert.equal(store.db.prepare('SELECT count(*) FROM t').pluck().get(), rounds * 50);
+    assert.equal(store.sqliteHandle.pragma('wal_autocheckpoint', { simple: true }), 0, 'the checkpoint thread kept working');
+    assert.equal((await store.get<{ n: number }>('SELECT count(*) AS n FROM t'))?.n, rounds * 50);
   } finally {
-    store.close();
+    await store.close();
     done();
   }
 });
 
 test('a store left to SQLite (the admin commands) keeps synchronous=FULL and settles at commit', async () => {
-  const { store, done } = tempStore('sqlite');
+  const { store, done } = await tempStore('sqlite');
   try {
-    assert.equal(store.db.pragma('synchronous', { simple: true }), 2, 'FULL');
-    await store.write(({ db }) => db.prepare(`INSERT INTO t (v) VALUES ('a')`).run());
+    assert.equal(store.sqliteHandle.pragma('synchronous', { simple: true }), 2, 'FULL');
+    await store.write((tx) => tx.run(`INSERT INTO t (v) VALUES ('a')`));
     assert.equal(store.whenDurable(), null);
   } finally {
-    store.close();
+    await store.close();
     done();
   }
 });

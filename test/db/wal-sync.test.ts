@@ -45,21 +45,21 @@ test('a store reports a failed after-commit action through its logger and keeps 
   const lines: string[] = [];
   const store = new Store(openDatabase(join(dir, 'kopek.db')), { sync: 'store', log: createLogger('info', (l) => lines.push(l)) });
   try {
-    store.tx(({ db }) => db.exec('CREATE TABLE t (v TEXT NOT NULL)'));
-    await store.write(({ db, afterCommit }) => {
-      db.prepare(`INSERT INTO t (v) VALUES ('kept')`).run();
-      afterCommit(() => {
+    await store.tx((tx) => tx.run('CREATE TABLE t (v TEXT NOT NULL)'));
+    await store.write(async (tx) => {
+      await tx.run(`INSERT INTO t (v) VALUES ('kept')`);
+      tx.afterCommit(() => {
         throw new Error('push failed');
       });
     });
-    assert.equal(store.db.prepare('SELECT count(*) FROM t').pluck().get(), 1);
+    assert.equal((await store.get<{ n: number }>('SELECT count(*) AS n FROM t'))?.n, 1);
     const entries = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     assert.deepEqual(
       entries.map((e) => [e.level, e.msg, e.error]),
       [['error', 'after-commit action failed', 'Error: push failed']],
     );
   } finally {
-    store.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -14,20 +14,23 @@ before(async () => {
 });
 after(() => s.close());
 
-function append(shop: Pick<TestShop, 'merchantId' | 'shopId'>, n = 1, mode: 'test' | 'live' = 'test', payloadSize = 0): number[] {
+async function append(shop: Pick<TestShop, 'merchantId' | 'shopId'>, n = 1, mode: 'test' | 'live' = 'test', payloadSize = 0): Promise<number[]> {
   const app = s.running.app;
-  return app.store.tx((tx) =>
-    Array.from({ length: n }, (_, i) =>
-      app.events.append(tx, {
+  return app.store.tx(async (tx) => {
+    const seqs: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const row = await app.events.append(tx, {
         merchantId: shop.merchantId,
         shopId: shop.shopId,
         mode,
         kind: 'payment.created',
         payload: { id: `p${i}`, amount: 100 + i, status: 'pending', pad: 'x'.repeat(payloadSize) },
         at: app.clocks.now(shop.shopId, mode),
-      }).seq,
-    ),
-  );
+      });
+      seqs.push(row.seq);
+    }
+    return seqs;
+  });
 }
 
 test('the encoder is pure and refuses a newline in any field', () => {
@@ -83,15 +86,15 @@ test("the stream starts with ': connected', carries a payment's life with ids, a
 });
 
 test('a reconnect with Last-Event-ID gets exactly the missed events, then live ones, no duplicates', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const c1 = await openSse(s.url, shop.key);
-  append(shop, 2);
+  await append(shop, 2);
   const seen = await c1.waitEvents(2);
   c1.close();
-  const missed = append(shop, 3);
+  const missed = await append(shop, 3);
   const c2 = await openSse(s.url, shop.key, seen[1].id);
   await c2.waitEvents(3);
-  const live = append(shop, 1);
+  const live = await append(shop, 1);
   const all = await c2.waitEvents(4);
   await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual(c2.events().map((f) => Number(f.id)), [...missed, ...live]);
@@ -99,15 +102,15 @@ test('a reconnect with Last-Event-ID gets exactly the missed events, then live o
 });
 
 test('resume across more than a replay page while events keep arriving: no gap, no duplicate', async () => {
-  const shop = s.newShop();
-  const first = append(shop, 1)[0];
-  append(shop, 1200);
+  const shop = await s.newShop();
+  const first = (await append(shop, 1))[0];
+  await append(shop, 1200);
   const c = await openSse(s.url, shop.key, String(first));
   for (let i = 0; i < 20; i++) {
-    append(shop, 5);
+    await append(shop, 5);
     await new Promise((r) => setImmediate(r));
   }
-  const expected = (s.store.db.prepare('SELECT seq FROM events WHERE shop_id = ? AND seq > ? ORDER BY seq').all(shop.shopId, first) as Array<{ seq: number }>).map((r) => r.seq);
+  const expected = (await s.store.all<{ seq: number }>('SELECT seq FROM events WHERE shop_id = ? AND seq > ? ORDER BY seq', shop.shopId, first)).map((r) => r.seq);
   await c.waitEvents(expected.length, 10_000);
   await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual(c.events().map((f) => Number(f.id)), expected);
@@ -115,10 +118,10 @@ test('resume across more than a replay page while events keep arriving: no gap, 
 });
 
 test('a Last-Event-ID beyond the log (a client of a wiped or restored database) gets new events, not silence', async () => {
-  const shop = s.newShop();
-  const [last] = append(shop, 1);
+  const shop = await s.newShop();
+  const [last] = await append(shop, 1);
   const c = await openSse(s.url, shop.key, String(last + 1_000_000));
-  const [next] = append(shop, 1);
+  const [next] = await append(shop, 1);
   const got = await c.waitEvents(1, 2000);
   assert.equal(Number(got[0].id), next);
   assert.ok(s.logs.some((l) => l.includes('sse Last-Event-ID beyond the event log')));
@@ -126,16 +129,18 @@ test('a Last-Event-ID beyond the log (a client of a wiped or restored database) 
 });
 
 test('a key sees only its own shop and mode', async () => {
-  const a = s.newShop();
-  const b = s.newShop();
-  const aLive = s.newKey(a.shopId, 'live');
-  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(a.merchantId);
+  const a = await s.newShop();
+  const b = await s.newShop();
+  const aLive = await s.newKey(a.shopId, 'live');
+  await s.store.write(async (tx) => {
+    await tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', a.merchantId);
+  });
   const ca = await openSse(s.url, a.key);
   const cb = await openSse(s.url, b.key);
   const cl = await openSse(s.url, aLive.key);
-  const [liveSeq] = append(a, 1, 'live');
-  const [bSeq] = append(b, 1);
-  const [aSeq] = append(a, 1);
+  const [liveSeq] = await append(a, 1, 'live');
+  const [bSeq] = await append(b, 1);
+  const [aSeq] = await append(a, 1);
   await ca.waitEvents(1);
   await cb.waitEvents(1);
   await cl.waitEvents(1);
@@ -151,7 +156,7 @@ test('a key sees only its own shop and mode', async () => {
 });
 
 test('a client that cannot keep up is disconnected instead of buffering without limit', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const hub = s.running.app.stream;
   hub.bufferLimitBytes = 64 * 1024;
   try {
@@ -164,7 +169,7 @@ test('a client that cannot keep up is disconnected instead of buffering without 
     sock.once('close', () => (closed = true));
     // Far more than socket buffers hold: the server's own buffer passes the limit and it cuts the client.
     for (let i = 0; i < 60 && !closed; i++) {
-      append(shop, 10, 'test', 50_000);
+      await append(shop, 10, 'test', 50_000);
       await new Promise((r) => setTimeout(r, 5));
     }
     assert.ok(closed, 'the server closed the slow client');
@@ -194,13 +199,13 @@ test('shutdown ends every stream cleanly', async () => {
 });
 
 test('a webhook endpoint and the stream see the same event', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await startReceiver();
   try {
-    addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+    await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
     const c = await openSse(s.url, shop.key);
     const app = s.running.app;
-    const row = app.store.tx((tx) =>
+    const row = await app.store.tx((tx) =>
       app.events.append(tx, { merchantId: shop.merchantId, shopId: shop.shopId, mode: 'test', kind: 'payout.status_changed', payload: { id: 'po1', status: 'failed', fail_reason: 'do_not_honor' }, at: app.clocks.now(shop.shopId, 'test'), webhook: { event: 'payout.failed', data: { id: 'po1' } } }),
     );
     const [f] = await c.waitEvents(1);
@@ -213,7 +218,7 @@ test('a webhook endpoint and the stream see the same event', async () => {
 });
 
 test('streams resumed while creates commit get every event once, in order: replay and live meet without a gap', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const clients: Array<Awaited<ReturnType<typeof openSse>>> = [];
   const creates: Array<Promise<unknown>> = [];
   for (let wave = 0; wave < 10; wave++) {
@@ -221,11 +226,11 @@ test('streams resumed while creates commit get every event once, in order: repla
     // Each client resumes from the start while creates of this wave are committing and being synced...
     clients.push(await openSse(s.url, shop.key, '0'));
     // ...and an event of the same shop commits through tx() (as a job's would) while its replay waits for the disk.
-    append(shop, 1);
+    await append(shop, 1);
   }
   const answers = (await Promise.all(creates)) as Array<{ status: number }>;
   assert.ok(answers.every((r) => r.status === 201));
-  const seqs = (s.store.db.prepare(`SELECT seq FROM events WHERE shop_id = ? ORDER BY seq`).pluck().all(shop.shopId) as number[]).map(String);
+  const seqs = (await s.store.all<{ seq: number }>(`SELECT seq FROM events WHERE shop_id = ? ORDER BY seq`, shop.shopId)).map((r) => String(r.seq));
   assert.equal(seqs.length, 210);
   for (const [i, c] of clients.entries()) {
     // A client that missed an event never reaches 210; its list shows which.

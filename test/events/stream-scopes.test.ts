@@ -24,8 +24,8 @@ async function everyKind(shop: { key: string }): Promise<void> {
 const objects = (frames: Array<{ event?: string }>): string[] => [...new Set(frames.map((f) => f.event!.split('.')[0]))].sort();
 
 test('the event stream carries only the kinds its key may read: a balance-only key never sees payouts, tokens or subscriptions', async () => {
-  const shop = s.newShop();
-  const balanceOnly = s.newKey(shop.shopId, 'test', 'api:balance:read');
+  const shop = await s.newShop();
+  const balanceOnly = await s.newKey(shop.shopId, 'test', 'api:balance:read');
   const full = await openSse(s.url, shop.key);
   const narrow = await openSse(s.url, balanceOnly.key);
   await everyKind(shop);
@@ -56,10 +56,10 @@ test('the mapping of scopes to kinds: payments and refunds for every key, the re
 });
 
 test('a revoked key\'s open stream ends within a second or so', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const c = await openSse(s.url, shop.key);
   const started = Date.now();
-  revokeKey(s.store, shop.keyId, Date.now());
+  await revokeKey(s.store, shop.keyId, Date.now());
   await Promise.race([c.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the stream outlived its key by 3 s')), 3000))]);
   assert.ok(Date.now() - started < 2500, `ended after ${Date.now() - started} ms`);
   const again = await s.request('GET', '/v1/public/events', { key: shop.key });

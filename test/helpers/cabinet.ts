@@ -12,8 +12,8 @@ export interface CabinetSession {
 export const TEST_PASSWORD = 'correct horse battery';
 
 /** A cabinet user of a merchant, made through the same function as `kopek admin create`. */
-export function makeUser(s: TestServer, merchantId: string, email: string, password = TEST_PASSWORD): { id: string; email: string } {
-  const u = createUser(s.store, { merchantId, email, password }, Date.now());
+export async function makeUser(s: TestServer, merchantId: string, email: string, password = TEST_PASSWORD): Promise<{ id: string; email: string }> {
+  const u = await createUser(s.store, { merchantId, email, password }, Date.now());
   return { id: u.id, email: u.email };
 }
 

@@ -60,9 +60,9 @@ export async function paidLivePayment(s: TestServer, shop: { key: string; mercha
   const id = p.body.payment.id as string;
   const app = s.running.app;
   // The session opens (the shop's acquirer gets its Init) and the bank's success enters where every bank's does.
-  await app.store.write((tx) => {
-    openSessionTx(app, tx, getPayment(app, id)!);
-    assert.equal(paymentAnswered(app, tx, id, { outcome: 'succeeded', rrn: '000000000001', bankName: 'live test' }), 'applied');
+  await app.store.write(async (tx) => {
+    await openSessionTx(app, tx, (await getPayment(tx, id))!);
+    assert.equal(await paymentAnswered(app, tx, id, { outcome: 'succeeded', rrn: '000000000001', bankName: 'live test' }), 'applied');
   });
   return id;
 }

@@ -34,8 +34,11 @@ export async function statusesOf(s: TestServer, ids: string[], key?: string): Pr
 }
 
 /** A shop's pending jobs, by due time. */
-export function pendingJobsOf(s: TestServer, shopId: string): Array<{ kind: string; subject_id: string; due_at: number }> {
-  return s.store.db.prepare(`SELECT kind, subject_id, due_at FROM jobs WHERE shop_id = ? AND state = 'pending' ORDER BY due_at, id`).all(shopId) as never;
+export async function pendingJobsOf(s: TestServer, shopId: string): Promise<Array<{ kind: string; subject_id: string; due_at: number }>> {
+  return s.store.all<{ kind: string; subject_id: string; due_at: number }>(
+    `SELECT kind, subject_id, due_at FROM jobs WHERE shop_id = ? AND state = 'pending' ORDER BY due_at, id`,
+    shopId,
+  );
 }
 
 /** A succeeded test payment of `amount` (created, session opened with sbp, confirmed). */
@@ -49,9 +52,13 @@ export async function succeededPayment(s: TestServer, amount: number, key?: stri
 }
 
 /** Events appended for a payment, oldest first, as stored (kind, payload, webhook event and data). */
-export function eventsOf(s: TestServer, paymentId: string): Array<{ kind: string; payload: any; webhook_event: string | null; webhook_data: any; webhook_url: string | null }> {
-  const rows = s.store.db
-    .prepare('SELECT kind, payload, webhook_event, webhook_data, webhook_url FROM events WHERE payment_id = ? ORDER BY seq')
-    .all(paymentId) as Array<{ kind: string; payload: string; webhook_event: string | null; webhook_data: string | null; webhook_url: string | null }>;
+export async function eventsOf(
+  s: TestServer,
+  paymentId: string,
+): Promise<Array<{ kind: string; payload: any; webhook_event: string | null; webhook_data: any; webhook_url: string | null }>> {
+  const rows = await s.store.all<{ kind: string; payload: string; webhook_event: string | null; webhook_data: string | null; webhook_url: string | null }>(
+    'SELECT kind, payload, webhook_event, webhook_data, webhook_url FROM events WHERE payment_id = ? ORDER BY seq',
+    paymentId,
+  );
   return rows.map((r) => ({ ...r, payload: JSON.parse(r.payload), webhook_data: r.webhook_data ? JSON.parse(r.webhook_data) : null }));
 }

@@ -71,17 +71,16 @@ export function advanceDays(s: TestServer, days: number, key?: string): Promise<
 }
 
 /** Webhook events appended for an object (token or subscription), oldest first, from the event log. */
-export function webhooksOf(s: TestServer, objectId: string): string[] {
-  const rows = s.store.db
-    .prepare(`SELECT webhook_event FROM events WHERE webhook_event IS NOT NULL AND json_extract(payload, '$.id') = ? ORDER BY seq`)
-    .all(objectId) as Array<{ webhook_event: string }>;
+export async function webhooksOf(s: TestServer, objectId: string): Promise<string[]> {
+  const rows = await s.store.all<{ webhook_event: string }>(
+    `SELECT webhook_event FROM events WHERE webhook_event IS NOT NULL AND json_extract(payload, '$.id') = ? ORDER BY seq`,
+    objectId,
+  );
   return rows.map((r) => r.webhook_event);
 }
 
 /** SSE events (kind and payload) of an object, oldest first, from the event log. */
-export function streamOf(s: TestServer, objectId: string): Array<{ kind: string; payload: any }> {
-  const rows = s.store.db
-    .prepare(`SELECT kind, payload FROM events WHERE json_extract(payload, '$.id') = ? ORDER BY seq`)
-    .all(objectId) as Array<{ kind: string; payload: string }>;
+export async function streamOf(s: TestServer, objectId: string): Promise<Array<{ kind: string; payload: any }>> {
+  const rows = await s.store.all<{ kind: string; payload: string }>(`SELECT kind, payload FROM events WHERE json_extract(payload, '$.id') = ? ORDER BY seq`, objectId);
   return rows.map((r) => ({ kind: r.kind, payload: JSON.parse(r.payload) }));
 }

@@ -6,9 +6,9 @@ import { request as httpRequest } from 'node:http';
 import { defaultConfig, type Config } from '../../src/config';
 import { startApp, type Running, type StartOptions } from '../../src/app';
 import { createLogger } from '../../src/log';
-import { Store } from '../../src/db/store';
+import type { Store } from '../../src/db/store';
 import { createDemo, createKey, createMerchant, createShop } from '../../src/cabinet/store';
-import { openDatabase } from '../../src/db/open';
+import { openStorage } from '../../src/db/maintenance';
 import type { Mode } from '../../src/scheduler/clock';
 import { checkResponse } from './openapi-check';
 import { putShopAcquirer } from '../../src/bank-port/store';
@@ -66,10 +66,13 @@ export interface TestServer {
    * A new merchant and shop with a key; scopes default to all. A shop with a live key gets a T-Bank acquirer
    * at the process's shared fake bank (as an operator sets one before live keys work), unless `acquirer: false`.
    */
-  newShop(opts?: { mode?: Mode; shopScopes?: string; keyScopes?: string; acquirer?: boolean }): TestShop;
+  newShop(opts?: { mode?: Mode; shopScopes?: string; keyScopes?: string; acquirer?: boolean }): Promise<TestShop>;
   /** Another key of an existing shop (a live one gives the shop the helper's acquirer if it has none). */
-  newKey(shopId: string, mode: Mode, scopes?: string): { key: string; keyId: string };
-  /** Direct access to the database (read-only use in assertions, or cabinet changes). */
+  newKey(shopId: string, mode: Mode, scopes?: string): Promise<{ key: string; keyId: string }>;
+  /**
+   * The running server's store (reads in assertions with `get`/`all`, cabinet changes; writes through
+   * `write`/`tx` only: the connection belongs to the engine).
+   */
   store: Store;
   /** Stop the server and start it again on the same database (and port 0). */
   restart(config?: Partial<Config>): Promise<void>;
@@ -80,9 +83,9 @@ export interface TestServer {
 export async function startTestServer(config: Partial<Config> = {}, opts: Pick<StartOptions, 'realNow' | 'banks'> & { dir?: string } = {}): Promise<TestServer> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'kopek-test-'));
   const dbPath = join(dir, 'kopek.db');
-  const setup = new Store(openDatabase(dbPath));
-  const d = createDemo(setup, Date.now());
-  setup.db.close();
+  const setup = openStorage(dbPath);
+  const d = await createDemo(setup, Date.now());
+  await setup.close();
   const logs: string[] = [];
   const log = createLogger('debug', (line) => {
     logs.push(line);
@@ -105,24 +108,24 @@ export async function startTestServer(config: Partial<Config> = {}, opts: Pick<S
       return running.app.store;
     },
     request: (method, path, o = {}) => doRequest(running.url, method, path, o, d.secret),
-    newShop(o = {}) {
+    async newShop(o = {}) {
       const store = running.app.store;
-      const m = createMerchant(store, 'Test merchant', Date.now());
-      const s = createShop(store, m.id, 'Test shop', o.shopScopes, Date.now());
-      const k = createKey(store, s.id, o.mode ?? 'test', o.keyScopes, Date.now());
+      const m = await createMerchant(store, 'Test merchant', Date.now());
+      const s = await createShop(store, m.id, 'Test shop', o.shopScopes, Date.now());
+      const k = await createKey(store, s.id, o.mode ?? 'test', o.keyScopes, Date.now());
       if (o.mode === 'live' && o.acquirer !== false) {
         const row = tbankAcquirer(new MasterKey(dbPath), s.id, { ...HELPER_TERMINAL, apiUrl: helperBank.apiUrl }, Date.now());
-        store.tx((tx) => putShopAcquirer(tx, row));
+        await store.tx(async (tx) => putShopAcquirer(tx, row));
       }
       return { merchantId: m.id, shopId: s.id, key: k.secret, keyId: k.key.id };
     },
-    newKey(shopId, mode, scopes) {
+    async newKey(shopId, mode, scopes) {
       const store = running.app.store;
-      if (mode === 'live' && !store.stmt('SELECT 1 FROM shop_acquirers WHERE shop_id = ?').get(shopId)) {
+      if (mode === 'live' && !(await store.get('SELECT 1 FROM shop_acquirers WHERE shop_id = ?', shopId))) {
         const row = tbankAcquirer(new MasterKey(dbPath), shopId, { ...HELPER_TERMINAL, apiUrl: helperBank.apiUrl }, Date.now());
-        store.tx((tx) => putShopAcquirer(tx, row));
+        await store.tx(async (tx) => putShopAcquirer(tx, row));
       }
-      const k = createKey(store, shopId, mode, scopes, Date.now());
+      const k = await createKey(store, shopId, mode, scopes, Date.now());
       return { key: k.secret, keyId: k.key.id };
     },
     async restart(more = {}) {

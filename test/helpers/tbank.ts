@@ -23,14 +23,16 @@ export function sharedFakeTBank(): Promise<FakeTBank> {
 export async function giveTBankAcquirer(s: TestServer, shopId: string, t: { terminalKey: string; password: string; apiUrl?: string } = HELPER_TERMINAL): Promise<void> {
   const apiUrl = t.apiUrl ?? (await sharedFakeTBank()).apiUrl;
   const row = tbankAcquirer(new MasterKey(s.dbPath), shopId, { terminalKey: t.terminalKey, password: t.password, apiUrl }, Date.now());
-  await s.store.write((tx) => putShopAcquirer(tx, row));
+  await s.store.write(async (tx) => putShopAcquirer(tx, row));
 }
 
 /** A live-enabled shop with a T-Bank acquirer (the merchant activated live mode). */
-export async function liveTBankShop(s: TestServer, t?: { terminalKey: string; password: string; apiUrl?: string }): Promise<ReturnType<TestServer['newShop']>> {
-  const sh = s.newShop({ mode: 'live', acquirer: false });
+export async function liveTBankShop(s: TestServer, t?: { terminalKey: string; password: string; apiUrl?: string }): Promise<TestShop> {
+  const sh = await s.newShop({ mode: 'live', acquirer: false });
   await giveTBankAcquirer(s, sh.shopId, t);
-  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(sh.merchantId);
+  await s.store.write(async (tx) => {
+    await tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', sh.merchantId);
+  });
   return sh;
 }
 
@@ -42,7 +44,7 @@ export async function settled(s: TestServer, limit_ms = 10_000): Promise<void> {
   const started = Date.now();
   for (;;) {
     await s.running.app.scheduler.runDue();
-    const open = (s.store.db.prepare(`SELECT count(*) AS n FROM bank_requests WHERE state IN ('queued', 'sent')`).get() as { n: number }).n;
+    const open = (await s.store.get<{ n: number }>(`SELECT count(*) AS n FROM bank_requests WHERE state IN ('queued', 'sent')`))!.n;
     if (open === 0) return;
     if (Date.now() - started > limit_ms) throw new Error(`${open} bank request(s) still without an answer after ${limit_ms} ms`);
     await new Promise((r) => setTimeout(r, 5));

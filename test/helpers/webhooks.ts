@@ -90,16 +90,18 @@ export async function startReceiver(respond: Responder = () => ({ status: 200 })
 }
 
 /** Append an event with a webhook directly, as a domain would (payment.succeeded of a made-up payment by default). */
-export function appendWebhookEvent(
+export async function appendWebhookEvent(
   s: TestServer,
   shop: Pick<TestShop, 'merchantId' | 'shopId'>,
   o: { mode?: Mode; event?: string; kind?: string; data?: Record<string, unknown>; url?: string | null; paymentId?: string } = {},
-): EventRow {
+): Promise<EventRow> {
   const app = s.running.app;
   const mode = o.mode ?? 'test';
   const paymentId = o.paymentId ?? crypto.randomUUID();
   const data = o.data ?? { id: paymentId, status: 'succeeded', amount: 10000, metadata: { mode } };
-  return app.store.tx((tx) =>
+  // The shop's clock is read before the transaction: the body reads nothing but through its tx.
+  const at = await app.clocks.now(shop.shopId, mode);
+  return app.store.tx(async (tx) =>
     app.events.append(tx, {
       merchantId: shop.merchantId,
       shopId: shop.shopId,
@@ -107,7 +109,7 @@ export function appendWebhookEvent(
       kind: o.kind ?? 'payment.status_changed',
       // Not 'succeeded': the ledger credits real payments on that status, and this payment is made up.
       payload: { id: paymentId, status: 'processing' },
-      at: app.clocks.now(shop.shopId, mode),
+      at,
       webhook: { event: o.event ?? 'payment.succeeded', data, url: o.url ?? null },
       paymentId,
     }),

@@ -64,14 +64,14 @@ test('test clock advances per shop', async () => {
   // The clock reads an hour later, give or take the real time the two requests took.
   const moved = Date.parse(adv.body.now) - Date.parse(before.body.now);
   assert.ok(moved >= 3_600_000 && moved < 3_610_000, `clock moved ${moved} ms`);
-  const other = s.newShop();
+  const other = await s.newShop();
   const o = await s.request('GET', '/v1/test/clock', { key: other.key });
   assert.equal(o.body.offset_seconds, 0);
 });
 
 test('POST /v1/test/reset keeps the shop\'s keys and settings and puts the clock back', async () => {
-  const shop = s.newShop({ shopScopes: 'api:reports:read' });
-  const extra = s.newKey(shop.shopId, 'test');
+  const shop = await s.newShop({ shopScopes: 'api:reports:read' });
+  const extra = await s.newKey(shop.shopId, 'test');
   await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 600 } });
   const p = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10000 } });
   assert.equal(p.status, 201, p.text);
@@ -84,12 +84,12 @@ test('POST /v1/test/reset keeps the shop\'s keys and settings and puts the clock
   // Both keys still work, and the shop still lacks the scopes it never had.
   assert.equal((await s.request('GET', '/v1/test/clock', { key: shop.key })).status, 200);
   assert.equal((await s.request('GET', '/v1/test/clock', { key: extra.key })).status, 200);
-  const scopes = (s.store.db.prepare('SELECT scopes FROM shops WHERE id = ?').get(shop.shopId) as { scopes: string }).scopes;
+  const scopes = (await s.store.get<{ scopes: string }>('SELECT scopes FROM shops WHERE id = ?', shop.shopId))!.scopes;
   assert.equal(scopes, 'api:reports:read');
 });
 
 test('POST /v1/test/reset with a body field is 400 and deletes nothing', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 60 } });
   const p = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10000 } });
   const r = await s.request('POST', '/v1/test/reset', { key: shop.key, body: { mode: 'live' } });

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { rawConnect } from '../helpers/raw-http';
 import { waitForLog } from '../helpers/logs';
+import { refuseWrites } from '../../src/db/maintenance';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ADVANCE = '/v1/test/clock/advance';
@@ -150,10 +151,12 @@ test('an unmatched route is logged too, with its status', async () => {
 });
 
 test('a 500 leaks no internals to the client; the log has the stack under the request id', async () => {
-  const db = s.running.app.store.db;
+  const store = s.running.app.store;
   // A key the server has not looked up yet, so authentication reads the (renamed) table instead of its key cache.
-  const { key } = s.newKey(s.demo.shopId, 'test');
-  db.exec('ALTER TABLE api_keys RENAME TO api_keys_moved');
+  const { key } = await s.newKey(s.demo.shopId, 'test');
+  await store.write(async (tx) => {
+    await tx.run('ALTER TABLE api_keys RENAME TO api_keys_moved');
+  });
   try {
     const r = await s.request('GET', '/v1/test/clock', { key, headers: { 'x-request-id': 'boom-1' } });
     assertError({ ...r, headers: { 'x-request-id': '00000000-0000-4000-8000-000000000000' } }, 500, 'internal_error');
@@ -164,21 +167,23 @@ test('a 500 leaks no internals to the client; the log has the stack under the re
     assert.match(logged.error, /api_keys/);
     assert.match(logged.stack, /\n\s+at /);
   } finally {
-    db.exec('ALTER TABLE api_keys_moved RENAME TO api_keys');
+    await store.write(async (tx) => {
+      await tx.run('ALTER TABLE api_keys_moved RENAME TO api_keys');
+    });
   }
   const after = await s.request('GET', '/v1/test/clock');
   assert.equal(after.status, 200);
 });
 
 test('storage that cannot take a write answers 503 unavailable with Retry-After, not 500', async () => {
-  const db = s.running.app.store.db;
-  db.pragma('query_only = ON');
+  const store = s.running.app.store;
+  refuseWrites(store, true);
   try {
     const r = await s.request('POST', ADVANCE, { body: { seconds: 1 } });
     assertError(r, 503, 'unavailable');
     assert.equal(r.headers['retry-after'], '1');
   } finally {
-    db.pragma('query_only = OFF');
+    refuseWrites(store, false);
   }
   const ok = await s.request('POST', ADVANCE, { body: { seconds: 1 } });
   assert.equal(ok.status, 200);

@@ -45,7 +45,7 @@ test('close(): in-flight requests finish, requests arriving meanwhile get 503, t
     assert.equal(done.status, 200);
     assert.equal(done.body.offset_seconds, 120);
     await closing;
-    assert.equal(s.running.app.store.db.open, false);
+    assert.equal(s.running.app.store.isOpen, false);
     await assert.rejects(doRequest(s.url, 'GET', '/healthz', {}, s.demo.key), /ECONNREFUSED/);
   } finally {
     await s.close();

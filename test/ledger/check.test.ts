@@ -22,10 +22,15 @@ before(async () => {
 after(() => s.close());
 
 let copies = 0;
-/** A consistent copy of the live database, changed by `corrupt`. */
+/** A consistent copy of the live database (made on a connection of the test's own), changed by `corrupt`. */
 function corruptedCopy(corrupt: (db: Database.Database) => void): string {
   const path = join(s.dir, `copy-${++copies}.db`);
-  s.store.db.exec(`VACUUM INTO '${path}'`);
+  const live = new Database(s.dbPath, { readonly: true });
+  try {
+    live.exec(`VACUUM INTO '${path}'`);
+  } finally {
+    live.close();
+  }
   const db = new Database(path);
   corrupt(db);
   db.close();
@@ -97,7 +102,7 @@ test('a smaller credit, consistent in every table, is still found: the payout th
 });
 
 test('a refund that overdrew available is found, as a payout that did is', async () => {
-  const refund = (s.store.db.prepare(`SELECT source_id FROM ledger_entries WHERE movement = 'refund_reserved'`).get() as { source_id: string }).source_id;
+  const refund = (await s.store.get<{ source_id: string }>(`SELECT source_id FROM ledger_entries WHERE movement = 'refund_reserved'`))!.source_id;
   // A credit of 5 000 instead of 100 000: the refund of 10 000 reserved after it leaves available at -5 000.
   const path = corruptedCopy((db) => setCredit(db, 5_000));
   const c = await ledgerCheck(path);

@@ -132,7 +132,7 @@ test('3-D Secure challenge passes with the test code and fails with another', { 
 });
 
 test('an expired link shows the expired page', { skip }, async () => {
-  const other = s.newShop();
+  const other = await s.newShop();
   const { url } = await createPayment(s, { amount: 10000, ttl_minutes: 10 }, other.key);
   await s.request('POST', '/v1/test/clock/advance', { key: other.key, body: { seconds: 601 } });
   const { page, done } = await open();

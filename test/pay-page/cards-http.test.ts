@@ -104,7 +104,7 @@ test('the card number reaches neither the log nor the database file', async () =
   const p = await getPayment(s, id);
   assert.equal(p.metadata.failure_code, 'insufficient_funds');
   assert.equal(p.customer_card_mask, '400000******9995');
-  s.store.flush();
+  await s.store.flush();
   const logs = s.logs.join('\n');
   assert.ok(logs.includes(`/pay/${id}/card`), 'the access log saw the request');
   // The security code is searched as a field or a form value, not as bare digits: ids and times may end in 321.

@@ -170,7 +170,7 @@ test('the buyer can cancel before choosing a method', async () => {
 });
 
 test('expired link shows the expired page', async () => {
-  const other = s.newShop();
+  const other = await s.newShop();
   const { id } = await createPayment(s, { amount: 10000, ttl_minutes: 5 }, other.key);
   await s.request('POST', '/v1/test/clock/advance', { key: other.key, body: { seconds: 301 } });
   const r = await getPage(s, `/pay/${id}`);
@@ -183,7 +183,9 @@ test('a card binding payment is titled as one; a merchant cannot title a plain p
   assert.equal(plain.view.payment.metadata.kind, undefined, 'kind is reserved metadata');
   assert.match((await getPage(s, `/pay/${plain.id}`)).text, /<h1>Оплата заказа<\/h1>/);
   const { id } = await createPayment(s, { amount: 100, method: 'cards' });
-  s.store.tx(({ db }) => db.prepare(`UPDATE payments SET metadata = json_set(metadata, '$.kind', 'token_binding') WHERE id = ?`).run(id));
+  await s.store.write(async (tx) => {
+    await tx.run(`UPDATE payments SET metadata = json_set(metadata, '$.kind', 'token_binding') WHERE id = ?`, id);
+  });
   const r = await payWith(s, id, 'cards');
   assert.match(r.text, /<h1>Привязка карты<\/h1>/);
   assert.match(r.text, /Привязать карту/);

@@ -68,9 +68,9 @@ test('a payment replay carries failure_code and failure_message even before the 
 });
 
 test('a live key paging with include_test=1 never sees a payment created after the first page', async () => {
-  const live = s.newShop({ mode: 'live' });
-  s.store.tx(({ db }) => db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(live.merchantId));
-  const testKey = s.newKey(live.shopId, 'test');
+  const live = await s.newShop({ mode: 'live' });
+  await s.store.write(async (tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', live.merchantId));
+  const testKey = await s.newKey(live.shopId, 'test');
   // Test payments live a day ahead on the shop's test clock, so a new live payment sorts behind them.
   await advance(s, 86_400, testKey.key);
   const before: string[] = [];
@@ -111,7 +111,7 @@ test('a payment created with method recurrent opens its bank session at once and
   assert.equal(g.body.status, 'processing');
   assert.ok(g.body.processing_until, 'processing_until is set once the session opens');
   // Written once, already processing, yet the stream still tells both steps in order.
-  const events = s.store.db.prepare(`SELECT kind, payload FROM events WHERE payment_id = ? ORDER BY seq`).all(c.body.payment.id) as Array<{ kind: string; payload: string }>;
+  const events = await s.store.all<{ kind: string; payload: string }>(`SELECT kind, payload FROM events WHERE payment_id = ? ORDER BY seq`, c.body.payment.id);
   assert.deepEqual(
     events.map((e) => [e.kind, JSON.parse(e.payload).status]),
     [

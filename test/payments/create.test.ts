@@ -73,7 +73,7 @@ test('public_id is unique and increasing', async () => {
 
 test('payment.created is appended in the creating transaction', async () => {
   const c = await createPayment(s, { amount: 555 });
-  const ev = eventsOf(s, c.payment.id);
+  const ev = await eventsOf(s, c.payment.id);
   assert.deepEqual(ev.map((e) => e.kind), ['payment.created']);
   assert.deepEqual(ev[0].payload, { id: c.payment.id, amount: 555, status: 'pending' });
   assert.equal(ev[0].webhook_event, null);
@@ -106,19 +106,21 @@ const BAD: Array<[string, Record<string, unknown>, string]> = [
 ];
 
 /** Rows a refused create must not have written: payments, events and jobs. */
-function writtenRows(): number[] {
-  return ['payments', 'events', 'jobs'].map((t) => (s.store.db.prepare(`SELECT COUNT(*) AS n FROM ${t}`).get() as { n: number }).n);
+async function writtenRows(): Promise<number[]> {
+  const out: number[] = [];
+  for (const t of ['payments', 'events', 'jobs']) out.push((await s.store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`))!.n);
+  return out;
 }
 
 for (const [name, body, param] of BAD) {
   test(`create rejects ${name}: 400 naming ${param}, nothing written`, async () => {
-    const before = writtenRows();
+    const before = await writtenRows();
     const r = await s.request('POST', '/v1/public/payments', { body });
     assert.equal(r.status, 400, r.text);
     assert.equal(r.body.error.code, 'bad_request');
     assert.equal(r.body.error.param, param);
     assert.equal(typeof r.body.error.message, 'string');
-    assert.deepEqual(writtenRows(), before);
+    assert.deepEqual(await writtenRows(), before);
   });
 }
 
@@ -126,8 +128,8 @@ test('return_url may be loopback http for test keys only; live keys need https e
   for (const u of ['http://localhost:3000/r', 'http://127.0.0.1/r', 'http://[::1]:8/r']) {
     await createPayment(s, { amount: 100, return_url: u });
   }
-  const live = s.newShop({ mode: 'live' });
-  s.store.tx(({ db }) => db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(live.merchantId));
+  const live = await s.newShop({ mode: 'live' });
+  await s.store.write(async (tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', live.merchantId));
   const r = await s.request('POST', '/v1/public/payments', { key: live.key, body: { amount: 100, return_url: 'http://localhost/r' } });
   assert.equal(r.status, 400);
   assert.equal(r.body.error.param, 'return_url');
@@ -137,14 +139,14 @@ test('return_url may be loopback http for test keys only; live keys need https e
 });
 
 test('malformed JSON and a non-object body are 400 bad_request, nothing written', async () => {
-  const before = writtenRows();
+  const before = await writtenRows();
   const r = await s.request('POST', '/v1/public/payments', { body: '{"amount": 1', noSchemaCheck: true });
   assert.equal(r.status, 400);
   assert.equal(r.body.error.code, 'bad_request');
   const a = await s.request('POST', '/v1/public/payments', { body: [1] });
   assert.equal(a.status, 400);
   assert.equal(a.body.error.code, 'bad_request');
-  assert.deepEqual(writtenRows(), before);
+  assert.deepEqual(await writtenRows(), before);
 });
 
 test('Idempotency-Key: same body replays 200 with idempotent true and creates nothing; different body is 409', async () => {
@@ -155,7 +157,7 @@ test('Idempotency-Key: same body replays 200 with idempotent true and creates no
   assert.equal(again.status, 200);
   assert.equal(again.body.idempotent, true);
   assert.equal(again.body.payment.id, first.body.payment.id);
-  const count = s.store.db.prepare(`SELECT COUNT(*) AS n FROM payments WHERE order_id = 'o1'`).get() as { n: number };
+  const count = (await s.store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM payments WHERE order_id = 'o1'`))!;
   assert.equal(count.n, 1);
   const conflict = await s.request('POST', '/v1/public/payments', { body: { amount: 4300, order_id: 'o1' }, headers });
   assert.equal(conflict.status, 409);
@@ -178,7 +180,7 @@ test('a replay of a payment that has failed carries failure_code and failure_mes
 test('GET of an unknown, malformed or other shop\'s id is 404; the other shop sees its own', async () => {
   const mine = await succeededPayment(s, 10000);
   await s.request('POST', `/v1/public/payments/${mine.id}/refund`, { body: { amount: 100 } });
-  const other = s.newShop();
+  const other = await s.newShop();
   const paths: Array<[string, string, unknown?]> = [
     ['GET', `/v1/public/payments/${mine.id}`],
     ['POST', `/v1/public/payments/${mine.id}/cancel`],
@@ -203,8 +205,8 @@ test('GET of an unknown, malformed or other shop\'s id is 404; the other shop se
 test('the row a create hands on (built, not read back) equals the row stored, defaults and key order included', async () => {
   const app = s.running.app;
   const input = { merchantId: s.demo.merchantId, shopId: s.demo.shopId, mode: 'test' as const, amount: 12345, currency: 'RUB', method: 'cards' as const, description: 'd', orderId: 'o-1', metadata: { a: 'b' } };
-  const made = app.store.tx((tx) => createPaymentTx(app, tx, input));
-  const stored = app.store.db.prepare('SELECT * FROM payments WHERE id = ?').get(made.id) as Record<string, unknown>;
+  const made = await app.store.tx(async (tx) => createPaymentTx(app, tx, input));
+  const stored = (await app.store.get<Record<string, unknown>>('SELECT * FROM payments WHERE id = ?', made.id))!;
   assert.deepEqual(Object.keys(made), Object.keys(stored));
   assert.deepEqual({ ...made }, stored);
 });

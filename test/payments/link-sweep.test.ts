@@ -13,11 +13,11 @@ after(() => s.close());
 
 
 test('each link expires when its own lifetime ends, in any order of creation, through one sweep job per shop and mode', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   // Created longest first, so each create has to move the sweep earlier.
   const ids: string[] = [];
   for (const ttl of [5, 3, 1, 4, 2]) ids.push((await createPayment(s, { amount: 10000, ttl_minutes: ttl }, shop.key)).payment.id);
-  const jobs = pendingJobsOf(s, shop.shopId);
+  const jobs = await pendingJobsOf(s, shop.shopId);
   assert.equal(jobs.length, 1, 'five creates leave one job, not five');
   assert.equal(jobs[0].kind, 'payment.link_sweep');
   assert.equal(jobs[0].subject_id, `${shop.shopId}/test`);
@@ -42,11 +42,11 @@ test('each link expires when its own lifetime ends, in any order of creation, th
     const p = await getPayment(s, id, shop.key);
     assert.equal(p.metadata.failure_code, 'link_expired');
   }
-  assert.deepEqual(pendingJobsOf(s, shop.shopId), [], 'no sweep waits once no payment is pending');
+  assert.deepEqual(await pendingJobsOf(s, shop.shopId), [], 'no sweep waits once no payment is pending');
 });
 
 test('a payment that left pending is not expired, and a link expires on the advance that reaches its end', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const paid = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id;
   const cancelled = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id;
   const left = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id;
@@ -62,23 +62,19 @@ test('a payment that left pending is not expired, and a link expires on the adva
 });
 
 test('more links than one sweep run takes all expire in one clock advance, each with its webhook event', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const ids: string[] = [];
   for (let i = 0; i < 230; i++) ids.push((await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id);
   await advance(s, 61, shop.key);
-  const counts = s.store.db
-    .prepare(`SELECT status, count(*) AS n FROM payments WHERE shop_id = ? GROUP BY status`)
-    .all(shop.shopId) as Array<{ status: string; n: number }>;
+  const counts = await s.store.all<{ status: string; n: number }>(`SELECT status, count(*) AS n FROM payments WHERE shop_id = ? GROUP BY status`, shop.shopId);
   assert.deepEqual(counts, [{ status: 'expired', n: 230 }]);
-  const expiredEvents = s.store.db
-    .prepare(`SELECT count(*) AS n FROM events WHERE shop_id = ? AND webhook_event = 'payment.expired'`)
-    .get(shop.shopId) as { n: number };
+  const expiredEvents = (await s.store.get<{ n: number }>(`SELECT count(*) AS n FROM events WHERE shop_id = ? AND webhook_event = 'payment.expired'`, shop.shopId))!;
   assert.equal(expiredEvents.n, 230);
 });
 
 test('a shop\'s sweep never expires another shop\'s payment', async () => {
-  const a = s.newShop();
-  const b = s.newShop();
+  const a = await s.newShop();
+  const b = await s.newShop();
   const pa = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, a.key)).payment.id;
   const pb = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, b.key)).payment.id;
   await advance(s, 61, a.key);
@@ -87,30 +83,31 @@ test('a shop\'s sweep never expires another shop\'s payment', async () => {
 });
 
 test('a payment created after a test reset is still expired: the reset removes the sweep, the next create makes one', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key);
   assert.equal((await s.request('POST', '/v1/test/reset', { key: shop.key })).status, 200);
-  assert.deepEqual(pendingJobsOf(s, shop.shopId), []);
+  assert.deepEqual(await pendingJobsOf(s, shop.shopId), []);
   const id = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id;
   await advance(s, 61, shop.key);
   assert.equal((await getPayment(s, id, shop.key)).status, 'expired');
 });
 
 test('a database of schema version 1 gains the expiry index, and its per-payment link jobs still expire their payments', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const id = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id;
   // As version 1 left it: no sweep, a job of its own for the payment, no index.
-  s.store.tx(({ db }) => {
-    db.prepare(`DELETE FROM jobs WHERE shop_id = ?`).run(shop.shopId);
-    const p = db.prepare('SELECT expires_at FROM payments WHERE id = ?').get(id) as { expires_at: number };
-    db.prepare(
+  await s.store.write(async (tx) => {
+    await tx.run(`DELETE FROM jobs WHERE shop_id = ?`, shop.shopId);
+    const p = (await tx.get<{ expires_at: number }>('SELECT expires_at FROM payments WHERE id = ?', id))!;
+    await tx.run(
       `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at) VALUES ('payment.link_expiry', ?, ?, 'test', ?, ?, '{}', ?)`,
-    ).run(id, shop.shopId, p.expires_at, p.expires_at, Date.now());
-    db.exec('DROP INDEX payments_pending_expiry');
+      id, shop.shopId, p.expires_at, p.expires_at, Date.now(),
+    );
+    await tx.run('DROP INDEX payments_pending_expiry');
     // Tables of later versions did not exist yet either.
-    db.exec('DROP TABLE shop_acquirers');
-    for (const t of ['bank_requests', 'tbank_sessions', 'tbank_rebills', 'bank_mismatches']) db.exec(`DROP TABLE ${t}`);
-    db.pragma('user_version = 1');
+    await tx.run('DROP TABLE shop_acquirers');
+    for (const t of ['bank_requests', 'tbank_sessions', 'tbank_rebills', 'bank_mismatches']) await tx.run(`DROP TABLE ${t}`);
+    await tx.run('PRAGMA user_version = 1');
   });
   await s.restart();
   const db = openDatabase(s.dbPath, { readonly: true });
@@ -126,6 +123,6 @@ test('a database of schema version 1 gains the expiry index, and its per-payment
   }
   await advance(s, 61, shop.key);
   assert.equal((await getPayment(s, id, shop.key)).status, 'expired');
-  const job = s.store.db.prepare(`SELECT state FROM jobs WHERE kind = 'payment.link_expiry' AND subject_id = ?`).get(id) as { state: string };
+  const job = (await s.store.get<{ state: string }>(`SELECT state FROM jobs WHERE kind = 'payment.link_expiry' AND subject_id = ?`, id))!;
   assert.equal(job.state, 'done');
 });

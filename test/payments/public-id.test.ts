@@ -28,7 +28,7 @@ test('creates sent together get distinct public ids, each named in its purpose',
 });
 
 test('a public id is never handed out again after a test reset and a restart deleted and forgot the newest', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   await publicNumber(shop.key);
   const last = await publicNumber(shop.key);
   const reset = await s.request('POST', '/v1/test/reset', { key: shop.key });

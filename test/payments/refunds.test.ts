@@ -32,7 +32,7 @@ test('a partial refund is created pending, settles after the sim delay, and send
   assert.ok(g.refunds[0].completed_at);
   assert.equal(g.amount_refunded, 3000);
   assert.equal(g.status, 'succeeded', 'a partially refunded payment stays succeeded');
-  const ev = eventsOf(s, p.id).filter((e) => e.kind.startsWith('refund.'));
+  const ev = (await eventsOf(s, p.id)).filter((e) => e.kind.startsWith('refund.'));
   assert.deepEqual(ev.map((e) => [e.kind, e.webhook_event]), [
     ['refund.created', null],
     ['refund.status_changed', 'payment.refunded'],
@@ -40,7 +40,7 @@ test('a partial refund is created pending, settles after the sim delay, and send
   assert.deepEqual(ev[0].payload, { id: r.body.id, payment_id: p.id, amount: 3000, status: 'pending' });
   assert.deepEqual(ev[1].payload, { id: r.body.id, payment_id: p.id, amount: 3000, status: 'succeeded' });
   assert.equal(ev[1].webhook_data.amount_refunded, 3000);
-  const audit = s.store.db.prepare('SELECT key_id, amount, reason FROM refund_audit WHERE refund_id = ?').get(r.body.id);
+  const audit = await s.store.get('SELECT key_id, amount, reason FROM refund_audit WHERE refund_id = ?', r.body.id);
   assert.deepEqual(audit, { key_id: s.demo.keyId, amount: 3000, reason: 'broken item' });
 });
 
@@ -53,7 +53,7 @@ test('omitted or 0 amount refunds the remainder; reaching the amount makes the p
   const g = await getPayment(s, p.id);
   assert.equal(g.status, 'refunded');
   assert.equal(g.amount_refunded, 5000);
-  const kinds = eventsOf(s, p.id).map((e) => e.webhook_event).filter(Boolean);
+  const kinds = (await eventsOf(s, p.id)).map((e) => e.webhook_event).filter(Boolean);
   assert.deepEqual(kinds, ['payment.succeeded', 'payment.refunded', 'payment.refunded']);
   const again = await refund(p.id);
   assert.equal(again.status, 409);
@@ -104,7 +104,7 @@ test('refund validation: bad amount and unknown fields are 400 naming them', asy
     assert.equal(r.body.error.param, param);
   }
   assert.deepEqual((await getPayment(s, p.id)).refunds, [], 'no refund written');
-  assert.deepEqual(eventsOf(s, p.id).filter((e) => e.kind.startsWith('refund.')), []);
+  assert.deepEqual((await eventsOf(s, p.id)).filter((e) => e.kind.startsWith('refund.')), []);
 });
 
 test('a test refund whose amount ends in 01 fails do_not_honor and frees its amount', async () => {
@@ -115,7 +115,7 @@ test('a test refund whose amount ends in 01 fails do_not_honor and frees its amo
   assert.equal(g.refunds[0].status, 'failed');
   assert.equal(g.refunds[0].failure_code, 'do_not_honor');
   assert.equal(g.amount_refunded, 0);
-  const ev = eventsOf(s, p.id).at(-1)!;
+  const ev = (await eventsOf(s, p.id)).at(-1)!;
   assert.deepEqual(ev.payload, { id: r.body.id, payment_id: p.id, amount: 501, status: 'failed' });
   assert.equal(ev.webhook_event, null);
   assert.equal((await refund(p.id)).body.amount, 10000);
@@ -148,20 +148,20 @@ test('50 concurrent partial refunds never exceed the amount', async () => {
 });
 
 test('live refunds never reach the simulator: the shop\'s acquirer answers them', async () => {
-  const live = s.newShop({ mode: 'live' });
-  s.store.tx(({ db }) => db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(live.merchantId));
+  const live = await s.newShop({ mode: 'live' });
+  await s.store.write(async (tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', live.merchantId));
   const c = await createPayment(s, { amount: 1000, method: 'sbp' }, live.key);
   // Mark it succeeded and credit the live book by hand, without the acquirer ever taking the payment.
-  s.store.tx((tx) => {
-    tx.db.prepare(`UPDATE payments SET status = 'succeeded' WHERE id = ?`).run(c.payment.id);
-    post(tx, { merchantId: live.merchantId, shopId: live.shopId, mode: 'live' }, 'payment_succeeded', c.payment.id, 1000, Date.now());
+  await s.store.write(async (tx) => {
+    await tx.run(`UPDATE payments SET status = 'succeeded' WHERE id = ?`, c.payment.id);
+    await post(tx, { merchantId: live.merchantId, shopId: live.shopId, mode: 'live' }, 'payment_succeeded', c.payment.id, 1000, Date.now());
   });
   const r = await refund(c.payment.id, { amount: 100 }, undefined, live.key);
   assert.equal(r.status, 201);
   await s.running.app.scheduler.runDue();
-  const jobs = s.store.db.prepare(`SELECT kind FROM jobs WHERE subject_id = ?`).all(r.body.id) as Array<{ kind: string }>;
+  const jobs = await s.store.all<{ kind: string }>(`SELECT kind FROM jobs WHERE subject_id = ?`, r.body.id);
   assert.deepEqual(jobs, [], 'no simulator job for it');
-  const sent = s.store.db.prepare(`SELECT operation FROM bank_requests WHERE subject_id = ?`).all(r.body.id) as Array<{ operation: string }>;
+  const sent = await s.store.all<{ operation: string }>(`SELECT operation FROM bank_requests WHERE subject_id = ?`, r.body.id);
   assert.deepEqual(sent.map((x) => x.operation), ['Cancel'], 'the acquirer was asked');
   // The bank never took this payment, so it refuses the refund.
   assert.equal((await getPayment(s, c.payment.id, live.key)).refunds[0].status, 'failed');

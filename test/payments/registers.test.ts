@@ -20,7 +20,7 @@ async function createMany(n: number, into: string[]): Promise<void> {
 before(async () => {
   // The test bank answers only when the clock passes a minute, so the helpers drive each move.
   s = await startTestServer({ simDelaySeconds: 60 });
-  shop = s.newShop();
+  shop = await s.newShop();
   // Day A and day B are two whole UTC days on the shop's test clock, each batch made around noon.
   const now = Date.parse((await s.request('GET', '/v1/test/clock', { key: shop.key })).body.now);
   const noon = Math.floor(now / 86_400_000) * 86_400_000 + 86_400_000 + 43_200_000;
@@ -126,7 +126,7 @@ test('invalid filters are 400 naming the parameter', async () => {
 });
 
 test('registers need api:reports:read', async () => {
-  const k = s.newKey(shop.shopId, 'test', 'api:balance:read');
+  const k = await s.newKey(shop.shopId, 'test', 'api:balance:read');
   for (const path of ['/v1/public/payments', '/v1/public/refunds']) {
     const r = await s.request('GET', path, { key: k.key });
     assert.equal(r.status, 403);
@@ -135,9 +135,9 @@ test('registers need api:reports:read', async () => {
 });
 
 test('a live key sees live payments, and test ones too only with include_test=1', async () => {
-  const live = s.newShop({ mode: 'live' });
-  s.store.tx(({ db }) => db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(live.merchantId));
-  const test = s.newKey(live.shopId, 'test');
+  const live = await s.newShop({ mode: 'live' });
+  await s.store.write(async (tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', live.merchantId));
+  const test = await s.newKey(live.shopId, 'test');
   const l = await createPayment(s, { amount: 100 }, live.key);
   const t = await createPayment(s, { amount: 100 }, test.key);
   const ids = async (key: string, q = '') => (await s.request('GET', `/v1/public/payments${q}`, { key })).body.items.map((i: any) => i.id);

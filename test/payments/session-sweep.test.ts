@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, getPayment, pendingJobsOf, simulate, statusesOf } from '../helpers/payments';
 import { deadlineSql, LINK_END, SESSION_END } from '../../src/payments/store';
+import { openDatabase } from '../../src/db/open';
 
 // Amounts ending in 04 stay at the test bank without an answer, so only the session's end closes them.
 const SILENT = 10004;
@@ -16,17 +17,17 @@ after(() => s.close());
 
 
 test('bank sessions of different lengths each expire at their own end, through one sweep job per shop and mode', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   // cards: 15 min, sbp: 20 min. The sbp session opens first, so the cards one moves the sweep earlier.
   const sbp = (await createPayment(s, { amount: SILENT, method: 'sbp' }, shop.key)).payment.id;
   const cards = (await createPayment(s, { amount: SILENT, method: 'cards' }, shop.key)).payment.id;
   for (const id of [sbp, cards]) assert.equal((await simulate(s, id, { action: 'open_session' }, shop.key)).status, 200);
-  const sweeps = pendingJobsOf(s, shop.shopId).filter((j) => j.kind === 'payment.session_sweep');
+  const sweeps = (await pendingJobsOf(s, shop.shopId)).filter((j) => j.kind === 'payment.session_sweep');
   assert.equal(sweeps.length, 1, 'two sessions leave one sweep job');
   assert.equal(sweeps[0].subject_id, `${shop.shopId}/test`);
   const until = Date.parse((await getPayment(s, cards, shop.key)).processing_until);
   assert.equal(sweeps[0].due_at, until, 'the sweep is due when the shorter session ends');
-  assert.equal(pendingJobsOf(s, shop.shopId).filter((j) => j.subject_id === sbp || j.subject_id === cards).length, 0, 'no job of a payment of its own');
+  assert.equal((await pendingJobsOf(s, shop.shopId)).filter((j) => j.subject_id === sbp || j.subject_id === cards).length, 0, 'no job of a payment of its own');
 
   await advance(s, 14 * 60 + 50, shop.key);
   assert.deepEqual(await statusesOf(s, [sbp, cards], shop.key), ['processing', 'processing']);
@@ -35,24 +36,24 @@ test('bank sessions of different lengths each expire at their own end, through o
   await advance(s, 5 * 60, shop.key);
   assert.deepEqual(await statusesOf(s, [sbp, cards], shop.key), ['expired', 'expired']);
   for (const id of [sbp, cards]) assert.equal((await getPayment(s, id, shop.key)).metadata.failure_code, 'session_expired');
-  assert.deepEqual(pendingJobsOf(s, shop.shopId).filter((j) => j.kind === 'payment.session_sweep'), [], 'no sweep waits once no session is open');
+  assert.deepEqual((await pendingJobsOf(s, shop.shopId)).filter((j) => j.kind === 'payment.session_sweep'), [], 'no sweep waits once no session is open');
 });
 
 test('a session the bank answered is not expired by the sweep, and the answer cancels no job', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const paid = (await createPayment(s, { amount: SILENT, method: 'sbp' }, shop.key)).payment.id;
   const left = (await createPayment(s, { amount: SILENT, method: 'sbp' }, shop.key)).payment.id;
   for (const id of [paid, left]) assert.equal((await simulate(s, id, { action: 'open_session' }, shop.key)).status, 200);
   assert.equal((await simulate(s, paid, { action: 'succeed' }, shop.key)).status, 200);
-  const cancelled = s.store.db.prepare(`SELECT count(*) AS n FROM jobs WHERE shop_id = ? AND state = 'cancelled'`).get(shop.shopId) as { n: number };
+  const cancelled = (await s.store.get<{ n: number }>(`SELECT count(*) AS n FROM jobs WHERE shop_id = ? AND state = 'cancelled'`, shop.shopId))!;
   assert.equal(cancelled.n, 0);
   await advance(s, 21 * 60, shop.key);
   assert.deepEqual(await statusesOf(s, [paid, left], shop.key), ['succeeded', 'expired']);
 });
 
 test('more sessions than one sweep run takes all expire in one advance, and another shop\'s stay open', async () => {
-  const shop = s.newShop();
-  const other = s.newShop();
+  const shop = await s.newShop();
+  const other = await s.newShop();
   const ids: string[] = [];
   for (let i = 0; i < 230; i++) {
     const id = (await createPayment(s, { amount: SILENT, method: 'cards' }, shop.key)).payment.id;
@@ -62,44 +63,51 @@ test('more sessions than one sweep run takes all expire in one advance, and anot
   const theirs = (await createPayment(s, { amount: SILENT, method: 'cards' }, other.key)).payment.id;
   assert.equal((await simulate(s, theirs, { action: 'open_session' }, other.key)).status, 200);
   await advance(s, 16 * 60, shop.key);
-  const counts = s.store.db.prepare(`SELECT status, count(*) AS n FROM payments WHERE shop_id = ? GROUP BY status`).all(shop.shopId);
+  const counts = await s.store.all(`SELECT status, count(*) AS n FROM payments WHERE shop_id = ? GROUP BY status`, shop.shopId);
   assert.deepEqual(counts, [{ status: 'expired', n: 230 }]);
-  const events = s.store.db.prepare(`SELECT count(*) AS n FROM events WHERE shop_id = ? AND webhook_event = 'payment.expired'`).get(shop.shopId) as { n: number };
+  const events = (await s.store.get<{ n: number }>(`SELECT count(*) AS n FROM events WHERE shop_id = ? AND webhook_event = 'payment.expired'`, shop.shopId))!;
   assert.equal(events.n, 230);
   assert.equal((await getPayment(s, theirs, other.key)).status, 'processing', 'the other shop\'s clock did not move');
 });
 
 test('a per-payment session job an older database holds still expires its payment', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const id = (await createPayment(s, { amount: SILENT, method: 'cards' }, shop.key)).payment.id;
   assert.equal((await simulate(s, id, { action: 'open_session' }, shop.key)).status, 200);
   // As schema version 8 left an open session: a job of the payment's own, no sweep.
-  s.store.tx(({ db }) => {
-    db.prepare(`DELETE FROM jobs WHERE shop_id = ? AND kind = 'payment.session_sweep'`).run(shop.shopId);
-    const p = db.prepare('SELECT processing_until FROM payments WHERE id = ?').get(id) as { processing_until: number };
-    db.prepare(
+  await s.store.write(async (tx) => {
+    await tx.run(`DELETE FROM jobs WHERE shop_id = ? AND kind = 'payment.session_sweep'`, shop.shopId);
+    const p = (await tx.get<{ processing_until: number }>('SELECT processing_until FROM payments WHERE id = ?', id))!;
+    await tx.run(
       `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at) VALUES ('payment.session_expiry', ?, ?, 'test', ?, ?, '{}', ?)`,
-    ).run(id, shop.shopId, p.processing_until, p.processing_until, Date.now());
+      id, shop.shopId, p.processing_until, p.processing_until, Date.now(),
+    );
   });
   await s.restart();
   await advance(s, 16 * 60, shop.key);
   assert.equal((await getPayment(s, id, shop.key)).status, 'expired');
-  const job = s.store.db.prepare(`SELECT state FROM jobs WHERE kind = 'payment.session_expiry' AND subject_id = ?`).get(id) as { state: string };
+  const job = (await s.store.get<{ state: string }>(`SELECT state FROM jobs WHERE kind = 'payment.session_expiry' AND subject_id = ?`, id))!;
   assert.equal(job.state, 'done');
 });
 
 test('both sweeps find what is due, and the next deadline, through their partial index', () => {
-  for (const [d, index] of [
-    [LINK_END, 'payments_pending_expiry'],
-    [SESSION_END, 'payments_session_end'],
-  ] as const) {
-    const sql = deadlineSql(d);
-    for (const [q, args] of [
-      [sql.due, ['x', 'test', 1, 1]],
-      [sql.next, ['x', 'test']],
+  // Query plans are SQLite's: read on a connection of the test's own.
+  const db = openDatabase(s.dbPath, { readonly: true });
+  try {
+    for (const [d, index] of [
+      [LINK_END, 'payments_pending_expiry'],
+      [SESSION_END, 'payments_session_end'],
     ] as const) {
-      const detail = (s.store.db.prepare(`EXPLAIN QUERY PLAN ${q}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail).join('; ');
-      assert.match(detail, new RegExp(`^SEARCH payments USING (COVERING )?INDEX ${index} \\(shop_id=\\? AND mode=\\?`), detail);
+      const sql = deadlineSql(d);
+      for (const [q, args] of [
+        [sql.due, ['x', 'test', 1, 1]],
+        [sql.next, ['x', 'test']],
+      ] as const) {
+        const detail = (db.prepare(`EXPLAIN QUERY PLAN ${q}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail).join('; ');
+        assert.match(detail, new RegExp(`^SEARCH payments USING (COVERING )?INDEX ${index} \\(shop_id=\\? AND mode=\\?`), detail);
+      }
     }
+  } finally {
+    db.close();
   }
 });

@@ -23,7 +23,7 @@ const MAGIC: Array<[number, string, string, string]> = [
 
 for (const [amount, outcome, code, after3s] of MAGIC) {
   test(`magic amount ${amount}: plan ${outcome}; still processing after 1 s, ${after3s} after 3 s`, async () => {
-    const shop = s.newShop();
+    const shop = await s.newShop();
     const c = await createPayment(s, { amount, method: 'sbp' }, shop.key);
     assert.equal(c.simulator.outcome, outcome);
     assert.equal(c.simulator.failure_code, code);
@@ -47,7 +47,7 @@ for (const [amount, outcome, code, after3s] of MAGIC) {
 }
 
 test('requires_action waits for the buyer, then expires with the session', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const c = await createPayment(s, { amount: 20003, method: 'tpay' }, shop.key);
   await simulate(s, c.payment.id, { action: 'open_session' }, shop.key);
   await advance(s, 19 * 60, shop.key);
@@ -59,24 +59,24 @@ test('requires_action waits for the buyer, then expires with the session', async
 });
 
 test('nothing resolves before the session opens, however long the clock runs within the link lifetime', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const c = await createPayment(s, { amount: 10000, method: 'sbp' }, shop.key);
   await advance(s, 59 * 60, shop.key);
   assert.equal((await getPayment(s, c.payment.id, shop.key)).status, 'pending');
 });
 
 test('live keys never touch the simulator: no plan, no simulator block, no automatic resolution', async () => {
-  const live = s.newShop({ mode: 'live' });
-  s.store.tx(({ db }) => db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(live.merchantId));
+  const live = await s.newShop({ mode: 'live' });
+  await s.store.write(async (tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', live.merchantId));
   const c = await createPayment(s, { amount: 10001, method: 'sbp' }, live.key);
   assert.equal(c.mode, 'live');
   assert.equal(c.simulator, undefined);
   assert.deepEqual(c.payment.metadata, { mode: 'live' });
   // No buyer page in this test: open the live bank session the way the page would.
-  await s.running.app.store.write((tx) => openSessionTx(s.running.app, tx, paymentRow(s.running.app, c.payment.id)!));
+  await s.running.app.store.write(async (tx) => openSessionTx(s.running.app, tx, (await paymentRow(tx, c.payment.id))!));
   await s.running.app.scheduler.runDue();
-  const jobs = s.store.db.prepare(`SELECT kind FROM jobs WHERE subject_id = ? AND state = 'pending' ORDER BY kind`).all(c.payment.id) as Array<{ kind: string }>;
-  const sweeps = s.store.db.prepare(`SELECT kind FROM jobs WHERE subject_id = ? AND state = 'pending'`).all(`${live.shopId}/live`) as Array<{ kind: string }>;
+  const jobs = await s.store.all<{ kind: string }>(`SELECT kind FROM jobs WHERE subject_id = ? AND state = 'pending' ORDER BY kind`, c.payment.id);
+  const sweeps = await s.store.all<{ kind: string }>(`SELECT kind FROM jobs WHERE subject_id = ? AND state = 'pending'`, `${live.shopId}/live`);
   // The shop's acquirer (T-Bank, at the tests' fake) answered Init with NEW: a status check is planned; no simulator job.
   assert.deepEqual(jobs.map((j) => j.kind), ['bank.check_payment']);
   // The session's end is the shop's session sweep's to find, not a job of the payment's own.

@@ -29,7 +29,7 @@ test('any → choose method (pending, no webhook) → open session (processing, 
   assert.equal(ok.body.status, 'succeeded');
   assert.match(ok.body.rrn, /^\d{12}$/);
   assert.ok(ok.body.captured_at && ok.body.finalized_at);
-  const ev = eventsOf(s, id);
+  const ev = await eventsOf(s, id);
   assert.deepEqual(
     ev.map((e) => [e.kind, e.webhook_event]),
     [
@@ -63,7 +63,7 @@ test('fail stores failure_code and bank_failure_code and sends payment.failed', 
   assert.equal(f.body.status, 'failed');
   assert.equal(f.body.metadata.failure_code, 'card_expired');
   assert.equal(f.body.metadata.bank_failure_code, '54');
-  assert.equal(eventsOf(s, c.payment.id).at(-1)!.webhook_event, 'payment.failed');
+  assert.equal((await eventsOf(s, c.payment.id)).at(-1)!.webhook_event, 'payment.failed');
 });
 
 test('invalid transitions are 409 invalid_state naming the status; bad actions are 400', async () => {
@@ -82,7 +82,7 @@ test('invalid transitions are 409 invalid_state naming the status; bad actions a
   const untouched = await getPayment(s, id);
   assert.equal(untouched.status, 'pending');
   assert.equal(untouched.method, 'any', 'refused actions change nothing');
-  assert.deepEqual(eventsOf(s, id).map((e) => e.kind), ['payment.created']);
+  assert.deepEqual((await eventsOf(s, id)).map((e) => e.kind), ['payment.created']);
   const fixed = await createPayment(s, { amount: 10000, method: 'cards' });
   const change = await simulate(s, fixed.payment.id, { action: 'choose_method', method: 'sbp' });
   assert.equal(change.status, 409);
@@ -99,7 +99,7 @@ test('cancel: pending → cancelled with webhook; anything else 409 naming the s
   assert.equal(r.status, 200);
   assert.deepEqual(r.body, { status: 'cancelled' });
   assert.equal((await getPayment(s, c.payment.id)).status, 'cancelled');
-  assert.equal(eventsOf(s, c.payment.id).at(-1)!.webhook_event, 'payment.cancelled');
+  assert.equal((await eventsOf(s, c.payment.id)).at(-1)!.webhook_event, 'payment.cancelled');
   const twice = await s.request('POST', `/v1/public/payments/${c.payment.id}/cancel`);
   assert.equal(twice.status, 409);
   assert.match(twice.body.error.message, /cancelled/);
@@ -114,7 +114,7 @@ test('cancel: pending → cancelled with webhook; anything else 409 naming the s
 });
 
 test('link lifetime ends on the test clock: pending → expired link_expired', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const c = await createPayment(s, { amount: 10000, ttl_minutes: 2 }, shop.key);
   await advance(s, 100, shop.key);
   assert.equal((await getPayment(s, c.payment.id, shop.key)).status, 'pending');
@@ -122,11 +122,11 @@ test('link lifetime ends on the test clock: pending → expired link_expired', a
   const p = await getPayment(s, c.payment.id, shop.key);
   assert.equal(p.status, 'expired');
   assert.equal(p.metadata.failure_code, 'link_expired');
-  assert.equal(eventsOf(s, c.payment.id).at(-1)!.webhook_event, 'payment.expired');
+  assert.equal((await eventsOf(s, c.payment.id)).at(-1)!.webhook_event, 'payment.expired');
 });
 
 test('session lifetime ends on the test clock: processing → expired session_expired (pending outcome 04)', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const c = await createPayment(s, { amount: 10004, method: 'cards' }, shop.key);
   await simulate(s, c.payment.id, { action: 'open_session' }, shop.key);
   await advance(s, 14 * 60, shop.key);
@@ -138,7 +138,7 @@ test('session lifetime ends on the test clock: processing → expired session_ex
 });
 
 test('a session opened before the link ends is not expired by the link lifetime', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const c = await createPayment(s, { amount: 10003, method: 'sbp', ttl_minutes: 1 }, shop.key);
   await simulate(s, c.payment.id, { action: 'open_session' }, shop.key);
   await advance(s, 120, shop.key);
@@ -154,14 +154,14 @@ test('expire helper: pending → link_expired, processing → session_expired', 
 });
 
 test('the simulate helper is for test keys only: a live key gets 404', async () => {
-  const live = s.newShop({ mode: 'live' });
-  s.store.tx(({ db }) => db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(live.merchantId));
+  const live = await s.newShop({ mode: 'live' });
+  await s.store.write(async (tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', live.merchantId));
   const c = await createPayment(s, { amount: 10000 }, live.key);
   const r = await simulate(s, c.payment.id, { action: 'expire' }, live.key);
   assert.equal(r.status, 404);
   assert.equal(r.body.error.code, 'not_found');
   assert.equal((await getPayment(s, c.payment.id, live.key)).status, 'pending');
-  assert.deepEqual(eventsOf(s, c.payment.id).map((e) => e.kind), ['payment.created']);
+  assert.deepEqual((await eventsOf(s, c.payment.id)).map((e) => e.kind), ['payment.created']);
 });
 
 test('buyer functions drive the page flow and keep only the card mask', async () => {

@@ -55,7 +55,7 @@ test('a status change, a refund and its completion each show on the next GET', a
 });
 
 test('a cached answer is never served to another shop', async () => {
-  const other = s.newShop();
+  const other = await s.newShop();
   const p = await succeededPayment(s, 10000);
   await held(p.id);
   const r = await s.request('GET', `/v1/public/payments/${p.id}`, { key: other.key });
@@ -85,7 +85,7 @@ test('renaming the shop through the server\'s own connection shows on every cach
   const b = await createPayment(s, { amount: 20000 });
   await held(a.payment.id);
   await held(b.payment.id);
-  s.store.tx(({ db }) => db.prepare('UPDATE shops SET name = ? WHERE id = ?').run('Renamed here', s.demo.shopId));
+  await s.store.write(async (tx) => tx.run('UPDATE shops SET name = ? WHERE id = ?', 'Renamed here', s.demo.shopId));
   assert.equal((await getPayment(s, a.payment.id)).shop_name, 'Renamed here');
   assert.equal((await getPayment(s, b.payment.id)).shop_name, 'Renamed here');
 });
@@ -95,8 +95,8 @@ test('a change rolled back leaves the answer as it was', async () => {
   const id = c.payment.id;
   await held(id);
   await assert.rejects(
-    s.store.write(({ db }) => {
-      db.prepare('UPDATE payments SET description = ? WHERE id = ?').run('never', id);
+    s.store.write(async (tx) => {
+      await tx.run('UPDATE payments SET description = ? WHERE id = ?', 'never', id);
       throw new Error('roll back');
     }),
   );
@@ -104,9 +104,9 @@ test('a change rolled back leaves the answer as it was', async () => {
 });
 
 test('a cached answer keeps the mode rule: a live key reads its shop\'s test payments, a test key never a live one', async () => {
-  const shop = s.newShop();
-  s.store.tx(({ db }) => db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(shop.merchantId));
-  const live = s.newKey(shop.shopId, 'live');
+  const shop = await s.newShop();
+  await s.store.write(async (tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', shop.merchantId));
+  const live = await s.newKey(shop.shopId, 'live');
   const testPayment = (await createPayment(s, { amount: 10000 }, shop.key)).payment.id;
   const livePayment = (await createPayment(s, { amount: 10000 }, live.key)).payment.id;
   // Each read by its own key until held, so every later answer comes from the cache.
@@ -121,15 +121,15 @@ test('a write to any column a payment answer shows drops the held answer; keepin
   const id = (await createPayment(s, { amount: 10000 })).payment.id;
   await held(id);
   // The kept first answer of a keyed create is set at its insert and cleared when its record goes: no view shows it.
-  s.store.db.prepare(`UPDATE payments SET answer = x'01' WHERE id = ?`).run(id);
-  s.store.db.prepare('UPDATE payments SET answer = NULL WHERE id = ?').run(id);
+  await s.store.write(async (tx) => tx.run(`UPDATE payments SET answer = x'01' WHERE id = ?`, id));
+  await s.store.write(async (tx) => tx.run('UPDATE payments SET answer = NULL WHERE id = ?', id));
   assert.ok(s.running.app.viewCache.holds(id), 'the answer column does not touch the held answer');
   // Every other column does, whichever it is (the trigger names them from the table at start).
-  const columns = (s.store.db.prepare(`SELECT name FROM pragma_table_info('payments') WHERE name <> 'answer'`).pluck().all() as string[]);
+  const columns = (await s.store.all<{ name: string }>(`SELECT name FROM pragma_table_info('payments') WHERE name <> 'answer'`)).map((r) => r.name);
   assert.ok(columns.length > 20, columns.join());
   for (const c of columns) {
     await held(id);
-    s.store.db.prepare(`UPDATE payments SET "${c}" = "${c}" WHERE id = ?`).run(id);
+    await s.store.write(async (tx) => tx.run(`UPDATE payments SET "${c}" = "${c}" WHERE id = ?`, id));
     assert.ok(!s.running.app.viewCache.holds(id), `a write to ${c} drops the held answer`);
   }
 });

@@ -21,11 +21,11 @@ async function bothTexts(id: string): Promise<[string, string]> {
   const r = await s.request('GET', `/v1/public/payments/${id}`);
   assert.equal(r.status, 200, r.text);
   const app = s.running.app;
-  return [r.text, JSON.stringify(paymentView(app, getPayment(app, id)!))];
+  return [r.text, JSON.stringify(await paymentView(app.store, (await getPayment(app.store, id))!))];
 }
 
 test('GET builds the same JSON in SQL as paymentView, byte for byte, for payments of every shape', async () => {
-  s.store.tx(({ db }) => db.prepare('UPDATE shops SET name = ? WHERE id = ?').run(`Shop ${AWKWARD}`, s.demo.shopId));
+  await s.store.write(async (tx) => tx.run('UPDATE shops SET name = ? WHERE id = ?', `Shop ${AWKWARD}`, s.demo.shopId));
   const ids: Record<string, string> = {};
   const made = async (name: string, body: Record<string, unknown>) => (ids[name] = (await createPayment(s, { amount: 10_000, ...body })).payment.id);
 
@@ -76,8 +76,9 @@ test('GET builds the same JSON in SQL as paymentView, byte for byte, for payment
   assert.equal(twice.refunds[0].reason, AWKWARD);
 });
 
-test('an instant in SQL is written as iso() writes it, to the millisecond', () => {
-  const stmt = s.store.db.prepare(`SELECT ${sqlIso('?')} AS t`).pluck();
+test('an instant in SQL is written as iso() writes it, to the millisecond', async () => {
+  const sql = `SELECT ${sqlIso('?')} AS t`;
+  const iso = async (ms: number | null) => (await s.store.get<{ t: string | null }>(sql, ms))!.t;
   const at = [0, 1, 999, 1_000, 59_999, 86_399_999, 951_782_400_000, 951_868_799_999, 1_795_490_476_496, 4_102_444_799_999, 253_402_300_799_999];
   // Spread over 1970 to 2200, with the milliseconds on both edges of a second.
   let x = 0x2545f491;
@@ -86,6 +87,6 @@ test('an instant in SQL is written as iso() writes it, to the millisecond', () =
     const ms = Math.floor((x / 2 ** 32) * 7_258_118_400) * 1_000 + [0, 1, 499, 500, 501, 998, 999][i % 7];
     at.push(ms);
   }
-  for (const ms of at) assert.equal(stmt.get(ms), new Date(ms).toISOString(), `at ${ms}`);
-  assert.equal(stmt.get(null), null);
+  for (const ms of at) assert.equal(await iso(ms), new Date(ms).toISOString(), `at ${ms}`);
+  assert.equal(await iso(null), null);
 });

@@ -10,7 +10,7 @@ before(async () => {
 after(() => s.close());
 
 test('GET /v1/public/banks/sbp lists the bundled directory sorted by name in Russian collation, for any key', async () => {
-  const k = s.newKey(s.demo.shopId, 'test', '');
+  const k = await s.newKey(s.demo.shopId, 'test', '');
   const r = await s.request('GET', '/v1/public/banks/sbp', { key: k.key });
   assert.equal(r.status, 200);
   assert.ok(r.body.items.length >= 200);

@@ -13,7 +13,7 @@ after(() => s.close());
 const item = (amount: number, phone = '+79001234567', extra: Record<string, unknown> = {}) => ({ amount, phone, bank_id: KNOWN_BANK, full_name: 'Anna Ivanova', ...extra });
 
 test('a batch with valid, invalid, duplicate, unaffordable and refused items answers each on its own', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   await paidPayment(s, shop.key, 100_000);
   const items = [
     item(30_000, '+79000000001'), // 0 created
@@ -66,9 +66,7 @@ test('a batch with valid, invalid, duplicate, unaffordable and refused items ans
   await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 2 } });
   const created = r.body.results.filter((x: any) => x.status === 'created');
   for (const x of created) {
-    const final = s.store.db
-      .prepare(`SELECT webhook_event FROM events WHERE payout_id = ? AND kind = 'payout.status_changed'`)
-      .all(x.payout_id) as Array<{ webhook_event: string }>;
+    const final = await s.store.all<{ webhook_event: string }>(`SELECT webhook_event FROM events WHERE payout_id = ? AND kind = 'payout.status_changed'`, x.payout_id);
     assert.equal(final.length, 1, 'each created payout sends its own final event');
     assert.equal(final[0].webhook_event, x.index === 9 ? 'payout.failed' : 'payout.succeeded');
   }
@@ -98,7 +96,7 @@ test('whole-batch errors are 400: body, method, items not an array, empty, over 
 });
 
 test('exactly 1000 items are accepted', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   await paidPayment(s, shop.key, 1_000_000);
   const items = Array.from({ length: 1000 }, (_, i) => item(1_000, `+79${String(i).padStart(9, '0')}`));
   const r = await s.request('POST', '/v1/public/payouts/batch', { key: shop.key, body: { method: 'payouts_sbp', items } });
@@ -108,14 +106,14 @@ test('exactly 1000 items are accepted', async () => {
 });
 
 test('a batch needs the scope of its method', async () => {
-  const k = s.newKey(s.demo.shopId, 'test', 'api:payouts:card');
+  const k = await s.newKey(s.demo.shopId, 'test', 'api:payouts:card');
   const r = await s.request('POST', '/v1/public/payouts/batch', { key: k.key, body: { method: 'payouts_sbp', items: [item(100)] } });
   assert.equal(r.status, 403);
   assert.match(r.body.error.message, /api:payouts:sbp/);
 });
 
 test('card and account batches validate their own fields and detect duplicates by recipient and amount', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   await paidPayment(s, shop.key, 100_000);
   const card = await s.request('POST', '/v1/public/payouts/batch', {
     key: shop.key,
@@ -132,7 +130,7 @@ test('card and account batches validate their own fields and detect duplicates b
 });
 
 test('Idempotency-Key makes the whole batch idempotent', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   await paidPayment(s, shop.key, 10_000);
   const body = { method: 'payouts_sbp', items: [item(3_000, '+79000000001'), item(3_000, '+79000000002')] };
   const headers = { 'Idempotency-Key': 'batch-1' };

@@ -11,7 +11,7 @@ before(async () => {
 after(() => s.close());
 
 test('100 concurrent payouts racing for a balance that covers only some: available never negative, sums exact', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   await paidPayment(s, shop.key, 200_000);
   await paidPayment(s, shop.key, 100_000);
   const funded = 300_000;

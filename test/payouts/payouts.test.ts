@@ -24,8 +24,8 @@ async function getPayout(id: string, key = s.demo.key) {
   return r.body;
 }
 
-function eventsOf(payoutId: string): Array<{ kind: string; payload: any; webhook_event: string | null; webhook_data: any }> {
-  return (s.store.db.prepare('SELECT kind, payload, webhook_event, webhook_data FROM events WHERE payout_id = ? ORDER BY seq').all(payoutId) as any[]).map((e) => ({
+async function eventsOf(payoutId: string): Promise<Array<{ kind: string; payload: any; webhook_event: string | null; webhook_data: any }>> {
+  return (await s.store.all<any>('SELECT kind, payload, webhook_event, webhook_data FROM events WHERE payout_id = ? ORDER BY seq', payoutId)).map((e) => ({
     ...e,
     payload: JSON.parse(e.payload),
     webhook_data: e.webhook_data ? JSON.parse(e.webhook_data) : null,
@@ -69,7 +69,7 @@ test('an SBP payout answers 201 with the creation response, reserves, and succee
   assert.equal(after.balance, before.balance - 150_000);
   assert.equal(after.available, before.available - 150_000);
 
-  const ev = eventsOf(p.id);
+  const ev = await eventsOf(p.id);
   assert.deepEqual(ev.map((e) => e.kind), ['payout.created', 'payout.status_changed']);
   assert.deepEqual(ev[0].payload, { id: p.id, amount: 150_000, method: 'payouts_sbp', status: 'pending' });
   assert.equal(ev[0].webhook_event, null);
@@ -91,7 +91,7 @@ test('magic amounts: 01 fails do_not_honor, 02 recipient_not_in_sbp, and the res
     assert.equal(p.fail_reason, code);
     const after = await balanceOf(s, s.demo.key);
     assert.deepEqual([after.balance, after.available], [before.balance, before.available]);
-    const last = eventsOf(p.id).at(-1)!;
+    const last = (await eventsOf(p.id)).at(-1)!;
     assert.equal(last.webhook_event, 'payout.failed');
     assert.deepEqual(last.payload, { id: p.id, status: 'failed', fail_reason: code });
   }
@@ -99,11 +99,11 @@ test('magic amounts: 01 fails do_not_honor, 02 recipient_not_in_sbp, and the res
 
 test('magic 03 is 502 router_error and creates and reserves nothing', async () => {
   const before = await balanceOf(s, s.demo.key);
-  const count = (s.store.db.prepare('SELECT COUNT(*) AS n FROM payouts').get() as { n: number }).n;
+  const count = (await s.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM payouts'))!.n;
   const r = await s.request('POST', '/v1/public/payouts', { body: sbpBody(10_003) });
   assert.equal(r.status, 502);
   assert.equal(r.body.error.code, 'router_error');
-  assert.equal((s.store.db.prepare('SELECT COUNT(*) AS n FROM payouts').get() as { n: number }).n, count);
+  assert.equal((await s.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM payouts'))!.n, count);
   assert.deepEqual(await balanceOf(s, s.demo.key), before);
 });
 
@@ -116,14 +116,14 @@ test('a well-formed bank_id absent from the directory is created and fails bank_
   assert.equal(r.body.failure_reason, 'bank_unknown');
   assert.equal(r.body.bank, undefined);
   assert.deepEqual(await balanceOf(s, s.demo.key), before);
-  assert.equal(eventsOf(r.body.payout.id).at(-1)!.webhook_event, 'payout.failed');
+  assert.equal((await eventsOf(r.body.payout.id)).at(-1)!.webhook_event, 'payout.failed');
   // 03 wins over an unknown bank: the router refuses before anything is created.
   const r3 = await s.request('POST', '/v1/public/payouts', { body: sbpBody(20_003, { bank_id: UNKNOWN_BANK }) });
   assert.equal(r3.status, 502);
 });
 
 test('a payout above available is 422 insufficient_funds; exactly available is accepted', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   await paidPayment(s, shop.key, 30_000);
   const over = await s.request('POST', '/v1/public/payouts', { key: shop.key, body: sbpBody(30_100) });
   assert.equal(over.status, 422);
@@ -137,8 +137,8 @@ test('a payout above available is 422 insufficient_funds; exactly available is a
 });
 
 test("a payout draws on its own shop's available, not on another shop of the same merchant", async () => {
-  const second = createShop(s.store, s.demo.merchantId, 'Second shop', undefined, Date.now());
-  const key = createKey(s.store, second.id, 'test', undefined, Date.now()).secret;
+  const second = await createShop(s.store, s.demo.merchantId, 'Second shop', undefined, Date.now());
+  const key = (await createKey(s.store, second.id, 'test', undefined, Date.now())).secret;
   const merchant = await balanceOf(s, key);
   assert.ok(merchant.available > 100, 'the merchant has money in its first shop');
   const r = await s.request('POST', '/v1/public/payouts', { key, body: sbpBody(100) });
@@ -191,7 +191,7 @@ test('POST /v1/test/payouts/{id}/simulate settles now; a settled payout is 409; 
   assert.match(twice.body.error.message, /failed/);
   await advance(10);
   assert.equal((await getPayout(a.body.payout.id)).status, 'failed');
-  assert.equal(eventsOf(a.body.payout.id).length, 2);
+  assert.equal((await eventsOf(a.body.payout.id)).length, 2);
 
   const b = await s.request('POST', '/v1/public/payouts', { body: sbpBody(70_001) });
   const ok = await s.request('POST', `/v1/test/payouts/${b.body.payout.id}/simulate`, { body: { action: 'succeed' } });
@@ -219,20 +219,20 @@ test('a bad simulate body is 400 naming the field and leaves the payout pending'
     assert.equal(r.body.error.param, param, JSON.stringify(body));
   }
   assert.equal((await getPayout(id)).status, 'pending');
-  assert.deepEqual(eventsOf(id).map((e) => e.kind), ['payout.created']);
+  assert.deepEqual((await eventsOf(id)).map((e) => e.kind), ['payout.created']);
 });
 
 test('payouts of another shop, of the other mode or unknown ids are 404; a live key gets 404 on the test helper', async () => {
   const mine = await s.request('POST', '/v1/public/payouts', { body: sbpBody(100) });
-  const other = s.newShop();
+  const other = await s.newShop();
   const r = await s.request('GET', `/v1/public/payouts/${mine.body.payout.id}`, { key: other.key });
   assert.equal(r.status, 404);
   const sim = await s.request('POST', `/v1/test/payouts/${mine.body.payout.id}/simulate`, { key: other.key, body: { action: 'succeed' } });
   assert.equal(sim.status, 404);
   assert.equal((await s.request('GET', '/v1/public/payouts/8c2d1b8e-0000-4000-8000-000000000000')).status, 404);
   assert.equal((await s.request('GET', '/v1/public/payouts/not-a-uuid')).status, 404);
-  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(s.demo.merchantId);
-  const live = s.newKey(s.demo.shopId, 'live');
+  await s.store.write(async (tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', s.demo.merchantId));
+  const live = await s.newKey(s.demo.shopId, 'live');
   assert.equal((await s.request('GET', `/v1/public/payouts/${mine.body.payout.id}`, { key: live.key })).status, 404);
   assert.equal((await s.request('POST', `/v1/test/payouts/${mine.body.payout.id}/simulate`, { key: live.key, body: { action: 'succeed' } })).status, 404);
 });
@@ -241,19 +241,19 @@ test('reading one payout needs a payout scope or api:reports:read', async () => 
   const p = await s.request('POST', '/v1/public/payouts', { body: sbpBody(100) });
   const path = `/v1/public/payouts/${p.body.payout.id}`;
   for (const scope of ['api:payouts:sbp', 'api:payouts:card', 'api:payouts:account', 'api:reports:read']) {
-    const k = s.newKey(s.demo.shopId, 'test', scope);
+    const k = await s.newKey(s.demo.shopId, 'test', scope);
     assert.equal((await s.request('GET', path, { key: k.key })).status, 200, scope);
   }
-  const none = s.newKey(s.demo.shopId, 'test', 'api:balance:read');
+  const none = await s.newKey(s.demo.shopId, 'test', 'api:balance:read');
   const r = await s.request('GET', path, { key: none.key });
   assert.equal(r.status, 403);
   assert.equal(r.body.error.code, 'scope_required');
 });
 
 test('live payouts answer 403 payouts_not_configured and create nothing: the acquirer sends no payouts', async () => {
-  const m = s.newShop({ mode: 'live' });
-  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(m.merchantId);
-  const before = (s.store.db.prepare('SELECT count(*) AS n FROM payouts').get() as { n: number }).n;
+  const m = await s.newShop({ mode: 'live' });
+  await s.store.write(async (tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', m.merchantId));
+  const before = (await s.store.get<{ n: number }>('SELECT count(*) AS n FROM payouts'))!.n;
   const empty = await s.request('POST', '/v1/public/payouts', { key: m.key, body: sbpBody(100) });
   assert.equal(empty.status, 403, 'refused before the balance is even looked at');
   assert.equal(empty.body.error.code, 'payouts_not_configured');
@@ -261,7 +261,7 @@ test('live payouts answer 403 payouts_not_configured and create nothing: the acq
   const r = await s.request('POST', '/v1/public/payouts', { key: m.key, body: sbpBody(20_001, { bank_id: UNKNOWN_BANK }) });
   assert.equal(r.status, 403, r.text);
   assert.equal(r.body.error.code, 'payouts_not_configured');
-  assert.equal((s.store.db.prepare('SELECT count(*) AS n FROM payouts').get() as { n: number }).n, before);
+  assert.equal((await s.store.get<{ n: number }>('SELECT count(*) AS n FROM payouts'))!.n, before);
   const bal = await balanceOf(s, m.key);
   assert.deepEqual([bal.balance, bal.available], [50_000, 50_000], 'nothing reserved');
 });
@@ -280,7 +280,7 @@ test('the full card number is never written to the database files or the logs', 
     assert.equal(bytes.indexOf(pan), -1, `${file} holds the card number`);
   }
   assert.ok(!s.logs.some((l) => l.includes(pan)), 'a log line holds the card number');
-  assert.equal((s.store.db.prepare('SELECT card_last4 FROM payouts WHERE id = ?').get(r.body.payout.id) as { card_last4: string }).card_last4, '7890');
+  assert.equal((await s.store.get<{ card_last4: string }>('SELECT card_last4 FROM payouts WHERE id = ?', r.body.payout.id))!.card_last4, '7890');
 });
 
 test('kopek ledger check passes after these scenarios', async () => {

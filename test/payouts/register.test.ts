@@ -67,18 +67,18 @@ test('invalid register parameters are 400 naming them; the register needs api:re
     assert.equal(r.status, 400, q);
     assert.equal(r.body.error.param, param);
   }
-  const k = s.newKey(s.demo.shopId, 'test', 'api:payouts:sbp');
+  const k = await s.newKey(s.demo.shopId, 'test', 'api:payouts:sbp');
   const r = await s.request('GET', '/v1/public/payouts', { key: k.key });
   assert.equal(r.status, 403);
   assert.match(r.body.error.message, /api:reports:read/);
 });
 
 test("the register shows only the key's shop and mode", async () => {
-  const other = s.newShop();
+  const other = await s.newShop();
   const r = await s.request('GET', '/v1/public/payouts', { key: other.key });
   assert.deepEqual(r.body, { items: [], next_cursor: null });
-  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(s.demo.merchantId);
-  const live = s.newKey(s.demo.shopId, 'live', 'api:reports:read');
+  await s.store.write(async (tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', s.demo.merchantId));
+  const live = await s.newKey(s.demo.shopId, 'live', 'api:reports:read');
   const liveRegister = await s.request('GET', '/v1/public/payouts', { key: live.key });
   assert.deepEqual(liveRegister.body, { items: [], next_cursor: null }, 'the same shop in live mode has no test payouts');
 });

@@ -51,25 +51,25 @@ const bad: Array<{ name: string; body: unknown; param?: string }> = [
 ];
 
 /** What a refused payout must leave untouched: payout rows, ledger entries, payout events and settle jobs. */
-function payoutTrace(): number[] {
-  const count = (sql: string) => (s.store.db.prepare(sql).get() as { n: number }).n;
+async function payoutTrace(): Promise<number[]> {
+  const count = async (sql: string) => (await s.store.get<{ n: number }>(sql))!.n;
   return [
-    count('SELECT COUNT(*) AS n FROM payouts'),
-    count(`SELECT COUNT(*) AS n FROM ledger_entries WHERE movement LIKE 'payout_%'`),
-    count(`SELECT COUNT(*) AS n FROM events WHERE kind LIKE 'payout.%'`),
-    count(`SELECT COUNT(*) AS n FROM jobs WHERE kind = 'payout.settle'`),
+    await count('SELECT COUNT(*) AS n FROM payouts'),
+    await count(`SELECT COUNT(*) AS n FROM ledger_entries WHERE movement LIKE 'payout_%'`),
+    await count(`SELECT COUNT(*) AS n FROM events WHERE kind LIKE 'payout.%'`),
+    await count(`SELECT COUNT(*) AS n FROM jobs WHERE kind = 'payout.settle'`),
   ];
 }
 
 for (const c of bad) {
   test(`payout with ${c.name} is 400 bad_request${c.param ? ` naming ${c.param}` : ''} and writes nothing`, async () => {
-    const before = payoutTrace();
+    const before = await payoutTrace();
     const r = await s.request('POST', '/v1/public/payouts', { body: c.body });
     assert.equal(r.status, 400, r.text);
     assert.equal(r.body.error.code, 'bad_request');
     if (c.param) assert.equal(r.body.error.param, c.param);
     else assert.equal(r.body.error.param, undefined);
-    assert.deepEqual(payoutTrace(), before);
+    assert.deepEqual(await payoutTrace(), before);
   });
 }
 
@@ -89,7 +89,7 @@ test('accepted shapes: card 16 and 18 digits without full_name, account with INN
 });
 
 test('a bank_id that is not 12 digits is 400 before every other check: method, scope and other fields', async () => {
-  const noScope = s.newKey(s.demo.shopId, 'test', 'api:balance:read');
+  const noScope = await s.newKey(s.demo.shopId, 'test', 'api:balance:read');
   const cases = [
     { body: { bank_id: '123', amount: -1, phone: 'nope', extra: true }, key: s.demo.key },
     { body: { method: 'payouts_card', bank_id: '123', card_pan: 'x' }, key: s.demo.key },
@@ -107,26 +107,26 @@ test('each method needs its own scope: 403 scope_required naming it', async () =
   const all = Object.keys(bodies);
   for (const [scope, body] of Object.entries(bodies)) {
     const others = all.filter((x) => x !== scope).join(',');
-    const k = s.newKey(s.demo.shopId, 'test', others);
+    const k = await s.newKey(s.demo.shopId, 'test', others);
     const r = await s.request('POST', '/v1/public/payouts', { key: k.key, body });
     assert.equal(r.status, 403, r.text);
     assert.equal(r.body.error.code, 'scope_required');
     assert.match(r.body.error.message, new RegExp(scope));
-    const only = s.newKey(s.demo.shopId, 'test', scope);
+    const only = await s.newKey(s.demo.shopId, 'test', scope);
     const ok = await s.request('POST', '/v1/public/payouts', { key: only.key, body });
     assert.equal(ok.status, 201, ok.text);
   }
 });
 
 test('a scope the key has but its shop lacks is still 403', async () => {
-  const shop = s.newShop({ shopScopes: 'api:payouts:card,api:balance:read', keyScopes: 'api:payouts:sbp,api:payouts:card' });
+  const shop = await s.newShop({ shopScopes: 'api:payouts:card,api:balance:read', keyScopes: 'api:payouts:sbp,api:payouts:card' });
   const r = await s.request('POST', '/v1/public/payouts', { key: shop.key, body: sbpBody(100) });
   assert.equal(r.status, 403);
   assert.equal(r.body.error.code, 'scope_required');
 });
 
 test('the scope is checked before the fields of the method', async () => {
-  const k = s.newKey(s.demo.shopId, 'test', 'api:payouts:sbp');
+  const k = await s.newKey(s.demo.shopId, 'test', 'api:payouts:sbp');
   const r = await s.request('POST', '/v1/public/payouts', { key: k.key, body: { method: 'payouts_card', card_pan: 'short' } });
   assert.equal(r.status, 403);
 });

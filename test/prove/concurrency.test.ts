@@ -19,8 +19,8 @@ after(async () => {
   await s.close();
 });
 
-function count(sql: string, ...args: unknown[]): number {
-  return (s.store.db.prepare(sql).get(...args) as { n: number }).n;
+async function count(sql: string, ...args: unknown[]): Promise<number> {
+  return (await s.store.get<{ n: number }>(sql, ...args))!.n;
 }
 
 function refund(key: string, id: string, body: unknown, headers?: Record<string, string>): Promise<TestResponse> {
@@ -28,7 +28,7 @@ function refund(key: string, id: string, body: unknown, headers?: Record<string,
 }
 
 test('refunds and payouts racing for one balance: exactly what was there is reserved, never more, and the ledger proves it', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const p1 = await paidPayment(s, shop.key, 100_000);
   const p2 = await paidPayment(s, shop.key, 100_000);
   // 600 000 asked of 200 000 in 10 000 pieces, interleaved: refunds reserve from `available` as payouts do.
@@ -48,9 +48,9 @@ test('refunds and payouts racing for one balance: exactly what was there is rese
   assert.equal(won.length, 20, `${won.length} of 60 asks won`);
   const bal = await balanceOf(s, shop.key);
   assert.deepEqual([bal.balance, bal.available], [200_000, 0]);
-  assert.equal(count(`SELECT count(*) AS n FROM refunds WHERE payment_id IN (?, ?)`, p1, p2) + count(`SELECT count(*) AS n FROM payouts WHERE shop_id = ?`, shop.shopId), 20);
+  assert.equal(await count(`SELECT count(*) AS n FROM refunds WHERE payment_id IN (?, ?)`, p1, p2) + await count(`SELECT count(*) AS n FROM payouts WHERE shop_id = ?`, shop.shopId), 20);
   for (const p of [p1, p2]) {
-    assert.ok(count(`SELECT COALESCE(sum(amount), 0) AS n FROM refunds WHERE payment_id = ?`, p) <= 100_000);
+    assert.ok(await count(`SELECT COALESCE(sum(amount), 0) AS n FROM refunds WHERE payment_id = ?`, p) <= 100_000);
   }
 
   await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 60 } });
@@ -61,7 +61,7 @@ test('refunds and payouts racing for one balance: exactly what was there is rese
 });
 
 test('full refunds (no amount) racing on one payment: exactly one wins, one payment.refunded', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const p = await paidPayment(s, shop.key, 50_000);
   const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => refund(shop.key, p, i % 2 ? {} : { amount: 0 })));
   const won = replies.filter((r) => r.status === 201);
@@ -71,18 +71,18 @@ test('full refunds (no amount) racing on one payment: exactly one wins, one paym
   await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 60 } });
   const g = await s.request('GET', `/v1/public/payments/${p}`, { key: shop.key });
   assert.deepEqual([g.body.status, g.body.amount_refunded, g.body.refunds.length], ['refunded', 50_000, 1]);
-  assert.equal(count(`SELECT count(*) AS n FROM events WHERE payment_id = ? AND webhook_event = 'payment.refunded'`, p), 1);
+  assert.equal(await count(`SELECT count(*) AS n FROM events WHERE payment_id = ? AND webhook_event = 'payment.refunded'`, p), 1);
 });
 
 test('one Idempotency-Key sent concurrently to refund, payout and batch creates makes exactly one object each', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const p = await paidPayment(s, shop.key, 90_000);
   const same = (n: number, f: () => Promise<TestResponse>) => Promise.all(Array.from({ length: n }, f));
 
   const refunds = await same(6, () => refund(shop.key, p, { amount: 1_000 }, { 'Idempotency-Key': 'race-refund' }));
   assert.deepEqual(refunds.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 201]);
   assert.equal(new Set(refunds.map((r) => r.body.id)).size, 1);
-  assert.equal(count(`SELECT count(*) AS n FROM refunds WHERE payment_id = ?`, p), 1);
+  assert.equal(await count(`SELECT count(*) AS n FROM refunds WHERE payment_id = ?`, p), 1);
 
   const payouts = await same(6, () => s.request('POST', '/v1/public/payouts', { key: shop.key, body: sbpBody(2_000), headers: { 'Idempotency-Key': 'race-payout' } }));
   assert.deepEqual(payouts.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 201]);
@@ -93,13 +93,13 @@ test('one Idempotency-Key sent concurrently to refund, payout and batch creates 
     s.request('POST', '/v1/public/payouts/batch', { key: shop.key, body: { method: 'payouts_sbp', items }, headers: { 'Idempotency-Key': 'race-batch' } }),
   );
   assert.deepEqual(batches.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 201]);
-  assert.equal(count(`SELECT count(*) AS n FROM payouts WHERE shop_id = ?`, shop.shopId), 3);
+  assert.equal(await count(`SELECT count(*) AS n FROM payouts WHERE shop_id = ?`, shop.shopId), 3);
   const bal = await balanceOf(s, shop.key);
   assert.equal(bal.available, 90_000 - 1_000 - 2_000 - 3_000 - 4_000);
 });
 
 test('one Idempotency-Key with different bodies at once: one object, every other answer is 409 or a replay of it', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const replies = await Promise.all(
     [10_000, 20_000, 30_000, 10_000, 20_000, 30_000].map((amount) =>
       s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount }, headers: { 'Idempotency-Key': 'race-mixed' } }),
@@ -113,12 +113,12 @@ test('one Idempotency-Key with different bodies at once: one object, every other
     else assert.deepEqual([r.status, r.body.error.code], [409, 'idempotent_conflict']);
   }
   assert.equal(replies.filter((r) => r.status === 200).length, 1, 'exactly the one request with the same amount replays');
-  assert.equal(count(`SELECT count(*) AS n FROM payments WHERE shop_id = ?`, shop.shopId), 1);
+  assert.equal(await count(`SELECT count(*) AS n FROM payments WHERE shop_id = ?`, shop.shopId), 1);
 });
 
 test('cancel racing link expiry: each payment ends in exactly one final state with exactly one webhook', async () => {
-  const shop = s.newShop();
-  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/race' }, Date.now());
+  const shop = await s.newShop();
+  await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/race' }, Date.now());
   const ids: string[] = [];
   for (let i = 0; i < 12; i++) {
     const c = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10_000, method: 'sbp', ttl_minutes: 1 } });
@@ -142,9 +142,9 @@ test('cancel racing link expiry: each payment ends in exactly one final state wi
       assert.match(a.body.error.message, /expired/);
     }
     finals.push(g.body.status);
-    const hooks = s.store.db.prepare(`SELECT webhook_event FROM events WHERE payment_id = ? AND webhook_event IS NOT NULL`).all(ids[i]) as Array<{ webhook_event: string }>;
+    const hooks = await s.store.all<{ webhook_event: string }>(`SELECT webhook_event FROM events WHERE payment_id = ? AND webhook_event IS NOT NULL`, ids[i]);
     assert.deepEqual(hooks.map((h) => h.webhook_event), [g.body.status === 'cancelled' ? 'payment.cancelled' : 'payment.expired']);
-    assert.equal(count(`SELECT count(*) AS n FROM webhook_deliveries WHERE payment_id = ?`, ids[i]), 1);
+    assert.equal(await count(`SELECT count(*) AS n FROM webhook_deliveries WHERE payment_id = ?`, ids[i]), 1);
   }
   await rcv.waitFor(ids.length);
   const delivered = rcv.received.filter((r) => r.path === '/race').map((r) => JSON.parse(r.body).data.id as string);
@@ -153,7 +153,7 @@ test('cancel racing link expiry: each payment ends in exactly one final state wi
 });
 
 test('bank answer racing session expiry and the expire helper: one final state, one webhook', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const ids: string[] = [];
   for (let i = 0; i < 6; i++) {
     const c = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10_004, method: 'sbp' } });
@@ -168,7 +168,7 @@ test('bank answer racing session expiry and the expire helper: one final state, 
   for (const id of ids) {
     const g = await s.request('GET', `/v1/public/payments/${id}`, { key: shop.key });
     assert.ok(['succeeded', 'failed', 'expired'].includes(g.body.status), g.body.status);
-    const hooks = s.store.db.prepare(`SELECT webhook_event FROM events WHERE payment_id = ? AND webhook_event IS NOT NULL`).all(id) as Array<{ webhook_event: string }>;
+    const hooks = await s.store.all<{ webhook_event: string }>(`SELECT webhook_event FROM events WHERE payment_id = ? AND webhook_event IS NOT NULL`, id);
     assert.deepEqual(hooks.map((h) => h.webhook_event), [`payment.${g.body.status}`]);
   }
 });

@@ -73,9 +73,9 @@ test('backup refuses to overwrite an existing file unless --force, and reports i
 });
 
 test('GET /metrics: request counts by route and status, a latency histogram, jobs by kind, webhook attempts, SSE clients', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await startReceiver();
-  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/hook' }, Date.now());
+  await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/hook' }, Date.now());
   try {
     const p = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10000, method: 'sbp' } });
     assert.equal(p.status, 201);

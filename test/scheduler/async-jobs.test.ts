@@ -12,13 +12,13 @@ before(async () => {
 });
 after(() => s.close());
 
-function schedule(kind: string, in_ms: number, n: number, mode: Mode = 'live', shopId = s.demo.shopId): number {
+function schedule(kind: string, in_ms: number, n: number, mode: Mode = 'live', shopId = s.demo.shopId): Promise<number> {
   const { scheduler, clocks, store } = s.running.app;
-  return store.tx((tx) => scheduler.schedule(tx, { kind, subjectId: `s${n}`, shopId, mode, dueAt: clocks.now(shopId, mode) + in_ms, payload: { n } }));
+  return store.tx(async (tx) => scheduler.schedule(tx, { kind, subjectId: `s${n}`, shopId, mode, dueAt: clocks.now(shopId, mode) + in_ms, payload: { n } }));
 }
 
-function row(id: number): { state: string; attempt: number; last_error: string | null } {
-  return s.store.db.prepare('SELECT state, attempt, last_error FROM jobs WHERE id = ?').get(id) as never;
+async function row(id: number): Promise<{ state: string; attempt: number; last_error: string | null }> {
+  return (await s.store.get('SELECT state, attempt, last_error FROM jobs WHERE id = ?', id)) as never;
 }
 
 const tick = (ms = 1): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -27,24 +27,26 @@ test('an advance waits for async jobs: run outside a transaction, complete recor
   const completed: number[] = [];
   s.running.app.scheduler.registerAsync('async.echo', {
     run: async (job) => {
-      assert.equal(s.store.db.inTransaction, false, 'run is called outside any transaction');
+      // A read through the store inside a transaction body would wait for that body's end: the engine fails it.
+      assert.ok(await s.store.get('SELECT 1 AS one'), 'run is called outside any transaction');
       await tick(5);
       return { echoed: job.payload.n as number };
     },
-    complete: (tx, _job, result: { echoed: number }) => {
-      assert.equal(tx.db.inTransaction, true);
+    complete: async (tx, job, result: { echoed: number }) => {
+      // In the job's own transaction, before it marks the job done.
+      assert.equal((await tx.get<{ state: string }>('SELECT state FROM jobs WHERE id = ?', job.id))?.state, 'pending');
       completed.push(result.echoed);
     },
   });
-  const shop = s.newShop();
-  const a = schedule('async.echo', 60_000, 1, 'test', shop.shopId);
-  const b = schedule('async.echo', 120_000, 2, 'test', shop.shopId);
+  const shop = await s.newShop();
+  const a = await schedule('async.echo', 60_000, 1, 'test', shop.shopId);
+  const b = await schedule('async.echo', 120_000, 2, 'test', shop.shopId);
   const r = await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 180 } });
   assert.equal(r.status, 200);
   assert.equal(r.body.jobs_run, 2);
   assert.deepEqual(completed.sort(), [1, 2]);
-  assert.equal(row(a).state, 'done');
-  assert.equal(row(b).state, 'done');
+  assert.equal((await row(a)).state, 'done');
+  assert.equal((await row(b)).state, 'done');
 });
 
 test('at most 16 async jobs run at once; the rest wait for a slot and all finish', async () => {
@@ -59,11 +61,18 @@ test('at most 16 async jobs run at once; the rest wait for a slot and all finish
       active--;
       return null;
     },
-    complete: () => {
+    complete: async () => {
       done++;
     },
   });
-  for (let i = 0; i < 40; i++) schedule('async.slow', 0, i);
+  // One transaction: all 40 are due together before the scheduler's timer can fire for the first of them.
+  const { scheduler, clocks, store } = s.running.app;
+  const shopId = s.demo.shopId;
+  await store.tx(async (tx) => {
+    for (let i = 0; i < 40; i++) {
+      await scheduler.schedule(tx, { kind: 'async.slow', subjectId: `s${i}`, shopId, mode: 'live', dueAt: clocks.now(shopId, 'live'), payload: { n: i } });
+    }
+  });
   await s.running.app.scheduler.runDue();
   assert.equal(done, 40);
   assert.equal(most, 16);
@@ -78,26 +87,26 @@ test('a rejected or overdue run is retried with backoff; a throwing complete rol
       if (job.attempt === 1) return new Promise(() => {}); // never answers: the deadline ends it
       return 'ok';
     },
-    complete: (tx, job) => {
-      tx.db.prepare(`UPDATE jobs SET payload = '{"written":true}' WHERE id = ?`).run(job.id);
+    complete: async (tx, job) => {
+      await tx.run(`UPDATE jobs SET payload = '{"written":true}' WHERE id = ?`, job.id);
       if (job.attempt === 2) throw new Error('could not record');
     },
     deadline_ms: 30,
   });
-  const id = schedule('async.flaky', 0, 1);
+  const id = await schedule('async.flaky', 0, 1);
   await s.running.app.scheduler.runDue();
-  assert.deepEqual(row(id), { state: 'pending', attempt: 1, last_error: 'connection refused' });
+  assert.deepEqual(await row(id), { state: 'pending', attempt: 1, last_error: 'connection refused' });
   time.advance(1000);
   await s.running.app.scheduler.runDue();
-  assert.equal(row(id).attempt, 2);
-  assert.match(row(id).last_error ?? '', /timed out after 30 ms/);
+  assert.equal((await row(id)).attempt, 2);
+  assert.match((await row(id)).last_error ?? '', /timed out after 30 ms/);
   time.advance(2000);
   await s.running.app.scheduler.runDue();
-  assert.deepEqual(row(id), { state: 'pending', attempt: 3, last_error: 'could not record' });
-  const payload = (s.store.db.prepare('SELECT payload FROM jobs WHERE id = ?').get(id) as { payload: string }).payload;
+  assert.deepEqual(await row(id), { state: 'pending', attempt: 3, last_error: 'could not record' });
+  const payload = ((await s.store.get('SELECT payload FROM jobs WHERE id = ?', id)) as { payload: string }).payload;
   assert.equal(payload, '{"n":1}', "complete's writes were rolled back");
   time.advance(4000);
   await s.running.app.scheduler.runDue();
-  assert.equal(row(id).state, 'done');
+  assert.equal((await row(id)).state, 'done');
   assert.equal(calls, 4);
 });

@@ -17,42 +17,42 @@ let marked: number[] = [];
 function registerKinds(): void {
   const sch = s.running.app.scheduler;
   const clocks = s.running.app.clocks;
-  sch.register('test.record', (_tx, job) => {
+  sch.register('test.record', async (_tx, job) => {
     seen.push(job.payload.n as number);
   });
-  sch.register('test.boom', (tx, job) => {
+  sch.register('test.boom', async (tx, job) => {
     // A write that must be rolled back with the failed run.
-    tx.db.prepare(`UPDATE jobs SET payload = '{"touched":true}' WHERE id = ?`).run(job.id);
+    await tx.run(`UPDATE jobs SET payload = '{"touched":true}' WHERE id = ?`, job.id);
     throw new Error(`boom on attempt ${job.attempt}`);
   });
-  sch.register('test.mark', (tx, job) => {
+  sch.register('test.mark', async (tx, job) => {
     // A write and an in-memory effect kept for after commit, as the domain's jobs do.
     const n = job.payload.n as number;
-    sch.schedule(tx, { kind: 'test.record', subjectId: `mark-${n}`, shopId: job.shop_id, mode: job.mode, dueAt: job.due_at + 86_400_000, payload: { n } });
+    await sch.schedule(tx, { kind: 'test.record', subjectId: `mark-${n}`, shopId: job.shop_id, mode: job.mode, dueAt: job.due_at + 86_400_000, payload: { n } });
     tx.afterCommit(() => marked.push(n));
   });
-  sch.register('test.monthly', (tx, job) => {
+  sch.register('test.monthly', async (tx, job) => {
     chainDue.push(clocks.now(job.shop_id, job.mode));
     const n = job.payload.n as number;
     if (n < 12) {
       const next = clocks.now(job.shop_id, job.mode) + 30 * 86_400_000;
-      sch.schedule(tx, { kind: 'test.monthly', subjectId: job.subject_id, shopId: job.shop_id, mode: job.mode, dueAt: next, payload: { n: n + 1 } });
+      await sch.schedule(tx, { kind: 'test.monthly', subjectId: job.subject_id, shopId: job.shop_id, mode: job.mode, dueAt: next, payload: { n: n + 1 } });
     }
   });
 }
 
 /** Schedule a job `in_ms` from now on the shop's clock (the demo shop's by default). */
-function schedule(kind: string, in_ms: number, payload: Record<string, unknown>, o: { mode?: Mode; shopId?: string; subject?: string } = {}): number {
+function schedule(kind: string, in_ms: number, payload: Record<string, unknown>, o: { mode?: Mode; shopId?: string; subject?: string } = {}): Promise<number> {
   const { scheduler, clocks, store } = s.running.app;
   const shopId = o.shopId ?? s.demo.shopId;
   const mode = o.mode ?? 'live';
-  return store.tx((tx) =>
+  return store.tx(async (tx) =>
     scheduler.schedule(tx, { kind, subjectId: o.subject ?? 'subj', shopId, mode, dueAt: clocks.now(shopId, mode) + in_ms, payload }),
   );
 }
 
-function jobRow(id: number): { state: string; attempt: number; last_error: string | null; payload: string } {
-  return s.store.db.prepare('SELECT state, attempt, last_error, payload FROM jobs WHERE id = ?').get(id) as never;
+async function jobRow(id: number): Promise<{ state: string; attempt: number; last_error: string | null; payload: string }> {
+  return (await s.store.get('SELECT state, attempt, last_error, payload FROM jobs WHERE id = ?', id)) as never;
 }
 
 before(async () => {
@@ -63,10 +63,10 @@ after(() => s.close());
 
 test('jobs run in due order once their time comes, not before', async () => {
   seen = [];
-  schedule('test.record', 30_000, { n: 30 });
-  schedule('test.record', 10_000, { n: 10 });
-  schedule('test.record', 20_000, { n: 20 });
-  schedule('test.record', 10_000, { n: 11 });
+  await schedule('test.record', 30_000, { n: 30 });
+  await schedule('test.record', 10_000, { n: 10 });
+  await schedule('test.record', 20_000, { n: 20 });
+  await schedule('test.record', 10_000, { n: 11 });
   assert.equal(await s.running.app.scheduler.runDue(), 0);
   time.advance(15_000);
   await s.running.app.scheduler.runDue();
@@ -78,34 +78,34 @@ test('jobs run in due order once their time comes, not before', async () => {
 
 test('a cancelled job never runs; other kinds of the same subject still do', async () => {
   seen = [];
-  const a = schedule('test.record', 1000, { n: 1 }, { subject: 'pay_1' });
-  schedule('test.monthly', 1000, { n: 12 }, { subject: 'pay_1' });
-  const cancelled = s.store.tx((tx) => s.running.app.scheduler.cancel(tx, 'test.record', 'pay_1'));
+  const a = await schedule('test.record', 1000, { n: 1 }, { subject: 'pay_1' });
+  await schedule('test.monthly', 1000, { n: 12 }, { subject: 'pay_1' });
+  const cancelled = await s.store.tx(async (tx) => s.running.app.scheduler.cancel(tx, 'test.record', 'pay_1'));
   assert.equal(cancelled, 1);
   chainDue = [];
   time.advance(2000);
   await s.running.app.scheduler.runDue();
   assert.deepEqual(seen, []);
   assert.equal(chainDue.length, 1);
-  assert.equal(jobRow(a).state, 'cancelled');
+  assert.equal((await jobRow(a)).state, 'cancelled');
 });
 
 test('jobs beyond the horizon wait in the table and run when their time comes', async () => {
   seen = [];
-  const id = schedule('test.record', 3 * 3_600_000, { n: 99 });
+  const id = await schedule('test.record', 3 * 3_600_000, { n: 99 });
   assert.equal(s.running.app.scheduler.stats().tracked, 0, 'a job three hours away is not held in memory');
   for (let i = 0; i < 6; i++) {
     time.advance(30 * 60_000);
     await s.running.app.scheduler.runDue();
   }
   assert.deepEqual(seen, [99]);
-  assert.equal(jobRow(id).state, 'done');
+  assert.equal((await jobRow(id)).state, 'done');
 });
 
 test('a handler that throws is rolled back, retried with backoff, then dead; kopek-visible error kept', async () => {
-  const id = schedule('test.boom', 0, { n: 1 });
+  const id = await schedule('test.boom', 0, { n: 1 });
   await s.running.app.scheduler.runDue();
-  let row = jobRow(id);
+  let row = await jobRow(id);
   assert.equal(row.state, 'pending');
   assert.equal(row.attempt, 1);
   assert.equal(row.last_error, 'boom on attempt 0');
@@ -113,13 +113,13 @@ test('a handler that throws is rolled back, retried with backoff, then dead; kop
   // Backoff doubles: 1 s, 2 s, 4 s … so half of the next delay is not enough.
   time.advance(500);
   await s.running.app.scheduler.runDue();
-  assert.equal(jobRow(id).attempt, 1);
+  assert.equal((await jobRow(id)).attempt, 1);
   for (let attempt = 1; attempt < 8; attempt++) {
     time.advance(1000 * 2 ** (attempt - 1));
     await s.running.app.scheduler.runDue();
-    assert.equal(jobRow(id).attempt, attempt + 1);
+    assert.equal((await jobRow(id)).attempt, attempt + 1);
   }
-  row = jobRow(id);
+  row = await jobRow(id);
   assert.equal(row.state, 'dead');
   assert.equal(row.last_error, 'boom on attempt 7');
   assert.ok(s.logs.some((l) => l.includes('"msg":"job dead"') && l.includes(`"job_id":${id}`)));
@@ -128,38 +128,38 @@ test('a handler that throws is rolled back, retried with backoff, then dead; kop
 
 test('a job that throws in a batch rolls back alone: the jobs around it commit once each', async () => {
   marked = [];
-  const first = schedule('test.mark', 1000, { n: 1 }, { subject: 'batch' });
-  const boom = schedule('test.boom', 1000, { n: 2 }, { subject: 'batch' });
-  const last = schedule('test.mark', 1000, { n: 3 }, { subject: 'batch' });
+  const first = await schedule('test.mark', 1000, { n: 1 }, { subject: 'batch' });
+  const boom = await schedule('test.boom', 1000, { n: 2 }, { subject: 'batch' });
+  const last = await schedule('test.mark', 1000, { n: 3 }, { subject: 'batch' });
   time.advance(1000);
   await s.running.app.scheduler.runDue();
   assert.deepEqual(marked, [1, 3]);
-  assert.equal(jobRow(first).state, 'done');
-  assert.equal(jobRow(last).state, 'done');
-  const b = jobRow(boom);
+  assert.equal((await jobRow(first)).state, 'done');
+  assert.equal((await jobRow(last)).state, 'done');
+  const b = await jobRow(boom);
   assert.equal(b.state, 'pending');
   assert.equal(b.attempt, 1);
   assert.equal(b.payload, '{"n":2}', 'the failed run wrote nothing');
-  const follow = s.store.db.prepare(`SELECT subject_id AS subject, count(*) AS n FROM jobs WHERE kind = 'test.record' AND subject_id LIKE 'mark-%' GROUP BY subject_id ORDER BY subject_id`).all();
+  const follow = await s.store.all(`SELECT subject_id AS subject, count(*) AS n FROM jobs WHERE kind = 'test.record' AND subject_id LIKE 'mark-%' GROUP BY subject_id ORDER BY subject_id`);
   assert.deepEqual(follow, [
     { subject: 'mark-1', n: 1 },
     { subject: 'mark-3', n: 1 },
   ]);
-  s.store.tx((tx) => s.running.app.scheduler.cancel(tx, 'test.boom', 'batch'));
+  await s.store.tx(async (tx) => s.running.app.scheduler.cancel(tx, 'test.boom', 'batch'));
 });
 
 test('restart: overdue jobs run at once after start-up, in due order, without being told', async () => {
   seen = [];
-  const ids = [schedule('test.record', 20_000, { n: 2 }), schedule('test.record', 5_000, { n: 1 }), schedule('test.record', 40_000, { n: 3 })];
-  const later = schedule('test.record', 10 * 60_000, { n: 4 });
+  const ids = [await schedule('test.record', 20_000, { n: 2 }), await schedule('test.record', 5_000, { n: 1 }), await schedule('test.record', 40_000, { n: 3 })];
+  const later = await schedule('test.record', 10 * 60_000, { n: 4 });
   await s.running.close();
   time.advance(60_000);
   await s.restart();
   registerKinds();
   await eventually(() => seen.length >= 3, 'the overdue jobs to run after restart');
   assert.deepEqual(seen, [1, 2, 3]);
-  for (const id of ids) assert.equal(jobRow(id).state, 'done');
-  assert.equal(jobRow(later).state, 'pending');
+  for (const id of ids) assert.equal((await jobRow(id)).state, 'done');
+  assert.equal((await jobRow(later)).state, 'pending');
   time.advance(10 * 60_000);
   await s.running.app.scheduler.runDue();
   assert.deepEqual(seen, [1, 2, 3, 4]);

@@ -14,24 +14,24 @@ let monthly: number[] = [];
 before(async () => {
   s = await startTestServer({}, { realNow: time.now });
   const { scheduler, clocks } = s.running.app;
-  scheduler.register('clock.record', (_tx, job) => {
+  scheduler.register('clock.record', async (_tx, job) => {
     seen.push([job.shop_id, job.payload.n as number]);
   });
-  scheduler.register('clock.monthly', (tx, job) => {
+  scheduler.register('clock.monthly', async (tx, job) => {
     monthly.push(clocks.now(job.shop_id, job.mode));
     const n = job.payload.n as number;
     if (n < 12) {
       const dueAt = clocks.now(job.shop_id, job.mode) + 30 * DAY_MS;
-      scheduler.schedule(tx, { kind: 'clock.monthly', subjectId: job.subject_id, shopId: job.shop_id, mode: job.mode, dueAt, payload: { n: n + 1 } });
+      await scheduler.schedule(tx, { kind: 'clock.monthly', subjectId: job.subject_id, shopId: job.shop_id, mode: job.mode, dueAt, payload: { n: n + 1 } });
     }
   });
 });
 after(() => s.close());
 
 /** Schedule a test-mode job of `shop` due `in_ms` from now on its test clock. */
-function scheduleTest(shop: TestShop, kind: string, in_ms: number, n: number): number {
+function scheduleTest(shop: TestShop, kind: string, in_ms: number, n: number): Promise<number> {
   const { scheduler, clocks, store } = s.running.app;
-  return store.tx((tx) =>
+  return store.tx(async (tx) =>
     scheduler.schedule(tx, { kind, subjectId: `sub_${n}`, shopId: shop.shopId, mode: 'test', dueAt: clocks.now(shop.shopId, 'test') + in_ms, payload: { n } }),
   );
 }
@@ -43,7 +43,7 @@ async function advance(shop: TestShop, seconds: number) {
 }
 
 test('GET /v1/test/clock answers now and offset; the clock only moves forward', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const r = await s.request('GET', '/v1/test/clock', { key: shop.key });
   assert.equal(r.status, 200);
   assert.deepEqual(Object.keys(r.body).sort(), ['now', 'offset_seconds']);
@@ -59,11 +59,11 @@ test('GET /v1/test/clock answers now and offset; the clock only moves forward', 
 
 test("two shops' clocks move independently, and an advance runs only its own shop's due test jobs", async () => {
   seen = [];
-  const a = s.newShop();
-  const b = s.newShop();
-  scheduleTest(a, 'clock.record', 30 * 60_000, 1);
-  scheduleTest(b, 'clock.record', 30 * 60_000, 2);
-  scheduleTest(a, 'clock.record', 2 * 3_600_000, 3);
+  const a = await s.newShop();
+  const b = await s.newShop();
+  await scheduleTest(a, 'clock.record', 30 * 60_000, 1);
+  await scheduleTest(b, 'clock.record', 30 * 60_000, 2);
+  await scheduleTest(a, 'clock.record', 2 * 3_600_000, 3);
   const ra = await advance(a, 3600);
   assert.equal(ra.jobs_run, 1);
   assert.deepEqual(seen, [[a.shopId, 1]]);
@@ -85,9 +85,9 @@ test("two shops' clocks move independently, and an advance runs only its own sho
 
 test('an advance of a year runs a chain of 12 monthly jobs, each on its own due date', async () => {
   monthly = [];
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const start = time.now();
-  scheduleTest(shop, 'clock.monthly', 30 * DAY_MS, 1);
+  await scheduleTest(shop, 'clock.monthly', 30 * DAY_MS, 1);
   const r = await advance(shop, 365 * 86_400);
   assert.equal(r.jobs_run, 12);
   assert.deepEqual(
@@ -101,10 +101,10 @@ test('an advance of a year runs a chain of 12 monthly jobs, each on its own due 
 test('jobs of a shop run in due order during an advance, interleaved with jobs they create', async () => {
   seen = [];
   monthly = [];
-  const shop = s.newShop();
-  scheduleTest(shop, 'clock.record', 45 * DAY_MS, 45);
-  scheduleTest(shop, 'clock.record', 10 * DAY_MS, 10);
-  scheduleTest(shop, 'clock.monthly', 30 * DAY_MS, 11);
+  const shop = await s.newShop();
+  await scheduleTest(shop, 'clock.record', 45 * DAY_MS, 45);
+  await scheduleTest(shop, 'clock.record', 10 * DAY_MS, 10);
+  await scheduleTest(shop, 'clock.monthly', 30 * DAY_MS, 11);
   const start = time.now();
   const r = await advance(shop, 70 * 86_400);
   // monthly #11 at day 30 creates #12 at day 60; record 45 must run between them.
@@ -115,12 +115,12 @@ test('jobs of a shop run in due order during an advance, interleaved with jobs t
 
 test('kopek jobs lists counts per kind and failing jobs; jobs retry revives a dead one', async () => {
   const { scheduler } = s.running.app;
-  scheduler.register('clock.fail', () => {
+  scheduler.register('clock.fail', async () => {
     throw new Error('receiver said no');
   }, { maxAttempts: 2 });
-  const shop = s.newShop();
-  const id = scheduleTest(shop, 'clock.fail', 1000, 7);
-  scheduleTest(shop, 'clock.record', 10 * DAY_MS, 8);
+  const shop = await s.newShop();
+  const id = await scheduleTest(shop, 'clock.fail', 1000, 7);
+  await scheduleTest(shop, 'clock.record', 10 * DAY_MS, 8);
   // One advance covers both attempts (1 s, then 1 s of backoff): the job is dead after it.
   const r = await advance(shop, 5);
   assert.equal(r.jobs_run, 2);
@@ -136,7 +136,7 @@ test('kopek jobs lists counts per kind and failing jobs; jobs retry revives a de
   // The server never heard of the revival: its sweep finds the overdue job.
   time.advance(31_000);
   await scheduler.runDue();
-  const row = s.store.db.prepare('SELECT state, attempt FROM jobs WHERE id = ?').get(id) as { state: string; attempt: number };
+  const row = (await s.store.get('SELECT state, attempt FROM jobs WHERE id = ?', id)) as { state: string; attempt: number };
   assert.deepEqual(row, { state: 'pending', attempt: 1 });
   assert.throws(() => cli('retry', '999999999'), /cannot retry job 999999999: no such job/);
 });

@@ -31,8 +31,8 @@ function cancel(shop: TestShop, id: string, body?: Record<string, unknown>) {
 }
 
 test('three failed charges in a row cancel it: T, T + 1 day, T + 4 days, with every webhook delivered', async () => {
-  const shop = s.newShop();
-  addEndpoint(s.store, { shopId: shop.shopId, url: `${rcv.url}/hooks` }, Date.now());
+  const shop = await s.newShop();
+  await addEndpoint(s.store, { shopId: shop.shopId, url: `${rcv.url}/hooks` }, Date.now());
   const sub = await activeSubscription(shop);
   await s.request('POST', `/v1/test/tokens/${sub.token_id}/outcomes`, { body: { outcomes: ['fail:insufficient_funds', 'fail', 'fail:limit_exceeded'] }, key: shop.key });
   const T = Date.parse(sub.next_charge_at);
@@ -66,7 +66,7 @@ test('three failed charges in a row cancel it: T, T + 1 day, T + 4 days, with ev
     'subscription.charge_failed',
     'subscription.cancelled',
   ];
-  assert.deepEqual(webhooksOf(s, sub.id), expected);
+  assert.deepEqual(await webhooksOf(s, sub.id), expected);
   const items = await waitForLog(s, '', (xs) => xs.filter((x) => x.event.startsWith('subscription.') && x.status === 'succeeded').length === expected.length, { key: shop.key });
   assert.deepEqual(items.filter((x) => x.event.startsWith('subscription.')).map((x) => x.event), expected);
   const bodies = rcv.received.map((r) => JSON.parse(r.body)).filter((b) => b.data?.id === sub.id);
@@ -86,7 +86,7 @@ test('three failed charges in a row cancel it: T, T + 1 day, T + 4 days, with ev
 });
 
 test('cancel while pending closes the initial payment and the unbound token', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const c = await createSubscription(s, { amount: 20000, customer_ref: 'cust-p' }, shop.key);
   const r = await cancel(shop, c.subscription.id, { reason: 'changed my mind' });
   assert.equal(r.status, 200);
@@ -96,11 +96,11 @@ test('cancel while pending closes the initial payment and the unbound token', as
   assert.equal(sub.cancel_reason, 'changed my mind');
   assert.equal((await get(s, `/v1/public/payments/${c.initial_payment.id}`, shop.key)).status, 'cancelled');
   assert.equal((await get(s, `/v1/public/tokens/${sub.token_id}`, shop.key)).status, 'cancelled');
-  assert.deepEqual(webhooksOf(s, sub.id), ['subscription.cancelled']);
+  assert.deepEqual(await webhooksOf(s, sub.id), ['subscription.cancelled']);
 });
 
 test('cancel while active stops the charges; the bound token stays usable', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const sub = await activeSubscription(shop);
   const r = await cancel(shop, sub.id);
   assert.deepEqual(r.body, { status: 'cancelled' });
@@ -110,11 +110,11 @@ test('cancel while active stops the charges; the bound token stays usable', asyn
   await advanceDays(s, 70, shop.key);
   assert.equal((await get(s, `/v1/public/subscriptions/${sub.id}/schedule`, shop.key)).charges.length, 1);
   assert.equal((await get(s, `/v1/public/tokens/${sub.token_id}`, shop.key)).status, 'active');
-  assert.deepEqual(webhooksOf(s, sub.id), ['subscription.activated', 'subscription.cancelled']);
+  assert.deepEqual(await webhooksOf(s, sub.id), ['subscription.activated', 'subscription.cancelled']);
 });
 
 test('cancel while past_due stops the retries', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const sub = await activeSubscription(shop);
   await s.request('POST', `/v1/test/tokens/${sub.token_id}/outcomes`, { body: { outcomes: ['fail'] }, key: shop.key });
   await advanceTo(s, Date.parse(sub.next_charge_at), shop.key);
@@ -125,18 +125,18 @@ test('cancel while past_due stops the retries', async () => {
 });
 
 test('cancel when already cancelled answers cancelled again and sends nothing new', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const sub = await activeSubscription(shop);
   await cancel(shop, sub.id, { reason: 'first' });
   const again = await cancel(shop, sub.id, { reason: 'second' });
   assert.equal(again.status, 200);
   assert.deepEqual(again.body, { status: 'cancelled' });
   assert.equal((await get(s, `/v1/public/subscriptions/${sub.id}`, shop.key)).cancel_reason, 'first');
-  assert.equal(webhooksOf(s, sub.id).filter((e) => e === 'subscription.cancelled').length, 1);
+  assert.equal((await webhooksOf(s, sub.id)).filter((e) => e === 'subscription.cancelled').length, 1);
 });
 
 test("cancelling the subscription's token cancels the subscription", async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const sub = await activeSubscription(shop);
   const r = await s.request('POST', `/v1/public/tokens/${sub.token_id}/cancel`, { key: shop.key });
   assert.deepEqual(r.body, { status: 'cancelled' });
@@ -158,19 +158,22 @@ test('create validates its fields; tpay takes no trial', async () => {
     [{ amount: 100, customer_ref: 'c', currency: 'USD' }, 'currency'],
     [{ amount: 100, customer_ref: 'c', plan: 'typo' }, 'plan'],
   ];
-  const shop = s.newShop();
-  const written = () =>
-    ['subscriptions', 'tokens', 'payments', 'events', 'jobs'].map(
-      (t) => (s.store.db.prepare(`SELECT COUNT(*) AS n FROM ${t} WHERE shop_id = ?`).get(shop.shopId) as { n: number }).n,
-    );
-  const before = written();
+  const shop = await s.newShop();
+  const written = async () => {
+    const counts: number[] = [];
+    for (const t of ['subscriptions', 'tokens', 'payments', 'events', 'jobs']) {
+      counts.push((await s.store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t} WHERE shop_id = ?`, shop.shopId))!.n);
+    }
+    return counts;
+  };
+  const before = await written();
   for (const [body, param] of cases) {
     const r = await s.request('POST', '/v1/public/subscriptions', { body, key: shop.key });
     assert.equal(r.status, 400, JSON.stringify(body));
     assert.equal(r.body.error.code, 'bad_request');
     assert.equal(r.body.error.param, param, JSON.stringify(body));
   }
-  assert.deepEqual(written(), before, 'a refused subscription writes nothing');
+  assert.deepEqual(await written(), before, 'a refused subscription writes nothing');
   const ok = await createSubscription(s, { amount: 100, customer_ref: 'c', method: 'tpay' });
   assert.equal(ok.subscription.method, 'tpay');
   assert.equal(ok.subscription.period, 'month');
@@ -178,34 +181,34 @@ test('create validates its fields; tpay takes no trial', async () => {
 });
 
 test('scopes: a key or shop without api:recurrent:bind gets 403 scope_required naming it', async () => {
-  const chargeOnly = s.newKey(s.demo.shopId, 'test', 'api:recurrent:charge');
+  const chargeOnly = await s.newKey(s.demo.shopId, 'test', 'api:recurrent:charge');
   const r = await s.request('POST', '/v1/public/subscriptions', { body: { amount: 100, customer_ref: 'c' }, key: chargeOnly.key });
   assert.equal(r.status, 403);
   assert.equal(r.body.error.code, 'scope_required');
   assert.match(r.body.error.message, /api:recurrent:bind/);
-  const shop = s.newShop({ shopScopes: 'api:recurrent:charge' });
-  const key = s.newKey(shop.shopId, 'test', 'api:recurrent:bind,api:recurrent:charge');
+  const shop = await s.newShop({ shopScopes: 'api:recurrent:charge' });
+  const key = await s.newKey(shop.shopId, 'test', 'api:recurrent:bind,api:recurrent:charge');
   assert.equal((await s.request('GET', '/v1/public/subscriptions', { key: key.key })).status, 403);
 });
 
 test('creating a subscription needs api:recurrent:charge too, on the key and on the shop: it charges on its own later', async () => {
-  const bindOnly = s.newKey(s.demo.shopId, 'test', 'api:recurrent:bind');
+  const bindOnly = await s.newKey(s.demo.shopId, 'test', 'api:recurrent:bind');
   const r = await s.request('POST', '/v1/public/subscriptions', { body: { amount: 100, customer_ref: 'c' }, key: bindOnly.key });
   assert.equal(r.status, 403);
   assert.equal(r.body.error.code, 'scope_required');
   assert.match(r.body.error.message, /api:recurrent:charge/);
-  const shop = s.newShop({ shopScopes: 'api:recurrent:bind' });
-  const key = s.newKey(shop.shopId, 'test', 'api:recurrent:bind,api:recurrent:charge');
+  const shop = await s.newShop({ shopScopes: 'api:recurrent:bind' });
+  const key = await s.newKey(shop.shopId, 'test', 'api:recurrent:bind,api:recurrent:charge');
   const refused = await s.request('POST', '/v1/public/subscriptions', { body: { amount: 100, customer_ref: 'c' }, key: key.key });
   assert.equal(refused.status, 403);
   assert.match(refused.body.error.message, /api:recurrent:charge/);
-  assert.equal((s.store.db.prepare('SELECT COUNT(*) AS n FROM subscriptions WHERE shop_id = ?').get(shop.shopId) as { n: number }).n, 0);
+  assert.equal((await s.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM subscriptions WHERE shop_id = ?', shop.shopId))!.n, 0);
   // Reading and cancelling stay with api:recurrent:bind alone.
   assert.equal((await s.request('GET', '/v1/public/subscriptions', { key: key.key })).status, 200);
 });
 
 test('list and get: register envelope, customer_ref filter, another shop sees nothing', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const a = await createSubscription(s, { amount: 100, customer_ref: 'alice' }, shop.key);
   const b = await createSubscription(s, { amount: 200, customer_ref: 'bob' }, shop.key);
   const all = await get(s, '/v1/public/subscriptions', shop.key);
@@ -215,7 +218,7 @@ test('list and get: register envelope, customer_ref filter, another shop sees no
   assert.deepEqual(alice.items.map((x: any) => x.id), [a.subscription.id]);
   const page = await get(s, '/v1/public/subscriptions?limit=1', shop.key);
   assert.ok(page.next_cursor);
-  const other = s.newShop();
+  const other = await s.newShop();
   assert.equal((await s.request('GET', `/v1/public/subscriptions/${a.subscription.id}`, { key: other.key })).status, 404);
   assert.equal((await s.request('GET', `/v1/public/subscriptions/${a.subscription.id}/schedule`, { key: other.key })).status, 404);
   assert.equal((await cancel(other, a.subscription.id)).status, 404);
@@ -224,7 +227,7 @@ test('list and get: register envelope, customer_ref filter, another shop sees no
 });
 
 test('create is idempotent with a key: one subscription, one initial payment', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const headers = { 'Idempotency-Key': 'sub-create-1' };
   const body = { amount: 4500, customer_ref: 'cust-idem', plan_name: 'Basic' };
   const first = await s.request('POST', '/v1/public/subscriptions', { body, headers, key: shop.key });
@@ -238,7 +241,7 @@ test('create is idempotent with a key: one subscription, one initial payment', a
 });
 
 test('test reset deletes the shop’s test subscriptions, tokens and their charges', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const sub = await activeSubscription(shop);
   const r = await s.request('POST', '/v1/test/reset', { key: shop.key });
   assert.equal(r.status, 200);

@@ -17,8 +17,10 @@ async function chargesOf(subscriptionId: string, key: string): Promise<Array<[st
 }
 
 /** The table's definition as SQLite keeps it. */
+const TABLE_SQL = `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'recurrent_payments'`;
+
 function tableSql(db: { prepare(sql: string): { get(...a: unknown[]): unknown } }): string {
-  return (db.prepare(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'recurrent_payments'`).get() as { sql: string }).sql;
+  return (db.prepare(TABLE_SQL).get() as { sql: string }).sql;
 }
 
 const COLUMNS = 'payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at';
@@ -34,7 +36,7 @@ const OLD_TABLES: Record<number, string> = {
 
 for (const version of [9, 10]) {
   test(`a database of schema version ${version} keeps every recurrent payment when recurrent_payments is keyed by the payment's seq`, async () => {
-    const shop = s.newShop();
+    const shop = await s.newShop();
     const c = await createSubscription(s, { customer_ref: `cust-migrate-${version}`, amount: 45_000 }, shop.key);
     await payThroughHelper(s, c.initial_payment.id, shop.key);
     await advanceDays(s, 31, shop.key);
@@ -42,23 +44,23 @@ for (const version of [9, 10]) {
       ['subscription_init', 'succeeded'],
       ['subscription_charge', 'succeeded'],
     ]);
-    const rows = s.store.db.prepare('SELECT * FROM recurrent_payments ORDER BY payment_seq').all() as Array<{ payment_seq: number; payment_id: string }>;
+    const rows = await s.store.all<{ payment_seq: number; payment_id: string }>('SELECT * FROM recurrent_payments ORDER BY payment_seq');
     assert.ok(rows.length >= 2);
     for (const r of rows) {
-      assert.equal((s.store.db.prepare('SELECT seq FROM payments WHERE id = ?').get(r.payment_id) as { seq: number }).seq, r.payment_seq);
+      assert.equal((await s.store.get<{ seq: number }>('SELECT seq FROM payments WHERE id = ?', r.payment_id))!.seq, r.payment_seq);
     }
 
-    // As that version left it.
-    s.store.tx(({ db }) => {
-      db.exec(`ALTER TABLE recurrent_payments RENAME TO rp_current;
-        DROP INDEX recurrent_payments_subscription;
-        ${OLD_TABLES[version]}
-        INSERT INTO recurrent_payments (${COLUMNS}) SELECT ${COLUMNS} FROM rp_current;
-        DROP TABLE rp_current;
-        CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;`);
-      db.pragma(`user_version = ${version}`);
+    // As that version left it (one statement at a time, in one transaction of the server's store).
+    await s.store.tx(async (tx) => {
+      await tx.run('ALTER TABLE recurrent_payments RENAME TO rp_current');
+      await tx.run('DROP INDEX recurrent_payments_subscription');
+      await tx.run(OLD_TABLES[version]);
+      await tx.run(`INSERT INTO recurrent_payments (${COLUMNS}) SELECT ${COLUMNS} FROM rp_current`);
+      await tx.run('DROP TABLE rp_current');
+      await tx.run('CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL');
+      await tx.run(`PRAGMA user_version = ${version}`);
     });
-    assert.doesNotMatch(tableSql(s.store.db), /payment_seq/);
+    assert.doesNotMatch((await s.store.get<{ sql: string }>(TABLE_SQL))!.sql, /payment_seq/);
     await s.restart();
 
     const db = openDatabase(s.dbPath, { readonly: true });

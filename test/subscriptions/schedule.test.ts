@@ -30,7 +30,7 @@ async function activeSubscription(shop: TestShop, body: Record<string, unknown>)
 }
 
 test('a monthly subscription from Jan 31 charges through a year: Feb 28/29, Mar 31, Apr 30, … back on the 31st', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   await advanceTo(s, await nextJan31(shop), shop.key);
   const sub = await activeSubscription(shop, { amount: 99000, plan_name: 'Pro monthly' });
   const anchor = new Date(sub.activated_at);
@@ -64,12 +64,12 @@ test('a monthly subscription from Jan 31 charges through a year: Feb 28/29, Mar 
   assert.equal(p.method, 'recurrent');
   assert.equal(p.metadata.subscription_id, sub.id);
   assert.equal(p.metadata.kind, 'subscription_charge');
-  assert.equal(webhooksOf(s, sub.id).filter((e) => e === 'subscription.charge_succeeded').length, 12);
+  assert.equal((await webhooksOf(s, sub.id)).filter((e) => e === 'subscription.charge_succeeded').length, 12);
   assert.equal((await get(s, `/v1/public/tokens/${sub.token_id}`, shop.key)).last_charged_at, expected[11]);
 });
 
 test('a trial binds with 1 RUB, charges nothing during the trial, then the full amount at its end', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const c = await createSubscription(s, { amount: 50000, customer_ref: 'cust-trial', method: 'sbp', trial_days: 14 }, shop.key);
   assert.equal(c.initial_payment.amount, 100);
   assert.equal(c.subscription.status, 'pending');
@@ -103,7 +103,7 @@ test('a trial binds with 1 RUB, charges nothing during the trial, then the full 
 });
 
 test('a failed charge makes it past_due; the retry a day later succeeds and it is active on its anchor again', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const sub = await activeSubscription(shop, { amount: 30000 });
   const q = await s.request('POST', `/v1/test/tokens/${sub.token_id}/outcomes`, { body: { outcomes: ['fail:insufficient_funds', 'succeed'] }, key: shop.key });
   assert.equal(q.status, 200, q.text);
@@ -128,15 +128,15 @@ test('a failed charge makes it past_due; the retry a day later succeeds and it i
     ['failed', 1, new Date(T).toISOString()],
     ['succeeded', 2, new Date(T + DAY).toISOString()],
   ]);
-  assert.deepEqual(webhooksOf(s, sub.id), ['subscription.activated', 'subscription.charge_failed', 'subscription.past_due', 'subscription.charge_succeeded']);
+  assert.deepEqual(await webhooksOf(s, sub.id), ['subscription.activated', 'subscription.charge_failed', 'subscription.past_due', 'subscription.charge_succeeded']);
   assert.deepEqual(
-    streamOf(s, sub.id).filter((e) => e.kind === 'subscription.status_changed').map((e) => e.payload.status),
+    (await streamOf(s, sub.id)).filter((e) => e.kind === 'subscription.status_changed').map((e) => e.payload.status),
     ['pending', 'active', 'past_due', 'active'],
   );
 });
 
 test('a daily subscription whose retry succeeds a day late is not charged twice that day', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const sub = await activeSubscription(shop, { amount: 1000, period: 'day' });
   await s.request('POST', `/v1/test/tokens/${sub.token_id}/outcomes`, { body: { outcomes: ['fail'] }, key: shop.key });
   const T = Date.parse(sub.next_charge_at);
@@ -149,7 +149,7 @@ test('a daily subscription whose retry succeeds a day late is not charged twice 
 });
 
 test('upcoming honours interval_count and week periods', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const sub = await activeSubscription(shop, { amount: 1000, period: 'week', interval_count: 2 });
   const sched = await get(s, `/v1/public/subscriptions/${sub.id}/schedule`, shop.key);
   assert.equal(sched.upcoming.length, 12);

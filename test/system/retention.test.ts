@@ -5,6 +5,7 @@ import { fakeTime } from '../helpers/fake-time';
 import { startReceiver, type Receiver } from '../helpers/webhooks';
 import { ledgerCheck } from '../helpers/money';
 import { RETENTION_LIMITS } from '../../src/system/retention';
+import { openDatabase } from '../../src/db/open';
 
 const DAY = 86_400_000;
 const time = fakeTime();
@@ -19,7 +20,7 @@ after(async () => {
   await rcv.close();
 });
 
-const count = (table: string): number => (s.store.db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+const count = async (table: string): Promise<number> => ((await s.store.get(`SELECT count(*) AS n FROM ${table}`)) as { n: number }).n;
 
 /** A succeeded payment with an Idempotency-Key, whose webhook the receiver took. */
 async function paidWithWebhook(n: number): Promise<string> {
@@ -37,8 +38,8 @@ test('nothing is kept forever that need not be: old finished jobs, ended deliver
   // The test bank's answer jobs come due and run (they find the payments paid): finished jobs.
   assert.equal((await s.request('POST', '/v1/test/clock/advance', { body: { seconds: 3601 } })).status, 200);
   await rcv.waitFor(5, 5000);
-  for (let i = 0; i < 200 && count('webhook_attempts') < 5; i++) await new Promise((r) => setTimeout(r, 10));
-  const before = { jobs: count('jobs'), deliveries: count('webhook_deliveries'), attempts: count('webhook_attempts'), events: count('events'), keys: count('idempotency_keys') };
+  for (let i = 0; i < 200 && (await count('webhook_attempts')) < 5; i++) await new Promise((r) => setTimeout(r, 10));
+  const before = { jobs: await count('jobs'), deliveries: await count('webhook_deliveries'), attempts: await count('webhook_attempts'), events: await count('events'), keys: await count('idempotency_keys') };
   assert.ok(before.deliveries >= 5 && before.attempts >= 5 && before.events >= 15 && before.keys === 5, JSON.stringify(before));
   // A day later only the idempotency records are due (24 h); the rest is kept for its window.
   time.advance(DAY + 1000);
@@ -53,26 +54,26 @@ test('nothing is kept forever that need not be: old finished jobs, ended deliver
   d = await s.running.app.retention.runOnce();
   assert.ok(d.webhook_attempts >= 5 && d.webhook_deliveries >= 5 && d.events >= 15, JSON.stringify(d));
   assert.ok(d.jobs > 0, 'finished jobs went');
-  assert.equal(count('webhook_attempts'), 0);
+  assert.equal(await count('webhook_attempts'), 0);
   // Payments, refunds and the ledger are never purged.
   for (const id of ids) assert.equal((await s.request('GET', `/v1/public/payments/${id}`)).body.status, 'succeeded');
   const c = await ledgerCheck(s.dbPath);
   assert.equal(c.code, 0, c.stdout);
   // Pending work is never touched: the pending payment's link-expiry sweep is still there.
-  assert.ok((s.store.db.prepare(`SELECT count(*) AS n FROM jobs WHERE state = 'pending'`).get() as { n: number }).n > 0);
+  assert.ok(((await s.store.get(`SELECT count(*) AS n FROM jobs WHERE state = 'pending'`)) as { n: number }).n > 0);
 });
 
 test('an event a delivery still waits on stays, however old', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const c = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount: 10_000, method: 'sbp', webhook_url: 'http://127.0.0.1:9/closed' } });
   await s.request('POST', `/v1/test/payments/${c.body.payment.id}/simulate`, { key: shop.key, body: { action: 'open_session' } });
   await s.request('POST', `/v1/test/payments/${c.body.payment.id}/simulate`, { key: shop.key, body: { action: 'succeed' } });
-  for (let i = 0; i < 200 && count('webhook_attempts') === 0; i++) await new Promise((r) => setTimeout(r, 10));
-  const waiting = s.store.db.prepare(`SELECT event_id FROM webhook_deliveries WHERE payment_id = ? AND state = 'pending'`).get(c.body.payment.id) as { event_id: string } | undefined;
+  for (let i = 0; i < 200 && (await count('webhook_attempts')) === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  const waiting = (await s.store.get(`SELECT event_id FROM webhook_deliveries WHERE payment_id = ? AND state = 'pending'`, c.body.payment.id)) as { event_id: string } | undefined;
   assert.ok(waiting, 'the delivery is retrying');
   time.advance(60 * DAY);
   await s.running.app.retention.runOnce();
-  assert.ok(s.store.db.prepare('SELECT 1 FROM events WHERE id = ?').get(waiting!.event_id), 'its event stayed');
+  assert.ok(await s.store.get('SELECT 1 AS one FROM events WHERE id = ?', waiting!.event_id), 'its event stayed');
 });
 
 test('a metrics scrape reads no finished rows: webhook counters are kept as attempts are recorded, pending counts come through partial indexes', async () => {
@@ -81,22 +82,30 @@ test('a metrics scrape reads no finished rows: webhook counters are kept as atte
   assert.match(r.text, /kopek_webhook_attempts_total\{result="succeeded"\} [1-9]/);
   assert.match(r.text, /kopek_webhook_deliveries_ended_total\{state="succeeded"\} [1-9]/);
   assert.match(r.text, /kopek_webhook_deliveries\{state="pending"\} \d+/);
-  const plans = [
+  const queries = [
     `SELECT count(*) AS n FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE state = 'pending'`,
     `SELECT kind, sum(attempt = 0), sum(attempt > 0) FROM jobs INDEXED BY jobs_run WHERE state = 'pending' GROUP BY kind`,
     `SELECT kind, count(*) FROM jobs INDEXED BY jobs_failing WHERE state = 'dead' GROUP BY kind`,
-  ].map((q) => (s.store.db.prepare(`EXPLAIN QUERY PLAN ${q}`).all() as Array<{ detail: string }>).map((x) => x.detail).join('; '));
+  ];
+  // The query plans, read on a connection of the test's own (they are SQLite's).
+  const db = openDatabase(s.dbPath, { readonly: true });
+  let plans: string[];
+  try {
+    plans = queries.map((q) => (db.prepare(`EXPLAIN QUERY PLAN ${q}`).all() as Array<{ detail: string }>).map((x) => x.detail).join('; '));
+  } finally {
+    db.close();
+  }
   for (const p of plans) assert.doesNotMatch(p, /^SCAN (webhook_deliveries|jobs)$|SCAN (webhook_deliveries|jobs)(?! USING)/, p);
 });
 
 test('an idempotency record past its retention replays no more, before the sweep too; its payment keeps no answer after it', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const body = { amount: 12_345, order_id: 'kept-answer' };
   const headers = { 'Idempotency-Key': 'ret-answer' };
   const first = await s.request('POST', '/v1/public/payments', { key: shop.key, body, headers });
   assert.equal(first.status, 201, first.text);
-  const answerOf = (id: string) => (s.store.db.prepare('SELECT answer FROM payments WHERE id = ?').get(id) as { answer: Buffer | null }).answer;
-  assert.ok(answerOf(first.body.payment.id), 'the payment keeps the answer while its record lasts');
+  const answerOf = async (id: string) => ((await s.store.get('SELECT answer FROM payments WHERE id = ?', id)) as { answer: Buffer | null }).answer;
+  assert.ok(await answerOf(first.body.payment.id), 'the payment keeps the answer while its record lasts');
   time.advance(DAY - 1000);
   const replay = await s.request('POST', '/v1/public/payments', { key: shop.key, body, headers });
   assert.equal(replay.status, 200);
@@ -106,16 +115,16 @@ test('an idempotency record past its retention replays no more, before the sweep
   const fresh = await s.request('POST', '/v1/public/payments', { key: shop.key, body, headers });
   assert.equal(fresh.status, 201, fresh.text);
   assert.notEqual(fresh.body.payment.id, first.body.payment.id);
-  assert.equal(answerOf(first.body.payment.id), null, 'the old payment keeps no answer');
-  assert.ok(answerOf(fresh.body.payment.id));
+  assert.equal(await answerOf(first.body.payment.id), null, 'the old payment keeps no answer');
+  assert.ok(await answerOf(fresh.body.payment.id));
   const again = await s.request('POST', '/v1/public/payments', { key: shop.key, body, headers });
   assert.equal(again.status, 200);
   assert.equal(again.body.payment.id, fresh.body.payment.id, 'the key now replays the new payment');
   // The sweep deletes the record in its time and clears the answer with it.
   time.advance(DAY + 1000);
   await s.running.app.retention.runOnce();
-  assert.equal(answerOf(fresh.body.payment.id), null);
-  assert.equal((s.store.db.prepare(`SELECT count(*) AS n FROM idempotency_keys WHERE key = 'ret-answer'`).get() as { n: number }).n, 0);
+  assert.equal(await answerOf(fresh.body.payment.id), null);
+  assert.equal(((await s.store.get(`SELECT count(*) AS n FROM idempotency_keys WHERE key = 'ret-answer'`)) as { n: number }).n, 0);
   assert.equal((await s.request('GET', `/v1/public/payments/${fresh.body.payment.id}`, { key: shop.key })).status, 200, 'the payment stays');
 });
 
@@ -123,19 +132,19 @@ test('the sweep deletes idempotency records oldest first, a bounded slice at a t
   // More old records than one run may delete (RETENTION_LIMITS: 20 batches of 500), then a few young ones.
   const old = RETENTION_LIMITS.batch_rows * RETENTION_LIMITS.batches_per_run + 700;
   const at = time.now();
-  s.store.tx(({ db }) => {
-    const ins = db.prepare(`INSERT INTO idempotency_keys (merchant_id, mode, key, key_hash, request_hash, answer, created_at) VALUES (CAST('m-sweep' AS BLOB), 'test', ?, 0, zeroblob(16), CAST('{}' AS BLOB), ?)`);
-    for (let i = 0; i < old; i++) ins.run(`k-${String(i).padStart(6, '0')}`, at - DAY - 1000);
-    for (const i of [5, 7_000, old - 1]) ins.run(`k-${String(i).padStart(6, '0')}-young`, at);
+  await s.store.tx(async (tx) => {
+    const ins = `INSERT INTO idempotency_keys (merchant_id, mode, key, key_hash, request_hash, answer, created_at) VALUES (CAST('m-sweep' AS BLOB), 'test', ?, 0, zeroblob(16), CAST('{}' AS BLOB), ?)`;
+    for (let i = 0; i < old; i++) await tx.run(ins, `k-${String(i).padStart(6, '0')}`, at - DAY - 1000);
+    for (const i of [5, 7_000, old - 1]) await tx.run(ins, `k-${String(i).padStart(6, '0')}-young`, at);
   });
-  const left = () => (s.store.db.prepare(`SELECT count(*) AS n FROM idempotency_keys WHERE merchant_id = CAST('m-sweep' AS BLOB)`).get() as { n: number }).n;
+  const left = async () => ((await s.store.get(`SELECT count(*) AS n FROM idempotency_keys WHERE merchant_id = CAST('m-sweep' AS BLOB)`)) as { n: number }).n;
   const first = await s.running.app.retention.runOnce();
   assert.equal(first.idempotency_keys, RETENTION_LIMITS.batch_rows * RETENTION_LIMITS.batches_per_run, 'one run deletes at most its bound');
-  assert.equal(left(), 700 + 3);
+  assert.equal(await left(), 700 + 3);
   const second = await s.running.app.retention.runOnce();
   assert.equal(second.idempotency_keys, 700);
-  assert.equal(left(), 3, 'the young records stay');
+  assert.equal(await left(), 3, 'the young records stay');
   const third = await s.running.app.retention.runOnce();
   assert.equal(third.idempotency_keys, 0);
-  assert.equal(left(), 3);
+  assert.equal(await left(), 3);
 });

@@ -30,12 +30,12 @@ async function paying(amount: number, method: string, extra: Record<string, unkn
   return { id, bank };
 }
 
-function webhooksOf(id: string): string[] {
-  return (s.store.db.prepare('SELECT webhook_event FROM events WHERE payment_id = ? AND webhook_event IS NOT NULL ORDER BY seq').all(id) as Array<{ webhook_event: string }>).map((r) => r.webhook_event);
+async function webhooksOf(id: string): Promise<string[]> {
+  return (await s.store.all<{ webhook_event: string }>('SELECT webhook_event FROM events WHERE payment_id = ? AND webhook_event IS NOT NULL ORDER BY seq', id)).map((r) => r.webhook_event);
 }
 
-function requestsOf(id: string): Array<{ operation: string; state: string; request: string; answer: string; order_id: string }> {
-  return s.store.db.prepare('SELECT operation, state, request, answer, order_id FROM bank_requests WHERE subject_id = ? ORDER BY id').all(id) as any;
+async function requestsOf(id: string): Promise<Array<{ operation: string; state: string; request: string; answer: string; order_id: string }>> {
+  return (await s.store.all('SELECT operation, state, request, answer, order_id FROM bank_requests WHERE subject_id = ? ORDER BY id', id)) as any;
 }
 
 test('a card payment: Init carries the contract fields, the page sends the buyer to PaymentURL, a signed notification settles it', async () => {
@@ -55,7 +55,7 @@ test('a card payment: Init carries the contract fields, the page sends the buyer
   assert.equal(Date.parse(String(init.RedirectDueDate)), Math.floor(Date.parse(p.processing_until) / 1000) * 1000, 'RedirectDueDate is the session end');
   assert.equal(init.Recurrent, undefined, 'a one-off payment keeps no card');
 
-  const rec = requestsOf(id);
+  const rec = await requestsOf(id);
   assert.deepEqual(rec.map((r) => [r.operation, r.state]), [['Init', 'answered']]);
   assert.equal(rec[0].order_id, init.OrderId);
   assert.ok(!rec[0].request.includes(PASSWORD) && !rec[0].request.includes(String(init.Token)), 'the record holds neither the password nor the Token');
@@ -76,7 +76,7 @@ test('a card payment: Init carries the contract fields, the page sends the buyer
   const done = await get(`/v1/public/payments/${id}`);
   assert.equal(done.status, 'succeeded');
   assert.equal(done.customer_card_mask, '430000******0777');
-  assert.deepEqual(webhooksOf(id), ['payment.succeeded']);
+  assert.deepEqual(await webhooksOf(id), ['payment.succeeded']);
   const final = await getPage(s, `/pay/${id}?back=success`);
   assert.equal(final.status, 200, 'success shows its screen, then returns to the shop');
   assert.ok(final.text.includes(`data-redirect="https://shop.example/back?x=1&amp;payment_id=${id}&amp;status=succeeded"`), final.text.slice(0, 400));
@@ -84,7 +84,7 @@ test('a card payment: Init carries the contract fields, the page sends the buyer
 
 test('SBP: Init then GetQr; the page shows the bank\'s QR payload and waits; CONFIRMED settles it', async () => {
   const { id, bank } = await paying(9_900, 'sbp');
-  assert.deepEqual(requestsOf(id).map((r) => r.operation), ['Init', 'GetQr']);
+  assert.deepEqual((await requestsOf(id)).map((r) => r.operation), ['Init', 'GetQr']);
   const qr = fake.calls('GetQr').at(-1)!.body;
   assert.equal(qr.PaymentId, bank.paymentId);
   assert.equal(qr.DataType, 'PAYLOAD');
@@ -136,10 +136,10 @@ test('notifications: a forged Token is 403 and changes nothing; a wrong amount i
   const wrong = await fake.send(bank, fake.notification(bank, { Amount: 100 }));
   assert.equal(wrong.status, 200);
   assert.equal((await get(`/v1/public/payments/${id}`)).status, 'processing', 'an amount that does not match is not applied');
-  const mm = s.store.db.prepare('SELECT expected_amount, bank_amount FROM bank_mismatches WHERE subject_id = ?').all(id) as any[];
+  const mm = await s.store.all<any>('SELECT expected_amount, bank_amount FROM bank_mismatches WHERE subject_id = ?', id);
   assert.deepEqual(mm.map((r) => [r.expected_amount, r.bank_amount]), [[12_300, 100]]);
   const { diagnose } = await import('../../src/cli/doctor');
-  const finding = diagnose(s.store.db).find((f) => f.check === 'bank amounts')!;
+  const finding = (await diagnose(s.store)).find((f) => f.check === 'bank amounts')!;
   assert.equal(finding.ok, false);
   assert.ok(finding.detail.includes(id), 'doctor names the payment');
 
@@ -152,7 +152,7 @@ test('notifications: a forged Token is 403 and changes nothing; a wrong amount i
   bank.status = 'CANCELED';
   await fake.send(bank, fake.notification(bank));
   assert.equal((await get(`/v1/public/payments/${id}`)).status, 'succeeded', 'late ones never move it back');
-  assert.deepEqual(webhooksOf(id), ['payment.succeeded']);
+  assert.deepEqual(await webhooksOf(id), ['payment.succeeded']);
 
   const unsigned = fake.notification(bank);
   delete unsigned.Token;
@@ -196,7 +196,7 @@ test('GET of a live page changes nothing: only the buyer\'s POST opens the sessi
   await pass();
   assert.equal(fake.calls('Init').length, inits);
   assert.equal((await get(`/v1/public/payments/${id}`)).status, 'pending');
-  assert.deepEqual(requestsOf(id), []);
+  assert.deepEqual(await requestsOf(id), []);
   const page = await getPage(s, `/pay/${id}`);
   assert.ok(page.text.includes('value="cards"') && page.text.includes('value="sbp"'), 'the method choice as in test mode');
 });

@@ -40,7 +40,7 @@ async function boundCard(customer: string): Promise<string> {
 test('a saved card: binding keeps the RebillId encrypted; a charge is Init + Charge with it', async () => {
   const tokenId = await boundCard('cust-live-1');
   const binding = fake.last();
-  const row = s.store.db.prepare('SELECT rebill_enc FROM tbank_rebills WHERE token_id = ?').get(tokenId) as { rebill_enc: string };
+  const row = (await s.store.get<{ rebill_enc: string }>('SELECT rebill_enc FROM tbank_rebills WHERE token_id = ?', tokenId))!;
   assert.ok(row.rebill_enc.startsWith('enc:v1:'));
   assert.ok(!row.rebill_enc.includes(binding.rebillId), 'not in clear');
 
@@ -56,7 +56,7 @@ test('a saved card: binding keeps the RebillId encrypted; a charge is Init + Cha
   assert.equal(charge.PaymentId, fake.last().paymentId);
   const p = await get(`/v1/public/payments/${ch.body.id}`);
   assert.equal(p.status, 'succeeded');
-  const rec = s.store.db.prepare(`SELECT request FROM bank_requests WHERE operation = 'Charge' ORDER BY id DESC`).get() as { request: string };
+  const rec = (await s.store.get<{ request: string }>(`SELECT request FROM bank_requests WHERE operation = 'Charge' ORDER BY id DESC`))!;
   assert.ok(!rec.request.includes(binding.rebillId), 'the recorded Charge holds no RebillId');
 
   fake.chargeOutcome = { status: 'REJECTED', errorCode: '1051' };
@@ -90,7 +90,7 @@ test('a charge whose Init answer is lost: CheckOrder finds the bank payment NEW,
   assert.equal(fake.calls('Charge').length, charges, 'no Charge without the Init\'s PaymentId');
   assert.equal((await get(`/v1/public/payments/${ch.body.id}`)).status, 'processing');
   await pass(SYNC_AFTER_S);
-  const ops = (s.store.db.prepare('SELECT operation, state FROM bank_requests WHERE subject_id = ? ORDER BY id').all(ch.body.id) as Array<{ operation: string; state: string }>).map((r) => `${r.operation}:${r.state}`);
+  const ops = (await s.store.all<{ operation: string; state: string }>('SELECT operation, state FROM bank_requests WHERE subject_id = ? ORDER BY id', ch.body.id)).map((r) => `${r.operation}:${r.state}`);
   assert.deepEqual(ops, ['Init:unknown', 'CheckOrder:answered', 'Charge:answered']);
   assert.equal(fake.calls('Charge').length, charges + 1);
   assert.equal((await get(`/v1/public/payments/${ch.body.id}`)).status, 'succeeded');
@@ -103,7 +103,7 @@ test('a charge whose Init got a 5xx: CheckOrder finds no order, so the charge is
   const ch = await s.request('POST', `/v1/public/tokens/${tokenId}/charge`, { key: shop.key, body: { amount: 6_600 } });
   await pass();
   await pass(SYNC_AFTER_S);
-  const ops = (s.store.db.prepare('SELECT operation, state FROM bank_requests WHERE subject_id = ? ORDER BY id').all(ch.body.id) as Array<{ operation: string; state: string }>).map((r) => `${r.operation}:${r.state}`);
+  const ops = (await s.store.all<{ operation: string; state: string }>('SELECT operation, state FROM bank_requests WHERE subject_id = ? ORDER BY id', ch.body.id)).map((r) => `${r.operation}:${r.state}`);
   assert.deepEqual(ops, ['Init:unknown', 'CheckOrder:answered', 'Init:answered', 'Charge:answered']);
   assert.equal(fake.calls('Init').at(-1)!.body.SuccessURL, undefined, 'still a merchant charge, not a buyer session');
   assert.equal((await get(`/v1/public/payments/${ch.body.id}`)).status, 'succeeded');
@@ -111,7 +111,7 @@ test('a charge whose Init got a 5xx: CheckOrder finds no order, so the charge is
 
 test('nothing to charge: a token without a RebillId and a "recurrent" payment without a token fail without reaching the bank', async () => {
   const tokenId = await boundCard('cust-live-4');
-  s.store.db.prepare('DELETE FROM tbank_rebills WHERE token_id = ?').run(tokenId);
+  await s.store.write(async (tx) => tx.run('DELETE FROM tbank_rebills WHERE token_id = ?', tokenId));
   const inits = fake.calls('Init').length;
   const ch = await s.request('POST', `/v1/public/tokens/${tokenId}/charge`, { key: shop.key, body: { amount: 4_400 } });
   assert.equal(ch.status, 201, ch.text);
@@ -147,19 +147,19 @@ test('a subscription: the first payment binds the card, the scheduled charge goe
 });
 
 test('live payouts answer 403 payouts_not_configured and create nothing', async () => {
-  const before = (s.store.db.prepare('SELECT count(*) AS n FROM payouts').get() as { n: number }).n;
+  const before = (await s.store.get<{ n: number }>('SELECT count(*) AS n FROM payouts'))!.n;
   const r = await s.request('POST', '/v1/public/payouts', { key: shop.key, body: sbpBody(1_000) });
   assert.equal(r.status, 403, r.text);
   assert.equal(r.body.error.code, 'payouts_not_configured');
   const b = await s.request('POST', '/v1/public/payouts/batch', { key: shop.key, body: { method: 'payouts_sbp', items: [{ ...sbpBody(1_000), method: undefined }] } });
   assert.equal(b.status, 403, b.text);
   assert.equal(b.body.error.code, 'payouts_not_configured');
-  assert.equal((s.store.db.prepare('SELECT count(*) AS n FROM payouts').get() as { n: number }).n, before);
+  assert.equal((await s.store.get<{ n: number }>('SELECT count(*) AS n FROM payouts'))!.n, before);
 });
 
 test('a live key of a shop without an acquirer gets 403 acquirer_not_configured; with one it works', async () => {
-  const bare = s.newShop({ mode: 'live', acquirer: false });
-  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(bare.merchantId);
+  const bare = await s.newShop({ mode: 'live', acquirer: false });
+  await s.store.write(async (tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', bare.merchantId));
   const r = await s.request('POST', '/v1/public/payments', { key: bare.key, body: { amount: 1_000 } });
   assert.equal(r.status, 403);
   assert.equal(r.body.error.code, 'acquirer_not_configured');

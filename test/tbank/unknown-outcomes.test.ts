@@ -36,8 +36,8 @@ async function open(id: string, method: string): Promise<void> {
   await pass();
 }
 
-function ops(id: string): string[] {
-  return (s.store.db.prepare('SELECT operation, state FROM bank_requests WHERE subject_id = ? ORDER BY id').all(id) as Array<{ operation: string; state: string }>).map((r) => `${r.operation}:${r.state}`);
+async function ops(id: string): Promise<string[]> {
+  return (await s.store.all<{ operation: string; state: string }>('SELECT operation, state FROM bank_requests WHERE subject_id = ? ORDER BY id', id)).map((r) => `${r.operation}:${r.state}`);
 }
 
 /** A live card payment paid at the bank and known to kopek as succeeded. */
@@ -55,15 +55,15 @@ test('a hung Init is unknown after --acquirer-timeout; with the notification los
   fake.next('Init', 'lose');
   const id = await create(11_000, 'cards');
   await open(id, 'cards');
-  assert.deepEqual(ops(id), ['Init:unknown']);
+  assert.deepEqual(await ops(id), ['Init:unknown']);
   assert.equal((await get(`/v1/public/payments/${id}`)).status, 'processing', 'unknown fails nothing');
   // The bank did create the order before the answer was lost; the payer pays there.
   const bank = fake.last();
   await fake.settle(bank, 'CONFIRMED');
   await pass(SYNC_AFTER_S - 1);
-  assert.deepEqual(ops(id), ['Init:unknown'], 'no check before --acquirer-sync-after');
+  assert.deepEqual(await ops(id), ['Init:unknown'], 'no check before --acquirer-sync-after');
   await pass(1);
-  assert.deepEqual(ops(id), ['Init:unknown', 'CheckOrder:answered']);
+  assert.deepEqual(await ops(id), ['Init:unknown', 'CheckOrder:answered']);
   assert.equal(fake.calls('CheckOrder').at(-1)!.body.OrderId, bank.orderId);
   const p = await get(`/v1/public/payments/${id}`);
   assert.equal(p.status, 'succeeded');
@@ -75,10 +75,10 @@ test('a 5xx on Init: CheckOrder finds no order, so the session is opened again w
   fake.next('Init', '500');
   const id = await create(12_000, 'cards');
   await open(id, 'cards');
-  assert.deepEqual(ops(id), ['Init:unknown']);
-  const firstOrder = (s.store.db.prepare('SELECT order_id FROM bank_requests WHERE subject_id = ?').get(id) as { order_id: string }).order_id;
+  assert.deepEqual(await ops(id), ['Init:unknown']);
+  const firstOrder = (await s.store.get<{ order_id: string }>('SELECT order_id FROM bank_requests WHERE subject_id = ?', id))!.order_id;
   await pass(SYNC_AFTER_S);
-  assert.deepEqual(ops(id), ['Init:unknown', 'CheckOrder:answered', 'Init:answered']);
+  assert.deepEqual(await ops(id), ['Init:unknown', 'CheckOrder:answered', 'Init:answered']);
   const bank = fake.last();
   assert.notEqual(bank.orderId, firstOrder, 'one OrderId per attempt');
   await fake.settle(bank, 'CONFIRMED');
@@ -94,18 +94,18 @@ test('unreadable answers and cut connections are unknown; the checks come later 
   fake.next('GetState', 'garbage', 1, mine);
   fake.next('GetState', 'drop', 1, mine);
   await pass(SYNC_AFTER_S);
-  assert.deepEqual(ops(id).slice(-1), ['GetState:unknown']);
+  assert.deepEqual((await ops(id)).slice(-1), ['GetState:unknown']);
   await pass(SYNC_AFTER_S - 1);
-  assert.equal(ops(id).filter((o) => o.startsWith('GetState')).length, 1, 'the second check waits as long again as the first');
+  assert.equal((await ops(id)).filter((o) => o.startsWith('GetState')).length, 1, 'the second check waits as long again as the first');
   await pass(1);
-  assert.deepEqual(ops(id).slice(-1), ['GetState:unknown']);
+  assert.deepEqual((await ops(id)).slice(-1), ['GetState:unknown']);
   assert.equal((await get(`/v1/public/payments/${id}`)).status, 'processing');
   await fake.settle(bank, 'CONFIRMED');
   await pass(SYNC_AFTER_S * 2);
-  assert.deepEqual(ops(id).slice(-1), ['GetState:answered']);
+  assert.deepEqual((await ops(id)).slice(-1), ['GetState:answered']);
   assert.equal((await get(`/v1/public/payments/${id}`)).status, 'succeeded');
   await pass(SYNC_AFTER_S * 8);
-  assert.equal(ops(id).filter((o) => o.startsWith('GetState')).length, 3, 'a final payment is not checked again');
+  assert.equal((await ops(id)).filter((o) => o.startsWith('GetState')).length, 3, 'a final payment is not checked again');
   fake.notify = true;
 });
 
@@ -116,7 +116,7 @@ test('a link opened a day after it was made: the first check comes --acquirer-sy
   await open(id, 'cards');
   await fake.settle(fake.last(), 'CONFIRMED');
   await pass(SYNC_AFTER_S);
-  assert.deepEqual(ops(id), ['Init:answered', 'GetState:answered']);
+  assert.deepEqual(await ops(id), ['Init:answered', 'GetState:answered']);
   assert.equal((await get(`/v1/public/payments/${id}`)).status, 'succeeded');
 });
 
@@ -145,7 +145,7 @@ test('a bank that never answers fails nothing before the session ends; then the 
   await fake.settle(fake.last(), 'CONFIRMED');
   assert.equal((await get(`/v1/public/payments/${id}`)).status, 'expired');
   const { diagnose } = await import('../../src/cli/doctor');
-  const f = diagnose(s.store.db).find((x) => x.check === 'bank amounts')!;
+  const f = (await diagnose(s.store)).find((x) => x.check === 'bank amounts')!;
   assert.equal(f.ok, false);
   assert.match(f.detail, new RegExp(`payment ${id} .*succeeded after expired`));
 });
@@ -185,10 +185,10 @@ test('a refund whose Cancel hangs stays pending; the check repeats the same Exte
   fake.next('Cancel', 'hang');
   const r = await s.request('POST', `/v1/public/payments/${id}/refund`, { key: shop.key, body: { amount: 15_000 } });
   await pass();
-  assert.deepEqual(ops(r.body.id), ['Cancel:unknown']);
+  assert.deepEqual(await ops(r.body.id), ['Cancel:unknown']);
   assert.equal((await get(`/v1/public/payments/${id}`)).refunds[0].status, 'pending');
   await pass(SYNC_AFTER_S);
-  assert.deepEqual(ops(r.body.id), ['Cancel:unknown', 'Cancel:answered']);
+  assert.deepEqual(await ops(r.body.id), ['Cancel:unknown', 'Cancel:answered']);
   const sent = fake.calls('Cancel').slice(-2).map((c) => c.body.ExternalRequestId);
   assert.deepEqual(sent, [r.body.id, r.body.id]);
   assert.equal(fake.payments.get(bankId)!.refunded, 15_000, 'the bank refunded once');
@@ -201,7 +201,7 @@ test('cancel of a pending live payment sends nothing: no session is open at the 
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.status, 'cancelled');
   await pass();
-  assert.deepEqual(ops(id), []);
+  assert.deepEqual(await ops(id), []);
 });
 
 test('the books balance after every path above', async () => {

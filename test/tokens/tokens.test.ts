@@ -35,17 +35,19 @@ test('a card token binds with a 1 RUB verification on its hosted page and keeps 
   assert.equal(t.card_brand, 'visa');
   assert.equal(t.card_mask, '1111');
   // A token bound when the mask was stored as "**** 1111" answers the same one format.
-  s.store.db.prepare('UPDATE tokens SET card_mask = ? WHERE id = ?').run('**** 1111', c.card.id);
+  await s.store.write(async (tx) => {
+    await tx.run('UPDATE tokens SET card_mask = ? WHERE id = ?', '**** 1111', c.card.id);
+  });
   assert.equal((await get(s, `/v1/public/tokens/${c.card.id}`)).card_mask, '1111');
   assert.equal(t.customer_email, 'buyer@example.com');
   assert.equal(t.last_charged_at, null);
-  assert.deepEqual(webhooksOf(s, c.card.id), ['token.activated']);
+  assert.deepEqual(await webhooksOf(s, c.card.id), ['token.activated']);
   assert.deepEqual(
-    streamOf(s, c.card.id).map((e) => e.payload.status),
+    (await streamOf(s, c.card.id)).map((e) => e.payload.status),
     ['pending', 'active'],
   );
   const data = JSON.parse(
-    (s.store.db.prepare(`SELECT webhook_data FROM events WHERE webhook_event = 'token.activated' AND json_extract(payload, '$.id') = ?`).get(c.card.id) as { webhook_data: string }).webhook_data,
+    (await s.store.get<{ webhook_data: string }>(`SELECT webhook_data FROM events WHERE webhook_event = 'token.activated' AND json_extract(payload, '$.id') = ?`, c.card.id))!.webhook_data,
   );
   assert.deepEqual(data, t, 'the webhook carries the token as GET shows it');
   const verified = await get(s, `/v1/public/payments/${c.binding_payment_id}`);
@@ -80,17 +82,20 @@ test('create validates every field', async () => {
     [{ customer_ref: 'c', method: 'sbp', amount: '100' }, 'amount'],
     [{ customer_ref: 'c', cutsomer: 'typo' }, 'cutsomer'],
   ];
-  const shop = s.newShop();
-  const written = () =>
-    ['tokens', 'payments', 'events'].map((t) => (s.store.db.prepare(`SELECT COUNT(*) AS n FROM ${t} WHERE shop_id = ?`).get(shop.shopId) as { n: number }).n);
-  const before = written();
+  const shop = await s.newShop();
+  const written = async (): Promise<number[]> => {
+    const counts: number[] = [];
+    for (const t of ['tokens', 'payments', 'events']) counts.push((await s.store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t} WHERE shop_id = ?`, shop.shopId))!.n);
+    return counts;
+  };
+  const before = await written();
   for (const [body, param] of cases) {
     const r = await s.request('POST', '/v1/public/tokens', { body, key: shop.key });
     assert.equal(r.status, 400, JSON.stringify(body));
     assert.equal(r.body.error.code, 'bad_request');
     assert.equal(r.body.error.param, param, JSON.stringify(body));
   }
-  assert.deepEqual(written(), before, 'a refused token writes no token, payment or event');
+  assert.deepEqual(await written(), before, 'a refused token writes no token, payment or event');
 });
 
 test('a charge opens its session at once, settles through the simulator and is kept as last_charged_at', async () => {
@@ -131,7 +136,7 @@ test('a charge is idempotent with a key; a replay tells the current status', asy
   const other = await s.request('POST', `/v1/public/tokens/${t.id}/charge`, { body: { amount: 7001 }, headers });
   assert.equal(other.status, 409);
   assert.equal(other.body.error.code, 'idempotent_conflict');
-  const n = s.store.db.prepare(`SELECT COUNT(*) AS n FROM recurrent_payments WHERE token_id = ? AND kind = 'token_charge'`).get(t.id) as { n: number };
+  const n = (await s.store.get<{ n: number }>(`SELECT COUNT(*) AS n FROM recurrent_payments WHERE token_id = ? AND kind = 'token_charge'`, t.id))!;
   assert.equal(n.n, 1);
 });
 
@@ -168,7 +173,7 @@ test('cancel: pending and active tokens cancel (webhook token.cancelled); chargi
   const t = await activeToken(s, { customer_ref: 'cust-cancel' });
   const r2 = await s.request('POST', `/v1/public/tokens/${t.id}/cancel`);
   assert.deepEqual(r2.body, { status: 'cancelled' });
-  assert.deepEqual(webhooksOf(s, t.id), ['token.activated', 'token.cancelled']);
+  assert.deepEqual(await webhooksOf(s, t.id), ['token.activated', 'token.cancelled']);
   const charge = await s.request('POST', `/v1/public/tokens/${t.id}/charge`, { body: { amount: 1000 } });
   assert.equal(charge.status, 409);
   assert.equal(charge.body.error.code, 'invalid_state');
@@ -179,7 +184,7 @@ test('cancel: pending and active tokens cancel (webhook token.cancelled); chargi
   assert.equal(outcomes.status, 409, 'no outcome queue for a token that is never charged again');
   assert.equal(outcomes.body.error.code, 'invalid_state');
   assert.match(outcomes.body.error.message, /cancelled/);
-  assert.equal((s.store.db.prepare('SELECT outcomes FROM tokens WHERE id = ?').get(t.id) as { outcomes: string }).outcomes, '[]');
+  assert.equal((await s.store.get<{ outcomes: string }>('SELECT outcomes FROM tokens WHERE id = ?', t.id))!.outcomes, '[]');
   const pendingCharge = await createToken(s, { customer_ref: 'cust-cancel' });
   const r3 = await s.request('POST', `/v1/public/tokens/${pendingCharge.card.id}/charge`, { body: { amount: 1000 } });
   assert.equal(r3.status, 409);
@@ -204,19 +209,19 @@ test('list: customer_ref filter, status filter, register pagination, newest firs
 
 test('scopes: bind to create, read and cancel, charge to charge; on the key and on the shop', async () => {
   const t = await activeToken(s, { customer_ref: 'cust-scope' });
-  const bindOnly = s.newKey(s.demo.shopId, 'test', 'api:recurrent:bind');
+  const bindOnly = await s.newKey(s.demo.shopId, 'test', 'api:recurrent:bind');
   const charge = await s.request('POST', `/v1/public/tokens/${t.id}/charge`, { body: { amount: 1000 }, key: bindOnly.key });
   assert.equal(charge.status, 403);
   assert.equal(charge.body.error.code, 'scope_required');
   assert.match(charge.body.error.message, /api:recurrent:charge/);
-  const chargeOnly = s.newKey(s.demo.shopId, 'test', 'api:recurrent:charge');
+  const chargeOnly = await s.newKey(s.demo.shopId, 'test', 'api:recurrent:charge');
   const create = await s.request('POST', '/v1/public/tokens', { body: { customer_ref: 'x' }, key: chargeOnly.key });
   assert.equal(create.status, 403);
   assert.match(create.body.error.message, /api:recurrent:bind/);
   assert.equal((await s.request('POST', `/v1/public/tokens/${t.id}/charge`, { body: { amount: 1000 }, key: chargeOnly.key })).status, 201);
   // The key asks for the scope, but its shop does not have it.
-  const shop = s.newShop({ shopScopes: 'api:reports:read', keyScopes: 'api:reports:read' });
-  const key = s.newKey(shop.shopId, 'test', 'api:recurrent:bind,api:recurrent:charge');
+  const shop = await s.newShop({ shopScopes: 'api:reports:read', keyScopes: 'api:reports:read' });
+  const key = await s.newKey(shop.shopId, 'test', 'api:recurrent:bind,api:recurrent:charge');
   const noShopScope = await s.request('POST', '/v1/public/tokens', { body: { customer_ref: 'x' }, key: key.key });
   assert.equal(noShopScope.status, 403);
   assert.equal(noShopScope.body.error.code, 'scope_required');
@@ -224,7 +229,7 @@ test('scopes: bind to create, read and cancel, charge to charge; on the key and 
 
 test("another shop's token is not found", async () => {
   const t = await activeToken(s, { customer_ref: 'cust-iso' });
-  const other = s.newShop();
+  const other = await s.newShop();
   for (const [method, path] of [
     ['GET', `/v1/public/tokens/${t.id}`],
     ['POST', `/v1/public/tokens/${t.id}/cancel`],

@@ -22,8 +22,8 @@ function kopek(...args: string[]): { code: number | null; out: any; err: string 
   return { code: r.status, out, err: r.stderr };
 }
 
-test('kopek webhook add / list / rotate / delete / deliveries against a running server', () => {
-  const shop = s.newShop();
+test('kopek webhook add / list / rotate / delete / deliveries against a running server', async () => {
+  const shop = await s.newShop();
   const added = kopek('add', '--shop', shop.shopId, '--url', 'https://shop.example/hook', '--events', 'payment.succeeded,payout.failed', '--signature', 'v1', '--json');
   assert.equal(added.code, 0, added.err);
   assert.match(added.out.secret, /^whs_/);
@@ -65,13 +65,13 @@ test('webhook list and deliveries with an unknown --shop fail naming it instead 
 });
 
 test('webhook rotate ID 24 (a stray word, not --overlap) is refused and the old secret keeps working', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const added = await runCli(['webhook', 'add', '--shop', shop.shopId, '--url', 'https://shop.example/hook', '--db', s.dbPath, '--json']);
   assert.equal(added.code, 0, added.err);
   const r = await runCli(['webhook', 'rotate', added.json.id, '24', '--db', s.dbPath]);
   assert.equal(r.code, 1);
   assert.equal(r.err.trim(), 'kopek webhook: unexpected argument "24"; usage: kopek webhook rotate ENDPOINT_ID [--overlap HOURS]');
-  const rows = s.store.db.prepare('SELECT expires_at FROM webhook_secrets WHERE endpoint_id = ?').all(added.json.id);
+  const rows = await s.store.all('SELECT expires_at FROM webhook_secrets WHERE endpoint_id = ?', added.json.id);
   assert.deepEqual(rows, [{ expires_at: null }]);
-  assert.deepEqual(validSecrets(s.store.db, added.json.id, Date.now()), [added.json.secret]);
+  assert.deepEqual(await validSecrets(s.store, added.json.id, Date.now()), [added.json.secret]);
 });

@@ -27,10 +27,10 @@ function stripeStyleVerify(header: string, body: string, secret: string, now_s: 
 }
 
 test('a v2 endpoint gets the spec body and headers, verifiable with node:crypto and a Stripe-style verifier', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await receiver();
-  const { secret } = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/hook' }, Date.now());
-  const ev = appendWebhookEvent(s, shop, { data: { id: 'p1', status: 'succeeded', metadata: { note: 'ünïcode' } } });
+  const { secret } = await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/hook' }, Date.now());
+  const ev = await appendWebhookEvent(s, shop, { data: { id: 'p1', status: 'succeeded', metadata: { note: 'ünïcode' } } });
   const got = await rcv.waitFor(1);
   assert.equal(got.method, 'POST');
   assert.equal(got.path, '/hook');
@@ -60,11 +60,11 @@ test('a v2 endpoint gets the spec body and headers, verifiable with node:crypto 
 });
 
 test('a test clock moved forward changes created_at but never the signature timestamp', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await receiver();
-  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
   await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 86_400 } });
-  const ev = appendWebhookEvent(s, shop);
+  const ev = await appendWebhookEvent(s, shop);
   const got = await rcv.waitFor(1);
   assert.ok(Date.parse(JSON.parse(got.body).created_at) - Date.now() > 86_000_000, 'created_at is on the shop clock');
   assert.equal(JSON.parse(got.body).created_at, new Date(ev.at).toISOString());
@@ -72,26 +72,26 @@ test('a test clock moved forward changes created_at but never the signature time
 });
 
 test('a legacy v1 endpoint gets sha256=<hex of HMAC(body)>', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await receiver();
-  const { secret } = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url, signature: 'v1' }, Date.now());
-  appendWebhookEvent(s, shop);
+  const { secret } = await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url, signature: 'v1' }, Date.now());
+  await appendWebhookEvent(s, shop);
   const got = await rcv.waitFor(1);
   assert.equal(got.headers['x-psp-signature'], `sha256=${createHmac('sha256', secret).update(got.body).digest('hex')}`);
 });
 
 test("events of one shop never reach another shop's endpoint; filters pick events", async () => {
-  const a = s.newShop();
-  const b = s.newShop();
+  const a = await s.newShop();
+  const b = await s.newShop();
   const ra = await receiver();
   const rb = await receiver();
   const rFiltered = await receiver();
-  addEndpoint(s.store, { shopId: a.shopId, url: ra.url }, Date.now());
-  addEndpoint(s.store, { shopId: b.shopId, url: rb.url }, Date.now());
-  addEndpoint(s.store, { shopId: a.shopId, url: rFiltered.url, events: 'payout.failed' }, Date.now());
-  const evA = appendWebhookEvent(s, a);
-  const evB = appendWebhookEvent(s, b);
-  const evPayout = appendWebhookEvent(s, a, { event: 'payout.failed', kind: 'payout.status_changed' });
+  await addEndpoint(s.store, { shopId: a.shopId, url: ra.url }, Date.now());
+  await addEndpoint(s.store, { shopId: b.shopId, url: rb.url }, Date.now());
+  await addEndpoint(s.store, { shopId: a.shopId, url: rFiltered.url, events: 'payout.failed' }, Date.now());
+  const evA = await appendWebhookEvent(s, a);
+  const evB = await appendWebhookEvent(s, b);
+  const evPayout = await appendWebhookEvent(s, a, { event: 'payout.failed', kind: 'payout.status_changed' });
   await ra.waitFor(2);
   await rb.waitFor(1);
   await rFiltered.waitFor(1);
@@ -104,19 +104,19 @@ test("events of one shop never reach another shop's endpoint; filters pick event
 });
 
 test("a payment's own webhook_url replaces the endpoints and is signed with the oldest endpoint's secret, else the shop's fallback", async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const own = await receiver();
-  const fallback = getShop(s.store, shop.shopId)!;
+  const fallback = (await getShop(s.store, shop.shopId))!;
   const paymentId = crypto.randomUUID();
-  appendWebhookEvent(s, shop, { url: own.url + '/own', paymentId });
+  await appendWebhookEvent(s, shop, { url: own.url + '/own', paymentId });
   const first = await own.waitFor(1);
   const t1 = first.headers['x-psp-timestamp'];
   assert.equal(first.headers['x-psp-signature'], `t=${t1},v1=${hmac(fallback.webhook_secret, `${t1}.${first.body}`)},v2=${hmac(fallback.webhook_secret, `${t1}.${first.body}`)}`);
 
   const endpointRcv = await receiver();
-  const older = addEndpoint(s.store, { shopId: shop.shopId, url: endpointRcv.url, signature: 'v1' }, Date.now() - 1000);
-  addEndpoint(s.store, { shopId: shop.shopId, url: endpointRcv.url }, Date.now());
-  appendWebhookEvent(s, shop, { url: own.url + '/own', paymentId });
+  const older = await addEndpoint(s.store, { shopId: shop.shopId, url: endpointRcv.url, signature: 'v1' }, Date.now() - 1000);
+  await addEndpoint(s.store, { shopId: shop.shopId, url: endpointRcv.url }, Date.now());
+  await appendWebhookEvent(s, shop, { url: own.url + '/own', paymentId });
   const second = await own.waitFor(2);
   assert.equal(second.headers['x-psp-signature'], `sha256=${hmac(older.secret, second.body)}`);
   assert.equal(endpointRcv.received.length, 0, 'the shop endpoints do not get events of a payment with its own URL');
@@ -125,18 +125,18 @@ test("a payment's own webhook_url replaces the endpoints and is signed with the 
 });
 
 test('rotation: without overlap the old secret stops at once; with overlap the header carries a pair per valid secret', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await receiver();
-  const { endpoint, secret: s1 } = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
-  const s2 = rotateSecret(s.store, endpoint.id, 0, Date.now());
-  appendWebhookEvent(s, shop);
+  const { endpoint, secret: s1 } = await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const s2 = await rotateSecret(s.store, endpoint.id, 0, Date.now());
+  await appendWebhookEvent(s, shop);
   let got = await rcv.waitFor(1);
   let t = got.headers['x-psp-timestamp'];
   assert.equal(got.headers['x-psp-signature'], `t=${t},v1=${hmac(s2, `${t}.${got.body}`)},v2=${hmac(s2, `${t}.${got.body}`)}`);
   assert.ok(!String(got.headers['x-psp-signature']).includes(hmac(s1, `${t}.${got.body}`)));
 
-  const s3 = rotateSecret(s.store, endpoint.id, 2, Date.now());
-  appendWebhookEvent(s, shop);
+  const s3 = await rotateSecret(s.store, endpoint.id, 2, Date.now());
+  await appendWebhookEvent(s, shop);
   got = await rcv.waitFor(2);
   t = got.headers['x-psp-timestamp'];
   const h3 = hmac(s3, `${t}.${got.body}`);
@@ -146,28 +146,28 @@ test('rotation: without overlap the old secret stops at once; with overlap the h
 });
 
 test('a 410 answer disables the endpoint (listed with the reason) and stops retries', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await receiver(() => ({ status: 410 }));
-  const { endpoint } = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
-  const ev = appendWebhookEvent(s, shop);
+  const { endpoint } = await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = await appendWebhookEvent(s, shop);
   const items = await waitForLog(s, `event_id=${ev.id}`, (it) => it.length === 1 && it[0].status === 'failed', { key: shop.key });
   assert.equal(items[0].response_code, 410);
   assert.equal(items[0].next_attempt_at, null);
-  const listed = listEndpoints(s.store, shop.shopId).find((e) => e.id === endpoint.id)!;
+  const listed = (await listEndpoints(s.store, shop.shopId)).find((e) => e.id === endpoint.id)!;
   assert.ok(listed.disabled_at);
   assert.match(String(listed.disabled_reason), /410/);
   assert.ok(s.logs.some((l) => l.includes('webhook endpoint disabled') && l.includes(endpoint.id)));
-  const ev2 = appendWebhookEvent(s, shop);
+  const ev2 = await appendWebhookEvent(s, shop);
   const log2 = await s.request('GET', `/v1/test/webhooks/deliveries?event_id=${ev2.id}`, { key: shop.key });
   assert.deepEqual(log2.body.items, [], 'a disabled endpoint gets no new deliveries');
 });
 
 test('after a 410, delete + add + resend (the recovery doctor advises) delivers the missed event to the new endpoint', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   let gone = true;
   const rcv = await receiver(() => ({ status: gone ? 410 : 200 }));
-  const first = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
-  const ev = appendWebhookEvent(s, shop);
+  const first = await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = await appendWebhookEvent(s, shop);
   await waitForLog(s, `event_id=${ev.id}`, (it) => it.length === 1 && it[0].status === 'failed', { key: shop.key });
   gone = false;
   assert.equal((await runCli(['webhook', 'delete', first.endpoint.id, '--db', s.dbPath])).code, 0);
@@ -176,7 +176,7 @@ test('after a 410, delete + add + resend (the recovery doctor advises) delivers 
   const resent = await runCli(['webhook', 'resend', ev.id, '--db', s.dbPath, '--json']);
   assert.equal(resent.code, 0, resent.err);
   assert.equal(resent.json.requeued, 1);
-  s.running.app.webhooks.sweep();
+  await s.running.app.webhooks.sweep();
   const got = await rcv.waitFor(2);
   assert.equal(got.headers['x-psp-event-id'], ev.id);
   const t = String(got.headers['x-psp-timestamp']);
@@ -191,11 +191,11 @@ test('after a 410, delete + add + resend (the recovery doctor advises) delivers 
 });
 
 test('redirects are not followed: a 302 is a failed attempt and the target is never called', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const target = await receiver();
   const rcv = await receiver(() => ({ status: 302 }));
-  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
-  const ev = appendWebhookEvent(s, shop);
+  await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = await appendWebhookEvent(s, shop);
   const items = await waitForLog(s, `event_id=${ev.id}`, (it) => it.some((i: any) => i.status === 'failed'), { key: shop.key });
   assert.equal(items[0].response_code, 302);
   assert.ok(items[0].next_attempt_at, 'a retry is scheduled');
@@ -208,8 +208,10 @@ test('the delivery log rejects malformed filters and live keys', async () => {
   assert.equal(bad.body.error.param, 'event_id');
   const unknown = await s.request('GET', '/v1/test/webhooks/deliveries?status=failed');
   assert.equal(unknown.status, 400);
-  const live = s.newShop({ mode: 'live' });
-  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(live.merchantId);
+  const live = await s.newShop({ mode: 'live' });
+  await s.store.write(async (tx) => {
+    await tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', live.merchantId);
+  });
   const r = await s.request('GET', '/v1/test/webhooks/deliveries', { key: live.key });
   assert.equal(r.status, 404);
 });
@@ -219,16 +221,16 @@ function hmac(secret: string, text: string): string {
 }
 
 test('POST /v1/test/reset deletes test deliveries and attempts but keeps endpoints', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await receiver();
-  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
-  const ev = appendWebhookEvent(s, shop);
+  await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = await appendWebhookEvent(s, shop);
   await waitForLog(s, `event_id=${ev.id}`, (it) => it[0]?.status === 'succeeded', { key: shop.key });
   const r = await s.request('POST', '/v1/test/reset', { key: shop.key });
   assert.equal(r.status, 200);
   assert.equal(r.body.deleted.webhook_deliveries, 1);
   assert.equal(r.body.deleted.webhook_attempts, 1);
-  assert.equal(listEndpoints(s.store, shop.shopId).length, 1);
-  appendWebhookEvent(s, shop);
+  assert.equal((await listEndpoints(s.store, shop.shopId)).length, 1);
+  await appendWebhookEvent(s, shop);
   await rcv.waitFor(2);
 });

@@ -43,8 +43,8 @@ async function paid(key: string, url: string): Promise<void> {
 }
 
 test("one shop's hanging webhook receivers delay no other shop's webhooks", async () => {
-  const noisy = s.newShop();
-  const quiet = s.newShop();
+  const noisy = await s.newShop();
+  const quiet = await s.newShop();
   // 20 receivers of one shop that never answer, behind 160 payments.
   for (let i = 0; i < 160; i += 16) await Promise.all(Array.from({ length: 16 }, (_, j) => paid(noisy.key, `${hangUrls[(i + j) % 20]}/hook`)));
   for (let i = 0; i < 200 && held.size < 16; i++) await new Promise((r) => setTimeout(r, 10));

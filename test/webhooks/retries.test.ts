@@ -19,11 +19,11 @@ after(async () => {
 const done = (it: any[]): boolean => it.length > 0 && it[it.length - 1].status !== 'pending';
 
 test('the full retry schedule on the test clock: 1 attempt + 8 retries at +10 s, 1 min, 5 min, 30 min, 2 h, 6 h, 24 h, 48 h; then failed; resend succeeds', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   let answer = 500;
   const rcv = await receiver(() => ({ status: answer }));
-  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
-  const ev = appendWebhookEvent(s, shop);
+  await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = await appendWebhookEvent(s, shop);
   const q = `event_id=${ev.id}`;
   let items = await waitForLog(s, q, (it) => it.length === 2 && it[0].status === 'failed', { key: shop.key });
   for (let i = 0; i < RETRY_DELAYS_MS.length; i++) {
@@ -64,10 +64,10 @@ test('the full retry schedule on the test clock: 1 attempt + 8 retries at +10 s,
 });
 
 test('one advance past the whole schedule runs every retry, each at its own due time', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await receiver(() => ({ status: 503 }));
-  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
-  const ev = appendWebhookEvent(s, shop);
+  await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = await appendWebhookEvent(s, shop);
   await waitForLog(s, `event_id=${ev.id}`, (it) => it[0]?.status === 'failed', { key: shop.key });
   await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 4 * 86_400 } });
   const items = await waitForLog(s, `event_id=${ev.id}`, done, { key: shop.key });
@@ -80,8 +80,8 @@ test('a receiver slower than the deadline is a failed attempt (deadline shortene
   const t = await startTestServer({ webhookTimeoutMs: 300 });
   try {
     const rcv = await receiver(() => ({ status: 200, delay_ms: 1000 }));
-    addEndpoint(t.store, { shopId: t.demo.shopId, url: rcv.url }, Date.now());
-    const ev = appendWebhookEvent(t, t.demo);
+    await addEndpoint(t.store, { shopId: t.demo.shopId, url: rcv.url }, Date.now());
+    const ev = await appendWebhookEvent(t, t.demo);
     const items = await waitForLog(t, `event_id=${ev.id}`, (it) => it[0]?.status === 'failed');
     assert.equal(items[0].response_code, null);
     assert.match(items[0].error, /timeout: no answer within 300 ms/);
@@ -93,10 +93,10 @@ test('a receiver slower than the deadline is a failed attempt (deadline shortene
 });
 
 test('a restart mid-schedule loses nothing and continues with the right attempt number', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await receiver((n) => ({ status: n < 3 ? 500 : 200 }));
-  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
-  const ev = appendWebhookEvent(s, shop);
+  await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  const ev = await appendWebhookEvent(s, shop);
   await waitForLog(s, `event_id=${ev.id}`, (it) => it[0]?.status === 'failed', { key: shop.key });
   await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 11 } });
   await waitForLog(s, `event_id=${ev.id}`, (it) => it[1]?.status === 'failed', { key: shop.key });
@@ -108,20 +108,30 @@ test('a restart mid-schedule loses nothing and continues with the right attempt 
 });
 
 test('a delivery committed before a crash and never attempted is sent after restart', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await receiver();
-  addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
   // As if the process died right after the commit: the row exists, nothing was sent.
   const app = s.running.app;
-  const ev = app.store.tx((tx) => {
+  const ev = await app.store.tx(async (tx) => {
     const id = 'evt_' + '0'.repeat(10) + 'CRASHTESTCRASHTE';
-    tx.db
-      .prepare(`INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data) VALUES (?, ?, ?, 'test', 'payment.status_changed', '{}', ?, 'payment.failed', '{"id":"x"}')`)
-      .run(id, shop.merchantId, shop.shopId, Date.now());
-    const seq = (tx.db.prepare('SELECT seq FROM events WHERE id = ?').get(id) as { seq: number }).seq;
-    tx.db
-      .prepare(`INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, next_attempt_at, created_at) SELECT ?, ?, 'payment.failed', ?, 'test', id, url, ?, ? FROM webhook_endpoints WHERE shop_id = ?`)
-      .run(seq, id, shop.shopId, Date.now(), Date.now(), shop.shopId);
+    await tx.run(
+      `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data) VALUES (?, ?, ?, 'test', 'payment.status_changed', '{}', ?, 'payment.failed', '{"id":"x"}')`,
+      id,
+      shop.merchantId,
+      shop.shopId,
+      Date.now(),
+    );
+    const seq = (await tx.get<{ seq: number }>('SELECT seq FROM events WHERE id = ?', id))!.seq;
+    await tx.run(
+      `INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, next_attempt_at, created_at) SELECT ?, ?, 'payment.failed', ?, 'test', id, url, ?, ? FROM webhook_endpoints WHERE shop_id = ?`,
+      seq,
+      id,
+      shop.shopId,
+      Date.now(),
+      Date.now(),
+      shop.shopId,
+    );
     return { id };
   });
   await s.restart();
@@ -130,13 +140,13 @@ test('a delivery committed before a crash and never attempted is sent after rest
 });
 
 test("one dead endpoint (never answers) does not delay another endpoint's deliveries", async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const dead = await receiver(() => 'hang');
   const alive = await receiver();
-  addEndpoint(s.store, { shopId: shop.shopId, url: dead.url }, Date.now() - 1);
-  addEndpoint(s.store, { shopId: shop.shopId, url: alive.url }, Date.now());
+  await addEndpoint(s.store, { shopId: shop.shopId, url: dead.url }, Date.now() - 1);
+  await addEndpoint(s.store, { shopId: shop.shopId, url: alive.url }, Date.now());
   const started = Date.now();
-  for (let i = 0; i < 12; i++) appendWebhookEvent(s, shop);
+  for (let i = 0; i < 12; i++) await appendWebhookEvent(s, shop);
   await alive.waitFor(12, 3000);
   assert.ok(Date.now() - started < 3000);
   assert.ok(dead.received.length <= 4, `the dead receiver holds at most its own slots (${dead.received.length})`);

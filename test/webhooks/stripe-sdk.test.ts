@@ -26,9 +26,9 @@ after(async () => {
 });
 
 test('the Stripe SDK verifies a real payment.succeeded delivery; the kind is in "event", the object in "data"', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await receiver();
-  const { secret } = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/hook' }, Date.now());
+  const { secret } = await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/hook' }, Date.now());
   const paid = await succeededPayment(s, 15000, shop.key);
   const paymentId: string = paid.payment?.id ?? paid.id;
   const got = await rcv.waitFor(1);
@@ -46,9 +46,9 @@ test('the Stripe SDK verifies a real payment.succeeded delivery; the kind is in 
 });
 
 test('the Stripe SDK refuses an altered body, another secret and a stale timestamp', async () => {
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await receiver();
-  const { secret } = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/hook' }, Date.now());
+  const { secret } = await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/hook' }, Date.now());
   await succeededPayment(s, 15000, shop.key);
   const got = await rcv.waitFor(1);
   const header = String(got.headers['x-psp-signature']);
@@ -66,10 +66,10 @@ test('during a rotation with overlap, the SDK accepts the header with either sec
     const e = stripe.webhooks.constructEvent(vectors.body, vectors.v2_overlap, sec, 300, undefined, t + 10) as unknown as { event: string };
     assert.equal(e.event, JSON.parse(vectors.body).event);
   }
-  const shop = s.newShop();
+  const shop = await s.newShop();
   const rcv = await receiver();
-  const ep = addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/hook' }, Date.now());
-  const fresh = rotateSecret(s.store, ep.endpoint.id, 24, Date.now());
+  const ep = await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/hook' }, Date.now());
+  const fresh = await rotateSecret(s.store, ep.endpoint.id, 24, Date.now());
   await succeededPayment(s, 15000, shop.key);
   const got = await rcv.waitFor(1);
   const header = String(got.headers['x-psp-signature']);

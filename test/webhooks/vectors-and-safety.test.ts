@@ -126,15 +126,17 @@ after(async () => {
 });
 
 test('a live-enabled merchant: loopback and http are refused before any connection; an allowed range is connected to', async () => {
-  const shop = s.newShop({ mode: 'live' });
-  s.store.db.prepare('UPDATE merchants SET live_enabled = 1 WHERE id = ?').run(shop.merchantId);
+  const shop = await s.newShop({ mode: 'live' });
+  await s.store.write(async (tx) => {
+    await tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', shop.merchantId);
+  });
   const plain = await startReceiver();
   const port = (tls.address() as { port: number }).port;
   try {
-    addEndpoint(s.store, { shopId: shop.shopId, url: plain.url }, Date.now() - 3);
-    addEndpoint(s.store, { shopId: shop.shopId, url: `https://127.0.0.1:${port}/hook` }, Date.now() - 2);
-    addEndpoint(s.store, { shopId: shop.shopId, url: `https://localhost:${port}/hook` }, Date.now() - 1);
-    const ev = appendWebhookEvent(s, shop, { mode: 'live' });
+    await addEndpoint(s.store, { shopId: shop.shopId, url: plain.url }, Date.now() - 3);
+    await addEndpoint(s.store, { shopId: shop.shopId, url: `https://127.0.0.1:${port}/hook` }, Date.now() - 2);
+    await addEndpoint(s.store, { shopId: shop.shopId, url: `https://localhost:${port}/hook` }, Date.now() - 1);
+    const ev = await appendWebhookEvent(s, shop, { mode: 'live' });
     const rows = await waitAttempts(ev.id, 3);
     const byUrl = Object.fromEntries(rows.map((r) => [r.url, r.error]));
     assert.match(String(byUrl[plain.url + '/']), /need https/);
@@ -144,8 +146,8 @@ test('a live-enabled merchant: loopback and http are refused before any connecti
     assert.equal(tlsConnections, 0, 'nothing refused was connected to');
     // The operator allows 127.0.0.2: the delivery connects to that checked address.
     const allowedPort = (tlsAllowed.address() as { port: number }).port;
-    addEndpoint(s.store, { shopId: shop.shopId, url: `https://127.0.0.2:${allowedPort}/hook` }, Date.now());
-    const ev2 = appendWebhookEvent(s, shop, { mode: 'live' });
+    await addEndpoint(s.store, { shopId: shop.shopId, url: `https://127.0.0.2:${allowedPort}/hook` }, Date.now());
+    const ev2 = await appendWebhookEvent(s, shop, { mode: 'live' });
     const rows2 = await waitAttempts(ev2.id, 4);
     const allowed = rows2.find((r) => r.url.startsWith('https://127.0.0.2'))!;
     assert.doesNotMatch(String(allowed.error), /refused/);
@@ -158,9 +160,10 @@ test('a live-enabled merchant: loopback and http are refused before any connecti
 async function waitAttempts(eventId: string, n: number): Promise<Array<{ url: string; error: string | null }>> {
   const until = Date.now() + 5000;
   for (;;) {
-    const rows = s.store.db
-      .prepare('SELECT a.url, a.error FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.event_id = ?')
-      .all(eventId) as Array<{ url: string; error: string | null }>;
+    const rows = await s.store.all<{ url: string; error: string | null }>(
+      'SELECT a.url, a.error FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.event_id = ?',
+      eventId,
+    );
     if (rows.length >= n) return rows;
     if (Date.now() > until) throw new Error(`only ${rows.length} attempts for ${eventId}`);
     await new Promise((r) => setTimeout(r, 20));

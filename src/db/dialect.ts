@@ -1,0 +1,100 @@
+import type { Reader, Tx } from './store';
+
+/**
+ * SQL that depends on the engine, named in one place. Domain code sends portable SQL through Reader and Tx;
+ * what differs between SQLite and PostgreSQL is either here, as a function each engine can answer its own
+ * way, or in the list below, which a second engine must translate:
+ *
+ * - Counters: SQLite keeps an AUTOINCREMENT table's highest number ever issued in `sqlite_sequence`
+ *   (lastIssuedEventSeq, nextPaymentSeq); PostgreSQL has sequences.
+ * - Schema introspection (listTables, tableColumns) and constraint checks deferred to COMMIT
+ *   (deferForeignKeys): `sqlite_master` and pragmas here, `information_schema` and `SET CONSTRAINTS` there.
+ * - Error codes: a primary-key conflict is `SQLITE_CONSTRAINT_PRIMARYKEY` here, SQLSTATE 23505 there
+ *   (isPrimaryKeyConflict). After a failed statement SQLite keeps the transaction; PostgreSQL aborts it unless
+ *   the statement ran in a savepoint (Tx.savepoint).
+ * - Planner hints: `INDEXED BY` (the job and delivery counts here, the registers, the cabinet's timeline) is
+ *   SQLite's; PostgreSQL plans without hints.
+ * - Upserts: `INSERT … ON CONFLICT (…) DO UPDATE SET … excluded.…` is spelled the same in both; SQLite's
+ *   two-argument `MAX(a, b)` inside one (key usage) is `GREATEST(a, b)` in PostgreSQL.
+ * - `RETURNING`: both engines have it (the ledger's balance upsert reads its rows through Tx.all).
+ * - JSON: a payment's GET answer is built in SQL with `json_object`/`json_group_array` and instants with
+ *   `strftime` (payments/store.ts); PostgreSQL has `json_build_object`, `json_agg` and `to_char`.
+ * - Integers: SQLite's are 64-bit; PostgreSQL's `int8`, `count()` and `sum()` reach JavaScript as strings and
+ *   milliseconds need `BIGINT` columns.
+ * - Booleans in SQL: `sum(attempt = 0)` counts a comparison as 0 or 1 here; PostgreSQL needs a `CASE` or a
+ *   `FILTER` clause (pendingJobsByKind).
+ * - Parameters: `?` by position everywhere; a few inserts bind `@name` from an object (tokens, payouts,
+ *   subscriptions, T-Bank sessions), which a PostgreSQL engine turns into `$n`.
+ */
+
+// ---- events ----
+/**
+ * The highest event sequence number ever issued (deleted rows included: AUTOINCREMENT never reuses one), as
+ * SQLite keeps it in `sqlite_sequence`; 0 before the first event.
+ */
+export async function lastIssuedEventSeq(q: Reader): Promise<number> {
+  const row = await q.get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`);
+  return row?.seq ?? 0;
+}
+
+// ---- payments ----
+/**
+ * One above the highest payment seq ever issued, deleted rows included: AUTOINCREMENT keeps the highest in
+ * `sqlite_sequence`, and the table's own maximum covers a row inserted with an explicit seq before that was
+ * recorded. 1 before the first payment.
+ */
+export async function nextPaymentSeq(q: Reader): Promise<number> {
+  const r = await q.get<{ n: number }>(
+    `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'payments'), 0), coalesce((SELECT max(seq) FROM payments), 0)) + 1 AS n`,
+  );
+  return r!.n;
+}
+
+/** True when `err` is SQLite refusing a row whose primary key is already taken. */
+export function isPrimaryKeyConflict(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+// ---- reset ----
+// The SQLite-specific parts of the test-data reset (src/simulator/reset.ts): reading the schema, and
+// deferring foreign-key checks to the commit. Another engine gives its own answers here.
+
+/** The names of the database's own tables (SQLite's internal tables left out). */
+export async function listTables(q: Reader): Promise<string[]> {
+  const rows = await q.all<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`);
+  return rows.map((r) => r.name);
+}
+
+/** The column names of a table. */
+export async function tableColumns(q: Reader, table: string): Promise<string[]> {
+  const rows = await q.all<{ name: string }>(`SELECT name FROM pragma_table_info(?)`, table);
+  return rows.map((r) => r.name);
+}
+
+/** Check foreign keys at this transaction's commit instead of at each statement (rows go in any order). */
+export async function deferForeignKeys(tx: Tx): Promise<void> {
+  await tx.run('PRAGMA defer_foreign_keys = ON');
+}
+
+// ---- scheduler ----
+// SQLite-specific reads of the scheduler and the metrics: they name the partial index to read through
+// (INDEXED BY) and sum comparisons as numbers, so that a scrape or `kopek jobs` never reads finished rows.
+// Another engine gives its own versions of these functions.
+
+/** Pending jobs per kind, first runs (attempt 0) and retries apart, through the partial index of pending jobs. */
+export function pendingJobsByKind(q: Reader): Promise<Array<{ kind: string; pending: number; retrying: number }>> {
+  return q.all<{ kind: string; pending: number; retrying: number }>(
+    `SELECT kind, sum(attempt = 0) AS pending, sum(attempt > 0) AS retrying FROM jobs INDEXED BY jobs_run WHERE state = 'pending' GROUP BY kind`,
+  );
+}
+
+/** Dead jobs per kind, through the partial index of failing jobs. */
+export function deadJobsByKind(q: Reader): Promise<Array<{ kind: string; dead: number }>> {
+  return q.all<{ kind: string; dead: number }>(`SELECT kind, count(*) AS dead FROM jobs INDEXED BY jobs_failing WHERE state = 'dead' GROUP BY kind`);
+}
+
+/** Webhook deliveries waiting for an answer, counted through their partial index: only those rows, however long the log. */
+export async function pendingDeliveryCount(q: Reader): Promise<number> {
+  const r = await q.get<{ n: number }>(`SELECT count(*) AS n FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE state = 'pending'`);
+  return r?.n ?? 0;
+}
