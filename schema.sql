@@ -49,26 +49,20 @@ CREATE TABLE api_key_usage (
 
 -- == idempotency ==
 
--- A key's record is one small row in the order records are made, so the records of a group commit share the last
--- page of this table whatever their keys; the server finds a key through an index it keeps in memory and rebuilds
--- from `seq` and `key_hash` at start (src/auth/key-index.ts). The first answer a key replays is kept, compact
--- (src/auth/idempotency-record.ts), in the row of the object the request created (the `answer` column of payments,
--- refunds, payouts, tokens and subscriptions), a page the create writes anyway; an answer that created no such row
--- (a payout batch) is kept here. Test and live are separate books, so separate namespaces: a key used in test mode
--- is free in live mode. The retention sweep deletes the oldest records past their time and clears their answers.
+-- One record per merchant, mode and Idempotency-Key, enforced by the UNIQUE constraint and claimed in the
+-- transaction of the create it guards: a replay of the same request finds the record and answers with the
+-- first answer, kept here as the JSON text first sent, byte for byte; the same key with another request is a
+-- conflict. Test and live are separate books, so separate namespaces: a key used in test mode is free in live
+-- mode. Records are in the order made (seq); the retention sweep deletes the oldest past their time.
 CREATE TABLE idempotency_keys (
-  seq           INTEGER PRIMARY KEY AUTOINCREMENT,    -- the order records were made in, never reused; found by key through the server's index (src/auth/key-index.ts)
-  merchant_id   BLOB NOT NULL,                        -- the merchant's id as its 16 bytes (a UUID; any other id as its text)
-  mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
-  key           TEXT NOT NULL,
-  key_hash      INTEGER NOT NULL,                     -- keyHash(merchant_id, mode, key): what the index is rebuilt from at start
-  request_hash  BLOB NOT NULL,                        -- the first 16 bytes of SHA-256 of shop, mode, method, route, params and canonical body
-  holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
-  holder_seq    INTEGER,                              -- the seq of the holder's row that keeps the answer
-  answer        BLOB,                                 -- the answer when no row holds it
-  object_id     TEXT,                                 -- the id written as a marker inside that answer
-  created_at    INTEGER NOT NULL,                     -- real time
-  CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))
+  seq          INTEGER PRIMARY KEY,                 -- the order records were made in
+  merchant_id  TEXT NOT NULL,
+  mode         TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  key          TEXT NOT NULL,
+  fingerprint  TEXT NOT NULL,                       -- hex of the first 16 bytes of SHA-256 of shop, mode, method, route, params and canonical body
+  answer       TEXT NOT NULL,                       -- the first answer's JSON text
+  created_at   INTEGER NOT NULL,                    -- real time
+  UNIQUE (merchant_id, mode, key)
 ) STRICT;
 
 -- == scheduler: the jobs table is the truth, the in-memory wheel only a cache of what is due soon ==
@@ -215,8 +209,7 @@ CREATE TABLE payments (
   expires_at        INTEGER NOT NULL,
   processing_until  INTEGER,
   captured_at       INTEGER,
-  finalized_at      INTEGER,
-  answer            BLOB                                -- the first answer under an Idempotency-Key, while its record lasts
+  finalized_at      INTEGER
 ) STRICT;
 -- The registers: every index starts (shop_id, mode) and ends (created_at, seq), so that a page of any documented
 -- filter is one seek and limit + 1 rows in order (src/registers/plan.ts chooses among them).
@@ -240,8 +233,7 @@ CREATE TABLE refunds (
   status        TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
   failure_code  TEXT NOT NULL DEFAULT '',
   created_at    INTEGER NOT NULL,
-  completed_at  INTEGER,
-  answer            BLOB                                -- the first answer under an Idempotency-Key, while its record lasts
+  completed_at  INTEGER
 ) STRICT;
 CREATE INDEX refunds_payment ON refunds(payment_id);
 CREATE INDEX refunds_register ON refunds(shop_id, mode, created_at, seq);
@@ -321,8 +313,7 @@ CREATE TABLE payouts (
   sim_outcome       TEXT,                           -- test mode: the simulator's plan, fixed at creation
   sim_failure_code  TEXT,
   created_at        INTEGER NOT NULL,
-  completed_at      INTEGER,
-  answer            BLOB                                -- the first answer under an Idempotency-Key, while its record lasts
+  completed_at      INTEGER
 ) STRICT;
 CREATE INDEX payouts_register ON payouts(shop_id, mode, created_at, seq);
 CREATE INDEX payouts_method_status ON payouts(shop_id, mode, method, status, created_at, seq);
@@ -349,8 +340,7 @@ CREATE TABLE tokens (
   last_charged_at     INTEGER,                           -- the last successful charge
   created_at          INTEGER NOT NULL,
   activated_at        INTEGER,
-  cancelled_at        INTEGER,
-  answer            BLOB                                -- the first answer under an Idempotency-Key, while its record lasts
+  cancelled_at        INTEGER
 ) STRICT;
 CREATE INDEX tokens_register ON tokens(shop_id, mode, created_at, seq);
 CREATE INDEX tokens_status ON tokens(shop_id, mode, status, created_at, seq);
@@ -382,8 +372,7 @@ CREATE TABLE subscriptions (
   cancel_reason       TEXT NOT NULL DEFAULT '',
   created_at          INTEGER NOT NULL,
   activated_at        INTEGER,
-  cancelled_at        INTEGER,
-  answer            BLOB                                -- the first answer under an Idempotency-Key, while its record lasts
+  cancelled_at        INTEGER
 ) STRICT;
 CREATE INDEX subscriptions_register ON subscriptions(shop_id, mode, created_at, seq);
 CREATE INDEX subscriptions_status ON subscriptions(shop_id, mode, status, created_at, seq);
@@ -404,7 +393,8 @@ CREATE TABLE recurrent_payments (
   attempt          INTEGER NOT NULL DEFAULT 1,           -- subscription_charge: 1, then the retries 2 and 3
   created_at       INTEGER NOT NULL
 ) STRICT;
-CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;
+-- One charge per subscription period and attempt: a second charge of a period the database refuses.
+CREATE UNIQUE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;
 
 -- == hosted payment page ==
 

@@ -11,7 +11,6 @@ import type { DeliveryWorker } from './webhooks/worker';
 import type { Metrics } from './system/metrics';
 import type { Retention } from './system/retention';
 import type { KeyUsage } from './auth/key-usage';
-import type { KeyIndex } from './auth/key-index';
 
 /** The running service: what every handler and job reaches through `ctx.app`. */
 export interface App {
@@ -33,8 +32,6 @@ export interface App {
   metrics: Metrics;
   /** The last use of each API key, written once a minute. */
   keyUsage: KeyUsage;
-  /** Where each Idempotency-Key's record is (the records are in the order they were made). */
-  keyIndex: KeyIndex;
   /** Deletes, in small batches, what is kept only for a while (finished jobs, ended deliveries, old events, idempotency records). */
   retention: Retention;
   version: string;

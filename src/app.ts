@@ -22,7 +22,6 @@ import { PaymentViewCache } from './payments/view-cache';
 import { startWebhooks } from './webhooks/register';
 import { Retention } from './system/retention';
 import { KeyUsage } from './auth/key-usage';
-import { KeyIndex } from './auth/key-index';
 import { BankDirectory } from './bank-port/directory';
 import { NoBank } from './bank-port/none';
 import type { BankPort } from './bank-port/port';
@@ -30,7 +29,7 @@ import { SimulatorBank } from './simulator/bank';
 import { TBankBank } from './tbank/connector';
 
 /** The App's services that are built from the App itself, right after it. */
-type Services = 'stream' | 'viewCache' | 'webhooks' | 'metrics' | 'retention' | 'keyUsage' | 'keyIndex';
+type Services = 'stream' | 'viewCache' | 'webhooks' | 'metrics' | 'retention' | 'keyUsage';
 
 /** How long shutdown waits for in-flight requests before cutting connections. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -122,7 +121,6 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   app.stream = new EventStreamHub(app);
   app.retention = new Retention(app);
   app.keyUsage = new KeyUsage(app);
-  app.keyIndex = new KeyIndex(app.store);
   registerDomains(app);
   const router = buildRouter();
   const limiter = config.rateLimitPerSecond > 0 ? new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) : null;
@@ -146,9 +144,6 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   listening = server.address() as AddressInfo;
   scheduler.start();
   app.retention.start();
-  // Read the idempotency records into their index now, in slices between requests, rather than on the first keyed create.
-  // A failure here is the keyed requests' to report (they wait for the same read, and try it again).
-  app.keyIndex.ready()?.catch(() => {});
   let closed: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closed ??= (async () => {

@@ -1,8 +1,6 @@
-import type { Reader, Tx } from './store';
-
 /**
- * SQL that depends on the engine, named in one place. Domain code sends portable SQL through Reader and Tx;
- * what differs between SQLite and PostgreSQL is either here, as a function each engine can answer its own
+ * SQL that depends on the engine, named in one place. Domain code sends portable SQL through Reader and Tx; what
+ * differs between SQLite and PostgreSQL is either here, as a function each engine can answer its own
  * way, or in the list below, which a second engine must translate:
  *
  * - Counters: SQLite keeps an AUTOINCREMENT table's highest number ever issued in `sqlite_sequence`
@@ -26,6 +24,16 @@ import type { Reader, Tx } from './store';
  * - Parameters: `?` by position everywhere; a few inserts bind `@name` from an object (tokens, payouts,
  *   subscriptions, T-Bank sessions), which a PostgreSQL engine turns into `$n`.
  */
+
+import type { Reader, Tx } from './store';
+
+/**
+ * The end of a SELECT that locks the rows it reads until the transaction ends, so that a check and the write
+ * that depends on it cannot interleave with another transaction's (a refund's remainder, for one). Empty for
+ * SQLite: a write transaction holds the database's write lock from BEGIN IMMEDIATE to its end, so whatever it
+ * reads stays as read. PostgreSQL's is ` FOR UPDATE`.
+ */
+export const FOR_UPDATE = '';
 
 // ---- events ----
 /**

@@ -98,11 +98,9 @@ export function parseCreateBody(body: unknown, auth: { merchantId: string; shopI
 
 /**
  * Insert a payment in the caller's transaction: pending, its link's expiry covered by the shop's sweep,
- * payment.created appended; test payments get their simulator plan. `answerOf`, when given, makes the
- * `answer` the row is inserted with (a keyed create's first answer) from the row; a saved method's payment,
- * written when its session opens, is inserted without it.
+ * payment.created appended; test payments get their simulator plan.
  */
-export async function createPaymentTx(app: App, tx: Tx, input: PaymentInput, answerOf?: (row: PaymentRow) => Promise<Buffer>): Promise<PaymentRow> {
+export async function createPaymentTx(app: App, tx: Tx, input: PaymentInput): Promise<PaymentRow> {
   const now = app.clocks.now(input.shopId, input.mode);
   const id = uuid();
   const meta: Record<string, string> = {};
@@ -143,7 +141,7 @@ export async function createPaymentTx(app: App, tx: Tx, input: PaymentInput, ans
   // comes from a token charge or from a create with method "recurrent". Such a payment is written once,
   // when its session opens: it is pending only inside this transaction, so no link sweep covers it.
   const opensAtOnce = input.tokenId !== undefined || params.method === 'recurrent';
-  const row = opensAtOnce ? insertedRow(params) : await insertPayment(tx, params, undefined, answerOf);
+  const row = opensAtOnce ? insertedRow(params) : await insertPayment(tx, params);
   await app.events.append(tx, {
     merchantId: row.merchant_id,
     shopId: row.shop_id,

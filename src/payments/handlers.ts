@@ -36,11 +36,9 @@ export async function createPayment(ctx: Ctx): Promise<Reply> {
   const input = parseCreateBody(ctx.body, ctx.auth!);
   const reply = await idempotentCreate(
     ctx,
-    async (tx, keep) => {
-      // Keyed: the answer is built from the row before it is written, and goes in with it.
-      let body: Record<string, unknown> | undefined;
-      const p = await createPaymentTx(ctx.app, tx, input, keep && (async (row) => keep((body = await creationBody(ctx.app, tx, row)), row.id)));
-      return { status: 201, body: body ?? (await creationBody(ctx.app, tx, p)), holder: { table: 'payments', seq: p.seq, id: p.id }, kept: body !== undefined };
+    async (tx) => {
+      const p = await createPaymentTx(ctx.app, tx, input);
+      return { status: 201, body: await creationBody(ctx.app, tx, p) };
     },
     // The specification has failure_code and failure_message present on every replay: the payment's
     // current refusal or expiry code, "" while it has none.

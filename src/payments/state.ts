@@ -4,7 +4,7 @@ import { invalidState } from '../http/errors';
 import { post } from '../ledger/ledger';
 import type { Opener } from '../bank-port/port';
 import { ensureSessionSweep } from './expiry';
-import { getPayment, insertPayment, metadataOf, paymentView, updatePayment, type InsertParams } from './store';
+import { getPayment, insertPayment, metadataOf, paymentView, updatePayment, updatePaymentFrom, type InsertParams } from './store';
 import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from './types';
 
 /** Job kind of schema version 1: one pending payment's link lifetime ends at expires_at (now see expiry.ts). */
@@ -62,7 +62,9 @@ function refuse(p: PaymentRow, action: string, extra = ''): never {
 
 /**
  * The one place a payment's status changes: checks the transition, writes the patch, and appends
- * payment.status_changed (with the webhook of the new status) in the same transaction.
+ * payment.status_changed (with the webhook of the new status) in the same transaction. The write names the status
+ * it moves from, so a payment moves out of a status once: a transaction that read the row before another moved it
+ * writes nothing and is refused (409), and no transition sends its webhook twice.
  */
 async function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, patch: Partial<PaymentRow> = {}, unwritten?: InsertParams): Promise<PaymentRow> {
   if (!ALLOWED[p.status].includes(to)) refuse(p, action);
@@ -73,9 +75,9 @@ async function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: 
     if (to !== 'processing' || patch.processing_until == null) throw new Error(`cannot write payment "${p.id}" as ${to} at its creation`);
     next = await insertPayment(tx, unwritten, { status: to, processing_until: patch.processing_until });
   } else {
-    await updatePayment(tx, p.id, { ...patch, status: to });
-    // The row as it now stands: `p` is the committed row (its status was just checked against it) plus the
-    // columns written, so no read is needed.
+    if (!(await updatePaymentFrom(tx, p.id, p.status, { ...patch, status: to }))) refuse((await getPayment(tx, p.id)) ?? p, action);
+    // The row as it now stands: `p` is the row as read (its status was just checked against it, and the write
+    // found it unchanged) plus the columns written, so no read is needed.
     next = { ...p, ...patch, status: to };
   }
   const at = nowFor(app, next);

@@ -1,6 +1,6 @@
 import type { Reader, Tx } from '../db/store';
 import { updateById } from '../db/statements';
-import { isPrimaryKeyConflict, nextPaymentSeq } from '../db/dialect';
+import { FOR_UPDATE, isPrimaryKeyConflict, nextPaymentSeq } from '../db/dialect';
 import { iso, isoOrNull } from '../util/time';
 import type { PaymentRow, PaymentView, RefundView } from './types';
 
@@ -23,6 +23,11 @@ export interface RefundRow {
 /** A payment by id, any shop (callers check the shop). Inside a transaction pass its tx, outside the store. */
 export async function getPayment(q: Reader, id: string): Promise<PaymentRow | undefined> {
   return q.get<PaymentRow>('SELECT * FROM payments WHERE id = ?', id);
+}
+
+/** A payment read in `tx` and locked until it ends: a check made on it holds while the transaction writes. */
+export async function lockPayment(tx: Tx, id: string): Promise<PaymentRow | undefined> {
+  return tx.get<PaymentRow>(`SELECT * FROM payments WHERE id = ?${FOR_UPDATE}`, id);
 }
 
 /**
@@ -68,6 +73,21 @@ export async function refundsOf(q: Reader, paymentId: string): Promise<RefundRow
 /** Write the changed columns of a payment (only the names given). */
 export async function updatePayment(tx: Tx, id: string, patch: Partial<PaymentRow>): Promise<void> {
   await updateById(tx, 'payments', id, patch);
+}
+
+/**
+ * Write the changed columns of a payment whose status is still `from`: false, and nothing written, when the row
+ * has moved on (another transaction changed it since it was read). The status change of the state machine.
+ */
+export async function updatePaymentFrom(tx: Tx, id: string, from: string, patch: Partial<PaymentRow>): Promise<boolean> {
+  const values: unknown[] = [];
+  let sql = 'UPDATE payments SET ';
+  for (const col in patch) {
+    sql += values.length === 0 ? `${col} = ?` : `, ${col} = ?`;
+    values.push((patch as Record<string, unknown>)[col]);
+  }
+  values.push(id, from);
+  return (await tx.run(`${sql} WHERE id = ? AND status = ?`, ...values)).changes === 1;
 }
 
 /** The parsed metadata of a row. */
@@ -190,8 +210,8 @@ export type InsertParams = Pick<
 // Positional parameters, bound in the column order below: binding the same 19 values by name made better-sqlite3
 // look each name up on the object, about 4 µs of a 50 µs create.
 const INSERT_PAYMENT = `INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, method_fixed,
-    return_url, description, webhook_url, purpose, metadata, created_at, expires_at, processing_until, answer)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+    return_url, description, webhook_url, purpose, metadata, created_at, expires_at, processing_until)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 /**
  * A payment whose bank session opens in its create's transaction (a saved method's charge) is written once,
@@ -209,7 +229,7 @@ export interface OpenedAtInsert {
  * test reset deleted rows or a rolled-back body skipped one. Should another writer have taken a number after
  * all, the primary key refuses it and the counter is seeded again.
  */
-export async function insertPayment(tx: Tx, params: InsertParams, opened?: OpenedAtInsert, answerOf?: (row: PaymentRow) => Promise<Buffer>): Promise<PaymentRow> {
+export async function insertPayment(tx: Tx, params: InsertParams, opened?: OpenedAtInsert): Promise<PaymentRow> {
   for (let attempt = 0; ; attempt++) {
     const seq = attempt === 0 ? (nextSeqOf.get(tx.connection) ?? (await seedSeq(tx))) : await seedSeq(tx);
     nextSeqOf.set(tx.connection, seq + 1);
@@ -221,15 +241,13 @@ export async function insertPayment(tx: Tx, params: InsertParams, opened?: Opene
       row.status = opened.status;
       row.processing_until = opened.processing_until;
     }
-    // The first answer of a keyed create goes in with the row, built from the row as it is written.
-    if (answerOf) row.answer = await answerOf(row);
     try {
       const p = params;
       await tx.run(
         INSERT_PAYMENT,
         p.seq, p.id, p.public_id, p.kind, p.merchant_id, p.shop_id, p.mode, p.order_id, row.status, p.amount, p.currency,
         p.method, p.method_fixed, p.return_url, p.description, p.webhook_url, p.purpose, p.metadata, p.created_at, p.expires_at,
-        row.processing_until, row.answer,
+        row.processing_until,
       );
       return row;
     } catch (err) {
@@ -276,7 +294,6 @@ export function insertedRow(p: InsertParams): PaymentRow {
     processing_until: null,
     captured_at: null,
     finalized_at: null,
-    answer: null,
   };
 }
 

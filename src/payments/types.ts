@@ -57,8 +57,6 @@ export interface PaymentRow {
   processing_until: number | null;
   captured_at: number | null;
   finalized_at: number | null;
-  /** The first answer under an Idempotency-Key, compact, while its record lasts (src/auth/idempotency.ts). */
-  answer: Buffer | null;
 }
 
 /** A refund as the API shows it (inside a payment and as a create answer). */

@@ -42,10 +42,9 @@ export class PaymentViewCache {
       if (id === undefined) this.entries.clear();
       else this.entries.delete(String(id));
     };
-    // Every column but the first answer a keyed create keeps in its row, which no view shows (set once, right
-    // after the insert, and cleared when its record goes). A shop's name is in every view of the shop.
+    // A shop's name is in every view of the shop.
     changes.watch('view', [
-      { table: 'payments', on: 'UPDATE', exceptColumns: ['answer'], keys: ['OLD.id'] },
+      { table: 'payments', on: 'UPDATE', keys: ['OLD.id'] },
       { table: 'payments', on: 'DELETE', keys: ['OLD.id'] },
       { table: 'refunds', on: 'INSERT', keys: ['NEW.payment_id'] },
       { table: 'refunds', on: 'UPDATE', keys: ['OLD.payment_id', 'NEW.payment_id'] },

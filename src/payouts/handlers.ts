@@ -28,7 +28,7 @@ export async function createPayout(ctx: Ctx): Promise<Reply> {
   return idempotentCreate(ctx, async (tx) => {
     const p = await createPayoutTx(ctx.app, tx, payer(ctx), input);
     ctx.logExtra = { payout_id: p.id };
-    return { status: 201, body: creationBody(ctx.app, p), holder: { table: 'payouts', seq: p.seq, id: p.id } };
+    return { status: 201, body: creationBody(ctx.app, p) };
   });
 }
 

@@ -26,7 +26,7 @@ export async function createRefund(ctx: Ctx): Promise<Reply> {
   return idempotentCreate(ctx, async (tx) => {
     const p = await paymentOfShop(tx, ctx, id);
     const r = await createRefundTx(ctx.app, tx, p, { amount, reason, keyId: ctx.auth!.keyId });
-    return { status: 201, body: refundView(r, false) as unknown as Record<string, unknown>, holder: { table: 'refunds', seq: r.seq, id: r.id } };
+    return { status: 201, body: refundView(r, false) as unknown as Record<string, unknown> };
   });
 }
 

@@ -7,7 +7,7 @@ import { finishRefundRow, getRefund, heldByRefunds, insertRefund } from './store
 export { getRefund };
 import { post, postedAmount, type Book } from '../ledger/ledger';
 import { applyRefundTx, reload } from '../payments/state';
-import { getPayment, paymentView, type RefundRow } from '../payments/store';
+import { getPayment, lockPayment, paymentView, type RefundRow } from '../payments/store';
 import type { PaymentRow } from '../payments/types';
 
 /** What a refund is created from. */
@@ -25,10 +25,11 @@ export async function refundableOf(q: Reader, p: PaymentRow): Promise<number> {
 }
 
 /**
- * Create a pending refund in the caller's transaction. The remainder is computed inside the transaction,
- * so concurrent refunds (serialised by the group commit) never exceed the payment amount.
+ * Create a pending refund in the caller's transaction. The payment is read again locked (lockPayment) and the
+ * remainder computed under that lock, so concurrent refunds of one payment never together exceed its amount.
  */
-export async function createRefundTx(app: App, tx: Tx, p: PaymentRow, input: RefundInput): Promise<RefundRow> {
+export async function createRefundTx(app: App, tx: Tx, read: PaymentRow, input: RefundInput): Promise<RefundRow> {
+  const p = (await lockPayment(tx, read.id)) ?? read;
   if (p.status !== 'succeeded') {
     throw invalidState(`Cannot refund payment "${p.id}": its status is ${p.status}; only succeeded payments can be refunded`);
   }
@@ -73,7 +74,8 @@ export async function settleRefundTx(app: App, tx: Tx, r: RefundRow, status: 'su
   if (r.status !== 'pending') return r;
   const p = (await getPayment(tx, r.payment_id))!;
   const now = app.clocks.now(r.shop_id, r.mode);
-  await finishRefundRow(tx, r.id, status, failureCode, now);
+  // A refund settles once: a transaction that read it pending before another settled it writes nothing.
+  if (!(await finishRefundRow(tx, r.id, status, failureCode, now))) return (await getRefund(tx, r.id))!;
   // A settled refund leaves the books; a failed one gives its reserve back.
   const reserved = await postedAmount(tx, 'refund_reserved', r.id);
   if (status === 'succeeded') {

@@ -32,7 +32,7 @@ export async function insertRefund(
   );
 }
 
-/** Write a refund's final status. */
-export async function finishRefundRow(tx: Tx, id: string, status: 'succeeded' | 'failed', failureCode: string, at: number): Promise<void> {
-  await tx.run(`UPDATE refunds SET status = ?, failure_code = ?, completed_at = ? WHERE id = ?`, status, failureCode, at, id);
+/** Write a pending refund's final status; false, and nothing written, when it is no longer pending. */
+export async function finishRefundRow(tx: Tx, id: string, status: 'succeeded' | 'failed', failureCode: string, at: number): Promise<boolean> {
+  return (await tx.run(`UPDATE refunds SET status = ?, failure_code = ?, completed_at = ? WHERE id = ? AND status = 'pending'`, status, failureCode, at, id)).changes === 1;
 }

@@ -87,7 +87,6 @@ export async function createSubscription(ctx: Ctx): Promise<Reply> {
         initial_payment: { id: payment.id, status: payment.status, amount: payment.amount },
         pay_url: `${ctx.app.payPageUrl()}/pay/${payment.id}`,
       },
-      holder: { table: 'subscriptions', seq: sub.seq, id: sub.id },
     };
   });
   if ('body' in reply) ctx.logExtra = { subscription_id: ((reply.body as { subscription: { id: string } }).subscription).id };

@@ -103,7 +103,7 @@ const RULES: Rule[] = [
     name: 'idempotency_keys',
     keep_ms: (app) => app.config.retainIdempotencyHours * 3_600_000,
     // Records are in the order they were made: the oldest first, up to the first still kept.
-    purge: (tx, cutoff, limit, app) => purgeIdempotencySlice(tx, app.keyIndex, cutoff, limit),
+    purge: (tx, cutoff, limit, app) => purgeIdempotencySlice(tx, cutoff, limit),
   },
 ];
 

@@ -59,7 +59,6 @@ export async function createToken(ctx: Ctx): Promise<Reply> {
         pay_url: `${ctx.app.payPageUrl()}/pay/${payment.id}`,
         binding_payment_id: payment.id,
       },
-      holder: { table: 'tokens', seq: token.seq, id: token.id },
     };
   });
   if ('body' in reply) ctx.logExtra = { token_id: ((reply.body as { card: { id: string } }).card).id };
@@ -104,7 +103,7 @@ export async function chargeToken(ctx: Ctx): Promise<Reply> {
     ctx,
     async (tx) => {
       const p = await chargeTokenTx(ctx.app, tx, await tokenOfShop(tx, ctx, id), { amount, orderId, description, kind: 'token_charge' });
-      return { status: 201, body: { id: p.id, status: p.status, amount: p.amount }, holder: { table: 'payments', seq: p.seq, id: p.id } };
+      return { status: 201, body: { id: p.id, status: p.status, amount: p.amount } };
     },
     // A replay tells where the charge stands now, not where it stood when first answered.
     async (tx, stored) => ({ ...stored, status: (await getPayment(tx, String(stored.id)))?.status ?? stored.status }),
