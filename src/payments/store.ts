@@ -192,14 +192,6 @@ export function bankPurpose(publicId: string): string {
   return `Оплата заказа ${publicId}`;
 }
 
-/** The next seq to hand out per database: one above the highest ever used (see insertPayment). */
-const nextSeqOf = new WeakMap<object, number>();
-
-/** One above the highest payment seq ever committed, deleted rows included (see nextPaymentSeq). */
-function seedSeq(tx: Tx): Promise<number> {
-  return nextPaymentSeq(tx);
-}
-
 /** The values a payment is inserted with; the other columns take their defaults. */
 export type InsertParams = Pick<
   PaymentRow,
@@ -224,15 +216,14 @@ export interface OpenedAtInsert {
 
 /**
  * Insert the row with its seq, public_id and purpose in one statement: numbering it after the INSERT took an
- * UPDATE that rewrote the row and moved its public_id index entry. Only this process creates payments, so the
- * seq comes from a counter seeded from the table; it only grows, so a number is never reused, also after a
- * test reset deleted rows or a rolled-back body skipped one. Should another writer have taken a number after
- * all, the primary key refuses it and the counter is seeded again.
+ * UPDATE that rewrote the row and moved its public_id index entry. The seq is read in the same transaction, one
+ * above the highest ever issued (deleted rows included: nextPaymentSeq), so a number is never reused, also after
+ * a test reset deleted rows; the primary key refuses a number another writer took meanwhile, and the read is made
+ * again once.
  */
 export async function insertPayment(tx: Tx, params: InsertParams, opened?: OpenedAtInsert): Promise<PaymentRow> {
   for (let attempt = 0; ; attempt++) {
-    const seq = attempt === 0 ? (nextSeqOf.get(tx.connection) ?? (await seedSeq(tx))) : await seedSeq(tx);
-    nextSeqOf.set(tx.connection, seq + 1);
+    const seq = await nextPaymentSeq(tx);
     params.seq = seq;
     params.public_id = `P-${PUBLIC_ID_BASE + seq}`;
     params.purpose = bankPurpose(params.public_id);
