@@ -1,5 +1,4 @@
 import type Database from 'better-sqlite3';
-import type { Tx } from './tx';
 
 /** A reader of one row at a time; see cachedRowReader. */
 export interface RowReader {
@@ -72,21 +71,4 @@ function cachedPerConnection<V>(
     cache.set(sql, value);
   }
   return value;
-}
-
-/**
- * Write the columns `patch` names, and only those, of the row `id` of `table`, in the caller's transaction.
- * Values are bound by position. The SQL is made of the table's name and the patch's keys, which are the
- * callers' own column names, never data.
- */
-export async function updateById(tx: Tx, table: string, id: string, patch: object): Promise<void> {
-  const values: unknown[] = [];
-  let sql = `UPDATE ${table} SET `;
-  for (const col in patch) {
-    sql += values.length === 0 ? `${col} = ?` : `, ${col} = ?`;
-    values.push((patch as Record<string, unknown>)[col]);
-  }
-  if (values.length === 0) return;
-  values.push(id);
-  await tx.run(`${sql} WHERE id = ?`, ...values);
 }

@@ -1,5 +1,5 @@
 import type { Reader, Tx } from '../db/store';
-import { updateById } from '../db/statements';
+import { updateById } from '../db/tx';
 import { FOR_UPDATE, isPrimaryKeyConflict, nextPaymentSeq } from '../db/dialect';
 import { iso, isoOrNull } from '../util/time';
 import type { PaymentRow, PaymentView, RefundView } from './types';

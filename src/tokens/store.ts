@@ -1,5 +1,5 @@
 import type { Reader, Tx } from '../db/store';
-import { updateById } from '../db/statements';
+import { updateById } from '../db/tx';
 import type { Mode } from '../scheduler/clock';
 import { isoOrNull, iso } from '../util/time';
 
