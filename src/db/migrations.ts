@@ -320,7 +320,18 @@ DROP TABLE idempotency_keys_old;`);
   // server would have made a new object for its key anyway. The index of subscription charges becomes unique.
   (db) => {
     if (!hasColumn(db, 'idempotency_keys', 'fingerprint')) convertKeyRecords(db);
-    // One charge per subscription period and attempt, by the database: the index becomes unique.
+    // One charge per subscription period and attempt, by the database: the index becomes unique. A database that
+    // already holds two charges of one period and attempt cannot take it: say which, rather than fail obscurely.
+    const twice = db
+      .prepare(
+        `SELECT subscription_id, charge_index, attempt, group_concat(payment_id, ', ') AS payments FROM recurrent_payments
+         WHERE subscription_id IS NOT NULL GROUP BY subscription_id, charge_index, attempt HAVING count(*) > 1 LIMIT 5`,
+      )
+      .all() as Array<{ subscription_id: string; charge_index: number | null; attempt: number; payments: string }>;
+    if (twice.length > 0) {
+      const list = twice.map((t) => `subscription ${t.subscription_id} period ${t.charge_index} attempt ${t.attempt} (payments ${t.payments})`).join('; ');
+      throw new Error(`cannot upgrade to schema 16: charges recorded twice for one period: ${list}; refund the extra charge and delete its recurrent_payments row, then start again`);
+    }
     db.exec(`DROP INDEX IF EXISTS recurrent_payments_subscription;
 CREATE UNIQUE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;`);
     for (const table of ['payments', 'refunds', 'payouts', 'tokens', 'subscriptions']) {
