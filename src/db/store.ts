@@ -237,6 +237,29 @@ export class Store implements Reader {
   }
 
   /**
+   * Run `fn` over one consistent snapshot of committed data, in a read transaction that takes no write lock:
+   * another process's writers go on meanwhile (WAL), and `fn` sees none of their commits. For long reads that
+   * must agree with themselves (the ledger check, a doctor's pass). Like a body, `fn` awaits only its Reader.
+   */
+  async snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
+    const wait = this.lock();
+    if (wait) await wait;
+    const tx = new SqliteTx(this.db, this.connection, []);
+    try {
+      cachedStmt(this.db, 'BEGIN DEFERRED').run();
+      try {
+        // The first read starts the snapshot; everything after reads the same.
+        return await this.runBody(fn, tx);
+      } finally {
+        tx.end();
+        if (this.db.inTransaction) cachedStmt(this.db, 'COMMIT').run();
+      }
+    } finally {
+      this.unlock();
+    }
+  }
+
+  /**
    * Queue `fn` for the next group commit; resolves with its result once durable, rejects with its error.
    * `seen`, when given, receives the number of the commit the body was part of, before the promise settles:
    * a reply built from the body's result alone needs only that commit on disk (see whenDurable).

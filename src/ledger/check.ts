@@ -23,16 +23,16 @@ export interface CheckResult {
 const MAX_PROBLEMS = 200;
 
 /**
- * Prove the ledger from its postings, in one transaction of its own (one consistent snapshot): each entry's
+ * Prove the ledger from its postings, over one consistent snapshot that takes no write lock (store.snapshot): each entry's
  * postings balance and match its amount; the stored balances equal the sums; reserves never went negative and
  * no payout or refund overdrew `available`; and every payout, payment and refund has exactly the movements its
  * status calls for.
  */
 export async function checkLedger(store: Store): Promise<CheckResult> {
-  return store.tx(async (tx) => checkLedgerIn(tx));
+  return store.snapshot((q) => checkLedgerIn(q));
 }
 
-/** The checks of checkLedger, read through `q`, which must be one snapshot (a transaction's tx). */
+/** The checks of checkLedger, read through `q`, which must be one snapshot (store.snapshot, or a transaction's tx). */
 export async function checkLedgerIn(q: Reader): Promise<CheckResult> {
   const problems: string[] = [];
   const note = (p: string) => {

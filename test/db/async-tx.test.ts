@@ -141,3 +141,24 @@ test('transactions started together run one after another, in order', async () =
     await done();
   }
 });
+
+test('a snapshot reads one consistent state and does not hold up another connection\'s writer', async () => {
+  const { store, path, done } = await tempStore();
+  const other = new Database(path);
+  try {
+    await store.tx((tx) => tx.run(`INSERT INTO t (v) VALUES ('a')`));
+    other.pragma('busy_timeout = 0');
+    const seen = await store.snapshot(async (q) => {
+      const first = (await q.all<{ v: string }>('SELECT v FROM t ORDER BY id')).map((r) => r.v);
+      // Another process commits while the snapshot is open: its write lock is free, and the snapshot does not see it.
+      other.prepare(`INSERT INTO t (v) VALUES ('b')`).run();
+      const second = (await q.all<{ v: string }>('SELECT v FROM t ORDER BY id')).map((r) => r.v);
+      return { first, second };
+    });
+    assert.deepEqual(seen, { first: ['a'], second: ['a'] });
+    assert.deepEqual(await values(store), ['a', 'b'], 'the commit is there once the snapshot ended');
+  } finally {
+    other.close();
+    await done();
+  }
+});
