@@ -65,7 +65,7 @@ CREATE TABLE idempotency_keys (
   UNIQUE (merchant_id, mode, key)
 ) STRICT;
 
--- == scheduler: the jobs table is the truth, the in-memory wheel only a cache of what is due soon ==
+-- == scheduler: the jobs table is the truth; a process keeps only the time of its next wake in memory ==
 
 CREATE TABLE jobs (
   id           INTEGER PRIMARY KEY,
@@ -80,8 +80,15 @@ CREATE TABLE jobs (
   state        TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done', 'dead', 'cancelled')),
   last_error   TEXT,
   created_at   INTEGER NOT NULL,
-  finished_at  INTEGER
+  finished_at  INTEGER,
+  -- The claim of the process running the job outside a transaction (an async job's request, an advance's jobs):
+  -- its random process id, the claim's own random token (completion names it), and when the claim lapses (real
+  -- time; renewed while the job runs). A pending job whose claim lapsed is taken again. NULL: nobody holds it.
+  claimed_by   TEXT,
+  claim_token  TEXT,
+  claim_until  INTEGER
 ) STRICT;
+-- Due jobs: pending, run_at <= now, claim free or lapsed (checked on the row), in (run_at, id) order.
 CREATE INDEX jobs_run ON jobs(run_at, id) WHERE state = 'pending';
 CREATE INDEX jobs_shop_due ON jobs(shop_id, mode, due_at) WHERE state = 'pending';
 CREATE INDEX jobs_subject ON jobs(subject_id, kind) WHERE state = 'pending';

@@ -29,7 +29,7 @@ async function child(): Promise<void> {
     } else if (m.type === 'emit') {
       const app = running.app;
       void (async () => {
-        const at = await app.clocks.now(demo.shop.id, 'test');
+        const at = await app.clocks.now(app.store, demo.shop.id, 'test');
         await app.store.tx(async (tx) =>
           app.events.append(tx, { merchantId: demo.merchant.id, shopId: demo.shop.id, mode: 'test', kind: 'payment.created', payload: { id: 'bench', amount: 100, status: 'pending' }, at }),
         );

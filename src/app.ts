@@ -76,16 +76,9 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     await lock?.release();
     throw err;
   }
-  const clocks = new Clocks(store, opts.realNow);
-  // The shops' test-clock offsets, before anything reads a shop's time.
-  try {
-    await clocks.load();
-  } catch (err) {
-    await store.close();
-    await lock?.release();
-    throw err;
-  }
-  const scheduler = new Scheduler(store, clocks, log);
+  // Test clocks are read from the database by whoever reads them (shops.test_clock_offset_ms): nothing to load.
+  const clocks = new Clocks(opts.realNow);
+  const scheduler = new Scheduler(store, clocks, log, { leaseMs: Math.round(config.jobLeaseSeconds * 1000) });
   const events = new Events();
   const closers: Array<() => void | Promise<void>> = [];
   let listening: AddressInfo | null = null;
@@ -142,7 +135,8 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     throw new Error(listenError(config.host, config.port, err as NodeJS.ErrnoException));
   }
   listening = server.address() as AddressInfo;
-  scheduler.start();
+  // With the server lock held, no other server runs on this file: claims left in it are a dead process's.
+  scheduler.start({ sole: lock !== null });
   app.retention.start();
   let closed: Promise<void> | null = null;
   const close = (): Promise<void> => {

@@ -25,7 +25,7 @@ export type Applied = 'applied' | 'ignored' | 'checking' | 'amount_mismatch';
  * already waited, so the gaps double while the bank stays silent.
  */
 async function scheduleCheck(app: App, tx: Tx, kind: keyof typeof CHECK_JOBS, id: string, shopId: string, mode: 'test' | 'live', since: number): Promise<void> {
-  const now = app.clocks.now(shopId, mode);
+  const now = await app.clocks.now(tx, shopId, mode);
   const syncAfter_ms = Math.round(app.config.acquirerSyncAfterSeconds * 1000);
   const waited_ms = Math.max(0, now - since);
   await app.scheduler.cancel(tx, CHECK_JOBS[kind], id);

@@ -43,9 +43,10 @@ export function cancelPayment(app: App, p: PaymentRow, actor: Actor): Promise<Pa
   });
 }
 
-/** A shop's test clock: now on it and its offset from real time. */
-export function testClock(app: App, shopId: string): { now: number; offset_ms: number } {
-  return { now: app.clocks.now(shopId, 'test'), offset_ms: app.clocks.offset(shopId) };
+/** A shop's test clock: now on it and its offset from real time (one read of the shop's offset). */
+export async function testClock(app: App, shopId: string): Promise<{ now: number; offset_ms: number }> {
+  const offset_ms = await app.clocks.offset(app.store, shopId);
+  return { now: app.clocks.real() + offset_ms, offset_ms };
 }
 
 /** Move a shop's test clock forward and run what became due, as POST /v1/test/clock/advance does; returns jobs run. */

@@ -81,7 +81,7 @@ export async function overview(ctx: Ctx): Promise<Reply> {
   const latest: LatestRow[] = [];
   const perDay = new Map<number, DayFigure>();
   let today = 0;
-  for (const s of shops) today = Math.max(today, ctx.app.clocks.now(s.id, mode));
+  for (const s of shops) today = Math.max(today, await ctx.app.clocks.now(store, s.id, mode));
   const firstDay = Math.floor(today / DAY_MS) * DAY_MS - (CHART_DAYS - 1) * DAY_MS;
   for (let i = 0; i < CHART_DAYS; i++) perDay.set(firstDay + i * DAY_MS, { day_ms: firstDay + i * DAY_MS, count: 0, paid: 0 });
   for (const s of shops) {

@@ -16,7 +16,7 @@ const UNITS: Record<string, number> = { minutes: 60, hours: 3600, days: 86_400 }
 export async function testPage(ctx: Ctx): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const shop = await chosenShop(ctx);
-  const clock = testClock(ctx.app, shop.id);
+  const clock = await testClock(ctx.app, shop.id);
   const base = `/cabinet/test/${shop.id}`;
   const body = `<h1>${esc(ct(lang, 'test_mode'))} · ${esc(shop.name)}</h1>
 ${await shopPicker(ctx, '/cabinet/test', shop.id)}

@@ -338,6 +338,13 @@ CREATE UNIQUE INDEX recurrent_payments_subscription ON recurrent_payments(subscr
       if (hasColumn(db, table, 'answer')) db.exec(`ALTER TABLE ${table} DROP COLUMN answer`);
     }
   },
+  // 16 → 17: a job run outside a transaction is claimed in the database (process, token, lapse time) instead of
+  // being held in one process's memory, so that a job whose process died is taken again once its claim lapses.
+  (db) => {
+    for (const [column, type] of [['claimed_by', 'TEXT'], ['claim_token', 'TEXT'], ['claim_until', 'INTEGER']]) {
+      if (!hasColumn(db, 'jobs', column)) db.exec(`ALTER TABLE jobs ADD COLUMN ${column} ${type}`);
+    }
+  },
 ];
 
 /**

@@ -38,7 +38,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Database.Dat
   }
   db.pragma('busy_timeout = 5000');
   if (!opts.readonly) {
-    db.pragma('journal_mode = WAL');
+    enableWal(db, path);
     db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
     // When the WAL starts over after a checkpoint, its file is cut back to this size: a burst of writes (a
     // long clock advance) leaves no file of its peak size behind.
@@ -95,4 +95,26 @@ function migrate(db: Database.Database): void {
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   });
   apply.immediate();
+}
+
+/** How long opening waits for other processes opening a new file at the same time to let it switch to WAL. */
+const WAL_SWITCH_WAIT_MS = 10_000;
+
+/**
+ * Switch to WAL. The switch needs the file to itself for a moment; processes opening a new file together (admin
+ * commands started at once) can find it busy, and SQLite's busy timeout does not cover every such case: try
+ * again for a while before giving up.
+ */
+function enableWal(db: Database.Database, path: string): void {
+  const until = Date.now() + WAL_SWITCH_WAIT_MS;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      if (String(db.pragma('journal_mode = WAL', { simple: true })) === 'wal' || db.memory) return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
+    }
+    if (Date.now() > until) throw new Error(`cannot open database "${path}": it stayed busy for ${WAL_SWITCH_WAIT_MS / 1000} s while switching to WAL mode`);
+    Atomics.wait(pause, 0, 0, 20);
+  }
 }

@@ -14,8 +14,9 @@ export interface ServerLock {
 }
 
 /**
- * One server per database file. Each server caches state of the file (a shop's test-clock offset, the next
- * payment number), so a second server on the same file would contradict the first. The lock is a Unix
+ * One server per SQLite file. The truth is in the file, but a server that holds the lock knows no other server
+ * runs on it: job claims left by a server that died are free at once instead of after their lease, and the WAL
+ * is synced and checkpointed by one server process (admin commands commit with synchronous=FULL). The lock is a Unix
  * socket the server listens on beside the database (`<db>.lock`): the kernel drops it when the process dies,
  * however it dies, so a stale file is recognised (nobody answers) and taken over. Admin commands, `doctor`
  * and `backup` do not take it and keep working beside a running server.

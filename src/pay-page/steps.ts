@@ -21,8 +21,8 @@ export async function getStep(q: Reader, paymentId: string): Promise<PageStep | 
 /** Record the buyer's step (replacing an earlier one), committed before the page answers. */
 export async function putStep(app: App, p: PaymentView, s: PageStep): Promise<void> {
   const mode = p.metadata.mode === 'live' ? 'live' : 'test';
-  const now = app.clocks.now(p.shop_id, mode);
   await app.store.write(async (tx) => {
+    const now = await app.clocks.now(tx, p.shop_id, mode);
     await tx.run(
       `INSERT INTO pay_page_steps (payment_id, shop_id, mode, step, card_brand, card_mask, card_holder, outcome, failure_code, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)

@@ -101,7 +101,7 @@ export function parseCreateBody(body: unknown, auth: { merchantId: string; shopI
  * payment.created appended; test payments get their simulator plan.
  */
 export async function createPaymentTx(app: App, tx: Tx, input: PaymentInput): Promise<PaymentRow> {
-  const now = app.clocks.now(input.shopId, input.mode);
+  const now = await app.clocks.now(tx, input.shopId, input.mode);
   const id = uuid();
   const meta: Record<string, string> = {};
   if (input.metadata) {

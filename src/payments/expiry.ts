@@ -61,7 +61,7 @@ export async function ensureSessionSweep(app: App, tx: Tx, p: PaymentRow, until:
 function registerSweep(app: App, sweep: Sweep): void {
   app.scheduler.register(sweep.kind, async (tx, job) => {
     const shopId = job.shop_id!;
-    const now = app.clocks.now(shopId, job.mode);
+    const now = await app.clocks.now(tx, shopId, job.mode);
     for (const p of await endedBy(tx, sweep.ends, shopId, job.mode, now, SWEEP_BATCH)) await expireTx(app, tx, p);
     const next = await nextEnd(tx, sweep.ends, shopId, job.mode);
     if (next !== null) {

@@ -44,9 +44,9 @@ export interface Resolution {
   payerBank?: string;
 }
 
-/** Now on the clock of the payment's shop and mode. */
-export function nowFor(app: App, p: PaymentRow): number {
-  return app.clocks.now(p.shop_id, p.mode);
+/** Now on the clock of the payment's shop and mode, read through `q` (the caller's transaction). */
+export function nowFor(app: App, q: Reader, p: PaymentRow): Promise<number> {
+  return app.clocks.now(q, p.shop_id, p.mode);
 }
 
 /** Re-read a payment inside a transaction, through its tx (the state machine always acts on the committed row). */
@@ -80,7 +80,7 @@ async function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: 
     // found it unchanged) plus the columns written, so no read is needed.
     next = { ...p, ...patch, status: to };
   }
-  const at = nowFor(app, next);
+  const at = await nowFor(app, tx, next);
   const event = WEBHOOK[to];
   // The money moves with the status, in the same transaction and before anything reacts to the change (a
   // card binding's verification refund needs the credit): the books never depend on an event's payload.
@@ -116,7 +116,7 @@ export async function chooseMethodTx(app: App, tx: Tx, p: PaymentRow, method: Co
     mode: next.mode,
     kind: 'payment.method_chosen',
     payload: { id: next.id, method },
-    at: nowFor(app, next),
+    at: await nowFor(app, tx, next),
     paymentId: next.id,
   });
   return next;
@@ -143,7 +143,7 @@ export async function openSessionTx(app: App, tx: Tx, p: PaymentRow, opts: Sessi
   if (p.status === 'processing') return p;
   if (p.status !== 'pending') refuse(p, 'open a bank session for');
   if (p.method === 'any') refuse(p, 'open a bank session for', ' and no method is chosen yet');
-  const now = nowFor(app, p);
+  const now = await nowFor(app, tx, p);
   const until = now + SESSION_TTL_MS[p.method];
   const next = await move(app, tx, p, 'processing', 'open a bank session for', { processing_until: until }, opts.unwritten);
   await ensureSessionSweep(app, tx, next, until);
@@ -158,7 +158,7 @@ export async function openSessionTx(app: App, tx: Tx, p: PaymentRow, opts: Sessi
 export async function resolveTx(app: App, tx: Tx, p: PaymentRow, r: Resolution): Promise<PaymentRow> {
   const action = r.outcome === 'succeeded' ? 'confirm' : 'fail';
   if (p.status !== 'processing') refuse(p, action);
-  const now = nowFor(app, p);
+  const now = await nowFor(app, tx, p);
   const patch: Partial<PaymentRow> = { finalized_at: now };
   if (r.rrn) patch.rrn = r.rrn;
   if (r.bankName) patch.bank_name = r.bankName;
@@ -183,7 +183,7 @@ export async function resolveTx(app: App, tx: Tx, p: PaymentRow, r: Resolution):
 /** pending → cancelled (the merchant's cancel, or the buyer's); the bank voids whatever it holds for the payment. */
 export async function cancelTx(app: App, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
   if (p.status !== 'pending') refuse(p, 'cancel', '; only pending payments can be cancelled');
-  const next = await move(app, tx, p, 'cancelled', 'cancel', { finalized_at: nowFor(app, p) });
+  const next = await move(app, tx, p, 'cancelled', 'cancel', { finalized_at: await nowFor(app, tx, p) });
   await (await app.banks.for(tx, p.shop_id, p.mode)).cancel(tx, next);
   return next;
 }
@@ -191,7 +191,7 @@ export async function cancelTx(app: App, tx: Tx, p: PaymentRow): Promise<Payment
 /** processing → cancelled: the bank voided the session (its own cancel or reversal). */
 export async function bankCancelTx(app: App, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
   if (p.status !== 'processing') refuse(p, 'cancel at the bank');
-  return move(app, tx, p, 'cancelled', 'cancel at the bank', { finalized_at: nowFor(app, p) });
+  return move(app, tx, p, 'cancelled', 'cancel at the bank', { finalized_at: await nowFor(app, tx, p) });
 }
 
 /** pending → expired (link_expired) or processing → expired (session_expired). */
@@ -200,7 +200,7 @@ export async function expireTx(app: App, tx: Tx, p: PaymentRow): Promise<Payment
   if (!code) refuse(p, 'expire');
   const meta = metadataOf(p);
   meta.failure_code = code;
-  return move(app, tx, p, 'expired', 'expire', { finalized_at: nowFor(app, p), metadata: JSON.stringify(meta) });
+  return move(app, tx, p, 'expired', 'expire', { finalized_at: await nowFor(app, tx, p), metadata: JSON.stringify(meta) });
 }
 
 /** Add a succeeded refund to amount_refunded; succeeded → refunded when refunds reach the amount. */

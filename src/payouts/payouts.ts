@@ -56,7 +56,7 @@ export async function createPayoutTx(app: App, tx: Tx, payer: Payer, input: Payo
       'amount',
     );
   }
-  const now = app.clocks.now(payer.shopId, payer.mode);
+  const now = await app.clocks.now(tx, payer.shopId, payer.mode);
   const id = uuid();
   const bank = await app.banks.for(tx, payer.shopId, payer.mode);
   const start = await bank.payout(tx, {
@@ -115,7 +115,7 @@ async function reload(tx: Tx, id: string): Promise<PayoutRow> {
  * and payout.status_changed with the payout.succeeded / payout.failed webhook, in one transaction.
  */
 export async function finishPayoutTx(app: App, tx: Tx, p: PayoutRow, status: 'succeeded' | 'failed', failReason: string): Promise<PayoutRow> {
-  const at = app.clocks.now(p.shop_id, p.mode);
+  const at = await app.clocks.now(tx, p.shop_id, p.mode);
   if (!(await finishPayoutRow(tx, p.id, status, status === 'failed' ? failReason || 'do_not_honor' : '', at))) {
     throw new Error(`cannot finish payout "${p.id}": its status is no longer pending`);
   }

@@ -47,7 +47,7 @@ export async function createRefundTx(app: App, tx: Tx, read: PaymentRow, input: 
   if (amount > refundable) {
     throw new ApiError(422, 'amount_exceeds_refundable', `Cannot refund payment "${p.id}": amount ${amount} exceeds refundable ${refundable}`, 'amount');
   }
-  const now = app.clocks.now(p.shop_id, p.mode);
+  const now = await app.clocks.now(tx, p.shop_id, p.mode);
   const id = uuid();
   await insertRefund(tx, { id, payment_id: p.id, merchant_id: p.merchant_id, shop_id: p.shop_id, mode: p.mode, amount, reason: input.reason, created_at: now }, input.keyId);
   // The amount leaves `available` for `reserved` now (422 insufficient_funds when it is not there).
@@ -73,7 +73,7 @@ export async function createRefundTx(app: App, tx: Tx, read: PaymentRow, input: 
 export async function settleRefundTx(app: App, tx: Tx, r: RefundRow, status: 'succeeded' | 'failed', failureCode = ''): Promise<RefundRow> {
   if (r.status !== 'pending') return r;
   const p = (await getPayment(tx, r.payment_id))!;
-  const now = app.clocks.now(r.shop_id, r.mode);
+  const now = await app.clocks.now(tx, r.shop_id, r.mode);
   // A refund settles once: a transaction that read it pending before another settled it writes nothing.
   if (!(await finishRefundRow(tx, r.id, status, failureCode, now))) return (await getRefund(tx, r.id))!;
   // A settled refund leaves the books; a failed one gives its reserve back.

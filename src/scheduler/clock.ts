@@ -1,99 +1,141 @@
-import type { Reader, Store } from '../db/store';
+import type { Reader, Tx } from '../db/store';
 
 /** A mode of the API: test keys drive the simulator on a per-shop test clock; live keys use real time. */
 export type Mode = 'test' | 'live';
 
 /**
+ * Where a wrapper of a transaction (a job's view of its savepoint) keeps the transaction it wraps: a clock
+ * pinned on a transaction reads the same through every view of it.
+ */
+export const TX_BASE: unique symbol = Symbol('kopek.tx-base');
+
+/** The claim an advance holds on its shop's due jobs: jobs its own jobs schedule due by `dueBy` are claimed by it too. */
+export interface AdvanceClaim {
+  /** The claiming process's id. */
+  by: string;
+  /** The advance's token. */
+  token: string;
+  /** On the shop's clock: jobs due by then are the advance's to run. */
+  dueBy: number;
+}
+
+/** A shop's test clock as the jobs of an advance see it: fixed at one job's due time. */
+export interface Pin {
+  /** What the shop's clock reads. */
+  at: number;
+  /** The advance's claim, when an advance runs the job. */
+  claim: AdvanceClaim | null;
+}
+
+/**
  * Time for domain code. Live objects use real time; each shop's test-mode objects use that shop's test
  * clock: real time plus an offset that only moves forward. Domain code never calls Date.now().
  *
- * Reading a clock never touches the database: the offsets are held in memory. `load()` reads every shop's
- * offset once at start-up (before anything reads a test clock); from then on this process keeps them up to
- * date as it moves them (advance) or sets them back (forget, after a reset). A shop with no offset held reads 0,
- * the offset every shop starts with.
+ * The offsets live in the database only (`shops.test_clock_offset_ms`): a clock is read through the transaction
+ * that uses it (or the store, outside one), so an advance through any process is seen by every process. A
+ * transaction reads a shop's offset once (a memo tied to the transaction object). A job run by an advance
+ * reads its due time instead: that pin is tied to the job's transaction too, never to the process, so no
+ * other request can see it.
  */
 export class Clocks {
-  /** Test clock offsets that are not 0, by shop. */
-  private readonly offsets = new Map<string, number>();
-  private readonly pins = new Map<string, number>();
-  private readonly listeners: Array<(shopId: string) => void | Promise<void>> = [];
+  /** Pins by transaction (its base object): shop → pin. */
+  private readonly pins = new WeakMap<object, Map<string, Pin>>();
+  /** Offsets a transaction already read, by transaction (its base object): shop → offset. */
+  private readonly memo = new WeakMap<object, Map<string, number>>();
 
   constructor(
-    private readonly store: Store,
     /** Real time in ms; injectable so tests of the scheduler can drive it. */
     readonly real: () => number = Date.now,
   ) {}
 
-  /** Read every shop's test clock offset (`q`: the store, or a transaction); call once before serving. */
-  async load(q: Reader = this.store): Promise<void> {
-    const rows = await q.all<{ id: string; o: number }>('SELECT id, test_clock_offset_ms AS o FROM shops WHERE test_clock_offset_ms <> 0');
-    this.offsets.clear();
-    for (const r of rows) this.offsets.set(r.id, r.o);
-  }
-
-  /** Now on the clock of a shop's mode. */
-  now(shopId: string | null, mode: Mode): number {
-    const real = this.real();
-    if (mode === 'live' || shopId === null) return real;
-    const pin = this.pins.get(shopId);
-    return pin ?? real + this.offset(shopId);
+  /** Now on the clock of a shop's mode, read through `q` (the caller's transaction, or the store outside one). */
+  async now(q: Reader, shopId: string | null, mode: Mode): Promise<number> {
+    if (mode === 'live' || shopId === null) return this.real();
+    const pin = this.pins.get(base(q))?.get(shopId);
+    if (pin) return pin.at;
+    return this.real() + (await this.offset(q, shopId));
   }
 
   /**
-   * Run `fn` with the shop's test clock reading `at_ms` until the promise it returns settles. An advance runs
-   * each due job at its own due time, so a job that schedules "a month from now" lands a month after its
-   * predecessor, not after the end of the advance: a year of monthly charges happens in one advance.
-   * Only a transaction body pins a clock (bodies run one at a time), and only for the body's own work.
+   * A shop's test clock offset in ms, read through `q`. Pinned or not, the offset is the committed one (a second
+   * advance of the shop may have moved it since the first began): it places new jobs in real time.
    */
-  async pinned<T>(shopId: string, at_ms: number, fn: () => Promise<T>): Promise<T> {
-    const before = this.pins.get(shopId);
-    this.pins.set(shopId, at_ms);
+  async offset(q: Reader, shopId: string): Promise<number> {
+    const key = base(q);
+    const known = this.memo.get(key)?.get(shopId);
+    if (known !== undefined) return known;
+    const row = await q.get<{ o: number }>('SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?', shopId);
+    const o = row?.o ?? 0;
+    // Only a transaction keeps what it read: the store answers for whatever is committed when asked.
+    if (isTx(q)) remember(this.memo, key, shopId, o);
+    return o;
+  }
+
+  /** Real time at which a moment on a shop's clock arrives, read through `q`. */
+  async toReal(q: Reader, shopId: string | null, mode: Mode, at_ms: number): Promise<number> {
+    if (mode === 'live' || shopId === null) return at_ms;
+    return at_ms - (await this.offset(q, shopId));
+  }
+
+  /** The pin of a shop's clock in this transaction, if a job of an advance runs in it. */
+  pinOf(q: Reader, shopId: string): Pin | undefined {
+    return this.pins.get(base(q))?.get(shopId);
+  }
+
+  /**
+   * Run `fn` with the shop's test clock reading `pin.at` in transaction `tx` until the promise it returns settles.
+   * An advance runs each due job at its own due time, so a job that schedules "a month from now" lands a month
+   * after its predecessor, not after the end of the advance: a year of monthly charges happens in one advance.
+   */
+  async pinned<T>(tx: Tx, shopId: string, pin: Pin, fn: () => Promise<T>): Promise<T> {
+    const key = base(tx);
+    let m = this.pins.get(key);
+    if (!m) this.pins.set(key, (m = new Map()));
+    const before = m.get(shopId);
+    m.set(shopId, pin);
     try {
       return await fn();
     } finally {
-      if (before === undefined) this.pins.delete(shopId);
-      else this.pins.set(shopId, before);
+      if (before === undefined) m.delete(shopId);
+      else m.set(shopId, before);
     }
   }
 
-  /** Call `fn(shopId)` after a shop's test clock moved (the scheduler re-times that shop's test jobs); advance awaits it. */
-  onAdvance(fn: (shopId: string) => void | Promise<void>): void {
-    this.listeners.push(fn);
-  }
-
-  /** The shop's test clock offset in ms. */
-  offset(shopId: string): number {
-    return this.offsets.get(shopId) ?? 0;
-  }
-
-  /** Move a shop's test clock forward by `delta_ms` (never back); returns the new offset. */
-  async advance(shopId: string, delta_ms: number): Promise<number> {
+  /**
+   * Move a shop's test clock forward by `delta_ms` (never back) in `tx`; returns the new offset. The shop's
+   * pending test jobs wait in real time (run_at = due_at - offset): they move with the clock in the same write,
+   * so the due query of every process finds them at their new time.
+   */
+  async advance(tx: Tx, shopId: string, delta_ms: number): Promise<number> {
     if (!(delta_ms >= 0 && Number.isSafeInteger(delta_ms))) {
       throw new Error(`cannot move a test clock by ${delta_ms} ms: only forward, in whole ms`);
     }
-    let next = 0;
-    await this.store.tx(async (tx) => {
-      // The offset as committed: another advance of the same shop may have committed since this one was asked.
-      const row = await tx.get<{ o: number }>('SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?', shopId);
-      next = (row?.o ?? 0) + delta_ms;
+    // The offset as committed: another advance of the same shop may have committed since this one was asked.
+    const row = await tx.get<{ o: number }>('SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?', shopId);
+    const next = (row?.o ?? 0) + delta_ms;
+    if (delta_ms > 0) {
       await tx.run('UPDATE shops SET test_clock_offset_ms = ? WHERE id = ?', next, shopId);
-      // Pending test jobs wait in real time (run_at = due_at - offset): move them with the clock, atomically.
       await tx.run(`UPDATE jobs SET run_at = due_at - ? WHERE shop_id = ? AND mode = 'test' AND state = 'pending'`, next, shopId);
-    });
-    // Offsets only grow: of two advances finishing out of order, the later offset stays.
-    if (next !== 0 && next >= this.offset(shopId)) this.offsets.set(shopId, next);
-    for (const fn of this.listeners) await fn(shopId);
+    }
+    remember(this.memo, base(tx), shopId, next);
     return next;
   }
+}
 
-  /** Forget a shop's offset after its row was set back to 0 elsewhere (a reset of its test data): its clock reads real time. */
-  forget(shopId: string): void {
-    this.offsets.delete(shopId);
-  }
+/** The object a transaction's pins and memo are kept under: the transaction a view wraps, or the reader itself. */
+function base(q: Reader): object {
+  let k = q as { [TX_BASE]?: Reader };
+  while (k[TX_BASE] !== undefined) k = k[TX_BASE] as { [TX_BASE]?: Reader };
+  return k;
+}
 
-  /** Real time at which a moment on a shop's clock arrives. */
-  toReal(shopId: string | null, mode: Mode, at_ms: number): number {
-    if (mode === 'live' || shopId === null) return at_ms;
-    return at_ms - this.offset(shopId);
-  }
+/** True for a transaction (the store reads committed data and keeps nothing). */
+function isTx(q: Reader): q is Tx {
+  return typeof (q as Partial<Tx>).afterCommit === 'function';
+}
+
+function remember(memo: WeakMap<object, Map<string, number>>, key: object, shopId: string, o: number): void {
+  let m = memo.get(key);
+  if (!m) memo.set(key, (m = new Map()));
+  m.set(shopId, o);
 }

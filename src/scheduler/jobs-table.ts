@@ -31,41 +31,85 @@ export interface JobRow {
   last_error: string | null;
   created_at: number;
   finished_at: number | null;
+  /** The claiming process's id, its claim's token and when the claim lapses (real time); null when unclaimed. */
+  claimed_by: string | null;
+  claim_token: string | null;
+  claim_until: number | null;
+}
+
+/** A claim as written on a job: the process, the claim's token, the real time it lapses at. */
+export interface Claim {
+  by: string;
+  token: string;
+  until: number;
 }
 
 /** Where a job is in its life: waiting (first run or a retry), finished, given up, or cancelled. */
 export type JobState = 'pending' | 'done' | 'dead' | 'cancelled';
 
-/** A position in (run_at, id) order: the wheel holds every pending job at or before it. */
+/** A position in (run_at, id) order, where a pass over the due jobs has got to. */
 export interface JobKey {
   runAt: number;
   id: number;
 }
 
-/** True when job `a` comes at or before key `b` in run order. */
-export function atOrBefore(a: JobKey, b: JobKey): boolean {
-  return a.runAt < b.runAt || (a.runAt === b.runAt && a.id <= b.id);
-}
+/** The position before every job. */
+export const FIRST_KEY: JobKey = { runAt: -8.64e15, id: 0 };
+
+/**
+ * A claim counts as free when it lapsed: `claim_until <= threshold`. The threshold is the real time now, or
+ * later for a server that knows every claim made before its start belongs to a dead process (see
+ * Scheduler.start): SQL binds it once per statement.
+ */
+const FREE = `(claim_until IS NULL OR claim_until <= ?)`;
 
 /**
  * The SQL of the scheduler. Every method takes where it reads or writes: a transaction body's `tx`, or the
  * store for reads outside any transaction. Writes take the caller's transaction.
  */
 export class JobsTable {
-  /** Insert a pending job in the caller's transaction; returns its id. */
-  async insert(tx: Tx, kind: string, subjectId: string, shopId: string | null, mode: Mode, dueAt: number, runAt: number, payload: string, createdAt: number): Promise<number> {
-    const info = await tx.run(
-      `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      kind,
-      subjectId,
-      shopId,
-      mode,
-      dueAt,
-      runAt,
-      payload,
-      createdAt,
-    );
+  /** Insert a pending job in the caller's transaction, claimed when `claim` is given; returns its id. */
+  async insert(
+    tx: Tx,
+    kind: string,
+    subjectId: string,
+    shopId: string | null,
+    mode: Mode,
+    dueAt: number,
+    runAt: number,
+    payload: string,
+    createdAt: number,
+    claim: Claim | null,
+  ): Promise<number> {
+    const info =
+      claim === null
+        ? await tx.run(
+            `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+            kind,
+            subjectId,
+            shopId,
+            mode,
+            dueAt,
+            runAt,
+            payload,
+            createdAt,
+          )
+        : await tx.run(
+            `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at, claimed_by, claim_token, claim_until)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+            kind,
+            subjectId,
+            shopId,
+            mode,
+            dueAt,
+            runAt,
+            payload,
+            createdAt,
+            claim.by,
+            claim.token,
+            claim.until,
+          );
     return Number(info.lastInsertRowid);
   }
 
@@ -84,39 +128,34 @@ export class JobsTable {
     return r?.due ?? null;
   }
 
-  /** Pending jobs after `after` in run order, up to `until_ms` real time, at most `limit`. */
-  next(q: Reader, after: JobKey, until_ms: number, limit: number): Promise<JobKey[]> {
-    return q.all<JobKey>(
-      `SELECT id, run_at AS runAt FROM jobs
-         WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ?
+  /**
+   * The due query: pending jobs whose run time has come (`run_at <= now_ms`) and whose claim is free or lapsed,
+   * after `after` in (run_at, id) order, at most `limit`. One range of the partial index `jobs_run`, in its order;
+   * the claim is checked on each row it reaches.
+   */
+  due(q: Reader, now_ms: number, threshold: number, after: JobKey, limit: number): Promise<JobRow[]> {
+    return q.all<JobRow>(
+      `SELECT * FROM jobs
+         WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE}
          ORDER BY run_at, id LIMIT ?`,
       after.runAt,
       after.runAt,
       after.id,
-      until_ms,
+      now_ms,
+      threshold,
       limit,
     );
   }
 
-  /** Pending jobs whose real run time has passed, earliest first (the sweep's safety net). */
-  overdue(q: Reader, now_ms: number, limit: number): Promise<JobKey[]> {
-    return q.all<JobKey>(`SELECT id, run_at AS runAt FROM jobs WHERE state = 'pending' AND run_at <= ? ORDER BY run_at, id LIMIT ?`, now_ms, limit);
+  /** The earliest run time of a pending job whose claim is free or lapsed (one read of `jobs_run`), or null. */
+  async nextRunAt(q: Reader, threshold: number): Promise<number | null> {
+    const r = await q.get<{ run_at: number }>(`SELECT run_at FROM jobs WHERE state = 'pending' AND ${FREE} ORDER BY run_at, id LIMIT 1`, threshold);
+    return r?.run_at ?? null;
   }
 
-  /** A shop's pending jobs of a mode due by `due_ms` on its clock, in due order. */
+  /** A shop's pending jobs of a mode due by `due_ms` on its clock, in due order, claimed or not. */
   dueForShop(q: Reader, shopId: string, mode: Mode, due_ms: number, limit: number): Promise<JobRow[]> {
     return q.all<JobRow>(`SELECT * FROM jobs WHERE shop_id = ? AND mode = ? AND state = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?`, shopId, mode, due_ms, limit);
-  }
-
-  /** A shop's pending test jobs that run by `until_ms` real time, in run order. */
-  testJobsOfShop(q: Reader, shopId: string, until_ms: number, limit: number): Promise<JobKey[]> {
-    return q.all<JobKey>(
-      `SELECT id, run_at AS runAt FROM jobs WHERE shop_id = ? AND mode = 'test' AND state = 'pending' AND run_at <= ?
-         ORDER BY run_at, id LIMIT ?`,
-      shopId,
-      until_ms,
-      limit,
-    );
   }
 
   /** One job, or undefined. */
@@ -124,22 +163,116 @@ export class JobsTable {
     return q.get<JobRow>(`SELECT * FROM jobs WHERE id = ?`, id);
   }
 
-  /** Mark a job done (in the job's transaction). */
-  async done(tx: Tx, id: number, now_ms: number): Promise<void> {
-    await tx.run(`UPDATE jobs SET state = 'done', finished_at = ? WHERE id = ?`, now_ms, id);
+  /**
+   * In the job's transaction: true when it may run there, pending and its claim free, lapsed (by `threshold`) or
+   * the caller's own (`token`).
+   */
+  async runnable(q: Reader, id: number, threshold: number, token: string | null): Promise<boolean> {
+    const r = await q.get<{ state: JobState; claim_token: string | null; claim_until: number | null }>(`SELECT state, claim_token, claim_until FROM jobs WHERE id = ?`, id);
+    return r !== undefined && r.state === 'pending' && (r.claim_until === null || r.claim_until <= threshold || (token !== null && r.claim_token === token));
   }
 
-  /** A job's state, or undefined when the row is gone (a test-mode reset). */
-  async state(q: Reader, id: number): Promise<JobState | undefined> {
-    return (await q.get<{ state: JobState }>(`SELECT state FROM jobs WHERE id = ?`, id))?.state;
+  /**
+   * Mark a job done in its transaction, and drop its claim. The write names what it expects, so a job another
+   * process took meanwhile is not marked: pending, and its claim free, lapsed or the caller's own. False when
+   * it matched no row. (`cancelled` too: the job was pending when its transaction found it, so only the job
+   * itself can have cancelled it since, as a status check does when it schedules the next one; it is done.)
+   */
+  async done(tx: Tx, id: number, now_ms: number, threshold: number, token: string | null): Promise<boolean> {
+    const r = await tx.run(
+      `UPDATE jobs SET state = 'done', finished_at = ?, claimed_by = NULL, claim_token = NULL, claim_until = NULL
+         WHERE id = ? AND state IN ('pending', 'cancelled') AND (claim_token IS NULL OR claim_until <= ? OR claim_token = ?)`,
+      now_ms,
+      id,
+      threshold,
+      token,
+    );
+    return r.changes > 0;
   }
 
-  /** Record a failed run: either a retry at (due_at, run_at) or, when `dead`, the end. */
-  async failed(tx: Tx, id: number, f: { attempt: number; error: string; dead: boolean; dueAt: number; runAt: number; now_ms: number }): Promise<void> {
+  /**
+   * Claim a pending job for `claim.by` under a fresh token, if its claim is free, lapsed or the caller's own
+   * (`own`, an advance's token); true when claimed.
+   */
+  async claim(tx: Tx, id: number, claim: Claim, threshold: number, own: string | null): Promise<boolean> {
+    const r = await tx.run(
+      `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE id = ? AND state = 'pending' AND (claim_until IS NULL OR claim_until <= ? OR claim_token = ?)`,
+      claim.by,
+      claim.token,
+      claim.until,
+      id,
+      threshold,
+      own,
+    );
+    return r.changes > 0;
+  }
+
+  /** Renew a claim the caller holds (naming its token) until `until`; false when the job is no longer its own. */
+  async renew(tx: Tx, id: number, token: string, until: number): Promise<boolean> {
+    const r = await tx.run(`UPDATE jobs SET claim_until = ? WHERE id = ? AND claim_token = ? AND state = 'pending'`, until, id, token);
+    return r.changes > 0;
+  }
+
+  /** Give a claim up (naming its token): another process may take the job at once. */
+  async release(tx: Tx, id: number, token: string): Promise<void> {
+    await tx.run(`UPDATE jobs SET claimed_by = NULL, claim_token = NULL, claim_until = NULL WHERE id = ? AND claim_token = ?`, id, token);
+  }
+
+  /** An advance's claim on its shop's pending jobs due by `due_ms` whose claim is free or lapsed; returns how many. */
+  async claimShopDue(tx: Tx, shopId: string, mode: Mode, due_ms: number, threshold: number, claim: Claim): Promise<number> {
+    const r = await tx.run(
+      `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE shop_id = ? AND mode = ? AND state = 'pending' AND due_at <= ? AND ${FREE}`,
+      claim.by,
+      claim.token,
+      claim.until,
+      shopId,
+      mode,
+      due_ms,
+      threshold,
+    );
+    return r.changes;
+  }
+
+  /** Renew every claim of an advance on its shop's jobs. */
+  async renewShop(tx: Tx, shopId: string, mode: Mode, token: string, until: number): Promise<void> {
+    await tx.run(`UPDATE jobs SET claim_until = ? WHERE shop_id = ? AND mode = ? AND state = 'pending' AND claim_token = ?`, until, shopId, mode, token);
+  }
+
+  /** Give up every claim of an advance on its shop's jobs (the ones it did not run). */
+  async releaseShop(tx: Tx, shopId: string, mode: Mode, token: string): Promise<void> {
+    await tx.run(
+      `UPDATE jobs SET claimed_by = NULL, claim_token = NULL, claim_until = NULL WHERE shop_id = ? AND mode = ? AND state = 'pending' AND claim_token = ?`,
+      shopId,
+      mode,
+      token,
+    );
+  }
+
+  /**
+   * Record a failed run: either a retry at (due_at, run_at) or, when `dead`, the end. The claim goes (or, for a
+   * retry an advance will run, becomes the advance's: `claim`).
+   */
+  async failed(tx: Tx, id: number, f: { attempt: number; error: string; dead: boolean; dueAt: number; runAt: number; now_ms: number; claim: Claim | null }): Promise<void> {
     if (f.dead) {
-      await tx.run(`UPDATE jobs SET attempt = ?, last_error = ?, state = 'dead', finished_at = ? WHERE id = ?`, f.attempt, f.error, f.now_ms, id);
+      await tx.run(
+        `UPDATE jobs SET attempt = ?, last_error = ?, state = 'dead', finished_at = ?, claimed_by = NULL, claim_token = NULL, claim_until = NULL WHERE id = ?`,
+        f.attempt,
+        f.error,
+        f.now_ms,
+        id,
+      );
     } else {
-      await tx.run(`UPDATE jobs SET attempt = ?, last_error = ?, due_at = ?, run_at = ? WHERE id = ?`, f.attempt, f.error, f.dueAt, f.runAt, id);
+      await tx.run(
+        `UPDATE jobs SET attempt = ?, last_error = ?, due_at = ?, run_at = ?, claimed_by = ?, claim_token = ?, claim_until = ? WHERE id = ?`,
+        f.attempt,
+        f.error,
+        f.dueAt,
+        f.runAt,
+        f.claim?.by ?? null,
+        f.claim?.token ?? null,
+        f.claim?.until ?? null,
+        id,
+      );
     }
   }
 }
@@ -176,7 +309,7 @@ export function failingJobs(q: Reader, limit: number): Promise<JobRow[]> {
   );
 }
 
-/** Bring a dead job back: pending, attempt 0, due now on its clock, in the caller's transaction. The server's sweep picks it up. */
+/** Bring a dead job back: pending, attempt 0, due now on its clock, unclaimed, in the caller's transaction. The server's re-read picks it up. */
 export async function reviveJob(tx: Tx, id: number, real_ms: number): Promise<JobRow> {
   const row = await tx.get<JobRow>(`SELECT * FROM jobs WHERE id = ?`, id);
   if (!row) throw new Error(`cannot retry job ${id}: no such job`);
@@ -186,7 +319,12 @@ export async function reviveJob(tx: Tx, id: number, real_ms: number): Promise<Jo
     const s = await tx.get<{ o: number }>(`SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?`, row.shop_id);
     offset_ms = s?.o ?? 0;
   }
-  await tx.run(`UPDATE jobs SET state = 'pending', attempt = 0, due_at = ?, run_at = ?, finished_at = NULL WHERE id = ?`, real_ms + offset_ms, real_ms, id);
+  await tx.run(
+    `UPDATE jobs SET state = 'pending', attempt = 0, due_at = ?, run_at = ?, finished_at = NULL, claimed_by = NULL, claim_token = NULL, claim_until = NULL WHERE id = ?`,
+    real_ms + offset_ms,
+    real_ms,
+    id,
+  );
   return (await tx.get<JobRow>(`SELECT * FROM jobs WHERE id = ?`, id)) as JobRow;
 }
 

@@ -1,8 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { Reader, Store, Tx } from '../db/store';
 import type { Clocks, Mode } from './clock';
 import type { Logger } from '../log';
-import { TimerWheel, type TimerHandle } from './timer-wheel';
-import { JobsTable, atOrBefore, type JobKey, type JobRow } from './jobs-table';
+import { FIRST_KEY, JobsTable, type Claim, type JobKey, type JobRow } from './jobs-table';
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
 import { DEFAULT_LIMITS, type SchedulerLimits } from './limits';
@@ -27,39 +27,54 @@ export interface JobSpec {
 /** setTimeout's longest delay; a wake further away is re-armed on the way. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** How a scheduler starts. */
+export interface StartOptions {
+  /**
+   * This process is the only server of the database (SQLite: it holds the server lock), so every claim made
+   * before it started belongs to a process that is gone: such claims count as lapsed at once instead of a
+   * lease after they were last renewed.
+   */
+  sole?: boolean;
+}
+
 /**
- * The durable scheduler. The jobs table is the truth; a timing wheel holds the pending jobs up to a covered
- * key (about `horizonMs` ahead, less when that many would not fit) and one unref'd setTimeout wakes for the
- * wheel's earliest bucket or the next sweep. Fired jobs are run in due order, in batches of savepoints.
+ * The durable scheduler. The jobs table is the truth and the only place jobs live; the process holds the time
+ * of its next wake (one timer) and the claims it holds, nothing it could not read again.
+ *
+ * A pass runs the due query (pending, run_at <= now, claim free or lapsed; the partial index `jobs_run` in
+ * (run_at, id) order) a page at a time, each page in the transaction that runs it: sync jobs run and are
+ * marked done there, in batches of savepoints (executor.ts); async jobs are claimed there (process id, a fresh
+ * token, claim_until a lease ahead) and run outside once it committed, renewing their claim, then complete in
+ * a write that names the token (async-runner.ts). A job whose claim lapsed (its process died) is taken again.
+ *
+ * The one timer is armed at the earliest run_at a pass could take (one indexed read after each pass), moved
+ * earlier after a commit that schedules an earlier job, and never later than `rereadMs` ahead: jobs written by
+ * other processes (admin commands, other nodes) and claims that lapsed are found by that periodic re-read.
  */
 export class Scheduler {
+  /** This process's id in the claims it writes: random per scheduler (one per process). */
+  readonly processId: string = randomUUID();
   private readonly exec: Executor;
   private readonly table: JobsTable;
   private readonly limits: SchedulerLimits;
-  private readonly wheel: TimerWheel<number>;
-  /** Jobs in memory: their wheel entry, or null once fired (waiting in `ready` or running). */
-  private readonly tracked = new Map<number, TimerHandle | null>();
-  /** Every pending job at or before this key is tracked. */
-  private covered: JobKey = { runAt: -Infinity, id: 0 };
-  /** The last refill stopped at its batch limit, so more may be due before `covered.runAt` suggests. */
-  private coveredPartial = false;
-  /** While a refill reads the table: jobs up to here that are scheduled meanwhile go on the wheel too. */
-  private loadingTo: JobKey | null = null;
-  /** The sweep or refill reading the table now (one at a time). */
-  private loading: Promise<void> | null = null;
-  private ready: JobKey[] = [];
   private readonly runner: AsyncRunner;
   private timer: NodeJS.Timeout | null = null;
+  /** When the timer fires: the real time it was armed for, and the same moment on the monotonic clock. */
   private timerAt = Infinity;
-  private nextSweepAt = 0;
-  /** A slice of ready jobs is running; `pumped` settles when it is over. */
-  private pumping = false;
-  private pumped: Promise<void> = Promise.resolve();
-  /** Reads of async jobs just finished, whose retries go back on the wheel when they answer. */
-  private readonly settling = new Set<Promise<void>>();
+  private timerDue = Infinity;
+  /** When the table is read again at the latest, whatever this process knows. */
+  private nextRereadAt = 0;
+  /** The pass running now, and whether another was asked for meanwhile. */
+  private passing: Promise<number> | null = null;
+  private again = false;
+  /** The last pass left due async jobs for want of a slot: the end of a run asks for another pass. */
+  private starved = false;
   private stopped = true;
-  /** Shops (`shop/mode`) whose due jobs an advance is running: the wheel leaves their jobs to it. */
-  private readonly advancing = new Map<string, number>();
+  /** Claims made before this real time (they lapse before it plus a lease) belong to a process that is gone (StartOptions.sole). */
+  private voidBefore = Number.MIN_SAFE_INTEGER;
+  /** Tokens of the advances running in this process: a pass leaves their jobs to them even when their claim looks lapsed. */
+  private readonly advanceTokens = new Set<string>();
+  private readonly advances = new Set<Promise<number>>();
   /** Bumped by every schedule(), so a shop's advance notices jobs created by the job it just ran. */
   private scheduleSeq = 0;
   private idleWaiters: Array<() => void> = [];
@@ -74,16 +89,19 @@ export class Scheduler {
     limits: Partial<SchedulerLimits> = {},
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
+    if (!(this.limits.leaseMs > 0)) throw new Error(`cannot start the scheduler: a job lease of ${this.limits.leaseMs} ms is not positive`);
     this.table = new JobsTable();
-    this.wheel = new TimerWheel<number>({ now: clocks.real });
+    const threshold = (now: number): number => this.threshold(now);
     this.exec = new Executor(store, clocks, log, this.table, this.limits, {
       seq: () => this.scheduleSeq,
-      ran: (id) => this.tracked.delete(id),
-      retry: (key) => this.offer(key),
+      retry: (runAt) => this.wakeAt(runAt),
+      threshold,
     });
-    this.runner = new AsyncRunner(store, clocks, log, this.limits.maxAsyncRunning, {
-      fail: (row, err, pin) => this.exec.failInTx(row, err, pin),
-      settled: (id) => this.finished(id),
+    this.runner = new AsyncRunner(store, clocks, log, this.table, this.limits.maxAsyncRunning, this.limits.leaseMs, {
+      processId: this.processId,
+      threshold,
+      fail: (row, err, pin, token) => this.exec.failInTx(row, err, pin, token),
+      settled: () => this.settled(),
     });
     this.shopRun = {
       store,
@@ -92,8 +110,11 @@ export class Scheduler {
       exec: this.exec,
       runner: this.runner,
       limits: this.limits,
+      log,
+      processId: this.processId,
+      threshold,
+      stopped: () => this.stopped,
       seq: () => this.scheduleSeq,
-      untrack: (id) => this.untrack(id),
       watch: (shopId, mode, sink) => {
         const key = `${shopId}/${mode}`;
         const set = this.watchers.get(key) ?? new Set();
@@ -104,8 +125,11 @@ export class Scheduler {
           if (set.size === 0) this.watchers.delete(key);
         };
       },
+      holding: (token, on) => {
+        if (on) this.advanceTokens.add(token);
+        else this.advanceTokens.delete(token);
+      },
     };
-    clocks.onAdvance((shopId) => this.retime(shopId));
   }
 
   /** Register the handler of a job kind; a kind registered twice is a start-up error. */
@@ -122,15 +146,21 @@ export class Scheduler {
     this.exec.addKind(kind, { async: spec as AsyncJobKind<unknown>, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
   }
 
-  /** Write a job in the caller's transaction; the wheel learns of it after commit. Returns the job id. */
+  /**
+   * Write a job in the caller's transaction; returns the job id. Once it commits, the timer wakes for it if it
+   * is due before the wake armed. A job that a job of an advance schedules for the advancing shop, due within
+   * the advance, is written claimed by the advance, which runs it.
+   */
   async schedule(tx: Tx, spec: JobSpec): Promise<number> {
     if (!Number.isFinite(spec.dueAt)) throw new Error(`cannot schedule job "${spec.kind}": due time ${spec.dueAt} is not a number`);
     const dueAt = Math.round(spec.dueAt);
-    const runAt = this.clocks.toReal(spec.shopId, spec.mode, dueAt);
+    const pin = spec.mode === 'test' && spec.shopId !== null ? this.clocks.pinOf(tx, spec.shopId) : undefined;
+    const runAt = await this.clocks.toReal(tx, spec.shopId, spec.mode, dueAt);
     const payload = JSON.stringify(spec.payload ?? {});
     const createdAt = this.clocks.real();
+    const claim: Claim | null = pin?.claim && dueAt <= pin.claim.dueBy ? { by: pin.claim.by, token: pin.claim.token, until: createdAt + this.limits.leaseMs } : null;
     // Fields named one by one: a spread of the caller's spec (whose shape varies) cost more than the INSERT's binding.
-    const id = await this.table.insert(tx, spec.kind, spec.subjectId, spec.shopId, spec.mode, dueAt, runAt, payload, createdAt);
+    const id = await this.table.insert(tx, spec.kind, spec.subjectId, spec.shopId, spec.mode, dueAt, runAt, payload, createdAt, claim);
     this.scheduleSeq++;
     const watching = this.watchers.size > 0 ? this.watchers.get(`${spec.shopId}/${spec.mode}`) : undefined;
     if (watching) {
@@ -148,20 +178,20 @@ export class Scheduler {
         last_error: null,
         created_at: createdAt,
         finished_at: null,
+        claimed_by: claim?.by ?? null,
+        claim_token: claim?.token ?? null,
+        claim_until: claim?.until ?? null,
       };
-      watching.forEach((sink) => sink({ id, dueAt, row }));
+      for (const sink of watching) sink({ id, dueAt, row });
     }
-    // While the shop's test clock advances, the advance runs its jobs and puts those still waiting back on
-    // the wheel when it ends (retime): offering each now would only make the wheel fire it for nothing.
-    if (spec.mode !== 'test' || !this.advancing.has(`${spec.shopId}/${spec.mode}`)) tx.afterCommit(() => this.offer({ id, runAt }));
+    // A job the advance claimed is the advance's to run: no pass needs to wake for it.
+    if (claim === null && this.sooner(runAt)) tx.afterCommit(() => this.wakeAt(runAt));
     return id;
   }
 
   /** Cancel the pending jobs of a kind for a subject, in the caller's transaction; returns how many. */
   async cancel(tx: Tx, kind: string, subjectId: string): Promise<number> {
-    const ids = await this.table.cancel(tx, kind, subjectId, this.clocks.real());
-    if (ids.length > 0) tx.afterCommit(() => ids.forEach((id) => this.untrack(id)));
-    return ids.length;
+    return (await this.table.cancel(tx, kind, subjectId, this.clocks.real())).length;
   }
 
   /** The earliest due time (on the shop's clock) of a subject's pending jobs of a kind, or null; in the caller's transaction (or the store outside one). */
@@ -169,285 +199,230 @@ export class Scheduler {
     return this.table.nextDue(q, kind, subjectId);
   }
 
-  /** Load the pending jobs of the horizon and start firing; overdue ones run at once, in due order. */
-  start(): void {
+  /** Start running due jobs: the first pass comes at once (overdue jobs run in due order), then as the timer says. */
+  start(opts: StartOptions = {}): void {
     this.stopped = false;
-    this.nextSweepAt = 0;
-    this.arm(this.clocks.real());
+    const real = this.clocks.real();
+    this.voidBefore = opts.sole ? real + this.limits.leaseMs : Number.MIN_SAFE_INTEGER;
+    this.nextRereadAt = real;
+    this.arm(real);
   }
 
-  /** Stop firing and wait for running async jobs (bounded by their deadlines); pending jobs stay in the table. */
+  /**
+   * Stop: no new pass; the pass and the advances running now end after their batch; async runs in flight finish
+   * (within their deadlines); then every claim this process still holds is released, so that another process
+   * may take those jobs at once. Pending jobs stay in the table.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.timerAt = Infinity;
-    // The batch running now commits; what is left of the ready jobs stays pending in the table.
-    await this.pumped;
+    this.timerDue = Infinity;
+    await this.passing?.catch(() => undefined);
+    await Promise.all([...this.advances].map((a) => a.catch(() => undefined)));
     await this.runner.drain();
-    await Promise.all([...this.settling]);
-    await this.loading?.catch(() => undefined);
-    this.wheel.clear();
-    this.tracked.clear();
-    this.ready = [];
-    this.covered = { runAt: -Infinity, id: 0 };
+    try {
+      await this.runner.releaseAll();
+    } catch (err) {
+      this.log.error('cannot release job claims at shutdown; they lapse after the lease', { error: String((err as Error)?.message ?? err) });
+    }
     this.notifyIdle();
   }
 
   /**
-   * Run every job of one shop's mode due on its clock, in due order, including jobs those jobs create; each
-   * runs with the clock reading its due time. Async jobs are started in order and awaited before it returns
-   * (their completions may create more due jobs). Resolves with the number of runs.
+   * Move a shop's test clock forward by `advance_ms` (test mode; 0 leaves it) and run every job of the shop's
+   * mode due on it, in due order, including jobs those jobs create; each runs with the clock reading its due
+   * time. Async jobs are started in order and awaited before it returns (their completions may create more due
+   * jobs). Resolves with the number of runs.
    */
-  async runDueForShop(shopId: string, mode: Mode): Promise<number> {
-    const key = `${shopId}/${mode}`;
-    this.advancing.set(key, (this.advancing.get(key) ?? 0) + 1);
+  async runDueForShop(shopId: string, mode: Mode, advance_ms = 0): Promise<number> {
+    const run = runShopJobs(this.shopRun, shopId, mode, advance_ms);
+    this.advances.add(run);
     try {
-      return await runShopJobs(this.shopRun, shopId, mode);
+      return await run;
     } finally {
-      const n = this.advancing.get(key)! - 1;
-      if (n > 0) this.advancing.set(key, n);
-      else this.advancing.delete(key);
-      // Jobs the wheel fired meanwhile were left to the advance; put the ones still waiting back.
-      if (mode === 'test') await this.retime(shopId);
+      this.advances.delete(run);
+      // Jobs the advance did not run, or that moved closer with the clock: the next wake is read again.
+      this.wakeAt(this.clocks.real());
     }
   }
 
-  /** Fire every job due now in real time and wait until they (and any async ones) finished; returns how many ran. */
+  /** Run every job due now in real time and wait until they (and any async ones) finished; returns how many ran. */
   async runDue(): Promise<number> {
     let total = 0;
     for (;;) {
-      const ran = await this.wake();
+      const ran = await this.pass();
       total += ran;
       await this.idle();
-      // Jobs those jobs scheduled reach the wheel once their batch is durable (its after-commit hooks).
+      // Jobs those jobs scheduled are visible once their batch committed; wait for it to be durable too.
       await this.store.whenDurable();
       if (ran === 0) return total;
     }
   }
 
-  /** Resolves when no fired job waits or runs; for tests and shutdown. */
+  /** Resolves when no pass runs and no async job is in flight here; for tests and shutdown. */
   idle(): Promise<void> {
-    if (this.stopped || (this.ready.length === 0 && !this.pumping && !this.runner.busy() && this.settling.size === 0)) return Promise.resolve();
+    if (this.stopped || (this.passing === null && !this.runner.busy())) return Promise.resolve();
     return new Promise<void>((resolve) => this.idleWaiters.push(resolve)).then(() => this.idle());
   }
 
-  /** Jobs in memory and running, for diagnostics. */
-  stats(): { tracked: number; inWheel: number; ready: number; asyncRunning: number } {
-    return { tracked: this.tracked.size, inWheel: this.wheel.size, ready: this.ready.length, asyncRunning: this.runner.count() };
+  /** What this process holds, for diagnostics: no job is kept in memory, only claims, runs and the next wake. */
+  stats(): { asyncRunning: number; claimsHeld: number; advances: number; nextWakeAt: number } {
+    return { asyncRunning: this.runner.count(), claimsHeld: this.runner.claims(), advances: this.advances.size, nextWakeAt: this.timerAt };
   }
 
-  /** Put a job in the wheel if it falls within the covered range (else the table keeps it until a refill). */
-  private offer(key: JobKey): void {
-    if (this.stopped || !(atOrBefore(key, this.covered) || (this.loadingTo !== null && atOrBefore(key, this.loadingTo)))) return;
-    const had = this.tracked.get(key.id);
-    // null: fired and queued or running; whoever runs it re-offers a retry.
-    if (had === null) return;
-    if (had !== undefined) this.wheel.cancel(had);
-    this.tracked.set(key.id, this.wheel.add(key.runAt, key.id));
-    this.arm(key.runAt);
+  /**
+   * Claims lapsing by the time returned count as free at real time `now`: `now` itself, or, for a sole server
+   * shortly after its start, every claim made before the start.
+   */
+  private threshold(now: number): number {
+    return Math.max(now, this.voidBefore - 1);
   }
 
-  private untrack(id: number): void {
-    const e = this.tracked.get(id);
-    if (e !== undefined && e !== null) this.wheel.cancel(e);
-    this.tracked.delete(id);
+  /** Wake no later than real time `at`. */
+  private wakeAt(at: number): void {
+    if (this.sooner(at)) this.arm(at);
   }
 
-  /** After a shop's test clock moved: re-time its tracked jobs and load those that came within the covered range. */
-  private async retime(shopId: string): Promise<void> {
+  /**
+   * True when real time `at` comes before the timer fires. Compared on the monotonic clock: real time may jump
+   * (a clock step, a test's fake clock), and a timer armed before the jump still fires when its delay is over.
+   */
+  private sooner(at: number): boolean {
+    return this.timer === null || performance.now() + Math.max(0, at - this.clocks.real()) < this.timerDue;
+  }
+
+  /** Arm the one timer for the earliest of `at` and the next re-read (only ever earlier than it is armed). */
+  private arm(at: number): void {
     if (this.stopped) return;
-    const rows = await this.table.testJobsOfShop(this.store, shopId, this.covered.runAt, this.limits.batch);
-    if (this.stopped) return;
-    if (rows.length === this.limits.batch) {
-      const last = rows[rows.length - 1];
-      if (atOrBefore(last, this.covered)) {
-        this.covered = last;
-        this.coveredPartial = true;
-      }
-    }
-    for (const r of rows) this.offer(r);
-  }
-
-  /** Run a sweep or refill, or join the one reading the table now. */
-  private load(fn: () => Promise<void>): Promise<void> {
-    return (this.loading ??= fn().finally(() => {
-      this.loading = null;
-    }));
-  }
-
-  /** Fill the wheel from the table up to the horizon, or as far as the memory limit allows (through load()). */
-  private async refill(now: number): Promise<void> {
-    const target = now + this.limits.horizonMs;
-    while (this.tracked.size + this.limits.batch <= this.limits.maxLoaded) {
-      if (this.stopped) return;
-      if (!this.coveredPartial && this.covered.runAt >= target) return;
-      const after = this.covered.runAt === -Infinity ? { runAt: -8.64e15, id: 0 } : this.covered;
-      // A job committed while the read is on its way may be missing from it: offer() takes such jobs in.
-      this.loadingTo = { runAt: target, id: Number.MAX_SAFE_INTEGER };
-      let rows: JobKey[];
-      try {
-        rows = await this.table.next(this.store, after, target, this.limits.batch);
-      } finally {
-        this.loadingTo = null;
-      }
-      if (this.stopped) return;
-      const full = rows.length === this.limits.batch;
-      this.covered = full ? rows[rows.length - 1] : { runAt: target, id: Number.MAX_SAFE_INTEGER };
-      this.coveredPartial = full;
-      for (const r of rows) this.offer(r);
-      // A backlog is loaded a batch at a time as the wheel drains; the rest stays in the table.
-      if (!full || this.tracked.size >= this.limits.batch * 4) return;
-    }
-  }
-
-  /** The sweep: refill, and take in overdue jobs nobody told the wheel about (written by another process). */
-  private async sweep(now: number): Promise<void> {
-    this.nextSweepAt = now + this.limits.sweepMs;
-    await this.refill(now);
-    const overdue = await this.table.overdue(this.store, now, this.limits.batch);
-    if (this.stopped) return;
-    for (const key of overdue) {
-      if (!this.tracked.has(key.id) && !this.runner.running(key.id)) {
-        this.tracked.set(key.id, this.wheel.add(key.runAt, key.id));
-      }
-    }
-  }
-
-  /** Timer body: sweep or refill if it is time, move the wheel, queue what fired, run it. Resolves with jobs fired. */
-  private async wake(): Promise<number> {
-    const now = this.clocks.real();
-    try {
-      if (now >= this.nextSweepAt) {
-        // A refill under way finishes first: the sweep itself must still run, for the overdue jobs.
-        while (this.loading && now >= this.nextSweepAt) await this.loading.catch(() => undefined);
-        await (now >= this.nextSweepAt ? this.load(() => this.sweep(now)) : this.loading);
-      } else if (this.coveredPartial ? this.tracked.size < this.limits.batch * 2 : this.covered.runAt < now + this.limits.horizonMs / 2) {
-        await this.load(() => this.refill(now));
-      }
-    } catch (err) {
-      // The wheel still fires what it holds; the next sweep reads the table again.
-      if (!this.stopped) this.log.error('cannot load due jobs', { error: String((err as Error)?.message ?? err) });
-    }
-    if (this.stopped) return 0;
-    const fired: JobKey[] = [];
-    this.wheel.advance((id, runAt) => {
-      this.tracked.set(id, null);
-      fired.push({ runAt, id });
-    }, now);
-    if (fired.length > 0) {
-      this.ready.push(...fired);
-      this.ready.sort((a, b) => a.runAt - b.runAt || a.id - b.id);
-      this.pump();
-    }
-    return fired.length;
+    const when = Math.min(at, this.nextRereadAt);
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, when - this.clocks.real()));
+    const due = performance.now() + delay;
+    if (this.timer && due >= this.timerDue) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = when;
+    this.timerDue = due;
+    this.timer = setTimeout(() => this.onTimer(), delay);
+    this.timer.unref();
   }
 
   private onTimer(): void {
     this.timer = null;
     this.timerAt = Infinity;
+    this.timerDue = Infinity;
     if (this.stopped) return;
-    void this.wake().then(
-      () => this.arm(Infinity),
-      (err: unknown) => {
-        this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
-        this.arm(Infinity);
-      },
-    );
+    void this.pass();
   }
 
-  /** Arm the one timer for the earliest of: `at`, the wheel's next bucket, the next sweep. */
-  private arm(at: number): void {
-    if (this.stopped) return;
-    const when = Math.min(at, this.wheel.nextDue(), this.nextSweepAt);
-    if (this.timer && when >= this.timerAt) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timerAt = when;
-    const delay = Math.min(MAX_TIMER_MS, Math.max(0, when - this.clocks.real()));
-    this.timer = setTimeout(() => this.onTimer(), delay);
-    this.timer.unref();
-  }
-
-  /** Run ready jobs in slices of `sliceMs`, yielding between slices so the server keeps answering. */
-  private pump(): void {
-    if (this.pumping || this.stopped) return;
-    this.pumping = true;
-    this.pumped = this.pumpSlice();
-  }
-
-  /** One slice of pump(); never rejects. */
-  private async pumpSlice(): Promise<void> {
-    const started = performance.now();
-    try {
-      while (this.ready.length > 0 && !this.stopped && performance.now() - started < this.limits.sliceMs) {
-        const keys = this.ready.splice(0, this.limits.batch);
-        try {
-          await this.runKeys(keys);
-        } catch (err) {
-          // The table is the truth: what did not run stays pending there, and the sweep brings it back.
-          for (const k of keys) if (this.tracked.get(k.id) === null) this.tracked.delete(k.id);
-          this.log.error('cannot run due jobs', { jobs: keys.length, error: String((err as Error)?.message ?? err) });
-        }
-        if (this.coveredPartial && this.tracked.size < this.limits.batch * 2) {
-          const now = this.clocks.real();
-          await this.load(() => this.refill(now));
-        }
+  /** Run a pass, or ask the one running now for another round; resolves with the jobs it ran (or started). */
+  private pass(): Promise<number> {
+    if (this.stopped) return Promise.resolve(0);
+    if (this.passing) {
+      this.again = true;
+      return this.passing;
+    }
+    const p = (async (): Promise<number> => {
+      let total = 0;
+      let started = this.clocks.real();
+      try {
+        do {
+          this.again = false;
+          started = this.clocks.real();
+          total += await this.runPass(started);
+        } while (this.again && !this.stopped);
+      } catch (err) {
+        // The table is the truth: what did not run stays pending there, and the next pass takes it.
+        if (!this.stopped) this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
       }
-    } catch (err) {
-      if (!this.stopped) this.log.error('cannot load due jobs', { error: String((err as Error)?.message ?? err) });
-    } finally {
-      this.pumping = false;
-    }
-    if (this.ready.length > 0 && !this.stopped) setImmediate(() => this.pump());
-    else {
-      this.arm(Infinity);
+      await this.rearm(started);
+      return total;
+    })().finally(() => {
+      this.passing = null;
       this.notifyIdle();
-    }
+    });
+    this.passing = p;
+    return p;
   }
 
-  private async runKeys(keys: JobKey[]): Promise<void> {
-    const rows: JobRow[] = [];
-    for (const k of keys) {
-      const row = await this.table.get(this.store, k.id);
-      if (row && row.state === 'pending' && !this.runner.running(row.id) && !this.advancing.has(`${row.shop_id}/${row.mode}`)) rows.push(row);
-      else this.tracked.delete(k.id);
+  /**
+   * One pass over the jobs due at real time `now`, a page of the due query at a time, each page in the
+   * transaction that runs its sync jobs and claims its async ones; yields to the event loop between slices.
+   */
+  private async runPass(now: number): Promise<number> {
+    this.nextRereadAt = now + this.limits.rereadMs;
+    this.starved = false;
+    let after: JobKey = FIRST_KEY;
+    let ran = 0;
+    let sliceStart = performance.now();
+    const page = this.limits.batch;
+    while (!this.stopped) {
+      const slots = this.runner.free();
+      const out = await this.exec.runSyncBatch<{ row: JobRow; kind: AsyncJobKind<unknown>; token: string }>([], 0, {
+        pinShop: null,
+        pinFloor: -Infinity,
+        claim: null,
+        stopOnSchedule: false,
+        select: (q) => this.table.due(q, now, this.threshold(this.clocks.real()), after, page),
+        // Held here already (a run in flight, an advance's job): the claim may look lapsed on a moved test clock.
+        skip: (row) => this.runner.running(row.id) || (row.claim_token !== null && this.advanceTokens.has(row.claim_token)),
+        onAsync: async (tx, row, kind, threshold, claimedSoFar) => {
+          if (claimedSoFar >= slots) {
+            // Left unclaimed in the table (for another process, or this one once a run ends).
+            this.starved = true;
+            return null;
+          }
+          const token = await this.runner.claim(tx, row, threshold, null);
+          return token === null ? null : { row, kind, token };
+        },
+      });
+      for (const c of out.claimed) void this.runner.start(c.row, c.kind, c.token, null);
+      ran += out.ran + out.claimed.length;
+      if (out.reached > 0) {
+        const last = out.list[out.reached - 1];
+        after = { runAt: last.run_at, id: last.id };
+      }
+      // The end of the due rows: the page was not full and the batch went through all of it.
+      if (out.list.length < page && out.reached >= out.list.length) break;
+      if (performance.now() - sliceStart > this.limits.sliceMs) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
     }
-    // Stopped meanwhile: the rows stay pending in the table.
-    for (let i = 0; i < rows.length && !this.stopped; ) {
-      const kind = this.exec.kinds.get(rows[i].kind);
-      if (kind && 'async' in kind) void this.runner.start(rows[i++], kind.async, null);
-      else i += (await this.exec.runSyncBatch(rows, i, null, -Infinity, false)).consumed;
-    }
+    return ran;
   }
 
-  private finished(id: number): void {
-    this.tracked.delete(id);
+  /**
+   * After a pass begun at real time `started`: arm the timer at the earliest run_at a pass could take (one read
+   * of the index). Rows due by `started` that are still there were left on purpose (held here, or waiting for a
+   * slot: the end of a run asks for a pass): the re-read covers them.
+   */
+  private async rearm(started: number): Promise<void> {
+    if (this.stopped) return;
+    let next: number | null = null;
+    try {
+      next = await this.table.nextRunAt(this.store, this.threshold(this.clocks.real()));
+    } catch (err) {
+      if (!this.stopped) this.log.error('cannot read the next due job', { error: String((err as Error)?.message ?? err) });
+    }
+    this.arm(next === null || next <= started ? this.nextRereadAt : next);
+  }
+
+  /** An async run ended here: if a pass left due async jobs for want of a slot, run another. */
+  private settled(): void {
     if (this.stopped) {
       this.notifyIdle();
       return;
     }
-    // A failed async run that was rescheduled: put its retry back on the wheel (idle() waits for this read).
-    const settle: Promise<void> = this.table
-      .get(this.store, id)
-      .then(
-        (row) => {
-          if (row && row.state === 'pending') this.offer({ id, runAt: row.run_at });
-        },
-        (err: unknown) => {
-          if (!this.stopped) this.log.error('cannot read a finished job', { job_id: id, error: String((err as Error)?.message ?? err) });
-        },
-      )
-      .finally(() => {
-        this.settling.delete(settle);
-        this.notifyIdle();
-      });
-    this.settling.add(settle);
+    if (this.starved) {
+      this.starved = false;
+      this.wakeAt(this.clocks.real());
+    }
+    this.notifyIdle();
   }
 
   private notifyIdle(): void {
-    if (!this.stopped && (this.ready.length > 0 || this.pumping || this.runner.busy() || this.settling.size > 0)) return;
+    if (!this.stopped && (this.passing !== null || this.runner.busy())) return;
     for (const w of this.idleWaiters.splice(0)) w();
   }
-
 }
-

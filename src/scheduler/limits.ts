@@ -1,10 +1,8 @@
 /** Limits of the scheduler; each has a default. */
 export interface SchedulerLimits {
-  /** Async jobs running at once; the rest wait for a slot. */
+  /** Async jobs running at once in this process; the rest wait in the table, unclaimed, for a slot (or another process). */
   maxAsyncRunning: number;
-  /** Most jobs held in memory (wheel plus ready queue); the rest wait in the table. */
-  maxLoaded: number;
-  /** Jobs loaded per query and run per transaction, at most (txMs is what usually ends a transaction). */
+  /** Jobs read per query and run per transaction, at most (txMs is what usually ends a transaction). */
   batch: number;
   /**
    * Longest a batch of jobs runs in one transaction before it commits (at least one job runs). A transaction's
@@ -14,25 +12,39 @@ export interface SchedulerLimits {
   txMs: number;
   /** Longest stretch of job running before yielding to the event loop, so requests keep being served. */
   sliceMs: number;
-  /** How far ahead the wheel is filled from the table. */
-  horizonMs: number;
-  /** How often the sweep refills the horizon and picks up jobs written behind the scheduler's back. */
-  sweepMs: number;
+  /**
+   * How often the table is read again even when nothing is due by this process's reckoning: jobs written by
+   * other processes (admin commands, other nodes) and claims that lapsed are found within this.
+   */
+  rereadMs: number;
+  /**
+   * How long a claim holds without renewal (`--job-lease`). A process renews the claims it holds every third of
+   * it; another process takes a job whose claim lapsed.
+   */
+  leaseMs: number;
+  /** How often an advance looks again at due jobs of its shop that another process holds. */
+  heldPollMs: number;
   /** Delay before the first retry; doubles per failure up to maxBackoffMs. */
   backoffMs: number;
   /** Longest delay between retries. */
   maxBackoffMs: number;
 }
 
+/** The periodic re-read of the jobs table, in ms (see SchedulerLimits.rereadMs). */
+export const REREAD_MS = 2_000;
+
+/** The lease of a claim when --job-lease is not given, in ms. */
+export const DEFAULT_LEASE_MS = 30_000;
+
 /** The limits a server runs with unless told otherwise. */
 export const DEFAULT_LIMITS: SchedulerLimits = {
   maxAsyncRunning: 16,
-  maxLoaded: 50_000,
   batch: 1024,
   txMs: 50,
   sliceMs: 5,
-  horizonMs: 5 * 60_000,
-  sweepMs: 30_000,
+  rereadMs: REREAD_MS,
+  leaseMs: DEFAULT_LEASE_MS,
+  heldPollMs: 50,
   backoffMs: 1000,
   maxBackoffMs: 3_600_000,
 };

@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { Reader, Store } from '../db/store';
-import type { Clocks, Mode } from './clock';
+import type { AdvanceClaim, Clocks, Mode } from './clock';
 import type { JobRow, JobsTable } from './jobs-table';
 import type { AsyncRunner } from './async-runner';
 import type { Executor, Refetch } from './executor';
 import type { SchedulerLimits } from './limits';
+import type { Logger } from '../log';
 
 /** A job just scheduled: its id, its due time on its shop's clock, and its row as written. */
 export interface FreshJob {
@@ -12,7 +14,7 @@ export interface FreshJob {
   row: JobRow;
 }
 
-/** What a shop's run needs from the scheduler: its parts, its schedule counter, and a way to drop a job from the wheel. */
+/** What a shop's run needs from the scheduler: its parts, its schedule counter, and its claims. */
 export interface ShopRunDeps {
   /** Reads outside any transaction (a batch reads through its own). */
   store: Store;
@@ -21,11 +23,19 @@ export interface ShopRunDeps {
   exec: Executor;
   runner: AsyncRunner;
   limits: SchedulerLimits;
+  log: Logger;
+  /** This process's id, written in its claims. */
+  processId: string;
+  /** Claims lapsing by the time returned count as free at real time `now`. */
+  threshold(now: number): number;
+  /** True once the scheduler is stopping: the run ends after the batch it is in. */
+  stopped(): boolean;
   /** Bumped by every schedule(): a change tells the run that a job it just ran created more. */
   seq(): number;
-  untrack(id: number): void;
   /** Call `sink` with every job scheduled for this shop and mode until the returned function is called. */
   watch(shopId: string, mode: Mode, sink: (job: FreshJob) => void): () => void;
+  /** While an advance holds its claim: this process knows the token as its own (a pass leaves its jobs alone). */
+  holding(token: string, on: boolean): void;
 }
 
 /** True when row `a` runs before row `b`: due order, ties by id. */
@@ -34,47 +44,84 @@ function before(a: { due_at: number; id: number }, b: { due_at: number; id: numb
 }
 
 /**
- * Run every job of one shop's mode due on its clock, in due order, including jobs those jobs create (the
- * body of Scheduler.runDueForShop, which keeps the wheel off that shop meanwhile). Resolves with the number of runs.
+ * Move one shop's clock of a mode forward by `advance_ms` (test mode) and run every job of the shop's mode due
+ * on it, in due order, including jobs those jobs create; each runs with the clock reading its due time. The
+ * body of Scheduler.runDueForShop. Resolves with the number of runs.
+ *
+ * One transaction writes the new offset, moves the shop's pending test jobs' run_at with it, and claims the jobs
+ * now due for this advance (a token of its own, renewed while it runs): the passes of every process leave them
+ * to it. Jobs its jobs schedule for the shop, due by the new time, are written claimed by it too (see
+ * Scheduler.schedule), and so is a retry that falls within it. What it did not run is released at the end.
+ * A due job another process holds (an async job in flight there) is waited for, until it ends or its claim lapses.
  *
  * Due jobs are read from the table a batch at a time. A job that schedules another does not make the run read
  * the batch again (that cost grew with the batch on every such job: a year of subscription charges spent most
  * of its time there): the scheduler tells the run which jobs were scheduled, and those due within the batch's
  * range are read by id and merged into the rows still to run.
  */
-export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode): Promise<number> {
+export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, advance_ms: number): Promise<number> {
+  const token = randomUUID();
+  let offset = 0;
+  let dueBy = 0;
+  await d.store.tx(async (tx) => {
+    offset = mode === 'test' ? await d.clocks.advance(tx, shopId, advance_ms) : 0;
+    const real = d.clocks.real();
+    dueBy = real + offset;
+    await d.table.claimShopDue(tx, shopId, mode, dueBy, d.threshold(real), { by: d.processId, token, until: real + d.limits.leaseMs });
+  });
+  const claim: AdvanceClaim = { by: d.processId, token, dueBy };
+  d.holding(token, true);
+  let renewing: Promise<void> | null = null;
+  const renew = setInterval(() => {
+    if (renewing || !d.store.isOpen) return;
+    const until = d.clocks.real() + d.limits.leaseMs;
+    renewing = d.store
+      .write(async (tx) => d.table.renewShop(tx, shopId, mode, token, until))
+      .catch((err: unknown) => d.log.error('cannot renew the claims of a clock advance', { shop_id: shopId, error: String((err as Error)?.message ?? err) }))
+      .finally(() => {
+        renewing = null;
+      });
+  }, Math.max(1, Math.floor(d.limits.leaseMs / 3)));
+  renew.unref();
   let fresh: FreshJob[] = [];
   const unwatch = d.watch(shopId, mode, (job) => fresh.push(job));
   try {
-    return await runAll(d, shopId, mode, () => fresh.splice(0));
+    return await runAll(d, shopId, mode, claim, () => fresh.splice(0));
   } finally {
     unwatch();
     fresh = [];
+    clearInterval(renew);
+    await renewing;
+    // What is left claimed (a job the run did not get to, a retry beyond it) is anyone's again at once.
+    if (d.store.isOpen) await d.store.tx(async (tx) => d.table.releaseShop(tx, shopId, mode, token));
+    d.holding(token, false);
   }
 }
 
-async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () => FreshJob[]): Promise<number> {
+async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, claim: AdvanceClaim, takeFresh: () => FreshJob[]): Promise<number> {
   let ran = 0;
   let pin = -Infinity;
   const waiting: Array<Promise<void>> = [];
   let sliceStart = performance.now();
   // The last row of the current read when it was cut at the batch size: later jobs wait for the next read.
   let bound: JobRow | null = null;
+  const pinShop = mode === 'test' ? shopId : null;
+  const mine = (r: JobRow, threshold: number): boolean => r.claim_until === null || r.claim_until <= threshold || r.claim_token === claim.token;
 
   // The jobs scheduled since the last look that are due within this read's range join the rows still to run,
   // in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one.
   // `q`: the batch's transaction when a batch asks, else the store.
   const refetch: Refetch = async (q: Reader, rest: JobRow[], whole: boolean): Promise<JobRow[]> => {
-    const due = d.clocks.now(shopId, mode);
+    const due = await d.clocks.now(q, shopId, mode);
+    const threshold = d.threshold(d.clocks.real());
     const added: JobRow[] = [];
     for (const f of takeFresh()) {
       if (f.dueAt > due || (bound && before(bound, { due_at: f.dueAt, id: f.id }))) continue;
       // A job of a batch that commits whole exists as it was written. Otherwise read it again: a job rolled back
       // with its savepoint (or its request's body) is gone, and its id may belong to a later job.
       const r = whole ? f.row : await d.table.get(q, f.id);
-      if (!r || r.state !== 'pending' || r.due_at > due || d.runner.running(r.id)) continue;
+      if (!r || r.state !== 'pending' || r.due_at > due || d.runner.running(r.id) || !mine(r, threshold)) continue;
       if (bound && before(bound, r)) continue;
-      d.untrack(r.id);
       added.push(r);
     }
     // A few rows join a sorted list of up to a batch: each goes in at its place (sorting the whole list again
@@ -94,32 +141,40 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () 
   };
 
   for (;;) {
+    if (d.stopped()) break;
     if (performance.now() - sliceStart > d.limits.sliceMs) {
       // A long advance yields between batches so other shops' requests are still answered.
       await new Promise<void>((resolve) => setImmediate(resolve));
       sliceStart = performance.now();
     }
-    const now = d.clocks.now(shopId, mode);
+    const now = await d.clocks.now(d.store, shopId, mode);
     // Everything scheduled so far is in the table and this read sees it.
     takeFresh();
     const read = await d.table.dueForShop(d.store, shopId, mode, now, d.limits.batch);
+    const threshold = d.threshold(d.clocks.real());
     bound = read.length === d.limits.batch ? read[read.length - 1] : null;
     let list: JobRow[] = [];
+    let heldElsewhere = false;
     for (const r of read) {
-      const kind = d.exec.kinds.get(r.kind);
-      // Already running (fired by the wheel): wait for that run instead of starting another.
-      if (d.runner.running(r.id) && kind && 'async' in kind) waiting.push(d.runner.start(r, kind.async, null));
-      else list.push(r);
+      const inFlight = d.runner.joined(r.id);
+      // Already running here (started by a pass): wait for that run instead of starting another.
+      if (inFlight) waiting.push(inFlight);
+      else if (mine(r, threshold)) list.push(r);
+      else heldElsewhere = true;
     }
     if (list.length === 0) {
-      if (waiting.length === 0) break;
-      await Promise.all(waiting.splice(0));
+      if (waiting.length > 0) {
+        await Promise.all(waiting.splice(0));
+        continue;
+      }
+      if (!heldElsewhere) break;
+      // Due jobs another process holds: they end there, or their claim lapses and they are this advance's.
+      await new Promise<void>((resolve) => setTimeout(resolve, d.limits.heldPollMs));
       continue;
     }
-    for (const r of list) d.untrack(r.id);
     let seq = d.seq();
     let i = 0;
-    while (i < list.length) {
+    while (i < list.length && !d.stopped()) {
       if (d.seq() !== seq) {
         // Jobs were scheduled outside a batch (an async job's start, a request while this run yielded).
         list = await refetch(d.store, list.slice(i), false);
@@ -130,14 +185,18 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () 
       const row = list[i];
       const kind = d.exec.kinds.get(row.kind);
       if (kind && 'async' in kind) {
-        pin = Math.max(pin, row.due_at);
-        waiting.push(d.runner.start(row, kind.async, mode === 'test' ? { shopId, at: pin } : null));
+        const at = Math.max(pin, row.due_at);
+        const started = await d.runner.claimAndStart(row, kind.async, pinShop ? { shopId, pin: { at, claim } } : null, claim.token);
         i++;
-        ran++;
+        if (started) {
+          pin = at;
+          waiting.push(started.done);
+          ran++;
+        }
         continue;
       }
       // Sync jobs up to the next async one share a transaction (of at most txMs).
-      const out = await d.exec.runSyncBatch(list, i, mode === 'test' ? shopId : null, pin, true, refetch);
+      const out = await d.exec.runSyncBatch(list, i, { pinShop, pinFloor: pin, claim, stopOnSchedule: true, refetch });
       ran += out.ran;
       pin = out.pin;
       if (out.stale) {
@@ -155,5 +214,6 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, takeFresh: () 
       }
     }
   }
+  await Promise.all(waiting);
   return ran;
 }

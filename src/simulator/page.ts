@@ -93,7 +93,7 @@ export async function postCard(ctx: Ctx): Promise<Reply> {
   const { p, lang, form } = l;
   // A live buyer enters the card on the acquirer's page: a number posted here is never read.
   if (!isTest(p) || p.status !== 'processing' || p.method !== 'cards' || (await getStep(ctx.app.store, p.id))) return backToPage(p.id, lang);
-  const checked = checkCard(form, ctx.app.clocks.now(p.shop_id, 'test'));
+  const checked = checkCard(form, await ctx.app.clocks.now(ctx.app.store, p.shop_id, 'test'));
   if (!checked.card) {
     const body = cardScreen({ lang, p }, checked.errors, { exp: form.exp, holder: form.holder });
     return renderPage(ctx, lang, p, body, { status: 400, poll: true });

@@ -45,7 +45,7 @@ export function plannedAnswer(p: PaymentRow): PaymentAnswer | undefined {
 export async function scheduleSimulatedResolution(app: App, tx: Tx, p: PaymentRow): Promise<void> {
   const plan = planFromMetadata(metadataOf(p));
   if (!plan || (plan.outcome !== 'succeeded' && plan.outcome !== 'failed')) return;
-  const dueAt = app.clocks.now(p.shop_id, p.mode) + Math.round(app.config.simDelaySeconds * 1000);
+  const dueAt = (await app.clocks.now(tx, p.shop_id, p.mode)) + Math.round(app.config.simDelaySeconds * 1000);
   await app.scheduler.schedule(tx, { kind: SIM_RESOLVE_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt });
 }
 

@@ -27,6 +27,5 @@ export async function resetTestData(app: App, shopId: string): Promise<Record<st
     }
     await tx.run('UPDATE shops SET test_clock_offset_ms = 0 WHERE id = ?', shopId);
   });
-  app.clocks.forget(shopId);
   return deleted;
 }

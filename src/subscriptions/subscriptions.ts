@@ -49,7 +49,7 @@ async function emit(app: App, tx: Tx, s: SubscriptionRow, kind: string, payload:
     mode: s.mode,
     kind,
     payload: { id: s.id, ...payload },
-    at: app.clocks.now(s.shop_id, s.mode),
+    at: await app.clocks.now(tx, s.shop_id, s.mode),
     webhook: webhook ? { event: webhook, data, url: null } : undefined,
   });
 }
@@ -206,7 +206,7 @@ export async function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow,
  */
 export async function cancelSubscriptionTx(app: App, tx: Tx, s: SubscriptionRow, reason: string): Promise<SubscriptionRow> {
   if (s.status === 'cancelled') return s;
-  const now = app.clocks.now(s.shop_id, s.mode);
+  const now = await app.clocks.now(tx, s.shop_id, s.mode);
   await updateSubscription(tx, s.id, { status: 'cancelled', cancelled_at: now, cancel_reason: reason, next_charge_at: null });
   await app.scheduler.cancel(tx, CHARGE_JOB, s.id);
   if (s.status === 'pending') {

@@ -47,7 +47,7 @@ export class TBankBank implements BankPort {
    */
   private async refuse(tx: Tx, p: PaymentRow, bankCode: string): Promise<void> {
     this.app.log.warn('T-Bank payment refused before sending: no saved card to charge', { shop_id: p.shop_id, payment_id: p.id, reason: bankCode });
-    await this.app.scheduler.schedule(tx, { kind: REFUSE_JOB, subjectId: p.id, shopId: p.shop_id, mode: 'live', dueAt: this.app.clocks.now(p.shop_id, 'live'), payload: { bankCode } });
+    await this.app.scheduler.schedule(tx, { kind: REFUSE_JOB, subjectId: p.id, shopId: p.shop_id, mode: 'live', dueAt: await this.app.clocks.now(tx, p.shop_id, 'live'), payload: { bankCode } });
   }
 
   /**
@@ -71,7 +71,7 @@ export class TBankBank implements BankPort {
       request: JSON.stringify(body),
       created_at: now,
     });
-    await this.app.scheduler.schedule(tx, { kind: REQUEST_JOB, subjectId: String(id), shopId, mode: 'live', dueAt: this.app.clocks.now(shopId, 'live'), payload: { purpose, ...extra } });
+    await this.app.scheduler.schedule(tx, { kind: REQUEST_JOB, subjectId: String(id), shopId, mode: 'live', dueAt: await this.app.clocks.now(tx, shopId, 'live'), payload: { purpose, ...extra } });
     return id;
   }
 

@@ -56,7 +56,11 @@ export function registerRequestJob(app: App, key: MasterKey, bank: TBankBank): v
       } catch (err) {
         return { kind: 'unknown', reason: `cannot sign the request: ${(err as Error).message}` };
       }
-      await app.store.write(async (tx) => markSent(tx, row.id, app.clocks.real()));
+      // Only the run that moves the request from queued to sent sends it: another that read it queued too (a
+      // process that froze past its claim, and the one that took the job over) finds it sent and sends nothing.
+      if (!(await app.store.write(async (tx) => markSent(tx, row.id, app.clocks.real())))) {
+        return { kind: 'unknown', reason: 'sent by another run; no answer was recorded here' };
+      }
       const sent = await postJson(url, body, timeout_ms);
       app.log.info('T-Bank request', { operation: row.operation, shop_id: row.shop_id, subject_id: row.subject_id, outcome: sent.kind === 'answer' ? `${sent.answer.Status ?? ''} ${sent.answer.ErrorCode ?? ''}`.trim() : `unknown: ${sent.reason}` });
       return sent;

@@ -55,9 +55,9 @@ export async function requestsOf(db: Reader, subjectId: string): Promise<BankReq
   return db.all<BankRequestRow>('SELECT * FROM bank_requests WHERE subject_id = ? ORDER BY id', subjectId);
 }
 
-/** Mark a request as on its way (just before the bytes leave). */
-export async function markSent(tx: Tx, id: number, now: number): Promise<void> {
-  await tx.run(`UPDATE bank_requests SET state = 'sent', sent_at = ? WHERE id = ? AND state = 'queued'`, now, id);
+/** Mark a queued request as on its way (just before the bytes leave); false when it was not queued any more (another run sent it). */
+export async function markSent(tx: Tx, id: number, now: number): Promise<boolean> {
+  return (await tx.run(`UPDATE bank_requests SET state = 'sent', sent_at = ? WHERE id = ? AND state = 'queued'`, now, id)).changes === 1;
 }
 
 /** Record a request's answer (or why it is unknown). */

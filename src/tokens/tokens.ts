@@ -43,7 +43,7 @@ async function emitStatus(app: App, tx: Tx, t: TokenRow, webhook: string | null)
     mode: t.mode,
     kind: 'token.status_changed',
     payload: { id: t.id, status: t.status },
-    at: app.clocks.now(t.shop_id, t.mode),
+    at: await app.clocks.now(tx, t.shop_id, t.mode),
     webhook: webhook ? { event: webhook, data: tokenView(t), url: null } : undefined,
   });
 }
@@ -102,7 +102,7 @@ export async function activateTokenTx(app: App, tx: Tx, t: TokenRow, binding: Pa
   if (t.status !== 'pending') return t;
   await updateToken(tx, t.id, {
     status: 'active',
-    activated_at: app.clocks.now(t.shop_id, t.mode),
+    activated_at: await app.clocks.now(tx, t.shop_id, t.mode),
     card_brand: t.method === 'cards' ? binding.card_brand : '',
     card_mask: t.method === 'cards' ? lastFour(binding.card_mask) : '',
   });
@@ -126,7 +126,7 @@ export function lastFour(mask: string): string {
  */
 export async function cancelTokenTx(app: App, tx: Tx, t: TokenRow): Promise<TokenRow> {
   if (t.status === 'cancelled') throw invalidState(`Cannot cancel token "${t.id}": its status is cancelled`);
-  const now = app.clocks.now(t.shop_id, t.mode);
+  const now = await app.clocks.now(tx, t.shop_id, t.mode);
   await updateToken(tx, t.id, { status: 'cancelled', cancelled_at: now, outcomes: '[]' });
   const binding = await getPayment(tx, t.binding_payment_id);
   if (binding && binding.status === 'pending') await cancelTx(app, tx, binding);

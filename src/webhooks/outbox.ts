@@ -43,7 +43,7 @@ export interface DeliveryRow {
  */
 export async function enqueueDeliveries(tx: Tx, clocks: Clocks, row: EventRow): Promise<number[]> {
   if (!row.webhook_event) return [];
-  const now = clocks.now(row.shop_id, row.mode);
+  const now = await clocks.now(tx, row.shop_id, row.mode);
   const targets: Array<{ endpoint_id: string | null; url: string }> = row.webhook_url
     ? [{ endpoint_id: null, url: row.webhook_url }]
     : (await matchingEndpoints(tx, row.shop_id, row.webhook_event)).map((e) => ({ endpoint_id: e.id, url: e.url }));
@@ -101,7 +101,7 @@ export async function recordAttempt(tx: Tx, scheduler: Scheduler, clocks: Clocks
   const attempt = d.attempts + 1;
   // During a test-clock advance the clock reads the retry's due time (pinned), earlier than the start read
   // after the advance: the attempt counts at its due time, so one advance walks the whole schedule.
-  const attempted_at = Math.min(r.started_at, clocks.now(d.shop_id, d.mode));
+  const attempted_at = Math.min(r.started_at, await clocks.now(tx, d.shop_id, d.mode));
   const code = r.response_code;
   const ok = code !== null && code >= 200 && code < 300;
   const gone = code === 410;

@@ -215,7 +215,7 @@ export class DeliveryWorker {
     if (durable) await durable;
     const body = webhookBody(d.event_id, d.event, iso(ev.at), ev.webhook_data ?? 'null');
     const url = new URL(d.url);
-    const started_at = clocks.now(d.shop_id, d.mode);
+    const started_at = await clocks.now(store, d.shop_id, d.mode);
     const started = clocks.real();
     const t_s = Math.floor(started / 1000);
     let outcome: PostOutcome;

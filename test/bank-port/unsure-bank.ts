@@ -49,7 +49,7 @@ export class UnsureBank implements BankPort {
   }
 
   async openSession(tx: Tx, req: SessionRequest): Promise<void> {
-    await this.send(tx, 'payment', req.payment.id, req.payment.shop_id, this.app.clocks.now(req.payment.shop_id, 'live'));
+    await this.send(tx, 'payment', req.payment.id, req.payment.shop_id, await this.app.clocks.now(tx, req.payment.shop_id, 'live'));
   }
 
   async chargeSaved(tx: Tx, req: SessionRequest & { tokenId: string }): Promise<void> {

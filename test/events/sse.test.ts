@@ -25,7 +25,7 @@ async function append(shop: Pick<TestShop, 'merchantId' | 'shopId'>, n = 1, mode
         mode,
         kind: 'payment.created',
         payload: { id: `p${i}`, amount: 100 + i, status: 'pending', pad: 'x'.repeat(payloadSize) },
-        at: app.clocks.now(shop.shopId, mode),
+        at: await app.clocks.now(tx, shop.shopId, mode),
       });
       seqs.push(row.seq);
     }
@@ -205,8 +205,8 @@ test('a webhook endpoint and the stream see the same event', async () => {
     await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
     const c = await openSse(s.url, shop.key);
     const app = s.running.app;
-    const row = await app.store.tx((tx) =>
-      app.events.append(tx, { merchantId: shop.merchantId, shopId: shop.shopId, mode: 'test', kind: 'payout.status_changed', payload: { id: 'po1', status: 'failed', fail_reason: 'do_not_honor' }, at: app.clocks.now(shop.shopId, 'test'), webhook: { event: 'payout.failed', data: { id: 'po1' } } }),
+    const row = await app.store.tx(async (tx) =>
+      app.events.append(tx, { merchantId: shop.merchantId, shopId: shop.shopId, mode: 'test', kind: 'payout.status_changed', payload: { id: 'po1', status: 'failed', fail_reason: 'do_not_honor' }, at: await app.clocks.now(tx, shop.shopId, 'test'), webhook: { event: 'payout.failed', data: { id: 'po1' } } }),
     );
     const [f] = await c.waitEvents(1);
     assert.equal(Number(f.id), row.seq);

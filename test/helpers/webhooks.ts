@@ -100,7 +100,7 @@ export async function appendWebhookEvent(
   const paymentId = o.paymentId ?? crypto.randomUUID();
   const data = o.data ?? { id: paymentId, status: 'succeeded', amount: 10000, metadata: { mode } };
   // The shop's clock is read before the transaction: the body reads nothing but through its tx.
-  const at = await app.clocks.now(shop.shopId, mode);
+  const at = await app.clocks.now(app.store, shop.shopId, mode);
   return app.store.tx(async (tx) =>
     app.events.append(tx, {
       merchantId: shop.merchantId,

@@ -14,7 +14,7 @@ after(() => s.close());
 
 function schedule(kind: string, in_ms: number, n: number, mode: Mode = 'live', shopId = s.demo.shopId): Promise<number> {
   const { scheduler, clocks, store } = s.running.app;
-  return store.tx(async (tx) => scheduler.schedule(tx, { kind, subjectId: `s${n}`, shopId, mode, dueAt: clocks.now(shopId, mode) + in_ms, payload: { n } }));
+  return store.tx(async (tx) => scheduler.schedule(tx, { kind, subjectId: `s${n}`, shopId, mode, dueAt: (await clocks.now(tx, shopId, mode)) + in_ms, payload: { n } }));
 }
 
 async function row(id: number): Promise<{ state: string; attempt: number; last_error: string | null }> {
@@ -70,7 +70,7 @@ test('at most 16 async jobs run at once; the rest wait for a slot and all finish
   const shopId = s.demo.shopId;
   await store.tx(async (tx) => {
     for (let i = 0; i < 40; i++) {
-      await scheduler.schedule(tx, { kind: 'async.slow', subjectId: `s${i}`, shopId, mode: 'live', dueAt: clocks.now(shopId, 'live'), payload: { n: i } });
+      await scheduler.schedule(tx, { kind: 'async.slow', subjectId: `s${i}`, shopId, mode: 'live', dueAt: await clocks.now(tx, shopId, 'live'), payload: { n: i } });
     }
   });
   await s.running.app.scheduler.runDue();

@@ -18,10 +18,10 @@ before(async () => {
     seen.push([job.shop_id, job.payload.n as number]);
   });
   scheduler.register('clock.monthly', async (tx, job) => {
-    monthly.push(clocks.now(job.shop_id, job.mode));
+    monthly.push(await clocks.now(tx, job.shop_id, job.mode));
     const n = job.payload.n as number;
     if (n < 12) {
-      const dueAt = clocks.now(job.shop_id, job.mode) + 30 * DAY_MS;
+      const dueAt = (await clocks.now(tx, job.shop_id, job.mode)) + 30 * DAY_MS;
       await scheduler.schedule(tx, { kind: 'clock.monthly', subjectId: job.subject_id, shopId: job.shop_id, mode: job.mode, dueAt, payload: { n: n + 1 } });
     }
   });
@@ -32,7 +32,7 @@ after(() => s.close());
 function scheduleTest(shop: TestShop, kind: string, in_ms: number, n: number): Promise<number> {
   const { scheduler, clocks, store } = s.running.app;
   return store.tx(async (tx) =>
-    scheduler.schedule(tx, { kind, subjectId: `sub_${n}`, shopId: shop.shopId, mode: 'test', dueAt: clocks.now(shop.shopId, 'test') + in_ms, payload: { n } }),
+    scheduler.schedule(tx, { kind, subjectId: `sub_${n}`, shopId: shop.shopId, mode: 'test', dueAt: (await clocks.now(tx, shop.shopId, 'test')) + in_ms, payload: { n } }),
   );
 }
 
