@@ -11,7 +11,7 @@ import { Clocks } from './scheduler/clock';
 import { Scheduler } from './scheduler/jobs';
 import { Events } from './events/emit';
 import { createLogger, type Logger } from './log';
-import { buildRouter } from './http/routes';
+import { buildRouter } from './routes';
 import { createHttpServer } from './http/server';
 import { RateLimiter } from './auth/rate-limit';
 import { VERSION } from './version';

@@ -5,7 +5,7 @@ import { registerRecurrent } from './subscriptions/register';
 
 /**
  * Register every domain's job handlers and event sinks with the app (the banks register their own; the
- * services are built in app.ts). Routes live in http/routes.ts.
+ * services are built in app.ts). Routes live in routes.ts.
  */
 export function registerDomains(app: App): void {
   registerPayments(app);

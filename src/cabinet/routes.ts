@@ -1,4 +1,4 @@
-/** The cabinet's handlers, gathered for the route table (src/http/routes.ts). */
+/** The cabinet's handlers, gathered for the route table (src/routes.ts). */
 export { cabinetRoot, showLogin, postLogin, postLogout, postLogoutAll, postPrefs } from './login';
 export { overview } from './overview';
 export { registerPage, registerCsv } from './registers';

@@ -1,12 +1,11 @@
 import type { OpenApiFragment } from './openapi-types';
-import { FRAGMENTS } from './openapi-fragments';
 import { shapeOperations } from './openapi-shape';
 
-/** The OpenAPI 3.1 document of every route, merged from the domains' fragments. */
-export function openApiDocument(version: string, serverUrl: string): Record<string, unknown> {
+/** The OpenAPI 3.1 document merged from `fragments` (each domain's paths and schemas). */
+export function openApiDocument(fragments: readonly OpenApiFragment[], version: string, serverUrl: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   const schemas: Record<string, unknown> = {};
-  for (const f of FRAGMENTS as OpenApiFragment[]) {
+  for (const f of fragments) {
     for (const [p, ops] of Object.entries(f.paths)) {
       paths[p] = { ...(paths[p] ?? {}), ...ops };
     }

@@ -1,5 +1,5 @@
 import Ajv2020 from 'ajv/dist/2020';
-import { openApiDocument } from '../../src/http/openapi';
+import { apiDocument } from '../../src/openapi';
 
 type Doc = { paths: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, { schema: unknown }> }> }>>; components: { schemas: Record<string, unknown> } };
 
@@ -7,7 +7,7 @@ let compiled: { doc: Doc; ajv: Ajv2020; matchers: Array<{ template: string; re: 
 
 function load() {
   if (compiled) return compiled;
-  const doc = openApiDocument('test', 'http://localhost') as unknown as Doc;
+  const doc = apiDocument('test', 'http://localhost') as unknown as Doc;
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   ajv.addFormat('date-time', /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
   ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { buildRouter } from '../../src/http/routes';
+import { buildRouter } from '../../src/routes';
 
 let s: TestServer;
 before(async () => {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Router } from '../../src/http/router';
-import { buildRouter } from '../../src/http/routes';
+import { buildRouter } from '../../src/routes';
 
 test('a duplicate route (same method and shape, any param names) throws when added', () => {
   const r = new Router<number>();

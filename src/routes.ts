@@ -1,33 +1,34 @@
-import { Router } from './router';
-import type { RouteDef } from './types';
-import * as system from '../system/handlers';
-import { metricsHandler } from '../system/metrics';
-import * as payments from '../payments/handlers';
-import * as refunds from '../refunds/handlers';
-import * as payouts from '../payouts/handlers';
-import { getBalance } from '../ledger/handlers';
-import { listSbpBanks } from '../banks/handlers';
-import { streamEvents } from '../events/stream';
-import { createStreamToken } from '../auth/stream-token';
-import * as payPage from '../pay-page/handlers';
-import * as payActions from '../pay-page/actions';
-import * as tokens from '../tokens/handlers';
-import * as subscriptions from '../subscriptions/handlers';
-import { bankCallback } from '../bank-port/callbacks';
-import { simulatePayment } from '../simulator/payments';
-import { simulatePayout } from '../simulator/payouts';
-import { setOutcomes } from '../simulator/token-outcomes';
-import * as simPage from '../simulator/page';
-import * as testClock from '../simulator/clock';
-import { listDeliveries } from '../simulator/deliveries';
-import * as cabinet from '../cabinet/routes';
+import { Router } from './http/router';
+import type { RouteDef } from './http/types';
+import { apiDocument } from './openapi';
+import * as system from './system/handlers';
+import { metricsHandler } from './system/metrics';
+import * as payments from './payments/handlers';
+import * as refunds from './refunds/handlers';
+import * as payouts from './payouts/handlers';
+import { getBalance } from './ledger/handlers';
+import { listSbpBanks } from './banks/handlers';
+import { streamEvents } from './events/stream';
+import { createStreamToken } from './auth/stream-token';
+import * as payPage from './pay-page/handlers';
+import * as payActions from './pay-page/actions';
+import * as tokens from './tokens/handlers';
+import * as subscriptions from './subscriptions/handlers';
+import { bankCallback } from './bank-port/callbacks';
+import { simulatePayment } from './simulator/payments';
+import { simulatePayout } from './simulator/payouts';
+import { setOutcomes } from './simulator/token-outcomes';
+import * as simPage from './simulator/page';
+import * as testClock from './simulator/clock';
+import { listDeliveries } from './simulator/deliveries';
+import * as cabinet from './cabinet/routes';
 
 /** The route table: one line per route. Patterns are checked when added; a duplicate stops start-up. */
 export function buildRouter(): Router<RouteDef> {
   const r = new Router<RouteDef>();
   // System
   r.add('GET', '/healthz', { auth: 'none', handler: system.health });
-  r.add('GET', '/v1/openapi.json', { auth: 'none', handler: system.openapi });
+  r.add('GET', '/v1/openapi.json', { auth: 'none', handler: system.openapiHandler(apiDocument) });
   r.add('GET', '/metrics', { auth: 'none', handler: metricsHandler });
   // Payments and refunds
   r.add('POST', '/v1/public/payments', { auth: 'key', handler: payments.createPayment });
