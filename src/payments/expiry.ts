@@ -1,8 +1,7 @@
 import type { App } from '../app-types';
 import type { Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
-import { expireTx } from './state';
-import { endedBy, LINK_END, nextEnd, SESSION_END, type Deadline } from './store';
+import { LINK_END, nextEnd, SESSION_END, type Deadline } from './store';
 import type { PaymentRow } from './types';
 
 /**
@@ -23,16 +22,16 @@ export const LINK_SWEEP_JOB = 'payment.link_sweep';
 export const SESSION_SWEEP_JOB = 'payment.session_sweep';
 
 /** Most payments one sweep run expires; the next run, due at once, takes the rest. */
-const SWEEP_BATCH = 200;
+export const SWEEP_BATCH = 200;
 
 /** One sweep: its job kind and the deadline it watches. */
-interface Sweep {
+export interface Sweep {
   kind: string;
   ends: Deadline;
 }
 
-const LINKS: Sweep = { kind: LINK_SWEEP_JOB, ends: LINK_END };
-const SESSIONS: Sweep = { kind: SESSION_SWEEP_JOB, ends: SESSION_END };
+export const LINKS: Sweep = { kind: LINK_SWEEP_JOB, ends: LINK_END };
+export const SESSIONS: Sweep = { kind: SESSION_SWEEP_JOB, ends: SESSION_END };
 
 function sweepSubject(shopId: string, mode: Mode): string {
   return `${shopId}/${mode}`;
@@ -55,23 +54,4 @@ export async function ensureLinkSweep(app: App, tx: Tx, p: PaymentRow): Promise<
 /** In the transaction that opens a bank session: make sure a session sweep is due no later than its end. */
 export async function ensureSessionSweep(app: App, tx: Tx, p: PaymentRow, until: number): Promise<void> {
   await ensureSweep(app, tx, SESSIONS, p, until);
-}
-
-/** Register a sweep: it runs with the shop's clock at its due time and expires what is due by then. */
-function registerSweep(app: App, sweep: Sweep): void {
-  app.scheduler.register(sweep.kind, async (tx, job) => {
-    const shopId = job.shop_id!;
-    const now = await app.clocks.now(tx, shopId, job.mode);
-    for (const p of await endedBy(tx, sweep.ends, shopId, job.mode, now, SWEEP_BATCH)) await expireTx(app, tx, p);
-    const next = await nextEnd(tx, sweep.ends, shopId, job.mode);
-    if (next !== null) {
-      await app.scheduler.schedule(tx, { kind: sweep.kind, subjectId: job.subject_id, shopId, mode: job.mode, dueAt: Math.max(next, now) });
-    }
-  });
-}
-
-/** Register the link and session sweeps. */
-export function registerSweeps(app: App): void {
-  registerSweep(app, LINKS);
-  registerSweep(app, SESSIONS);
 }

@@ -7,12 +7,19 @@ import { paymentAnswered, refundAnswered } from '../bank-port/answers';
 import { shopAcquirer } from '../bank-port/store';
 import type { MasterKey } from '../secrets/master-key';
 import { postJson, type Sent } from './http';
-import { accepted, checkOrderPayment, failureCodeOf, paymentAnswerOf, refundAnswerOf, TBANK, tbankToken, withoutSecrets, type TBankAnswer } from './protocol';
+import { accepted, checkOrderPayment, failureCodeOf, paymentAnswerOf, refundAnswerOf, TBANK, tbankToken, withoutSecrets, type TBankAnswer, type TBankMethod } from './protocol';
 import { terminalOf } from './settings';
 import { getRebill, getRequest, getSession, markAnswered, markSent, recurrentOf, updateSession, type BankRequestRow } from './records';
-import type { TBankBank } from './connector';
+import type { PaymentRow } from '../payments/types';
 
 /** Job kind: send one recorded request to T-Bank and report its answer. */
+/** What an answer may ask of the connector (connector.ts): another request, a QR code, a session opened anew. */
+export interface TBankRequests {
+  send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>, purpose: Purpose, extra?: Record<string, unknown>): Promise<number>;
+  requestQr(tx: Tx, p: PaymentRow, bankPaymentId: string): Promise<void>;
+  reopen(tx: Tx, p: PaymentRow): Promise<void>;
+}
+
 export const REQUEST_JOB = 'tbank.request';
 
 /** Why a request is sent, which decides what its answer does. */
@@ -32,7 +39,7 @@ const JOB_MARGIN_MS = 5_000;
  * reported unknown, and a status check settles its operation. `complete` records the answer and reports
  * it through answers.ts in the job's transaction.
  */
-export function registerRequestJob(app: App, key: MasterKey, bank: TBankBank): void {
+export function registerRequestJob(app: App, key: MasterKey, bank: TBankRequests): void {
   const timeout_ms = Math.max(1, Math.round(app.config.acquirerTimeoutSeconds * 1000));
   app.scheduler.registerAsync<Sent>(REQUEST_JOB, {
     deadline_ms: timeout_ms + JOB_MARGIN_MS,
@@ -89,7 +96,7 @@ function refusal(a: TBankAnswer) {
  * lost, or the process stopped before the Charge left). The bank charges a payment only while it is NEW, so
  * sending the Charge now cannot charge twice. True when it was sent (the check's answer is then the Charge's).
  */
-async function chargeNotSent(app: App, bank: TBankBank, tx: Tx, p: { id: string; shop_id: string; status: string }, a: TBankAnswer, bankPaymentId: string): Promise<boolean> {
+async function chargeNotSent(app: App, bank: TBankRequests, tx: Tx, p: { id: string; shop_id: string; status: string }, a: TBankAnswer, bankPaymentId: string): Promise<boolean> {
   if (p.status !== 'processing' || a.Status !== 'NEW' || !bankPaymentId) return false;
   const rec = await recurrentOf(tx, p.id);
   if (!rec?.token_id || (rec.kind !== 'token_charge' && rec.kind !== 'subscription_charge')) return false;
@@ -98,7 +105,7 @@ async function chargeNotSent(app: App, bank: TBankBank, tx: Tx, p: { id: string;
 }
 
 /** What an answer (or its absence) does to the operation it is about. */
-async function onAnswer(app: App, bank: TBankBank, tx: Tx, row: BankRequestRow, purpose: string, job: Job, a: TBankAnswer | undefined, why: string): Promise<void> {
+async function onAnswer(app: App, bank: TBankRequests, tx: Tx, row: BankRequestRow, purpose: string, job: Job, a: TBankAnswer | undefined, why: string): Promise<void> {
   if (row.subject_kind === 'refund') {
     if (!(await getRefund(tx, row.subject_id))) return;
     await refundAnswered(app, tx, row.subject_id, a ? refundAnswerOf(a) : unknown(why));
