@@ -5,61 +5,16 @@ import { Checkpointer } from './checkpointer';
 import { cachedStmt } from './statements';
 import { getRow, SqliteTx, type Reader, type Row, type Tx } from './tx';
 import { WalSync } from './wal-sync';
+import { readSnapshot, runBody, WriteLock, type Body } from './body';
+import { BUSY_LIMITS, GROUP_LIMIT, type StoreOptions } from './limits';
+import { DETACHED, Durability, runBodies, type Outcome, type Pending } from './durable';
 import { ChangeSignal } from './change-signal';
 
 export type { Reader, Row, RunResult, Tx } from './tx';
 export { TX_ENDED } from './tx';
 
-/** A transaction body: it awaits nothing but its Tx. */
-export type Body<T> = (tx: Tx) => Promise<T> | T;
-
-type Pending = {
-  fn: Body<unknown>;
-  resolve: (v: unknown) => void;
-  reject: (e: unknown) => void;
-  seen?: { seq?: number };
-};
-
-/** The stand-in body of a tx() made durable later: nobody waits on its promise, only its hooks run. */
-const DETACHED: Pending = { fn: () => undefined, resolve: () => undefined, reject: () => undefined };
-
-/** Error codes of the storage itself (as opposed to a body's own error). */
-const STORAGE_CODES = /^SQLITE_(FULL|IOERR|CANTOPEN|READONLY)/;
-
-/** Most transaction bodies one group commit holds; the rest wait for the next. */
-const GROUP_LIMIT = 512;
-
-/**
- * Waiting for another process's write lock (sync: 'store'): the group retries after these gaps, off the
- * event loop, and is refused (SQLITE_BUSY, a 503 to clients) once it has waited `total_ms`.
- */
-export const BUSY_LIMITS = { first_retry_ms: 5, longest_retry_ms: 200, total_ms: 5000 };
-
-/** The error of a body that waited on something other than its transaction; it is rolled back. */
-export const AWAITED_OUTSIDE =
-  'a transaction body awaited something other than its transaction (the network, a timer, another request, or a read through the store instead of its Tx); it would hold the write lock, so it was rolled back';
-
-/** How a store makes its commits durable. */
-export interface StoreOptions {
-  /**
-   * `sqlite` (default): SQLite syncs the WAL inside every COMMIT (`synchronous=FULL`), blocking the thread.
-   * `store` (the server): SQLite writes commits to the WAL without syncing them (`synchronous=NORMAL`, which
-   * still syncs checkpoints) and the store syncs the WAL file itself before anyone learns of a commit: after a
-   * group commit on the thread pool, so the event loop goes on serving while the disk works; after tx() at
-   * once. Checkpoints run on a thread of their own (checkpointer.ts). Only for a file database in WAL mode
-   * whose every write goes through this store; otherwise `sqlite`.
-   */
-  sync?: 'sqlite' | 'store';
-  /** Where a failed WAL sync, a failed checkpoint or a failed after-commit action is logged (default stderr). */
-  log?: Logger;
-}
-
-/** A group committed, its bodies' outcomes waiting for the WAL sync that makes them durable. */
-type Committed = {
-  seq: number;
-  batch: Pending[];
-  outcomes: Array<{ ok: boolean; value: unknown; hooks: Array<() => void> }>;
-};
+export { AWAITED_OUTSIDE, type Body } from './body';
+export { BUSY_LIMITS, type StoreOptions } from './limits';
 
 /**
  * The one way to reach the database. `write` queues a body and commits every body queued in the same turn of
@@ -84,25 +39,18 @@ export class Store implements Reader {
   private queue: Pending[] = [];
   private scheduled = false;
   /** The write lock of this process: a transaction is open (or a read waits its turn behind one). */
-  private locked = false;
-  private lockWaiters: Array<() => void> = [];
+  private readonly writeLock = new WriteLock();
   // Transaction control compiled once: db.exec parses its SQL again on every call, once per body under load.
   private readonly begin: Database.Statement;
   private readonly commit: Database.Statement;
   private readonly rollback: Database.Statement;
-  private readonly savepoint: Database.Statement;
-  private readonly release: Database.Statement;
-  private readonly rollbackTo: Database.Statement;
+  /** SAVEPOINT, RELEASE and ROLLBACK TO of each body of a group. */
+  private readonly bodyStmts: { savepoint: Database.Statement; release: Database.Statement; rollbackTo: Database.Statement };
   /** Syncs the WAL when this store does (sync: 'store'); null when SQLite does. */
   private readonly wal: WalSync | null = null;
   private readonly log: Logger;
-  /** Commits made; commits known to be on disk. */
-  private committedSeq = 0;
-  private durableSeq = 0;
-  /** Groups committed whose sync has not finished. */
-  private awaiting: Committed[] = [];
-  /** whenDurable() callers and the commit each waits for. */
-  private waiters: Array<{ seq: number; resolve: () => void }> = [];
+  /** Commits numbered, and which are on disk. */
+  private readonly durability: Durability;
   /** Checkpoints the WAL on a thread when this store syncs it (sync: 'store'). */
   private checkpointer: Checkpointer | null = null;
   /** Wait for another process's write lock without blocking the thread (sync: 'store'). */
@@ -118,6 +66,7 @@ export class Store implements Reader {
     this.db = db;
     this.path = db.name;
     this.log = opts.log ?? STDERR_LOG;
+    this.durability = new Durability(this.log);
     // Each body's savepoint journals the first copy of every page it changes so that it can roll back alone.
     // With temp files that journal spills to disk after 64 KiB (two writes per page, half of an insert's
     // cost); in memory it is a copy. It lives only until COMMIT and plays no part in crash recovery (the WAL
@@ -126,9 +75,7 @@ export class Store implements Reader {
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commit = db.prepare('COMMIT');
     this.rollback = db.prepare('ROLLBACK');
-    this.savepoint = db.prepare('SAVEPOINT body');
-    this.release = db.prepare('RELEASE body');
-    this.rollbackTo = db.prepare('ROLLBACK TO body');
+    this.bodyStmts = { savepoint: db.prepare('SAVEPOINT body'), release: db.prepare('RELEASE body'), rollbackTo: db.prepare('ROLLBACK TO body') };
     this.busyAsync = opts.sync === 'store';
     // SQLite's busy handler sleeps on the calling thread: the server's event loop would stop for it, reads
     // and /healthz included. The server's store waits with timers instead (flushFn); tx() fails at once.
@@ -161,19 +108,18 @@ export class Store implements Reader {
 
   /** The first row of `sql` in committed data; waits for a transaction that is open. */
   get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
-    if (this.locked) return this.whenUnlocked(() => getRow(this.db, sql, params) as T | undefined);
-    try {
-      return Promise.resolve(getRow(this.db, sql, params) as T | undefined);
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    return this.read(() => getRow(this.db, sql, params) as T | undefined);
   }
 
   /** Every row of `sql` in committed data; waits for a transaction that is open. */
   all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
-    if (this.locked) return this.whenUnlocked(() => cachedStmt(this.db, sql).all(...params) as T[]);
+    return this.read(() => cachedStmt(this.db, sql).all(...params) as T[]);
+  }
+
+  private read<T>(fn: () => T): Promise<T> {
+    if (this.writeLock.held) return this.writeLock.around(fn);
     try {
-      return Promise.resolve(cachedStmt(this.db, sql).all(...params) as T[]);
+      return Promise.resolve(fn());
     } catch (err) {
       return Promise.reject(err);
     }
@@ -181,17 +127,15 @@ export class Store implements Reader {
 
   /** Commits made through this store so far: unchanged between two moments means nothing was written between. */
   get commits(): number {
-    return this.committedSeq;
+    return this.durability.commits;
   }
 
   /**
    * Null when every commit made so far (or up to commit `upTo`) is on disk; otherwise a promise that settles
    * once they are. Await it between reading data and showing it outside the process.
    */
-  whenDurable(upTo: number = this.committedSeq): Promise<void> | null {
-    if (this.durableSeq >= upTo) return null;
-    const seq = Math.min(upTo, this.committedSeq);
-    return new Promise<void>((resolve) => this.waiters.push({ seq, resolve }));
+  whenDurable(upTo?: number): Promise<void> | null {
+    return this.durability.whenDurable(upTo);
   }
 
   /**
@@ -202,7 +146,7 @@ export class Store implements Reader {
    * learns of it before (see whenDurable).
    */
   async tx<T>(fn: Body<T>, opts: { durable: 'now' | 'later' } = { durable: 'now' }): Promise<T> {
-    const wait = this.lock();
+    const wait = this.writeLock.take();
     if (wait) await wait;
     const hooks: Array<() => void> = [];
     const tx = new SqliteTx(this.db, this.connection, hooks);
@@ -212,7 +156,7 @@ export class Store implements Reader {
       this.checkpointer?.catchUpIfLong();
       this.begin.run();
       try {
-        result = await this.runBody(fn, tx);
+        result = await runBody(fn, tx);
         tx.end();
         this.commit.run();
       } catch (err) {
@@ -221,18 +165,18 @@ export class Store implements Reader {
         throw err;
       }
     } finally {
-      this.unlock();
+      this.writeLock.give();
     }
-    const seq = ++this.committedSeq;
     if (opts.durable === 'later' && this.wal) {
+      const seq = this.durability.committed([DETACHED], [{ ok: true, value: undefined, hooks }]);
       this.checkpointer?.nudge();
-      this.awaiting.push({ seq, batch: [DETACHED], outcomes: [{ ok: true, value: undefined, hooks }] });
       this.wal.request(seq);
       return result;
     }
+    this.durability.next();
     this.syncNow();
     this.checkpointer?.nudge();
-    this.runHooks(hooks);
+    this.durability.runHooks(hooks);
     return result;
   }
 
@@ -241,22 +185,8 @@ export class Store implements Reader {
    * another process's writers go on meanwhile (WAL), and `fn` sees none of their commits. For long reads that
    * must agree with themselves (the ledger check, a doctor's pass). Like a body, `fn` awaits only its Reader.
    */
-  async snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
-    const wait = this.lock();
-    if (wait) await wait;
-    const tx = new SqliteTx(this.db, this.connection, []);
-    try {
-      cachedStmt(this.db, 'BEGIN DEFERRED').run();
-      try {
-        // The first read starts the snapshot; everything after reads the same.
-        return await this.runBody(fn, tx);
-      } finally {
-        tx.end();
-        if (this.db.inTransaction) cachedStmt(this.db, 'COMMIT').run();
-      }
-    } finally {
-      this.unlock();
-    }
+  snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
+    return readSnapshot(this.db, this.writeLock, this.connection, fn);
   }
 
   /**
@@ -277,7 +207,7 @@ export class Store implements Reader {
   private readonly flushFn = (): void => {
     this.scheduled = false;
     if (this.queue.length === 0) return;
-    const wait = this.lock();
+    const wait = this.writeLock.take();
     if (wait) void wait.then(this.flushLockedFn);
     else this.flushLockedFn();
   };
@@ -295,7 +225,7 @@ export class Store implements Reader {
       this.checkpointer?.catchUpIfLong();
       outcome = await this.commitGroup(batch);
     } finally {
-      this.unlock();
+      this.writeLock.give();
     }
     if (outcome === 'busy') {
       // Another process holds the write lock: the group goes back to the front and waits on a timer.
@@ -337,13 +267,13 @@ export class Store implements Reader {
   /** Commit everything queued now and wait for the disk (shutdown). */
   async flush(): Promise<void> {
     while (this.queue.length > 0) {
-      const wait = this.lock();
+      const wait = this.writeLock.take();
       if (wait) await wait;
       try {
         const batch = this.queue.splice(0, GROUP_LIMIT);
         if (batch.length > 0) await this.commitGroup(batch, true);
       } finally {
-        this.unlock();
+        this.writeLock.give();
       }
     }
     this.syncNow();
@@ -358,73 +288,13 @@ export class Store implements Reader {
     this.wal?.close();
   }
 
-  /** Take this process's write lock: null when taken at once, else a promise that settles when it is ours. */
-  private lock(): Promise<void> | null {
-    if (!this.locked) {
-      this.locked = true;
-      return null;
-    }
-    return new Promise<void>((resolve) => this.lockWaiters.push(resolve));
-  }
-
-  /** Hand the write lock to the next waiter in line, or free it. */
-  private unlock(): void {
-    const next = this.lockWaiters.shift();
-    if (next) next();
-    else this.locked = false;
-  }
-
-  /** Run a read once the transaction open now has ended. */
-  private async whenUnlocked<T>(read: () => T): Promise<T> {
-    const wait = this.lock();
-    if (wait) await wait;
-    try {
-      return read();
-    } finally {
-      this.unlock();
-    }
-  }
-
-  /**
-   * Run one body. Its own awaits on its Tx settle within the current turn of the event loop (SQLite answers
-   * at once); a body still running when the turn ends is waiting on something else, which would hold the
-   * write lock for as long: it is failed with AWAITED_OUTSIDE and its Tx refuses any later call.
-   */
-  private runBody<T>(fn: Body<T>, tx: SqliteTx): Promise<T> | T {
-    const out = fn(tx);
-    if (!(out instanceof Promise)) return out;
-    return new Promise<T>((resolve, reject) => {
-      let done = false;
-      const watchdog = setImmediate(() => {
-        if (done) return;
-        done = true;
-        tx.end();
-        reject(new Error(AWAITED_OUTSIDE));
-      });
-      out.then(
-        (value: T) => {
-          if (done) return;
-          done = true;
-          clearImmediate(watchdog);
-          resolve(value);
-        },
-        (err: unknown) => {
-          if (done) return;
-          done = true;
-          clearImmediate(watchdog);
-          reject(err);
-        },
-      );
-    });
-  }
-
   /**
    * One group: BEGIN, each body in its savepoint, COMMIT. 'busy' when another process holds the write lock
    * and the group may wait for it (nothing ran); the group is then the caller's to retry. The caller holds
    * the write lock.
    */
   private async commitGroup(batch: Pending[], syncLater = false): Promise<'done' | 'busy'> {
-    const outcomes: Committed['outcomes'] = [];
+    const outcomes: Outcome[] = [];
     try {
       this.begin.run();
     } catch (err) {
@@ -440,36 +310,7 @@ export class Store implements Reader {
     }
     this.busySince = null;
     this.busyRetry_ms = BUSY_LIMITS.first_retry_ms;
-    let lost: unknown = null;
-    let storageErr: unknown = null;
-    for (const p of batch) {
-      const hooks: Array<() => void> = [];
-      const tx = new SqliteTx(this.db, this.connection, hooks);
-      this.savepoint.run();
-      try {
-        const value = await this.runBody(p.fn, tx);
-        tx.end();
-        this.release.run();
-        outcomes.push({ ok: true, value, hooks });
-      } catch (err) {
-        tx.end();
-        if (STORAGE_CODES.test(String((err as { code?: string }).code ?? ''))) storageErr = err;
-        // A full disk or an I/O error can make SQLite roll the whole transaction back: then there is no
-        // savepoint to return to, and every body of the group, those before this one too, is lost.
-        if (!this.db.inTransaction) {
-          lost = err;
-          break;
-        }
-        try {
-          this.rollbackTo.run();
-          this.release.run();
-        } catch (undo) {
-          lost = undo;
-          break;
-        }
-        outcomes.push({ ok: false, value: err, hooks: [] });
-      }
-    }
+    let { lost, storageErr } = await runBodies(this.db, this.connection, this.bodyStmts, batch, outcomes);
     if (lost === null) {
       try {
         this.commit.run();
@@ -485,60 +326,21 @@ export class Store implements Reader {
     }
     if (storageErr !== null) this.refused(storageErr);
     else this.failure = null;
-    const seq = ++this.committedSeq;
+    const seq = this.durability.committed(batch, outcomes);
     this.checkpointer?.nudge();
-    this.awaiting.push({ seq, batch, outcomes });
-    if (!this.wal) this.markDurable(seq);
+    if (!this.wal) this.durability.markDurable(seq);
     else if (!syncLater) this.wal.request(seq);
     return 'done';
   }
 
   /** Sync the WAL now, blocking (tx(), shutdown); covers every commit made so far. */
   private syncNow(): void {
-    if (this.wal && this.durableSeq < this.committedSeq) this.wal.syncNow(this.committedSeq);
-    this.markDurable(this.committedSeq);
+    const upTo = this.durability.commits;
+    if (this.wal && this.durability.behind) this.wal.syncNow(upTo);
+    this.durability.markDurable(upTo);
   }
 
-  private readonly markDurableFn = (upTo: number): void => this.markDurable(upTo);
-
-  private runHooks(hooks: Array<() => void>): void {
-    for (const h of hooks) {
-      try {
-        h();
-      } catch (err) {
-        // An after-commit action must not undo or hide a commit; the durable record (jobs, outbox) retries it.
-        this.log.error('after-commit action failed', { error: String(err) });
-      }
-    }
-  }
-
-  private markDurable(upTo: number): void {
-    if (upTo > this.durableSeq) this.durableSeq = upTo;
-    let n = 0;
-    while (n < this.awaiting.length && this.awaiting[n].seq <= this.durableSeq) n++;
-    const done = n === 0 ? [] : this.awaiting.splice(0, n);
-    for (const g of done) {
-      for (let i = 0; i < g.batch.length; i++) {
-        const o = g.outcomes[i];
-        const seen = g.batch[i].seen;
-        if (seen) seen.seq = g.seq;
-        if (o.ok) {
-          this.runHooks(o.hooks);
-          g.batch[i].resolve(o.value);
-        } else {
-          g.batch[i].reject(o.value);
-        }
-      }
-    }
-    if (this.waiters.length > 0) {
-      const still: Array<{ seq: number; resolve: () => void }> = [];
-      for (const w of this.waiters) {
-        if (w.seq <= this.durableSeq) w.resolve();
-        else still.push(w);
-      }
-      this.waiters = still;
-    }
-  }
+  private readonly markDurableFn = (upTo: number): void => this.durability.markDurable(upTo);
 }
 
 /** The log of a store given none (the admin commands): errors to stderr, as JSON lines like the server's. */
