@@ -1,7 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { App } from '../app-types';
 import type { Router } from './router';
 import type { Ctx, Reply, RouteDef } from './types';
@@ -9,12 +8,12 @@ import { ApiError, toApiError } from './errors';
 import { mediaCharset, mediaType, parseForm, parseJson, readBody } from './body';
 import { authenticateKey, requireScope } from '../auth/authenticate';
 import { authenticateStreamToken } from '../auth/stream-token';
-import { unmapIp } from '../auth/ip-allowlist';
 import type { RateLimiter } from '../auth/rate-limit';
 import { logAccess } from './access-log';
 import { onClientError } from './client-error';
 import { authenticateCabinet, cabinetErrorReply } from '../cabinet/guard';
-import { acceptsGzip, GZIP_MIN_BYTES, gzipText } from './compress';
+import { clientIp, guardConnections } from './connections';
+import { send, sendError } from './respond';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,64}$/;
@@ -60,77 +59,6 @@ export function createHttpServer(app: App, router: Router<RouteDef>, limiter: Ra
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => onClientError(app, err, socket, inflight.get(socket)));
   return server;
-}
-
-/**
- * The client address. Behind a trusted proxy it is the last X-Forwarded-For entry: the one the proxy itself
- * appended; earlier entries come from the client and could be forged to pass an allow-list.
- */
-function clientIp(app: App, req: IncomingMessage): string {
-  if (app.config.trustProxy) {
-    const xff = req.headers['x-forwarded-for'];
-    const entries = (Array.isArray(xff) ? xff.join(',') : xff ?? '').split(',').map((e) => e.trim()).filter(Boolean);
-    const last = entries[entries.length - 1];
-    if (last) return unmapIp(last);
-  }
-  // A keep-alive connection sends many requests from one address: normalise it once per connection.
-  let ip = socketIps.get(req.socket);
-  if (ip === undefined) {
-    ip = unmapIp(req.socket.remoteAddress ?? '');
-    socketIps.set(req.socket, ip);
-  }
-  return ip;
-}
-
-const socketIps = new WeakMap<Socket, string>();
-
-/** The answer to a connection over the cap, written by hand: the HTTP parser never sees that connection. */
-const OVER_CAP_RESPONSE = (() => {
-  const body = JSON.stringify({ error: { code: 'unavailable', message: 'Cannot accept the connection: the server holds as many as it may; retry shortly' } });
-  return `HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n${body}`;
-})();
-
-/**
- * Connections are a resource like any other: at most --max-connections are served at once (one more is
- * answered 503 and closed, never left hanging), and a connection that sends no byte within the headers
- * timeout is closed (idle sockets would otherwise hold file descriptors and memory for ever).
- * Returns the sockets being shed, whose requests are dropped.
- */
-function guardConnections(app: App, server: Server): WeakSet<Socket> {
-  const shed = new WeakSet<Socket>();
-  let open = 0;
-  const max = Math.min(app.config.maxConnections, fdCeiling());
-  const firstByte_ms = app.config.headersTimeoutMs;
-  // Before the HTTP server's own listener, so a shed socket is marked before its parser starts.
-  server.prependListener('connection', (socket: Socket) => {
-    open++;
-    socket.once('close', () => open--);
-    if (open > max) {
-      shed.add(socket);
-      socket.end(OVER_CAP_RESPONSE);
-      socket.setTimeout(1000, () => socket.destroy());
-      return;
-    }
-    const timer = setTimeout(() => {
-      if (socket.bytesRead === 0) socket.destroy();
-    }, firstByte_ms);
-    timer.unref();
-    socket.once('close', () => clearTimeout(timer));
-  });
-  return shed;
-}
-
-/**
- * Connections this process can hold without running out of file descriptors: most of the soft open-files
- * limit (the database, its WAL and outgoing webhooks need the rest). No limit known: no ceiling.
- */
-function fdCeiling(): number {
-  try {
-    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
-    return m ? Math.max(16, Math.floor(Number(m[1]) * 0.8)) : Infinity;
-  } catch {
-    return Infinity;
-  }
 }
 
 /** Bytes of request bodies held by the requests in flight, against one bound. */
@@ -356,57 +284,4 @@ async function readRequestBody(app: App, ctx: Ctx, route: RouteDef, bodies: Body
   } else {
     throw new ApiError(415, 'unsupported_media_type', `Cannot accept Content-Type "${type || '(none)'}": send application/json`);
   }
-}
-
-function send(ctx: Ctx, reply: Reply): number {
-  const res = ctx.res;
-  if ('raw' in reply) return -1;
-  if ('location' in reply) {
-    res.writeHead(reply.status, { ...reply.headers, Location: reply.location, 'Content-Length': 0 });
-    res.end();
-    return reply.status;
-  }
-  const status = reply.status ?? 200;
-  if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.setHeader(k, v);
-  if ('html' in reply) {
-    writeBody(res, status, 'text/html; charset=utf-8', reply.html, ctx.method);
-  } else if ('text' in reply) {
-    writeBody(res, status, reply.contentType ?? 'text/plain; charset=utf-8', reply.text, ctx.method);
-  } else {
-    writeJson(ctx, status, reply.json ?? JSON.stringify(reply.body));
-  }
-  return status;
-}
-
-/** A JSON body, gzipped when it is large and the client accepts gzip (the OpenAPI document, register pages). */
-function writeJson(ctx: Ctx, status: number, text: string): void {
-  const res = ctx.res;
-  if (text.length < GZIP_MIN_BYTES || ctx.method === 'HEAD') return writeBody(res, status, 'application/json', text, ctx.method);
-  res.setHeader('Vary', 'Accept-Encoding');
-  if (!acceptsGzip(ctx.req.headers['accept-encoding'])) return writeBody(res, status, 'application/json', text, ctx.method);
-  gzipText(text, (gz) => {
-    if (res.destroyed) return;
-    if (!gz) return writeBody(res, status, 'application/json', text, ctx.method);
-    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip', 'Content-Length': gz.length });
-    res.end(gz);
-  });
-}
-
-function sendError(ctx: Ctx, err: ApiError): number {
-  const res = ctx.res;
-  if (res.headersSent) {
-    // A response already under way cannot turn into an error; cut it, unless it was fully written (a 408 sent on timeout).
-    if (!res.writableEnded) res.destroy();
-    return err.status;
-  }
-  if (err.headers) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-  writeBody(res, err.status, 'application/json', JSON.stringify(err.toBody()), ctx.method);
-  return err.status;
-}
-
-function writeBody(res: ServerResponse, status: number, type: string, text: string, method: string): void {
-  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(text, 'utf8') });
-  // A string body goes out in one write with the head; a Buffer would take a second, gathered one.
-  if (method === 'HEAD') res.end();
-  else res.end(text, 'utf8');
 }
