@@ -11,6 +11,7 @@ import type { DeliveryWorker } from './webhooks/worker';
 import type { Metrics } from './system/metrics';
 import type { Retention } from './system/retention';
 import type { KeyUsage } from './auth/key-usage';
+import type { PaymentHooks } from './payments/hooks';
 
 /** The running service: what every handler and job reaches through `ctx.app`. */
 export interface App {
@@ -19,6 +20,8 @@ export interface App {
   clocks: Clocks;
   scheduler: Scheduler;
   events: Events;
+  /** The payments state machine's typed hooks (tokens and subscriptions react to their payments through them). */
+  paymentHooks: PaymentHooks;
   /** Which bank each shop and mode reaches (the simulator in test mode; the shop's acquirer live). */
   banks: BankDirectory;
   log: Logger;

@@ -10,6 +10,7 @@ import type { Store } from './db/store';
 import { Clocks } from './scheduler/clock';
 import { Scheduler } from './scheduler/jobs';
 import { Events } from './events/emit';
+import { PaymentHooks } from './payments/hooks';
 import { createLogger, type Logger } from './log';
 import { buildRouter } from './routes';
 import { createHttpServer } from './http/server';
@@ -90,6 +91,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     clocks,
     scheduler,
     events,
+    paymentHooks: new PaymentHooks(),
     banks: new BankDirectory(),
     log,
     version: VERSION,

@@ -18,11 +18,6 @@ export interface EventInput {
   webhook?: { event: string; data: unknown; url?: string | null };
   paymentId?: string;
   payoutId?: string;
-  /**
-   * The changed object as it now stands (a payment's row), for the sinks of this transaction: a sink that
-   * needs it takes it from here instead of reading it again. Not stored.
-   */
-  object?: unknown;
 }
 
 /** A stored event. */
@@ -53,11 +48,11 @@ export function eventsAfter(q: Reader, shopId: string, mode: Mode, afterSeq: num
 }
 
 /**
- * Called inside the appending transaction (webhook deliveries are written here, in the same commit), with the
- * changed object when the appender gave it (EventInput.object). Sinks run one after another, each awaited, and
- * touch the database only through `tx`.
+ * Called inside the appending transaction (webhook deliveries are written here, in the same commit). Sinks run
+ * one after another, each awaited, and touch the database only through `tx`. A domain that reacts to another's
+ * objects uses that domain's typed hooks (payments/hooks.ts), not a sink.
  */
-export type EventSink = (tx: Tx, row: EventRow, object: unknown) => Promise<void>;
+export type EventSink = (tx: Tx, row: EventRow) => Promise<void>;
 /** Called after commit (SSE fan-out, waking the webhook worker). */
 export type EventListener = (row: EventRow) => void;
 
@@ -113,7 +108,7 @@ export class Events {
       payment_id: e.paymentId ?? null,
       payout_id: e.payoutId ?? null,
     };
-    for (const sink of this.sinks) await sink(tx, row, e.object);
+    for (const sink of this.sinks) await sink(tx, row);
     tx.afterCommit(() => {
       for (const l of this.listeners) l(row);
     });

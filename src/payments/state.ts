@@ -95,8 +95,9 @@ async function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: 
     paymentId: next.id,
     // A payment leaving pending or processing never succeeded before, so it has no refunds to read.
     webhook: event ? { event, data: await paymentView(tx, next, p.status === 'pending' || p.status === 'processing'), url: next.webhook_url || null } : undefined,
-    object: next,
   });
+  // Tokens and subscriptions react to their payments here (their own hooks, typed; payments knows none of them).
+  await app.paymentHooks.fireMoved(tx, next, p.status, at);
   // Expiry is swept (expiry.ts): leaving pending or processing cancels nothing. The per-payment expiry jobs an
   // older database may still hold run at their time, find the payment closed and do nothing.
   return next;

@@ -1,10 +1,8 @@
 import type { App } from '../app-types';
 import type { Tx } from '../db/store';
-import type { EventRow } from '../events/emit';
-import { getPayment } from '../payments/store';
 import type { PaymentRow } from '../payments/types';
 import { createRefundTx } from '../refunds/refunds';
-import { getToken, recurrentPayment, recurrentPaymentById } from '../tokens/store';
+import { getToken, recurrentPayment } from '../tokens/store';
 import { activateTokenTx, chargedTx } from '../tokens/tokens';
 import { getSubscription } from './store';
 import { activateTx, chargeSettledTx, CHARGE_JOB, runChargeJob } from './subscriptions';
@@ -24,25 +22,19 @@ async function reverseVerificationTx(app: App, tx: Tx, p: PaymentRow): Promise<v
 const SETTLED = new Set(['succeeded', 'failed', 'expired']);
 
 /**
- * React to the payments tokens and subscriptions made, inside the transaction of the payment's status change:
- * a binding that succeeded activates its token or subscription; a charge that ended moves its subscription.
- * The payments state machine stays unaware of them.
+ * React to the payments tokens and subscriptions made, inside the transaction of the payment's status change
+ * (the payments' typed hook): a binding that succeeded activates its token or subscription; a charge that ended
+ * moves its subscription. The payments state machine stays unaware of them.
  */
-async function recurrentSink(app: App, tx: Tx, row: EventRow, object: unknown): Promise<void> {
-  if (row.kind !== 'payment.status_changed' || row.payment_id === null) return;
-  // The state machine hands over the payment as its move left it; read it only when it did not.
-  const moved = object as PaymentRow | undefined;
-  const given = moved !== undefined && moved.id === row.payment_id ? moved : undefined;
-  if (!SETTLED.has(given ? given.status : (JSON.parse(row.payload) as { status: string }).status)) return;
+async function onPaymentMoved(app: App, tx: Tx, p: PaymentRow, movedAt: number): Promise<void> {
+  if (!SETTLED.has(p.status)) return;
   // Payments made by hand (kind `payment`) have no token or subscription behind them.
-  if (given && given.kind === 'payment') return;
-  const rp = given ? await recurrentPayment(tx, given.seq) : await recurrentPaymentById(tx, row.payment_id);
+  if (p.kind === 'payment') return;
+  const rp = await recurrentPayment(tx, p.seq);
   if (!rp) return;
-  const p = given ?? (await getPayment(tx, rp.payment_id));
-  if (!p) return;
   const ok = p.status === 'succeeded';
   // The bank's moment of capture, so last_charged_at and the anchor equal the payment's captured_at.
-  const at = p.captured_at ?? row.at;
+  const at = p.captured_at ?? movedAt;
   switch (rp.kind) {
     case 'token_binding': {
       const t = await getToken(tx, rp.token_id);
@@ -71,8 +63,8 @@ async function recurrentSink(app: App, tx: Tx, row: EventRow, object: unknown): 
   }
 }
 
-/** Register the subscription charge job and the sink that ties tokens and subscriptions to their payments. */
+/** Register the subscription charge job and the hook that ties tokens and subscriptions to their payments. */
 export function registerRecurrent(app: App): void {
   app.scheduler.register(CHARGE_JOB, async (tx, job) => runChargeJob(app, tx, job));
-  app.events.addSink(async (tx, row, object) => recurrentSink(app, tx, row, object));
+  app.paymentHooks.onMoved(async (tx, p, _from, at) => onPaymentMoved(app, tx, p, at));
 }

@@ -123,11 +123,6 @@ export async function recurrentPayment(q: Reader, paymentSeq: number): Promise<R
   return q.get<RecurrentPaymentRow>('SELECT * FROM recurrent_payments WHERE payment_seq = ?', paymentSeq);
 }
 
-/** The same by the payment's id, for a caller that holds only the id. */
-export async function recurrentPaymentById(q: Reader, paymentId: string): Promise<RecurrentPaymentRow | undefined> {
-  return q.get<RecurrentPaymentRow>('SELECT * FROM recurrent_payments WHERE payment_seq = (SELECT seq FROM payments WHERE id = ?)', paymentId);
-}
-
 /** The API shape of a token. */
 export function tokenView(t: TokenRow): TokenView {
   return {
