@@ -1,5 +1,6 @@
-import type { Reader, Row, RunResult, Store, Tx } from '../db/store';
-import { TX_BASE, type AdvanceClaim, type Clocks, type Pin } from './clock';
+import type { Reader, Store, Tx } from '../db/store';
+import type { AdvanceClaim, Clocks, Pin } from './clock';
+import { HookedTx } from './hooked-tx';
 import type { Logger } from '../log';
 import { toJob, type Claim, type Job, type JobRow, type JobsTable } from './jobs-table';
 import type { AsyncJobKind } from './async-runner';
@@ -310,51 +311,5 @@ export class Executor {
     });
     if (retry !== null) this.hooks.retry(retry);
     return mine;
-  }
-}
-
-/**
- * A job's view of its savepoint: reads, writes and nested savepoints go to the savepoint; after-commit actions
- * are collected in `hooks`, so that a job rolled back to its savepoint leaves none behind.
- */
-class HookedTx implements Tx {
-  constructor(
-    private readonly sp: Tx,
-    private readonly hooks: Array<() => void>,
-  ) {}
-
-  /** The transaction this view is of: a clock pinned on it reads the same here. */
-  get [TX_BASE](): Tx {
-    return this.sp;
-  }
-
-  get connection(): object {
-    return this.sp.connection;
-  }
-
-  get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
-    return this.sp.get<T>(sql, ...params);
-  }
-
-  all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
-    return this.sp.all<T>(sql, ...params);
-  }
-
-  run(sql: string, ...params: unknown[]): Promise<RunResult> {
-    return this.sp.run(sql, ...params);
-  }
-
-  savepoint<T>(fn: (tx: Tx) => Promise<T> | T): Promise<T> {
-    // A nested savepoint's actions join this job's only if it is released (a throw in it drops them).
-    return this.sp.savepoint(async (inner) => {
-      const mine: Array<() => void> = [];
-      const out = await fn(new HookedTx(inner, mine));
-      for (const h of mine) this.hooks.push(h);
-      return out;
-    });
-  }
-
-  afterCommit(fn: () => void): void {
-    this.hooks.push(fn);
   }
 }

@@ -6,36 +6,17 @@ import { FIRST_KEY, JobsTable, type Claim, type JobKey, type JobRow } from './jo
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
 import { DEFAULT_LIMITS, type SchedulerLimits } from './limits';
-import { runShopJobs, type FreshJob, type ShopRunDeps } from './shop-run';
+import { runShopJobs, type ShopRunDeps } from './shop-run';
+import { WakeTimer } from './wake-timer';
+import type { JobSpec, StartOptions } from './spec';
+import { ShopWatchers } from './watchers';
 
 export type { Job } from './jobs-table';
 export type { AsyncJobKind } from './async-runner';
 export type { JobHandler, JobKindOptions } from './executor';
 export { MAX_ATTEMPTS } from './executor';
 export type { SchedulerLimits } from './limits';
-
-/** What a state change asks for: run `kind` on `subjectId` at `dueAt` (on the shop's clock in test mode). */
-export interface JobSpec {
-  kind: string;
-  subjectId: string;
-  shopId: string | null;
-  mode: Mode;
-  dueAt: number;
-  payload?: Record<string, unknown>;
-}
-
-/** setTimeout's longest delay; a wake further away is re-armed on the way. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** How a scheduler starts. */
-export interface StartOptions {
-  /**
-   * This process is the only server of the database (SQLite: it holds the server lock), so every claim made
-   * before it started belongs to a process that is gone: such claims count as lapsed at once instead of a
-   * lease after they were last renewed.
-   */
-  sole?: boolean;
-}
+export type { JobSpec, StartOptions } from './spec';
 
 /**
  * The durable scheduler. The jobs table is the truth and the only place jobs live; the process holds the time
@@ -58,10 +39,8 @@ export class Scheduler {
   private readonly table: JobsTable;
   private readonly limits: SchedulerLimits;
   private readonly runner: AsyncRunner;
-  private timer: NodeJS.Timeout | null = null;
-  /** When the timer fires: the real time it was armed for, and the same moment on the monotonic clock. */
-  private timerAt = Infinity;
-  private timerDue = Infinity;
+  /** The one timer, at the next due job or the next re-read. */
+  private readonly timer: WakeTimer;
   /** When the table is read again at the latest, whatever this process knows. */
   private nextRereadAt = 0;
   /** The pass running now, and whether another was asked for meanwhile. */
@@ -79,8 +58,8 @@ export class Scheduler {
   private scheduleSeq = 0;
   private idleWaiters: Array<() => void> = [];
   private readonly shopRun: ShopRunDeps;
-  /** Advances listening for the jobs scheduled on their shop (`shop/mode`), so they need not re-read the table. */
-  private readonly watchers = new Map<string, Set<(key: FreshJob) => void>>();
+  /** Advances listening for the jobs scheduled on their shop, so they need not re-read the table. */
+  private readonly watchers = new ShopWatchers();
 
   constructor(
     private readonly store: Store,
@@ -91,6 +70,9 @@ export class Scheduler {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
     if (!(this.limits.leaseMs > 0)) throw new Error(`cannot start the scheduler: a job lease of ${this.limits.leaseMs} ms is not positive`);
     this.table = new JobsTable();
+    this.timer = new WakeTimer(clocks.real, () => {
+      if (!this.stopped) void this.pass();
+    });
     const threshold = (now: number): number => this.threshold(now);
     this.exec = new Executor(store, clocks, log, this.table, this.limits, {
       seq: () => this.scheduleSeq,
@@ -115,16 +97,7 @@ export class Scheduler {
       threshold,
       stopped: () => this.stopped,
       seq: () => this.scheduleSeq,
-      watch: (shopId, mode, sink) => {
-        const key = `${shopId}/${mode}`;
-        const set = this.watchers.get(key) ?? new Set();
-        set.add(sink);
-        this.watchers.set(key, set);
-        return () => {
-          set.delete(sink);
-          if (set.size === 0) this.watchers.delete(key);
-        };
-      },
+      watch: (shopId, mode, sink) => this.watchers.watch(shopId, mode, sink),
       holding: (token, on) => {
         if (on) this.advanceTokens.add(token);
         else this.advanceTokens.delete(token);
@@ -162,30 +135,9 @@ export class Scheduler {
     // Fields named one by one: a spread of the caller's spec (whose shape varies) cost more than the INSERT's binding.
     const id = await this.table.insert(tx, spec.kind, spec.subjectId, spec.shopId, spec.mode, dueAt, runAt, payload, createdAt, claim);
     this.scheduleSeq++;
-    const watching = this.watchers.size > 0 ? this.watchers.get(`${spec.shopId}/${spec.mode}`) : undefined;
-    if (watching) {
-      const row: JobRow = {
-        id,
-        kind: spec.kind,
-        subject_id: spec.subjectId,
-        shop_id: spec.shopId,
-        mode: spec.mode,
-        due_at: dueAt,
-        run_at: runAt,
-        attempt: 0,
-        payload,
-        state: 'pending',
-        last_error: null,
-        created_at: createdAt,
-        finished_at: null,
-        claimed_by: claim?.by ?? null,
-        claim_token: claim?.token ?? null,
-        claim_until: claim?.until ?? null,
-      };
-      for (const sink of watching) sink({ id, dueAt, row });
-    }
+    if (this.watchers.any) this.watchers.scheduled({ id, kind: spec.kind, subjectId: spec.subjectId, shopId: spec.shopId, mode: spec.mode, dueAt, runAt, payload, createdAt, claim });
     // A job the advance claimed is the advance's to run: no pass needs to wake for it.
-    if (claim === null && this.sooner(runAt)) tx.afterCommit(() => this.wakeAt(runAt));
+    if (claim === null && this.timer.sooner(runAt)) tx.afterCommit(() => this.wakeAt(runAt));
     return id;
   }
 
@@ -215,10 +167,7 @@ export class Scheduler {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    this.timerAt = Infinity;
-    this.timerDue = Infinity;
+    this.timer.clear();
     await this.passing?.catch(() => undefined);
     await Promise.all([...this.advances].map((a) => a.catch(() => undefined)));
     await this.runner.drain();
@@ -269,7 +218,7 @@ export class Scheduler {
 
   /** What this process holds, for diagnostics: no job is kept in memory, only claims, runs and the next wake. */
   stats(): { asyncRunning: number; claimsHeld: number; advances: number; nextWakeAt: number } {
-    return { asyncRunning: this.runner.count(), claimsHeld: this.runner.claims(), advances: this.advances.size, nextWakeAt: this.timerAt };
+    return { asyncRunning: this.runner.count(), claimsHeld: this.runner.claims(), advances: this.advances.size, nextWakeAt: this.timer.at };
   }
 
   /**
@@ -282,37 +231,12 @@ export class Scheduler {
 
   /** Wake no later than real time `at`. */
   private wakeAt(at: number): void {
-    if (this.sooner(at)) this.arm(at);
-  }
-
-  /**
-   * True when real time `at` comes before the timer fires. Compared on the monotonic clock: real time may jump
-   * (a clock step, a test's fake clock), and a timer armed before the jump still fires when its delay is over.
-   */
-  private sooner(at: number): boolean {
-    return this.timer === null || performance.now() + Math.max(0, at - this.clocks.real()) < this.timerDue;
+    if (this.timer.sooner(at)) this.arm(at);
   }
 
   /** Arm the one timer for the earliest of `at` and the next re-read (only ever earlier than it is armed). */
   private arm(at: number): void {
-    if (this.stopped) return;
-    const when = Math.min(at, this.nextRereadAt);
-    const delay = Math.min(MAX_TIMER_MS, Math.max(0, when - this.clocks.real()));
-    const due = performance.now() + delay;
-    if (this.timer && due >= this.timerDue) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timerAt = when;
-    this.timerDue = due;
-    this.timer = setTimeout(() => this.onTimer(), delay);
-    this.timer.unref();
-  }
-
-  private onTimer(): void {
-    this.timer = null;
-    this.timerAt = Infinity;
-    this.timerDue = Infinity;
-    if (this.stopped) return;
-    void this.pass();
+    if (!this.stopped) this.timer.arm(Math.min(at, this.nextRereadAt));
   }
 
   /** Run a pass, or ask the one running now for another round; resolves with the jobs it ran (or started). */
@@ -410,11 +334,7 @@ export class Scheduler {
 
   /** An async run ended here: if a pass left due async jobs for want of a slot, run another. */
   private settled(): void {
-    if (this.stopped) {
-      this.notifyIdle();
-      return;
-    }
-    if (this.starved) {
+    if (!this.stopped && this.starved) {
       this.starved = false;
       this.wakeAt(this.clocks.real());
     }
