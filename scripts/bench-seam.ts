@@ -37,6 +37,7 @@ import Database from 'better-sqlite3';
 import { ensureBuilt, kopekCommand, runKopek, scriptArgs, intOption, startKopek, ROOT, type KopekCommand, type KopekServer } from './lib/kopek-process';
 import { runLoad, type LoadRequest, type LoadResult } from './lib/load';
 import { call, median, must, procCpuS, procWriteBytes } from './lib/growth-measure';
+import { fillGrowthRows } from './lib/growth-db';
 
 const opts = scriptArgs(process.argv.slice(2), {
   exe: 'value',
@@ -346,81 +347,18 @@ function demoFile(b: Build, path: string): { version: number; merchantId: string
   }
 }
 
-const YEAR_MS = 365 * 86_400_000;
-
 /**
- * The rows of scripts/lib/growth-db.ts (buildGrowthDb), straight into an existing kopek database through
- * better-sqlite3: `n` payments over three years (a tenth, the newest, pending with links that run out hours after
- * the build, and their link-sweep job), and a tenth as many refunds, payouts, tokens and subscriptions. The
- * schema, merchant and shop are the ones `kopek demo` of the older build made, so that both builds can open it
- * (buildGrowthDb itself makes the schema through this tree's sources, which may be newer than the base's).
+ * The rows of the growth benchmark's database (scripts/lib/growth-db.ts, fillGrowthRows) straight into an
+ * existing kopek database: the schema, merchant and shop are the ones `kopek demo` of the older build made, so
+ * that both builds can open it (buildGrowthDb itself makes the schema through this tree's sources, which may be
+ * newer than the base's).
  */
 function fillRows(path: string, merchantId: string, shopId: string, n: number, now = Date.now()): void {
   const db = new Database(path);
   try {
     db.pragma('synchronous = NORMAL');
     db.pragma('cache_size = -262144');
-    const start = now - 3 * YEAR_MS;
-    const step = Math.max(1, Math.floor((3 * YEAR_MS) / n));
-    const insertPayment = db.prepare(
-      `INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, purpose, metadata, created_at, expires_at, finalized_at)
-       VALUES (?, ?, ?, 'payment', ?, ?, 'test', ?, ?, ?, 'RUB', 'any', ?, ?, ?, ?, ?)`,
-    );
-    const metadata = JSON.stringify({ simulator_outcome: 'succeeded', simulator_failure_code: '' });
-    const seq0 = (db.prepare('SELECT coalesce(max(seq), 0) AS s FROM payments').get() as { s: number }).s;
-    let pending = 0;
-    for (let from = 0; from < n; from += 50_000) {
-      db.transaction(() => {
-        for (let i = from; i < Math.min(n, from + 50_000); i++) {
-          const seq = seq0 + i + 1;
-          const isPending = i >= n - Math.floor(n / 10);
-          const status = isPending ? 'pending' : i % 500 === 7 ? 'failed' : i % 20 === 3 ? 'refunded' : 'succeeded';
-          const created = isPending ? now - 60_000 + (i % 1000) : start + i * step;
-          const expires = isPending ? now + 6 * 3_600_000 + (i % 3_000_000) : created + 86_400_000;
-          if (isPending) pending++;
-          const publicId = `P-${100000 + seq}`;
-          insertPayment.run(seq, randomUUID(), publicId, merchantId, shopId, `order-${i}`, status, 1000 + (i % 90_000), `Payment ${publicId}`, metadata, created, expires, isPending ? null : created + 5000);
-        }
-      })();
-    }
-    if (pending > 0) {
-      const due = db.prepare(`SELECT min(expires_at) AS at FROM payments WHERE shop_id = ? AND mode = 'test' AND status = 'pending'`).get(shopId) as { at: number };
-      db.prepare(`INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at) VALUES ('payment.link_sweep', ?, ?, 'test', ?, ?, '{}', ?)`).run(
-        `${shopId}/test`,
-        shopId,
-        due.at,
-        due.at,
-        now,
-      );
-    }
-    const side = Math.max(10, Math.floor(n / 10));
-    const paidIds = db.prepare(`SELECT id FROM payments WHERE shop_id = ? AND status IN ('succeeded', 'refunded') LIMIT ?`).pluck().all(shopId, side) as string[];
-    db.transaction(() => {
-      const refund = db.prepare(
-        `INSERT INTO refunds (id, payment_id, merchant_id, shop_id, mode, amount, reason, status, created_at, completed_at) VALUES (?, ?, ?, ?, 'test', 500, '', ?, ?, ?)`,
-      );
-      const payout = db.prepare(
-        `INSERT INTO payouts (id, merchant_id, shop_id, mode, amount, currency, method, status, recipient, bank_ref, created_at, completed_at)
-         VALUES (?, ?, ?, 'test', 1000, 'RUB', ?, ?, '{}', ?, ?, ?)`,
-      );
-      const token = db.prepare(
-        `INSERT INTO tokens (id, merchant_id, shop_id, mode, customer_ref, method, status, binding_payment_id, created_at) VALUES (?, ?, ?, 'test', ?, 'cards', ?, ?, ?)`,
-      );
-      const sub = db.prepare(
-        `INSERT INTO subscriptions (id, merchant_id, shop_id, mode, customer_ref, amount, currency, method, period, interval_count, status, token_id, initial_payment_id, created_at)
-         VALUES (?, ?, ?, 'test', ?, 1000, 'RUB', 'cards', 'month', 1, ?, ?, ?, ?)`,
-      );
-      const methods = ['payouts_sbp', 'payouts_card', 'payouts_account'];
-      for (let i = 0; i < side; i++) {
-        const at = start + i * step * 10;
-        const rare = i % 100 === 7;
-        refund.run(randomUUID(), paidIds[i % paidIds.length], merchantId, shopId, rare ? 'failed' : 'succeeded', at, at + 1000);
-        payout.run(randomUUID(), merchantId, shopId, methods[i % 3], rare ? 'failed' : 'succeeded', `ref-${i}`, at, at + 1000);
-        const customer = i % 500 === 11 ? 'cust-bench' : `cust-${i}`;
-        token.run(randomUUID(), merchantId, shopId, customer, rare ? 'cancelled' : 'active', randomUUID(), at);
-        sub.run(randomUUID(), merchantId, shopId, customer, rare ? 'past_due' : 'active', randomUUID(), randomUUID(), at);
-      }
-    })();
+    fillGrowthRows(db, merchantId, shopId, n, now);
     // One file, no WAL beside it: its copies are identical.
     db.pragma('wal_checkpoint(TRUNCATE)');
   } finally {

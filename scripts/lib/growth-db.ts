@@ -5,6 +5,7 @@
 // transactions (a connection of their own, straight through better-sqlite3); the schema, the shop and its key are
 // made by kopek's own code through its store, so the server opens the file as one of its own.
 import { randomUUID } from 'node:crypto';
+import type Database from 'better-sqlite3';
 import { openDatabase } from '../../src/db/open';
 import { openStorage } from '../../src/db/maintenance';
 import { createKey, createMerchant, createShop } from '../../src/cabinet/store';
@@ -47,6 +48,23 @@ export async function buildGrowthDb(path: string, n: number, now = Date.now()): 
     await store.close();
   }
   const db = openDatabase(path, { synchronous: 'NORMAL' });
+  try {
+    const rows = fillGrowthRows(db, merchant.id, shop.id, n, now);
+    return { path, payments: n, shopId: shop.id, key, customerRef: CUSTOMER_REF, ...rows };
+  } finally {
+    db.close();
+  }
+}
+
+/** The customer whose tokens and subscriptions the filter items look for. */
+const CUSTOMER_REF = 'cust-bench';
+
+/**
+ * The rows of a growth database, straight into `db` (an open kopek database of any recent schema, its merchant
+ * and shop already made): `n` payments over three years (the newest tenth pending, with their link-sweep job)
+ * after the payments already there, and a tenth as many refunds, payouts, tokens and subscriptions.
+ */
+export function fillGrowthRows(db: Database.Database, merchantId: string, shopId: string, n: number, now = Date.now()): Pick<GrowthDb, 'sampleIds' | 'lastExpiry' | 'pending'> {
   db.pragma('cache_size = -262144');
   const start = now - 3 * YEAR_MS;
   const step = Math.max(1, Math.floor((3 * YEAR_MS) / n));
@@ -54,6 +72,7 @@ export async function buildGrowthDb(path: string, n: number, now = Date.now()): 
     `INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, purpose, metadata, created_at, expires_at, finalized_at)
      VALUES (?, ?, ?, 'payment', ?, ?, 'test', ?, ?, ?, 'RUB', 'any', ?, ?, ?, ?, ?)`,
   );
+  const seq0 = (db.prepare('SELECT coalesce(max(seq), 0) AS s FROM payments').get() as { s: number }).s;
   const sampleIds: string[] = [];
   const sampleEvery = Math.max(1, Math.floor(n / 20_000));
   let lastExpiry = 0;
@@ -62,7 +81,7 @@ export async function buildGrowthDb(path: string, n: number, now = Date.now()): 
   for (let from = 0; from < n; from += ROWS_PER_TX) {
     db.transaction(() => {
       for (let i = from; i < Math.min(n, from + ROWS_PER_TX); i++) {
-        const seq = i + 1;
+        const seq = seq0 + i + 1;
         const id = randomUUID();
         // Every tenth payment, the newest ones, still waits for its buyer; the rest are history.
         const isPending = i >= n - Math.floor(n / 10);
@@ -74,24 +93,23 @@ export async function buildGrowthDb(path: string, n: number, now = Date.now()): 
           lastExpiry = Math.max(lastExpiry, expires);
         }
         const publicId = `P-${100000 + seq}`;
-        insertPayment.run(seq, id, publicId, merchant.id, shop.id, `order-${i}`, status, 1000 + (i % 90_000), `Payment ${publicId}`, metadata, created, expires, isPending ? null : created + 5000);
+        insertPayment.run(seq, id, publicId, merchantId, shopId, `order-${i}`, status, 1000 + (i % 90_000), `Payment ${publicId}`, metadata, created, expires, isPending ? null : created + 5000);
         if (i % sampleEvery === 0 && !isPending) sampleIds.push(id);
       }
     })();
   }
   if (pending > 0) {
-    const due = db.prepare(`SELECT min(expires_at) AS at FROM payments WHERE shop_id = ? AND mode = 'test' AND status = 'pending'`).get(shop.id) as { at: number };
+    const due = db.prepare(`SELECT min(expires_at) AS at FROM payments WHERE shop_id = ? AND mode = 'test' AND status = 'pending'`).get(shopId) as { at: number };
     db.prepare(`INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at) VALUES ('payment.link_sweep', ?, ?, 'test', ?, ?, '{}', ?)`).run(
-      `${shop.id}/test`,
-      shop.id,
+      `${shopId}/test`,
+      shopId,
       due.at,
       due.at,
       now,
     );
   }
   const side = Math.max(10, Math.floor(n / 10));
-  const paidIds = db.prepare(`SELECT id FROM payments WHERE shop_id = ? AND status IN ('succeeded', 'refunded') LIMIT ?`).pluck().all(shop.id, side) as string[];
-  const customerRef = 'cust-bench';
+  const paidIds = db.prepare(`SELECT id FROM payments WHERE shop_id = ? AND status IN ('succeeded', 'refunded') LIMIT ?`).pluck().all(shopId, side) as string[];
   db.transaction(() => {
     const refund = db.prepare(
       `INSERT INTO refunds (id, payment_id, merchant_id, shop_id, mode, amount, reason, status, created_at, completed_at) VALUES (?, ?, ?, ?, 'test', 500, '', ?, ?, ?)`,
@@ -111,13 +129,12 @@ export async function buildGrowthDb(path: string, n: number, now = Date.now()): 
     for (let i = 0; i < side; i++) {
       const at = start + i * step * 10;
       const rare = i % 100 === 7;
-      refund.run(randomUUID(), paidIds[i % paidIds.length], merchant.id, shop.id, rare ? 'failed' : 'succeeded', at, at + 1000);
-      payout.run(randomUUID(), merchant.id, shop.id, methods[i % 3], rare ? 'failed' : 'succeeded', `ref-${i}`, at, at + 1000);
-      const customer = i % 500 === 11 ? customerRef : `cust-${i}`;
-      token.run(randomUUID(), merchant.id, shop.id, customer, rare ? 'cancelled' : 'active', randomUUID(), at);
-      sub.run(randomUUID(), merchant.id, shop.id, customer, rare ? 'past_due' : 'active', randomUUID(), randomUUID(), at);
+      refund.run(randomUUID(), paidIds[i % paidIds.length], merchantId, shopId, rare ? 'failed' : 'succeeded', at, at + 1000);
+      payout.run(randomUUID(), merchantId, shopId, methods[i % 3], rare ? 'failed' : 'succeeded', `ref-${i}`, at, at + 1000);
+      const customer = i % 500 === 11 ? CUSTOMER_REF : `cust-${i}`;
+      token.run(randomUUID(), merchantId, shopId, customer, rare ? 'cancelled' : 'active', randomUUID(), at);
+      sub.run(randomUUID(), merchantId, shopId, customer, rare ? 'past_due' : 'active', randomUUID(), randomUUID(), at);
     }
   })();
-  db.close();
-  return { path, payments: n, shopId: shop.id, key, sampleIds, customerRef, lastExpiry, pending };
+  return { sampleIds, lastExpiry, pending };
 }

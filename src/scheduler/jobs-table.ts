@@ -81,35 +81,11 @@ export class JobsTable {
     createdAt: number,
     claim: Claim | null,
   ): Promise<number> {
-    const info =
-      claim === null
-        ? await tx.run(
-            `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-            kind,
-            subjectId,
-            shopId,
-            mode,
-            dueAt,
-            runAt,
-            payload,
-            createdAt,
-          )
-        : await tx.run(
-            `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at, claimed_by, claim_token, claim_until)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-            kind,
-            subjectId,
-            shopId,
-            mode,
-            dueAt,
-            runAt,
-            payload,
-            createdAt,
-            claim.by,
-            claim.token,
-            claim.until,
-          );
+    const info = await tx.run(
+      `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at, claimed_by, claim_token, claim_until)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      kind, subjectId, shopId, mode, dueAt, runAt, payload, createdAt, claim?.by ?? null, claim?.token ?? null, claim?.until ?? null,
+    );
     return Number(info.lastInsertRowid);
   }
 
