@@ -41,6 +41,7 @@ test('bad values are one-line errors naming the option and quoting the value', (
     [['--port'], {}, /option --port needs a value/],
     [['--body-limit', '0'], {}, /--body-limit must be at least 1 byte/],
     [['--rate-burst', '0'], {}, /--rate-burst must be at least 1/],
+    [['--job-lease', '0'], {}, /--job-lease must be more than 0 seconds, got 0/],
     [['--sim-delay', '-2'], {}, /--sim-delay must be a non-negative number, got "-2"/],
   ];
   for (const [argv, env, re] of cases) {
