@@ -68,7 +68,8 @@ async function shot(page: Page, name: string): Promise<void> {
 async function signInByKeyboard(page: Page, email = OWNER, password = TEST_PASSWORD): Promise<void> {
   await page.goto(`${s.url}/cabinet/overview`);
   assert.equal(new URL(page.url()).pathname, '/cabinet/login');
-  assert.equal(await page.evaluate('document.activeElement && document.activeElement.id'), 'email');
+  // The browser applies autofocus when it next renders, which may come after the load event.
+  await page.waitForFunction("document.activeElement && document.activeElement.id === 'email'", null, { timeout: 5000 });
   await page.keyboard.type(email);
   await page.keyboard.press('Tab');
   await page.keyboard.type(password);
