@@ -14,9 +14,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { get as httpGet } from 'node:http';
 import { openDatabase } from '../src/db/open';
-import { defaultConfig } from '../src/config';
+import { defaultConfig } from '../src/base/config';
 import { startApp } from '../src/app';
-import { createLogger } from '../src/log';
+import { createLogger } from '../src/base/log';
 import { startTestServer } from '../test/helpers/server';
 
 const small = process.argv.includes('--small');

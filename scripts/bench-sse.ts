@@ -15,8 +15,8 @@ type Msg = { type: 'ready'; url: string; key: string } | { type: 'rss'; rss: num
 
 async function child(): Promise<void> {
   const { startApp } = await import('../src/app');
-  const { defaultConfig } = await import('../src/config');
-  const { createLogger } = await import('../src/log');
+  const { defaultConfig } = await import('../src/base/config');
+  const { createLogger } = await import('../src/base/log');
   const dir = process.env.BENCH_DIR!;
   const running = await startApp({ ...defaultConfig(), port: 0, db: join(dir, 'bench.db'), demo: false, logLevel: 'silent' }, { log: createLogger('silent') });
   const { createDemo } = await import('../src/cabinet/store');

@@ -1,9 +1,9 @@
-import type { Config } from './config';
+import type { Config } from './base/config';
 import type { Store } from './db/store';
 import type { Clocks } from './scheduler/clock';
 import type { Scheduler } from './scheduler/jobs';
 import type { Events } from './events/emit';
-import type { Logger } from './log';
+import type { Logger } from './base/log';
 import type { BankDirectory } from './bank-port/directory';
 import type { EventStreamHub } from './events/stream';
 import type { PaymentViewCache } from './payments/view-cache';

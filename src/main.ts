@@ -1,6 +1,6 @@
 import { COMMANDS } from './cli';
 import { io, processIo, withIo, type Io } from './cli/command';
-import { VERSION } from './version';
+import { VERSION } from './base/version';
 
 const usage = () => `kopek ${VERSION}: a payment service in one executable
 

@@ -2,7 +2,7 @@ import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args';
 import { COMMON_OPTIONS, io, output, processIo, type Command } from './command';
-import { defaultConfig } from '../config';
+import { defaultConfig } from '../base/config';
 import { openBackupSource, verifyCopy } from '../db/maintenance';
 import { masterKeySource } from '../secrets/master-key';
 

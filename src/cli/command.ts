@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileSchemaVersion, openStorage } from '../db/maintenance';
 import type { Store } from '../db/store';
-import { defaultConfig } from '../config';
+import { defaultConfig } from '../base/config';
 import { flag, type Args } from './args';
 
 /** An admin command: a name, a fixed usage text, and `run`, which returns its exit code. */

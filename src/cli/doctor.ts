@@ -1,6 +1,6 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { COMMON_OPTIONS, output, type Command } from './command';
-import { defaultConfig } from '../config';
+import { defaultConfig } from '../base/config';
 import { SCHEMA_VERSION } from '../db/open';
 import { integrityCheck, journalMode, openExistingStorage, probeDatabase, schemaVersion } from '../db/maintenance';
 import type { Reader, Store } from '../db/store';

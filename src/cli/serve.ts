@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { loadConfig, OPTIONS } from '../config';
+import { loadConfig, OPTIONS } from '../base/config';
 import { startApp } from '../app';
 import { openStorage } from '../db/maintenance';
 import { createDemo, isEmpty } from '../cabinet/store';

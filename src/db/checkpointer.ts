@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import type { Logger } from '../log';
+import type { Logger } from '../base/log';
 import { betterSqliteLib, nativeBindingPath } from './native';
 
 /** Least time between two checkpoints while commits keep coming. */

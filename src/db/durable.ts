@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { Logger } from '../log';
+import type { Logger } from '../base/log';
 import { runBody, type Body } from './body';
 import { SqliteTx } from './tx';
 

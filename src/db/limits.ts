@@ -1,4 +1,4 @@
-import type { Logger } from '../log';
+import type { Logger } from '../base/log';
 
 /** Most transaction bodies one group commit holds; the rest wait for the next. */
 export const GROUP_LIMIT = 512;

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
-import type { Logger } from '../log';
+import type { Logger } from '../base/log';
 import { openDatabase } from './open';
 import { nativeBinding } from './native';
 import { Store, type Reader } from './store';

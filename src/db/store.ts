@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { realpathSync } from 'node:fs';
-import { createLogger, type Logger } from '../log';
+import { createLogger, type Logger } from '../base/log';
 import { Checkpointer } from './checkpointer';
 import { cachedStmt } from './statements';
 import { getRow, SqliteTx, type Reader, type Row, type Tx } from './tx';

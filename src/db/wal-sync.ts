@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { closeSync, fdatasync, fdatasyncSync, openSync, realpathSync } from 'node:fs';
-import type { Logger } from '../log';
+import type { Logger } from '../base/log';
 
 /** The exit code of a process stopped by a failed WAL sync (EX_SOFTWARE: the process cannot go on). */
 export const WAL_SYNC_FAILED_EXIT = 70;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Store, Tx } from '../db/store';
 import type { Clocks, Pin } from './clock';
-import type { Logger } from '../log';
+import type { Logger } from '../base/log';
 import { toJob, type Job, type JobRow, type JobsTable } from './jobs-table';
 
 /**

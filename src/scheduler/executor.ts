@@ -1,7 +1,7 @@
 import type { Reader, Store, Tx } from '../db/store';
 import type { AdvanceClaim, Clocks, Pin } from './clock';
 import { HookedTx } from './hooked-tx';
-import type { Logger } from '../log';
+import type { Logger } from '../base/log';
 import { toJob, type Claim, type Job, type JobRow, type JobsTable } from './jobs-table';
 import type { AsyncJobKind } from './async-runner';
 

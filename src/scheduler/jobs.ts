@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Reader, Store, Tx } from '../db/store';
 import type { Clocks, Mode } from './clock';
-import type { Logger } from '../log';
+import type { Logger } from '../base/log';
 import { FIRST_KEY, JobsTable, type Claim, type JobKey, type JobRow } from './jobs-table';
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';

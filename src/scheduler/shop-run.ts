@@ -5,7 +5,7 @@ import type { JobRow, JobsTable } from './jobs-table';
 import type { AsyncRunner } from './async-runner';
 import type { Executor, Refetch } from './executor';
 import type { SchedulerLimits } from './limits';
-import type { Logger } from '../log';
+import type { Logger } from '../base/log';
 
 /** A job just scheduled: its id, its due time on its shop's clock, and its row as written. */
 export interface FreshJob {

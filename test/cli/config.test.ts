@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig, defaultConfig } from '../../src/config';
+import { loadConfig, defaultConfig } from '../../src/base/config';
 
 test('defaults: port 8080, ./data/kopek.db, demo on, 1 MiB body limit', () => {
   const c = loadConfig([], {});

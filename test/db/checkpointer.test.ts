@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { Checkpointer } from '../../src/db/checkpointer';
 import { openDatabase } from '../../src/db/open';
 import { Store } from '../../src/db/store';
-import { createLogger } from '../../src/log';
+import { createLogger } from '../../src/base/log';
 import { doRequest, startTestServer } from '../helpers/server';
 import { spawnServer, type ChildServer } from '../helpers/child-server';
 import { createPayment } from '../helpers/payments';

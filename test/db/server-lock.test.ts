@@ -5,8 +5,8 @@ import { spawn } from 'node:child_process';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli } from '../helpers/cli';
 import { startApp } from '../../src/app';
-import { defaultConfig } from '../../src/config';
-import { createLogger } from '../../src/log';
+import { defaultConfig } from '../../src/base/config';
+import { createLogger } from '../../src/base/log';
 import { acquireServerLock } from '../../src/db/server-lock';
 
 let s: TestServer;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/db/open';
 import { Store } from '../../src/db/store';
-import { createLogger } from '../../src/log';
+import { createLogger } from '../../src/base/log';
 
 const ROOT = join(__dirname, '..', '..');
 

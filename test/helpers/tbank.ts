@@ -2,7 +2,7 @@ import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer, type TestShop } from './server';
 import { fakeTime, type FakeTime } from './fake-time';
-import type { Config } from '../../src/config';
+import type { Config } from '../../src/base/config';
 import { putShopAcquirer } from '../../src/bank-port/store';
 import { MasterKey } from '../../src/secrets/master-key';
 import { tbankAcquirer } from '../../src/tbank/settings';

@@ -8,8 +8,8 @@ import { runCli } from '../helpers/cli';
 import { startReceiver } from '../helpers/webhooks';
 import { openSse } from '../helpers/sse-client';
 import { startApp } from '../../src/app';
-import { defaultConfig } from '../../src/config';
-import { createLogger } from '../../src/log';
+import { defaultConfig } from '../../src/base/config';
+import { createLogger } from '../../src/base/log';
 import { addEndpoint } from '../../src/webhooks/store';
 import { parseMetrics, sample } from '../helpers/prom';
 

@@ -4,7 +4,7 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { fakeTime } from '../helpers/fake-time';
 import { openStorage } from '../../src/db/maintenance';
 import type { Store } from '../../src/db/store';
-import { createLogger } from '../../src/log';
+import { createLogger } from '../../src/base/log';
 import { Clocks, type Mode } from '../../src/scheduler/clock';
 import { Scheduler } from '../../src/scheduler/jobs';
 import { REREAD_MS } from '../../src/scheduler/limits';

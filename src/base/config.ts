@@ -1,4 +1,4 @@
-import { strictArgs, type RefusalWording, type StrictOptions } from './cli/strict-args';
+import { strictArgs, type RefusalWording, type StrictOptions } from './strict-args';
 import type { LogLevel } from './log';
 
 /** The server's whole configuration, from flags and `KOPEK_*` environment variables (flags win). */
