@@ -2,7 +2,7 @@ import type { App } from '../app-types';
 import type { Tx } from '../db/store';
 import type { Job } from '../scheduler/jobs-table';
 import { getPayment } from '../payments/store';
-import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow } from '../payments/types';
+import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow } from '../model/payment';
 import { bankCancelTx, expireTx, resolveTx } from '../payments/state';
 import { getRefund, settleRefundTx } from '../refunds/refunds';
 import { finishPayoutTx } from '../payouts/payouts';

@@ -1,7 +1,7 @@
 import type { Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
-import type { PaymentRow } from '../payments/types';
-import type { RefundRow } from '../payments/store';
+import type { PaymentRow } from '../model/payment';
+import type { RefundRow } from '../model/refund';
 import type { PayoutMethod } from '../payouts/fields';
 
 // The one seam between the domain and every bank. Payments, refunds, tokens, subscriptions and payouts

@@ -5,8 +5,8 @@
  * of those domains is adapted here alone.
  */
 import type { App } from '../app-types';
-import type { PaymentRow } from '../payments/types';
-import type { RefundRow } from '../payments/store';
+import type { PaymentRow } from '../model/payment';
+import type { RefundRow } from '../model/refund';
 import { getPayment } from '../payments/store';
 import { cancelTx } from '../payments/state';
 import { createRefundTx, refundableOf } from '../refunds/refunds';

@@ -6,7 +6,7 @@ import { encodeCursor } from '../registers/cursor';
 import { REGISTERS as TABLES } from '../registers/plan';
 import { parseRegisterQuery, toPage, type RegisterQuery } from '../registers/query';
 import { cabinetRows, cabinetSeeks, SCAN_ROWS_MAX, type CabinetRows, type RowFilter } from './register-rows';
-import { PAYMENT_STATUSES } from '../payments/types';
+import { PAYMENT_STATUSES } from '../model/payment';
 import { REFUND_STATUSES } from '../refunds/handlers';
 import { iso } from '../util/time';
 import { cabinetPage, field, table } from './layout';

@@ -2,7 +2,7 @@ import type { Ctx } from '../http/types';
 import { notFound } from '../http/errors';
 import { isUuid } from '../util/ids';
 import type { Shop } from './store';
-import type { PaymentRow } from '../payments/types';
+import type { PaymentRow } from '../model/payment';
 import { findPayment } from './domain';
 import type { Actor } from './audit';
 

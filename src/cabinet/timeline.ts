@@ -1,6 +1,6 @@
 import type { Reader } from '../db/store';
 import { eventIdPrefix } from '../util/ids';
-import type { PaymentRow } from '../payments/types';
+import type { PaymentRow } from '../model/payment';
 
 /** Events shown on a payment's timeline; a payment has a handful, this only bounds a pathological one. */
 export const TIMELINE_MAX = 200;

@@ -1,6 +1,6 @@
 import type { Ctx, Reply } from '../http/types';
 import { buyerCancel, findPaymentForPage, payWithMethod } from '../payments/buyer';
-import type { PaymentView } from '../payments/types';
+import type { PaymentView } from '../model/payment';
 import { backToPage, formOf, langOf, renderNotFound, tolerateMovedOn } from './render';
 import { PAGE_METHODS } from './screens';
 

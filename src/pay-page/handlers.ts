@@ -2,7 +2,7 @@ import QRCode from 'qrcode';
 import type { Ctx, Reply } from '../http/types';
 import { notFound } from '../http/errors';
 import { buyerRedirectUrl, findPaymentForPage } from '../payments/buyer';
-import type { PaymentView } from '../payments/types';
+import type { PaymentView } from '../model/payment';
 import { isTest } from './layout';
 import { backToPage, isFinal, langOf, renderNotFound, renderPage } from './render';
 import { bankScreen, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, processingScreen, sbpScreen, statusScreen, threeDsScreen, type ScreenCtx } from './screens';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { formatAmount, purpose, t, type Lang } from './i18n';
 import { CSS } from './styles';
 import { clientScript } from './scripts';
-import type { PaymentView } from '../payments/types';
+import type { PaymentView } from '../model/payment';
 
 const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 

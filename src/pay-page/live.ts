@@ -1,6 +1,6 @@
 import QRCode from 'qrcode';
 import type { Ctx, Reply } from '../http/types';
-import type { PaymentView } from '../payments/types';
+import type { PaymentView } from '../model/payment';
 import { getPayment } from '../payments/store';
 import type { PageSession } from '../bank-port/port';
 import { esc } from './layout';

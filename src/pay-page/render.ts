@@ -1,7 +1,7 @@
 import type { Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
-import type { PaymentView } from '../payments/types';
-import { FINAL_STATUSES } from '../payments/types';
+import type { PaymentView } from '../model/payment';
+import { FINAL_STATUSES } from '../model/payment';
 import { pickLang, purpose, t, type Lang } from './i18n';
 import { href, kindOf, newNonce, page, pageHeaders, returnOrigin } from './layout';
 import { notFoundScreen } from './screens';

@@ -1,7 +1,7 @@
 import { esc, href, isTest, kindOf } from './layout';
 import { failureReason, formatAmount, purpose, t, type Lang, type TextKey } from './i18n';
 import { TEST_CARDS, THREE_DS_CODE, type CardFieldError } from '../simulator/cards';
-import type { PaymentView } from '../payments/types';
+import type { PaymentView } from '../model/payment';
 import type { PageStep } from './steps';
 
 /** What every screen renders from: the language, the payment and the buyer's step. */

@@ -1,6 +1,6 @@
 import type { App } from '../app-types';
 import type { Reader } from '../db/store';
-import type { PaymentView } from '../payments/types';
+import type { PaymentView } from '../model/payment';
 
 /** A step of the page that outlives one request (table pay_page_steps). */
 export interface PageStep {

@@ -4,7 +4,7 @@ import { badRequest, notFound } from '../http/errors';
 import { isUuid } from '../util/ids';
 import { cancelTx, chooseMethodTx, openSessionTx } from './state';
 import { getPayment, paymentView } from './store';
-import { PAYMENT_METHODS, type ConcreteMethod, type PaymentRow, type PaymentView } from './types';
+import { PAYMENT_METHODS, type ConcreteMethod, type PaymentRow, type PaymentView } from '../model/payment';
 
 // What the hosted page may do to a payment, by payment id alone (the page is public): each call is one
 // group-committed transaction and throws ApiError 409 invalid_state when the payment is in the wrong state.

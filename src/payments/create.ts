@@ -8,7 +8,7 @@ import { uuid } from '../util/ids';
 import { openSessionTx } from './state';
 import { ensureLinkSweep } from './expiry';
 import { insertedRow, insertPayment, type InsertParams } from './store';
-import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from './types';
+import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from '../model/payment';
 
 /** Fields POST /v1/public/payments accepts. */
 export const CREATE_FIELDS = ['amount', 'currency', 'method', 'order_id', 'customer_id', 'return_url', 'description', 'webhook_url', 'ttl_minutes', 'metadata'] as const;

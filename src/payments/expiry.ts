@@ -2,7 +2,7 @@ import type { App } from '../app-types';
 import type { Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { LINK_END, nextEnd, SESSION_END, type Deadline } from './store';
-import type { PaymentRow } from './types';
+import type { PaymentRow } from '../model/payment';
 
 /**
  * Job kind: expire the pending payments of one shop and mode whose links have run out. One such job waits per

@@ -12,7 +12,7 @@ import { creationBody, createPaymentTx, parseCreateBody } from './create';
 import { failureMessage } from './failures';
 import { cancelTx } from './state';
 import { getPayment, getPaymentJson, metadataOf } from './store';
-import { PAYMENT_STATUSES, type PaymentRow } from './types';
+import { PAYMENT_STATUSES, type PaymentRow } from '../model/payment';
 
 /** True when the key may see the payment: its shop's, and its mode unless `anyMode`. */
 function visibleTo(auth: Auth, p: { shop_id: string; mode: Mode }, anyMode: boolean): boolean {

@@ -1,5 +1,5 @@
 import type { Tx } from '../db/store';
-import type { PaymentRow, PaymentStatus } from './types';
+import type { PaymentRow, PaymentStatus } from '../model/payment';
 
 /**
  * A reaction to a payment's status change, run inside the transaction that made it, after the change, its money

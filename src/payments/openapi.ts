@@ -17,7 +17,7 @@ import {
   timeOrNullSchema,
 } from '../http/openapi-types';
 import { refusal } from '../http/openapi-shape';
-import { PAYMENT_METHODS, PAYMENT_STATUSES } from './types';
+import { PAYMENT_METHODS, PAYMENT_STATUSES } from '../model/payment';
 import { TTL_MAX_MIN } from './create';
 
 const timeOrNull = { ...timeOrNullSchema, description: 'null until known' };

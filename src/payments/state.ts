@@ -5,7 +5,7 @@ import { post } from '../ledger/ledger';
 import type { Opener } from '../bank-port/port';
 import { ensureSessionSweep } from './expiry';
 import { getPayment, insertPayment, metadataOf, paymentView, updatePayment, updatePaymentFrom, type InsertParams } from './store';
-import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from './types';
+import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from '../model/payment';
 
 /** Job kind of schema version 1: one pending payment's link lifetime ends at expires_at (now see expiry.ts). */
 export const LINK_EXPIRY_JOB = 'payment.link_expiry';

@@ -2,23 +2,8 @@ import type { Reader, Tx } from '../db/store';
 import { updateById } from '../db/tx';
 import { FOR_UPDATE, isPrimaryKeyConflict, nextPaymentSeq } from '../db/dialect';
 import { iso, isoOrNull } from '../util/time';
-import type { PaymentRow, PaymentView, RefundView } from './types';
-
-/** A refund row as stored. */
-export interface RefundRow {
-  seq: number;
-  id: string;
-  payment_id: string;
-  merchant_id: string;
-  shop_id: string;
-  mode: 'test' | 'live';
-  amount: number;
-  reason: string;
-  status: 'pending' | 'succeeded' | 'failed';
-  failure_code: string;
-  created_at: number;
-  completed_at: number | null;
-}
+import type { PaymentRow, PaymentView, RefundView } from '../model/payment';
+import type { RefundRow } from '../model/refund';
 
 /** A payment by id, any shop (callers check the shop). Inside a transaction pass its tx, outside the store. */
 export async function getPayment(q: Reader, id: string): Promise<PaymentRow | undefined> {

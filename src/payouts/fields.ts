@@ -1,18 +1,8 @@
 import { badRequest, ApiError } from '../http/errors';
 import { amountField, bodyObject, currencyField, describe, strField } from '../http/validate';
+import { PAYOUT_SCOPES, PAYOUT_METHODS, type PayoutMethod } from '../model/payout';
+export { PAYOUT_SCOPES, PAYOUT_METHODS, type PayoutMethod };
 
-/** The payout methods and the scope each needs. */
-export const PAYOUT_SCOPES = {
-  payouts_sbp: 'api:payouts:sbp',
-  payouts_card: 'api:payouts:card',
-  payouts_account: 'api:payouts:account',
-} as const;
-
-/** One payout method. */
-export type PayoutMethod = keyof typeof PAYOUT_SCOPES;
-
-/** Every payout method, in the order the docs list them. */
-export const PAYOUT_METHODS = Object.keys(PAYOUT_SCOPES) as PayoutMethod[];
 
 /** The recipient fields of each method (besides `amount` and the optional `currency`). */
 const RECIPIENT_FIELDS: Record<PayoutMethod, readonly string[]> = {

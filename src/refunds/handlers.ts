@@ -6,7 +6,8 @@ import { iso, isoOrNull } from '../util/time';
 import { highNeeded, parseRegisterQuery, toPage } from '../registers/query';
 import { registerRows, REGISTERS } from '../registers/plan';
 import { maxSeq, paymentOfShop } from '../payments/handlers';
-import { refundView, type RefundRow } from '../payments/store';
+import { refundView } from '../payments/store';
+import type { RefundRow } from '../model/refund';
 import { createRefundTx } from './refunds';
 
 /** Refund statuses, for the register filter. */

@@ -7,8 +7,9 @@ import { finishRefundRow, getRefund, heldByRefunds, insertRefund } from './store
 export { getRefund };
 import { post, postedAmount, type Book } from '../ledger/ledger';
 import { applyRefundTx, reload } from '../payments/state';
-import { getPayment, lockPayment, paymentView, type RefundRow } from '../payments/store';
-import type { PaymentRow } from '../payments/types';
+import { getPayment, lockPayment, paymentView } from '../payments/store';
+import type { RefundRow } from '../model/refund';
+import type { PaymentRow } from '../model/payment';
 
 /** What a refund is created from. */
 export interface RefundInput {

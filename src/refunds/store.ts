@@ -1,5 +1,5 @@
 import type { Reader, Tx } from '../db/store';
-import type { RefundRow } from '../payments/store';
+import type { RefundRow } from '../model/refund';
 
 /** A refund row by id. Inside a transaction pass its tx, outside the store. */
 export async function getRefund(q: Reader, id: string): Promise<RefundRow | undefined> {

@@ -1,7 +1,7 @@
 import type { App } from '../app-types';
 import type { Tx } from '../db/store';
-import type { PaymentRow } from '../payments/types';
-import type { RefundRow } from '../payments/store';
+import type { PaymentRow } from '../model/payment';
+import type { RefundRow } from '../model/refund';
 import { paymentAnswered } from '../bank-port/answers';
 import type { BankPort, CallbackResult, NewPayment, OperationRef, PayoutRequest, PayoutStart, SessionRequest } from '../bank-port/port';
 import { TEST_PROVIDER } from '../bank-port/directory';

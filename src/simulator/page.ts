@@ -3,7 +3,7 @@ import type { Ctx, Reply } from '../http/types';
 import { ApiError, notFound } from '../http/errors';
 import { isUuid } from '../util/ids';
 import { getPayment, metadataOf, paymentView } from '../payments/store';
-import type { PaymentView } from '../payments/types';
+import type { PaymentView } from '../model/payment';
 import { paymentAnswered } from '../bank-port/answers';
 import { loadForAction } from '../pay-page/actions';
 import { isTest } from '../pay-page/layout';

@@ -10,7 +10,7 @@ import { chooseMethodTx, expireTx, openSessionTx, reload } from '../payments/sta
 import { paymentAnswered } from '../bank-port/answers';
 import type { PaymentAnswer } from '../bank-port/port';
 import { getPayment, metadataOf, paymentView } from '../payments/store';
-import type { ConcreteMethod, PaymentRow } from '../payments/types';
+import type { ConcreteMethod, PaymentRow } from '../model/payment';
 import { planFromMetadata } from './plan';
 
 /** Job kind: the test bank answers a session after --sim-delay. */

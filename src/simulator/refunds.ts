@@ -1,7 +1,7 @@
 import type { App } from '../app-types';
 import type { Tx } from '../db/store';
 import { bankCodeFor } from '../payments/failures';
-import type { RefundRow } from '../payments/store';
+import type { RefundRow } from '../model/refund';
 import { getRefund } from '../refunds/refunds';
 import { refundAnswered } from '../bank-port/answers';
 import { refundOutcome } from './plan';

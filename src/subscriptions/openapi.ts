@@ -14,7 +14,7 @@ import {
   timeOrNullSchema as timeOrNull,
   amountSchema as amount,
 } from '../http/openapi-types';
-import { PAYMENT_STATUSES } from '../payments/types';
+import { PAYMENT_STATUSES } from '../model/payment';
 import { TOKEN_METHODS } from '../tokens/store';
 import { recurrentListQuery } from '../tokens/openapi';
 import { PERIODS } from './calendar';

@@ -1,6 +1,6 @@
 import type { App } from '../app-types';
 import type { Tx } from '../db/store';
-import type { PaymentRow } from '../payments/types';
+import type { PaymentRow } from '../model/payment';
 import { createRefundTx } from '../refunds/refunds';
 import { getToken, recurrentPayment } from '../tokens/store';
 import { activateTokenTx, chargedTx } from '../tokens/tokens';

@@ -6,7 +6,7 @@ import { DAY_MS } from '../util/time';
 import { uuid } from '../util/ids';
 import { cancelTx } from '../payments/state';
 import { getPayment, metadataOf } from '../payments/store';
-import type { PaymentRow } from '../payments/types';
+import type { PaymentRow } from '../model/payment';
 import { chargeMade, getToken, type RecurrentPaymentRow, type TokenMethod } from '../tokens/store';
 import { activateTokenTx, CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargedTx, chargeTokenTx, createBindingTx } from '../tokens/tokens';
 import { chargeTime, firstIndexAfter, type Period } from './calendar';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { App } from '../app-types';
 import type { Tx } from '../db/store';
-import type { PaymentRow } from '../payments/types';
-import type { RefundRow } from '../payments/store';
+import type { PaymentRow } from '../model/payment';
+import type { RefundRow } from '../model/refund';
 import { getPayment } from '../payments/store';
 import type { BankPort, CallbackRequest, CallbackResult, OperationRef, PageSession, PayoutStart, SessionRequest } from '../bank-port/port';
 import { shopAcquirer } from '../bank-port/store';

@@ -10,7 +10,7 @@ import { postJson, type Sent } from './http';
 import { accepted, checkOrderPayment, failureCodeOf, paymentAnswerOf, refundAnswerOf, TBANK, tbankToken, withoutSecrets, type TBankAnswer, type TBankMethod } from './protocol';
 import { terminalOf } from './settings';
 import { getRebill, getRequest, getSession, markAnswered, markSent, recurrentOf, updateSession, type BankRequestRow } from './records';
-import type { PaymentRow } from '../payments/types';
+import type { PaymentRow } from '../model/payment';
 
 /** Job kind: send one recorded request to T-Bank and report its answer. */
 /** What an answer may ask of the connector (connector.ts): another request, a QR code, a session opened anew. */

@@ -15,7 +15,7 @@ import {
   timeOrNullSchema as timeOrNull,
   amountSchema as amount,
 } from '../http/openapi-types';
-import { PAYMENT_STATUSES } from '../payments/types';
+import { PAYMENT_STATUSES } from '../model/payment';
 import { TOKEN_METHODS, TOKEN_STATUSES } from './store';
 
 const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];

@@ -6,7 +6,7 @@ import { uuid } from '../util/ids';
 import { createPaymentTx } from '../payments/create';
 import { cancelTx } from '../payments/state';
 import { getPayment } from '../payments/store';
-import type { PaymentRow } from '../payments/types';
+import type { PaymentRow } from '../model/payment';
 import { getToken, insertToken, recordPayment, tokenView, updateToken, type TokenMethod, type TokenRow } from './store';
 
 /** Card binding verifies the card with 1 RUB (in kopecks). */

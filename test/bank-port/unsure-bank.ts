@@ -2,8 +2,9 @@ import type { App } from '../../src/app-types';
 import type { Tx } from '../../src/db/store';
 import type { BankPort, CallbackRequest, CallbackResult, MoneyAnswer, NewPayment, OperationRef, PaymentAnswer, PayoutRequest, PayoutStart, SessionRequest } from '../../src/bank-port/port';
 import { paymentAnswered, payoutAnswered, refundAnswered } from '../../src/bank-port/answers';
-import { getPayment, type RefundRow } from '../../src/payments/store';
-import type { PaymentRow } from '../../src/payments/types';
+import { getPayment } from '../../src/payments/store';
+import type { RefundRow } from '../../src/model/refund';
+import type { PaymentRow } from '../../src/model/payment';
 
 /** The provider name shops set to reach the unsure bank. */
 export const UNSURE = 'unsure';
