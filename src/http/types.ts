@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { App } from '../app-types';
 
 /** What authentication established about the caller. */
 export interface Auth {
@@ -30,9 +29,13 @@ export interface CabinetAuth {
   flash: { kind: 'ok' | 'error'; text: string } | null;
 }
 
-/** Everything a handler may read about the request. */
-export interface Ctx {
-  app: App;
+/**
+ * Everything a handler may read about the request. `app` holds the services the route table hands its
+ * handlers; a handler names in `S` only what it uses (the core, or a domain's type that extends it), and
+ * the wiring at the root passes an object that has all of them.
+ */
+export interface Ctx<S = unknown> {
+  app: S;
   req: IncomingMessage;
   res: ServerResponse;
   requestId: string;
@@ -74,7 +77,7 @@ export type Reply =
   | { raw: true };
 
 /** A handler returns a reply or throws an ApiError. */
-export type Handler = (ctx: Ctx) => Reply | Promise<Reply>;
+export type Handler<S = unknown> = (ctx: Ctx<S>) => Reply | Promise<Reply>;
 
 /**
  * How a route is guarded: no auth, any API key, a test key (live keys get 404), or a cabinet session
@@ -86,12 +89,12 @@ export type AuthKind = 'none' | 'key' | 'test' | 'cabinet';
 export type BodyKind = 'json' | 'form';
 
 /** One line of the route table. */
-export interface RouteDef {
+export interface RouteDef<S = unknown> {
   auth: AuthKind;
   /** Scope the key must have; a scope that depends on the body (payouts by method) is checked in the handler with requireScope. */
   scope?: string;
   body?: BodyKind;
   /** The route also accepts a stream token in `?token=` instead of the key (src/auth/stream-token.ts). */
   streamToken?: boolean;
-  handler: Handler;
+  handler: Handler<S>;
 }

@@ -1,0 +1,33 @@
+import type { Config } from '../base/config';
+import type { Logger } from '../base/log';
+import type { Store } from '../db/store';
+import type { Clocks } from '../scheduler/clock';
+import type { Scheduler } from '../scheduler/jobs';
+import type { Events } from '../events/emit';
+import type { BankDirectory } from '../bank-port/directory';
+
+/**
+ * What every domain is built from, made first and in this order by `buildCore` (core/build.ts): the
+ * configuration, the log, the storage, the clocks, the jobs table, the event log and the bank directory.
+ * It holds no domain service: a domain that needs another's service (payments' hooks, the view cache) names
+ * it in a type of its own that extends Core, and the wiring at the root hands it over.
+ */
+export interface Core {
+  readonly config: Config;
+  readonly log: Logger;
+  readonly store: Store;
+  readonly clocks: Clocks;
+  readonly scheduler: Scheduler;
+  readonly events: Events;
+  /** Which bank each shop and mode reaches (the simulator in test mode; the shop's acquirer live). */
+  readonly banks: BankDirectory;
+  readonly version: string;
+  /** Address of the API as clients reach it (known once listening). */
+  baseUrl(): string;
+  /** Address of the hosted payment page. */
+  payPageUrl(): string;
+  /** Called on shutdown after the server stopped accepting, before the database closes; in reverse order of adding. */
+  onClose(fn: () => void | Promise<void>): void;
+  /** True once shutdown began (long-lived handlers end themselves). */
+  readonly closing: boolean;
+}
