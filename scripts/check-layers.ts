@@ -1,0 +1,165 @@
+/**
+ * The shape of src/, as docs/architecture.md draws it:
+ * - the folders form layers in the order of LAYERS below: a file imports only from its own folder or a
+ *   folder of a lower layer (type-only imports count: they tie the files together just as much);
+ * - no import circle between files;
+ * - no source file over FILE_LINES lines, no function over FUNCTION_LINES lines (the route table aside).
+ * Prints each finding as `file:line: message` and exits 1 if there is any; `--graph` also prints which folder
+ * imports which.
+ */
+import ts from 'typescript';
+import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+/** The layers, bottom first; folders of one layer may not import each other. The root files sit on top. */
+export const LAYERS: readonly (readonly string[])[] = [
+  ['util'],
+  ['base'],
+  ['db'],
+  ['secrets'],
+  ['scheduler'],
+  ['model'],
+  ['http'],
+  ['auth'],
+  ['events'],
+  ['bank-port'],
+  ['core'],
+  ['registers', 'ledger', 'banks'],
+  ['webhooks'],
+  ['payments'],
+  ['refunds'],
+  ['tokens'],
+  ['subscriptions'],
+  ['payouts'],
+  ['simulator', 'tbank'],
+  ['pay-page'],
+  ['cabinet', 'system'],
+  ['cli'],
+  ['.'],
+];
+
+/** Named limits of size. */
+export const SIZE_LIMITS = { file_lines: 350, function_lines: 80 };
+
+/** Functions allowed past the function limit: a table that reads best as one list. */
+const LONG_ALLOWED = new Set(['src/routes.ts:buildRouter']);
+
+const root = resolve(dirname(new URL(import.meta.url).pathname), '..');
+const src = join(root, 'src');
+const findings: string[] = [];
+
+function walk(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
+}
+
+function folderOf(file: string): string {
+  const rel = relative(src, file);
+  return rel.includes('/') ? rel.slice(0, rel.indexOf('/')) : '.';
+}
+
+const rank = new Map<string, number>();
+LAYERS.forEach((folders, i) => folders.forEach((f) => rank.set(f, i)));
+
+function resolveImport(from: string, spec: string): string | null {
+  if (!spec.startsWith('.')) return null;
+  const base = resolve(dirname(from), spec);
+  for (const c of [`${base}.ts`, join(base, 'index.ts')]) if (existsSync(c)) return c;
+  return null;
+}
+
+const files = walk(src);
+const edges = new Map<string, Array<{ to: string; line: number }>>();
+const folderEdges = new Map<string, Set<string>>();
+
+for (const file of files) {
+  const text = readFileSync(file, 'utf8');
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const rel = relative(root, file);
+  const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+  if (lines > SIZE_LIMITS.file_lines) findings.push(`${rel}:1: ${lines} lines; the limit is ${SIZE_LIMITS.file_lines}`);
+  const out: Array<{ to: string; line: number }> = [];
+  const visit = (node: ts.Node): void => {
+    let spec: string | undefined;
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      spec = node.moduleSpecifier.text;
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+      spec = node.arguments[0].text;
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      spec = node.argument.literal.text;
+    }
+    if (spec) {
+      const to = resolveImport(file, spec);
+      if (to && to.startsWith(src)) out.push({ to, line: sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1 });
+    }
+    if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+      const start = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line;
+      const end = sf.getLineAndCharacterOfPosition(node.getEnd()).line;
+      const name = node.name && ts.isIdentifier(node.name) ? node.name.text : '(anonymous)';
+      const span = end - start + 1;
+      if (span > SIZE_LIMITS.function_lines && !LONG_ALLOWED.has(`${rel}:${name}`)) {
+        findings.push(`${rel}:${start + 1}: function ${name} has ${span} lines; the limit is ${SIZE_LIMITS.function_lines}`);
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  edges.set(file, out);
+  const from = folderOf(file);
+  if (!rank.has(from)) findings.push(`${rel}:1: folder "${from}" has no layer in scripts/check-layers.ts`);
+  for (const { to, line } of out) {
+    const target = folderOf(to);
+    if (target === from) continue;
+    let set = folderEdges.get(from);
+    if (!set) folderEdges.set(from, (set = new Set()));
+    set.add(target);
+    const a = rank.get(from);
+    const b = rank.get(target);
+    if (a !== undefined && b !== undefined && b >= a) {
+      findings.push(`${rel}:${line}: ${from}/ imports ${relative(root, to)}, which is ${b === a ? 'in the same layer' : 'in a layer above'}`);
+    }
+  }
+}
+
+// Import circles between files: Tarjan's strongly connected components.
+{
+  let index = 0;
+  const idx = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const on = new Set<string>();
+  const strong = (v: string): void => {
+    idx.set(v, index);
+    low.set(v, index++);
+    stack.push(v);
+    on.add(v);
+    for (const { to } of edges.get(v) ?? []) {
+      if (!idx.has(to)) {
+        strong(to);
+        low.set(v, Math.min(low.get(v)!, low.get(to)!));
+      } else if (on.has(to)) low.set(v, Math.min(low.get(v)!, idx.get(to)!));
+    }
+    if (low.get(v) === idx.get(v)) {
+      const ring: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        on.delete(w);
+        ring.push(relative(root, w));
+      } while (w !== v);
+      if (ring.length > 1) findings.push(`${ring[0]}:1: import circle: ${ring.sort().join(' ⇄ ')}`);
+    }
+  };
+  for (const f of files) if (!idx.has(f)) strong(f);
+}
+
+if (process.argv.includes('--graph')) {
+  for (const [from, to] of [...folderEdges].sort()) console.log(`${from} -> ${[...to].sort().join(' ')}`);
+}
+for (const f of findings) console.log(f);
+if (findings.length > 0) {
+  console.log(`check-layers: ${findings.length} finding(s)`);
+  process.exit(1);
+}
+console.log(`check-layers: ok (${files.length} files in ${LAYERS.length} layers)`);
