@@ -1,0 +1,34 @@
+import type { Core } from './core';
+import type { Module } from './module';
+
+/** Modules mounted on a core: started once the server listens, stopped at shutdown in reverse order. */
+export interface Mounted {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * Register what each module lists, in the order of the list: its banks behind the port, its job kinds with
+ * the scheduler, its sinks with the event log (so an event's sinks run in module order). Nothing runs yet.
+ */
+export function mountModules(core: Pick<Core, 'banks' | 'scheduler' | 'events'>, modules: readonly Module[]): Mounted {
+  const names = new Set<string>();
+  for (const m of modules) {
+    if (names.has(m.name)) throw new Error(`cannot mount module "${m.name}": a module of that name is mounted already`);
+    names.add(m.name);
+    for (const bank of m.banks ?? []) core.banks.register(bank);
+    for (const job of m.jobs ?? []) {
+      if ('run' in job) core.scheduler.register(job.kind, job.run, job.opts);
+      else core.scheduler.registerAsync(job.kind, job.async, job.opts);
+    }
+    for (const sink of m.sinks ?? []) core.events.addSink(sink);
+  }
+  return {
+    start: () => {
+      for (const m of modules) m.start?.();
+    },
+    stop: async () => {
+      for (const m of [...modules].reverse()) await m.stop?.();
+    },
+  };
+}
