@@ -107,6 +107,17 @@ class TakenOver extends Error {
  * Runs sync jobs in batches (one transaction; each job's writes and its `done` mark commit or roll back
  * together) and records failures: retry after a doubling backoff, dead at last.
  */
+/** The state of one batch's sync runs: its transaction, the job running now, and what ran. */
+interface BatchRun {
+  tx: Tx;
+  threshold: number;
+  row: JobRow;
+  kind: Kind | undefined;
+  ran: number;
+  /** Ids of jobs that failed in their savepoint and are retried later. */
+  retries: number[];
+}
+
 export class Executor {
   /** Registered kinds by name. */
   readonly kinds = new Map<string, Kind>();
@@ -153,36 +164,20 @@ export class Executor {
 
   /** One try of runSyncBatch; without savepoints, undefined when a job threw (and nothing was committed). */
   private async runBatch<C>(rows: JobRow[], from: number, o: BatchOptions<C>, savepoints: boolean): Promise<BatchOutcome<C> | undefined> {
-    const retries: number[] = [];
     const claimed: C[] = [];
     let consumed = 0;
-    let ran = 0;
     const seen = new Set<number>();
     let list = rows;
     let i = from;
     let stale = false;
     let pin = o.pinFloor;
     let threw = false;
-    const token = o.claim?.token ?? null;
-    let threshold = 0;
-    // The job running now, read by `once` (one closure per batch, not per job).
-    let current: JobRow;
-    let currentKind: Kind | undefined;
-    let batchTx: Tx;
-    const once = async (): Promise<void> => {
-      if (!savepoints) {
-        if (await this.runOne(batchTx, current, currentKind, threshold, token)) ran++;
-        return;
-      }
-      const out = await this.runOneInSavepoint(batchTx, current, currentKind, threshold, token);
-      if (out.ran) ran++;
-      if (out.retry !== null) retries.push(out.retry);
-    };
+    const b = this.batchRunner(savepoints, o.claim?.token ?? null);
     try {
       await this.store.tx(
         async (tx) => {
-          batchTx = tx;
-          threshold = this.hooks.threshold(this.clocks.real());
+          b.st.tx = tx;
+          const threshold = (b.st.threshold = this.hooks.threshold(this.clocks.real()));
           if (o.select) {
             list = await o.select(tx);
             i = 0;
@@ -204,11 +199,11 @@ export class Executor {
               continue;
             }
             pin = Math.max(pin, row.due_at);
-            current = row;
-            currentKind = kind;
+            b.st.row = row;
+            b.st.kind = kind;
             try {
-              if (o.pinShop) await this.clocks.pinned(tx, o.pinShop, { at: pin, claim: o.claim }, once);
-              else await once();
+              if (o.pinShop) await this.clocks.pinned(tx, o.pinShop, { at: pin, claim: o.claim }, b.once);
+              else await b.once();
             } catch (err) {
               if (savepoints) throw err;
               threw = true;
@@ -231,8 +226,26 @@ export class Executor {
       if (threw && err instanceof RunAgain) return undefined;
       throw err;
     }
-    for (const r of retries) this.hooks.retry(r);
-    return { consumed, ran, stale, rest: stale ? list.slice(i) : [], pin, list, reached: i, claimed };
+    for (const r of b.st.retries) this.hooks.retry(r);
+    return { consumed, ran: b.st.ran, stale, rest: stale ? list.slice(i) : [], pin, list, reached: i, claimed };
+  }
+
+  /**
+   * What runs the sync jobs of one batch: `once` runs the job in `st` (one closure per batch, not one per job,
+   * since `clocks.pinned` takes a function) and counts it.
+   */
+  private batchRunner(savepoints: boolean, token: string | null): { st: BatchRun; once: () => Promise<void> } {
+    const st: BatchRun = { tx: undefined as unknown as Tx, threshold: 0, row: undefined as unknown as JobRow, kind: undefined, ran: 0, retries: [] };
+    const once = async (): Promise<void> => {
+      if (!savepoints) {
+        if (await this.runOne(st.tx, st.row, st.kind, st.threshold, token)) st.ran++;
+        return;
+      }
+      const out = await this.runOneInSavepoint(st.tx, st.row, st.kind, st.threshold, token);
+      if (out.ran) st.ran++;
+      if (out.retry !== null) st.retries.push(out.retry);
+    };
+    return { st, once };
   }
 
   /** One job in `tx`, no savepoint: skipped if it may no longer run here (false); a throw is the caller's. */

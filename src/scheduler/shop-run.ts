@@ -98,73 +98,60 @@ export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, ad
   }
 }
 
+/** What one advance's run carries from batch to batch. */
+interface RunState {
+  shopId: string;
+  mode: Mode;
+  claim: AdvanceClaim;
+  /** The shop whose clock is pinned while its jobs run (test mode only). */
+  pinShop: string | null;
+  ran: number;
+  /** The due time the shop's clock is pinned to: never earlier than a job already run. */
+  pin: number;
+  /** Runs this advance waits for: async jobs it started, runs a pass started. */
+  waiting: Array<Promise<void>>;
+  sliceStart: number;
+  /** The last row of the current read when it was cut at the batch size: later jobs wait for the next read. */
+  bound: JobRow | null;
+  /** True when this advance may run the row: unclaimed, lapsed, or claimed by this advance. */
+  mine(r: JobRow, threshold: number): boolean;
+}
+
 async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, claim: AdvanceClaim, takeFresh: () => FreshJob[]): Promise<number> {
-  let ran = 0;
-  let pin = -Infinity;
-  const waiting: Array<Promise<void>> = [];
-  let sliceStart = performance.now();
-  // The last row of the current read when it was cut at the batch size: later jobs wait for the next read.
-  let bound: JobRow | null = null;
-  const pinShop = mode === 'test' ? shopId : null;
-  const mine = (r: JobRow, threshold: number): boolean => r.claim_until === null || r.claim_until <= threshold || r.claim_token === claim.token;
-
-  // The jobs scheduled since the last look that are due within this read's range join the rows still to run,
-  // in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one.
-  // `q`: the batch's transaction when a batch asks, else the store.
-  const refetch: Refetch = async (q: Reader, rest: JobRow[], whole: boolean): Promise<JobRow[]> => {
-    const due = await d.clocks.now(q, shopId, mode);
-    const threshold = d.threshold(d.clocks.real());
-    const added: JobRow[] = [];
-    for (const f of takeFresh()) {
-      if (f.dueAt > due || (bound && before(bound, { due_at: f.dueAt, id: f.id }))) continue;
-      // A job of a batch that commits whole exists as it was written. Otherwise read it again: a job rolled back
-      // with its savepoint (or its request's body) is gone, and its id may belong to a later job.
-      const r = whole ? f.row : await d.table.get(q, f.id);
-      if (!r || r.state !== 'pending' || r.due_at > due || d.runner.running(r.id) || !mine(r, threshold)) continue;
-      if (bound && before(bound, r)) continue;
-      added.push(r);
-    }
-    // A few rows join a sorted list of up to a batch: each goes in at its place (sorting the whole list again
-    // for every job that schedules one cost more than the job's own statements).
-    for (const r of added) {
-      let lo = 0;
-      let hi = rest.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if (before(rest[mid], r)) lo = mid + 1;
-        else hi = mid;
-      }
-      if (lo < rest.length && rest[lo].id === r.id) continue;
-      rest.splice(lo, 0, r);
-    }
-    return rest;
+  const st: RunState = {
+    shopId,
+    mode,
+    claim,
+    pinShop: mode === 'test' ? shopId : null,
+    ran: 0,
+    pin: -Infinity,
+    waiting: [],
+    sliceStart: performance.now(),
+    bound: null,
+    mine: (r, threshold) => r.claim_until === null || r.claim_until <= threshold || r.claim_token === claim.token,
   };
-
+  const refetch = makeRefetch(d, st, takeFresh);
   for (;;) {
     if (d.stopped()) break;
-    if (performance.now() - sliceStart > d.limits.sliceMs) {
-      // A long advance yields between batches so other shops' requests are still answered.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      sliceStart = performance.now();
-    }
+    await yieldAfterSlice(d, st);
     const now = await d.clocks.now(d.store, shopId, mode);
     // Everything scheduled so far is in the table and this read sees it.
     takeFresh();
     const read = await d.table.dueForShop(d.store, shopId, mode, now, d.limits.batch);
     const threshold = d.threshold(d.clocks.real());
-    bound = read.length === d.limits.batch ? read[read.length - 1] : null;
-    let list: JobRow[] = [];
+    st.bound = read.length === d.limits.batch ? read[read.length - 1] : null;
+    const list: JobRow[] = [];
     let heldElsewhere = false;
     for (const r of read) {
       const inFlight = d.runner.joined(r.id);
       // Already running here (started by a pass): wait for that run instead of starting another.
-      if (inFlight) waiting.push(inFlight);
-      else if (mine(r, threshold)) list.push(r);
+      if (inFlight) st.waiting.push(inFlight);
+      else if (st.mine(r, threshold)) list.push(r);
       else heldElsewhere = true;
     }
     if (list.length === 0) {
-      if (waiting.length > 0) {
-        await Promise.all(waiting.splice(0));
+      if (st.waiting.length > 0) {
+        await Promise.all(st.waiting.splice(0));
         continue;
       }
       if (!heldElsewhere) break;
@@ -172,48 +159,97 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, claim: Advance
       await new Promise<void>((resolve) => setTimeout(resolve, d.limits.heldPollMs));
       continue;
     }
-    let seq = d.seq();
-    let i = 0;
-    while (i < list.length && !d.stopped()) {
-      if (d.seq() !== seq) {
-        // Jobs were scheduled outside a batch (an async job's start, a request while this run yielded).
-        list = await refetch(d.store, list.slice(i), false);
-        i = 0;
-        seq = d.seq();
-        if (list.length === 0) break;
-      }
-      const row = list[i];
-      const kind = d.exec.kinds.get(row.kind);
-      if (kind && 'async' in kind) {
-        const at = Math.max(pin, row.due_at);
-        const started = await d.runner.claimAndStart(row, kind.async, pinShop ? { shopId, pin: { at, claim } } : null, claim.token);
-        i++;
-        if (started) {
-          pin = at;
-          waiting.push(started.done);
-          ran++;
-        }
-        continue;
-      }
-      // Sync jobs up to the next async one share a transaction (of at most txMs).
-      const out = await d.exec.runSyncBatch(list, i, { pinShop, pinFloor: pin, claim, stopOnSchedule: true, refetch });
-      ran += out.ran;
-      pin = out.pin;
-      if (out.stale) {
-        // The batch merged the jobs it scheduled into the rows still to run: go on with that list instead
-        // of reading the table again.
-        list = out.rest;
-        i = 0;
-        seq = d.seq();
-      } else {
-        i += out.consumed;
-      }
-      if (performance.now() - sliceStart > d.limits.sliceMs) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        sliceStart = performance.now();
-      }
-    }
+    await runList(d, st, list, refetch);
   }
-  await Promise.all(waiting);
-  return ran;
+  await Promise.all(st.waiting);
+  return st.ran;
+}
+
+/** A long advance yields between batches so other shops' requests are still answered. */
+async function yieldAfterSlice(d: ShopRunDeps, st: RunState): Promise<void> {
+  if (performance.now() - st.sliceStart <= d.limits.sliceMs) return;
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  st.sliceStart = performance.now();
+}
+
+/** Run the rows of one read in due order: async jobs one by one, sync jobs in shared transactions. */
+async function runList(d: ShopRunDeps, st: RunState, first: JobRow[], refetch: Refetch): Promise<void> {
+  let list = first;
+  let seq = d.seq();
+  let i = 0;
+  while (i < list.length && !d.stopped()) {
+    if (d.seq() !== seq) {
+      // Jobs were scheduled outside a batch (an async job's start, a request while this run yielded).
+      list = await refetch(d.store, list.slice(i), false);
+      i = 0;
+      seq = d.seq();
+      if (list.length === 0) break;
+    }
+    const row = list[i];
+    const kind = d.exec.kinds.get(row.kind);
+    if (kind && 'async' in kind) {
+      const at = Math.max(st.pin, row.due_at);
+      const started = await d.runner.claimAndStart(row, kind.async, st.pinShop ? { shopId: st.shopId, pin: { at, claim: st.claim } } : null, st.claim.token);
+      i++;
+      if (started) {
+        st.pin = at;
+        st.waiting.push(started.done);
+        st.ran++;
+      }
+      continue;
+    }
+    // Sync jobs up to the next async one share a transaction (of at most txMs).
+    const out = await d.exec.runSyncBatch(list, i, { pinShop: st.pinShop, pinFloor: st.pin, claim: st.claim, stopOnSchedule: true, refetch });
+    st.ran += out.ran;
+    st.pin = out.pin;
+    if (out.stale) {
+      // The batch merged the jobs it scheduled into the rows still to run: go on with that list instead
+      // of reading the table again.
+      list = out.rest;
+      i = 0;
+      seq = d.seq();
+    } else {
+      i += out.consumed;
+    }
+    await yieldAfterSlice(d, st);
+  }
+}
+
+/**
+ * The jobs scheduled since the last look that are due within this read's range join the rows still to run,
+ * in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one.
+ * `q`: the batch's transaction when a batch asks, else the store.
+ */
+function makeRefetch(d: ShopRunDeps, st: RunState, takeFresh: () => FreshJob[]): Refetch {
+  return async (q: Reader, rest: JobRow[], whole: boolean): Promise<JobRow[]> => {
+    const due = await d.clocks.now(q, st.shopId, st.mode);
+    const threshold = d.threshold(d.clocks.real());
+    const bound = st.bound;
+    for (const f of takeFresh()) {
+      if (f.dueAt > due || (bound && before(bound, { due_at: f.dueAt, id: f.id }))) continue;
+      // A job of a batch that commits whole exists as it was written. Otherwise read it again: a job rolled back
+      // with its savepoint (or its request's body) is gone, and its id may belong to a later job.
+      const r = whole ? f.row : await d.table.get(q, f.id);
+      if (!r || r.state !== 'pending' || r.due_at > due || d.runner.running(r.id) || !st.mine(r, threshold)) continue;
+      if (bound && before(bound, r)) continue;
+      insertSorted(rest, r);
+    }
+    return rest;
+  };
+}
+
+/**
+ * Put a row into a sorted list of up to a batch at its place (sorting the whole list again for every job that
+ * schedules one cost more than the job's own statements); a row already there is left alone.
+ */
+function insertSorted(rest: JobRow[], r: JobRow): void {
+  let lo = 0;
+  let hi = rest.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (before(rest[mid], r)) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < rest.length && rest[lo].id === r.id) return;
+  rest.splice(lo, 0, r);
 }
