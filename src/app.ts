@@ -3,34 +3,32 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './base/config';
 import type { App } from './app-types';
 import { openStorage } from './db/maintenance';
-import { acquireServerLock } from './db/server-lock';
+import { acquireServerLock, type ServerLock } from './db/server-lock';
 import { writeProblem } from './db/access';
 import { sealPlainSecrets } from './secrets/at-rest';
 import type { Store } from './db/store';
-import { Clocks } from './scheduler/clock';
-import { Scheduler } from './scheduler/jobs';
-import { Events } from './events/emit';
-import { PaymentHooks } from './payments/hooks';
 import { createLogger, type Logger } from './base/log';
+import { buildCore, type CoreControl } from './core/build';
+import type { Module } from './core/module';
+import { mountModules } from './core/mount';
+import type { PaymentsCore } from './payments/core';
+import { PaymentHooks } from './payments/hooks';
+import { PaymentViewCache } from './payments/view-cache';
+import { paymentsModule } from './payments/module';
+import { refundsModule } from './refunds/module';
+import { payoutsModule } from './payouts/module';
+import { recurrentModule } from './subscriptions/module';
+import { webhooksModule } from './webhooks/module';
+import { simulatorModule } from './simulator/module';
+import { tbankModule } from './tbank/module';
+import { NoBank } from './bank-port/none';
+import { Metrics } from './system/metrics';
+import { retentionModule } from './system/retention';
+import { EventStreamHub } from './events/stream';
+import { KeyUsage } from './auth/key-usage';
 import { buildRouter } from './routes';
 import { createHttpServer } from './http/server';
-import { RateLimiter } from './auth/rate-limit';
-import { VERSION } from './base/version';
-import { registerDomains } from './domains';
-import { Metrics } from './system/metrics';
-import { EventStreamHub } from './events/stream';
-import { PaymentViewCache } from './payments/view-cache';
-import { startWebhooks } from './webhooks/register';
-import { Retention } from './system/retention';
-import { KeyUsage } from './auth/key-usage';
-import { BankDirectory } from './bank-port/directory';
-import { NoBank } from './bank-port/none';
-import type { BankPort } from './bank-port/port';
-import { SimulatorBank } from './simulator/bank';
-import { TBankBank } from './tbank/connector';
-
-/** The App's services that are built from the App itself, right after it. */
-type Services = 'stream' | 'viewCache' | 'webhooks' | 'metrics' | 'retention' | 'keyUsage';
+import { serverGuards } from './guards';
 
 /** How long shutdown waits for in-flight requests before cutting connections. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -45,121 +43,138 @@ export interface Running {
   close(): Promise<void>;
 }
 
-/** Options for tests and embedding: a logger sink, a real-time source, and banks besides the built-in ones. */
+/** Options for tests and embedding: a logger sink, a real-time source, and modules besides the built-in ones. */
 export interface StartOptions {
   log?: Logger;
   realNow?: () => number;
-  /** More banks behind the port, registered as the built-in ones are; shops reach them by provider name. */
-  banks?: Array<(app: App) => BankPort>;
+  /** More modules (a bank behind the port, its jobs), mounted after the built-in ones as they are. */
+  modules?: Array<(core: PaymentsCore) => Module>;
 }
 
-/** Wiring only: open the database, clock, scheduler, events, routes and server; listen. */
+/**
+ * Wiring only: open the storage, build the core, build the modules in one ordered list, mount them, build the
+ * server and listen; then start the jobs and the modules.
+ */
 export async function startApp(config: Config, opts: StartOptions = {}): Promise<Running> {
   const log = opts.log ?? createLogger(config.logLevel);
-  // A server that could not write would accept requests only to fail every one of them: refuse to start.
-  const problem = writeProblem(config.db);
-  if (problem) throw new Error(`cannot start on "${config.db}": ${problem}; kopek writes the file and its -wal and -shm beside it`);
-  // Before the database opens: a second server on the same file is refused before it reads or writes anything.
-  const lock = await acquireServerLock(config.db);
-  let store: Store;
+  const { store, lock } = await openData(config, log);
+  const control = buildCore(config, store, log, opts.realNow);
+  const { app, modules } = assemble(control, opts);
+  const mounted = mountModules(app, modules);
+  const server = createHttpServer(
+    { config, log, store, closing: () => app.closing, services: app, guards: serverGuards(app, config), observe: app.metrics.observe },
+    buildRouter(),
+  );
   try {
-    // Every write of the server goes through the store, which syncs the WAL itself off the event loop.
-    store = openStorage(config.db, { sync: 'store', log });
-  } catch (err) {
-    await lock?.release();
-    throw err;
-  }
-  // Secrets written in clear by an older version are sealed under the master key before anything reads them.
-  try {
-    await sealPlainSecrets(store);
-  } catch (err) {
-    await store.close();
-    await lock?.release();
-    throw err;
-  }
-  // Test clocks are read from the database by whoever reads them (shops.test_clock_offset_ms): nothing to load.
-  const clocks = new Clocks(opts.realNow);
-  const scheduler = new Scheduler(store, clocks, log, { leaseMs: Math.round(config.jobLeaseSeconds * 1000) });
-  const events = new Events();
-  const closers: Array<() => void | Promise<void>> = [];
-  let listening: AddressInfo | null = null;
-  // The services that need the app itself (stream, caches, workers) are attached right below, before
-  // anything can run.
-  const app = {
-    config,
-    store,
-    clocks,
-    scheduler,
-    events,
-    paymentHooks: new PaymentHooks(),
-    banks: new BankDirectory(),
-    log,
-    version: VERSION,
-    closing: false,
-    baseUrl: () => config.baseUrl ?? `http://${hostForUrl(config.host)}:${listening?.port ?? config.port}`,
-    payPageUrl: () => config.payPageUrl ?? app.baseUrl(),
-    onClose: (fn: () => void | Promise<void>) => {
-      closers.push(fn);
-    },
-  } satisfies Omit<App, Services> as App;
-  // The banks behind the port: the simulator for every test-mode operation, no bank for a live shop
-  // without an acquirer, and whatever the embedder adds.
-  app.banks.register(new SimulatorBank(app));
-  app.banks.register(new NoBank());
-  app.banks.register(new TBankBank(app));
-  for (const make of opts.banks ?? []) app.banks.register(make(app));
-  // Made before the first write, so the view cache's triggers watch every write.
-  app.viewCache = new PaymentViewCache(store);
-  app.metrics = new Metrics(clocks.real());
-  // Webhook deliveries are written in the transaction of each event, before the domains' own sinks react.
-  app.webhooks = startWebhooks(app);
-  app.stream = new EventStreamHub(app);
-  app.retention = new Retention(app);
-  app.keyUsage = new KeyUsage(app);
-  registerDomains(app);
-  const router = buildRouter();
-  const limiter = config.rateLimitPerSecond > 0 ? new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) : null;
-  const server = createHttpServer(app, router, limiter, app.metrics.observe);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    await listen(server, config);
   } catch (err) {
     // Nothing may keep the process alive once it cannot serve: a supervisor must see it exit and restart it.
-    for (const fn of [...closers].reverse()) await fn();
-    await scheduler.stop();
+    await mounted.stop();
+    await control.runClosers();
+    await app.scheduler.stop();
     await store.close();
     await lock?.release();
     throw new Error(listenError(config.host, config.port, err as NodeJS.ErrnoException));
   }
-  listening = server.address() as AddressInfo;
+  control.listening(server.address() as AddressInfo);
   // With the server lock held, no other server runs on this file: claims left in it are a dead process's.
-  scheduler.start({ sole: lock !== null });
-  app.retention.start();
+  app.scheduler.start({ sole: lock !== null });
+  mounted.start();
   let closed: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closed ??= (async () => {
-      app.closing = true;
+      control.beginClose();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       // Connections that finish their request become idle; close them as they do, and cut what is left at the deadline.
       const sweep = setInterval(() => server.closeIdleConnections(), 50);
       const deadline = setTimeout(() => server.closeAllConnections(), SHUTDOWN_DEADLINE_MS);
-      for (const fn of [...closers].reverse()) await fn();
+      await mounted.stop();
+      await control.runClosers();
       await stopped;
       clearInterval(sweep);
       clearTimeout(deadline);
-      await app.retention.stop();
-      await scheduler.stop();
+      await app.scheduler.stop();
       await store.close();
       await lock?.release();
     })();
     return closed;
   };
   return { app, server, url: app.baseUrl(), close };
+}
+
+/** The storage, opened under the server lock, with secrets an older version left in clear sealed. */
+async function openData(config: Config, log: Logger): Promise<{ store: Store; lock: ServerLock | null }> {
+  // A server that could not write would accept requests only to fail every one of them: refuse to start.
+  const problem = writeProblem(config.db);
+  if (problem) throw new Error(`cannot start on "${config.db}": ${problem}; kopek writes the file and its -wal and -shm beside it`);
+  // Before the database opens: a second server on the same file is refused before it reads or writes anything.
+  const lock = await acquireServerLock(config.db);
+  let store: Store | null = null;
+  try {
+    // Every write of the server goes through the store, which syncs the WAL itself off the event loop.
+    store = openStorage(config.db, { sync: 'store', log });
+    // Secrets written in clear by an older version are sealed under the master key before anything reads them.
+    await sealPlainSecrets(store);
+    return { store, lock };
+  } catch (err) {
+    await store?.close();
+    await lock?.release();
+    throw err;
+  }
+}
+
+/**
+ * The App and its modules, in the one order that matters: webhooks first (an event's deliveries are written
+ * before any other sink reacts), then the domains, then the banks (the simulator, no bank, T-Bank, then the
+ * embedder's). Building registers nothing; mountModules does, in this order.
+ */
+function assemble(control: CoreControl, opts: StartOptions): { app: App; modules: Module[] } {
+  const { core } = control;
+  const paymentHooks = new PaymentHooks();
+  const payments: PaymentsCore = Object.assign(core, { paymentHooks });
+  // Made before the first write, so the view cache's triggers watch every write.
+  const viewCache = new PaymentViewCache(core.store);
+  const metrics = new Metrics(core.clocks.real());
+  const webhooks = webhooksModule(core, metrics.webhookAttempt);
+  const recurrent = recurrentModule(payments);
+  paymentHooks.onMoved(recurrent.onPaymentMoved);
+  const stream = new EventStreamHub(core);
+  const keyUsage = new KeyUsage(core);
+  const retention = retentionModule(core);
+  const services: Module = {
+    name: 'services',
+    start: () => stream.start(),
+    stop: async () => {
+      stream.stop();
+      await keyUsage.flush();
+    },
+  };
+  const app: App = Object.assign(payments, { viewCache, webhooks: webhooks.worker, stream, metrics, keyUsage, retention: retention.retention });
+  const modules: Module[] = [
+    webhooks,
+    paymentsModule(payments),
+    refundsModule(payments),
+    payoutsModule(core),
+    recurrent,
+    simulatorModule(payments),
+    { name: 'no-bank', banks: [new NoBank()] },
+    tbankModule(payments),
+    ...(opts.modules ?? []).map((make) => make(payments)),
+    services,
+    retention,
+  ];
+  return { app, modules };
+}
+
+/** Listen on the configured address; rejects with the listen error. */
+function listen(server: Server, config: Config): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
 }
 
 /** One line that says why the server cannot listen. */
@@ -173,9 +188,4 @@ function listenError(host: string, port: number, err: NodeJS.ErrnoException): st
           ? 'the address is not one of this machine'
           : err.message;
   return `cannot listen on ${host.includes(':') ? `[${host}]` : host}:${port}: ${why}`;
-}
-
-function hostForUrl(host: string): string {
-  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
-  return host.includes(':') ? `[${host}]` : host;
 }

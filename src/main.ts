@@ -1,6 +1,10 @@
-import { COMMANDS } from './cli';
+import { cliCommands } from './cli';
+import { startApp } from './app';
 import { io, processIo, withIo, type Io } from './cli/command';
 import { VERSION } from './base/version';
+
+/** Every command, `serve` (which starts the app) first. */
+const COMMANDS = cliCommands(startApp);
 
 const usage = () => `kopek ${VERSION}: a payment service in one executable
 

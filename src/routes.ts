@@ -1,5 +1,6 @@
 import { Router } from './http/router';
 import type { RouteDef } from './http/types';
+import type { App } from './app-types';
 import { apiDocument } from './openapi';
 import * as system from './system/handlers';
 import { metricsHandler } from './system/metrics';
@@ -14,18 +15,23 @@ import * as payPage from './pay-page/handlers';
 import * as payActions from './pay-page/actions';
 import * as tokens from './tokens/handlers';
 import * as subscriptions from './subscriptions/handlers';
-import { bankCallback } from './bank-port/callbacks';
+import { bankCallbackHandler } from './bank-port/callbacks';
+import { notifiedPaymentAnswered } from './payments/bank-answers';
+import { notifiedRefundAnswered } from './refunds/bank-answers';
 import { simulatePayment } from './simulator/payments';
 import { simulatePayout } from './simulator/payouts';
 import { setOutcomes } from './simulator/token-outcomes';
-import * as simPage from './simulator/page';
+import * as simPage from './pay-page/simulator-forms';
 import * as testClock from './simulator/clock';
 import { listDeliveries } from './simulator/deliveries';
 import * as cabinet from './cabinet/routes';
 
-/** The route table: one line per route. Patterns are checked when added; a duplicate stops start-up. */
-export function buildRouter(): Router<RouteDef> {
-  const r = new Router<RouteDef>();
+/**
+ * The route table: one line per route. Every handler is given the App (`ctx.app`) and names in its type only
+ * the part it uses. Patterns are checked when added; a duplicate stops start-up.
+ */
+export function buildRouter(): Router<RouteDef<App>> {
+  const r = new Router<RouteDef<App>>();
   // System
   r.add('GET', '/healthz', { auth: 'none', handler: system.health });
   r.add('GET', '/v1/openapi.json', { auth: 'none', handler: system.openapiHandler(apiDocument) });
@@ -61,7 +67,7 @@ export function buildRouter(): Router<RouteDef> {
   r.add('POST', '/v1/public/tokens', { auth: 'key', scope: 'api:recurrent:bind', handler: tokens.createToken });
   r.add('GET', '/v1/public/tokens', { auth: 'key', scope: 'api:recurrent:bind', handler: tokens.listTokens });
   r.add('GET', '/v1/public/tokens/:id', { auth: 'key', scope: 'api:recurrent:bind', handler: tokens.getTokenHandler });
-  r.add('POST', '/v1/public/tokens/:id/cancel', { auth: 'key', scope: 'api:recurrent:bind', handler: tokens.cancelToken });
+  r.add('POST', '/v1/public/tokens/:id/cancel', { auth: 'key', scope: 'api:recurrent:bind', handler: subscriptions.cancelToken });
   r.add('POST', '/v1/public/tokens/:id/charge', { auth: 'key', scope: 'api:recurrent:charge', handler: tokens.chargeToken });
   r.add('POST', '/v1/public/subscriptions', { auth: 'key', scope: 'api:recurrent:bind', handler: subscriptions.createSubscription });
   r.add('GET', '/v1/public/subscriptions', { auth: 'key', scope: 'api:recurrent:bind', handler: subscriptions.listSubscriptions });
@@ -69,7 +75,7 @@ export function buildRouter(): Router<RouteDef> {
   r.add('GET', '/v1/public/subscriptions/:id/schedule', { auth: 'key', scope: 'api:recurrent:bind', handler: subscriptions.getSchedule });
   r.add('POST', '/v1/public/subscriptions/:id/cancel', { auth: 'key', scope: 'api:recurrent:bind', handler: subscriptions.cancelSubscription });
   // Bank notifications (the provider's port checks their signature)
-  r.add('POST', '/v1/callbacks/:provider/:shop_id', { auth: 'none', handler: bankCallback });
+  r.add('POST', '/v1/callbacks/:provider/:shop_id', { auth: 'none', handler: bankCallbackHandler({ payment: notifiedPaymentAnswered, refund: notifiedRefundAnswered }) });
   // Test helpers of the simulator (sk_test_ keys only; a live key gets 404)
   r.add('POST', '/v1/test/payments/:id/simulate', { auth: 'test', handler: simulatePayment });
   r.add('POST', '/v1/test/payouts/:id/simulate', { auth: 'test', handler: simulatePayout });

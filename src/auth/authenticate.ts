@@ -1,5 +1,6 @@
 import type { Reader, Store } from '../db/store';
 import type { Auth } from '../http/types';
+import type { KeyCheck } from '../http/deps';
 import { ApiError } from '../http/errors';
 import { sha256Hex } from '../util/crypto';
 import { compileAllowList, type AllowList } from './ip-allowlist';
@@ -132,12 +133,8 @@ function keyHashOf(authorization: string | undefined, connection: object | undef
   return hash;
 }
 
-/** A key that passed the checks made from the headers alone; the body's signature is checked once the body is read. */
-export interface KeyCheck {
-  auth: Auth;
-  /** Verify the request signature over the raw body (401), when the shop requires one. */
-  verifyBody(signature: string | undefined, rawBody: Buffer): void;
-}
+/** A key that passed the checks made from the headers alone (declared with the server that calls the check). */
+export type { KeyCheck };
 
 /**
  * The part of authentication that needs no body, run before a byte of the body is read: Bearer key (401),

@@ -1,4 +1,6 @@
-import type { Tx } from '../db/store';
+import type { Store, Tx } from '../db/store';
+import type { Config } from '../base/config';
+import type { Clocks } from '../scheduler/clock';
 import type { Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
 import { hash } from 'node:crypto';
@@ -65,6 +67,13 @@ export function idempotencyKey(ctx: Ctx): string | undefined {
   return key;
 }
 
+/** What an idempotent create reads from the services: the store, real time and the records' retention. */
+export interface IdempotencyServices {
+  readonly store: Pick<Store, 'path' | 'write'>;
+  readonly clocks: Pick<Clocks, 'real'>;
+  readonly config: Pick<Config, 'retainIdempotencyHours'>;
+}
+
 /** What a create returns: the status and body of its first answer. */
 export interface CreateResult {
   status: number;
@@ -92,7 +101,7 @@ interface KeyRecord {
  * its key makes a new object, whether or not the retention sweep has deleted it yet.
  */
 export async function idempotentCreate(
-  ctx: Ctx,
+  ctx: Ctx<IdempotencyServices>,
   create: (tx: Tx) => Promise<CreateResult>,
   replay?: (tx: Tx, stored: Record<string, unknown>) => Promise<Record<string, unknown>>,
 ): Promise<Reply> {

@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Store } from '../db/store';
+import type { Clocks } from '../scheduler/clock';
 import type { Auth, Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
 import { authOfKeyId } from './authenticate';
@@ -65,8 +66,15 @@ export async function authenticateStreamToken(store: Store, token: string, nowMs
   return auth;
 }
 
+/** What issuing a token reads: the store (whose secret signs it), real time, and the API's address for the URL. */
+export interface StreamTokenServices {
+  readonly store: Store;
+  readonly clocks: Pick<Clocks, 'real'>;
+  baseUrl(): string;
+}
+
 /** POST /v1/public/events/token: a stream token of the calling key and the stream URL that carries it. */
-export function createStreamToken(ctx: Ctx): Reply {
+export function createStreamToken(ctx: Ctx<StreamTokenServices>): Reply {
   const { token, expiresAtMs } = issueStreamToken(ctx.app.store, ctx.auth!, ctx.app.clocks.real());
   return {
     status: 201,

@@ -1,8 +1,29 @@
-import type { Ctx, Reply } from '../http/types';
+import type { Logger } from '../base/log';
+import type { Store, Tx } from '../db/store';
+import type { Handler } from '../http/types';
 import { ApiError, notFound } from '../http/errors';
-import { getPayment } from '../payments/store';
-import { getRefund } from '../refunds/refunds';
-import { paymentAnswered, refundAnswered } from './answers';
+import type { Applied } from './checks';
+import type { BankDirectory } from './directory';
+import type { MoneyAnswer, PaymentAnswer } from './port';
+
+/** What the notification handler itself uses: the banks, the store it writes through and the log. */
+export interface CallbackServices {
+  readonly banks: BankDirectory;
+  readonly store: Store;
+  readonly log: Logger;
+}
+
+/**
+ * The domains' entry points a notification's answers go to (the port knows no domain: the root hands them
+ * over). Each applies an answer about an operation of the shop's live mode only, and ignores any other id:
+ * a notification never reaches another shop's data.
+ */
+export interface NotifiedAnswers<S> {
+  /** An answer about a payment; 'amount_mismatch' when the bank's amount is not the payment's. */
+  payment(services: S, tx: Tx, shopId: string, paymentId: string, answer: PaymentAnswer, amount?: number): Promise<Applied>;
+  /** An answer about a refund. */
+  refund(services: S, tx: Tx, shopId: string, refundId: string, answer: MoneyAnswer): Promise<Applied>;
+}
 
 /**
  * POST /v1/callbacks/{provider}/{shop_id}: a bank's notification. The shop's live acquirer must be this
@@ -10,32 +31,27 @@ import { paymentAnswered, refundAnswered } from './answers';
  * applied in one transaction with the webhooks, stream events and ledger postings that follow. A forged
  * notification is answered 403 and changes nothing; repeated and late ones find their operation moved on.
  */
-export async function bankCallback(ctx: Ctx): Promise<Reply> {
-  const { provider, shop_id: shopId } = ctx.params;
-  const port = ctx.app.banks.byProvider(provider);
-  if (!port || (await ctx.app.banks.providerFor(ctx.app.store, shopId, 'live')) !== provider) {
-    throw notFound(`Cannot take a notification of "${provider.slice(0, 64)}" for shop "${shopId.slice(0, 64)}": the shop has no such acquirer`);
-  }
-  const result = await port.callback({ shopId, headers: ctx.req.headers, body: ctx.body });
-  if (!result.valid) throw new ApiError(403, 'forbidden', `Cannot take the notification of "${provider}": its signature does not match`);
-  const mismatches = await ctx.app.store.write(async (tx) => {
-    const bad: string[] = [];
-    await result.record?.(tx);
-    for (const n of result.payments) {
-      const p = await getPayment(tx, n.paymentId);
-      // Only the shop's own live payments: a notification never reaches another shop's data.
-      if (!p || p.shop_id !== shopId || p.mode !== 'live') continue;
-      if ((await paymentAnswered(ctx.app, tx, p.id, n.answer, n.amount)) === 'amount_mismatch') bad.push(p.id);
+export function bankCallbackHandler<S extends CallbackServices>(apply: NotifiedAnswers<S>): Handler<S> {
+  return async (ctx) => {
+    const { provider, shop_id: shopId } = ctx.params;
+    const port = ctx.app.banks.byProvider(provider);
+    if (!port || (await ctx.app.banks.providerFor(ctx.app.store, shopId, 'live')) !== provider) {
+      throw notFound(`Cannot take a notification of "${provider.slice(0, 64)}" for shop "${shopId.slice(0, 64)}": the shop has no such acquirer`);
     }
-    for (const n of result.refunds) {
-      const r = await getRefund(tx, n.refundId);
-      if (!r || r.shop_id !== shopId || r.mode !== 'live') continue;
-      await refundAnswered(ctx.app, tx, r.id, n.answer);
+    const result = await port.callback({ shopId, headers: ctx.req.headers, body: ctx.body });
+    if (!result.valid) throw new ApiError(403, 'forbidden', `Cannot take the notification of "${provider}": its signature does not match`);
+    const mismatches = await ctx.app.store.write(async (tx) => {
+      const bad: string[] = [];
+      await result.record?.(tx);
+      for (const n of result.payments) {
+        if ((await apply.payment(ctx.app, tx, shopId, n.paymentId, n.answer, n.amount)) === 'amount_mismatch') bad.push(n.paymentId);
+      }
+      for (const n of result.refunds) await apply.refund(ctx.app, tx, shopId, n.refundId, n.answer);
+      return bad;
+    });
+    for (const id of mismatches) {
+      ctx.app.log.warn('bank notification amount does not match the payment; not applied', { provider, shop_id: shopId, payment_id: id });
     }
-    return bad;
-  });
-  for (const id of mismatches) {
-    ctx.app.log.warn('bank notification amount does not match the payment; not applied', { provider, shop_id: shopId, payment_id: id });
-  }
-  return { text: result.reply, contentType: 'text/plain; charset=utf-8' };
+    return { text: result.reply, contentType: 'text/plain; charset=utf-8' };
+  };
 }

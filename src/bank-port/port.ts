@@ -2,14 +2,15 @@ import type { Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import type { PaymentRow } from '../model/payment';
 import type { RefundRow } from '../model/refund';
-import type { PayoutMethod } from '../payouts/fields';
+import type { PayoutMethod } from '../model/payout';
 
 // The one seam between the domain and every bank. Payments, refunds, tokens, subscriptions and payouts
 // reach a bank only through a BankPort that app.banks picks for a shop and mode; they never import an
 // implementation. Each method that takes a `tx` runs inside the domain's transaction and awaits nothing but
 // that `tx` (never the network): a bank behind a network records its request there (a job of its own) and
-// reports the answer after commit through src/bank-port/answers.ts, where the simulator's scheduled answers
-// and HTTP callbacks arrive too.
+// reports the answer after commit through the domain's own entry point (payments/bank-answers.ts,
+// refunds/bank-answers.ts, payouts/bank-answers.ts), where the simulator's scheduled answers and HTTP
+// callbacks arrive too.
 
 /** How a payment ended at the bank: a final answer, or `unknown` (which never fails anything). */
 export type PaymentAnswer =
@@ -130,7 +131,7 @@ export interface BankPort {
   cancel(tx: Tx, payment: PaymentRow): Promise<void>;
   /** A refund was created (pending): return the money to the payer. */
   refund(tx: Tx, refund: RefundRow, payment: PaymentRow): Promise<void>;
-  /** Ask how an operation ended; the answer arrives through answers.ts like any other. */
+  /** Ask how an operation ended; the answer arrives through the domain's entry point like any other. */
   checkStatus(tx: Tx, op: OperationRef): Promise<void>;
   /** Send a payout (called before the payout is written, so a refusal creates nothing). */
   payout(tx: Tx, req: PayoutRequest): Promise<PayoutStart>;

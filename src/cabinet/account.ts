@@ -1,5 +1,6 @@
 import QRCode from 'qrcode';
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { esc } from '../pay-page/layout';
 import { recordAudit } from './audit';
 import { changePassword, confirmTotp, disableTotp, getUser, recoveryCodesLeft, startTotp, verifyPassword } from './users';
@@ -12,7 +13,7 @@ import { form } from './guard';
 import { ct } from './text';
 
 /** GET /cabinet/account: two-step sign-in (TOTP) on or off, password, sign out everywhere. */
-export async function accountPage(ctx: Ctx): Promise<Reply> {
+export async function accountPage(ctx: Ctx<Core>): Promise<Reply> {
   const c = ctx.cabinet!;
   const lang = c.lang;
   const user = (await getUser(ctx.app.store, c.userId))!;
@@ -30,7 +31,7 @@ ${postForm(ctx, '/cabinet/account/totp/confirm', `<div class="inline">${field('t
     totp = `<p>${esc(ct(lang, 'two_step_off'))}</p>${postForm(ctx, '/cabinet/account/totp', `<button class="btn" type="submit">${esc(ct(lang, 'totp_start'))}</button>`)}`;
   }
   const body = `<h1>${esc(ct(lang, 'account'))}</h1>
-<p>${esc(ct(lang, 'signed_in_as'))} <b>${esc(user.email)}</b>. ${esc(ct(lang, 'sessions_open'))} ${await openSessions(ctx.app, user.id)}</p>
+<p>${esc(ct(lang, 'signed_in_as'))} <b>${esc(user.email)}</b>. ${esc(ct(lang, 'sessions_open'))} ${await openSessions(ctx.app.store, ctx.app.clocks, user.id)}</p>
 <h2>${esc(ct(lang, 'two_step'))}</h2>
 ${totp}
 <h2>${esc(ct(lang, 'change_password'))}</h2>
@@ -47,14 +48,14 @@ ${postForm(ctx, '/cabinet/logout-all', `<button class="btn danger" type="submit"
 }
 
 /** POST /cabinet/account/totp: begin enrolment (a pending secret and its QR code). */
-export function postTotpStart(ctx: Ctx): Promise<Reply> {
+export function postTotpStart(ctx: Ctx<Core>): Promise<Reply> {
   return change(ctx, { action: 'totp.enrol.start', target: ctx.cabinet!.userId, back: '/cabinet/account' }, async () => {
     await startTotp(ctx.app.store, ctx.cabinet!.userId);
   });
 }
 
 /** POST /cabinet/account/totp/confirm {code}: TOTP on; the recovery codes are shown once, on this answer. */
-export async function postTotpConfirm(ctx: Ctx): Promise<Reply> {
+export async function postTotpConfirm(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   let codes: string[];
   try {
@@ -73,7 +74,7 @@ export async function postTotpConfirm(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /cabinet/account/totp/disable {password}: TOTP off (the password is asked again). */
-export function postTotpDisable(ctx: Ctx): Promise<Reply> {
+export function postTotpDisable(ctx: Ctx<Core>): Promise<Reply> {
   const password = form(ctx).get('password') ?? '';
   return change(ctx, { action: 'totp.off', target: ctx.cabinet!.userId, back: '/cabinet/account' }, async () => {
     const user = (await getUser(ctx.app.store, ctx.cabinet!.userId))!;
@@ -83,7 +84,7 @@ export function postTotpDisable(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /cabinet/account/password {current, next}: a new password; the user's other sessions end. */
-export function postPassword(ctx: Ctx): Promise<Reply> {
+export function postPassword(ctx: Ctx<Core>): Promise<Reply> {
   const f = form(ctx);
   return change(ctx, { action: 'password.change', target: ctx.cabinet!.userId, back: '/cabinet/account' }, () =>
     changePassword(ctx.app.store, ctx.cabinet!.userId, f.get('current') ?? '', f.get('next') ?? '', ctx.cabinet!.sessionHash),

@@ -1,4 +1,5 @@
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { ApiError } from '../http/errors';
 import { recordAudit } from './audit';
 import { setFlash } from './sessions';
@@ -24,7 +25,7 @@ export interface Change {
  * so a reload does not repeat it). A refusal (bad input, wrong state) changes nothing and shows its reason;
  * a fault of the server stays a 500.
  */
-export async function change(ctx: Ctx, c: Change, fn: () => unknown | Promise<unknown>): Promise<Reply> {
+export async function change(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, c: Change, fn: () => unknown | Promise<unknown>): Promise<Reply> {
   const auth = ctx.cabinet!;
   let detail: unknown;
   try {

@@ -1,4 +1,5 @@
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { esc } from '../pay-page/layout';
 import { listAudit } from './audit';
 import { cabinetPage, table } from './layout';
@@ -8,7 +9,7 @@ import { ct, when } from './text';
 const AUDIT_PAGE = 100;
 
 /** GET /cabinet/audit?before=: the merchant's audit log, newest first, every sign-in and change. */
-export async function auditPage(ctx: Ctx): Promise<Reply> {
+export async function auditPage(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const before = Number(ctx.query.get('before'));
   const rows = await listAudit(ctx.app.store, ctx.cabinet!.merchantId, { beforeId: Number.isSafeInteger(before) && before > 0 ? before : undefined, limit: AUDIT_PAGE + 1 });

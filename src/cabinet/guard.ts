@@ -1,5 +1,6 @@
 import type { Ctx, CabinetAuth, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
+import type { Core } from '../core/core';
 import { esc } from '../pay-page/layout';
 import { pickLang } from '../pay-page/i18n';
 import { csrfMatches, loadSession } from './sessions';
@@ -11,9 +12,9 @@ import { ct } from './text';
  * the cookie (401, which the error page turns into the sign-in page), and for a POST the session's CSRF
  * token in the form field `_csrf` or the X-CSRF-Token header (403, before the handler runs: nothing changes).
  */
-export async function authenticateCabinet(ctx: Ctx): Promise<CabinetAuth> {
+export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>): Promise<CabinetAuth> {
   const isPost = ctx.method === 'POST';
-  const auth = await loadSession(ctx.app, headerOf(ctx, 'cookie'), !isPost);
+  const auth = await loadSession(ctx.app.store, ctx.app.clocks, headerOf(ctx, 'cookie'), !isPost);
   if (!auth) throw new ApiError(401, 'unauthorized', 'Cannot open the cabinet: sign in first');
   if (isPost) {
     const given = headerOf(ctx, 'x-csrf-token') ?? formValue(ctx, '_csrf');

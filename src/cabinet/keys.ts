@@ -1,7 +1,9 @@
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { notFound } from '../http/errors';
 import { esc } from '../pay-page/layout';
 import { ALL_SCOPES } from '../auth/scopes';
+import type { KeyUsage } from '../auth/key-usage';
 import { createKey, listKeys, revokeKey } from './store';
 import { recordAudit } from './audit';
 import { cabinetPage, field, postForm, table } from './layout';
@@ -11,7 +13,7 @@ import { form } from './guard';
 import { ct, when } from './text';
 
 /** The shop picker of pages about one shop. */
-export async function shopPicker(ctx: Ctx, path: string, current: string): Promise<string> {
+export async function shopPicker(ctx: Ctx<Pick<Core, 'store'>>, path: string, current: string): Promise<string> {
   const shops = await merchantShops(ctx);
   if (shops.length < 2) return '';
   const lang = ctx.cabinet!.lang;
@@ -21,7 +23,7 @@ export async function shopPicker(ctx: Ctx, path: string, current: string): Promi
 }
 
 /** GET /cabinet/keys?shop=: a shop's keys (prefix, mode, scopes, last use), create and revoke. */
-export async function keysPage(ctx: Ctx): Promise<Reply> {
+export async function keysPage(ctx: Ctx<Core & { keyUsage: KeyUsage }>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const shop = await chosenShop(ctx);
   await ctx.app.keyUsage.flush();
@@ -60,7 +62,7 @@ ${enabled.size ? scopes : ''}
 }
 
 /** POST /cabinet/keys {shop, mode, scope…}: a new key, as `kopek key create` makes it; the full key is shown once, on this answer. */
-export async function postKey(ctx: Ctx): Promise<Reply> {
+export async function postKey(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const f = form(ctx);
   const shop = await ownShop(ctx, f.get('shop'));
@@ -80,7 +82,7 @@ ${field('new-key', `${mode} key`, `<output id="new-key" class="secret">${esc(mad
 }
 
 /** POST /cabinet/keys/:id/revoke: as `kopek key revoke`; the API refuses the key from the next request. */
-export async function postRevoke(ctx: Ctx): Promise<Reply> {
+export async function postRevoke(ctx: Ctx<Core>): Promise<Reply> {
   const id = ctx.params.id;
   const row = await ctx.app.store.get<{ shop_id: string; key_prefix: string }>('SELECT shop_id, key_prefix FROM api_keys WHERE id = ?', id);
   if (!row) throw notFound(`Cannot find key "${id.slice(0, 64)}"`);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { esc } from '../pay-page/layout';
 import { pickLang, type Lang } from '../pay-page/i18n';
 import { safeEqual } from '../util/crypto';
@@ -15,7 +16,7 @@ import { ct } from './text';
 /** The cookie holding the sign-in form's CSRF token: there is no session yet to keep it in. */
 const LOGIN_COOKIE = 'kopek_cabinet_login';
 
-function langOf(ctx: Ctx): Lang {
+function langOf(ctx: Ctx<Core>): Lang {
   return pickLang(ctx.query, String(ctx.req.headers['accept-language'] ?? ''));
 }
 
@@ -24,7 +25,7 @@ function safeNext(next: string | null | undefined): string {
   return next && /^\/cabinet\/[A-Za-z0-9/._-]*$/.test(next) && !next.includes('..') ? next : '/cabinet/overview';
 }
 
-function loginForm(ctx: Ctx, lang: Lang, o: { error?: string; email?: string; status?: number; headers?: Record<string, string> } = {}): Reply {
+function loginForm(ctx: Ctx<Core>, lang: Lang, o: { error?: string; email?: string; status?: number; headers?: Record<string, string> } = {}): Reply {
   const token = randomBytes(24).toString('base64url');
   const next = safeNext(ctx.query.get('next') ?? form(ctx).get('next'));
   const other: Lang = lang === 'ru' ? 'en' : 'ru';
@@ -43,13 +44,13 @@ ${field('code', ct(lang, 'totp_code'), `<input id="code" name="code" inputmode="
     title: ct(lang, 'sign_in_title'),
     body,
     status: o.status,
-    headers: { 'Set-Cookie': `${LOGIN_COOKIE}=${token}; ${cookieAttributes(ctx.app)}`, ...o.headers },
+    headers: { 'Set-Cookie': `${LOGIN_COOKIE}=${token}; ${cookieAttributes(ctx.app.baseUrl())}`, ...o.headers },
   });
 }
 
 /** GET /cabinet/login: the sign-in form (a signed-in user goes on to the overview). */
-export async function showLogin(ctx: Ctx): Promise<Reply> {
-  if (await loadSession(ctx.app, String(ctx.req.headers.cookie ?? ''), false)) return { status: 303, location: '/cabinet/overview' };
+export async function showLogin(ctx: Ctx<Core>): Promise<Reply> {
+  if (await loadSession(ctx.app.store, ctx.app.clocks, String(ctx.req.headers.cookie ?? ''), false)) return { status: 303, location: '/cabinet/overview' };
   return loginForm(ctx, langOf(ctx));
 }
 
@@ -62,7 +63,7 @@ export function cabinetRoot(): Reply {
  * POST /cabinet/login: the form's CSRF token (403), the throttle (429 while slowed or locked), then email,
  * password and, when the user has TOTP on, a code or recovery code. Every attempt is audited.
  */
-export async function postLogin(ctx: Ctx): Promise<Reply> {
+export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
   const lang = langOf(ctx);
   const f = form(ctx);
   const given = f.get('_csrf') ?? '';
@@ -99,31 +100,31 @@ export async function postLogin(ctx: Ctx): Promise<Reply> {
   return {
     status: 303,
     location: safeNext(f.get('next')),
-    headers: { 'Set-Cookie': sessionCookie(ctx.app, token) },
+    headers: { 'Set-Cookie': sessionCookie(ctx.app.baseUrl(), token) },
   };
 }
 
-function tooMany(ctx: Ctx, lang: Lang, email: string, wait_ms: number): Reply {
+function tooMany(ctx: Ctx<Core>, lang: Lang, email: string, wait_ms: number): Reply {
   const s = Math.max(1, Math.ceil(wait_ms / 1000));
   return loginForm(ctx, lang, { error: `${ct(lang, 'locked')} ${s} ${ct(lang, 'seconds')}.`, email, status: 429, headers: { 'Retry-After': String(s) } });
 }
 
 /** POST /cabinet/logout: ends this session. */
-export async function postLogout(ctx: Ctx): Promise<Reply> {
+export async function postLogout(ctx: Ctx<Core>): Promise<Reply> {
   await endSession(ctx.app.store, ctx.cabinet!.sessionHash);
   await recordAudit(ctx.app.store, actor(ctx), 'sign_out', ctx.cabinet!.userId, '', ctx.app.clocks.real());
-  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app) } };
+  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } };
 }
 
 /** POST /cabinet/logout-all: ends every session of the user, on every device. */
-export async function postLogoutAll(ctx: Ctx): Promise<Reply> {
+export async function postLogoutAll(ctx: Ctx<Core>): Promise<Reply> {
   const n = await endAllSessions(ctx.app.store, ctx.cabinet!.userId);
   await recordAudit(ctx.app.store, actor(ctx), 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`, ctx.app.clocks.real());
-  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app) } };
+  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } };
 }
 
 /** POST /cabinet/prefs {mode|lang, back}: switch test/live data or the language; back to the page. */
-export async function postPrefs(ctx: Ctx): Promise<Reply> {
+export async function postPrefs(ctx: Ctx<Core>): Promise<Reply> {
   const f = form(ctx);
   const mode = f.get('mode');
   const lang = f.get('lang');

@@ -1,4 +1,5 @@
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { esc } from '../pay-page/layout';
 import { formatAmount } from '../pay-page/i18n';
 import { merchantBalances } from '../ledger/store';
@@ -35,7 +36,7 @@ const CHART_SLICE_ROWS = 5000;
  * those paid. However many payments the days hold, each read is a slice of the register index's range, and
  * other requests run between two slices.
  */
-async function addDays(ctx: Ctx, shopId: string, firstDay: number, perDay: Map<number, DayFigure>): Promise<void> {
+async function addDays(ctx: Ctx<Core>, shopId: string, firstDay: number, perDay: Map<number, DayFigure>): Promise<void> {
   let below: [number, number] = [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
   for (;;) {
     const rows = await ctx.app.store.all<{ created_at: number; seq: number; status: string; amount: number }>(
@@ -62,7 +63,7 @@ async function addDays(ctx: Ctx, shopId: string, firstDay: number, perDay: Map<n
 }
 
 /** GET /cabinet/overview: balances per shop, payments per day, the latest payments, failing webhook endpoints. */
-export async function overview(ctx: Ctx): Promise<Reply> {
+export async function overview(ctx: Ctx<Core>): Promise<Reply> {
   const c = ctx.cabinet!;
   const { lang, mode } = c;
   const { store } = ctx.app;
@@ -124,7 +125,7 @@ ${mode === 'live' && !merchant?.live_enabled ? `<p class="muted">${esc(ct(lang, 
 }
 
 /** Endpoints that are disabled, or whose recent deliveries failed or are being retried. */
-async function failingEndpoints(ctx: Ctx, shopIds: string[]): Promise<Array<{ shop_id: string; url: string; disabled: boolean; failures: number }>> {
+async function failingEndpoints(ctx: Ctx<Core>, shopIds: string[]): Promise<Array<{ shop_id: string; url: string; disabled: boolean; failures: number }>> {
   const { store } = ctx.app;
   const out: Array<{ shop_id: string; url: string; disabled: boolean; failures: number }> = [];
   for (const shopId of shopIds) {

@@ -1,7 +1,11 @@
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
+import type { PaymentsCore } from '../payments/core';
+import type { DeliveryWorker } from '../webhooks/worker';
 import { badRequest, notFound } from '../http/errors';
 import { esc } from '../pay-page/layout';
-import { formatAmount } from '../pay-page/i18n';
+import { formatAmount, type Lang } from '../pay-page/i18n';
+import type { PaymentRow } from '../model/payment';
 import { deliveryLog } from '../webhooks/log';
 import { resendEvent } from '../webhooks/outbox';
 import { refundsOf } from '../payments/store';
@@ -13,7 +17,6 @@ import { form } from './guard';
 import { ct, statusText, when } from './text';
 import { timeline, TIMELINE_MAX, TIMELINE_SCAN_ROWS } from './timeline';
 
-
 /** `events_from` of a payment page's query: where its timeline's window starts (a seq), or undefined. */
 function eventsFrom(ctx: Ctx): number | undefined {
   const v = ctx.query.get('events_from');
@@ -22,16 +25,11 @@ function eventsFrom(ctx: Ctx): number | undefined {
   return Number(v);
 }
 
-/** GET /cabinet/payments/:id: the payment's fields, refunds, timeline of events, webhook attempts and actions. */
-export async function paymentPage(ctx: Ctx): Promise<Reply> {
-  const p = await ownPayment(ctx, ctx.params.id);
-  const lang = ctx.cabinet!.lang;
-  const shop = await ownShop(ctx, p.shop_id);
-  const { store } = ctx.app;
+/** The payment's fields as a definition list (the shop by its name). */
+function fieldList(lang: Lang, p: PaymentRow, shopName: string): string {
   const amount = (n: number) => esc(formatAmount(lang, n, p.currency));
   const kv = (label: string, value: string) => `<div><dt>${esc(label)}</dt><dd>${value}</dd></div>`;
-  const left = await refundable(ctx.app, p);
-  const fields = `<dl class="kv">
+  return `<dl class="kv">
 ${kv('Id', `<span class="mono">${esc(p.id)}</span>`)}
 ${kv(ct(lang, 'payment'), esc(p.public_id))}
 ${kv(ct(lang, 'order'), esc(p.order_id))}
@@ -40,13 +38,24 @@ ${kv(ct(lang, 'refunds'), amount(p.amount_refunded))}
 ${kv(ct(lang, 'status'), `<span class="badge ${esc(p.status)}">${esc(statusText(lang, p.status))}</span>`)}
 ${kv(ct(lang, 'method'), esc(p.method))}
 ${kv(ct(lang, 'mode'), esc(p.mode))}
-${kv(ct(lang, 'shop'), esc(shop.name))}
+${kv(ct(lang, 'shop'), esc(shopName))}
 ${kv(ct(lang, 'created'), esc(when(p.created_at)))}
 ${p.description ? kv(ct(lang, 'description'), esc(p.description)) : ''}
 ${p.card_mask ? kv(ct(lang, 'card'), esc(`${p.card_brand} ${p.card_mask}`)) : ''}
 ${p.bank_name ? kv(ct(lang, 'bank'), esc(p.bank_name)) : ''}
 ${p.rrn ? kv('RRN', esc(p.rrn)) : ''}
 </dl>`;
+}
+
+/** GET /cabinet/payments/:id: the payment's fields, refunds, timeline of events, webhook attempts and actions. */
+export async function paymentPage(ctx: Ctx<Core>): Promise<Reply> {
+  const p = await ownPayment(ctx, ctx.params.id);
+  const lang = ctx.cabinet!.lang;
+  const shop = await ownShop(ctx, p.shop_id);
+  const { store } = ctx.app;
+  const amount = (n: number) => esc(formatAmount(lang, n, p.currency));
+  const left = await refundable(store, p);
+  const fields = fieldList(lang, p, shop.name);
 
   const actions: string[] = [];
   if (p.status === 'succeeded' && left > 0) {
@@ -128,7 +137,7 @@ function refundAmount(text: string): number {
 }
 
 /** POST /cabinet/payments/:id/refund {amount, reason}: the same refund as the API's, audited. */
-export async function postRefund(ctx: Ctx): Promise<Reply> {
+export async function postRefund(ctx: Ctx<Core>): Promise<Reply> {
   const p = await ownPayment(ctx, ctx.params.id);
   const f = form(ctx);
   const back = `/cabinet/payments/${p.id}`;
@@ -138,13 +147,13 @@ export async function postRefund(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /cabinet/payments/:id/cancel: the same cancel as the API's, audited. */
-export async function postCancel(ctx: Ctx): Promise<Reply> {
+export async function postCancel(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const p = await ownPayment(ctx, ctx.params.id);
   return change(ctx, { action: 'payment.cancel', target: p.id, back: `/cabinet/payments/${p.id}`, auditedInside: true }, () => cancelPayment(ctx.app, p, actor(ctx)));
 }
 
 /** POST /cabinet/events/:id/resend {back}: sends a webhook event again, as `kopek webhook resend` does. */
-export async function postResend(ctx: Ctx): Promise<Reply> {
+export async function postResend(ctx: Ctx<Core & { webhooks: DeliveryWorker }>): Promise<Reply> {
   const id = ctx.params.id;
   const ev = await ctx.app.store.get<{ shop_id: string }>('SELECT shop_id FROM events WHERE id = ?', id);
   if (!ev) throw notFound(`Cannot find event "${id.slice(0, 64)}"`);

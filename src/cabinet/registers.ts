@@ -1,4 +1,5 @@
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { ApiError } from '../http/errors';
 import { esc } from '../pay-page/layout';
 import { formatAmount, type Lang } from '../pay-page/i18n';
@@ -105,7 +106,7 @@ function rubles(text: string | null, name: string): number | null {
   return Math.round(Number(t) * 100);
 }
 
-async function readFilter(ctx: Ctx, reg: Register): Promise<Filter> {
+async function readFilter(ctx: Ctx<Core>, reg: Register): Promise<Filter> {
   const q = ctx.query;
   const shops = await merchantShops(ctx);
   const shopId = q.get('shop') ?? '';
@@ -137,7 +138,7 @@ async function readFilter(ctx: Ctx, reg: Register): Promise<Filter> {
 }
 
 /** The rows of one query of the filter (newest first): at most limit + 1, and where a bounded search stopped. */
-async function queryRows(ctx: Ctx, reg: Register, f: Filter, rq: RegisterQuery): Promise<CabinetRows<Row>> {
+async function queryRows(ctx: Ctx<Core>, reg: Register, f: Filter, rq: RegisterQuery): Promise<CabinetRows<Row>> {
   if (f.shopIds.length === 0) return { rows: [], searchedTo: null };
   // Order id and amounts have no index of their own: they are checked on a bounded window of the register.
   const extra: RowFilter = { sql: [], params: [] };
@@ -147,12 +148,12 @@ async function queryRows(ctx: Ctx, reg: Register, f: Filter, rq: RegisterQuery):
   return cabinetRows<Row>(ctx.app.store, TABLES[reg.name], f.shopIds, ctx.cabinet!.mode, rq, extra);
 }
 
-async function highSeq(ctx: Ctx, reg: Register): Promise<number> {
+async function highSeq(ctx: Ctx<Core>, reg: Register): Promise<number> {
   return (await ctx.app.store.get<{ high: number | null }>(`SELECT MAX(seq) AS high FROM ${reg.table}`))?.high ?? 0;
 }
 
 /** The query string of a filter without its cursor, for the export link and the pager. */
-function filterQuery(ctx: Ctx, extra: Record<string, string> = {}): string {
+function filterQuery(ctx: Ctx<Core>, extra: Record<string, string> = {}): string {
   const q = new URLSearchParams();
   for (const k of ['shop', 'status', 'from', 'to', 'order_id', 'amount_min', 'amount_max']) {
     const v = ctx.query.get(k);
@@ -163,7 +164,7 @@ function filterQuery(ctx: Ctx, extra: Record<string, string> = {}): string {
   return s ? `?${s}` : '';
 }
 
-async function filterForm(ctx: Ctx, reg: Register, f: Filter): Promise<string> {
+async function filterForm(ctx: Ctx<Core>, reg: Register, f: Filter): Promise<string> {
   const lang = ctx.cabinet!.lang;
   const q = ctx.query;
   const shops = await merchantShops(ctx);
@@ -184,7 +185,7 @@ ${field('f-max', ct(lang, 'amount_to'), input('f-max', 'amount_max', 'text', ' i
 }
 
 /** GET /cabinet/{payments|refunds|payouts}: the register with its filter and cursor pages. */
-export function registerPage(name: Register['name']): (ctx: Ctx) => Promise<Reply> {
+export function registerPage(name: Register['name']): (ctx: Ctx<Core>) => Promise<Reply> {
   return async (ctx) => {
     const reg = REGISTERS[name];
     const lang = ctx.cabinet!.lang;
@@ -225,7 +226,7 @@ export function csvField(v: string | number): string {
  * GET /cabinet/{payments|refunds|payouts}.csv: every row of the filter the page shows (all its pages), streamed
  * in keyset chunks so a long export neither holds the database nor the whole file in memory.
  */
-export function registerCsv(name: Register['name']): (ctx: Ctx) => Promise<Reply> {
+export function registerCsv(name: Register['name']): (ctx: Ctx<Core>) => Promise<Reply> {
   return async (ctx) => {
     const reg = REGISTERS[name];
     const f = await readFilter(ctx, reg);

@@ -1,4 +1,5 @@
 import type { Ctx } from '../http/types';
+import type { Core } from '../core/core';
 import { notFound } from '../http/errors';
 import { isUuid } from '../util/ids';
 import type { Shop } from './store';
@@ -7,19 +8,19 @@ import { findPayment } from './domain';
 import type { Actor } from './audit';
 
 /** The signed-in user's merchant's shops, oldest first. */
-export function merchantShops(ctx: Ctx): Promise<Shop[]> {
+export function merchantShops(ctx: Ctx<Pick<Core, 'store'>>): Promise<Shop[]> {
   return ctx.app.store.all<Shop>('SELECT * FROM shops WHERE merchant_id = ? ORDER BY created_at, id', ctx.cabinet!.merchantId);
 }
 
 /** A shop of the user's merchant, or 404: another merchant's shop looks the same as none. */
-export async function ownShop(ctx: Ctx, id: string | undefined | null): Promise<Shop> {
+export async function ownShop(ctx: Ctx<Pick<Core, 'store'>>, id: string | undefined | null): Promise<Shop> {
   const shop = id && isUuid(id) ? await ctx.app.store.get<Shop>('SELECT * FROM shops WHERE id = ?', id) : undefined;
   if (!shop || shop.merchant_id !== ctx.cabinet!.merchantId) throw notFound(`Cannot find shop "${String(id ?? '').slice(0, 64)}"`);
   return shop;
 }
 
 /** The shop a page is about: `?shop=` when given (and the user's), else the merchant's first shop. */
-export async function chosenShop(ctx: Ctx): Promise<Shop> {
+export async function chosenShop(ctx: Ctx<Pick<Core, 'store'>>): Promise<Shop> {
   const id = ctx.query.get('shop');
   if (id) return ownShop(ctx, id);
   const first = (await merchantShops(ctx))[0];
@@ -28,8 +29,8 @@ export async function chosenShop(ctx: Ctx): Promise<Shop> {
 }
 
 /** A payment of the user's merchant, or 404 (another merchant's payment is not reachable by URL). */
-export async function ownPayment(ctx: Ctx, id: string): Promise<PaymentRow> {
-  const p = isUuid(id) ? await findPayment(ctx.app, id) : undefined;
+export async function ownPayment(ctx: Ctx<Pick<Core, 'store'>>, id: string): Promise<PaymentRow> {
+  const p = isUuid(id) ? await findPayment(ctx.app.store, id) : undefined;
   if (!p || p.merchant_id !== ctx.cabinet!.merchantId) throw notFound(`Cannot find payment "${id.slice(0, 64)}"`);
   return p;
 }

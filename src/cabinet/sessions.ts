@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { App } from '../app-types';
 import type { Store } from '../db/store';
+import type { Clocks } from '../scheduler/clock';
 import type { CabinetAuth } from '../http/types';
 import { safeEqual, sha256Hex } from '../util/crypto';
 import type { CabinetUser } from './users';
@@ -63,18 +63,17 @@ export function cookieValue(header: string | undefined, name: string): string | 
  * The session of a request's cookie, or null when there is none, it is unknown, it expired (idle or absolute;
  * an expired one is deleted), or its user was disabled. A flash message is taken out of the session here.
  */
-export async function loadSession(app: App, cookieHeader: string | undefined, consumeFlash: boolean): Promise<CabinetAuth | null> {
+export async function loadSession(store: Store, clocks: Clocks, cookieHeader: string | undefined, consumeFlash: boolean): Promise<CabinetAuth | null> {
   const token = cookieValue(cookieHeader, SESSION_COOKIE);
   if (!token || !/^[A-Za-z0-9_-]{43}$/.test(token)) return null;
   const hash = sha256Hex(token);
-  const { store } = app;
   const row = await store.get<SessionRow>(
     `SELECT s.*, u.email, u.merchant_id, u.totp_secret, u.disabled_at FROM cabinet_sessions s JOIN cabinet_users u ON u.id = s.user_id
        WHERE s.token_hash = ?`,
     hash,
   );
   if (!row) return null;
-  const now = app.clocks.real();
+  const now = clocks.real();
   if (row.disabled_at !== null || now - row.last_seen_at >= SESSION_IDLE_MS || now - row.created_at >= SESSION_ABSOLUTE_MS) {
     await store.tx((tx) => tx.run('DELETE FROM cabinet_sessions WHERE token_hash = ?', hash));
     return null;
@@ -126,22 +125,22 @@ export async function endAllSessions(store: Store, userId: string): Promise<numb
 }
 
 /** How many sessions a user has open now. */
-export async function openSessions(app: App, userId: string): Promise<number> {
-  const since = app.clocks.real() - SESSION_IDLE_MS;
-  return (await app.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_sessions WHERE user_id = ? AND last_seen_at > ?', userId, since))!.n;
+export async function openSessions(store: Store, clocks: Clocks, userId: string): Promise<number> {
+  const since = clocks.real() - SESSION_IDLE_MS;
+  return (await store.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_sessions WHERE user_id = ? AND last_seen_at > ?', userId, since))!.n;
 }
 
-/** The attributes every cabinet cookie carries; Secure when the service is reached over https. */
-export function cookieAttributes(app: App): string {
-  return `HttpOnly; SameSite=Strict; Path=/cabinet${app.baseUrl().startsWith('https:') ? '; Secure' : ''}`;
+/** The attributes every cabinet cookie carries; Secure when the service is reached over https (`baseUrl`, Core.baseUrl()). */
+export function cookieAttributes(baseUrl: string): string {
+  return `HttpOnly; SameSite=Strict; Path=/cabinet${baseUrl.startsWith('https:') ? '; Secure' : ''}`;
 }
 
 /** Set-Cookie for a new session (a browser-session cookie: the server decides expiry). */
-export function sessionCookie(app: App, token: string): string {
-  return `${SESSION_COOKIE}=${token}; ${cookieAttributes(app)}`;
+export function sessionCookie(baseUrl: string, token: string): string {
+  return `${SESSION_COOKIE}=${token}; ${cookieAttributes(baseUrl)}`;
 }
 
 /** Set-Cookie that removes the session cookie. */
-export function clearedSessionCookie(app: App): string {
-  return `${SESSION_COOKIE}=; Max-Age=0; ${cookieAttributes(app)}`;
+export function clearedSessionCookie(baseUrl: string): string {
+  return `${SESSION_COOKIE}=; Max-Age=0; ${cookieAttributes(baseUrl)}`;
 }

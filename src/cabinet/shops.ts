@@ -1,4 +1,5 @@
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { esc } from '../pay-page/layout';
 import { ALL_SCOPES } from '../auth/scopes';
 import { activateLive, createShop, getMerchant, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes } from './store';
@@ -11,7 +12,7 @@ import { form } from './guard';
 import { ct } from './text';
 
 /** GET /cabinet/shops: the merchant's shops and a form to create one. */
-export async function shopsPage(ctx: Ctx): Promise<Reply> {
+export async function shopsPage(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const shops = await merchantShops(ctx);
   const list = table(
@@ -32,7 +33,7 @@ ${postForm(ctx, '/cabinet/shops', `<div class="inline">${field('s-name', ct(lang
 }
 
 /** POST /cabinet/shops {name}: a new shop of the user's merchant (all scopes), as `kopek shop create` makes it; its secrets are shown once. */
-export async function postShop(ctx: Ctx): Promise<Reply> {
+export async function postShop(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   let shop;
   try {
@@ -50,7 +51,7 @@ ${field('sec-wh', 'Webhook secret (whs_)', `<output id="sec-wh" class="secret">$
 }
 
 /** GET /cabinet/shops/:id: scopes, IP allow-list, request signing of a shop. */
-export async function shopPage(ctx: Ctx): Promise<Reply> {
+export async function shopPage(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const s = await ownShop(ctx, ctx.params.id);
   const enabled = new Set(s.scopes.split(',').filter(Boolean));
@@ -74,7 +75,7 @@ ${await liveSection(ctx, s.id, base)}`;
 }
 
 /** The shop's acquirer (never its password) with the forms to set or remove it, and the merchant's live activation. */
-async function liveSection(ctx: Ctx, shopId: string, base: string): Promise<string> {
+async function liveSection(ctx: Ctx<Core>, shopId: string, base: string): Promise<string> {
   const lang = ctx.cabinet!.lang;
   const a = await showAcquirer(ctx.app.store, shopId);
   const merchant = await getMerchant(ctx.app.store, ctx.cabinet!.merchantId);
@@ -101,7 +102,7 @@ ${live}`;
 }
 
 /** POST /cabinet/shops/:id/acquirer {terminal_key, password, api_url?}: as `kopek shop acquirer --provider tbank` does; the password is never shown again. */
-export async function postAcquirer(ctx: Ctx): Promise<Reply> {
+export async function postAcquirer(ctx: Ctx<Core>): Promise<Reply> {
   const s = await ownShop(ctx, ctx.params.id);
   const f = form(ctx);
   return change(ctx, { action: 'shop.acquirer.set', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => {
@@ -111,13 +112,13 @@ export async function postAcquirer(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /cabinet/shops/:id/acquirer/remove: as `kopek shop acquirer --remove` does. */
-export async function postRemoveAcquirer(ctx: Ctx): Promise<Reply> {
+export async function postRemoveAcquirer(ctx: Ctx<Core>): Promise<Reply> {
   const s = await ownShop(ctx, ctx.params.id);
   return change(ctx, { action: 'shop.acquirer.remove', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => ((await removeAcquirer(ctx.app.store, s.id)) ? '' : '(none was set)'));
 }
 
 /** POST /cabinet/activate-live {back?}: the merchant's live mode, as `kopek merchant activate-live` does (a shop needs an acquirer). */
-export function postActivateLive(ctx: Ctx): Promise<Reply> {
+export function postActivateLive(ctx: Ctx<Core>): Promise<Reply> {
   const back = form(ctx).get('back') ?? '';
   const target = /^\/cabinet\/shops\/[0-9a-f-]{36}$/.test(back) ? back : '/cabinet/shops';
   return change(ctx, { action: 'merchant.activate_live', target: ctx.cabinet!.merchantId, back: target }, async () => {
@@ -127,21 +128,21 @@ export function postActivateLive(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /cabinet/shops/:id/scopes {scope…}: replaces the shop's scopes, as `kopek shop scopes` does. */
-export async function postScopes(ctx: Ctx): Promise<Reply> {
+export async function postScopes(ctx: Ctx<Core>): Promise<Reply> {
   const s = await ownShop(ctx, ctx.params.id);
   const list = form(ctx).getAll('scope').join(',');
   return change(ctx, { action: 'shop.scopes', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => (await setShopScopes(ctx.app.store, s.id, list)).join(',') || '(none)');
 }
 
 /** POST /cabinet/shops/:id/ip-allowlist {ip_allowlist}: as `kopek shop ip-allowlist` does. */
-export async function postAllowlist(ctx: Ctx): Promise<Reply> {
+export async function postAllowlist(ctx: Ctx<Core>): Promise<Reply> {
   const s = await ownShop(ctx, ctx.params.id);
   const text = form(ctx).get('ip_allowlist') ?? '';
   return change(ctx, { action: 'shop.ip_allowlist', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => (await setIpAllowlist(ctx.app.store, s.id, text)).join(',') || '(any address)');
 }
 
 /** POST /cabinet/shops/:id/require-signature {on?}: as `kopek shop require-signature` does. */
-export async function postRequireSignature(ctx: Ctx): Promise<Reply> {
+export async function postRequireSignature(ctx: Ctx<Core>): Promise<Reply> {
   const s = await ownShop(ctx, ctx.params.id);
   const on = form(ctx).get('on') === '1';
   return change(ctx, { action: 'shop.require_signature', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => {
@@ -151,7 +152,7 @@ export async function postRequireSignature(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /cabinet/shops/:id/signing-secret: rotates the thm_ secret (as `kopek shop signing-secret`); the new one is shown once, on this answer only. */
-export async function postSigningSecret(ctx: Ctx): Promise<Reply> {
+export async function postSigningSecret(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const s = await ownShop(ctx, ctx.params.id);
   const secret = await rotateSigningSecret(ctx.app.store, s.id);

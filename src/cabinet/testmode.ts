@@ -1,4 +1,5 @@
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { esc } from '../pay-page/layout';
 import { cabinetPage, field, postForm } from './layout';
 import { chosenShop, ownShop } from './scope';
@@ -13,10 +14,10 @@ const ADVANCE_MAX_S = 315_360_000;
 const UNITS: Record<string, number> = { minutes: 60, hours: 3600, days: 86_400 };
 
 /** GET /cabinet/test?shop=: the shop's test clock (now, advance) and reset of its test data. */
-export async function testPage(ctx: Ctx): Promise<Reply> {
+export async function testPage(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const shop = await chosenShop(ctx);
-  const clock = await testClock(ctx.app, shop.id);
+  const clock = await testClock(ctx.app.store, ctx.app.clocks, shop.id);
   const base = `/cabinet/test/${shop.id}`;
   const body = `<h1>${esc(ct(lang, 'test_mode'))} · ${esc(shop.name)}</h1>
 ${await shopPicker(ctx, '/cabinet/test', shop.id)}
@@ -44,7 +45,7 @@ function duration(ms: number): string {
 }
 
 /** POST /cabinet/test/:shop/advance {amount, unit}: moves the test clock and runs what became due, as the API does. */
-export async function postAdvance(ctx: Ctx): Promise<Reply> {
+export async function postAdvance(ctx: Ctx<Core>): Promise<Reply> {
   const shop = await ownShop(ctx, ctx.params.shop);
   const f = form(ctx);
   const lang = ctx.cabinet!.lang;
@@ -61,13 +62,13 @@ export async function postAdvance(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /cabinet/test/:shop/reset {confirm=1}: deletes the shop's test data, as POST /v1/test/reset does. */
-export async function postReset(ctx: Ctx): Promise<Reply> {
+export async function postReset(ctx: Ctx<Core>): Promise<Reply> {
   const shop = await ownShop(ctx, ctx.params.shop);
   const lang = ctx.cabinet!.lang;
   const confirmed = form(ctx).get('confirm') === '1';
   return change(ctx, { action: 'test.reset', target: shop.id, back: `/cabinet/test?shop=${shop.id}` }, async () => {
     if (!confirmed) throw new Error('Cannot reset test data: tick the confirmation first');
-    const deleted = await resetTest(ctx.app, shop.id);
+    const deleted = await resetTest(ctx.app.store, shop.id);
     const total = Object.values(deleted).reduce((a, b) => a + b, 0);
     return `${ct(lang, 'deleted_rows')} ${total}`;
   });

@@ -1,4 +1,5 @@
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { notFound } from '../http/errors';
 import { esc } from '../pay-page/layout';
 import { addEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, WEBHOOK_EVENTS } from '../webhooks/store';
@@ -15,7 +16,7 @@ import { ct, when } from './text';
 const LOG_LINES = 100;
 
 /** GET /cabinet/webhooks?shop=&event=&status=: endpoints (add, rotate, delete) and the delivery log with resend. */
-export async function webhooksPage(ctx: Ctx): Promise<Reply> {
+export async function webhooksPage(ctx: Ctx<Core>): Promise<Reply> {
   const c = ctx.cabinet!;
   const lang = c.lang;
   const shop = await chosenShop(ctx);
@@ -80,7 +81,7 @@ ${log}`;
 }
 
 /** POST /cabinet/webhooks {shop, url, event…, signature}: as `kopek webhook add`; the secret is shown once, on this answer. */
-export async function postEndpoint(ctx: Ctx): Promise<Reply> {
+export async function postEndpoint(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const f = form(ctx);
   const shop = await ownShop(ctx, f.get('shop'));
@@ -94,7 +95,7 @@ export async function postEndpoint(ctx: Ctx): Promise<Reply> {
   return secretPage(ctx, shop.id, made.endpoint.url, made.secret);
 }
 
-function secretPage(ctx: Ctx, shopId: string, url: string, secret: string, note = ''): Reply {
+function secretPage(ctx: Ctx<Core>, shopId: string, url: string, secret: string, note = ''): Reply {
   const lang = ctx.cabinet!.lang;
   const body = `<h1>${esc(ct(lang, 'webhooks'))}</h1>
 <p class="ok" role="status">${esc(ct(lang, 'shown_once'))}${note ? ' ' + esc(note) : ''}</p>
@@ -104,7 +105,7 @@ ${field('new-secret', 'Webhook secret', `<output id="new-secret" class="secret">
   return cabinetPage(ctx, { title: ct(lang, 'webhooks'), active: 'webhooks', body });
 }
 
-async function ownEndpoint(ctx: Ctx) {
+async function ownEndpoint(ctx: Ctx<Core>) {
   const e = await getEndpoint(ctx.app.store, ctx.params.id);
   if (!e) throw notFound(`Cannot find webhook endpoint "${ctx.params.id.slice(0, 64)}"`);
   await ownShop(ctx, e.shop_id);
@@ -112,7 +113,7 @@ async function ownEndpoint(ctx: Ctx) {
 }
 
 /** POST /cabinet/webhooks/:id/rotate {overlap}: as `kopek webhook rotate --overlap HOURS`; the new secret is shown once. */
-export async function postRotate(ctx: Ctx): Promise<Reply> {
+export async function postRotate(ctx: Ctx<Core>): Promise<Reply> {
   const e = await ownEndpoint(ctx);
   const raw = (form(ctx).get('overlap') ?? '0').trim() || '0';
   const back = `/cabinet/webhooks?shop=${e.shop_id}`;
@@ -134,7 +135,7 @@ export async function postRotate(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /cabinet/webhooks/:id/delete: as `kopek webhook delete`. */
-export async function postDeleteEndpoint(ctx: Ctx): Promise<Reply> {
+export async function postDeleteEndpoint(ctx: Ctx<Core>): Promise<Reply> {
   const e = await ownEndpoint(ctx);
   return change(ctx, { action: 'webhook.delete', target: e.id, back: `/cabinet/webhooks?shop=${e.shop_id}` }, async () => {
     await deleteEndpoint(ctx.app.store, e.id);

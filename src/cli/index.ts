@@ -1,5 +1,5 @@
 import type { Command } from './command';
-import { serve } from './serve';
+import { serveCommand, type StartServer } from './serve';
 import { demo } from './demo';
 import { merchant } from './merchant';
 import { shop } from './shop';
@@ -10,6 +10,13 @@ import { webhook } from './webhook';
 import { backup } from './backup';
 import { doctor } from './doctor';
 import { admin } from './admin';
+export type { StartServer, ServedApp } from './serve';
 
-/** Every admin command, in the order `kopek --help` lists them. */
-export const COMMANDS: Command[] = [serve, demo, merchant, shop, key, ledger, jobs, webhook, admin, backup, doctor];
+/**
+ * Every command, in the order `kopek --help` lists them; `serve` (the first, the default) starts the server
+ * with `start`, which the root hands in: the command line sits below the wiring and does not import it.
+ */
+export function cliCommands(start: StartServer): Command[] {
+  return [serveCommand(start), demo, merchant, shop, key, ledger, jobs, webhook, admin, backup, doctor];
+}
+

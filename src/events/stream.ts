@@ -1,10 +1,12 @@
 import type { ServerResponse } from 'node:http';
-import type { App } from '../app-types';
 import type { Ctx, Reply } from '../http/types';
 import type { Mode } from '../scheduler/clock';
+import type { Config } from '../base/config';
+import type { Logger } from '../base/log';
+import type { Reader, Store } from '../db/store';
 import { ApiError, badRequest } from '../http/errors';
 import { keyStanding } from '../auth/authenticate';
-import { eventsAfter, lastIssuedSeq, sseData, type EventRow } from './emit';
+import { eventsAfter, lastIssuedSeq, sseData, type EventRow, type Events } from './emit';
 import { encodeSse, encodeSseComment } from './sse';
 
 /**
@@ -79,8 +81,20 @@ class Client {
   }
 }
 
+/** What the hub is built from (the core has all of it): the event log it follows, the store it replays from, the ping period, the log. */
+export interface StreamDeps {
+  readonly events: Pick<Events, 'subscribe'>;
+  /** Read for replays and key checks; a replayed page goes out once on disk. */
+  readonly store: Reader & Pick<Store, 'whenDurable'>;
+  readonly config: Pick<Config, 'ssePingSeconds'>;
+  readonly log: Logger;
+  /** True once shutdown began (read at each open: no new stream opens then). */
+  readonly closing: boolean;
+}
+
 /**
  * Fan-out of committed events to the SSE clients of each shop and mode, with one shared ping timer.
+ * Building it starts nothing: `start()` follows the event log and starts the ping, `stop()` ends every stream.
  * A client first replays from the events table (resume), then goes live right after a read during which no
  * event of its shop and mode was dispatched (else it reads again), so no event falls between the two and none
  * is sent twice.
@@ -88,7 +102,8 @@ class Client {
 export class EventStreamHub {
   private readonly byKey = new Map<string, Set<Client>>();
   private count = 0;
-  private readonly pingTimer: NodeJS.Timeout | null;
+  private pingTimer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | null = null;
   /** Runs while streams are open: ends the streams of revoked keys and follows scope changes. */
   private keyChecks: NodeJS.Timeout | null = null;
   /** A key check is reading the keys; the next tick of the timer is skipped until it ends. */
@@ -96,12 +111,20 @@ export class EventStreamHub {
   /** Unsent bytes per client before it is disconnected. */
   bufferLimitBytes = STREAM_LIMITS.buffer_bytes;
 
-  constructor(private readonly app: App) {
-    app.events.subscribe((row) => this.dispatch(row));
-    const ping_ms = app.config.ssePingSeconds * 1000;
-    this.pingTimer = ping_ms > 0 ? setInterval(() => this.ping(), ping_ms) : null;
-    this.pingTimer?.unref();
-    app.onClose(() => this.closeAll());
+  constructor(private readonly deps: StreamDeps) {}
+
+  /** Follow committed events and start the ping (once the server listens; no stream is open before). */
+  start(): void {
+    this.unsubscribe ??= this.deps.events.subscribe((row) => this.dispatch(row));
+    const ping_ms = this.deps.config.ssePingSeconds * 1000;
+    if (ping_ms > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), ping_ms).unref();
+  }
+
+  /** At shutdown: stop following the event log, end every stream and stop the timers. */
+  stop(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    this.closeAll();
   }
 
   /** Clients connected now (for metrics). */
@@ -115,11 +138,11 @@ export class EventStreamHub {
     const auth = ctx.auth!;
     const issued = await this.lastIssuedSeq();
     // Shutdown may have begun (and closed every stream) during the read: open no new one.
-    if (this.app.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
+    if (this.deps.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
     if (after !== null && after > issued) {
       // An id this database never issued (a client of a wiped or restored database): resuming after it would
       // skip every event until the sequence caught up, so the client starts from now instead.
-      this.app.log.warn('sse Last-Event-ID beyond the event log; streaming from now', { request_id: ctx.requestId, last_event_id: after, last_seq: issued });
+      this.deps.log.warn('sse Last-Event-ID beyond the event log; streaming from now', { request_id: ctx.requestId, last_event_id: after, last_seq: issued });
       after = issued;
     }
     req.socket.setNoDelay(true);
@@ -139,13 +162,13 @@ export class EventStreamHub {
     this.keyChecks ??= setInterval(() => this.runKeyChecks(), STREAM_LIMITS.key_check_ms).unref();
     res.on('close', () => client.close('client closed'));
     client.write(encodeSseComment('connected'));
-    this.app.log.debug('sse connected', { request_id: ctx.requestId, shop_id: auth.shopId, mode: auth.mode, after, clients: this.count });
+    this.deps.log.debug('sse connected', { request_id: ctx.requestId, shop_id: auth.shopId, mode: auth.mode, after, clients: this.count });
     if (after === null) {
       client.live = true;
       return;
     }
     this.replay(client).catch((err: unknown) => {
-      this.app.log.error('sse replay failed', { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });
+      this.deps.log.error('sse replay failed', { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });
       client.close('slow: replay failed');
     });
   }
@@ -161,13 +184,14 @@ export class EventStreamHub {
         clearInterval(this.keyChecks);
         this.keyChecks = null;
       }
-      this.app.log.debug('sse closed', { shop_id: client.shopId, mode: client.mode, reason, clients: this.count });
+      this.deps.log.debug('sse closed', { shop_id: client.shopId, mode: client.mode, reason, clients: this.count });
     }
   }
 
   /** End every stream (shutdown). */
   closeAll(): void {
     if (this.pingTimer) clearInterval(this.pingTimer);
+    this.pingTimer = null;
     if (this.keyChecks) clearInterval(this.keyChecks);
     this.keyChecks = null;
     for (const set of [...this.byKey.values()]) for (const c of [...set]) c.close('server shutting down');
@@ -175,16 +199,16 @@ export class EventStreamHub {
 
   /** The highest event sequence number ever issued (deleted rows included: AUTOINCREMENT never reuses one). */
   private lastIssuedSeq(): Promise<number> {
-    return lastIssuedSeq(this.app.store);
+    return lastIssuedSeq(this.deps.store);
   }
 
   private async replay(client: Client): Promise<void> {
     for (;;) {
       if (client.closed) return;
       client.missed = false;
-      const rows = await eventsAfter(this.app.store, client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page);
+      const rows = await eventsAfter(this.deps.store, client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page);
       // Events of a commit whose WAL sync still runs go out once it is on disk (live events wait the same way).
-      const durable = this.app.store.whenDurable();
+      const durable = this.deps.store.whenDurable();
       if (durable) await durable;
       if (client.closed) return;
       for (const row of rows) client.sendEvent(row);
@@ -217,7 +241,7 @@ export class EventStreamHub {
     if (this.checking) return;
     this.checking = true;
     void this.checkKeys()
-      .catch((err: unknown) => this.app.log.error('sse key check failed', { error: String((err as Error)?.message ?? err) }))
+      .catch((err: unknown) => this.deps.log.error('sse key check failed', { error: String((err as Error)?.message ?? err) }))
       .finally(() => {
         this.checking = false;
       });
@@ -229,7 +253,7 @@ export class EventStreamHub {
     for (const set of [...this.byKey.values()]) {
       for (const c of [...set]) {
         let st = standing.get(c.keyId);
-        if (!st) standing.set(c.keyId, (st = await keyStanding(this.app.store, c.keyId)));
+        if (!st) standing.set(c.keyId, (st = await keyStanding(this.deps.store, c.keyId)));
         if (st.revoked) c.close('key revoked');
         else c.scopes = st.scopes;
       }
@@ -255,7 +279,7 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 /** GET /v1/public/events: the key's shop and mode, live; with Last-Event-ID, replayed from after that id first. */
-export async function streamEvents(ctx: Ctx): Promise<Reply> {
+export async function streamEvents(ctx: Ctx<{ readonly stream: EventStreamHub }>): Promise<Reply> {
   const header = ctx.req.headers['last-event-id'];
   const raw = (Array.isArray(header) ? header[0] : header)?.trim();
   let after: number | null = null;

@@ -1,4 +1,4 @@
-import type { App } from '../app-types';
+import type { Logger } from '../base/log';
 
 /** Longest path written to the log; longer paths are cut so one request cannot flood it. */
 const MAX_PATH_CHARS = 256;
@@ -20,7 +20,7 @@ export interface AccessRecord {
 }
 
 /** Write the one JSON access-log line of a request. */
-export function logAccess(app: App, r: AccessRecord): void {
+export function logAccess(log: Logger, r: AccessRecord): void {
   // Built field by field: spreading optional parts made a temporary object each, once per request.
   const fields: Record<string, unknown> = r.extra ? { ...r.extra } : {};
   fields.request_id = r.requestId;
@@ -30,5 +30,5 @@ export function logAccess(app: App, r: AccessRecord): void {
   fields.status = r.status;
   fields.duration_ms = Math.round(r.durationMs * 1000) / 1000;
   if (r.aborted) fields.aborted = true;
-  app.log.info('request', fields);
+  log.info('request', fields);
 }

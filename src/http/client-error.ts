@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { App } from '../app-types';
+import type { Logger } from '../base/log';
 import { ApiError } from './errors';
 import { logAccess } from './access-log';
 
@@ -22,7 +22,7 @@ function classify(code: string | undefined): ApiError {
  * headers or body) with the error body, an X-Request-Id and an access-log line, then close the connection.
  * `inflight` is the response of a request whose body was still arriving, if any.
  */
-export function onClientError(app: App, err: NodeJS.ErrnoException, socket: Duplex, inflight: ServerResponse | undefined): void {
+export function onClientError(log: Logger, err: NodeJS.ErrnoException, socket: Duplex, inflight: ServerResponse | undefined): void {
   if (err.code === 'ECONNRESET' || err.code === 'EPIPE') {
     socket.destroy();
     return;
@@ -46,5 +46,5 @@ export function onClientError(app: App, err: NodeJS.ErrnoException, socket: Dupl
       `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
   );
-  logAccess(app, { requestId, method: '-', path: '-', status: apiErr.status, durationMs: 0, extra: { error: err.code ?? 'client_error' } });
+  logAccess(log, { requestId, method: '-', path: '-', status: apiErr.status, durationMs: 0, extra: { error: err.code ?? 'client_error' } });
 }

@@ -1,15 +1,15 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
-import type { App } from '../app-types';
-import { unmapIp } from '../auth/ip-allowlist';
+import type { ServerConfig } from './deps';
+import { unmapIp } from './ip';
 
 /**
  * The client address. Behind a trusted proxy it is the last X-Forwarded-For entry: the one the proxy itself
  * appended; earlier entries come from the client and could be forged to pass an allow-list.
  */
-export function clientIp(app: App, req: IncomingMessage): string {
-  if (app.config.trustProxy) {
+export function clientIp(trustProxy: boolean, req: IncomingMessage): string {
+  if (trustProxy) {
     const xff = req.headers['x-forwarded-for'];
     const entries = (Array.isArray(xff) ? xff.join(',') : xff ?? '').split(',').map((e) => e.trim()).filter(Boolean);
     const last = entries[entries.length - 1];
@@ -38,11 +38,11 @@ const OVER_CAP_RESPONSE = (() => {
  * timeout is closed (idle sockets would otherwise hold file descriptors and memory for ever).
  * Returns the sockets being shed, whose requests are dropped.
  */
-export function guardConnections(app: App, server: Server): WeakSet<Socket> {
+export function guardConnections(config: Pick<ServerConfig, 'maxConnections' | 'headersTimeoutMs'>, server: Server): WeakSet<Socket> {
   const shed = new WeakSet<Socket>();
   let open = 0;
-  const max = Math.min(app.config.maxConnections, fdCeiling());
-  const firstByte_ms = app.config.headersTimeoutMs;
+  const max = Math.min(config.maxConnections, fdCeiling());
+  const firstByte_ms = config.headersTimeoutMs;
   // Before the HTTP server's own listener, so a shed socket is marked before its parser starts.
   server.prependListener('connection', (socket: Socket) => {
     open++;
@@ -60,6 +60,32 @@ export function guardConnections(app: App, server: Server): WeakSet<Socket> {
     socket.once('close', () => clearTimeout(timer));
   });
   return shed;
+}
+
+/** Longest a connection answered before its request ended goes on reading, and dropping, what the client sends. */
+export const LINGER_MS = 1000;
+
+/**
+ * Close a connection whose request is refused while its body is still arriving (413, or a refusal before the
+ * body) so that the client reads the answer. Node closes a connection answered with `Connection: close`
+ * through `socket.destroySoon()`: the socket is destroyed as soon as the answer is written, and a socket
+ * closed with bytes unread sends a reset, which a client still sending may meet before it reads the answer.
+ * For this socket, destroySoon half-closes instead (the answer, then FIN) and keeps reading and dropping the
+ * client's bytes (the request is resumed or dumped, so the parser discards them) until the client closes too, or at
+ * most LINGER_MS. A connection kept alive never calls destroySoon and stays as it is; one that lingers is
+ * put in `lingering`, and a request parsed on it meanwhile is dropped, never answered.
+ */
+export function lingerOnClose(socket: Socket, lingering: WeakSet<Socket>): void {
+  socket.destroySoon = (): void => {
+    lingering.add(socket);
+    if (socket.writable) socket.end();
+    if (socket.destroyed) return;
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+    // The client's FIN: everything it sent is read, so closing now sends no reset.
+    socket.once('end', () => socket.destroy());
+  };
 }
 
 /**

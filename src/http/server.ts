@@ -1,25 +1,20 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import type { App } from '../app-types';
 import type { Router } from './router';
-import type { Ctx, Reply, RouteDef } from './types';
+import type { Ctx, RouteDef } from './types';
+import type { KeyCheck, ServerDeps } from './deps';
 import { ApiError, toApiError } from './errors';
 import { mediaCharset, mediaType, parseForm, parseJson, readBody } from './body';
-import { authenticateKey, requireScope } from '../auth/authenticate';
-import { authenticateStreamToken } from '../auth/stream-token';
-import type { RateLimiter } from '../auth/rate-limit';
 import { logAccess } from './access-log';
 import { onClientError } from './client-error';
-import { authenticateCabinet, cabinetErrorReply } from '../cabinet/guard';
-import { clientIp, guardConnections } from './connections';
+import { clientIp, guardConnections, lingerOnClose } from './connections';
 import { send, sendError } from './respond';
+
+export type { KeyCheck, KeyInput, RequestObserver, ServerConfig, ServerDeps, ServerGuards } from './deps';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,64}$/;
-
-/** Per-route observer (metrics); called once per finished request. */
-export type RequestObserver = (route: string, method: string, status: number, duration_ms: number) => void;
 
 /** Named limits of connections and request bodies. */
 export const SERVER_LIMITS = {
@@ -27,37 +22,60 @@ export const SERVER_LIMITS = {
   body_inflight_bytes: 64 * 1024 * 1024,
 };
 
+/** One server's state shared by its requests. */
+interface Chain<S> {
+  deps: ServerDeps<S>;
+  router: Router<RouteDef<S>>;
+  /** The response in flight on each connection (a client error while its body arrives is answered through it). */
+  inflight: WeakMap<Socket, ServerResponse>;
+  bodies: BodyBudget;
+  /** Connections answered before their request ended, read and dropped until they close (lingerOnClose). */
+  lingering: WeakSet<Socket>;
+}
+
+/** How far one request got: the status answered, and whether its body was taken (read, or let through). */
+interface Progress {
+  status: number;
+  bodyTaken: boolean;
+}
+
 /**
  * The whole request chain, in order: connection cap (503) and first-byte deadline → request id → path
  * normalised (400) → route match (404/405) → authentication from the headers: key, live mode, IP
  * allow-list (401/403) → body (503 when too many bodies are in flight, 413/415/400) → request signature
  * (401; a cabinet route: session cookie and CSRF token instead of a key) → rate limit (429) → scope (403)
- * → handler → one response writer (cabinet errors as HTML pages) → access log.
+ * → handler → one response writer (cabinet errors as HTML pages) → access log. The steps that belong to
+ * other layers (keys, stream tokens, cabinet sessions and pages, scopes, rate limits) are `deps.guards`.
  */
-export function createHttpServer(app: App, router: Router<RouteDef>, limiter: RateLimiter | null, observe?: RequestObserver): Server {
-  const { headersTimeoutMs, requestTimeoutMs } = app.config;
+export function createHttpServer<S>(deps: ServerDeps<S>, router: Router<RouteDef<S>>): Server {
+  const { headersTimeoutMs, requestTimeoutMs } = deps.config;
   const server = createServer({
     headersTimeout: headersTimeoutMs,
     requestTimeout: requestTimeoutMs,
-    keepAliveTimeout: app.config.keepAliveTimeoutMs,
+    keepAliveTimeout: deps.config.keepAliveTimeoutMs,
     // Node checks the two timeouts only this often (30 s by default), which would let a slow client hold on far longer.
     // The config guarantees headersTimeoutMs <= requestTimeoutMs.
     connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
     maxHeaderSize: 16 * 1024,
   });
   server.maxHeadersCount = 100;
-  const inflight = new WeakMap<Socket, ServerResponse>();
-  const shed = guardConnections(app, server);
-  const bodies = new BodyBudget(SERVER_LIMITS.body_inflight_bytes);
+  const chain: Chain<S> = {
+    deps,
+    router,
+    inflight: new WeakMap(),
+    bodies: new BodyBudget(SERVER_LIMITS.body_inflight_bytes),
+    lingering: new WeakSet(),
+  };
+  const shed = guardConnections(deps.config, server);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (shed.has(req.socket)) {
+    if (shed.has(req.socket) || chain.lingering.has(req.socket)) {
       res.destroy();
       return;
     }
-    inflight.set(req.socket, res);
-    void handle(app, router, limiter, req, res, observe, inflight, bodies);
+    chain.inflight.set(req.socket, res);
+    void handle(chain, req, res);
   });
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => onClientError(app, err, socket, inflight.get(socket)));
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => onClientError(deps.log, err, socket, chain.inflight.get(socket)));
   return server;
 }
 
@@ -79,16 +97,9 @@ class BodyBudget {
   }
 }
 
-async function handle(
-  app: App,
-  router: Router<RouteDef>,
-  limiter: RateLimiter | null,
-  req: IncomingMessage,
-  res: ServerResponse,
-  observe: RequestObserver | undefined,
-  inflight: WeakMap<Socket, ServerResponse>,
-  bodies: BodyBudget,
-): Promise<void> {
+/** One request: its context and access-log line around the chain, and the answer to whatever the chain threw. */
+async function handle<S>(chain: Chain<S>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { deps } = chain;
   const started = performance.now();
   const incomingId = req.headers['x-request-id'];
   const requestId = typeof incomingId === 'string' && REQUEST_ID_RE.test(incomingId) ? incomingId : randomUUID();
@@ -96,8 +107,8 @@ async function handle(
   const method = req.method ?? 'GET';
   const url = parseTarget(req.url);
   const path = url.pathname;
-  const ctx: Ctx = {
-    app,
+  const ctx: Ctx<S> = {
+    app: deps.services,
     req,
     res,
     requestId,
@@ -108,18 +119,17 @@ async function handle(
     query: url.searchParams,
     rawBody: Buffer.alloc(0),
     body: undefined,
-    ip: clientIp(app, req),
+    ip: clientIp(deps.config.trustProxy, req),
   };
-  let status = 0;
-  let bodyTaken = false;
+  const progress: Progress = { status: 0, bodyTaken: false };
   // The line is written when the response is over (or the connection died), so a streamed response logs once, at its end.
   // One listener per request for both jobs: 'close' comes once.
   res.on('close', () => {
-    if (inflight.get(req.socket) === res) inflight.delete(req.socket);
+    if (chain.inflight.get(req.socket) === res) chain.inflight.delete(req.socket);
     const duration_ms = performance.now() - started;
-    const final = res.headersSent ? res.statusCode : status;
-    observe?.(ctx.route || 'unmatched', method, final, duration_ms);
-    logAccess(app, {
+    const final = res.headersSent ? res.statusCode : progress.status;
+    deps.observe?.(ctx.route || 'unmatched', method, final, duration_ms);
+    logAccess(deps.log, {
       requestId,
       method,
       path,
@@ -131,77 +141,101 @@ async function handle(
     });
   });
   try {
-    if (app.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
-    if (!isNormalised(req.url ?? '', path)) {
-      throw new ApiError(400, 'bad_request', `Cannot route "${(req.url ?? '').split('?')[0].slice(0, 128)}": the path has dot segments or encoded separators; send it normalised`);
-    }
-    const match = router.match(method, path);
-    if (match.kind === 'not_found') throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}`);
-    if (match.kind === 'method_not_allowed') {
-      throw new ApiError(405, 'method_not_allowed', `Cannot ${method} ${path}; allowed: ${match.allow.join(', ')}`, undefined, {
-        Allow: match.allow.join(', '),
-      });
-    }
-    const route = match.value;
-    ctx.route = match.pattern;
-    ctx.params = match.params;
-    // The key is checked before a byte of the body is read: a keyless client cannot make the server hold its body.
-    // A stream token (GET /v1/public/events?token=…, for a browser's EventSource) stands in for the key.
-    const streamToken = (route.streamToken && header(req, 'authorization') === undefined ? ctx.query.get('token') : null) || null;
-    const key =
-      route.auth === 'none' || route.auth === 'cabinet' || streamToken ? null : await authenticateKey(app.store, { authorization: header(req, 'authorization'), ip: ctx.ip, connection: req.socket });
-    if (key && route.auth === 'test' && key.auth.mode !== 'test') {
-      throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}: test helpers need a test key`);
-    }
-    bodyTaken = true;
-    if (BODY_METHODS.has(method)) await readRequestBody(app, ctx, route, bodies);
-    else req.resume();
-    if (route.auth === 'cabinet') {
-      ctx.cabinet = await authenticateCabinet(ctx);
-    } else if (streamToken) {
-      ctx.auth = await authenticateStreamToken(app.store, streamToken, app.clocks.real());
-      if (limiter) limiter.take(ctx.auth.keyId);
-      if (route.scope) requireScope(ctx.auth, route.scope);
-      // A token is the whole credential (no cookies), so a page of any origin may read the stream with it.
-      res.setHeader('Access-Control-Allow-Origin', '*');
-    } else if (key) {
-      key.verifyBody(header(req, 'x-psp-signature'), ctx.rawBody);
-      ctx.auth = key.auth;
-      app.keyUsage.note(ctx.auth.keyId);
-      if (limiter) limiter.take(ctx.auth.keyId);
-      if (route.scope) requireScope(ctx.auth, route.scope);
-    }
-    const reply = await route.handler(ctx);
-    // What the handler read may include a commit whose WAL sync is still running: answer once it is on disk.
-    const durable = 'raw' in reply ? null : app.store.whenDurable(ctx.seen?.seq);
-    if (durable) await durable;
-    status = send(ctx, reply);
+    await serve(chain, ctx, progress);
   } catch (err) {
-    const apiErr = withAction(toApiError(err), method, ctx.route);
-    if (apiErr.status >= 500 && err instanceof ApiError) {
-      // Raised on purpose (shutting down, a bank's router refusing): a known condition, not a bug; no stack.
-      const fields = { request_id: requestId, method, path, status: apiErr.status, code: apiErr.code, error: apiErr.message };
-      if (app.closing && apiErr.status === 503) app.log.info('request refused while shutting down', fields);
-      else app.log.warn('request failed', fields);
-    } else if (apiErr.status >= 500) {
-      app.log.error('request failed', {
-        request_id: requestId,
-        method,
-        path,
-        status: apiErr.status,
-        error: err instanceof Error ? err.message : String(err),
-        stack: err instanceof Error ? err.stack : undefined,
-      });
-    }
-    // A refusal can rest on data as much as an answer can (say, a refund over a remainder just committed).
-    const durable = app.store.whenDurable();
-    if (durable) await durable;
-    // A body never read (refused before it) would still have to be received to reach the next request: close instead.
-    if (!bodyTaken && hasBody(req) && !ctx.res.headersSent) ctx.res.setHeader('Connection', 'close');
-    // The cabinet is a site for people: its refusals are pages (or the way to the sign-in page), not JSON.
-    const cabinet = path === '/cabinet' || path.startsWith('/cabinet/');
-    status = cabinet && !res.headersSent ? send(ctx, cabinetErrorReply(ctx, apiErr)) : sendError(ctx, apiErr);
+    await refuse(chain, ctx, progress, err);
   }
+}
+
+/** The chain from the shutdown check to the handler's reply, in the order createHttpServer's comment gives. */
+async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress): Promise<void> {
+  const { deps } = chain;
+  const { req, method, path } = ctx;
+  if (deps.closing()) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
+  if (!isNormalised(req.url ?? '', path)) {
+    throw new ApiError(400, 'bad_request', `Cannot route "${(req.url ?? '').split('?')[0].slice(0, 128)}": the path has dot segments or encoded separators; send it normalised`);
+  }
+  const match = chain.router.match(method, path);
+  if (match.kind === 'not_found') throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}`);
+  if (match.kind === 'method_not_allowed') {
+    throw new ApiError(405, 'method_not_allowed', `Cannot ${method} ${path}; allowed: ${match.allow.join(', ')}`, undefined, {
+      Allow: match.allow.join(', '),
+    });
+  }
+  const route = match.value;
+  ctx.route = match.pattern;
+  ctx.params = match.params;
+  // The key is checked before a byte of the body is read: a keyless client cannot make the server hold its body.
+  // A stream token (GET /v1/public/events?token=…, for a browser's EventSource) stands in for the key.
+  const streamToken = (route.streamToken && header(req, 'authorization') === undefined ? ctx.query.get('token') : null) || null;
+  const key =
+    route.auth === 'none' || route.auth === 'cabinet' || streamToken
+      ? null
+      : await deps.guards.key({ authorization: header(req, 'authorization'), ip: ctx.ip, connection: req.socket });
+  if (key && route.auth === 'test' && key.auth.mode !== 'test') {
+    throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}: test helpers need a test key`);
+  }
+  progress.bodyTaken = true;
+  if (BODY_METHODS.has(method)) await readRequestBody(deps.config.bodyLimitBytes, ctx, route, chain.bodies);
+  else req.resume();
+  await authorize(deps, ctx, route, streamToken, key);
+  const reply = await route.handler(ctx);
+  // What the handler read may include a commit whose WAL sync is still running: answer once it is on disk.
+  const durable = 'raw' in reply ? null : deps.store.whenDurable(ctx.seen?.seq);
+  if (durable) await durable;
+  progress.status = send(ctx, reply);
+}
+
+/** The steps after the body: cabinet session, or stream token, or the key's signature; then rate limit and scope. */
+async function authorize<S>(deps: ServerDeps<S>, ctx: Ctx<S>, route: RouteDef<S>, streamToken: string | null, key: KeyCheck | null): Promise<void> {
+  const { guards } = deps;
+  if (route.auth === 'cabinet') {
+    ctx.cabinet = await guards.cabinet(ctx);
+  } else if (streamToken) {
+    ctx.auth = await guards.streamToken(streamToken);
+    guards.rateLimit?.(ctx.auth.keyId);
+    if (route.scope) guards.scope(ctx.auth, route.scope);
+    // A token is the whole credential (no cookies), so a page of any origin may read the stream with it.
+    ctx.res.setHeader('Access-Control-Allow-Origin', '*');
+  } else if (key) {
+    key.verifyBody(header(ctx.req, 'x-psp-signature'), ctx.rawBody);
+    ctx.auth = key.auth;
+    guards.noteKeyUse(ctx.auth.keyId);
+    guards.rateLimit?.(ctx.auth.keyId);
+    if (route.scope) guards.scope(ctx.auth, route.scope);
+  }
+}
+
+/** Answer what the chain threw: logged when it is a 5xx, written once on disk what it rests on, as JSON or a cabinet page. */
+async function refuse<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, err: unknown): Promise<void> {
+  const { deps } = chain;
+  const { req, res, requestId, method, path } = ctx;
+  const apiErr = withAction(toApiError(err), method, ctx.route);
+  if (apiErr.status >= 500 && err instanceof ApiError) {
+    // Raised on purpose (shutting down, a bank's router refusing): a known condition, not a bug; no stack.
+    const fields = { request_id: requestId, method, path, status: apiErr.status, code: apiErr.code, error: apiErr.message };
+    if (deps.closing() && apiErr.status === 503) deps.log.info('request refused while shutting down', fields);
+    else deps.log.warn('request failed', fields);
+  } else if (apiErr.status >= 500) {
+    deps.log.error('request failed', {
+      request_id: requestId,
+      method,
+      path,
+      status: apiErr.status,
+      error: err instanceof Error ? err.message : String(err),
+      stack: err instanceof Error ? err.stack : undefined,
+    });
+  }
+  // A refusal can rest on data as much as an answer can (say, a refund over a remainder just committed).
+  const durable = deps.store.whenDurable();
+  if (durable) await durable;
+  // A body never read (refused before it) would still have to be received to reach the next request: close instead.
+  if (!progress.bodyTaken && hasBody(req) && !res.headersSent) res.setHeader('Connection', 'close');
+  // Answered while the body still arrives (413, or refused before it): close so that the client reads the answer.
+  if (!req.complete) lingerOnClose(req.socket, chain.lingering);
+  // The cabinet is a site for people: its refusals are pages (or the way to the sign-in page), not JSON.
+  const cabinet = path === '/cabinet' || path.startsWith('/cabinet/');
+  progress.status = cabinet && !res.headersSent ? send(ctx, deps.guards.cabinetError(ctx, apiErr)) : sendError(ctx, apiErr);
 }
 
 /**
@@ -251,14 +285,16 @@ function parseTarget(target: string | undefined): { pathname: string; searchPara
   }
 }
 
+/** The first value of a request header. */
 function header(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
 }
 
-async function readRequestBody(app: App, ctx: Ctx, route: RouteDef, bodies: BodyBudget): Promise<void> {
+/** Read, bound and parse the body (503 when too many bodies are held, 413, 415, 400). */
+async function readRequestBody<S>(limit_bytes: number, ctx: Ctx<S>, route: RouteDef<S>, bodies: BodyBudget): Promise<void> {
   const declared = Number(ctx.req.headers['content-length']);
-  const reserve = Number.isFinite(declared) ? Math.min(declared, app.config.bodyLimitBytes) : app.config.bodyLimitBytes;
+  const reserve = Number.isFinite(declared) ? Math.min(declared, limit_bytes) : limit_bytes;
   if (reserve > 0 && !bodies.take(reserve)) {
     throw new ApiError(503, 'unavailable', 'Cannot read the request body: the server holds as many bodies as it may; retry shortly', undefined, {
       'Retry-After': '1',
@@ -266,7 +302,7 @@ async function readRequestBody(app: App, ctx: Ctx, route: RouteDef, bodies: Body
   }
   let raw: Buffer;
   try {
-    raw = await readBody(ctx.req, app.config.bodyLimitBytes);
+    raw = await readBody(ctx.req, limit_bytes);
   } finally {
     if (reserve > 0) bodies.give(reserve);
   }

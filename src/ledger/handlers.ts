@@ -1,3 +1,4 @@
+import type { Reader } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
 import { merchantBalances } from './store';
 
@@ -5,7 +6,7 @@ import { merchantBalances } from './store';
  * GET /v1/public/balance: the key's merchant's money in the key's mode, over all its shops. Each shop
  * also shows its own `available`, because a payout draws on the paying shop's available alone.
  */
-export async function getBalance(ctx: Ctx): Promise<Reply> {
+export async function getBalance(ctx: Ctx<{ readonly store: Reader }>): Promise<Reply> {
   const a = ctx.auth!;
   const shops = await merchantBalances(ctx.app.store, a.merchantId, a.mode);
   let balance = 0;

@@ -1,5 +1,6 @@
 import QRCode from 'qrcode';
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { notFound } from '../http/errors';
 import { buyerRedirectUrl, findPaymentForPage } from '../payments/buyer';
 import type { PaymentView } from '../model/payment';
@@ -9,6 +10,9 @@ import { bankScreen, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, proc
 import { clearStep, getStep } from './steps';
 import { liveScreen, liveSession, liveStep } from './live';
 
+/** What the page's GET routes read: the payment and the page step in the store, a live payment's bank, the page's address. */
+export type PageCore = Pick<Core, 'store' | 'banks' | 'payPageUrl'>;
+
 /** How long the success screen stays before the buyer returns to the shop (the spec's "about 2 seconds"). */
 const SUCCESS_REDIRECT_MS = 2000;
 
@@ -17,9 +21,9 @@ const SUCCESS_REDIRECT_MS = 2000;
  * prefetch must not open a bank session): a pending payment shows its method choice, or the one "pay"
  * step of a method fixed at creation, and the buyer's POST opens the session.
  */
-export async function showPage(ctx: Ctx): Promise<Reply> {
+export async function showPage(ctx: Ctx<PageCore>): Promise<Reply> {
   const lang = langOf(ctx);
-  const p = await findPaymentForPage(ctx.app, ctx.params.id);
+  const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
   if (!p) return renderNotFound(ctx, lang);
   if (isFinal(p)) return finalScreen(ctx, p);
   const step = await getStep(ctx.app.store, p.id);
@@ -48,18 +52,18 @@ export async function showPage(ctx: Ctx): Promise<Reply> {
 }
 
 /** A final status: success shows its screen and returns to the shop after 2 s; the others return at once. */
-async function finalScreen(ctx: Ctx, p: PaymentView): Promise<Reply> {
+async function finalScreen(ctx: Ctx<Pick<Core, 'store'>>, p: PaymentView): Promise<Reply> {
   const lang = langOf(ctx);
-  if (await getStep(ctx.app.store, p.id)) await clearStep(ctx.app, p.id);
+  if (await getStep(ctx.app.store, p.id)) await clearStep(ctx.app.store, p.id);
   const back = buyerRedirectUrl(p);
   if (back && p.status !== 'succeeded') return { status: 303, location: back };
   return renderPage(ctx, lang, p, statusScreen({ lang, p }, back), { redirect: back, redirectMs: SUCCESS_REDIRECT_MS });
 }
 
 /** GET /pay/:id/bank: the simulated bank app (SBP's "open the bank app", T-Pay, bank wallet). */
-export async function showBank(ctx: Ctx): Promise<Reply> {
+export async function showBank(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const lang = langOf(ctx);
-  const p = await findPaymentForPage(ctx.app, ctx.params.id);
+  const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
   if (!p) return renderNotFound(ctx, lang);
   const step = await getStep(ctx.app.store, p.id);
   // A live payment is paid in the real bank's app or page, never on this simulated one.
@@ -68,8 +72,8 @@ export async function showBank(ctx: Ctx): Promise<Reply> {
 }
 
 /** GET /pay/:id/status: the small JSON the page's script polls while it waits. */
-export async function pageStatus(ctx: Ctx): Promise<Reply> {
-  const p = await findPaymentForPage(ctx.app, ctx.params.id);
+export async function pageStatus(ctx: Ctx<Pick<Core, 'store' | 'banks'>>): Promise<Reply> {
+  const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
   if (!p) throw notFound(`Cannot find payment "${ctx.params.id}"`);
   const step = await getStep(ctx.app.store, p.id);
   const live = !isTest(p) && p.status === 'processing' ? liveStep(await liveSession(ctx, p)) : '';

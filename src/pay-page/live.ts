@@ -1,5 +1,6 @@
 import QRCode from 'qrcode';
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import type { PaymentView } from '../model/payment';
 import { getPayment } from '../payments/store';
 import type { PageSession } from '../bank-port/port';
@@ -13,7 +14,7 @@ import { processingScreen } from './screens';
 // payload the bank gave, and waits; the bank sends the buyer back here (?back=) to see the outcome.
 
 /** The live bank session of a processing payment, as its bank tells the page; undefined when its bank has none. */
-export async function liveSession(ctx: Ctx, p: PaymentView): Promise<PageSession | undefined> {
+export async function liveSession(ctx: Ctx<Pick<Core, 'store' | 'banks'>>, p: PaymentView): Promise<PageSession | undefined> {
   const row = await getPayment(ctx.app.store, p.id);
   return row && row.status === 'processing' ? (await ctx.app.banks.for(ctx.app.store, row.shop_id, row.mode)).pageSession(row) : undefined;
 }

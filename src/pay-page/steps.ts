@@ -1,5 +1,5 @@
-import type { App } from '../app-types';
-import type { Reader } from '../db/store';
+import type { Reader, Store } from '../db/store';
+import type { Core } from '../core/core';
 import type { PaymentView } from '../model/payment';
 
 /** A step of the page that outlives one request (table pay_page_steps). */
@@ -19,10 +19,10 @@ export async function getStep(q: Reader, paymentId: string): Promise<PageStep | 
 }
 
 /** Record the buyer's step (replacing an earlier one), committed before the page answers. */
-export async function putStep(app: App, p: PaymentView, s: PageStep): Promise<void> {
+export async function putStep(core: Pick<Core, 'store' | 'clocks'>, p: PaymentView, s: PageStep): Promise<void> {
   const mode = p.metadata.mode === 'live' ? 'live' : 'test';
-  await app.store.write(async (tx) => {
-    const now = await app.clocks.now(tx, p.shop_id, mode);
+  await core.store.write(async (tx) => {
+    const now = await core.clocks.now(tx, p.shop_id, mode);
     await tx.run(
       `INSERT INTO pay_page_steps (payment_id, shop_id, mode, step, card_brand, card_mask, card_holder, outcome, failure_code, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -43,8 +43,8 @@ export async function putStep(app: App, p: PaymentView, s: PageStep): Promise<vo
 }
 
 /** Forget the buyer's step once the payment has its answer. */
-export async function clearStep(app: App, paymentId: string): Promise<void> {
-  await app.store.write(async (tx) => {
+export async function clearStep(store: Store, paymentId: string): Promise<void> {
+  await store.write(async (tx) => {
     await tx.run('DELETE FROM pay_page_steps WHERE payment_id = ?', paymentId);
   });
 }

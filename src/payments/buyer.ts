@@ -1,7 +1,7 @@
-import type { App } from '../app-types';
 import type { Reader } from '../db/store';
 import { badRequest, notFound } from '../http/errors';
 import { isUuid } from '../util/ids';
+import type { PaymentsCore } from './core';
 import { cancelTx, chooseMethodTx, openSessionTx } from './state';
 import { getPayment, paymentView } from './store';
 import { PAYMENT_METHODS, type ConcreteMethod, type PaymentRow, type PaymentView } from '../model/payment';
@@ -15,11 +15,11 @@ async function load(q: Reader, id: string): Promise<PaymentRow> {
   return p;
 }
 
-/** The payment as GET shows it, or undefined when no payment has this id. */
-export async function findPaymentForPage(app: App, id: string): Promise<PaymentView | undefined> {
+/** The payment as GET shows it, or undefined when no payment has this id; read through `q` (the store, or a tx). */
+export async function findPaymentForPage(q: Reader, id: string): Promise<PaymentView | undefined> {
   if (!isUuid(id)) return undefined;
-  const p = await getPayment(app.store, id);
-  return p ? paymentView(app.store, p) : undefined;
+  const p = await getPayment(q, id);
+  return p ? paymentView(q, p) : undefined;
 }
 
 /**
@@ -27,21 +27,21 @@ export async function findPaymentForPage(app: App, id: string): Promise<PaymentV
  * (pending → processing). Only this POST opens a session: opening the page changes nothing. Paying again
  * with the method already open changes nothing.
  */
-export async function payWithMethod(app: App, id: string, method: string): Promise<PaymentView> {
+export async function payWithMethod(core: PaymentsCore, id: string, method: string): Promise<PaymentView> {
   if (method === 'any' || method === 'recurrent' || !(PAYMENT_METHODS as readonly string[]).includes(method)) {
     throw badRequest(`Cannot choose method "${method}": it is not a payment method`, 'method');
   }
-  return app.store.write(async (tx) => {
+  return core.store.write(async (tx) => {
     const p = await load(tx, id);
     if (p.status === 'processing' && p.method === method) return paymentView(tx, p);
-    const chosen = await chooseMethodTx(app, tx, p, method as ConcreteMethod);
-    return paymentView(tx, await openSessionTx(app, tx, chosen, { by: 'buyer' }));
+    const chosen = await chooseMethodTx(core, tx, p, method as ConcreteMethod);
+    return paymentView(tx, await openSessionTx(core, tx, chosen, { by: 'buyer' }));
   });
 }
 
 /** The buyer gave up on the page: pending → cancelled. */
-export async function buyerCancel(app: App, id: string): Promise<PaymentView> {
-  return app.store.write(async (tx) => paymentView(tx, await cancelTx(app, tx, await load(tx, id))));
+export async function buyerCancel(core: PaymentsCore, id: string): Promise<PaymentView> {
+  return core.store.write(async (tx) => paymentView(tx, await cancelTx(core, tx, await load(tx, id))));
 }
 
 const REDIRECT_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'refunded', 'expired']);

@@ -1,10 +1,11 @@
-import type { App } from '../app-types';
+import type { Core } from '../core/core';
 import type { Reader, Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { badRequest } from '../http/errors';
 import { amountField, bodyObject, currencyField, enumField, intField, strField } from '../http/validate';
 import { iso } from '../util/time';
 import { uuid } from '../util/ids';
+import type { PaymentsCore } from './core';
 import { openSessionTx } from './state';
 import { ensureLinkSweep } from './expiry';
 import { insertedRow, insertPayment, type InsertParams } from './store';
@@ -100,8 +101,8 @@ export function parseCreateBody(body: unknown, auth: { merchantId: string; shopI
  * Insert a payment in the caller's transaction: pending, its link's expiry covered by the shop's sweep,
  * payment.created appended; test payments get their simulator plan.
  */
-export async function createPaymentTx(app: App, tx: Tx, input: PaymentInput): Promise<PaymentRow> {
-  const now = await app.clocks.now(tx, input.shopId, input.mode);
+export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<PaymentRow> {
+  const now = await core.clocks.now(tx, input.shopId, input.mode);
   const id = uuid();
   const meta: Record<string, string> = {};
   if (input.metadata) {
@@ -114,7 +115,7 @@ export async function createPaymentTx(app: App, tx: Tx, input: PaymentInput): Pr
   if (input.webhookUrl) meta.webhook_url = input.webhookUrl;
   if (input.customerId) meta.customer_id = input.customerId;
   const kind = input.kind ?? 'payment';
-  Object.assign(meta, await (await app.banks.for(tx, input.shopId, input.mode)).describePayment(tx, { shopId: input.shopId, mode: input.mode, amount: input.amount, kind, tokenId: input.tokenId }));
+  Object.assign(meta, await (await core.banks.for(tx, input.shopId, input.mode)).describePayment(tx, { shopId: input.shopId, mode: input.mode, amount: input.amount, kind, tokenId: input.tokenId }));
   const expiresAt = now + (input.ttlMinutes ?? TTL_DEFAULT_MIN) * 60_000;
   const params: InsertParams = {
     seq: 0,
@@ -142,7 +143,7 @@ export async function createPaymentTx(app: App, tx: Tx, input: PaymentInput): Pr
   // when its session opens: it is pending only inside this transaction, so no link sweep covers it.
   const opensAtOnce = input.tokenId !== undefined || params.method === 'recurrent';
   const row = opensAtOnce ? insertedRow(params) : await insertPayment(tx, params);
-  await app.events.append(tx, {
+  await core.events.append(tx, {
     merchantId: row.merchant_id,
     shopId: row.shop_id,
     mode: row.mode,
@@ -151,8 +152,8 @@ export async function createPaymentTx(app: App, tx: Tx, input: PaymentInput): Pr
     at: now,
     paymentId: id,
   });
-  if (opensAtOnce) return openSessionTx(app, tx, row, { tokenId: input.tokenId, unwritten: params });
-  await ensureLinkSweep(app, tx, row);
+  if (opensAtOnce) return openSessionTx(core, tx, row, { tokenId: input.tokenId, unwritten: params });
+  await ensureLinkSweep(core.scheduler, tx, row);
   return row;
 }
 
@@ -160,7 +161,7 @@ export async function createPaymentTx(app: App, tx: Tx, input: PaymentInput): Pr
  * The creation response of the specification, plus what the shop's bank adds (the simulator's block in test
  * mode). The shop's bank is found through `q`: inside a transaction pass its tx.
  */
-export async function creationBody(app: App, q: Reader, row: PaymentRow): Promise<Record<string, unknown>> {
+export async function creationBody(core: Pick<Core, 'payPageUrl' | 'banks'>, q: Reader, row: PaymentRow): Promise<Record<string, unknown>> {
   const meta = JSON.parse(row.metadata) as Record<string, string>;
   const body: Record<string, unknown> = {
     payment: {
@@ -177,10 +178,10 @@ export async function creationBody(app: App, q: Reader, row: PaymentRow): Promis
       created_at: iso(row.created_at),
       metadata: meta,
     },
-    payment_url: `${app.payPageUrl()}/pay/${row.id}`,
+    payment_url: `${core.payPageUrl()}/pay/${row.id}`,
     mode: row.mode,
   };
-  const extras = (await app.banks.for(q, row.shop_id, row.mode)).creationExtras(row);
+  const extras = (await core.banks.for(q, row.shop_id, row.mode)).creationExtras(row);
   if (extras) Object.assign(body, extras);
   return body;
 }

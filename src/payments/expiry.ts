@@ -1,6 +1,6 @@
-import type { App } from '../app-types';
 import type { Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
+import type { Scheduler } from '../scheduler/jobs';
 import { LINK_END, nextEnd, SESSION_END, type Deadline } from './store';
 import type { PaymentRow } from '../model/payment';
 
@@ -30,7 +30,9 @@ export interface Sweep {
   ends: Deadline;
 }
 
+/** The sweep of pending payments whose links ran out. */
 export const LINKS: Sweep = { kind: LINK_SWEEP_JOB, ends: LINK_END };
+/** The sweep of processing payments whose bank sessions ended. */
 export const SESSIONS: Sweep = { kind: SESSION_SWEEP_JOB, ends: SESSION_END };
 
 function sweepSubject(shopId: string, mode: Mode): string {
@@ -38,20 +40,20 @@ function sweepSubject(shopId: string, mode: Mode): string {
 }
 
 /** In the caller's transaction: make sure the shop's sweep of this kind is due no later than `at`. */
-async function ensureSweep(app: App, tx: Tx, sweep: Sweep, p: PaymentRow, at: number): Promise<void> {
+async function ensureSweep(scheduler: Scheduler, tx: Tx, sweep: Sweep, p: PaymentRow, at: number): Promise<void> {
   const subject = sweepSubject(p.shop_id, p.mode);
-  const due = await app.scheduler.nextDue(tx, sweep.kind, subject);
+  const due = await scheduler.nextDue(tx, sweep.kind, subject);
   if (due !== null && due <= at) return;
-  if (due !== null) await app.scheduler.cancel(tx, sweep.kind, subject);
-  await app.scheduler.schedule(tx, { kind: sweep.kind, subjectId: subject, shopId: p.shop_id, mode: p.mode, dueAt: at });
+  if (due !== null) await scheduler.cancel(tx, sweep.kind, subject);
+  await scheduler.schedule(tx, { kind: sweep.kind, subjectId: subject, shopId: p.shop_id, mode: p.mode, dueAt: at });
 }
 
 /** In the create's transaction: make sure a link sweep is due no later than this payment's expires_at. */
-export async function ensureLinkSweep(app: App, tx: Tx, p: PaymentRow): Promise<void> {
-  await ensureSweep(app, tx, LINKS, p, p.expires_at);
+export async function ensureLinkSweep(scheduler: Scheduler, tx: Tx, p: PaymentRow): Promise<void> {
+  await ensureSweep(scheduler, tx, LINKS, p, p.expires_at);
 }
 
 /** In the transaction that opens a bank session: make sure a session sweep is due no later than its end. */
-export async function ensureSessionSweep(app: App, tx: Tx, p: PaymentRow, until: number): Promise<void> {
-  await ensureSweep(app, tx, SESSIONS, p, until);
+export async function ensureSessionSweep(scheduler: Scheduler, tx: Tx, p: PaymentRow, until: number): Promise<void> {
+  await ensureSweep(scheduler, tx, SESSIONS, p, until);
 }

@@ -1,6 +1,7 @@
 import type { Reader } from '../db/store';
 import type { Auth, Ctx, Reply } from '../http/types';
 import type { Mode } from '../scheduler/clock';
+import type { Core } from '../core/core';
 import { notFound } from '../http/errors';
 import { bodyObject } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
@@ -8,6 +9,7 @@ import { isUuid } from '../util/ids';
 import { iso } from '../util/time';
 import { highNeeded, parseRegisterQuery, toPage } from '../registers/query';
 import { registerRows, REGISTERS } from '../registers/plan';
+import type { PaymentsCore, PaymentViewsCore } from './core';
 import { creationBody, createPaymentTx, parseCreateBody } from './create';
 import { failureMessage } from './failures';
 import { cancelTx } from './state';
@@ -32,7 +34,7 @@ export async function paymentOfShop(q: Reader, ctx: Ctx, id: string): Promise<Pa
 }
 
 /** POST /v1/public/payments */
-export async function createPayment(ctx: Ctx): Promise<Reply> {
+export async function createPayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const input = parseCreateBody(ctx.body, ctx.auth!);
   const reply = await idempotentCreate(
     ctx,
@@ -54,7 +56,7 @@ export async function createPayment(ctx: Ctx): Promise<Reply> {
 }
 
 /** GET /v1/public/payments/{id} */
-export async function getPaymentHandler(ctx: Ctx): Promise<Reply> {
+export async function getPaymentHandler(ctx: Ctx<PaymentViewsCore>): Promise<Reply> {
   const { app } = ctx;
   const auth = ctx.auth!;
   const id = ctx.params.id;
@@ -73,7 +75,7 @@ export async function getPaymentHandler(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /v1/public/payments/{id}/cancel (no body) */
-export async function cancelPayment(ctx: Ctx): Promise<Reply> {
+export async function cancelPayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   bodyObject(ctx.body, []);
   const id = ctx.params.id;
   const p = await ctx.app.store.write(async (tx) => cancelTx(ctx.app, tx, await paymentOfShop(tx, ctx, id)));
@@ -81,7 +83,7 @@ export async function cancelPayment(ctx: Ctx): Promise<Reply> {
 }
 
 /** GET /v1/public/payments: the payment register, newest first. */
-export async function listPayments(ctx: Ctx): Promise<Reply> {
+export async function listPayments(ctx: Ctx<Core>): Promise<Reply> {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: PAYMENT_STATUSES, extra: { include_test: ['0', '1'] } });
   // A live key sees live payments, and test ones too with include_test=1; a test key sees test payments.

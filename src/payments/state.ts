@@ -1,8 +1,11 @@
-import type { App } from '../app-types';
+import type { Core } from '../core/core';
+import type { ModuleJob } from '../core/module';
+import type { Clocks } from '../scheduler/clock';
 import type { Reader, Tx } from '../db/store';
 import { invalidState } from '../http/errors';
 import { post } from '../ledger/ledger';
 import type { Opener } from '../bank-port/port';
+import type { PaymentsCore } from './core';
 import { ensureSessionSweep } from './expiry';
 import { getPayment, insertPayment, metadataOf, paymentView, updatePayment, updatePaymentFrom, type InsertParams } from './store';
 import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from '../model/payment';
@@ -45,8 +48,8 @@ export interface Resolution {
 }
 
 /** Now on the clock of the payment's shop and mode, read through `q` (the caller's transaction). */
-export function nowFor(app: App, q: Reader, p: PaymentRow): Promise<number> {
-  return app.clocks.now(q, p.shop_id, p.mode);
+export function nowFor(clocks: Clocks, q: Reader, p: PaymentRow): Promise<number> {
+  return clocks.now(q, p.shop_id, p.mode);
 }
 
 /** Re-read a payment inside a transaction, through its tx (the state machine always acts on the committed row). */
@@ -66,7 +69,7 @@ function refuse(p: PaymentRow, action: string, extra = ''): never {
  * it moves from, so a payment moves out of a status once: a transaction that read the row before another moved it
  * writes nothing and is refused (409), and no transition sends its webhook twice.
  */
-async function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, patch: Partial<PaymentRow> = {}, unwritten?: InsertParams): Promise<PaymentRow> {
+async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, patch: Partial<PaymentRow> = {}, unwritten?: InsertParams): Promise<PaymentRow> {
   if (!ALLOWED[p.status].includes(to)) refuse(p, action);
   let next: PaymentRow;
   if (unwritten) {
@@ -80,12 +83,12 @@ async function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: 
     // found it unchanged) plus the columns written, so no read is needed.
     next = { ...p, ...patch, status: to };
   }
-  const at = await nowFor(app, tx, next);
+  const at = await nowFor(core.clocks, tx, next);
   const event = WEBHOOK[to];
   // The money moves with the status, in the same transaction and before anything reacts to the change (a
   // card binding's verification refund needs the credit): the books never depend on an event's payload.
   if (to === 'succeeded') await post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at, next.seq);
-  await app.events.append(tx, {
+  await core.events.append(tx, {
     merchantId: next.merchant_id,
     shopId: next.shop_id,
     mode: next.mode,
@@ -97,27 +100,27 @@ async function move(app: App, tx: Tx, p: PaymentRow, to: PaymentStatus, action: 
     webhook: event ? { event, data: await paymentView(tx, next, p.status === 'pending' || p.status === 'processing'), url: next.webhook_url || null } : undefined,
   });
   // Tokens and subscriptions react to their payments here (their own hooks, typed; payments knows none of them).
-  await app.paymentHooks.fireMoved(tx, next, p.status, at);
+  await core.paymentHooks.fireMoved(tx, next, p.status, at);
   // Expiry is swept (expiry.ts): leaving pending or processing cancels nothing. The per-payment expiry jobs an
   // older database may still hold run at their time, find the payment closed and do nothing.
   return next;
 }
 
 /** pending → pending with a concrete method; re-choosing is allowed while the payment was created as `any`. */
-export async function chooseMethodTx(app: App, tx: Tx, p: PaymentRow, method: ConcreteMethod): Promise<PaymentRow> {
+export async function chooseMethodTx(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, p: PaymentRow, method: ConcreteMethod): Promise<PaymentRow> {
   if (p.status !== 'pending') refuse(p, `choose method ${method} for`);
   if (p.method === method) return p;
   if (p.method_fixed) refuse(p, `choose method ${method} for`, ` and its method ${p.method} was fixed at creation`);
   await updatePayment(tx, p.id, { method });
   const next = await reload(tx, p.id);
   // Not a status change, so no webhook and no payment.status_changed; the stream still learns of it.
-  await app.events.append(tx, {
+  await core.events.append(tx, {
     merchantId: next.merchant_id,
     shopId: next.shop_id,
     mode: next.mode,
     kind: 'payment.method_chosen',
     payload: { id: next.id, method },
-    at: await nowFor(app, tx, next),
+    at: await nowFor(core.clocks, tx, next),
     paymentId: next.id,
   });
   return next;
@@ -140,15 +143,15 @@ export interface SessionOptions {
  * pending (method chosen) → processing: the bank session opens for the method's lifetime, and the shop's
  * bank is told in the same transaction. Idempotent when already processing.
  */
-export async function openSessionTx(app: App, tx: Tx, p: PaymentRow, opts: SessionOptions = {}): Promise<PaymentRow> {
+export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, opts: SessionOptions = {}): Promise<PaymentRow> {
   if (p.status === 'processing') return p;
   if (p.status !== 'pending') refuse(p, 'open a bank session for');
   if (p.method === 'any') refuse(p, 'open a bank session for', ' and no method is chosen yet');
-  const now = await nowFor(app, tx, p);
+  const now = await nowFor(core.clocks, tx, p);
   const until = now + SESSION_TTL_MS[p.method];
-  const next = await move(app, tx, p, 'processing', 'open a bank session for', { processing_until: until }, opts.unwritten);
-  await ensureSessionSweep(app, tx, next, until);
-  const bank = await app.banks.for(tx, p.shop_id, p.mode);
+  const next = await move(core, tx, p, 'processing', 'open a bank session for', { processing_until: until }, opts.unwritten);
+  await ensureSessionSweep(core.scheduler, tx, next, until);
+  const bank = await core.banks.for(tx, p.shop_id, p.mode);
   const req = { payment: next, by: opts.by ?? 'service' };
   if (opts.tokenId) await bank.chargeSaved(tx, { ...req, tokenId: opts.tokenId });
   else await bank.openSession(tx, req);
@@ -156,10 +159,10 @@ export async function openSessionTx(app: App, tx: Tx, p: PaymentRow, opts: Sessi
 }
 
 /** processing → succeeded or failed, with what the bank told. */
-export async function resolveTx(app: App, tx: Tx, p: PaymentRow, r: Resolution): Promise<PaymentRow> {
+export async function resolveTx(core: PaymentsCore, tx: Tx, p: PaymentRow, r: Resolution): Promise<PaymentRow> {
   const action = r.outcome === 'succeeded' ? 'confirm' : 'fail';
   if (p.status !== 'processing') refuse(p, action);
-  const now = await nowFor(app, tx, p);
+  const now = await nowFor(core.clocks, tx, p);
   const patch: Partial<PaymentRow> = { finalized_at: now };
   if (r.rrn) patch.rrn = r.rrn;
   if (r.bankName) patch.bank_name = r.bankName;
@@ -178,53 +181,61 @@ export async function resolveTx(app: App, tx: Tx, p: PaymentRow, r: Resolution):
     if (r.bankFailureCode) meta.bank_failure_code = r.bankFailureCode;
     patch.metadata = JSON.stringify(meta);
   }
-  return move(app, tx, p, r.outcome, action, patch);
+  return move(core, tx, p, r.outcome, action, patch);
 }
 
 /** pending → cancelled (the merchant's cancel, or the buyer's); the bank voids whatever it holds for the payment. */
-export async function cancelTx(app: App, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
+export async function cancelTx(core: PaymentsCore, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
   if (p.status !== 'pending') refuse(p, 'cancel', '; only pending payments can be cancelled');
-  const next = await move(app, tx, p, 'cancelled', 'cancel', { finalized_at: await nowFor(app, tx, p) });
-  await (await app.banks.for(tx, p.shop_id, p.mode)).cancel(tx, next);
+  const next = await move(core, tx, p, 'cancelled', 'cancel', { finalized_at: await nowFor(core.clocks, tx, p) });
+  await (await core.banks.for(tx, p.shop_id, p.mode)).cancel(tx, next);
   return next;
 }
 
 /** processing → cancelled: the bank voided the session (its own cancel or reversal). */
-export async function bankCancelTx(app: App, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
+export async function bankCancelTx(core: PaymentsCore, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
   if (p.status !== 'processing') refuse(p, 'cancel at the bank');
-  return move(app, tx, p, 'cancelled', 'cancel at the bank', { finalized_at: await nowFor(app, tx, p) });
+  return move(core, tx, p, 'cancelled', 'cancel at the bank', { finalized_at: await nowFor(core.clocks, tx, p) });
 }
 
 /** pending → expired (link_expired) or processing → expired (session_expired). */
-export async function expireTx(app: App, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
+export async function expireTx(core: PaymentsCore, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
   const code = p.status === 'pending' ? 'link_expired' : p.status === 'processing' ? 'session_expired' : null;
   if (!code) refuse(p, 'expire');
   const meta = metadataOf(p);
   meta.failure_code = code;
-  return move(app, tx, p, 'expired', 'expire', { finalized_at: await nowFor(app, tx, p), metadata: JSON.stringify(meta) });
+  return move(core, tx, p, 'expired', 'expire', { finalized_at: await nowFor(core.clocks, tx, p), metadata: JSON.stringify(meta) });
 }
 
 /** Add a succeeded refund to amount_refunded; succeeded → refunded when refunds reach the amount. */
-export async function applyRefundTx(app: App, tx: Tx, p: PaymentRow, amount: number): Promise<PaymentRow> {
+export async function applyRefundTx(core: PaymentsCore, tx: Tx, p: PaymentRow, amount: number): Promise<PaymentRow> {
   const total = p.amount_refunded + amount;
   if (total > p.amount) throw new Error(`cannot apply refund of ${amount} to payment "${p.id}": ${total} exceeds amount ${p.amount}`);
   await updatePayment(tx, p.id, { amount_refunded: total });
   const next = await reload(tx, p.id);
-  return total === p.amount && p.status === 'succeeded' ? move(app, tx, next, 'refunded', 'refund') : next;
+  return total === p.amount && p.status === 'succeeded' ? move(core, tx, next, 'refunded', 'refund') : next;
 }
 
 /**
- * Register the expiry jobs of one payment each; each checks the current status first, so a late or repeated
- * run does nothing. Links and sessions expire through the shop's sweeps (expiry.ts); LINK_EXPIRY_JOB and
+ * The expiry jobs of one payment each; each checks the current status first, so a late or repeated run does
+ * nothing. Links and sessions expire through the shop's sweeps (expiry.ts); LINK_EXPIRY_JOB and
  * SESSION_EXPIRY_JOB are what older databases may still hold, and run as before.
  */
-export function registerPaymentJobs(app: App): void {
-  app.scheduler.register(LINK_EXPIRY_JOB, async (tx, job) => {
-    const p = await getPayment(tx, job.subject_id);
-    if (p && p.status === 'pending') await expireTx(app, tx, p);
-  });
-  app.scheduler.register(SESSION_EXPIRY_JOB, async (tx, job) => {
-    const p = await getPayment(tx, job.subject_id);
-    if (p && p.status === 'processing') await expireTx(app, tx, p);
-  });
+export function expiryJobs(core: PaymentsCore): ModuleJob[] {
+  return [
+    {
+      kind: LINK_EXPIRY_JOB,
+      run: async (tx, job) => {
+        const p = await getPayment(tx, job.subject_id);
+        if (p && p.status === 'pending') await expireTx(core, tx, p);
+      },
+    },
+    {
+      kind: SESSION_EXPIRY_JOB,
+      run: async (tx, job) => {
+        const p = await getPayment(tx, job.subject_id);
+        if (p && p.status === 'processing') await expireTx(core, tx, p);
+      },
+    },
+  ];
 }

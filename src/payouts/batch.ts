@@ -1,8 +1,7 @@
-import type { App } from '../app-types';
 import type { Tx } from '../db/store';
 import { ApiError, badRequest } from '../http/errors';
 import { duplicateKey, payoutFields, type PayoutInput, type PayoutMethod } from './fields';
-import { createPayoutTx, requirePayoutBank, type Payer } from './payouts';
+import { createPayoutTx, requirePayoutBank, type Payer, type PayoutCore } from './payouts';
 
 /** Most items one batch may carry (decisions.md). */
 export const BATCH_MAX_ITEMS = 1000;
@@ -68,8 +67,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * Create the batch's valid items in order, in the caller's transaction. Each item reserves before the
  * next is checked, so the batch never overdraws; an item refused (insufficient funds, router) fails alone.
  */
-export async function createBatchTx(app: App, tx: Tx, payer: Payer, batch: ParsedBatch): Promise<Record<string, unknown>> {
-  await requirePayoutBank(app, tx, payer, 'a payout batch');
+export async function createBatchTx(core: PayoutCore, tx: Tx, payer: Payer, batch: ParsedBatch): Promise<Record<string, unknown>> {
+  await requirePayoutBank(core.banks, tx, payer, 'a payout batch');
   const results: BatchResult[] = [];
   // One item after another: each reserves before the next is checked.
   for (const [index, item] of batch.items.entries()) {
@@ -79,7 +78,7 @@ export async function createBatchTx(app: App, tx: Tx, payer: Payer, batch: Parse
     }
     const { input } = item;
     try {
-      const p = await createPayoutTx(app, tx, payer, input);
+      const p = await createPayoutTx(core, tx, payer, input);
       results.push({ index, status: 'created', payout_id: p.id, method: batch.method, amount: input.amount });
     } catch (err) {
       // createPayoutTx refuses (422, 502) before it writes anything, so a refused item leaves nothing behind.

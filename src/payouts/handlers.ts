@@ -1,4 +1,5 @@
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { ApiError, notFound } from '../http/errors';
 import { bodyObject } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
@@ -19,7 +20,7 @@ function payer(ctx: Ctx): Payer {
  * POST /v1/public/payouts. Order of checks: a malformed bank_id first (the spec's rule), then the method,
  * its scope (403), and the method's fields; funds and the router are checked where the reserve is taken.
  */
-export async function createPayout(ctx: Ctx): Promise<Reply> {
+export async function createPayout(ctx: Ctx<Core>): Promise<Reply> {
   const obj = asObject(ctx.body);
   checkBankIdFirst(obj);
   const method = methodField(obj);
@@ -28,12 +29,12 @@ export async function createPayout(ctx: Ctx): Promise<Reply> {
   return idempotentCreate(ctx, async (tx) => {
     const p = await createPayoutTx(ctx.app, tx, payer(ctx), input);
     ctx.logExtra = { payout_id: p.id };
-    return { status: 201, body: creationBody(ctx.app, p) };
+    return { status: 201, body: creationBody(ctx.app.baseUrl(), p) };
   });
 }
 
 /** POST /v1/public/payouts/batch: whole-batch rules are 400; each item is created, failed or duplicate on its own. */
-export async function createPayoutBatch(ctx: Ctx): Promise<Reply> {
+export async function createPayoutBatch(ctx: Ctx<Core>): Promise<Reply> {
   const obj = bodyObject(asObject(ctx.body), ['method', 'items']);
   const method = methodField(obj);
   requirePayoutScope(ctx.auth!.scopes, method);
@@ -45,7 +46,7 @@ export async function createPayoutBatch(ctx: Ctx): Promise<Reply> {
 const READ_SCOPES = [...Object.values(PAYOUT_SCOPES), 'api:reports:read'];
 
 /** The payout of the key's shop and mode, else 404 (another shop's payout is never revealed). */
-export async function ownPayout(ctx: Ctx, id: string): Promise<PayoutRow> {
+export async function ownPayout(ctx: Ctx<Pick<Core, 'store'>>, id: string): Promise<PayoutRow> {
   const p = isUuid(id) ? await getPayout(ctx.app.store, id) : undefined;
   const a = ctx.auth!;
   if (!p || p.shop_id !== a.shopId || p.mode !== a.mode) throw notFound(`Cannot find payout "${id.slice(0, 64)}"`);
@@ -53,7 +54,7 @@ export async function ownPayout(ctx: Ctx, id: string): Promise<PayoutRow> {
 }
 
 /** GET /v1/public/payouts/{id} */
-export async function getPayoutHandler(ctx: Ctx): Promise<Reply> {
+export async function getPayoutHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const scopes = ctx.auth!.scopes;
   if (!READ_SCOPES.some((s) => scopes.has(s))) {
     throw new ApiError(403, 'scope_required', `Cannot read a payout: the key needs one of the scopes "${READ_SCOPES.join('", "')}"`);
@@ -62,7 +63,7 @@ export async function getPayoutHandler(ctx: Ctx): Promise<Reply> {
 }
 
 /** GET /v1/public/payouts: the payout register, newest first. */
-export async function listPayoutsHandler(ctx: Ctx): Promise<Reply> {
+export async function listPayoutsHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const rq = parseRegisterQuery(ctx.query, { statuses: ['pending', 'succeeded', 'failed'], extra: { method: PAYOUT_METHODS } });
   const a = ctx.auth!;
   const rows = await listPayouts(ctx.app.store, a.shopId, a.mode, rq);

@@ -1,4 +1,5 @@
-import type { App } from '../app-types';
+import type { Core } from '../core/core';
+import type { BankDirectory } from '../bank-port/directory';
 import type { Reader, Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { ApiError } from '../http/errors';
@@ -28,12 +29,15 @@ export interface Payer {
   mode: Mode;
 }
 
+/** What creating a payout takes: the shop's bank, its clock and the event log. */
+export type PayoutCore = Pick<Core, 'banks' | 'clocks' | 'events'>;
+
 /**
  * 403 payouts_not_configured when the payer's bank sends no payouts (a live acquirer without a payout connector).
  * The shop's acquirer is read through `q`: inside a transaction its tx, outside the store.
  */
-export async function requirePayoutBank(app: App, q: Reader, payer: Payer, what: string): Promise<void> {
-  if (!(await app.banks.for(q, payer.shopId, payer.mode)).sendsPayouts) {
+export async function requirePayoutBank(banks: BankDirectory, q: Reader, payer: Payer, what: string): Promise<void> {
+  if (!(await banks.for(q, payer.shopId, payer.mode)).sendsPayouts) {
     throw new ApiError(403, 'payouts_not_configured', `Cannot send ${what}: the shop's acquirer sends no payouts and no payout connector is configured`);
   }
 }
@@ -45,8 +49,8 @@ export async function requirePayoutBank(app: App, q: Reader, payer: Payer, what:
  * cannot interleave with another payout's. Both refusals come before the first write: a batch relies on
  * that to fail one item and carry on in the same transaction.
  */
-export async function createPayoutTx(app: App, tx: Tx, payer: Payer, input: PayoutInput): Promise<PayoutRow> {
-  await requirePayoutBank(app, tx, payer, `payout of ${input.amount}`);
+export async function createPayoutTx(core: PayoutCore, tx: Tx, payer: Payer, input: PayoutInput): Promise<PayoutRow> {
+  await requirePayoutBank(core.banks, tx, payer, `payout of ${input.amount}`);
   const available = await shopAvailable(tx, payer.shopId, payer.mode);
   if (input.amount > available) {
     throw new ApiError(
@@ -56,9 +60,9 @@ export async function createPayoutTx(app: App, tx: Tx, payer: Payer, input: Payo
       'amount',
     );
   }
-  const now = await app.clocks.now(tx, payer.shopId, payer.mode);
+  const now = await core.clocks.now(tx, payer.shopId, payer.mode);
   const id = uuid();
-  const bank = await app.banks.for(tx, payer.shopId, payer.mode);
+  const bank = await core.banks.for(tx, payer.shopId, payer.mode);
   const start = await bank.payout(tx, {
     id,
     shopId: payer.shopId,
@@ -92,7 +96,7 @@ export async function createPayoutTx(app: App, tx: Tx, payer: Payer, input: Payo
   };
   await insertPayout(tx, row);
   await post(tx, payer, 'payout_reserved', row.id, row.amount, now);
-  await app.events.append(tx, {
+  await core.events.append(tx, {
     ...payer,
     kind: 'payout.created',
     payload: { id: row.id, amount: row.amount, method: row.method, status: row.status },
@@ -100,7 +104,7 @@ export async function createPayoutTx(app: App, tx: Tx, payer: Payer, input: Payo
     payoutId: row.id,
   });
   const a = start.answer;
-  if (a && a.outcome !== 'unknown') return finishPayoutTx(app, tx, await reload(tx, row.id), a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
+  if (a && a.outcome !== 'unknown') return finishPayoutTx(core, tx, await reload(tx, row.id), a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
   return reload(tx, row.id);
 }
 
@@ -114,15 +118,15 @@ async function reload(tx: Tx, id: string): Promise<PayoutRow> {
  * The one place a payout reaches its final status: the row, the ledger (settle or release the reserve),
  * and payout.status_changed with the payout.succeeded / payout.failed webhook, in one transaction.
  */
-export async function finishPayoutTx(app: App, tx: Tx, p: PayoutRow, status: 'succeeded' | 'failed', failReason: string): Promise<PayoutRow> {
-  const at = await app.clocks.now(tx, p.shop_id, p.mode);
+export async function finishPayoutTx(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, p: PayoutRow, status: 'succeeded' | 'failed', failReason: string): Promise<PayoutRow> {
+  const at = await core.clocks.now(tx, p.shop_id, p.mode);
   if (!(await finishPayoutRow(tx, p.id, status, status === 'failed' ? failReason || 'do_not_honor' : '', at))) {
     throw new Error(`cannot finish payout "${p.id}": its status is no longer pending`);
   }
   const book: Payer = { merchantId: p.merchant_id, shopId: p.shop_id, mode: p.mode };
   await post(tx, book, status === 'succeeded' ? 'payout_settled' : 'payout_released', p.id, p.amount, at);
   const next = await reload(tx, p.id);
-  await app.events.append(tx, {
+  await core.events.append(tx, {
     ...book,
     kind: 'payout.status_changed',
     payload: { id: next.id, status: next.status, fail_reason: next.fail_reason },
@@ -159,7 +163,7 @@ export function payoutView(p: PayoutRow): Record<string, unknown> {
 }
 
 /** The creation response: the payout, mode, bank (when known), bank_ref, failure_reason on refusal, and the simulator block in test mode. */
-export function creationBody(app: App, p: PayoutRow): Record<string, unknown> {
+export function creationBody(baseUrl: string, p: PayoutRow): Record<string, unknown> {
   const body: Record<string, unknown> = { payout: payoutView(p), mode: p.mode };
   if (p.bank_name) body.bank = p.bank_name;
   body.bank_ref = p.bank_ref;
@@ -169,8 +173,8 @@ export function creationBody(app: App, p: PayoutRow): Record<string, unknown> {
       outcome: p.sim_outcome,
       failure_code: p.sim_failure_code ?? '',
       actions: {
-        simulate: `${app.baseUrl()}/v1/test/payouts/${p.id}/simulate`,
-        status: `${app.baseUrl()}/v1/public/payouts/${p.id}`,
+        simulate: `${baseUrl}/v1/test/payouts/${p.id}/simulate`,
+        status: `${baseUrl}/v1/public/payouts/${p.id}`,
       },
     };
   }

@@ -1,4 +1,5 @@
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
 import { badRequest } from '../http/errors';
 import { amountField, bodyObject, strField } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
@@ -14,7 +15,7 @@ import { createRefundTx } from './refunds';
 export const REFUND_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 
 /** POST /v1/public/payments/{id}/refund {amount?, reason?}: 201 with the pending refund (no completed_at). */
-export async function createRefund(ctx: Ctx): Promise<Reply> {
+export async function createRefund(ctx: Ctx<Core>): Promise<Reply> {
   const obj = bodyObject(ctx.body, ['amount', 'reason']);
   // Elsewhere null reads as omitted; here omitted means "refund everything", which a client that lost its
   // amount must not trigger by accident, so null is refused as the OpenAPI schema says.
@@ -32,7 +33,7 @@ export async function createRefund(ctx: Ctx): Promise<Reply> {
 }
 
 /** GET /v1/public/refunds: the refund register of the key's shop and mode, newest first. */
-export async function listRefunds(ctx: Ctx): Promise<Reply> {
+export async function listRefunds(ctx: Ctx<Core>): Promise<Reply> {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: REFUND_STATUSES });
   const rows = await registerRows<RefundRow>(ctx.app.store, REGISTERS.refunds, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined }, rq);

@@ -1,4 +1,4 @@
-import type { App } from '../app-types';
+import type { Core } from '../core/core';
 import type { Reader, Tx } from '../db/store';
 import { ApiError, invalidState } from '../http/errors';
 import { uuid } from '../util/ids';
@@ -10,6 +10,7 @@ import { applyRefundTx, reload } from '../payments/state';
 import { getPayment, lockPayment, paymentView } from '../payments/store';
 import type { RefundRow } from '../model/refund';
 import type { PaymentRow } from '../model/payment';
+import type { PaymentsCore } from '../payments/core';
 
 /** What a refund is created from. */
 export interface RefundInput {
@@ -29,7 +30,7 @@ export async function refundableOf(q: Reader, p: PaymentRow): Promise<number> {
  * Create a pending refund in the caller's transaction. The payment is read again locked (lockPayment) and the
  * remainder computed under that lock, so concurrent refunds of one payment never together exceed its amount.
  */
-export async function createRefundTx(app: App, tx: Tx, read: PaymentRow, input: RefundInput): Promise<RefundRow> {
+export async function createRefundTx(core: Pick<Core, 'clocks' | 'events' | 'banks'>, tx: Tx, read: PaymentRow, input: RefundInput): Promise<RefundRow> {
   const p = (await lockPayment(tx, read.id)) ?? read;
   if (p.status !== 'succeeded') {
     throw invalidState(`Cannot refund payment "${p.id}": its status is ${p.status}; only succeeded payments can be refunded`);
@@ -48,12 +49,12 @@ export async function createRefundTx(app: App, tx: Tx, read: PaymentRow, input: 
   if (amount > refundable) {
     throw new ApiError(422, 'amount_exceeds_refundable', `Cannot refund payment "${p.id}": amount ${amount} exceeds refundable ${refundable}`, 'amount');
   }
-  const now = await app.clocks.now(tx, p.shop_id, p.mode);
+  const now = await core.clocks.now(tx, p.shop_id, p.mode);
   const id = uuid();
   await insertRefund(tx, { id, payment_id: p.id, merchant_id: p.merchant_id, shop_id: p.shop_id, mode: p.mode, amount, reason: input.reason, created_at: now }, input.keyId);
   // The amount leaves `available` for `reserved` now (422 insufficient_funds when it is not there).
   await post(tx, bookOf(p), 'refund_reserved', id, amount, now);
-  await app.events.append(tx, {
+  await core.events.append(tx, {
     merchantId: p.merchant_id,
     shopId: p.shop_id,
     mode: p.mode,
@@ -63,7 +64,7 @@ export async function createRefundTx(app: App, tx: Tx, read: PaymentRow, input: 
     paymentId: p.id,
   });
   const refund = (await getRefund(tx, id))!;
-  await (await app.banks.for(tx, p.shop_id, p.mode)).refund(tx, refund, p);
+  await (await core.banks.for(tx, p.shop_id, p.mode)).refund(tx, refund, p);
   return refund;
 }
 
@@ -71,10 +72,10 @@ export async function createRefundTx(app: App, tx: Tx, read: PaymentRow, input: 
  * Settle a pending refund: on success amount_refunded grows (the payment becomes refunded when refunds
  * reach its amount) and payment.refunded is sent; on failure the amount becomes refundable again.
  */
-export async function settleRefundTx(app: App, tx: Tx, r: RefundRow, status: 'succeeded' | 'failed', failureCode = ''): Promise<RefundRow> {
+export async function settleRefundTx(core: PaymentsCore, tx: Tx, r: RefundRow, status: 'succeeded' | 'failed', failureCode = ''): Promise<RefundRow> {
   if (r.status !== 'pending') return r;
   const p = (await getPayment(tx, r.payment_id))!;
-  const now = await app.clocks.now(tx, r.shop_id, r.mode);
+  const now = await core.clocks.now(tx, r.shop_id, r.mode);
   // A refund settles once: a transaction that read it pending before another settled it writes nothing.
   if (!(await finishRefundRow(tx, r.id, status, failureCode, now))) return (await getRefund(tx, r.id))!;
   // A settled refund leaves the books; a failed one gives its reserve back.
@@ -85,8 +86,8 @@ export async function settleRefundTx(app: App, tx: Tx, r: RefundRow, status: 'su
   } else if (reserved !== undefined) {
     await post(tx, bookOf(r), 'refund_released', r.id, reserved, now);
   }
-  const after = status === 'succeeded' ? await applyRefundTx(app, tx, p, r.amount) : await reload(tx, p.id);
-  await app.events.append(tx, {
+  const after = status === 'succeeded' ? await applyRefundTx(core, tx, p, r.amount) : await reload(tx, p.id);
+  await core.events.append(tx, {
     merchantId: r.merchant_id,
     shopId: r.shop_id,
     mode: r.mode,

@@ -1,3 +1,4 @@
+import type { Core } from '../core/core';
 import type { Ctx, Reply } from '../http/types';
 import { badRequest } from '../http/errors';
 import { isUuid } from '../util/ids';
@@ -7,7 +8,7 @@ const EVENT_ID_RE = /^evt_[0-9A-HJKMNP-TV-Z]{26}$/;
 const QUERY = ['event_id', 'payment_id'];
 
 /** GET /v1/test/webhooks/deliveries?event_id=&payment_id=: the test-mode delivery log of the key's shop, oldest first. */
-export async function listDeliveries(ctx: Ctx): Promise<Reply> {
+export async function listDeliveries(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   for (const k of ctx.query.keys()) {
     if (!QUERY.includes(k)) throw badRequest(`Cannot filter deliveries by "${k}"; allowed: ${QUERY.join(', ')}`, k);
   }

@@ -1,13 +1,15 @@
 import { randomInt } from 'node:crypto';
-import type { App } from '../app-types';
 import type { Tx } from '../db/store';
+import type { Core } from '../core/core';
+import type { ModuleJob } from '../core/module';
+import type { PaymentsCore } from '../payments/core';
 import type { Ctx, Reply } from '../http/types';
 import { badRequest, invalidState, notFound } from '../http/errors';
 import { bodyObject, enumField, strField } from '../http/validate';
 import { isUuid } from '../util/ids';
 import { bankCodeFor, PAYMENT_FAILURE_CODES } from '../payments/failures';
 import { chooseMethodTx, expireTx, openSessionTx, reload } from '../payments/state';
-import { paymentAnswered } from '../bank-port/answers';
+import { paymentAnswered } from '../payments/bank-answers';
 import type { PaymentAnswer } from '../bank-port/port';
 import { getPayment, metadataOf, paymentView } from '../payments/store';
 import type { ConcreteMethod, PaymentRow } from '../model/payment';
@@ -42,27 +44,30 @@ export function plannedAnswer(p: PaymentRow): PaymentAnswer | undefined {
  * Once a test payment's session opens, schedule the bank's planned answer after --sim-delay on the shop's
  * clock. `pending` never resolves (it expires with the session); `requires_action` waits for the buyer.
  */
-export async function scheduleSimulatedResolution(app: App, tx: Tx, p: PaymentRow): Promise<void> {
+export async function scheduleSimulatedResolution(core: Pick<Core, 'config' | 'clocks' | 'scheduler'>, tx: Tx, p: PaymentRow): Promise<void> {
   const plan = planFromMetadata(metadataOf(p));
   if (!plan || (plan.outcome !== 'succeeded' && plan.outcome !== 'failed')) return;
-  const dueAt = (await app.clocks.now(tx, p.shop_id, p.mode)) + Math.round(app.config.simDelaySeconds * 1000);
-  await app.scheduler.schedule(tx, { kind: SIM_RESOLVE_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt });
+  const dueAt = (await core.clocks.now(tx, p.shop_id, p.mode)) + Math.round(core.config.simDelaySeconds * 1000);
+  await core.scheduler.schedule(tx, { kind: SIM_RESOLVE_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt });
 }
 
-/** Register the test bank's resolution job; a payment no longer processing is left alone. */
-export function registerPaymentSimulator(app: App): void {
-  app.scheduler.register(SIM_RESOLVE_JOB, async (tx, job) => {
-    const p = await getPayment(tx, job.subject_id);
-    if (!p || p.status !== 'processing' || p.mode !== 'test') return;
-    const answer = plannedAnswer(p);
-    if (answer) await paymentAnswered(app, tx, p, answer);
-  });
+/** The test bank's resolution job: it answers as planned; a payment no longer processing is left alone. */
+export function paymentResolveJob(core: PaymentsCore): ModuleJob {
+  return {
+    kind: SIM_RESOLVE_JOB,
+    run: async (tx, job) => {
+      const p = await getPayment(tx, job.subject_id);
+      if (!p || p.status !== 'processing' || p.mode !== 'test') return;
+      const answer = plannedAnswer(p);
+      if (answer) await paymentAnswered(core, tx, p, answer);
+    },
+  };
 }
 
 /** Give the test bank's answer now; a payment not at the bank is refused with 409 as the state machine words it. */
-async function answerOrRefuse(app: App, tx: Tx, p: PaymentRow, action: string, answer: PaymentAnswer): Promise<void> {
+async function answerOrRefuse(core: PaymentsCore, tx: Tx, p: PaymentRow, action: string, answer: PaymentAnswer): Promise<void> {
   if (p.status !== 'processing') throw invalidState(`Cannot ${action} payment "${p.id}": its status is ${p.status}`);
-  await paymentAnswered(app, tx, p.id, answer);
+  await paymentAnswered(core, tx, p.id, answer);
 }
 
 /** Actions of the simulate helper. */
@@ -74,7 +79,7 @@ export const SIMULATE_METHODS: readonly ConcreteMethod[] = ['sbp', 'cards', 'tpa
  * POST /v1/test/payments/{id}/simulate: drive a test payment as a buyer and a bank would.
  * open_session with `method` chooses it first; fail without failure_code uses the planned code.
  */
-export async function simulatePayment(ctx: Ctx): Promise<Reply> {
+export async function simulatePayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const auth = ctx.auth!;
   const body = bodyObject(ctx.body, ['action', 'method', 'failure_code']);
   if (body.action === undefined) throw badRequest('Field "action" is required', 'action');

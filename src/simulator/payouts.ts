@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { App } from '../app-types';
 import type { Tx } from '../db/store';
+import type { Core } from '../core/core';
+import type { ModuleJob } from '../core/module';
 import type { Ctx, Reply } from '../http/types';
 import { badRequest, invalidState } from '../http/errors';
 import { bodyObject, enumField } from '../http/validate';
@@ -10,7 +11,7 @@ import { bankCodeFor } from '../payments/failures';
 import { PAYOUT_FAILURE_CODES, payoutView } from '../payouts/payouts';
 import { getPayout } from '../payouts/store';
 import { ownPayout } from '../payouts/handlers';
-import { payoutAnswered } from '../bank-port/answers';
+import { payoutAnswered, type PayoutAnswerCore } from '../payouts/bank-answers';
 import type { MoneyAnswer, PayoutRequest, PayoutStart } from '../bank-port/port';
 
 /** The scheduler job that settles a test payout after --sim-delay (its name predates the bank port; databases hold it). */
@@ -28,7 +29,7 @@ function answerOf(outcome: 'succeeded' | 'failed', failureCode: string): MoneyAn
  * refuses (502, nothing is created); an unknown SBP bank → bank_unknown at once; 01, 02 → failures after
  * --sim-delay; anything else succeeds after it.
  */
-export async function startPayout(app: App, tx: Tx, req: PayoutRequest): Promise<PayoutStart> {
+export async function startPayout(core: Pick<Core, 'config' | 'scheduler'>, tx: Tx, req: PayoutRequest): Promise<PayoutStart> {
   const cents = req.amount % 100;
   if (cents === 3) return { accepted: false, code: 'router_error' };
   const bankRef = `sim-${randomBytes(8).toString('hex')}`;
@@ -41,25 +42,25 @@ export async function startPayout(app: App, tx: Tx, req: PayoutRequest): Promise
       : cents === 2
         ? { outcome: 'failed' as const, failureCode: 'recipient_not_in_sbp' }
         : { outcome: 'succeeded' as const, failureCode: null };
-  const dueAt = req.at + Math.round(app.config.simDelaySeconds * 1000);
-  await app.scheduler.schedule(tx, { kind: SETTLE_JOB, subjectId: req.id, shopId: req.shopId, mode: req.mode, dueAt });
+  const dueAt = req.at + Math.round(core.config.simDelaySeconds * 1000);
+  await core.scheduler.schedule(tx, { kind: SETTLE_JOB, subjectId: req.id, shopId: req.shopId, mode: req.mode, dueAt });
   return { accepted: true, bankRef, plan };
 }
 
 /** The answer the test bank planned for a payout at its creation, if it is still pending. */
-export async function answerPlannedPayout(app: App, tx: Tx, payoutId: string): Promise<void> {
+export async function answerPlannedPayout(core: PayoutAnswerCore, tx: Tx, payoutId: string): Promise<void> {
   const p = await getPayout(tx, payoutId);
   if (!p || p.status !== 'pending' || !p.sim_outcome) return;
-  await payoutAnswered(app, tx, p.id, answerOf(p.sim_outcome, p.sim_failure_code ?? ''));
+  await payoutAnswered(core, tx, p.id, answerOf(p.sim_outcome, p.sim_failure_code ?? ''));
 }
 
-/** Register the settlement job: the test bank answers as planned, unless the payout was settled meanwhile. */
-export function registerPayoutSimulator(app: App): void {
-  app.scheduler.register(SETTLE_JOB, (tx, job) => answerPlannedPayout(app, tx, job.subject_id));
+/** The settlement job: the test bank answers as planned, unless the payout was settled meanwhile. */
+export function payoutSettleJob(core: PayoutAnswerCore): ModuleJob {
+  return { kind: SETTLE_JOB, run: (tx, job) => answerPlannedPayout(core, tx, job.subject_id) };
 }
 
 /** POST /v1/test/payouts/{id}/simulate {action: succeed|fail, failure_code?}: the test bank answers now. */
-export async function simulatePayout(ctx: Ctx): Promise<Reply> {
+export async function simulatePayout(ctx: Ctx<PayoutAnswerCore & Pick<Core, 'store'>>): Promise<Reply> {
   const obj = bodyObject(asObject(ctx.body), ['action', 'failure_code']);
   const action = enumField(obj, 'action', ['succeed', 'fail'] as const);
   if (!action) throw badRequest('Field "action" is required', 'action');

@@ -1,5 +1,4 @@
-import type { App } from '../app-types';
-import type { Reader } from '../db/store';
+import type { Reader, Store } from '../db/store';
 import { deferForeignKeys, listTables, tableColumns } from '../db/dialect';
 
 /** Cabinet tables: they have `shop_id` and `mode` but hold settings, which a reset keeps (test keys included). */
@@ -16,11 +15,11 @@ async function shopTables(q: Reader): Promise<string[]> {
 }
 
 /** Delete every test-mode row of a shop and set its test clock back to real time; returns rows deleted per table. */
-export async function resetTestData(app: App, shopId: string): Promise<Record<string, number>> {
-  const tables = await shopTables(app.store);
+export async function resetTestData(store: Store, shopId: string): Promise<Record<string, number>> {
+  const tables = await shopTables(store);
   const deleted: Record<string, number> = {};
-  await app.store.flush();
-  await app.store.tx(async (tx) => {
+  await store.flush();
+  await store.tx(async (tx) => {
     await deferForeignKeys(tx);
     for (const t of tables) {
       deleted[t] = (await tx.run(`DELETE FROM "${t}" WHERE shop_id = ? AND mode = 'test'`, shopId)).changes;

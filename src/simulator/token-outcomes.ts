@@ -1,4 +1,5 @@
 import type { Tx } from '../db/store';
+import type { Core } from '../core/core';
 import type { Ctx, Reply } from '../http/types';
 import { badRequest, invalidState } from '../http/errors';
 import { bodyObject, describe } from '../http/validate';
@@ -62,7 +63,7 @@ export async function takePlan(tx: Tx, tokenId: string): Promise<SimPlan | undef
 }
 
 /** POST /v1/test/tokens/{id}/outcomes {outcomes: [...]}: the queue the token's next charges follow (replaces the old one). */
-export async function setOutcomes(ctx: Ctx): Promise<Reply> {
+export async function setOutcomes(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const obj = bodyObject(ctx.body, ['outcomes']);
   const outcomes = parseOutcomes(obj.outcomes);
   const id = ctx.params.id;

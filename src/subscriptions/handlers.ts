@@ -1,5 +1,7 @@
 import type { Reader } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
+import type { PaymentsCore } from '../payments/core';
 import { ApiError, badRequest, notFound } from '../http/errors';
 import { amountField, bodyObject, currencyField, enumField, intField, strField } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
@@ -7,8 +9,9 @@ import { isUuid } from '../util/ids';
 import { iso, isoOrNull } from '../util/time';
 import { parseRegisterQuery, toPage } from '../registers/query';
 import { registerRows, REGISTERS } from '../registers/plan';
-import { customerFields } from '../tokens/handlers';
+import { customerFields, tokenOfShop } from '../tokens/handlers';
 import { TOKEN_METHODS } from '../tokens/store';
+import { cancelTokenTx } from '../tokens/tokens';
 import { chargeTime, firstIndexAfter, PERIODS } from './calendar';
 import { chargesOf, getSubscription, SUBSCRIPTION_STATUSES, subscriptionView, type SubscriptionRow, type SubscriptionView } from './store';
 import { cancelSubscriptionTx, CANCEL_REASONS, createSubscriptionTx } from './subscriptions';
@@ -38,7 +41,7 @@ async function subscriptionOfShop(q: Reader, ctx: Ctx, id: string): Promise<Subs
 }
 
 /** POST /v1/public/subscriptions: 201 {subscription, initial_payment, pay_url}. */
-export async function createSubscription(ctx: Ctx): Promise<Reply> {
+export async function createSubscription(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const auth = ctx.auth!;
   // The route needs api:recurrent:bind; the charges a subscription makes later, without a key, are
   // authorised now: decisions.md asks api:recurrent:charge for them, on the key and on the shop.
@@ -94,13 +97,13 @@ export async function createSubscription(ctx: Ctx): Promise<Reply> {
 }
 
 /** GET /v1/public/subscriptions/{id} */
-export async function getSubscriptionHandler(ctx: Ctx): Promise<Reply> {
+export async function getSubscriptionHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const store = ctx.app.store;
   return { body: await subscriptionView(store, await subscriptionOfShop(store, ctx, ctx.params.id)) };
 }
 
 /** GET /v1/public/subscriptions?customer_ref=: the key's shop and mode, newest first, register pagination. */
-export async function listSubscriptions(ctx: Ctx): Promise<Reply> {
+export async function listSubscriptions(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: SUBSCRIPTION_STATUSES, extra: { customer_ref: [] } });
   const customer = rq.extra.customer_ref;
@@ -122,7 +125,7 @@ export function upcomingOf(s: SubscriptionRow, count = UPCOMING_COUNT): number[]
 }
 
 /** GET /v1/public/subscriptions/{id}/schedule */
-export async function getSchedule(ctx: Ctx): Promise<Reply> {
+export async function getSchedule(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const s = await subscriptionOfShop(ctx.app.store, ctx, ctx.params.id);
   return {
     body: {
@@ -140,10 +143,26 @@ export async function getSchedule(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /v1/public/subscriptions/{id}/cancel {reason?}: from any status; cancelling again changes nothing. */
-export async function cancelSubscription(ctx: Ctx): Promise<Reply> {
+export async function cancelSubscription(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const obj = bodyObject(ctx.body, ['reason']);
   const reason = strField(obj, 'reason', { max: 500 }) ?? CANCEL_REASONS.merchant;
   const id = ctx.params.id;
   const s = await ctx.app.store.write(async (tx) => cancelSubscriptionTx(ctx.app, tx, await subscriptionOfShop(tx, ctx, id), reason));
   return { body: { status: s.status } };
+}
+
+/**
+ * POST /v1/public/tokens/{id}/cancel (no body): a subscription charging this token is cancelled with it. The
+ * token's route lives here, above both domains, because tokens sit below subscriptions and know nothing of them.
+ */
+export async function cancelToken(ctx: Ctx<PaymentsCore>): Promise<Reply> {
+  bodyObject(ctx.body, []);
+  const id = ctx.params.id;
+  const t = await ctx.app.store.write(async (tx) => {
+    const next = await cancelTokenTx(ctx.app, tx, await tokenOfShop(tx, ctx, id));
+    const sub = next.subscription_id ? await getSubscription(tx, next.subscription_id) : undefined;
+    if (sub) await cancelSubscriptionTx(ctx.app, tx, sub, CANCEL_REASONS.tokenCancelled);
+    return next;
+  });
+  return { body: { status: t.status } };
 }

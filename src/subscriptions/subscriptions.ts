@@ -1,4 +1,4 @@
-import type { App } from '../app-types';
+import type { Core } from '../core/core';
 import type { Tx } from '../db/store';
 import type { Job } from '../scheduler/jobs';
 import type { Mode } from '../scheduler/clock';
@@ -7,6 +7,7 @@ import { uuid } from '../util/ids';
 import { cancelTx } from '../payments/state';
 import { getPayment, metadataOf } from '../payments/store';
 import type { PaymentRow } from '../model/payment';
+import type { PaymentsCore } from '../payments/core';
 import { chargeMade, getToken, type RecurrentPaymentRow, type TokenMethod } from '../tokens/store';
 import { activateTokenTx, CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargedTx, chargeTokenTx, createBindingTx } from '../tokens/tokens';
 import { chargeTime, firstIndexAfter, type Period } from './calendar';
@@ -20,6 +21,9 @@ export const MAX_FAILED_CHARGES = 3;
 export const RETRY_AFTER_MS = [DAY_MS, DAY_MS + 3 * DAY_MS] as const;
 /** cancel_reason of the automatic cancellations. */
 export const CANCEL_REASONS = { chargesFailed: 'charge_failed', tokenCancelled: 'token_cancelled', merchant: 'merchant_request' } as const;
+
+/** What moving a subscription takes without moving a payment: the shop's clock, the event log and the charge jobs. */
+export type SubscriptionCore = Pick<Core, 'clocks' | 'events' | 'scheduler'>;
 
 /** What a subscription is created from, after validation. */
 export interface SubscriptionInput {
@@ -41,30 +45,30 @@ export interface SubscriptionInput {
  * Append an event of a subscription: an SSE kind and payload, and optionally its webhook with the subscription
  * (`latest`: its newest payment, when the caller holds it).
  */
-async function emit(app: App, tx: Tx, s: SubscriptionRow, kind: string, payload: Record<string, unknown>, webhook: string | null, latest?: ChargeRow): Promise<void> {
+async function emit(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, s: SubscriptionRow, kind: string, payload: Record<string, unknown>, webhook: string | null, latest?: ChargeRow): Promise<void> {
   const data = webhook ? await subscriptionView(tx, s, latest) : undefined;
-  await app.events.append(tx, {
+  await core.events.append(tx, {
     merchantId: s.merchant_id,
     shopId: s.shop_id,
     mode: s.mode,
     kind,
     payload: { id: s.id, ...payload },
-    at: await app.clocks.now(tx, s.shop_id, s.mode),
+    at: await core.clocks.now(tx, s.shop_id, s.mode),
     webhook: webhook ? { event: webhook, data, url: null } : undefined,
   });
 }
 
-async function emitStatus(app: App, tx: Tx, s: SubscriptionRow, webhook: string | null, latest?: ChargeRow): Promise<void> {
-  await emit(app, tx, s, 'subscription.status_changed', { status: s.status }, webhook, latest);
+async function emitStatus(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, s: SubscriptionRow, webhook: string | null, latest?: ChargeRow): Promise<void> {
+  await emit(core, tx, s, 'subscription.status_changed', { status: s.status }, webhook, latest);
 }
 
 /**
  * A pending subscription, its pending token and the initial payment (kind subscription_init) whose hosted
  * page binds the method: the full amount, or 1 RUB during a trial.
  */
-export async function createSubscriptionTx(app: App, tx: Tx, input: SubscriptionInput): Promise<{ sub: SubscriptionRow; payment: PaymentRow }> {
+export async function createSubscriptionTx(core: PaymentsCore, tx: Tx, input: SubscriptionInput): Promise<{ sub: SubscriptionRow; payment: PaymentRow }> {
   const id = uuid();
-  const { token, payment } = await createBindingTx(app, tx, {
+  const { token, payment } = await createBindingTx(core, tx, {
     merchantId: input.merchantId,
     shopId: input.shopId,
     mode: input.mode,
@@ -96,12 +100,12 @@ export async function createSubscriptionTx(app: App, tx: Tx, input: Subscription
     created_at: payment.created_at,
   });
   const sub = await reloadSubscription(tx, id);
-  await emitStatus(app, tx, sub, null);
+  await emitStatus(core, tx, sub, null);
   return { sub, payment };
 }
 
-async function scheduleCharge(app: App, tx: Tx, s: SubscriptionRow, index: number, attempt: number, dueAt: number): Promise<void> {
-  await app.scheduler.schedule(tx, { kind: CHARGE_JOB, subjectId: s.id, shopId: s.shop_id, mode: s.mode, dueAt, payload: { index, attempt } });
+async function scheduleCharge(scheduler: Core['scheduler'], tx: Tx, s: SubscriptionRow, index: number, attempt: number, dueAt: number): Promise<void> {
+  await scheduler.schedule(tx, { kind: CHARGE_JOB, subjectId: s.id, shopId: s.shop_id, mode: s.mode, dueAt, payload: { index, attempt } });
 }
 
 /**
@@ -109,10 +113,10 @@ async function scheduleCharge(app: App, tx: Tx, s: SubscriptionRow, index: numbe
  * With a trial the first charge is at the trial's end (the anchor); without, the initial payment was the
  * first period's charge and the next is one period after it.
  */
-export async function activateTx(app: App, tx: Tx, s: SubscriptionRow, initial: PaymentRow, at: number): Promise<void> {
+export async function activateTx(core: SubscriptionCore, tx: Tx, s: SubscriptionRow, initial: PaymentRow, at: number): Promise<void> {
   if (s.status !== 'pending') return;
   const token = await getToken(tx, s.token_id);
-  if (token) await activateTokenTx(app, tx, token, initial);
+  if (token) await activateTokenTx(core, tx, token, initial);
   const trial = s.trial_days > 0;
   const anchor = trial ? at + s.trial_days * DAY_MS : at;
   const index = trial ? 0 : 1;
@@ -126,12 +130,12 @@ export async function activateTx(app: App, tx: Tx, s: SubscriptionRow, initial: 
     trial_end: trial ? anchor : null,
   });
   const sub = await reloadSubscription(tx, s.id);
-  await scheduleCharge(app, tx, sub, index, 1, next);
-  await emitStatus(app, tx, sub, 'subscription.activated');
+  await scheduleCharge(core.scheduler, tx, sub, index, 1, next);
+  await emitStatus(core, tx, sub, 'subscription.activated');
 }
 
 /** The CHARGE_JOB handler: charge the period the job names, unless the subscription moved on meanwhile. */
-export async function runChargeJob(app: App, tx: Tx, job: Job): Promise<void> {
+export async function runChargeJob(core: PaymentsCore, tx: Tx, job: Job): Promise<void> {
   const s = await chargeStateOf(tx, job.subject_id);
   if (!s || (s.status !== 'active' && s.status !== 'past_due')) return;
   const index = Number(job.payload.index);
@@ -140,10 +144,10 @@ export async function runChargeJob(app: App, tx: Tx, job: Job): Promise<void> {
   if (await chargeMade(tx, s.id, index, attempt)) return;
   const token = await getToken(tx, s.token_id);
   if (!token || token.status !== 'active') {
-    await cancelSubscriptionTx(app, tx, await reloadSubscription(tx, s.id), CANCEL_REASONS.tokenCancelled);
+    await cancelSubscriptionTx(core, tx, await reloadSubscription(tx, s.id), CANCEL_REASONS.tokenCancelled);
     return;
   }
-  await chargeTokenTx(app, tx, token, {
+  await chargeTokenTx(core, tx, token, {
     amount: s.amount,
     kind: 'subscription_charge',
     subscriptionId: s.id,
@@ -165,7 +169,7 @@ function attemptTime(s: SubscriptionRow, attempt: number): number {
  * first date after this attempt's own time, so a retry a day late never charges two periods at once). Failure or expiry: past_due
  * with a retry at T + 1 day, then T + 4 days (T = the period's scheduled time); the third in a row cancels.
  */
-export async function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow, p: PaymentRow, at: number): Promise<void> {
+export async function chargeSettledTx(core: SubscriptionCore, tx: Tx, rp: RecurrentPaymentRow, p: PaymentRow, at: number): Promise<void> {
   const s = await getSubscription(tx, rp.subscription_id ?? '');
   if (!s || (s.status !== 'active' && s.status !== 'past_due') || s.anchor_at === null) return;
   if (rp.charge_index !== s.charge_index || rp.attempt !== s.failures + 1) return;
@@ -178,44 +182,44 @@ export async function chargeSettledTx(app: App, tx: Tx, rp: RecurrentPaymentRow,
     const n = firstIndexAfter(s.anchor_at, s.period, s.interval_count, s.charge_index + 1, attemptTime(s, rp.attempt));
     const next = chargeTime(s.anchor_at, s.period, s.interval_count, n);
     const sub = await patchSubscription(tx, s, { status: 'active', failures: 0, charge_index: n, next_charge_at: next });
-    await scheduleCharge(app, tx, sub, n, 1, next);
-    await emit(app, tx, sub, 'subscription.charge_succeeded', charge, 'subscription.charge_succeeded', latest);
-    if (s.status === 'past_due') await emitStatus(app, tx, sub, null);
+    await scheduleCharge(core.scheduler, tx, sub, n, 1, next);
+    await emit(core, tx, sub, 'subscription.charge_succeeded', charge, 'subscription.charge_succeeded', latest);
+    if (s.status === 'past_due') await emitStatus(core, tx, sub, null);
     return;
   }
   const failures = rp.attempt;
   const failure = { ...charge, failure_code: metadataOf(p).failure_code ?? '' };
   if (failures >= MAX_FAILED_CHARGES) {
     await updateSubscription(tx, s.id, { status: 'cancelled', failures, next_charge_at: null, cancel_reason: CANCEL_REASONS.chargesFailed, cancelled_at: at });
-    await app.scheduler.cancel(tx, CHARGE_JOB, s.id);
+    await core.scheduler.cancel(tx, CHARGE_JOB, s.id);
     const sub = await reloadSubscription(tx, s.id);
-    await emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed', latest);
-    await emitStatus(app, tx, sub, 'subscription.cancelled', latest);
+    await emit(core, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed', latest);
+    await emitStatus(core, tx, sub, 'subscription.cancelled', latest);
     return;
   }
   const retryAt = Math.max(attemptTime(s, failures + 1), at);
   const sub = await patchSubscription(tx, s, { status: 'past_due', failures, next_charge_at: retryAt });
-  await scheduleCharge(app, tx, sub, s.charge_index, failures + 1, retryAt);
-  await emit(app, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed', latest);
-  if (s.status === 'active') await emitStatus(app, tx, sub, 'subscription.past_due', latest);
+  await scheduleCharge(core.scheduler, tx, sub, s.charge_index, failures + 1, retryAt);
+  await emit(core, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed', latest);
+  if (s.status === 'active') await emitStatus(core, tx, sub, 'subscription.past_due', latest);
 }
 
 /**
  * Any status → cancelled; an already cancelled subscription is left as it is. A pending one also cancels
  * its initial payment (while still pending) and its unbound token; a bound token stays the merchant's.
  */
-export async function cancelSubscriptionTx(app: App, tx: Tx, s: SubscriptionRow, reason: string): Promise<SubscriptionRow> {
+export async function cancelSubscriptionTx(core: PaymentsCore, tx: Tx, s: SubscriptionRow, reason: string): Promise<SubscriptionRow> {
   if (s.status === 'cancelled') return s;
-  const now = await app.clocks.now(tx, s.shop_id, s.mode);
+  const now = await core.clocks.now(tx, s.shop_id, s.mode);
   await updateSubscription(tx, s.id, { status: 'cancelled', cancelled_at: now, cancel_reason: reason, next_charge_at: null });
-  await app.scheduler.cancel(tx, CHARGE_JOB, s.id);
+  await core.scheduler.cancel(tx, CHARGE_JOB, s.id);
   if (s.status === 'pending') {
     const initial = await getPayment(tx, s.initial_payment_id);
-    if (initial && initial.status === 'pending') await cancelTx(app, tx, initial);
+    if (initial && initial.status === 'pending') await cancelTx(core, tx, initial);
     const token = await getToken(tx, s.token_id);
-    if (token && token.status === 'pending') await cancelTokenTx(app, tx, token);
+    if (token && token.status === 'pending') await cancelTokenTx(core, tx, token);
   }
   const sub = await reloadSubscription(tx, s.id);
-  await emitStatus(app, tx, sub, 'subscription.cancelled');
+  await emitStatus(core, tx, sub, 'subscription.cancelled');
   return sub;
 }

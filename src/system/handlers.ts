@@ -1,5 +1,6 @@
 import type { Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
+import type { Core } from '../core/core';
 
 /** How long after the storage refused a write /healthz reports it whatever a probe says (a small probe fits where a payment did not). */
 const STORAGE_TROUBLE_RECENT_MS = 10_000;
@@ -9,7 +10,7 @@ const STORAGE_TROUBLE_RECENT_MS = 10_000;
  * storage refuses writes (disk full, I/O error) it is 503 naming the trouble: for 10 s after each refusal,
  * then until a probe write succeeds; a write that commits cleanly ends it at once.
  */
-export async function health(ctx: Ctx): Promise<Reply> {
+export async function health(ctx: Ctx<Pick<Core, 'store' | 'version'>>): Promise<Reply> {
   const store = ctx.app.store;
   await store.get('SELECT 1');
   const t = store.trouble();
@@ -30,7 +31,7 @@ export async function health(ctx: Ctx): Promise<Reply> {
 const docCache = new Map<string, string>();
 
 /** GET /v1/openapi.json, serving the document `document` makes (the route table hands it the server's own). */
-export function openapiHandler(document: (version: string, serverUrl: string) => Record<string, unknown>): (ctx: Ctx) => Reply {
+export function openapiHandler(document: (version: string, serverUrl: string) => Record<string, unknown>): (ctx: Ctx<Pick<Core, 'baseUrl' | 'version'>>) => Reply {
   return (ctx) => {
     const url = ctx.app.baseUrl();
     let doc = docCache.get(url);

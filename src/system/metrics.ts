@@ -1,5 +1,8 @@
-import type { App } from '../app-types';
+import type { Store } from '../db/store';
+import type { Clocks } from '../scheduler/clock';
 import type { Ctx, Reply } from '../http/types';
+import type { EventStreamHub } from '../events/stream';
+import type { DeliveryWorker } from '../webhooks/worker';
 import { countJobs } from '../scheduler/jobs-table';
 import { pendingDeliveryCount } from '../db/dialect';
 
@@ -8,6 +11,17 @@ export const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 
 // Labels come from the route table and a fixed method list, never from the raw path: the series count stays bounded.
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/**
+ * What a scrape reads besides the counters kept here: the jobs table and pending deliveries (store), the open
+ * streams and the webhook attempts in flight. Passed to `render` rather than held: the worker is built after
+ * the metrics (it reports its attempts to them).
+ */
+export interface MetricsSources {
+  readonly store: Store;
+  readonly stream: Pick<EventStreamHub, 'clientCount'>;
+  readonly webhooks: Pick<DeliveryWorker, 'inFlight'>;
+}
 
 /** Per-route request counters and latency histograms, fed by the server's request observer. */
 export class Metrics {
@@ -37,15 +51,15 @@ export class Metrics {
     h.count++;
   };
 
-  /** Count one recorded webhook attempt, and the delivery's end when the attempt ended it. */
-  webhookAttempt(responseCode: number | null, succeeded: boolean, deliveryState: string): void {
+  /** Count one recorded webhook attempt, and the delivery's end when the attempt ended it (bound: the worker may hold it alone). */
+  readonly webhookAttempt = (responseCode: number | null, succeeded: boolean, deliveryState: string): void => {
     const result = succeeded ? 'succeeded' : responseCode === null ? 'no_response' : 'error_status';
     this.attempts.set(result, (this.attempts.get(result) ?? 0) + 1);
     if (deliveryState !== 'pending') this.ended.set(deliveryState, (this.ended.get(deliveryState) ?? 0) + 1);
-  }
+  };
 
   /** The Prometheus text exposition (format 0.0.4) of everything known now. */
-  async render(app: App, nowMs: number): Promise<string> {
+  async render(sources: MetricsSources, nowMs: number): Promise<string> {
     const out: string[] = [];
     out.push('# HELP kopek_http_requests_total HTTP requests answered, by route pattern, method and status.');
     out.push('# TYPE kopek_http_requests_total counter');
@@ -60,11 +74,11 @@ export class Metrics {
       out.push(`kopek_http_request_duration_seconds_sum{${k}} ${round(h.sum)}`);
       out.push(`kopek_http_request_duration_seconds_count{${k}} ${h.count}`);
     }
-    await renderJobs(app, out);
-    await renderWebhooks(app, out, this.attempts, this.ended);
+    await renderJobs(sources.store, out);
+    await renderWebhooks(sources, out, this.attempts, this.ended);
     out.push('# HELP kopek_sse_clients Event stream (SSE) clients connected now.');
     out.push('# TYPE kopek_sse_clients gauge');
-    out.push(`kopek_sse_clients ${app.stream.clientCount}`);
+    out.push(`kopek_sse_clients ${sources.stream.clientCount}`);
     const mem = process.memoryUsage();
     out.push('# HELP kopek_process_resident_memory_bytes Resident set size of the process.');
     out.push('# TYPE kopek_process_resident_memory_bytes gauge');
@@ -76,8 +90,8 @@ export class Metrics {
   }
 }
 
-async function renderJobs(app: App, out: string[]): Promise<void> {
-  const counts = await countJobs(app.store);
+async function renderJobs(store: Store, out: string[]): Promise<void> {
+  const counts = await countJobs(store);
   out.push('# HELP kopek_jobs Scheduled jobs by kind and state: pending (never failed), retrying (failed, will run again), dead (gave up).');
   out.push('# TYPE kopek_jobs gauge');
   for (const c of counts) {
@@ -88,7 +102,7 @@ async function renderJobs(app: App, out: string[]): Promise<void> {
   }
 }
 
-async function renderWebhooks(app: App, out: string[], attempts: Map<string, number>, ended: Map<string, number>): Promise<void> {
+async function renderWebhooks(sources: MetricsSources, out: string[], attempts: Map<string, number>, ended: Map<string, number>): Promise<void> {
   // Counters kept as attempts are recorded, not counted from the log: a scrape reads no table (the log is
   // pruned by retention, and a count over it cost a full scan per scrape).
   out.push('# HELP kopek_webhook_attempts_total Webhook delivery attempts since start, by result: succeeded (2xx), error_status (other answer), no_response.');
@@ -98,13 +112,13 @@ async function renderWebhooks(app: App, out: string[], attempts: Map<string, num
   out.push('# TYPE kopek_webhook_deliveries_ended_total counter');
   for (const [state, n] of [...ended].sort()) out.push(`kopek_webhook_deliveries_ended_total{state="${state}"} ${n}`);
   // Pending deliveries are read through their partial index: only those rows, however long the log.
-  const pending = await pendingDeliveryCount(app.store);
+  const pending = await pendingDeliveryCount(sources.store);
   out.push('# HELP kopek_webhook_deliveries Webhook deliveries (one per event and receiver) waiting for an answer.');
   out.push('# TYPE kopek_webhook_deliveries gauge');
   out.push(`kopek_webhook_deliveries{state="pending"} ${pending}`);
   out.push('# HELP kopek_webhook_attempts_in_flight Webhook attempts under way now.');
   out.push('# TYPE kopek_webhook_attempts_in_flight gauge');
-  out.push(`kopek_webhook_attempts_in_flight ${app.webhooks.inFlight}`);
+  out.push(`kopek_webhook_attempts_in_flight ${sources.webhooks.inFlight}`);
 }
 
 function escapeLabel(v: string): string {
@@ -115,7 +129,10 @@ function round(n: number): number {
   return Math.round(n * 1e6) / 1e6;
 }
 
+/** What GET /metrics reads of the running service: the metrics, what they render from, and the clock. */
+export type MetricsApp = MetricsSources & { readonly metrics: Metrics; readonly clocks: Clocks };
+
 /** GET /metrics: Prometheus text format, no key (bind to a private address or filter it at the proxy). */
-export async function metricsHandler(ctx: Ctx): Promise<Reply> {
+export async function metricsHandler(ctx: Ctx<MetricsApp>): Promise<Reply> {
   return { text: await ctx.app.metrics.render(ctx.app, ctx.app.clocks.real()), contentType: 'text/plain; version=0.0.4; charset=utf-8' };
 }

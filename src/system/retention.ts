@@ -1,5 +1,8 @@
-import type { App } from '../app-types';
-import type { Tx } from '../db/store';
+import type { Config } from '../base/config';
+import type { Logger } from '../base/log';
+import type { Store, Tx } from '../db/store';
+import type { Clocks } from '../scheduler/clock';
+import type { Module } from '../core/module';
 import { purgeIdempotencySlice } from '../auth/idempotency';
 
 /**
@@ -8,6 +11,17 @@ import { purgeIdempotencySlice } from '../auth/idempotency';
  */
 export const RETENTION_LIMITS = { batch_rows: 500, batches_per_run: 20, interval_ms: 60_000 };
 
+/** How long each kind of row is kept: the configuration's retention settings. */
+export type RetentionConfig = Pick<Config, 'retainJobsDays' | 'retainDeliveriesDays' | 'retainEventsDays' | 'retainIdempotencyHours'>;
+
+/** What the sweep uses: the storage it deletes from, real time, the log it reports to, and the windows. */
+export interface RetentionDeps {
+  readonly store: Store;
+  readonly clocks: Clocks;
+  readonly log: Logger;
+  readonly config: RetentionConfig;
+}
+
 /** What one table keeps and how its old rows are found, a batch at a time. */
 interface Rule {
   name: string;
@@ -15,9 +29,9 @@ interface Rule {
    * Delete one batch of rows older than `cutoff` from at most `limit` rows read: how many went, and whether
    * another batch may find more (a batch that read `limit` rows).
    */
-  purge(tx: Tx, cutoff: number, limit: number, app: App): Promise<{ deleted: number; more: boolean }>;
+  purge(tx: Tx, cutoff: number, limit: number): Promise<{ deleted: number; more: boolean }>;
   /** How long rows are kept, in ms, from the configuration. */
-  keep_ms(app: App): number;
+  keep_ms(config: RetentionConfig): number;
 }
 
 const DAY_MS = 86_400_000;
@@ -31,7 +45,7 @@ const oldest = (deleted: number, limit: number) => ({ deleted, more: deleted ===
 const RULES: Rule[] = [
   {
     name: 'jobs',
-    keep_ms: (app) => app.config.retainJobsDays * DAY_MS,
+    keep_ms: (config) => config.retainJobsDays * DAY_MS,
     // Finished jobs by their finish time (real time), through the partial index jobs_finished.
     purge: async (tx, cutoff, limit) =>
       oldest(
@@ -47,7 +61,7 @@ const RULES: Rule[] = [
   },
   {
     name: 'webhook_attempts',
-    keep_ms: (app) => app.config.retainDeliveriesDays * DAY_MS,
+    keep_ms: (config) => config.retainDeliveriesDays * DAY_MS,
     // Attempts of deliveries that ended; the oldest rows by id only, so a run reads a bounded number of rows.
     purge: async (tx, cutoff, limit) =>
       oldest(
@@ -66,7 +80,7 @@ const RULES: Rule[] = [
   },
   {
     name: 'webhook_deliveries',
-    keep_ms: (app) => app.config.retainDeliveriesDays * DAY_MS,
+    keep_ms: (config) => config.retainDeliveriesDays * DAY_MS,
     purge: async (tx, cutoff, limit) =>
       oldest(
         (
@@ -84,7 +98,7 @@ const RULES: Rule[] = [
   },
   {
     name: 'events',
-    keep_ms: (app) => app.config.retainEventsDays * DAY_MS,
+    keep_ms: (config) => config.retainEventsDays * DAY_MS,
     purge: async (tx, cutoff, limit) =>
       oldest(
         (
@@ -101,9 +115,9 @@ const RULES: Rule[] = [
   },
   {
     name: 'idempotency_keys',
-    keep_ms: (app) => app.config.retainIdempotencyHours * 3_600_000,
+    keep_ms: (config) => config.retainIdempotencyHours * 3_600_000,
     // Records are in the order they were made: the oldest first, up to the first still kept.
-    purge: (tx, cutoff, limit, app) => purgeIdempotencySlice(tx, cutoff, limit),
+    purge: (tx, cutoff, limit) => purgeIdempotencySlice(tx, cutoff, limit),
   },
 ];
 
@@ -115,11 +129,11 @@ export class Retention {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<Record<string, number>> | null = null;
 
-  constructor(private readonly app: App) {}
+  constructor(private readonly deps: RetentionDeps) {}
 
   /** Run every interval until stopped. */
   start(): void {
-    this.timer = setInterval(() => void this.runOnce().catch((err: unknown) => this.app.log.error('retention sweep failed', { error: String(err) })), RETENTION_LIMITS.interval_ms);
+    this.timer = setInterval(() => void this.runOnce().catch((err: unknown) => this.deps.log.error('retention sweep failed', { error: String(err) })), RETENTION_LIMITS.interval_ms);
     this.timer.unref();
   }
 
@@ -141,17 +155,31 @@ export class Retention {
   private async run(): Promise<Record<string, number>> {
     const deleted: Record<string, number> = {};
     for (const rule of RULES) {
-      const cutoff = this.app.clocks.real() - rule.keep_ms(this.app);
+      const cutoff = this.deps.clocks.real() - rule.keep_ms(this.deps.config);
       let total = 0;
       for (let b = 0; b < RETENTION_LIMITS.batches_per_run; b++) {
-        const r = await this.app.store.write(async (tx) => rule.purge(tx, cutoff, RETENTION_LIMITS.batch_rows, this.app));
+        const r = await this.deps.store.write(async (tx) => rule.purge(tx, cutoff, RETENTION_LIMITS.batch_rows));
         total += r.deleted;
         if (!r.more) break;
       }
       deleted[rule.name] = total;
     }
     const sum = Object.values(deleted).reduce((a, b) => a + b, 0);
-    if (sum > 0) this.app.log.info('retention sweep', deleted);
+    if (sum > 0) this.deps.log.info('retention sweep', deleted);
     return deleted;
   }
+}
+
+/**
+ * The sweep as the wiring mounts it: built here, started once the server listens, stopped (waiting for a run
+ * under way) at shutdown. It registers no job: its timer is its own.
+ */
+export function retentionModule(deps: RetentionDeps): Module & { readonly retention: Retention } {
+  const retention = new Retention(deps);
+  return {
+    name: 'retention',
+    retention,
+    start: () => retention.start(),
+    stop: () => retention.stop(),
+  };
 }

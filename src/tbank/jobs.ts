@@ -1,9 +1,11 @@
-import type { App } from '../app-types';
 import type { Tx } from '../db/store';
-import type { Job } from '../scheduler/jobs';
+import type { ModuleJob } from '../core/module';
+import type { PaymentsCore } from '../payments/core';
+import type { AsyncJobKind, Job } from '../scheduler/jobs';
 import { getPayment } from '../payments/store';
 import { getRefund } from '../refunds/refunds';
-import { paymentAnswered, refundAnswered } from '../bank-port/answers';
+import { paymentAnswered } from '../payments/bank-answers';
+import { refundAnswered } from '../refunds/bank-answers';
 import { shopAcquirer } from '../bank-port/store';
 import type { MasterKey } from '../secrets/master-key';
 import { postJson, type Sent } from './http';
@@ -12,15 +14,18 @@ import { terminalOf } from './settings';
 import { getRebill, getRequest, getSession, markAnswered, markSent, recurrentOf, updateSession, type BankRequestRow } from './records';
 import type { PaymentRow } from '../model/payment';
 
-/** Job kind: send one recorded request to T-Bank and report its answer. */
-/** What an answer may ask of the connector (connector.ts): another request, a QR code, a session opened anew. */
+/** What an answer may ask of the connector (bank.ts): another request, a QR code, a session opened anew. */
 export interface TBankRequests {
   send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>, purpose: Purpose, extra?: Record<string, unknown>): Promise<number>;
   requestQr(tx: Tx, p: PaymentRow, bankPaymentId: string): Promise<void>;
   reopen(tx: Tx, p: PaymentRow): Promise<void>;
 }
 
+/** Job kind: send one recorded request to T-Bank and report its answer. */
 export const REQUEST_JOB = 'tbank.request';
+
+/** Job kind: refuse a payment kopek cannot send to the bank at all (no saved card to charge). */
+export const REFUSE_JOB = 'tbank.refuse';
 
 /** Why a request is sent, which decides what its answer does. */
 export type Purpose = 'session' | 'charge' | 'check' | 'qr' | 'void' | 'refund';
@@ -34,20 +39,20 @@ export function rebillContext(tokenId: string): string {
 const JOB_MARGIN_MS = 5_000;
 
 /**
- * Register the request job. `run` sends outside any transaction: it marks the request sent first, so a
- * request found already sent (the process died before its answer was recorded) is not sent again but
- * reported unknown, and a status check settles its operation. `complete` records the answer and reports
- * it through answers.ts in the job's transaction.
+ * The request job. `run` sends outside any transaction: it marks the request sent first, so a request
+ * found already sent (the process died before its answer was recorded) is not sent again but reported
+ * unknown, and a status check settles its operation. `complete` records the answer and reports it through
+ * the domains' bank-answer entry points in the job's transaction.
  */
-export function registerRequestJob(app: App, key: MasterKey, bank: TBankRequests): void {
-  const timeout_ms = Math.max(1, Math.round(app.config.acquirerTimeoutSeconds * 1000));
-  app.scheduler.registerAsync<Sent>(REQUEST_JOB, {
+export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankRequests): ModuleJob {
+  const timeout_ms = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
+  const spec: AsyncJobKind<Sent> = {
     deadline_ms: timeout_ms + JOB_MARGIN_MS,
     async run(job) {
-      const row = await getRequest(app.store, Number(job.subject_id));
+      const row = await getRequest(core.store, Number(job.subject_id));
       if (!row) return { kind: 'unknown', reason: 'the request record is gone' };
       if (row.state !== 'queued') return { kind: 'unknown', reason: 'sent before a restart; no answer was recorded' };
-      const acq = await shopAcquirer(app.store, row.shop_id);
+      const acq = await shopAcquirer(core.store, row.shop_id);
       if (!acq || acq.provider !== TBANK) return { kind: 'unknown', reason: 'the shop has no T-Bank acquirer any more' };
       let body: Record<string, unknown>;
       let url: string;
@@ -55,7 +60,7 @@ export function registerRequestJob(app: App, key: MasterKey, bank: TBankRequests
         const t = terminalOf(key, acq);
         body = { ...(JSON.parse(row.request) as Record<string, unknown>), TerminalKey: t.terminalKey };
         if (row.operation === 'Charge') {
-          const enc = await getRebill(app.store, String(job.payload.tokenId ?? ''));
+          const enc = await getRebill(core.store, String(job.payload.tokenId ?? ''));
           if (enc) body.RebillId = key.decrypt(enc, rebillContext(String(job.payload.tokenId)));
         }
         body.Token = tbankToken(body, t.password);
@@ -65,11 +70,11 @@ export function registerRequestJob(app: App, key: MasterKey, bank: TBankRequests
       }
       // Only the run that moves the request from queued to sent sends it: another that read it queued too (a
       // process that froze past its claim, and the one that took the job over) finds it sent and sends nothing.
-      if (!(await app.store.write(async (tx) => markSent(tx, row.id, app.clocks.real())))) {
+      if (!(await core.store.write(async (tx) => markSent(tx, row.id, core.clocks.real())))) {
         return { kind: 'unknown', reason: 'sent by another run; no answer was recorded here' };
       }
       const sent = await postJson(url, body, timeout_ms);
-      app.log.info('T-Bank request', { operation: row.operation, shop_id: row.shop_id, subject_id: row.subject_id, outcome: sent.kind === 'answer' ? `${sent.answer.Status ?? ''} ${sent.answer.ErrorCode ?? ''}`.trim() : `unknown: ${sent.reason}` });
+      core.log.info('T-Bank request', { operation: row.operation, shop_id: row.shop_id, subject_id: row.subject_id, outcome: sent.kind === 'answer' ? `${sent.answer.Status ?? ''} ${sent.answer.ErrorCode ?? ''}`.trim() : `unknown: ${sent.reason}` });
       return sent;
     },
     async complete(tx, job, sent) {
@@ -77,10 +82,21 @@ export function registerRequestJob(app: App, key: MasterKey, bank: TBankRequests
       if (!row) return;
       const a = sent.kind === 'answer' ? sent.answer : undefined;
       const bankPaymentId = a?.PaymentId !== undefined && a.PaymentId !== null ? String(a.PaymentId) : '';
-      await markAnswered(tx, row.id, a ? 'answered' : 'unknown', JSON.stringify(a ? withoutSecrets(a as Record<string, unknown>) : { reason: (sent as { reason: string }).reason }), bankPaymentId, app.clocks.real());
-      await onAnswer(app, bank, tx, row, String(job.payload.purpose ?? ''), job, a, sent.kind === 'unknown' ? sent.reason : '');
+      await markAnswered(tx, row.id, a ? 'answered' : 'unknown', JSON.stringify(a ? withoutSecrets(a as Record<string, unknown>) : { reason: (sent as { reason: string }).reason }), bankPaymentId, core.clocks.real());
+      await onAnswer(core, bank, tx, row, String(job.payload.purpose ?? ''), job, a, sent.kind === 'unknown' ? sent.reason : '');
     },
-  });
+  };
+  return { kind: REQUEST_JOB, async: spec };
+}
+
+/** The refusal job: the payment is refused processing_error with the `bankCode` the connector gave (refuse()). */
+export function refuseJob(core: PaymentsCore): ModuleJob {
+  return {
+    kind: REFUSE_JOB,
+    run: async (tx, job) => {
+      await paymentAnswered(core, tx, job.subject_id, { outcome: 'refused', failureCode: 'processing_error', bankCode: String(job.payload.bankCode) });
+    },
+  };
 }
 
 const unknown = (reason: string) => ({ outcome: 'unknown' as const, reason });
@@ -96,7 +112,7 @@ function refusal(a: TBankAnswer) {
  * lost, or the process stopped before the Charge left). The bank charges a payment only while it is NEW, so
  * sending the Charge now cannot charge twice. True when it was sent (the check's answer is then the Charge's).
  */
-async function chargeNotSent(app: App, bank: TBankRequests, tx: Tx, p: { id: string; shop_id: string; status: string }, a: TBankAnswer, bankPaymentId: string): Promise<boolean> {
+async function chargeNotSent(bank: TBankRequests, tx: Tx, p: { id: string; shop_id: string; status: string }, a: TBankAnswer, bankPaymentId: string): Promise<boolean> {
   if (p.status !== 'processing' || a.Status !== 'NEW' || !bankPaymentId) return false;
   const rec = await recurrentOf(tx, p.id);
   if (!rec?.token_id || (rec.kind !== 'token_charge' && rec.kind !== 'subscription_charge')) return false;
@@ -105,26 +121,26 @@ async function chargeNotSent(app: App, bank: TBankRequests, tx: Tx, p: { id: str
 }
 
 /** What an answer (or its absence) does to the operation it is about. */
-async function onAnswer(app: App, bank: TBankRequests, tx: Tx, row: BankRequestRow, purpose: string, job: Job, a: TBankAnswer | undefined, why: string): Promise<void> {
+async function onAnswer(core: PaymentsCore, bank: TBankRequests, tx: Tx, row: BankRequestRow, purpose: string, job: Job, a: TBankAnswer | undefined, why: string): Promise<void> {
   if (row.subject_kind === 'refund') {
     if (!(await getRefund(tx, row.subject_id))) return;
-    await refundAnswered(app, tx, row.subject_id, a ? refundAnswerOf(a) : unknown(why));
+    await refundAnswered(core, tx, row.subject_id, a ? refundAnswerOf(a) : unknown(why));
     return;
   }
   const p = await getPayment(tx, row.subject_id);
   if (!p) return;
   const s = await getSession(tx, p.id);
-  const now = app.clocks.real();
+  const now = core.clocks.real();
   if (purpose === 'void') return; // the payment is cancelled already; the bank's answer changes nothing here
   if (!a) {
-    if (purpose !== 'qr') await paymentAnswered(app, tx, p.id, unknown(why));
+    if (purpose !== 'qr') await paymentAnswered(core, tx, p.id, unknown(why));
     return;
   }
   const bankPaymentId = a.PaymentId !== undefined && a.PaymentId !== null ? String(a.PaymentId) : '';
   switch (row.operation) {
     case 'Init': {
       if (!accepted(a)) {
-        await paymentAnswered(app, tx, p.id, refusal(a));
+        await paymentAnswered(core, tx, p.id, refusal(a));
         return;
       }
       // Only a web address is ever sent to the buyer's browser as the bank's page.
@@ -135,33 +151,33 @@ async function onAnswer(app: App, bank: TBankRequests, tx: Tx, row: BankRequestR
         return;
       }
       if (p.method === 'sbp' && p.status === 'processing') await bank.requestQr(tx, p, bankPaymentId);
-      await paymentAnswered(app, tx, p.id, paymentAnswerOf(a));
+      await paymentAnswered(core, tx, p.id, paymentAnswerOf(a));
       return;
     }
     case 'GetQr':
       if (accepted(a) && typeof a.Data === 'string' && s) await updateSession(tx, p.id, s.order_id, { qrPayload: a.Data }, now);
-      else if (a.Success === false) await paymentAnswered(app, tx, p.id, refusal(a));
+      else if (a.Success === false) await paymentAnswered(core, tx, p.id, refusal(a));
       return;
     case 'Charge':
-      if (!accepted(a) && a.Success === false) await paymentAnswered(app, tx, p.id, refusal(a));
-      else await paymentAnswered(app, tx, p.id, paymentAnswerOf(a), typeof a.Amount === 'number' ? a.Amount : undefined);
+      if (!accepted(a) && a.Success === false) await paymentAnswered(core, tx, p.id, refusal(a));
+      else await paymentAnswered(core, tx, p.id, paymentAnswerOf(a), typeof a.Amount === 'number' ? a.Amount : undefined);
       return;
     case 'GetState':
-      if (accepted(a) && (await chargeNotSent(app, bank, tx, p, a, bankPaymentId))) return;
-      await paymentAnswered(app, tx, p.id, accepted(a) ? paymentAnswerOf(a) : unknown(`GetState error ${a.ErrorCode ?? ''}`), accepted(a) && typeof a.Amount === 'number' ? a.Amount : undefined);
+      if (accepted(a) && (await chargeNotSent(bank, tx, p, a, bankPaymentId))) return;
+      await paymentAnswered(core, tx, p.id, accepted(a) ? paymentAnswerOf(a) : unknown(`GetState error ${a.ErrorCode ?? ''}`), accepted(a) && typeof a.Amount === 'number' ? a.Amount : undefined);
       return;
     case 'CheckOrder': {
       const found = accepted(a) ? checkOrderPayment(a) : undefined;
       if (!found) {
         // The bank has no such order: the Init never reached it. A new attempt, with a new OrderId.
         if (a.Success === false && p.status === 'processing' && s && s.order_id === row.order_id) await bank.reopen(tx, p);
-        else await paymentAnswered(app, tx, p.id, unknown('CheckOrder found no payment'));
+        else await paymentAnswered(core, tx, p.id, unknown('CheckOrder found no payment'));
         return;
       }
       const foundId = found.PaymentId !== undefined ? String(found.PaymentId) : '';
       if (s && s.order_id === row.order_id) await updateSession(tx, p.id, row.order_id, { bankPaymentId: foundId }, now);
-      if (await chargeNotSent(app, bank, tx, p, found, foundId)) return;
-      await paymentAnswered(app, tx, p.id, paymentAnswerOf(found), typeof found.Amount === 'number' ? found.Amount : undefined);
+      if (await chargeNotSent(bank, tx, p, found, foundId)) return;
+      await paymentAnswered(core, tx, p.id, paymentAnswerOf(found), typeof found.Amount === 'number' ? found.Amount : undefined);
       return;
     }
   }

@@ -1,5 +1,7 @@
 import type { Reader } from '../db/store';
 import type { Ctx, Reply } from '../http/types';
+import type { Core } from '../core/core';
+import type { PaymentsCore } from '../payments/core';
 import { notFound } from '../http/errors';
 import { amountField, bodyObject, enumField, strField } from '../http/validate';
 import { idempotentCreate } from '../auth/idempotency';
@@ -8,10 +10,8 @@ import { parseRegisterQuery, toPage } from '../registers/query';
 import { registerRows, REGISTERS } from '../registers/plan';
 import { urlField } from '../payments/create';
 import { getPayment } from '../payments/store';
-import { getSubscription } from '../subscriptions/store';
-import { cancelSubscriptionTx, CANCEL_REASONS } from '../subscriptions/subscriptions';
 import { getToken, TOKEN_METHODS, TOKEN_STATUSES, tokenView, type TokenRow } from './store';
-import { CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargeTokenTx, createBindingTx } from './tokens';
+import { CARD_VERIFICATION_AMOUNT, chargeTokenTx, createBindingTx } from './tokens';
 
 /** A plausible e-mail address: something@host.tld, no spaces. */
 export const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -35,7 +35,7 @@ export function customerFields(obj: Record<string, unknown>, mode: 'test' | 'liv
 }
 
 /** POST /v1/public/tokens {customer_ref, method?, amount?, customer_email?, return_url?} */
-export async function createToken(ctx: Ctx): Promise<Reply> {
+export async function createToken(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const auth = ctx.auth!;
   const obj = bodyObject(ctx.body, ['customer_ref', 'method', 'amount', 'customer_email', 'return_url']);
   const method = enumField(obj, 'method', TOKEN_METHODS, 'cards')!;
@@ -66,12 +66,12 @@ export async function createToken(ctx: Ctx): Promise<Reply> {
 }
 
 /** GET /v1/public/tokens/{id} */
-export async function getTokenHandler(ctx: Ctx): Promise<Reply> {
+export async function getTokenHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   return { body: tokenView(await tokenOfShop(ctx.app.store, ctx, ctx.params.id)) };
 }
 
 /** GET /v1/public/tokens?customer_ref=: the key's shop and mode, newest first, register pagination. */
-export async function listTokens(ctx: Ctx): Promise<Reply> {
+export async function listTokens(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: TOKEN_STATUSES, extra: { customer_ref: [] } });
   const customer = rq.extra.customer_ref;
@@ -79,21 +79,11 @@ export async function listTokens(ctx: Ctx): Promise<Reply> {
   return { body: toPage(rows, rq, tokenView) };
 }
 
-/** POST /v1/public/tokens/{id}/cancel (no body): a subscription charging this token is cancelled with it. */
-export async function cancelToken(ctx: Ctx): Promise<Reply> {
-  bodyObject(ctx.body, []);
-  const id = ctx.params.id;
-  const t = await ctx.app.store.write(async (tx) => {
-    const next = await cancelTokenTx(ctx.app, tx, await tokenOfShop(tx, ctx, id));
-    const sub = next.subscription_id ? await getSubscription(tx, next.subscription_id) : undefined;
-    if (sub) await cancelSubscriptionTx(ctx.app, tx, sub, CANCEL_REASONS.tokenCancelled);
-    return next;
-  });
-  return { body: { status: t.status } };
-}
+// POST /v1/public/tokens/{id}/cancel is subscriptions' cancelToken: it cancels the subscription charging the
+// token too, and tokens sit below subscriptions.
 
 /** POST /v1/public/tokens/{id}/charge {amount, order_id?, description?}: 201 {id, status, amount} of the charge payment. */
-export async function chargeToken(ctx: Ctx): Promise<Reply> {
+export async function chargeToken(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const obj = bodyObject(ctx.body, ['amount', 'order_id', 'description']);
   const amount = amountField(obj, 'amount', true)!;
   const orderId = strField(obj, 'order_id', { max: 128 });

@@ -1,4 +1,4 @@
-import type { App } from '../app-types';
+import type { Core } from '../core/core';
 import type { Reader, Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { invalidState } from '../http/errors';
@@ -7,6 +7,7 @@ import { createPaymentTx } from '../payments/create';
 import { cancelTx } from '../payments/state';
 import { getPayment } from '../payments/store';
 import type { PaymentRow } from '../model/payment';
+import type { PaymentsCore } from '../payments/core';
 import { getToken, insertToken, recordPayment, tokenView, updateToken, type TokenMethod, type TokenRow } from './store';
 
 /** Card binding verifies the card with 1 RUB (in kopecks). */
@@ -28,6 +29,9 @@ export interface BindingInput {
   subscriptionId?: string;
 }
 
+/** What changing a token's status and telling of it takes: the shop's clock and the event log. */
+export type TokenEvents = Pick<Core, 'clocks' | 'events'>;
+
 /** Re-read a token inside a transaction (pass its `tx`). */
 export async function reloadToken(q: Reader, id: string): Promise<TokenRow> {
   const t = await getToken(q, id);
@@ -36,14 +40,14 @@ export async function reloadToken(q: Reader, id: string): Promise<TokenRow> {
 }
 
 /** Append token.status_changed (and the webhook of the change, with the token as GET shows it). */
-async function emitStatus(app: App, tx: Tx, t: TokenRow, webhook: string | null): Promise<void> {
-  await app.events.append(tx, {
+async function emitStatus(core: TokenEvents, tx: Tx, t: TokenRow, webhook: string | null): Promise<void> {
+  await core.events.append(tx, {
     merchantId: t.merchant_id,
     shopId: t.shop_id,
     mode: t.mode,
     kind: 'token.status_changed',
     payload: { id: t.id, status: t.status },
-    at: await app.clocks.now(tx, t.shop_id, t.mode),
+    at: await core.clocks.now(tx, t.shop_id, t.mode),
     webhook: webhook ? { event: webhook, data: tokenView(t), url: null } : undefined,
   });
 }
@@ -52,11 +56,11 @@ async function emitStatus(app: App, tx: Tx, t: TokenRow, webhook: string | null)
  * A pending token and the payment whose hosted page binds it (method fixed to the token's, so the page
  * opens that method's screen at once). The payment's metadata names the token (and subscription).
  */
-export async function createBindingTx(app: App, tx: Tx, input: BindingInput): Promise<{ token: TokenRow; payment: PaymentRow }> {
+export async function createBindingTx(core: PaymentsCore, tx: Tx, input: BindingInput): Promise<{ token: TokenRow; payment: PaymentRow }> {
   const tokenId = uuid();
   const metadata: Record<string, string> = { kind: input.kind, token_id: tokenId };
   if (input.subscriptionId) metadata.subscription_id = input.subscriptionId;
-  const payment = await createPaymentTx(app, tx, {
+  const payment = await createPaymentTx(core, tx, {
     merchantId: input.merchantId,
     shopId: input.shopId,
     mode: input.mode,
@@ -93,21 +97,21 @@ export async function createBindingTx(app: App, tx: Tx, input: BindingInput): Pr
     created_at: payment.created_at,
   });
   const token = await reloadToken(tx, tokenId);
-  await emitStatus(app, tx, token, null);
+  await emitStatus(core, tx, token, null);
   return { token, payment };
 }
 
 /** pending → active once its binding payment succeeded; the card's brand and mask come from that payment. */
-export async function activateTokenTx(app: App, tx: Tx, t: TokenRow, binding: PaymentRow): Promise<TokenRow> {
+export async function activateTokenTx(core: TokenEvents, tx: Tx, t: TokenRow, binding: PaymentRow): Promise<TokenRow> {
   if (t.status !== 'pending') return t;
   await updateToken(tx, t.id, {
     status: 'active',
-    activated_at: await app.clocks.now(tx, t.shop_id, t.mode),
+    activated_at: await core.clocks.now(tx, t.shop_id, t.mode),
     card_brand: t.method === 'cards' ? binding.card_brand : '',
     card_mask: t.method === 'cards' ? lastFour(binding.card_mask) : '',
   });
   const next = await reloadToken(tx, t.id);
-  await emitStatus(app, tx, next, 'token.activated');
+  await emitStatus(core, tx, next, 'token.activated');
   return next;
 }
 
@@ -124,14 +128,14 @@ export function lastFour(mask: string): string {
  * pending or active → cancelled. A binding payment still pending is cancelled with it, so the buyer can no
  * longer bind a cancelled token; one already at the bank finishes, and its success changes nothing.
  */
-export async function cancelTokenTx(app: App, tx: Tx, t: TokenRow): Promise<TokenRow> {
+export async function cancelTokenTx(core: PaymentsCore, tx: Tx, t: TokenRow): Promise<TokenRow> {
   if (t.status === 'cancelled') throw invalidState(`Cannot cancel token "${t.id}": its status is cancelled`);
-  const now = await app.clocks.now(tx, t.shop_id, t.mode);
+  const now = await core.clocks.now(tx, t.shop_id, t.mode);
   await updateToken(tx, t.id, { status: 'cancelled', cancelled_at: now, outcomes: '[]' });
   const binding = await getPayment(tx, t.binding_payment_id);
-  if (binding && binding.status === 'pending') await cancelTx(app, tx, binding);
+  if (binding && binding.status === 'pending') await cancelTx(core, tx, binding);
   const next = await reloadToken(tx, t.id);
-  await emitStatus(app, tx, next, 'token.cancelled');
+  await emitStatus(core, tx, next, 'token.cancelled');
   return next;
 }
 
@@ -150,11 +154,11 @@ export interface ChargeInput {
  * A merchant-initiated charge of an active token: a payment of method `recurrent` whose bank session opens
  * at once; the shop's bank charges the saved method (in test mode its outcome queue, then the magic amounts).
  */
-export async function chargeTokenTx(app: App, tx: Tx, t: TokenRow, input: ChargeInput): Promise<PaymentRow> {
+export async function chargeTokenTx(core: PaymentsCore, tx: Tx, t: TokenRow, input: ChargeInput): Promise<PaymentRow> {
   if (t.status !== 'active') throw invalidState(`Cannot charge token "${t.id}": its status is ${t.status}; only active tokens can be charged`);
   const metadata: Record<string, string> = { kind: input.kind, token_id: t.id };
   if (input.subscriptionId) metadata.subscription_id = input.subscriptionId;
-  const payment = await createPaymentTx(app, tx, {
+  const payment = await createPaymentTx(core, tx, {
     merchantId: t.merchant_id,
     shopId: t.shop_id,
     mode: t.mode,

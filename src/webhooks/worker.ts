@@ -1,4 +1,4 @@
-import type { App } from '../app-types';
+import type { Core } from '../core/core';
 import type { Job } from '../scheduler/jobs';
 import { iso } from '../util/time';
 import { postWebhook, type PostOutcome } from './deliver';
@@ -16,6 +16,12 @@ import { Gate } from './gate';
 export const WORKER_LIMITS = { global: 64, perShop: 16, perReceiver: 4, queued: 10_000, sweep_ms: 5_000 };
 /** Most due deliveries one sweep queues; the next sweep takes the rest. */
 const SWEEP_BATCH = 1000;
+
+/** Hears every recorded attempt: its receiver's answer, whether it delivered, and the delivery's state after it (metrics). */
+export type AttemptObserver = (responseCode: number | null, succeeded: boolean, deliveryState: string) => void;
+
+/** What the worker uses of the core: the webhook settings, the log, the store, the clocks and the scheduler (retries). */
+export type WorkerCore = Pick<Core, 'config' | 'log' | 'store' | 'clocks' | 'scheduler'>;
 
 /** The User-Agent every webhook carries. */
 export const USER_AGENT = 'psp-webhook/1.0';
@@ -40,8 +46,11 @@ export class DeliveryWorker {
   private sweepTimer: NodeJS.Timeout | null = null;
   private stopped = false;
 
-  constructor(private readonly app: App) {
-    this.policy = new UrlPolicy(app.config.webhookAllow);
+  constructor(
+    private readonly core: WorkerCore,
+    private readonly observe?: AttemptObserver,
+  ) {
+    this.policy = new UrlPolicy(core.config.webhookAllow);
   }
 
   /** Begin: sweep what is already due (after a restart), then every `sweep_ms`. */
@@ -71,7 +80,7 @@ export class DeliveryWorker {
    */
   kick(ids: readonly number[]): Promise<void> {
     const p = this.enqueue(ids)
-      .catch((err: unknown) => this.app.log.error('webhook queueing failed', { error: String((err as Error)?.stack ?? err) }))
+      .catch((err: unknown) => this.core.log.error('webhook queueing failed', { error: String((err as Error)?.stack ?? err) }))
       .finally(() => this.kicking.delete(p));
     this.kicking.add(p);
     return p;
@@ -88,7 +97,7 @@ export class DeliveryWorker {
     try {
       while (taken.length > 0) {
         const id = taken[0];
-        const row = this.stopped ? undefined : await deliveryTarget(this.app.store, id);
+        const row = this.stopped ? undefined : await deliveryTarget(this.core.store, id);
         taken.shift();
         if (!row) {
           this.waiting.delete(id);
@@ -112,9 +121,9 @@ export class DeliveryWorker {
     if (this.stopped) return;
     let due: number[];
     try {
-      due = await dueFirstAttempts(this.app.store, this.app.clocks.real(), SWEEP_BATCH);
+      due = await dueFirstAttempts(this.core.store, this.core.clocks.real(), SWEEP_BATCH);
     } catch (err) {
-      this.app.log.error('webhook sweep failed', { error: String((err as Error)?.stack ?? err) });
+      this.core.log.error('webhook sweep failed', { error: String((err as Error)?.stack ?? err) });
       return;
     }
     await this.kick(due);
@@ -139,7 +148,7 @@ export class DeliveryWorker {
   /** Log what recording decided. */
   report(r: AttemptResult, rec: Recorded | null): void {
     if (!rec) return;
-    this.app.metrics.webhookAttempt(r.response_code, rec.state === 'succeeded', rec.state);
+    this.observe?.(r.response_code, rec.state === 'succeeded', rec.state);
     const d = r.delivery;
     const fields = {
       delivery_id: d.id,
@@ -152,9 +161,9 @@ export class DeliveryWorker {
       state: rec.state,
       next_attempt_at: rec.next_attempt_at === null ? null : iso(rec.next_attempt_at),
     };
-    if (rec.state === 'succeeded') this.app.log.info('webhook delivered', fields);
-    else this.app.log.warn('webhook attempt failed', fields);
-    if (rec.disabled_endpoint) this.app.log.warn('webhook endpoint disabled: receiver answered 410 Gone', { endpoint_id: d.endpoint_id, event_id: d.event_id });
+    if (rec.state === 'succeeded') this.core.log.info('webhook delivered', fields);
+    else this.core.log.warn('webhook attempt failed', fields);
+    if (rec.disabled_endpoint) this.core.log.warn('webhook endpoint disabled: receiver answered 410 Gone', { endpoint_id: d.endpoint_id, event_id: d.event_id });
   }
 
   // Round-robin over shops' receivers; a receiver or a shop at its limit waits while others proceed.
@@ -172,7 +181,7 @@ export class DeliveryWorker {
         const id = q.ids.shift()!;
         this.waiting.delete(id);
         const p = this.firstAttempt(id)
-          .catch((err: unknown) => this.app.log.error('webhook attempt crashed', { delivery_id: id, error: String((err as Error)?.stack ?? err) }))
+          .catch((err: unknown) => this.core.log.error('webhook attempt crashed', { delivery_id: id, error: String((err as Error)?.stack ?? err) }))
           .finally(() => {
             this.running.delete(id);
             this.gate.release(q.receiver, q.shop);
@@ -189,25 +198,25 @@ export class DeliveryWorker {
     if (!d || d.attempts !== d.round_start) return;
     const r = await this.perform(id);
     if (!r || this.stopped) return;
-    const { store, scheduler, clocks } = this.app;
+    const { store, scheduler, clocks } = this.core;
     this.report(r, await store.write((tx) => recordAttempt(tx, scheduler, clocks, r)));
   }
 
   private async load(id: number): Promise<DeliveryRow | null> {
-    const d = await getDelivery(this.app.store, id);
+    const d = await getDelivery(this.core.store, id);
     return d && d.state === 'pending' ? d : null;
   }
 
   /** Make one attempt of a pending delivery; null when there is nothing to send. Throws only on shutdown. */
   private async perform(id: number): Promise<AttemptResult | null> {
-    const { clocks, store, config } = this.app;
+    const { clocks, store, config } = this.core;
     const d = await this.load(id);
     if (!d) return null;
     const ev = await deliveryEvent(store, d.event_seq);
     const signing = await this.signing(d);
     if (!ev || !signing || signing.secrets.length === 0) {
       await store.tx((tx) => abandonDelivery(tx, d));
-      this.app.log.warn('webhook delivery abandoned', { delivery_id: d.id, event_id: d.event_id, reason: ev ? 'endpoint disabled or deleted' : 'event gone' });
+      this.core.log.warn('webhook delivery abandoned', { delivery_id: d.id, event_id: d.event_id, reason: ev ? 'endpoint disabled or deleted' : 'event gone' });
       return null;
     }
     // The delivery row may belong to a commit whose WAL sync still runs: send nothing until it is on disk.
@@ -245,7 +254,7 @@ export class DeliveryWorker {
   }
 
   private async signing(d: DeliveryRow): Promise<{ signature: SignatureVersion; secrets: string[] } | null> {
-    const { store, clocks } = this.app;
+    const { store, clocks } = this.core;
     if (d.endpoint_id === null) return paymentUrlSigning(store, d.shop_id, clocks.real());
     const ep = await getEndpoint(store, d.endpoint_id);
     return ep && ep.disabled_at === null ? { signature: ep.signature, secrets: await validSecrets(store, ep.id, clocks.real()) } : null;

@@ -19,7 +19,7 @@ let bank: UnsureBank;
 let shop: TestShop;
 
 before(async () => {
-  s = await startTestServer({ acquirerSyncAfterSeconds: SYNC_AFTER_S }, { realNow: time.now, banks: [(app) => (bank = new UnsureBank(app))] });
+  s = await startTestServer({ acquirerSyncAfterSeconds: SYNC_AFTER_S }, { realNow: time.now, modules: [(core) => (bank = new UnsureBank(core)).module()] });
   shop = await liveShop();
 });
 after(() => s.close());

@@ -1,7 +1,10 @@
-import type { App } from '../../src/app-types';
+import type { PaymentsCore } from '../../src/payments/core';
+import type { Module } from '../../src/core/module';
 import type { Tx } from '../../src/db/store';
 import type { BankPort, CallbackRequest, CallbackResult, MoneyAnswer, NewPayment, OperationRef, PaymentAnswer, PayoutRequest, PayoutStart, SessionRequest } from '../../src/bank-port/port';
-import { paymentAnswered, payoutAnswered, refundAnswered } from '../../src/bank-port/answers';
+import { paymentAnswered } from '../../src/payments/bank-answers';
+import { refundAnswered } from '../../src/refunds/bank-answers';
+import { payoutAnswered } from '../../src/payouts/bank-answers';
 import { getPayment } from '../../src/payments/store';
 import type { RefundRow } from '../../src/model/refund';
 import type { PaymentRow } from '../../src/model/payment';
@@ -16,7 +19,7 @@ export const UNSURE_SECRET = 'unsure-secret';
 const REPLY_JOB = 'unsure.reply';
 
 /**
- * A second bank behind the port, registered as any bank is (StartOptions.banks, a shop acquirer naming
+ * A second bank behind the port, mounted as any bank is (a module of StartOptions.modules, a shop acquirer naming
  * it): every request is answered `unknown` (as a timeout would leave it), and only a status check or a
  * notification tells the final outcome. Status checks answer `unknown` `silentChecks` more times first.
  * Payments and refunds whose amount ends in 01 are refused (do_not_honor, bank code 05).
@@ -29,8 +32,11 @@ export class UnsureBank implements BankPort {
   /** How many status checks still answer unknown before the final answer. */
   silentChecks = 0;
 
-  constructor(private readonly app: App) {
-    app.scheduler.register(REPLY_JOB, (tx, job) => this.replyUnknown(tx, String(job.payload.op), job.subject_id));
+  constructor(private readonly app: PaymentsCore) {}
+
+  /** The bank as a module: itself behind the port, and its reply job. */
+  module(): Module {
+    return { name: UNSURE, banks: [this], jobs: [{ kind: REPLY_JOB, run: (tx, job) => this.replyUnknown(tx, String(job.payload.op), job.subject_id) }] };
   }
 
   private async send(tx: Tx, op: 'payment' | 'refund' | 'payout', id: string, shopId: string, at: number): Promise<void> {

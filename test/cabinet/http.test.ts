@@ -8,7 +8,6 @@ import { getShop } from '../../src/cabinet/store';
 import { totpCode } from '../../src/cabinet/totp';
 import { cookieAttributes, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from '../../src/cabinet/sessions';
 import { LOCK_MS } from '../../src/cabinet/throttle';
-import type { App } from '../../src/app-types';
 
 let s: TestServer;
 let time: FakeTime;
@@ -36,7 +35,7 @@ test('a page without a session goes to the sign-in form, which sets only a stric
   assert.equal(ok.status, 303);
   const line = ([] as string[]).concat(ok.headers['set-cookie'] ?? []).find((l) => l.startsWith('kopek_cabinet='))!;
   assert.match(line, /; HttpOnly; SameSite=Strict; Path=\/cabinet$/, 'no Secure over http');
-  assert.equal(cookieAttributes({ baseUrl: () => 'https://pay.example' } as App), 'HttpOnly; SameSite=Strict; Path=/cabinet; Secure');
+  assert.equal(cookieAttributes('https://pay.example'), 'HttpOnly; SameSite=Strict; Path=/cabinet; Secure');
   const page = await s.request('GET', '/cabinet/overview', { key: null, headers: { cookie: `kopek_cabinet=${setCookie(ok, 'kopek_cabinet')}` } });
   assert.equal(page.status, 200);
   assert.match(String(page.headers['content-security-policy']), /default-src 'none'; script-src 'nonce-/);

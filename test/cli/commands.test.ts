@@ -5,7 +5,11 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli, type CliResult } from '../helpers/cli';
-import { COMMANDS } from '../../src/cli';
+import { cliCommands } from '../../src/cli';
+import { startApp } from '../../src/app';
+
+/** Every command as the root wires them (serve starts the server with startApp). */
+const COMMANDS = cliCommands(startApp);
 
 // The server runs on the same file the commands change: every command here also proves it works alongside it.
 let s: TestServer;

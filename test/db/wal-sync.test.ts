@@ -17,7 +17,7 @@ const ROOT = join(__dirname, '..', '..');
 function failingSync(call: 'request' | 'syncNow'): { status: number | null; stdout: string; stderr: string } {
   const code = `
     const { WalSync } = require(${JSON.stringify(join(ROOT, 'src', 'db', 'wal-sync.ts'))});
-    const { createLogger } = require(${JSON.stringify(join(ROOT, 'src', 'log.ts'))});
+    const { createLogger } = require(${JSON.stringify(join(ROOT, 'src', 'base', 'log.ts'))});
     const sync = new WalSync(0, createLogger('info'), () => process.stdout.write('synced\\n'));
     sync.${call}(1);
     setTimeout(() => process.stdout.write('still running\\n'), 2000);`;

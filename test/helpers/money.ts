@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { TestServer } from './server';
 import { openSessionTx } from '../../src/payments/state';
 import { getPayment } from '../../src/payments/store';
-import { paymentAnswered } from '../../src/bank-port/answers';
+import { paymentAnswered } from '../../src/payments/bank-answers';
 
 /** A succeeded test payment of `amount` (kopeck part 00) on the key's shop: money in through the real API. */
 export async function paidPayment(s: TestServer, key: string, amount: number): Promise<string> {
@@ -52,7 +52,7 @@ export function ledgerCheck(dbPath: string): Promise<{ code: number; stdout: str
 
 /**
  * A succeeded live payment: created through the API, its session opened and the bank's success applied
- * through the bank port's entry point, as any acquirer's answer is.
+ * through the payments domain's entry point, as any acquirer's answer is.
  */
 export async function paidLivePayment(s: TestServer, shop: { key: string; merchantId: string; shopId: string }, amount: number): Promise<string> {
   const p = await s.request('POST', '/v1/public/payments', { key: shop.key, body: { amount, method: 'sbp' } });

@@ -80,7 +80,7 @@ export interface TestServer {
 }
 
 /** Start a server for a test file. Close it in `after`. */
-export async function startTestServer(config: Partial<Config> = {}, opts: Pick<StartOptions, 'realNow' | 'banks'> & { dir?: string } = {}): Promise<TestServer> {
+export async function startTestServer(config: Partial<Config> = {}, opts: Pick<StartOptions, 'realNow' | 'modules'> & { dir?: string } = {}): Promise<TestServer> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'kopek-test-'));
   const dbPath = join(dir, 'kopek.db');
   const setup = openStorage(dbPath);
@@ -92,7 +92,7 @@ export async function startTestServer(config: Partial<Config> = {}, opts: Pick<S
   });
   const cfg = (): Config => ({ ...defaultConfig(), port: 0, host: '127.0.0.1', db: dbPath, demo: false, simDelaySeconds: 0, ...config });
   const helperBank = await sharedFakeTBank();
-  let running = await startApp(cfg(), { log, realNow: opts.realNow, banks: opts.banks });
+  let running = await startApp(cfg(), { log, realNow: opts.realNow, modules: opts.modules });
   const t: TestServer = {
     get url() {
       return running.url;
@@ -130,7 +130,7 @@ export async function startTestServer(config: Partial<Config> = {}, opts: Pick<S
     },
     async restart(more = {}) {
       await running.close();
-      running = await startApp({ ...cfg(), ...more }, { log, realNow: opts.realNow, banks: opts.banks });
+      running = await startApp({ ...cfg(), ...more }, { log, realNow: opts.realNow, modules: opts.modules });
     },
     async close() {
       await running.close();

@@ -91,6 +91,38 @@ test('keyless large bodies are not held: the request is refused from its headers
   c.socket.destroy();
 });
 
+test('a body over the limit is answered 413 and the connection closes cleanly while the client is still sending', async () => {
+  // 10 MiB of chunks against a 64 KiB limit, written at once: more than the kernel's buffers hold, so the server
+  // answers long before it has read them. Destroying the socket with bytes unread resets the connection, and a
+  // client still writing meets the reset (EPIPE) before, or instead of, the answer; the server half-closes and
+  // reads and drops the rest instead.
+  const t = await startTestServer({ bodyLimitBytes: 64 * 1024 });
+  try {
+    const u = new URL(t.url);
+    const head = Buffer.from(`POST /v1/public/payments HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.demo.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    const chunk = Buffer.concat([Buffer.from('10000\r\n'), Buffer.alloc(0x10000, 0x5b), Buffer.from('\r\n')]);
+    for (let round = 0; round < 5; round++) {
+      const outcome = await new Promise<{ text: string; error: string | null }>((resolve) => {
+        const sock = connect({ host: u.hostname, port: Number(u.port) });
+        let data = Buffer.alloc(0);
+        let error: string | null = null;
+        sock.on('data', (c: Buffer) => (data = Buffer.concat([data, c])));
+        sock.on('error', (err: NodeJS.ErrnoException) => (error = err.code ?? err.message));
+        sock.on('close', () => resolve({ text: data.toString('latin1'), error }));
+        sock.on('connect', () => {
+          sock.write(head);
+          for (let i = 0; i < 160; i++) sock.write(chunk);
+        });
+      });
+      assert.match(outcome.text, /^HTTP\/1\.1 413 /, `round ${round}: ${outcome.text.slice(0, 80) || 'no answer'} (${outcome.error})`);
+      assert.match(outcome.text, /"code":"payload_too_large"/);
+      assert.equal(outcome.error, null, `round ${round}: the connection was reset`);
+    }
+  } finally {
+    await t.close();
+  }
+});
+
 test('bodies in flight are bounded: past the budget a body is refused 503 with Retry-After, then the budget frees', async () => {
   const t = await startTestServer({ bodyLimitBytes: SERVER_LIMITS.body_inflight_bytes });
   const hold = await rawConnect(t.url);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, eventsOf, getPayment, simulate } from '../helpers/payments';
 import { buyerRedirectUrl, findPaymentForPage, payWithMethod } from '../../src/payments/buyer';
-import { buyerResolve } from '../../src/simulator/page';
+import { buyerResolve } from '../../src/simulator/buyer';
 
 let s: TestServer;
 before(async () => {
@@ -168,8 +168,8 @@ test('buyer functions drive the page flow and keep only the card mask', async ()
   const app = s.running.app;
   const c = await createPayment(s, { amount: 10003, return_url: 'https://shop.example/back?order=7' });
   const id = c.payment.id;
-  assert.equal(await findPaymentForPage(app, 'nope'), undefined);
-  assert.equal((await findPaymentForPage(app, id))!.status, 'pending');
+  assert.equal(await findPaymentForPage(app.store, 'nope'), undefined);
+  assert.equal((await findPaymentForPage(app.store, id))!.status, 'pending');
   await assert.rejects(payWithMethod(app, '00000000-0000-4000-8000-000000000000', 'sbp'), { status: 404 });
   await assert.rejects(payWithMethod(app, id, 'recurrent'), { status: 400 });
   const paying = await payWithMethod(app, id, 'sbp');

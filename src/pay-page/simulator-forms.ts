@@ -1,50 +1,17 @@
-import type { App } from '../app-types';
 import type { Ctx, Reply } from '../http/types';
-import { ApiError, notFound } from '../http/errors';
-import { isUuid } from '../util/ids';
-import { getPayment, metadataOf, paymentView } from '../payments/store';
-import type { PaymentView } from '../model/payment';
-import { paymentAnswered } from '../bank-port/answers';
-import { loadForAction } from '../pay-page/actions';
-import { isTest } from '../pay-page/layout';
-import { backToPage, renderPage, tolerateMovedOn } from '../pay-page/render';
-import { cardScreen } from '../pay-page/screens';
-import { clearStep, getStep, putStep, type PageStep } from '../pay-page/steps';
-import { planFromMetadata } from './plan';
-import { checkCard, decideCard, THREE_DS_CODE } from './cards';
-import { simulatedAnswer } from './payments';
+import type { PaymentsCore } from '../payments/core';
+import { planFromMetadata } from '../simulator/plan';
+import { checkCard, decideCard, THREE_DS_CODE } from '../simulator/cards';
+import { buyerResolve } from '../simulator/buyer';
+import { loadForAction } from './actions';
+import { isTest } from './layout';
+import { backToPage, renderPage, tolerateMovedOn } from './render';
+import { cardScreen } from './screens';
+import { clearStep, getStep, putStep, type PageStep } from './steps';
 
-// The test bank's side of the hosted page: its card form, 3-D Secure step and bank-app screens answer for
-// the bank, through the same entry point as any bank's answer. A live payment never reaches these: its
-// buyer pays on the acquirer's own page.
-
-/** What the buyer's action on the test bank's screens ended with. */
-export interface BuyerOutcome {
-  outcome: 'succeeded' | 'failed';
-  /** Unified failure code; defaults to the planned code, else do_not_honor. */
-  failureCode?: string;
-  /** From a card form: never the full number, only brand, mask and holder. */
-  card?: { brand: string; mask: string; holder: string };
-}
-
-/** The test bank answers with what the buyer did: processing → succeeded or failed (409 when it moved on). */
-export async function buyerResolve(app: App, id: string, o: BuyerOutcome): Promise<PaymentView> {
-  if (o.card && /\d{9,}/.test(o.card.mask.replace(/\s/g, ''))) {
-    throw new ApiError(400, 'bad_request', 'Cannot store the card: the mask must not hold a full card number', 'card');
-  }
-  return app.store.write(async (tx) => {
-    const p = isUuid(id) ? await getPayment(tx, id) : undefined;
-    if (!p) throw notFound(`Cannot find payment "${id}"`);
-    if (p.status !== 'processing') {
-      throw new ApiError(409, 'invalid_state', `Cannot ${o.outcome === 'succeeded' ? 'confirm' : 'fail'} payment "${p.id}": its status is ${p.status}`);
-    }
-    const planned = planFromMetadata(metadataOf(p))?.failureCode;
-    const answer = simulatedAnswer(o.outcome, o.failureCode || planned || 'do_not_honor');
-    if (o.card && (answer.outcome === 'succeeded' || answer.outcome === 'refused')) answer.card = o.card;
-    await paymentAnswered(app, tx, p.id, answer);
-    return paymentView(tx, (await getPayment(tx, p.id))!);
-  });
-}
+// The test bank's forms on the hosted page: its card form, 3-D Secure step and bank-app screens. The page
+// reads what the buyer did and the test bank (src/simulator/buyer.ts) answers through the same entry point as
+// any bank's answer. A live payment never reaches these: its buyer pays on the acquirer's own page.
 
 /** What a buyer's decline means to the bank: the payer refused, reported as do_not_honor. */
 const BUYER_DECLINE = 'do_not_honor';
@@ -54,7 +21,7 @@ const BUYER_DECLINE = 'do_not_honor';
  * Approve follows the magic-amount plan: success or failure at once, requires_action asks for one more
  * confirmation, pending leaves the bank silent until the session expires. Decline fails do_not_honor.
  */
-export async function postBank(ctx: Ctx): Promise<Reply> {
+export async function postBank(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;
   const { p, lang, form } = l;
@@ -75,7 +42,7 @@ export async function postBank(ctx: Ctx): Promise<Reply> {
     else if (plan?.outcome === 'failed') await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: plan.failureCode }));
     else await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'succeeded' }));
   }
-  if (step || action === 'decline') await clearStep(ctx.app, p.id);
+  if (step || action === 'decline') await clearStep(ctx.app.store, p.id);
   return backToPage(p.id, lang);
 }
 
@@ -87,7 +54,7 @@ function blankStep(step: PageStep['step']): PageStep {
  * POST /pay/:id/card: check the card as the page's script does, then let the test bank decide (the test
  * card, else the magic-amount plan). Only brand, mask and holder leave this function; never the number.
  */
-export async function postCard(ctx: Ctx): Promise<Reply> {
+export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;
   const { p, lang, form } = l;
@@ -113,7 +80,7 @@ export async function postCard(ctx: Ctx): Promise<Reply> {
 }
 
 /** POST /pay/:id/3ds: the documented code passes the challenge (then the card's answer applies); any other fails three_ds_failed. */
-export async function postThreeDs(ctx: Ctx): Promise<Reply> {
+export async function postThreeDs(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;
   const { p, lang, form } = l;
@@ -129,6 +96,6 @@ export async function postThreeDs(ctx: Ctx): Promise<Reply> {
     const outcome = step.outcome === 'failed' ? 'failed' : 'succeeded';
     await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome, failureCode: step.failure_code || undefined, card }));
   }
-  await clearStep(ctx.app, p.id);
+  await clearStep(ctx.app.store, p.id);
   return backToPage(p.id, lang);
 }

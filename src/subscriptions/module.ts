@@ -1,6 +1,8 @@
-import type { App } from '../app-types';
 import type { Tx } from '../db/store';
+import type { Module } from '../core/module';
 import type { PaymentRow } from '../model/payment';
+import type { PaymentsCore } from '../payments/core';
+import type { PaymentMoved } from '../payments/hooks';
 import { createRefundTx } from '../refunds/refunds';
 import { getToken, recurrentPayment } from '../tokens/store';
 import { activateTokenTx, chargedTx } from '../tokens/tokens';
@@ -14,8 +16,8 @@ const SERVICE_ACTOR = 'kopek:verification';
  * A 1 RUB verification (card binding, a trial's binding) is returned to the buyer once it succeeded, as
  * banks' verification charges are: a refund of the whole amount, settled like any refund.
  */
-async function reverseVerificationTx(app: App, tx: Tx, p: PaymentRow): Promise<void> {
-  await createRefundTx(app, tx, p, { amount: p.amount, reason: 'Verification payment returned', keyId: SERVICE_ACTOR });
+async function reverseVerificationTx(core: PaymentsCore, tx: Tx, p: PaymentRow): Promise<void> {
+  await createRefundTx(core, tx, p, { amount: p.amount, reason: 'Verification payment returned', keyId: SERVICE_ACTOR });
 }
 
 /** Final payment statuses tokens and subscriptions react to (expired counts as a failed charge). */
@@ -26,7 +28,7 @@ const SETTLED = new Set(['succeeded', 'failed', 'expired']);
  * (the payments' typed hook): a binding that succeeded activates its token or subscription; a charge that ended
  * moves its subscription. The payments state machine stays unaware of them.
  */
-async function onPaymentMoved(app: App, tx: Tx, p: PaymentRow, movedAt: number): Promise<void> {
+async function onPaymentMoved(core: PaymentsCore, tx: Tx, p: PaymentRow, movedAt: number): Promise<void> {
   if (!SETTLED.has(p.status)) return;
   // Payments made by hand (kind `payment`) have no token or subscription behind them.
   if (p.kind === 'payment') return;
@@ -39,9 +41,9 @@ async function onPaymentMoved(app: App, tx: Tx, p: PaymentRow, movedAt: number):
     case 'token_binding': {
       const t = await getToken(tx, rp.token_id);
       if (ok && t) {
-        await activateTokenTx(app, tx, t, p);
+        await activateTokenTx(core, tx, t, p);
         // Cards bind with a verification; sbp and tpay bind with a real first charge, which stays.
-        if (t.method === 'cards') await reverseVerificationTx(app, tx, p);
+        if (t.method === 'cards') await reverseVerificationTx(core, tx, p);
       }
       return;
     }
@@ -51,20 +53,26 @@ async function onPaymentMoved(app: App, tx: Tx, p: PaymentRow, movedAt: number):
     case 'subscription_init': {
       const s = await getSubscription(tx, rp.subscription_id ?? '');
       if (ok && s) {
-        await activateTx(app, tx, s, p, at);
+        await activateTx(core, tx, s, p, at);
         // During a trial the first payment only binds the method; the first real charge comes after it.
-        if (s.trial_days > 0) await reverseVerificationTx(app, tx, p);
+        if (s.trial_days > 0) await reverseVerificationTx(core, tx, p);
       }
       return;
     }
     case 'subscription_charge':
-      await chargeSettledTx(app, tx, rp, p, at);
+      await chargeSettledTx(core, tx, rp, p, at);
       return;
   }
 }
 
-/** Register the subscription charge job and the hook that ties tokens and subscriptions to their payments. */
-export function registerRecurrent(app: App): void {
-  app.scheduler.register(CHARGE_JOB, async (tx, job) => runChargeJob(app, tx, job));
-  app.paymentHooks.onMoved(async (tx, p, _from, at) => onPaymentMoved(app, tx, p, at));
+/**
+ * Tokens and subscriptions as the wiring mounts them: the subscription charge job, and the hook that ties them
+ * to their payments, returned rather than added (the root adds it to `core.paymentHooks`). Builds only.
+ */
+export function recurrentModule(core: PaymentsCore): Module & { onPaymentMoved: PaymentMoved } {
+  return {
+    name: 'recurrent',
+    jobs: [{ kind: CHARGE_JOB, run: (tx, job) => runChargeJob(core, tx, job) }],
+    onPaymentMoved: (tx, p, _from, at) => onPaymentMoved(core, tx, p, at),
+  };
 }

@@ -1,31 +1,27 @@
-import type { App } from '../app-types';
 import type { Tx } from '../db/store';
+import type { PaymentsCore } from '../payments/core';
 import type { PaymentRow } from '../model/payment';
 import type { RefundRow } from '../model/refund';
-import { paymentAnswered } from '../bank-port/answers';
+import { paymentAnswered } from '../payments/bank-answers';
 import type { BankPort, CallbackResult, NewPayment, OperationRef, PayoutRequest, PayoutStart, SessionRequest } from '../bank-port/port';
 import { TEST_PROVIDER } from '../bank-port/directory';
 import { planForAmount } from './plan';
 import { takePlan } from './token-outcomes';
-import { plannedAnswer, registerPaymentSimulator, scheduleSimulatedResolution } from './payments';
-import { answerRefund, registerRefundSimulator, startRefund } from './refunds';
-import { answerPlannedPayout, registerPayoutSimulator, startPayout } from './payouts';
+import { plannedAnswer, scheduleSimulatedResolution } from './payments';
+import { answerRefund, startRefund } from './refunds';
+import { answerPlannedPayout, startPayout } from './payouts';
 
 /**
  * The test-mode bank: every sk_test_ operation reaches it. It plans each payment's answer at creation
  * (magic amounts, a token's queued outcomes), answers after --sim-delay on the shop's test clock through
- * its own jobs, lets the buyer decide on the hosted page's card form, 3-D Secure and bank screens, and
- * never leaves an answer unknown.
+ * its own jobs (simulatorModule lists them; the constructor registers nothing), lets the buyer decide on the
+ * hosted page's card form, 3-D Secure and bank screens, and never leaves an answer unknown.
  */
 export class SimulatorBank implements BankPort {
   readonly provider = TEST_PROVIDER;
   readonly sendsPayouts = true;
 
-  constructor(private readonly app: App) {
-    registerPaymentSimulator(app);
-    registerRefundSimulator(app);
-    registerPayoutSimulator(app);
-  }
+  constructor(private readonly core: PaymentsCore) {}
 
   async describePayment(tx: Tx, p: NewPayment): Promise<Record<string, string>> {
     const plan = (p.tokenId && (await takePlan(tx, p.tokenId))) || planForAmount(p.amount);
@@ -36,11 +32,11 @@ export class SimulatorBank implements BankPort {
     // With SBP the buyer pays in the bank's app, so the test bank answers by itself; on the card form and
     // the bank confirmation screens the buyer's own input on the page decides.
     if (req.by === 'buyer' && req.payment.method !== 'sbp') return;
-    await scheduleSimulatedResolution(this.app, tx, req.payment);
+    await scheduleSimulatedResolution(this.core, tx, req.payment);
   }
 
   async chargeSaved(tx: Tx, req: SessionRequest): Promise<void> {
-    await scheduleSimulatedResolution(this.app, tx, req.payment);
+    await scheduleSimulatedResolution(this.core, tx, req.payment);
   }
 
   async cancel(): Promise<void> {
@@ -48,22 +44,22 @@ export class SimulatorBank implements BankPort {
   }
 
   async refund(tx: Tx, refund: RefundRow): Promise<void> {
-    await startRefund(this.app, tx, refund);
+    await startRefund(this.core, tx, refund);
   }
 
   async checkStatus(tx: Tx, op: OperationRef): Promise<void> {
     if (op.kind === 'payment') {
       const answer = plannedAnswer(op.payment);
-      if (answer) await paymentAnswered(this.app, tx, op.payment.id, answer);
+      if (answer) await paymentAnswered(this.core, tx, op.payment.id, answer);
     } else if (op.kind === 'refund') {
-      await answerRefund(this.app, tx, op.refund.id);
+      await answerRefund(this.core, tx, op.refund.id);
     } else {
-      await answerPlannedPayout(this.app, tx, op.payoutId);
+      await answerPlannedPayout(this.core, tx, op.payoutId);
     }
   }
 
   async payout(tx: Tx, req: PayoutRequest): Promise<PayoutStart> {
-    return startPayout(this.app, tx, req);
+    return startPayout(this.core, tx, req);
   }
 
   async callback(): Promise<CallbackResult> {
@@ -78,8 +74,8 @@ export class SimulatorBank implements BankPort {
 
   creationExtras(row: PaymentRow): Record<string, unknown> {
     const meta = JSON.parse(row.metadata) as Record<string, string>;
-    const base = this.app.baseUrl();
-    const page = `${this.app.payPageUrl()}/pay/${row.id}`;
+    const base = this.core.baseUrl();
+    const page = `${this.core.payPageUrl()}/pay/${row.id}`;
     return {
       simulator: {
         outcome: meta.simulator_outcome,

@@ -1,53 +1,47 @@
 import { randomUUID } from 'node:crypto';
-import type { App } from '../app-types';
 import type { Tx } from '../db/store';
+import type { Core } from '../core/core';
 import type { PaymentRow } from '../model/payment';
 import type { RefundRow } from '../model/refund';
 import { getPayment } from '../payments/store';
 import type { BankPort, CallbackRequest, CallbackResult, OperationRef, PageSession, PayoutStart, SessionRequest } from '../bank-port/port';
 import { shopAcquirer } from '../bank-port/store';
-import { MasterKey } from '../secrets/master-key';
+import type { MasterKey } from '../secrets/master-key';
 import { dueDate, paymentAnswerOf, TBANK, tokenMatches, type TBankAnswer, type TBankMethod } from './protocol';
 import { readSettings, terminalOf } from './settings';
 import { getRebill, getSession, insertRequest, newAttempt, paymentOfOrder, putRebill, recurrentOf } from './records';
-import { paymentAnswered } from '../bank-port/answers';
-import { registerRequestJob, REQUEST_JOB, rebillContext, type Purpose } from './jobs';
+import { REFUSE_JOB, REQUEST_JOB, rebillContext, type Purpose } from './jobs';
 
 /** Longest Description T-Bank takes. */
 const MAX_DESCRIPTION = 140;
-
-/** Job kind: refuse a payment kopek cannot send to the bank at all (no saved card to charge). */
-const REFUSE_JOB = 'tbank.refuse';
 
 /** Payment kinds that bind a saved method: their Init asks the bank to keep the card (Recurrent=Y). */
 const BINDING_KINDS = new Set(['token_binding', 'subscription_init']);
 
 /**
  * T-Bank Internet Acquiring behind the bank port. Every request is recorded (bank_requests) in the domain's
- * transaction and sent after commit by its own job; the answer comes back through answers.ts. The buyer
- * pays on the bank's page (PaymentURL) or with the SBP QR code of GetQr shown on kopek's page.
+ * transaction and sent after commit by its own job (jobs.ts; tbankModule lists the jobs, the constructor
+ * registers nothing); the answer comes back through the domains' bank-answer entry points. The buyer pays
+ * on the bank's page (PaymentURL) or with the SBP QR code of GetQr shown on kopek's page.
  */
 export class TBankBank implements BankPort {
   readonly provider = TBANK;
   /** T-Bank's acquiring API sends no payouts: live payouts need a payout connector of their own. */
   readonly sendsPayouts = false;
-  private readonly key: MasterKey;
 
-  constructor(private readonly app: App) {
-    this.key = new MasterKey(app.config.db);
-    registerRequestJob(app, this.key, this);
-    app.scheduler.register(REFUSE_JOB, async (tx, job) => {
-      await paymentAnswered(app, tx, job.subject_id, { outcome: 'refused', failureCode: 'processing_error', bankCode: String(job.payload.bankCode) });
-    });
-  }
+  /** `key` is the database's master key: it decrypts the terminal's password and keeps the RebillIds. */
+  constructor(
+    private readonly core: Core,
+    private readonly key: MasterKey,
+  ) {}
 
   /**
    * Refuse a payment without asking the bank, after commit like any answer: `bankCode` says why
    * (no_saved_method: a "recurrent" payment names no saved card; no_rebill_id: the bank never gave one for it).
    */
   private async refuse(tx: Tx, p: PaymentRow, bankCode: string): Promise<void> {
-    this.app.log.warn('T-Bank payment refused before sending: no saved card to charge', { shop_id: p.shop_id, payment_id: p.id, reason: bankCode });
-    await this.app.scheduler.schedule(tx, { kind: REFUSE_JOB, subjectId: p.id, shopId: p.shop_id, mode: 'live', dueAt: await this.app.clocks.now(tx, p.shop_id, 'live'), payload: { bankCode } });
+    this.core.log.warn('T-Bank payment refused before sending: no saved card to charge', { shop_id: p.shop_id, payment_id: p.id, reason: bankCode });
+    await this.core.scheduler.schedule(tx, { kind: REFUSE_JOB, subjectId: p.id, shopId: p.shop_id, mode: 'live', dueAt: await this.core.clocks.now(tx, p.shop_id, 'live'), payload: { bankCode } });
   }
 
   /**
@@ -58,7 +52,7 @@ export class TBankBank implements BankPort {
     const acq = await shopAcquirer(tx, shopId);
     const terminalKey = acq?.provider === TBANK ? readSettings(acq).terminal_key : '';
     const body = { TerminalKey: terminalKey, ...fields };
-    const now = this.app.clocks.real();
+    const now = this.core.clocks.real();
     const id = await insertRequest(tx, {
       shop_id: shopId,
       mode: 'live',
@@ -71,21 +65,21 @@ export class TBankBank implements BankPort {
       request: JSON.stringify(body),
       created_at: now,
     });
-    await this.app.scheduler.schedule(tx, { kind: REQUEST_JOB, subjectId: String(id), shopId, mode: 'live', dueAt: await this.app.clocks.now(tx, shopId, 'live'), payload: { purpose, ...extra } });
+    await this.core.scheduler.schedule(tx, { kind: REQUEST_JOB, subjectId: String(id), shopId, mode: 'live', dueAt: await this.core.clocks.now(tx, shopId, 'live'), payload: { purpose, ...extra } });
     return id;
   }
 
   /** Init of a new attempt of a payment's session: a fresh OrderId, the page's return addresses, the session end. */
   async init(tx: Tx, p: PaymentRow, purpose: 'session' | 'charge', tokenId?: string): Promise<void> {
     const orderId = randomUUID();
-    await newAttempt(tx, p.id, p.shop_id, orderId, this.app.clocks.real());
-    const page = `${this.app.payPageUrl()}/pay/${p.id}`;
+    await newAttempt(tx, p.id, p.shop_id, orderId, this.core.clocks.real());
+    const page = `${this.core.payPageUrl()}/pay/${p.id}`;
     const fields: Record<string, unknown> = {
       Amount: p.amount,
       OrderId: orderId,
       Description: (p.description || `Payment ${p.public_id || p.id}`).slice(0, MAX_DESCRIPTION),
       PayType: 'O',
-      NotificationURL: `${this.app.baseUrl()}/v1/callbacks/${TBANK}/${p.shop_id}`,
+      NotificationURL: `${this.core.baseUrl()}/v1/callbacks/${TBANK}/${p.shop_id}`,
     };
     if (purpose === 'session') {
       Object.assign(fields, { SuccessURL: `${page}?back=success`, FailURL: `${page}?back=fail`, RedirectDueDate: dueDate(p.processing_until ?? p.expires_at) });
@@ -166,19 +160,19 @@ export class TBankBank implements BankPort {
     const body = req.body;
     if (!body || typeof body !== 'object' || Array.isArray(body)) return forged;
     const n = body as Record<string, unknown> & TBankAnswer;
-    const acq = await shopAcquirer(this.app.store, req.shopId);
+    const acq = await shopAcquirer(this.core.store, req.shopId);
     if (!acq || acq.provider !== TBANK) return forged;
     let terminal;
     try {
       terminal = terminalOf(this.key, acq);
     } catch (err) {
-      this.app.log.error('cannot check a T-Bank notification: the terminal password does not decrypt', { shop_id: req.shopId, error: (err as Error).message });
+      this.core.log.error('cannot check a T-Bank notification: the terminal password does not decrypt', { shop_id: req.shopId, error: (err as Error).message });
       return forged;
     }
     if (n.TerminalKey !== terminal.terminalKey || !tokenMatches(n, terminal.password)) return forged;
     const ok: CallbackResult = { valid: true, payments: [], refunds: [], reply: 'OK' };
     const orderId = typeof n.OrderId === 'string' ? n.OrderId : '';
-    const paymentId = orderId ? await paymentOfOrder(this.app.store, req.shopId, orderId) : undefined;
+    const paymentId = orderId ? await paymentOfOrder(this.core.store, req.shopId, orderId) : undefined;
     if (!paymentId) return ok;
     const answer = paymentAnswerOf(n);
     const amount = typeof n.Amount === 'number' ? n.Amount : Number(n.Amount);
@@ -190,7 +184,7 @@ export class TBankBank implements BankPort {
       const rec = await recurrentOf(tx, paymentId);
       const p = await getPayment(tx, paymentId);
       if (rebill && answer.outcome === 'succeeded' && rec?.token_id && BINDING_KINDS.has(rec.kind) && p?.status === 'processing' && p.amount === amount) {
-        await putRebill(tx, rec.token_id, req.shopId, this.key.encrypt(rebill, rebillContext(rec.token_id)), this.app.clocks.real());
+        await putRebill(tx, rec.token_id, req.shopId, this.key.encrypt(rebill, rebillContext(rec.token_id)), this.core.clocks.real());
       }
     };
     return ok;
@@ -201,7 +195,7 @@ export class TBankBank implements BankPort {
   }
 
   async pageSession(payment: PaymentRow): Promise<PageSession> {
-    const s = await getSession(this.app.store, payment.id);
+    const s = await getSession(this.core.store, payment.id);
     if (payment.method === 'sbp') return s?.qr_payload ? { kind: 'qr', payload: s.qr_payload } : { kind: 'waiting' };
     return s?.payment_url ? { kind: 'redirect', url: s.payment_url } : { kind: 'waiting' };
   }

@@ -1,0 +1,25 @@
+import type { Config } from './base/config';
+import type { App } from './app-types';
+import type { ServerGuards } from './http/deps';
+import { authenticateKey, requireScope } from './auth/authenticate';
+import { authenticateStreamToken } from './auth/stream-token';
+import { RateLimiter } from './auth/rate-limit';
+import { authenticateCabinet, cabinetErrorReply } from './cabinet/guard';
+
+/**
+ * The steps of the request chain that belong to auth/ and cabinet/, handed to the HTTP server (which knows
+ * neither): the API key, stream tokens, the cabinet's session and error pages, scopes, the rate limit and the
+ * key's last use. The server calls them in the order of its chain.
+ */
+export function serverGuards(app: App, config: Pick<Config, 'rateLimitPerSecond' | 'rateLimitBurst'>): ServerGuards<App> {
+  const limiter = config.rateLimitPerSecond > 0 ? new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) : null;
+  return {
+    key: (input) => authenticateKey(app.store, input),
+    streamToken: (token) => authenticateStreamToken(app.store, token, app.clocks.real()),
+    cabinet: (ctx) => authenticateCabinet(ctx),
+    cabinetError: (ctx, err) => cabinetErrorReply(ctx, err),
+    scope: requireScope,
+    rateLimit: limiter ? (keyId) => limiter.take(keyId) : undefined,
+    noteKeyUse: (keyId) => app.keyUsage.note(keyId),
+  };
+}

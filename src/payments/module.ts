@@ -1,0 +1,17 @@
+import type { Module } from '../core/module';
+import { CHECK_JOBS } from '../bank-port/checks';
+import type { PaymentsCore } from './core';
+import { runPaymentCheck } from './bank-answers';
+import { expiryJobs } from './state';
+import { sweepJobs } from './sweeps';
+
+/**
+ * The payments domain as the wiring mounts it: the expiry jobs older databases may hold, the shops' link and
+ * session sweeps, and the payment status check. Builds only; mountModules registers the jobs in this order.
+ */
+export function paymentsModule(core: PaymentsCore): Module {
+  return {
+    name: 'payments',
+    jobs: [...expiryJobs(core), ...sweepJobs(core), { kind: CHECK_JOBS.payment, run: (tx, job) => runPaymentCheck(core, tx, job) }],
+  };
+}

@@ -1,0 +1,16 @@
+import type { Module } from '../core/module';
+import type { PaymentsCore } from '../payments/core';
+import { MasterKey } from '../secrets/master-key';
+import { TBankBank } from './bank';
+import { refuseJob, requestJob } from './jobs';
+
+/**
+ * T-Bank acquiring as the wiring mounts it: the connector behind the port for live shops with a T-Bank
+ * terminal, the job that sends each recorded request, and the one that refuses what cannot be sent.
+ * Builds only (the master key is read on first use, not here).
+ */
+export function tbankModule(core: PaymentsCore): Module {
+  const key = new MasterKey(core.config.db);
+  const bank = new TBankBank(core, key);
+  return { name: 'tbank', banks: [bank], jobs: [requestJob(core, key, bank), refuseJob(core)] };
+}
