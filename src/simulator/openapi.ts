@@ -14,6 +14,7 @@ import { PAYOUT_FAILURE_CODES } from '../payouts/payouts';
 import { tokenProps } from '../tokens/openapi';
 import { SIMULATE_ACTIONS, SIMULATE_METHODS } from './payments';
 import { OUTCOMES_MAX } from './token-outcomes';
+import { TRIGGER_EVENT_NAMES } from './trigger-events';
 
 const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
 
@@ -62,6 +63,15 @@ export const simulatorOpenApi: OpenApiFragment = {
         parameters: idParam,
         requestBody: jsonBody(strictObject({ outcomes: { type: 'array', maxItems: OUTCOMES_MAX, items: outcome } })),
         responses: { '200': jsonResponse('The token and its queue', ref('TokenWithOutcomes')), ...errorResponses },
+      },
+    },
+    '/v1/test/trigger': {
+      post: {
+        summary:
+          "Test keys only: make a webhook event happen now in the key's shop, through the same paths as a buyer's payment (the test clock does not move); 201 once it is committed, so the delivery log and the stream already have it",
+        security: bearer,
+        requestBody: jsonBody(strictObject({ event: { enum: TRIGGER_EVENT_NAMES } })),
+        responses: { '201': jsonResponse('The event and the objects made for it', ref('TriggerResult')), ...errorResponses },
       },
     },
     '/v1/test/clock': {
@@ -137,6 +147,23 @@ export const simulatorOpenApi: OpenApiFragment = {
         jobs_run: { type: 'integer' },
       },
     },
+    TriggerResult: strictObject(
+      {
+        event: { enum: TRIGGER_EVENT_NAMES },
+        event_id: { type: 'string', pattern: '^evt_[0-9A-Z]{26}$', description: 'The id of the triggered event, as its webhook carries it' },
+        webhooks: {
+          type: 'array',
+          description: 'Every webhook event the trigger sent, in order (the triggered one among them)',
+          items: strictObject({ id: { type: 'string', pattern: '^evt_[0-9A-Z]{26}$' }, event: { type: 'string' } }),
+        },
+        payment: ref('Payment'),
+        refund: ref('Refund'),
+        payout: ref('Payout'),
+        subscription: ref('Subscription'),
+        token: ref('Token'),
+      },
+      ['event', 'event_id', 'webhooks'],
+    ),
     TokenWithOutcomes: strictObject({ ...tokenProps, outcomes: { type: 'array', items: outcome } }),
   },
 };
