@@ -6,8 +6,9 @@ import type { Logger } from '../base/log';
 import type { Reader, Store } from '../db/store';
 import { ApiError, badRequest } from '../http/errors';
 import { keyStanding } from '../auth/authenticate';
-import { eventsAfter, lastIssuedSeq, sseData, type EventRow, type Events } from './emit';
-import { encodeSse, encodeSseComment } from './sse';
+import { eventsAfter, lastIssuedSeq, type EventRow, type Events } from './emit';
+import { encodeSseComment } from './sse';
+import { databaseIdentity, encodeStreamEvent, parseStreamFormat, resumeHeaders, streamKind, type DatabaseIdentity, type StreamFormat } from './stream-format';
 
 /**
  * Limits of the stream: unsent bytes a client may hold before it is cut, events per replay page, and how
@@ -53,16 +54,21 @@ class Client {
     public scopes: ReadonlySet<string>,
     after: number,
     private readonly hub: EventStreamHub,
+    readonly format: StreamFormat,
   ) {
     this.lastSent = after;
   }
 
-  /** Send an event once, in order; events at or before the last sent one, or of a kind the key may not read, are skipped. */
+  /**
+   * Send an event once, in order; events at or before the last sent one, of a kind the key may not read, or
+   * (webhook format) that send no webhook, are skipped.
+   */
   sendEvent(row: EventRow): void {
     if (row.seq <= this.lastSent) return;
     this.lastSent = row.seq;
-    if (!mayRead(this.scopes, row.kind)) return;
-    this.write(encodeSse({ id: row.seq, event: row.kind, data: JSON.stringify(sseData(row)) }));
+    const kind = streamKind(row, this.format);
+    if (kind === null || !mayRead(this.scopes, kind)) return;
+    this.write(encodeStreamEvent(row, this.format));
   }
 
   /** Write text; a client whose unsent bytes pass the limit cannot keep up and is disconnected. */
@@ -110,6 +116,8 @@ export class EventStreamHub {
   private checking = false;
   /** Unsent bytes per client before it is disconnected. */
   bufferLimitBytes = STREAM_LIMITS.buffer_bytes;
+  /** The database's identity, read at the first open (it is made with the schema and never changes). */
+  private identity: Promise<DatabaseIdentity> | null = null;
 
   constructor(private readonly deps: StreamDeps) {}
 
@@ -132,10 +140,19 @@ export class EventStreamHub {
     return this.count;
   }
 
-  /** Open a stream on an authenticated request, resuming after `after` when given. */
-  async open(ctx: Ctx, after: number | null): Promise<void> {
+  /**
+   * Open a stream on an authenticated request, resuming after `after` when given. Without it the stream starts
+   * after the last event issued, through the same replay, so an event committed while the stream opens is sent
+   * too and the `X-Kopek-Stream-After` header names exactly where the stream began.
+   */
+  async open(ctx: Ctx, after: number | null, format: StreamFormat = 'events'): Promise<void> {
     const { res, req } = ctx;
     const auth = ctx.auth!;
+    this.identity ??= databaseIdentity(this.deps.store).catch((err: unknown) => {
+      this.identity = null;
+      throw err;
+    });
+    const identity = await this.identity;
     const issued = await this.lastIssuedSeq();
     // Shutdown may have begun (and closed every stream) during the read: open no new one.
     if (this.deps.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
@@ -152,8 +169,9 @@ export class EventStreamHub {
       'Cache-Control': 'no-cache, no-transform',
       Connection: 'keep-alive',
       'X-Accel-Buffering': 'no',
+      ...resumeHeaders(identity, after ?? issued),
     });
-    const client = new Client(res, auth.shopId, auth.mode, auth.keyId, auth.scopes, after ?? 0, this);
+    const client = new Client(res, auth.shopId, auth.mode, auth.keyId, auth.scopes, after ?? issued, this, format);
     const key = `${auth.shopId}:${auth.mode}`;
     let set = this.byKey.get(key);
     if (!set) this.byKey.set(key, (set = new Set()));
@@ -162,11 +180,7 @@ export class EventStreamHub {
     this.keyChecks ??= setInterval(() => this.runKeyChecks(), STREAM_LIMITS.key_check_ms).unref();
     res.on('close', () => client.close('client closed'));
     client.write(encodeSseComment('connected'));
-    this.deps.log.debug('sse connected', { request_id: ctx.requestId, shop_id: auth.shopId, mode: auth.mode, after, clients: this.count });
-    if (after === null) {
-      client.live = true;
-      return;
-    }
+    this.deps.log.debug('sse connected', { request_id: ctx.requestId, shop_id: auth.shopId, mode: auth.mode, after, format, clients: this.count });
     this.replay(client).catch((err: unknown) => {
       this.deps.log.error('sse replay failed', { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });
       client.close('slow: replay failed');
@@ -278,8 +292,12 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-/** GET /v1/public/events: the key's shop and mode, live; with Last-Event-ID, replayed from after that id first. */
+/**
+ * GET /v1/public/events: the key's shop and mode, live; with Last-Event-ID, replayed from after that id first;
+ * `?format=webhook` sends the webhook bodies instead (stream-format.ts).
+ */
 export async function streamEvents(ctx: Ctx<{ readonly stream: EventStreamHub }>): Promise<Reply> {
+  const format = parseStreamFormat(ctx.query.get('format'));
   const header = ctx.req.headers['last-event-id'];
   const raw = (Array.isArray(header) ? header[0] : header)?.trim();
   let after: number | null = null;
@@ -287,6 +305,6 @@ export async function streamEvents(ctx: Ctx<{ readonly stream: EventStreamHub }>
     if (!/^\d{1,15}$/.test(raw)) throw badRequest(`Cannot resume the event stream: Last-Event-ID must be an event sequence number, got "${raw.slice(0, 64)}"`, 'Last-Event-ID');
     after = Number(raw);
   }
-  await ctx.app.stream.open(ctx, after);
+  await ctx.app.stream.open(ctx, after, format);
   return { raw: true };
 }

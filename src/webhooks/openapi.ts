@@ -43,11 +43,31 @@ export const webhooksOpenApi: OpenApiFragment = {
             schema: { type: 'string', pattern: '^\\d+$' },
             description: 'The `id:` of the last event received: the stream first replays every later event; 0 replays all. EventSource sends it on reconnect.',
           },
+          {
+            name: 'format',
+            in: 'query',
+            required: false,
+            schema: { enum: ['events', 'webhook'], default: 'events' },
+            description:
+              '`events`: every event as `{"kind","payload","at"}`. `webhook`: only the events that send a webhook, each with `event: <webhook event>` and as `data` the exact body a delivery POSTs (`{"id","event","created_at","data"}`), byte for byte, for a tool that forwards them (`kopek listen`)',
+          },
         ],
         responses: {
           '200': {
             description:
-              'text/event-stream: `: connected`, then per event `id: <seq>`, `event: <kind>`, `data: {"kind","payload","at"}`; `: ping` comments keep it alive',
+              'text/event-stream: `: connected`, then per event `id: <seq>`, `event: <kind>` (or the webhook event), `data: …` (see `format`); `: ping` comments keep it alive',
+            headers: {
+              'X-Kopek-Database-Id': {
+                description:
+                  'The database this server runs on (random, made with it). A client resuming with Last-Event-ID that finds another id is talking to another database (a restarted `--ephemeral` server counts ids from 1 again): the ids it holds mean nothing there',
+                schema: { type: 'string', pattern: '^[0-9a-f]{32}$' },
+              },
+              'X-Kopek-Database-Created': { description: 'When that database was made', schema: { type: 'string', format: 'date-time' } },
+              'X-Kopek-Stream-After': {
+                description: 'The sequence number this stream starts after: Last-Event-ID as resumed, else the last event issued when it opened',
+                schema: { type: 'string', pattern: '^\\d+$' },
+              },
+            },
             content: { 'text/event-stream': { schema: { type: 'string' } } },
           },
           ...errorResponses,

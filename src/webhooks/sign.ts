@@ -21,7 +21,22 @@ export function signatureHeader(version: SignatureVersion, secrets: readonly str
   return parts.join(',');
 }
 
-/** The exact body of a webhook: the stored object snapshot is inserted as stored, so retries send the same bytes. */
-export function webhookBody(eventId: string, event: string, createdAt: string, dataJson: string): string {
-  return `{"id":${JSON.stringify(eventId)},"event":${JSON.stringify(event)},"created_at":${JSON.stringify(createdAt)},"data":${dataJson}}`;
+/** The exact body of a webhook (made below the webhooks, as the event stream sends it too). */
+export { webhookBody } from '../events/webhook-body';
+
+/** The User-Agent every webhook carries. */
+export const USER_AGENT = 'psp-webhook/1.0';
+
+/**
+ * The headers of one webhook POST, given its signature header: a delivery and `kopek listen` send the same ones
+ * (the client adds Content-Length).
+ */
+export function webhookHeaders(eventId: string, signature: string, t_s: number): Record<string, string> {
+  return {
+    'Content-Type': 'application/json',
+    'User-Agent': USER_AGENT,
+    'X-PSP-Event-Id': eventId,
+    'X-PSP-Signature': signature,
+    'X-PSP-Timestamp': String(t_s),
+  };
 }

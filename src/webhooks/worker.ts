@@ -3,7 +3,7 @@ import type { Job } from '../scheduler/jobs';
 import { iso } from '../util/time';
 import { postWebhook, type PostOutcome } from './deliver';
 import { abandonDelivery, deliveryEvent, deliveryTarget, dueFirstAttempts, getDelivery, recordAttempt, type AttemptResult, type DeliveryRow, type Recorded } from './outbox';
-import { signatureHeader, webhookBody } from './sign';
+import { signatureHeader, webhookBody, webhookHeaders } from './sign';
 import { getEndpoint, paymentUrlSigning, validSecrets, type SignatureVersion } from './store';
 import { UrlPolicy } from './url-safety';
 import { Gate } from './gate';
@@ -22,9 +22,6 @@ export type AttemptObserver = (responseCode: number | null, succeeded: boolean, 
 
 /** What the worker uses of the core: the webhook settings, the log, the store, the clocks and the scheduler (retries). */
 export type WorkerCore = Pick<Core, 'config' | 'log' | 'store' | 'clocks' | 'scheduler'>;
-
-/** The User-Agent every webhook carries. */
-export const USER_AGENT = 'psp-webhook/1.0';
 
 /**
  * Delivers the outbox. The table is the truth. The first attempt of a round (a new delivery, or one
@@ -235,13 +232,7 @@ export class DeliveryWorker {
       outcome = await postWebhook({
         url,
         body,
-        headers: {
-          'Content-Type': 'application/json',
-          'User-Agent': USER_AGENT,
-          'X-PSP-Event-Id': d.event_id,
-          'X-PSP-Signature': signatureHeader(signing.signature, signing.secrets, t_s, body),
-          'X-PSP-Timestamp': String(t_s),
-        },
+        headers: webhookHeaders(d.event_id, signatureHeader(signing.signature, signing.secrets, t_s, body), t_s),
         timeout_ms: config.webhookTimeoutMs,
         resolved,
         signal: this.abort.signal,

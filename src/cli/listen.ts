@@ -1,0 +1,264 @@
+import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args';
+import { io, type Command } from './command';
+import { openStream, StreamRefused, type OpenStream, type StreamedWebhook } from './listen-stream';
+import { postWebhook } from '../webhooks/deliver';
+import { signatureHeader, webhookHeaders } from '../webhooks/sign';
+import { WEBHOOK_EVENTS } from '../webhooks/store';
+import { secret as newSecret } from '../util/ids';
+
+const usage = `Usage: kopek listen --forward-to URL [--events E1,E2] [--secret whs_...] [--url BASE] [--key KEY] [--json]
+
+Forwards every webhook event of the key's shop, from the moment it starts, to URL as a delivery would send
+it: the same body, the same headers, a v2 signature (X-PSP-Signature: t=…,v1=…,v2=…). It signs with a
+secret it prints first, as the line "Ready. Webhook signing secret: whs_...", then prints one line per
+event: the event, its id, and the receiver's status (or error). It needs no webhook endpoint and leaves
+none behind. When the server restarts it reconnects by itself: on the same database it goes on after the
+last event it got (none lost, none twice); a server that came back on a new database (a restarted
+--ephemeral one) is forwarded from that database's first event. SIGINT (Ctrl-C) or SIGTERM stops it.
+
+Options:
+  --forward-to URL   the receiver (http or https; a local address is fine)
+  --events E1,E2     forward only these webhook events (default: all)
+  --secret whs_...   sign with this secret instead of a new one (so a CI receiver can be configured with it)
+  --url BASE         the server (default KOPEK_URL, else http://127.0.0.1:8080)
+  --key KEY          a test API key of the shop, sk_test_… (default KOPEK_KEY)
+  --json             print one JSON object per line
+  --help             show this help
+
+Examples:
+  kopek listen --forward-to http://127.0.0.1:3000/webhooks/kopek
+  kopek listen --forward-to http://127.0.0.1:3000/hook --events payment.succeeded,payment.refunded
+  KOPEK_KEY=sk_test_... kopek listen --forward-to http://127.0.0.1:3000/hook --secret whs_ci_fixed_secret_1234 --json`;
+
+/** How long the receiver has to answer one event, as a delivery's default deadline. */
+const FORWARD_TIMEOUT_MS = 15_000;
+/** Pause before a reconnect: it doubles from the first to the last while the server stays away. */
+const RECONNECT_MS = { first: 200, max: 2_000 };
+/** A secret given with --secret: the prefix kopek's webhook secrets carry, and enough base64url characters. */
+const SECRET_RE = /^whs_[A-Za-z0-9_-]{16,200}$/;
+
+/** What `kopek listen` runs with, from its flags and the environment. */
+export interface ListenOptions {
+  base: URL;
+  key: string;
+  forwardTo: URL;
+  /** Webhook events to forward; null forwards all. */
+  events: ReadonlySet<string> | null;
+  secret: string;
+  json: boolean;
+}
+
+/** `kopek listen` */
+export const listen: Command = {
+  name: 'listen',
+  summary: "forward the shop's webhook events to a local URL, signed",
+  usage,
+  async run(argv) {
+    const opts = listenOptions(parseArgs(argv));
+    const stop = new AbortController();
+    const onSignal = (): void => stop.abort();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      await runListener(opts, stop.signal);
+      return 0;
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  },
+};
+
+/** Read and check the flags: a live key, a bad URL or an unknown event is refused before anything connects. */
+export function listenOptions(args: Args): ListenOptions {
+  onlyFlags(args, ['forward-to', 'events', 'secret', 'url', 'key']);
+  atMostPositionals(args, 0, 'kopek listen --forward-to URL [--events E1,E2]');
+  if (args.flags.has('db')) throw new Error('kopek listen talks to a running server, not to a database file: pass --url instead of --db');
+  const forward = flag(args, 'forward-to');
+  if (!forward) throw new Error('--forward-to URL is required: the address of your webhook receiver, e.g. http://127.0.0.1:3000/webhooks');
+  const forwardTo = httpUrl(forward, '--forward-to');
+  const base = httpUrl(flag(args, 'url') ?? process.env.KOPEK_URL ?? 'http://127.0.0.1:8080', '--url');
+  const key = flag(args, 'key') ?? process.env.KOPEK_KEY ?? '';
+  if (key === '') throw new Error('an API key is needed: pass --key sk_test_… or set KOPEK_KEY (kopek serve prints a test key)');
+  if (key.startsWith('sk_live_')) throw new Error('kopek listen works with test keys only, and this is a live key (sk_live_…): pass the shop\'s sk_test_ key');
+  if (!key.startsWith('sk_test_')) throw new Error(`cannot use --key "${key.slice(0, 12)}…": a test API key starts with sk_test_`);
+  const secret = flag(args, 'secret') ?? newSecret('whs_');
+  if (!SECRET_RE.test(secret)) throw new Error(`cannot use --secret "${secret.slice(0, 12)}…": a webhook secret is whs_ followed by 16 to 200 letters, digits, _ or -`);
+  return { base, key, forwardTo, events: eventFilter(flag(args, 'events')), secret, json: args.flags.has('json') };
+}
+
+function httpUrl(text: string, name: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new Error(`cannot use ${name} "${text}": not a URL; write it whole, e.g. http://127.0.0.1:8080`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`cannot use ${name} "${text}": only http and https URLs work`);
+  return url;
+}
+
+function eventFilter(list: string | undefined): ReadonlySet<string> | null {
+  if (list === undefined) return null;
+  const names = list.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (names.length === 0) throw new Error('--events needs at least one webhook event, e.g. --events payment.succeeded');
+  for (const n of names) {
+    if (!(WEBHOOK_EVENTS as readonly string[]).includes(n)) throw new Error(`cannot use event "${n}" in --events: not a webhook event; known: ${WEBHOOK_EVENTS.join(', ')}`);
+  }
+  return new Set(names);
+}
+
+/** One line of output: a JSON object with --json, else the text. */
+function say(opts: ListenOptions, json: Record<string, unknown>, text: string): void {
+  io().out((opts.json ? JSON.stringify(json) : text) + '\n');
+}
+
+/**
+ * Listen until `stop` aborts: connect (a refusal here is the command's error), print the ready line, forward
+ * each event in order, and reconnect whenever the stream ends.
+ */
+export async function runListener(opts: ListenOptions, stop: AbortSignal): Promise<void> {
+  const forwarder = new Forwarder(opts, stop);
+  const first = await openStream(opts.base, opts.key, null);
+  const state = { databaseId: first.databaseId, lastSeq: first.after, connectedAtMs: first.serverDateMs };
+  const onEvent = (e: StreamedWebhook): void => {
+    // Replays start after the last id sent, so nothing comes twice; this guards it all the same.
+    if (e.seq <= state.lastSeq) return;
+    state.lastSeq = e.seq;
+    if (opts.events === null || opts.events.has(e.event)) forwarder.push(e);
+  };
+  say(opts, { type: 'ready', secret: opts.secret, forward_to: opts.forwardTo.href, url: opts.base.origin }, `Ready. Webhook signing secret: ${opts.secret}`);
+  if (!opts.json) io().out(`Forwarding the webhook events of the key's shop at ${opts.base.origin} to ${opts.forwardTo.href}; Ctrl-C stops.\n`);
+  let conn: OpenStream | null = first;
+  while (conn && !stop.aborted) {
+    conn.start(onEvent);
+    const why = await untilEnded(conn, stop);
+    if (stop.aborted) break;
+    say(opts, { type: 'disconnected', reason: why }, `Lost the stream (${why}); reconnecting…`);
+    conn = await reconnect(opts, state, stop);
+  }
+  // A stop that came while a stream was opening: that stream was never read, and is closed here.
+  conn?.close();
+  forwarder.stop();
+  await forwarder.idle();
+  say(opts, { type: 'stopped' }, 'Stopped.');
+}
+
+function untilEnded(conn: OpenStream, stop: AbortSignal): Promise<string> {
+  return new Promise((resolve) => {
+    const onStop = (): void => {
+      conn.close();
+      resolve('stopped');
+    };
+    stop.addEventListener('abort', onStop, { once: true });
+    void conn.ended.then((why) => {
+      stop.removeEventListener('abort', onStop);
+      resolve(why);
+    });
+  });
+}
+
+/**
+ * Open the stream again, as often as it takes while the server is away. On the same database it resumes after
+ * the last event seen. On another one the ids held mean nothing there: a database made after this listener last
+ * connected (a restarted --ephemeral server) holds only events that came later, so it is read from its start;
+ * an older one is read from now.
+ */
+async function reconnect(opts: ListenOptions, state: { databaseId: string; lastSeq: number; connectedAtMs: number }, stop: AbortSignal): Promise<OpenStream | null> {
+  let pause = RECONNECT_MS.first;
+  while (!stop.aborted) {
+    await sleep(pause, stop);
+    pause = Math.min(pause * 2, RECONNECT_MS.max);
+    if (stop.aborted) return null;
+    let conn: OpenStream;
+    try {
+      conn = await openStream(opts.base, opts.key, state.lastSeq);
+      if (conn.databaseId !== state.databaseId) {
+        conn.close();
+        // The Date header has whole seconds: a database made within the second of the last connect counts as newer.
+        const newer = conn.databaseCreatedMs >= Math.floor(state.connectedAtMs / 1000) * 1000;
+        conn = await openStream(opts.base, opts.key, newer ? 0 : null);
+        say(
+          opts,
+          { type: 'reconnected', database: 'new', database_id: conn.databaseId, from: newer ? 'start' : 'now' },
+          `Reconnected to a new database at ${opts.base.origin} (the server was restarted without its data); forwarding its events ${newer ? 'from its first one' : 'from now'}.`,
+        );
+        state.databaseId = conn.databaseId;
+      } else {
+        say(opts, { type: 'reconnected', database: 'same', after: conn.after }, `Reconnected; going on after event #${conn.after}.`);
+      }
+    } catch (err) {
+      if (err instanceof StreamRefused && err.retryable) continue;
+      throw err;
+    }
+    state.lastSeq = conn.after;
+    state.connectedAtMs = conn.serverDateMs;
+    return conn;
+  }
+  return null;
+}
+
+function sleep(ms: number, stop: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    stop.addEventListener('abort', done, { once: true });
+    function done(): void {
+      clearTimeout(timer);
+      stop.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}
+
+/** Forwards events one at a time, in the order they came, each signed at the moment it is sent. */
+class Forwarder {
+  private readonly queue: StreamedWebhook[] = [];
+  private running: Promise<void> | null = null;
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly opts: ListenOptions,
+    stop: AbortSignal,
+  ) {
+    stop.addEventListener('abort', () => this.stop(), { once: true });
+  }
+
+  push(e: StreamedWebhook): void {
+    this.queue.push(e);
+    this.running ??= this.drain().finally(() => (this.running = null));
+  }
+
+  /** Cut the attempt in flight and drop what waits: the listener is going away. */
+  stop(): void {
+    this.queue.length = 0;
+    this.abort.abort();
+  }
+
+  idle(): Promise<void> {
+    return this.running ?? Promise.resolve();
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0 && !this.abort.signal.aborted) await this.forward(this.queue.shift()!);
+  }
+
+  private async forward(e: StreamedWebhook): Promise<void> {
+    const { opts } = this;
+    let id = '';
+    try {
+      id = String((JSON.parse(e.body) as { id?: unknown }).id ?? '');
+    } catch {
+      // A body that is not JSON is forwarded as it came; the line names no id.
+    }
+    const t_s = Math.floor(Date.now() / 1000);
+    const headers = webhookHeaders(id, signatureHeader('v2', [opts.secret], t_s, e.body), t_s);
+    const out = await postWebhook({ url: opts.forwardTo, headers, body: e.body, timeout_ms: FORWARD_TIMEOUT_MS, signal: this.abort.signal });
+    if (out.aborted_by_shutdown) return;
+    const answer = out.response_code !== null ? String(out.response_code) : `error: ${out.error}`;
+    say(
+      opts,
+      { type: 'event', event: e.event, id, status: out.response_code, error: out.error, latency_ms: out.latency_ms },
+      `${e.event}  ${id}  -> ${answer}  (${out.latency_ms} ms)`,
+    );
+  }
+}
