@@ -1,6 +1,8 @@
 import { parseArgs, onlyFlags, atMostPositionals } from './args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { createDemo } from '../cabinet/store';
+import { createDemoUser } from '../cabinet/users';
+import type { Store } from '../db/store';
 
 const usage = `Usage: kopek demo [--db PATH] [--json]
 
@@ -33,3 +35,21 @@ export const demo: Command = {
     return 0;
   },
 };
+
+/** What serve makes on an empty database: the demo merchant, shop and test key, and a cabinet user of the merchant. */
+export interface DemoData {
+  merchantId: string;
+  shopId: string;
+  /** The test key's secret: shown once, stored hashed. */
+  testKey: string;
+  email: string;
+  /** The cabinet user's password: shown once, stored hashed. */
+  password: string;
+}
+
+/** Make serve's demo data on `store`; `fixedKey` is the test key's secret (serve --demo-key), else a random one. */
+export async function createDemoData(store: Store, now: number, fixedKey?: string): Promise<DemoData> {
+  const d = await createDemo(store, now, fixedKey);
+  const u = await createDemoUser(store, d.merchant.id, now);
+  return { merchantId: d.merchant.id, shopId: d.shop.id, testKey: d.secret, email: u.user.email, password: u.password };
+}

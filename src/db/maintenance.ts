@@ -19,7 +19,12 @@ export interface StorageOptions {
   readonly?: boolean;
 }
 
-/** Open (creating if needed, schema and migrations applied unless read-only) the database file as a Store. */
+/**
+ * Open (creating if needed, schema and migrations applied unless read-only) the database file as a Store.
+ * `:memory:` opens a database in memory (kopek serve --ephemeral): one connection and no file, so no WAL, sync,
+ * checkpoint or lock; its commits count as durable once made, and group commit, the body watchdog and the
+ * change signal work as on a file.
+ */
 export function openStorage(path: string, opts: StorageOptions = {}): Store {
   return new Store(openDatabase(path, { readonly: opts.readonly }), { sync: opts.sync, log: opts.log });
 }

@@ -1,6 +1,6 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { Store } from '../db/store';
-import { decryptSecret, encryptSecret, loadMasterKey, MASTER_KEY_BYTES } from './master-key';
+import { decryptSecret, encryptSecret, loadMasterKey } from './master-key';
 
 // Secrets kopek must use again (webhook and request-signing secrets) are stored encrypted under the
 // database's master key, bound to the row they belong to: a copy of the database alone, or its WAL, holds
@@ -12,20 +12,14 @@ const SEALED = 'enc:';
 
 const keys = new Map<string, Buffer>();
 
-/** The master key of the database at `dbPath` (the store's `path`), created beside it on first need; cached per file. */
+/** The master key of the database at `dbPath` (the store's `path`; see loadMasterKey), created on first need; cached per file. */
 function keyOf(dbPath: string): Buffer {
   let key = keys.get(dbPath);
   if (!key) {
-    // A database in memory keeps nothing past the process: a key of the process serves it.
-    key = isMemory(dbPath) ? randomBytes(MASTER_KEY_BYTES) : loadMasterKey(dbPath, { create: true });
+    key = loadMasterKey(dbPath, { create: true });
     keys.set(dbPath, key);
   }
   return key;
-}
-
-/** True for the path of a database in memory (SQLite's `:memory:`, or the empty name of a temporary one). */
-function isMemory(dbPath: string): boolean {
-  return dbPath === ':memory:' || dbPath === '';
 }
 
 /**
@@ -78,6 +72,14 @@ export async function sealPlainSecrets(store: Store): Promise<number> {
     for (const r of secrets) {
       await tx.run('UPDATE webhook_secrets SET secret = ? WHERE id = ?', seal(path, r.secret, `webhook_secrets:${r.endpoint_id}`), r.id);
       n++;
+    }
+    // Cabinet users' TOTP secrets (base32 in clear before schema 18), confirmed and pending alike.
+    for (const column of ['totp_secret', 'totp_pending'] as const) {
+      const users = await tx.all<{ id: string; value: string }>(`SELECT id, ${column} AS value FROM cabinet_users WHERE ${column} NOT LIKE 'enc:%'`);
+      for (const u of users) {
+        await tx.run(`UPDATE cabinet_users SET ${column} = ? WHERE id = ?`, seal(path, u.value, `cabinet_users.${column}:${u.id}`), u.id);
+        n++;
+      }
     }
     return n;
   });

@@ -26,15 +26,25 @@ function decodeKey(text: string, source: string): Buffer {
   return key;
 }
 
+/** True for the path of a database in memory (SQLite's `:memory:`, or the empty name of a temporary one). */
+export function isMemoryDatabase(dbPath: string): boolean {
+  return dbPath === ':memory:' || dbPath === '';
+}
+
+/** The master key of every database in memory of this process, made at first need; it never leaves the process. */
+let processKey: Buffer | null = null;
+
 /**
- * The master key of the database at `dbPath`: KOPEK_MASTER_KEY when set, else the key file `<db>.key`,
- * which is created (mode 0600) when `create` and there is none. Throws a one-line error, never the key.
+ * The master key of the database at `dbPath`: KOPEK_MASTER_KEY when set; for a database in memory, a random
+ * key kept in memory; else the key file `<db>.key`, which is created (mode 0600) when `create` and there is
+ * none. Throws a one-line error, never the key.
  */
 export function loadMasterKey(dbPath: string, opts: { create?: boolean; env?: NodeJS.ProcessEnv } = {}): Buffer {
   const env = opts.env ?? process.env;
   const fromEnv = env.KOPEK_MASTER_KEY;
   if (fromEnv !== undefined && fromEnv !== '') return decodeKey(fromEnv, 'KOPEK_MASTER_KEY');
-  if (dbPath === ':memory:') throw new Error('cannot find the master key: set KOPEK_MASTER_KEY for an in-memory database');
+  // A database in memory keeps nothing past the process, and nothing of it may reach the disk: a key of the process serves it.
+  if (isMemoryDatabase(dbPath)) return (processKey ??= randomBytes(MASTER_KEY_BYTES));
   const path = keyFilePath(dbPath);
   if (existsSync(path)) return decodeKey(readFileSync(path, 'utf8'), `"${path}"`);
   if (!opts.create) throw new Error(`cannot find the master key: KOPEK_MASTER_KEY is unset and "${path}" does not exist`);
