@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
-import { output, withStore } from './command';
+import { io, output, withStore } from './command';
 import { getShop } from '../cabinet/store';
 import { TBANK } from '../tbank/protocol';
 import { removeAcquirer, setTBankAcquirer, showAcquirer, type AcquirerView } from '../tbank/acquirer';
+import { allowListOf, literalRefusal } from '../webhooks/url-safety';
 
 /** The usage lines of `kopek shop acquirer`, part of `kopek shop --help`. */
 export const ACQUIRER_USAGE = `  kopek shop acquirer --shop SHOP --provider tbank --terminal-key KEY --password-file FILE [--api-url URL]
@@ -58,6 +59,9 @@ export async function runAcquirer(argv: string[]): Promise<number> {
     if (!terminalKey || !file) throw new Error(`cannot set the acquirer: --terminal-key KEY and --password-file FILE are required; usage: ${LINE}`);
     const v = await setTBankAcquirer(store, shopId, { terminalKey, password: readPassword(file), apiUrl: flag(args, 'api-url') }, Date.now());
     output(args, v, lines(v));
+    // Set as the operator asked; but the server calls such an address only inside its --webhook-allow ranges.
+    const why = literalRefusal(new URL(v.api_url), allowListOf([]));
+    if (why) io().err(`note: the API address is the ${why}: the server calls it only when started with --webhook-allow covering it\n`);
     return 0;
   });
 }

@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand, type Args } from './args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import type { Store } from '../db/store';
 import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../webhooks/store';
@@ -7,7 +7,7 @@ import { resendEvent } from '../webhooks/outbox';
 import { iso } from '../util/time';
 
 const usage = `Usage:
-  kopek webhook add --shop ID --url URL [--events E1,E2] [--signature v1|v2]
+  kopek webhook add --shop ID --url URL [--events E1,E2] [--signature v1|v2] [--webhook-allow CIDRS]
   kopek webhook list --shop ID
   kopek webhook delete ENDPOINT_ID
   kopek webhook rotate ENDPOINT_ID [--overlap HOURS]
@@ -17,6 +17,8 @@ const usage = `Usage:
 add         adds an endpoint to a shop for both modes and prints its secret (whs_…) once;
             --events limits it to those webhook events (default: all); --signature v1 is the legacy
             format, v2 (default) the timestamped one. Live events need an https URL to a public address.
+            A URL whose host is a private, link-local or other reserved IP address is refused unless
+            --webhook-allow (or KOPEK_WEBHOOK_ALLOW) holds it, as the server's option of that name must too.
 list        lists the shop's endpoints, with disabled ones and why (a 410 Gone answer disables one)
 delete      deletes an endpoint; its pending deliveries stop
 rotate      issues a new secret and prints it once; the old one stops at once, or with --overlap HOURS
@@ -83,18 +85,20 @@ export const webhook: Command = {
           return 0;
         }
         default:
-          throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek webhook --help`);
+          throw unknownSubcommand('webhook', sub, ['add', 'list', 'delete', 'rotate', 'deliveries', 'resend']);
       }
     });
   },
 };
 
 async function add(store: Store, args: Args): Promise<number> {
-  onlyFlags(args, ['shop', 'url', 'events', 'signature']);
+  onlyFlags(args, ['shop', 'url', 'events', 'signature', 'webhook-allow']);
   const shopId = flag(args, 'shop');
   const url = flag(args, 'url');
   if (!shopId || !url) throw new Error('webhook add needs --shop ID and --url URL');
-  const { endpoint, secret } = await addEndpoint(store, { shopId, url, events: flag(args, 'events'), signature: flag(args, 'signature') }, Date.now());
+  // The operator's ranges, read as the server reads its own option (flag, else environment).
+  const allow = (flag(args, 'webhook-allow') ?? process.env.KOPEK_WEBHOOK_ALLOW ?? '').split(',').map((r) => r.trim()).filter(Boolean);
+  const { endpoint, secret } = await addEndpoint(store, { shopId, url, events: flag(args, 'events'), signature: flag(args, 'signature'), allow }, Date.now());
   output(args, { id: endpoint.id, secret, url: endpoint.url, events: splitList(endpoint.events), signature: endpoint.signature }, [
     `endpoint id  ${endpoint.id}`,
     `secret       ${secret}   (shown once)`,

@@ -10,6 +10,7 @@ import { openSessionTx } from './state';
 import { ensureLinkSweep } from './expiry';
 import { insertedRow, insertPayment, type InsertParams } from './store';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from '../model/payment';
+import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from '../webhooks/url-safety';
 
 /** Fields POST /v1/public/payments accepts. */
 export const CREATE_FIELDS = ['amount', 'currency', 'method', 'order_id', 'customer_id', 'return_url', 'description', 'webhook_url', 'ttl_minutes', 'metadata'] as const;
@@ -61,6 +62,19 @@ export function urlField(obj: Record<string, unknown>, name: string, opts: { loo
   throw badRequest(`Field "${name}" must use ${allowed}, got "${v.slice(0, 64)}"`, name);
 }
 
+/**
+ * A payment's own webhook_url: refused at once when its host is an IP address webhooks of the mode never reach
+ * (a private, link-local or metadata address; loopback in live mode), unless the operator allows its range
+ * (`allow`, --webhook-allow). A host name is checked at each delivery, as its addresses may change.
+ */
+function webhookUrlField(obj: Record<string, unknown>, mode: Mode, allow: readonly string[]): string | undefined {
+  const v = urlField(obj, 'webhook_url', { loopbackHttp: false, anyHttp: mode === 'test' });
+  if (v === undefined) return undefined;
+  const why = literalRefusal(new URL(v), allowListOf(allow), mode === 'test' ? TEST_MODE_PERMITS : undefined);
+  if (why) throw badRequest(`Cannot use webhook_url "${v.slice(0, 64)}": webhooks never reach the ${why}`, 'webhook_url');
+  return v;
+}
+
 /** Metadata: an object of string values. */
 function metadataField(obj: Record<string, unknown>): Record<string, string> {
   const v = obj.metadata;
@@ -76,8 +90,8 @@ function metadataField(obj: Record<string, unknown>): Record<string, string> {
   return out;
 }
 
-/** Validate the body of POST /v1/public/payments into a PaymentInput. */
-export function parseCreateBody(body: unknown, auth: { merchantId: string; shopId: string; mode: Mode }): PaymentInput {
+/** Validate the body of POST /v1/public/payments into a PaymentInput; `allow` is the operator's --webhook-allow. */
+export function parseCreateBody(body: unknown, auth: { merchantId: string; shopId: string; mode: Mode }, allow: readonly string[] = []): PaymentInput {
   const obj = bodyObject(body, CREATE_FIELDS);
   const test = auth.mode === 'test';
   return {
@@ -91,7 +105,7 @@ export function parseCreateBody(body: unknown, auth: { merchantId: string; shopI
     customerId: strField(obj, 'customer_id', { max: 128 }),
     returnUrl: urlField(obj, 'return_url', { loopbackHttp: test, anyHttp: false }),
     description: strField(obj, 'description', { max: 1000 }),
-    webhookUrl: urlField(obj, 'webhook_url', { loopbackHttp: false, anyHttp: test }),
+    webhookUrl: webhookUrlField(obj, auth.mode, allow),
     ttlMinutes: intField(obj, 'ttl_minutes', { min: 1, max: TTL_MAX_MIN }),
     metadata: metadataField(obj),
   };

@@ -35,7 +35,7 @@ export async function paymentOfShop(q: Reader, ctx: Ctx, id: string): Promise<Pa
 
 /** POST /v1/public/payments */
 export async function createPayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
-  const input = parseCreateBody(ctx.body, ctx.auth!);
+  const input = parseCreateBody(ctx.body, ctx.auth!, ctx.app.config.webhookAllow);
   const reply = await idempotentCreate(
     ctx,
     async (tx) => {

@@ -127,7 +127,7 @@ export const paymentsOpenApi: OpenApiFragment = {
         customer_id: { type: 'string', maxLength: 128 },
         return_url: { type: 'string', format: 'uri', description: 'https://; test keys may use http://localhost, 127.0.0.1, [::1]' },
         description: { type: 'string', maxLength: 1000, description: 'stored and returned; never sent to the bank' },
-        webhook_url: { type: 'string', format: 'uri', description: 'receiver of this payment\'s webhooks; live keys need https://' },
+        webhook_url: { type: 'string', format: 'uri', description: 'receiver of this payment\'s webhooks; live keys need https://; an IP address must be public (test keys: loopback too) unless the operator allows its range' },
         ttl_minutes: { type: 'integer', minimum: 1, maximum: TTL_MAX_MIN, default: 60 },
         metadata: stringMap,
       },

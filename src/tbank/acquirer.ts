@@ -25,10 +25,12 @@ export async function showAcquirer(store: Store, shopId: string): Promise<Acquir
 
 /**
  * Set (or replace) a shop's T-Bank terminal, its password encrypted under the database's master key: the
- * one rule `kopek shop acquirer` and the cabinet share. Throws a one-line error on a bad terminal.
+ * one rule `kopek shop acquirer` and the cabinet share. `choices`: the only API addresses taken (the
+ * cabinet's, apiUrlChoices); without it any http(s) address is (the operator's command). Throws a one-line
+ * error on a bad terminal.
  */
-export async function setTBankAcquirer(store: Store, shopId: string, t: { terminalKey: string; password: string; apiUrl?: string }, now: number): Promise<AcquirerView> {
-  const checked = checkTerminal(t.terminalKey, t.password, t.apiUrl);
+export async function setTBankAcquirer(store: Store, shopId: string, t: { terminalKey: string; password: string; apiUrl?: string }, now: number, choices?: readonly string[]): Promise<AcquirerView> {
+  const checked = checkTerminal(t.terminalKey, t.password, t.apiUrl, choices);
   const row = tbankAcquirer(new MasterKey(store.path), shopId, checked, now);
   await store.tx(async (tx) => putShopAcquirer(tx, row));
   return acquirerView(row);

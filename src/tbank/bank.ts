@@ -7,9 +7,9 @@ import { getPayment } from '../payments/store';
 import type { BankPort, CallbackRequest, CallbackResult, OperationRef, PageSession, PayoutStart, SessionRequest } from '../bank-port/port';
 import { shopAcquirer } from '../bank-port/store';
 import type { MasterKey } from '../secrets/master-key';
-import { dueDate, paymentAnswerOf, TBANK, tokenMatches, type TBankAnswer, type TBankMethod } from './protocol';
+import { amountOf, dueDate, paymentAnswerOf, TBANK, tokenMatches, type TBankAnswer, type TBankMethod } from './protocol';
 import { readSettings, terminalOf } from './settings';
-import { getRebill, getSession, insertRequest, newAttempt, paymentOfOrder, putRebill, recurrentOf } from './records';
+import { getRebill, getSession, insertRequest, keepUnreadableAmount, newAttempt, paymentOfOrder, putBankRef, putRebill, recurrentOf } from './records';
 import { REFUSE_JOB, REQUEST_JOB, rebillContext, type Purpose } from './jobs';
 
 /** Longest Description T-Bank takes. */
@@ -175,15 +175,25 @@ export class TBankBank implements BankPort {
     const paymentId = orderId ? await paymentOfOrder(this.core.store, req.shopId, orderId) : undefined;
     if (!paymentId) return ok;
     const answer = paymentAnswerOf(n);
-    const amount = typeof n.Amount === 'number' ? n.Amount : Number(n.Amount);
     // Refund statuses are settled by the refunds' own Cancel answers and checks.
     if (['REFUNDED', 'PARTIAL_REFUNDED', 'PARTIAL_REVERSED'].includes(String(n.Status))) return ok;
-    ok.payments.push({ paymentId, amount: Number.isFinite(amount) ? amount : undefined, answer });
+    // The Amount in the protocol's own form, an integer of kopecks; anything else ("300000.00", a fraction, a
+    // string, none) is not the payment's amount: kept for the operator, never applied.
+    const stated = amountOf(n);
+    const amount = stated.kind === 'kopecks' ? stated.value : undefined;
+    if (amount !== undefined) ok.payments.push({ paymentId, amount, answer });
+    else this.core.log.warn('T-Bank notification Amount is not an integer of kopecks; not applied', { shop_id: req.shopId, payment_id: paymentId });
+    const bankPaymentId = n.PaymentId !== undefined && n.PaymentId !== null ? String(n.PaymentId) : '';
     const rebill = n.RebillId !== undefined && n.RebillId !== null && String(n.RebillId) !== '' ? String(n.RebillId) : '';
     ok.record = async (tx) => {
-      const rec = await recurrentOf(tx, paymentId);
       const p = await getPayment(tx, paymentId);
-      if (rebill && answer.outcome === 'succeeded' && rec?.token_id && BINDING_KINDS.has(rec.kind) && p?.status === 'processing' && p.amount === amount) {
+      if (!p || p.shop_id !== req.shopId || p.mode !== 'live') return;
+      if (amount === undefined) return keepUnreadableAmount(this.core.clocks, tx, p, answer.outcome, stated.kind === 'bad' ? stated.raw : '(none)');
+      // A notification of the current attempt names the bank's payment: shown as metadata.bank_ref before the
+      // answer is applied, so its webhook carries it.
+      if ((await getSession(tx, paymentId))?.order_id === orderId) await putBankRef(tx, paymentId, bankPaymentId);
+      const rec = await recurrentOf(tx, paymentId);
+      if (rebill && answer.outcome === 'succeeded' && rec?.token_id && BINDING_KINDS.has(rec.kind) && p.status === 'processing' && p.amount === amount) {
         await putRebill(tx, rec.token_id, req.shopId, this.key.encrypt(rebill, rebillContext(rec.token_id)), this.core.clocks.real());
       }
     };

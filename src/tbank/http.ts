@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { TBankAnswer } from './protocol';
+import { fixedLookup, type Resolved } from '../webhooks/url-safety';
 
 /** Largest answer body read from the bank; a longer one is unreadable. */
 const MAX_ANSWER_BYTES = 1_048_576;
@@ -10,9 +11,10 @@ export type Sent = { kind: 'answer'; answer: TBankAnswer } | { kind: 'unknown'; 
 
 /**
  * POST a signed JSON body to `url` and read the answer within `timeout_ms`. A timeout, a connection error,
- * a 5xx or a body that is not a JSON object is unknown: the bank may or may not have acted on it.
+ * a 5xx or a body that is not a JSON object is unknown: the bank may or may not have acted on it. `resolved`
+ * is the address the check of `url` found: the connection goes there, not to what a second lookup might give.
  */
-export function postJson(url: string, body: Record<string, unknown>, timeout_ms: number): Promise<Sent> {
+export function postJson(url: string, body: Record<string, unknown>, timeout_ms: number, resolved?: Resolved): Promise<Sent> {
   return new Promise((resolve) => {
     let done = false;
     const finish = (s: Sent): void => {
@@ -30,7 +32,8 @@ export function postJson(url: string, body: Record<string, unknown>, timeout_ms:
     }
     const payload = Buffer.from(JSON.stringify(body), 'utf8');
     const send = u.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = send(u, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': payload.length, Accept: 'application/json' } }, (res) => {
+    const headers = { 'Content-Type': 'application/json', 'Content-Length': payload.length, Accept: 'application/json' };
+    const req = send(u, { method: 'POST', headers, ...(resolved ? { lookup: fixedLookup(resolved) } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (c: Buffer) => {

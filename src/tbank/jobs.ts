@@ -8,10 +8,12 @@ import { paymentAnswered } from '../payments/bank-answers';
 import { refundAnswered } from '../refunds/bank-answers';
 import { shopAcquirer } from '../bank-port/store';
 import type { MasterKey } from '../secrets/master-key';
+import type { PaymentAnswer } from '../bank-port/port';
+import type { Resolved, UrlPolicy } from '../webhooks/url-safety';
 import { postJson, type Sent } from './http';
-import { accepted, checkOrderPayment, failureCodeOf, paymentAnswerOf, refundAnswerOf, TBANK, tbankToken, withoutSecrets, type TBankAnswer, type TBankMethod } from './protocol';
+import { accepted, amountOf, checkOrderPayment, failureCodeOf, paymentAnswerOf, refundAnswerOf, TBANK, tbankToken, withoutSecrets, type TBankAnswer, type TBankMethod } from './protocol';
 import { terminalOf } from './settings';
-import { getRebill, getRequest, getSession, markAnswered, markSent, recurrentOf, updateSession, type BankRequestRow } from './records';
+import { getRebill, getRequest, getSession, keepUnreadableAmount, markAnswered, markSent, putBankRef, recurrentOf, updateSession, type BankRequestRow } from './records';
 import type { PaymentRow } from '../model/payment';
 
 /** What an answer may ask of the connector (bank.ts): another request, a QR code, a session opened anew. */
@@ -42,9 +44,10 @@ const JOB_MARGIN_MS = 5_000;
  * The request job. `run` sends outside any transaction: it marks the request sent first, so a request
  * found already sent (the process died before its answer was recorded) is not sent again but reported
  * unknown, and a status check settles its operation. `complete` records the answer and reports it through
- * the domains' bank-answer entry points in the job's transaction.
+ * the domains' bank-answer entry points in the job's transaction. `policy` decides which addresses the
+ * shop's api_url may lead to (private ones only in the operator's --webhook-allow ranges).
  */
-export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankRequests): ModuleJob {
+export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankRequests, policy: UrlPolicy): ModuleJob {
   const timeout_ms = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
   const spec: AsyncJobKind<Sent> = {
     deadline_ms: timeout_ms + JOB_MARGIN_MS,
@@ -56,6 +59,7 @@ export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankReques
       if (!acq || acq.provider !== TBANK) return { kind: 'unknown', reason: 'the shop has no T-Bank acquirer any more' };
       let body: Record<string, unknown>;
       let url: string;
+      let resolved: Resolved;
       try {
         const t = terminalOf(key, acq);
         body = { ...(JSON.parse(row.request) as Record<string, unknown>), TerminalKey: t.terminalKey };
@@ -68,12 +72,19 @@ export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankReques
       } catch (err) {
         return { kind: 'unknown', reason: `cannot sign the request: ${(err as Error).message}` };
       }
+      try {
+        resolved = await policy.checkProvider(new URL(url));
+      } catch (err) {
+        // Never sent: the terminal key and a Token do not go to the operator's own network on a shop's word.
+        core.log.error('T-Bank request not sent: the acquirer address is refused', { shop_id: row.shop_id, operation: row.operation, reason: (err as Error).message });
+        return { kind: 'unknown', reason: `not sent: the acquirer address is refused: ${(err as Error).message} (the operator allows a range with --webhook-allow)` };
+      }
       // Only the run that moves the request from queued to sent sends it: another that read it queued too (a
       // process that froze past its claim, and the one that took the job over) finds it sent and sends nothing.
       if (!(await core.store.write(async (tx) => markSent(tx, row.id, core.clocks.real())))) {
         return { kind: 'unknown', reason: 'sent by another run; no answer was recorded here' };
       }
-      const sent = await postJson(url, body, timeout_ms);
+      const sent = await postJson(url, body, timeout_ms, resolved);
       core.log.info('T-Bank request', { operation: row.operation, shop_id: row.shop_id, subject_id: row.subject_id, outcome: sent.kind === 'answer' ? `${sent.answer.Status ?? ''} ${sent.answer.ErrorCode ?? ''}`.trim() : `unknown: ${sent.reason}` });
       return sent;
     },
@@ -100,6 +111,16 @@ export function refuseJob(core: PaymentsCore): ModuleJob {
 }
 
 const unknown = (reason: string) => ({ outcome: 'unknown' as const, reason });
+
+/**
+ * Apply an answer with the Amount it states, compared in the protocol's own form: an Amount that is not an
+ * integer of kopecks ("300000.00", a fraction, a string) is a mismatch, kept for the operator, never applied.
+ */
+async function answeredWithAmount(core: PaymentsCore, tx: Tx, p: PaymentRow, answer: PaymentAnswer, a: TBankAnswer): Promise<void> {
+  const amount = amountOf(a);
+  if (amount.kind === 'bad') return keepUnreadableAmount(core.clocks, tx, p, answer.outcome, amount.raw);
+  await paymentAnswered(core, tx, p.id, answer, amount.kind === 'kopecks' ? amount.value : undefined);
+}
 
 /** A refusal of a request as a payment answer: the bank's ErrorCode, unified. */
 function refusal(a: TBankAnswer) {
@@ -137,15 +158,19 @@ async function onAnswer(core: PaymentsCore, bank: TBankRequests, tx: Tx, row: Ba
     return;
   }
   const bankPaymentId = a.PaymentId !== undefined && a.PaymentId !== null ? String(a.PaymentId) : '';
+  // The bank's id of the current attempt, whatever it answered, becomes the payment's metadata.bank_ref first,
+  // so the webhook of an answer applied below carries it.
+  const current = s !== undefined && s.order_id === row.order_id;
   switch (row.operation) {
     case 'Init': {
+      if (current) await putBankRef(tx, p.id, bankPaymentId);
       if (!accepted(a)) {
         await paymentAnswered(core, tx, p.id, refusal(a));
         return;
       }
       // Only a web address is ever sent to the buyer's browser as the bank's page.
       const paymentUrl = typeof a.PaymentURL === 'string' && /^https?:\/\/[^\s]+$/.test(a.PaymentURL) ? a.PaymentURL : '';
-      if (s && s.order_id === row.order_id) await updateSession(tx, p.id, row.order_id, { bankPaymentId, paymentUrl }, now);
+      if (current) await updateSession(tx, p.id, row.order_id, { bankPaymentId, paymentUrl }, now);
       if (purpose === 'charge') {
         await bank.send(tx, p.shop_id, 'Charge', { kind: 'payment', id: p.id }, { PaymentId: bankPaymentId }, 'charge', { tokenId: job.payload.tokenId });
         return;
@@ -160,11 +185,12 @@ async function onAnswer(core: PaymentsCore, bank: TBankRequests, tx: Tx, row: Ba
       return;
     case 'Charge':
       if (!accepted(a) && a.Success === false) await paymentAnswered(core, tx, p.id, refusal(a));
-      else await paymentAnswered(core, tx, p.id, paymentAnswerOf(a), typeof a.Amount === 'number' ? a.Amount : undefined);
+      else await answeredWithAmount(core, tx, p, paymentAnswerOf(a), a);
       return;
     case 'GetState':
       if (accepted(a) && (await chargeNotSent(bank, tx, p, a, bankPaymentId))) return;
-      await paymentAnswered(core, tx, p.id, accepted(a) ? paymentAnswerOf(a) : unknown(`GetState error ${a.ErrorCode ?? ''}`), accepted(a) && typeof a.Amount === 'number' ? a.Amount : undefined);
+      if (accepted(a)) await answeredWithAmount(core, tx, p, paymentAnswerOf(a), a);
+      else await paymentAnswered(core, tx, p.id, unknown(`GetState error ${a.ErrorCode ?? ''}`));
       return;
     case 'CheckOrder': {
       const found = accepted(a) ? checkOrderPayment(a) : undefined;
@@ -175,9 +201,12 @@ async function onAnswer(core: PaymentsCore, bank: TBankRequests, tx: Tx, row: Ba
         return;
       }
       const foundId = found.PaymentId !== undefined ? String(found.PaymentId) : '';
-      if (s && s.order_id === row.order_id) await updateSession(tx, p.id, row.order_id, { bankPaymentId: foundId }, now);
+      if (current) {
+        await updateSession(tx, p.id, row.order_id, { bankPaymentId: foundId }, now);
+        await putBankRef(tx, p.id, foundId);
+      }
       if (await chargeNotSent(bank, tx, p, found, foundId)) return;
-      await paymentAnswered(core, tx, p.id, paymentAnswerOf(found), typeof found.Amount === 'number' ? found.Amount : undefined);
+      await answeredWithAmount(core, tx, p, paymentAnswerOf(found), found);
       return;
     }
   }

@@ -12,6 +12,12 @@ export const TBANK = 'tbank';
 /** The bank's production address of the API. */
 export const TBANK_API_URL = 'https://securepay.tinkoff.ru/v2';
 
+/** The bank's test environment (test terminals, no money moves). */
+export const TBANK_TEST_API_URL = 'https://rest-api-test.tinkoff.ru/v2';
+
+/** The addresses the bank publishes: the only ones a merchant may choose in the cabinet. */
+export const TBANK_KNOWN_API_URLS: readonly string[] = [TBANK_API_URL, TBANK_TEST_API_URL];
+
 /** The methods kopek calls. */
 export type TBankMethod = 'Init' | 'GetState' | 'CheckOrder' | 'Cancel' | 'Charge' | 'GetQr';
 
@@ -48,13 +54,25 @@ export interface TBankAnswer {
   Status?: string;
   PaymentId?: string | number;
   OrderId?: string;
-  Amount?: number;
+  /** Kopecks, a JSON integer; anything else is unreadable (amountOf). */
+  Amount?: unknown;
   PaymentURL?: string;
   Data?: string;
   RebillId?: string | number;
   Pan?: string;
   RRN?: string;
-  Payments?: Array<{ PaymentId?: string | number; Amount?: number; Status?: string; RRN?: string; Success?: boolean; ErrorCode?: string }>;
+  Payments?: Array<{ PaymentId?: string | number; Amount?: unknown; Status?: string; RRN?: string; Success?: boolean; ErrorCode?: string }>;
+}
+
+/**
+ * An answer's or a notification's Amount in the protocol's own form, an integer of kopecks: `absent` when it
+ * states none, `bad` (with the value as sent, shortened) when it is anything else ("300000.00", 3000.5, "300000").
+ */
+export function amountOf(a: { Amount?: unknown }): { kind: 'absent' } | { kind: 'kopecks'; value: number } | { kind: 'bad'; raw: string } {
+  const v = a.Amount;
+  if (v === undefined || v === null) return { kind: 'absent' };
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return { kind: 'kopecks', value: v };
+  return { kind: 'bad', raw: JSON.stringify(v).slice(0, 40) };
 }
 
 /** True when the bank accepted the request (Success and ErrorCode "0"). */

@@ -1,4 +1,7 @@
 import type { Reader, Tx } from '../db/store';
+import type { Clocks } from '../scheduler/clock';
+import { recordMismatch } from '../bank-port/checks';
+import { getPayment, metadataOf, updatePayment } from '../payments/store';
 
 // T-Bank's rows: every request (bank_requests, shared by live acquirers), each payment's session
 // (tbank_sessions) and each saved method's encrypted RebillId (tbank_rebills).
@@ -125,4 +128,29 @@ export async function getRebill(db: Reader, tokenId: string): Promise<string | u
 /** The recurrent role of a payment (binding a method, or charging one) and its token, if any. */
 export async function recurrentOf(db: Reader, paymentId: string): Promise<{ kind: string; token_id: string | null } | undefined> {
   return db.get<{ kind: string; token_id: string | null }>('SELECT kind, token_id FROM recurrent_payments WHERE payment_seq = (SELECT seq FROM payments WHERE id = ?)', paymentId);
+}
+
+/**
+ * Show the bank's PaymentId of a payment's current attempt as its metadata.bank_ref (the key the API reserves
+ * for the operation id at the acquiring bank), so GET, the webhooks that follow and the register's export
+ * carry it. A new attempt's id replaces the old one.
+ */
+export async function putBankRef(tx: Tx, paymentId: string, bankPaymentId: string): Promise<void> {
+  const p = bankPaymentId ? await getPayment(tx, paymentId) : undefined;
+  if (!p) return;
+  const meta = metadataOf(p);
+  if (meta.bank_ref === bankPaymentId) return;
+  meta.bank_ref = bankPaymentId;
+  await updatePayment(tx, p.id, { metadata: JSON.stringify(meta) });
+}
+
+/** The bank amount kept for an Amount that could not be read as kopecks (no payment has it). */
+export const UNREADABLE_AMOUNT = -1;
+
+/**
+ * Keep, instead of applying, a bank's word about a payment whose Amount is not an integer of kopecks (the
+ * protocol's only form): the operator sees it in `kopek doctor` with the value as the bank sent it.
+ */
+export async function keepUnreadableAmount(clocks: Pick<Clocks, 'real'>, tx: Tx, p: { id: string; shop_id: string; amount: number }, outcome: string, raw: string): Promise<void> {
+  await recordMismatch(clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: UNREADABLE_AMOUNT, outcome: `${outcome}; Amount ${raw} is not an integer of kopecks` });
 }

@@ -1,7 +1,6 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { LookupFunction } from 'node:net';
-import type { Resolved } from './url-safety';
+import { fixedLookup, type Resolved } from './url-safety';
 
 /** One POST of a webhook: where, what, and how long it may take. */
 export interface PostSpec {
@@ -78,12 +77,4 @@ export function postWebhook(spec: PostSpec): Promise<PostOutcome> {
     });
     req.end(buf);
   });
-}
-
-function fixedLookup(r: Resolved): LookupFunction {
-  // Node may ask for all addresses (happy eyeballs) or one; answer with the checked address either way.
-  return ((_host: string, opts: { all?: boolean }, cb: (...a: unknown[]) => void) => {
-    if (opts && opts.all) cb(null, [{ address: r.address, family: r.family }]);
-    else cb(null, r.address, r.family);
-  }) as unknown as LookupFunction;
 }

@@ -1,6 +1,7 @@
 import type { Reader, Store, Tx } from '../db/store';
 import { secret as newSecret, uuid } from '../util/ids';
 import { seal, unseal } from '../secrets/at-rest';
+import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from './url-safety';
 
 /** Every webhook event a shop can receive; an endpoint's filter must name only these. */
 export const WEBHOOK_EVENTS = [
@@ -41,8 +42,12 @@ export type SecretReader = Reader & Pick<Store, 'path'>;
 /** Longest overlap a rotation may keep the old secret valid for. */
 export const MAX_OVERLAP_HOURS = 24 * 30;
 
-/** Check an endpoint URL: an absolute http(s) URL without credentials; throws a one-line error. */
-export function checkEndpointUrl(url: string): string {
+/**
+ * Check an endpoint URL: an absolute http(s) URL without credentials, whose host, when it is an IP address, is
+ * one webhooks may reach: loopback (test mode's developer receiver) or public, or in the operator's ranges
+ * (`allow`, --webhook-allow). A host name is checked at each delivery. Throws a one-line error.
+ */
+export function checkEndpointUrl(url: string, allow: readonly string[] = []): string {
   let u: URL;
   try {
     u = new URL(url);
@@ -52,6 +57,8 @@ export function checkEndpointUrl(url: string): string {
   if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error(`cannot use webhook URL "${url}": scheme must be https (or http for test mode)`);
   if (u.username || u.password) throw new Error(`cannot use webhook URL "${url}": credentials in the URL are not allowed`);
   if (url.length > 2000) throw new Error(`cannot use webhook URL "${url.slice(0, 64)}…": longer than 2000 characters`);
+  const why = literalRefusal(u, allowListOf(allow), TEST_MODE_PERMITS);
+  if (why) throw new Error(`cannot use webhook URL "${url}": webhooks never reach the ${why} (an operator opens a range with --webhook-allow)`);
   return u.toString();
 }
 
@@ -66,10 +73,10 @@ export function parseEventFilter(text: string | undefined): string[] {
   return [...new Set(list)];
 }
 
-/** Add an endpoint to a shop; its first secret is returned once. */
+/** Add an endpoint to a shop; its first secret is returned once. `allow` is the operator's --webhook-allow. */
 export async function addEndpoint(
   store: Store,
-  input: { shopId: string; url: string; events?: string; signature?: string },
+  input: { shopId: string; url: string; events?: string; signature?: string; allow?: readonly string[] },
   now: number,
 ): Promise<{ endpoint: Endpoint; secret: string }> {
   const shop = await store.get('SELECT id FROM shops WHERE id = ?', input.shopId);
@@ -79,7 +86,7 @@ export async function addEndpoint(
   const endpoint: Endpoint = {
     id: uuid(),
     shop_id: input.shopId,
-    url: checkEndpointUrl(input.url),
+    url: checkEndpointUrl(input.url, input.allow),
     events: parseEventFilter(input.events).join(','),
     signature,
     disabled_at: null,

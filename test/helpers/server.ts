@@ -90,7 +90,9 @@ export async function startTestServer(config: Partial<Config> = {}, opts: Pick<S
   const log = createLogger('debug', (line) => {
     logs.push(line);
   });
-  const cfg = (): Config => ({ ...defaultConfig(), port: 0, host: '127.0.0.1', db: dbPath, demo: false, simDelaySeconds: 0, ...config });
+  // The fake banks listen on 127.0.0.1: the harness is an operator who opened that address (--webhook-allow);
+  // a test of the refusal passes `webhookAllow: []`.
+  const cfg = (): Config => ({ ...defaultConfig(), port: 0, host: '127.0.0.1', db: dbPath, demo: false, simDelaySeconds: 0, webhookAllow: ['127.0.0.1/32'], ...config });
   const helperBank = await sharedFakeTBank();
   let running = await startApp(cfg(), { log, realNow: opts.realNow, modules: opts.modules });
   const t: TestServer = {

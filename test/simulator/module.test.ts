@@ -23,7 +23,7 @@ function inertCore(): { core: PaymentsCore; used: string[] } {
       },
     );
   const core = {
-    config: { db: '/nonexistent/kopek.db', simDelaySeconds: 2, acquirerTimeoutSeconds: 10 },
+    config: { db: '/nonexistent/kopek.db', simDelaySeconds: 2, acquirerTimeoutSeconds: 10, webhookAllow: [] },
     log: service('log'),
     store: service('store'),
     clocks: service('clocks'),

@@ -52,6 +52,8 @@ test('live card payment in Chromium: kopek\'s page → the bank\'s page → back
   await page.goto(`${s.url}/pay/${id}`);
   assert.equal(await page.locator('input[name="number"]').count(), 0);
   await page.locator('button[value="cards"]').click();
+  // The choice shows the card's pay step (it changes nothing); its button opens the session.
+  await page.locator('button[value="cards"]').click();
   // kopek waits for Init, then sends the buyer to the bank's PaymentURL.
   await page.waitForURL(`${fake.base}/pay/**`, { timeout: 10_000 });
   await page.screenshot({ path: join(screenshotDir(), 'live-card-bank.png'), fullPage: true });

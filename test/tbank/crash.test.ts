@@ -35,7 +35,7 @@ test('killed between Init and its answer: after restart the Init is not sent aga
   const id = c.body.payment.id as string;
   await s.running.close();
 
-  const child = await spawnServer(['--db', s.dbPath, '--no-demo', '--acquirer-timeout', '120', '--acquirer-sync-after', String(SYNC_AFTER_S), '--log-level', 'warn']);
+  const child = await spawnServer(['--db', s.dbPath, '--no-demo', '--acquirer-timeout', '120', '--acquirer-sync-after', String(SYNC_AFTER_S), '--log-level', 'warn', '--webhook-allow', '127.0.0.1/32']);
   try {
     fake.next('Init', 'lose');
     fake.notify = false;

@@ -170,10 +170,18 @@ async function waitAttempts(eventId: string, n: number): Promise<Array<{ url: st
   }
 }
 
-test('test-mode webhook_url to the metadata address or a private range is refused before any connection; the log says why, not what answered', async () => {
-  const c = await s.request('POST', '/v1/public/payments', { body: { amount: 10_000, method: 'sbp', webhook_url: 'http://169.254.169.254/latest/meta-data' } });
+test('test-mode webhook_url to the metadata address is refused at creation, and at delivery for one stored before that check', async () => {
+  const refused = await s.request('POST', '/v1/public/payments', { body: { amount: 10_000, method: 'sbp', webhook_url: 'http://169.254.169.254/latest/meta-data' } });
+  assert.equal(refused.status, 400, refused.text);
+  assert.equal(refused.body.error.param, 'webhook_url');
+  // A payment whose webhook_url an older kopek took: its deliveries are still refused before any connection,
+  // and the log says why, not what answered.
+  const c = await s.request('POST', '/v1/public/payments', { body: { amount: 10_000, method: 'sbp', webhook_url: 'http://127.0.0.1:9/hook' } });
   assert.equal(c.status, 201, c.text);
   const id = c.body.payment.id as string;
+  await s.store.write(async (tx) => {
+    await tx.run(`UPDATE payments SET webhook_url = 'http://169.254.169.254/latest/meta-data' WHERE id = ?`, id);
+  });
   await s.request('POST', `/v1/test/payments/${id}/simulate`, { body: { action: 'open_session' } });
   await s.request('POST', `/v1/test/payments/${id}/simulate`, { body: { action: 'succeed' } });
   let items: any[] = [];
