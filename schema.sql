@@ -114,6 +114,15 @@ CREATE TABLE events (
   payout_id      TEXT
 ) STRICT;
 CREATE INDEX events_shop_seq ON events(shop_id, mode, seq);
+-- The database's identity, one row made with the schema. The event stream names it in its answer, so that a
+-- client resuming with Last-Event-ID tells the same database after a restart (resume) from another one, such as
+-- a restarted in-memory server whose sequence starts anew (src/events/stream.ts).
+CREATE TABLE database_identity (
+  id          TEXT NOT NULL,                          -- 32 hex digits, random
+  created_at  INTEGER NOT NULL
+) STRICT;
+INSERT INTO database_identity (id, created_at)
+  VALUES (lower(hex(randomblob(16))), CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER));
 -- No index on payment_id or payout_id: one at a random UUID position would cost every payment's events a page
 -- write. A payment's timeline (the cabinet) finds its payment.created event through `id`, which sorts by time,
 -- and reads the shop's log from there in bounded windows (src/cabinet/timeline.ts).
@@ -440,8 +449,8 @@ CREATE TABLE cabinet_users (
   merchant_id     TEXT NOT NULL REFERENCES merchants(id),
   email           TEXT NOT NULL UNIQUE,               -- lower case
   password_hash   TEXT NOT NULL,                      -- scrypt$N$r$p$salt$key, base64url parts
-  totp_secret     TEXT,                               -- base32; set once enrolment is confirmed
-  totp_pending    TEXT,                               -- base32 offered during enrolment, not yet confirmed
+  totp_secret     TEXT,                               -- base32, sealed under the master key; set once enrolment is confirmed
+  totp_pending    TEXT,                               -- base32 offered during enrolment, not yet confirmed; sealed too
   totp_last_step  INTEGER NOT NULL DEFAULT 0,         -- last accepted 30 s step: a code signs in once
   created_at      INTEGER NOT NULL,
   disabled_at     INTEGER
@@ -468,12 +477,13 @@ CREATE TABLE cabinet_sessions (
 ) STRICT;
 CREATE INDEX cabinet_sessions_user ON cabinet_sessions(user_id);
 
--- Failed sign-ins per email and per client address: slowed, then locked for a while.
+-- Password checks per email and per client address: each is reserved here before the password is hashed
+-- (counted as a failure until it succeeds); slowed, then locked for a while (src/cabinet/throttle.ts).
 CREATE TABLE cabinet_login_failures (
   subject         TEXT PRIMARY KEY,                   -- "email:…" or "ip:…"
   failures        INTEGER NOT NULL,
-  last_failed_at  INTEGER NOT NULL,
-  locked_until    INTEGER
+  last_failed_at  INTEGER NOT NULL,                   -- the last attempt reserved
+  locked_until    INTEGER                             -- no attempt before this (slowed or locked); NULL: at once
 ) STRICT, WITHOUT ROWID;
 
 -- Every sign-in (and failed attempt) and every change made in the cabinet; append-only.

@@ -3,7 +3,8 @@ import type { Ctx, Reply } from '../http/types';
 import type { Core } from '../core/core';
 import { esc } from '../pay-page/layout';
 import { recordAudit } from './audit';
-import { changePassword, confirmTotp, disableTotp, getUser, recoveryCodesLeft, startTotp, verifyPassword } from './users';
+import { acceptSecondFactor, changePassword, checkRefusal, confirmTotp, disableTotp, getUser, pendingTotpSecret, recoveryCodesLeft, startTotp, verifyPassword } from './users';
+import { throttledCheck } from './password-check';
 import { openSessions } from './sessions';
 import { otpauthUri } from './totp';
 import { cabinetPage, field, postForm } from './layout';
@@ -18,14 +19,21 @@ export async function accountPage(ctx: Ctx<Core>): Promise<Reply> {
   const lang = c.lang;
   const user = (await getUser(ctx.app.store, c.userId))!;
   let totp: string;
+  const pending = pendingTotpSecret(ctx.app.store, user);
   if (user.totp_secret) {
     totp = `<p>${esc(ct(lang, 'two_step_on'))} ${await recoveryCodesLeft(ctx.app.store, user.id)}</p>
-${postForm(ctx, '/cabinet/account/totp/disable', `${field('t-off', ct(lang, 'code'), '<input id="t-off" name="password" type="password" autocomplete="current-password" required>', ct(lang, 'current_password'))}<button class="btn danger" type="submit">${esc(ct(lang, 'totp_disable'))}</button>`)}`;
-  } else if (user.totp_pending) {
-    const qr = await QRCode.toString(otpauthUri(user.totp_pending, user.email), { type: 'svg', margin: 1, errorCorrectionLevel: 'M' });
+${postForm(
+  ctx,
+  '/cabinet/account/totp/disable',
+  `${field('t-off', ct(lang, 'current_password'), '<input id="t-off" name="password" type="password" autocomplete="current-password" required>')}
+${field('t-off-code', ct(lang, 'totp_code'), '<input id="t-off-code" name="code" autocomplete="one-time-code" required>')}
+<button class="btn danger" type="submit">${esc(ct(lang, 'totp_disable'))}</button>`,
+)}`;
+  } else if (pending) {
+    const qr = await QRCode.toString(otpauthUri(pending, user.email), { type: 'svg', margin: 1, errorCorrectionLevel: 'M' });
     totp = `<p>${esc(ct(lang, 'totp_scan'))}</p>
 <div class="totp">${qr.replace('<svg ', '<svg role="img" aria-label="otpauth QR" ')}</div>
-<p><output class="secret" id="totp-secret">${esc(user.totp_pending.replace(/(.{4})/g, '$1 ').trim())}</output></p>
+<p><output class="secret" id="totp-secret">${esc(pending.replace(/(.{4})/g, '$1 ').trim())}</output></p>
 ${postForm(ctx, '/cabinet/account/totp/confirm', `<div class="inline">${field('t-code', ct(lang, 'code'), '<input id="t-code" name="code" inputmode="numeric" autocomplete="one-time-code" required maxlength="6">')}<button class="btn" type="submit">${esc(ct(lang, 'totp_confirm'))}</button></div>`)}`;
   } else {
     totp = `<p>${esc(ct(lang, 'two_step_off'))}</p>${postForm(ctx, '/cabinet/account/totp', `<button class="btn" type="submit">${esc(ct(lang, 'totp_start'))}</button>`)}`;
@@ -73,20 +81,31 @@ export async function postTotpConfirm(ctx: Ctx<Core>): Promise<Reply> {
   return cabinetPage(ctx, { title: ct(lang, 'recovery_codes'), active: 'account', body });
 }
 
-/** POST /cabinet/account/totp/disable {password}: TOTP off (the password is asked again). */
+/**
+ * POST /cabinet/account/totp/disable {password, code}: TOTP off. The password and a current code (or a recovery
+ * code) are asked again, checked under the sign-in throttle: a stolen session cannot guess them faster.
+ */
 export function postTotpDisable(ctx: Ctx<Core>): Promise<Reply> {
-  const password = form(ctx).get('password') ?? '';
+  const f = form(ctx);
+  const { store } = ctx.app;
   return change(ctx, { action: 'totp.off', target: ctx.cabinet!.userId, back: '/cabinet/account' }, async () => {
-    const user = (await getUser(ctx.app.store, ctx.cabinet!.userId))!;
-    if (!(await verifyPassword(user.password_hash, password))) throw new Error('Cannot turn off two-step sign-in: the password is wrong');
-    await disableTotp(ctx.app.store, user.id);
+    const action = 'Cannot turn off two-step sign-in';
+    const user = (await getUser(store, ctx.cabinet!.userId))!;
+    const now = ctx.app.clocks.real();
+    const outcome = await throttledCheck(store, { email: user.email, ip: ctx.ip, now }, async () => {
+      if (!(await verifyPassword(user.password_hash, f.get('password') ?? ''))) return false;
+      return !user.totp_secret || (await acceptSecondFactor(store, user, f.get('code') ?? '', now)) !== null;
+    });
+    if (outcome.kind !== 'passed') throw new Error(checkRefusal(action, outcome, 'the password or the code is wrong'));
+    await disableTotp(store, user.id);
   });
 }
 
-/** POST /cabinet/account/password {current, next}: a new password; the user's other sessions end. */
+/** POST /cabinet/account/password {current, next}: a new password (the current one checked under the throttle); the user's other sessions end. */
 export function postPassword(ctx: Ctx<Core>): Promise<Reply> {
   const f = form(ctx);
-  return change(ctx, { action: 'password.change', target: ctx.cabinet!.userId, back: '/cabinet/account' }, () =>
-    changePassword(ctx.app.store, ctx.cabinet!.userId, f.get('current') ?? '', f.get('next') ?? '', ctx.cabinet!.sessionHash),
+  const c = ctx.cabinet!;
+  return change(ctx, { action: 'password.change', target: c.userId, back: '/cabinet/account' }, () =>
+    changePassword(ctx.app.store, c.userId, f.get('current') ?? '', f.get('next') ?? '', { keepSession: c.sessionHash, ip: ctx.ip, now: ctx.app.clocks.real() }),
   );
 }

@@ -1,5 +1,6 @@
 import { esc } from '../pay-page/layout';
 import { formatAmount, type Lang } from '../pay-page/i18n';
+import { counted } from './codes';
 import { ct } from './text';
 
 /** One day of the chart: UTC day start, payments created, amount of those that succeeded (minor units). */
@@ -9,58 +10,86 @@ export interface DayFigure {
   paid: number;
 }
 
-const W = 640;
-const H = 220;
-const PAD = { l: 36, r: 12, t: 12, b: 28 };
+const W = 560;
+const H = 200;
+const PAD = { l: 64, r: 8, t: 10, b: 26 };
 
-/**
- * Payments per day as an inline SVG drawn on the server: bars for the count (left axis), a line for the amount
- * paid (scaled to the chart's height, its peak labelled). Presentation attributes only, so the strict CSP
- * (no inline styles) holds; a table with the same figures follows for screen readers.
- */
-export function paymentsChart(lang: Lang, days: DayFigure[], currency = 'RUB'): string {
-  const maxCount = Math.max(1, ...days.map((d) => d.count));
-  const maxPaid = Math.max(1, ...days.map((d) => d.paid));
+/** A "nice" top for an axis: 1, 2 or 5 times a power of ten, at least `max` (and at least `floor`). */
+function niceTop(max: number, floor: number): number {
+  const m = Math.max(max, floor);
+  const p = 10 ** Math.floor(Math.log10(m));
+  return [1, 2, 5, 10].map((k) => k * p).find((v) => v >= m)!;
+}
+
+/** One bar chart of a figure per day, with its own axis: ticks at 0, half and the top, labelled by `label`. */
+function barChart(o: { id: string; title: string; days: DayFigure[]; value: (d: DayFigure) => number; top: number; label: (v: number) => string; fill: string; tip: (d: DayFigure) => string }): string {
   const iw = W - PAD.l - PAD.r;
   const ih = H - PAD.t - PAD.b;
-  const slot = iw / Math.max(1, days.length);
-  const bars: string[] = [];
-  const points: string[] = [];
-  const labels: string[] = [];
-  days.forEach((d, i) => {
-    const x = PAD.l + i * slot;
-    const h = (d.count / maxCount) * ih;
-    bars.push(`<rect x="${(x + slot * 0.15).toFixed(1)}" y="${(PAD.t + ih - h).toFixed(1)}" width="${(slot * 0.7).toFixed(1)}" height="${h.toFixed(1)}" rx="2" fill="#93c5fd"><title>${esc(dayLabel(d.day_ms))}: ${d.count}</title></rect>`);
-    points.push(`${(x + slot / 2).toFixed(1)},${(PAD.t + ih - (d.paid / maxPaid) * ih).toFixed(1)}`);
-    if ((days.length - 1 - i) % 2 === 0 || days.length <= 7) {
-      labels.push(`<text x="${(x + slot / 2).toFixed(1)}" y="${H - 8}" font-size="11" text-anchor="middle" fill="#6b7280">${esc(dayLabel(d.day_ms).slice(5))}</text>`);
-    }
-  });
+  const slot = iw / Math.max(1, o.days.length);
   const grid = [0, 0.5, 1]
     .map((f) => {
       const y = (PAD.t + ih - f * ih).toFixed(1);
-      return `<line x1="${PAD.l}" x2="${W - PAD.r}" y1="${y}" y2="${y}" stroke="#e5e7eb"/><text x="${PAD.l - 6}" y="${Number(y) + 4}" font-size="11" text-anchor="end" fill="#6b7280">${Math.round(f * maxCount)}</text>`;
+      return `<line x1="${PAD.l}" x2="${W - PAD.r}" y1="${y}" y2="${y}" stroke="#e5e7eb"/><text x="${PAD.l - 6}" y="${Number(y) + 4}" font-size="11" text-anchor="end" fill="#6b7280">${esc(o.label(f * o.top))}</text>`;
     })
     .join('');
-  const totalCount = days.reduce((s, d) => s + d.count, 0);
-  const totalPaid = days.reduce((s, d) => s + d.paid, 0);
-  const title = `${ct(lang, 'chart_title')}: ${totalCount} ${ct(lang, 'chart_count')}, ${formatAmount(lang, totalPaid, currency)} ${ct(lang, 'chart_amount')}`;
-  const rows = days.map((d) => `<tr><td>${esc(dayLabel(d.day_ms))}</td><td>${d.count}</td><td>${esc(formatAmount(lang, d.paid, currency))}</td></tr>`).join('');
-  return `<figure class="chart-box">
-<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="chart-title" focusable="false">
-<title id="chart-title">${esc(title)}</title>
+  const bars = o.days.map((d, i) => {
+    const x = PAD.l + i * slot;
+    const h = (o.value(d) / o.top) * ih;
+    return `<rect x="${(x + slot * 0.15).toFixed(1)}" y="${(PAD.t + ih - h).toFixed(1)}" width="${(slot * 0.7).toFixed(1)}" height="${h.toFixed(1)}" rx="2" fill="${o.fill}"><title>${esc(`${dayLabel(d.day_ms)}: ${o.tip(d)}`)}</title></rect>`;
+  });
+  const labels = o.days
+    .map((d, i) => ((o.days.length - 1 - i) % 2 === 0 || o.days.length <= 7 ? `<text x="${(PAD.l + i * slot + slot / 2).toFixed(1)}" y="${H - 8}" font-size="11" text-anchor="middle" fill="#6b7280">${esc(dayLabel(d.day_ms).slice(5))}</text>` : ''))
+    .join('');
+  return `<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${o.id}" focusable="false">
+<title id="${o.id}">${esc(o.title)}</title>
 ${grid}
 ${bars.join('\n')}
-<polyline points="${points.join(' ')}" fill="none" stroke="#1d4ed8" stroke-width="2.5" stroke-linejoin="round"/>
-${points.map((p) => `<circle cx="${p.split(',')[0]}" cy="${p.split(',')[1]}" r="3" fill="#1d4ed8"/>`).join('')}
-${labels.join('')}
-<text x="${PAD.l + 6}" y="${PAD.t + 10}" font-size="11" text-anchor="start" fill="#1d4ed8">max ${esc(formatAmount(lang, maxPaid === 1 && totalPaid === 0 ? 0 : maxPaid, currency))}</text>
-</svg>
-<figcaption class="legend"><span><i class="c"></i>${esc(ct(lang, 'chart_count'))}</span><span><i class="a"></i>${esc(ct(lang, 'chart_amount'))}</span><span>${esc(title)}</span></figcaption>
-<table class="sr"><caption>${esc(ct(lang, 'chart_title'))}</caption><tbody>${rows}</tbody></table>
-</figure>`;
+${labels}
+</svg>`;
 }
 
+/**
+ * Payments per day as two inline SVG charts drawn on the server, side by side (stacked on a narrow screen), each
+ * with its own scale: how many were created, and how much of them was paid (axis in money). A count and an
+ * amount never share an axis. Presentation attributes only, so the strict CSP (no inline styles) holds; a table
+ * with the same figures follows for screen readers.
+ */
+export function paymentsChart(lang: Lang, days: DayFigure[], currency = 'RUB'): string {
+  const totalCount = days.reduce((s, d) => s + d.count, 0);
+  const totalPaid = days.reduce((s, d) => s + d.paid, 0);
+  const money = (minor: number) => formatAmount(lang, Math.round(minor), currency);
+  const compact = (minor: number) => new Intl.NumberFormat(lang === 'ru' ? 'ru-RU' : 'en-GB', { style: 'currency', currency, currencyDisplay: 'narrowSymbol', notation: 'compact', maximumFractionDigits: 1 }).format(minor / 100);
+  const countChart = barChart({
+    id: 'chart-count',
+    title: `${ct(lang, 'chart_count_title')}: ${counted(lang, totalCount, 'payments')}`,
+    days,
+    value: (d) => d.count,
+    top: niceTop(Math.max(...days.map((d) => d.count)), 2),
+    label: (v) => String(Math.round(v)),
+    fill: '#93c5fd',
+    tip: (d) => counted(lang, d.count, 'payments'),
+  });
+  const paidChart = barChart({
+    id: 'chart-paid',
+    title: `${ct(lang, 'chart_paid_title')}: ${money(totalPaid)}`,
+    days,
+    value: (d) => d.paid,
+    top: niceTop(Math.max(...days.map((d) => d.paid)), 100),
+    label: compact,
+    fill: '#1d4ed8',
+    tip: (d) => money(d.paid),
+  });
+  const rows = days.map((d) => `<tr><td>${esc(dayLabel(d.day_ms))}</td><td>${d.count}</td><td>${esc(money(d.paid))}</td></tr>`).join('');
+  return `<div class="charts">
+<figure class="chart-box"><h3 aria-hidden="true">${esc(ct(lang, 'chart_count_title'))}</h3>${countChart}
+<figcaption class="legend"><span><i class="c"></i>${esc(ct(lang, 'chart_count_legend'))}</span><span>${esc(ct(lang, 'chart_total'))}: ${esc(counted(lang, totalCount, 'payments'))}</span></figcaption></figure>
+<figure class="chart-box"><h3 aria-hidden="true">${esc(ct(lang, 'chart_paid_title'))}</h3>${paidChart}
+<figcaption class="legend"><span><i class="a"></i>${esc(ct(lang, 'chart_paid_legend'))}</span><span>${esc(ct(lang, 'chart_total'))}: ${esc(money(totalPaid))}</span></figcaption></figure>
+</div>
+<div class="sr"><table><caption>${esc(ct(lang, 'chart_title'))}</caption><thead><tr><th scope="col">${esc(ct(lang, 'chart_day'))}</th><th scope="col">${esc(ct(lang, 'chart_count_title'))}</th><th scope="col">${esc(ct(lang, 'chart_paid_title'))}</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+}
+
+/** A UTC day as YYYY-MM-DD (the chart's days are UTC days, as the registers' dates). */
 function dayLabel(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }

@@ -9,14 +9,21 @@ import { ct } from './text';
 
 /**
  * The cabinet's step of the request chain (called by src/http/server.ts for auth 'cabinet'): the session of
- * the cookie (401, which the error page turns into the sign-in page), and for a POST the session's CSRF
- * token in the form field `_csrf` or the X-CSRF-Token header (403, before the handler runs: nothing changes).
+ * the cookie (401, which the error page turns into the sign-in page), and for a POST the page it came from
+ * (sameOriginRefusal) and the session's CSRF token in the form field `_csrf` or the X-CSRF-Token header (403,
+ * before the handler runs: nothing changes).
  */
-export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>): Promise<CabinetAuth> {
+export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks' | 'baseUrl'>>): Promise<CabinetAuth> {
   const isPost = ctx.method === 'POST';
-  const auth = await loadSession(ctx.app.store, ctx.app.clocks, headerOf(ctx, 'cookie'), !isPost);
+  const baseUrl = ctx.app.baseUrl();
+  const auth = await loadSession(ctx.app.store, ctx.app.clocks, headerOf(ctx, 'cookie'), !isPost, baseUrl);
   if (!auth) throw new ApiError(401, 'unauthorized', 'Cannot open the cabinet: sign in first');
   if (isPost) {
+    const foreign = sameOriginRefusal(ctx, baseUrl);
+    if (foreign) {
+      ctx.cabinet = auth;
+      throw foreign;
+    }
     const given = headerOf(ctx, 'x-csrf-token') ?? formValue(ctx, '_csrf');
     if (!csrfMatches(auth, given)) {
       ctx.cabinet = auth;
@@ -24,6 +31,25 @@ export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks'
     }
   }
   return auth;
+}
+
+/**
+ * A 403 for a form sent from another origin, or null. The browser says where a POST comes from: `Sec-Fetch-Site`
+ * when it sends it (anything but same-origin is refused: same-site covers another port of the host), else
+ * `Origin`, which must be this service's (`baseUrl`) or the host the request was sent to under the same scheme
+ * ("null", a sandboxed or referrer-less page's, is refused: the cabinet's pages send their origin). A request
+ * with neither (curl, a very old browser) is left to the CSRF token.
+ */
+export function sameOriginRefusal(ctx: Ctx, baseUrl: string): ApiError | null {
+  const site = headerOf(ctx, 'sec-fetch-site');
+  const origin = headerOf(ctx, 'origin');
+  const refuse = (what: string) => new ApiError(403, 'csrf_failed', `Cannot accept the form: it was sent from another site (${what}); open the cabinet at ${new URL(baseUrl).origin} and try again`);
+  if (site !== undefined) return site === 'same-origin' ? null : refuse(`Sec-Fetch-Site "${site.slice(0, 32)}"`);
+  if (origin === undefined) return null;
+  const scheme = new URL(baseUrl).protocol;
+  const host = headerOf(ctx, 'host');
+  if (origin === new URL(baseUrl).origin || (host !== undefined && origin === `${scheme}//${host}`)) return null;
+  return refuse(`Origin "${origin.slice(0, 100)}"`);
 }
 
 function headerOf(ctx: Ctx, name: string): string | undefined {

@@ -1,16 +1,16 @@
 import type { Ctx, Reply } from '../http/types';
 import type { Core } from '../core/core';
-import { notFound } from '../http/errors';
 import { esc } from '../pay-page/layout';
 import { ALL_SCOPES } from '../auth/scopes';
 import type { KeyUsage } from '../auth/key-usage';
 import { createKey, listKeys, revokeKey } from './store';
 import { recordAudit } from './audit';
-import { cabinetPage, field, postForm, table } from './layout';
-import { actor, chosenShop, merchantShops, ownShop } from './scope';
+import { cabinetPage, field, postForm, table, tags } from './layout';
+import { actor, chosenShop, merchantShops, ownShop, shopOfOwn } from './scope';
 import { change } from './act';
 import { form } from './guard';
 import { ct, when } from './text';
+import { codeText } from './codes';
 
 /** The shop picker of pages about one shop. */
 export async function shopPicker(ctx: Ctx<Pick<Core, 'store'>>, path: string, current: string): Promise<string> {
@@ -31,9 +31,9 @@ export async function keysPage(ctx: Ctx<Core & { keyUsage: KeyUsage }>): Promise
   const list = table(
     [{ label: ct(lang, 'prefix') }, { label: ct(lang, 'mode') }, { label: ct(lang, 'scopes') }, { label: ct(lang, 'created') }, { label: ct(lang, 'last_use') }, { label: ct(lang, 'status') }],
     keys.map((k) => [
-      `<span class="mono">${esc(k.key_prefix)}…</span>`,
-      esc(k.mode),
-      `<small class="mono">${esc(k.scopes.split(',').filter(Boolean).join(', ') || '—')}</small>`,
+      `<span class="mono nowrap">${esc(k.key_prefix)}…</span>`,
+      esc(codeText(lang, k.mode)),
+      tags(k.scopes.split(',').filter(Boolean)),
       esc(when(k.created_at)),
       esc(k.last_used_at === null ? ct(lang, 'never') : when(k.last_used_at)),
       k.revoked_at !== null
@@ -54,7 +54,7 @@ ${postForm(
   ctx,
   '/cabinet/keys',
   `<input type="hidden" name="shop" value="${esc(shop.id)}">
-${field('k-mode', ct(lang, 'mode'), `<select id="k-mode" name="mode"><option value="test">test</option><option value="live">live</option></select>`)}
+${field('k-mode', ct(lang, 'mode'), `<select id="k-mode" name="mode"><option value="test">${esc(codeText(lang, 'test'))}</option><option value="live">${esc(codeText(lang, 'live'))}</option></select>`)}
 ${enabled.size ? scopes : ''}
 <button class="btn" type="submit">${esc(ct(lang, 'create_key'))}</button>`,
 )}`;
@@ -76,7 +76,7 @@ export async function postKey(ctx: Ctx<Core>): Promise<Reply> {
   await recordAudit(ctx.app.store, actor(ctx), 'key.create', made.key.id, `${mode} ${made.key.key_prefix}… ${made.key.scopes}`, ctx.app.clocks.real());
   const body = `<h1>${esc(ct(lang, 'keys'))} · ${esc(shop.name)}</h1>
 <p class="ok" role="status">${esc(ct(lang, 'shown_once'))}</p>
-${field('new-key', `${mode} key`, `<output id="new-key" class="secret">${esc(made.secret)}</output>`)}
+${field('new-key', `${ct(lang, 'key')} (${codeText(lang, mode)})`, `<output id="new-key" class="secret">${esc(made.secret)}</output>`)}
 <p><a class="btn" href="/cabinet/keys?shop=${esc(shop.id)}">${esc(ct(lang, 'back'))}</a></p>`;
   return cabinetPage(ctx, { title: ct(lang, 'keys'), active: 'keys', body });
 }
@@ -85,10 +85,9 @@ ${field('new-key', `${mode} key`, `<output id="new-key" class="secret">${esc(mad
 export async function postRevoke(ctx: Ctx<Core>): Promise<Reply> {
   const id = ctx.params.id;
   const row = await ctx.app.store.get<{ shop_id: string; key_prefix: string }>('SELECT shop_id, key_prefix FROM api_keys WHERE id = ?', id);
-  if (!row) throw notFound(`Cannot find key "${id.slice(0, 64)}"`);
-  const shop = await ownShop(ctx, row.shop_id);
+  const shop = await shopOfOwn(ctx, row?.shop_id, `Cannot find key "${id.slice(0, 64)}"`);
   return change(ctx, { action: 'key.revoke', target: id, back: `/cabinet/keys?shop=${shop.id}` }, async () => {
     await revokeKey(ctx.app.store, id, ctx.app.clocks.real());
-    return `${row.key_prefix}…`;
+    return `${row!.key_prefix}…`;
   });
 }

@@ -12,7 +12,7 @@ const CAB_CSS = `
 .top form{display:inline}
 .top .who{font-size:13px;color:#4b5563}
 .tools{display:flex;flex-wrap:wrap;gap:8px;align-items:center}
-.chip{display:inline-flex;align-items:center;min-height:36px;padding:4px 12px;border:1px solid #c7d2fe;border-radius:999px;background:#fff;color:#1d4ed8;font:inherit;font-size:14px;cursor:pointer;text-decoration:none}
+.chip{display:inline-flex;align-items:center;min-height:36px;padding:4px 12px;border:1px solid #c7d2fe;border-radius:999px;background:#fff;color:#1d4ed8;font:inherit;font-size:14px;cursor:pointer;text-decoration:none;white-space:nowrap}
 .chip[aria-pressed=true],.chip[aria-current=page]{background:#1d4ed8;color:#fff;border-color:#1d4ed8}
 nav.sections{max-width:1100px;margin:0 auto;padding:0 16px}
 nav.sections ul{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:6px}
@@ -25,7 +25,13 @@ nav.sections ul{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;g
 .secret{display:block;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:14px;background:#f9fafb;border:1px solid #e5e7eb;border-radius:8px;padding:8px 10px;word-break:break-all;user-select:all}
 table.list{width:100%;border-collapse:collapse;font-size:14px}
 table.list th,table.list td{padding:8px 10px;border-bottom:1px solid #e5e7eb;text-align:left;vertical-align:top}
-table.list th{color:#4b5563;font-weight:600;background:#f9fafb}
+table.list th{color:#4b5563;font-weight:600;background:#f9fafb;white-space:nowrap}
+table.list td form{display:inline-block;margin:2px 0}
+.tags{display:flex;flex-wrap:wrap;gap:4px;min-width:0}
+.tag{display:inline-block;white-space:nowrap;padding:1px 6px;border-radius:6px;background:#f3f4f6;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
+.break{overflow-wrap:anywhere}
+.nowrap{white-space:nowrap}
+table.list td .url{display:inline-block;min-width:24ch}
 table.list td.num,table.list th.num{text-align:right;white-space:nowrap}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(220px,1fr));gap:12px}
@@ -33,22 +39,29 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 .card b{display:block;font-size:20px}
 .filters{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:8px 12px;align-items:end;margin-bottom:12px}
 .filters .field{margin:0}
+.filters .actions{grid-column:1/-1;display:flex;flex-wrap:wrap;gap:8px;align-items:center}
+.rotate{display:flex;flex-wrap:wrap;gap:8px 12px;align-items:end;padding:10px 0;border-bottom:1px solid #e5e7eb}
+.rotate .field{margin:0;flex:0 1 280px}
+.rotate .url{flex:1 1 260px;align-self:center}
 .field select,.field textarea{display:block;width:100%;min-height:44px;padding:8px 10px;border:1px solid #9ca3af;border-radius:10px;font:inherit;background:#fff;color:inherit}
 .cab .field input{min-height:44px;font-size:16px}
 .inline{display:flex;flex-wrap:wrap;gap:8px;align-items:end}
 .inline .field{margin:0;flex:1 1 160px}
-.cab .btn{width:auto;min-height:44px;display:inline-flex}
-.checks{display:grid;grid-template-columns:repeat(auto-fit,minmax(220px,1fr));gap:4px 12px;margin:0 0 12px;padding:0;border:0}
+.cab .btn{width:auto;min-height:44px;display:inline-flex;align-items:center;white-space:nowrap}
+.checks{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(270px,100%),1fr));gap:4px 12px;margin:0 0 12px;padding:0;border:0}
 .checks label{display:flex;gap:8px;align-items:center;font-size:14px;font-weight:400}
 .checks legend{font-weight:600;font-size:14px;margin-bottom:4px;padding:0}
 .pager{display:flex;gap:8px;flex-wrap:wrap;margin-top:12px}
-.badge{display:inline-block;padding:1px 8px;border-radius:999px;font-size:12px;font-weight:600;background:#e5e7eb;color:#374151}
+.badge{display:inline-block;white-space:nowrap;padding:1px 8px;border-radius:999px;font-size:12px;font-weight:600;background:#e5e7eb;color:#374151}
 .badge.succeeded{background:#dcfce7;color:#166534}.badge.failed,.badge.expired{background:#fee2e2;color:#991b1b}.badge.refunded,.badge.cancelled{background:#e0e7ff;color:#3730a3}.badge.pending,.badge.processing{background:#fef3c7;color:#92400e}
 figure{margin:0}
 svg.chart{display:block;width:100%;height:auto;max-height:260px}
 .legend{display:flex;gap:16px;font-size:13px;color:#4b5563;flex-wrap:wrap}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:3px;margin-right:6px;vertical-align:-1px}
 .legend .c{background:#93c5fd}.legend .a{background:#1d4ed8}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(300px,100%),1fr));gap:16px}
+.charts figure{min-width:0}
+.charts h3{margin:0 0 4px;font-size:15px}
 .totp svg{width:200px;height:200px}
 .danger-zone{border:1px solid #fecaca;border-radius:12px;padding:12px 14px;margin-top:16px}
 @media (max-width:640px){
@@ -64,20 +77,31 @@ svg.chart{display:block;width:100%;height:auto;max-height:260px}
 /** Confirms a form marked data-confirm before it is sent (delete, revoke, reset); everything else works without script. */
 const SCRIPT = `document.addEventListener('submit',function(e){var f=e.target;var q=f&&f.getAttribute('data-confirm');if(q&&!window.confirm(q))e.preventDefault();});`;
 
+/**
+ * The cabinet's pages name themselves to their own server only: under `no-referrer` a browser sends `Origin: null`
+ * with a form, which the cabinet refuses as it does a sandboxed page's (guard.ts sameOriginRefusal).
+ */
+const SAME_ORIGIN_REFERRER = { 'Referrer-Policy': 'same-origin' };
+
 /** The hidden CSRF field every cabinet form carries. */
 export function csrfField(ctx: Ctx): string {
   return `<input type="hidden" name="_csrf" value="${esc(ctx.cabinet?.csrf ?? '')}">`;
 }
 
 /** A POST form with its CSRF field; `confirm` asks first. */
-export function postForm(ctx: Ctx, action: string, inner: string, o: { confirm?: string; cls?: string } = {}): string {
+export function postForm(ctx: Ctx, action: string, inner: string, o: { confirm?: string; cls?: string; id?: string } = {}): string {
   const confirm = o.confirm ? ` data-confirm="${esc(o.confirm)}"` : '';
-  return `<form method="post" action="${esc(action)}"${confirm}${o.cls ? ` class="${o.cls}"` : ''}>${csrfField(ctx)}${inner}</form>`;
+  return `<form method="post" action="${esc(action)}"${confirm}${o.cls ? ` class="${o.cls}"` : ''}${o.id ? ` id="${esc(o.id)}"` : ''}>${csrfField(ctx)}${inner}</form>`;
 }
 
 /** A labelled input. */
 export function field(id: string, label: string, input: string, hint?: string): string {
   return `<div class="field"><label for="${id}">${esc(label)}</label>${input}${hint ? `<small class="hint" id="${id}-hint">${esc(hint)}</small>` : ''}</div>`;
+}
+
+/** Short codes (scopes, event names) as tags that wrap between, never inside, one another. */
+export function tags(items: string[], empty = '—'): string {
+  return items.length ? `<span class="tags">${items.map((i) => `<code class="tag">${esc(i)}</code>`).join(' ')}</span>` : esc(empty);
 }
 
 /** A table that folds into labelled rows on a narrow screen. */
@@ -104,7 +128,8 @@ const SECTIONS: Array<[CabKey, string]> = [
 ];
 
 function document(lang: Lang, nonce: string, title: string, top: string, main: string): string {
-  return `${documentHead(lang, nonce, `${title} · kopek`, CSS + CAB_CSS)}
+  const head = documentHead(lang, nonce, `${title} · kopek`, CSS + CAB_CSS).replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
+  return `${head}
 <body class="cab">
 <a class="skip" href="#main">${esc(ct(lang, 'skip'))}</a>
 ${top}
@@ -142,7 +167,7 @@ ${c.mode === 'test' ? `<div class="test" role="note">${esc(ct(lang, 'test_banner
   return {
     status: o.status ?? 200,
     html: document(lang, nonce, o.title, top, `${flash}${o.body}`),
-    headers: { ...pageHeaders(nonce, null), ...o.headers },
+    headers: { ...pageHeaders(nonce, null), ...SAME_ORIGIN_REFERRER, ...o.headers },
   };
 }
 
@@ -150,5 +175,5 @@ ${c.mode === 'test' ? `<div class="test" role="note">${esc(ct(lang, 'test_banner
 export function publicPage(lang: Lang, o: { title: string; body: string; status?: number; headers?: Record<string, string> }): Reply {
   const nonce = newNonce();
   const top = `<header class="top"><span class="brand">kopek · ${esc(ct(lang, 'cabinet'))}</span></header>`;
-  return { status: o.status ?? 200, html: document(lang, nonce, o.title, top, o.body), headers: { ...pageHeaders(nonce, null), ...o.headers } };
+  return { status: o.status ?? 200, html: document(lang, nonce, o.title, top, o.body), headers: { ...pageHeaders(nonce, null), ...SAME_ORIGIN_REFERRER, ...o.headers } };
 }

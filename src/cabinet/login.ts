@@ -6,14 +6,15 @@ import { pickLang, type Lang } from '../pay-page/i18n';
 import { safeEqual } from '../util/crypto';
 import { recordAudit } from './audit';
 import { acceptSecondFactor, getUserByEmail, verifyPassword } from './users';
-import { clearFailedSignIns, noteFailedSignIn, signInWait } from './throttle';
-import { clearedSessionCookie, cookieAttributes, cookieValue, createSession, endAllSessions, endSession, loadSession, sessionCookie, setPrefs } from './sessions';
+import { throttledCheck } from './password-check';
+import { signInWait } from './throttle';
+import { clearedSessionCookie, cookieAttributes, cookieName, cookieValue, createSession, endAllSessions, endSession, loadSession, sessionCookie, setPrefs } from './sessions';
 import { field, publicPage } from './layout';
-import { form } from './guard';
+import { form, sameOriginRefusal } from './guard';
 import { actor } from './scope';
 import { ct } from './text';
 
-/** The cookie holding the sign-in form's CSRF token: there is no session yet to keep it in. */
+/** The cookie holding the sign-in form's CSRF token (there is no session yet to keep it in); `__Host-` over https. */
 const LOGIN_COOKIE = 'kopek_cabinet_login';
 
 function langOf(ctx: Ctx<Core>): Lang {
@@ -44,13 +45,13 @@ ${field('code', ct(lang, 'totp_code'), `<input id="code" name="code" inputmode="
     title: ct(lang, 'sign_in_title'),
     body,
     status: o.status,
-    headers: { 'Set-Cookie': `${LOGIN_COOKIE}=${token}; ${cookieAttributes(ctx.app.baseUrl())}`, ...o.headers },
+    headers: { 'Set-Cookie': `${cookieName(ctx.app.baseUrl(), LOGIN_COOKIE)}=${token}; ${cookieAttributes(ctx.app.baseUrl())}`, ...o.headers },
   });
 }
 
 /** GET /cabinet/login: the sign-in form (a signed-in user goes on to the overview). */
 export async function showLogin(ctx: Ctx<Core>): Promise<Reply> {
-  if (await loadSession(ctx.app.store, ctx.app.clocks, String(ctx.req.headers.cookie ?? ''), false)) return { status: 303, location: '/cabinet/overview' };
+  if (await loadSession(ctx.app.store, ctx.app.clocks, String(ctx.req.headers.cookie ?? ''), false, ctx.app.baseUrl())) return { status: 303, location: '/cabinet/overview' };
   return loginForm(ctx, langOf(ctx));
 }
 
@@ -60,47 +61,48 @@ export function cabinetRoot(): Reply {
 }
 
 /**
- * POST /cabinet/login: the form's CSRF token (403), the throttle (429 while slowed or locked), then email,
- * password and, when the user has TOTP on, a code or recovery code. Every attempt is audited.
+ * POST /cabinet/login: the page it came from and the form's CSRF token (403), then one attempt reserved
+ * against the throttle before the password is hashed (429 while slowed or locked), then email, password and,
+ * when the user has TOTP on, a code or recovery code. Every checked attempt is audited.
  */
 export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
   const lang = langOf(ctx);
   const f = form(ctx);
+  const baseUrl = ctx.app.baseUrl();
   const given = f.get('_csrf') ?? '';
-  const expected = cookieValue(String(ctx.req.headers.cookie ?? ''), LOGIN_COOKIE) ?? '';
-  if (!given || !expected || !safeEqual(given, expected)) {
-    return loginForm(ctx, lang, { error: ct(lang, 'forbidden'), status: 403 });
+  const expected = cookieValue(String(ctx.req.headers.cookie ?? ''), cookieName(baseUrl, LOGIN_COOKIE)) ?? '';
+  const foreign = sameOriginRefusal(ctx, baseUrl);
+  if (foreign || !given || !expected || !safeEqual(given, expected)) {
+    return loginForm(ctx, lang, { error: foreign ? foreign.message : ct(lang, 'forbidden'), status: 403 });
   }
   const email = (f.get('email') ?? '').trim().toLowerCase().slice(0, 254);
   const password = f.get('password') ?? '';
   const code = f.get('code') ?? '';
   const { store } = ctx.app;
   const now = ctx.app.clocks.real();
-  const wait = await signInWait(store, email, ctx.ip, now);
-  if (wait > 0) return tooMany(ctx, lang, email, wait);
   const user = await getUserByEmail(store, email);
-  const passwordOk = await verifyPassword(user?.password_hash ?? null, password);
-  const who = { merchantId: user?.merchant_id ?? null, userId: user?.id ?? null, email: email || '(empty)', ip: ctx.ip };
-  let ok = passwordOk && user !== undefined && user.disabled_at === null;
   let factor = 'password';
-  if (ok && user!.totp_secret) {
-    const second = await acceptSecondFactor(store, user!, code, ctx.app.clocks.real());
-    ok = second !== null;
-    factor = second === null ? 'password' : `password+${second}`;
-  }
-  if (!ok) {
-    const locked = await noteFailedSignIn(store, email, ctx.ip, now);
-    await recordAudit(store, who, 'sign_in.failed', user?.id ?? '', locked ? 'locked for 15 minutes' : '', now);
-    if (locked) return tooMany(ctx, lang, email, await signInWait(store, email, ctx.ip, now));
+  const outcome = await throttledCheck(store, { email, ip: ctx.ip, now }, async () => {
+    const passwordOk = await verifyPassword(user?.password_hash ?? null, password);
+    if (!passwordOk || user === undefined || user.disabled_at !== null) return false;
+    if (!user.totp_secret) return true;
+    const second = await acceptSecondFactor(store, user, code, now);
+    if (second !== null) factor = `password+${second}`;
+    return second !== null;
+  });
+  if (outcome.kind === 'refused') return tooMany(ctx, lang, email, outcome.wait_ms);
+  const who = { merchantId: user?.merchant_id ?? null, userId: user?.id ?? null, email: email || '(empty)', ip: ctx.ip };
+  if (outcome.kind === 'failed') {
+    await recordAudit(store, who, 'sign_in.failed', user?.id ?? '', outcome.locked ? 'locked for 15 minutes' : '', now);
+    if (outcome.locked) return tooMany(ctx, lang, email, await signInWait(store, email, ctx.ip, now));
     return loginForm(ctx, lang, { error: ct(lang, 'bad_login'), email, status: 401 });
   }
-  await clearFailedSignIns(store, email);
   const token = await createSession(store, user!, { ip: ctx.ip, lang, now });
   await recordAudit(store, who, 'sign_in', user!.id, factor, now);
   return {
     status: 303,
     location: safeNext(f.get('next')),
-    headers: { 'Set-Cookie': sessionCookie(ctx.app.baseUrl(), token) },
+    headers: { 'Set-Cookie': sessionCookie(baseUrl, token) },
   };
 }
 

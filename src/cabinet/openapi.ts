@@ -32,7 +32,7 @@ function post(summary: string, fields: string[], o: { path?: string[]; shows?: s
   for (const f of fields) properties[f] = { type: 'string' };
   const responses: Record<string, unknown> = {
     '303': { description: 'Done or refused with a reason: back to the page, which shows the message once', headers: location },
-    '403': html('No valid CSRF token: nothing changed'),
+    '403': html('No valid CSRF token, or sent from another origin (Origin, Sec-Fetch-Site): nothing changed'),
     ...refusals,
   };
   if (o.shows) responses['200'] = html(o.shows);
@@ -75,10 +75,13 @@ export const cabinetOpenApi: OpenApiFragment = {
           },
         },
         responses: {
-          '303': { description: 'Signed in: the session cookie is set (HttpOnly; SameSite=Strict; Path=/cabinet; Secure over https)', headers: { ...location, 'Set-Cookie': { schema: { type: 'string' } } } },
+          '303': {
+            description: 'Signed in: the session cookie is set (HttpOnly; SameSite=Strict; Path=/cabinet; over https named __Host-kopek_cabinet, Secure, Path=/)',
+            headers: { ...location, 'Set-Cookie': { schema: { type: 'string' } } },
+          },
           '401': html('Wrong email, password or code'),
-          '403': html("The form's CSRF token is missing or wrong"),
-          '429': { ...html('Slowed or locked after failed sign-ins'), headers: { 'Retry-After': { schema: { type: 'integer' } } } },
+          '403': html("The form's CSRF token is missing or wrong, or the form was sent from another origin"),
+          '429': { ...html('Slowed or locked after failed sign-ins (each attempt is reserved before the password is checked)'), headers: { 'Retry-After': { schema: { type: 'integer' } } } },
           ...refusals,
         },
       },
@@ -133,7 +136,7 @@ export const cabinetOpenApi: OpenApiFragment = {
     '/cabinet/account': page('Two-step sign-in, password, sign out everywhere'),
     '/cabinet/account/totp': post('Begin TOTP enrolment', []),
     '/cabinet/account/totp/confirm': post('Confirm TOTP with a code', ['code'], { shows: 'The recovery codes, shown once' }),
-    '/cabinet/account/totp/disable': post('Turn TOTP off (asks for the password)', ['password']),
-    '/cabinet/account/password': post('Change the password (the other sessions end)', ['current', 'next']),
+    '/cabinet/account/totp/disable': post('Turn TOTP off (asks for the password and a current or recovery code; throttled as sign-in)', ['password', 'code']),
+    '/cabinet/account/password': post('Change the password (throttled as sign-in; the other sessions end)', ['current', 'next']),
   },
 };

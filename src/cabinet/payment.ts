@@ -2,7 +2,7 @@ import type { Ctx, Reply } from '../http/types';
 import type { Core } from '../core/core';
 import type { PaymentsCore } from '../payments/core';
 import type { DeliveryWorker } from '../webhooks/worker';
-import { badRequest, notFound } from '../http/errors';
+import { badRequest } from '../http/errors';
 import { esc } from '../pay-page/layout';
 import { formatAmount, type Lang } from '../pay-page/i18n';
 import type { PaymentRow } from '../model/payment';
@@ -10,12 +10,15 @@ import { deliveryLog } from '../webhooks/log';
 import { resendEvent } from '../webhooks/outbox';
 import { refundsOf } from '../payments/store';
 import { cabinetPage, field, postForm, table } from './layout';
-import { actor, ownPayment, ownShop } from './scope';
+import { actor, ownPayment, ownShop, shopOfOwn } from './scope';
 import { cancelPayment, refundable, refundPayment } from './domain';
 import { change } from './act';
 import { form } from './guard';
 import { ct, statusText, when } from './text';
 import { timeline, TIMELINE_MAX, TIMELINE_SCAN_ROWS } from './timeline';
+import { eventSummary, webhookCell } from './timeline-view';
+import { bankText, codeText, counted, deliveryText } from './codes';
+import { listEndpoints } from '../webhooks/store';
 
 /** `events_from` of a payment page's query: where its timeline's window starts (a seq), or undefined. */
 function eventsFrom(ctx: Ctx): number | undefined {
@@ -36,13 +39,13 @@ ${kv(ct(lang, 'order'), esc(p.order_id))}
 ${kv(ct(lang, 'amount'), amount(p.amount))}
 ${kv(ct(lang, 'refunds'), amount(p.amount_refunded))}
 ${kv(ct(lang, 'status'), `<span class="badge ${esc(p.status)}">${esc(statusText(lang, p.status))}</span>`)}
-${kv(ct(lang, 'method'), esc(p.method))}
-${kv(ct(lang, 'mode'), esc(p.mode))}
+${kv(ct(lang, 'method'), esc(codeText(lang, p.method)))}
+${kv(ct(lang, 'mode'), esc(codeText(lang, p.mode)))}
 ${kv(ct(lang, 'shop'), esc(shopName))}
 ${kv(ct(lang, 'created'), esc(when(p.created_at)))}
 ${p.description ? kv(ct(lang, 'description'), esc(p.description)) : ''}
 ${p.card_mask ? kv(ct(lang, 'card'), esc(`${p.card_brand} ${p.card_mask}`)) : ''}
-${p.bank_name ? kv(ct(lang, 'bank'), esc(p.bank_name)) : ''}
+${p.bank_name ? kv(ct(lang, 'bank'), esc(bankText(lang, p.bank_name))) : ''}
 ${p.rrn ? kv('RRN', esc(p.rrn)) : ''}
 </dl>`;
 }
@@ -82,25 +85,20 @@ ${field('r-reason', ct(lang, 'reason'), `<input id="r-reason" name="reason" maxl
   const from = eventsFrom(ctx);
   const { events, next } = await timeline(store, p, from);
   const back = `/cabinet/payments/${p.id}`;
+  const log = await deliveryLog(store, { paymentId: p.id, limit: TIMELINE_MAX });
+  const sent = { delivered: new Set(log.map((a) => a.event_id)), endpoints: await listEndpoints(store, p.shop_id), back };
   const timelineTable = table(
     [{ label: ct(lang, 'time') }, { label: ct(lang, 'event') }, { label: ct(lang, 'details') }, { label: ct(lang, 'webhooks') }],
-    events.map((e) => [
-      esc(when(e.at)),
-      `<span class="mono">${esc(e.kind)}</span>`,
-      esc(summary(e.payload)),
-      e.webhook_event
-        ? `<span class="mono">${esc(e.webhook_event)}</span> ${postForm(ctx, `/cabinet/events/${e.id}/resend`, `<input type="hidden" name="back" value="${esc(back)}"><button class="chip" type="submit" aria-label="${esc(`${ct(lang, 'resend')} ${e.webhook_event}`)}">${esc(ct(lang, 'resend'))}</button>`)}`
-        : '—',
-    ]),
+    events.map((e) => [esc(when(e.at)), `<span class="mono nowrap">${esc(e.kind)}</span>`, esc(eventSummary(lang, e.payload, p.currency)), webhookCell(ctx, e, sent)]),
     ct(lang, 'nothing'),
   );
   const attempts = table(
     [{ label: ct(lang, 'time') }, { label: ct(lang, 'event') }, { label: ct(lang, 'attempt'), num: true }, { label: ct(lang, 'status') }, { label: ct(lang, 'answer') }, { label: 'URL' }],
-    (await deliveryLog(store, { paymentId: p.id, limit: TIMELINE_MAX })).map((a) => [
+    log.map((a) => [
       esc(a.attempted_at ? when(a.attempted_at) : `→ ${when(a.next_attempt_at)}`),
       `<span class="mono">${esc(a.event)}</span>`,
       String(a.attempt),
-      `<span class="badge ${esc(a.status)}">${esc(a.status)}</span>`,
+      `<span class="badge ${esc(a.status)}">${esc(deliveryText(lang, a.status))}</span>`,
       esc(a.response_code ?? a.error ?? ''),
       `<span class="mono">${esc(a.url)}</span>`,
     ]),
@@ -116,16 +114,6 @@ ${from !== undefined ? `<p><a href="/cabinet/payments/${esc(p.id)}">${esc(ct(lan
 ${next !== null ? `<p class="muted" role="status">${esc(ct(lang, 'timeline_more').replace('{n}', TIMELINE_SCAN_ROWS.toLocaleString(lang === 'ru' ? 'ru-RU' : 'en-GB')))} <a href="/cabinet/payments/${esc(p.id)}?events_from=${next}">${esc(ct(lang, 'timeline_search_on'))}</a></p>` : ''}
 <h2>${esc(ct(lang, 'webhook_attempts'))}</h2>${attempts}`;
   return cabinetPage(ctx, { title: `${ct(lang, 'payment')} ${p.public_id}`, active: 'payments', body });
-}
-
-/** An event payload in one short line: its status and amount when it has them. */
-function summary(payload: string): string {
-  try {
-    const o = JSON.parse(payload) as Record<string, unknown>;
-    return ['status', 'amount', 'failure_code', 'method'].filter((k) => o[k] !== undefined && o[k] !== '').map((k) => `${k}: ${String(o[k])}`).join(', ');
-  } catch {
-    return '';
-  }
 }
 
 /** Rubles typed into the refund form as minor units; empty means the whole remainder (0). */
@@ -156,14 +144,13 @@ export async function postCancel(ctx: Ctx<PaymentsCore>): Promise<Reply> {
 export async function postResend(ctx: Ctx<Core & { webhooks: DeliveryWorker }>): Promise<Reply> {
   const id = ctx.params.id;
   const ev = await ctx.app.store.get<{ shop_id: string }>('SELECT shop_id FROM events WHERE id = ?', id);
-  if (!ev) throw notFound(`Cannot find event "${id.slice(0, 64)}"`);
-  await ownShop(ctx, ev.shop_id);
+  await shopOfOwn(ctx, ev?.shop_id, `Cannot find event "${id.slice(0, 64)}"`);
   const backField = form(ctx).get('back') ?? '';
   const back = /^\/cabinet\/[A-Za-z0-9/?=&._-]*$/.test(backField) ? backField : '/cabinet/webhooks';
   return change(ctx, { action: 'webhook.resend', target: id, back }, async () => {
     const n = await ctx.app.store.tx((tx) => resendEvent(tx, id, ctx.app.clocks.real()));
     // Sent now rather than at the worker's next sweep.
     await ctx.app.webhooks.sweep();
-    return `${n} deliveries queued`;
+    return counted(ctx.cabinet!.lang, n, 'deliveries');
   });
 }

@@ -13,6 +13,9 @@ import { iso } from '../util/time';
 import { cabinetPage, field, table } from './layout';
 import { merchantShops, ownShop } from './scope';
 import { ct, statusText, when, type CabKey } from './text';
+import { codeText, maskPhone } from './codes';
+import { failureReason } from '../pay-page/i18n';
+import type { Reader } from '../db/store';
 
 /** Rows per page of a register in the cabinet. */
 const PAGE_ROWS = 50;
@@ -27,6 +30,8 @@ interface Column {
   cell(r: Row, lang: Lang, shops: Map<string, string>): string;
   csv(r: Row, shops: Map<string, string>): string | number;
   csvName: string;
+  /** In the export only, not on the page. */
+  csvOnly?: boolean;
 }
 
 interface Register {
@@ -35,6 +40,37 @@ interface Register {
   statuses: readonly string[];
   orderId: boolean;
   columns: Column[];
+  /** Adds to a page's rows (at most a page) what other tables know about them, before they are shown or exported. */
+  enrich?(q: Reader, rows: Row[]): Promise<void>;
+}
+
+/**
+ * A refund's payment as a merchant knows it: its order id, or its public number when the order has none (the
+ * refunds table keeps only the payment's UUID). One read of the payments of the page's refunds.
+ */
+async function refundPayments(q: Reader, rows: Row[]): Promise<void> {
+  const ids = [...new Set(rows.map((r) => String(r.payment_id)))];
+  if (ids.length === 0) return;
+  const found = await q.all<{ id: string; public_id: string; order_id: string }>(`SELECT id, public_id, order_id FROM payments WHERE id IN (${ids.map(() => '?').join(', ')})`, ...ids);
+  const byId = new Map(found.map((p) => [p.id, p]));
+  for (const r of rows) {
+    const p = byId.get(String(r.payment_id));
+    r.payment_order_id = p?.order_id ?? '';
+    r.payment_public_id = p?.public_id ?? '';
+  }
+}
+
+/** A payout's recipient, never whole: the phone masked and the bank (SBP), the card's last four, the account's last four. */
+function recipientOf(r: Row): string {
+  let o: Record<string, string> = {};
+  try {
+    o = JSON.parse(String(r.recipient ?? '{}')) as Record<string, string>;
+  } catch {
+    // An unreadable echo shows as no recipient rather than failing the page.
+  }
+  if (r.method === 'payouts_sbp') return [o.phone ? maskPhone(o.phone) : '', r.bank_name ? String(r.bank_name) : ''].filter(Boolean).join(', ');
+  if (r.method === 'payouts_card') return r.card_last4 ? `•••• ${String(r.card_last4)}` : '';
+  return o.account_number ? `•••• ${o.account_number.slice(-4)}` : '';
 }
 
 const badge = (lang: Lang, s: string): string => `<span class="badge ${esc(s)}">${esc(statusText(lang, s))}</span>`;
@@ -53,8 +89,10 @@ const REGISTERS: Record<Register['name'], Register> = {
       { label: 'order', cell: (r) => `<a href="/cabinet/payments/${esc(r.id)}">${esc(r.order_id)}</a>`, csv: (r) => String(r.order_id), csvName: 'order_id' },
       { label: 'amount', num: true, cell: (r, l) => money(l, r), csv: (r) => r.amount, csvName: 'amount' },
       { label: 'status', cell: (r, l) => badge(l, r.status), csv: (r) => r.status, csvName: 'status' },
-      { label: 'method', cell: (r) => esc(r.method), csv: (r) => String(r.method), csvName: 'method' },
+      { label: 'method', cell: (r, l) => esc(codeText(l, String(r.method))), csv: (r) => String(r.method), csvName: 'method' },
       shopCol,
+      // The operation id at the acquiring bank (live mode), for reconciling with the bank's own register.
+      { label: 'payment', cell: () => '', csv: (r) => String((JSON.parse(String(r.metadata ?? '{}')) as Record<string, unknown>).bank_ref ?? ''), csvName: 'bank_ref', csvOnly: true },
     ],
   },
   refunds: {
@@ -62,9 +100,16 @@ const REGISTERS: Record<Register['name'], Register> = {
     table: 'refunds',
     statuses: REFUND_STATUSES,
     orderId: false,
+    enrich: refundPayments,
     columns: [
       createdCol,
-      { label: 'payment', cell: (r) => `<a class="mono" href="/cabinet/payments/${esc(r.payment_id)}">${esc(String(r.payment_id).slice(0, 8))}…</a>`, csv: (r) => String(r.payment_id), csvName: 'payment_id' },
+      {
+        label: 'payment',
+        cell: (r) => `<a href="/cabinet/payments/${esc(r.payment_id)}">${esc(String(r.payment_order_id || r.payment_public_id || r.payment_id))}</a>`,
+        csv: (r) => String(r.payment_id),
+        csvName: 'payment_id',
+      },
+      { label: 'payment_number', cell: (r) => esc(r.payment_public_id), csv: (r) => String(r.payment_order_id ?? ''), csvName: 'order_id' },
       { label: 'amount', num: true, cell: (r, l) => esc(formatAmount(l, r.amount, 'RUB')), csv: (r) => r.amount, csvName: 'amount' },
       { label: 'status', cell: (r, l) => badge(l, r.status), csv: (r) => r.status, csvName: 'status' },
       { label: 'reason', cell: (r) => esc(r.reason), csv: (r) => String(r.reason), csvName: 'reason' },
@@ -78,9 +123,10 @@ const REGISTERS: Record<Register['name'], Register> = {
     orderId: false,
     columns: [
       createdCol,
-      { label: 'method', cell: (r) => esc(r.method), csv: (r) => String(r.method), csvName: 'method' },
+      { label: 'method', cell: (r, l) => esc(codeText(l, String(r.method))), csv: (r) => String(r.method), csvName: 'method' },
+      { label: 'recipient', cell: (r) => esc(recipientOf(r)), csv: (r) => recipientOf(r), csvName: 'recipient' },
       { label: 'amount', num: true, cell: (r, l) => money(l, r), csv: (r) => r.amount, csvName: 'amount' },
-      { label: 'status', cell: (r, l) => badge(l, r.status) + (r.fail_reason ? ` <small>${esc(r.fail_reason)}</small>` : ''), csv: (r) => r.status, csvName: 'status' },
+      { label: 'status', cell: (r, l) => badge(l, r.status) + (r.fail_reason ? ` <small>${esc(failureReason(l, String(r.fail_reason)))}</small>` : ''), csv: (r) => r.status, csvName: 'status' },
       { label: 'id', cell: (r) => `<span class="mono">${esc(r.id)}</span>`, csv: (r) => String(r.id), csvName: 'id' },
       shopCol,
     ],
@@ -145,7 +191,9 @@ async function queryRows(ctx: Ctx<Core>, reg: Register, f: Filter, rq: RegisterQ
   if (f.orderId) extra.sql.push('order_id = ?'), extra.params.push(f.orderId);
   if (f.amountMin !== null) extra.sql.push('amount >= ?'), extra.params.push(f.amountMin);
   if (f.amountMax !== null) extra.sql.push('amount <= ?'), extra.params.push(f.amountMax);
-  return cabinetRows<Row>(ctx.app.store, TABLES[reg.name], f.shopIds, ctx.cabinet!.mode, rq, extra);
+  const found = await cabinetRows<Row>(ctx.app.store, TABLES[reg.name], f.shopIds, ctx.cabinet!.mode, rq, extra);
+  await reg.enrich?.(ctx.app.store, found.rows);
+  return found;
 }
 
 async function highSeq(ctx: Ctx<Core>, reg: Register): Promise<number> {
@@ -180,7 +228,8 @@ ${field('f-to', ct(lang, 'date_to'), input('f-to', 'to', 'date'))}
 ${reg.orderId ? field('f-order', ct(lang, 'order_id'), input('f-order', 'order_id', 'text', ' maxlength="128"')) : ''}
 ${field('f-min', ct(lang, 'amount_from'), input('f-min', 'amount_min', 'text', ' inputmode="decimal"'))}
 ${field('f-max', ct(lang, 'amount_to'), input('f-max', 'amount_max', 'text', ' inputmode="decimal"'))}
-<div class="inline"><button class="btn" type="submit">${esc(ct(lang, 'filter'))}</button><a class="btn secondary" href="/cabinet/${reg.name}">${esc(ct(lang, 'reset_filter'))}</a></div>
+<div class="actions"><button class="btn" type="submit">${esc(ct(lang, 'filter'))}</button><a class="btn secondary" href="/cabinet/${reg.name}">${esc(ct(lang, 'reset_filter'))}</a>
+<a class="btn secondary" href="/cabinet/${reg.name}.csv${filterQuery(ctx)}" download>${esc(ct(lang, 'export_csv'))}</a></div>
 </form>`;
 }
 
@@ -198,8 +247,9 @@ export function registerPage(name: Register['name']): (ctx: Ctx<Core>) => Promis
     // A filter checked row by row searched a bounded stretch of the register: the next page searches on below it.
     const searchedTo = found.searchedTo && !page.next_cursor ? found.searchedTo : null;
     if (searchedTo) page.next_cursor = encodeCursor({ ...searchedTo, high: f.rq.after ? f.rq.after.high : await highSeq(ctx, reg) });
-    const heads = reg.columns.map((c) => ({ label: ct(lang, c.label), num: c.num }));
-    const list = table(heads, page.items.map((r) => reg.columns.map((c) => c.cell(r, lang, shops))), ct(lang, 'nothing'));
+    const shown = reg.columns.filter((c) => !c.csvOnly);
+    const heads = shown.map((c) => ({ label: ct(lang, c.label), num: c.num }));
+    const list = table(heads, page.items.map((r) => shown.map((c) => c.cell(r, lang, shops))), ct(lang, 'nothing'));
     const pager = [
       ctx.query.get('cursor') ? `<a class="btn secondary" href="/cabinet/${name}${filterQuery(ctx)}">${esc(ct(lang, 'first_page'))}</a>` : '',
       page.next_cursor ? `<a class="btn secondary" rel="next" href="/cabinet/${name}${filterQuery(ctx, { cursor: page.next_cursor })}">${esc(ct(lang, 'next_page'))}</a>` : '',
@@ -207,7 +257,6 @@ export function registerPage(name: Register['name']): (ctx: Ctx<Core>) => Promis
     const body = `<h1>${esc(ct(lang, name))}</h1>
 ${f.error ? `<p class="alert" role="alert">${esc(f.error)}</p>` : ''}
 ${await filterForm(ctx, reg, f)}
-<p><a class="btn secondary" href="/cabinet/${name}.csv${filterQuery(ctx)}" download>${esc(ct(lang, 'export_csv'))}</a></p>
 ${list}
 ${searchedTo ? `<p class="muted" role="status">${esc(ct(lang, 'searched_to').replace('{n}', SCAN_ROWS_MAX.toLocaleString(lang === 'ru' ? 'ru-RU' : 'en-GB')).replace('{when}', when(searchedTo.createdAt)))}</p>` : ''}
 <div class="pager">${pager}</div>`;
@@ -215,11 +264,19 @@ ${searchedTo ? `<p class="muted" role="status">${esc(ct(lang, 'searched_to').rep
   };
 }
 
-/** A CSV field: quoted when it holds a separator, quote or line break; a leading =+-@ is defused for spreadsheets. */
+/**
+ * Where a spreadsheet may start a cell inside a field: its start, or after any separator the file may be read
+ * with (a comma; a semicolon, as Excel in a Russian locale splits; a tab; a pipe; a line break), past any spaces
+ * or quotes. A cell beginning with = + - @ (or their full-width forms, or a tab or carriage return) runs as a
+ * formula; a `'` put before that character makes it text.
+ */
+const FORMULA_START = /(^|[,;\t|\r\n])([\s"']*)(?=[=+\-@\uFF1D\uFF0B\uFF0D\uFF20\t\r])/g;
+
+/** A CSV field: formulas defused wherever a cell may begin (FORMULA_START); quoted when it holds a separator, quote or line break. */
 export function csvField(v: string | number): string {
   if (typeof v === 'number') return String(v);
-  const safe = /^[=+\-@\t\r]/.test(v) ? `'${v}` : v;
-  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+  const safe = v.replace(FORMULA_START, "$1$2'");
+  return /[",;\t\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
 /**

@@ -19,6 +19,16 @@ export async function ownShop(ctx: Ctx<Pick<Core, 'store'>>, id: string | undefi
   return shop;
 }
 
+/**
+ * The shop of an object the user named by its own id (a key, a webhook endpoint, an event), else the 404 of
+ * that object (`missing`): another merchant's object answers exactly as an unknown id does, naming no shop.
+ */
+export async function shopOfOwn(ctx: Ctx<Pick<Core, 'store'>>, shopId: string | undefined, missing: string): Promise<Shop> {
+  const shop = shopId ? await ctx.app.store.get<Shop>('SELECT * FROM shops WHERE id = ?', shopId) : undefined;
+  if (!shop || shop.merchant_id !== ctx.cabinet!.merchantId) throw notFound(missing);
+  return shop;
+}
+
 /** The shop a page is about: `?shop=` when given (and the user's), else the merchant's first shop. */
 export async function chosenShop(ctx: Ctx<Pick<Core, 'store'>>): Promise<Shop> {
   const id = ctx.query.get('shop');

@@ -11,7 +11,7 @@ export const SESSION_IDLE_MS = 30 * 60_000;
 export const SESSION_ABSOLUTE_MS = 12 * 3_600_000;
 /** last_seen_at is written at most this often: a page view is a read, not a write, most of the time. */
 const TOUCH_EVERY_MS = 60_000;
-/** The session cookie's name. */
+/** The session cookie's name over http; over https it carries the `__Host-` prefix (cookieName). */
 export const SESSION_COOKIE = 'kopek_cabinet';
 
 interface SessionRow {
@@ -25,7 +25,7 @@ interface SessionRow {
   last_seen_at: number;
   email: string;
   merchant_id: string;
-  totp_secret: string | null;
+  totp_on: number;
   disabled_at: number | null;
 }
 
@@ -63,12 +63,12 @@ export function cookieValue(header: string | undefined, name: string): string | 
  * The session of a request's cookie, or null when there is none, it is unknown, it expired (idle or absolute;
  * an expired one is deleted), or its user was disabled. A flash message is taken out of the session here.
  */
-export async function loadSession(store: Store, clocks: Clocks, cookieHeader: string | undefined, consumeFlash: boolean): Promise<CabinetAuth | null> {
-  const token = cookieValue(cookieHeader, SESSION_COOKIE);
+export async function loadSession(store: Store, clocks: Clocks, cookieHeader: string | undefined, consumeFlash: boolean, baseUrl: string): Promise<CabinetAuth | null> {
+  const token = cookieValue(cookieHeader, cookieName(baseUrl, SESSION_COOKIE));
   if (!token || !/^[A-Za-z0-9_-]{43}$/.test(token)) return null;
   const hash = sha256Hex(token);
   const row = await store.get<SessionRow>(
-    `SELECT s.*, u.email, u.merchant_id, u.totp_secret, u.disabled_at FROM cabinet_sessions s JOIN cabinet_users u ON u.id = s.user_id
+    `SELECT s.*, u.email, u.merchant_id, u.totp_secret IS NOT NULL AS totp_on, u.disabled_at FROM cabinet_sessions s JOIN cabinet_users u ON u.id = s.user_id
        WHERE s.token_hash = ?`,
     hash,
   );
@@ -91,7 +91,7 @@ export async function loadSession(store: Store, clocks: Clocks, cookieHeader: st
     csrf: row.csrf_token,
     mode: row.view_mode,
     lang: row.lang,
-    totp: row.totp_secret !== null,
+    totp: row.totp_on === 1,
     flash,
   };
 }
@@ -130,17 +130,33 @@ export async function openSessions(store: Store, clocks: Clocks, userId: string)
   return (await store.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_sessions WHERE user_id = ? AND last_seen_at > ?', userId, since))!.n;
 }
 
-/** The attributes every cabinet cookie carries; Secure when the service is reached over https (`baseUrl`, Core.baseUrl()). */
+/** True when the service is reached over https (`baseUrl`, Core.baseUrl()): its cookies are then `__Host-` cookies. */
+function overHttps(baseUrl: string): boolean {
+  return baseUrl.startsWith('https:');
+}
+
+/**
+ * A cabinet cookie's name: over https with the `__Host-` prefix, which a browser accepts only from this very
+ * origin (Secure, Path=/, no Domain), so a page on another port or subdomain of the host cannot plant it.
+ */
+export function cookieName(baseUrl: string, name: string): string {
+  return overHttps(baseUrl) ? `__Host-${name}` : name;
+}
+
+/**
+ * The attributes every cabinet cookie carries: over https Secure and Path=/, as the `__Host-` prefix requires;
+ * over plain http (a local server) the path of the cabinet.
+ */
 export function cookieAttributes(baseUrl: string): string {
-  return `HttpOnly; SameSite=Strict; Path=/cabinet${baseUrl.startsWith('https:') ? '; Secure' : ''}`;
+  return overHttps(baseUrl) ? 'HttpOnly; SameSite=Strict; Path=/; Secure' : 'HttpOnly; SameSite=Strict; Path=/cabinet';
 }
 
 /** Set-Cookie for a new session (a browser-session cookie: the server decides expiry). */
 export function sessionCookie(baseUrl: string, token: string): string {
-  return `${SESSION_COOKIE}=${token}; ${cookieAttributes(baseUrl)}`;
+  return `${cookieName(baseUrl, SESSION_COOKIE)}=${token}; ${cookieAttributes(baseUrl)}`;
 }
 
 /** Set-Cookie that removes the session cookie. */
 export function clearedSessionCookie(baseUrl: string): string {
-  return `${SESSION_COOKIE}=; Max-Age=0; ${cookieAttributes(baseUrl)}`;
+  return `${cookieName(baseUrl, SESSION_COOKIE)}=; Max-Age=0; ${cookieAttributes(baseUrl)}`;
 }

@@ -4,6 +4,7 @@ import { esc } from '../pay-page/layout';
 import { ALL_SCOPES } from '../auth/scopes';
 import { activateLive, createShop, getMerchant, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes } from './store';
 import { removeAcquirer, setTBankAcquirer, showAcquirer } from '../tbank/acquirer';
+import { apiUrlChoices } from '../tbank/settings';
 import { recordAudit } from './audit';
 import { cabinetPage, field, postForm, table } from './layout';
 import { actor, merchantShops, ownShop } from './scope';
@@ -88,7 +89,7 @@ async function liveSection(ctx: Ctx<Core>, shopId: string, base: string): Promis
     `${base}/acquirer`,
     `${field('acq-key', ct(lang, 'terminal_key'), '<input id="acq-key" name="terminal_key" required maxlength="64" autocomplete="off" spellcheck="false">')}
 ${field('acq-pass', ct(lang, 'terminal_password'), '<input id="acq-pass" name="password" type="password" required maxlength="128" autocomplete="new-password">')}
-${field('acq-url', ct(lang, 'api_url'), '<input id="acq-url" name="api_url" type="url" maxlength="2048" autocomplete="off" spellcheck="false">', ct(lang, 'acquirer_hint'))}
+${field('acq-url', ct(lang, 'api_url'), `<select id="acq-url" name="api_url">${apiUrlChoices(a?.api_url).map((u) => `<option value="${esc(u)}"${u === a?.api_url ? ' selected' : ''}>${esc(u)}</option>`).join('')}</select>`, ct(lang, 'acquirer_hint'))}
 <button class="btn" type="submit">${esc(ct(lang, 'set_acquirer'))}</button>`,
   );
   const live = merchant?.live_enabled
@@ -106,7 +107,9 @@ export async function postAcquirer(ctx: Ctx<Core>): Promise<Reply> {
   const s = await ownShop(ctx, ctx.params.id);
   const f = form(ctx);
   return change(ctx, { action: 'shop.acquirer.set', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => {
-    const v = await setTBankAcquirer(ctx.app.store, s.id, { terminalKey: f.get('terminal_key') ?? '', password: f.get('password') ?? '', apiUrl: f.get('api_url') || undefined }, ctx.app.clocks.real());
+    // Only the bank's own addresses (or the one the operator set): a merchant cannot point kopek at any address.
+    const choices = apiUrlChoices((await showAcquirer(ctx.app.store, s.id))?.api_url);
+    const v = await setTBankAcquirer(ctx.app.store, s.id, { terminalKey: f.get('terminal_key') ?? '', password: f.get('password') ?? '', apiUrl: f.get('api_url') || undefined }, ctx.app.clocks.real(), choices);
     return `${v.provider} ${v.terminal_key}`;
   });
 }

@@ -160,18 +160,24 @@ export async function setRequireSignature(store: Store, shopId: string, on: bool
   await store.tx((tx) => tx.run('UPDATE shops SET require_signature = ? WHERE id = ?', on ? 1 : 0, shopId));
 }
 
-/** Create an API key; the key is returned once and only its hash is stored. Scopes default to the shop's. */
+/**
+ * Create an API key; the key is returned once and only its hash is stored. Scopes default to the shop's.
+ * `fixed` is the secret to use instead of a random one (serve --demo-key, checked there), of the mode's prefix.
+ */
 export async function createKey(
   store: Store,
   shopId: string,
   mode: Mode,
   scopes: string | undefined,
   now: number,
+  fixed?: string,
 ): Promise<{ key: ApiKey; secret: string }> {
   const shop = await requireShop(store, shopId, 'cannot create key');
   if (mode !== 'test' && mode !== 'live') throw new Error(`cannot create key: mode must be test or live, got "${mode}"`);
   const list = scopes === undefined ? shop.scopes.split(',').filter(Boolean) : because('cannot create key', () => parseScopes(scopes));
-  const full = secret(mode === 'test' ? 'sk_test_' : 'sk_live_');
+  const prefix = mode === 'test' ? 'sk_test_' : 'sk_live_';
+  if (fixed !== undefined && !fixed.startsWith(prefix)) throw new Error(`cannot create key: a ${mode} key starts with ${prefix}`);
+  const full = fixed ?? secret(prefix);
   const key: ApiKey = {
     id: uuid(),
     shop_id: shopId,
@@ -230,11 +236,11 @@ export async function activateLive(store: Store, merchantId: string): Promise<{ 
   return { id: merchantId, live_enabled: true, shops_with_acquirer: shops };
 }
 
-/** The demo setup: a merchant, a shop with every scope, and a test key. */
-export async function createDemo(store: Store, now: number): Promise<{ merchant: Merchant; shop: Shop; key: ApiKey; secret: string }> {
+/** The demo setup: a merchant, a shop with every scope, and a test key (`fixedKey` its secret, else a random one). */
+export async function createDemo(store: Store, now: number, fixedKey?: string): Promise<{ merchant: Merchant; shop: Shop; key: ApiKey; secret: string }> {
   const merchant = await createMerchant(store, 'Demo merchant', now);
   const shop = await createShop(store, merchant.id, 'Demo shop', undefined, now);
-  const { key, secret: s } = await createKey(store, shop.id, 'test', undefined, now);
+  const { key, secret: s } = await createKey(store, shop.id, 'test', undefined, now, fixedKey);
   return { merchant, shop, key, secret: s };
 }
 

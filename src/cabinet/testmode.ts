@@ -1,6 +1,7 @@
 import type { Ctx, Reply } from '../http/types';
 import type { Core } from '../core/core';
 import { esc } from '../pay-page/layout';
+import type { Lang } from '../pay-page/i18n';
 import { cabinetPage, field, postForm } from './layout';
 import { chosenShop, ownShop } from './scope';
 import { advanceTestClock, resetTest, testClock } from './domain';
@@ -22,8 +23,8 @@ export async function testPage(ctx: Ctx<Core>): Promise<Reply> {
   const body = `<h1>${esc(ct(lang, 'test_mode'))} · ${esc(shop.name)}</h1>
 ${await shopPicker(ctx, '/cabinet/test', shop.id)}
 <h2>${esc(ct(lang, 'test_clock'))}</h2>
-<dl class="kv"><div><dt>${esc(ct(lang, 'clock_now'))}</dt><dd id="clock-now">${esc(when(clock.now))} UTC</dd></div>
-<div><dt>${esc(ct(lang, 'clock_offset'))}</dt><dd id="clock-offset">${esc(duration(clock.offset_ms))}</dd></div></dl>
+<dl class="kv"><div><dt>${esc(ct(lang, 'clock_now'))}</dt><dd id="clock-now">${esc(when(clock.now))}</dd></div>
+<div><dt>${esc(ct(lang, 'clock_offset'))}</dt><dd id="clock-offset">${esc(duration(lang, clock.offset_ms))}</dd></div></dl>
 ${postForm(
   ctx,
   `${base}/advance`,
@@ -36,12 +37,13 @@ ${postForm(ctx, `${base}/reset`, `<fieldset class="checks"><legend class="sr">${
   return cabinetPage(ctx, { title: ct(lang, 'test_mode'), active: 'test_mode', body });
 }
 
-function duration(ms: number): string {
+function duration(lang: Lang, ms: number): string {
   const s = Math.floor(ms / 1000);
   const d = Math.floor(s / 86_400);
   const h = Math.floor((s % 86_400) / 3600);
   const m = Math.floor((s % 3600) / 60);
-  return `${d}d ${h}h ${m}m`;
+  const [dd, hh, mm] = lang === 'ru' ? ['д', 'ч', 'мин'] : ['d', 'h', 'min'];
+  return `${d} ${dd} ${h} ${hh} ${m} ${mm}`;
 }
 
 /** POST /cabinet/test/:shop/advance {amount, unit}: moves the test clock and runs what became due, as the API does. */

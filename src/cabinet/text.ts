@@ -38,8 +38,12 @@ const TEXTS = {
   failing_endpoints: ['Вебхуки с ошибками', 'Failing webhook endpoints'],
   none_failing: ['Все адреса вебхуков отвечают.', 'Every webhook endpoint answers.'],
   chart_title: ['Платежи по дням за 14 дней', 'Payments per day, last 14 days'],
-  chart_count: ['платежей', 'payments'],
-  chart_amount: ['оплачено', 'paid'],
+  chart_count_title: ['Создано платежей', 'Payments created'],
+  chart_paid_title: ['Оплачено', 'Amount paid'],
+  chart_count_legend: ['Столбец — сколько платежей создано за день (UTC), шкала в штуках', 'Bar: payments created that day (UTC), scale in payments'],
+  chart_paid_legend: ['Столбец — сколько из них оплачено за день (UTC), шкала в рублях', 'Bar: how much of them was paid that day (UTC), scale in rubles'],
+  chart_total: ['За 14 дней', 'In 14 days'],
+  chart_day: ['День (UTC)', 'Day (UTC)'],
   status: ['Статус', 'Status'],
   amount: ['Сумма', 'Amount'],
   amount_from: ['Сумма от', 'Amount from'],
@@ -47,8 +51,8 @@ const TEXTS = {
   order: ['Заказ', 'Order'],
   order_id: ['Номер заказа', 'Order id'],
   created: ['Создан', 'Created'],
-  date_from: ['С даты', 'From'],
-  date_to: ['По дату', 'To'],
+  date_from: ['С даты (UTC)', 'From (UTC)'],
+  date_to: ['По дату (UTC)', 'To (UTC)'],
   any_status: ['Любой', 'Any'],
   filter: ['Показать', 'Filter'],
   reset_filter: ['Сбросить', 'Clear'],
@@ -61,6 +65,8 @@ const TEXTS = {
   nothing: ['Ничего не найдено.', 'Nothing found.'],
   method: ['Способ', 'Method'],
   payment: ['Платёж', 'Payment'],
+  payment_number: ['Номер платежа', 'Payment number'],
+  recipient: ['Получатель', 'Recipient'],
   timeline: ['История', 'Timeline'],
   webhook_attempts: ['Доставка вебхуков', 'Webhook deliveries'],
   refund: ['Вернуть', 'Refund'],
@@ -69,6 +75,8 @@ const TEXTS = {
   refundable: ['Можно вернуть', 'Refundable'],
   cancel_payment: ['Отменить платёж', 'Cancel payment'],
   resend: ['Отправить снова', 'Resend'],
+  send_now: ['Отправить', 'Send'],
+  no_endpoint_received: ['Ни один адрес вебхуков его не получил.', 'No webhook endpoint received it.'],
   event: ['Событие', 'Event'],
   time: ['Время', 'Time'],
   answer: ['Ответ', 'Answer'],
@@ -81,13 +89,14 @@ const TEXTS = {
   ip_hint: ['Через запятую: IPv4, IPv6, подсети CIDR. Пусто — любой адрес.', 'Comma-separated IPv4, IPv6, CIDR ranges. Empty: any address.'],
   signing_secret: ['Секрет подписи запросов', 'Request-signing secret'],
   rotate: ['Выпустить новый', 'Rotate'],
+  rotate_secret: ['Новый секрет адреса', "Rotate an endpoint's secret"],
   require_signature: ['Требовать подпись X-PSP-Signature', 'Require X-PSP-Signature'],
   acquirer: ['Эквайер (боевой режим)', 'Acquirer (live mode)'],
   acquirer_none: ['Эквайер не подключён: боевые ключи магазина получают 403 acquirer_not_configured.', 'No acquirer: the shop\'s live keys get 403 acquirer_not_configured.'],
   acquirer_hint: ['Терминал Т-Банка (интернет-эквайринг). Пароль хранится зашифрованным и больше не показывается.', 'A T-Bank Internet Acquiring terminal. The password is stored encrypted and never shown again.'],
   terminal_key: ['TerminalKey', 'TerminalKey'],
   terminal_password: ['Пароль терминала', 'Terminal password'],
-  api_url: ['Адрес API (пусто: боевой адрес банка)', "API address (empty: the bank's production address)"],
+  api_url: ['Адрес API банка (боевой или тестовый)', "The bank's API address (production or test)"],
   set_acquirer: ['Подключить терминал', 'Connect the terminal'],
   remove_acquirer: ['Отключить эквайер', 'Remove the acquirer'],
   live_on: ['Боевой режим подключён.', 'Live mode is on.'],
@@ -95,6 +104,7 @@ const TEXTS = {
   activate_live: ['Подключить боевой режим', 'Activate live mode'],
   shown_once: ['Показан один раз: сохраните его сейчас.', 'Shown once: save it now.'],
   create_key: ['Создать ключ', 'Create key'],
+  key: ['Ключ', 'Key'],
   mode: ['Режим', 'Mode'],
   prefix: ['Начало', 'Prefix'],
   last_use: ['Последнее использование', 'Last use'],
@@ -182,9 +192,12 @@ export function statusText(lang: Lang, status: string): string {
   return STATUS[status]?.[lang === 'ru' ? 0 : 1] ?? status;
 }
 
-/** A moment (ms or an ISO string) as `YYYY-MM-DD HH:MM:SS` UTC (the registers' dates are UTC days too). */
+/**
+ * A moment (ms or an ISO string) as `YYYY-MM-DD HH:MM:SS UTC`: every time the cabinet shows names its zone, and
+ * it is the registers' (their dates are UTC days) and the API's.
+ */
 export function when(at: number | string | null | undefined): string {
   if (at === null || at === undefined) return '—';
   const ms = typeof at === 'string' ? Date.parse(at) : at;
-  return new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
+  return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 }

@@ -2,8 +2,10 @@ import { randomBytes, scrypt, scryptSync, timingSafeEqual } from 'node:crypto';
 import type { Reader, Store } from '../db/store';
 import { uuid } from '../util/ids';
 import { sha256Hex } from '../util/crypto';
+import { seal, unseal } from '../secrets/at-rest';
 import { getMerchant } from './store';
 import { base32, matchTotp, newTotpSecret } from './totp';
+import { throttledCheck, type CheckOutcome } from './password-check';
 
 /** scrypt cost: N = 2^15, r = 8, p = 1 (about 50 ms and 32 MiB per hash), OWASP's recommended minimum. */
 const SCRYPT = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 } as const;
@@ -23,7 +25,9 @@ export interface CabinetUser {
   merchant_id: string;
   email: string;
   password_hash: string;
+  /** The confirmed TOTP secret, sealed under the master key (totpSecret reads it). */
   totp_secret: string | null;
+  /** The secret offered during enrolment, sealed too (pendingTotpSecret reads it). */
   totp_pending: string | null;
   totp_last_step: number;
   created_at: number;
@@ -128,27 +132,54 @@ export async function disableUser(store: Store, idOrEmail: string, now: number):
   return { ...user, disabled_at: now };
 }
 
-/** Replace a user's password; `current` must match. Other sessions end (a stolen one stops with the old password). */
-export async function changePassword(store: Store, userId: string, current: string, next: string, keepSession: string): Promise<void> {
+/** Where a user's TOTP secret is sealed: the AES-GCM context binds the ciphertext to its column and user. */
+function totpContext(column: 'totp_secret' | 'totp_pending', userId: string): string {
+  return `cabinet_users.${column}:${userId}`;
+}
+
+/** A user's confirmed TOTP secret (base32), unsealed; null when TOTP is off. */
+export function totpSecret(store: Store, user: CabinetUser): string | null {
+  return user.totp_secret === null ? null : unseal(store.path, user.totp_secret, totpContext('totp_secret', user.id));
+}
+
+/** The secret of a user's enrolment in progress (base32), unsealed; null when none is pending. */
+export function pendingTotpSecret(store: Store, user: CabinetUser): string | null {
+  return user.totp_pending === null ? null : unseal(store.path, user.totp_pending, totpContext('totp_pending', user.id));
+}
+
+/** A refused or failed password check inside a session, as the message the page shows. */
+export function checkRefusal(action: string, outcome: CheckOutcome, wrong: string): string {
+  if (outcome.kind === 'refused') return `${action}: too many failed attempts; try again in ${Math.max(1, Math.ceil(outcome.wait_ms / 1000))} s`;
+  return `${action}: ${wrong}${outcome.kind === 'failed' && outcome.locked ? '; the account is locked for 15 minutes' : ''}`;
+}
+
+/**
+ * Replace a user's password; `current` must match, checked under the sign-in throttle of the user's email (a
+ * stolen session cannot guess the password faster than a sign-in could). Other sessions end (a stolen one
+ * stops with the old password).
+ */
+export async function changePassword(store: Store, userId: string, current: string, next: string, o: { keepSession: string; ip: string; now: number }): Promise<void> {
+  const action = 'Cannot change the password';
   const user = await getUser(store, userId);
-  if (!user) throw new Error(`cannot change the password: user "${userId}" not found`);
-  if (!(await verifyPassword(user.password_hash, current))) throw new Error('cannot change the password: the current password is wrong');
+  if (!user) throw new Error(`${action}: user "${userId}" not found`);
   let hash: string;
   try {
     hash = hashPassword(next);
   } catch (err) {
-    throw new Error(`cannot change the password: ${(err as Error).message}`);
+    throw new Error(`${action}: ${(err as Error).message}`);
   }
+  const outcome = await throttledCheck(store, { email: user.email, ip: o.ip, now: o.now }, () => verifyPassword(user.password_hash, current));
+  if (outcome.kind !== 'passed') throw new Error(checkRefusal(action, outcome, 'the current password is wrong'));
   await store.tx(async (tx) => {
     await tx.run('UPDATE cabinet_users SET password_hash = ? WHERE id = ?', hash, userId);
-    await tx.run('DELETE FROM cabinet_sessions WHERE user_id = ? AND token_hash <> ?', userId, keepSession);
+    await tx.run('DELETE FROM cabinet_sessions WHERE user_id = ? AND token_hash <> ?', userId, o.keepSession);
   });
 }
 
-/** Begin TOTP enrolment: a new secret is held as pending until a code from it confirms it. */
+/** Begin TOTP enrolment: a new secret, sealed, is held as pending until a code from it confirms it. */
 export async function startTotp(store: Store, userId: string): Promise<string> {
   const secret = newTotpSecret();
-  await store.tx((tx) => tx.run('UPDATE cabinet_users SET totp_pending = ? WHERE id = ?', secret, userId));
+  await store.tx((tx) => tx.run('UPDATE cabinet_users SET totp_pending = ? WHERE id = ?', seal(store.path, secret, totpContext('totp_pending', userId)), userId));
   return secret;
 }
 
@@ -158,12 +189,14 @@ export async function startTotp(store: Store, userId: string): Promise<string> {
  */
 export async function confirmTotp(store: Store, userId: string, code: string, now: number): Promise<string[]> {
   const user = await getUser(store, userId);
-  if (!user?.totp_pending) throw new Error('cannot turn on two-step sign-in: start again, no secret is pending');
-  const step = matchTotp(user.totp_pending, code.replace(/\s/g, ''), now, 0);
-  if (step === null) throw new Error('cannot turn on two-step sign-in: the code does not match; check the phone clock and try the next code');
+  const pending = user ? pendingTotpSecret(store, user) : null;
+  if (!pending) throw new Error('Cannot turn on two-step sign-in: start again, no secret is pending');
+  const step = matchTotp(pending, code.replace(/\s/g, ''), now, 0);
+  if (step === null) throw new Error('Cannot turn on two-step sign-in: the code does not match; check the phone clock and try the next code');
   const codes = Array.from({ length: RECOVERY_CODES }, () => base32(randomBytes(10)).toLowerCase().replace(/(.{4})(?=.)/g, '$1-'));
+  const sealed = seal(store.path, pending, totpContext('totp_secret', userId));
   await store.tx(async (tx) => {
-    await tx.run('UPDATE cabinet_users SET totp_secret = totp_pending, totp_pending = NULL, totp_last_step = ? WHERE id = ?', step, userId);
+    await tx.run('UPDATE cabinet_users SET totp_secret = ?, totp_pending = NULL, totp_last_step = ? WHERE id = ?', sealed, step, userId);
     await tx.run('DELETE FROM cabinet_recovery_codes WHERE user_id = ?', userId);
     for (const c of codes) await tx.run('INSERT INTO cabinet_recovery_codes (user_id, code_hash) VALUES (?, ?)', userId, sha256Hex(c));
   });
@@ -180,9 +213,10 @@ export async function disableTotp(store: Store, userId: string): Promise<void> {
 
 /** The second factor of a sign-in: a current TOTP code (used once) or an unused recovery code (then spent). */
 export async function acceptSecondFactor(store: Store, user: CabinetUser, code: string, now: number): Promise<'totp' | 'recovery' | null> {
-  if (!user.totp_secret) return null;
+  const secret = totpSecret(store, user);
+  if (!secret) return null;
   const clean = code.trim().toLowerCase();
-  const step = matchTotp(user.totp_secret, clean.replace(/\s/g, ''), now, user.totp_last_step);
+  const step = matchTotp(secret, clean.replace(/\s/g, ''), now, user.totp_last_step);
   if (step !== null) {
     // Guarded by the step read, so two sign-ins racing with one code cannot both pass.
     const won = await store.tx(async (tx) => (await tx.run('UPDATE cabinet_users SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?', step, user.id, step)).changes);

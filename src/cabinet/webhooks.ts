@@ -1,16 +1,16 @@
 import type { Ctx, Reply } from '../http/types';
 import type { Core } from '../core/core';
-import { notFound } from '../http/errors';
 import { esc } from '../pay-page/layout';
-import { addEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, WEBHOOK_EVENTS } from '../webhooks/store';
+import { addEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, WEBHOOK_EVENTS, type Endpoint } from '../webhooks/store';
 import { deliveryLog } from '../webhooks/log';
 import { recordAudit } from './audit';
-import { cabinetPage, field, postForm, table } from './layout';
-import { actor, chosenShop, ownShop } from './scope';
+import { cabinetPage, field, postForm, table, tags } from './layout';
+import { actor, chosenShop, ownShop, shopOfOwn } from './scope';
 import { change } from './act';
 import { form } from './guard';
 import { shopPicker } from './keys';
 import { ct, when } from './text';
+import { deliveryText } from './codes';
 
 /** Lines of the delivery log a page shows (the newest). */
 const LOG_LINES = 100;
@@ -25,15 +25,11 @@ export async function webhooksPage(ctx: Ctx<Core>): Promise<Reply> {
   const list = table(
     [{ label: 'URL' }, { label: ct(lang, 'events') }, { label: ct(lang, 'signature') }, { label: ct(lang, 'status') }, { label: ct(lang, 'action') }],
     endpoints.map((e) => [
-      `<span class="mono">${esc(e.url)}</span>`,
-      `<small>${esc(e.events ? e.events.split(',').join(', ') : ct(lang, 'all_events'))}</small>`,
+      `<span class="mono break url">${esc(e.url)}</span>`,
+      e.events ? tags(e.events.split(',')) : esc(ct(lang, 'all_events')),
       esc(e.signature),
       e.disabled_at !== null ? `${esc(ct(lang, 'disabled'))} ${esc(when(e.disabled_at))}: ${esc(e.disabled_reason ?? '')}` : esc(ct(lang, 'active')),
-      `${postForm(
-        ctx,
-        `/cabinet/webhooks/${e.id}/rotate`,
-        `<div class="inline">${field(`ov-${e.id}`, ct(lang, 'overlap_hours'), `<input id="ov-${e.id}" name="overlap" inputmode="numeric" value="0" size="4">`)}<button class="chip" type="submit">${esc(ct(lang, 'rotate'))}</button></div>`,
-      )}${postForm(ctx, `/cabinet/webhooks/${e.id}/delete`, `<button class="chip" type="submit" aria-label="${esc(`${ct(lang, 'delete')} ${e.url}`)}">${esc(ct(lang, 'delete'))}</button>`, { confirm: ct(lang, 'confirm') })}`,
+      `<a class="chip" href="#rotate-${esc(e.id)}">${esc(ct(lang, 'rotate'))}</a> ${postForm(ctx, `/cabinet/webhooks/${e.id}/delete`, `<button class="chip" type="submit" aria-label="${esc(`${ct(lang, 'delete')} ${e.url}`)}">${esc(ct(lang, 'delete'))}</button>`, { confirm: ct(lang, 'confirm') })}`,
     ]),
     ct(lang, 'nothing'),
   );
@@ -49,7 +45,7 @@ export async function webhooksPage(ctx: Ctx<Core>): Promise<Reply> {
       esc(i.attempted_at ? when(i.attempted_at) : `→ ${when(i.next_attempt_at)}`),
       `<span class="mono">${esc(i.event)}</span><br><a class="mono" href="/cabinet/webhooks?shop=${esc(shop.id)}&amp;event=${esc(i.event_id)}">${esc(i.event_id)}</a>`,
       String(i.attempt),
-      `<span class="badge ${esc(i.status)}">${esc(i.status)}</span>`,
+      `<span class="badge ${esc(i.status)}">${esc(deliveryText(lang, i.status))}</span>`,
       esc(i.response_code ?? '') + (i.error ? ` <small>${esc(i.error)}</small>` : '') + (i.latency_ms !== null ? ` <small>${i.latency_ms} ms</small>` : ''),
       `<span class="mono">${esc(i.url)}</span>`,
       postForm(ctx, `/cabinet/events/${i.event_id}/resend`, `<input type="hidden" name="back" value="${esc(back)}"><button class="chip" type="submit" aria-label="${esc(`${ct(lang, 'resend')} ${i.event_id}`)}">${esc(ct(lang, 'resend'))}</button>`),
@@ -61,6 +57,7 @@ export async function webhooksPage(ctx: Ctx<Core>): Promise<Reply> {
   const body = `<h1>${esc(ct(lang, 'webhooks'))} · ${esc(shop.name)}</h1>
 ${await shopPicker(ctx, '/cabinet/webhooks', shop.id)}
 ${list}
+${rotateForms(ctx, endpoints)}
 <h2>${esc(ct(lang, 'add_endpoint'))}</h2>
 ${postForm(
   ctx,
@@ -74,10 +71,32 @@ ${field('w-sig', ct(lang, 'signature'), '<select id="w-sig" name="signature"><op
 <h2 id="log">${esc(ct(lang, 'delivery_log'))}</h2>
 <form method="get" action="/cabinet/webhooks" class="filters" role="search"><input type="hidden" name="shop" value="${esc(shop.id)}">
 ${field('l-event', ct(lang, 'event_id'), `<input id="l-event" name="event" value="${esc(eventFilter)}" spellcheck="false">`)}
-${field('l-status', ct(lang, 'status'), `<select id="l-status" name="status">${opt('', ct(lang, 'any_status'))}${opt('failed', 'failed')}${opt('pending', 'pending')}${opt('succeeded', 'succeeded')}</select>`)}
-<div class="inline"><button class="btn" type="submit">${esc(ct(lang, 'filter'))}</button></div></form>
+${field('l-status', ct(lang, 'status'), `<select id="l-status" name="status">${opt('', ct(lang, 'any_status'))}${['failed', 'pending', 'succeeded'].map((v) => opt(v, deliveryText(lang, v))).join('')}</select>`)}
+<div class="actions"><button class="btn" type="submit">${esc(ct(lang, 'filter'))}</button></div></form>
 ${log}`;
   return cabinetPage(ctx, { title: ct(lang, 'webhooks'), active: 'webhooks', body });
+}
+
+/**
+ * Rotating each endpoint's secret, one full-width row per endpoint under the table (the overlap field and its
+ * label need the room a table cell does not have); the table's *Rotate* links here.
+ */
+function rotateForms(ctx: Ctx<Core>, endpoints: Endpoint[]): string {
+  if (endpoints.length === 0) return '';
+  const lang = ctx.cabinet!.lang;
+  return `<h2>${esc(ct(lang, 'rotate_secret'))}</h2>
+${endpoints
+  .map((e) =>
+    postForm(
+      ctx,
+      `/cabinet/webhooks/${e.id}/rotate`,
+      `<span class="url mono break">${esc(e.url)}</span>
+${field(`ov-${e.id}`, ct(lang, 'overlap_hours'), `<input id="ov-${e.id}" name="overlap" inputmode="numeric" value="0" size="4">`)}
+<button class="btn secondary" type="submit" aria-label="${esc(`${ct(lang, 'rotate')} ${e.url}`)}">${esc(ct(lang, 'rotate'))}</button>`,
+      { cls: 'rotate', id: `rotate-${e.id}` },
+    ),
+  )
+  .join('\n')}`;
 }
 
 /** POST /cabinet/webhooks {shop, url, event…, signature}: as `kopek webhook add`; the secret is shown once, on this answer. */
@@ -87,7 +106,7 @@ export async function postEndpoint(ctx: Ctx<Core>): Promise<Reply> {
   const shop = await ownShop(ctx, f.get('shop'));
   let made;
   try {
-    made = await addEndpoint(ctx.app.store, { shopId: shop.id, url: (f.get('url') ?? '').trim(), events: f.getAll('event').join(','), signature: f.get('signature') ?? 'v2' }, ctx.app.clocks.real());
+    made = await addEndpoint(ctx.app.store, { shopId: shop.id, url: (f.get('url') ?? '').trim(), events: f.getAll('event').join(','), signature: f.get('signature') ?? 'v2', allow: ctx.app.config.webhookAllow }, ctx.app.clocks.real());
   } catch (err) {
     return cabinetPage(ctx, { title: ct(lang, 'webhooks'), active: 'webhooks', status: 400, body: `<h1>${esc(ct(lang, 'add_endpoint'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/webhooks?shop=${esc(shop.id)}">${esc(ct(lang, 'back'))}</a></p>` });
   }
@@ -107,9 +126,8 @@ ${field('new-secret', 'Webhook secret', `<output id="new-secret" class="secret">
 
 async function ownEndpoint(ctx: Ctx<Core>) {
   const e = await getEndpoint(ctx.app.store, ctx.params.id);
-  if (!e) throw notFound(`Cannot find webhook endpoint "${ctx.params.id.slice(0, 64)}"`);
-  await ownShop(ctx, e.shop_id);
-  return e;
+  await shopOfOwn(ctx, e?.shop_id, `Cannot find webhook endpoint "${ctx.params.id.slice(0, 64)}"`);
+  return e!;
 }
 
 /** POST /cabinet/webhooks/:id/rotate {overlap}: as `kopek webhook rotate --overlap HOURS`; the new secret is shown once. */

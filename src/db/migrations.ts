@@ -238,4 +238,17 @@ CREATE INDEX ledger_entries_book ON ledger_entries(shop_id, mode, id);`,
       if (!hasColumn(db, 'jobs', column)) db.exec(`ALTER TABLE jobs ADD COLUMN ${column} ${type}`);
     }
   },
+  // 17 → 18: the database's identity (schema.sql), which the event stream names so that a resuming client
+  // tells a restart of this database from another database.
+  `CREATE TABLE IF NOT EXISTS database_identity (id TEXT NOT NULL, created_at INTEGER NOT NULL) STRICT;
+INSERT INTO database_identity (id, created_at)
+  SELECT lower(hex(randomblob(16))), CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+  WHERE NOT EXISTS (SELECT 1 FROM database_identity);`,
+  // 18 → 19: the cabinet's sign-in throttle reserves each attempt before the password is hashed, and its
+  // `locked_until` now says when the next attempt may come (slowed or locked); counters kept the older way are
+  // dropped (they last 15 minutes anyway). Cabinet users' TOTP secrets are stored sealed from this version on:
+  // the server seals the ones in clear on start (secrets/at-rest.ts sealPlainSecrets, which holds the master key
+  // this layer does not), and an older build, which would take a sealed secret for base32 and refuse every
+  // code, refuses this version instead.
+  `DELETE FROM cabinet_login_failures;`,
 ];

@@ -35,7 +35,7 @@ test('a page without a session goes to the sign-in form, which sets only a stric
   assert.equal(ok.status, 303);
   const line = ([] as string[]).concat(ok.headers['set-cookie'] ?? []).find((l) => l.startsWith('kopek_cabinet='))!;
   assert.match(line, /; HttpOnly; SameSite=Strict; Path=\/cabinet$/, 'no Secure over http');
-  assert.equal(cookieAttributes('https://pay.example'), 'HttpOnly; SameSite=Strict; Path=/cabinet; Secure');
+  assert.equal(cookieAttributes('https://pay.example'), 'HttpOnly; SameSite=Strict; Path=/; Secure', 'over https Secure, and Path=/ as the __Host- prefix requires');
   const page = await s.request('GET', '/cabinet/overview', { key: null, headers: { cookie: `kopek_cabinet=${setCookie(ok, 'kopek_cabinet')}` } });
   assert.equal(page.status, 200);
   assert.match(String(page.headers['content-security-policy']), /default-src 'none'; script-src 'nonce-/);
@@ -227,7 +227,7 @@ test('the CSV export holds exactly the rows of the filter, all its pages, in the
   assert.match(String(csv.headers['content-type']), /^text\/csv/);
   assert.match(String(csv.headers['content-disposition']), /attachment; filename="payments-test-\d{4}-\d\d-\d\d\.csv"/);
   const lines = csv.text.trimEnd().split('\r\n');
-  assert.equal(lines[0], 'created_at,order_id,amount,status,method,shop');
+  assert.equal(lines[0], 'created_at,order_id,amount,status,method,shop,bank_ref');
   assert.deepEqual(lines.slice(1).map((l) => l.split(',')[1]), shown);
   const all = await cabGet(s, session, '/cabinet/payments');
   assert.match(all.text, /rel="next"/, '60 rows make two pages');
