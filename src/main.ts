@@ -2,6 +2,7 @@ import { cliCommands } from './cli';
 import { startApp } from './app';
 import { io, processIo, withIo, type Io } from './cli/command';
 import { VERSION } from './base/version';
+import { didYouMean } from './cli/args';
 
 /** Every command, `serve` (which starts the app) first. */
 const COMMANDS = cliCommands(startApp);
@@ -36,7 +37,8 @@ async function run(argv: string[]): Promise<number> {
   const implicit = name === undefined || name.startsWith('-');
   const cmd = implicit ? COMMANDS[0] : COMMANDS.find((c) => c.name === name);
   if (!cmd) {
-    err(`kopek: unknown command "${name}"; run 'kopek --help'\n`);
+    const near = didYouMean(name, COMMANDS.map((c) => c.name));
+    err(`kopek: unknown command "${name}"${near ? `; did you mean "kopek ${near}"?` : ''}; run 'kopek --help'\n`);
     return 2;
   }
   const args = implicit ? argv : rest;

@@ -24,6 +24,7 @@ import { setOutcomes } from './simulator/token-outcomes';
 import * as simPage from './pay-page/simulator-forms';
 import * as testClock from './simulator/clock';
 import { listDeliveries } from './simulator/deliveries';
+import { triggerEvent } from './simulator/trigger';
 import * as cabinet from './cabinet/routes';
 
 /**
@@ -33,6 +34,7 @@ import * as cabinet from './cabinet/routes';
 export function buildRouter(): Router<RouteDef<App>> {
   const r = new Router<RouteDef<App>>();
   // System
+  r.add('GET', '/', { auth: 'none', handler: system.root });
   r.add('GET', '/healthz', { auth: 'none', handler: system.health });
   r.add('GET', '/v1/openapi.json', { auth: 'none', handler: system.openapiHandler(apiDocument) });
   r.add('GET', '/metrics', { auth: 'none', handler: metricsHandler });
@@ -83,6 +85,7 @@ export function buildRouter(): Router<RouteDef<App>> {
   r.add('GET', '/v1/test/clock', { auth: 'test', handler: testClock.getClock });
   r.add('POST', '/v1/test/clock/advance', { auth: 'test', handler: testClock.advanceClock });
   r.add('POST', '/v1/test/reset', { auth: 'test', handler: testClock.reset });
+  r.add('POST', '/v1/test/trigger', { auth: 'test', handler: triggerEvent });
   // Merchant cabinet (people, forms urlencoded): auth 'cabinet' is the session cookie, and on POST its CSRF token
   r.add('GET', '/cabinet', { auth: 'none', handler: cabinet.cabinetRoot });
   r.add('GET', '/cabinet/login', { auth: 'none', handler: cabinet.showLogin });

@@ -14,6 +14,12 @@ export interface Config {
   simDelaySeconds: number;
   /** Run `demo` on an empty database. */
   demo: boolean;
+  /** Keep the whole database in memory (`db` is then `:memory:`): nothing is written to disk, nothing outlives the process. */
+  ephemeral: boolean;
+  /** The demo key's secret instead of a random one (a test key, so that a CI configuration can name it); null: random. */
+  demoKey: string | null;
+  /** Print one JSON line to stdout once listening (where the server is, the demo's ids and key); logs go to stderr. */
+  readyJson: boolean;
   bodyLimitBytes: number;
   /** Honour X-Forwarded-For (only behind a reverse proxy you control). */
   trustProxy: boolean;
@@ -26,7 +32,7 @@ export interface Config {
   rateLimitPerSecond: number;
   /** Burst size of the per-key token bucket. */
   rateLimitBurst: number;
-  /** Address ranges (CIDR) that live webhooks may reach although private or loopback. */
+  /** Address ranges (CIDR) that webhooks and the acquirers' API addresses may reach although private or loopback. */
   webhookAllow: string[];
   /** Deadline of one webhook attempt in ms (the contract says 15 s; tests shorten it). */
   webhookTimeoutMs: number;
@@ -67,6 +73,9 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'payPageUrl', flag: '--pay-page-url', env: 'KOPEK_PAY_PAGE_URL', kind: 'string', def: null, help: 'address of the hosted payment page (default the base URL)' },
   { key: 'simDelaySeconds', flag: '--sim-delay', env: 'KOPEK_SIM_DELAY', kind: 'number', def: 2, help: 'seconds the test bank takes to answer (0 = at once)' },
   { key: 'demo', flag: '--demo', env: 'KOPEK_DEMO', kind: 'bool', def: true, help: 'create a demo merchant, shop and test key on an empty database (--no-demo to skip)' },
+  { key: 'ephemeral', flag: '--ephemeral', env: 'KOPEK_EPHEMERAL', kind: 'bool', def: false, help: 'keep the whole database in memory: nothing is written to disk and everything is gone when the server stops (not with --db)' },
+  { key: 'demoKey', flag: '--demo-key', env: 'KOPEK_DEMO_KEY', kind: 'string', def: null, help: 'secret of the demo test key: sk_test_ and 16 to 128 of A-Z a-z 0-9 _ - (default a random one)' },
+  { key: 'readyJson', flag: '--ready-json', env: 'KOPEK_READY_JSON', kind: 'bool', def: false, help: 'once listening, print one JSON line to stdout: base_url, merchant_id, shop_id, test_key (logs go to stderr)' },
   { key: 'bodyLimitBytes', flag: '--body-limit', env: 'KOPEK_BODY_LIMIT', kind: 'int', def: 1_048_576, help: 'largest request body in bytes (413 above)' },
   { key: 'trustProxy', flag: '--trust-proxy', env: 'KOPEK_TRUST_PROXY', kind: 'bool', def: false, help: 'take the client address from the last X-Forwarded-For entry (only behind your own reverse proxy)' },
   { key: 'logLevel', flag: '--log-level', env: 'KOPEK_LOG_LEVEL', kind: 'level', def: 'info', help: 'debug, info, warn, error or silent' },
@@ -76,7 +85,7 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'ssePingSeconds', flag: '--sse-ping', env: 'KOPEK_SSE_PING', kind: 'number', def: 15, help: 'seconds between `: ping` comments on the event stream' },
   { key: 'rateLimitPerSecond', flag: '--rate-limit', env: 'KOPEK_RATE_LIMIT', kind: 'number', def: 0, help: 'requests per second per API key (0 = no limit)' },
   { key: 'rateLimitBurst', flag: '--rate-burst', env: 'KOPEK_RATE_BURST', kind: 'int', def: 100, help: 'burst size of the per-key rate limit' },
-  { key: 'webhookAllow', flag: '--webhook-allow', env: 'KOPEK_WEBHOOK_ALLOW', kind: 'list', def: [], help: 'CIDR ranges webhooks of either mode may reach although private' },
+  { key: 'webhookAllow', flag: '--webhook-allow', env: 'KOPEK_WEBHOOK_ALLOW', kind: 'list', def: [], help: 'CIDR ranges that webhooks of either mode and acquirer API addresses may reach although private' },
   { key: 'webhookTimeoutMs', flag: '--webhook-timeout-ms', env: 'KOPEK_WEBHOOK_TIMEOUT_MS', kind: 'int', def: 15_000, help: 'deadline of one webhook attempt; no 2xx within it is a failure' },
   { key: 'retainJobsDays', flag: '--retain-jobs-days', env: 'KOPEK_RETAIN_JOBS_DAYS', kind: 'number', def: 7, help: 'days finished scheduler jobs are kept' },
   { key: 'retainDeliveriesDays', flag: '--retain-deliveries-days', env: 'KOPEK_RETAIN_DELIVERIES_DAYS', kind: 'number', def: 30, help: 'days webhook deliveries that ended, and their attempts, are kept' },
@@ -163,10 +172,12 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const v = env[o.env];
     if (v !== undefined && v !== '') c[o.key] = parseValue(o, v, o.env);
   }
+  const flagged = new Set<keyof Config>();
   for (const t of strictArgs(switchValues(argv), FLAG_OPTIONS, CONFIG_WORDING)) {
     if (t.kind !== 'option') continue;
     const negated = t.name.startsWith('no-') && !Object.hasOwn(BY_NAME, t.name);
     const o = BY_NAME[negated ? t.name.slice(3) : t.name];
+    flagged.add(o.key);
     if (o.kind === 'bool') c[o.key] = !negated;
     else c[o.key] = parseValue(o, t.value!, o.flag);
   }
@@ -194,7 +205,33 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
       cfg[key] = u.replace(/\/+$/, '');
     }
   }
+  checkDemoOptions(cfg, flagged.has('db'));
   return cfg;
+}
+
+/**
+ * The secret of a test API key as the API accepts it in `Authorization: Bearer` (src/auth/authenticate.ts
+ * checks the same form); the keys kopek makes itself are `sk_test_` and 43 base64url characters.
+ */
+const TEST_KEY_RE = /^sk_test_[A-Za-z0-9_-]{16,128}$/;
+
+/**
+ * --ephemeral, --demo-key and the demo: an in-memory database is `db` ':memory:' (a --db beside it is a
+ * contradiction; KOPEK_DB in the environment is overridden, as flags override it), and a demo key must be
+ * one the API would accept, for the demo it names.
+ */
+function checkDemoOptions(cfg: Config, dbFlag: boolean): void {
+  if (cfg.ephemeral) {
+    if (dbFlag && cfg.db !== ':memory:') throw new Error(`--ephemeral keeps the database in memory; it cannot be used with --db "${cfg.db}"`);
+    cfg.db = ':memory:';
+  }
+  if (cfg.demoKey === null) return;
+  if (!cfg.demo) throw new Error('--demo-key names the key of the demo data; it cannot be used with --no-demo');
+  if (!TEST_KEY_RE.test(cfg.demoKey)) {
+    // A live key given by mistake is not echoed to the terminal or a CI log.
+    const shown = cfg.demoKey.startsWith('sk_live_') ? 'a live key' : `"${cfg.demoKey.length > 24 ? cfg.demoKey.slice(0, 24) + '…' : cfg.demoKey}"`;
+    throw new Error(`--demo-key must be a test key, sk_test_ and 16 to 128 of A-Z a-z 0-9 _ -, got ${shown}`);
+  }
 }
 
 /** The options as a Markdown table (flag, environment variable, default, meaning), for docs/api-basics.md. */

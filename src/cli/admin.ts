@@ -1,16 +1,19 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand } from './args';
+import { defaultConfig } from '../base/config';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { createUser, disableUser, listUsers } from '../cabinet/users';
 import { iso } from '../util/time';
 
 const usage = `Usage:
-  kopek admin create --merchant MERCHANT_ID --email EMAIL --password-file FILE
+  kopek admin create --merchant MERCHANT_ID --email EMAIL --password-file FILE [--base-url URL]
   kopek admin list [--merchant MERCHANT_ID]
   kopek admin disable USER_ID|EMAIL
 
 create    makes a user of the merchant cabinet (/cabinet/ on the server) for that merchant; the password is
-          read from FILE (its first line; at least 10 characters) and only its scrypt hash is stored
+          read from FILE (its first line; at least 10 characters) and only its scrypt hash is stored; prints
+          the sign-in address under --base-url (else KOPEK_BASE_URL, else http://KOPEK_HOST:KOPEK_PORT, by
+          default http://127.0.0.1:8080): the address the server is reached at
 list      lists cabinet users: id, email, merchant, two-step sign-in, disabled
 disable   disables a user and ends their sessions at once
 
@@ -19,7 +22,7 @@ ${COMMON_OPTIONS}
 
 Examples:
   kopek admin create --merchant 7f1c… --email owner@shop.example --password-file ./owner.pw
-  kopek admin create --merchant 7f1c… --email ops@shop.example --password-file ./ops.pw --json
+  kopek admin create --merchant 7f1c… --email ops@shop.example --password-file ./ops.pw --base-url https://pay.shop.example --json
   kopek admin list --merchant 7f1c…
   kopek admin disable ops@shop.example`;
 
@@ -34,6 +37,30 @@ function readPassword(path: string): string {
   return text.split(/\r?\n/)[0];
 }
 
+/**
+ * The address the server is reached at, as serve works it out: --base-url, else KOPEK_BASE_URL, else
+ * http://HOST:PORT from KOPEK_HOST and KOPEK_PORT or their defaults. Checked before anything is written.
+ */
+function serverUrl(given: string | undefined): string {
+  const env = process.env;
+  const raw = given ?? (env.KOPEK_BASE_URL || undefined);
+  if (raw === undefined) {
+    const d = defaultConfig();
+    const host = env.KOPEK_HOST || d.host;
+    // A wildcard address is reached through loopback (as the server's own default base URL says).
+    const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+    return `http://${shown}:${env.KOPEK_PORT || d.port}`;
+  }
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    u = new URL('invalid:');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`cannot create cabinet user: --base-url must be an http(s) URL, got "${raw}"`);
+  return raw.replace(/\/+$/, '');
+}
+
 /** `kopek admin` */
 export const admin: Command = {
   name: 'admin',
@@ -43,15 +70,16 @@ export const admin: Command = {
     const args = parseArgs(argv);
     const [sub, id] = args.positional;
     if (sub === 'create') {
-      onlyFlags(args, ['merchant', 'email', 'password-file']);
-      atMostPositionals(args, 1, 'kopek admin create --merchant MERCHANT_ID --email EMAIL --password-file FILE');
+      onlyFlags(args, ['merchant', 'email', 'password-file', 'base-url']);
+      atMostPositionals(args, 1, 'kopek admin create --merchant MERCHANT_ID --email EMAIL --password-file FILE [--base-url URL]');
       const merchantId = flag(args, 'merchant');
       const email = flag(args, 'email');
       const file = flag(args, 'password-file');
       if (!merchantId || !email || !file) throw new Error('cannot create cabinet user: --merchant, --email and --password-file are required');
+      const signIn = `${serverUrl(flag(args, 'base-url'))}/cabinet/login`;
       const password = readPassword(file);
       const u = await withStore(args, async (store) => createUser(store, { merchantId, email, password }, Date.now()));
-      output(args, { id: u.id, email: u.email, merchant_id: u.merchant_id }, [`user   ${u.id}`, `email  ${u.email}`, 'sign in at /cabinet/login']);
+      output(args, { id: u.id, email: u.email, merchant_id: u.merchant_id }, [`user     ${u.id}`, `email    ${u.email}`, `sign in  ${signIn}`]);
       return 0;
     }
     if (sub === 'list') {
@@ -80,6 +108,6 @@ export const admin: Command = {
       output(args, { id: u.id, email: u.email, disabled: true }, [`disabled ${u.email}; their sessions ended`]);
       return 0;
     }
-    throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek admin --help`);
+    throw unknownSubcommand('admin', sub, ['create', 'list', 'disable']);
   },
 };

@@ -5,6 +5,7 @@ import { SCHEMA_VERSION } from '../db/open';
 import { integrityCheck, journalMode, openExistingStorage, probeDatabase, schemaVersion } from '../db/maintenance';
 import type { Reader, Store } from '../db/store';
 import { checkLedger } from '../ledger/check';
+import { LEDGER_ACTION, LEDGER_PROOF, ledgerVerdict } from './ledger';
 import { writeProblem } from '../db/access';
 import { existsSync } from 'node:fs';
 
@@ -21,7 +22,7 @@ Checks a database, safe while the server runs (reads only), and says what to do 
   endpoints       no webhook endpoint is disabled (410 Gone) or failing (deliveries retrying or given up)
   bank amounts    no live acquirer's answer was left unapplied (its amount differs from the payment's, or
                   the bank confirmed a payment kopek had already closed)
-  ledger          balances equal their postings (as kopek ledger check)
+  ledger          the proof of kopek ledger check: ${LEDGER_PROOF}
 Exits 0 when nothing needs action, 1 otherwise.
 
 Options:
@@ -79,8 +80,8 @@ export async function diagnose(store: Store): Promise<Finding[]> {
   const ledger = await checkLedger(store);
   f.push(
     ledger.ok
-      ? { check: 'ledger', ok: true, detail: `${ledger.books.length} books balance` }
-      : { check: 'ledger', ok: false, detail: `${ledger.problems.length} problems, first: ${ledger.problems[0]}`, action: 'run kopek ledger check for the list; report it as a bug with the database' },
+      ? { check: 'ledger', ok: true, detail: ledgerVerdict(ledger) }
+      : { check: 'ledger', ok: false, detail: ledgerVerdict(ledger), action: LEDGER_ACTION },
   );
   return f;
 }

@@ -10,6 +10,8 @@ import { webhook } from './webhook';
 import { backup } from './backup';
 import { doctor } from './doctor';
 import { admin } from './admin';
+import { trigger } from './trigger';
+import { listen } from './listen';
 export type { StartServer, ServedApp } from './serve';
 
 /**
@@ -17,6 +19,6 @@ export type { StartServer, ServedApp } from './serve';
  * with `start`, which the root hands in: the command line sits below the wiring and does not import it.
  */
 export function cliCommands(start: StartServer): Command[] {
-  return [serveCommand(start), demo, merchant, shop, key, ledger, jobs, webhook, admin, backup, doctor];
+  return [serveCommand(start), demo, merchant, shop, key, ledger, jobs, webhook, admin, backup, doctor, trigger, listen];
 }
 

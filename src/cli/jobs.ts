@@ -1,13 +1,13 @@
-import { parseArgs, flag, onlyFlags } from './args';
+import { parseArgs, flag, onlyFlags, unknownSubcommand } from './args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { countJobs, failingJobs, reviveJob, type JobRow } from '../scheduler/jobs-table';
 import { iso } from '../util/time';
 
 const usage = `Usage:
-  kopek jobs [--limit N]
+  kopek jobs [list] [--limit N]
   kopek jobs retry JOB_ID
 
-(none)   counts of scheduled jobs per kind: pending, retrying (failed at least once, will run again) and
+list     (the default) counts of scheduled jobs per kind: pending, retrying (failed at least once, will run again) and
          dead (gave up after too many failures); then the dead and retrying jobs, newest failure first,
          with their last error (at most --limit, default 20)
 retry    brings a dead job back: pending, attempt 0, due now; a running server picks it up within its
@@ -19,6 +19,7 @@ ${COMMON_OPTIONS}
 
 Examples:
   kopek jobs
+  kopek jobs list --limit 5
   kopek jobs --json --db /var/lib/kopek/kopek.db
   kopek jobs retry 4711`;
 
@@ -45,8 +46,10 @@ export const jobs: Command = {
   async run(argv) {
     const args = parseArgs(argv);
     const [sub, id] = args.positional;
+    if (sub !== undefined && sub !== 'list' && sub !== 'retry') throw unknownSubcommand('jobs', sub, ['list', 'retry']);
     return withStore(args, async (store) => {
-      if (sub === undefined) {
+      // `list` as other commands spell it; the bare command lists too.
+      if (sub === undefined || sub === 'list') {
         onlyFlags(args, ['limit']);
         const limitText = flag(args, 'limit') ?? '20';
         const limit = Number(limitText);
@@ -72,7 +75,7 @@ export const jobs: Command = {
         output(args, describe(row), [`job ${row.id} (${row.kind}) is pending again, due ${iso(row.due_at)}`]);
         return 0;
       }
-      throw new Error(`unknown subcommand "${sub}"; see kopek jobs --help`);
+      throw unknownSubcommand('jobs', sub, ['list', 'retry']);
     });
   },
 };

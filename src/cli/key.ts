@@ -1,6 +1,8 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
-import { COMMON_OPTIONS, output, withStore, type Command } from './command';
-import { createKey, listKeys, revokeKey } from '../cabinet/store';
+import { parseArgs, flag, onlyFlags, atMostAfterSub, idArg, unknownSubcommand } from './args';
+import { COMMON_OPTIONS, io, output, withStore, type Command } from './command';
+import { createKey, getMerchant, getShop, listKeys, revokeKey } from '../cabinet/store';
+import { shopAcquirer } from '../bank-port/store';
+import { TBANK } from '../tbank/protocol';
 import { iso } from '../util/time';
 import type { Store } from '../db/store';
 import type { Args } from './args';
@@ -10,9 +12,12 @@ const usage = `Usage:
   kopek key list --shop ID
   kopek key revoke KEY_ID
 
-create   issues an API key (scopes default to the shop's) and prints it once; only its hash is stored
-list     lists the shop's keys: id, mode, prefix, scopes, created, revoked
-revoke   revokes a key at once (a running server refuses it from the next request)
+create   issues an API key (scopes default to the shop's) and prints it once; only its hash is stored.
+         A live key is made even before live mode works for the shop, with a warning naming what is missing
+         (live mode of the merchant, the shop's acquirer, a way to send payouts) and the command that adds it
+list     lists the shop's keys under a header: id, mode, prefix, scopes, created, revoked
+revoke   revokes a key at once (a running server refuses it from the next request); KEY_ID may also be
+         given as --key KEY_ID
 
 Options:
 ${COMMON_OPTIONS}
@@ -21,16 +26,60 @@ Examples:
   kopek key create --shop 3b9e… --mode test
   kopek key create --shop 3b9e… --mode live --scopes api:reports:read --json
   kopek key list --shop 3b9e…
-  kopek key revoke 0c55…`;
+  kopek key revoke 0c55…
+  kopek key revoke --key 0c55…`;
+
+/**
+ * Acquirers whose bank sends no payouts (their BankPort's `sendsPayouts` is false): T-Bank's acquiring API
+ * takes payments only, so live payouts of such a shop answer 403 payouts_not_configured.
+ */
+const NO_PAYOUTS = new Set([TBANK]);
+
+/**
+ * What a live key of this shop cannot do yet, each with the next step: the key is still made (an operator
+ * may prepare keys before going live), but its first call would otherwise be the first sign of it.
+ */
+export async function liveKeyWarnings(store: Store, shopId: string): Promise<string[]> {
+  const shop = await getShop(store, shopId);
+  if (!shop) return [];
+  const merchant = await getMerchant(store, shop.merchant_id);
+  const acquirer = await shopAcquirer(store, shopId);
+  const out: string[] = [];
+  if (!merchant?.live_enabled) {
+    out.push(
+      `live mode is not activated for merchant ${shop.merchant_id}: the key answers 403 live_mode_not_activated until ` +
+        `kopek merchant activate-live ${shop.merchant_id}${acquirer ? '' : ' (once a shop of the merchant has an acquirer)'}`,
+    );
+  }
+  if (!acquirer) {
+    out.push(
+      `shop ${shopId} has no acquirer: the key answers 403 acquirer_not_configured until ` +
+        `kopek shop acquirer --shop ${shopId} --provider tbank --terminal-key KEY --password-file FILE`,
+    );
+  } else if (NO_PAYOUTS.has(acquirer.provider)) {
+    out.push(`shop ${shopId} has no payout provider (its ${acquirer.provider} acquirer takes payments only): live payouts answer 403 payouts_not_configured; send payouts in test mode or through the bank's own channel`);
+  }
+  return out;
+}
 
 async function create(store: Store, args: Args): Promise<void> {
   const shopId = flag(args, 'shop')!;
   const mode = flag(args, 'mode') as 'test' | 'live';
   const { key: k, secret } = await createKey(store, shopId, mode, flag(args, 'scopes'), Date.now());
-  output(args, { id: k.id, key: secret, mode: k.mode, scopes: k.scopes.split(',').filter(Boolean) }, [
+  const warnings = mode === 'live' ? await liveKeyWarnings(store, shopId) : [];
+  output(args, { id: k.id, key: secret, mode: k.mode, scopes: k.scopes.split(',').filter(Boolean), ...(mode === 'live' ? { warnings } : {}) }, [
     `key id  ${k.id}`,
     `key     ${secret}   (shown once)`,
   ]);
+  // On stderr, so that --json stays one object on stdout and a script still sees the key was made (exit 0).
+  for (const w of warnings) io().err(`kopek key: warning: ${w}\n`);
+}
+
+/** Rows as aligned columns under a header, for a person reading the terminal. */
+export function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)];
 }
 
 async function list(store: Store, args: Args): Promise<void> {
@@ -47,7 +96,10 @@ async function list(store: Store, args: Args): Promise<void> {
     { items: keys },
     keys.length === 0
       ? ['(no keys)']
-      : keys.map((k) => `${k.id}  ${k.mode.padEnd(4)}  ${k.prefix}…  ${k.revoked_at ? 'revoked ' + k.revoked_at : 'active'}  ${k.scopes.join(',')}`),
+      : table(
+          ['ID', 'MODE', 'PREFIX', 'SCOPES', 'CREATED', 'REVOKED'],
+          keys.map((k) => [k.id, k.mode, `${k.prefix}…`, k.scopes.join(',') || '(none)', k.created_at, k.revoked_at ?? '-']),
+        ),
   );
 }
 
@@ -58,30 +110,31 @@ export const key: Command = {
   usage,
   async run(argv) {
     const args = parseArgs(argv);
-    const [sub, id] = args.positional;
+    const [sub] = args.positional;
     let act: (store: Store) => Promise<void>;
     if (sub === 'create') {
       onlyFlags(args, ['shop', 'mode', 'scopes']);
-      atMostPositionals(args, 1, 'kopek key create --shop ID --mode test|live [--scopes S1,S2]');
+      atMostAfterSub(args.positional.slice(1), 0, 'kopek key create --shop ID --mode test|live [--scopes S1,S2]');
       const mode = flag(args, 'mode');
       if (!flag(args, 'shop') || !mode) throw new Error('cannot create key: --shop ID and --mode test|live are required');
       if (mode !== 'test' && mode !== 'live') throw new Error(`cannot create key: --mode must be test or live, got "${mode}"`);
       act = (store) => create(store, args);
     } else if (sub === 'list') {
       onlyFlags(args, ['shop']);
-      atMostPositionals(args, 1, 'kopek key list --shop ID');
+      atMostAfterSub(args.positional.slice(1), 0, 'kopek key list --shop ID');
       if (!flag(args, 'shop')) throw new Error('cannot list keys: --shop ID is required');
       act = (store) => list(store, args);
     } else if (sub === 'revoke') {
-      onlyFlags(args, []);
-      atMostPositionals(args, 2, 'kopek key revoke KEY_ID');
-      if (!id) throw new Error('cannot revoke key: KEY_ID is required');
+      onlyFlags(args, ['key']);
+      const { id, rest } = idArg(args, 'key');
+      atMostAfterSub(rest, 0, 'kopek key revoke KEY_ID');
+      if (!id) throw new Error('cannot revoke key: KEY_ID is required (or --key KEY_ID)');
       act = async (store) => {
         await revokeKey(store, id, Date.now());
         output(args, { id, revoked: true }, [`revoked ${id}`]);
       };
     } else {
-      throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek key --help`);
+      throw unknownSubcommand('key', sub, ['create', 'list', 'revoke']);
     }
     await withStore(args, act);
     return 0;

@@ -1,11 +1,25 @@
-import { parseArgs, onlyFlags } from './args';
+import { parseArgs, onlyFlags, unknownSubcommand } from './args';
 import { COMMON_OPTIONS, openStore, output, type Command } from './command';
-import { checkLedger } from '../ledger/check';
+import { checkLedger, type CheckResult } from '../ledger/check';
+
+/** What the ledger check proves, in the words `kopek ledger check` and `kopek doctor` both print. */
+export const LEDGER_PROOF = 'balances equal their postings, nothing overdrawn, every movement in place';
+
+/** The one-line verdict of a ledger check: `kopek ledger check` and `kopek doctor` print the same words. */
+export function ledgerVerdict(r: CheckResult): string {
+  const n = r.books.length;
+  if (r.ok) return `${n} ${n === 1 ? 'book balances' : 'books balance'}`;
+  const k = r.problems.length;
+  return `${k} ${k === 1 ? 'problem' : 'problems'}, first: ${r.problems[0]}`;
+}
+
+/** What to do about a failed ledger check, the same in both commands. */
+export const LEDGER_ACTION = 'report it as a bug, with the database and the list of problems (kopek ledger check)';
 
 const usage = `Usage:
   kopek ledger check [--db PATH] [--json]
 
-check    proves the ledger from its postings, in one consistent snapshot (safe while the server runs):
+check    proves the ledger from its postings (${LEDGER_PROOF}), in one consistent snapshot, safe while the server runs:
          every entry's postings sum to zero and move the entry's amount between the right accounts;
          each book's stored balances equal the sums of its postings; reserves never went below 0 and
          no payout or refund left available below 0; every payout, payment and refund has the movements its
@@ -27,7 +41,7 @@ export const ledger: Command = {
   async run(argv) {
     const args = parseArgs(argv);
     const [sub] = args.positional;
-    if (sub !== 'check') throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek ledger --help`);
+    if (sub !== 'check') throw unknownSubcommand('ledger', sub, ['check']);
     onlyFlags(args, []);
     const store = openStore(args);
     try {
@@ -35,8 +49,8 @@ export const ledger: Command = {
       const lines = result.books.map(
         (b) => `${b.shop_id} ${b.mode.padEnd(4)}  balance ${b.balance}  available ${b.available}  reserved ${b.reserved}  entries ${b.entries}`,
       );
-      lines.push(result.ok ? `ok: ${result.books.length} books balance` : `FAILED: ${result.problems.length} problems`);
-      lines.push(...result.problems.map((p) => `  ${p}`));
+      lines.push(result.ok ? `ok: ${ledgerVerdict(result)}` : `FAILED: ${ledgerVerdict(result)}`);
+      if (!result.ok) lines.push(`  → ${LEDGER_ACTION}`, 'problems:', ...result.problems.map((p) => `  ${p}`));
       output(args, result, lines);
       if (!result.ok) process.stderr.write(`kopek ledger: check failed: ${result.problems.length} problems\n`);
       return result.ok ? 0 : 1;

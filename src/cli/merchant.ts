@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals, atMostAfterSub, idArg, unknownSubcommand } from './args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { activateLive, createMerchant } from '../cabinet/store';
 
@@ -8,7 +8,8 @@ const usage = `Usage:
 
 create          creates a merchant and prints its id (creates the database file if there is none)
 activate-live   turns on live mode; refused, with the reason, until a shop of the merchant has an acquirer
-                (kopek shop acquirer); live keys of shops without one answer 403 acquirer_not_configured
+                (kopek shop acquirer); live keys of shops without one answer 403 acquirer_not_configured;
+                MERCHANT_ID may also be given as --merchant MERCHANT_ID
 
 Options:
 ${COMMON_OPTIONS}
@@ -16,7 +17,8 @@ ${COMMON_OPTIONS}
 Examples:
   kopek merchant create --name "Tea shop LLC"
   kopek merchant create --name Acme --json
-  kopek merchant activate-live 7f1c…`;
+  kopek merchant activate-live 7f1c…
+  kopek merchant activate-live --merchant 7f1c…`;
 
 /** `kopek merchant` */
 export const merchant: Command = {
@@ -25,7 +27,7 @@ export const merchant: Command = {
   usage,
   async run(argv) {
     const args = parseArgs(argv);
-    const [sub, id] = args.positional;
+    const [sub] = args.positional;
     if (sub === 'create') {
       onlyFlags(args, ['name']);
       atMostPositionals(args, 1, 'kopek merchant create --name NAME');
@@ -36,13 +38,14 @@ export const merchant: Command = {
       return 0;
     }
     if (sub === 'activate-live') {
-      onlyFlags(args, []);
-      atMostPositionals(args, 2, 'kopek merchant activate-live MERCHANT_ID');
-      if (!id) throw new Error('cannot activate live mode: MERCHANT_ID is required');
+      onlyFlags(args, ['merchant']);
+      const { id, rest } = idArg(args, 'merchant');
+      atMostAfterSub(rest, 0, 'kopek merchant activate-live MERCHANT_ID');
+      if (!id) throw new Error('cannot activate live mode: MERCHANT_ID is required (or --merchant MERCHANT_ID)');
       const r = await withStore(args, async (store) => activateLive(store, id));
       output(args, r, [`live mode on for merchant ${r.id}`, `shops with an acquirer: ${r.shops_with_acquirer.join(', ')}`]);
       return 0;
     }
-    throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek merchant --help`);
+    throw unknownSubcommand('merchant', sub, ['create', 'activate-live']);
   },
 };

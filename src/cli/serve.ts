@@ -1,38 +1,47 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig, OPTIONS, type Config } from '../base/config';
+import { bufferedStdout, createLogger, type Logger } from '../base/log';
 import { openStorage } from '../db/maintenance';
-import { createDemo, isEmpty } from '../cabinet/store';
-import { createDemoUser } from '../cabinet/users';
+import type { Store } from '../db/store';
+import { isEmpty } from '../cabinet/store';
+import { createDemoData, type DemoData } from './demo';
 import { io, type Command } from './command';
+import { optionsHelp } from './options-help';
 
 const usage = `Usage: kopek serve [options]
 
 Starts the API server, the hosted payment page and the scheduler on one port.
 On an empty database it first creates a demo merchant, shop and test key, and a user of the merchant
 cabinet (/cabinet/) for that merchant; it prints the key and how to sign in (the password is shown once).
+With --ephemeral the database lives in memory only: nothing is written to disk, the demo data is made
+every start, and everything is gone when the server stops. With --ready-json, once the server listens,
+standard output gets one line of JSON and nothing else (logs go to standard error):
+  {"base_url": "http://127.0.0.1:PORT", "merchant_id": "…", "shop_id": "…", "test_key": "sk_test_…"}
+(the last three are null when this start made no demo data).
 
 Options:
-${OPTIONS.map((o) => `  ${(o.flag + (o.kind === 'bool' ? '' : ' VALUE')).padEnd(26)} ${o.help} [${o.env}]`).join('\n')}
-  --help                     show this help
+${optionsHelp()}
 
 Examples:
   kopek serve
   kopek serve --port 9000 --db /var/lib/kopek/kopek.db --sim-delay 0
-  KOPEK_PORT=9000 kopek serve --no-demo`;
+  KOPEK_PORT=9000 kopek serve --no-demo
+  kopek serve --ephemeral --port 0 --ready-json --demo-key sk_test_ci_0123456789abcdef`;
 
-/** What `kopek serve` needs of a started server: its socket, its address, its version, and how to stop it. */
+/** What `kopek serve` needs of a started server: its socket, its address, its store, and how to stop it. */
 export interface ServedApp {
   readonly server: Server;
   /** The address clients use, e.g. http://127.0.0.1:8080. */
   readonly url: string;
-  readonly app: { readonly version: string };
+  /** The store the server writes through (the demo data of a database in memory is made on it). */
+  readonly app: { readonly version: string; readonly store: Store };
   /** Stop accepting, finish in-flight requests, stop timers, close the database. */
   close(): Promise<void>;
 }
 
-/** Starts the server on a configuration: the wiring at the root (src/app.ts `startApp`), handed in by src/main.ts. */
-export type StartServer = (config: Config) => Promise<ServedApp>;
+/** Starts the server on a configuration (and a logger, when serve picks it): src/app.ts `startApp`, handed in by src/main.ts. */
+export type StartServer = (config: Config, opts?: { log?: Logger }) => Promise<ServedApp>;
 
 /** `kopek serve`, starting the server with `start`: run it until SIGTERM or SIGINT. */
 export function serveCommand(start: StartServer): Command {
@@ -44,49 +53,87 @@ export function serveCommand(start: StartServer): Command {
   };
 }
 
-/** Make the demo data on an empty database (when asked), start, print the banner, and wait for a signal. */
+/** Make the demo data on an empty database (when asked), start, print the banner (and the ready line), and wait for a signal. */
 async function serve(start: StartServer, argv: string[]): Promise<number> {
   const config = loadConfig(argv);
-  let demo: Awaited<ReturnType<typeof createDemo>> | null = null;
-  let user: Awaited<ReturnType<typeof createDemoUser>> | null = null;
-  if (config.demo) {
-    const store = openStorage(config.db);
-    if (await isEmpty(store)) {
-      demo = await createDemo(store, Date.now());
-      user = await createDemoUser(store, demo.merchant.id, Date.now());
+  const inMemory = config.db === ':memory:';
+  const { out, err } = io();
+  // A file's demo data is made before the server opens it; a database in memory exists only in the server's store.
+  let demo = config.demo && !inMemory ? await demoOnEmptyFile(config) : null;
+  // The ready line must be the only thing on stdout, where the log writes by default.
+  const running = await start(config, config.readyJson ? { log: createLogger(config.logLevel, bufferedStdout(process.stderr).write) } : {});
+  if (config.demo && inMemory) {
+    try {
+      demo = await createDemoData(running.app.store, Date.now(), config.demoKey ?? undefined);
+    } catch (e) {
+      await running.close();
+      throw e;
     }
+  }
+  if (config.demoKey !== null && demo === null) err('kopek: --demo-key was not used: the database is not empty, so no demo data was made\n');
+  // One write, so whoever waits for the "listening on" line has the demo key with it.
+  err(banner(config, running, demo));
+  if (config.readyJson) {
+    out(JSON.stringify({ base_url: running.url, merchant_id: demo?.merchantId ?? null, shop_id: demo?.shopId ?? null, test_key: demo?.testKey ?? null }) + '\n');
+  }
+  return untilSignal(running);
+}
+
+/** The demo data, made on the database file when it is empty (through a connection of its own, closed again); null when it is not. */
+async function demoOnEmptyFile(config: Config): Promise<DemoData | null> {
+  const store = openStorage(config.db);
+  try {
+    return (await isEmpty(store)) ? await createDemoData(store, Date.now(), config.demoKey ?? undefined) : null;
+  } finally {
     await store.close();
   }
-  const running = await start(config);
-  const { err } = io();
-  // One write, so whoever waits for the "listening on" line has the demo key with it.
+}
+
+/** The lines serve prints on stderr once listening: where, and the demo data it just made. */
+function banner(config: Config, running: ServedApp, demo: DemoData | null): string {
   // The address the socket is bound to (what a local client connects to); the public URL, when another, after it.
   const bound = running.server.address() as AddressInfo;
   const listen = `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
   const publicUrl = running.url === listen ? '' : `public URL ${running.url}, `;
-  let banner = `kopek ${running.app.version} listening on ${listen} (${publicUrl}database ${config.db})\n`;
+  const where = config.db === ':memory:' ? 'database in memory, gone when the server stops' : `database ${config.db}`;
+  let text = `kopek ${running.app.version} listening on ${listen} (${publicUrl}${where})\n`;
   if (demo) {
-    banner += [
-      'Created a demo merchant and shop on the empty database.',
-      `  merchant  ${demo.merchant.id}`,
-      `  shop      ${demo.shop.id}`,
-      `  test key  ${demo.secret}   (shown once; keep it)`,
-      `  cabinet   ${running.url}/cabinet/login   email ${user!.user.email}   password ${user!.password}   (shown once; keep it)`,
-      `Try: curl -s -X POST ${running.url}/v1/public/payments -H 'Authorization: Bearer ${demo.secret}' -H 'Content-Type: application/json' -d '{"amount": 10000}'`,
+    text += [
+      `Created a demo merchant and shop on the empty database.`,
+      `  merchant  ${demo.merchantId}`,
+      `  shop      ${demo.shopId}`,
+      `  test key  ${demo.testKey}   (shown once; keep it)`,
+      `  cabinet   ${running.url}/cabinet/login   email ${demo.email}   password ${demo.password}   (shown once; keep it)`,
+      // One line to paste where the README's commands are run: the walk reads these four variables.
+      `  shell     export B=${running.url} MERCHANT=${demo.merchantId} SHOP=${demo.shopId} KEY=${demo.testKey}`,
+      `Try: curl -s -X POST ${running.url}/v1/public/payments -H 'Authorization: Bearer ${demo.testKey}' -H 'Content-Type: application/json' -d '{"amount": 10000}'`,
       '',
     ].join('\n');
   }
-  err(banner);
+  return text;
+}
+
+/** A signal this soon after the first is the same stop delivered twice, not a request to skip the drain. */
+const REPEAT_WINDOW_MS = 1000;
+
+/** Run until SIGTERM or SIGINT, then drain and close; a second signal exits at once. Resolves with the exit code. */
+async function untilSignal(running: ServedApp): Promise<number> {
+  const { err } = io();
   let code = 0;
   await new Promise<void>((resolve) => {
     let stopping = false;
+    let firstAt = 0;
     const stop = (signal: string): void => {
       if (stopping) {
+        // The same stop often arrives twice at once: a supervisor or a terminal signals the whole process
+        // group and `npm start` forwards its own copy. Only a later one is the operator declining to wait.
+        if (Date.now() - firstAt < REPEAT_WINDOW_MS) return;
         // A second signal means the operator will not wait for the drain.
         err(`kopek: ${signal} received again, exiting at once\n`);
         process.exit(1);
       }
       stopping = true;
+      firstAt = Date.now();
       err(`kopek: ${signal} received, finishing in-flight requests\n`);
       running.close().then(
         () => {

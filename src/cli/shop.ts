@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals, atMostAfterSub, idArg, unknownSubcommand } from './args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import {
   createShop,
@@ -22,6 +22,8 @@ const usage = `Usage:
   kopek shop require-signature SHOP_ID on|off
 ${ACQUIRER_USAGE}
 
+SHOP_ID may also be given as --shop SHOP_ID, as every command takes it.
+
 create             creates a shop (all scopes unless --scopes); prints its id and its secrets once
 show               prints the shop's settings (never its secrets)
 scopes             replaces the scopes enabled for the shop ("" for none)
@@ -40,6 +42,7 @@ Examples:
   kopek shop create --merchant 7f1c… --name "Main shop"
   kopek shop create --merchant 7f1c… --name Reports --scopes api:reports:read,api:balance:read --json
   kopek shop show 3b9e…
+  kopek shop show --shop 3b9e… --json
   kopek shop scopes 3b9e… api:payouts:sbp,api:balance:read
   kopek shop ip-allowlist 3b9e… 203.0.113.0/24,2001:db8::/32
   kopek shop signing-secret 3b9e…
@@ -47,12 +50,12 @@ Examples:
   kopek shop acquirer --shop 3b9e… --provider tbank --terminal-key 1700000000DEMO --password-file ./tbank.pass
   kopek shop acquirer --shop 3b9e… --json`;
 
-/** Subcommands taking SHOP_ID, with their usage line and how many positionals they take. */
+/** Subcommands taking SHOP_ID, with their usage line and how many words they take after the subcommand (SHOP_ID included). */
 const ON_SHOP: Record<string, { line: string; max: number; run(store: Store, args: Args, id: string, value?: string): Promise<void> }> = {
-  show: { line: 'kopek shop show SHOP_ID', max: 2, run: show },
+  show: { line: 'kopek shop show SHOP_ID', max: 1, run: show },
   scopes: {
     line: 'kopek shop scopes SHOP_ID S1,S2',
-    max: 3,
+    max: 2,
     async run(store, args, id, value) {
       if (value === undefined) throw new Error(`cannot set scopes of shop "${id}": give the scope list (S1,S2, or "" for none)`);
       const list = await setShopScopes(store, id, value);
@@ -61,7 +64,7 @@ const ON_SHOP: Record<string, { line: string; max: number; run(store: Store, arg
   },
   'ip-allowlist': {
     line: 'kopek shop ip-allowlist SHOP_ID [ENTRY,...]',
-    max: 3,
+    max: 2,
     async run(store, args, id, value) {
       const list = await setIpAllowlist(store, id, value ?? '');
       output(args, { id, ip_allowlist: list }, [list.length ? `allow-list: ${list.join(',')}` : 'allow-list cleared: any address']);
@@ -69,7 +72,7 @@ const ON_SHOP: Record<string, { line: string; max: number; run(store: Store, arg
   },
   'signing-secret': {
     line: 'kopek shop signing-secret SHOP_ID',
-    max: 2,
+    max: 1,
     async run(store, args, id) {
       const s = await rotateSigningSecret(store, id);
       output(args, { id, secret: s }, [`${s}   (shown once; the old secret no longer verifies)`]);
@@ -77,7 +80,7 @@ const ON_SHOP: Record<string, { line: string; max: number; run(store: Store, arg
   },
   'require-signature': {
     line: 'kopek shop require-signature SHOP_ID on|off',
-    max: 3,
+    max: 2,
     async run(store, args, id, value) {
       if (value !== 'on' && value !== 'off') throw new Error(`cannot set require-signature of shop "${id}": give on or off, got "${value ?? ''}"`);
       await setRequireSignature(store, id, value === 'on');
@@ -109,7 +112,7 @@ export const shop: Command = {
   async run(argv) {
     if (argv[0] === 'acquirer') return runAcquirer(argv.slice(1));
     const args = parseArgs(argv);
-    const [sub, id, value] = args.positional;
+    const [sub] = args.positional;
     if (sub === 'create') {
       onlyFlags(args, ['merchant', 'name', 'scopes']);
       atMostPositionals(args, 1, 'kopek shop create --merchant ID --name NAME [--scopes S1,S2]');
@@ -124,12 +127,13 @@ export const shop: Command = {
       ]);
       return 0;
     }
-    const spec = sub === undefined ? undefined : ON_SHOP[sub];
-    if (!spec) throw new Error(`unknown subcommand "${sub ?? ''}"; see kopek shop --help`);
-    onlyFlags(args, []);
-    atMostPositionals(args, spec.max, spec.line);
-    if (!id) throw new Error(`cannot run shop ${sub}: SHOP_ID is required; usage: ${spec.line}`);
-    await withStore(args, (store) => spec.run(store, args, id, value));
+    const spec = sub === undefined || !Object.hasOwn(ON_SHOP, sub) ? undefined : ON_SHOP[sub];
+    if (!spec) throw unknownSubcommand('shop', sub, ['create', ...Object.keys(ON_SHOP), 'acquirer']);
+    onlyFlags(args, ['shop']);
+    const { id, rest } = idArg(args, 'shop');
+    if (!id) throw new Error(`cannot run shop ${sub}: SHOP_ID is required (or --shop SHOP_ID); usage: ${spec.line}`);
+    atMostAfterSub(rest, spec.max - 1, spec.line);
+    await withStore(args, (store) => spec.run(store, args, id, rest[0]));
     return 0;
   },
 };

@@ -3,15 +3,19 @@ import type { Core } from '../core/core';
 import type { PaymentsCore } from '../payments/core';
 import { buyerCancel, findPaymentForPage, payWithMethod } from '../payments/buyer';
 import type { PaymentView } from '../model/payment';
-import { backToPage, formOf, langOf, renderNotFound, tolerateMovedOn } from './render';
+import { backToPage, formOf, langOf, renderForeign, renderNotFound, tolerateMovedOn } from './render';
 import { PAGE_METHODS } from './screens';
 
 /** The payment a page action is about, with the buyer's language and form. */
 export type Loaded = { lang: ReturnType<typeof langOf>; p: PaymentView; form: Record<string, string> };
 
-/** Load the payment of a page action, or the not-found page. */
-export async function loadForAction(ctx: Ctx<Pick<Core, 'store'>>): Promise<Loaded | Reply> {
+/**
+ * Load the payment of a page action, or the not-found page; a form sent from another site gets the 403 page
+ * before anything is read (a foreign page could otherwise auto-submit the buyer's cancel or pay).
+ */
+export async function loadForAction(ctx: Ctx<Pick<Core, 'store' | 'payPageUrl'>>): Promise<Loaded | Reply> {
   const lang = langOf(ctx);
+  if (fromAnotherSite(ctx, ctx.app.payPageUrl())) return renderForeign(ctx, lang, ctx.params.id);
   const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
   if (!p) return renderNotFound(ctx, lang);
   return { lang, p, form: formOf(ctx.body) };
@@ -25,7 +29,8 @@ export async function postMethod(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;
   const method = l.form.method;
-  if (l.p.status === 'pending' && (PAGE_METHODS as readonly string[]).includes(method) && (l.p.method === 'any' || l.p.method === method)) {
+  // The state machine refuses (409, shown as the page's current state) another method than one fixed at creation.
+  if (l.p.status === 'pending' && (PAGE_METHODS as readonly string[]).includes(method)) {
     await tolerateMovedOn(() => payWithMethod(ctx.app, l.p.id, method));
   }
   return backToPage(l.p.id, l.lang);
@@ -37,4 +42,26 @@ export async function postCancel(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   if (!('p' in l)) return l;
   if (l.p.status === 'pending') await tolerateMovedOn(() => buyerCancel(ctx.app, l.p.id));
   return backToPage(l.p.id, l.lang);
+}
+
+function header(ctx: Ctx, name: string): string | undefined {
+  const v = ctx.req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * Whether the browser says a POST came from another site. A browser that sends `Sec-Fetch-Site` is believed
+ * (a page cannot set it): anything but same-origin is refused, same-site included (another port of the host is
+ * another page). Without it, an `Origin` must be the page's public address (`payPageUrl`) or the host the
+ * request was sent to; "null" is what such a browser sends from this very page, whose policy is no-referrer.
+ * A request with neither header (curl, a server) is taken: it is no page a buyer was lured to.
+ */
+export function fromAnotherSite(ctx: Ctx, payPageUrl: string): boolean {
+  const site = header(ctx, 'sec-fetch-site');
+  if (site !== undefined) return site !== 'same-origin';
+  const origin = header(ctx, 'origin');
+  if (origin === undefined || origin === 'null') return false;
+  const host = header(ctx, 'host');
+  const own = [new URL(payPageUrl).origin, ...(host ? [`http://${host}`, `https://${host}`] : [])];
+  return !own.includes(origin);
 }

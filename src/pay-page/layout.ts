@@ -81,6 +81,7 @@ function summary(lang: Lang, p: PaymentView): string {
 <p class="shop">${esc(p.shop_name)}</p>
 <h1>${esc(purpose(lang, kindOf(p)).title)}</h1>
 <p class="amount">${esc(formatAmount(lang, p.amount, p.currency))}</p>
+${p.description ? `<p class="desc">${esc(p.description)}</p>` : ''}
 <p class="meta">${esc(t(lang, 'order'))} ${esc(p.order_id)} · ${esc(p.public_id)}</p>
 </header>`;
 }

@@ -4,7 +4,7 @@ import type { PaymentView } from '../model/payment';
 import { FINAL_STATUSES } from '../model/payment';
 import { pickLang, purpose, t, type Lang } from './i18n';
 import { href, kindOf, newNonce, page, pageHeaders, returnOrigin } from './layout';
-import { notFoundScreen } from './screens';
+import { foreignScreen, notFoundScreen } from './screens';
 import type { PageStep } from './steps';
 
 /** The language of a page request. */
@@ -49,6 +49,13 @@ export function renderNotFound(ctx: Ctx, lang: Lang): Reply {
   const nonce = newNonce();
   const html = page({ lang, nonce, path: ctx.path, title: t(lang, 'not_found_title') }, notFoundScreen(lang));
   return { status: 404, html, headers: pageHeaders(nonce, null) };
+}
+
+/** The 403 page for a form another site sent: nothing changed, and the way to the payment's own page. */
+export function renderForeign(ctx: Ctx, lang: Lang, paymentId: string): Reply {
+  const nonce = newNonce();
+  const html = page({ lang, nonce, path: `/pay/${encodeURIComponent(paymentId)}`, title: t(lang, 'foreign_title') }, foreignScreen(lang, paymentId));
+  return { status: 403, html, headers: pageHeaders(nonce, null) };
 }
 
 /** Back to the payment's page (303 after a form), which shows whatever state the payment is in now. */

@@ -27,24 +27,59 @@ function payPath(p: PaymentView, sub = ''): string {
   return `/pay/${p.id}${sub}`;
 }
 
+/** A method a buyer can pay with on the page. */
+export type PageMethod = (typeof PAGE_METHODS)[number];
+
+function cancelForm(lang: Lang, p: PaymentView): string {
+  return `<form method="post" action="${esc(href(payPath(p, '/cancel'), lang))}">
+<button class="btn secondary" type="submit">${esc(t(lang, 'cancel_payment'))}</button>
+</form>`;
+}
+
 /**
- * Method choice of a pending payment: every method for one created with `any`, else the one "pay" step of
- * the method fixed at creation. The POST opens the bank session.
+ * The method choice of a payment created with `any`. Choosing is a GET to the method's pay step: it changes
+ * nothing, so a buyer who picked the wrong one goes back before any bank session opens (after that the state
+ * machine allows no way back: a processing payment only succeeds, fails or expires).
  */
 export function methodChoice({ lang, p }: ScreenCtx): string {
-  const methods = PAGE_METHODS.filter((m) => p.method === 'any' || m === p.method);
-  const items = methods.map(
+  const items = PAGE_METHODS.map(
     (m) => `<li><button class="method" type="submit" name="method" value="${m}">${ICONS[m]}<span><b>${esc(t(lang, `method_${m}` as TextKey))}</b><small>${esc(t(lang, `method_${m}_hint` as TextKey))}</small></span>${CHEVRON}</button></li>`,
   ).join('\n');
-  return `<h2>${esc(t(lang, p.method === 'any' ? 'choose_method' : 'pay_with'))}</h2>
-<form method="post" action="${esc(href(payPath(p, '/method'), lang))}">
+  return `<h2>${esc(t(lang, 'choose_method'))}</h2>
+<form method="get" action="${esc(payPath(p))}">
+<input type="hidden" name="lang" value="${lang}">
 <ul class="methods">
 ${items}
 </ul>
 </form>
-<form method="post" action="${esc(href(payPath(p, '/cancel'), lang))}" class="stack">
-<button class="btn secondary" type="submit">${esc(t(lang, 'cancel_payment'))}</button>
-</form>`;
+<div class="stack">
+${cancelForm(lang, p)}
+</div>`;
+}
+
+/**
+ * The pay step of one method ("Pay by card"): the method fixed at creation, or the one the buyer chose. Its
+ * POST opens the bank session; `canChange` (the method was not fixed) adds the way back to the others.
+ */
+export function payStep({ lang, p }: ScreenCtx, method: PageMethod, canChange: boolean): string {
+  const back = canChange ? `<a class="btn secondary" href="${esc(href(payPath(p), lang))}&amp;method=any">${esc(t(lang, 'other_methods'))}</a>` : '';
+  return `<h2>${esc(t(lang, `pay_by_${method}` as TextKey))}</h2>
+<p class="chosen">${ICONS[method]}<span><b>${esc(t(lang, `method_${method}` as TextKey))}</b><small>${esc(t(lang, `method_${method}_hint` as TextKey))}</small></span></p>
+<form method="post" action="${esc(href(payPath(p, '/method'), lang))}">
+<button class="btn" type="submit" name="method" value="${method}">${esc(t(lang, 'continue'))}</button>
+</form>
+<div class="stack">
+${back}
+${cancelForm(lang, p)}
+</div>`;
+}
+
+/** A form posted from another site: refused, nothing changed, with the way to the payment's own page. */
+export function foreignScreen(lang: Lang, paymentId: string): string {
+  return `<div class="status">${STATUS_ICONS.off}
+<h2>${esc(t(lang, 'foreign_title'))}</h2>
+<p class="muted">${esc(t(lang, 'foreign_text'))}</p>
+<div class="stack"><a class="btn" href="${esc(href(`/pay/${encodeURIComponent(paymentId)}`, lang))}">${esc(t(lang, 'open_payment'))}</a></div></div>`;
 }
 
 function planLine(lang: Lang, p: PaymentView): string {

@@ -30,6 +30,11 @@ p{margin:0 0 12px}
 .method b{display:block}
 .method small{display:block;color:#6b7280;font-size:13px}
 .method .chev{margin-left:auto;color:#9ca3af}
+.chosen{display:flex;align-items:center;gap:14px;margin:0 0 16px;padding:14px 16px;border:1px solid #d1d5db;border-radius:12px}
+.chosen svg{flex:none}
+.chosen b{display:block}
+.chosen small{display:block;color:#6b7280;font-size:13px}
+.desc{margin:6px 0 0;font-size:15px;color:#111827}
 .qr{display:block;width:100%;max-width:232px;height:auto;margin:8px auto 16px;padding:8px;border:1px solid #e5e7eb;border-radius:12px}
 .field{margin-bottom:14px}
 .field label{display:block;font-weight:600;font-size:14px;margin-bottom:4px}

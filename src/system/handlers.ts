@@ -42,3 +42,23 @@ export function openapiHandler(document: (version: string, serverUrl: string) =>
     return { json: doc };
   };
 }
+
+/**
+ * GET /: a browser (it asks for text/html) goes to the cabinet's sign-in; an API client learns where the
+ * API and its OpenAPI document are, instead of a bare 404.
+ */
+export function root(ctx: Ctx<Pick<Core, 'baseUrl' | 'version'>>): Reply {
+  const accept = ctx.req.headers.accept ?? '';
+  if (/\btext\/html\b/i.test(accept)) return { status: 303, location: '/cabinet/login', headers: { Vary: 'Accept' } };
+  const base = ctx.app.baseUrl();
+  return {
+    body: {
+      service: 'kopek',
+      version: ctx.app.version,
+      api: `${base}/v1/public`,
+      openapi: `${base}/v1/openapi.json`,
+      cabinet: `${base}/cabinet/login`,
+    },
+    headers: { Vary: 'Accept' },
+  };
+}

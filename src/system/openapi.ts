@@ -3,6 +3,29 @@ import { type OpenApiFragment, jsonResponse, errorResponses } from '../http/open
 /** OpenAPI paths of the system routes: health, the document itself and metrics. */
 export const systemOpenApi: OpenApiFragment = {
   paths: {
+    '/': {
+      get: {
+        operationId: 'getRoot',
+        summary: 'Where things are: a browser (Accept: text/html) is sent to the cabinet sign-in; any other client gets the addresses of the API and this document',
+        security: [],
+        responses: {
+          '200': jsonResponse('The addresses of the API, this document and the cabinet', {
+            type: 'object',
+            required: ['service', 'version', 'api', 'openapi', 'cabinet'],
+            properties: {
+              service: { const: 'kopek' },
+              version: { type: 'string' },
+              api: { type: 'string', format: 'uri', description: 'Base address of the public API' },
+              openapi: { type: 'string', format: 'uri', description: 'This OpenAPI document' },
+              cabinet: { type: 'string', format: 'uri', description: "The merchant cabinet's sign-in page" },
+            },
+            additionalProperties: false,
+          }),
+          '303': { description: 'A browser: on to the cabinet sign-in (Location: /cabinet/login)' },
+          ...errorResponses,
+        },
+      },
+    },
     '/healthz': {
       get: {
         operationId: 'getHealth',

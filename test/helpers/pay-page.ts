@@ -117,7 +117,7 @@ export async function openPage(
  */
 export async function payOnPage(page: Page, url: string): Promise<void> {
   await page.goto(url);
-  await page.locator('button.method').click();
+  await page.locator('button[name="method"]').click();
 }
 
 /** The buyer's POST that opens a payment's session on the page (the method fixed at creation, or the one chosen). */

@@ -67,7 +67,7 @@ test('opening the page changes nothing: a link preview or a prefetch cannot open
   }
   const fixed = await createPayment(s, { amount: 10000, method: 'cards' });
   const step = await getPage(s, `/pay/${fixed.id}?lang=en`);
-  assert.match(step.text, /Payment method[\s\S]*<button class="method" type="submit" name="method" value="cards">/);
+  assert.match(step.text, /<h2>Pay by card<\/h2>[\s\S]*<button class="btn" type="submit" name="method" value="cards">Continue<\/button>/);
   assert.doesNotMatch(step.text, /value="sbp"/, 'a method fixed at creation is the only one offered');
 });
 
