@@ -424,6 +424,18 @@ CREATE TABLE shop_acquirers (
   updated_at  INTEGER NOT NULL
 ) STRICT;
 
+-- A shop's live payout provider (YooKassa Payouts), independent of its acquirer. `secret` is sealed under the
+-- master key (context 'shop_payout_providers.secret:<shop id>'), never stored in clear.
+CREATE TABLE shop_payout_providers (
+  shop_id     TEXT PRIMARY KEY REFERENCES shops(id),
+  provider    TEXT NOT NULL,
+  agent_id    TEXT NOT NULL,
+  secret      TEXT NOT NULL,
+  api_url     TEXT NOT NULL,
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL
+) STRICT;
+
 
 -- Where a buyer stands in a step of the page that outlives one request: a 3-D Secure challenge, a bank's
 -- extra confirmation, or waiting for a bank that has not answered. Only a card's brand, mask and holder
@@ -499,7 +511,7 @@ CREATE TABLE cabinet_audit (
   at           INTEGER NOT NULL                       -- real time
 ) STRICT;
 CREATE INDEX cabinet_audit_merchant ON cabinet_audit(merchant_id, id);
--- Every request kopek sends to a live acquirer, recorded in the transaction that decides it, before it is
+-- Every request kopek sends to a live acquirer or payout provider, recorded in the transaction that decides it, before it is
 -- sent, without secrets (no password, no Token): queued → sent → answered | unknown. A request found `sent`
 -- after a restart may have reached the bank; its operation is settled by a status check, never re-sent.
 CREATE TABLE bank_requests (
@@ -508,7 +520,7 @@ CREATE TABLE bank_requests (
   mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
   provider         TEXT NOT NULL,
   operation        TEXT NOT NULL,                       -- the bank's method: Init, GetState, CheckOrder, Cancel, Charge, GetQr
-  subject_kind     TEXT NOT NULL CHECK (subject_kind IN ('payment', 'refund')),
+  subject_kind     TEXT NOT NULL CHECK (subject_kind IN ('payment', 'refund', 'payout')),
   subject_id       TEXT NOT NULL,
   order_id         TEXT NOT NULL DEFAULT '',            -- the attempt's OrderId
   bank_payment_id  TEXT NOT NULL DEFAULT '',            -- the bank's PaymentId, once known

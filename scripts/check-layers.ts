@@ -31,7 +31,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['tokens'],
   ['subscriptions'],
   ['payouts'],
-  ['simulator', 'tbank'],
+  ['simulator', 'tbank', 'yookassa'],
   ['pay-page'],
   ['cabinet', 'system'],
   ['cli'],

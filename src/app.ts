@@ -21,6 +21,7 @@ import { recurrentModule } from './subscriptions/module';
 import { webhooksModule } from './webhooks/module';
 import { simulatorModule } from './simulator/module';
 import { tbankModule } from './tbank/module';
+import { yookassaModule } from './yookassa/module';
 import { NoBank } from './bank-port/none';
 import { Metrics } from './system/metrics';
 import { retentionModule } from './system/retention';
@@ -125,7 +126,7 @@ async function openData(config: Config, log: Logger): Promise<{ store: Store; lo
 
 /**
  * The App and its modules, in the one order that matters: webhooks first (an event's deliveries are written
- * before any other sink reacts), then the domains, then the banks (the simulator, no bank, T-Bank, then the
+ * before any other sink reacts), then the domains, then the banks (the simulator, no bank, T-Bank, YooKassa, then the
  * embedder's). Building registers nothing; mountModules does, in this order.
  */
 function assemble(control: CoreControl, opts: StartOptions): { app: App; modules: Module[] } {
@@ -159,6 +160,7 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
     simulatorModule(payments),
     { name: 'no-bank', banks: [new NoBank()] },
     tbankModule(payments),
+    yookassaModule(payments),
     ...(opts.modules ?? []).map((make) => make(payments)),
     services,
     retention,

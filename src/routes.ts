@@ -113,6 +113,8 @@ export function buildRouter(): Router<RouteDef<App>> {
   r.add('POST', '/cabinet/shops/:id/signing-secret', { auth: 'cabinet', body: 'form', handler: cabinet.postSigningSecret });
   r.add('POST', '/cabinet/shops/:id/acquirer', { auth: 'cabinet', body: 'form', handler: cabinet.postAcquirer });
   r.add('POST', '/cabinet/shops/:id/acquirer/remove', { auth: 'cabinet', body: 'form', handler: cabinet.postRemoveAcquirer });
+  r.add('POST', '/cabinet/shops/:id/payout-provider', { auth: 'cabinet', body: 'form', handler: cabinet.postPayoutProvider });
+  r.add('POST', '/cabinet/shops/:id/payout-provider/remove', { auth: 'cabinet', body: 'form', handler: cabinet.postRemovePayoutProvider });
   r.add('POST', '/cabinet/activate-live', { auth: 'cabinet', body: 'form', handler: cabinet.postActivateLive });
   r.add('GET', '/cabinet/keys', { auth: 'cabinet', handler: cabinet.keysPage });
   r.add('POST', '/cabinet/keys', { auth: 'cabinet', body: 'form', handler: cabinet.postKey });

@@ -22,6 +22,7 @@ interface KeyRow {
   merchant_id: string;
   live_enabled: number;
   has_acquirer: number;
+  has_payout_provider: number;
 }
 
 const allowListCache = new Map<string, AllowList>();
@@ -47,7 +48,8 @@ const keyCaches = new WeakMap<Store, KeyCache<KeyEntry>>();
 
 const KEY_SQL = `SELECT k.id AS key_id, k.mode, k.scopes AS key_scopes, k.revoked_at, s.id AS shop_id, s.name AS shop_name,
         s.scopes AS shop_scopes, s.ip_allowlist, s.signing_secret, s.require_signature,
-        m.id AS merchant_id, m.live_enabled, EXISTS (SELECT 1 FROM shop_acquirers a WHERE a.shop_id = s.id) AS has_acquirer
+        m.id AS merchant_id, m.live_enabled, EXISTS (SELECT 1 FROM shop_acquirers a WHERE a.shop_id = s.id) AS has_acquirer,
+        EXISTS (SELECT 1 FROM shop_payout_providers p WHERE p.shop_id = s.id) AS has_payout_provider
  FROM api_keys k JOIN shops s ON s.id = k.shop_id JOIN merchants m ON m.id = s.merchant_id
  WHERE k.key_hash = ?`;
 
@@ -170,8 +172,10 @@ async function checkKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawB
   if (row.mode === 'live' && !row.live_enabled) {
     throw new ApiError(403, 'live_mode_not_activated', 'Cannot use a live key: live mode is not activated for this merchant');
   }
-  if (row.mode === 'live' && !row.has_acquirer) {
-    throw new ApiError(403, 'acquirer_not_configured', "Cannot use a live key: the shop has no acquirer (kopek shop acquirer)");
+  // A shop with only a payout provider passes: its payment operations answer 403 acquirer_not_configured at the
+  // bank port (bank-port/none.ts), its payouts work.
+  if (row.mode === 'live' && !row.has_acquirer && !row.has_payout_provider) {
+    throw new ApiError(403, 'acquirer_not_configured', 'Cannot use a live key: the shop has no acquirer (kopek shop acquirer) and no payout provider (kopek shop payouts)');
   }
   if (!entry.allow.allows(input.ip)) {
     throw new ApiError(403, 'ip_not_allowed', `Cannot accept a request from "${input.ip}": the address is not in the shop's allow-list`);

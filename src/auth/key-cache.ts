@@ -9,6 +9,7 @@ const WATCHED: Array<{ table: string; columns?: string[] }> = [
   { table: 'shops', columns: ['id', 'merchant_id', 'name', 'scopes', 'ip_allowlist', 'signing_secret', 'require_signature'] },
   { table: 'merchants', columns: ['id', 'live_enabled'] },
   { table: 'shop_acquirers' },
+  { table: 'shop_payout_providers' },
 ];
 
 /**

@@ -5,6 +5,7 @@ import { ApiError, notFound } from '../http/errors';
 import type { Applied } from './checks';
 import type { BankDirectory } from './directory';
 import type { MoneyAnswer, PaymentAnswer } from './port';
+import { shopPayoutProvider } from './store';
 
 /** What the notification handler itself uses: the banks, the store it writes through and the log. */
 export interface CallbackServices {
@@ -26,17 +27,18 @@ export interface NotifiedAnswers<S> {
 }
 
 /**
- * POST /v1/callbacks/{provider}/{shop_id}: a bank's notification. The shop's live acquirer must be this
- * provider; the provider's port checks the notification (its signature), and everything it tells is
- * applied in one transaction with the webhooks, stream events and ledger postings that follow. A forged
- * notification is answered 403 and changes nothing; repeated and late ones find their operation moved on.
+ * POST /v1/callbacks/{provider}/{shop_id}: a bank's notification. The shop's live acquirer or its payout
+ * provider must be this provider; the provider's port checks the notification (its signature; a payout
+ * provider's unsigned notification only schedules, in `record`, its own GET of the payout), and everything it
+ * tells is applied in one transaction with the webhooks, stream events and ledger postings that follow. A
+ * forged notification is answered 403 and changes nothing; repeated and late ones find their operation moved on.
  */
 export function bankCallbackHandler<S extends CallbackServices>(apply: NotifiedAnswers<S>): Handler<S> {
   return async (ctx) => {
     const { provider, shop_id: shopId } = ctx.params;
     const port = ctx.app.banks.byProvider(provider);
-    if (!port || (await ctx.app.banks.providerFor(ctx.app.store, shopId, 'live')) !== provider) {
-      throw notFound(`Cannot take a notification of "${provider.slice(0, 64)}" for shop "${shopId.slice(0, 64)}": the shop has no such acquirer`);
+    if (!port || !(await servesShop(ctx.app, provider, shopId))) {
+      throw notFound(`Cannot take a notification of "${provider.slice(0, 64)}" for shop "${shopId.slice(0, 64)}": the shop has no such acquirer or payout provider`);
     }
     const result = await port.callback({ shopId, headers: ctx.req.headers, body: ctx.body });
     if (!result.valid) throw new ApiError(403, 'forbidden', `Cannot take the notification of "${provider}": its signature does not match`);
@@ -54,4 +56,10 @@ export function bankCallbackHandler<S extends CallbackServices>(apply: NotifiedA
     }
     return { text: result.reply, contentType: 'text/plain; charset=utf-8' };
   };
+}
+
+/** True when `provider` is the shop's live acquirer or its payout provider. */
+async function servesShop(app: CallbackServices, provider: string, shopId: string): Promise<boolean> {
+  if ((await app.banks.providerFor(app.store, shopId, 'live')) === provider) return true;
+  return (await shopPayoutProvider(app.store, shopId))?.provider === provider;
 }

@@ -1,7 +1,7 @@
 import type { Mode } from '../scheduler/clock';
 import type { Reader } from '../db/store';
 import type { BankPort } from './port';
-import { shopAcquirer, type ShopAcquirer } from './store';
+import { shopAcquirer, shopPayoutProvider, type ShopAcquirer } from './store';
 
 /** The provider every test-mode operation goes to. */
 export const TEST_PROVIDER = 'simulator';
@@ -37,6 +37,24 @@ export class BankDirectory {
   /** The bank for a shop and mode. */
   async for(q: Reader, shopId: string, mode: Mode): Promise<BankPort> {
     return this.forAcquirer(shopId, mode, mode === 'test' ? undefined : await shopAcquirer(q, shopId));
+  }
+
+  /**
+   * The bank a shop's payouts of this mode go to (creation and status checks): test mode, the simulator; live,
+   * the bank registered under the shop's payout provider (shop_payout_providers), else its acquirer's bank when
+   * that bank sends payouts itself, else the no-bank port, which sends none (payouts answer 403
+   * payouts_not_configured). Independent of the acquirer: a shop may have either, or both.
+   */
+  async forPayout(q: Reader, shopId: string, mode: Mode): Promise<BankPort> {
+    if (mode === 'test') return this.forAcquirer(shopId, mode, undefined);
+    const provider = await shopPayoutProvider(q, shopId);
+    if (provider) {
+      const port = this.ports.get(provider.provider);
+      if (!port) throw new Error(`cannot reach payout provider "${provider.provider}" of shop "${shopId}": no such bank is registered`);
+      return port;
+    }
+    const acquiring = this.forAcquirer(shopId, mode, await shopAcquirer(q, shopId));
+    return acquiring.sendsPayouts ? acquiring : this.forAcquirer(shopId, mode, undefined);
   }
 
   /** The bank for a shop and mode when the caller has read the shop's acquirer row already (undefined: it has none). */

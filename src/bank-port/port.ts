@@ -70,6 +70,13 @@ export interface PayoutRequest {
   method: PayoutMethod;
   /** The SBP bank id for SBP payouts. */
   bankId?: string;
+  /**
+   * Where the money goes: the phone as the API took it (+7XXXXXXXXXX) and the 12-digit SBP member id for
+   * payouts_sbp; the full card number for payouts_card, in memory only (never stored, logged or echoed).
+   */
+  recipient: { phone?: string; bankId?: string; cardNumber?: string };
+  /** What the payout is for, when the request says it. */
+  description?: string;
   at: number;
 }
 

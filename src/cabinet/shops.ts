@@ -6,6 +6,7 @@ import { activateLive, createShop, getMerchant, rotateSigningSecret, setIpAllowl
 import { removeAcquirer, setTBankAcquirer, showAcquirer } from '../tbank/acquirer';
 import { apiUrlChoices } from '../tbank/settings';
 import { recordAudit } from './audit';
+import { payoutProviderSection } from './payout-live';
 import { cabinetPage, field, postForm, table } from './layout';
 import { actor, merchantShops, ownShop } from './scope';
 import { change } from './act';
@@ -75,7 +76,7 @@ ${await liveSection(ctx, s.id, base)}`;
   return cabinetPage(ctx, { title: s.name, active: 'shops', body });
 }
 
-/** The shop's acquirer (never its password) with the forms to set or remove it, and the merchant's live activation. */
+/** The shop's acquirer (never its password) and payout provider (never its secret) with their forms, and the merchant's live activation. */
 async function liveSection(ctx: Ctx<Core>, shopId: string, base: string): Promise<string> {
   const lang = ctx.cabinet!.lang;
   const a = await showAcquirer(ctx.app.store, shopId);
@@ -98,6 +99,7 @@ ${field('acq-url', ct(lang, 'api_url'), `<select id="acq-url" name="api_url">${a
   return `<h2>${esc(ct(lang, 'acquirer'))}</h2>
 ${current}
 ${setForm}
+${await payoutProviderSection(ctx, shopId, base)}
 <h2>${esc(ct(lang, 'mode_live'))}</h2>
 ${live}`;
 }
@@ -120,7 +122,7 @@ export async function postRemoveAcquirer(ctx: Ctx<Core>): Promise<Reply> {
   return change(ctx, { action: 'shop.acquirer.remove', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => ((await removeAcquirer(ctx.app.store, s.id)) ? '' : '(none was set)'));
 }
 
-/** POST /cabinet/activate-live {back?}: the merchant's live mode, as `kopek merchant activate-live` does (a shop needs an acquirer). */
+/** POST /cabinet/activate-live {back?}: the merchant's live mode, as `kopek merchant activate-live` does (a shop needs an acquirer or a payout provider). */
 export function postActivateLive(ctx: Ctx<Core>): Promise<Reply> {
   const back = form(ctx).get('back') ?? '';
   const target = /^\/cabinet\/shops\/[0-9a-f-]{36}$/.test(back) ? back : '/cabinet/shops';

@@ -221,19 +221,27 @@ export async function revokeKey(store: Store, keyId: string, now: number): Promi
   await store.tx((tx) => tx.run('UPDATE api_keys SET revoked_at = ? WHERE id = ?', now, keyId));
 }
 
-/** Turn on live mode for a merchant once a shop of it has an acquirer; refused with the reason before. */
-export async function activateLive(store: Store, merchantId: string): Promise<{ id: string; live_enabled: true; shops_with_acquirer: string[] }> {
+/**
+ * Turn on live mode for a merchant once a shop of it has an acquirer or a payout provider (either is enough: a
+ * shop may take payments, send payouts, or both); refused with the reason before.
+ */
+export async function activateLive(
+  store: Store,
+  merchantId: string,
+): Promise<{ id: string; live_enabled: true; shops_with_acquirer: string[]; shops_with_payout_provider?: string[] }> {
   if (!(await getMerchant(store, merchantId))) throw new Error(`cannot activate live mode for merchant "${merchantId}": not found`);
-  const shops = (
-    await store.all<{ id: string }>('SELECT s.id FROM shops s JOIN shop_acquirers a ON a.shop_id = s.id WHERE s.merchant_id = ? ORDER BY s.id', merchantId)
-  ).map((r) => r.id);
-  if (shops.length === 0) {
+  const shopsWith = async (table: string): Promise<string[]> =>
+    (await store.all<{ id: string }>(`SELECT s.id FROM shops s JOIN ${table} a ON a.shop_id = s.id WHERE s.merchant_id = ? ORDER BY s.id`, merchantId)).map((r) => r.id);
+  const shops = await shopsWith('shop_acquirers');
+  const payouts = await shopsWith('shop_payout_providers');
+  if (shops.length === 0 && payouts.length === 0) {
     throw new Error(
-      `cannot activate live mode for merchant "${merchantId}": no shop of the merchant has an acquirer (kopek shop acquirer); live keys answer 403 live_mode_not_activated until one has`,
+      `cannot activate live mode for merchant "${merchantId}": no shop of the merchant has an acquirer (kopek shop acquirer) or a payout provider (kopek shop payouts); live keys answer 403 live_mode_not_activated until one has`,
     );
   }
   await store.tx((tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', merchantId));
-  return { id: merchantId, live_enabled: true, shops_with_acquirer: shops };
+  // The payout providers are named only when there are any, so the answer of an acquirer-only merchant stays as it was.
+  return { id: merchantId, live_enabled: true, shops_with_acquirer: shops, ...(payouts.length ? { shops_with_payout_provider: payouts } : {}) };
 }
 
 /** The demo setup: a merchant, a shop with every scope, and a test key (`fixedKey` its secret, else a random one). */

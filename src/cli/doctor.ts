@@ -5,6 +5,7 @@ import { SCHEMA_VERSION } from '../db/open';
 import { integrityCheck, journalMode, openExistingStorage, probeDatabase, schemaVersion } from '../db/maintenance';
 import type { Reader, Store } from '../db/store';
 import { checkLedger } from '../ledger/check';
+import { payoutsNeedingDecision } from '../payouts/store';
 import { LEDGER_ACTION, LEDGER_PROOF, ledgerVerdict } from './ledger';
 import { writeProblem } from '../db/access';
 import { existsSync } from 'node:fs';
@@ -22,6 +23,8 @@ Checks a database, safe while the server runs (reads only), and says what to do 
   endpoints       no webhook endpoint is disabled (410 Gone) or failing (deliveries retrying or given up)
   bank amounts    no live acquirer's answer was left unapplied (its amount differs from the payment's, or
                   the bank confirmed a payment kopek had already closed)
+  card payouts    no live card payout waits for a decision (pending with no provider id: its card number,
+                  kept in memory only, may be lost with a restart; a notification naming it settles it)
   ledger          the proof of kopek ledger check: ${LEDGER_PROOF}
 Exits 0 when nothing needs action, 1 otherwise.
 
@@ -76,7 +79,7 @@ export async function diagnose(store: Store): Promise<Finding[]> {
     });
     return f;
   }
-  f.push(await deadJobs(store), ...(await endpoints(store)), await bankAmounts(store));
+  f.push(await deadJobs(store), ...(await endpoints(store)), await bankAmounts(store), await cardPayouts(store));
   const ledger = await checkLedger(store);
   f.push(
     ledger.ok
@@ -109,6 +112,21 @@ async function bankAmounts(q: Reader): Promise<Finding> {
     ok: false,
     detail: `${total} bank answer(s) not applied: ` + rows.map((r) => `payment ${r.subject_id} of shop ${r.shop_id}: kopek ${r.expected_amount}, bank ${r.bank_amount} (${r.answer})`).join('; '),
     action: "compare each with the acquirer's own records (docs/live-mode.md, \"What the operator watches\"); a payment taken at the bank for another amount is refunded or settled there",
+  };
+}
+
+/** Live card payouts pending with no provider id: their number, kept in memory only, may have gone with a restart. */
+async function cardPayouts(q: Reader): Promise<Finding> {
+  const rows = await payoutsNeedingDecision(q, undefined, 20);
+  if (rows.length === 0) return { check: 'card payouts', ok: true, detail: 'none waits for a decision' };
+  return {
+    check: 'card payouts',
+    ok: false,
+    detail:
+      `${rows.length}${rows.length === 20 ? '+' : ''} live card payout(s) pending with no provider id (the card number is kept in memory only and may be lost with a restart): ` +
+      rows.map((r) => `payout ${r.id} of shop ${r.shop_id}, ${r.amount} kopecks, card *${r.card_last4 ?? ''}, created ${new Date(r.created_at).toISOString()}`).join('; '),
+    action:
+      "look each up in the payout provider's cabinet by metadata.payout_id: if the provider has it, its notification settles it (ask the provider to send it again); if not, it was never paid: the recipient asks again with a new payout. kopek never sends it again without its number",
   };
 }
 
@@ -150,7 +168,7 @@ async function endpoints(q: Reader): Promise<Finding[]> {
 /** `kopek doctor` */
 export const doctor: Command = {
   name: 'doctor',
-  summary: 'check the database, schema, jobs, webhook endpoints and ledger; say what to do',
+  summary: 'check the database, schema, jobs, webhook endpoints, card payouts and ledger; say what to do',
   usage,
   async run(argv) {
     const args = parseArgs(argv);

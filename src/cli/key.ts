@@ -1,7 +1,7 @@
 import { parseArgs, flag, onlyFlags, atMostAfterSub, idArg, unknownSubcommand } from './args';
 import { COMMON_OPTIONS, io, output, withStore, type Command } from './command';
 import { createKey, getMerchant, getShop, listKeys, revokeKey } from '../cabinet/store';
-import { shopAcquirer } from '../bank-port/store';
+import { shopAcquirer, shopPayoutProvider } from '../bank-port/store';
 import { TBANK } from '../tbank/protocol';
 import { iso } from '../util/time';
 import type { Store } from '../db/store';
@@ -44,20 +44,26 @@ export async function liveKeyWarnings(store: Store, shopId: string): Promise<str
   if (!shop) return [];
   const merchant = await getMerchant(store, shop.merchant_id);
   const acquirer = await shopAcquirer(store, shopId);
+  const payouts = await shopPayoutProvider(store, shopId);
   const out: string[] = [];
   if (!merchant?.live_enabled) {
     out.push(
       `live mode is not activated for merchant ${shop.merchant_id}: the key answers 403 live_mode_not_activated until ` +
-        `kopek merchant activate-live ${shop.merchant_id}${acquirer ? '' : ' (once a shop of the merchant has an acquirer)'}`,
+        `kopek merchant activate-live ${shop.merchant_id}${acquirer || payouts ? '' : ' (once a shop of the merchant has an acquirer or a payout provider)'}`,
     );
   }
-  if (!acquirer) {
+  if (!acquirer && payouts) {
+    out.push(
+      `shop ${shopId} has no acquirer: live payments, refunds, tokens and subscriptions answer 403 acquirer_not_configured until ` +
+        `kopek shop acquirer --shop ${shopId} --provider tbank --terminal-key KEY --password-file FILE; payouts go to ${payouts.provider}`,
+    );
+  } else if (!acquirer) {
     out.push(
       `shop ${shopId} has no acquirer: the key answers 403 acquirer_not_configured until ` +
         `kopek shop acquirer --shop ${shopId} --provider tbank --terminal-key KEY --password-file FILE`,
     );
-  } else if (NO_PAYOUTS.has(acquirer.provider)) {
-    out.push(`shop ${shopId} has no payout provider (its ${acquirer.provider} acquirer takes payments only): live payouts answer 403 payouts_not_configured; send payouts in test mode or through the bank's own channel`);
+  } else if (!payouts && NO_PAYOUTS.has(acquirer.provider)) {
+    out.push(`shop ${shopId} has no payout provider (its ${acquirer.provider} acquirer takes payments only): live payouts answer 403 payouts_not_configured until kopek shop payouts --shop ${shopId} --provider yookassa --agent-id ID --secret-file FILE`);
   }
   return out;
 }

@@ -8,7 +8,8 @@ const usage = `Usage:
 
 create          creates a merchant and prints its id (creates the database file if there is none)
 activate-live   turns on live mode; refused, with the reason, until a shop of the merchant has an acquirer
-                (kopek shop acquirer); live keys of shops without one answer 403 acquirer_not_configured;
+                (kopek shop acquirer) or a payout provider (kopek shop payouts); live keys of shops with
+                neither answer 403 acquirer_not_configured, and payments of a shop without an acquirer do;
                 MERCHANT_ID may also be given as --merchant MERCHANT_ID
 
 Options:
@@ -43,7 +44,11 @@ export const merchant: Command = {
       atMostAfterSub(rest, 0, 'kopek merchant activate-live MERCHANT_ID');
       if (!id) throw new Error('cannot activate live mode: MERCHANT_ID is required (or --merchant MERCHANT_ID)');
       const r = await withStore(args, async (store) => activateLive(store, id));
-      output(args, r, [`live mode on for merchant ${r.id}`, `shops with an acquirer: ${r.shops_with_acquirer.join(', ')}`]);
+      output(args, r, [
+        `live mode on for merchant ${r.id}`,
+        `shops with an acquirer: ${r.shops_with_acquirer.join(', ') || '(none)'}`,
+        `shops with a payout provider: ${r.shops_with_payout_provider?.join(', ') ?? '(none)'}`,
+      ]);
       return 0;
     }
     throw unknownSubcommand('merchant', sub, ['create', 'activate-live']);

@@ -12,6 +12,7 @@ import { ALL_SCOPES } from '../auth/scopes';
 import type { Store } from '../db/store';
 import type { Args } from './args';
 import { ACQUIRER_USAGE, runAcquirer } from './acquirer';
+import { PAYOUTS_USAGE, runPayouts } from './payouts';
 
 const usage = `Usage:
   kopek shop create --merchant ID --name NAME [--scopes S1,S2]
@@ -21,6 +22,7 @@ const usage = `Usage:
   kopek shop signing-secret SHOP_ID
   kopek shop require-signature SHOP_ID on|off
 ${ACQUIRER_USAGE}
+${PAYOUTS_USAGE}
 
 SHOP_ID may also be given as --shop SHOP_ID, as every command takes it.
 
@@ -32,6 +34,9 @@ signing-secret     rotates the thm_ request-signing secret and prints the new on
 require-signature  requires X-PSP-Signature on every request of the shop's keys, or not
 acquirer           sets the shop's live acquirer (T-Bank terminal; the password is encrypted under the master
                    key, <db>.key or KOPEK_MASTER_KEY, and never printed), shows it, or removes it (--remove)
+payouts            sets the shop's live payout provider (YooKassa Payouts: the gateway's agentId and secret key,
+                   checked at the provider before anything is written; the secret is encrypted under the master
+                   key and never printed), shows it, or removes it (--remove); independent of the acquirer
 
 Scopes: ${ALL_SCOPES.join(', ')}
 
@@ -48,7 +53,9 @@ Examples:
   kopek shop signing-secret 3b9e…
   kopek shop require-signature 3b9e… on
   kopek shop acquirer --shop 3b9e… --provider tbank --terminal-key 1700000000DEMO --password-file ./tbank.pass
-  kopek shop acquirer --shop 3b9e… --json`;
+  kopek shop acquirer --shop 3b9e… --json
+  kopek shop payouts --shop 3b9e… --provider yookassa --agent-id 505000 --secret-file ./yookassa.secret
+  kopek shop payouts --shop 3b9e… --json`;
 
 /** Subcommands taking SHOP_ID, with their usage line and how many words they take after the subcommand (SHOP_ID included). */
 const ON_SHOP: Record<string, { line: string; max: number; run(store: Store, args: Args, id: string, value?: string): Promise<void> }> = {
@@ -107,10 +114,11 @@ async function show(store: Store, args: Args, id: string): Promise<void> {
 /** `kopek shop` */
 export const shop: Command = {
   name: 'shop',
-  summary: 'create shops; set scopes, IP allow-list, request signing, the live acquirer',
+  summary: 'create shops; set scopes, IP allow-list, request signing, the live acquirer and payout provider',
   usage,
   async run(argv) {
     if (argv[0] === 'acquirer') return runAcquirer(argv.slice(1));
+    if (argv[0] === 'payouts') return runPayouts(argv.slice(1));
     const args = parseArgs(argv);
     const [sub] = args.positional;
     if (sub === 'create') {
@@ -128,7 +136,7 @@ export const shop: Command = {
       return 0;
     }
     const spec = sub === undefined || !Object.hasOwn(ON_SHOP, sub) ? undefined : ON_SHOP[sub];
-    if (!spec) throw unknownSubcommand('shop', sub, ['create', ...Object.keys(ON_SHOP), 'acquirer']);
+    if (!spec) throw unknownSubcommand('shop', sub, ['create', ...Object.keys(ON_SHOP), 'acquirer', 'payouts']);
     onlyFlags(args, ['shop']);
     const { id, rest } = idArg(args, 'shop');
     if (!id) throw new Error(`cannot run shop ${sub}: SHOP_ID is required (or --shop SHOP_ID); usage: ${spec.line}`);

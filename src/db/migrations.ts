@@ -251,4 +251,40 @@ INSERT INTO database_identity (id, created_at)
   // this layer does not), and an older build, which would take a sealed secret for base32 and refuse every
   // code, refuses this version instead.
   `DELETE FROM cabinet_login_failures;`,
+  // 19 → 20: a shop's live payout provider (YooKassa Payouts), beside and independent of its acquirer; the
+  // secret key is sealed under the master key (context 'shop_payout_providers.secret:<shop id>'). bank_requests
+  // takes payouts as subjects too (its CHECK widened: the table is made anew, its rows and ids kept).
+  `CREATE TABLE IF NOT EXISTS shop_payout_providers (
+  shop_id     TEXT PRIMARY KEY REFERENCES shops(id),
+  provider    TEXT NOT NULL,
+  agent_id    TEXT NOT NULL,
+  secret      TEXT NOT NULL,
+  api_url     TEXT NOT NULL,
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL
+) STRICT;
+ALTER TABLE bank_requests RENAME TO bank_requests_old;
+DROP INDEX IF EXISTS bank_requests_subject;
+DROP INDEX IF EXISTS bank_requests_order;
+CREATE TABLE bank_requests (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  shop_id          TEXT NOT NULL,
+  mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  provider         TEXT NOT NULL,
+  operation        TEXT NOT NULL,
+  subject_kind     TEXT NOT NULL CHECK (subject_kind IN ('payment', 'refund', 'payout')),
+  subject_id       TEXT NOT NULL,
+  order_id         TEXT NOT NULL DEFAULT '',
+  bank_payment_id  TEXT NOT NULL DEFAULT '',
+  request          TEXT NOT NULL,
+  state            TEXT NOT NULL CHECK (state IN ('queued', 'sent', 'answered', 'unknown')),
+  answer           TEXT NOT NULL DEFAULT '',
+  created_at       INTEGER NOT NULL,
+  sent_at          INTEGER,
+  answered_at      INTEGER
+) STRICT;
+INSERT INTO bank_requests SELECT * FROM bank_requests_old ORDER BY id;
+DROP TABLE bank_requests_old;
+CREATE INDEX bank_requests_subject ON bank_requests(subject_id, id);
+CREATE INDEX bank_requests_order ON bank_requests(order_id) WHERE order_id <> '';`,
 ];

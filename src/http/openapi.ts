@@ -34,7 +34,7 @@ export function openApiDocument(fragments: readonly OpenApiFragment[], version: 
           type: 'http',
           scheme: 'bearer',
           description:
-            'sk_test_… or sk_live_… API key. A live key answers 403 live_mode_not_activated until the merchant\'s live mode is on, and 403 acquirer_not_configured while its shop has no acquirer',
+            'sk_test_… or sk_live_… API key. A live key answers 403 live_mode_not_activated until the merchant\'s live mode is on, and 403 acquirer_not_configured while its shop has neither an acquirer nor a payout provider (a shop with only a payout provider gets it for payments, refunds, tokens and subscriptions)',
         },
         cabinetSession: { type: 'apiKey', in: 'cookie', name: 'kopek_cabinet', description: 'A merchant cabinet session (docs/cabinet.md); its POSTs also need the CSRF token' },
         streamToken: { type: 'apiKey', in: 'query', name: 'token', description: 'est_… stream token from POST /v1/public/events/token (GET /v1/public/events only)' },

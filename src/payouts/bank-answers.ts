@@ -29,5 +29,5 @@ export async function payoutAnswered(core: PayoutAnswerCore, tx: Tx, payoutId: s
 /** Run a payout's status check: ask its bank again, unless the payout is final by now. */
 export async function runPayoutCheck(core: Pick<Core, 'banks'>, tx: Tx, job: Job): Promise<void> {
   const p = await getPayout(tx, job.subject_id);
-  if (p && p.status === 'pending') await (await core.banks.for(tx, p.shop_id, p.mode)).checkStatus(tx, { kind: 'payout', payoutId: p.id });
+  if (p && p.status === 'pending') await (await core.banks.forPayout(tx, p.shop_id, p.mode)).checkStatus(tx, { kind: 'payout', payoutId: p.id });
 }

@@ -68,7 +68,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * next is checked, so the batch never overdraws; an item refused (insufficient funds, router) fails alone.
  */
 export async function createBatchTx(core: PayoutCore, tx: Tx, payer: Payer, batch: ParsedBatch): Promise<Record<string, unknown>> {
-  await requirePayoutBank(core.banks, tx, payer, 'a payout batch');
+  await requirePayoutBank(core.banks, tx, payer, 'a payout batch', batch.method);
   const results: BatchResult[] = [];
   // One item after another: each reserves before the next is checked.
   for (const [index, item] of batch.items.entries()) {

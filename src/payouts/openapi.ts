@@ -58,7 +58,7 @@ export const payoutsOpenApi: OpenApiFragment = {
         operationId: 'createPayout',
         summary: 'Create a payout (scope of the method: api:payouts:sbp, api:payouts:card or api:payouts:account)',
         description:
-          'A bank_id that is not 12 digits is 400 before any other check. Live mode: 403 payouts_not_configured (nothing created) while the shop\'s acquirer sends no payouts (T-Bank acquiring has no payout connector). The amount must not exceed the shop\'s available (422 insufficient_funds). ' +
+          'A bank_id that is not 12 digits is 400 before any other check. Live mode: the payout goes to the shop\'s payout provider (YooKassa Payouts; the response\'s bank names it, bank_ref is the provider\'s payout id once known); 403 payouts_not_configured (nothing created) while the shop has none (T-Bank acquiring has no payout connector); 403 payout_method_not_supported for payouts_account (no live provider sends it). The amount must not exceed the shop\'s available (422 insufficient_funds). ' +
           'Test mode: amount ending in 01 fails do_not_honor, 02 recipient_not_in_sbp, 03 is 502 router_error (nothing created); ' +
           'an SBP bank_id absent from the directory fails bank_unknown at once; others succeed after --sim-delay on the shop clock.',
         security: bearer,
@@ -78,7 +78,7 @@ export const payoutsOpenApi: OpenApiFragment = {
       post: {
         operationId: 'createPayoutBatch',
         summary: `Create up to ${BATCH_MAX_ITEMS} payouts of one method; each item is created, failed or duplicate on its own`,
-        description: 'Live mode: 403 payouts_not_configured for the whole batch (nothing created) while the shop\'s acquirer sends no payouts.',
+        description: 'Live mode: each item goes to the shop\'s payout provider; 403 payouts_not_configured for the whole batch (nothing created) while the shop has none, 403 payout_method_not_supported for a payouts_account batch.',
         security: bearer,
         parameters: [idempotencyHeader],
         requestBody: jsonBody(

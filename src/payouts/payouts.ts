@@ -1,5 +1,7 @@
 import type { Core } from '../core/core';
 import type { BankDirectory } from '../bank-port/directory';
+import type { PayoutRequest } from '../bank-port/port';
+import type { PayoutMethod } from '../model/payout';
 import type { Reader, Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { ApiError } from '../http/errors';
@@ -33,12 +35,17 @@ export interface Payer {
 export type PayoutCore = Pick<Core, 'banks' | 'clocks' | 'events'>;
 
 /**
- * 403 payouts_not_configured when the payer's bank sends no payouts (a live acquirer without a payout connector).
- * The shop's acquirer is read through `q`: inside a transaction its tx, outside the store.
+ * 403 payouts_not_configured when the payer's payout bank sends no payouts (live: no payout provider, and an
+ * acquirer without a payout connector or none); then 403 payout_method_not_supported for a live
+ * payouts_account, which no live provider sends. The shop's settings are read through `q`: inside a
+ * transaction its tx, outside the store.
  */
-export async function requirePayoutBank(banks: BankDirectory, q: Reader, payer: Payer, what: string): Promise<void> {
-  if (!(await banks.for(q, payer.shopId, payer.mode)).sendsPayouts) {
-    throw new ApiError(403, 'payouts_not_configured', `Cannot send ${what}: the shop's acquirer sends no payouts and no payout connector is configured`);
+export async function requirePayoutBank(banks: BankDirectory, q: Reader, payer: Payer, what: string, method?: PayoutMethod): Promise<void> {
+  if (!(await banks.forPayout(q, payer.shopId, payer.mode)).sendsPayouts) {
+    throw new ApiError(403, 'payouts_not_configured', `Cannot send ${what}: the shop has no payout provider (kopek shop payouts) and its acquirer sends no payouts`);
+  }
+  if (payer.mode === 'live' && method === 'payouts_account') {
+    throw new ApiError(403, 'payout_method_not_supported', `Cannot send ${what}: live payouts_account payouts have no provider; send payouts_sbp or payouts_card`);
   }
 }
 
@@ -50,7 +57,7 @@ export async function requirePayoutBank(banks: BankDirectory, q: Reader, payer: 
  * that to fail one item and carry on in the same transaction.
  */
 export async function createPayoutTx(core: PayoutCore, tx: Tx, payer: Payer, input: PayoutInput): Promise<PayoutRow> {
-  await requirePayoutBank(core.banks, tx, payer, `payout of ${input.amount}`);
+  await requirePayoutBank(core.banks, tx, payer, `payout of ${input.amount}`, input.method);
   const available = await shopAvailable(tx, payer.shopId, payer.mode);
   if (input.amount > available) {
     throw new ApiError(
@@ -62,16 +69,8 @@ export async function createPayoutTx(core: PayoutCore, tx: Tx, payer: Payer, inp
   }
   const now = await core.clocks.now(tx, payer.shopId, payer.mode);
   const id = uuid();
-  const bank = await core.banks.for(tx, payer.shopId, payer.mode);
-  const start = await bank.payout(tx, {
-    id,
-    shopId: payer.shopId,
-    mode: payer.mode,
-    amount: input.amount,
-    method: input.method,
-    bankId: input.method === 'payouts_sbp' ? input.recipient.bank_id : undefined,
-    at: now,
-  });
+  const bank = await core.banks.forPayout(tx, payer.shopId, payer.mode);
+  const start = await bank.payout(tx, { id, shopId: payer.shopId, mode: payer.mode, amount: input.amount, method: input.method, ...destination(input), at: now });
   if (!start.accepted) {
     throw new ApiError(502, 'router_error', `Cannot send payout of ${input.amount}: the payout router refused it`);
   }
@@ -106,6 +105,16 @@ export async function createPayoutTx(core: PayoutCore, tx: Tx, payer: Payer, inp
   const a = start.answer;
   if (a && a.outcome !== 'unknown') return finishPayoutTx(core, tx, await reload(tx, row.id), a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
   return reload(tx, row.id);
+}
+
+/** Where a payout goes, for its bank: the SBP phone and bank id, or the card number (from memory only). */
+function destination(input: PayoutInput): Pick<PayoutRequest, 'bankId' | 'recipient' | 'description'> {
+  if (input.method === 'payouts_sbp') {
+    const { phone, bank_id: bankId } = input.recipient;
+    return { bankId, recipient: { phone, bankId } };
+  }
+  if (input.method === 'payouts_card') return { recipient: { cardNumber: input.cardPan } };
+  return { recipient: {} };
 }
 
 async function reload(tx: Tx, id: string): Promise<PayoutRow> {
@@ -162,10 +171,14 @@ export function payoutView(p: PayoutRow): Record<string, unknown> {
   return view;
 }
 
-/** The creation response: the payout, mode, bank (when known), bank_ref, failure_reason on refusal, and the simulator block in test mode. */
-export function creationBody(baseUrl: string, p: PayoutRow): Record<string, unknown> {
+/**
+ * The creation response: the payout, mode, bank (test mode: the SBP bank when known; live: the payout
+ * provider, `provider`), bank_ref, failure_reason on refusal, and the simulator block in test mode.
+ */
+export function creationBody(baseUrl: string, p: PayoutRow, provider?: string): Record<string, unknown> {
   const body: Record<string, unknown> = { payout: payoutView(p), mode: p.mode };
-  if (p.bank_name) body.bank = p.bank_name;
+  if (p.mode === 'live' && provider) body.bank = provider;
+  else if (p.bank_name) body.bank = p.bank_name;
   body.bank_ref = p.bank_ref;
   if (p.status === 'failed') body.failure_reason = p.fail_reason;
   if (p.mode === 'test') {
