@@ -1,10 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { fixedLookup, type Resolved } from '../webhooks/url-safety';
-
-/** Largest answer body read; a longer one is unreadable. */
-const MAX_ANSWER_BYTES = 1_048_576;
+import { callBank } from '../bank-port/http-call';
 
 /**
  * What one call gave: an answer with a JSON object body (2xx and 4xx other than 429), or unknown (and why,
@@ -27,46 +23,12 @@ export interface Call {
 }
 
 /** Call the provider with HTTP Basic auth and read its answer within the timeout. */
-export function callYookassa(c: Call): Promise<Sent> {
-  return new Promise((resolve) => {
-    let done = false;
-    const finish = (s: Sent): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      resolve(s);
-    };
-    let u: URL;
-    try {
-      u = new URL(c.url);
-    } catch {
-      resolve({ kind: 'unknown', reason: 'the provider address is not a URL' });
-      return;
-    }
-    const payload = c.body ? Buffer.from(JSON.stringify(c.body), 'utf8') : undefined;
-    const headers: Record<string, string | number> = { Accept: 'application/json', Authorization: `Basic ${Buffer.from(`${c.agentId}:${c.secret}`, 'utf8').toString('base64')}` };
-    if (payload) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': payload.length, 'Idempotence-Key': c.idempotenceKey ?? randomUUID() });
-    const send = u.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = send(u, { method: c.method, headers, ...(c.resolved ? { lookup: fixedLookup(c.resolved) } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (b: Buffer) => {
-        size += b.length;
-        if (size > MAX_ANSWER_BYTES) {
-          req.destroy();
-          finish({ kind: 'unknown', reason: 'the answer is too large' });
-        } else chunks.push(b);
-      });
-      res.on('error', () => finish({ kind: 'unknown', reason: 'the connection broke while reading the answer' }));
-      res.on('end', () => finish(readAnswer(res.statusCode ?? 0, Buffer.concat(chunks))));
-    });
-    const timer = setTimeout(() => {
-      req.destroy();
-      finish({ kind: 'unknown', reason: `no answer within ${c.timeoutMs} ms` });
-    }, c.timeoutMs);
-    req.on('error', (e: NodeJS.ErrnoException) => finish({ kind: 'unknown', reason: `connection error ${e.code ?? ''}`.trim() }));
-    req.end(payload);
-  });
+export async function callYookassa(c: Call): Promise<Sent> {
+  const payload = c.body ? Buffer.from(JSON.stringify(c.body), 'utf8') : undefined;
+  const headers: Record<string, string | number> = { Accept: 'application/json', Authorization: `Basic ${Buffer.from(`${c.agentId}:${c.secret}`, 'utf8').toString('base64')}` };
+  if (payload) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': payload.length, 'Idempotence-Key': c.idempotenceKey ?? randomUUID() });
+  const raw = await callBank({ method: c.method, url: c.url, headers, payload, timeoutMs: c.timeoutMs, lookup: c.resolved ? fixedLookup(c.resolved) : undefined, who: 'provider' });
+  return raw.kind === 'unknown' ? raw : readAnswer(raw.status, raw.body);
 }
 
 /** An answer's status and body as a Sent. */

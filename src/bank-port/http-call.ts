@@ -1,0 +1,66 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
+
+/** Largest answer body read from a bank or provider; a longer one is unreadable. */
+const MAX_ANSWER_BYTES = 1_048_576;
+
+/** What one call gave: the status and body as received, or unknown (and why, without secrets). */
+export type RawAnswer = { kind: 'answer'; status: number; body: Buffer } | { kind: 'unknown'; reason: string };
+
+/** One HTTP call to a bank or payout provider. */
+export interface BankCall {
+  method: 'GET' | 'POST';
+  url: string;
+  headers: Record<string, string | number>;
+  payload?: Buffer;
+  timeoutMs: number;
+  /** Answers every lookup with the address a check of `url` found, so the connection goes there. */
+  lookup?: LookupFunction;
+  /** Who is called, as the reasons name it ("acquirer", "provider"). */
+  who: string;
+}
+
+/**
+ * Make one call and read its answer within the deadline. A timeout, a connection error, a broken or too large
+ * answer is unknown: the far end may or may not have acted on the request. What the status and body mean is
+ * the connector's to read.
+ */
+export function callBank(c: BankCall): Promise<RawAnswer> {
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (s: RawAnswer): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(s);
+    };
+    let u: URL;
+    try {
+      u = new URL(c.url);
+    } catch {
+      resolve({ kind: 'unknown', reason: `the ${c.who} address is not a URL` });
+      return;
+    }
+    const send = u.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = send(u, { method: c.method, headers: c.headers, ...(c.lookup ? { lookup: c.lookup } : {}) }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (b: Buffer) => {
+        size += b.length;
+        if (size > MAX_ANSWER_BYTES) {
+          req.destroy();
+          finish({ kind: 'unknown', reason: 'the answer is too large' });
+        } else chunks.push(b);
+      });
+      res.on('error', () => finish({ kind: 'unknown', reason: 'the connection broke while reading the answer' }));
+      res.on('end', () => finish({ kind: 'answer', status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+    });
+    const timer = setTimeout(() => {
+      req.destroy();
+      finish({ kind: 'unknown', reason: `no answer within ${c.timeoutMs} ms` });
+    }, c.timeoutMs);
+    req.on('error', (e: NodeJS.ErrnoException) => finish({ kind: 'unknown', reason: `connection error ${e.code ?? ''}`.trim() }));
+    req.end(c.payload);
+  });
+}
