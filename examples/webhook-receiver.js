@@ -7,7 +7,7 @@ function verify(header, rawBody, now = Date.now() / 1000) {
   const t = Number(parts.find(([k]) => k === 't')?.[1]);
   if (!(Math.abs(now - t) <= 300)) return false;
   const want = createHmac('sha256', SECRET).update(`${t}.${rawBody}`).digest();
-  return parts.some(([k, v]) => k === 'v2' && v.length === 64 && timingSafeEqual(Buffer.from(v, 'hex'), want));
+  return parts.some(([k, v]) => k === 'v2' && /^[0-9a-f]{64}$/.test(v) && timingSafeEqual(Buffer.from(v, 'hex'), want));
 }
 
 http.createServer((req, res) => {

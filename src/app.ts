@@ -9,6 +9,7 @@ import { sealPlainSecrets } from './secrets/at-rest';
 import type { Store } from './db/store';
 import { createLogger, type Logger } from './base/log';
 import { buildCore, type CoreControl } from './core/build';
+import type { Core } from './core/core';
 import type { Module } from './core/module';
 import { mountModules } from './core/mount';
 import type { PaymentsCore } from './payments/core';
@@ -71,7 +72,6 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   } catch (err) {
     // Nothing may keep the process alive once it cannot serve: a supervisor must see it exit and restart it.
     await mounted.stop();
-    await control.runClosers();
     await app.scheduler.stop();
     await store.close();
     await lock?.release();
@@ -90,7 +90,6 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
       const sweep = setInterval(() => server.closeIdleConnections(), 50);
       const deadline = setTimeout(() => server.closeAllConnections(), SHUTDOWN_DEADLINE_MS);
       await mounted.stop();
-      await control.runClosers();
       await stopped;
       clearInterval(sweep);
       clearTimeout(deadline);
@@ -132,7 +131,9 @@ async function openData(config: Config, log: Logger): Promise<{ store: Store; lo
 function assemble(control: CoreControl, opts: StartOptions): { app: App; modules: Module[] } {
   const { core } = control;
   const paymentHooks = new PaymentHooks();
-  const payments: PaymentsCore = Object.assign(core, { paymentHooks });
+  // Each layer of services is an object of its own whose prototype is the one below: the core stays the core
+  // (modules built from it see no domain service), and the `closing` getter still reads the core's flag.
+  const payments: PaymentsCore = Object.assign(Object.create(core) as Core, { paymentHooks });
   // Made before the first write, so the view cache's triggers watch every write.
   const viewCache = new PaymentViewCache(core.store);
   const metrics = new Metrics(core.clocks.real());
@@ -150,7 +151,7 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
       await keyUsage.flush();
     },
   };
-  const app: App = Object.assign(payments, { viewCache, webhooks: webhooks.worker, stream, metrics, keyUsage, retention: retention.retention });
+  const app: App = Object.assign(Object.create(payments) as PaymentsCore, { viewCache, webhooks: webhooks.worker, stream, metrics, keyUsage, retention: retention.retention });
   const modules: Module[] = [
     webhooks,
     paymentsModule(payments),

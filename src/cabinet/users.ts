@@ -162,14 +162,15 @@ export async function changePassword(store: Store, userId: string, current: stri
   const action = 'Cannot change the password';
   const user = await getUser(store, userId);
   if (!user) throw new Error(`${action}: user "${userId}" not found`);
-  let hash: string;
   try {
-    hash = hashPassword(next);
+    checkPassword(next);
   } catch (err) {
     throw new Error(`${action}: ${(err as Error).message}`);
   }
   const outcome = await throttledCheck(store, { email: user.email, ip: o.ip, now: o.now }, () => verifyPassword(user.password_hash, current));
   if (outcome.kind !== 'passed') throw new Error(checkRefusal(action, outcome, 'the current password is wrong'));
+  // The slow hash of the new password only once the attempt passed the throttle and the current password.
+  const hash = hashPassword(next);
   await store.tx(async (tx) => {
     await tx.run('UPDATE cabinet_users SET password_hash = ? WHERE id = ?', hash, userId);
     await tx.run('DELETE FROM cabinet_sessions WHERE user_id = ? AND token_hash <> ?', userId, o.keepSession);

@@ -41,7 +41,8 @@ export const STREAM_CLIENT_LIMITS = { open_ms: 10_000, idle_ms: 60_000, error_by
  * the answer's headers are read; a refusal rejects with a StreamRefused naming what to do.
  */
 export function openStream(base: URL, key: string, lastEventId: number | null): Promise<OpenStream> {
-  const url = new URL('/v1/public/events?format=webhook', base);
+  // Keep the base's path: a server behind a proxy's prefix is reached there, as `kopek trigger` reaches it.
+  const url = new URL(`${base.href.replace(/\/+$/, '')}/v1/public/events?format=webhook`);
   const headers: Record<string, string> = { Accept: 'text/event-stream', Authorization: `Bearer ${key}` };
   if (lastEventId !== null) headers['Last-Event-ID'] = String(lastEventId);
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;

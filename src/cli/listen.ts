@@ -127,8 +127,8 @@ export async function runListener(opts: ListenOptions, stop: AbortSignal): Promi
     state.lastSeq = e.seq;
     if (opts.events === null || opts.events.has(e.event)) forwarder.push(e);
   };
-  say(opts, { type: 'ready', secret: opts.secret, forward_to: opts.forwardTo.href, url: opts.base.origin }, `Ready. Webhook signing secret: ${opts.secret}`);
-  if (!opts.json) io().out(`Forwarding the webhook events of the key's shop at ${opts.base.origin} to ${opts.forwardTo.href}; Ctrl-C stops.\n`);
+  say(opts, { type: 'ready', secret: opts.secret, forward_to: opts.forwardTo.href, url: opts.base.href }, `Ready. Webhook signing secret: ${opts.secret}`);
+  if (!opts.json) io().out(`Forwarding the webhook events of the key's shop at ${opts.base.href} to ${opts.forwardTo.href}; Ctrl-C stops.\n`);
   let conn: OpenStream | null = first;
   while (conn && !stop.aborted) {
     conn.start(onEvent);
@@ -181,7 +181,7 @@ async function reconnect(opts: ListenOptions, state: { databaseId: string; lastS
         say(
           opts,
           { type: 'reconnected', database: 'new', database_id: conn.databaseId, from: newer ? 'start' : 'now' },
-          `Reconnected to a new database at ${opts.base.origin} (the server was restarted without its data); forwarding its events ${newer ? 'from its first one' : 'from now'}.`,
+          `Reconnected to a new database at ${opts.base.href} (the server was restarted without its data); forwarding its events ${newer ? 'from its first one' : 'from now'}.`,
         );
         state.databaseId = conn.databaseId;
       } else {

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { loadConfig } from '../base/config';
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { io, output, withStore } from './command';
 import { getShop } from '../cabinet/store';
@@ -10,9 +11,6 @@ export const PAYOUTS_USAGE = `  kopek shop payouts --shop SHOP --provider yookas
   kopek shop payouts --shop SHOP [--remove]`;
 
 const LINE = 'kopek shop payouts --shop SHOP [--provider yookassa --agent-id ID --secret-file FILE [--api-url URL] | --remove]';
-
-/** Seconds the credentials check may take when KOPEK_ACQUIRER_TIMEOUT does not say (the server's default). */
-const CHECK_TIMEOUT_S = 15;
 
 function lines(v: PayoutProviderView): string[] {
   return Object.entries(v).map(([k, x]) => `${k.padEnd(9)} ${x}`);
@@ -29,10 +27,9 @@ function readSecret(path: string): string {
   return text.replace(/\r?\n$/, '');
 }
 
-/** How long the credentials check may wait: KOPEK_ACQUIRER_TIMEOUT seconds (as the server reads it), else 15. */
+/** How long the credentials check may wait: --acquirer-timeout as the server reads it (KOPEK_ACQUIRER_TIMEOUT, else its default). */
 function checkTimeoutMs(): number {
-  const s = Number(process.env.KOPEK_ACQUIRER_TIMEOUT);
-  return (Number.isFinite(s) && s > 0 ? s : CHECK_TIMEOUT_S) * 1000;
+  return loadConfig([], process.env).acquirerTimeoutSeconds * 1000;
 }
 
 /**

@@ -9,15 +9,13 @@ import { Events } from '../events/emit';
 import { BankDirectory } from '../bank-port/directory';
 import type { Core } from './core';
 
-/** A built core and the switches only the wiring holds: the address once listening, shutdown. */
+/** A built core and the switches only the wiring holds: the address once listening, the start of shutdown. */
 export interface CoreControl {
   core: Core;
   /** The server listens at `address`: baseUrl() answers with its port from now on. */
   listening(address: AddressInfo): void;
   /** Shutdown began: `core.closing` is true from now on. */
   beginClose(): void;
-  /** Run what was added with onClose, the last added first. */
-  runClosers(): Promise<void>;
 }
 
 /**
@@ -27,7 +25,6 @@ export interface CoreControl {
 export function buildCore(config: Config, store: Store, log: Logger, realNow?: () => number): CoreControl {
   const clocks = new Clocks(realNow);
   const scheduler = new Scheduler(store, clocks, log, { leaseMs: Math.round(config.jobLeaseSeconds * 1000) });
-  const closers: Array<() => void | Promise<void>> = [];
   let address: AddressInfo | null = null;
   let closing = false;
   const core: Core = {
@@ -41,9 +38,6 @@ export function buildCore(config: Config, store: Store, log: Logger, realNow?: (
     version: VERSION,
     baseUrl: () => config.baseUrl ?? `http://${hostForUrl(config.host)}:${address?.port ?? config.port}`,
     payPageUrl: () => config.payPageUrl ?? core.baseUrl(),
-    onClose: (fn) => {
-      closers.push(fn);
-    },
     get closing() {
       return closing;
     },
@@ -55,9 +49,6 @@ export function buildCore(config: Config, store: Store, log: Logger, realNow?: (
     },
     beginClose: () => {
       closing = true;
-    },
-    runClosers: async () => {
-      for (const fn of [...closers].reverse()) await fn();
     },
   };
 }

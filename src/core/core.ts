@@ -26,8 +26,6 @@ export interface Core {
   baseUrl(): string;
   /** Address of the hosted payment page. */
   payPageUrl(): string;
-  /** Called on shutdown after the server stopped accepting, before the database closes; in reverse order of adding. */
-  onClose(fn: () => void | Promise<void>): void;
   /** True once shutdown began (long-lived handlers end themselves). */
   readonly closing: boolean;
 }

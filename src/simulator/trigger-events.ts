@@ -1,3 +1,5 @@
+import type { WEBHOOK_EVENTS } from '../webhooks/store';
+
 /**
  * Every webhook event `POST /v1/test/trigger` (and `kopek trigger`) can make happen, each with a line saying
  * what it creates and drives to get there; `kopek trigger --list` prints these lines as they are.
@@ -17,7 +19,7 @@ export const TRIGGER_EVENTS = {
   'subscription.cancelled': 'an active subscription the merchant cancels',
   'token.activated': 'a card bound with its 1 RUB verification, which is returned at once',
   'token.cancelled': 'an active card token the merchant cancels',
-} as const;
+} as const satisfies Record<(typeof WEBHOOK_EVENTS)[number], string>;
 
 /** One event the trigger knows. */
 export type TriggerEvent = keyof typeof TRIGGER_EVENTS;

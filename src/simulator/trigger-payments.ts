@@ -124,7 +124,7 @@ export async function triggerRefunded(core: PaymentsCore, tx: Tx, shop: TriggerS
 /**
  * payout.succeeded and payout.failed: an SBP payout created as POST /v1/public/payouts creates one, answered now
  * by the test bank as planned (amount ending in 01 refuses). When the shop's available test balance does not
- * cover it, a paid payment of the shortfall (rounded up to whole roubles, so it is not a magic amount) comes first.
+ * cover it, a paid payment of the shortfall (rounded up to whole roubles: a kopeck part of 00, which the test bank confirms) comes first.
  */
 export async function triggerPayout(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: 'payout.succeeded' | 'payout.failed'): Promise<TriggerObjects> {
   const amount = event === 'payout.succeeded' ? TRIGGER_AMOUNT : REFUSED_AMOUNT;

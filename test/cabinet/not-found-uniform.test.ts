@@ -12,7 +12,7 @@ import { createKey } from '../../src/cabinet/store';
 
 let s: TestServer;
 let session: CabinetSession;
-const other = { shopId: '', keyId: '', endpointId: '', eventId: '', paymentId: '', key: '' };
+const other = { shopId: '', keyId: '', endpointId: '', eventId: '', paymentId: '', payoutId: '', tokenId: '', subscriptionId: '', key: '' };
 before(async () => {
   s = await startTestServer();
   // The victim: the demo merchant's shop, with a key, an endpoint, a payment and its event.
@@ -22,6 +22,15 @@ before(async () => {
   const p = await s.request('POST', '/v1/public/payments', { body: { amount: 10_000 } });
   other.paymentId = p.body.payment.id;
   other.eventId = (await s.store.get<{ id: string }>('SELECT id FROM events WHERE payment_id = ? ORDER BY seq LIMIT 1', other.paymentId))!.id;
+  // A payout, a token and a subscription of that shop, made through the trigger helper.
+  const made = async (event: string, object: string): Promise<string> => {
+    const r = await s.request('POST', '/v1/test/trigger', { body: { event } });
+    assert.equal(r.status, 201, r.text);
+    return r.body[object].id as string;
+  };
+  other.payoutId = await made('payout.succeeded', 'payout');
+  other.tokenId = await made('token.activated', 'token');
+  other.subscriptionId = await made('subscription.activated', 'subscription');
   // The one who probes: another merchant with a cabinet user and an API key.
   const mine = await s.newShop();
   other.key = mine.key;
@@ -63,7 +72,9 @@ test("the API answers another shop's objects as unknown ones", async () => {
     ['token', (id: string) => `/v1/public/tokens/${id}`],
     ['subscription', (id: string) => `/v1/public/subscriptions/${id}`],
   ] as const) {
-    const theirs = what === 'payment' ? other.paymentId : randomUUID();
+    const theirs = { payment: other.paymentId, payout: other.payoutId, token: other.tokenId, subscription: other.subscriptionId }[what];
+    // The owner's key reads it: the object exists, so a 404 for the prober is its shop's boundary.
+    assert.equal((await s.request('GET', path(theirs))).status, 200, `${what} exists`);
     const unknown = randomUUID();
     const a = await s.request('GET', path(theirs), { key: other.key });
     const b = await s.request('GET', path(unknown), { key: other.key });

@@ -132,6 +132,7 @@ test('the overview chart put a count and money on one axis with a floating max: 
   const count = /<svg class="chart"[^>]*aria-labelledby="chart-count"[\s\S]*?<\/svg>/.exec(html)![0];
   const paid = /<svg class="chart"[^>]*aria-labelledby="chart-paid"[\s\S]*?<\/svg>/.exec(html)![0];
   const ticks = (svg: string) => [...svg.matchAll(/<text x="[\d.]+" y="[\d.]+" font-size="11" text-anchor="end"[^>]*>([^<]+)</g)].map((m) => m[1]);
+  assert.ok(ticks(count).length >= 2 && ticks(paid).length >= 2, `both axes have ticks: ${ticks(count)} / ${ticks(paid)}`);
   assert.ok(ticks(count).every((t) => /^\d+$/.test(t)), `count axis: ${ticks(count)}`);
   assert.ok(ticks(paid).every((t) => /^₽/.test(t)), `money axis: ${ticks(paid)}`);
   assert.doesNotMatch(html, /<polyline/, 'no line drawn over the bars');

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli, type CliResult } from '../helpers/cli';
 import { decryptSecret, loadMasterKey } from '../../src/secrets/master-key';
-import { YOOKASSA_API_URLS } from '../../src/yookassa/settings';
+import { checkPayoutProvider } from '../../src/cabinet/payout-provider';
 
 // kopek shop payouts, run beside a server on the same file: the credentials are checked at the provider (a
 // local fake of YooKassa's GET /payouts/{id}) before anything is written, the secret key is read from a file,
@@ -119,7 +119,7 @@ test('refused credentials and bad input change nothing and say why', async () =>
   fails(await cli('shop', 'payouts', '--shop', shop), /none is set/);
   assert.equal(await s.store.get('SELECT 1 FROM shop_payout_providers WHERE shop_id = ?', shop), undefined);
   // Without --api-url the provider's production address is the one checked: the default is the published one.
-  assert.equal(YOOKASSA_API_URLS[0], 'https://api.yookassa.ru/v3');
+  assert.equal(checkPayoutProvider({ provider: 'yookassa', agentId: AGENT, secret: SECRET }).apiUrl, 'https://api.yookassa.ru/v3');
 });
 
 test('a shop with only a payout provider: live mode activates, its live key passes authentication, its payments get 403 acquirer_not_configured; --remove takes it away', async () => {

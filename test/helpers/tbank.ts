@@ -7,6 +7,8 @@ import { putShopAcquirer } from '../../src/bank-port/store';
 import { MasterKey } from '../../src/secrets/master-key';
 import { tbankAcquirer } from '../../src/tbank/settings';
 import { FakeTBank } from '../tbank/fake-tbank';
+import { settled } from './bank-requests';
+export { settled } from './bank-requests';
 
 /** The terminal every helper-made live shop uses at the shared fake T-Bank. */
 export const HELPER_TERMINAL = { terminalKey: '1700000000HELPER', password: 'helper-terminal-password' };
@@ -36,20 +38,6 @@ export async function liveTBankShop(s: TestServer, t?: { terminalKey: string; pa
   return sh;
 }
 
-/**
- * Run the jobs due now, again and again, until no bank request waits to be sent or for its answer (a hung one
- * ends at --acquirer-timeout): the requests a job's answer queues (GetQr after Init, Charge after Init) included.
- */
-export async function settled(s: TestServer, limit_ms = 10_000): Promise<void> {
-  const started = Date.now();
-  for (;;) {
-    await s.running.app.scheduler.runDue();
-    const open = (await s.store.get<{ n: number }>(`SELECT count(*) AS n FROM bank_requests WHERE state IN ('queued', 'sent')`))!.n;
-    if (open === 0) return;
-    if (Date.now() - started > limit_ms) throw new Error(`${open} bank request(s) still without an answer after ${limit_ms} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /** What a T-Bank test file works with: its fake bank, server, live shop, and the real time it moves. */
 export interface TBankSuite {

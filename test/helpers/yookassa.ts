@@ -8,6 +8,8 @@ import { post } from '../../src/ledger/ledger';
 import { MasterKey } from '../../src/secrets/master-key';
 import { secretLabel } from '../../src/yookassa/settings';
 import { FakeYookassa } from './fake-yookassa';
+import { settled } from './bank-requests';
+export { settled } from './bank-requests';
 
 export { FakeYookassa } from './fake-yookassa';
 export type { Behaviour, FakePayout } from './fake-yookassa';
@@ -28,20 +30,6 @@ export async function fundLive(s: TestServer, shop: TestShop, amount: number): P
   });
 }
 
-/**
- * Run the jobs due now, again and again, until no bank request waits to be sent or for its answer (a hung one
- * ends at --acquirer-timeout).
- */
-export async function settled(s: TestServer, limit_ms = 10_000): Promise<void> {
-  const started = Date.now();
-  for (;;) {
-    await s.running.app.scheduler.runDue();
-    const open = (await s.store.get<{ n: number }>(`SELECT count(*) AS n FROM bank_requests WHERE state IN ('queued', 'sent')`))!.n;
-    if (open === 0) return;
-    if (Date.now() - started > limit_ms) throw new Error(`${open} bank request(s) still without an answer after ${limit_ms} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /** What a YooKassa test file works with: its fake provider, server, live shop, and the real time it moves. */
 export interface YookassaSuite {

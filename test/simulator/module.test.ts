@@ -35,7 +35,6 @@ function inertCore(): { core: PaymentsCore; used: string[] } {
     closing: false,
     baseUrl: () => 'http://api.example',
     payPageUrl: () => 'http://pay.example',
-    onClose: () => void used.push('onClose'),
   };
   return { core: core as unknown as PaymentsCore, used };
 }

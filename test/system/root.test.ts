@@ -1,6 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
+import { VERSION } from '../../src/base/version';
 
 let s: TestServer;
 before(async () => {
@@ -19,7 +20,7 @@ test('GET / answered a JSON 404: a browser goes to the cabinet sign-in, an API c
     assert.equal(api.status, 200, String(accept));
     assert.deepEqual(api.body, {
       service: 'kopek',
-      version: api.body.version,
+      version: VERSION,
       api: `${s.url}/v1/public`,
       openapi: `${s.url}/v1/openapi.json`,
       cabinet: `${s.url}/cabinet/login`,

@@ -61,8 +61,6 @@ test('live payments never carried metadata.bank_ref: GET, the payment.succeeded 
   const row = rows.find((r) => r[head.indexOf('order_id')] === 'bank-ref-1');
   assert.ok(row, 'the payment is in the export');
   assert.equal(row[col], bank.paymentId);
-  const page = await cabGet(s, session, '/cabinet/payments');
-  assert.equal(page.status, 200);
 });
 
 test('bank_ref of a refused payment is in its payment.failed webhook', async () => {
