@@ -2,7 +2,8 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './base/config';
 import type { App } from './app-types';
-import { openStorage } from './db/maintenance';
+import { openEngine, openStorage } from './db/maintenance';
+import { isPostgresUrl } from './db/pg-open';
 import { acquireServerLock, type ServerLock } from './db/server-lock';
 import { writeProblem } from './db/access';
 import { sealPlainSecrets } from './secrets/at-rest';
@@ -104,6 +105,18 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
 
 /** The storage, opened under the server lock, with secrets an older version left in clear sealed. */
 async function openData(config: Config, log: Logger): Promise<{ store: Store; lock: ServerLock | null }> {
+  if (isPostgresUrl(config.db)) {
+    // Every node must seal and open secrets with the same key, and none may write a key file of its own.
+    if (!process.env.KOPEK_MASTER_KEY) throw new Error('cannot start on PostgreSQL: set KOPEK_MASTER_KEY (the same on every node); no key file is written in this mode');
+    const store = await openEngine(config.db, { log, pgConnectTimeoutMs: Math.min(config.requestTimeoutMs, 5000) });
+    try {
+      await sealPlainSecrets(store);
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    return { store, lock: null };
+  }
   // A server that could not write would accept requests only to fail every one of them: refuse to start.
   const problem = writeProblem(config.db);
   if (problem) throw new Error(`cannot start on "${config.db}": ${problem}; kopek writes the file and its -wal and -shm beside it`);

@@ -50,7 +50,7 @@ export class KeyUsage {
     return this.store.write(async (tx) => {
       for (const [id, at] of batch) {
         await tx.run(
-          'INSERT INTO api_key_usage (key_id, last_used_at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET last_used_at = MAX(last_used_at, excluded.last_used_at)',
+          'INSERT INTO api_key_usage (key_id, last_used_at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET last_used_at = MAX(api_key_usage.last_used_at, excluded.last_used_at)',
           id,
           at,
         );

@@ -68,7 +68,7 @@ interface OptionSpec {
 export const OPTIONS: OptionSpec[] = [
   { key: 'port', flag: '--port', env: 'KOPEK_PORT', kind: 'int', def: 8080, help: 'TCP port to listen on (0 = any free port)' },
   { key: 'host', flag: '--host', env: 'KOPEK_HOST', kind: 'string', def: '127.0.0.1', help: 'address to listen on' },
-  { key: 'db', flag: '--db', env: 'KOPEK_DB', kind: 'string', def: './data/kopek.db', help: 'SQLite database file' },
+  { key: 'db', flag: '--db', env: 'KOPEK_DB', kind: 'string', def: './data/kopek.db', help: 'SQLite database file, or a postgres:// URL (KOPEK_DATABASE_URL) for a cluster' },
   { key: 'baseUrl', flag: '--base-url', env: 'KOPEK_BASE_URL', kind: 'string', def: null, help: 'public address of the API (default http://HOST:PORT)' },
   { key: 'payPageUrl', flag: '--pay-page-url', env: 'KOPEK_PAY_PAGE_URL', kind: 'string', def: null, help: 'address of the hosted payment page (default the base URL)' },
   { key: 'simDelaySeconds', flag: '--sim-delay', env: 'KOPEK_SIM_DELAY', kind: 'number', def: 2, help: 'seconds the test bank takes to answer (0 = at once)' },
@@ -172,6 +172,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const v = env[o.env];
     if (v !== undefined && v !== '') c[o.key] = parseValue(o, v, o.env);
   }
+  // KOPEK_DATABASE_URL names a PostgreSQL database for serve and every command; it wins over KOPEK_DB, a flag over both.
+  if (env.KOPEK_DATABASE_URL) c.db = env.KOPEK_DATABASE_URL;
   const flagged = new Set<keyof Config>();
   for (const t of strictArgs(switchValues(argv), FLAG_OPTIONS, CONFIG_WORDING)) {
     if (t.kind !== 'option') continue;

@@ -132,7 +132,7 @@ async function failingEndpoints(ctx: Ctx<Core>, shopIds: string[]): Promise<Arra
     const counts = new Map(
       (
         await store.all<{ endpoint_id: string; n: number }>(
-          `SELECT endpoint_id, COUNT(*) AS n FROM (SELECT endpoint_id, state, attempts FROM webhook_deliveries WHERE shop_id = ? AND mode = ? ORDER BY id DESC LIMIT ?)
+          `SELECT endpoint_id, COUNT(*) AS n FROM (SELECT endpoint_id, state, attempts FROM webhook_deliveries WHERE shop_id = ? AND mode = ? ORDER BY id DESC LIMIT ?) AS recent
              WHERE endpoint_id IS NOT NULL AND (state = 'failed' OR (state = 'pending' AND attempts > 0)) GROUP BY endpoint_id`,
           shopId,
           ctx.cabinet!.mode,

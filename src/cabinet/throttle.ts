@@ -55,7 +55,7 @@ function reserveSql(factor: number): string {
   const now = 'excluded.last_failed_at';
   const f = `(CASE WHEN ${now} - cabinet_login_failures.last_failed_at >= ${LOCK_MS} THEN 1 ELSE cabinet_login_failures.failures + 1 END)`;
   const slow = SLOW_AFTER_FAILURES * factor;
-  const next = `(CASE WHEN ${f} >= ${LOCK_AFTER_FAILURES * factor} THEN ${now} + ${LOCK_MS} WHEN ${f} >= ${slow} THEN ${now} + min(${MAX_DELAY_MS}, 1000 * (1 << min(${f} - ${slow}, 16))) ELSE NULL END)`;
+  const next = `(CASE WHEN ${f} >= ${LOCK_AFTER_FAILURES * factor} THEN ${now} + ${LOCK_MS} WHEN ${f} >= ${slow} THEN ${now} + min(${MAX_DELAY_MS}, 1000 * (CAST(1 AS BIGINT) << CAST(min(${f} - ${slow}, 16) AS INTEGER))) ELSE NULL END)`;
   return `INSERT INTO cabinet_login_failures (subject, failures, last_failed_at, locked_until) VALUES (?, 1, ?, ?)
 ON CONFLICT (subject) DO UPDATE SET failures = ${f}, last_failed_at = ${now}, locked_until = ${next}
 WHERE cabinet_login_failures.locked_until IS NULL OR cabinet_login_failures.locked_until <= ${now}`;

@@ -30,7 +30,7 @@ export const CREATED_EVENT_SQL = 'SELECT min(seq) AS seq FROM events WHERE id >=
 export const WINDOW_SQL = `SELECT seq, id, kind, payload, at, webhook_event FROM (
   SELECT seq, id, kind, payload, at, webhook_event, payment_id FROM events INDEXED BY events_shop_seq
   WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT ?
-) WHERE payment_id = ? ORDER BY seq LIMIT ?`;
+) AS win WHERE payment_id = ? ORDER BY seq LIMIT ?`;
 /** The last seq of such a window, read from the index alone; none when the window was not full. */
 export const WINDOW_END_SQL = 'SELECT seq FROM events INDEXED BY events_shop_seq WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT 1 OFFSET ?';
 

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { fileSchemaVersion, openStorage } from '../db/maintenance';
+import { fileSchemaVersion, openEngine } from '../db/maintenance';
+import { isPostgresUrl, redactUrl } from '../db/pg-open';
 import type { Store } from '../db/store';
 import { defaultConfig } from '../base/config';
 import { flag, type Args } from './args';
@@ -46,14 +47,21 @@ export async function withIo<T>(target: Io, fn: () => Promise<T>): Promise<T> {
  * Open the store the command acts on: `--db`, else `KOPEK_DB`, else the server's default. A missing file is an
  * error unless `create` (demo, merchant create), so a mistyped path does not silently start an empty database.
  */
-export function openStore(args: Args, opts: { create?: boolean } = {}): Store {
-  const path = flag(args, 'db') ?? process.env.KOPEK_DB ?? defaultConfig().db;
+export async function openStore(args: Args, opts: { create?: boolean } = {}): Promise<Store> {
+  const path = flag(args, 'db') ?? process.env.KOPEK_DATABASE_URL ?? process.env.KOPEK_DB ?? defaultConfig().db;
+  if (isPostgresUrl(path)) {
+    try {
+      return await openEngine(path);
+    } catch (err) {
+      throw openError(redactUrl(path), err);
+    }
+  }
   if (!opts.create && path !== ':memory:') {
     if (!existsSync(path)) throw new Error(`cannot open database "${path}": no such file (run kopek serve or kopek demo first, or pass --db)`);
     refuseForeignDatabase(path);
   }
   try {
-    return openStorage(path);
+    return await openEngine(path);
   } catch (err) {
     throw openError(path, err);
   }
@@ -81,7 +89,7 @@ function refuseForeignDatabase(path: string): void {
 
 /** Open the store, run `fn` on it, and close it whatever happens. */
 export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>, opts: { create?: boolean } = {}): Promise<T> {
-  const store = openStore(args, opts);
+  const store = await openStore(args, opts);
   try {
     return await fn(store);
   } finally {
@@ -96,6 +104,6 @@ export function output(args: Args, json: unknown, lines: string[]): void {
 }
 
 /** The options every command takes, for usage texts. */
-export const COMMON_OPTIONS = `  --db PATH   database file (default ./data/kopek.db, or KOPEK_DB)
+export const COMMON_OPTIONS = `  --db PATH   database file (default ./data/kopek.db, or KOPEK_DB), or a postgres:// URL (or KOPEK_DATABASE_URL)
   --json      print one JSON object instead of text
   --help      show this help`;

@@ -43,7 +43,7 @@ export const ledger: Command = {
     const [sub] = args.positional;
     if (sub !== 'check') throw unknownSubcommand('ledger', sub, ['check']);
     onlyFlags(args, []);
-    const store = openStore(args);
+    const store = await openStore(args);
     try {
       const result = await checkLedger(store);
       const lines = result.books.map(

@@ -2,7 +2,8 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig, OPTIONS, type Config } from '../base/config';
 import { bufferedStdout, createLogger, type Logger } from '../base/log';
-import { openStorage } from '../db/maintenance';
+import { openEngine } from '../db/maintenance';
+import { isPostgresUrl } from '../db/pg-open';
 import type { Store } from '../db/store';
 import { isEmpty } from '../cabinet/store';
 import { createDemoData, type DemoData } from './demo';
@@ -59,7 +60,8 @@ async function serve(start: StartServer, argv: string[]): Promise<number> {
   const inMemory = config.db === ':memory:';
   const { out, err } = io();
   // A file's demo data is made before the server opens it; a database in memory exists only in the server's store.
-  let demo = config.demo && !inMemory ? await demoOnEmptyFile(config) : null;
+  // No demo data in a shared PostgreSQL database: nodes starting together would each make one, and a cluster serves real shops.
+  let demo = config.demo && !inMemory && !isPostgresUrl(config.db) ? await demoOnEmptyFile(config) : null;
   // The ready line must be the only thing on stdout, where the log writes by default.
   const running = await start(config, config.readyJson ? { log: createLogger(config.logLevel, bufferedStdout(process.stderr).write) } : {});
   if (config.demo && inMemory) {
@@ -81,7 +83,7 @@ async function serve(start: StartServer, argv: string[]): Promise<number> {
 
 /** The demo data, made on the database file when it is empty (through a connection of its own, closed again); null when it is not. */
 async function demoOnEmptyFile(config: Config): Promise<DemoData | null> {
-  const store = openStorage(config.db);
+  const store = await openEngine(config.db);
   try {
     return (await isEmpty(store)) ? await createDemoData(store, Date.now(), config.demoKey ?? undefined) : null;
   } finally {

@@ -24,7 +24,17 @@ export interface WatchSpec {
  * `check()` of each turn of the event loop: a change made elsewhere is seen by every request read from the
  * sockets after the turn in which it committed.
  */
-export class ChangeSignal {
+export interface ChangeSignal {
+  /** Call `fn(key)` on every write through this store that `specs` describe. `name` is unique per cache. */
+  watch(name: string, specs: readonly WatchSpec[], fn: (key: unknown) => void): void;
+  /** Call `fn` whenever a check finds a commit made elsewhere. */
+  onCommitElsewhere(fn: () => void): void;
+  /** Before using a cache: look for commits made elsewhere. */
+  check(): void;
+}
+
+/** SQLite's signal: temporary triggers on this connection, and `PRAGMA data_version` for other connections. */
+export class SqliteChangeSignal implements ChangeSignal {
   private readonly elsewhere: DataVersionWatch;
 
   constructor(private readonly db: Database.Database) {

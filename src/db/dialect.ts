@@ -33,7 +33,7 @@ import type { Reader, Tx } from './store';
  * SQLite: a write transaction holds the database's write lock from BEGIN IMMEDIATE to its end, so whatever it
  * reads stays as read. PostgreSQL's is ` FOR UPDATE`.
  */
-export const FOR_UPDATE = '';
+export const FOR_UPDATE = ' /*for-update*/';
 
 // ---- events ----
 /**
@@ -41,6 +41,10 @@ export const FOR_UPDATE = '';
  * SQLite keeps it in `sqlite_sequence`; 0 before the first event.
  */
 export async function lastIssuedEventSeq(q: Reader): Promise<number> {
+  if (q.engine === 'postgres') {
+    const r = await q.get<{ seq: number }>(`SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')), 0) AS seq`);
+    return r?.seq ?? 0;
+  }
   const row = await q.get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`);
   return row?.seq ?? 0;
 }
@@ -52,6 +56,8 @@ export async function lastIssuedEventSeq(q: Reader): Promise<number> {
  * recorded. 1 before the first payment.
  */
 export async function nextPaymentSeq(q: Reader): Promise<number> {
+  // PostgreSQL: the identity's sequence hands out each number once, whatever commits or rolls back.
+  if (q.engine === 'postgres') return (await q.get<{ n: number }>(`SELECT nextval(pg_get_serial_sequence('payments', 'seq')) AS n`))!.n;
   const r = await q.get<{ n: number }>(
     `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'payments'), 0), coalesce((SELECT max(seq) FROM payments), 0)) + 1 AS n`,
   );
@@ -60,7 +66,9 @@ export async function nextPaymentSeq(q: Reader): Promise<number> {
 
 /** True when `err` is SQLite refusing a row whose primary key is already taken. */
 export function isPrimaryKeyConflict(err: unknown): boolean {
-  return (err as { code?: string } | null)?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+  const e = err as { code?: string; constraint?: string } | null;
+  if (e?.code === '23505') return typeof e.constraint === 'string' && e.constraint.endsWith('_pkey');
+  return e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
 // ---- reset ----
@@ -69,19 +77,29 @@ export function isPrimaryKeyConflict(err: unknown): boolean {
 
 /** The names of the database's own tables (SQLite's internal tables left out). */
 export async function listTables(q: Reader): Promise<string[]> {
+  if (q.engine === 'postgres') {
+    const pgRows = await q.all<{ name: string }>(
+      `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> 'kopek_schema'`,
+    );
+    return pgRows.map((r) => r.name);
+  }
   const rows = await q.all<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`);
   return rows.map((r) => r.name);
 }
 
 /** The column names of a table. */
 export async function tableColumns(q: Reader, table: string): Promise<string[]> {
+  if (q.engine === 'postgres') {
+    const pgRows = await q.all<{ name: string }>(`SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?`, table);
+    return pgRows.map((r) => r.name);
+  }
   const rows = await q.all<{ name: string }>(`SELECT name FROM pragma_table_info(?)`, table);
   return rows.map((r) => r.name);
 }
 
 /** Check foreign keys at this transaction's commit instead of at each statement (rows go in any order). */
 export async function deferForeignKeys(tx: Tx): Promise<void> {
-  await tx.run('PRAGMA defer_foreign_keys = ON');
+  await tx.run(tx.engine === 'postgres' ? 'SET CONSTRAINTS ALL DEFERRED' : 'PRAGMA defer_foreign_keys = ON');
 }
 
 // ---- scheduler ----
@@ -91,6 +109,9 @@ export async function deferForeignKeys(tx: Tx): Promise<void> {
 
 /** Pending jobs per kind, first runs (attempt 0) and retries apart, through the partial index of pending jobs. */
 export function pendingJobsByKind(q: Reader): Promise<Array<{ kind: string; pending: number; retrying: number }>> {
+  if (q.engine === 'postgres') {
+    return q.all(`SELECT kind, count(*) FILTER (WHERE attempt = 0) AS pending, count(*) FILTER (WHERE attempt > 0) AS retrying FROM jobs WHERE state = 'pending' GROUP BY kind`);
+  }
   return q.all<{ kind: string; pending: number; retrying: number }>(
     `SELECT kind, sum(attempt = 0) AS pending, sum(attempt > 0) AS retrying FROM jobs INDEXED BY jobs_run WHERE state = 'pending' GROUP BY kind`,
   );
@@ -105,4 +126,10 @@ export function deadJobsByKind(q: Reader): Promise<Array<{ kind: string; dead: n
 export async function pendingDeliveryCount(q: Reader): Promise<number> {
   const r = await q.get<{ n: number }>(`SELECT count(*) AS n FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE state = 'pending'`);
   return r?.n ?? 0;
+}
+
+// ---- aggregates ----
+/** The values of `expr` in a group joined with commas (SQLite's GROUP_CONCAT, PostgreSQL's string_agg). */
+export function groupConcat(q: Reader, expr: string): string {
+  return q.engine === 'postgres' ? `string_agg((${expr})::text, ',')` : `GROUP_CONCAT(${expr})`;
 }

@@ -2,8 +2,9 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
 import type { Logger } from '../base/log';
 import { openDatabase } from './open';
+import { isPostgresUrl, openPgStorage } from './pg-open';
 import { nativeBinding } from './native';
-import { Store, type Reader } from './store';
+import { SqliteStore, type Reader, type Store } from './store';
 
 // What the admin commands and the server's start need of SQLite itself: opening a store on a file, the
 // file's own checks (integrity, journal mode, schema version) and the online backup. Nothing outside src/db/
@@ -26,7 +27,16 @@ export interface StorageOptions {
  * change signal work as on a file.
  */
 export function openStorage(path: string, opts: StorageOptions = {}): Store {
-  return new Store(openDatabase(path, { readonly: opts.readonly }), { sync: opts.sync, log: opts.log });
+  return new SqliteStore(openDatabase(path, { readonly: opts.readonly }), { sync: opts.sync, log: opts.log });
+}
+
+/**
+ * Open the database `db` names on its engine: a PostgreSQL URL opens a pool on that database (schema created or
+ * upgraded under the migration lock), anything else the SQLite file (see openStorage).
+ */
+export async function openEngine(db: string, opts: StorageOptions & { pgPool?: number; pgConnectTimeoutMs?: number } = {}): Promise<Store> {
+  if (isPostgresUrl(db)) return openPgStorage(db, { log: opts.log, pool: opts.pgPool, connectTimeoutMs: opts.pgConnectTimeoutMs, migrate: !opts.readonly });
+  return openStorage(db, opts);
 }
 
 /** Open an existing database file for reading its pages, without migrating or creating anything. */
@@ -45,7 +55,7 @@ function openExisting(path: string): Database.Database {
 
 /** A Store on an existing database file as it is (no schema installed, no migration): for kopek doctor. */
 export function openExistingStorage(path: string): Store {
-  return new Store(openExisting(path));
+  return new SqliteStore(openExisting(path));
 }
 
 /**
@@ -149,5 +159,6 @@ export function verifyCopy(path: string): { integrity: string; version: number }
  * (SQLITE_READONLY), until called again with `false`: for tests of how the server answers such a refusal.
  */
 export function refuseWrites(store: Store, refuse: boolean): void {
+  if (!(store instanceof SqliteStore)) throw new Error('refuseWrites is for a SQLite store');
   store.sqliteHandle.pragma(`query_only = ${refuse ? 'ON' : 'OFF'}`);
 }

@@ -8,16 +8,18 @@ import { WalSync } from './wal-sync';
 import { readSnapshot, runBody, WriteLock, type Body } from './body';
 import { BUSY_LIMITS, GROUP_LIMIT, type StoreOptions } from './limits';
 import { DETACHED, Durability, runBodies, type Outcome, type Pending } from './durable';
-import { ChangeSignal } from './change-signal';
+import { SqliteChangeSignal, type ChangeSignal } from './change-signal';
 
-export type { Reader, Row, RunResult, Tx } from './tx';
+export type { Engine, Reader, Row, RunResult, Tx } from './tx';
+export type { Store, StorageTrouble } from './store-api';
+import type { Store, StorageTrouble } from './store-api';
 export { TX_ENDED } from './tx';
 
 export { AWAITED_OUTSIDE, type Body } from './body';
 export { BUSY_LIMITS, type StoreOptions } from './limits';
 
 /**
- * The one way to reach the database. `write` queues a body and commits every body queued in the same turn of
+ * The SQLite engine. `write` queues a body and commits every body queued in the same turn of
  * the event loop in one transaction (group commit), each in its own savepoint so that one failing body rolls
  * back only itself; `tx` runs a body in a transaction of its own. Bodies are async functions over a Tx, run
  * one after another; a body that awaits anything but its Tx is failed loudly (AWAITED_OUTSIDE) instead of
@@ -30,7 +32,8 @@ export { BUSY_LIMITS, type StoreOptions } from './limits';
  * waits for `whenDurable()`, which is free when nothing is waiting for the disk. Groups keep committing while
  * a sync runs; one sync at a time covers every commit made before it started.
  */
-export class Store implements Reader {
+export class SqliteStore implements Store {
+  readonly engine = 'sqlite' as const;
   private readonly db: Database.Database;
   /** The identity Tx.connection names; the same for every transaction of this store. */
   readonly connection: object = Object.freeze({});
@@ -103,7 +106,7 @@ export class Store implements Reader {
 
   /** The database's change signal, for caches (see change-signal.ts). */
   get changes(): ChangeSignal {
-    return (this.signal ??= new ChangeSignal(this.db));
+    return (this.signal ??= new SqliteChangeSignal(this.db));
   }
 
   /** The first row of `sql` in committed data; waits for a transaction that is open. */
@@ -242,7 +245,7 @@ export class Store implements Reader {
   }
 
   /** The storage's last refusal (disk full, I/O error, write lock held too long) while writes still fail; null when they work. */
-  trouble(): { code: string; message: string; at: number } | null {
+  trouble(): StorageTrouble | null {
     return this.failure;
   }
 

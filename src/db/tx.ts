@@ -10,8 +10,13 @@ export interface RunResult {
   lastInsertRowid: number;
 }
 
+/** The storage engines. */
+export type Engine = 'sqlite' | 'postgres';
+
 /** Reads. A transaction and the store are both readers: inside a body read through its Tx, outside through the store. */
 export interface Reader {
+  /** Which engine answers: the few engine-specific statements (dialect.ts) choose by it. */
+  readonly engine: Engine;
   /** The first row of `sql`, or undefined. */
   get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined>;
   /** Every row of `sql`. */
@@ -57,6 +62,7 @@ export function getRow(db: Database.Database, sql: string, params: unknown[]): u
 
 /** A transaction on one SQLite connection, alive while its body runs. */
 export class SqliteTx implements Tx {
+  readonly engine = 'sqlite' as const;
   private live = true;
   private depth = 0;
 

@@ -1,4 +1,5 @@
 import type { Reader, Store } from '../db/store';
+import { groupConcat } from '../db/dialect';
 import { ACCOUNTS, MOVEMENTS, type Movement } from './ledger';
 
 /** One book as the check found it: sums of its postings. */
@@ -53,8 +54,8 @@ async function checkEntries(q: Reader, note: (p: string) => void): Promise<void>
   }>(
     `SELECT e.id, e.movement, e.source_id, e.amount, e.shop_id, e.mode, COUNT(p.id) AS n, COALESCE(SUM(p.amount), 0) AS sum,
               COALESCE(SUM(CASE WHEN p.amount > 0 THEN p.amount END), 0) AS gain,
-              SUM(p.shop_id != e.shop_id OR p.mode != e.mode) AS foreign_rows,
-              GROUP_CONCAT(p.account || ':' || p.amount) AS legs
+              SUM(CASE WHEN p.shop_id != e.shop_id OR p.mode != e.mode THEN 1 ELSE 0 END) AS foreign_rows,
+              ${groupConcat(q, `p.account || ':' || p.amount`)} AS legs
        FROM ledger_entries e LEFT JOIN ledger_postings p ON p.entry_id = e.id
        GROUP BY e.id ORDER BY e.id`,
   );

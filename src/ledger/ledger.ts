@@ -80,7 +80,7 @@ export async function post(tx: Tx, book: Book, movement: Movement, sourceId: str
   // A write that returns rows: read through `all`, in the caller's transaction like every other statement here.
   const balances = await tx.all<{ account: Account; balance: number }>(
     `INSERT INTO ledger_balances (shop_id, mode, account, merchant_id, balance) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)
-       ON CONFLICT (shop_id, mode, account) DO UPDATE SET balance = balance + excluded.balance RETURNING account, balance`,
+       ON CONFLICT (shop_id, mode, account) DO UPDATE SET balance = ledger_balances.balance + excluded.balance RETURNING account, balance`,
     book.shopId, book.mode, fromAccount, book.merchantId, fromAmount, book.shopId, book.mode, toAccount, book.merchantId, toAmount,
   );
   const after = new Map<Account, number>(balances.map((b) => [b.account, b.balance]));

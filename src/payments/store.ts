@@ -47,6 +47,11 @@ const PAYMENT_JSON_SQL = `SELECT p.shop_id, p.mode, json_object(
 
 /** A payment's GET answer as JSON text, with what the access check needs (any shop: callers check it). */
 export async function getPaymentJson(q: Reader, id: string): Promise<{ shop_id: string; mode: 'test' | 'live'; json: string } | undefined> {
+  // PostgreSQL's JSON functions space their output differently: there the text is paymentView's, serialised here.
+  if (q.engine === 'postgres') {
+    const row = await getPayment(q, id);
+    return row && { shop_id: row.shop_id, mode: row.mode, json: JSON.stringify(await paymentView(q, row)) };
+  }
   return q.get<{ shop_id: string; mode: 'test' | 'live'; json: string }>(PAYMENT_JSON_SQL, id);
 }
 

@@ -1,4 +1,4 @@
-import type { Row, RunResult, Tx } from '../db/store';
+import type { Engine, Row, RunResult, Tx } from '../db/store';
 import { TX_BASE } from './clock';
 
 /**
@@ -14,6 +14,10 @@ export class HookedTx implements Tx {
   /** The transaction this view is of: a clock pinned on it reads the same here. */
   get [TX_BASE](): Tx {
     return this.sp;
+  }
+
+  get engine(): Engine {
+    return this.sp.engine;
   }
 
   get connection(): object {

@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { isPostgresUrl } from '../db/pg-open';
 import { closeSync, existsSync, fchmodSync, openSync, readFileSync, writeSync } from 'node:fs';
 
 // The master key encrypts every secret kopek must use again later (an acquirer's terminal password, a saved
@@ -43,6 +44,8 @@ export function loadMasterKey(dbPath: string, opts: { create?: boolean; env?: No
   const env = opts.env ?? process.env;
   const fromEnv = env.KOPEK_MASTER_KEY;
   if (fromEnv !== undefined && fromEnv !== '') return decodeKey(fromEnv, 'KOPEK_MASTER_KEY');
+  // A database every node shares needs the key every node has: no key file is read or written beside a URL.
+  if (isPostgresUrl(dbPath)) throw new Error('cannot find the master key: a PostgreSQL database needs KOPEK_MASTER_KEY (the same on every node)');
   // A database in memory keeps nothing past the process, and nothing of it may reach the disk: a key of the process serves it.
   if (isMemoryDatabase(dbPath)) return (processKey ??= randomBytes(MASTER_KEY_BYTES));
   const path = keyFilePath(dbPath);

@@ -143,7 +143,13 @@ const CHARGES_SQL = `SELECT r.payment_id, r.kind, r.charge_index, r.attempt, p.a
 
 // Payments of a subscription are made in (charge_index, attempt) order, the initial one (NULL index) first:
 // the index on those columns orders them without a sort, however many charges a subscription made.
+// SQLite sorts NULL first and PostgreSQL last: there the initial payment's NULL index is placed as SQLite places it.
 const NEWEST_FIRST = 'ORDER BY r.charge_index DESC, r.attempt DESC';
+const NEWEST_FIRST_PG = 'ORDER BY r.charge_index DESC NULLS LAST, r.attempt DESC';
+
+function newestFirst(q: Reader): string {
+  return q.engine === 'postgres' ? NEWEST_FIRST_PG : NEWEST_FIRST;
+}
 
 function chargeView(r: ChargeRow): ChargeView {
   const meta = JSON.parse(r.metadata) as Record<string, string>;
@@ -160,7 +166,8 @@ function chargeView(r: ChargeRow): ChargeView {
 
 /** The latest `limit` payments of a subscription (initial payment and charges), oldest first. */
 export async function chargesOf(q: Reader, subscriptionId: string, limit: number): Promise<ChargeView[]> {
-  const rows = await q.all<ChargeRow>(`SELECT * FROM (${CHARGES_SQL} ${NEWEST_FIRST} LIMIT ?) ORDER BY charge_index, attempt`, subscriptionId, limit);
+  const oldest = q.engine === 'postgres' ? 'ORDER BY charge_index NULLS FIRST, attempt' : 'ORDER BY charge_index, attempt';
+  const rows = await q.all<ChargeRow>(`SELECT * FROM (${CHARGES_SQL} ${newestFirst(q)} LIMIT ?) AS latest ${oldest}`, subscriptionId, limit);
   return rows.map(chargeView);
 }
 
@@ -169,7 +176,7 @@ export async function chargesOf(q: Reader, subscriptionId: string, limit: number
  * (the charge that just settled), which spares the read. Inside a transaction pass its tx, outside the store.
  */
 export async function subscriptionView(q: Reader, s: SubscriptionRow, latest?: ChargeRow): Promise<SubscriptionView> {
-  latest ??= await q.get<ChargeRow>(`${CHARGES_SQL} ${NEWEST_FIRST} LIMIT 1`, s.id);
+  latest ??= await q.get<ChargeRow>(`${CHARGES_SQL} ${newestFirst(q)} LIMIT 1`, s.id);
   return {
     id: s.id,
     status: s.status,

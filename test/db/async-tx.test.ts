@@ -4,13 +4,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { AWAITED_OUTSIDE, Store, TX_ENDED, type Tx } from '../../src/db/store';
+import { AWAITED_OUTSIDE, SqliteStore, TX_ENDED, type Store, type Tx } from '../../src/db/store';
 import { openDatabase } from '../../src/db/open';
 
 async function tempStore(): Promise<{ store: Store; path: string; done: () => Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'kopek-async-tx-'));
   const path = join(dir, 'kopek.db');
-  const store = new Store(openDatabase(path), { sync: 'store' });
+  const store = new SqliteStore(openDatabase(path), { sync: 'store' });
   await store.tx((tx) => tx.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)'));
   return {
     store,

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Checkpointer } from '../../src/db/checkpointer';
 import { openDatabase } from '../../src/db/open';
-import { Store } from '../../src/db/store';
+import { SqliteStore, type Store } from '../../src/db/store';
 import { createLogger } from '../../src/base/log';
 import { doRequest, startTestServer } from '../helpers/server';
 import { spawnServer, type ChildServer } from '../helpers/child-server';
@@ -45,7 +45,7 @@ async function until(ok: () => boolean, what: () => string, ms = 15_000): Promis
 
 async function storeAt(dir: string): Promise<{ store: Store; path: string }> {
   const path = join(dir, 'kopek.db');
-  const store = new Store(openDatabase(path), { sync: 'store' });
+  const store = new SqliteStore(openDatabase(path), { sync: 'store' });
   await store.tx((tx) => tx.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)'));
   return { store, path };
 }

@@ -5,7 +5,7 @@ import { startApp } from '../../src/app';
 import { defaultConfig } from '../../src/base/config';
 import { createLogger } from '../../src/base/log';
 import { openDatabase } from '../../src/db/open';
-import { Store } from '../../src/db/store';
+import { SqliteStore } from '../../src/db/store';
 import { createDemo } from '../../src/cabinet/store';
 import { runCli } from '../helpers/cli';
 import { mountTmpfs } from '../helpers/tmpfs';
@@ -16,7 +16,7 @@ test('a read-only database starts no server (every write would fail); doctor nam
   const dir = fs.dir;
   try {
     const db = join(dir, 'k.db');
-    const setup = new Store(openDatabase(db));
+    const setup = new SqliteStore(openDatabase(db));
     await createDemo(setup, Date.now());
     setup.sqliteHandle.pragma('wal_checkpoint(TRUNCATE)');
     await setup.close();

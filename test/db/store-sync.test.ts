@@ -4,14 +4,14 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Store } from '../../src/db/store';
+import { SqliteStore, type Store } from '../../src/db/store';
 import { openDatabase } from '../../src/db/open';
 import { CATCH_UP_FRAMES } from '../../src/db/checkpointer';
 
-async function tempStore(sync: 'sqlite' | 'store'): Promise<{ store: Store; path: string; done: () => void }> {
+async function tempStore(sync: 'sqlite' | 'store'): Promise<{ store: SqliteStore; path: string; done: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'kopek-store-'));
   const path = join(dir, 'kopek.db');
-  const store = new Store(openDatabase(path), { sync });
+  const store = new SqliteStore(openDatabase(path), { sync });
   await store.tx((tx) => tx.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)'));
   return { store, path, done: () => rmSync(dir, { recursive: true, force: true }) };
 }

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/db/open';
-import { Store } from '../../src/db/store';
+import { SqliteStore } from '../../src/db/store';
 import { createLogger } from '../../src/base/log';
 
 const ROOT = join(__dirname, '..', '..');
@@ -43,7 +43,7 @@ for (const call of ['request', 'syncNow'] as const) {
 test('a store reports a failed after-commit action through its logger and keeps the commit', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'kopek-store-'));
   const lines: string[] = [];
-  const store = new Store(openDatabase(join(dir, 'kopek.db')), { sync: 'store', log: createLogger('info', (l) => lines.push(l)) });
+  const store = new SqliteStore(openDatabase(join(dir, 'kopek.db')), { sync: 'store', log: createLogger('info', (l) => lines.push(l)) });
   try {
     await store.tx((tx) => tx.run('CREATE TABLE t (v TEXT NOT NULL)'));
     await store.write(async (tx) => {

@@ -71,9 +71,14 @@ export function advanceDays(s: TestServer, days: number, key?: string): Promise<
 }
 
 /** Webhook events appended for an object (token or subscription), oldest first, from the event log. */
+/** The `id` field of an event's payload, in the engine's own JSON function. */
+function payloadId(s: TestServer): string {
+  return s.store.engine === 'postgres' ? `(payload::json ->> 'id')` : `json_extract(payload, '$.id')`;
+}
+
 export async function webhooksOf(s: TestServer, objectId: string): Promise<string[]> {
   const rows = await s.store.all<{ webhook_event: string }>(
-    `SELECT webhook_event FROM events WHERE webhook_event IS NOT NULL AND json_extract(payload, '$.id') = ? ORDER BY seq`,
+    `SELECT webhook_event FROM events WHERE webhook_event IS NOT NULL AND ${payloadId(s)} = ? ORDER BY seq`,
     objectId,
   );
   return rows.map((r) => r.webhook_event);
@@ -81,6 +86,6 @@ export async function webhooksOf(s: TestServer, objectId: string): Promise<strin
 
 /** SSE events (kind and payload) of an object, oldest first, from the event log. */
 export async function streamOf(s: TestServer, objectId: string): Promise<Array<{ kind: string; payload: any }>> {
-  const rows = await s.store.all<{ kind: string; payload: string }>(`SELECT kind, payload FROM events WHERE json_extract(payload, '$.id') = ? ORDER BY seq`, objectId);
+  const rows = await s.store.all<{ kind: string; payload: string }>(`SELECT kind, payload FROM events WHERE ${payloadId(s)} = ? ORDER BY seq`, objectId);
   return rows.map((r) => ({ kind: r.kind, payload: JSON.parse(r.payload) }));
 }

@@ -8,7 +8,8 @@ import { startApp, type Running, type StartOptions } from '../../src/app';
 import { createLogger } from '../../src/base/log';
 import type { Store } from '../../src/db/store';
 import { createDemo, createKey, createMerchant, createShop } from '../../src/cabinet/store';
-import { openStorage } from '../../src/db/maintenance';
+import { openEngine } from '../../src/db/maintenance';
+import { dropPgDatabase, ensureMasterKey, freshPgDatabase, TEST_PG } from './pg';
 import type { Mode } from '../../src/scheduler/clock';
 import { checkResponse } from './openapi-check';
 import { putShopAcquirer } from '../../src/bank-port/store';
@@ -52,7 +53,7 @@ export interface TestShop {
   keyId: string;
 }
 
-/** A real server on port 0 over a temp SQLite file, with helpers for requests and cabinet setup. */
+/** A real server on port 0 over a temp SQLite file (or a fresh PostgreSQL database with KOPEK_TEST_PG), with helpers for requests and cabinet setup. */
 export interface TestServer {
   url: string;
   dir: string;
@@ -82,8 +83,12 @@ export interface TestServer {
 /** Start a server for a test file. Close it in `after`. */
 export async function startTestServer(config: Partial<Config> = {}, opts: Pick<StartOptions, 'realNow' | 'modules'> & { dir?: string } = {}): Promise<TestServer> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'kopek-test-'));
-  const dbPath = join(dir, 'kopek.db');
-  const setup = openStorage(dbPath);
+  let dbPath = join(dir, 'kopek.db');
+  if (TEST_PG) {
+    ensureMasterKey();
+    dbPath = await freshPgDatabase();
+  }
+  const setup = await openEngine(dbPath);
   const d = await createDemo(setup, Date.now());
   await setup.close();
   const logs: string[] = [];
@@ -136,6 +141,7 @@ export async function startTestServer(config: Partial<Config> = {}, opts: Pick<S
     },
     async close() {
       await running.close();
+      if (TEST_PG) await dropPgDatabase(dbPath);
       rmSync(dir, { recursive: true, force: true });
     },
   } as TestServer;

@@ -14,6 +14,7 @@ test.after(() => rmSync(dir, { recursive: true, force: true }));
 function recorder(): { q: Reader; seen: Array<{ sql: string; params: unknown[] }> } {
   const seen: Array<{ sql: string; params: unknown[] }> = [];
   const q: Reader = {
+    engine: 'sqlite',
     get: async (sql: string, ...params: unknown[]) => {
       seen.push({ sql, params });
       return undefined;

@@ -1,0 +1,316 @@
+import pg from 'pg';
+import { createLogger, type Logger } from '../base/log';
+import { TX_ENDED, type Engine, type Reader, type Row, type RunResult, type Tx } from './tx';
+import type { Body } from './body';
+import type { ChangeSignal, WatchSpec } from './change-signal';
+import type { Store, StorageTrouble } from './store-api';
+import { bindNamed, pgStatement, pgValues, type NumberedTables, type PgStatement } from './pg-sql';
+import { PG_LIMITS } from './limits';
+
+/**
+ * The PostgreSQL engine: a bounded pool of connections to one database that any number of kopek nodes share.
+ *
+ * Every write transaction runs SERIALIZABLE: PostgreSQL then guarantees that concurrent transactions, on this
+ * node or another, have the effect of running one after another, which is what every body written for SQLite's
+ * single writer assumes (a refund's remainder, a payout's available balance, one charge per period). A
+ * transaction that PostgreSQL aborts for a serialization failure or a deadlock (SQLSTATE 40001, 40P01) is run
+ * again from the start, up to PG_LIMITS.retries times: a body touches nothing but its Tx, and its after-commit
+ * actions run only after the COMMIT that succeeded, so a retry repeats no outside effect. A connection lost
+ * during COMMIT is different: the commit may or may not have happened, so the body is never run again and the
+ * caller gets DB_COMMIT_UNKNOWN (a 503; a client retrying with its Idempotency-Key finds the outcome).
+ *
+ * Commits are durable when COMMIT returns: every connection sets `synchronous_commit = on`.
+ */
+export class PgStore implements Store {
+  readonly engine = 'postgres' as const;
+  readonly connection: object = Object.freeze({});
+  readonly path: string;
+  readonly inTransaction = false;
+  readonly changes: ChangeSignal = new UncachedSignal();
+  private readonly pool: pg.Pool;
+  private readonly log: Logger;
+  private readonly numbered: NumberedTables;
+  private commitCount = 0;
+  private failure: StorageTrouble | null = null;
+  private open = true;
+
+  constructor(pool: pg.Pool, opts: { path: string; numbered: NumberedTables; log?: Logger }) {
+    this.pool = pool;
+    this.path = opts.path;
+    this.numbered = opts.numbered;
+    this.log = opts.log ?? createLogger('debug', (line) => process.stderr.write(line));
+  }
+
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  get commits(): number {
+    return this.commitCount;
+  }
+
+  /** Commits are durable once COMMIT has returned (synchronous_commit = on). */
+  whenDurable(): Promise<void> | null {
+    return null;
+  }
+
+  get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
+    return this.query(sql, params).then((r) => r.rows[0] as T | undefined);
+  }
+
+  all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+    return this.query(sql, params).then((r) => r.rows as T[]);
+  }
+
+  private async query(sql: string, params: unknown[]): Promise<pg.QueryResult> {
+    const st = pgStatement(sql, this.numbered);
+    try {
+      return await this.pool.query(st.text, values(st, params));
+    } catch (err) {
+      debugFailure(st.text, err);
+      throw storageError(err);
+    }
+  }
+
+  write<T>(fn: Body<T>, seen?: { seq?: number }): Promise<T> {
+    return this.tx(fn).then((v) => {
+      if (seen) seen.seq = this.commitCount;
+      return v;
+    });
+  }
+
+  async tx<T>(fn: Body<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.connect();
+      const hooks: Array<() => void> = [];
+      const tx = new PgTx(client, this.connection, hooks, this.numbered);
+      let broken = false;
+      let result: T;
+      try {
+        await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+        try {
+          result = await fn(tx);
+        } finally {
+          tx.end();
+        }
+        try {
+          await client.query('COMMIT');
+        } catch (err) {
+          if (isConnectionLoss(err)) {
+            broken = true;
+            throw commitUnknown(err);
+          }
+          throw err;
+        }
+      } catch (err) {
+        if (!broken && !isConnectionLoss(err)) {
+          await client.query('ROLLBACK').catch(() => {
+            broken = true;
+          });
+        } else broken = true;
+        client.release(broken ? true : undefined);
+        if (isRetryable(err) && attempt < PG_LIMITS.retries) {
+          await backoff(attempt);
+          continue;
+        }
+        throw this.noteFailure(storageError(err));
+      }
+      client.release();
+      this.commitCount++;
+      this.failure = null;
+      for (const h of hooks) {
+        try {
+          h();
+        } catch (err) {
+          this.log.error('after-commit action failed', { error: String(err) });
+        }
+      }
+      return result!;
+    }
+  }
+
+  async snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
+    const client = await this.connect();
+    const tx = new PgTx(client, this.connection, [], this.numbered);
+    let broken = false;
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const out = await fn(tx);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      broken = isConnectionLoss(err);
+      if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+      throw storageError(err);
+    } finally {
+      tx.end();
+      client.release(broken ? true : undefined);
+    }
+  }
+
+  /** A client of the pool; a wait longer than the pool's connection timeout is an unavailable database. */
+  private async connect(): Promise<pg.PoolClient> {
+    if (!this.open) throw new Error('the store is closed');
+    try {
+      return await this.pool.connect();
+    } catch (err) {
+      throw this.noteFailure(storageError(err));
+    }
+  }
+
+  private noteFailure(err: Error): Error {
+    const code = (err as { code?: string }).code;
+    if (code === 'DB_UNAVAILABLE' || code === 'DB_COMMIT_UNKNOWN') {
+      this.failure = { code, message: err.message, at: Date.now() };
+    }
+    return err;
+  }
+
+  trouble(): StorageTrouble | null {
+    return this.failure;
+  }
+
+  async probeWrite(): Promise<void> {
+    await this.tx((tx) => tx.get('SELECT 1 AS ok'));
+  }
+
+  async flush(): Promise<void> {}
+
+  async close(): Promise<void> {
+    if (!this.open) return;
+    this.open = false;
+    await this.pool.end();
+  }
+}
+
+/** A transaction on one pooled connection, alive while its body runs. */
+export class PgTx implements Tx {
+  readonly engine: Engine = 'postgres';
+  private live = true;
+  private depth = 0;
+
+  constructor(
+    private readonly client: pg.PoolClient,
+    readonly connection: object,
+    private readonly hooks: Array<() => void>,
+    private readonly numbered: NumberedTables,
+  ) {}
+
+  end(): void {
+    this.live = false;
+  }
+
+  private async query(sql: string, params: unknown[]): Promise<{ st: PgStatement; r: pg.QueryResult }> {
+    if (!this.live) throw new Error(TX_ENDED);
+    const st = pgStatement(sql, this.numbered);
+    try {
+      return { st, r: await this.client.query(st.text, values(st, params)) };
+    } catch (err) {
+      debugFailure(st.text, err);
+      throw err;
+    }
+  }
+
+  async get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
+    return (await this.query(sql, params)).r.rows[0] as T | undefined;
+  }
+
+  async all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+    return (await this.query(sql, params)).r.rows as T[];
+  }
+
+  async run(sql: string, ...params: unknown[]): Promise<RunResult> {
+    const { st, r } = await this.query(sql, params);
+    const key = st.returnsKey !== null && r.rows.length > 0 ? Number(r.rows[r.rows.length - 1][st.returnsKey]) : 0;
+    return { changes: r.rowCount ?? 0, lastInsertRowid: key };
+  }
+
+  async savepoint<T>(fn: (tx: Tx) => Promise<T> | T): Promise<T> {
+    if (!this.live) throw new Error(TX_ENDED);
+    const name = `nested${++this.depth}`;
+    await this.client.query(`SAVEPOINT ${name}`);
+    try {
+      const value = await fn(this);
+      if (!this.live) throw new Error(TX_ENDED);
+      await this.client.query(`RELEASE SAVEPOINT ${name}`);
+      return value;
+    } catch (err) {
+      // A serialization failure or a lost connection ends the whole transaction: no savepoint can save it.
+      if (this.live && !isRetryable(err) && !isConnectionLoss(err)) {
+        await this.client.query(`ROLLBACK TO SAVEPOINT ${name}`);
+        await this.client.query(`RELEASE SAVEPOINT ${name}`);
+      }
+      throw err;
+    } finally {
+      this.depth--;
+    }
+  }
+
+  afterCommit(fn: () => void): void {
+    if (!this.live) throw new Error(TX_ENDED);
+    this.hooks.push(fn);
+  }
+}
+
+/**
+ * The change signal of a database other processes write at any time: no write is seen here, so every check
+ * reports a commit made elsewhere and a cache built on it holds nothing past one use. Caches that must be
+ * correct across nodes are therefore off on PostgreSQL (docs/cluster.md lists them).
+ */
+class UncachedSignal implements ChangeSignal {
+  private readonly listeners: Array<() => void> = [];
+  watch(_name: string, _specs: readonly WatchSpec[], _fn: (key: unknown) => void): void {}
+  onCommitElsewhere(fn: () => void): void {
+    this.listeners.push(fn);
+  }
+  check(): void {
+    for (const fn of this.listeners) fn();
+  }
+}
+
+function values(st: PgStatement, params: unknown[]): unknown[] {
+  return pgValues(st.names === null ? params.slice() : bindNamed(st.names, params));
+}
+
+/** SQLSTATEs after which the whole transaction may run again: serialization failure, deadlock. */
+function isRetryable(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code === '40001' || code === '40P01';
+}
+
+/** SQLSTATE classes and socket errors that mean the database cannot be reached or is going away. */
+const UNAVAILABLE_STATES = /^(08|57P0|53|58)/;
+const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** True when `err` says the connection is gone (or never came): nothing more can be sent on it. */
+export function isConnectionLoss(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | null;
+  const code = e?.code ?? '';
+  if (SOCKET_ERRORS.has(code) || UNAVAILABLE_STATES.test(code)) return true;
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(e?.message ?? '');
+}
+
+/** A driver error as kopek's: an unreachable database is DB_UNAVAILABLE (a 503 to clients); others pass as they are. */
+export function storageError(err: unknown): Error {
+  if ((err as { code?: string } | null)?.code === 'DB_COMMIT_UNKNOWN' || (err as { code?: string } | null)?.code === 'DB_UNAVAILABLE') return err as Error;
+  if (!isConnectionLoss(err)) return err instanceof Error ? err : new Error(String(err));
+  const e = new Error(`the database is unavailable: ${(err as Error).message ?? err}`) as Error & { code: string };
+  e.code = 'DB_UNAVAILABLE';
+  return e;
+}
+
+function commitUnknown(err: unknown): Error {
+  const e = new Error(`the connection was lost during COMMIT: the outcome is unknown (${(err as Error).message ?? err})`) as Error & { code: string };
+  e.code = 'DB_COMMIT_UNKNOWN';
+  return e;
+}
+
+function backoff(attempt: number): Promise<void> {
+  const ms = Math.min(PG_LIMITS.retry_max_ms, PG_LIMITS.retry_first_ms * 2 ** (attempt - 1)) * (0.5 + Math.random());
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// TEMPORARY-DEBUG
+function debugFailure(sql: string, err: unknown): void {
+  if (process.env.KOPEK_PG_DEBUG) require('node:fs').appendFileSync(process.env.KOPEK_PG_DEBUG, JSON.stringify({ code: (err as { code?: string }).code, error: String(err), sql }) + '\n');
+}

@@ -1,0 +1,45 @@
+import type { Body } from './body';
+import type { ChangeSignal } from './change-signal';
+import type { Reader } from './tx';
+
+/** A storage failure as trouble() reports it. */
+export interface StorageTrouble {
+  code: string;
+  message: string;
+  at: number;
+}
+
+/**
+ * The one way to reach the database, on either engine: SqliteStore (one file, one process writing) or PgStore
+ * (a PostgreSQL database shared by any number of nodes). Domain code sees only this, Reader and Tx.
+ */
+export interface Store extends Reader {
+  /** The database as the operator named it: a file path, or a PostgreSQL URL without its password. */
+  readonly path: string;
+  /** The identity Tx.connection names; the same for every transaction of this store. */
+  readonly connection: object;
+  /** True while the store can be used. */
+  readonly isOpen: boolean;
+  /** True while a transaction of this process holds the store's one connection (SQLite); always false on PostgreSQL. */
+  readonly inTransaction: boolean;
+  /** Commits made through this store so far. */
+  readonly commits: number;
+  /** The database's change signal, for caches (see change-signal.ts). */
+  readonly changes: ChangeSignal;
+  /** Null when every commit made so far (or up to `upTo`) is durable; else a promise that settles once they are. */
+  whenDurable(upTo?: number): Promise<void> | null;
+  /** Run `fn` in a transaction of its own; settles once the commit is durable. */
+  tx<T>(fn: Body<T>, opts?: { durable: 'now' | 'later' }): Promise<T>;
+  /** Run `fn` over one consistent snapshot of committed data. */
+  snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T>;
+  /** Queue `fn` for the next commit; resolves with its result once durable. */
+  write<T>(fn: Body<T>, seen?: { seq?: number }): Promise<T>;
+  /** The storage's last refusal while writes still fail; null when they work. */
+  trouble(): StorageTrouble | null;
+  /** Resolves when the storage takes writes again (clearing trouble()); rejects while it does not. */
+  probeWrite(): Promise<void>;
+  /** Commit everything queued now (shutdown). */
+  flush(): Promise<void>;
+  /** Flush, then release the connection(s). */
+  close(): Promise<void>;
+}
