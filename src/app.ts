@@ -115,6 +115,8 @@ async function openData(config: Config, log: Logger): Promise<{ store: Store; lo
       await store.close();
       throw err;
     }
+    // Number and follow every node's events for this node's streams (stopped when the store closes).
+    store.eventFeed?.start();
     return { store, lock: null };
   }
   // A server that could not write would accept requests only to fail every one of them: refuse to start.

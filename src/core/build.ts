@@ -23,7 +23,8 @@ export interface CoreControl {
  * whoever reads them), the jobs table's scheduler, the event log, the (empty) bank directory. Starts nothing.
  */
 export function buildCore(config: Config, store: Store, log: Logger, realNow?: () => number): CoreControl {
-  const clocks = new Clocks(realNow);
+  // Real time is the database's: on PostgreSQL every node's leases and lockouts then compare on one clock.
+  const clocks = new Clocks(realNow ?? store.now);
   const scheduler = new Scheduler(store, clocks, log, { leaseMs: Math.round(config.jobLeaseSeconds * 1000) });
   let address: AddressInfo | null = null;
   let closing = false;
@@ -33,7 +34,7 @@ export function buildCore(config: Config, store: Store, log: Logger, realNow?: (
     store,
     clocks,
     scheduler,
-    events: new Events(),
+    events: new Events(store.eventFeed),
     banks: new BankDirectory(),
     version: VERSION,
     baseUrl: () => config.baseUrl ?? `http://${hostForUrl(config.host)}:${address?.port ?? config.port}`,

@@ -25,7 +25,8 @@
  *   subscriptions, T-Bank sessions), which a PostgreSQL engine turns into `$n`.
  */
 
-import type { Reader, Tx } from './store';
+import type { Engine, Reader, Tx } from './store';
+import { PG_EVENTS_AFTER_SQL, PG_LAST_POSITION_SQL } from './pg-events';
 
 /**
  * The end of a SELECT that locks the rows it reads until the transaction ends, so that a check and the write
@@ -41,12 +42,15 @@ export const FOR_UPDATE = ' /*for-update*/';
  * SQLite keeps it in `sqlite_sequence`; 0 before the first event.
  */
 export async function lastIssuedEventSeq(q: Reader): Promise<number> {
-  if (q.engine === 'postgres') {
-    const r = await q.get<{ seq: number }>(`SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')), 0) AS seq`);
-    return r?.seq ?? 0;
-  }
+  // PostgreSQL: the stream follows commit-ordered positions, not seq (see pg-events.ts).
+  if (q.engine === 'postgres') return (await q.get<{ seq: number }>(PG_LAST_POSITION_SQL))?.seq ?? 0;
   const row = await q.get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`);
   return row?.seq ?? 0;
+}
+
+/** A shop's events of a mode after a stream position, in stream order (parameters: shop, mode, after, limit). */
+export function streamEventsSql(q: Reader): string {
+  return q.engine === 'postgres' ? PG_EVENTS_AFTER_SQL : `SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`;
 }
 
 // ---- payments ----
@@ -132,4 +136,18 @@ export async function pendingDeliveryCount(q: Reader): Promise<number> {
 /** The values of `expr` in a group joined with commas (SQLite's GROUP_CONCAT, PostgreSQL's string_agg). */
 export function groupConcat(q: Reader, expr: string): string {
   return q.engine === 'postgres' ? `string_agg((${expr})::text, ',')` : `GROUP_CONCAT(${expr})`;
+}
+
+// ---- instants ----
+/**
+ * An instant in milliseconds (`column`, which may be NULL) as iso() writes it: `2026-11-21T08:49:23.123Z`. SQLite's
+ * strftime %f is the seconds with their milliseconds. PostgreSQL's formats whole seconds and appends the
+ * milliseconds as digits, since a fraction through a float could land a microsecond below and print one
+ * millisecond less; the column is named once (a `?` binds one value).
+ */
+export function isoInstant(engine: Engine, column: string): string {
+  if (engine === 'postgres') {
+    return `(SELECT to_char(to_timestamp(div(v, 1000)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.') || lpad(mod(v, 1000)::text, 3, '0') || 'Z' FROM (SELECT CAST(${column} AS BIGINT) AS v) AS instant)`;
+  }
+  return `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
 }

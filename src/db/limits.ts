@@ -33,10 +33,11 @@ export interface StoreOptions {
  */
 export const PG_LIMITS = {
   pool: 10,
-  retries: 12,
+  retries: 30,
   retry_first_ms: 2,
-  retry_max_ms: 100,
+  retry_max_ms: 50,
   statement_timeout_ms: 30_000,
   idle_in_transaction_ms: 60_000,
   connect_timeout_ms: 5_000,
+  clock_check_ms: 60_000,
 };

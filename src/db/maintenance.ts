@@ -2,7 +2,8 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
 import type { Logger } from '../base/log';
 import { openDatabase } from './open';
-import { isPostgresUrl, openPgStorage } from './pg-open';
+import type { QueryResult } from 'pg';
+import { isPostgresUrl, openPgStorage, pgSchemaVersion } from './pg-open';
 import { nativeBinding } from './native';
 import { SqliteStore, type Reader, type Store } from './store';
 
@@ -71,14 +72,18 @@ export function fileSchemaVersion(path: string): number {
   }
 }
 
-/** The schema version of the database (`PRAGMA user_version`): 0 when it holds no kopek schema. */
+/**
+ * The schema version of the database (SQLite's `PRAGMA user_version`, PostgreSQL's kopek_schema table): 0 when
+ * it holds no kopek schema.
+ */
 export async function schemaVersion(q: Reader): Promise<number> {
+  if (q.engine === 'postgres') return pgSchemaVersion({ query: async (sql: string) => ({ rows: await q.all(sql) }) as unknown as QueryResult });
   return (await q.get<{ user_version: number }>('PRAGMA user_version'))?.user_version ?? 0;
 }
 
-/** Reads the file's header (`PRAGMA schema_version`): throws when the file is not a database. */
+/** Reads the file's header (`PRAGMA schema_version`), or asks the PostgreSQL server: throws when there is no database. */
 export async function probeDatabase(q: Reader): Promise<void> {
-  await q.get('PRAGMA schema_version');
+  await q.get(q.engine === 'postgres' ? 'SELECT 1 AS ok' : 'PRAGMA schema_version');
 }
 
 /** `PRAGMA integrity_check(max)`: `['ok']` when the database is sound, else up to `max` problems. */

@@ -4,6 +4,7 @@ import { SCHEMA_SQL } from './schema-text';
 import { MIGRATIONS } from './migrations';
 import { numberedTables, pgSchema } from './pg-sql';
 import { PgStore } from './pg-store';
+import { PG_EVENT_SCHEMA } from './pg-events';
 import { PG_LIMITS } from './limits';
 
 /** The schema version this build writes (the same numbering on both engines). */
@@ -63,7 +64,7 @@ export function pgPool(url: string, opts: PgOpenOptions = {}): pg.Pool {
   pool.on('error', (err) => opts.log?.warn('postgres connection lost while idle', { error: redactUrl(String(err.message)) }));
   pool.on('connect', (client) => {
     // Durable commits whatever the server's default, and times that never depend on the server's zone.
-    client.query("SET synchronous_commit = on; SET TIME ZONE 'UTC'").catch(() => {});
+    client.query("SET synchronous_commit = on; SET TIME ZONE 'UTC'; SET enable_seqscan = off").catch(() => {});
   });
   return pool;
 }
@@ -77,7 +78,20 @@ export async function openPgStorage(url: string, opts: PgOpenOptions = {}): Prom
     await pool.end().catch(() => {});
     throw new Error(`cannot open database "${redactUrl(url)}": ${redactUrl((err as Error).message)}`);
   }
-  return new PgStore(pool, { path: redactUrl(url), numbered: numberedTables(SCHEMA_SQL), log: opts.log });
+  const listenClient = (): pg.Client => new pg.Client({ connectionString: url, application_name: 'kopek-listen', types: { getTypeParser: typeParser } as pg.CustomTypesConfig });
+  const store = new PgStore(pool, { path: redactUrl(url), numbered: numberedTables(SCHEMA_SQL), log: opts.log, listenClient });
+  try {
+    await store.measureClock();
+  } catch (err) {
+    await store.close();
+    throw new Error(`cannot open database "${redactUrl(url)}": ${redactUrl((err as Error).message)}`);
+  }
+  return store;
+}
+
+/** The whole PostgreSQL schema of this build: schema.sql translated, and the event stream's own tables. */
+export function pgFullSchema(): string {
+  return pgSchema(SCHEMA_SQL) + PG_EVENT_SCHEMA;
 }
 
 /** The schema version recorded in the database; 0 when it holds no kopek schema. */
@@ -103,7 +117,7 @@ export async function migratePg(pool: pg.Pool): Promise<number> {
       throw new Error(`the database's schema is version ${seen}, newer than this build's ${SCHEMA_VERSION}: run a newer kopek`);
     }
     if (seen === 0) {
-      await client.query(pgSchema(SCHEMA_SQL));
+      await client.query(pgFullSchema());
       await client.query('CREATE TABLE kopek_schema (version BIGINT NOT NULL)');
       await client.query('INSERT INTO kopek_schema (version) VALUES ($1)', [SCHEMA_VERSION]);
     } else {

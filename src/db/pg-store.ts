@@ -6,6 +6,7 @@ import type { ChangeSignal, WatchSpec } from './change-signal';
 import type { Store, StorageTrouble } from './store-api';
 import { bindNamed, pgStatement, pgValues, type NumberedTables, type PgStatement } from './pg-sql';
 import { PG_LIMITS } from './limits';
+import { PgEventFeed } from './pg-events';
 
 /**
  * The PostgreSQL engine: a bounded pool of connections to one database that any number of kopek nodes share.
@@ -27,18 +28,39 @@ export class PgStore implements Store {
   readonly path: string;
   readonly inTransaction = false;
   readonly changes: ChangeSignal = new UncachedSignal();
+  readonly eventFeed: PgEventFeed;
   private readonly pool: pg.Pool;
   private readonly log: Logger;
   private readonly numbered: NumberedTables;
   private commitCount = 0;
+  /** The database's clock minus this process's, in ms (see measureClock). */
+  private clockOffsetMs = 0;
+  private clockTimer: NodeJS.Timeout | null = null;
+  readonly now = (): number => Date.now() + this.clockOffsetMs;
   private failure: StorageTrouble | null = null;
   private open = true;
 
-  constructor(pool: pg.Pool, opts: { path: string; numbered: NumberedTables; log?: Logger }) {
+  constructor(pool: pg.Pool, opts: { path: string; numbered: NumberedTables; log?: Logger; listenClient: () => pg.Client }) {
     this.pool = pool;
     this.path = opts.path;
     this.numbered = opts.numbered;
     this.log = opts.log ?? createLogger('debug', (line) => process.stderr.write(line));
+    this.eventFeed = new PgEventFeed(pool, opts.listenClient, this.log);
+  }
+
+  /**
+   * Measure the database's clock against this process's: the server's time is taken as read at the middle of the
+   * round trip. Repeated every PG_LIMITS.clock_check_ms while the store is open.
+   */
+  async measureClock(): Promise<void> {
+    const t0 = Date.now();
+    const r = await this.pool.query('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS t');
+    const t1 = Date.now();
+    this.clockOffsetMs = Math.round(Number(r.rows[0].t) - (t0 + t1) / 2);
+    if (this.clockTimer === null && this.open) {
+      this.clockTimer = setInterval(() => void this.measureClock().catch(() => {}), PG_LIMITS.clock_check_ms);
+      this.clockTimer.unref();
+    }
   }
 
   get isOpen(): boolean {
@@ -65,10 +87,13 @@ export class PgStore implements Store {
   private async query(sql: string, params: unknown[]): Promise<pg.QueryResult> {
     const st = pgStatement(sql, this.numbered);
     try {
-      return await this.pool.query(st.text, values(st, params));
+      const r = await this.pool.query(st.text, values(st, params));
+      // The database answers again: a node that could not reach it serves (and /healthz says so) at once.
+      if (this.failure?.code === 'DB_UNAVAILABLE') this.failure = null;
+      return r;
     } catch (err) {
       debugFailure(st.text, err);
-      throw storageError(err);
+      throw this.noteFailure(storageError(err));
     }
   }
 
@@ -178,6 +203,8 @@ export class PgStore implements Store {
 
   async close(): Promise<void> {
     if (!this.open) return;
+    if (this.clockTimer) clearInterval(this.clockTimer);
+    await this.eventFeed.stop();
     this.open = false;
     await this.pool.end();
   }

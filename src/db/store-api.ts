@@ -1,6 +1,6 @@
 import type { Body } from './body';
 import type { ChangeSignal } from './change-signal';
-import type { Reader } from './tx';
+import type { Reader, Row } from './tx';
 
 /** A storage failure as trouble() reports it. */
 export interface StorageTrouble {
@@ -18,12 +18,23 @@ export interface Store extends Reader {
   readonly path: string;
   /** The identity Tx.connection names; the same for every transaction of this store. */
   readonly connection: object;
+  /**
+   * Real time in ms as the database keeps it: the process's own clock on SQLite; on PostgreSQL the server's clock
+   * (its offset from this process's measured at start and every minute), so that the leases, claims and
+   * lockouts every node writes compare on one clock however the nodes' clocks drift.
+   */
+  readonly now: () => number;
   /** True while the store can be used. */
   readonly isOpen: boolean;
   /** True while a transaction of this process holds the store's one connection (SQLite); always false on PostgreSQL. */
   readonly inTransaction: boolean;
   /** Commits made through this store so far. */
   readonly commits: number;
+  /**
+   * Committed events of every process sharing the database, in stream order (PostgreSQL, see pg-events.ts);
+   * null where this process's own commits are the only ones (SQLite), whose after-commit order is the stream's.
+   */
+  readonly eventFeed: EventFeed | null;
   /** The database's change signal, for caches (see change-signal.ts). */
   readonly changes: ChangeSignal;
   /** Null when every commit made so far (or up to `upTo`) is durable; else a promise that settles once they are. */
@@ -42,4 +53,14 @@ export interface Store extends Reader {
   flush(): Promise<void>;
   /** Flush, then release the connection(s). */
   close(): Promise<void>;
+}
+
+/** Committed events of every node, in stream order, for the streams one node serves. */
+export interface EventFeed {
+  /** Call `fn` with every event numbered from now on, once, in stream order; returns the unsubscribe function. */
+  subscribe(fn: (row: Row) => void): () => void;
+  /** This node appended events and committed: number them now (coalesced with a pass already running). */
+  kick(): void;
+  start(): void;
+  stop(): Promise<void>;
 }

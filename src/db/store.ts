@@ -11,7 +11,7 @@ import { DETACHED, Durability, runBodies, type Outcome, type Pending } from './d
 import { SqliteChangeSignal, type ChangeSignal } from './change-signal';
 
 export type { Engine, Reader, Row, RunResult, Tx } from './tx';
-export type { Store, StorageTrouble } from './store-api';
+export type { EventFeed, Store, StorageTrouble } from './store-api';
 import type { Store, StorageTrouble } from './store-api';
 export { TX_ENDED } from './tx';
 
@@ -34,6 +34,8 @@ export { BUSY_LIMITS, type StoreOptions } from './limits';
  */
 export class SqliteStore implements Store {
   readonly engine = 'sqlite' as const;
+  readonly eventFeed = null;
+  readonly now = Date.now;
   private readonly db: Database.Database;
   /** The identity Tx.connection names; the same for every transaction of this store. */
   readonly connection: object = Object.freeze({});

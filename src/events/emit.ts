@@ -1,5 +1,6 @@
 import type { Reader, Tx } from '../db/store';
-import { lastIssuedEventSeq } from '../db/dialect';
+import { lastIssuedEventSeq, streamEventsSql } from '../db/dialect';
+import type { EventFeed } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { eventId } from '../util/ids';
 import { iso } from '../util/time';
@@ -37,14 +38,21 @@ export interface EventRow {
   payout_id: string | null;
 }
 
-/** The highest event sequence number ever issued (deleted rows included: AUTOINCREMENT never reuses one). */
+/**
+ * The stream's last position (`id:` of its events): on SQLite the highest event sequence number ever issued
+ * (deleted rows included: AUTOINCREMENT never reuses one), on PostgreSQL the last commit-ordered position.
+ */
 export function lastIssuedSeq(q: Reader): Promise<number> {
   return lastIssuedEventSeq(q);
 }
 
-/** A shop's events of a mode after `afterSeq`, oldest first, at most `limit`. */
+/**
+ * A shop's events of a mode after stream position `afterSeq`, in stream order, at most `limit`. On SQLite a
+ * position is the event's seq (one writer: seq order is commit order); on PostgreSQL it is the position a
+ * numbering pass gave it (db/pg-events.ts), and `seq` of the rows returned holds that position.
+ */
 export function eventsAfter(q: Reader, shopId: string, mode: Mode, afterSeq: number, limit: number): Promise<EventRow[]> {
-  return q.all<EventRow>(`SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`, shopId, mode, afterSeq, limit);
+  return q.all<EventRow>(streamEventsSql(q), shopId, mode, afterSeq, limit);
 }
 
 /**
@@ -60,6 +68,18 @@ export type EventListener = (row: EventRow) => void;
 export class Events {
   private readonly sinks: EventSink[] = [];
   private readonly listeners = new Set<EventListener>();
+
+  /** `feed`: the database's own feed of every node's events (PostgreSQL); null when local commits are all (SQLite). */
+  constructor(private readonly feed: EventFeed | null = null) {}
+
+  /**
+   * Subscribe to the event stream's order: every committed event, of every process sharing the database, once,
+   * in increasing stream position (`row.seq`). Local commits on SQLite; the database's feed on PostgreSQL.
+   */
+  subscribeStream(listener: EventListener): () => void {
+    if (this.feed) return this.feed.subscribe((row) => listener(row as unknown as EventRow));
+    return this.subscribe(listener);
+  }
 
   /** Add a sink run in the transaction of every append. */
   addSink(sink: EventSink): void {
@@ -110,6 +130,7 @@ export class Events {
     };
     for (const sink of this.sinks) await sink(tx, row);
     tx.afterCommit(() => {
+      this.feed?.kick();
       for (const l of this.listeners) l(row);
     });
     return row;

@@ -89,7 +89,7 @@ class Client {
 
 /** What the hub is built from (the core has all of it): the event log it follows, the store it replays from, the ping period, the log. */
 export interface StreamDeps {
-  readonly events: Pick<Events, 'subscribe'>;
+  readonly events: Pick<Events, 'subscribeStream'>;
   /** Read for replays and key checks; a replayed page goes out once on disk. */
   readonly store: Reader & Pick<Store, 'whenDurable'>;
   readonly config: Pick<Config, 'ssePingSeconds'>;
@@ -123,7 +123,7 @@ export class EventStreamHub {
 
   /** Follow committed events and start the ping (once the server listens; no stream is open before). */
   start(): void {
-    this.unsubscribe ??= this.deps.events.subscribe((row) => this.dispatch(row));
+    this.unsubscribe ??= this.deps.events.subscribeStream((row) => this.dispatch(row));
     const ping_ms = this.deps.config.ssePingSeconds * 1000;
     if (ping_ms > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), ping_ms).unref();
   }

@@ -192,17 +192,38 @@ export function deliveryTarget(q: Reader, id: number): Promise<{ shop_id: string
   return q.get<{ shop_id: string; endpoint_id: string | null; url: string }>('SELECT shop_id, endpoint_id, url FROM webhook_deliveries WHERE id = ?', id);
 }
 
-/** Deliveries whose round has not begun and that are due on their own clock (a test shop's, or real time), at most `limit`. */
+/**
+ * Deliveries whose round has not begun and that are due on their own clock (a test shop's, or real time), at most
+ * `limit`; those due at the same instant in the order they were written (the events of one change, in order), which
+ * PostgreSQL keeps only when told.
+ */
 export async function dueFirstAttempts(q: Reader, realNow: number, limit: number): Promise<number[]> {
   const rows = await q.all<{ id: number }>(
     `SELECT d.id FROM webhook_deliveries d JOIN shops s ON s.id = d.shop_id
      WHERE d.state = 'pending' AND d.attempts = d.round_start
        AND d.next_attempt_at <= ? + (CASE WHEN d.mode = 'test' THEN s.test_clock_offset_ms ELSE 0 END)
-     ORDER BY d.next_attempt_at LIMIT ?`,
+     ORDER BY d.next_attempt_at, d.id LIMIT ?`,
     realNow,
     limit,
   );
   return rows.map((r) => r.id);
+}
+
+/**
+ * Take a delivery's first attempt for this node (PostgreSQL, where every node's sweep finds the same due
+ * deliveries): its due time moves `lease_ms` ahead, compared against the time read, so exactly one node wins and
+ * the others' sweeps pass it by. Recording the attempt sets the due time anew; a node that dies meanwhile leaves
+ * it due again once the lease is over, and another node's sweep takes it.
+ */
+export async function claimFirstAttempt(tx: Tx, d: Pick<DeliveryRow, 'id' | 'next_attempt_at'>, lease_ms: number): Promise<boolean> {
+  if (d.next_attempt_at === null) return false;
+  const r = await tx.run(
+    `UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ? AND state = 'pending' AND attempts = round_start AND next_attempt_at = ?`,
+    d.next_attempt_at + lease_ms,
+    d.id,
+    d.next_attempt_at,
+  );
+  return r.changes === 1;
 }
 
 /** A delivery row by id. */

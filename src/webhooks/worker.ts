@@ -2,7 +2,7 @@ import type { Core } from '../core/core';
 import type { Job } from '../scheduler/jobs';
 import { iso } from '../util/time';
 import { postWebhook, type PostOutcome } from './deliver';
-import { abandonDelivery, deliveryEvent, deliveryTarget, dueFirstAttempts, getDelivery, recordAttempt, type AttemptResult, type DeliveryRow, type Recorded } from './outbox';
+import { abandonDelivery, claimFirstAttempt, deliveryEvent, deliveryTarget, dueFirstAttempts, getDelivery, recordAttempt, type AttemptResult, type DeliveryRow, type Recorded } from './outbox';
 import { signatureHeader, webhookBody, webhookHeaders } from './sign';
 import { getEndpoint, paymentUrlSigning, validSecrets, type SignatureVersion } from './store';
 import { UrlPolicy } from './url-safety';
@@ -14,6 +14,8 @@ import { Gate } from './gate';
  * shop whose receivers hang holds at most its share, and every other shop keeps the rest.
  */
 export const WORKER_LIMITS = { global: 64, perShop: 16, perReceiver: 4, queued: 10_000, sweep_ms: 5_000 };
+/** How long beyond the receiver's timeout a node's claim of a first attempt holds (PostgreSQL). */
+const FIRST_ATTEMPT_LEASE_MS = 30_000;
 /** Most due deliveries one sweep queues; the next sweep takes the rest. */
 const SWEEP_BATCH = 1000;
 
@@ -193,6 +195,10 @@ export class DeliveryWorker {
   private async firstAttempt(id: number): Promise<void> {
     const d = await this.load(id);
     if (!d || d.attempts !== d.round_start) return;
+    // Nodes sharing a PostgreSQL database all sweep the same deliveries: one claims the attempt in the table.
+    // One process over SQLite needs no claim: its own queue already holds each delivery once.
+    const lease = this.core.config.webhookTimeoutMs + FIRST_ATTEMPT_LEASE_MS;
+    if (this.core.store.engine === 'postgres' && !(await this.core.store.tx((tx) => claimFirstAttempt(tx, d, lease)))) return;
     const r = await this.perform(id);
     if (!r || this.stopped) return;
     const { store, scheduler, clocks } = this.core;

@@ -11,6 +11,7 @@ import { createLogger } from '../../src/base/log';
 import { doRequest, startTestServer } from '../helpers/server';
 import { spawnServer, type ChildServer } from '../helpers/child-server';
 import { createPayment } from '../helpers/payments';
+import { sqliteOnly } from '../helpers/pg';
 
 test('a checkpoint thread that cannot open the database says so through the logger and the writer checkpoints again', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'kopek-ckpt-'));
@@ -125,7 +126,7 @@ test('a reader of another connection that holds the WAL through a burst delays t
   }
 });
 
-test('killed right after a long clock advance has settled: the WAL was cut, and the next start finds every expiry', async () => {
+test('killed right after a long clock advance has settled: the WAL was cut, and the next start finds every expiry', { skip: sqliteOnly('the WAL of a SQLite file') }, async () => {
   const s = await startTestServer();
   const child: { server: ChildServer | null } = { server: null };
   try {

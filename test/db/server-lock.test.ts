@@ -8,6 +8,7 @@ import { startApp } from '../../src/app';
 import { defaultConfig } from '../../src/base/config';
 import { createLogger } from '../../src/base/log';
 import { acquireServerLock } from '../../src/db/server-lock';
+import { sqliteOnly } from '../helpers/pg';
 
 let s: TestServer;
 before(async () => {
@@ -15,7 +16,7 @@ before(async () => {
 });
 after(() => s.close());
 
-test('two servers on one database file: the second refuses to start, and the first keeps its test clock', async () => {
+test('two servers on one database file: the second refuses to start, and the first keeps its test clock', { skip: sqliteOnly('the server lock of a SQLite file; nodes share a PostgreSQL database on purpose') }, async () => {
   await s.request('POST', '/v1/test/clock/advance', { body: { seconds: 3600 } });
   await assert.rejects(
     startApp({ ...defaultConfig(), port: 0, db: s.dbPath, demo: false }, { log: createLogger('silent') }),
@@ -28,14 +29,14 @@ test('two servers on one database file: the second refuses to start, and the fir
   assert.equal(statSync(lock).mode & 0o777, 0o600);
 });
 
-test('admin commands, doctor and backup keep working beside a running server', async () => {
+test('admin commands, doctor and backup keep working beside a running server', { skip: sqliteOnly('the server lock of a SQLite file') }, async () => {
   const doctor = await runCli(['doctor', '--db', s.dbPath, '--json']);
   assert.equal(doctor.code, 0, doctor.out + doctor.err);
   const keys = await runCli(['key', 'list', '--shop', s.demo.shopId, '--db', s.dbPath, '--json']);
   assert.equal(keys.code, 0, keys.err);
 });
 
-test('a lock left by a server that was killed is taken over; a restart on the same file works', async () => {
+test('a lock left by a server that was killed is taken over; a restart on the same file works', { skip: sqliteOnly('the server lock of a SQLite file') }, async () => {
   const db = `${s.dir}/other.db`;
   // A process listening on the lock, killed with SIGKILL: its socket file stays, and nobody answers on it.
   const child = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(`${db}.lock`)}, () => console.log('up'))`], { stdio: ['ignore', 'pipe', 'inherit'] });

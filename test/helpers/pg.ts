@@ -1,9 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { Reader } from '../../src/db/store';
 import pg from 'pg';
-import { migratePg, pgPool } from '../../src/db/pg-open';
-import { pgSchema } from '../../src/db/pg-sql';
+import { migratePg, pgFullSchema, pgPool } from '../../src/db/pg-open';
 import { MIGRATIONS } from '../../src/db/migrations';
-import { SCHEMA_SQL } from '../../src/db/schema-text';
 
 /**
  * The PostgreSQL server the suite runs against, when it runs on that engine: `KOPEK_TEST_PG` is a URL without a
@@ -33,7 +32,7 @@ export function pgUrl(name: string, base = TEST_PG): string {
   return `${base.replace(/\/+$/, '')}/${name}`;
 }
 
-const TEMPLATE = `kopek_template_v${MIGRATIONS.length + 1}_${createHash('sha256').update(pgSchema(SCHEMA_SQL)).digest('hex').slice(0, 10)}`;
+const TEMPLATE = `kopek_template_v${MIGRATIONS.length + 1}_${createHash('sha256').update(pgFullSchema()).digest('hex').slice(0, 10)}`;
 let template: Promise<void> | null = null;
 
 /** Run `sql` on the server's maintenance database. */
@@ -105,4 +104,30 @@ export async function dropPgDatabase(url: string): Promise<void> {
 /** A master key for this test process, set in the environment as PostgreSQL mode requires. */
 export function ensureMasterKey(): void {
   process.env.KOPEK_MASTER_KEY ||= randomBytes(32).toString('base64');
+}
+
+/** What the stream calls an event (its `id:`): seq on SQLite; on PostgreSQL the position a numbering pass gave it. */
+export async function streamIdsOf(store: Reader, seqs: number[]): Promise<number[]> {
+  if (store.engine !== 'postgres') return seqs;
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const out: number[] = [];
+    for (const seq of seqs) {
+      const r = await store.get<{ pos: number }>('SELECT pos FROM event_positions WHERE seq = ?', seq);
+      if (!r) break;
+      out.push(r.pos);
+    }
+    if (out.length === seqs.length) return out;
+    if (Date.now() > deadline) throw new Error(`events ${seqs.join(',')} were not numbered within 5 s`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A shop's stream ids in stream order (every event numbered so far, on PostgreSQL). */
+export async function streamIdsOfShop(store: Reader, shopId: string): Promise<number[]> {
+  const sql =
+    store.engine === 'postgres'
+      ? 'SELECT pos AS id FROM event_positions WHERE shop_id = ? ORDER BY pos'
+      : 'SELECT seq AS id FROM events WHERE shop_id = ? ORDER BY seq';
+  return (await store.all<{ id: number }>(sql, shopId)).map((r) => r.id);
 }

@@ -2,7 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { fakeTime } from '../helpers/fake-time';
-import { openStorage } from '../../src/db/maintenance';
+import { openEngine } from '../../src/db/maintenance';
+import { sqliteOnly } from '../helpers/pg';
 import type { Store } from '../../src/db/store';
 import { createLogger } from '../../src/base/log';
 import { Clocks, type Mode } from '../../src/scheduler/clock';
@@ -46,9 +47,9 @@ interface Node {
   close(): Promise<void>;
 }
 
-function otherNode(limits: { leaseMs?: number } = {}): Node {
+async function otherNode(limits: { leaseMs?: number } = {}): Promise<Node> {
   const logs: string[] = [];
-  const store = openStorage(s.dbPath);
+  const store = await openEngine(s.dbPath);
   const clocks = new Clocks(time.now);
   const scheduler = new Scheduler(store, clocks, createLogger('debug', (l) => logs.push(l)), { leaseMs: LEASE_MS, ...limits });
   return {
@@ -98,8 +99,9 @@ function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
 test('a job held by a process that died runs once, on the first pass after its claim lapsed', async () => {
   completed = [];
   syncRuns = [];
-  const io = await schedule('claims.io', 1);
-  const sync = await schedule('claims.sync', 2);
+  // Due a millisecond ahead (the fake clock stands still), so the server's own timer cannot take them before the claim below.
+  const io = await schedule('claims.io', 1, { in_ms: 1 });
+  const sync = await schedule('claims.sync', 2, { in_ms: 1 });
   // Claimed by a process that then died: it never renews and never completes.
   const until_ms = time.now() + LEASE_MS;
   await s.store.write(async (tx) => {
@@ -118,7 +120,7 @@ test('a job held by a process that died runs once, on the first pass after its c
 
 test('a run that never returns: its process is frozen past the lease, another takes the job over and runs it once; the late completion is dropped', async () => {
   completed = [];
-  const a = otherNode();
+  const a = await otherNode();
   try {
     const hang = deferred<number>();
     let startedOnA = 0;
@@ -164,7 +166,7 @@ test('a run that never returns: its process is frozen past the lease, another ta
 test('a long run renews its claim: no other process takes the job while it is in flight', async () => {
   completed = [];
   // A short lease on node A, in real time: its renewals (every third of it) must keep the job its own.
-  const a = otherNode({ leaseMs: 1500 });
+  const a = await otherNode({ leaseMs: 1500 });
   try {
     const done = deferred<number>();
     let completedOnA = 0;
@@ -202,7 +204,7 @@ test('a long run renews its claim: no other process takes the job while it is in
 
 test('stop() ends the runs in flight within their deadlines and leaves no claim: another process takes the job without waiting for the lease', async () => {
   completed = [];
-  const a = otherNode();
+  const a = await otherNode();
   let id = 0;
   try {
     a.scheduler.registerAsync('claims.io', {
@@ -256,7 +258,7 @@ test('a clock advance claims its shop\'s due jobs and the ones they schedule wit
 
 test('a job written by another connection (an admin command) is run by the server within the re-read interval, untold', async () => {
   syncRuns = [];
-  const admin = openStorage(s.dbPath);
+  const admin = await openEngine(s.dbPath);
   let id = 0;
   try {
     // Scheduled through a scheduler that is not running, as a process without one writes a job.
@@ -277,7 +279,7 @@ test('a clock advance through one process is seen by another: the offset row, it
   const id = await schedule('claims.sync', 10, { mode: 'test', shopId: shop.shopId, in_ms: 2 * 3_600_000 });
   const r = await s.request('POST', '/v1/test/clock/advance', { key: shop.key, body: { seconds: 3600 } });
   assert.equal(r.body.jobs_run, 0);
-  const a = otherNode();
+  const a = await otherNode();
   try {
     const offset = await a.store.get<{ o: number }>('SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?', shop.shopId);
     assert.equal(offset!.o, 3_600_000);
@@ -314,7 +316,10 @@ test('a job this process commits for now runs at once: the commit moves the time
   assert.deepEqual(syncRuns, [11]);
 });
 
-test('a server restarted on its file (holding the server lock) takes the claims its dead predecessor left at once', async () => {
+test(
+  'a server restarted on its file (holding the server lock) takes the claims its dead predecessor left at once',
+  { skip: sqliteOnly('the server lock of a file proves no other process holds claims; nodes of a PostgreSQL database wait for the lease') },
+  async () => {
   completed = [];
   const { scheduler, clocks } = s.running.app;
   const shopId = s.demo.shopId;
@@ -348,4 +353,5 @@ test('a server restarted on its file (holding the server lock) takes the claims 
   time.advance(LEASE_MS);
   await s.running.app.scheduler.runDue();
   assert.deepEqual(completed, ['server:12', 'server:13']);
-});
+  },
+);

@@ -18,8 +18,9 @@ let marked: number[] = [];
 function registerKinds(): void {
   const sch = s.running.app.scheduler;
   const clocks = s.running.app.clocks;
-  sch.register('test.record', async (_tx, job) => {
-    seen.push(job.payload.n as number);
+  // Recorded once committed: a run's transaction may run its body again on PostgreSQL (a serialization retry).
+  sch.register('test.record', async (tx, job) => {
+    tx.afterCommit(() => seen.push(job.payload.n as number));
   });
   sch.register('test.boom', async (tx, job) => {
     // A write that must be rolled back with the failed run.
