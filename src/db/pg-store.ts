@@ -299,6 +299,16 @@ function values(st: PgStatement, params: unknown[]): unknown[] {
   return pgValues(st.names === null ? params.slice() : bindNamed(st.names, params));
 }
 
+/**
+ * True when `err` ends the whole transaction, whatever savepoint it was caught in: a serialization failure or a
+ * deadlock (the store runs the transaction again), or a lost connection. Code that catches a body's error to
+ * record it (a failed job) must rethrow these instead.
+ */
+export function endsTransaction(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return isRetryable(err) || isConnectionLoss(err) || code === 'DB_UNAVAILABLE' || code === 'DB_COMMIT_UNKNOWN';
+}
+
 /** SQLSTATEs after which the whole transaction may run again: serialization failure, deadlock. */
 function isRetryable(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code;

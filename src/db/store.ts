@@ -14,6 +14,7 @@ export type { Engine, Reader, Row, RunResult, Tx } from './tx';
 export type { EventFeed, Store, StorageTrouble } from './store-api';
 import type { Store, StorageTrouble } from './store-api';
 export { TX_ENDED } from './tx';
+export { endsTransaction } from './pg-store';
 
 export { AWAITED_OUTSIDE, type Body } from './body';
 export { BUSY_LIMITS, type StoreOptions } from './limits';

@@ -1,4 +1,5 @@
 import type { Reader, Store, Tx } from '../db/store';
+import { endsTransaction } from '../db/store';
 import type { AdvanceClaim, Clocks, Pin } from './clock';
 import { HookedTx } from './hooked-tx';
 import type { Logger } from '../base/log';
@@ -275,6 +276,8 @@ export class Executor {
         this.log.warn('job taken by another process while it ran; its run was rolled back', { job_id: row.id, kind: row.kind });
         return { ran: false, retry: null };
       }
+      // The whole batch's transaction is lost (PostgreSQL aborted it, or its connection): the store runs it again.
+      if (endsTransaction(err)) throw err;
       return { ran, retry: await this.fail(tx, row, err) };
     }
     for (const h of hooks) tx.afterCommit(h);
