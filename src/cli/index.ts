@@ -12,6 +12,7 @@ import { doctor } from './doctor';
 import { admin } from './admin';
 import { trigger } from './trigger';
 import { listen } from './listen';
+import { dbCommand, migrate } from './db';
 export type { StartServer, ServedApp } from './serve';
 
 /**
@@ -19,6 +20,6 @@ export type { StartServer, ServedApp } from './serve';
  * with `start`, which the root hands in: the command line sits below the wiring and does not import it.
  */
 export function cliCommands(start: StartServer): Command[] {
-  return [serveCommand(start), demo, merchant, shop, key, ledger, jobs, webhook, admin, backup, doctor, trigger, listen];
+  return [serveCommand(start), demo, merchant, shop, key, ledger, jobs, webhook, admin, backup, doctor, migrate, dbCommand, trigger, listen];
 }
 

@@ -191,6 +191,20 @@ export class PgStore implements Store {
     return err;
   }
 
+  /** Run `fn` on one connection of the pool, for the engine's own maintenance (src/db/ only: a copy, a check). */
+  async raw<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await this.connect();
+    let broken = false;
+    try {
+      return await fn(c);
+    } catch (err) {
+      broken = isConnectionLoss(err);
+      throw err;
+    } finally {
+      c.release(broken ? true : undefined);
+    }
+  }
+
   trouble(): StorageTrouble | null {
     return this.failure;
   }

@@ -92,6 +92,13 @@ export async function freshPgDatabase(): Promise<string> {
   return pgUrl(name);
 }
 
+/** A new database with nothing in it, not even kopek's schema; drop it with dropPgDatabase. */
+export async function emptyPgDatabase(): Promise<string> {
+  const name = `kopek_t_${randomBytes(6).toString('hex')}`;
+  await admin((c) => c.query(`CREATE DATABASE ${name}`));
+  return pgUrl(name);
+}
+
 /** Drop a database freshPgDatabase made (its connections are ended first). */
 export async function dropPgDatabase(url: string): Promise<void> {
   const name = new URL(url).pathname.slice(1);

@@ -81,10 +81,15 @@ export interface TestServer {
 }
 
 /** Start a server for a test file. Close it in `after`. */
-export async function startTestServer(config: Partial<Config> = {}, opts: Pick<StartOptions, 'realNow' | 'modules'> & { dir?: string } = {}): Promise<TestServer> {
+export async function startTestServer(
+  config: Partial<Config> = {},
+  opts: Pick<StartOptions, 'realNow' | 'modules'> & { dir?: string; sqlite?: boolean } = {},
+): Promise<TestServer> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'kopek-test-'));
   let dbPath = join(dir, 'kopek.db');
-  if (TEST_PG) {
+  // `sqlite`: a SQLite file whatever engine the run tests (the source of a copy to PostgreSQL).
+  const pg = TEST_PG !== null && !opts.sqlite;
+  if (pg) {
     ensureMasterKey();
     dbPath = await freshPgDatabase();
   }
@@ -141,7 +146,7 @@ export async function startTestServer(config: Partial<Config> = {}, opts: Pick<S
     },
     async close() {
       await running.close();
-      if (TEST_PG) await dropPgDatabase(dbPath);
+      if (pg) await dropPgDatabase(dbPath);
       rmSync(dir, { recursive: true, force: true });
     },
   } as TestServer;
