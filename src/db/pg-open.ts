@@ -63,6 +63,9 @@ export function pgPool(url: string, opts: PgOpenOptions = {}): pg.Pool {
   // An idle client whose server went away emits here; without a listener that would end the process.
   pool.on('error', (err) => opts.log?.warn('postgres connection lost while idle', { error: redactUrl(String(err.message)) }));
   pool.on('connect', (client) => {
+    // A connection that dies while checked out (between two statements of a transaction) emits here; the
+    // statement that next uses it fails and the store drops it. Without a listener the process would end.
+    client.on('error', (err) => opts.log?.warn('postgres connection lost', { error: redactUrl(String(err.message)) }));
     // Durable commits whatever the server's default, and times that never depend on the server's zone.
     client.query("SET synchronous_commit = on; SET TIME ZONE 'UTC'; SET enable_seqscan = off").catch(() => {});
   });

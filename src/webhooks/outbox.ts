@@ -226,6 +226,17 @@ export async function claimFirstAttempt(tx: Tx, d: Pick<DeliveryRow, 'id' | 'nex
   return r.changes === 1;
 }
 
+/** Give back a first attempt claimed with claimFirstAttempt and not made (shutdown): due again at once, for any node. */
+export async function releaseFirstAttempt(tx: Tx, d: Pick<DeliveryRow, 'id' | 'next_attempt_at'>, lease_ms: number): Promise<void> {
+  if (d.next_attempt_at === null) return;
+  await tx.run(
+    `UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ? AND state = 'pending' AND attempts = round_start AND next_attempt_at = ?`,
+    d.next_attempt_at,
+    d.id,
+    d.next_attempt_at + lease_ms,
+  );
+}
+
 /** A delivery row by id. */
 export function getDelivery(q: Reader, id: number): Promise<DeliveryRow | undefined> {
   return q.get<DeliveryRow>(`SELECT * FROM webhook_deliveries WHERE id = ?`, id);

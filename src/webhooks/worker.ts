@@ -2,7 +2,7 @@ import type { Core } from '../core/core';
 import type { Job } from '../scheduler/jobs';
 import { iso } from '../util/time';
 import { postWebhook, type PostOutcome } from './deliver';
-import { abandonDelivery, claimFirstAttempt, deliveryEvent, deliveryTarget, dueFirstAttempts, getDelivery, recordAttempt, type AttemptResult, type DeliveryRow, type Recorded } from './outbox';
+import { abandonDelivery, claimFirstAttempt, deliveryEvent, releaseFirstAttempt, deliveryTarget, dueFirstAttempts, getDelivery, recordAttempt, type AttemptResult, type DeliveryRow, type Recorded } from './outbox';
 import { signatureHeader, webhookBody, webhookHeaders } from './sign';
 import { getEndpoint, paymentUrlSigning, validSecrets, type SignatureVersion } from './store';
 import { UrlPolicy } from './url-safety';
@@ -14,8 +14,6 @@ import { Gate } from './gate';
  * shop whose receivers hang holds at most its share, and every other shop keeps the rest.
  */
 export const WORKER_LIMITS = { global: 64, perShop: 16, perReceiver: 4, queued: 10_000, sweep_ms: 5_000 };
-/** How long beyond the receiver's timeout a node's claim of a first attempt holds (PostgreSQL). */
-const FIRST_ATTEMPT_LEASE_MS = 30_000;
 /** Most due deliveries one sweep queues; the next sweep takes the rest. */
 const SWEEP_BATCH = 1000;
 
@@ -197,9 +195,17 @@ export class DeliveryWorker {
     if (!d || d.attempts !== d.round_start) return;
     // Nodes sharing a PostgreSQL database all sweep the same deliveries: one claims the attempt in the table.
     // One process over SQLite needs no claim: its own queue already holds each delivery once.
-    const lease = this.core.config.webhookTimeoutMs + FIRST_ATTEMPT_LEASE_MS;
-    if (this.core.store.engine === 'postgres' && !(await this.core.store.tx((tx) => claimFirstAttempt(tx, d, lease)))) return;
-    const r = await this.perform(id);
+    const lease = this.core.config.webhookTimeoutMs + Math.round(this.core.config.jobLeaseSeconds * 1000);
+    const claimed = this.core.store.engine === 'postgres';
+    if (claimed && !(await this.core.store.tx((tx) => claimFirstAttempt(tx, d, lease)))) return;
+    let r: AttemptResult | null;
+    try {
+      r = await this.perform(id);
+    } catch (err) {
+      // Cut by shutdown: the attempt is due again at once, so another node need not wait for the lease.
+      if (claimed) await this.core.store.tx((tx) => releaseFirstAttempt(tx, d, lease)).catch(() => {});
+      throw err;
+    }
     if (!r || this.stopped) return;
     const { store, scheduler, clocks } = this.core;
     this.report(r, await store.write((tx) => recordAttempt(tx, scheduler, clocks, r)));
