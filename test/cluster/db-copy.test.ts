@@ -1,10 +1,8 @@
 import { test } from 'node:test';
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { startTestServer } from '../helpers/server';
 import { dropPgDatabase, emptyPgDatabase, ensureMasterKey, postgresOnly } from '../helpers/pg';
-import { startCluster } from '../helpers/cluster';
+import { kopekProcess, startCluster } from '../helpers/cluster';
 import { runCli } from '../helpers/cli';
 import { paidPayment } from '../helpers/money';
 import { openSse } from '../helpers/sse-client';
@@ -13,16 +11,6 @@ import { defaultConfig } from '../../src/base/config';
 import { startApp } from '../../src/app';
 import { createLogger } from '../../src/base/log';
 import { doRequest } from '../helpers/server';
-
-/** `kopek ARGS` as a process of its own: exit code and output. */
-function kopekProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const main = join(__dirname, '..', '..', 'src', 'main.ts');
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', main, ...args], (err, stdout, stderr) => {
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
 
 // kopek db copy: a merchant's SQLite database moved into PostgreSQL, then served from there.
 

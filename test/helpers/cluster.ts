@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -91,4 +92,14 @@ export async function until(what: string, cond: () => Promise<boolean> | boolean
     if (Date.now() > deadline) throw new Error(`timed out after ${limit_ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** `kopek ARGS` as a process of its own, with `env` over this process's: exit code and output. */
+export function kopekProcess(args: string[], env: NodeJS.ProcessEnv = {}, timeout_ms = 30_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  const main = join(__dirname, '..', '..', 'src', 'main.ts');
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', main, ...args], { env: { ...process.env, ...env }, timeout: timeout_ms }, (err, stdout, stderr) => {
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
 }
