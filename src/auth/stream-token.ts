@@ -4,12 +4,13 @@ import type { Clocks } from '../scheduler/clock';
 import type { Auth, Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
 import { authOfKeyId } from './authenticate';
+import { loadMasterKey } from '../secrets/master-key';
 
 /**
  * Stream tokens let a browser's EventSource, which cannot send an Authorization header, open
  * GET /v1/public/events: the merchant's server asks for one with its key and hands the page a URL holding the
  * token, never the key. A token names its key and an expiry, signed with HMAC-SHA256 under a secret that
- * lives only in this process's memory; it opens that key's event stream and nothing else, is checked against
+ * lives only in this process's memory (on PostgreSQL, one derived from the nodes' shared master key); it opens that key's event stream and nothing else, is checked against
  * the key (revoked → refused) when used, and stops working when it expires or the server restarts.
  */
 
@@ -20,13 +21,17 @@ const PREFIX = 'est_';
 const TOKEN_RE = /^est_([A-Za-z0-9_-]{1,200})\.([A-Za-z0-9_-]{43})$/;
 const PAYLOAD_RE = /^([0-9a-f-]{36})\.(\d{1,12})$/;
 
-/** One secret per store (each server instance), made at first use; restarting the server voids every token. */
+/**
+ * One secret per store (each server instance), made at first use; restarting the server voids every token. The
+ * nodes of a PostgreSQL cluster share one instead, derived from the master key they all hold, so that a token
+ * issued through one node opens the stream on any other behind the same load balancer.
+ */
 const secrets = new WeakMap<Store, Buffer>();
 
 function secretOf(store: Store): Buffer {
   let secret = secrets.get(store);
   if (!secret) {
-    secret = randomBytes(32);
+    secret = store.engine === 'postgres' ? createHmac('sha256', loadMasterKey(store.path)).update('kopek stream token secret v1').digest() : randomBytes(32);
     secrets.set(store, secret);
   }
   return secret;
