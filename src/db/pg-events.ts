@@ -52,6 +52,11 @@ const CHANNEL = 'kopek_events';
 export const EVENT_FEED_LIMITS = {
   /** Every node numbers and reads on this period even with no wake-up (a dead node's events, a lost notification). */
   tick_ms: 500,
+  /**
+   * A kick waits this long before its numbering pass, so that one pass numbers the events of every commit of
+   * those milliseconds instead of one pass each (under load; alone, an event reaches the streams this much later).
+   */
+  kick_delay_ms: 2,
   /** Positions read per query. */
   page: 500,
   /** First pause before reconnecting the LISTEN connection; doubles up to max. */
@@ -133,6 +138,7 @@ export class PgEventFeed implements EventFeed {
       return;
     }
     this.numbering = (async () => {
+      await new Promise((r) => setTimeout(r, EVENT_FEED_LIMITS.kick_delay_ms));
       do {
         this.numberAgain = false;
         const n = await this.numberPass();

@@ -48,6 +48,12 @@ function typeParser(oid: number, format?: string): (text: string) => unknown {
   return pg.types.getTypeParser(oid, format as 'text');
 }
 
+/**
+ * Settings of every connection, sent when it opens: commits durable whatever the server's default, times that
+ * never depend on the server's zone, and no JIT compilation (it costs more than kopek's short statements take).
+ */
+const SESSION_OPTIONS = '-c synchronous_commit=on -c TimeZone=UTC -c jit=off';
+
 /** A pool on `url` whose every connection commits durably and bounds its statements. */
 export function pgPool(url: string, opts: PgOpenOptions = {}): pg.Pool {
   const pool = new pg.Pool({
@@ -58,6 +64,7 @@ export function pgPool(url: string, opts: PgOpenOptions = {}): pg.Pool {
     statement_timeout: PG_LIMITS.statement_timeout_ms,
     idle_in_transaction_session_timeout: PG_LIMITS.idle_in_transaction_ms,
     application_name: 'kopek',
+    options: SESSION_OPTIONS,
     types: { getTypeParser: typeParser } as pg.CustomTypesConfig,
   });
   // An idle client whose server went away emits here; without a listener that would end the process.
@@ -66,8 +73,6 @@ export function pgPool(url: string, opts: PgOpenOptions = {}): pg.Pool {
     // A connection that dies while checked out (between two statements of a transaction) emits here; the
     // statement that next uses it fails and the store drops it. Without a listener the process would end.
     client.on('error', (err) => opts.log?.warn('postgres connection lost', { error: redactUrl(String(err.message)) }));
-    // Durable commits whatever the server's default, and times that never depend on the server's zone.
-    client.query("SET synchronous_commit = on; SET TIME ZONE 'UTC'; SET enable_seqscan = off").catch(() => {});
   });
   return pool;
 }
@@ -81,7 +86,8 @@ export async function openPgStorage(url: string, opts: PgOpenOptions = {}): Prom
     await pool.end().catch(() => {});
     throw new Error(`cannot open database "${redactUrl(url)}": ${redactUrl((err as Error).message)}`);
   }
-  const listenClient = (): pg.Client => new pg.Client({ connectionString: url, application_name: 'kopek-listen', types: { getTypeParser: typeParser } as pg.CustomTypesConfig });
+  const listenClient = (): pg.Client =>
+    new pg.Client({ connectionString: url, application_name: 'kopek-listen', options: SESSION_OPTIONS, types: { getTypeParser: typeParser } as pg.CustomTypesConfig });
   const store = new PgStore(pool, { path: redactUrl(url), numbered: numberedTables(SCHEMA_SQL), log: opts.log, listenClient });
   try {
     await store.measureClock();

@@ -1,6 +1,6 @@
-import type { Reader, Tx } from '../db/store';
+import type { Engine, Reader, Tx } from '../db/store';
 import { updateById } from '../db/tx';
-import { FOR_UPDATE, isPrimaryKeyConflict, nextPaymentSeq } from '../db/dialect';
+import { FOR_UPDATE, isoInstant, isPrimaryKeyConflict, nextPaymentSeq } from '../db/dialect';
 import { iso, isoOrNull } from '../util/time';
 import type { PaymentRow, PaymentView, RefundView } from '../model/payment';
 import type { RefundRow } from '../model/refund';
@@ -16,11 +16,11 @@ export async function lockPayment(tx: Tx, id: string): Promise<PaymentRow | unde
 }
 
 /**
- * An instant in SQL as iso() writes it (`2026-11-21T08:49:23.123Z`): strftime's %f is the seconds with their
- * milliseconds. NULL stays NULL, as isoOrNull gives null.
+ * An instant in SQL as iso() writes it (`2026-11-21T08:49:23.123Z`), by default in SQLite's spelling (the payment
+ * JSON below is built on SQLite only). NULL stays NULL, as isoOrNull gives null.
  */
-export function sqlIso(column: string): string {
-  return `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
+export function sqlIso(column: string, engine: Engine = 'sqlite'): string {
+  return isoInstant(engine, column);
 }
 
 /**
@@ -45,12 +45,20 @@ const PAYMENT_JSON_SQL = `SELECT p.shop_id, p.mode, json_object(
   ) AS json
   FROM payments p LEFT JOIN shops s ON s.id = p.shop_id WHERE p.id = ?`;
 
+/** A payment with its shop's name and its refunds (JSON, oldest first) in one row: PostgreSQL's GET. */
+const PG_PAYMENT_SQL = `SELECT p.*, s.name AS shop_name,
+    coalesce((SELECT json_agg(r ORDER BY r.seq) FROM refunds r WHERE r.payment_id = p.id), '[]')::text AS refunds_json
+  FROM payments p LEFT JOIN shops s ON s.id = p.shop_id WHERE p.id = ?`;
+
 /** A payment's GET answer as JSON text, with what the access check needs (any shop: callers check it). */
 export async function getPaymentJson(q: Reader, id: string): Promise<{ shop_id: string; mode: 'test' | 'live'; json: string } | undefined> {
-  // PostgreSQL's JSON functions space their output differently: there the text is paymentView's, serialised here.
+  // PostgreSQL's JSON functions space their output differently: there one statement reads the payment, its
+  // shop's name and its refunds (one round trip), and the text is paymentView's, serialised here.
   if (q.engine === 'postgres') {
-    const row = await getPayment(q, id);
-    return row && { shop_id: row.shop_id, mode: row.mode, json: JSON.stringify(await paymentView(q, row)) };
+    const r = await q.get<PaymentRow & { shop_name: string | null; refunds_json: string }>(PG_PAYMENT_SQL, id);
+    if (!r) return undefined;
+    const refunds = (JSON.parse(r.refunds_json) as RefundRow[]).map((x) => ({ ...x, amount: Number(x.amount), created_at: Number(x.created_at), completed_at: x.completed_at === null ? null : Number(x.completed_at) }));
+    return { shop_id: r.shop_id, mode: r.mode, json: JSON.stringify(buildPaymentView(r, r.shop_name ?? '', refunds)) };
   }
   return q.get<{ shop_id: string; mode: 'test' | 'live'; json: string }>(PAYMENT_JSON_SQL, id);
 }
@@ -109,12 +117,17 @@ export function refundView(r: RefundRow, withCompleted = true): RefundView {
 export async function paymentView(q: Reader, row: PaymentRow, unrefunded = false): Promise<PaymentView> {
   const shopName = (await q.get<{ name: string }>('SELECT name FROM shops WHERE id = ?', row.shop_id))?.name;
   const refunds = unrefunded ? [] : await refundsOf(q, row.id);
+  return buildPaymentView(row, shopName ?? '', refunds);
+}
+
+/** The Payment object from its row, its shop's name and its refunds. */
+function buildPaymentView(row: PaymentRow, shopName: string, refunds: RefundRow[]): PaymentView {
   return {
     id: row.id,
     public_id: row.public_id,
     merchant_id: row.merchant_id,
     shop_id: row.shop_id,
-    shop_name: shopName ?? '',
+    shop_name: shopName,
     order_id: row.order_id,
     status: row.status,
     amount: row.amount,

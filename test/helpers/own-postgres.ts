@@ -8,6 +8,8 @@ import { join } from 'node:path';
 export interface OwnPostgres {
   /** postgres://kopek@127.0.0.1:PORT/kopek */
   url: string;
+  /** The server's data folder (its postmaster.pid names the server's process). */
+  dataDir: string;
   stop(): void;
   start(): void;
   destroy(): void;
@@ -52,6 +54,7 @@ export async function ownPostgres(): Promise<OwnPostgres> {
   execFileSync(join(bin, 'createdb'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'kopek', 'kopek']);
   return {
     url: `postgres://kopek@127.0.0.1:${port}/kopek`,
+    dataDir: data,
     start,
     stop: () => run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']),
     destroy: () => {

@@ -1,0 +1,175 @@
+// The PostgreSQL engine and the cluster, measured in ONE run on one PostgreSQL server this script starts itself
+// (initdb into a temp folder, fsync and synchronous_commit on, as production runs):
+//   1. the baseline: a bare node:http server and the same driver (pg), one durable single-row INSERT per POST, at
+//      the same number of concurrent clients; then one kopek node's payment creates: creates/s (kopek/baseline ≥ 0.5)
+//   2. GET of one payment, one request at a time: median latency on a PostgreSQL node against a SQLite server
+//      (PostgreSQL/SQLite ≤ 2)
+//   3. CPU spent per create (every kopek process and every PostgreSQL process together, from /proc) with the
+//      same load on one node and spread over two: two/one ≤ 1.2. On a 2-core machine throughput cannot show a
+//      second node's worth; CPU per request shows what coordination costs.
+// Prints one row per figure, then `bench-cluster: PASS` or `bench-cluster: FAIL (…)`; exits 0 on PASS.
+//
+// Usage: node --import tsx scripts/bench-cluster.ts [--exe PATH] [--small] [--seconds N] [--connections N]
+//   --exe PATH        the executable to measure (default: the sources, through tsx)
+//   --small           CI: a few seconds per part; checks that everything runs, judges no ratio
+//   --seconds N       measured seconds per load (default 8; --small 2), after a warm-up of 2 s
+//   --connections N   concurrent clients of every load (default 32)
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { kopekCommand, scriptArgs, intOption, startKopek, ROOT, type KopekServer } from './lib/kopek-process';
+import { runLoad } from './lib/load';
+import { median, procCpuS, call } from './lib/growth-measure';
+import { ownPostgres } from '../test/helpers/own-postgres';
+import { openEngine } from '../src/db/maintenance';
+import { createDemo } from '../src/cabinet/store';
+
+const opts = scriptArgs(process.argv.slice(2), { exe: 'value', small: 'switch', seconds: 'value', connections: 'value' });
+const small = opts.has('small');
+const SECONDS = Math.max(1, intOption(opts, 'seconds', small ? 2 : 8));
+const CONNECTIONS = Math.max(1, intOption(opts, 'connections', 32));
+const WARMUP_MS = small ? 500 : 2000;
+const exe = opts.get('exe') as string | undefined;
+const kopek = exe ? kopekCommand(exe, false) : { cmd: process.execPath, args: ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], label: 'node --import tsx src/main.ts' };
+
+/** PIDs of the PostgreSQL server whose postmaster is `root` and of its children (backends, writer, WAL writer…). */
+function postgresPids(root: number): number[] {
+  const out = [root];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === root) out.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** CPU seconds of these processes now (the children's own counters: a backend that ended is lost, so loads keep them alive). */
+function cpuOf(pids: number[]): number {
+  return pids.reduce((sum, p) => sum + (procCpuS(p) || 0), 0);
+}
+
+/** The bare service: node:http and the same driver, one durable INSERT per POST (scripts/lib/baseline-pg-server.ts). */
+async function baseline(url: string, pgRoot: number): Promise<{ rps: number; cpu_ms_per_create: number }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'lib', 'baseline-pg-server.ts'), url], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const base = await new Promise<string>((resolve, reject) => {
+    let err = '';
+    proc.stderr!.on('data', (c: Buffer) => {
+      err += c.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(err);
+      if (m) resolve(m[1]);
+    });
+    proc.on('exit', (code) => reject(new Error(`the baseline server exited (${code}): ${err}`)));
+  });
+  try {
+    let cpu0 = 0;
+    let cpu1 = 0;
+    const pids = (): number[] => [proc.pid!, ...postgresPids(pgRoot)];
+    const r = await runLoad(base, {
+      connections: CONNECTIONS,
+      duration_ms: SECONDS * 1000,
+      warmup_ms: WARMUP_MS,
+      expect: 201,
+      next: () => ({ method: 'POST', path: '/payments', body: JSON.stringify({ amount: 10_000 }) }),
+      onWindow: (edge) => (edge === 'start' ? (cpu0 = cpuOf(pids())) : (cpu1 = cpuOf(pids()))),
+    });
+    return { rps: r.rps, cpu_ms_per_create: ((cpu1 - cpu0) * 1000) / (r.rps * SECONDS) };
+  } finally {
+    proc.kill('SIGTERM');
+  }
+}
+
+/** Creates at CONNECTIONS clients spread round-robin over `nodes`; returns creates/s and the CPU they cost. */
+async function creates(nodes: KopekServer[], key: string, pgRoot: number): Promise<{ rps: number; cpu_ms_per_create: number; errors: number }> {
+  const body = JSON.stringify({ amount: 10_000 });
+  const headers = { authorization: `Bearer ${key}` };
+  const per = Math.max(1, Math.floor(CONNECTIONS / nodes.length));
+  let cpu0 = 0;
+  let cpu1 = 0;
+  const pids = (): number[] => [...nodes.map((n) => n.proc.pid!), ...postgresPids(pgRoot)];
+  const results = await Promise.all(
+    nodes.map((n, i) =>
+      runLoad(n.url, {
+        connections: per,
+        duration_ms: SECONDS * 1000,
+        warmup_ms: WARMUP_MS,
+        expect: 201,
+        next: () => ({ method: 'POST', path: '/v1/public/payments', headers, body }),
+        onWindow: i === 0 ? (edge) => (edge === 'start' ? (cpu0 = cpuOf(pids())) : (cpu1 = cpuOf(pids()))) : undefined,
+      }),
+    ),
+  );
+  const rps = results.reduce((s, r) => s + r.rps, 0);
+  return { rps, cpu_ms_per_create: ((cpu1 - cpu0) * 1000) / (rps * SECONDS), errors: results.reduce((s, r) => s + r.errors + r.unexpected, 0) };
+}
+
+/** Median ms of `runs` GETs of one payment, one at a time. */
+async function getLatency(base: string, key: string, runs: number): Promise<number> {
+  const made = await call(base, 'POST', '/v1/public/payments', key, { amount: 10_000 });
+  const id = JSON.parse(made.text).payment.id;
+  for (let i = 0; i < 50; i++) await call(base, 'GET', `/v1/public/payments/${id}`, key);
+  const ms: number[] = [];
+  for (let i = 0; i < runs; i++) ms.push((await call(base, 'GET', `/v1/public/payments/${id}`, key)).ms);
+  return median(ms);
+}
+
+async function main(): Promise<number> {
+  process.env.KOPEK_MASTER_KEY ||= Buffer.alloc(32, 7).toString('base64');
+  const pgServer = await ownPostgres();
+  const dir = mkdtempSync(join(tmpdir(), 'kopek-bench-cluster-'));
+  const rows: Array<[string, string, string, boolean | null]> = [];
+  const nodes: KopekServer[] = [];
+  try {
+    const pgRoot = Number(readFileSync(join(pgServer.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const store = await openEngine(pgServer.url);
+    const demo = await createDemo(store, store.now());
+    await store.close();
+    const args = ['--db', pgServer.url, '--no-demo', '--log-level', 'warn'];
+    const base = await baseline(pgServer.url, pgRoot);
+    nodes.push(await startKopek(kopek, args));
+    const one = await creates(nodes.slice(0, 1), demo.secret, pgRoot);
+    rows.push(['creates/s: bare node:http + pg', base.rps.toFixed(0), '', null]);
+    rows.push(['creates/s: one kopek node', one.rps.toFixed(0), `${(one.rps / base.rps).toFixed(2)}× (≥ 0.5)`, one.rps / base.rps >= 0.5]);
+    rows.push(['CPU ms per create: bare', base.cpu_ms_per_create.toFixed(3), '', null]);
+    nodes.push(await startKopek(kopek, args));
+    const two = await creates(nodes, demo.secret, pgRoot);
+    rows.push(['CPU ms per create: one node', one.cpu_ms_per_create.toFixed(3), '', null]);
+    rows.push(['CPU ms per create: two nodes', two.cpu_ms_per_create.toFixed(3), `${(two.cpu_ms_per_create / one.cpu_ms_per_create).toFixed(2)}× (≤ 1.2)`, two.cpu_ms_per_create / one.cpu_ms_per_create <= 1.2]);
+    rows.push(['creates/s: two nodes', two.rps.toFixed(0), '', null]);
+    const sqlite = await startKopek(kopek, ['--db', join(dir, 'kopek.db'), '--log-level', 'warn']);
+    nodes.push(sqlite);
+    const runs = small ? 200 : 2000;
+    const pgMs = await getLatency(nodes[0].url, demo.secret, runs);
+    const liteMs = await getLatency(sqlite.url, sqlite.demoKey!, runs);
+    rows.push(['GET median ms: SQLite', liteMs.toFixed(3), '', null]);
+    rows.push(['GET median ms: PostgreSQL node', pgMs.toFixed(3), `${(pgMs / liteMs).toFixed(2)}× (≤ 2)`, pgMs / liteMs <= 2]);
+    if (one.errors + two.errors > 0) rows.push(['failed requests', String(one.errors + two.errors), '(0)', false]);
+  } finally {
+    for (const n of nodes) n.proc.kill('SIGTERM');
+    await Promise.all(nodes.map((n) => n.exited));
+    pgServer.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  for (const [name, value, ratio] of rows) console.log(`${name.padEnd(32)} ${value.padStart(10)}  ${ratio}`);
+  const failed = rows.filter((r) => r[3] === false).map((r) => r[0]);
+  if (small) {
+    console.log(`bench-cluster: PASS (small: ran every part; ratios judged only in a full run)`);
+    return 0;
+  }
+  console.log(failed.length === 0 ? 'bench-cluster: PASS' : `bench-cluster: FAIL (${failed.join('; ')})`);
+  return failed.length === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(`bench-cluster: FAIL (${(err as Error).stack ?? err})`);
+    process.exit(1);
+  },
+);
