@@ -74,7 +74,7 @@ export async function cabinetRows<R extends Position>(
   for (let i = 0; i < seeks.length; i++) {
     const s = seeks[i];
     const bounds = s.params.slice(0, -1);
-    const sql = `SELECT * FROM (${s.sql}) WHERE ${extra.sql.join(' AND ')} ORDER BY created_at DESC, seq DESC LIMIT ?`;
+    const sql = `SELECT * FROM (${s.sql}) AS stretch WHERE ${extra.sql.join(' AND ')} ORDER BY created_at DESC, seq DESC LIMIT ?`;
     found.push(...(await q.all<R>(sql, ...bounds, window, ...extra.params, take)));
     // The window's last row, read from the index alone: where this seek stopped looking, if it was cut.
     const end = await q.get<Position>(`${ends[i].sql} OFFSET ?`, ...bounds, 1, window - 1);

@@ -4,6 +4,7 @@ import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args
 import { COMMON_OPTIONS, io, output, processIo, type Command } from './command';
 import { defaultConfig } from '../base/config';
 import { openBackupSource, verifyCopy } from '../db/maintenance';
+import { isPostgresUrl } from '../db/pg-open';
 import { masterKeySource } from '../secrets/master-key';
 
 const usage = `Usage:
@@ -13,6 +14,9 @@ Copies the database to PATH while the server keeps running and writing: SQLite's
 copy is one consistent moment of the database (every committed write before it, none after). The copy is
 written beside PATH first and renamed into place only once complete and checked (PRAGMA integrity_check),
 so PATH never holds half a backup. Shows a progress bar on a terminal, plain progress lines otherwise.
+
+A PostgreSQL database (--db postgres://…) is refused: back it up with PostgreSQL's own tools (pg_dump, or
+pg_basebackup with WAL archiving for point-in-time recovery).
 
 To restore: stop the server, replace its database file with the copy (and remove any -wal and -shm files
 beside the old one), start the server. See docs/operations.md.
@@ -29,6 +33,13 @@ ${COMMON_OPTIONS}
 Examples:
   kopek backup /backups/kopek-$(date +%F).db
   kopek backup /backups/kopek.db --force --db /var/lib/kopek/kopek.db --json`;
+
+/**
+ * A PostgreSQL database is not a file kopek can copy: the server's own tools take a consistent copy (pg_dump)
+ * or a physical one with point-in-time recovery (pg_basebackup and WAL archiving).
+ */
+const PG_REFUSAL =
+  'cannot back up a PostgreSQL database with kopek backup: use PostgreSQL\'s own tools (pg_dump for a consistent copy, pg_basebackup with WAL archiving for point-in-time recovery)';
 
 /** Draws progress: a bar redrawn in place on a terminal, else one line per 10 % step. */
 function progressPrinter(args: Args): (done: number, total: number) => void {
@@ -63,7 +74,8 @@ export const backup: Command = {
     atMostPositionals(args, 1, 'kopek backup PATH [--force]');
     const [target] = args.positional;
     if (!target) throw new Error('cannot back up: PATH is required (where to write the copy)');
-    const sourcePath = flag(args, 'db') ?? process.env.KOPEK_DB ?? defaultConfig().db;
+    const sourcePath = flag(args, 'db') ?? process.env.KOPEK_DATABASE_URL ?? process.env.KOPEK_DB ?? defaultConfig().db;
+    if (isPostgresUrl(sourcePath)) throw new Error(PG_REFUSAL);
     const dest = resolve(target);
     if (dest === resolve(sourcePath)) throw new Error(`cannot back up "${sourcePath}" onto itself`);
     if (existsSync(dest) && !args.flags.has('force')) {

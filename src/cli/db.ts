@@ -28,7 +28,7 @@ Options:
   --json        print one JSON object instead of text
   --help        show this help
 
-Example:
+Examples:
   kopek db copy --from /var/lib/kopek/kopek.db --to postgres://kopek@db.internal/kopek`;
 
 /** `kopek db` */
@@ -108,7 +108,11 @@ with both versions named.
 Options:
   --db PATH   database file (default ./data/kopek.db, or KOPEK_DB), or a postgres:// URL (or KOPEK_DATABASE_URL)
   --json      print one JSON object instead of text
-  --help      show this help`;
+  --help      show this help
+
+Examples:
+  kopek migrate --db /var/lib/kopek/kopek.db
+  kopek migrate --db postgres://kopek@db.internal/kopek --json`;
 
 /** `kopek migrate` */
 export const migrate: Command = {

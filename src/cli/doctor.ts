@@ -2,7 +2,8 @@ import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { COMMON_OPTIONS, output, type Command } from './command';
 import { defaultConfig } from '../base/config';
 import { SCHEMA_VERSION } from '../db/open';
-import { integrityCheck, journalMode, openExistingStorage, probeDatabase, schemaVersion } from '../db/maintenance';
+import { integrityCheck, journalMode, openEngine, openExistingStorage, probeDatabase, schemaVersion } from '../db/maintenance';
+import { isPostgresUrl, redactUrl } from '../db/pg-open';
 import type { Reader, Store } from '../db/store';
 import { checkLedger } from '../ledger/check';
 import { payoutsNeedingDecision } from '../payouts/store';
@@ -14,10 +15,11 @@ const usage = `Usage:
   kopek doctor [--db PATH] [--json]
 
 Checks a database, safe while the server runs (reads only), and says what to do about each finding:
-  database        the file opens as SQLite
+  database        the file opens as SQLite, or the PostgreSQL database answers
   permissions     the file and its folder are writable (a read-only mount or a wrong owner is named as such)
   integrity       PRAGMA integrity_check is ok
   journal         WAL mode (what the server sets; needed for reads beside writes)
+                  (these three check a SQLite file: skipped on PostgreSQL, which checks its own files)
   schema          the schema version is this build's
   dead jobs       no scheduled job gave up after too many failures
   endpoints       no webhook endpoint is disabled (410 Gone) or failing (deliveries retrying or given up)
@@ -33,7 +35,8 @@ ${COMMON_OPTIONS}
 
 Examples:
   kopek doctor
-  kopek doctor --db /var/lib/kopek/kopek.db --json`;
+  kopek doctor --db /var/lib/kopek/kopek.db --json
+  kopek doctor --db postgres://kopek@db.internal/kopek`;
 
 /** One finding: ok, or what is wrong and what to do. */
 export interface Finding {
@@ -46,6 +49,47 @@ export interface Finding {
 
 /** Run every check on an open database; later checks are skipped when the schema is not this build's. */
 export async function diagnose(store: Store): Promise<Finding[]> {
+  const f: Finding[] = store.engine === 'postgres' ? [PG_FILE_CHECKS] : await fileChecks(store);
+  const version = await schemaVersion(store);
+  if (version === SCHEMA_VERSION) f.push({ check: 'schema', ok: true, detail: `version ${version}` });
+  else {
+    f.push({
+      check: 'schema',
+      ok: false,
+      detail: `version ${version}, this build expects ${SCHEMA_VERSION}`,
+      action:
+        version > SCHEMA_VERSION
+          ? 'this kopek is older than the database: run the newer executable that wrote it'
+          : version === 0
+            ? 'this is not a kopek database (or an empty one): check --db'
+            : store.engine === 'postgres'
+              ? 'back up (pg_dump), then start kopek serve: it migrates on start'
+              : 'back up (kopek backup PATH), then start kopek serve: it migrates on start',
+    });
+    return f;
+  }
+  f.push(await deadJobs(store), ...(await endpoints(store)), await bankAmounts(store), await cardPayouts(store));
+  const ledger = await checkLedger(store);
+  f.push(
+    ledger.ok
+      ? { check: 'ledger', ok: true, detail: ledgerVerdict(ledger) }
+      : { check: 'ledger', ok: false, detail: ledgerVerdict(ledger), action: LEDGER_ACTION },
+  );
+  return f;
+}
+
+/**
+ * PostgreSQL keeps its own files: the file's permissions, its integrity check and its journal mode are SQLite's
+ * checks, and the server's own monitoring (and pg_amcheck) answers for them there.
+ */
+const PG_FILE_CHECKS: Finding = {
+  check: 'sqlite file',
+  ok: true,
+  detail: 'skipped on PostgreSQL (permissions, integrity and journal are checks of a SQLite file; PostgreSQL checks its own files)',
+};
+
+/** The SQLite file's own checks: its pages are sound and it is in WAL mode. */
+async function fileChecks(store: Store): Promise<Finding[]> {
   const f: Finding[] = [];
   const integrity = await integrityCheck(store, 20);
   if (integrity.length === 1 && integrity[0] === 'ok') f.push({ check: 'integrity', ok: true, detail: 'ok' });
@@ -62,29 +106,6 @@ export async function diagnose(store: Store): Promise<Finding[]> {
     journal === 'wal'
       ? { check: 'journal', ok: true, detail: 'wal' }
       : { check: 'journal', ok: false, detail: `journal_mode is "${journal}", not wal`, action: 'start kopek serve on it once: the server sets WAL mode' },
-  );
-  const version = await schemaVersion(store);
-  if (version === SCHEMA_VERSION) f.push({ check: 'schema', ok: true, detail: `version ${version}` });
-  else {
-    f.push({
-      check: 'schema',
-      ok: false,
-      detail: `version ${version}, this build expects ${SCHEMA_VERSION}`,
-      action:
-        version > SCHEMA_VERSION
-          ? 'this kopek is older than the database: run the newer executable that wrote it'
-          : version === 0
-            ? 'this is not a kopek database (or an empty one): check --db'
-            : 'back up (kopek backup PATH), then start kopek serve: it migrates on start',
-    });
-    return f;
-  }
-  f.push(await deadJobs(store), ...(await endpoints(store)), await bankAmounts(store), await cardPayouts(store));
-  const ledger = await checkLedger(store);
-  f.push(
-    ledger.ok
-      ? { check: 'ledger', ok: true, detail: ledgerVerdict(ledger) }
-      : { check: 'ledger', ok: false, detail: ledgerVerdict(ledger), action: LEDGER_ACTION },
   );
   return f;
 }
@@ -147,11 +168,13 @@ async function endpoints(q: Reader): Promise<Finding[]> {
       action: 'the receiver answered 410 Gone; once it accepts again: kopek webhook delete ID, kopek webhook add --shop SHOP --url URL, and kopek webhook resend EVT_ID for the events it missed',
     });
   }
-  // Failing: a delivery now retrying (its round began and has not succeeded) or one that gave up.
+  // Failing: a delivery now retrying (its round began and has not succeeded) or one that gave up; each row
+  // counted is one or the other, so count(*) orders by both.
   const failing = await q.all<{ url: string; retrying: number; failed: number }>(
-    `SELECT url, sum(state = 'pending' AND attempts > round_start) AS retrying, sum(state = 'failed') AS failed
+    `SELECT url, sum(CASE WHEN state = 'pending' AND attempts > round_start THEN 1 ELSE 0 END) AS retrying,
+            sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END) AS failed
        FROM webhook_deliveries WHERE (state = 'pending' AND attempts > round_start) OR state = 'failed'
-       GROUP BY url ORDER BY failed + retrying DESC LIMIT 10`,
+       GROUP BY url ORDER BY count(*) DESC LIMIT 10`,
   );
   if (failing.length === 0) out.push({ check: 'failing endpoints', ok: true, detail: 'none' });
   else {
@@ -174,29 +197,8 @@ export const doctor: Command = {
     const args = parseArgs(argv);
     onlyFlags(args, []);
     atMostPositionals(args, 0, 'kopek doctor [--db PATH]');
-    const path = flag(args, 'db') ?? process.env.KOPEK_DB ?? defaultConfig().db;
-    let findings: Finding[];
-    let store: Store | null = null;
-    const problem = existsSync(path) ? writeProblem(path) : null;
-    const access: Finding[] = problem
-      ? [{
-          check: 'permissions',
-          ok: false,
-          detail: problem,
-          action: 'the data is not damaged: make the file and its folder writable by the user kopek runs as (chown/chmod, or remount read-write); restoring a backup would not help',
-        }]
-      : [];
-    try {
-      store = openExistingStorage(path);
-      await probeDatabase(store);
-      findings = [{ check: 'database', ok: true, detail: path }, ...access, ...(await diagnose(store))];
-    } catch (err) {
-      findings = problem
-        ? access
-        : [{ check: 'database', ok: false, detail: (err as Error).message, action: 'check --db and the file; if it is damaged, restore the latest backup (docs/operations.md)' }];
-    } finally {
-      await store?.close();
-    }
+    const path = flag(args, 'db') ?? process.env.KOPEK_DATABASE_URL ?? process.env.KOPEK_DB ?? defaultConfig().db;
+    const findings = isPostgresUrl(path) ? await pgFindings(path) : await fileFindings(path);
     const ok = findings.every((x) => x.ok);
     const lines = findings.flatMap((x) =>
       x.ok ? [`ok      ${x.check}: ${x.detail}`] : [`ACTION  ${x.check}: ${x.detail}`, `        → ${x.action}`],
@@ -206,3 +208,45 @@ export const doctor: Command = {
     return ok ? 0 : 1;
   },
 };
+
+/** The findings on a PostgreSQL database, opened as it is (no schema created, no migration). */
+async function pgFindings(url: string): Promise<Finding[]> {
+  let store: Store | null = null;
+  try {
+    store = await openEngine(url, { readonly: true });
+    await probeDatabase(store);
+    return [{ check: 'database', ok: true, detail: redactUrl(url) }, ...(await diagnose(store))];
+  } catch (err) {
+    const detail = redactUrl((err as Error).message);
+    return [{ check: 'database', ok: false, detail, action: 'check --db (or KOPEK_DATABASE_URL), that the PostgreSQL server runs and that this user may connect' }];
+  } finally {
+    await store?.close();
+  }
+}
+
+/** The findings on a SQLite file: its permissions first, then what diagnose reads. */
+async function fileFindings(path: string): Promise<Finding[]> {
+  let findings: Finding[];
+  let store: Store | null = null;
+  const problem = existsSync(path) ? writeProblem(path) : null;
+  const access: Finding[] = problem
+    ? [{
+        check: 'permissions',
+        ok: false,
+        detail: problem,
+        action: 'the data is not damaged: make the file and its folder writable by the user kopek runs as (chown/chmod, or remount read-write); restoring a backup would not help',
+      }]
+    : [];
+  try {
+    store = openExistingStorage(path);
+    await probeDatabase(store);
+    findings = [{ check: 'database', ok: true, detail: path }, ...access, ...(await diagnose(store))];
+  } catch (err) {
+    findings = problem
+      ? access
+      : [{ check: 'database', ok: false, detail: (err as Error).message, action: 'check --db and the file; if it is damaged, restore the latest backup (docs/operations.md)' }];
+  } finally {
+    await store?.close();
+  }
+  return findings;
+}

@@ -7,6 +7,7 @@ import type { Store, StorageTrouble } from './store-api';
 import { bindNamed, pgStatement, pgValues, type NumberedTables, type PgStatement } from './pg-sql';
 import { PG_LIMITS } from './limits';
 import { PgEventFeed } from './pg-events';
+import { commitUnknown, isConnectionLoss, isRetryable, storageError } from './pg-errors';
 
 /**
  * The PostgreSQL engine: a bounded pool of connections to one database that any number of kopek nodes share.
@@ -92,7 +93,7 @@ export class PgStore implements Store {
       if (this.failure?.code === 'DB_UNAVAILABLE') this.failure = null;
       return r;
     } catch (err) {
-      debugFailure(st.text, err);
+      this.log.debug('postgres statement failed', { code: (err as { code?: string }).code, error: String(err), sql: st.text.slice(0, 300) });
       throw this.noteFailure(storageError(err));
     }
   }
@@ -108,7 +109,7 @@ export class PgStore implements Store {
     for (let attempt = 1; ; attempt++) {
       const client = await this.connect();
       const hooks: Array<() => void> = [];
-      const tx = new PgTx(client, this.connection, hooks, this.numbered);
+      const tx = new PgTx(client, this.connection, hooks, this.numbered, this.log);
       let broken = false;
       let result: T;
       try {
@@ -156,7 +157,7 @@ export class PgStore implements Store {
 
   async snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
     const client = await this.connect();
-    const tx = new PgTx(client, this.connection, [], this.numbered);
+    const tx = new PgTx(client, this.connection, [], this.numbered, this.log);
     let broken = false;
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -235,6 +236,7 @@ export class PgTx implements Tx {
     readonly connection: object,
     private readonly hooks: Array<() => void>,
     private readonly numbered: NumberedTables,
+    private readonly log: Logger,
   ) {}
 
   end(): void {
@@ -247,7 +249,8 @@ export class PgTx implements Tx {
     try {
       return { st, r: await this.client.query(st.text, values(st, params)) };
     } catch (err) {
-      debugFailure(st.text, err);
+      // At debug level only: a serialization failure here is routine (the transaction runs again).
+      this.log.debug('postgres statement failed', { code: (err as { code?: string }).code, error: String(err), sql: st.text.slice(0, 300) });
       throw err;
     }
   }
@@ -313,55 +316,7 @@ function values(st: PgStatement, params: unknown[]): unknown[] {
   return pgValues(st.names === null ? params.slice() : bindNamed(st.names, params));
 }
 
-/**
- * True when `err` ends the whole transaction, whatever savepoint it was caught in: a serialization failure or a
- * deadlock (the store runs the transaction again), or a lost connection. Code that catches a body's error to
- * record it (a failed job) must rethrow these instead.
- */
-export function endsTransaction(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
-  return isRetryable(err) || isConnectionLoss(err) || code === 'DB_UNAVAILABLE' || code === 'DB_COMMIT_UNKNOWN';
-}
-
-/** SQLSTATEs after which the whole transaction may run again: serialization failure, deadlock. */
-function isRetryable(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
-  return code === '40001' || code === '40P01';
-}
-
-/** SQLSTATE classes and socket errors that mean the database cannot be reached or is going away. */
-const UNAVAILABLE_STATES = /^(08|57P0|53|58)/;
-const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-
-/** True when `err` says the connection is gone (or never came): nothing more can be sent on it. */
-export function isConnectionLoss(err: unknown): boolean {
-  const e = err as { code?: string; message?: string } | null;
-  const code = e?.code ?? '';
-  if (SOCKET_ERRORS.has(code) || UNAVAILABLE_STATES.test(code)) return true;
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(e?.message ?? '');
-}
-
-/** A driver error as kopek's: an unreachable database is DB_UNAVAILABLE (a 503 to clients); others pass as they are. */
-export function storageError(err: unknown): Error {
-  if ((err as { code?: string } | null)?.code === 'DB_COMMIT_UNKNOWN' || (err as { code?: string } | null)?.code === 'DB_UNAVAILABLE') return err as Error;
-  if (!isConnectionLoss(err)) return err instanceof Error ? err : new Error(String(err));
-  const e = new Error(`the database is unavailable: ${(err as Error).message ?? err}`) as Error & { code: string };
-  e.code = 'DB_UNAVAILABLE';
-  return e;
-}
-
-function commitUnknown(err: unknown): Error {
-  const e = new Error(`the connection was lost during COMMIT: the outcome is unknown (${(err as Error).message ?? err})`) as Error & { code: string };
-  e.code = 'DB_COMMIT_UNKNOWN';
-  return e;
-}
-
 function backoff(attempt: number): Promise<void> {
   const ms = Math.min(PG_LIMITS.retry_max_ms, PG_LIMITS.retry_first_ms * 2 ** (attempt - 1)) * (0.5 + Math.random());
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-// TEMPORARY-DEBUG
-function debugFailure(sql: string, err: unknown): void {
-  if (process.env.KOPEK_PG_DEBUG) require('node:fs').appendFileSync(process.env.KOPEK_PG_DEBUG, JSON.stringify({ code: (err as { code?: string }).code, error: String(err), sql }) + '\n');
 }

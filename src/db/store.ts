@@ -10,22 +10,21 @@ import { BUSY_LIMITS, GROUP_LIMIT, type StoreOptions } from './limits';
 import { DETACHED, Durability, runBodies, type Outcome, type Pending } from './durable';
 import { SqliteChangeSignal, type ChangeSignal } from './change-signal';
 
+import type { Store, StorageTrouble } from './store-api';
+
 export type { Engine, Reader, Row, RunResult, Tx } from './tx';
 export type { EventFeed, Store, StorageTrouble } from './store-api';
-import type { Store, StorageTrouble } from './store-api';
 export { TX_ENDED } from './tx';
-export { endsTransaction } from './pg-store';
-
+export { endsTransaction } from './pg-errors';
 export { AWAITED_OUTSIDE, type Body } from './body';
 export { BUSY_LIMITS, type StoreOptions } from './limits';
 
 /**
- * The SQLite engine. `write` queues a body and commits every body queued in the same turn of
- * the event loop in one transaction (group commit), each in its own savepoint so that one failing body rolls
- * back only itself; `tx` runs a body in a transaction of its own. Bodies are async functions over a Tx, run
- * one after another; a body that awaits anything but its Tx is failed loudly (AWAITED_OUTSIDE) instead of
- * holding the write lock. Promises settle, and after-commit hooks run, only once the commit is durable, so a
- * response is sent only for data that survives a power loss.
+ * The SQLite engine. `write` queues a body and commits every body queued in the same turn of the event loop in
+ * one transaction (group commit), each in its own savepoint so that one failing body rolls back only itself;
+ * `tx` runs a body in a transaction of its own. Bodies run one after another; a body that awaits anything but
+ * its Tx is failed loudly (AWAITED_OUTSIDE) instead of holding the write lock. Promises settle, and after-commit
+ * hooks run, only once the commit is durable: a response is sent only for data that survives a power loss.
  *
  * Reads outside a transaction (`get`, `all`) see committed data only: while a transaction is open they wait
  * for it. With `sync: 'store'` a commit is visible to reads a little before it is durable (while its WAL sync
@@ -97,12 +96,10 @@ export class SqliteStore implements Store {
     return this.db;
   }
 
-  /** True while the connection is open. */
+  // See Store: the connection is open; a transaction holds it.
   get isOpen(): boolean {
     return this.db.open;
   }
-
-  /** True while a transaction is open on this store's connection. */
   get inTransaction(): boolean {
     return this.db.inTransaction;
   }

@@ -3,7 +3,7 @@ import type { Ctx, Reply } from '../http/types';
 import type { PaymentsCore } from '../payments/core';
 import { ApiError, badRequest } from '../http/errors';
 import { bodyObject, describe } from '../http/validate';
-import { eventsAfter, lastIssuedSeq } from '../events/emit';
+import type { EventRow } from '../events/emit';
 import { isTriggerEvent, triggerScopes, TRIGGER_EVENT_NAMES, type TriggerEvent } from './trigger-events';
 import { triggerCancelled, triggerExpired, triggerPaid, triggerPayout, triggerRefunded, type TriggerObjects, type TriggerShop } from './trigger-payments';
 import { triggerSubscription, triggerToken } from './trigger-recurrent';
@@ -53,9 +53,9 @@ export async function triggerEvent(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   }
   const shop: TriggerShop = { merchantId: auth.merchantId, shopId: auth.shopId, keyId: auth.keyId };
   const body = await ctx.app.store.write(async (tx) => {
-    const mark = await lastIssuedSeq(tx);
+    const mark = await highestEventSeq(tx);
     const objects = await SCENARIOS[event](ctx.app, tx, shop);
-    const webhooks = (await eventsAfter(tx, shop.shopId, 'test', mark, EVENTS_READ_MAX))
+    const webhooks = (await eventsAppendedAfter(tx, shop.shopId, mark))
       .filter((e) => e.webhook_event !== null)
       .map((e) => ({ id: e.id, event: e.webhook_event! }));
     const own = webhooks.find((w) => w.event === event);
@@ -65,4 +65,18 @@ export async function triggerEvent(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   });
   ctx.logExtra = { event_id: body.event_id };
   return { status: 201, body };
+}
+
+/**
+ * The highest event seq the transaction sees. Every event it appends later has a greater one, on either engine:
+ * seq only grows, and an event another transaction appends meanwhile stays out of this one's view. (The stream's
+ * positions cannot serve here: on PostgreSQL an event has none until its transaction has committed.)
+ */
+async function highestEventSeq(tx: Tx): Promise<number> {
+  return (await tx.get<{ n: number }>('SELECT coalesce(max(seq), 0) AS n FROM events'))!.n;
+}
+
+/** The shop's test events the transaction appended after `mark` (highestEventSeq), in the order appended. */
+function eventsAppendedAfter(tx: Tx, shopId: string, mark: number): Promise<EventRow[]> {
+  return tx.all<EventRow>(`SELECT * FROM events WHERE shop_id = ? AND mode = 'test' AND seq > ? ORDER BY seq LIMIT ?`, shopId, mark, EVENTS_READ_MAX);
 }

@@ -1,11 +1,12 @@
 import { test, before, after } from 'node:test';
-import { existsSync, readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
 import { createKey, createShop } from '../../src/cabinet/store';
 import { paidPayment } from '../helpers/money';
 import { activeToken } from '../helpers/recurrent';
 import { cardBody, KNOWN_BANK, sbpBody } from '../helpers/payouts';
+import { storedText } from '../helpers/stored-text';
+import { tableColumns } from '../../src/db/dialect';
 
 const sbpItem = (amount: number, phone: string) => ({ amount, phone, bank_id: KNOWN_BANK, full_name: 'Anna Ivanova' });
 
@@ -155,7 +156,7 @@ test('two different cards with the same last four digits under one key are two r
   assert.equal(other.body.error.code, 'idempotent_conflict');
   // Nothing stored reveals the number: not in clear, not as a plain SHA-256 of it.
   const { createHash } = await import('node:crypto');
-  const bytes = readFileSync(s.dbPath).toString('latin1') + (existsSync(`${s.dbPath}-wal`) ? readFileSync(`${s.dbPath}-wal`).toString('latin1') : '');
+  const bytes = await storedText(s);
   assert.ok(!bytes.includes('4111111111111111'));
   assert.ok(!bytes.includes(createHash('sha256').update('4111111111111111').digest('hex')));
 });
@@ -254,7 +255,9 @@ test('the database itself refuses a second record of one key (merchant, mode, ke
         Date.now(),
       ),
     ),
-    /UNIQUE constraint failed: idempotency_keys\.merchant_id, idempotency_keys\.mode, idempotency_keys\.key/,
+    s.store.engine === 'postgres'
+      ? /duplicate key value violates unique constraint "idempotency_keys_merchant_id_mode_key_key"/
+      : /UNIQUE constraint failed: idempotency_keys\.merchant_id, idempotency_keys\.mode, idempotency_keys\.key/,
   );
   assert.deepEqual(await record(), before);
   assert.deepEqual(await s.store.get('SELECT count(*) AS n FROM idempotency_keys WHERE merchant_id = ? AND key = ?', shop.merchantId, 'k-unique'), { n: 1 });
@@ -297,7 +300,7 @@ test('a replay is the first answer byte for byte, plus "idempotent": true, on ev
     // The record keeps the first answer as the JSON text first sent, byte for byte, and the request's fingerprint
     // as 32 hex digits.
     const rec = (await s.store.get<{ fingerprint: string; answer: string; t: string }>(
-      'SELECT fingerprint, answer, typeof(answer) AS t FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?',
+      `SELECT fingerprint, answer, ${s.store.engine === 'postgres' ? 'pg_typeof(answer)::text' : 'typeof(answer)'} AS t FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?`,
       shop.merchantId,
       'test',
       headers['idempotency-key'],
@@ -308,7 +311,7 @@ test('a replay is the first answer byte for byte, plus "idempotent": true, on ev
   }
   // No object's row keeps an answer any more.
   for (const table of ['payments', 'refunds', 'payouts', 'tokens', 'subscriptions']) {
-    const cols = await s.store.all<{ name: string }>(`SELECT name FROM pragma_table_info('${table}')`);
-    assert.ok(cols.length > 0 && !cols.some((c) => c.name === 'answer'), table);
+    const cols = await tableColumns(s.store, table);
+    assert.ok(cols.length > 0 && !cols.includes('answer'), table);
   }
 });

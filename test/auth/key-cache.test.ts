@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli } from '../helpers/cli';
-import { openStorage } from '../../src/db/maintenance';
+import { openEngine } from '../../src/db/maintenance';
 import type { Store } from '../../src/db/store';
 import { revokeKey, setShopScopes } from '../../src/cabinet/store';
 
@@ -22,7 +22,7 @@ const SCOPED = '/v1/public/payments';
 
 /** Run `fn` with a second connection to the server's database, as a command in another process would. */
 async function elsewhere<T>(fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = openStorage(s.dbPath);
+  const store = await openEngine(s.dbPath);
   try {
     return await fn(store);
   } finally {

@@ -2,13 +2,14 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { browserSkipReason, CHROMIUM, CHROMIUM_ARGS } from '../helpers/pay-page';
 import { cabGet, cabPost, flashOf, makeUser, signIn, TEST_PASSWORD } from '../helpers/cabinet';
 import { runCli } from '../helpers/cli';
+import { storedText } from '../helpers/stored-text';
 import { createMerchant, createShop, getMerchant } from '../../src/cabinet/store';
 import { insertPayout } from '../../src/payouts/store';
 import { YOOKASSA_API_URLS } from '../../src/yookassa/settings';
@@ -116,7 +117,7 @@ test('in Chromium: set the payout provider (a refused secret first), see it with
   } finally {
     await browser.close();
   }
-  for (const f of [s.dbPath, `${s.dbPath}-wal`]) secretsAbsent(readFileSync(f).toString('latin1'));
+  secretsAbsent(await storedText(s));
   secretsAbsent(s.logs.join('\n'));
   const audit = await s.store.all<{ action: string }>(`SELECT action FROM cabinet_audit WHERE merchant_id = ? ORDER BY id`, merchantId);
   for (const a of ['shop.payout_provider.set', 'merchant.activate_live', 'shop.payout_provider.remove']) assert.ok(audit.some((r) => r.action === a), a);

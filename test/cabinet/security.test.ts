@@ -7,7 +7,7 @@ import { cabGet, cabPost, flashOf, makeUser, setCookie, signIn, TEST_PASSWORD, t
 import { getShop } from '../../src/cabinet/store';
 import { totpCode } from '../../src/cabinet/totp';
 import { LOCK_MS, reserveAttempt, SLOW_AFTER_FAILURES } from '../../src/cabinet/throttle';
-import { openStorage } from '../../src/db/maintenance';
+import { openEngine } from '../../src/db/maintenance';
 
 let s: TestServer;
 let time: FakeTime;
@@ -66,8 +66,8 @@ test('sign-in lock beaten by a burst: 300 simultaneous sign-ins (299 wrong, the 
 test('sign-in lock beaten by a burst over two database connections (two nodes): the database counts, so no more reservations than one node gets', async () => {
   time.advance(LOCK_MS);
   const email = 'two-nodes@shop.example';
-  // A second store on the file, as another node's: it waits for the write lock as a server's store does.
-  const other = openStorage(s.dbPath, { sync: 'store' });
+  // A second store on the database, as another node's: on SQLite it waits for the write lock as a server's store does.
+  const other = await openEngine(s.dbPath, { sync: 'store' });
   try {
     const now = time.now();
     const here = Array.from({ length: 100 }, () => reserveAttempt(s.store, email, '198.51.100.7', now));
@@ -162,7 +162,8 @@ test('TOTP secret stored in clear: pending and confirmed secrets are sealed unde
   time.advance(30_000);
   assert.equal((await signInWith(email, totpCode(secret, time.now()))).status, 303, 'the sealed secret checks codes');
 
-  // A database written by a build that kept the secret in clear.
+  // A database written by a build that kept the secret in clear: only SQLite's, as PostgreSQL's start at schema 20.
+  if (s.store.engine === 'postgres') return;
   const clear = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP';
   await s.store.tx(async (tx) => {
     await tx.run('UPDATE cabinet_users SET totp_secret = ?, totp_last_step = 0 WHERE id = ?', clear, user.id);

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli, type CliResult } from '../helpers/cli';
 import { TBANK_API_URL } from '../../src/tbank/protocol';
-import { decryptSecret, loadMasterKey } from '../../src/secrets/master-key';
+import { decryptSecret, loadMasterKey, masterKeySource } from '../../src/secrets/master-key';
+import { sqliteOnly } from '../helpers/pg';
 
 // kopek shop acquirer and kopek merchant activate-live, run beside a server on the same file: the password
 // is read from a file, encrypted under the master key and never printed; live mode needs a shop with one.
@@ -48,7 +49,9 @@ test('shop acquirer sets a T-Bank terminal: --json prints shop_id, provider, ter
   assert.ok(!row.settings.includes(PASSWORD), 'the password is not stored in clear');
   const enc = JSON.parse(row.settings).password_enc as string;
   assert.equal(decryptSecret(loadMasterKey(s.dbPath), enc, `tbank.password:${shop}`), PASSWORD, 'one trailing newline of the file is not part of it');
-  assert.equal(statSync(`${s.dbPath}.key`).mode & 0o777, 0o600, 'the key file beside the database is 0600');
+  // PostgreSQL takes the key from KOPEK_MASTER_KEY alone: nothing is written beside a URL.
+  if (s.store.engine === 'postgres') assert.equal(masterKeySource(s.dbPath).kind, 'env');
+  else assert.equal(statSync(`${s.dbPath}.key`).mode & 0o777, 0o600, 'the key file beside the database is 0600');
 
   const shown = await cli('shop', 'acquirer', '--shop', shop, '--json');
   assert.deepEqual(shown.json, r.json);
@@ -106,10 +109,19 @@ test('KOPEK_MASTER_KEY is used instead of a key file, and a wrong one is refused
     if (prev === undefined) delete process.env.KOPEK_MASTER_KEY;
     else process.env.KOPEK_MASTER_KEY = prev;
   }
-  assert.ok(readFileSync(`${s.dbPath}.key`, 'utf8').trim().length > 0);
+  if (s.store.engine === 'sqlite') assert.ok(readFileSync(`${s.dbPath}.key`, 'utf8').trim().length > 0);
 });
 
-test('kopek backup says the master key is not in the copy; a copy without its key cannot read the password', async () => {
+test('kopek backup refuses a PostgreSQL database in one line naming its own tools, and touches nothing', async () => {
+  const dest = join(s.dir, 'pg-backup.db');
+  const r = await runCli(['backup', dest, '--db', 'postgres://kopek@127.0.0.1:1/nowhere']);
+  assert.equal(r.code, 1);
+  assert.equal(r.out, '');
+  assert.match(r.err, /^kopek backup: cannot back up a PostgreSQL database with kopek backup: .*pg_dump.*pg_basebackup.*point-in-time recovery\)\n$/);
+  assert.equal(existsSync(dest), false);
+});
+
+test('kopek backup says the master key is not in the copy; a copy without its key cannot read the password', { skip: sqliteOnly('a backup of the SQLite file') }, async () => {
   const { shop } = await merchantWithShop();
   assert.equal((await cli('shop', 'acquirer', '--shop', shop, '--provider', 'tbank', '--terminal-key', '1700000000BACKUP', '--password-file', passFile)).code, 0);
   const dest = join(s.dir, 'backup-copy.db');

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli, type CliResult } from '../helpers/cli';
 import { OPTIONS } from '../../src/base/config';
+import { SCHEMA_VERSION } from '../../src/db/open';
 
 // What an operator tripped over in the admin commands: one way to name a shop, merchant or key; help for a
 // typo; key list's columns; ledger check and doctor in the same words; serve --help's defaults; warnings for
@@ -104,6 +105,25 @@ test('ledger check and doctor word the ledger the same way', async () => {
   const proof = /balances equal their postings, nothing overdrawn, every movement in place/;
   assert.match((await ok(runCli(['ledger', '--help']))).out, proof);
   assert.match((await ok(runCli(['doctor', '--help']))).out, proof);
+});
+
+test("doctor checks the database on either engine: SQLite's file checks, or on PostgreSQL a line saying they are skipped", async () => {
+  const r = await ok(cli('doctor', '--json'));
+  const checks = r.json.findings.map((f: { check: string }) => f.check);
+  const schema = r.json.findings.find((f: { check: string }) => f.check === 'schema');
+  assert.match(schema.detail, new RegExp(`^version ${SCHEMA_VERSION}$`), 'the schema version is read from the database');
+  for (const c of ['database', 'dead jobs', 'disabled endpoints', 'failing endpoints', 'bank amounts', 'card payouts', 'ledger']) assert.ok(checks.includes(c), c);
+  if (s.store.engine === 'postgres') {
+    assert.ok(!checks.includes('integrity') && !checks.includes('journal'));
+    assert.match((await ok(cli('doctor'))).out, /^ok +sqlite file: skipped on PostgreSQL \(permissions, integrity and journal/m);
+  } else {
+    assert.ok(checks.includes('integrity') && checks.includes('journal') && !checks.includes('sqlite file'));
+  }
+  // A PostgreSQL server that does not answer is one finding with what to check, never a stack.
+  const down = await runCli(['doctor', '--db', 'postgres://kopek:hunter2@127.0.0.1:1/kopek']);
+  assert.equal(down.code, 1);
+  assert.match(down.out, /^ACTION  database: .*\n +→ check --db \(or KOPEK_DATABASE_URL\), that the PostgreSQL server runs/);
+  assert.ok(!down.out.includes('hunter2'), 'the password is not printed');
 });
 
 test("serve --help showed no defaults: each option's default, in one aligned column", async () => {

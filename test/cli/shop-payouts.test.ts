@@ -2,10 +2,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli, type CliResult } from '../helpers/cli';
+import { storedText } from '../helpers/stored-text';
 import { decryptSecret, loadMasterKey } from '../../src/secrets/master-key';
 import { checkPayoutProvider } from '../../src/cabinet/payout-provider';
 
@@ -83,7 +84,7 @@ test('shop payouts sets YooKassa after a credentials check: --json prints shop_i
   assert.ok(!row.secret.includes(SECRET), 'not stored in clear');
   assert.equal(decryptSecret(loadMasterKey(s.dbPath), row.secret, `shop_payout_providers.secret:${shop}`), SECRET);
   assert.ok(row.created_at > 0 && row.updated_at >= row.created_at);
-  for (const f of [s.dbPath, `${s.dbPath}-wal`]) assert.ok(!readFileSync(f).toString('latin1').includes(SECRET), `not in ${f}`);
+  assert.ok(!(await storedText(s)).includes(SECRET), 'not in the database');
 
   const shown = await cli('shop', 'payouts', '--shop', shop, '--json');
   assert.deepEqual(shown.json, r.json);

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { rawConnect } from '../helpers/raw-http';
 import { waitForLog } from '../helpers/logs';
+import pg from 'pg';
 import { refuseWrites } from '../../src/db/maintenance';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -175,15 +176,40 @@ test('a 500 leaks no internals to the client; the log has the stack under the re
   assert.equal(after.status, 200);
 });
 
-test('storage that cannot take a write answers 503 unavailable with Retry-After, not 500', async () => {
+/**
+ * Make the server's database refuse every write, or take them again. SQLite: the connection's query_only.
+ * PostgreSQL: the database turns read-only (as a standby is) for new sessions, and every session is ended so
+ * that the pool opens new ones; the store is then probed until a session takes writes as asked.
+ */
+async function storageRefusesWrites(refuse: boolean): Promise<void> {
   const store = s.running.app.store;
-  refuseWrites(store, true);
+  if (store.engine !== 'postgres') return refuseWrites(store, refuse);
+  const c = new pg.Client({ connectionString: s.dbPath });
+  await c.connect();
+  try {
+    // This session may have started read-only itself: it turns the setting back whatever the database's.
+    await c.query('SET default_transaction_read_only = off');
+    await c.query(`ALTER DATABASE "${new URL(s.dbPath).pathname.slice(1)}" SET default_transaction_read_only = ${refuse ? 'on' : 'off'}`);
+    await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+  } finally {
+    await c.end();
+  }
+  for (let i = 0; ; i++) {
+    const took = await store.tx((tx) => tx.run('UPDATE kopek_schema SET version = version')).then(() => true, () => false);
+    if (took !== refuse) return;
+    if (i > 50) throw new Error('the database did not change its read-only setting');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+test('storage that cannot take a write answers 503 unavailable with Retry-After, not 500', async () => {
+  await storageRefusesWrites(true);
   try {
     const r = await s.request('POST', ADVANCE, { body: { seconds: 1 } });
     assertError(r, 503, 'unavailable');
     assert.equal(r.headers['retry-after'], '1');
   } finally {
-    refuseWrites(store, false);
+    await storageRefusesWrites(false);
   }
   const ok = await s.request('POST', ADVANCE, { body: { seconds: 1 } });
   assert.equal(ok.status, 200);

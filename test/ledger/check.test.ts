@@ -3,9 +3,14 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { ledgerCheck, paidPayment } from '../helpers/money';
 import { cardBody, sbpBody } from '../helpers/payouts';
+import { dropPgDatabase, freshPgDatabase } from '../helpers/pg';
+import { listTables } from '../../src/db/dialect';
+import { openEngine } from '../../src/db/maintenance';
+import type { Tx } from '../../src/db/store';
 
 let s: TestServer;
 let payout = '';
@@ -19,38 +24,84 @@ before(async () => {
   await s.request('POST', '/v1/test/clock/advance', { body: { seconds: 60 } });
   await s.request('POST', '/v1/public/payouts', { body: sbpBody(1_000) });
 });
-after(() => s.close());
+const pgCopies: string[] = [];
+after(async () => {
+  await s.close();
+  for (const url of pgCopies) await dropPgDatabase(url);
+});
 
 let copies = 0;
-/** A consistent copy of the live database (made on a connection of the test's own), changed by `corrupt`. */
-function corruptedCopy(corrupt: (db: Database.Database) => void): string {
-  const path = join(s.dir, `copy-${++copies}.db`);
-  const live = new Database(s.dbPath, { readonly: true });
-  try {
-    live.exec(`VACUUM INTO '${path}'`);
-  } finally {
-    live.close();
+/** A consistent copy of the live database (made on a connection of the test's own), changed by `corrupt` in one transaction. */
+async function corruptedCopy(corrupt: (tx: Tx) => Promise<unknown>): Promise<string> {
+  let path = join(s.dir, `copy-${++copies}.db`);
+  if (s.store.engine === 'postgres') path = await pgCopy();
+  else {
+    const live = new Database(s.dbPath, { readonly: true });
+    try {
+      live.exec(`VACUUM INTO '${path}'`);
+    } finally {
+      live.close();
+    }
   }
-  const db = new Database(path);
-  corrupt(db);
-  db.close();
+  const store = await openEngine(path);
+  try {
+    await store.tx(corrupt);
+  } finally {
+    await store.close();
+  }
   return path;
 }
 
+/**
+ * PostgreSQL's counterpart of VACUUM INTO: a new database with the schema, holding every row of every table as
+ * one snapshot of the live database shows them. Triggers are off while it fills (an event must not be queued
+ * twice) and foreign keys are checked once everything is in.
+ */
+async function pgCopy(): Promise<string> {
+  const url = await freshPgDatabase();
+  pgCopies.push(url);
+  const tables = (await listTables(s.store)).map((t) => `"${t}"`);
+  const from = new pg.Client({ connectionString: s.dbPath });
+  const to = new pg.Client({ connectionString: url });
+  await from.connect();
+  await to.connect();
+  try {
+    await from.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await to.query('BEGIN');
+    await to.query('SET CONSTRAINTS ALL DEFERRED');
+    await to.query(`TRUNCATE ${tables.join(', ')}`);
+    for (const t of tables) await to.query(`ALTER TABLE ${t} DISABLE TRIGGER USER`);
+    for (const t of tables) {
+      // As text, so that 64-bit integers never pass through a JavaScript number.
+      const rows = (await from.query(`SELECT coalesce(json_agg(t), '[]')::text AS rows FROM ${t} t`)).rows[0].rows as string;
+      await to.query(`INSERT INTO ${t} SELECT * FROM json_populate_recordset(NULL::${t}, $1::json)`, [rows]);
+    }
+    await to.query('SET CONSTRAINTS ALL IMMEDIATE');
+    for (const t of tables) await to.query(`ALTER TABLE ${t} ENABLE TRIGGER USER`);
+    await to.query('COMMIT');
+    await from.query('COMMIT');
+  } finally {
+    await from.end();
+    await to.end();
+  }
+  return url;
+}
+
 /** Recompute the stored balances from the postings, so that a corruption is consistent and only deeper checks find it. */
-function resum(db: Database.Database): void {
-  db.prepare(
+function resum(tx: Tx): Promise<unknown> {
+  return tx.run(
     `UPDATE ledger_balances SET balance = (SELECT COALESCE(SUM(amount), 0) FROM ledger_postings p
      WHERE p.shop_id = ledger_balances.shop_id AND p.mode = ledger_balances.mode AND p.account = ledger_balances.account)`,
-  ).run();
+  );
 }
 
 /** Change the payment's credit to `amount` in its entry, postings and balances alike: only the replay and the payment check can tell. */
-function setCredit(db: Database.Database, amount: number): void {
-  const e = db.prepare(`SELECT id FROM ledger_entries WHERE movement = 'payment_succeeded' AND source_id = ?`).get(payment) as { id: number };
-  db.prepare('UPDATE ledger_entries SET amount = ? WHERE id = ?').run(amount, e.id);
-  db.prepare('UPDATE ledger_postings SET amount = CASE WHEN amount > 0 THEN ? ELSE ? END WHERE entry_id = ?').run(amount, -amount, e.id);
-  resum(db);
+async function setCredit(tx: Tx, amount: number): Promise<void> {
+  const e = (await tx.get<{ id: number }>(`SELECT id FROM ledger_entries WHERE movement = 'payment_succeeded' AND source_id = ?`, payment))!;
+  await tx.run('UPDATE ledger_entries SET amount = ? WHERE id = ?', amount, e.id);
+  await tx.run('UPDATE ledger_postings SET amount = ? WHERE entry_id = ? AND amount > 0', amount, e.id);
+  await tx.run('UPDATE ledger_postings SET amount = ? WHERE entry_id = ? AND amount < 0', -amount, e.id);
+  await resum(tx);
 }
 
 test('kopek ledger check passes on the live database, while the server runs', async () => {
@@ -63,9 +114,9 @@ test('kopek ledger check passes on the live database, while the server runs', as
 });
 
 test('a posting changed on a copy is found: the entry no longer balances and the stored balance differs', async () => {
-  const path = corruptedCopy((db) => {
-    db.prepare(`UPDATE ledger_postings SET amount = amount + 1 WHERE id = (SELECT MIN(id) FROM ledger_postings WHERE account = 'shop:available')`).run();
-  });
+  const path = await corruptedCopy((tx) =>
+    tx.run(`UPDATE ledger_postings SET amount = amount + 1 WHERE id = (SELECT MIN(id) FROM ledger_postings WHERE account = 'shop:available')`),
+  );
   const c = await ledgerCheck(path);
   assert.equal(c.code, 1);
   assert.equal(c.json.ok, false);
@@ -75,18 +126,18 @@ test('a posting changed on a copy is found: the entry no longer balances and the
 });
 
 test('a stored balance changed on a copy is found', async () => {
-  const path = corruptedCopy((db) => db.prepare(`UPDATE ledger_balances SET balance = balance - 500 WHERE account = 'shop:reserved'`).run());
+  const path = await corruptedCopy((tx) => tx.run(`UPDATE ledger_balances SET balance = balance - 500 WHERE account = 'shop:reserved'`));
   const c = await ledgerCheck(path);
   assert.equal(c.code, 1);
   assert.ok(c.json.problems.some((p: string) => /shop:reserved stored/.test(p)), c.stdout);
 });
 
 test('a succeeded payout without its settlement is found', async () => {
-  const path = corruptedCopy((db) => {
-    const e = db.prepare(`SELECT id FROM ledger_entries WHERE movement = 'payout_settled' AND source_id = ?`).get(payout) as { id: number };
-    db.prepare('DELETE FROM ledger_postings WHERE entry_id = ?').run(e.id);
-    db.prepare('DELETE FROM ledger_entries WHERE id = ?').run(e.id);
-    resum(db);
+  const path = await corruptedCopy(async (tx) => {
+    const e = (await tx.get<{ id: number }>(`SELECT id FROM ledger_entries WHERE movement = 'payout_settled' AND source_id = ?`, payout))!;
+    await tx.run('DELETE FROM ledger_postings WHERE entry_id = ?', e.id);
+    await tx.run('DELETE FROM ledger_entries WHERE id = ?', e.id);
+    await resum(tx);
   });
   const c = await ledgerCheck(path);
   assert.equal(c.code, 1);
@@ -94,7 +145,7 @@ test('a succeeded payout without its settlement is found', async () => {
 });
 
 test('a smaller credit, consistent in every table, is still found: the payout then overdrew available', async () => {
-  const path = corruptedCopy((db) => setCredit(db, 50_000));
+  const path = await corruptedCopy((tx) => setCredit(tx, 50_000));
   const c = await ledgerCheck(path);
   assert.equal(c.code, 1);
   assert.ok(c.json.problems.some((p: string) => p.includes(`payout "${payout}" overdrew available`)), c.stdout);
@@ -104,7 +155,7 @@ test('a smaller credit, consistent in every table, is still found: the payout th
 test('a refund that overdrew available is found, as a payout that did is', async () => {
   const refund = (await s.store.get<{ source_id: string }>(`SELECT source_id FROM ledger_entries WHERE movement = 'refund_reserved'`))!.source_id;
   // A credit of 5 000 instead of 100 000: the refund of 10 000 reserved after it leaves available at -5 000.
-  const path = corruptedCopy((db) => setCredit(db, 5_000));
+  const path = await corruptedCopy((tx) => setCredit(tx, 5_000));
   const c = await ledgerCheck(path);
   assert.equal(c.code, 1);
   assert.ok(c.json.problems.some((p: string) => p.includes(`refund "${refund}" overdrew available to -5000`)), c.stdout);

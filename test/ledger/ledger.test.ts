@@ -5,6 +5,7 @@ import { balanceOf, ledgerCheck, paidLivePayment, paidPayment } from '../helpers
 import { sbpBody } from '../helpers/payouts';
 import { createKey, createShop } from '../../src/cabinet/store';
 import { openDatabase } from '../../src/db/open';
+import { sqliteOnly } from '../helpers/pg';
 
 let s: TestServer;
 before(async () => {
@@ -125,7 +126,7 @@ test('test reset empties the test book with the rest of the test data', async ()
   assert.equal(c.code, 0, c.stdout);
 });
 
-test('a database of schema version 11 keeps every ledger entry when the once-per-source key becomes the source\'s seq', async () => {
+test('a database of schema version 11 keeps every ledger entry when the once-per-source key becomes the source\'s seq', { skip: sqliteOnly('a migration from an old SQLite schema version') }, async () => {
   const shop = await s.newShop();
   const pay = await paidPayment(s, shop.key, 80_000);
   const refund = await s.request('POST', `/v1/public/payments/${pay}/refund`, { key: shop.key, body: { amount: 10_000 } });

@@ -184,7 +184,8 @@ test('a card binding payment is titled as one; a merchant cannot title a plain p
   assert.match((await getPage(s, `/pay/${plain.id}`)).text, /<h1>Оплата заказа<\/h1>/);
   const { id } = await createPayment(s, { amount: 100, method: 'cards' });
   await s.store.write(async (tx) => {
-    await tx.run(`UPDATE payments SET metadata = json_set(metadata, '$.kind', 'token_binding') WHERE id = ?`, id);
+    const set = tx.engine === 'postgres' ? `jsonb_set(metadata::jsonb, '{kind}', '"token_binding"')::text` : `json_set(metadata, '$.kind', 'token_binding')`;
+    await tx.run(`UPDATE payments SET metadata = ${set} WHERE id = ?`, id);
   });
   const r = await payWith(s, id, 'cards');
   assert.match(r.text, /<h1>Привязка карты<\/h1>/);

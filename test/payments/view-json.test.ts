@@ -77,7 +77,7 @@ test('GET builds the same JSON in SQL as paymentView, byte for byte, for payment
 });
 
 test('an instant in SQL is written as iso() writes it, to the millisecond', async () => {
-  const sql = `SELECT ${sqlIso('?')} AS t`;
+  const sql = `SELECT ${sqlIso('?', s.store.engine)} AS t`;
   const iso = async (ms: number | null) => (await s.store.get<{ t: string | null }>(sql, ms))!.t;
   const at = [0, 1, 999, 1_000, 59_999, 86_399_999, 951_782_400_000, 951_868_799_999, 1_795_490_476_496, 4_102_444_799_999, 253_402_300_799_999];
   // Spread over 1970 to 2200, with the milliseconds on both edges of a second.

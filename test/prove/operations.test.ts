@@ -12,6 +12,8 @@ import { defaultConfig } from '../../src/base/config';
 import { createLogger } from '../../src/base/log';
 import { addEndpoint } from '../../src/webhooks/store';
 import { parseMetrics, sample } from '../helpers/prom';
+import { sqliteOnly } from '../helpers/pg';
+import { SCHEMA_VERSION } from '../../src/db/open';
 
 let s: TestServer;
 before(async () => {
@@ -19,7 +21,7 @@ before(async () => {
 });
 after(() => s.close());
 
-test('backup while the server writes: every payment acknowledged before it is in the copy, and a server on the copy serves them', async () => {
+test('backup while the server writes: every payment acknowledged before it is in the copy, and a server on the copy serves them', { skip: sqliteOnly('a backup of the SQLite file (kopek backup refuses PostgreSQL)') }, async () => {
   const acked: string[] = [];
   let stop = false;
   // Several writers keep group commits going during the whole backup.
@@ -54,7 +56,7 @@ test('backup while the server writes: every payment acknowledged before it is in
   }
 });
 
-test('backup refuses to overwrite an existing file unless --force, and reports in one JSON object', async () => {
+test('backup refuses to overwrite an existing file unless --force, and reports in one JSON object', { skip: sqliteOnly('a backup of the SQLite file (kopek backup refuses PostgreSQL)') }, async () => {
   const dest = join(s.dir, 'exists.db');
   writeFileSync(dest, 'old');
   const refused = await runCli(['backup', dest, '--db', s.dbPath]);
@@ -104,35 +106,82 @@ test('GET /metrics: request counts by route and status, a latency histogram, job
   }
 });
 
-test('doctor: a healthy database exits 0; dead jobs, a disabled endpoint and a wrong schema version each say what to do and exit 1', async () => {
-  const ok = await runCli(['doctor', '--db', s.dbPath]);
-  assert.equal(ok.code, 0, ok.out);
-  assert.match(ok.out, /ok {6}integrity: ok/);
-  assert.match(ok.out, /doctor: nothing needs action/);
+/** A database to plant findings in, and how to plant them: the SQLite file's backup copy, or on PostgreSQL the server's own database (undone after). */
+interface Plot {
+  db: string;
+  run(sql: string, ...params: unknown[]): Promise<void>;
+  version(v: number): Promise<void>;
+  undo(): Promise<void>;
+}
 
+async function plot(): Promise<Plot> {
+  if (s.store.engine === 'postgres') {
+    return {
+      db: s.dbPath,
+      run: (sql, ...params) => s.store.tx((tx) => tx.run(sql, ...params)).then(() => {}),
+      version: (v) => s.store.tx((tx) => tx.run('UPDATE kopek_schema SET version = ?', v)).then(() => {}),
+      undo: () =>
+        s.store.tx(async (tx) => {
+          await tx.run(`DELETE FROM jobs WHERE subject_id = 'p1' AND state = 'dead'`);
+          await tx.run(`DELETE FROM webhook_endpoints WHERE id = 'e1'`);
+          await tx.run('UPDATE kopek_schema SET version = ?', SCHEMA_VERSION);
+        }),
+    };
+  }
   const copy = join(s.dir, 'doctor.db');
   assert.equal((await runCli(['backup', copy, '--db', s.dbPath, '--json'])).code, 0);
-  const db = new Database(copy);
-  db.prepare(`INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, state, attempt, last_error, created_at) VALUES ('payment.expire', 'p1', ?, 'test', 0, 0, 'dead', 5, 'boom', 0)`).run(s.demo.shopId);
-  db.prepare(`INSERT INTO webhook_endpoints (id, shop_id, url, created_at, disabled_at, disabled_reason) VALUES ('e1', ?, 'http://127.0.0.1:9/h', 0, 1, 'receiver answered 410 Gone')`).run(s.demo.shopId);
-  db.close();
-  const bad = await runCli(['doctor', '--db', copy, '--json']);
-  assert.equal(bad.code, 1);
-  const byCheck = Object.fromEntries(bad.json.findings.map((f: any) => [f.check, f]));
-  assert.equal(byCheck['dead jobs'].ok, false);
-  assert.match(byCheck['dead jobs'].detail, /1 payment\.expire/);
-  assert.match(byCheck['dead jobs'].action, /kopek jobs retry/);
-  assert.equal(byCheck['disabled endpoints'].ok, false);
-  assert.match(byCheck['disabled endpoints'].action, /kopek webhook/);
-  assert.equal(byCheck.integrity.ok, true);
+  const withDb = (fn: (db: Database.Database) => void): Promise<void> => {
+    const db = new Database(copy);
+    try {
+      fn(db);
+    } finally {
+      db.close();
+    }
+    return Promise.resolve();
+  };
+  return {
+    db: copy,
+    run: (sql, ...params) => withDb((db) => void db.prepare(sql).run(...params)),
+    version: (v) => withDb((db) => void db.pragma(`user_version = ${v}`)),
+    undo: () => Promise.resolve(),
+  };
+}
 
-  const db2 = new Database(copy);
-  db2.pragma('user_version = 999');
-  db2.close();
-  const newer = await runCli(['doctor', '--db', copy]);
-  assert.equal(newer.code, 1);
-  assert.match(newer.out, /ACTION {2}schema: version 999, this build expects \d+\n {8}→ this kopek is older/);
+test('doctor: a healthy database exits 0; dead jobs, a disabled endpoint and a wrong schema version each say what to do and exit 1', async () => {
+  const pg = s.store.engine === 'postgres';
+  const ok = await runCli(['doctor', '--db', s.dbPath]);
+  assert.equal(ok.code, 0, ok.out);
+  assert.match(ok.out, pg ? /ok {6}sqlite file: skipped on PostgreSQL/ : /ok {6}integrity: ok/);
+  assert.match(ok.out, /doctor: nothing needs action/);
 
+  const p = await plot();
+  try {
+    await p.run(`INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, state, attempt, last_error, created_at) VALUES ('payment.expire', 'p1', ?, 'test', 0, 0, 'dead', 5, 'boom', 0)`, s.demo.shopId);
+    await p.run(`INSERT INTO webhook_endpoints (id, shop_id, url, created_at, disabled_at, disabled_reason) VALUES ('e1', ?, 'http://127.0.0.1:9/h', 0, 1, 'receiver answered 410 Gone')`, s.demo.shopId);
+    const bad = await runCli(['doctor', '--db', p.db, '--json']);
+    assert.equal(bad.code, 1);
+    const byCheck = Object.fromEntries(bad.json.findings.map((f: any) => [f.check, f]));
+    assert.equal(byCheck['dead jobs'].ok, false);
+    assert.match(byCheck['dead jobs'].detail, /1 payment\.expire/);
+    assert.match(byCheck['dead jobs'].action, /kopek jobs retry/);
+    assert.equal(byCheck['disabled endpoints'].ok, false);
+    assert.match(byCheck['disabled endpoints'].action, /kopek webhook/);
+    assert.equal(byCheck[pg ? 'sqlite file' : 'integrity'].ok, true);
+
+    await p.version(999);
+    const newer = await runCli(['doctor', '--db', p.db]);
+    assert.equal(newer.code, 1);
+    assert.match(newer.out, /ACTION {2}schema: version 999, this build expects \d+\n {8}→ this kopek is older/);
+  } finally {
+    await p.undo();
+  }
+
+  if (pg) {
+    const missing = await runCli(['doctor', '--db', `${s.dbPath}_missing`]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.out, /ACTION {2}database: .*does not exist/);
+    return;
+  }
   const junk = join(s.dir, 'junk.db');
   writeFileSync(junk, Buffer.alloc(8192, 7));
   const broken = await runCli(['doctor', '--db', junk]);

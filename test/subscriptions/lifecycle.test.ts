@@ -68,7 +68,9 @@ test('three failed charges in a row cancel it: T, T + 1 day, T + 4 days, with ev
   ];
   assert.deepEqual(await webhooksOf(s, sub.id), expected);
   const items = await waitForLog(s, '', (xs) => xs.filter((x) => x.event.startsWith('subscription.') && x.status === 'succeeded').length === expected.length, { key: shop.key });
-  assert.deepEqual(items.filter((x) => x.event.startsWith('subscription.')).map((x) => x.event), expected);
+  // Each was delivered. The webhooks of one change are attempted side by side and the log lists attempts by
+  // their start, so two of them may stand in either order there (the event log above keeps theirs).
+  assert.deepEqual(items.filter((x) => x.event.startsWith('subscription.')).map((x) => x.event).sort(), [...expected].sort());
   const bodies = rcv.received.map((r) => JSON.parse(r.body)).filter((b) => b.data?.id === sub.id);
   const last = bodies.find((b) => b.event === 'subscription.cancelled');
   assert.equal(last.data.status, 'cancelled');

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advanceDays, createSubscription, get, payThroughHelper } from '../helpers/recurrent';
 import { openDatabase, SCHEMA_VERSION } from '../../src/db/open';
+import { sqliteOnly } from '../helpers/pg';
 
 let s: TestServer;
 before(async () => {
@@ -35,7 +36,7 @@ const OLD_TABLES: Record<number, string> = {
 };
 
 for (const version of [9, 10]) {
-  test(`a database of schema version ${version} keeps every recurrent payment when recurrent_payments is keyed by the payment's seq`, async () => {
+  test(`a database of schema version ${version} keeps every recurrent payment when recurrent_payments is keyed by the payment's seq`, { skip: sqliteOnly('a migration from an old SQLite schema version') }, async () => {
     const shop = await s.newShop();
     const c = await createSubscription(s, { customer_ref: `cust-migrate-${version}`, amount: 45_000 }, shop.key);
     await payThroughHelper(s, c.initial_payment.id, shop.key);

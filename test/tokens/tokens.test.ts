@@ -47,7 +47,7 @@ test('a card token binds with a 1 RUB verification on its hosted page and keeps 
     ['pending', 'active'],
   );
   const data = JSON.parse(
-    (await s.store.get<{ webhook_data: string }>(`SELECT webhook_data FROM events WHERE webhook_event = 'token.activated' AND json_extract(payload, '$.id') = ?`, c.card.id))!.webhook_data,
+    (await s.store.get<{ webhook_data: string }>(`SELECT webhook_data FROM events WHERE webhook_event = 'token.activated' AND ${s.store.engine === 'postgres' ? `(payload::json ->> 'id')` : `json_extract(payload, '$.id')`} = ?`, c.card.id))!.webhook_data,
   );
   assert.deepEqual(data, t, 'the webhook carries the token as GET shows it');
   const verified = await get(s, `/v1/public/payments/${c.binding_payment_id}`);
