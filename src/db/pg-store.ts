@@ -45,7 +45,8 @@ export class PgStore implements Store {
     this.pool = pool;
     this.path = opts.path;
     this.numbered = opts.numbered;
-    this.log = opts.log ?? createLogger('debug', (line) => process.stderr.write(line));
+    // Without a server's log (an admin command), only warnings and errors reach stderr.
+    this.log = opts.log ?? createLogger('warn', (line) => process.stderr.write(line));
     this.eventFeed = new PgEventFeed(pool, opts.listenClient, this.log);
   }
 
