@@ -66,7 +66,9 @@ test('refunds and payouts share available: a pending refund holds money a payout
 
 test('the balance sums all shops of the merchant, lists each, and keeps test and live apart', async () => {
   const first = await s.newShop();
-  const second = await createShop(s.store, first.merchantId, 'Second shop', undefined, Date.now());
+  // A millisecond later than the first at least: shops list in the order they were made, and two made in one
+  // millisecond are ordered by their random ids.
+  const second = await createShop(s.store, first.merchantId, 'Second shop', undefined, Date.now() + 1);
   const secondKey = (await createKey(s.store, second.id, 'test', undefined, Date.now())).secret;
   await paidPayment(s, first.key, 10_000);
   await paidPayment(s, secondKey, 25_000);
