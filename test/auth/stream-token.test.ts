@@ -64,7 +64,7 @@ test('the token opens nothing but the stream: other routes and the Authorization
   assert.equal(mint.status, 401);
 });
 
-test('a forged, altered, expired or revoked-key token is 401; a restart voids every token', async () => {
+test('a forged, altered, expired or revoked-key token is 401; a restart voids every token (SQLite; a cluster\'s nodes share theirs)', async () => {
   const shop = await s.newShop();
   const { token } = await streamToken(shop.key);
   const refuse = async (tok: string, message: RegExp) => {
@@ -107,7 +107,13 @@ test('a forged, altered, expired or revoked-key token is 401; a restart voids ev
   const again = await s.newShop();
   const beforeRestart = (await streamToken(again.key)).token;
   await s.restart();
-  await refuse(beforeRestart, /not valid here/);
+  if (s.store.engine === 'postgres') {
+    // Nodes of a cluster sign with a secret derived from their shared master key: a token from before a restart
+    // (or from another node) stays valid until it expires.
+    const kept = await openSse(s.url, null, undefined, tokenPath(beforeRestart));
+    assert.equal(kept.status, 200);
+    kept.close();
+  } else await refuse(beforeRestart, /not valid here/);
   const after = await openSse(s.url, null, undefined, tokenPath((await streamToken(again.key)).token));
   assert.equal(after.status, 200, 'a token issued after the restart works');
   after.close();
