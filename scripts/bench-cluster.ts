@@ -19,6 +19,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
+import pg from 'pg';
 import { kopekCommand, scriptArgs, intOption, startKopek, ROOT, type KopekServer } from './lib/kopek-process';
 import { runLoad } from './lib/load';
 import { median, procCpuS, call } from './lib/growth-measure';
@@ -32,6 +33,7 @@ const SECONDS = Math.max(1, intOption(opts, 'seconds', small ? 2 : 8));
 const CONNECTIONS = Math.max(1, intOption(opts, 'connections', 32));
 const WARMUP_MS = small ? 500 : 2000;
 const exe = opts.get('exe') as string | undefined;
+let dbUrl = '';
 const kopek = exe ? kopekCommand(exe, false) : { cmd: process.execPath, args: ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], label: 'node --import tsx src/main.ts' };
 
 /** PIDs of the PostgreSQL server whose postmaster is `root` and of its children (backends, writer, WAL writer…). */
@@ -85,8 +87,21 @@ async function baseline(url: string, pgRoot: number): Promise<{ rps: number; cpu
   }
 }
 
+/** Transactions the database committed and rolled back so far (a rollback is a serialization retry, or a refusal). */
+async function xacts(url: string): Promise<{ commit: number; rollback: number }> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const r = await c.query('SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()');
+    return { commit: Number(r.rows[0].xact_commit), rollback: Number(r.rows[0].xact_rollback) };
+  } finally {
+    await c.end();
+  }
+}
+
 /** Creates at CONNECTIONS clients spread round-robin over `nodes`; returns creates/s and the CPU they cost. */
-async function creates(nodes: KopekServer[], key: string, pgRoot: number): Promise<{ rps: number; cpu_ms_per_create: number; errors: number }> {
+async function creates(nodes: KopekServer[], key: string, pgRoot: number): Promise<{ rps: number; cpu_ms_per_create: number; errors: number; rollbacks_per_create: number }> {
+  const x0 = await xacts(dbUrl);
   const body = JSON.stringify({ amount: 10_000 });
   const headers = { authorization: `Bearer ${key}` };
   const per = Math.max(1, Math.floor(CONNECTIONS / nodes.length));
@@ -106,7 +121,14 @@ async function creates(nodes: KopekServer[], key: string, pgRoot: number): Promi
     ),
   );
   const rps = results.reduce((s, r) => s + r.rps, 0);
-  return { rps, cpu_ms_per_create: ((cpu1 - cpu0) * 1000) / (rps * SECONDS), errors: results.reduce((s, r) => s + r.errors + r.unexpected, 0) };
+  const x1 = await xacts(dbUrl);
+  const made = results.reduce((s, r) => s + r.requests, 0);
+  return {
+    rps,
+    cpu_ms_per_create: ((cpu1 - cpu0) * 1000) / (rps * SECONDS),
+    errors: results.reduce((s, r) => s + r.errors + r.unexpected, 0),
+    rollbacks_per_create: (x1.rollback - x0.rollback) / Math.max(1, made),
+  };
 }
 
 /** Median ms of `runs` GETs of one payment, one at a time. */
@@ -126,6 +148,7 @@ async function main(): Promise<number> {
   const rows: Array<[string, string, string, boolean | null]> = [];
   const nodes: KopekServer[] = [];
   try {
+    dbUrl = pgServer.url;
     const pgRoot = Number(readFileSync(join(pgServer.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
     const store = await openEngine(pgServer.url);
     const demo = await createDemo(store, store.now());
@@ -142,6 +165,8 @@ async function main(): Promise<number> {
     rows.push(['CPU ms per create: one node', one.cpu_ms_per_create.toFixed(3), '', null]);
     rows.push(['CPU ms per create: two nodes', two.cpu_ms_per_create.toFixed(3), `${(two.cpu_ms_per_create / one.cpu_ms_per_create).toFixed(2)}× (≤ 1.2)`, two.cpu_ms_per_create / one.cpu_ms_per_create <= 1.2]);
     rows.push(['creates/s: two nodes', two.rps.toFixed(0), '', null]);
+    rows.push(['retried transactions per create: one node', one.rollbacks_per_create.toFixed(3), '', null]);
+    rows.push(['retried transactions per create: two nodes', two.rollbacks_per_create.toFixed(3), '', null]);
     const sqlite = await startKopek(kopek, ['--db', join(dir, 'kopek.db'), '--log-level', 'warn']);
     nodes.push(sqlite);
     const runs = small ? 200 : 2000;
@@ -156,7 +181,7 @@ async function main(): Promise<number> {
     pgServer.destroy();
     rmSync(dir, { recursive: true, force: true });
   }
-  for (const [name, value, ratio] of rows) console.log(`${name.padEnd(32)} ${value.padStart(10)}  ${ratio}`);
+  for (const [name, value, ratio] of rows) console.log(`${name.padEnd(44)} ${value.padStart(10)}  ${ratio}`);
   const failed = rows.filter((r) => r[3] === false).map((r) => r[0]);
   if (small) {
     console.log(`bench-cluster: PASS (small: ran every part; ratios judged only in a full run)`);

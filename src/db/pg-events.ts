@@ -42,8 +42,8 @@ END $$;
 CREATE TRIGGER events_queue AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION kopek_queue_event();
 `;
 
-/** The advisory lock a numbering pass holds to its commit ("kopekev" in ASCII, as a number). */
-const NUMBERING_LOCK = 0x6b6f70656b6576;
+/** The advisory lock a numbering pass holds to its commit: the migration lock's number ("kopek" in ASCII) plus one. */
+const NUMBERING_LOCK = 0x6b6f70656b + 1;
 
 /** The channel a pass notifies once it numbered events. */
 const CHANNEL = 'kopek_events';
@@ -56,7 +56,7 @@ export const EVENT_FEED_LIMITS = {
    * A kick waits this long before its numbering pass, so that one pass numbers the events of every commit of
    * those milliseconds instead of one pass each (under load; alone, an event reaches the streams this much later).
    */
-  kick_delay_ms: 2,
+  kick_delay_ms: 5,
   /** Positions read per query. */
   page: 500,
   /** First pause before reconnecting the LISTEN connection; doubles up to max. */
@@ -64,10 +64,21 @@ export const EVENT_FEED_LIMITS = {
   reconnect_max_ms: 5_000,
 };
 
-const NUMBER_SQL = `WITH q AS (DELETE FROM event_queue RETURNING seq)
-INSERT INTO event_positions (pos, seq, shop_id, mode)
-SELECT nextval('event_pos'), s.seq, s.shop_id, s.mode
-  FROM (SELECT e.seq, e.shop_id, e.mode FROM q JOIN events e ON e.seq = q.seq ORDER BY e.seq) AS s`;
+/**
+ * A numbering pass: take the lock, move the queue into positions in seq order, notify when anything was numbered
+ * (delivered at the commit), commit. Its third result holds how many events it numbered.
+ */
+const PASS_SQL = `BEGIN ISOLATION LEVEL READ COMMITTED;
+SELECT pg_advisory_xact_lock(${NUMBERING_LOCK});
+WITH q AS (DELETE FROM event_queue RETURNING seq),
+numbered AS (
+  INSERT INTO event_positions (pos, seq, shop_id, mode)
+  SELECT nextval('event_pos'), s.seq, s.shop_id, s.mode
+    FROM (SELECT e.seq, e.shop_id, e.mode FROM q JOIN events e ON e.seq = q.seq ORDER BY e.seq) AS s
+  RETURNING pos
+)
+SELECT n, CASE WHEN n > 0 THEN pg_notify('${CHANNEL}', '') END AS notified FROM (SELECT count(*) AS n FROM numbered) AS c;
+COMMIT`;
 
 /** The columns of an event as the stream reads it: `seq` is its stream position. */
 const STREAM_COLUMNS = `p.pos AS seq, e.id, e.merchant_id, e.shop_id, e.mode, e.kind, e.payload, e.at, e.webhook_event, e.webhook_data,
@@ -151,19 +162,18 @@ export class PgEventFeed implements EventFeed {
       });
   }
 
-  /** One numbering pass; returns how many events it numbered. */
+  /**
+   * One numbering pass, in one round trip: the whole transaction is one text of statements (nothing in it is a
+   * parameter). Read committed gives each statement its own snapshot, so the numbering statement's is taken
+   * once the lock is ours and sees every event committed before the previous pass ended. Returns how many
+   * events it numbered.
+   */
   private async numberPass(): Promise<number> {
     const c = await this.pool.connect();
     let broken = false;
     try {
-      await c.query('BEGIN ISOLATION LEVEL READ COMMITTED');
-      await c.query('SELECT pg_advisory_xact_lock($1)', [NUMBERING_LOCK]);
-      // Read committed: this statement's snapshot is taken after the lock is ours, so it sees every event
-      // committed before the previous pass ended.
-      const r = await c.query(NUMBER_SQL);
-      if (r.rowCount) await c.query(`NOTIFY ${CHANNEL}`);
-      await c.query('COMMIT');
-      return r.rowCount ?? 0;
+      const results = (await c.query(PASS_SQL)) as unknown as pg.QueryResult[];
+      return Number(results[2].rows[0]?.n ?? 0);
     } catch (err) {
       await c.query('ROLLBACK').catch(() => (broken = true));
       throw err;
