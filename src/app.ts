@@ -108,7 +108,7 @@ async function openData(config: Config, log: Logger): Promise<{ store: Store; lo
   if (isPostgresUrl(config.db)) {
     // Every node must seal and open secrets with the same key, and none may write a key file of its own.
     if (!process.env.KOPEK_MASTER_KEY) throw new Error('cannot start on PostgreSQL: set KOPEK_MASTER_KEY (the same on every node); no key file is written in this mode');
-    const store = await openEngine(config.db, { log, pgConnectTimeoutMs: Math.min(config.requestTimeoutMs, 5000) });
+    const store = await openEngine(config.db, { log, pgPool: config.dbPool, pgConnectTimeoutMs: Math.min(config.requestTimeoutMs, 5000) });
     try {
       await sealPlainSecrets(store);
     } catch (err) {

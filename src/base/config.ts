@@ -52,6 +52,8 @@ export interface Config {
   acquirerTimeoutSeconds: number;
   /** Seconds a job claimed by this process stays its own without a renewal; a job whose claim lapsed is taken again. */
   jobLeaseSeconds: number;
+  /** PostgreSQL only: connections this node's pool may hold. */
+  dbPool: number;
 }
 
 /** One option: its flag, its environment variable, its default, and how to read it. */
@@ -95,6 +97,7 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'acquirerSyncAfterSeconds', flag: '--acquirer-sync-after', env: 'KOPEK_ACQUIRER_SYNC_AFTER', kind: 'number', def: 60, help: 'seconds an operation may wait for its bank before kopek asks for its status (then at growing intervals)' },
   { key: 'acquirerTimeoutSeconds', flag: '--acquirer-timeout', env: 'KOPEK_ACQUIRER_TIMEOUT', kind: 'number', def: 15, help: 'seconds one request to a live acquirer may take; no answer within it is an unknown outcome, settled by a status check' },
   { key: 'jobLeaseSeconds', flag: '--job-lease', env: 'KOPEK_JOB_LEASE', kind: 'number', def: 30, help: 'seconds a job claimed by a process stays its own without renewal; a job whose process died runs elsewhere once its claim lapses' },
+  { key: 'dbPool', flag: '--db-pool', env: 'KOPEK_DB_POOL', kind: 'int', def: 10, help: 'PostgreSQL only: connections this node keeps to the database (plus one for LISTEN); keep nodes × (this + 2) below max_connections' },
 ];
 
 const LEVELS: readonly string[] = ['debug', 'info', 'warn', 'error', 'silent'];
@@ -187,6 +190,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   if (cfg.port > 65535) throw new Error(`--port must be at most 65535, got ${cfg.port}`);
   if (cfg.bodyLimitBytes < 1) throw new Error(`--body-limit must be at least 1 byte, got ${cfg.bodyLimitBytes}`);
   if (cfg.rateLimitBurst < 1) throw new Error(`--rate-burst must be at least 1, got ${cfg.rateLimitBurst}`);
+  if (cfg.dbPool < 1 || cfg.dbPool > 1000) throw new Error(`--db-pool must be 1 to 1000, got ${cfg.dbPool}`);
   if (!(cfg.jobLeaseSeconds > 0)) throw new Error(`--job-lease must be more than 0 seconds, got ${cfg.jobLeaseSeconds}`);
   if (cfg.headersTimeoutMs < 1 || cfg.requestTimeoutMs < 1) {
     throw new Error(`--headers-timeout-ms and --request-timeout-ms must be at least 1, got ${cfg.headersTimeoutMs} and ${cfg.requestTimeoutMs}`);

@@ -9,6 +9,10 @@ import type { EventFeed } from './store-api';
  * its transaction commits, so a reader that saw seq 11 may later see seq 10 commit: a stream that sent 11 would
  * skip 10 for good (the sequence-gap trap).
  *
+ * The queue has no foreign key on purpose: checking one reads the events index beside every other writer's new
+ * entry, which SERIALIZABLE counts as a conflict between concurrent appends. A queued seq whose event was deleted
+ * (retention, a test reset) is dropped by the next pass, which numbers only events it finds.
+ *
  * Here the stream does not follow seq. A trigger queues each new event's seq in `event_queue` (in the inserting
  * transaction, so only committed events are ever queued). A numbering pass moves the queue into
  * `event_positions`, giving each event the next number of the `event_pos` sequence in seq order, in a transaction
@@ -24,7 +28,7 @@ import type { EventFeed } from './store-api';
  */
 export const PG_EVENT_SCHEMA = `
 CREATE TABLE event_queue (
-  seq BIGINT PRIMARY KEY REFERENCES events(seq) ON DELETE CASCADE
+  seq BIGINT PRIMARY KEY
 );
 CREATE TABLE event_positions (
   pos      BIGINT PRIMARY KEY,
@@ -107,6 +111,10 @@ export class PgEventFeed implements EventFeed {
   private listener: pg.Client | null = null;
   private reconnectMs = EVENT_FEED_LIMITS.reconnect_first_ms;
   private stopped = true;
+  /** Streams of this node that follow the feed; none: no read at all (a node under load without streams pays nothing). */
+  private following = 0;
+  /** The read of the starting watermark when the first stream began to follow. */
+  private ready: Promise<void> | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -116,8 +124,32 @@ export class PgEventFeed implements EventFeed {
 
   subscribe(fn: (row: Row) => void): () => void {
     this.listeners.add(fn);
-    this.wake();
     return () => this.listeners.delete(fn);
+  }
+
+  async follow(): Promise<void> {
+    this.following++;
+    if (this.following === 1 || this.ready === null) {
+      this.watermark = null;
+      this.ready = this.pool.query(PG_LAST_POSITION_SQL).then((r) => {
+        this.watermark ??= Number(r.rows[0].seq);
+      });
+    }
+    try {
+      await this.ready;
+    } catch (err) {
+      this.ready = null;
+      this.unfollow();
+      throw err;
+    }
+  }
+
+  unfollow(): void {
+    this.following = Math.max(0, this.following - 1);
+    if (this.following === 0) {
+      this.watermark = null;
+      this.ready = null;
+    }
   }
 
   start(): void {
@@ -184,7 +216,7 @@ export class PgEventFeed implements EventFeed {
 
   /** Read new positions for the listeners (coalesced with a read already running). */
   private wake(): void {
-    if (this.stopped || this.listeners.size === 0) return;
+    if (this.stopped || this.following === 0 || this.listeners.size === 0) return;
     if (this.reading) {
       this.readAgain = true;
       return;
@@ -193,7 +225,7 @@ export class PgEventFeed implements EventFeed {
       do {
         this.readAgain = false;
         await this.readPass();
-      } while (this.readAgain && !this.stopped && this.listeners.size > 0);
+      } while (this.readAgain && !this.stopped && this.following > 0);
     })()
       .catch((err) => this.log.warn('cannot read new events now; the next tick will', { error: String((err as Error).message ?? err) }))
       .finally(() => {
@@ -202,15 +234,14 @@ export class PgEventFeed implements EventFeed {
   }
 
   private async readPass(): Promise<void> {
-    if (this.watermark === null) {
-      // Listeners replay what came before from the table themselves; the feed carries what is numbered from now.
-      const r = await this.pool.query(PG_LAST_POSITION_SQL);
-      this.watermark = Number(r.rows[0].seq);
-      return;
-    }
+    // Listeners replay what came before from the table themselves; the feed carries what is numbered from the
+    // moment the first stream followed (its starting read sets the watermark).
+    if (this.watermark === null) return;
     for (;;) {
+      if (this.watermark === null) return;
       const r: pg.QueryResult = await this.pool.query(ALL_AFTER_SQL, [this.watermark, EVENT_FEED_LIMITS.page]);
       for (const row of r.rows as Row[]) {
+        if (this.watermark === null) return;
         this.watermark = Number(row.seq);
         for (const fn of this.listeners) fn(row);
       }

@@ -61,6 +61,13 @@ export interface EventFeed {
   subscribe(fn: (row: Row) => void): () => void;
   /** This node appended events and committed: number them now (coalesced with a pass already running). */
   kick(): void;
+  /**
+   * A stream opens here: read new events for the listeners from now on. Resolves once every event numbered after
+   * this call will reach them, so a replay read after it leaves no gap. Reads stop when no stream follows.
+   */
+  follow(): Promise<void>;
+  /** A stream that followed has ended. */
+  unfollow(): void;
   start(): void;
   stop(): Promise<void>;
 }

@@ -76,6 +76,16 @@ export class Events {
    * Subscribe to the event stream's order: every committed event, of every process sharing the database, once,
    * in increasing stream position (`row.seq`). Local commits on SQLite; the database's feed on PostgreSQL.
    */
+  /** A stream opens: resolves once every event committed from now on will reach subscribeStream's listeners. */
+  followStream(): Promise<void> {
+    return this.feed ? this.feed.follow() : Promise.resolve();
+  }
+
+  /** A stream that followed has ended. */
+  unfollowStream(): void {
+    this.feed?.unfollow();
+  }
+
   subscribeStream(listener: EventListener): () => void {
     if (this.feed) return this.feed.subscribe((row) => listener(row as unknown as EventRow));
     return this.subscribe(listener);

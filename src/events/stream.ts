@@ -89,7 +89,7 @@ class Client {
 
 /** What the hub is built from (the core has all of it): the event log it follows, the store it replays from, the ping period, the log. */
 export interface StreamDeps {
-  readonly events: Pick<Events, 'subscribeStream'>;
+  readonly events: Pick<Events, 'subscribeStream' | 'followStream' | 'unfollowStream'>;
   /** Read for replays and key checks; a replayed page goes out once on disk. */
   readonly store: Reader & Pick<Store, 'whenDurable'>;
   readonly config: Pick<Config, 'ssePingSeconds'>;
@@ -162,6 +162,12 @@ export class EventStreamHub {
       this.deps.log.warn('sse Last-Event-ID beyond the event log; streaming from now', { request_id: ctx.requestId, last_event_id: after, last_seq: issued });
       after = issued;
     }
+    // Before the replay's first read: from here every new event reaches this node's dispatch (PostgreSQL's feed).
+    await this.deps.events.followStream();
+    if (this.deps.closing) {
+      this.deps.events.unfollowStream();
+      throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
+    }
     req.socket.setNoDelay(true);
     req.socket.setTimeout(0);
     res.writeHead(200, {
@@ -193,6 +199,7 @@ export class EventStreamHub {
     const set = this.byKey.get(key);
     if (set?.delete(client)) {
       this.count--;
+      this.deps.events.unfollowStream();
       if (set.size === 0) this.byKey.delete(key);
       if (this.count === 0 && this.keyChecks) {
         clearInterval(this.keyChecks);
