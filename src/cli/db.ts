@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, unknownSubcommand } from './args';
 import { io, output, type Command } from './command';
-import { fileSchemaVersion, openEngine, openExistingStorage } from '../db/maintenance';
+import { fileSchemaVersion, openEngine, openExistingStorage, schemaVersion } from '../db/maintenance';
 import { isPostgresUrl, openPgStorage, redactUrl } from '../db/pg-open';
 import { copySqliteToPostgres, targetProblem, type CopyReport } from '../db/copy';
 import type { SqliteStore, Store } from '../db/store';
@@ -125,7 +125,7 @@ export const migrate: Command = {
     const db = flag(args, 'db') ?? process.env.KOPEK_DATABASE_URL ?? process.env.KOPEK_DB ?? './data/kopek.db';
     const store = await openEngine(db);
     try {
-      const v = await schemaVersionOf(store);
+      const v = await schemaVersion(store);
       output(args, { db: store.path, engine: store.engine, schema_version: v }, [`${store.path}: schema version ${v} (${store.engine})`]);
       return 0;
     } finally {
@@ -133,9 +133,4 @@ export const migrate: Command = {
     }
   },
 };
-
-async function schemaVersionOf(store: Store): Promise<number> {
-  if (store.engine === 'postgres') return (await store.get<{ version: number }>('SELECT version FROM kopek_schema'))?.version ?? 0;
-  return (await store.get<{ user_version: number }>('PRAGMA user_version'))?.user_version ?? 0;
-}
 

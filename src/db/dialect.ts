@@ -1,7 +1,7 @@
 /**
  * SQL that depends on the engine, named in one place. Domain code sends portable SQL through Reader and Tx; what
- * differs between SQLite and PostgreSQL is either here, as a function each engine can answer its own
- * way, or in the list below, which a second engine must translate:
+ * differs between SQLite and PostgreSQL is either here, as a function that asks `q.engine`, or in the list
+ * below, which src/db/pg-sql.ts translates for PostgreSQL on the way out:
  *
  * - Counters: SQLite keeps an AUTOINCREMENT table's highest number ever issued in `sqlite_sequence`
  *   (lastIssuedEventSeq, nextPaymentSeq); PostgreSQL has sequences.
@@ -32,7 +32,8 @@ import { PG_EVENTS_AFTER_SQL, PG_LAST_POSITION_SQL } from './pg-events';
  * The end of a SELECT that locks the rows it reads until the transaction ends, so that a check and the write
  * that depends on it cannot interleave with another transaction's (a refund's remainder, for one). Empty for
  * SQLite: a write transaction holds the database's write lock from BEGIN IMMEDIATE to its end, so whatever it
- * reads stays as read. PostgreSQL's is ` FOR UPDATE`.
+ * reads stays as read. So the text is a comment SQLite skips, which src/db/pg-sql.ts turns into ` FOR UPDATE`
+ * for PostgreSQL (under SERIALIZABLE the lock turns a late serialization failure into a wait).
  */
 export const FOR_UPDATE = ' /*for-update*/';
 

@@ -10,9 +10,6 @@ import { MIGRATIONS } from '../../src/db/migrations';
  */
 export const TEST_PG: string | null = process.env.KOPEK_TEST_PG || null;
 
-/** The engine this run tests. */
-export const TEST_ENGINE: 'sqlite' | 'postgres' = TEST_PG ? 'postgres' : 'sqlite';
-
 /**
  * For `test(…, { skip: sqliteOnly('why') })`: a test of SQLite's own file (its WAL, its backup, its lock) has no
  * PostgreSQL counterpart to run. The reason is printed with the skip.
