@@ -25,6 +25,8 @@ export class KeyCache<T> {
   /** Bumped whenever the entries may be stale: an entry read before a bump is not held (see set). */
   private generation = 0;
   private readonly changes: ChangeSignal;
+  /** True when the store's signal cannot see changes to what keys are built from: nothing is held. */
+  private readonly off: boolean;
 
   /** `store`: the Store whose change signal the cache follows. */
   constructor(store: { readonly changes: ChangeSignal }) {
@@ -38,11 +40,12 @@ export class KeyCache<T> {
     for (const { table, columns } of WATCHED) {
       for (const on of ['INSERT', 'UPDATE', 'DELETE'] as const) specs.push({ table, on, columns: on === 'UPDATE' ? columns : undefined });
     }
-    changes.watch('auth', specs, stale);
+    this.off = !changes.watch('auth', specs, stale);
   }
 
   /** The entry for `hash`, if held and still current. */
   get(hash: string): T | undefined {
+    if (this.off) return undefined;
     this.changes.check();
     if (this.dirty) {
       this.entries.clear();
@@ -63,7 +66,7 @@ export class KeyCache<T> {
    * not held, and the next lookup reads again.
    */
   set(hash: string, entry: T, generation: number): void {
-    if (generation !== this.generation) return;
+    if (this.off || generation !== this.generation) return;
     if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
     this.entries.set(hash, entry);
   }

@@ -25,8 +25,11 @@ export interface WatchSpec {
  * sockets after the turn in which it committed.
  */
 export interface ChangeSignal {
-  /** Call `fn(key)` on every write through this store that `specs` describe. `name` is unique per cache. */
-  watch(name: string, specs: readonly WatchSpec[], fn: (key: unknown) => void): void;
+  /**
+   * Call `fn(key)` on every write through this store that `specs` describe. `name` is unique per cache. False
+   * when this signal cannot see such writes (nothing is watched then): the cache must hold nothing.
+   */
+  watch(name: string, specs: readonly WatchSpec[], fn: (key: unknown) => void): boolean;
   /** Call `fn` whenever a check finds a commit made elsewhere. */
   onCommitElsewhere(fn: () => void): void;
   /** Before using a cache: look for commits made elsewhere. */
@@ -42,7 +45,7 @@ export class SqliteChangeSignal implements ChangeSignal {
   }
 
   /** Call `fn(key)` on every write on this connection that `specs` describe. `name` is unique per cache. */
-  watch(name: string, specs: readonly WatchSpec[], fn: (key: unknown) => void): void {
+  watch(name: string, specs: readonly WatchSpec[], fn: (key: unknown) => void): boolean {
     if (!/^[a-z_]+$/.test(name)) throw new Error(`cannot watch "${name}": a watch name is lower-case letters and _`);
     const func = `kopek_${name}_changed`;
     this.db.function(func, { varargs: true, deterministic: false }, (...keys: unknown[]) => {
@@ -60,6 +63,7 @@ export class SqliteChangeSignal implements ChangeSignal {
       const call = `${func}(${(s.keys ?? []).join(', ')})`;
       this.db.exec(`CREATE TEMP TRIGGER IF NOT EXISTS kopek_${name}_${i}_${s.table}_${s.on.toLowerCase()} AFTER ${on} ON main.${s.table} BEGIN SELECT ${call}; END`);
     });
+    return true;
   }
 
   /** Call `fn` whenever a check finds another connection's commit. */

@@ -61,8 +61,10 @@ export function streamEventsSql(q: Reader): string {
  * recorded. 1 before the first payment.
  */
 export async function nextPaymentSeq(q: Reader): Promise<number> {
-  // PostgreSQL: the identity's sequence hands out each number once, whatever commits or rolls back.
-  if (q.engine === 'postgres') return (await q.get<{ n: number }>(`SELECT nextval(pg_get_serial_sequence('payments', 'seq')) AS n`))!.n;
+  // PostgreSQL: the identity's sequence hands out each number once, whatever commits or rolls back. Named as
+  // PostgreSQL names it (table_column_seq), the name resolves once when the statement is prepared; a lookup by
+  // pg_get_serial_sequence ran at every create.
+  if (q.engine === 'postgres') return (await q.get<{ n: number }>(`SELECT nextval('payments_seq_seq') AS n`))!.n;
   const r = await q.get<{ n: number }>(
     `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'payments'), 0), coalesce((SELECT max(seq) FROM payments), 0)) + 1 AS n`,
   );
@@ -151,4 +153,36 @@ export function isoInstant(engine: Engine, column: string): string {
     return `(SELECT to_char(to_timestamp(div(v, 1000)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.') || lpad(mod(v, 1000)::text, 3, '0') || 'Z' FROM (SELECT CAST(${column} AS BIGINT) AS v) AS instant)`;
   }
   return `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
+}
+
+// ---- JSON built in SQL ----
+/**
+ * A field of a JSON object built by the database: `value` is a column or expression (text, number or NULL),
+ * `instant` one in milliseconds written as isoInstant does (NULL stays null), `json` a text column already
+ * holding JSON written by JSON.stringify, copied in as it is.
+ */
+export type JsonField = [key: string, sql: string, kind: 'value' | 'instant' | 'json'];
+
+/**
+ * The SQL of a JSON object whose text is what JSON.stringify gives for the same keys and values, in order.
+ * SQLite's json_object writes that text itself. PostgreSQL's JSON functions space their output differently, so
+ * the text is joined from pieces there: a key is a constant, and to_json writes each value (a string escaped as
+ * JSON.stringify escapes it, a number as its digits).
+ */
+export function jsonObjectSql(engine: Engine, fields: readonly JsonField[]): string {
+  if (engine === 'sqlite') {
+    const parts = fields.map(([k, sql, kind]) => `'${k}', ${kind === 'instant' ? isoInstant(engine, sql) : kind === 'json' ? `json(${sql})` : sql}`);
+    return `json_object(${parts.join(', ')})`;
+  }
+  const parts = fields.map(([k, sql, kind], i) => {
+    const value = kind === 'json' ? sql : `coalesce(to_json(${kind === 'instant' ? isoInstant(engine, sql) : sql})::text, 'null')`;
+    return `'${i === 0 ? '{' : ','}${JSON.stringify(k)}:' || ${value}`;
+  });
+  return `(${parts.join(' || ')} || '}')`;
+}
+
+/** The SQL of a JSON array of `element` (a jsonObjectSql) over the rows of `from` (FROM … WHERE …), in `orderBy`. */
+export function jsonArraySql(engine: Engine, element: string, from: string, orderBy: string): string {
+  if (engine === 'sqlite') return `(SELECT json_group_array(${element} ORDER BY ${orderBy}) ${from})`;
+  return `coalesce((SELECT '[' || string_agg(${element}, ',' ORDER BY ${orderBy}) || ']' ${from}), '[]')`;
 }

@@ -8,7 +8,17 @@
  */
 export function endsTransaction(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code;
-  return isRetryable(err) || isConnectionLoss(err) || code === 'DB_UNAVAILABLE' || code === 'DB_COMMIT_UNKNOWN';
+  return isRetryable(err) || isStalePlan(err) || isConnectionLoss(err) || code === 'DB_UNAVAILABLE' || code === 'DB_COMMIT_UNKNOWN';
+}
+
+/**
+ * True when a statement prepared on this connection no longer fits the schema (another node's migration changed
+ * a table it reads): the connection is dropped, with every statement prepared on it, and the work runs again on
+ * another. Nothing ran: PostgreSQL refuses the statement before executing it.
+ */
+export function isStalePlan(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | null;
+  return e?.code === '0A000' && /cached plan must not change result type/.test(e.message ?? '');
 }
 
 /** SQLSTATEs after which the whole transaction may run again: serialization failure, deadlock. */

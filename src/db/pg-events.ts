@@ -70,9 +70,14 @@ export const EVENT_FEED_LIMITS = {
 
 /**
  * A numbering pass: take the lock, move the queue into positions in seq order, notify when anything was numbered
- * (delivered at the commit), commit. Its third result holds how many events it numbered.
+ * (delivered at the commit), commit. Its fifth result holds how many events it numbered.
+ *
+ * The planner cannot know how many rows the queue's DELETE returns, and guessed thousands: it hashed the whole
+ * events table on every pass, a cost that grew with the table. The pass joins by probing the events key instead.
  */
 const PASS_SQL = `BEGIN ISOLATION LEVEL READ COMMITTED;
+SET LOCAL enable_hashjoin = off;
+SET LOCAL enable_mergejoin = off;
 SELECT pg_advisory_xact_lock(${NUMBERING_LOCK});
 WITH q AS (DELETE FROM event_queue RETURNING seq),
 numbered AS (
@@ -83,6 +88,9 @@ numbered AS (
 )
 SELECT n, CASE WHEN n > 0 THEN pg_notify('${CHANNEL}', '') END AS notified FROM (SELECT count(*) AS n FROM numbered) AS c;
 COMMIT`;
+
+/** The index of the numbering statement's result among PASS_SQL's results. */
+const PASS_RESULT = 4;
 
 /** The columns of an event as the stream reads it: `seq` is its stream position. */
 const STREAM_COLUMNS = `p.pos AS seq, e.id, e.merchant_id, e.shop_id, e.mode, e.kind, e.payload, e.at, e.webhook_event, e.webhook_data,
@@ -115,12 +123,22 @@ export class PgEventFeed implements EventFeed {
   private following = 0;
   /** The read of the starting watermark when the first stream began to follow. */
   private ready: Promise<void> | null = null;
+  /** Other channels the LISTEN connection carries (the change signal's), by name. */
+  private readonly channels = new Map<string, { notify(payload: string): void; state(up: boolean): void }>();
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly connect: () => pg.Client,
     private readonly log: Logger,
   ) {}
+
+  /**
+   * Carry `channel` on this node's LISTEN connection too: `notify` gets each notification's payload, and `state`
+   * hears true once the channel is listened to after every (re)connect, false when the connection is lost.
+   */
+  addChannel(channel: string, handler: { notify(payload: string): void; state(up: boolean): void }): void {
+    this.channels.set(channel, handler);
+  }
 
   subscribe(fn: (row: Row) => void): () => void {
     this.listeners.add(fn);
@@ -205,7 +223,7 @@ export class PgEventFeed implements EventFeed {
     let broken = false;
     try {
       const results = (await c.query(PASS_SQL)) as unknown as pg.QueryResult[];
-      return Number(results[2].rows[0]?.n ?? 0);
+      return Number(results[PASS_RESULT].rows[0]?.n ?? 0);
     } catch (err) {
       await c.query('ROLLBACK').catch(() => (broken = true));
       throw err;
@@ -253,9 +271,14 @@ export class PgEventFeed implements EventFeed {
   private async listen(): Promise<void> {
     if (this.stopped) return;
     const client = this.connect();
-    client.on('notification', () => this.wake());
+    client.on('notification', (msg) => {
+      const other = this.channels.get(msg.channel);
+      if (other) other.notify(msg.payload ?? '');
+      else this.wake();
+    });
     client.on('error', () => {});
     client.on('end', () => {
+      for (const h of this.channels.values()) h.state(false);
       if (this.listener !== client || this.stopped) return;
       this.listener = null;
       const wait = this.reconnectMs;
@@ -266,6 +289,10 @@ export class PgEventFeed implements EventFeed {
     try {
       await client.connect();
       await client.query(`LISTEN ${CHANNEL}`);
+      for (const [name, h] of this.channels) {
+        await client.query(`LISTEN ${name}`);
+        h.state(true);
+      }
       this.reconnectMs = EVENT_FEED_LIMITS.reconnect_first_ms;
       this.wake();
     } catch {

@@ -5,6 +5,7 @@ import { MIGRATIONS } from './migrations';
 import { numberedTables, pgSchema } from './pg-sql';
 import { PgStore } from './pg-store';
 import { PG_EVENT_SCHEMA } from './pg-events';
+import { PG_CHANGE_SCHEMA } from './pg-changes';
 import { PG_LIMITS } from './limits';
 
 /** The schema version this build writes (the same numbering on both engines). */
@@ -100,7 +101,7 @@ export async function openPgStorage(url: string, opts: PgOpenOptions = {}): Prom
 
 /** The whole PostgreSQL schema of this build: schema.sql translated, and the event stream's own tables. */
 export function pgFullSchema(): string {
-  return pgSchema(SCHEMA_SQL) + PG_EVENT_SCHEMA;
+  return pgSchema(SCHEMA_SQL) + PG_EVENT_SCHEMA + PG_CHANGE_SCHEMA;
 }
 
 /** The schema version recorded in the database; 0 when it holds no kopek schema. */
@@ -136,6 +137,10 @@ export async function migratePg(pool: pg.Pool): Promise<number> {
         await client.query(pgSchema(step));
       }
       if (seen !== SCHEMA_VERSION) await client.query('UPDATE kopek_schema SET version = $1', [SCHEMA_VERSION]);
+      // The change announcements came after schema 20 was first laid out on PostgreSQL: a database made before
+      // them gets them here (every statement of PG_CHANGE_SCHEMA may run again).
+      const announce = await client.query(`SELECT to_regproc('kopek_announce_change') IS NOT NULL AS present`);
+      if (!announce.rows[0].present) await client.query(PG_CHANGE_SCHEMA);
     }
     await client.query('COMMIT');
     return seen;

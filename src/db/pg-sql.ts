@@ -21,6 +21,14 @@ export interface PgStatement {
   names: string[] | null;
   /** The key column RETURNING was added for (an INSERT into a numbered table); null otherwise. */
   returnsKey: string | null;
+  /**
+   * The name this text is prepared under on every connection that runs it (see PgStore): parsed and planned
+   * once per connection instead of at every execution. Unique per process: a name is never given to another text.
+   * Null when the text holds a `;` (it may be several statements, which only a simple query can carry).
+   */
+  name: string | null;
+  /** The table an INSERT, UPDATE or DELETE writes; null for anything else. */
+  writes: string | null;
 }
 
 /** Tables whose key the database numbers (INTEGER PRIMARY KEY on SQLite), with that key's column. */
@@ -29,6 +37,8 @@ export type NumberedTables = ReadonlyMap<string, string>;
 /** Most translations kept; SQL texts are the program's own, so this bounds nothing in practice. */
 const CACHE_LIMIT = 4000;
 const cache = new Map<string, PgStatement>();
+/** Names given so far; never reset, so a text translated again after the cache was cleared gets a new name. */
+let named = 0;
 
 /** Translate one SQL text (cached). */
 export function pgStatement(sql: string, numbered: NumberedTables): PgStatement {
@@ -140,7 +150,8 @@ function translate(sql: string, numbered: NumberedTables): PgStatement {
       text = `${text.replace(/;\s*$/, '')} RETURNING ${key}`;
     }
   }
-  return { text, names, returnsKey };
+  const written = /^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(\w+)/i.exec(text);
+  return { text, names, returnsKey, name: text.replace(/;\s*$/, '').includes(';') ? null : `k${++named}`, writes: written ? written[1] : null };
 }
 
 /**

@@ -2,12 +2,12 @@ import pg from 'pg';
 import { createLogger, type Logger } from '../base/log';
 import { TX_ENDED, type Engine, type Reader, type Row, type RunResult, type Tx } from './tx';
 import type { Body } from './body';
-import type { ChangeSignal, WatchSpec } from './change-signal';
+import { PgChangeSignal } from './pg-changes';
 import type { Store, StorageTrouble } from './store-api';
 import { bindNamed, pgStatement, pgValues, type NumberedTables, type PgStatement } from './pg-sql';
 import { PG_LIMITS } from './limits';
 import { PgEventFeed } from './pg-events';
-import { commitUnknown, isConnectionLoss, isRetryable, storageError } from './pg-errors';
+import { commitUnknown, isConnectionLoss, isRetryable, isStalePlan, storageError } from './pg-errors';
 
 /**
  * The PostgreSQL engine: a bounded pool of connections to one database that any number of kopek nodes share.
@@ -28,7 +28,7 @@ export class PgStore implements Store {
   readonly connection: object = Object.freeze({});
   readonly path: string;
   readonly inTransaction = false;
-  readonly changes: ChangeSignal = new UncachedSignal();
+  readonly changes: PgChangeSignal;
   readonly eventFeed: PgEventFeed;
   private readonly pool: pg.Pool;
   private readonly log: Logger;
@@ -48,6 +48,7 @@ export class PgStore implements Store {
     // Without a server's log (an admin command), only warnings and errors reach stderr.
     this.log = opts.log ?? createLogger('warn', (line) => process.stderr.write(line));
     this.eventFeed = new PgEventFeed(pool, opts.listenClient, this.log);
+    this.changes = new PgChangeSignal(this.eventFeed);
   }
 
   /**
@@ -86,14 +87,16 @@ export class PgStore implements Store {
     return this.query(sql, params).then((r) => r.rows as T[]);
   }
 
-  private async query(sql: string, params: unknown[]): Promise<pg.QueryResult> {
+  private async query(sql: string, params: unknown[], again = true): Promise<pg.QueryResult> {
     const st = pgStatement(sql, this.numbered);
     try {
-      const r = await this.pool.query(st.text, values(st, params));
+      // The pool drops a connection whose statement failed, so a stale prepared statement goes with it.
+      const r = await this.pool.query(prepared(st, params));
       // The database answers again: a node that could not reach it serves (and /healthz says so) at once.
       if (this.failure?.code === 'DB_UNAVAILABLE') this.failure = null;
       return r;
     } catch (err) {
+      if (again && isStalePlan(err)) return this.query(sql, params, false);
       this.log.debug('postgres statement failed', { code: (err as { code?: string }).code, error: String(err), sql: st.text.slice(0, 300) });
       throw this.noteFailure(storageError(err));
     }
@@ -111,6 +114,7 @@ export class PgStore implements Store {
       const client = await this.connect();
       const hooks: Array<() => void> = [];
       const tx = new PgTx(client, this.connection, hooks, this.numbered, this.log);
+      const written = tx.written;
       let broken = false;
       let result: T;
       try {
@@ -130,13 +134,15 @@ export class PgStore implements Store {
           throw err;
         }
       } catch (err) {
+        // A stale prepared statement: this connection's statements go with it, and the body runs again elsewhere.
+        if (isStalePlan(err)) broken = true;
         if (!broken && !isConnectionLoss(err)) {
           await client.query('ROLLBACK').catch(() => {
             broken = true;
           });
         } else broken = true;
         client.release(broken ? true : undefined);
-        if (isRetryable(err) && attempt < PG_LIMITS.retries) {
+        if ((isRetryable(err) || isStalePlan(err)) && attempt < PG_LIMITS.retries) {
           await backoff(attempt);
           continue;
         }
@@ -145,6 +151,7 @@ export class PgStore implements Store {
       client.release();
       this.commitCount++;
       this.failure = null;
+      if (written.size > 0) this.changes.committed(written);
       for (const h of hooks) {
         try {
           h();
@@ -231,6 +238,8 @@ export class PgTx implements Tx {
   readonly engine: Engine = 'postgres';
   private live = true;
   private depth = 0;
+  /** The tables this transaction's statements wrote (what the change signal hears at commit). */
+  readonly written = new Set<string>();
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -247,8 +256,9 @@ export class PgTx implements Tx {
   private async query(sql: string, params: unknown[]): Promise<{ st: PgStatement; r: pg.QueryResult }> {
     if (!this.live) throw new Error(TX_ENDED);
     const st = pgStatement(sql, this.numbered);
+    if (st.writes !== null) this.written.add(st.writes);
     try {
-      return { st, r: await this.client.query(st.text, values(st, params)) };
+      return { st, r: await this.client.query(prepared(st, params)) };
     } catch (err) {
       // At debug level only: a serialization failure here is routine (the transaction runs again).
       this.log.debug('postgres statement failed', { code: (err as { code?: string }).code, error: String(err), sql: st.text.slice(0, 300) });
@@ -297,24 +307,17 @@ export class PgTx implements Tx {
   }
 }
 
-/**
- * The change signal of a database other processes write at any time: no write is seen here, so every check
- * reports a commit made elsewhere and a cache built on it holds nothing past one use. Caches that must be
- * correct across nodes are therefore off on PostgreSQL (docs/cluster.md lists them).
- */
-class UncachedSignal implements ChangeSignal {
-  private readonly listeners: Array<() => void> = [];
-  watch(_name: string, _specs: readonly WatchSpec[], _fn: (key: unknown) => void): void {}
-  onCommitElsewhere(fn: () => void): void {
-    this.listeners.push(fn);
-  }
-  check(): void {
-    for (const fn of this.listeners) fn();
-  }
-}
-
 function values(st: PgStatement, params: unknown[]): unknown[] {
   return pgValues(st.names === null ? params.slice() : bindNamed(st.names, params));
+}
+
+/**
+ * A statement goes as a named prepared statement: each connection parses and plans it once (that was over a
+ * third of the database's work per request). A text that may hold several statements goes as a simple query.
+ */
+function prepared(st: PgStatement, params: unknown[]): pg.QueryConfig {
+  const v = values(st, params);
+  return st.name === null ? { text: st.text, values: v } : { name: st.name, text: st.text, values: v };
 }
 
 function backoff(attempt: number): Promise<void> {

@@ -1,6 +1,6 @@
 import type { Engine, Reader, Tx } from '../db/store';
 import { updateById } from '../db/tx';
-import { FOR_UPDATE, isoInstant, isPrimaryKeyConflict, nextPaymentSeq } from '../db/dialect';
+import { FOR_UPDATE, isoInstant, isPrimaryKeyConflict, jsonArraySql, jsonObjectSql, nextPaymentSeq, type JsonField } from '../db/dialect';
 import { iso, isoOrNull } from '../util/time';
 import type { PaymentRow, PaymentView, RefundView } from '../model/payment';
 import type { RefundRow } from '../model/refund';
@@ -23,44 +23,45 @@ export function sqlIso(column: string, engine: Engine = 'sqlite'): string {
   return isoInstant(engine, column);
 }
 
-/**
- * The JSON text of paymentView (with its refunds and shop name), built by SQLite in the statement that finds
- * the payment: one string crosses into JavaScript instead of a row of 32 columns, an object built from it and
- * its serialisation. The keys, their order and their values are paymentView's; test/payments/view-json.test.ts
- * holds the two equal byte for byte over payments of every shape, so a change to one must be made to both.
- */
-const PAYMENT_JSON_SQL = `SELECT p.shop_id, p.mode, json_object(
-    'id', p.id, 'public_id', p.public_id, 'merchant_id', p.merchant_id, 'shop_id', p.shop_id, 'shop_name', coalesce(s.name, ''),
-    'order_id', p.order_id, 'status', p.status, 'amount', p.amount, 'amount_refunded', p.amount_refunded, 'currency', p.currency,
-    'method', p.method, 'rrn', p.rrn, 'bank_name', p.bank_name, 'return_url', p.return_url, 'description', p.description,
-    'purpose', p.purpose, 'created_at', ${sqlIso('p.created_at')}, 'captured_at', ${sqlIso('p.captured_at')},
-    'finalized_at', ${sqlIso('p.finalized_at')}, 'expires_at', ${sqlIso('p.expires_at')},
-    'processing_until', ${sqlIso('p.processing_until')}, 'metadata', json(p.metadata),
-    'customer_card_brand', p.card_brand, 'customer_card_mask', p.card_mask, 'customer_card_holder', p.card_holder,
-    'customer_phone_mask', p.phone_mask, 'customer_payer_bank', p.payer_bank,
-    'refunds', (SELECT json_group_array(json_object('id', r.id, 'payment_id', r.payment_id, 'merchant_id', r.merchant_id,
-                  'amount', r.amount, 'reason', r.reason, 'status', r.status, 'failure_code', r.failure_code,
-                  'created_at', ${sqlIso('r.created_at')}, 'completed_at', ${sqlIso('r.completed_at')}) ORDER BY r.seq)
-                FROM refunds r WHERE r.payment_id = p.id)
-  ) AS json
-  FROM payments p LEFT JOIN shops s ON s.id = p.shop_id WHERE p.id = ?`;
+/** A refund as refundView shows it, for JSON built in SQL over `refunds r`. */
+const REFUND_FIELDS: JsonField[] = [
+  ['id', 'r.id', 'value'], ['payment_id', 'r.payment_id', 'value'], ['merchant_id', 'r.merchant_id', 'value'],
+  ['amount', 'r.amount', 'value'], ['reason', 'r.reason', 'value'], ['status', 'r.status', 'value'],
+  ['failure_code', 'r.failure_code', 'value'], ['created_at', 'r.created_at', 'instant'], ['completed_at', 'r.completed_at', 'instant'],
+];
 
-/** A payment with its shop's name and its refunds (JSON, oldest first) in one row: PostgreSQL's GET. */
-const PG_PAYMENT_SQL = `SELECT p.*, s.name AS shop_name,
-    coalesce((SELECT json_agg(r ORDER BY r.seq) FROM refunds r WHERE r.payment_id = p.id), '[]')::text AS refunds_json
-  FROM payments p LEFT JOIN shops s ON s.id = p.shop_id WHERE p.id = ?`;
+/** paymentView's keys in its order, over `payments p LEFT JOIN shops s` (the refunds are added per engine). */
+const PAYMENT_FIELDS: JsonField[] = [
+  ['id', 'p.id', 'value'], ['public_id', 'p.public_id', 'value'], ['merchant_id', 'p.merchant_id', 'value'],
+  ['shop_id', 'p.shop_id', 'value'], ['shop_name', "coalesce(s.name, '')", 'value'], ['order_id', 'p.order_id', 'value'],
+  ['status', 'p.status', 'value'], ['amount', 'p.amount', 'value'], ['amount_refunded', 'p.amount_refunded', 'value'],
+  ['currency', 'p.currency', 'value'], ['method', 'p.method', 'value'], ['rrn', 'p.rrn', 'value'], ['bank_name', 'p.bank_name', 'value'],
+  ['return_url', 'p.return_url', 'value'], ['description', 'p.description', 'value'], ['purpose', 'p.purpose', 'value'],
+  ['created_at', 'p.created_at', 'instant'], ['captured_at', 'p.captured_at', 'instant'], ['finalized_at', 'p.finalized_at', 'instant'],
+  ['expires_at', 'p.expires_at', 'instant'], ['processing_until', 'p.processing_until', 'instant'], ['metadata', 'p.metadata', 'json'],
+  ['customer_card_brand', 'p.card_brand', 'value'], ['customer_card_mask', 'p.card_mask', 'value'],
+  ['customer_card_holder', 'p.card_holder', 'value'], ['customer_phone_mask', 'p.phone_mask', 'value'],
+  ['customer_payer_bank', 'p.payer_bank', 'value'],
+];
+
+/**
+ * The JSON text of paymentView (with its refunds and shop name), built by the database in the statement that
+ * finds the payment: one string crosses into JavaScript instead of a row of 32 columns, an object built from it
+ * and its serialisation. The keys, their order and their values are paymentView's; test/payments/view-json.test.ts
+ * holds the two equal byte for byte over payments of every shape, on both engines, so a change to one must be
+ * made to both.
+ */
+function paymentJsonSql(engine: Engine): string {
+  const refunds = jsonArraySql(engine, jsonObjectSql(engine, REFUND_FIELDS), 'FROM refunds r WHERE r.payment_id = p.id', 'r.seq');
+  const json = jsonObjectSql(engine, [...PAYMENT_FIELDS, ['refunds', refunds, engine === 'sqlite' ? 'value' : 'json']]);
+  return `SELECT p.shop_id, p.mode, ${json} AS json FROM payments p LEFT JOIN shops s ON s.id = p.shop_id WHERE p.id = ?`;
+}
+
+export const PAYMENT_JSON_SQL = { sqlite: paymentJsonSql('sqlite'), postgres: paymentJsonSql('postgres') };
 
 /** A payment's GET answer as JSON text, with what the access check needs (any shop: callers check it). */
 export async function getPaymentJson(q: Reader, id: string): Promise<{ shop_id: string; mode: 'test' | 'live'; json: string } | undefined> {
-  // PostgreSQL's JSON functions space their output differently: there one statement reads the payment, its
-  // shop's name and its refunds (one round trip), and the text is paymentView's, serialised here.
-  if (q.engine === 'postgres') {
-    const r = await q.get<PaymentRow & { shop_name: string | null; refunds_json: string }>(PG_PAYMENT_SQL, id);
-    if (!r) return undefined;
-    const refunds = (JSON.parse(r.refunds_json) as RefundRow[]).map((x) => ({ ...x, amount: Number(x.amount), created_at: Number(x.created_at), completed_at: x.completed_at === null ? null : Number(x.completed_at) }));
-    return { shop_id: r.shop_id, mode: r.mode, json: JSON.stringify(buildPaymentView(r, r.shop_name ?? '', refunds)) };
-  }
-  return q.get<{ shop_id: string; mode: 'test' | 'live'; json: string }>(PAYMENT_JSON_SQL, id);
+  return q.get<{ shop_id: string; mode: 'test' | 'live'; json: string }>(PAYMENT_JSON_SQL[q.engine], id);
 }
 
 /** The refunds of a payment, oldest first. */

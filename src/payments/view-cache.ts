@@ -34,6 +34,8 @@ export class PaymentViewCache {
   private readonly entries = new Map<string, CachedView>();
   private readonly seen = new Uint32Array(SEEN_BITS / 32);
   private seenCount = 0;
+  /** True when the store's signal cannot see payment writes (PostgreSQL announces none): nothing is held. */
+  private readonly off: boolean;
 
   constructor(private readonly store: Store) {
     const changes = store.changes;
@@ -43,7 +45,7 @@ export class PaymentViewCache {
       else this.entries.delete(String(id));
     };
     // A shop's name is in every view of the shop.
-    changes.watch('view', [
+    this.off = !changes.watch('view', [
       { table: 'payments', on: 'UPDATE', keys: ['OLD.id'] },
       { table: 'payments', on: 'DELETE', keys: ['OLD.id'] },
       { table: 'refunds', on: 'INSERT', keys: ['NEW.payment_id'] },
@@ -56,6 +58,7 @@ export class PaymentViewCache {
 
   /** The held answer for payment `id`, if any and current. */
   get(id: string): CachedView | undefined {
+    if (this.off) return undefined;
     this.store.changes.check();
     return this.entries.get(id);
   }
@@ -65,7 +68,7 @@ export class PaymentViewCache {
    * transaction, whose data may yet roll back.
    */
   set(id: string, view: CachedView): void {
-    if (this.store.inTransaction || !this.readBefore(id)) return;
+    if (this.off || this.store.inTransaction || !this.readBefore(id)) return;
     if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
     this.entries.set(id, view);
   }

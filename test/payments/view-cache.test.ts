@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { createPayment, getPayment, simulate, succeededPayment } from '../helpers/payments';
-import { sqliteOnly } from '../helpers/pg';
+import { sqliteOnly, TEST_PG } from '../helpers/pg';
 import { tableColumns } from '../../src/db/dialect';
 
 // GET answers of unchanged payments come from a cache, from a payment's second read on; these tests read a
@@ -14,12 +14,15 @@ before(async () => {
 });
 after(() => s.close());
 
-/** Read a payment twice, so that its answer is held, and check it is; the second answer. */
+/**
+ * Read a payment twice, so that its answer is held, and check it is; the second answer. On PostgreSQL the cache
+ * is off (nothing announces payment writes): nothing is held, and the tests check the answers alone.
+ */
 async function held(id: string, key?: string): Promise<any> {
   const first = await getPayment(s, id, key);
   const second = await getPayment(s, id, key);
   assert.deepEqual(second, first);
-  assert.ok(s.running.app.viewCache.holds(id), `the answer of ${id} is held after its second read`);
+  assert.equal(s.running.app.viewCache.holds(id), !TEST_PG, `the answer of ${id} is held after its second read (SQLite only)`);
   return second;
 }
 
