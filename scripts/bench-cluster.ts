@@ -14,7 +14,8 @@
 //   --small           CI: a few seconds per part; checks that everything runs, judges no ratio
 //   --seconds N       measured seconds per load (default 8; --small 2), after a warm-up of 2 s
 //   --connections N   concurrent clients of every load (default 32)
-//   --rounds N        turns of the one-node and two-node loads (default 3; --small 1); each figure is the median
+//   --rounds N        turns of the baseline, one-node and two-node loads (default 3; --small 1); each figure is
+//                     the median of its turns
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -175,23 +176,33 @@ async function main(): Promise<number> {
     const demo = await createDemo(store, store.now());
     await store.close();
     const args = ['--db', pgServer.url, '--no-demo', '--log-level', 'warn'];
-    const base = await baseline(pgServer.url, pgRoot);
     // Two nodes share the load with the one node's connections between them (a pool of half the size each), so
-    // that PostgreSQL runs as many transactions at once in both runs and only the coordination differs. The two
-    // loads take turns, ROUNDS times, on fresh nodes each time: a checkpoint or an autovacuum of PostgreSQL that
-    // lands in one load then weighs on both sides alike, and each side's figures are its medians.
+    // that PostgreSQL runs as many transactions at once in both runs and only the coordination differs. The
+    // baseline and the two kopek loads take turns, ROUNDS times, on fresh processes each time, in the opposite
+    // order every other round: the database grows through the run (and a checkpoint or an autovacuum lands where
+    // it lands), so no side always meets it larger; each side's figures are its medians.
     const half = String(Math.max(1, Math.floor(PG_LIMITS.pool / 2)));
+    const bases: Array<{ rps: number; cpu_ms_per_create: number }> = [];
     const ones: CreateFigures[] = [];
     const twos: CreateFigures[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      for (const count of [1, 2]) {
+      for (const count of round % 2 === 0 ? [0, 1, 2] : [2, 1, 0]) {
+        if (count === 0) {
+          const b = await baseline(pgServer.url, pgRoot);
+          bases.push(b);
+          console.error(`bench-cluster: round ${round + 1}, bare server: ${b.rps.toFixed(0)} creates/s, ${b.cpu_ms_per_create.toFixed(3)} ms of CPU per create`);
+          continue;
+        }
         for (let i = 0; i < count; i++) nodes.push(await startKopek(kopek, count === 1 ? args : [...args, '--db-pool', half]));
-        (count === 1 ? ones : twos).push(await creates(nodes, demo.secret, pgRoot));
+        const f = await creates(nodes, demo.secret, pgRoot);
+        (count === 1 ? ones : twos).push(f);
+        console.error(`bench-cluster: round ${round + 1}, ${count === 1 ? 'one node' : 'two nodes'}: ${f.rps.toFixed(0)} creates/s, ${f.cpu_ms_per_create.toFixed(3)} ms of CPU per create`);
         for (const n of nodes) n.proc.kill('SIGTERM');
         await Promise.all(nodes.map((n) => n.exited));
         nodes.length = 0;
       }
     }
+    const base = { rps: median(bases.map((b) => b.rps)), cpu_ms_per_create: median(bases.map((b) => b.cpu_ms_per_create)) };
     const one = medianFigures(ones);
     const two = medianFigures(twos);
     rows.push(['creates/s: bare node:http + pg', base.rps.toFixed(0), '', null]);

@@ -65,6 +65,9 @@ export function pgPool(url: string, opts: PgOpenOptions = {}): pg.Pool {
     statement_timeout: PG_LIMITS.statement_timeout_ms,
     idle_in_transaction_session_timeout: PG_LIMITS.idle_in_transaction_ms,
     application_name: 'kopek',
+    // Statements are written as soon as they are made, without waiting for the answer to the one before: a
+    // transaction's BEGIN travels with its first statement.
+    pipeline: true,
     options: SESSION_OPTIONS,
     types: { getTypeParser: typeParser } as pg.CustomTypesConfig,
   });

@@ -118,12 +118,16 @@ export class PgStore implements Store {
       let broken = false;
       let result: T;
       try {
-        await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+        // Sent with the body's first statement, not waited for on its own (the connection pipelines): a BEGIN
+        // that failed fails that statement too, and its own error is the one thrown here.
+        const begin = client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+        begin.catch(() => {});
         try {
           result = await fn(tx);
         } finally {
           tx.end();
         }
+        await begin;
         try {
           await client.query('COMMIT');
         } catch (err) {

@@ -14,7 +14,7 @@ import type { Store, StorageTrouble } from './store-api';
 
 export type { Engine, Reader, Row, RunResult, Tx } from './tx';
 export type { EventFeed, Store, StorageTrouble } from './store-api';
-export { TX_ENDED } from './tx';
+export { TX_ENDED, together } from './tx';
 export { endsTransaction } from './pg-errors';
 export { AWAITED_OUTSIDE, type Body } from './body';
 export { BUSY_LIMITS, type StoreOptions } from './limits';

@@ -147,3 +147,22 @@ export async function updateById(tx: Tx, table: string, id: string, patch: objec
   values.push(id);
   await tx.run(`${sql} WHERE id = ?`, ...values);
 }
+
+/** PostgreSQL's answer to every statement after one that failed in the same transaction (in_failed_sql_transaction). */
+const AFTER_A_FAILURE = '25P02';
+
+/**
+ * Await statements a body made without waiting for each other, as one. On PostgreSQL the connection pipelines
+ * them: they travel together instead of a round trip each. On SQLite each ran when it was made. Every one has
+ * settled before this returns or throws, so none outlives the body. On failure the error thrown is the cause:
+ * the first in argument order that is not PostgreSQL's refusal of the statements after a failed one (a
+ * serialization failure must reach the store as itself, to run the transaction again).
+ */
+export async function together<T extends readonly unknown[]>(...work: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(work);
+  const failed = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed.length > 0) {
+    throw (failed.find((f) => (f.reason as { code?: string } | null)?.code !== AFTER_A_FAILURE) ?? failed[0]).reason;
+  }
+  return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}

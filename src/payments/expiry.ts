@@ -40,7 +40,7 @@ function sweepSubject(shopId: string, mode: Mode): string {
 }
 
 /** In the caller's transaction: make sure the shop's sweep of this kind is due no later than `at`. */
-async function ensureSweep(scheduler: Scheduler, tx: Tx, sweep: Sweep, p: PaymentRow, at: number): Promise<void> {
+async function ensureSweep(scheduler: Scheduler, tx: Tx, sweep: Sweep, p: Pick<PaymentRow, 'shop_id' | 'mode'>, at: number): Promise<void> {
   const subject = sweepSubject(p.shop_id, p.mode);
   const due = await scheduler.nextDue(tx, sweep.kind, subject);
   if (due !== null && due <= at) return;
@@ -49,7 +49,7 @@ async function ensureSweep(scheduler: Scheduler, tx: Tx, sweep: Sweep, p: Paymen
 }
 
 /** In the create's transaction: make sure a link sweep is due no later than this payment's expires_at. */
-export async function ensureLinkSweep(scheduler: Scheduler, tx: Tx, p: PaymentRow): Promise<void> {
+export async function ensureLinkSweep(scheduler: Scheduler, tx: Tx, p: Pick<PaymentRow, 'shop_id' | 'mode' | 'expires_at'>): Promise<void> {
   await ensureSweep(scheduler, tx, LINKS, p, p.expires_at);
 }
 

@@ -76,7 +76,7 @@ async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus
     // A payment created in this transaction and not written yet (its session opens at once): one INSERT of
     // the row as the move leaves it instead of an INSERT and an UPDATE.
     if (to !== 'processing' || patch.processing_until == null) throw new Error(`cannot write payment "${p.id}" as ${to} at its creation`);
-    next = await insertPayment(tx, unwritten, { status: to, processing_until: patch.processing_until });
+    next = await insertPayment(tx, unwritten, undefined, { status: to, processing_until: patch.processing_until });
   } else {
     if (!(await updatePaymentFrom(tx, p.id, p.status, { ...patch, status: to }))) refuse((await getPayment(tx, p.id)) ?? p, action);
     // The row as it now stands: `p` is the row as read (its status was just checked against it, and the write

@@ -57,7 +57,7 @@ function paymentJsonSql(engine: Engine): string {
   return `SELECT p.shop_id, p.mode, ${json} AS json FROM payments p LEFT JOIN shops s ON s.id = p.shop_id WHERE p.id = ?`;
 }
 
-export const PAYMENT_JSON_SQL = { sqlite: paymentJsonSql('sqlite'), postgres: paymentJsonSql('postgres') };
+const PAYMENT_JSON_SQL = { sqlite: paymentJsonSql('sqlite'), postgres: paymentJsonSql('postgres') };
 
 /** A payment's GET answer as JSON text, with what the access check needs (any shop: callers check it). */
 export async function getPaymentJson(q: Reader, id: string): Promise<{ shop_id: string; mode: 'test' | 'live'; json: string } | undefined> {
@@ -225,9 +225,10 @@ export interface OpenedAtInsert {
  * a test reset deleted rows; the primary key refuses a number another writer took meanwhile, and the read is made
  * again once.
  */
-export async function insertPayment(tx: Tx, params: InsertParams, opened?: OpenedAtInsert): Promise<PaymentRow> {
+export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: number, opened?: OpenedAtInsert): Promise<PaymentRow> {
   for (let attempt = 0; ; attempt++) {
-    const seq = await nextPaymentSeq(tx);
+    // `seqRead`: the number the caller read in this transaction (with other reads, in one round trip).
+    const seq = attempt === 0 && seqRead !== undefined ? seqRead : await nextPaymentSeq(tx);
     params.seq = seq;
     params.public_id = `P-${PUBLIC_ID_BASE + seq}`;
     params.purpose = bankPurpose(params.public_id);

@@ -2,6 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { openEngine } from '../../src/db/maintenance';
+import { openPgStorage } from '../../src/db/pg-open';
 import type { Store } from '../../src/db/store';
 import { toApiError } from '../../src/http/errors';
 import { dropPgDatabase, freshPgDatabase, postgresOnly } from '../helpers/pg';
@@ -121,4 +122,28 @@ test('the database clock is the nodes\' clock: store.now() agrees with the serve
   const server = Number((await store.get<{ t: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS t'))!.t);
   const afterMs = store.now();
   assert.ok(server >= before - 20 && server <= afterMs + 20, `${before} ≤ ${server} ≤ ${afterMs}`);
+});
+
+test('a statement prepared before another node changed its table runs again on a fresh connection, in and out of a transaction', { skip }, async () => {
+  // One connection, so that every read below meets the statement it prepared before the change.
+  const one = await openPgStorage(url, { pool: 1, migrate: false });
+  try {
+    await store.tx((tx) => tx.run('CREATE TABLE shapes (id TEXT PRIMARY KEY, a BIGINT NOT NULL)'));
+    await store.tx((tx) => tx.run(`INSERT INTO shapes (id, a) VALUES ('x', 1)`));
+    const sql = 'SELECT * FROM shapes WHERE id = ?';
+    assert.deepEqual(await one.get(sql, 'x'), { id: 'x', a: 1 });
+    assert.deepEqual(await one.tx((tx) => tx.get(sql, 'x')), { id: 'x', a: 1 });
+    await store.tx((tx) => tx.run('ALTER TABLE shapes ADD COLUMN b BIGINT NOT NULL DEFAULT 2'));
+    assert.deepEqual(await one.get(sql, 'x'), { id: 'x', a: 1, b: 2 });
+    await store.tx((tx) => tx.run('ALTER TABLE shapes ADD COLUMN c BIGINT NOT NULL DEFAULT 3'));
+    let runs = 0;
+    const row = await one.tx(async (tx) => {
+      runs++;
+      return tx.get(sql, 'x');
+    });
+    assert.deepEqual(row, { id: 'x', a: 1, b: 2, c: 3 });
+    assert.equal(runs, 2, 'the body ran again once, on a fresh connection');
+  } finally {
+    await one.close();
+  }
 });
