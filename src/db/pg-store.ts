@@ -4,7 +4,8 @@ import { TX_ENDED, type Engine, type Reader, type Row, type RunResult, type Tx }
 import type { Body } from './body';
 import { PgChangeSignal } from './pg-changes';
 import type { Store, StorageTrouble } from './store-api';
-import { bindNamed, pgStatement, pgValues, type NumberedTables, type PgStatement } from './pg-sql';
+import { pgStatement, type NumberedTables, type PgStatement } from './pg-sql';
+import { oneWrite, prepared } from './pg-wire';
 import { PG_LIMITS } from './limits';
 import { PgEventFeed } from './pg-events';
 import { commitUnknown, isConnectionLoss, isRetryable, isStalePlan, storageError } from './pg-errors';
@@ -120,6 +121,7 @@ export class PgStore implements Store {
       try {
         // Sent with the body's first statement, not waited for on its own (the connection pipelines): a BEGIN
         // that failed fails that statement too, and its own error is the one thrown here.
+        oneWrite(client);
         const begin = client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
         begin.catch(() => {});
         try {
@@ -261,6 +263,7 @@ export class PgTx implements Tx {
     if (!this.live) throw new Error(TX_ENDED);
     const st = pgStatement(sql, this.numbered);
     if (st.writes !== null) this.written.add(st.writes);
+    oneWrite(this.client);
     try {
       return { st, r: await this.client.query(prepared(st, params)) };
     } catch (err) {
@@ -309,19 +312,6 @@ export class PgTx implements Tx {
     if (!this.live) throw new Error(TX_ENDED);
     this.hooks.push(fn);
   }
-}
-
-function values(st: PgStatement, params: unknown[]): unknown[] {
-  return pgValues(st.names === null ? params.slice() : bindNamed(st.names, params));
-}
-
-/**
- * A statement goes as a named prepared statement: each connection parses and plans it once (that was over a
- * third of the database's work per request). A text that may hold several statements goes as a simple query.
- */
-function prepared(st: PgStatement, params: unknown[]): pg.QueryConfig {
-  const v = values(st, params);
-  return st.name === null ? { text: st.text, values: v } : { name: st.name, text: st.text, values: v };
 }
 
 function backoff(attempt: number): Promise<void> {
