@@ -5,7 +5,7 @@ import { runCli } from '../helpers/cli';
 import { openEngine } from '../../src/db/maintenance';
 import type { Store } from '../../src/db/store';
 import { revokeKey, setShopScopes } from '../../src/cabinet/store';
-import { TEST_PG } from '../helpers/pg';
+import { onceApplied } from '../helpers/pg';
 
 // The server caches key lookups. These tests change keys and shops the way an operator does while the
 // server runs: admin commands on their own connection (data_version), and the server's own connection
@@ -23,20 +23,11 @@ const CLOCK = '/v1/test/clock';
 /** Needs api:reports:read. */
 const SCOPED = '/v1/public/payments';
 
-/**
- * The answer to `path` once a change made on another connection applies: the very next request on SQLite; on
- * PostgreSQL, the request is repeated until it answers `status`, for up to a second.
- */
+/** The answer to `path` once a change made on another connection applies (see onceApplied), checked to be `status`. */
 async function afterChange(path: string, key: string, status: number): ReturnType<TestServer['request']> {
-  const deadline = Date.now() + 1_000;
-  for (;;) {
-    const r = await s.request('GET', path, { key });
-    if (!TEST_PG || r.status === status || Date.now() > deadline) {
-      assert.equal(r.status, status, r.text);
-      return r;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  const r = await onceApplied(() => s.request('GET', path, { key }), (x) => x.status === status);
+  assert.equal(r.status, status, r.text);
+  return r;
 }
 
 /** Run `fn` with a second connection to the server's database, as a command in another process would. */

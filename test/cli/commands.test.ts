@@ -5,6 +5,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli, type CliResult } from '../helpers/cli';
+import { onceApplied } from '../helpers/pg';
 import { cliCommands } from '../../src/cli';
 import { startApp } from '../../src/app';
 
@@ -19,6 +20,11 @@ before(async () => {
   db = s.dbPath;
 });
 after(() => s.close());
+
+/** GET `path` with `key` once a command's change applies (at once on SQLite; see onceApplied). */
+function applied(path: string, key: string, status: number): ReturnType<TestServer['request']> {
+  return onceApplied(() => s.request('GET', path, { key }), (r) => r.status === status);
+}
 
 function cli(...argv: string[]): Promise<CliResult> {
   return runCli([...argv, '--db', db]);
@@ -129,7 +135,7 @@ test('shop scopes replaces the scopes; the running server applies them at once',
   assert.equal((await s.request('GET', '/v1/public/payments', { key })).status, 200);
   const r = await cli('shop', 'scopes', shop.id, 'api:balance:read', '--json');
   assert.deepEqual(r.json, { id: shop.id, scopes: ['api:balance:read'] });
-  assert.equal((await s.request('GET', '/v1/public/payments', { key })).body.error.code, 'scope_required');
+  assert.equal((await applied('/v1/public/payments', key, 403)).body.error.code, 'scope_required');
   assertFails(await cli('shop', 'scopes', shop.id, 'api:nope'), /unknown scope "api:nope"/);
   assertFails(await cli('shop', 'scopes', shop.id), /give the scope list/);
   assert.deepEqual((await cli('shop', 'show', shop.id, '--json')).json.scopes, ['api:balance:read']);
@@ -141,12 +147,12 @@ test('shop ip-allowlist sets, validates and clears the list; the running server 
   const key = (await cli('key', 'create', '--shop', shop.id, '--mode', 'test', '--json')).json.key;
   const set = await cli('shop', 'ip-allowlist', shop.id, '203.0.113.0/24,2001:db8::/32', '--json');
   assert.deepEqual(set.json, { id: shop.id, ip_allowlist: ['203.0.113.0/24', '2001:db8::/32'] });
-  assert.equal((await s.request('GET', '/v1/test/clock', { key })).body.error.code, 'ip_not_allowed');
+  assert.equal((await applied('/v1/test/clock', key, 403)).body.error.code, 'ip_not_allowed');
   assertFails(await cli('shop', 'ip-allowlist', shop.id, '203.0.113.0/24,300.0.0.1'), /bad allow-list entry "300\.0\.0\.1"/);
   assert.deepEqual((await cli('shop', 'show', shop.id, '--json')).json.ip_allowlist, ['203.0.113.0/24', '2001:db8::/32']);
   const cleared = await cli('shop', 'ip-allowlist', shop.id);
   assert.match(cleared.out, /cleared/);
-  assert.equal((await s.request('GET', '/v1/test/clock', { key })).status, 200);
+  assert.equal((await applied('/v1/test/clock', key, 200)).status, 200);
 });
 
 test('shop signing-secret and require-signature: requests must then be signed with the new secret', async () => {
@@ -158,13 +164,13 @@ test('shop signing-secret and require-signature: requests must then be signed wi
   assert.notEqual(rotated.json.secret, shop.signing_secret);
   const on = await cli('shop', 'require-signature', shop.id, 'on', '--json');
   assert.deepEqual(on.json, { id: shop.id, require_signature: true });
-  assert.equal((await s.request('GET', '/v1/test/clock', { key })).body.error.code, 'signature_required');
+  assert.equal((await applied('/v1/test/clock', key, 401)).body.error.code, 'signature_required');
   const sig = (secret: string) => 'sha256=' + createHmac('sha256', secret).update('').digest('hex');
   assert.equal((await s.request('GET', '/v1/test/clock', { key, headers: { 'x-psp-signature': sig(shop.signing_secret) } })).body.error.code, 'invalid_signature');
   assert.equal((await s.request('GET', '/v1/test/clock', { key, headers: { 'x-psp-signature': sig(rotated.json.secret) } })).status, 200);
   assertFails(await cli('shop', 'require-signature', shop.id, 'yes'), /give on or off, got "yes"/);
   await cli('shop', 'require-signature', shop.id, 'off');
-  assert.equal((await s.request('GET', '/v1/test/clock', { key })).status, 200);
+  assert.equal((await applied('/v1/test/clock', key, 200)).status, 200);
 });
 
 test('shop subcommands need an existing shop', async () => {
@@ -200,7 +206,7 @@ test('key create / list / revoke, against the running server', async () => {
 
   const revoked = await cli('key', 'revoke', created.json.id, '--json');
   assert.deepEqual(revoked.json, { id: created.json.id, revoked: true });
-  assert.equal((await s.request('GET', '/v1/public/payments', { key: created.json.key })).body.error.code, 'unauthorized');
+  assert.equal((await applied('/v1/public/payments', created.json.key, 401)).body.error.code, 'unauthorized');
   assertFails(await cli('key', 'revoke', created.json.id), /already revoked/);
   const after = await cli('key', 'list', '--shop', shop.id, '--json');
   assert.match(after.json.items.find((k: { id: string }) => k.id === created.json.id).revoked_at, /^\d{4}-\d\d-\d\dT.*Z$/);

@@ -135,3 +135,18 @@ export async function streamIdsOfShop(store: Reader, shopId: string): Promise<nu
       : 'SELECT seq AS id FROM events WHERE shop_id = ? ORDER BY seq';
   return (await store.all<{ id: number }>(sql, shopId)).map((r) => r.id);
 }
+
+/**
+ * An answer once a change committed on another connection (an admin command) applies. A SQLite server sees such a
+ * change at its very next request; a PostgreSQL node hears of it by an announcement a moment after the commit
+ * (src/db/pg-changes.ts), so there `read` is repeated until `ok` holds, for up to a second (the contract's bound
+ * for a revoked key). The last answer is returned either way, for the caller's assertions.
+ */
+export async function onceApplied<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  const deadline = Date.now() + 1_000;
+  for (;;) {
+    const v = await read();
+    if (!TEST_PG || ok(v) || Date.now() > deadline) return v;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
