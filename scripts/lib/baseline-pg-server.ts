@@ -3,11 +3,11 @@
 // validation beyond JSON.parse, no events, no jobs.
 //
 // Usage: node --import tsx scripts/lib/baseline-pg-server.ts URL   (prints "listening on URL" on stderr)
-import { createServer, type ServerResponse } from 'node:http';
-import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { PG_LIMITS } from '../../src/db/limits';
+import { readPayment, reply } from './baseline-http';
 
 const url = process.argv[2];
 if (!url) {
@@ -15,12 +15,6 @@ if (!url) {
   process.exit(2);
 }
 const pool = new pg.Pool({ connectionString: url, max: PG_LIMITS.pool, options: '-c synchronous_commit=on' });
-
-function reply(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
 
 async function main(): Promise<void> {
   await pool.query('CREATE TABLE IF NOT EXISTS baseline_payments (id TEXT PRIMARY KEY, amount BIGINT NOT NULL, currency TEXT NOT NULL, status TEXT NOT NULL, created_at BIGINT NOT NULL)');
@@ -30,17 +24,7 @@ async function main(): Promise<void> {
       reply(res, 404, { error: 'not found' });
       return;
     }
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      let amount: number;
-      try {
-        amount = Number(JSON.parse(Buffer.concat(chunks).toString('utf8')).amount);
-      } catch {
-        reply(res, 400, { error: 'bad json' });
-        return;
-      }
-      const row = { id: randomUUID(), amount, currency: 'RUB', status: 'pending', created_at: Date.now() };
+    readPayment(req, res, (row) => {
       pool.query('INSERT INTO baseline_payments (id, amount, currency, status, created_at) VALUES ($1, $2, $3, $4, $5)', [row.id, row.amount, row.currency, row.status, row.created_at]).then(
         () => reply(res, 201, { payment: row }),
         (err) => reply(res, 500, { error: String(err) }),

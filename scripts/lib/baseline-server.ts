@@ -4,9 +4,9 @@
 //
 // Usage: node --import tsx scripts/lib/baseline-server.ts DB_PATH   (prints "listening on URL" on stderr)
 import { createServer } from 'node:http';
-import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
+import { readPayment, reply } from './baseline-http';
 
 const dbPath = process.argv[2];
 if (!dbPath) {
@@ -20,25 +20,9 @@ db.exec('CREATE TABLE IF NOT EXISTS payments (id TEXT PRIMARY KEY, amount INTEGE
 const insert = db.prepare('INSERT INTO payments (id, amount, currency, status, created_at) VALUES (?, ?, ?, ?, ?)');
 const select = db.prepare('SELECT * FROM payments WHERE id = ?');
 
-function reply(res: import('node:http').ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
 const server = createServer((req, res) => {
   if (req.method === 'POST' && req.url === '/payments') {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      let amount: number;
-      try {
-        amount = Number(JSON.parse(Buffer.concat(chunks).toString('utf8')).amount);
-      } catch {
-        reply(res, 400, { error: 'bad json' });
-        return;
-      }
-      const row = { id: randomUUID(), amount, currency: 'RUB', status: 'pending', created_at: Date.now() };
+    readPayment(req, res, (row) => {
       insert.run(row.id, row.amount, row.currency, row.status, row.created_at);
       reply(res, 201, { payment: row });
     });

@@ -9,9 +9,11 @@ import { loadMasterKey } from '../secrets/master-key';
 /**
  * Stream tokens let a browser's EventSource, which cannot send an Authorization header, open
  * GET /v1/public/events: the merchant's server asks for one with its key and hands the page a URL holding the
- * token, never the key. A token names its key and an expiry, signed with HMAC-SHA256 under a secret that
- * lives only in this process's memory (on PostgreSQL, one derived from the nodes' shared master key); it opens that key's event stream and nothing else, is checked against
- * the key (revoked → refused) when used, and stops working when it expires or the server restarts.
+ * token, never the key. A token names its key and an expiry, signed with HMAC-SHA256. It opens that key's event
+ * stream and nothing else, is checked against the key (revoked → refused) when used, and stops working when it
+ * expires. On SQLite the secret lives only in the server's memory, so a restart voids every token too; the nodes
+ * of a PostgreSQL cluster derive theirs from the master key they share, so a token holds on every node and
+ * across restarts, until it expires.
  */
 
 /** Seconds a token can open the stream: long enough to pass to a page, short enough that a leaked one soon dies. */

@@ -16,8 +16,8 @@ create   issues an API key (scopes default to the shop's) and prints it once; on
          A live key is made even before live mode works for the shop, with a warning naming what is missing
          (live mode of the merchant, the shop's acquirer, a way to send payouts) and the command that adds it
 list     lists the shop's keys under a header: id, mode, prefix, scopes, created, revoked
-revoke   revokes a key at once (a running server refuses it from the next request); KEY_ID may also be
-         given as --key KEY_ID
+revoke   revokes a key at once (a running server refuses it from the next request; nodes on PostgreSQL
+         within milliseconds); KEY_ID may also be given as --key KEY_ID
 
 Options:
 ${COMMON_OPTIONS}

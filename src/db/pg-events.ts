@@ -149,9 +149,12 @@ export class PgEventFeed implements EventFeed {
     this.following++;
     if (this.following === 1 || this.ready === null) {
       this.watermark = null;
-      this.ready = this.pool.query(PG_LAST_POSITION_SQL).then((r) => {
-        this.watermark ??= Number(r.rows[0].seq);
+      // Only this read may set the watermark: one left over from an earlier first stream (all ended meanwhile)
+      // would set an older one.
+      const ready: Promise<void> = this.pool.query(PG_LAST_POSITION_SQL).then((r) => {
+        if (this.ready === ready) this.watermark ??= Number(r.rows[0].seq);
       });
+      this.ready = ready;
     }
     try {
       await this.ready;

@@ -72,10 +72,6 @@ export class Events {
   /** `feed`: the database's own feed of every node's events (PostgreSQL); null when local commits are all (SQLite). */
   constructor(private readonly feed: EventFeed | null = null) {}
 
-  /**
-   * Subscribe to the event stream's order: every committed event, of every process sharing the database, once,
-   * in increasing stream position (`row.seq`). Local commits on SQLite; the database's feed on PostgreSQL.
-   */
   /** A stream opens: resolves once every event committed from now on will reach subscribeStream's listeners. */
   followStream(): Promise<void> {
     return this.feed ? this.feed.follow() : Promise.resolve();
@@ -86,6 +82,11 @@ export class Events {
     this.feed?.unfollow();
   }
 
+  /**
+   * Subscribe to the event stream's order: every committed event, of every process sharing the database, once,
+   * in increasing stream position (`row.seq`). Local commits on SQLite; the database's feed on PostgreSQL, which
+   * reads only while a stream follows it (followStream).
+   */
   subscribeStream(listener: EventListener): () => void {
     if (this.feed) return this.feed.subscribe((row) => listener(row as unknown as EventRow));
     return this.subscribe(listener);

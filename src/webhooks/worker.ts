@@ -202,7 +202,8 @@ export class DeliveryWorker {
     try {
       r = await this.perform(id);
     } catch (err) {
-      // Cut by shutdown: the attempt is due again at once, so another node need not wait for the lease.
+      // Not made (cut by shutdown, or the attempt failed to run): due again at once, so another node need not
+      // wait for the lease.
       if (claimed) await this.core.store.tx((tx) => releaseFirstAttempt(tx, d, lease)).catch(() => {});
       throw err;
     }

@@ -42,6 +42,9 @@ test('bad values are one-line errors naming the option and quoting the value', (
     [['--body-limit', '0'], {}, /--body-limit must be at least 1 byte/],
     [['--rate-burst', '0'], {}, /--rate-burst must be at least 1/],
     [['--job-lease', '0'], {}, /--job-lease must be more than 0 seconds, got 0/],
+    [['--db-pool', '0'], {}, /--db-pool must be 1 to 1000, got 0/],
+    [['--db-pool', '5000'], {}, /--db-pool must be 1 to 1000, got 5000/],
+    [[], { KOPEK_DB_POOL: 'many' }, /KOPEK_DB_POOL must be a whole number, got "many"/],
     [['--sim-delay', '-2'], {}, /--sim-delay must be a non-negative number, got "-2"/],
   ];
   for (const [argv, env, re] of cases) {
