@@ -243,28 +243,33 @@ export class Scheduler {
   private pass(): Promise<number> {
     if (this.stopped) return Promise.resolve(0);
     if (this.passing) {
+      // Seen by the running pass before it ends: its loop runs once more, from a fresh reading of the clock.
       this.again = true;
       return this.passing;
     }
     const p = (async (): Promise<number> => {
       let total = 0;
-      let started = this.clocks.real();
       try {
         do {
           this.again = false;
-          started = this.clocks.real();
-          total += await this.runPass(started);
+          const started = this.clocks.real();
+          try {
+            total += await this.runPass(started);
+          } catch (err) {
+            // The table is the truth: what did not run stays pending there, and the next pass takes it.
+            if (!this.stopped) this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
+            this.again = false;
+          }
+          await this.rearm(started);
+          // A caller that joined during the re-arm is owed a pass too: the check follows the last await.
         } while (this.again && !this.stopped);
-      } catch (err) {
-        // The table is the truth: what did not run stays pending there, and the next pass takes it.
-        if (!this.stopped) this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
+      } finally {
+        // Cleared in the same turn as the loop's last check, so a later pass() starts a new pass, never joins an ended one.
+        this.passing = null;
       }
-      await this.rearm(started);
-      return total;
-    })().finally(() => {
-      this.passing = null;
       this.notifyIdle();
-    });
+      return total;
+    })();
     this.passing = p;
     return p;
   }
