@@ -243,8 +243,7 @@ export class Scheduler {
   private pass(): Promise<number> {
     if (this.stopped) return Promise.resolve(0);
     if (this.passing) {
-      // Seen by the running pass before it ends: its loop runs once more, from a fresh reading of the clock.
-      this.again = true;
+      this.again = true; // the running pass loops once more, from a fresh reading of the clock
       return this.passing;
     }
     const p = (async (): Promise<number> => {
@@ -260,12 +259,10 @@ export class Scheduler {
             if (!this.stopped) this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
             this.again = false;
           }
-          await this.rearm(started);
-          // A caller that joined during the re-arm is owed a pass too: the check follows the last await.
+          await this.rearm(started); // a caller that joined during the re-arm is owed a pass too
         } while (this.again && !this.stopped);
       } finally {
-        // Cleared in the same turn as the loop's last check, so a later pass() starts a new pass, never joins an ended one.
-        this.passing = null;
+        this.passing = null; // in the turn of the loop's last check: a later pass() never joins an ended pass
       }
       this.notifyIdle();
       return total;
