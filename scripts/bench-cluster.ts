@@ -3,7 +3,8 @@
 //   1. the baseline: a bare node:http server and the same driver (pg), one durable single-row INSERT per POST, at
 //      the same number of concurrent clients; then one kopek node's payment creates: creates/s (kopek/baseline ≥ 0.5)
 //   2. GET of one payment, one request at a time: median latency on a PostgreSQL node against a SQLite server
-//      (PostgreSQL/SQLite ≤ 2)
+//      (PostgreSQL/SQLite ≤ 2), in alternating turns of 100, once PostgreSQL has settled after the loads (a
+//      checkpoint, and no autovacuum worker left, waiting 30 s at most)
 //   3. CPU spent per create (every kopek process and every PostgreSQL process together, from /proc) with the
 //      same load on one node and spread over two, in turns (medians of --rounds): two/one ≤ 1.2. On a 2-core machine throughput cannot show a
 //      second node's worth; CPU per request shows what coordination costs.
@@ -36,6 +37,10 @@ const SECONDS = Math.max(1, intOption(opts, 'seconds', small ? 2 : 8));
 const CONNECTIONS = Math.max(1, intOption(opts, 'connections', 32));
 const ROUNDS = Math.max(1, intOption(opts, 'rounds', small ? 1 : 3));
 const WARMUP_MS = small ? 500 : 2000;
+/** GETs per turn on one side before the other side's turn. */
+const GET_TURN = 100;
+/** The longest wait for PostgreSQL to settle before the GETs. */
+const SETTLE_MS = 30_000;
 const exe = opts.get('exe') as string | undefined;
 let dbUrl = '';
 const kopek = exe ? kopekCommand(exe, false) : { cmd: process.execPath, args: ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], label: 'node --import tsx src/main.ts' };
@@ -153,14 +158,48 @@ async function creates(nodes: KopekServer[], key: string, pgRoot: number): Promi
   };
 }
 
-/** Median ms of `runs` GETs of one payment, one at a time. */
-async function getLatency(base: string, key: string, runs: number): Promise<number> {
+/** A payment to GET on `base`, and the GET's path; a few GETs warm it. */
+async function getTarget(base: string, key: string): Promise<string> {
   const made = await call(base, 'POST', '/v1/public/payments', key, { amount: 10_000 });
-  const id = JSON.parse(made.text).payment.id;
-  for (let i = 0; i < 50; i++) await call(base, 'GET', `/v1/public/payments/${id}`, key);
-  const ms: number[] = [];
-  for (let i = 0; i < runs; i++) ms.push((await call(base, 'GET', `/v1/public/payments/${id}`, key)).ms);
-  return median(ms);
+  const path = `/v1/public/payments/${JSON.parse(made.text).payment.id}`;
+  for (let i = 0; i < 50; i++) await call(base, 'GET', path, key);
+  return path;
+}
+
+/**
+ * Median ms of `runs` GETs on each side, one at a time, in turns of GET_TURN (SQLite first, then PostgreSQL, then
+ * again): both sides meet the same moments of a noisy machine.
+ */
+async function getLatencies(sides: Array<{ base: string; key: string }>, runs: number): Promise<number[]> {
+  const paths = [];
+  for (const s of sides) paths.push(await getTarget(s.base, s.key));
+  const ms: number[][] = sides.map(() => []);
+  for (let done = 0; done < runs; done += GET_TURN) {
+    for (let i = 0; i < sides.length; i++) {
+      for (let k = 0; k < GET_TURN; k++) ms[i].push((await call(sides[i].base, 'GET', paths[i], sides[i].key)).ms);
+    }
+  }
+  return ms.map((m) => median(m));
+}
+
+/**
+ * Wait (at most SETTLE_MS) until PostgreSQL is done with the loads: a checkpoint written and no autovacuum
+ * worker left, so the GETs meet the database at rest rather than its aftermath of a minute of inserts.
+ */
+async function settle(url: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query('CHECKPOINT');
+    const until = Date.now() + SETTLE_MS;
+    while (Date.now() < until) {
+      const r = await c.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'`);
+      if (r.rows[0].n === 0) return;
+      await new Promise((res) => setTimeout(res, 250));
+    }
+  } finally {
+    await c.end();
+  }
 }
 
 async function main(): Promise<number> {
@@ -220,8 +259,8 @@ async function main(): Promise<number> {
     const sqlite = await startKopek(kopek, ['--db', join(dir, 'kopek.db'), '--log-level', 'warn']);
     nodes.push(sqlite);
     const runs = small ? 200 : 2000;
-    const pgMs = await getLatency(nodes[0].url, demo.secret, runs);
-    const liteMs = await getLatency(sqlite.url, sqlite.demoKey!, runs);
+    await settle(pgServer.url);
+    const [liteMs, pgMs] = await getLatencies([{ base: sqlite.url, key: sqlite.demoKey! }, { base: nodes[0].url, key: demo.secret }], runs);
     rows.push(['GET median ms: SQLite', liteMs.toFixed(3), '', null]);
     rows.push(['GET median ms: PostgreSQL node', pgMs.toFixed(3), `${(pgMs / liteMs).toFixed(2)}× (≤ 2)`, pgMs / liteMs <= 2]);
     if (one.errors + two.errors > 0) rows.push(['failed requests', String(one.errors + two.errors), '(0)', false]);
