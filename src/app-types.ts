@@ -1,5 +1,6 @@
 import type { PaymentsCore } from './payments/core';
 import type { PaymentViewCache } from './payments/view-cache';
+import type { PaymentCreates } from './payments/create-batch';
 import type { DeliveryWorker } from './webhooks/worker';
 import type { EventStreamHub } from './events/stream';
 import type { Metrics } from './system/metrics';
@@ -14,6 +15,8 @@ import type { KeyUsage } from './auth/key-usage';
 export interface App extends PaymentsCore {
   /** Serialised payment views, answered by GET until a write touches them. */
   readonly viewCache: PaymentViewCache;
+  /** The node's payment creates, gathered into shared transactions on PostgreSQL. */
+  readonly creates: PaymentCreates;
   /** The webhook delivery worker. */
   readonly webhooks: DeliveryWorker;
   /** The Server-Sent Events hub: every open stream, fed by committed events. */

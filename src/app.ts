@@ -16,6 +16,7 @@ import { mountModules } from './core/mount';
 import type { PaymentsCore } from './payments/core';
 import { PaymentHooks } from './payments/hooks';
 import { PaymentViewCache } from './payments/view-cache';
+import { PaymentCreates } from './payments/create-batch';
 import { paymentsModule } from './payments/module';
 import { refundsModule } from './refunds/module';
 import { payoutsModule } from './payouts/module';
@@ -166,7 +167,8 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
       await keyUsage.flush();
     },
   };
-  const app: App = Object.assign(Object.create(payments) as PaymentsCore, { viewCache, webhooks: webhooks.worker, stream, metrics, keyUsage, retention: retention.retention });
+  const creates = new PaymentCreates(payments);
+  const app: App = Object.assign(Object.create(payments) as PaymentsCore, { viewCache, creates, webhooks: webhooks.worker, stream, metrics, keyUsage, retention: retention.retention });
   const modules: Module[] = [
     webhooks,
     paymentsModule(payments),

@@ -105,46 +105,52 @@ export class Events {
 
   /** Append an event in the caller's transaction; sinks run now, in order, listeners after commit. */
   async append(tx: Tx, e: EventInput): Promise<EventRow> {
-    const id = eventId(e.at);
-    const payload = JSON.stringify(e.payload);
-    const webhookData = e.webhook ? JSON.stringify(e.webhook.data) : null;
-    const info = await tx.run(
-      `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      id,
-      e.merchantId,
-      e.shopId,
-      e.mode,
-      e.kind,
-      payload,
-      e.at,
-      e.webhook?.event ?? null,
-      webhookData,
-      e.webhook?.url ?? null,
-      e.paymentId ?? null,
-      e.payoutId ?? null,
-    );
-    const row: EventRow = {
-      seq: Number(info.lastInsertRowid),
-      id,
-      merchant_id: e.merchantId,
-      shop_id: e.shopId,
-      mode: e.mode,
-      kind: e.kind,
-      payload,
-      at: e.at,
-      webhook_event: e.webhook?.event ?? null,
-      webhook_data: webhookData,
-      webhook_url: e.webhook?.url ?? null,
-      payment_id: e.paymentId ?? null,
-      payout_id: e.payoutId ?? null,
-    };
-    for (const sink of this.sinks) await sink(tx, row);
+    return (await this.appendMany(tx, [e]))[0];
+  }
+
+  /**
+   * Append events in one statement, in the order given (their numbers increase with it); then the sinks run for
+   * each in turn, and listeners after commit.
+   */
+  async appendMany(tx: Tx, inputs: EventInput[]): Promise<EventRow[]> {
+    const rows: EventRow[] = [];
+    const values: unknown[] = [];
+    for (const e of inputs) {
+      const payload = JSON.stringify(e.payload);
+      const webhookData = e.webhook ? JSON.stringify(e.webhook.data) : null;
+      const row: EventRow = {
+        seq: 0,
+        id: eventId(e.at),
+        merchant_id: e.merchantId,
+        shop_id: e.shopId,
+        mode: e.mode,
+        kind: e.kind,
+        payload,
+        at: e.at,
+        webhook_event: e.webhook?.event ?? null,
+        webhook_data: webhookData,
+        webhook_url: e.webhook?.url ?? null,
+        payment_id: e.paymentId ?? null,
+        payout_id: e.payoutId ?? null,
+      };
+      rows.push(row);
+      values.push(row.id, row.merchant_id, row.shop_id, row.mode, row.kind, payload, row.at, row.webhook_event, webhookData, row.webhook_url, row.payment_id, row.payout_id);
+    }
+    const insert = `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
+       VALUES ${new Array(inputs.length).fill('(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
+    if (rows.length === 1) {
+      rows[0].seq = Number((await tx.run(insert, ...values)).lastInsertRowid);
+    } else {
+      // Each row's number found by its id: the order RETURNING gives is not promised.
+      const seqs = new Map((await tx.all<{ seq: number; id: string }>(`${insert} RETURNING seq, id`, ...values)).map((r) => [r.id, Number(r.seq)]));
+      for (const row of rows) row.seq = seqs.get(row.id)!;
+    }
+    for (const row of rows) for (const sink of this.sinks) await sink(tx, row);
     tx.afterCommit(() => {
       this.feed?.kick();
-      for (const l of this.listeners) l(row);
+      for (const row of rows) for (const l of this.listeners) l(row);
     });
-    return row;
+    return rows;
   }
 }
 

@@ -11,6 +11,7 @@ import { openSessionTx } from './state';
 import { ensureLinkSweep } from './expiry';
 import { insertedRow, insertPayment, type InsertParams } from './store';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from '../model/payment';
+import type { EventInput } from '../events/emit';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from '../webhooks/url-safety';
 
 /** Fields POST /v1/public/payments accepts. */
@@ -112,17 +113,19 @@ export function parseCreateBody(body: unknown, auth: { merchantId: string; shopI
   };
 }
 
-/**
- * Insert a payment in the caller's transaction: pending, its link's expiry covered by the shop's sweep,
- * payment.created appended; test payments get their simulator plan.
- */
-export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<PaymentRow> {
-  // A saved method needs no buyer: its bank session opens at once (decisions.md), whether the payment
-  // comes from a token charge or from a create with method "recurrent". Such a payment is written once,
-  // when its session opens: it is pending only inside this transaction, so no link sweep covers it.
-  const opensAtOnce = input.tokenId !== undefined || input.method === 'recurrent';
-  // The shop's clock and the payment's number travel together (one round trip on PostgreSQL, with the BEGIN).
-  const [now, seq] = await together(core.clocks.now(tx, input.shopId, input.mode), opensAtOnce ? Promise.resolve(undefined) : nextPaymentSeq(tx));
+/** A payment about to be written: its row's values and its payment.created event. */
+export interface PaymentDraft {
+  params: InsertParams;
+  created: EventInput;
+}
+
+/** A saved method needs no buyer: its bank session opens at once (decisions.md), whether from a token charge or from a create with method "recurrent". */
+export function opensAtOnce(input: PaymentInput): boolean {
+  return input.tokenId !== undefined || input.method === 'recurrent';
+}
+
+/** The values of a new payment created at `now` on its shop's clock, and its event; test payments get their simulator plan. */
+export async function draftPayment(core: Pick<Core, 'banks'>, tx: Tx, input: PaymentInput, now: number): Promise<PaymentDraft> {
   const id = uuid();
   const meta: Record<string, string> = {};
   if (input.metadata) {
@@ -136,7 +139,6 @@ export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: Payment
   if (input.customerId) meta.customer_id = input.customerId;
   const kind = input.kind ?? 'payment';
   Object.assign(meta, await (await core.banks.for(tx, input.shopId, input.mode)).describePayment(tx, { shopId: input.shopId, mode: input.mode, amount: input.amount, kind, tokenId: input.tokenId }));
-  const expiresAt = now + (input.ttlMinutes ?? TTL_DEFAULT_MIN) * 60_000;
   const params: InsertParams = {
     seq: 0,
     id,
@@ -156,9 +158,9 @@ export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: Payment
     purpose: '',
     metadata: JSON.stringify(meta),
     created_at: now,
-    expires_at: expiresAt,
+    expires_at: now + (input.ttlMinutes ?? TTL_DEFAULT_MIN) * 60_000,
   };
-  const created = {
+  const created: EventInput = {
     merchantId: params.merchant_id,
     shopId: params.shop_id,
     mode: params.mode,
@@ -167,7 +169,20 @@ export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: Payment
     at: now,
     paymentId: id,
   };
-  if (opensAtOnce) {
+  return { params, created };
+}
+
+/**
+ * Insert a payment in the caller's transaction: pending, its link's expiry covered by the shop's sweep,
+ * payment.created appended; test payments get their simulator plan. A payment with a saved method is written
+ * once, when its session opens: it is pending only inside this transaction, so no link sweep covers it.
+ */
+export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<PaymentRow> {
+  const atOnce = opensAtOnce(input);
+  // The shop's clock and the payment's number travel together (one round trip on PostgreSQL, with the BEGIN).
+  const [now, seq] = await together(core.clocks.now(tx, input.shopId, input.mode), atOnce ? Promise.resolve(undefined) : nextPaymentSeq(tx));
+  const { params, created } = await draftPayment(core, tx, input, now);
+  if (atOnce) {
     await core.events.append(tx, created);
     return openSessionTx(core, tx, insertedRow(params), { tokenId: input.tokenId, unwritten: params });
   }

@@ -253,6 +253,27 @@ export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: numb
 }
 
 /**
+ * Insert pending payments in one statement, the i-th numbered `seqs[i]` (read in this transaction from the
+ * sequence, which hands each number out once: no conflict to retry). The rows as insertedRow builds them.
+ */
+export async function insertPayments(tx: Tx, params: InsertParams[], seqs: number[]): Promise<PaymentRow[]> {
+  const rows: PaymentRow[] = [];
+  const values: unknown[] = [];
+  params.forEach((p, i) => {
+    p.seq = seqs[i];
+    p.public_id = `P-${PUBLIC_ID_BASE + p.seq}`;
+    p.purpose = bankPurpose(p.public_id);
+    const row = insertedRow(p);
+    rows.push(row);
+    values.push(p.seq, p.id, p.public_id, p.kind, p.merchant_id, p.shop_id, p.mode, p.order_id, row.status, p.amount, p.currency, p.method, p.method_fixed,
+      p.return_url, p.description, p.webhook_url, p.purpose, p.metadata, p.created_at, p.expires_at, row.processing_until);
+  });
+  const tuple = `, (${new Array(21).fill('?').join(', ')})`;
+  await tx.run(`${INSERT_PAYMENT}${tuple.repeat(params.length - 1)}`, ...values);
+  return rows;
+}
+
+/**
  * The row just inserted (or about to be: a pending row not yet written), built from what went in and the
  * columns' defaults instead of read back (RETURNING cost a third of the insert). Keys in column order, as a row
  * read with SELECT * has them; a test compares the two.
