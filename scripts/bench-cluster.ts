@@ -7,7 +7,9 @@
 //      checkpoint, and no autovacuum worker left, waiting 30 s at most)
 //   3. CPU spent per create (every kopek process and every PostgreSQL process together, from /proc) with the
 //      same load on one node and spread over two, in turns (medians of --rounds): two/one ≤ 1.2. On a 2-core machine throughput cannot show a
-//      second node's worth; CPU per request shows what coordination costs.
+//      second node's worth; CPU per request shows what coordination costs. A control, not judged: two nodes
+//      each on a database of its own on the same server, sharing nothing (two sharing / two apart is what the
+//      coordination itself costs).
 // Prints one row per figure, then `bench-cluster: PASS` or `bench-cluster: FAIL (…)`; exits 0 on PASS.
 //
 // Usage: node --import tsx scripts/bench-cluster.ts [--exe PATH] [--small] [--seconds N] [--connections N]
@@ -108,6 +110,20 @@ async function xacts(url: string): Promise<{ commit: number; rollback: number }>
   }
 }
 
+/** A new empty database `name` on the server of `url`; its URL. */
+async function secondDatabase(url: string, name: string): Promise<string> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await c.end();
+  }
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
 /** What one load of creates gave. */
 interface CreateFigures {
   rps: number;
@@ -126,11 +142,10 @@ function medianFigures(runs: CreateFigures[]): CreateFigures {
   };
 }
 
-/** Creates at CONNECTIONS clients spread round-robin over `nodes`; returns creates/s and the CPU they cost. */
-async function creates(nodes: KopekServer[], key: string, pgRoot: number): Promise<CreateFigures> {
+/** Creates at CONNECTIONS clients spread evenly over `nodes` (node i with `keys[i]`); returns creates/s and the CPU they cost. */
+async function creates(nodes: KopekServer[], keys: string[], pgRoot: number): Promise<CreateFigures> {
   const x0 = await xacts(dbUrl);
   const body = JSON.stringify({ amount: 10_000 });
-  const headers = { authorization: `Bearer ${key}` };
   const per = Math.max(1, Math.floor(CONNECTIONS / nodes.length));
   let cpu0 = 0;
   let cpu1 = 0;
@@ -142,7 +157,7 @@ async function creates(nodes: KopekServer[], key: string, pgRoot: number): Promi
         duration_ms: SECONDS * 1000,
         warmup_ms: WARMUP_MS,
         expect: 201,
-        next: () => ({ method: 'POST', path: '/v1/public/payments', headers, body }),
+        next: () => ({ method: 'POST', path: '/v1/public/payments', headers: { authorization: `Bearer ${keys[i]}` }, body }),
         onWindow: i === 0 ? (edge) => (edge === 'start' ? (cpu0 = cpuOf(pids())) : (cpu1 = cpuOf(pids()))) : undefined,
       }),
     ),
@@ -221,21 +236,34 @@ async function main(): Promise<number> {
     // order every other round: the database grows through the run (and a checkpoint or an autovacuum lands where
     // it lands), so no side always meets it larger; each side's figures are its medians.
     const half = String(Math.max(1, Math.floor(PG_LIMITS.pool / 2)));
+    // The control: two nodes as above, each on a database of its own on the same server, so they share nothing.
+    // What two sharing nodes cost beyond it is their coordination; what it costs beyond one node is running two
+    // processes on these two cores.
+    const apartUrl = await secondDatabase(pgServer.url, 'kopek_apart');
+    const apartStore = await openEngine(apartUrl);
+    const apartDemo = await createDemo(apartStore, apartStore.now());
+    await apartStore.close();
     const bases: Array<{ rps: number; cpu_ms_per_create: number }> = [];
     const ones: CreateFigures[] = [];
     const twos: CreateFigures[] = [];
+    const aparts: CreateFigures[] = [];
+    const LOADS = ['bare server', 'one node', 'two nodes', 'two nodes apart'] as const;
     for (let round = 0; round < ROUNDS; round++) {
-      for (const count of round % 2 === 0 ? [0, 1, 2] : [2, 1, 0]) {
-        if (count === 0) {
+      for (const load of round % 2 === 0 ? LOADS : [...LOADS].reverse()) {
+        if (load === 'bare server') {
           const b = await baseline(pgServer.url, pgRoot);
           bases.push(b);
           console.error(`bench-cluster: round ${round + 1}, bare server: ${b.rps.toFixed(0)} creates/s, ${b.cpu_ms_per_create.toFixed(3)} ms of CPU per create`);
           continue;
         }
-        for (let i = 0; i < count; i++) nodes.push(await startKopek(kopek, count === 1 ? args : [...args, '--db-pool', half]));
-        const f = await creates(nodes, demo.secret, pgRoot);
-        (count === 1 ? ones : twos).push(f);
-        console.error(`bench-cluster: round ${round + 1}, ${count === 1 ? 'one node' : 'two nodes'}: ${f.rps.toFixed(0)} creates/s, ${f.cpu_ms_per_create.toFixed(3)} ms of CPU per create`);
+        if (load === 'one node') nodes.push(await startKopek(kopek, args));
+        else {
+          nodes.push(await startKopek(kopek, [...args, '--db-pool', half]));
+          nodes.push(await startKopek(kopek, load === 'two nodes' ? [...args, '--db-pool', half] : ['--db', apartUrl, '--no-demo', '--log-level', 'warn', '--db-pool', half]));
+        }
+        const f = await creates(nodes, load === 'two nodes apart' ? [demo.secret, apartDemo.secret] : [demo.secret, demo.secret], pgRoot);
+        (load === 'one node' ? ones : load === 'two nodes' ? twos : aparts).push(f);
+        console.error(`bench-cluster: round ${round + 1}, ${load}: ${f.rps.toFixed(0)} creates/s, ${f.cpu_ms_per_create.toFixed(3)} ms of CPU per create`);
         for (const n of nodes) n.proc.kill('SIGTERM');
         await Promise.all(nodes.map((n) => n.exited));
         nodes.length = 0;
@@ -244,6 +272,7 @@ async function main(): Promise<number> {
     const base = { rps: median(bases.map((b) => b.rps)), cpu_ms_per_create: median(bases.map((b) => b.cpu_ms_per_create)) };
     const one = medianFigures(ones);
     const two = medianFigures(twos);
+    const apart = medianFigures(aparts);
     // Each ratio is the median of the rounds' own ratios (loads next to each other in time), as bench:seam does.
     const oneToBase = median(ones.map((o, i) => o.rps / bases[i].rps));
     const twoToOne = median(twos.map((t, i) => t.cpu_ms_per_create / ones[i].cpu_ms_per_create));
@@ -253,6 +282,10 @@ async function main(): Promise<number> {
     rows.push(['CPU ms per create: one node', one.cpu_ms_per_create.toFixed(3), '', null]);
     rows.push(['CPU ms per create: two nodes', two.cpu_ms_per_create.toFixed(3), `${twoToOne.toFixed(2)}× (≤ 1.2)`, twoToOne <= 1.2]);
     rows.push(['creates/s: two nodes', two.rps.toFixed(0), '', null]);
+    const apartToOne = median(aparts.map((t, i) => t.cpu_ms_per_create / ones[i].cpu_ms_per_create));
+    const twoToApart = median(twos.map((t, i) => t.cpu_ms_per_create / aparts[i].cpu_ms_per_create));
+    rows.push(['CPU ms per create: two nodes apart', apart.cpu_ms_per_create.toFixed(3), `${apartToOne.toFixed(2)}× one node`, null]);
+    rows.push(['two nodes sharing / two nodes apart', `${twoToApart.toFixed(2)}×`, '(coordination)', null]);
     rows.push(['retried transactions per create: one node', one.rollbacks_per_create.toFixed(3), '', null]);
     rows.push(['retried transactions per create: two nodes', two.rollbacks_per_create.toFixed(3), '', null]);
     nodes.push(await startKopek(kopek, args));
@@ -263,7 +296,7 @@ async function main(): Promise<number> {
     const [liteMs, pgMs] = await getLatencies([{ base: sqlite.url, key: sqlite.demoKey! }, { base: nodes[0].url, key: demo.secret }], runs);
     rows.push(['GET median ms: SQLite', liteMs.toFixed(3), '', null]);
     rows.push(['GET median ms: PostgreSQL node', pgMs.toFixed(3), `${(pgMs / liteMs).toFixed(2)}× (≤ 2)`, pgMs / liteMs <= 2]);
-    if (one.errors + two.errors > 0) rows.push(['failed requests', String(one.errors + two.errors), '(0)', false]);
+    if (one.errors + two.errors + apart.errors > 0) rows.push(['failed requests', String(one.errors + two.errors + apart.errors), '(0)', false]);
   } finally {
     for (const n of nodes) n.proc.kill('SIGTERM');
     await Promise.all(nodes.map((n) => n.exited));
