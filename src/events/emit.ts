@@ -64,6 +64,11 @@ export type EventSink = (tx: Tx, row: EventRow) => Promise<void>;
 /** Called after commit (SSE fan-out, waking the webhook worker). */
 export type EventListener = (row: EventRow) => void;
 
+const INSERT_EVENT = `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+/** One more row of INSERT_EVENT's VALUES. */
+const EVENT_TUPLE = ', (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
 /** The append-only event log and its subscribers. */
 export class Events {
   private readonly sinks: EventSink[] = [];
@@ -136,11 +141,10 @@ export class Events {
       rows.push(row);
       values.push(row.id, row.merchant_id, row.shop_id, row.mode, row.kind, payload, row.at, row.webhook_event, webhookData, row.webhook_url, row.payment_id, row.payout_id);
     }
-    const insert = `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
-       VALUES ${new Array(inputs.length).fill('(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
     if (rows.length === 1) {
-      rows[0].seq = Number((await tx.run(insert, ...values)).lastInsertRowid);
+      rows[0].seq = Number((await tx.run(INSERT_EVENT, ...values)).lastInsertRowid);
     } else {
+      const insert = `${INSERT_EVENT}${EVENT_TUPLE.repeat(rows.length - 1)}`;
       // Each row's number found by its id: the order RETURNING gives is not promised.
       const seqs = new Map((await tx.all<{ seq: number; id: string }>(`${insert} RETURNING seq, id`, ...values)).map((r) => [r.id, Number(r.seq)]));
       for (const row of rows) row.seq = seqs.get(row.id)!;
