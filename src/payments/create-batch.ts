@@ -55,8 +55,8 @@ export async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: Payme
   const clocks = [...new Map(inputs.map((i) => [clockOf(i), i])).values()];
   const [seqs, ...nows] = await together(nextPaymentSeqsPg(tx, inputs.length), ...clocks.map((i) => core.clocks.now(tx, i.shopId, i.mode)));
   const nowOf = new Map(clocks.map((i, k) => [clockOf(i), nows[k]]));
-  const drafts = [];
-  for (const input of inputs) drafts.push(await draftPayment(core, tx, input, nowOf.get(clockOf(input))!));
+  // Made side by side: a live shop's draft reads its acquirer, and those reads share a round trip.
+  const drafts = await together(...inputs.map((input) => draftPayment(core, tx, input, nowOf.get(clockOf(input))!)));
   // One sweep check per shop and mode, at the earliest expiry among its new links.
   const sweeps = new Map<string, { shop_id: string; mode: Mode; expires_at: number }>();
   for (const { params: p } of drafts) {

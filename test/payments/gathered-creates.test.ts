@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
 import { postgresOnly } from '../helpers/pg';
+import { liveTBankShop } from '../helpers/tbank';
 
 // On PostgreSQL a node gathers the creates that arrive while its create transactions are under way and writes
 // them in one transaction (src/payments/create-batch.ts). Each payment must still be whole and alone in what it
@@ -93,4 +94,14 @@ test('a create the database refuses inside a shared transaction fails alone; the
     await admin.query('DROP TRIGGER gathered_refuse ON payments');
     await admin.query('DROP FUNCTION gathered_refuse()');
   }
+});
+
+test('live creates that arrive together are gathered too, each through its shop\'s acquirer', { skip }, async () => {
+  const shop = await liveTBankShop(s);
+  const N = 30;
+  const answers = await Promise.all(Array.from({ length: N }, (_, i) => create(shop, 3_000 + i, 200 + i)));
+  assert.deepEqual(answers.map((a) => a.status), new Array(N).fill(201));
+  assert.ok(answers.every((a) => a.body.mode === 'live'));
+  const rows = await admin.query(`SELECT count(*)::int AS n, count(DISTINCT public_id)::int AS p FROM payments WHERE shop_id = $1 AND mode = 'live'`, [shop.shopId]);
+  assert.deepEqual(rows.rows[0], { n: N, p: N });
 });
