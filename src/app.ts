@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './base/config';
+import { PG_LIMITS } from './db/limits';
 import type { App } from './app-types';
 import { openEngine, openStorage } from './db/maintenance';
 import { isPostgresUrl } from './db/pg-open';
@@ -104,12 +105,17 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   return { app, server, url: app.baseUrl(), close };
 }
 
+/** How long a request may wait for a PostgreSQL connection, or for a create transaction (PaymentCreates), before a 503. */
+function pgWaitMs(config: Config): number {
+  return Math.min(config.requestTimeoutMs, PG_LIMITS.connect_timeout_ms);
+}
+
 /** The storage, opened under the server lock, with secrets an older version left in clear sealed. */
 async function openData(config: Config, log: Logger): Promise<{ store: Store; lock: ServerLock | null }> {
   if (isPostgresUrl(config.db)) {
     // Every node must seal and open secrets with the same key, and none may write a key file of its own.
     if (!process.env.KOPEK_MASTER_KEY) throw new Error('cannot start on PostgreSQL: set KOPEK_MASTER_KEY (the same on every node); no key file is written in this mode');
-    const store = await openEngine(config.db, { log, pgPool: config.dbPool, pgConnectTimeoutMs: Math.min(config.requestTimeoutMs, 5000) });
+    const store = await openEngine(config.db, { log, pgPool: config.dbPool, pgConnectTimeoutMs: pgWaitMs(config) });
     try {
       await sealPlainSecrets(store);
     } catch (err) {
@@ -167,7 +173,7 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
       await keyUsage.flush();
     },
   };
-  const creates = new PaymentCreates(payments);
+  const creates = new PaymentCreates(payments, pgWaitMs(core.config));
   const app: App = Object.assign(Object.create(payments) as PaymentsCore, { viewCache, creates, webhooks: webhooks.worker, stream, metrics, keyUsage, retention: retention.retention });
   const modules: Module[] = [
     webhooks,

@@ -81,8 +81,14 @@ export async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: Payme
 
 interface Waiting {
   input: PaymentInput;
+  /** Real time it began to wait. */
+  since: number;
   resolve(v: CreatedPayment): void;
   reject(err: unknown): void;
+}
+
+function unavailable(message: string): Error {
+  return Object.assign(new Error(message), { code: 'DB_UNAVAILABLE' });
 }
 
 /** Errors after which a create is not run again alone: the outcome is unknown, or the database is away. */
@@ -99,8 +105,20 @@ export class PaymentCreates {
   private running = 0;
   private readonly inFlight: number;
 
-  constructor(private readonly core: CreateCore) {
+  /**
+   * `waitMs`: the longest a create waits for its transaction, as long as a request may wait for a connection;
+   * past it the create is refused (503) before anything is written, as a wait for a connection would be.
+   */
+  constructor(
+    private readonly core: CreateCore,
+    private readonly waitMs: number,
+  ) {
     this.inFlight = Math.max(1, Math.floor(core.config.dbPool / CREATE_BATCH.connections_each));
+  }
+
+  /** Creates waiting for a transaction now (for diagnostics and tests). */
+  get waitingCount(): number {
+    return this.waiting.length;
   }
 
   /** Whether a create may be gathered: on PostgreSQL, without a saved method (whose session opens at once). */
@@ -111,12 +129,17 @@ export class PaymentCreates {
   /** Create the payment: at once if a transaction slot is free, else with the creates waiting beside it. */
   create(input: PaymentInput): Promise<CreatedPayment> {
     return new Promise<CreatedPayment>((resolve, reject) => {
-      this.waiting.push({ input, resolve, reject });
+      this.waiting.push({ input, since: this.core.clocks.real(), resolve, reject });
       this.pump();
     });
   }
 
   private pump(): void {
+    const now = this.core.clocks.real();
+    while (this.waiting.length > 0 && now - this.waiting[0].since > this.waitMs) {
+      const late = this.waiting.shift()!;
+      late.reject(unavailable(`the database is unavailable: a payment create waited ${now - late.since} ms for a transaction (at most ${this.waitMs} ms)`));
+    }
     while (this.running < this.inFlight && this.waiting.length > 0) {
       const batch = this.waiting.splice(0, CREATE_BATCH.max_rows);
       this.running++;
