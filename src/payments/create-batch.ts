@@ -2,9 +2,8 @@ import { together, type Tx } from '../db/store';
 import { nextPaymentSeqsPg } from '../db/dialect';
 import type { Mode } from '../scheduler/clock';
 import type { PaymentRow } from '../model/payment';
-import type { Core } from '../core/core';
 import type { PaymentsCore } from './core';
-import { creationBody, createPaymentTx, draftPayment, opensAtOnce, type PaymentInput } from './create';
+import { creationBody, createWithAnswer, draftPayment, opensAtOnce, type PaymentInput } from './create';
 import { ensureLinkSweep } from './expiry';
 import { insertPayments } from './store';
 
@@ -42,9 +41,6 @@ export interface CreatedPayment {
   seen: { seq?: number };
 }
 
-/** The core as gathered creates need it: payments' own, and the hosted page's address for the answer. */
-export type CreateCore = PaymentsCore & Pick<Core, 'payPageUrl'>;
-
 /**
  * Create pending payments (none with a saved method) in the caller's transaction, written together: the clocks of
  * their shops and their numbers in one round trip, then every payment, every event and each shop's sweep check
@@ -65,15 +61,8 @@ export async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: Payme
     if (!s || p.expires_at < s.expires_at) sweeps.set(k, { shop_id: p.shop_id, mode: p.mode, expires_at: p.expires_at });
   }
   const [rows] = await together(
-    insertPayments(
-      tx,
-      drafts.map((d) => d.params),
-      seqs,
-    ),
-    core.events.appendMany(
-      tx,
-      drafts.map((d) => d.created),
-    ),
+    insertPayments(tx, drafts.map((d) => d.params), seqs),
+    core.events.appendMany(tx, drafts.map((d) => d.created)),
     ...[...sweeps.values()].map((s) => ensureLinkSweep(core.scheduler, tx, s)),
   );
   return rows;
@@ -110,13 +99,13 @@ export class PaymentCreates {
    * past it the create is refused (503) before anything is written, as a wait for a connection would be.
    */
   constructor(
-    private readonly core: CreateCore,
+    private readonly core: PaymentsCore,
     private readonly waitMs: number,
   ) {
     this.inFlight = Math.max(1, Math.floor(core.config.dbPool / CREATE_BATCH.connections_each));
   }
 
-  /** Creates waiting for a transaction now (for diagnostics and tests). */
+  /** Creates waiting for a transaction now (a test waits on it). */
   get waitingCount(): number {
     return this.waiting.length;
   }
@@ -171,10 +160,7 @@ export class PaymentCreates {
 
   private async alone(input: PaymentInput): Promise<CreatedPayment> {
     const seen: { seq?: number } = {};
-    const made = await this.core.store.write(async (tx) => {
-      const row = await createPaymentTx(this.core, tx, input);
-      return { row, body: await creationBody(this.core, tx, row) };
-    }, seen);
+    const made = await this.core.store.write((tx) => createWithAnswer(this.core, tx, input), seen);
     return { ...made, seen };
   }
 }

@@ -192,6 +192,12 @@ export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: Payment
   return row;
 }
 
+/** A payment made in the caller's transaction (createPaymentTx) with the body of its 201. */
+export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; body: Record<string, unknown> }> {
+  const row = await createPaymentTx(core, tx, input);
+  return { row, body: await creationBody(core, tx, row) };
+}
+
 /**
  * The creation response of the specification, plus what the shop's bank adds (the simulator's block in test
  * mode). The shop's bank is found through `q`: inside a transaction pass its tx.

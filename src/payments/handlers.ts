@@ -11,7 +11,7 @@ import { iso } from '../util/time';
 import { highNeeded, parseRegisterQuery, toPage } from '../registers/query';
 import { registerRows, REGISTERS } from '../registers/plan';
 import type { PaymentsCore, PaymentViewsCore } from './core';
-import { creationBody, createPaymentTx, parseCreateBody } from './create';
+import { createWithAnswer, parseCreateBody } from './create';
 import { failureMessage } from './failures';
 import { cancelTx } from './state';
 import { getPayment, getPaymentJson, metadataOf } from './store';
@@ -37,7 +37,7 @@ export async function paymentOfShop(q: Reader, ctx: Ctx, id: string): Promise<Pa
 /** POST /v1/public/payments */
 export async function createPayment(ctx: Ctx<PaymentCreatesCore>): Promise<Reply> {
   const input = parseCreateBody(ctx.body, ctx.auth!, ctx.app.config.webhookAllow);
-  if (idempotencyKey(ctx) === undefined && ctx.app.creates.takes(input)) {
+  if (ctx.app.creates.takes(input) && idempotencyKey(ctx) === undefined) {
     // Without a key there is nothing to replay: the create may share its transaction with others (create-batch.ts).
     const made = await ctx.app.creates.create(input);
     ctx.seen = made.seen;
@@ -46,10 +46,7 @@ export async function createPayment(ctx: Ctx<PaymentCreatesCore>): Promise<Reply
   }
   const reply = await idempotentCreate(
     ctx,
-    async (tx) => {
-      const p = await createPaymentTx(ctx.app, tx, input);
-      return { status: 201, body: await creationBody(ctx.app, tx, p) };
-    },
+    async (tx) => ({ status: 201, body: (await createWithAnswer(ctx.app, tx, input)).body }),
     // The specification has failure_code and failure_message present on every replay: the payment's
     // current refusal or expiry code, "" while it has none.
     async (tx, stored) => {

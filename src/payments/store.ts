@@ -208,6 +208,8 @@ export type InsertParams = Pick<
 const INSERT_PAYMENT = `INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, method_fixed,
     return_url, description, webhook_url, purpose, metadata, created_at, expires_at, processing_until)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+/** One more row of INSERT_PAYMENT's VALUES. */
+const PAYMENT_TUPLE = `, (${new Array(21).fill('?').join(', ')})`;
 
 /**
  * A payment whose bank session opens in its create's transaction (a saved method's charge) is written once,
@@ -228,23 +230,9 @@ export interface OpenedAtInsert {
 export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: number, opened?: OpenedAtInsert): Promise<PaymentRow> {
   for (let attempt = 0; ; attempt++) {
     // `seqRead`: the number the caller read in this transaction (with other reads, in one round trip).
-    const seq = attempt === 0 && seqRead !== undefined ? seqRead : await nextPaymentSeq(tx);
-    params.seq = seq;
-    params.public_id = `P-${PUBLIC_ID_BASE + seq}`;
-    params.purpose = bankPurpose(params.public_id);
-    const row = insertedRow(params);
-    if (opened) {
-      row.status = opened.status;
-      row.processing_until = opened.processing_until;
-    }
+    const row = numberedRow(params, attempt === 0 && seqRead !== undefined ? seqRead : await nextPaymentSeq(tx), opened);
     try {
-      const p = params;
-      await tx.run(
-        INSERT_PAYMENT,
-        p.seq, p.id, p.public_id, p.kind, p.merchant_id, p.shop_id, p.mode, p.order_id, row.status, p.amount, p.currency,
-        p.method, p.method_fixed, p.return_url, p.description, p.webhook_url, p.purpose, p.metadata, p.created_at, p.expires_at,
-        row.processing_until,
-      );
+      await tx.run(INSERT_PAYMENT, ...insertValues(params, row));
       return row;
     } catch (err) {
       if (attempt > 0 || !isPrimaryKeyConflict(err)) throw err;
@@ -257,20 +245,31 @@ export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: numb
  * sequence, which hands each number out once: no conflict to retry). The rows as insertedRow builds them.
  */
 export async function insertPayments(tx: Tx, params: InsertParams[], seqs: number[]): Promise<PaymentRow[]> {
-  const rows: PaymentRow[] = [];
-  const values: unknown[] = [];
-  params.forEach((p, i) => {
-    p.seq = seqs[i];
-    p.public_id = `P-${PUBLIC_ID_BASE + p.seq}`;
-    p.purpose = bankPurpose(p.public_id);
-    const row = insertedRow(p);
-    rows.push(row);
-    values.push(p.seq, p.id, p.public_id, p.kind, p.merchant_id, p.shop_id, p.mode, p.order_id, row.status, p.amount, p.currency, p.method, p.method_fixed,
-      p.return_url, p.description, p.webhook_url, p.purpose, p.metadata, p.created_at, p.expires_at, row.processing_until);
-  });
-  const tuple = `, (${new Array(21).fill('?').join(', ')})`;
-  await tx.run(`${INSERT_PAYMENT}${tuple.repeat(params.length - 1)}`, ...values);
+  const rows = params.map((p, i) => numberedRow(p, seqs[i]));
+  await tx.run(`${INSERT_PAYMENT}${PAYMENT_TUPLE.repeat(params.length - 1)}`, ...params.flatMap((p, i) => insertValues(p, rows[i])));
   return rows;
+}
+
+/** Give `p` its number `seq` (with the public id and the bank purpose made from it) and build its row. */
+function numberedRow(p: InsertParams, seq: number, opened?: OpenedAtInsert): PaymentRow {
+  p.seq = seq;
+  p.public_id = `P-${PUBLIC_ID_BASE + seq}`;
+  p.purpose = bankPurpose(p.public_id);
+  const row = insertedRow(p);
+  if (opened) {
+    row.status = opened.status;
+    row.processing_until = opened.processing_until;
+  }
+  return row;
+}
+
+/** INSERT_PAYMENT's values for `p`, written as `row` has them, in column order. */
+function insertValues(p: InsertParams, row: PaymentRow): unknown[] {
+  return [
+    p.seq, p.id, p.public_id, p.kind, p.merchant_id, p.shop_id, p.mode, p.order_id, row.status, p.amount, p.currency,
+    p.method, p.method_fixed, p.return_url, p.description, p.webhook_url, p.purpose, p.metadata, p.created_at, p.expires_at,
+    row.processing_until,
+  ];
 }
 
 /**

@@ -263,8 +263,8 @@ export class Scheduler {
         } while (this.again && !this.stopped);
       } finally {
         this.passing = null; // in the turn of the loop's last check: a later pass() never joins an ended pass
+        this.notifyIdle();
       }
-      this.notifyIdle();
       return total;
     })();
     this.passing = p;

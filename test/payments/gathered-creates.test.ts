@@ -2,19 +2,24 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
+import { fakeTime, eventually } from '../helpers/fake-time';
+import { PG_LIMITS } from '../../src/db/limits';
 import { postgresOnly } from '../helpers/pg';
 import { liveTBankShop } from '../helpers/tbank';
 
 // On PostgreSQL a node gathers the creates that arrive while its create transactions are under way and writes
 // them in one transaction (src/payments/create-batch.ts). Each payment must still be whole and alone in what it
-// answers: its own number, its event, its shop's sweep; one that cannot be written fails only itself.
+// answers: its own number, its event, its shop's sweep; one that cannot be written fails only itself. A create
+// waits for a transaction no longer than a request waits for a connection, and one that waited longer is refused
+// before anything of it is written, so a client that gave up on it never finds it made.
 
 const skip = postgresOnly();
+const time = fakeTime();
 let s: TestServer;
 let admin: pg.Client;
 before(async () => {
   if (skip) return;
-  s = await startTestServer();
+  s = await startTestServer({}, { realNow: time.now });
   admin = new pg.Client({ connectionString: s.dbPath });
   await admin.connect();
 });
@@ -104,4 +109,34 @@ test('live creates that arrive together are gathered too, each through its shop\
   assert.ok(answers.every((a) => a.body.mode === 'live'));
   const rows = await admin.query(`SELECT count(*)::int AS n, count(DISTINCT public_id)::int AS p FROM payments WHERE shop_id = $1 AND mode = 'live'`, [shop.shopId]);
   assert.deepEqual(rows.rows[0], { n: N, p: N });
+});
+
+test('a create that waited for its transaction longer than a connection wait is refused with 503, and nothing of it is written', { skip }, async () => {
+  const shop = await s.newShop();
+  const creates = s.running.app.creates;
+  // Every create transaction under way stops at the payments table.
+  await admin.query('BEGIN');
+  await admin.query('LOCK TABLE payments IN EXCLUSIVE MODE');
+  const blocked = [create(shop, 5_000, 0), create(shop, 5_001, 1)];
+  for (let i = 0; ; i++) {
+    const n = Number((await admin.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`)).rows[0].n);
+    if (n === 2) break;
+    assert.ok(i < 400, `two create transactions waiting on the lock (${n})`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const late = [create(shop, 5_002, 2), create(shop, 5_003, 3), create(shop, 5_004, 4)];
+  await eventually(() => creates.waitingCount === 3, 'three creates waiting for a transaction');
+  time.advance(PG_LIMITS.connect_timeout_ms + 1);
+  await admin.query('COMMIT');
+  const first = await Promise.all(blocked);
+  assert.deepEqual(first.map((r) => r.status), [201, 201]);
+  const refused = await Promise.all(late);
+  for (const r of refused) {
+    assert.equal(r.status, 503);
+    assert.match(String(r.body.error?.message), /storage is unavailable; retry shortly/);
+  }
+  const rows = await admin.query(`SELECT order_id FROM payments WHERE shop_id = $1 ORDER BY order_id`, [shop.shopId]);
+  assert.deepEqual(rows.rows.map((r) => r.order_id), ['gathered-0', 'gathered-1']);
+  // The queue serves again at once.
+  assert.equal((await create(shop, 5_005, 5)).status, 201);
 });
