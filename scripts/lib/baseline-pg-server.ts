@@ -2,7 +2,8 @@
 // INSERT, its own durable transaction (synchronous_commit on), through a pool as large as kopek's. No auth, no
 // validation beyond JSON.parse, no events, no jobs.
 //
-// Usage: node --import tsx scripts/lib/baseline-pg-server.ts URL   (prints "listening on URL" on stderr)
+// Usage: node --import tsx scripts/lib/baseline-pg-server.ts URL [POOL]   (prints "listening on URL" on stderr;
+// POOL: connections, default a node's pool)
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -11,10 +12,10 @@ import { readPayment, reply } from './baseline-http';
 
 const url = process.argv[2];
 if (!url) {
-  process.stderr.write('usage: baseline-pg-server.ts URL\n');
+  process.stderr.write('usage: baseline-pg-server.ts URL [POOL]\n');
   process.exit(2);
 }
-const pool = new pg.Pool({ connectionString: url, max: PG_LIMITS.pool, options: '-c synchronous_commit=on' });
+const pool = new pg.Pool({ connectionString: url, max: Number(process.argv[3] ?? PG_LIMITS.pool), options: '-c synchronous_commit=on' });
 
 async function main(): Promise<void> {
   await pool.query('CREATE TABLE IF NOT EXISTS baseline_payments (id TEXT PRIMARY KEY, amount BIGINT NOT NULL, currency TEXT NOT NULL, status TEXT NOT NULL, created_at BIGINT NOT NULL)');
