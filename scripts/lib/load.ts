@@ -37,8 +37,6 @@ export async function runLoad(
     max_requests?: number;
     /** Called when the measured window opens ('start') and when it closes or the run ends early ('end'), once each. */
     onWindow?: (edge: 'start' | 'end') => void;
-    /** Send at this many requests per second at most (request i not before i / rate s from the start); unset: as fast as answers come. */
-    rate_per_s?: number;
   },
 ): Promise<LoadResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: o.connections, maxFreeSockets: o.connections });
@@ -92,16 +90,7 @@ export async function runLoad(
   const windowTimers = [setTimeout(() => edge('start'), o.warmup_ms), setTimeout(() => edge('end'), o.warmup_ms + o.duration_ms)];
   await Promise.all(
     Array.from({ length: o.connections }, async () => {
-      while (performance.now() < until && n < max) {
-        const i = n++;
-        if (o.rate_per_s) {
-          const at = t0 + (i * 1000) / o.rate_per_s;
-          const wait = at - performance.now();
-          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-          if (performance.now() >= until) break;
-        }
-        await one(o.next(i));
-      }
+      while (performance.now() < until && n < max) await one(o.next(n++));
     }),
   );
   for (const t of windowTimers) clearTimeout(t);
