@@ -56,6 +56,8 @@ const GET_TURN = 100;
 const SETTLE_MS = 30_000;
 const exe = opts.get('exe') as string | undefined;
 let dbUrl = '';
+/** The PID of the bench's PostgreSQL server's postmaster. */
+let pgRoot = 0;
 const kopek = exe ? kopekCommand(exe, false) : { cmd: process.execPath, args: ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], label: 'node --import tsx src/main.ts' };
 
 /** The fields of /proc/PID/stat after the command's name (the state first); null once the process is gone. */
@@ -77,13 +79,44 @@ function statFields(pid: number): string[] | null {
 function postgresCpuS(root: number): number {
   const own = statFields(root);
   if (!own) return NaN;
-  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  let ticks = Number(own[13]) + Number(own[14]);
+  for (const p of postgresPids(root)) {
+    const f = statFields(p);
+    if (f) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks / 100;
+}
+
+/** PIDs of the PostgreSQL server whose postmaster is `root`: itself and its children now. */
+function postgresPids(root: number): number[] {
+  const out = [root];
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     const f = statFields(Number(d));
-    if (f && Number(f[1]) === root) ticks += Number(f[11]) + Number(f[12]);
+    if (f && Number(f[1]) === root) out.push(Number(d));
   }
-  return ticks / 100;
+  return out;
+}
+
+/** Context switches (voluntary and not) of each process's main thread now, by PID. */
+function switchesOf(pids: number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const p of pids) {
+    try {
+      const status = readFileSync(`/proc/${p}/status`, 'utf8');
+      out.set(p, Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)![1]) + Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)![1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** The switches between two readings, of the processes present in both. */
+function switchesBetween(a: Map<number, number>, b: Map<number, number>): number {
+  let n = 0;
+  for (const [p, v] of b) if (a.has(p)) n += v - a.get(p)!;
+  return n;
 }
 
 /** CPU seconds of these processes (none of which has children) now. */
@@ -144,6 +177,9 @@ async function secondDatabase(url: string, name: string): Promise<string> {
 interface CreateFigures {
   rps: number;
   cpu_ms_per_create: number;
+  /** Times the load's kopek (or bare) processes' main threads, and PostgreSQL's processes, slept and woke, per create. */
+  node_switches_per_create: number;
+  pg_switches_per_create: number;
   errors: number;
   rollbacks_per_create: number;
 }
@@ -153,6 +189,8 @@ function medianFigures(runs: CreateFigures[]): CreateFigures {
   return {
     rps: median(runs.map((r) => r.rps)),
     cpu_ms_per_create: median(runs.map((r) => r.cpu_ms_per_create)),
+    node_switches_per_create: median(runs.map((r) => r.node_switches_per_create)),
+    pg_switches_per_create: median(runs.map((r) => r.pg_switches_per_create)),
     errors: runs.reduce((s, r) => s + r.errors, 0),
     rollbacks_per_create: median(runs.map((r) => r.rollbacks_per_create)),
   };
@@ -165,16 +203,27 @@ interface Target {
   key: string | null;
 }
 
+/** The counters of a load at one edge of its window. */
+interface Reading {
+  cpu_s: number;
+  node: Map<number, number>;
+  pg: Map<number, number>;
+}
+
+function reading(pids: number[]): Reading {
+  return { cpu_s: cpuOf(pids) + postgresCpuS(pgRoot), node: switchesOf(pids), pg: switchesOf(postgresPids(pgRoot)) };
+}
+
 /**
- * Creates at CONNECTIONS clients spread evenly over `targets`, measured for `seconds` after `warmupMs`: creates/s
- * and the CPU seconds `cpu()` counts (read as the window opens and as it closes) per create.
+ * Creates at CONNECTIONS clients spread evenly over `targets`, measured for `seconds` after `warmupMs`: creates/s,
+ * and per create the CPU of the processes `pids` and of PostgreSQL, and their context switches.
  */
-async function createLoad(targets: Target[], cpu: () => number, warmupMs: number, seconds: number): Promise<CreateFigures> {
+async function createLoad(targets: Target[], pids: number[], warmupMs: number, seconds: number): Promise<CreateFigures> {
   const x0 = await xacts(dbUrl);
   const body = JSON.stringify({ amount: 10_000 });
   const per = Math.max(1, Math.floor(CONNECTIONS / targets.length));
-  let cpu0 = 0;
-  let cpu1 = 0;
+  let r0: Reading | null = null;
+  let r1: Reading | null = null;
   const results = await Promise.all(
     targets.map((t, i) =>
       runLoad(t.url, {
@@ -183,16 +232,21 @@ async function createLoad(targets: Target[], cpu: () => number, warmupMs: number
         warmup_ms: warmupMs,
         expect: 201,
         next: () => ({ method: 'POST', path: t.path, headers: t.key ? { authorization: `Bearer ${t.key}` } : undefined, body }),
-        onWindow: i === 0 ? (edge) => (edge === 'start' ? (cpu0 = cpu()) : (cpu1 = cpu())) : undefined,
+        onWindow: i === 0 ? (edge) => (edge === 'start' ? (r0 = reading(pids)) : (r1 = reading(pids))) : undefined,
       }),
     ),
   );
   const rps = results.reduce((s, r) => s + r.rps, 0);
   const x1 = await xacts(dbUrl);
   const made = results.reduce((s, r) => s + r.requests, 0);
+  const a = r0!;
+  const b = r1!;
+  const creates = rps * seconds;
   return {
     rps,
-    cpu_ms_per_create: ((cpu1 - cpu0) * 1000) / (rps * seconds),
+    cpu_ms_per_create: ((b.cpu_s - a.cpu_s) * 1000) / creates,
+    node_switches_per_create: switchesBetween(a.node, b.node) / creates,
+    pg_switches_per_create: switchesBetween(a.pg, b.pg) / creates,
     errors: results.reduce((s, r) => s + r.errors + r.unexpected, 0),
     rollbacks_per_create: (x1.rollback - x0.rollback) / Math.max(1, made),
   };
@@ -251,7 +305,7 @@ async function main(): Promise<number> {
   const stops: Array<() => Promise<void>> = [];
   try {
     dbUrl = pgServer.url;
-    const pgRoot = Number(readFileSync(join(pgServer.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    pgRoot = Number(readFileSync(join(pgServer.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
     const store = await openEngine(pgServer.url);
     const demo = await createDemo(store, store.now());
     await store.close();
@@ -308,15 +362,14 @@ async function main(): Promise<number> {
         slices: [],
       },
     ];
-    const cpuOfLoad = (l: (typeof loads)[number]) => (): number => cpuOf(l.pids) + postgresCpuS(pgRoot);
     // Every process runs for the whole measurement, so each is warm (V8 has compiled its hot code) before the
     // first slice, as in a cluster that has been running. Then the loads take turns in short slices, in the
     // opposite order every other cycle: this machine's speed drifts by tens of per cent over seconds, and loads
     // next to each other in time meet the same machine (and a database of about the same size).
-    for (const l of loads) await createLoad(l.targets, cpuOfLoad(l), 0, WARMUP_MS / 1000);
+    for (const l of loads) await createLoad(l.targets, l.pids, 0, WARMUP_MS / 1000);
     for (let cycle = 0; cycle < CYCLES; cycle++) {
       for (const l of cycle % 2 === 0 ? loads : [...loads].reverse()) {
-        const f = await createLoad(l.targets, cpuOfLoad(l), SLICE_RAMP_MS, SECONDS);
+        const f = await createLoad(l.targets, l.pids, SLICE_RAMP_MS, SECONDS);
         l.slices.push(f);
         console.error(`bench-cluster: cycle ${cycle + 1}, ${l.name}: ${f.rps.toFixed(0)} creates/s, ${f.cpu_ms_per_create.toFixed(3)} ms of CPU per create`);
       }
@@ -345,6 +398,9 @@ async function main(): Promise<number> {
     rows.push(['two nodes sharing / two nodes apart', `${twoToApart.toFixed(2)}×`, '(coordination)', null]);
     const bareTwoToOne = median(bareTwos.map((t, i) => t.cpu_ms_per_create / bases[i].cpu_ms_per_create));
     rows.push(['CPU ms per create: two bare servers', median(bareTwos.map((t) => t.cpu_ms_per_create)).toFixed(3), `${bareTwoToOne.toFixed(2)}× one bare server`, null]);
+    for (const [name, f] of [['one node', oneF], ['two nodes', two]] as const) {
+      rows.push([`context switches per create: ${name}`, `${f.node_switches_per_create.toFixed(2)} / ${f.pg_switches_per_create.toFixed(2)}`, '(kopek / PostgreSQL)', null]);
+    }
     rows.push(['retried transactions per create: one node', oneF.rollbacks_per_create.toFixed(3), '', null]);
     rows.push(['retried transactions per create: two nodes', two.rollbacks_per_create.toFixed(3), '', null]);
     nodes.push(await startKopek(kopek, args));
