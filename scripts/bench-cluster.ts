@@ -296,11 +296,70 @@ async function settle(url: string): Promise<void> {
   }
 }
 
+/** One printed figure: its name, its value, what it is against, and whether it met its target (null: not judged). */
+type Row = [string, string, string, boolean | null];
+
+/** A load of the comparison: where its clients send creates, whose CPU it counts, and what its slices gave. */
+interface Load {
+  name: string;
+  targets: Target[];
+  pids: number[];
+  slices: CreateFigures[];
+}
+
+/**
+ * Every process runs for the whole measurement, so each is warm (V8 has compiled its hot code) before the first
+ * slice, as in a cluster that has been running. Then the loads take turns in short slices, in the opposite order
+ * every other cycle: this machine's speed drifts by tens of per cent over seconds, and loads next to each other in
+ * time meet the same machine (and a database of about the same size).
+ */
+async function interleave(loads: Load[]): Promise<void> {
+  for (const l of loads) await createLoad(l.targets, l.pids, 0, WARMUP_MS / 1000);
+  for (let cycle = 0; cycle < CYCLES; cycle++) {
+    for (const l of cycle % 2 === 0 ? loads : [...loads].reverse()) {
+      const f = await createLoad(l.targets, l.pids, SLICE_RAMP_MS, SECONDS);
+      l.slices.push(f);
+      console.error(`bench-cluster: cycle ${cycle + 1}, ${l.name}: ${f.rps.toFixed(0)} creates/s, ${f.cpu_ms_per_create.toFixed(3)} ms of CPU per create`);
+    }
+  }
+}
+
+/** The rows of the create loads (in the order bare server, one node, two bare servers, two nodes, two nodes apart). */
+function createRows(loads: Load[]): Row[] {
+  const out: Row[] = [];
+  const [bases, ones, bareTwos, twos, aparts] = loads.map((l) => l.slices);
+  const base = { rps: median(bases.map((b) => b.rps)), cpu_ms_per_create: median(bases.map((b) => b.cpu_ms_per_create)) };
+  const oneF = medianFigures(ones);
+  const two = medianFigures(twos);
+  const apart = medianFigures(aparts);
+  // Each ratio is the median of the cycles' own ratios (loads next to each other in time), as bench:seam does.
+  const oneToBase = median(ones.map((o, i) => o.rps / bases[i].rps));
+  const twoToOne = median(twos.map((t, i) => t.cpu_ms_per_create / ones[i].cpu_ms_per_create));
+  out.push(['creates/s: bare node:http + pg', base.rps.toFixed(0), '', null]);
+  out.push(['creates/s: one kopek node', oneF.rps.toFixed(0), `${oneToBase.toFixed(2)}× (≥ 0.5)`, oneToBase >= 0.5]);
+  out.push(['CPU ms per create: bare', base.cpu_ms_per_create.toFixed(3), '', null]);
+  out.push(['CPU ms per create: one node', oneF.cpu_ms_per_create.toFixed(3), '', null]);
+  out.push(['CPU ms per create: two nodes', two.cpu_ms_per_create.toFixed(3), `${twoToOne.toFixed(2)}× (≤ 1.2)`, twoToOne <= 1.2]);
+  out.push(['creates/s: two nodes', two.rps.toFixed(0), '', null]);
+  const apartToOne = median(aparts.map((t, i) => t.cpu_ms_per_create / ones[i].cpu_ms_per_create));
+  const twoToApart = median(twos.map((t, i) => t.cpu_ms_per_create / aparts[i].cpu_ms_per_create));
+  out.push(['CPU ms per create: two nodes apart', apart.cpu_ms_per_create.toFixed(3), `${apartToOne.toFixed(2)}× one node`, null]);
+  out.push(['two nodes sharing / two nodes apart', `${twoToApart.toFixed(2)}×`, '(coordination)', null]);
+  const bareTwoToOne = median(bareTwos.map((t, i) => t.cpu_ms_per_create / bases[i].cpu_ms_per_create));
+  out.push(['CPU ms per create: two bare servers', median(bareTwos.map((t) => t.cpu_ms_per_create)).toFixed(3), `${bareTwoToOne.toFixed(2)}× one bare server`, null]);
+  for (const [name, f] of [['one node', oneF], ['two nodes', two]] as const) {
+    out.push([`context switches per create: ${name}`, `${f.node_switches_per_create.toFixed(2)} / ${f.pg_switches_per_create.toFixed(2)}`, '(kopek / PostgreSQL)', null]);
+  }
+  out.push(['retried transactions per create: one node', oneF.rollbacks_per_create.toFixed(3), '', null]);
+  out.push(['retried transactions per create: two nodes', two.rollbacks_per_create.toFixed(3), '', null]);
+  return out;
+}
+
 async function main(): Promise<number> {
   process.env.KOPEK_MASTER_KEY ||= Buffer.alloc(32, 7).toString('base64');
   const pgServer = await ownPostgres();
   const dir = mkdtempSync(join(tmpdir(), 'kopek-bench-cluster-'));
-  const rows: Array<[string, string, string, boolean | null]> = [];
+  const rows: Row[] = [];
   const nodes: KopekServer[] = [];
   const stops: Array<() => Promise<void>> = [];
   try {
@@ -337,7 +396,7 @@ async function main(): Promise<number> {
     const twoB = await node([...args, '--db-pool', half]);
     const apartA = await node([...args, '--db-pool', half]);
     const apartB = await node(['--db', apartUrl, '--no-demo', '--log-level', 'warn', '--db-pool', half]);
-    const loads: Array<{ name: string; targets: Target[]; pids: number[]; slices: CreateFigures[] }> = [
+    const loads: Load[] = [
       { name: 'bare server', targets: [{ url: bare.url, path: '/payments', key: null }], pids: [bare.pid], slices: [] },
       { name: 'one node', targets: [{ url: one.url, path, key: demo.secret }], pids: [one.proc.pid!], slices: [] },
       {
@@ -362,47 +421,12 @@ async function main(): Promise<number> {
         slices: [],
       },
     ];
-    // Every process runs for the whole measurement, so each is warm (V8 has compiled its hot code) before the
-    // first slice, as in a cluster that has been running. Then the loads take turns in short slices, in the
-    // opposite order every other cycle: this machine's speed drifts by tens of per cent over seconds, and loads
-    // next to each other in time meet the same machine (and a database of about the same size).
-    for (const l of loads) await createLoad(l.targets, l.pids, 0, WARMUP_MS / 1000);
-    for (let cycle = 0; cycle < CYCLES; cycle++) {
-      for (const l of cycle % 2 === 0 ? loads : [...loads].reverse()) {
-        const f = await createLoad(l.targets, l.pids, SLICE_RAMP_MS, SECONDS);
-        l.slices.push(f);
-        console.error(`bench-cluster: cycle ${cycle + 1}, ${l.name}: ${f.rps.toFixed(0)} creates/s, ${f.cpu_ms_per_create.toFixed(3)} ms of CPU per create`);
-      }
-    }
+    await interleave(loads);
     for (const n of nodes) n.proc.kill('SIGTERM');
     await Promise.all(nodes.map((n) => n.exited));
     nodes.length = 0;
     for (const stop of stops.splice(0)) await stop();
-    const [bases, ones, bareTwos, twos, aparts] = loads.map((l) => l.slices);
-    const base = { rps: median(bases.map((b) => b.rps)), cpu_ms_per_create: median(bases.map((b) => b.cpu_ms_per_create)) };
-    const oneF = medianFigures(ones);
-    const two = medianFigures(twos);
-    const apart = medianFigures(aparts);
-    // Each ratio is the median of the cycles' own ratios (loads next to each other in time), as bench:seam does.
-    const oneToBase = median(ones.map((o, i) => o.rps / bases[i].rps));
-    const twoToOne = median(twos.map((t, i) => t.cpu_ms_per_create / ones[i].cpu_ms_per_create));
-    rows.push(['creates/s: bare node:http + pg', base.rps.toFixed(0), '', null]);
-    rows.push(['creates/s: one kopek node', oneF.rps.toFixed(0), `${oneToBase.toFixed(2)}× (≥ 0.5)`, oneToBase >= 0.5]);
-    rows.push(['CPU ms per create: bare', base.cpu_ms_per_create.toFixed(3), '', null]);
-    rows.push(['CPU ms per create: one node', oneF.cpu_ms_per_create.toFixed(3), '', null]);
-    rows.push(['CPU ms per create: two nodes', two.cpu_ms_per_create.toFixed(3), `${twoToOne.toFixed(2)}× (≤ 1.2)`, twoToOne <= 1.2]);
-    rows.push(['creates/s: two nodes', two.rps.toFixed(0), '', null]);
-    const apartToOne = median(aparts.map((t, i) => t.cpu_ms_per_create / ones[i].cpu_ms_per_create));
-    const twoToApart = median(twos.map((t, i) => t.cpu_ms_per_create / aparts[i].cpu_ms_per_create));
-    rows.push(['CPU ms per create: two nodes apart', apart.cpu_ms_per_create.toFixed(3), `${apartToOne.toFixed(2)}× one node`, null]);
-    rows.push(['two nodes sharing / two nodes apart', `${twoToApart.toFixed(2)}×`, '(coordination)', null]);
-    const bareTwoToOne = median(bareTwos.map((t, i) => t.cpu_ms_per_create / bases[i].cpu_ms_per_create));
-    rows.push(['CPU ms per create: two bare servers', median(bareTwos.map((t) => t.cpu_ms_per_create)).toFixed(3), `${bareTwoToOne.toFixed(2)}× one bare server`, null]);
-    for (const [name, f] of [['one node', oneF], ['two nodes', two]] as const) {
-      rows.push([`context switches per create: ${name}`, `${f.node_switches_per_create.toFixed(2)} / ${f.pg_switches_per_create.toFixed(2)}`, '(kopek / PostgreSQL)', null]);
-    }
-    rows.push(['retried transactions per create: one node', oneF.rollbacks_per_create.toFixed(3), '', null]);
-    rows.push(['retried transactions per create: two nodes', two.rollbacks_per_create.toFixed(3), '', null]);
+    rows.push(...createRows(loads));
     nodes.push(await startKopek(kopek, args));
     const sqlite = await startKopek(kopek, ['--db', join(dir, 'kopek.db'), '--log-level', 'warn']);
     nodes.push(sqlite);
@@ -411,7 +435,7 @@ async function main(): Promise<number> {
     const [liteMs, pgMs] = await getLatencies([{ base: sqlite.url, key: sqlite.demoKey! }, { base: nodes[0].url, key: demo.secret }], runs);
     rows.push(['GET median ms: SQLite', liteMs.toFixed(3), '', null]);
     rows.push(['GET median ms: PostgreSQL node', pgMs.toFixed(3), `${(pgMs / liteMs).toFixed(2)}× (≤ 2)`, pgMs / liteMs <= 2]);
-    const failed = [...ones, ...twos, ...aparts].reduce((sum, f) => sum + f.errors, 0);
+    const failed = loads.flatMap((l) => l.slices).reduce((sum, f) => sum + f.errors, 0);
     if (failed > 0) rows.push(['failed requests', String(failed), '(0)', false]);
   } finally {
     for (const n of nodes) n.proc.kill('SIGTERM');
