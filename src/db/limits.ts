@@ -28,7 +28,8 @@ export interface StoreOptions {
  * The PostgreSQL engine's bounds. A node keeps at most `pool` connections (plus one for LISTEN); size the
  * database's max_connections above nodes × (pool + 2). A transaction PostgreSQL aborts for a serialization
  * failure or a deadlock runs again up to `retries` times, after a random pause that doubles from
- * `retry_first_ms` up to `retry_max_ms`. A statement that runs longer than `statement_timeout_ms` is cancelled,
+ * `retry_first_ms` up to `retry_max_ms`; after `lane_after` failures its next attempts take the node's retry lane
+ * (src/db/pg-lane.ts), one at a time. A statement that runs longer than `statement_timeout_ms` is cancelled,
  * and a connection idle inside a transaction for `idle_in_transaction_ms` is closed by the server.
  */
 export const PG_LIMITS = {
@@ -36,6 +37,7 @@ export const PG_LIMITS = {
   retries: 30,
   retry_first_ms: 2,
   retry_max_ms: 50,
+  lane_after: 2,
   statement_timeout_ms: 30_000,
   idle_in_transaction_ms: 60_000,
   connect_timeout_ms: 5_000,

@@ -8,6 +8,7 @@ import { pgStatement, type NumberedTables, type PgStatement } from './pg-sql';
 import { oneWrite, prepared } from './pg-wire';
 import { PG_LIMITS } from './limits';
 import { PgEventFeed } from './pg-events';
+import { RetryLane } from './pg-lane';
 import { commitUnknown, isConnectionLoss, isRetryable, isStalePlan, storageError } from './pg-errors';
 
 /**
@@ -41,6 +42,7 @@ export class PgStore implements Store {
   readonly now = (): number => Date.now() + this.clockOffsetMs;
   private failure: StorageTrouble | null = null;
   private open = true;
+  private readonly lane = new RetryLane();
 
   constructor(pool: pg.Pool, opts: { path: string; numbered: NumberedTables; log?: Logger; listenClient: () => pg.Client }) {
     this.pool = pool;
@@ -111,7 +113,20 @@ export class PgStore implements Store {
   }
 
   async tx<T>(fn: Body<T>): Promise<T> {
+    const lane: { leave?: () => void } = {};
+    try {
+      return await this.attempts(fn, async () => {
+        lane.leave ??= await this.lane.enter();
+      });
+    } finally {
+      lane.leave?.();
+    }
+  }
+
+  /** Run `fn` until it commits or fails for good; `toLane` is awaited before every attempt past lane_after. */
+  private async attempts<T>(fn: Body<T>, toLane: () => Promise<void>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
+      if (attempt > PG_LIMITS.lane_after) await toLane();
       const client = await this.connect();
       const hooks: Array<() => void> = [];
       const tx = new PgTx(client, this.connection, hooks, this.numbered, this.log);
