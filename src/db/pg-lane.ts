@@ -1,3 +1,8 @@
+/** A transaction's hold on the lane: `leave` is set once it has entered. */
+export interface InLane {
+  leave?: () => void;
+}
+
 /**
  * A node's lane for transactions that keep losing serialization races. SERIALIZABLE lets every contender of a
  * hot row (one shop's balance under many payouts at once) start, and all but one of them fail at COMMIT; each
@@ -12,7 +17,7 @@ export class RetryLane {
   private held = false;
   private readonly waiting: Array<() => void> = [];
 
-  /** Wait for the lane; the promise's function gives it to the next waiter (call it exactly once). */
+  /** Wait for the lane; the promise's function gives it to the next waiter (a second call does nothing). */
   async enter(): Promise<() => void> {
     if (this.held) await new Promise<void>((resolve) => this.waiting.push(resolve));
     else this.held = true;
@@ -24,10 +29,5 @@ export class RetryLane {
       if (next) next();
       else this.held = false;
     };
-  }
-
-  /** Transactions waiting for the lane (not counting the one in it). */
-  get queued(): number {
-    return this.waiting.length;
   }
 }

@@ -8,7 +8,7 @@ import { pgStatement, type NumberedTables, type PgStatement } from './pg-sql';
 import { oneWrite, prepared } from './pg-wire';
 import { PG_LIMITS } from './limits';
 import { PgEventFeed } from './pg-events';
-import { RetryLane } from './pg-lane';
+import { RetryLane, type InLane } from './pg-lane';
 import { commitUnknown, isConnectionLoss, isRetryable, isStalePlan, storageError } from './pg-errors';
 
 /**
@@ -113,20 +113,18 @@ export class PgStore implements Store {
   }
 
   async tx<T>(fn: Body<T>): Promise<T> {
-    const lane: { leave?: () => void } = {};
+    const lane: InLane = {};
     try {
-      return await this.attempts(fn, async () => {
-        lane.leave ??= await this.lane.enter();
-      });
+      return await this.attempts(fn, lane);
     } finally {
       lane.leave?.();
     }
   }
 
-  /** Run `fn` until it commits or fails for good; `toLane` is awaited before every attempt past lane_after. */
-  private async attempts<T>(fn: Body<T>, toLane: () => Promise<void>): Promise<T> {
+  /** Run `fn` until it commits or fails for good; attempts past lane_after wait for the node's lane first. */
+  private async attempts<T>(fn: Body<T>, lane: InLane): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      if (attempt > PG_LIMITS.lane_after) await toLane();
+      if (attempt > PG_LIMITS.lane_after) lane.leave ??= await this.lane.enter();
       const client = await this.connect();
       const hooks: Array<() => void> = [];
       const tx = new PgTx(client, this.connection, hooks, this.numbered, this.log);
