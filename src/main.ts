@@ -3,6 +3,7 @@ import { startApp } from './app';
 import { io, processIo, withIo, type Io } from './cli/command';
 import { VERSION } from './base/version';
 import { didYouMean } from './cli/args';
+import { redactUrl } from './base/redact-url';
 
 /** Every command, `serve` (which starts the app) first. */
 const COMMANDS = cliCommands(startApp);
@@ -49,7 +50,8 @@ async function run(argv: string[]): Promise<number> {
   try {
     return await cmd.run(args);
   } catch (e) {
-    err(`kopek ${cmd.name}: ${(e as Error).message.split('\n')[0]}\n`);
+    // Whatever a command's error quotes, a database URL in it shows without its password.
+    err(`kopek ${cmd.name}: ${redactUrl((e as Error).message.split('\n')[0])}\n`);
     return 1;
   }
 }
@@ -66,7 +68,7 @@ export function exitWith(run: Promise<number>): void {
       process.exitCode = code;
     },
     (err) => {
-      process.stderr.write(`kopek: ${(err as Error).message}\n`);
+      process.stderr.write(`kopek: ${redactUrl((err as Error).message)}\n`);
       process.exitCode = 1;
     },
   );

@@ -1,5 +1,6 @@
 import { strictArgs, type RefusalWording, type StrictOptions } from './strict-args';
 import type { LogLevel } from './log';
+import { redactUrl } from './redact-url';
 
 /** The server's whole configuration, from flags and `KOPEK_*` environment variables (flags win). */
 export interface Config {
@@ -228,7 +229,7 @@ const TEST_KEY_RE = /^sk_test_[A-Za-z0-9_-]{16,128}$/;
  */
 function checkDemoOptions(cfg: Config, dbFlag: boolean): void {
   if (cfg.ephemeral) {
-    if (dbFlag && cfg.db !== ':memory:') throw new Error(`--ephemeral keeps the database in memory; it cannot be used with --db "${cfg.db}"`);
+    if (dbFlag && cfg.db !== ':memory:') throw new Error(`--ephemeral keeps the database in memory; it cannot be used with --db "${redactUrl(cfg.db)}"`);
     cfg.db = ':memory:';
   }
   if (cfg.demoKey === null) return;

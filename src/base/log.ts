@@ -1,3 +1,5 @@
+import { mentionsDatabaseUrl, redactUrl } from './redact-url';
+
 /** Severity of a log line; `silent` writes nothing. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -82,12 +84,20 @@ function stdoutLine(line: string): void {
   (stdoutWriter ??= bufferedStdout()).write(line);
 }
 
+/** The fields with every text in them (at any depth) passed through redactUrl. */
+function redactFields(fields: Record<string, unknown>): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(fields, (_k, v: unknown) => (typeof v === 'string' ? redactUrl(v) : v))) as Record<string, unknown>;
+}
+
 /** A logger writing one JSON object per line to `write` (buffered stdout by default, see bufferedStdout). */
 export function createLogger(level: LogLevel, write: (line: string) => void = stdoutLine): Logger {
   const min = ORDER[level];
   const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     if (ORDER[lvl] < min) return;
-    write(logLine(lvl, msg, fields));
+    const line = logLine(lvl, msg, fields);
+    // A database URL that reached a message or a field (a driver's error quoting it) keeps its password out of
+    // the line. Only a line that holds such a URL pays for the second pass.
+    write(mentionsDatabaseUrl(line) ? logLine(lvl, redactUrl(msg), fields && redactFields(fields)) : line);
   };
   return {
     debug: (m, f) => emit('debug', m, f),

@@ -4,6 +4,7 @@ import { loadConfig, OPTIONS, type Config } from '../base/config';
 import { bufferedStdout, createLogger, type Logger } from '../base/log';
 import { openEngine } from '../db/maintenance';
 import { isPostgresUrl } from '../db/pg-open';
+import { redactUrl } from '../base/redact-url';
 import type { Store } from '../db/store';
 import { isEmpty } from '../cabinet/store';
 import { createDemoData, type DemoData } from './demo';
@@ -97,7 +98,7 @@ function banner(config: Config, running: ServedApp, demo: DemoData | null): stri
   const bound = running.server.address() as AddressInfo;
   const listen = `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
   const publicUrl = running.url === listen ? '' : `public URL ${running.url}, `;
-  const where = config.db === ':memory:' ? 'database in memory, gone when the server stops' : `database ${config.db}`;
+  const where = config.db === ':memory:' ? 'database in memory, gone when the server stops' : `database ${redactUrl(config.db)}`;
   let text = `kopek ${running.app.version} listening on ${listen} (${publicUrl}${where})\n`;
   if (demo) {
     text += [

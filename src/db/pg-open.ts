@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from '../base/log';
+import { redactUrl } from '../base/redact-url';
 import { SCHEMA_SQL } from './schema-text';
 import { MIGRATIONS } from './migrations';
 import { numberedTables, pgSchema } from './pg-sql';
@@ -26,10 +27,8 @@ export function isPostgresUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);
 }
 
-/** The URL with its password replaced, for logs, errors and listings. */
-export function redactUrl(url: string): string {
-  return url.replace(/^(postgres(?:ql)?:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
-}
+// The URL with its password replaced, for logs, errors and listings: the one function, kept beside the logger.
+export { redactUrl };
 
 /** Options of openPgStorage. */
 export interface PgOpenOptions {

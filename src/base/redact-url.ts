@@ -1,0 +1,33 @@
+// A database URL carries its password (postgres://user:PASSWORD@host/db, or ?password=…). Everything kopek
+// shows (the serve banner, log lines, errors, doctor, admin commands' output) passes a URL, or a text that may
+// quote one, through redactUrl: the one place that knows how a password sits in such a URL.
+
+/** A PostgreSQL URL inside a text: from its scheme to the first space, quote or angle bracket. */
+const PG_URL_IN_TEXT = /postgres(?:ql)?:\/\/[^\s"'<>]*/gi;
+
+/** The same scheme, to tell quickly whether a text holds such a URL at all. */
+const PG_SCHEME = /postgres(?:ql)?:\/\//i;
+
+/**
+ * The password of the user information: after the user's name and its colon, up to the last `@` before the
+ * path, query or fragment (a password written with a bare `@` in it is still hidden whole).
+ */
+const USERINFO_PASSWORD = /^(postgres(?:ql)?:\/\/[^:/?#@]*:)[^/?#]*@/i;
+
+/** A password given as a query parameter (`?password=…`, and the TLS key's `sslpassword=…`). */
+const QUERY_PASSWORD = /([?&](?:ssl)?password=)[^&#]*/gi;
+
+/** True when `text` holds a postgres:// URL (which redactUrl would rewrite if it carries a password). */
+export function mentionsDatabaseUrl(text: string): boolean {
+  return PG_SCHEME.test(text);
+}
+
+/**
+ * `text` with the password of every postgres:// URL in it shown as `***`, whether the text is the URL itself or
+ * a message quoting one: `postgres://kopek:***@db/kopek`, `postgres://kopek@db/kopek?password=***`. A text
+ * without such a URL comes back as it is.
+ */
+export function redactUrl(text: string): string {
+  if (!PG_SCHEME.test(text)) return text;
+  return text.replace(PG_URL_IN_TEXT, (url) => url.replace(USERINFO_PASSWORD, '$1***@').replace(QUERY_PASSWORD, '$1***'));
+}
