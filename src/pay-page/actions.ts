@@ -5,6 +5,7 @@ import { buyerCancel, findPaymentForPage, payWithMethod } from '../payments/buye
 import type { PaymentView } from '../model/payment';
 import { backToPage, formOf, langOf, renderForeign, renderNotFound, tolerateMovedOn } from './render';
 import { PAGE_METHODS } from './screens';
+import { href } from './layout';
 
 /** The payment a page action is about, with the buyer's language and form. */
 export type Loaded = { lang: ReturnType<typeof langOf>; p: PaymentView; form: Record<string, string> };
@@ -36,10 +37,14 @@ export async function postMethod(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   return backToPage(l.p.id, l.lang);
 }
 
-/** POST /pay/:id/cancel: the buyer gives up before a bank session opens (pending → cancelled). */
+/**
+ * POST /pay/:id/cancel: the buyer gives up before a bank session opens (pending → cancelled), only with the
+ * confirmation step's `confirm=yes`; a POST without it (an old page's one-click form) is sent to that step.
+ */
 export async function postCancel(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;
+  if (l.p.status === 'pending' && l.form.confirm !== 'yes') return { status: 303, location: href(`/pay/${l.p.id}?cancel=ask`, l.lang) };
   if (l.p.status === 'pending') await tolerateMovedOn(() => buyerCancel(ctx.app, l.p.id));
   return backToPage(l.p.id, l.lang);
 }

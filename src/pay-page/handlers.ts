@@ -6,7 +6,7 @@ import { buyerRedirectUrl, findPaymentForPage } from '../payments/buyer';
 import type { PaymentView } from '../model/payment';
 import { isTest } from './layout';
 import { backToPage, isFinal, langOf, renderNotFound, renderPage } from './render';
-import { bankScreen, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, payStep, processingScreen, sbpScreen, statusScreen, threeDsScreen, type PageMethod, type ScreenCtx } from './screens';
+import { bankScreen, cancelConfirm, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, payStep, processingScreen, sbpScreen, statusScreen, threeDsScreen, type PageMethod, type ScreenCtx } from './screens';
 import { getPayment } from '../payments/store';
 import { clearStep, getStep } from './steps';
 import { liveScreen, liveSession, liveStep } from './live';
@@ -30,7 +30,7 @@ export async function showPage(ctx: Ctx<PageCore>): Promise<Reply> {
   const step = await getStep(ctx.app.store, p.id);
   const sc: ScreenCtx = { lang, p, step };
   const poll = { poll: true, step };
-  if (p.status === 'pending') return renderPage(ctx, lang, p, await pendingScreen(ctx, sc), poll);
+  if (p.status === 'pending') return renderPage(ctx, lang, p, await pendingScreen(ctx, sc), { ...poll, query: screenQuery(ctx) });
   // A live payment is paid on the acquirer's side: its bank says what the page shows.
   if (!isTest(p)) return liveScreen(ctx, lang, p, await liveSession(ctx, p));
   if (step?.step === 'challenge') return renderPage(ctx, lang, p, threeDsScreen(sc), poll);
@@ -49,18 +49,30 @@ export async function showPage(ctx: Ctx<PageCore>): Promise<Reply> {
   }
 }
 
+const isPageMethod = (m: string | null): m is PageMethod => m !== null && (PAGE_METHODS as readonly string[]).includes(m);
+
+/** The screen a pending payment's address asks for (`method`, `cancel`), as the language switch keeps it. */
+function screenQuery(ctx: Ctx): string {
+  const q = new URLSearchParams();
+  const method = ctx.query.get('method');
+  if (method === 'any' || isPageMethod(method)) q.set('method', method);
+  if (ctx.query.get('cancel') === 'ask') q.set('cancel', 'ask');
+  return q.toString();
+}
+
 /**
  * A pending payment's screen: the pay step of a method fixed at creation; for a payment created with `any`,
  * the method list, or the pay step of the method asked for in `?method=` (or chosen through the API), with
- * the way back to the list (`?method=any`). Which one is shown is in the address only: GET changes nothing.
+ * the way back to the list (`?method=any`); with `?cancel=ask`, the confirmation of the buyer's cancel. Which
+ * one is shown is in the address only: GET changes nothing.
  */
 async function pendingScreen(ctx: Ctx<PageCore>, sc: ScreenCtx): Promise<string> {
   const { p } = sc;
-  const isPageMethod = (m: string | null): m is PageMethod => m !== null && (PAGE_METHODS as readonly string[]).includes(m);
   if (p.method !== 'any' && !isPageMethod(p.method)) return processingScreen(sc);
+  const asked = ctx.query.get('method');
+  if (ctx.query.get('cancel') === 'ask') return cancelConfirm(sc, asked === 'any' || isPageMethod(asked) ? asked : null);
   const row = await getPayment(ctx.app.store, p.id);
   if (row?.method_fixed && isPageMethod(p.method)) return payStep(sc, p.method, false);
-  const asked = ctx.query.get('method');
   if (isPageMethod(asked)) return payStep(sc, asked, true);
   if (asked === 'any' || !isPageMethod(p.method)) return methodChoice(sc);
   return payStep(sc, p.method, true);

@@ -48,9 +48,9 @@ export function pageHeaders(nonce: string, formOrigin: string | null): Record<st
   };
 }
 
-/** A page-internal link that keeps the chosen language. */
+/** A page-internal link that keeps the chosen language (`path` may carry a query of its own). */
 export function href(path: string, lang: Lang): string {
-  return `${path}?lang=${lang}`;
+  return `${path}${path.includes('?') ? '&' : '?'}lang=${lang}`;
 }
 
 /** What every page shell needs besides its body. */

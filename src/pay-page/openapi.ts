@@ -47,13 +47,28 @@ export const payPageOpenApi: OpenApiFragment = {
         summary: 'The hosted payment page: the screen of the payment\'s current state',
         description:
           'Method choice (method any), SBP QR code, card form, 3-D Secure challenge, bank confirmation, processing, ' +
-          'and final status screens. Opening the page changes nothing: the buyer\'s POST of a method opens the bank session (pending → processing). ' +
+          'the confirmation of the buyer\'s cancel, and final status screens. Opening the page changes nothing: the buyer\'s POST of a method ' +
+          '(or, for a test payment, of the card form, which is the first screen of a card payment) opens the bank session (pending → processing). ' +
           'A final status other than succeeded redirects to return_url at once; succeeded redirects after about 2 s.',
         tags: ['Hosted page'],
         security: [],
         parameters: [
           ...idParam,
           langParam,
+          {
+            name: 'method',
+            in: 'query',
+            required: false,
+            schema: { enum: ['any', 'sbp', 'cards', 'tpay', 'bankpay'] },
+            description: 'A pending payment whose method was not fixed: the pay step of this method (a test payment\'s cards: the card form), or `any` for the method list',
+          },
+          {
+            name: 'cancel',
+            in: 'query',
+            required: false,
+            schema: { enum: ['ask'] },
+            description: 'A pending payment: the confirmation step of the buyer\'s cancel ("Yes, cancel" posts to /pay/{id}/cancel with confirm=yes; "Back" returns to the screen of `method`)',
+          },
           {
             name: 'back',
             in: 'query',
@@ -89,9 +104,13 @@ export const payPageOpenApi: OpenApiFragment = {
       ...formPost('Approve or decline at the simulated bank (test mode)', { action: { enum: ['approve', 'decline'] } }, ['action']),
     },
     '/pay/{id}/method': formPost('Choose the method of an `any` payment (stays pending)', { method: { enum: ['sbp', 'cards', 'tpay', 'bankpay'] } }, ['method']),
-    '/pay/{id}/cancel': formPost('The buyer cancels a pending payment', {}, []),
+    '/pay/{id}/cancel': formPost(
+      'The buyer cancels a pending payment, with the confirmation step\'s confirm=yes; without it the 303 leads to that step (?cancel=ask) and nothing changes',
+      { confirm: { enum: ['yes'] } },
+      [],
+    ),
     '/pay/{id}/card': formPost(
-      'Pay by card: checked like the page script does (Luhn, expiry, CVC); the number is never stored',
+      'Pay by card (test mode): checked like the page script does (Luhn, expiry, CVC); the number is never stored. On a pending payment a card that passes opens the card session first',
       {
         number: { type: 'string', description: '15 to 19 digits, spaces allowed' },
         exp: { type: 'string', description: 'MM/YY, not in the past' },

@@ -24,6 +24,8 @@ export interface RenderOptions {
   /** Follow this address after `redirectMs` (the success screen's way back to the shop). */
   redirect?: string | null;
   redirectMs?: number;
+  /** The query of the screen's address (without `lang`), which the language switch keeps. */
+  query?: string;
 }
 
 /** A full HTML page reply with the page's security headers. */
@@ -40,7 +42,8 @@ export function renderPage(ctx: Ctx, lang: Lang, p: PaymentView, body: string, o
     data.redirect = o.redirect;
     data.redirectMs = String(o.redirectMs ?? 0);
   }
-  const html = page({ lang, nonce, path: `/pay/${p.id}`, title: `${purpose(lang, kindOf(p)).title} · ${p.shop_name}`, payment: p, data }, body);
+  const path = o.query ? `/pay/${p.id}?${o.query}` : `/pay/${p.id}`;
+  const html = page({ lang, nonce, path, title: `${purpose(lang, kindOf(p)).title} · ${p.shop_name}`, payment: p, data }, body);
   return { status: o.status ?? 200, html, headers: pageHeaders(nonce, returnOrigin(p.return_url)) };
 }
 

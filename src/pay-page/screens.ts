@@ -30,10 +30,50 @@ function payPath(p: PaymentView, sub = ''): string {
 /** A method a buyer can pay with on the page. */
 export type PageMethod = (typeof PAGE_METHODS)[number];
 
-function cancelForm(lang: Lang, p: PaymentView): string {
-  return `<form method="post" action="${esc(href(payPath(p, '/cancel'), lang))}">
-<button class="btn secondary" type="submit">${esc(t(lang, 'cancel_payment'))}</button>
-</form>`;
+/**
+ * The address of a pending payment's screen: `method` is the one asked for in `?method=` (a method, or `any` for
+ * the list), `cancel` the confirmation step. The language is added by href.
+ */
+export function screenPath(p: PaymentView, method: string | null, cancel = false): string {
+  const q = new URLSearchParams();
+  if (method) q.set('method', method);
+  if (cancel) q.set('cancel', 'ask');
+  const s = q.toString();
+  return s ? `${payPath(p)}?${s}` : payPath(p);
+}
+
+/**
+ * "Cancel payment" leads to the confirmation step (a GET: it changes nothing), so one click beside "Other ways
+ * to pay" cannot cancel; `from` is the screen the step's "Back" returns to.
+ */
+function cancelLink(lang: Lang, p: PaymentView, from: string): string {
+  return `<a class="btn quiet" href="${esc(href(screenPath(p, from, true), lang))}">${esc(t(lang, 'cancel_payment'))}</a>`;
+}
+
+/** The ways off a pay step: back to the method list (when the method was not fixed) and cancelling. */
+function waysOut(lang: Lang, p: PaymentView, method: PageMethod, canChange: boolean): string {
+  const back = canChange ? `<a class="btn secondary" href="${esc(href(screenPath(p, 'any'), lang))}">${esc(t(lang, 'other_methods'))}</a>` : '';
+  return `<div class="stack">
+${back}
+${cancelLink(lang, p, method)}
+</div>`;
+}
+
+/**
+ * The buyer's confirmation that they give up: only its "Yes, cancel" posts the cancel (with confirm=yes);
+ * "Back" returns to the screen the buyer came from (`from`: the method asked for, `any` for the list).
+ */
+export function cancelConfirm({ lang, p }: ScreenCtx, from: string | null): string {
+  return `<div class="status">${STATUS_ICONS.off}
+<h2>${esc(t(lang, 'cancel_confirm_title'))}</h2>
+<p class="muted">${esc(t(lang, 'cancel_confirm_text'))}</p></div>
+<div class="stack">
+<form method="post" action="${esc(href(payPath(p, '/cancel'), lang))}">
+<input type="hidden" name="confirm" value="yes">
+<button class="btn danger" type="submit">${esc(t(lang, 'cancel_yes'))}</button>
+</form>
+<a class="btn secondary" href="${esc(href(screenPath(p, from), lang))}">${esc(t(lang, 'cancel_back'))}</a>
+</div>`;
 }
 
 /**
@@ -53,25 +93,29 @@ ${items}
 </ul>
 </form>
 <div class="stack">
-${cancelForm(lang, p)}
+${cancelLink(lang, p, 'any')}
 </div>`;
 }
 
 /**
- * The pay step of one method ("Pay by card"): the method fixed at creation, or the one the buyer chose. Its
- * POST opens the bank session; `canChange` (the method was not fixed) adds the way back to the others.
+ * The pay step of one method ("Оплата через СБП"): the method fixed at creation, or the one the buyer chose.
+ * Its POST opens the bank session; `canChange` (the method was not fixed) adds the way back to the others. A
+ * test payment's card step is the card form itself (cardPayStep): its POST opens the session and pays.
  */
-export function payStep({ lang, p }: ScreenCtx, method: PageMethod, canChange: boolean): string {
-  const back = canChange ? `<a class="btn secondary" href="${esc(href(payPath(p), lang))}&amp;method=any">${esc(t(lang, 'other_methods'))}</a>` : '';
+export function payStep(sc: ScreenCtx, method: PageMethod, canChange: boolean): string {
+  const { lang, p } = sc;
+  if (method === 'cards' && isTest(p)) return cardPayStep(sc, canChange);
   return `<h2>${esc(t(lang, `pay_by_${method}` as TextKey))}</h2>
 <p class="chosen">${ICONS[method]}<span><b>${esc(t(lang, `method_${method}` as TextKey))}</b><small>${esc(t(lang, `method_${method}_hint` as TextKey))}</small></span></p>
 <form method="post" action="${esc(href(payPath(p, '/method'), lang))}">
 <button class="btn" type="submit" name="method" value="${method}">${esc(t(lang, 'continue'))}</button>
 </form>
-<div class="stack">
-${back}
-${cancelForm(lang, p)}
-</div>`;
+${waysOut(lang, p, method, canChange)}`;
+}
+
+/** The card form as a pending payment's pay step, with the ways off it; `errors` and `kept` as in cardScreen. */
+export function cardPayStep(sc: ScreenCtx, canChange: boolean, errors: CardFieldError[] = [], kept: { exp?: string; holder?: string } = {}): string {
+  return cardScreen(sc, errors, kept, waysOut(sc.lang, sc.p, 'cards', canChange));
 }
 
 /** A form posted from another site: refused, nothing changed, with the way to the payment's own page. */
@@ -155,8 +199,8 @@ ${rows}
 </section>`;
 }
 
-/** The card form; `errors` come from the server-side check when the script did not run. */
-export function cardScreen(ctx: ScreenCtx, errors: CardFieldError[] = [], kept: { exp?: string; holder?: string } = {}): string {
+/** The card form; `errors` come from the server-side check when the script did not run; `after` follows the form. */
+export function cardScreen(ctx: ScreenCtx, errors: CardFieldError[] = [], kept: { exp?: string; holder?: string } = {}, after = ''): string {
   const { lang, p } = ctx;
   const err = (f: string): string | undefined => {
     const e = errors.find((x) => x.field === f);
@@ -174,6 +218,7 @@ ${field(lang, 'cvc', 'card_cvc', 'type="password" inputmode="numeric" autocomple
 ${field(lang, 'holder', 'card_holder', 'type="text" autocomplete="cc-name" autocapitalize="characters" spellcheck="false" maxlength="64"', 'card_holder_hint', kept.holder ?? '', err('holder'))}
 <button class="btn" type="submit">${esc(action)}</button>
 </form>
+${after}
 ${isTest(p) ? testCards(lang) : ''}`;
 }
 

@@ -6,7 +6,10 @@ import { buyerResolve } from '../simulator/buyer';
 import { loadForAction } from './actions';
 import { isTest } from './layout';
 import { backToPage, renderPage, tolerateMovedOn } from './render';
-import { cardScreen } from './screens';
+import { cardPayStep, cardScreen } from './screens';
+import { payWithMethod } from '../payments/buyer';
+import { getPayment } from '../payments/store';
+import type { PaymentView } from '../model/payment';
 import { clearStep, getStep, putStep, type PageStep } from './steps';
 
 // The test bank's forms on the hosted page: its card form, 3-D Secure step and bank-app screens. The page
@@ -51,19 +54,44 @@ function blankStep(step: PageStep['step']): PageStep {
 }
 
 /**
+ * Whether a card form posted for `p` is read: a test payment whose card session is open, or a pending one the
+ * card may open (its method `any`, not fixed, or cards), with no page step under way; `fixed` is undefined when not.
+ */
+async function cardPayable(ctx: Ctx<PaymentsCore>, p: PaymentView): Promise<{ fixed: boolean } | undefined> {
+  // A live buyer enters the card on the acquirer's page: a number posted here is never read.
+  if (!isTest(p) || (await getStep(ctx.app.store, p.id))) return undefined;
+  if (p.status === 'processing') return p.method === 'cards' ? { fixed: true } : undefined;
+  if (p.status !== 'pending') return undefined;
+  const row = await getPayment(ctx.app.store, p.id);
+  if (!row || (row.method_fixed && row.method !== 'cards')) return undefined;
+  return { fixed: Boolean(row.method_fixed) };
+}
+
+/**
  * POST /pay/:id/card: check the card as the page's script does, then let the test bank decide (the test
- * card, else the magic-amount plan). Only brand, mask and holder leave this function; never the number.
+ * card, else the magic-amount plan). On a pending payment, whose first screen is the card form, a card that
+ * passes the checks opens the card session first (the buyer's one click pays); one that fails opens nothing.
+ * Only brand, mask and holder leave this function; never the number.
  */
 export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;
-  const { p, lang, form } = l;
-  // A live buyer enters the card on the acquirer's page: a number posted here is never read.
-  if (!isTest(p) || p.status !== 'processing' || p.method !== 'cards' || (await getStep(ctx.app.store, p.id))) return backToPage(p.id, lang);
+  const { lang, form } = l;
+  let p = l.p;
+  const payable = await cardPayable(ctx, p);
+  if (!payable) return backToPage(p.id, lang);
   const checked = checkCard(form, await ctx.app.clocks.now(ctx.app.store, p.shop_id, 'test'));
   if (!checked.card) {
-    const body = cardScreen({ lang, p }, checked.errors, { exp: form.exp, holder: form.holder });
+    const kept = { exp: form.exp, holder: form.holder };
+    const body = p.status === 'pending' ? cardPayStep({ lang, p }, !payable.fixed, checked.errors, kept) : cardScreen({ lang, p }, checked.errors, kept);
     return renderPage(ctx, lang, p, body, { status: 400, poll: true });
+  }
+  if (p.status === 'pending') {
+    let opened: PaymentView | undefined;
+    await tolerateMovedOn(async () => (opened = await payWithMethod(ctx.app, p.id, 'cards')));
+    // The payment moved on meanwhile (expired, cancelled): the page shows where it is now.
+    if (!opened) return backToPage(p.id, lang);
+    p = opened;
   }
   const { brand, mask, holder, digits } = checked.card;
   const card = { brand, mask, holder };

@@ -22,6 +22,9 @@ p{margin:0 0 12px}
 .btn.secondary:hover{background:#eef2ff}
 .btn.danger{background:#fff;color:#b91c1c;border-color:#fecaca}
 .btn.danger:hover{background:#fef2f2}
+.btn.quiet{background:transparent;border-color:transparent;color:#4b5563;font-weight:500;text-decoration:underline;text-underline-offset:3px}
+.btn.quiet:hover{background:#f9fafb;color:#b91c1c}
+.stack .quiet{margin-top:6px}
 .stack{display:grid;gap:10px;margin-top:16px}
 .methods{list-style:none;margin:0;padding:0;display:grid;gap:10px}
 .method{display:flex;align-items:center;gap:14px;width:100%;padding:14px 16px;border:1px solid #d1d5db;border-radius:12px;background:#fff;font:inherit;color:inherit;text-align:left;cursor:pointer}

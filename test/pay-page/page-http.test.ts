@@ -65,9 +65,9 @@ test('opening the page changes nothing: a link preview or a prefetch cannot open
     const p = await getPayment(s, id);
     assert.deepEqual([p.status, p.method, p.processing_until], ['pending', method, null], `GET changed a ${method} payment`);
   }
-  const fixed = await createPayment(s, { amount: 10000, method: 'cards' });
+  const fixed = await createPayment(s, { amount: 10000, method: 'tpay' });
   const step = await getPage(s, `/pay/${fixed.id}?lang=en`);
-  assert.match(step.text, /<h2>Pay by card<\/h2>[\s\S]*<button class="btn" type="submit" name="method" value="cards">Continue<\/button>/);
+  assert.match(step.text, /<h2>Pay with T-Pay<\/h2>[\s\S]*<button class="btn" type="submit" name="method" value="tpay">Continue<\/button>/);
   assert.doesNotMatch(step.text, /value="sbp"/, 'a method fixed at creation is the only one offered');
 });
 
@@ -162,9 +162,9 @@ test('success shows its screen with a link back and a 2 s redirect; without retu
   assert.doesNotMatch(f.text, /data-redirect=/);
 });
 
-test('the buyer can cancel before choosing a method', async () => {
+test('the buyer can cancel before choosing a method, through the confirmation step', async () => {
   const { id } = await createPayment(s, { amount: 10000 });
-  assert.equal((await postForm(s, `/pay/${id}/cancel`, {})).status, 303);
+  assert.equal((await postForm(s, `/pay/${id}/cancel`, { confirm: 'yes' })).status, 303);
   assert.equal((await getPayment(s, id)).status, 'cancelled');
   assert.match((await getPage(s, `/pay/${id}`)).text, /Платёж отменён/);
 });
