@@ -1,6 +1,7 @@
 const http = require('node:http');
 const { createHmac, timingSafeEqual } = require('node:crypto');
 const SECRET = process.env.WHS_SECRET; // whs_…
+const PORT = Number(process.env.PORT || 3000); // 0: a free port the system picks
 
 function verify(header, rawBody, now = Date.now() / 1000) {
   const parts = header.split(',').map((p) => p.split('='));
@@ -19,4 +20,4 @@ http.createServer((req, res) => {
     console.log(`verified ${event.event} ${event.id}: ${event.data?.id ?? ''} ${event.data?.status ?? ''}`);
     res.writeHead(200).end();
   });
-}).listen(3000);
+}).listen(PORT, '127.0.0.1'); // this machine only: a receiver on your laptop needs no other

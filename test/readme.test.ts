@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 
 // README.md's shell blocks, run as a newcomer runs them: a fresh `npm start` on an empty database, then, in
@@ -14,7 +15,10 @@ import { join } from 'node:path';
 // and reinstalling would pull node_modules from under the suite) and `npm test` (this test is part of it).
 // Its `npm start` is: in a scratch folder that links the project's files, so that the data folder and the
 // files the walk writes stay out of the project, on a port the system picks (KOPEK_PORT=0), which the
-// printed `export` line carries to every later command.
+// printed `export` line carries to every later command. The README's webhook receiver listens on `PORT`, else
+// 3000: the walk once started it on 3000, and `npm test` failed wherever anything listened there. The walk's
+// shell gets a port the system picked instead, and the README's answers that name the receiver's address
+// (`127.0.0.1:3000`) are read with that port.
 
 const ROOT = join(__dirname, '..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -120,6 +124,15 @@ function check(c: Command, output: string, code: number): string[] {
   return problems;
 }
 
+/** A port the system picks as free now (listen on port 0, read it, close): for a process the README starts on `PORT`. */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((r) => probe.close(r));
+  return port;
+}
+
 /** A child's stdout and stderr as they arrive. */
 function collect(p: ChildProcess): () => string {
   let text = '';
@@ -159,7 +172,7 @@ function freshEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-test("every shell block of the README runs verbatim, in order, against a fresh server (the webhook section replayed a paid payment's key)", { timeout: 600_000 }, async () => {
+test("every shell block of the README runs verbatim, in order, against a fresh server (the webhook section replayed a paid payment's key; its receiver took port 3000 whether free or not)", { timeout: 600_000 }, async () => {
   const blocks = shellBlocks(README);
   assert.match(blocks[0], /^npm ci && npm start .*\n[\s\S]*^npm test /m, 'the first block installs and starts');
   assert.match(README, /paste the `export` line it printed/, 'the README tells the reader to paste the export line');
@@ -173,11 +186,13 @@ test("every shell block of the README runs verbatim, in order, against a fresh s
     await waitFor('the export line of npm start', () => /^ {2}shell {5}export .*$/m.test(serverOut()), 120_000);
     const exportLine = /^ {2}shell {5}(export .*)$/m.exec(serverOut())![1];
 
+    const hookPort = await freePort();
     const all = blocks.slice(1).flatMap((b, i) => commands(b, i + 1));
+    for (const c of all) c.expected = c.expected.map((e) => e.replaceAll('127.0.0.1:3000', `127.0.0.1:${hookPort}`));
     const script = ['shopt -s expand_aliases', exportLine];
     all.forEach((c, i) => script.push(`printf '\\n@@readme-begin ${i}\\n'`, c.text, `printf '\\n@@readme-end ${i} %d\\n' $?`));
     writeFileSync(join(dir, 'walk.sh'), script.join('\n') + '\n');
-    shell = spawn('bash', ['walk.sh'], { cwd: dir, env: freshEnv({}), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    shell = spawn('bash', ['walk.sh'], { cwd: dir, env: freshEnv({ PORT: String(hookPort) }), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     const shellOut = collect(shell);
     const done = new Promise<number>((r) => shell!.once('exit', (code) => r(code ?? -1)));
     await waitFor('the last command', () => shellOut().includes(`@@readme-end ${all.length - 1} `), 480_000);
@@ -196,6 +211,7 @@ test("every shell block of the README runs verbatim, in order, against a fresh s
     // The receiver prints from the background as the delivery arrives: its line may follow curl's answer, which
     // ends without a newline, on the same line (a fast delivery did so in CI).
     assert.match(text, /verified payment\.succeeded evt_\S+: [0-9a-f-]{36} succeeded$/m, 'the receiver printed the verified event');
+    assert.match(text, new RegExp(`"url":"http://127\\.0\\.0\\.1:${hookPort}/hook"`), 'the delivery went to the receiver on the port the system picked');
   } finally {
     if (shell) await stopGroup(shell, 'SIGKILL');
     await stopGroup(server, 'SIGTERM');

@@ -1,6 +1,7 @@
 import { strictArgs, type RefusalWording, type StrictOptions } from './strict-args';
 import type { LogLevel } from './log';
 import { redactUrl } from './redact-url';
+import { WEBHOOK_SECRET_RE } from '../util/ids';
 
 /** The server's whole configuration, from flags and `KOPEK_*` environment variables (flags win). */
 export interface Config {
@@ -21,6 +22,10 @@ export interface Config {
   demoKey: string | null;
   /** Print one JSON line to stdout once listening (where the server is, the demo's ids and key); logs go to stderr. */
   readyJson: boolean;
+  /** With the demo data: a webhook endpoint of the demo shop for this URL (checked as the API checks endpoint URLs); null: none. */
+  webhookUrl: string | null;
+  /** The secret of that endpoint instead of a random one (so that a test's receiver can be given it); null: random. */
+  webhookSecret: string | null;
   bodyLimitBytes: number;
   /** Honour X-Forwarded-For (only behind a reverse proxy you control). */
   trustProxy: boolean;
@@ -78,7 +83,9 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'demo', flag: '--demo', env: 'KOPEK_DEMO', kind: 'bool', def: true, help: 'create a demo merchant, shop and test key on an empty database (--no-demo to skip)' },
   { key: 'ephemeral', flag: '--ephemeral', env: 'KOPEK_EPHEMERAL', kind: 'bool', def: false, help: 'keep the whole database in memory: nothing is written to disk and everything is gone when the server stops (not with --db)' },
   { key: 'demoKey', flag: '--demo-key', env: 'KOPEK_DEMO_KEY', kind: 'string', def: null, help: 'secret of the demo test key: sk_test_ and 16 to 128 of A-Z a-z 0-9 _ - (default a random one)' },
-  { key: 'readyJson', flag: '--ready-json', env: 'KOPEK_READY_JSON', kind: 'bool', def: false, help: 'once listening, print one JSON line to stdout: base_url, merchant_id, shop_id, test_key (logs go to stderr)' },
+  { key: 'readyJson', flag: '--ready-json', env: 'KOPEK_READY_JSON', kind: 'bool', def: false, help: 'once listening, print one JSON line to stdout: base_url, merchant_id, shop_id, test_key, webhook_secret, webhook_endpoint_id (logs go to stderr)' },
+  { key: 'webhookUrl', flag: '--webhook-url', env: 'KOPEK_WEBHOOK_URL', kind: 'string', def: null, help: 'with the demo data: a webhook endpoint of the demo shop for this URL, checked as endpoint URLs are (its secret is the ready line\'s webhook_secret)' },
+  { key: 'webhookSecret', flag: '--webhook-secret', env: 'KOPEK_WEBHOOK_SECRET', kind: 'string', def: null, help: 'secret of the --webhook-url endpoint: whs_ and 16 to 200 of A-Z a-z 0-9 _ - (default a random one)' },
   { key: 'bodyLimitBytes', flag: '--body-limit', env: 'KOPEK_BODY_LIMIT', kind: 'int', def: 1_048_576, help: 'largest request body in bytes (413 above)' },
   { key: 'trustProxy', flag: '--trust-proxy', env: 'KOPEK_TRUST_PROXY', kind: 'bool', def: false, help: 'take the client address from the last X-Forwarded-For entry (only behind your own reverse proxy)' },
   { key: 'logLevel', flag: '--log-level', env: 'KOPEK_LOG_LEVEL', kind: 'level', def: 'info', help: 'debug, info, warn, error or silent' },
@@ -232,12 +239,28 @@ function checkDemoOptions(cfg: Config, dbFlag: boolean): void {
     if (dbFlag && cfg.db !== ':memory:') throw new Error(`--ephemeral keeps the database in memory; it cannot be used with --db "${redactUrl(cfg.db)}"`);
     cfg.db = ':memory:';
   }
+  checkDemoWebhook(cfg);
   if (cfg.demoKey === null) return;
   if (!cfg.demo) throw new Error('--demo-key names the key of the demo data; it cannot be used with --no-demo');
   if (!TEST_KEY_RE.test(cfg.demoKey)) {
     // A live key given by mistake is not echoed to the terminal or a CI log.
     const shown = cfg.demoKey.startsWith('sk_live_') ? 'a live key' : `"${cfg.demoKey.length > 24 ? cfg.demoKey.slice(0, 24) + '…' : cfg.demoKey}"`;
     throw new Error(`--demo-key must be a test key, sk_test_ and 16 to 128 of A-Z a-z 0-9 _ -, got ${shown}`);
+  }
+}
+
+/**
+ * --webhook-url and --webhook-secret: an endpoint of the demo shop, so they need the demo; a secret needs the
+ * endpoint it is for, and the form of the secrets kopek makes. The URL's own checks (scheme, credentials, the
+ * addresses webhooks never reach) are the API's, applied by serve before anything is written.
+ */
+function checkDemoWebhook(cfg: Config): void {
+  if (cfg.webhookUrl !== null && !cfg.demo) throw new Error('--webhook-url adds an endpoint to the demo shop; it cannot be used with --no-demo');
+  if (cfg.webhookSecret === null) return;
+  if (cfg.webhookUrl === null) throw new Error('--webhook-secret is the secret of the --webhook-url endpoint; it cannot be used without --webhook-url');
+  if (!WEBHOOK_SECRET_RE.test(cfg.webhookSecret)) {
+    // The beginning only: a secret that is almost right should not land whole in a CI log.
+    throw new Error(`--webhook-secret must be whs_ and 16 to 200 of A-Z a-z 0-9 _ -, got "${cfg.webhookSecret.slice(0, 8)}…"`);
   }
 }
 

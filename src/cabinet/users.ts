@@ -237,8 +237,8 @@ export async function recoveryCodesLeft(q: Reader, userId: string): Promise<numb
 /** The email of the cabinet user made for the demo merchant on an empty database. */
 export const DEMO_EMAIL = 'demo@kopek.test';
 
-/** A cabinet user for the demo merchant with a generated password, returned once (only its hash is kept). */
-export async function createDemoUser(store: Store, merchantId: string, now: number): Promise<{ user: CabinetUser; password: string }> {
+/** A cabinet user for the demo merchant with a generated password, returned once (only its hash is kept); `email` for a second demo. */
+export async function createDemoUser(store: Store, merchantId: string, now: number, email = DEMO_EMAIL): Promise<{ user: CabinetUser; password: string }> {
   const password = randomBytes(12).toString('base64url');
-  return { user: await createUser(store, { merchantId, email: DEMO_EMAIL, password }, now), password };
+  return { user: await createUser(store, { merchantId, email, password }, now), password };
 }

@@ -39,9 +39,10 @@ function readPassword(path: string): string {
 
 /**
  * The address the server is reached at, as serve works it out: --base-url, else KOPEK_BASE_URL, else
- * http://HOST:PORT from KOPEK_HOST and KOPEK_PORT or their defaults. Checked before anything is written.
+ * http://HOST:PORT from KOPEK_HOST and KOPEK_PORT or their defaults. Checked before anything is written;
+ * `action` begins the error (kopek demo prints the address too).
  */
-function serverUrl(given: string | undefined): string {
+export function serverUrl(given: string | undefined, action = 'cannot create cabinet user'): string {
   const env = process.env;
   const raw = given ?? (env.KOPEK_BASE_URL || undefined);
   if (raw === undefined) {
@@ -57,7 +58,7 @@ function serverUrl(given: string | undefined): string {
   } catch {
     u = new URL('invalid:');
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`cannot create cabinet user: --base-url must be an http(s) URL, got "${raw}"`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${action}: --base-url must be an http(s) URL, got "${raw}"`);
   return raw.replace(/\/+$/, '');
 }
 

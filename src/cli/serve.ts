@@ -7,7 +7,8 @@ import { isPostgresUrl } from '../db/pg-open';
 import { redactUrl } from '../base/redact-url';
 import type { Store } from '../db/store';
 import { isEmpty } from '../cabinet/store';
-import { createDemoData, type DemoData } from './demo';
+import { createDemoData, demoLines, type DemoData, type DemoOptions } from './demo';
+import { checkEndpointUrl } from '../webhooks/store';
 import { io, type Command } from './command';
 import { optionsHelp } from './options-help';
 
@@ -17,10 +18,16 @@ Starts the API server, the hosted payment page and the scheduler on one port.
 On an empty database it first creates a demo merchant, shop and test key, and a user of the merchant
 cabinet (/cabinet/) for that merchant; it prints the key and how to sign in (the password is shown once).
 With --ephemeral the database lives in memory only: nothing is written to disk, the demo data is made
-every start, and everything is gone when the server stops. With --ready-json, once the server listens,
-standard output gets one line of JSON and nothing else (logs go to standard error):
-  {"base_url": "http://127.0.0.1:PORT", "merchant_id": "…", "shop_id": "…", "test_key": "sk_test_…"}
-(the last three are null when this start made no demo data).
+every start, and everything is gone when the server stops. With --webhook-url the demo shop also gets a webhook
+endpoint for that URL (--webhook-secret fixes its secret), wherever demo data is made: every --ephemeral start,
+or the start on an empty database file. With --ready-json, once the server listens, standard output gets one
+line of JSON and nothing else (logs go to standard error):
+  {"base_url": "http://127.0.0.1:PORT", "merchant_id": "…", "shop_id": "…", "test_key": "sk_test_…",
+   "webhook_secret": "whs_…", "webhook_endpoint_id": "…"}
+webhook_secret signs the demo shop's webhooks: the endpoint's secret, else the shop's own (which signs the
+deliveries to a payment's own webhook_url). All but base_url are null when this start made no demo data, and
+webhook_endpoint_id without --webhook-url. A database with no merchant (a PostgreSQL node, --no-demo) gets a
+line saying how to make the first key.
 
 Options:
 ${optionsHelp()}
@@ -29,7 +36,8 @@ Examples:
   kopek serve
   kopek serve --port 9000 --db /var/lib/kopek/kopek.db --sim-delay 0
   KOPEK_PORT=9000 kopek serve --no-demo
-  kopek serve --ephemeral --port 0 --ready-json --demo-key sk_test_ci_0123456789abcdef`;
+  kopek serve --ephemeral --port 0 --ready-json --demo-key sk_test_ci_0123456789abcdef
+  kopek serve --ephemeral --port 0 --ready-json --webhook-url http://127.0.0.1:3000/hook`;
 
 /** What `kopek serve` needs of a started server: its socket, its address, its store, and how to stop it. */
 export interface ServedApp {
@@ -60,36 +68,76 @@ async function serve(start: StartServer, argv: string[]): Promise<number> {
   const config = loadConfig(argv);
   const inMemory = config.db === ':memory:';
   const { out, err } = io();
+  const opts = demoOptions(config);
   // A file's demo data is made before the server opens it; a database in memory exists only in the server's store.
   // No demo data in a shared PostgreSQL database: nodes starting together would each make one, and a cluster serves real shops.
-  let demo = config.demo && !inMemory && !isPostgresUrl(config.db) ? await demoOnEmptyFile(config) : null;
+  let demo = config.demo && !inMemory && !isPostgresUrl(config.db) ? await demoOnEmptyFile(config, opts) : null;
   // The ready line must be the only thing on stdout, where the log writes by default.
   const running = await start(config, config.readyJson ? { log: createLogger(config.logLevel, bufferedStdout(process.stderr).write) } : {});
-  if (config.demo && inMemory) {
-    try {
-      demo = await createDemoData(running.app.store, Date.now(), config.demoKey ?? undefined);
-    } catch (e) {
-      await running.close();
-      throw e;
-    }
+  let empty = false;
+  try {
+    if (config.demo && inMemory) demo = await createDemoData(running.app.store, Date.now(), opts);
+    empty = demo === null && !inMemory && (await isEmpty(running.app.store));
+  } catch (e) {
+    await running.close();
+    throw e;
   }
-  if (config.demoKey !== null && demo === null) err('kopek: --demo-key was not used: the database is not empty, so no demo data was made\n');
+  if (demo === null) err(unusedDemoFlags(config));
   // One write, so whoever waits for the "listening on" line has the demo key with it.
-  err(banner(config, running, demo));
+  err(banner(config, running, demo) + (empty ? firstKeyHint(config, running.url) : ''));
   if (config.readyJson) {
-    out(JSON.stringify({ base_url: running.url, merchant_id: demo?.merchantId ?? null, shop_id: demo?.shopId ?? null, test_key: demo?.testKey ?? null }) + '\n');
+    const ready = { base_url: running.url, merchant_id: demo?.merchantId ?? null, shop_id: demo?.shopId ?? null, test_key: demo?.testKey ?? null };
+    out(JSON.stringify({ ...ready, webhook_secret: demo?.webhookSecret ?? null, webhook_endpoint_id: demo?.endpoint?.id ?? null }) + '\n');
   }
   return untilSignal(running);
 }
 
+/**
+ * What the demo data is made with: the --demo-key, and the --webhook-url endpoint, whose URL gets the checks of
+ * every endpoint URL here, before anything is written (a refused URL must not leave a half-made demo behind).
+ */
+function demoOptions(config: Config): DemoOptions {
+  if (config.webhookUrl === null) return { fixedKey: config.demoKey ?? undefined };
+  try {
+    checkEndpointUrl(config.webhookUrl, config.webhookAllow);
+  } catch (e) {
+    throw new Error((e as Error).message.replace(/^cannot use webhook URL/, 'cannot use --webhook-url'));
+  }
+  return { fixedKey: config.demoKey ?? undefined, webhook: { url: config.webhookUrl, secret: config.webhookSecret ?? undefined, allow: config.webhookAllow } };
+}
+
 /** The demo data, made on the database file when it is empty (through a connection of its own, closed again); null when it is not. */
-async function demoOnEmptyFile(config: Config): Promise<DemoData | null> {
+async function demoOnEmptyFile(config: Config, opts: DemoOptions): Promise<DemoData | null> {
   const store = await openEngine(config.db);
   try {
-    return (await isEmpty(store)) ? await createDemoData(store, Date.now(), config.demoKey ?? undefined) : null;
+    return (await isEmpty(store)) ? await createDemoData(store, Date.now(), opts) : null;
   } finally {
     await store.close();
   }
+}
+
+/** One line per flag that acts only on the demo data, given on a start that made none. */
+function unusedDemoFlags(config: Config): string {
+  if (!config.demo) return ''; // --no-demo with such a flag is refused by loadConfig
+  const why = isPostgresUrl(config.db) ? 'no demo data is made in a PostgreSQL database' : 'the database is not empty, so no demo data was made';
+  const given = [config.demoKey !== null && '--demo-key', config.webhookUrl !== null && '--webhook-url'].filter(Boolean);
+  return given.map((f) => `kopek: ${f} was not used: ${why}\n`).join('');
+}
+
+/**
+ * What to run on a database with no merchant yet (a PostgreSQL node, or --no-demo), where no key works: the
+ * demo, made beside the running server, or a merchant of one's own.
+ */
+function firstKeyHint(config: Config, url: string): string {
+  const db = isPostgresUrl(config.db) ? '' : ` --db ${config.db}`;
+  const pg = isPostgresUrl(config.db) ? ' (on this database: KOPEK_DATABASE_URL, or --db URL, as for this node)' : '';
+  return [
+    'The database has no merchant yet, so no API key works. Make the first one beside this server:',
+    `  kopek demo${db} --base-url ${url}${pg}`,
+    '    a demo merchant, shop, test key and cabinet user, printed with a line to paste into a shell; or, step by step:',
+    `  kopek merchant create --name NAME${db}, kopek shop create --merchant ID --name NAME${db}, kopek key create --shop ID --mode test${db}`,
+    '',
+  ].join('\n');
 }
 
 /** The lines serve prints on stderr once listening: where, and the demo data it just made. */
@@ -100,19 +148,7 @@ function banner(config: Config, running: ServedApp, demo: DemoData | null): stri
   const publicUrl = running.url === listen ? '' : `public URL ${running.url}, `;
   const where = config.db === ':memory:' ? 'database in memory, gone when the server stops' : `database ${redactUrl(config.db)}`;
   let text = `kopek ${running.app.version} listening on ${listen} (${publicUrl}${where})\n`;
-  if (demo) {
-    text += [
-      `Created a demo merchant and shop on the empty database.`,
-      `  merchant  ${demo.merchantId}`,
-      `  shop      ${demo.shopId}`,
-      `  test key  ${demo.testKey}   (shown once; keep it)`,
-      `  cabinet   ${running.url}/cabinet/login   email ${demo.email}   password ${demo.password}   (shown once; keep it)`,
-      // One line to paste where the README's commands are run: the walk reads these four variables.
-      `  shell     export B=${running.url} MERCHANT=${demo.merchantId} SHOP=${demo.shopId} KEY=${demo.testKey}`,
-      `Try: curl -s -X POST ${running.url}/v1/public/payments -H 'Authorization: Bearer ${demo.testKey}' -H 'Content-Type: application/json' -d '{"amount": 10000}'`,
-      '',
-    ].join('\n');
-  }
+  if (demo) text += demoLines(demo, running.url, 'Created a demo merchant and shop on the empty database.').join('\n') + '\n';
   return text;
 }
 

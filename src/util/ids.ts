@@ -57,6 +57,12 @@ export function secret(prefix: string): string {
   return prefix + randomBytes(32).toString('base64url');
 }
 
+/**
+ * A webhook secret kopek accepts from an operator (`serve --webhook-secret`, `listen --secret`): `whs_` and
+ * base64url characters, as `secret('whs_')` makes them (43 of them), at least 16 so that it is not guessable.
+ */
+export const WEBHOOK_SECRET_RE = /^whs_[A-Za-z0-9_-]{16,200}$/;
+
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** True when the text is a UUID (any version), the form every resource id takes. */

@@ -1,7 +1,8 @@
 import type { Reader, Store, Tx } from '../db/store';
-import { secret as newSecret, uuid } from '../util/ids';
+import { secret as newSecret, uuid, WEBHOOK_SECRET_RE } from '../util/ids';
 import { seal, unseal } from '../secrets/at-rest';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from './url-safety';
+import { urlControlChar } from '../http/validate';
 
 /** Every webhook event a shop can receive; an endpoint's filter must name only these. */
 export const WEBHOOK_EVENTS = [
@@ -48,6 +49,8 @@ export const MAX_OVERLAP_HOURS = 24 * 30;
  * (`allow`, --webhook-allow). A host name is checked at each delivery. Throws a one-line error.
  */
 export function checkEndpointUrl(url: string, allow: readonly string[] = []): string {
+  const control = urlControlChar(url);
+  if (control) throw new Error(`cannot use webhook URL ${JSON.stringify(url.slice(0, 64))}: it holds a control character written raw (${control}); percent-encode it`);
   let u: URL;
   try {
     u = new URL(url);
@@ -73,12 +76,18 @@ export function parseEventFilter(text: string | undefined): string[] {
   return [...new Set(list)];
 }
 
-/** Add an endpoint to a shop; its first secret is returned once. `allow` is the operator's --webhook-allow. */
+/**
+ * Add an endpoint to a shop; its first secret is returned once. `allow` is the operator's --webhook-allow;
+ * `secret` is one the operator fixed (serve --webhook-secret), else a new one is made.
+ */
 export async function addEndpoint(
   store: Store,
-  input: { shopId: string; url: string; events?: string; signature?: string; allow?: readonly string[] },
+  input: { shopId: string; url: string; events?: string; signature?: string; allow?: readonly string[]; secret?: string },
   now: number,
 ): Promise<{ endpoint: Endpoint; secret: string }> {
+  if (input.secret !== undefined && !WEBHOOK_SECRET_RE.test(input.secret)) {
+    throw new Error('cannot add webhook endpoint: a webhook secret is whs_ followed by 16 to 200 letters, digits, _ or -');
+  }
   const shop = await store.get('SELECT id FROM shops WHERE id = ?', input.shopId);
   if (!shop) throw new Error(`cannot add webhook endpoint: shop "${input.shopId}" not found`);
   const signature = input.signature ?? 'v2';
@@ -93,7 +102,7 @@ export async function addEndpoint(
     disabled_reason: null,
     created_at: now,
   };
-  const secret = newSecret('whs_');
+  const secret = input.secret ?? newSecret('whs_');
   await store.tx(async (tx) => {
     await tx.run(`INSERT INTO webhook_endpoints (id, shop_id, url, events, signature, created_at) VALUES (?, ?, ?, ?, ?, ?)`, endpoint.id, endpoint.shop_id, endpoint.url, endpoint.events, endpoint.signature, now);
     await tx.run('INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)', endpoint.id, seal(store.path, secret, `webhook_secrets:${endpoint.id}`), now);
