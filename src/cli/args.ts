@@ -3,7 +3,10 @@ import { strictArgs, type RefusalWording, type StrictOptions } from '../base/str
 /** Parsed command-line words: positionals, and flags with their values (`true` for switches). */
 export interface Args {
   positional: string[];
+  /** Each flag's value; of a flag given twice, the last. */
   flags: Map<string, string | true>;
+  /** Every value each flag was given, in order: for the flags that may repeat (`kopek trigger --set`). */
+  values: Map<string, string[]>;
 }
 
 const ARGS_WORDING: RefusalWording = {
@@ -22,11 +25,15 @@ export function parseArgs(argv: string[], switches: readonly string[] = ['json',
   const tokens = strictArgs(argv, declared(argv, switches), ARGS_WORDING, true);
   const positional: string[] = [];
   const flags = new Map<string, string | true>();
+  const values = new Map<string, string[]>();
   for (const t of tokens) {
     if (t.kind === 'positional') positional.push(t.value);
-    else if (t.kind === 'option') flags.set(t.name, t.value ?? true);
+    else if (t.kind === 'option') {
+      flags.set(t.name, t.value ?? true);
+      if (t.value !== undefined) values.set(t.name, [...(values.get(t.name) ?? []), t.value]);
+    }
   }
-  return { positional, flags };
+  return { positional, flags, values };
 }
 
 function declared(argv: string[], switches: readonly string[]): StrictOptions {

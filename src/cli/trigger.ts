@@ -2,7 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { parseArgs, flag, atMostPositionals, type Args } from './args';
 import { io, type Command } from './command';
-import { isTriggerEvent, TRIGGER_EVENTS, TRIGGER_EVENT_NAMES } from '../simulator/trigger-events';
+import { isTriggerEvent, TRIGGER_EVENTS, TRIGGER_EVENT_NAMES, TRIGGER_NUMERIC_FIELDS, TRIGGER_SET_FIELDS } from '../simulator/trigger-events';
 
 /** Where the command finds the server when neither --url nor KOPEK_URL names it: `kopek serve`'s default address. */
 const DEFAULT_URL = 'http://127.0.0.1:8080';
@@ -10,10 +10,16 @@ const DEFAULT_URL = 'http://127.0.0.1:8080';
 const TIMEOUT_MS = 30_000;
 /** The largest answer read: a trigger's answer is a few kilobytes. */
 const ANSWER_MAX_BYTES = 4 * 1024 * 1024;
-const KNOWN_FLAGS = ['url', 'key', 'list', 'json', 'help'];
+const KNOWN_FLAGS = ['url', 'key', 'set', 'list', 'json', 'help'];
+/** A value --set sends as a JSON number for a numeric field; anything else goes as a string, for the server to refuse by name. */
+const NUMBER = /^-?[0-9]+(\.[0-9]+)?$/;
+/** The fields --set takes, per event, as the usage shows them. */
+const SET_FIELDS = Object.entries(TRIGGER_SET_FIELDS)
+  .map(([kind, fields]) => `  ${`${kind}.*`.padEnd(16)}${fields.map((f) => (f === 'metadata' ? 'metadata.KEY' : f)).join(', ')}`)
+  .join('\n');
 
 const usage = `Usage:
-  kopek trigger EVENT [--url BASE] [--key KEY] [--json]
+  kopek trigger EVENT [--set FIELD=VALUE]... [--url BASE] [--key KEY] [--json]
   kopek trigger --list [--json]
 
 Arguments:
@@ -26,7 +32,14 @@ to the shop's endpoints as any other (delivery log, retries) and the event strea
 test clock does not move. Test keys only. Prints the event's id and the objects made; exits 1 with one
 line saying what to do when it cannot.
 
+--set FIELD=VALUE (repeatable) gives a field of the object the event makes, checked as that object's create
+checks it. The fields each event's object takes:
+${SET_FIELDS}
+An amount must lead to the event at the test bank (payment.succeeded: a kopeck part of 00 or 05 to 99,
+payment.failed: 01 or 02; docs/testing.md has them all); any other field is refused by name.
+
 Options:
+  --set F=V    set field F of the event's object to V (repeatable; metadata.KEY=VALUE adds one metadata key)
   --url BASE   the server's address (default KOPEK_URL, else ${DEFAULT_URL})
   --key KEY    a test key, sk_test_… (default KOPEK_KEY)
   --list       list the events, one line each (needs no server)
@@ -37,6 +50,7 @@ Examples:
   kopek trigger payment.succeeded --key sk_test_…
   KOPEK_URL=http://127.0.0.1:8081 KOPEK_KEY=sk_test_… kopek trigger subscription.past_due
   kopek trigger payment.refunded --json
+  kopek trigger payment.succeeded --set amount=25000 --set order_id=A-1001 --set metadata.cart=42
   kopek trigger --list`;
 
 /** The server's answer to a trigger, as far as the printed lines read it. */
@@ -62,13 +76,14 @@ export const trigger: Command = {
       printList(args);
       return 0;
     }
-    atMostPositionals(args, 1, 'kopek trigger EVENT [--url BASE] [--key KEY] [--json]');
+    atMostPositionals(args, 1, 'kopek trigger EVENT [--set FIELD=VALUE]... [--url BASE] [--key KEY] [--json]');
     const [event] = args.positional;
     if (!event) throw new Error('cannot trigger: name an EVENT, e.g. kopek trigger payment.succeeded (kopek trigger --list shows them all)');
     if (!isTriggerEvent(event)) throw new Error(`cannot trigger "${event.slice(0, 64)}": kopek sends no such event; kopek trigger --list shows the events`);
+    const set = setObject(event, args.values.get('set') ?? []);
     const base = baseUrl(event, flag(args, 'url') ?? process.env.KOPEK_URL ?? DEFAULT_URL);
     const key = testKey(event, flag(args, 'key') ?? process.env.KOPEK_KEY);
-    const answer = await post(event, base, key);
+    const answer = await post(event, base, key, set);
     if (args.flags.has('json')) io().out(JSON.stringify(answer) + '\n');
     else io().out(describeAnswer(answer).join('\n') + '\n');
     return 0;
@@ -81,6 +96,30 @@ function printList(args: Args): void {
     args.flags.has('json') ? JSON.stringify({ event: e, description: TRIGGER_EVENTS[e] }) : `${e.padEnd(width)}${TRIGGER_EVENTS[e]}`,
   );
   io().out(lines.join('\n') + '\n');
+}
+
+/**
+ * The request's `set` from the --set words: FIELD=VALUE each, a numeric field's value as a number, metadata.KEY=VALUE
+ * gathered into `metadata`. Which fields an event takes is the server's to say (it refuses others by name); a word
+ * that is not FIELD=VALUE, or a field given twice, is refused here.
+ */
+function setObject(event: string, words: string[]): Record<string, unknown> | undefined {
+  if (words.length === 0) return undefined;
+  const set: Record<string, unknown> = {};
+  const metadata: Record<string, string> = {};
+  const seen = new Set<string>();
+  for (const word of words) {
+    const eq = word.indexOf('=');
+    if (eq <= 0) throw new Error(`cannot trigger ${event}: --set "${word.slice(0, 100)}" is not FIELD=VALUE; write it like --set amount=25000 or --set metadata.cart=42`);
+    const [name, value] = [word.slice(0, eq), word.slice(eq + 1)];
+    if (seen.has(name)) throw new Error(`cannot trigger ${event}: --set ${name.slice(0, 100)} is given twice; give each field once`);
+    seen.add(name);
+    if (name === 'metadata' || name === 'metadata.') throw new Error(`cannot trigger ${event}: --set ${name}=… names no metadata key; write --set metadata.KEY=VALUE`);
+    if (name.startsWith('metadata.')) metadata[name.slice('metadata.'.length)] = value;
+    else set[name] = TRIGGER_NUMERIC_FIELDS.includes(name) && NUMBER.test(value) ? Number(value) : value;
+  }
+  if (Object.keys(metadata).length > 0) set.metadata = metadata;
+  return set;
 }
 
 /** The server's base address, checked before anything is sent (a typo is named as one, not as a network error). */
@@ -109,10 +148,10 @@ function testKey(event: string, key: string | undefined): string {
 }
 
 /** POST the trigger; every way it can fail becomes one line naming what to do. */
-async function post(event: string, base: string, key: string): Promise<TriggerAnswer> {
+async function post(event: string, base: string, key: string, set: Record<string, unknown> | undefined): Promise<TriggerAnswer> {
   let res: { status: number; text: string };
   try {
-    res = await postJson(new URL(`${base}/v1/test/trigger`), key, JSON.stringify({ event }));
+    res = await postJson(new URL(`${base}/v1/test/trigger`), key, JSON.stringify(set ? { event, set } : { event }));
   } catch (err) {
     throw new Error(`cannot trigger ${event}: ${unreachable(base, err)}`);
   }
@@ -123,13 +162,13 @@ async function post(event: string, base: string, key: string): Promise<TriggerAn
     body = undefined;
   }
   if (res.status === 201 && isAnswer(body)) return body;
-  const error = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  const error = (body as { error?: { code?: unknown; message?: unknown; param?: unknown } } | undefined)?.error;
   if (!error || typeof error.code !== 'string' || typeof error.message !== 'string') {
     throw new Error(`cannot trigger ${event}: ${base} does not answer as a kopek server (HTTP ${res.status} to POST /v1/test/trigger); check --url or KOPEK_URL`);
   }
   // The server's messages already start with the failed action ("Cannot trigger …"); others get it in front.
   const said = error.message.startsWith('Cannot ') ? 'c' + error.message.slice(1) : `cannot trigger ${event}: ${error.message}`;
-  throw new Error(`${said} (${res.status} ${error.code})${hintFor(res.status, error.code)}`);
+  throw new Error(`${said} (${res.status} ${error.code})${hintFor(res.status, error.code, error.param)}`);
 }
 
 /**
@@ -157,7 +196,8 @@ function postJson(url: URL, key: string, payload: string): Promise<{ status: num
 }
 
 /** What to do about an error the server answered. */
-function hintFor(status: number, code: string): string {
+function hintFor(status: number, code: string, param: unknown): string {
+  if (typeof param === 'string' && param.startsWith('set.')) return `; check --set ${param.slice('set.'.length).split('.')[0]}`;
   if (status === 401) return '; check --key or KOPEK_KEY: a key belongs to one server and its database';
   if (status === 404) return '; a live key or a server without the trigger answers so: check --key and the server version';
   if (code === 'scope_required') return '; give the key that scope (kopek key create --scopes …) or use another key';

@@ -1,5 +1,6 @@
 import {
   type OpenApiFragment,
+  amountSchema,
   bearer,
   errorResponses,
   jsonBody,
@@ -14,7 +15,7 @@ import { PAYOUT_FAILURE_CODES } from '../payouts/payouts';
 import { tokenProps } from '../tokens/openapi';
 import { SIMULATE_ACTIONS, SIMULATE_METHODS } from './payments';
 import { OUTCOMES_MAX } from './token-outcomes';
-import { TRIGGER_EVENT_NAMES } from './trigger-events';
+import { TRIGGER_EVENT_NAMES, TRIGGER_SET_FIELDS } from './trigger-events';
 
 const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
 
@@ -22,6 +23,30 @@ const outcome = {
   type: 'string',
   pattern: `^(succeed|pending|fail|fail:(${PAYMENT_FAILURE_CODES.join('|')}))$`,
   description: 'succeed; fail (do_not_honor) or fail:<failure code>; pending (the bank never answers and the charge expires)',
+};
+
+/**
+ * The trigger's `set`: fields of the object the event makes, checked as that object's create checks them; which
+ * ones an event takes depends on its object (TRIGGER_SET_FIELDS), so the schema names them all and the route
+ * refuses the others with 400 naming the field.
+ */
+const triggerSet = {
+  type: 'object',
+  additionalProperties: false,
+  description: `Fields of the object the event makes, checked as its create checks them: ${Object.entries(TRIGGER_SET_FIELDS)
+    .map(([kind, fields]) => `${kind} events take ${fields.join(', ')}`)
+    .join('; ')}. Any other is 400 with param set.FIELD; an amount whose kopeck part plans another outcome than the event is 400 with param set.amount`,
+  properties: {
+    amount: { ...amountSchema, description: 'minor units, as the create takes it' },
+    order_id: { type: 'string', maxLength: 128 },
+    description: { type: 'string', maxLength: 1000 },
+    metadata: { type: 'object', additionalProperties: { type: 'string' }, description: "keys added to the payment's metadata beside kopek_trigger" },
+    phone: { type: 'string', pattern: '^\\+7[0-9]{10}$', description: "the SBP payout's recipient phone" },
+    full_name: { type: 'string', maxLength: 200, description: "the SBP payout's recipient name" },
+    plan_name: { type: 'string', maxLength: 200 },
+    customer_ref: { type: 'string', maxLength: 128 },
+    customer_email: { type: 'string', maxLength: 254 },
+  },
 };
 
 /** OpenAPI paths and schemas of the test bank's helpers (test keys only; a live key gets 404). */
@@ -70,7 +95,7 @@ export const simulatorOpenApi: OpenApiFragment = {
         summary:
           "Test keys only: make a webhook event happen now in the key's shop, through the same paths as a buyer's payment (the test clock does not move); 201 once it is committed, so the delivery log and the stream already have it",
         security: bearer,
-        requestBody: jsonBody(strictObject({ event: { enum: TRIGGER_EVENT_NAMES } })),
+        requestBody: jsonBody(strictObject({ event: { enum: TRIGGER_EVENT_NAMES }, set: triggerSet }, ['event'])),
         responses: { '201': jsonResponse('The event and the objects made for it', ref('TriggerResult')), ...errorResponses },
       },
     },

@@ -42,3 +42,27 @@ export function triggerScopes(event: TriggerEvent): readonly string[] {
   if (event.startsWith('token.')) return ['api:recurrent:bind'];
   return [];
 }
+
+/** What an event's trigger makes and `set` changes: the object its name begins with. */
+export type TriggerKind = 'payment' | 'payout' | 'subscription' | 'token';
+
+/** The object an event's trigger makes (`payment.refunded`: the payment, refunded in full). */
+export function triggerKind(event: TriggerEvent): TriggerKind {
+  return event.slice(0, event.indexOf('.')) as TriggerKind;
+}
+
+/**
+ * The fields `set` may give each kind's object, named as that object's create takes them (POST
+ * /v1/public/payments, /payouts with method payouts_sbp, /subscriptions, /tokens) and checked the same way.
+ * Left out are those that would change the path to the event: the currency, the method, a trial, the bank, a
+ * card binding's fixed 1 RUB; `metadata` holds KEY: VALUE pairs (`--set metadata.KEY=VALUE`).
+ */
+export const TRIGGER_SET_FIELDS: Record<TriggerKind, readonly string[]> = {
+  payment: ['amount', 'order_id', 'description', 'metadata'],
+  payout: ['amount', 'phone', 'full_name'],
+  subscription: ['amount', 'plan_name', 'customer_ref', 'customer_email'],
+  token: ['customer_ref', 'customer_email'],
+};
+
+/** The fields of TRIGGER_SET_FIELDS whose value is a JSON number (`kopek trigger --set` parses them from its string). */
+export const TRIGGER_NUMERIC_FIELDS: readonly string[] = ['amount'];

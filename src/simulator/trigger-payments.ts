@@ -15,6 +15,7 @@ import { plannedAnswer, SIM_RESOLVE_JOB } from './payments';
 import { answerRefund, REFUND_SETTLE_JOB } from './refunds';
 import { answerPlannedPayout, SETTLE_JOB } from './payouts';
 import { maskPan } from './cards';
+import { TRIGGER_RECIPIENT, type TriggerSet } from './trigger-set';
 
 // How the trigger makes the events of payments, refunds and payouts: each object is made by the domain's own
 // create, and moved by the test bank's own answers given now (the entry points its jobs, the simulate helpers
@@ -50,17 +51,21 @@ function metadataFor(event: string): Record<string, string> {
   return { kopek_trigger: event };
 }
 
-/** A pending payment of the shop, created as POST /v1/public/payments creates one. */
-export async function newPayment(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string, amount = TRIGGER_AMOUNT): Promise<PaymentRow> {
+/**
+ * A pending payment of the shop, created as POST /v1/public/payments creates one; `set` (checked by that route's
+ * own checks) replaces its amount, order id, description, or adds metadata keys beside the trigger's own.
+ */
+export async function newPayment(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string, amount = TRIGGER_AMOUNT, set: TriggerSet = {}): Promise<PaymentRow> {
   return createPaymentTx(core, tx, {
     merchantId: shop.merchantId,
     shopId: shop.shopId,
     mode: 'test',
-    amount,
+    amount: set.amount ?? amount,
     currency: 'RUB',
     method: 'any',
-    description: `kopek trigger ${event}`,
-    metadata: metadataFor(event),
+    orderId: set.orderId,
+    description: set.description ?? `kopek trigger ${event}`,
+    metadata: { ...set.metadata, ...metadataFor(event) },
   });
 }
 
@@ -78,27 +83,27 @@ export async function answerNow(core: PaymentsCore, tx: Tx, p: PaymentRow, card?
 }
 
 /** A payment paid by SBP: created, its bank session opened by the service, and answered by the test bank as planned. */
-async function paidPayment(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string, amount: number): Promise<PaymentRow> {
-  const created = await newPayment(core, tx, shop, event, amount);
+async function paidPayment(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string, amount: number, set: TriggerSet = {}): Promise<PaymentRow> {
+  const created = await newPayment(core, tx, shop, event, amount, set);
   const chosen = await chooseMethodTx(core, tx, created, 'sbp');
   return answerNow(core, tx, await openSessionTx(core, tx, chosen));
 }
 
 /** payment.succeeded and payment.failed: an SBP payment the test bank confirms, or refuses (amount ending in 01). */
-export async function triggerPaid(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: 'payment.succeeded' | 'payment.failed'): Promise<TriggerObjects> {
-  const p = await paidPayment(core, tx, shop, event, event === 'payment.succeeded' ? TRIGGER_AMOUNT : REFUSED_AMOUNT);
+export async function triggerPaid(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: 'payment.succeeded' | 'payment.failed', set: TriggerSet): Promise<TriggerObjects> {
+  const p = await paidPayment(core, tx, shop, event, event === 'payment.succeeded' ? TRIGGER_AMOUNT : REFUSED_AMOUNT, set);
   return { payment: await paymentView(tx, p) };
 }
 
 /** payment.cancelled: the merchant's cancel of a pending payment. */
-export async function triggerCancelled(core: PaymentsCore, tx: Tx, shop: TriggerShop): Promise<TriggerObjects> {
-  const p = await cancelTx(core, tx, await newPayment(core, tx, shop, 'payment.cancelled'));
+export async function triggerCancelled(core: PaymentsCore, tx: Tx, shop: TriggerShop, set: TriggerSet): Promise<TriggerObjects> {
+  const p = await cancelTx(core, tx, await newPayment(core, tx, shop, 'payment.cancelled', TRIGGER_AMOUNT, set));
   return { payment: await paymentView(tx, p) };
 }
 
 /** payment.expired: a pending payment's link ends now, as the simulate helper's `expire` ends it (link_expired). */
-export async function triggerExpired(core: PaymentsCore, tx: Tx, shop: TriggerShop): Promise<TriggerObjects> {
-  const p = await expireTx(core, tx, await newPayment(core, tx, shop, 'payment.expired'));
+export async function triggerExpired(core: PaymentsCore, tx: Tx, shop: TriggerShop, set: TriggerSet): Promise<TriggerObjects> {
+  const p = await expireTx(core, tx, await newPayment(core, tx, shop, 'payment.expired', TRIGGER_AMOUNT, set));
   return { payment: await paymentView(tx, p) };
 }
 
@@ -112,9 +117,9 @@ export async function settleRefundsNow(core: PaymentsCore, tx: Tx, paymentId: st
 }
 
 /** payment.refunded: a succeeded payment refunded in full through the refunds domain; the test bank settles it now. */
-export async function triggerRefunded(core: PaymentsCore, tx: Tx, shop: TriggerShop): Promise<TriggerObjects> {
+export async function triggerRefunded(core: PaymentsCore, tx: Tx, shop: TriggerShop, set: TriggerSet): Promise<TriggerObjects> {
   const event = 'payment.refunded';
-  const paid = await paidPayment(core, tx, shop, event, TRIGGER_AMOUNT);
+  const paid = await paidPayment(core, tx, shop, event, TRIGGER_AMOUNT, set);
   const r = await createRefundTx(core, tx, paid, { amount: paid.amount, reason: `kopek trigger ${event}`, keyId: shop.keyId });
   await settleRefundsNow(core, tx, paid.id);
   const refund = (await refundsOf(tx, paid.id)).find((x) => x.id === r.id)!;
@@ -125,14 +130,15 @@ export async function triggerRefunded(core: PaymentsCore, tx: Tx, shop: TriggerS
  * payout.succeeded and payout.failed: an SBP payout created as POST /v1/public/payouts creates one, answered now
  * by the test bank as planned (amount ending in 01 refuses). When the shop's available test balance does not
  * cover it, a paid payment of the shortfall (rounded up to whole roubles: a kopeck part of 00, which the test bank confirms) comes first.
+ * `set` gives the payout's amount, phone or full_name; the funding payment is the trigger's own.
  */
-export async function triggerPayout(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: 'payout.succeeded' | 'payout.failed'): Promise<TriggerObjects> {
-  const amount = event === 'payout.succeeded' ? TRIGGER_AMOUNT : REFUSED_AMOUNT;
+export async function triggerPayout(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: 'payout.succeeded' | 'payout.failed', set: TriggerSet): Promise<TriggerObjects> {
+  const amount = set.amount ?? (event === 'payout.succeeded' ? TRIGGER_AMOUNT : REFUSED_AMOUNT);
   const out: TriggerObjects = {};
   const short = amount - (await shopAvailable(tx, shop.shopId, 'test'));
   if (short > 0) out.payment = await paymentView(tx, await paidPayment(core, tx, shop, event, Math.ceil(short / 100) * 100));
   const payer = { merchantId: shop.merchantId, shopId: shop.shopId, mode: 'test' as const };
-  const recipient = { phone: '+79990000000', bank_id: '100000000004', full_name: 'Kopek Trigger' };
+  const recipient = { ...TRIGGER_RECIPIENT, phone: set.phone ?? TRIGGER_RECIPIENT.phone, full_name: set.fullName ?? TRIGGER_RECIPIENT.full_name };
   const created = await createPayoutTx(core, tx, payer, { method: 'payouts_sbp', amount, recipient });
   await answerPlannedPayout(core, tx, created.id);
   await core.scheduler.cancel(tx, SETTLE_JOB, created.id);

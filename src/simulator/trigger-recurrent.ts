@@ -9,6 +9,7 @@ import { CARD_VERIFICATION_AMOUNT, cancelTokenTx, createBindingTx, reloadToken }
 import { chargesOf, reloadSubscription, subscriptionView, type SubscriptionRow } from '../subscriptions/store';
 import { cancelSubscriptionTx, CANCEL_REASONS, CHARGE_JOB, createSubscriptionTx, runChargeJob } from '../subscriptions/subscriptions';
 import { answerNow, settleRefundsNow, TRIGGER_AMOUNT, TRIGGER_CARD, type TriggerObjects, type TriggerShop } from './trigger-payments';
+import type { TriggerSet } from './trigger-set';
 
 // How the trigger makes the events of subscriptions and tokens: through their domains' own creates, the payments
 // that bind them paid on the test bank now, a periodic charge made by the charge job's own handler now instead of
@@ -18,16 +19,19 @@ import { answerNow, settleRefundsNow, TRIGGER_AMOUNT, TRIGGER_CARD, type Trigger
 /** The customer reference of the tokens and subscriptions the trigger makes. */
 const CUSTOMER_REF = 'kopek-trigger';
 
-/** A monthly card subscription without a trial, activated by its first payment, paid now with the test card. */
-async function activeSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string): Promise<{ sub: SubscriptionRow; payment: PaymentRow }> {
+/**
+ * A monthly card subscription without a trial, activated by its first payment, paid now with the test card;
+ * `set` gives its amount, plan name or customer.
+ */
+async function activeSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string, set: TriggerSet): Promise<{ sub: SubscriptionRow; payment: PaymentRow }> {
   const { sub, payment } = await createSubscriptionTx(core, tx, {
     merchantId: shop.merchantId,
     shopId: shop.shopId,
     mode: 'test',
-    amount: TRIGGER_AMOUNT,
-    customerRef: CUSTOMER_REF,
-    customerEmail: '',
-    planName: `kopek trigger ${event}`,
+    amount: set.amount ?? TRIGGER_AMOUNT,
+    customerRef: set.customerRef ?? CUSTOMER_REF,
+    customerEmail: set.customerEmail ?? '',
+    planName: set.planName ?? `kopek trigger ${event}`,
     method: 'cards',
     period: 'month',
     intervalCount: 1,
@@ -61,8 +65,8 @@ async function subscriptionObjects(tx: Tx, s: SubscriptionRow, p: PaymentRow): P
 }
 
 /** subscription.activated, .charge_succeeded, .charge_failed, .past_due and .cancelled. */
-export async function triggerSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string): Promise<TriggerObjects> {
-  const { sub, payment } = await activeSubscription(core, tx, shop, event);
+export async function triggerSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string, set: TriggerSet): Promise<TriggerObjects> {
+  const { sub, payment } = await activeSubscription(core, tx, shop, event, set);
   if (event === 'subscription.activated') return subscriptionObjects(tx, sub, payment);
   if (event === 'subscription.cancelled') {
     await cancelSubscriptionTx(core, tx, sub, CANCEL_REASONS.merchant);
@@ -77,14 +81,15 @@ export async function triggerSubscription(core: PaymentsCore, tx: Tx, shop: Trig
 /**
  * token.activated and token.cancelled: a card token bound through its 1 RUB verification payment, paid now with
  * the test card; the verification is returned as banks return it, and the test bank settles that refund now.
+ * `set` gives the token's customer_ref or customer_email.
  */
-export async function triggerToken(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string): Promise<TriggerObjects> {
+export async function triggerToken(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string, set: TriggerSet): Promise<TriggerObjects> {
   const { token, payment } = await createBindingTx(core, tx, {
     merchantId: shop.merchantId,
     shopId: shop.shopId,
     mode: 'test',
-    customerRef: CUSTOMER_REF,
-    customerEmail: '',
+    customerRef: set.customerRef ?? CUSTOMER_REF,
+    customerEmail: set.customerEmail ?? '',
     method: 'cards',
     amount: CARD_VERIFICATION_AMOUNT,
     kind: 'token_binding',

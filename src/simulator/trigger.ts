@@ -7,31 +7,32 @@ import type { EventRow } from '../events/emit';
 import { isTriggerEvent, triggerScopes, TRIGGER_EVENT_NAMES, type TriggerEvent } from './trigger-events';
 import { triggerCancelled, triggerExpired, triggerPaid, triggerPayout, triggerRefunded, type TriggerObjects, type TriggerShop } from './trigger-payments';
 import { triggerSubscription, triggerToken } from './trigger-recurrent';
+import { parseTriggerSet, type TriggerSet } from './trigger-set';
 
-/** How each event is made: the objects it creates and drives, all in the caller's transaction. */
-const SCENARIOS: Record<TriggerEvent, (core: PaymentsCore, tx: Tx, shop: TriggerShop) => Promise<TriggerObjects>> = {
-  'payment.succeeded': (core, tx, shop) => triggerPaid(core, tx, shop, 'payment.succeeded'),
-  'payment.failed': (core, tx, shop) => triggerPaid(core, tx, shop, 'payment.failed'),
+/** How each event is made: the objects it creates and drives (with the fields `set` gave), all in the caller's transaction. */
+const SCENARIOS: Record<TriggerEvent, (core: PaymentsCore, tx: Tx, shop: TriggerShop, set: TriggerSet) => Promise<TriggerObjects>> = {
+  'payment.succeeded': (core, tx, shop, set) => triggerPaid(core, tx, shop, 'payment.succeeded', set),
+  'payment.failed': (core, tx, shop, set) => triggerPaid(core, tx, shop, 'payment.failed', set),
   'payment.cancelled': triggerCancelled,
   'payment.expired': triggerExpired,
   'payment.refunded': triggerRefunded,
-  'payout.succeeded': (core, tx, shop) => triggerPayout(core, tx, shop, 'payout.succeeded'),
-  'payout.failed': (core, tx, shop) => triggerPayout(core, tx, shop, 'payout.failed'),
-  'subscription.activated': (core, tx, shop) => triggerSubscription(core, tx, shop, 'subscription.activated'),
-  'subscription.charge_succeeded': (core, tx, shop) => triggerSubscription(core, tx, shop, 'subscription.charge_succeeded'),
-  'subscription.charge_failed': (core, tx, shop) => triggerSubscription(core, tx, shop, 'subscription.charge_failed'),
-  'subscription.past_due': (core, tx, shop) => triggerSubscription(core, tx, shop, 'subscription.past_due'),
-  'subscription.cancelled': (core, tx, shop) => triggerSubscription(core, tx, shop, 'subscription.cancelled'),
-  'token.activated': (core, tx, shop) => triggerToken(core, tx, shop, 'token.activated'),
-  'token.cancelled': (core, tx, shop) => triggerToken(core, tx, shop, 'token.cancelled'),
+  'payout.succeeded': (core, tx, shop, set) => triggerPayout(core, tx, shop, 'payout.succeeded', set),
+  'payout.failed': (core, tx, shop, set) => triggerPayout(core, tx, shop, 'payout.failed', set),
+  'subscription.activated': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.activated', set),
+  'subscription.charge_succeeded': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.charge_succeeded', set),
+  'subscription.charge_failed': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.charge_failed', set),
+  'subscription.past_due': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.past_due', set),
+  'subscription.cancelled': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.cancelled', set),
+  'token.activated': (core, tx, shop, set) => triggerToken(core, tx, shop, 'token.activated', set),
+  'token.cancelled': (core, tx, shop, set) => triggerToken(core, tx, shop, 'token.cancelled', set),
 };
 
 /** Most events one trigger reads back (the longest path sends a handful). */
 const EVENTS_READ_MAX = 100;
 
 /** The body's `event`: required, one of TRIGGER_EVENT_NAMES. */
-function eventField(body: unknown): TriggerEvent {
-  const v = bodyObject(body, ['event']).event;
+function eventField(obj: Record<string, unknown>): TriggerEvent {
+  const v = obj.event;
   if (v === undefined || v === null) throw badRequest(`Field "event" is required: one of ${TRIGGER_EVENT_NAMES.join(', ')}`, 'event');
   if (typeof v !== 'string' || !isTriggerEvent(v)) {
     throw badRequest(`Cannot trigger event ${describe(v)}: it is not one kopek sends; the events are ${TRIGGER_EVENT_NAMES.join(', ')}`, 'event');
@@ -40,13 +41,16 @@ function eventField(body: unknown): TriggerEvent {
 }
 
 /**
- * POST /v1/test/trigger {"event": EVENT}: make the webhook event happen now in the key's shop, through the same
- * paths as a buyer's payment (one transaction: all of it or nothing). Answers 201 once it committed, so the
- * event is already in the delivery log and on the stream, with the event's id, every webhook event the trigger
- * sent in order, and the objects it made. The shop's test clock is read, never moved.
+ * POST /v1/test/trigger {"event": EVENT, "set"?: {FIELD: VALUE}}: make the webhook event happen now in the key's
+ * shop, through the same paths as a buyer's payment (one transaction: all of it or nothing), its object made
+ * with the fields `set` gives (trigger-set.ts). Answers 201 once it committed, so the event is already in the
+ * delivery log and on the stream, with the event's id, every webhook event the trigger sent in order, and the
+ * objects it made. The shop's test clock is read, never moved.
  */
 export async function triggerEvent(ctx: Ctx<PaymentsCore>): Promise<Reply> {
-  const event = eventField(ctx.body);
+  const obj = bodyObject(ctx.body, ['event', 'set']);
+  const event = eventField(obj);
+  const set = parseTriggerSet(event, obj.set);
   const auth = ctx.auth!;
   for (const scope of triggerScopes(event)) {
     if (!auth.scopes.has(scope)) throw new ApiError(403, 'scope_required', `Cannot trigger ${event}: the key needs scope "${scope}"`);
@@ -54,7 +58,7 @@ export async function triggerEvent(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const shop: TriggerShop = { merchantId: auth.merchantId, shopId: auth.shopId, keyId: auth.keyId };
   const body = await ctx.app.store.write(async (tx) => {
     const mark = await highestEventSeq(tx);
-    const objects = await SCENARIOS[event](ctx.app, tx, shop);
+    const objects = await SCENARIOS[event](ctx.app, tx, shop, set);
     const webhooks = (await eventsAppendedAfter(tx, shop.shopId, mark))
       .filter((e) => e.webhook_event !== null)
       .map((e) => ({ id: e.id, event: e.webhook_event! }));

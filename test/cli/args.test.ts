@@ -26,3 +26,10 @@ test('a flag without its value, a switch with one and an unknown short option ar
   assert.throws(() => parseArgs(['demo', '--json=yes']), /^Error: option --json takes no value$/);
   assert.throws(() => parseArgs(['demo', '-x']), /^Error: unknown option -x$/);
 });
+
+test('a flag given more than once keeps every value in order (values), and its last in flags', () => {
+  const a = parseArgs(['trigger', 'payment.succeeded', '--set', 'amount=1', '--set=metadata.k=a=b', '--set', '-2']);
+  assert.deepEqual(a.values.get('set'), ['amount=1', 'metadata.k=a=b', '-2']);
+  assert.equal(a.flags.get('set'), '-2');
+  assert.equal(a.values.get('json'), undefined);
+});

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
-import { receiverPool } from '../helpers/webhooks';
+import { receiverPool, type Receiver } from '../helpers/webhooks';
 import { addEndpoint } from '../../src/webhooks/store';
 import { TRIGGER_EVENT_NAMES } from '../../src/simulator/trigger-events';
 
@@ -14,12 +14,13 @@ import { TRIGGER_EVENT_NAMES } from '../../src/simulator/trigger-events';
 const ROOT = join(__dirname, '..', '..');
 let s: TestServer;
 let shop: TestShop;
+let rcv: Receiver;
 const pool = receiverPool();
 
 before(async () => {
   s = await startTestServer({ simDelaySeconds: 600 });
   shop = await s.newShop();
-  const rcv = await pool.receiver();
+  rcv = await pool.receiver();
   await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url + '/hook' }, Date.now());
 });
 after(async () => {
@@ -144,4 +145,57 @@ test('an error the server answers is printed with its code and a hint: a key wit
     'kopek trigger: cannot trigger payout.succeeded: the key needs scope "api:payouts:sbp" (403 scope_required); give the key that scope (kopek key create --scopes …) or use another key\n',
   );
   assert.equal(await paymentsOf(narrow.shopId), 0);
+});
+
+test('--set gives the triggered object its fields: amount and order_id parsed from the words, metadata.KEY=VALUE one key each', async () => {
+  const r = await kopek(['payment.succeeded', '--url', s.url, '--key', shop.key, '--set', 'amount=25000', '--set=order_id=A-1001', '--set', 'metadata.cart=42', '--set', 'metadata.note=a=b', '--json']);
+  assert.equal(r.code, 0, r.err);
+  const answer = JSON.parse(r.out);
+  const p = answer.payment;
+  assert.deepEqual([p.status, p.amount, p.order_id, p.metadata.cart, p.metadata.note], ['succeeded', 25000, 'A-1001', '42', 'a=b']);
+  const got = await s.request('GET', `/v1/public/payments/${p.id}`, { key: shop.key });
+  assert.deepEqual([got.body.amount, got.body.order_id, got.body.metadata.cart], [25000, 'A-1001', '42']);
+  // The webhook the endpoint gets carries them too.
+  const deadline = Date.now() + 10_000;
+  let hook: any;
+  while (!(hook = rcv.received.map((x) => JSON.parse(x.body)).find((b) => b.id === answer.event_id)) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 20));
+  assert.ok(hook, 'no delivery of the triggered event');
+  assert.deepEqual([hook.data.amount, hook.data.order_id, hook.data.metadata.cart], [25000, 'A-1001', '42']);
+  // The human lines show the amount set.
+  const text = await kopek(['payout.succeeded', '--url', s.url, '--key', shop.key, '--set', 'amount=4200', '--set', 'full_name=Ivan Petrov']);
+  assert.equal(text.code, 0, text.err);
+  assert.match(text.out, /\n  payout        [0-9a-f-]{36}  succeeded  amount 4200\n/);
+});
+
+test('--set refusals: a field the object does not take and a bad value are the server\'s 400 by name, a malformed word is refused before sending; nothing is made', async () => {
+  const fresh = await s.newShop();
+  const before = await paymentsOf(fresh.shopId);
+  const run = (...set: string[]) => kopek(['payment.succeeded', '--url', s.url, '--key', fresh.key, ...set.flatMap((w) => ['--set', w])]);
+  const [unknown, range, text, refused, malformed, twice, noKey] = await Promise.all([
+    run('currency=USD'),
+    run('amount=0'),
+    run('amount=lots'),
+    run('amount=10001'),
+    run('amount'),
+    run('amount=100', 'amount=200'),
+    run('metadata=x'),
+  ]);
+  const expected: Array<[typeof unknown, string]> = [
+    [unknown, 'kopek trigger: cannot trigger payment.succeeded with "currency" set: the payment it makes takes amount, order_id, description, metadata (400 bad_request); check --set currency\n'],
+    [range, 'kopek trigger: cannot POST /v1/test/trigger: field "amount" must be between 1 and 1000000000000, got 0 (400 bad_request); check --set amount\n'],
+    [text, 'kopek trigger: cannot POST /v1/test/trigger: field "amount" must be an integer of minor units, got "lots" (400 bad_request); check --set amount\n'],
+    [
+      refused,
+      'kopek trigger: cannot trigger payment.succeeded with amount 10001: its kopeck part is 01 and the test bank refuses it (do_not_honor); give an amount whose kopeck part is 00 or 05 to 99 (400 bad_request); check --set amount\n',
+    ],
+    [malformed, 'kopek trigger: cannot trigger payment.succeeded: --set "amount" is not FIELD=VALUE; write it like --set amount=25000 or --set metadata.cart=42\n'],
+    [twice, 'kopek trigger: cannot trigger payment.succeeded: --set amount is given twice; give each field once\n'],
+    [noKey, 'kopek trigger: cannot trigger payment.succeeded: --set metadata=… names no metadata key; write --set metadata.KEY=VALUE\n'],
+  ];
+  for (const [r, err] of expected) {
+    assert.equal(r.err, err);
+    assert.equal(r.code, 1);
+    assert.equal(r.out, '');
+  }
+  assert.equal(await paymentsOf(fresh.shopId), before);
 });
