@@ -1,7 +1,10 @@
 import { hmacHex, safeEqual } from '../util/crypto';
 import { ApiError } from '../http/errors';
 
-/** Check `X-PSP-Signature: sha256=<hex>` over the exact raw body (empty for bodiless requests). */
+/**
+ * Check `X-PSP-Signature: sha256=<hex>` over exactly the bytes of the body received: an empty body signs the empty
+ * string. A GET never carries a body here (the server refuses one before this check).
+ */
 export function verifyRequestSignature(header: string | undefined, rawBody: Buffer, signingSecret: string): void {
   if (header === undefined || header === '') {
     throw new ApiError(401, 'signature_required', 'Cannot accept the request: this shop requires an X-PSP-Signature header');

@@ -43,8 +43,10 @@ export function clientErrorStatuses(method: string, path: string, op: Operation,
   const secured = (op.security ?? rootSecurity).length > 0;
   const params = op.parameters ?? [];
   if (BODY_METHODS.has(method)) ['400', '413', '415'].forEach((s) => out.add(s));
-  // The API checks its query and header parameters; the payment page's (lang) fall back to a default instead.
-  if ((secured && params.some((p) => p.in === 'query' || p.in === 'header')) || op.requestBody) out.add('400');
+  // Every request is refused for a query or path parameter that is not well-formed text once percent-decoded
+  // (invalid UTF-8, a NUL) and for a body on a method that takes none (src/http/server.ts); the API also checks
+  // its query and header parameters (the payment page's lang falls back to a default instead).
+  out.add('400');
   if (secured) ['401', '403', '429'].forEach((s) => out.add(s));
   // A path id may name nothing the key can see; test helpers are not found for a live key.
   if (path.includes('{') || path.startsWith('/v1/test/')) out.add('404');

@@ -5,7 +5,8 @@ import type { Router } from './router';
 import type { Ctx, RouteDef } from './types';
 import type { KeyCheck, ServerDeps } from './deps';
 import { ApiError, toApiError } from './errors';
-import { mediaCharset, mediaType, parseForm, parseJson, readBody } from './body';
+import { BODY_METHODS, BodyBudget, hasBody, readRequestBody, refuseStrayBody } from './body';
+import { checkUrlEncoded, illFormed } from './well-formed';
 import { logAccess } from './access-log';
 import { onClientError } from './client-error';
 import { clientIp, guardConnections, lingerOnClose } from './connections';
@@ -13,7 +14,6 @@ import { send, sendError } from './respond';
 
 export type { KeyCheck, KeyInput, RequestObserver, ServerConfig, ServerDeps, ServerGuards } from './deps';
 
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** Named limits of connections and request bodies. */
@@ -42,7 +42,8 @@ interface Progress {
 /**
  * The whole request chain, in order: connection cap (503) and first-byte deadline → request id → path
  * normalised (400) → route match (404/405) → authentication from the headers: key, live mode, IP
- * allow-list (401/403) → body (503 when too many bodies are in flight, 413/415/400) → request signature
+ * allow-list (401/403) → query and path parameters well-formed (400) → body (503 when too many bodies are in
+ * flight, 413/415/400; any body on a GET or HEAD 400) → request signature
  * (401; a cabinet route: session cookie and CSRF token instead of a key) → rate limit (429) → scope (403)
  * → handler → one response writer (cabinet errors as HTML pages) → access log. The steps that belong to
  * other layers (keys, stream tokens, cabinet sessions and pages, scopes, rate limits) are `deps.guards`.
@@ -77,24 +78,6 @@ export function createHttpServer<S>(deps: ServerDeps<S>, router: Router<RouteDef
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => onClientError(deps.log, err, socket, chain.inflight.get(socket)));
   return server;
-}
-
-/** Bytes of request bodies held by the requests in flight, against one bound. */
-class BodyBudget {
-  private held = 0;
-  constructor(private readonly limit_bytes: number) {}
-
-  /** Reserve room for a body of `bytes` (its declared length, or the body limit when unknown); false when there is none. */
-  take(bytes: number): boolean {
-    if (this.held + bytes > this.limit_bytes) return false;
-    this.held += bytes;
-    return true;
-  }
-
-  /** Give back what take() reserved. */
-  give(bytes: number): void {
-    this.held -= bytes;
-  }
 }
 
 /** One request: its context and access-log line around the chain, and the answer to whatever the chain threw. */
@@ -175,9 +158,10 @@ async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress): Promi
   if (key && route.auth === 'test' && key.auth.mode !== 'test') {
     throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}: test helpers need a test key`);
   }
+  checkTarget(req.url ?? '', ctx.params);
   progress.bodyTaken = true;
   if (BODY_METHODS.has(method)) await readRequestBody(deps.config.bodyLimitBytes, ctx, route, chain.bodies);
-  else req.resume();
+  else await refuseStrayBody(deps.config.bodyLimitBytes, ctx, chain.bodies);
   await authorize(deps, ctx, route, streamToken, key);
   const reply = await route.handler(ctx);
   // What the handler read may include a commit whose WAL sync is still running: answer once it is on disk.
@@ -261,9 +245,17 @@ function isNormalised(target: string, pathname: string): boolean {
   return !raw.split('/').some((seg) => /^(?:\.|%2e){1,2}$/i.test(seg));
 }
 
-/** True when the request announces a body (a length above 0, or chunks). */
-function hasBody(req: IncomingMessage): boolean {
-  return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+/**
+ * The query and the path's parameters as well-formed text (400 naming the parameter): percent-decoded, the query
+ * is UTF-8 without NUL, and no path parameter holds a NUL, as no field of a body may (src/http/well-formed.ts).
+ */
+function checkTarget(target: string, params: Record<string, string>): void {
+  const q = target.indexOf('?');
+  if (q !== -1) checkUrlEncoded(target.slice(q + 1), 'Query parameter');
+  for (const name in params) {
+    const why = illFormed(params[name]);
+    if (why) throw new ApiError(400, 'bad_request', `Path parameter "${name}" must not contain ${why}`, name);
+  }
 }
 
 /** The query of every request without one; handlers only read a query. */
@@ -289,35 +281,4 @@ function parseTarget(target: string | undefined): { pathname: string; searchPara
 function header(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
-}
-
-/** Read, bound and parse the body (503 when too many bodies are held, 413, 415, 400). */
-async function readRequestBody<S>(limit_bytes: number, ctx: Ctx<S>, route: RouteDef<S>, bodies: BodyBudget): Promise<void> {
-  const declared = Number(ctx.req.headers['content-length']);
-  const reserve = Number.isFinite(declared) ? Math.min(declared, limit_bytes) : limit_bytes;
-  if (reserve > 0 && !bodies.take(reserve)) {
-    throw new ApiError(503, 'unavailable', 'Cannot read the request body: the server holds as many bodies as it may; retry shortly', undefined, {
-      'Retry-After': '1',
-    });
-  }
-  let raw: Buffer;
-  try {
-    raw = await readBody(ctx.req, limit_bytes);
-  } finally {
-    if (reserve > 0) bodies.give(reserve);
-  }
-  ctx.rawBody = raw;
-  if (raw.length === 0) return;
-  const type = mediaType(ctx.req);
-  const charset = mediaCharset(ctx.req);
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-    throw new ApiError(415, 'unsupported_media_type', `Cannot accept charset "${charset}": send UTF-8`);
-  }
-  if (type === 'application/json') {
-    ctx.body = parseJson(raw);
-  } else if (route.body === 'form' && type === 'application/x-www-form-urlencoded') {
-    ctx.body = parseForm(raw);
-  } else {
-    throw new ApiError(415, 'unsupported_media_type', `Cannot accept Content-Type "${type || '(none)'}": send application/json`);
-  }
 }

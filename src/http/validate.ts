@@ -69,6 +69,19 @@ export function strField(
   return v;
 }
 
+/** A control character (U+0000–U+001F, U+007F) written raw; percent-encoded (`%0d%0a`) it is data of the URL. */
+const URL_CONTROL_RE = /[\u0000-\u001F\u007F]/;
+
+/**
+ * The first control character written raw in a URL, as `U+000D`, or null when there is none. The URL parser
+ * drops CR, LF and tab without a word, so `https://a.test/\r\nSet-Cookie: x=1` parses; stored as sent, it would
+ * reach a Location header or a log line. Every URL field of the API is checked with it.
+ */
+export function urlControlChar(v: string): string | null {
+  const m = URL_CONTROL_RE.exec(v);
+  return m ? 'U+' + m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0') : null;
+}
+
 /** An enum field. */
 export function enumField<T extends string>(obj: Record<string, unknown>, name: string, values: readonly T[], def?: T): T | undefined {
   const v = obj[name];

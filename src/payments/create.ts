@@ -2,7 +2,7 @@ import type { Core } from '../core/core';
 import { together, type Reader, type Tx } from '../db/store';
 import type { Mode } from '../scheduler/clock';
 import { badRequest } from '../http/errors';
-import { amountField, bodyObject, currencyField, enumField, intField, strField } from '../http/validate';
+import { amountField, bodyObject, currencyField, enumField, intField, strField, urlControlChar } from '../http/validate';
 import { iso } from '../util/time';
 import { nextPaymentSeq } from '../db/dialect';
 import { uuid } from '../util/ids';
@@ -52,6 +52,8 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 export function urlField(obj: Record<string, unknown>, name: string, opts: { loopbackHttp: boolean; anyHttp: boolean }): string | undefined {
   const v = strField(obj, name, { max: 2048 });
   if (v === undefined) return undefined;
+  const control = urlControlChar(v);
+  if (control) throw badRequest(`Field "${name}" must not contain control characters written raw (${control}); percent-encode them`, name);
   let u: URL;
   try {
     u = new URL(v);
