@@ -82,6 +82,8 @@ async function serve(start: StartServer, argv: string[]): Promise<number> {
     await running.close();
     throw e;
   }
+  // The signals are handled before anything is printed: whoever waits for the "listening on" line may stop the server at once.
+  const stopped = untilSignal(running);
   if (demo === null) err(unusedDemoFlags(config));
   // One write, so whoever waits for the "listening on" line has the demo key with it.
   err(banner(config, running, demo) + (empty ? firstKeyHint(config, running.url) : ''));
@@ -89,7 +91,7 @@ async function serve(start: StartServer, argv: string[]): Promise<number> {
     const ready = { base_url: running.url, merchant_id: demo?.merchantId ?? null, shop_id: demo?.shopId ?? null, test_key: demo?.testKey ?? null };
     out(JSON.stringify({ ...ready, webhook_secret: demo?.webhookSecret ?? null, webhook_endpoint_id: demo?.endpoint?.id ?? null }) + '\n');
   }
-  return untilSignal(running);
+  return stopped;
 }
 
 /**

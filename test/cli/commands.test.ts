@@ -232,13 +232,13 @@ test('key commands refuse bad input and change nothing', async () => {
 test('demo creates a merchant, a shop with every scope and a working test key', async () => {
   const r = await cli('demo', '--json');
   assert.equal(r.code, 0);
-  assert.deepEqual(Object.keys(r.json).sort(), ['key', 'key_id', 'merchant_id', 'shop_id']);
+  assert.deepEqual(Object.keys(r.json).sort(), ['base_url', 'email', 'key', 'key_id', 'merchant_id', 'password', 'shop_id']);
   assert.match(r.json.key, /^sk_test_/);
   const show = await cli('shop', 'show', r.json.shop_id, '--json');
   assert.equal(show.json.scopes.length, 7);
   assert.equal((await s.request('GET', '/v1/public/payments', { key: r.json.key })).status, 200);
   const text = await cli('demo');
-  assert.match(text.out, /test key  sk_test_\S+   \(shown once\)/);
+  assert.match(text.out, /test key  sk_test_\S+   \(shown once; keep it\)/);
 });
 
 test('a database path that does not exist is an error (nothing is created), except for demo and merchant create', async () => {

@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +19,7 @@ const MAIN = join(ROOT, 'src', 'main.ts');
 /** tsx by its file, so that the child can run from a folder without node_modules. */
 const TSX = pathToFileURL(require.resolve('tsx')).href;
 const KEY = 'sk_test_ci_0123456789abcdef_XYZ';
+const WHS = 'whs_ci_fixed_secret_0123456789';
 
 /** What a harness learns from the ready line. */
 interface Ready {
@@ -23,6 +27,8 @@ interface Ready {
   merchant_id: string | null;
   shop_id: string | null;
   test_key: string | null;
+  webhook_secret: string | null;
+  webhook_endpoint_id: string | null;
 }
 
 /** A served child: its ready line, everything it wrote, and how it ended. */
@@ -117,7 +123,9 @@ test('--ephemeral --ready-json prints one JSON line naming the bound port and a 
   const { dir, env } = sandbox();
   try {
     const s = await serve(['--ephemeral', '--demo-key', KEY, '--sim-delay', '0'], dir, env);
-    assert.deepEqual(Object.keys(s.ready), ['base_url', 'merchant_id', 'shop_id', 'test_key']);
+    assert.deepEqual(Object.keys(s.ready), ['base_url', 'merchant_id', 'shop_id', 'test_key', 'webhook_secret', 'webhook_endpoint_id']);
+    assert.match(s.ready.webhook_secret ?? '', /^whs_[A-Za-z0-9_-]{43}$/);
+    assert.equal(s.ready.webhook_endpoint_id, null, 'no endpoint without --webhook-url');
     assert.match(s.ready.base_url, /^http:\/\/127\.0\.0\.1:\d+$/);
     assert.notEqual(new URL(s.ready.base_url).port, '0');
     assert.equal(s.ready.test_key, KEY);
@@ -209,6 +217,14 @@ for (const [name, args, message] of [
   ['a live key as --demo-key (not echoed)', ['--ephemeral', '--demo-key', 'sk_live_0123456789abcdef0123'], 'kopek serve: --demo-key must be a test key, sk_test_ and 16 to 128 of A-Z a-z 0-9 _ -, got a live key'],
   ['--demo-key with --no-demo', ['--ephemeral', '--no-demo', '--demo-key', KEY], 'kopek serve: --demo-key names the key of the demo data; it cannot be used with --no-demo'],
   ['--ephemeral with --db', ['--ephemeral', '--db', 'k.db'], 'kopek serve: --ephemeral keeps the database in memory; it cannot be used with --db "k.db"'],
+  ['a --webhook-secret not of the form kopek makes', ['--ephemeral', '--webhook-url', 'http://127.0.0.1:9/h', '--webhook-secret', 'whs_short'], 'kopek serve: --webhook-secret must be whs_ and 16 to 200 of A-Z a-z 0-9 _ -, got "whs_shor…"'],
+  ['a --webhook-secret without whs_ (not echoed whole)', ['--ephemeral', '--webhook-url', 'http://127.0.0.1:9/h', '--webhook-secret', 'sk_test_0123456789abcdefghij'], 'kopek serve: --webhook-secret must be whs_ and 16 to 200 of A-Z a-z 0-9 _ -, got "sk_test_…"'],
+  ['--webhook-secret without --webhook-url', ['--ephemeral', '--webhook-secret', WHS], 'kopek serve: --webhook-secret is the secret of the --webhook-url endpoint; it cannot be used without --webhook-url'],
+  ['--webhook-url with --no-demo', ['--ephemeral', '--no-demo', '--webhook-url', 'http://127.0.0.1:9/h'], 'kopek serve: --webhook-url adds an endpoint to the demo shop; it cannot be used with --no-demo'],
+  ['a --webhook-url that is not http(s)', ['--ephemeral', '--webhook-url', 'ftp://127.0.0.1/h'], 'kopek serve: cannot use --webhook-url "ftp://127.0.0.1/h": scheme must be https (or http for test mode)'],
+  ['a --webhook-url with credentials', ['--ephemeral', '--webhook-url', 'http://u:p@127.0.0.1/h'], 'kopek serve: cannot use --webhook-url "http://u:p@127.0.0.1/h": credentials in the URL are not allowed'],
+  ['a --webhook-url to a private address', ['--ephemeral', '--webhook-url', 'http://10.1.2.3/h'], 'kopek serve: cannot use --webhook-url "http://10.1.2.3/h": webhooks never reach the private address 10.1.2.3 (an operator opens a range with --webhook-allow)'],
+  ['a refused --webhook-url on an empty database file (no file is made)', ['--db', 'k.db', '--webhook-url', 'not a url'], 'kopek serve: cannot use --webhook-url "not a url": not an absolute URL'],
 ] as const) {
   test(`${name} is refused with one line and a non-zero exit, before anything is written`, async () => {
     const { dir, env } = sandbox();
@@ -233,7 +249,7 @@ test('--ready-json on a database file names the demo key on the start that made 
     assert.equal(await first.stop(), 0, first.stderr());
     const second = await serve(['--db', 'k.db', '--demo-key', KEY], dir, env);
     try {
-      assert.deepEqual(second.ready, { base_url: second.ready.base_url, merchant_id: null, shop_id: null, test_key: null });
+      assert.deepEqual(second.ready, { base_url: second.ready.base_url, merchant_id: null, shop_id: null, test_key: null, webhook_secret: null, webhook_endpoint_id: null });
       assert.match(second.stderr(), /--demo-key was not used: the database is not empty/);
       // The key made by the first start still works: it is stored (hashed) in the file.
       assert.equal((await call(second.ready.base_url, KEY, 'GET', '/v1/public/balance')).status, 200);
@@ -260,4 +276,164 @@ test('--ephemeral overrides KOPEK_DB, and KOPEK_EPHEMERAL / KOPEK_DEMO_KEY are r
   assert.deepEqual([fromEnv.db, fromEnv.demoKey, fromEnv.readyJson], [':memory:', KEY, true]);
   assert.throws(() => loadConfig([], { KOPEK_DEMO_KEY: 'sk_test_has spaces in it!!' }), /^Error: --demo-key must be a test key/);
   assert.equal(loadConfig([], {}).db, './data/kopek.db');
+});
+
+/** One webhook request as a receiver got it. */
+interface Hook {
+  path: string;
+  signature: string;
+  body: string;
+}
+
+/** A receiver on a port the system picks that answers 200 and keeps every request. */
+async function receiver(): Promise<{ url: string; hooks: Hook[]; close(): void }> {
+  const hooks: Hook[] = [];
+  const srv = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      hooks.push({ path: req.url ?? '', signature: String(req.headers['x-psp-signature'] ?? ''), body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`, hooks, close: () => srv.close() };
+}
+
+/** The documented v2 check (docs/webhooks.md), written out here: some v2 is the hex HMAC-SHA256 of `<t>.<raw body>`. */
+function v2Verifies(header: string, body: string, secret: string): boolean {
+  const t = /(?:^|,)t=(\d+)(?:,|$)/.exec(header)?.[1];
+  if (t === undefined) return false;
+  const want = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
+  return [...header.matchAll(/(?:^|,)v2=([0-9a-f]{64})/g)].some((m) => m[1] === want);
+}
+
+/** The first kept request that `ok` accepts, waited for (bounded: deliveries go out just after the commit). */
+async function hookWhere(hooks: Hook[], ok: (h: Hook) => boolean): Promise<Hook> {
+  const end = Date.now() + 10_000;
+  for (;;) {
+    const h = hooks.find(ok);
+    if (h) return h;
+    if (Date.now() > end) throw new Error(`no such webhook; got ${JSON.stringify(hooks)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Pay a payment through the test helpers: the buyer opens an SBP session and the test bank confirms it. */
+async function payOne(base: string, key: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const p = await call(base, key, 'POST', '/v1/public/payments', { amount: 15000, ...extra });
+  assert.equal(p.status, 201, JSON.stringify(p.body));
+  const id = p.body.payment.id as string;
+  assert.equal((await call(base, key, 'POST', `/v1/test/payments/${id}/simulate`, { action: 'open_session', method: 'sbp' })).status, 200);
+  assert.equal((await call(base, key, 'POST', `/v1/test/payments/${id}/simulate`, { action: 'succeed' })).status, 200);
+  return id;
+}
+
+test('--ephemeral --webhook-url: the demo shop sends its webhooks there, v2-signed with the ready line\'s webhook_secret (a test had no secret to verify with)', async () => {
+  const { dir, env } = sandbox();
+  const r = await receiver();
+  try {
+    const s = await serve(['--ephemeral', '--webhook-url', `${r.url}/endpoint`], dir, env);
+    try {
+      assert.match(s.ready.webhook_secret ?? '', /^whs_[A-Za-z0-9_-]{43}$/);
+      assert.match(s.ready.webhook_endpoint_id ?? '', /^[0-9a-f-]{36}$/);
+      const id = await payOne(s.ready.base_url, s.ready.test_key!);
+      const hook = await hookWhere(r.hooks, (h) => h.path === '/endpoint' && JSON.parse(h.body).data.id === id);
+      assert.equal(JSON.parse(hook.body).event, 'payment.succeeded');
+      assert.ok(v2Verifies(hook.signature, hook.body, s.ready.webhook_secret!), hook.signature);
+      assert.ok(!v2Verifies(hook.signature, hook.body, WHS), 'a check with another secret fails');
+      // A payment's own webhook_url is signed with the shop's oldest endpoint's secret: the same one.
+      const own = await payOne(s.ready.base_url, s.ready.test_key!, { webhook_url: `${r.url}/own` });
+      const ownHook = await hookWhere(r.hooks, (h) => h.path === '/own' && JSON.parse(h.body).data.id === own);
+      assert.ok(v2Verifies(ownHook.signature, ownHook.body, s.ready.webhook_secret!), ownHook.signature);
+      const log = await call(s.ready.base_url, s.ready.test_key!, 'GET', `/v1/test/webhooks/deliveries?payment_id=${id}`);
+      assert.deepEqual(log.body.items.map((a: any) => [a.event, a.url, a.response_code]), [['payment.succeeded', `${r.url}/endpoint`, 200]]);
+      assert.match(s.stderr(), new RegExp(`^ {2}webhook {3}${r.url}/endpoint {3}secret ${s.ready.webhook_secret}`, 'm'), 'the banner shows the endpoint');
+    } finally {
+      assert.equal(await s.stop(), 0, s.stderr());
+    }
+    assert.deepEqual(filesUnder(dir), []);
+  } finally {
+    r.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('--webhook-secret fixes the endpoint\'s secret: the receiver, configured with it beforehand, verifies the deliveries', async () => {
+  const { dir, env } = sandbox();
+  const r = await receiver();
+  try {
+    const s = await serve(['--ephemeral', '--webhook-url', `${r.url}/fixed`, '--webhook-secret', WHS], dir, env);
+    try {
+      assert.equal(s.ready.webhook_secret, WHS);
+      const id = await payOne(s.ready.base_url, s.ready.test_key!);
+      const hook = await hookWhere(r.hooks, (h) => JSON.parse(h.body).data.id === id);
+      assert.ok(v2Verifies(hook.signature, hook.body, WHS), hook.signature);
+    } finally {
+      assert.equal(await s.stop(), 0, s.stderr());
+    }
+  } finally {
+    r.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('without --webhook-url, webhook_secret is the shop\'s own secret, which signs the deliveries to a payment\'s webhook_url', async () => {
+  const { dir, env } = sandbox();
+  const r = await receiver();
+  try {
+    const s = await serve(['--ephemeral'], dir, env);
+    try {
+      const id = await payOne(s.ready.base_url, s.ready.test_key!, { webhook_url: `${r.url}/own` });
+      const hook = await hookWhere(r.hooks, (h) => JSON.parse(h.body).data.id === id);
+      assert.ok(v2Verifies(hook.signature, hook.body, s.ready.webhook_secret!), hook.signature);
+    } finally {
+      assert.equal(await s.stop(), 0, s.stderr());
+    }
+  } finally {
+    r.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('--webhook-url on a database file acts on the start that makes the demo data; a later start says it was not used', async () => {
+  const { dir, env } = sandbox();
+  const r = await receiver();
+  try {
+    const first = await serve(['--db', 'k.db', '--webhook-url', `${r.url}/file`, '--webhook-secret', WHS], dir, env);
+    let id: string;
+    try {
+      assert.equal(first.ready.webhook_secret, WHS);
+      assert.match(first.ready.webhook_endpoint_id ?? '', /^[0-9a-f-]{36}$/);
+      id = await payOne(first.ready.base_url, first.ready.test_key!);
+      const hook = await hookWhere(r.hooks, (h) => JSON.parse(h.body).data.id === id);
+      assert.ok(v2Verifies(hook.signature, hook.body, WHS));
+    } finally {
+      assert.equal(await first.stop(), 0, first.stderr());
+    }
+    const second = await serve(['--db', 'k.db', '--webhook-url', `${r.url}/other`], dir, env);
+    try {
+      assert.equal(second.ready.webhook_secret, null);
+      assert.equal(second.ready.webhook_endpoint_id, null);
+      assert.match(second.stderr(), /^kopek: --webhook-url was not used: the database is not empty, so no demo data was made$/m);
+      // The endpoint made on the first start is still the shop's, with its secret: it was stored (sealed) in the file.
+      const again = await payOne(second.ready.base_url, first.ready.test_key!);
+      const hook = await hookWhere(r.hooks, (h) => JSON.parse(h.body).data.id === again);
+      assert.equal(hook.path, '/file');
+      assert.ok(v2Verifies(hook.signature, hook.body, WHS));
+    } finally {
+      assert.equal(await second.stop(), 0, second.stderr());
+    }
+  } finally {
+    r.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('KOPEK_WEBHOOK_URL and KOPEK_WEBHOOK_SECRET are read and checked like the flags', () => {
+  const c = loadConfig([], { KOPEK_EPHEMERAL: '1', KOPEK_WEBHOOK_URL: 'http://127.0.0.1:9/h', KOPEK_WEBHOOK_SECRET: WHS });
+  assert.deepEqual([c.webhookUrl, c.webhookSecret], ['http://127.0.0.1:9/h', WHS]);
+  assert.throws(() => loadConfig([], { KOPEK_WEBHOOK_SECRET: WHS }), /^Error: --webhook-secret is the secret of the --webhook-url endpoint/);
+  assert.throws(() => loadConfig(['--webhook-url', 'http://127.0.0.1:9/h'], { KOPEK_WEBHOOK_SECRET: 'whs_!' }), /^Error: --webhook-secret must be whs_/);
+  assert.deepEqual([loadConfig([], {}).webhookUrl, loadConfig([], {}).webhookSecret], [null, null]);
 });
