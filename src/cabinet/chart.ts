@@ -10,9 +10,9 @@ export interface DayFigure {
   paid: number;
 }
 
-const W = 560;
-const H = 200;
-const PAD = { l: 64, r: 8, t: 10, b: 26 };
+/** The bars' own units: each day is DAY_W wide, a full bar is 100 high (the drawing stretches to its box). */
+const DAY_W = 10;
+const BAR_H = 100;
 
 /** A "nice" top for an axis: 1, 2 or 5 times a power of ten, at least `max` (and at least `floor`). */
 function niceTop(max: number, floor: number): number {
@@ -21,31 +21,38 @@ function niceTop(max: number, floor: number): number {
   return [1, 2, 5, 10].map((k) => k * p).find((v) => v >= m)!;
 }
 
-/** One bar chart of a figure per day, with its own axis: ticks at 0, half and the top, labelled by `label`. */
+/**
+ * One bar chart of a figure per day, with its own axis: ticks at 0, half and the top, labelled by `label`. The
+ * bars are SVG stretched to the chart's box; the labels are HTML text around it, so they keep the page's font
+ * size however narrow the box (labels drawn inside the SVG shrank with it to 6 px at 360 px). Each day label
+ * carries the steps it shows at (k2: every second day from the latest, k3: every third, for a narrow box).
+ */
 function barChart(o: { id: string; title: string; days: DayFigure[]; value: (d: DayFigure) => number; top: number; label: (v: number) => string; fill: string; tip: (d: DayFigure) => string }): string {
-  const iw = W - PAD.l - PAD.r;
-  const ih = H - PAD.t - PAD.b;
-  const slot = iw / Math.max(1, o.days.length);
+  const w = DAY_W * Math.max(1, o.days.length);
   const grid = [0, 0.5, 1]
-    .map((f) => {
-      const y = (PAD.t + ih - f * ih).toFixed(1);
-      return `<line x1="${PAD.l}" x2="${W - PAD.r}" y1="${y}" y2="${y}" stroke="#e5e7eb"/><text x="${PAD.l - 6}" y="${Number(y) + 4}" font-size="11" text-anchor="end" fill="#6b7280">${esc(o.label(f * o.top))}</text>`;
-    })
+    .map((f) => `<line x1="0" x2="${w}" y1="${BAR_H - f * BAR_H}" y2="${BAR_H - f * BAR_H}" stroke="#e5e7eb" vector-effect="non-scaling-stroke"/>`)
     .join('');
+  const ticks = [1, 0.5, 0].map((f) => `<span>${esc(o.label(f * o.top))}</span>`).join('');
   const bars = o.days.map((d, i) => {
-    const x = PAD.l + i * slot;
-    const h = (o.value(d) / o.top) * ih;
-    return `<rect x="${(x + slot * 0.15).toFixed(1)}" y="${(PAD.t + ih - h).toFixed(1)}" width="${(slot * 0.7).toFixed(1)}" height="${h.toFixed(1)}" rx="2" fill="${o.fill}"><title>${esc(`${dayLabel(d.day_ms)}: ${o.tip(d)}`)}</title></rect>`;
+    const h = (o.value(d) / o.top) * BAR_H;
+    return `<rect x="${i * DAY_W + DAY_W * 0.15}" y="${(BAR_H - h).toFixed(2)}" width="${DAY_W * 0.7}" height="${h.toFixed(2)}" fill="${o.fill}"><title>${esc(`${dayLabel(d.day_ms)}: ${o.tip(d)}`)}</title></rect>`;
   });
   const labels = o.days
-    .map((d, i) => ((o.days.length - 1 - i) % 2 === 0 || o.days.length <= 7 ? `<text x="${(PAD.l + i * slot + slot / 2).toFixed(1)}" y="${H - 8}" font-size="11" text-anchor="middle" fill="#6b7280">${esc(dayLabel(d.day_ms).slice(5))}</text>` : ''))
+    .map((d, i) => {
+      const back = o.days.length - 1 - i;
+      const steps = [back % 2 === 0 || o.days.length <= 7 ? 'k2' : '', back % 3 === 0 ? 'k3' : ''].filter(Boolean).join(' ');
+      return `<span${steps ? ` class="${steps}"` : ''}>${esc(dayLabel(d.day_ms).slice(5))}</span>`;
+    })
     .join('');
-  return `<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${o.id}" focusable="false">
+  return `<div class="plot">
+<div class="yaxis" aria-hidden="true">${ticks}</div>
+<svg class="chart" viewBox="0 0 ${w} ${BAR_H}" preserveAspectRatio="none" overflow="visible" role="img" aria-labelledby="${o.id}" focusable="false">
 <title id="${o.id}">${esc(o.title)}</title>
 ${grid}
 ${bars.join('\n')}
-${labels}
-</svg>`;
+</svg>
+<div class="xaxis" aria-hidden="true">${labels}</div>
+</div>`;
 }
 
 /**

@@ -37,9 +37,14 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(220px,1fr));gap:12px}
 .card{border:1px solid #e5e7eb;border-radius:12px;padding:12px 14px}
 .card b{display:block;font-size:20px}
-.filters{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:8px 12px;align-items:end;margin-bottom:12px}
-.filters .field{margin:0}
-.filters .actions{grid-column:1/-1;display:flex;flex-wrap:wrap;gap:8px;align-items:center}
+.filters{display:flex;flex-wrap:wrap;gap:8px 12px;margin-bottom:12px}
+.filters .field{margin:0;flex:1 1 100px;min-width:0}
+.filters .field:has(select){flex:1.4 1 150px}
+.filters .field:has(input[type=date]){flex:1.3 1 150px}
+.filters .field:has(#f-order){flex:1 1 130px}
+.filters .field label{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.filters .field input,.filters .field select{height:44px;min-height:44px;min-width:0}
+.filters .actions{flex:1 1 100%;display:flex;flex-wrap:wrap;gap:8px;align-items:center}
 .rotate{display:flex;flex-wrap:wrap;gap:8px 12px;align-items:end;padding:10px 0;border-bottom:1px solid #e5e7eb}
 .rotate .field{margin:0;flex:0 1 280px}
 .rotate .url{flex:1 1 260px;align-self:center}
@@ -53,9 +58,18 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 .checks legend{font-weight:600;font-size:14px;margin-bottom:4px;padding:0}
 .pager{display:flex;gap:8px;flex-wrap:wrap;margin-top:12px}
 .badge{display:inline-block;white-space:nowrap;padding:1px 8px;border-radius:999px;font-size:12px;font-weight:600;background:#e5e7eb;color:#374151}
+.pstatus{display:inline-flex;flex-direction:column;align-items:flex-start;gap:2px}
+.refund-note{font-size:12px;color:#4b5563}
 .badge.succeeded{background:#dcfce7;color:#166534}.badge.failed,.badge.expired{background:#fee2e2;color:#991b1b}.badge.refunded,.badge.cancelled{background:#e0e7ff;color:#3730a3}.badge.pending,.badge.processing{background:#fef3c7;color:#92400e}
 figure{margin:0}
-svg.chart{display:block;width:100%;height:auto;max-height:260px}
+.plot{display:grid;grid-template-columns:auto minmax(0,1fr);column-gap:8px;padding-right:12px;font-size:12px;line-height:16px;color:#4b5563;margin-bottom:8px}
+.plot .yaxis{display:flex;flex-direction:column;justify-content:space-between;margin:-8px 0;text-align:right;white-space:nowrap}
+svg.chart{display:block;width:100%;height:160px}
+.plot .xaxis{grid-column:2;display:grid;grid-auto-flow:column;grid-auto-columns:minmax(0,1fr);margin-top:4px;white-space:nowrap}
+.plot .xaxis span{justify-self:center;visibility:hidden}
+.plot .xaxis .k2{visibility:visible}
+.charts figure{container-type:inline-size}
+@container (max-width:420px){.plot .xaxis .k2{visibility:hidden}.plot .xaxis .k3{visibility:visible}}
 .legend{display:flex;gap:16px;font-size:13px;color:#4b5563;flex-wrap:wrap}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:3px;margin-right:6px;vertical-align:-1px}
 .legend .c{background:#93c5fd}.legend .a{background:#1d4ed8}
@@ -65,11 +79,21 @@ svg.chart{display:block;width:100%;height:auto;max-height:260px}
 .totp svg{width:200px;height:200px}
 .danger-zone{border:1px solid #fecaca;border-radius:12px;padding:12px 14px;margin-top:16px}
 @media (max-width:640px){
+ .top{flex-wrap:nowrap;gap:8px;padding:6px 12px}
+ .top .brand{font-size:16px;white-space:nowrap}
+ .top .brand .long,.top .who{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+ .top .tools{flex-wrap:nowrap;gap:6px}
+ .top .chip,nav.sections .chip{min-height:32px;padding:2px 10px;font-size:13px}
+ nav.sections{padding:0}
+ nav.sections ul{flex-wrap:nowrap;overflow-x:auto;padding:2px 12px 8px;scrollbar-width:thin}
+ nav.sections li{flex:none}
+ .test{padding:4px 12px;font-size:13px}
  table.list thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
  table.list tr{display:block;border-bottom:2px solid #e5e7eb;padding:6px 0}
  table.list td{display:flex;justify-content:space-between;gap:12px;border:0;padding:4px 2px;text-align:right}
  table.list td::before{content:attr(data-label);color:#6b7280;font-weight:600;text-align:left}
  table.list td.num{white-space:normal}
+ .pstatus{align-items:flex-end}
  .cab .sheet{margin:0}
 }
 `;
@@ -151,7 +175,7 @@ export function cabinetPage(ctx: Ctx, o: { title: string; active: CabKey | null;
     .map((m) => `<button class="chip" name="mode" value="${m}" aria-pressed="${c.mode === m}">${esc(ct(lang, m === 'test' ? 'mode_test' : 'mode_live'))}</button>`)
     .join('');
   const top = `<header class="top">
-<a class="brand" href="/cabinet/overview">kopek · ${esc(ct(lang, 'cabinet'))}</a>
+<a class="brand" href="/cabinet/overview">kopek<span class="long"> · ${esc(ct(lang, 'cabinet'))}</span></a>
 <div class="tools">
 ${postForm(ctx, '/cabinet/prefs', `<input type="hidden" name="back" value="${esc(here)}"><span class="sr">${esc(ct(lang, 'mode_label'))}</span>${modeButtons}`)}
 ${postForm(ctx, '/cabinet/prefs', `<input type="hidden" name="back" value="${esc(here)}"><button class="chip" name="lang" value="${lang === 'ru' ? 'en' : 'ru'}" lang="${lang === 'ru' ? 'en' : 'ru'}">${esc(ct(lang, 'switch_lang'))}</button>`)}

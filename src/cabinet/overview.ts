@@ -8,7 +8,8 @@ import { cabinetPage, table } from './layout';
 import { merchantShops } from './scope';
 import { getMerchant } from './store';
 import { paymentsChart, type DayFigure } from './chart';
-import { ct, statusText, when } from './text';
+import { ct, when } from './text';
+import { paymentStatusCell } from './payment-status';
 
 /** Days the overview's chart covers, today included. */
 const CHART_DAYS = 14;
@@ -22,6 +23,7 @@ interface LatestRow {
   seq: number;
   order_id: string;
   amount: number;
+  amount_refunded: number;
   currency: string;
   status: string;
   created_at: number;
@@ -88,7 +90,7 @@ export async function overview(ctx: Ctx<Core>): Promise<Reply> {
   for (const s of shops) {
     latest.push(
       ...(await store.all<LatestRow>(
-        `SELECT id, seq, order_id, amount, currency, status, created_at, shop_id FROM payments WHERE shop_id = ? AND mode = ? ORDER BY created_at DESC, seq DESC LIMIT ?`,
+        `SELECT id, seq, order_id, amount, amount_refunded, currency, status, created_at, shop_id FROM payments WHERE shop_id = ? AND mode = ? ORDER BY created_at DESC, seq DESC LIMIT ?`,
         s.id,
         mode,
         LATEST,
@@ -103,7 +105,7 @@ export async function overview(ctx: Ctx<Core>): Promise<Reply> {
       esc(when(p.created_at)),
       `<a href="/cabinet/payments/${esc(p.id)}">${esc(p.order_id)}</a>`,
       esc(formatAmount(lang, p.amount, p.currency)),
-      `<span class="badge ${esc(p.status)}">${esc(statusText(lang, p.status))}</span>`,
+      paymentStatusCell(lang, p),
       esc(names.get(p.shop_id) ?? ''),
     ]),
     ct(lang, 'nothing'),

@@ -17,6 +17,7 @@ import { form } from './guard';
 import { ct, statusText, when } from './text';
 import { timeline, TIMELINE_MAX, TIMELINE_SCAN_ROWS } from './timeline';
 import { eventSummary, webhookCell } from './timeline-view';
+import { paymentStatusCell } from './payment-status';
 import { bankText, codeText, counted, deliveryText } from './codes';
 import { listEndpoints } from '../webhooks/store';
 
@@ -38,7 +39,7 @@ ${kv(ct(lang, 'payment'), esc(p.public_id))}
 ${kv(ct(lang, 'order'), esc(p.order_id))}
 ${kv(ct(lang, 'amount'), amount(p.amount))}
 ${kv(ct(lang, 'refunds'), amount(p.amount_refunded))}
-${kv(ct(lang, 'status'), `<span class="badge ${esc(p.status)}">${esc(statusText(lang, p.status))}</span>`)}
+${kv(ct(lang, 'status'), paymentStatusCell(lang, p))}
 ${kv(ct(lang, 'method'), esc(codeText(lang, p.method)))}
 ${kv(ct(lang, 'mode'), esc(codeText(lang, p.mode)))}
 ${kv(ct(lang, 'shop'), esc(shopName))}

@@ -14,6 +14,7 @@ import { cabinetPage, field, table } from './layout';
 import { merchantShops, ownShop } from './scope';
 import { ct, statusText, when, type CabKey } from './text';
 import { codeText, maskPhone } from './codes';
+import { paymentStatusCell } from './payment-status';
 import { failureReason } from '../pay-page/i18n';
 import type { Reader } from '../db/store';
 
@@ -88,7 +89,7 @@ const REGISTERS: Record<Register['name'], Register> = {
       createdCol,
       { label: 'order', cell: (r) => `<a href="/cabinet/payments/${esc(r.id)}">${esc(r.order_id)}</a>`, csv: (r) => String(r.order_id), csvName: 'order_id' },
       { label: 'amount', num: true, cell: (r, l) => money(l, r), csv: (r) => r.amount, csvName: 'amount' },
-      { label: 'status', cell: (r, l) => badge(l, r.status), csv: (r) => r.status, csvName: 'status' },
+      { label: 'status', cell: (r, l) => paymentStatusCell(l, { status: r.status, amount: r.amount, amount_refunded: Number(r.amount_refunded ?? 0), currency: String(r.currency ?? 'RUB') }), csv: (r) => r.status, csvName: 'status' },
       { label: 'method', cell: (r, l) => esc(codeText(l, String(r.method))), csv: (r) => String(r.method), csvName: 'method' },
       shopCol,
       // The operation id at the acquiring bank (live mode), for reconciling with the bank's own register.

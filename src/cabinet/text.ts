@@ -44,6 +44,8 @@ const TEXTS = {
   chart_paid_legend: ['Столбец — сколько из них оплачено за день (UTC), шкала в рублях', 'Bar: how much of them was paid that day (UTC), scale in rubles'],
   chart_total: ['За 14 дней', 'In 14 days'],
   chart_day: ['День (UTC)', 'Day (UTC)'],
+  refunded_of: ['возвращено {refunded} из {amount}', 'refunded {refunded} of {amount}'],
+  refunded_in_full: ['полностью, {amount}', 'in full, {amount}'],
   status: ['Статус', 'Status'],
   amount: ['Сумма', 'Amount'],
   amount_from: ['Сумма от', 'Amount from'],

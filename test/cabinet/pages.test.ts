@@ -129,9 +129,10 @@ test('Russian pages showed raw codes (sbp, test, succeeded, kopek test bank, max
 test('the overview chart put a count and money on one axis with a floating max: each has its own chart and scale, with a legend', async () => {
   await cabPost(s, session, '/cabinet/prefs', { lang: 'en', back: '/cabinet/overview' });
   const html = (await cabGet(s, session, '/cabinet/overview')).text;
-  const count = /<svg class="chart"[^>]*aria-labelledby="chart-count"[\s\S]*?<\/svg>/.exec(html)![0];
-  const paid = /<svg class="chart"[^>]*aria-labelledby="chart-paid"[\s\S]*?<\/svg>/.exec(html)![0];
-  const ticks = (svg: string) => [...svg.matchAll(/<text x="[\d.]+" y="[\d.]+" font-size="11" text-anchor="end"[^>]*>([^<]+)</g)].map((m) => m[1]);
+  // Each chart is its axis labels (HTML, so they keep their size on a narrow screen) around the SVG of its bars.
+  const count = /<div class="plot">\s*<div class="yaxis"[^>]*>.*?<\/div>\s*<svg class="chart"[^>]*aria-labelledby="chart-count"/.exec(html)![0];
+  const paid = /<div class="plot">\s*<div class="yaxis"[^>]*>.*?<\/div>\s*<svg class="chart"[^>]*aria-labelledby="chart-paid"/.exec(html)![0];
+  const ticks = (plot: string) => [.../<div class="yaxis"[^>]*>(.*?)<\/div>/.exec(plot)![1].matchAll(/<span>([^<]+)<\/span>/g)].map((m) => m[1]);
   assert.ok(ticks(count).length >= 2 && ticks(paid).length >= 2, `both axes have ticks: ${ticks(count)} / ${ticks(paid)}`);
   assert.ok(ticks(count).every((t) => /^\d+$/.test(t)), `count axis: ${ticks(count)}`);
   assert.ok(ticks(paid).every((t) => /^₽/.test(t)), `money axis: ${ticks(paid)}`);
