@@ -4,7 +4,7 @@ import { openStream, StreamRefused, type OpenStream, type StreamedWebhook } from
 import { postWebhook } from '../webhooks/deliver';
 import { signatureHeader, webhookHeaders } from '../webhooks/sign';
 import { WEBHOOK_EVENTS } from '../webhooks/store';
-import { secret as newSecret } from '../util/ids';
+import { secret as newSecret, WEBHOOK_SECRET_RE } from '../util/ids';
 
 const usage = `Usage: kopek listen --forward-to URL [--events E1,E2] [--secret whs_...] [--url BASE] [--key KEY] [--json]
 
@@ -34,8 +34,6 @@ Examples:
 const FORWARD_TIMEOUT_MS = 15_000;
 /** Pause before a reconnect: it doubles from the first to the last while the server stays away. */
 const RECONNECT_MS = { first: 200, max: 2_000 };
-/** A secret given with --secret: the prefix kopek's webhook secrets carry, and enough base64url characters. */
-const SECRET_RE = /^whs_[A-Za-z0-9_-]{16,200}$/;
 
 /** What `kopek listen` runs with, from its flags and the environment. */
 export interface ListenOptions {
@@ -83,7 +81,7 @@ export function listenOptions(args: Args): ListenOptions {
   if (key.startsWith('sk_live_')) throw new Error('kopek listen works with test keys only, and this is a live key (sk_live_…): pass the shop\'s sk_test_ key');
   if (!key.startsWith('sk_test_')) throw new Error(`cannot use --key "${key.slice(0, 12)}…": a test API key starts with sk_test_`);
   const secret = flag(args, 'secret') ?? newSecret('whs_');
-  if (!SECRET_RE.test(secret)) throw new Error(`cannot use --secret "${secret.slice(0, 12)}…": a webhook secret is whs_ followed by 16 to 200 letters, digits, _ or -`);
+  if (!WEBHOOK_SECRET_RE.test(secret)) throw new Error(`cannot use --secret "${secret.slice(0, 12)}…": a webhook secret is whs_ followed by 16 to 200 letters, digits, _ or -`);
   return { base, key, forwardTo, events: eventFilter(flag(args, 'events')), secret, json: args.flags.has('json') };
 }
 
