@@ -28,6 +28,9 @@ export interface Shop {
   created_at: number;
 }
 
+/** A shop's settings: its row without the two secrets, so that reading it needs no master key. */
+export type ShopSettings = Omit<Shop, 'signing_secret' | 'webhook_secret'>;
+
 /** An API key row, without the key. */
 export interface ApiKey {
   id: string;
@@ -102,8 +105,16 @@ export async function getShop(store: Store, id: string): Promise<Shop | undefine
   };
 }
 
-async function requireShop(store: Store, id: string, action: string): Promise<Shop> {
-  const shop = await getShop(store, id);
+/**
+ * Find a shop's settings by id, its secrets left out: what a command that unseals nothing reads, so it runs
+ * without the master key (on PostgreSQL, KOPEK_MASTER_KEY unset) as well as with it.
+ */
+export function getShopSettings(q: Reader, id: string): Promise<ShopSettings | undefined> {
+  return q.get<ShopSettings>('SELECT id, merchant_id, name, scopes, ip_allowlist, require_signature, test_clock_offset_ms, created_at FROM shops WHERE id = ?', id);
+}
+
+async function requireShop(store: Store, id: string, action: string): Promise<ShopSettings> {
+  const shop = await getShopSettings(store, id);
   if (!shop) throw new Error(`${action}: shop "${id}" not found`);
   return shop;
 }
@@ -160,6 +171,9 @@ export async function setRequireSignature(store: Store, shopId: string, on: bool
   await store.tx((tx) => tx.run('UPDATE shops SET require_signature = ? WHERE id = ?', on ? 1 : 0, shopId));
 }
 
+/** How many characters of a key are stored in clear and shown by `key list`: `sk_test_` and four more. */
+export const KEY_PREFIX_LENGTH = 12;
+
 /**
  * Create an API key; the key is returned once and only its hash is stored. Scopes default to the shop's.
  * `fixed` is the secret to use instead of a random one (serve --demo-key, checked there), of the mode's prefix.
@@ -182,7 +196,7 @@ export async function createKey(
     id: uuid(),
     shop_id: shopId,
     mode,
-    key_prefix: full.slice(0, 12),
+    key_prefix: full.slice(0, KEY_PREFIX_LENGTH),
     scopes: list.join(','),
     created_at: now,
     revoked_at: null,
@@ -211,6 +225,52 @@ export async function listKeys(store: Store, shopId: string): Promise<ApiKey[]> 
        FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id WHERE k.shop_id = ? ORDER BY k.created_at DESC, k.id`,
     shopId,
   );
+}
+
+/** Most keys one prefix names in an error (a prefix of twelve characters names one key but for a rare clash). */
+const PREFIX_MATCHES_MAX = 10;
+
+/** A key as `key revoke` finds it. */
+export interface KeyRef {
+  id: string;
+  shop_id: string;
+  key_prefix: string;
+}
+
+/** A key's secret (or what looks like one) shown no further than its prefix, so an error never repeats a key. */
+export function shownKeyRef(ref: string): string {
+  return /^sk_(test|live)_/.test(ref) && ref.length > KEY_PREFIX_LENGTH ? `${ref.slice(0, KEY_PREFIX_LENGTH)}…` : ref.slice(0, 100);
+}
+
+/**
+ * The keys `ref` names, of `shopId` only when given: the key with that id; else, for a whole key, the key
+ * whose hash is its hash; else the keys whose shown prefix it is (with or without the `…` key list prints).
+ * More than one only for a prefix that two keys share.
+ */
+export async function keysNamedBy(q: Reader, ref: string, shopId?: string): Promise<KeyRef[]> {
+  const inShop = shopId === undefined ? '' : ' AND shop_id = ?';
+  const shop = shopId === undefined ? [] : [shopId];
+  const byId = await q.all<KeyRef>(`SELECT id, shop_id, key_prefix FROM api_keys WHERE id = ?${inShop}`, ref, ...shop);
+  if (byId.length > 0) return byId;
+  const prefix = ref.replace(/(…|\.\.\.)$/, '');
+  if (prefix === ref && /^sk_(test|live)_/.test(ref) && ref.length > KEY_PREFIX_LENGTH) {
+    return q.all<KeyRef>(`SELECT id, shop_id, key_prefix FROM api_keys WHERE key_hash = ?${inShop}`, sha256Hex(ref), ...shop);
+  }
+  return q.all<KeyRef>(`SELECT id, shop_id, key_prefix FROM api_keys WHERE key_prefix = ?${inShop} ORDER BY created_at, id LIMIT ?`, prefix, ...shop, PREFIX_MATCHES_MAX);
+}
+
+/** The one key `ref` names (keysNamedBy): not found, or a prefix two keys share, is an error naming what to give instead. */
+export async function findKeyToRevoke(q: Reader, ref: string, shopId?: string): Promise<KeyRef> {
+  const keys = await keysNamedBy(q, ref, shopId);
+  const shown = shownKeyRef(ref);
+  if (keys.length === 0) {
+    throw new Error(`cannot revoke key "${shown}": not found${shopId === undefined ? '' : ` in shop "${shopId}"`}; give its id, the key itself, or the prefix kopek key list shows`);
+  }
+  if (keys.length > 1) {
+    const named = keys.map((k) => `${k.id} (shop ${k.shop_id})`).join(', ');
+    throw new Error(`cannot revoke key "${shown}": the prefix is that of ${keys.length === PREFIX_MATCHES_MAX ? 'several keys, among them' : `${keys.length} keys:`} ${named}; give the id of the one to revoke`);
+  }
+  return keys[0];
 }
 
 /** Revoke a key; revoking twice is an error naming the first time. */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { io, output, withStore } from './command';
-import { getShop } from '../cabinet/store';
+import { getShopSettings } from '../cabinet/store';
 import { TBANK } from '../tbank/protocol';
 import { removeAcquirer, setTBankAcquirer, showAcquirer, type AcquirerView } from '../tbank/acquirer';
 import { allowListOf, literalRefusal } from '../webhooks/url-safety';
@@ -40,7 +40,7 @@ export async function runAcquirer(argv: string[]): Promise<number> {
   const setting = ['provider', 'terminal-key', 'password-file', 'api-url'].filter((f) => args.flags.has(f));
   if (args.flags.has('remove') && setting.length > 0) throw new Error(`cannot run shop acquirer: --remove takes no other option but --shop; usage: ${LINE}`);
   return withStore(args, async (store) => {
-    if (!(await getShop(store, shopId))) throw new Error(`cannot run shop acquirer: shop "${shopId}" not found`);
+    if (!(await getShopSettings(store, shopId))) throw new Error(`cannot run shop acquirer: shop "${shopId}" not found`);
     if (args.flags.has('remove')) {
       const had = await removeAcquirer(store, shopId);
       output(args, { shop_id: shopId, removed: had }, [had ? 'acquirer removed: live keys of the shop answer 403 acquirer_not_configured' : 'the shop had no acquirer']);

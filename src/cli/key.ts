@@ -1,6 +1,6 @@
 import { parseArgs, flag, onlyFlags, atMostAfterSub, idArg, unknownSubcommand } from './args';
 import { COMMON_OPTIONS, io, output, withStore, type Command } from './command';
-import { createKey, getMerchant, getShop, listKeys, revokeKey } from '../cabinet/store';
+import { createKey, findKeyToRevoke, getMerchant, getShopSettings, listKeys, revokeKey } from '../cabinet/store';
 import { shopAcquirer, shopPayoutProvider } from '../bank-port/store';
 import { TBANK } from '../tbank/protocol';
 import { iso } from '../util/time';
@@ -10,14 +10,19 @@ import type { Args } from './args';
 const usage = `Usage:
   kopek key create --shop ID --mode test|live [--scopes S1,S2]
   kopek key list --shop ID
-  kopek key revoke KEY_ID
+  kopek key revoke KEY [--shop ID]
 
 create   issues an API key (scopes default to the shop's) and prints it once; only its hash is stored.
          A live key is made even before live mode works for the shop, with a warning naming what is missing
          (live mode of the merchant, the shop's acquirer, a way to send payouts) and the command that adds it
 list     lists the shop's keys under a header: id, mode, prefix, scopes, created, revoked
 revoke   revokes a key at once (a running server refuses it from the next request; nodes on PostgreSQL
-         within milliseconds); KEY_ID may also be given as --key KEY_ID
+         within milliseconds). KEY is its id, the key itself, or the prefix key list shows (sk_test_AbCd…;
+         a prefix two keys share is refused naming both); it may also be given as --key KEY. With --shop,
+         only a key of that shop is found.
+
+None of these reads a secret sealed under the master key, so on PostgreSQL they run without
+KOPEK_MASTER_KEY (a live key's warnings too); keys are stored as hashes only.
 
 Options:
 ${COMMON_OPTIONS}
@@ -27,6 +32,7 @@ Examples:
   kopek key create --shop 3b9e… --mode live --scopes api:reports:read --json
   kopek key list --shop 3b9e…
   kopek key revoke 0c55…
+  kopek key revoke sk_test_AbCd… --shop 3b9e…
   kopek key revoke --key 0c55…`;
 
 /**
@@ -40,7 +46,7 @@ const NO_PAYOUTS = new Set([TBANK]);
  * may prepare keys before going live), but its first call would otherwise be the first sign of it.
  */
 export async function liveKeyWarnings(store: Store, shopId: string): Promise<string[]> {
-  const shop = await getShop(store, shopId);
+  const shop = await getShopSettings(store, shopId);
   if (!shop) return [];
   const merchant = await getMerchant(store, shop.merchant_id);
   const acquirer = await shopAcquirer(store, shopId);
@@ -131,11 +137,12 @@ export const key: Command = {
       if (!flag(args, 'shop')) throw new Error('cannot list keys: --shop ID is required');
       act = (store) => list(store, args);
     } else if (sub === 'revoke') {
-      onlyFlags(args, ['key']);
-      const { id, rest } = idArg(args, 'key');
-      atMostAfterSub(rest, 0, 'kopek key revoke KEY_ID');
-      if (!id) throw new Error('cannot revoke key: KEY_ID is required (or --key KEY_ID)');
+      onlyFlags(args, ['key', 'shop']);
+      const { id: ref, rest } = idArg(args, 'key');
+      atMostAfterSub(rest, 0, 'kopek key revoke KEY [--shop ID]');
+      if (!ref) throw new Error('cannot revoke key: KEY is required: its id, the key itself or its prefix (or --key KEY)');
       act = async (store) => {
+        const { id } = await findKeyToRevoke(store, ref, flag(args, 'shop'));
         await revokeKey(store, id, Date.now());
         output(args, { id, revoked: true }, [`revoked ${id}`]);
       };

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { loadConfig } from '../base/config';
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { io, output, withStore } from './command';
-import { getShop } from '../cabinet/store';
+import { getShopSettings } from '../cabinet/store';
 import { removePayoutProvider, setPayoutProvider, showPayoutProvider, type PayoutProviderView } from '../cabinet/payout-provider';
 import { allowListOf, literalRefusal } from '../webhooks/url-safety';
 
@@ -45,7 +45,7 @@ export async function runPayouts(argv: string[]): Promise<number> {
   const setting = ['provider', 'agent-id', 'secret-file', 'api-url'].filter((f) => args.flags.has(f));
   if (args.flags.has('remove') && setting.length > 0) throw new Error(`cannot run shop payouts: --remove takes no other option but --shop; usage: ${LINE}`);
   return withStore(args, async (store) => {
-    if (!(await getShop(store, shopId))) throw new Error(`cannot run shop payouts: shop "${shopId}" not found`);
+    if (!(await getShopSettings(store, shopId))) throw new Error(`cannot run shop payouts: shop "${shopId}" not found`);
     if (args.flags.has('remove')) {
       const had = await removePayoutProvider(store, shopId);
       output(args, { shop_id: shopId, removed: had }, [had ? 'payout provider removed: live payouts of the shop answer 403 payouts_not_configured' : 'the shop had no payout provider']);

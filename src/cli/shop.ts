@@ -2,7 +2,7 @@ import { parseArgs, flag, onlyFlags, atMostPositionals, atMostAfterSub, idArg, u
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import {
   createShop,
-  getShop,
+  getShopSettings,
   rotateSigningSecret,
   setIpAllowlist,
   setRequireSignature,
@@ -97,7 +97,7 @@ const ON_SHOP: Record<string, { line: string; max: number; run(store: Store, arg
 };
 
 async function show(store: Store, args: Args, id: string): Promise<void> {
-  const s = await getShop(store, id);
+  const s = await getShopSettings(store, id);
   if (!s) throw new Error(`cannot show shop "${id}": not found`);
   const view = {
     id: s.id,

@@ -8,6 +8,7 @@ import { runCli, type CliResult } from '../helpers/cli';
 import { onceApplied } from '../helpers/pg';
 import { cliCommands } from '../../src/cli';
 import { startApp } from '../../src/app';
+import { createKey } from '../../src/cabinet/store';
 
 /** Every command as the root wires them (serve starts the server with startApp). */
 const COMMANDS = cliCommands(startApp);
@@ -221,12 +222,52 @@ test('key commands refuse bad input and change nothing', async () => {
   assertFails(await cli('key', 'create', '--shop', 'nope', '--mode', 'test'), /shop "nope" not found/);
   assertFails(await cli('key', 'create', '--shop', shop.id, '--mode', 'test', '--scopes', 'api:x'), /unknown scope "api:x"/);
   assertFails(await cli('key', 'create', '--shop', shop.id, '--mode', 'test', '--colour', 'red'), /unknown option --colour/);
-  assertFails(await cli('key', 'revoke'), /KEY_ID is required/);
+  assertFails(await cli('key', 'revoke'), /KEY is required: its id, the key itself or its prefix/);
   assertFails(await cli('key', 'revoke', 'a', 'b'), /unexpected argument "b"/);
   assertFails(await cli('key', 'revoke', 'no-such-key'), /cannot revoke key "no-such-key": not found/);
   assertFails(await cli('key', 'list'), /--shop ID is required/);
   assertFails(await cli('key', 'create', '--shop'), /option --shop needs a value/);
   assert.equal(await count('api_keys'), before);
+});
+
+test('key revoke takes the id, the key itself or the prefix key list shows; a shared prefix is refused naming both; --shop finds only its keys', async () => {
+  const m = await newMerchant();
+  const a = (await newShop(m)).id;
+  const b = (await newShop(m)).id;
+  const key = async (shop: string) => (await cli('key', 'create', '--shop', shop, '--mode', 'test', '--json')).json as { id: string; key: string };
+  const [bySecret, byShown, byBare, ofB] = [await key(a), await key(a), await key(a), await key(b)];
+  const listed = await cli('key', 'list', '--shop', a);
+  const shown = (k: { id: string }) => listed.out.split('\n').find((l) => l.startsWith(k.id))!.split(/\s+/)[2];
+  assert.match(shown(byShown), /^sk_test_.{4}…$/);
+
+  const secret = await cli('key', 'revoke', bySecret.key, '--json');
+  assert.deepEqual(secret.json, { id: bySecret.id, revoked: true });
+  assert.ok(!secret.out.includes(bySecret.key));
+  assert.deepEqual((await cli('key', 'revoke', shown(byShown))).out, `revoked ${byShown.id}\n`);
+  assert.deepEqual((await cli('key', 'revoke', '--key', shown(byBare).replace('…', ''), '--shop', a, '--json')).json, { id: byBare.id, revoked: true });
+  for (const k of [bySecret, byShown, byBare]) assert.equal((await applied('/v1/public/payments', k.key, 401)).status, 401);
+
+  // Another shop's key, by any of its names, is not found with --shop; nothing is revoked.
+  const prefixB = ofB.key.slice(0, 12);
+  for (const ref of [ofB.id, ofB.key, prefixB, `${prefixB}…`]) {
+    assertFails(await cli('key', 'revoke', ref, '--shop', a), new RegExp(`cannot revoke key "${prefixB.length < ref.length && ref !== ofB.id ? `${prefixB}…` : ref}": not found in shop "${a}"; give its id, the key itself, or the prefix kopek key list shows`));
+  }
+  assert.equal((await s.request('GET', '/v1/public/payments', { key: ofB.key })).status, 200);
+  // A key that is no key of this database is not found, and the error never repeats it past its prefix.
+  const stranger = 'sk_test_' + 'Q'.repeat(43);
+  const unknown = await cli('key', 'revoke', stranger);
+  assertFails(unknown, /cannot revoke key "sk_test_QQQQ…": not found;/);
+  assert.ok(!unknown.err.includes(stranger));
+
+  // Two keys whose shown prefixes are the same: the prefix is refused naming both, --shop picks one.
+  const twinA = (await createKey(s.store, a, 'test', undefined, Date.now(), 'sk_test_Twin' + 'a'.repeat(39))).key;
+  const twinB = (await createKey(s.store, b, 'test', undefined, Date.now(), 'sk_test_Twin' + 'b'.repeat(39))).key;
+  const both = await cli('key', 'revoke', 'sk_test_Twin…');
+  assertFails(both, /^kopek key: cannot revoke key "sk_test_Twin…": the prefix is that of 2 keys: .*; give the id of the one to revoke\n$/);
+  assert.ok(both.err.includes(`${twinA.id} (shop ${a})`) && both.err.includes(`${twinB.id} (shop ${b})`), both.err);
+  assert.deepEqual((await cli('key', 'revoke', 'sk_test_Twin', '--shop', b, '--json')).json, { id: twinB.id, revoked: true });
+  const after = (await cli('key', 'list', '--shop', a, '--json')).json.items.find((k: { id: string }) => k.id === twinA.id);
+  assert.equal(after.revoked_at, null);
 });
 
 test('demo creates a merchant, a shop with every scope and a working test key', async () => {

@@ -23,7 +23,7 @@ test('the process exits 0 with JSON on stdout on success, and 1 with one stderr 
   const bad = kopek('key', 'revoke', 'no-such-key', '--db', db);
   assert.equal(bad.code, 1);
   assert.equal(bad.out, '');
-  assert.equal(bad.err, 'kopek key: cannot revoke key "no-such-key": not found\n');
+  assert.equal(bad.err, 'kopek key: cannot revoke key "no-such-key": not found; give its id, the key itself, or the prefix kopek key list shows\n');
 });
 
 test('a bad serve option exits 1 with one line, before opening anything', () => {
