@@ -14,12 +14,15 @@ export interface DayFigure {
 const DAY_W = 10;
 const BAR_H = 100;
 
-/** A "nice" top for an axis: 1, 2 or 5 times a power of ten, at least `max` (and at least `floor`). */
-function niceTop(max: number, floor: number): number {
+/** A "nice" top for an axis: `steps` (1, 2 or 5 by default) times a power of ten, at least `max` (and at least `floor`). */
+function niceTop(max: number, floor: number, steps = [1, 2, 5, 10]): number {
   const m = Math.max(max, floor);
   const p = 10 ** Math.floor(Math.log10(m));
-  return [1, 2, 5, 10].map((k) => k * p).find((v) => v >= m)!;
+  return steps.map((k) => k * p).find((v) => v >= m)!;
 }
+
+/** Tops of a count axis whose half tick is a whole number too (a top of 5 labelled its half "3"). */
+const COUNT_STEPS = [1, 2, 4, 10];
 
 /**
  * One bar chart of a figure per day, with its own axis: ticks at 0, half and the top, labelled by `label`. The
@@ -71,7 +74,7 @@ export function paymentsChart(lang: Lang, days: DayFigure[], currency = 'RUB'): 
     title: `${ct(lang, 'chart_count_title')}: ${counted(lang, totalCount, 'payments')}`,
     days,
     value: (d) => d.count,
-    top: niceTop(Math.max(...days.map((d) => d.count)), 2),
+    top: niceTop(Math.max(...days.map((d) => d.count)), 2, COUNT_STEPS),
     label: (v) => String(Math.round(v)),
     fill: '#93c5fd',
     tip: (d) => counted(lang, d.count, 'payments'),

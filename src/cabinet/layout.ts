@@ -98,8 +98,12 @@ svg.chart{display:block;width:100%;height:160px}
 }
 `;
 
-/** Confirms a form marked data-confirm before it is sent (delete, revoke, reset); everything else works without script. */
-const SCRIPT = `document.addEventListener('submit',function(e){var f=e.target;var q=f&&f.getAttribute('data-confirm');if(q&&!window.confirm(q))e.preventDefault();});`;
+/**
+ * Confirms a form marked data-confirm before it is sent (delete, revoke, reset), and on a narrow screen scrolls the
+ * section strip (only the strip, never the page) to the current section; everything else works without script.
+ */
+const SCRIPT = `document.addEventListener('submit',function(e){var f=e.target;var q=f&&f.getAttribute('data-confirm');if(q&&!window.confirm(q))e.preventDefault();});
+var c=document.querySelector('nav.sections [aria-current=page]'),u=c&&c.closest('ul');if(u&&u.scrollWidth>u.clientWidth)u.scrollLeft+=c.getBoundingClientRect().left-u.getBoundingClientRect().left-(u.clientWidth-c.offsetWidth)/2;`;
 
 /**
  * The cabinet's pages name themselves to their own server only: under `no-referrer` a browser sends `Origin: null`

@@ -135,6 +135,8 @@ test('the overview chart put a count and money on one axis with a floating max: 
   const ticks = (plot: string) => [.../<div class="yaxis"[^>]*>(.*?)<\/div>/.exec(plot)![1].matchAll(/<span>([^<]+)<\/span>/g)].map((m) => m[1]);
   assert.ok(ticks(count).length >= 2 && ticks(paid).length >= 2, `both axes have ticks: ${ticks(count)} / ${ticks(paid)}`);
   assert.ok(ticks(count).every((t) => /^\d+$/.test(t)), `count axis: ${ticks(count)}`);
+  const [top, half, zero] = ticks(count).map(Number);
+  assert.deepEqual([half * 2, zero], [top, 0], `the count axis's middle tick is its half (a top of 5 read "3"): ${ticks(count)}`);
   assert.ok(ticks(paid).every((t) => /^₽/.test(t)), `money axis: ${ticks(paid)}`);
   assert.doesNotMatch(html, /<polyline/, 'no line drawn over the bars');
   assert.match(textOf(html), /Bar: payments created that day \(UTC\), scale in payments/);
