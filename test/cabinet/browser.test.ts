@@ -30,7 +30,8 @@ before(async () => {
   receiver = await startReceiver(() => ({ status: answer }));
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   // Some data for the pages to show: paid, refunded-in-part and waiting payments.
-  for (const amount of [125000, 49000, 8800]) await paidPayment(s, s.demo.key, amount);
+  const [, part] = [await paidPayment(s, s.demo.key, 125000), await paidPayment(s, s.demo.key, 49000), await paidPayment(s, s.demo.key, 8800)];
+  assert.equal((await s.request('POST', `/v1/public/payments/${part}/refund`, { body: { amount: 12000 } })).status, 201);
   await s.request('POST', '/v1/public/payments', { body: { amount: 15000, order_id: 'waiting-1', description: 'Green tea, 250 g' } });
 });
 after(async () => {
