@@ -10,25 +10,28 @@ import { masterKeySource } from '../secrets/master-key';
 import { ledgerVerdict } from './ledger';
 
 const usage = `Usage:
-  kopek db copy --from PATH --to URL [--json]
+  kopek db copy --from PATH [--to URL] [--json]
 
 copy   moves a merchant from one machine to a cluster: copies the whole SQLite database at PATH (every
        merchant, shop, key, payment, event, delivery, job and ledger entry) into the empty PostgreSQL
        database at URL, in one transaction read from one snapshot: the target gets all of it or nothing.
-       A target that holds any data is refused. Numbers continue where SQLite left them (its counters
-       remember deleted rows too), so no public number or event id is handed out again; event-stream
-       clients resume with their Last-Event-ID. Secrets stay sealed under the same master key: start the
+       A target that holds any data is refused. Every generated key continues where SQLite left it (its
+       counters remember deleted rows too): each sequence of the target is set, then read back, and a
+       counter behind its table's largest key fails the copy; so no public number, event id or row key is
+       handed out again, and event-stream clients resume with their Last-Event-ID. Secrets stay sealed under the same master key: start the
        nodes with KOPEK_MASTER_KEY set to the key of PATH (its key file, PATH.key, holds it in base64).
        Ends by comparing the row count of every table and running the ledger check on both databases;
        exits 1 if anything differs. Stop the server on PATH first: writes after the snapshot are not copied.
 
 Options:
   --from PATH   the SQLite database file
-  --to URL      postgres://user:password@host:port/database[?sslmode=…]
+  --to URL      postgres://user:password@host:port/database[?sslmode=…] (default KOPEK_DATABASE_URL:
+                a URL on the command line shows in the process list, password and all)
   --json        print one JSON object instead of text
   --help        show this help
 
 Examples:
+  KOPEK_DATABASE_URL=postgres://kopek:PASSWORD@db.internal/kopek kopek db copy --from /var/lib/kopek/kopek.db
   kopek db copy --from /var/lib/kopek/kopek.db --to postgres://kopek@db.internal/kopek`;
 
 /** `kopek db` */
@@ -42,9 +45,9 @@ export const dbCommand: Command = {
     if (sub !== 'copy') throw unknownSubcommand('db', sub, ['copy']);
     onlyFlags(args, ['from', 'to']);
     const from = flag(args, 'from');
-    const to = flag(args, 'to');
+    const to = flag(args, 'to') ?? process.env.KOPEK_DATABASE_URL;
     if (!from || isPostgresUrl(from)) throw new Error('--from must name the SQLite database file to copy');
-    if (!to || !isPostgresUrl(to)) throw new Error('--to must be a postgres:// URL of an empty database');
+    if (!to || !isPostgresUrl(to)) throw new Error('--to (or KOPEK_DATABASE_URL) must be a postgres:// URL of an empty database');
     if (!existsSync(from)) throw new Error(`cannot open database "${from}": no such file`);
     if (fileSchemaVersion(from) === 0) throw new Error(`cannot copy "${from}": it is not a kopek database`);
     const source = openExistingStorage(from);
@@ -53,7 +56,7 @@ export const dbCommand: Command = {
       const pgTarget = await openPgStorage(to);
       target = pgTarget;
       const problem = await targetProblem(pgTarget);
-      if (problem) throw new Error(`cannot copy into ${redactUrl(to)}: ${problem}`);
+      if (problem) throw new Error(`cannot copy into "${redactUrl(to)}": ${problem}`);
       const report = await copySqliteToPostgres(source as SqliteStore, pgTarget, progressLine());
       return await verify(args, from, to, report, source, pgTarget);
     } finally {
@@ -77,8 +80,9 @@ async function verify(args: ReturnType<typeof parseArgs>, from: string, to: stri
     { ok, from, to: redactUrl(to), tables: report.tables, sequences: report.sequences, ledger: { source: a.ok, target: b.ok } },
     [
       ...report.tables.filter((t) => t.source > 0).map((t) => `  ${t.table.padEnd(24)} ${String(t.source).padStart(9)} → ${t.target}`),
+      `counters: ${report.sequences.length} continued, each at or past its table's largest key`,
       `ledger check: source ${ledgerVerdict(a)}; target ${ledgerVerdict(b)}`,
-      ok ? `copied ${rows} rows of ${report.tables.length} tables into ${redactUrl(to)}; ${keyNote}` : `FAILED: ${differ.map((t) => `${t.table} ${t.source} → ${t.target}`).join(', ') || 'a ledger check failed'}`,
+      ok ? `copied ${rows} rows of ${report.tables.length} tables into "${redactUrl(to)}"; ${keyNote}` : `FAILED: ${differ.map((t) => `${t.table} ${t.source} → ${t.target}`).join(', ') || 'a ledger check failed'}`,
     ],
   );
   return ok ? 0 : 1;

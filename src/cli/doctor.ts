@@ -3,13 +3,18 @@ import { COMMON_OPTIONS, output, type Command } from './command';
 import { defaultConfig } from '../base/config';
 import { SCHEMA_VERSION } from '../db/open';
 import { integrityCheck, journalMode, openEngine, openExistingStorage, probeDatabase, schemaVersion } from '../db/maintenance';
-import { isPostgresUrl, redactUrl } from '../db/pg-open';
+import { isPostgresUrl } from '../db/pg-open';
+import { redactUrl } from '../base/redact-url';
 import type { Reader, Store } from '../db/store';
 import { checkLedger } from '../ledger/check';
 import { payoutsNeedingDecision } from '../payouts/store';
 import { LEDGER_ACTION, LEDGER_PROOF, ledgerVerdict } from './ledger';
 import { writeProblem } from '../db/access';
 import { existsSync } from 'node:fs';
+import { behindTheirTables, counters, describeCounter } from '../db/counters';
+
+/** Failed runs in a row after which a job that still retries is worth the operator's look. */
+const FAILING_RUNS = 3;
 
 const usage = `Usage:
   kopek doctor [--db PATH] [--json]
@@ -22,6 +27,10 @@ Checks a database, safe while the server runs (reads only), and says what to do 
                   (these three check a SQLite file: skipped on PostgreSQL, which checks its own files)
   schema          the schema version is this build's
   dead jobs       no scheduled job gave up after too many failures
+  failing jobs    no scheduled job failed ${FAILING_RUNS} times in a row (it retries, but something keeps it failing)
+  counters        every generated key's counter (a PostgreSQL sequence, SQLite's sqlite_sequence) stands at or
+                  past its table's largest key: one behind would hand out numbers the table holds, and every
+                  insert there would fail
   endpoints       no webhook endpoint is disabled (410 Gone) or failing (deliveries retrying or given up)
   bank amounts    no live acquirer's answer was left unapplied (its amount differs from the payment's, or
                   the bank confirmed a payment kopek had already closed)
@@ -68,7 +77,8 @@ export async function diagnose(store: Store): Promise<Finding[]> {
     });
     return f;
   }
-  f.push(await deadJobs(store), ...(await endpoints(store)), await bankAmounts(store), await cardPayouts(store));
+  f.push(await deadJobs(store), await failingJobs(store), await counterFinding(store));
+  f.push(...(await endpoints(store)), await bankAmounts(store), await cardPayouts(store));
   const ledger = await checkLedger(store);
   f.push(
     ledger.ok
@@ -121,6 +131,42 @@ async function deadJobs(q: Reader): Promise<Finding> {
   };
 }
 
+/** Jobs that failed FAILING_RUNS times in a row and still retry: not dead yet, but something keeps them failing. */
+async function failingJobs(q: Reader): Promise<Finding> {
+  const rows = await q.all<{ id: number; kind: string; shop_id: string | null; attempt: number; last_error: string | null }>(
+    `SELECT id, kind, shop_id, attempt, last_error FROM jobs WHERE state = 'pending' AND attempt >= ? ORDER BY attempt DESC, id LIMIT 10`,
+    FAILING_RUNS,
+  );
+  if (rows.length === 0) return { check: 'failing jobs', ok: true, detail: `none failed ${FAILING_RUNS} times in a row` };
+  const total = (await q.get<{ n: number }>(`SELECT count(*) AS n FROM jobs WHERE state = 'pending' AND attempt >= ?`, FAILING_RUNS))!.n;
+  return {
+    check: 'failing jobs',
+    ok: false,
+    detail:
+      `${total} job(s) failed ${FAILING_RUNS} or more times in a row and retry: ` +
+      rows.map((r) => `job ${r.id} ${r.kind}${r.shop_id ? ` of shop ${r.shop_id}` : ''}, ${r.attempt} failures, last: ${redactUrl(r.last_error ?? '')}`).join('; '),
+    action: 'kopek jobs shows each with its last error; fix the cause: the job runs again on its own, and is dead (kopek jobs retry JOB_ID) once its attempts are used up',
+  };
+}
+
+/** Counters behind their tables: the next number is taken, every insert into that table fails until it passes them. */
+async function counterFinding(q: Reader): Promise<Finding> {
+  const all = await counters(q);
+  const behind = behindTheirTables(all);
+  if (behind.length === 0) return { check: 'counters', ok: true, detail: `${all.length} counters, each at or past its table's largest key` };
+  const fix = behind.map((c) =>
+    q.engine === 'postgres'
+      ? `SELECT setval('${c.sequence}', (SELECT max(${c.column}) FROM ${c.table}));`
+      : `DELETE FROM sqlite_sequence WHERE name = '${c.table}'; INSERT INTO sqlite_sequence (name, seq) SELECT '${c.table}', max(rowid) FROM ${c.table};`,
+  );
+  return {
+    check: 'counters',
+    ok: false,
+    detail: `${behind.length} counter(s) behind their table (inserts there fail on a taken key): ${behind.map(describeCounter).join('; ')}`,
+    action: `move each past its table's largest key (${q.engine === 'postgres' ? 'psql' : 'sqlite3, with the server stopped'}): ${fix.join(' ')}`,
+  };
+}
+
 /** Bank answers not applied (the amount differs, or the bank took a payment kopek had closed): money kopek may not show. */
 async function bankAmounts(q: Reader): Promise<Finding> {
   const rows = await q.all<{ shop_id: string; subject_id: string; expected_amount: number; bank_amount: number; answer: string }>(
@@ -164,25 +210,28 @@ async function endpoints(q: Reader): Promise<Finding[]> {
     out.push({
       check: 'disabled endpoints',
       ok: false,
-      detail: disabled.map((e) => `${e.id} ${e.url} (${e.disabled_reason ?? 'disabled'})`).join(', '),
-      action: 'the receiver answered 410 Gone; once it accepts again: kopek webhook delete ID, kopek webhook add --shop SHOP --url URL, and kopek webhook resend EVT_ID for the events it missed',
+      detail: disabled.map((e) => `${e.id} ${e.url} of shop ${e.shop_id} (${e.disabled_reason ?? 'disabled'})`).join(', '),
+      action: `the receiver answered 410 Gone; once it accepts again: ${disabled
+        .slice(0, 10)
+        .map((e) => `kopek webhook delete ${e.id}, kopek webhook add --shop ${e.shop_id} --url ${e.url}`)
+        .join('; ')}; then kopek webhook resend EVT_ID for the events it missed`,
     });
   }
   // Failing: a delivery now retrying (its round began and has not succeeded) or one that gave up; each row
   // counted is one or the other, so count(*) orders by both.
-  const failing = await q.all<{ url: string; retrying: number; failed: number }>(
-    `SELECT url, sum(CASE WHEN state = 'pending' AND attempts > round_start THEN 1 ELSE 0 END) AS retrying,
+  const failing = await q.all<{ url: string; shop_id: string; retrying: number; failed: number }>(
+    `SELECT url, shop_id, sum(CASE WHEN state = 'pending' AND attempts > round_start THEN 1 ELSE 0 END) AS retrying,
             sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END) AS failed
        FROM webhook_deliveries WHERE (state = 'pending' AND attempts > round_start) OR state = 'failed'
-       GROUP BY url ORDER BY count(*) DESC LIMIT 10`,
+       GROUP BY url, shop_id ORDER BY count(*) DESC, shop_id, url LIMIT 10`,
   );
   if (failing.length === 0) out.push({ check: 'failing endpoints', ok: true, detail: 'none' });
   else {
     out.push({
       check: 'failing endpoints',
       ok: false,
-      detail: failing.map((r) => `${r.url}: ${r.retrying} retrying, ${r.failed} given up`).join('; '),
-      action: 'kopek webhook deliveries --shop SHOP shows the answers; fix the receiver, then kopek webhook resend EVT_ID for the given-up events',
+      detail: failing.map((r) => `${r.url} (shop ${r.shop_id}): ${r.retrying} retrying, ${r.failed} given up`).join('; '),
+      action: `${[...new Set(failing.map((r) => r.shop_id))].map((id) => `kopek webhook deliveries --shop ${id}`).join(', ')} shows the answers; fix the receiver, then kopek webhook resend EVT_ID for the given-up events`,
     });
   }
   return out;

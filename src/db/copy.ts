@@ -3,7 +3,7 @@ import { SCHEMA_SQL } from './schema-text';
 import { SCHEMA_VERSION } from './open';
 import type { SqliteStore } from './store';
 import type { PgStore } from './pg-store';
-import { numberedTables } from './pg-sql';
+import { pgCounters, pgKeySequences, type RowsOf } from './counters';
 
 /** Rows sent to PostgreSQL in one INSERT (its statements take at most 65 535 parameters). */
 const COPY_BATCH_ROWS = 500;
@@ -11,7 +11,10 @@ const COPY_BATCH_ROWS = 500;
 /** How a copy went, table by table. */
 export interface CopyReport {
   tables: Array<{ table: string; source: number; target: number }>;
-  /** The sequences set on the target: each numbered table's next number, and the stream's next position. */
+  /**
+   * Every counter of the target as the copy left it, each checked at or past its table's largest key and SQLite's
+   * own counter: the last number of each generated key, and the stream's last position.
+   */
   sequences: Array<{ table: string; column: string; last: number }>;
 }
 
@@ -39,9 +42,10 @@ export async function targetProblem(target: PgStore): Promise<string | null> {
 /**
  * Copy every row of the SQLite database into the PostgreSQL one, in one PostgreSQL transaction read from one
  * SQLite snapshot: either the whole database arrives or nothing does. The database's identity row is the
- * source's, so event-stream clients resume across the move. Numbers continue from SQLite's own counters
- * (`sqlite_sequence`, which remembers numbers of deleted rows too), never from the largest row left, so no
- * public number or event id is ever handed out twice; each copied event keeps its stream position (its seq).
+ * source's, so event-stream clients resume across the move. Every generated key continues from SQLite's own
+ * counters (`sqlite_sequence`, which remembers numbers of deleted rows too) or the largest key, whichever is
+ * higher, so no public number, event id or row key is ever handed out twice (see continueSequences); each
+ * copied event keeps its stream position (its seq).
  */
 export async function copySqliteToPostgres(source: SqliteStore, target: PgStore, progress: CopyProgress = () => {}): Promise<CopyReport> {
   const db = source.sqliteHandle;
@@ -104,19 +108,32 @@ async function copyTable(db: SqliteStore['sqliteHandle'], c: pg.ClientBase, tabl
   }
 }
 
-/** Set every identity sequence past the highest number SQLite ever gave (deleted rows included), and the stream's. */
+/**
+ * Continue every generated key of the target: each sequence a column owns (found in PostgreSQL's catalog, not
+ * listed by hand) is set to the highest number SQLite ever gave that table, its `sqlite_sequence` counter
+ * (which remembers deleted rows) or its largest key, whichever is higher; the stream's `event_pos` follows the
+ * events' numbers. Then each counter is read back: one that stands behind its table's largest key (or SQLite's
+ * counter) fails the copy, and the transaction with it.
+ */
 async function continueSequences(db: SqliteStore['sqliteHandle'], c: pg.ClientBase): Promise<CopyReport['sequences']> {
-  const counters = new Map((db.prepare('SELECT name, seq FROM sqlite_sequence').all() as Array<{ name: string; seq: number }>).map((r) => [r.name, r.seq]));
+  const sqliteCounters = new Map((db.prepare('SELECT name, seq FROM sqlite_sequence').all() as Array<{ name: string; seq: number }>).map((r) => [r.name, r.seq]));
+  const rows: RowsOf = async <T>(sql: string) => (await c.query(sql)).rows as T[];
+  // What each counter must reach: the table's largest key copied, and SQLite's counter of that table.
+  const floorOf = (table: string, max: number): number => Math.max(max, sqliteCounters.get(table === 'event_positions' ? 'events' : table) ?? 0);
+  for (const k of await pgKeySequences(rows)) {
+    const [m] = await rows<{ m: number }>(`SELECT coalesce(max(${k.columnSql}), 0) AS m FROM ${k.tableSql}`);
+    const last = floorOf(k.table, Number(m.m));
+    if (last > 0) await c.query('SELECT setval($1::regclass, $2, true)', [k.sequence, last]);
+  }
+  const events = floorOf('events', (await rows<{ m: number }>('SELECT coalesce(max(seq), 0) AS m FROM events'))[0].m);
+  if (events > 0) await c.query(`SELECT setval('event_pos', $1, true)`, [events]);
   const out: CopyReport['sequences'] = [];
-  for (const [table, column] of numberedTables(SCHEMA_SQL)) {
-    const max = (db.prepare(`SELECT coalesce(max("${column}"), 0) AS m FROM "${table}"`).get() as { m: number }).m;
-    const last = Math.max(max, counters.get(table) ?? 0);
-    if (last > 0) await c.query(`SELECT setval(pg_get_serial_sequence($1, $2), $3, true)`, [table, column, last]);
-    out.push({ table, column, last });
-    if (table === 'events' && last > 0) {
-      await c.query(`SELECT setval('event_pos', $1, true)`, [last]);
-      out.push({ table: 'event_positions', column: 'pos', last });
+  for (const counter of await pgCounters(rows)) {
+    const floor = floorOf(counter.table, counter.max);
+    if (counter.last < floor) {
+      throw new Error(`cannot continue the numbers of ${counter.table}.${counter.column}: its counter ${counter.sequence} stands at ${counter.last}, behind ${floor}; nothing was copied`);
     }
+    out.push({ table: counter.table, column: counter.column, last: counter.last });
   }
   return out;
 }

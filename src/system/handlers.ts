@@ -1,6 +1,7 @@
 import type { Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
 import type { Core } from '../core/core';
+import { redactUrl } from '../base/redact-url';
 
 /** How long after the storage refused a write /healthz reports it whatever a probe says (a small probe fits where a payment did not). */
 const STORAGE_TROUBLE_RECENT_MS = 10_000;
@@ -19,7 +20,7 @@ export async function health(ctx: Ctx<Pick<Core, 'store' | 'version'>>): Promise
     if (!failing) failing = await store.probeWrite().then(() => false, () => true);
     if (failing) {
       const now = store.trouble() ?? t;
-      throw new ApiError(503, 'unavailable', `Cannot take writes: the storage refused the last one (${now.code}: ${now.message})`, undefined, {
+      throw new ApiError(503, 'unavailable', `Cannot take writes: the storage refused the last one (${now.code}: ${redactUrl(now.message)})`, undefined, {
         'Retry-After': '5',
       });
     }

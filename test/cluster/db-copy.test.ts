@@ -10,7 +10,15 @@ import { openStorage } from '../../src/db/maintenance';
 import { defaultConfig } from '../../src/base/config';
 import { startApp } from '../../src/app';
 import { createLogger } from '../../src/base/log';
-import { doRequest } from '../helpers/server';
+import { doRequest, type TestServer } from '../helpers/server';
+import type { Running } from '../../src/app';
+import { addEndpoint } from '../../src/webhooks/store';
+import { startReceiver, type Receiver } from '../helpers/webhooks';
+import { sbpBody } from '../helpers/payouts';
+import { activeToken, advanceSeconds, createSubscription, payThroughHelper } from '../helpers/recurrent';
+import { makeUser, signIn } from '../helpers/cabinet';
+import { behindTheirTables, pgCounters } from '../../src/db/counters';
+import pg from 'pg';
 
 // kopek db copy: a merchant's SQLite database moved into PostgreSQL, then served from there.
 
@@ -83,7 +91,7 @@ test('kopek db copy refuses a target that holds data, a missing source and a URL
   try {
     const full = await runCli(['db', 'copy', '--from', s.dbPath, '--to', c.dbUrl]);
     assert.equal(full.code, 1);
-    assert.match(full.err, /cannot copy into postgres:\/\/.*: the target database is not empty \(table merchants has rows\)/);
+    assert.match(full.err, /cannot copy into "postgres:\/\/.*": the target database is not empty \(table merchants has rows\)/);
     assert.equal(full.err.trim().split('\n').length, 1, full.err);
     const missing = await runCli(['db', 'copy', '--from', '/nonexistent/kopek.db', '--to', c.dbUrl]);
     assert.equal(missing.code, 1);
@@ -106,6 +114,115 @@ test('kopek migrate creates the schema of an empty database once, however many r
     assert.equal(new Set(versions).size, 1);
     assert.ok(versions[0] >= 20);
   } finally {
+    await dropPgDatabase(url);
+  }
+});
+
+/** The test server's helpers aimed at another node on a copy of its database (same demo key). */
+function onNode(s: TestServer, node: Running): TestServer {
+  return { ...s, url: node.url, running: node, store: node.app.store, request: (m: string, p: string, o = {}) => doRequest(node.url, m, p, o, s.demo.key) } as TestServer;
+}
+
+/** Rows of every table, to see which writes reached which tables. */
+async function rowCounts(srv: TestServer, tables: string[]): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const t of tables) out[t] = (await srv.store.get<{ n: number }>(`SELECT count(*) AS n FROM ${t}`))!.n;
+  return out;
+}
+
+/**
+ * One of every kind of write a shop makes, each asserted to succeed: a settled payment (ledger entries and
+ * postings), an idempotent request, a refund, a payout, a token bound and charged, a subscription paid, a cabinet
+ * sign-in (session and audit line), webhook deliveries and their attempts.
+ */
+async function everyKindOfWrite(srv: TestServer, rcv: Receiver, user: string): Promise<void> {
+  const got = rcv.received.length;
+  const paid = await paidPayment(srv, srv.demo.key, 50_000);
+  const idem = await srv.request('POST', '/v1/public/payments', { body: { amount: 1_500 }, headers: { 'idempotency-key': `copy-${paid}` } });
+  assert.equal(idem.status, 201, idem.text);
+  const refund = await srv.request('POST', `/v1/public/payments/${paid}/refund`, { body: { amount: 10_000 } });
+  assert.equal(refund.status, 201, refund.text);
+  const payout = await srv.request('POST', '/v1/public/payouts', { body: sbpBody(5_000) });
+  assert.equal(payout.status, 201, payout.text);
+  const token = await activeToken(srv, { customer_ref: `cust-${paid}` });
+  const charge = await srv.request('POST', `/v1/public/tokens/${token.id}/charge`, { body: { amount: 7_000 } });
+  assert.equal(charge.status, 201, charge.text);
+  const sub = await createSubscription(srv, { amount: 20_000, customer_ref: `sub-${paid}` });
+  await payThroughHelper(srv, sub.initial_payment.id);
+  await advanceSeconds(srv, 0);
+  for (const [path, want] of [[`/v1/public/payouts/${payout.body.payout.id}`, 'succeeded'], [`/v1/public/payments/${charge.body.id}`, 'succeeded'], [`/v1/public/subscriptions/${sub.subscription.id}`, 'active']]) {
+    const r = await srv.request('GET', path);
+    assert.equal(r.body.status, want, `${path}: ${r.text}`);
+  }
+  await signIn(srv, user);
+  // The endpoint took deliveries of these events: rows of webhook_deliveries and webhook_attempts.
+  await rcv.waitFor(got + 3, 10_000);
+}
+
+test('kopek db copy continues every generated key: on a copy of a database with history every kind of write succeeds (ledger_postings was left at 1)', { skip }, async () => {
+  ensureMasterKey();
+  const s = await startTestServer({}, { sqlite: true });
+  const url = await emptyPgDatabase();
+  const rcv = await startReceiver();
+  let node: Running | null = null;
+  try {
+    await addEndpoint(s.store, { shopId: s.demo.shopId, url: `${rcv.url}/hook` }, Date.now());
+    const user = (await makeUser(s, s.demo.merchantId, 'owner@shop.example')).email;
+    await everyKindOfWrite(s, rcv, user);
+    await everyKindOfWrite(s, rcv, user);
+    const source = s.store;
+    const floors = new Map<string, number>();
+    const counters = new Map((await source.all<{ name: string; seq: number }>('SELECT name, seq FROM sqlite_sequence')).map((r) => [r.name, r.seq]));
+    await s.running.close();
+
+    const copy = await runCli(['db', 'copy', '--from', s.dbPath, '--to', url, '--json']);
+    assert.equal(copy.code, 0, copy.err + copy.out);
+    assert.equal(copy.json.ok, true);
+    const raw = openStorage(s.dbPath);
+    try {
+      for (const q of copy.json.sequences as Array<{ table: string; column: string; last: number }>) {
+        const src = q.table === 'event_positions' ? 'events' : q.table;
+        const col = q.table === 'event_positions' ? 'seq' : q.column;
+        const max = (await raw.get<{ m: number }>(`SELECT coalesce(max(${col}), 0) AS m FROM ${src}`))!.m;
+        floors.set(q.table, Math.max(max, counters.get(src) ?? 0));
+        assert.ok(q.last >= floors.get(q.table)!, `${q.table}.${q.column}: counter ${q.last}, SQLite gave up to ${floors.get(q.table)}`);
+      }
+    } finally {
+      await raw.close();
+    }
+    // Every sequence of the target is in the report, found in its catalog: none is left behind.
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      const owned = (await c.query(`SELECT count(*)::int AS n FROM pg_class s JOIN pg_depend d ON d.objid = s.oid AND d.deptype IN ('a', 'i') WHERE s.relkind = 'S'`)).rows[0].n;
+      assert.equal(copy.json.sequences.length, owned + 1, 'each owned sequence and event_pos');
+    } finally {
+      await c.end();
+    }
+    // The history reached every numbered table but the live banks' records.
+    const numbered = (copy.json.sequences as Array<{ table: string }>).map((q) => q.table);
+    const empty = copy.json.tables.filter((t: { table: string; source: number }) => numbered.includes(t.table) && t.source === 0).map((t: { table: string }) => t.table);
+    assert.deepEqual(empty.sort(), ['bank_mismatches', 'bank_requests']);
+
+    const cfg = { ...defaultConfig(), port: 0, host: '127.0.0.1', db: url, demo: false, simDelaySeconds: 0, webhookAllow: ['127.0.0.1/32'] };
+    node = await startApp(cfg, { log: createLogger('silent') });
+    const onCopy = onNode(s, node);
+    const before = await rowCounts(onCopy, numbered.filter((t) => t !== 'event_positions'));
+    const added = await runCli(['webhook', 'add', '--shop', s.demo.shopId, '--url', `${rcv.url}/copy`, '--webhook-allow', '127.0.0.1/32', '--db', url, '--json']);
+    assert.equal(added.code, 0, added.err);
+    await makeUser(onCopy, s.demo.merchantId, 'second@shop.example');
+    await everyKindOfWrite(onCopy, rcv, user);
+    const after = await rowCounts(onCopy, Object.keys(before));
+    const untouched = Object.keys(before).filter((t) => after[t] <= before[t]);
+    assert.deepEqual(untouched.sort(), ['bank_mismatches', 'bank_requests'], 'a write reached every other numbered table');
+    assert.deepEqual(behindTheirTables(await pgCounters((sql) => node!.app.store.all(sql))), []);
+    const doctor = await runCli(['doctor', '--db', url, '--json']);
+    const counted = doctor.json.findings.find((f: { check: string }) => f.check === 'counters');
+    assert.equal(counted.ok, true, counted.detail);
+  } finally {
+    await node?.close();
+    await rcv.close();
+    await s.close();
     await dropPgDatabase(url);
   }
 });
