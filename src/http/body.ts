@@ -162,11 +162,15 @@ export function parseJson(raw: Buffer): unknown {
   let inString = false;
   // Outside strings a colon ends a key: as many colons as keys the parsed objects hold, or a key was repeated.
   let pairs = 0;
+  // Only a \u escape can make a NUL or a lone surrogate (see checkJsonValue).
+  let unicodeEscapes = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 92) i++;
-      else if (c === 34) inString = false;
+      if (c === 92) {
+        if (text.charCodeAt(i + 1) === 117) unicodeEscapes = true;
+        i++;
+      } else if (c === 34) inString = false;
     } else if (c === 34) inString = true;
     else if (c === 58) pairs++;
     else if (c === 123 || c === 91) {
@@ -182,7 +186,7 @@ export function parseJson(raw: Buffer): unknown {
     const detail = err instanceof Error ? err.message.split('\n')[0].slice(0, 120) : 'malformed';
     throw new ApiError(400, 'bad_request', `Cannot parse the request body as JSON: ${detail}`);
   }
-  checkJsonValue(value, text, pairs);
+  checkJsonValue(value, text, pairs, unicodeEscapes);
   return value;
 }
 

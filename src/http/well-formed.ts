@@ -40,11 +40,13 @@ function pathName(path: ReadonlyArray<string | number>): string {
 /**
  * Check a parsed JSON body: every string, object keys included, is well-formed and holds no NUL (400 naming the
  * field). `pairs` is the number of key-value pairs the text held (its colons outside strings): when the parsed
- * objects hold fewer keys, one was repeated, and `text` is read again to name it.
+ * objects hold fewer keys, one was repeated, and `text` is read again to name it. `unicodeEscapes` says whether
+ * the text has a `\u` escape: without one no string of it can hold a NUL or a lone surrogate (JSON refuses a
+ * raw control character in a string, and the text was decoded as strict UTF-8, which has no lone surrogate),
+ * so only the keys are counted, the cheaper walk.
  */
-export function checkJsonValue(value: unknown, text: string, pairs: number): void {
-  const path: Array<string | number> = [];
-  const keys = walk(value, path);
+export function checkJsonValue(value: unknown, text: string, pairs: number, unicodeEscapes: boolean): void {
+  const keys = unicodeEscapes ? walk(value, []) : countKeys(value);
   if (keys === pairs) return;
   const repeated = repeatedKey(text);
   const name = repeated === null ? '(unknown)' : pathName(repeated);
@@ -77,6 +79,20 @@ function walk(v: unknown, path: Array<string | number>): number {
     path.pop();
   }
   return keys + names.length;
+}
+
+/** The keys of the objects in `v`, counted (Object.values: own keys only, and no array of names to build). */
+function countKeys(v: unknown): number {
+  if (v === null || typeof v !== 'object') return 0;
+  let keys = 0;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) keys += countKeys(v[i]);
+    return keys;
+  }
+  const values = Object.values(v);
+  keys = values.length;
+  for (let i = 0; i < values.length; i++) if (typeof values[i] === 'object') keys += countKeys(values[i]);
+  return keys;
 }
 
 function refuse(path: ReadonlyArray<string | number>, why: string, isKey: boolean): never {
