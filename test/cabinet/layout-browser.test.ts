@@ -88,7 +88,7 @@ test(`at 360 px the header and the section navigation took ~300 px: at most ${HE
 function chartLabels(page: Page): Promise<Array<Array<{ text: string; left: number; right: number; top: number; bottom: number; axis: string }>>> {
   return page.$$eval('figure.chart-box', (figures) =>
     figures.map((f) => {
-      const els = [...f.querySelectorAll('.plot .xaxis span, .plot .yaxis span, svg text')].filter((e) => getComputedStyle(e).visibility === 'visible');
+      const els = [...f.querySelectorAll('.plot .xaxis span, .plot .yaxis span, svg text')].filter((e) => e.ownerDocument.defaultView!.getComputedStyle(e).visibility === 'visible');
       return els.map((e) => {
         const range = e.ownerDocument.createRange();
         range.selectNodeContents(e);

@@ -26,7 +26,8 @@ function postActions(html: string): string[] {
 
 test('a POST /pay/{id}/cancel without the confirmation cancels nothing: it leads to the "Yes, cancel" step', async () => {
   const { id } = await createPayment(s, { amount: 10000 });
-  for (const fields of [{}, { confirm: 'no' }, { confirm: '' }]) {
+  const unconfirmed: Array<Record<string, string>> = [{}, { confirm: 'no' }, { confirm: '' }];
+  for (const fields of unconfirmed) {
     const r = await postForm(s, `/pay/${id}/cancel?lang=en`, fields);
     assert.equal(r.status, 303, JSON.stringify(fields));
     assert.equal(r.headers.location, `/pay/${id}?cancel=ask&lang=en`);
