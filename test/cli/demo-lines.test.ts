@@ -178,10 +178,11 @@ test('a node on an empty PostgreSQL database says how to make the first key, and
     } finally {
       await stop(node);
     }
-    // Once it has a merchant, a node says nothing of the kind.
-    const later = await spawnServer([], env);
+    // Once it has a merchant, a node says nothing of the kind; a flag that acts on demo data says it was not used.
+    const later = await spawnServer(['--webhook-url', 'http://127.0.0.1:9/h'], env);
     try {
       assert.doesNotMatch(later.stderr(), /no merchant yet/);
+      assert.match(later.stderr(), /^kopek: --webhook-url was not used: no demo data is made in a PostgreSQL database$/m);
     } finally {
       await stop(later);
     }
