@@ -18,8 +18,9 @@ copy   moves a merchant from one machine to a cluster: copies the whole SQLite d
        A target that holds any data is refused. Every generated key continues where SQLite left it (its
        counters remember deleted rows too): each sequence of the target is set, then read back, and a
        counter behind its table's largest key fails the copy; so no public number, event id or row key is
-       handed out again, and event-stream clients resume with their Last-Event-ID. Secrets stay sealed under the same master key: start the
-       nodes with KOPEK_MASTER_KEY set to the key of PATH (its key file, PATH.key, holds it in base64).
+       handed out again, and event-stream clients resume with their Last-Event-ID. Secrets stay sealed
+       under the same master key: start the nodes with KOPEK_MASTER_KEY set to the key of PATH (its key
+       file, PATH.key, holds it in base64).
        Ends by comparing the row count of every table and running the ledger check on both databases;
        exits 1 if anything differs. Stop the server on PATH first: writes after the snapshot are not copied.
 
@@ -31,8 +32,8 @@ Options:
   --help        show this help
 
 Examples:
-  KOPEK_DATABASE_URL=postgres://kopek:PASSWORD@db.internal/kopek kopek db copy --from /var/lib/kopek/kopek.db
-  kopek db copy --from /var/lib/kopek/kopek.db --to postgres://kopek@db.internal/kopek`;
+  kopek db copy --from /var/lib/kopek/kopek.db --to postgres://kopek@db.internal/kopek
+  KOPEK_DATABASE_URL=postgres://kopek:PASSWORD@db.internal/kopek kopek db copy --from /var/lib/kopek/kopek.db`;
 
 /** `kopek db` */
 export const dbCommand: Command = {

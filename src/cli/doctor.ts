@@ -162,7 +162,11 @@ async function counterFinding(q: Reader): Promise<Finding> {
   return {
     check: 'counters',
     ok: false,
-    detail: `${behind.length} counter(s) behind their table (inserts there fail on a taken key): ${behind.map(describeCounter).join('; ')}`,
+    detail:
+      `${behind.length} counter(s) behind their table ` +
+      // SQLite numbers past the largest row whatever its counter says; what it loses is the memory of deleted rows.
+      (q.engine === 'postgres' ? '(inserts there fail on a taken key)' : '(numbers of deleted rows may be handed out again)') +
+      `: ${behind.map(describeCounter).join('; ')}`,
     action: `move each past its table's largest key (${q.engine === 'postgres' ? 'psql' : 'sqlite3, with the server stopped'}): ${fix.join(' ')}`,
   };
 }
