@@ -84,7 +84,7 @@ interface Ready {
 
 function startServer(db: string): Promise<{ child: ChildProcess; ready: Ready }> {
   const args = ['--import', TSX, '--import', AGENT, join(SRC, 'main.ts'), 'serve', '--db', db, '--port', '0', '--ready-json', '--sim-delay', '0', '--webhook-allow', '127.0.0.1/32', '--log-level', 'warn'];
-  const env = { ...process.env, KOPEK_TRACE_SRC: SRC };
+  const env: NodeJS.ProcessEnv = { ...process.env, KOPEK_TRACE_SRC: SRC };
   for (const k of Object.keys(env)) if (k.startsWith('KOPEK_') && k !== 'KOPEK_TRACE_SRC') delete env[k];
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   return new Promise((ok, fail) => {
