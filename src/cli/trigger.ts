@@ -73,6 +73,7 @@ export const trigger: Command = {
     }
     if (args.flags.has('list')) {
       atMostPositionals(args, 0, 'kopek trigger --list [--json]');
+      if (args.flags.has('set')) throw new Error('cannot list events with --set: --set gives a field of a triggered event, kopek trigger EVENT --set FIELD=VALUE');
       printList(args);
       return 0;
     }

@@ -192,6 +192,8 @@ test('--set refusals: a field the object does not take and a bad value are the s
     [twice, 'kopek trigger: cannot trigger payment.succeeded: --set amount is given twice; give each field once\n'],
     [noKey, 'kopek trigger: cannot trigger payment.succeeded: --set metadata=… names no metadata key; write --set metadata.KEY=VALUE\n'],
   ];
+  const listing = await kopek(['--list', '--set', 'amount=100']);
+  expected.push([listing, 'kopek trigger: cannot list events with --set: --set gives a field of a triggered event, kopek trigger EVENT --set FIELD=VALUE\n']);
   for (const [r, err] of expected) {
     assert.equal(r.err, err);
     assert.equal(r.code, 1);
