@@ -44,11 +44,11 @@ const ADDON_ASSET = 'better_sqlite3.node';
 const LIB_ASSET = 'better_sqlite3.js';
 const libFile = join(work, 'better-sqlite3.cjs');
 
-/** Serves src/db/schema-text.ts as the text of schema.sql, so the executable needs no file beside it. */
+/** Serves src/platform/storage/schema-text.ts as the text of schema.sql, so the executable needs no file beside it. */
 const schemaTextPlugin = {
   name: 'kopek-schema-text',
   setup(b) {
-    b.onLoad({ filter: /[\\/]src[\\/]db[\\/]schema-text\.ts$/ }, () => {
+    b.onLoad({ filter: /[\\/]src[\\/]platform[\\/]storage[\\/]schema-text\.ts$/ }, () => {
       const schemaPath = join(root, 'schema.sql');
       const sql = readFileSync(schemaPath, 'utf8');
       return { contents: `export const SCHEMA_SQL = ${JSON.stringify(sql)};\n`, loader: 'js', watchFiles: [schemaPath] };
@@ -207,7 +207,7 @@ async function main() {
     }),
   );
 
-  // A worker thread cannot load modules out of the main script, so the checkpoint thread (src/db/checkpointer.ts)
+  // A worker thread cannot load modules out of the main script, so the checkpoint thread (src/platform/storage/sqlite/checkpointer.ts)
   // gets better-sqlite3's JavaScript as text of its own.
   await step('bundle better-sqlite3 for worker threads', () =>
     build({

@@ -34,9 +34,9 @@ import { kopekCommand, scriptArgs, intOption, startKopek, ROOT, type KopekServer
 import { runLoad } from './lib/load';
 import { median, procCpuS, call } from './lib/growth-measure';
 import { ownPostgres } from '../test/helpers/own-postgres';
-import { openEngine } from '../src/db/maintenance';
-import { createDemo } from '../src/cabinet/store';
-import { PG_LIMITS } from '../src/db/limits';
+import { openEngine } from '../src/platform/storage/maintenance';
+import { createDemo } from '../src/money/shops/store';
+import { PG_LIMITS } from '../src/platform/storage/limits';
 
 const opts = scriptArgs(process.argv.slice(2), { exe: 'value', small: 'switch', seconds: 'value', connections: 'value', cycles: 'value', warmup: 'value' });
 const small = opts.has('small');

@@ -13,10 +13,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { get as httpGet } from 'node:http';
-import { openDatabase } from '../src/db/open';
-import { defaultConfig } from '../src/base/config';
+import { openDatabase } from '../src/platform/storage/sqlite/open';
+import { defaultConfig } from '../src/platform/config';
 import { startApp } from '../src/app';
-import { createLogger } from '../src/base/log';
+import { createLogger } from '../src/platform/log';
 import { startTestServer } from '../test/helpers/server';
 
 const small = process.argv.includes('--small');

@@ -15,11 +15,11 @@ type Msg = { type: 'ready'; url: string; key: string } | { type: 'rss'; rss: num
 
 async function child(): Promise<void> {
   const { startApp } = await import('../src/app');
-  const { defaultConfig } = await import('../src/base/config');
-  const { createLogger } = await import('../src/base/log');
+  const { defaultConfig } = await import('../src/platform/config');
+  const { createLogger } = await import('../src/platform/log');
   const dir = process.env.BENCH_DIR!;
   const running = await startApp({ ...defaultConfig(), port: 0, db: join(dir, 'bench.db'), demo: false, logLevel: 'silent' }, { log: createLogger('silent') });
-  const { createDemo } = await import('../src/cabinet/store');
+  const { createDemo } = await import('../src/money/shops/store');
   const demo = await createDemo(running.app.store, Date.now());
   const send = (m: Msg): void => void process.send!(m);
   process.on('message', (m: { type: string }) => {

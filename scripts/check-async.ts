@@ -5,7 +5,7 @@
  *   marked `void` on purpose. A forgotten `await` on a write would run it outside its transaction, after the
  *   body ended (the engine refuses it then, but only at run time, on the path a test happens to take);
  * - no `forEach` with an async callback (its promises are dropped);
- * - only the storage engine (src/db/) reaches SQLite: no other source file imports better-sqlite3 or uses the
+ * - only the storage engine (src/platform/storage/) reaches SQLite: no other source file imports better-sqlite3 or uses the
  *   store's `sqliteHandle`.
  * Prints each finding as `file:line: message` and exits 1 if there is any.
  */
@@ -59,7 +59,7 @@ for (const d of ts.getPreEmitDiagnostics(program)) {
 for (const sf of program.getSourceFiles()) {
   if (sf.isDeclarationFile || sf.fileName.includes('/node_modules/')) continue;
   const rel = relative(root, sf.fileName);
-  const inEngine = rel.startsWith('src/db/');
+  const inEngine = rel.startsWith('src/platform/storage/');
   const visit = (node: ts.Node): void => {
     if (ts.isExpressionStatement(node)) {
       const e = unwrap(node.expression);
@@ -75,10 +75,10 @@ for (const sf of program.getSourceFiles()) {
     }
     if (rel.startsWith('src/') && !inEngine) {
       if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier) && node.moduleSpecifier.text === 'better-sqlite3') {
-        report(sf, node, 'only the storage engine (src/db/) imports better-sqlite3');
+        report(sf, node, 'only the storage engine (src/platform/storage/) imports better-sqlite3');
       }
       if (ts.isPropertyAccessExpression(node) && node.name.text === 'sqliteHandle') {
-        report(sf, node, "only the storage engine (src/db/) uses the store's sqliteHandle");
+        report(sf, node, "only the storage engine (src/platform/storage/) uses the store's sqliteHandle");
       }
     }
     ts.forEachChild(node, visit);

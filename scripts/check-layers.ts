@@ -1,7 +1,9 @@
 /**
  * The shape of src/, as docs/architecture.md draws it:
- * - the folders form layers in the order of LAYERS below: a file imports only from its own folder or a
- *   folder of a lower layer (type-only imports count: they tie the files together just as much);
+ * - the folders directly under src/ are tiers, in the order of TIERS below: a file imports only from its own
+ *   tier or a lower one (type-only imports count: they tie the files together just as much);
+ * - inside a tier the unit is the folder one level down (src/money/payments/), a file directly in the tier
+ *   folder being a unit of its own: the units of a tier import each other, but never round a circle;
  * - no import circle between files;
  * - no source file over FILE_LINES lines, no function over FUNCTION_LINES lines (the route table aside).
  * Prints each finding as `file:line: message` and exits 1 if there is any; `--graph` also prints which folder
@@ -11,32 +13,8 @@ import ts from 'typescript';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
-/** The layers, bottom first; folders of one layer may not import each other. The root files sit on top. */
-export const LAYERS: readonly (readonly string[])[] = [
-  ['util'],
-  ['base'],
-  ['db'],
-  ['secrets'],
-  ['scheduler'],
-  ['model'],
-  ['http'],
-  ['auth'],
-  ['events'],
-  ['bank-port'],
-  ['core'],
-  ['registers', 'ledger', 'banks'],
-  ['webhooks'],
-  ['payments'],
-  ['refunds'],
-  ['tokens'],
-  ['subscriptions'],
-  ['payouts'],
-  ['simulator', 'tbank', 'yookassa'],
-  ['pay-page'],
-  ['cabinet', 'system'],
-  ['cli'],
-  ['.'],
-];
+/** The tiers, bottom first; the root files of src/ ('.') sit on top. */
+export const TIERS: readonly string[] = ['platform', 'money', 'banks', 'web', 'cli', '.'];
 
 /** Named limits of size. */
 export const SIZE_LIMITS = { file_lines: 350, function_lines: 80 };
@@ -56,13 +34,20 @@ function walk(dir: string): string[] {
   );
 }
 
-function folderOf(file: string): string {
+/** A file's tier: its first folder under src/, or '.' for the root files. */
+function tierOf(file: string): string {
   const rel = relative(src, file);
   return rel.includes('/') ? rel.slice(0, rel.indexOf('/')) : '.';
 }
 
+/** A file's unit inside its tier: the folder one level down (money/payments), or the file itself when it sits directly in its tier folder (platform/log.ts) or in src/. */
+function unitOf(file: string): string {
+  const parts = relative(src, file).split('/');
+  return parts.length <= 2 ? parts.join('/') : `${parts[0]}/${parts[1]}`;
+}
+
 const rank = new Map<string, number>();
-LAYERS.forEach((folders, i) => folders.forEach((f) => rank.set(f, i)));
+TIERS.forEach((t, i) => rank.set(t, i));
 
 function resolveImport(from: string, spec: string): string | null {
   if (!spec.startsWith('.')) return null;
@@ -73,7 +58,8 @@ function resolveImport(from: string, spec: string): string | null {
 
 const files = walk(src);
 const edges = new Map<string, Array<{ to: string; line: number }>>();
-const folderEdges = new Map<string, Set<string>>();
+// unit → the units it imports, each with the first place that does.
+const unitEdges = new Map<string, Map<string, string>>();
 
 for (const file of files) {
   const text = readFileSync(file, 'utf8');
@@ -108,18 +94,21 @@ for (const file of files) {
   };
   visit(sf);
   edges.set(file, out);
-  const from = folderOf(file);
-  if (!rank.has(from)) findings.push(`${rel}:1: folder "${from}" has no layer in scripts/check-layers.ts`);
+  const from = tierOf(file);
+  const unit = unitOf(file);
+  if (!rank.has(from)) findings.push(`${rel}:1: folder "${from}" is no tier in scripts/check-layers.ts`);
   for (const { to, line } of out) {
-    const target = folderOf(to);
-    if (target === from) continue;
-    let set = folderEdges.get(from);
-    if (!set) folderEdges.set(from, (set = new Set()));
-    set.add(target);
+    const target = tierOf(to);
+    const toUnit = unitOf(to);
+    if (toUnit !== unit) {
+      let set = unitEdges.get(unit);
+      if (!set) unitEdges.set(unit, (set = new Map()));
+      if (!set.has(toUnit)) set.set(toUnit, `${rel}:${line}`);
+    }
     const a = rank.get(from);
     const b = rank.get(target);
-    if (a !== undefined && b !== undefined && b >= a) {
-      findings.push(`${rel}:${line}: ${from}/ imports ${relative(root, to)}, which is ${b === a ? 'in the same layer' : 'in a layer above'}`);
+    if (a !== undefined && b !== undefined && b > a) {
+      findings.push(`${rel}:${line}: ${from}/ imports ${relative(root, to)}, which is in a tier above`);
     }
   }
 }
@@ -156,12 +145,50 @@ for (const file of files) {
   for (const f of files) if (!idx.has(f)) strong(f);
 }
 
+// Circles between the units of one tier (the root files' are file circles, found above): Tarjan again.
+{
+  const tierOfUnit = (u: string): string => (u.includes('/') ? u.slice(0, u.indexOf('/')) : '.');
+  let index = 0;
+  const idx = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const on = new Set<string>();
+  const inTier = (v: string): string[] => [...(unitEdges.get(v)?.keys() ?? [])].filter((w) => tierOfUnit(w) === tierOfUnit(v) && tierOfUnit(v) !== '.');
+  const strong = (v: string): void => {
+    idx.set(v, index);
+    low.set(v, index++);
+    stack.push(v);
+    on.add(v);
+    for (const w of inTier(v)) {
+      if (!idx.has(w)) {
+        strong(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
+    }
+    if (low.get(v) === idx.get(v)) {
+      const ring: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        on.delete(w);
+        ring.push(w);
+      } while (w !== v);
+      if (ring.length > 1) {
+        ring.sort();
+        const next = inTier(ring[0]).find((u) => ring.includes(u))!;
+        findings.push(`${unitEdges.get(ring[0])!.get(next)}: folder circle in ${tierOfUnit(ring[0])}/: ${ring.join(' ⇄ ')}`);
+      }
+    }
+  };
+  for (const u of [...unitEdges.keys()].sort()) if (!idx.has(u)) strong(u);
+}
+
 if (process.argv.includes('--graph')) {
-  for (const [from, to] of [...folderEdges].sort()) console.log(`${from} -> ${[...to].sort().join(' ')}`);
+  for (const [from, to] of [...unitEdges].sort()) console.log(`${from} -> ${[...to.keys()].sort().join(' ')}`);
 }
 for (const f of findings) console.log(f);
 if (findings.length > 0) {
   console.log(`check-layers: ${findings.length} finding(s)`);
   process.exit(1);
 }
-console.log(`check-layers: ok (${files.length} files in ${LAYERS.length} layers)`);
+console.log(`check-layers: ok (${files.length} files in ${TIERS.length} tiers, ${new Set(files.map(unitOf)).size} units)`);

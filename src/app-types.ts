@@ -1,11 +1,11 @@
-import type { PaymentsCore } from './payments/core';
-import type { PaymentViewCache } from './payments/view-cache';
-import type { PaymentCreates } from './payments/create-batch';
-import type { DeliveryWorker } from './webhooks/worker';
-import type { EventStreamHub } from './events/stream';
-import type { Metrics } from './system/metrics';
-import type { Retention } from './system/retention';
-import type { KeyUsage } from './auth/key-usage';
+import type { PaymentsCore } from './money/payments/core';
+import type { PaymentViewCache } from './money/payments/view-cache';
+import type { PaymentCreates } from './money/payments/create-batch';
+import type { DeliveryWorker } from './money/webhooks/worker';
+import type { EventStreamHub } from './money/events/stream';
+import type { Metrics } from './web/system/metrics';
+import type { Retention } from './web/system/retention';
+import type { KeyUsage } from './platform/auth/key-usage';
 
 /**
  * The running service as the wiring assembles it: the core with payments' hooks, and the services the

@@ -1,10 +1,10 @@
-import type { Config } from './base/config';
+import type { Config } from './platform/config';
 import type { App } from './app-types';
-import type { ServerGuards } from './http/deps';
-import { authenticateKey, requireScope } from './auth/authenticate';
-import { authenticateStreamToken } from './auth/stream-token';
-import { RateLimiter } from './auth/rate-limit';
-import { authenticateCabinet, cabinetErrorReply } from './cabinet/guard';
+import type { ServerGuards } from './platform/http/deps';
+import { authenticateKey, requireScope } from './platform/auth/authenticate';
+import { authenticateStreamToken } from './platform/auth/stream-token';
+import { RateLimiter } from './platform/auth/rate-limit';
+import { authenticateCabinet, cabinetErrorReply } from './web/cabinet/guard';
 
 /**
  * The steps of the request chain that belong to auth/ and cabinet/, handed to the HTTP server (which knows

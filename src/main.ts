@@ -1,9 +1,9 @@
 import { cliCommands } from './cli';
 import { startApp } from './app';
 import { io, processIo, withIo, type Io } from './cli/command';
-import { VERSION } from './base/version';
+import { VERSION } from './platform/version';
 import { didYouMean } from './cli/args';
-import { redactUrl } from './base/redact-url';
+import { redactUrl } from './platform/redact-url';
 
 /** Every command, `serve` (which starts the app) first. */
 const COMMANDS = cliCommands(startApp);

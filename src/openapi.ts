@@ -1,17 +1,17 @@
-import { systemOpenApi } from './system/openapi';
-import { paymentsOpenApi } from './payments/openapi';
-import { ledgerOpenApi } from './ledger/openapi';
-import { payoutsOpenApi } from './payouts/openapi';
-import { banksOpenApi } from './banks/openapi';
-import { webhooksOpenApi } from './webhooks/openapi';
-import { payPageOpenApi } from './pay-page/openapi';
-import { tokensOpenApi } from './tokens/openapi';
-import { subscriptionsOpenApi } from './subscriptions/openapi';
-import { simulatorOpenApi } from './simulator/openapi';
-import { bankPortOpenApi } from './bank-port/openapi';
-import { cabinetOpenApi } from './cabinet/openapi';
+import { systemOpenApi } from './web/system/openapi';
+import { paymentsOpenApi } from './money/payments/openapi';
+import { ledgerOpenApi } from './money/ledger/openapi';
+import { payoutsOpenApi } from './money/payouts/openapi';
+import { banksOpenApi } from './money/sbp/openapi';
+import { webhooksOpenApi } from './money/webhooks/openapi';
+import { payPageOpenApi } from './web/pay-page/openapi';
+import { tokensOpenApi } from './money/tokens/openapi';
+import { subscriptionsOpenApi } from './money/subscriptions/openapi';
+import { simulatorOpenApi } from './banks/simulator/openapi';
+import { bankPortOpenApi } from './banks/openapi';
+import { cabinetOpenApi } from './web/cabinet/openapi';
 
-import { openApiDocument } from './http/openapi';
+import { openApiDocument } from './platform/http/openapi';
 
 /** Every domain's OpenAPI fragment; add a domain's fragment here when its routes are added to routes.ts. */
 export const FRAGMENTS = [systemOpenApi, paymentsOpenApi, ledgerOpenApi, payoutsOpenApi, banksOpenApi, webhooksOpenApi, payPageOpenApi, tokensOpenApi, subscriptionsOpenApi, simulatorOpenApi, bankPortOpenApi, cabinetOpenApi];

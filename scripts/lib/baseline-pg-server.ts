@@ -7,7 +7,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import { PG_LIMITS } from '../../src/db/limits';
+import { PG_LIMITS } from '../../src/platform/storage/limits';
 import { readPayment, reply } from './baseline-http';
 
 const url = process.argv[2];

@@ -6,9 +6,9 @@
 // made by kopek's own code through its store, so the server opens the file as one of its own.
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { openDatabase } from '../../src/db/open';
-import { openStorage } from '../../src/db/maintenance';
-import { createKey, createMerchant, createShop } from '../../src/cabinet/store';
+import { openDatabase } from '../../src/platform/storage/sqlite/open';
+import { openStorage } from '../../src/platform/storage/maintenance';
+import { createKey, createMerchant, createShop } from '../../src/money/shops/store';
 
 /** What a built database holds, for the benchmark's requests. */
 export interface GrowthDb {

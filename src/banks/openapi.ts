@@ -1,35 +1,21 @@
-import { type OpenApiFragment, jsonResponse, ref, errorResponses, bearer } from '../http/openapi-types';
+import { type OpenApiFragment, errorResponses, uuidSchema as uuid } from '../platform/http/openapi-types';
 
-/** OpenAPI of the bank directory. */
-export const banksOpenApi: OpenApiFragment = {
+/** OpenAPI path of bank notifications (called by acquirers, not by merchants). */
+export const bankPortOpenApi: OpenApiFragment = {
   paths: {
-    '/v1/public/banks/sbp': {
-      get: {
-        operationId: 'listSbpBanks',
-        summary: 'Participants of the Faster Payments System (SBP), sorted by name in Russian collation',
-        description: 'For user interfaces, not an allow-list: a payout accepts any 12-digit member id. Any valid key; no scope.',
-        security: bearer,
+    '/v1/callbacks/{provider}/{shop_id}': {
+      post: {
+        summary:
+          "A live acquirer's notification about the shop's operations (its NotificationURL). The provider checks the notification's signature: a forged one is answered 403 and changes nothing",
+        parameters: [
+          { name: 'provider', in: 'path', required: true, schema: { type: 'string' }, description: 'the acquirer, as the shop\'s acquirer names it (tbank)' },
+          { name: 'shop_id', in: 'path', required: true, schema: uuid },
+        ],
+        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
         responses: {
-          '200': jsonResponse('The directory', {
-            type: 'object',
-            required: ['items'],
-            additionalProperties: false,
-            properties: { items: { type: 'array', items: ref('SbpBank') } },
-          }),
+          '200': { description: 'Taken: the body the acquirer expects back (T-Bank: OK)', content: { 'text/plain': { schema: { type: 'string' } } } },
           ...errorResponses,
         },
-      },
-    },
-  },
-  schemas: {
-    SbpBank: {
-      type: 'object',
-      required: ['member_id', 'name', 'name_en'],
-      additionalProperties: false,
-      properties: {
-        member_id: { type: 'string', pattern: '^[0-9]{12}$' },
-        name: { type: 'string' },
-        name_en: { type: 'string' },
       },
     },
   },

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { io, output, withStore } from './command';
-import { getShopSettings } from '../cabinet/store';
-import { TBANK } from '../tbank/protocol';
-import { removeAcquirer, setTBankAcquirer, showAcquirer, type AcquirerView } from '../tbank/acquirer';
-import { allowListOf, literalRefusal } from '../webhooks/url-safety';
+import { getShopSettings } from '../money/shops/store';
+import { TBANK } from '../banks/tbank/protocol';
+import { removeAcquirer, setTBankAcquirer, showAcquirer, type AcquirerView } from '../banks/tbank/acquirer';
+import { allowListOf, literalRefusal } from '../money/webhooks/url-safety';
 
 /** The usage lines of `kopek shop acquirer`, part of `kopek shop --help`. */
 export const ACQUIRER_USAGE = `  kopek shop acquirer --shop SHOP --provider tbank --terminal-key KEY --password-file FILE [--api-url URL]

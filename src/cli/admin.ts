@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand } from './args';
-import { defaultConfig } from '../base/config';
+import { defaultConfig } from '../platform/config';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
-import { createUser, disableUser, listUsers } from '../cabinet/users';
-import { iso } from '../util/time';
+import { createUser, disableUser, listUsers } from '../web/cabinet/users';
+import { iso } from '../platform/util/time';
 
 const usage = `Usage:
   kopek admin create --merchant MERCHANT_ID --email EMAIL --password-file FILE [--base-url URL]

@@ -1,4 +1,4 @@
-import { strictArgs, type RefusalWording, type StrictOptions } from '../base/strict-args';
+import { strictArgs, type RefusalWording, type StrictOptions } from '../platform/strict-args';
 
 /** Parsed command-line words: positionals, and flags with their values (`true` for switches). */
 export interface Args {

@@ -2,10 +2,10 @@ import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args';
 import { COMMON_OPTIONS, io, output, processIo, type Command } from './command';
-import { defaultConfig } from '../base/config';
-import { openBackupSource, verifyCopy } from '../db/maintenance';
-import { isPostgresUrl } from '../db/pg-open';
-import { masterKeySource } from '../secrets/master-key';
+import { defaultConfig } from '../platform/config';
+import { openBackupSource, verifyCopy } from '../platform/storage/maintenance';
+import { isPostgresUrl } from '../platform/storage/postgres/open';
+import { masterKeySource } from '../platform/secrets/master-key';
 
 const usage = `Usage:
   kopek backup PATH [--force] [--db PATH]

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
-import { fileSchemaVersion, openEngine } from '../db/maintenance';
-import { isPostgresUrl, redactUrl } from '../db/pg-open';
-import type { Store } from '../db/store';
-import { defaultConfig } from '../base/config';
+import { fileSchemaVersion, openEngine } from '../platform/storage/maintenance';
+import { isPostgresUrl, redactUrl } from '../platform/storage/postgres/open';
+import type { Store } from '../platform/storage/store';
+import { defaultConfig } from '../platform/config';
 import { flag, type Args } from './args';
 
 /** An admin command: a name, a fixed usage text, and `run`, which returns its exit code. */

@@ -1,12 +1,13 @@
 import { existsSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, unknownSubcommand } from './args';
 import { io, output, type Command } from './command';
-import { fileSchemaVersion, openEngine, openExistingStorage, schemaVersion } from '../db/maintenance';
-import { isPostgresUrl, openPgStorage, redactUrl } from '../db/pg-open';
-import { copySqliteToPostgres, targetProblem, type CopyReport } from '../db/copy';
-import type { SqliteStore, Store } from '../db/store';
-import { checkLedger } from '../ledger/check';
-import { masterKeySource } from '../secrets/master-key';
+import { fileSchemaVersion, openEngine, openExistingStorage, schemaVersion } from '../platform/storage/maintenance';
+import { isPostgresUrl, openPgStorage, redactUrl } from '../platform/storage/postgres/open';
+import { copySqliteToPostgres, targetProblem, type CopyReport } from '../platform/storage/copy';
+import type { SqliteStore } from '../platform/storage/sqlite/store';
+import type { Store } from '../platform/storage/store';
+import { checkLedger } from '../money/ledger/check';
+import { masterKeySource } from '../platform/secrets/master-key';
 import { ledgerVerdict } from './ledger';
 
 const usage = `Usage:

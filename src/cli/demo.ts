@@ -1,10 +1,10 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { serverUrl } from './admin';
-import { createDemo } from '../cabinet/store';
-import { createDemoUser, DEMO_EMAIL, getUserByEmail } from '../cabinet/users';
-import { addEndpoint } from '../webhooks/store';
-import type { Reader, Store } from '../db/store';
+import { createDemo } from '../money/shops/store';
+import { createDemoUser, DEMO_EMAIL, getUserByEmail } from '../web/cabinet/users';
+import { addEndpoint } from '../money/webhooks/store';
+import type { Reader, Store } from '../platform/storage/store';
 
 const usage = `Usage: kopek demo [--db PATH] [--base-url URL] [--json]
 

@@ -1,17 +1,17 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { COMMON_OPTIONS, output, type Command } from './command';
-import { defaultConfig } from '../base/config';
-import { SCHEMA_VERSION } from '../db/open';
-import { integrityCheck, journalMode, openEngine, openExistingStorage, probeDatabase, schemaVersion } from '../db/maintenance';
-import { isPostgresUrl } from '../db/pg-open';
-import { redactUrl } from '../base/redact-url';
-import type { Reader, Store } from '../db/store';
-import { checkLedger } from '../ledger/check';
-import { payoutsNeedingDecision } from '../payouts/store';
+import { defaultConfig } from '../platform/config';
+import { SCHEMA_VERSION } from '../platform/storage/sqlite/open';
+import { integrityCheck, journalMode, openEngine, openExistingStorage, probeDatabase, schemaVersion } from '../platform/storage/maintenance';
+import { isPostgresUrl } from '../platform/storage/postgres/open';
+import { redactUrl } from '../platform/redact-url';
+import type { Reader, Store } from '../platform/storage/store';
+import { checkLedger } from '../money/ledger/check';
+import { payoutsNeedingDecision } from '../money/payouts/store';
 import { LEDGER_ACTION, LEDGER_PROOF, ledgerVerdict } from './ledger';
-import { writeProblem } from '../db/access';
+import { writeProblem } from '../platform/storage/sqlite/access';
 import { existsSync } from 'node:fs';
-import { behindTheirTables, counters, describeCounter } from '../db/counters';
+import { behindTheirTables, counters, describeCounter } from '../platform/storage/counters';
 
 /** Failed runs in a row after which a job that still retries is worth the operator's look. */
 const FAILING_RUNS = 3;

@@ -1,7 +1,7 @@
 import { parseArgs, flag, onlyFlags, unknownSubcommand } from './args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
-import { countJobs, failingJobs, reviveJob, type JobRow } from '../scheduler/jobs-table';
-import { iso } from '../util/time';
+import { countJobs, failingJobs, reviveJob, type JobRow } from '../platform/queue/jobs-table';
+import { iso } from '../platform/util/time';
 
 const usage = `Usage:
   kopek jobs [list] [--limit N]

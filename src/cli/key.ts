@@ -1,10 +1,10 @@
 import { parseArgs, flag, onlyFlags, atMostAfterSub, idArg, unknownSubcommand } from './args';
 import { COMMON_OPTIONS, io, output, withStore, type Command } from './command';
-import { createKey, findKeyToRevoke, getMerchant, getShopSettings, listKeys, revokeKey } from '../cabinet/store';
-import { shopAcquirer, shopPayoutProvider } from '../bank-port/store';
-import { TBANK } from '../tbank/protocol';
-import { iso } from '../util/time';
-import type { Store } from '../db/store';
+import { createKey, findKeyToRevoke, getMerchant, getShopSettings, listKeys, revokeKey } from '../money/shops/store';
+import { shopAcquirer, shopPayoutProvider } from '../money/bank-port/store';
+import { TBANK } from '../banks/tbank/protocol';
+import { iso } from '../platform/util/time';
+import type { Store } from '../platform/storage/store';
 import type { Args } from './args';
 
 const usage = `Usage:

@@ -1,6 +1,6 @@
 import { parseArgs, onlyFlags, unknownSubcommand } from './args';
 import { COMMON_OPTIONS, openStore, output, type Command } from './command';
-import { checkLedger, type CheckResult } from '../ledger/check';
+import { checkLedger, type CheckResult } from '../money/ledger/check';
 
 /** What the ledger check proves, in the words `kopek ledger check` and `kopek doctor` both print. */
 export const LEDGER_PROOF = 'balances equal their postings, nothing overdrawn, every movement in place';

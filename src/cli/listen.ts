@@ -1,10 +1,10 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args';
 import { io, type Command } from './command';
 import { openStream, StreamRefused, type OpenStream, type StreamedWebhook } from './listen-stream';
-import { postWebhook } from '../webhooks/deliver';
-import { signatureHeader, webhookHeaders } from '../webhooks/sign';
-import { WEBHOOK_EVENTS } from '../webhooks/store';
-import { secret as newSecret, WEBHOOK_SECRET_RE } from '../util/ids';
+import { postWebhook } from '../money/webhooks/deliver';
+import { signatureHeader, webhookHeaders } from '../money/webhooks/sign';
+import { WEBHOOK_EVENTS } from '../money/webhooks/store';
+import { secret as newSecret, WEBHOOK_SECRET_RE } from '../platform/util/ids';
 
 const usage = `Usage: kopek listen --forward-to URL [--events E1,E2] [--secret whs_...] [--url BASE] [--key KEY] [--json]
 

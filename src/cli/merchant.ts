@@ -1,6 +1,6 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals, atMostAfterSub, idArg, unknownSubcommand } from './args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
-import { activateLive, createMerchant } from '../cabinet/store';
+import { activateLive, createMerchant } from '../money/shops/store';
 
 const usage = `Usage:
   kopek merchant create --name NAME

@@ -1,4 +1,4 @@
-import { OPTIONS } from '../base/config';
+import { OPTIONS } from '../platform/config';
 
 type OptionSpec = (typeof OPTIONS)[number];
 

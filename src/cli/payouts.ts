@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { loadConfig } from '../base/config';
+import { loadConfig } from '../platform/config';
 import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { io, output, withStore } from './command';
-import { getShopSettings } from '../cabinet/store';
-import { removePayoutProvider, setPayoutProvider, showPayoutProvider, type PayoutProviderView } from '../cabinet/payout-provider';
-import { allowListOf, literalRefusal } from '../webhooks/url-safety';
+import { getShopSettings } from '../money/shops/store';
+import { removePayoutProvider, setPayoutProvider, showPayoutProvider, type PayoutProviderView } from '../web/cabinet/payout-provider';
+import { allowListOf, literalRefusal } from '../money/webhooks/url-safety';
 
 /** The usage lines of `kopek shop payouts`, part of `kopek shop --help`. */
 export const PAYOUTS_USAGE = `  kopek shop payouts --shop SHOP --provider yookassa --agent-id ID --secret-file FILE [--api-url URL]

@@ -1,14 +1,14 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { loadConfig, OPTIONS, type Config } from '../base/config';
-import { bufferedStdout, createLogger, type Logger } from '../base/log';
-import { openEngine } from '../db/maintenance';
-import { isPostgresUrl } from '../db/pg-open';
-import { redactUrl } from '../base/redact-url';
-import type { Store } from '../db/store';
-import { isEmpty } from '../cabinet/store';
+import { loadConfig, OPTIONS, type Config } from '../platform/config';
+import { bufferedStdout, createLogger, type Logger } from '../platform/log';
+import { openEngine } from '../platform/storage/maintenance';
+import { isPostgresUrl } from '../platform/storage/postgres/open';
+import { redactUrl } from '../platform/redact-url';
+import type { Store } from '../platform/storage/store';
+import { isEmpty } from '../money/shops/store';
 import { createDemoData, demoLines, type DemoData, type DemoOptions } from './demo';
-import { checkEndpointUrl } from '../webhooks/store';
+import { checkEndpointUrl } from '../money/webhooks/store';
 import { io, type Command } from './command';
 import { optionsHelp } from './options-help';
 

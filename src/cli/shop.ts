@@ -7,9 +7,9 @@ import {
   setIpAllowlist,
   setRequireSignature,
   setShopScopes,
-} from '../cabinet/store';
-import { ALL_SCOPES } from '../auth/scopes';
-import type { Store } from '../db/store';
+} from '../money/shops/store';
+import { ALL_SCOPES } from '../platform/auth/scopes';
+import type { Store } from '../platform/storage/store';
 import type { Args } from './args';
 import { ACQUIRER_USAGE, runAcquirer } from './acquirer';
 import { PAYOUTS_USAGE, runPayouts } from './payouts';

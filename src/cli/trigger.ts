@@ -2,7 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { parseArgs, flag, atMostPositionals, type Args } from './args';
 import { io, type Command } from './command';
-import { isTriggerEvent, TRIGGER_EVENTS, TRIGGER_EVENT_NAMES, TRIGGER_NUMERIC_FIELDS, TRIGGER_SET_FIELDS } from '../simulator/trigger-events';
+import { isTriggerEvent, TRIGGER_EVENTS, TRIGGER_EVENT_NAMES, TRIGGER_NUMERIC_FIELDS, TRIGGER_SET_FIELDS } from '../banks/simulator/trigger-events';
 
 /** Where the command finds the server when neither --url nor KOPEK_URL names it: `kopek serve`'s default address. */
 const DEFAULT_URL = 'http://127.0.0.1:8080';

@@ -1,10 +1,10 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand, type Args } from './args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
-import type { Store } from '../db/store';
-import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../webhooks/store';
-import { deliveryLog } from '../webhooks/log';
-import { resendEvent } from '../webhooks/outbox';
-import { iso } from '../util/time';
+import type { Store } from '../platform/storage/store';
+import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../money/webhooks/store';
+import { deliveryLog } from '../money/webhooks/log';
+import { resendEvent } from '../money/webhooks/outbox';
+import { iso } from '../platform/util/time';
 
 const usage = `Usage:
   kopek webhook add --shop ID --url URL [--events E1,E2] [--signature v1|v2] [--webhook-allow CIDRS]

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
-import { rotateSigningSecret, setRequireSignature } from '../../src/cabinet/store';
+import { rotateSigningSecret, setRequireSignature } from '../../src/money/shops/store';
 
 // The request signature covers exactly the bytes received. A GET takes no body: one sent with a body is
 // refused (400) before the signature is checked, whatever it signs, so no GET passes with a signature over

@@ -1,5 +1,5 @@
 /**
- * Idempotency records of older schema versions: the frozen reader of the compact form (src/db/legacy-records.ts)
+ * Idempotency records of older schema versions: the frozen reader of the compact form (src/platform/storage/legacy-records.ts)
  * and databases of versions 5, 12, 13 and 15 migrated by the server to the current layout (one record per
  * merchant, mode and key under a UNIQUE constraint, the first answer kept as its JSON text). Each builds the old
  * layout by hand from records the real server made, restarts the server on it and checks that every key still
@@ -11,9 +11,9 @@ import Database from 'better-sqlite3';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { paidPayment } from '../helpers/money';
 import { cardBody, KNOWN_BANK, sbpBody } from '../helpers/payouts';
-import { openDatabase } from '../../src/db/open';
+import { openDatabase } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
-import { decodeLegacyRecord, legacyKeyHash, legacyMerchantKey, merchantIdOfLegacyKey, namesShop, type LegacyRecordIds } from '../../src/db/legacy-records';
+import { decodeLegacyRecord, legacyKeyHash, legacyMerchantKey, merchantIdOfLegacyKey, namesShop, type LegacyRecordIds } from '../../src/platform/storage/legacy-records';
 
 const sbpItem = (amount: number, phone: string) => ({ amount, phone, bank_id: KNOWN_BANK, full_name: 'Anna Ivanova' });
 

@@ -1,12 +1,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
-import { createKey, createShop } from '../../src/cabinet/store';
+import { createKey, createShop } from '../../src/money/shops/store';
 import { paidPayment } from '../helpers/money';
 import { activeToken } from '../helpers/recurrent';
 import { cardBody, KNOWN_BANK, sbpBody } from '../helpers/payouts';
 import { storedText } from '../helpers/stored-text';
-import { tableColumns } from '../../src/db/dialect';
+import { tableColumns } from '../../src/platform/storage/dialect';
 
 const sbpItem = (amount: number, phone: string) => ({ amount, phone, bank_id: KNOWN_BANK, full_name: 'Anna Ivanova' });
 

@@ -2,9 +2,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli } from '../helpers/cli';
-import { openEngine } from '../../src/db/maintenance';
-import type { Store } from '../../src/db/store';
-import { revokeKey, setShopScopes } from '../../src/cabinet/store';
+import { openEngine } from '../../src/platform/storage/maintenance';
+import type { Store } from '../../src/platform/storage/store';
+import { revokeKey, setShopScopes } from '../../src/money/shops/store';
 import { onceApplied } from '../helpers/pg';
 
 // The server caches key lookups. These tests change keys and shops the way an operator does while the

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { revokeKey, setIpAllowlist, setRequireSignature } from '../../src/cabinet/store';
+import { revokeKey, setIpAllowlist, setRequireSignature } from '../../src/money/shops/store';
 
 let s: TestServer;
 before(async () => {

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
-import { rotateSigningSecret, setRequireSignature } from '../../src/cabinet/store';
+import { rotateSigningSecret, setRequireSignature } from '../../src/money/shops/store';
 
 let s: TestServer;
 let shop: TestShop;

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { openSse } from '../helpers/sse-client';
 import { createPayment } from '../helpers/payments';
-import { revokeKey } from '../../src/cabinet/store';
-import { STREAM_TOKEN_TTL_S } from '../../src/auth/stream-token';
+import { revokeKey } from '../../src/money/shops/store';
+import { STREAM_TOKEN_TTL_S } from '../../src/platform/auth/stream-token';
 
 // Real time is injected so expiry is tested by moving it, not by waiting.
 let realNow = Date.now();

@@ -5,7 +5,7 @@ import { fakeTime } from '../helpers/fake-time';
 import { balanceOf, ledgerCheck } from '../helpers/money';
 import { postForm } from '../helpers/pay-page';
 import { sbpBody } from '../helpers/payouts';
-import { putShopAcquirer } from '../../src/bank-port/store';
+import { putShopAcquirer } from '../../src/money/bank-port/store';
 import { UNSURE, UNSURE_SECRET, UnsureBank } from './unsure-bank';
 
 // Every live path of payments, refunds, tokens, subscriptions and payouts, over real HTTP, through a bank

@@ -1,13 +1,13 @@
-import type { PaymentsCore } from '../../src/payments/core';
-import type { Module } from '../../src/core/module';
-import type { Tx } from '../../src/db/store';
-import type { BankPort, CallbackRequest, CallbackResult, MoneyAnswer, NewPayment, OperationRef, PaymentAnswer, PayoutRequest, PayoutStart, SessionRequest } from '../../src/bank-port/port';
-import { paymentAnswered } from '../../src/payments/bank-answers';
-import { refundAnswered } from '../../src/refunds/bank-answers';
-import { payoutAnswered } from '../../src/payouts/bank-answers';
-import { getPayment } from '../../src/payments/store';
-import type { RefundRow } from '../../src/model/refund';
-import type { PaymentRow } from '../../src/model/payment';
+import type { PaymentsCore } from '../../src/money/payments/core';
+import type { Module } from '../../src/money/core/module';
+import type { Tx } from '../../src/platform/storage/store';
+import type { BankPort, CallbackRequest, CallbackResult, MoneyAnswer, NewPayment, OperationRef, PaymentAnswer, PayoutRequest, PayoutStart, SessionRequest } from '../../src/money/bank-port/port';
+import { paymentAnswered } from '../../src/money/payments/bank-answers';
+import { refundAnswered } from '../../src/money/refunds/bank-answers';
+import { payoutAnswered } from '../../src/money/payouts/bank-answers';
+import { getPayment } from '../../src/money/payments/store';
+import type { RefundRow } from '../../src/money/bank-port/refund';
+import type { PaymentRow } from '../../src/money/bank-port/payment';
 
 /** The provider name shops set to reach the unsure bank. */
 export const UNSURE = 'unsure';

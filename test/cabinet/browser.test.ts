@@ -8,7 +8,7 @@ import { browserSkipReason, CHROMIUM, CHROMIUM_ARGS, screenshotDir } from '../he
 import { makeUser, TEST_PASSWORD } from '../helpers/cabinet';
 import { paidPayment } from '../helpers/money';
 import { startReceiver, waitForLog, type Receiver } from '../helpers/webhooks';
-import { getShop } from '../../src/cabinet/store';
+import { getShop } from '../../src/money/shops/store';
 
 const skip = browserSkipReason();
 if (skip) console.log(`# skipping cabinet browser tests: ${skip}`);

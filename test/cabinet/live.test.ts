@@ -4,7 +4,7 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { cabGet, cabPost, flashOf, makeUser, signIn } from '../helpers/cabinet';
 import { runCli } from '../helpers/cli';
 import { storedText } from '../helpers/stored-text';
-import { createMerchant, createShop, getMerchant } from '../../src/cabinet/store';
+import { createMerchant, createShop, getMerchant } from '../../src/money/shops/store';
 
 // The cabinet's live pages make the same changes as `kopek shop acquirer` and `kopek merchant activate-live`.
 

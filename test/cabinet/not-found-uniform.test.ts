@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startTestServer, type TestServer, type TestResponse } from '../helpers/server';
 import { cabPost, makeUser, signIn, type CabinetSession } from '../helpers/cabinet';
-import { addEndpoint } from '../../src/webhooks/store';
-import { createKey } from '../../src/cabinet/store';
+import { addEndpoint } from '../../src/money/webhooks/store';
+import { createKey } from '../../src/money/shops/store';
 
 // Regression: a 404 for another merchant's key, webhook endpoint or event named that merchant's shop ("Cannot
 // find shop <id>") while an unknown id said "Cannot find key …". Both now answer the same, revealing nothing:

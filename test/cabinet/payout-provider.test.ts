@@ -10,9 +10,9 @@ import { browserSkipReason, CHROMIUM, CHROMIUM_ARGS } from '../helpers/pay-page'
 import { cabGet, cabPost, flashOf, makeUser, signIn, TEST_PASSWORD } from '../helpers/cabinet';
 import { runCli } from '../helpers/cli';
 import { storedText } from '../helpers/stored-text';
-import { createMerchant, createShop, getMerchant } from '../../src/cabinet/store';
-import { insertPayout } from '../../src/payouts/store';
-import { YOOKASSA_API_URLS } from '../../src/yookassa/settings';
+import { createMerchant, createShop, getMerchant } from '../../src/money/shops/store';
+import { insertPayout } from '../../src/money/payouts/store';
+import { YOOKASSA_API_URLS } from '../../src/banks/yookassa/settings';
 
 // The cabinet's live section sets, shows and removes a shop's payout provider (YooKassa Payouts) as
 // `kopek shop payouts` does: the credentials are checked at the provider (here a tiny local fake answering the

@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { cabGet, makeUser, signIn, type CabinetSession } from '../helpers/cabinet';
 import { simulate } from '../helpers/payments';
-import { createKey, createShop } from '../../src/cabinet/store';
-import { SCAN_ROWS_MAX } from '../../src/cabinet/register-rows';
-import { CREATED_EVENT_SQL, TIMELINE_SCAN_ROWS, WINDOW_END_SQL, WINDOW_SQL } from '../../src/cabinet/timeline';
-import { eventIdPrefix } from '../../src/util/ids';
-import { openDatabase } from '../../src/db/open';
+import { createKey, createShop } from '../../src/money/shops/store';
+import { SCAN_ROWS_MAX } from '../../src/web/cabinet/register-rows';
+import { CREATED_EVENT_SQL, TIMELINE_SCAN_ROWS, WINDOW_END_SQL, WINDOW_SQL } from '../../src/web/cabinet/timeline';
+import { eventIdPrefix } from '../../src/platform/util/ids';
+import { openDatabase } from '../../src/platform/storage/sqlite/open';
 
 // The cabinet's registers read like the API's: each shop (and status value) is one index seek of at most a
 // page, merged; a filter no index serves (order id, amount) is checked on a bounded stretch of the register.

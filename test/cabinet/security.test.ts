@@ -4,10 +4,10 @@ import { doRequest, startTestServer, type RequestOptions, type TestServer } from
 import type { AddressInfo } from 'node:net';
 import { fakeTime, type FakeTime } from '../helpers/fake-time';
 import { cabGet, cabPost, flashOf, makeUser, setCookie, signIn, TEST_PASSWORD, type CabinetSession } from '../helpers/cabinet';
-import { getShop } from '../../src/cabinet/store';
-import { totpCode } from '../../src/cabinet/totp';
-import { LOCK_MS, reserveAttempt, SLOW_AFTER_FAILURES } from '../../src/cabinet/throttle';
-import { openEngine } from '../../src/db/maintenance';
+import { getShop } from '../../src/money/shops/store';
+import { totpCode } from '../../src/web/cabinet/totp';
+import { LOCK_MS, reserveAttempt, SLOW_AFTER_FAILURES } from '../../src/web/cabinet/throttle';
+import { openEngine } from '../../src/platform/storage/maintenance';
 
 let s: TestServer;
 let time: FakeTime;

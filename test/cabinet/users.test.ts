@@ -7,8 +7,8 @@ import { doRequest, startTestServer, type TestServer } from '../helpers/server';
 import { spawnServer } from '../helpers/child-server';
 import { runCli, type CliResult } from '../helpers/cli';
 import { cabGet, postLogin, setCookie, signIn } from '../helpers/cabinet';
-import { base32, fromBase32, otpauthUri, totpCode } from '../../src/cabinet/totp';
-import { openDatabase, SCHEMA_VERSION } from '../../src/db/open';
+import { base32, fromBase32, otpauthUri, totpCode } from '../../src/web/cabinet/totp';
+import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
 
 let s: TestServer;

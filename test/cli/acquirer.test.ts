@@ -4,8 +4,8 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli, type CliResult } from '../helpers/cli';
-import { TBANK_API_URL } from '../../src/tbank/protocol';
-import { decryptSecret, loadMasterKey, masterKeySource } from '../../src/secrets/master-key';
+import { TBANK_API_URL } from '../../src/banks/tbank/protocol';
+import { decryptSecret, loadMasterKey, masterKeySource } from '../../src/platform/secrets/master-key';
 import { sqliteOnly } from '../helpers/pg';
 
 // kopek shop acquirer and kopek merchant activate-live, run beside a server on the same file: the password
@@ -131,7 +131,7 @@ test('kopek backup says the master key is not in the copy; a copy without its ke
   const json = await cli('backup', dest, '--force', '--json');
   assert.equal(json.json.master_key, `${s.dbPath}.key`);
   assert.equal(existsSync(`${dest}.key`), false, 'the key is not copied beside the backup');
-  const { openDatabase } = await import('../../src/db/open');
+  const { openDatabase } = await import('../../src/platform/storage/sqlite/open');
   const copy = openDatabase(dest, { readonly: true });
   const settings = JSON.parse((copy.prepare('SELECT settings FROM shop_acquirers WHERE shop_id = ?').get(shop) as { settings: string }).settings);
   copy.close();

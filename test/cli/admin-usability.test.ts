@@ -4,8 +4,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli, type CliResult } from '../helpers/cli';
-import { OPTIONS } from '../../src/base/config';
-import { SCHEMA_VERSION } from '../../src/db/open';
+import { OPTIONS } from '../../src/platform/config';
+import { SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 
 // What an operator tripped over in the admin commands: one way to name a shop, merchant or key; help for a
 // typo; key list's columns; ledger check and doctor in the same words; serve --help's defaults; warnings for

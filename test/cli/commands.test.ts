@@ -8,7 +8,7 @@ import { runCli, type CliResult } from '../helpers/cli';
 import { onceApplied } from '../helpers/pg';
 import { cliCommands } from '../../src/cli';
 import { startApp } from '../../src/app';
-import { createKey } from '../../src/cabinet/store';
+import { createKey } from '../../src/money/shops/store';
 
 /** Every command as the root wires them (serve starts the server with startApp). */
 const COMMANDS = cliCommands(startApp);

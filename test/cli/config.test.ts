@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig, defaultConfig } from '../../src/base/config';
+import { loadConfig, defaultConfig } from '../../src/platform/config';
 
 test('defaults: port 8080, ./data/kopek.db, demo on, 1 MiB body limit', () => {
   const c = loadConfig([], {});

@@ -2,12 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { optionsMarkdown, OPTIONS } from '../../src/base/config';
+import { optionsMarkdown, OPTIONS } from '../../src/platform/config';
 
 const ROOT = join(__dirname, '..', '..');
 
 for (const doc of ['docs/api-basics.md', 'README.md']) {
-  test(`the configuration table in ${doc} is the one src/base/config.ts generates`, () => {
+  test(`the configuration table in ${doc} is the one src/platform/config.ts generates`, () => {
     const text = readFileSync(join(ROOT, doc), 'utf8');
     const m = /<!-- options:begin[^>]*-->\n([\s\S]*?)\n<!-- options:end -->/.exec(text);
     assert.ok(m, `${doc} has no options:begin/options:end markers`);

@@ -8,8 +8,8 @@ import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { loadMasterKey } from '../../src/secrets/master-key';
-import { loadConfig } from '../../src/base/config';
+import { loadMasterKey } from '../../src/platform/secrets/master-key';
+import { loadConfig } from '../../src/platform/config';
 
 // `kopek serve --ephemeral --ready-json --demo-key` as a harness in another language runs it: a child process
 // in an empty folder, its one JSON line read from stdout, the API reached over real HTTP.

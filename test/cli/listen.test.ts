@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { receiverPool, type Received } from '../helpers/webhooks';
 import { createPayment, simulate } from '../helpers/payments';
-import { openStorage } from '../../src/db/maintenance';
-import { createDemo } from '../../src/cabinet/store';
-import { addEndpoint } from '../../src/webhooks/store';
+import { openStorage } from '../../src/platform/storage/maintenance';
+import { createDemo } from '../../src/money/shops/store';
+import { addEndpoint } from '../../src/money/webhooks/store';
 
 const ROOT = join(__dirname, '..', '..');
 const SECRET = 'whs_listen_test_secret_0123456789';

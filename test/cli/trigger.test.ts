@@ -6,8 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
 import { receiverPool, type Receiver } from '../helpers/webhooks';
-import { addEndpoint } from '../../src/webhooks/store';
-import { TRIGGER_EVENT_NAMES } from '../../src/simulator/trigger-events';
+import { addEndpoint } from '../../src/money/webhooks/store';
+import { TRIGGER_EVENT_NAMES } from '../../src/banks/simulator/trigger-events';
 
 // `kopek trigger` as a developer runs it: its own process (real exit codes and output) against a real server.
 

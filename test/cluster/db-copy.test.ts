@@ -6,18 +6,18 @@ import { kopekProcess, startCluster } from '../helpers/cluster';
 import { runCli } from '../helpers/cli';
 import { paidPayment } from '../helpers/money';
 import { openSse } from '../helpers/sse-client';
-import { openStorage } from '../../src/db/maintenance';
-import { defaultConfig } from '../../src/base/config';
+import { openStorage } from '../../src/platform/storage/maintenance';
+import { defaultConfig } from '../../src/platform/config';
 import { startApp } from '../../src/app';
-import { createLogger } from '../../src/base/log';
+import { createLogger } from '../../src/platform/log';
 import { doRequest, type TestServer } from '../helpers/server';
 import type { Running } from '../../src/app';
-import { addEndpoint } from '../../src/webhooks/store';
+import { addEndpoint } from '../../src/money/webhooks/store';
 import { startReceiver, type Receiver } from '../helpers/webhooks';
 import { sbpBody } from '../helpers/payouts';
 import { activeToken, advanceSeconds, createSubscription, payThroughHelper } from '../helpers/recurrent';
 import { makeUser, signIn } from '../helpers/cabinet';
-import { behindTheirTables, pgCounters } from '../../src/db/counters';
+import { behindTheirTables, pgCounters } from '../../src/platform/storage/counters';
 import pg from 'pg';
 
 // kopek db copy: a merchant's SQLite database moved into PostgreSQL, then served from there.

@@ -6,7 +6,7 @@ import { postgresOnly } from '../helpers/pg';
 import { runCli } from '../helpers/cli';
 
 // On PostgreSQL each node holds resolved keys in memory, dropped by the change announcements of the key, shop and
-// merchant tables (src/db/pg-changes.ts). These tests hold the cache to what it promises: a change made anywhere
+// merchant tables (src/platform/storage/postgres/changes.ts). These tests hold the cache to what it promises: a change made anywhere
 // reaches every node, and a node that cannot hear announcements trusts nothing it held. (What it saves shows in
 // bench:cluster: a GET is one statement.)
 
@@ -21,7 +21,7 @@ after(async () => {
 
 let shops = 0;
 async function newShop(): Promise<{ shopId: string; key: string; keyId: string }> {
-  const { createMerchant, createShop, createKey } = await import('../../src/cabinet/store');
+  const { createMerchant, createShop, createKey } = await import('../../src/money/shops/store');
   const now = c.store.now();
   const m = await createMerchant(c.store, `Cache merchant ${++shops}`, now);
   const s = await createShop(c.store, m.id, 'Cache shop', undefined, now);

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { postgresOnly } from '../helpers/pg';
-import { EVENT_FEED_LIMITS } from '../../src/db/pg-events';
+import { EVENT_FEED_LIMITS } from '../../src/platform/storage/postgres/events';
 
-// On PostgreSQL a node numbers the events of its commits in passes (src/db/pg-events.ts), each a transaction of
+// On PostgreSQL a node numbers the events of its commits in passes (src/platform/storage/postgres/events.ts), each a transaction of
 // its own with a COMMIT and a NOTIFY that wakes every listening node. Under a steady stream of commits a node ran
 // its passes back to back, one every few milliseconds, and they cost about a tenth of the CPU of a create. Every
 // pass of a node now waits the kick delay after the node's last one; the events are all numbered all the same.

@@ -4,8 +4,8 @@ import { kopekProcess, startCluster, type TestCluster } from '../helpers/cluster
 import { dropPgDatabase, freshPgDatabase, postgresOnly } from '../helpers/pg';
 import { cabGet, cabPost, makeUser, postLogin, signIn, TEST_PASSWORD } from '../helpers/cabinet';
 import type { TestServer } from '../helpers/server';
-import { openEngine } from '../../src/db/maintenance';
-import { MIGRATIONS } from '../../src/db/migrations';
+import { openEngine } from '../../src/platform/storage/maintenance';
+import { MIGRATIONS } from '../../src/platform/storage/migrations';
 
 // The cluster's shared cabinet state, and how a node starts (or refuses to) on PostgreSQL.
 

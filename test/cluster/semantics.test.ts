@@ -85,7 +85,7 @@ test('money: payouts of one shop spread over the nodes never pass what is availa
 
 // Regression: 60 payouts at once answered one of them 503 on a slower machine. Every contender of the shop's
 // balance started again after each lost serialization race, and one ran out of its 30 attempts. Now a transaction
-// that has lost twice takes its node's retry lane (src/db/pg-lane.ts), so the crowd at the row stays small.
+// that has lost twice takes its node's retry lane (src/platform/storage/postgres/lane.ts), so the crowd at the row stays small.
 test('many payouts of one shop at once over three nodes all succeed: none runs out of serialization retries', { skip }, async () => {
   await paidPayment(asServer(0), c.demo.key, 300_000);
   const before = await balanceOf(asServer(1), c.demo.key);
@@ -243,7 +243,7 @@ test('schema: two more nodes joining at once leave one schema, at one version', 
 let shops = 0;
 /** A shop of its own with a key of every scope, made through the admin command on the shared database. */
 async function newShop(): Promise<{ shopId: string; merchantId: string; key: string; keyId: string }> {
-  const { createMerchant, createShop, createKey } = await import('../../src/cabinet/store');
+  const { createMerchant, createShop, createKey } = await import('../../src/money/shops/store');
   const now = c.store.now();
   const m = await createMerchant(c.store, `Cluster merchant ${++shops}`, now);
   const s = await createShop(c.store, m.id, 'Cluster shop', undefined, now);

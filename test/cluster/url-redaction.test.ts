@@ -1,13 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { redactUrl } from '../../src/base/redact-url';
-import { createLogger } from '../../src/base/log';
+import { redactUrl } from '../../src/platform/redact-url';
+import { createLogger } from '../../src/platform/log';
 import { runCli } from '../helpers/cli';
 import { spawnServer } from '../helpers/child-server';
 import { dropPgDatabase, ensureMasterKey, freshPgDatabase, postgresOnly } from '../helpers/pg';
 import { doRequest } from '../helpers/server';
-import { openStorage } from '../../src/db/maintenance';
-import { createDemo } from '../../src/cabinet/store';
+import { openStorage } from '../../src/platform/storage/maintenance';
+import { createDemo } from '../../src/money/shops/store';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

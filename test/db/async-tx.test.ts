@@ -4,8 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { AWAITED_OUTSIDE, SqliteStore, TX_ENDED, type Store, type Tx } from '../../src/db/store';
-import { openDatabase } from '../../src/db/open';
+import { SqliteStore } from '../../src/platform/storage/sqlite/store';
+import { AWAITED_OUTSIDE, TX_ENDED, type Store, type Tx } from '../../src/platform/storage/store';
+import { openDatabase } from '../../src/platform/storage/sqlite/open';
 
 async function tempStore(): Promise<{ store: Store; path: string; done: () => Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'kopek-async-tx-'));

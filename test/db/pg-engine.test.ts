@@ -1,10 +1,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { openEngine } from '../../src/db/maintenance';
-import { openPgStorage } from '../../src/db/pg-open';
-import type { Store } from '../../src/db/store';
-import { toApiError } from '../../src/http/errors';
+import { openEngine } from '../../src/platform/storage/maintenance';
+import { openPgStorage } from '../../src/platform/storage/postgres/open';
+import type { Store } from '../../src/platform/storage/store';
+import { toApiError } from '../../src/platform/http/errors';
 import { dropPgDatabase, freshPgDatabase, postgresOnly } from '../helpers/pg';
 
 // The PostgreSQL engine's traps, each with a test: what runs again and what never does, what the driver gives

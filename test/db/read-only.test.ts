@@ -2,11 +2,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startApp } from '../../src/app';
-import { defaultConfig } from '../../src/base/config';
-import { createLogger } from '../../src/base/log';
-import { openDatabase } from '../../src/db/open';
-import { SqliteStore } from '../../src/db/store';
-import { createDemo } from '../../src/cabinet/store';
+import { defaultConfig } from '../../src/platform/config';
+import { createLogger } from '../../src/platform/log';
+import { openDatabase } from '../../src/platform/storage/sqlite/open';
+import { SqliteStore } from '../../src/platform/storage/sqlite/store';
+import { createDemo } from '../../src/money/shops/store';
 import { runCli } from '../helpers/cli';
 import { mountTmpfs } from '../helpers/tmpfs';
 

@@ -4,8 +4,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli } from '../helpers/cli';
-import { createShop, getShop } from '../../src/cabinet/store';
-import { addEndpoint, validSecrets } from '../../src/webhooks/store';
+import { createShop, getShop } from '../../src/money/shops/store';
+import { addEndpoint, validSecrets } from '../../src/money/webhooks/store';
 
 let s: TestServer;
 before(async () => {

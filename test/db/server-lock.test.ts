@@ -5,9 +5,9 @@ import { spawn } from 'node:child_process';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli } from '../helpers/cli';
 import { startApp } from '../../src/app';
-import { defaultConfig } from '../../src/base/config';
-import { createLogger } from '../../src/base/log';
-import { acquireServerLock } from '../../src/db/server-lock';
+import { defaultConfig } from '../../src/platform/config';
+import { createLogger } from '../../src/platform/log';
+import { acquireServerLock } from '../../src/platform/storage/sqlite/server-lock';
 import { sqliteOnly } from '../helpers/pg';
 
 let s: TestServer;

@@ -4,9 +4,10 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { SqliteStore, type Store } from '../../src/db/store';
-import { openDatabase } from '../../src/db/open';
-import { CATCH_UP_FRAMES } from '../../src/db/checkpointer';
+import { SqliteStore } from '../../src/platform/storage/sqlite/store';
+import { type Store } from '../../src/platform/storage/store';
+import { openDatabase } from '../../src/platform/storage/sqlite/open';
+import { CATCH_UP_FRAMES } from '../../src/platform/storage/sqlite/checkpointer';
 
 async function tempStore(sync: 'sqlite' | 'store'): Promise<{ store: SqliteStore; path: string; done: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'kopek-store-'));

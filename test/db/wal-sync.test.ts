@@ -4,9 +4,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase } from '../../src/db/open';
-import { SqliteStore } from '../../src/db/store';
-import { createLogger } from '../../src/base/log';
+import { openDatabase } from '../../src/platform/storage/sqlite/open';
+import { SqliteStore } from '../../src/platform/storage/sqlite/store';
+import { createLogger } from '../../src/platform/log';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -16,8 +16,8 @@ const ROOT = join(__dirname, '..', '..');
  */
 function failingSync(call: 'request' | 'syncNow'): { status: number | null; stdout: string; stderr: string } {
   const code = `
-    const { WalSync } = require(${JSON.stringify(join(ROOT, 'src', 'db', 'wal-sync.ts'))});
-    const { createLogger } = require(${JSON.stringify(join(ROOT, 'src', 'base', 'log.ts'))});
+    const { WalSync } = require(${JSON.stringify(join(ROOT, 'src', 'platform', 'storage', 'sqlite', 'wal-sync.ts'))});
+    const { createLogger } = require(${JSON.stringify(join(ROOT, 'src', 'platform', 'log.ts'))});
     const sync = new WalSync(0, createLogger('info'), () => process.stdout.write('synced\\n'));
     sync.${call}(1);
     setTimeout(() => process.stdout.write('still running\\n'), 2000);`;

@@ -4,8 +4,8 @@ import { connect } from 'node:net';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { openSse } from '../helpers/sse-client';
 import { startReceiver, waitForLog } from '../helpers/webhooks';
-import { encodeSse, encodeSseComment } from '../../src/events/sse';
-import { addEndpoint } from '../../src/webhooks/store';
+import { encodeSse, encodeSseComment } from '../../src/money/events/sse';
+import { addEndpoint } from '../../src/money/webhooks/store';
 import type { TestShop } from '../helpers/server';
 import { streamIdsOf, streamIdsOfShop } from '../helpers/pg';
 

@@ -4,8 +4,8 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { openSse } from '../helpers/sse-client';
 import { paidPayment } from '../helpers/money';
 import { sbpBody } from '../helpers/payouts';
-import { revokeKey } from '../../src/cabinet/store';
-import { mayRead } from '../../src/events/stream';
+import { revokeKey } from '../../src/money/shops/store';
+import { mayRead } from '../../src/money/events/stream';
 
 let s: TestServer;
 before(async () => {

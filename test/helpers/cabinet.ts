@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { TestResponse, TestServer } from './server';
-import { createUser } from '../../src/cabinet/users';
+import { createUser } from '../../src/web/cabinet/users';
 
 /** A cabinet session as a browser holds it: the cookie and the CSRF token its pages carry. */
 export interface CabinetSession {

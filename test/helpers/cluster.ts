@@ -2,12 +2,12 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultConfig, type Config } from '../../src/base/config';
-import { createLogger } from '../../src/base/log';
+import { defaultConfig, type Config } from '../../src/platform/config';
+import { createLogger } from '../../src/platform/log';
 import { startApp, type Running } from '../../src/app';
-import { createDemo } from '../../src/cabinet/store';
-import { openEngine } from '../../src/db/maintenance';
-import type { Store } from '../../src/db/store';
+import { createDemo } from '../../src/money/shops/store';
+import { openEngine } from '../../src/platform/storage/maintenance';
+import type { Store } from '../../src/platform/storage/store';
 import { doRequest, type RequestOptions, type TestResponse, type TestShop } from './server';
 import { dropPgDatabase, ensureMasterKey, freshPgDatabase } from './pg';
 

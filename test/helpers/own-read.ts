@@ -1,6 +1,6 @@
-import { openDatabase } from '../../src/db/open';
-import { openEngine } from '../../src/db/maintenance';
-import { isPostgresUrl } from '../../src/db/pg-open';
+import { openDatabase } from '../../src/platform/storage/sqlite/open';
+import { openEngine } from '../../src/platform/storage/maintenance';
+import { isPostgresUrl } from '../../src/platform/storage/postgres/open';
 
 /**
  * Rows read on a connection of the test's own to the database at `db` (a SQLite file or a PostgreSQL URL), for

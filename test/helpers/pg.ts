@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Reader } from '../../src/db/store';
+import type { Reader } from '../../src/platform/storage/store';
 import pg from 'pg';
-import { migratePg, pgFullSchema, pgPool } from '../../src/db/pg-open';
-import { MIGRATIONS } from '../../src/db/migrations';
+import { migratePg, pgFullSchema, pgPool } from '../../src/platform/storage/postgres/open';
+import { MIGRATIONS } from '../../src/platform/storage/migrations';
 
 /**
  * The PostgreSQL server the suite runs against, when it runs on that engine: `KOPEK_TEST_PG` is a URL without a
@@ -139,7 +139,7 @@ export async function streamIdsOfShop(store: Reader, shopId: string): Promise<nu
 /**
  * An answer once a change committed on another connection (an admin command) applies. A SQLite server sees such a
  * change at its very next request; a PostgreSQL node hears of it by an announcement a moment after the commit
- * (src/db/pg-changes.ts), so there `read` is repeated until `ok` holds, for up to a second (the contract's bound
+ * (src/platform/storage/postgres/changes.ts), so there `read` is repeated until `ok` holds, for up to a second (the contract's bound
  * for a revoked key). The last answer is returned either way, for the caller's assertions.
  */
 export async function onceApplied<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {

@@ -3,18 +3,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
-import { defaultConfig, type Config } from '../../src/base/config';
+import { defaultConfig, type Config } from '../../src/platform/config';
 import { startApp, type Running, type StartOptions } from '../../src/app';
-import { createLogger } from '../../src/base/log';
-import type { Store } from '../../src/db/store';
-import { createDemo, createKey, createMerchant, createShop } from '../../src/cabinet/store';
-import { openEngine } from '../../src/db/maintenance';
+import { createLogger } from '../../src/platform/log';
+import type { Store } from '../../src/platform/storage/store';
+import { createDemo, createKey, createMerchant, createShop } from '../../src/money/shops/store';
+import { openEngine } from '../../src/platform/storage/maintenance';
 import { dropPgDatabase, ensureMasterKey, freshPgDatabase, TEST_PG } from './pg';
-import type { Mode } from '../../src/scheduler/clock';
+import type { Mode } from '../../src/platform/clock';
 import { checkResponse } from './openapi-check';
-import { putShopAcquirer } from '../../src/bank-port/store';
-import { MasterKey } from '../../src/secrets/master-key';
-import { tbankAcquirer } from '../../src/tbank/settings';
+import { putShopAcquirer } from '../../src/money/bank-port/store';
+import { MasterKey } from '../../src/platform/secrets/master-key';
+import { tbankAcquirer } from '../../src/banks/tbank/settings';
 import { HELPER_TERMINAL, sharedFakeTBank } from './tbank';
 
 /** A response as tests see it. */

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { listTables } from '../../src/db/dialect';
+import { listTables } from '../../src/platform/storage/dialect';
 import type { TestServer } from './server';
 
 /**

@@ -1,8 +1,8 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestServer, TestShop } from './server';
-import type { EventRow } from '../../src/events/emit';
-import type { Mode } from '../../src/scheduler/clock';
+import type { EventRow } from '../../src/money/events/emit';
+import type { Mode } from '../../src/platform/clock';
 
 /** A request the receiver got. */
 export interface Received {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { rawConnect } from '../helpers/raw-http';
-import { SERVER_LIMITS } from '../../src/http/server';
+import { SERVER_LIMITS } from '../../src/platform/http/server';
 
 // Small limits, so each misbehaving client is cut off in well under a second.
 let s: TestServer;

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bufferedStdout, createLogger } from '../../src/base/log';
+import { bufferedStdout, createLogger } from '../../src/platform/log';
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 

@@ -4,7 +4,7 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { rawConnect } from '../helpers/raw-http';
 import { waitForLog } from '../helpers/logs';
 import pg from 'pg';
-import { refuseWrites } from '../../src/db/maintenance';
+import { refuseWrites } from '../../src/platform/storage/maintenance';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ADVANCE = '/v1/test/clock/advance';

@@ -69,6 +69,6 @@ test('an idle keep-alive connection that never sends a request is closed', async
 });
 
 test('a headers timeout longer than the request timeout is refused at start-up', async () => {
-  const { loadConfig } = await import('../../src/base/config');
+  const { loadConfig } = await import('../../src/platform/config');
   assert.throws(() => loadConfig(['--headers-timeout-ms', '5000', '--request-timeout-ms', '1000'], {}), /must not exceed --request-timeout-ms/);
 });

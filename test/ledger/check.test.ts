@@ -8,9 +8,9 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { ledgerCheck, paidPayment } from '../helpers/money';
 import { cardBody, sbpBody } from '../helpers/payouts';
 import { dropPgDatabase, freshPgDatabase } from '../helpers/pg';
-import { listTables } from '../../src/db/dialect';
-import { openEngine } from '../../src/db/maintenance';
-import type { Tx } from '../../src/db/store';
+import { listTables } from '../../src/platform/storage/dialect';
+import { openEngine } from '../../src/platform/storage/maintenance';
+import type { Tx } from '../../src/platform/storage/store';
 
 let s: TestServer;
 let payout = '';

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { balanceOf, ledgerCheck, paidLivePayment, paidPayment } from '../helpers/money';
 import { sbpBody } from '../helpers/payouts';
-import { createKey, createShop } from '../../src/cabinet/store';
-import { openDatabase } from '../../src/db/open';
+import { createKey, createShop } from '../../src/money/shops/store';
+import { openDatabase } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
 
 let s: TestServer;

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { createPayment, eventsOf, getPayment, succeededPayment } from '../helpers/payments';
-import { createPaymentTx } from '../../src/payments/create';
+import { createPaymentTx } from '../../src/money/payments/create';
 
 let s: TestServer;
 before(async () => {

@@ -3,12 +3,12 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
 import { fakeTime, eventually } from '../helpers/fake-time';
-import { PG_LIMITS } from '../../src/db/limits';
+import { PG_LIMITS } from '../../src/platform/storage/limits';
 import { postgresOnly } from '../helpers/pg';
 import { liveTBankShop } from '../helpers/tbank';
 
 // On PostgreSQL a node gathers the creates that arrive while its create transactions are under way and writes
-// them in one transaction (src/payments/create-batch.ts). Each payment must still be whole and alone in what it
+// them in one transaction (src/money/payments/create-batch.ts). Each payment must still be whole and alone in what it
 // answers: its own number, its event, its shop's sweep; one that cannot be written fails only itself. A create
 // waits for a transaction no longer than a request waits for a connection, and one that waited longer is refused
 // before anything of it is written, so a client that gave up on it never finds it made.

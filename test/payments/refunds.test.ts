@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, eventsOf, getPayment, simulate, succeededPayment } from '../helpers/payments';
-import { post } from '../../src/ledger/ledger';
+import { post } from '../../src/money/ledger/ledger';
 
 let s: TestServer;
 before(async () => {

@@ -2,8 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, getPayment, pendingJobsOf, simulate, statusesOf } from '../helpers/payments';
-import { deadlineSql, LINK_END, SESSION_END } from '../../src/payments/store';
-import { openDatabase } from '../../src/db/open';
+import { deadlineSql, LINK_END, SESSION_END } from '../../src/money/payments/store';
+import { openDatabase } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
 
 // Amounts ending in 04 stay at the test bank without an answer, so only the session's end closes them.

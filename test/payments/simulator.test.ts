@@ -2,8 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, getPayment, simulate } from '../helpers/payments';
-import { openSessionTx } from '../../src/payments/state';
-import { getPayment as paymentRow } from '../../src/payments/store';
+import { openSessionTx } from '../../src/money/payments/state';
+import { getPayment as paymentRow } from '../../src/money/payments/store';
 
 let s: TestServer;
 before(async () => {

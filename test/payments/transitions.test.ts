@@ -2,8 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, eventsOf, getPayment, simulate } from '../helpers/payments';
-import { buyerRedirectUrl, findPaymentForPage, payWithMethod } from '../../src/payments/buyer';
-import { buyerResolve } from '../../src/simulator/buyer';
+import { buyerRedirectUrl, findPaymentForPage, payWithMethod } from '../../src/money/payments/buyer';
+import { buyerResolve } from '../../src/banks/simulator/buyer';
 
 let s: TestServer;
 before(async () => {

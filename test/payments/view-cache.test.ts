@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { createPayment, getPayment, simulate, succeededPayment } from '../helpers/payments';
 import { sqliteOnly, TEST_PG } from '../helpers/pg';
-import { tableColumns } from '../../src/db/dialect';
+import { tableColumns } from '../../src/platform/storage/dialect';
 
 // GET answers of unchanged payments come from a cache, from a payment's second read on; these tests read a
 // payment until its answer is held, change it in every way its answer can change and read it again right after.

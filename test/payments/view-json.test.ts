@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, simulate, succeededPayment } from '../helpers/payments';
-import { getPayment, paymentView, sqlIso } from '../../src/payments/store';
+import { getPayment, paymentView, sqlIso } from '../../src/money/payments/store';
 
 // GET answers a payment it has not held with JSON that SQLite builds (getPaymentJson); everything else that
 // shows a payment (webhooks, the cabinet, replies of changes) uses paymentView. The two must agree byte for byte.

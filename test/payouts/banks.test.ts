@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { SBP_BANKS } from '../../src/banks/directory';
+import { SBP_BANKS } from '../../src/money/sbp/directory';
 
 let s: TestServer;
 before(async () => {

@@ -5,12 +5,12 @@ import { fakeTime } from '../helpers/fake-time';
 import { balanceOf, ledgerCheck, paidLivePayment } from '../helpers/money';
 import { accountBody, cardBody, sbpBody, KNOWN_BANK, TEST_PAN } from '../helpers/payouts';
 import { storedText } from '../helpers/stored-text';
-import { putShopPayoutProvider, removeShopAcquirer, removeShopPayoutProvider } from '../../src/bank-port/store';
-import { payoutAnswered } from '../../src/payouts/bank-answers';
-import type { PaymentsCore } from '../../src/payments/core';
-import type { Module } from '../../src/core/module';
-import type { Tx } from '../../src/db/store';
-import type { BankPort, CallbackResult, OperationRef, PayoutRequest, PayoutStart } from '../../src/bank-port/port';
+import { putShopPayoutProvider, removeShopAcquirer, removeShopPayoutProvider } from '../../src/money/bank-port/store';
+import { payoutAnswered } from '../../src/money/payouts/bank-answers';
+import type { PaymentsCore } from '../../src/money/payments/core';
+import type { Module } from '../../src/money/core/module';
+import type { Tx } from '../../src/platform/storage/store';
+import type { BankPort, CallbackResult, OperationRef, PayoutRequest, PayoutStart } from '../../src/money/bank-port/port';
 
 // A shop's payout provider, resolved apart from its acquirer: payouts (single, batch, status checks) go to the bank
 // registered under the provider's name, with the recipient and the card number (in memory only) in the request;

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { createKey, createShop } from '../../src/cabinet/store';
+import { createKey, createShop } from '../../src/money/shops/store';
 import { balanceOf, ledgerCheck, paidLivePayment, paidPayment } from '../helpers/money';
 import { KNOWN_BANK, UNKNOWN_BANK, accountBody, cardBody, sbpBody } from '../helpers/payouts';
 import { storedText } from '../helpers/stored-text';

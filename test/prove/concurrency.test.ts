@@ -4,7 +4,7 @@ import { startTestServer, type TestServer, type TestResponse } from '../helpers/
 import { balanceOf, ledgerCheck, paidPayment } from '../helpers/money';
 import { sbpBody } from '../helpers/payouts';
 import { startReceiver, type Receiver } from '../helpers/webhooks';
-import { addEndpoint } from '../../src/webhooks/store';
+import { addEndpoint } from '../../src/money/webhooks/store';
 
 // Races the domain tests do not already run: 50 partial refunds, 100 payouts on one balance and 6 identical
 // payment creates are covered in test/payments, test/payouts and test/auth. These cross the domains.

@@ -8,12 +8,12 @@ import { runCli } from '../helpers/cli';
 import { startReceiver } from '../helpers/webhooks';
 import { openSse } from '../helpers/sse-client';
 import { startApp } from '../../src/app';
-import { defaultConfig } from '../../src/base/config';
-import { createLogger } from '../../src/base/log';
-import { addEndpoint } from '../../src/webhooks/store';
+import { defaultConfig } from '../../src/platform/config';
+import { createLogger } from '../../src/platform/log';
+import { addEndpoint } from '../../src/money/webhooks/store';
 import { parseMetrics, sample } from '../helpers/prom';
 import { sqliteOnly } from '../helpers/pg';
-import { SCHEMA_VERSION } from '../../src/db/open';
+import { SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 
 let s: TestServer;
 before(async () => {

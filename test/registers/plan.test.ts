@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase, SCHEMA_VERSION } from '../../src/db/open';
-import { registerSeeks, REGISTERS, REGISTER_SEEKS_MAX, type RegisterTable } from '../../src/registers/plan';
-import type { RegisterQuery } from '../../src/registers/query';
+import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
+import { registerSeeks, REGISTERS, REGISTER_SEEKS_MAX, type RegisterTable } from '../../src/money/registers/plan';
+import type { RegisterQuery } from '../../src/money/registers/query';
 
 const dir = mkdtempSync(join(tmpdir(), 'kopek-plan-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { fakeTime } from '../helpers/fake-time';
-import type { Mode } from '../../src/scheduler/clock';
+import type { Mode } from '../../src/platform/clock';
 
 const time = fakeTime();
 let s: TestServer;

@@ -2,13 +2,13 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { fakeTime } from '../helpers/fake-time';
-import { openEngine } from '../../src/db/maintenance';
+import { openEngine } from '../../src/platform/storage/maintenance';
 import { sqliteOnly } from '../helpers/pg';
-import type { Store } from '../../src/db/store';
-import { createLogger } from '../../src/base/log';
-import { Clocks, type Mode } from '../../src/scheduler/clock';
-import { Scheduler } from '../../src/scheduler/jobs';
-import { REREAD_MS } from '../../src/scheduler/limits';
+import type { Store } from '../../src/platform/storage/store';
+import { createLogger } from '../../src/platform/log';
+import { Clocks, type Mode } from '../../src/platform/clock';
+import { Scheduler } from '../../src/platform/queue/jobs';
+import { REREAD_MS } from '../../src/platform/queue/limits';
 
 // Jobs live in the jobs table only, and a job run outside a transaction is claimed there by its process (a
 // random process id, a token, claim_until a lease ahead). These tests play a second kopek process with a second

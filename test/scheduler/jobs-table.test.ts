@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase, SCHEMA_VERSION } from '../../src/db/open';
-import type { Reader } from '../../src/db/store';
-import { FIRST_KEY, JobsTable } from '../../src/scheduler/jobs-table';
+import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
+import type { Reader } from '../../src/platform/storage/store';
+import { FIRST_KEY, JobsTable } from '../../src/platform/queue/jobs-table';
 
 const dir = mkdtempSync(join(tmpdir(), 'kopek-jobs-plan-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,9 +2,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { fakeTime, eventually } from '../helpers/fake-time';
-import type { Job } from '../../src/scheduler/jobs';
-import type { Mode } from '../../src/scheduler/clock';
-import { REREAD_MS } from '../../src/scheduler/limits';
+import type { Job } from '../../src/platform/queue/jobs';
+import type { Mode } from '../../src/platform/clock';
+import { REREAD_MS } from '../../src/platform/queue/limits';
 
 const time = fakeTime();
 let s: TestServer;

@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEngine } from '../../src/db/maintenance';
-import type { Store } from '../../src/db/store';
-import { createLogger } from '../../src/base/log';
-import { Clocks } from '../../src/scheduler/clock';
-import { Scheduler } from '../../src/scheduler/jobs';
+import { openEngine } from '../../src/platform/storage/maintenance';
+import type { Store } from '../../src/platform/storage/store';
+import { createLogger } from '../../src/platform/log';
+import { Clocks } from '../../src/platform/clock';
+import { Scheduler } from '../../src/platform/queue/jobs';
 import { fakeTime } from '../helpers/fake-time';
 import { TEST_PG, freshPgDatabase, dropPgDatabase } from '../helpers/pg';
 

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import type { TestServer, TestShop } from '../helpers/server';
 import type { FakeTBank } from '../tbank/fake-tbank';
 import { tbankSuite } from '../helpers/tbank';
-import { getPayment } from '../../src/payments/store';
-import { openSessionTx } from '../../src/payments/state';
+import { getPayment } from '../../src/money/payments/store';
+import { openSessionTx } from '../../src/money/payments/state';
 
 // A bank request is sent by an async job that marks it sent before the bytes leave. A process that claimed
 // such a job and died after marking it loses the claim when the lease passes; the process that takes the job

@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { PaymentsCore } from '../../src/payments/core';
-import { simulatorModule } from '../../src/simulator/module';
-import { tbankModule } from '../../src/tbank/module';
-import { TEST_PROVIDER } from '../../src/bank-port/directory';
-import { TBANK } from '../../src/tbank/protocol';
+import type { PaymentsCore } from '../../src/money/payments/core';
+import { simulatorModule } from '../../src/banks/simulator/module';
+import { tbankModule } from '../../src/banks/tbank/module';
+import { TEST_PROVIDER } from '../../src/money/bank-port/directory';
+import { TBANK } from '../../src/banks/tbank/protocol';
 
 /**
  * A core whose services record any use: building a bank module must only read the configuration, never

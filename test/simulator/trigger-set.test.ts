@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
 import { receiverPool, type Receiver } from '../helpers/webhooks';
-import { addEndpoint } from '../../src/webhooks/store';
+import { addEndpoint } from '../../src/money/webhooks/store';
 
 // POST /v1/test/trigger with `set`: the fields of the triggered object, checked as the object's own create checks
 // them, over real HTTP against a real server and database. The test bank answers only after 600 s: every trigger

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
 import { receiverPool, type Receiver } from '../helpers/webhooks';
 import { openSse } from '../helpers/sse-client';
-import { addEndpoint } from '../../src/webhooks/store';
-import { checkLedger } from '../../src/ledger/check';
-import { TRIGGER_EVENT_NAMES, type TriggerEvent } from '../../src/simulator/trigger-events';
+import { addEndpoint } from '../../src/money/webhooks/store';
+import { checkLedger } from '../../src/money/ledger/check';
+import { TRIGGER_EVENT_NAMES, type TriggerEvent } from '../../src/banks/simulator/trigger-events';
 
 // POST /v1/test/trigger over real HTTP against a real server and database. The server's test bank answers only
 // after 600 s: every trigger must finish without it (and without moving the shop's test clock).

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { addMonths, chargeTime, firstIndexAfter } from '../../src/subscriptions/calendar';
+import { addMonths, chargeTime, firstIndexAfter } from '../../src/money/subscriptions/calendar';
 
 const at = (s: string): number => Date.parse(s);
 const iso = (ms: number): string => new Date(ms).toISOString();

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
 import { startReceiver, waitForLog, type Receiver } from '../helpers/webhooks';
-import { addEndpoint } from '../../src/webhooks/store';
+import { addEndpoint } from '../../src/money/webhooks/store';
 import { advanceDays, advanceTo, createSubscription, get, payThroughHelper, webhooksOf } from '../helpers/recurrent';
 
 let s: TestServer;

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advanceDays, createSubscription, get, payThroughHelper } from '../helpers/recurrent';
-import { openDatabase, SCHEMA_VERSION } from '../../src/db/open';
+import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
 
 let s: TestServer;

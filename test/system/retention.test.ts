@@ -4,8 +4,8 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { fakeTime } from '../helpers/fake-time';
 import { startReceiver, type Receiver } from '../helpers/webhooks';
 import { ledgerCheck } from '../helpers/money';
-import { RETENTION_LIMITS } from '../../src/system/retention';
-import { openDatabase } from '../../src/db/open';
+import { RETENTION_LIMITS } from '../../src/web/system/retention';
+import { openDatabase } from '../../src/platform/storage/sqlite/open';
 
 const DAY = 86_400_000;
 const time = fakeTime();

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
-import { VERSION } from '../../src/base/version';
+import { VERSION } from '../../src/platform/version';
 
 let s: TestServer;
 before(async () => {

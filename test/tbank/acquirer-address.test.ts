@@ -9,8 +9,8 @@ import { cabGet, cabPost, flashOf, makeUser, signIn, type CabinetSession } from 
 import { runCli } from '../helpers/cli';
 import { tbankSuite } from '../helpers/tbank';
 import type { FakeTBank } from './fake-tbank';
-import { TBANK_API_URL, TBANK_TEST_API_URL } from '../../src/tbank/protocol';
-import { UrlPolicy, type Resolver } from '../../src/webhooks/url-safety';
+import { TBANK_API_URL, TBANK_TEST_API_URL } from '../../src/banks/tbank/protocol';
+import { UrlPolicy, type Resolver } from '../../src/money/webhooks/url-safety';
 
 // Regression: a merchant could make kopek call any address. The acquirer's api_url was free in the cabinet
 // (http://127.0.0.1:PORT/..., http://169.254.169.254/... taken), and the next live payment POSTed Init with the

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
 import { browserSkipReason, CHROMIUM, CHROMIUM_ARGS, openPage, screenshotDir } from '../helpers/pay-page';
-import { purpose } from '../../src/pay-page/i18n';
+import { purpose } from '../../src/web/pay-page/i18n';
 import { FakeTBank } from './fake-tbank';
 import { liveTBankShop } from '../helpers/tbank';
 

@@ -5,7 +5,7 @@ import { spawnServer } from '../helpers/child-server';
 import { readOwn } from '../helpers/own-read';
 import type { FakeTBank } from './fake-tbank';
 import { settled, tbankSuite } from '../helpers/tbank';
-import { defaultConfig } from '../../src/base/config';
+import { defaultConfig } from '../../src/platform/config';
 
 // A crash between sending a request and recording its answer: `kopek serve` is killed (SIGKILL) while the
 // bank holds the Init it has already acted on. On restart the request is found sent without an answer: it

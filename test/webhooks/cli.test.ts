@@ -1,4 +1,4 @@
-import { validSecrets } from '../../src/webhooks/store';
+import { validSecrets } from '../../src/money/webhooks/store';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

@@ -1,10 +1,10 @@
-import { getShop } from '../../src/cabinet/store';
+import { getShop } from '../../src/money/shops/store';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { appendWebhookEvent, receiverPool, waitForLog } from '../helpers/webhooks';
-import { addEndpoint, listEndpoints, rotateSecret } from '../../src/webhooks/store';
+import { addEndpoint, listEndpoints, rotateSecret } from '../../src/money/webhooks/store';
 import { runCli } from '../helpers/cli';
 
 let s: TestServer;

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { appendWebhookEvent, receiverPool, waitForLog } from '../helpers/webhooks';
-import { addEndpoint } from '../../src/webhooks/store';
-import { RETRY_DELAYS_MS } from '../../src/webhooks/outbox';
+import { addEndpoint } from '../../src/money/webhooks/store';
+import { RETRY_DELAYS_MS } from '../../src/money/webhooks/outbox';
 
 let s: TestServer;
 const { receiver, closeAll } = receiverPool();

@@ -6,7 +6,7 @@ import Stripe from 'stripe';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { receiverPool } from '../helpers/webhooks';
 import { succeededPayment } from '../helpers/payments';
-import { addEndpoint, rotateSecret } from '../../src/webhooks/store';
+import { addEndpoint, rotateSecret } from '../../src/money/webhooks/store';
 
 // Merchants who already verify Stripe webhooks keep their code: the official SDK's constructEvent accepts
 // kopek's v2 header as it is. No request leaves the process: constructEvent only computes HMACs.

@@ -4,9 +4,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
-import { signatureHeader } from '../../src/webhooks/sign';
-import { blockedReason, UrlPolicy } from '../../src/webhooks/url-safety';
-import { addEndpoint } from '../../src/webhooks/store';
+import { signatureHeader } from '../../src/money/webhooks/sign';
+import { blockedReason, UrlPolicy } from '../../src/money/webhooks/url-safety';
+import { addEndpoint } from '../../src/money/webhooks/store';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { appendWebhookEvent, startReceiver } from '../helpers/webhooks';
 

@@ -5,7 +5,7 @@ import { spawnServer } from '../helpers/child-server';
 import { readOwn } from '../helpers/own-read';
 import { cardBody, sbpBody } from '../helpers/payouts';
 import { settled, yookassaSuite, type FakeYookassa } from '../helpers/yookassa';
-import { defaultConfig } from '../../src/base/config';
+import { defaultConfig } from '../../src/platform/config';
 
 // A crash between sending a payout and recording its answer: `kopek serve` is killed (SIGKILL) while the
 // provider holds the POST it has already acted on. On restart the request is found sent without an answer:

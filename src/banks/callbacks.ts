@@ -1,0 +1,65 @@
+import type { Logger } from '../platform/log';
+import type { Store, Tx } from '../platform/storage/store';
+import type { Handler } from '../platform/http/types';
+import { ApiError, notFound } from '../platform/http/errors';
+import type { Applied } from '../money/bank-port/checks';
+import type { BankDirectory } from '../money/bank-port/directory';
+import type { MoneyAnswer, PaymentAnswer } from '../money/bank-port/port';
+import { shopPayoutProvider } from '../money/bank-port/store';
+
+/** What the notification handler itself uses: the banks, the store it writes through and the log. */
+export interface CallbackServices {
+  readonly banks: BankDirectory;
+  readonly store: Store;
+  readonly log: Logger;
+}
+
+/**
+ * The domains' entry points a notification's answers go to (the port knows no domain: the root hands them
+ * over). Each applies an answer about an operation of the shop's live mode only, and ignores any other id:
+ * a notification never reaches another shop's data.
+ */
+export interface NotifiedAnswers<S> {
+  /** An answer about a payment; 'amount_mismatch' when the bank's amount is not the payment's. */
+  payment(services: S, tx: Tx, shopId: string, paymentId: string, answer: PaymentAnswer, amount?: number): Promise<Applied>;
+  /** An answer about a refund. */
+  refund(services: S, tx: Tx, shopId: string, refundId: string, answer: MoneyAnswer): Promise<Applied>;
+}
+
+/**
+ * POST /v1/callbacks/{provider}/{shop_id}: a bank's notification. The shop's live acquirer or its payout
+ * provider must be this provider; the provider's port checks the notification (its signature; a payout
+ * provider's unsigned notification only schedules, in `record`, its own GET of the payout), and everything it
+ * tells is applied in one transaction with the webhooks, stream events and ledger postings that follow. A
+ * forged notification is answered 403 and changes nothing; repeated and late ones find their operation moved on.
+ */
+export function bankCallbackHandler<S extends CallbackServices>(apply: NotifiedAnswers<S>): Handler<S> {
+  return async (ctx) => {
+    const { provider, shop_id: shopId } = ctx.params;
+    const port = ctx.app.banks.byProvider(provider);
+    if (!port || !(await servesShop(ctx.app, provider, shopId))) {
+      throw notFound(`Cannot take a notification of "${provider.slice(0, 64)}" for shop "${shopId.slice(0, 64)}": the shop has no such acquirer or payout provider`);
+    }
+    const result = await port.callback({ shopId, headers: ctx.req.headers, body: ctx.body });
+    if (!result.valid) throw new ApiError(403, 'forbidden', `Cannot take the notification of "${provider}": its signature does not match`);
+    const mismatches = await ctx.app.store.write(async (tx) => {
+      const bad: string[] = [];
+      await result.record?.(tx);
+      for (const n of result.payments) {
+        if ((await apply.payment(ctx.app, tx, shopId, n.paymentId, n.answer, n.amount)) === 'amount_mismatch') bad.push(n.paymentId);
+      }
+      for (const n of result.refunds) await apply.refund(ctx.app, tx, shopId, n.refundId, n.answer);
+      return bad;
+    });
+    for (const id of mismatches) {
+      ctx.app.log.warn('bank notification amount does not match the payment; not applied', { provider, shop_id: shopId, payment_id: id });
+    }
+    return { text: result.reply, contentType: 'text/plain; charset=utf-8' };
+  };
+}
+
+/** True when `provider` is the shop's live acquirer or its payout provider. */
+async function servesShop(app: CallbackServices, provider: string, shopId: string): Promise<boolean> {
+  if ((await app.banks.providerFor(app.store, shopId, 'live')) === provider) return true;
+  return (await shopPayoutProvider(app.store, shopId))?.provider === provider;
+}

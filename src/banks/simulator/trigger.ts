@@ -1,0 +1,86 @@
+import type { Tx } from '../../platform/storage/store';
+import type { Ctx, Reply } from '../../platform/http/types';
+import type { PaymentsCore } from '../../money/payments/core';
+import { ApiError, badRequest } from '../../platform/http/errors';
+import { bodyObject, describe } from '../../platform/http/validate';
+import type { EventRow } from '../../money/events/emit';
+import { isTriggerEvent, triggerScopes, TRIGGER_EVENT_NAMES, type TriggerEvent } from './trigger-events';
+import { triggerCancelled, triggerExpired, triggerPaid, triggerPayout, triggerRefunded, type TriggerObjects, type TriggerShop } from './trigger-payments';
+import { triggerSubscription, triggerToken } from './trigger-recurrent';
+import { parseTriggerSet, type TriggerSet } from './trigger-set';
+
+/** How each event is made: the objects it creates and drives (with the fields `set` gave), all in the caller's transaction. */
+const SCENARIOS: Record<TriggerEvent, (core: PaymentsCore, tx: Tx, shop: TriggerShop, set: TriggerSet) => Promise<TriggerObjects>> = {
+  'payment.succeeded': (core, tx, shop, set) => triggerPaid(core, tx, shop, 'payment.succeeded', set),
+  'payment.failed': (core, tx, shop, set) => triggerPaid(core, tx, shop, 'payment.failed', set),
+  'payment.cancelled': triggerCancelled,
+  'payment.expired': triggerExpired,
+  'payment.refunded': triggerRefunded,
+  'payout.succeeded': (core, tx, shop, set) => triggerPayout(core, tx, shop, 'payout.succeeded', set),
+  'payout.failed': (core, tx, shop, set) => triggerPayout(core, tx, shop, 'payout.failed', set),
+  'subscription.activated': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.activated', set),
+  'subscription.charge_succeeded': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.charge_succeeded', set),
+  'subscription.charge_failed': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.charge_failed', set),
+  'subscription.past_due': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.past_due', set),
+  'subscription.cancelled': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.cancelled', set),
+  'token.activated': (core, tx, shop, set) => triggerToken(core, tx, shop, 'token.activated', set),
+  'token.cancelled': (core, tx, shop, set) => triggerToken(core, tx, shop, 'token.cancelled', set),
+};
+
+/** Most events one trigger reads back (the longest path sends a handful). */
+const EVENTS_READ_MAX = 100;
+
+/** The body's `event`: required, one of TRIGGER_EVENT_NAMES. */
+function eventField(obj: Record<string, unknown>): TriggerEvent {
+  const v = obj.event;
+  if (v === undefined || v === null) throw badRequest(`Field "event" is required: one of ${TRIGGER_EVENT_NAMES.join(', ')}`, 'event');
+  if (typeof v !== 'string' || !isTriggerEvent(v)) {
+    throw badRequest(`Cannot trigger event ${describe(v)}: it is not one kopek sends; the events are ${TRIGGER_EVENT_NAMES.join(', ')}`, 'event');
+  }
+  return v;
+}
+
+/**
+ * POST /v1/test/trigger {"event": EVENT, "set"?: {FIELD: VALUE}}: make the webhook event happen now in the key's
+ * shop, through the same paths as a buyer's payment (one transaction: all of it or nothing), its object made
+ * with the fields `set` gives (trigger-set.ts). Answers 201 once it committed, so the event is already in the
+ * delivery log and on the stream, with the event's id, every webhook event the trigger sent in order, and the
+ * objects it made. The shop's test clock is read, never moved.
+ */
+export async function triggerEvent(ctx: Ctx<PaymentsCore>): Promise<Reply> {
+  const obj = bodyObject(ctx.body, ['event', 'set']);
+  const event = eventField(obj);
+  const set = parseTriggerSet(event, obj.set);
+  const auth = ctx.auth!;
+  for (const scope of triggerScopes(event)) {
+    if (!auth.scopes.has(scope)) throw new ApiError(403, 'scope_required', `Cannot trigger ${event}: the key needs scope "${scope}"`);
+  }
+  const shop: TriggerShop = { merchantId: auth.merchantId, shopId: auth.shopId, keyId: auth.keyId };
+  const body = await ctx.app.store.write(async (tx) => {
+    const mark = await highestEventSeq(tx);
+    const objects = await SCENARIOS[event](ctx.app, tx, shop, set);
+    const webhooks = (await eventsAppendedAfter(tx, shop.shopId, mark))
+      .filter((e) => e.webhook_event !== null)
+      .map((e) => ({ id: e.id, event: e.webhook_event! }));
+    const own = webhooks.find((w) => w.event === event);
+    // Each path is built to end in its event; one that did not is a fault here, and the transaction rolls back.
+    if (!own) throw new Error(`cannot trigger ${event}: its path sent ${webhooks.map((w) => w.event).join(', ') || 'no webhook'}`);
+    return { event, event_id: own.id, webhooks, ...objects };
+  });
+  ctx.logExtra = { event_id: body.event_id };
+  return { status: 201, body };
+}
+
+/**
+ * The highest event seq the transaction sees. Every event it appends later has a greater one, on either engine:
+ * seq only grows, and an event another transaction appends meanwhile stays out of this one's view. (The stream's
+ * positions cannot serve here: on PostgreSQL an event has none until its transaction has committed.)
+ */
+async function highestEventSeq(tx: Tx): Promise<number> {
+  return (await tx.get<{ n: number }>('SELECT coalesce(max(seq), 0) AS n FROM events'))!.n;
+}
+
+/** The shop's test events the transaction appended after `mark` (highestEventSeq), in the order appended. */
+function eventsAppendedAfter(tx: Tx, shopId: string, mark: number): Promise<EventRow[]> {
+  return tx.all<EventRow>(`SELECT * FROM events WHERE shop_id = ? AND mode = 'test' AND seq > ? ORDER BY seq LIMIT ?`, shopId, mark, EVENTS_READ_MAX);
+}

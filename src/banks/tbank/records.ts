@@ -1,0 +1,156 @@
+import type { Reader, Tx } from '../../platform/storage/store';
+import type { Clocks } from '../../platform/clock';
+import { recordMismatch } from '../../money/bank-port/checks';
+import { getPayment, metadataOf, updatePayment } from '../../money/payments/store';
+
+// T-Bank's rows: every request (bank_requests, shared by live acquirers), each payment's session
+// (tbank_sessions) and each saved method's encrypted RebillId (tbank_rebills).
+
+/** One recorded request to the bank. */
+export interface BankRequestRow {
+  id: number;
+  shop_id: string;
+  mode: 'test' | 'live';
+  provider: string;
+  operation: string;
+  subject_kind: 'payment' | 'refund';
+  subject_id: string;
+  order_id: string;
+  bank_payment_id: string;
+  /** The JSON body as sent, without Password, Token or RebillId. */
+  request: string;
+  state: 'queued' | 'sent' | 'answered' | 'unknown';
+  answer: string;
+  created_at: number;
+  sent_at: number | null;
+  answered_at: number | null;
+}
+
+/** A payment's session at the bank. */
+export interface SessionRow {
+  payment_id: string;
+  shop_id: string;
+  order_id: string;
+  attempt: number;
+  bank_payment_id: string;
+  payment_url: string;
+  qr_payload: string;
+  updated_at: number;
+}
+
+/** Record a request before it is sent (state queued); returns its id. */
+export async function insertRequest(tx: Tx, r: Omit<BankRequestRow, 'id' | 'state' | 'answer' | 'sent_at' | 'answered_at'>): Promise<number> {
+  const info = await tx.run(
+    `INSERT INTO bank_requests (shop_id, mode, provider, operation, subject_kind, subject_id, order_id, bank_payment_id, request, state, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)`,
+    r.shop_id, r.mode, r.provider, r.operation, r.subject_kind, r.subject_id, r.order_id, r.bank_payment_id, r.request, r.created_at,
+  );
+  return Number(info.lastInsertRowid);
+}
+
+/** A recorded request by id. */
+export async function getRequest(db: Reader, id: number): Promise<BankRequestRow | undefined> {
+  return db.get<BankRequestRow>('SELECT * FROM bank_requests WHERE id = ?', id);
+}
+
+/** The requests about one operation, oldest first. */
+export async function requestsOf(db: Reader, subjectId: string): Promise<BankRequestRow[]> {
+  return db.all<BankRequestRow>('SELECT * FROM bank_requests WHERE subject_id = ? ORDER BY id', subjectId);
+}
+
+/** Mark a queued request as on its way (just before the bytes leave); false when it was not queued any more (another run sent it). */
+export async function markSent(tx: Tx, id: number, now: number): Promise<boolean> {
+  return (await tx.run(`UPDATE bank_requests SET state = 'sent', sent_at = ? WHERE id = ? AND state = 'queued'`, now, id)).changes === 1;
+}
+
+/** Record a request's answer (or why it is unknown). */
+export async function markAnswered(tx: Tx, id: number, state: 'answered' | 'unknown', answer: string, bankPaymentId: string, now: number): Promise<void> {
+  await tx.run(
+    `UPDATE bank_requests SET state = ?, answer = ?, answered_at = ?, bank_payment_id = CASE WHEN ? <> '' THEN ? ELSE bank_payment_id END WHERE id = ?`,
+    state, answer, now, bankPaymentId, bankPaymentId, id,
+  );
+}
+
+/** The payment an OrderId of this shop belongs to (any attempt). */
+export async function paymentOfOrder(db: Reader, shopId: string, orderId: string): Promise<string | undefined> {
+  const r = await db.get<{ subject_id: string }>(
+    `SELECT subject_id FROM bank_requests WHERE order_id = ? AND shop_id = ? AND subject_kind = 'payment' AND operation = 'Init' LIMIT 1`,
+    orderId, shopId,
+  );
+  return r?.subject_id;
+}
+
+/** A payment's session, if one was opened at the bank. */
+export async function getSession(db: Reader, paymentId: string): Promise<SessionRow | undefined> {
+  return db.get<SessionRow>('SELECT * FROM tbank_sessions WHERE payment_id = ?', paymentId);
+}
+
+/** Start a new attempt of a payment's session with a fresh OrderId (what the page showed is forgotten). */
+export async function newAttempt(tx: Tx, paymentId: string, shopId: string, orderId: string, now: number): Promise<number> {
+  const prev = await getSession(tx, paymentId);
+  const attempt = (prev?.attempt ?? 0) + 1;
+  await tx.run(
+    `INSERT INTO tbank_sessions (payment_id, shop_id, order_id, attempt, updated_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (payment_id) DO UPDATE SET order_id = excluded.order_id, attempt = excluded.attempt, bank_payment_id = '',
+         payment_url = '', qr_payload = '', updated_at = excluded.updated_at`,
+    paymentId, shopId, orderId, attempt, now,
+  );
+  return attempt;
+}
+
+/** Update what the bank told about a session (empty values keep what is there). */
+export async function updateSession(tx: Tx, paymentId: string, orderId: string, f: { bankPaymentId?: string; paymentUrl?: string; qrPayload?: string }, now: number): Promise<void> {
+  await tx.run(
+    `UPDATE tbank_sessions SET
+         bank_payment_id = CASE WHEN @bpi <> '' THEN @bpi ELSE bank_payment_id END,
+         payment_url = CASE WHEN @url <> '' THEN @url ELSE payment_url END,
+         qr_payload = CASE WHEN @qr <> '' THEN @qr ELSE qr_payload END,
+         updated_at = @now
+       WHERE payment_id = @id AND order_id = @order`,
+    { bpi: f.bankPaymentId ?? '', url: f.paymentUrl ?? '', qr: f.qrPayload ?? '', now, id: paymentId, order: orderId },
+  );
+}
+
+/** Keep a saved method's RebillId (already encrypted). */
+export async function putRebill(tx: Tx, tokenId: string, shopId: string, rebillEnc: string, now: number): Promise<void> {
+  await tx.run(
+    `INSERT INTO tbank_rebills (token_id, shop_id, rebill_enc, updated_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (token_id) DO UPDATE SET rebill_enc = excluded.rebill_enc, updated_at = excluded.updated_at`,
+    tokenId, shopId, rebillEnc, now,
+  );
+}
+
+/** A saved method's encrypted RebillId, if the bank gave one. */
+export async function getRebill(db: Reader, tokenId: string): Promise<string | undefined> {
+  return (await db.get<{ rebill_enc: string }>('SELECT rebill_enc FROM tbank_rebills WHERE token_id = ?', tokenId))?.rebill_enc;
+}
+
+/** The recurrent role of a payment (binding a method, or charging one) and its token, if any. */
+export async function recurrentOf(db: Reader, paymentId: string): Promise<{ kind: string; token_id: string | null } | undefined> {
+  return db.get<{ kind: string; token_id: string | null }>('SELECT kind, token_id FROM recurrent_payments WHERE payment_seq = (SELECT seq FROM payments WHERE id = ?)', paymentId);
+}
+
+/**
+ * Show the bank's PaymentId of a payment's current attempt as its metadata.bank_ref (the key the API reserves
+ * for the operation id at the acquiring bank), so GET, the webhooks that follow and the register's export
+ * carry it. A new attempt's id replaces the old one.
+ */
+export async function putBankRef(tx: Tx, paymentId: string, bankPaymentId: string): Promise<void> {
+  const p = bankPaymentId ? await getPayment(tx, paymentId) : undefined;
+  if (!p) return;
+  const meta = metadataOf(p);
+  if (meta.bank_ref === bankPaymentId) return;
+  meta.bank_ref = bankPaymentId;
+  await updatePayment(tx, p.id, { metadata: JSON.stringify(meta) });
+}
+
+/** The bank amount kept for an Amount that could not be read as kopecks (no payment has it). */
+export const UNREADABLE_AMOUNT = -1;
+
+/**
+ * Keep, instead of applying, a bank's word about a payment whose Amount is not an integer of kopecks (the
+ * protocol's only form): the operator sees it in `kopek doctor` with the value as the bank sent it.
+ */
+export async function keepUnreadableAmount(clocks: Pick<Clocks, 'real'>, tx: Tx, p: { id: string; shop_id: string; amount: number }, outcome: string, raw: string): Promise<void> {
+  await recordMismatch(clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: UNREADABLE_AMOUNT, outcome: `${outcome}; Amount ${raw} is not an integer of kopecks` });
+}

@@ -1,0 +1,74 @@
+import type { MasterKey } from '../../platform/secrets/master-key';
+import type { ShopAcquirer } from '../../money/bank-port/store';
+import { TBANK, TBANK_API_URL, TBANK_KNOWN_API_URLS } from './protocol';
+
+/** A shop's T-Bank terminal as kept in shop_acquirers.settings: the password only encrypted. */
+export interface TBankSettings {
+  terminal_key: string;
+  /** The terminal password, encrypted under the master key (bound to the shop). */
+  password_enc: string;
+  api_url: string;
+}
+
+/** A terminal with its password in clear, for one request; never stored or logged. */
+export interface TBankTerminal {
+  terminalKey: string;
+  password: string;
+  apiUrl: string;
+}
+
+/** The encryption context of a shop's terminal password: a ciphertext moved to another shop does not decrypt. */
+function passwordContext(shopId: string): string {
+  return `tbank.password:${shopId}`;
+}
+
+/**
+ * Check and normalise the parts of a terminal; throws a one-line error. `choices` (the cabinet, a merchant's
+ * word): the only API addresses taken, the bank's published ones (apiUrlChoices); any other is the operator's
+ * to set (the admin command).
+ */
+export function checkTerminal(terminalKey: string, password: string, apiUrl: string | undefined, choices?: readonly string[]): { terminalKey: string; password: string; apiUrl: string } {
+  const key = terminalKey.trim();
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(key)) throw new Error('cannot set the acquirer: --terminal-key must be 1 to 64 letters, digits, "_", "-" or "."');
+  if (password.length === 0 || password.length > 256 || /[\r\n]/.test(password)) {
+    throw new Error('cannot set the acquirer: the password file must hold the password on one line (1 to 256 characters)');
+  }
+  const url = (apiUrl ?? TBANK_API_URL).replace(/\/+$/, '');
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`cannot set the acquirer: --api-url must be an http(s) URL, got "${url}"`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new Error(`cannot set the acquirer: --api-url must be an http(s) URL, got "${url}"`);
+  if (choices && !choices.includes(url)) {
+    throw new Error(`cannot set the acquirer: the API address must be one of ${choices.join(', ')}, got "${url.slice(0, 64)}"; another address is set by the operator (kopek shop acquirer --api-url)`);
+  }
+  return { terminalKey: key, password, apiUrl: url };
+}
+
+/** The shop_acquirers row of a T-Bank terminal, its password encrypted. */
+export function tbankAcquirer(key: MasterKey, shopId: string, t: { terminalKey: string; password: string; apiUrl: string }, now: number): ShopAcquirer {
+  const settings: TBankSettings = { terminal_key: t.terminalKey, password_enc: key.encrypt(t.password, passwordContext(shopId)), api_url: t.apiUrl };
+  return { shop_id: shopId, provider: TBANK, settings: JSON.stringify(settings), updated_at: now };
+}
+
+/**
+ * The API addresses a merchant may choose in the cabinet: the bank's published ones, and the shop's current
+ * address when the operator set another (so a new password does not move the shop off it).
+ */
+export function apiUrlChoices(currentUrl?: string): string[] {
+  return currentUrl && !TBANK_KNOWN_API_URLS.includes(currentUrl) ? [...TBANK_KNOWN_API_URLS, currentUrl] : [...TBANK_KNOWN_API_URLS];
+}
+
+/** The settings of a T-Bank acquirer row, without decrypting anything. */
+export function readSettings(a: ShopAcquirer): TBankSettings {
+  const s = JSON.parse(a.settings) as Partial<TBankSettings>;
+  return { terminal_key: String(s.terminal_key ?? ''), password_enc: String(s.password_enc ?? ''), api_url: String(s.api_url ?? TBANK_API_URL) };
+}
+
+/** The terminal of a T-Bank acquirer row with its password decrypted. */
+export function terminalOf(key: MasterKey, a: ShopAcquirer): TBankTerminal {
+  const s = readSettings(a);
+  return { terminalKey: s.terminal_key, password: key.decrypt(s.password_enc, passwordContext(a.shop_id)), apiUrl: s.api_url };
+}

@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto';
+import { fixedLookup, type Resolved } from '../../money/webhooks/url-safety';
+import { callBank } from '../http-call';
+
+/**
+ * What one call gave: an answer with a JSON object body (2xx and 4xx other than 429), or unknown (and why,
+ * without secrets): a timeout, a connection error, a 5xx, a 429, a body that is not a JSON object.
+ */
+export type Sent = { kind: 'answer'; status: number; body: Record<string, unknown> } | { kind: 'unknown'; reason: string };
+
+/** One call to the provider. */
+export interface Call {
+  method: 'GET' | 'POST';
+  url: string;
+  agentId: string;
+  secret: string;
+  /** The POST's Idempotence-Key (fixed per payout). */
+  idempotenceKey?: string;
+  body?: Record<string, unknown>;
+  timeoutMs: number;
+  /** The address a check of `url` found: the connection goes there. */
+  resolved?: Resolved;
+}
+
+/** Call the provider with HTTP Basic auth and read its answer within the timeout. */
+export async function callYookassa(c: Call): Promise<Sent> {
+  const payload = c.body ? Buffer.from(JSON.stringify(c.body), 'utf8') : undefined;
+  const headers: Record<string, string | number> = { Accept: 'application/json', Authorization: `Basic ${Buffer.from(`${c.agentId}:${c.secret}`, 'utf8').toString('base64')}` };
+  if (payload) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': payload.length, 'Idempotence-Key': c.idempotenceKey ?? randomUUID() });
+  const raw = await callBank({ method: c.method, url: c.url, headers, payload, timeoutMs: c.timeoutMs, lookup: c.resolved ? fixedLookup(c.resolved) : undefined, who: 'provider' });
+  return raw.kind === 'unknown' ? raw : readAnswer(raw.status, raw.body);
+}
+
+/** An answer's status and body as a Sent. */
+function readAnswer(status: number, raw: Buffer): Sent {
+  if (status >= 500 || status === 429) return { kind: 'unknown', reason: `HTTP ${status}` };
+  if (status < 200 || (status >= 300 && status < 400)) return { kind: 'unknown', reason: `HTTP ${status}` };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return { kind: 'unknown', reason: `HTTP ${status} with a body that is not JSON` };
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return { kind: 'unknown', reason: `HTTP ${status} with a body that is not an object` };
+  return { kind: 'answer', status, body: parsed as Record<string, unknown> };
+}

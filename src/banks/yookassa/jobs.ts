@@ -1,0 +1,122 @@
+import type { Tx } from '../../platform/storage/store';
+import type { ModuleJob } from '../../money/core/module';
+import type { PaymentsCore } from '../../money/payments/core';
+import type { AsyncJobKind } from '../../platform/queue/jobs';
+import type { Resolved, UrlPolicy } from '../../money/webhooks/url-safety';
+import { shopPayoutProvider } from '../../money/bank-port/store';
+import { recordMismatch } from '../../money/bank-port/checks';
+import { payoutAnswered } from '../../money/payouts/bank-answers';
+import { getPayout, type PayoutRow } from '../../money/payouts/store';
+import { callYookassa, type Sent } from './http';
+import { answerOf, isCardBody, payoutObjectOf, withCardNumber } from './protocol';
+import { getRequest, markAnswered, markSent, putPayoutRef, type YookassaRequestRow } from './records';
+import { REQUEST_JOB, type Purpose, type YookassaBank } from './bank';
+import { gatewayOf, YOOKASSA } from './settings';
+
+/** What a run gave: the call's outcome, or `lost` (a card payout's number is gone: nothing was sent). */
+type Outcome = Sent | { kind: 'lost' };
+
+/** Time the job allows beyond the request's own timeout, so the request's unknown is what it records. */
+const JOB_MARGIN_MS = 5_000;
+
+/**
+ * The request job. `run` sends outside any transaction, marking the request sent just before (a request found
+ * sent already is not sent again but reported unknown: a status check repeats it under the same
+ * Idempotence-Key); `complete` records the answer and applies it through payouts/bank-answers.ts.
+ */
+export function requestJob(core: PaymentsCore, bank: YookassaBank, policy: UrlPolicy): ModuleJob {
+  const timeoutMs = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
+  const spec: AsyncJobKind<Outcome> = {
+    deadline_ms: timeoutMs + JOB_MARGIN_MS,
+    async run(job) {
+      const row = await getRequest(core.store, Number(job.subject_id));
+      if (!row) return { kind: 'unknown', reason: 'the request record is gone' };
+      if (row.state !== 'queued') return { kind: 'unknown', reason: 'sent before a restart; no answer was recorded' };
+      const pp = await shopPayoutProvider(core.store, row.shop_id);
+      if (!pp || pp.provider !== YOOKASSA) return { kind: 'unknown', reason: 'the shop has no YooKassa payout provider any more' };
+      let body: Record<string, unknown> | undefined;
+      if (row.operation === 'CreatePayout') {
+        body = JSON.parse(row.request) as Record<string, unknown>;
+        if (isCardBody(body)) {
+          const number = bank.cards.get(row.subject_id);
+          if (!number) return { kind: 'lost' };
+          body = withCardNumber(body, number);
+        }
+      }
+      let gw;
+      let resolved: Resolved;
+      try {
+        gw = gatewayOf(core.store.path, pp);
+      } catch (err) {
+        return { kind: 'unknown', reason: `cannot unseal the secret key: ${(err as Error).message}` };
+      }
+      const url = row.operation === 'CreatePayout' ? `${gw.apiUrl}/payouts` : `${gw.apiUrl}/payouts/${encodeURIComponent(row.bank_payment_id)}`;
+      try {
+        resolved = await policy.checkProvider(new URL(url));
+      } catch (err) {
+        core.log.error('YooKassa request not sent: the provider address is refused', { shop_id: row.shop_id, reason: (err as Error).message });
+        return { kind: 'unknown', reason: `not sent: the provider address is refused: ${(err as Error).message}` };
+      }
+      if (!(await core.store.write(async (tx) => markSent(tx, row.id, core.clocks.real())))) {
+        return { kind: 'unknown', reason: 'sent by another run; no answer was recorded here' };
+      }
+      const method = row.operation === 'CreatePayout' ? 'POST' : 'GET';
+      const sent = await callYookassa({ method, url, agentId: gw.agentId, secret: gw.secret, idempotenceKey: row.order_id, body, timeoutMs, resolved });
+      core.log.info('YooKassa request', { operation: row.operation, shop_id: row.shop_id, payout_id: row.subject_id, outcome: sent.kind === 'answer' ? `HTTP ${sent.status} ${String(sent.body.status ?? sent.body.code ?? '')}` : `unknown: ${sent.reason}` });
+      return sent;
+    },
+    async complete(tx, job, out) {
+      const row = await getRequest(tx, Number(job.subject_id));
+      if (!row) return;
+      const p = await getPayout(tx, row.subject_id);
+      if (!p || p.shop_id !== row.shop_id || p.mode !== 'live') return;
+      await onOutcome(core, bank, tx, row, p, String(job.payload.purpose ?? 'check') as Purpose, out);
+    },
+  };
+  return { kind: REQUEST_JOB, async: spec };
+}
+
+/** What a request's outcome does to its payout. */
+async function onOutcome(core: PaymentsCore, bank: YookassaBank, tx: Tx, row: YookassaRequestRow, p: PayoutRow, purpose: Purpose, out: Outcome): Promise<void> {
+  const now = core.clocks.real();
+  if (out.kind === 'lost') {
+    await markAnswered(tx, row.id, 'unknown', JSON.stringify({ reason: 'the card number was lost with a restart; not sent' }), '', now);
+    core.log.warn('YooKassa card payout needs a decision: its number was lost before it was sent', { shop_id: p.shop_id, payout_id: p.id });
+    return;
+  }
+  if (out.kind === 'unknown') {
+    await markAnswered(tx, row.id, 'unknown', JSON.stringify({ reason: out.reason }), '', now);
+    // A notification's GET that failed changes nothing: the payout's own checks go on.
+    if (purpose !== 'notified') await payoutAnswered(core, tx, p.id, { outcome: 'unknown', reason: out.reason });
+    return;
+  }
+  const po = out.status < 300 ? payoutObjectOf(out.body) : undefined;
+  await markAnswered(tx, row.id, 'answered', JSON.stringify(out.body), po?.id ?? '', now);
+  if (!po) {
+    if (out.status < 300 || purpose === 'notified') {
+      if (purpose !== 'notified') await payoutAnswered(core, tx, p.id, { outcome: 'unknown', reason: `HTTP ${out.status} without a payout` });
+      return;
+    }
+    const code = typeof out.body.code === 'string' ? out.body.code.slice(0, 64) : `http_${out.status}`;
+    // Only the first POST's refusal fails the payout: a repeat's may follow a first that paid.
+    if (purpose === 'send' && row.operation === 'CreatePayout') {
+      bank.cards.delete(p.id);
+      await payoutAnswered(core, tx, p.id, { outcome: 'refused', failureCode: 'processing_error', bankCode: code });
+    } else await payoutAnswered(core, tx, p.id, { outcome: 'unknown', reason: `HTTP ${out.status} ${code}` });
+    return;
+  }
+  // The POST's answer is the payout of its Idempotence-Key, a GET's the payout of a known id; a notification's GET
+  // of a payout kopek has no id of yet must name it in metadata.
+  const named = po.payoutId ? po.payoutId === p.id : purpose !== 'notified' || p.bank_ref === po.id;
+  if (!named || (p.bank_ref && p.bank_ref !== po.id)) {
+    core.log.warn('YooKassa answer names another payout; not applied', { shop_id: p.shop_id, payout_id: p.id });
+    return;
+  }
+  if (po.amount !== p.amount) {
+    await recordMismatch(core.clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: po.amount ?? -1, outcome: `${po.status} (YooKassa ${po.id})` });
+    return;
+  }
+  bank.cards.delete(p.id);
+  await putPayoutRef(tx, p.id, po.id);
+  await payoutAnswered(core, tx, p.id, answerOf(po));
+}

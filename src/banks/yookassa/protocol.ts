@@ -1,0 +1,85 @@
+import type { MoneyAnswer, PayoutRequest } from '../../money/bank-port/port';
+import { kopecksOf, rublesOf } from './amount';
+
+// YooKassa Payouts API v3 as kopek uses it (docs/live-mode.md, "Payouts: YooKassa"): the body of POST /payouts,
+// the payout object its answers and GET /payouts/{id} carry, and how a cancellation maps to kopek's codes.
+
+/** Longest description the provider takes. */
+const MAX_DESCRIPTION = 128;
+
+/** The payout object's parts kopek reads. */
+export interface PayoutObject {
+  id: string;
+  status: string;
+  /** The amount in kopecks; undefined when it cannot be read as one. */
+  amount: number | undefined;
+  /** kopek's payout id, as the request's metadata carried it. */
+  payoutId: string;
+  /** cancellation_details.reason of a canceled payout. */
+  reason: string;
+}
+
+/**
+ * The body of a payout's POST, without the card number (`card.number` is added when it is sent, from memory):
+ * what is recorded, and what every repeat sends again with the same Idempotence-Key.
+ */
+export function payoutBody(req: PayoutRequest): Record<string, unknown> {
+  const destination =
+    req.method === 'payouts_card'
+      ? { type: 'bank_card', card: {} }
+      : { type: 'sbp', phone: (req.recipient.phone ?? '').replace(/\D/g, ''), bank_id: req.recipient.bankId ?? req.bankId ?? '' };
+  return {
+    amount: { value: rublesOf(req.amount), currency: 'RUB' },
+    payout_destination_data: destination,
+    description: (req.description || `Payout ${req.id}`).slice(0, MAX_DESCRIPTION),
+    metadata: { payout_id: req.id },
+  };
+}
+
+/** True when a recorded body is a card payout's (its number must come from memory). */
+export function isCardBody(body: Record<string, unknown>): boolean {
+  return (body.payout_destination_data as { type?: unknown } | undefined)?.type === 'bank_card';
+}
+
+/** The recorded body with the card number put in, for the one outgoing request. */
+export function withCardNumber(body: Record<string, unknown>, number: string): Record<string, unknown> {
+  return { ...body, payout_destination_data: { type: 'bank_card', card: { number } } };
+}
+
+/** The payout object in an answer, or undefined when the answer is not one. */
+export function payoutObjectOf(a: unknown): PayoutObject | undefined {
+  if (!a || typeof a !== 'object' || Array.isArray(a)) return undefined;
+  const o = a as Record<string, unknown>;
+  if (typeof o.id !== 'string' || o.id === '' || typeof o.status !== 'string') return undefined;
+  const amount = (o.amount as { value?: unknown } | undefined)?.value;
+  const meta = o.metadata && typeof o.metadata === 'object' ? (o.metadata as Record<string, unknown>) : {};
+  const details = o.cancellation_details && typeof o.cancellation_details === 'object' ? (o.cancellation_details as Record<string, unknown>) : {};
+  return {
+    id: o.id,
+    status: o.status,
+    amount: kopecksOf(amount),
+    payoutId: typeof meta.payout_id === 'string' ? meta.payout_id : '',
+    reason: typeof details.reason === 'string' ? details.reason : '',
+  };
+}
+
+/** The unified failure code of a cancellation reason. */
+export function failureCodeOf(reason: string): string {
+  switch (reason) {
+    case 'insufficient_funds':
+      return 'insufficient_funds';
+    case 'recipient_not_found':
+      return 'recipient_not_in_sbp';
+    case 'general_decline':
+      return 'do_not_honor';
+    default:
+      return 'processing_error';
+  }
+}
+
+/** What a payout object's status tells: final for succeeded and canceled, unknown while pending. */
+export function answerOf(po: PayoutObject): MoneyAnswer {
+  if (po.status === 'succeeded') return { outcome: 'succeeded', bankRef: po.id };
+  if (po.status === 'canceled') return { outcome: 'refused', failureCode: failureCodeOf(po.reason), bankCode: po.reason || 'canceled' };
+  return { outcome: 'unknown', reason: `the provider's payout is ${po.status.slice(0, 32)}` };
+}

@@ -1,0 +1,72 @@
+import type { Reader, Tx } from '../../platform/storage/store';
+
+// YooKassa's requests, recorded in bank_requests (shared by live banks) with subject_kind 'payout': the
+// payout's id is the subject and the Idempotence-Key (order_id), the provider's payout id its bank_payment_id.
+// The request column holds the body without the card number, which is never written anywhere.
+
+/** One recorded request to YooKassa. */
+export interface YookassaRequestRow {
+  id: number;
+  shop_id: string;
+  operation: 'CreatePayout' | 'GetPayout';
+  subject_id: string;
+  order_id: string;
+  bank_payment_id: string;
+  request: string;
+  state: 'queued' | 'sent' | 'answered' | 'unknown';
+  created_at: number;
+  answered_at: number | null;
+}
+
+/** Record a request before it is sent (state queued); returns its id. */
+export async function insertRequest(tx: Tx, r: { shopId: string; operation: YookassaRequestRow['operation']; payoutId: string; providerId: string; body: string; now: number }): Promise<number> {
+  const info = await tx.run(
+    `INSERT INTO bank_requests (shop_id, mode, provider, operation, subject_kind, subject_id, order_id, bank_payment_id, request, state, created_at)
+       VALUES (?, 'live', 'yookassa', ?, 'payout', ?, ?, ?, ?, 'queued', ?)`,
+    r.shopId, r.operation, r.payoutId, r.payoutId, r.providerId, r.body, r.now,
+  );
+  return Number(info.lastInsertRowid);
+}
+
+/** A recorded request by id. */
+export async function getRequest(q: Reader, id: number): Promise<YookassaRequestRow | undefined> {
+  return q.get<YookassaRequestRow>(`SELECT * FROM bank_requests WHERE id = ? AND provider = 'yookassa'`, id);
+}
+
+/** The first POST of a payout: its body is what every repeat sends again. */
+export async function firstPost(q: Reader, payoutId: string): Promise<YookassaRequestRow | undefined> {
+  return q.get<YookassaRequestRow>(`SELECT * FROM bank_requests WHERE subject_id = ? AND provider = 'yookassa' AND operation = 'CreatePayout' ORDER BY id LIMIT 1`, payoutId);
+}
+
+/** True when a GET of the payout waits to be sent or answered, or was answered after `since` (a flood's one check). */
+export async function getOpenOrRecent(q: Reader, payoutId: string, since: number): Promise<boolean> {
+  const r = await q.get<{ n: number }>(
+    `SELECT count(*) AS n FROM bank_requests WHERE subject_id = ? AND provider = 'yookassa' AND operation = 'GetPayout'
+       AND (state IN ('queued', 'sent') OR answered_at >= ?)`,
+    payoutId, since,
+  );
+  return (r?.n ?? 0) > 0;
+}
+
+/** Mark a queued request as on its way; false when it was not queued any more. */
+export async function markSent(tx: Tx, id: number, now: number): Promise<boolean> {
+  return (await tx.run(`UPDATE bank_requests SET state = 'sent', sent_at = ? WHERE id = ? AND state = 'queued'`, now, id)).changes === 1;
+}
+
+/** Record a request's answer (or why it is unknown), and the provider's payout id when it gave one. */
+export async function markAnswered(tx: Tx, id: number, state: 'answered' | 'unknown', answer: string, providerId: string, now: number): Promise<void> {
+  await tx.run(
+    `UPDATE bank_requests SET state = ?, answer = ?, answered_at = ?, bank_payment_id = CASE WHEN ? <> '' THEN ? ELSE bank_payment_id END WHERE id = ?`,
+    state, answer, now, providerId, providerId, id,
+  );
+}
+
+/** Show the provider's payout id as the payout's bank_ref (once: a set one is never replaced). */
+export async function putPayoutRef(tx: Tx, payoutId: string, providerId: string): Promise<void> {
+  await tx.run(`UPDATE payouts SET bank_ref = ? WHERE id = ? AND bank_ref = ''`, providerId, payoutId);
+}
+
+/** A pending live payout of a shop whose bank_ref is the provider's id. */
+export async function payoutOfProviderId(q: Reader, shopId: string, providerId: string): Promise<string | undefined> {
+  return (await q.get<{ id: string }>(`SELECT id FROM payouts WHERE shop_id = ? AND mode = 'live' AND bank_ref = ? LIMIT 1`, shopId, providerId))?.id;
+}

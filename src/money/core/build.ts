@@ -1,0 +1,61 @@
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../../platform/config';
+import type { Logger } from '../../platform/log';
+import { VERSION } from '../../platform/version';
+import type { Store } from '../../platform/storage/store';
+import { Clocks } from '../../platform/clock';
+import { Scheduler } from '../../platform/queue/jobs';
+import { Events } from '../events/emit';
+import { BankDirectory } from '../bank-port/directory';
+import type { Core } from './core';
+
+/** A built core and the switches only the wiring holds: the address once listening, the start of shutdown. */
+export interface CoreControl {
+  core: Core;
+  /** The server listens at `address`: baseUrl() answers with its port from now on. */
+  listening(address: AddressInfo): void;
+  /** Shutdown began: `core.closing` is true from now on. */
+  beginClose(): void;
+}
+
+/**
+ * Build the core on an open store, in dependency order: clocks (test clocks are read from the database by
+ * whoever reads them), the jobs table's scheduler, the event log, the (empty) bank directory. Starts nothing.
+ */
+export function buildCore(config: Config, store: Store, log: Logger, realNow?: () => number): CoreControl {
+  // Real time is the database's: on PostgreSQL every node's leases and lockouts then compare on one clock.
+  const clocks = new Clocks(realNow ?? store.now);
+  const scheduler = new Scheduler(store, clocks, log, { leaseMs: Math.round(config.jobLeaseSeconds * 1000) });
+  let address: AddressInfo | null = null;
+  let closing = false;
+  const core: Core = {
+    config,
+    log,
+    store,
+    clocks,
+    scheduler,
+    events: new Events(store.eventFeed),
+    banks: new BankDirectory(),
+    version: VERSION,
+    baseUrl: () => config.baseUrl ?? `http://${hostForUrl(config.host)}:${address?.port ?? config.port}`,
+    payPageUrl: () => config.payPageUrl ?? core.baseUrl(),
+    get closing() {
+      return closing;
+    },
+  };
+  return {
+    core,
+    listening: (a) => {
+      address = a;
+    },
+    beginClose: () => {
+      closing = true;
+    },
+  };
+}
+
+/** The host part of a URL for an address the server binds: a wildcard is reached on loopback. */
+function hostForUrl(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}

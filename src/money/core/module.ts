@@ -1,0 +1,28 @@
+import type { EventSink } from '../events/emit';
+import type { AsyncJobKind, JobHandler, JobKindOptions } from '../../platform/queue/jobs';
+import type { BankPort } from '../bank-port/port';
+
+/** A job kind a module runs: a handler inside the job's transaction, or an async job (work outside, outcome inside). */
+export type ModuleJob =
+  | { kind: string; run: JobHandler; opts?: JobKindOptions }
+  /** Each async kind has a result type of its own, which the wiring does not need to know. */
+  | { kind: string; async: AsyncJobKind<any>; opts?: JobKindOptions };
+
+/**
+ * One domain as the wiring sees it. Its constructor (`<domain>Module(core, ...)`) only builds: it registers
+ * nothing, starts nothing and writes nothing; `mountModules` registers what the description lists, in
+ * the order of the list, and `start`/`stop` run once the server listens and at shutdown.
+ */
+export interface Module {
+  readonly name: string;
+  /** The job kinds it runs. */
+  readonly jobs?: readonly ModuleJob[];
+  /** Sinks run in the transaction of every event, after the sinks of the modules before it. */
+  readonly sinks?: readonly EventSink[];
+  /** Banks it puts behind the port. */
+  readonly banks?: readonly BankPort[];
+  /** Called once the server listens. */
+  start?(): void;
+  /** Called at shutdown, in reverse order, before the database closes. */
+  stop?(): void | Promise<void>;
+}

@@ -1,0 +1,317 @@
+import type { ServerResponse } from 'node:http';
+import type { Ctx, Reply } from '../../platform/http/types';
+import type { Mode } from '../../platform/clock';
+import type { Config } from '../../platform/config';
+import type { Logger } from '../../platform/log';
+import type { Reader, Store } from '../../platform/storage/store';
+import { ApiError, badRequest } from '../../platform/http/errors';
+import { keyStanding } from '../../platform/auth/authenticate';
+import { eventsAfter, lastIssuedSeq, type EventRow, type Events } from './emit';
+import { encodeSseComment } from './sse';
+import { databaseIdentity, encodeStreamEvent, parseStreamFormat, resumeHeaders, streamKind, type DatabaseIdentity, type StreamFormat } from './stream-format';
+
+/**
+ * Limits of the stream: unsent bytes a client may hold before it is cut, events per replay page, and how
+ * often open streams check their key (a revoked key's streams end within that time).
+ */
+export const STREAM_LIMITS = { buffer_bytes: 1024 * 1024, replay_page: 500, key_check_ms: 1000 };
+
+/**
+ * Which scopes let a key read an event kind, by the kind's object (the part before the dot): the scopes that
+ * read that object through the API. Payments and refunds need none, as their operations do; a kind of an
+ * object not listed here is sent to nobody.
+ */
+export const STREAM_SCOPES: Readonly<Record<string, readonly string[] | null>> = {
+  payment: null,
+  refund: null,
+  payout: ['api:payouts:sbp', 'api:payouts:card', 'api:payouts:account', 'api:reports:read'],
+  token: ['api:recurrent:bind'],
+  subscription: ['api:recurrent:bind'],
+};
+
+/** True when a key of these scopes may read events of this kind. */
+export function mayRead(scopes: ReadonlySet<string>, kind: string): boolean {
+  const object = kind.slice(0, kind.indexOf('.'));
+  if (!Object.hasOwn(STREAM_SCOPES, object)) return false;
+  const need = STREAM_SCOPES[object];
+  return need === null || need.some((s) => scopes.has(s));
+}
+
+/** One connected client of the stream. */
+class Client {
+  lastSent: number;
+  live = false;
+  /** An event of this client's shop and mode was dispatched while it was still replaying. */
+  missed = false;
+  closed = false;
+
+  constructor(
+    readonly res: ServerResponse,
+    readonly shopId: string,
+    readonly mode: Mode,
+    readonly keyId: string,
+    /** The key's effective scopes, refreshed while the stream is open. */
+    public scopes: ReadonlySet<string>,
+    after: number,
+    private readonly hub: EventStreamHub,
+    readonly format: StreamFormat,
+  ) {
+    this.lastSent = after;
+  }
+
+  /**
+   * Send an event once, in order; events at or before the last sent one, of a kind the key may not read, or
+   * (webhook format) that send no webhook, are skipped.
+   */
+  sendEvent(row: EventRow): void {
+    if (row.seq <= this.lastSent) return;
+    this.lastSent = row.seq;
+    const kind = streamKind(row, this.format);
+    if (kind === null || !mayRead(this.scopes, kind)) return;
+    this.write(encodeStreamEvent(row, this.format));
+  }
+
+  /** Write text; a client whose unsent bytes pass the limit cannot keep up and is disconnected. */
+  write(text: string): void {
+    if (this.closed) return;
+    this.res.write(text);
+    if (this.live && this.res.writableLength > this.hub.bufferLimitBytes) this.close('slow client: send buffer over limit');
+  }
+
+  close(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.hub.drop(this, reason);
+    if (reason.startsWith('slow')) this.res.destroy();
+    else this.res.end();
+  }
+}
+
+/** What the hub is built from (the core has all of it): the event log it follows, the store it replays from, the ping period, the log. */
+export interface StreamDeps {
+  readonly events: Pick<Events, 'subscribeStream' | 'followStream' | 'unfollowStream'>;
+  /** Read for replays and key checks; a replayed page goes out once on disk. */
+  readonly store: Reader & Pick<Store, 'whenDurable'>;
+  readonly config: Pick<Config, 'ssePingSeconds'>;
+  readonly log: Logger;
+  /** True once shutdown began (read at each open: no new stream opens then). */
+  readonly closing: boolean;
+}
+
+/**
+ * Fan-out of committed events to the SSE clients of each shop and mode, with one shared ping timer.
+ * Building it starts nothing: `start()` follows the event log and starts the ping, `stop()` ends every stream.
+ * A client first replays from the events table (resume), then goes live right after a read during which no
+ * event of its shop and mode was dispatched (else it reads again), so no event falls between the two and none
+ * is sent twice.
+ */
+export class EventStreamHub {
+  private readonly byKey = new Map<string, Set<Client>>();
+  private count = 0;
+  private pingTimer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | null = null;
+  /** Runs while streams are open: ends the streams of revoked keys and follows scope changes. */
+  private keyChecks: NodeJS.Timeout | null = null;
+  /** A key check is reading the keys; the next tick of the timer is skipped until it ends. */
+  private checking = false;
+  /** Unsent bytes per client before it is disconnected. */
+  bufferLimitBytes = STREAM_LIMITS.buffer_bytes;
+  /** The database's identity, read at the first open (it is made with the schema and never changes). */
+  private identity: Promise<DatabaseIdentity> | null = null;
+
+  constructor(private readonly deps: StreamDeps) {}
+
+  /** Follow committed events and start the ping (once the server listens; no stream is open before). */
+  start(): void {
+    this.unsubscribe ??= this.deps.events.subscribeStream((row) => this.dispatch(row));
+    const ping_ms = this.deps.config.ssePingSeconds * 1000;
+    if (ping_ms > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), ping_ms).unref();
+  }
+
+  /** At shutdown: stop following the event log, end every stream and stop the timers. */
+  stop(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    this.closeAll();
+  }
+
+  /** Clients connected now (for metrics). */
+  get clientCount(): number {
+    return this.count;
+  }
+
+  /**
+   * Open a stream on an authenticated request, resuming after `after` when given. Without it the stream starts
+   * after the last event issued, through the same replay, so an event committed while the stream opens is sent
+   * too and the `X-Kopek-Stream-After` header names exactly where the stream began.
+   */
+  async open(ctx: Ctx, after: number | null, format: StreamFormat = 'events'): Promise<void> {
+    const { res, req } = ctx;
+    const auth = ctx.auth!;
+    this.identity ??= databaseIdentity(this.deps.store).catch((err: unknown) => {
+      this.identity = null;
+      throw err;
+    });
+    const identity = await this.identity;
+    const issued = await this.lastIssuedSeq();
+    // Shutdown may have begun (and closed every stream) during the read: open no new one.
+    if (this.deps.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
+    if (after !== null && after > issued) {
+      // An id this database never issued (a client of a wiped or restored database): resuming after it would
+      // skip every event until the sequence caught up, so the client starts from now instead.
+      this.deps.log.warn('sse Last-Event-ID beyond the event log; streaming from now', { request_id: ctx.requestId, last_event_id: after, last_seq: issued });
+      after = issued;
+    }
+    // Before the replay's first read: from here every new event reaches this node's dispatch (PostgreSQL's feed).
+    await this.deps.events.followStream();
+    if (this.deps.closing) {
+      this.deps.events.unfollowStream();
+      throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
+    }
+    req.socket.setNoDelay(true);
+    req.socket.setTimeout(0);
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+      ...resumeHeaders(identity, after ?? issued),
+    });
+    const client = new Client(res, auth.shopId, auth.mode, auth.keyId, auth.scopes, after ?? issued, this, format);
+    const key = `${auth.shopId}:${auth.mode}`;
+    let set = this.byKey.get(key);
+    if (!set) this.byKey.set(key, (set = new Set()));
+    set.add(client);
+    this.count++;
+    this.keyChecks ??= setInterval(() => this.runKeyChecks(), STREAM_LIMITS.key_check_ms).unref();
+    res.on('close', () => client.close('client closed'));
+    client.write(encodeSseComment('connected'));
+    this.deps.log.debug('sse connected', { request_id: ctx.requestId, shop_id: auth.shopId, mode: auth.mode, after, format, clients: this.count });
+    this.replay(client).catch((err: unknown) => {
+      this.deps.log.error('sse replay failed', { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });
+      client.close('slow: replay failed');
+    });
+  }
+
+  /** Remove a closed client. */
+  drop(client: Client, reason: string): void {
+    const key = `${client.shopId}:${client.mode}`;
+    const set = this.byKey.get(key);
+    if (set?.delete(client)) {
+      this.count--;
+      this.deps.events.unfollowStream();
+      if (set.size === 0) this.byKey.delete(key);
+      if (this.count === 0 && this.keyChecks) {
+        clearInterval(this.keyChecks);
+        this.keyChecks = null;
+      }
+      this.deps.log.debug('sse closed', { shop_id: client.shopId, mode: client.mode, reason, clients: this.count });
+    }
+  }
+
+  /** End every stream (shutdown). */
+  closeAll(): void {
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    this.pingTimer = null;
+    if (this.keyChecks) clearInterval(this.keyChecks);
+    this.keyChecks = null;
+    for (const set of [...this.byKey.values()]) for (const c of [...set]) c.close('server shutting down');
+  }
+
+  /** The highest event sequence number ever issued (deleted rows included: AUTOINCREMENT never reuses one). */
+  private lastIssuedSeq(): Promise<number> {
+    return lastIssuedSeq(this.deps.store);
+  }
+
+  private async replay(client: Client): Promise<void> {
+    for (;;) {
+      if (client.closed) return;
+      client.missed = false;
+      const rows = await eventsAfter(this.deps.store, client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page);
+      // Events of a commit whose WAL sync still runs go out once it is on disk (live events wait the same way).
+      const durable = this.deps.store.whenDurable();
+      if (durable) await durable;
+      if (client.closed) return;
+      for (const row of rows) client.sendEvent(row);
+      if (rows.length < STREAM_LIMITS.replay_page) {
+        // No event of the client's shop and mode was dispatched since this read began, so the read saw every
+        // event committed so far, and events committed from now on reach the client live. An event dispatched
+        // during the read or the waits passed the client by: read again.
+        if (!client.missed) {
+          client.live = true;
+          return;
+        }
+        continue;
+      }
+      // Replay paces itself on the client: one page in the buffer at a time.
+      if (client.res.writableLength > 0) await drained(client.res);
+    }
+  }
+
+  private dispatch(row: EventRow): void {
+    const set = this.byKey.get(`${row.shop_id}:${row.mode}`);
+    if (!set) return;
+    for (const c of [...set]) {
+      if (c.live) c.sendEvent(row);
+      else c.missed = true;
+    }
+  }
+
+  /** One tick of the key-check timer: a check at a time; a failed read is logged and the next tick tries again. */
+  private runKeyChecks(): void {
+    if (this.checking) return;
+    this.checking = true;
+    void this.checkKeys()
+      .catch((err: unknown) => this.deps.log.error('sse key check failed', { error: String((err as Error)?.message ?? err) }))
+      .finally(() => {
+        this.checking = false;
+      });
+  }
+
+  /** Each open stream's key, read again: a revoked key's streams end; a key's scopes apply as they are now. */
+  private async checkKeys(): Promise<void> {
+    const standing = new Map<string, Awaited<ReturnType<typeof keyStanding>>>();
+    for (const set of [...this.byKey.values()]) {
+      for (const c of [...set]) {
+        let st = standing.get(c.keyId);
+        if (!st) standing.set(c.keyId, (st = await keyStanding(this.deps.store, c.keyId)));
+        if (st.revoked) c.close('key revoked');
+        else c.scopes = st.scopes;
+      }
+    }
+  }
+
+  private ping(): void {
+    const text = encodeSseComment('ping');
+    for (const set of [...this.byKey.values()]) for (const c of [...set]) c.write(text);
+  }
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/**
+ * GET /v1/public/events: the key's shop and mode, live; with Last-Event-ID, replayed from after that id first;
+ * `?format=webhook` sends the webhook bodies instead (stream-format.ts).
+ */
+export async function streamEvents(ctx: Ctx<{ readonly stream: EventStreamHub }>): Promise<Reply> {
+  const format = parseStreamFormat(ctx.query.get('format'));
+  const header = ctx.req.headers['last-event-id'];
+  const raw = (Array.isArray(header) ? header[0] : header)?.trim();
+  let after: number | null = null;
+  if (raw !== undefined && raw !== '') {
+    if (!/^\d{1,15}$/.test(raw)) throw badRequest(`Cannot resume the event stream: Last-Event-ID must be an event sequence number, got "${raw.slice(0, 64)}"`, 'Last-Event-ID');
+    after = Number(raw);
+  }
+  await ctx.app.stream.open(ctx, after, format);
+  return { raw: true };
+}

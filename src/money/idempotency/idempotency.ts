@@ -1,0 +1,168 @@
+import type { Store, Tx } from '../../platform/storage/store';
+import type { Config } from '../../platform/config';
+import type { Clocks } from '../../platform/clock';
+import type { Ctx, Reply } from '../../platform/http/types';
+import { ApiError } from '../../platform/http/errors';
+import { hash } from 'node:crypto';
+import { cardFingerprint } from '../../platform/secrets/at-rest';
+
+/** Longest accepted Idempotency-Key. */
+export const IDEMPOTENCY_KEY_MAX = 64;
+
+/** The body field that holds a full card number: it enters the fingerprint as a keyed hash (see canonical). */
+const CARD_FIELD = 'card_pan';
+
+/** Object keys as JSON strings, kept for the few names requests use (bounded: a body's names are the client's). */
+const QUOTED_KEYS = new Map<string, string>();
+const QUOTED_KEYS_MAX = 1_000;
+
+function quotedKey(k: string): string {
+  let q = QUOTED_KEYS.get(k);
+  if (q === undefined) {
+    q = JSON.stringify(k);
+    if (QUOTED_KEYS.size < QUOTED_KEYS_MAX) QUOTED_KEYS.set(k, q);
+  }
+  return q;
+}
+
+/**
+ * JSON with object keys sorted, so that two bodies equal as values hash alike. A card number enters it as
+ * its keyed fingerprint (cardFingerprint): the whole number counts, so two cards with the same last four
+ * digits are two requests, and a plain hash of it, reversible by trying the few million numbers a known
+ * BIN and mask leave, is never stored.
+ */
+function canonical(value: unknown, pan: (v: string) => string): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) {
+    let s = '[';
+    for (let i = 0; i < value.length; i++) s += (i > 0 ? ',' : '') + canonical(value[i], pan);
+    return s + ']';
+  }
+  const keys = Object.keys(value);
+  for (let i = 1; i < keys.length; i++) {
+    if (keys[i - 1] > keys[i]) {
+      keys.sort();
+      break;
+    }
+  }
+  let s = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    const v = (value as Record<string, unknown>)[k];
+    const safe = k === CARD_FIELD && typeof v === 'string' ? `pan:${pan(v)}` : v;
+    s += (i > 0 ? ',' : '') + quotedKey(k) + ':' + canonical(safe, pan);
+  }
+  return s + '}';
+}
+
+/** The Idempotency-Key header of a request, validated; undefined when absent. */
+export function idempotencyKey(ctx: Ctx): string | undefined {
+  const raw = ctx.req.headers['idempotency-key'];
+  if (raw === undefined) return undefined;
+  const key = Array.isArray(raw) ? raw[0] : raw;
+  if (key.length === 0) throw new ApiError(400, 'bad_request', 'Idempotency-Key must not be empty', 'Idempotency-Key');
+  if (key.length > IDEMPOTENCY_KEY_MAX) {
+    throw new ApiError(400, 'bad_request', `Idempotency-Key must be at most ${IDEMPOTENCY_KEY_MAX} characters, got ${key.length}`, 'Idempotency-Key');
+  }
+  return key;
+}
+
+/** What an idempotent create reads from the services: the store, real time and the records' retention. */
+export interface IdempotencyServices {
+  readonly store: Pick<Store, 'path' | 'write'>;
+  readonly clocks: Pick<Clocks, 'real'>;
+  readonly config: Pick<Config, 'retainIdempotencyHours'>;
+}
+
+/** What a create returns: the status and body of its first answer. */
+export interface CreateResult {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** Bytes of the request's SHA-256 a record keeps (as hex): 128 bits tell two requests under one key apart. */
+export const FINGERPRINT_BYTES = 16;
+
+interface KeyRecord {
+  seq: number;
+  fingerprint: string;
+  answer: string;
+  created_at: number;
+}
+
+/**
+ * Run a create in one group-committed transaction under the request's Idempotency-Key, if any: a replay of the
+ * same request answers 200 with the stored body and `"idempotent": true`; the same key with a different request
+ * is 409 idempotent_conflict. The key is claimed in the create's own transaction: the record and the created
+ * object commit together or not at all, and the UNIQUE constraint on (merchant, mode, key) lets no two records
+ * of one key exist, whatever the process or connection. A later body of the same group with the same key reads
+ * this transaction's record and replays it. `create` returns the status and body of the first answer; `replay`
+ * may adjust a stored body (refresh it). A record older than the retention (--retain-idempotency-hours) is gone:
+ * its key makes a new object, whether or not the retention sweep has deleted it yet.
+ */
+export async function idempotentCreate(
+  ctx: Ctx<IdempotencyServices>,
+  create: (tx: Tx) => Promise<CreateResult>,
+  replay?: (tx: Tx, stored: Record<string, unknown>) => Promise<Record<string, unknown>>,
+): Promise<Reply> {
+  const auth = ctx.auth!;
+  const key = idempotencyKey(ctx);
+  // The shop and mode are part of the request: another shop of the same merchant reusing the key gets a
+  // conflict, never a replay of an object it must not see.
+  const fingerprint =
+    key === undefined
+      ? null
+      : hash('sha256', `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.path, v))}`, 'hex').slice(
+          0,
+          2 * FINGERPRINT_BYTES,
+        );
+  // The reply is the body's result alone, so it waits only for its own commit to be on disk.
+  ctx.seen = {};
+  return ctx.app.store.write(async (tx) => {
+    if (key === undefined) return create(tx);
+    const prior = await tx.get<KeyRecord>(
+      'SELECT seq, fingerprint, answer, created_at FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?',
+      auth.merchantId,
+      auth.mode,
+      key,
+    );
+    if (prior) {
+      if (prior.created_at >= ctx.app.clocks.real() - ctx.app.config.retainIdempotencyHours * 3_600_000) {
+        if (prior.fingerprint !== fingerprint) {
+          throw new ApiError(409, 'idempotent_conflict', `Cannot reuse Idempotency-Key "${key}": it was used with a different request`);
+        }
+        let body = JSON.parse(prior.answer) as Record<string, unknown>;
+        if (replay) body = await replay(tx, body);
+        return { status: 200, body: { ...body, idempotent: true } };
+      }
+      // Past its retention: the key is free again.
+      await tx.run('DELETE FROM idempotency_keys WHERE seq = ?', prior.seq);
+    }
+    const out = await create(tx);
+    // The text first sent is the text kept, so a replay is the same bytes.
+    const json = JSON.stringify(out.body);
+    await tx.run(
+      'INSERT INTO idempotency_keys (merchant_id, mode, key, fingerprint, answer, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      auth.merchantId,
+      auth.mode,
+      key,
+      fingerprint,
+      json,
+      ctx.app.clocks.real(),
+    );
+    return { status: out.status, body: out.body, json };
+  }, ctx.seen);
+}
+
+/**
+ * One slice of the retention sweep over idempotency records: of the `limit` oldest records, those created before
+ * `cutoff` (real time) are deleted. Records are in the order they were made, so the sweep stops at the first that
+ * is still kept; a replay never depends on it (idempotentCreate checks the age itself).
+ */
+export async function purgeIdempotencySlice(tx: Tx, cutoff: number, limit: number): Promise<{ deleted: number; more: boolean }> {
+  const rows = await tx.all<{ seq: number; created_at: number }>('SELECT seq, created_at FROM idempotency_keys ORDER BY seq LIMIT ?', limit);
+  let deleted = 0;
+  while (deleted < rows.length && rows[deleted].created_at < cutoff) deleted++;
+  if (deleted > 0) await tx.run('DELETE FROM idempotency_keys WHERE seq <= ?', rows[deleted - 1].seq);
+  return { deleted, more: deleted === limit };
+}

@@ -1,0 +1,82 @@
+import type { Tx } from '../../platform/storage/store';
+import type { Job } from '../../platform/queue/jobs-table';
+import type { Core } from '../core/core';
+import type { PaymentAnswer } from '../bank-port/port';
+import { CHECK_JOBS, recordMismatch, scheduleCheck, type Applied, type CheckTiming } from '../bank-port/checks';
+import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow } from '../bank-port/payment';
+import type { PaymentsCore } from './core';
+import { bankCancelTx, expireTx, resolveTx } from './state';
+import { getPayment } from './store';
+
+// Where every bank answer about a payment enters the payments domain, whoever gives it (a bank's job, its
+// notification, the simulator, a status check): see bank-port/checks.ts for what the domains share.
+
+/** How the payments domain times its status checks: the configured wait, read at the time of scheduling. */
+export function checkTiming(core: Pick<Core, 'clocks' | 'scheduler' | 'config'>): CheckTiming {
+  return { clocks: core.clocks, scheduler: core.scheduler, syncAfterSeconds: core.config.acquirerSyncAfterSeconds };
+}
+
+/**
+ * When a processing payment's bank session opened (its end less the method's session lifetime): the bank
+ * has known of the payment since then, not since the payment was created, which may be a day earlier.
+ */
+function sessionStart(p: PaymentRow): number {
+  const ttl = SESSION_TTL_MS[p.method as ConcreteMethod];
+  return p.processing_until !== null && ttl !== undefined ? Math.max(p.created_at, p.processing_until - ttl) : p.created_at;
+}
+
+/**
+ * Apply a bank's answer about a payment (its id, or its row as just read in this transaction); `amount`, when
+ * the bank states it, must match the payment's.
+ */
+export async function paymentAnswered(core: PaymentsCore, tx: Tx, payment: string | PaymentRow, a: PaymentAnswer, amount?: number): Promise<Applied> {
+  const p = typeof payment === 'string' ? await getPayment(tx, payment) : payment;
+  if (!p) return 'ignored';
+  if (p.status !== 'processing') {
+    // The bank took the money of a payment kopek already closed without it (expired, failed, cancelled):
+    // it never moves back, but the operator must see it and settle it at the bank.
+    if (a.outcome === 'succeeded' && (p.status === 'expired' || p.status === 'failed' || p.status === 'cancelled')) {
+      await recordMismatch(core.clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: amount ?? p.amount, outcome: `succeeded after ${p.status}` });
+    }
+    return 'ignored';
+  }
+  if (amount !== undefined && amount !== p.amount) {
+    await recordMismatch(core.clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: amount, outcome: a.outcome });
+    return 'amount_mismatch';
+  }
+  switch (a.outcome) {
+    case 'unknown':
+      await scheduleCheck(checkTiming(core), tx, 'payment', { id: p.id, shopId: p.shop_id, mode: p.mode, since: sessionStart(p) });
+      return 'checking';
+    case 'succeeded':
+      await resolveTx(core, tx, p, { outcome: 'succeeded', rrn: a.rrn, bankName: a.bankName, card: a.card, phoneMask: a.phoneMask, payerBank: a.payerBank });
+      break;
+    case 'refused':
+      await resolveTx(core, tx, p, { outcome: 'failed', failureCode: a.failureCode, bankFailureCode: a.bankCode, bankName: a.bankName, card: a.card });
+      break;
+    case 'expired':
+      await expireTx(core, tx, p);
+      break;
+    case 'cancelled':
+      await bankCancelTx(core, tx, p);
+      break;
+  }
+  await core.scheduler.cancel(tx, CHECK_JOBS.payment, p.id);
+  return 'applied';
+}
+
+/**
+ * Apply what a bank's notification told about a payment of `shopId`: only the shop's own live payments
+ * (a notification never reaches another shop's data, nor test mode); any other id is ignored.
+ */
+export async function notifiedPaymentAnswered(core: PaymentsCore, tx: Tx, shopId: string, paymentId: string, a: PaymentAnswer, amount?: number): Promise<Applied> {
+  const p = await getPayment(tx, paymentId);
+  if (!p || p.shop_id !== shopId || p.mode !== 'live') return 'ignored';
+  return paymentAnswered(core, tx, p.id, a, amount);
+}
+
+/** Run a payment's status check: ask its bank again, unless the payment is final by now. */
+export async function runPaymentCheck(core: Pick<Core, 'banks'>, tx: Tx, job: Job): Promise<void> {
+  const p = await getPayment(tx, job.subject_id);
+  if (p && p.status === 'processing') await (await core.banks.for(tx, p.shop_id, p.mode)).checkStatus(tx, { kind: 'payment', payment: p });
+}

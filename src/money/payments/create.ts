@@ -1,0 +1,230 @@
+import type { Core } from '../core/core';
+import { together, type Reader, type Tx } from '../../platform/storage/store';
+import type { Mode } from '../../platform/clock';
+import { badRequest } from '../../platform/http/errors';
+import { amountField, bodyObject, currencyField, enumField, intField, strField, urlControlChar } from '../../platform/http/validate';
+import { iso } from '../../platform/util/time';
+import { nextPaymentSeq } from '../../platform/storage/dialect';
+import { uuid } from '../../platform/util/ids';
+import type { PaymentsCore } from './core';
+import { openSessionTx } from './state';
+import { ensureLinkSweep } from './expiry';
+import { insertedRow, insertPayment, type InsertParams } from './store';
+import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from '../bank-port/payment';
+import type { EventInput } from '../events/emit';
+import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from '../webhooks/url-safety';
+
+/** Fields POST /v1/public/payments accepts. */
+export const CREATE_FIELDS = ['amount', 'currency', 'method', 'order_id', 'customer_id', 'return_url', 'description', 'webhook_url', 'ttl_minutes', 'metadata'] as const;
+
+/** Metadata keys the service writes; a merchant's value under one of these names is overwritten. */
+export const RESERVED_METADATA = ['mode', 'kind', 'webhook_url', 'customer_id', 'bank_ref', 'failure_code', 'bank_failure_code', 'simulator_outcome', 'simulator_failure_code'];
+
+/** Link lifetime in minutes when ttl_minutes is omitted. */
+export const TTL_DEFAULT_MIN = 60;
+/** Longest link lifetime in minutes: 7 days. */
+export const TTL_MAX_MIN = 7 * 24 * 60;
+
+/** What a payment is created from, after validation. */
+export interface PaymentInput {
+  merchantId: string;
+  shopId: string;
+  mode: Mode;
+  amount: number;
+  currency: string;
+  method: PaymentMethod;
+  orderId?: string;
+  customerId?: string;
+  returnUrl?: string;
+  description?: string;
+  webhookUrl?: string;
+  ttlMinutes?: number;
+  metadata?: Record<string, string>;
+  /** payment (default), token_binding, subscription_init, subscription_charge, token_charge. */
+  kind?: string;
+  /** A merchant-initiated charge of this saved method: its bank session opens at once. */
+  tokenId?: string;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** A URL field: https, or http to a loopback host when `loopbackHttp`; any http(s) when `anyHttp`. */
+export function urlField(obj: Record<string, unknown>, name: string, opts: { loopbackHttp: boolean; anyHttp: boolean }): string | undefined {
+  const v = strField(obj, name, { max: 2048 });
+  if (v === undefined) return undefined;
+  const control = urlControlChar(v);
+  if (control) throw badRequest(`Field "${name}" must not contain control characters written raw (${control}); percent-encode them`, name);
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    throw badRequest(`Field "${name}" must be an absolute URL, got "${v.slice(0, 64)}"`, name);
+  }
+  if (u.protocol === 'https:') return v;
+  if (u.protocol === 'http:' && (opts.anyHttp || (opts.loopbackHttp && LOOPBACK_HOSTS.has(u.hostname)))) return v;
+  const allowed = opts.anyHttp ? 'http:// or https://' : opts.loopbackHttp ? 'https:// (or http:// to localhost, 127.0.0.1, [::1] with a test key)' : 'https://';
+  throw badRequest(`Field "${name}" must use ${allowed}, got "${v.slice(0, 64)}"`, name);
+}
+
+/**
+ * A payment's own webhook_url: refused at once when its host is an IP address webhooks of the mode never reach
+ * (a private, link-local or metadata address; loopback in live mode), unless the operator allows its range
+ * (`allow`, --webhook-allow). A host name is checked at each delivery, as its addresses may change.
+ */
+function webhookUrlField(obj: Record<string, unknown>, mode: Mode, allow: readonly string[]): string | undefined {
+  const v = urlField(obj, 'webhook_url', { loopbackHttp: false, anyHttp: mode === 'test' });
+  if (v === undefined) return undefined;
+  const why = literalRefusal(new URL(v), allowListOf(allow), mode === 'test' ? TEST_MODE_PERMITS : undefined);
+  if (why) throw badRequest(`Cannot use webhook_url "${v.slice(0, 64)}": webhooks never reach the ${why}`, 'webhook_url');
+  return v;
+}
+
+/** Metadata: an object of string values. */
+function metadataField(obj: Record<string, unknown>): Record<string, string> {
+  const v = obj.metadata;
+  if (v === undefined || v === null) return {};
+  if (typeof v !== 'object' || Array.isArray(v)) throw badRequest('Field "metadata" must be an object of string values', 'metadata');
+  const out: Record<string, string> = {};
+  for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
+    if (typeof val !== 'string') {
+      throw badRequest(`Field "metadata.${k}" must be a string (pass numbers and booleans as "42", "true"), got ${typeof val === 'object' ? (val === null ? 'null' : 'an object') : String(val)}`, `metadata.${k}`);
+    }
+    out[k] = val;
+  }
+  return out;
+}
+
+/** Validate the body of POST /v1/public/payments into a PaymentInput; `allow` is the operator's --webhook-allow. */
+export function parseCreateBody(body: unknown, auth: { merchantId: string; shopId: string; mode: Mode }, allow: readonly string[] = []): PaymentInput {
+  const obj = bodyObject(body, CREATE_FIELDS);
+  const test = auth.mode === 'test';
+  return {
+    merchantId: auth.merchantId,
+    shopId: auth.shopId,
+    mode: auth.mode,
+    amount: amountField(obj, 'amount', true)!,
+    currency: currencyField(obj),
+    method: enumField(obj, 'method', PAYMENT_METHODS, 'any')!,
+    orderId: strField(obj, 'order_id', { max: 128 }),
+    customerId: strField(obj, 'customer_id', { max: 128 }),
+    returnUrl: urlField(obj, 'return_url', { loopbackHttp: test, anyHttp: false }),
+    description: strField(obj, 'description', { max: 1000 }),
+    webhookUrl: webhookUrlField(obj, auth.mode, allow),
+    ttlMinutes: intField(obj, 'ttl_minutes', { min: 1, max: TTL_MAX_MIN }),
+    metadata: metadataField(obj),
+  };
+}
+
+/** A payment about to be written: its row's values and its payment.created event. */
+export interface PaymentDraft {
+  params: InsertParams;
+  created: EventInput;
+}
+
+/** A saved method needs no buyer: its bank session opens at once (decisions.md), whether from a token charge or from a create with method "recurrent". */
+export function opensAtOnce(input: PaymentInput): boolean {
+  return input.tokenId !== undefined || input.method === 'recurrent';
+}
+
+/** The values of a new payment created at `now` on its shop's clock, and its event; test payments get their simulator plan. */
+export async function draftPayment(core: Pick<Core, 'banks'>, tx: Tx, input: PaymentInput, now: number): Promise<PaymentDraft> {
+  const id = uuid();
+  const meta: Record<string, string> = {};
+  if (input.metadata) {
+    Object.assign(meta, input.metadata);
+    for (const k of RESERVED_METADATA) delete meta[k];
+  }
+  meta.mode = input.mode;
+  // The hosted page titles itself by metadata.kind: only the service may call a payment a card binding.
+  if (input.kind && input.kind !== 'payment') meta.kind = input.kind;
+  if (input.webhookUrl) meta.webhook_url = input.webhookUrl;
+  if (input.customerId) meta.customer_id = input.customerId;
+  const kind = input.kind ?? 'payment';
+  Object.assign(meta, await (await core.banks.for(tx, input.shopId, input.mode)).describePayment(tx, { shopId: input.shopId, mode: input.mode, amount: input.amount, kind, tokenId: input.tokenId }));
+  const params: InsertParams = {
+    seq: 0,
+    id,
+    public_id: '',
+    kind,
+    merchant_id: input.merchantId,
+    shop_id: input.shopId,
+    mode: input.mode,
+    order_id: input.orderId ?? `ord_${now}`,
+    amount: input.amount,
+    currency: input.currency,
+    method: input.method,
+    method_fixed: input.method === 'any' ? 0 : 1,
+    return_url: input.returnUrl ?? '',
+    description: input.description ?? '',
+    webhook_url: input.webhookUrl ?? '',
+    purpose: '',
+    metadata: JSON.stringify(meta),
+    created_at: now,
+    expires_at: now + (input.ttlMinutes ?? TTL_DEFAULT_MIN) * 60_000,
+  };
+  const created: EventInput = {
+    merchantId: params.merchant_id,
+    shopId: params.shop_id,
+    mode: params.mode,
+    kind: 'payment.created',
+    payload: { id, amount: params.amount, status: 'pending' },
+    at: now,
+    paymentId: id,
+  };
+  return { params, created };
+}
+
+/**
+ * Insert a payment in the caller's transaction: pending, its link's expiry covered by the shop's sweep,
+ * payment.created appended; test payments get their simulator plan. A payment with a saved method is written
+ * once, when its session opens: it is pending only inside this transaction, so no link sweep covers it.
+ */
+export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<PaymentRow> {
+  const atOnce = opensAtOnce(input);
+  // The shop's clock and the payment's number travel together (one round trip on PostgreSQL, with the BEGIN).
+  const [now, seq] = await together(core.clocks.now(tx, input.shopId, input.mode), atOnce ? Promise.resolve(undefined) : nextPaymentSeq(tx));
+  const { params, created } = await draftPayment(core, tx, input, now);
+  if (atOnce) {
+    await core.events.append(tx, created);
+    return openSessionTx(core, tx, insertedRow(params), { tokenId: input.tokenId, unwritten: params });
+  }
+  // The payment, its event and the check of its shop's sweep need nothing from each other: made together, they
+  // take one round trip on PostgreSQL instead of three.
+  const [row] = await together(insertPayment(tx, params, seq), core.events.append(tx, created), ensureLinkSweep(core.scheduler, tx, params));
+  return row;
+}
+
+/** A payment made in the caller's transaction (createPaymentTx) with the body of its 201. */
+export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; body: Record<string, unknown> }> {
+  const row = await createPaymentTx(core, tx, input);
+  return { row, body: await creationBody(core, tx, row) };
+}
+
+/**
+ * The creation response of the specification, plus what the shop's bank adds (the simulator's block in test
+ * mode). The shop's bank is found through `q`: inside a transaction pass its tx.
+ */
+export async function creationBody(core: Pick<Core, 'payPageUrl' | 'banks'>, q: Reader, row: PaymentRow): Promise<Record<string, unknown>> {
+  const meta = JSON.parse(row.metadata) as Record<string, string>;
+  const body: Record<string, unknown> = {
+    payment: {
+      id: row.id,
+      public_id: row.public_id,
+      merchant_id: row.merchant_id,
+      shop_id: row.shop_id,
+      order_id: row.order_id,
+      amount: row.amount,
+      currency: row.currency,
+      method: row.method,
+      status: row.status,
+      expires_at: iso(row.expires_at),
+      created_at: iso(row.created_at),
+      metadata: meta,
+    },
+    payment_url: `${core.payPageUrl()}/pay/${row.id}`,
+    mode: row.mode,
+  };
+  const extras = (await core.banks.for(q, row.shop_id, row.mode)).creationExtras(row);
+  if (extras) Object.assign(body, extras);
+  return body;
+}

@@ -1,0 +1,122 @@
+import type { Reader } from '../../platform/storage/store';
+import type { Auth, Ctx, Reply } from '../../platform/http/types';
+import type { Mode } from '../../platform/clock';
+import type { Core } from '../core/core';
+import { notFound } from '../../platform/http/errors';
+import { bodyObject } from '../../platform/http/validate';
+import { idempotencyKey, idempotentCreate } from '../idempotency/idempotency';
+import type { PaymentCreatesCore } from './create-batch';
+import { isUuid } from '../../platform/util/ids';
+import { iso } from '../../platform/util/time';
+import { highNeeded, parseRegisterQuery, toPage } from '../registers/query';
+import { registerRows, REGISTERS } from '../registers/plan';
+import type { PaymentsCore, PaymentViewsCore } from './core';
+import { createWithAnswer, parseCreateBody } from './create';
+import { failureMessage } from './failures';
+import { cancelTx } from './state';
+import { getPayment, getPaymentJson, metadataOf } from './store';
+import { PAYMENT_STATUSES, type PaymentRow } from '../bank-port/payment';
+
+/** True when the key may see the payment: its shop's, and its mode unless `anyMode`. */
+function visibleTo(auth: Auth, p: { shop_id: string; mode: Mode }, anyMode: boolean): boolean {
+  return p.shop_id === auth.shopId && (anyMode || p.mode === auth.mode);
+}
+
+/** The 404 of a payment the key may not see: another shop's id and a malformed id look the same as none. */
+function notFoundPayment(id: string) {
+  return notFound(`Cannot find payment "${id.slice(0, 64)}"`);
+}
+
+/** A payment of the caller's shop and mode, or 404 (notFoundPayment). Inside a transaction pass its tx as `q`. */
+export async function paymentOfShop(q: Reader, ctx: Ctx, id: string): Promise<PaymentRow> {
+  const p = isUuid(id) ? await getPayment(q, id) : undefined;
+  if (!p || !visibleTo(ctx.auth!, p, false)) throw notFoundPayment(id);
+  return p;
+}
+
+/** POST /v1/public/payments */
+export async function createPayment(ctx: Ctx<PaymentCreatesCore>): Promise<Reply> {
+  const input = parseCreateBody(ctx.body, ctx.auth!, ctx.app.config.webhookAllow);
+  if (ctx.app.creates.takes(input) && idempotencyKey(ctx) === undefined) {
+    // Without a key there is nothing to replay: the create may share its transaction with others (create-batch.ts).
+    const made = await ctx.app.creates.create(input);
+    ctx.seen = made.seen;
+    ctx.logExtra = { payment_id: made.row.id };
+    return { status: 201, body: made.body };
+  }
+  const reply = await idempotentCreate(
+    ctx,
+    async (tx) => ({ status: 201, body: (await createWithAnswer(ctx.app, tx, input)).body }),
+    // The specification has failure_code and failure_message present on every replay: the payment's
+    // current refusal or expiry code, "" while it has none.
+    async (tx, stored) => {
+      const id = (stored.payment as { id: string }).id;
+      const p = await getPayment(tx, id);
+      const code = (p ? metadataOf(p).failure_code : undefined) ?? '';
+      return { ...stored, failure_code: code, failure_message: code ? failureMessage(code) : '' };
+    },
+  );
+  if ('body' in reply) ctx.logExtra = { payment_id: ((reply.body as { payment: { id: string } }).payment).id };
+  return reply;
+}
+
+/** GET /v1/public/payments/{id} */
+export async function getPaymentHandler(ctx: Ctx<PaymentViewsCore>): Promise<Reply> {
+  const { app } = ctx;
+  const auth = ctx.auth!;
+  const id = ctx.params.id;
+  // A live key may read (never change) its shop's test payments too, as the register shows them; the cache
+  // keeps that rule.
+  const anyMode = auth.mode === 'live';
+  const cache = app.viewCache;
+  const held = cache.get(id);
+  if (held && visibleTo(auth, held, anyMode)) return { json: held.json };
+  // The read is no longer one step with the offer to the cache: offer it only when nothing committed meanwhile.
+  const commits = app.store.commits;
+  const read = isUuid(id) ? await getPaymentJson(app.store, id) : undefined;
+  if (!read || !visibleTo(auth, read, anyMode)) throw notFoundPayment(id);
+  if (app.store.commits === commits) cache.set(id, read);
+  return { json: read.json };
+}
+
+/** POST /v1/public/payments/{id}/cancel (no body) */
+export async function cancelPayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
+  bodyObject(ctx.body, []);
+  const id = ctx.params.id;
+  const p = await ctx.app.store.write(async (tx) => cancelTx(ctx.app, tx, await paymentOfShop(tx, ctx, id)));
+  return { body: { status: p.status } };
+}
+
+/** GET /v1/public/payments: the payment register, newest first. */
+export async function listPayments(ctx: Ctx<Core>): Promise<Reply> {
+  const auth = ctx.auth!;
+  const rq = parseRegisterQuery(ctx.query, { statuses: PAYMENT_STATUSES, extra: { include_test: ['0', '1'] } });
+  // A live key sees live payments, and test ones too with include_test=1; a test key sees test payments.
+  const modes = auth.mode === 'test' || rq.extra.include_test !== '1' ? [auth.mode] : ['live', 'test'];
+  const rows = await registerRows<Pick<PaymentRow, 'seq' | 'id' | 'order_id' | 'amount' | 'currency' | 'method' | 'status' | 'created_at' | 'mode'>>(
+    ctx.app.store,
+    REGISTERS.payments,
+    auth.shopId,
+    modes,
+    { status: rq.statuses ?? undefined },
+    rq,
+    'seq, id, order_id, amount, currency, method, status, created_at, mode',
+  );
+  const item = (r: (typeof rows)[number]) => ({
+    id: r.id,
+    order_id: r.order_id,
+    amount: r.amount,
+    currency: r.currency,
+    method: r.method,
+    status: r.status,
+    created_at: iso(r.created_at),
+    mode: r.mode,
+  });
+  const high = highNeeded(rows, rq) ? await maxSeq(ctx.app.store, 'payments') : undefined;
+  return { body: toPage(rows, rq, item, high) };
+}
+
+/** The highest seq of a register's table: the bound a first page's cursor carries. */
+export async function maxSeq(q: Reader, table: 'payments' | 'refunds'): Promise<number> {
+  return (await q.get<{ high: number | null }>(`SELECT MAX(seq) AS high FROM ${table}`))!.high ?? 0;
+}

@@ -1,0 +1,24 @@
+import type { Tx } from '../../platform/storage/store';
+import type { PaymentRow, PaymentStatus } from '../bank-port/payment';
+
+/**
+ * A reaction to a payment's status change, run inside the transaction that made it, after the change, its money
+ * and its event are written: `payment` is the row as the move left it, `from` the status it left, `at` the time
+ * of the move on the payment's clock. A throw rolls the whole change back.
+ */
+export type PaymentMoved = (tx: Tx, payment: PaymentRow, from: PaymentStatus, at: number) => Promise<void>;
+
+/** The typed hooks of the payments state machine: other domains react to payments here, never the other way. */
+export class PaymentHooks {
+  private readonly moved: PaymentMoved[] = [];
+
+  /** Run `fn` after every status change, in the order added. */
+  onMoved(fn: PaymentMoved): void {
+    this.moved.push(fn);
+  }
+
+  /** Called by the state machine's move(). */
+  async fireMoved(tx: Tx, payment: PaymentRow, from: PaymentStatus, at: number): Promise<void> {
+    for (const fn of this.moved) await fn(tx, payment, from, at);
+  }
+}

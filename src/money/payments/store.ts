@@ -1,0 +1,315 @@
+import type { Engine, Reader, Tx } from '../../platform/storage/store';
+import { updateById } from '../../platform/storage/tx';
+import { FOR_UPDATE, isoInstant, isPrimaryKeyConflict, jsonArraySql, jsonObjectSql, nextPaymentSeq, type JsonField } from '../../platform/storage/dialect';
+import { iso, isoOrNull } from '../../platform/util/time';
+import type { PaymentRow, PaymentView, RefundView } from '../bank-port/payment';
+import type { RefundRow } from '../bank-port/refund';
+
+/** A payment by id, any shop (callers check the shop). Inside a transaction pass its tx, outside the store. */
+export async function getPayment(q: Reader, id: string): Promise<PaymentRow | undefined> {
+  return q.get<PaymentRow>('SELECT * FROM payments WHERE id = ?', id);
+}
+
+/** A payment read in `tx` and locked until it ends: a check made on it holds while the transaction writes. */
+export async function lockPayment(tx: Tx, id: string): Promise<PaymentRow | undefined> {
+  return tx.get<PaymentRow>(`SELECT * FROM payments WHERE id = ?${FOR_UPDATE}`, id);
+}
+
+/**
+ * An instant in SQL as iso() writes it (`2026-11-21T08:49:23.123Z`), by default in SQLite's spelling (the payment
+ * JSON below is built on SQLite only). NULL stays NULL, as isoOrNull gives null.
+ */
+export function sqlIso(column: string, engine: Engine = 'sqlite'): string {
+  return isoInstant(engine, column);
+}
+
+/** A refund as refundView shows it, for JSON built in SQL over `refunds r`. */
+const REFUND_FIELDS: JsonField[] = [
+  ['id', 'r.id', 'value'], ['payment_id', 'r.payment_id', 'value'], ['merchant_id', 'r.merchant_id', 'value'],
+  ['amount', 'r.amount', 'value'], ['reason', 'r.reason', 'value'], ['status', 'r.status', 'value'],
+  ['failure_code', 'r.failure_code', 'value'], ['created_at', 'r.created_at', 'instant'], ['completed_at', 'r.completed_at', 'instant'],
+];
+
+/** paymentView's keys in its order, over `payments p LEFT JOIN shops s` (the refunds are added per engine). */
+const PAYMENT_FIELDS: JsonField[] = [
+  ['id', 'p.id', 'value'], ['public_id', 'p.public_id', 'value'], ['merchant_id', 'p.merchant_id', 'value'],
+  ['shop_id', 'p.shop_id', 'value'], ['shop_name', "coalesce(s.name, '')", 'value'], ['order_id', 'p.order_id', 'value'],
+  ['status', 'p.status', 'value'], ['amount', 'p.amount', 'value'], ['amount_refunded', 'p.amount_refunded', 'value'],
+  ['currency', 'p.currency', 'value'], ['method', 'p.method', 'value'], ['rrn', 'p.rrn', 'value'], ['bank_name', 'p.bank_name', 'value'],
+  ['return_url', 'p.return_url', 'value'], ['description', 'p.description', 'value'], ['purpose', 'p.purpose', 'value'],
+  ['created_at', 'p.created_at', 'instant'], ['captured_at', 'p.captured_at', 'instant'], ['finalized_at', 'p.finalized_at', 'instant'],
+  ['expires_at', 'p.expires_at', 'instant'], ['processing_until', 'p.processing_until', 'instant'], ['metadata', 'p.metadata', 'json'],
+  ['customer_card_brand', 'p.card_brand', 'value'], ['customer_card_mask', 'p.card_mask', 'value'],
+  ['customer_card_holder', 'p.card_holder', 'value'], ['customer_phone_mask', 'p.phone_mask', 'value'],
+  ['customer_payer_bank', 'p.payer_bank', 'value'],
+];
+
+/**
+ * The JSON text of paymentView (with its refunds and shop name), built by the database in the statement that
+ * finds the payment: one string crosses into JavaScript instead of a row of 32 columns, an object built from it
+ * and its serialisation. The keys, their order and their values are paymentView's; test/payments/view-json.test.ts
+ * holds the two equal byte for byte over payments of every shape, on both engines, so a change to one must be
+ * made to both.
+ */
+function paymentJsonSql(engine: Engine): string {
+  const refunds = jsonArraySql(engine, jsonObjectSql(engine, REFUND_FIELDS), 'FROM refunds r WHERE r.payment_id = p.id', 'r.seq');
+  const json = jsonObjectSql(engine, [...PAYMENT_FIELDS, ['refunds', refunds, engine === 'sqlite' ? 'value' : 'json']]);
+  return `SELECT p.shop_id, p.mode, ${json} AS json FROM payments p LEFT JOIN shops s ON s.id = p.shop_id WHERE p.id = ?`;
+}
+
+const PAYMENT_JSON_SQL = { sqlite: paymentJsonSql('sqlite'), postgres: paymentJsonSql('postgres') };
+
+/** A payment's GET answer as JSON text, with what the access check needs (any shop: callers check it). */
+export async function getPaymentJson(q: Reader, id: string): Promise<{ shop_id: string; mode: 'test' | 'live'; json: string } | undefined> {
+  return q.get<{ shop_id: string; mode: 'test' | 'live'; json: string }>(PAYMENT_JSON_SQL[q.engine], id);
+}
+
+/** The refunds of a payment, oldest first. */
+export async function refundsOf(q: Reader, paymentId: string): Promise<RefundRow[]> {
+  return q.all<RefundRow>('SELECT * FROM refunds WHERE payment_id = ? ORDER BY seq', paymentId);
+}
+
+/** Write the changed columns of a payment (only the names given). */
+export async function updatePayment(tx: Tx, id: string, patch: Partial<PaymentRow>): Promise<void> {
+  await updateById(tx, 'payments', id, patch);
+}
+
+/**
+ * Write the changed columns of a payment whose status is still `from`: false, and nothing written, when the row
+ * has moved on (another transaction changed it since it was read). The status change of the state machine.
+ */
+export async function updatePaymentFrom(tx: Tx, id: string, from: string, patch: Partial<PaymentRow>): Promise<boolean> {
+  const values: unknown[] = [];
+  let sql = 'UPDATE payments SET ';
+  for (const col in patch) {
+    sql += values.length === 0 ? `${col} = ?` : `, ${col} = ?`;
+    values.push((patch as Record<string, unknown>)[col]);
+  }
+  values.push(id, from);
+  return (await tx.run(`${sql} WHERE id = ? AND status = ?`, ...values)).changes === 1;
+}
+
+/** The parsed metadata of a row. */
+export function metadataOf(row: PaymentRow): Record<string, string> {
+  return JSON.parse(row.metadata) as Record<string, string>;
+}
+
+/** The API shape of a refund; `withCompleted` false leaves completed_at out (the create answer). */
+export function refundView(r: RefundRow, withCompleted = true): RefundView {
+  const v: RefundView = {
+    id: r.id,
+    payment_id: r.payment_id,
+    merchant_id: r.merchant_id,
+    amount: r.amount,
+    reason: r.reason,
+    status: r.status,
+    failure_code: r.failure_code,
+    created_at: iso(r.created_at),
+  };
+  if (withCompleted) v.completed_at = isoOrNull(r.completed_at);
+  return v;
+}
+
+/**
+ * The Payment object as GET answers it, refunds included; a payment that never succeeded needs no read of
+ * them (`unrefunded`: only a succeeded payment takes refunds). GET builds the same text in SQL (getPaymentJson).
+ * It reads the shop's name and the refunds through `q`: inside a transaction pass its tx, outside the store.
+ */
+export async function paymentView(q: Reader, row: PaymentRow, unrefunded = false): Promise<PaymentView> {
+  const shopName = (await q.get<{ name: string }>('SELECT name FROM shops WHERE id = ?', row.shop_id))?.name;
+  const refunds = unrefunded ? [] : await refundsOf(q, row.id);
+  return buildPaymentView(row, shopName ?? '', refunds);
+}
+
+/** The Payment object from its row, its shop's name and its refunds. */
+function buildPaymentView(row: PaymentRow, shopName: string, refunds: RefundRow[]): PaymentView {
+  return {
+    id: row.id,
+    public_id: row.public_id,
+    merchant_id: row.merchant_id,
+    shop_id: row.shop_id,
+    shop_name: shopName,
+    order_id: row.order_id,
+    status: row.status,
+    amount: row.amount,
+    amount_refunded: row.amount_refunded,
+    currency: row.currency,
+    method: row.method,
+    rrn: row.rrn,
+    bank_name: row.bank_name,
+    return_url: row.return_url,
+    description: row.description,
+    purpose: row.purpose,
+    created_at: iso(row.created_at),
+    captured_at: isoOrNull(row.captured_at),
+    finalized_at: isoOrNull(row.finalized_at),
+    expires_at: iso(row.expires_at),
+    processing_until: isoOrNull(row.processing_until),
+    metadata: metadataOf(row),
+    customer_card_brand: row.card_brand,
+    customer_card_mask: row.card_mask,
+    customer_card_holder: row.card_holder,
+    customer_phone_mask: row.phone_mask,
+    customer_payer_bank: row.payer_bank,
+    refunds: refunds.map((r) => refundView(r)),
+  };
+}
+
+/** A payment's deadline an expiry sweep watches: a status and the column holding the time it ends. */
+export interface Deadline {
+  status: 'pending' | 'processing';
+  column: 'expires_at' | 'processing_until';
+}
+
+/** A pending payment's link ends at expires_at (partial index payments_pending_expiry). */
+export const LINK_END: Deadline = { status: 'pending', column: 'expires_at' };
+/** A processing payment's bank session ends at processing_until (partial index payments_session_end). */
+export const SESSION_END: Deadline = { status: 'processing', column: 'processing_until' };
+
+/** The two queries of a deadline's sweep: what is due (shop, mode, now, limit) and the next end (shop, mode). */
+export function deadlineSql(d: Deadline): { due: string; next: string } {
+  // Built from the two constants above only, never from data.
+  return {
+    due: `SELECT * FROM payments WHERE shop_id = ? AND mode = ? AND status = '${d.status}' AND ${d.column} <= ? ORDER BY ${d.column} LIMIT ?`,
+    next: `SELECT min(${d.column}) AS at FROM payments WHERE shop_id = ? AND mode = ? AND status = '${d.status}'`,
+  };
+}
+
+const SQL_OF = new Map([LINK_END, SESSION_END].map((d) => [d, deadlineSql(d)]));
+
+/** Payments of a shop and mode whose deadline passed by `now`, earliest first, at most `limit`. */
+export async function endedBy(q: Reader, d: Deadline, shopId: string, mode: 'test' | 'live', now: number, limit: number): Promise<PaymentRow[]> {
+  return q.all<PaymentRow>(SQL_OF.get(d)!.due, shopId, mode, now, limit);
+}
+
+/** The earliest deadline among a shop's payments of a mode in the deadline's status, or null when there is none. */
+export async function nextEnd(q: Reader, d: Deadline, shopId: string, mode: 'test' | 'live'): Promise<number | null> {
+  const r = (await q.get<{ at: number | null }>(SQL_OF.get(d)!.next, shopId, mode))!;
+  return r.at;
+}
+
+/** Public numbers start here so that they all have six digits or more. */
+const PUBLIC_ID_BASE = 100_000;
+
+/** The fixed bank purpose: the only payment text the bank sees (never the merchant's description). */
+export function bankPurpose(publicId: string): string {
+  return `Оплата заказа ${publicId}`;
+}
+
+/** The values a payment is inserted with; the other columns take their defaults. */
+export type InsertParams = Pick<
+  PaymentRow,
+  | 'seq' | 'id' | 'public_id' | 'kind' | 'merchant_id' | 'shop_id' | 'mode' | 'order_id' | 'amount' | 'currency' | 'method'
+  | 'method_fixed' | 'return_url' | 'description' | 'webhook_url' | 'purpose' | 'metadata' | 'created_at' | 'expires_at'
+>;
+
+// Positional parameters, bound in the column order below: binding the same 19 values by name made better-sqlite3
+// look each name up on the object, about 4 µs of a 50 µs create.
+const INSERT_PAYMENT = `INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, method_fixed,
+    return_url, description, webhook_url, purpose, metadata, created_at, expires_at, processing_until)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+/** One more row of INSERT_PAYMENT's VALUES. */
+const PAYMENT_TUPLE = `, (${new Array(21).fill('?').join(', ')})`;
+
+/**
+ * A payment whose bank session opens in its create's transaction (a saved method's charge) is written once,
+ * already processing: the state machine's move to processing supplies these columns instead of an UPDATE.
+ */
+export interface OpenedAtInsert {
+  status: 'processing';
+  processing_until: number;
+}
+
+/**
+ * Insert the row with its seq, public_id and purpose in one statement: numbering it after the INSERT took an
+ * UPDATE that rewrote the row and moved its public_id index entry. The seq is read in the same transaction, one
+ * above the highest ever issued (deleted rows included: nextPaymentSeq), so a number is never reused, also after
+ * a test reset deleted rows; the primary key refuses a number another writer took meanwhile, and the read is made
+ * again once.
+ */
+export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: number, opened?: OpenedAtInsert): Promise<PaymentRow> {
+  for (let attempt = 0; ; attempt++) {
+    // `seqRead`: the number the caller read in this transaction (with other reads, in one round trip).
+    const row = numberedRow(params, attempt === 0 && seqRead !== undefined ? seqRead : await nextPaymentSeq(tx), opened);
+    try {
+      await tx.run(INSERT_PAYMENT, ...insertValues(params, row));
+      return row;
+    } catch (err) {
+      if (attempt > 0 || !isPrimaryKeyConflict(err)) throw err;
+    }
+  }
+}
+
+/**
+ * Insert pending payments in one statement, the i-th numbered `seqs[i]` (read in this transaction from the
+ * sequence, which hands each number out once: no conflict to retry). The rows as insertedRow builds them.
+ */
+export async function insertPayments(tx: Tx, params: InsertParams[], seqs: number[]): Promise<PaymentRow[]> {
+  const rows = params.map((p, i) => numberedRow(p, seqs[i]));
+  await tx.run(`${INSERT_PAYMENT}${PAYMENT_TUPLE.repeat(params.length - 1)}`, ...params.flatMap((p, i) => insertValues(p, rows[i])));
+  return rows;
+}
+
+/** Give `p` its number `seq` (with the public id and the bank purpose made from it) and build its row. */
+function numberedRow(p: InsertParams, seq: number, opened?: OpenedAtInsert): PaymentRow {
+  p.seq = seq;
+  p.public_id = `P-${PUBLIC_ID_BASE + seq}`;
+  p.purpose = bankPurpose(p.public_id);
+  const row = insertedRow(p);
+  if (opened) {
+    row.status = opened.status;
+    row.processing_until = opened.processing_until;
+  }
+  return row;
+}
+
+/** INSERT_PAYMENT's values for `p`, written as `row` has them, in column order. */
+function insertValues(p: InsertParams, row: PaymentRow): unknown[] {
+  return [
+    p.seq, p.id, p.public_id, p.kind, p.merchant_id, p.shop_id, p.mode, p.order_id, row.status, p.amount, p.currency,
+    p.method, p.method_fixed, p.return_url, p.description, p.webhook_url, p.purpose, p.metadata, p.created_at, p.expires_at,
+    row.processing_until,
+  ];
+}
+
+/**
+ * The row just inserted (or about to be: a pending row not yet written), built from what went in and the
+ * columns' defaults instead of read back (RETURNING cost a third of the insert). Keys in column order, as a row
+ * read with SELECT * has them; a test compares the two.
+ */
+export function insertedRow(p: InsertParams): PaymentRow {
+  return {
+    seq: p.seq,
+    id: p.id,
+    public_id: p.public_id,
+    kind: p.kind,
+    merchant_id: p.merchant_id,
+    shop_id: p.shop_id,
+    mode: p.mode,
+    order_id: p.order_id,
+    status: 'pending',
+    amount: p.amount,
+    amount_refunded: 0,
+    currency: p.currency,
+    method: p.method,
+    method_fixed: p.method_fixed,
+    return_url: p.return_url,
+    description: p.description,
+    webhook_url: p.webhook_url,
+    purpose: p.purpose,
+    metadata: p.metadata,
+    rrn: '',
+    bank_name: '',
+    card_brand: '',
+    card_mask: '',
+    card_holder: '',
+    phone_mask: '',
+    payer_bank: '',
+    created_at: p.created_at,
+    expires_at: p.expires_at,
+    processing_until: null,
+    captured_at: null,
+    finalized_at: null,
+  };
+}
+

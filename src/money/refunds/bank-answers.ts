@@ -1,0 +1,41 @@
+import type { Tx } from '../../platform/storage/store';
+import type { Job } from '../../platform/queue/jobs-table';
+import type { Core } from '../core/core';
+import type { MoneyAnswer } from '../bank-port/port';
+import { CHECK_JOBS, scheduleCheck, type Applied } from '../bank-port/checks';
+import type { PaymentsCore } from '../payments/core';
+import { checkTiming } from '../payments/bank-answers';
+import { getRefund } from './store';
+import { settleRefundTx } from './refunds';
+
+// Where every bank answer about a refund enters the refunds domain, whoever gives it (a bank's job, its
+// notification, the simulator, a status check): see bank-port/checks.ts for what the domains share.
+
+/** Apply a bank's answer about a pending refund. */
+export async function refundAnswered(core: PaymentsCore, tx: Tx, refundId: string, a: MoneyAnswer): Promise<Applied> {
+  const r = await getRefund(tx, refundId);
+  if (!r || r.status !== 'pending') return 'ignored';
+  if (a.outcome === 'unknown') {
+    await scheduleCheck(checkTiming(core), tx, 'refund', { id: r.id, shopId: r.shop_id, mode: r.mode, since: r.created_at });
+    return 'checking';
+  }
+  await settleRefundTx(core, tx, r, a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
+  await core.scheduler.cancel(tx, CHECK_JOBS.refund, r.id);
+  return 'applied';
+}
+
+/**
+ * Apply what a bank's notification told about a refund of `shopId`: only the shop's own live refunds (a
+ * notification never reaches another shop's data, nor test mode); any other id is ignored.
+ */
+export async function notifiedRefundAnswered(core: PaymentsCore, tx: Tx, shopId: string, refundId: string, a: MoneyAnswer): Promise<Applied> {
+  const r = await getRefund(tx, refundId);
+  if (!r || r.shop_id !== shopId || r.mode !== 'live') return 'ignored';
+  return refundAnswered(core, tx, r.id, a);
+}
+
+/** Run a refund's status check: ask its bank again, unless the refund is final by now. */
+export async function runRefundCheck(core: Pick<Core, 'banks'>, tx: Tx, job: Job): Promise<void> {
+  const r = await getRefund(tx, job.subject_id);
+  if (r && r.status === 'pending') await (await core.banks.for(tx, r.shop_id, r.mode)).checkStatus(tx, { kind: 'refund', refund: r });
+}

@@ -1,0 +1,128 @@
+import type { Reader } from '../../platform/storage/store';
+import { badRequest } from '../../platform/http/errors';
+import { registerOrder, registerWhere, type RegisterQuery } from './query';
+
+/**
+ * How one register's table is indexed. Every index starts (shop_id, mode) and ends (created_at, seq), so
+ * that a page is one seek and `limit + 1` rows in order, however deep the cursor and however few rows match.
+ */
+export interface RegisterTable {
+  table: string;
+  /** The index of a page with no filter: (shop_id, mode, created_at, seq). */
+  plain: string;
+  /** Indexes with equality columns between mode and created_at. */
+  filtered: ReadonlyArray<{ index: string; columns: readonly string[] }>;
+  /** The values a filter column can hold: a query that does not fix a column of its index runs once per value. */
+  domains: Readonly<Record<string, readonly string[]>>;
+}
+
+/** Most index seeks one page may make (one per combination of mode and filter values), each of limit + 1 rows. */
+export const REGISTER_SEEKS_MAX = 32;
+
+/** The registers and the indexes that serve their filters (schema.sql creates them). */
+export const REGISTERS = {
+  payments: {
+    table: 'payments',
+    plain: 'payments_register',
+    filtered: [{ index: 'payments_status', columns: ['status'] }],
+    domains: { status: ['pending', 'processing', 'succeeded', 'failed', 'cancelled', 'refunded', 'expired'] },
+  },
+  refunds: {
+    table: 'refunds',
+    plain: 'refunds_register',
+    filtered: [{ index: 'refunds_status', columns: ['status'] }],
+    domains: { status: ['pending', 'succeeded', 'failed'] },
+  },
+  payouts: {
+    table: 'payouts',
+    plain: 'payouts_register',
+    filtered: [{ index: 'payouts_method_status', columns: ['method', 'status'] }],
+    domains: { method: ['payouts_sbp', 'payouts_card', 'payouts_account'], status: ['pending', 'succeeded', 'failed'] },
+  },
+  tokens: {
+    table: 'tokens',
+    plain: 'tokens_register',
+    filtered: [
+      { index: 'tokens_status', columns: ['status'] },
+      { index: 'tokens_customer', columns: ['customer_ref', 'status'] },
+    ],
+    domains: { status: ['pending', 'active', 'cancelled'] },
+  },
+  subscriptions: {
+    table: 'subscriptions',
+    plain: 'subscriptions_register',
+    filtered: [
+      { index: 'subscriptions_status', columns: ['status'] },
+      { index: 'subscriptions_customer', columns: ['customer_ref', 'status'] },
+    ],
+    domains: { status: ['pending', 'active', 'past_due', 'cancelled'] },
+  },
+} as const satisfies Record<string, RegisterTable>;
+
+/** One index seek of a page: its SQL and parameters. */
+export interface RegisterSeek {
+  index: string;
+  sql: string;
+  params: unknown[];
+}
+
+/** Equality filters of a page: column → allowed values (undefined: no filter on that column). */
+export type RegisterFilters = Record<string, readonly string[] | undefined>;
+
+/**
+ * The seeks of one page: the index that serves the given filters, run once per combination of mode and
+ * filter values (a column of the index the request leaves open runs once per value it can hold). A filter
+ * no index serves is refused with 400 rather than scanned. `columns` is the caller's constant select list.
+ */
+export function registerSeeks(
+  spec: RegisterTable,
+  shopId: string,
+  modes: readonly string[],
+  filters: RegisterFilters,
+  rq: RegisterQuery,
+  columns = '*',
+): RegisterSeek[] {
+  const fixed = Object.keys(filters).filter((c) => filters[c] !== undefined);
+  let best: { index: string; columns: readonly string[]; seeks: number } | null = fixed.length === 0 ? { index: spec.plain, columns: [], seeks: 1 } : null;
+  for (const ix of fixed.length === 0 ? [] : spec.filtered) {
+    if (!fixed.every((c) => ix.columns.includes(c))) continue;
+    let seeks = 1;
+    for (const c of ix.columns) seeks *= filters[c]?.length ?? spec.domains[c]?.length ?? Infinity;
+    if (!best || seeks < best.seeks) best = { ...ix, seeks };
+  }
+  if (!best || best.seeks * modes.length > REGISTER_SEEKS_MAX) {
+    throw badRequest(`Cannot filter ${spec.table} by ${fixed.join(' and ')} together: no index serves that combination`, fixed[fixed.length - 1]);
+  }
+  const where = registerWhere(rq);
+  const eq = ['shop_id = ?', 'mode = ?', ...best.columns.map((c) => `${c} = ?`)];
+  const sql = `SELECT ${columns} FROM ${spec.table} INDEXED BY ${best.index} WHERE ${[...eq, ...where.sql].join(' AND ')} ${registerOrder()} LIMIT ?`;
+  // Every combination of the index's equality values, mode first.
+  let combos: unknown[][] = modes.map((m) => [shopId, m]);
+  for (const c of best.columns) {
+    const values = [...new Set(filters[c] ?? spec.domains[c])];
+    combos = combos.flatMap((prefix) => values.map((v) => [...prefix, v]));
+  }
+  return combos.map((values) => ({ index: best.index, sql, params: [...values, ...where.params, rq.limit + 1] }));
+}
+
+/**
+ * The rows of one page of a shop's register, newest first: at most `limit + 1` (so toPage knows whether more
+ * follow), merged from the seeks of registerSeeks, each of which reads at most that many rows. The seeks run
+ * one after another through `q` (a tx inside a transaction, the store outside).
+ */
+export async function registerRows<R extends { created_at: number; seq: number }>(
+  q: Reader,
+  spec: RegisterTable,
+  shopId: string,
+  modes: readonly string[],
+  filters: RegisterFilters,
+  rq: RegisterQuery,
+  columns = '*',
+): Promise<R[]> {
+  const seeks = registerSeeks(spec, shopId, modes, filters, rq, columns);
+  if (seeks.length === 1) return q.all<R>(seeks[0].sql, ...seeks[0].params);
+  const rows: R[] = [];
+  for (const s of seeks) rows.push(...(await q.all<R>(s.sql, ...s.params)));
+  rows.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq);
+  return rows.slice(0, rq.limit + 1);
+}

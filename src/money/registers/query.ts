@@ -1,0 +1,169 @@
+import { badRequest } from '../../platform/http/errors';
+import { DAY_MS, parseDay } from '../../platform/util/time';
+import { decodeCursor, encodeCursor, type Cursor } from './cursor';
+
+/** Page size when limit is omitted. */
+export const LIMIT_DEFAULT = 50;
+/** Largest page size. */
+export const LIMIT_MAX = 200;
+
+/** The parameters every register shares, validated. */
+export interface RegisterQuery {
+  limit: number;
+  /** Rows strictly older than this position (keyset), or null for the first page. */
+  after: Cursor | null;
+  /** Allowed statuses, or null for all. */
+  statuses: string[] | null;
+  /** created_at >= fromMs (start of the `from` UTC day). */
+  fromMs: number | null;
+  /** created_at < toMs (start of the day after `to`). */
+  toMs: number | null;
+  /** The register's own extra parameters (e.g. include_test, method), as given. */
+  extra: Record<string, string>;
+}
+
+/** What a register accepts beyond the common parameters. */
+export interface RegisterSpec {
+  statuses: readonly string[];
+  /** Extra parameter names and their allowed values (an empty list accepts any non-empty value). */
+  extra?: Record<string, readonly string[]>;
+}
+
+const COMMON = ['limit', 'cursor', 'status', 'from', 'to'];
+
+function single(q: URLSearchParams, name: string): string | undefined {
+  const all = q.getAll(name);
+  if (all.length === 0) return undefined;
+  if (all.length > 1) throw badRequest(`Query parameter "${name}" must be given once, got ${all.length} times`, name);
+  return all[0];
+}
+
+/**
+ * Parse limit (1..200, default 50), cursor, status (comma list of known statuses), from/to (YYYY-MM-DD,
+ * UTC, inclusive) and the register's own parameters; an unknown or invalid parameter is 400 naming it.
+ */
+export function parseRegisterQuery(q: URLSearchParams, spec: RegisterSpec): RegisterQuery {
+  const extraNames = Object.keys(spec.extra ?? {});
+  for (const name of new Set(q.keys())) {
+    if (!COMMON.includes(name) && !extraNames.includes(name)) {
+      throw badRequest(`Unknown query parameter "${name}"; allowed: ${[...COMMON, ...extraNames].join(', ')}`, name);
+    }
+  }
+  let limit = LIMIT_DEFAULT;
+  const rawLimit = single(q, 'limit');
+  if (rawLimit !== undefined) {
+    if (!/^\d{1,4}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > LIMIT_MAX) {
+      throw badRequest(`Query parameter "limit" must be an integer from 1 to ${LIMIT_MAX}, got "${rawLimit.slice(0, 32)}"`, 'limit');
+    }
+    limit = Number(rawLimit);
+  }
+  const rawCursor = single(q, 'cursor');
+  const after = rawCursor ? decodeCursor(rawCursor) : null;
+  let statuses: string[] | null = null;
+  const rawStatus = single(q, 'status');
+  if (rawStatus !== undefined) {
+    statuses = rawStatus.split(',').map((s) => s.trim());
+    for (const s of statuses) {
+      if (!spec.statuses.includes(s)) {
+        throw badRequest(`Query parameter "status" must be a comma list of ${spec.statuses.join(', ')}, got "${s.slice(0, 32)}"`, 'status');
+      }
+    }
+  }
+  const fromMs = dayParam(q, 'from');
+  const toStart = dayParam(q, 'to');
+  const toMs = toStart === null ? null : toStart + DAY_MS;
+  if (fromMs !== null && toMs !== null && fromMs >= toMs) {
+    throw badRequest(`Query parameter "to" must not be before "from", got from=${q.get('from')} to=${q.get('to')}`, 'to');
+  }
+  const extra: Record<string, string> = {};
+  for (const [name, allowed] of Object.entries(spec.extra ?? {})) {
+    const v = single(q, name);
+    if (v === undefined) continue;
+    if (allowed.length > 0 ? !allowed.includes(v) : v.length === 0) {
+      throw badRequest(`Query parameter "${name}" must be ${allowed.length ? `one of ${allowed.join(', ')}` : 'non-empty'}, got "${v.slice(0, 32)}"`, name);
+    }
+    extra[name] = v;
+  }
+  return { limit, after, statuses, fromMs, toMs, extra };
+}
+
+function dayParam(q: URLSearchParams, name: string): number | null {
+  const v = single(q, name);
+  if (v === undefined) return null;
+  const ms = parseDay(v);
+  if (ms === null) throw badRequest(`Query parameter "${name}" must be a date YYYY-MM-DD, got "${v.slice(0, 32)}"`, name);
+  return ms;
+}
+
+/** SQL conditions (joined with AND by the caller) and their parameters. */
+export interface Where {
+  sql: string[];
+  params: unknown[];
+}
+
+/** A seq below every stored one: the position `(t, NO_SEQ)` sorts before every row created at t. */
+const NO_SEQ = -1;
+
+/**
+ * The conditions of the common parameters over a table's `created_at` and `seq` columns (optionally
+ * qualified, e.g. `p.`): the keyset position and the day range, as one row-value upper bound and one lower
+ * bound, so that an index ending in (created_at, seq) seeks straight to the page instead of skipping every
+ * row before it. (`created_at < ? OR (created_at = ? AND seq < ?)` let SQLite use only the index's equality
+ * prefix: a page cost grew with its depth.) The status list is the caller's: see registerRows.
+ */
+export function registerWhere(rq: RegisterQuery, prefix = ''): Where {
+  const sql: string[] = [];
+  const params: unknown[] = [];
+  // `created_at < to` is the position (to, NO_SEQ); the tighter of it and the cursor is the one upper bound.
+  let upper: [number, number] | null = rq.toMs === null ? null : [rq.toMs, NO_SEQ];
+  if (rq.after && (upper === null || rq.after.createdAt < upper[0] || (rq.after.createdAt === upper[0] && rq.after.seq < upper[1]))) {
+    upper = [rq.after.createdAt, rq.after.seq];
+  }
+  if (upper) {
+    sql.push(`(${prefix}created_at, ${prefix}seq) < (?, ?)`);
+    params.push(upper[0], upper[1]);
+  }
+  if (rq.fromMs !== null) {
+    sql.push(`${prefix}created_at >= ?`);
+    params.push(rq.fromMs);
+  }
+  // Rows added since the first page: few, and only those the position has not already excluded.
+  if (rq.after?.high !== undefined) {
+    sql.push(`${prefix}seq <= ?`);
+    params.push(rq.after.high);
+  }
+  return { sql, params };
+}
+
+/** Newest first, ties broken by seq: the order every register pages in. */
+export function registerOrder(prefix = ''): string {
+  return `ORDER BY ${prefix}created_at DESC, ${prefix}seq DESC`;
+}
+
+/**
+ * True when toPage needs the table's highest seq for its cursor: a first page that more rows follow. A caller
+ * reads it (asynchronously) only then, and hands the number to toPage.
+ */
+export function highNeeded(rows: readonly unknown[], rq: RegisterQuery): boolean {
+  return rows.length > rq.limit && rq.limit > 0 && !rq.after;
+}
+
+/**
+ * Cut a page from rows fetched with `LIMIT limit + 1`: the items, and the cursor of the last item when
+ * more rows follow (null otherwise). `high` (the table's highest seq, read after the first page: a number
+ * read when highNeeded says so, or a synchronous function) goes into the cursor, and every later page keeps
+ * the first page's value.
+ */
+export function toPage<R extends { created_at: number; seq: number }, T>(
+  rows: R[],
+  rq: RegisterQuery,
+  view: (r: R) => T,
+  high?: number | (() => number),
+): { items: T[]; next_cursor: string | null } {
+  const more = rows.length > rq.limit;
+  const page = more ? rows.slice(0, rq.limit) : rows;
+  const last = page[page.length - 1];
+  if (!more || !last) return { items: page.map(view), next_cursor: null };
+  const bound = rq.after ? rq.after.high : typeof high === 'function' ? high() : high;
+  return { items: page.map(view), next_cursor: encodeCursor({ createdAt: last.created_at, seq: last.seq, high: bound }) };
+}

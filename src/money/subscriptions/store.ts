@@ -1,0 +1,203 @@
+import type { Reader, Tx } from '../../platform/storage/store';
+import { updateById } from '../../platform/storage/tx';
+import type { Mode } from '../../platform/clock';
+import { iso, isoOrNull } from '../../platform/util/time';
+import type { TokenMethod } from '../tokens/store';
+import type { Period } from './calendar';
+
+/** Subscription statuses, in the specification's display order. */
+export const SUBSCRIPTION_STATUSES = ['pending', 'active', 'past_due', 'cancelled'] as const;
+/** A subscription status. */
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+
+/** A row of the subscriptions table. */
+export interface SubscriptionRow {
+  seq: number;
+  id: string;
+  merchant_id: string;
+  shop_id: string;
+  mode: Mode;
+  customer_ref: string;
+  customer_email: string;
+  plan_name: string;
+  amount: number;
+  currency: string;
+  method: TokenMethod;
+  period: Period;
+  interval_count: number;
+  trial_days: number;
+  status: SubscriptionStatus;
+  token_id: string;
+  initial_payment_id: string;
+  anchor_at: number | null;
+  charge_index: number;
+  failures: number;
+  next_charge_at: number | null;
+  trial_end: number | null;
+  cancel_reason: string;
+  created_at: number;
+  activated_at: number | null;
+  cancelled_at: number | null;
+}
+
+/** One payment of a subscription as the schedule and the Subscription object list it. */
+export interface ChargeView {
+  payment_id: string;
+  kind: 'subscription_init' | 'subscription_charge';
+  amount: number;
+  status: string;
+  failure_code: string;
+  attempt: number;
+  created_at: string;
+}
+
+/** The Subscription object of GET /v1/public/subscriptions/{id} and of subscription webhooks. */
+export interface SubscriptionView {
+  id: string;
+  status: SubscriptionStatus;
+  amount: number;
+  currency: string;
+  method: TokenMethod;
+  period: Period;
+  interval_count: number;
+  trial_days: number;
+  next_charge_at: string | null;
+  customer_ref: string;
+  customer_email: string;
+  plan_name: string;
+  trial_end: string | null;
+  token_id: string;
+  initial_payment_id: string;
+  failed_charges: number;
+  latest_charge: ChargeView | null;
+  cancel_reason: string;
+  created_at: string;
+  activated_at: string | null;
+  cancelled_at: string | null;
+}
+
+/** A subscription by id, any shop (callers check the shop). Inside a transaction pass its tx, outside the store. */
+export async function getSubscription(q: Reader, id: string): Promise<SubscriptionRow | undefined> {
+  return q.get<SubscriptionRow>('SELECT * FROM subscriptions WHERE id = ?', id);
+}
+
+/** What a charge job checks and charges: the columns it needs of a subscription (see chargeStateOf). */
+export type ChargeState = Pick<SubscriptionRow, 'id' | 'status' | 'charge_index' | 'failures' | 'token_id' | 'amount' | 'plan_name'>;
+
+/** The columns a charge job needs of a subscription, or undefined: a narrow read, on every charge. */
+export async function chargeStateOf(q: Reader, id: string): Promise<ChargeState | undefined> {
+  return q.get<ChargeState>('SELECT id, status, charge_index, failures, token_id, amount, plan_name FROM subscriptions WHERE id = ?', id);
+}
+
+/** Re-read a subscription inside a transaction. */
+export async function reloadSubscription(tx: Tx, id: string): Promise<SubscriptionRow> {
+  const s = await getSubscription(tx, id);
+  if (!s) throw new Error(`cannot reload subscription "${id}": it does not exist`);
+  return s;
+}
+
+/** Insert a pending subscription (inside the caller's transaction). */
+export async function insertSubscription(
+  tx: Tx,
+  s: Pick<
+    SubscriptionRow,
+    | 'id' | 'merchant_id' | 'shop_id' | 'mode' | 'customer_ref' | 'customer_email' | 'plan_name' | 'amount' | 'currency'
+    | 'method' | 'period' | 'interval_count' | 'trial_days' | 'token_id' | 'initial_payment_id' | 'created_at'
+  >,
+): Promise<void> {
+  await tx.run(
+    `INSERT INTO subscriptions (id, merchant_id, shop_id, mode, customer_ref, customer_email, plan_name, amount, currency, method,
+         period, interval_count, trial_days, status, token_id, initial_payment_id, created_at)
+       VALUES (@id, @merchant_id, @shop_id, @mode, @customer_ref, @customer_email, @plan_name, @amount, @currency, @method,
+         @period, @interval_count, @trial_days, 'pending', @token_id, @initial_payment_id, @created_at)`,
+    s,
+  );
+}
+
+/** Write the changed columns of a subscription (only the names given). */
+export async function updateSubscription(tx: Tx, id: string, patch: Partial<SubscriptionRow>): Promise<void> {
+  await updateById(tx, 'subscriptions', id, patch);
+}
+
+/**
+ * Write the columns of `patch` whose values differ from `s` (a row read in this transaction) and return the row as
+ * it now stands. A column left out is not rewritten: a charge that keeps the status active leaves the status
+ * indexes untouched.
+ */
+export async function patchSubscription(tx: Tx, s: SubscriptionRow, patch: Partial<SubscriptionRow>): Promise<SubscriptionRow> {
+  const changed: Record<string, unknown> = {};
+  for (const k in patch) {
+    const v = patch[k as keyof SubscriptionRow];
+    if (s[k as keyof SubscriptionRow] !== v) changed[k] = v;
+  }
+  await updateSubscription(tx, s.id, changed);
+  return { ...s, ...patch };
+}
+
+/** A payment of a subscription with what its charge view needs (CHARGES_SQL). */
+export type ChargeRow = { payment_id: string; kind: ChargeView['kind']; charge_index: number | null; attempt: number; amount: number; status: string; metadata: string; created_at: number };
+
+const CHARGES_SQL = `SELECT r.payment_id, r.kind, r.charge_index, r.attempt, p.amount, p.status, p.metadata, p.created_at
+  FROM recurrent_payments r JOIN payments p ON p.seq = r.payment_seq
+  WHERE r.subscription_id = ?`;
+
+// Payments of a subscription are made in (charge_index, attempt) order, the initial one (NULL index) first:
+// the index on those columns orders them without a sort, however many charges a subscription made.
+// SQLite sorts NULL first and PostgreSQL last: there the initial payment's NULL index is placed as SQLite places it.
+const NEWEST_FIRST = 'ORDER BY r.charge_index DESC, r.attempt DESC';
+const NEWEST_FIRST_PG = 'ORDER BY r.charge_index DESC NULLS LAST, r.attempt DESC';
+
+function newestFirst(q: Reader): string {
+  return q.engine === 'postgres' ? NEWEST_FIRST_PG : NEWEST_FIRST;
+}
+
+function chargeView(r: ChargeRow): ChargeView {
+  const meta = JSON.parse(r.metadata) as Record<string, string>;
+  return {
+    payment_id: r.payment_id,
+    kind: r.kind,
+    amount: r.amount,
+    status: r.status,
+    failure_code: meta.failure_code ?? '',
+    attempt: r.attempt,
+    created_at: iso(r.created_at),
+  };
+}
+
+/** The latest `limit` payments of a subscription (initial payment and charges), oldest first. */
+export async function chargesOf(q: Reader, subscriptionId: string, limit: number): Promise<ChargeView[]> {
+  const oldest = q.engine === 'postgres' ? 'ORDER BY charge_index NULLS FIRST, attempt' : 'ORDER BY charge_index, attempt';
+  const rows = await q.all<ChargeRow>(`SELECT * FROM (${CHARGES_SQL} ${newestFirst(q)} LIMIT ?) AS latest ${oldest}`, subscriptionId, limit);
+  return rows.map(chargeView);
+}
+
+/**
+ * The API shape of a subscription. `latest`, when the caller holds it, is the subscription's newest payment
+ * (the charge that just settled), which spares the read. Inside a transaction pass its tx, outside the store.
+ */
+export async function subscriptionView(q: Reader, s: SubscriptionRow, latest?: ChargeRow): Promise<SubscriptionView> {
+  latest ??= await q.get<ChargeRow>(`${CHARGES_SQL} ${newestFirst(q)} LIMIT 1`, s.id);
+  return {
+    id: s.id,
+    status: s.status,
+    amount: s.amount,
+    currency: s.currency,
+    method: s.method,
+    period: s.period,
+    interval_count: s.interval_count,
+    trial_days: s.trial_days,
+    next_charge_at: isoOrNull(s.next_charge_at),
+    customer_ref: s.customer_ref,
+    customer_email: s.customer_email,
+    plan_name: s.plan_name,
+    trial_end: isoOrNull(s.trial_end),
+    token_id: s.token_id,
+    initial_payment_id: s.initial_payment_id,
+    failed_charges: s.failures,
+    latest_charge: latest ? chargeView(latest) : null,
+    cancel_reason: s.cancel_reason,
+    created_at: iso(s.created_at),
+    activated_at: isoOrNull(s.activated_at),
+    cancelled_at: isoOrNull(s.cancelled_at),
+  };
+}

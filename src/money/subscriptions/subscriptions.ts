@@ -1,0 +1,225 @@
+import type { Core } from '../core/core';
+import type { Tx } from '../../platform/storage/store';
+import type { Job } from '../../platform/queue/jobs';
+import type { Mode } from '../../platform/clock';
+import { DAY_MS } from '../../platform/util/time';
+import { uuid } from '../../platform/util/ids';
+import { cancelTx } from '../payments/state';
+import { getPayment, metadataOf } from '../payments/store';
+import type { PaymentRow } from '../bank-port/payment';
+import type { PaymentsCore } from '../payments/core';
+import { chargeMade, getToken, type RecurrentPaymentRow, type TokenMethod } from '../tokens/store';
+import { activateTokenTx, CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargedTx, chargeTokenTx, createBindingTx } from '../tokens/tokens';
+import { chargeTime, firstIndexAfter, type Period } from './calendar';
+import { chargeStateOf, getSubscription, insertSubscription, patchSubscription, reloadSubscription, subscriptionView, updateSubscription, type ChargeRow, type SubscriptionRow } from './store';
+
+/** Job kind: charge a subscription's period (payload: the period `index` and the `attempt`, 1 to 3). */
+export const CHARGE_JOB = 'subscription.charge';
+/** Consecutive failed charges that cancel a subscription. */
+export const MAX_FAILED_CHARGES = 3;
+/** When retry 2 and 3 run, after the period's scheduled time T: T + 1 day, then T + 1 day + 3 days. */
+export const RETRY_AFTER_MS = [DAY_MS, DAY_MS + 3 * DAY_MS] as const;
+/** cancel_reason of the automatic cancellations. */
+export const CANCEL_REASONS = { chargesFailed: 'charge_failed', tokenCancelled: 'token_cancelled', merchant: 'merchant_request' } as const;
+
+/** What moving a subscription takes without moving a payment: the shop's clock, the event log and the charge jobs. */
+export type SubscriptionCore = Pick<Core, 'clocks' | 'events' | 'scheduler'>;
+
+/** What a subscription is created from, after validation. */
+export interface SubscriptionInput {
+  merchantId: string;
+  shopId: string;
+  mode: Mode;
+  amount: number;
+  customerRef: string;
+  customerEmail: string;
+  planName: string;
+  method: TokenMethod;
+  period: Period;
+  intervalCount: number;
+  trialDays: number;
+  returnUrl?: string;
+}
+
+/**
+ * Append an event of a subscription: an SSE kind and payload, and optionally its webhook with the subscription
+ * (`latest`: its newest payment, when the caller holds it).
+ */
+async function emit(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, s: SubscriptionRow, kind: string, payload: Record<string, unknown>, webhook: string | null, latest?: ChargeRow): Promise<void> {
+  const data = webhook ? await subscriptionView(tx, s, latest) : undefined;
+  await core.events.append(tx, {
+    merchantId: s.merchant_id,
+    shopId: s.shop_id,
+    mode: s.mode,
+    kind,
+    payload: { id: s.id, ...payload },
+    at: await core.clocks.now(tx, s.shop_id, s.mode),
+    webhook: webhook ? { event: webhook, data, url: null } : undefined,
+  });
+}
+
+async function emitStatus(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, s: SubscriptionRow, webhook: string | null, latest?: ChargeRow): Promise<void> {
+  await emit(core, tx, s, 'subscription.status_changed', { status: s.status }, webhook, latest);
+}
+
+/**
+ * A pending subscription, its pending token and the initial payment (kind subscription_init) whose hosted
+ * page binds the method: the full amount, or 1 RUB during a trial.
+ */
+export async function createSubscriptionTx(core: PaymentsCore, tx: Tx, input: SubscriptionInput): Promise<{ sub: SubscriptionRow; payment: PaymentRow }> {
+  const id = uuid();
+  const { token, payment } = await createBindingTx(core, tx, {
+    merchantId: input.merchantId,
+    shopId: input.shopId,
+    mode: input.mode,
+    customerRef: input.customerRef,
+    customerEmail: input.customerEmail,
+    method: input.method,
+    amount: input.trialDays > 0 ? CARD_VERIFICATION_AMOUNT : input.amount,
+    kind: 'subscription_init',
+    returnUrl: input.returnUrl,
+    description: input.planName,
+    subscriptionId: id,
+  });
+  await insertSubscription(tx, {
+    id,
+    merchant_id: input.merchantId,
+    shop_id: input.shopId,
+    mode: input.mode,
+    customer_ref: input.customerRef,
+    customer_email: input.customerEmail,
+    plan_name: input.planName,
+    amount: input.amount,
+    currency: 'RUB',
+    method: input.method,
+    period: input.period,
+    interval_count: input.intervalCount,
+    trial_days: input.trialDays,
+    token_id: token.id,
+    initial_payment_id: payment.id,
+    created_at: payment.created_at,
+  });
+  const sub = await reloadSubscription(tx, id);
+  await emitStatus(core, tx, sub, null);
+  return { sub, payment };
+}
+
+async function scheduleCharge(scheduler: Core['scheduler'], tx: Tx, s: SubscriptionRow, index: number, attempt: number, dueAt: number): Promise<void> {
+  await scheduler.schedule(tx, { kind: CHARGE_JOB, subjectId: s.id, shopId: s.shop_id, mode: s.mode, dueAt, payload: { index, attempt } });
+}
+
+/**
+ * pending → active once the initial payment succeeded at `at`: the token is saved and the calendar anchored.
+ * With a trial the first charge is at the trial's end (the anchor); without, the initial payment was the
+ * first period's charge and the next is one period after it.
+ */
+export async function activateTx(core: SubscriptionCore, tx: Tx, s: SubscriptionRow, initial: PaymentRow, at: number): Promise<void> {
+  if (s.status !== 'pending') return;
+  const token = await getToken(tx, s.token_id);
+  if (token) await activateTokenTx(core, tx, token, initial);
+  const trial = s.trial_days > 0;
+  const anchor = trial ? at + s.trial_days * DAY_MS : at;
+  const index = trial ? 0 : 1;
+  const next = chargeTime(anchor, s.period, s.interval_count, index);
+  await updateSubscription(tx, s.id, {
+    status: 'active',
+    activated_at: at,
+    anchor_at: anchor,
+    charge_index: index,
+    next_charge_at: next,
+    trial_end: trial ? anchor : null,
+  });
+  const sub = await reloadSubscription(tx, s.id);
+  await scheduleCharge(core.scheduler, tx, sub, index, 1, next);
+  await emitStatus(core, tx, sub, 'subscription.activated');
+}
+
+/** The CHARGE_JOB handler: charge the period the job names, unless the subscription moved on meanwhile. */
+export async function runChargeJob(core: PaymentsCore, tx: Tx, job: Job): Promise<void> {
+  const s = await chargeStateOf(tx, job.subject_id);
+  if (!s || (s.status !== 'active' && s.status !== 'past_due')) return;
+  const index = Number(job.payload.index);
+  const attempt = Number(job.payload.attempt);
+  if (s.charge_index !== index || s.failures + 1 !== attempt) return;
+  if (await chargeMade(tx, s.id, index, attempt)) return;
+  const token = await getToken(tx, s.token_id);
+  if (!token || token.status !== 'active') {
+    await cancelSubscriptionTx(core, tx, await reloadSubscription(tx, s.id), CANCEL_REASONS.tokenCancelled);
+    return;
+  }
+  await chargeTokenTx(core, tx, token, {
+    amount: s.amount,
+    kind: 'subscription_charge',
+    subscriptionId: s.id,
+    chargeIndex: index,
+    attempt,
+    orderId: `sub_${s.id.slice(0, 8)}_${index}`,
+    description: s.plan_name,
+  });
+}
+
+/** When attempt 1, 2 or 3 of the current period is due: T, T + 1 day, T + 4 days (T on the anchor's calendar). */
+function attemptTime(s: SubscriptionRow, attempt: number): number {
+  const scheduled = chargeTime(s.anchor_at!, s.period, s.interval_count, s.charge_index);
+  return attempt <= 1 ? scheduled : scheduled + RETRY_AFTER_MS[attempt - 2];
+}
+
+/**
+ * A periodic charge ended at `at`. Success: back to active, the next charge on the anchor's calendar (the
+ * first date after this attempt's own time, so a retry a day late never charges two periods at once). Failure or expiry: past_due
+ * with a retry at T + 1 day, then T + 4 days (T = the period's scheduled time); the third in a row cancels.
+ */
+export async function chargeSettledTx(core: SubscriptionCore, tx: Tx, rp: RecurrentPaymentRow, p: PaymentRow, at: number): Promise<void> {
+  const s = await getSubscription(tx, rp.subscription_id ?? '');
+  if (!s || (s.status !== 'active' && s.status !== 'past_due') || s.anchor_at === null) return;
+  if (rp.charge_index !== s.charge_index || rp.attempt !== s.failures + 1) return;
+  const charge = { payment_id: p.id, amount: p.amount, attempt: rp.attempt };
+  // This charge is the subscription's newest payment: charges are made in (period, attempt) order, and this
+  // one is the current period's current attempt.
+  const latest: ChargeRow = { payment_id: p.id, kind: 'subscription_charge', charge_index: rp.charge_index, attempt: rp.attempt, amount: p.amount, status: p.status, metadata: p.metadata, created_at: p.created_at };
+  if (p.status === 'succeeded') {
+    await chargedTx(tx, s.token_id, at);
+    const n = firstIndexAfter(s.anchor_at, s.period, s.interval_count, s.charge_index + 1, attemptTime(s, rp.attempt));
+    const next = chargeTime(s.anchor_at, s.period, s.interval_count, n);
+    const sub = await patchSubscription(tx, s, { status: 'active', failures: 0, charge_index: n, next_charge_at: next });
+    await scheduleCharge(core.scheduler, tx, sub, n, 1, next);
+    await emit(core, tx, sub, 'subscription.charge_succeeded', charge, 'subscription.charge_succeeded', latest);
+    if (s.status === 'past_due') await emitStatus(core, tx, sub, null);
+    return;
+  }
+  const failures = rp.attempt;
+  const failure = { ...charge, failure_code: metadataOf(p).failure_code ?? '' };
+  if (failures >= MAX_FAILED_CHARGES) {
+    await updateSubscription(tx, s.id, { status: 'cancelled', failures, next_charge_at: null, cancel_reason: CANCEL_REASONS.chargesFailed, cancelled_at: at });
+    await core.scheduler.cancel(tx, CHARGE_JOB, s.id);
+    const sub = await reloadSubscription(tx, s.id);
+    await emit(core, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed', latest);
+    await emitStatus(core, tx, sub, 'subscription.cancelled', latest);
+    return;
+  }
+  const retryAt = Math.max(attemptTime(s, failures + 1), at);
+  const sub = await patchSubscription(tx, s, { status: 'past_due', failures, next_charge_at: retryAt });
+  await scheduleCharge(core.scheduler, tx, sub, s.charge_index, failures + 1, retryAt);
+  await emit(core, tx, sub, 'subscription.charge_failed', failure, 'subscription.charge_failed', latest);
+  if (s.status === 'active') await emitStatus(core, tx, sub, 'subscription.past_due', latest);
+}
+
+/**
+ * Any status → cancelled; an already cancelled subscription is left as it is. A pending one also cancels
+ * its initial payment (while still pending) and its unbound token; a bound token stays the merchant's.
+ */
+export async function cancelSubscriptionTx(core: PaymentsCore, tx: Tx, s: SubscriptionRow, reason: string): Promise<SubscriptionRow> {
+  if (s.status === 'cancelled') return s;
+  const now = await core.clocks.now(tx, s.shop_id, s.mode);
+  await updateSubscription(tx, s.id, { status: 'cancelled', cancelled_at: now, cancel_reason: reason, next_charge_at: null });
+  await core.scheduler.cancel(tx, CHARGE_JOB, s.id);
+  if (s.status === 'pending') {
+    const initial = await getPayment(tx, s.initial_payment_id);
+    if (initial && initial.status === 'pending') await cancelTx(core, tx, initial);
+    const token = await getToken(tx, s.token_id);
+    if (token && token.status === 'pending') await cancelTokenTx(core, tx, token);
+  }
+  const sub = await reloadSubscription(tx, s.id);
+  await emitStatus(core, tx, sub, 'subscription.cancelled');
+  return sub;
+}

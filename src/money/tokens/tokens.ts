@@ -1,0 +1,193 @@
+import type { Core } from '../core/core';
+import type { Reader, Tx } from '../../platform/storage/store';
+import type { Mode } from '../../platform/clock';
+import { invalidState } from '../../platform/http/errors';
+import { uuid } from '../../platform/util/ids';
+import { createPaymentTx } from '../payments/create';
+import { cancelTx } from '../payments/state';
+import { getPayment } from '../payments/store';
+import type { PaymentRow } from '../bank-port/payment';
+import type { PaymentsCore } from '../payments/core';
+import { getToken, insertToken, recordPayment, tokenView, updateToken, type TokenMethod, type TokenRow } from './store';
+
+/** Card binding verifies the card with 1 RUB (in kopecks). */
+export const CARD_VERIFICATION_AMOUNT = 100;
+
+/** What a binding (a token's, or a subscription's first payment) is made from, after validation. */
+export interface BindingInput {
+  merchantId: string;
+  shopId: string;
+  mode: Mode;
+  customerRef: string;
+  customerEmail: string;
+  method: TokenMethod;
+  /** What the buyer pays on the page: 1 RUB for a card verification or a trial, else the first charge. */
+  amount: number;
+  kind: 'token_binding' | 'subscription_init';
+  returnUrl?: string;
+  description?: string;
+  subscriptionId?: string;
+}
+
+/** What changing a token's status and telling of it takes: the shop's clock and the event log. */
+export type TokenEvents = Pick<Core, 'clocks' | 'events'>;
+
+/** Re-read a token inside a transaction (pass its `tx`). */
+export async function reloadToken(q: Reader, id: string): Promise<TokenRow> {
+  const t = await getToken(q, id);
+  if (!t) throw new Error(`cannot reload token "${id}": it does not exist`);
+  return t;
+}
+
+/** Append token.status_changed (and the webhook of the change, with the token as GET shows it). */
+async function emitStatus(core: TokenEvents, tx: Tx, t: TokenRow, webhook: string | null): Promise<void> {
+  await core.events.append(tx, {
+    merchantId: t.merchant_id,
+    shopId: t.shop_id,
+    mode: t.mode,
+    kind: 'token.status_changed',
+    payload: { id: t.id, status: t.status },
+    at: await core.clocks.now(tx, t.shop_id, t.mode),
+    webhook: webhook ? { event: webhook, data: tokenView(t), url: null } : undefined,
+  });
+}
+
+/**
+ * A pending token and the payment whose hosted page binds it (method fixed to the token's, so the page
+ * opens that method's screen at once). The payment's metadata names the token (and subscription).
+ */
+export async function createBindingTx(core: PaymentsCore, tx: Tx, input: BindingInput): Promise<{ token: TokenRow; payment: PaymentRow }> {
+  const tokenId = uuid();
+  const metadata: Record<string, string> = { kind: input.kind, token_id: tokenId };
+  if (input.subscriptionId) metadata.subscription_id = input.subscriptionId;
+  const payment = await createPaymentTx(core, tx, {
+    merchantId: input.merchantId,
+    shopId: input.shopId,
+    mode: input.mode,
+    amount: input.amount,
+    currency: 'RUB',
+    method: input.method,
+    customerId: input.customerRef.slice(0, 128),
+    returnUrl: input.returnUrl,
+    description: input.description,
+    metadata,
+    kind: input.kind,
+  });
+  await insertToken(tx, {
+    id: tokenId,
+    merchant_id: input.merchantId,
+    shop_id: input.shopId,
+    mode: input.mode,
+    customer_ref: input.customerRef,
+    customer_email: input.customerEmail,
+    method: input.method,
+    status: 'pending',
+    binding_payment_id: payment.id,
+    subscription_id: input.subscriptionId ?? null,
+    created_at: payment.created_at,
+  });
+  await recordPayment(tx, {
+    payment_seq: payment.seq,
+    payment_id: payment.id,
+    kind: input.kind,
+    token_id: tokenId,
+    subscription_id: input.subscriptionId ?? null,
+    shop_id: input.shopId,
+    mode: input.mode,
+    created_at: payment.created_at,
+  });
+  const token = await reloadToken(tx, tokenId);
+  await emitStatus(core, tx, token, null);
+  return { token, payment };
+}
+
+/** pending → active once its binding payment succeeded; the card's brand and mask come from that payment. */
+export async function activateTokenTx(core: TokenEvents, tx: Tx, t: TokenRow, binding: PaymentRow): Promise<TokenRow> {
+  if (t.status !== 'pending') return t;
+  await updateToken(tx, t.id, {
+    status: 'active',
+    activated_at: await core.clocks.now(tx, t.shop_id, t.mode),
+    card_brand: t.method === 'cards' ? binding.card_brand : '',
+    card_mask: t.method === 'cards' ? lastFour(binding.card_mask) : '',
+  });
+  const next = await reloadToken(tx, t.id);
+  await emitStatus(core, tx, next, 'token.activated');
+  return next;
+}
+
+/**
+ * The last 4 digits (`1111`), whatever form the payment kept (`411111******1111`): the one card mask format of the
+ * API, as a payout's recipient_card_mask.
+ */
+export function lastFour(mask: string): string {
+  const digits = mask.replace(/\D/g, '');
+  return digits.length >= 4 ? digits.slice(-4) : '';
+}
+
+/**
+ * pending or active → cancelled. A binding payment still pending is cancelled with it, so the buyer can no
+ * longer bind a cancelled token; one already at the bank finishes, and its success changes nothing.
+ */
+export async function cancelTokenTx(core: PaymentsCore, tx: Tx, t: TokenRow): Promise<TokenRow> {
+  if (t.status === 'cancelled') throw invalidState(`Cannot cancel token "${t.id}": its status is cancelled`);
+  const now = await core.clocks.now(tx, t.shop_id, t.mode);
+  await updateToken(tx, t.id, { status: 'cancelled', cancelled_at: now, outcomes: '[]' });
+  const binding = await getPayment(tx, t.binding_payment_id);
+  if (binding && binding.status === 'pending') await cancelTx(core, tx, binding);
+  const next = await reloadToken(tx, t.id);
+  await emitStatus(core, tx, next, 'token.cancelled');
+  return next;
+}
+
+/** What a charge of a saved method is made from. */
+export interface ChargeInput {
+  amount: number;
+  orderId?: string;
+  description?: string;
+  kind: 'token_charge' | 'subscription_charge';
+  subscriptionId?: string;
+  chargeIndex?: number;
+  attempt?: number;
+}
+
+/**
+ * A merchant-initiated charge of an active token: a payment of method `recurrent` whose bank session opens
+ * at once; the shop's bank charges the saved method (in test mode its outcome queue, then the magic amounts).
+ */
+export async function chargeTokenTx(core: PaymentsCore, tx: Tx, t: TokenRow, input: ChargeInput): Promise<PaymentRow> {
+  if (t.status !== 'active') throw invalidState(`Cannot charge token "${t.id}": its status is ${t.status}; only active tokens can be charged`);
+  const metadata: Record<string, string> = { kind: input.kind, token_id: t.id };
+  if (input.subscriptionId) metadata.subscription_id = input.subscriptionId;
+  const payment = await createPaymentTx(core, tx, {
+    merchantId: t.merchant_id,
+    shopId: t.shop_id,
+    mode: t.mode,
+    amount: input.amount,
+    currency: 'RUB',
+    method: 'recurrent',
+    orderId: input.orderId,
+    customerId: t.customer_ref.slice(0, 128),
+    description: input.description,
+    metadata,
+    kind: input.kind,
+    tokenId: t.id,
+  });
+  await recordPayment(tx, {
+    payment_seq: payment.seq,
+    payment_id: payment.id,
+    kind: input.kind,
+    token_id: t.id,
+    subscription_id: input.subscriptionId ?? null,
+    shop_id: t.shop_id,
+    mode: t.mode,
+    charge_index: input.chargeIndex,
+    attempt: input.attempt,
+    created_at: payment.created_at,
+  });
+  return payment;
+}
+
+/** A charge of the token succeeded at `at_ms`: keep it as last_charged_at, unless a later charge is kept already. */
+export async function chargedTx(tx: Tx, tokenId: string, at_ms: number): Promise<void> {
+  await tx.run('UPDATE tokens SET last_charged_at = ? WHERE id = ? AND (last_charged_at IS NULL OR last_charged_at <= ?)', at_ms, tokenId, at_ms);
+}

@@ -1,0 +1,279 @@
+import { strictArgs, type RefusalWording, type StrictOptions } from './strict-args';
+import type { LogLevel } from './log';
+import { redactUrl } from './redact-url';
+import { WEBHOOK_SECRET_RE } from './util/ids';
+
+/** The server's whole configuration, from flags and `KOPEK_*` environment variables (flags win). */
+export interface Config {
+  port: number;
+  host: string;
+  db: string;
+  /** Public address of the API; default `http://<host>:<port>`. */
+  baseUrl: string | null;
+  /** Address of the hosted payment page; default the base URL. */
+  payPageUrl: string | null;
+  /** Seconds the simulator takes to answer once a bank session is open; 0 = at once. */
+  simDelaySeconds: number;
+  /** Run `demo` on an empty database. */
+  demo: boolean;
+  /** Keep the whole database in memory (`db` is then `:memory:`): nothing is written to disk, nothing outlives the process. */
+  ephemeral: boolean;
+  /** The demo key's secret instead of a random one (a test key, so that a CI configuration can name it); null: random. */
+  demoKey: string | null;
+  /** Print one JSON line to stdout once listening (where the server is, the demo's ids and key); logs go to stderr. */
+  readyJson: boolean;
+  /** With the demo data: a webhook endpoint of the demo shop for this URL (checked as the API checks endpoint URLs); null: none. */
+  webhookUrl: string | null;
+  /** The secret of that endpoint instead of a random one (so that a test's receiver can be given it); null: random. */
+  webhookSecret: string | null;
+  bodyLimitBytes: number;
+  /** Honour X-Forwarded-For (only behind a reverse proxy you control). */
+  trustProxy: boolean;
+  logLevel: LogLevel;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  ssePingSeconds: number;
+  /** Requests per second per key (token bucket refill); 0 disables. */
+  rateLimitPerSecond: number;
+  /** Burst size of the per-key token bucket. */
+  rateLimitBurst: number;
+  /** Address ranges (CIDR) that webhooks and the acquirers' API addresses may reach although private or loopback. */
+  webhookAllow: string[];
+  /** Deadline of one webhook attempt in ms (the contract says 15 s; tests shorten it). */
+  webhookTimeoutMs: number;
+  /** Connections served at once; one more is answered 503 and closed. */
+  maxConnections: number;
+  /** Days finished scheduler jobs are kept. */
+  retainJobsDays: number;
+  /** Days webhook deliveries that ended (and their attempts) are kept. */
+  retainDeliveriesDays: number;
+  /** Days the event log (the stream's replay history) is kept; events a delivery still waits on stay. */
+  retainEventsDays: number;
+  /** Hours an idempotency record is kept (a key is free again after it). */
+  retainIdempotencyHours: number;
+  /** Seconds an operation may stay without a final answer from its bank before kopek asks for its status. */
+  acquirerSyncAfterSeconds: number;
+  /** Seconds one request to a live acquirer may take; no answer within it is an unknown outcome. */
+  acquirerTimeoutSeconds: number;
+  /** Seconds a job claimed by this process stays its own without a renewal; a job whose claim lapsed is taken again. */
+  jobLeaseSeconds: number;
+  /** PostgreSQL only: connections this node's pool may hold. */
+  dbPool: number;
+}
+
+/** One option: its flag, its environment variable, its default, and how to read it. */
+interface OptionSpec {
+  key: keyof Config;
+  flag: string;
+  env: string;
+  help: string;
+  kind: 'int' | 'number' | 'string' | 'bool' | 'list' | 'level';
+  def: unknown;
+}
+
+/** Every server option, for parsing and for the README's table. */
+export const OPTIONS: OptionSpec[] = [
+  { key: 'port', flag: '--port', env: 'KOPEK_PORT', kind: 'int', def: 8080, help: 'TCP port to listen on (0 = any free port)' },
+  { key: 'host', flag: '--host', env: 'KOPEK_HOST', kind: 'string', def: '127.0.0.1', help: 'address to listen on' },
+  { key: 'db', flag: '--db', env: 'KOPEK_DB', kind: 'string', def: './data/kopek.db', help: 'SQLite database file, or a postgres:// URL (KOPEK_DATABASE_URL) for a cluster' },
+  { key: 'baseUrl', flag: '--base-url', env: 'KOPEK_BASE_URL', kind: 'string', def: null, help: 'public address of the API (default http://HOST:PORT)' },
+  { key: 'payPageUrl', flag: '--pay-page-url', env: 'KOPEK_PAY_PAGE_URL', kind: 'string', def: null, help: 'address of the hosted payment page (default the base URL)' },
+  { key: 'simDelaySeconds', flag: '--sim-delay', env: 'KOPEK_SIM_DELAY', kind: 'number', def: 2, help: 'seconds the test bank takes to answer (0 = at once)' },
+  { key: 'demo', flag: '--demo', env: 'KOPEK_DEMO', kind: 'bool', def: true, help: 'create a demo merchant, shop and test key on an empty database (--no-demo to skip)' },
+  { key: 'ephemeral', flag: '--ephemeral', env: 'KOPEK_EPHEMERAL', kind: 'bool', def: false, help: 'keep the whole database in memory: nothing is written to disk and everything is gone when the server stops (not with --db)' },
+  { key: 'demoKey', flag: '--demo-key', env: 'KOPEK_DEMO_KEY', kind: 'string', def: null, help: 'secret of the demo test key: sk_test_ and 16 to 128 of A-Z a-z 0-9 _ - (default a random one)' },
+  { key: 'readyJson', flag: '--ready-json', env: 'KOPEK_READY_JSON', kind: 'bool', def: false, help: 'once listening, print one JSON line to stdout: base_url, merchant_id, shop_id, test_key, webhook_secret, webhook_endpoint_id (logs go to stderr)' },
+  { key: 'webhookUrl', flag: '--webhook-url', env: 'KOPEK_WEBHOOK_URL', kind: 'string', def: null, help: 'with the demo data: a webhook endpoint of the demo shop for this URL, checked as endpoint URLs are (its secret is the ready line\'s webhook_secret)' },
+  { key: 'webhookSecret', flag: '--webhook-secret', env: 'KOPEK_WEBHOOK_SECRET', kind: 'string', def: null, help: 'secret of the --webhook-url endpoint: whs_ and 16 to 200 of A-Z a-z 0-9 _ - (default a random one)' },
+  { key: 'bodyLimitBytes', flag: '--body-limit', env: 'KOPEK_BODY_LIMIT', kind: 'int', def: 1_048_576, help: 'largest request body in bytes (413 above)' },
+  { key: 'trustProxy', flag: '--trust-proxy', env: 'KOPEK_TRUST_PROXY', kind: 'bool', def: false, help: 'take the client address from the last X-Forwarded-For entry (only behind your own reverse proxy)' },
+  { key: 'logLevel', flag: '--log-level', env: 'KOPEK_LOG_LEVEL', kind: 'level', def: 'info', help: 'debug, info, warn, error or silent' },
+  { key: 'headersTimeoutMs', flag: '--headers-timeout-ms', env: 'KOPEK_HEADERS_TIMEOUT_MS', kind: 'int', def: 10_000, help: 'milliseconds a client has to send the request headers (then 408 and the connection closes)' },
+  { key: 'requestTimeoutMs', flag: '--request-timeout-ms', env: 'KOPEK_REQUEST_TIMEOUT_MS', kind: 'int', def: 30_000, help: 'milliseconds a client has to send the whole request, body included (at least the headers timeout)' },
+  { key: 'keepAliveTimeoutMs', flag: '--keep-alive-timeout-ms', env: 'KOPEK_KEEP_ALIVE_TIMEOUT_MS', kind: 'int', def: 5_000, help: 'milliseconds after which an idle keep-alive connection closes' },
+  { key: 'ssePingSeconds', flag: '--sse-ping', env: 'KOPEK_SSE_PING', kind: 'number', def: 15, help: 'seconds between `: ping` comments on the event stream' },
+  { key: 'rateLimitPerSecond', flag: '--rate-limit', env: 'KOPEK_RATE_LIMIT', kind: 'number', def: 0, help: 'requests per second per API key (0 = no limit)' },
+  { key: 'rateLimitBurst', flag: '--rate-burst', env: 'KOPEK_RATE_BURST', kind: 'int', def: 100, help: 'burst size of the per-key rate limit' },
+  { key: 'webhookAllow', flag: '--webhook-allow', env: 'KOPEK_WEBHOOK_ALLOW', kind: 'list', def: [], help: 'CIDR ranges that webhooks of either mode and acquirer API addresses may reach although private' },
+  { key: 'webhookTimeoutMs', flag: '--webhook-timeout-ms', env: 'KOPEK_WEBHOOK_TIMEOUT_MS', kind: 'int', def: 15_000, help: 'deadline of one webhook attempt; no 2xx within it is a failure' },
+  { key: 'retainJobsDays', flag: '--retain-jobs-days', env: 'KOPEK_RETAIN_JOBS_DAYS', kind: 'number', def: 7, help: 'days finished scheduler jobs are kept' },
+  { key: 'retainDeliveriesDays', flag: '--retain-deliveries-days', env: 'KOPEK_RETAIN_DELIVERIES_DAYS', kind: 'number', def: 30, help: 'days webhook deliveries that ended, and their attempts, are kept' },
+  { key: 'retainEventsDays', flag: '--retain-events-days', env: 'KOPEK_RETAIN_EVENTS_DAYS', kind: 'number', def: 30, help: 'days of event history the stream can replay (events a delivery still waits on stay)' },
+  { key: 'retainIdempotencyHours', flag: '--retain-idempotency-hours', env: 'KOPEK_RETAIN_IDEMPOTENCY_HOURS', kind: 'number', def: 24, help: 'hours an Idempotency-Key is remembered' },
+  { key: 'maxConnections', flag: '--max-connections', env: 'KOPEK_MAX_CONNECTIONS', kind: 'int', def: 4096, help: 'connections served at once; one more is answered 503 and closed (keep it below the open-files limit)' },
+  { key: 'acquirerSyncAfterSeconds', flag: '--acquirer-sync-after', env: 'KOPEK_ACQUIRER_SYNC_AFTER', kind: 'number', def: 60, help: 'seconds an operation may wait for its bank before kopek asks for its status (then at growing intervals)' },
+  { key: 'acquirerTimeoutSeconds', flag: '--acquirer-timeout', env: 'KOPEK_ACQUIRER_TIMEOUT', kind: 'number', def: 15, help: 'seconds one request to a live acquirer may take; no answer within it is an unknown outcome, settled by a status check' },
+  { key: 'jobLeaseSeconds', flag: '--job-lease', env: 'KOPEK_JOB_LEASE', kind: 'number', def: 30, help: 'seconds a job claimed by a process stays its own without renewal; a job whose process died runs elsewhere once its claim lapses' },
+  { key: 'dbPool', flag: '--db-pool', env: 'KOPEK_DB_POOL', kind: 'int', def: 10, help: 'PostgreSQL only: connections this node keeps to the database (plus one for LISTEN); keep nodes × (this + 2) below max_connections' },
+];
+
+const LEVELS: readonly string[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+function parseValue(spec: OptionSpec, raw: string, source: string): unknown {
+  switch (spec.kind) {
+    case 'int': {
+      if (!/^\d+$/.test(raw)) throw new Error(`${source} must be a whole number, got "${raw}"`);
+      return Number(raw);
+    }
+    case 'number': {
+      const n = Number(raw);
+      if (raw.trim() === '' || !Number.isFinite(n) || n < 0) throw new Error(`${source} must be a non-negative number, got "${raw}"`);
+      return n;
+    }
+    case 'bool': {
+      if (/^(1|true|yes|on)$/i.test(raw)) return true;
+      if (/^(0|false|no|off)$/i.test(raw)) return false;
+      throw new Error(`${source} must be true or false, got "${raw}"`);
+    }
+    case 'list':
+      return raw.split(',').map((s) => s.trim()).filter(Boolean);
+    case 'level':
+      if (!LEVELS.includes(raw)) throw new Error(`${source} must be one of ${LEVELS.join(', ')}, got "${raw}"`);
+      return raw;
+    default:
+      return raw;
+  }
+}
+
+/** The options by flag name without its dashes (`port`). */
+const BY_NAME: Record<string, OptionSpec> = Object.fromEntries(OPTIONS.map((o) => [o.flag.slice(2), o]));
+
+/** What node:util parseArgs is told: a value for every option, a switch and its `--no-` twin for each boolean. */
+const FLAG_OPTIONS: StrictOptions = Object.fromEntries(
+  OPTIONS.flatMap((o): Array<[string, { type: 'string' | 'boolean' }]> => {
+    const name = o.flag.slice(2);
+    return o.kind === 'bool' ? [[name, { type: 'boolean' }], [`no-${name}`, { type: 'boolean' }]] : [[name, { type: 'string' }]];
+  }),
+);
+
+const CONFIG_WORDING: RefusalWording = {
+  unknown: (word) => `unknown option "${word}"`,
+  needsValue: (name) => `option ${name} needs a value`,
+  takesNoValue: (name) => `option ${name} takes no value`,
+};
+
+/**
+ * A boolean flag also takes a value spelled as in its environment variable (`--demo=false`, `--trust-proxy=yes`),
+ * which Node's parser refuses on a switch: such a word becomes `--demo` or `--no-demo` first.
+ */
+function switchValues(argv: string[]): string[] {
+  const end = argv.indexOf('--');
+  return argv.map((word, i) => {
+    const eq = word.indexOf('=');
+    if ((end >= 0 && i > end) || !word.startsWith('--') || eq < 0) return word;
+    const name = word.slice(2, eq);
+    if (!Object.hasOwn(BY_NAME, name) || BY_NAME[name].kind !== 'bool') return word;
+    const o = BY_NAME[name];
+    return parseValue(o, word.slice(eq + 1), o.flag) ? o.flag : `--no-${o.flag.slice(2)}`;
+  });
+}
+
+/** The defaults, as a Config. */
+export function defaultConfig(): Config {
+  const c: Record<string, unknown> = {};
+  for (const o of OPTIONS) c[o.key] = Array.isArray(o.def) ? [...o.def] : o.def;
+  return c as unknown as Config;
+}
+
+/** Build the config from argv (after the command) and the environment; throws a one-line error on bad input. */
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): Config {
+  const c = defaultConfig() as unknown as Record<string, unknown>;
+  for (const o of OPTIONS) {
+    const v = env[o.env];
+    if (v !== undefined && v !== '') c[o.key] = parseValue(o, v, o.env);
+  }
+  // KOPEK_DATABASE_URL names a PostgreSQL database for serve and every command; it wins over KOPEK_DB, a flag over both.
+  if (env.KOPEK_DATABASE_URL) c.db = env.KOPEK_DATABASE_URL;
+  const flagged = new Set<keyof Config>();
+  for (const t of strictArgs(switchValues(argv), FLAG_OPTIONS, CONFIG_WORDING)) {
+    if (t.kind !== 'option') continue;
+    const negated = t.name.startsWith('no-') && !Object.hasOwn(BY_NAME, t.name);
+    const o = BY_NAME[negated ? t.name.slice(3) : t.name];
+    flagged.add(o.key);
+    if (o.kind === 'bool') c[o.key] = !negated;
+    else c[o.key] = parseValue(o, t.value!, o.flag);
+  }
+  const cfg = c as unknown as Config;
+  if (cfg.port > 65535) throw new Error(`--port must be at most 65535, got ${cfg.port}`);
+  if (cfg.bodyLimitBytes < 1) throw new Error(`--body-limit must be at least 1 byte, got ${cfg.bodyLimitBytes}`);
+  if (cfg.rateLimitBurst < 1) throw new Error(`--rate-burst must be at least 1, got ${cfg.rateLimitBurst}`);
+  if (cfg.dbPool < 1 || cfg.dbPool > 1000) throw new Error(`--db-pool must be 1 to 1000, got ${cfg.dbPool}`);
+  if (!(cfg.jobLeaseSeconds > 0)) throw new Error(`--job-lease must be more than 0 seconds, got ${cfg.jobLeaseSeconds}`);
+  if (cfg.headersTimeoutMs < 1 || cfg.requestTimeoutMs < 1) {
+    throw new Error(`--headers-timeout-ms and --request-timeout-ms must be at least 1, got ${cfg.headersTimeoutMs} and ${cfg.requestTimeoutMs}`);
+  }
+  // node:http refuses a headers timeout longer than the whole-request timeout.
+  if (cfg.headersTimeoutMs > cfg.requestTimeoutMs) {
+    throw new Error(`--headers-timeout-ms must not exceed --request-timeout-ms, got ${cfg.headersTimeoutMs} > ${cfg.requestTimeoutMs}`);
+  }
+  for (const key of ['baseUrl', 'payPageUrl'] as const) {
+    const u = cfg[key];
+    if (u !== null) {
+      try {
+        const parsed = new URL(u);
+        if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
+      } catch {
+        throw new Error(`${key === 'baseUrl' ? '--base-url' : '--pay-page-url'} must be an http(s) URL, got "${u}"`);
+      }
+      cfg[key] = u.replace(/\/+$/, '');
+    }
+  }
+  checkDemoOptions(cfg, flagged.has('db'));
+  return cfg;
+}
+
+/**
+ * The secret of a test API key as the API accepts it in `Authorization: Bearer` (src/platform/auth/authenticate.ts
+ * checks the same form); the keys kopek makes itself are `sk_test_` and 43 base64url characters.
+ */
+const TEST_KEY_RE = /^sk_test_[A-Za-z0-9_-]{16,128}$/;
+
+/**
+ * --ephemeral, --demo-key and the demo: an in-memory database is `db` ':memory:' (a --db beside it is a
+ * contradiction; KOPEK_DB in the environment is overridden, as flags override it), and a demo key must be
+ * one the API would accept, for the demo it names.
+ */
+function checkDemoOptions(cfg: Config, dbFlag: boolean): void {
+  if (cfg.ephemeral) {
+    if (dbFlag && cfg.db !== ':memory:') throw new Error(`--ephemeral keeps the database in memory; it cannot be used with --db "${redactUrl(cfg.db)}"`);
+    cfg.db = ':memory:';
+  }
+  checkDemoWebhook(cfg);
+  if (cfg.demoKey === null) return;
+  if (!cfg.demo) throw new Error('--demo-key names the key of the demo data; it cannot be used with --no-demo');
+  if (!TEST_KEY_RE.test(cfg.demoKey)) {
+    // A live key given by mistake is not echoed to the terminal or a CI log.
+    const shown = cfg.demoKey.startsWith('sk_live_') ? 'a live key' : `"${cfg.demoKey.length > 24 ? cfg.demoKey.slice(0, 24) + '…' : cfg.demoKey}"`;
+    throw new Error(`--demo-key must be a test key, sk_test_ and 16 to 128 of A-Z a-z 0-9 _ -, got ${shown}`);
+  }
+}
+
+/**
+ * --webhook-url and --webhook-secret: an endpoint of the demo shop, so they need the demo; a secret needs the
+ * endpoint it is for, and the form of the secrets kopek makes. The URL's own checks (scheme, credentials, the
+ * addresses webhooks never reach) are the API's, applied by serve before anything is written.
+ */
+function checkDemoWebhook(cfg: Config): void {
+  if (cfg.webhookUrl !== null && !cfg.demo) throw new Error('--webhook-url adds an endpoint to the demo shop; it cannot be used with --no-demo');
+  if (cfg.webhookSecret === null) return;
+  if (cfg.webhookUrl === null) throw new Error('--webhook-secret is the secret of the --webhook-url endpoint; it cannot be used without --webhook-url');
+  if (!WEBHOOK_SECRET_RE.test(cfg.webhookSecret)) {
+    // The beginning only: a secret that is almost right should not land whole in a CI log.
+    throw new Error(`--webhook-secret must be whs_ and 16 to 200 of A-Z a-z 0-9 _ -, got "${cfg.webhookSecret.slice(0, 8)}…"`);
+  }
+}
+
+/** The options as a Markdown table (flag, environment variable, default, meaning), for docs/api-basics.md. */
+export function optionsMarkdown(): string {
+  const def = (o: OptionSpec): string => {
+    if (o.def === null) return '-';
+    if (Array.isArray(o.def)) return o.def.length ? `\`${o.def.join(',')}\`` : '(empty)';
+    return `\`${String(o.def)}\``;
+  };
+  const rows = OPTIONS.map((o) => {
+    const flag = o.kind === 'bool' ? `\`${o.flag}\` / \`--no-${o.flag.slice(2)}\`` : `\`${o.flag} VALUE\``;
+    return `| ${flag} | \`${o.env}\` | ${def(o)} | ${o.help} |`;
+  });
+  return ['| flag | environment | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
+}

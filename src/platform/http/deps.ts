@@ -1,0 +1,72 @@
+import type { Config } from '../config';
+import type { Logger } from '../log';
+import type { Store } from '../storage/store';
+import type { ApiError } from './errors';
+import type { Auth, CabinetAuth, Ctx, Reply } from './types';
+
+/**
+ * What the HTTP server is built from. The server knows no domain: authentication, the cabinet's session and
+ * error pages, rate limits and key-use notes are handed to it as `guards`, and `services` is what every
+ * handler finds in `ctx.app`. The root builds it (src/app.ts) from auth/ and cabinet/.
+ */
+export interface ServerDeps<S> {
+  /** The configuration values the server reads: timeouts, connection cap, proxy trust, body limit. */
+  readonly config: ServerConfig;
+  readonly log: Logger;
+  /** The store, for one thing only: a reply waits until what it read is on disk. */
+  readonly store: Pick<Store, 'whenDurable'>;
+  /** True once shutdown began: every new request is refused with 503. */
+  closing(): boolean;
+  /** Put in `ctx.app` of every request: whatever the route table's handlers use. */
+  readonly services: S;
+  /** The steps of the request chain that belong to other layers, called by the server in its own order. */
+  readonly guards: ServerGuards<S>;
+  /** Called once per finished request (metrics). */
+  readonly observe?: RequestObserver;
+}
+
+/** The configuration values the server reads (a slice of the whole configuration). */
+export type ServerConfig = Pick<
+  Config,
+  'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections' | 'trustProxy' | 'bodyLimitBytes'
+>;
+
+/** Per-route observer (metrics); called once per finished request. */
+export type RequestObserver = (route: string, method: string, status: number, duration_ms: number) => void;
+
+/** What the key check reads from a request before a byte of its body is read. */
+export interface KeyInput {
+  authorization: string | undefined;
+  /** The client address after proxy rules (for the shop's allow-list). */
+  ip: string;
+  /** The connection: a keep-alive client's key hash is kept with it. */
+  connection: object;
+}
+
+/** A key that passed the checks made from the headers alone; the body's signature is checked once the body is read. */
+export interface KeyCheck {
+  auth: Auth;
+  /** Verify the request signature over the raw body (401), when the shop requires one. */
+  verifyBody(signature: string | undefined, rawBody: Buffer): void;
+}
+
+/**
+ * The guards of the request chain (src/platform/http/server.ts calls them in the order its doc comment gives). Each
+ * refuses by throwing an ApiError, which the server answers like any other.
+ */
+export interface ServerGuards<S> {
+  /** The API key of the Authorization header: Bearer key (401), live mode, IP allow-list (403); before the body. */
+  key(input: KeyInput): Promise<KeyCheck>;
+  /** The key a stream token stands for (401 when malformed, forged, expired or its key revoked). */
+  streamToken(token: string): Promise<Auth>;
+  /** A cabinet route's session cookie, and a POST's CSRF token (401/403), once the body is read. */
+  cabinet(ctx: Ctx<S>): Promise<CabinetAuth>;
+  /** How a refused request under /cabinet is answered: a page, or the way to the sign-in page. */
+  cabinetError(ctx: Ctx<S>, err: ApiError): Reply;
+  /** 403 unless the caller's key holds the route's scope. */
+  scope(auth: Auth, scope: string): void;
+  /** Take one request from the key's budget (429 over it); absent when requests are not limited. */
+  rateLimit?(keyId: string): void;
+  /** Note that a key was just used (the cabinet shows its last use). */
+  noteKeyUse(keyId: string): void;
+}

@@ -1,0 +1,255 @@
+import { randomUUID } from 'node:crypto';
+import type { Reader, Store } from '../storage/store';
+import type { AdvanceClaim, Clocks, Mode } from '../clock';
+import type { JobRow, JobsTable } from './jobs-table';
+import type { AsyncRunner } from './async-runner';
+import type { Executor, Refetch } from './executor';
+import type { SchedulerLimits } from './limits';
+import type { Logger } from '../log';
+
+/** A job just scheduled: its id, its due time on its shop's clock, and its row as written. */
+export interface FreshJob {
+  id: number;
+  dueAt: number;
+  row: JobRow;
+}
+
+/** What a shop's run needs from the scheduler: its parts, its schedule counter, and its claims. */
+export interface ShopRunDeps {
+  /** Reads outside any transaction (a batch reads through its own). */
+  store: Store;
+  clocks: Clocks;
+  table: JobsTable;
+  exec: Executor;
+  runner: AsyncRunner;
+  limits: SchedulerLimits;
+  log: Logger;
+  /** This process's id, written in its claims. */
+  processId: string;
+  /** Claims lapsing by the time returned count as free at real time `now`. */
+  threshold(now: number): number;
+  /** True once the scheduler is stopping: the run ends after the batch it is in. */
+  stopped(): boolean;
+  /** Bumped by every schedule(): a change tells the run that a job it just ran created more. */
+  seq(): number;
+  /** Call `sink` with every job scheduled for this shop and mode until the returned function is called. */
+  watch(shopId: string, mode: Mode, sink: (job: FreshJob) => void): () => void;
+  /** While an advance holds its claim: this process knows the token as its own (a pass leaves its jobs alone). */
+  holding(token: string, on: boolean): void;
+}
+
+/** True when row `a` runs before row `b`: due order, ties by id. */
+function before(a: { due_at: number; id: number }, b: { due_at: number; id: number }): boolean {
+  return a.due_at < b.due_at || (a.due_at === b.due_at && a.id < b.id);
+}
+
+/**
+ * Move one shop's clock of a mode forward by `advance_ms` (test mode) and run every job of the shop's mode due
+ * on it, in due order, including jobs those jobs create; each runs with the clock reading its due time. The
+ * body of Scheduler.runDueForShop. Resolves with the number of runs.
+ *
+ * One transaction writes the new offset, moves the shop's pending test jobs' run_at with it, and claims the jobs
+ * now due for this advance (a token of its own, renewed while it runs): the passes of every process leave them
+ * to it. Jobs its jobs schedule for the shop, due by the new time, are written claimed by it too (see
+ * Scheduler.schedule), and so is a retry that falls within it. What it did not run is released at the end.
+ * A due job another process holds (an async job in flight there) is waited for, until it ends or its claim lapses.
+ *
+ * Due jobs are read from the table a batch at a time. A job that schedules another does not make the run read
+ * the batch again (that cost grew with the batch on every such job: a year of subscription charges spent most
+ * of its time there): the scheduler tells the run which jobs were scheduled, and those due within the batch's
+ * range are read by id and merged into the rows still to run.
+ */
+export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, advance_ms: number): Promise<number> {
+  const token = randomUUID();
+  let offset = 0;
+  let dueBy = 0;
+  await d.store.tx(async (tx) => {
+    offset = mode === 'test' ? await d.clocks.advance(tx, shopId, advance_ms) : 0;
+    const real = d.clocks.real();
+    dueBy = real + offset;
+    await d.table.claimShopDue(tx, shopId, mode, dueBy, d.threshold(real), { by: d.processId, token, until: real + d.limits.leaseMs });
+  });
+  const claim: AdvanceClaim = { by: d.processId, token, dueBy };
+  d.holding(token, true);
+  let renewing: Promise<void> | null = null;
+  const renew = setInterval(() => {
+    if (renewing || !d.store.isOpen) return;
+    const until = d.clocks.real() + d.limits.leaseMs;
+    renewing = d.store
+      .write(async (tx) => d.table.renewShop(tx, shopId, mode, token, until))
+      .catch((err: unknown) => d.log.error('cannot renew the claims of a clock advance', { shop_id: shopId, error: String((err as Error)?.message ?? err) }))
+      .finally(() => {
+        renewing = null;
+      });
+  }, Math.max(1, Math.floor(d.limits.leaseMs / 3)));
+  renew.unref();
+  let fresh: FreshJob[] = [];
+  const unwatch = d.watch(shopId, mode, (job) => fresh.push(job));
+  try {
+    return await runAll(d, shopId, mode, claim, () => fresh.splice(0));
+  } finally {
+    unwatch();
+    fresh = [];
+    clearInterval(renew);
+    await renewing;
+    // What is left claimed (a job the run did not get to, a retry beyond it) is anyone's again at once.
+    if (d.store.isOpen) await d.store.tx(async (tx) => d.table.releaseShop(tx, shopId, mode, token));
+    d.holding(token, false);
+  }
+}
+
+/** What one advance's run carries from batch to batch. */
+interface RunState {
+  shopId: string;
+  mode: Mode;
+  claim: AdvanceClaim;
+  /** The shop whose clock is pinned while its jobs run (test mode only). */
+  pinShop: string | null;
+  ran: number;
+  /** The due time the shop's clock is pinned to: never earlier than a job already run. */
+  pin: number;
+  /** Runs this advance waits for: async jobs it started, runs a pass started. */
+  waiting: Array<Promise<void>>;
+  sliceStart: number;
+  /** The last row of the current read when it was cut at the batch size: later jobs wait for the next read. */
+  bound: JobRow | null;
+  /** True when this advance may run the row: unclaimed, lapsed, or claimed by this advance. */
+  mine(r: JobRow, threshold: number): boolean;
+}
+
+async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, claim: AdvanceClaim, takeFresh: () => FreshJob[]): Promise<number> {
+  const st: RunState = {
+    shopId,
+    mode,
+    claim,
+    pinShop: mode === 'test' ? shopId : null,
+    ran: 0,
+    pin: -Infinity,
+    waiting: [],
+    sliceStart: performance.now(),
+    bound: null,
+    mine: (r, threshold) => r.claim_until === null || r.claim_until <= threshold || r.claim_token === claim.token,
+  };
+  const refetch = makeRefetch(d, st, takeFresh);
+  for (;;) {
+    if (d.stopped()) break;
+    await yieldAfterSlice(d, st);
+    const now = await d.clocks.now(d.store, shopId, mode);
+    // Everything scheduled so far is in the table and this read sees it.
+    takeFresh();
+    const read = await d.table.dueForShop(d.store, shopId, mode, now, d.limits.batch);
+    const threshold = d.threshold(d.clocks.real());
+    st.bound = read.length === d.limits.batch ? read[read.length - 1] : null;
+    const list: JobRow[] = [];
+    let heldElsewhere = false;
+    for (const r of read) {
+      const inFlight = d.runner.joined(r.id);
+      // Already running here (started by a pass): wait for that run instead of starting another.
+      if (inFlight) st.waiting.push(inFlight);
+      else if (st.mine(r, threshold)) list.push(r);
+      else heldElsewhere = true;
+    }
+    if (list.length === 0) {
+      if (st.waiting.length > 0) {
+        await Promise.all(st.waiting.splice(0));
+        continue;
+      }
+      if (!heldElsewhere) break;
+      // Due jobs another process holds: they end there, or their claim lapses and they are this advance's.
+      await new Promise<void>((resolve) => setTimeout(resolve, d.limits.heldPollMs));
+      continue;
+    }
+    await runList(d, st, list, refetch);
+  }
+  await Promise.all(st.waiting);
+  return st.ran;
+}
+
+/** A long advance yields between batches so other shops' requests are still answered. */
+async function yieldAfterSlice(d: ShopRunDeps, st: RunState): Promise<void> {
+  if (performance.now() - st.sliceStart <= d.limits.sliceMs) return;
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  st.sliceStart = performance.now();
+}
+
+/** Run the rows of one read in due order: async jobs one by one, sync jobs in shared transactions. */
+async function runList(d: ShopRunDeps, st: RunState, first: JobRow[], refetch: Refetch): Promise<void> {
+  let list = first;
+  let seq = d.seq();
+  let i = 0;
+  while (i < list.length && !d.stopped()) {
+    if (d.seq() !== seq) {
+      // Jobs were scheduled outside a batch (an async job's start, a request while this run yielded).
+      list = await refetch(d.store, list.slice(i), false);
+      i = 0;
+      seq = d.seq();
+      if (list.length === 0) break;
+    }
+    const row = list[i];
+    const kind = d.exec.kinds.get(row.kind);
+    if (kind && 'async' in kind) {
+      const at = Math.max(st.pin, row.due_at);
+      const started = await d.runner.claimAndStart(row, kind.async, st.pinShop ? { shopId: st.shopId, pin: { at, claim: st.claim } } : null, st.claim.token);
+      i++;
+      if (started) {
+        st.pin = at;
+        st.waiting.push(started.done);
+        st.ran++;
+      }
+      continue;
+    }
+    // Sync jobs up to the next async one share a transaction (of at most txMs).
+    const out = await d.exec.runSyncBatch(list, i, { pinShop: st.pinShop, pinFloor: st.pin, claim: st.claim, stopOnSchedule: true, refetch });
+    st.ran += out.ran;
+    st.pin = out.pin;
+    if (out.stale) {
+      // The batch merged the jobs it scheduled into the rows still to run: go on with that list instead
+      // of reading the table again.
+      list = out.rest;
+      i = 0;
+      seq = d.seq();
+    } else {
+      i += out.consumed;
+    }
+    await yieldAfterSlice(d, st);
+  }
+}
+
+/**
+ * The jobs scheduled since the last look that are due within this read's range join the rows still to run,
+ * in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one.
+ * `q`: the batch's transaction when a batch asks, else the store.
+ */
+function makeRefetch(d: ShopRunDeps, st: RunState, takeFresh: () => FreshJob[]): Refetch {
+  return async (q: Reader, rest: JobRow[], whole: boolean): Promise<JobRow[]> => {
+    const due = await d.clocks.now(q, st.shopId, st.mode);
+    const threshold = d.threshold(d.clocks.real());
+    const bound = st.bound;
+    for (const f of takeFresh()) {
+      if (f.dueAt > due || (bound && before(bound, { due_at: f.dueAt, id: f.id }))) continue;
+      // A job of a batch that commits whole exists as it was written. Otherwise read it again: a job rolled back
+      // with its savepoint (or its request's body) is gone, and its id may belong to a later job.
+      const r = whole ? f.row : await d.table.get(q, f.id);
+      if (!r || r.state !== 'pending' || r.due_at > due || d.runner.running(r.id) || !st.mine(r, threshold)) continue;
+      if (bound && before(bound, r)) continue;
+      insertSorted(rest, r);
+    }
+    return rest;
+  };
+}
+
+/**
+ * Put a row into a sorted list of up to a batch at its place (sorting the whole list again for every job that
+ * schedules one cost more than the job's own statements); a row already there is left alone.
+ */
+function insertSorted(rest: JobRow[], r: JobRow): void {
+  let lo = 0;
+  let hi = rest.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (before(rest[mid], r)) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < rest.length && rest[lo].id === r.id) return;
+  rest.splice(lo, 0, r);
+}

@@ -1,0 +1,196 @@
+/**
+ * SQL that depends on the engine, named in one place. Domain code sends portable SQL through Reader and Tx; what
+ * differs between SQLite and PostgreSQL is either here, as a function that asks `q.engine`, or in the list
+ * below, which src/platform/storage/postgres/sql.ts translates for PostgreSQL on the way out:
+ *
+ * - Counters: SQLite keeps an AUTOINCREMENT table's highest number ever issued in `sqlite_sequence`
+ *   (lastIssuedEventSeq, nextPaymentSeq); PostgreSQL has sequences.
+ * - Schema introspection (listTables, tableColumns) and constraint checks deferred to COMMIT
+ *   (deferForeignKeys): `sqlite_master` and pragmas here, `information_schema` and `SET CONSTRAINTS` there.
+ * - Error codes: a primary-key conflict is `SQLITE_CONSTRAINT_PRIMARYKEY` here, SQLSTATE 23505 there
+ *   (isPrimaryKeyConflict). After a failed statement SQLite keeps the transaction; PostgreSQL aborts it unless
+ *   the statement ran in a savepoint (Tx.savepoint).
+ * - Planner hints: `INDEXED BY` (the job and delivery counts here, the registers, the cabinet's timeline) is
+ *   SQLite's; PostgreSQL plans without hints.
+ * - Upserts: `INSERT … ON CONFLICT (…) DO UPDATE SET … excluded.…` is spelled the same in both; SQLite's
+ *   two-argument `MAX(a, b)` inside one (key usage) is `GREATEST(a, b)` in PostgreSQL.
+ * - `RETURNING`: both engines have it (the ledger's balance upsert reads its rows through Tx.all).
+ * - JSON: a payment's GET answer is built in SQL with `json_object`/`json_group_array` and instants with
+ *   `strftime` (payments/store.ts); PostgreSQL has `json_build_object`, `json_agg` and `to_char`.
+ * - Integers: SQLite's are 64-bit; PostgreSQL's `int8`, `count()` and `sum()` reach JavaScript as strings and
+ *   milliseconds need `BIGINT` columns.
+ * - Booleans in SQL: `sum(attempt = 0)` counts a comparison as 0 or 1 here; PostgreSQL needs a `CASE` or a
+ *   `FILTER` clause (pendingJobsByKind).
+ * - Parameters: `?` by position everywhere; a few inserts bind `@name` from an object (tokens, payouts,
+ *   subscriptions, T-Bank sessions), which a PostgreSQL engine turns into `$n`.
+ */
+
+import type { Engine, Reader, Tx } from './store';
+import { PG_EVENTS_AFTER_SQL, PG_LAST_POSITION_SQL } from './postgres/events';
+
+/**
+ * The end of a SELECT that locks the rows it reads until the transaction ends, so that a check and the write
+ * that depends on it cannot interleave with another transaction's (a refund's remainder, for one). Empty for
+ * SQLite: a write transaction holds the database's write lock from BEGIN IMMEDIATE to its end, so whatever it
+ * reads stays as read. So the text is a comment SQLite skips, which src/platform/storage/postgres/sql.ts turns into ` FOR UPDATE`
+ * for PostgreSQL (under SERIALIZABLE the lock turns a late serialization failure into a wait).
+ */
+export const FOR_UPDATE = ' /*for-update*/';
+
+// ---- events ----
+/**
+ * The highest event sequence number ever issued (deleted rows included: AUTOINCREMENT never reuses one), as
+ * SQLite keeps it in `sqlite_sequence`; 0 before the first event.
+ */
+export async function lastIssuedEventSeq(q: Reader): Promise<number> {
+  // PostgreSQL: the stream follows commit-ordered positions, not seq (see pg-events.ts).
+  if (q.engine === 'postgres') return (await q.get<{ seq: number }>(PG_LAST_POSITION_SQL))?.seq ?? 0;
+  const row = await q.get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`);
+  return row?.seq ?? 0;
+}
+
+/** A shop's events of a mode after a stream position, in stream order (parameters: shop, mode, after, limit). */
+export function streamEventsSql(q: Reader): string {
+  return q.engine === 'postgres' ? PG_EVENTS_AFTER_SQL : `SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`;
+}
+
+// ---- payments ----
+/**
+ * One above the highest payment seq ever issued, deleted rows included: AUTOINCREMENT keeps the highest in
+ * `sqlite_sequence`, and the table's own maximum covers a row inserted with an explicit seq before that was
+ * recorded. 1 before the first payment.
+ */
+export async function nextPaymentSeq(q: Reader): Promise<number> {
+  // PostgreSQL: the identity's sequence hands out each number once, whatever commits or rolls back. Named as
+  // PostgreSQL names it (table_column_seq), the name resolves once when the statement is prepared; a lookup by
+  // pg_get_serial_sequence ran at every create.
+  if (q.engine === 'postgres') return (await q.get<{ n: number }>(`SELECT nextval('payments_seq_seq') AS n`))!.n;
+  const r = await q.get<{ n: number }>(
+    `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'payments'), 0), coalesce((SELECT max(seq) FROM payments), 0)) + 1 AS n`,
+  );
+  return r!.n;
+}
+
+/** `n` payment numbers from PostgreSQL's sequence in one statement (each handed out once, whatever commits). */
+export async function nextPaymentSeqsPg(q: Reader, n: number): Promise<number[]> {
+  return (await q.all<{ n: number }>(`SELECT nextval('payments_seq_seq') AS n FROM generate_series(1, CAST(? AS INTEGER))`, n)).map((r) => Number(r.n));
+}
+
+/** True when `err` is SQLite refusing a row whose primary key is already taken. */
+export function isPrimaryKeyConflict(err: unknown): boolean {
+  const e = err as { code?: string; constraint?: string } | null;
+  if (e?.code === '23505') return typeof e.constraint === 'string' && e.constraint.endsWith('_pkey');
+  return e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+// ---- reset ----
+// The SQLite-specific parts of the test-data reset (src/banks/simulator/reset.ts): reading the schema, and
+// deferring foreign-key checks to the commit. Another engine gives its own answers here.
+
+/** The names of the database's own tables (SQLite's internal tables left out). */
+export async function listTables(q: Reader): Promise<string[]> {
+  if (q.engine === 'postgres') {
+    const pgRows = await q.all<{ name: string }>(
+      `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> 'kopek_schema'`,
+    );
+    return pgRows.map((r) => r.name);
+  }
+  const rows = await q.all<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`);
+  return rows.map((r) => r.name);
+}
+
+/** The column names of a table. */
+export async function tableColumns(q: Reader, table: string): Promise<string[]> {
+  if (q.engine === 'postgres') {
+    const pgRows = await q.all<{ name: string }>(`SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?`, table);
+    return pgRows.map((r) => r.name);
+  }
+  const rows = await q.all<{ name: string }>(`SELECT name FROM pragma_table_info(?)`, table);
+  return rows.map((r) => r.name);
+}
+
+/** Check foreign keys at this transaction's commit instead of at each statement (rows go in any order). */
+export async function deferForeignKeys(tx: Tx): Promise<void> {
+  await tx.run(tx.engine === 'postgres' ? 'SET CONSTRAINTS ALL DEFERRED' : 'PRAGMA defer_foreign_keys = ON');
+}
+
+// ---- scheduler ----
+// SQLite-specific reads of the scheduler and the metrics: they name the partial index to read through
+// (INDEXED BY) and sum comparisons as numbers, so that a scrape or `kopek jobs` never reads finished rows.
+// Another engine gives its own versions of these functions.
+
+/** Pending jobs per kind, first runs (attempt 0) and retries apart, through the partial index of pending jobs. */
+export function pendingJobsByKind(q: Reader): Promise<Array<{ kind: string; pending: number; retrying: number }>> {
+  if (q.engine === 'postgres') {
+    return q.all(`SELECT kind, count(*) FILTER (WHERE attempt = 0) AS pending, count(*) FILTER (WHERE attempt > 0) AS retrying FROM jobs WHERE state = 'pending' GROUP BY kind`);
+  }
+  return q.all<{ kind: string; pending: number; retrying: number }>(
+    `SELECT kind, sum(attempt = 0) AS pending, sum(attempt > 0) AS retrying FROM jobs INDEXED BY jobs_run WHERE state = 'pending' GROUP BY kind`,
+  );
+}
+
+/** Dead jobs per kind, through the partial index of failing jobs. */
+export function deadJobsByKind(q: Reader): Promise<Array<{ kind: string; dead: number }>> {
+  return q.all<{ kind: string; dead: number }>(`SELECT kind, count(*) AS dead FROM jobs INDEXED BY jobs_failing WHERE state = 'dead' GROUP BY kind`);
+}
+
+/** Webhook deliveries waiting for an answer, counted through their partial index: only those rows, however long the log. */
+export async function pendingDeliveryCount(q: Reader): Promise<number> {
+  const r = await q.get<{ n: number }>(`SELECT count(*) AS n FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE state = 'pending'`);
+  return r?.n ?? 0;
+}
+
+// ---- aggregates ----
+/** The values of `expr` in a group joined with commas (SQLite's GROUP_CONCAT, PostgreSQL's string_agg). */
+export function groupConcat(q: Reader, expr: string): string {
+  return q.engine === 'postgres' ? `string_agg((${expr})::text, ',')` : `GROUP_CONCAT(${expr})`;
+}
+
+// ---- instants ----
+/**
+ * An instant in milliseconds (`column`, which may be NULL) as iso() writes it: `2026-11-21T08:49:23.123Z`. SQLite's
+ * strftime %f is the seconds with their milliseconds. PostgreSQL's adds whole seconds and the milliseconds to the
+ * epoch as two intervals (each product exact in a double up to year 9999, where one product of milliseconds would
+ * land some microseconds off) and formats the result once. NULL stays NULL. A column is named twice; anything else
+ * (a `?`, an expression) once, through a one-row subquery.
+ */
+export function isoInstant(engine: Engine, column: string): string {
+  if (engine === 'postgres') {
+    const iso = (v: string): string =>
+      `to_char(timestamp 'epoch' + div(${v}, 1000) * interval '1 second' + mod(${v}, 1000) * interval '1 millisecond', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+    if (/^[a-z_]+(\.[a-z_]+)?$/.test(column)) return iso(column);
+    return `(SELECT ${iso('v')} FROM (SELECT CAST(${column} AS BIGINT) AS v) AS instant)`;
+  }
+  return `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
+}
+
+// ---- JSON built in SQL ----
+/**
+ * A field of a JSON object built by the database: `value` is a column or expression (text, number or NULL),
+ * `instant` one in milliseconds written as isoInstant does (NULL stays null), `json` a text column already
+ * holding JSON written by JSON.stringify, copied in as it is.
+ */
+export type JsonField = [key: string, sql: string, kind: 'value' | 'instant' | 'json'];
+
+/**
+ * The SQL of a JSON object whose text is what JSON.stringify gives for the same keys and values, in order.
+ * SQLite's json_object writes that text itself. On PostgreSQL, row_to_json of a one-row derived table does (its
+ * output has no spaces, unlike json_build_object's): the fields are its columns, named by the keys; a string is
+ * escaped as JSON.stringify escapes it, a number written as its digits, and a `json` field (text already JSON)
+ * is cast to json, which row_to_json writes verbatim. One call instead of a concatenation of pieces: the GET of a
+ * payment spent more on joining its text than on finding its row.
+ */
+export function jsonObjectSql(engine: Engine, fields: readonly JsonField[]): string {
+  if (engine === 'sqlite') {
+    const parts = fields.map(([k, sql, kind]) => `'${k}', ${kind === 'instant' ? isoInstant(engine, sql) : kind === 'json' ? `json(${sql})` : sql}`);
+    return `json_object(${parts.join(', ')})`;
+  }
+  const columns = fields.map(([k, sql, kind]) => `${kind === 'instant' ? isoInstant(engine, sql) : kind === 'json' ? `(${sql})::json` : sql} AS ${JSON.stringify(k)}`);
+  return `(SELECT row_to_json(j)::text FROM (SELECT ${columns.join(', ')}) j)`;
+}
+
+/** The SQL of a JSON array of `element` (a jsonObjectSql) over the rows of `from` (FROM … WHERE …), in `orderBy`. */
+export function jsonArraySql(engine: Engine, element: string, from: string, orderBy: string): string {
+  if (engine === 'sqlite') return `(SELECT json_group_array(${element} ORDER BY ${orderBy}) ${from})`;
+  return `coalesce((SELECT '[' || string_agg(${element}, ',' ORDER BY ${orderBy}) || ']' ${from}), '[]')`;
+}

@@ -1,0 +1,177 @@
+/**
+ * The migrations of idempotency records (schema 12 to 16), which read the forms older versions stored
+ * (legacy-records.ts); their place in the chain is in migrations.ts.
+ */
+import type Database from 'better-sqlite3';
+import { decodeLegacyRecord, LEGACY_FINGERPRINT_BYTES, legacyKeyHash, legacyMerchantKey, merchantIdOfLegacyKey, namesShop } from './legacy-records';
+import { hasColumn, type Migration } from './migration-kit';
+
+// 12 → 13: an idempotency record is one row in the b-tree of its key, and the answer it replays lives in the row
+// of the object its request created: storing a key wrote a page of the records' table and a random page of their
+// key index besides the pages of the create. Existing records keep their answers in their own rows. Columns are
+// added only where missing, so that a database marked older than it is migrates all the same.
+export const TO_13: Migration = (db) => {
+  for (const table of ['payments', 'refunds', 'payouts', 'tokens', 'subscriptions']) {
+    if (!hasColumn(db, table, 'answer')) db.exec(`ALTER TABLE ${table} ADD COLUMN answer BLOB`);
+  }
+  if (!hasColumn(db, 'idempotency_keys', 'response')) return;
+  db.exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_keys_old;
+DROP INDEX idempotency_keys_key;
+CREATE TABLE idempotency_keys (
+  merchant_id   TEXT NOT NULL,
+  mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  key           TEXT NOT NULL,
+  request_hash  BLOB NOT NULL,
+  holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
+  holder_seq    INTEGER,
+  answer        BLOB,
+  object_id     TEXT,
+  created_at    INTEGER NOT NULL,
+  PRIMARY KEY (merchant_id, mode, key),
+  CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))
+) STRICT, WITHOUT ROWID;
+INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, answer, object_id, created_at)
+  SELECT merchant_id, mode, key, request_hash, response, object_id, created_at FROM idempotency_keys_old;
+DROP TABLE idempotency_keys_old;`);
+};
+
+// 13 → 14: a record keeps its merchant as the 16 bytes of the id (36 as text) and 16 bytes of its fingerprint (32
+// before): a record of about 85 bytes instead of 121, so that its b-tree splits and rebalances pages less often
+// (every keyed create inserts one). The merchant's form is legacyMerchantKey's (src/platform/storage/legacy-records.ts).
+export const TO_14: Migration = (db) => {
+  const type = (db.pragma('table_info(idempotency_keys)') as Array<{ name: string; type: string }>).find((c) => c.name === 'merchant_id')?.type;
+  // Only the layout of 13 (a later one keeps its merchant as text too, without holders).
+  if (type !== 'TEXT' || !hasColumn(db, 'idempotency_keys', 'holder')) return;
+  db.function('kopek_merchant_key', { deterministic: true }, (id: unknown) => legacyMerchantKey(String(id)));
+  db.exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_keys_old;
+CREATE TABLE idempotency_keys (
+  merchant_id   BLOB NOT NULL,
+  mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  key           TEXT NOT NULL,
+  request_hash  BLOB NOT NULL,
+  holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
+  holder_seq    INTEGER,
+  answer        BLOB,
+  object_id     TEXT,
+  created_at    INTEGER NOT NULL,
+  PRIMARY KEY (merchant_id, mode, key),
+  CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))
+) STRICT, WITHOUT ROWID;
+INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at)
+  SELECT kopek_merchant_key(merchant_id), mode, key, substr(request_hash, 1, ${LEGACY_FINGERPRINT_BYTES}), holder, holder_seq, answer, object_id, created_at
+  FROM idempotency_keys_old;
+DROP TABLE idempotency_keys_old;`);
+};
+
+// 14 → 15: records in the order they are made, under a seq, found by key through the server's in-memory index
+// (gone since 16) instead of a b-tree sorted by key: a client's random key put each keyed create's record
+// on a leaf of its own, a page written for that create alone. Old records keep their age order.
+export const TO_15: Migration = (db) => {
+  if (hasColumn(db, 'idempotency_keys', 'seq') || !hasColumn(db, 'idempotency_keys', 'holder')) return;
+  db.function('kopek_key_hash', { deterministic: true }, (merchant: unknown, mode: unknown, key: unknown) => legacyKeyHash(merchant as Buffer, String(mode), String(key)));
+  db.exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_keys_old;
+CREATE TABLE idempotency_keys (
+  seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+  merchant_id   BLOB NOT NULL,
+  mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  key           TEXT NOT NULL,
+  key_hash      INTEGER NOT NULL,
+  request_hash  BLOB NOT NULL,
+  holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
+  holder_seq    INTEGER,
+  answer        BLOB,
+  object_id     TEXT,
+  created_at    INTEGER NOT NULL,
+  CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))
+) STRICT;
+INSERT INTO idempotency_keys (merchant_id, mode, key, key_hash, request_hash, holder, holder_seq, answer, object_id, created_at)
+  SELECT merchant_id, mode, key, kopek_key_hash(merchant_id, mode, key), request_hash, holder, holder_seq, answer, object_id, created_at
+  FROM idempotency_keys_old ORDER BY created_at;
+DROP TABLE idempotency_keys_old;`);
+};
+
+// 15 → 16: the database enforces one record per merchant, mode and key (a UNIQUE constraint), claimed in the
+// create's transaction, instead of an index in the server's memory; each record keeps its first answer as the
+// plain JSON text it replays. The answers kept in the created objects' rows, compact, are read into the records,
+// and those columns go. A record whose answer can no longer be read (its holder's row is gone) is dropped: the
+// server would have made a new object for its key anyway. The index of subscription charges becomes unique.
+export const TO_16: Migration = (db) => {
+  if (!hasColumn(db, 'idempotency_keys', 'fingerprint')) convertKeyRecords(db);
+  // One charge per subscription period and attempt, by the database: the index becomes unique. A database that
+  // already holds two charges of one period and attempt cannot take it: say which, rather than fail obscurely.
+  const twice = db
+    .prepare(
+      `SELECT subscription_id, charge_index, attempt, group_concat(payment_id, ', ') AS payments FROM recurrent_payments
+       WHERE subscription_id IS NOT NULL GROUP BY subscription_id, charge_index, attempt HAVING count(*) > 1 LIMIT 5`,
+    )
+    .all() as Array<{ subscription_id: string; charge_index: number | null; attempt: number; payments: string }>;
+  if (twice.length > 0) {
+    const list = twice.map((t) => `subscription ${t.subscription_id} period ${t.charge_index} attempt ${t.attempt} (payments ${t.payments})`).join('; ');
+    throw new Error(`cannot upgrade to schema 16: charges recorded twice for one period: ${list}; refund the extra charge and delete its recurrent_payments row, then start again`);
+  }
+  db.exec(`DROP INDEX IF EXISTS recurrent_payments_subscription;
+CREATE UNIQUE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;`);
+  for (const table of ['payments', 'refunds', 'payouts', 'tokens', 'subscriptions']) {
+    if (hasColumn(db, table, 'answer')) db.exec(`ALTER TABLE ${table} DROP COLUMN answer`);
+  }
+};
+
+/**
+ * Migration 15 → 16's conversion of the records (see there). Answers are read in every form versions 6 to 15 wrote:
+ * compact in the created object's row (a holder), or in the record itself, compact or plain. A compact answer
+ * names its shop by marker: the shop is the holder's, else the object's the record names (object_id), else a
+ * batch's first payout's.
+ */
+function convertKeyRecords(db: Database.Database): void {
+  db.exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_keys_old;
+CREATE TABLE idempotency_keys (
+  seq          INTEGER PRIMARY KEY,
+  merchant_id  TEXT NOT NULL,
+  mode         TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  key          TEXT NOT NULL,
+  fingerprint  TEXT NOT NULL,
+  answer       TEXT NOT NULL,
+  created_at   INTEGER NOT NULL,
+  UNIQUE (merchant_id, mode, key)
+) STRICT;`);
+  type Old = { seq: number; merchant_id: Buffer; mode: string; key: string; request_hash: Buffer; holder: string | null; holder_seq: number | null; answer: Buffer | null; object_id: string | null; created_at: number };
+  const page = db.prepare('SELECT seq, merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at FROM idempotency_keys_old WHERE seq > ? ORDER BY seq LIMIT 10000');
+  const merchantExists = db.prepare('SELECT 1 FROM merchants WHERE id = ?');
+  const tables = ['payments', 'refunds', 'payouts', 'tokens', 'subscriptions'];
+  const bySeq = new Map(tables.map((t) => [t, db.prepare(`SELECT id, shop_id, answer FROM ${t} WHERE seq = ?`)]));
+  const shopOf = tables.map((t) => db.prepare(`SELECT shop_id FROM ${t} WHERE id = ?`));
+  const objectShop = (id: string): string | undefined => {
+    for (const st of shopOf) {
+      const row = st.get(id) as { shop_id: string } | undefined;
+      if (row) return row.shop_id;
+    }
+    return undefined;
+  };
+  const insert = db.prepare('INSERT INTO idempotency_keys (seq, merchant_id, mode, key, fingerprint, answer, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  for (let after = 0; ; ) {
+    const rows = page.all(after) as Old[];
+    if (rows.length === 0) break;
+    after = rows[rows.length - 1].seq;
+    for (const r of rows) {
+      const asUuid = merchantIdOfLegacyKey(r.merchant_id);
+      const merchantId = merchantExists.get(asUuid) ? asUuid : r.merchant_id.toString('utf8');
+      let text: string | undefined;
+      if (r.holder !== null) {
+        const h = bySeq.get(r.holder)?.get(r.holder_seq!) as { id: string; shop_id: string; answer: Buffer | null } | undefined;
+        if (h?.answer) text = decodeLegacyRecord(h.answer, { objectId: h.id, shopId: h.shop_id, merchantId });
+      } else if (r.answer) {
+        let shop: string | undefined = '';
+        if (namesShop(r.answer)) {
+          shop = r.object_id ? objectShop(r.object_id) : undefined;
+          if (shop === undefined) {
+            const first = /"payout_id":"([^"]+)"/.exec(decodeLegacyRecord(r.answer, { objectId: r.object_id, shopId: '', merchantId }));
+            shop = first ? objectShop(first[1]) : undefined;
+          }
+        }
+        if (shop !== undefined) text = decodeLegacyRecord(r.answer, { objectId: r.object_id, shopId: shop, merchantId });
+      }
+      if (text !== undefined) insert.run(r.seq, merchantId, r.mode, r.key, r.request_hash.toString('hex'), text, r.created_at);
+    }
+  }
+  db.exec('DROP TABLE idempotency_keys_old');
+}

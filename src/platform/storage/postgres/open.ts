@@ -1,0 +1,155 @@
+import pg from 'pg';
+import type { Logger } from '../../log';
+import { redactUrl } from '../../redact-url';
+import { SCHEMA_SQL } from '../schema-text';
+import { MIGRATIONS } from '../migrations';
+import { numberedTables, pgSchema } from './sql';
+import { PgStore } from './store';
+import { PG_EVENT_SCHEMA } from './events';
+import { PG_CHANGE_SCHEMA } from './changes';
+import { PG_LIMITS } from '../limits';
+
+/** The schema version this build writes (the same numbering on both engines). */
+const SCHEMA_VERSION = MIGRATIONS.length + 1;
+
+/**
+ * The first schema version a PostgreSQL database can have: the engine arrived at this version, so a new
+ * database gets the whole schema at it, and every later migration is written once (schema.sql's dialect) and
+ * translated, as the schema is.
+ */
+export const PG_FIRST_VERSION = 20;
+
+/** The advisory lock every node takes while it creates or upgrades the schema ("kopek" in ASCII, as a number). */
+const MIGRATE_LOCK = 0x6b6f70656b;
+
+/** True when `db` names a PostgreSQL database rather than a SQLite file. */
+export function isPostgresUrl(db: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(db);
+}
+
+// The URL with its password replaced, for logs, errors and listings: the one function, kept beside the logger.
+export { redactUrl };
+
+/** Options of openPgStorage. */
+export interface PgOpenOptions {
+  log?: Logger;
+  /** Connections the pool may hold (default PG_LIMITS.pool). */
+  pool?: number;
+  /** Ms a request may wait for a connection before the database counts as unavailable. */
+  connectTimeoutMs?: number;
+  /** Create or upgrade the schema (default true); false opens as it is (doctor). */
+  migrate?: boolean;
+}
+
+/** int8, numeric and bool as SQLite gives them: numbers, and 1/0. */
+function typeParser(oid: number, format?: string): (text: string) => unknown {
+  if (oid === 20 || oid === 1700) return (v: string) => Number(v);
+  if (oid === 16) return (v: string) => (v === 't' ? 1 : 0);
+  return pg.types.getTypeParser(oid, format as 'text');
+}
+
+/**
+ * Settings of every connection, sent when it opens: commits durable whatever the server's default, times that
+ * never depend on the server's zone, and no JIT compilation (it costs more than kopek's short statements take).
+ */
+const SESSION_OPTIONS = '-c synchronous_commit=on -c TimeZone=UTC -c jit=off';
+
+/** A pool on `url` whose every connection commits durably and bounds its statements. */
+export function pgPool(url: string, opts: PgOpenOptions = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.pool ?? PG_LIMITS.pool,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? PG_LIMITS.connect_timeout_ms,
+    idleTimeoutMillis: 30_000,
+    statement_timeout: PG_LIMITS.statement_timeout_ms,
+    idle_in_transaction_session_timeout: PG_LIMITS.idle_in_transaction_ms,
+    application_name: 'kopek',
+    // Statements are written as soon as they are made, without waiting for the answer to the one before: a
+    // transaction's BEGIN travels with its first statement.
+    pipeline: true,
+    options: SESSION_OPTIONS,
+    types: { getTypeParser: typeParser } as pg.CustomTypesConfig,
+  });
+  // An idle client whose server went away emits here; without a listener that would end the process.
+  pool.on('error', (err) => opts.log?.warn('postgres connection lost while idle', { error: redactUrl(String(err.message)) }));
+  pool.on('connect', (client) => {
+    // A connection that dies while checked out (between two statements of a transaction) emits here; the
+    // statement that next uses it fails and the store drops it. Without a listener the process would end.
+    client.on('error', (err) => opts.log?.warn('postgres connection lost', { error: redactUrl(String(err.message)) }));
+  });
+  return pool;
+}
+
+/** Open a store on the PostgreSQL database at `url`, creating or upgrading its schema under the migration lock. */
+export async function openPgStorage(url: string, opts: PgOpenOptions = {}): Promise<PgStore> {
+  const pool = pgPool(url, opts);
+  try {
+    if (opts.migrate !== false) await migratePg(pool);
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw new Error(`cannot open database "${redactUrl(url)}": ${redactUrl((err as Error).message)}`);
+  }
+  const listenClient = (): pg.Client =>
+    new pg.Client({ connectionString: url, application_name: 'kopek-listen', options: SESSION_OPTIONS, types: { getTypeParser: typeParser } as pg.CustomTypesConfig });
+  const store = new PgStore(pool, { path: redactUrl(url), numbered: numberedTables(SCHEMA_SQL), log: opts.log, listenClient });
+  try {
+    await store.measureClock();
+  } catch (err) {
+    await store.close();
+    throw new Error(`cannot open database "${redactUrl(url)}": ${redactUrl((err as Error).message)}`);
+  }
+  return store;
+}
+
+/** The whole PostgreSQL schema of this build: schema.sql translated, and the event stream's own tables. */
+export function pgFullSchema(): string {
+  return pgSchema(SCHEMA_SQL) + PG_EVENT_SCHEMA + PG_CHANGE_SCHEMA;
+}
+
+/** The schema version recorded in the database; 0 when it holds no kopek schema. */
+export async function pgSchemaVersion(q: { query(sql: string): Promise<pg.QueryResult> }): Promise<number> {
+  const t = await q.query(`SELECT to_regclass('kopek_schema') IS NOT NULL AS present`);
+  if (!t.rows[0].present) return 0;
+  const r = await q.query('SELECT version FROM kopek_schema');
+  return Number(r.rows[0]?.version ?? 0);
+}
+
+/**
+ * Create the schema in an empty database, or apply the pending migrations, in one transaction under an
+ * advisory lock: nodes starting together against one database wait for each other, and each finds the work
+ * done by the first. A database newer than this build is refused with both versions named.
+ */
+export async function migratePg(pool: pg.Pool): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK]);
+    const seen = await pgSchemaVersion(client);
+    if (seen > SCHEMA_VERSION) {
+      throw new Error(`the database's schema is version ${seen}, newer than this build's ${SCHEMA_VERSION}: run a newer kopek`);
+    }
+    if (seen === 0) {
+      await client.query(pgFullSchema());
+      await client.query('CREATE TABLE kopek_schema (version BIGINT NOT NULL)');
+      await client.query('INSERT INTO kopek_schema (version) VALUES ($1)', [SCHEMA_VERSION]);
+    } else {
+      for (let v = Math.max(seen, PG_FIRST_VERSION); v < SCHEMA_VERSION; v++) {
+        const step = MIGRATIONS[v - 1];
+        if (typeof step !== 'string') throw new Error(`migration ${v} -> ${v + 1} has no PostgreSQL form`);
+        await client.query(pgSchema(step));
+      }
+      if (seen !== SCHEMA_VERSION) await client.query('UPDATE kopek_schema SET version = $1', [SCHEMA_VERSION]);
+      // The change announcements came after schema 20 was first laid out on PostgreSQL: a database made before
+      // them gets them here (every statement of PG_CHANGE_SCHEMA may run again).
+      const announce = await client.query(`SELECT to_regproc('kopek_announce_change') IS NOT NULL AS present`);
+      if (!announce.rows[0].present) await client.query(PG_CHANGE_SCHEMA);
+    }
+    await client.query('COMMIT');
+    return seen;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,333 @@
+import pg from 'pg';
+import { createLogger, type Logger } from '../../log';
+import { TX_ENDED, type Engine, type Reader, type Row, type RunResult, type Tx } from '../tx';
+import type { Body } from '../sqlite/body';
+import { PgChangeSignal } from './changes';
+import type { Store, StorageTrouble } from '../store-api';
+import { pgStatement, type NumberedTables, type PgStatement } from './sql';
+import { oneWrite, prepared } from './wire';
+import { PG_LIMITS } from '../limits';
+import { PgEventFeed } from './events';
+import { RetryLane, type InLane } from './lane';
+import { commitUnknown, isConnectionLoss, isRetryable, isStalePlan, storageError } from './errors';
+
+/**
+ * The PostgreSQL engine: a bounded pool of connections to one database that any number of kopek nodes share.
+ *
+ * Every write transaction runs SERIALIZABLE: PostgreSQL then guarantees that concurrent transactions, on this
+ * node or another, have the effect of running one after another, which is what every body written for SQLite's
+ * single writer assumes (a refund's remainder, a payout's available balance, one charge per period). A
+ * transaction that PostgreSQL aborts for a serialization failure or a deadlock (SQLSTATE 40001, 40P01) is run
+ * again from the start, up to PG_LIMITS.retries times: a body touches nothing but its Tx, and its after-commit
+ * actions run only after the COMMIT that succeeded, so a retry repeats no outside effect. A connection lost
+ * during COMMIT is different: the commit may or may not have happened, so the body is never run again and the
+ * caller gets DB_COMMIT_UNKNOWN (a 503; a client retrying with its Idempotency-Key finds the outcome).
+ *
+ * Commits are durable when COMMIT returns: every connection sets `synchronous_commit = on`.
+ */
+export class PgStore implements Store {
+  readonly engine = 'postgres' as const;
+  readonly connection: object = Object.freeze({});
+  readonly path: string;
+  readonly inTransaction = false;
+  readonly changes: PgChangeSignal;
+  readonly eventFeed: PgEventFeed;
+  private readonly pool: pg.Pool;
+  private readonly log: Logger;
+  private readonly numbered: NumberedTables;
+  private commitCount = 0;
+  /** The database's clock minus this process's, in ms (see measureClock). */
+  private clockOffsetMs = 0;
+  private clockTimer: NodeJS.Timeout | null = null;
+  readonly now = (): number => Date.now() + this.clockOffsetMs;
+  private failure: StorageTrouble | null = null;
+  private open = true;
+  private readonly lane = new RetryLane();
+
+  constructor(pool: pg.Pool, opts: { path: string; numbered: NumberedTables; log?: Logger; listenClient: () => pg.Client }) {
+    this.pool = pool;
+    this.path = opts.path;
+    this.numbered = opts.numbered;
+    // Without a server's log (an admin command), only warnings and errors reach stderr.
+    this.log = opts.log ?? createLogger('warn', (line) => process.stderr.write(line));
+    this.eventFeed = new PgEventFeed(pool, opts.listenClient, this.log);
+    this.changes = new PgChangeSignal(this.eventFeed);
+  }
+
+  /**
+   * Measure the database's clock against this process's: the server's time is taken as read at the middle of the
+   * round trip. Repeated every PG_LIMITS.clock_check_ms while the store is open.
+   */
+  async measureClock(): Promise<void> {
+    const t0 = Date.now();
+    const r = await this.pool.query('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS t');
+    const t1 = Date.now();
+    this.clockOffsetMs = Math.round(Number(r.rows[0].t) - (t0 + t1) / 2);
+    if (this.clockTimer === null && this.open) {
+      this.clockTimer = setInterval(() => void this.measureClock().catch(() => {}), PG_LIMITS.clock_check_ms);
+      this.clockTimer.unref();
+    }
+  }
+
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  get commits(): number {
+    return this.commitCount;
+  }
+
+  /** Commits are durable once COMMIT has returned (synchronous_commit = on). */
+  whenDurable(): Promise<void> | null {
+    return null;
+  }
+
+  get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
+    return this.query(sql, params).then((r) => r.rows[0] as T | undefined);
+  }
+
+  all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+    return this.query(sql, params).then((r) => r.rows as T[]);
+  }
+
+  private async query(sql: string, params: unknown[], again = true): Promise<pg.QueryResult> {
+    const st = pgStatement(sql, this.numbered);
+    try {
+      // The pool drops a connection whose statement failed, so a stale prepared statement goes with it.
+      const r = await this.pool.query(prepared(st, params));
+      // The database answers again: a node that could not reach it serves (and /healthz says so) at once.
+      if (this.failure?.code === 'DB_UNAVAILABLE') this.failure = null;
+      return r;
+    } catch (err) {
+      if (again && isStalePlan(err)) return this.query(sql, params, false);
+      this.log.debug('postgres statement failed', { code: (err as { code?: string }).code, error: String(err), sql: st.text.slice(0, 300) });
+      throw this.noteFailure(storageError(err));
+    }
+  }
+
+  write<T>(fn: Body<T>, seen?: { seq?: number }): Promise<T> {
+    return this.tx(fn).then((v) => {
+      if (seen) seen.seq = this.commitCount;
+      return v;
+    });
+  }
+
+  async tx<T>(fn: Body<T>): Promise<T> {
+    const lane: InLane = {};
+    try {
+      return await this.attempts(fn, lane);
+    } finally {
+      lane.leave?.();
+    }
+  }
+
+  /** Run `fn` until it commits or fails for good; attempts past lane_after wait for the node's lane first. */
+  private async attempts<T>(fn: Body<T>, lane: InLane): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      if (attempt > PG_LIMITS.lane_after) lane.leave ??= await this.lane.enter();
+      const client = await this.connect();
+      const hooks: Array<() => void> = [];
+      const tx = new PgTx(client, this.connection, hooks, this.numbered, this.log);
+      const written = tx.written;
+      let broken = false;
+      let result: T;
+      try {
+        // Sent with the body's first statement, not waited for on its own (the connection pipelines): a BEGIN
+        // that failed fails that statement too, and its own error is the one thrown here.
+        oneWrite(client);
+        const begin = client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+        begin.catch(() => {});
+        try {
+          result = await fn(tx);
+        } finally {
+          tx.end();
+        }
+        await begin;
+        try {
+          await client.query('COMMIT');
+        } catch (err) {
+          if (isConnectionLoss(err)) {
+            broken = true;
+            throw commitUnknown(err);
+          }
+          throw err;
+        }
+      } catch (err) {
+        // A stale prepared statement: this connection's statements go with it, and the body runs again elsewhere.
+        if (isStalePlan(err)) broken = true;
+        if (!broken && !isConnectionLoss(err)) {
+          await client.query('ROLLBACK').catch(() => {
+            broken = true;
+          });
+        } else broken = true;
+        client.release(broken ? true : undefined);
+        if ((isRetryable(err) || isStalePlan(err)) && attempt < PG_LIMITS.retries) {
+          await backoff(attempt);
+          continue;
+        }
+        throw this.noteFailure(storageError(err));
+      }
+      client.release();
+      this.commitCount++;
+      this.failure = null;
+      if (written.size > 0) this.changes.committed(written);
+      for (const h of hooks) {
+        try {
+          h();
+        } catch (err) {
+          this.log.error('after-commit action failed', { error: String(err) });
+        }
+      }
+      return result!;
+    }
+  }
+
+  async snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
+    const client = await this.connect();
+    const tx = new PgTx(client, this.connection, [], this.numbered, this.log);
+    let broken = false;
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const out = await fn(tx);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      broken = isConnectionLoss(err);
+      if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+      throw storageError(err);
+    } finally {
+      tx.end();
+      client.release(broken ? true : undefined);
+    }
+  }
+
+  /** A client of the pool; a wait longer than the pool's connection timeout is an unavailable database. */
+  private async connect(): Promise<pg.PoolClient> {
+    if (!this.open) throw new Error('the store is closed');
+    try {
+      return await this.pool.connect();
+    } catch (err) {
+      throw this.noteFailure(storageError(err));
+    }
+  }
+
+  private noteFailure(err: Error): Error {
+    const code = (err as { code?: string }).code;
+    if (code === 'DB_UNAVAILABLE' || code === 'DB_COMMIT_UNKNOWN') {
+      this.failure = { code, message: err.message, at: Date.now() };
+    }
+    return err;
+  }
+
+  /** Run `fn` on one connection of the pool, for the engine's own maintenance (src/platform/storage/ only: a copy, a check). */
+  async raw<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await this.connect();
+    let broken = false;
+    try {
+      return await fn(c);
+    } catch (err) {
+      broken = isConnectionLoss(err);
+      throw err;
+    } finally {
+      c.release(broken ? true : undefined);
+    }
+  }
+
+  trouble(): StorageTrouble | null {
+    return this.failure;
+  }
+
+  async probeWrite(): Promise<void> {
+    await this.tx((tx) => tx.get('SELECT 1 AS ok'));
+  }
+
+  async flush(): Promise<void> {}
+
+  async close(): Promise<void> {
+    if (!this.open) return;
+    if (this.clockTimer) clearInterval(this.clockTimer);
+    await this.eventFeed.stop();
+    this.open = false;
+    await this.pool.end();
+  }
+}
+
+/** A transaction on one pooled connection, alive while its body runs. */
+export class PgTx implements Tx {
+  readonly engine: Engine = 'postgres';
+  private live = true;
+  private depth = 0;
+  /** The tables this transaction's statements wrote (what the change signal hears at commit). */
+  readonly written = new Set<string>();
+
+  constructor(
+    private readonly client: pg.PoolClient,
+    readonly connection: object,
+    private readonly hooks: Array<() => void>,
+    private readonly numbered: NumberedTables,
+    private readonly log: Logger,
+  ) {}
+
+  end(): void {
+    this.live = false;
+  }
+
+  private async query(sql: string, params: unknown[]): Promise<{ st: PgStatement; r: pg.QueryResult }> {
+    if (!this.live) throw new Error(TX_ENDED);
+    const st = pgStatement(sql, this.numbered);
+    if (st.writes !== null) this.written.add(st.writes);
+    oneWrite(this.client);
+    try {
+      return { st, r: await this.client.query(prepared(st, params)) };
+    } catch (err) {
+      // At debug level only: a serialization failure here is routine (the transaction runs again).
+      this.log.debug('postgres statement failed', { code: (err as { code?: string }).code, error: String(err), sql: st.text.slice(0, 300) });
+      throw err;
+    }
+  }
+
+  async get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
+    return (await this.query(sql, params)).r.rows[0] as T | undefined;
+  }
+
+  async all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+    return (await this.query(sql, params)).r.rows as T[];
+  }
+
+  async run(sql: string, ...params: unknown[]): Promise<RunResult> {
+    const { st, r } = await this.query(sql, params);
+    const key = st.returnsKey !== null && r.rows.length > 0 ? Number(r.rows[r.rows.length - 1][st.returnsKey]) : 0;
+    return { changes: r.rowCount ?? 0, lastInsertRowid: key };
+  }
+
+  async savepoint<T>(fn: (tx: Tx) => Promise<T> | T): Promise<T> {
+    if (!this.live) throw new Error(TX_ENDED);
+    const name = `nested${++this.depth}`;
+    await this.client.query(`SAVEPOINT ${name}`);
+    try {
+      const value = await fn(this);
+      if (!this.live) throw new Error(TX_ENDED);
+      await this.client.query(`RELEASE SAVEPOINT ${name}`);
+      return value;
+    } catch (err) {
+      // A serialization failure or a lost connection ends the whole transaction: no savepoint can save it.
+      if (this.live && !isRetryable(err) && !isConnectionLoss(err)) {
+        await this.client.query(`ROLLBACK TO SAVEPOINT ${name}`);
+        await this.client.query(`RELEASE SAVEPOINT ${name}`);
+      }
+      throw err;
+    } finally {
+      this.depth--;
+    }
+  }
+
+  afterCommit(fn: () => void): void {
+    if (!this.live) throw new Error(TX_ENDED);
+    this.hooks.push(fn);
+  }
+}
+
+function backoff(attempt: number): Promise<void> {
+  const ms = Math.min(PG_LIMITS.retry_max_ms, PG_LIMITS.retry_first_ms * 2 ** (attempt - 1)) * (0.5 + Math.random());
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

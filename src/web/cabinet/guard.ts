@@ -1,0 +1,93 @@
+import type { Ctx, CabinetAuth, Reply } from '../../platform/http/types';
+import { ApiError } from '../../platform/http/errors';
+import type { Core } from '../../money/core/core';
+import { esc } from '../pay-page/layout';
+import { pickLang } from '../pay-page/i18n';
+import { csrfMatches, loadSession } from './sessions';
+import { cabinetPage, publicPage } from './layout';
+import { ct } from './text';
+
+/**
+ * The cabinet's step of the request chain (called by src/platform/http/server.ts for auth 'cabinet'): the session of
+ * the cookie (401, which the error page turns into the sign-in page), and for a POST the page it came from
+ * (sameOriginRefusal) and the session's CSRF token in the form field `_csrf` or the X-CSRF-Token header (403,
+ * before the handler runs: nothing changes).
+ */
+export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks' | 'baseUrl'>>): Promise<CabinetAuth> {
+  const isPost = ctx.method === 'POST';
+  const baseUrl = ctx.app.baseUrl();
+  const auth = await loadSession(ctx.app.store, ctx.app.clocks, headerOf(ctx, 'cookie'), !isPost, baseUrl);
+  if (!auth) throw new ApiError(401, 'unauthorized', 'Cannot open the cabinet: sign in first');
+  if (isPost) {
+    const foreign = sameOriginRefusal(ctx, baseUrl);
+    if (foreign) {
+      ctx.cabinet = auth;
+      throw foreign;
+    }
+    const given = headerOf(ctx, 'x-csrf-token') ?? formValue(ctx, '_csrf');
+    if (!csrfMatches(auth, given)) {
+      ctx.cabinet = auth;
+      throw new ApiError(403, 'csrf_failed', 'Cannot accept the form: its CSRF token is missing or wrong; reload the page and try again');
+    }
+  }
+  return auth;
+}
+
+/**
+ * A 403 for a form sent from another origin, or null. The browser says where a POST comes from: `Sec-Fetch-Site`
+ * when it sends it (anything but same-origin is refused: same-site covers another port of the host), else
+ * `Origin`, which must be this service's (`baseUrl`) or the host the request was sent to under the same scheme
+ * ("null", a sandboxed or referrer-less page's, is refused: the cabinet's pages send their origin). A request
+ * with neither (curl, a very old browser) is left to the CSRF token.
+ */
+export function sameOriginRefusal(ctx: Ctx, baseUrl: string): ApiError | null {
+  const site = headerOf(ctx, 'sec-fetch-site');
+  const origin = headerOf(ctx, 'origin');
+  const refuse = (what: string) => new ApiError(403, 'csrf_failed', `Cannot accept the form: it was sent from another site (${what}); open the cabinet at ${new URL(baseUrl).origin} and try again`);
+  if (site !== undefined) return site === 'same-origin' ? null : refuse(`Sec-Fetch-Site "${site.slice(0, 32)}"`);
+  if (origin === undefined) return null;
+  const scheme = new URL(baseUrl).protocol;
+  const host = headerOf(ctx, 'host');
+  if (origin === new URL(baseUrl).origin || (host !== undefined && origin === `${scheme}//${host}`)) return null;
+  return refuse(`Origin "${origin.slice(0, 100)}"`);
+}
+
+function headerOf(ctx: Ctx, name: string): string | undefined {
+  const v = ctx.req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** One field of an urlencoded form body (the cabinet reads forms from the raw bytes: some fields repeat). */
+export function formValue(ctx: Ctx, name: string): string | undefined {
+  return form(ctx).get(name) ?? undefined;
+}
+
+/** The request's urlencoded form. */
+export function form(ctx: Ctx): URLSearchParams {
+  const type = String(ctx.req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') return new URLSearchParams();
+  return new URLSearchParams(ctx.rawBody.toString('utf8'));
+}
+
+/**
+ * How a refused cabinet request is answered: no session sends a page view to the sign-in page (a POST gets a
+ * 401 page, so nothing it asked for is done after signing in); anything else is an HTML page with the message.
+ */
+export function cabinetErrorReply(ctx: Ctx, err: ApiError): Reply {
+  // The route table has no trailing-slash patterns: /cabinet/ and /cabinet/payments/ mean the pages without it.
+  if (err.status === 404 && ctx.route === '' && ctx.method === 'GET' && /^\/cabinet(\/[A-Za-z0-9._-]+)*\/$/.test(ctx.path)) {
+    return { status: 303, location: ctx.path.slice(0, -1) };
+  }
+  if (err.status === 401) {
+    if (ctx.method === 'GET' || ctx.method === 'HEAD') {
+      const next = ctx.path.startsWith('/cabinet/') && ctx.path !== '/cabinet/login' ? `?next=${encodeURIComponent(ctx.path)}` : '';
+      return { status: 303, location: `/cabinet/login${next}` };
+    }
+  }
+  const lang = ctx.cabinet?.lang ?? pickLang(ctx.query, headerOf(ctx, 'accept-language'));
+  const title = err.status === 404 ? ct(lang, 'not_found') : err.status === 403 && err.code === 'csrf_failed' ? ct(lang, 'forbidden') : ct(lang, 'error');
+  const body = `<h1>${esc(title)}</h1><p class="alert" role="alert">${esc(err.message)}</p><p><a href="/cabinet/overview">${esc(ct(lang, 'overview'))}</a></p>`;
+  const headers = err.headers ?? {};
+  if (ctx.cabinet && err.status !== 401) return cabinetPage(ctx, { title, active: null, body, status: err.status, headers });
+  return publicPage(lang, { title, body, status: err.status, headers });
+}

@@ -1,0 +1,93 @@
+import type { Ctx, Reply } from '../../platform/http/types';
+import type { Core } from '../../money/core/core';
+import { esc } from '../pay-page/layout';
+import { ALL_SCOPES } from '../../platform/auth/scopes';
+import type { KeyUsage } from '../../platform/auth/key-usage';
+import { createKey, listKeys, revokeKey } from '../../money/shops/store';
+import { recordAudit } from './audit';
+import { cabinetPage, field, postForm, table, tags } from './layout';
+import { actor, chosenShop, merchantShops, ownShop, shopOfOwn } from './scope';
+import { change } from './act';
+import { form } from './guard';
+import { ct, when } from './text';
+import { codeText } from './codes';
+
+/** The shop picker of pages about one shop. */
+export async function shopPicker(ctx: Ctx<Pick<Core, 'store'>>, path: string, current: string): Promise<string> {
+  const shops = await merchantShops(ctx);
+  if (shops.length < 2) return '';
+  const lang = ctx.cabinet!.lang;
+  return `<form method="get" action="${path}" class="inline">${field('pick-shop', ct(lang, 'shop'), `<select id="pick-shop" name="shop">${shops
+    .map((s) => `<option value="${esc(s.id)}"${s.id === current ? ' selected' : ''}>${esc(s.name)}</option>`)
+    .join('')}</select>`)}<button class="btn secondary" type="submit">${esc(ct(lang, 'filter'))}</button></form>`;
+}
+
+/** GET /cabinet/keys?shop=: a shop's keys (prefix, mode, scopes, last use), create and revoke. */
+export async function keysPage(ctx: Ctx<Core & { keyUsage: KeyUsage }>): Promise<Reply> {
+  const lang = ctx.cabinet!.lang;
+  const shop = await chosenShop(ctx);
+  await ctx.app.keyUsage.flush();
+  const keys = await listKeys(ctx.app.store, shop.id);
+  const list = table(
+    [{ label: ct(lang, 'prefix') }, { label: ct(lang, 'mode') }, { label: ct(lang, 'scopes') }, { label: ct(lang, 'created') }, { label: ct(lang, 'last_use') }, { label: ct(lang, 'status') }],
+    keys.map((k) => [
+      `<span class="mono nowrap">${esc(k.key_prefix)}…</span>`,
+      esc(codeText(lang, k.mode)),
+      tags(k.scopes.split(',').filter(Boolean)),
+      esc(when(k.created_at)),
+      esc(k.last_used_at === null ? ct(lang, 'never') : when(k.last_used_at)),
+      k.revoked_at !== null
+        ? `${esc(ct(lang, 'revoked'))} ${esc(when(k.revoked_at))}`
+        : `${esc(ct(lang, 'active'))} ${postForm(ctx, `/cabinet/keys/${k.id}/revoke`, `<button class="chip" type="submit" aria-label="${esc(`${ct(lang, 'revoke')} ${k.key_prefix}`)}">${esc(ct(lang, 'revoke'))}</button>`, { confirm: ct(lang, 'confirm') })}`,
+    ]),
+    ct(lang, 'nothing'),
+  );
+  const enabled = new Set(shop.scopes.split(',').filter(Boolean));
+  const scopes = `<fieldset class="checks"><legend>${esc(ct(lang, 'scopes'))}</legend>${ALL_SCOPES.filter((s) => enabled.has(s))
+    .map((sc) => `<label><input type="checkbox" name="scope" value="${sc}" checked> <code>${sc}</code></label>`)
+    .join('')}</fieldset>`;
+  const body = `<h1>${esc(ct(lang, 'keys'))} · ${esc(shop.name)}</h1>
+${await shopPicker(ctx, '/cabinet/keys', shop.id)}
+${list}
+<h2>${esc(ct(lang, 'create_key'))}</h2>
+${postForm(
+  ctx,
+  '/cabinet/keys',
+  `<input type="hidden" name="shop" value="${esc(shop.id)}">
+${field('k-mode', ct(lang, 'mode'), `<select id="k-mode" name="mode"><option value="test">${esc(codeText(lang, 'test'))}</option><option value="live">${esc(codeText(lang, 'live'))}</option></select>`)}
+${enabled.size ? scopes : ''}
+<button class="btn" type="submit">${esc(ct(lang, 'create_key'))}</button>`,
+)}`;
+  return cabinetPage(ctx, { title: ct(lang, 'keys'), active: 'keys', body });
+}
+
+/** POST /cabinet/keys {shop, mode, scope…}: a new key, as `kopek key create` makes it; the full key is shown once, on this answer. */
+export async function postKey(ctx: Ctx<Core>): Promise<Reply> {
+  const lang = ctx.cabinet!.lang;
+  const f = form(ctx);
+  const shop = await ownShop(ctx, f.get('shop'));
+  const mode = f.get('mode') === 'live' ? 'live' : 'test';
+  let made;
+  try {
+    made = await createKey(ctx.app.store, shop.id, mode, f.getAll('scope').join(','), ctx.app.clocks.real());
+  } catch (err) {
+    return cabinetPage(ctx, { title: ct(lang, 'keys'), active: 'keys', status: 400, body: `<h1>${esc(ct(lang, 'create_key'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/keys?shop=${esc(shop.id)}">${esc(ct(lang, 'back'))}</a></p>` });
+  }
+  await recordAudit(ctx.app.store, actor(ctx), 'key.create', made.key.id, `${mode} ${made.key.key_prefix}… ${made.key.scopes}`, ctx.app.clocks.real());
+  const body = `<h1>${esc(ct(lang, 'keys'))} · ${esc(shop.name)}</h1>
+<p class="ok" role="status">${esc(ct(lang, 'shown_once'))}</p>
+${field('new-key', `${ct(lang, 'key')} (${codeText(lang, mode)})`, `<output id="new-key" class="secret">${esc(made.secret)}</output>`)}
+<p><a class="btn" href="/cabinet/keys?shop=${esc(shop.id)}">${esc(ct(lang, 'back'))}</a></p>`;
+  return cabinetPage(ctx, { title: ct(lang, 'keys'), active: 'keys', body });
+}
+
+/** POST /cabinet/keys/:id/revoke: as `kopek key revoke`; the API refuses the key from the next request. */
+export async function postRevoke(ctx: Ctx<Core>): Promise<Reply> {
+  const id = ctx.params.id;
+  const row = await ctx.app.store.get<{ shop_id: string; key_prefix: string }>('SELECT shop_id, key_prefix FROM api_keys WHERE id = ?', id);
+  const shop = await shopOfOwn(ctx, row?.shop_id, `Cannot find key "${id.slice(0, 64)}"`);
+  return change(ctx, { action: 'key.revoke', target: id, back: `/cabinet/keys?shop=${shop.id}` }, async () => {
+    await revokeKey(ctx.app.store, id, ctx.app.clocks.real());
+    return `${row!.key_prefix}…`;
+  });
+}

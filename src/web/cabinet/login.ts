@@ -1,0 +1,138 @@
+import { randomBytes } from 'node:crypto';
+import type { Ctx, Reply } from '../../platform/http/types';
+import type { Core } from '../../money/core/core';
+import { esc } from '../pay-page/layout';
+import { pickLang, type Lang } from '../pay-page/i18n';
+import { safeEqual } from '../../platform/util/crypto';
+import { recordAudit } from './audit';
+import { acceptSecondFactor, getUserByEmail, verifyPassword } from './users';
+import { throttledCheck } from './password-check';
+import { signInWait } from './throttle';
+import { clearedSessionCookie, cookieAttributes, cookieName, cookieValue, createSession, endAllSessions, endSession, loadSession, sessionCookie, setPrefs } from './sessions';
+import { field, publicPage } from './layout';
+import { form, sameOriginRefusal } from './guard';
+import { actor } from './scope';
+import { ct } from './text';
+
+/** The cookie holding the sign-in form's CSRF token (there is no session yet to keep it in); `__Host-` over https. */
+const LOGIN_COOKIE = 'kopek_cabinet_login';
+
+function langOf(ctx: Ctx<Core>): Lang {
+  return pickLang(ctx.query, String(ctx.req.headers['accept-language'] ?? ''));
+}
+
+/** A `next` the sign-in may go to: a cabinet page of this server, nothing else. */
+function safeNext(next: string | null | undefined): string {
+  return next && /^\/cabinet\/[A-Za-z0-9/._-]*$/.test(next) && !next.includes('..') ? next : '/cabinet/overview';
+}
+
+function loginForm(ctx: Ctx<Core>, lang: Lang, o: { error?: string; email?: string; status?: number; headers?: Record<string, string> } = {}): Reply {
+  const token = randomBytes(24).toString('base64url');
+  const next = safeNext(ctx.query.get('next') ?? form(ctx).get('next'));
+  const other: Lang = lang === 'ru' ? 'en' : 'ru';
+  const body = `<h1>${esc(ct(lang, 'sign_in_title'))}</h1>
+${o.error ? `<p class="alert" role="alert">${esc(o.error)}</p>` : ''}
+<form method="post" action="/cabinet/login?lang=${lang}">
+<input type="hidden" name="_csrf" value="${token}">
+<input type="hidden" name="next" value="${esc(next)}">
+${field('email', ct(lang, 'email'), `<input id="email" name="email" type="email" autocomplete="username" required value="${esc(o.email ?? '')}"${o.email ? '' : ' autofocus'}>`)}
+${field('password', ct(lang, 'password'), `<input id="password" name="password" type="password" autocomplete="current-password" required${o.email ? ' autofocus' : ''}>`)}
+${field('code', ct(lang, 'totp_code'), `<input id="code" name="code" inputmode="text" autocomplete="one-time-code" aria-describedby="code-hint">`, ct(lang, 'totp_hint'))}
+<button class="btn" type="submit">${esc(ct(lang, 'sign_in'))}</button>
+</form>
+<p class="muted"><a href="/cabinet/login?lang=${other}" lang="${other}">${esc(ct(lang, 'switch_lang'))}</a></p>`;
+  return publicPage(lang, {
+    title: ct(lang, 'sign_in_title'),
+    body,
+    status: o.status,
+    headers: { 'Set-Cookie': `${cookieName(ctx.app.baseUrl(), LOGIN_COOKIE)}=${token}; ${cookieAttributes(ctx.app.baseUrl())}`, ...o.headers },
+  });
+}
+
+/** GET /cabinet/login: the sign-in form (a signed-in user goes on to the overview). */
+export async function showLogin(ctx: Ctx<Core>): Promise<Reply> {
+  if (await loadSession(ctx.app.store, ctx.app.clocks, String(ctx.req.headers.cookie ?? ''), false, ctx.app.baseUrl())) return { status: 303, location: '/cabinet/overview' };
+  return loginForm(ctx, langOf(ctx));
+}
+
+/** GET /cabinet: the overview, or the sign-in form first. */
+export function cabinetRoot(): Reply {
+  return { status: 303, location: '/cabinet/overview' };
+}
+
+/**
+ * POST /cabinet/login: the page it came from and the form's CSRF token (403), then one attempt reserved
+ * against the throttle before the password is hashed (429 while slowed or locked), then email, password and,
+ * when the user has TOTP on, a code or recovery code. Every checked attempt is audited.
+ */
+export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
+  const lang = langOf(ctx);
+  const f = form(ctx);
+  const baseUrl = ctx.app.baseUrl();
+  const given = f.get('_csrf') ?? '';
+  const expected = cookieValue(String(ctx.req.headers.cookie ?? ''), cookieName(baseUrl, LOGIN_COOKIE)) ?? '';
+  const foreign = sameOriginRefusal(ctx, baseUrl);
+  if (foreign || !given || !expected || !safeEqual(given, expected)) {
+    return loginForm(ctx, lang, { error: foreign ? foreign.message : ct(lang, 'forbidden'), status: 403 });
+  }
+  const email = (f.get('email') ?? '').trim().toLowerCase().slice(0, 254);
+  const password = f.get('password') ?? '';
+  const code = f.get('code') ?? '';
+  const { store } = ctx.app;
+  const now = ctx.app.clocks.real();
+  const user = await getUserByEmail(store, email);
+  let factor = 'password';
+  const outcome = await throttledCheck(store, { email, ip: ctx.ip, now }, async () => {
+    const passwordOk = await verifyPassword(user?.password_hash ?? null, password);
+    if (!passwordOk || user === undefined || user.disabled_at !== null) return false;
+    if (!user.totp_secret) return true;
+    const second = await acceptSecondFactor(store, user, code, now);
+    if (second !== null) factor = `password+${second}`;
+    return second !== null;
+  });
+  if (outcome.kind === 'refused') return tooMany(ctx, lang, email, outcome.wait_ms);
+  const who = { merchantId: user?.merchant_id ?? null, userId: user?.id ?? null, email: email || '(empty)', ip: ctx.ip };
+  if (outcome.kind === 'failed') {
+    await recordAudit(store, who, 'sign_in.failed', user?.id ?? '', outcome.locked ? 'locked for 15 minutes' : '', now);
+    if (outcome.locked) return tooMany(ctx, lang, email, await signInWait(store, email, ctx.ip, now));
+    return loginForm(ctx, lang, { error: ct(lang, 'bad_login'), email, status: 401 });
+  }
+  const token = await createSession(store, user!, { ip: ctx.ip, lang, now });
+  await recordAudit(store, who, 'sign_in', user!.id, factor, now);
+  return {
+    status: 303,
+    location: safeNext(f.get('next')),
+    headers: { 'Set-Cookie': sessionCookie(baseUrl, token) },
+  };
+}
+
+function tooMany(ctx: Ctx<Core>, lang: Lang, email: string, wait_ms: number): Reply {
+  const s = Math.max(1, Math.ceil(wait_ms / 1000));
+  return loginForm(ctx, lang, { error: `${ct(lang, 'locked')} ${s} ${ct(lang, 'seconds')}.`, email, status: 429, headers: { 'Retry-After': String(s) } });
+}
+
+/** POST /cabinet/logout: ends this session. */
+export async function postLogout(ctx: Ctx<Core>): Promise<Reply> {
+  await endSession(ctx.app.store, ctx.cabinet!.sessionHash);
+  await recordAudit(ctx.app.store, actor(ctx), 'sign_out', ctx.cabinet!.userId, '', ctx.app.clocks.real());
+  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } };
+}
+
+/** POST /cabinet/logout-all: ends every session of the user, on every device. */
+export async function postLogoutAll(ctx: Ctx<Core>): Promise<Reply> {
+  const n = await endAllSessions(ctx.app.store, ctx.cabinet!.userId);
+  await recordAudit(ctx.app.store, actor(ctx), 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`, ctx.app.clocks.real());
+  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } };
+}
+
+/** POST /cabinet/prefs {mode|lang, back}: switch test/live data or the language; back to the page. */
+export async function postPrefs(ctx: Ctx<Core>): Promise<Reply> {
+  const f = form(ctx);
+  const mode = f.get('mode');
+  const lang = f.get('lang');
+  await setPrefs(ctx.app.store, ctx.cabinet!.sessionHash, {
+    mode: mode === 'test' || mode === 'live' ? mode : undefined,
+    lang: lang === 'ru' || lang === 'en' ? lang : undefined,
+  });
+  return { status: 303, location: safeNext(f.get('back')) };
+}

@@ -1,0 +1,152 @@
+import type { Ctx, Reply } from '../../platform/http/types';
+import type { Core } from '../../money/core/core';
+import { esc } from '../pay-page/layout';
+import { formatAmount } from '../pay-page/i18n';
+import { merchantBalances } from '../../money/ledger/store';
+import { DAY_MS } from '../../platform/util/time';
+import { cabinetPage, table } from './layout';
+import { merchantShops } from './scope';
+import { getMerchant } from '../../money/shops/store';
+import { paymentsChart, type DayFigure } from './chart';
+import { ct, when } from './text';
+import { paymentStatusCell } from './payment-status';
+
+/** Days the overview's chart covers, today included. */
+const CHART_DAYS = 14;
+/** Latest payments listed on the overview. */
+const LATEST = 10;
+/** Deliveries per shop looked at for failing endpoints: the recent ones say whether an endpoint fails now. */
+const RECENT_DELIVERIES = 1000;
+
+interface LatestRow {
+  id: string;
+  seq: number;
+  order_id: string;
+  amount: number;
+  amount_refunded: number;
+  currency: string;
+  status: string;
+  created_at: number;
+  shop_id: string;
+}
+
+/** Payments read per query while the chart adds up its days; the server answers others between two reads. */
+const CHART_SLICE_ROWS = 5000;
+
+/**
+ * Add a shop's payments created since `firstDay` to the days of the chart: payments created, and the amount of
+ * those paid. However many payments the days hold, each read is a slice of the register index's range, and
+ * other requests run between two slices.
+ */
+async function addDays(ctx: Ctx<Core>, shopId: string, firstDay: number, perDay: Map<number, DayFigure>): Promise<void> {
+  let below: [number, number] = [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
+  for (;;) {
+    const rows = await ctx.app.store.all<{ created_at: number; seq: number; status: string; amount: number }>(
+      `SELECT created_at, seq, status, amount FROM payments INDEXED BY payments_register
+     WHERE shop_id = ? AND mode = ? AND created_at >= ? AND (created_at, seq) < (?, ?) ORDER BY created_at DESC, seq DESC LIMIT ?`,
+      shopId,
+      ctx.cabinet!.mode,
+      firstDay,
+      below[0],
+      below[1],
+      CHART_SLICE_ROWS,
+    );
+    for (const r of rows) {
+      const f = perDay.get(Math.floor(r.created_at / DAY_MS) * DAY_MS);
+      if (!f) continue;
+      f.count++;
+      if (r.status === 'succeeded' || r.status === 'refunded') f.paid += r.amount;
+    }
+    if (rows.length < CHART_SLICE_ROWS) return;
+    const last = rows[rows.length - 1];
+    below = [last.created_at, last.seq];
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+/** GET /cabinet/overview: balances per shop, payments per day, the latest payments, failing webhook endpoints. */
+export async function overview(ctx: Ctx<Core>): Promise<Reply> {
+  const c = ctx.cabinet!;
+  const { lang, mode } = c;
+  const { store } = ctx.app;
+  const shops = await merchantShops(ctx);
+  const names = new Map(shops.map((s) => [s.id, s.name]));
+  const balances = await merchantBalances(store, c.merchantId, mode);
+  const cards = balances
+    .map(
+      (b) => `<div class="card"><span class="muted">${esc(b.shop_name)}</span>
+<span class="sr">${esc(ct(lang, 'balance'))}</span><b>${esc(formatAmount(lang, b.balance, 'RUB'))}</b>
+<span class="muted">${esc(ct(lang, 'available'))}: ${esc(formatAmount(lang, b.available, 'RUB'))}</span></div>`,
+    )
+    .join('');
+
+  // Per shop, so each query walks that shop's register index; merged here.
+  const latest: LatestRow[] = [];
+  const perDay = new Map<number, DayFigure>();
+  let today = 0;
+  for (const s of shops) today = Math.max(today, await ctx.app.clocks.now(store, s.id, mode));
+  const firstDay = Math.floor(today / DAY_MS) * DAY_MS - (CHART_DAYS - 1) * DAY_MS;
+  for (let i = 0; i < CHART_DAYS; i++) perDay.set(firstDay + i * DAY_MS, { day_ms: firstDay + i * DAY_MS, count: 0, paid: 0 });
+  for (const s of shops) {
+    latest.push(
+      ...(await store.all<LatestRow>(
+        `SELECT id, seq, order_id, amount, amount_refunded, currency, status, created_at, shop_id FROM payments WHERE shop_id = ? AND mode = ? ORDER BY created_at DESC, seq DESC LIMIT ?`,
+        s.id,
+        mode,
+        LATEST,
+      )),
+    );
+    await addDays(ctx, s.id, firstDay, perDay);
+  }
+  latest.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq);
+  const latestTable = table(
+    [{ label: ct(lang, 'created') }, { label: ct(lang, 'order') }, { label: ct(lang, 'amount'), num: true }, { label: ct(lang, 'status') }, { label: ct(lang, 'shop') }],
+    latest.slice(0, LATEST).map((p) => [
+      esc(when(p.created_at)),
+      `<a href="/cabinet/payments/${esc(p.id)}">${esc(p.order_id)}</a>`,
+      esc(formatAmount(lang, p.amount, p.currency)),
+      paymentStatusCell(lang, p),
+      esc(names.get(p.shop_id) ?? ''),
+    ]),
+    ct(lang, 'nothing'),
+  );
+
+  const failing = await failingEndpoints(ctx, shops.map((s) => s.id));
+  const failingList = failing.length
+    ? `<ul>${failing.map((f) => `<li><a href="/cabinet/webhooks?shop=${esc(f.shop_id)}">${esc(f.url)}</a> — ${esc(names.get(f.shop_id) ?? '')}: ${f.disabled ? esc(ct(lang, 'disabled')) : ''} ${f.failures ? `${f.failures} ✕` : ''}</li>`).join('')}</ul>`
+    : `<p class="muted">${esc(ct(lang, 'none_failing'))}</p>`;
+
+  const merchant = mode === 'live' ? await getMerchant(store, ctx.cabinet!.merchantId) : undefined;
+  const body = `<h1>${esc(ct(lang, 'overview'))}</h1>
+${mode === 'live' && !merchant?.live_enabled ? `<p class="muted">${esc(ct(lang, 'live_is_off'))}</p>` : ''}
+<section aria-labelledby="h-bal"><h2 id="h-bal">${esc(ct(lang, 'balance'))}</h2><div class="grid">${cards || `<p class="muted">${esc(ct(lang, 'nothing'))}</p>`}</div></section>
+<section aria-labelledby="h-chart"><h2 id="h-chart">${esc(ct(lang, 'chart_title'))}</h2>${paymentsChart(lang, [...perDay.values()])}</section>
+<section aria-labelledby="h-last"><h2 id="h-last">${esc(ct(lang, 'last_payments'))}</h2>${latestTable}<p><a href="/cabinet/payments">${esc(ct(lang, 'payments'))} →</a></p></section>
+<section aria-labelledby="h-fail"><h2 id="h-fail">${esc(ct(lang, 'failing_endpoints'))}</h2>${failingList}</section>`;
+  return cabinetPage(ctx, { title: ct(lang, 'overview'), active: 'overview', body });
+}
+
+/** Endpoints that are disabled, or whose recent deliveries failed or are being retried. */
+async function failingEndpoints(ctx: Ctx<Core>, shopIds: string[]): Promise<Array<{ shop_id: string; url: string; disabled: boolean; failures: number }>> {
+  const { store } = ctx.app;
+  const out: Array<{ shop_id: string; url: string; disabled: boolean; failures: number }> = [];
+  for (const shopId of shopIds) {
+    const counts = new Map(
+      (
+        await store.all<{ endpoint_id: string; n: number }>(
+          `SELECT endpoint_id, COUNT(*) AS n FROM (SELECT endpoint_id, state, attempts FROM webhook_deliveries WHERE shop_id = ? AND mode = ? ORDER BY id DESC LIMIT ?) AS recent
+             WHERE endpoint_id IS NOT NULL AND (state = 'failed' OR (state = 'pending' AND attempts > 0)) GROUP BY endpoint_id`,
+          shopId,
+          ctx.cabinet!.mode,
+          RECENT_DELIVERIES,
+        )
+      ).map((r) => [r.endpoint_id, r.n]),
+    );
+    const endpoints = await store.all<{ id: string; url: string; disabled_at: number | null }>('SELECT id, url, disabled_at FROM webhook_endpoints WHERE shop_id = ? ORDER BY created_at, id', shopId);
+    for (const e of endpoints) {
+      const n = counts.get(e.id) ?? 0;
+      if (e.disabled_at !== null || n > 0) out.push({ shop_id: shopId, url: e.url, disabled: e.disabled_at !== null, failures: n });
+    }
+  }
+  return out;
+}

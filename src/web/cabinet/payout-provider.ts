@@ -1,0 +1,105 @@
+import type { Store } from '../../platform/storage/store';
+import { putShopPayoutProvider, removeShopPayoutProvider, shopPayoutProvider, type ShopPayoutProvider } from '../../money/bank-port/store';
+import { MasterKey } from '../../platform/secrets/master-key';
+import { checkYookassaCredentials } from '../../banks/yookassa/credentials';
+import { secretLabel, YOOKASSA, YOOKASSA_API_URLS } from '../../banks/yookassa/settings';
+
+// A shop's payout provider (YooKassa Payouts), independent of its acquirer: the one rule `kopek shop payouts`
+// and the cabinet's live section share. The secret key is sealed under the master key; nothing here shows it.
+
+/** What may be shown of a shop's payout provider: never its secret. */
+export interface PayoutProviderView {
+  shop_id: string;
+  provider: string;
+  agent_id: string;
+  api_url: string;
+}
+
+/** The payout providers a shop may set. */
+export const PAYOUT_PROVIDERS: readonly string[] = [YOOKASSA];
+
+/** What setting a payout provider takes: the secret in clear (for the credentials check and sealing only). */
+export interface PayoutProviderInput {
+  provider: string;
+  agentId: string;
+  secret: string;
+  /** undefined: the provider's production address. */
+  apiUrl?: string;
+}
+
+/** The view of a payout provider row. */
+export function payoutProviderView(p: ShopPayoutProvider): PayoutProviderView {
+  return { shop_id: p.shop_id, provider: p.provider, agent_id: p.agent_id, api_url: p.api_url };
+}
+
+/** A shop's payout provider as it may be shown, or undefined when none is set. */
+export async function showPayoutProvider(store: Store, shopId: string): Promise<PayoutProviderView | undefined> {
+  const p = await shopPayoutProvider(store, shopId);
+  return p ? payoutProviderView(p) : undefined;
+}
+
+/**
+ * Check and normalise the parts of a payout provider; throws a one-line "cannot set the payout provider" error.
+ * `choices` (the cabinet, a merchant's word): the only API addresses taken, the provider's published ones; any
+ * other http(s) address is the operator's to set (the admin command).
+ */
+export function checkPayoutProvider(p: PayoutProviderInput, choices?: readonly string[]): Required<PayoutProviderInput> {
+  const fail = (why: string): Error => new Error(`cannot set the payout provider: ${why}`);
+  if (!PAYOUT_PROVIDERS.includes(p.provider)) throw fail(`--provider must be ${PAYOUT_PROVIDERS.join(' or ')}, got "${p.provider.slice(0, 32)}"`);
+  const agentId = p.agentId.trim();
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(agentId)) throw fail('--agent-id must be 1 to 64 letters, digits, "_", "-" or "."');
+  if (p.secret.length === 0 || p.secret.length > 256 || /[\r\n]/.test(p.secret)) {
+    throw fail('the secret key file must hold the secret key on one line (1 to 256 characters)');
+  }
+  const url = (p.apiUrl ?? YOOKASSA_API_URLS[0]).trim().replace(/\/+$/, '');
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw fail(`--api-url must be an http(s) URL, got "${url.slice(0, 64)}"`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw fail(`--api-url must be an http(s) URL, got "${url.slice(0, 64)}"`);
+  if (parsed.username || parsed.password) throw fail('--api-url must not carry credentials');
+  if (choices && !choices.includes(url)) {
+    throw fail(`the API address must be one of ${choices.join(', ')}, got "${url.slice(0, 64)}"; another address is set by the operator (kopek shop payouts --api-url)`);
+  }
+  return { provider: p.provider, agentId, secret: p.secret, apiUrl: url };
+}
+
+/**
+ * Set (or replace) a shop's payout provider: the parts checked, then the credentials checked at the provider
+ * with a request that changes nothing (refused: nothing is written), then the row written with the secret
+ * sealed under the database's master key. `timeoutMs` bounds the check.
+ */
+export async function setPayoutProvider(
+  store: Store,
+  shopId: string,
+  input: PayoutProviderInput,
+  o: { now: number; timeoutMs: number; choices?: readonly string[] },
+): Promise<PayoutProviderView> {
+  const p = checkPayoutProvider(input, o.choices);
+  const checked = await checkYookassaCredentials({ apiUrl: p.apiUrl, agentId: p.agentId, secret: p.secret, timeoutMs: o.timeoutMs });
+  if (!checked.ok) throw new Error(`cannot set the payout provider: the credentials check failed: ${checked.reason}`);
+  const row: ShopPayoutProvider = {
+    shop_id: shopId,
+    provider: p.provider,
+    agent_id: p.agentId,
+    secret: new MasterKey(store.path).encrypt(p.secret, secretLabel(shopId)),
+    api_url: p.apiUrl,
+  };
+  await store.tx(async (tx) => putShopPayoutProvider(tx, row, o.now));
+  return payoutProviderView(row);
+}
+
+/** Remove a shop's payout provider; true when it had one (its live payouts then answer 403 payouts_not_configured). */
+export async function removePayoutProvider(store: Store, shopId: string): Promise<boolean> {
+  return store.tx(async (tx) => removeShopPayoutProvider(tx, shopId));
+}
+
+/**
+ * The API addresses a merchant may choose in the cabinet: the provider's published ones, and the shop's current
+ * address when the operator set another (so a new secret does not move the shop off it).
+ */
+export function payoutApiUrlChoices(currentUrl?: string): string[] {
+  return currentUrl && !YOOKASSA_API_URLS.includes(currentUrl) ? [...YOOKASSA_API_URLS, currentUrl] : [...YOOKASSA_API_URLS];
+}

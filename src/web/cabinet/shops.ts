@@ -1,0 +1,170 @@
+import type { Ctx, Reply } from '../../platform/http/types';
+import type { Core } from '../../money/core/core';
+import { esc } from '../pay-page/layout';
+import { ALL_SCOPES } from '../../platform/auth/scopes';
+import { activateLive, createShop, getMerchant, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes } from '../../money/shops/store';
+import { removeAcquirer, setTBankAcquirer, showAcquirer } from '../../banks/tbank/acquirer';
+import { apiUrlChoices } from '../../banks/tbank/settings';
+import { recordAudit } from './audit';
+import { payoutProviderSection } from './payout-live';
+import { cabinetPage, field, postForm, table } from './layout';
+import { actor, merchantShops, ownShop } from './scope';
+import { change } from './act';
+import { form } from './guard';
+import { ct } from './text';
+
+/** GET /cabinet/shops: the merchant's shops and a form to create one. */
+export async function shopsPage(ctx: Ctx<Core>): Promise<Reply> {
+  const lang = ctx.cabinet!.lang;
+  const shops = await merchantShops(ctx);
+  const list = table(
+    [{ label: ct(lang, 'name') }, { label: ct(lang, 'scopes') }, { label: ct(lang, 'ip_allowlist') }, { label: ct(lang, 'require_signature') }],
+    shops.map((s) => [
+      `<a href="/cabinet/shops/${esc(s.id)}">${esc(s.name)}</a>`,
+      esc(s.scopes.split(',').filter(Boolean).length + ' / ' + ALL_SCOPES.length),
+      esc(s.ip_allowlist || '—'),
+      s.require_signature ? '✓' : '—',
+    ]),
+    ct(lang, 'nothing'),
+  );
+  const body = `<h1>${esc(ct(lang, 'shops'))}</h1>
+${list}
+<h2>${esc(ct(lang, 'create_shop'))}</h2>
+${postForm(ctx, '/cabinet/shops', `<div class="inline">${field('s-name', ct(lang, 'name'), '<input id="s-name" name="name" required maxlength="200">')}<button class="btn" type="submit">${esc(ct(lang, 'create_shop'))}</button></div>`)}`;
+  return cabinetPage(ctx, { title: ct(lang, 'shops'), active: 'shops', body });
+}
+
+/** POST /cabinet/shops {name}: a new shop of the user's merchant (all scopes), as `kopek shop create` makes it; its secrets are shown once. */
+export async function postShop(ctx: Ctx<Core>): Promise<Reply> {
+  const lang = ctx.cabinet!.lang;
+  let shop;
+  try {
+    shop = await createShop(ctx.app.store, ctx.cabinet!.merchantId, form(ctx).get('name') ?? '', undefined, ctx.app.clocks.real());
+  } catch (err) {
+    return cabinetPage(ctx, { title: ct(lang, 'shops'), active: 'shops', status: 400, body: `<h1>${esc(ct(lang, 'create_shop'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/shops">${esc(ct(lang, 'back'))}</a></p>` });
+  }
+  await recordAudit(ctx.app.store, actor(ctx), 'shop.create', shop.id, shop.name, ctx.app.clocks.real());
+  const body = `<h1>${esc(shop.name)}</h1>
+<p class="ok" role="status">${esc(ct(lang, 'saved'))} ${esc(ct(lang, 'shown_once'))}</p>
+${field('sec-sign', ct(lang, 'signing_secret'), `<output id="sec-sign" class="secret">${esc(shop.signing_secret)}</output>`)}
+${field('sec-wh', 'Webhook secret (whs_)', `<output id="sec-wh" class="secret">${esc(shop.webhook_secret)}</output>`)}
+<p><a class="btn" href="/cabinet/shops/${esc(shop.id)}">${esc(shop.name)} →</a></p>`;
+  return cabinetPage(ctx, { title: shop.name, active: 'shops', body });
+}
+
+/** GET /cabinet/shops/:id: scopes, IP allow-list, request signing of a shop. */
+export async function shopPage(ctx: Ctx<Core>): Promise<Reply> {
+  const lang = ctx.cabinet!.lang;
+  const s = await ownShop(ctx, ctx.params.id);
+  const enabled = new Set(s.scopes.split(',').filter(Boolean));
+  const base = `/cabinet/shops/${s.id}`;
+  const scopes = `<fieldset class="checks"><legend>${esc(ct(lang, 'scopes'))}</legend>${ALL_SCOPES.map(
+    (sc) => `<label><input type="checkbox" name="scope" value="${sc}"${enabled.has(sc) ? ' checked' : ''}> <code>${sc}</code></label>`,
+  ).join('')}</fieldset>`;
+  const body = `<p><a href="/cabinet/shops">← ${esc(ct(lang, 'shops'))}</a></p>
+<h1>${esc(s.name)}</h1>
+<p class="muted mono">${esc(s.id)}</p>
+<p><a href="/cabinet/keys?shop=${esc(s.id)}">${esc(ct(lang, 'keys'))}</a> · <a href="/cabinet/webhooks?shop=${esc(s.id)}">${esc(ct(lang, 'webhooks'))}</a> · <a href="/cabinet/test?shop=${esc(s.id)}">${esc(ct(lang, 'test_mode'))}</a></p>
+<h2>${esc(ct(lang, 'scopes'))}</h2>
+${postForm(ctx, `${base}/scopes`, `${scopes}<button class="btn" type="submit">${esc(ct(lang, 'save'))}</button>`)}
+<h2>${esc(ct(lang, 'ip_allowlist'))}</h2>
+${postForm(ctx, `${base}/ip-allowlist`, `<div class="inline">${field('ip', ct(lang, 'ip_allowlist'), `<input id="ip" name="ip_allowlist" value="${esc(s.ip_allowlist)}" aria-describedby="ip-hint" autocomplete="off" spellcheck="false">`, ct(lang, 'ip_hint'))}<button class="btn" type="submit">${esc(ct(lang, 'save'))}</button></div>`)}
+<h2>${esc(ct(lang, 'signing_secret'))}</h2>
+${postForm(ctx, `${base}/require-signature`, `<fieldset class="checks"><legend class="sr">${esc(ct(lang, 'require_signature'))}</legend><label><input type="checkbox" name="on" value="1"${s.require_signature ? ' checked' : ''}> ${esc(ct(lang, 'require_signature'))}</label></fieldset><button class="btn secondary" type="submit">${esc(ct(lang, 'save'))}</button>`)}
+<div class="danger-zone">${postForm(ctx, `${base}/signing-secret`, `<button class="btn danger" type="submit">${esc(ct(lang, 'rotate'))}: ${esc(ct(lang, 'signing_secret'))}</button>`, { confirm: ct(lang, 'confirm') })}</div>
+${await liveSection(ctx, s.id, base)}`;
+  return cabinetPage(ctx, { title: s.name, active: 'shops', body });
+}
+
+/** The shop's acquirer (never its password) and payout provider (never its secret) with their forms, and the merchant's live activation. */
+async function liveSection(ctx: Ctx<Core>, shopId: string, base: string): Promise<string> {
+  const lang = ctx.cabinet!.lang;
+  const a = await showAcquirer(ctx.app.store, shopId);
+  const merchant = await getMerchant(ctx.app.store, ctx.cabinet!.merchantId);
+  const current = a
+    ? `<dl class="facts"><dt>${esc(ct(lang, 'terminal_key'))}</dt><dd class="mono">${esc(a.terminal_key)}</dd><dt>API</dt><dd class="mono">${esc(a.api_url)}</dd></dl>
+<div class="danger-zone">${postForm(ctx, `${base}/acquirer/remove`, `<button class="btn danger" type="submit">${esc(ct(lang, 'remove_acquirer'))}</button>`, { confirm: ct(lang, 'confirm') })}</div>`
+    : `<p class="muted">${esc(ct(lang, 'acquirer_none'))}</p>`;
+  const setForm = postForm(
+    ctx,
+    `${base}/acquirer`,
+    `${field('acq-key', ct(lang, 'terminal_key'), '<input id="acq-key" name="terminal_key" required maxlength="64" autocomplete="off" spellcheck="false">')}
+${field('acq-pass', ct(lang, 'terminal_password'), '<input id="acq-pass" name="password" type="password" required maxlength="128" autocomplete="new-password">')}
+${field('acq-url', ct(lang, 'api_url'), `<select id="acq-url" name="api_url">${apiUrlChoices(a?.api_url).map((u) => `<option value="${esc(u)}"${u === a?.api_url ? ' selected' : ''}>${esc(u)}</option>`).join('')}</select>`, ct(lang, 'acquirer_hint'))}
+<button class="btn" type="submit">${esc(ct(lang, 'set_acquirer'))}</button>`,
+  );
+  const live = merchant?.live_enabled
+    ? `<p class="ok">${esc(ct(lang, 'live_on'))}</p>`
+    : `<p class="muted">${esc(ct(lang, 'live_is_off'))}</p>${postForm(ctx, '/cabinet/activate-live', `<input type="hidden" name="back" value="${esc(base)}"><button class="btn" type="submit">${esc(ct(lang, 'activate_live'))}</button>`)}`;
+  return `<h2>${esc(ct(lang, 'acquirer'))}</h2>
+${current}
+${setForm}
+${await payoutProviderSection(ctx, shopId, base)}
+<h2>${esc(ct(lang, 'mode_live'))}</h2>
+${live}`;
+}
+
+/** POST /cabinet/shops/:id/acquirer {terminal_key, password, api_url?}: as `kopek shop acquirer --provider tbank` does; the password is never shown again. */
+export async function postAcquirer(ctx: Ctx<Core>): Promise<Reply> {
+  const s = await ownShop(ctx, ctx.params.id);
+  const f = form(ctx);
+  return change(ctx, { action: 'shop.acquirer.set', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => {
+    // Only the bank's own addresses (or the one the operator set): a merchant cannot point kopek at any address.
+    const choices = apiUrlChoices((await showAcquirer(ctx.app.store, s.id))?.api_url);
+    const v = await setTBankAcquirer(ctx.app.store, s.id, { terminalKey: f.get('terminal_key') ?? '', password: f.get('password') ?? '', apiUrl: f.get('api_url') || undefined }, ctx.app.clocks.real(), choices);
+    return `${v.provider} ${v.terminal_key}`;
+  });
+}
+
+/** POST /cabinet/shops/:id/acquirer/remove: as `kopek shop acquirer --remove` does. */
+export async function postRemoveAcquirer(ctx: Ctx<Core>): Promise<Reply> {
+  const s = await ownShop(ctx, ctx.params.id);
+  return change(ctx, { action: 'shop.acquirer.remove', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => ((await removeAcquirer(ctx.app.store, s.id)) ? '' : '(none was set)'));
+}
+
+/** POST /cabinet/activate-live {back?}: the merchant's live mode, as `kopek merchant activate-live` does (a shop needs an acquirer or a payout provider). */
+export function postActivateLive(ctx: Ctx<Core>): Promise<Reply> {
+  const back = form(ctx).get('back') ?? '';
+  const target = /^\/cabinet\/shops\/[0-9a-f-]{36}$/.test(back) ? back : '/cabinet/shops';
+  return change(ctx, { action: 'merchant.activate_live', target: ctx.cabinet!.merchantId, back: target }, async () => {
+    await activateLive(ctx.app.store, ctx.cabinet!.merchantId);
+    return '';
+  });
+}
+
+/** POST /cabinet/shops/:id/scopes {scope…}: replaces the shop's scopes, as `kopek shop scopes` does. */
+export async function postScopes(ctx: Ctx<Core>): Promise<Reply> {
+  const s = await ownShop(ctx, ctx.params.id);
+  const list = form(ctx).getAll('scope').join(',');
+  return change(ctx, { action: 'shop.scopes', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => (await setShopScopes(ctx.app.store, s.id, list)).join(',') || '(none)');
+}
+
+/** POST /cabinet/shops/:id/ip-allowlist {ip_allowlist}: as `kopek shop ip-allowlist` does. */
+export async function postAllowlist(ctx: Ctx<Core>): Promise<Reply> {
+  const s = await ownShop(ctx, ctx.params.id);
+  const text = form(ctx).get('ip_allowlist') ?? '';
+  return change(ctx, { action: 'shop.ip_allowlist', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => (await setIpAllowlist(ctx.app.store, s.id, text)).join(',') || '(any address)');
+}
+
+/** POST /cabinet/shops/:id/require-signature {on?}: as `kopek shop require-signature` does. */
+export async function postRequireSignature(ctx: Ctx<Core>): Promise<Reply> {
+  const s = await ownShop(ctx, ctx.params.id);
+  const on = form(ctx).get('on') === '1';
+  return change(ctx, { action: 'shop.require_signature', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => {
+    await setRequireSignature(ctx.app.store, s.id, on);
+    return on ? 'on' : 'off';
+  });
+}
+
+/** POST /cabinet/shops/:id/signing-secret: rotates the thm_ secret (as `kopek shop signing-secret`); the new one is shown once, on this answer only. */
+export async function postSigningSecret(ctx: Ctx<Core>): Promise<Reply> {
+  const lang = ctx.cabinet!.lang;
+  const s = await ownShop(ctx, ctx.params.id);
+  const secret = await rotateSigningSecret(ctx.app.store, s.id);
+  await recordAudit(ctx.app.store, actor(ctx), 'shop.signing_secret.rotate', s.id, '', ctx.app.clocks.real());
+  const body = `<h1>${esc(s.name)}</h1>
+<p class="ok" role="status">${esc(ct(lang, 'shown_once'))}</p>
+${field('sec-sign', ct(lang, 'signing_secret'), `<output id="sec-sign" class="secret">${esc(secret)}</output>`)}
+<p><a class="btn" href="/cabinet/shops/${esc(s.id)}">${esc(ct(lang, 'back'))}</a></p>`;
+  return cabinetPage(ctx, { title: s.name, active: 'shops', body });
+}

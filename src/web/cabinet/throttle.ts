@@ -1,0 +1,119 @@
+import type { Reader, Store } from '../../platform/storage/store';
+
+/** Failed sign-ins of one email allowed at full speed; after these each attempt must wait (see delayAfter). */
+export const SLOW_AFTER_FAILURES = 3;
+/** Failed sign-ins of one email that lock it. */
+export const LOCK_AFTER_FAILURES = 10;
+/** A client address is allowed this many times more failures than one email (one office, many users). */
+const IP_FACTOR = 5;
+/** How long a lock lasts, and how long failures are remembered after the last one. */
+export const LOCK_MS = 15 * 60_000;
+/** Longest wait between slowed attempts. */
+const MAX_DELAY_MS = 60_000;
+
+// Every password check (sign-in, and inside a session changing the password or turning TOTP off) first
+// reserves an attempt: one conditional upsert per subject (the email, the client address) counts it as a
+// failure in advance and sets when the next attempt may come (`locked_until`: the slowing and the lock alike),
+// and does nothing once that time is ahead. The database decides, so a burst of simultaneous requests, on one
+// node or many over one database, gets no more password checks than the counter allows; a success then gives
+// its reservation back.
+
+interface FailureRow {
+  failures: number;
+  last_failed_at: number;
+  locked_until: number | null;
+}
+
+/** The counters an attempt is charged to, with how many times the email's limits each is allowed. */
+function subjects(email: string, ip: string): Array<{ subject: string; factor: number }> {
+  return [
+    { subject: `email:${email.trim().toLowerCase()}`, factor: 1 },
+    { subject: `ip:${ip}`, factor: IP_FACTOR },
+  ];
+}
+
+/** The wait after `failures` failed attempts: none up to SLOW_AFTER, then 1 s, 2 s, 4 s … up to a minute. */
+function delayAfter(failures: number, factor: number): number {
+  const over = failures - SLOW_AFTER_FAILURES * factor;
+  return over < 0 ? 0 : Math.min(MAX_DELAY_MS, 1000 * 2 ** Math.min(over, 16));
+}
+
+/** When the next attempt may come after `failures` attempts counted (null: at once): the slowing, or the lock. */
+function notBefore(failures: number, factor: number, now: number): number | null {
+  if (failures >= LOCK_AFTER_FAILURES * factor) return now + LOCK_MS;
+  const delay = delayAfter(failures, factor);
+  return delay > 0 ? now + delay : null;
+}
+
+/**
+ * The upsert that reserves one attempt against a subject (parameters: subject, now, and when the next attempt
+ * may come if this is its first). `f` is the counter after this attempt (it starts again once the last failure
+ * is LOCK_MS old); the next attempt may come as notBefore says, spelled in SQL. The WHERE clause refuses the
+ * reservation while an earlier one said to wait. SQLite's two-argument min() is LEAST() in PostgreSQL.
+ */
+function reserveSql(factor: number): string {
+  const now = 'excluded.last_failed_at';
+  const f = `(CASE WHEN ${now} - cabinet_login_failures.last_failed_at >= ${LOCK_MS} THEN 1 ELSE cabinet_login_failures.failures + 1 END)`;
+  const slow = SLOW_AFTER_FAILURES * factor;
+  const next = `(CASE WHEN ${f} >= ${LOCK_AFTER_FAILURES * factor} THEN ${now} + ${LOCK_MS} WHEN ${f} >= ${slow} THEN ${now} + min(${MAX_DELAY_MS}, 1000 * (CAST(1 AS BIGINT) << CAST(min(${f} - ${slow}, 16) AS INTEGER))) ELSE NULL END)`;
+  return `INSERT INTO cabinet_login_failures (subject, failures, last_failed_at, locked_until) VALUES (?, 1, ?, ?)
+ON CONFLICT (subject) DO UPDATE SET failures = ${f}, last_failed_at = ${now}, locked_until = ${next}
+WHERE cabinet_login_failures.locked_until IS NULL OR cabinet_login_failures.locked_until <= ${now}`;
+}
+
+/** A reservation refused: rolls back what the transaction reserved before it. */
+class Refused extends Error {}
+
+/** What reserving an attempt gave: `ok`, the email's failures counted with this one, and whether it locks the email. */
+export interface Attempt {
+  ok: boolean;
+  /** Milliseconds to wait before the next attempt when refused. */
+  wait_ms: number;
+  /** True when this attempt, should it fail, is the one that locked the email. */
+  locks: boolean;
+}
+
+/**
+ * Reserve one password check for this email from this address, before the password is hashed: counted as a
+ * failure until `attemptSucceeded` gives it back. Refused (nothing counted) while the email or the address must
+ * wait; `wait_ms` then says how long.
+ */
+export async function reserveAttempt(store: Store, email: string, ip: string, now: number): Promise<Attempt> {
+  try {
+    const failures = await store.write(async (tx) => {
+      // Failures older than the lock are forgotten anyway: dropping them keeps the table to the last 15 minutes.
+      await tx.run('DELETE FROM cabinet_login_failures WHERE last_failed_at <= ? AND (locked_until IS NULL OR locked_until <= ?)', now - LOCK_MS, now);
+      let emailFailures = 0;
+      for (const { subject, factor } of subjects(email, ip)) {
+        if ((await tx.run(reserveSql(factor), subject, now, notBefore(1, factor, now))).changes === 0) throw new Refused();
+        if (factor === 1) emailFailures = (await tx.get<{ failures: number }>('SELECT failures FROM cabinet_login_failures WHERE subject = ?', subject))!.failures;
+      }
+      return emailFailures;
+    });
+    return { ok: true, wait_ms: 0, locks: failures === LOCK_AFTER_FAILURES };
+  } catch (err) {
+    if (!(err instanceof Refused)) throw err;
+    return { ok: false, wait_ms: Math.max(1, await signInWait(store, email, ip, now)), locks: false };
+  }
+}
+
+/** An attempt whose password (and code) was right: the email's failures are forgotten, the address gets its reservation back. */
+export async function attemptSucceeded(store: Store, email: string, ip: string): Promise<void> {
+  const [mail, addr] = subjects(email, ip);
+  await store.write(async (tx) => {
+    await tx.run('DELETE FROM cabinet_login_failures WHERE subject = ?', mail.subject);
+    await tx.run('UPDATE cabinet_login_failures SET failures = max(failures - 1, 0) WHERE subject = ?', addr.subject);
+  });
+}
+
+/** Milliseconds until a password check for this email from this address may be tried, or 0 when it may now. */
+export async function signInWait(q: Reader, email: string, ip: string, now: number): Promise<number> {
+  let wait = 0;
+  for (const { subject, factor } of subjects(email, ip)) {
+    const row = await q.get<FailureRow>('SELECT failures, last_failed_at, locked_until FROM cabinet_login_failures WHERE subject = ?', subject);
+    if (!row) continue;
+    if (row.locked_until !== null) wait = Math.max(wait, row.locked_until - now);
+    else if (now - row.last_failed_at < LOCK_MS) wait = Math.max(wait, row.last_failed_at + delayAfter(row.failures, factor) - now);
+  }
+  return Math.max(0, wait);
+}

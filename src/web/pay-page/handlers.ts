@@ -1,0 +1,117 @@
+import QRCode from 'qrcode';
+import type { Ctx, Reply } from '../../platform/http/types';
+import type { Core } from '../../money/core/core';
+import { notFound } from '../../platform/http/errors';
+import { buyerRedirectUrl, findPaymentForPage } from '../../money/payments/buyer';
+import type { PaymentView } from '../../money/bank-port/payment';
+import { isTest } from './layout';
+import { backToPage, isFinal, langOf, renderNotFound, renderPage } from './render';
+import { bankScreen, cancelConfirm, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, payStep, processingScreen, sbpScreen, statusScreen, threeDsScreen, type PageMethod, type ScreenCtx } from './screens';
+import { getPayment } from '../../money/payments/store';
+import { clearStep, getStep } from './steps';
+import { liveScreen, liveSession, liveStep } from './live';
+
+/** What the page's GET routes read: the payment and the page step in the store, a live payment's bank, the page's address. */
+export type PageCore = Pick<Core, 'store' | 'banks' | 'payPageUrl'>;
+
+/** How long the success screen stays before the buyer returns to the shop (the spec's "about 2 seconds"). */
+const SUCCESS_REDIRECT_MS = 2000;
+
+/**
+ * GET /pay/:id: the screen for the payment's current state. It changes nothing (a link preview or a
+ * prefetch must not open a bank session): a pending payment shows its method choice, or the one "pay"
+ * step of a method fixed at creation, and the buyer's POST opens the session.
+ */
+export async function showPage(ctx: Ctx<PageCore>): Promise<Reply> {
+  const lang = langOf(ctx);
+  const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
+  if (!p) return renderNotFound(ctx, lang);
+  if (isFinal(p)) return finalScreen(ctx, p);
+  const step = await getStep(ctx.app.store, p.id);
+  const sc: ScreenCtx = { lang, p, step };
+  const poll = { poll: true, step };
+  if (p.status === 'pending') return renderPage(ctx, lang, p, await pendingScreen(ctx, sc), { ...poll, query: screenQuery(ctx) });
+  // A live payment is paid on the acquirer's side: its bank says what the page shows.
+  if (!isTest(p)) return liveScreen(ctx, lang, p, await liveSession(ctx, p));
+  if (step?.step === 'challenge') return renderPage(ctx, lang, p, threeDsScreen(sc), poll);
+  if (step?.step === 'confirm') return renderPage(ctx, lang, p, confirmScreen(sc), poll);
+  if (step?.step === 'waiting') return renderPage(ctx, lang, p, processingScreen(sc), poll);
+  switch (p.method) {
+    case 'sbp':
+      return renderPage(ctx, lang, p, sbpScreen(sc, await qrSvg(`${ctx.app.payPageUrl()}/pay/${p.id}`)), poll);
+    case 'cards':
+      return renderPage(ctx, lang, p, cardScreen(sc), poll);
+    case 'tpay':
+    case 'bankpay':
+      return renderPage(ctx, lang, p, bankScreen(sc), poll);
+    default:
+      return renderPage(ctx, lang, p, processingScreen(sc), poll);
+  }
+}
+
+const isPageMethod = (m: string | null): m is PageMethod => m !== null && (PAGE_METHODS as readonly string[]).includes(m);
+
+/** The screen a pending payment's address asks for (`method`, `cancel`), as the language switch keeps it. */
+function screenQuery(ctx: Ctx): string {
+  const q = new URLSearchParams();
+  const method = ctx.query.get('method');
+  if (method === 'any' || isPageMethod(method)) q.set('method', method);
+  if (ctx.query.get('cancel') === 'ask') q.set('cancel', 'ask');
+  return q.toString();
+}
+
+/**
+ * A pending payment's screen: the pay step of a method fixed at creation; for a payment created with `any`,
+ * the method list, or the pay step of the method asked for in `?method=` (or chosen through the API), with
+ * the way back to the list (`?method=any`); with `?cancel=ask`, the confirmation of the buyer's cancel. Which
+ * one is shown is in the address only: GET changes nothing.
+ */
+async function pendingScreen(ctx: Ctx<PageCore>, sc: ScreenCtx): Promise<string> {
+  const { p } = sc;
+  if (p.method !== 'any' && !isPageMethod(p.method)) return processingScreen(sc);
+  const asked = ctx.query.get('method');
+  if (ctx.query.get('cancel') === 'ask') return cancelConfirm(sc, asked === 'any' || isPageMethod(asked) ? asked : null);
+  const row = await getPayment(ctx.app.store, p.id);
+  if (row?.method_fixed && isPageMethod(p.method)) return payStep(sc, p.method, false);
+  if (isPageMethod(asked)) return payStep(sc, asked, true);
+  if (asked === 'any' || !isPageMethod(p.method)) return methodChoice(sc);
+  return payStep(sc, p.method, true);
+}
+
+/** A final status: success shows its screen and returns to the shop after 2 s; the others return at once. */
+async function finalScreen(ctx: Ctx<Pick<Core, 'store'>>, p: PaymentView): Promise<Reply> {
+  const lang = langOf(ctx);
+  if (await getStep(ctx.app.store, p.id)) await clearStep(ctx.app.store, p.id);
+  const back = buyerRedirectUrl(p);
+  if (back && p.status !== 'succeeded') return { status: 303, location: back };
+  return renderPage(ctx, lang, p, statusScreen({ lang, p }, back), { redirect: back, redirectMs: SUCCESS_REDIRECT_MS });
+}
+
+/** GET /pay/:id/bank: the simulated bank app (SBP's "open the bank app", T-Pay, bank wallet). */
+export async function showBank(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
+  const lang = langOf(ctx);
+  const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
+  if (!p) return renderNotFound(ctx, lang);
+  const step = await getStep(ctx.app.store, p.id);
+  // A live payment is paid in the real bank's app or page, never on this simulated one.
+  if (!isTest(p) || p.status !== 'processing' || step || !['sbp', 'tpay', 'bankpay'].includes(p.method)) return backToPage(p.id, lang);
+  return renderPage(ctx, lang, p, bankScreen({ lang, p }), { poll: true });
+}
+
+/** GET /pay/:id/status: the small JSON the page's script polls while it waits. */
+export async function pageStatus(ctx: Ctx<Pick<Core, 'store' | 'banks'>>): Promise<Reply> {
+  const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
+  if (!p) throw notFound(`Cannot find payment "${ctx.params.id}"`);
+  const step = await getStep(ctx.app.store, p.id);
+  const live = !isTest(p) && p.status === 'processing' ? liveStep(await liveSession(ctx, p)) : '';
+  return {
+    body: { status: p.status, step: isFinal(p) ? '' : step?.step ?? live, final: isFinal(p), test: isTest(p) },
+    headers: { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' },
+  };
+}
+
+/** The payment link as an SVG QR code (scanned by a bank app's SBP reader). */
+async function qrSvg(link: string): Promise<string> {
+  const svg = await QRCode.toString(link, { type: 'svg', margin: 1, errorCorrectionLevel: 'M' });
+  return svg.replace('<svg ', '<svg class="qr" focusable="false" aria-hidden="true" ');
+}

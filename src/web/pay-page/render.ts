@@ -1,0 +1,94 @@
+import type { Ctx, Reply } from '../../platform/http/types';
+import { ApiError } from '../../platform/http/errors';
+import type { PaymentView } from '../../money/bank-port/payment';
+import { FINAL_STATUSES } from '../../money/bank-port/payment';
+import { pickLang, purpose, t, type Lang } from './i18n';
+import { href, kindOf, newNonce, page, pageHeaders, returnOrigin } from './layout';
+import { foreignScreen, notFoundScreen } from './screens';
+import type { PageStep } from './steps';
+
+/** The language of a page request. */
+export function langOf(ctx: Ctx): Lang {
+  const al = ctx.req.headers['accept-language'];
+  return pickLang(ctx.query, Array.isArray(al) ? al[0] : al);
+}
+
+/** How a screen is wrapped: its status code and whether the script polls or redirects. */
+export interface RenderOptions {
+  status?: number;
+  /** Poll the status route and reload when the payment moves on. */
+  poll?: boolean;
+  step?: PageStep;
+  /** The step the status route reports for this screen, when it is not a page step (a live bank session's). */
+  pollStep?: string;
+  /** Follow this address after `redirectMs` (the success screen's way back to the shop). */
+  redirect?: string | null;
+  redirectMs?: number;
+  /** The query of the screen's address (without `lang`), which the language switch keeps. */
+  query?: string;
+}
+
+/** A full HTML page reply with the page's security headers. */
+export function renderPage(ctx: Ctx, lang: Lang, p: PaymentView, body: string, o: RenderOptions = {}): Reply {
+  const nonce = newNonce();
+  const data: Record<string, string> = {};
+  if (o.poll) {
+    data.poll = `/pay/${p.id}/status`;
+    data.status = p.status;
+    data.step = o.pollStep ?? o.step?.step ?? '';
+    data.next = href(`/pay/${p.id}`, lang);
+  }
+  if (o.redirect) {
+    data.redirect = o.redirect;
+    data.redirectMs = String(o.redirectMs ?? 0);
+  }
+  const path = o.query ? `/pay/${p.id}?${o.query}` : `/pay/${p.id}`;
+  const html = page({ lang, nonce, path, title: `${purpose(lang, kindOf(p)).title} · ${p.shop_name}`, payment: p, data }, body);
+  return { status: o.status ?? 200, html, headers: pageHeaders(nonce, returnOrigin(p.return_url)) };
+}
+
+/** The friendly 404 page for an unknown payment id. */
+export function renderNotFound(ctx: Ctx, lang: Lang): Reply {
+  const nonce = newNonce();
+  const html = page({ lang, nonce, path: ctx.path, title: t(lang, 'not_found_title') }, notFoundScreen(lang));
+  return { status: 404, html, headers: pageHeaders(nonce, null) };
+}
+
+/** The 403 page for a form another site sent: nothing changed, and the way to the payment's own page. */
+export function renderForeign(ctx: Ctx, lang: Lang, paymentId: string): Reply {
+  const nonce = newNonce();
+  const html = page({ lang, nonce, path: `/pay/${encodeURIComponent(paymentId)}`, title: t(lang, 'foreign_title') }, foreignScreen(lang, paymentId));
+  return { status: 403, html, headers: pageHeaders(nonce, null) };
+}
+
+/** Back to the payment's page (303 after a form), which shows whatever state the payment is in now. */
+export function backToPage(id: string, lang: Lang): Reply {
+  return { status: 303, location: href(`/pay/${id}`, lang) };
+}
+
+/** Whether a payment has its final answer. */
+export function isFinal(p: PaymentView): boolean {
+  return FINAL_STATUSES.has(p.status);
+}
+
+/**
+ * Run a buyer action; a payment that moved on meanwhile (409: the bank answered, the link expired) is not
+ * an error for the buyer, who is shown the payment's current state instead.
+ */
+export async function tolerateMovedOn(fn: () => Promise<unknown>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 409) return;
+    throw err;
+  }
+}
+
+/** A form body as a flat map of strings (the page's forms post urlencoded; JSON objects are read the same way). */
+export function formOf(body: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (body && typeof body === 'object' && !Array.isArray(body)) {
+    for (const [k, v] of Object.entries(body)) if (typeof v === 'string') out[k] = v;
+  }
+  return out;
+}

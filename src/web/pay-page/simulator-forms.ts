@@ -1,0 +1,129 @@
+import type { Ctx, Reply } from '../../platform/http/types';
+import type { PaymentsCore } from '../../money/payments/core';
+import { planFromMetadata } from '../../banks/simulator/plan';
+import { checkCard, decideCard, THREE_DS_CODE } from '../../banks/simulator/cards';
+import { buyerResolve } from '../../banks/simulator/buyer';
+import { loadForAction } from './actions';
+import { isTest } from './layout';
+import { backToPage, renderPage, tolerateMovedOn } from './render';
+import { cardPayStep, cardScreen } from './screens';
+import { payWithMethod } from '../../money/payments/buyer';
+import { getPayment } from '../../money/payments/store';
+import type { PaymentView } from '../../money/bank-port/payment';
+import { clearStep, getStep, putStep, type PageStep } from './steps';
+
+// The test bank's forms on the hosted page: its card form, 3-D Secure step and bank-app screens. The page
+// reads what the buyer did and the test bank (src/banks/simulator/buyer.ts) answers through the same entry point as
+// any bank's answer. A live payment never reaches these: its buyer pays on the acquirer's own page.
+
+/** What a buyer's decline means to the bank: the payer refused, reported as do_not_honor. */
+const BUYER_DECLINE = 'do_not_honor';
+
+/**
+ * POST /pay/:id/bank: approve or decline at the simulated bank (SBP, T-Pay, bank wallet; test mode).
+ * Approve follows the magic-amount plan: success or failure at once, requires_action asks for one more
+ * confirmation, pending leaves the bank silent until the session expires. Decline fails do_not_honor.
+ */
+export async function postBank(ctx: Ctx<PaymentsCore>): Promise<Reply> {
+  const l = await loadForAction(ctx);
+  if (!('p' in l)) return l;
+  const { p, lang, form } = l;
+  const action = form.action;
+  if (!isTest(p) || p.status !== 'processing' || p.method === 'cards' || (action !== 'approve' && action !== 'decline')) {
+    return backToPage(p.id, lang);
+  }
+  const step = await getStep(ctx.app.store, p.id);
+  if (step && step.step !== 'confirm') return backToPage(p.id, lang);
+  if (action === 'decline') {
+    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: BUYER_DECLINE }));
+  } else if (step) {
+    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'succeeded' }));
+  } else {
+    const plan = planFromMetadata(p.metadata);
+    if (plan?.outcome === 'requires_action') await putStep(ctx.app, p, blankStep('confirm'));
+    else if (plan?.outcome === 'pending') await putStep(ctx.app, p, blankStep('waiting'));
+    else if (plan?.outcome === 'failed') await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: plan.failureCode }));
+    else await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'succeeded' }));
+  }
+  if (step || action === 'decline') await clearStep(ctx.app.store, p.id);
+  return backToPage(p.id, lang);
+}
+
+function blankStep(step: PageStep['step']): PageStep {
+  return { step, card_brand: '', card_mask: '', card_holder: '', outcome: '', failure_code: '' };
+}
+
+/**
+ * Whether a card form posted for `p` is read: a test payment whose card session is open, or a pending one the
+ * card may open (its method `any`, not fixed, or cards), with no page step under way; `fixed` is undefined when not.
+ */
+async function cardPayable(ctx: Ctx<PaymentsCore>, p: PaymentView): Promise<{ fixed: boolean } | undefined> {
+  // A live buyer enters the card on the acquirer's page: a number posted here is never read.
+  if (!isTest(p) || (await getStep(ctx.app.store, p.id))) return undefined;
+  if (p.status === 'processing') return p.method === 'cards' ? { fixed: true } : undefined;
+  if (p.status !== 'pending') return undefined;
+  const row = await getPayment(ctx.app.store, p.id);
+  if (!row || (row.method_fixed && row.method !== 'cards')) return undefined;
+  return { fixed: Boolean(row.method_fixed) };
+}
+
+/**
+ * POST /pay/:id/card: check the card as the page's script does, then let the test bank decide (the test
+ * card, else the magic-amount plan). On a pending payment, whose first screen is the card form, a card that
+ * passes the checks opens the card session first (the buyer's one click pays); one that fails opens nothing.
+ * Only brand, mask and holder leave this function; never the number.
+ */
+export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
+  const l = await loadForAction(ctx);
+  if (!('p' in l)) return l;
+  const { lang, form } = l;
+  let p = l.p;
+  const payable = await cardPayable(ctx, p);
+  if (!payable) return backToPage(p.id, lang);
+  const checked = checkCard(form, await ctx.app.clocks.now(ctx.app.store, p.shop_id, 'test'));
+  if (!checked.card) {
+    const kept = { exp: form.exp, holder: form.holder };
+    const body = p.status === 'pending' ? cardPayStep({ lang, p }, !payable.fixed, checked.errors, kept) : cardScreen({ lang, p }, checked.errors, kept);
+    return renderPage(ctx, lang, p, body, { status: 400, poll: true });
+  }
+  if (p.status === 'pending') {
+    let opened: PaymentView | undefined;
+    await tolerateMovedOn(async () => (opened = await payWithMethod(ctx.app, p.id, 'cards')));
+    // The payment moved on meanwhile (expired, cancelled): the page shows where it is now.
+    if (!opened) return backToPage(p.id, lang);
+    p = opened;
+  }
+  const { brand, mask, holder, digits } = checked.card;
+  const card = { brand, mask, holder };
+  const withCard = { step: 'waiting' as const, card_brand: brand, card_mask: mask, card_holder: holder, outcome: '' as const, failure_code: '' };
+  const d = decideCard(digits, planFromMetadata(p.metadata) ?? { outcome: 'succeeded', failureCode: '' });
+  if (d.threeDs) {
+    await putStep(ctx.app, p, { ...withCard, step: 'challenge', outcome: d.outcome, failure_code: d.failureCode ?? '' });
+  } else if (d.outcome === 'pending') {
+    await putStep(ctx.app, p, withCard);
+  } else {
+    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: d.outcome as 'succeeded' | 'failed', failureCode: d.failureCode, card }));
+  }
+  return backToPage(p.id, lang);
+}
+
+/** POST /pay/:id/3ds: the documented code passes the challenge (then the card's answer applies); any other fails three_ds_failed. */
+export async function postThreeDs(ctx: Ctx<PaymentsCore>): Promise<Reply> {
+  const l = await loadForAction(ctx);
+  if (!('p' in l)) return l;
+  const { p, lang, form } = l;
+  const step = await getStep(ctx.app.store, p.id);
+  if (p.status !== 'processing' || step?.step !== 'challenge') return backToPage(p.id, lang);
+  const card = { brand: step.card_brand, mask: step.card_mask, holder: step.card_holder };
+  if ((form.code ?? '').trim() !== THREE_DS_CODE) {
+    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: 'three_ds_failed', card }));
+  } else if (step.outcome === 'pending') {
+    await putStep(ctx.app, p, { ...step, step: 'waiting' });
+    return backToPage(p.id, lang);
+  } else {
+    const outcome = step.outcome === 'failed' ? 'failed' : 'succeeded';
+    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome, failureCode: step.failure_code || undefined, card }));
+  }
+  await clearStep(ctx.app.store, p.id);
+  return backToPage(p.id, lang);
+}

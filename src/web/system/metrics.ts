@@ -1,0 +1,138 @@
+import type { Store } from '../../platform/storage/store';
+import type { Clocks } from '../../platform/clock';
+import type { Ctx, Reply } from '../../platform/http/types';
+import type { EventStreamHub } from '../../money/events/stream';
+import type { DeliveryWorker } from '../../money/webhooks/worker';
+import { countJobs } from '../../platform/queue/jobs-table';
+import { pendingDeliveryCount } from '../../platform/storage/dialect';
+
+/** Upper bounds (seconds) of the request latency histogram's buckets; +Inf is implied. */
+export const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+// Labels come from the route table and a fixed method list, never from the raw path: the series count stays bounded.
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/**
+ * What a scrape reads besides the counters kept here: the jobs table and pending deliveries (store), the open
+ * streams and the webhook attempts in flight. Passed to `render` rather than held: the worker is built after
+ * the metrics (it reports its attempts to them).
+ */
+export interface MetricsSources {
+  readonly store: Store;
+  readonly stream: Pick<EventStreamHub, 'clientCount'>;
+  readonly webhooks: Pick<DeliveryWorker, 'inFlight'>;
+}
+
+/** Per-route request counters and latency histograms, fed by the server's request observer. */
+export class Metrics {
+  private readonly requests = new Map<string, number>();
+  private readonly histograms = new Map<string, { buckets: number[]; sum: number; count: number }>();
+  private readonly startedAt: number;
+  /** Webhook attempts by result, and deliveries that ended by state, since start (counters, kept in memory). */
+  private readonly attempts = new Map<string, number>([['succeeded', 0], ['error_status', 0], ['no_response', 0]]);
+  private readonly ended = new Map<string, number>([['succeeded', 0], ['failed', 0]]);
+
+  constructor(startedAtMs: number) {
+    this.startedAt = startedAtMs;
+  }
+
+  /** Count one finished request (the server calls it on every response, aborted ones included). */
+  readonly observe = (route: string, method: string, status: number, duration_ms: number): void => {
+    const m = METHODS.has(method) ? method : 'OTHER';
+    const code = status > 0 ? String(status) : 'aborted';
+    const reqKey = `route="${escapeLabel(route)}",method="${m}",status="${code}"`;
+    this.requests.set(reqKey, (this.requests.get(reqKey) ?? 0) + 1);
+    const histKey = `route="${escapeLabel(route)}",method="${m}"`;
+    let h = this.histograms.get(histKey);
+    if (!h) this.histograms.set(histKey, (h = { buckets: new Array<number>(LATENCY_BUCKETS_S.length).fill(0), sum: 0, count: 0 }));
+    const seconds = duration_ms / 1000;
+    for (let i = 0; i < LATENCY_BUCKETS_S.length; i++) if (seconds <= LATENCY_BUCKETS_S[i]) h.buckets[i]++;
+    h.sum += seconds;
+    h.count++;
+  };
+
+  /** Count one recorded webhook attempt, and the delivery's end when the attempt ended it (bound: the worker may hold it alone). */
+  readonly webhookAttempt = (responseCode: number | null, succeeded: boolean, deliveryState: string): void => {
+    const result = succeeded ? 'succeeded' : responseCode === null ? 'no_response' : 'error_status';
+    this.attempts.set(result, (this.attempts.get(result) ?? 0) + 1);
+    if (deliveryState !== 'pending') this.ended.set(deliveryState, (this.ended.get(deliveryState) ?? 0) + 1);
+  };
+
+  /** The Prometheus text exposition (format 0.0.4) of everything known now. */
+  async render(sources: MetricsSources, nowMs: number): Promise<string> {
+    const out: string[] = [];
+    out.push('# HELP kopek_http_requests_total HTTP requests answered, by route pattern, method and status.');
+    out.push('# TYPE kopek_http_requests_total counter');
+    for (const [k, v] of [...this.requests].sort()) out.push(`kopek_http_requests_total{${k}} ${v}`);
+    out.push('# HELP kopek_http_request_duration_seconds Time from request start to the end of the response.');
+    out.push('# TYPE kopek_http_request_duration_seconds histogram');
+    for (const [k, h] of [...this.histograms].sort()) {
+      for (let i = 0; i < LATENCY_BUCKETS_S.length; i++) {
+        out.push(`kopek_http_request_duration_seconds_bucket{${k},le="${LATENCY_BUCKETS_S[i]}"} ${h.buckets[i]}`);
+      }
+      out.push(`kopek_http_request_duration_seconds_bucket{${k},le="+Inf"} ${h.count}`);
+      out.push(`kopek_http_request_duration_seconds_sum{${k}} ${round(h.sum)}`);
+      out.push(`kopek_http_request_duration_seconds_count{${k}} ${h.count}`);
+    }
+    await renderJobs(sources.store, out);
+    await renderWebhooks(sources, out, this.attempts, this.ended);
+    out.push('# HELP kopek_sse_clients Event stream (SSE) clients connected now.');
+    out.push('# TYPE kopek_sse_clients gauge');
+    out.push(`kopek_sse_clients ${sources.stream.clientCount}`);
+    const mem = process.memoryUsage();
+    out.push('# HELP kopek_process_resident_memory_bytes Resident set size of the process.');
+    out.push('# TYPE kopek_process_resident_memory_bytes gauge');
+    out.push(`kopek_process_resident_memory_bytes ${mem.rss}`);
+    out.push('# HELP kopek_process_uptime_seconds Seconds since the server started.');
+    out.push('# TYPE kopek_process_uptime_seconds gauge');
+    out.push(`kopek_process_uptime_seconds ${round((nowMs - this.startedAt) / 1000)}`);
+    return out.join('\n') + '\n';
+  }
+}
+
+async function renderJobs(store: Store, out: string[]): Promise<void> {
+  const counts = await countJobs(store);
+  out.push('# HELP kopek_jobs Scheduled jobs by kind and state: pending (never failed), retrying (failed, will run again), dead (gave up).');
+  out.push('# TYPE kopek_jobs gauge');
+  for (const c of counts) {
+    const kind = escapeLabel(c.kind);
+    out.push(`kopek_jobs{kind="${kind}",state="pending"} ${c.pending ?? 0}`);
+    out.push(`kopek_jobs{kind="${kind}",state="retrying"} ${c.retrying ?? 0}`);
+    out.push(`kopek_jobs{kind="${kind}",state="dead"} ${c.dead ?? 0}`);
+  }
+}
+
+async function renderWebhooks(sources: MetricsSources, out: string[], attempts: Map<string, number>, ended: Map<string, number>): Promise<void> {
+  // Counters kept as attempts are recorded, not counted from the log: a scrape reads no table (the log is
+  // pruned by retention, and a count over it cost a full scan per scrape).
+  out.push('# HELP kopek_webhook_attempts_total Webhook delivery attempts since start, by result: succeeded (2xx), error_status (other answer), no_response.');
+  out.push('# TYPE kopek_webhook_attempts_total counter');
+  for (const [result, n] of [...attempts].sort()) out.push(`kopek_webhook_attempts_total{result="${result}"} ${n}`);
+  out.push('# HELP kopek_webhook_deliveries_ended_total Webhook deliveries that ended since start, by state.');
+  out.push('# TYPE kopek_webhook_deliveries_ended_total counter');
+  for (const [state, n] of [...ended].sort()) out.push(`kopek_webhook_deliveries_ended_total{state="${state}"} ${n}`);
+  // Pending deliveries are read through their partial index: only those rows, however long the log.
+  const pending = await pendingDeliveryCount(sources.store);
+  out.push('# HELP kopek_webhook_deliveries Webhook deliveries (one per event and receiver) waiting for an answer.');
+  out.push('# TYPE kopek_webhook_deliveries gauge');
+  out.push(`kopek_webhook_deliveries{state="pending"} ${pending}`);
+  out.push('# HELP kopek_webhook_attempts_in_flight Webhook attempts under way now.');
+  out.push('# TYPE kopek_webhook_attempts_in_flight gauge');
+  out.push(`kopek_webhook_attempts_in_flight ${sources.webhooks.inFlight}`);
+}
+
+function escapeLabel(v: string): string {
+  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+function round(n: number): number {
+  return Math.round(n * 1e6) / 1e6;
+}
+
+/** What GET /metrics reads of the running service: the metrics, what they render from, and the clock. */
+export type MetricsApp = MetricsSources & { readonly metrics: Metrics; readonly clocks: Clocks };
+
+/** GET /metrics: Prometheus text format, no key (bind to a private address or filter it at the proxy). */
+export async function metricsHandler(ctx: Ctx<MetricsApp>): Promise<Reply> {
+  return { text: await ctx.app.metrics.render(ctx.app, ctx.app.clocks.real()), contentType: 'text/plain; version=0.0.4; charset=utf-8' };
+}

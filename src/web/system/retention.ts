@@ -1,0 +1,185 @@
+import type { Config } from '../../platform/config';
+import type { Logger } from '../../platform/log';
+import type { Store, Tx } from '../../platform/storage/store';
+import type { Clocks } from '../../platform/clock';
+import type { Module } from '../../money/core/module';
+import { purgeIdempotencySlice } from '../../money/idempotency/idempotency';
+
+/**
+ * Limits of the retention sweep: rows one batch deletes (one small group-committed body, so requests never
+ * wait long behind it), batches of one run, and how often it runs.
+ */
+export const RETENTION_LIMITS = { batch_rows: 500, batches_per_run: 20, interval_ms: 60_000 };
+
+/** How long each kind of row is kept: the configuration's retention settings. */
+export type RetentionConfig = Pick<Config, 'retainJobsDays' | 'retainDeliveriesDays' | 'retainEventsDays' | 'retainIdempotencyHours'>;
+
+/** What the sweep uses: the storage it deletes from, real time, the log it reports to, and the windows. */
+export interface RetentionDeps {
+  readonly store: Store;
+  readonly clocks: Clocks;
+  readonly log: Logger;
+  readonly config: RetentionConfig;
+}
+
+/** What one table keeps and how its old rows are found, a batch at a time. */
+interface Rule {
+  name: string;
+  /**
+   * Delete one batch of rows older than `cutoff` from at most `limit` rows read: how many went, and whether
+   * another batch may find more (a batch that read `limit` rows).
+   */
+  purge(tx: Tx, cutoff: number, limit: number): Promise<{ deleted: number; more: boolean }>;
+  /** How long rows are kept, in ms, from the configuration. */
+  keep_ms(config: RetentionConfig): number;
+}
+
+const DAY_MS = 86_400_000;
+
+/** A batch of the oldest rows: another may follow while a batch is full. */
+const oldest = (deleted: number, limit: number) => ({ deleted, more: deleted === limit });
+
+// Payments, refunds, payouts, tokens, subscriptions and the ledger are never purged: they are the books.
+// What goes is work that is over: finished jobs, webhook deliveries that ended (with their attempts), the
+// event log behind the stream's replay (an event a delivery still waits on stays), and idempotency records.
+const RULES: Rule[] = [
+  {
+    name: 'jobs',
+    keep_ms: (config) => config.retainJobsDays * DAY_MS,
+    // Finished jobs by their finish time (real time), through the partial index jobs_finished.
+    purge: async (tx, cutoff, limit) =>
+      oldest(
+        (
+          await tx.run(
+            `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)`,
+            cutoff,
+            limit,
+          )
+        ).changes,
+        limit,
+      ),
+  },
+  {
+    name: 'webhook_attempts',
+    keep_ms: (config) => config.retainDeliveriesDays * DAY_MS,
+    // Attempts of deliveries that ended; the oldest rows by id only, so a run reads a bounded number of rows.
+    purge: async (tx, cutoff, limit) =>
+      oldest(
+        (
+          await tx.run(
+            `DELETE FROM webhook_attempts WHERE id IN (
+               SELECT a.id FROM (SELECT id, delivery_id, attempted_at FROM webhook_attempts ORDER BY id LIMIT ?) a
+               JOIN webhook_deliveries d ON d.id = a.delivery_id
+               WHERE d.state <> 'pending' AND a.attempted_at < ?)`,
+            limit,
+            cutoff,
+          )
+        ).changes,
+        limit,
+      ),
+  },
+  {
+    name: 'webhook_deliveries',
+    keep_ms: (config) => config.retainDeliveriesDays * DAY_MS,
+    purge: async (tx, cutoff, limit) =>
+      oldest(
+        (
+          await tx.run(
+            `DELETE FROM webhook_deliveries WHERE id IN (
+               SELECT d.id FROM (SELECT id, state, created_at FROM webhook_deliveries ORDER BY id LIMIT ?) d
+               WHERE d.state <> 'pending' AND d.created_at < ?
+                 AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id))`,
+            limit,
+            cutoff,
+          )
+        ).changes,
+        limit,
+      ),
+  },
+  {
+    name: 'events',
+    keep_ms: (config) => config.retainEventsDays * DAY_MS,
+    purge: async (tx, cutoff, limit) =>
+      oldest(
+        (
+          await tx.run(
+            `DELETE FROM events WHERE seq IN (
+               SELECT e.seq FROM (SELECT seq, id, at FROM events ORDER BY seq LIMIT ?) e
+               WHERE e.at < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending'))`,
+            limit,
+            cutoff,
+          )
+        ).changes,
+        limit,
+      ),
+  },
+  {
+    name: 'idempotency_keys',
+    keep_ms: (config) => config.retainIdempotencyHours * 3_600_000,
+    // Records are in the order they were made: the oldest first, up to the first still kept.
+    purge: (tx, cutoff, limit) => purgeIdempotencySlice(tx, cutoff, limit),
+  },
+];
+
+/**
+ * Deletes what need not be kept, in small batches through the group commit, once a minute: nothing kopek
+ * only needs for a while stays for ever. Times are real time (a test shop's events by its own clock).
+ */
+export class Retention {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<Record<string, number>> | null = null;
+
+  constructor(private readonly deps: RetentionDeps) {}
+
+  /** Run every interval until stopped. */
+  start(): void {
+    this.timer = setInterval(() => void this.runOnce().catch((err: unknown) => this.deps.log.error('retention sweep failed', { error: String(err) })), RETENTION_LIMITS.interval_ms);
+    this.timer.unref();
+  }
+
+  /** Stop the timer and wait for a run under way. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running?.catch(() => undefined);
+  }
+
+  /** One run: per table, batches of old rows until one finds no more (or the run's bound); rows deleted per table. */
+  runOnce(): Promise<Record<string, number>> {
+    this.running ??= this.run().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async run(): Promise<Record<string, number>> {
+    const deleted: Record<string, number> = {};
+    for (const rule of RULES) {
+      const cutoff = this.deps.clocks.real() - rule.keep_ms(this.deps.config);
+      let total = 0;
+      for (let b = 0; b < RETENTION_LIMITS.batches_per_run; b++) {
+        const r = await this.deps.store.write(async (tx) => rule.purge(tx, cutoff, RETENTION_LIMITS.batch_rows));
+        total += r.deleted;
+        if (!r.more) break;
+      }
+      deleted[rule.name] = total;
+    }
+    const sum = Object.values(deleted).reduce((a, b) => a + b, 0);
+    if (sum > 0) this.deps.log.info('retention sweep', deleted);
+    return deleted;
+  }
+}
+
+/**
+ * The sweep as the wiring mounts it: built here, started once the server listens, stopped (waiting for a run
+ * under way) at shutdown. It registers no job: its timer is its own.
+ */
+export function retentionModule(deps: RetentionDeps): Module & { readonly retention: Retention } {
+  const retention = new Retention(deps);
+  return {
+    name: 'retention',
+    retention,
+    start: () => retention.start(),
+    stop: () => retention.stop(),
+  };
+}
