@@ -4,6 +4,7 @@ import { io, output, type Command } from './command';
 import { fileSchemaVersion, openEngine, openExistingStorage, schemaVersion } from '../platform/storage/maintenance';
 import { isPostgresUrl, openPgStorage, redactUrl } from '../platform/storage/postgres/open';
 import { copySqliteToPostgres, targetProblem, type CopyReport } from '../platform/storage/copy';
+import { upgradeOldSqlite } from '../platform/storage/migrations-old';
 import type { SqliteStore } from '../platform/storage/sqlite/store';
 import type { Store } from '../platform/storage/store';
 import { checkLedger } from '../money/ledger/check';
@@ -107,7 +108,8 @@ const migrateUsage = `Usage:
   kopek migrate [--db PATH|URL] [--json]
 
 Creates the schema in an empty database, or upgrades an older one to this build's schema, and exits;
-serve does the same when it starts. On PostgreSQL the work runs under a database lock, so nodes started
+serve does the same when it starts, for a database of kopek 0.1.0 or later (an older SQLite database
+it refuses: only this command upgrades that). On PostgreSQL the work runs under a database lock, so nodes started
 together against one empty database end with one schema. A database newer than this build is refused
 with both versions named.
 
@@ -129,6 +131,7 @@ export const migrate: Command = {
     const args = parseArgs(argv);
     onlyFlags(args, []);
     const db = flag(args, 'db') ?? process.env.KOPEK_DATABASE_URL ?? process.env.KOPEK_DB ?? './data/kopek.db';
+    if (!isPostgresUrl(db)) upgradeOldSqlite(db);
     const store = await openEngine(db);
     try {
       const v = await schemaVersion(store);

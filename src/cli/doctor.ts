@@ -2,6 +2,7 @@ import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
 import { COMMON_OPTIONS, output, type Command } from './command';
 import { defaultConfig } from '../platform/config';
 import { SCHEMA_VERSION } from '../platform/storage/sqlite/open';
+import { BASE_VERSION } from '../platform/storage/migrations';
 import { integrityCheck, journalMode, openEngine, openExistingStorage, probeDatabase, schemaVersion } from '../platform/storage/maintenance';
 import { isPostgresUrl } from '../platform/storage/postgres/open';
 import { redactUrl } from '../platform/redact-url';
@@ -73,7 +74,9 @@ export async function diagnose(store: Store): Promise<Finding[]> {
             ? 'this is not a kopek database (or an empty one): check --db'
             : store.engine === 'postgres'
               ? 'back up (pg_dump), then start kopek serve: it migrates on start'
-              : 'back up (kopek backup PATH), then start kopek serve: it migrates on start',
+              : version < BASE_VERSION
+                ? 'back up (kopek backup PATH), then run kopek migrate: it upgrades a database older than kopek 0.1.0'
+                : 'back up (kopek backup PATH), then start kopek serve: it migrates on start',
     });
     return f;
   }

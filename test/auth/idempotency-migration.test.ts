@@ -1,8 +1,8 @@
 /**
  * Idempotency records of older schema versions: the frozen reader of the compact form (src/platform/storage/legacy-records.ts)
- * and databases of versions 5, 12, 13 and 15 migrated by the server to the current layout (one record per
- * merchant, mode and key under a UNIQUE constraint, the first answer kept as its JSON text). Each builds the old
- * layout by hand from records the real server made, restarts the server on it and checks that every key still
+ * and databases of versions 5, 12, 13 and 15 upgraded by `kopek migrate`'s step (upgradeOldSqlite) to the current
+ * layout (one record per merchant, mode and key under a UNIQUE constraint, the first answer kept as its JSON text).
+ * Each builds the old layout by hand from records the real server made, upgrades it, restarts the server on it and checks that every key still
  * replays its first answer byte for byte and still refuses a different request.
  */
 import { test, before, after } from 'node:test';
@@ -13,6 +13,7 @@ import { paidPayment } from '../helpers/money';
 import { cardBody, KNOWN_BANK, sbpBody } from '../helpers/payouts';
 import { openDatabase } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
+import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
 import { decodeLegacyRecord, legacyKeyHash, legacyMerchantKey, merchantIdOfLegacyKey, namesShop, type LegacyRecordIds } from '../../src/platform/storage/legacy-records';
 
 const sbpItem = (amount: number, phone: string) => ({ amount, phone, bank_id: KNOWN_BANK, full_name: 'Anna Ivanova' });
@@ -178,6 +179,7 @@ test('a database of schema version 5 converts its idempotency records; their rep
       })
       .immediate(),
   );
+  upgradeOldSqlite(s.dbPath);
   await s.restart();
   assertCurrentLayout();
   const rec = (await record(shop.merchantId, 'k-migrated'))!;
@@ -218,6 +220,7 @@ test('a database of schema version 12 keeps its compact records in their own row
       })
       .immediate(),
   );
+  upgradeOldSqlite(s.dbPath);
   await s.restart();
   assertCurrentLayout();
   assert.equal(onFile((db) => db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'idempotency_keys_key'`).get()), undefined);
@@ -270,6 +273,7 @@ CREATE TABLE idempotency_keys (
       })
       .immediate(),
   );
+  upgradeOldSqlite(s.dbPath);
   await s.restart();
   assertCurrentLayout();
   for (const [key, was, text] of [
@@ -476,6 +480,7 @@ test('a database of schema version 15 (answers in the objects\' rows, compact or
     raw.close();
   }
 
+  upgradeOldSqlite(s.dbPath);
   await s.restart();
   assertCurrentLayout();
   // Every record converted, none lost (this shop's and those of the other tests, kept plain in their records).

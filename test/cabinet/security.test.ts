@@ -8,6 +8,7 @@ import { getShop } from '../../src/money/shops/store';
 import { totpCode } from '../../src/web/cabinet/totp';
 import { LOCK_MS, reserveAttempt, SLOW_AFTER_FAILURES } from '../../src/web/cabinet/throttle';
 import { openEngine } from '../../src/platform/storage/maintenance';
+import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
 
 let s: TestServer;
 let time: FakeTime;
@@ -169,6 +170,7 @@ test('TOTP secret stored in clear: pending and confirmed secrets are sealed unde
     await tx.run('UPDATE cabinet_users SET totp_secret = ?, totp_last_step = 0 WHERE id = ?', clear, user.id);
     await tx.run('PRAGMA user_version = 18');
   });
+  upgradeOldSqlite(s.dbPath);
   await s.restart();
   const migrated = (await row())!;
   assert.match(migrated.totp_secret!, /^enc:v1:/);

@@ -10,6 +10,7 @@ import { cabGet, postLogin, setCookie, signIn } from '../helpers/cabinet';
 import { base32, fromBase32, otpauthUri, totpCode } from '../../src/web/cabinet/totp';
 import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
+import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
 
 let s: TestServer;
 before(async () => {
@@ -87,6 +88,7 @@ test('a database of schema version 3 gains the cabinet tables on start', { skip:
     for (const t of ['cabinet_audit', 'cabinet_login_failures', 'cabinet_sessions', 'cabinet_recovery_codes', 'cabinet_users', 'api_key_usage']) await tx.run(`DROP TABLE ${t}`);
     await tx.run('PRAGMA user_version = 3');
   });
+  upgradeOldSqlite(s.dbPath);
   await s.restart();
   const db = openDatabase(s.dbPath, { readonly: true });
   try {

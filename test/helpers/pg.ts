@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Reader } from '../../src/platform/storage/store';
 import pg from 'pg';
 import { migratePg, pgFullSchema, pgPool } from '../../src/platform/storage/postgres/open';
-import { MIGRATIONS } from '../../src/platform/storage/migrations';
+import { SCHEMA_VERSION } from '../../src/platform/storage/migrations';
 
 /**
  * The PostgreSQL server the suite runs against, when it runs on that engine: `KOPEK_TEST_PG` is a URL without a
@@ -29,7 +29,7 @@ export function pgUrl(name: string, base = TEST_PG): string {
   return `${base.replace(/\/+$/, '')}/${name}`;
 }
 
-const TEMPLATE = `kopek_template_v${MIGRATIONS.length + 1}_${createHash('sha256').update(pgFullSchema()).digest('hex').slice(0, 10)}`;
+const TEMPLATE = `kopek_template_v${SCHEMA_VERSION}_${createHash('sha256').update(pgFullSchema()).digest('hex').slice(0, 10)}`;
 let template: Promise<void> | null = null;
 
 /** Run `sql` on the server's maintenance database. */

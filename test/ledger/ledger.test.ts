@@ -6,6 +6,7 @@ import { sbpBody } from '../helpers/payouts';
 import { createKey, createShop } from '../../src/money/shops/store';
 import { openDatabase } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
+import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
 
 let s: TestServer;
 before(async () => {
@@ -159,6 +160,7 @@ test('a database of schema version 11 keeps every ledger entry when the once-per
       await tx.run(sql);
     }
   });
+  upgradeOldSqlite(s.dbPath);
   await s.restart();
 
   const seqOf = async (table: string, id: string) => (await s.store.get<{ seq: number }>(`SELECT seq FROM ${table} WHERE id = ?`, id))!.seq;

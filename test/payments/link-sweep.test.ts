@@ -4,6 +4,7 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, getPayment, pendingJobsOf, simulate, statusesOf } from '../helpers/payments';
 import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
+import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
 
 let s: TestServer;
 before(async () => {
@@ -93,7 +94,7 @@ test('a payment created after a test reset is still expired: the reset removes t
   assert.equal((await getPayment(s, id, shop.key)).status, 'expired');
 });
 
-test('a database of schema version 1 gains the expiry index, and its per-payment link jobs still expire their payments', { skip: sqliteOnly('a migration from an old SQLite schema version') }, async () => {
+test('a database of schema version 1 gains the expiry index through kopek migrate, and its per-payment link job becomes the shop\'s sweep', { skip: sqliteOnly('a migration from an old SQLite schema version') }, async () => {
   const shop = await s.newShop();
   const id = (await createPayment(s, { amount: 10000, ttl_minutes: 1 }, shop.key)).payment.id;
   // As version 1 left it: no sweep, a job of its own for the payment, no index.
@@ -110,6 +111,7 @@ test('a database of schema version 1 gains the expiry index, and its per-payment
     for (const t of ['bank_requests', 'tbank_sessions', 'tbank_rebills', 'bank_mismatches']) await tx.run(`DROP TABLE ${t}`);
     await tx.run('PRAGMA user_version = 1');
   });
+  upgradeOldSqlite(s.dbPath);
   await s.restart();
   const db = openDatabase(s.dbPath, { readonly: true });
   try {
@@ -124,6 +126,7 @@ test('a database of schema version 1 gains the expiry index, and its per-payment
   }
   await advance(s, 61, shop.key);
   assert.equal((await getPayment(s, id, shop.key)).status, 'expired');
-  const job = (await s.store.get<{ state: string }>(`SELECT state FROM jobs WHERE kind = 'payment.link_expiry' AND subject_id = ?`, id))!;
-  assert.equal(job.state, 'done');
+  assert.equal(await s.store.get(`SELECT 1 FROM jobs WHERE kind = 'payment.link_expiry'`), undefined, 'no job of the old kind is left');
+  const sweep = (await s.store.get<{ state: string }>(`SELECT state FROM jobs WHERE kind = 'payment.link_sweep' AND subject_id = ?`, `${shop.shopId}/test`))!;
+  assert.equal(sweep.state, 'done', 'the converted job ran as the sweep');
 });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import { registerSeeks, REGISTERS, REGISTER_SEEKS_MAX, type RegisterTable } from '../../src/money/registers/plan';
 import type { RegisterQuery } from '../../src/money/registers/query';
+import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
 
 const dir = mkdtempSync(join(tmpdir(), 'kopek-plan-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -84,6 +85,7 @@ test('a database of schema version 4 gains the register indexes, and its rows pa
     DROP INDEX subscriptions_status; DROP INDEX subscriptions_customer;`);
   old.pragma('user_version = 4');
   old.close();
+  upgradeOldSqlite(path);
   const db2 = openDatabase(path);
   try {
     assert.equal(db2.pragma('user_version', { simple: true }), SCHEMA_VERSION);

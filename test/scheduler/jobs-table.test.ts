@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import type { Reader } from '../../src/platform/storage/store';
 import { FIRST_KEY, JobsTable } from '../../src/platform/queue/jobs-table';
+import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
 
 const dir = mkdtempSync(join(tmpdir(), 'kopek-jobs-plan-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -69,6 +70,7 @@ test('migration 16 → 17 gives the jobs of an older database their claim column
   for (const c of ['claimed_by', 'claim_token', 'claim_until']) db.exec(`ALTER TABLE jobs DROP COLUMN ${c}`);
   db.pragma('user_version = 16');
   db.close();
+  upgradeOldSqlite(path);
   db = openDatabase(path);
   try {
     assert.equal(db.pragma('user_version', { simple: true }), SCHEMA_VERSION);

@@ -4,6 +4,7 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { advanceDays, createSubscription, get, payThroughHelper } from '../helpers/recurrent';
 import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
+import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
 
 let s: TestServer;
 before(async () => {
@@ -62,6 +63,7 @@ for (const version of [9, 10]) {
       await tx.run(`PRAGMA user_version = ${version}`);
     });
     assert.doesNotMatch((await s.store.get<{ sql: string }>(TABLE_SQL))!.sql, /payment_seq/);
+    upgradeOldSqlite(s.dbPath);
     await s.restart();
 
     const db = openDatabase(s.dbPath, { readonly: true });

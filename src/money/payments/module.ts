@@ -2,7 +2,6 @@ import type { Module } from '../core/module';
 import { CHECK_JOBS } from '../bank-port/checks';
 import type { PaymentsCore } from './core';
 import { runPaymentCheck } from './bank-answers';
-import { expiryJobs } from './state';
 import { sweepJobs } from './sweeps';
 
 /**
@@ -12,6 +11,6 @@ import { sweepJobs } from './sweeps';
 export function paymentsModule(core: PaymentsCore): Module {
   return {
     name: 'payments',
-    jobs: [...expiryJobs(core), ...sweepJobs(core), { kind: CHECK_JOBS.payment, run: (tx, job) => runPaymentCheck(core, tx, job) }],
+    jobs: [...sweepJobs(core), { kind: CHECK_JOBS.payment, run: (tx, job) => runPaymentCheck(core, tx, job) }],
   };
 }

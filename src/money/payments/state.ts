@@ -1,5 +1,4 @@
 import type { Core } from '../core/core';
-import type { ModuleJob } from '../core/module';
 import type { Clocks } from '../../platform/clock';
 import type { Reader, Tx } from '../../platform/storage/store';
 import { invalidState } from '../../platform/http/errors';
@@ -9,11 +8,6 @@ import type { PaymentsCore } from './core';
 import { ensureSessionSweep } from './expiry';
 import { getPayment, insertPayment, metadataOf, paymentView, updatePayment, updatePaymentFrom, type InsertParams } from './store';
 import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from '../bank-port/payment';
-
-/** Job kind of schema version 1: one pending payment's link lifetime ends at expires_at (now see expiry.ts). */
-export const LINK_EXPIRY_JOB = 'payment.link_expiry';
-/** Job kind of schema version 8 and before: one processing payment's session ends at processing_until (now see expiry.ts). */
-export const SESSION_EXPIRY_JOB = 'payment.session_expiry';
 
 /** Every status change the state machine allows; anything else is 409 invalid_state. */
 const ALLOWED: Record<PaymentStatus, readonly PaymentStatus[]> = {
@@ -214,28 +208,4 @@ export async function applyRefundTx(core: PaymentsCore, tx: Tx, p: PaymentRow, a
   await updatePayment(tx, p.id, { amount_refunded: total });
   const next = await reload(tx, p.id);
   return total === p.amount && p.status === 'succeeded' ? move(core, tx, next, 'refunded', 'refund') : next;
-}
-
-/**
- * The expiry jobs of one payment each; each checks the current status first, so a late or repeated run does
- * nothing. Links and sessions expire through the shop's sweeps (expiry.ts); LINK_EXPIRY_JOB and
- * SESSION_EXPIRY_JOB are what older databases may still hold, and run as before.
- */
-export function expiryJobs(core: PaymentsCore): ModuleJob[] {
-  return [
-    {
-      kind: LINK_EXPIRY_JOB,
-      run: async (tx, job) => {
-        const p = await getPayment(tx, job.subject_id);
-        if (p && p.status === 'pending') await expireTx(core, tx, p);
-      },
-    },
-    {
-      kind: SESSION_EXPIRY_JOB,
-      run: async (tx, job) => {
-        const p = await getPayment(tx, job.subject_id);
-        if (p && p.status === 'processing') await expireTx(core, tx, p);
-      },
-    },
-  ];
 }

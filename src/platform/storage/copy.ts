@@ -51,7 +51,7 @@ export async function copySqliteToPostgres(source: SqliteStore, target: PgStore,
   const db = source.sqliteHandle;
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version !== SCHEMA_VERSION) {
-    throw new Error(`the source's schema is version ${version}, this build's ${SCHEMA_VERSION}: start kopek on it once (or copy with the matching build)`);
+    throw new Error(`the source's schema is version ${version}, this build's ${SCHEMA_VERSION}: run kopek migrate on it once (or copy with the matching build)`);
   }
   const tables = schemaTables();
   const report: CopyReport = { tables: [], sequences: [] };

@@ -1,290 +1,31 @@
 /**
- * Migrations from one schema version to the next: MIGRATIONS[0] takes version 1 to 2, and so on.
- * schema.sql always holds the newest whole schema; a new database gets it in one step.
+ * The migrations a start applies, on both engines: MIGRATIONS[0] takes BASE_VERSION to BASE_VERSION + 1, and so
+ * on. schema.sql always holds the newest whole schema; a new database gets it in one step. A SQLite database
+ * older than BASE_VERSION is upgraded by `kopek migrate` alone (migrations-old.ts).
  */
-import { hasColumn, type Migration } from './migration-kit';
-import { TO_13, TO_14, TO_15, TO_16 } from './migrations-records';
+import type { Migration } from './migration-kit';
 
 export type { Migration } from './migration-kit';
 
+/**
+ * The schema version of release 0.1.0 (build 4ce3fbf), the oldest a start upgrades, and the first a PostgreSQL
+ * database can have.
+ */
+export const BASE_VERSION = 20;
+
 export const MIGRATIONS: readonly Migration[] = [
-  // 1 → 2: links expire through one sweep job per shop and mode, which finds due payments through this index.
-  `CREATE INDEX payments_pending_expiry ON payments(shop_id, mode, expires_at) WHERE status = 'pending';`,
-  // 2 → 3: the bank port picks a live shop's bank from its acquirer.
-  `CREATE TABLE shop_acquirers (
-    shop_id TEXT PRIMARY KEY REFERENCES shops(id), provider TEXT NOT NULL, settings TEXT NOT NULL DEFAULT '{}', updated_at INTEGER NOT NULL
-  ) STRICT;`,
-  // 3 → 4: the merchant cabinet's users, sessions, sign-in throttling and audit log; a key's last use.
-  // IF NOT EXISTS: a database marked older than it is (as a test of 1 → 2 does) migrates all the same.
-  `CREATE TABLE IF NOT EXISTS api_key_usage (
-  key_id        TEXT PRIMARY KEY,
-  last_used_at  INTEGER NOT NULL
-) STRICT, WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS cabinet_users (
-  id              TEXT PRIMARY KEY,
-  merchant_id     TEXT NOT NULL REFERENCES merchants(id),
-  email           TEXT NOT NULL UNIQUE,
-  password_hash   TEXT NOT NULL,
-  totp_secret     TEXT,
-  totp_pending    TEXT,
-  totp_last_step  INTEGER NOT NULL DEFAULT 0,
-  created_at      INTEGER NOT NULL,
-  disabled_at     INTEGER
-) STRICT;
-CREATE INDEX IF NOT EXISTS cabinet_users_merchant ON cabinet_users(merchant_id);
-CREATE TABLE IF NOT EXISTS cabinet_recovery_codes (
-  user_id    TEXT NOT NULL REFERENCES cabinet_users(id),
-  code_hash  TEXT NOT NULL,
-  used_at    INTEGER,
-  PRIMARY KEY (user_id, code_hash)
-) STRICT, WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS cabinet_sessions (
-  token_hash    TEXT PRIMARY KEY,
-  user_id       TEXT NOT NULL REFERENCES cabinet_users(id),
-  csrf_token    TEXT NOT NULL,
-  view_mode     TEXT NOT NULL DEFAULT 'test' CHECK (view_mode IN ('test', 'live')),
-  lang          TEXT NOT NULL DEFAULT 'ru' CHECK (lang IN ('ru', 'en')),
-  flash         TEXT,
-  ip            TEXT NOT NULL,
-  created_at    INTEGER NOT NULL,
-  last_seen_at  INTEGER NOT NULL
-) STRICT;
-CREATE INDEX IF NOT EXISTS cabinet_sessions_user ON cabinet_sessions(user_id);
-CREATE TABLE IF NOT EXISTS cabinet_login_failures (
-  subject         TEXT PRIMARY KEY,
-  failures        INTEGER NOT NULL,
-  last_failed_at  INTEGER NOT NULL,
-  locked_until    INTEGER
-) STRICT, WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS cabinet_audit (
-  id           INTEGER PRIMARY KEY,
-  merchant_id  TEXT,
-  user_id      TEXT,
-  email        TEXT NOT NULL,
-  action       TEXT NOT NULL,
-  target       TEXT NOT NULL DEFAULT '',
-  detail       TEXT NOT NULL DEFAULT '',
-  ip           TEXT NOT NULL DEFAULT '',
-  at           INTEGER NOT NULL
-) STRICT;
-CREATE INDEX IF NOT EXISTS cabinet_audit_merchant ON cabinet_audit(merchant_id, id);`,
-  // 4 → 5: every documented filter of every register is served by an index ending (created_at, seq), so that
-  // a page is one seek however deep its cursor and however few rows match (src/money/registers/plan.ts).
-  `DROP INDEX IF EXISTS payments_register;
-   CREATE INDEX IF NOT EXISTS payments_register ON payments(shop_id, mode, created_at, seq);
-   CREATE INDEX IF NOT EXISTS payments_status ON payments(shop_id, mode, status, created_at, seq);
-   CREATE INDEX IF NOT EXISTS refunds_status ON refunds(shop_id, mode, status, created_at, seq);
-   CREATE INDEX IF NOT EXISTS payouts_method_status ON payouts(shop_id, mode, method, status, created_at, seq);
-   CREATE INDEX IF NOT EXISTS tokens_status ON tokens(shop_id, mode, status, created_at, seq);
-   DROP INDEX IF EXISTS tokens_customer;
-   CREATE INDEX IF NOT EXISTS tokens_customer ON tokens(shop_id, mode, customer_ref, status, created_at, seq);
-   CREATE INDEX IF NOT EXISTS subscriptions_status ON subscriptions(shop_id, mode, status, created_at, seq);
-   CREATE INDEX IF NOT EXISTS subscriptions_customer ON subscriptions(shop_id, mode, customer_ref, status, created_at, seq);`,
-  // 5 → 6: idempotency records become small rows in rowid order under a unique index of their key; a stored
-  // answer kept whole took an overflow page of its own. Existing records keep their answers as plain JSON
-  // (read as such) and their fingerprints, now as 32 bytes. Test and live keys are separate namespaces, as
-  // they are separate books.
-  // Skipped where the records already have a newer form (a database marked older than it is).
-  (db) => {
-    if (!hasColumn(db, 'idempotency_keys', 'shop_id')) return;
-    db.exec(`CREATE TABLE idempotency_keys_new (
-     id            INTEGER PRIMARY KEY,
-     merchant_id   TEXT NOT NULL,
-     key           TEXT NOT NULL,
-     shop_id       TEXT NOT NULL,
-     mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
-     request_hash  BLOB NOT NULL,
-     status        INTEGER NOT NULL,
-     object_id     TEXT,
-     response      BLOB NOT NULL,
-     created_at    INTEGER NOT NULL
-   ) STRICT;
-   INSERT INTO idempotency_keys_new (merchant_id, key, shop_id, mode, request_hash, status, object_id, response, created_at)
-     SELECT merchant_id, key, shop_id, mode, unhex(request_hash), status, NULL, CAST(response AS BLOB), created_at
-     FROM idempotency_keys ORDER BY created_at;
-   DROP TABLE idempotency_keys;
-   ALTER TABLE idempotency_keys_new RENAME TO idempotency_keys;
-   CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, mode, key);`);
-  },
-  // 6 → 7: live acquirers record every request, T-Bank's sessions and saved methods, and answers whose amount did not match.
-  // IF NOT EXISTS: a database marked older than it is (as the tests of earlier migrations do) migrates all the same.
-  `CREATE TABLE IF NOT EXISTS bank_requests (
-  id               INTEGER PRIMARY KEY AUTOINCREMENT,
-  shop_id          TEXT NOT NULL,
-  mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
-  provider         TEXT NOT NULL,
-  operation        TEXT NOT NULL,                       -- the bank's method: Init, GetState, CheckOrder, Cancel, Charge, GetQr
-  subject_kind     TEXT NOT NULL CHECK (subject_kind IN ('payment', 'refund')),
-  subject_id       TEXT NOT NULL,
-  order_id         TEXT NOT NULL DEFAULT '',            -- the attempt's OrderId
-  bank_payment_id  TEXT NOT NULL DEFAULT '',            -- the bank's PaymentId, once known
-  request          TEXT NOT NULL,                       -- JSON body without Password and Token
-  state            TEXT NOT NULL CHECK (state IN ('queued', 'sent', 'answered', 'unknown')),
-  answer           TEXT NOT NULL DEFAULT '',            -- the bank's JSON answer, or why it is unknown
-  created_at       INTEGER NOT NULL,
-  sent_at          INTEGER,
-  answered_at      INTEGER
-) STRICT;
-CREATE INDEX IF NOT EXISTS bank_requests_subject ON bank_requests(subject_id, id);
-CREATE INDEX IF NOT EXISTS bank_requests_order ON bank_requests(order_id) WHERE order_id <> '';
-CREATE TABLE IF NOT EXISTS tbank_sessions (
-  payment_id       TEXT PRIMARY KEY,
-  shop_id          TEXT NOT NULL,
-  order_id         TEXT NOT NULL UNIQUE,
-  attempt          INTEGER NOT NULL DEFAULT 1,
-  bank_payment_id  TEXT NOT NULL DEFAULT '',
-  payment_url      TEXT NOT NULL DEFAULT '',
-  qr_payload       TEXT NOT NULL DEFAULT '',
-  updated_at       INTEGER NOT NULL
-) STRICT;
-CREATE TABLE IF NOT EXISTS tbank_rebills (
-  token_id         TEXT PRIMARY KEY,
-  shop_id          TEXT NOT NULL,
-  rebill_enc       TEXT NOT NULL,
-  updated_at       INTEGER NOT NULL
-) STRICT;
-CREATE TABLE IF NOT EXISTS bank_mismatches (
-  id               INTEGER PRIMARY KEY AUTOINCREMENT,
-  shop_id          TEXT NOT NULL,
-  subject_id       TEXT NOT NULL,
-  expected_amount  INTEGER NOT NULL,
-  bank_amount      INTEGER NOT NULL,
-  answer           TEXT NOT NULL,                       -- what the bank said (outcome)
-  created_at       INTEGER NOT NULL
-) STRICT;`,
-  // 7 → 8: retention finds finished jobs by their finish time.
-  `CREATE INDEX IF NOT EXISTS jobs_finished ON jobs(finished_at) WHERE state IN ('done', 'cancelled');`,
-  // 8 → 9: bank sessions end through one sweep per shop and mode instead of a job per payment. The jobs of
-  // sessions already open stay and run as before.
-  `CREATE INDEX IF NOT EXISTS payments_session_end ON payments(shop_id, mode, processing_until) WHERE status = 'processing';`,
-  // 9 → 10: recurrent_payments becomes a rowid table with a unique index on payment_id. Keyed by the payment's
-  // random id, each new row of about 200 bytes went to a random page of the whole table; now only its index
-  // entry does. The rows are copied in the order they were made.
-  `ALTER TABLE recurrent_payments RENAME TO recurrent_payments_old;
-CREATE TABLE recurrent_payments (
-  payment_id       TEXT NOT NULL UNIQUE,
-  kind             TEXT NOT NULL CHECK (kind IN ('token_binding', 'subscription_init', 'subscription_charge', 'token_charge')),
-  token_id         TEXT NOT NULL,
-  subscription_id  TEXT,
-  shop_id          TEXT NOT NULL,
-  mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
-  charge_index     INTEGER,
-  attempt          INTEGER NOT NULL DEFAULT 1,
-  created_at       INTEGER NOT NULL
-) STRICT;
-INSERT INTO recurrent_payments (payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
-  SELECT payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at FROM recurrent_payments_old
-  ORDER BY created_at, payment_id;
-DROP TABLE recurrent_payments_old;
-CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;`,
-  // 10 → 11: recurrent_payments is keyed by its payment's seq, and the unique index on the payment's random id
-  // goes: each charge wrote an entry to a random page of it. A row always has its payment (both are written in
-  // one transaction), so the join keeps every row.
-  `ALTER TABLE recurrent_payments RENAME TO recurrent_payments_old;
-DROP INDEX recurrent_payments_subscription;
-CREATE TABLE recurrent_payments (
-  payment_seq      INTEGER PRIMARY KEY,
-  payment_id       TEXT NOT NULL,
-  kind             TEXT NOT NULL CHECK (kind IN ('token_binding', 'subscription_init', 'subscription_charge', 'token_charge')),
-  token_id         TEXT NOT NULL,
-  subscription_id  TEXT,
-  shop_id          TEXT NOT NULL,
-  mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
-  charge_index     INTEGER,
-  attempt          INTEGER NOT NULL DEFAULT 1,
-  created_at       INTEGER NOT NULL
-) STRICT;
-INSERT INTO recurrent_payments (payment_seq, payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
-  SELECT p.seq, r.payment_id, r.kind, r.token_id, r.subscription_id, r.shop_id, r.mode, r.charge_index, r.attempt, r.created_at
-  FROM recurrent_payments_old r JOIN payments p ON p.id = r.payment_id ORDER BY p.seq;
-DROP TABLE recurrent_payments_old;
-CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;`,
-  // 11 → 12: a ledger entry's once-per-source key is its source's seq instead of the source's random id, whose
-  // index entry went to a random page for every payment that succeeded. The table is made anew (so a database
-  // marked older than it is migrates all the same). An entry whose source is gone (none should be: a test reset
-  // deletes both) keys on its own negative id, which no seq takes.
-  `ALTER TABLE ledger_entries RENAME TO ledger_entries_old;
-DROP INDEX ledger_entries_once;
-DROP INDEX ledger_entries_book;
-CREATE TABLE ledger_entries (
-  id           INTEGER PRIMARY KEY,
-  merchant_id  TEXT NOT NULL,
-  shop_id      TEXT NOT NULL,
-  mode         TEXT NOT NULL CHECK (mode IN ('test', 'live')),
-  movement     TEXT NOT NULL,
-  source_id    TEXT NOT NULL,
-  amount       INTEGER NOT NULL CHECK (amount > 0),
-  at           INTEGER NOT NULL,
-  source_seq   INTEGER NOT NULL
-) STRICT;
-INSERT INTO ledger_entries (id, merchant_id, shop_id, mode, movement, source_id, amount, at, source_seq)
-  SELECT id, merchant_id, shop_id, mode, movement, source_id, amount, at, coalesce(CASE
-      WHEN movement LIKE 'payment%' THEN (SELECT seq FROM payments WHERE payments.id = o.source_id)
-      WHEN movement LIKE 'refund%' THEN (SELECT seq FROM refunds WHERE refunds.id = o.source_id)
-      ELSE (SELECT seq FROM payouts WHERE payouts.id = o.source_id) END, -id)
-  FROM ledger_entries_old o ORDER BY id;
-DROP TABLE ledger_entries_old;
-CREATE UNIQUE INDEX ledger_entries_once ON ledger_entries(movement, source_seq);
-CREATE INDEX ledger_entries_book ON ledger_entries(shop_id, mode, id);`,
-  // 12 → 16: idempotency records, step by step (migrations-records.ts).
-  TO_13,
-  TO_14,
-  TO_15,
-  TO_16,
-  // 16 → 17: a job run outside a transaction is claimed in the database (process, token, lapse time) instead of
-  // being held in one process's memory, so that a job whose process died is taken again once its claim lapses.
-  (db) => {
-    for (const [column, type] of [['claimed_by', 'TEXT'], ['claim_token', 'TEXT'], ['claim_until', 'INTEGER']]) {
-      if (!hasColumn(db, 'jobs', column)) db.exec(`ALTER TABLE jobs ADD COLUMN ${column} ${type}`);
-    }
-  },
-  // 17 → 18: the database's identity (schema.sql), which the event stream names so that a resuming client
-  // tells a restart of this database from another database.
-  `CREATE TABLE IF NOT EXISTS database_identity (id TEXT NOT NULL, created_at INTEGER NOT NULL) STRICT;
-INSERT INTO database_identity (id, created_at)
-  SELECT lower(hex(randomblob(16))), CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
-  WHERE NOT EXISTS (SELECT 1 FROM database_identity);`,
-  // 18 → 19: the cabinet's sign-in throttle reserves each attempt before the password is hashed, and its
-  // `locked_until` now says when the next attempt may come (slowed or locked); counters kept the older way are
-  // dropped (they last 15 minutes anyway). Cabinet users' TOTP secrets are stored sealed from this version on:
-  // the server seals the ones in clear on start (secrets/at-rest.ts sealPlainSecrets, which holds the master key
-  // this layer does not), and an older build, which would take a sealed secret for base32 and refuse every
-  // code, refuses this version instead.
-  `DELETE FROM cabinet_login_failures;`,
-  // 19 → 20: a shop's live payout provider (YooKassa Payouts), beside and independent of its acquirer; the
-  // secret key is sealed under the master key (context 'shop_payout_providers.secret:<shop id>'). bank_requests
-  // takes payouts as subjects too (its CHECK widened: the table is made anew, its rows and ids kept).
-  `CREATE TABLE IF NOT EXISTS shop_payout_providers (
-  shop_id     TEXT PRIMARY KEY REFERENCES shops(id),
-  provider    TEXT NOT NULL,
-  agent_id    TEXT NOT NULL,
-  secret      TEXT NOT NULL,
-  api_url     TEXT NOT NULL,
-  created_at  INTEGER NOT NULL,
-  updated_at  INTEGER NOT NULL
-) STRICT;
-ALTER TABLE bank_requests RENAME TO bank_requests_old;
-DROP INDEX IF EXISTS bank_requests_subject;
-DROP INDEX IF EXISTS bank_requests_order;
-CREATE TABLE bank_requests (
-  id               INTEGER PRIMARY KEY AUTOINCREMENT,
-  shop_id          TEXT NOT NULL,
-  mode             TEXT NOT NULL CHECK (mode IN ('test', 'live')),
-  provider         TEXT NOT NULL,
-  operation        TEXT NOT NULL,
-  subject_kind     TEXT NOT NULL CHECK (subject_kind IN ('payment', 'refund', 'payout')),
-  subject_id       TEXT NOT NULL,
-  order_id         TEXT NOT NULL DEFAULT '',
-  bank_payment_id  TEXT NOT NULL DEFAULT '',
-  request          TEXT NOT NULL,
-  state            TEXT NOT NULL CHECK (state IN ('queued', 'sent', 'answered', 'unknown')),
-  answer           TEXT NOT NULL DEFAULT '',
-  created_at       INTEGER NOT NULL,
-  sent_at          INTEGER,
-  answered_at      INTEGER
-) STRICT;
-INSERT INTO bank_requests SELECT * FROM bank_requests_old ORDER BY id;
-DROP TABLE bank_requests_old;
-CREATE INDEX bank_requests_subject ON bank_requests(subject_id, id);
-CREATE INDEX bank_requests_order ON bank_requests(order_id) WHERE order_id <> '';`,
+  // 20 → 21: payments expire through their shop's sweeps alone. The jobs of one payment each that schema 1
+  // (links) and schema 8 and before (bank sessions) wrote, and that earlier upgrades left to run, become the
+  // sweep of their shop and mode (which expires every payment due by its time); of several sweeps one subject
+  // now has, the earliest stays.
+  `UPDATE jobs SET kind = 'payment.link_sweep', subject_id = shop_id || '/' || mode, payload = '{}'
+  WHERE kind = 'payment.link_expiry' AND state IN ('pending', 'dead');
+UPDATE jobs SET kind = 'payment.session_sweep', subject_id = shop_id || '/' || mode, payload = '{}'
+  WHERE kind = 'payment.session_expiry' AND state IN ('pending', 'dead');
+DELETE FROM jobs WHERE state = 'pending' AND kind IN ('payment.link_sweep', 'payment.session_sweep')
+  AND EXISTS (SELECT 1 FROM jobs o WHERE o.state = 'pending' AND o.kind = jobs.kind AND o.subject_id = jobs.subject_id
+    AND (o.due_at < jobs.due_at OR (o.due_at = jobs.due_at AND o.id < jobs.id)));`,
 ];
+
+/** The schema version this build writes: `PRAGMA user_version` of a current SQLite database, kopek_schema's on PostgreSQL. */
+export const SCHEMA_VERSION = BASE_VERSION + MIGRATIONS.length;

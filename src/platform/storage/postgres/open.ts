@@ -2,22 +2,19 @@ import pg from 'pg';
 import type { Logger } from '../../log';
 import { redactUrl } from '../../redact-url';
 import { SCHEMA_SQL } from '../schema-text';
-import { MIGRATIONS } from '../migrations';
+import { BASE_VERSION, MIGRATIONS, SCHEMA_VERSION } from '../migrations';
 import { numberedTables, pgSchema } from './sql';
 import { PgStore } from './store';
 import { PG_EVENT_SCHEMA } from './events';
 import { PG_CHANGE_SCHEMA } from './changes';
 import { PG_LIMITS } from '../limits';
 
-/** The schema version this build writes (the same numbering on both engines). */
-const SCHEMA_VERSION = MIGRATIONS.length + 1;
-
 /**
  * The first schema version a PostgreSQL database can have: the engine arrived at this version, so a new
  * database gets the whole schema at it, and every later migration is written once (schema.sql's dialect) and
  * translated, as the schema is.
  */
-export const PG_FIRST_VERSION = 20;
+export const PG_FIRST_VERSION = BASE_VERSION;
 
 /** The advisory lock every node takes while it creates or upgrades the schema ("kopek" in ASCII, as a number). */
 const MIGRATE_LOCK = 0x6b6f70656b;
@@ -134,7 +131,7 @@ export async function migratePg(pool: pg.Pool): Promise<number> {
       await client.query('INSERT INTO kopek_schema (version) VALUES ($1)', [SCHEMA_VERSION]);
     } else {
       for (let v = Math.max(seen, PG_FIRST_VERSION); v < SCHEMA_VERSION; v++) {
-        const step = MIGRATIONS[v - 1];
+        const step = MIGRATIONS[v - BASE_VERSION];
         if (typeof step !== 'string') throw new Error(`migration ${v} -> ${v + 1} has no PostgreSQL form`);
         await client.query(pgSchema(step));
       }

@@ -2,11 +2,10 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SCHEMA_SQL } from '../schema-text';
-import { MIGRATIONS } from '../migrations';
+import { BASE_VERSION, MIGRATIONS, SCHEMA_VERSION } from '../migrations';
 import { nativeBinding } from './native';
 
-/** The schema version this build writes; `PRAGMA user_version` of a current database. */
-export const SCHEMA_VERSION = MIGRATIONS.length + 1;
+export { SCHEMA_VERSION };
 
 /** Bytes of WAL file kept when the WAL starts over (journal_size_limit). */
 export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
@@ -49,7 +48,14 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Database.Dat
   // own cache (the first read of an old payment, a webhook-driven lookup) then costs a memory access. Writes
   // still go through the WAL; SQLite maps no more than the file holds, so a small database maps little.
   db.pragma(`mmap_size = ${MMAP_SIZE_BYTES}`);
-  if (!opts.readonly) migrate(db);
+  if (!opts.readonly) {
+    try {
+      migrate(db, path);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
   return db;
 }
 
@@ -73,8 +79,9 @@ function ownerOnly(path: string): void {
  * Apply schema.sql to an empty database, or the pending migrations to an older one. The version is read again
  * under the write lock (BEGIN IMMEDIATE), so that processes opening a new or older file at once (admin commands
  * started together, a server and a command) apply each step once: the first installs, the others find it done.
+ * A database older than release 0.1.0's schema is refused: `kopek migrate` upgrades it.
  */
-function migrate(db: Database.Database): void {
+function migrate(db: Database.Database, path: string): void {
   const seen = db.pragma('user_version', { simple: true }) as number;
   if (seen === SCHEMA_VERSION) return;
   const apply = db.transaction(() => {
@@ -83,11 +90,14 @@ function migrate(db: Database.Database): void {
     if (version > SCHEMA_VERSION) {
       throw new Error(`cannot use database: its schema version ${version} is newer than this build's ${SCHEMA_VERSION}`);
     }
+    if (version > 0 && version < BASE_VERSION) {
+      throw new Error(`cannot use database "${path}": its schema version ${version} is older than kopek 0.1.0's (${BASE_VERSION}); upgrade it once with \`kopek migrate --db ${path}\``);
+    }
     if (version === 0) {
       db.exec(SCHEMA_SQL);
     } else {
       for (let v = version; v < SCHEMA_VERSION; v++) {
-        const step = MIGRATIONS[v - 1];
+        const step = MIGRATIONS[v - BASE_VERSION];
         if (typeof step === 'string') db.exec(step);
         else step(db);
       }
