@@ -180,11 +180,9 @@ export class Scheduler {
   }
 
   /**
-   * Run every job of a shop's mode whose due time (on the shop's clock) is at most the moment `upTo` returns, in
-   * due order, including jobs those jobs create; each runs with the shop's clock (test mode) reading its due
-   * time. `upTo` runs in the transaction that claims those jobs for this run, and may write there (a test clock
-   * moved forward commits with the claims). Async jobs are started in order and awaited before it returns
-   * (their completions may create more due jobs). Resolves with the number of runs.
+   * Run a shop's jobs of a mode due by the moment `upTo` returns (run in the transaction that claims them, which
+   * may write there: a test clock moved forward commits with the claims), in due order, with those they create;
+   * each sees the shop's clock read its due time. Async jobs are awaited. Resolves with the number of runs.
    */
   async runDueUpTo(shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>): Promise<number> {
     const run = runShopJobs(this.shopRun, shopId, mode, upTo);
