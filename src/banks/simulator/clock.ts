@@ -42,7 +42,10 @@ export async function advanceClock(ctx: Ctx<TestClockCore>): Promise<Reply> {
  */
 export async function advanceShopClock(core: Pick<Core, 'store' | 'scheduler' | 'clocks'>, shopId: string, seconds: number): Promise<number> {
   await core.store.flush();
-  return core.scheduler.runDueUpTo(shopId, 'test', async (tx) => core.clocks.real() + (await moveTestClock(tx, shopId, seconds * 1000)));
+  return core.scheduler.runDueUpTo(shopId, 'test', async (tx) => {
+    const offset = await moveTestClock(tx, shopId, seconds * 1000);
+    return core.clocks.real() + offset;
+  });
 }
 
 /**
