@@ -100,26 +100,6 @@ export class Clocks {
       else m.set(shopId, before);
     }
   }
-
-  /**
-   * Move a shop's test clock forward by `delta_ms` (never back) in `tx`; returns the new offset. The shop's
-   * pending test jobs wait in real time (run_at = due_at - offset): they move with the clock in the same write,
-   * so the due query of every process finds them at their new time.
-   */
-  async advance(tx: Tx, shopId: string, delta_ms: number): Promise<number> {
-    if (!(delta_ms >= 0 && Number.isSafeInteger(delta_ms))) {
-      throw new Error(`cannot move a test clock by ${delta_ms} ms: only forward, in whole ms`);
-    }
-    // The offset as committed: another advance of the same shop may have committed since this one was asked.
-    const row = await tx.get<{ o: number }>('SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?', shopId);
-    const next = (row?.o ?? 0) + delta_ms;
-    if (delta_ms > 0) {
-      await tx.run('UPDATE shops SET test_clock_offset_ms = ? WHERE id = ?', next, shopId);
-      await tx.run(`UPDATE jobs SET run_at = due_at - ? WHERE shop_id = ? AND mode = 'test' AND state = 'pending'`, next, shopId);
-    }
-    remember(this.memo, base(tx), shopId, next);
-    return next;
-  }
 }
 
 /** The object a transaction's pins and memo are kept under: the transaction a view wraps, or the reader itself. */

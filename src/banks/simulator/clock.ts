@@ -1,6 +1,7 @@
 import type { Core } from '../../money/core/core';
 import type { Ctx, Reply } from '../../platform/http/types';
 import { bodyObject, intField } from '../../platform/http/validate';
+import type { Tx } from '../../platform/storage/store';
 import { iso } from '../../platform/util/time';
 import { resetTestData } from './reset';
 
@@ -34,11 +35,34 @@ export async function advanceClock(ctx: Ctx<TestClockCore>): Promise<Reply> {
   return { body: await clockBody(ctx, ran) };
 }
 
-/** Move a shop's test clock forward and run every job that became due (the API's helper and the cabinet alike). */
-export async function advanceShopClock(core: Pick<Core, 'store' | 'scheduler'>, shopId: string, seconds: number): Promise<number> {
+/**
+ * Move a shop's test clock forward and run every job that became due (the API's helper and the cabinet alike):
+ * one transaction writes the new offset, moves the shop's pending test jobs with it, and claims the jobs now
+ * due for this advance; then they run in due order, each with the clock reading its due time.
+ */
+export async function advanceShopClock(core: Pick<Core, 'store' | 'scheduler' | 'clocks'>, shopId: string, seconds: number): Promise<number> {
   await core.store.flush();
-  // The new offset is written, and the jobs it makes due claimed, in one transaction; then they run.
-  return core.scheduler.runDueForShop(shopId, 'test', seconds * 1000);
+  return core.scheduler.runDueUpTo(shopId, 'test', async (tx) => {
+    const offset = await moveTestClock(tx, shopId, seconds * 1000);
+    return core.clocks.real() + offset;
+  });
+}
+
+/**
+ * Move a shop's test clock forward by `delta_ms` (never back) in `tx`; returns the new offset. The offset as
+ * committed is the base (another advance of the shop, through any process, may have committed since this one
+ * was asked). The shop's pending test jobs wait in real time (run_at = due_at - offset): they move with the
+ * clock in the same write, so the due query of every process finds them at their new time.
+ */
+async function moveTestClock(tx: Tx, shopId: string, delta_ms: number): Promise<number> {
+  if (!(delta_ms >= 0 && Number.isSafeInteger(delta_ms))) throw new Error(`cannot move a test clock by ${delta_ms} ms: only forward, in whole ms`);
+  const row = await tx.get<{ o: number }>('SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?', shopId);
+  const next = (row?.o ?? 0) + delta_ms;
+  if (delta_ms > 0) {
+    await tx.run('UPDATE shops SET test_clock_offset_ms = ? WHERE id = ?', next, shopId);
+    await tx.run(`UPDATE jobs SET run_at = due_at - ? WHERE shop_id = ? AND mode = 'test' AND state = 'pending'`, next, shopId);
+  }
+  return next;
 }
 
 /** POST /v1/test/reset: takes no body; a field there (say `{"mode": "live"}`) is refused before anything is deleted. */

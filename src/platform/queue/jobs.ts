@@ -180,19 +180,18 @@ export class Scheduler {
   }
 
   /**
-   * Move a shop's test clock forward by `advance_ms` (test mode; 0 leaves it) and run every job of the shop's
-   * mode due on it, in due order, including jobs those jobs create; each runs with the clock reading its due
-   * time. Async jobs are started in order and awaited before it returns (their completions may create more due
-   * jobs). Resolves with the number of runs.
+   * Run a shop's jobs of a mode due by the moment `upTo` returns (run in the transaction that claims them, which
+   * may write there: a test clock moved forward commits with the claims), in due order, with those they create;
+   * each sees the shop's clock read its due time. Async jobs are awaited. Resolves with the number of runs.
    */
-  async runDueForShop(shopId: string, mode: Mode, advance_ms = 0): Promise<number> {
-    const run = runShopJobs(this.shopRun, shopId, mode, advance_ms);
+  async runDueUpTo(shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>): Promise<number> {
+    const run = runShopJobs(this.shopRun, shopId, mode, upTo);
     this.advances.add(run);
     try {
       return await run;
     } finally {
       this.advances.delete(run);
-      // Jobs the advance did not run, or that moved closer with the clock: the next wake is read again.
+      // Jobs the run did not get to, or that moved closer with the clock: the next wake is read again.
       this.wakeAt(this.clocks.real());
     }
   }

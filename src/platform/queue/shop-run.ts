@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Reader, Store } from '../storage/store';
+import type { Reader, Store, Tx } from '../storage/store';
 import type { AdvanceClaim, Clocks, Mode } from '../clock';
 import type { JobRow, JobsTable } from './jobs-table';
 import type { AsyncRunner } from './async-runner';
@@ -44,29 +44,28 @@ function before(a: { due_at: number; id: number }, b: { due_at: number; id: numb
 }
 
 /**
- * Move one shop's clock of a mode forward by `advance_ms` (test mode) and run every job of the shop's mode due
- * on it, in due order, including jobs those jobs create; each runs with the clock reading its due time. The
- * body of Scheduler.runDueForShop. Resolves with the number of runs.
+ * Run every job of one shop's mode whose due time is at most the moment `upTo` returns, in due order, including
+ * jobs those jobs create; each runs with the shop's clock (test mode) reading its due time. The body of
+ * Scheduler.runDueUpTo. Resolves with the number of runs.
  *
- * One transaction writes the new offset, moves the shop's pending test jobs' run_at with it, and claims the jobs
- * now due for this advance (a token of its own, renewed while it runs): the passes of every process leave them
- * to it. Jobs its jobs schedule for the shop, due by the new time, are written claimed by it too (see
- * Scheduler.schedule), and so is a retry that falls within it. What it did not run is released at the end.
- * A due job another process holds (an async job in flight there) is waited for, until it ends or its claim lapses.
+ * `upTo` runs in the transaction that claims the jobs due by the moment it returns (a token of its own, renewed
+ * while the run goes on): whatever it writes there (a test clock moved forward) commits with the claims, and the
+ * passes of every process leave those jobs to this run. Jobs its jobs schedule for the shop, due by that moment,
+ * are written claimed by it too (see Scheduler.schedule), and so is a retry that falls within it. What it did
+ * not run is released at the end. A due job another process holds (an async job in flight there) is waited
+ * for, until it ends or its claim lapses.
  *
  * Due jobs are read from the table a batch at a time. A job that schedules another does not make the run read
  * the batch again (that cost grew with the batch on every such job: a year of subscription charges spent most
  * of its time there): the scheduler tells the run which jobs were scheduled, and those due within the batch's
  * range are read by id and merged into the rows still to run.
  */
-export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, advance_ms: number): Promise<number> {
+export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>): Promise<number> {
   const token = randomUUID();
-  let offset = 0;
   let dueBy = 0;
   await d.store.tx(async (tx) => {
-    offset = mode === 'test' ? await d.clocks.advance(tx, shopId, advance_ms) : 0;
+    dueBy = await upTo(tx);
     const real = d.clocks.real();
-    dueBy = real + offset;
     await d.table.claimShopDue(tx, shopId, mode, dueBy, d.threshold(real), { by: d.processId, token, until: real + d.limits.leaseMs });
   });
   const claim: AdvanceClaim = { by: d.processId, token, dueBy };

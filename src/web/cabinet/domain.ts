@@ -53,7 +53,7 @@ export async function testClock(store: Store, clocks: Clocks, shopId: string): P
 }
 
 /** Move a shop's test clock forward and run what became due, as POST /v1/test/clock/advance does; returns jobs run. */
-export function advanceTestClock(core: Pick<Core, 'store' | 'scheduler'>, shopId: string, seconds: number): Promise<number> {
+export function advanceTestClock(core: Pick<Core, 'store' | 'scheduler' | 'clocks'>, shopId: string, seconds: number): Promise<number> {
   return advanceShopClock(core, shopId, seconds);
 }
 
