@@ -2,7 +2,7 @@ import { cliCommands } from './cli';
 import { startApp } from './app';
 import { io, processIo, withIo, type Io } from './cli/command';
 import { VERSION } from './platform/version';
-import { didYouMean } from './cli/args';
+import { didYouMean } from './platform/args';
 import { redactUrl } from './platform/redact-url';
 
 /** Every command, `serve` (which starts the app) first. */

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals } from '../platform/args';
 import { io, output, withStore } from './command';
 import { getShopSettings } from '../money/shops/store';
 import { TBANK } from '../banks/tbank/protocol';
@@ -34,7 +34,7 @@ function readPassword(path: string): string {
 export async function runAcquirer(argv: string[]): Promise<number> {
   const args = parseArgs(argv, ['json', 'help', 'remove']);
   onlyFlags(args, ['shop', 'provider', 'terminal-key', 'password-file', 'api-url', 'remove']);
-  atMostPositionals(args, 0, LINE);
+  atMostPositionals(args.positional, 0, LINE);
   const shopId = flag(args, 'shop');
   if (!shopId) throw new Error(`cannot run shop acquirer: --shop SHOP is required; usage: ${LINE}`);
   const setting = ['provider', 'terminal-key', 'password-file', 'api-url'].filter((f) => args.flags.has(f));

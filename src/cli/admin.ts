@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand } from '../platform/args';
 import { defaultConfig } from '../platform/config';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { createUser, disableUser, listUsers } from '../web/cabinet/users';
@@ -72,7 +72,7 @@ export const admin: Command = {
     const [sub, id] = args.positional;
     if (sub === 'create') {
       onlyFlags(args, ['merchant', 'email', 'password-file', 'base-url']);
-      atMostPositionals(args, 1, 'kopek admin create --merchant MERCHANT_ID --email EMAIL --password-file FILE [--base-url URL]');
+      atMostPositionals(args.positional, 1, 'kopek admin create --merchant MERCHANT_ID --email EMAIL --password-file FILE [--base-url URL]');
       const merchantId = flag(args, 'merchant');
       const email = flag(args, 'email');
       const file = flag(args, 'password-file');
@@ -85,7 +85,7 @@ export const admin: Command = {
     }
     if (sub === 'list') {
       onlyFlags(args, ['merchant']);
-      atMostPositionals(args, 1, 'kopek admin list [--merchant MERCHANT_ID]');
+      atMostPositionals(args.positional, 1, 'kopek admin list [--merchant MERCHANT_ID]');
       const items = (await withStore(args, async (store) => listUsers(store, flag(args, 'merchant')))).map((u) => ({
         id: u.id,
         email: u.email,
@@ -103,7 +103,7 @@ export const admin: Command = {
     }
     if (sub === 'disable') {
       onlyFlags(args, []);
-      atMostPositionals(args, 2, 'kopek admin disable USER_ID|EMAIL');
+      atMostPositionals(args.positional, 2, 'kopek admin disable USER_ID|EMAIL');
       if (!id) throw new Error('cannot disable cabinet user: USER_ID or EMAIL is required');
       const u = await withStore(args, async (store) => disableUser(store, id, Date.now()));
       output(args, { id: u.id, email: u.email, disabled: true }, [`disabled ${u.email}; their sessions ended`]);

@@ -1,6 +1,6 @@
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from '../platform/args';
 import { COMMON_OPTIONS, io, output, processIo, type Command } from './command';
 import { defaultConfig } from '../platform/config';
 import { openBackupSource, verifyCopy } from '../platform/storage/maintenance';
@@ -71,7 +71,7 @@ export const backup: Command = {
   async run(argv) {
     const args = parseArgs(argv, ['json', 'help', 'force']);
     onlyFlags(args, ['force']);
-    atMostPositionals(args, 1, 'kopek backup PATH [--force]');
+    atMostPositionals(args.positional, 1, 'kopek backup PATH [--force]');
     const [target] = args.positional;
     if (!target) throw new Error('cannot back up: PATH is required (where to write the copy)');
     const sourcePath = flag(args, 'db') ?? process.env.KOPEK_DATABASE_URL ?? process.env.KOPEK_DB ?? defaultConfig().db;

@@ -3,7 +3,7 @@ import { fileSchemaVersion, openEngine } from '../platform/storage/maintenance';
 import { isPostgresUrl, redactUrl } from '../platform/storage/postgres/open';
 import type { Store } from '../platform/storage/store';
 import { defaultConfig } from '../platform/config';
-import { flag, type Args } from './args';
+import { flag, type Args } from '../platform/args';
 
 /** An admin command: a name, a fixed usage text, and `run`, which returns its exit code. */
 export interface Command {

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { parseArgs, flag, onlyFlags, unknownSubcommand } from './args';
+import { parseArgs, flag, onlyFlags, unknownSubcommand, type Args } from '../platform/args';
 import { io, output, type Command } from './command';
 import { fileSchemaVersion, openEngine, openExistingStorage, schemaVersion } from '../platform/storage/maintenance';
 import { isPostgresUrl, openPgStorage, redactUrl } from '../platform/storage/postgres/open';
@@ -70,7 +70,7 @@ export const dbCommand: Command = {
 };
 
 /** Compare the counts and prove both ledgers; print the outcome. */
-async function verify(args: ReturnType<typeof parseArgs>, from: string, to: string, report: CopyReport, source: Store, target: Store): Promise<number> {
+async function verify(args: Args, from: string, to: string, report: CopyReport, source: Store, target: Store): Promise<number> {
   const [a, b] = [await checkLedger(source), await checkLedger(target)];
   const differ = report.tables.filter((t) => t.source !== t.target);
   const ok = differ.length === 0 && a.ok && b.ok;

@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals } from '../platform/args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { serverUrl } from './admin';
 import { createDemo } from '../money/shops/store';
@@ -32,7 +32,7 @@ export const demo: Command = {
   async run(argv) {
     const args = parseArgs(argv);
     onlyFlags(args, ['base-url']);
-    atMostPositionals(args, 0, 'kopek demo [--db PATH] [--base-url URL] [--json]');
+    atMostPositionals(args.positional, 0, 'kopek demo [--db PATH] [--base-url URL] [--json]');
     const base = serverUrl(flag(args, 'base-url'), 'cannot create the demo data');
     const d = await withStore(args, async (store) => createDemoData(store, Date.now()), { create: true });
     output(

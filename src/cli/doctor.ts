@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals } from '../platform/args';
 import { COMMON_OPTIONS, output, type Command } from './command';
 import { defaultConfig } from '../platform/config';
 import { SCHEMA_VERSION } from '../platform/storage/sqlite/open';
@@ -252,7 +252,7 @@ export const doctor: Command = {
   async run(argv) {
     const args = parseArgs(argv);
     onlyFlags(args, []);
-    atMostPositionals(args, 0, 'kopek doctor [--db PATH]');
+    atMostPositionals(args.positional, 0, 'kopek doctor [--db PATH]');
     const path = flag(args, 'db') ?? process.env.KOPEK_DATABASE_URL ?? process.env.KOPEK_DB ?? defaultConfig().db;
     const findings = isPostgresUrl(path) ? await pgFindings(path) : await fileFindings(path);
     const ok = findings.every((x) => x.ok);

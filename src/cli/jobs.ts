@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags, unknownSubcommand } from './args';
+import { parseArgs, flag, onlyFlags, unknownSubcommand } from '../platform/args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { countJobs, failingJobs, reviveJob, type JobRow } from '../platform/queue/jobs-table';
 import { iso } from '../platform/util/time';

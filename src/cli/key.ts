@@ -1,11 +1,10 @@
-import { parseArgs, flag, onlyFlags, atMostAfterSub, idArg, unknownSubcommand } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals, idArg, unknownSubcommand, type Args } from '../platform/args';
 import { COMMON_OPTIONS, io, output, withStore, type Command } from './command';
 import { createKey, findKeyToRevoke, getMerchant, getShopSettings, listKeys, revokeKey } from '../money/shops/store';
 import { shopAcquirer, shopPayoutProvider } from '../money/bank-port/store';
 import { TBANK } from '../banks/tbank/protocol';
 import { iso } from '../platform/util/time';
 import type { Store } from '../platform/storage/store';
-import type { Args } from './args';
 
 const usage = `Usage:
   kopek key create --shop ID --mode test|live [--scopes S1,S2]
@@ -126,20 +125,20 @@ export const key: Command = {
     let act: (store: Store) => Promise<void>;
     if (sub === 'create') {
       onlyFlags(args, ['shop', 'mode', 'scopes']);
-      atMostAfterSub(args.positional.slice(1), 0, 'kopek key create --shop ID --mode test|live [--scopes S1,S2]');
+      atMostPositionals(args.positional.slice(1), 0, 'kopek key create --shop ID --mode test|live [--scopes S1,S2]');
       const mode = flag(args, 'mode');
       if (!flag(args, 'shop') || !mode) throw new Error('cannot create key: --shop ID and --mode test|live are required');
       if (mode !== 'test' && mode !== 'live') throw new Error(`cannot create key: --mode must be test or live, got "${mode}"`);
       act = (store) => create(store, args);
     } else if (sub === 'list') {
       onlyFlags(args, ['shop']);
-      atMostAfterSub(args.positional.slice(1), 0, 'kopek key list --shop ID');
+      atMostPositionals(args.positional.slice(1), 0, 'kopek key list --shop ID');
       if (!flag(args, 'shop')) throw new Error('cannot list keys: --shop ID is required');
       act = (store) => list(store, args);
     } else if (sub === 'revoke') {
       onlyFlags(args, ['key', 'shop']);
       const { id: ref, rest } = idArg(args, 'key');
-      atMostAfterSub(rest, 0, 'kopek key revoke KEY [--shop ID]');
+      atMostPositionals(rest, 0, 'kopek key revoke KEY [--shop ID]');
       if (!ref) throw new Error('cannot revoke key: KEY is required: its id, the key itself or its prefix (or --key KEY)');
       act = async (store) => {
         const { id } = await findKeyToRevoke(store, ref, flag(args, 'shop'));

@@ -1,4 +1,4 @@
-import { parseArgs, onlyFlags, unknownSubcommand } from './args';
+import { parseArgs, onlyFlags, unknownSubcommand } from '../platform/args';
 import { COMMON_OPTIONS, openStore, output, type Command } from './command';
 import { checkLedger, type CheckResult } from '../money/ledger/check';
 

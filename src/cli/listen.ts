@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from '../platform/args';
 import { io, type Command } from './command';
 import { openStream, StreamRefused, type OpenStream, type StreamedWebhook } from './listen-stream';
 import { postWebhook } from '../money/webhooks/deliver';
@@ -70,7 +70,7 @@ export const listen: Command = {
 /** Read and check the flags: a live key, a bad URL or an unknown event is refused before anything connects. */
 export function listenOptions(args: Args): ListenOptions {
   onlyFlags(args, ['forward-to', 'events', 'secret', 'url', 'key']);
-  atMostPositionals(args, 0, 'kopek listen --forward-to URL [--events E1,E2]');
+  atMostPositionals(args.positional, 0, 'kopek listen --forward-to URL [--events E1,E2]');
   if (args.flags.has('db')) throw new Error('kopek listen talks to a running server, not to a database file: pass --url instead of --db');
   const forward = flag(args, 'forward-to');
   if (!forward) throw new Error('--forward-to URL is required: the address of your webhook receiver, e.g. http://127.0.0.1:3000/webhooks');

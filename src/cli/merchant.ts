@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals, atMostAfterSub, idArg, unknownSubcommand } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals, idArg, unknownSubcommand } from '../platform/args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { activateLive, createMerchant } from '../money/shops/store';
 
@@ -31,7 +31,7 @@ export const merchant: Command = {
     const [sub] = args.positional;
     if (sub === 'create') {
       onlyFlags(args, ['name']);
-      atMostPositionals(args, 1, 'kopek merchant create --name NAME');
+      atMostPositionals(args.positional, 1, 'kopek merchant create --name NAME');
       const name = flag(args, 'name');
       if (!name?.trim()) throw new Error('cannot create merchant: --name NAME is required and must not be empty');
       const m = await withStore(args, async (store) => createMerchant(store, name, Date.now()), { create: true });
@@ -41,7 +41,7 @@ export const merchant: Command = {
     if (sub === 'activate-live') {
       onlyFlags(args, ['merchant']);
       const { id, rest } = idArg(args, 'merchant');
-      atMostAfterSub(rest, 0, 'kopek merchant activate-live MERCHANT_ID');
+      atMostPositionals(rest, 0, 'kopek merchant activate-live MERCHANT_ID');
       if (!id) throw new Error('cannot activate live mode: MERCHANT_ID is required (or --merchant MERCHANT_ID)');
       const r = await withStore(args, async (store) => activateLive(store, id));
       output(args, r, [

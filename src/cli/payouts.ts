@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../platform/config';
-import { parseArgs, flag, onlyFlags, atMostPositionals } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals } from '../platform/args';
 import { io, output, withStore } from './command';
 import { getShopSettings } from '../money/shops/store';
 import { removePayoutProvider, setPayoutProvider, showPayoutProvider, type PayoutProviderView } from '../web/cabinet/payout-provider';
@@ -39,7 +39,7 @@ function checkTimeoutMs(): number {
 export async function runPayouts(argv: string[]): Promise<number> {
   const args = parseArgs(argv, ['json', 'help', 'remove']);
   onlyFlags(args, ['shop', 'provider', 'agent-id', 'secret-file', 'api-url', 'remove']);
-  atMostPositionals(args, 0, LINE);
+  atMostPositionals(args.positional, 0, LINE);
   const shopId = flag(args, 'shop');
   if (!shopId) throw new Error(`cannot run shop payouts: --shop SHOP is required; usage: ${LINE}`);
   const setting = ['provider', 'agent-id', 'secret-file', 'api-url'].filter((f) => args.flags.has(f));

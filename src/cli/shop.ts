@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals, atMostAfterSub, idArg, unknownSubcommand } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals, idArg, unknownSubcommand, type Args } from '../platform/args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import {
   createShop,
@@ -10,7 +10,6 @@ import {
 } from '../money/shops/store';
 import { ALL_SCOPES } from '../platform/auth/scopes';
 import type { Store } from '../platform/storage/store';
-import type { Args } from './args';
 import { ACQUIRER_USAGE, runAcquirer } from './acquirer';
 import { PAYOUTS_USAGE, runPayouts } from './payouts';
 
@@ -123,7 +122,7 @@ export const shop: Command = {
     const [sub] = args.positional;
     if (sub === 'create') {
       onlyFlags(args, ['merchant', 'name', 'scopes']);
-      atMostPositionals(args, 1, 'kopek shop create --merchant ID --name NAME [--scopes S1,S2]');
+      atMostPositionals(args.positional, 1, 'kopek shop create --merchant ID --name NAME [--scopes S1,S2]');
       const merchantId = flag(args, 'merchant');
       const name = flag(args, 'name');
       if (!merchantId || !name) throw new Error('cannot create shop: --merchant ID and --name NAME are required');
@@ -140,7 +139,7 @@ export const shop: Command = {
     onlyFlags(args, ['shop']);
     const { id, rest } = idArg(args, 'shop');
     if (!id) throw new Error(`cannot run shop ${sub}: SHOP_ID is required (or --shop SHOP_ID); usage: ${spec.line}`);
-    atMostAfterSub(rest, spec.max - 1, spec.line);
+    atMostPositionals(rest, spec.max - 1, spec.line);
     await withStore(args, (store) => spec.run(store, args, id, rest[0]));
     return 0;
   },

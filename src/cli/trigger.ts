@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { parseArgs, flag, atMostPositionals, type Args } from './args';
+import { parseArgs, flag, flagValues, atMostPositionals, type Args } from '../platform/args';
 import { io, type Command } from './command';
 import { isTriggerEvent, TRIGGER_EVENTS, TRIGGER_EVENT_NAMES, TRIGGER_NUMERIC_FIELDS, TRIGGER_SET_FIELDS } from '../banks/simulator/trigger-events';
 
@@ -72,16 +72,16 @@ export const trigger: Command = {
       if (!KNOWN_FLAGS.includes(k)) throw new Error(`unknown option --${k}; kopek trigger talks to a running server (--url, --key), see kopek trigger --help`);
     }
     if (args.flags.has('list')) {
-      atMostPositionals(args, 0, 'kopek trigger --list [--json]');
+      atMostPositionals(args.positional, 0, 'kopek trigger --list [--json]');
       if (args.flags.has('set')) throw new Error('cannot list events with --set: --set gives a field of a triggered event, kopek trigger EVENT --set FIELD=VALUE');
       printList(args);
       return 0;
     }
-    atMostPositionals(args, 1, 'kopek trigger EVENT [--set FIELD=VALUE]... [--url BASE] [--key KEY] [--json]');
+    atMostPositionals(args.positional, 1, 'kopek trigger EVENT [--set FIELD=VALUE]... [--url BASE] [--key KEY] [--json]');
     const [event] = args.positional;
     if (!event) throw new Error('cannot trigger: name an EVENT, e.g. kopek trigger payment.succeeded (kopek trigger --list shows them all)');
     if (!isTriggerEvent(event)) throw new Error(`cannot trigger "${event.slice(0, 64)}": kopek sends no such event; kopek trigger --list shows the events`);
-    const set = setObject(event, args.values.get('set') ?? []);
+    const set = setObject(event, flagValues(args, 'set'));
     const base = baseUrl(event, flag(args, 'url') ?? process.env.KOPEK_URL ?? DEFAULT_URL);
     const key = testKey(event, flag(args, 'key') ?? process.env.KOPEK_KEY);
     const answer = await post(event, base, key, set);

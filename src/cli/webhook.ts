@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand, type Args } from './args';
+import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand, type Args } from '../platform/args';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import type { Store } from '../platform/storage/store';
 import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../money/webhooks/store';
@@ -50,7 +50,7 @@ export const webhook: Command = {
     // `rotate ID 24` meant as an overlap would otherwise end the old secret at once: refuse stray words.
     const takesId = sub === 'delete' || sub === 'rotate' || sub === 'resend';
     const line = usage.split('\n').find((l) => l.startsWith(`  kopek webhook ${sub} `))?.trim();
-    if (line) atMostPositionals(args, takesId ? 2 : 1, line);
+    if (line) atMostPositionals(args.positional, takesId ? 2 : 1, line);
     return withStore(args, async (store) => {
       switch (sub) {
         case 'add':

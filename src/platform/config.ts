@@ -1,4 +1,4 @@
-import { strictArgs, type RefusalWording, type StrictOptions } from './strict-args';
+import { readArgs, type Grammar } from './args';
 import type { LogLevel } from './log';
 import { redactUrl } from './redact-url';
 import { WEBHOOK_SECRET_RE } from './util/ids';
@@ -139,35 +139,19 @@ function parseValue(spec: OptionSpec, raw: string, source: string): unknown {
 /** The options by flag name without its dashes (`port`). */
 const BY_NAME: Record<string, OptionSpec> = Object.fromEntries(OPTIONS.map((o) => [o.flag.slice(2), o]));
 
-/** What node:util parseArgs is told: a value for every option, a switch and its `--no-` twin for each boolean. */
-const FLAG_OPTIONS: StrictOptions = Object.fromEntries(
-  OPTIONS.flatMap((o): Array<[string, { type: 'string' | 'boolean' }]> => {
-    const name = o.flag.slice(2);
-    return o.kind === 'bool' ? [[name, { type: 'boolean' }], [`no-${name}`, { type: 'boolean' }]] : [[name, { type: 'string' }]];
-  }),
-);
-
-const CONFIG_WORDING: RefusalWording = {
-  unknown: (word) => `unknown option "${word}"`,
-  needsValue: (name) => `option ${name} needs a value`,
-  takesNoValue: (name) => `option ${name} takes no value`,
-};
-
 /**
- * A boolean flag also takes a value spelled as in its environment variable (`--demo=false`, `--trust-proxy=yes`),
- * which Node's parser refuses on a switch: such a word becomes `--demo` or `--no-demo` first.
+ * serve's flags: a value for every option, a switch and its `--no-` twin for each boolean; a boolean's switch
+ * also takes a value spelled as in its environment variable (`--demo=false`, `--trust-proxy=yes`).
  */
-function switchValues(argv: string[]): string[] {
-  const end = argv.indexOf('--');
-  return argv.map((word, i) => {
-    const eq = word.indexOf('=');
-    if ((end >= 0 && i > end) || !word.startsWith('--') || eq < 0) return word;
-    const name = word.slice(2, eq);
-    if (!Object.hasOwn(BY_NAME, name) || BY_NAME[name].kind !== 'bool') return word;
-    const o = BY_NAME[name];
-    return parseValue(o, word.slice(eq + 1), o.flag) ? o.flag : `--no-${o.flag.slice(2)}`;
-  });
-}
+const SERVE_FLAGS: Grammar = {
+  kind(name) {
+    if (Object.hasOwn(BY_NAME, name)) return BY_NAME[name].kind === 'bool' ? 'switch=' : 'value';
+    const negated = name.slice(3);
+    return name.startsWith('no-') && Object.hasOwn(BY_NAME, negated) && BY_NAME[negated].kind === 'bool' ? 'switch' : undefined;
+  },
+  positionals: false,
+  unknown: (word) => `unknown option "${word}"`,
+};
 
 /** The defaults, as a Config. */
 export function defaultConfig(): Config {
@@ -186,13 +170,11 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   // KOPEK_DATABASE_URL names a PostgreSQL database for serve and every command; it wins over KOPEK_DB, a flag over both.
   if (env.KOPEK_DATABASE_URL) c.db = env.KOPEK_DATABASE_URL;
   const flagged = new Set<keyof Config>();
-  for (const t of strictArgs(switchValues(argv), FLAG_OPTIONS, CONFIG_WORDING)) {
-    if (t.kind !== 'option') continue;
-    const negated = t.name.startsWith('no-') && !Object.hasOwn(BY_NAME, t.name);
-    const o = BY_NAME[negated ? t.name.slice(3) : t.name];
+  for (const [name, value] of readArgs(argv, SERVE_FLAGS).given) {
+    const negated = !Object.hasOwn(BY_NAME, name);
+    const o = BY_NAME[negated ? name.slice(3) : name];
     flagged.add(o.key);
-    if (o.kind === 'bool') c[o.key] = !negated;
-    else c[o.key] = parseValue(o, t.value!, o.flag);
+    c[o.key] = value === true ? !negated : parseValue(o, value, o.flag);
   }
   const cfg = c as unknown as Config;
   if (cfg.port > 65535) throw new Error(`--port must be at most 65535, got ${cfg.port}`);

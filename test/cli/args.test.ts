@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseArgs } from '../../src/cli/args';
+import { flagValues, parseArgs } from '../../src/platform/args';
 
 const parsed = (argv: string[], switches?: string[]) => {
   const a = parseArgs(argv, switches);
@@ -27,9 +27,9 @@ test('a flag without its value, a switch with one and an unknown short option ar
   assert.throws(() => parseArgs(['demo', '-x']), /^Error: unknown option -x$/);
 });
 
-test('a flag given more than once keeps every value in order (values), and its last in flags', () => {
+test('a flag given more than once keeps every value in order (flagValues), and its last in flags', () => {
   const a = parseArgs(['trigger', 'payment.succeeded', '--set', 'amount=1', '--set=metadata.k=a=b', '--set', '-2']);
-  assert.deepEqual(a.values.get('set'), ['amount=1', 'metadata.k=a=b', '-2']);
+  assert.deepEqual(flagValues(a, 'set'), ['amount=1', 'metadata.k=a=b', '-2']);
   assert.equal(a.flags.get('set'), '-2');
-  assert.equal(a.values.get('json'), undefined);
+  assert.deepEqual(flagValues(a, 'json'), []);
 });
