@@ -89,6 +89,7 @@ function migrate(db: Database.Database): void {
       for (let v = version; v < SCHEMA_VERSION; v++) {
         const step = MIGRATIONS[v - 1];
         if (typeof step === 'string') db.exec(step);
+        else if (typeof step === 'object') db.exec(step.sqlite);
         else step(db);
       }
     }
