@@ -6,7 +6,7 @@
 // 2. better-sqlite3's addon is compiled for that Node's ABI, with npm's own node-gyp, in dist/addon/ (kept
 //    between builds); node_modules keeps the addon of the development Node. The headers are those of
 //    node-addon-headers in runtime/package.json when it is there (see headersDir), else the runtime's own.
-// 3. esbuild bundles src/sea.ts (which runs src/main.ts) into one CommonJS file, with schema.sql inlined.
+// 3. esbuild bundles src/sea.ts (which runs src/main.ts) into one CommonJS file, with both schema files inlined.
 // 4. That Node turns the bundle into a SEA blob carrying the addon and better-sqlite3's JavaScript (bundled
 //    for the checkpoint thread, which cannot load modules from the executable's main script) as assets.
 // 5. A copy of that Node, stripped of its debug sections and symbol table, gets the blob through postject.
@@ -44,14 +44,17 @@ const ADDON_ASSET = 'better_sqlite3.node';
 const LIB_ASSET = 'better_sqlite3.js';
 const libFile = join(work, 'better-sqlite3.cjs');
 
-/** Serves src/platform/storage/schema-text.ts as the text of schema.sql, so the executable needs no file beside it. */
+/** Serves src/platform/storage/schema-text.ts as the texts of both schema files, so the executable needs no file beside it. */
 const schemaTextPlugin = {
   name: 'kopek-schema-text',
   setup(b) {
     b.onLoad({ filter: /[\\/]src[\\/]platform[\\/]storage[\\/]schema-text\.ts$/ }, () => {
-      const schemaPath = join(root, 'schema.sql');
-      const sql = readFileSync(schemaPath, 'utf8');
-      return { contents: `export const SCHEMA_SQL = ${JSON.stringify(sql)};\n`, loader: 'js', watchFiles: [schemaPath] };
+      const sqlitePath = join(root, 'schema.sql');
+      const pgPath = join(root, 'src', 'platform', 'storage', 'postgres', 'schema.sql');
+      const contents =
+        `export const SCHEMA_SQL = ${JSON.stringify(readFileSync(sqlitePath, 'utf8'))};\n` +
+        `export const PG_SCHEMA_SQL = ${JSON.stringify(readFileSync(pgPath, 'utf8'))};\n`;
+      return { contents, loader: 'js', watchFiles: [sqlitePath, pgPath] };
     });
   },
 };

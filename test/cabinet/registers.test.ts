@@ -160,8 +160,8 @@ test("a payment's timeline reads the shop's log from the payment's first event, 
   try {
     const plan = (sql: string, ...args: unknown[]) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as Array<{ detail: string }>).map((p) => p.detail).join('; ');
     assert.match(plan(CREATED_EVENT_SQL, eventIdPrefix(1), eventIdPrefix(2), id), /SEARCH events USING INDEX sqlite_autoindex_events_1 \(id>\? AND id<\?\)/);
-    assert.match(plan(WINDOW_SQL, shop.id, 'test', 1, 10, id, 10), /SEARCH events USING INDEX events_shop_seq \(shop_id=\? AND mode=\? AND seq>\?\)/);
-    assert.match(plan(WINDOW_END_SQL, shop.id, 'test', 1, 10), /SEARCH events USING COVERING INDEX events_shop_seq \(shop_id=\? AND mode=\? AND seq>\?\)/);
+    assert.match(plan(WINDOW_SQL.sqlite, shop.id, 'test', 1, 10, id, 10), /SEARCH events USING INDEX events_shop_seq \(shop_id=\? AND mode=\? AND seq>\?\)/);
+    assert.match(plan(WINDOW_END_SQL.sqlite, shop.id, 'test', 1, 10), /SEARCH events USING COVERING INDEX events_shop_seq \(shop_id=\? AND mode=\? AND seq>\?\)/);
   } finally {
     db.close();
   }

@@ -57,7 +57,7 @@ for (const name of Object.keys(REGISTERS) as Array<keyof typeof REGISTERS>) {
       assert.ok(seeks.length >= 1 && seeks.length <= REGISTER_SEEKS_MAX);
       const fixed = Object.keys(filters).filter((c) => filters[c] !== undefined);
       for (const seek of seeks) {
-        const plan = (db.prepare(`EXPLAIN QUERY PLAN ${seek.sql}`).all(...seek.params) as Array<{ detail: string }>).map((r) => r.detail);
+        const plan = (db.prepare(`EXPLAIN QUERY PLAN ${seek.sql.sqlite}`).all(...seek.params) as Array<{ detail: string }>).map((r) => r.detail);
         const what = `${name} ${JSON.stringify(filters)} modes=${modes} cursor=${!!rq.after} from=${rq.fromMs !== null} to=${rq.toMs !== null}: ${plan.join(' | ')}`;
         assert.equal(plan.length, 1, what);
         const ix = spec.filtered.find((f) => f.index === seek.index);

@@ -42,7 +42,7 @@ export interface SessionRow {
 export async function insertRequest(tx: Tx, r: Omit<BankRequestRow, 'id' | 'state' | 'answer' | 'sent_at' | 'answered_at'>): Promise<number> {
   const info = await tx.run(
     `INSERT INTO bank_requests (shop_id, mode, provider, operation, subject_kind, subject_id, order_id, bank_payment_id, request, state, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?) RETURNING id`,
     r.shop_id, r.mode, r.provider, r.operation, r.subject_kind, r.subject_id, r.order_id, r.bank_payment_id, r.request, r.created_at,
   );
   return Number(info.lastInsertRowid);

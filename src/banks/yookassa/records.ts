@@ -22,7 +22,7 @@ export interface YookassaRequestRow {
 export async function insertRequest(tx: Tx, r: { shopId: string; operation: YookassaRequestRow['operation']; payoutId: string; providerId: string; body: string; now: number }): Promise<number> {
   const info = await tx.run(
     `INSERT INTO bank_requests (shop_id, mode, provider, operation, subject_kind, subject_id, order_id, bank_payment_id, request, state, created_at)
-       VALUES (?, 'live', 'yookassa', ?, 'payout', ?, ?, ?, ?, 'queued', ?)`,
+       VALUES (?, 'live', 'yookassa', ?, 'payout', ?, ?, ?, ?, 'queued', ?) RETURNING id`,
     r.shopId, r.operation, r.payoutId, r.payoutId, r.providerId, r.body, r.now,
   );
   return Number(info.lastInsertRowid);

@@ -66,6 +66,8 @@ export type EventListener = (row: EventRow) => void;
 
 const INSERT_EVENT = `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+/** One event, and its number. */
+const INSERT_ONE_EVENT = `${INSERT_EVENT} RETURNING seq`;
 /** One more row of INSERT_EVENT's VALUES. */
 const EVENT_TUPLE = ', (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
@@ -142,7 +144,7 @@ export class Events {
       values.push(row.id, row.merchant_id, row.shop_id, row.mode, row.kind, payload, row.at, row.webhook_event, webhookData, row.webhook_url, row.payment_id, row.payout_id);
     }
     if (rows.length === 1) {
-      rows[0].seq = Number((await tx.run(INSERT_EVENT, ...values)).lastInsertRowid);
+      rows[0].seq = Number((await tx.run(INSERT_ONE_EVENT, ...values)).lastInsertRowid);
     } else {
       const insert = `${INSERT_EVENT}${EVENT_TUPLE.repeat(rows.length - 1)}`;
       // Each row's number found by its id: the order RETURNING gives is not promised.

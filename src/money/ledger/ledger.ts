@@ -57,7 +57,7 @@ export async function post(tx: Tx, book: Book, movement: Movement, sourceId: str
   // costs no read); a source that does not exist leaves it NULL, which NOT NULL refuses.
   const entry = await tx.run(
     `INSERT INTO ledger_entries (merchant_id, shop_id, mode, movement, source_id, amount, at, source_seq)
-       VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, (SELECT seq FROM ${sourceTable(movement)} WHERE id = ?))) ON CONFLICT (movement, source_seq) DO NOTHING`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, (SELECT seq FROM ${sourceTable(movement)} WHERE id = ?))) ON CONFLICT (movement, source_seq) DO NOTHING RETURNING id`,
     book.merchantId, book.shopId, book.mode, movement, sourceId, amount, at, sourceSeq ?? null, sourceId,
   );
   if (entry.changes === 0) return false;

@@ -1,6 +1,6 @@
 import type { Engine, Reader, Tx } from '../../platform/storage/store';
 import { updateById } from '../../platform/storage/tx';
-import { FOR_UPDATE, isoInstant, isPrimaryKeyConflict, jsonArraySql, jsonObjectSql, nextPaymentSeq, type JsonField } from '../../platform/storage/dialect';
+import { forUpdate, isoInstant, isPrimaryKeyConflict, jsonArraySql, jsonObjectSql, nextPaymentSeq, type JsonField } from '../../platform/storage/dialect';
 import { iso, isoOrNull } from '../../platform/util/time';
 import type { PaymentRow, PaymentView, RefundView } from '../bank-port/payment';
 import type { RefundRow } from '../bank-port/refund';
@@ -12,7 +12,7 @@ export async function getPayment(q: Reader, id: string): Promise<PaymentRow | un
 
 /** A payment read in `tx` and locked until it ends: a check made on it holds while the transaction writes. */
 export async function lockPayment(tx: Tx, id: string): Promise<PaymentRow | undefined> {
-  return tx.get<PaymentRow>(`SELECT * FROM payments WHERE id = ?${FOR_UPDATE}`, id);
+  return tx.get<PaymentRow>(`SELECT * FROM payments WHERE id = ?${forUpdate(tx.engine)}`, id);
 }
 
 /**

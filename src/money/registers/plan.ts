@@ -59,10 +59,10 @@ export const REGISTERS = {
   },
 } as const satisfies Record<string, RegisterTable>;
 
-/** One index seek of a page: its SQL and parameters. */
+/** One index seek of a page: its SQL (per engine: SQLite's names the index) and parameters. */
 export interface RegisterSeek {
   index: string;
-  sql: string;
+  sql: { sqlite: string; postgres: string };
   params: unknown[];
 }
 
@@ -95,7 +95,8 @@ export function registerSeeks(
   }
   const where = registerWhere(rq);
   const eq = ['shop_id = ?', 'mode = ?', ...best.columns.map((c) => `${c} = ?`)];
-  const sql = `SELECT ${columns} FROM ${spec.table} INDEXED BY ${best.index} WHERE ${[...eq, ...where.sql].join(' AND ')} ${registerOrder()} LIMIT ?`;
+  const rest = `WHERE ${[...eq, ...where.sql].join(' AND ')} ${registerOrder()} LIMIT ?`;
+  const sql = { sqlite: `SELECT ${columns} FROM ${spec.table} INDEXED BY ${best.index} ${rest}`, postgres: `SELECT ${columns} FROM ${spec.table} ${rest}` };
   // Every combination of the index's equality values, mode first.
   let combos: unknown[][] = modes.map((m) => [shopId, m]);
   for (const c of best.columns) {
@@ -120,9 +121,9 @@ export async function registerRows<R extends { created_at: number; seq: number }
   columns = '*',
 ): Promise<R[]> {
   const seeks = registerSeeks(spec, shopId, modes, filters, rq, columns);
-  if (seeks.length === 1) return q.all<R>(seeks[0].sql, ...seeks[0].params);
+  if (seeks.length === 1) return q.all<R>(seeks[0].sql[q.engine], ...seeks[0].params);
   const rows: R[] = [];
-  for (const s of seeks) rows.push(...(await q.all<R>(s.sql, ...s.params)));
+  for (const s of seeks) rows.push(...(await q.all<R>(s.sql[q.engine], ...s.params)));
   rows.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq);
   return rows.slice(0, rq.limit + 1);
 }

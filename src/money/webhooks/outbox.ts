@@ -51,7 +51,7 @@ export async function enqueueDeliveries(tx: Tx, clocks: Clocks, row: EventRow): 
   for (const t of targets) {
     const { lastInsertRowid } = await tx.run(
       `INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, payment_id, next_attempt_at, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
       row.seq,
       row.id,
       row.webhook_event,

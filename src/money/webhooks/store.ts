@@ -145,7 +145,11 @@ export async function rotateSecret(store: Store, id: string, overlap_h: number, 
       await tx.run('DELETE FROM webhook_secrets WHERE endpoint_id = ?', id);
     } else {
       await tx.run('DELETE FROM webhook_secrets WHERE endpoint_id = ? AND expires_at IS NOT NULL AND expires_at <= ?', id, now);
-      await tx.run('UPDATE webhook_secrets SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE endpoint_id = ?', until, until, id);
+      const shorten = {
+        sqlite: 'UPDATE webhook_secrets SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE endpoint_id = ?',
+        postgres: 'UPDATE webhook_secrets SET expires_at = LEAST(COALESCE(expires_at, ?), ?) WHERE endpoint_id = ?',
+      };
+      await tx.run(shorten[tx.engine], until, until, id);
     }
     await tx.run('INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)', id, seal(store.path, secret, `webhook_secrets:${id}`), now);
   });

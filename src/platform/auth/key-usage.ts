@@ -4,6 +4,11 @@ import type { Clocks } from '../clock';
 
 /** A key's last use is written at most this often: a request must not cost a write. */
 const FLUSH_EVERY_MS = 60_000;
+/** A key's last use, kept when a later one is already written (SQLite's two-argument max is GREATEST there). */
+const UPSERT_USE = {
+  sqlite: 'INSERT INTO api_key_usage (key_id, last_used_at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET last_used_at = MAX(api_key_usage.last_used_at, excluded.last_used_at)',
+  postgres: 'INSERT INTO api_key_usage (key_id, last_used_at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET last_used_at = GREATEST(api_key_usage.last_used_at, excluded.last_used_at)',
+};
 
 /**
  * The last use of each API key (the cabinet shows it). Kept in memory and written in one group commit at
@@ -49,11 +54,7 @@ export class KeyUsage {
     if (batch.length === 0) return Promise.resolve();
     return this.store.write(async (tx) => {
       for (const [id, at] of batch) {
-        await tx.run(
-          'INSERT INTO api_key_usage (key_id, last_used_at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET last_used_at = MAX(api_key_usage.last_used_at, excluded.last_used_at)',
-          id,
-          at,
-        );
+        await tx.run(UPSERT_USE[tx.engine], id, at);
       }
     });
   }

@@ -83,7 +83,7 @@ export class JobsTable {
   ): Promise<number> {
     const info = await tx.run(
       `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at, claimed_by, claim_token, claim_until)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
       kind, subjectId, shopId, mode, dueAt, runAt, payload, createdAt, claim?.by ?? null, claim?.token ?? null, claim?.until ?? null,
     );
     return Number(info.lastInsertRowid);

@@ -1,7 +1,8 @@
 /**
- * SQL that depends on the engine, named in one place. Domain code sends portable SQL through Reader and Tx; what
- * differs between SQLite and PostgreSQL is either here, as a function that asks `q.engine`, or in the list
- * below, which src/platform/storage/postgres/sql.ts translates for PostgreSQL on the way out:
+ * SQL that depends on the engine, named in one place. Domain code sends SQL through Reader and Tx; a statement
+ * whose text differs between SQLite and PostgreSQL is written once per engine, here as a function that asks
+ * `q.engine`, or beside its use as `{ sqlite: '…', postgres: '…' }[q.engine]`. PostgreSQL's engine changes
+ * nothing in a text but its parameters (`?` and `@name` become `$n`, postgres/sql.ts):
  *
  * - Counters: SQLite keeps an AUTOINCREMENT table's highest number ever issued in `sqlite_sequence`
  *   (lastIssuedEventSeq, nextPaymentSeq); PostgreSQL has sequences.
@@ -10,11 +11,13 @@
  * - Error codes: a primary-key conflict is `SQLITE_CONSTRAINT_PRIMARYKEY` here, SQLSTATE 23505 there
  *   (isPrimaryKeyConflict). After a failed statement SQLite keeps the transaction; PostgreSQL aborts it unless
  *   the statement ran in a savepoint (Tx.savepoint).
- * - Planner hints: `INDEXED BY` (the job and delivery counts here, the registers, the cabinet's timeline) is
- *   SQLite's; PostgreSQL plans without hints.
- * - Upserts: `INSERT … ON CONFLICT (…) DO UPDATE SET … excluded.…` is spelled the same in both; SQLite's
- *   two-argument `MAX(a, b)` inside one (key usage) is `GREATEST(a, b)` in PostgreSQL.
- * - `RETURNING`: both engines have it (the ledger's balance upsert reads its rows through Tx.all).
+ * - Planner hints: `INDEXED BY` (indexedBy: the job and delivery counts here, the registers, the cabinet's
+ *   timeline and overview) is SQLite's; PostgreSQL plans without hints.
+ * - Row locks: `FOR UPDATE` (forUpdate) is PostgreSQL's; SQLite's write transaction holds the whole database.
+ * - Scalar min and max: SQLite's two-argument `min(a, b)` and `max(a, b)` are PostgreSQL's `LEAST` and
+ *   `GREATEST` (key usage, webhook secrets, the cabinet's sign-in throttle), written per engine at their use.
+ * - `RETURNING`: both engines have it; an INSERT whose caller needs the new row's number says `RETURNING id`
+ *   (or its key's name), and Tx.run's lastInsertRowid is that number on both.
  * - JSON: a payment's GET answer is built in SQL with `json_object`/`json_group_array` and instants with
  *   `strftime` (payments/store.ts); PostgreSQL has `json_build_object`, `json_agg` and `to_char`.
  * - Integers: SQLite's are 64-bit; PostgreSQL's `int8`, `count()` and `sum()` reach JavaScript as strings and
@@ -30,12 +33,19 @@ import { PG_EVENTS_AFTER_SQL, PG_LAST_POSITION_SQL } from './postgres/events';
 
 /**
  * The end of a SELECT that locks the rows it reads until the transaction ends, so that a check and the write
- * that depends on it cannot interleave with another transaction's (a refund's remainder, for one). Empty for
- * SQLite: a write transaction holds the database's write lock from BEGIN IMMEDIATE to its end, so whatever it
- * reads stays as read. So the text is a comment SQLite skips, which src/platform/storage/postgres/sql.ts turns into ` FOR UPDATE`
- * for PostgreSQL (under SERIALIZABLE the lock turns a late serialization failure into a wait).
+ * that depends on it cannot interleave with another transaction's (a refund's remainder, for one): ` FOR UPDATE`
+ * on PostgreSQL (under SERIALIZABLE the lock turns a late serialization failure into a wait). Empty for SQLite:
+ * a write transaction holds the database's write lock from BEGIN IMMEDIATE to its end, so whatever it reads
+ * stays as read.
  */
-export const FOR_UPDATE = ' /*for-update*/';
+export function forUpdate(engine: Engine): string {
+  return engine === 'postgres' ? ' FOR UPDATE' : '';
+}
+
+/** A planner hint naming the index a table is read through (` INDEXED BY name`): SQLite's; PostgreSQL has none. */
+export function indexedBy(engine: Engine, index: string): string {
+  return engine === 'sqlite' ? ` INDEXED BY ${index}` : '';
+}
 
 // ---- events ----
 /**
@@ -131,12 +141,12 @@ export function pendingJobsByKind(q: Reader): Promise<Array<{ kind: string; pend
 
 /** Dead jobs per kind, through the partial index of failing jobs. */
 export function deadJobsByKind(q: Reader): Promise<Array<{ kind: string; dead: number }>> {
-  return q.all<{ kind: string; dead: number }>(`SELECT kind, count(*) AS dead FROM jobs INDEXED BY jobs_failing WHERE state = 'dead' GROUP BY kind`);
+  return q.all<{ kind: string; dead: number }>(`SELECT kind, count(*) AS dead FROM jobs${indexedBy(q.engine, 'jobs_failing')} WHERE state = 'dead' GROUP BY kind`);
 }
 
 /** Webhook deliveries waiting for an answer, counted through their partial index: only those rows, however long the log. */
 export async function pendingDeliveryCount(q: Reader): Promise<number> {
-  const r = await q.get<{ n: number }>(`SELECT count(*) AS n FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE state = 'pending'`);
+  const r = await q.get<{ n: number }>(`SELECT count(*) AS n FROM webhook_deliveries${indexedBy(q.engine, 'webhook_deliveries_due')} WHERE state = 'pending'`);
   return r?.n ?? 0;
 }
 

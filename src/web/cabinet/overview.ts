@@ -4,6 +4,7 @@ import { esc } from '../pay-page/layout';
 import { formatAmount } from '../pay-page/i18n';
 import { merchantBalances } from '../../money/ledger/store';
 import { DAY_MS } from '../../platform/util/time';
+import { indexedBy } from '../../platform/storage/dialect';
 import { cabinetPage, table } from './layout';
 import { merchantShops } from './scope';
 import { getMerchant } from '../../money/shops/store';
@@ -42,7 +43,7 @@ async function addDays(ctx: Ctx<Core>, shopId: string, firstDay: number, perDay:
   let below: [number, number] = [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
   for (;;) {
     const rows = await ctx.app.store.all<{ created_at: number; seq: number; status: string; amount: number }>(
-      `SELECT created_at, seq, status, amount FROM payments INDEXED BY payments_register
+      `SELECT created_at, seq, status, amount FROM payments${indexedBy(ctx.app.store.engine, 'payments_register')}
      WHERE shop_id = ? AND mode = ? AND created_at >= ? AND (created_at, seq) < (?, ?) ORDER BY created_at DESC, seq DESC LIMIT ?`,
       shopId,
       ctx.cabinet!.mode,

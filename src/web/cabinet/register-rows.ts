@@ -63,7 +63,7 @@ export async function cabinetRows<R extends Position>(
   const merge = (rows: R[]): R[] => rows.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq).slice(0, take);
   if (extra.sql.length === 0) {
     const all: R[] = [];
-    for (const s of seeks) all.push(...(await q.all<R>(s.sql, ...s.params)));
+    for (const s of seeks) all.push(...(await q.all<R>(s.sql[q.engine], ...s.params)));
     return { rows: merge(all), searchedTo: null };
   }
 
@@ -74,10 +74,10 @@ export async function cabinetRows<R extends Position>(
   for (let i = 0; i < seeks.length; i++) {
     const s = seeks[i];
     const bounds = s.params.slice(0, -1);
-    const sql = `SELECT * FROM (${s.sql}) AS stretch WHERE ${extra.sql.join(' AND ')} ORDER BY created_at DESC, seq DESC LIMIT ?`;
+    const sql = `SELECT * FROM (${s.sql[q.engine]}) AS stretch WHERE ${extra.sql.join(' AND ')} ORDER BY created_at DESC, seq DESC LIMIT ?`;
     found.push(...(await q.all<R>(sql, ...bounds, window, ...extra.params, take)));
     // The window's last row, read from the index alone: where this seek stopped looking, if it was cut.
-    const end = await q.get<Position>(`${ends[i].sql} OFFSET ?`, ...bounds, 1, window - 1);
+    const end = await q.get<Position>(`${ends[i].sql[q.engine]} OFFSET ?`, ...bounds, 1, window - 1);
     if (end && (shallowest === null || newer(end, shallowest))) shallowest = end;
   }
   const cut = shallowest;

@@ -1,4 +1,4 @@
-import type { Reader, Store } from '../../platform/storage/store';
+import type { Engine, Reader, Store } from '../../platform/storage/store';
 
 /** Failed sign-ins of one email allowed at full speed; after these each attempt must wait (see delayAfter). */
 export const SLOW_AFTER_FAILURES = 3;
@@ -51,11 +51,12 @@ function notBefore(failures: number, factor: number, now: number): number | null
  * is LOCK_MS old); the next attempt may come as notBefore says, spelled in SQL. The WHERE clause refuses the
  * reservation while an earlier one said to wait. SQLite's two-argument min() is LEAST() in PostgreSQL.
  */
-function reserveSql(factor: number): string {
+function reserveSql(engine: Engine, factor: number): string {
+  const least = { sqlite: 'min', postgres: 'LEAST' }[engine];
   const now = 'excluded.last_failed_at';
   const f = `(CASE WHEN ${now} - cabinet_login_failures.last_failed_at >= ${LOCK_MS} THEN 1 ELSE cabinet_login_failures.failures + 1 END)`;
   const slow = SLOW_AFTER_FAILURES * factor;
-  const next = `(CASE WHEN ${f} >= ${LOCK_AFTER_FAILURES * factor} THEN ${now} + ${LOCK_MS} WHEN ${f} >= ${slow} THEN ${now} + min(${MAX_DELAY_MS}, 1000 * (CAST(1 AS BIGINT) << CAST(min(${f} - ${slow}, 16) AS INTEGER))) ELSE NULL END)`;
+  const next = `(CASE WHEN ${f} >= ${LOCK_AFTER_FAILURES * factor} THEN ${now} + ${LOCK_MS} WHEN ${f} >= ${slow} THEN ${now} + ${least}(${MAX_DELAY_MS}, 1000 * (CAST(1 AS BIGINT) << CAST(${least}(${f} - ${slow}, 16) AS INTEGER))) ELSE NULL END)`;
   return `INSERT INTO cabinet_login_failures (subject, failures, last_failed_at, locked_until) VALUES (?, 1, ?, ?)
 ON CONFLICT (subject) DO UPDATE SET failures = ${f}, last_failed_at = ${now}, locked_until = ${next}
 WHERE cabinet_login_failures.locked_until IS NULL OR cabinet_login_failures.locked_until <= ${now}`;
@@ -85,7 +86,7 @@ export async function reserveAttempt(store: Store, email: string, ip: string, no
       await tx.run('DELETE FROM cabinet_login_failures WHERE last_failed_at <= ? AND (locked_until IS NULL OR locked_until <= ?)', now - LOCK_MS, now);
       let emailFailures = 0;
       for (const { subject, factor } of subjects(email, ip)) {
-        if ((await tx.run(reserveSql(factor), subject, now, notBefore(1, factor, now))).changes === 0) throw new Refused();
+        if ((await tx.run(reserveSql(tx.engine, factor), subject, now, notBefore(1, factor, now))).changes === 0) throw new Refused();
         if (factor === 1) emailFailures = (await tx.get<{ failures: number }>('SELECT failures FROM cabinet_login_failures WHERE subject = ?', subject))!.failures;
       }
       return emailFailures;
@@ -102,7 +103,11 @@ export async function attemptSucceeded(store: Store, email: string, ip: string):
   const [mail, addr] = subjects(email, ip);
   await store.write(async (tx) => {
     await tx.run('DELETE FROM cabinet_login_failures WHERE subject = ?', mail.subject);
-    await tx.run('UPDATE cabinet_login_failures SET failures = max(failures - 1, 0) WHERE subject = ?', addr.subject);
+    const giveBack = {
+      sqlite: 'UPDATE cabinet_login_failures SET failures = max(failures - 1, 0) WHERE subject = ?',
+      postgres: 'UPDATE cabinet_login_failures SET failures = GREATEST(failures - 1, 0) WHERE subject = ?',
+    };
+    await tx.run(giveBack[tx.engine], addr.subject);
   });
 }
 

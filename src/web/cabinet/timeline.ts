@@ -27,12 +27,21 @@ export interface Timeline {
 /** Ids of the events stamped at the payment's creation, one millisecond: the range its payment.created event lies in. */
 export const CREATED_EVENT_SQL = 'SELECT min(seq) AS seq FROM events WHERE id >= ? AND id < ? AND payment_id = ?';
 /** A window of the shop's log from a seq, and the payment's events in it. */
-export const WINDOW_SQL = `SELECT seq, id, kind, payload, at, webhook_event FROM (
+export const WINDOW_SQL = {
+  sqlite: `SELECT seq, id, kind, payload, at, webhook_event FROM (
   SELECT seq, id, kind, payload, at, webhook_event, payment_id FROM events INDEXED BY events_shop_seq
   WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT ?
-) AS win WHERE payment_id = ? ORDER BY seq LIMIT ?`;
+) AS win WHERE payment_id = ? ORDER BY seq LIMIT ?`,
+  postgres: `SELECT seq, id, kind, payload, at, webhook_event FROM (
+  SELECT seq, id, kind, payload, at, webhook_event, payment_id FROM events
+  WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT ?
+) AS win WHERE payment_id = ? ORDER BY seq LIMIT ?`,
+};
 /** The last seq of such a window, read from the index alone; none when the window was not full. */
-export const WINDOW_END_SQL = 'SELECT seq FROM events INDEXED BY events_shop_seq WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT 1 OFFSET ?';
+export const WINDOW_END_SQL = {
+  sqlite: 'SELECT seq FROM events INDEXED BY events_shop_seq WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT 1 OFFSET ?',
+  postgres: 'SELECT seq FROM events WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT 1 OFFSET ?',
+};
 
 /**
  * Where a payment's events begin in the shop's log: its payment.created event. The event is stamped with the
@@ -52,8 +61,8 @@ export async function firstEventSeq(q: Reader, p: PaymentRow): Promise<number | 
  */
 export async function timeline(q: Reader, p: PaymentRow, from?: number): Promise<Timeline> {
   const start = from ?? (await firstEventSeq(q, p)) ?? 0;
-  const events = await q.all<TimelineEvent>(WINDOW_SQL, p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS, p.id, TIMELINE_MAX);
-  const end = await q.get<{ seq: number }>(WINDOW_END_SQL, p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS - 1);
+  const events = await q.all<TimelineEvent>(WINDOW_SQL[q.engine], p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS, p.id, TIMELINE_MAX);
+  const end = await q.get<{ seq: number }>(WINDOW_END_SQL[q.engine], p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS - 1);
   // A window that held more of the payment's events than a page shows goes on after the last one shown.
   if (events.length === TIMELINE_MAX) return { events, next: events[events.length - 1].seq + 1 };
   return { events, next: end ? end.seq + 1 : null };

@@ -1,9 +1,8 @@
 import pg from 'pg';
 import type { Logger } from '../../log';
 import { redactUrl } from '../../redact-url';
-import { SCHEMA_SQL } from '../schema-text';
+import { PG_SCHEMA_SQL } from '../schema-text';
 import { BASE_VERSION, MIGRATIONS, SCHEMA_VERSION } from '../migrations';
-import { numberedTables, pgSchema } from './sql';
 import { PgStore } from './store';
 import { PG_EVENT_SCHEMA } from './events';
 import { PG_CHANGE_SCHEMA } from './changes';
@@ -11,8 +10,8 @@ import { PG_LIMITS } from '../limits';
 
 /**
  * The first schema version a PostgreSQL database can have: the engine arrived at this version, so a new
- * database gets the whole schema at it, and every later migration is written once (schema.sql's dialect) and
- * translated, as the schema is.
+ * database gets the whole schema at it (postgres/schema.sql), and every later migration runs on both engines,
+ * its SQL written once per engine where the two differ (migration-kit.ts).
  */
 export const PG_FIRST_VERSION = BASE_VERSION;
 
@@ -88,7 +87,7 @@ export async function openPgStorage(url: string, opts: PgOpenOptions = {}): Prom
   }
   const listenClient = (): pg.Client =>
     new pg.Client({ connectionString: url, application_name: 'kopek-listen', options: SESSION_OPTIONS, types: { getTypeParser: typeParser } as pg.CustomTypesConfig });
-  const store = new PgStore(pool, { path: redactUrl(url), numbered: numberedTables(SCHEMA_SQL), log: opts.log, listenClient });
+  const store = new PgStore(pool, { path: redactUrl(url), log: opts.log, listenClient });
   try {
     await store.measureClock();
   } catch (err) {
@@ -98,9 +97,9 @@ export async function openPgStorage(url: string, opts: PgOpenOptions = {}): Prom
   return store;
 }
 
-/** The whole PostgreSQL schema of this build: schema.sql translated, and the event stream's own tables. */
+/** The whole PostgreSQL schema of this build: postgres/schema.sql, and the event stream's own tables. */
 export function pgFullSchema(): string {
-  return pgSchema(SCHEMA_SQL) + PG_EVENT_SCHEMA + PG_CHANGE_SCHEMA;
+  return PG_SCHEMA_SQL + PG_EVENT_SCHEMA + PG_CHANGE_SCHEMA;
 }
 
 /** The schema version recorded in the database; 0 when it holds no kopek schema. */
@@ -132,8 +131,9 @@ export async function migratePg(pool: pg.Pool): Promise<number> {
     } else {
       for (let v = Math.max(seen, PG_FIRST_VERSION); v < SCHEMA_VERSION; v++) {
         const step = MIGRATIONS[v - BASE_VERSION];
-        if (typeof step !== 'string') throw new Error(`migration ${v} -> ${v + 1} has no PostgreSQL form`);
-        await client.query(pgSchema(step));
+        const sql = typeof step === 'string' ? step : typeof step === 'object' ? step.postgres : null;
+        if (sql === null) throw new Error(`migration ${v} -> ${v + 1} has no PostgreSQL form`);
+        await client.query(sql);
       }
       if (seen !== SCHEMA_VERSION) await client.query('UPDATE kopek_schema SET version = $1', [SCHEMA_VERSION]);
       // The change announcements came after schema 20 was first laid out on PostgreSQL: a database made before

@@ -4,7 +4,7 @@ import { TX_ENDED, type Engine, type Reader, type Row, type RunResult, type Tx }
 import type { Body } from '../sqlite/body';
 import { PgChangeSignal } from './changes';
 import type { Store, StorageTrouble } from '../store-api';
-import { pgStatement, type NumberedTables, type PgStatement } from './sql';
+import { pgStatement, type PgStatement } from './sql';
 import { oneWrite, prepared } from './wire';
 import { PG_LIMITS } from '../limits';
 import { PgEventFeed } from './events';
@@ -34,7 +34,6 @@ export class PgStore implements Store {
   readonly eventFeed: PgEventFeed;
   private readonly pool: pg.Pool;
   private readonly log: Logger;
-  private readonly numbered: NumberedTables;
   private commitCount = 0;
   /** The database's clock minus this process's, in ms (see measureClock). */
   private clockOffsetMs = 0;
@@ -44,10 +43,9 @@ export class PgStore implements Store {
   private open = true;
   private readonly lane = new RetryLane();
 
-  constructor(pool: pg.Pool, opts: { path: string; numbered: NumberedTables; log?: Logger; listenClient: () => pg.Client }) {
+  constructor(pool: pg.Pool, opts: { path: string; log?: Logger; listenClient: () => pg.Client }) {
     this.pool = pool;
     this.path = opts.path;
-    this.numbered = opts.numbered;
     // Without a server's log (an admin command), only warnings and errors reach stderr.
     this.log = opts.log ?? createLogger('warn', (line) => process.stderr.write(line));
     this.eventFeed = new PgEventFeed(pool, opts.listenClient, this.log);
@@ -91,7 +89,7 @@ export class PgStore implements Store {
   }
 
   private async query(sql: string, params: unknown[], again = true): Promise<pg.QueryResult> {
-    const st = pgStatement(sql, this.numbered);
+    const st = pgStatement(sql);
     try {
       // The pool drops a connection whose statement failed, so a stale prepared statement goes with it.
       const r = await this.pool.query(prepared(st, params));
@@ -127,7 +125,7 @@ export class PgStore implements Store {
       if (attempt > PG_LIMITS.lane_after) lane.leave ??= await this.lane.enter();
       const client = await this.connect();
       const hooks: Array<() => void> = [];
-      const tx = new PgTx(client, this.connection, hooks, this.numbered, this.log);
+      const tx = new PgTx(client, this.connection, hooks, this.log);
       const written = tx.written;
       let broken = false;
       let result: T;
@@ -184,7 +182,7 @@ export class PgStore implements Store {
 
   async snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
     const client = await this.connect();
-    const tx = new PgTx(client, this.connection, [], this.numbered, this.log);
+    const tx = new PgTx(client, this.connection, [], this.log);
     let broken = false;
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -264,7 +262,6 @@ export class PgTx implements Tx {
     private readonly client: pg.PoolClient,
     readonly connection: object,
     private readonly hooks: Array<() => void>,
-    private readonly numbered: NumberedTables,
     private readonly log: Logger,
   ) {}
 
@@ -274,7 +271,7 @@ export class PgTx implements Tx {
 
   private async query(sql: string, params: unknown[]): Promise<{ st: PgStatement; r: pg.QueryResult }> {
     if (!this.live) throw new Error(TX_ENDED);
-    const st = pgStatement(sql, this.numbered);
+    const st = pgStatement(sql);
     if (st.writes !== null) this.written.add(st.writes);
     oneWrite(this.client);
     try {
@@ -295,8 +292,9 @@ export class PgTx implements Tx {
   }
 
   async run(sql: string, ...params: unknown[]): Promise<RunResult> {
-    const { st, r } = await this.query(sql, params);
-    const key = st.returnsKey !== null && r.rows.length > 0 ? Number(r.rows[r.rows.length - 1][st.returnsKey]) : 0;
+    // An INSERT whose caller needs the new row's number asks for it (`RETURNING id`): the last row's first column.
+    const { r } = await this.query(sql, params);
+    const key = r.rows.length > 0 && r.fields.length > 0 ? Number(r.rows[r.rows.length - 1][r.fields[0].name]) : 0;
     return { changes: r.rowCount ?? 0, lastInsertRowid: key };
   }
 

@@ -99,6 +99,7 @@ function migrate(db: Database.Database, path: string): void {
       for (let v = version; v < SCHEMA_VERSION; v++) {
         const step = MIGRATIONS[v - BASE_VERSION];
         if (typeof step === 'string') db.exec(step);
+        else if (typeof step === 'object') db.exec(step.sqlite);
         else step(db);
       }
     }
