@@ -5,7 +5,8 @@
  *   marked `void` on purpose. A forgotten `await` on a write would run it outside its transaction, after the
  *   body ended (the engine refuses it then, but only at run time, on the path a test happens to take);
  * - no `forEach` with an async callback (its promises are dropped);
- * - only the storage engine (src/platform/storage/) reaches SQLite: no other source file imports better-sqlite3 or uses the
+ * - only the SQLite engine (src/platform/storage/sqlite/) imports better-sqlite3, and no file outside the storage
+ *   engines (src/platform/storage/) uses the
  *   store's `sqliteHandle`.
  * Prints each finding as `file:line: message` and exits 1 if there is any.
  */
@@ -60,6 +61,7 @@ for (const sf of program.getSourceFiles()) {
   if (sf.isDeclarationFile || sf.fileName.includes('/node_modules/')) continue;
   const rel = relative(root, sf.fileName);
   const inEngine = rel.startsWith('src/platform/storage/');
+  const inSqliteEngine = rel.startsWith('src/platform/storage/sqlite/');
   const visit = (node: ts.Node): void => {
     if (ts.isExpressionStatement(node)) {
       const e = unwrap(node.expression);
@@ -73,10 +75,10 @@ for (const sf of program.getSourceFiles()) {
         report(sf, node, 'forEach with an async callback drops its promises: use for…of with await');
       }
     }
+    if (rel.startsWith('src/') && !inSqliteEngine && ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier) && node.moduleSpecifier.text === 'better-sqlite3') {
+      report(sf, node, 'only the SQLite engine (src/platform/storage/sqlite/) imports better-sqlite3');
+    }
     if (rel.startsWith('src/') && !inEngine) {
-      if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier) && node.moduleSpecifier.text === 'better-sqlite3') {
-        report(sf, node, 'only the storage engine (src/platform/storage/) imports better-sqlite3');
-      }
       if (ts.isPropertyAccessExpression(node) && node.name.text === 'sqliteHandle') {
         report(sf, node, "only the storage engine (src/platform/storage/) uses the store's sqliteHandle");
       }

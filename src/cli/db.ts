@@ -4,7 +4,7 @@ import { io, output, type Command } from './command';
 import { fileSchemaVersion, openEngine, openExistingStorage, schemaVersion } from '../platform/storage/maintenance';
 import { isPostgresUrl, openPgStorage, redactUrl } from '../platform/storage/postgres/open';
 import { copySqliteToPostgres, targetProblem, type CopyReport } from '../platform/storage/copy';
-import { upgradeOldSqlite } from '../platform/storage/migrations-old';
+import { upgradeOldSqlite } from '../platform/storage/sqlite/migrations-old';
 import type { SqliteStore } from '../platform/storage/sqlite/store';
 import type { Store } from '../platform/storage/store';
 import { checkLedger } from '../money/ledger/check';

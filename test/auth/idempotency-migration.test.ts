@@ -13,8 +13,8 @@ import { paidPayment } from '../helpers/money';
 import { cardBody, KNOWN_BANK, sbpBody } from '../helpers/payouts';
 import { openDatabase } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
-import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
-import { decodeLegacyRecord, legacyKeyHash, legacyMerchantKey, merchantIdOfLegacyKey, namesShop, type LegacyRecordIds } from '../../src/platform/storage/legacy-records';
+import { upgradeOldSqlite } from '../../src/platform/storage/sqlite/migrations-old';
+import { decodeLegacyRecord, legacyKeyHash, legacyMerchantKey, merchantIdOfLegacyKey, namesShop, type LegacyRecordIds } from '../../src/platform/storage/sqlite/legacy-records';
 
 const sbpItem = (amount: number, phone: string) => ({ amount, phone, bank_id: KNOWN_BANK, full_name: 'Anna Ivanova' });
 

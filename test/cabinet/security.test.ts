@@ -8,7 +8,7 @@ import { getShop } from '../../src/money/shops/store';
 import { totpCode } from '../../src/web/cabinet/totp';
 import { LOCK_MS, reserveAttempt, SLOW_AFTER_FAILURES } from '../../src/web/cabinet/throttle';
 import { openEngine } from '../../src/platform/storage/maintenance';
-import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
+import { upgradeOldSqlite } from '../../src/platform/storage/sqlite/migrations-old';
 
 let s: TestServer;
 let time: FakeTime;

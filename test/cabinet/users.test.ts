@@ -10,7 +10,7 @@ import { cabGet, postLogin, setCookie, signIn } from '../helpers/cabinet';
 import { base32, fromBase32, otpauthUri, totpCode } from '../../src/web/cabinet/totp';
 import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
-import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
+import { upgradeOldSqlite } from '../../src/platform/storage/sqlite/migrations-old';
 
 let s: TestServer;
 before(async () => {

@@ -6,7 +6,7 @@ import { sbpBody } from '../helpers/payouts';
 import { createKey, createShop } from '../../src/money/shops/store';
 import { openDatabase } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
-import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
+import { upgradeOldSqlite } from '../../src/platform/storage/sqlite/migrations-old';
 
 let s: TestServer;
 before(async () => {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import { registerSeeks, REGISTERS, REGISTER_SEEKS_MAX, type RegisterTable } from '../../src/money/registers/plan';
 import type { RegisterQuery } from '../../src/money/registers/query';
-import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
+import { upgradeOldSqlite } from '../../src/platform/storage/sqlite/migrations-old';
 
 const dir = mkdtempSync(join(tmpdir(), 'kopek-plan-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));

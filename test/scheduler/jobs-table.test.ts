@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import type { Reader } from '../../src/platform/storage/store';
 import { FIRST_KEY, JobsTable } from '../../src/platform/queue/jobs-table';
-import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
+import { upgradeOldSqlite } from '../../src/platform/storage/sqlite/migrations-old';
 
 const dir = mkdtempSync(join(tmpdir(), 'kopek-jobs-plan-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));

@@ -4,7 +4,7 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { advanceDays, createSubscription, get, payThroughHelper } from '../helpers/recurrent';
 import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
-import { upgradeOldSqlite } from '../../src/platform/storage/migrations-old';
+import { upgradeOldSqlite } from '../../src/platform/storage/sqlite/migrations-old';
 
 let s: TestServer;
 before(async () => {

@@ -3,9 +3,11 @@
  * on. schema.sql always holds the newest whole schema; a new database gets it in one step. A SQLite database
  * older than BASE_VERSION is upgraded by `kopek migrate` alone (migrations-old.ts).
  */
-import type { Migration } from './migration-kit';
-
-export type { Migration } from './migration-kit';
+/**
+ * A step: one SQL text both engines read, or its SQL per engine. Both schema files (schema.sql,
+ * postgres/schema.sql) take its change too, as test/db/schema-engines.test.ts checks.
+ */
+export type Migration = string | { sqlite: string; postgres: string };
 
 /**
  * The schema version of release 0.1.0 (build 4ce3fbf), the oldest a start upgrades, and the first a PostgreSQL

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { cachedStmt } from './statements';
-import { SqliteTx, type Reader, type Tx } from '../tx';
+import type { Reader, Tx } from '../tx';
+import { SqliteTx } from './tx';
 
 /** A transaction body: it awaits nothing but its Tx. */
 export type Body<T> = (tx: Tx) => Promise<T> | T;

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { Logger } from '../../log';
 import { runBody, type Body } from './body';
-import { SqliteTx } from '../tx';
+import { SqliteTx } from './tx';
 
 /** A body queued for a group commit, and who waits for its outcome. */
 export type Pending = {

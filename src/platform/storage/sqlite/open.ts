@@ -98,9 +98,7 @@ function migrate(db: Database.Database, path: string): void {
     } else {
       for (let v = version; v < SCHEMA_VERSION; v++) {
         const step = MIGRATIONS[v - BASE_VERSION];
-        if (typeof step === 'string') db.exec(step);
-        else if (typeof step === 'object') db.exec(step.sqlite);
-        else step(db);
+        db.exec(typeof step === 'string' ? step : step.sqlite);
       }
     }
     db.pragma(`user_version = ${SCHEMA_VERSION}`);

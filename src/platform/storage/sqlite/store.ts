@@ -3,12 +3,14 @@ import { realpathSync } from 'node:fs';
 import { createLogger, type Logger } from '../../log';
 import { Checkpointer } from './checkpointer';
 import { cachedStmt } from './statements';
-import { getRow, SqliteTx, type Reader, type Row, type Tx } from '../tx';
+import type { Reader, Row, Tx } from '../tx';
+import { getRow, SqliteTx } from './tx';
 import { WalSync } from './wal-sync';
 import { readSnapshot, runBody, WriteLock, type Body } from './body';
 import { BUSY_LIMITS, GROUP_LIMIT, type StoreOptions } from '../limits';
 import { DETACHED, Durability, runBodies, type Outcome, type Pending } from './durable';
-import { SqliteChangeSignal, type ChangeSignal } from '../change-signal';
+import type { ChangeSignal } from '../change-signal';
+import { SqliteChangeSignal } from './change-signal';
 
 import type { Store, StorageTrouble } from '../store-api';
 

@@ -4,10 +4,10 @@
  * that command, so the server never carries the readers of the records' older forms (legacy-records.ts).
  */
 import Database from 'better-sqlite3';
-import { hasColumn, type Migration } from './migration-kit';
+import { hasColumn, type OldMigration as Migration } from './migration-kit';
 import { TO_13, TO_14, TO_15, TO_16 } from './migrations-records';
-import { BASE_VERSION } from './migrations';
-import { nativeBinding } from './sqlite/native';
+import { BASE_VERSION } from '../migrations';
+import { nativeBinding } from './native';
 
 /**
  * Upgrade the SQLite file at `path` from a version below BASE_VERSION to BASE_VERSION, in one transaction under

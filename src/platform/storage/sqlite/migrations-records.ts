@@ -4,7 +4,7 @@
  */
 import type Database from 'better-sqlite3';
 import { decodeLegacyRecord, LEGACY_FINGERPRINT_BYTES, legacyKeyHash, legacyMerchantKey, merchantIdOfLegacyKey, namesShop } from './legacy-records';
-import { hasColumn, type Migration } from './migration-kit';
+import { hasColumn, type OldMigration as Migration } from './migration-kit';
 
 // 12 → 13: an idempotency record is one row in the b-tree of its key, and the answer it replays lives in the row
 // of the object its request created: storing a key wrote a page of the records' table and a random page of their
