@@ -13,6 +13,7 @@ import { getPayout } from '../../money/payouts/store';
 import { ownPayout } from '../../money/payouts/handlers';
 import { payoutAnswered, type PayoutAnswerCore } from '../../money/payouts/bank-answers';
 import type { MoneyAnswer, PayoutRequest, PayoutStart } from '../../money/bank-port/port';
+import { payoutPlanForAmount } from './plan';
 
 /** The scheduler job that settles a test payout after --sim-delay (its name predates the bank port; databases hold it). */
 export const SETTLE_JOB = 'payout.settle';
@@ -30,18 +31,13 @@ function answerOf(outcome: 'succeeded' | 'failed', failureCode: string): MoneyAn
  * --sim-delay; anything else succeeds after it.
  */
 export async function startPayout(core: Pick<Core, 'config' | 'scheduler'>, tx: Tx, req: PayoutRequest): Promise<PayoutStart> {
-  const cents = req.amount % 100;
-  if (cents === 3) return { accepted: false, code: 'router_error' };
+  const payoutPlan = payoutPlanForAmount(req.amount);
+  if (payoutPlan.outcome === 'refused') return { accepted: false, code: 'router_error' };
   const bankRef = `sim-${randomBytes(8).toString('hex')}`;
   if (req.method === 'payouts_sbp' && !sbpBank(req.bankId ?? '')) {
     return { accepted: true, bankRef, answer: answerOf('failed', 'bank_unknown'), plan: { outcome: 'failed', failureCode: 'bank_unknown' } };
   }
-  const plan =
-    cents === 1
-      ? { outcome: 'failed' as const, failureCode: 'do_not_honor' }
-      : cents === 2
-        ? { outcome: 'failed' as const, failureCode: 'recipient_not_in_sbp' }
-        : { outcome: 'succeeded' as const, failureCode: null };
+  const plan = { outcome: payoutPlan.outcome, failureCode: payoutPlan.failureCode };
   const dueAt = req.at + Math.round(core.config.simDelaySeconds * 1000);
   await core.scheduler.schedule(tx, { kind: SETTLE_JOB, subjectId: req.id, shopId: req.shopId, mode: req.mode, dueAt });
   return { accepted: true, bankRef, plan };

@@ -28,6 +28,23 @@ export function planForAmount(amount: number): SimPlan {
   }
 }
 
+/**
+ * The test bank's payout plan by the kopeck part (decisions.md): 03, the payout router refuses it (nothing is
+ * created); 01 and 02 fail after --sim-delay (do_not_honor, recipient_not_in_sbp); anything else succeeds.
+ */
+export function payoutPlanForAmount(amount: number): { outcome: 'refused' | 'failed' | 'succeeded'; failureCode: string | null } {
+  switch (amount % 100) {
+    case 3:
+      return { outcome: 'refused', failureCode: 'router_error' };
+    case 1:
+      return { outcome: 'failed', failureCode: 'do_not_honor' };
+    case 2:
+      return { outcome: 'failed', failureCode: 'recipient_not_in_sbp' };
+    default:
+      return { outcome: 'succeeded', failureCode: null };
+  }
+}
+
 /** How the test bank settles a refund: a refund whose own amount ends in 01 fails do_not_honor. */
 export function refundOutcome(amount: number): { status: 'succeeded' | 'failed'; failureCode: string } {
   return amount % 100 === 1 ? { status: 'failed', failureCode: 'do_not_honor' } : { status: 'succeeded', failureCode: '' };

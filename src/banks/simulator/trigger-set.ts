@@ -3,7 +3,8 @@ import { amountField, describe, strField } from '../../platform/http/validate';
 import { parseCreateBody } from '../../money/payments/create';
 import { payoutFields } from '../../money/payouts/fields';
 import { customerFields } from '../../money/tokens/handlers';
-import { planForAmount } from './plan';
+import { payoutPlanForAmount, planForAmount } from './plan';
+import { PLAN_NAME_MAX } from '../../money/subscriptions/handlers';
 import { TRIGGER_SET_FIELDS, triggerKind, type TriggerEvent, type TriggerKind } from './trigger-events';
 
 // The `set` of POST /v1/test/trigger: fields of the object the trigger makes, each checked by the same field
@@ -25,9 +26,6 @@ export interface TriggerSet {
 
 /** The SBP recipient of the trigger's payouts: a known member bank, so the test bank pays as the amount plans. */
 export const TRIGGER_RECIPIENT = { phone: '+79990000000', bank_id: '100000000004', full_name: 'Kopek Trigger' };
-
-/** Longest plan_name, as POST /v1/public/subscriptions reads it. */
-const PLAN_NAME_MAX = 200;
 
 /** A stand-in for a required field `set` left out: the scenario uses its own default instead, so only the check runs on it. */
 const STAND_IN = { amount: 1, customer_ref: 'kopek-trigger' };
@@ -91,10 +89,10 @@ function underSet<T>(read: () => T): T {
 
 /** What the test bank does with an amount, by its kopeck part (plan.ts for payments, payouts.ts for payouts). */
 function planOf(kind: TriggerKind, amount: number): { outcome: string; words: string } {
-  const cents = amount % 100;
   if (kind === 'payout') {
-    if (cents === 3) return { outcome: 'refused', words: 'the payout router refuses it' };
-    if (cents === 1 || cents === 2) return { outcome: 'failed', words: `the test bank refuses it (${cents === 1 ? 'do_not_honor' : 'recipient_not_in_sbp'})` };
+    const payout = payoutPlanForAmount(amount);
+    if (payout.outcome === 'refused') return { outcome: 'refused', words: 'the payout router refuses it' };
+    if (payout.outcome === 'failed') return { outcome: 'failed', words: `the test bank refuses it (${payout.failureCode})` };
     return { outcome: 'succeeded', words: 'the test bank pays it' };
   }
   const plan = planForAmount(amount);

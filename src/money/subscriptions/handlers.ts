@@ -27,6 +27,9 @@ export const UPCOMING_COUNT = 12;
 /** How many past payments the schedule lists (the latest ones; the payment register has them all). */
 export const CHARGES_MAX = 1000;
 
+/** The longest plan_name a subscription takes. */
+export const PLAN_NAME_MAX = 200;
+
 const CREATE_FIELDS = ['amount', 'customer_ref', 'method', 'period', 'interval_count', 'trial_days', 'customer_email', 'plan_name', 'return_url', 'currency'];
 
 /**
@@ -58,7 +61,7 @@ export async function createSubscription(ctx: Ctx<PaymentsCore>): Promise<Reply>
   if (trialDays > 0 && method === 'tpay') {
     throw badRequest(`Field "trial_days" must be 0 for method tpay (trials bind cards and sbp only), got ${trialDays}`, 'trial_days');
   }
-  const planName = strField(obj, 'plan_name', { max: 200 }) ?? '';
+  const planName = strField(obj, 'plan_name', { max: PLAN_NAME_MAX }) ?? '';
   const customer = customerFields(obj, auth.mode);
   const reply = await idempotentCreate(ctx, async (tx) => {
     const { sub, payment } = await createSubscriptionTx(ctx.app, tx, {
