@@ -38,14 +38,19 @@ export async function advanceClock(ctx: Ctx<TestClockCore>): Promise<Reply> {
 /**
  * Move a shop's test clock forward and run every job that became due (the API's helper and the cabinet alike):
  * one transaction writes the new offset, moves the shop's pending test jobs with it, and claims the jobs now
- * due for this advance; then they run in due order, each with the clock reading its due time.
+ * due for this advance; then they run in due order, each with the shop's clock pinned to its due time in its
+ * own transaction (a concurrent request reads the committed offset). So a job that schedules "a month from now"
+ * lands a month after its predecessor, not after the end of the advance: a year of monthly charges happens in
+ * one advance.
  */
 export async function advanceShopClock(core: Pick<Core, 'store' | 'scheduler' | 'clocks'>, shopId: string, seconds: number): Promise<number> {
   await core.store.flush();
-  return core.scheduler.runDueUpTo(shopId, 'test', async (tx) => {
-    const offset = await moveTestClock(tx, shopId, seconds * 1000);
-    return core.clocks.real() + offset;
-  });
+  return core.scheduler.runDueUpTo(
+    shopId,
+    'test',
+    async (tx) => core.clocks.real() + (await moveTestClock(tx, shopId, seconds * 1000)),
+    (tx, at, body) => core.clocks.readAs(tx, shopId, at, body),
+  );
 }
 
 /**
