@@ -23,7 +23,7 @@ import { refundsModule } from './money/refunds/module';
 import { payoutsModule } from './money/payouts/module';
 import { recurrentModule } from './money/subscriptions/module';
 import { webhooksModule } from './money/webhooks/module';
-import { simulatorModule } from './banks/simulator/module';
+import { simulatorModule } from './banks/simulator/test-bank';
 import { tbankModule } from './banks/tbank/module';
 import { yookassaModule } from './banks/yookassa/module';
 import { NoBank } from './banks/none';

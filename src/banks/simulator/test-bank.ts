@@ -1,15 +1,18 @@
 import type { Tx } from '../../platform/storage/store';
+import type { Core } from '../../money/core/core';
+import type { Module, ModuleJob } from '../../money/core/module';
 import type { PaymentsCore } from '../../money/payments/core';
+import { getRefund } from '../../money/refunds/refunds';
+import { refundAnswered } from '../../money/refunds/bank-answers';
 import type { PaymentRow } from '../../money/bank-port/payment';
 import type { RefundRow } from '../../money/bank-port/refund';
 import { paymentAnswered } from '../../money/payments/bank-answers';
 import type { BankPort, CallbackResult, NewPayment, OperationRef, PayoutRequest, PayoutStart, SessionRequest } from '../../money/bank-port/port';
 import { TEST_PROVIDER } from '../../money/bank-port/directory';
-import { planForAmount } from './plan';
+import { planForAmount, refundAnswer } from './plan';
 import { takePlan } from './token-outcomes';
-import { plannedAnswer, scheduleSimulatedResolution } from './payments';
-import { answerRefund, startRefund } from './refunds';
-import { answerPlannedPayout, startPayout } from './payouts';
+import { paymentResolveJob, plannedAnswer, scheduleSimulatedResolution } from './payments';
+import { answerPlannedPayout, payoutSettleJob, startPayout } from './payouts';
 
 /**
  * The test-mode bank: every sk_test_ operation reaches it. It plans each payment's answer at creation
@@ -84,4 +87,37 @@ export class SimulatorBank implements BankPort {
       },
     };
   }
+}
+
+/** Job kind: the test bank settles a pending refund after --sim-delay (its name predates the bank port; databases hold it). */
+export const REFUND_SETTLE_JOB = 'refund.settle';
+
+/** A refund reached the test bank: it answers after --sim-delay on the shop's clock. */
+export async function startRefund(core: Pick<Core, 'config' | 'scheduler'>, tx: Tx, r: RefundRow): Promise<void> {
+  const dueAt = r.created_at + Math.round(core.config.simDelaySeconds * 1000);
+  await core.scheduler.schedule(tx, { kind: REFUND_SETTLE_JOB, subjectId: r.id, shopId: r.shop_id, mode: r.mode, dueAt });
+}
+
+/** The test bank's answer for a pending refund: by its own amount (magic 01 fails). */
+export async function answerRefund(core: PaymentsCore, tx: Tx, refundId: string): Promise<void> {
+  const r = await getRefund(tx, refundId);
+  if (!r || r.status !== 'pending' || r.mode !== 'test') return;
+  await refundAnswered(core, tx, r.id, refundAnswer(r.amount));
+}
+
+/** The test bank's refund settlement job; a refund no longer pending is left alone. */
+export function refundSettleJob(core: PaymentsCore): ModuleJob {
+  return { kind: REFUND_SETTLE_JOB, run: (tx, job) => answerRefund(core, tx, job.subject_id) };
+}
+
+/**
+ * The test bank as the wiring mounts it: the bank behind the port for every test-mode operation, and the
+ * jobs through which it answers after --sim-delay (a payment's session, a refund, a payout). Builds only.
+ */
+export function simulatorModule(core: PaymentsCore): Module {
+  return {
+    name: 'simulator',
+    banks: [new SimulatorBank(core)],
+    jobs: [paymentResolveJob(core), refundSettleJob(core), payoutSettleJob(core)],
+  };
 }
