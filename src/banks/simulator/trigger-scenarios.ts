@@ -51,14 +51,9 @@ const REFUSED_AMOUNT = 10_001;
 /** A card the test bank accepts, as the hosted page's card form would report it (brand, mask, holder only). */
 const TRIGGER_CARD = { brand: 'mir', mask: maskPan('2200000000000004'), holder: 'KOPEK TRIGGER' };
 
-/** Metadata on the payments the trigger makes, so a webhook handler can tell them from others. */
-function metadataFor(event: string): Record<string, string> {
-  return { kopek_trigger: event };
-}
-
 /**
- * A pending payment of the shop, created as POST /v1/public/payments creates one; `set` (checked by that route's
- * own checks) replaces its amount, order id, description, or adds metadata keys beside the trigger's own.
+ * A pending payment of the shop, created as POST /v1/public/payments creates one; `set` replaces its amount, order
+ * id, description, or adds metadata keys beside kopek_trigger (by which a webhook handler tells it from others).
  */
 async function newPayment(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string, amount = TRIGGER_AMOUNT, set: TriggerSet = {}): Promise<PaymentRow> {
   return createPaymentTx(core, tx, {
@@ -70,14 +65,11 @@ async function newPayment(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: 
     method: 'any',
     orderId: set.orderId,
     description: set.description ?? `kopek trigger ${event}`,
-    metadata: { ...set.metadata, ...metadataFor(event) },
+    metadata: { ...set.metadata, kopek_trigger: event },
   });
 }
 
-/**
- * The test bank gives now the answer it planned for a processing payment (what its resolve job would give after
- * --sim-delay); that job is cancelled, as it would find the payment closed. `card` is what a card form reported.
- */
+/** The test bank's planned answer given now (its resolve job is cancelled); `card` is what a card form reported. */
 async function answerNow(core: PaymentsCore, tx: Tx, p: PaymentRow, card?: typeof TRIGGER_CARD): Promise<PaymentRow> {
   const answer = plannedAnswer(p);
   if (!answer) throw new Error(`cannot answer payment "${p.id}" now: the test bank planned no answer for it`);
@@ -123,10 +115,8 @@ async function settleRefundsNow(core: PaymentsCore, tx: Tx, paymentId: string): 
 }
 
 /**
- * payout.succeeded and payout.failed: an SBP payout created as POST /v1/public/payouts creates one, answered now
- * by the test bank as planned (amount ending in 01 refuses). When the shop's available test balance does not
- * cover it, a paid payment of the shortfall (rounded up to whole roubles: a kopeck part of 00, which the test bank confirms) comes first.
- * `set` gives the payout's amount, phone or full_name; the funding payment is the trigger's own.
+ * payout.succeeded and .failed: an SBP payout as POST /v1/public/payouts creates one, answered now as planned. When
+ * the available test balance is short, a paid payment of the shortfall (rounded up to whole roubles) comes first.
  */
 async function triggerPayout(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: TriggerEvent, set: TriggerSet): Promise<TriggerObjects> {
   const amount = set.amount ?? (event === 'payout.succeeded' ? TRIGGER_AMOUNT : REFUSED_AMOUNT);
@@ -142,14 +132,10 @@ async function triggerPayout(core: PaymentsCore, tx: Tx, shop: TriggerShop, even
   return out;
 }
 
-
 /** The customer reference of the tokens and subscriptions the trigger makes. */
 const CUSTOMER_REF = 'kopek-trigger';
 
-/**
- * A monthly card subscription without a trial, activated by its first payment, paid now with the test card;
- * `set` gives its amount, plan name or customer.
- */
+/** A monthly card subscription without a trial, activated by its first payment, paid now with the test card. */
 async function activeSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string, set: TriggerSet): Promise<{ sub: SubscriptionRow; payment: PaymentRow }> {
   const { sub, payment } = await createSubscriptionTx(core, tx, {
     merchantId: shop.merchantId,
@@ -168,11 +154,7 @@ async function activeSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop,
   return { sub: await reloadSubscription(tx, sub.id), payment: paid };
 }
 
-/**
- * Charge a subscription's pending period now: its scheduled charge job is cancelled and the job's own handler
- * runs with what that job carries (the period and the attempt); the charge's payment, opened at once on the saved
- * method, is answered by the test bank as planned.
- */
+/** Charge a subscription's pending period now: its charge job is cancelled and the job's handler runs with its payload. */
 async function chargeNow(core: PaymentsCore, tx: Tx, s: SubscriptionRow): Promise<PaymentRow> {
   const due = await core.scheduler.nextDue(tx, CHARGE_JOB, s.id);
   if (due === null) throw new Error(`cannot charge subscription "${s.id}" now: no charge of it is scheduled`);
@@ -205,11 +187,7 @@ async function triggerSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop
   return subscriptionObjects(tx, sub, charge);
 }
 
-/**
- * token.activated and token.cancelled: a card token bound through its 1 RUB verification payment, paid now with
- * the test card; the verification is returned as banks return it, and the test bank settles that refund now.
- * `set` gives the token's customer_ref or customer_email.
- */
+/** token.activated and .cancelled: a card bound through its 1 RUB verification, paid now; the verification's refund settles now. */
 async function triggerToken(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: TriggerEvent, set: TriggerSet): Promise<TriggerObjects> {
   const { token, payment } = await createBindingTx(core, tx, {
     merchantId: shop.merchantId,

@@ -58,19 +58,6 @@ export async function requestsOf(db: Reader, subjectId: string): Promise<BankReq
   return db.all<BankRequestRow>('SELECT * FROM bank_requests WHERE subject_id = ? ORDER BY id', subjectId);
 }
 
-/** Mark a queued request as on its way (just before the bytes leave); false when it was not queued any more (another run sent it). */
-export async function markSent(tx: Tx, id: number, now: number): Promise<boolean> {
-  return (await tx.run(`UPDATE bank_requests SET state = 'sent', sent_at = ? WHERE id = ? AND state = 'queued'`, now, id)).changes === 1;
-}
-
-/** Record a request's answer (or why it is unknown). */
-export async function markAnswered(tx: Tx, id: number, state: 'answered' | 'unknown', answer: string, bankPaymentId: string, now: number): Promise<void> {
-  await tx.run(
-    `UPDATE bank_requests SET state = ?, answer = ?, answered_at = ?, bank_payment_id = CASE WHEN ? <> '' THEN ? ELSE bank_payment_id END WHERE id = ?`,
-    state, answer, now, bankPaymentId, bankPaymentId, id,
-  );
-}
-
 /** The payment an OrderId of this shop belongs to (any attempt). */
 export async function paymentOfOrder(db: Reader, shopId: string, orderId: string): Promise<string | undefined> {
   const r = await db.get<{ subject_id: string }>(

@@ -48,19 +48,6 @@ export async function getOpenOrRecent(q: Reader, payoutId: string, since: number
   return (r?.n ?? 0) > 0;
 }
 
-/** Mark a queued request as on its way; false when it was not queued any more. */
-export async function markSent(tx: Tx, id: number, now: number): Promise<boolean> {
-  return (await tx.run(`UPDATE bank_requests SET state = 'sent', sent_at = ? WHERE id = ? AND state = 'queued'`, now, id)).changes === 1;
-}
-
-/** Record a request's answer (or why it is unknown), and the provider's payout id when it gave one. */
-export async function markAnswered(tx: Tx, id: number, state: 'answered' | 'unknown', answer: string, providerId: string, now: number): Promise<void> {
-  await tx.run(
-    `UPDATE bank_requests SET state = ?, answer = ?, answered_at = ?, bank_payment_id = CASE WHEN ? <> '' THEN ? ELSE bank_payment_id END WHERE id = ?`,
-    state, answer, now, providerId, providerId, id,
-  );
-}
-
 /** Show the provider's payout id as the payout's bank_ref (once: a set one is never replaced). */
 export async function putPayoutRef(tx: Tx, payoutId: string, providerId: string): Promise<void> {
   await tx.run(`UPDATE payouts SET bank_ref = ? WHERE id = ? AND bank_ref = ''`, providerId, payoutId);
