@@ -21,14 +21,9 @@ export const SIM_RESOLVE_JOB = 'simulator.payment_resolve';
 /** The acquiring bank name the test bank reports. */
 export const TEST_BANK_NAME = 'kopek test bank';
 
-/** A 12-digit retrieval reference, as banks issue. */
-export function fakeRrn(): string {
-  return String(randomInt(100_000, 999_999)) + String(randomInt(100_000, 999_999));
-}
-
-/** What the test bank answers for an outcome: reference and bank name on success, the bank's raw code on failure. */
-export function simulatedAnswer(outcome: 'succeeded' | 'failed', failureCode = ''): PaymentAnswer {
-  if (outcome === 'succeeded') return { outcome, rrn: fakeRrn(), bankName: TEST_BANK_NAME };
+/** What the test bank answers for an outcome: a 12-digit retrieval reference and its name on success, the bank's raw code on failure. */
+function simulatedAnswer(outcome: 'succeeded' | 'failed', failureCode = ''): PaymentAnswer {
+  if (outcome === 'succeeded') return { outcome, rrn: String(randomInt(100_000, 999_999)) + String(randomInt(100_000, 999_999)), bankName: TEST_BANK_NAME };
   const code = failureCode || 'do_not_honor';
   return { outcome: 'refused', failureCode: code, bankCode: bankCodeFor(code), bankName: TEST_BANK_NAME };
 }
@@ -107,11 +102,9 @@ export async function simulatePayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
       case 'succeed':
         await answerOrRefuse(ctx.app, tx, p, 'confirm', simulatedAnswer('succeeded'));
         break;
-      case 'fail': {
-        const planned = planFromMetadata(metadataOf(p))?.failureCode;
-        await answerOrRefuse(ctx.app, tx, p, 'fail', simulatedAnswer('failed', failureCode || planned || 'do_not_honor'));
+      case 'fail':
+        await answerOrRefuse(ctx.app, tx, p, 'fail', simulatedAnswer('failed', failureCode || planFromMetadata(metadataOf(p))?.failureCode));
         break;
-      }
       case 'expire':
         next = await expireTx(ctx.app, tx, p);
         break;
@@ -142,13 +135,9 @@ export async function buyerResolve(core: PaymentsCore, id: string, o: BuyerOutco
   return core.store.write(async (tx) => {
     const p = isUuid(id) ? await getPayment(tx, id) : undefined;
     if (!p) throw notFound(`Cannot find payment "${id}"`);
-    if (p.status !== 'processing') {
-      throw new ApiError(409, 'invalid_state', `Cannot ${o.outcome === 'succeeded' ? 'confirm' : 'fail'} payment "${p.id}": its status is ${p.status}`);
-    }
-    const planned = planFromMetadata(metadataOf(p))?.failureCode;
-    const answer = simulatedAnswer(o.outcome, o.failureCode || planned || 'do_not_honor');
+    const answer = simulatedAnswer(o.outcome, o.failureCode || planFromMetadata(metadataOf(p))?.failureCode);
     if (o.card && (answer.outcome === 'succeeded' || answer.outcome === 'refused')) answer.card = o.card;
-    await paymentAnswered(core, tx, p.id, answer);
+    await answerOrRefuse(core, tx, p, o.outcome === 'succeeded' ? 'confirm' : 'fail', answer);
     return paymentView(tx, (await getPayment(tx, p.id))!);
   });
 }

@@ -20,18 +20,13 @@ export interface SimPlan {
  * until the session ends; anything else succeeds.
  */
 export function planForAmount(amount: number): SimPlan {
-  switch (amount % 100) {
-    case 1:
-      return { outcome: 'failed', failureCode: 'do_not_honor' };
-    case 2:
-      return { outcome: 'failed', failureCode: 'insufficient_funds' };
-    case 3:
-      return { outcome: 'requires_action', failureCode: '' };
-    case 4:
-      return { outcome: 'pending', failureCode: '' };
-    default:
-      return { outcome: 'succeeded', failureCode: '' };
-  }
+  const plans: Record<number, SimPlan> = {
+    1: { outcome: 'failed', failureCode: 'do_not_honor' },
+    2: { outcome: 'failed', failureCode: 'insufficient_funds' },
+    3: { outcome: 'requires_action', failureCode: '' },
+    4: { outcome: 'pending', failureCode: '' },
+  };
+  return plans[amount % 100] ?? { outcome: 'succeeded', failureCode: '' };
 }
 
 /**
@@ -39,16 +34,12 @@ export function planForAmount(amount: number): SimPlan {
  * created); 01 and 02 fail after --sim-delay (do_not_honor, recipient_not_in_sbp); anything else succeeds.
  */
 export function payoutPlanForAmount(amount: number): { outcome: 'refused' | 'failed' | 'succeeded'; failureCode: string | null } {
-  switch (amount % 100) {
-    case 3:
-      return { outcome: 'refused', failureCode: 'router_error' };
-    case 1:
-      return { outcome: 'failed', failureCode: 'do_not_honor' };
-    case 2:
-      return { outcome: 'failed', failureCode: 'recipient_not_in_sbp' };
-    default:
-      return { outcome: 'succeeded', failureCode: null };
-  }
+  const plans = {
+    1: { outcome: 'failed', failureCode: 'do_not_honor' },
+    2: { outcome: 'failed', failureCode: 'recipient_not_in_sbp' },
+    3: { outcome: 'refused', failureCode: 'router_error' },
+  } as const;
+  return plans[(amount % 100) as 1 | 2 | 3] ?? { outcome: 'succeeded', failureCode: null };
 }
 
 /** The test bank's answer for a refund or a payout's final outcome (a failure without a code: do_not_honor). */

@@ -117,11 +117,7 @@ export async function recurrentOf(db: Reader, paymentId: string): Promise<{ kind
   return db.get<{ kind: string; token_id: string | null }>('SELECT kind, token_id FROM recurrent_payments WHERE payment_seq = (SELECT seq FROM payments WHERE id = ?)', paymentId);
 }
 
-/**
- * Show the bank's PaymentId of a payment's current attempt as its metadata.bank_ref (the key the API reserves
- * for the operation id at the acquiring bank), so GET, the webhooks that follow and the register's export
- * carry it. A new attempt's id replaces the old one.
- */
+/** Show the bank's PaymentId of a payment's current attempt as its metadata.bank_ref (a new attempt's replaces it), so GET, webhooks and exports carry it. */
 export async function putBankRef(tx: Tx, paymentId: string, bankPaymentId: string): Promise<void> {
   const p = bankPaymentId ? await getPayment(tx, paymentId) : undefined;
   if (!p) return;
@@ -134,10 +130,7 @@ export async function putBankRef(tx: Tx, paymentId: string, bankPaymentId: strin
 /** The bank amount kept for an Amount that could not be read as kopecks (no payment has it). */
 export const UNREADABLE_AMOUNT = -1;
 
-/**
- * Keep, instead of applying, a bank's word about a payment whose Amount is not an integer of kopecks (the
- * protocol's only form): the operator sees it in `kopek doctor` with the value as the bank sent it.
- */
+/** Keep, instead of applying, a bank's word whose Amount is not an integer of kopecks: `kopek doctor` shows it as sent. */
 export async function keepUnreadableAmount(clocks: Pick<Clocks, 'real'>, tx: Tx, p: { id: string; shop_id: string; amount: number }, outcome: string, raw: string): Promise<void> {
   await recordMismatch(clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: UNREADABLE_AMOUNT, outcome: `${outcome}; Amount ${raw} is not an integer of kopecks` });
 }

@@ -42,7 +42,7 @@ function before(a: { due_at: number; id: number }, b: { due_at: number; id: numb
  * The body of Scheduler.runDueUpTo. Resolves with the number of runs.
  *
  * `upTo` runs in the transaction that claims the jobs due by the moment it returns (a token of its own, renewed
- * while the run goes on): whatever it writes there (a test clock moved forward) commits with the claims, and the
+ * while the run goes on): whatever it writes there commits with the claims, and the
  * passes of every process leave those jobs to this run. Jobs its jobs schedule for the shop, due by that moment,
  * are written claimed by it too (see Scheduler.schedule), and so is a retry that falls within it. What it did
  * not run is released at the end. A due job another process holds (an async job in flight there) is waited
