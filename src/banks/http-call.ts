@@ -68,6 +68,26 @@ export function callBank(c: BankCall): Promise<RawAnswer> {
 
 // Every request of a live bank is a row of bank_requests, written queued in the domain's transaction.
 
+/** One recorded request to a live bank. */
+export interface BankRequestRow {
+  id: number;
+  shop_id: string;
+  mode: 'test' | 'live';
+  provider: string;
+  operation: string;
+  subject_kind: 'payment' | 'refund';
+  subject_id: string;
+  order_id: string;
+  bank_payment_id: string;
+  /** The JSON body as sent, without Password, Token or RebillId. */
+  request: string;
+  state: 'queued' | 'sent' | 'answered' | 'unknown';
+  answer: string;
+  created_at: number;
+  sent_at: number | null;
+  answered_at: number | null;
+}
+
 /** Mark a queued request as on its way (just before the bytes leave); false when it was not queued any more (another run sent it). */
 export async function markSent(tx: Tx, id: number, now: number): Promise<boolean> {
   return (await tx.run(`UPDATE bank_requests SET state = 'sent', sent_at = ? WHERE id = ? AND state = 'queued'`, now, id)).changes === 1;

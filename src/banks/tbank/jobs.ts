@@ -12,8 +12,8 @@ import type { PaymentAnswer } from '../../money/bank-port/port';
 import { fixedLookup, type Resolved, type UrlPolicy } from '../../money/webhooks/url-safety';
 import { accepted, amountOf, checkOrderPayment, failureCodeOf, paymentAnswerOf, refundAnswerOf, TBANK, tbankToken, withoutSecrets, type TBankAnswer, type TBankMethod } from './protocol';
 import { terminalOf } from './settings';
-import { getRebill, getRequest, getSession, keepUnreadableAmount, putBankRef, recurrentOf, updateSession, type BankRequestRow } from './records';
-import { callBank, markAnswered, markSent } from '../http-call';
+import { getRebill, getRequest, getSession, keepUnreadableAmount, putBankRef, recurrentOf, updateSession } from './records';
+import { callBank, markAnswered, markSent, type BankRequestRow } from '../http-call';
 import type { PaymentRow } from '../../money/bank-port/payment';
 
 /** What an answer may ask of the connector (bank.ts): another request, a QR code, a session opened anew. */

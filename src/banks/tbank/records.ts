@@ -2,29 +2,10 @@ import type { Reader, Tx } from '../../platform/storage/store';
 import type { Clocks } from '../../platform/clock';
 import { recordMismatch } from '../../money/bank-port/checks';
 import { getPayment, metadataOf, updatePayment } from '../../money/payments/store';
+import type { BankRequestRow } from '../http-call';
 
 // T-Bank's rows: every request (bank_requests, shared by live acquirers), each payment's session
 // (tbank_sessions) and each saved method's encrypted RebillId (tbank_rebills).
-
-/** One recorded request to the bank. */
-export interface BankRequestRow {
-  id: number;
-  shop_id: string;
-  mode: 'test' | 'live';
-  provider: string;
-  operation: string;
-  subject_kind: 'payment' | 'refund';
-  subject_id: string;
-  order_id: string;
-  bank_payment_id: string;
-  /** The JSON body as sent, without Password, Token or RebillId. */
-  request: string;
-  state: 'queued' | 'sent' | 'answered' | 'unknown';
-  answer: string;
-  created_at: number;
-  sent_at: number | null;
-  answered_at: number | null;
-}
 
 /** A payment's session at the bank. */
 export interface SessionRow {

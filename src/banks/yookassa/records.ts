@@ -1,22 +1,12 @@
 import type { Reader, Tx } from '../../platform/storage/store';
+import type { BankRequestRow } from '../http-call';
 
 // YooKassa's requests, recorded in bank_requests (shared by live banks) with subject_kind 'payout': the
 // payout's id is the subject and the Idempotence-Key (order_id), the provider's payout id its bank_payment_id.
 // The request column holds the body without the card number, which is never written anywhere.
 
 /** One recorded request to YooKassa. */
-export interface YookassaRequestRow {
-  id: number;
-  shop_id: string;
-  operation: 'CreatePayout' | 'GetPayout';
-  subject_id: string;
-  order_id: string;
-  bank_payment_id: string;
-  request: string;
-  state: 'queued' | 'sent' | 'answered' | 'unknown';
-  created_at: number;
-  answered_at: number | null;
-}
+export type YookassaRequestRow = BankRequestRow & { operation: 'CreatePayout' | 'GetPayout' };
 
 /** Record a request before it is sent (state queued); returns its id. */
 export async function insertRequest(tx: Tx, r: { shopId: string; operation: YookassaRequestRow['operation']; payoutId: string; providerId: string; body: string; now: number }): Promise<number> {

@@ -37,21 +37,17 @@ function before(a: { due_at: number; id: number }, b: { due_at: number; id: numb
 }
 
 /**
- * Run every job of one shop's mode whose due time is at most the moment `upTo` returns, in due order, including
- * jobs those jobs create; each runs wrapped in `around` at its due time (never earlier than a job already run).
- * The body of Scheduler.runDueUpTo. Resolves with the number of runs.
+ * The body of Scheduler.runDueUpTo: run every job of one shop's mode due by the moment `upTo` returns, in due
+ * order, with the jobs they create; each inside `around` at its due time (never earlier than a job already run).
+ * Resolves with the number of runs.
  *
- * `upTo` runs in the transaction that claims the jobs due by the moment it returns (a token of its own, renewed
- * while the run goes on): whatever it writes there commits with the claims, and the
- * passes of every process leave those jobs to this run. Jobs its jobs schedule for the shop, due by that moment,
- * are written claimed by it too (see Scheduler.schedule), and so is a retry that falls within it. What it did
- * not run is released at the end. A due job another process holds (an async job in flight there) is waited
- * for, until it ends or its claim lapses.
- *
- * Due jobs are read from the table a batch at a time. A job that schedules another does not make the run read
- * the batch again (that cost grew with the batch on every such job: a year of subscription charges spent most
- * of its time there): the scheduler hands the run the jobs its jobs scheduled claimed, and those due within
- * the batch's range are merged into the rows still to run. Jobs others schedule meanwhile wait for the next read.
+ * `upTo` runs in the transaction that claims those jobs (a token of its own, renewed while the run goes on), so
+ * what it writes commits with the claims and every process's passes leave the jobs to this run. Jobs its jobs
+ * schedule for the shop by that moment, and retries within it, are written claimed too (Scheduler.schedule) and
+ * handed to the run, which merges those due within the batch's range into the rows still to run instead of
+ * reading the batch again (a year of subscription charges spent most of its time there). Jobs others schedule
+ * meanwhile wait for the next read; a due job another process holds is waited for until it ends or its claim
+ * lapses; what the run did not run is released at the end.
  */
 export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
   let fresh: JobRow[] = [];
