@@ -1,6 +1,5 @@
 import type { Tx } from '../../platform/storage/store';
-import type { Core } from '../../money/core/core';
-import type { Module, ModuleJob } from '../../money/core/module';
+import type { Module } from '../../money/core/module';
 import type { PaymentsCore } from '../../money/payments/core';
 import { getRefund } from '../../money/refunds/refunds';
 import { refundAnswered } from '../../money/refunds/bank-answers';
@@ -46,8 +45,10 @@ export class SimulatorBank implements BankPort {
     // A pending test payment holds nothing open at the test bank.
   }
 
-  async refund(tx: Tx, refund: RefundRow): Promise<void> {
-    await startRefund(this.core, tx, refund);
+  async refund(tx: Tx, r: RefundRow): Promise<void> {
+    // The test bank answers after --sim-delay on the shop's clock.
+    const dueAt = r.created_at + Math.round(this.core.config.simDelaySeconds * 1000);
+    await this.core.scheduler.schedule(tx, { kind: REFUND_SETTLE_JOB, subjectId: r.id, shopId: r.shop_id, mode: r.mode, dueAt });
   }
 
   async checkStatus(tx: Tx, op: OperationRef): Promise<void> {
@@ -92,22 +93,11 @@ export class SimulatorBank implements BankPort {
 /** Job kind: the test bank settles a pending refund after --sim-delay (its name predates the bank port; databases hold it). */
 export const REFUND_SETTLE_JOB = 'refund.settle';
 
-/** A refund reached the test bank: it answers after --sim-delay on the shop's clock. */
-export async function startRefund(core: Pick<Core, 'config' | 'scheduler'>, tx: Tx, r: RefundRow): Promise<void> {
-  const dueAt = r.created_at + Math.round(core.config.simDelaySeconds * 1000);
-  await core.scheduler.schedule(tx, { kind: REFUND_SETTLE_JOB, subjectId: r.id, shopId: r.shop_id, mode: r.mode, dueAt });
-}
-
 /** The test bank's answer for a pending refund: by its own amount (magic 01 fails). */
 export async function answerRefund(core: PaymentsCore, tx: Tx, refundId: string): Promise<void> {
   const r = await getRefund(tx, refundId);
   if (!r || r.status !== 'pending' || r.mode !== 'test') return;
   await refundAnswered(core, tx, r.id, refundAnswer(r.amount));
-}
-
-/** The test bank's refund settlement job; a refund no longer pending is left alone. */
-export function refundSettleJob(core: PaymentsCore): ModuleJob {
-  return { kind: REFUND_SETTLE_JOB, run: (tx, job) => answerRefund(core, tx, job.subject_id) };
 }
 
 /**
@@ -118,6 +108,6 @@ export function simulatorModule(core: PaymentsCore): Module {
   return {
     name: 'simulator',
     banks: [new SimulatorBank(core)],
-    jobs: [paymentResolveJob(core), refundSettleJob(core), payoutSettleJob(core)],
+    jobs: [paymentResolveJob(core), { kind: REFUND_SETTLE_JOB, run: (tx, job) => answerRefund(core, tx, job.subject_id) }, payoutSettleJob(core)],
   };
 }
