@@ -3,7 +3,7 @@ import { parseArgs, flag, onlyFlags, atMostPositionals } from '../platform/args'
 import { io, output, withStore } from './command';
 import { getShopSettings } from '../money/shops/store';
 import { TBANK } from '../banks/tbank/protocol';
-import { removeAcquirer, setTBankAcquirer, showAcquirer, type AcquirerView } from '../banks/tbank/acquirer';
+import { removeAcquirer, setTBankAcquirer, showAcquirer, type AcquirerView } from '../banks/tbank/settings';
 import { allowListOf, literalRefusal } from '../money/webhooks/url-safety';
 
 /** The usage lines of `kopek shop acquirer`, part of `kopek shop --help`. */

@@ -94,7 +94,7 @@ export function isPrimaryKeyConflict(err: unknown): boolean {
 }
 
 // ---- reset ----
-// The SQLite-specific parts of the test-data reset (src/banks/simulator/reset.ts): reading the schema, and
+// The SQLite-specific parts of the test-data reset (src/banks/simulator/clock.ts): reading the schema, and
 // deferring foreign-key checks to the commit. Another engine gives its own answers here.
 
 /** The names of the database's own tables (SQLite's internal tables left out). */

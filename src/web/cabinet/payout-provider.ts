@@ -1,7 +1,7 @@
 import type { Store } from '../../platform/storage/store';
 import { putShopPayoutProvider, removeShopPayoutProvider, shopPayoutProvider, type ShopPayoutProvider } from '../../money/bank-port/store';
 import { MasterKey } from '../../platform/secrets/master-key';
-import { checkYookassaCredentials } from '../../banks/yookassa/credentials';
+import { checkYookassaCredentials } from '../../banks/yookassa/http';
 import { secretLabel, YOOKASSA, YOOKASSA_API_URLS } from '../../banks/yookassa/settings';
 
 // A shop's payout provider (YooKassa Payouts), independent of its acquirer: the one rule `kopek shop payouts`

@@ -1,6 +1,6 @@
 import { esc, href, isTest, kindOf } from './layout';
 import { failureReason, formatAmount, purpose, t, type Lang, type TextKey } from './i18n';
-import { TEST_CARDS, THREE_DS_CODE, type CardFieldError } from '../../banks/simulator/cards';
+import { TEST_CARDS, THREE_DS_CODE, type CardFieldError } from '../../banks/simulator/plan';
 import type { PaymentView } from '../../money/bank-port/payment';
 import type { PageStep } from './steps';
 

@@ -1,8 +1,7 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { PaymentsCore } from '../../money/payments/core';
-import { planFromMetadata } from '../../banks/simulator/plan';
-import { checkCard, decideCard, THREE_DS_CODE } from '../../banks/simulator/cards';
-import { buyerResolve } from '../../banks/simulator/buyer';
+import { checkCard, decideCard, planFromMetadata, THREE_DS_CODE } from '../../banks/simulator/plan';
+import { buyerResolve } from '../../banks/simulator/payments';
 import { loadForAction } from './actions';
 import { isTest } from './layout';
 import { backToPage, renderPage, tolerateMovedOn } from './render';
@@ -13,7 +12,7 @@ import type { PaymentView } from '../../money/bank-port/payment';
 import { clearStep, getStep, putStep, type PageStep } from './steps';
 
 // The test bank's forms on the hosted page: its card form, 3-D Secure step and bank-app screens. The page
-// reads what the buyer did and the test bank (src/banks/simulator/buyer.ts) answers through the same entry point as
+// reads what the buyer did and the test bank (src/banks/simulator/payments.ts) answers through the same entry point as
 // any bank's answer. A live payment never reaches these: its buyer pays on the acquirer's own page.
 
 /** What a buyer's decline means to the bank: the payer refused, reported as do_not_honor. */
