@@ -8,8 +8,7 @@ import { throttledCheck } from './password-check';
 import { openSessions } from './sessions';
 import { otpauthUri } from './totp';
 import { cabinetPage, field, postForm } from './layout';
-import { actor } from './scope';
-import { change } from './act';
+import { actor, change } from './scope';
 import { form } from './guard';
 import { ct } from './text';
 

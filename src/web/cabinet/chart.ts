@@ -1,7 +1,6 @@
 import { esc } from '../pay-page/layout';
 import { formatAmount, type Lang } from '../pay-page/i18n';
-import { counted } from './codes';
-import { ct } from './text';
+import { counted, ct } from './text';
 
 /** One day of the chart: UTC day start, payments created, amount of those that succeeded (minor units). */
 export interface DayFigure {

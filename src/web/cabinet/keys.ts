@@ -6,11 +6,9 @@ import type { KeyUsage } from '../../platform/auth/key-usage';
 import { createKey, listKeys, revokeKey } from '../../money/shops/store';
 import { recordAudit } from './audit';
 import { cabinetPage, field, postForm, table, tags } from './layout';
-import { actor, chosenShop, merchantShops, ownShop, shopOfOwn } from './scope';
-import { change } from './act';
+import { actor, chosenShop, merchantShops, ownShop, shopOfOwn, change } from './scope';
 import { form } from './guard';
-import { ct, when } from './text';
-import { codeText } from './codes';
+import { ct, when, codeText } from './text';
 
 /** The shop picker of pages about one shop. */
 export async function shopPicker(ctx: Ctx<Pick<Core, 'store'>>, path: string, current: string): Promise<string> {

@@ -9,8 +9,7 @@ import { cabinetPage, table } from './layout';
 import { merchantShops } from './scope';
 import { getMerchant } from '../../money/shops/store';
 import { paymentsChart, type DayFigure } from './chart';
-import { ct, when } from './text';
-import { paymentStatusCell } from './payment-status';
+import { ct, when, paymentStatusCell } from './text';
 
 /** Days the overview's chart covers, today included. */
 const CHART_DAYS = 14;

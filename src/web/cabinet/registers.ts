@@ -2,7 +2,7 @@ import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import { ApiError } from '../../platform/http/errors';
 import { esc } from '../pay-page/layout';
-import { formatAmount, type Lang } from '../pay-page/i18n';
+import { formatAmount, type Lang, failureReason } from '../pay-page/i18n';
 import { encodeCursor } from '../../money/registers/cursor';
 import { REGISTERS as TABLES } from '../../money/registers/plan';
 import { parseRegisterQuery, toPage, type RegisterQuery } from '../../money/registers/query';
@@ -12,10 +12,7 @@ import { REFUND_STATUSES } from '../../money/refunds/handlers';
 import { iso } from '../../platform/util/time';
 import { cabinetPage, field, table } from './layout';
 import { merchantShops, ownShop } from './scope';
-import { ct, statusText, when, type CabKey } from './text';
-import { codeText, maskPhone } from './codes';
-import { paymentStatusCell } from './payment-status';
-import { failureReason } from '../pay-page/i18n';
+import { ct, statusText, when, type CabKey, codeText, maskPhone, paymentStatusCell } from './text';
 import type { Reader } from '../../platform/storage/store';
 
 /** Rows per page of a register in the cabinet. */

@@ -8,5 +8,5 @@ export { postPayoutProvider, postRemovePayoutProvider } from './payout-live';
 export { keysPage, postKey, postRevoke } from './keys';
 export { webhooksPage, postEndpoint, postRotate, postDeleteEndpoint } from './webhooks';
 export { testPage, postAdvance, postReset } from './testmode';
-export { auditPage } from './audit-page';
+export { auditPage } from './audit';
 export { accountPage, postTotpStart, postTotpConfirm, postTotpDisable, postPassword } from './account';

@@ -8,8 +8,7 @@ import { apiUrlChoices } from '../../banks/tbank/settings';
 import { recordAudit } from './audit';
 import { payoutProviderSection } from './payout-live';
 import { cabinetPage, field, postForm, table } from './layout';
-import { actor, merchantShops, ownShop } from './scope';
-import { change } from './act';
+import { actor, merchantShops, ownShop, change } from './scope';
 import { form } from './guard';
 import { ct } from './text';
 

@@ -3,8 +3,7 @@ import { esc } from '../pay-page/layout';
 import { failureReason, formatAmount, type Lang } from '../pay-page/i18n';
 import type { Endpoint } from '../../money/webhooks/store';
 import { postForm } from './layout';
-import { codeText } from './codes';
-import { ct, statusText, type CabKey } from './text';
+import { codeText, ct, statusText, type CabKey } from './text';
 import type { TimelineEvent } from './timeline';
 
 /** Fields of an event payload the timeline shows, with how each reads: money as money, codes in words. */

@@ -5,12 +5,10 @@ import { addEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, 
 import { deliveryLog } from '../../money/webhooks/log';
 import { recordAudit } from './audit';
 import { cabinetPage, field, postForm, table, tags } from './layout';
-import { actor, chosenShop, ownShop, shopOfOwn } from './scope';
-import { change } from './act';
+import { actor, chosenShop, ownShop, shopOfOwn, change } from './scope';
 import { form } from './guard';
 import { shopPicker } from './keys';
-import { ct, when } from './text';
-import { deliveryText } from './codes';
+import { ct, when, deliveryText } from './text';
 
 /** Lines of the delivery log a page shows (the newest). */
 const LOG_LINES = 100;

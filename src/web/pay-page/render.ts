@@ -7,14 +7,19 @@ import { href, kindOf, newNonce, page, pageHeaders, returnOrigin } from './layou
 import { foreignScreen, notFoundScreen } from './screens';
 import type { PageStep } from './steps';
 
+/** A request header's (first) value. */
+export function headerOf(ctx: Ctx, name: string): string | undefined {
+  const v = ctx.req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
 /** The language of a page request. */
 export function langOf(ctx: Ctx): Lang {
-  const al = ctx.req.headers['accept-language'];
-  return pickLang(ctx.query, Array.isArray(al) ? al[0] : al);
+  return pickLang(ctx.query, headerOf(ctx, 'accept-language'));
 }
 
 /** How a screen is wrapped: its status code and whether the script polls or redirects. */
-export interface RenderOptions {
+interface RenderOptions {
   status?: number;
   /** Poll the status route and reload when the payment moves on. */
   poll?: boolean;
@@ -71,10 +76,7 @@ export function isFinal(p: PaymentView): boolean {
   return FINAL_STATUSES.has(p.status);
 }
 
-/**
- * Run a buyer action; a payment that moved on meanwhile (409: the bank answered, the link expired) is not
- * an error for the buyer, who is shown the payment's current state instead.
- */
+/** Run a buyer action; a payment that moved on meanwhile (409) is no error for the buyer, who sees its state now. */
 export async function tolerateMovedOn(fn: () => Promise<unknown>): Promise<void> {
   try {
     await fn();
