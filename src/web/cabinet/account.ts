@@ -2,13 +2,12 @@ import QRCode from 'qrcode';
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/layout';
-import { recordAudit } from './audit';
 import { acceptSecondFactor, changePassword, checkRefusal, confirmTotp, disableTotp, getUser, pendingTotpSecret, recoveryCodesLeft, startTotp, verifyPassword } from './users';
-import { throttledCheck } from './password-check';
+import { throttledCheck } from './throttle';
 import { openSessions } from './sessions';
 import { otpauthUri } from './totp';
 import { cabinetPage, field, postForm } from './layout';
-import { actor, change } from './scope';
+import { audit, change } from './scope';
 import { form } from './guard';
 import { ct } from './text';
 
@@ -72,7 +71,7 @@ export async function postTotpConfirm(ctx: Ctx<Core>): Promise<Reply> {
       throw err;
     });
   }
-  await recordAudit(ctx.app.store, actor(ctx), 'totp.on', ctx.cabinet!.userId, '', ctx.app.clocks.real());
+  await audit(ctx, 'totp.on', ctx.cabinet!.userId);
   const body = `<h1>${esc(ct(lang, 'recovery_codes'))}</h1>
 <p class="ok" role="status">${esc(ct(lang, 'recovery_hint'))}</p>
 <ul class="secret" id="recovery-codes">${codes.map((c) => `<li>${esc(c)}</li>`).join('')}</ul>

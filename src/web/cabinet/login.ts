@@ -4,14 +4,13 @@ import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/layout';
 import { pickLang, type Lang } from '../pay-page/i18n';
 import { safeEqual } from '../../platform/util/crypto';
-import { recordAudit } from './audit';
 import { acceptSecondFactor, getUserByEmail, verifyPassword } from './users';
-import { throttledCheck } from './password-check';
-import { signInWait } from './throttle';
+import { throttledCheck, signInWait } from './throttle';
 import { clearedSessionCookie, cookieAttributes, cookieName, cookieValue, createSession, endAllSessions, endSession, loadSession, sessionCookie, setPrefs } from './sessions';
 import { field, publicPage } from './layout';
 import { form, sameOriginRefusal } from './guard';
-import { actor } from './scope';
+import { audit } from './scope';
+import { recordAudit } from './audit';
 import { ct } from './text';
 
 /** The cookie holding the sign-in form's CSRF token (there is no session yet to keep it in); `__Host-` over https. */
@@ -114,14 +113,14 @@ function tooMany(ctx: Ctx<Core>, lang: Lang, email: string, wait_ms: number): Re
 /** POST /cabinet/logout: ends this session. */
 export async function postLogout(ctx: Ctx<Core>): Promise<Reply> {
   await endSession(ctx.app.store, ctx.cabinet!.sessionHash);
-  await recordAudit(ctx.app.store, actor(ctx), 'sign_out', ctx.cabinet!.userId, '', ctx.app.clocks.real());
+  await audit(ctx, 'sign_out', ctx.cabinet!.userId);
   return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } };
 }
 
 /** POST /cabinet/logout-all: ends every session of the user, on every device. */
 export async function postLogoutAll(ctx: Ctx<Core>): Promise<Reply> {
   const n = await endAllSessions(ctx.app.store, ctx.cabinet!.userId);
-  await recordAudit(ctx.app.store, actor(ctx), 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`, ctx.app.clocks.real());
+  await audit(ctx, 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`);
   return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } };
 }
 

@@ -17,8 +17,7 @@ import { cabinetPage, field, postForm, table } from './layout';
 import { actor, ownPayment, ownShop, shopOfOwn, change } from './scope';
 import { form } from './guard';
 import { ct, statusText, when, paymentStatusCell, bankText, codeText, counted, deliveryText } from './text';
-import { timeline, TIMELINE_MAX, TIMELINE_SCAN_ROWS } from './timeline';
-import { eventSummary, webhookCell } from './timeline-view';
+import { eventSummary, timeline, TIMELINE_MAX, TIMELINE_SCAN_ROWS, webhookCell } from './timeline';
 import { listEndpoints } from '../../money/webhooks/store';
 
 /** `events_from` of a payment page's query: where its timeline's window starts (a seq), or undefined. */

@@ -10,7 +10,7 @@ import { cabinetRows, cabinetSeeks, SCAN_ROWS_MAX, type CabinetRows, type RowFil
 import { PAYMENT_STATUSES } from '../../money/bank-port/payment';
 import { REFUND_STATUSES } from '../../money/refunds/handlers';
 import { iso } from '../../platform/util/time';
-import { cabinetPage, field, table } from './layout';
+import { cabinetPage, field, table, options } from './layout';
 import { merchantShops, ownShop } from './scope';
 import { ct, statusText, when, type CabKey, codeText, maskPhone, paymentStatusCell } from './text';
 import type { Reader } from '../../platform/storage/store';
@@ -214,9 +214,8 @@ async function filterForm(ctx: Ctx<Core>, reg: Register, f: Filter): Promise<str
   const lang = ctx.cabinet!.lang;
   const q = ctx.query;
   const shops = await merchantShops(ctx);
-  const opt = (v: string, label: string, sel: boolean) => `<option value="${esc(v)}"${sel ? ' selected' : ''}>${esc(label)}</option>`;
-  const shopSelect = `<select id="f-shop" name="shop">${opt('', ct(lang, 'all_shops'), !f.shopId)}${shops.map((s) => opt(s.id, s.name, s.id === f.shopId)).join('')}</select>`;
-  const statusSelect = `<select id="f-status" name="status">${opt('', ct(lang, 'any_status'), !q.get('status'))}${reg.statuses.map((s) => opt(s, statusText(lang, s), q.get('status') === s)).join('')}</select>`;
+  const shopSelect = `<select id="f-shop" name="shop">${options([['', ct(lang, 'all_shops')], ...shops.map((s): [string, string] => [s.id, s.name])], f.shopId)}</select>`;
+  const statusSelect = `<select id="f-status" name="status">${options([['', ct(lang, 'any_status')], ...reg.statuses.map((s): [string, string] => [s, statusText(lang, s)])], q.get('status') ?? '')}</select>`;
   const input = (id: string, name: string, type: string, extra = '') => `<input id="${id}" name="${name}" type="${type}" value="${esc(q.get(name) ?? '')}"${extra}>`;
   return `<form method="get" action="/cabinet/${reg.name}" class="filters" role="search">
 ${field('f-shop', ct(lang, 'shop'), shopSelect)}

@@ -122,3 +122,18 @@ export async function signInWait(q: Reader, email: string, ip: string, now: numb
   }
   return Math.max(0, wait);
 }
+
+/** How a throttled check ended: refused before any check (wait), failed (and whether that locked the email), or passed. */
+export type CheckOutcome = { kind: 'refused'; wait_ms: number } | { kind: 'failed'; locked: boolean } | { kind: 'passed' };
+
+/**
+ * Check a password (and whatever else `check` asks, a TOTP code say) under the sign-in throttle of `email`, the
+ * attempt reserved before the slow hash runs. Sign-in and the checks inside a session share the email's counter.
+ */
+export async function throttledCheck(store: Store, o: { email: string; ip: string; now: number }, check: () => Promise<boolean>): Promise<CheckOutcome> {
+  const attempt = await reserveAttempt(store, o.email, o.ip, o.now);
+  if (!attempt.ok) return { kind: 'refused', wait_ms: attempt.wait_ms };
+  if (!(await check())) return { kind: 'failed', locked: attempt.locks };
+  await attemptSucceeded(store, o.email, o.ip);
+  return { kind: 'passed' };
+}

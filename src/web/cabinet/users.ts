@@ -5,7 +5,7 @@ import { sha256Hex } from '../../platform/util/crypto';
 import { seal, unseal } from '../../platform/secrets/at-rest';
 import { getMerchant } from '../../money/shops/store';
 import { base32, matchTotp, newTotpSecret } from './totp';
-import { throttledCheck, type CheckOutcome } from './password-check';
+import { throttledCheck, type CheckOutcome } from './throttle';
 
 /** scrypt cost: N = 2^15, r = 8, p = 1 (about 50 ms and 32 MiB per hash), OWASP's recommended minimum. */
 const SCRYPT = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 } as const;
