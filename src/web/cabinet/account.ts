@@ -7,7 +7,7 @@ import { throttledCheck } from './throttle';
 import { openSessions } from './sessions';
 import { otpauthUri } from './totp';
 import { cabinetPage, field, postForm } from './layout';
-import { audit, change } from './scope';
+import { audit, change, refused } from './scope';
 import { form } from './guard';
 import { ct } from './text';
 
@@ -67,9 +67,7 @@ export async function postTotpConfirm(ctx: Ctx<Core>): Promise<Reply> {
   try {
     codes = await confirmTotp(ctx.app.store, ctx.cabinet!.userId, form(ctx).get('code') ?? '', ctx.app.clocks.real());
   } catch (err) {
-    return change(ctx, { action: 'totp.enrol', target: ctx.cabinet!.userId, back: '/cabinet/account' }, () => {
-      throw err;
-    });
+    return refused(ctx, '/cabinet/account', err);
   }
   await audit(ctx, 'totp.on', ctx.cabinet!.userId);
   const body = `<h1>${esc(ct(lang, 'recovery_codes'))}</h1>

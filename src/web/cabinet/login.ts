@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/layout';
-import { pickLang, type Lang } from '../pay-page/i18n';
+import type { Lang } from '../pay-page/i18n';
+import { langOf } from '../pay-page/render';
 import { safeEqual } from '../../platform/util/crypto';
 import { acceptSecondFactor, getUserByEmail, verifyPassword } from './users';
 import { throttledCheck, signInWait } from './throttle';
@@ -15,10 +16,6 @@ import { ct } from './text';
 
 /** The cookie holding the sign-in form's CSRF token (there is no session yet to keep it in); `__Host-` over https. */
 const LOGIN_COOKIE = 'kopek_cabinet_login';
-
-function langOf(ctx: Ctx<Core>): Lang {
-  return pickLang(ctx.query, String(ctx.req.headers['accept-language'] ?? ''));
-}
 
 /** A `next` the sign-in may go to: a cabinet page of this server, nothing else. */
 function safeNext(next: string | null | undefined): string {
@@ -60,9 +57,8 @@ export function cabinetRoot(): Reply {
 }
 
 /**
- * POST /cabinet/login: the page it came from and the form's CSRF token (403), then one attempt reserved
- * against the throttle before the password is hashed (429 while slowed or locked), then email, password and,
- * when the user has TOTP on, a code or recovery code. Every checked attempt is audited.
+ * POST /cabinet/login: the page it came from and the form's CSRF token (403), one attempt reserved against the
+ * throttle before the password is hashed (429), then email, password and a TOTP or recovery code. Audited.
  */
 export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
   const lang = langOf(ctx);
@@ -98,11 +94,7 @@ export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
   }
   const token = await createSession(store, user!, { ip: ctx.ip, lang, now });
   await recordAudit(store, who, 'sign_in', user!.id, factor, now);
-  return {
-    status: 303,
-    location: safeNext(f.get('next')),
-    headers: { 'Set-Cookie': sessionCookie(baseUrl, token) },
-  };
+  return { status: 303, location: safeNext(f.get('next')), headers: { 'Set-Cookie': sessionCookie(baseUrl, token) } };
 }
 
 function tooMany(ctx: Ctx<Core>, lang: Lang, email: string, wait_ms: number): Reply {

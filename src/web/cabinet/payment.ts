@@ -16,7 +16,7 @@ import { insertAudit, type Actor } from './audit';
 import { cabinetPage, field, postForm, table } from './layout';
 import { actor, ownPayment, ownShop, shopOfOwn, change } from './scope';
 import { form } from './guard';
-import { ct, statusText, when, paymentStatusCell, bankText, codeText, counted, deliveryText } from './text';
+import { ct, statusBadge, when, paymentStatusCell, bankText, codeText, counted, deliveryText } from './text';
 import { eventSummary, timeline, TIMELINE_MAX, TIMELINE_SCAN_ROWS, webhookCell } from './timeline';
 import { listEndpoints } from '../../money/webhooks/store';
 
@@ -78,7 +78,7 @@ ${field('r-reason', ct(lang, 'reason'), `<input id="r-reason" name="reason" maxl
 
   const refunds = table(
     [{ label: ct(lang, 'created') }, { label: ct(lang, 'amount'), num: true }, { label: ct(lang, 'status') }, { label: ct(lang, 'reason') }],
-    (await refundsOf(store, p.id)).map((r) => [esc(when(r.created_at)), amount(r.amount), `<span class="badge ${esc(r.status)}">${esc(statusText(lang, r.status))}</span>`, esc(r.reason)]),
+    (await refundsOf(store, p.id)).map((r) => [esc(when(r.created_at)), amount(r.amount), statusBadge(lang, r.status), esc(r.reason)]),
     ct(lang, 'nothing'),
   );
 

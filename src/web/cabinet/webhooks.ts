@@ -4,7 +4,7 @@ import { esc } from '../pay-page/layout';
 import { addEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, WEBHOOK_EVENTS, type Endpoint } from '../../money/webhooks/store';
 import { deliveryLog } from '../../money/webhooks/log';
 import { cabinetPage, field, postForm, table, tags, options } from './layout';
-import { audit, change, chosenShop, ownShop, shopOfOwn } from './scope';
+import { audit, change, chosenShop, ownShop, refused, shopOfOwn } from './scope';
 import { form } from './guard';
 import { shopPicker } from './keys';
 import { ct, when, deliveryText } from './text';
@@ -132,17 +132,13 @@ export async function postRotate(ctx: Ctx<Core>): Promise<Reply> {
   const raw = (form(ctx).get('overlap') ?? '0').trim() || '0';
   const back = `/cabinet/webhooks?shop=${e.shop_id}`;
   if (!/^\d+(\.\d+)?$/.test(raw)) {
-    return change(ctx, { action: 'webhook.rotate', target: e.id, back }, () => {
-      throw new Error(`Cannot rotate webhook secret: the overlap must be a number of hours, got "${raw.slice(0, 32)}"`);
-    });
+    return refused(ctx, back, new Error(`Cannot rotate webhook secret: the overlap must be a number of hours, got "${raw.slice(0, 32)}"`));
   }
   let secret: string;
   try {
     secret = await rotateSecret(ctx.app.store, e.id, Number(raw), ctx.app.clocks.real());
   } catch (err) {
-    return change(ctx, { action: 'webhook.rotate', target: e.id, back }, () => {
-      throw err;
-    });
+    return refused(ctx, back, err);
   }
   await audit(ctx, 'webhook.rotate', e.id, `overlap ${raw} h`);
   return secretPage(ctx, e.shop_id, e.url, secret, Number(raw) > 0 ? `(${raw} h)` : '');

@@ -21,10 +21,9 @@ export function langOf(ctx: Ctx): Lang {
 /** How a screen is wrapped: its status code and whether the script polls or redirects. */
 interface RenderOptions {
   status?: number;
-  /** Poll the status route and reload when the payment moves on. */
+  /** Poll the status route and reload when the payment moves on (`pollStep`: a live bank session's step). */
   poll?: boolean;
   step?: PageStep;
-  /** The step the status route reports for this screen, when it is not a page step (a live bank session's). */
   pollStep?: string;
   /** Follow this address after `redirectMs` (the success screen's way back to the shop). */
   redirect?: string | null;
