@@ -76,7 +76,7 @@ export class SqliteStore implements Store {
     if (wal !== null) this.checkpointer = new Checkpointer(db, realpathSync(db.name), this.log);
   }
 
-  /** The connection itself, for the engine's own files (src/platform/storage/) only: domain code goes through Reader and Tx. */
+  /** The connection, for src/platform/storage/ only: domain code goes through Reader and Tx. */
   get sqliteHandle(): Database.Database {
     return this.db;
   }
@@ -146,9 +146,7 @@ export class SqliteStore implements Store {
     }
     this.writeLock.give();
     this.checkpointer?.nudge();
-    return new Promise<T>((resolve, reject) => {
-      this.durability.committed([{ fn, resolve: resolve as (v: unknown) => void, reject }], [{ ok: true, value: result, hooks }]);
-    });
+    return new Promise<T>((resolve, reject) => this.durability.committed([{ fn, resolve: resolve as (v: unknown) => void, reject }], [{ ok: true, value: result, hooks }]));
   }
 
   /** BEGIN, the body, COMMIT (or ROLLBACK); the caller holds the write lock. */
@@ -318,7 +316,6 @@ export class SqliteStore implements Store {
         this.db.exec(`CREATE TEMP TRIGGER IF NOT EXISTS kopek_keys_${table}_${i} AFTER ${on} ON main.${table} BEGIN SELECT kopek_key_tables_changed(); END`);
       });
     }
-    // A statement of its own: pluck() changes a statement, so it must not be a shared one.
     const stmt = this.db.prepare('PRAGMA data_version').pluck();
     return (this.dataVersion = { stmt, seen: stmt.get(), thisTurn: false });
   }
@@ -338,7 +335,7 @@ export class SqliteStore implements Store {
     this.durability.syncNow();
   }
 
-  /** Flush, then close the connection and the WAL file (once a sync still on the thread pool is done with it). */
+  /** Flush, then close the connection and the WAL file (once a sync on the thread pool is done with it). */
   async close(): Promise<void> {
     if (!this.db.open) return;
     await this.flush();
