@@ -140,7 +140,7 @@ export async function streamIdsOfShop(store: Reader, shopId: string): Promise<nu
 /**
  * An answer once a change committed on another connection (an admin command) applies. A SQLite server sees such a
  * change at its very next request; a PostgreSQL node hears of it by an announcement a moment after the commit
- * (src/platform/storage/postgres/changes.ts), so there `read` is repeated until `ok` holds, for up to a second (the contract's bound
+ * (Store.keyTablesVersion, src/platform/storage/postgres/events.ts), so there `read` is repeated until `ok` holds, for up to a second (the contract's bound
  * for a revoked key). The last answer is returned either way, for the caller's assertions.
  */
 export async function onceApplied<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
