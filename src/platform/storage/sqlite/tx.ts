@@ -32,18 +32,19 @@ export class Statements {
 
   /** The prepared statement of `sql`. */
   of(sql: string): Prepared {
-    let p = this.cache.get(sql);
-    if (p === undefined) {
-      p = { stmt: this.db.prepare(sql) };
-      if (this.cache.size >= STMT_CACHE_LIMIT) this.cache.clear();
-      this.cache.set(sql, p);
-    }
+    return this.cache.get(sql) ?? this.add(sql);
+  }
+
+  private add(sql: string): Prepared {
+    const p = { stmt: this.db.prepare(sql) };
+    if (this.cache.size >= STMT_CACHE_LIMIT) this.cache.clear();
+    this.cache.set(sql, p);
     return p;
   }
 
   /** The first row of `sql`, or undefined. */
   get(sql: string, params: unknown[]): unknown {
-    const p = this.of(sql);
+    const p = this.cache.get(sql) ?? this.add(sql);
     if (p.row === undefined) p.row = this.rowReader(sql);
     const r = p.row;
     if (r === null) return p.stmt.get(...params);
