@@ -6,7 +6,7 @@ import type { App } from './app-types';
 import { openEngine, openStorage } from './platform/storage/maintenance';
 import { isPostgresUrl } from './platform/storage/postgres/open';
 import { acquireServerLock, type ServerLock } from './platform/storage/sqlite/server-lock';
-import { writeProblem } from './platform/storage/sqlite/access';
+import { writeProblem } from './platform/storage/sqlite/open';
 import { sealPlainSecrets } from './platform/secrets/at-rest';
 import type { Store } from './platform/storage/store';
 import { createLogger, type Logger } from './platform/log';
@@ -67,7 +67,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   const { app, modules } = assemble(control, opts);
   const mounted = mountModules(app, modules);
   const server = createHttpServer(
-    { config, log, store, closing: () => app.closing, services: app, guards: serverGuards(app, config), observe: app.metrics.observe },
+    { config, log, closing: () => app.closing, services: app, guards: serverGuards(app, config), observe: app.metrics.observe },
     buildRouter(),
   );
   try {

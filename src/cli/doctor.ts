@@ -1,7 +1,7 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals } from '../platform/args';
 import { COMMON_OPTIONS, output, type Command } from './command';
 import { defaultConfig } from '../platform/config';
-import { SCHEMA_VERSION } from '../platform/storage/sqlite/open';
+import { SCHEMA_VERSION, writeProblem } from '../platform/storage/sqlite/open';
 import { BASE_VERSION } from '../platform/storage/migrations';
 import { integrityCheck, journalMode, openEngine, openExistingStorage, probeDatabase, schemaVersion } from '../platform/storage/maintenance';
 import { isPostgresUrl } from '../platform/storage/postgres/open';
@@ -10,7 +10,6 @@ import type { Reader, Store } from '../platform/storage/store';
 import { checkLedger } from '../money/ledger/check';
 import { payoutsNeedingDecision } from '../money/payouts/store';
 import { LEDGER_ACTION, LEDGER_PROOF, ledgerVerdict } from './ledger';
-import { writeProblem } from '../platform/storage/sqlite/access';
 import { existsSync } from 'node:fs';
 import { behindTheirTables, counters, describeCounter } from '../platform/storage/counters';
 

@@ -1,5 +1,5 @@
 import type { Core } from '../core/core';
-import { together, type Reader, type Tx } from '../../platform/storage/store';
+import type { Reader, Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import { badRequest } from '../../platform/http/errors';
 import { amountField, bodyObject, currencyField, enumField, intField, strField, urlControlChar } from '../../platform/http/validate';
@@ -182,7 +182,7 @@ export async function draftPayment(core: Pick<Core, 'banks'>, tx: Tx, input: Pay
 export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<PaymentRow> {
   const atOnce = opensAtOnce(input);
   // The shop's clock and the payment's number travel together (one round trip on PostgreSQL, with the BEGIN).
-  const [now, seq] = await together(core.clocks.now(tx, input.shopId, input.mode), atOnce ? Promise.resolve(undefined) : nextPaymentSeq(tx));
+  const [now, seq] = await Promise.all([core.clocks.now(tx, input.shopId, input.mode), atOnce ? undefined : nextPaymentSeq(tx)]);
   const { params, created } = await draftPayment(core, tx, input, now);
   if (atOnce) {
     await core.events.append(tx, created);
@@ -190,7 +190,7 @@ export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: Payment
   }
   // The payment, its event and the check of its shop's sweep need nothing from each other: made together, they
   // take one round trip on PostgreSQL instead of three.
-  const [row] = await together(insertPayment(tx, params, seq), core.events.append(tx, created), ensureLinkSweep(core.scheduler, tx, params));
+  const [row] = await Promise.all([insertPayment(tx, params, seq), core.events.append(tx, created), ensureLinkSweep(core.scheduler, tx, params)]);
   return row;
 }
 

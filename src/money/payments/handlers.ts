@@ -40,7 +40,6 @@ export async function createPayment(ctx: Ctx<PaymentCreatesCore>): Promise<Reply
   if (ctx.app.creates.takes(input) && idempotencyKey(ctx) === undefined) {
     // Without a key there is nothing to replay: the create may share its transaction with others (create-batch.ts).
     const made = await ctx.app.creates.create(input);
-    ctx.seen = made.seen;
     ctx.logExtra = { payment_id: made.row.id };
     return { status: 201, body: made.body };
   }

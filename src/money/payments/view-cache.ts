@@ -38,28 +38,13 @@ export class PaymentViewCache {
   private readonly off: boolean;
 
   constructor(private readonly store: Store) {
-    const changes = store.changes;
-    changes.onCommitElsewhere(() => this.entries.clear());
-    const drop = (id: unknown): void => {
-      if (id === undefined) this.entries.clear();
-      else this.entries.delete(String(id));
-    };
-    // A shop's name is in every view of the shop.
-    this.off = !changes.watch('view', [
-      { table: 'payments', on: 'UPDATE', keys: ['OLD.id'] },
-      { table: 'payments', on: 'DELETE', keys: ['OLD.id'] },
-      { table: 'refunds', on: 'INSERT', keys: ['NEW.payment_id'] },
-      { table: 'refunds', on: 'UPDATE', keys: ['OLD.payment_id', 'NEW.payment_id'] },
-      { table: 'refunds', on: 'DELETE', keys: ['OLD.payment_id'] },
-      { table: 'shops', on: 'UPDATE', columns: ['name'] },
-      { table: 'shops', on: 'DELETE' },
-    ], drop);
+    // The storage layer no longer offers the per-row change signal this cache followed: it holds nothing.
+    this.off = true;
   }
 
   /** The held answer for payment `id`, if any and current. */
   get(id: string): CachedView | undefined {
     if (this.off) return undefined;
-    this.store.changes.check();
     return this.entries.get(id);
   }
 

@@ -218,9 +218,7 @@ export class Executor {
               seq = this.hooks.seq();
             }
           }
-          // Durable later: the next batch runs while this one's WAL sync is on the thread pool.
         },
-        { durable: 'later' },
       );
     } catch (err) {
       if (threw && err instanceof RunAgain) return undefined;

@@ -201,8 +201,6 @@ export class Scheduler {
       const ran = await this.pass();
       total += ran;
       await this.idle();
-      // Jobs those jobs scheduled are visible once their batch committed; wait for it to be durable too.
-      await this.store.whenDurable();
       if (ran === 0) return total;
     }
   }
