@@ -3,23 +3,13 @@ import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/layout';
 import { ALL_SCOPES } from '../../platform/auth/scopes';
 import { activateLive, createShop, getMerchant, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes } from '../../money/shops/store';
-<<<<<<< HEAD
 import { apiUrlChoices, removeAcquirer, setTBankAcquirer, showAcquirer } from '../../banks/tbank/settings';
-import { recordAudit } from './audit';
-import { payoutProviderSection } from './payout-live';
-import { cabinetPage, field, postForm, table } from './layout';
-import { actor, merchantShops, ownShop } from './scope';
-import { change } from './act';
-=======
-import { removeAcquirer, setTBankAcquirer, showAcquirer } from '../../banks/tbank/acquirer';
-import { apiUrlChoices } from '../../banks/tbank/settings';
 import { payoutsNeedingDecision } from '../../money/payouts/store';
 import { allowListOf, literalRefusal } from '../../money/webhooks/url-safety';
 import { YOOKASSA } from '../../banks/yookassa/settings';
 import { payoutApiUrlChoices, removePayoutProvider, setPayoutProvider, showPayoutProvider } from './payout-provider';
 import { cabinetPage, field, options, postForm, table } from './layout';
 import { audit, change, merchantShops, ownShop } from './scope';
->>>>>>> web
 import { form } from './guard';
 import { ct, when } from './text';
 
