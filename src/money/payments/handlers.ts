@@ -4,17 +4,16 @@ import type { Mode } from '../../platform/clock';
 import type { Core } from '../core/core';
 import { notFound } from '../../platform/http/errors';
 import { bodyObject } from '../../platform/http/validate';
-import { idempotencyKey, idempotentCreate } from '../idempotency/idempotency';
-import type { PaymentCreatesCore } from './create-batch';
+import { idempotentCreate } from '../idempotency/idempotency';
 import { isUuid } from '../../platform/util/ids';
 import { iso } from '../../platform/util/time';
 import { highNeeded, parseRegisterQuery, toPage } from '../registers/query';
 import { registerRows, REGISTERS } from '../registers/plan';
-import type { PaymentsCore, PaymentViewsCore } from './core';
+import type { PaymentsCore } from './core';
 import { createWithAnswer, parseCreateBody } from './create';
 import { failureMessage } from './failures';
 import { cancelTx } from './state';
-import { getPayment, getPaymentJson, metadataOf } from './store';
+import { getPayment, metadataOf, readPaymentView } from './store';
 import { PAYMENT_STATUSES, type PaymentRow } from '../bank-port/payment';
 
 /** True when the key may see the payment: its shop's, and its mode unless `anyMode`. */
@@ -35,15 +34,8 @@ export async function paymentOfShop(q: Reader, ctx: Ctx, id: string): Promise<Pa
 }
 
 /** POST /v1/public/payments */
-export async function createPayment(ctx: Ctx<PaymentCreatesCore>): Promise<Reply> {
+export async function createPayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const input = parseCreateBody(ctx.body, ctx.auth!, ctx.app.config.webhookAllow);
-  if (ctx.app.creates.takes(input) && idempotencyKey(ctx) === undefined) {
-    // Without a key there is nothing to replay: the create may share its transaction with others (create-batch.ts).
-    const made = await ctx.app.creates.create(input);
-    ctx.seen = made.seen;
-    ctx.logExtra = { payment_id: made.row.id };
-    return { status: 201, body: made.body };
-  }
   const reply = await idempotentCreate(
     ctx,
     async (tx) => ({ status: 201, body: (await createWithAnswer(ctx.app, tx, input)).body }),
@@ -60,23 +52,13 @@ export async function createPayment(ctx: Ctx<PaymentCreatesCore>): Promise<Reply
   return reply;
 }
 
-/** GET /v1/public/payments/{id} */
-export async function getPaymentHandler(ctx: Ctx<PaymentViewsCore>): Promise<Reply> {
-  const { app } = ctx;
+/** GET /v1/public/payments/{id}: a live key may read (never change) its shop's test payments too, as the register shows them. */
+export async function getPaymentHandler(ctx: Ctx<Core>): Promise<Reply> {
   const auth = ctx.auth!;
   const id = ctx.params.id;
-  // A live key may read (never change) its shop's test payments too, as the register shows them; the cache
-  // keeps that rule.
-  const anyMode = auth.mode === 'live';
-  const cache = app.viewCache;
-  const held = cache.get(id);
-  if (held && visibleTo(auth, held, anyMode)) return { json: held.json };
-  // The read is no longer one step with the offer to the cache: offer it only when nothing committed meanwhile.
-  const commits = app.store.commits;
-  const read = isUuid(id) ? await getPaymentJson(app.store, id) : undefined;
-  if (!read || !visibleTo(auth, read, anyMode)) throw notFoundPayment(id);
-  if (app.store.commits === commits) cache.set(id, read);
-  return { json: read.json };
+  const read = isUuid(id) ? await readPaymentView(ctx.app.store, id) : undefined;
+  if (!read || !visibleTo(auth, read, auth.mode === 'live')) throw notFoundPayment(id);
+  return { body: read.view };
 }
 
 /** POST /v1/public/payments/{id}/cancel (no body) */
