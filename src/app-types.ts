@@ -1,4 +1,5 @@
 import type { PaymentsCore } from './money/payments/core';
+import type { PaymentCreates } from './money/payments/create-batch';
 import type { DeliveryWorker } from './money/webhooks/worker';
 import type { EventStreamHub } from './money/events/stream';
 import type { Metrics } from './web/system/metrics';
@@ -11,6 +12,8 @@ import type { KeyUsage } from './platform/auth/key-usage';
  * part it uses, and nothing below the root imports this type.
  */
 export interface App extends PaymentsCore {
+  /** The node's payment creates, gathered into shared transactions on PostgreSQL. */
+  readonly creates: PaymentCreates;
   /** The webhook delivery worker. */
   readonly webhooks: DeliveryWorker;
   /** The Server-Sent Events hub: every open stream, fed by committed events. */

@@ -16,6 +16,7 @@ import type { Module } from './money/core/module';
 import { mountModules } from './money/core/mount';
 import type { PaymentsCore } from './money/payments/core';
 import { PaymentHooks } from './money/payments/hooks';
+import { PaymentCreates } from './money/payments/create-batch';
 import { paymentsModule } from './money/payments/module';
 import { refundsModule } from './money/refunds/module';
 import { payoutsModule } from './money/payouts/module';
@@ -103,7 +104,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   return { app, server, url: app.baseUrl(), close };
 }
 
-/** How long a request may wait for a PostgreSQL connection before a 503. */
+/** How long a request may wait for a PostgreSQL connection, or for a create transaction (PaymentCreates), before a 503. */
 function pgWaitMs(config: Config): number {
   return Math.min(config.requestTimeoutMs, PG_LIMITS.connect_timeout_ms);
 }
@@ -169,7 +170,8 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
       await keyUsage.flush();
     },
   };
-  const app: App = Object.assign(Object.create(payments) as PaymentsCore, { webhooks: webhooks.worker, stream, metrics, keyUsage, retention: retention.retention });
+  const creates = new PaymentCreates(payments, pgWaitMs(core.config));
+  const app: App = Object.assign(Object.create(payments) as PaymentsCore, { creates, webhooks: webhooks.worker, stream, metrics, keyUsage, retention: retention.retention });
   const modules: Module[] = [
     webhooks,
     paymentsModule(payments),

@@ -1,3 +1,4 @@
+import type { Core } from '../core/core';
 import type { Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import { badRequest } from '../../platform/http/errors';
@@ -116,12 +117,19 @@ export function parseCreateBody(body: unknown, auth: { merchantId: string; shopI
 }
 
 /** A saved method needs no buyer: its bank session opens at once (decisions.md), whether from a token charge or from a create with method "recurrent". */
-function opensAtOnce(input: PaymentInput): boolean {
+export function opensAtOnce(input: PaymentInput): boolean {
   return input.tokenId !== undefined || input.method === 'recurrent';
 }
 
-/** The values of a new payment created at `now` on its shop's clock, with the metadata its bank attaches (test payments: their simulator plan). */
-function paymentParams(input: PaymentInput, now: number, bankMeta: Record<string, string>): InsertParams {
+/** A payment about to be written: its row's values, its payment.created event, and its shop's bank. */
+export interface PaymentDraft {
+  params: InsertParams;
+  created: EventInput;
+  bank: BankPort;
+}
+
+/** The values of a new payment created at `now` on its shop's clock, and its event; its bank attaches its metadata (test payments: their simulator plan). */
+export async function draftPayment(bank: BankPort, tx: Tx, input: PaymentInput, now: number): Promise<PaymentDraft> {
   const meta: Record<string, string> = {};
   if (input.metadata) {
     Object.assign(meta, input.metadata);
@@ -132,12 +140,14 @@ function paymentParams(input: PaymentInput, now: number, bankMeta: Record<string
   if (input.kind && input.kind !== 'payment') meta.kind = input.kind;
   if (input.webhookUrl) meta.webhook_url = input.webhookUrl;
   if (input.customerId) meta.customer_id = input.customerId;
-  Object.assign(meta, bankMeta);
-  return {
+  const kind = input.kind ?? 'payment';
+  Object.assign(meta, await bank.describePayment(tx, { shopId: input.shopId, mode: input.mode, amount: input.amount, kind, tokenId: input.tokenId }));
+  const id = uuid();
+  const params: InsertParams = {
     seq: 0,
-    id: uuid(),
+    id,
     public_id: '',
-    kind: input.kind ?? 'payment',
+    kind,
     merchant_id: input.merchantId,
     shop_id: input.shopId,
     mode: input.mode,
@@ -154,6 +164,8 @@ function paymentParams(input: PaymentInput, now: number, bankMeta: Record<string
     created_at: now,
     expires_at: now + (input.ttlMinutes ?? TTL_DEFAULT_MIN) * 60_000,
   };
+  const created: EventInput = { merchantId: params.merchant_id, shopId: params.shop_id, mode: params.mode, kind: 'payment.created', payload: { id, amount: params.amount, status: 'pending' }, at: now, paymentId: id };
+  return { params, created, bank };
 }
 
 /**
@@ -170,17 +182,7 @@ async function insertNewPayment(core: PaymentsCore, tx: Tx, input: PaymentInput)
     core.banks.for(tx, input.shopId, input.mode),
     atOnce ? undefined : nextPaymentSeq(tx),
   ]);
-  const kind = input.kind ?? 'payment';
-  const params = paymentParams(input, now, await bank.describePayment(tx, { shopId: input.shopId, mode: input.mode, amount: input.amount, kind, tokenId: input.tokenId }));
-  const created: EventInput = {
-    merchantId: params.merchant_id,
-    shopId: params.shop_id,
-    mode: params.mode,
-    kind: 'payment.created',
-    payload: { id: params.id, amount: params.amount, status: 'pending' },
-    at: now,
-    paymentId: params.id,
-  };
+  const { params, created } = await draftPayment(bank, tx, input, now);
   if (atOnce) {
     await core.events.append(tx, created);
     return { row: await openSessionTx(core, tx, insertedRow(params), { tokenId: input.tokenId, unwritten: params, bank }), bank };
@@ -196,12 +198,14 @@ export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: Payment
   return (await insertNewPayment(core, tx, input)).row;
 }
 
-/**
- * A payment made in the caller's transaction with the body of its 201: the creation response of the
- * specification, plus what the shop's bank adds (the simulator's block in test mode).
- */
+/** A payment made in the caller's transaction with the body of its 201 (creationBody). */
 export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; body: Record<string, unknown> }> {
   const { row, bank } = await insertNewPayment(core, tx, input);
+  return { row, body: creationBody(core, bank, row) };
+}
+
+/** The creation response of the specification, plus what the shop's bank adds (the simulator's block in test mode). */
+export function creationBody(core: Pick<Core, 'payPageUrl'>, bank: BankPort, row: PaymentRow): Record<string, unknown> {
   const body: Record<string, unknown> = {
     payment: {
       id: row.id,
@@ -222,5 +226,5 @@ export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: Paymen
   };
   const extras = bank.creationExtras(row);
   if (extras) Object.assign(body, extras);
-  return { row, body };
+  return body;
 }

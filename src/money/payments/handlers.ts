@@ -4,7 +4,8 @@ import type { Mode } from '../../platform/clock';
 import type { Core } from '../core/core';
 import { notFound } from '../../platform/http/errors';
 import { bodyObject } from '../../platform/http/validate';
-import { idempotentCreate } from '../idempotency/idempotency';
+import { idempotencyKey, idempotentCreate } from '../idempotency/idempotency';
+import type { PaymentCreatesCore } from './create-batch';
 import { isUuid } from '../../platform/util/ids';
 import { iso } from '../../platform/util/time';
 import { highNeeded, parseRegisterQuery, toPage } from '../registers/query';
@@ -34,8 +35,15 @@ export async function paymentOfShop(q: Reader, ctx: Ctx, id: string): Promise<Pa
 }
 
 /** POST /v1/public/payments */
-export async function createPayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
+export async function createPayment(ctx: Ctx<PaymentCreatesCore>): Promise<Reply> {
   const input = parseCreateBody(ctx.body, ctx.auth!, ctx.app.config.webhookAllow);
+  if (ctx.app.creates.takes(input) && idempotencyKey(ctx) === undefined) {
+    // Without a key there is nothing to replay: the create may share its transaction with others (create-batch.ts).
+    const made = await ctx.app.creates.create(input);
+    ctx.seen = made.seen;
+    ctx.logExtra = { payment_id: made.row.id };
+    return { status: 201, body: made.body };
+  }
   const reply = await idempotentCreate(
     ctx,
     async (tx) => ({ status: 201, body: (await createWithAnswer(ctx.app, tx, input)).body }),

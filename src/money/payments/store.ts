@@ -190,6 +190,9 @@ export type InsertParams = Pick<
 const INSERT_PAYMENT = `INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, method_fixed,
     return_url, description, webhook_url, purpose, metadata, created_at, expires_at, processing_until)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+/** One more row of INSERT_PAYMENT's VALUES. */
+const PAYMENT_TUPLE = `, (${new Array(21).fill('?').join(', ')})`;
+
 /**
  * A payment whose bank session opens in its create's transaction (a saved method's charge) is written once,
  * already processing: the state machine's move to processing supplies these columns instead of an UPDATE.
@@ -217,6 +220,16 @@ export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: numb
       if (attempt > 0 || !isPrimaryKeyConflict(err)) throw err;
     }
   }
+}
+
+/**
+ * Insert pending payments in one statement, the i-th numbered `seqs[i]` (read in this transaction from the
+ * sequence, which hands each number out once: no conflict to retry). The rows as insertedRow builds them.
+ */
+export async function insertPayments(tx: Tx, params: InsertParams[], seqs: number[]): Promise<PaymentRow[]> {
+  const rows = params.map((p, i) => numberedRow(p, seqs[i]));
+  await tx.run(`${INSERT_PAYMENT}${PAYMENT_TUPLE.repeat(params.length - 1)}`, ...params.flatMap((p, i) => insertValues(p, rows[i])));
+  return rows;
 }
 
 /** Give `p` its number `seq` (with the public id and the bank purpose made from it) and build its row. */

@@ -81,6 +81,11 @@ export async function nextPaymentSeq(q: Reader): Promise<number> {
   return r!.n;
 }
 
+/** `n` payment numbers from PostgreSQL's sequence in one statement (each handed out once, whatever commits). */
+export async function nextPaymentSeqsPg(q: Reader, n: number): Promise<number[]> {
+  return (await q.all<{ n: number }>(`SELECT nextval('payments_seq_seq') AS n FROM generate_series(1, CAST(? AS INTEGER))`, n)).map((r) => Number(r.n));
+}
+
 /** True when `err` is SQLite refusing a row whose primary key is already taken. */
 export function isPrimaryKeyConflict(err: unknown): boolean {
   const e = err as { code?: string; constraint?: string } | null;
