@@ -16,7 +16,6 @@ import type { Module } from './money/core/module';
 import { mountModules } from './money/core/mount';
 import type { PaymentsCore } from './money/payments/core';
 import { PaymentHooks } from './money/payments/hooks';
-import { PaymentViewCache } from './money/payments/view-cache';
 import { PaymentCreates } from './money/payments/create-batch';
 import { paymentsModule } from './money/payments/module';
 import { refundsModule } from './money/refunds/module';
@@ -156,8 +155,6 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
   // Each layer of services is an object of its own whose prototype is the one below: the core stays the core
   // (modules built from it see no domain service), and the `closing` getter still reads the core's flag.
   const payments: PaymentsCore = Object.assign(Object.create(core) as Core, { paymentHooks });
-  // Made before the first write, so the view cache's triggers watch every write.
-  const viewCache = new PaymentViewCache(core.store);
   const metrics = new Metrics(core.clocks.real());
   const webhooks = webhooksModule(core, metrics.webhookAttempt);
   const recurrent = recurrentModule(payments);
@@ -174,7 +171,7 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
     },
   };
   const creates = new PaymentCreates(payments, pgWaitMs(core.config));
-  const app: App = Object.assign(Object.create(payments) as PaymentsCore, { viewCache, creates, webhooks: webhooks.worker, stream, metrics, keyUsage, retention: retention.retention });
+  const app: App = Object.assign(Object.create(payments) as PaymentsCore, { creates, webhooks: webhooks.worker, stream, metrics, keyUsage, retention: retention.retention });
   const modules: Module[] = [
     webhooks,
     paymentsModule(payments),

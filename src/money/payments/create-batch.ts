@@ -43,15 +43,17 @@ export interface CreatedPayment {
 /**
  * Create pending payments (none with a saved method) in the caller's transaction, written together: the clocks of
  * their shops and their numbers in one round trip, then every payment, every event and each shop's sweep check
- * in the next. The rows in the order of `inputs`.
+ * in the next. The rows with the bodies of their 201s, in the order of `inputs`.
  */
-export async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: PaymentInput[]): Promise<PaymentRow[]> {
+async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: PaymentInput[]): Promise<Array<{ row: PaymentRow; body: Record<string, unknown> }>> {
   const clockOf = (i: PaymentInput): string => `${i.mode} ${i.shopId}`;
   const clocks = [...new Map(inputs.map((i) => [clockOf(i), i])).values()];
   const [seqs, ...nows] = await Promise.all([nextPaymentSeqsPg(tx, inputs.length), ...clocks.map((i) => core.clocks.now(tx, i.shopId, i.mode))]);
   const nowOf = new Map(clocks.map((i, k) => [clockOf(i), nows[k]]));
-  // Made side by side: a live shop's draft reads its acquirer, and those reads share a round trip.
-  const drafts = await Promise.all(inputs.map((input) => draftPayment(core, tx, input, nowOf.get(clockOf(input))!)));
+  // Made side by side: a live shop's bank is found by reading its acquirer, and those reads share a round trip.
+  const drafts = await Promise.all(
+    inputs.map(async (input) => draftPayment(await core.banks.for(tx, input.shopId, input.mode), tx, input, nowOf.get(clockOf(input))!)),
+  );
   // One sweep check per shop and mode, at the earliest expiry among its new links.
   const sweeps = new Map<string, { shop_id: string; mode: Mode; expires_at: number }>();
   for (const { params: p } of drafts) {
@@ -64,7 +66,7 @@ export async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: Payme
     core.events.appendMany(tx, drafts.map((d) => d.created)),
     ...[...sweeps.values()].map((s) => ensureLinkSweep(core.scheduler, tx, s)),
   ]);
-  return rows;
+  return rows.map((row, i) => ({ row, body: creationBody(core, drafts[i].bank, row) }));
 }
 
 interface Waiting {
@@ -140,12 +142,7 @@ export class PaymentCreates {
 
   private async run(batch: Waiting[]): Promise<void> {
     try {
-      const made = await this.core.store.write(async (tx) => {
-        const rows = await createPaymentsTx(this.core, tx, batch.map((w) => w.input));
-        // Side by side, as the drafts: a live shop's answer reads its acquirer.
-        const bodies = await Promise.all(rows.map((row) => creationBody(this.core, tx, row)));
-        return rows.map((row, i) => ({ row, body: bodies[i] }));
-      });
+      const made = await this.core.store.write((tx) => createPaymentsTx(this.core, tx, batch.map((w) => w.input)));
       batch.forEach((w, i) => w.resolve(made[i]));
     } catch (err) {
       if (batch.length === 1 || FINAL.has((err as { code?: string }).code ?? '')) {
