@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, unknownSubcommand, type Args } from '../platform/args';
-import { io, output, type Command } from './command';
+import { COMMON_OPTIONS, dbOf, io, output, type Command } from './command';
 import { fileSchemaVersion, openEngine, openExistingStorage, schemaVersion } from '../platform/storage/maintenance';
 import { isPostgresUrl, openPgStorage, redactUrl } from '../platform/storage/postgres/open';
 import { copySqliteToPostgres, targetProblem, type CopyReport } from '../platform/storage/copy';
@@ -114,9 +114,7 @@ together against one empty database end with one schema. A database newer than t
 with both versions named.
 
 Options:
-  --db PATH   database file (default ./data/kopek.db, or KOPEK_DB), or a postgres:// URL (or KOPEK_DATABASE_URL)
-  --json      print one JSON object instead of text
-  --help      show this help
+${COMMON_OPTIONS}
 
 Examples:
   kopek migrate --db /var/lib/kopek/kopek.db
@@ -130,7 +128,7 @@ export const migrate: Command = {
   async run(argv) {
     const args = parseArgs(argv);
     onlyFlags(args, []);
-    const db = flag(args, 'db') ?? process.env.KOPEK_DATABASE_URL ?? process.env.KOPEK_DB ?? './data/kopek.db';
+    const db = dbOf(args);
     if (!isPostgresUrl(db)) upgradeOldSqlite(db);
     const store = await openEngine(db);
     try {
