@@ -62,7 +62,6 @@ export function serverUrl(given: string | undefined, action = 'cannot create cab
   return raw.replace(/\/+$/, '');
 }
 
-/** `kopek admin` */
 export const admin: Command = {
   name: 'admin',
   summary: 'create, list and disable merchant cabinet users',

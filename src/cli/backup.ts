@@ -62,7 +62,6 @@ function progressPrinter(args: Args): (done: number, total: number) => void {
   };
 }
 
-/** `kopek backup` */
 export const backup: Command = {
   name: 'backup',
   summary: 'copy the database online, consistent while the server writes',

@@ -100,7 +100,6 @@ export function output(args: Args, json: unknown, lines: string[]): void {
   current.out((args.flags.has('json') ? JSON.stringify(json) : lines.join('\n')) + '\n');
 }
 
-/** The options every command takes, for usage texts. */
 export const COMMON_OPTIONS = `  --db PATH   database file (default ./data/kopek.db, or KOPEK_DB), or a postgres:// URL (or KOPEK_DATABASE_URL)
   --json      print one JSON object instead of text
   --help      show this help`;

@@ -37,7 +37,6 @@ Examples:
   kopek db copy --from /var/lib/kopek/kopek.db --to postgres://kopek@db.internal/kopek
   KOPEK_DATABASE_URL=postgres://kopek:PASSWORD@db.internal/kopek kopek db copy --from /var/lib/kopek/kopek.db`;
 
-/** `kopek db` */
 export const dbCommand: Command = {
   name: 'db',
   summary: 'copy a SQLite database into an empty PostgreSQL one (moving to a cluster)',
@@ -120,7 +119,6 @@ Examples:
   kopek migrate --db /var/lib/kopek/kopek.db
   kopek migrate --db postgres://kopek@db.internal/kopek --json`;
 
-/** `kopek migrate` */
 export const migrate: Command = {
   name: 'migrate',
   summary: 'create or upgrade the schema of a database, then exit',

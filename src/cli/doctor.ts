@@ -221,7 +221,6 @@ async function endpoints(q: Reader): Promise<Finding[]> {
   ];
 }
 
-/** `kopek doctor` */
 export const doctor: Command = {
   name: 'doctor',
   summary: 'check the database, schema, jobs, webhook endpoints, card payouts and ledger; say what to do',

@@ -23,7 +23,6 @@ Examples:
   kopek jobs --json --db /var/lib/kopek/kopek.db
   kopek jobs retry 4711`;
 
-/** A failing job as printed. */
 function describe(r: JobRow): Record<string, unknown> {
   return {
     id: r.id,
@@ -38,7 +37,6 @@ function describe(r: JobRow): Record<string, unknown> {
   };
 }
 
-/** `kopek jobs` */
 export const jobs: Command = {
   name: 'jobs',
   summary: 'list scheduled jobs per kind and state, show failing ones, retry a dead one',

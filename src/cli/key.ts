@@ -114,7 +114,6 @@ async function list(store: Store, args: Args): Promise<void> {
   );
 }
 
-/** `kopek key` */
 export const key: Command = {
   name: 'key',
   summary: 'issue, list and revoke API keys',

@@ -33,7 +33,6 @@ Examples:
   kopek ledger check
   kopek ledger check --db /var/lib/kopek/kopek.db --json`;
 
-/** `kopek ledger` */
 export const ledger: Command = {
   name: 'ledger',
   summary: 'prove the ledger: balances equal postings, nothing overdrawn',

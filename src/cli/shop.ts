@@ -213,7 +213,6 @@ async function runConnection(c: Connection, argv: string[]): Promise<number> {
   });
 }
 
-/** `kopek shop` */
 export const shop: Command = {
   name: 'shop',
   summary: 'create shops; set scopes, IP allow-list, request signing, the live acquirer and payout provider',

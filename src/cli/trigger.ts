@@ -61,7 +61,6 @@ interface TriggerAnswer {
   [object: string]: unknown;
 }
 
-/** `kopek trigger` */
 export const trigger: Command = {
   name: 'trigger',
   summary: "make a webhook event happen now in a test key's shop (on a running server)",

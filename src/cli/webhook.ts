@@ -39,7 +39,6 @@ Examples:
   kopek webhook deliveries --event evt_01JD3Q9W2K8X5N7B4M6R0T2Y8V
   kopek webhook resend evt_01JD3Q9W2K8X5N7B4M6R0T2Y8V`;
 
-/** `kopek webhook` */
 export const webhook: Command = {
   name: 'webhook',
   summary: 'manage webhook endpoints, see deliveries, resend events',

@@ -54,7 +54,6 @@ export async function ownPayout(ctx: Ctx<Pick<Core, 'store'>>, id: string): Prom
   return p;
 }
 
-/** GET /v1/public/payouts/{id} */
 export async function getPayoutHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const scopes = ctx.auth!.scopes;
   if (!READ_SCOPES.some((s) => scopes.has(s))) {

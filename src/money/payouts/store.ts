@@ -4,10 +4,8 @@ import type { PayoutMethod } from './fields';
 import type { RegisterQuery } from '../registers/query';
 import { registerRows, REGISTERS } from '../registers/plan';
 
-/** A payout's final or current status. */
 export type PayoutStatus = 'pending' | 'succeeded' | 'failed';
 
-/** A row of the payouts table. */
 export interface PayoutRow {
   seq: number;
   id: string;
@@ -30,7 +28,6 @@ export interface PayoutRow {
   completed_at: number | null;
 }
 
-/** Insert a new payout (seq is assigned by the database). */
 export async function insertPayout(tx: Tx, p: Omit<PayoutRow, 'seq'>): Promise<void> {
   await tx.run(
     `INSERT INTO payouts (id, merchant_id, shop_id, mode, amount, currency, method, status, recipient, card_last4, bank_name,

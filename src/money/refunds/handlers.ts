@@ -11,7 +11,6 @@ import { refundView } from '../payments/store';
 import type { RefundRow } from '../bank-port/refund';
 import { createRefundTx } from './refunds';
 
-/** Refund statuses, for the register filter. */
 export const REFUND_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 
 /** POST /v1/public/payments/{id}/refund {amount?, reason?}: 201 with the pending refund (no completed_at). */

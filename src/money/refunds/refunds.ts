@@ -12,7 +12,6 @@ import type { RefundRow } from '../bank-port/refund';
 import type { PaymentRow } from '../bank-port/payment';
 import type { PaymentsCore } from '../payments/core';
 
-/** What a refund is created from. */
 export interface RefundInput {
   /** 0 or undefined: the whole refundable remainder. */
   amount?: number;

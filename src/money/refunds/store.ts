@@ -1,7 +1,6 @@
 import type { Reader, Tx } from '../../platform/storage/store';
 import type { RefundRow } from '../bank-port/refund';
 
-/** A refund row by id. Inside a transaction pass its tx, outside the store. */
 export async function getRefund(q: Reader, id: string): Promise<RefundRow | undefined> {
   return q.get<RefundRow>('SELECT * FROM refunds WHERE id = ?', id);
 }

@@ -81,7 +81,6 @@ export async function createSubscription(ctx: Ctx<PaymentsCore>): Promise<Reply>
   return reply;
 }
 
-/** GET /v1/public/subscriptions/{id} */
 export async function getSubscriptionHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   return { body: await subscriptionView(ctx.app.store, await subscriptionOfShop(ctx.app.store, ctx, ctx.params.id)) };
 }
@@ -107,7 +106,6 @@ export function upcomingOf(s: SubscriptionRow, count = UPCOMING_COUNT): number[]
   return out;
 }
 
-/** GET /v1/public/subscriptions/{id}/schedule */
 export async function getSchedule(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const s = await subscriptionOfShop(ctx.app.store, ctx, ctx.params.id);
   return {

@@ -8,7 +8,6 @@ import type { Period } from './calendar';
 /** Subscription statuses, in the specification's display order. */
 export const SUBSCRIPTION_STATUSES = ['pending', 'active', 'past_due', 'cancelled'] as const;
 
-/** A row of the subscriptions table. */
 export interface SubscriptionRow {
   seq: number;
   id: string;
@@ -51,7 +50,6 @@ export async function chargeStateOf(q: Reader, id: string) {
   return q.get<Pick<SubscriptionRow, 'id' | 'status' | 'charge_index' | 'failures' | 'token_id' | 'amount' | 'plan_name'>>('SELECT id, status, charge_index, failures, token_id, amount, plan_name FROM subscriptions WHERE id = ?', id);
 }
 
-/** Re-read a subscription inside a transaction. */
 export async function reloadSubscription(tx: Tx, id: string): Promise<SubscriptionRow> {
   const s = await getSubscription(tx, id);
   if (!s) throw new Error(`cannot reload subscription "${id}": it does not exist`);
@@ -60,7 +58,6 @@ export async function reloadSubscription(tx: Tx, id: string): Promise<Subscripti
 
 type NewSubscription = Omit<SubscriptionRow, 'seq' | 'status' | 'anchor_at' | 'charge_index' | 'failures' | 'next_charge_at' | 'trial_end' | 'cancel_reason' | 'activated_at' | 'cancelled_at'>;
 
-/** Insert a pending subscription (inside the caller's transaction). */
 export async function insertSubscription(tx: Tx, s: NewSubscription): Promise<void> {
   await tx.run(
     `INSERT INTO subscriptions (id, merchant_id, shop_id, mode, customer_ref, customer_email, plan_name, amount, currency, method,
@@ -71,7 +68,6 @@ export async function insertSubscription(tx: Tx, s: NewSubscription): Promise<vo
   );
 }
 
-/** Write the given columns of a subscription. */
 export async function updateSubscription(tx: Tx, id: string, patch: Partial<SubscriptionRow>): Promise<void> {
   await updateById(tx, 'subscriptions', id, patch);
 }

@@ -25,7 +25,6 @@ export const CANCEL_REASONS = { chargesFailed: 'charge_failed', tokenCancelled: 
 /** What moving a subscription takes without moving a payment: the shop's clock, the event log and the charge jobs. */
 export type SubscriptionCore = Pick<Core, 'clocks' | 'events' | 'scheduler'>;
 
-/** What a subscription is created from, after validation. */
 export interface SubscriptionInput {
   merchantId: string;
   shopId: string;

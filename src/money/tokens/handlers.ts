@@ -64,7 +64,6 @@ export async function createToken(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   return reply;
 }
 
-/** GET /v1/public/tokens/{id} */
 export async function getTokenHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   return { body: tokenView(await tokenOfShop(ctx.app.store, ctx, ctx.params.id)) };
 }

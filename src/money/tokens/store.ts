@@ -5,16 +5,13 @@ import { isoOrNull, iso } from '../../platform/util/time';
 
 /** Methods a token (and a subscription) saves. */
 export const TOKEN_METHODS = ['cards', 'sbp', 'tpay'] as const;
-/** A saved method. */
 export type TokenMethod = (typeof TOKEN_METHODS)[number];
 /** Token statuses, in display order. */
 export const TOKEN_STATUSES = ['pending', 'active', 'cancelled'] as const;
-/** A token status. */
 export type TokenStatus = (typeof TOKEN_STATUSES)[number];
 /** Kinds of the payments tokens and subscriptions make (payments.kind). */
 export type RecurrentKind = 'token_binding' | 'subscription_init' | 'subscription_charge' | 'token_charge';
 
-/** A row of the tokens table. */
 export interface TokenRow {
   seq: number;
   id: string;
@@ -74,7 +71,6 @@ export async function getToken(q: Reader, id: string): Promise<TokenRow | undefi
   return q.get<TokenRow>('SELECT * FROM tokens WHERE id = ?', id);
 }
 
-/** Insert a token row (inside the caller's transaction). */
 export async function insertToken(
   tx: Tx,
   t: Omit<TokenRow, 'seq' | 'outcomes' | 'last_charged_at' | 'activated_at' | 'cancelled_at' | 'card_brand' | 'card_mask'>,
@@ -86,7 +82,6 @@ export async function insertToken(
   );
 }
 
-/** Write the changed columns of a token (only the names given). */
 export async function updateToken(tx: Tx, id: string, patch: Partial<TokenRow>): Promise<void> {
   await updateById(tx, 'tokens', id, patch);
 }
@@ -123,7 +118,6 @@ export async function recurrentPayment(q: Reader, paymentSeq: number): Promise<R
   return q.get<RecurrentPaymentRow>('SELECT * FROM recurrent_payments WHERE payment_seq = ?', paymentSeq);
 }
 
-/** The API shape of a token. */
 export function tokenView(t: TokenRow): TokenView {
   return {
     id: t.id,
