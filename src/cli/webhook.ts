@@ -111,13 +111,8 @@ async function list(store: Store, args: Args): Promise<number> {
   if (!shopId) throw new Error('webhook list needs --shop ID');
   await requireShop(store, shopId, 'list webhook endpoints');
   const items = (await listEndpoints(store, shopId)).map((e) => ({
-    id: e.id,
-    url: e.url,
-    events: splitList(e.events),
-    signature: e.signature,
-    created_at: iso(e.created_at),
-    disabled_at: e.disabled_at === null ? null : iso(e.disabled_at),
-    disabled_reason: e.disabled_reason,
+    id: e.id, url: e.url, events: splitList(e.events), signature: e.signature, created_at: iso(e.created_at),
+    disabled_at: e.disabled_at === null ? null : iso(e.disabled_at), disabled_reason: e.disabled_reason,
   }));
   output(
     args,

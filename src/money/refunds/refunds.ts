@@ -37,12 +37,8 @@ export async function createRefundTx(core: Pick<Core, 'clocks' | 'events' | 'ban
   const refundable = await refundableOf(tx, p);
   if (refundable <= 0) {
     // Pending refunds may already hold the whole amount while the payment is still `succeeded`.
-    throw new ApiError(
-      422,
-      'amount_exceeds_refundable',
-      `Cannot refund payment "${p.id}": nothing is left to refund, succeeded and pending refunds already hold its amount ${p.amount}`,
-      'amount',
-    );
+    const held = `nothing is left to refund, succeeded and pending refunds already hold its amount ${p.amount}`;
+    throw new ApiError(422, 'amount_exceeds_refundable', `Cannot refund payment "${p.id}": ${held}`, 'amount');
   }
   const amount = input.amount ? input.amount : refundable;
   if (amount > refundable) {

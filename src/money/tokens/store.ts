@@ -9,8 +9,6 @@ export type TokenMethod = (typeof TOKEN_METHODS)[number];
 /** Token statuses, in display order. */
 export const TOKEN_STATUSES = ['pending', 'active', 'cancelled'] as const;
 export type TokenStatus = (typeof TOKEN_STATUSES)[number];
-/** Kinds of the payments tokens and subscriptions make (payments.kind). */
-export type RecurrentKind = 'token_binding' | 'subscription_init' | 'subscription_charge' | 'token_charge';
 
 export interface TokenRow {
   seq: number;
@@ -21,7 +19,7 @@ export interface TokenRow {
   customer_ref: string;
   customer_email: string;
   method: TokenMethod;
-  status: TokenStatus;
+  status: (typeof TOKEN_STATUSES)[number];
   card_brand: string;
   card_mask: string;
   binding_payment_id: string;
@@ -38,7 +36,8 @@ export interface RecurrentPaymentRow {
   /** payments.seq of the payment: the row's key. */
   payment_seq: number;
   payment_id: string;
-  kind: RecurrentKind;
+  /** payments.kind of the payments tokens and subscriptions make. */
+  kind: 'token_binding' | 'subscription_init' | 'subscription_charge' | 'token_charge';
   token_id: string;
   subscription_id: string | null;
   shop_id: string;
@@ -49,21 +48,7 @@ export interface RecurrentPaymentRow {
 }
 
 /** The Token object of GET /v1/public/tokens/{id} and of token webhooks. */
-export interface TokenView {
-  id: string;
-  customer_ref: string;
-  customer_email: string;
-  method: TokenMethod;
-  status: TokenStatus;
-  card_brand: string;
-  card_mask: string;
-  last_charged_at: string | null;
-  subscription_id: string | null;
-  binding_payment_id: string;
-  created_at: string;
-  activated_at: string | null;
-  cancelled_at: string | null;
-}
+export type TokenView = ReturnType<typeof tokenView>;
 
 /** A token by id, any shop (callers check the shop). */
 export async function getToken(q: Reader, id: string): Promise<TokenRow | undefined> {
@@ -95,16 +80,7 @@ export async function recordPayment(
   await tx.run(
     `INSERT INTO recurrent_payments (payment_seq, payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    r.payment_seq,
-    r.payment_id,
-    r.kind,
-    r.token_id,
-    r.subscription_id,
-    r.shop_id,
-    r.mode,
-    r.charge_index ?? null,
-    r.attempt ?? 1,
-    r.created_at,
+    r.payment_seq, r.payment_id, r.kind, r.token_id, r.subscription_id, r.shop_id, r.mode, r.charge_index ?? null, r.attempt ?? 1, r.created_at,
   );
 }
 
@@ -118,7 +94,7 @@ export async function recurrentPayment(q: Reader, paymentSeq: number): Promise<R
   return q.get<RecurrentPaymentRow>('SELECT * FROM recurrent_payments WHERE payment_seq = ?', paymentSeq);
 }
 
-export function tokenView(t: TokenRow): TokenView {
+export function tokenView(t: TokenRow) {
   return {
     id: t.id,
     customer_ref: t.customer_ref,
