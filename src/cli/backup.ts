@@ -1,6 +1,6 @@
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from '../platform/args';
+import { parseArgs, onlyFlags, atMostPositionals, type Args } from '../platform/args';
 import { COMMON_OPTIONS, dbOf, io, output, processIo, type Command } from './command';
 import { openBackupSource, verifyCopy } from '../platform/storage/maintenance';
 import { isPostgresUrl } from '../platform/storage/postgres/open';

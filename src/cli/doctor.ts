@@ -1,4 +1,4 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals } from '../platform/args';
+import { parseArgs, onlyFlags, atMostPositionals } from '../platform/args';
 import { COMMON_OPTIONS, dbOf, output, type Command } from './command';
 import { SCHEMA_VERSION } from '../platform/storage/sqlite/open';
 import { BASE_VERSION } from '../platform/storage/migrations';

@@ -69,13 +69,7 @@ export async function listPayoutsHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise
   const rows = await listPayouts(ctx.app.store, a.shopId, a.mode, rq);
   return {
     body: toPage(rows, rq, (p) => ({
-      id: p.id,
-      shop_id: p.shop_id,
-      amount: p.amount,
-      currency: p.currency,
-      method: p.method,
-      status: p.status,
-      bank_ref: p.bank_ref,
+      id: p.id, shop_id: p.shop_id, amount: p.amount, currency: p.currency, method: p.method, status: p.status, bank_ref: p.bank_ref,
       created_at: iso(p.created_at),
     })),
   };
