@@ -233,7 +233,7 @@ test('export the CSV of a filter: the file holds exactly the rows the page shows
   assert.ok(shown.length >= 4);
   const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Export CSV' }).click()]);
   const lines = readFileSync((await download.path())!, 'utf8').trimEnd().split('\r\n');
-  assert.equal(lines[0], 'created_at,order_id,amount,status,method,shop,bank_ref');
+  assert.equal(lines[0], 'created_at,order_id,amount,status,method,shop,bank_ref,refunded_amount');
   assert.deepEqual(lines.slice(1).map((l) => l.split(',')[1]), shown.map((t) => t.trim()));
   assert.ok(lines.slice(1).every((l) => l.split(',')[3] === 'succeeded'));
   await done();

@@ -227,7 +227,7 @@ test('the CSV export holds exactly the rows of the filter, all its pages, in the
   assert.match(String(csv.headers['content-type']), /^text\/csv/);
   assert.match(String(csv.headers['content-disposition']), /attachment; filename="payments-test-\d{4}-\d\d-\d\d\.csv"/);
   const lines = csv.text.trimEnd().split('\r\n');
-  assert.equal(lines[0], 'created_at,order_id,amount,status,method,shop,bank_ref');
+  assert.equal(lines[0], 'created_at,order_id,amount,status,method,shop,bank_ref,refunded_amount');
   assert.deepEqual(lines.slice(1).map((l) => l.split(',')[1]), shown);
   const all = await cabGet(s, session, '/cabinet/payments');
   assert.match(all.text, /rel="next"/, '60 rows make two pages');
@@ -239,6 +239,26 @@ test('the CSV export holds exactly the rows of the filter, all its pages, in the
   const bad = await cabGet(s, session, '/cabinet/payments?amount_min=abc');
   assert.equal(bad.status, 400);
   assert.match(bad.text, /Field &quot;amount_min&quot; must be an amount in rubles/);
+});
+
+test('the payments CSV carries what refunds returned of each payment (refunded_amount, minor units)', async () => {
+  const shop = await s.newShop();
+  const merchantUser = `csv-refunded-${shop.merchantId.slice(0, 8)}@shop.example`;
+  await makeUser(s, shop.merchantId, merchantUser);
+  const refunded = await paidPayment(s, shop.key, 50000);
+  const untouched = await paidPayment(s, shop.key, 7000);
+  const refund = await s.request('POST', `/v1/public/payments/${refunded}/refund`, { key: shop.key, body: { amount: 15050 } });
+  assert.equal(refund.status, 201);
+  const session = await signIn(s, merchantUser);
+  const csv = await cabGet(s, session, '/cabinet/payments.csv');
+  assert.equal(csv.status, 200);
+  const [header, ...rows] = csv.text.trimEnd().split('\r\n');
+  const column = header.split(',').indexOf('refunded_amount');
+  assert.equal(column, 7);
+  const amounts = new Map(rows.map((l) => [l.split(',')[2], l.split(',')[column]]));
+  assert.equal(amounts.get('50000'), '15050');
+  assert.equal(amounts.get('7000'), '0');
+  assert.ok(untouched);
 });
 
 test('the test clock moves and the test data resets from the cabinet exactly as through the API', async () => {
