@@ -37,8 +37,6 @@ export interface Store extends Reader {
   readonly now: () => number;
   /** True while the store can be used. */
   readonly isOpen: boolean;
-  /** True while a transaction of this process holds the store's one connection (SQLite); always false on PostgreSQL. */
-  readonly inTransaction: boolean;
   /** Commits made through this store so far. */
   readonly commits: number;
   /**

@@ -29,7 +29,6 @@ export class PgStore implements Store {
   readonly engine = 'postgres' as const;
   readonly connection: object = Object.freeze({});
   readonly path: string;
-  readonly inTransaction = false;
   readonly eventFeed: PgEventFeed;
   private readonly pool: pg.Pool;
   private readonly log: Logger;

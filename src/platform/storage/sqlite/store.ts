@@ -85,9 +85,6 @@ export class SqliteStore implements Store {
   get isOpen(): boolean {
     return this.db.open;
   }
-  get inTransaction(): boolean {
-    return this.db.inTransaction;
-  }
   get commits(): number {
     return this.durability.commits;
   }
