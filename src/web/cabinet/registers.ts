@@ -88,7 +88,7 @@ const REGISTERS: Record<Register['name'], Register> = {
       // The operation id at the acquiring bank (live mode), for reconciling with the bank's own register.
       { label: 'payment', cell: () => '', csv: (r) => String((JSON.parse(String(r.metadata ?? '{}')) as Record<string, unknown>).bank_ref ?? ''), csvName: 'bank_ref', csvOnly: true },
       // What refunds returned of the payment so far (minor units), as its status cell shows it.
-      { label: 'refunded', cell: () => '', csv: (r) => Number(r.amount_refunded ?? 0), csvName: 'refunded_amount', csvOnly: true },
+      { label: 'refund', cell: () => '', csv: (r) => Number(r.amount_refunded ?? 0), csvName: 'refunded_amount', csvOnly: true },
     ],
   },
   refunds: {
