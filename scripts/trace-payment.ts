@@ -1,7 +1,7 @@
 // How much of kopek one payment runs: a test-mode server from the sources, warmed by two walks of one payment
 // (create, the buyer's choice on the hosted page, the simulated bank's answer, the webhook delivered and its
 // attempt recorded), then one walk counted by V8's precise coverage with call counts. It prints every call of a
-// function defined under the source folder (closures included, module bodies excluded), the distinct functions
+// function defined under the source folder (closures included; module bodies and the getters and helpers the TypeScript loader adds to each module excluded), the distinct functions
 // and the source files that ran:
 //
 //   npm run trace:payment [-- --src DIR] [--top N] [--json]
