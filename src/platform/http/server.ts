@@ -6,10 +6,8 @@ import type { Ctx, RouteDef } from './types';
 import type { KeyCheck, ServerDeps } from './deps';
 import { ApiError, toApiError } from './errors';
 import { BodyBudget, checkUrlEncoded, hasBody, illFormed, takeBody } from './body';
-import { logAccess } from './access-log';
-import { onClientError } from './client-error';
 import { clientIp, guardConnections, lingerOnClose } from './connections';
-import { send, sendError } from './respond';
+import { logAccess, onClientError, send, sendError } from './respond';
 
 export type { KeyCheck, KeyInput, RequestObserver, ServerConfig, ServerDeps, ServerGuards } from './deps';
 
