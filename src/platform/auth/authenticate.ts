@@ -45,16 +45,21 @@ const KEY_SQL = `SELECT k.id AS key_id, k.mode, k.scopes AS key_scopes, k.revoke
 /** KEY_SQL by key id (a stream token names its key by id). */
 const KEY_SQL_BY_ID = KEY_SQL.replace('WHERE k.key_hash = ?', 'WHERE k.id = ?');
 
-/** The frozen Auth of a key row's requests: its scopes are its own that its shop also has. */
-function authOf(row: KeyRow): Readonly<Auth> {
+/** A key's effective scopes: its own that its shop also has. */
+function scopesOf(row: { key_scopes: string; shop_scopes: string }): ReadonlySet<string> {
   const shopScopes = new Set(row.shop_scopes.split(',').filter(Boolean));
+  return new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s)));
+}
+
+/** The frozen Auth of a key row's requests. */
+function authOf(row: KeyRow): Readonly<Auth> {
   return Object.freeze({
     keyId: row.key_id,
     merchantId: row.merchant_id,
     shopId: row.shop_id,
     shopName: row.shop_name,
     mode: row.mode,
-    scopes: new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s))) as ReadonlySet<string>,
+    scopes: scopesOf(row),
   });
 }
 
@@ -157,9 +162,7 @@ export async function keyStanding(q: Reader, keyId: string): Promise<{ revoked: 
     'SELECT k.revoked_at, k.scopes AS key_scopes, s.scopes AS shop_scopes FROM api_keys k JOIN shops s ON s.id = k.shop_id WHERE k.id = ?',
     keyId,
   );
-  if (!row || row.revoked_at !== null) return { revoked: true, scopes: new Set() };
-  const shopScopes = new Set(row.shop_scopes.split(',').filter(Boolean));
-  return { revoked: false, scopes: new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s))) };
+  return !row || row.revoked_at !== null ? { revoked: true, scopes: new Set() } : { revoked: false, scopes: scopesOf(row) };
 }
 
 /** 403 scope_required unless the key (and its shop) hold the scope. */
