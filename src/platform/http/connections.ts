@@ -11,21 +11,12 @@ import type { ServerConfig } from './deps';
 export function unmapIp(address: string): string {
   const plain = address.replace(/%.*$/, '').toLowerCase();
   if (isIP(plain) !== 6) return plain;
-  // The eight 16-bit words of the address; a dotted IPv4 tail (`::ffff:1.2.3.4`) is two words written differently.
-  let text = plain;
-  const dotted = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted.slice(1).map(Number);
-    text = text.slice(0, dotted.index) + ((a << 8) | b).toString(16) + ':' + ((c << 8) | d).toString(16);
-  }
-  const [head, tail] = text.split('::');
-  const headWords = head ? head.split(':') : [];
-  const tailWords = tail === undefined ? [] : tail ? tail.split(':') : [];
-  const zeros = tail === undefined ? 0 : 8 - headWords.length - tailWords.length;
-  const w = [...headWords, ...Array<string>(zeros).fill('0'), ...tailWords].map((x) => parseInt(x, 16));
-  if (w.length !== 8 || !w.every((x) => x >= 0 && x <= 0xffff)) return plain;
-  if (w[0] || w[1] || w[2] || w[3] || w[4] || w[5] !== 0xffff) return plain;
-  return `${w[6] >> 8}.${w[6] & 0xff}.${w[7] >> 8}.${w[7] & 0xff}`;
+  // The URL parser writes an IPv6 address in its one canonical form, where a mapped address is `::ffff:` and two words.
+  const m = /^\[::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})\]$/.exec(new URL(`http://[${plain}]/`).hostname);
+  if (!m) return plain;
+  const hi = parseInt(m[1], 16);
+  const lo = parseInt(m[2], 16);
+  return `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
 }
 
 /**

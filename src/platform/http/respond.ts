@@ -116,17 +116,12 @@ export function logAccess(log: Logger, r: AccessRecord): void {
   log.info('request', fields);
 }
 
-const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
-
-function classify(code: string | undefined): ApiError {
-  if (code === 'HPE_HEADER_OVERFLOW') {
-    return new ApiError(431, 'bad_request', 'Cannot read the request: headers too large');
-  }
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    return new ApiError(408, 'request_timeout', 'Cannot read the request: the client was too slow to send it');
-  }
-  return new ApiError(400, 'bad_request', 'Cannot parse the HTTP request');
-}
+/** A connection-level failure by Node's code: the status, the reason phrase of its status line, the error. */
+const CLIENT_ERRORS: Record<string, [number, string, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'bad_request', 'Cannot read the request: headers too large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'request_timeout', 'Cannot read the request: the client was too slow to send it'],
+};
+const MALFORMED: [number, string, string, string] = [400, 'Bad Request', 'bad_request', 'Cannot parse the HTTP request'];
 
 /**
  * Answer a connection-level failure (malformed HTTP, headers too large, a client too slow to send its
@@ -138,7 +133,8 @@ export function onClientError(log: Logger, err: NodeJS.ErrnoException, socket: D
     socket.destroy();
     return;
   }
-  const apiErr = classify(err.code);
+  const [status, reason, code, message] = err.code !== undefined && Object.hasOwn(CLIENT_ERRORS, err.code) ? CLIENT_ERRORS[err.code] : MALFORMED;
+  const apiErr = new ApiError(status, code, message);
   if (inflight && !inflight.headersSent && inflight.writable) {
     // The request is known (its body was too slow): answer through its response so its own access line says 408.
     const body = JSON.stringify(apiErr.toBody());
@@ -153,7 +149,7 @@ export function onClientError(log: Logger, err: NodeJS.ErrnoException, socket: D
   const requestId = randomUUID();
   const body = JSON.stringify(apiErr.toBody());
   socket.end(
-    `HTTP/1.1 ${apiErr.status} ${REASONS[apiErr.status]}\r\n` +
+    `HTTP/1.1 ${status} ${reason}\r\n` +
       `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
   );
