@@ -109,6 +109,7 @@ function readBody(req: IncomingMessage, limit_bytes: number): Promise<Buffer> {
     });
     req.on('end', () => {
       socket.off('close', aborted);
+      req.off('close', aborted);
       if (done) return;
       done = true;
       resolve(Buffer.concat(chunks, size));
@@ -126,9 +127,7 @@ function readBody(req: IncomingMessage, limit_bytes: number): Promise<Buffer> {
 
 function tooLarge(limit_bytes: number): ApiError {
   // Close the connection after answering, so the rest of an oversized body is not read just to keep it alive.
-  return new ApiError(413, 'payload_too_large', `Cannot accept the request body: it exceeds ${limit_bytes} bytes`, undefined, {
-    Connection: 'close',
-  });
+  return new ApiError(413, 'payload_too_large', `Cannot accept the request body: it exceeds ${limit_bytes} bytes`, undefined, { Connection: 'close' });
 }
 
 /** Nesting deeper than this is refused before JSON.parse can recurse on it. */
