@@ -61,8 +61,8 @@ export function guardConnections(config: Pick<ServerConfig, 'maxConnections' | '
   // Before the HTTP server's own listener, so a shed socket is marked before its parser starts.
   server.prependListener('connection', (socket: Socket) => {
     open++;
-    socket.once('close', () => open--);
     if (open > max) {
+      socket.once('close', () => open--);
       shed.add(socket);
       socket.end(OVER_CAP_RESPONSE);
       socket.setTimeout(1000, () => socket.destroy());
@@ -72,13 +72,16 @@ export function guardConnections(config: Pick<ServerConfig, 'maxConnections' | '
       if (socket.bytesRead === 0) socket.destroy();
     }, firstByte_ms);
     timer.unref();
-    socket.once('close', () => clearTimeout(timer));
+    socket.once('close', () => {
+      open--;
+      clearTimeout(timer);
+    });
   });
   return shed;
 }
 
 /** Longest a connection answered before its request ended goes on reading, and dropping, what the client sends. */
-export const LINGER_MS = 1000;
+const LINGER_MS = 1000;
 
 /**
  * Close a connection whose request is refused while its body is still arriving (413, or a refusal before the

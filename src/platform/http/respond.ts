@@ -20,20 +20,19 @@ export function send(ctx: Ctx, reply: Reply): number {
   }
   const status = reply.status ?? 200;
   if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.setHeader(k, v);
-  if ('html' in reply) {
-    writeBody(res, status, 'text/html; charset=utf-8', reply.html, ctx.method);
-  } else if ('text' in reply) {
-    writeBody(res, status, reply.contentType ?? 'text/plain; charset=utf-8', reply.text, ctx.method);
-  } else {
-    writeJson(ctx, status, reply.json ?? JSON.stringify(reply.body));
+  if ('html' in reply) writeBody(res, status, 'text/html; charset=utf-8', reply.html, ctx.method);
+  else if ('text' in reply) writeBody(res, status, reply.contentType ?? 'text/plain; charset=utf-8', reply.text, ctx.method);
+  else {
+    const text = reply.json ?? JSON.stringify(reply.body);
+    if (text.length < GZIP_MIN_BYTES || ctx.method === 'HEAD') writeBody(res, status, 'application/json', text, ctx.method);
+    else writeLargeJson(ctx, status, text);
   }
   return status;
 }
 
-/** A JSON body, gzipped when it is large and the client accepts gzip (the OpenAPI document, register pages). */
-function writeJson(ctx: Ctx, status: number, text: string): void {
+/** A large JSON body, gzipped when the client accepts gzip (the OpenAPI document, register pages). */
+function writeLargeJson(ctx: Ctx, status: number, text: string): void {
   const res = ctx.res;
-  if (text.length < GZIP_MIN_BYTES || ctx.method === 'HEAD') return writeBody(res, status, 'application/json', text, ctx.method);
   res.setHeader('Vary', 'Accept-Encoding');
   if (!acceptsGzip(ctx.req.headers['accept-encoding'])) return writeBody(res, status, 'application/json', text, ctx.method);
   // zlib runs on the thread pool, off the event loop; when it fails the body goes out as it is.
