@@ -13,13 +13,14 @@ import { authenticateCabinet, cabinetErrorReply } from './web/cabinet/guard';
  */
 export function serverGuards(app: App, config: Pick<Config, 'rateLimitPerSecond' | 'rateLimitBurst'>): ServerGuards<App> {
   const limiter = config.rateLimitPerSecond > 0 ? new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) : null;
+  // Bound once here, so that a request calls each step itself, not a closure around it.
   return {
-    key: (input) => authenticateKey(app.store, input),
+    key: authenticateKey.bind(null, app.store),
     streamToken: (token) => authenticateStreamToken(app.store, token, app.clocks.real()),
-    cabinet: (ctx) => authenticateCabinet(ctx),
-    cabinetError: (ctx, err) => cabinetErrorReply(ctx, err),
+    cabinet: authenticateCabinet,
+    cabinetError: cabinetErrorReply,
     scope: requireScope,
-    rateLimit: limiter ? (keyId) => limiter.take(keyId) : undefined,
-    noteKeyUse: (keyId) => app.keyUsage.note(keyId),
+    rateLimit: limiter ? limiter.take.bind(limiter) : undefined,
+    noteKeyUse: app.keyUsage.note,
   };
 }

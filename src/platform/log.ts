@@ -93,16 +93,18 @@ function redactFields(fields: Record<string, unknown>): Record<string, unknown> 
 export function createLogger(level: LogLevel, write: (line: string) => void = stdoutLine): Logger {
   const min = ORDER[level];
   const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
-    if (ORDER[lvl] < min) return;
     const line = logLine(lvl, msg, fields);
     // A database URL that reached a message or a field (a driver's error quoting it) keeps its password out of
     // the line. Only a line that holds such a URL pays for the second pass.
     write(mentionsDatabaseUrl(line) ? logLine(lvl, redactUrl(msg), fields && redactFields(fields)) : line);
   };
+  // A level below the minimum is a method that does nothing, decided here once.
   return {
-    debug: (m, f) => emit('debug', m, f),
-    info: (m, f) => emit('info', m, f),
-    warn: (m, f) => emit('warn', m, f),
-    error: (m, f) => emit('error', m, f),
+    debug: ORDER.debug < min ? ignore : (m, f) => emit('debug', m, f),
+    info: ORDER.info < min ? ignore : (m, f) => emit('info', m, f),
+    warn: ORDER.warn < min ? ignore : (m, f) => emit('warn', m, f),
+    error: ORDER.error < min ? ignore : (m, f) => emit('error', m, f),
   };
 }
+
+function ignore(): void {}

@@ -233,3 +233,29 @@ test('headers over 16 KiB are 431 with the error body', async () => {
   assert.equal(res.body.error.code, 'bad_request');
   assert.match(res.headers['x-request-id'], UUID);
 });
+
+test('a connection-level refusal is written byte for byte: status line, JSON type and length, request id, close', async () => {
+  const { connect } = await import('node:net');
+  const u = new URL(s.url);
+  const cases: Array<[string, string, string]> = [
+    ['GARBAGE\r\n\r\n', '400 Bad Request', '{"error":{"code":"bad_request","message":"Cannot parse the HTTP request"}}'],
+    [
+      `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`,
+      '431 Request Header Fields Too Large',
+      '{"error":{"code":"bad_request","message":"Cannot read the request: headers too large"}}',
+    ],
+  ];
+  for (const [request, status, body] of cases) {
+    const text = await new Promise<string>((resolve, reject) => {
+      const sock = connect(Number(u.port), u.hostname, () => sock.write(request));
+      let got = '';
+      sock.on('data', (c: Buffer) => (got += c.toString('latin1')));
+      sock.on('error', reject);
+      sock.on('close', () => resolve(got));
+    });
+    const head = `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nX-Request-Id: `;
+    assert.equal(text.slice(0, head.length), head);
+    assert.match(text.slice(head.length), /^[0-9a-f-]{36}\r\nConnection: close\r\n\r\n/);
+    assert.ok(text.endsWith(`\r\n\r\n${body}`), text);
+  }
+});

@@ -1,10 +1,9 @@
 import type { Reader, Store } from '../storage/store';
 import type { Auth } from '../http/types';
-import type { KeyCheck } from '../http/deps';
+import type { KeyCheck, KeyInput } from '../http/deps';
 import { ApiError } from '../http/errors';
-import { sha256Hex } from '../util/crypto';
+import { hmacHex, safeEqual, sha256Hex } from '../util/crypto';
 import { compileAllowList, type AllowList } from './ip-allowlist';
-import { verifyRequestSignature } from './request-signature';
 import { unseal } from '../secrets/at-rest';
 import { KeyCache } from './key-cache';
 
@@ -27,21 +26,11 @@ interface KeyRow {
 
 const allowListCache = new Map<string, AllowList>();
 
-function allowList(text: string): AllowList {
-  let list = allowListCache.get(text);
-  if (!list) {
-    list = compileAllowList(text);
-    if (allowListCache.size > 1000) allowListCache.clear();
-    allowListCache.set(text, list);
-  }
-  return list;
-}
-
-/** A resolved key: its row, the compiled allow-list and the Auth every request with it gets. */
+/** A resolved key: its row, the compiled allow-list, and the check every request with it gets (built once per key). */
 interface KeyEntry {
   row: KeyRow;
   allow: AllowList;
-  auth: Readonly<Auth>;
+  check: KeyCheck;
 }
 
 const keyCaches = new WeakMap<Store, KeyCache<KeyEntry>>();
@@ -56,36 +45,54 @@ const KEY_SQL = `SELECT k.id AS key_id, k.mode, k.scopes AS key_scopes, k.revoke
 /** KEY_SQL by key id (a stream token names its key by id). */
 const KEY_SQL_BY_ID = KEY_SQL.replace('WHERE k.key_hash = ?', 'WHERE k.id = ?');
 
-/** The key with this hash, from the cache or the database; undefined when unknown or revoked. */
-async function lookupKey(store: Store, hash: string): Promise<KeyEntry | undefined> {
-  let cache = keyCaches.get(store);
-  if (!cache) {
-    cache = new KeyCache<KeyEntry>(store);
-    keyCaches.set(store, cache);
-  }
-  const held = cache.get(hash);
-  if (held) return held;
-  const generation = cache.current();
-  const row = await store.get<KeyRow>(KEY_SQL, hash);
-  if (!row || row.revoked_at !== null) return undefined;
-  const entry = entryOf(row);
-  cache.set(hash, entry, generation);
-  return entry;
+/** A key's effective scopes: its own that its shop also has. */
+function scopesOf(row: { key_scopes: string; shop_scopes: string }): ReadonlySet<string> {
+  const shopScopes = new Set(row.shop_scopes.split(',').filter(Boolean));
+  return new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s)));
 }
 
-/** A key row as the pipeline uses it: the compiled allow-list and the frozen Auth of its requests. */
-function entryOf(row: KeyRow): KeyEntry {
-  const shopScopes = new Set(row.shop_scopes.split(',').filter(Boolean));
-  const scopes: ReadonlySet<string> = new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s)));
-  const auth: Readonly<Auth> = Object.freeze({
+/** The frozen Auth of a key row's requests. */
+function authOf(row: KeyRow): Readonly<Auth> {
+  return Object.freeze({
     keyId: row.key_id,
     merchantId: row.merchant_id,
     shopId: row.shop_id,
     shopName: row.shop_name,
     mode: row.mode,
-    scopes,
+    scopes: scopesOf(row),
   });
-  return { row, allow: allowList(row.ip_allowlist), auth };
+}
+
+/** A key row as the pipeline uses it: the compiled allow-list, the Auth and the body's signature check. */
+function entryOf(store: Store, row: KeyRow): KeyEntry {
+  let allow = allowListCache.get(row.ip_allowlist);
+  if (!allow) {
+    allow = compileAllowList(row.ip_allowlist);
+    if (allowListCache.size > 1000) allowListCache.clear();
+    allowListCache.set(row.ip_allowlist, allow);
+  }
+  const context = `shops.signing_secret:${row.shop_id}`;
+  const verifyBody = row.require_signature
+    ? (signature: string | undefined, rawBody: Buffer): void => verifyRequestSignature(signature, rawBody, unseal(store.path, row.signing_secret, context))
+    : noSignature;
+  return { row, allow, check: { auth: authOf(row), verifyBody } };
+}
+
+function noSignature(): void {}
+
+/**
+ * Check `X-PSP-Signature: sha256=<hex>` over exactly the bytes of the body received: an empty body signs the empty
+ * string. A GET never carries a body here (the server refuses one before this check).
+ */
+function verifyRequestSignature(header: string | undefined, rawBody: Buffer, signingSecret: string): void {
+  if (header === undefined || header === '') {
+    throw new ApiError(401, 'signature_required', 'Cannot accept the request: this shop requires an X-PSP-Signature header');
+  }
+  const m = /^sha256=([0-9a-fA-F]{64})$/.exec(header.trim());
+  const expected = hmacHex(signingSecret, rawBody);
+  if (!m || !safeEqual(m[1].toLowerCase(), expected)) {
+    throw new ApiError(401, 'invalid_signature', 'Cannot accept the request: X-PSP-Signature does not match the body');
+  }
 }
 
 /**
@@ -98,75 +105,41 @@ export async function authOfKeyId(q: Reader, keyId: string): Promise<Auth | unde
   if (row.mode === 'live' && !row.live_enabled) {
     throw new ApiError(403, 'live_mode_not_activated', 'Cannot use a live key: live mode is not activated for this merchant');
   }
-  return entryOf(row).auth;
-}
-
-/** What the pipeline needs from a request. */
-export interface AuthInput {
-  authorization: string | undefined;
-  signature: string | undefined;
-  ip: string;
-  rawBody: Buffer;
-  /**
-   * The connection the request came on. A keep-alive client sends the same Authorization header on every
-   * request; its key's hash is kept with the connection and reused while the header is the same string.
-   */
-  connection?: object;
+  return authOf(row);
 }
 
 /** Per connection: the last Authorization header that held a well-formed key, and that key's hash. */
 const keyHashes = new WeakMap<object, { authorization: string; hash: string }>();
 
-/** The lookup hash of the Bearer key in `authorization`; 401 when there is none or it is malformed. */
-function keyHashOf(authorization: string | undefined, connection: object | undefined): string {
-  const memo = connection === undefined ? undefined : keyHashes.get(connection);
-  if (memo !== undefined && memo.authorization === authorization) return memo.hash;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-  if (!m) {
-    throw new ApiError(401, 'unauthorized', 'Cannot authenticate: send Authorization: Bearer <API key>');
-  }
-  const key = m[1];
-  if (!/^sk_(test|live)_[A-Za-z0-9_-]{16,128}$/.test(key)) {
-    throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the API key is malformed');
-  }
-  // Keys carry 256 bits of entropy, so a plain SHA-256 is a safe lookup hash; the lookup is by equality on it.
-  const hash = sha256Hex(key);
-  if (connection !== undefined) keyHashes.set(connection, { authorization: authorization!, hash });
-  return hash;
-}
-
-/** A key that passed the checks made from the headers alone (declared with the server that calls the check). */
-export type { KeyCheck };
-
 /**
  * The part of authentication that needs no body, run before a byte of the body is read: Bearer key (401),
  * live mode (403), IP allow-list (403). A keyless or refused client never makes the server hold its body.
+ * A keep-alive client sends the same Authorization header on every request: its key's hash is kept with the
+ * connection and reused while the header is the same string. Keys are looked up by hash in a cache that
+ * follows the database's change signal (key-cache.ts).
  */
-export async function authenticateKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawBody'>): Promise<KeyCheck> {
-  const entry = await checkKey(store, input);
-  const row = entry.row;
-  return {
-    auth: entry.auth,
-    verifyBody: (signature, rawBody) => {
-      if (row.require_signature) verifyRequestSignature(signature, rawBody, unseal(store.path, row.signing_secret, `shops.signing_secret:${row.shop_id}`));
-    },
-  };
-}
-
-/**
- * The whole authentication pipeline, in order: Bearer key (401), live mode (403), IP allow-list (403),
- * request signature (401). Scope checks follow in the server, per route.
- */
-export async function authenticate(store: Store, input: AuthInput): Promise<Auth> {
-  const check = await authenticateKey(store, input);
-  check.verifyBody(input.signature, input.rawBody);
-  return check.auth;
-}
-
-async function checkKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawBody'>): Promise<KeyEntry> {
-  const entry = await lookupKey(store, keyHashOf(input.authorization, input.connection));
+export async function authenticateKey(store: Store, input: KeyInput): Promise<KeyCheck> {
+  const { authorization, connection } = input;
+  const memo = keyHashes.get(connection);
+  let hash: string;
+  if (memo !== undefined && memo.authorization === authorization) hash = memo.hash;
+  else {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!m) throw new ApiError(401, 'unauthorized', 'Cannot authenticate: send Authorization: Bearer <API key>');
+    if (!/^sk_(test|live)_[A-Za-z0-9_-]{16,128}$/.test(m[1])) throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the API key is malformed');
+    // Keys carry 256 bits of entropy, so a plain SHA-256 is a safe lookup hash; the lookup is by equality on it.
+    hash = sha256Hex(m[1]);
+    keyHashes.set(connection, { authorization: authorization!, hash });
+  }
+  let cache = keyCaches.get(store);
+  if (!cache) keyCaches.set(store, (cache = new KeyCache<KeyEntry>(store)));
+  let entry = cache.get(hash);
   if (!entry) {
-    throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the API key is unknown or revoked');
+    const generation = cache.current();
+    const row = await store.get<KeyRow>(KEY_SQL, hash);
+    if (!row || row.revoked_at !== null) throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the API key is unknown or revoked');
+    entry = entryOf(store, row);
+    cache.set(hash, entry, generation);
   }
   const row = entry.row;
   if (row.mode === 'live' && !row.live_enabled) {
@@ -177,10 +150,10 @@ async function checkKey(store: Store, input: Omit<AuthInput, 'signature' | 'rawB
   if (row.mode === 'live' && !row.has_acquirer && !row.has_payout_provider) {
     throw new ApiError(403, 'acquirer_not_configured', 'Cannot use a live key: the shop has no acquirer (kopek shop acquirer) and no payout provider (kopek shop payouts)');
   }
-  if (!entry.allow.allows(input.ip)) {
+  if (!entry.allow.empty && !entry.allow.allows(input.ip)) {
     throw new ApiError(403, 'ip_not_allowed', `Cannot accept a request from "${input.ip}": the address is not in the shop's allow-list`);
   }
-  return entry;
+  return entry.check;
 }
 
 /** Where a key stands now: revoked or not, and its effective scopes (its own that its shop also has). */
@@ -189,9 +162,7 @@ export async function keyStanding(q: Reader, keyId: string): Promise<{ revoked: 
     'SELECT k.revoked_at, k.scopes AS key_scopes, s.scopes AS shop_scopes FROM api_keys k JOIN shops s ON s.id = k.shop_id WHERE k.id = ?',
     keyId,
   );
-  if (!row || row.revoked_at !== null) return { revoked: true, scopes: new Set() };
-  const shopScopes = new Set(row.shop_scopes.split(',').filter(Boolean));
-  return { revoked: false, scopes: new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s))) };
+  return !row || row.revoked_at !== null ? { revoked: true, scopes: new Set() } : { revoked: false, scopes: scopesOf(row) };
 }
 
 /** 403 scope_required unless the key (and its shop) hold the scope. */

@@ -1,8 +1,11 @@
 import { BlockList, isIP } from 'node:net';
-import { unmapIp } from '../http/ip';
+import { unmapIp as unmapAddress } from '../http/connections';
 
-/** Kept here for the allow-list's users (webhooks' URL policy, tests); it lives with the client address in http/. */
-export { unmapIp };
+/**
+ * Kept here for the allow-list's users (webhooks' URL policy, tests); it lives with the client address in http/.
+ * Bound once: a re-export would look it up through both modules on every call.
+ */
+export const unmapIp = unmapAddress;
 
 /** A compiled allow-list; empty means any address. */
 export interface AllowList {
@@ -34,12 +37,6 @@ function parseEntry(entry: string): Entry | string {
   // A mapped CIDR (::ffff:10.0.0.0/104) is the IPv4 range of its low 32 bits.
   const prefix = mapped ? Number(bits) - 96 : Number(bits);
   return { address: a, family: family === 4 ? 'ipv4' : 'ipv6', prefix };
-}
-
-/** Check one entry (IPv4, IPv6, or a CIDR of either); returns an error message or null. */
-export function checkEntry(entry: string): string | null {
-  const parsed = parseEntry(entry);
-  return typeof parsed === 'string' ? parsed : null;
 }
 
 /** Compile a comma list of entries; throws on a bad entry. */

@@ -20,31 +20,24 @@ export class KeyUsage {
   private readonly pending = new Map<string, number>();
   private lastFlush: number;
 
-  private readonly store: Pick<Store, 'write'>;
-  private readonly clocks: Pick<Clocks, 'real'>;
-  private readonly log: Logger;
-
   /** Built from the store it writes to, the real-time clock and the log (the core has all three). */
-  constructor(deps: { readonly store: Pick<Store, 'write'>; readonly clocks: Pick<Clocks, 'real'>; readonly log: Logger }) {
-    this.store = deps.store;
-    this.clocks = deps.clocks;
-    this.log = deps.log;
+  constructor(private readonly deps: { readonly store: Pick<Store, 'write'>; readonly clocks: Pick<Clocks, 'real'>; readonly log: Logger }) {
     this.lastFlush = deps.clocks.real();
   }
 
   /** Note that a key was just used; writes the batch when the last write is a minute old. Bound: the server calls it as a guard. */
   readonly note = (keyId: string): void => {
-    const now = this.clocks.real();
+    const now = this.deps.clocks.real();
     this.pending.set(keyId, now);
     if (now - this.lastFlush >= FLUSH_EVERY_MS) {
       this.lastFlush = now;
-      void this.write().catch((err) => this.log.warn('cannot record API key use', { error: (err as Error).message }));
+      void this.write().catch((err) => this.deps.log.warn('cannot record API key use', { error: (err as Error).message }));
     }
   };
 
   /** Write every held last use now (before the cabinet lists keys, and at shutdown). */
   async flush(): Promise<void> {
-    this.lastFlush = this.clocks.real();
+    this.lastFlush = this.deps.clocks.real();
     await this.write();
   }
 
@@ -52,7 +45,7 @@ export class KeyUsage {
     const batch = [...this.pending];
     this.pending.clear();
     if (batch.length === 0) return Promise.resolve();
-    return this.store.write(async (tx) => {
+    return this.deps.store.write(async (tx) => {
       for (const [id, at] of batch) {
         await tx.run(UPSERT_USE[tx.engine], id, at);
       }

@@ -1,27 +1,16 @@
 import type { IncomingMessage } from 'node:http';
 import type { Ctx, RouteDef } from './types';
-import { ApiError } from './errors';
-import { checkJsonValue, checkUrlEncoded } from './well-formed';
+import { ApiError, badRequest } from './errors';
+
+// The request's input as handlers see it: its body read within bounds and parsed, and its text well-formed.
 
 /** Methods whose request body is read and parsed; any other takes none (a body sent with a GET is refused). */
-export const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** Bytes of request bodies held by the requests in flight, against one bound. */
 export class BodyBudget {
-  private held = 0;
-  constructor(private readonly limit_bytes: number) {}
-
-  /** Reserve room for a body of `bytes` (its declared length, or the body limit when unknown); false when there is none. */
-  take(bytes: number): boolean {
-    if (this.held + bytes > this.limit_bytes) return false;
-    this.held += bytes;
-    return true;
-  }
-
-  /** Give back what take() reserved. */
-  give(bytes: number): void {
-    this.held -= bytes;
-  }
+  held = 0;
+  constructor(readonly limit_bytes: number) {}
 }
 
 /** True when the request announces a body (a length above 0, or chunks). */
@@ -29,68 +18,84 @@ export function hasBody(req: IncomingMessage): boolean {
   return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
 }
 
-/** Read, bound and parse the body (503 when too many bodies are held, 413, 415, 400). */
-export async function readRequestBody<S>(limit_bytes: number, ctx: Ctx<S>, route: RouteDef<S>, bodies: BodyBudget): Promise<void> {
-  const raw = await receiveBody(limit_bytes, ctx.req, bodies);
+/** A decoder that throws on bytes that are not UTF-8 (one call decodes a whole body, so one decoder serves all). */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Read, bound and parse the body (503 when too many bodies are held, 413, 415, 400), each within the in-flight
+ * budget (503 when it has no room) and the body limit (413). A request whose method takes no body (GET, HEAD)
+ * that comes with a body anyway is 400: ignoring it would leave the request signature over bytes other than
+ * those sent (the empty string for a body of `{"x":1}`), and a body the server never reads means nothing to
+ * it. A body announced as chunks is read to learn whether it is empty (within the body limit, 413 past it).
+ * The text is UTF-8 (400 otherwise, never a silent U+FFFD).
+ */
+export async function takeBody<S>(limit_bytes: number, ctx: Ctx<S>, route: RouteDef<S>, bodies: BodyBudget): Promise<void> {
+  const req = ctx.req;
+  const takesBody = BODY_METHODS.has(ctx.method);
+  if (!takesBody && !hasBody(req)) {
+    req.resume();
+    return;
+  }
+  const declared = Number(req.headers['content-length']);
+  const reserve = Number.isFinite(declared) ? Math.min(declared, limit_bytes) : limit_bytes;
+  if (reserve > 0) {
+    if (bodies.held + reserve > bodies.limit_bytes) {
+      throw new ApiError(503, 'unavailable', 'Cannot read the request body: the server holds as many bodies as it may; retry shortly', undefined, {
+        'Retry-After': '1',
+      });
+    }
+    bodies.held += reserve;
+  }
+  let raw: Buffer;
+  try {
+    if (Number.isFinite(declared) && declared > limit_bytes) {
+      req.resume();
+      throw tooLarge(limit_bytes);
+    }
+    raw = await readBody(req, limit_bytes);
+  } finally {
+    if (reserve > 0) bodies.held -= reserve;
+  }
+  if (!takesBody) {
+    if (raw.length > 0) throw new ApiError(400, 'bad_request', `Cannot ${ctx.method} ${ctx.path}: a ${ctx.method} request takes no body (got ${raw.length} bytes); send its parameters in the query`);
+    return;
+  }
   ctx.rawBody = raw;
   if (raw.length === 0) return;
-  const type = mediaType(ctx.req);
-  const charset = mediaCharset(ctx.req);
+  const ct = req.headers['content-type'];
+  const type = ct ? ct.split(';')[0].trim().toLowerCase() : '';
+  const m = ct ? /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(ct) : null;
+  const charset = m ? m[1].toLowerCase() : undefined;
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     throw new ApiError(415, 'unsupported_media_type', `Cannot accept charset "${charset}": send UTF-8`);
   }
-  if (type === 'application/json') {
-    ctx.body = parseJson(raw);
-  } else if (route.body === 'form' && type === 'application/x-www-form-urlencoded') {
-    ctx.body = parseForm(raw);
-  } else {
+  const form = route.body === 'form' && type === 'application/x-www-form-urlencoded';
+  if (type !== 'application/json' && !form) {
     throw new ApiError(415, 'unsupported_media_type', `Cannot accept Content-Type "${type || '(none)'}": send application/json`);
   }
-}
-
-/**
- * A request whose method takes no body (GET, HEAD): one that comes with a body anyway is 400. Ignoring it would
- * leave the request signature over bytes other than those sent (the empty string for a body of `{"x":1}`), and
- * a body the server never reads means nothing to it. A body announced as chunks is read to learn whether it
- * is empty (within the body limit, 413 past it).
- */
-export async function refuseStrayBody<S>(limit_bytes: number, ctx: Ctx<S>, bodies: BodyBudget): Promise<void> {
-  if (!hasBody(ctx.req)) {
-    ctx.req.resume();
-    return;
-  }
-  const raw = await receiveBody(limit_bytes, ctx.req, bodies);
-  if (raw.length > 0) throw new ApiError(400, 'bad_request', `Cannot ${ctx.method} ${ctx.path}: a ${ctx.method} request takes no body (got ${raw.length} bytes); send its parameters in the query`);
-}
-
-/** The whole body within the in-flight budget (503 when it has no room) and `limit_bytes` (413). */
-async function receiveBody(limit_bytes: number, req: IncomingMessage, bodies: BodyBudget): Promise<Buffer> {
-  const declared = Number(req.headers['content-length']);
-  const reserve = Number.isFinite(declared) ? Math.min(declared, limit_bytes) : limit_bytes;
-  if (reserve > 0 && !bodies.take(reserve)) {
-    throw new ApiError(503, 'unavailable', 'Cannot read the request body: the server holds as many bodies as it may; retry shortly', undefined, {
-      'Retry-After': '1',
-    });
-  }
+  let text: string;
   try {
-    return await readBody(req, limit_bytes);
-  } finally {
-    if (reserve > 0) bodies.give(reserve);
+    text = UTF8.decode(raw);
+  } catch {
+    throw new ApiError(400, 'bad_request', 'Cannot parse the request body: it is not valid UTF-8');
   }
+  ctx.body = form ? parseForm(text) : parseJson(text);
 }
 
-/** Read the whole body up to `limit_bytes`; a larger body is 413 before it is all read. */
-export function readBody(req: IncomingMessage, limit_bytes: number): Promise<Buffer> {
+/** Read the whole body up to `limit_bytes`; a larger body is 413 before it is all read (one declared larger is refused unread). */
+function readBody(req: IncomingMessage, limit_bytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit_bytes) {
-      reject(tooLarge(limit_bytes));
-      req.resume();
-      return;
-    }
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
+    // A client that goes away in mid-body does not always make the request emit anything (Node answers the
+    // cut-off parse as a client error instead): the socket's close settles the read, so nothing waits for ever.
+    const socket = req.socket;
+    const aborted = (): void => {
+      if (done) return;
+      done = true;
+      reject(new ApiError(400, 'bad_request', 'Cannot read the request body: the connection closed before it ended'));
+    };
     req.on('data', (chunk: Buffer) => {
       if (done) return;
       size += chunk.length;
@@ -103,66 +108,44 @@ export function readBody(req: IncomingMessage, limit_bytes: number): Promise<Buf
       chunks.push(chunk);
     });
     req.on('end', () => {
+      socket.off('close', aborted);
+      req.off('close', aborted);
       if (done) return;
       done = true;
       resolve(Buffer.concat(chunks, size));
     });
     req.on('error', (err) => {
-      if (done) return;
+      socket.off('close', aborted);
+      if (!done) reject(err);
       done = true;
-      reject(err);
     });
-    const aborted = (): void => {
-      if (done) return;
-      done = true;
-      reject(new ApiError(400, 'bad_request', 'Cannot read the request body: the connection closed before it ended'));
-    };
     req.on('aborted', aborted);
     req.on('close', aborted);
-    // A client that goes away in mid-body does not always make the request emit anything (Node answers the
-    // cut-off parse as a client error instead): the socket's close settles the read, so nothing waits for ever.
-    const socket = req.socket;
     socket.once('close', aborted);
-    const forget = (): void => void socket.off('close', aborted);
-    req.once('end', forget);
-    req.once('error', forget);
   });
 }
 
 function tooLarge(limit_bytes: number): ApiError {
   // Close the connection after answering, so the rest of an oversized body is not read just to keep it alive.
-  return new ApiError(413, 'payload_too_large', `Cannot accept the request body: it exceeds ${limit_bytes} bytes`, undefined, {
-    Connection: 'close',
-  });
+  return new ApiError(413, 'payload_too_large', `Cannot accept the request body: it exceeds ${limit_bytes} bytes`, undefined, { Connection: 'close' });
 }
 
 /** Nesting deeper than this is refused before JSON.parse can recurse on it. */
 const MAX_DEPTH = 64;
 
-/** The media type of a request, lower-cased, parameters dropped ('' when absent). */
-export function mediaType(req: IncomingMessage): string {
-  const ct = req.headers['content-type'];
-  if (!ct) return '';
-  return ct.split(';')[0].trim().toLowerCase();
-}
-
-/** The charset parameter of the Content-Type, lower-cased and unquoted; undefined when absent. */
-export function mediaCharset(req: IncomingMessage): string | undefined {
-  const m = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(req.headers['content-type'] ?? '');
-  return m ? m[1].toLowerCase() : undefined;
-}
-
 /**
- * Parse a JSON body: valid UTF-8, bounded nesting, a JSON value whose text is well-formed, without NUL, and names
- * each key once per object (src/platform/http/well-formed.ts); anything else is 400.
+ * Parse a JSON body: bounded nesting, a JSON value whose every string, object keys included, is well-formed and
+ * holds no NUL (400 naming the field), naming each key once per object; anything else is 400. `pairs` counts the
+ * key-value pairs the text holds (its colons outside strings): when the parsed objects hold fewer keys, one was
+ * repeated, and the text is read again to name it. Without a `\u` escape no string can hold a NUL or a lone
+ * surrogate (JSON refuses a raw control character in a string, and strict UTF-8 has no lone surrogate), so only
+ * the keys are counted, the cheaper walk.
  */
-export function parseJson(raw: Buffer): unknown {
-  const text = strictUtf8(raw);
+function parseJson(text: string): unknown {
   let depth = 0;
   let inString = false;
   // Outside strings a colon ends a key: as many colons as keys the parsed objects hold, or a key was repeated.
   let pairs = 0;
-  // Only a \u escape can make a NUL or a lone surrogate (see checkJsonValue).
   let unicodeEscapes = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -186,27 +169,181 @@ export function parseJson(raw: Buffer): unknown {
     const detail = err instanceof Error ? err.message.split('\n')[0].slice(0, 120) : 'malformed';
     throw new ApiError(400, 'bad_request', `Cannot parse the request body as JSON: ${detail}`);
   }
-  checkJsonValue(value, text, pairs, unicodeEscapes);
-  return value;
-}
-
-/** A decoder that throws on bytes that are not UTF-8 (one call decodes a whole body, so one decoder serves all). */
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
-
-/** The body as UTF-8 text; bytes that are not UTF-8 are 400, never a silent U+FFFD. */
-function strictUtf8(raw: Buffer): string {
-  try {
-    return UTF8.decode(raw);
-  } catch {
-    throw new ApiError(400, 'bad_request', 'Cannot parse the request body: it is not valid UTF-8');
-  }
+  if ((unicodeEscapes ? walk(value, []) : countKeys(value)) === pairs) return value;
+  const repeated = repeatedKey(text);
+  const name = repeated === null ? '(unknown)' : pathName(repeated);
+  throw badRequest(`Field "${name}" is given more than once; send each key once per object`, name);
 }
 
 /** Parse an `application/x-www-form-urlencoded` body into a flat string map (hosted page forms). */
-export function parseForm(raw: Buffer): Record<string, string> {
-  const text = strictUtf8(raw);
+function parseForm(text: string): Record<string, string> {
   checkUrlEncoded(text, 'Field');
   const out: Record<string, string> = {};
   for (const [k, v] of new URLSearchParams(text)) out[k] = v;
   return out;
+}
+
+// Text the API takes in is well-formed Unicode without NUL, whatever the field: PostgreSQL cannot store U+0000
+// in text (it answers an error where SQLite stores it), and a lone UTF-16 surrogate has no UTF-8 form (one driver
+// writes U+FFFD for it, another keeps it). So both are refused at the parsers, for every field at once, before a
+// handler sees the value and on either engine alike: JSON bodies (keys and values, at any depth), form bodies and
+// query strings. A JSON body also names each key once per object: `{"amount":1,"amount":2}` means one amount to
+// JSON.parse (the last) and another to a reader that keeps the first.
+
+/** Any character that needs a closer look: NUL or a UTF-16 surrogate (most strings have neither). */
+const SUSPECT_RE = /[\0\uD800-\uDFFF]/;
+/** NUL, or a surrogate that is not half of a pair. */
+const ILL_FORMED_RE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const ILL_FORMED_ALL_RE = new RegExp(ILL_FORMED_RE.source, 'g');
+
+/** What is wrong with `s` (a NUL or a lone surrogate), or null when nothing is. */
+export function illFormed(s: string): string | null {
+  if (!SUSPECT_RE.test(s)) return null;
+  const m = ILL_FORMED_RE.exec(s);
+  if (!m) return null;
+  return m[0] === '\0' ? 'a NUL character (U+0000)' : `a lone UTF-16 surrogate (U+${m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')})`;
+}
+
+/** `s` for an error message: NUL and lone surrogates written as \uXXXX escapes, so the message itself is well-formed. */
+function shown(s: string): string {
+  return s.replace(ILL_FORMED_ALL_RE, (ch) => '\\u' + ch.charCodeAt(0).toString(16).padStart(4, '0'));
+}
+
+/** A path in a JSON value as the API names fields: `order_id`, `metadata.k`, `items[2].name`. */
+function pathName(path: ReadonlyArray<string | number>): string {
+  let out = '';
+  for (const seg of path) out += typeof seg === 'number' ? `[${seg}]` : out === '' ? shown(seg) : '.' + shown(seg);
+  return out;
+}
+
+/** The keys of the objects in `v`, counted, after checking every string of it; `path` leads to `v`. */
+function walk(v: unknown, path: Array<string | number>): number {
+  if (typeof v === 'string') {
+    const why = illFormed(v);
+    if (why) refuse(path, why, false);
+    return 0;
+  }
+  if (v === null || typeof v !== 'object') return 0;
+  let keys = 0;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      path.push(i);
+      keys += walk(v[i], path);
+      path.pop();
+    }
+    return keys;
+  }
+  const names = Object.keys(v);
+  for (const k of names) {
+    path.push(k);
+    const why = illFormed(k);
+    if (why) refuse(path, why, true);
+    keys += walk((v as Record<string, unknown>)[k], path);
+    path.pop();
+  }
+  return keys + names.length;
+}
+
+/** The keys of the objects in `v`, counted (Object.values: own keys only, and no array of names to build). */
+function countKeys(v: unknown): number {
+  if (v === null || typeof v !== 'object') return 0;
+  const values = Array.isArray(v) ? v : Object.values(v);
+  let keys = Array.isArray(v) ? 0 : values.length;
+  for (let i = 0; i < values.length; i++) if (typeof values[i] === 'object') keys += countKeys(values[i]);
+  return keys;
+}
+
+function refuse(path: ReadonlyArray<string | number>, why: string, isKey: boolean): never {
+  const name = pathName(path);
+  if (path.length === 0) throw badRequest(`Request body must not be a string holding ${why}`);
+  throw badRequest(`${isKey ? 'Field name' : 'Field'} "${name}" must not contain ${why}; send well-formed text`, name);
+}
+
+/**
+ * The path of the first key repeated within one object of `text`, or null when none is (keys compare as JSON
+ * reads them: "a" and "\u0061" are one key). `text` is valid JSON nested at most MAX_DEPTH levels (it parsed),
+ * so this reads it without checks. Only a refused body is read this way.
+ */
+function repeatedKey(text: string): Array<string | number> | null {
+  let i = 0;
+  const path: Array<string | number> = [];
+  const space = (): void => {
+    for (let c = text.charCodeAt(i); c === 32 || c === 9 || c === 10 || c === 13; c = text.charCodeAt(++i));
+  };
+  const string = (): string => {
+    const start = i++;
+    let escaped = false;
+    for (let c = text.charCodeAt(i); c !== 34; c = text.charCodeAt(++i)) {
+      if (c === 92) {
+        escaped = true;
+        i++;
+      }
+    }
+    i++;
+    return escaped ? (JSON.parse(text.slice(start, i)) as string) : text.slice(start + 1, i - 1);
+  };
+  const value = (): boolean => {
+    space();
+    const c = text.charCodeAt(i);
+    if (c === 34) string();
+    else if (c === 123 || c === 91) return members(c === 123);
+    else while (i < text.length && !/[\s,\]}]/.test(text[i])) i++;
+    return false;
+  };
+  // An object's or array's members, from its opening bracket; true when a key repeats (path then names it).
+  const members = (object: boolean): boolean => {
+    i++;
+    const seen = object ? new Set<string>() : null;
+    for (let index = 0; ; index++) {
+      space();
+      if (text.charCodeAt(i) === 125 || text.charCodeAt(i) === 93) break;
+      if (seen) {
+        const key = string();
+        path.push(key);
+        if (seen.has(key)) return true;
+        seen.add(key);
+        space();
+        i++;
+      } else path.push(index);
+      if (value()) return true;
+      path.pop();
+      space();
+      if (text.charCodeAt(i) !== 44) break;
+      i++;
+    }
+    i++;
+    return false;
+  };
+  return value() ? path : null;
+}
+
+/**
+ * Check an `application/x-www-form-urlencoded` text, a query string or a form body: once percent-decoded, every
+ * name and value is valid UTF-8 without NUL (400 naming the parameter). `what` is how the message names one
+ * ("Query parameter", "Field"). URLSearchParams would put U+FFFD for invalid UTF-8 without a word.
+ */
+export function checkUrlEncoded(text: string, what: string): void {
+  if (text.indexOf('%') === -1 && text.indexOf('\0') === -1) return;
+  for (const pair of text.split('&')) {
+    if (pair.indexOf('%') === -1 && pair.indexOf('\0') === -1) continue;
+    const eq = pair.indexOf('=');
+    const rawName = eq === -1 ? pair : pair.slice(0, eq);
+    const name = decodeComponent(rawName);
+    const shownName = name === null ? rawName.slice(0, 64) : shown(name.slice(0, 64));
+    if (name === null) throw badRequest(`${what} name "${shownName}" is not valid UTF-8 once percent-decoded`, shownName);
+    if (name.includes('\0')) throw badRequest(`${what} name "${shownName}" must not contain a NUL character (U+0000)`, shownName);
+    if (eq === -1) continue;
+    const val = decodeComponent(pair.slice(eq + 1));
+    if (val === null) throw badRequest(`${what} "${shownName}" is not valid UTF-8 once percent-decoded`, shownName);
+    if (val.includes('\0')) throw badRequest(`${what} "${shownName}" must not contain a NUL character (U+0000)`, shownName);
+  }
+}
+
+/** One percent-encoded component as URLSearchParams reads it ('+' a space, a '%' without two hex digits kept), or null when its bytes are not UTF-8. */
+function decodeComponent(s: string): string | null {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' ').replace(/%(?![0-9A-Fa-f]{2})/g, '%25'));
+  } catch {
+    return null;
+  }
 }

@@ -1,8 +1,23 @@
 import type { IncomingMessage, Server } from 'node:http';
-import type { Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
+import { isIP, type Socket } from 'node:net';
 import type { ServerConfig } from './deps';
-import { unmapIp } from './ip';
+
+/**
+ * A client address in the form allow-lists compare (the client address of a request, src/platform/auth/ip-allowlist.ts,
+ * the webhooks' URL policy): zone id dropped, lower case, and an IPv4-mapped IPv6 address (`::ffff:1.2.3.4`,
+ * `::ffff:102:304`, `0:0:0:0:0:ffff:…`) as plain IPv4.
+ */
+export function unmapIp(address: string): string {
+  const plain = address.replace(/%.*$/, '').toLowerCase();
+  if (isIP(plain) !== 6) return plain;
+  // The URL parser writes an IPv6 address in its one canonical form, where a mapped address is `::ffff:` and two words.
+  const m = /^\[::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})\]$/.exec(new URL(`http://[${plain}]/`).hostname);
+  if (!m) return plain;
+  const hi = parseInt(m[1], 16);
+  const lo = parseInt(m[2], 16);
+  return `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
+}
 
 /**
  * The client address. Behind a trusted proxy it is the last X-Forwarded-For entry: the one the proxy itself
@@ -46,8 +61,8 @@ export function guardConnections(config: Pick<ServerConfig, 'maxConnections' | '
   // Before the HTTP server's own listener, so a shed socket is marked before its parser starts.
   server.prependListener('connection', (socket: Socket) => {
     open++;
-    socket.once('close', () => open--);
     if (open > max) {
+      socket.once('close', () => open--);
       shed.add(socket);
       socket.end(OVER_CAP_RESPONSE);
       socket.setTimeout(1000, () => socket.destroy());
@@ -57,13 +72,16 @@ export function guardConnections(config: Pick<ServerConfig, 'maxConnections' | '
       if (socket.bytesRead === 0) socket.destroy();
     }, firstByte_ms);
     timer.unref();
-    socket.once('close', () => clearTimeout(timer));
+    socket.once('close', () => {
+      open--;
+      clearTimeout(timer);
+    });
   });
   return shed;
 }
 
 /** Longest a connection answered before its request ended goes on reading, and dropping, what the client sends. */
-export const LINGER_MS = 1000;
+const LINGER_MS = 1000;
 
 /**
  * Close a connection whose request is refused while its body is still arriving (413, or a refusal before the

@@ -20,6 +20,7 @@ const PARAM = /^:([a-z_][a-z0-9_]*)$/i;
 /** A small router: routes are checked when added (bad pattern or duplicate throws), matched by compiled RegExp. */
 export class Router<T> {
   private readonly routes: Compiled<T>[] = [];
+  private readonly params: Compiled<T>[] = [];
   private readonly statics = new Map<string, Map<string, Compiled<T>>>();
 
   /** Add a route; throws at start-up on a malformed pattern or a duplicate of an existing method and shape. */
@@ -57,7 +58,8 @@ export class Router<T> {
       staticPath: keys.length === 0 ? pattern : null,
     };
     this.routes.push(compiled);
-    if (compiled.staticPath) {
+    if (!compiled.staticPath) this.params.push(compiled);
+    else {
       let byMethod = this.statics.get(compiled.staticPath);
       if (!byMethod) this.statics.set(compiled.staticPath, (byMethod = new Map()));
       byMethod.set(method, compiled);
@@ -66,46 +68,46 @@ export class Router<T> {
 
   /** Match a method and a path (no query string). HEAD falls back to GET. */
   match(method: string, path: string): Match<T> {
-    const allow = new Set<string>();
-    const lookup = method === 'HEAD' ? ['HEAD', 'GET'] : [method];
     const byMethod = this.statics.get(path);
     if (byMethod) {
-      for (const m of lookup) {
-        const hit = byMethod.get(m);
-        if (hit) return { kind: 'found', value: hit.value, params: {}, pattern: hit.pattern };
-      }
+      const hit = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined);
+      if (hit) return { kind: 'found', value: hit.value, params: {}, pattern: hit.pattern };
       // A path some route names literally is that resource: another method is 405, never an id of a param route
       // (GET /v1/public/payouts/batch is not the payout "batch").
-      const allowed = new Set(byMethod.keys());
-      if (allowed.has('GET')) allowed.add('HEAD');
-      return { kind: 'method_not_allowed', allow: [...allowed].sort() };
+      return { kind: 'method_not_allowed', allow: allowed(byMethod.keys()) };
     }
-    // Static paths were answered above; what is left can only match param routes.
-    for (const r of this.routes) {
+    // Static paths were answered above; what is left can only match param routes, the first that takes the method.
+    let allow: string[] | null = null;
+    for (const r of this.params) {
       const m = r.regex.exec(path);
       if (!m) continue;
-      if (lookup.includes(r.method)) {
-        const params: Record<string, string> = {};
-        for (const k of r.keys) {
-          try {
-            params[k] = decodeURIComponent(m.groups![k]);
-          } catch {
-            params[k] = m.groups![k];
-          }
-        }
-        return { kind: 'found', value: r.value, params, pattern: r.pattern };
-      }
-      allow.add(r.method);
+      if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return found(r, m);
+      (allow ??= []).push(r.method);
     }
-    if (allow.size > 0) {
-      if (allow.has('GET')) allow.add('HEAD');
-      return { kind: 'method_not_allowed', allow: [...allow].sort() };
-    }
-    return { kind: 'not_found' };
+    return allow ? { kind: 'method_not_allowed', allow: allowed(allow) } : { kind: 'not_found' };
   }
 
   /** Every route as `[method, pattern]`, in the order added. */
   list(): Array<[string, string]> {
     return this.routes.map((r) => [r.method, r.pattern]);
   }
+}
+
+function found<T>(r: Compiled<T>, m: RegExpExecArray): Match<T> {
+  const params: Record<string, string> = {};
+  for (const k of r.keys) {
+    try {
+      params[k] = decodeURIComponent(m.groups![k]);
+    } catch {
+      params[k] = m.groups![k];
+    }
+  }
+  return { kind: 'found', value: r.value, params, pattern: r.pattern };
+}
+
+/** The methods of a 405's Allow, sorted, with HEAD wherever GET is. */
+function allowed(methods: Iterable<string>): string[] {
+  const set = new Set(methods);
+  if (set.has('GET')) set.add('HEAD');
+  return [...set].sort();
 }

@@ -5,12 +5,9 @@ import type { Router } from './router';
 import type { Ctx, RouteDef } from './types';
 import type { KeyCheck, ServerDeps } from './deps';
 import { ApiError, toApiError } from './errors';
-import { BODY_METHODS, BodyBudget, hasBody, readRequestBody, refuseStrayBody } from './body';
-import { checkUrlEncoded, illFormed } from './well-formed';
-import { logAccess } from './access-log';
-import { onClientError } from './client-error';
+import { BodyBudget, checkUrlEncoded, hasBody, illFormed, takeBody } from './body';
 import { clientIp, guardConnections, lingerOnClose } from './connections';
-import { send, sendError } from './respond';
+import { logAccess, onClientError, send, sendError } from './respond';
 
 export type { KeyCheck, KeyInput, RequestObserver, ServerConfig, ServerDeps, ServerGuards } from './deps';
 
@@ -160,8 +157,7 @@ async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress): Promi
   }
   checkTarget(req.url ?? '', ctx.params);
   progress.bodyTaken = true;
-  if (BODY_METHODS.has(method)) await readRequestBody(deps.config.bodyLimitBytes, ctx, route, chain.bodies);
-  else await refuseStrayBody(deps.config.bodyLimitBytes, ctx, chain.bodies);
+  await takeBody(deps.config.bodyLimitBytes, ctx, route, chain.bodies);
   await authorize(deps, ctx, route, streamToken, key);
   const reply = await route.handler(ctx);
   progress.status = send(ctx, reply);
@@ -241,7 +237,7 @@ function isNormalised(target: string, pathname: string): boolean {
 
 /**
  * The query and the path's parameters as well-formed text (400 naming the parameter): percent-decoded, the query
- * is UTF-8 without NUL, and no path parameter holds a NUL, as no field of a body may (src/platform/http/well-formed.ts).
+ * is UTF-8 without NUL, and no path parameter holds a NUL, as no field of a body may (src/platform/http/body.ts).
  */
 function checkTarget(target: string, params: Record<string, string>): void {
   const q = target.indexOf('?');

@@ -54,11 +54,7 @@ export async function sealPlainSecrets(store: Store): Promise<number> {
   const path = store.path;
   return store.tx(async (tx) => {
     let n = 0;
-    const shops = await tx.all<{
-      id: string;
-      signing_secret: string;
-      webhook_secret: string;
-    }>(`SELECT id, signing_secret, webhook_secret FROM shops WHERE signing_secret NOT LIKE 'enc:%' OR webhook_secret NOT LIKE 'enc:%'`);
+    const shops = await tx.all<{ id: string; signing_secret: string; webhook_secret: string }>(`SELECT id, signing_secret, webhook_secret FROM shops WHERE signing_secret NOT LIKE 'enc:%' OR webhook_secret NOT LIKE 'enc:%'`);
     for (const s of shops) {
       await tx.run(
         'UPDATE shops SET signing_secret = ?, webhook_secret = ? WHERE id = ?',

@@ -12,16 +12,6 @@ const EVENT_POOL_BYTES = 4096;
 let eventPool = Buffer.alloc(0);
 let eventPoolAt = 0;
 
-/** Eight Crockford base32 characters of a 40-bit number (exact in a double). */
-function base32x8(n: number): string {
-  let out = '';
-  for (let i = 0; i < 8; i++) {
-    out = CROCKFORD[n % 32] + out;
-    n = Math.floor(n / 32);
-  }
-  return out;
-}
-
 /**
  * The first 14 characters of every event id stamped `at_ms`: `evt_` and the time. Crockford's alphabet is in
  * ASCII order, so ids sort by time, and the ids of one millisecond lie in [prefix(t), prefix(t + 1)).
@@ -38,7 +28,6 @@ export function eventIdPrefix(at_ms: number): string {
 
 /** An event id: `evt_` plus 26 Crockford base32 characters, time-ordered (48-bit ms time, 80 random bits). */
 export function eventId(at_ms: number): string {
-  const prefix = eventIdPrefix(at_ms);
   if (eventPoolAt + 10 > eventPool.length) {
     eventPool = randomBytes(EVENT_POOL_BYTES);
     eventPoolAt = 0;
@@ -46,10 +35,19 @@ export function eventId(at_ms: number): string {
   const b = eventPool;
   const i = eventPoolAt;
   eventPoolAt += 10;
-  // 80 bits as two 40-bit halves, 8 characters each (40 is a multiple of 5, so the halves do not share a character).
-  const high = b[i] * 2 ** 32 + (((b[i + 1] << 24) | (b[i + 2] << 16) | (b[i + 3] << 8) | b[i + 4]) >>> 0);
-  const low = b[i + 5] * 2 ** 32 + (((b[i + 6] << 24) | (b[i + 7] << 16) | (b[i + 8] << 8) | b[i + 9]) >>> 0);
-  return `${prefix}${base32x8(high)}${base32x8(low)}`;
+  // 80 bits as two 40-bit halves, 8 characters each (40 is a multiple of 5, so the halves do not share a character;
+  // a 40-bit number is exact in a double).
+  let high = b[i] * 2 ** 32 + (((b[i + 1] << 24) | (b[i + 2] << 16) | (b[i + 3] << 8) | b[i + 4]) >>> 0);
+  let low = b[i + 5] * 2 ** 32 + (((b[i + 6] << 24) | (b[i + 7] << 16) | (b[i + 8] << 8) | b[i + 9]) >>> 0);
+  let hi = '';
+  let lo = '';
+  for (let k = 0; k < 8; k++) {
+    hi = CROCKFORD[high % 32] + hi;
+    lo = CROCKFORD[low % 32] + lo;
+    high = Math.floor(high / 32);
+    low = Math.floor(low / 32);
+  }
+  return eventIdPrefix(at_ms) + hi + lo;
 }
 
 /** A secret with a prefix and 32 bytes of entropy, base64url. */

@@ -14,7 +14,12 @@ export function iso(ms: number): string {
 
 /** RFC 3339 of a nullable time, or null. */
 export function isoOrNull(ms: number | null | undefined): string | null {
-  return ms == null ? null : iso(ms);
+  if (ms == null) return null;
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
 }
 
 /** Parse a `YYYY-MM-DD` UTC day; returns the day's first millisecond or null when malformed. */
