@@ -123,6 +123,37 @@ export class JobsTable {
     );
   }
 
+  /**
+   * PostgreSQL's due query: the same rows as `due`, claimed for `claim` in the statement that finds them, run on
+   * its own at READ COMMITTED (a claim guards no money; the jobs then run in transactions that name its token).
+   * `FOR UPDATE SKIP LOCKED` passes over the rows another node's claim is taking, and a row changed meanwhile is
+   * checked again once locked, so a job is claimed once. Not the jobs `busy` (running here) nor those under the
+   * tokens `held` (this process's advances). In (run_at, id) order. SQLite's one writer reads the due rows in
+   * the transaction that runs them instead (`due`).
+   */
+  async claimDue(q: Reader, now_ms: number, threshold: number, after: JobKey, limit: number, claim: Claim, busy: number[], held: string[]): Promise<JobRow[]> {
+    const rows = await q.all<JobRow>(
+      `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE id IN (
+         SELECT id FROM jobs
+           WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE}
+             AND id <> ALL(?) AND (claim_token IS NULL OR claim_token <> ALL(?))
+           ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED)
+       RETURNING *`,
+      claim.by,
+      claim.token,
+      claim.until,
+      after.runAt,
+      after.runAt,
+      after.id,
+      now_ms,
+      threshold,
+      busy,
+      held,
+      limit,
+    );
+    return rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
+  }
+
   /** The earliest run time of a pending job whose claim is free or lapsed (one read of `jobs_run`), or null. */
   async nextRunAt(q: Reader, threshold: number): Promise<number | null> {
     const r = await q.get<{ run_at: number }>(`SELECT run_at FROM jobs WHERE state = 'pending' AND ${FREE} ORDER BY run_at, id LIMIT 1`, threshold);
