@@ -127,9 +127,6 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
       this.core.log.warn('webhook delivery abandoned', { delivery_id: d.id, event_id: d.event_id, reason: ev ? 'endpoint disabled or deleted' : 'event gone' });
       return null;
     }
-    // The delivery row may belong to a commit whose WAL sync still runs: send nothing until it is on disk.
-    const durable = store.whenDurable();
-    if (durable) await durable;
     const body = webhookBody(d.event_id, d.event, iso(ev.at), ev.webhook_data ?? 'null');
     const url = new URL(d.url);
     const started_at = await clocks.now(store, d.shop_id, d.mode);

@@ -2,32 +2,43 @@ import { randomUUID } from 'node:crypto';
 import type { Reader, Store, Tx } from '../storage/store';
 import type { Clocks, Mode } from '../clock';
 import type { Logger } from '../log';
-import { FIRST_KEY, JobsTable, toJob, type Claim, type JobKey, type JobRow } from './jobs-table';
+import { JobsTable, type Claim } from './jobs-table';
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
-import { DEFAULT_LIMITS, type SchedulerLimits } from './limits';
+import { DEFAULT_LIMITS, type SchedulerLimits, type StartOptions } from './limits';
 import { runShopJobs, type ShopRunDeps } from './shop-run';
-import { runPass, type PassDeps } from './pass';
-import { WakeTimer } from './wake-timer';
-import type { JobSpec, StartOptions } from './spec';
+import { runPass, WakeTimer, type PassDeps } from './pass';
 import { ShopWatchers } from './watchers';
 
 export type { Job } from './jobs-table';
 export type { AsyncJobKind } from './async-runner';
 export type { JobHandler, JobKindOptions } from './executor';
 export { MAX_ATTEMPTS } from './executor';
-export type { SchedulerLimits } from './limits';
-export type { JobSpec, StartOptions } from './spec';
+export type { SchedulerLimits, StartOptions } from './limits';
+
+/** What a state change asks for: run `kind` on `subjectId` at `dueAt` (on the shop's clock in test mode). */
+export interface JobSpec {
+  kind: string;
+  subjectId: string;
+  shopId: string | null;
+  mode: Mode;
+  dueAt: number;
+  payload?: Record<string, unknown>;
+}
 
 /**
  * The durable scheduler. The jobs table is the truth and the only place jobs live; the process holds the time
  * of its next wake (one timer) and the claims it holds, nothing it could not read again.
  *
- * A pass runs the due query (pending, run_at <= now, claim free or lapsed; the partial index `jobs_run` in
- * (run_at, id) order) a page at a time, each page in the transaction that runs it: sync jobs run and are
- * marked done there, in batches of savepoints (executor.ts); async jobs are claimed there (process id, a fresh
- * token, claim_until a lease ahead) and run outside once it committed, renewing their claim, then complete in
- * a write that names the token (async-runner.ts). A job whose claim lapsed (its process died) is taken again.
+ * A pass (pass.ts) runs the due query (pending, run_at <= now, claim free or lapsed; the partial index
+ * `jobs_run` in (run_at, id) order) a page at a time. On SQLite each page is read in the transaction that runs
+ * it: sync jobs run and are marked done there, in batches of savepoints (executor.ts); async jobs are claimed
+ * there (process id, a fresh token, claim_until a lease ahead). On PostgreSQL the page is claimed first, in one
+ * `FOR UPDATE SKIP LOCKED` statement at READ COMMITTED, and its sync jobs then run in SERIALIZABLE batches that
+ * name the claim's token. Async jobs run outside once claimed, renewing their claim, then complete in a write
+ * that names the token (async-runner.ts); a kind may keep limits of its own (`admit`: a webhook's receiver and
+ * shop), and a job at its limit stays due for a later pass. A job whose claim lapsed (its process died) is
+ * taken again.
  *
  * The one timer is armed at the earliest run_at a pass could take (one indexed read after each pass), moved
  * earlier after a commit that schedules an earlier job, and never later than `rereadMs` ahead: jobs written by

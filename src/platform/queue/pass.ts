@@ -68,6 +68,9 @@ async function runPage(d: PassDeps, now: number, after: JobKey): Promise<{ ran: 
   // for the jobs a committed batch did not claim.
   const admitted = new Map<number, () => void>();
   const claim: Claim | null = d.store.engine === 'postgres' ? d.runner.newClaim() : null;
+  // The commits the page's rows may come from: durable before any async run makes its call (not the claim's own:
+  // a claim lost in a crash only runs its job again).
+  const seen = d.store.commits;
   let rows: JobRow[] = [];
   if (claim) rows = await d.table.claimDue(d.store, now, d.threshold(d.clocks.real()), after, limit, claim, d.runner.ids(), [...d.advanceTokens]);
   const leave = (): null => {
@@ -107,14 +110,26 @@ async function runPage(d: PassDeps, now: number, after: JobKey): Promise<{ ran: 
     throw err;
   }
   let ran = 0;
+  const starts: Array<{ c: Claimed; admittedRun: (() => void) | undefined }> = [];
   for (const out of outs) {
     for (const c of out.claimed) {
-      void d.runner.start(c.row, c.kind, c.token, null, admitted.get(c.row.id));
+      starts.push({ c, admittedRun: admitted.get(c.row.id) });
       admitted.delete(c.row.id);
     }
     ran += out.ran + out.claimed.length;
   }
   for (const give of admitted.values()) give();
+  const durable = starts.length > 0 ? d.store.whenDurable(seen) : null;
+  if (durable) {
+    try {
+      await durable;
+    } catch (err) {
+      // Never durable: nothing starts, and the claims lapse after their lease.
+      for (const s of starts) s.admittedRun?.();
+      throw err;
+    }
+  }
+  for (const { c, admittedRun } of starts) void d.runner.start(c.row, c.kind, c.token, null, admittedRun);
   const last = outs[outs.length - 1];
   if (claim) {
     if (last.reached < rows.length) await releaseRows(d, rows.slice(last.reached), claim.token);
@@ -139,5 +154,59 @@ async function releaseRows(d: PassDeps, rows: JobRow[], token: string): Promise<
     });
   } catch (err) {
     d.log.error('cannot release job claims; they lapse after the lease', { error: String((err as Error)?.message ?? err) });
+  }
+}
+
+// The pass's timer.
+
+/** setTimeout's longest delay; a wake further away is re-armed on the way. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The scheduler's one timer. Its deadline is kept on the monotonic clock as well: real time may jump (a clock
+ * step, a test's fake clock), and a timer armed before the jump still fires when its delay is over.
+ */
+export class WakeTimer {
+  private timer: NodeJS.Timeout | null = null;
+  /** The real time it was armed for, and the same moment on the monotonic clock. */
+  private atReal = Infinity;
+  private due = Infinity;
+
+  constructor(
+    private readonly realNow: () => number,
+    private readonly fire: () => void,
+  ) {}
+
+  /** The real time the timer fires at (Infinity when not armed). */
+  get at(): number {
+    return this.atReal;
+  }
+
+  /** True when real time `at` comes before the timer fires (or none is armed). */
+  sooner(at: number): boolean {
+    return this.timer === null || performance.now() + Math.max(0, at - this.realNow()) < this.due;
+  }
+
+  /** Fire at real time `when`, unless the timer already fires sooner (it is only ever moved earlier). */
+  arm(when: number): void {
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, when - this.realNow()));
+    const due = performance.now() + delay;
+    if (this.timer && due >= this.due) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.atReal = when;
+    this.due = due;
+    this.timer = setTimeout(() => {
+      this.clear();
+      this.fire();
+    }, delay);
+    this.timer.unref();
+  }
+
+  /** Disarm. */
+  clear(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.atReal = Infinity;
+    this.due = Infinity;
   }
 }
