@@ -124,34 +124,25 @@ export class JobsTable {
   }
 
   /**
-   * PostgreSQL's due query: the same rows as `due`, claimed for `claim` in the statement that finds them, run on
-   * its own at READ COMMITTED (a claim guards no money; the jobs then run in transactions that name its token).
-   * `FOR UPDATE SKIP LOCKED` passes over the rows another node's claim is taking, and a row changed meanwhile is
-   * checked again once locked, so a job is claimed once. Not the jobs `busy` (running here) nor those under the
-   * tokens `held` (this process's advances). In (run_at, id) order. SQLite's one writer reads the due rows in
-   * the transaction that runs them instead (`due`).
+   * PostgreSQL's claim of the due jobs `ids` (read with `due`) for `claim`: one statement, run on its own at READ
+   * COMMITTED (a claim guards no money; the jobs then run in transactions that name its token). `FOR UPDATE SKIP
+   * LOCKED` passes over the rows another node's claim is taking, and a row changed meanwhile is checked again
+   * once locked, so a job is claimed once. Not the jobs under the tokens `held` (this process's advances).
+   * SQLite's one writer claims in the transaction that read the due rows instead (`claim`).
    */
-  async claimDue(q: Reader, now_ms: number, threshold: number, after: JobKey, limit: number, claim: Claim, busy: number[], held: string[]): Promise<JobRow[]> {
-    const rows = await q.all<JobRow>(
+  claimDue(q: Reader, ids: number[], threshold: number, claim: Claim, held: string[]): Promise<JobRow[]> {
+    return q.all<JobRow>(
       `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE id IN (
-         SELECT id FROM jobs
-           WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE}
-             AND id <> ALL(?) AND (claim_token IS NULL OR claim_token <> ALL(?))
-           ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED)
+         SELECT id FROM jobs WHERE id = ANY(?) AND state = 'pending' AND ${FREE} AND (claim_token IS NULL OR claim_token <> ALL(?))
+         FOR UPDATE SKIP LOCKED)
        RETURNING *`,
       claim.by,
       claim.token,
       claim.until,
-      after.runAt,
-      after.runAt,
-      after.id,
-      now_ms,
+      ids,
       threshold,
-      busy,
       held,
-      limit,
     );
-    return rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
   }
 
   /** The earliest run time of a pending job whose claim is free or lapsed (one read of `jobs_run`), or null. */

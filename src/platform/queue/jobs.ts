@@ -112,6 +112,7 @@ export class Scheduler {
       starved: () => {
         this.starved = true;
       },
+      ownCommits: [],
     };
     this.shopRun = {
       store,

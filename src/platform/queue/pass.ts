@@ -22,6 +22,8 @@ export interface PassDeps {
   advanceTokens: ReadonlySet<string>;
   /** Due async jobs were left for want of a slot: the end of a run should ask for another pass. */
   starved(): void;
+  /** The numbers of the last commits this process's passes made (Store.commits), so runs need not wait for their sync. */
+  ownCommits: number[];
 }
 
 /** An async job a page claimed, to start once its transaction committed; `own`: its kind has limits of its own. */
@@ -55,11 +57,11 @@ export async function runPass(d: PassDeps, now: number): Promise<number> {
 
 /**
  * One page of the due jobs after `after`. SQLite: the due query in the transaction that runs the page's sync jobs
- * and claims its async ones. PostgreSQL: the page is claimed first, in one statement (JobsTable.claimDue), then
- * its sync jobs run in transactions that name the claim's token and its async ones start under it. An async job
- * of a kind with limits of its own (`admit`) whose limit is reached, or of another kind when the runner has no
- * slot free, is left due and unclaimed. Returns what it ran or started, the last row it got to, and whether
- * the due rows ended there.
+ * and claims its async ones. PostgreSQL: the page is read, the jobs this process takes from it are claimed in one
+ * statement (JobsTable.claimDue), then its sync jobs run in transactions that name the claim's token and its
+ * async ones start under it. An async job of a kind with limits of its own (`admit`) whose limit is reached, or
+ * of another kind when the runner has no slot free, is left due and unclaimed. Returns what it ran or started,
+ * the last row it got to, and whether the due rows ended there.
  */
 async function runPage(d: PassDeps, now: number, after: JobKey): Promise<{ ran: number; last: JobRow | null; end: boolean }> {
   const limit = d.limits.batch;
@@ -68,19 +70,15 @@ async function runPage(d: PassDeps, now: number, after: JobKey): Promise<{ ran: 
   // for the jobs a committed batch did not claim.
   const admitted = new Map<number, () => void>();
   const claim: Claim | null = d.store.engine === 'postgres' ? d.runner.newClaim() : null;
-  // The commits the page's rows may come from: durable before any async run makes its call (not the claim's own:
-  // a claim lost in a crash only runs its job again).
+  // The commits the page's rows may come from: durable before any async run makes its call.
   const seen = d.store.commits;
-  let rows: JobRow[] = [];
-  if (claim) rows = await d.table.claimDue(d.store, now, d.threshold(d.clocks.real()), after, limit, claim, d.runner.ids(), [...d.advanceTokens]);
-  const leave = (): null => {
-    d.starved();
-    return null;
-  };
+  const read = claim ? await d.table.due(d.store, now, d.threshold(d.clocks.real()), after, limit) : [];
+  const rows = claim ? await claimTaken(d, read, admitted, slots, claim) : [];
   const outs: Array<BatchOutcome<Claimed>> = [];
   try {
     let from = 0;
     do {
+      const before = d.store.commits;
       const out = await d.exec.runSyncBatch<Claimed>(rows, from, {
         pinShop: null,
         pinFloor: -Infinity,
@@ -89,18 +87,20 @@ async function runPage(d: PassDeps, now: number, after: JobKey): Promise<{ ran: 
         stopOnSchedule: false,
         select: claim ? undefined : (q) => d.table.due(q, now, d.threshold(d.clocks.real()), after, limit),
         // Held here already (a run in flight, an advance's job): the claim may look lapsed on a moved test clock.
-        skip: (row) => !claim && (d.runner.running(row.id) || (row.claim_token !== null && d.advanceTokens.has(row.claim_token))),
+        skip: (row) => !claim && held(d, row),
         onAsync: async (tx, row, kind, threshold, claimedSoFar) => {
           const own = kind.admit !== undefined;
+          if (claim) return { row, kind, token: claim.token, own }; // taken and claimed already
           if (own ? !admitted.has(row.id) && !admit(admitted, row, kind) : claimedSoFar.filter((c) => !c.own).length >= slots) {
             // Left unclaimed in the table (for another process, or this one once a run ends).
-            if (claim) await d.table.release(tx, row.id, claim.token);
-            return leave();
+            d.starved();
+            return null;
           }
-          const token = claim ? claim.token : await d.runner.claim(tx, row, threshold, null);
+          const token = await d.runner.claim(tx, row, threshold, null);
           return token === null ? null : { row, kind, token, own };
         },
       });
+      if (d.store.commits === before + 1) d.ownCommits.push(before + 1);
       outs.push(out);
       from = out.reached;
     } while (claim && from < rows.length && !d.stopped());
@@ -109,6 +109,54 @@ async function runPage(d: PassDeps, now: number, after: JobKey): Promise<{ ran: 
     if (claim) await releaseRows(d, rows, claim.token);
     throw err;
   }
+  const ran = await startClaimed(d, outs, admitted, seen);
+  const last = outs[outs.length - 1];
+  if (claim) {
+    if (last.reached < rows.length) await releaseRows(d, rows.slice(last.reached), claim.token);
+    return { ran, last: read[read.length - 1] ?? null, end: read.length < limit };
+  }
+  return { ran, last: last.reached > 0 ? last.list[last.reached - 1] : null, end: last.list.length < limit && last.reached >= last.list.length };
+}
+
+/** A row this process holds already: a run in flight here, or an advance's job. */
+function held(d: PassDeps, row: JobRow): boolean {
+  return d.runner.running(row.id) || (row.claim_token !== null && d.advanceTokens.has(row.claim_token));
+}
+
+/**
+ * PostgreSQL: of the due rows read, the ones this process takes (sync jobs, and async ones with a slot, whose
+ * slots `admitted` records), claimed for `claim`; the rows the claim got (another node may have taken some).
+ */
+async function claimTaken(d: PassDeps, read: JobRow[], admitted: Map<number, () => void>, slots: number, claim: Claim): Promise<JobRow[]> {
+  let shared = 0;
+  const taken = read.filter((row) => {
+    if (held(d, row)) return false;
+    const kind = d.exec.kinds.get(row.kind);
+    if (!kind || !('async' in kind)) return true;
+    if (kind.async.admit ? admit(admitted, row, kind.async) : shared++ < slots) return true;
+    d.starved();
+    return false;
+  });
+  let rows: JobRow[] = [];
+  try {
+    if (taken.length > 0) rows = await d.table.claimDue(d.store, taken.map((r) => r.id), d.threshold(d.clocks.real()), claim, [...d.advanceTokens]);
+  } finally {
+    const got = new Set(rows.map((r) => r.id));
+    for (const [id, give] of admitted) {
+      if (got.has(id)) continue;
+      give();
+      admitted.delete(id);
+    }
+  }
+  return rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
+}
+
+/**
+ * Start the async runs a page claimed, once the commits its rows may come from are durable (not the pass's own
+ * claims: a claim lost in a crash only runs its job again); give back the slots of the jobs it did not claim.
+ * Returns the jobs the page ran or started.
+ */
+async function startClaimed(d: PassDeps, outs: Array<BatchOutcome<Claimed>>, admitted: Map<number, () => void>, seen: number): Promise<number> {
   let ran = 0;
   const starts: Array<{ c: Claimed; admittedRun: (() => void) | undefined }> = [];
   for (const out of outs) {
@@ -119,7 +167,10 @@ async function runPage(d: PassDeps, now: number, after: JobKey): Promise<{ ran: 
     ran += out.ran + out.claimed.length;
   }
   for (const give of admitted.values()) give();
-  const durable = starts.length > 0 ? d.store.whenDurable(seen) : null;
+  let upTo = seen;
+  while (d.ownCommits.includes(upTo)) upTo--;
+  if (d.ownCommits.length > 16) d.ownCommits.splice(0, d.ownCommits.length - 16);
+  const durable = starts.length > 0 ? d.store.whenDurable(upTo) : null;
   if (durable) {
     try {
       await durable;
@@ -130,12 +181,7 @@ async function runPage(d: PassDeps, now: number, after: JobKey): Promise<{ ran: 
     }
   }
   for (const { c, admittedRun } of starts) void d.runner.start(c.row, c.kind, c.token, null, admittedRun);
-  const last = outs[outs.length - 1];
-  if (claim) {
-    if (last.reached < rows.length) await releaseRows(d, rows.slice(last.reached), claim.token);
-    return { ran, last: rows[last.reached - 1] ?? null, end: rows.length < limit };
-  }
-  return { ran, last: last.reached > 0 ? last.list[last.reached - 1] : null, end: last.list.length < limit && last.reached >= last.list.length };
+  return ran;
 }
 
 /** Take the slot a kind with limits of its own has for the job; false when it has none free. */
