@@ -1,5 +1,4 @@
 import type { PaymentsCore } from './money/payments/core';
-import type { PaymentViewCache } from './money/payments/view-cache';
 import type { PaymentCreates } from './money/payments/create-batch';
 import type { WebhookAttempts } from './money/webhooks/attempt';
 import type { EventStreamHub } from './money/events/stream';
@@ -13,8 +12,6 @@ import type { KeyUsage } from './platform/auth/key-usage';
  * part it uses, and nothing below the root imports this type.
  */
 export interface App extends PaymentsCore {
-  /** Serialised payment views, answered by GET until a write touches them. */
-  readonly viewCache: PaymentViewCache;
   /** The node's payment creates, gathered into shared transactions on PostgreSQL. */
   readonly creates: PaymentCreates;
   /** The webhook attempt job kind (its attempts in flight, for metrics). */

@@ -6,7 +6,7 @@ import type { App } from './app-types';
 import { openEngine, openStorage } from './platform/storage/maintenance';
 import { isPostgresUrl } from './platform/storage/postgres/open';
 import { acquireServerLock, type ServerLock } from './platform/storage/sqlite/server-lock';
-import { writeProblem } from './platform/storage/sqlite/access';
+import { writeProblem } from './platform/storage/sqlite/open';
 import { sealPlainSecrets } from './platform/secrets/at-rest';
 import type { Store } from './platform/storage/store';
 import { createLogger, type Logger } from './platform/log';
@@ -16,16 +16,15 @@ import type { Module } from './money/core/module';
 import { mountModules } from './money/core/mount';
 import type { PaymentsCore } from './money/payments/core';
 import { PaymentHooks } from './money/payments/hooks';
-import { PaymentViewCache } from './money/payments/view-cache';
 import { PaymentCreates } from './money/payments/create-batch';
 import { paymentsModule } from './money/payments/module';
 import { refundsModule } from './money/refunds/module';
 import { payoutsModule } from './money/payouts/module';
 import { recurrentModule } from './money/subscriptions/module';
 import { webhooksModule } from './money/webhooks/module';
-import { simulatorModule } from './banks/simulator/module';
-import { tbankModule } from './banks/tbank/module';
-import { yookassaModule } from './banks/yookassa/module';
+import { simulatorModule } from './banks/simulator/test-bank';
+import { tbankModule } from './banks/tbank/bank';
+import { yookassaModule } from './banks/yookassa/jobs';
 import { NoBank } from './banks/none';
 import { Metrics } from './web/system/metrics';
 import { retentionModule } from './web/system/retention';
@@ -67,7 +66,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   const { app, modules } = assemble(control, opts);
   const mounted = mountModules(app, modules);
   const server = createHttpServer(
-    { config, log, store, closing: () => app.closing, services: app, guards: serverGuards(app, config), observe: app.metrics.observe },
+    { config, log, closing: () => app.closing, services: app, guards: serverGuards(app, config), observe: app.metrics.observe },
     buildRouter(),
   );
   try {
@@ -156,8 +155,6 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
   // Each layer of services is an object of its own whose prototype is the one below: the core stays the core
   // (modules built from it see no domain service), and the `closing` getter still reads the core's flag.
   const payments: PaymentsCore = Object.assign(Object.create(core) as Core, { paymentHooks });
-  // Made before the first write, so the view cache's triggers watch every write.
-  const viewCache = new PaymentViewCache(core.store);
   const metrics = new Metrics(core.clocks.real());
   const webhooks = webhooksModule(core, metrics.webhookAttempt);
   const recurrent = recurrentModule(payments);
@@ -174,7 +171,7 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
     },
   };
   const creates = new PaymentCreates(payments, pgWaitMs(core.config));
-  const app: App = Object.assign(Object.create(payments) as PaymentsCore, { viewCache, creates, webhooks: webhooks.attempts, stream, metrics, keyUsage, retention: retention.retention });
+  const app: App = Object.assign(Object.create(payments) as PaymentsCore, { creates, webhooks: webhooks.attempts, stream, metrics, keyUsage, retention: retention.retention });
   const modules: Module[] = [
     webhooks,
     paymentsModule(payments),

@@ -8,7 +8,7 @@ import { payPageOpenApi } from './web/pay-page/openapi';
 import { tokensOpenApi } from './money/tokens/openapi';
 import { subscriptionsOpenApi } from './money/subscriptions/openapi';
 import { simulatorOpenApi } from './banks/simulator/openapi';
-import { bankPortOpenApi } from './banks/openapi';
+import { bankPortOpenApi } from './banks/callbacks';
 import { cabinetOpenApi } from './web/cabinet/openapi';
 
 import { openApiDocument } from './platform/http/openapi';

@@ -3,7 +3,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, wri
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import * as sea from 'node:sea';
-import { nativeBinding } from './platform/storage/sqlite/native';
+import { nativeBinding } from './platform/storage/sqlite/open';
 import { exitWith, main } from './main';
 
 /** The SEA asset key under which build.mjs stores better-sqlite3's native addon. */

@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
+import type { Tx } from '../platform/storage/store';
 
 /** Largest answer body read from a bank or provider; a longer one is unreadable. */
 const MAX_ANSWER_BYTES = 1_048_576;
@@ -63,4 +64,39 @@ export function callBank(c: BankCall): Promise<RawAnswer> {
     req.on('error', (e: NodeJS.ErrnoException) => finish({ kind: 'unknown', reason: `connection error ${e.code ?? ''}`.trim() }));
     req.end(c.payload);
   });
+}
+
+// Every request of a live bank is a row of bank_requests, written queued in the domain's transaction.
+
+/** One recorded request to a live bank. */
+export interface BankRequestRow {
+  id: number;
+  shop_id: string;
+  mode: 'test' | 'live';
+  provider: string;
+  operation: string;
+  subject_kind: 'payment' | 'refund';
+  subject_id: string;
+  order_id: string;
+  bank_payment_id: string;
+  /** The JSON body as sent, without Password, Token or RebillId. */
+  request: string;
+  state: 'queued' | 'sent' | 'answered' | 'unknown';
+  answer: string;
+  created_at: number;
+  sent_at: number | null;
+  answered_at: number | null;
+}
+
+/** Mark a queued request as on its way (just before the bytes leave); false when it was not queued any more (another run sent it). */
+export async function markSent(tx: Tx, id: number, now: number): Promise<boolean> {
+  return (await tx.run(`UPDATE bank_requests SET state = 'sent', sent_at = ? WHERE id = ? AND state = 'queued'`, now, id)).changes === 1;
+}
+
+/** Record a request's answer (or why it is unknown), and the bank's id of the operation when it gave one. */
+export async function markAnswered(tx: Tx, id: number, state: 'answered' | 'unknown', answer: string, bankPaymentId: string, now: number): Promise<void> {
+  await tx.run(
+    `UPDATE bank_requests SET state = ?, answer = ?, answered_at = ?, bank_payment_id = CASE WHEN ? <> '' THEN ? ELSE bank_payment_id END WHERE id = ?`,
+    state, answer, now, bankPaymentId, bankPaymentId, id,
+  );
 }

@@ -4,6 +4,7 @@ import { defaultConfig } from '../platform/config';
 import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { createUser, disableUser, listUsers } from '../web/cabinet/users';
 import { iso } from '../platform/util/time';
+import { hostForUrl } from '../money/core/build';
 
 const usage = `Usage:
   kopek admin create --merchant MERCHANT_ID --email EMAIL --password-file FILE [--base-url URL]
@@ -47,10 +48,7 @@ export function serverUrl(given: string | undefined, action = 'cannot create cab
   const raw = given ?? (env.KOPEK_BASE_URL || undefined);
   if (raw === undefined) {
     const d = defaultConfig();
-    const host = env.KOPEK_HOST || d.host;
-    // A wildcard address is reached through loopback (as the server's own default base URL says).
-    const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-    return `http://${shown}:${env.KOPEK_PORT || d.port}`;
+    return `http://${hostForUrl(env.KOPEK_HOST || d.host)}:${env.KOPEK_PORT || d.port}`;
   }
   let u: URL;
   try {
@@ -62,7 +60,6 @@ export function serverUrl(given: string | undefined, action = 'cannot create cab
   return raw.replace(/\/+$/, '');
 }
 
-/** `kopek admin` */
 export const admin: Command = {
   name: 'admin',
   summary: 'create, list and disable merchant cabinet users',
@@ -87,11 +84,7 @@ export const admin: Command = {
       onlyFlags(args, ['merchant']);
       atMostPositionals(args.positional, 1, 'kopek admin list [--merchant MERCHANT_ID]');
       const items = (await withStore(args, async (store) => listUsers(store, flag(args, 'merchant')))).map((u) => ({
-        id: u.id,
-        email: u.email,
-        merchant_id: u.merchant_id,
-        totp: u.totp_secret !== null,
-        created_at: iso(u.created_at),
+        id: u.id, email: u.email, merchant_id: u.merchant_id, totp: u.totp_secret !== null, created_at: iso(u.created_at),
         disabled_at: u.disabled_at === null ? null : iso(u.disabled_at),
       }));
       output(

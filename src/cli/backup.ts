@@ -1,8 +1,7 @@
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from '../platform/args';
-import { COMMON_OPTIONS, io, output, processIo, type Command } from './command';
-import { defaultConfig } from '../platform/config';
+import { parseArgs, onlyFlags, atMostPositionals, type Args } from '../platform/args';
+import { COMMON_OPTIONS, dbOf, io, output, processIo, type Command } from './command';
 import { openBackupSource, verifyCopy } from '../platform/storage/maintenance';
 import { isPostgresUrl } from '../platform/storage/postgres/open';
 import { masterKeySource } from '../platform/secrets/master-key';
@@ -63,7 +62,6 @@ function progressPrinter(args: Args): (done: number, total: number) => void {
   };
 }
 
-/** `kopek backup` */
 export const backup: Command = {
   name: 'backup',
   summary: 'copy the database online, consistent while the server writes',
@@ -74,7 +72,7 @@ export const backup: Command = {
     atMostPositionals(args.positional, 1, 'kopek backup PATH [--force]');
     const [target] = args.positional;
     if (!target) throw new Error('cannot back up: PATH is required (where to write the copy)');
-    const sourcePath = flag(args, 'db') ?? process.env.KOPEK_DATABASE_URL ?? process.env.KOPEK_DB ?? defaultConfig().db;
+    const sourcePath = dbOf(args);
     if (isPostgresUrl(sourcePath)) throw new Error(PG_REFUSAL);
     const dest = resolve(target);
     if (dest === resolve(sourcePath)) throw new Error(`cannot back up "${sourcePath}" onto itself`);

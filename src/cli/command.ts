@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileSchemaVersion, openEngine } from '../platform/storage/maintenance';
 import { isPostgresUrl, redactUrl } from '../platform/storage/postgres/open';
 import type { Store } from '../platform/storage/store';
-import { defaultConfig } from '../platform/config';
+import { databaseLocation } from '../platform/config';
 import { flag, type Args } from '../platform/args';
 
 /** An admin command: a name, a fixed usage text, and `run`, which returns its exit code. */
@@ -19,7 +19,6 @@ export interface Io {
   err(text: string): void;
 }
 
-/** The process's own stdout and stderr. */
 export const processIo: Io = {
   out: (text) => void process.stdout.write(text),
   err: (text) => void process.stderr.write(text),
@@ -43,27 +42,26 @@ export async function withIo<T>(target: Io, fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The database a command acts on (databaseLocation of its --db). */
+export function dbOf(args: Args): string {
+  return databaseLocation(flag(args, 'db'));
+}
+
 /**
- * Open the store the command acts on: `--db`, else `KOPEK_DB`, else the server's default. A missing file is an
- * error unless `create` (demo, merchant create), so a mistyped path does not silently start an empty database.
+ * Open the store the command acts on. A missing file is an error unless `create` (demo, merchant create), so a
+ * mistyped path does not silently start an empty database.
  */
 export async function openStore(args: Args, opts: { create?: boolean } = {}): Promise<Store> {
-  const path = flag(args, 'db') ?? process.env.KOPEK_DATABASE_URL ?? process.env.KOPEK_DB ?? defaultConfig().db;
-  if (isPostgresUrl(path)) {
-    try {
-      return await openEngine(path);
-    } catch (err) {
-      throw openError(redactUrl(path), err);
-    }
-  }
-  if (!opts.create && path !== ':memory:') {
+  const path = dbOf(args);
+  const pg = isPostgresUrl(path);
+  if (!pg && !opts.create && path !== ':memory:') {
     if (!existsSync(path)) throw new Error(`cannot open database "${path}": no such file (run kopek serve or kopek demo first, or pass --db)`);
     refuseForeignDatabase(path);
   }
   try {
     return await openEngine(path);
   } catch (err) {
-    throw openError(path, err);
+    throw openError(pg ? redactUrl(path) : path, err);
   }
 }
 
@@ -99,11 +97,9 @@ export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>,
 
 /** Print a result: one JSON object with `--json`, else `lines` for a person. */
 export function output(args: Args, json: unknown, lines: string[]): void {
-  if (args.flags.has('json')) current.out(JSON.stringify(json) + '\n');
-  else current.out(lines.join('\n') + '\n');
+  current.out((args.flags.has('json') ? JSON.stringify(json) : lines.join('\n')) + '\n');
 }
 
-/** The options every command takes, for usage texts. */
 export const COMMON_OPTIONS = `  --db PATH   database file (default ./data/kopek.db, or KOPEK_DB), or a postgres:// URL (or KOPEK_DATABASE_URL)
   --json      print one JSON object instead of text
   --help      show this help`;

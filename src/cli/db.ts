@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, unknownSubcommand, type Args } from '../platform/args';
-import { io, output, type Command } from './command';
+import { COMMON_OPTIONS, dbOf, io, output, type Command } from './command';
 import { fileSchemaVersion, openEngine, openExistingStorage, schemaVersion } from '../platform/storage/maintenance';
 import { isPostgresUrl, openPgStorage, redactUrl } from '../platform/storage/postgres/open';
 import { copySqliteToPostgres, targetProblem, type CopyReport } from '../platform/storage/copy';
@@ -37,7 +37,6 @@ Examples:
   kopek db copy --from /var/lib/kopek/kopek.db --to postgres://kopek@db.internal/kopek
   KOPEK_DATABASE_URL=postgres://kopek:PASSWORD@db.internal/kopek kopek db copy --from /var/lib/kopek/kopek.db`;
 
-/** `kopek db` */
 export const dbCommand: Command = {
   name: 'db',
   summary: 'copy a SQLite database into an empty PostgreSQL one (moving to a cluster)',
@@ -114,15 +113,12 @@ together against one empty database end with one schema. A database newer than t
 with both versions named.
 
 Options:
-  --db PATH   database file (default ./data/kopek.db, or KOPEK_DB), or a postgres:// URL (or KOPEK_DATABASE_URL)
-  --json      print one JSON object instead of text
-  --help      show this help
+${COMMON_OPTIONS}
 
 Examples:
   kopek migrate --db /var/lib/kopek/kopek.db
   kopek migrate --db postgres://kopek@db.internal/kopek --json`;
 
-/** `kopek migrate` */
 export const migrate: Command = {
   name: 'migrate',
   summary: 'create or upgrade the schema of a database, then exit',
@@ -130,7 +126,7 @@ export const migrate: Command = {
   async run(argv) {
     const args = parseArgs(argv);
     onlyFlags(args, []);
-    const db = flag(args, 'db') ?? process.env.KOPEK_DATABASE_URL ?? process.env.KOPEK_DB ?? './data/kopek.db';
+    const db = dbOf(args);
     if (!isPostgresUrl(db)) upgradeOldSqlite(db);
     const store = await openEngine(db);
     try {

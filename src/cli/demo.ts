@@ -24,7 +24,6 @@ Examples:
   kopek demo --json --db ./data/kopek.db
   KOPEK_DATABASE_URL=postgres://kopek@db.internal/kopek kopek demo --base-url https://pay.example.com`;
 
-/** `kopek demo` */
 export const demo: Command = {
   name: 'demo',
   summary: 'create a demo merchant, shop, test key and cabinet user',

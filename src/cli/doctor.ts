@@ -1,7 +1,6 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals } from '../platform/args';
-import { COMMON_OPTIONS, output, type Command } from './command';
-import { defaultConfig } from '../platform/config';
-import { SCHEMA_VERSION } from '../platform/storage/sqlite/open';
+import { parseArgs, onlyFlags, atMostPositionals } from '../platform/args';
+import { COMMON_OPTIONS, dbOf, output, type Command } from './command';
+import { SCHEMA_VERSION, writeProblem } from '../platform/storage/sqlite/open';
 import { BASE_VERSION } from '../platform/storage/migrations';
 import { integrityCheck, journalMode, openEngine, openExistingStorage, probeDatabase, schemaVersion } from '../platform/storage/maintenance';
 import { isPostgresUrl } from '../platform/storage/postgres/open';
@@ -10,7 +9,6 @@ import type { Reader, Store } from '../platform/storage/store';
 import { checkLedger } from '../money/ledger/check';
 import { payoutsNeedingDecision } from '../money/payouts/store';
 import { LEDGER_ACTION, LEDGER_PROOF, ledgerVerdict } from './ledger';
-import { writeProblem } from '../platform/storage/sqlite/access';
 import { existsSync } from 'node:fs';
 import { behindTheirTables, counters, describeCounter } from '../platform/storage/counters';
 
@@ -49,7 +47,7 @@ Examples:
   kopek doctor --db postgres://kopek@db.internal/kopek`;
 
 /** One finding: ok, or what is wrong and what to do. */
-export interface Finding {
+interface Finding {
   check: string;
   ok: boolean;
   detail: string;
@@ -57,37 +55,31 @@ export interface Finding {
   action?: string;
 }
 
+/** The finding of `check`: ok with `okDetail` when `problem` is null, else the problem and what to do. */
+function finding(check: string, okDetail: string, problem: string | null, action: string): Finding {
+  return problem === null ? { check, ok: true, detail: okDetail } : { check, ok: false, detail: problem, action };
+}
+
 /** Run every check on an open database; later checks are skipped when the schema is not this build's. */
 export async function diagnose(store: Store): Promise<Finding[]> {
   const f: Finding[] = store.engine === 'postgres' ? [PG_FILE_CHECKS] : await fileChecks(store);
   const version = await schemaVersion(store);
-  if (version === SCHEMA_VERSION) f.push({ check: 'schema', ok: true, detail: `version ${version}` });
-  else {
-    f.push({
-      check: 'schema',
-      ok: false,
-      detail: `version ${version}, this build expects ${SCHEMA_VERSION}`,
-      action:
-        version > SCHEMA_VERSION
-          ? 'this kopek is older than the database: run the newer executable that wrote it'
-          : version === 0
-            ? 'this is not a kopek database (or an empty one): check --db'
-            : store.engine === 'postgres'
-              ? 'back up (pg_dump), then start kopek serve: it migrates on start'
-              : version < BASE_VERSION
-                ? 'back up (kopek backup PATH), then run kopek migrate: it upgrades a database older than kopek 0.1.0'
-                : 'back up (kopek backup PATH), then start kopek serve: it migrates on start',
-    });
-    return f;
-  }
+  const upgrade =
+    version > SCHEMA_VERSION
+      ? 'this kopek is older than the database: run the newer executable that wrote it'
+      : version === 0
+        ? 'this is not a kopek database (or an empty one): check --db'
+        : store.engine === 'postgres'
+          ? 'back up (pg_dump), then start kopek serve: it migrates on start'
+          : version < BASE_VERSION
+            ? 'back up (kopek backup PATH), then run kopek migrate: it upgrades a database older than kopek 0.1.0'
+            : 'back up (kopek backup PATH), then start kopek serve: it migrates on start';
+  f.push(finding('schema', `version ${version}`, version === SCHEMA_VERSION ? null : `version ${version}, this build expects ${SCHEMA_VERSION}`, upgrade));
+  if (version !== SCHEMA_VERSION) return f;
   f.push(await deadJobs(store), await failingJobs(store), await counterFinding(store));
   f.push(...(await endpoints(store)), await bankAmounts(store), await cardPayouts(store));
   const ledger = await checkLedger(store);
-  f.push(
-    ledger.ok
-      ? { check: 'ledger', ok: true, detail: ledgerVerdict(ledger) }
-      : { check: 'ledger', ok: false, detail: ledgerVerdict(ledger), action: LEDGER_ACTION },
-  );
+  f.push(finding('ledger', ledgerVerdict(ledger), ledger.ok ? null : ledgerVerdict(ledger), LEDGER_ACTION));
   return f;
 }
 
@@ -103,35 +95,23 @@ const PG_FILE_CHECKS: Finding = {
 
 /** The SQLite file's own checks: its pages are sound and it is in WAL mode. */
 async function fileChecks(store: Store): Promise<Finding[]> {
-  const f: Finding[] = [];
   const integrity = await integrityCheck(store, 20);
-  if (integrity.length === 1 && integrity[0] === 'ok') f.push({ check: 'integrity', ok: true, detail: 'ok' });
-  else {
-    f.push({
-      check: 'integrity',
-      ok: false,
-      detail: integrity.slice(0, 5).join('; '),
-      action: 'stop the server and restore the latest backup (docs/operations.md, "Restore"); keep the damaged file for analysis',
-    });
-  }
   const journal = await journalMode(store);
-  f.push(
-    journal === 'wal'
-      ? { check: 'journal', ok: true, detail: 'wal' }
-      : { check: 'journal', ok: false, detail: `journal_mode is "${journal}", not wal`, action: 'start kopek serve on it once: the server sets WAL mode' },
-  );
-  return f;
+  return [
+    finding(
+      'integrity',
+      'ok',
+      integrity.length === 1 && integrity[0] === 'ok' ? null : integrity.slice(0, 5).join('; '),
+      'stop the server and restore the latest backup (docs/operations.md, "Restore"); keep the damaged file for analysis',
+    ),
+    finding('journal', 'wal', journal === 'wal' ? null : `journal_mode is "${journal}", not wal`, 'start kopek serve on it once: the server sets WAL mode'),
+  ];
 }
 
 async function deadJobs(q: Reader): Promise<Finding> {
   const rows = await q.all<{ kind: string; n: number }>(`SELECT kind, count(*) AS n FROM jobs WHERE state = 'dead' GROUP BY kind ORDER BY kind`);
-  if (rows.length === 0) return { check: 'dead jobs', ok: true, detail: 'none' };
-  return {
-    check: 'dead jobs',
-    ok: false,
-    detail: rows.map((r) => `${r.n} ${r.kind}`).join(', '),
-    action: 'kopek jobs shows each with its last error; fix the cause, then kopek jobs retry JOB_ID',
-  };
+  const problem = rows.length === 0 ? null : rows.map((r) => `${r.n} ${r.kind}`).join(', ');
+  return finding('dead jobs', 'none', problem, 'kopek jobs shows each with its last error; fix the cause, then kopek jobs retry JOB_ID');
 }
 
 /** Jobs that failed FAILING_RUNS times in a row and still retry: not dead yet, but something keeps them failing. */
@@ -140,38 +120,39 @@ async function failingJobs(q: Reader): Promise<Finding> {
     `SELECT id, kind, shop_id, attempt, last_error FROM jobs WHERE state = 'pending' AND attempt >= ? ORDER BY attempt DESC, id LIMIT 10`,
     FAILING_RUNS,
   );
-  if (rows.length === 0) return { check: 'failing jobs', ok: true, detail: `none failed ${FAILING_RUNS} times in a row` };
-  const total = (await q.get<{ n: number }>(`SELECT count(*) AS n FROM jobs WHERE state = 'pending' AND attempt >= ?`, FAILING_RUNS))!.n;
-  return {
-    check: 'failing jobs',
-    ok: false,
-    detail:
-      `${total} job(s) failed ${FAILING_RUNS} or more times in a row and retry: ` +
-      rows.map((r) => `job ${r.id} ${r.kind}${r.shop_id ? ` of shop ${r.shop_id}` : ''}, ${r.attempt} failures, last: ${redactUrl(r.last_error ?? '')}`).join('; '),
-    action: 'kopek jobs shows each with its last error; fix the cause: the job runs again on its own, and is dead (kopek jobs retry JOB_ID) once its attempts are used up',
-  };
+  const total = rows.length === 0 ? 0 : (await q.get<{ n: number }>(`SELECT count(*) AS n FROM jobs WHERE state = 'pending' AND attempt >= ?`, FAILING_RUNS))!.n;
+  const problem =
+    rows.length === 0
+      ? null
+      : `${total} job(s) failed ${FAILING_RUNS} or more times in a row and retry: ` +
+        rows.map((r) => `job ${r.id} ${r.kind}${r.shop_id ? ` of shop ${r.shop_id}` : ''}, ${r.attempt} failures, last: ${redactUrl(r.last_error ?? '')}`).join('; ');
+  return finding(
+    'failing jobs',
+    `none failed ${FAILING_RUNS} times in a row`,
+    problem,
+    'kopek jobs shows each with its last error; fix the cause: the job runs again on its own, and is dead (kopek jobs retry JOB_ID) once its attempts are used up',
+  );
 }
 
 /** Counters behind their tables: the next number is taken, every insert into that table fails until it passes them. */
 async function counterFinding(q: Reader): Promise<Finding> {
   const all = await counters(q);
   const behind = behindTheirTables(all);
-  if (behind.length === 0) return { check: 'counters', ok: true, detail: `${all.length} counters, each at or past its table's largest key` };
+  const pg = q.engine === 'postgres';
   const fix = behind.map((c) =>
-    q.engine === 'postgres'
+    pg
       ? `SELECT setval('${c.sequence}', (SELECT max(${c.column}) FROM ${c.table}));`
       : `DELETE FROM sqlite_sequence WHERE name = '${c.table}'; INSERT INTO sqlite_sequence (name, seq) SELECT '${c.table}', max(rowid) FROM ${c.table};`,
   );
-  return {
-    check: 'counters',
-    ok: false,
-    detail:
-      `${behind.length} counter(s) behind their table ` +
-      // SQLite numbers past the largest row whatever its counter says; what it loses is the memory of deleted rows.
-      (q.engine === 'postgres' ? '(inserts there fail on a taken key)' : '(numbers of deleted rows may be handed out again)') +
-      `: ${behind.map(describeCounter).join('; ')}`,
-    action: `move each past its table's largest key (${q.engine === 'postgres' ? 'psql' : 'sqlite3, with the server stopped'}): ${fix.join(' ')}`,
-  };
+  const problem =
+    behind.length === 0
+      ? null
+      : `${behind.length} counter(s) behind their table ` +
+        // SQLite numbers past the largest row whatever its counter says; what it loses is the memory of deleted rows.
+        (pg ? '(inserts there fail on a taken key)' : '(numbers of deleted rows may be handed out again)') +
+        `: ${behind.map(describeCounter).join('; ')}`;
+  const action = `move each past its table's largest key (${pg ? 'psql' : 'sqlite3, with the server stopped'}): ${fix.join(' ')}`;
+  return finding('counters', `${all.length} counters, each at or past its table's largest key`, problem, action);
 }
 
 /** Bank answers not applied (the amount differs, or the bank took a payment kopek had closed): money kopek may not show. */
@@ -179,51 +160,40 @@ async function bankAmounts(q: Reader): Promise<Finding> {
   const rows = await q.all<{ shop_id: string; subject_id: string; expected_amount: number; bank_amount: number; answer: string }>(
     'SELECT shop_id, subject_id, expected_amount, bank_amount, answer FROM bank_mismatches ORDER BY id DESC LIMIT 10',
   );
-  if (rows.length === 0) return { check: 'bank amounts', ok: true, detail: 'every bank answer was applied' };
-  const total = (await q.get<{ n: number }>('SELECT count(*) AS n FROM bank_mismatches'))!.n;
-  return {
-    check: 'bank amounts',
-    ok: false,
-    detail: `${total} bank answer(s) not applied: ` + rows.map((r) => `payment ${r.subject_id} of shop ${r.shop_id}: kopek ${r.expected_amount}, bank ${r.bank_amount} (${r.answer})`).join('; '),
-    action: "compare each with the acquirer's own records (docs/live-mode.md, \"What the operator watches\"); a payment taken at the bank for another amount is refunded or settled there",
-  };
+  const total = rows.length === 0 ? 0 : (await q.get<{ n: number }>('SELECT count(*) AS n FROM bank_mismatches'))!.n;
+  const problem =
+    rows.length === 0
+      ? null
+      : `${total} bank answer(s) not applied: ` +
+        rows.map((r) => `payment ${r.subject_id} of shop ${r.shop_id}: kopek ${r.expected_amount}, bank ${r.bank_amount} (${r.answer})`).join('; ');
+  return finding(
+    'bank amounts',
+    'every bank answer was applied',
+    problem,
+    "compare each with the acquirer's own records (docs/live-mode.md, \"What the operator watches\"); a payment taken at the bank for another amount is refunded or settled there",
+  );
 }
 
 /** Live card payouts pending with no provider id: their number, kept in memory only, may have gone with a restart. */
 async function cardPayouts(q: Reader): Promise<Finding> {
   const rows = await payoutsNeedingDecision(q, undefined, 20);
-  if (rows.length === 0) return { check: 'card payouts', ok: true, detail: 'none waits for a decision' };
-  return {
-    check: 'card payouts',
-    ok: false,
-    detail:
-      `${rows.length}${rows.length === 20 ? '+' : ''} live card payout(s) pending with no provider id (the card number is kept in memory only and may be lost with a restart): ` +
-      rows.map((r) => `payout ${r.id} of shop ${r.shop_id}, ${r.amount} kopecks, card *${r.card_last4 ?? ''}, created ${new Date(r.created_at).toISOString()}`).join('; '),
-    action:
-      "look each up in the payout provider's cabinet by metadata.payout_id: if the provider has it, its notification settles it (ask the provider to send it again); if not, it was never paid: the recipient asks again with a new payout. kopek never sends it again without its number",
-  };
+  const problem =
+    rows.length === 0
+      ? null
+      : `${rows.length}${rows.length === 20 ? '+' : ''} live card payout(s) pending with no provider id (the card number is kept in memory only and may be lost with a restart): ` +
+        rows.map((r) => `payout ${r.id} of shop ${r.shop_id}, ${r.amount} kopecks, card *${r.card_last4 ?? ''}, created ${new Date(r.created_at).toISOString()}`).join('; ');
+  return finding(
+    'card payouts',
+    'none waits for a decision',
+    problem,
+    "look each up in the payout provider's cabinet by metadata.payout_id: if the provider has it, its notification settles it (ask the provider to send it again); if not, it was never paid: the recipient asks again with a new payout. kopek never sends it again without its number",
+  );
 }
 
 async function endpoints(q: Reader): Promise<Finding[]> {
-  const out: Finding[] = [];
-  const disabled = await q.all<{
-    id: string;
-    shop_id: string;
-    url: string;
-    disabled_reason: string | null;
-  }>('SELECT id, shop_id, url, disabled_reason FROM webhook_endpoints WHERE disabled_at IS NOT NULL ORDER BY disabled_at');
-  if (disabled.length === 0) out.push({ check: 'disabled endpoints', ok: true, detail: 'none' });
-  else {
-    out.push({
-      check: 'disabled endpoints',
-      ok: false,
-      detail: disabled.map((e) => `${e.id} ${e.url} of shop ${e.shop_id} (${e.disabled_reason ?? 'disabled'})`).join(', '),
-      action: `the receiver answered 410 Gone; once it accepts again: ${disabled
-        .slice(0, 10)
-        .map((e) => `kopek webhook delete ${e.id}, kopek webhook add --shop ${e.shop_id} --url ${e.url}`)
-        .join('; ')}; then kopek webhook resend EVT_ID for the events it missed`,
-    });
-  }
+  const disabled = await q.all<{ id: string; shop_id: string; url: string; disabled_reason: string | null }>(
+    'SELECT id, shop_id, url, disabled_reason FROM webhook_endpoints WHERE disabled_at IS NOT NULL ORDER BY disabled_at',
+  );
   // Failing: a delivery now retrying (its round began and has not succeeded) or one that gave up; each row
   // counted is one or the other, so count(*) orders by both.
   const failing = await q.all<{ url: string; shop_id: string; retrying: number; failed: number }>(
@@ -232,19 +202,24 @@ async function endpoints(q: Reader): Promise<Finding[]> {
        FROM webhook_deliveries WHERE (state = 'pending' AND attempts > round_start) OR state = 'failed'
        GROUP BY url, shop_id ORDER BY count(*) DESC, shop_id, url LIMIT 10`,
   );
-  if (failing.length === 0) out.push({ check: 'failing endpoints', ok: true, detail: 'none' });
-  else {
-    out.push({
-      check: 'failing endpoints',
-      ok: false,
-      detail: failing.map((r) => `${r.url} (shop ${r.shop_id}): ${r.retrying} retrying, ${r.failed} given up`).join('; '),
-      action: `${[...new Set(failing.map((r) => r.shop_id))].map((id) => `kopek webhook deliveries --shop ${id}`).join(', ')} shows the answers; fix the receiver, then kopek webhook resend EVT_ID for the given-up events`,
-    });
-  }
-  return out;
+  const again = disabled.slice(0, 10).map((e) => `kopek webhook delete ${e.id}, kopek webhook add --shop ${e.shop_id} --url ${e.url}`);
+  const shops = [...new Set(failing.map((r) => r.shop_id))].map((id) => `kopek webhook deliveries --shop ${id}`);
+  return [
+    finding(
+      'disabled endpoints',
+      'none',
+      disabled.length === 0 ? null : disabled.map((e) => `${e.id} ${e.url} of shop ${e.shop_id} (${e.disabled_reason ?? 'disabled'})`).join(', '),
+      `the receiver answered 410 Gone; once it accepts again: ${again.join('; ')}; then kopek webhook resend EVT_ID for the events it missed`,
+    ),
+    finding(
+      'failing endpoints',
+      'none',
+      failing.length === 0 ? null : failing.map((r) => `${r.url} (shop ${r.shop_id}): ${r.retrying} retrying, ${r.failed} given up`).join('; '),
+      `${shops.join(', ')} shows the answers; fix the receiver, then kopek webhook resend EVT_ID for the given-up events`,
+    ),
+  ];
 }
 
-/** `kopek doctor` */
 export const doctor: Command = {
   name: 'doctor',
   summary: 'check the database, schema, jobs, webhook endpoints, card payouts and ledger; say what to do',
@@ -253,7 +228,7 @@ export const doctor: Command = {
     const args = parseArgs(argv);
     onlyFlags(args, []);
     atMostPositionals(args.positional, 0, 'kopek doctor [--db PATH]');
-    const path = flag(args, 'db') ?? process.env.KOPEK_DATABASE_URL ?? process.env.KOPEK_DB ?? defaultConfig().db;
+    const path = dbOf(args);
     const findings = isPostgresUrl(path) ? await pgFindings(path) : await fileFindings(path);
     const ok = findings.every((x) => x.ok);
     const lines = findings.flatMap((x) =>

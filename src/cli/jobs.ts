@@ -23,22 +23,10 @@ Examples:
   kopek jobs --json --db /var/lib/kopek/kopek.db
   kopek jobs retry 4711`;
 
-/** A failing job as printed. */
 function describe(r: JobRow): Record<string, unknown> {
-  return {
-    id: r.id,
-    kind: r.kind,
-    subject_id: r.subject_id,
-    shop_id: r.shop_id,
-    mode: r.mode,
-    state: r.state,
-    attempt: r.attempt,
-    due_at: iso(r.due_at),
-    last_error: r.last_error,
-  };
+  return { id: r.id, kind: r.kind, subject_id: r.subject_id, shop_id: r.shop_id, mode: r.mode, state: r.state, attempt: r.attempt, due_at: iso(r.due_at), last_error: r.last_error };
 }
 
-/** `kopek jobs` */
 export const jobs: Command = {
   name: 'jobs',
   summary: 'list scheduled jobs per kind and state, show failing ones, retry a dead one',
@@ -67,15 +55,12 @@ export const jobs: Command = {
         output(args, { counts, failing }, lines);
         return 0;
       }
-      if (sub === 'retry') {
-        onlyFlags(args, []);
-        const n = Number(id);
-        if (!id || !Number.isSafeInteger(n) || n < 1) throw new Error(`jobs retry needs a numeric JOB_ID, not "${id ?? ''}"`);
-        const row = await store.tx(async (tx) => reviveJob(tx, n, Date.now()));
-        output(args, describe(row), [`job ${row.id} (${row.kind}) is pending again, due ${iso(row.due_at)}`]);
-        return 0;
-      }
-      throw unknownSubcommand('jobs', sub, ['list', 'retry']);
+      onlyFlags(args, []);
+      const n = Number(id);
+      if (!id || !Number.isSafeInteger(n) || n < 1) throw new Error(`jobs retry needs a numeric JOB_ID, not "${id ?? ''}"`);
+      const row = await store.tx(async (tx) => reviveJob(tx, n, Date.now()));
+      output(args, describe(row), [`job ${row.id} (${row.kind}) is pending again, due ${iso(row.due_at)}`]);
+      return 0;
     });
   },
 };

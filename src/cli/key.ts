@@ -95,11 +95,7 @@ export function table(header: string[], rows: string[][]): string[] {
 
 async function list(store: Store, args: Args): Promise<void> {
   const keys = (await listKeys(store, flag(args, 'shop')!)).map((k) => ({
-    id: k.id,
-    mode: k.mode,
-    prefix: k.key_prefix,
-    scopes: k.scopes.split(',').filter(Boolean),
-    created_at: iso(k.created_at),
+    id: k.id, mode: k.mode, prefix: k.key_prefix, scopes: k.scopes.split(',').filter(Boolean), created_at: iso(k.created_at),
     revoked_at: k.revoked_at === null ? null : iso(k.revoked_at),
   }));
   output(
@@ -114,7 +110,6 @@ async function list(store: Store, args: Args): Promise<void> {
   );
 }
 
-/** `kopek key` */
 export const key: Command = {
   name: 'key',
   summary: 'issue, list and revoke API keys',

@@ -1,5 +1,5 @@
 import { parseArgs, onlyFlags, unknownSubcommand } from '../platform/args';
-import { COMMON_OPTIONS, openStore, output, type Command } from './command';
+import { COMMON_OPTIONS, output, withStore, type Command } from './command';
 import { checkLedger, type CheckResult } from '../money/ledger/check';
 
 /** What the ledger check proves, in the words `kopek ledger check` and `kopek doctor` both print. */
@@ -33,7 +33,6 @@ Examples:
   kopek ledger check
   kopek ledger check --db /var/lib/kopek/kopek.db --json`;
 
-/** `kopek ledger` */
 export const ledger: Command = {
   name: 'ledger',
   summary: 'prove the ledger: balances equal postings, nothing overdrawn',
@@ -43,19 +42,12 @@ export const ledger: Command = {
     const [sub] = args.positional;
     if (sub !== 'check') throw unknownSubcommand('ledger', sub, ['check']);
     onlyFlags(args, []);
-    const store = await openStore(args);
-    try {
-      const result = await checkLedger(store);
-      const lines = result.books.map(
-        (b) => `${b.shop_id} ${b.mode.padEnd(4)}  balance ${b.balance}  available ${b.available}  reserved ${b.reserved}  entries ${b.entries}`,
-      );
-      lines.push(result.ok ? `ok: ${ledgerVerdict(result)}` : `FAILED: ${ledgerVerdict(result)}`);
-      if (!result.ok) lines.push(`  → ${LEDGER_ACTION}`, 'problems:', ...result.problems.map((p) => `  ${p}`));
-      output(args, result, lines);
-      if (!result.ok) process.stderr.write(`kopek ledger: check failed: ${result.problems.length} problems\n`);
-      return result.ok ? 0 : 1;
-    } finally {
-      await store.close();
-    }
+    const result = await withStore(args, checkLedger);
+    const lines = result.books.map((b) => `${b.shop_id} ${b.mode.padEnd(4)}  balance ${b.balance}  available ${b.available}  reserved ${b.reserved}  entries ${b.entries}`);
+    lines.push(result.ok ? `ok: ${ledgerVerdict(result)}` : `FAILED: ${ledgerVerdict(result)}`);
+    if (!result.ok) lines.push(`  → ${LEDGER_ACTION}`, 'problems:', ...result.problems.map((p) => `  ${p}`));
+    output(args, result, lines);
+    if (!result.ok) process.stderr.write(`kopek ledger: check failed: ${result.problems.length} problems\n`);
+    return result.ok ? 0 : 1;
   },
 };

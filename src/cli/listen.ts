@@ -46,7 +46,6 @@ export interface ListenOptions {
   json: boolean;
 }
 
-/** `kopek listen` */
 export const listen: Command = {
   name: 'listen',
   summary: "forward the shop's webhook events to a local URL, signed",
@@ -116,14 +115,14 @@ function say(opts: ListenOptions, json: Record<string, unknown>, text: string): 
  * each event in order, and reconnect whenever the stream ends.
  */
 export async function runListener(opts: ListenOptions, stop: AbortSignal): Promise<void> {
-  const forwarder = new Forwarder(opts, stop);
+  const forwarding = forwarder(opts, stop);
   const first = await openStream(opts.base, opts.key, null);
   const state = { databaseId: first.databaseId, lastSeq: first.after, connectedAtMs: first.serverDateMs };
   const onEvent = (e: StreamedWebhook): void => {
     // Replays start after the last id sent, so nothing comes twice; this guards it all the same.
     if (e.seq <= state.lastSeq) return;
     state.lastSeq = e.seq;
-    if (opts.events === null || opts.events.has(e.event)) forwarder.push(e);
+    if (opts.events === null || opts.events.has(e.event)) forwarding.push(e);
   };
   say(opts, { type: 'ready', secret: opts.secret, forward_to: opts.forwardTo.href, url: opts.base.href }, `Ready. Webhook signing secret: ${opts.secret}`);
   if (!opts.json) io().out(`Forwarding the webhook events of the key's shop at ${opts.base.href} to ${opts.forwardTo.href}; Ctrl-C stops.\n`);
@@ -137,8 +136,8 @@ export async function runListener(opts: ListenOptions, stop: AbortSignal): Promi
   }
   // A stop that came while a stream was opening: that stream was never read, and is closed here.
   conn?.close();
-  forwarder.stop();
-  await forwarder.idle();
+  forwarding.stop();
+  await forwarding.idle();
   say(opts, { type: 'stopped' }, 'Stopped.');
 }
 
@@ -208,55 +207,38 @@ function sleep(ms: number, stop: AbortSignal): Promise<void> {
   });
 }
 
-/** Forwards events one at a time, in the order they came, each signed at the moment it is sent. */
-class Forwarder {
-  private readonly queue: StreamedWebhook[] = [];
-  private running: Promise<void> | null = null;
-  private readonly abort = new AbortController();
+/**
+ * Forwards events one at a time, in the order they came, each signed at the moment it is sent. `stop` (or the
+ * listener's own) cuts the attempt in flight and drops what waits.
+ */
+function forwarder(opts: ListenOptions, stop: AbortSignal): { push(e: StreamedWebhook): void; stop(): void; idle(): Promise<void> } {
+  const abort = new AbortController();
+  let chain = Promise.resolve();
+  stop.addEventListener('abort', () => abort.abort(), { once: true });
+  return {
+    push(e) {
+      chain = chain.then(() => (abort.signal.aborted ? undefined : forward(opts, e, abort.signal)));
+    },
+    stop: () => abort.abort(),
+    idle: () => chain,
+  };
+}
 
-  constructor(
-    private readonly opts: ListenOptions,
-    stop: AbortSignal,
-  ) {
-    stop.addEventListener('abort', () => this.stop(), { once: true });
+async function forward(opts: ListenOptions, e: StreamedWebhook, signal: AbortSignal): Promise<void> {
+  let id = '';
+  try {
+    id = String((JSON.parse(e.body) as { id?: unknown }).id ?? '');
+  } catch {
+    // A body that is not JSON is forwarded as it came; the line names no id.
   }
-
-  push(e: StreamedWebhook): void {
-    this.queue.push(e);
-    this.running ??= this.drain().finally(() => (this.running = null));
-  }
-
-  /** Cut the attempt in flight and drop what waits: the listener is going away. */
-  stop(): void {
-    this.queue.length = 0;
-    this.abort.abort();
-  }
-
-  idle(): Promise<void> {
-    return this.running ?? Promise.resolve();
-  }
-
-  private async drain(): Promise<void> {
-    while (this.queue.length > 0 && !this.abort.signal.aborted) await this.forward(this.queue.shift()!);
-  }
-
-  private async forward(e: StreamedWebhook): Promise<void> {
-    const { opts } = this;
-    let id = '';
-    try {
-      id = String((JSON.parse(e.body) as { id?: unknown }).id ?? '');
-    } catch {
-      // A body that is not JSON is forwarded as it came; the line names no id.
-    }
-    const t_s = Math.floor(Date.now() / 1000);
-    const headers = webhookHeaders(id, signatureHeader('v2', [opts.secret], t_s, e.body), t_s);
-    const out = await postWebhook({ url: opts.forwardTo, headers, body: e.body, timeout_ms: FORWARD_TIMEOUT_MS, signal: this.abort.signal });
-    if (out.aborted_by_shutdown) return;
-    const answer = out.response_code !== null ? String(out.response_code) : `error: ${out.error}`;
-    say(
-      opts,
-      { type: 'event', event: e.event, id, status: out.response_code, error: out.error, latency_ms: out.latency_ms },
-      `${e.event}  ${id}  -> ${answer}  (${out.latency_ms} ms)`,
-    );
-  }
+  const t_s = Math.floor(Date.now() / 1000);
+  const headers = webhookHeaders(id, signatureHeader('v2', [opts.secret], t_s, e.body), t_s);
+  const out = await postWebhook({ url: opts.forwardTo, headers, body: e.body, timeout_ms: FORWARD_TIMEOUT_MS, signal });
+  if (out.aborted_by_shutdown) return;
+  const answer = out.response_code !== null ? String(out.response_code) : `error: ${out.error}`;
+  say(
+    opts,
+    { type: 'event', event: e.event, id, status: out.response_code, error: out.error, latency_ms: out.latency_ms },
+    `${e.event}  ${id}  -> ${answer}  (${out.latency_ms} ms)`,
+  );
 }

@@ -21,7 +21,6 @@ Examples:
   kopek merchant activate-live 7f1c…
   kopek merchant activate-live --merchant 7f1c…`;
 
-/** `kopek merchant` */
 export const merchant: Command = {
   name: 'merchant',
   summary: 'create merchants; activate live mode',

@@ -10,7 +10,22 @@ import { isEmpty } from '../money/shops/store';
 import { createDemoData, demoLines, type DemoData, type DemoOptions } from './demo';
 import { checkEndpointUrl } from '../money/webhooks/store';
 import { io, type Command } from './command';
-import { optionsHelp } from './options-help';
+
+/**
+ * The option lines of `kopek serve --help`: flag, default (as the README's table shows it) and meaning in aligned
+ * columns under a header, each meaning followed by the environment variable that sets it.
+ */
+function optionsHelp(): string {
+  const shown = (d: unknown): string => (d === null ? '-' : Array.isArray(d) ? (d.length ? d.join(',') : '(empty)') : String(d));
+  const rows = [
+    ...OPTIONS.map((o) => [o.kind === 'bool' ? `${o.flag}, --no-${o.flag.slice(2)}` : `${o.flag} VALUE`, shown(o.def), `${o.help} [${o.env}]`]),
+    ['--help', '-', 'show this help'],
+  ];
+  const header = ['option', 'default', 'meaning [environment variable]'];
+  const w0 = Math.max(header[0].length, ...rows.map((r) => r[0].length));
+  const w1 = Math.max(header[1].length, ...rows.map((r) => r[1].length));
+  return [header, ...rows].map((r) => `  ${r[0].padEnd(w0)}  ${r[1].padEnd(w1)}  ${r[2]}`).join('\n');
+}
 
 const usage = `Usage: kopek serve [options]
 

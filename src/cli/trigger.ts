@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { parseArgs, flag, flagValues, atMostPositionals, type Args } from '../platform/args';
-import { io, type Command } from './command';
+import { io, output, type Command } from './command';
 import { isTriggerEvent, TRIGGER_EVENTS, TRIGGER_EVENT_NAMES, TRIGGER_NUMERIC_FIELDS, TRIGGER_SET_FIELDS } from '../banks/simulator/trigger-events';
 
 /** Where the command finds the server when neither --url nor KOPEK_URL names it: `kopek serve`'s default address. */
@@ -61,7 +61,6 @@ interface TriggerAnswer {
   [object: string]: unknown;
 }
 
-/** `kopek trigger` */
 export const trigger: Command = {
   name: 'trigger',
   summary: "make a webhook event happen now in a test key's shop (on a running server)",
@@ -85,8 +84,7 @@ export const trigger: Command = {
     const base = baseUrl(event, flag(args, 'url') ?? process.env.KOPEK_URL ?? DEFAULT_URL);
     const key = testKey(event, flag(args, 'key') ?? process.env.KOPEK_KEY);
     const answer = await post(event, base, key, set);
-    if (args.flags.has('json')) io().out(JSON.stringify(answer) + '\n');
-    else io().out(describeAnswer(answer).join('\n') + '\n');
+    output(args, answer, describeAnswer(answer));
     return 0;
   },
 };

@@ -42,7 +42,6 @@ Examples:
   kopek webhook deliveries --event evt_01JD3Q9W2K8X5N7B4M6R0T2Y8V
   kopek webhook resend evt_01JD3Q9W2K8X5N7B4M6R0T2Y8V`;
 
-/** `kopek webhook` */
 export const webhook: Command = {
   name: 'webhook',
   summary: 'manage webhook endpoints, see deliveries, resend events',
@@ -117,13 +116,8 @@ async function list(store: Store, args: Args): Promise<number> {
   if (!shopId) throw new Error('webhook list needs --shop ID');
   await requireShop(store, shopId, 'list webhook endpoints');
   const items = (await listEndpoints(store, shopId)).map((e) => ({
-    id: e.id,
-    url: e.url,
-    events: splitList(e.events),
-    signature: e.signature,
-    created_at: iso(e.created_at),
-    disabled_at: e.disabled_at === null ? null : iso(e.disabled_at),
-    disabled_reason: e.disabled_reason,
+    id: e.id, url: e.url, events: splitList(e.events), signature: e.signature, created_at: iso(e.created_at),
+    disabled_at: e.disabled_at === null ? null : iso(e.disabled_at), disabled_reason: e.disabled_reason,
   }));
   output(
     args,

@@ -153,6 +153,14 @@ const SERVE_FLAGS: Grammar = {
   unknown: (word) => `unknown option "${word}"`,
 };
 
+/**
+ * The database the admin commands act on: --db, else KOPEK_DATABASE_URL, else KOPEK_DB, else serve's default.
+ * (serve reads the same variables through OPTIONS, where an empty value counts as unset.)
+ */
+export function databaseLocation(dbFlag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return dbFlag ?? env.KOPEK_DATABASE_URL ?? env.KOPEK_DB ?? String(BY_NAME.db.def);
+}
+
 /** The defaults, as a Config. */
 export function defaultConfig(): Config {
   const c: Record<string, unknown> = {};

@@ -6,7 +6,7 @@ import { postgresOnly } from '../helpers/pg';
 import { runCli } from '../helpers/cli';
 
 // On PostgreSQL each node holds resolved keys in memory, dropped by the change announcements of the key, shop and
-// merchant tables (src/platform/storage/postgres/changes.ts). These tests hold the cache to what it promises: a change made anywhere
+// merchant tables (src/platform/storage/postgres/events.ts, keyTablesVersion). These tests hold the cache to what it promises: a change made anywhere
 // reaches every node, and a node that cannot hear announcements trusts nothing it held. (What it saves shows in
 // bench:cluster: a GET is one statement.)
 

@@ -8,7 +8,7 @@ import { startReceiver, type Receiver } from '../helpers/webhooks';
 
 // The server keeps what it reads often in memory (key lookups with their scopes and allow-list, payment answers).
 // Admin commands change the same file from processes of their own; each change must be in force at the server
-// without a restart. The caches follow the database's change signal (src/platform/storage/change-signal.ts); these tests poll
+// without a restart. The key cache follows Store.keyTablesVersion (src/platform/storage/store.ts); these tests poll
 // with a generous deadline, and scripts/bench-staleness.ts measures how soon a change is seen.
 
 const ROOT = join(__dirname, '..', '..');

@@ -6,6 +6,7 @@ import { openPgStorage } from '../../src/platform/storage/postgres/open';
 import type { Store } from '../../src/platform/storage/store';
 import { toApiError } from '../../src/platform/http/errors';
 import { dropPgDatabase, freshPgDatabase, postgresOnly } from '../helpers/pg';
+import { SCHEMA_VERSION } from '../../src/platform/storage/migrations';
 
 // The PostgreSQL engine's traps, each with a test: what runs again and what never does, what the driver gives
 // back as strings, and what an idle connection's death must not do.
@@ -157,11 +158,14 @@ test('a database laid out before the change announcements gets them when a node 
       Number((await c.query(`SELECT count(*) AS n FROM pg_trigger WHERE tgname LIKE '%\\_announce' AND NOT tgisinternal`)).rows[0].n);
     try {
       assert.equal(await announcing(), 5, 'a new database announces changes of five tables');
+      // As a database of schema 21 laid out before them: no announcements (migration 21 -> 22 adds them).
       await c.query('DROP FUNCTION kopek_announce_change() CASCADE');
+      await c.query('UPDATE kopek_schema SET version = 21');
       assert.equal(await announcing(), 0);
       const node = await openPgStorage(older);
       await node.close();
       assert.equal(await announcing(), 5);
+      assert.equal(Number((await c.query('SELECT version FROM kopek_schema')).rows[0].version), SCHEMA_VERSION);
     } finally {
       await c.end();
     }

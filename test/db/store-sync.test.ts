@@ -17,68 +17,57 @@ async function tempStore(sync: 'sqlite' | 'store'): Promise<{ store: SqliteStore
   return { store, path, done: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** True while some commit of `store` is not on disk yet (the engine's own bookkeeping). */
+function behind(store: SqliteStore): boolean {
+  return (store as unknown as { durability: { settled(): Promise<void> | null } }).durability.settled() !== null;
+}
+
 test('a store that syncs the WAL itself: SQLite does not sync commits, the store does before a write settles', async () => {
   const { store, done } = await tempStore('store');
   try {
     assert.equal(store.sqliteHandle.pragma('synchronous', { simple: true }), 1, 'NORMAL: commits reach the WAL unsynced');
     assert.equal(store.sqliteHandle.pragma('wal_autocheckpoint', { simple: true }), 0, 'checkpoints run on their own thread');
-    const seen: { seq?: number } = {};
     const before = store.commits;
     let settled = false;
-    const p = store.write(async (tx) => (await tx.run(`INSERT INTO t (v) VALUES ('a')`)).lastInsertRowid, seen).then((v) => ((settled = true), v));
+    const p = store.write(async (tx) => (await tx.run(`INSERT INTO t (v) VALUES ('a')`)).lastInsertRowid).then((v) => ((settled = true), v));
     // The group commits on the next turn; its sync runs on the thread pool.
     await new Promise((r) => setImmediate(r));
     assert.equal(store.commits, before + 1, 'committed');
     assert.equal(settled, false, 'not settled before the WAL sync');
-    const wait = store.whenDurable();
-    assert.ok(wait, 'a reader that saw the commit has to wait for the disk');
+    assert.ok(behind(store), 'the commit is not on disk yet');
+    // A read through the store sees the commit, and answers only once it is on disk.
+    const read = await store.get<{ v: string }>('SELECT v FROM t WHERE id = 1');
+    assert.equal(read?.v, 'a');
+    assert.equal(behind(store), false, 'the read answered once the commit it saw was on disk');
     assert.equal(await p, 1);
-    assert.equal(seen.seq, before + 1, 'the body learns the number of its commit');
-    await wait;
-    assert.equal(store.whenDurable(), null, 'nothing left to wait for');
-    assert.equal(store.whenDurable(seen.seq), null);
   } finally {
     await store.close();
     done();
   }
 });
 
-test('tx() returns durable, and a reply that needs only an older commit does not wait for a newer one', async () => {
-  const { store, done } = await tempStore('store');
-  try {
-    await store.tx((tx) => tx.run(`INSERT INTO t (v) VALUES ('x')`));
-    assert.equal(store.whenDurable(), null, 'tx() synced before returning');
-    const first: { seq?: number } = {};
-    await store.write((tx) => tx.run(`INSERT INTO t (v) VALUES ('y')`), first);
-    const second = store.write((tx) => tx.run(`INSERT INTO t (v) VALUES ('z')`));
-    await new Promise((r) => setImmediate(r));
-    assert.ok(store.whenDurable(), 'the second commit is still being synced');
-    assert.equal(store.whenDurable(first.seq), null, 'the first is on disk already');
-    await second;
-  } finally {
-    await store.close();
-    done();
-  }
-});
-
-test('tx(fn, { durable: later }) commits now and syncs on the thread pool: its after-commit hooks wait for the disk', async () => {
+test('tx() settles once its commit is on disk, and runs its after-commit hooks then; a refusal waits for what it read', async () => {
   const { store, done } = await tempStore('store');
   try {
     let hooked = false;
     const id = await store.tx(async (tx) => {
       tx.afterCommit(() => (hooked = true));
-      return (await tx.run(`INSERT INTO t (v) VALUES ('later')`)).lastInsertRowid;
-    }, { durable: 'later' });
-    assert.equal(id, 1, 'the result of the body comes back at once');
-    assert.equal(hooked, false, 'nothing learns of the commit before its sync');
-    const wait = store.whenDurable();
-    assert.ok(wait, 'a reader that saw the commit waits for the disk');
-    assert.equal((await store.get<{ v: string }>('SELECT v FROM t WHERE id = 1'))?.v, 'later', 'committed');
-    await wait;
-    assert.equal(hooked, true, 'the hooks ran once the sync returned');
-    // A plain tx() afterwards is durable on return, as before.
-    await store.tx((tx) => tx.run(`INSERT INTO t (v) VALUES ('now')`));
-    assert.equal(store.whenDurable(), null);
+      return (await tx.run(`INSERT INTO t (v) VALUES ('x')`)).lastInsertRowid;
+    });
+    assert.equal(id, 1);
+    assert.equal(hooked, true, 'the hooks ran before the promise settled');
+    assert.equal(behind(store), false, 'durable when tx() settles');
+    const write = store.write((tx) => tx.run(`INSERT INTO t (v) VALUES ('y')`));
+    await new Promise((r) => setImmediate(r));
+    assert.ok(behind(store), 'the group commit is being synced');
+    await assert.rejects(
+      store.tx(async (tx) => {
+        if ((await tx.get('SELECT v FROM t WHERE v = ?', 'y')) !== undefined) throw new Error('seen y');
+      }),
+      /seen y/,
+    );
+    assert.equal(behind(store), false, 'the refusal, resting on the unsynced commit, came once it was on disk');
+    await write;
   } finally {
     await store.close();
     done();
@@ -163,7 +152,7 @@ test('a store left to SQLite (the admin commands) keeps synchronous=FULL and set
   try {
     assert.equal(store.sqliteHandle.pragma('synchronous', { simple: true }), 2, 'FULL');
     await store.write((tx) => tx.run(`INSERT INTO t (v) VALUES ('a')`));
-    assert.equal(store.whenDurable(), null);
+    assert.equal(behind(store), false);
   } finally {
     await store.close();
     done();

@@ -11,21 +11,23 @@ import { createLogger } from '../../src/platform/log';
 const ROOT = join(__dirname, '..', '..');
 
 /**
- * Run a WalSync in a child process over a descriptor whose sync fails (a pipe: EINVAL, as a disk that
+ * Run the WAL sync (durable.ts) in a child process over a descriptor whose sync fails (a pipe: EINVAL, as a disk that
  * cannot sync would), logging through the app's logger to stdout.
  */
-function failingSync(call: 'request' | 'syncNow'): { status: number | null; stdout: string; stderr: string } {
+function failingSync(call: 'committed' | 'syncNow'): { status: number | null; stdout: string; stderr: string } {
   const code = `
-    const { WalSync } = require(${JSON.stringify(join(ROOT, 'src', 'platform', 'storage', 'sqlite', 'wal-sync.ts'))});
+    const { Durability } = require(${JSON.stringify(join(ROOT, 'src', 'platform', 'storage', 'sqlite', 'durable.ts'))});
     const { createLogger } = require(${JSON.stringify(join(ROOT, 'src', 'platform', 'log.ts'))});
-    const sync = new WalSync(0, createLogger('info'), () => process.stdout.write('synced\\n'));
-    sync.${call}(1);
+    const sync = new Durability(createLogger('info'), 0);
+    const synced = () => process.stdout.write('synced\\n');
+    sync.committed([{ fn: () => undefined, resolve: synced, reject: synced }], [{ ok: true, value: undefined, hooks: [] }]);
+    if ('${call}' === 'syncNow') sync.syncNow();
     setTimeout(() => process.stdout.write('still running\\n'), 2000);`;
   const r = spawnSync(process.execPath, ['--import', 'tsx', '-e', code], { cwd: ROOT, input: '', encoding: 'utf8', timeout: 20_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-for (const call of ['request', 'syncNow'] as const) {
+for (const call of ['committed', 'syncNow'] as const) {
   test(`a failed WAL sync (${call}) stops the process with exit 70 and says why through the logger`, () => {
     const r = failingSync(call);
     assert.equal(r.status, 70, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Reader } from '../../src/platform/storage/store';
 import pg from 'pg';
-import { migratePg, pgFullSchema, pgPool } from '../../src/platform/storage/postgres/open';
+import { migratePg, pgPool } from '../../src/platform/storage/postgres/open';
+import { PG_SCHEMA_SQL } from '../../src/platform/storage/schema-text';
 import { SCHEMA_VERSION } from '../../src/platform/storage/migrations';
 
 /**
@@ -29,7 +30,7 @@ export function pgUrl(name: string, base = TEST_PG): string {
   return `${base.replace(/\/+$/, '')}/${name}`;
 }
 
-const TEMPLATE = `kopek_template_v${SCHEMA_VERSION}_${createHash('sha256').update(pgFullSchema()).digest('hex').slice(0, 10)}`;
+const TEMPLATE = `kopek_template_v${SCHEMA_VERSION}_${createHash('sha256').update(PG_SCHEMA_SQL).digest('hex').slice(0, 10)}`;
 let template: Promise<void> | null = null;
 
 /** Run `sql` on the server's maintenance database. */
@@ -139,7 +140,7 @@ export async function streamIdsOfShop(store: Reader, shopId: string): Promise<nu
 /**
  * An answer once a change committed on another connection (an admin command) applies. A SQLite server sees such a
  * change at its very next request; a PostgreSQL node hears of it by an announcement a moment after the commit
- * (src/platform/storage/postgres/changes.ts), so there `read` is repeated until `ok` holds, for up to a second (the contract's bound
+ * (Store.keyTablesVersion, src/platform/storage/postgres/events.ts), so there `read` is repeated until `ok` holds, for up to a second (the contract's bound
  * for a revoked key). The last answer is returned either way, for the caller's assertions.
  */
 export async function onceApplied<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {

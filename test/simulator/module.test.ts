@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { PaymentsCore } from '../../src/money/payments/core';
-import { simulatorModule } from '../../src/banks/simulator/module';
-import { tbankModule } from '../../src/banks/tbank/module';
+import { simulatorModule } from '../../src/banks/simulator/test-bank';
+import { tbankModule } from '../../src/banks/tbank/bank';
 import { TEST_PROVIDER } from '../../src/money/bank-port/directory';
 import { TBANK } from '../../src/banks/tbank/protocol';
 

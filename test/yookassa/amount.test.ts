@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { kopecksOf, rublesOf } from '../../src/banks/yookassa/amount';
+import { kopecksOf, rublesOf } from '../../src/banks/yookassa/protocol';
 
 // Kopecks ⇄ the provider's "rubles.kk" strings, exactly (string arithmetic, no floating point).
 

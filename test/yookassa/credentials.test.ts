@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkYookassaCredentials } from '../../src/banks/yookassa/credentials';
+import { checkYookassaCredentials } from '../../src/banks/yookassa/http';
 import { FakeYookassa } from '../helpers/yookassa';
 
 // Setting the provider checks its credentials with a GET that changes nothing: 404 works, 401 refuses.

@@ -1,9 +1,9 @@
 import type { Core } from '../../money/core/core';
 import type { Ctx, Reply } from '../../platform/http/types';
 import { bodyObject, intField } from '../../platform/http/validate';
-import type { Tx } from '../../platform/storage/store';
+import type { Reader, Store, Tx } from '../../platform/storage/store';
+import { deferForeignKeys, listTables, tableColumns } from '../../platform/storage/dialect';
 import { iso } from '../../platform/util/time';
-import { resetTestData } from './reset';
 
 // The test helpers of a shop's test mode as a whole: its clock, and the reset of its test data.
 
@@ -38,14 +38,19 @@ export async function advanceClock(ctx: Ctx<TestClockCore>): Promise<Reply> {
 /**
  * Move a shop's test clock forward and run every job that became due (the API's helper and the cabinet alike):
  * one transaction writes the new offset, moves the shop's pending test jobs with it, and claims the jobs now
- * due for this advance; then they run in due order, each with the clock reading its due time.
+ * due for this advance; then they run in due order, each with the shop's clock pinned to its due time in its
+ * own transaction (a concurrent request reads the committed offset). So a job that schedules "a month from now"
+ * lands a month after its predecessor, not after the end of the advance: a year of monthly charges happens in
+ * one advance.
  */
 export async function advanceShopClock(core: Pick<Core, 'store' | 'scheduler' | 'clocks'>, shopId: string, seconds: number): Promise<number> {
   await core.store.flush();
-  return core.scheduler.runDueUpTo(shopId, 'test', async (tx) => {
-    const offset = await moveTestClock(tx, shopId, seconds * 1000);
-    return core.clocks.real() + offset;
-  });
+  return core.scheduler.runDueUpTo(
+    shopId,
+    'test',
+    async (tx) => core.clocks.real() + (await moveTestClock(tx, shopId, seconds * 1000)),
+    (tx, at, body) => core.clocks.readAs(tx, shopId, at, body),
+  );
 }
 
 /**
@@ -70,4 +75,32 @@ export async function reset(ctx: Ctx<Pick<Core, 'clocks' | 'store'>>): Promise<R
   bodyObject(ctx.body, []);
   const deleted = await resetTestData(ctx.app.store, ctx.auth!.shopId);
   return { body: { deleted, clock: await clockBody(ctx) } };
+}
+
+/** Cabinet tables: they have `shop_id` and `mode` but hold settings, which a reset keeps (test keys included). */
+const KEPT_TABLES = new Set(['api_keys']);
+
+/** Tables that hold a shop's data: those with both `shop_id` and `mode` columns, read from the schema. */
+async function shopTables(q: Reader): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of await listTables(q)) {
+    const names = new Set(await tableColumns(q, name));
+    if (names.has('shop_id') && names.has('mode') && !KEPT_TABLES.has(name)) out.push(name);
+  }
+  return out;
+}
+
+/** Delete every test-mode row of a shop and set its test clock back to real time; returns rows deleted per table. */
+export async function resetTestData(store: Store, shopId: string): Promise<Record<string, number>> {
+  const tables = await shopTables(store);
+  const deleted: Record<string, number> = {};
+  await store.flush();
+  await store.tx(async (tx) => {
+    await deferForeignKeys(tx);
+    for (const t of tables) {
+      deleted[t] = (await tx.run(`DELETE FROM "${t}" WHERE shop_id = ? AND mode = 'test'`, shopId)).changes;
+    }
+    await tx.run('UPDATE shops SET test_clock_offset_ms = 0 WHERE id = ?', shopId);
+  });
+  return deleted;
 }

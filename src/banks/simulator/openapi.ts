@@ -25,11 +25,7 @@ const outcome = {
   description: 'succeed; fail (do_not_honor) or fail:<failure code>; pending (the bank never answers and the charge expires)',
 };
 
-/**
- * The trigger's `set`: fields of the object the event makes, checked as that object's create checks them; which
- * ones an event takes depends on its object (TRIGGER_SET_FIELDS), so the schema names them all and the route
- * refuses the others with 400 naming the field.
- */
+/** The trigger's `set`: the schema names every field of TRIGGER_SET_FIELDS; the route refuses those the event's object does not take. */
 const triggerSet = {
   type: 'object',
   additionalProperties: false,
@@ -110,19 +106,7 @@ export const simulatorOpenApi: OpenApiFragment = {
       post: {
         summary: "Move the shop's test clock forward and run every job that became due",
         security: bearer,
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                required: ['seconds'],
-                properties: { seconds: { type: 'integer', minimum: 0, maximum: 315_360_000 } },
-                additionalProperties: false,
-              },
-            },
-          },
-        },
+        requestBody: jsonBody(strictObject({ seconds: { type: 'integer', minimum: 0, maximum: 315_360_000 } })),
         responses: { '200': jsonResponse('Clock after the advance', ref('TestClock')), ...errorResponses },
       },
     },
@@ -131,12 +115,7 @@ export const simulatorOpenApi: OpenApiFragment = {
         summary: "Delete all test-mode data of the shop (keys and settings stay); the test clock returns to real time",
         security: bearer,
         responses: {
-          '200': jsonResponse('Reset done', {
-            type: 'object',
-            required: ['deleted', 'clock'],
-            properties: { deleted: { type: 'object', additionalProperties: { type: 'integer' } }, clock: ref('TestClock') },
-            additionalProperties: false,
-          }),
+          '200': jsonResponse('Reset done', strictObject({ deleted: { type: 'object', additionalProperties: { type: 'integer' } }, clock: ref('TestClock') })),
           ...errorResponses,
         },
       },

@@ -4,7 +4,7 @@ import type { Core } from '../../money/core/core';
 import type { ModuleJob } from '../../money/core/module';
 import type { PaymentsCore } from '../../money/payments/core';
 import type { Ctx, Reply } from '../../platform/http/types';
-import { badRequest, invalidState, notFound } from '../../platform/http/errors';
+import { ApiError, badRequest, invalidState, notFound } from '../../platform/http/errors';
 import { bodyObject, enumField, strField } from '../../platform/http/validate';
 import { isUuid } from '../../platform/util/ids';
 import { bankCodeFor, PAYMENT_FAILURE_CODES } from '../../money/payments/failures';
@@ -12,7 +12,7 @@ import { chooseMethodTx, expireTx, openSessionTx, reload } from '../../money/pay
 import { paymentAnswered } from '../../money/payments/bank-answers';
 import type { PaymentAnswer } from '../../money/bank-port/port';
 import { getPayment, metadataOf, paymentView } from '../../money/payments/store';
-import type { ConcreteMethod, PaymentRow } from '../../money/bank-port/payment';
+import type { ConcreteMethod, PaymentRow, PaymentView } from '../../money/bank-port/payment';
 import { planFromMetadata } from './plan';
 
 /** Job kind: the test bank answers a session after --sim-delay. */
@@ -21,14 +21,9 @@ export const SIM_RESOLVE_JOB = 'simulator.payment_resolve';
 /** The acquiring bank name the test bank reports. */
 export const TEST_BANK_NAME = 'kopek test bank';
 
-/** A 12-digit retrieval reference, as banks issue. */
-export function fakeRrn(): string {
-  return String(randomInt(100_000, 999_999)) + String(randomInt(100_000, 999_999));
-}
-
-/** What the test bank answers for an outcome: reference and bank name on success, the bank's raw code on failure. */
-export function simulatedAnswer(outcome: 'succeeded' | 'failed', failureCode = ''): PaymentAnswer {
-  if (outcome === 'succeeded') return { outcome, rrn: fakeRrn(), bankName: TEST_BANK_NAME };
+/** What the test bank answers for an outcome: a 12-digit retrieval reference and its name on success, the bank's raw code on failure. */
+function simulatedAnswer(outcome: 'succeeded' | 'failed', failureCode = ''): PaymentAnswer {
+  if (outcome === 'succeeded') return { outcome, rrn: String(randomInt(100_000, 999_999)) + String(randomInt(100_000, 999_999)), bankName: TEST_BANK_NAME };
   const code = failureCode || 'do_not_honor';
   return { outcome: 'refused', failureCode: code, bankCode: bankCodeFor(code), bankName: TEST_BANK_NAME };
 }
@@ -107,11 +102,9 @@ export async function simulatePayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
       case 'succeed':
         await answerOrRefuse(ctx.app, tx, p, 'confirm', simulatedAnswer('succeeded'));
         break;
-      case 'fail': {
-        const planned = planFromMetadata(metadataOf(p))?.failureCode;
-        await answerOrRefuse(ctx.app, tx, p, 'fail', simulatedAnswer('failed', failureCode || planned || 'do_not_honor'));
+      case 'fail':
+        await answerOrRefuse(ctx.app, tx, p, 'fail', simulatedAnswer('failed', failureCode || planFromMetadata(metadataOf(p))?.failureCode));
         break;
-      }
       case 'expire':
         next = await expireTx(ctx.app, tx, p);
         break;
@@ -119,4 +112,32 @@ export async function simulatePayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
     return paymentView(tx, await reload(tx, next.id));
   });
   return { body: view };
+}
+
+// The test bank's answer to what the buyer did on its screens of the hosted page (card form, 3-D Secure,
+// bank app), through the same entry point as any bank's answer. The forms themselves are the page's
+// (src/web/pay-page/simulator-forms.ts): the page sits above the bank it shows. A live payment never gets here.
+
+/** What the buyer's action on the test bank's screens ended with. */
+export interface BuyerOutcome {
+  outcome: 'succeeded' | 'failed';
+  /** Unified failure code; defaults to the planned code, else do_not_honor. */
+  failureCode?: string;
+  /** From a card form: never the full number, only brand, mask and holder. */
+  card?: { brand: string; mask: string; holder: string };
+}
+
+/** The test bank answers with what the buyer did: processing → succeeded or failed (409 when it moved on). */
+export async function buyerResolve(core: PaymentsCore, id: string, o: BuyerOutcome): Promise<PaymentView> {
+  if (o.card && /\d{9,}/.test(o.card.mask.replace(/\s/g, ''))) {
+    throw new ApiError(400, 'bad_request', 'Cannot store the card: the mask must not hold a full card number', 'card');
+  }
+  return core.store.write(async (tx) => {
+    const p = isUuid(id) ? await getPayment(tx, id) : undefined;
+    if (!p) throw notFound(`Cannot find payment "${id}"`);
+    const answer = simulatedAnswer(o.outcome, o.failureCode || planFromMetadata(metadataOf(p))?.failureCode);
+    if (o.card && (answer.outcome === 'succeeded' || answer.outcome === 'refused')) answer.card = o.card;
+    await answerOrRefuse(core, tx, p, o.outcome === 'succeeded' ? 'confirm' : 'fail', answer);
+    return paymentView(tx, (await getPayment(tx, p.id))!);
+  });
 }

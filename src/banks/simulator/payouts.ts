@@ -7,23 +7,15 @@ import { badRequest, invalidState } from '../../platform/http/errors';
 import { bodyObject, enumField } from '../../platform/http/validate';
 import { asObject } from '../../money/payouts/fields';
 import { sbpBank } from '../../money/sbp/directory';
-import { bankCodeFor } from '../../money/payments/failures';
 import { PAYOUT_FAILURE_CODES, payoutView } from '../../money/payouts/payouts';
 import { getPayout } from '../../money/payouts/store';
 import { ownPayout } from '../../money/payouts/handlers';
 import { payoutAnswered, type PayoutAnswerCore } from '../../money/payouts/bank-answers';
-import type { MoneyAnswer, PayoutRequest, PayoutStart } from '../../money/bank-port/port';
-import { payoutPlanForAmount } from './plan';
+import type { PayoutRequest, PayoutStart } from '../../money/bank-port/port';
+import { answerOf, payoutPlanForAmount } from './plan';
 
 /** The scheduler job that settles a test payout after --sim-delay (its name predates the bank port; databases hold it). */
 export const SETTLE_JOB = 'payout.settle';
-
-/** The test bank's answer for a final outcome. */
-function answerOf(outcome: 'succeeded' | 'failed', failureCode: string): MoneyAnswer {
-  if (outcome === 'succeeded') return { outcome };
-  const code = failureCode || 'do_not_honor';
-  return { outcome: 'refused', failureCode: code, bankCode: bankCodeFor(code) };
-}
 
 /**
  * The test bank's payout plan, decided from the request alone (decisions.md): kopeck part 03 → the router

@@ -1,3 +1,9 @@
+// The test bank's plans: what it answers by the amount's kopeck part (magic amounts), and its test cards with
+// the checks every card number passes, on the page and on the server. A card number lives only in the request
+// that carries it: only brand, mask and holder go further.
+import type { MoneyAnswer } from '../../money/bank-port/port';
+import { bankCodeFor } from '../../money/payments/failures';
+
 /** What the test bank will answer for a payment, decided at creation. */
 export type SimOutcome = 'succeeded' | 'failed' | 'requires_action' | 'pending';
 
@@ -14,18 +20,13 @@ export interface SimPlan {
  * until the session ends; anything else succeeds.
  */
 export function planForAmount(amount: number): SimPlan {
-  switch (amount % 100) {
-    case 1:
-      return { outcome: 'failed', failureCode: 'do_not_honor' };
-    case 2:
-      return { outcome: 'failed', failureCode: 'insufficient_funds' };
-    case 3:
-      return { outcome: 'requires_action', failureCode: '' };
-    case 4:
-      return { outcome: 'pending', failureCode: '' };
-    default:
-      return { outcome: 'succeeded', failureCode: '' };
-  }
+  const plans: Record<number, SimPlan> = {
+    1: { outcome: 'failed', failureCode: 'do_not_honor' },
+    2: { outcome: 'failed', failureCode: 'insufficient_funds' },
+    3: { outcome: 'requires_action', failureCode: '' },
+    4: { outcome: 'pending', failureCode: '' },
+  };
+  return plans[amount % 100] ?? { outcome: 'succeeded', failureCode: '' };
 }
 
 /**
@@ -33,21 +34,24 @@ export function planForAmount(amount: number): SimPlan {
  * created); 01 and 02 fail after --sim-delay (do_not_honor, recipient_not_in_sbp); anything else succeeds.
  */
 export function payoutPlanForAmount(amount: number): { outcome: 'refused' | 'failed' | 'succeeded'; failureCode: string | null } {
-  switch (amount % 100) {
-    case 3:
-      return { outcome: 'refused', failureCode: 'router_error' };
-    case 1:
-      return { outcome: 'failed', failureCode: 'do_not_honor' };
-    case 2:
-      return { outcome: 'failed', failureCode: 'recipient_not_in_sbp' };
-    default:
-      return { outcome: 'succeeded', failureCode: null };
-  }
+  const plans = {
+    1: { outcome: 'failed', failureCode: 'do_not_honor' },
+    2: { outcome: 'failed', failureCode: 'recipient_not_in_sbp' },
+    3: { outcome: 'refused', failureCode: 'router_error' },
+  } as const;
+  return plans[(amount % 100) as 1 | 2 | 3] ?? { outcome: 'succeeded', failureCode: null };
+}
+
+/** The test bank's answer for a refund or a payout's final outcome (a failure without a code: do_not_honor). */
+export function answerOf(outcome: 'succeeded' | 'failed', failureCode: string): MoneyAnswer {
+  if (outcome === 'succeeded') return { outcome };
+  const code = failureCode || 'do_not_honor';
+  return { outcome: 'refused', failureCode: code, bankCode: bankCodeFor(code) };
 }
 
 /** How the test bank settles a refund: a refund whose own amount ends in 01 fails do_not_honor. */
-export function refundOutcome(amount: number): { status: 'succeeded' | 'failed'; failureCode: string } {
-  return amount % 100 === 1 ? { status: 'failed', failureCode: 'do_not_honor' } : { status: 'succeeded', failureCode: '' };
+export function refundAnswer(amount: number): MoneyAnswer {
+  return answerOf(amount % 100 === 1 ? 'failed' : 'succeeded', 'do_not_honor');
 }
 
 /** The plan recorded in a payment's metadata, if the payment is a test one. */
@@ -55,4 +59,142 @@ export function planFromMetadata(meta: Record<string, string>): SimPlan | null {
   const outcome = meta.simulator_outcome as SimOutcome | undefined;
   if (!outcome) return null;
   return { outcome, failureCode: meta.simulator_failure_code ?? '' };
+}
+
+/** What a test card does at the simulated bank. */
+export interface TestCard {
+  /** Digits only. */
+  number: string;
+  brand: CardBrand;
+  /** Bank answer after any 3-D Secure challenge. */
+  outcome: 'succeeded' | 'failed';
+  failureCode?: string;
+  /** The bank asks for a 3-D Secure challenge whatever the amount. */
+  threeDs: boolean;
+}
+
+/** Card schemes the page recognises by the number's prefix. */
+export type CardBrand = 'mir' | 'visa' | 'mastercard' | 'amex' | 'unionpay' | 'jcb' | 'card';
+
+/** The documented test cards (docs/testing.md lists the same table). */
+export const TEST_CARDS: readonly TestCard[] = [
+  { number: '2200000000000004', brand: 'mir', outcome: 'succeeded', threeDs: false },
+  { number: '2200000000000012', brand: 'mir', outcome: 'failed', failureCode: 'do_not_honor', threeDs: false },
+  { number: '2200000000000020', brand: 'mir', outcome: 'failed', failureCode: 'insufficient_funds', threeDs: false },
+  { number: '2200000000000038', brand: 'mir', outcome: 'succeeded', threeDs: true },
+  { number: '2200000000000046', brand: 'mir', outcome: 'failed', failureCode: 'limit_exceeded', threeDs: false },
+  { number: '4111111111111111', brand: 'visa', outcome: 'succeeded', threeDs: false },
+  { number: '4000000000000002', brand: 'visa', outcome: 'failed', failureCode: 'do_not_honor', threeDs: false },
+  { number: '4000000000009995', brand: 'visa', outcome: 'failed', failureCode: 'insufficient_funds', threeDs: false },
+  { number: '4000000000003220', brand: 'visa', outcome: 'succeeded', threeDs: true },
+  { number: '4000000000000069', brand: 'visa', outcome: 'failed', failureCode: 'card_expired', threeDs: false },
+  { number: '4000000000000119', brand: 'visa', outcome: 'failed', failureCode: 'processing_error', threeDs: false },
+  { number: '5555555555554444', brand: 'mastercard', outcome: 'succeeded', threeDs: false },
+  { number: '378282246310005', brand: 'amex', outcome: 'succeeded', threeDs: false },
+];
+
+/** The one 3-D Secure code the simulated bank accepts; any other code fails `three_ds_failed`. */
+export const THREE_DS_CODE = '123456';
+
+/** What the simulated bank does with a card: challenge first or not, then the final answer (`pending` = never answers). */
+export interface CardDecision {
+  threeDs: boolean;
+  outcome: 'succeeded' | 'failed' | 'pending';
+  failureCode?: string;
+}
+
+/**
+ * Decide a test card payment. A documented test card decides the answer; any other valid card follows
+ * the magic-amount plan. A `requires_action` plan (amount ending in 03) adds a 3-D Secure challenge for
+ * every card; after the challenge passes, the card (or, for other cards, success) decides.
+ */
+export function decideCard(digits: string, plan: SimPlan): CardDecision {
+  const requiresAction = plan.outcome === 'requires_action';
+  const known = TEST_CARDS.find((c) => c.number === digits);
+  if (known) return { threeDs: known.threeDs || requiresAction, outcome: known.outcome, failureCode: known.failureCode };
+  if (plan.outcome === 'failed') return { threeDs: false, outcome: 'failed', failureCode: plan.failureCode || 'do_not_honor' };
+  if (plan.outcome === 'pending') return { threeDs: false, outcome: 'pending' };
+  return { threeDs: requiresAction, outcome: 'succeeded' };
+}
+
+/** Luhn checksum of a digit string. */
+export function luhnValid(digits: string): boolean {
+  if (!/^\d+$/.test(digits)) return false;
+  let sum = 0;
+  let double = false;
+  for (let i = digits.length - 1; i >= 0; i--) {
+    let d = digits.charCodeAt(i) - 48;
+    if (double) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+    double = !double;
+  }
+  return sum % 10 === 0;
+}
+
+/** The card scheme by prefix (Mir 2200–2204, Mastercard 51–55 and 2221–2720, and so on). */
+export function cardBrand(digits: string): CardBrand {
+  const p2 = Number(digits.slice(0, 2));
+  const p4 = Number(digits.slice(0, 4));
+  if (p4 >= 2200 && p4 <= 2204) return 'mir';
+  if (digits.startsWith('4')) return 'visa';
+  if ((p2 >= 51 && p2 <= 55) || (p4 >= 2221 && p4 <= 2720)) return 'mastercard';
+  if (p2 === 34 || p2 === 37) return 'amex';
+  if (p2 === 62) return 'unionpay';
+  if (p4 >= 3528 && p4 <= 3589) return 'jcb';
+  return 'card';
+}
+
+/** The masked card number kept on the payment: first 6 and last 4 digits, the rest as asterisks. */
+export function maskPan(digits: string): string {
+  return digits.slice(0, 6) + '*'.repeat(Math.max(0, digits.length - 10)) + digits.slice(-4);
+}
+
+/** A card form field that failed its check, with the reason's message key. */
+export type CardFieldError = { field: 'number' | 'exp' | 'cvc' | 'holder'; reason: string };
+
+/** A card that passed every check: what may leave the request (never the number). */
+export interface CheckedCard {
+  brand: CardBrand;
+  mask: string;
+  holder: string;
+  /** Digits, for the simulator's decision in this request only; never stored or logged. */
+  digits: string;
+}
+
+/** The raw card form, as posted. */
+export interface CardForm {
+  number?: string;
+  exp?: string;
+  cvc?: string;
+  holder?: string;
+}
+
+/**
+ * Check a posted card form the same way the page's script does: Luhn and length of the number, an
+ * expiry month not yet over at `now_ms`, CVC of 3 digits (4 for Amex), a Latin holder name if given.
+ */
+export function checkCard(form: CardForm, now_ms: number): { card: CheckedCard; errors: [] } | { card: null; errors: CardFieldError[] } {
+  const errors: CardFieldError[] = [];
+  const digits = String(form.number ?? '').replace(/[\s-]/g, '');
+  const brand = cardBrand(digits);
+  if (!/^\d{15,19}$/.test(digits)) errors.push({ field: 'number', reason: 'card_number_length' });
+  else if (!luhnValid(digits)) errors.push({ field: 'number', reason: 'card_number_luhn' });
+  const exp = /^\s*(\d{2})\s*\/\s*(\d{2}|\d{4})\s*$/.exec(String(form.exp ?? ''));
+  if (!exp || Number(exp[1]) < 1 || Number(exp[1]) > 12) errors.push({ field: 'exp', reason: 'card_exp_format' });
+  else {
+    const year = exp[2].length === 2 ? 2000 + Number(exp[2]) : Number(exp[2]);
+    // A card is valid through the last day of its expiry month.
+    if (Date.UTC(year, Number(exp[1]), 1) <= now_ms) errors.push({ field: 'exp', reason: 'card_exp_past' });
+  }
+  const cvcLength = brand === 'amex' ? 4 : 3;
+  if (!new RegExp(`^\\d{${cvcLength}}$`).test(String(form.cvc ?? '').trim())) {
+    errors.push({ field: 'cvc', reason: cvcLength === 4 ? 'card_cvc_4' : 'card_cvc_3' });
+  }
+  const holder = String(form.holder ?? '').trim().replace(/\s+/g, ' ').toUpperCase();
+  if (holder.length > 64 || !/^[A-Z .'-]*$/.test(holder)) errors.push({ field: 'holder', reason: 'card_holder_invalid' });
+  if (errors.length > 0) return { card: null, errors };
+  return { card: { brand, mask: maskPan(digits), holder, digits }, errors: [] };
 }

@@ -1,15 +1,17 @@
 import type { Tx } from '../../platform/storage/store';
+import type { Module } from '../../money/core/module';
 import type { PaymentsCore } from '../../money/payments/core';
+import { getRefund } from '../../money/refunds/refunds';
+import { refundAnswered } from '../../money/refunds/bank-answers';
 import type { PaymentRow } from '../../money/bank-port/payment';
 import type { RefundRow } from '../../money/bank-port/refund';
 import { paymentAnswered } from '../../money/payments/bank-answers';
 import type { BankPort, CallbackResult, NewPayment, OperationRef, PayoutRequest, PayoutStart, SessionRequest } from '../../money/bank-port/port';
 import { TEST_PROVIDER } from '../../money/bank-port/directory';
-import { planForAmount } from './plan';
+import { planForAmount, refundAnswer } from './plan';
 import { takePlan } from './token-outcomes';
-import { plannedAnswer, scheduleSimulatedResolution } from './payments';
-import { answerRefund, startRefund } from './refunds';
-import { answerPlannedPayout, startPayout } from './payouts';
+import { paymentResolveJob, plannedAnswer, scheduleSimulatedResolution } from './payments';
+import { answerPlannedPayout, payoutSettleJob, startPayout } from './payouts';
 
 /**
  * The test-mode bank: every sk_test_ operation reaches it. It plans each payment's answer at creation
@@ -43,8 +45,10 @@ export class SimulatorBank implements BankPort {
     // A pending test payment holds nothing open at the test bank.
   }
 
-  async refund(tx: Tx, refund: RefundRow): Promise<void> {
-    await startRefund(this.core, tx, refund);
+  async refund(tx: Tx, r: RefundRow): Promise<void> {
+    // The test bank answers after --sim-delay on the shop's clock.
+    const dueAt = r.created_at + Math.round(this.core.config.simDelaySeconds * 1000);
+    await this.core.scheduler.schedule(tx, { kind: REFUND_SETTLE_JOB, subjectId: r.id, shopId: r.shop_id, mode: r.mode, dueAt });
   }
 
   async checkStatus(tx: Tx, op: OperationRef): Promise<void> {
@@ -84,4 +88,26 @@ export class SimulatorBank implements BankPort {
       },
     };
   }
+}
+
+/** Job kind: the test bank settles a pending refund after --sim-delay (its name predates the bank port; databases hold it). */
+export const REFUND_SETTLE_JOB = 'refund.settle';
+
+/** The test bank's answer for a pending refund: by its own amount (magic 01 fails). */
+export async function answerRefund(core: PaymentsCore, tx: Tx, refundId: string): Promise<void> {
+  const r = await getRefund(tx, refundId);
+  if (!r || r.status !== 'pending' || r.mode !== 'test') return;
+  await refundAnswered(core, tx, r.id, refundAnswer(r.amount));
+}
+
+/**
+ * The test bank as the wiring mounts it: the bank behind the port for every test-mode operation, and the
+ * jobs through which it answers after --sim-delay (a payment's session, a refund, a payout). Builds only.
+ */
+export function simulatorModule(core: PaymentsCore): Module {
+  return {
+    name: 'simulator',
+    banks: [new SimulatorBank(core)],
+    jobs: [paymentResolveJob(core), { kind: REFUND_SETTLE_JOB, run: (tx, job) => answerRefund(core, tx, job.subject_id) }, payoutSettleJob(core)],
+  };
 }

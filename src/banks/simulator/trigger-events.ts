@@ -1,4 +1,11 @@
+import { ApiError, badRequest } from '../../platform/http/errors';
+import { amountField, describe, strField } from '../../platform/http/validate';
+import { parseCreateBody } from '../../money/payments/create';
+import { payoutFields } from '../../money/payouts/fields';
+import { customerFields } from '../../money/tokens/handlers';
+import { PLAN_NAME_MAX } from '../../money/subscriptions/handlers';
 import type { WEBHOOK_EVENTS } from '../../money/webhooks/store';
+import { payoutPlanForAmount, planForAmount } from './plan';
 
 /**
  * Every webhook event `POST /v1/test/trigger` (and `kopek trigger`) can make happen, each with a line saying
@@ -66,3 +73,115 @@ export const TRIGGER_SET_FIELDS: Record<TriggerKind, readonly string[]> = {
 
 /** The fields of TRIGGER_SET_FIELDS whose value is a JSON number (`kopek trigger --set` parses them from its string). */
 export const TRIGGER_NUMERIC_FIELDS: readonly string[] = ['amount'];
+
+// The `set` of POST /v1/test/trigger: fields of the object the trigger makes, each checked by the same field
+// checks as that object's own create (an amount out of range is the 400 POST /v1/public/payments gives), and an
+// amount refused when the test bank's plan for it (its kopeck part) leads somewhere other than the event.
+
+/** What `set` gave, validated; only the fields of the event's kind (TRIGGER_SET_FIELDS) are ever present. */
+export interface TriggerSet {
+  amount?: number;
+  orderId?: string;
+  description?: string;
+  metadata?: Record<string, string>;
+  phone?: string;
+  fullName?: string;
+  planName?: string;
+  customerRef?: string;
+  customerEmail?: string;
+}
+
+/** The SBP recipient of the trigger's payouts: a known member bank, so the test bank pays as the amount plans. */
+export const TRIGGER_RECIPIENT = { phone: '+79990000000', bank_id: '100000000004', full_name: 'Kopek Trigger' };
+
+/** A stand-in for a required field `set` left out: the scenario uses its own default instead, so only the check runs on it. */
+const STAND_IN = { amount: 1, customer_ref: 'kopek-trigger' };
+
+/** The fields given a value: a null reads as not set, as the creates read a null. */
+function given(obj: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined && v !== null));
+}
+
+/** Each kind's fields, read by its create's own checks; returns only those `set` gave. */
+const READERS: Record<TriggerKind, (obj: Record<string, unknown>) => TriggerSet> = {
+  payment: (obj) => {
+    const p = parseCreateBody({ amount: STAND_IN.amount, ...obj }, { merchantId: '', shopId: '', mode: 'test' });
+    return { amount: 'amount' in obj ? p.amount : undefined, orderId: p.orderId, description: p.description, metadata: 'metadata' in obj ? p.metadata : undefined };
+  },
+  payout: (obj) => {
+    const p = payoutFields({ ...TRIGGER_RECIPIENT, amount: STAND_IN.amount, ...obj }, 'payouts_sbp', false);
+    return { amount: 'amount' in obj ? p.amount : undefined, phone: 'phone' in obj ? p.recipient.phone : undefined, fullName: 'full_name' in obj ? p.recipient.full_name : undefined };
+  },
+  subscription: (obj) => {
+    const amount = amountField(obj, 'amount', false);
+    const planName = strField(obj, 'plan_name', { max: PLAN_NAME_MAX });
+    const c = customerFields({ customer_ref: STAND_IN.customer_ref, ...obj }, 'test');
+    return { amount, planName, customerRef: 'customer_ref' in obj ? c.customerRef : undefined, customerEmail: 'customer_email' in obj ? c.customerEmail : undefined };
+  },
+  token: (obj) => {
+    const c = customerFields({ customer_ref: STAND_IN.customer_ref, ...obj }, 'test');
+    return { customerRef: 'customer_ref' in obj ? c.customerRef : undefined, customerEmail: 'customer_email' in obj ? c.customerEmail : undefined };
+  },
+};
+
+/**
+ * The body's `set` for `event`: absent or null is nothing to set; a field the event's object does not take is a
+ * 400 naming it (param `set.<field>`), a bad value the 400 of the object's create (param under `set.` too), an amount whose plan leads
+ * elsewhere a 400 saying which kopeck parts lead to the event.
+ */
+export function parseTriggerSet(event: TriggerEvent, raw: unknown): TriggerSet {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw badRequest(`Field "set" must be an object of the fields to set, got ${describe(raw)}`, 'set');
+  const kind = triggerKind(event);
+  const allowed = TRIGGER_SET_FIELDS[kind];
+  for (const k of Object.keys(raw)) {
+    if (!allowed.includes(k)) {
+      throw badRequest(`Cannot trigger ${event} with ${describe(k)} set: the ${kind} it makes takes ${allowed.join(', ')}`, `set.${k.slice(0, 64)}`);
+    }
+  }
+  const set = underSet(() => READERS[kind](given(raw as Record<string, unknown>)));
+  if (set.amount !== undefined) checkPlan(event, set.amount);
+  return set;
+}
+
+/** Run a create's checks; their 400 keeps its code and message, its param gains the `set.` it has in this body. */
+function underSet<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (err instanceof ApiError && err.param !== undefined) throw new ApiError(err.status, err.code, err.message, `set.${err.param}`);
+    throw err;
+  }
+}
+
+/** What the test bank does with an amount, by its kopeck part (plan.ts for payments, payouts.ts for payouts). */
+function planOf(kind: TriggerKind, amount: number): { outcome: string; words: string } {
+  if (kind === 'payout') {
+    const payout = payoutPlanForAmount(amount);
+    if (payout.outcome === 'refused') return { outcome: 'refused', words: 'the payout router refuses it' };
+    if (payout.outcome === 'failed') return { outcome: 'failed', words: `the test bank refuses it (${payout.failureCode})` };
+    return { outcome: 'succeeded', words: 'the test bank pays it' };
+  }
+  const plan = planForAmount(amount);
+  if (plan.outcome === 'failed') return { outcome: 'failed', words: `the test bank refuses it (${plan.failureCode})` };
+  if (plan.outcome === 'requires_action') return { outcome: 'requires_action', words: 'the test bank asks the buyer to confirm it' };
+  if (plan.outcome === 'pending') return { outcome: 'pending', words: 'the test bank never answers it' };
+  return { outcome: 'succeeded', words: 'the test bank confirms it' };
+}
+
+/** Refuse an amount the test bank would not take to `event` (a pending payment's events take any). */
+function checkPlan(event: TriggerEvent, amount: number): void {
+  if (event === 'payment.cancelled' || event === 'payment.expired') return;
+  const kind = triggerKind(event);
+  const want = event === 'payment.failed' || event === 'payout.failed' ? 'failed' : 'succeeded';
+  const plan = planOf(kind, amount);
+  if (plan.outcome === want) return;
+  const cents = String(amount % 100).padStart(2, '0');
+  const fits =
+    want === 'failed'
+      ? `01 (do_not_honor) or 02 (${kind === 'payout' ? 'recipient_not_in_sbp' : 'insufficient_funds'})`
+      : kind === 'payout'
+        ? '00 or 04 to 99'
+        : '00 or 05 to 99';
+  throw badRequest(`Cannot trigger ${event} with amount ${amount}: its kopeck part is ${cents} and ${plan.words}; give an amount whose kopeck part is ${fits}`, 'set.amount');
+}

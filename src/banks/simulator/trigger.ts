@@ -4,28 +4,8 @@ import type { PaymentsCore } from '../../money/payments/core';
 import { ApiError, badRequest } from '../../platform/http/errors';
 import { bodyObject, describe } from '../../platform/http/validate';
 import type { EventRow } from '../../money/events/emit';
-import { isTriggerEvent, triggerScopes, TRIGGER_EVENT_NAMES, type TriggerEvent } from './trigger-events';
-import { triggerCancelled, triggerExpired, triggerPaid, triggerPayout, triggerRefunded, type TriggerObjects, type TriggerShop } from './trigger-payments';
-import { triggerSubscription, triggerToken } from './trigger-recurrent';
-import { parseTriggerSet, type TriggerSet } from './trigger-set';
-
-/** How each event is made: the objects it creates and drives (with the fields `set` gave), all in the caller's transaction. */
-const SCENARIOS: Record<TriggerEvent, (core: PaymentsCore, tx: Tx, shop: TriggerShop, set: TriggerSet) => Promise<TriggerObjects>> = {
-  'payment.succeeded': (core, tx, shop, set) => triggerPaid(core, tx, shop, 'payment.succeeded', set),
-  'payment.failed': (core, tx, shop, set) => triggerPaid(core, tx, shop, 'payment.failed', set),
-  'payment.cancelled': triggerCancelled,
-  'payment.expired': triggerExpired,
-  'payment.refunded': triggerRefunded,
-  'payout.succeeded': (core, tx, shop, set) => triggerPayout(core, tx, shop, 'payout.succeeded', set),
-  'payout.failed': (core, tx, shop, set) => triggerPayout(core, tx, shop, 'payout.failed', set),
-  'subscription.activated': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.activated', set),
-  'subscription.charge_succeeded': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.charge_succeeded', set),
-  'subscription.charge_failed': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.charge_failed', set),
-  'subscription.past_due': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.past_due', set),
-  'subscription.cancelled': (core, tx, shop, set) => triggerSubscription(core, tx, shop, 'subscription.cancelled', set),
-  'token.activated': (core, tx, shop, set) => triggerToken(core, tx, shop, 'token.activated', set),
-  'token.cancelled': (core, tx, shop, set) => triggerToken(core, tx, shop, 'token.cancelled', set),
-};
+import { isTriggerEvent, parseTriggerSet, triggerKind, triggerScopes, TRIGGER_EVENT_NAMES, type TriggerEvent } from './trigger-events';
+import { SCENARIOS, type TriggerShop } from './trigger-scenarios';
 
 /** Most events one trigger reads back (the longest path sends a handful). */
 const EVENTS_READ_MAX = 100;
@@ -43,7 +23,7 @@ function eventField(obj: Record<string, unknown>): TriggerEvent {
 /**
  * POST /v1/test/trigger {"event": EVENT, "set"?: {FIELD: VALUE}}: make the webhook event happen now in the key's
  * shop, through the same paths as a buyer's payment (one transaction: all of it or nothing), its object made
- * with the fields `set` gives (trigger-set.ts). Answers 201 once it committed, so the event is already in the
+ * with the fields `set` gives (trigger-events.ts). Answers 201 once it committed, so the event is already in the
  * delivery log and on the stream, with the event's id, every webhook event the trigger sent in order, and the
  * objects it made. The shop's test clock is read, never moved.
  */
@@ -58,7 +38,7 @@ export async function triggerEvent(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const shop: TriggerShop = { merchantId: auth.merchantId, shopId: auth.shopId, keyId: auth.keyId };
   const body = await ctx.app.store.write(async (tx) => {
     const mark = await highestEventSeq(tx);
-    const objects = await SCENARIOS[event](ctx.app, tx, shop, set);
+    const objects = await SCENARIOS[triggerKind(event)](ctx.app, tx, shop, event, set);
     const webhooks = (await eventsAppendedAfter(tx, shop.shopId, mark))
       .filter((e) => e.webhook_event !== null)
       .map((e) => ({ id: e.id, event: e.webhook_event! }));

@@ -6,11 +6,14 @@ import type { RefundRow } from '../../money/bank-port/refund';
 import { getPayment } from '../../money/payments/store';
 import type { BankPort, CallbackRequest, CallbackResult, OperationRef, PageSession, PayoutStart, SessionRequest } from '../../money/bank-port/port';
 import { shopAcquirer } from '../../money/bank-port/store';
-import type { MasterKey } from '../../platform/secrets/master-key';
+import { MasterKey } from '../../platform/secrets/master-key';
+import type { Module } from '../../money/core/module';
+import type { PaymentsCore } from '../../money/payments/core';
+import { UrlPolicy } from '../../money/webhooks/url-safety';
 import { amountOf, dueDate, paymentAnswerOf, TBANK, tokenMatches, type TBankAnswer, type TBankMethod } from './protocol';
 import { readSettings, terminalOf } from './settings';
 import { getRebill, getSession, insertRequest, keepUnreadableAmount, newAttempt, paymentOfOrder, putBankRef, putRebill, recurrentOf } from './records';
-import { REFUSE_JOB, REQUEST_JOB, rebillContext, type Purpose } from './jobs';
+import { REFUSE_JOB, REQUEST_JOB, rebillContext, refuseJob, requestJob, type Purpose } from './jobs';
 
 /** Longest Description T-Bank takes. */
 const MAX_DESCRIPTION = 140;
@@ -20,9 +23,8 @@ const BINDING_KINDS = new Set(['token_binding', 'subscription_init']);
 
 /**
  * T-Bank Internet Acquiring behind the bank port. Every request is recorded (bank_requests) in the domain's
- * transaction and sent after commit by its own job (jobs.ts; tbankModule lists the jobs, the constructor
- * registers nothing); the answer comes back through the domains' bank-answer entry points. The buyer pays
- * on the bank's page (PaymentURL) or with the SBP QR code of GetQr shown on kopek's page.
+ * transaction and sent after commit by its own job (jobs.ts); the answer comes back through the domains'
+ * bank-answer entry points. The buyer pays on the bank's page (PaymentURL) or with GetQr's SBP QR code.
  */
 export class TBankBank implements BankPort {
   readonly provider = TBANK;
@@ -44,15 +46,10 @@ export class TBankBank implements BankPort {
     await this.core.scheduler.schedule(tx, { kind: REFUSE_JOB, subjectId: p.id, shopId: p.shop_id, mode: 'live', dueAt: await this.core.clocks.now(tx, p.shop_id, 'live'), payload: { bankCode } });
   }
 
-  /**
-   * Record a request and its job in the caller's transaction. `fields` are the bank's own, without
-   * TerminalKey (added from the shop's acquirer) and without secrets (added when it is sent).
-   */
+  /** Record a request and its job in the caller's transaction; secrets are added only when it is sent. */
   async send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>, purpose: Purpose, extra: Record<string, unknown> = {}): Promise<number> {
     const acq = await shopAcquirer(tx, shopId);
     const terminalKey = acq?.provider === TBANK ? readSettings(acq).terminal_key : '';
-    const body = { TerminalKey: terminalKey, ...fields };
-    const now = this.core.clocks.real();
     const id = await insertRequest(tx, {
       shop_id: shopId,
       mode: 'live',
@@ -62,8 +59,8 @@ export class TBankBank implements BankPort {
       subject_id: subject.id,
       order_id: typeof fields.OrderId === 'string' ? fields.OrderId : '',
       bank_payment_id: fields.PaymentId !== undefined ? String(fields.PaymentId) : '',
-      request: JSON.stringify(body),
-      created_at: now,
+      request: JSON.stringify({ TerminalKey: terminalKey, ...fields }),
+      created_at: this.core.clocks.real(),
     });
     await this.core.scheduler.schedule(tx, { kind: REQUEST_JOB, subjectId: String(id), shopId, mode: 'live', dueAt: await this.core.clocks.now(tx, shopId, 'live'), payload: { purpose, ...extra } });
     return id;
@@ -110,18 +107,14 @@ export class TBankBank implements BankPort {
     if (s?.bank_payment_id) await this.send(tx, payment.shop_id, 'Cancel', { kind: 'payment', id: payment.id }, { PaymentId: s.bank_payment_id }, 'void');
   }
 
-  async refund(tx: Tx, refund: RefundRow, payment: PaymentRow): Promise<void> {
-    const s = await getSession(tx, payment.id);
-    // ExternalRequestId makes the bank take a repeated Cancel of this refund as the same operation.
+  /** A refund's Cancel, sent again as its status check: ExternalRequestId makes the bank take a repeat as the same operation. */
+  async refund(tx: Tx, refund: RefundRow): Promise<void> {
+    const s = await getSession(tx, refund.payment_id);
     await this.send(tx, refund.shop_id, 'Cancel', { kind: 'refund', id: refund.id }, { PaymentId: s?.bank_payment_id ?? '', Amount: refund.amount, ExternalRequestId: refund.id }, 'refund');
   }
 
   async checkStatus(tx: Tx, op: OperationRef): Promise<void> {
-    if (op.kind === 'refund') {
-      const s = await getSession(tx, op.refund.payment_id);
-      await this.send(tx, op.refund.shop_id, 'Cancel', { kind: 'refund', id: op.refund.id }, { PaymentId: s?.bank_payment_id ?? '', Amount: op.refund.amount, ExternalRequestId: op.refund.id }, 'refund');
-      return;
-    }
+    if (op.kind === 'refund') return this.refund(tx, op.refund);
     if (op.kind === 'payout') return; // T-Bank's acquiring API sends no payouts: none is ever created live.
     const p = op.payment;
     const s = await getSession(tx, p.id);
@@ -209,4 +202,16 @@ export class TBankBank implements BankPort {
     if (payment.method === 'sbp') return s?.qr_payload ? { kind: 'qr', payload: s.qr_payload } : { kind: 'waiting' };
     return s?.payment_url ? { kind: 'redirect', url: s.payment_url } : { kind: 'waiting' };
   }
+}
+
+/**
+ * T-Bank acquiring as the wiring mounts it: the connector behind the port for live shops with a T-Bank
+ * terminal, the job that sends each recorded request, and the one that refuses what cannot be sent.
+ * Builds only (the master key is read on first use, not here). A terminal's api_url is called only at a
+ * public address, or in a range the operator opened with --webhook-allow.
+ */
+export function tbankModule(core: PaymentsCore): Module {
+  const key = new MasterKey(core.config.db);
+  const bank = new TBankBank(core, key);
+  return { name: 'tbank', banks: [bank], jobs: [requestJob(core, key, bank, new UrlPolicy(core.config.webhookAllow)), refuseJob(core)] };
 }

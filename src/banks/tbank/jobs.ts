@@ -9,11 +9,11 @@ import { refundAnswered } from '../../money/refunds/bank-answers';
 import { shopAcquirer } from '../../money/bank-port/store';
 import type { MasterKey } from '../../platform/secrets/master-key';
 import type { PaymentAnswer } from '../../money/bank-port/port';
-import type { Resolved, UrlPolicy } from '../../money/webhooks/url-safety';
-import { postJson, type Sent } from './http';
+import { fixedLookup, type Resolved, type UrlPolicy } from '../../money/webhooks/url-safety';
 import { accepted, amountOf, checkOrderPayment, failureCodeOf, paymentAnswerOf, refundAnswerOf, TBANK, tbankToken, withoutSecrets, type TBankAnswer, type TBankMethod } from './protocol';
 import { terminalOf } from './settings';
-import { getRebill, getRequest, getSession, keepUnreadableAmount, markAnswered, markSent, putBankRef, recurrentOf, updateSession, type BankRequestRow } from './records';
+import { getRebill, getRequest, getSession, keepUnreadableAmount, putBankRef, recurrentOf, updateSession } from './records';
+import { callBank, markAnswered, markSent, type BankRequestRow } from '../http-call';
 import type { PaymentRow } from '../../money/bank-port/payment';
 
 /** What an answer may ask of the connector (bank.ts): another request, a QR code, a session opened anew. */
@@ -37,15 +37,39 @@ export function rebillContext(tokenId: string): string {
   return `tbank.rebill:${tokenId}`;
 }
 
+/** What one POST to the bank gave: a readable JSON answer, or unknown (and why, without secrets). */
+export type Sent = { kind: 'answer'; answer: TBankAnswer } | { kind: 'unknown'; reason: string };
+
+/**
+ * POST a signed JSON body to `url` (connecting to `resolved`, the address its check found) and read the answer. A
+ * timeout, a connection error, a 5xx or a body that is not a JSON object is unknown: the bank may have acted on it.
+ */
+export async function postJson(url: string, body: Record<string, unknown>, timeout_ms: number, resolved?: Resolved): Promise<Sent> {
+  const payload = Buffer.from(JSON.stringify(body), 'utf8');
+  const headers = { 'Content-Type': 'application/json', 'Content-Length': payload.length, Accept: 'application/json' };
+  const raw = await callBank({ method: 'POST', url, headers, payload, timeoutMs: timeout_ms, lookup: resolved ? fixedLookup(resolved) : undefined, who: 'acquirer' });
+  if (raw.kind === 'unknown') return raw;
+  if (raw.status >= 500) return { kind: 'unknown', reason: `HTTP ${raw.status}` };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw.body.toString('utf8'));
+  } catch {
+    return { kind: 'unknown', reason: `HTTP ${raw.status} with a body that is not JSON` };
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as TBankAnswer).Success !== 'boolean') {
+    return { kind: 'unknown', reason: `HTTP ${raw.status} with an answer that has no Success` };
+  }
+  return { kind: 'answer', answer: parsed as TBankAnswer };
+}
+
 /** Time the job itself allows beyond the request's own timeout, so the request's unknown is what it records. */
 const JOB_MARGIN_MS = 5_000;
 
 /**
- * The request job. `run` sends outside any transaction: it marks the request sent first, so a request
- * found already sent (the process died before its answer was recorded) is not sent again but reported
- * unknown, and a status check settles its operation. `complete` records the answer and reports it through
- * the domains' bank-answer entry points in the job's transaction. `policy` decides which addresses the
- * shop's api_url may lead to (private ones only in the operator's --webhook-allow ranges).
+ * The request job. `run` sends outside any transaction, marking the request sent first: one found sent already
+ * (the process died before its answer was recorded) is not sent again but reported unknown, and a status check
+ * settles its operation. `complete` records the answer and reports it through the domains' bank-answer entry
+ * points. `policy` decides where the shop's api_url may lead (private addresses only in --webhook-allow ranges).
  */
 export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankRequests, policy: UrlPolicy): ModuleJob {
   const timeout_ms = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
@@ -112,10 +136,7 @@ export function refuseJob(core: PaymentsCore): ModuleJob {
 
 const unknown = (reason: string) => ({ outcome: 'unknown' as const, reason });
 
-/**
- * Apply an answer with the Amount it states, compared in the protocol's own form: an Amount that is not an
- * integer of kopecks ("300000.00", a fraction, a string) is a mismatch, kept for the operator, never applied.
- */
+/** Apply an answer with the Amount it states; one that is not an integer of kopecks is kept for the operator, never applied. */
 async function answeredWithAmount(core: PaymentsCore, tx: Tx, p: PaymentRow, answer: PaymentAnswer, a: TBankAnswer): Promise<void> {
   const amount = amountOf(a);
   if (amount.kind === 'bad') return keepUnreadableAmount(core.clocks, tx, p, answer.outcome, amount.raw);

@@ -21,21 +21,14 @@ export const TBANK_KNOWN_API_URLS: readonly string[] = [TBANK_API_URL, TBANK_TES
 /** The methods kopek calls. */
 export type TBankMethod = 'Init' | 'GetState' | 'CheckOrder' | 'Cancel' | 'Charge' | 'GetQr';
 
-/**
- * The Token of a request or notification: SHA-256 (lowercase hex) of the values of the root-level scalar
- * fields plus Password, concatenated in the order of their keys; nested objects, arrays and Token itself
- * are left out; booleans are written true/false.
- */
+/** The Token of a request or notification: SHA-256 (hex) of the root-level scalar values plus Password, in key order. */
 export function tbankToken(body: Record<string, unknown>, password: string): string {
   const fields: Record<string, string> = { Password: password };
   for (const [k, v] of Object.entries(body)) {
     if (k === 'Token' || v === null || v === undefined) continue;
     if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') fields[k] = String(v);
   }
-  const joined = Object.keys(fields)
-    .sort()
-    .map((k) => fields[k])
-    .join('');
+  const joined = Object.keys(fields).sort().map((k) => fields[k]).join('');
   return createHash('sha256').update(joined, 'utf8').digest('hex');
 }
 
@@ -64,10 +57,7 @@ export interface TBankAnswer {
   Payments?: Array<{ PaymentId?: string | number; Amount?: unknown; Status?: string; RRN?: string; Success?: boolean; ErrorCode?: string }>;
 }
 
-/**
- * An answer's or a notification's Amount in the protocol's own form, an integer of kopecks: `absent` when it
- * states none, `bad` (with the value as sent, shortened) when it is anything else ("300000.00", 3000.5, "300000").
- */
+/** An Amount in the protocol's own form, an integer of kopecks; `bad` (the value as sent, shortened) for "300000.00", 3000.5, "300000". */
 export function amountOf(a: { Amount?: unknown }): { kind: 'absent' } | { kind: 'kopecks'; value: number } | { kind: 'bad'; raw: string } {
   const v = a.Amount;
   if (v === undefined || v === null) return { kind: 'absent' };
@@ -90,10 +80,7 @@ const FINAL: Record<string, 'succeeded' | 'refused' | 'expired' | 'cancelled'> =
   REVERSED: 'cancelled',
 };
 
-/**
- * The unified failure code of a refusal by the bank's ErrorCode. Card refusals come as 1000 + the ISO 8583
- * answer (1051: 51, insufficient funds); 1502 and a few others are the bank's own.
- */
+/** The unified failure code of an ErrorCode: card refusals are 1000 + the ISO 8583 answer (1051: 51); 1502 and a few are the bank's own. */
 export function failureCodeOf(errorCode: string): string {
   const iso: Record<string, string> = { '05': 'do_not_honor', '51': 'insufficient_funds', '54': 'card_expired', '33': 'card_expired', '14': 'invalid_card', '15': 'invalid_card', '61': 'limit_exceeded', '65': 'limit_exceeded', '96': 'processing_error' };
   if (errorCode === '1502') return 'insufficient_funds';

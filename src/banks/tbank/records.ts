@@ -2,29 +2,10 @@ import type { Reader, Tx } from '../../platform/storage/store';
 import type { Clocks } from '../../platform/clock';
 import { recordMismatch } from '../../money/bank-port/checks';
 import { getPayment, metadataOf, updatePayment } from '../../money/payments/store';
+import type { BankRequestRow } from '../http-call';
 
 // T-Bank's rows: every request (bank_requests, shared by live acquirers), each payment's session
 // (tbank_sessions) and each saved method's encrypted RebillId (tbank_rebills).
-
-/** One recorded request to the bank. */
-export interface BankRequestRow {
-  id: number;
-  shop_id: string;
-  mode: 'test' | 'live';
-  provider: string;
-  operation: string;
-  subject_kind: 'payment' | 'refund';
-  subject_id: string;
-  order_id: string;
-  bank_payment_id: string;
-  /** The JSON body as sent, without Password, Token or RebillId. */
-  request: string;
-  state: 'queued' | 'sent' | 'answered' | 'unknown';
-  answer: string;
-  created_at: number;
-  sent_at: number | null;
-  answered_at: number | null;
-}
 
 /** A payment's session at the bank. */
 export interface SessionRow {
@@ -56,19 +37,6 @@ export async function getRequest(db: Reader, id: number): Promise<BankRequestRow
 /** The requests about one operation, oldest first. */
 export async function requestsOf(db: Reader, subjectId: string): Promise<BankRequestRow[]> {
   return db.all<BankRequestRow>('SELECT * FROM bank_requests WHERE subject_id = ? ORDER BY id', subjectId);
-}
-
-/** Mark a queued request as on its way (just before the bytes leave); false when it was not queued any more (another run sent it). */
-export async function markSent(tx: Tx, id: number, now: number): Promise<boolean> {
-  return (await tx.run(`UPDATE bank_requests SET state = 'sent', sent_at = ? WHERE id = ? AND state = 'queued'`, now, id)).changes === 1;
-}
-
-/** Record a request's answer (or why it is unknown). */
-export async function markAnswered(tx: Tx, id: number, state: 'answered' | 'unknown', answer: string, bankPaymentId: string, now: number): Promise<void> {
-  await tx.run(
-    `UPDATE bank_requests SET state = ?, answer = ?, answered_at = ?, bank_payment_id = CASE WHEN ? <> '' THEN ? ELSE bank_payment_id END WHERE id = ?`,
-    state, answer, now, bankPaymentId, bankPaymentId, id,
-  );
 }
 
 /** The payment an OrderId of this shop belongs to (any attempt). */
@@ -130,11 +98,7 @@ export async function recurrentOf(db: Reader, paymentId: string): Promise<{ kind
   return db.get<{ kind: string; token_id: string | null }>('SELECT kind, token_id FROM recurrent_payments WHERE payment_seq = (SELECT seq FROM payments WHERE id = ?)', paymentId);
 }
 
-/**
- * Show the bank's PaymentId of a payment's current attempt as its metadata.bank_ref (the key the API reserves
- * for the operation id at the acquiring bank), so GET, the webhooks that follow and the register's export
- * carry it. A new attempt's id replaces the old one.
- */
+/** Show the bank's PaymentId of a payment's current attempt as its metadata.bank_ref (a new attempt's replaces it), so GET, webhooks and exports carry it. */
 export async function putBankRef(tx: Tx, paymentId: string, bankPaymentId: string): Promise<void> {
   const p = bankPaymentId ? await getPayment(tx, paymentId) : undefined;
   if (!p) return;
@@ -147,10 +111,7 @@ export async function putBankRef(tx: Tx, paymentId: string, bankPaymentId: strin
 /** The bank amount kept for an Amount that could not be read as kopecks (no payment has it). */
 export const UNREADABLE_AMOUNT = -1;
 
-/**
- * Keep, instead of applying, a bank's word about a payment whose Amount is not an integer of kopecks (the
- * protocol's only form): the operator sees it in `kopek doctor` with the value as the bank sent it.
- */
+/** Keep, instead of applying, a bank's word whose Amount is not an integer of kopecks: `kopek doctor` shows it as sent. */
 export async function keepUnreadableAmount(clocks: Pick<Clocks, 'real'>, tx: Tx, p: { id: string; shop_id: string; amount: number }, outcome: string, raw: string): Promise<void> {
   await recordMismatch(clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: UNREADABLE_AMOUNT, outcome: `${outcome}; Amount ${raw} is not an integer of kopecks` });
 }

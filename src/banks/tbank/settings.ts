@@ -1,5 +1,6 @@
-import type { MasterKey } from '../../platform/secrets/master-key';
-import type { ShopAcquirer } from '../../money/bank-port/store';
+import type { Store } from '../../platform/storage/store';
+import { MasterKey } from '../../platform/secrets/master-key';
+import { putShopAcquirer, removeShopAcquirer, shopAcquirer, type ShopAcquirer } from '../../money/bank-port/store';
 import { TBANK, TBANK_API_URL, TBANK_KNOWN_API_URLS } from './protocol';
 
 /** A shop's T-Bank terminal as kept in shop_acquirers.settings: the password only encrypted. */
@@ -11,36 +12,23 @@ export interface TBankSettings {
 }
 
 /** A terminal with its password in clear, for one request; never stored or logged. */
-export interface TBankTerminal {
-  terminalKey: string;
-  password: string;
-  apiUrl: string;
-}
+type TBankTerminal = { terminalKey: string; password: string; apiUrl: string };
 
 /** The encryption context of a shop's terminal password: a ciphertext moved to another shop does not decrypt. */
 function passwordContext(shopId: string): string {
   return `tbank.password:${shopId}`;
 }
 
-/**
- * Check and normalise the parts of a terminal; throws a one-line error. `choices` (the cabinet, a merchant's
- * word): the only API addresses taken, the bank's published ones (apiUrlChoices); any other is the operator's
- * to set (the admin command).
- */
-export function checkTerminal(terminalKey: string, password: string, apiUrl: string | undefined, choices?: readonly string[]): { terminalKey: string; password: string; apiUrl: string } {
+/** Check and normalise the parts of a terminal; throws a one-line error. `choices`: see setTBankAcquirer. */
+export function checkTerminal(terminalKey: string, password: string, apiUrl: string | undefined, choices?: readonly string[]): TBankTerminal {
   const key = terminalKey.trim();
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(key)) throw new Error('cannot set the acquirer: --terminal-key must be 1 to 64 letters, digits, "_", "-" or "."');
   if (password.length === 0 || password.length > 256 || /[\r\n]/.test(password)) {
     throw new Error('cannot set the acquirer: the password file must hold the password on one line (1 to 256 characters)');
   }
   const url = (apiUrl ?? TBANK_API_URL).replace(/\/+$/, '');
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new Error(`cannot set the acquirer: --api-url must be an http(s) URL, got "${url}"`);
-  }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new Error(`cannot set the acquirer: --api-url must be an http(s) URL, got "${url}"`);
+  const protocol = URL.canParse(url) ? new URL(url).protocol : '';
+  if (protocol !== 'https:' && protocol !== 'http:') throw new Error(`cannot set the acquirer: --api-url must be an http(s) URL, got "${url}"`);
   if (choices && !choices.includes(url)) {
     throw new Error(`cannot set the acquirer: the API address must be one of ${choices.join(', ')}, got "${url.slice(0, 64)}"; another address is set by the operator (kopek shop acquirer --api-url)`);
   }
@@ -48,7 +36,7 @@ export function checkTerminal(terminalKey: string, password: string, apiUrl: str
 }
 
 /** The shop_acquirers row of a T-Bank terminal, its password encrypted. */
-export function tbankAcquirer(key: MasterKey, shopId: string, t: { terminalKey: string; password: string; apiUrl: string }, now: number): ShopAcquirer {
+export function tbankAcquirer(key: MasterKey, shopId: string, t: TBankTerminal, now: number): ShopAcquirer {
   const settings: TBankSettings = { terminal_key: t.terminalKey, password_enc: key.encrypt(t.password, passwordContext(shopId)), api_url: t.apiUrl };
   return { shop_id: shopId, provider: TBANK, settings: JSON.stringify(settings), updated_at: now };
 }
@@ -71,4 +59,41 @@ export function readSettings(a: ShopAcquirer): TBankSettings {
 export function terminalOf(key: MasterKey, a: ShopAcquirer): TBankTerminal {
   const s = readSettings(a);
   return { terminalKey: s.terminal_key, password: key.decrypt(s.password_enc, passwordContext(a.shop_id)), apiUrl: s.api_url };
+}
+
+/** What may be shown of a shop's acquirer: never its password. */
+export interface AcquirerView {
+  shop_id: string;
+  provider: string;
+  terminal_key: string;
+  api_url: string;
+}
+
+export function acquirerView(a: ShopAcquirer): AcquirerView {
+  const s = readSettings(a);
+  return { shop_id: a.shop_id, provider: a.provider, terminal_key: s.terminal_key, api_url: s.api_url };
+}
+
+/** A shop's acquirer as it may be shown, or undefined when none is set. */
+export async function showAcquirer(store: Store, shopId: string): Promise<AcquirerView | undefined> {
+  const a = await shopAcquirer(store, shopId);
+  return a ? acquirerView(a) : undefined;
+}
+
+/**
+ * Set (or replace) a shop's T-Bank terminal, its password encrypted under the database's master key: the
+ * one rule `kopek shop acquirer` and the cabinet share. `choices`: the only API addresses taken (the
+ * cabinet's, apiUrlChoices); without it any http(s) address is (the operator's command). Throws a one-line
+ * error on a bad terminal.
+ */
+export async function setTBankAcquirer(store: Store, shopId: string, t: { terminalKey: string; password: string; apiUrl?: string }, now: number, choices?: readonly string[]): Promise<AcquirerView> {
+  const checked = checkTerminal(t.terminalKey, t.password, t.apiUrl, choices);
+  const row = tbankAcquirer(new MasterKey(store.path), shopId, checked, now);
+  await store.tx(async (tx) => putShopAcquirer(tx, row));
+  return acquirerView(row);
+}
+
+/** Remove a shop's acquirer; true when it had one (its live keys then answer 403 acquirer_not_configured). */
+export async function removeAcquirer(store: Store, shopId: string): Promise<boolean> {
+  return store.tx(async (tx) => removeShopAcquirer(tx, shopId));
 }

@@ -2,15 +2,17 @@ import type { Tx } from '../../platform/storage/store';
 import type { ModuleJob } from '../../money/core/module';
 import type { PaymentsCore } from '../../money/payments/core';
 import type { AsyncJobKind } from '../../platform/queue/jobs';
-import type { Resolved, UrlPolicy } from '../../money/webhooks/url-safety';
+import { UrlPolicy, type Resolved } from '../../money/webhooks/url-safety';
+import type { Module } from '../../money/core/module';
 import { shopPayoutProvider } from '../../money/bank-port/store';
 import { recordMismatch } from '../../money/bank-port/checks';
 import { payoutAnswered } from '../../money/payouts/bank-answers';
 import { getPayout, type PayoutRow } from '../../money/payouts/store';
 import { callYookassa, type Sent } from './http';
 import { answerOf, isCardBody, payoutObjectOf, withCardNumber } from './protocol';
-import { getRequest, markAnswered, markSent, putPayoutRef, type YookassaRequestRow } from './records';
-import { REQUEST_JOB, type Purpose, type YookassaBank } from './bank';
+import { getRequest, putPayoutRef, type YookassaRequestRow } from './records';
+import { markAnswered, markSent } from '../http-call';
+import { REQUEST_JOB, YookassaBank, type Purpose } from './bank';
 import { gatewayOf, YOOKASSA } from './settings';
 
 /** What a run gave: the call's outcome, or `lost` (a card payout's number is gone: nothing was sent). */
@@ -119,4 +121,15 @@ async function onOutcome(core: PaymentsCore, bank: YookassaBank, tx: Tx, row: Yo
   bank.cards.delete(p.id);
   await putPayoutRef(tx, p.id, po.id);
   await payoutAnswered(core, tx, p.id, answerOf(po));
+}
+
+/**
+ * YooKassa Payouts as the wiring mounts it: the connector behind the port for the payouts of live shops whose
+ * payout provider it is, and the job that sends each recorded request. Builds only (the master key is read on
+ * first use). The provider's api_url is called only at a public address, or in a range the operator opened
+ * with --webhook-allow.
+ */
+export function yookassaModule(core: PaymentsCore): Module {
+  const bank = new YookassaBank(core);
+  return { name: 'yookassa', banks: [bank], jobs: [requestJob(core, bank, new UrlPolicy(core.config.webhookAllow))] };
 }

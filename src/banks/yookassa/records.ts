@@ -1,22 +1,12 @@
 import type { Reader, Tx } from '../../platform/storage/store';
+import type { BankRequestRow } from '../http-call';
 
 // YooKassa's requests, recorded in bank_requests (shared by live banks) with subject_kind 'payout': the
 // payout's id is the subject and the Idempotence-Key (order_id), the provider's payout id its bank_payment_id.
 // The request column holds the body without the card number, which is never written anywhere.
 
 /** One recorded request to YooKassa. */
-export interface YookassaRequestRow {
-  id: number;
-  shop_id: string;
-  operation: 'CreatePayout' | 'GetPayout';
-  subject_id: string;
-  order_id: string;
-  bank_payment_id: string;
-  request: string;
-  state: 'queued' | 'sent' | 'answered' | 'unknown';
-  created_at: number;
-  answered_at: number | null;
-}
+export type YookassaRequestRow = BankRequestRow & { operation: 'CreatePayout' | 'GetPayout' };
 
 /** Record a request before it is sent (state queued); returns its id. */
 export async function insertRequest(tx: Tx, r: { shopId: string; operation: YookassaRequestRow['operation']; payoutId: string; providerId: string; body: string; now: number }): Promise<number> {
@@ -46,19 +36,6 @@ export async function getOpenOrRecent(q: Reader, payoutId: string, since: number
     payoutId, since,
   );
   return (r?.n ?? 0) > 0;
-}
-
-/** Mark a queued request as on its way; false when it was not queued any more. */
-export async function markSent(tx: Tx, id: number, now: number): Promise<boolean> {
-  return (await tx.run(`UPDATE bank_requests SET state = 'sent', sent_at = ? WHERE id = ? AND state = 'queued'`, now, id)).changes === 1;
-}
-
-/** Record a request's answer (or why it is unknown), and the provider's payout id when it gave one. */
-export async function markAnswered(tx: Tx, id: number, state: 'answered' | 'unknown', answer: string, providerId: string, now: number): Promise<void> {
-  await tx.run(
-    `UPDATE bank_requests SET state = ?, answer = ?, answered_at = ?, bank_payment_id = CASE WHEN ? <> '' THEN ? ELSE bank_payment_id END WHERE id = ?`,
-    state, answer, now, providerId, providerId, id,
-  );
 }
 
 /** Show the provider's payout id as the payout's bank_ref (once: a set one is never replaced). */

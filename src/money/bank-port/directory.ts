@@ -1,7 +1,7 @@
 import type { Mode } from '../../platform/clock';
 import type { Reader } from '../../platform/storage/store';
 import type { BankPort } from './port';
-import { shopAcquirer, shopPayoutProvider, type ShopAcquirer } from './store';
+import { shopAcquirer, shopPayoutProvider } from './store';
 
 /** The provider every test-mode operation goes to. */
 export const TEST_PROVIDER = 'simulator';
@@ -30,13 +30,12 @@ export class BankDirectory {
 
   /** The provider a shop's operations of this mode go to. */
   async providerFor(q: Reader, shopId: string, mode: Mode): Promise<string> {
-    if (mode === 'test') return TEST_PROVIDER;
-    return providerOf(mode, await shopAcquirer(q, shopId));
+    return mode === 'test' ? TEST_PROVIDER : ((await shopAcquirer(q, shopId))?.provider ?? NO_PROVIDER);
   }
 
-  /** The bank for a shop and mode. */
+  /** The bank for a shop and mode (live: one read of the shop's acquirer). */
   async for(q: Reader, shopId: string, mode: Mode): Promise<BankPort> {
-    return this.forAcquirer(shopId, mode, mode === 'test' ? undefined : await shopAcquirer(q, shopId));
+    return this.port(shopId, await this.providerFor(q, shopId, mode));
   }
 
   /**
@@ -46,28 +45,20 @@ export class BankDirectory {
    * payouts_not_configured). Independent of the acquirer: a shop may have either, or both.
    */
   async forPayout(q: Reader, shopId: string, mode: Mode): Promise<BankPort> {
-    if (mode === 'test') return this.forAcquirer(shopId, mode, undefined);
+    if (mode === 'test') return this.port(shopId, TEST_PROVIDER);
     const provider = await shopPayoutProvider(q, shopId);
     if (provider) {
       const port = this.ports.get(provider.provider);
       if (!port) throw new Error(`cannot reach payout provider "${provider.provider}" of shop "${shopId}": no such bank is registered`);
       return port;
     }
-    const acquiring = this.forAcquirer(shopId, mode, await shopAcquirer(q, shopId));
-    return acquiring.sendsPayouts ? acquiring : this.forAcquirer(shopId, mode, undefined);
+    const acquiring = await this.for(q, shopId, mode);
+    return acquiring.sendsPayouts ? acquiring : this.port(shopId, NO_PROVIDER);
   }
 
-  /** The bank for a shop and mode when the caller has read the shop's acquirer row already (undefined: it has none). */
-  forAcquirer(shopId: string, mode: Mode, acquirer: ShopAcquirer | undefined): BankPort {
-    const provider = providerOf(mode, acquirer);
+  private port(shopId: string, provider: string): BankPort {
     const port = this.ports.get(provider);
     if (!port) throw new Error(`cannot reach bank "${provider}" of shop "${shopId}": no such bank is registered`);
     return port;
   }
-}
-
-/** The provider of a mode and the shop's acquirer row, if it has one. */
-function providerOf(mode: Mode, acquirer: ShopAcquirer | undefined): string {
-  if (mode === 'test') return TEST_PROVIDER;
-  return acquirer?.provider ?? NO_PROVIDER;
 }

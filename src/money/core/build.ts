@@ -55,7 +55,7 @@ export function buildCore(config: Config, store: Store, log: Logger, realNow?: (
 }
 
 /** The host part of a URL for an address the server binds: a wildcard is reached on loopback. */
-function hostForUrl(host: string): string {
+export function hostForUrl(host: string): string {
   if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
   return host.includes(':') ? `[${host}]` : host;
 }

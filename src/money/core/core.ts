@@ -24,7 +24,6 @@ export interface Core {
   readonly version: string;
   /** Address of the API as clients reach it (known once listening). */
   baseUrl(): string;
-  /** Address of the hosted payment page. */
   payPageUrl(): string;
   /** True once shutdown began (long-lived handlers end themselves). */
   readonly closing: boolean;

@@ -15,11 +15,9 @@ export type ModuleJob =
  */
 export interface Module {
   readonly name: string;
-  /** The job kinds it runs. */
   readonly jobs?: readonly ModuleJob[];
   /** Sinks run in the transaction of every event, after the sinks of the modules before it. */
   readonly sinks?: readonly EventSink[];
-  /** Banks it puts behind the port. */
   readonly banks?: readonly BankPort[];
   /** Called once the server listens. */
   start?(): void;

@@ -21,7 +21,6 @@ export interface EventInput {
   payoutId?: string;
 }
 
-/** A stored event. */
 export interface EventRow {
   seq: number;
   id: string;
@@ -99,7 +98,6 @@ export class Events {
     return this.subscribe(listener);
   }
 
-  /** Add a sink run in the transaction of every append. */
   addSink(sink: EventSink): void {
     this.sinks.push(sink);
   }

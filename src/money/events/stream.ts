@@ -91,7 +91,7 @@ class Client {
 export interface StreamDeps {
   readonly events: Pick<Events, 'subscribeStream' | 'followStream' | 'unfollowStream'>;
   /** Read for replays and key checks; a replayed page goes out once on disk. */
-  readonly store: Reader & Pick<Store, 'whenDurable'>;
+  readonly store: Reader;
   readonly config: Pick<Config, 'ssePingSeconds'>;
   readonly log: Logger;
   /** True once shutdown began (read at each open: no new stream opens then). */
@@ -228,9 +228,6 @@ export class EventStreamHub {
       if (client.closed) return;
       client.missed = false;
       const rows = await eventsAfter(this.deps.store, client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page);
-      // Events of a commit whose WAL sync still runs go out once it is on disk (live events wait the same way).
-      const durable = this.deps.store.whenDurable();
-      if (durable) await durable;
       if (client.closed) return;
       for (const row of rows) client.sendEvent(row);
       if (rows.length < STREAM_LIMITS.replay_page) {

@@ -116,8 +116,6 @@ export async function idempotentCreate(
           0,
           2 * FINGERPRINT_BYTES,
         );
-  // The reply is the body's result alone, so it waits only for its own commit to be on disk.
-  ctx.seen = {};
   return ctx.app.store.write(async (tx) => {
     if (key === undefined) return create(tx);
     const prior = await tx.get<KeyRecord>(
@@ -151,7 +149,7 @@ export async function idempotentCreate(
       ctx.app.clocks.real(),
     );
     return { status: out.status, body: out.body, json };
-  }, ctx.seen);
+  });
 }
 
 /**

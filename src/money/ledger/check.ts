@@ -3,7 +3,7 @@ import { groupConcat } from '../../platform/storage/dialect';
 import { ACCOUNTS, MOVEMENTS, type Movement } from './ledger';
 
 /** One book as the check found it: sums of its postings. */
-export interface BookSummary {
+interface BookSummary {
   merchant_id: string;
   shop_id: string;
   mode: string;
@@ -41,9 +41,7 @@ export async function checkLedgerIn(q: Reader): Promise<CheckResult> {
   };
   await checkEntries(q, note);
   const books = await checkBooks(q, note);
-  await checkPayouts(q, note);
-  await checkPayments(q, note);
-  await checkRefunds(q, note);
+  await checkSources(q, note);
   return { ok: problems.length === 0, books, problems };
 }
 
@@ -149,7 +147,7 @@ async function movementsOf(q: Reader, movements: Movement[]): Promise<MovementsO
 }
 
 /** Compare what a source posted with what its status calls for (movement → must it exist). */
-function expect(note: (p: string) => void, what: string, amount: number, posted: Map<string, number> | undefined, want: Record<string, boolean>): void {
+function expect(note: (p: string) => void, what: string, amount: number, posted: Posted, want: Record<string, boolean>): void {
   for (const [movement, needed] of Object.entries(want)) {
     const got = posted?.get(movement);
     if (needed && got === undefined) note(`${what}: missing ${movement}`);
@@ -158,44 +156,47 @@ function expect(note: (p: string) => void, what: string, amount: number, posted:
   }
 }
 
-async function checkPayouts(q: Reader, note: (p: string) => void): Promise<void> {
-  const posted = await movementsOf(q, ['payout_reserved', 'payout_settled', 'payout_released']);
-  const rows = await q.all<{ id: string; amount: number; status: string }>('SELECT id, amount, status FROM payouts');
-  for (const p of rows) {
-    expect(note, `payout "${p.id}" (${p.status})`, p.amount, posted.get(p.id), {
-      payout_reserved: true,
-      payout_settled: p.status === 'succeeded',
-      payout_released: p.status === 'failed',
-    });
-    posted.delete(p.id);
-  }
-  for (const id of posted.keys()) note(`ledger moves payout "${id}", which does not exist`);
-}
+type Posted = Map<string, number> | undefined;
 
-async function checkPayments(q: Reader, note: (p: string) => void): Promise<void> {
-  const posted = await movementsOf(q, ['payment_succeeded']);
-  const rows = await q.all<{ id: string; amount: number; status: string }>(`SELECT id, amount, status FROM payments`);
-  for (const p of rows) {
-    const settled = p.status === 'succeeded' || p.status === 'refunded';
-    expect(note, `payment "${p.id}" (${p.status})`, p.amount, posted.get(p.id), { payment_succeeded: settled });
-    posted.delete(p.id);
-  }
-  for (const id of posted.keys()) note(`ledger credits payment "${id}", which does not exist`);
-}
+/**
+ * The tables whose rows move money: the movements they post, and what a row's status calls for (movement → must
+ * it exist). A refund refused at creation never reserved; one that reserved and failed must have released.
+ */
+const SOURCES: ReadonlyArray<{ table: string; noun: string; verb: string; movements: Movement[]; want(r: { status: string }, posted: Posted): Record<string, boolean> }> = [
+  {
+    table: 'payouts',
+    noun: 'payout',
+    verb: 'moves',
+    movements: ['payout_reserved', 'payout_settled', 'payout_released'],
+    want: (p) => ({ payout_reserved: true, payout_settled: p.status === 'succeeded', payout_released: p.status === 'failed' }),
+  },
+  {
+    table: 'payments',
+    noun: 'payment',
+    verb: 'credits',
+    movements: ['payment_succeeded'],
+    want: (p) => ({ payment_succeeded: p.status === 'succeeded' || p.status === 'refunded' }),
+  },
+  {
+    table: 'refunds',
+    noun: 'refund',
+    verb: 'moves',
+    movements: ['refund_reserved', 'refund_settled', 'refund_released'],
+    want(r, posted) {
+      const reserved = r.status !== 'failed' || posted?.has('refund_reserved') === true;
+      return { refund_reserved: reserved, refund_settled: r.status === 'succeeded', refund_released: r.status === 'failed' && reserved };
+    },
+  },
+];
 
-async function checkRefunds(q: Reader, note: (p: string) => void): Promise<void> {
-  const posted = await movementsOf(q, ['refund_reserved', 'refund_settled', 'refund_released']);
-  const rows = await q.all<{ id: string; amount: number; status: string }>('SELECT id, amount, status FROM refunds');
-  for (const r of rows) {
-    const mine = posted.get(r.id);
-    // A refund refused at creation never reserved; one that reserved and failed must have released.
-    const reserved = r.status !== 'failed' || mine?.has('refund_reserved') === true;
-    expect(note, `refund "${r.id}" (${r.status})`, r.amount, mine, {
-      refund_reserved: reserved,
-      refund_settled: r.status === 'succeeded',
-      refund_released: r.status === 'failed' && reserved,
-    });
-    posted.delete(r.id);
+async function checkSources(q: Reader, note: (p: string) => void): Promise<void> {
+  for (const src of SOURCES) {
+    const posted = await movementsOf(q, src.movements);
+    for (const r of await q.all<{ id: string; amount: number; status: string }>(`SELECT id, amount, status FROM ${src.table}`)) {
+      const mine = posted.get(r.id);
+      expect(note, `${src.noun} "${r.id}" (${r.status})`, r.amount, mine, src.want(r, mine));
+      posted.delete(r.id);
+    }
+    for (const id of posted.keys()) note(`ledger ${src.verb} ${src.noun} "${id}", which does not exist`);
   }
-  for (const id of posted.keys()) note(`ledger moves refund "${id}", which does not exist`);
 }

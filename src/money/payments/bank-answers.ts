@@ -72,7 +72,7 @@ export async function paymentAnswered(core: PaymentsCore, tx: Tx, payment: strin
 export async function notifiedPaymentAnswered(core: PaymentsCore, tx: Tx, shopId: string, paymentId: string, a: PaymentAnswer, amount?: number): Promise<Applied> {
   const p = await getPayment(tx, paymentId);
   if (!p || p.shop_id !== shopId || p.mode !== 'live') return 'ignored';
-  return paymentAnswered(core, tx, p.id, a, amount);
+  return paymentAnswered(core, tx, p, a, amount);
 }
 
 /** Run a payment's status check: ask its bank again, unless the payment is final by now. */

@@ -3,7 +3,7 @@ import { badRequest, notFound } from '../../platform/http/errors';
 import { isUuid } from '../../platform/util/ids';
 import type { PaymentsCore } from './core';
 import { cancelTx, chooseMethodTx, openSessionTx } from './state';
-import { getPayment, paymentView } from './store';
+import { getPayment, paymentView, readPaymentView } from './store';
 import { PAYMENT_METHODS, type ConcreteMethod, type PaymentRow, type PaymentView } from '../bank-port/payment';
 
 // What the hosted page may do to a payment, by payment id alone (the page is public): each call is one
@@ -17,9 +17,7 @@ async function load(q: Reader, id: string): Promise<PaymentRow> {
 
 /** The payment as GET shows it, or undefined when no payment has this id; read through `q` (the store, or a tx). */
 export async function findPaymentForPage(q: Reader, id: string): Promise<PaymentView | undefined> {
-  if (!isUuid(id)) return undefined;
-  const p = await getPayment(q, id);
-  return p ? paymentView(q, p) : undefined;
+  return isUuid(id) ? (await readPaymentView(q, id))?.view : undefined;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { together, type Tx } from '../../platform/storage/store';
+import type { Tx } from '../../platform/storage/store';
 import { nextPaymentSeqsPg } from '../../platform/storage/dialect';
 import type { Mode } from '../../platform/clock';
 import type { PaymentRow } from '../bank-port/payment';
@@ -34,25 +34,26 @@ export const CREATE_BATCH = {
   max_rows: 64,
 } as const;
 
-/** What one create answers: its row and the body of its 201, and what its commit was (store.write's `seen`). */
+/** What one create answers: its row and the body of its 201. */
 export interface CreatedPayment {
   row: PaymentRow;
   body: Record<string, unknown>;
-  seen: { seq?: number };
 }
 
 /**
  * Create pending payments (none with a saved method) in the caller's transaction, written together: the clocks of
  * their shops and their numbers in one round trip, then every payment, every event and each shop's sweep check
- * in the next. The rows in the order of `inputs`.
+ * in the next. The rows with the bodies of their 201s, in the order of `inputs`.
  */
-export async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: PaymentInput[]): Promise<PaymentRow[]> {
+async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: PaymentInput[]): Promise<Array<{ row: PaymentRow; body: Record<string, unknown> }>> {
   const clockOf = (i: PaymentInput): string => `${i.mode} ${i.shopId}`;
   const clocks = [...new Map(inputs.map((i) => [clockOf(i), i])).values()];
-  const [seqs, ...nows] = await together(nextPaymentSeqsPg(tx, inputs.length), ...clocks.map((i) => core.clocks.now(tx, i.shopId, i.mode)));
+  const [seqs, ...nows] = await Promise.all([nextPaymentSeqsPg(tx, inputs.length), ...clocks.map((i) => core.clocks.now(tx, i.shopId, i.mode))]);
   const nowOf = new Map(clocks.map((i, k) => [clockOf(i), nows[k]]));
-  // Made side by side: a live shop's draft reads its acquirer, and those reads share a round trip.
-  const drafts = await together(...inputs.map((input) => draftPayment(core, tx, input, nowOf.get(clockOf(input))!)));
+  // Made side by side: a live shop's bank is found by reading its acquirer, and those reads share a round trip.
+  const drafts = await Promise.all(
+    inputs.map(async (input) => draftPayment(await core.banks.for(tx, input.shopId, input.mode), tx, input, nowOf.get(clockOf(input))!)),
+  );
   // One sweep check per shop and mode, at the earliest expiry among its new links.
   const sweeps = new Map<string, { shop_id: string; mode: Mode; expires_at: number }>();
   for (const { params: p } of drafts) {
@@ -60,12 +61,12 @@ export async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: Payme
     const s = sweeps.get(k);
     if (!s || p.expires_at < s.expires_at) sweeps.set(k, { shop_id: p.shop_id, mode: p.mode, expires_at: p.expires_at });
   }
-  const [rows] = await together(
+  const [rows] = await Promise.all([
     insertPayments(tx, drafts.map((d) => d.params), seqs),
     core.events.appendMany(tx, drafts.map((d) => d.created)),
     ...[...sweeps.values()].map((s) => ensureLinkSweep(core.scheduler, tx, s)),
-  );
-  return rows;
+  ]);
+  return rows.map((row, i) => ({ row, body: creationBody(core, drafts[i].bank, row) }));
 }
 
 interface Waiting {
@@ -140,15 +141,9 @@ export class PaymentCreates {
   }
 
   private async run(batch: Waiting[]): Promise<void> {
-    const seen: { seq?: number } = {};
     try {
-      const made = await this.core.store.write(async (tx) => {
-        const rows = await createPaymentsTx(this.core, tx, batch.map((w) => w.input));
-        // Side by side, as the drafts: a live shop's answer reads its acquirer.
-        const bodies = await together(...rows.map((row) => creationBody(this.core, tx, row)));
-        return rows.map((row, i) => ({ row, body: bodies[i] }));
-      }, seen);
-      batch.forEach((w, i) => w.resolve({ ...made[i], seen }));
+      const made = await this.core.store.write((tx) => createPaymentsTx(this.core, tx, batch.map((w) => w.input)));
+      batch.forEach((w, i) => w.resolve(made[i]));
     } catch (err) {
       if (batch.length === 1 || FINAL.has((err as { code?: string }).code ?? '')) {
         for (const w of batch) w.reject(err);
@@ -159,8 +154,6 @@ export class PaymentCreates {
   }
 
   private async alone(input: PaymentInput): Promise<CreatedPayment> {
-    const seen: { seq?: number } = {};
-    const made = await this.core.store.write((tx) => createWithAnswer(this.core, tx, input), seen);
-    return { ...made, seen };
+    return this.core.store.write((tx) => createWithAnswer(this.core, tx, input));
   }
 }

@@ -1,5 +1,5 @@
 import type { Core } from '../core/core';
-import { together, type Reader, type Tx } from '../../platform/storage/store';
+import type { Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import { badRequest } from '../../platform/http/errors';
 import { amountField, bodyObject, currencyField, enumField, intField, strField, urlControlChar } from '../../platform/http/validate';
@@ -12,6 +12,7 @@ import { ensureLinkSweep } from './expiry';
 import { insertedRow, insertPayment, type InsertParams } from './store';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from '../bank-port/payment';
 import type { EventInput } from '../events/emit';
+import type { BankPort } from '../bank-port/port';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from '../webhooks/url-safety';
 
 /** Fields POST /v1/public/payments accepts. */
@@ -115,20 +116,20 @@ export function parseCreateBody(body: unknown, auth: { merchantId: string; shopI
   };
 }
 
-/** A payment about to be written: its row's values and its payment.created event. */
-export interface PaymentDraft {
-  params: InsertParams;
-  created: EventInput;
-}
-
 /** A saved method needs no buyer: its bank session opens at once (decisions.md), whether from a token charge or from a create with method "recurrent". */
 export function opensAtOnce(input: PaymentInput): boolean {
   return input.tokenId !== undefined || input.method === 'recurrent';
 }
 
-/** The values of a new payment created at `now` on its shop's clock, and its event; test payments get their simulator plan. */
-export async function draftPayment(core: Pick<Core, 'banks'>, tx: Tx, input: PaymentInput, now: number): Promise<PaymentDraft> {
-  const id = uuid();
+/** A payment about to be written: its row's values, its payment.created event, and its shop's bank. */
+export interface PaymentDraft {
+  params: InsertParams;
+  created: EventInput;
+  bank: BankPort;
+}
+
+/** The values of a new payment created at `now` on its shop's clock, and its event; its bank attaches its metadata (test payments: their simulator plan). */
+export async function draftPayment(bank: BankPort, tx: Tx, input: PaymentInput, now: number): Promise<PaymentDraft> {
   const meta: Record<string, string> = {};
   if (input.metadata) {
     Object.assign(meta, input.metadata);
@@ -140,7 +141,8 @@ export async function draftPayment(core: Pick<Core, 'banks'>, tx: Tx, input: Pay
   if (input.webhookUrl) meta.webhook_url = input.webhookUrl;
   if (input.customerId) meta.customer_id = input.customerId;
   const kind = input.kind ?? 'payment';
-  Object.assign(meta, await (await core.banks.for(tx, input.shopId, input.mode)).describePayment(tx, { shopId: input.shopId, mode: input.mode, amount: input.amount, kind, tokenId: input.tokenId }));
+  Object.assign(meta, await bank.describePayment(tx, { shopId: input.shopId, mode: input.mode, amount: input.amount, kind, tokenId: input.tokenId }));
+  const id = uuid();
   const params: InsertParams = {
     seq: 0,
     id,
@@ -162,50 +164,48 @@ export async function draftPayment(core: Pick<Core, 'banks'>, tx: Tx, input: Pay
     created_at: now,
     expires_at: now + (input.ttlMinutes ?? TTL_DEFAULT_MIN) * 60_000,
   };
-  const created: EventInput = {
-    merchantId: params.merchant_id,
-    shopId: params.shop_id,
-    mode: params.mode,
-    kind: 'payment.created',
-    payload: { id, amount: params.amount, status: 'pending' },
-    at: now,
-    paymentId: id,
-  };
-  return { params, created };
+  const created: EventInput = { merchantId: params.merchant_id, shopId: params.shop_id, mode: params.mode, kind: 'payment.created', payload: { id, amount: params.amount, status: 'pending' }, at: now, paymentId: id };
+  return { params, created, bank };
 }
 
 /**
  * Insert a payment in the caller's transaction: pending, its link's expiry covered by the shop's sweep,
  * payment.created appended; test payments get their simulator plan. A payment with a saved method is written
  * once, when its session opens: it is pending only inside this transaction, so no link sweep covers it.
+ * The shop's bank is looked up once, for the draft, the session and the answer.
  */
-export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<PaymentRow> {
+async function insertNewPayment(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; bank: BankPort }> {
   const atOnce = opensAtOnce(input);
-  // The shop's clock and the payment's number travel together (one round trip on PostgreSQL, with the BEGIN).
-  const [now, seq] = await together(core.clocks.now(tx, input.shopId, input.mode), atOnce ? Promise.resolve(undefined) : nextPaymentSeq(tx));
-  const { params, created } = await draftPayment(core, tx, input, now);
+  // The shop's clock, its bank and the payment's number need nothing from each other (one round trip on PostgreSQL, with the BEGIN).
+  const [now, bank, seq] = await Promise.all([
+    core.clocks.now(tx, input.shopId, input.mode),
+    core.banks.for(tx, input.shopId, input.mode),
+    atOnce ? undefined : nextPaymentSeq(tx),
+  ]);
+  const { params, created } = await draftPayment(bank, tx, input, now);
   if (atOnce) {
     await core.events.append(tx, created);
-    return openSessionTx(core, tx, insertedRow(params), { tokenId: input.tokenId, unwritten: params });
+    return { row: await openSessionTx(core, tx, insertedRow(params), { tokenId: input.tokenId, unwritten: params, bank }), bank };
   }
-  // The payment, its event and the check of its shop's sweep need nothing from each other: made together, they
+  // The payment, its event and the check of its shop's sweep need nothing from each other: sent together, they
   // take one round trip on PostgreSQL instead of three.
-  const [row] = await together(insertPayment(tx, params, seq), core.events.append(tx, created), ensureLinkSweep(core.scheduler, tx, params));
-  return row;
+  const [row] = await Promise.all([insertPayment(tx, params, seq), core.events.append(tx, created), ensureLinkSweep(core.scheduler, tx, params)]);
+  return { row, bank };
 }
 
-/** A payment made in the caller's transaction (createPaymentTx) with the body of its 201. */
+/** Insert a payment in the caller's transaction (insertNewPayment). */
+export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<PaymentRow> {
+  return (await insertNewPayment(core, tx, input)).row;
+}
+
+/** A payment made in the caller's transaction with the body of its 201 (creationBody). */
 export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; body: Record<string, unknown> }> {
-  const row = await createPaymentTx(core, tx, input);
-  return { row, body: await creationBody(core, tx, row) };
+  const { row, bank } = await insertNewPayment(core, tx, input);
+  return { row, body: creationBody(core, bank, row) };
 }
 
-/**
- * The creation response of the specification, plus what the shop's bank adds (the simulator's block in test
- * mode). The shop's bank is found through `q`: inside a transaction pass its tx.
- */
-export async function creationBody(core: Pick<Core, 'payPageUrl' | 'banks'>, q: Reader, row: PaymentRow): Promise<Record<string, unknown>> {
-  const meta = JSON.parse(row.metadata) as Record<string, string>;
+/** The creation response of the specification, plus what the shop's bank adds (the simulator's block in test mode). */
+export function creationBody(core: Pick<Core, 'payPageUrl'>, bank: BankPort, row: PaymentRow): Record<string, unknown> {
   const body: Record<string, unknown> = {
     payment: {
       id: row.id,
@@ -219,12 +219,12 @@ export async function creationBody(core: Pick<Core, 'payPageUrl' | 'banks'>, q: 
       status: row.status,
       expires_at: iso(row.expires_at),
       created_at: iso(row.created_at),
-      metadata: meta,
+      metadata: JSON.parse(row.metadata) as Record<string, string>,
     },
     payment_url: `${core.payPageUrl()}/pay/${row.id}`,
     mode: row.mode,
   };
-  const extras = (await core.banks.for(q, row.shop_id, row.mode)).creationExtras(row);
+  const extras = bank.creationExtras(row);
   if (extras) Object.assign(body, extras);
   return body;
 }

@@ -1,9 +1,8 @@
 import type { Core } from '../core/core';
-import type { Clocks } from '../../platform/clock';
 import type { Reader, Tx } from '../../platform/storage/store';
 import { invalidState } from '../../platform/http/errors';
 import { post } from '../ledger/ledger';
-import type { Opener } from '../bank-port/port';
+import type { BankPort, Opener } from '../bank-port/port';
 import type { PaymentsCore } from './core';
 import { ensureSessionSweep } from './expiry';
 import { getPayment, insertPayment, metadataOf, paymentView, updatePayment, updatePaymentFrom, type InsertParams } from './store';
@@ -41,11 +40,6 @@ export interface Resolution {
   payerBank?: string;
 }
 
-/** Now on the clock of the payment's shop and mode, read through `q` (the caller's transaction). */
-export function nowFor(clocks: Clocks, q: Reader, p: PaymentRow): Promise<number> {
-  return clocks.now(q, p.shop_id, p.mode);
-}
-
 /** Re-read a payment inside a transaction, through its tx (the state machine always acts on the committed row). */
 export async function reload(q: Reader, id: string): Promise<PaymentRow> {
   const p = await getPayment(q, id);
@@ -63,7 +57,7 @@ function refuse(p: PaymentRow, action: string, extra = ''): never {
  * it moves from, so a payment moves out of a status once: a transaction that read the row before another moved it
  * writes nothing and is refused (409), and no transition sends its webhook twice.
  */
-async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, patch: Partial<PaymentRow> = {}, unwritten?: InsertParams): Promise<PaymentRow> {
+async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, at: number, patch: Partial<PaymentRow> = {}, unwritten?: InsertParams): Promise<PaymentRow> {
   if (!ALLOWED[p.status].includes(to)) refuse(p, action);
   let next: PaymentRow;
   if (unwritten) {
@@ -77,7 +71,6 @@ async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus
     // found it unchanged) plus the columns written, so no read is needed.
     next = { ...p, ...patch, status: to };
   }
-  const at = await nowFor(core.clocks, tx, next);
   const event = WEBHOOK[to];
   // The money moves with the status, in the same transaction and before anything reacts to the change (a
   // card binding's verification refund needs the credit): the books never depend on an event's payload.
@@ -106,7 +99,8 @@ export async function chooseMethodTx(core: Pick<Core, 'clocks' | 'events'>, tx: 
   if (p.method === method) return p;
   if (p.method_fixed) refuse(p, `choose method ${method} for`, ` and its method ${p.method} was fixed at creation`);
   await updatePayment(tx, p.id, { method });
-  const next = await reload(tx, p.id);
+  // `p` was read in this transaction: the row now is it with the method written.
+  const next: PaymentRow = { ...p, method };
   // Not a status change, so no webhook and no payment.status_changed; the stream still learns of it.
   await core.events.append(tx, {
     merchantId: next.merchant_id,
@@ -114,7 +108,7 @@ export async function chooseMethodTx(core: Pick<Core, 'clocks' | 'events'>, tx: 
     mode: next.mode,
     kind: 'payment.method_chosen',
     payload: { id: next.id, method },
-    at: await nowFor(core.clocks, tx, next),
+    at: await core.clocks.now(tx, next.shop_id, next.mode),
     paymentId: next.id,
   });
   return next;
@@ -131,6 +125,8 @@ export interface SessionOptions {
    * what it is inserted with. `p` is then the pending row it would have been.
    */
   unwritten?: InsertParams;
+  /** The shop's bank, when the caller has it already (a create looked it up for its draft). */
+  bank?: BankPort;
 }
 
 /**
@@ -141,11 +137,11 @@ export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, o
   if (p.status === 'processing') return p;
   if (p.status !== 'pending') refuse(p, 'open a bank session for');
   if (p.method === 'any') refuse(p, 'open a bank session for', ' and no method is chosen yet');
-  const now = await nowFor(core.clocks, tx, p);
+  const now = await core.clocks.now(tx, p.shop_id, p.mode);
   const until = now + SESSION_TTL_MS[p.method];
-  const next = await move(core, tx, p, 'processing', 'open a bank session for', { processing_until: until }, opts.unwritten);
+  const next = await move(core, tx, p, 'processing', 'open a bank session for', now, { processing_until: until }, opts.unwritten);
   await ensureSessionSweep(core.scheduler, tx, next, until);
-  const bank = await core.banks.for(tx, p.shop_id, p.mode);
+  const bank = opts.bank ?? (await core.banks.for(tx, p.shop_id, p.mode));
   const req = { payment: next, by: opts.by ?? 'service' };
   if (opts.tokenId) await bank.chargeSaved(tx, { ...req, tokenId: opts.tokenId });
   else await bank.openSession(tx, req);
@@ -156,7 +152,7 @@ export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, o
 export async function resolveTx(core: PaymentsCore, tx: Tx, p: PaymentRow, r: Resolution): Promise<PaymentRow> {
   const action = r.outcome === 'succeeded' ? 'confirm' : 'fail';
   if (p.status !== 'processing') refuse(p, action);
-  const now = await nowFor(core.clocks, tx, p);
+  const now = await core.clocks.now(tx, p.shop_id, p.mode);
   const patch: Partial<PaymentRow> = { finalized_at: now };
   if (r.rrn) patch.rrn = r.rrn;
   if (r.bankName) patch.bank_name = r.bankName;
@@ -175,13 +171,14 @@ export async function resolveTx(core: PaymentsCore, tx: Tx, p: PaymentRow, r: Re
     if (r.bankFailureCode) meta.bank_failure_code = r.bankFailureCode;
     patch.metadata = JSON.stringify(meta);
   }
-  return move(core, tx, p, r.outcome, action, patch);
+  return move(core, tx, p, r.outcome, action, now, patch);
 }
 
 /** pending → cancelled (the merchant's cancel, or the buyer's); the bank voids whatever it holds for the payment. */
 export async function cancelTx(core: PaymentsCore, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
   if (p.status !== 'pending') refuse(p, 'cancel', '; only pending payments can be cancelled');
-  const next = await move(core, tx, p, 'cancelled', 'cancel', { finalized_at: await nowFor(core.clocks, tx, p) });
+  const now = await core.clocks.now(tx, p.shop_id, p.mode);
+  const next = await move(core, tx, p, 'cancelled', 'cancel', now, { finalized_at: now });
   await (await core.banks.for(tx, p.shop_id, p.mode)).cancel(tx, next);
   return next;
 }
@@ -189,7 +186,8 @@ export async function cancelTx(core: PaymentsCore, tx: Tx, p: PaymentRow): Promi
 /** processing → cancelled: the bank voided the session (its own cancel or reversal). */
 export async function bankCancelTx(core: PaymentsCore, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
   if (p.status !== 'processing') refuse(p, 'cancel at the bank');
-  return move(core, tx, p, 'cancelled', 'cancel at the bank', { finalized_at: await nowFor(core.clocks, tx, p) });
+  const now = await core.clocks.now(tx, p.shop_id, p.mode);
+  return move(core, tx, p, 'cancelled', 'cancel at the bank', now, { finalized_at: now });
 }
 
 /** pending → expired (link_expired) or processing → expired (session_expired). */
@@ -198,7 +196,8 @@ export async function expireTx(core: PaymentsCore, tx: Tx, p: PaymentRow): Promi
   if (!code) refuse(p, 'expire');
   const meta = metadataOf(p);
   meta.failure_code = code;
-  return move(core, tx, p, 'expired', 'expire', { finalized_at: await nowFor(core.clocks, tx, p), metadata: JSON.stringify(meta) });
+  const now = await core.clocks.now(tx, p.shop_id, p.mode);
+  return move(core, tx, p, 'expired', 'expire', now, { finalized_at: now, metadata: JSON.stringify(meta) });
 }
 
 /** Add a succeeded refund to amount_refunded; succeeded → refunded when refunds reach the amount. */
@@ -206,6 +205,8 @@ export async function applyRefundTx(core: PaymentsCore, tx: Tx, p: PaymentRow, a
   const total = p.amount_refunded + amount;
   if (total > p.amount) throw new Error(`cannot apply refund of ${amount} to payment "${p.id}": ${total} exceeds amount ${p.amount}`);
   await updatePayment(tx, p.id, { amount_refunded: total });
-  const next = await reload(tx, p.id);
-  return total === p.amount && p.status === 'succeeded' ? move(core, tx, next, 'refunded', 'refund') : next;
+  // `p` was read in this transaction: the row now is it with the total written.
+  const next: PaymentRow = { ...p, amount_refunded: total };
+  if (total !== p.amount || p.status !== 'succeeded') return next;
+  return move(core, tx, next, 'refunded', 'refund', await core.clocks.now(tx, p.shop_id, p.mode));
 }

@@ -1,6 +1,7 @@
-import type { Engine, Reader, Tx } from '../../platform/storage/store';
+import type { Reader, Tx } from '../../platform/storage/store';
 import { updateById } from '../../platform/storage/tx';
-import { forUpdate, isoInstant, isPrimaryKeyConflict, jsonArraySql, jsonObjectSql, nextPaymentSeq, type JsonField } from '../../platform/storage/dialect';
+import { forUpdate, isPrimaryKeyConflict, nextPaymentSeq } from '../../platform/storage/dialect';
+import type { Mode } from '../../platform/clock';
 import { iso, isoOrNull } from '../../platform/util/time';
 import type { PaymentRow, PaymentView, RefundView } from '../bank-port/payment';
 import type { RefundRow } from '../bank-port/refund';
@@ -15,53 +16,34 @@ export async function lockPayment(tx: Tx, id: string): Promise<PaymentRow | unde
   return tx.get<PaymentRow>(`SELECT * FROM payments WHERE id = ?${forUpdate(tx.engine)}`, id);
 }
 
-/**
- * An instant in SQL as iso() writes it (`2026-11-21T08:49:23.123Z`), by default in SQLite's spelling (the payment
- * JSON below is built on SQLite only). NULL stays NULL, as isoOrNull gives null.
- */
-export function sqlIso(column: string, engine: Engine = 'sqlite'): string {
-  return isoInstant(engine, column);
-}
+/** The columns paymentView shows, with what the access check needs (the shop and the mode), and its shop's name. */
+type ViewRow = Pick<
+  PaymentRow,
+  | 'id' | 'public_id' | 'merchant_id' | 'shop_id' | 'mode' | 'order_id' | 'status' | 'amount' | 'amount_refunded' | 'currency' | 'method'
+  | 'rrn' | 'bank_name' | 'return_url' | 'description' | 'purpose' | 'created_at' | 'captured_at' | 'finalized_at' | 'expires_at'
+  | 'processing_until' | 'metadata' | 'card_brand' | 'card_mask' | 'card_holder' | 'phone_mask' | 'payer_bank'
+> & { shop_name: string | null };
 
-/** A refund as refundView shows it, for JSON built in SQL over `refunds r`. */
-const REFUND_FIELDS: JsonField[] = [
-  ['id', 'r.id', 'value'], ['payment_id', 'r.payment_id', 'value'], ['merchant_id', 'r.merchant_id', 'value'],
-  ['amount', 'r.amount', 'value'], ['reason', 'r.reason', 'value'], ['status', 'r.status', 'value'],
-  ['failure_code', 'r.failure_code', 'value'], ['created_at', 'r.created_at', 'instant'], ['completed_at', 'r.completed_at', 'instant'],
-];
-
-/** paymentView's keys in its order, over `payments p LEFT JOIN shops s` (the refunds are added per engine). */
-const PAYMENT_FIELDS: JsonField[] = [
-  ['id', 'p.id', 'value'], ['public_id', 'p.public_id', 'value'], ['merchant_id', 'p.merchant_id', 'value'],
-  ['shop_id', 'p.shop_id', 'value'], ['shop_name', "coalesce(s.name, '')", 'value'], ['order_id', 'p.order_id', 'value'],
-  ['status', 'p.status', 'value'], ['amount', 'p.amount', 'value'], ['amount_refunded', 'p.amount_refunded', 'value'],
-  ['currency', 'p.currency', 'value'], ['method', 'p.method', 'value'], ['rrn', 'p.rrn', 'value'], ['bank_name', 'p.bank_name', 'value'],
-  ['return_url', 'p.return_url', 'value'], ['description', 'p.description', 'value'], ['purpose', 'p.purpose', 'value'],
-  ['created_at', 'p.created_at', 'instant'], ['captured_at', 'p.captured_at', 'instant'], ['finalized_at', 'p.finalized_at', 'instant'],
-  ['expires_at', 'p.expires_at', 'instant'], ['processing_until', 'p.processing_until', 'instant'], ['metadata', 'p.metadata', 'json'],
-  ['customer_card_brand', 'p.card_brand', 'value'], ['customer_card_mask', 'p.card_mask', 'value'],
-  ['customer_card_holder', 'p.card_holder', 'value'], ['customer_phone_mask', 'p.phone_mask', 'value'],
-  ['customer_payer_bank', 'p.payer_bank', 'value'],
-];
+/** A payment's view columns and its shop's name, in one statement. */
+const VIEW_ROW_SQL = `SELECT p.id, p.public_id, p.merchant_id, p.shop_id, p.mode, p.order_id, p.status, p.amount, p.amount_refunded,
+    p.currency, p.method, p.rrn, p.bank_name, p.return_url, p.description, p.purpose, p.created_at, p.captured_at, p.finalized_at,
+    p.expires_at, p.processing_until, p.metadata, p.card_brand, p.card_mask, p.card_holder, p.phone_mask, p.payer_bank, s.name AS shop_name
+  FROM payments p LEFT JOIN shops s ON s.id = p.shop_id WHERE p.id = ?`;
 
 /**
- * The JSON text of paymentView (with its refunds and shop name), built by the database in the statement that
- * finds the payment: one string crosses into JavaScript instead of a row of 32 columns, an object built from it
- * and its serialisation. The keys, their order and their values are paymentView's; test/payments/view-json.test.ts
- * holds the two equal byte for byte over payments of every shape, on both engines, so a change to one must be
- * made to both.
+ * A payment by id as GET shows it, with what the access check needs (any shop: callers check it): one statement
+ * for the payment and its shop's name, and one for its refunds only when it may have some.
  */
-function paymentJsonSql(engine: Engine): string {
-  const refunds = jsonArraySql(engine, jsonObjectSql(engine, REFUND_FIELDS), 'FROM refunds r WHERE r.payment_id = p.id', 'r.seq');
-  const json = jsonObjectSql(engine, [...PAYMENT_FIELDS, ['refunds', refunds, engine === 'sqlite' ? 'value' : 'json']]);
-  return `SELECT p.shop_id, p.mode, ${json} AS json FROM payments p LEFT JOIN shops s ON s.id = p.shop_id WHERE p.id = ?`;
+export async function readPaymentView(q: Reader, id: string): Promise<{ shop_id: string; mode: Mode; view: PaymentView } | undefined> {
+  const row = await q.get<ViewRow>(VIEW_ROW_SQL, id);
+  if (!row) return undefined;
+  const refunds = mayHaveRefunds(row) ? await refundsOf(q, row.id) : [];
+  return { shop_id: row.shop_id, mode: row.mode, view: buildPaymentView(row, row.shop_name ?? '', refunds) };
 }
 
-const PAYMENT_JSON_SQL = { sqlite: paymentJsonSql('sqlite'), postgres: paymentJsonSql('postgres') };
-
-/** A payment's GET answer as JSON text, with what the access check needs (any shop: callers check it). */
-export async function getPaymentJson(q: Reader, id: string): Promise<{ shop_id: string; mode: 'test' | 'live'; json: string } | undefined> {
-  return q.get<{ shop_id: string; mode: 'test' | 'live'; json: string }>(PAYMENT_JSON_SQL[q.engine], id);
+/** Only a succeeded payment takes refunds, and it stays succeeded or becomes refunded. */
+function mayHaveRefunds(p: Pick<PaymentRow, 'status'>): boolean {
+  return p.status === 'succeeded' || p.status === 'refunded';
 }
 
 /** The refunds of a payment, oldest first. */
@@ -90,7 +72,7 @@ export async function updatePaymentFrom(tx: Tx, id: string, from: string, patch:
 }
 
 /** The parsed metadata of a row. */
-export function metadataOf(row: PaymentRow): Record<string, string> {
+export function metadataOf(row: Pick<PaymentRow, 'metadata'>): Record<string, string> {
   return JSON.parse(row.metadata) as Record<string, string>;
 }
 
@@ -111,18 +93,18 @@ export function refundView(r: RefundRow, withCompleted = true): RefundView {
 }
 
 /**
- * The Payment object as GET answers it, refunds included; a payment that never succeeded needs no read of
- * them (`unrefunded`: only a succeeded payment takes refunds). GET builds the same text in SQL (getPaymentJson).
- * It reads the shop's name and the refunds through `q`: inside a transaction pass its tx, outside the store.
+ * The Payment object as GET answers it, refunds included (read only when the payment may have some; `unrefunded`:
+ * it has none, as a payment that has just succeeded). It reads the shop's name and the refunds through `q`:
+ * inside a transaction pass its tx, outside the store.
  */
 export async function paymentView(q: Reader, row: PaymentRow, unrefunded = false): Promise<PaymentView> {
   const shopName = (await q.get<{ name: string }>('SELECT name FROM shops WHERE id = ?', row.shop_id))?.name;
-  const refunds = unrefunded ? [] : await refundsOf(q, row.id);
+  const refunds = !unrefunded && mayHaveRefunds(row) ? await refundsOf(q, row.id) : [];
   return buildPaymentView(row, shopName ?? '', refunds);
 }
 
 /** The Payment object from its row, its shop's name and its refunds. */
-function buildPaymentView(row: PaymentRow, shopName: string, refunds: RefundRow[]): PaymentView {
+function buildPaymentView(row: Omit<ViewRow, 'shop_name'>, shopName: string, refunds: RefundRow[]): PaymentView {
   return {
     id: row.id,
     public_id: row.public_id,

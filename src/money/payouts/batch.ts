@@ -7,7 +7,7 @@ import { createPayoutTx, requirePayoutBank, type Payer, type PayoutCore } from '
 export const BATCH_MAX_ITEMS = 1000;
 
 /** One line of the batch response. */
-export interface BatchResult {
+interface BatchResult {
   index: number;
   status: 'created' | 'failed' | 'duplicate';
   payout_id?: string;
@@ -19,7 +19,7 @@ export interface BatchResult {
 }
 
 /** A batch after the checks that need no transaction: the whole-batch rules, then each item's fields. */
-export interface ParsedBatch {
+interface ParsedBatch {
   method: PayoutMethod;
   /** Per item: its validated input, or the result it already has (failed or duplicate). */
   items: Array<{ input: PayoutInput } | { result: BatchResult }>;
@@ -34,9 +34,7 @@ export function parseBatch(obj: Record<string, unknown>, method: PayoutMethod): 
   const items = obj.items;
   if (!Array.isArray(items)) throw badRequest('Field "items" must be an array of payouts', 'items');
   if (items.length === 0) throw badRequest('Field "items" must hold at least one payout', 'items');
-  if (items.length > BATCH_MAX_ITEMS) {
-    throw badRequest(`Field "items" must hold at most ${BATCH_MAX_ITEMS} payouts, got ${items.length}`, 'items');
-  }
+  if (items.length > BATCH_MAX_ITEMS) throw badRequest(`Field "items" must hold at most ${BATCH_MAX_ITEMS} payouts, got ${items.length}`, 'items');
   const seen = new Map<string, number>();
   const parsed = items.map((item: unknown, index): ParsedBatch['items'][number] => {
     const amount = isObject(item) && Number.isSafeInteger(item.amount) ? (item.amount as number) : null;
@@ -70,7 +68,6 @@ function isObject(v: unknown): v is Record<string, unknown> {
 export async function createBatchTx(core: PayoutCore, tx: Tx, payer: Payer, batch: ParsedBatch): Promise<Record<string, unknown>> {
   await requirePayoutBank(core.banks, tx, payer, 'a payout batch', batch.method);
   const results: BatchResult[] = [];
-  // One item after another: each reserves before the next is checked.
   for (const [index, item] of batch.items.entries()) {
     if ('result' in item) {
       results.push(item.result);

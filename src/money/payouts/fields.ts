@@ -3,7 +3,6 @@ import { amountField, bodyObject, currencyField, describe, strField } from '../.
 import { PAYOUT_SCOPES, PAYOUT_METHODS, type PayoutMethod } from '../bank-port/payout';
 export { PAYOUT_SCOPES, PAYOUT_METHODS, type PayoutMethod };
 
-
 /** The recipient fields of each method (besides `amount` and the optional `currency`). */
 const RECIPIENT_FIELDS: Record<PayoutMethod, readonly string[]> = {
   payouts_sbp: ['phone', 'bank_id', 'full_name'],
@@ -11,7 +10,6 @@ const RECIPIENT_FIELDS: Record<PayoutMethod, readonly string[]> = {
   payouts_account: ['account_number', 'bik', 'inn', 'full_name'],
 };
 
-/** Longest recipient name accepted. */
 const FULL_NAME_MAX = 200;
 
 /** A validated payout request. `cardPan` lives only in memory: it is never stored, logged or echoed. */
@@ -21,11 +19,6 @@ export interface PayoutInput {
   /** What is stored and echoed (sbp: phone, bank_id, full_name; account: account_number, bik, inn?, full_name; card: full_name?). */
   recipient: Record<string, string>;
   cardPan?: string;
-}
-
-/** The fields a payout body (or a batch item, without `method`) may carry. */
-export function allowedFields(method: PayoutMethod, withMethod: boolean): string[] {
-  return [...(withMethod ? ['method'] : []), 'amount', 'currency', ...RECIPIENT_FIELDS[method]];
 }
 
 /**
@@ -52,16 +45,15 @@ export function methodField(obj: Record<string, unknown>): PayoutMethod {
 
 /** A request body as an object (400 otherwise), before any field is read. */
 export function asObject(body: unknown, what = 'Request body'): Record<string, unknown> {
-  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw badRequest(`${what} must be a JSON object`);
-  }
+  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest(`${what} must be a JSON object`);
   return body as Record<string, unknown>;
 }
 
 /** Validate the fields of one payout of a known method; throws 400 bad_request naming the first bad field. */
 export function payoutFields(obj: Record<string, unknown>, method: PayoutMethod, withMethod: boolean): PayoutInput {
   checkBankIdFirst(obj);
-  bodyObject(obj, allowedFields(method, withMethod));
+  // A batch item carries no `method`: the batch's applies.
+  bodyObject(obj, [...(withMethod ? ['method'] : []), 'amount', 'currency', ...RECIPIENT_FIELDS[method]]);
   const amount = amountField(obj, 'amount', true)!;
   currencyField(obj);
   const recipient: Record<string, string> = {};
@@ -104,7 +96,7 @@ function cardPanField(obj: Record<string, unknown>): string {
   return v;
 }
 
-/** The key of an item for duplicate detection: method, recipient fields and amount. */
+/** The key of a batch item for duplicate detection: method, recipient fields and amount. */
 export function duplicateKey(p: PayoutInput): string {
   const fields = Object.keys(p.recipient).sort().map((k) => [k, p.recipient[k]]);
   return JSON.stringify([p.method, p.amount, p.cardPan ?? null, fields]);
@@ -113,7 +105,5 @@ export function duplicateKey(p: PayoutInput): string {
 /** 403 scope_required unless the key holds the method's scope. */
 export function requirePayoutScope(scopes: ReadonlySet<string>, method: PayoutMethod): void {
   const scope = PAYOUT_SCOPES[method];
-  if (!scopes.has(scope)) {
-    throw new ApiError(403, 'scope_required', `Cannot create a ${method} payout: the key needs scope "${scope}"`);
-  }
+  if (!scopes.has(scope)) throw new ApiError(403, 'scope_required', `Cannot create a ${method} payout: the key needs scope "${scope}"`);
 }

@@ -54,7 +54,6 @@ export async function ownPayout(ctx: Ctx<Pick<Core, 'store'>>, id: string): Prom
   return p;
 }
 
-/** GET /v1/public/payouts/{id} */
 export async function getPayoutHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const scopes = ctx.auth!.scopes;
   if (!READ_SCOPES.some((s) => scopes.has(s))) {
@@ -70,13 +69,7 @@ export async function listPayoutsHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise
   const rows = await listPayouts(ctx.app.store, a.shopId, a.mode, rq);
   return {
     body: toPage(rows, rq, (p) => ({
-      id: p.id,
-      shop_id: p.shop_id,
-      amount: p.amount,
-      currency: p.currency,
-      method: p.method,
-      status: p.status,
-      bank_ref: p.bank_ref,
+      id: p.id, shop_id: p.shop_id, amount: p.amount, currency: p.currency, method: p.method, status: p.status, bank_ref: p.bank_ref,
       created_at: iso(p.created_at),
     })),
   };

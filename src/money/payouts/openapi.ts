@@ -29,12 +29,8 @@ const accountFields = {
 };
 
 function payoutBody(method: string, fields: Record<string, unknown>, required: string[], withMethod: boolean): Record<string, unknown> {
-  return {
-    type: 'object',
-    required: [...(withMethod ? ['method'] : []), 'amount', ...required],
-    additionalProperties: false,
-    properties: { ...(withMethod ? { method: { const: method } } : {}), amount, currency: { const: 'RUB' }, ...fields },
-  };
+  const properties = { ...(withMethod ? { method: { const: method } } : {}), amount, currency: { const: 'RUB' }, ...fields };
+  return strictObject(properties, [...(withMethod ? ['method'] : []), 'amount', ...required]);
 }
 
 const bodies = (withMethod: boolean) => [
@@ -49,6 +45,7 @@ const registerParams = [
 ];
 
 const idParam = { name: 'id', in: 'path', required: true, schema: uuid };
+const status = { enum: ['pending', 'succeeded', 'failed'] };
 
 /** OpenAPI of payouts: create, batch, read, register, and the test helper. */
 export const payoutsOpenApi: OpenApiFragment = {
@@ -98,18 +95,15 @@ export const payoutsOpenApi: OpenApiFragment = {
     },
   },
   schemas: {
-    Payout: {
-      type: 'object',
-      required: ['id', 'merchant_id', 'shop_id', 'amount', 'currency', 'method', 'status', 'recipient', 'bank_ref', 'fail_reason', 'created_at', 'completed_at', 'mode'],
-      additionalProperties: false,
-      properties: {
+    Payout: strictObject(
+      {
         id: uuid,
         merchant_id: uuid,
         shop_id: uuid,
         amount,
         currency: { const: 'RUB' },
         method: { enum: PAYOUT_METHODS },
-        status: { enum: ['pending', 'succeeded', 'failed'] },
+        status,
         recipient: {
           type: 'object',
           description: 'sbp: phone, bank_id, full_name; account: account_number, bik, inn (when given), full_name; card: empty',
@@ -123,40 +117,26 @@ export const payoutsOpenApi: OpenApiFragment = {
         completed_at: timeOrNull,
         mode: { enum: ['test', 'live'], description: 'The mode of the key that created it (beyond the specification: webhook receivers get both modes)' },
       },
-    },
-    PayoutCreated: {
-      type: 'object',
-      required: ['payout', 'mode', 'bank_ref'],
-      additionalProperties: false,
-      properties: {
+      ['id', 'merchant_id', 'shop_id', 'amount', 'currency', 'method', 'status', 'recipient', 'bank_ref', 'fail_reason', 'created_at', 'completed_at', 'mode'],
+    ),
+    PayoutCreated: strictObject(
+      {
         payout: ref('Payout'),
         mode: { enum: ['test', 'live'] },
         bank: { type: 'string', description: 'Recipient bank name from the SBP directory, when known' },
         bank_ref: { type: 'string' },
         failure_reason: { type: 'string', description: 'On refusal: the unified failure code' },
         idempotent: { const: true },
-        simulator: {
-          type: 'object',
-          required: ['outcome', 'failure_code', 'actions'],
-          additionalProperties: false,
-          properties: {
-            outcome: { enum: ['succeeded', 'failed'] },
-            failure_code: { type: 'string', description: 'Planned failure code; empty when the payout is planned to succeed.' },
-            actions: {
-              type: 'object',
-              required: ['simulate', 'status'],
-              additionalProperties: false,
-              properties: { simulate: { type: 'string', format: 'uri' }, status: { type: 'string', format: 'uri' } },
-            },
-          },
-        },
+        simulator: strictObject({
+          outcome: { enum: ['succeeded', 'failed'] },
+          failure_code: { type: 'string', description: 'Planned failure code; empty when the payout is planned to succeed.' },
+          actions: strictObject({ simulate: { type: 'string', format: 'uri' }, status: { type: 'string', format: 'uri' } }),
+        }),
       },
-    },
-    PayoutBatch: {
-      type: 'object',
-      required: ['mode', 'created', 'failed', 'total', 'results'],
-      additionalProperties: false,
-      properties: {
+      ['payout', 'mode', 'bank_ref'],
+    ),
+    PayoutBatch: strictObject(
+      {
         mode: { enum: ['test', 'live'] },
         created: { type: 'integer', minimum: 0 },
         failed: { type: 'integer', minimum: 0, description: 'Failed and duplicate items; created + failed = total' },
@@ -164,11 +144,8 @@ export const payoutsOpenApi: OpenApiFragment = {
         idempotent: { const: true },
         results: {
           type: 'array',
-          items: {
-            type: 'object',
-            required: ['index', 'status', 'method', 'amount'],
-            additionalProperties: false,
-            properties: {
+          items: strictObject(
+            {
               index: { type: 'integer', minimum: 0 },
               status: { enum: ['created', 'failed', 'duplicate'] },
               payout_id: uuid,
@@ -177,35 +154,18 @@ export const payoutsOpenApi: OpenApiFragment = {
               code: { type: 'string', description: 'bad_request, insufficient_funds, router_error or duplicate' },
               error: { type: 'string' },
             },
-          },
+            ['index', 'status', 'method', 'amount'],
+          ),
         },
       },
-    },
-    PayoutRegisterPage: {
-      type: 'object',
-      required: ['items', 'next_cursor'],
-      additionalProperties: false,
-      properties: {
-        items: {
-          type: 'array',
-          items: {
-            type: 'object',
-            required: ['id', 'shop_id', 'amount', 'currency', 'method', 'status', 'bank_ref', 'created_at'],
-            additionalProperties: false,
-            properties: {
-              id: uuid,
-              shop_id: uuid,
-              amount,
-              currency: { const: 'RUB' },
-              method: { enum: PAYOUT_METHODS },
-              status: { enum: ['pending', 'succeeded', 'failed'] },
-              bank_ref: { type: 'string' },
-              created_at: time,
-            },
-          },
-        },
-        next_cursor: { type: ['string', 'null'] },
+      ['mode', 'created', 'failed', 'total', 'results'],
+    ),
+    PayoutRegisterPage: strictObject({
+      items: {
+        type: 'array',
+        items: strictObject({ id: uuid, shop_id: uuid, amount, currency: { const: 'RUB' }, method: { enum: PAYOUT_METHODS }, status, bank_ref: { type: 'string' }, created_at: time }),
       },
-    },
+      next_cursor: { type: ['string', 'null'] },
+    }),
   },
 };

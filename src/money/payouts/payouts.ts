@@ -14,15 +14,7 @@ import type { PayoutInput } from './fields';
 import { finishPayoutRow, getPayout, insertPayout, type PayoutRow } from './store';
 
 /** Unified failure codes a payout may end with (a subset of the payment codes, plus the payout ones). */
-export const PAYOUT_FAILURE_CODES = [
-  'do_not_honor',
-  'recipient_not_in_sbp',
-  'bank_unknown',
-  'invalid_card',
-  'card_expired',
-  'limit_exceeded',
-  'processing_error',
-] as const;
+export const PAYOUT_FAILURE_CODES = ['do_not_honor', 'recipient_not_in_sbp', 'bank_unknown', 'invalid_card', 'card_expired', 'limit_exceeded', 'processing_error'] as const;
 
 /** Who a payout is made for: the key's merchant, shop and mode. */
 export interface Payer {
@@ -60,20 +52,13 @@ export async function createPayoutTx(core: PayoutCore, tx: Tx, payer: Payer, inp
   await requirePayoutBank(core.banks, tx, payer, `payout of ${input.amount}`, input.method);
   const available = await shopAvailable(tx, payer.shopId, payer.mode);
   if (input.amount > available) {
-    throw new ApiError(
-      422,
-      'insufficient_funds',
-      `Cannot create payout of ${input.amount}: it exceeds the shop's available balance ${available}`,
-      'amount',
-    );
+    throw new ApiError(422, 'insufficient_funds', `Cannot create payout of ${input.amount}: it exceeds the shop's available balance ${available}`, 'amount');
   }
   const now = await core.clocks.now(tx, payer.shopId, payer.mode);
   const id = uuid();
   const bank = await core.banks.forPayout(tx, payer.shopId, payer.mode);
   const start = await bank.payout(tx, { id, shopId: payer.shopId, mode: payer.mode, amount: input.amount, method: input.method, ...destination(input), at: now });
-  if (!start.accepted) {
-    throw new ApiError(502, 'router_error', `Cannot send payout of ${input.amount}: the payout router refused it`);
-  }
+  if (!start.accepted) throw new ApiError(502, 'router_error', `Cannot send payout of ${input.amount}: the payout router refused it`);
   const row: Omit<PayoutRow, 'seq'> = {
     id,
     merchant_id: payer.merchantId,

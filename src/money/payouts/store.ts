@@ -4,10 +4,8 @@ import type { PayoutMethod } from './fields';
 import type { RegisterQuery } from '../registers/query';
 import { registerRows, REGISTERS } from '../registers/plan';
 
-/** A payout's final or current status. */
 export type PayoutStatus = 'pending' | 'succeeded' | 'failed';
 
-/** A row of the payouts table. */
 export interface PayoutRow {
   seq: number;
   id: string;
@@ -30,7 +28,6 @@ export interface PayoutRow {
   completed_at: number | null;
 }
 
-/** Insert a new payout (seq is assigned by the database). */
 export async function insertPayout(tx: Tx, p: Omit<PayoutRow, 'seq'>): Promise<void> {
   await tx.run(
     `INSERT INTO payouts (id, merchant_id, shop_id, mode, amount, currency, method, status, recipient, card_last4, bank_name,
@@ -60,23 +57,14 @@ export async function listPayouts(q: Reader, shopId: string, mode: Mode, rq: Reg
   return registerRows<PayoutRow>(q, REGISTERS.payouts, shopId, [mode], { status: rq.statuses ?? undefined, method: method === undefined ? undefined : [method] }, rq);
 }
 
-/** A live card payout that may need the operator's decision (see payoutsNeedingDecision). */
-export interface UndecidedPayout {
-  id: string;
-  shop_id: string;
-  amount: number;
-  card_last4: string | null;
-  created_at: number;
-}
-
 /**
  * Live card payouts still pending with no provider id (bank_ref empty): after a restart their card number,
  * kept in memory only, is gone, so kopek can neither send them nor repeat the send. Each settles when the
  * provider's notification names it (kopek's payout id travels in its metadata); otherwise the operator
  * decides. `shopId`: one shop's, else every shop's. Newest last, at most `limit`.
  */
-export async function payoutsNeedingDecision(q: Reader, shopId?: string, limit = 50): Promise<UndecidedPayout[]> {
-  return q.all<UndecidedPayout>(
+export async function payoutsNeedingDecision(q: Reader, shopId?: string, limit = 50) {
+  return q.all<Pick<PayoutRow, 'id' | 'shop_id' | 'amount' | 'card_last4' | 'created_at'>>(
     `SELECT id, shop_id, amount, card_last4, created_at FROM payouts
       WHERE mode = 'live' AND method = 'payouts_card' AND status = 'pending' AND bank_ref = ''${shopId ? ' AND shop_id = ?' : ''}
       ORDER BY created_at, id LIMIT ?`,

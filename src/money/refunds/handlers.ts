@@ -11,7 +11,6 @@ import { refundView } from '../payments/store';
 import type { RefundRow } from '../bank-port/refund';
 import { createRefundTx } from './refunds';
 
-/** Refund statuses, for the register filter. */
 export const REFUND_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 
 /** POST /v1/public/payments/{id}/refund {amount?, reason?}: 201 with the pending refund (no completed_at). */
@@ -38,14 +37,8 @@ export async function listRefunds(ctx: Ctx<Core>): Promise<Reply> {
   const rq = parseRegisterQuery(ctx.query, { statuses: REFUND_STATUSES });
   const rows = await registerRows<RefundRow>(ctx.app.store, REGISTERS.refunds, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined }, rq);
   const item = (r: RefundRow) => ({
-    id: r.id,
-    payment_id: r.payment_id,
-    amount: r.amount,
-    reason: r.reason,
-    status: r.status,
-    failure_code: r.failure_code,
-    created_at: iso(r.created_at),
-    completed_at: isoOrNull(r.completed_at),
+    id: r.id, payment_id: r.payment_id, amount: r.amount, reason: r.reason, status: r.status, failure_code: r.failure_code,
+    created_at: iso(r.created_at), completed_at: isoOrNull(r.completed_at),
   });
   const high = highNeeded(rows, rq) ? await maxSeq(ctx.app.store, 'refunds') : undefined;
   return { body: toPage(rows, rq, item, high) };

@@ -12,7 +12,6 @@ import type { RefundRow } from '../bank-port/refund';
 import type { PaymentRow } from '../bank-port/payment';
 import type { PaymentsCore } from '../payments/core';
 
-/** What a refund is created from. */
 export interface RefundInput {
   /** 0 or undefined: the whole refundable remainder. */
   amount?: number;
@@ -38,12 +37,8 @@ export async function createRefundTx(core: Pick<Core, 'clocks' | 'events' | 'ban
   const refundable = await refundableOf(tx, p);
   if (refundable <= 0) {
     // Pending refunds may already hold the whole amount while the payment is still `succeeded`.
-    throw new ApiError(
-      422,
-      'amount_exceeds_refundable',
-      `Cannot refund payment "${p.id}": nothing is left to refund, succeeded and pending refunds already hold its amount ${p.amount}`,
-      'amount',
-    );
+    const held = `nothing is left to refund, succeeded and pending refunds already hold its amount ${p.amount}`;
+    throw new ApiError(422, 'amount_exceeds_refundable', `Cannot refund payment "${p.id}": ${held}`, 'amount');
   }
   const amount = input.amount ? input.amount : refundable;
   if (amount > refundable) {

@@ -1,18 +1,14 @@
 import type { Reader, Tx } from '../../platform/storage/store';
 import type { RefundRow } from '../bank-port/refund';
 
-/** A refund row by id. Inside a transaction pass its tx, outside the store. */
 export async function getRefund(q: Reader, id: string): Promise<RefundRow | undefined> {
   return q.get<RefundRow>('SELECT * FROM refunds WHERE id = ?', id);
 }
 
 /** What succeeded and pending refunds of a payment hold. */
 export async function heldByRefunds(q: Reader, paymentId: string): Promise<number> {
-  const row = (await q.get<{ held: number }>(
-    `SELECT COALESCE(SUM(amount), 0) AS held FROM refunds WHERE payment_id = ? AND status IN ('pending', 'succeeded')`,
-    paymentId,
-  ))!;
-  return row.held;
+  const sql = `SELECT COALESCE(SUM(amount), 0) AS held FROM refunds WHERE payment_id = ? AND status IN ('pending', 'succeeded')`;
+  return (await q.get<{ held: number }>(sql, paymentId))!.held;
 }
 
 /** Insert a pending refund and its audit line (who asked, how much, why). */

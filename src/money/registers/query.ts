@@ -2,9 +2,7 @@ import { badRequest } from '../../platform/http/errors';
 import { DAY_MS, parseDay } from '../../platform/util/time';
 import { decodeCursor, encodeCursor, type Cursor } from './cursor';
 
-/** Page size when limit is omitted. */
 export const LIMIT_DEFAULT = 50;
-/** Largest page size. */
 export const LIMIT_MAX = 200;
 
 /** The parameters every register shares, validated. */

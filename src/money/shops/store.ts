@@ -6,7 +6,6 @@ import { compileAllowList } from '../../platform/auth/ip-allowlist';
 import type { Mode } from '../../platform/clock';
 import { seal, unseal } from '../../platform/secrets/at-rest';
 
-/** A merchant row. */
 export interface Merchant {
   id: string;
   name: string;
@@ -32,7 +31,7 @@ export interface Shop {
 export type ShopSettings = Omit<Shop, 'signing_secret' | 'webhook_secret'>;
 
 /** An API key row, without the key. */
-export interface ApiKey {
+interface ApiKey {
   id: string;
   shop_id: string;
   mode: Mode;
@@ -44,17 +43,13 @@ export interface ApiKey {
   last_used_at: number | null;
 }
 
-/** Create a merchant. */
 export async function createMerchant(store: Store, name: string, now: number): Promise<Merchant> {
   if (!name.trim()) throw new Error('cannot create merchant: the name must not be empty');
   const m: Merchant = { id: uuid(), name: name.trim(), live_enabled: 0, created_at: now };
-  await store.tx(async (tx) => {
-    await tx.run('INSERT INTO merchants (id, name, live_enabled, created_at) VALUES (?, ?, 0, ?)', m.id, m.name, now);
-  });
+  await store.tx((tx) => tx.run('INSERT INTO merchants (id, name, live_enabled, created_at) VALUES (?, ?, 0, ?)', m.id, m.name, now));
   return m;
 }
 
-/** Find a merchant by id. */
 export function getMerchant(q: Reader, id: string): Promise<Merchant | undefined> {
   return q.get<Merchant>('SELECT * FROM merchants WHERE id = ?', id);
 }
@@ -78,19 +73,13 @@ export async function createShop(store: Store, merchantId: string, name: string,
   };
   const signingSealed = seal(store.path, shop.signing_secret, `shops.signing_secret:${shop.id}`);
   const webhookSealed = seal(store.path, shop.webhook_secret, `shops.webhook_secret:${shop.id}`);
-  await store.tx(async (tx) => {
-    await tx.run(
+  await store.tx((tx) =>
+    tx.run(
       `INSERT INTO shops (id, merchant_id, name, scopes, ip_allowlist, signing_secret, require_signature, webhook_secret, created_at)
        VALUES (?, ?, ?, ?, '', ?, 0, ?, ?)`,
-      shop.id,
-      merchantId,
-      shop.name,
-      shop.scopes,
-      signingSealed,
-      webhookSealed,
-      now,
-    );
-  });
+      shop.id, merchantId, shop.name, shop.scopes, signingSealed, webhookSealed, now,
+    ),
+  );
   return shop;
 }
 
@@ -128,47 +117,36 @@ function because<T>(action: string, fn: () => T): T {
   }
 }
 
-/** Replace a shop's enabled scopes. */
-export async function setShopScopes(store: Store, shopId: string, scopes: string): Promise<string[]> {
-  const action = `cannot set scopes of shop "${shopId}"`;
+/** Write one setting of an existing shop; `value` is worked out (and checked) once the shop is found. */
+async function setShop<T>(store: Store, shopId: string, action: string, column: string, value: () => T, stored: (v: T) => unknown = (v) => v): Promise<T> {
   await requireShop(store, shopId, action);
-  const list = because(action, () => parseScopes(scopes));
-  await store.tx((tx) => tx.run('UPDATE shops SET scopes = ? WHERE id = ?', list.join(','), shopId));
-  return list;
+  const v = because(action, value);
+  const written = stored(v);
+  await store.tx((tx) => tx.run(`UPDATE shops SET ${column} = ? WHERE id = ?`, written, shopId));
+  return v;
+}
+
+/** Replace a shop's enabled scopes. */
+export function setShopScopes(store: Store, shopId: string, scopes: string): Promise<string[]> {
+  return setShop(store, shopId, `cannot set scopes of shop "${shopId}"`, 'scopes', () => parseScopes(scopes), (list) => list.join(','));
 }
 
 /** Replace a shop's IP allow-list (validated); an empty list clears it. */
-export async function setIpAllowlist(store: Store, shopId: string, entries: string): Promise<string[]> {
-  const action = `cannot set the IP allow-list of shop "${shopId}"`;
-  await requireShop(store, shopId, action);
-  because(action, () => compileAllowList(entries));
-  const list = entries.split(',').map((s) => s.trim()).filter(Boolean);
-  await store.tx((tx) => tx.run('UPDATE shops SET ip_allowlist = ? WHERE id = ?', list.join(','), shopId));
-  return list;
+export function setIpAllowlist(store: Store, shopId: string, entries: string): Promise<string[]> {
+  const list = (): string[] => {
+    compileAllowList(entries);
+    return entries.split(',').map((s) => s.trim()).filter(Boolean);
+  };
+  return setShop(store, shopId, `cannot set the IP allow-list of shop "${shopId}"`, 'ip_allowlist', list, (l) => l.join(','));
 }
 
 /** Rotate a shop's request-signing secret; the new one is returned once. */
-export async function rotateSigningSecret(store: Store, shopId: string): Promise<string> {
-  await requireShop(store, shopId, 'cannot rotate the signing secret');
-  const s = secret('thm_');
-  const sealed = seal(store.path, s, `shops.signing_secret:${shopId}`);
-  await store.tx((tx) => tx.run('UPDATE shops SET signing_secret = ? WHERE id = ?', sealed, shopId));
-  return s;
+export function rotateSigningSecret(store: Store, shopId: string): Promise<string> {
+  return setShop(store, shopId, 'cannot rotate the signing secret', 'signing_secret', () => secret('thm_'), (s) => seal(store.path, s, `shops.signing_secret:${shopId}`));
 }
 
-/** Rotate a shop's fallback webhook secret; the new one is returned once. */
-export async function rotateShopWebhookSecret(store: Store, shopId: string): Promise<string> {
-  await requireShop(store, shopId, 'cannot rotate the webhook secret');
-  const s = secret('whs_');
-  const sealed = seal(store.path, s, `shops.webhook_secret:${shopId}`);
-  await store.tx((tx) => tx.run('UPDATE shops SET webhook_secret = ? WHERE id = ?', sealed, shopId));
-  return s;
-}
-
-/** Turn the require-signature option on or off. */
 export async function setRequireSignature(store: Store, shopId: string, on: boolean): Promise<void> {
-  await requireShop(store, shopId, 'cannot set require-signature');
-  await store.tx((tx) => tx.run('UPDATE shops SET require_signature = ? WHERE id = ?', on ? 1 : 0, shopId));
+  await setShop(store, shopId, 'cannot set require-signature', 'require_signature', () => (on ? 1 : 0));
 }
 
 /** How many characters of a key are stored in clear and shown by `key list`: `sk_test_` and four more. */
@@ -202,18 +180,9 @@ export async function createKey(
     revoked_at: null,
     last_used_at: null,
   };
-  await store.tx(async (tx) => {
-    await tx.run(
-      'INSERT INTO api_keys (id, shop_id, mode, key_hash, key_prefix, scopes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      key.id,
-      shopId,
-      mode,
-      sha256Hex(full),
-      key.key_prefix,
-      key.scopes,
-      now,
-    );
-  });
+  await store.tx((tx) =>
+    tx.run('INSERT INTO api_keys (id, shop_id, mode, key_hash, key_prefix, scopes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', key.id, shopId, mode, sha256Hex(full), key.key_prefix, key.scopes, now),
+  );
   return { key, secret: full };
 }
 
@@ -231,14 +200,14 @@ export async function listKeys(store: Store, shopId: string): Promise<ApiKey[]> 
 const PREFIX_MATCHES_MAX = 10;
 
 /** A key as `key revoke` finds it. */
-export interface KeyRef {
+interface KeyRef {
   id: string;
   shop_id: string;
   key_prefix: string;
 }
 
 /** A key's secret (or what looks like one) shown no further than its prefix, so an error never repeats a key. */
-export function shownKeyRef(ref: string): string {
+function shownKeyRef(ref: string): string {
   return /^sk_(test|live)_/.test(ref) && ref.length > KEY_PREFIX_LENGTH ? `${ref.slice(0, KEY_PREFIX_LENGTH)}…` : ref.slice(0, 100);
 }
 
@@ -247,7 +216,7 @@ export function shownKeyRef(ref: string): string {
  * whose hash is its hash; else the keys whose shown prefix it is (with or without the `…` key list prints).
  * More than one only for a prefix that two keys share.
  */
-export async function keysNamedBy(q: Reader, ref: string, shopId?: string): Promise<KeyRef[]> {
+async function keysNamedBy(q: Reader, ref: string, shopId?: string): Promise<KeyRef[]> {
   const inShop = shopId === undefined ? '' : ' AND shop_id = ?';
   const shop = shopId === undefined ? [] : [shopId];
   const byId = await q.all<KeyRef>(`SELECT id, shop_id, key_prefix FROM api_keys WHERE id = ?${inShop}`, ref, ...shop);

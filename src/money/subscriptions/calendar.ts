@@ -1,11 +1,8 @@
 import { DAY_MS } from '../../platform/util/time';
 
-/** Billing periods of a subscription. */
 export const PERIODS = ['day', 'week', 'month', 'year'] as const;
-/** A billing period. */
 export type Period = (typeof PERIODS)[number];
 
-/** Days in a month of a UTC year (month 0..11). */
 function daysInMonth(year: number, month: number): number {
   return new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
 }

@@ -9,33 +9,25 @@ import { isUuid } from '../../platform/util/ids';
 import { iso, isoOrNull } from '../../platform/util/time';
 import { parseRegisterQuery, toPage } from '../registers/query';
 import { registerRows, REGISTERS } from '../registers/plan';
-import { customerFields, tokenOfShop } from '../tokens/handlers';
+import { customerFields, recurrentFilters, tokenOfShop } from '../tokens/handlers';
 import { TOKEN_METHODS } from '../tokens/store';
 import { cancelTokenTx } from '../tokens/tokens';
 import { chargeTime, firstIndexAfter, PERIODS } from './calendar';
 import { chargesOf, getSubscription, SUBSCRIPTION_STATUSES, subscriptionView, type SubscriptionRow, type SubscriptionView } from './store';
 import { cancelSubscriptionTx, CANCEL_REASONS, createSubscriptionTx } from './subscriptions';
 
-/** The scope of charging a saved method, which creating a subscription also needs. */
 const CHARGE_SCOPE = 'api:recurrent:charge';
-/** Largest interval_count: charge at most every 365 periods. */
 export const INTERVAL_MAX = 365;
-/** Longest trial in days. */
 export const TRIAL_DAYS_MAX = 365;
 /** How many future charge times the schedule lists. */
 export const UPCOMING_COUNT = 12;
 /** How many past payments the schedule lists (the latest ones; the payment register has them all). */
 export const CHARGES_MAX = 1000;
-
-/** The longest plan_name a subscription takes. */
 export const PLAN_NAME_MAX = 200;
 
 const CREATE_FIELDS = ['amount', 'customer_ref', 'method', 'period', 'interval_count', 'trial_days', 'customer_email', 'plan_name', 'return_url', 'currency'];
 
-/**
- * A subscription of the caller's shop and mode, or 404 (another shop's id looks the same as none). Inside a
- * transaction pass its tx, outside the store.
- */
+/** A subscription of the caller's shop and mode, or 404 (another shop's id looks the same as none). */
 async function subscriptionOfShop(q: Reader, ctx: Ctx, id: string): Promise<SubscriptionRow> {
   const auth = ctx.auth!;
   const s = isUuid(id) ? await getSubscription(q, id) : undefined;
@@ -64,18 +56,8 @@ export async function createSubscription(ctx: Ctx<PaymentsCore>): Promise<Reply>
   const planName = strField(obj, 'plan_name', { max: PLAN_NAME_MAX }) ?? '';
   const customer = customerFields(obj, auth.mode);
   const reply = await idempotentCreate(ctx, async (tx) => {
-    const { sub, payment } = await createSubscriptionTx(ctx.app, tx, {
-      merchantId: auth.merchantId,
-      shopId: auth.shopId,
-      mode: auth.mode,
-      amount,
-      ...customer,
-      planName,
-      method,
-      period,
-      intervalCount,
-      trialDays,
-    });
+    const input = { merchantId: auth.merchantId, shopId: auth.shopId, mode: auth.mode, amount, ...customer, planName, method, period, intervalCount, trialDays };
+    const { sub, payment } = await createSubscriptionTx(ctx.app, tx, input);
     return {
       status: 201,
       body: {
@@ -99,18 +81,15 @@ export async function createSubscription(ctx: Ctx<PaymentsCore>): Promise<Reply>
   return reply;
 }
 
-/** GET /v1/public/subscriptions/{id} */
 export async function getSubscriptionHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
-  const store = ctx.app.store;
-  return { body: await subscriptionView(store, await subscriptionOfShop(store, ctx, ctx.params.id)) };
+  return { body: await subscriptionView(ctx.app.store, await subscriptionOfShop(ctx.app.store, ctx, ctx.params.id)) };
 }
 
 /** GET /v1/public/subscriptions?customer_ref=: the key's shop and mode, newest first, register pagination. */
 export async function listSubscriptions(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: SUBSCRIPTION_STATUSES, extra: { customer_ref: [] } });
-  const customer = rq.extra.customer_ref;
-  const rows = await registerRows<SubscriptionRow>(ctx.app.store, REGISTERS.subscriptions, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined, customer_ref: customer === undefined ? undefined : [customer] }, rq);
+  const rows = await registerRows<SubscriptionRow>(ctx.app.store, REGISTERS.subscriptions, auth.shopId, [auth.mode], recurrentFilters(rq), rq);
   const page = toPage(rows, rq, (s) => s);
   // Each view reads the subscription's latest charge: one after another, in the page's order.
   const items: SubscriptionView[] = [];
@@ -127,7 +106,6 @@ export function upcomingOf(s: SubscriptionRow, count = UPCOMING_COUNT): number[]
   return out;
 }
 
-/** GET /v1/public/subscriptions/{id}/schedule */
 export async function getSchedule(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const s = await subscriptionOfShop(ctx.app.store, ctx, ctx.params.id);
   return {

@@ -7,10 +7,7 @@ import type { Period } from './calendar';
 
 /** Subscription statuses, in the specification's display order. */
 export const SUBSCRIPTION_STATUSES = ['pending', 'active', 'past_due', 'cancelled'] as const;
-/** A subscription status. */
-export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 
-/** A row of the subscriptions table. */
 export interface SubscriptionRow {
   seq: number;
   id: string;
@@ -26,7 +23,7 @@ export interface SubscriptionRow {
   period: Period;
   interval_count: number;
   trial_days: number;
-  status: SubscriptionStatus;
+  status: (typeof SUBSCRIPTION_STATUSES)[number];
   token_id: string;
   initial_payment_id: string;
   anchor_at: number | null;
@@ -40,71 +37,28 @@ export interface SubscriptionRow {
   cancelled_at: number | null;
 }
 
-/** One payment of a subscription as the schedule and the Subscription object list it. */
-export interface ChargeView {
-  payment_id: string;
-  kind: 'subscription_init' | 'subscription_charge';
-  amount: number;
-  status: string;
-  failure_code: string;
-  attempt: number;
-  created_at: string;
-}
-
 /** The Subscription object of GET /v1/public/subscriptions/{id} and of subscription webhooks. */
-export interface SubscriptionView {
-  id: string;
-  status: SubscriptionStatus;
-  amount: number;
-  currency: string;
-  method: TokenMethod;
-  period: Period;
-  interval_count: number;
-  trial_days: number;
-  next_charge_at: string | null;
-  customer_ref: string;
-  customer_email: string;
-  plan_name: string;
-  trial_end: string | null;
-  token_id: string;
-  initial_payment_id: string;
-  failed_charges: number;
-  latest_charge: ChargeView | null;
-  cancel_reason: string;
-  created_at: string;
-  activated_at: string | null;
-  cancelled_at: string | null;
-}
+export type SubscriptionView = Awaited<ReturnType<typeof subscriptionView>>;
 
 /** A subscription by id, any shop (callers check the shop). Inside a transaction pass its tx, outside the store. */
 export async function getSubscription(q: Reader, id: string): Promise<SubscriptionRow | undefined> {
   return q.get<SubscriptionRow>('SELECT * FROM subscriptions WHERE id = ?', id);
 }
 
-/** What a charge job checks and charges: the columns it needs of a subscription (see chargeStateOf). */
-export type ChargeState = Pick<SubscriptionRow, 'id' | 'status' | 'charge_index' | 'failures' | 'token_id' | 'amount' | 'plan_name'>;
-
 /** The columns a charge job needs of a subscription, or undefined: a narrow read, on every charge. */
-export async function chargeStateOf(q: Reader, id: string): Promise<ChargeState | undefined> {
-  return q.get<ChargeState>('SELECT id, status, charge_index, failures, token_id, amount, plan_name FROM subscriptions WHERE id = ?', id);
+export async function chargeStateOf(q: Reader, id: string) {
+  return q.get<Pick<SubscriptionRow, 'id' | 'status' | 'charge_index' | 'failures' | 'token_id' | 'amount' | 'plan_name'>>('SELECT id, status, charge_index, failures, token_id, amount, plan_name FROM subscriptions WHERE id = ?', id);
 }
 
-/** Re-read a subscription inside a transaction. */
 export async function reloadSubscription(tx: Tx, id: string): Promise<SubscriptionRow> {
   const s = await getSubscription(tx, id);
   if (!s) throw new Error(`cannot reload subscription "${id}": it does not exist`);
   return s;
 }
 
-/** Insert a pending subscription (inside the caller's transaction). */
-export async function insertSubscription(
-  tx: Tx,
-  s: Pick<
-    SubscriptionRow,
-    | 'id' | 'merchant_id' | 'shop_id' | 'mode' | 'customer_ref' | 'customer_email' | 'plan_name' | 'amount' | 'currency'
-    | 'method' | 'period' | 'interval_count' | 'trial_days' | 'token_id' | 'initial_payment_id' | 'created_at'
-  >,
-): Promise<void> {
+type NewSubscription = Omit<SubscriptionRow, 'seq' | 'status' | 'anchor_at' | 'charge_index' | 'failures' | 'next_charge_at' | 'trial_end' | 'cancel_reason' | 'activated_at' | 'cancelled_at'>;
+
+export async function insertSubscription(tx: Tx, s: NewSubscription): Promise<void> {
   await tx.run(
     `INSERT INTO subscriptions (id, merchant_id, shop_id, mode, customer_ref, customer_email, plan_name, amount, currency, method,
          period, interval_count, trial_days, status, token_id, initial_payment_id, created_at)
@@ -114,7 +68,6 @@ export async function insertSubscription(
   );
 }
 
-/** Write the changed columns of a subscription (only the names given). */
 export async function updateSubscription(tx: Tx, id: string, patch: Partial<SubscriptionRow>): Promise<void> {
   await updateById(tx, 'subscriptions', id, patch);
 }
@@ -135,7 +88,7 @@ export async function patchSubscription(tx: Tx, s: SubscriptionRow, patch: Parti
 }
 
 /** A payment of a subscription with what its charge view needs (CHARGES_SQL). */
-export type ChargeRow = { payment_id: string; kind: ChargeView['kind']; charge_index: number | null; attempt: number; amount: number; status: string; metadata: string; created_at: number };
+export type ChargeRow = { payment_id: string; kind: 'subscription_init' | 'subscription_charge'; charge_index: number | null; attempt: number; amount: number; status: string; metadata: string; created_at: number };
 
 const CHARGES_SQL = `SELECT r.payment_id, r.kind, r.charge_index, r.attempt, p.amount, p.status, p.metadata, p.created_at
   FROM recurrent_payments r JOIN payments p ON p.seq = r.payment_seq
@@ -151,21 +104,14 @@ function newestFirst(q: Reader): string {
   return q.engine === 'postgres' ? NEWEST_FIRST_PG : NEWEST_FIRST;
 }
 
-function chargeView(r: ChargeRow): ChargeView {
+/** One payment of a subscription as the schedule and the Subscription object list it. */
+function chargeView(r: ChargeRow) {
   const meta = JSON.parse(r.metadata) as Record<string, string>;
-  return {
-    payment_id: r.payment_id,
-    kind: r.kind,
-    amount: r.amount,
-    status: r.status,
-    failure_code: meta.failure_code ?? '',
-    attempt: r.attempt,
-    created_at: iso(r.created_at),
-  };
+  return { payment_id: r.payment_id, kind: r.kind, amount: r.amount, status: r.status, failure_code: meta.failure_code ?? '', attempt: r.attempt, created_at: iso(r.created_at) };
 }
 
 /** The latest `limit` payments of a subscription (initial payment and charges), oldest first. */
-export async function chargesOf(q: Reader, subscriptionId: string, limit: number): Promise<ChargeView[]> {
+export async function chargesOf(q: Reader, subscriptionId: string, limit: number): Promise<Array<ReturnType<typeof chargeView>>> {
   const oldest = q.engine === 'postgres' ? 'ORDER BY charge_index NULLS FIRST, attempt' : 'ORDER BY charge_index, attempt';
   const rows = await q.all<ChargeRow>(`SELECT * FROM (${CHARGES_SQL} ${newestFirst(q)} LIMIT ?) AS latest ${oldest}`, subscriptionId, limit);
   return rows.map(chargeView);
@@ -175,7 +121,7 @@ export async function chargesOf(q: Reader, subscriptionId: string, limit: number
  * The API shape of a subscription. `latest`, when the caller holds it, is the subscription's newest payment
  * (the charge that just settled), which spares the read. Inside a transaction pass its tx, outside the store.
  */
-export async function subscriptionView(q: Reader, s: SubscriptionRow, latest?: ChargeRow): Promise<SubscriptionView> {
+export async function subscriptionView(q: Reader, s: SubscriptionRow, latest?: ChargeRow) {
   latest ??= await q.get<ChargeRow>(`${CHARGES_SQL} ${newestFirst(q)} LIMIT 1`, s.id);
   return {
     id: s.id,

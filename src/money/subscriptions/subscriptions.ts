@@ -1,15 +1,14 @@
 import type { Core } from '../core/core';
 import type { Tx } from '../../platform/storage/store';
 import type { Job } from '../../platform/queue/jobs';
-import type { Mode } from '../../platform/clock';
 import { DAY_MS } from '../../platform/util/time';
 import { uuid } from '../../platform/util/ids';
 import { cancelTx } from '../payments/state';
 import { getPayment, metadataOf } from '../payments/store';
 import type { PaymentRow } from '../bank-port/payment';
 import type { PaymentsCore } from '../payments/core';
-import { chargeMade, getToken, type RecurrentPaymentRow, type TokenMethod } from '../tokens/store';
-import { activateTokenTx, CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargedTx, chargeTokenTx, createBindingTx } from '../tokens/tokens';
+import { chargeMade, getToken, type RecurrentPaymentRow } from '../tokens/store';
+import { activateTokenTx, CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargedTx, chargeTokenTx, createBindingTx, type BindingInput } from '../tokens/tokens';
 import { chargeTime, firstIndexAfter, type Period } from './calendar';
 import { chargeStateOf, getSubscription, insertSubscription, patchSubscription, reloadSubscription, subscriptionView, updateSubscription, type ChargeRow, type SubscriptionRow } from './store';
 
@@ -25,21 +24,8 @@ export const CANCEL_REASONS = { chargesFailed: 'charge_failed', tokenCancelled: 
 /** What moving a subscription takes without moving a payment: the shop's clock, the event log and the charge jobs. */
 export type SubscriptionCore = Pick<Core, 'clocks' | 'events' | 'scheduler'>;
 
-/** What a subscription is created from, after validation. */
-export interface SubscriptionInput {
-  merchantId: string;
-  shopId: string;
-  mode: Mode;
-  amount: number;
-  customerRef: string;
-  customerEmail: string;
-  planName: string;
-  method: TokenMethod;
-  period: Period;
-  intervalCount: number;
-  trialDays: number;
-  returnUrl?: string;
-}
+/** A subscription's fields, validated: its binding's shop, customer and method, the amount of each charge, and the plan. */
+type SubscriptionInput = Omit<BindingInput, 'kind' | 'description' | 'subscriptionId'> & { planName: string; period: Period; intervalCount: number; trialDays: number };
 
 /**
  * Append an event of a subscription: an SSE kind and payload, and optionally its webhook with the subscription

@@ -6,17 +6,17 @@ import { notFound } from '../../platform/http/errors';
 import { amountField, bodyObject, enumField, strField } from '../../platform/http/validate';
 import { idempotentCreate } from '../idempotency/idempotency';
 import { isUuid } from '../../platform/util/ids';
-import { parseRegisterQuery, toPage } from '../registers/query';
-import { registerRows, REGISTERS } from '../registers/plan';
+import { parseRegisterQuery, toPage, type RegisterQuery } from '../registers/query';
+import { registerRows, REGISTERS, type RegisterFilters } from '../registers/plan';
 import { urlField } from '../payments/create';
 import { getPayment } from '../payments/store';
 import { getToken, TOKEN_METHODS, TOKEN_STATUSES, tokenView, type TokenRow } from './store';
 import { CARD_VERIFICATION_AMOUNT, chargeTokenTx, createBindingTx } from './tokens';
 
 /** A plausible e-mail address: something@host.tld, no spaces. */
-export const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-/** A token of the caller's shop and mode, or 404 (another shop's id looks the same as none); inside a transaction pass its `tx`. */
+/** A token of the caller's shop and mode, or 404 (another shop's id looks the same as none). */
 export async function tokenOfShop(q: Reader, ctx: Ctx, id: string): Promise<TokenRow> {
   const auth = ctx.auth!;
   const t = isUuid(id) ? await getToken(q, id) : undefined;
@@ -34,6 +34,12 @@ export function customerFields(obj: Record<string, unknown>, mode: 'test' | 'liv
   };
 }
 
+/** The register filters of tokens and subscriptions: status and customer_ref. */
+export function recurrentFilters(rq: RegisterQuery): RegisterFilters {
+  const customer = rq.extra.customer_ref;
+  return { status: rq.statuses ?? undefined, customer_ref: customer === undefined ? undefined : [customer] };
+}
+
 /** POST /v1/public/tokens {customer_ref, method?, amount?, customer_email?, return_url?} */
 export async function createToken(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const auth = ctx.auth!;
@@ -43,15 +49,8 @@ export async function createToken(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const amount = amountField(obj, 'amount', method !== 'cards');
   const customer = customerFields(obj, auth.mode);
   const reply = await idempotentCreate(ctx, async (tx) => {
-    const { token, payment } = await createBindingTx(ctx.app, tx, {
-      merchantId: auth.merchantId,
-      shopId: auth.shopId,
-      mode: auth.mode,
-      ...customer,
-      method,
-      amount: method === 'cards' ? CARD_VERIFICATION_AMOUNT : amount!,
-      kind: 'token_binding',
-    });
+    const binding = { merchantId: auth.merchantId, shopId: auth.shopId, mode: auth.mode, ...customer, method, kind: 'token_binding' as const };
+    const { token, payment } = await createBindingTx(ctx.app, tx, { ...binding, amount: method === 'cards' ? CARD_VERIFICATION_AMOUNT : amount! });
     return {
       status: 201,
       body: {
@@ -65,7 +64,6 @@ export async function createToken(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   return reply;
 }
 
-/** GET /v1/public/tokens/{id} */
 export async function getTokenHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   return { body: tokenView(await tokenOfShop(ctx.app.store, ctx, ctx.params.id)) };
 }
@@ -74,13 +72,9 @@ export async function getTokenHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<Re
 export async function listTokens(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: TOKEN_STATUSES, extra: { customer_ref: [] } });
-  const customer = rq.extra.customer_ref;
-  const rows = await registerRows<TokenRow>(ctx.app.store, REGISTERS.tokens, auth.shopId, [auth.mode], { status: rq.statuses ?? undefined, customer_ref: customer === undefined ? undefined : [customer] }, rq);
+  const rows = await registerRows<TokenRow>(ctx.app.store, REGISTERS.tokens, auth.shopId, [auth.mode], recurrentFilters(rq), rq);
   return { body: toPage(rows, rq, tokenView) };
 }
-
-// POST /v1/public/tokens/{id}/cancel is subscriptions' cancelToken: it cancels the subscription charging the
-// token too, and tokens sit below subscriptions.
 
 /** POST /v1/public/tokens/{id}/charge {amount, order_id?, description?}: 201 {id, status, amount} of the charge payment. */
 export async function chargeToken(ctx: Ctx<PaymentsCore>): Promise<Reply> {

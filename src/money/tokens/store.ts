@@ -5,16 +5,11 @@ import { isoOrNull, iso } from '../../platform/util/time';
 
 /** Methods a token (and a subscription) saves. */
 export const TOKEN_METHODS = ['cards', 'sbp', 'tpay'] as const;
-/** A saved method. */
 export type TokenMethod = (typeof TOKEN_METHODS)[number];
 /** Token statuses, in display order. */
 export const TOKEN_STATUSES = ['pending', 'active', 'cancelled'] as const;
-/** A token status. */
 export type TokenStatus = (typeof TOKEN_STATUSES)[number];
-/** Kinds of the payments tokens and subscriptions make (payments.kind). */
-export type RecurrentKind = 'token_binding' | 'subscription_init' | 'subscription_charge' | 'token_charge';
 
-/** A row of the tokens table. */
 export interface TokenRow {
   seq: number;
   id: string;
@@ -24,7 +19,7 @@ export interface TokenRow {
   customer_ref: string;
   customer_email: string;
   method: TokenMethod;
-  status: TokenStatus;
+  status: (typeof TOKEN_STATUSES)[number];
   card_brand: string;
   card_mask: string;
   binding_payment_id: string;
@@ -41,7 +36,8 @@ export interface RecurrentPaymentRow {
   /** payments.seq of the payment: the row's key. */
   payment_seq: number;
   payment_id: string;
-  kind: RecurrentKind;
+  /** payments.kind of the payments tokens and subscriptions make. */
+  kind: 'token_binding' | 'subscription_init' | 'subscription_charge' | 'token_charge';
   token_id: string;
   subscription_id: string | null;
   shop_id: string;
@@ -52,21 +48,7 @@ export interface RecurrentPaymentRow {
 }
 
 /** The Token object of GET /v1/public/tokens/{id} and of token webhooks. */
-export interface TokenView {
-  id: string;
-  customer_ref: string;
-  customer_email: string;
-  method: TokenMethod;
-  status: TokenStatus;
-  card_brand: string;
-  card_mask: string;
-  last_charged_at: string | null;
-  subscription_id: string | null;
-  binding_payment_id: string;
-  created_at: string;
-  activated_at: string | null;
-  cancelled_at: string | null;
-}
+export type TokenView = ReturnType<typeof tokenView>;
 
 /** A token by id, any shop (callers check the shop). */
 export async function getToken(q: Reader, id: string): Promise<TokenRow | undefined> {
@@ -74,7 +56,6 @@ export async function getToken(q: Reader, id: string): Promise<TokenRow | undefi
   return q.get<TokenRow>('SELECT * FROM tokens WHERE id = ?', id);
 }
 
-/** Insert a token row (inside the caller's transaction). */
 export async function insertToken(
   tx: Tx,
   t: Omit<TokenRow, 'seq' | 'outcomes' | 'last_charged_at' | 'activated_at' | 'cancelled_at' | 'card_brand' | 'card_mask'>,
@@ -86,7 +67,6 @@ export async function insertToken(
   );
 }
 
-/** Write the changed columns of a token (only the names given). */
 export async function updateToken(tx: Tx, id: string, patch: Partial<TokenRow>): Promise<void> {
   await updateById(tx, 'tokens', id, patch);
 }
@@ -100,16 +80,7 @@ export async function recordPayment(
   await tx.run(
     `INSERT INTO recurrent_payments (payment_seq, payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    r.payment_seq,
-    r.payment_id,
-    r.kind,
-    r.token_id,
-    r.subscription_id,
-    r.shop_id,
-    r.mode,
-    r.charge_index ?? null,
-    r.attempt ?? 1,
-    r.created_at,
+    r.payment_seq, r.payment_id, r.kind, r.token_id, r.subscription_id, r.shop_id, r.mode, r.charge_index ?? null, r.attempt ?? 1, r.created_at,
   );
 }
 
@@ -123,8 +94,7 @@ export async function recurrentPayment(q: Reader, paymentSeq: number): Promise<R
   return q.get<RecurrentPaymentRow>('SELECT * FROM recurrent_payments WHERE payment_seq = ?', paymentSeq);
 }
 
-/** The API shape of a token. */
-export function tokenView(t: TokenRow): TokenView {
+export function tokenView(t: TokenRow) {
   return {
     id: t.id,
     customer_ref: t.customer_ref,

@@ -32,7 +32,6 @@ export interface BindingInput {
 /** What changing a token's status and telling of it takes: the shop's clock and the event log. */
 export type TokenEvents = Pick<Core, 'clocks' | 'events'>;
 
-/** Re-read a token inside a transaction (pass its `tx`). */
 export async function reloadToken(q: Reader, id: string): Promise<TokenRow> {
   const t = await getToken(q, id);
   if (!t) throw new Error(`cannot reload token "${id}": it does not exist`);

@@ -1,6 +1,5 @@
 import type { Config } from '../config';
 import type { Logger } from '../log';
-import type { Store } from '../storage/store';
 import type { ApiError } from './errors';
 import type { Auth, CabinetAuth, Ctx, Reply } from './types';
 
@@ -13,8 +12,6 @@ export interface ServerDeps<S> {
   /** The configuration values the server reads: timeouts, connection cap, proxy trust, body limit. */
   readonly config: ServerConfig;
   readonly log: Logger;
-  /** The store, for one thing only: a reply waits until what it read is on disk. */
-  readonly store: Pick<Store, 'whenDurable'>;
   /** True once shutdown began: every new request is refused with 503. */
   closing(): boolean;
   /** Put in `ctx.app` of every request: whatever the route table's handlers use. */

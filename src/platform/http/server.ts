@@ -164,9 +164,6 @@ async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress): Promi
   else await refuseStrayBody(deps.config.bodyLimitBytes, ctx, chain.bodies);
   await authorize(deps, ctx, route, streamToken, key);
   const reply = await route.handler(ctx);
-  // What the handler read may include a commit whose WAL sync is still running: answer once it is on disk.
-  const durable = 'raw' in reply ? null : deps.store.whenDurable(ctx.seen?.seq);
-  if (durable) await durable;
   progress.status = send(ctx, reply);
 }
 
@@ -210,9 +207,6 @@ async function refuse<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, err: 
       stack: err instanceof Error ? err.stack : undefined,
     });
   }
-  // A refusal can rest on data as much as an answer can (say, a refund over a remainder just committed).
-  const durable = deps.store.whenDurable();
-  if (durable) await durable;
   // A body never read (refused before it) would still have to be received to reach the next request: close instead.
   if (!progress.bodyTaken && hasBody(req) && !res.headersSent) res.setHeader('Connection', 'close');
   // Answered while the body still arrives (413, or refused before it): close so that the client reads the answer.

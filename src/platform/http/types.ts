@@ -57,12 +57,6 @@ export interface Ctx<S = unknown> {
   cabinet?: CabinetAuth;
   /** Set by the handler for the access log: anything safe to log about the outcome. */
   logExtra?: Record<string, unknown>;
-  /**
-   * Set by a handler whose reply is built only from one group-committed body's result (store.write's `seen`):
-   * the number of that commit, the only one the reply must wait to be on disk. Unset, the reply waits for
-   * every commit made before it is sent.
-   */
-  seen?: { seq?: number };
 }
 
 /** A handler's answer. JSON is the default; `raw` means the handler wrote the response itself (SSE). */

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Store, Tx } from '../storage/store';
-import type { Clocks, Pin } from '../clock';
+import type { Clocks } from '../clock';
 import type { Logger } from '../log';
 import { toJob, type Job, type JobRow, type JobsTable } from './jobs-table';
+import { inRun, type RunClaim } from './hooked-tx';
 
 /**
  * A job kind whose work needs I/O (a bank request), so it cannot run inside a transaction: `run(job)` runs
@@ -29,10 +30,10 @@ export interface AsyncJobKind<R> {
   admit?(job: Job): (() => void) | null;
 }
 
-/** The test clock a job of an advance runs and completes on: its shop and pin. */
-export interface RunPin {
-  shopId: string;
-  pin: Pin;
+/** The shop's run a job belongs to, and the due time it runs and completes at. */
+export interface RunAt {
+  run: RunClaim;
+  at: number;
 }
 
 /** What the runner needs from the scheduler. */
@@ -42,7 +43,7 @@ export interface RunnerHooks {
   /** Claims lapsing by the time returned count as free at real time `now`. */
   threshold(now: number): number;
   /** A run failed: record it (retry or dead) if the job is still this claim's; false when it was not. */
-  fail(row: JobRow, err: unknown, pin: RunPin | null, token: string): Promise<boolean>;
+  fail(row: JobRow, err: unknown, at: RunAt | null, token: string): Promise<boolean>;
   /** A run is over, whatever the outcome. */
   settled(id: number): void;
 }
@@ -118,7 +119,7 @@ export class AsyncRunner {
 
   /**
    * Claim a job in `tx` (a batch's transaction) for a run by this process; the token, or null when another
-   * process holds it (or it is no longer pending). `own`: an advance's token, whose jobs it may take.
+   * process holds it (or it is no longer pending). `own`: a shop's run's token, whose jobs it may take.
    */
   async claim(tx: Tx, row: JobRow, threshold: number, own: string | null): Promise<string | null> {
     if (this.inflight.has(row.id)) return null;
@@ -130,14 +131,14 @@ export class AsyncRunner {
    * Start the run of a job claimed under `token` (or join the one in flight); the promise never rejects. With
    * `admitted` (what gives back the slot its kind's `admit` took) it takes no slot of the runner's.
    */
-  start(row: JobRow, kind: AsyncJobKind<unknown>, token: string, pin: RunPin | null, admitted?: () => void): Promise<void> {
+  start(row: JobRow, kind: AsyncJobKind<unknown>, token: string, at: RunAt | null, admitted?: () => void): Promise<void> {
     const had = this.inflight.get(row.id);
     if (had) {
       admitted?.();
       return had.done;
     }
     this.hold(row.id, token);
-    const done = this.runOne(row, kind, token, pin, admitted).finally(() => {
+    const done = this.runOne(row, kind, token, at, admitted).finally(() => {
       this.inflight.delete(row.id);
       this.held.delete(row.id);
       this.hooks.settled(row.id);
@@ -147,11 +148,11 @@ export class AsyncRunner {
   }
 
   /**
-   * Claim a job in a transaction of its own and start it (an advance's async jobs, in due order): the run (its
+   * Claim a job in a transaction of its own and start it (a shop's run's async jobs, in due order): the run (its
    * promise, wrapped so that awaiting the claim does not await the run), or null when another process holds
    * the job or it is no longer pending.
    */
-  async claimAndStart(row: JobRow, kind: AsyncJobKind<unknown>, pin: RunPin | null, own: string | null): Promise<{ done: Promise<void> } | null> {
+  async claimAndStart(row: JobRow, kind: AsyncJobKind<unknown>, at: RunAt | null, own: string | null): Promise<{ done: Promise<void> } | null> {
     const had = this.inflight.get(row.id);
     if (had) return { done: had.done };
     let token: string | null = null;
@@ -159,7 +160,7 @@ export class AsyncRunner {
       token = await this.claim(tx, row, this.hooks.threshold(this.clocks.real()), own);
     });
     if (token === null) return null;
-    return { done: this.start(row, kind, token, pin) };
+    return { done: this.start(row, kind, token, at) };
   }
 
   /** The run of job `id` in flight here, if any. */
@@ -227,7 +228,7 @@ export class AsyncRunner {
       });
   }
 
-  private async runOne(row: JobRow, kind: AsyncJobKind<unknown>, token: string, pin: RunPin | null, admitted: (() => void) | undefined): Promise<void> {
+  private async runOne(row: JobRow, kind: AsyncJobKind<unknown>, token: string, at: RunAt | null, admitted: (() => void) | undefined): Promise<void> {
     if (!admitted) {
       this.shared++;
       await this.slot();
@@ -248,13 +249,13 @@ export class AsyncRunner {
           await kind.complete(tx, job, result);
           await this.table.done(tx, row.id, this.clocks.real(), this.hooks.threshold(this.clocks.real()), token);
         };
-        if (pin) await this.clocks.pinned(tx, pin.shopId, pin.pin, body);
+        if (at) await inRun(tx, at.run, at.at, body);
         else await body();
       });
       if (dropped) this.log.warn('job result dropped: another process took the job over (its claim lapsed) or it ended', { job_id: row.id, kind: row.kind });
     } catch (err) {
       try {
-        if (!(await this.hooks.fail(row, err, pin, token))) {
+        if (!(await this.hooks.fail(row, err, at, token))) {
           this.log.warn('job failure dropped: another process took the job over (its claim lapsed) or it ended', { job_id: row.id, kind: row.kind, error: String((err as Error)?.message ?? err) });
         }
       } catch (e) {

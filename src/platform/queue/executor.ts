@@ -1,10 +1,10 @@
 import type { Reader, Store, Tx } from '../storage/store';
 import { endsTransaction } from '../storage/store';
-import type { AdvanceClaim, Clocks, Pin } from '../clock';
-import { HookedTx } from './hooked-tx';
+import type { Clocks } from '../clock';
+import { HookedTx, inRun, runOf, type RunClaim } from './hooked-tx';
 import type { Logger } from '../log';
 import { toJob, type Claim, type Job, type JobRow, type JobsTable } from './jobs-table';
-import type { AsyncJobKind } from './async-runner';
+import type { AsyncJobKind, RunAt } from './async-runner';
 
 /**
  * A job handler runs inside the job's own transaction (a savepoint of a batch) and the job is marked done in
@@ -49,12 +49,10 @@ export interface ExecutorHooks {
 
 /** How a batch runs (see Executor.runSyncBatch). */
 export interface BatchOptions<C> {
-  /** With a shop: its test clock reads each job's due time while it runs (an advance), never earlier than `pinFloor`. */
-  pinShop: string | null;
-  pinFloor: number;
-  /** The claim of the advance that runs the batch (its jobs may carry its token). */
-  claim: AdvanceClaim | null;
-  /** The token of a pass's claim on the rows (PostgreSQL claims them before they run), when not an advance's. */
+  /** The shop's run the batch is part of (its jobs may carry its token), each job in it at its due time, never earlier than `floor`. */
+  run: RunClaim | null;
+  floor: number;
+  /** The token of a pass's claim on the rows (PostgreSQL claims them before they run), when not a shop run's. */
   token?: string;
   /** Stop when a job schedules another (due order may have changed), or hand the rest to `refetch`. */
   stopOnSchedule: boolean;
@@ -78,7 +76,8 @@ export interface BatchOutcome<C> {
   ran: number;
   stale: boolean;
   rest: JobRow[];
-  pin: number;
+  /** The due time a run's jobs reached. */
+  moment: number;
   /** The rows the batch worked on (its own read with `select`), and the index it reached in them. */
   list: JobRow[];
   reached: number;
@@ -146,11 +145,11 @@ export class Executor {
    * each job's writes and its `done` mark commit or roll back together. With `select`, the rows are the batch's
    * own read in its transaction (a pass's due query) and async jobs are claimed there through `onAsync`. When a
    * job schedules another, due order may have changed: with `refetch` the batch hands it the rows not yet run
-   * and goes on with the list it returns, in the same transaction; without it, it stops there. With `pinShop`,
-   * the shop's test clock reads each job's due time while it runs. Each job runs only if it is still pending and
-   * its claim is free, lapsed or the advance's own; its `done` names the same condition. Returns how many rows
+   * and goes on with the list it returns, in the same transaction; without it, it stops there. With `run`,
+   * each job runs wrapped in the run's `around` at its due time. Each job runs only if it is still pending and
+   * its claim is free, lapsed or the run's own; its `done` names the same condition. Returns how many rows
    * it consumed, how many of them it ran, whether the caller's row list is stale (then `rest` holds the rows
-   * still to run, merged), and the pin reached; throws when the transaction itself fails (nothing committed:
+   * still to run, merged), and the due time reached; throws when the transaction itself fails (nothing committed:
    * the jobs stay pending and the next pass finds them).
    *
    * The batch first runs its jobs one after another with no savepoint of their own: a savepoint copies the
@@ -173,9 +172,9 @@ export class Executor {
     let list = rows;
     let i = from;
     let stale = false;
-    let pin = o.pinFloor;
+    let moment = o.floor;
     let threw = false;
-    const b = this.batchRunner(savepoints, o.claim?.token ?? o.token ?? null);
+    const b = this.batchRunner(savepoints, o.run?.token ?? o.token ?? null);
     try {
       await this.store.tx(
         async (tx) => {
@@ -186,7 +185,7 @@ export class Executor {
           list = rows;
           i = from;
           stale = false;
-          pin = o.pinFloor;
+          moment = o.floor;
           b.st.ran = 0;
           b.st.retries = [];
           b.st.tx = tx;
@@ -211,11 +210,11 @@ export class Executor {
               if (c !== null) claimed.push(c);
               continue;
             }
-            pin = Math.max(pin, row.due_at);
+            moment = Math.max(moment, row.due_at);
             b.st.row = row;
             b.st.kind = kind;
             try {
-              if (o.pinShop) await this.clocks.pinned(tx, o.pinShop, { at: pin, claim: o.claim }, b.once);
+              if (o.run) await inRun(tx, o.run, moment, b.once);
               else await b.once();
             } catch (err) {
               if (savepoints) throw err;
@@ -231,21 +230,19 @@ export class Executor {
               seq = this.hooks.seq();
             }
           }
-          // Durable later: the next batch runs while this one's WAL sync is on the thread pool.
         },
-        { durable: 'later' },
       );
     } catch (err) {
       if (threw && err instanceof RunAgain) return undefined;
       throw err;
     }
     for (const r of b.st.retries) this.hooks.retry(r);
-    return { consumed, ran: b.st.ran, stale, rest: stale ? list.slice(i) : [], pin, list, reached: i, claimed };
+    return { consumed, ran: b.st.ran, stale, rest: stale ? list.slice(i) : [], moment, list, reached: i, claimed };
   }
 
   /**
    * What runs the sync jobs of one batch: `once` runs the job in `st` (one closure per batch, not one per job,
-   * since `clocks.pinned` takes a function) and counts it.
+   * since `inRun` takes a function) and counts it.
    */
   private batchRunner(savepoints: boolean, token: string | null): { st: BatchRun; once: () => Promise<void> } {
     const st: BatchRun = { tx: undefined as unknown as Tx, threshold: 0, row: undefined as unknown as JobRow, kind: undefined, ran: 0, retries: [] };
@@ -298,8 +295,8 @@ export class Executor {
 
   /**
    * Record a failed run in `tx`: retry after a doubling backoff on the job's clock, or dead after maxAttempts;
-   * returns the retry's real run time, or null. The job's claim goes, unless an advance runs it and the retry
-   * falls within the advance: then the retry is the advance's, so that no other pass runs it off its clock.
+   * returns the retry's real run time, or null. The job's claim goes, unless a shop's run runs it and the retry
+   * falls within the run: then the retry is the run's, so that no other pass runs it off its clock.
    */
   private async fail(tx: Tx, row: JobRow, err: unknown): Promise<number | null> {
     const kind = this.kinds.get(row.kind);
@@ -309,8 +306,8 @@ export class Executor {
     const real = this.clocks.real();
     const dueAt = (await this.clocks.now(tx, row.shop_id, row.mode)) + backoff_ms;
     const runAt = await this.clocks.toReal(tx, row.shop_id, row.mode, dueAt);
-    const advance = row.mode === 'test' && row.shop_id !== null ? this.clocks.pinOf(tx, row.shop_id)?.claim : undefined;
-    const claim: Claim | null = !dead && advance && dueAt <= advance.dueBy ? { by: advance.by, token: advance.token, until: real + this.limits.leaseMs } : null;
+    const run = runOf(tx);
+    const claim: Claim | null = !dead && run && dueAt <= run.dueBy ? { by: run.by, token: run.token, until: real + this.limits.leaseMs } : null;
     const error = String((err as Error)?.message ?? err).slice(0, 500);
     await this.table.failed(tx, row.id, { attempt, error, dead, dueAt, runAt, now_ms: real, claim });
     const fields = { job_id: row.id, kind: row.kind, subject_id: row.subject_id, attempt, error };
@@ -323,7 +320,7 @@ export class Executor {
    * The async runner's failure path: its own transaction, on the clock the run had. Recorded only while the job
    * is still this run's own (pending, under `token`); false when another process took it meanwhile.
    */
-  async failInTx(row: JobRow, err: unknown, pin: { shopId: string; pin: Pin } | null, token: string): Promise<boolean> {
+  async failInTx(row: JobRow, err: unknown, at: RunAt | null, token: string): Promise<boolean> {
     if (!this.store.isOpen) return true;
     let retry: number | null = null;
     let mine = false;
@@ -334,7 +331,7 @@ export class Executor {
         mine = true;
         retry = await this.fail(tx, { ...row, attempt: cur.attempt }, err);
       };
-      if (pin) await this.clocks.pinned(tx, pin.shopId, pin.pin, record);
+      if (at) await inRun(tx, at.run, at.at, record);
       else await record();
     });
     if (retry !== null) this.hooks.retry(retry);

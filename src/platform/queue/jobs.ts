@@ -5,26 +5,19 @@ import type { Logger } from '../log';
 import { JobsTable, type Claim } from './jobs-table';
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
-import { DEFAULT_LIMITS, type SchedulerLimits, type StartOptions } from './limits';
-import { runShopJobs, type ShopRunDeps } from './shop-run';
+import { DEFAULT_LIMITS, type SchedulerLimits } from './limits';
+import type { JobSpec, StartOptions } from './spec';
+import { pendingRow, runShopJobs, type ShopRunDeps } from './shop-run';
 import { runPass, WakeTimer, type PassDeps } from './pass';
-import { ShopWatchers } from './watchers';
+import { runOf, type Around } from './hooked-tx';
 
 export type { Job } from './jobs-table';
 export type { AsyncJobKind } from './async-runner';
 export type { JobHandler, JobKindOptions } from './executor';
 export { MAX_ATTEMPTS } from './executor';
-export type { SchedulerLimits, StartOptions } from './limits';
+export type { SchedulerLimits } from './limits';
+export type { JobSpec, StartOptions } from './spec';
 
-/** What a state change asks for: run `kind` on `subjectId` at `dueAt` (on the shop's clock in test mode). */
-export interface JobSpec {
-  kind: string;
-  subjectId: string;
-  shopId: string | null;
-  mode: Mode;
-  dueAt: number;
-  payload?: Record<string, unknown>;
-}
 
 /**
  * The durable scheduler. The jobs table is the truth and the only place jobs live; the process holds the time
@@ -71,8 +64,6 @@ export class Scheduler {
   private idleWaiters: Array<() => void> = [];
   private readonly shopRun: ShopRunDeps;
   private readonly pass_: PassDeps;
-  /** Advances listening for the jobs scheduled on their shop, so they need not re-read the table. */
-  private readonly watchers = new ShopWatchers();
 
   constructor(
     private readonly store: Store,
@@ -95,7 +86,7 @@ export class Scheduler {
     this.runner = new AsyncRunner(store, clocks, log, this.table, this.limits.maxAsyncRunning, this.limits.leaseMs, {
       processId: this.processId,
       threshold,
-      fail: (row, err, pin, token) => this.exec.failInTx(row, err, pin, token),
+      fail: (row, err, at, token) => this.exec.failInTx(row, err, at, token),
       settled: () => this.settled(),
     });
     this.pass_ = {
@@ -112,7 +103,6 @@ export class Scheduler {
       starved: () => {
         this.starved = true;
       },
-      ownCommits: [],
     };
     this.shopRun = {
       store,
@@ -126,7 +116,6 @@ export class Scheduler {
       threshold,
       stopped: () => this.stopped,
       seq: () => this.scheduleSeq,
-      watch: (shopId, mode, sink) => this.watchers.watch(shopId, mode, sink),
       holding: (token, on) => {
         if (on) this.advanceTokens.add(token);
         else this.advanceTokens.delete(token);
@@ -150,23 +139,24 @@ export class Scheduler {
 
   /**
    * Write a job in the caller's transaction; returns the job id. Once it commits, the timer wakes for it if it
-   * is due before the wake armed. A job that a job of an advance schedules for the advancing shop, due within
-   * the advance, is written claimed by the advance, which runs it.
+   * is due before the wake armed. A job that a job of a shop's run (runDueUpTo) schedules for that shop and
+   * mode, due within the run, is written claimed by the run, which runs it.
    */
   async schedule(tx: Tx, spec: JobSpec): Promise<number> {
     if (!Number.isFinite(spec.dueAt)) throw new Error(`cannot schedule job "${spec.kind}": due time ${spec.dueAt} is not a number`);
     const dueAt = Math.round(spec.dueAt);
-    const pin = spec.mode === 'test' && spec.shopId !== null ? this.clocks.pinOf(tx, spec.shopId) : undefined;
+    const run = runOf(tx);
     const runAt = await this.clocks.toReal(tx, spec.shopId, spec.mode, dueAt);
     const payload = JSON.stringify(spec.payload ?? {});
     const createdAt = this.clocks.real();
-    const claim: Claim | null = pin?.claim && dueAt <= pin.claim.dueBy ? { by: pin.claim.by, token: pin.claim.token, until: createdAt + this.limits.leaseMs } : null;
+    const claim: Claim | null =
+      run && dueAt <= run.dueBy && spec.shopId === run.shopId && spec.mode === run.mode ? { by: run.by, token: run.token, until: createdAt + this.limits.leaseMs } : null;
     // Fields named one by one: a spread of the caller's spec (whose shape varies) cost more than the INSERT's binding.
     const id = await this.table.insert(tx, spec.kind, spec.subjectId, spec.shopId, spec.mode, dueAt, runAt, payload, createdAt, claim);
     this.scheduleSeq++;
-    if (this.watchers.any) this.watchers.scheduled({ id, kind: spec.kind, subjectId: spec.subjectId, shopId: spec.shopId, mode: spec.mode, dueAt, runAt, payload, createdAt, claim });
-    // A job the advance claimed is the advance's to run: no pass needs to wake for it.
-    if (claim === null && this.timer.sooner(runAt)) tx.afterCommit(() => this.wakeAt(runAt));
+    // A job the run claimed is the run's to run: no pass needs to wake for it.
+    if (claim !== null) run!.scheduled(pendingRow(id, spec, dueAt, runAt, payload, createdAt, claim));
+    else if (this.timer.sooner(runAt)) tx.afterCommit(() => this.wakeAt(runAt));
     return id;
   }
 
@@ -210,11 +200,11 @@ export class Scheduler {
 
   /**
    * Run a shop's jobs of a mode due by the moment `upTo` returns (run in the transaction that claims them, which
-   * may write there: a test clock moved forward commits with the claims), in due order, with those they create;
-   * each sees the shop's clock read its due time. Async jobs are awaited. Resolves with the number of runs.
+   * may write there), in due order, with those they create; each runs inside `around` (in its transaction, at
+   * its due time, never earlier than a job already run). Async jobs are awaited. Resolves with the number of runs.
    */
-  async runDueUpTo(shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>): Promise<number> {
-    const run = runShopJobs(this.shopRun, shopId, mode, upTo);
+  async runDueUpTo(shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
+    const run = runShopJobs(this.shopRun, shopId, mode, upTo, around);
     this.advances.add(run);
     try {
       return await run;
@@ -232,8 +222,6 @@ export class Scheduler {
       const ran = await this.pass();
       total += ran;
       await this.idle();
-      // Jobs those jobs scheduled are visible once their batch committed; wait for it to be durable too.
-      await this.store.whenDurable();
       if (ran === 0) return total;
     }
   }

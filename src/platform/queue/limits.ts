@@ -48,13 +48,3 @@ export const DEFAULT_LIMITS: SchedulerLimits = {
   backoffMs: 1000,
   maxBackoffMs: 3_600_000,
 };
-
-/** How a scheduler starts. */
-export interface StartOptions {
-  /**
-   * This process is the only server of the database (SQLite: it holds the server lock), so every claim made
-   * before it started belongs to a process that is gone: such claims count as lapsed at once instead of a
-   * lease after they were last renewed.
-   */
-  sole?: boolean;
-}

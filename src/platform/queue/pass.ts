@@ -22,8 +22,6 @@ export interface PassDeps {
   advanceTokens: ReadonlySet<string>;
   /** Due async jobs were left for want of a slot: the end of a run should ask for another pass. */
   starved(): void;
-  /** The numbers of the last commits this process's passes made (Store.commits), so runs need not wait for their sync. */
-  ownCommits: number[];
 }
 
 /** An async job a page claimed, to start once its transaction committed; `own`: its kind has limits of its own. */
@@ -70,19 +68,15 @@ async function runPage(d: PassDeps, now: number, after: JobKey): Promise<{ ran: 
   // for the jobs a committed batch did not claim.
   const admitted = new Map<number, () => void>();
   const claim: Claim | null = d.store.engine === 'postgres' ? d.runner.newClaim() : null;
-  // The commits the page's rows may come from: durable before any async run makes its call.
-  const seen = d.store.commits;
   const read = claim ? await d.table.due(d.store, now, d.threshold(d.clocks.real()), after, limit) : [];
   const rows = claim ? await claimTaken(d, read, admitted, slots, claim) : [];
   const outs: Array<BatchOutcome<Claimed>> = [];
   try {
     let from = 0;
     do {
-      const before = d.store.commits;
       const out = await d.exec.runSyncBatch<Claimed>(rows, from, {
-        pinShop: null,
-        pinFloor: -Infinity,
-        claim: null,
+        run: null,
+        floor: -Infinity,
         token: claim?.token,
         stopOnSchedule: false,
         select: claim ? undefined : (q) => d.table.due(q, now, d.threshold(d.clocks.real()), after, limit),
@@ -100,7 +94,6 @@ async function runPage(d: PassDeps, now: number, after: JobKey): Promise<{ ran: 
           return token === null ? null : { row, kind, token, own };
         },
       });
-      if (d.store.commits === before + 1) d.ownCommits.push(before + 1);
       outs.push(out);
       from = out.reached;
     } while (claim && from < rows.length && !d.stopped());
@@ -109,7 +102,7 @@ async function runPage(d: PassDeps, now: number, after: JobKey): Promise<{ ran: 
     if (claim) await releaseRows(d, rows, claim.token);
     throw err;
   }
-  const ran = await startClaimed(d, outs, admitted, seen);
+  const ran = startClaimed(d, outs, admitted);
   const last = outs[outs.length - 1];
   if (claim) {
     if (last.reached < rows.length) await releaseRows(d, rows.slice(last.reached), claim.token);
@@ -151,12 +144,8 @@ async function claimTaken(d: PassDeps, read: JobRow[], admitted: Map<number, () 
   return rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
 }
 
-/**
- * Start the async runs a page claimed, once the commits its rows may come from are durable (not the pass's own
- * claims: a claim lost in a crash only runs its job again); give back the slots of the jobs it did not claim.
- * Returns the jobs the page ran or started.
- */
-async function startClaimed(d: PassDeps, outs: Array<BatchOutcome<Claimed>>, admitted: Map<number, () => void>, seen: number): Promise<number> {
+/** Start the async runs a page claimed; give back the slots of the jobs it did not claim. Returns the jobs the page ran or started. */
+function startClaimed(d: PassDeps, outs: Array<BatchOutcome<Claimed>>, admitted: Map<number, () => void>): number {
   let ran = 0;
   const starts: Array<{ c: Claimed; admittedRun: (() => void) | undefined }> = [];
   for (const out of outs) {
@@ -167,19 +156,6 @@ async function startClaimed(d: PassDeps, outs: Array<BatchOutcome<Claimed>>, adm
     ran += out.ran + out.claimed.length;
   }
   for (const give of admitted.values()) give();
-  let upTo = seen;
-  while (d.ownCommits.includes(upTo)) upTo--;
-  if (d.ownCommits.length > 16) d.ownCommits.splice(0, d.ownCommits.length - 16);
-  const durable = starts.length > 0 ? d.store.whenDurable(upTo) : null;
-  if (durable) {
-    try {
-      await durable;
-    } catch (err) {
-      // Never durable: nothing starts, and the claims lapse after their lease.
-      for (const s of starts) s.admittedRun?.();
-      throw err;
-    }
-  }
   for (const { c, admittedRun } of starts) void d.runner.start(c.row, c.kind, c.token, null, admittedRun);
   return ran;
 }

@@ -1,18 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Reader, Store, Tx } from '../storage/store';
-import type { AdvanceClaim, Clocks, Mode } from '../clock';
-import type { JobRow, JobsTable } from './jobs-table';
+import type { Clocks, Mode } from '../clock';
+import type { Claim, JobRow, JobsTable } from './jobs-table';
+import type { JobSpec } from './spec';
+import type { Around, RunClaim } from './hooked-tx';
 import type { AsyncRunner } from './async-runner';
 import type { Executor, Refetch } from './executor';
 import type { SchedulerLimits } from './limits';
 import type { Logger } from '../log';
-
-/** A job just scheduled: its id, its due time on its shop's clock, and its row as written. */
-export interface FreshJob {
-  id: number;
-  dueAt: number;
-  row: JobRow;
-}
 
 /** What a shop's run needs from the scheduler: its parts, its schedule counter, and its claims. */
 export interface ShopRunDeps {
@@ -32,9 +27,7 @@ export interface ShopRunDeps {
   stopped(): boolean;
   /** Bumped by every schedule(): a change tells the run that a job it just ran created more. */
   seq(): number;
-  /** Call `sink` with every job scheduled for this shop and mode until the returned function is called. */
-  watch(shopId: string, mode: Mode, sink: (job: FreshJob) => void): () => void;
-  /** While an advance holds its claim: this process knows the token as its own (a pass leaves its jobs alone). */
+  /** While a run holds its claim: this process knows the token as its own (a pass leaves its jobs alone). */
   holding(token: string, on: boolean): void;
 }
 
@@ -44,31 +37,27 @@ function before(a: { due_at: number; id: number }, b: { due_at: number; id: numb
 }
 
 /**
- * Run every job of one shop's mode whose due time is at most the moment `upTo` returns, in due order, including
- * jobs those jobs create; each runs with the shop's clock (test mode) reading its due time. The body of
- * Scheduler.runDueUpTo. Resolves with the number of runs.
+ * The body of Scheduler.runDueUpTo: run every job of one shop's mode due by the moment `upTo` returns, in due
+ * order, with the jobs they create; each inside `around` at its due time (never earlier than a job already run).
+ * Resolves with the number of runs.
  *
- * `upTo` runs in the transaction that claims the jobs due by the moment it returns (a token of its own, renewed
- * while the run goes on): whatever it writes there (a test clock moved forward) commits with the claims, and the
- * passes of every process leave those jobs to this run. Jobs its jobs schedule for the shop, due by that moment,
- * are written claimed by it too (see Scheduler.schedule), and so is a retry that falls within it. What it did
- * not run is released at the end. A due job another process holds (an async job in flight there) is waited
- * for, until it ends or its claim lapses.
- *
- * Due jobs are read from the table a batch at a time. A job that schedules another does not make the run read
- * the batch again (that cost grew with the batch on every such job: a year of subscription charges spent most
- * of its time there): the scheduler tells the run which jobs were scheduled, and those due within the batch's
- * range are read by id and merged into the rows still to run.
+ * `upTo` runs in the transaction that claims those jobs (a token of its own, renewed while the run goes on), so
+ * what it writes commits with the claims and every process's passes leave the jobs to this run. Jobs its jobs
+ * schedule for the shop by that moment, and retries within it, are written claimed too (Scheduler.schedule) and
+ * handed to the run, which merges those due within the batch's range into the rows still to run instead of
+ * reading the batch again (a year of subscription charges spent most of its time there). Jobs others schedule
+ * meanwhile wait for the next read; a due job another process holds is waited for until it ends or its claim
+ * lapses; what the run did not run is released at the end.
  */
-export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>): Promise<number> {
-  const token = randomUUID();
-  let dueBy = 0;
+export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
+  let fresh: JobRow[] = [];
+  const claim: RunClaim = { by: d.processId, token: randomUUID(), shopId, mode, dueBy: 0, around, scheduled: (row) => fresh.push(row) };
+  const token = claim.token;
   await d.store.tx(async (tx) => {
-    dueBy = await upTo(tx);
+    claim.dueBy = await upTo(tx);
     const real = d.clocks.real();
-    await d.table.claimShopDue(tx, shopId, mode, dueBy, d.threshold(real), { by: d.processId, token, until: real + d.limits.leaseMs });
+    await d.table.claimShopDue(tx, shopId, mode, claim.dueBy, d.threshold(real), { by: d.processId, token, until: real + d.limits.leaseMs });
   });
-  const claim: AdvanceClaim = { by: d.processId, token, dueBy };
   d.holding(token, true);
   let renewing: Promise<void> | null = null;
   const renew = setInterval(() => {
@@ -82,12 +71,9 @@ export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, up
       });
   }, Math.max(1, Math.floor(d.limits.leaseMs / 3)));
   renew.unref();
-  let fresh: FreshJob[] = [];
-  const unwatch = d.watch(shopId, mode, (job) => fresh.push(job));
   try {
-    return await runAll(d, shopId, mode, claim, () => fresh.splice(0));
+    return await runAll(d, claim, () => fresh.splice(0));
   } finally {
-    unwatch();
     fresh = [];
     clearInterval(renew);
     await renewing;
@@ -97,33 +83,31 @@ export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, up
   }
 }
 
-/** What one advance's run carries from batch to batch. */
+/** What one run carries from batch to batch. */
 interface RunState {
   shopId: string;
   mode: Mode;
-  claim: AdvanceClaim;
-  /** The shop whose clock is pinned while its jobs run (test mode only). */
-  pinShop: string | null;
+  claim: RunClaim;
   ran: number;
-  /** The due time the shop's clock is pinned to: never earlier than a job already run. */
-  pin: number;
-  /** Runs this advance waits for: async jobs it started, runs a pass started. */
+  /** The due time the run has reached: a job runs at its own, never earlier than one already run. */
+  reached: number;
+  /** Runs this run waits for: async jobs it started, runs a pass started. */
   waiting: Array<Promise<void>>;
   sliceStart: number;
   /** The last row of the current read when it was cut at the batch size: later jobs wait for the next read. */
   bound: JobRow | null;
-  /** True when this advance may run the row: unclaimed, lapsed, or claimed by this advance. */
+  /** True when this run may run the row: unclaimed, lapsed, or claimed by this run. */
   mine(r: JobRow, threshold: number): boolean;
 }
 
-async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, claim: AdvanceClaim, takeFresh: () => FreshJob[]): Promise<number> {
+async function runAll(d: ShopRunDeps, claim: RunClaim, takeFresh: () => JobRow[]): Promise<number> {
+  const { shopId, mode } = claim;
   const st: RunState = {
     shopId,
     mode,
     claim,
-    pinShop: mode === 'test' ? shopId : null,
     ran: 0,
-    pin: -Infinity,
+    reached: -Infinity,
     waiting: [],
     sliceStart: performance.now(),
     bound: null,
@@ -154,7 +138,7 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, claim: Advance
         continue;
       }
       if (!heldElsewhere) break;
-      // Due jobs another process holds: they end there, or their claim lapses and they are this advance's.
+      // Due jobs another process holds: they end there, or their claim lapses and they are this run's.
       await new Promise<void>((resolve) => setTimeout(resolve, d.limits.heldPollMs));
       continue;
     }
@@ -164,7 +148,7 @@ async function runAll(d: ShopRunDeps, shopId: string, mode: Mode, claim: Advance
   return st.ran;
 }
 
-/** A long advance yields between batches so other shops' requests are still answered. */
+/** A long run yields between batches so other shops' requests are still answered. */
 async function yieldAfterSlice(d: ShopRunDeps, st: RunState): Promise<void> {
   if (performance.now() - st.sliceStart <= d.limits.sliceMs) return;
   await new Promise<void>((resolve) => setImmediate(resolve));
@@ -187,20 +171,20 @@ async function runList(d: ShopRunDeps, st: RunState, first: JobRow[], refetch: R
     const row = list[i];
     const kind = d.exec.kinds.get(row.kind);
     if (kind && 'async' in kind) {
-      const at = Math.max(st.pin, row.due_at);
-      const started = await d.runner.claimAndStart(row, kind.async, st.pinShop ? { shopId: st.shopId, pin: { at, claim: st.claim } } : null, st.claim.token);
+      const at = Math.max(st.reached, row.due_at);
+      const started = await d.runner.claimAndStart(row, kind.async, { run: st.claim, at }, st.claim.token);
       i++;
       if (started) {
-        st.pin = at;
+        st.reached = at;
         st.waiting.push(started.done);
         st.ran++;
       }
       continue;
     }
     // Sync jobs up to the next async one share a transaction (of at most txMs).
-    const out = await d.exec.runSyncBatch(list, i, { pinShop: st.pinShop, pinFloor: st.pin, claim: st.claim, stopOnSchedule: true, refetch });
+    const out = await d.exec.runSyncBatch(list, i, { run: st.claim, floor: st.reached, stopOnSchedule: true, refetch });
     st.ran += out.ran;
-    st.pin = out.pin;
+    st.reached = out.reached;
     if (out.stale) {
       // The batch merged the jobs it scheduled into the rows still to run: go on with that list instead
       // of reading the table again.
@@ -219,16 +203,16 @@ async function runList(d: ShopRunDeps, st: RunState, first: JobRow[], refetch: R
  * in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one.
  * `q`: the batch's transaction when a batch asks, else the store.
  */
-function makeRefetch(d: ShopRunDeps, st: RunState, takeFresh: () => FreshJob[]): Refetch {
+function makeRefetch(d: ShopRunDeps, st: RunState, takeFresh: () => JobRow[]): Refetch {
   return async (q: Reader, rest: JobRow[], whole: boolean): Promise<JobRow[]> => {
     const due = await d.clocks.now(q, st.shopId, st.mode);
     const threshold = d.threshold(d.clocks.real());
     const bound = st.bound;
     for (const f of takeFresh()) {
-      if (f.dueAt > due || (bound && before(bound, { due_at: f.dueAt, id: f.id }))) continue;
+      if (f.due_at > due || (bound && before(bound, f))) continue;
       // A job of a batch that commits whole exists as it was written. Otherwise read it again: a job rolled back
-      // with its savepoint (or its request's body) is gone, and its id may belong to a later job.
-      const r = whole ? f.row : await d.table.get(q, f.id);
+      // with its savepoint is gone, and its id may belong to a later job.
+      const r = whole ? f : await d.table.get(q, f.id);
       if (!r || r.state !== 'pending' || r.due_at > due || d.runner.running(r.id) || !st.mine(r, threshold)) continue;
       if (bound && before(bound, r)) continue;
       insertSorted(rest, r);
@@ -251,4 +235,26 @@ function insertSorted(rest: JobRow[], r: JobRow): void {
   }
   if (lo < rest.length && rest[lo].id === r.id) return;
   rest.splice(lo, 0, r);
+}
+
+/** The row of a job just written (for the run that claimed it), as Scheduler.schedule wrote it. */
+export function pendingRow(id: number, spec: JobSpec, dueAt: number, runAt: number, payload: string, createdAt: number, claim: Claim): JobRow {
+  return {
+    id,
+    kind: spec.kind,
+    subject_id: spec.subjectId,
+    shop_id: spec.shopId,
+    mode: spec.mode,
+    due_at: dueAt,
+    run_at: runAt,
+    attempt: 0,
+    payload,
+    state: 'pending',
+    last_error: null,
+    created_at: createdAt,
+    finished_at: null,
+    claimed_by: claim.by,
+    claim_token: claim.token,
+    claim_until: claim.until,
+  };
 }

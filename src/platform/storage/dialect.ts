@@ -94,7 +94,7 @@ export function isPrimaryKeyConflict(err: unknown): boolean {
 }
 
 // ---- reset ----
-// The SQLite-specific parts of the test-data reset (src/banks/simulator/reset.ts): reading the schema, and
+// The SQLite-specific parts of the test-data reset (src/banks/simulator/clock.ts): reading the schema, and
 // deferring foreign-key checks to the commit. Another engine gives its own answers here.
 
 /** The names of the database's own tables (SQLite's internal tables left out). */
@@ -154,53 +154,4 @@ export async function pendingDeliveryCount(q: Reader): Promise<number> {
 /** The values of `expr` in a group joined with commas (SQLite's GROUP_CONCAT, PostgreSQL's string_agg). */
 export function groupConcat(q: Reader, expr: string): string {
   return q.engine === 'postgres' ? `string_agg((${expr})::text, ',')` : `GROUP_CONCAT(${expr})`;
-}
-
-// ---- instants ----
-/**
- * An instant in milliseconds (`column`, which may be NULL) as iso() writes it: `2026-11-21T08:49:23.123Z`. SQLite's
- * strftime %f is the seconds with their milliseconds. PostgreSQL's adds whole seconds and the milliseconds to the
- * epoch as two intervals (each product exact in a double up to year 9999, where one product of milliseconds would
- * land some microseconds off) and formats the result once. NULL stays NULL. A column is named twice; anything else
- * (a `?`, an expression) once, through a one-row subquery.
- */
-export function isoInstant(engine: Engine, column: string): string {
-  if (engine === 'postgres') {
-    const iso = (v: string): string =>
-      `to_char(timestamp 'epoch' + div(${v}, 1000) * interval '1 second' + mod(${v}, 1000) * interval '1 millisecond', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-    if (/^[a-z_]+(\.[a-z_]+)?$/.test(column)) return iso(column);
-    return `(SELECT ${iso('v')} FROM (SELECT CAST(${column} AS BIGINT) AS v) AS instant)`;
-  }
-  return `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
-}
-
-// ---- JSON built in SQL ----
-/**
- * A field of a JSON object built by the database: `value` is a column or expression (text, number or NULL),
- * `instant` one in milliseconds written as isoInstant does (NULL stays null), `json` a text column already
- * holding JSON written by JSON.stringify, copied in as it is.
- */
-export type JsonField = [key: string, sql: string, kind: 'value' | 'instant' | 'json'];
-
-/**
- * The SQL of a JSON object whose text is what JSON.stringify gives for the same keys and values, in order.
- * SQLite's json_object writes that text itself. On PostgreSQL, row_to_json of a one-row derived table does (its
- * output has no spaces, unlike json_build_object's): the fields are its columns, named by the keys; a string is
- * escaped as JSON.stringify escapes it, a number written as its digits, and a `json` field (text already JSON)
- * is cast to json, which row_to_json writes verbatim. One call instead of a concatenation of pieces: the GET of a
- * payment spent more on joining its text than on finding its row.
- */
-export function jsonObjectSql(engine: Engine, fields: readonly JsonField[]): string {
-  if (engine === 'sqlite') {
-    const parts = fields.map(([k, sql, kind]) => `'${k}', ${kind === 'instant' ? isoInstant(engine, sql) : kind === 'json' ? `json(${sql})` : sql}`);
-    return `json_object(${parts.join(', ')})`;
-  }
-  const columns = fields.map(([k, sql, kind]) => `${kind === 'instant' ? isoInstant(engine, sql) : kind === 'json' ? `(${sql})::json` : sql} AS ${JSON.stringify(k)}`);
-  return `(SELECT row_to_json(j)::text FROM (SELECT ${columns.join(', ')}) j)`;
-}
-
-/** The SQL of a JSON array of `element` (a jsonObjectSql) over the rows of `from` (FROM … WHERE …), in `orderBy`. */
-export function jsonArraySql(engine: Engine, element: string, from: string, orderBy: string): string {
-  if (engine === 'sqlite') return `(SELECT json_group_array(${element} ORDER BY ${orderBy}) ${from})`;
-  return `coalesce((SELECT '[' || string_agg(${element}, ',' ORDER BY ${orderBy}) || ']' ${from}), '[]')`;
 }

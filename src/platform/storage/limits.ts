@@ -14,10 +14,9 @@ export interface StoreOptions {
   /**
    * `sqlite` (default): SQLite syncs the WAL inside every COMMIT (`synchronous=FULL`), blocking the thread.
    * `store` (the server): SQLite writes commits to the WAL without syncing them (`synchronous=NORMAL`, which
-   * still syncs checkpoints) and the store syncs the WAL file itself before anyone learns of a commit: after a
-   * group commit on the thread pool, so the event loop goes on serving while the disk works; after tx() at
-   * once. Checkpoints run on a thread of their own (checkpointer.ts). Only for a file database in WAL mode
-   * whose every write goes through this store; otherwise `sqlite`.
+   * still syncs checkpoints) and the store syncs the WAL file itself on the thread pool before anyone learns of a
+   * commit, so the event loop goes on serving while the disk works (sqlite/durable.ts). Checkpoints run on a
+   * thread of their own (checkpointer.ts). Only for a file database in WAL mode whose every write goes through this store; otherwise `sqlite`.
    */
   sync?: 'sqlite' | 'store';
   /** Where a failed WAL sync, a failed checkpoint or a failed after-commit action is logged (default stderr). */

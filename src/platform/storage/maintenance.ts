@@ -1,9 +1,9 @@
 import type { Logger } from '../log';
-import { openDatabase } from './sqlite/open';
+import { openDatabase, openExisting } from './sqlite/open';
 import type { QueryResult } from 'pg';
 import { isPostgresUrl, openPgStorage, pgSchemaVersion } from './postgres/open';
 import { SqliteStore } from './sqlite/store';
-export { openBackupSource, openExistingStorage, verifyCopy, type BackupSource } from './sqlite/files';
+export { openBackupSource, verifyCopy, type BackupSource } from './sqlite/open';
 import { type Reader, type Store } from './store';
 
 // What the admin commands and the server's start need of SQLite itself: opening a store on a file, the
@@ -28,6 +28,11 @@ export interface StorageOptions {
  */
 export function openStorage(path: string, opts: StorageOptions = {}): Store {
   return new SqliteStore(openDatabase(path, { readonly: opts.readonly }), { sync: opts.sync, log: opts.log });
+}
+
+/** A Store on an existing database file as it is (no schema installed, no migration): for kopek doctor. */
+export function openExistingStorage(path: string): Store {
+  return new SqliteStore(openExisting(path));
 }
 
 /**

@@ -27,8 +27,29 @@ UPDATE jobs SET kind = 'payment.session_sweep', subject_id = shop_id || '/' || m
 DELETE FROM jobs WHERE state = 'pending' AND kind IN ('payment.link_sweep', 'payment.session_sweep')
   AND EXISTS (SELECT 1 FROM jobs o WHERE o.state = 'pending' AND o.kind = jobs.kind AND o.subject_id = jobs.subject_id
     AND (o.due_at < jobs.due_at OR (o.due_at = jobs.due_at AND o.id < jobs.id)));`,
-  // 21 → 22: every webhook attempt is a job of one kind. Retry jobs take its name; a delivery whose first attempt
-  // is pending (the delivery worker of 21 made those, without a job) gets its job, due when the delivery is,
+  // 21 -> 22: PostgreSQL's announcements of changes to what API keys are resolved from (postgres/schema.sql's
+  // last section), which databases laid out before them lack; every statement may run again. SQLite's key cache
+  // follows its own connection's temporary triggers and PRAGMA data_version: nothing changes there.
+  {
+    sqlite: '',
+    postgres: `CREATE OR REPLACE FUNCTION kopek_announce_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('kopek_changes', TG_TABLE_NAME);
+  RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER api_keys_announce AFTER INSERT OR DELETE OR UPDATE ON api_keys
+  FOR EACH STATEMENT EXECUTE FUNCTION kopek_announce_change();
+CREATE OR REPLACE TRIGGER shops_announce AFTER INSERT OR DELETE OR UPDATE OF id, merchant_id, name, scopes, ip_allowlist, signing_secret, require_signature ON shops
+  FOR EACH STATEMENT EXECUTE FUNCTION kopek_announce_change();
+CREATE OR REPLACE TRIGGER merchants_announce AFTER INSERT OR DELETE OR UPDATE OF id, live_enabled ON merchants
+  FOR EACH STATEMENT EXECUTE FUNCTION kopek_announce_change();
+CREATE OR REPLACE TRIGGER shop_acquirers_announce AFTER INSERT OR DELETE OR UPDATE ON shop_acquirers
+  FOR EACH STATEMENT EXECUTE FUNCTION kopek_announce_change();
+CREATE OR REPLACE TRIGGER shop_payout_providers_announce AFTER INSERT OR DELETE OR UPDATE ON shop_payout_providers
+  FOR EACH STATEMENT EXECUTE FUNCTION kopek_announce_change();`,
+  },
+  // 22 → 23: every webhook attempt is a job of one kind. Retry jobs take its name; a delivery whose first attempt
+  // is pending (the delivery worker of 22 made those, without a job) gets its job, due when the delivery is,
   // in due order. The payload names the attempt count, and the endpoint as the receiver (a payment's own URL
   // has none here: its limits are its shop's and the process's).
   `UPDATE jobs SET kind = 'webhook.attempt' WHERE kind = 'webhook.retry' AND state IN ('pending', 'dead');

@@ -35,8 +35,20 @@ export interface Tx extends Reader {
   readonly connection: object;
 }
 
+/** A transaction body: it awaits nothing but its Tx. */
+export type Body<T> = (tx: Tx) => Promise<T> | T;
+
 /** The error of a call on a transaction whose body has already ended (a call that was not awaited in it). */
 export const TX_ENDED = 'this transaction has ended: a call on it was not awaited inside its body';
+
+/**
+ * True when `err` ends the whole transaction, whatever savepoint it was caught in (on PostgreSQL a serialization
+ * failure or a deadlock, which the store runs again, or a lost connection; the engine marks such errors). Code
+ * that catches a body's error to record it (a failed job) must rethrow these instead.
+ */
+export function endsTransaction(err: unknown): boolean {
+  return (err as { endsTransaction?: boolean } | null)?.endsTransaction === true;
+}
 
 
 /**
@@ -54,23 +66,4 @@ export async function updateById(tx: Tx, table: string, id: string, patch: objec
   if (values.length === 0) return;
   values.push(id);
   await tx.run(`${sql} WHERE id = ?`, ...values);
-}
-
-/** PostgreSQL's answer to every statement after one that failed in the same transaction (in_failed_sql_transaction). */
-const AFTER_A_FAILURE = '25P02';
-
-/**
- * Await statements a body made without waiting for each other, as one. On PostgreSQL the connection pipelines
- * them: they travel together instead of a round trip each. On SQLite each ran when it was made. Every one has
- * settled before this returns or throws, so none outlives the body. On failure the error thrown is the cause:
- * the first in argument order that is not PostgreSQL's refusal of the statements after a failed one (a
- * serialization failure must reach the store as itself, to run the transaction again).
- */
-export async function together<T extends readonly unknown[]>(...work: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
-  const settled = await Promise.allSettled(work);
-  const failed = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected');
-  if (failed.length > 0) {
-    throw (failed.find((f) => (f.reason as { code?: string } | null)?.code !== AFTER_A_FAILURE) ?? failed[0]).reason;
-  }
-  return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }

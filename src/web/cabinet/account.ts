@@ -2,14 +2,12 @@ import QRCode from 'qrcode';
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/layout';
-import { recordAudit } from './audit';
 import { acceptSecondFactor, changePassword, checkRefusal, confirmTotp, disableTotp, getUser, pendingTotpSecret, recoveryCodesLeft, startTotp, verifyPassword } from './users';
-import { throttledCheck } from './password-check';
+import { throttledCheck } from './throttle';
 import { openSessions } from './sessions';
 import { otpauthUri } from './totp';
 import { cabinetPage, field, postForm } from './layout';
-import { actor } from './scope';
-import { change } from './act';
+import { audit, change, refused } from './scope';
 import { form } from './guard';
 import { ct } from './text';
 
@@ -69,11 +67,9 @@ export async function postTotpConfirm(ctx: Ctx<Core>): Promise<Reply> {
   try {
     codes = await confirmTotp(ctx.app.store, ctx.cabinet!.userId, form(ctx).get('code') ?? '', ctx.app.clocks.real());
   } catch (err) {
-    return change(ctx, { action: 'totp.enrol', target: ctx.cabinet!.userId, back: '/cabinet/account' }, () => {
-      throw err;
-    });
+    return refused(ctx, '/cabinet/account', err);
   }
-  await recordAudit(ctx.app.store, actor(ctx), 'totp.on', ctx.cabinet!.userId, '', ctx.app.clocks.real());
+  await audit(ctx, 'totp.on', ctx.cabinet!.userId);
   const body = `<h1>${esc(ct(lang, 'recovery_codes'))}</h1>
 <p class="ok" role="status">${esc(ct(lang, 'recovery_hint'))}</p>
 <ul class="secret" id="recovery-codes">${codes.map((c) => `<li>${esc(c)}</li>`).join('')}</ul>

@@ -1,7 +1,6 @@
 import { esc } from '../pay-page/layout';
 import { formatAmount, type Lang } from '../pay-page/i18n';
-import { counted } from './codes';
-import { ct } from './text';
+import { counted, ct } from './text';
 
 /** One day of the chart: UTC day start, payments created, amount of those that succeeded (minor units). */
 export interface DayFigure {
@@ -25,10 +24,9 @@ function niceTop(max: number, floor: number, steps = [1, 2, 5, 10]): number {
 const COUNT_STEPS = [1, 2, 4, 10];
 
 /**
- * One bar chart of a figure per day, with its own axis: ticks at 0, half and the top, labelled by `label`. The
- * bars are SVG stretched to the chart's box; the labels are HTML text around it, so they keep the page's font
- * size however narrow the box (labels drawn inside the SVG shrank with it to 6 px at 360 px). Each day label
- * carries the steps it shows at (k2: every second day from the latest, k3: every third, for a narrow box).
+ * One bar chart of a figure per day with its own axis (0, half, top). The bars are SVG stretched to the box; the
+ * labels are HTML around it, so they keep the page's font size (inside the SVG they shrank to 6 px at 360 px).
+ * Day labels carry the steps they show at (k2: every second day from the latest, k3: every third, for a narrow box).
  */
 function barChart(o: { id: string; title: string; days: DayFigure[]; value: (d: DayFigure) => number; top: number; label: (v: number) => string; fill: string; tip: (d: DayFigure) => string }): string {
   const w = DAY_W * Math.max(1, o.days.length);
@@ -59,10 +57,8 @@ ${bars.join('\n')}
 }
 
 /**
- * Payments per day as two inline SVG charts drawn on the server, side by side (stacked on a narrow screen), each
- * with its own scale: how many were created, and how much of them was paid (axis in money). A count and an
- * amount never share an axis. Presentation attributes only, so the strict CSP (no inline styles) holds; a table
- * with the same figures follows for screen readers.
+ * Payments per day as two server-drawn SVG charts, each with its own scale (a count and an amount never share an
+ * axis); presentation attributes only, so the strict CSP holds; a table with the figures follows for screen readers.
  */
 export function paymentsChart(lang: Lang, days: DayFigure[], currency = 'RUB'): string {
   const totalCount = days.reduce((s, d) => s + d.count, 0);

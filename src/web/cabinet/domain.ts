@@ -13,8 +13,7 @@ import type { RefundRow } from '../../money/bank-port/refund';
 import { getPayment } from '../../money/payments/store';
 import { cancelTx } from '../../money/payments/state';
 import { createRefundTx, refundableOf } from '../../money/refunds/refunds';
-import { resetTestData } from '../../banks/simulator/reset';
-import { advanceShopClock } from '../../banks/simulator/clock';
+import { advanceShopClock, resetTestData } from '../../banks/simulator/clock';
 import { insertAudit, type Actor } from './audit';
 
 /** The payment with this id, whatever its shop (the caller checks it belongs to the user's merchant). */

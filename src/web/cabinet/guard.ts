@@ -3,15 +3,14 @@ import { ApiError } from '../../platform/http/errors';
 import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/layout';
 import { pickLang } from '../pay-page/i18n';
+import { headerOf } from '../pay-page/render';
 import { csrfMatches, loadSession } from './sessions';
 import { cabinetPage, publicPage } from './layout';
 import { ct } from './text';
 
 /**
- * The cabinet's step of the request chain (called by src/platform/http/server.ts for auth 'cabinet'): the session of
- * the cookie (401, which the error page turns into the sign-in page), and for a POST the page it came from
- * (sameOriginRefusal) and the session's CSRF token in the form field `_csrf` or the X-CSRF-Token header (403,
- * before the handler runs: nothing changes).
+ * The cabinet's step of the request chain: the session of the cookie (401: the sign-in page), and for a POST the
+ * page it came from and the session's CSRF token in `_csrf` or X-CSRF-Token (403 before the handler runs).
  */
 export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks' | 'baseUrl'>>): Promise<CabinetAuth> {
   const isPost = ctx.method === 'POST';
@@ -24,7 +23,7 @@ export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks'
       ctx.cabinet = auth;
       throw foreign;
     }
-    const given = headerOf(ctx, 'x-csrf-token') ?? formValue(ctx, '_csrf');
+    const given = headerOf(ctx, 'x-csrf-token') ?? form(ctx).get('_csrf') ?? undefined;
     if (!csrfMatches(auth, given)) {
       ctx.cabinet = auth;
       throw new ApiError(403, 'csrf_failed', 'Cannot accept the form: its CSRF token is missing or wrong; reload the page and try again');
@@ -52,27 +51,14 @@ export function sameOriginRefusal(ctx: Ctx, baseUrl: string): ApiError | null {
   return refuse(`Origin "${origin.slice(0, 100)}"`);
 }
 
-function headerOf(ctx: Ctx, name: string): string | undefined {
-  const v = ctx.req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-/** One field of an urlencoded form body (the cabinet reads forms from the raw bytes: some fields repeat). */
-export function formValue(ctx: Ctx, name: string): string | undefined {
-  return form(ctx).get(name) ?? undefined;
-}
-
-/** The request's urlencoded form. */
+/** The request's urlencoded form, read from the raw bytes (some fields repeat). */
 export function form(ctx: Ctx): URLSearchParams {
   const type = String(ctx.req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
   if (type !== 'application/x-www-form-urlencoded') return new URLSearchParams();
   return new URLSearchParams(ctx.rawBody.toString('utf8'));
 }
 
-/**
- * How a refused cabinet request is answered: no session sends a page view to the sign-in page (a POST gets a
- * 401 page, so nothing it asked for is done after signing in); anything else is an HTML page with the message.
- */
+/** A refused cabinet request: a page view without a session goes to sign in (a POST gets a 401 page); else a page with the message. */
 export function cabinetErrorReply(ctx: Ctx, err: ApiError): Reply {
   // The route table has no trailing-slash patterns: /cabinet/ and /cabinet/payments/ mean the pages without it.
   if (err.status === 404 && ctx.route === '' && ctx.method === 'GET' && /^\/cabinet(\/[A-Za-z0-9._-]+)*\/$/.test(ctx.path)) {

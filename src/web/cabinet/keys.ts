@@ -4,22 +4,17 @@ import { esc } from '../pay-page/layout';
 import { ALL_SCOPES } from '../../platform/auth/scopes';
 import type { KeyUsage } from '../../platform/auth/key-usage';
 import { createKey, listKeys, revokeKey } from '../../money/shops/store';
-import { recordAudit } from './audit';
-import { cabinetPage, field, postForm, table, tags } from './layout';
-import { actor, chosenShop, merchantShops, ownShop, shopOfOwn } from './scope';
-import { change } from './act';
+import { cabinetPage, field, postForm, table, tags, options } from './layout';
+import { audit, change, chosenShop, merchantShops, ownShop, shopOfOwn } from './scope';
 import { form } from './guard';
-import { ct, when } from './text';
-import { codeText } from './codes';
+import { ct, when, codeText } from './text';
 
 /** The shop picker of pages about one shop. */
 export async function shopPicker(ctx: Ctx<Pick<Core, 'store'>>, path: string, current: string): Promise<string> {
   const shops = await merchantShops(ctx);
   if (shops.length < 2) return '';
   const lang = ctx.cabinet!.lang;
-  return `<form method="get" action="${path}" class="inline">${field('pick-shop', ct(lang, 'shop'), `<select id="pick-shop" name="shop">${shops
-    .map((s) => `<option value="${esc(s.id)}"${s.id === current ? ' selected' : ''}>${esc(s.name)}</option>`)
-    .join('')}</select>`)}<button class="btn secondary" type="submit">${esc(ct(lang, 'filter'))}</button></form>`;
+  return `<form method="get" action="${path}" class="inline">${field('pick-shop', ct(lang, 'shop'), `<select id="pick-shop" name="shop">${options(shops.map((s) => [s.id, s.name]), current)}</select>`)}<button class="btn secondary" type="submit">${esc(ct(lang, 'filter'))}</button></form>`;
 }
 
 /** GET /cabinet/keys?shop=: a shop's keys (prefix, mode, scopes, last use), create and revoke. */
@@ -73,7 +68,7 @@ export async function postKey(ctx: Ctx<Core>): Promise<Reply> {
   } catch (err) {
     return cabinetPage(ctx, { title: ct(lang, 'keys'), active: 'keys', status: 400, body: `<h1>${esc(ct(lang, 'create_key'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/keys?shop=${esc(shop.id)}">${esc(ct(lang, 'back'))}</a></p>` });
   }
-  await recordAudit(ctx.app.store, actor(ctx), 'key.create', made.key.id, `${mode} ${made.key.key_prefix}… ${made.key.scopes}`, ctx.app.clocks.real());
+  await audit(ctx, 'key.create', made.key.id, `${mode} ${made.key.key_prefix}… ${made.key.scopes}`);
   const body = `<h1>${esc(ct(lang, 'keys'))} · ${esc(shop.name)}</h1>
 <p class="ok" role="status">${esc(ct(lang, 'shown_once'))}</p>
 ${field('new-key', `${ct(lang, 'key')} (${codeText(lang, mode)})`, `<output id="new-key" class="secret">${esc(made.secret)}</output>`)}

@@ -127,6 +127,11 @@ export function field(id: string, label: string, input: string, hint?: string): 
   return `<div class="field"><label for="${id}">${esc(label)}</label>${input}${hint ? `<small class="hint" id="${id}-hint">${esc(hint)}</small>` : ''}</div>`;
 }
 
+/** The `<option>`s of a select, [value, label] each, the one whose value is `selected` chosen. */
+export function options(items: Array<[value: string, label: string]>, selected: string | null | undefined): string {
+  return items.map(([v, label]) => `<option value="${esc(v)}"${v === selected ? ' selected' : ''}>${esc(label)}</option>`).join('');
+}
+
 /** Short codes (scopes, event names) as tags that wrap between, never inside, one another. */
 export function tags(items: string[], empty = '—'): string {
   return items.length ? `<span class="tags">${items.map((i) => `<code class="tag">${esc(i)}</code>`).join(' ')}</span>` : esc(empty);

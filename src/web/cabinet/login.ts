@@ -2,24 +2,20 @@ import { randomBytes } from 'node:crypto';
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/layout';
-import { pickLang, type Lang } from '../pay-page/i18n';
+import type { Lang } from '../pay-page/i18n';
+import { langOf } from '../pay-page/render';
 import { safeEqual } from '../../platform/util/crypto';
-import { recordAudit } from './audit';
 import { acceptSecondFactor, getUserByEmail, verifyPassword } from './users';
-import { throttledCheck } from './password-check';
-import { signInWait } from './throttle';
+import { throttledCheck, signInWait } from './throttle';
 import { clearedSessionCookie, cookieAttributes, cookieName, cookieValue, createSession, endAllSessions, endSession, loadSession, sessionCookie, setPrefs } from './sessions';
 import { field, publicPage } from './layout';
 import { form, sameOriginRefusal } from './guard';
-import { actor } from './scope';
+import { audit } from './scope';
+import { recordAudit } from './audit';
 import { ct } from './text';
 
 /** The cookie holding the sign-in form's CSRF token (there is no session yet to keep it in); `__Host-` over https. */
 const LOGIN_COOKIE = 'kopek_cabinet_login';
-
-function langOf(ctx: Ctx<Core>): Lang {
-  return pickLang(ctx.query, String(ctx.req.headers['accept-language'] ?? ''));
-}
 
 /** A `next` the sign-in may go to: a cabinet page of this server, nothing else. */
 function safeNext(next: string | null | undefined): string {
@@ -61,9 +57,8 @@ export function cabinetRoot(): Reply {
 }
 
 /**
- * POST /cabinet/login: the page it came from and the form's CSRF token (403), then one attempt reserved
- * against the throttle before the password is hashed (429 while slowed or locked), then email, password and,
- * when the user has TOTP on, a code or recovery code. Every checked attempt is audited.
+ * POST /cabinet/login: the page it came from and the form's CSRF token (403), one attempt reserved against the
+ * throttle before the password is hashed (429), then email, password and a TOTP or recovery code. Audited.
  */
 export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
   const lang = langOf(ctx);
@@ -99,11 +94,7 @@ export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
   }
   const token = await createSession(store, user!, { ip: ctx.ip, lang, now });
   await recordAudit(store, who, 'sign_in', user!.id, factor, now);
-  return {
-    status: 303,
-    location: safeNext(f.get('next')),
-    headers: { 'Set-Cookie': sessionCookie(baseUrl, token) },
-  };
+  return { status: 303, location: safeNext(f.get('next')), headers: { 'Set-Cookie': sessionCookie(baseUrl, token) } };
 }
 
 function tooMany(ctx: Ctx<Core>, lang: Lang, email: string, wait_ms: number): Reply {
@@ -114,14 +105,14 @@ function tooMany(ctx: Ctx<Core>, lang: Lang, email: string, wait_ms: number): Re
 /** POST /cabinet/logout: ends this session. */
 export async function postLogout(ctx: Ctx<Core>): Promise<Reply> {
   await endSession(ctx.app.store, ctx.cabinet!.sessionHash);
-  await recordAudit(ctx.app.store, actor(ctx), 'sign_out', ctx.cabinet!.userId, '', ctx.app.clocks.real());
+  await audit(ctx, 'sign_out', ctx.cabinet!.userId);
   return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } };
 }
 
 /** POST /cabinet/logout-all: ends every session of the user, on every device. */
 export async function postLogoutAll(ctx: Ctx<Core>): Promise<Reply> {
   const n = await endAllSessions(ctx.app.store, ctx.cabinet!.userId);
-  await recordAudit(ctx.app.store, actor(ctx), 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`, ctx.app.clocks.real());
+  await audit(ctx, 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`);
   return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } };
 }
 

@@ -10,20 +10,18 @@ const session = [{ cabinetSession: [] }];
 /** Every refusal of a cabinet route is an HTML page (the request chain's too: body too large, wrong type). */
 const refusals = { default: html('A page saying what was refused: 400, 404 (not this merchant\'s, or none), 405, 413, 415, 429, 500') };
 
+const pathParams = (names: string[]) => names.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } }));
+const queryParams = (names: string[]) => names.map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } }));
+
 /** A signed-in GET page; `query` names its query parameters. */
 function page(summary: string, query: string[] = [], path: string[] = []): Record<string, unknown> {
-  return {
-    get: {
-      summary,
-      tags: ['Cabinet'],
-      security: session,
-      parameters: [
-        ...path.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
-        ...query.map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
-      ],
-      responses: { '200': html('The page'), '303': toSignIn, ...refusals },
-    },
-  };
+  return { get: { summary, tags: ['Cabinet'], security: session, parameters: [...pathParams(path), ...queryParams(query)], responses: { '200': html('The page'), '303': toSignIn, ...refusals } } };
+}
+
+/** A register's CSV export, streamed; `query` names its query parameters when the document lists them. */
+function csv(summary: string, query?: string[]): Record<string, unknown> {
+  const responses = { '200': { description: 'text/csv', content: { 'text/csv': { schema: { type: 'string' } } } }, '303': toSignIn, ...refusals };
+  return { get: { summary, tags: ['Cabinet'], security: session, ...(query ? { parameters: queryParams(query) } : {}), responses } };
 }
 
 /** A signed-in form POST; every one needs the session's CSRF token in `_csrf` (or the X-CSRF-Token header). */
@@ -41,13 +39,14 @@ function post(summary: string, fields: string[], o: { path?: string[]; shows?: s
       summary,
       tags: ['Cabinet'],
       security: session,
-      parameters: (o.path ?? []).map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
+      parameters: pathParams(o.path ?? []),
       requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['_csrf'], properties } } } },
       responses,
     },
   };
 }
 
+const loginFields = { _csrf: { type: 'string' }, email: { type: 'string' }, password: { type: 'string' }, code: { type: 'string' }, next: { type: 'string' } };
 const filters = ['shop', 'status', 'from', 'to', 'amount_min', 'amount_max', 'cursor'];
 
 /** OpenAPI paths of the merchant cabinet: HTML pages for people, signed in with a session cookie (docs/cabinet.md). */
@@ -66,14 +65,7 @@ export const cabinetOpenApi: OpenApiFragment = {
         summary: 'Sign in with email, password and (when on) a TOTP or recovery code',
         tags: ['Cabinet'],
         security: [],
-        requestBody: {
-          required: true,
-          content: {
-            'application/x-www-form-urlencoded': {
-              schema: { type: 'object', required: ['_csrf', 'email', 'password'], properties: { _csrf: { type: 'string' }, email: { type: 'string' }, password: { type: 'string' }, code: { type: 'string' }, next: { type: 'string' } } },
-            },
-          },
-        },
+        requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['_csrf', 'email', 'password'], properties: loginFields } } } },
         responses: {
           '303': {
             description: 'Signed in: the session cookie is set (HttpOnly; SameSite=Strict; Path=/cabinet; over https named __Host-kopek_cabinet, Secure, Path=/)',
@@ -91,27 +83,15 @@ export const cabinetOpenApi: OpenApiFragment = {
     '/cabinet/prefs': post('Switch test/live data or the language', ['mode', 'lang', 'back']),
     '/cabinet/overview': page('Balances per shop, payments per day, latest payments, failing webhook endpoints'),
     '/cabinet/payments': page('The payment register with filters and cursor pages', [...filters, 'order_id']),
-    '/cabinet/payments.csv': {
-      get: {
-        summary: 'CSV of every row of the payment register filter, streamed',
-        tags: ['Cabinet'],
-        security: session,
-        parameters: [...filters, 'order_id'].map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
-        responses: { '200': { description: 'text/csv', content: { 'text/csv': { schema: { type: 'string' } } } }, '303': toSignIn, ...refusals },
-      },
-    },
+    '/cabinet/payments.csv': csv('CSV of every row of the payment register filter, streamed', [...filters, 'order_id']),
     '/cabinet/payments/{id}': page("A payment: fields, refunds, timeline of events (events_from: where the next window of the shop's log starts), webhook attempts, actions", ['events_from'], ['id']),
     '/cabinet/payments/{id}/refund': post('Refund a payment (amount in rubles; empty: the remainder)', ['amount', 'reason'], { path: ['id'] }),
     '/cabinet/payments/{id}/cancel': post('Cancel a pending payment', [], { path: ['id'] }),
     '/cabinet/events/{id}/resend': post('Send a webhook event again now', ['back'], { path: ['id'] }),
     '/cabinet/refunds': page('The refund register', filters),
-    '/cabinet/refunds.csv': {
-      get: { summary: 'CSV of the refund register filter, streamed', tags: ['Cabinet'], security: session, responses: { '200': { description: 'text/csv', content: { 'text/csv': { schema: { type: 'string' } } } }, '303': toSignIn, ...refusals } },
-    },
+    '/cabinet/refunds.csv': csv('CSV of the refund register filter, streamed'),
     '/cabinet/payouts': page('The payout register', filters),
-    '/cabinet/payouts.csv': {
-      get: { summary: 'CSV of the payout register filter, streamed', tags: ['Cabinet'], security: session, responses: { '200': { description: 'text/csv', content: { 'text/csv': { schema: { type: 'string' } } } }, '303': toSignIn, ...refusals } },
-    },
+    '/cabinet/payouts.csv': csv('CSV of the payout register filter, streamed'),
     '/cabinet/shops': { ...page("The merchant's shops"), ...post('Create a shop', ['name'], { shows: 'The new shop with its secrets, shown once' }) },
     '/cabinet/shops/{id}': page("A shop's scopes, IP allow-list, request signing, acquirer, payout provider and live mode", [], ['id']),
     '/cabinet/shops/{id}/scopes': post("Replace the shop's scopes (repeat `scope`)", ['scope'], { path: ['id'] }),

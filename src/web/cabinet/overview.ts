@@ -9,8 +9,7 @@ import { cabinetPage, table } from './layout';
 import { merchantShops } from './scope';
 import { getMerchant } from '../../money/shops/store';
 import { paymentsChart, type DayFigure } from './chart';
-import { ct, when } from './text';
-import { paymentStatusCell } from './payment-status';
+import { ct, when, paymentStatusCell } from './text';
 
 /** Days the overview's chart covers, today included. */
 const CHART_DAYS = 14;
@@ -45,12 +44,7 @@ async function addDays(ctx: Ctx<Core>, shopId: string, firstDay: number, perDay:
     const rows = await ctx.app.store.all<{ created_at: number; seq: number; status: string; amount: number }>(
       `SELECT created_at, seq, status, amount FROM payments${indexedBy(ctx.app.store.engine, 'payments_register')}
      WHERE shop_id = ? AND mode = ? AND created_at >= ? AND (created_at, seq) < (?, ?) ORDER BY created_at DESC, seq DESC LIMIT ?`,
-      shopId,
-      ctx.cabinet!.mode,
-      firstDay,
-      below[0],
-      below[1],
-      CHART_SLICE_ROWS,
+      shopId, ctx.cabinet!.mode, firstDay, below[0], below[1], CHART_SLICE_ROWS,
     );
     for (const r of rows) {
       const f = perDay.get(Math.floor(r.created_at / DAY_MS) * DAY_MS);
@@ -89,14 +83,8 @@ export async function overview(ctx: Ctx<Core>): Promise<Reply> {
   const firstDay = Math.floor(today / DAY_MS) * DAY_MS - (CHART_DAYS - 1) * DAY_MS;
   for (let i = 0; i < CHART_DAYS; i++) perDay.set(firstDay + i * DAY_MS, { day_ms: firstDay + i * DAY_MS, count: 0, paid: 0 });
   for (const s of shops) {
-    latest.push(
-      ...(await store.all<LatestRow>(
-        `SELECT id, seq, order_id, amount, amount_refunded, currency, status, created_at, shop_id FROM payments WHERE shop_id = ? AND mode = ? ORDER BY created_at DESC, seq DESC LIMIT ?`,
-        s.id,
-        mode,
-        LATEST,
-      )),
-    );
+    const sql = 'SELECT id, seq, order_id, amount, amount_refunded, currency, status, created_at, shop_id FROM payments WHERE shop_id = ? AND mode = ? ORDER BY created_at DESC, seq DESC LIMIT ?';
+    latest.push(...(await store.all<LatestRow>(sql, s.id, mode, LATEST)));
     await addDays(ctx, s.id, firstDay, perDay);
   }
   latest.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq);
@@ -132,17 +120,12 @@ async function failingEndpoints(ctx: Ctx<Core>, shopIds: string[]): Promise<Arra
   const { store } = ctx.app;
   const out: Array<{ shop_id: string; url: string; disabled: boolean; failures: number }> = [];
   for (const shopId of shopIds) {
-    const counts = new Map(
-      (
-        await store.all<{ endpoint_id: string; n: number }>(
-          `SELECT endpoint_id, COUNT(*) AS n FROM (SELECT endpoint_id, state, attempts FROM webhook_deliveries WHERE shop_id = ? AND mode = ? ORDER BY id DESC LIMIT ?) AS recent
-             WHERE endpoint_id IS NOT NULL AND (state = 'failed' OR (state = 'pending' AND attempts > 0)) GROUP BY endpoint_id`,
-          shopId,
-          ctx.cabinet!.mode,
-          RECENT_DELIVERIES,
-        )
-      ).map((r) => [r.endpoint_id, r.n]),
+    const failed = await store.all<{ endpoint_id: string; n: number }>(
+      `SELECT endpoint_id, COUNT(*) AS n FROM (SELECT endpoint_id, state, attempts FROM webhook_deliveries WHERE shop_id = ? AND mode = ? ORDER BY id DESC LIMIT ?) AS recent
+         WHERE endpoint_id IS NOT NULL AND (state = 'failed' OR (state = 'pending' AND attempts > 0)) GROUP BY endpoint_id`,
+      shopId, ctx.cabinet!.mode, RECENT_DELIVERIES,
     );
+    const counts = new Map(failed.map((r) => [r.endpoint_id, r.n]));
     const endpoints = await store.all<{ id: string; url: string; disabled_at: number | null }>('SELECT id, url, disabled_at FROM webhook_endpoints WHERE shop_id = ? ORDER BY created_at, id', shopId);
     for (const e of endpoints) {
       const n = counts.get(e.id) ?? 0;

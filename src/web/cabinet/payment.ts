@@ -5,19 +5,18 @@ import { badRequest } from '../../platform/http/errors';
 import { esc } from '../pay-page/layout';
 import { formatAmount, type Lang } from '../pay-page/i18n';
 import type { PaymentRow } from '../../money/bank-port/payment';
+import type { RefundRow } from '../../money/bank-port/refund';
 import { deliveryLog } from '../../money/webhooks/log';
 import { resendEvent } from '../../money/webhooks/outbox';
-import { refundsOf } from '../../money/payments/store';
+import { getPayment, refundsOf } from '../../money/payments/store';
+import { cancelTx } from '../../money/payments/state';
+import { createRefundTx, refundableOf } from '../../money/refunds/refunds';
+import { insertAudit, type Actor } from './audit';
 import { cabinetPage, field, postForm, table } from './layout';
-import { actor, ownPayment, ownShop, shopOfOwn } from './scope';
-import { cancelPayment, refundable, refundPayment } from './domain';
-import { change } from './act';
+import { actor, ownPayment, ownShop, shopOfOwn, change } from './scope';
 import { form } from './guard';
-import { ct, statusText, when } from './text';
-import { timeline, TIMELINE_MAX, TIMELINE_SCAN_ROWS } from './timeline';
-import { eventSummary, webhookCell } from './timeline-view';
-import { paymentStatusCell } from './payment-status';
-import { bankText, codeText, counted, deliveryText } from './codes';
+import { ct, statusBadge, when, paymentStatusCell, bankText, codeText, counted, deliveryText } from './text';
+import { eventSummary, timeline, TIMELINE_MAX, TIMELINE_SCAN_ROWS, webhookCell } from './timeline';
 import { listEndpoints } from '../../money/webhooks/store';
 
 /** `events_from` of a payment page's query: where its timeline's window starts (a seq), or undefined. */
@@ -57,7 +56,7 @@ export async function paymentPage(ctx: Ctx<Core>): Promise<Reply> {
   const shop = await ownShop(ctx, p.shop_id);
   const { store } = ctx.app;
   const amount = (n: number) => esc(formatAmount(lang, n, p.currency));
-  const left = await refundable(store, p);
+  const left = await refundableOf(store, p);
   const fields = fieldList(lang, p, shop.name);
 
   const actions: string[] = [];
@@ -78,7 +77,7 @@ ${field('r-reason', ct(lang, 'reason'), `<input id="r-reason" name="reason" maxl
 
   const refunds = table(
     [{ label: ct(lang, 'created') }, { label: ct(lang, 'amount'), num: true }, { label: ct(lang, 'status') }, { label: ct(lang, 'reason') }],
-    (await refundsOf(store, p.id)).map((r) => [esc(when(r.created_at)), amount(r.amount), `<span class="badge ${esc(r.status)}">${esc(statusText(lang, r.status))}</span>`, esc(r.reason)]),
+    (await refundsOf(store, p.id)).map((r) => [esc(when(r.created_at)), amount(r.amount), statusBadge(lang, r.status), esc(r.reason)]),
     ct(lang, 'nothing'),
   );
 
@@ -122,6 +121,25 @@ function refundAmount(text: string): number {
   if (t === '') return 0;
   if (!/^\d{1,10}(\.\d{1,2})?$/.test(t) || Number(t) <= 0) throw new Error(`Cannot refund: the amount must be rubles like 150 or 150.50, got "${text.slice(0, 32)}"`);
   return Math.round(Number(t) * 100);
+}
+
+/** Refund a payment (amount 0: the whole remainder), as POST /v1/public/payments/{id}/refund does; audited in the same commit. */
+function refundPayment(core: Pick<Core, 'store' | 'clocks' | 'events' | 'banks'>, p: PaymentRow, input: { amount: number; reason: string }, actor: Actor & { userId: string }): Promise<RefundRow> {
+  return core.store.write(async (tx) => {
+    const fresh = (await getPayment(tx, p.id))!;
+    const r = await createRefundTx(core, tx, fresh, { amount: input.amount, reason: input.reason, keyId: `cabinet:${actor.userId}` });
+    await insertAudit(tx, actor, 'payment.refund', p.id, `refund ${r.id}: ${r.amount} ${p.currency}${input.reason ? ` (${input.reason})` : ''}`, core.clocks.real());
+    return r;
+  });
+}
+
+/** Cancel a pending payment, as POST /v1/public/payments/{id}/cancel does; audited in the same commit. */
+function cancelPayment(core: PaymentsCore, p: PaymentRow, actor: Actor): Promise<PaymentRow> {
+  return core.store.write(async (tx) => {
+    const after = await cancelTx(core, tx, (await getPayment(tx, p.id))!);
+    await insertAudit(tx, actor, 'payment.cancel', p.id, '', core.clocks.real());
+    return after;
+  });
 }
 
 /** POST /cabinet/payments/:id/refund {amount, reason}: the same refund as the API's, audited. */

@@ -1,7 +1,7 @@
 import type { Store } from '../../platform/storage/store';
 import { putShopPayoutProvider, removeShopPayoutProvider, shopPayoutProvider, type ShopPayoutProvider } from '../../money/bank-port/store';
 import { MasterKey } from '../../platform/secrets/master-key';
-import { checkYookassaCredentials } from '../../banks/yookassa/credentials';
+import { checkYookassaCredentials } from '../../banks/yookassa/http';
 import { secretLabel, YOOKASSA, YOOKASSA_API_URLS } from '../../banks/yookassa/settings';
 
 // A shop's payout provider (YooKassa Payouts), independent of its acquirer: the one rule `kopek shop payouts`
@@ -16,7 +16,7 @@ export interface PayoutProviderView {
 }
 
 /** The payout providers a shop may set. */
-export const PAYOUT_PROVIDERS: readonly string[] = [YOOKASSA];
+const PAYOUT_PROVIDERS: readonly string[] = [YOOKASSA];
 
 /** What setting a payout provider takes: the secret in clear (for the credentials check and sealing only). */
 export interface PayoutProviderInput {
@@ -28,7 +28,7 @@ export interface PayoutProviderInput {
 }
 
 /** The view of a payout provider row. */
-export function payoutProviderView(p: ShopPayoutProvider): PayoutProviderView {
+function payoutProviderView(p: ShopPayoutProvider): PayoutProviderView {
   return { shop_id: p.shop_id, provider: p.provider, agent_id: p.agent_id, api_url: p.api_url };
 }
 
@@ -71,22 +71,12 @@ export function checkPayoutProvider(p: PayoutProviderInput, choices?: readonly s
  * with a request that changes nothing (refused: nothing is written), then the row written with the secret
  * sealed under the database's master key. `timeoutMs` bounds the check.
  */
-export async function setPayoutProvider(
-  store: Store,
-  shopId: string,
-  input: PayoutProviderInput,
-  o: { now: number; timeoutMs: number; choices?: readonly string[] },
-): Promise<PayoutProviderView> {
+export async function setPayoutProvider(store: Store, shopId: string, input: PayoutProviderInput, o: { now: number; timeoutMs: number; choices?: readonly string[] }): Promise<PayoutProviderView> {
   const p = checkPayoutProvider(input, o.choices);
   const checked = await checkYookassaCredentials({ apiUrl: p.apiUrl, agentId: p.agentId, secret: p.secret, timeoutMs: o.timeoutMs });
   if (!checked.ok) throw new Error(`cannot set the payout provider: the credentials check failed: ${checked.reason}`);
-  const row: ShopPayoutProvider = {
-    shop_id: shopId,
-    provider: p.provider,
-    agent_id: p.agentId,
-    secret: new MasterKey(store.path).encrypt(p.secret, secretLabel(shopId)),
-    api_url: p.apiUrl,
-  };
+  const secret = new MasterKey(store.path).encrypt(p.secret, secretLabel(shopId));
+  const row: ShopPayoutProvider = { shop_id: shopId, provider: p.provider, agent_id: p.agentId, secret, api_url: p.apiUrl };
   await store.tx(async (tx) => putShopPayoutProvider(tx, row, o.now));
   return payoutProviderView(row);
 }

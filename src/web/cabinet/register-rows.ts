@@ -5,7 +5,7 @@ import type { Cursor } from '../../money/registers/cursor';
 import type { RegisterQuery } from '../../money/registers/query';
 
 /** Most index seeks one cabinet query merges: one per shop and status value, each of at most a page of rows. */
-export const CABINET_SEEKS_MAX = 64;
+const CABINET_SEEKS_MAX = 64;
 /**
  * Most register rows one cabinet query reads to find the rows of a filter no index serves (order id, amount
  * range). A page that is not full by then says how far it searched and offers to search on from there.
@@ -31,10 +31,7 @@ function newer(a: Position, b: Position): boolean {
   return a.created_at > b.created_at || (a.created_at === b.created_at && a.seq > b.seq);
 }
 
-/**
- * The index seeks of one cabinet query: one per shop and status value. More than CABINET_SEEKS_MAX is
- * refused with 400 naming `shop`, before anything is read.
- */
+/** The index seeks of one cabinet query, one per shop and status value; more than CABINET_SEEKS_MAX is a 400 naming `shop`. */
 export function cabinetSeeks(spec: RegisterTable, shopIds: readonly string[], mode: string, rq: RegisterQuery, columns = '*'): RegisterSeek[] {
   const seeks = shopIds.flatMap((id) => registerSeeks(spec, id, [mode], { status: rq.statuses ?? undefined }, rq, columns));
   if (seeks.length > CABINET_SEEKS_MAX) {
@@ -50,14 +47,7 @@ export function cabinetSeeks(spec: RegisterTable, shopIds: readonly string[], mo
  * at most SCAN_ROWS_MAX / seeks rows and filters it; when a window ran out before the page filled, the page
  * holds the matches down to the shallowest window end and `searchedTo` is that position.
  */
-export async function cabinetRows<R extends Position>(
-  q: Reader,
-  spec: RegisterTable,
-  shopIds: readonly string[],
-  mode: string,
-  rq: RegisterQuery,
-  extra: RowFilter,
-): Promise<CabinetRows<R>> {
+export async function cabinetRows<R extends Position>(q: Reader, spec: RegisterTable, shopIds: readonly string[], mode: string, rq: RegisterQuery, extra: RowFilter): Promise<CabinetRows<R>> {
   const seeks = cabinetSeeks(spec, shopIds, mode, rq);
   const take = rq.limit + 1;
   const merge = (rows: R[]): R[] => rows.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq).slice(0, take);

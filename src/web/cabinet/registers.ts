@@ -2,7 +2,7 @@ import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import { ApiError } from '../../platform/http/errors';
 import { esc } from '../pay-page/layout';
-import { formatAmount, type Lang } from '../pay-page/i18n';
+import { formatAmount, type Lang, failureReason } from '../pay-page/i18n';
 import { encodeCursor } from '../../money/registers/cursor';
 import { REGISTERS as TABLES } from '../../money/registers/plan';
 import { parseRegisterQuery, toPage, type RegisterQuery } from '../../money/registers/query';
@@ -10,12 +10,9 @@ import { cabinetRows, cabinetSeeks, SCAN_ROWS_MAX, type CabinetRows, type RowFil
 import { PAYMENT_STATUSES } from '../../money/bank-port/payment';
 import { REFUND_STATUSES } from '../../money/refunds/handlers';
 import { iso } from '../../platform/util/time';
-import { cabinetPage, field, table } from './layout';
+import { cabinetPage, field, table, options } from './layout';
 import { merchantShops, ownShop } from './scope';
-import { ct, statusText, when, type CabKey } from './text';
-import { codeText, maskPhone } from './codes';
-import { paymentStatusCell } from './payment-status';
-import { failureReason } from '../pay-page/i18n';
+import { ct, statusBadge, statusText, when, type CabKey, codeText, maskPhone, paymentStatusCell } from './text';
 import type { Reader } from '../../platform/storage/store';
 
 /** Rows per page of a register in the cabinet. */
@@ -45,10 +42,7 @@ interface Register {
   enrich?(q: Reader, rows: Row[]): Promise<void>;
 }
 
-/**
- * A refund's payment as a merchant knows it: its order id, or its public number when the order has none (the
- * refunds table keeps only the payment's UUID). One read of the payments of the page's refunds.
- */
+/** A refund's payment as a merchant knows it (order id, public number): the refunds table keeps only its UUID. */
 async function refundPayments(q: Reader, rows: Row[]): Promise<void> {
   const ids = [...new Set(rows.map((r) => String(r.payment_id)))];
   if (ids.length === 0) return;
@@ -74,7 +68,6 @@ function recipientOf(r: Row): string {
   return o.account_number ? `•••• ${o.account_number.slice(-4)}` : '';
 }
 
-const badge = (lang: Lang, s: string): string => `<span class="badge ${esc(s)}">${esc(statusText(lang, s))}</span>`;
 const money = (lang: Lang, r: Row): string => esc(formatAmount(lang, r.amount, String(r.currency ?? 'RUB')));
 const shopCol: Column = { label: 'shop', cell: (r, _l, shops) => esc(shops.get(r.shop_id) ?? r.shop_id), csv: (r, shops) => shops.get(r.shop_id) ?? r.shop_id, csvName: 'shop' };
 const createdCol: Column = { label: 'created', cell: (r) => esc(when(r.created_at)), csv: (r) => iso(r.created_at), csvName: 'created_at' };
@@ -104,15 +97,10 @@ const REGISTERS: Record<Register['name'], Register> = {
     enrich: refundPayments,
     columns: [
       createdCol,
-      {
-        label: 'payment',
-        cell: (r) => `<a href="/cabinet/payments/${esc(r.payment_id)}">${esc(String(r.payment_order_id || r.payment_public_id || r.payment_id))}</a>`,
-        csv: (r) => String(r.payment_id),
-        csvName: 'payment_id',
-      },
+      { label: 'payment', cell: (r) => `<a href="/cabinet/payments/${esc(r.payment_id)}">${esc(String(r.payment_order_id || r.payment_public_id || r.payment_id))}</a>`, csv: (r) => String(r.payment_id), csvName: 'payment_id' },
       { label: 'payment_number', cell: (r) => esc(r.payment_public_id), csv: (r) => String(r.payment_order_id ?? ''), csvName: 'order_id' },
       { label: 'amount', num: true, cell: (r, l) => esc(formatAmount(l, r.amount, 'RUB')), csv: (r) => r.amount, csvName: 'amount' },
-      { label: 'status', cell: (r, l) => badge(l, r.status), csv: (r) => r.status, csvName: 'status' },
+      { label: 'status', cell: (r, l) => statusBadge(l, r.status), csv: (r) => r.status, csvName: 'status' },
       { label: 'reason', cell: (r) => esc(r.reason), csv: (r) => String(r.reason), csvName: 'reason' },
       shopCol,
     ],
@@ -127,7 +115,7 @@ const REGISTERS: Record<Register['name'], Register> = {
       { label: 'method', cell: (r, l) => esc(codeText(l, String(r.method))), csv: (r) => String(r.method), csvName: 'method' },
       { label: 'recipient', cell: (r) => esc(recipientOf(r)), csv: (r) => recipientOf(r), csvName: 'recipient' },
       { label: 'amount', num: true, cell: (r, l) => money(l, r), csv: (r) => r.amount, csvName: 'amount' },
-      { label: 'status', cell: (r, l) => badge(l, r.status) + (r.fail_reason ? ` <small>${esc(failureReason(l, String(r.fail_reason)))}</small>` : ''), csv: (r) => r.status, csvName: 'status' },
+      { label: 'status', cell: (r, l) => statusBadge(l, r.status) + (r.fail_reason ? ` <small>${esc(failureReason(l, String(r.fail_reason)))}</small>` : ''), csv: (r) => r.status, csvName: 'status' },
       { label: 'id', cell: (r) => `<span class="mono">${esc(r.id)}</span>`, csv: (r) => String(r.id), csvName: 'id' },
       shopCol,
     ],
@@ -217,9 +205,8 @@ async function filterForm(ctx: Ctx<Core>, reg: Register, f: Filter): Promise<str
   const lang = ctx.cabinet!.lang;
   const q = ctx.query;
   const shops = await merchantShops(ctx);
-  const opt = (v: string, label: string, sel: boolean) => `<option value="${esc(v)}"${sel ? ' selected' : ''}>${esc(label)}</option>`;
-  const shopSelect = `<select id="f-shop" name="shop">${opt('', ct(lang, 'all_shops'), !f.shopId)}${shops.map((s) => opt(s.id, s.name, s.id === f.shopId)).join('')}</select>`;
-  const statusSelect = `<select id="f-status" name="status">${opt('', ct(lang, 'any_status'), !q.get('status'))}${reg.statuses.map((s) => opt(s, statusText(lang, s), q.get('status') === s)).join('')}</select>`;
+  const shopSelect = `<select id="f-shop" name="shop">${options([['', ct(lang, 'all_shops')], ...shops.map((s): [string, string] => [s.id, s.name])], f.shopId)}</select>`;
+  const statusSelect = `<select id="f-status" name="status">${options([['', ct(lang, 'any_status')], ...reg.statuses.map((s): [string, string] => [s, statusText(lang, s)])], q.get('status') ?? '')}</select>`;
   const input = (id: string, name: string, type: string, extra = '') => `<input id="${id}" name="${name}" type="${type}" value="${esc(q.get(name) ?? '')}"${extra}>`;
   return `<form method="get" action="/cabinet/${reg.name}" class="filters" role="search">
 ${field('f-shop', ct(lang, 'shop'), shopSelect)}
@@ -266,24 +253,20 @@ ${searchedTo ? `<p class="muted" role="status">${esc(ct(lang, 'searched_to').rep
 }
 
 /**
- * Where a spreadsheet may start a cell inside a field: its start, or after any separator the file may be read
- * with (a comma; a semicolon, as Excel in a Russian locale splits; a tab; a pipe; a line break), past any spaces
- * or quotes. A cell beginning with = + - @ (or their full-width forms, or a tab or carriage return) runs as a
- * formula; a `'` put before that character makes it text.
+ * Where a spreadsheet may start a cell inside a field: its start, or after any separator it may split on (comma,
+ * semicolon as Excel in a Russian locale, tab, pipe, line break), past spaces or quotes. A cell beginning with
+ * = + - @ (or their full-width forms, a tab or a carriage return) runs as a formula; a `'` before it makes it text.
  */
 const FORMULA_START = /(^|[,;\t|\r\n])([\s"']*)(?=[=+\-@\uFF1D\uFF0B\uFF0D\uFF20\t\r])/g;
 
 /** A CSV field: formulas defused wherever a cell may begin (FORMULA_START); quoted when it holds a separator, quote or line break. */
-export function csvField(v: string | number): string {
+function csvField(v: string | number): string {
   if (typeof v === 'number') return String(v);
   const safe = v.replace(FORMULA_START, "$1$2'");
   return /[",;\t\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
-/**
- * GET /cabinet/{payments|refunds|payouts}.csv: every row of the filter the page shows (all its pages), streamed
- * in keyset chunks so a long export neither holds the database nor the whole file in memory.
- */
+/** GET /cabinet/{payments|refunds|payouts}.csv: every row of the page's filter, streamed in keyset chunks (no whole file in memory). */
 export function registerCsv(name: Register['name']): (ctx: Ctx<Core>) => Promise<Reply> {
   return async (ctx) => {
     const reg = REGISTERS[name];
@@ -292,12 +275,8 @@ export function registerCsv(name: Register['name']): (ctx: Ctx<Core>) => Promise
     const shops = new Map((await merchantShops(ctx)).map((s) => [s.id, s.name]));
     const res = ctx.res;
     const day = new Date(ctx.app.clocks.real()).toISOString().slice(0, 10);
-    res.writeHead(200, {
-      'Content-Type': 'text/csv; charset=utf-8',
-      'Content-Disposition': `attachment; filename="${name}-${ctx.cabinet!.mode}-${day}.csv"`,
-      'Cache-Control': 'no-store',
-      'X-Content-Type-Options': 'nosniff',
-    });
+    const disposition = `attachment; filename="${name}-${ctx.cabinet!.mode}-${day}.csv"`;
+    res.writeHead(200, { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': disposition, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
     res.write(reg.columns.map((c) => c.csvName).join(',') + '\r\n');
     let rq: RegisterQuery = { ...f.rq, after: null, limit: CSV_CHUNK_ROWS };
     const high = await highSeq(ctx, reg);

@@ -3,10 +3,9 @@ export { cabinetRoot, showLogin, postLogin, postLogout, postLogoutAll, postPrefs
 export { overview } from './overview';
 export { registerPage, registerCsv } from './registers';
 export { paymentPage, postRefund, postCancel, postResend } from './payment';
-export { shopsPage, postShop, shopPage, postScopes, postAllowlist, postRequireSignature, postSigningSecret, postAcquirer, postRemoveAcquirer, postActivateLive } from './shops';
-export { postPayoutProvider, postRemovePayoutProvider } from './payout-live';
+export { shopsPage, postShop, shopPage, postScopes, postAllowlist, postRequireSignature, postSigningSecret, postAcquirer, postRemoveAcquirer, postActivateLive, postPayoutProvider, postRemovePayoutProvider } from './shops';
 export { keysPage, postKey, postRevoke } from './keys';
 export { webhooksPage, postEndpoint, postRotate, postDeleteEndpoint } from './webhooks';
 export { testPage, postAdvance, postReset } from './testmode';
-export { auditPage } from './audit-page';
+export { auditPage } from './audit';
 export { accountPage, postTotpStart, postTotpConfirm, postTotpDisable, postPassword } from './account';

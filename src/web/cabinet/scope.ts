@@ -1,11 +1,13 @@
-import type { Ctx } from '../../platform/http/types';
+import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
-import { notFound } from '../../platform/http/errors';
+import { ApiError, notFound } from '../../platform/http/errors';
 import { isUuid } from '../../platform/util/ids';
 import type { Shop } from '../../money/shops/store';
 import type { PaymentRow } from '../../money/bank-port/payment';
-import { findPayment } from './domain';
-import type { Actor } from './audit';
+import { getPayment } from '../../money/payments/store';
+import { recordAudit, type Actor } from './audit';
+import { setFlash } from './sessions';
+import { ct } from './text';
 
 /** The signed-in user's merchant's shops, oldest first. */
 export function merchantShops(ctx: Ctx<Pick<Core, 'store'>>): Promise<Shop[]> {
@@ -14,15 +16,10 @@ export function merchantShops(ctx: Ctx<Pick<Core, 'store'>>): Promise<Shop[]> {
 
 /** A shop of the user's merchant, or 404: another merchant's shop looks the same as none. */
 export async function ownShop(ctx: Ctx<Pick<Core, 'store'>>, id: string | undefined | null): Promise<Shop> {
-  const shop = id && isUuid(id) ? await ctx.app.store.get<Shop>('SELECT * FROM shops WHERE id = ?', id) : undefined;
-  if (!shop || shop.merchant_id !== ctx.cabinet!.merchantId) throw notFound(`Cannot find shop "${String(id ?? '').slice(0, 64)}"`);
-  return shop;
+  return shopOfOwn(ctx, id && isUuid(id) ? id : undefined, `Cannot find shop "${String(id ?? '').slice(0, 64)}"`);
 }
 
-/**
- * The shop of an object the user named by its own id (a key, a webhook endpoint, an event), else the 404 of
- * that object (`missing`): another merchant's object answers exactly as an unknown id does, naming no shop.
- */
+/** The shop of an object the user named by its own id (a key, an endpoint, an event), else that object's 404 (`missing`). */
 export async function shopOfOwn(ctx: Ctx<Pick<Core, 'store'>>, shopId: string | undefined, missing: string): Promise<Shop> {
   const shop = shopId ? await ctx.app.store.get<Shop>('SELECT * FROM shops WHERE id = ?', shopId) : undefined;
   if (!shop || shop.merchant_id !== ctx.cabinet!.merchantId) throw notFound(missing);
@@ -40,7 +37,7 @@ export async function chosenShop(ctx: Ctx<Pick<Core, 'store'>>): Promise<Shop> {
 
 /** A payment of the user's merchant, or 404 (another merchant's payment is not reachable by URL). */
 export async function ownPayment(ctx: Ctx<Pick<Core, 'store'>>, id: string): Promise<PaymentRow> {
-  const p = isUuid(id) ? await findPayment(ctx.app.store, id) : undefined;
+  const p = isUuid(id) ? await getPayment(ctx.app.store, id) : undefined;
   if (!p || p.merchant_id !== ctx.cabinet!.merchantId) throw notFound(`Cannot find payment "${id.slice(0, 64)}"`);
   return p;
 }
@@ -49,4 +46,47 @@ export async function ownPayment(ctx: Ctx<Pick<Core, 'store'>>, id: string): Pro
 export function actor(ctx: Ctx): Actor & { userId: string } {
   const c = ctx.cabinet!;
   return { merchantId: c.merchantId, userId: c.userId, email: c.email, ip: ctx.ip };
+}
+
+/** Write an audit line of the signed-in user, in its own transaction. */
+export function audit(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, action: string, target: string, detail = ''): Promise<void> {
+  return recordAudit(ctx.app.store, actor(ctx), action, target, detail, ctx.app.clocks.real());
+}
+
+/** What a change is called in the audit log, and where the browser goes after it. */
+export interface Change {
+  /** Audit action, e.g. `key.revoke`. */
+  action: string;
+  target: string;
+  /** Where to go after (a GET page of the cabinet). */
+  back: string;
+  /** The message shown on that page; default "Saved.", followed by what `fn` returned when that is a string. */
+  ok?: string;
+  /** True when `fn` audits inside its own commit. */
+  auditedInside?: boolean;
+}
+
+/**
+ * Make a change the way every cabinet form does: run it (through the domain function the admin commands and
+ * the API use), write the audit line, leave a message for the next page, and redirect there (POST → 303 → GET,
+ * so a reload does not repeat it). A refusal changes nothing and shows its reason; a fault of the server stays a 500.
+ */
+export async function change(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, c: Change, fn: () => unknown | Promise<unknown>): Promise<Reply> {
+  const auth = ctx.cabinet!;
+  let detail: unknown;
+  try {
+    detail = await fn();
+  } catch (err) {
+    return refused(ctx, c.back, err);
+  }
+  if (!c.auditedInside) await audit(ctx, c.action, c.target, typeof detail === 'string' ? detail : '');
+  await setFlash(ctx.app.store, auth.sessionHash, 'ok', `${c.ok ?? ct(auth.lang, 'saved')}${typeof detail === 'string' && detail ? ` ${detail}` : ''}`);
+  return { status: 303, location: c.back };
+}
+
+/** A refused change (bad input, wrong state) shown on the page `back`; anything else (a fault of the server) is thrown on. */
+export async function refused(ctx: Ctx<Pick<Core, 'store'>>, back: string, err: unknown): Promise<Reply> {
+  if (!(err instanceof Error) || (err instanceof ApiError && err.status >= 500)) throw err;
+  await setFlash(ctx.app.store, ctx.cabinet!.sessionHash, 'error', err.message);
+  return { status: 303, location: back };
 }

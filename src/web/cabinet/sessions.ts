@@ -12,7 +12,7 @@ export const SESSION_ABSOLUTE_MS = 12 * 3_600_000;
 /** last_seen_at is written at most this often: a page view is a read, not a write, most of the time. */
 const TOUCH_EVERY_MS = 60_000;
 /** The session cookie's name over http; over https it carries the `__Host-` prefix (cookieName). */
-export const SESSION_COOKIE = 'kopek_cabinet';
+const SESSION_COOKIE = 'kopek_cabinet';
 
 interface SessionRow {
   token_hash: string;
@@ -36,16 +36,8 @@ export async function createSession(store: Store, user: CabinetUser, o: { ip: st
   await store.tx(async (tx) => {
     // Sessions whose browsers never came back are swept here, so the table holds only live ones (and this one).
     await tx.run('DELETE FROM cabinet_sessions WHERE last_seen_at <= ? OR created_at <= ?', o.now - SESSION_IDLE_MS, o.now - SESSION_ABSOLUTE_MS);
-    await tx.run(
-      `INSERT INTO cabinet_sessions (token_hash, user_id, csrf_token, lang, ip, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      sha256Hex(token),
-      user.id,
-      csrf,
-      o.lang,
-      o.ip,
-      o.now,
-      o.now,
-    );
+    const insert = 'INSERT INTO cabinet_sessions (token_hash, user_id, csrf_token, lang, ip, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)';
+    await tx.run(insert, sha256Hex(token), user.id, csrf, o.lang, o.ip, o.now, o.now);
   });
   return token;
 }
@@ -59,10 +51,7 @@ export function cookieValue(header: string | undefined, name: string): string | 
   return undefined;
 }
 
-/**
- * The session of a request's cookie, or null when there is none, it is unknown, it expired (idle or absolute;
- * an expired one is deleted), or its user was disabled. A flash message is taken out of the session here.
- */
+/** The session of a request's cookie, or null (none, unknown, expired and deleted, user disabled); takes its flash message out. */
 export async function loadSession(store: Store, clocks: Clocks, cookieHeader: string | undefined, consumeFlash: boolean, baseUrl: string): Promise<CabinetAuth | null> {
   const token = cookieValue(cookieHeader, cookieName(baseUrl, SESSION_COOKIE));
   if (!token || !/^[A-Za-z0-9_-]{43}$/.test(token)) return null;
@@ -83,17 +72,7 @@ export async function loadSession(store: Store, clocks: Clocks, cookieHeader: st
   if (touch || flash) {
     await store.tx((tx) => tx.run(`UPDATE cabinet_sessions SET last_seen_at = ?, flash = ${flash ? 'NULL' : 'flash'} WHERE token_hash = ?`, touch ? now : row.last_seen_at, hash));
   }
-  return {
-    userId: row.user_id,
-    email: row.email,
-    merchantId: row.merchant_id,
-    sessionHash: hash,
-    csrf: row.csrf_token,
-    mode: row.view_mode,
-    lang: row.lang,
-    totp: row.totp_on === 1,
-    flash,
-  };
+  return { userId: row.user_id, email: row.email, merchantId: row.merchant_id, sessionHash: hash, csrf: row.csrf_token, mode: row.view_mode, lang: row.lang, totp: row.totp_on === 1, flash };
 }
 
 /** True when `given` is the session's CSRF token (compared in constant time). */
@@ -130,25 +109,17 @@ export async function openSessions(store: Store, clocks: Clocks, userId: string)
   return (await store.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_sessions WHERE user_id = ? AND last_seen_at > ?', userId, since))!.n;
 }
 
-/** True when the service is reached over https (`baseUrl`, Core.baseUrl()): its cookies are then `__Host-` cookies. */
-function overHttps(baseUrl: string): boolean {
-  return baseUrl.startsWith('https:');
-}
-
 /**
  * A cabinet cookie's name: over https with the `__Host-` prefix, which a browser accepts only from this very
  * origin (Secure, Path=/, no Domain), so a page on another port or subdomain of the host cannot plant it.
  */
 export function cookieName(baseUrl: string, name: string): string {
-  return overHttps(baseUrl) ? `__Host-${name}` : name;
+  return baseUrl.startsWith('https:') ? `__Host-${name}` : name;
 }
 
-/**
- * The attributes every cabinet cookie carries: over https Secure and Path=/, as the `__Host-` prefix requires;
- * over plain http (a local server) the path of the cabinet.
- */
+/** The attributes every cabinet cookie carries: over https Secure and Path=/, as `__Host-` requires; over http the cabinet's path. */
 export function cookieAttributes(baseUrl: string): string {
-  return overHttps(baseUrl) ? 'HttpOnly; SameSite=Strict; Path=/; Secure' : 'HttpOnly; SameSite=Strict; Path=/cabinet';
+  return baseUrl.startsWith('https:') ? 'HttpOnly; SameSite=Strict; Path=/; Secure' : 'HttpOnly; SameSite=Strict; Path=/cabinet';
 }
 
 /** Set-Cookie for a new session (a browser-session cookie: the server decides expiry). */

@@ -3,15 +3,15 @@ import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/layout';
 import { ALL_SCOPES } from '../../platform/auth/scopes';
 import { activateLive, createShop, getMerchant, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes } from '../../money/shops/store';
-import { removeAcquirer, setTBankAcquirer, showAcquirer } from '../../banks/tbank/acquirer';
-import { apiUrlChoices } from '../../banks/tbank/settings';
-import { recordAudit } from './audit';
-import { payoutProviderSection } from './payout-live';
-import { cabinetPage, field, postForm, table } from './layout';
-import { actor, merchantShops, ownShop } from './scope';
-import { change } from './act';
+import { apiUrlChoices, removeAcquirer, setTBankAcquirer, showAcquirer } from '../../banks/tbank/settings';
+import { payoutsNeedingDecision } from '../../money/payouts/store';
+import { allowListOf, literalRefusal } from '../../money/webhooks/url-safety';
+import { YOOKASSA } from '../../banks/yookassa/settings';
+import { payoutApiUrlChoices, removePayoutProvider, setPayoutProvider, showPayoutProvider } from './payout-provider';
+import { cabinetPage, field, options, postForm, table } from './layout';
+import { audit, change, merchantShops, ownShop } from './scope';
 import { form } from './guard';
-import { ct } from './text';
+import { ct, when } from './text';
 
 /** GET /cabinet/shops: the merchant's shops and a form to create one. */
 export async function shopsPage(ctx: Ctx<Core>): Promise<Reply> {
@@ -43,7 +43,7 @@ export async function postShop(ctx: Ctx<Core>): Promise<Reply> {
   } catch (err) {
     return cabinetPage(ctx, { title: ct(lang, 'shops'), active: 'shops', status: 400, body: `<h1>${esc(ct(lang, 'create_shop'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/shops">${esc(ct(lang, 'back'))}</a></p>` });
   }
-  await recordAudit(ctx.app.store, actor(ctx), 'shop.create', shop.id, shop.name, ctx.app.clocks.real());
+  await audit(ctx, 'shop.create', shop.id, shop.name);
   const body = `<h1>${esc(shop.name)}</h1>
 <p class="ok" role="status">${esc(ct(lang, 'saved'))} ${esc(ct(lang, 'shown_once'))}</p>
 ${field('sec-sign', ct(lang, 'signing_secret'), `<output id="sec-sign" class="secret">${esc(shop.signing_secret)}</output>`)}
@@ -90,7 +90,7 @@ async function liveSection(ctx: Ctx<Core>, shopId: string, base: string): Promis
     `${base}/acquirer`,
     `${field('acq-key', ct(lang, 'terminal_key'), '<input id="acq-key" name="terminal_key" required maxlength="64" autocomplete="off" spellcheck="false">')}
 ${field('acq-pass', ct(lang, 'terminal_password'), '<input id="acq-pass" name="password" type="password" required maxlength="128" autocomplete="new-password">')}
-${field('acq-url', ct(lang, 'api_url'), `<select id="acq-url" name="api_url">${apiUrlChoices(a?.api_url).map((u) => `<option value="${esc(u)}"${u === a?.api_url ? ' selected' : ''}>${esc(u)}</option>`).join('')}</select>`, ct(lang, 'acquirer_hint'))}
+${field('acq-url', ct(lang, 'api_url'), `<select id="acq-url" name="api_url">${options(apiUrlChoices(a?.api_url).map((u) => [u, u]), a?.api_url)}</select>`, ct(lang, 'acquirer_hint'))}
 <button class="btn" type="submit">${esc(ct(lang, 'set_acquirer'))}</button>`,
   );
   const live = merchant?.live_enabled
@@ -161,10 +161,72 @@ export async function postSigningSecret(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const s = await ownShop(ctx, ctx.params.id);
   const secret = await rotateSigningSecret(ctx.app.store, s.id);
-  await recordAudit(ctx.app.store, actor(ctx), 'shop.signing_secret.rotate', s.id, '', ctx.app.clocks.real());
+  await audit(ctx, 'shop.signing_secret.rotate', s.id);
   const body = `<h1>${esc(s.name)}</h1>
 <p class="ok" role="status">${esc(ct(lang, 'shown_once'))}</p>
 ${field('sec-sign', ct(lang, 'signing_secret'), `<output id="sec-sign" class="secret">${esc(secret)}</output>`)}
 <p><a class="btn" href="/cabinet/shops/${esc(s.id)}">${esc(ct(lang, 'back'))}</a></p>`;
   return cabinetPage(ctx, { title: s.name, active: 'shops', body });
+}
+
+// The cabinet's half of a shop's payout provider: the same rule as `kopek shop payouts`, offering only the
+// provider's published addresses (and the one the operator set); the secret key is never shown.
+
+/** The shop's payout provider (never its secret) with the forms to set or remove it, and the card payouts waiting for a decision. */
+async function payoutProviderSection(ctx: Ctx<Core>, shopId: string, base: string): Promise<string> {
+  const lang = ctx.cabinet!.lang;
+  const p = await showPayoutProvider(ctx.app.store, shopId);
+  const current = p
+    ? `<dl class="facts" id="payout-provider"><dt>${esc(ct(lang, 'payout_provider'))}</dt><dd class="mono">${esc(p.provider)}</dd><dt>${esc(ct(lang, 'agent_id'))}</dt><dd class="mono">${esc(p.agent_id)}</dd><dt>API</dt><dd class="mono">${esc(p.api_url)}</dd></dl>
+<div class="danger-zone">${postForm(ctx, `${base}/payout-provider/remove`, `<button class="btn danger" type="submit">${esc(ct(lang, 'remove_payout_provider'))}</button>`, { confirm: ct(lang, 'confirm') })}</div>`
+    : `<p class="muted" id="payout-provider">${esc(ct(lang, 'payout_provider_none'))}</p>`;
+  const setForm = postForm(
+    ctx,
+    `${base}/payout-provider`,
+    `<input type="hidden" name="provider" value="${YOOKASSA}">
+${field('po-agent', ct(lang, 'agent_id'), '<input id="po-agent" name="agent_id" required maxlength="64" autocomplete="off" spellcheck="false">')}
+${field('po-secret', ct(lang, 'payout_secret'), '<input id="po-secret" name="secret" type="password" required maxlength="256" autocomplete="new-password">')}
+${field('po-url', ct(lang, 'payout_api_url'), `<select id="po-url" name="api_url">${options(payoutApiUrlChoices(p?.api_url).map((u) => [u, u]), p?.api_url)}</select>`, ct(lang, 'payout_provider_hint'))}
+<button class="btn" type="submit">${esc(ct(lang, 'set_payout_provider'))}</button>`,
+  );
+  const waiting = await payoutsNeedingDecision(ctx.app.store, shopId);
+  const undecided = waiting.length
+    ? `<p class="alert">${esc(ct(lang, 'payouts_undecided'))}</p>${table(
+        [{ label: 'ID' }, { label: ct(lang, 'amount'), num: true }, { label: 'Card' }, { label: ct(lang, 'created') }],
+        waiting.map((w) => [`<span class="mono">${esc(w.id)}</span>`, esc(String(w.amount)), esc(`*${w.card_last4 ?? ''}`), esc(when(w.created_at))]),
+        '',
+      )}`
+    : '';
+  return `<h2>${esc(ct(lang, 'payout_provider'))}</h2>
+${current}
+${undecided}
+${setForm}`;
+}
+
+/**
+ * POST /cabinet/shops/:id/payout-provider {provider, agent_id, secret, api_url?}: as `kopek shop payouts` does
+ * (the credentials checked at the provider first); only the provider's published addresses, or the one the
+ * operator set, and only an address the server may call (--webhook-allow for a private one).
+ */
+export async function postPayoutProvider(ctx: Ctx<Core>): Promise<Reply> {
+  const s = await ownShop(ctx, ctx.params.id);
+  const f = form(ctx);
+  return change(ctx, { action: 'shop.payout_provider.set', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => {
+    const choices = payoutApiUrlChoices((await showPayoutProvider(ctx.app.store, s.id))?.api_url);
+    const apiUrl = f.get('api_url') || undefined;
+    const url = (apiUrl ?? choices[0]).replace(/\/+$/, '');
+    if (choices.includes(url)) {
+      const why = literalRefusal(new URL(url), allowListOf(ctx.app.config.webhookAllow));
+      if (why) throw new Error(`cannot set the payout provider: the API address is the ${why}, which the server does not call (--webhook-allow)`);
+    }
+    const input = { provider: f.get('provider') || YOOKASSA, agentId: f.get('agent_id') ?? '', secret: f.get('secret') ?? '', apiUrl };
+    const v = await setPayoutProvider(ctx.app.store, s.id, input, { now: ctx.app.clocks.real(), timeoutMs: ctx.app.config.acquirerTimeoutSeconds * 1000, choices });
+    return `${v.provider} ${v.agent_id}`;
+  });
+}
+
+/** POST /cabinet/shops/:id/payout-provider/remove: as `kopek shop payouts --remove` does. */
+export async function postRemovePayoutProvider(ctx: Ctx<Core>): Promise<Reply> {
+  const s = await ownShop(ctx, ctx.params.id);
+  return change(ctx, { action: 'shop.payout_provider.remove', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => ((await removePayoutProvider(ctx.app.store, s.id)) ? '' : '(none was set)'));
 }

@@ -3,9 +3,9 @@ import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/layout';
 import type { Lang } from '../pay-page/i18n';
 import { cabinetPage, field, postForm } from './layout';
-import { chosenShop, ownShop } from './scope';
-import { advanceTestClock, resetTest, testClock } from './domain';
-import { change } from './act';
+import { chosenShop, ownShop, change } from './scope';
+import { advanceShopClock } from '../../banks/simulator/clock';
+import { resetTestData } from '../../banks/simulator/clock';
 import { form } from './guard';
 import { shopPicker } from './keys';
 import { ct, when } from './text';
@@ -18,13 +18,13 @@ const UNITS: Record<string, number> = { minutes: 60, hours: 3600, days: 86_400 }
 export async function testPage(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const shop = await chosenShop(ctx);
-  const clock = await testClock(ctx.app.store, ctx.app.clocks, shop.id);
+  const offset_ms = await ctx.app.clocks.offset(ctx.app.store, shop.id);
   const base = `/cabinet/test/${shop.id}`;
   const body = `<h1>${esc(ct(lang, 'test_mode'))} · ${esc(shop.name)}</h1>
 ${await shopPicker(ctx, '/cabinet/test', shop.id)}
 <h2>${esc(ct(lang, 'test_clock'))}</h2>
-<dl class="kv"><div><dt>${esc(ct(lang, 'clock_now'))}</dt><dd id="clock-now">${esc(when(clock.now))}</dd></div>
-<div><dt>${esc(ct(lang, 'clock_offset'))}</dt><dd id="clock-offset">${esc(duration(lang, clock.offset_ms))}</dd></div></dl>
+<dl class="kv"><div><dt>${esc(ct(lang, 'clock_now'))}</dt><dd id="clock-now">${esc(when(ctx.app.clocks.real() + offset_ms))}</dd></div>
+<div><dt>${esc(ct(lang, 'clock_offset'))}</dt><dd id="clock-offset">${esc(duration(lang, offset_ms))}</dd></div></dl>
 ${postForm(
   ctx,
   `${base}/advance`,
@@ -57,7 +57,7 @@ export async function postAdvance(ctx: Ctx<Core>): Promise<Reply> {
     if (!/^\d{1,9}$/.test(n) || !unit) throw new Error(`Cannot advance the test clock: give a whole number of minutes, hours or days, got "${n.slice(0, 32)}"`);
     const seconds = Number(n) * unit;
     if (seconds > ADVANCE_MAX_S) throw new Error(`Cannot advance the test clock by ${seconds} s: at most ${ADVANCE_MAX_S} s at once`);
-    const ran = await advanceTestClock(ctx.app, shop.id, seconds);
+    const ran = await advanceShopClock(ctx.app, shop.id, seconds);
     ctx.logExtra = { jobs_run: ran };
     return `+${seconds} s, ${ct(lang, 'jobs_run')} ${ran}`;
   });
@@ -70,7 +70,7 @@ export async function postReset(ctx: Ctx<Core>): Promise<Reply> {
   const confirmed = form(ctx).get('confirm') === '1';
   return change(ctx, { action: 'test.reset', target: shop.id, back: `/cabinet/test?shop=${shop.id}` }, async () => {
     if (!confirmed) throw new Error('Cannot reset test data: tick the confirmation first');
-    const deleted = await resetTest(ctx.app.store, shop.id);
+    const deleted = await resetTestData(ctx.app.store, shop.id);
     const total = Object.values(deleted).reduce((a, b) => a + b, 0);
     return `${ct(lang, 'deleted_rows')} ${total}`;
   });

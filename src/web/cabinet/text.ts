@@ -1,4 +1,6 @@
-import type { Lang } from '../pay-page/i18n';
+import { esc } from '../pay-page/layout';
+import { formatAmount, type Lang } from '../pay-page/i18n';
+import { TEST_BANK_NAME } from '../../banks/simulator/payments';
 
 /** Every text of the cabinet: [Russian, English]. */
 const TEXTS = {
@@ -177,7 +179,6 @@ const TEXTS = {
   description: ['Описание', 'Description'],
   card: ['Карта', 'Card'],
   bank: ['Банк', 'Bank'],
-  balance_note: ['Суммы в режиме', 'Amounts in mode'],
 } as const;
 
 /** A text's key. */
@@ -203,6 +204,11 @@ export function statusText(lang: Lang, status: string): string {
   return STATUS[status]?.[lang === 'ru' ? 0 : 1] ?? status;
 }
 
+/** A status as a badge. */
+export function statusBadge(lang: Lang, status: string): string {
+  return `<span class="badge ${esc(status)}">${esc(statusText(lang, status))}</span>`;
+}
+
 /**
  * A moment (ms or an ISO string) as `YYYY-MM-DD HH:MM:SS UTC`: every time the cabinet shows names its zone, and
  * it is the registers' (their dates are UTC days) and the API's.
@@ -211,4 +217,106 @@ export function when(at: number | string | null | undefined): string {
   if (at === null || at === undefined) return '—';
   const ms = typeof at === 'string' ? Date.parse(at) : at;
   return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
+// The codes the API speaks (a method, a mode, a delivery's state, the simulator's bank) as a merchant reads
+// them on a page; the CSV export and the API keep the codes themselves.
+
+const CODES: Record<string, [string, string]> = {
+  // Payment methods.
+  sbp: ['СБП', 'SBP'],
+  cards: ['Банковская карта', 'Bank card'],
+  tpay: ['T-Pay', 'T-Pay'],
+  bankpay: ['Кошелёк банка', 'Bank wallet'],
+  recurrent: ['Автоплатёж', 'Recurring charge'],
+  any: ['На выбор покупателя', "Buyer's choice"],
+  // Payout methods.
+  payouts_sbp: ['По номеру телефона (СБП)', 'To a phone (SBP)'],
+  payouts_card: ['На карту', 'To a card'],
+  payouts_account: ['На банковский счёт', 'To a bank account'],
+  // Modes.
+  test: ['тестовый', 'test'],
+  live: ['боевой', 'live'],
+};
+
+/** A method or mode code as a person reads it (unknown codes as they are). */
+export function codeText(lang: Lang, code: string): string {
+  return CODES[code]?.[lang === 'ru' ? 0 : 1] ?? code;
+}
+
+const DELIVERY: Record<string, [string, string]> = {
+  succeeded: ['доставлено', 'delivered'],
+  failed: ['не доставлено', 'failed'],
+  pending: ['в очереди', 'queued'],
+};
+
+/** A webhook delivery's state as a person reads it. */
+export function deliveryText(lang: Lang, status: string): string {
+  return DELIVERY[status]?.[lang === 'ru' ? 0 : 1] ?? status;
+}
+
+/** A bank's name as stored, with the simulator's own bank named in the page's language. */
+export function bankText(lang: Lang, name: string): string {
+  return name === TEST_BANK_NAME && lang === 'ru' ? 'Тестовый банк kopek' : name;
+}
+
+/** The forms of a counted word: Russian needs one, few and many (1 платёж, 2 платежа, 5 платежей); English one and other. */
+interface Plural {
+  one: string;
+  few?: string;
+  many?: string;
+  other: string;
+}
+
+const RULES = { ru: new Intl.PluralRules('ru-RU'), en: new Intl.PluralRules('en-GB') };
+
+/** Counted words of the cabinet, [Russian, English]. */
+const COUNTED = {
+  payments: [
+    { one: 'платёж', few: 'платежа', many: 'платежей', other: 'платежа' },
+    { one: 'payment', other: 'payments' },
+  ],
+  deliveries: [
+    { one: 'доставка поставлена в очередь', few: 'доставки поставлены в очередь', many: 'доставок поставлено в очередь', other: 'доставки поставлено в очередь' },
+    { one: 'delivery queued', other: 'deliveries queued' },
+  ],
+} as const satisfies Record<string, [Plural, Plural]>;
+
+/** `n` of a counted word of the cabinet in the form the language's plural rules ask for (`Intl.PluralRules`). */
+export function counted(lang: Lang, n: number, word: keyof typeof COUNTED): string {
+  const forms: Plural = COUNTED[word][lang === 'ru' ? 0 : 1];
+  return `${n.toLocaleString(lang === 'ru' ? 'ru-RU' : 'en-GB')} ${forms[RULES[lang].select(n) as keyof Plural] ?? forms.other}`;
+}
+
+/** A masked phone: the country code and the last two digits (+7 ••• •••-••-67). */
+export function maskPhone(phone: string): string {
+  const digits = phone.replace(/\D/g, '');
+  return digits.length < 4 ? '•••' : `+${digits.slice(0, digits.length - 10 || 1)} ••• •••-••-${digits.slice(-2)}`;
+}
+
+/** What a payment's status cell reads: its status, and for the refunded share its amounts. */
+interface StatusFigures {
+  status: string;
+  amount: number;
+  amount_refunded: number;
+  currency: string;
+}
+
+/**
+ * A payment's status as every list of the cabinet shows it: the status badge, and once money went back how
+ * much of how much ("succeeded", then "refunded ₽500.00 of ₽1,500.00"; a fully refunded one "refunded", then
+ * "in full, ₽1,500.00"). A partly refunded payment stays `succeeded` in the API, which alone hid the refund.
+ */
+export function paymentStatusCell(lang: Lang, p: StatusFigures): string {
+  const badge = statusBadge(lang, p.status);
+  const [amount, refunded] = [Number(p.amount), Number(p.amount_refunded)];
+  if (!(refunded > 0)) return badge;
+  const money = (n: number) => formatAmount(lang, n, p.currency);
+  const note =
+    p.status === 'refunded' && refunded >= amount
+      ? ct(lang, 'refunded_in_full').replace('{amount}', money(amount))
+      : ct(lang, 'refunded_of').replace('{refunded}', money(refunded)).replace('{amount}', money(amount));
+  // The amounts go on a line of their own under the badge: beside it they widened the column until the
+  // register's other columns wrapped at 1280 px.
+  return `<span class="pstatus">${badge} <small class="refund-note">${esc(note)}</small></span>`;
 }

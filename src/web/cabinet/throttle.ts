@@ -11,12 +11,9 @@ export const LOCK_MS = 15 * 60_000;
 /** Longest wait between slowed attempts. */
 const MAX_DELAY_MS = 60_000;
 
-// Every password check (sign-in, and inside a session changing the password or turning TOTP off) first
-// reserves an attempt: one conditional upsert per subject (the email, the client address) counts it as a
-// failure in advance and sets when the next attempt may come (`locked_until`: the slowing and the lock alike),
-// and does nothing once that time is ahead. The database decides, so a burst of simultaneous requests, on one
-// node or many over one database, gets no more password checks than the counter allows; a success then gives
-// its reservation back.
+// Every password check first reserves an attempt: one conditional upsert per subject (the email, the client
+// address) counts it as a failure in advance and sets when the next may come (`locked_until`), doing nothing while
+// that is ahead. The database decides, so a burst on one node or many gets no more checks than the counter allows.
 
 interface FailureRow {
   failures: number;
@@ -65,20 +62,14 @@ WHERE cabinet_login_failures.locked_until IS NULL OR cabinet_login_failures.lock
 /** A reservation refused: rolls back what the transaction reserved before it. */
 class Refused extends Error {}
 
-/** What reserving an attempt gave: `ok`, the email's failures counted with this one, and whether it locks the email. */
-export interface Attempt {
+/** What reserving an attempt gave: `ok`, else the ms to wait; `locks`: this attempt, should it fail, locks the email. */
+interface Attempt {
   ok: boolean;
-  /** Milliseconds to wait before the next attempt when refused. */
   wait_ms: number;
-  /** True when this attempt, should it fail, is the one that locked the email. */
   locks: boolean;
 }
 
-/**
- * Reserve one password check for this email from this address, before the password is hashed: counted as a
- * failure until `attemptSucceeded` gives it back. Refused (nothing counted) while the email or the address must
- * wait; `wait_ms` then says how long.
- */
+/** Reserve one password check for this email from this address (a failure until `attemptSucceeded`); refused while either must wait. */
 export async function reserveAttempt(store: Store, email: string, ip: string, now: number): Promise<Attempt> {
   try {
     const failures = await store.write(async (tx) => {
@@ -121,4 +112,19 @@ export async function signInWait(q: Reader, email: string, ip: string, now: numb
     else if (now - row.last_failed_at < LOCK_MS) wait = Math.max(wait, row.last_failed_at + delayAfter(row.failures, factor) - now);
   }
   return Math.max(0, wait);
+}
+
+/** How a throttled check ended: refused before any check (wait), failed (and whether that locked the email), or passed. */
+export type CheckOutcome = { kind: 'refused'; wait_ms: number } | { kind: 'failed'; locked: boolean } | { kind: 'passed' };
+
+/**
+ * Check a password (and whatever else `check` asks, a TOTP code say) under the sign-in throttle of `email`, the
+ * attempt reserved before the slow hash runs. Sign-in and the checks inside a session share the email's counter.
+ */
+export async function throttledCheck(store: Store, o: { email: string; ip: string; now: number }, check: () => Promise<boolean>): Promise<CheckOutcome> {
+  const attempt = await reserveAttempt(store, o.email, o.ip, o.now);
+  if (!attempt.ok) return { kind: 'refused', wait_ms: attempt.wait_ms };
+  if (!(await check())) return { kind: 'failed', locked: attempt.locks };
+  await attemptSucceeded(store, o.email, o.ip);
+  return { kind: 'passed' };
 }

@@ -1,6 +1,12 @@
+import type { Ctx } from '../../platform/http/types';
 import type { Reader } from '../../platform/storage/store';
 import { eventIdPrefix } from '../../platform/util/ids';
 import type { PaymentRow } from '../../money/bank-port/payment';
+import type { Endpoint } from '../../money/webhooks/store';
+import { esc } from '../pay-page/layout';
+import { failureReason, formatAmount, type Lang } from '../pay-page/i18n';
+import { postForm } from './layout';
+import { codeText, ct, statusText, type CabKey } from './text';
 
 /** Events shown on a payment's timeline; a payment has a handful, this only bounds a pathological one. */
 export const TIMELINE_MAX = 200;
@@ -8,7 +14,7 @@ export const TIMELINE_MAX = 200;
 export const TIMELINE_SCAN_ROWS = 20_000;
 
 /** One event of a payment's timeline. */
-export interface TimelineEvent {
+interface TimelineEvent {
   seq: number;
   id: string;
   kind: string;
@@ -18,7 +24,7 @@ export interface TimelineEvent {
 }
 
 /** A page of a payment's timeline, and where the next one starts when the window ended before the log did. */
-export interface Timeline {
+interface Timeline {
   events: TimelineEvent[];
   /** The seq the next window starts at; null when this one reached the end of the shop's log. */
   next: number | null;
@@ -44,11 +50,10 @@ export const WINDOW_END_SQL = {
 };
 
 /**
- * Where a payment's events begin in the shop's log: its payment.created event. The event is stamped with the
- * payment's creation time, and event ids begin with their time, so the unique index on `id` narrows the search
- * to that one millisecond (of every shop). Null when the event is gone (retention).
+ * Where a payment's events begin in the shop's log: its payment.created event, stamped with the payment's creation
+ * time, which event ids begin with: the index on `id` narrows the search to that millisecond. Null when it is gone.
  */
-export async function firstEventSeq(q: Reader, p: PaymentRow): Promise<number | null> {
+async function firstEventSeq(q: Reader, p: PaymentRow): Promise<number | null> {
   const r = await q.get<{ seq: number | null }>(CREATED_EVENT_SQL, eventIdPrefix(p.created_at), eventIdPrefix(p.created_at + 1), p.id);
   return r?.seq ?? null;
 }
@@ -66,4 +71,50 @@ export async function timeline(q: Reader, p: PaymentRow, from?: number): Promise
   // A window that held more of the payment's events than a page shows goes on after the last one shown.
   if (events.length === TIMELINE_MAX) return { events, next: events[events.length - 1].seq + 1 };
   return { events, next: end ? end.seq + 1 : null };
+}
+
+/** Fields of an event payload the timeline shows, with how each reads: money as money, codes in words. */
+const SHOWN: Array<[string, CabKey, (lang: Lang, v: unknown, currency: string) => string]> = [
+  ['status', 'status', (lang, v) => statusText(lang, String(v))],
+  ['amount', 'amount', (lang, v, currency) => (typeof v === 'number' ? formatAmount(lang, v, currency) : String(v))],
+  ['amount_refunded', 'refunds', (lang, v, currency) => (typeof v === 'number' ? formatAmount(lang, v, currency) : String(v))],
+  ['failure_code', 'reason', (lang, v) => failureReason(lang, String(v)).replace(/\.$/, '')],
+  ['method', 'method', (lang, v) => codeText(lang, String(v))],
+];
+
+/** An event payload in one short line in the page's language: its status, amounts, failure and method when it has them. */
+export function eventSummary(lang: Lang, payload: string, currency: string): string {
+  let o: Record<string, unknown>;
+  try {
+    o = JSON.parse(payload) as Record<string, unknown>;
+  } catch {
+    return '';
+  }
+  return SHOWN.filter(([k]) => o[k] !== undefined && o[k] !== '' && !(k === 'amount_refunded' && o[k] === 0))
+    .map(([k, label, show]) => `${ct(lang, label)}: ${show(lang, o[k], currency)}`)
+    .join('; ');
+}
+
+/** True when an endpoint takes an event now (enabled, and listing it or listing none). */
+function takes(e: Endpoint, event: string): boolean {
+  return e.disabled_at === null && (e.events === '' || e.events.split(',').includes(event));
+}
+
+/**
+ * The webhook cell of a timeline event. An event that went to an endpoint can be sent again (*Resend*). One that
+ * went to none says so; it can be sent when an endpoint takes it now (added since), and otherwise offers nothing.
+ */
+export function webhookCell(ctx: Ctx, e: TimelineEvent, o: { delivered: Set<string>; endpoints: Endpoint[]; back: string }): string {
+  if (!e.webhook_event) return '—';
+  const lang = ctx.cabinet!.lang;
+  const send = (label: CabKey) =>
+    postForm(
+      ctx,
+      `/cabinet/events/${e.id}/resend`,
+      `<input type="hidden" name="back" value="${esc(o.back)}"><button class="chip" type="submit" aria-label="${esc(`${ct(lang, label)} ${e.webhook_event}`)}">${esc(ct(lang, label))}</button>`,
+    );
+  const name = `<span class="mono">${esc(e.webhook_event)}</span>`;
+  if (o.delivered.has(e.id)) return `${name} ${send('resend')}`;
+  const now = o.endpoints.some((x) => takes(x, e.webhook_event!));
+  return `${name} <small class="muted">${esc(ct(lang, 'no_endpoint_received'))}</small>${now ? ` ${send('send_now')}` : ''}`;
 }

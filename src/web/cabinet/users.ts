@@ -5,19 +5,18 @@ import { sha256Hex } from '../../platform/util/crypto';
 import { seal, unseal } from '../../platform/secrets/at-rest';
 import { getMerchant } from '../../money/shops/store';
 import { base32, matchTotp, newTotpSecret } from './totp';
-import { throttledCheck, type CheckOutcome } from './password-check';
+import { throttledCheck, type CheckOutcome } from './throttle';
 
 /** scrypt cost: N = 2^15, r = 8, p = 1 (about 50 ms and 32 MiB per hash), OWASP's recommended minimum. */
 const SCRYPT = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 } as const;
 /** Length of the derived key and of the salt, in bytes. */
 const KEY_BYTES = 32;
 const SALT_BYTES = 16;
-/** Shortest password accepted. */
-export const PASSWORD_MIN = 10;
+const PASSWORD_MIN = 10;
 /** Longest password accepted: a longer one would only cost hashing time. */
-export const PASSWORD_MAX = 200;
+const PASSWORD_MAX = 200;
 /** Recovery codes issued when TOTP is turned on; each signs in once instead of a code. */
-export const RECOVERY_CODES = 10;
+const RECOVERY_CODES = 10;
 
 /** A cabinet user row (hashes and secrets included; never shown). */
 export interface CabinetUser {
@@ -35,7 +34,7 @@ export interface CabinetUser {
 }
 
 /** A password as stored: `scrypt$N$r$p$salt$key`, so the cost can be raised later without breaking old hashes. */
-export function hashPassword(password: string): string {
+function hashPassword(password: string): string {
   checkPassword(password);
   const salt = randomBytes(SALT_BYTES);
   const key = scryptSync(password, salt, KEY_BYTES, SCRYPT);
@@ -61,13 +60,13 @@ export async function verifyPassword(stored: string | null, password: string): P
 }
 
 /** Refuse a password too short to resist guessing or too long to hash cheaply. */
-export function checkPassword(password: string): void {
+function checkPassword(password: string): void {
   if (password.length < PASSWORD_MIN) throw new Error(`the password must have at least ${PASSWORD_MIN} characters, got ${password.length}`);
   if (password.length > PASSWORD_MAX) throw new Error(`the password must have at most ${PASSWORD_MAX} characters`);
 }
 
 /** An email as the cabinet keys it: trimmed, lower case; throws unless it looks like one. */
-export function normalEmail(email: string): string {
+function normalEmail(email: string): string {
   const e = email.trim().toLowerCase();
   if (!/^[^\s@]{1,64}@[^\s@]{1,190}\.[^\s@]{1,63}$/.test(e)) throw new Error(`"${email.slice(0, 80)}" is not an email address`);
   return e;
@@ -86,21 +85,9 @@ export async function createUser(store: Store, input: { merchantId: string; emai
     throw new Error(`${action}: ${(err as Error).message}`);
   }
   if (await getUserByEmail(store, email)) throw new Error(`${action}: "${email}" already has a user`);
-  const user: CabinetUser = {
-    id: uuid(),
-    merchant_id: input.merchantId,
-    email,
-    password_hash: hash,
-    totp_secret: null,
-    totp_pending: null,
-    totp_last_step: 0,
-    created_at: now,
-    disabled_at: null,
-  };
-  await store.tx(async (tx) => {
-    await tx.run('INSERT INTO cabinet_users (id, merchant_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)', user.id, user.merchant_id, email, hash, now);
-  });
-  return user;
+  const id = uuid();
+  await store.tx((tx) => tx.run('INSERT INTO cabinet_users (id, merchant_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)', id, input.merchantId, email, hash, now));
+  return { id, merchant_id: input.merchantId, email, password_hash: hash, totp_secret: null, totp_pending: null, totp_last_step: 0, created_at: now, disabled_at: null };
 }
 
 /** A user by id. */
@@ -138,7 +125,7 @@ function totpContext(column: 'totp_secret' | 'totp_pending', userId: string): st
 }
 
 /** A user's confirmed TOTP secret (base32), unsealed; null when TOTP is off. */
-export function totpSecret(store: Store, user: CabinetUser): string | null {
+function totpSecret(store: Store, user: CabinetUser): string | null {
   return user.totp_secret === null ? null : unseal(store.path, user.totp_secret, totpContext('totp_secret', user.id));
 }
 
@@ -153,11 +140,7 @@ export function checkRefusal(action: string, outcome: CheckOutcome, wrong: strin
   return `${action}: ${wrong}${outcome.kind === 'failed' && outcome.locked ? '; the account is locked for 15 minutes' : ''}`;
 }
 
-/**
- * Replace a user's password; `current` must match, checked under the sign-in throttle of the user's email (a
- * stolen session cannot guess the password faster than a sign-in could). Other sessions end (a stolen one
- * stops with the old password).
- */
+/** Replace a user's password, `current` checked under the sign-in throttle of the email; the other sessions end (a stolen one too). */
 export async function changePassword(store: Store, userId: string, current: string, next: string, o: { keepSession: string; ip: string; now: number }): Promise<void> {
   const action = 'Cannot change the password';
   const user = await getUser(store, userId);
@@ -184,10 +167,7 @@ export async function startTotp(store: Store, userId: string): Promise<string> {
   return secret;
 }
 
-/**
- * Confirm enrolment with a code from the pending secret: TOTP is on from now, and the recovery codes
- * returned are shown once (only their hashes are kept). Throws when the code does not match.
- */
+/** Confirm enrolment with a code of the pending secret: TOTP on, and recovery codes returned to show once (their hashes kept). */
 export async function confirmTotp(store: Store, userId: string, code: string, now: number): Promise<string[]> {
   const user = await getUser(store, userId);
   const pending = user ? pendingTotpSecret(store, user) : null;

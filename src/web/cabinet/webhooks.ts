@@ -3,14 +3,11 @@ import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/layout';
 import { addEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, WEBHOOK_EVENTS, type Endpoint } from '../../money/webhooks/store';
 import { deliveryLog } from '../../money/webhooks/log';
-import { recordAudit } from './audit';
-import { cabinetPage, field, postForm, table, tags } from './layout';
-import { actor, chosenShop, ownShop, shopOfOwn } from './scope';
-import { change } from './act';
+import { cabinetPage, field, postForm, table, tags, options } from './layout';
+import { audit, change, chosenShop, ownShop, refused, shopOfOwn } from './scope';
 import { form } from './guard';
 import { shopPicker } from './keys';
-import { ct, when } from './text';
-import { deliveryText } from './codes';
+import { ct, when, deliveryText } from './text';
 
 /** Lines of the delivery log a page shows (the newest). */
 const LOG_LINES = 100;
@@ -53,7 +50,6 @@ export async function webhooksPage(ctx: Ctx<Core>): Promise<Reply> {
     ct(lang, 'nothing'),
   );
   const events = `<fieldset class="checks"><legend>${esc(ct(lang, 'events'))}</legend>${WEBHOOK_EVENTS.map((e) => `<label><input type="checkbox" name="event" value="${e}"> <code>${e}</code></label>`).join('')}</fieldset><p class="muted">${esc(ct(lang, 'events_hint'))}</p>`;
-  const opt = (v: string, label: string) => `<option value="${v}"${statusFilter === v ? ' selected' : ''}>${esc(label)}</option>`;
   const body = `<h1>${esc(ct(lang, 'webhooks'))} · ${esc(shop.name)}</h1>
 ${await shopPicker(ctx, '/cabinet/webhooks', shop.id)}
 ${list}
@@ -71,7 +67,7 @@ ${field('w-sig', ct(lang, 'signature'), '<select id="w-sig" name="signature"><op
 <h2 id="log">${esc(ct(lang, 'delivery_log'))}</h2>
 <form method="get" action="/cabinet/webhooks" class="filters" role="search"><input type="hidden" name="shop" value="${esc(shop.id)}">
 ${field('l-event', ct(lang, 'event_id'), `<input id="l-event" name="event" value="${esc(eventFilter)}" spellcheck="false">`)}
-${field('l-status', ct(lang, 'status'), `<select id="l-status" name="status">${opt('', ct(lang, 'any_status'))}${['failed', 'pending', 'succeeded'].map((v) => opt(v, deliveryText(lang, v))).join('')}</select>`)}
+${field('l-status', ct(lang, 'status'), `<select id="l-status" name="status">${options([['', ct(lang, 'any_status')], ...['failed', 'pending', 'succeeded'].map((v): [string, string] => [v, deliveryText(lang, v)])], statusFilter)}</select>`)}
 <div class="actions"><button class="btn" type="submit">${esc(ct(lang, 'filter'))}</button></div></form>
 ${log}`;
   return cabinetPage(ctx, { title: ct(lang, 'webhooks'), active: 'webhooks', body });
@@ -110,7 +106,7 @@ export async function postEndpoint(ctx: Ctx<Core>): Promise<Reply> {
   } catch (err) {
     return cabinetPage(ctx, { title: ct(lang, 'webhooks'), active: 'webhooks', status: 400, body: `<h1>${esc(ct(lang, 'add_endpoint'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/webhooks?shop=${esc(shop.id)}">${esc(ct(lang, 'back'))}</a></p>` });
   }
-  await recordAudit(ctx.app.store, actor(ctx), 'webhook.add', made.endpoint.id, made.endpoint.url, ctx.app.clocks.real());
+  await audit(ctx, 'webhook.add', made.endpoint.id, made.endpoint.url);
   return secretPage(ctx, shop.id, made.endpoint.url, made.secret);
 }
 
@@ -136,19 +132,15 @@ export async function postRotate(ctx: Ctx<Core>): Promise<Reply> {
   const raw = (form(ctx).get('overlap') ?? '0').trim() || '0';
   const back = `/cabinet/webhooks?shop=${e.shop_id}`;
   if (!/^\d+(\.\d+)?$/.test(raw)) {
-    return change(ctx, { action: 'webhook.rotate', target: e.id, back }, () => {
-      throw new Error(`Cannot rotate webhook secret: the overlap must be a number of hours, got "${raw.slice(0, 32)}"`);
-    });
+    return refused(ctx, back, new Error(`Cannot rotate webhook secret: the overlap must be a number of hours, got "${raw.slice(0, 32)}"`));
   }
   let secret: string;
   try {
     secret = await rotateSecret(ctx.app.store, e.id, Number(raw), ctx.app.clocks.real());
   } catch (err) {
-    return change(ctx, { action: 'webhook.rotate', target: e.id, back }, () => {
-      throw err;
-    });
+    return refused(ctx, back, err);
   }
-  await recordAudit(ctx.app.store, actor(ctx), 'webhook.rotate', e.id, `overlap ${raw} h`, ctx.app.clocks.real());
+  await audit(ctx, 'webhook.rotate', e.id, `overlap ${raw} h`);
   return secretPage(ctx, e.shop_id, e.url, secret, Number(raw) > 0 ? `(${raw} h)` : '');
 }
 

@@ -3,17 +3,14 @@ import type { Core } from '../../money/core/core';
 import type { PaymentsCore } from '../../money/payments/core';
 import { buyerCancel, findPaymentForPage, payWithMethod } from '../../money/payments/buyer';
 import type { PaymentView } from '../../money/bank-port/payment';
-import { backToPage, formOf, langOf, renderForeign, renderNotFound, tolerateMovedOn } from './render';
+import { backToPage, formOf, headerOf, langOf, renderForeign, renderNotFound, tolerateMovedOn } from './render';
 import { PAGE_METHODS } from './screens';
 import { href } from './layout';
 
 /** The payment a page action is about, with the buyer's language and form. */
-export type Loaded = { lang: ReturnType<typeof langOf>; p: PaymentView; form: Record<string, string> };
+type Loaded = { lang: ReturnType<typeof langOf>; p: PaymentView; form: Record<string, string> };
 
-/**
- * Load the payment of a page action, or the not-found page; a form sent from another site gets the 403 page
- * before anything is read (a foreign page could otherwise auto-submit the buyer's cancel or pay).
- */
+/** The payment of a page action, or the not-found page; a form from another site gets the 403 page before anything is read. */
 export async function loadForAction(ctx: Ctx<Pick<Core, 'store' | 'payPageUrl'>>): Promise<Loaded | Reply> {
   const lang = langOf(ctx);
   if (fromAnotherSite(ctx, ctx.app.payPageUrl())) return renderForeign(ctx, lang, ctx.params.id);
@@ -22,10 +19,7 @@ export async function loadForAction(ctx: Ctx<Pick<Core, 'store' | 'payPageUrl'>>
   return { lang, p, form: formOf(ctx.body) };
 }
 
-/**
- * POST /pay/:id/method: the buyer pays with a method (the one fixed at creation, or the one chosen for an
- * `any` payment): the bank session opens here, never on GET.
- */
+/** POST /pay/:id/method: the buyer pays with a method; the bank session opens here, never on GET. */
 export async function postMethod(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;
@@ -37,10 +31,7 @@ export async function postMethod(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   return backToPage(l.p.id, l.lang);
 }
 
-/**
- * POST /pay/:id/cancel: the buyer gives up before a bank session opens (pending → cancelled), only with the
- * confirmation step's `confirm=yes`; a POST without it (an old page's one-click form) is sent to that step.
- */
+/** POST /pay/:id/cancel: pending → cancelled with the confirmation step's `confirm=yes`; without it, to that step. */
 export async function postCancel(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;
@@ -49,24 +40,17 @@ export async function postCancel(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   return backToPage(l.p.id, l.lang);
 }
 
-function header(ctx: Ctx, name: string): string | undefined {
-  const v = ctx.req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
 /**
- * Whether the browser says a POST came from another site. A browser that sends `Sec-Fetch-Site` is believed
- * (a page cannot set it): anything but same-origin is refused, same-site included (another port of the host is
- * another page). Without it, an `Origin` must be the page's public address (`payPageUrl`) or the host the
- * request was sent to; "null" is what such a browser sends from this very page, whose policy is no-referrer.
- * A request with neither header (curl, a server) is taken: it is no page a buyer was lured to.
+ * Whether the browser says a POST came from another site: `Sec-Fetch-Site` (a page cannot set it) must be
+ * same-origin; else an `Origin` must be the page's address or the request's host ("null" is this very page's,
+ * under no-referrer). A request with neither (curl, a server) is no page a buyer was lured to.
  */
-export function fromAnotherSite(ctx: Ctx, payPageUrl: string): boolean {
-  const site = header(ctx, 'sec-fetch-site');
+function fromAnotherSite(ctx: Ctx, payPageUrl: string): boolean {
+  const site = headerOf(ctx, 'sec-fetch-site');
   if (site !== undefined) return site !== 'same-origin';
-  const origin = header(ctx, 'origin');
+  const origin = headerOf(ctx, 'origin');
   if (origin === undefined || origin === 'null') return false;
-  const host = header(ctx, 'host');
+  const host = headerOf(ctx, 'host');
   const own = [new URL(payPageUrl).origin, ...(host ? [`http://${host}`, `https://${host}`] : [])];
   return !own.includes(origin);
 }

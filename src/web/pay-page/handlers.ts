@@ -4,15 +4,16 @@ import type { Core } from '../../money/core/core';
 import { notFound } from '../../platform/http/errors';
 import { buyerRedirectUrl, findPaymentForPage } from '../../money/payments/buyer';
 import type { PaymentView } from '../../money/bank-port/payment';
-import { isTest } from './layout';
 import { backToPage, isFinal, langOf, renderNotFound, renderPage } from './render';
 import { bankScreen, cancelConfirm, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, payStep, processingScreen, sbpScreen, statusScreen, threeDsScreen, type PageMethod, type ScreenCtx } from './screens';
 import { getPayment } from '../../money/payments/store';
+import type { PageSession } from '../../money/bank-port/port';
 import { clearStep, getStep } from './steps';
-import { liveScreen, liveSession, liveStep } from './live';
+import { esc, isTest } from './layout';
+import { t, type Lang } from './i18n';
 
-/** What the page's GET routes read: the payment and the page step in the store, a live payment's bank, the page's address. */
-export type PageCore = Pick<Core, 'store' | 'banks' | 'payPageUrl'>;
+/** What the page's GET routes read: the payment and the page step, a live payment's bank, the page's address. */
+type PageCore = Pick<Core, 'store' | 'banks' | 'payPageUrl'>;
 
 /** How long the success screen stays before the buyer returns to the shop (the spec's "about 2 seconds"). */
 const SUCCESS_REDIRECT_MS = 2000;
@@ -60,12 +61,7 @@ function screenQuery(ctx: Ctx): string {
   return q.toString();
 }
 
-/**
- * A pending payment's screen: the pay step of a method fixed at creation; for a payment created with `any`,
- * the method list, or the pay step of the method asked for in `?method=` (or chosen through the API), with
- * the way back to the list (`?method=any`); with `?cancel=ask`, the confirmation of the buyer's cancel. Which
- * one is shown is in the address only: GET changes nothing.
- */
+/** A pending payment's screen, chosen by the address alone (`?method=`, `?cancel=ask`): GET changes nothing. */
 async function pendingScreen(ctx: Ctx<PageCore>, sc: ScreenCtx): Promise<string> {
   const { p } = sc;
   if (p.method !== 'any' && !isPageMethod(p.method)) return processingScreen(sc);
@@ -110,8 +106,46 @@ export async function pageStatus(ctx: Ctx<Pick<Core, 'store' | 'banks'>>): Promi
   };
 }
 
-/** The payment link as an SVG QR code (scanned by a bank app's SBP reader). */
+/** A link or an SBP payload as an SVG QR code (scanned by a bank app's SBP reader). */
 async function qrSvg(link: string): Promise<string> {
   const svg = await QRCode.toString(link, { type: 'svg', margin: 1, errorCorrectionLevel: 'M' });
   return svg.replace('<svg ', '<svg class="qr" focusable="false" aria-hidden="true" ');
+}
+
+// A live payment is paid on the acquirer's side, never on kopek's (no card number reaches kopek): the page sends
+// the buyer to the bank's page, or shows the SBP QR payload the bank gave, and waits; the bank sends the buyer
+// back here (?back=) to see the outcome.
+
+/** The live bank session of a processing payment, as its bank tells the page; undefined when its bank has none. */
+async function liveSession(ctx: Ctx<Pick<Core, 'store' | 'banks'>>, p: PaymentView): Promise<PageSession | undefined> {
+  const row = await getPayment(ctx.app.store, p.id);
+  return row && row.status === 'processing' ? (await ctx.app.banks.for(ctx.app.store, row.shop_id, row.mode)).pageSession(row) : undefined;
+}
+
+/** The step the status route reports for a live session, so the waiting page reloads once the bank answered. */
+function liveStep(s: PageSession | undefined): string {
+  return s ? `bank_${s.kind}` : '';
+}
+
+/** The screen of a live processing payment. GET only reads: the session opened on the buyer's POST. */
+async function liveScreen(ctx: Ctx, lang: Lang, p: PaymentView, s: PageSession | undefined): Promise<Reply> {
+  const back = ctx.query.get('back') !== null;
+  const poll = { poll: true, pollStep: liveStep(s) };
+  if (s?.kind === 'redirect' && !back) {
+    const body = `<div class="status"><div class="spinner" aria-hidden="true"></div>
+<h2>${esc(t(lang, 'live_to_bank_title'))}</h2>
+<p class="muted">${esc(t(lang, 'live_to_bank_text'))}</p>
+<a class="btn" id="to-bank" href="${esc(s.url)}">${esc(t(lang, 'live_to_bank_button'))}</a></div>`;
+    return renderPage(ctx, lang, p, body, { redirect: s.url, redirectMs: 0 });
+  }
+  if (s?.kind === 'qr') {
+    const link = /^https:\/\//.test(s.payload) ? `<a class="btn" href="${esc(s.payload)}">${esc(t(lang, 'sbp_open_bank'))}</a>` : '';
+    const body = `<h2>${esc(t(lang, 'sbp_title'))}</h2>
+<p class="muted">${esc(t(lang, 'sbp_scan'))}</p>
+<div role="img" aria-label="${esc(t(lang, 'sbp_qr_label'))}" data-qr-payload="${esc(s.payload)}">${await qrSvg(s.payload)}</div>
+${link}
+<p class="muted" role="status">${esc(t(lang, 'sbp_waiting'))}</p>`;
+    return renderPage(ctx, lang, p, body, poll);
+  }
+  return renderPage(ctx, lang, p, processingScreen({ lang, p }), poll);
 }

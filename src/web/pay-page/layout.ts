@@ -53,13 +53,11 @@ export function href(path: string, lang: Lang): string {
   return `${path}${path.includes('?') ? '&' : '?'}lang=${lang}`;
 }
 
-/** What every page shell needs besides its body. */
-export interface Shell {
+/** What every page shell needs besides its body; `path` is the GET path the language switch points at. */
+interface Shell {
   lang: Lang;
   nonce: string;
-  /** The GET path the language switch points at. */
   path: string;
-  /** Document title. */
   title: string;
   payment?: PaymentView;
   /** data-* attributes of <body> that drive the script: poll, status, step, next, redirect, redirectMs. */
@@ -88,10 +86,7 @@ ${p.description ? `<p class="desc">${esc(p.description)}</p>` : ''}
 
 const LOCK = '<svg width="14" height="14" viewBox="0 0 24 24" aria-hidden="true"><path fill="currentColor" d="M12 2a5 5 0 0 0-5 5v3H6a2 2 0 0 0-2 2v8a2 2 0 0 0 2 2h12a2 2 0 0 0 2-2v-8a2 2 0 0 0-2-2h-1V7a5 5 0 0 0-5-5zm-3 8V7a3 3 0 1 1 6 0v3H9z"/></svg>';
 
-/**
- * The start of every page kopek serves (the hosted page, the cabinet) up to <body>: no referrer, not
- * indexed, no favicon request, and the page's styles under the response's CSP nonce.
- */
+/** The start of every page kopek serves up to <body>: no referrer, not indexed, no favicon request, styles under the CSP nonce. */
 export function documentHead(lang: Lang, nonce: string, title: string, css: string): string {
   return `<!doctype html>
 <html lang="${lang}">

@@ -7,19 +7,23 @@ import { href, kindOf, newNonce, page, pageHeaders, returnOrigin } from './layou
 import { foreignScreen, notFoundScreen } from './screens';
 import type { PageStep } from './steps';
 
+/** A request header's (first) value. */
+export function headerOf(ctx: Ctx, name: string): string | undefined {
+  const v = ctx.req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
 /** The language of a page request. */
 export function langOf(ctx: Ctx): Lang {
-  const al = ctx.req.headers['accept-language'];
-  return pickLang(ctx.query, Array.isArray(al) ? al[0] : al);
+  return pickLang(ctx.query, headerOf(ctx, 'accept-language'));
 }
 
 /** How a screen is wrapped: its status code and whether the script polls or redirects. */
-export interface RenderOptions {
+interface RenderOptions {
   status?: number;
-  /** Poll the status route and reload when the payment moves on. */
+  /** Poll the status route and reload when the payment moves on (`pollStep`: a live bank session's step). */
   poll?: boolean;
   step?: PageStep;
-  /** The step the status route reports for this screen, when it is not a page step (a live bank session's). */
   pollStep?: string;
   /** Follow this address after `redirectMs` (the success screen's way back to the shop). */
   redirect?: string | null;
@@ -71,10 +75,7 @@ export function isFinal(p: PaymentView): boolean {
   return FINAL_STATUSES.has(p.status);
 }
 
-/**
- * Run a buyer action; a payment that moved on meanwhile (409: the bank answered, the link expired) is not
- * an error for the buyer, who is shown the payment's current state instead.
- */
+/** Run a buyer action; a payment that moved on meanwhile (409) is no error for the buyer, who sees its state now. */
 export async function tolerateMovedOn(fn: () => Promise<unknown>): Promise<void> {
   try {
     await fn();

@@ -1,6 +1,6 @@
 import { esc, href, isTest, kindOf } from './layout';
 import { failureReason, formatAmount, purpose, t, type Lang, type TextKey } from './i18n';
-import { TEST_CARDS, THREE_DS_CODE, type CardFieldError } from '../../banks/simulator/cards';
+import { TEST_CARDS, THREE_DS_CODE, type CardFieldError } from '../../banks/simulator/plan';
 import type { PaymentView } from '../../money/bank-port/payment';
 import type { PageStep } from './steps';
 
@@ -30,11 +30,8 @@ function payPath(p: PaymentView, sub = ''): string {
 /** A method a buyer can pay with on the page. */
 export type PageMethod = (typeof PAGE_METHODS)[number];
 
-/**
- * The address of a pending payment's screen: `method` is the one asked for in `?method=` (a method, or `any` for
- * the list), `cancel` the confirmation step. The language is added by href.
- */
-export function screenPath(p: PaymentView, method: string | null, cancel = false): string {
+/** The address of a pending payment's screen: `?method=` (a method, or `any` for the list), `cancel` the confirmation step. */
+function screenPath(p: PaymentView, method: string | null, cancel = false): string {
   const q = new URLSearchParams();
   if (method) q.set('method', method);
   if (cancel) q.set('cancel', 'ask');
@@ -42,10 +39,7 @@ export function screenPath(p: PaymentView, method: string | null, cancel = false
   return s ? `${payPath(p)}?${s}` : payPath(p);
 }
 
-/**
- * "Cancel payment" leads to the confirmation step (a GET: it changes nothing), so one click beside "Other ways
- * to pay" cannot cancel; `from` is the screen the step's "Back" returns to.
- */
+/** "Cancel payment" leads to the confirmation step (a GET), so one click beside "Other ways to pay" cannot cancel. */
 function cancelLink(lang: Lang, p: PaymentView, from: string): string {
   return `<a class="btn quiet" href="${esc(href(screenPath(p, from, true), lang))}">${esc(t(lang, 'cancel_payment'))}</a>`;
 }
@@ -59,10 +53,7 @@ ${cancelLink(lang, p, method)}
 </div>`;
 }
 
-/**
- * The buyer's confirmation that they give up: only its "Yes, cancel" posts the cancel (with confirm=yes);
- * "Back" returns to the screen the buyer came from (`from`: the method asked for, `any` for the list).
- */
+/** The buyer's confirmation that they give up: "Yes, cancel" posts confirm=yes, "Back" returns to `from`. */
 export function cancelConfirm({ lang, p }: ScreenCtx, from: string | null): string {
   return `<div class="status">${STATUS_ICONS.off}
 <h2>${esc(t(lang, 'cancel_confirm_title'))}</h2>
@@ -76,11 +67,7 @@ export function cancelConfirm({ lang, p }: ScreenCtx, from: string | null): stri
 </div>`;
 }
 
-/**
- * The method choice of a payment created with `any`. Choosing is a GET to the method's pay step: it changes
- * nothing, so a buyer who picked the wrong one goes back before any bank session opens (after that the state
- * machine allows no way back: a processing payment only succeeds, fails or expires).
- */
+/** The method choice of an `any` payment: a GET to the method's pay step, so a wrong pick opens no bank session. */
 export function methodChoice({ lang, p }: ScreenCtx): string {
   const items = PAGE_METHODS.map(
     (m) => `<li><button class="method" type="submit" name="method" value="${m}">${ICONS[m]}<span><b>${esc(t(lang, `method_${m}` as TextKey))}</b><small>${esc(t(lang, `method_${m}_hint` as TextKey))}</small></span>${CHEVRON}</button></li>`,
@@ -97,11 +84,7 @@ ${cancelLink(lang, p, 'any')}
 </div>`;
 }
 
-/**
- * The pay step of one method ("Оплата через СБП"): the method fixed at creation, or the one the buyer chose.
- * Its POST opens the bank session; `canChange` (the method was not fixed) adds the way back to the others. A
- * test payment's card step is the card form itself (cardPayStep): its POST opens the session and pays.
- */
+/** The pay step of one method, whose POST opens the bank session (a test card payment's is the card form itself). */
 export function payStep(sc: ScreenCtx, method: PageMethod, canChange: boolean): string {
   const { lang, p } = sc;
   if (method === 'cards' && isTest(p)) return cardPayStep(sc, canChange);
@@ -265,35 +248,14 @@ function details(lang: Lang, p: PaymentView): string {
 /** A final status screen; `redirectUrl` adds the way back to the shop (the script follows it after 2 s). */
 export function statusScreen({ lang, p }: ScreenCtx, redirectUrl: string | null): string {
   const back = redirectUrl ? `<a class="btn secondary" href="${esc(redirectUrl)}">${esc(t(lang, 'back_to_shop'))}</a>` : '';
-  let icon: string;
-  let title: string;
-  let text: string;
-  switch (p.status) {
-    case 'succeeded':
-      icon = STATUS_ICONS.ok;
-      title = purpose(lang, kindOf(p)).done;
-      text = redirectUrl ? t(lang, 'success_redirect') : '';
-      break;
-    case 'refunded':
-      icon = STATUS_ICONS.off;
-      title = t(lang, 'refunded_title');
-      text = t(lang, 'refunded_text');
-      break;
-    case 'cancelled':
-      icon = STATUS_ICONS.off;
-      title = t(lang, 'cancelled_title');
-      text = t(lang, 'cancelled_text');
-      break;
-    case 'expired':
-      icon = STATUS_ICONS.clock;
-      title = t(lang, 'expired_title');
-      text = failureReason(lang, p.metadata.failure_code || 'link_expired');
-      break;
-    default:
-      icon = STATUS_ICONS.bad;
-      title = t(lang, 'failed_title');
-      text = `${failureReason(lang, p.metadata.failure_code)} ${t(lang, 'failed_retry')}`;
-  }
+  const screens: Record<string, [icon: string, title: string, text: string]> = {
+    succeeded: [STATUS_ICONS.ok, purpose(lang, kindOf(p)).done, redirectUrl ? t(lang, 'success_redirect') : ''],
+    refunded: [STATUS_ICONS.off, t(lang, 'refunded_title'), t(lang, 'refunded_text')],
+    cancelled: [STATUS_ICONS.off, t(lang, 'cancelled_title'), t(lang, 'cancelled_text')],
+    expired: [STATUS_ICONS.clock, t(lang, 'expired_title'), failureReason(lang, p.metadata.failure_code || 'link_expired')],
+  };
+  const failed: [string, string, string] = [STATUS_ICONS.bad, t(lang, 'failed_title'), `${failureReason(lang, p.metadata.failure_code)} ${t(lang, 'failed_retry')}`];
+  const [icon, title, text] = screens[p.status] ?? failed;
   return `<div class="status" data-final="${esc(p.status)}">${icon}
 <h2>${esc(title)}</h2>
 ${text ? `<p class="reason">${esc(text)}</p>` : ''}

@@ -3,7 +3,7 @@ import { t, type Lang, type TextKey } from './i18n';
 /**
  * The page's plain script, run under the response's CSP nonce. Each part acts only when its element is
  * present: the status poller (`data-poll` on body), the success redirect timer (`data-redirect`), the
- * card form checks (the same rules as src/banks/simulator/cards.ts checkCard) and the test card buttons.
+ * card form checks (the same rules as src/banks/simulator/plan.ts checkCard) and the test card buttons.
  */
 const CLIENT = `
 var b = document.body;

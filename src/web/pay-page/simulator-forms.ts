@@ -1,8 +1,7 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { PaymentsCore } from '../../money/payments/core';
-import { planFromMetadata } from '../../banks/simulator/plan';
-import { checkCard, decideCard, THREE_DS_CODE } from '../../banks/simulator/cards';
-import { buyerResolve } from '../../banks/simulator/buyer';
+import { checkCard, decideCard, planFromMetadata, THREE_DS_CODE } from '../../banks/simulator/plan';
+import { buyerResolve } from '../../banks/simulator/payments';
 import { loadForAction } from './actions';
 import { isTest } from './layout';
 import { backToPage, renderPage, tolerateMovedOn } from './render';
@@ -12,18 +11,13 @@ import { getPayment } from '../../money/payments/store';
 import type { PaymentView } from '../../money/bank-port/payment';
 import { clearStep, getStep, putStep, type PageStep } from './steps';
 
-// The test bank's forms on the hosted page: its card form, 3-D Secure step and bank-app screens. The page
-// reads what the buyer did and the test bank (src/banks/simulator/buyer.ts) answers through the same entry point as
-// any bank's answer. A live payment never reaches these: its buyer pays on the acquirer's own page.
+// The test bank's forms on the hosted page; the test bank answers through the same entry point as any bank.
+// A live payment never reaches these: its buyer pays on the acquirer's own page.
 
 /** What a buyer's decline means to the bank: the payer refused, reported as do_not_honor. */
 const BUYER_DECLINE = 'do_not_honor';
 
-/**
- * POST /pay/:id/bank: approve or decline at the simulated bank (SBP, T-Pay, bank wallet; test mode).
- * Approve follows the magic-amount plan: success or failure at once, requires_action asks for one more
- * confirmation, pending leaves the bank silent until the session expires. Decline fails do_not_honor.
- */
+/** POST /pay/:id/bank: approve (as the magic-amount plan says) or decline at the simulated bank, test mode. */
 export async function postBank(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;
@@ -53,10 +47,7 @@ function blankStep(step: PageStep['step']): PageStep {
   return { step, card_brand: '', card_mask: '', card_holder: '', outcome: '', failure_code: '' };
 }
 
-/**
- * Whether a card form posted for `p` is read: a test payment whose card session is open, or a pending one the
- * card may open (its method `any`, not fixed, or cards), with no page step under way; `fixed` is undefined when not.
- */
+/** Whether a card form posted for `p` is read (a test card session open, or one the card may open), and whether the method was fixed. */
 async function cardPayable(ctx: Ctx<PaymentsCore>, p: PaymentView): Promise<{ fixed: boolean } | undefined> {
   // A live buyer enters the card on the acquirer's page: a number posted here is never read.
   if (!isTest(p) || (await getStep(ctx.app.store, p.id))) return undefined;
@@ -68,10 +59,8 @@ async function cardPayable(ctx: Ctx<PaymentsCore>, p: PaymentView): Promise<{ fi
 }
 
 /**
- * POST /pay/:id/card: check the card as the page's script does, then let the test bank decide (the test
- * card, else the magic-amount plan). On a pending payment, whose first screen is the card form, a card that
- * passes the checks opens the card session first (the buyer's one click pays); one that fails opens nothing.
- * Only brand, mask and holder leave this function; never the number.
+ * POST /pay/:id/card: check the card as the page's script does, then let the test bank decide. On a pending
+ * payment a card that passes opens the card session first. Only brand, mask and holder leave here, never the number.
  */
 export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);

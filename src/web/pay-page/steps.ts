@@ -28,23 +28,12 @@ export async function putStep(core: Pick<Core, 'store' | 'clocks'>, p: PaymentVi
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (payment_id) DO UPDATE SET step = excluded.step, card_brand = excluded.card_brand, card_mask = excluded.card_mask,
            card_holder = excluded.card_holder, outcome = excluded.outcome, failure_code = excluded.failure_code, updated_at = excluded.updated_at`,
-      p.id,
-      p.shop_id,
-      mode,
-      s.step,
-      s.card_brand,
-      s.card_mask,
-      s.card_holder,
-      s.outcome,
-      s.failure_code,
-      now,
+      p.id, p.shop_id, mode, s.step, s.card_brand, s.card_mask, s.card_holder, s.outcome, s.failure_code, now,
     );
   });
 }
 
 /** Forget the buyer's step once the payment has its answer. */
 export async function clearStep(store: Store, paymentId: string): Promise<void> {
-  await store.write(async (tx) => {
-    await tx.run('DELETE FROM pay_page_steps WHERE payment_id = ?', paymentId);
-  });
+  await store.write((tx) => tx.run('DELETE FROM pay_page_steps WHERE payment_id = ?', paymentId));
 }

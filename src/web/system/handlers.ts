@@ -7,9 +7,8 @@ import { redactUrl } from '../../platform/redact-url';
 const STORAGE_TROUBLE_RECENT_MS = 10_000;
 
 /**
- * GET /healthz: answers only when the database answers (a failing one makes it 503 unavailable). While the
- * storage refuses writes (disk full, I/O error) it is 503 naming the trouble: for 10 s after each refusal,
- * then until a probe write succeeds; a write that commits cleanly ends it at once.
+ * GET /healthz: answers only when the database answers. While the storage refuses writes (disk full, I/O error)
+ * it is 503 naming the trouble: for 10 s after each refusal, then until a probe write (or any clean commit) succeeds.
  */
 export async function health(ctx: Ctx<Pick<Core, 'store' | 'version'>>): Promise<Reply> {
   const store = ctx.app.store;
@@ -20,9 +19,7 @@ export async function health(ctx: Ctx<Pick<Core, 'store' | 'version'>>): Promise
     if (!failing) failing = await store.probeWrite().then(() => false, () => true);
     if (failing) {
       const now = store.trouble() ?? t;
-      throw new ApiError(503, 'unavailable', `Cannot take writes: the storage refused the last one (${now.code}: ${redactUrl(now.message)})`, undefined, {
-        'Retry-After': '5',
-      });
+      throw new ApiError(503, 'unavailable', `Cannot take writes: the storage refused the last one (${now.code}: ${redactUrl(now.message)})`, undefined, { 'Retry-After': '5' });
     }
   }
   return { body: { status: 'ok', version: ctx.app.version } };
@@ -52,14 +49,6 @@ export function root(ctx: Ctx<Pick<Core, 'baseUrl' | 'version'>>): Reply {
   const accept = ctx.req.headers.accept ?? '';
   if (/\btext\/html\b/i.test(accept)) return { status: 303, location: '/cabinet/login', headers: { Vary: 'Accept' } };
   const base = ctx.app.baseUrl();
-  return {
-    body: {
-      service: 'kopek',
-      version: ctx.app.version,
-      api: `${base}/v1/public`,
-      openapi: `${base}/v1/openapi.json`,
-      cabinet: `${base}/cabinet/login`,
-    },
-    headers: { Vary: 'Accept' },
-  };
+  const body = { service: 'kopek', version: ctx.app.version, api: `${base}/v1/public`, openapi: `${base}/v1/openapi.json`, cabinet: `${base}/cabinet/login` };
+  return { body, headers: { Vary: 'Accept' } };
 }

@@ -61,11 +61,9 @@ export class Metrics {
   /** The Prometheus text exposition (format 0.0.4) of everything known now. */
   async render(sources: MetricsSources, nowMs: number): Promise<string> {
     const out: string[] = [];
-    out.push('# HELP kopek_http_requests_total HTTP requests answered, by route pattern, method and status.');
-    out.push('# TYPE kopek_http_requests_total counter');
+    describe(out, 'kopek_http_requests_total', 'counter', 'HTTP requests answered, by route pattern, method and status.');
     for (const [k, v] of [...this.requests].sort()) out.push(`kopek_http_requests_total{${k}} ${v}`);
-    out.push('# HELP kopek_http_request_duration_seconds Time from request start to the end of the response.');
-    out.push('# TYPE kopek_http_request_duration_seconds histogram');
+    describe(out, 'kopek_http_request_duration_seconds', 'histogram', 'Time from request start to the end of the response.');
     for (const [k, h] of [...this.histograms].sort()) {
       for (let i = 0; i < LATENCY_BUCKETS_S.length; i++) {
         out.push(`kopek_http_request_duration_seconds_bucket{${k},le="${LATENCY_BUCKETS_S[i]}"} ${h.buckets[i]}`);
@@ -76,15 +74,11 @@ export class Metrics {
     }
     await renderJobs(sources.store, out);
     await renderWebhooks(sources, out, this.attempts, this.ended);
-    out.push('# HELP kopek_sse_clients Event stream (SSE) clients connected now.');
-    out.push('# TYPE kopek_sse_clients gauge');
+    describe(out, 'kopek_sse_clients', 'gauge', 'Event stream (SSE) clients connected now.');
     out.push(`kopek_sse_clients ${sources.stream.clientCount}`);
-    const mem = process.memoryUsage();
-    out.push('# HELP kopek_process_resident_memory_bytes Resident set size of the process.');
-    out.push('# TYPE kopek_process_resident_memory_bytes gauge');
-    out.push(`kopek_process_resident_memory_bytes ${mem.rss}`);
-    out.push('# HELP kopek_process_uptime_seconds Seconds since the server started.');
-    out.push('# TYPE kopek_process_uptime_seconds gauge');
+    describe(out, 'kopek_process_resident_memory_bytes', 'gauge', 'Resident set size of the process.');
+    out.push(`kopek_process_resident_memory_bytes ${process.memoryUsage().rss}`);
+    describe(out, 'kopek_process_uptime_seconds', 'gauge', 'Seconds since the server started.');
     out.push(`kopek_process_uptime_seconds ${round((nowMs - this.startedAt) / 1000)}`);
     return out.join('\n') + '\n';
   }
@@ -92,33 +86,31 @@ export class Metrics {
 
 async function renderJobs(store: Store, out: string[]): Promise<void> {
   const counts = await countJobs(store);
-  out.push('# HELP kopek_jobs Scheduled jobs by kind and state: pending (never failed), retrying (failed, will run again), dead (gave up).');
-  out.push('# TYPE kopek_jobs gauge');
+  describe(out, 'kopek_jobs', 'gauge', 'Scheduled jobs by kind and state: pending (never failed), retrying (failed, will run again), dead (gave up).');
   for (const c of counts) {
     const kind = escapeLabel(c.kind);
-    out.push(`kopek_jobs{kind="${kind}",state="pending"} ${c.pending ?? 0}`);
-    out.push(`kopek_jobs{kind="${kind}",state="retrying"} ${c.retrying ?? 0}`);
-    out.push(`kopek_jobs{kind="${kind}",state="dead"} ${c.dead ?? 0}`);
+    for (const state of ['pending', 'retrying', 'dead'] as const) out.push(`kopek_jobs{kind="${kind}",state="${state}"} ${c[state] ?? 0}`);
   }
 }
 
 async function renderWebhooks(sources: MetricsSources, out: string[], attempts: Map<string, number>, ended: Map<string, number>): Promise<void> {
   // Counters kept as attempts are recorded, not counted from the log: a scrape reads no table (the log is
   // pruned by retention, and a count over it cost a full scan per scrape).
-  out.push('# HELP kopek_webhook_attempts_total Webhook delivery attempts since start, by result: succeeded (2xx), error_status (other answer), no_response.');
-  out.push('# TYPE kopek_webhook_attempts_total counter');
+  describe(out, 'kopek_webhook_attempts_total', 'counter', 'Webhook delivery attempts since start, by result: succeeded (2xx), error_status (other answer), no_response.');
   for (const [result, n] of [...attempts].sort()) out.push(`kopek_webhook_attempts_total{result="${result}"} ${n}`);
-  out.push('# HELP kopek_webhook_deliveries_ended_total Webhook deliveries that ended since start, by state.');
-  out.push('# TYPE kopek_webhook_deliveries_ended_total counter');
+  describe(out, 'kopek_webhook_deliveries_ended_total', 'counter', 'Webhook deliveries that ended since start, by state.');
   for (const [state, n] of [...ended].sort()) out.push(`kopek_webhook_deliveries_ended_total{state="${state}"} ${n}`);
   // Pending deliveries are read through their partial index: only those rows, however long the log.
   const pending = await pendingDeliveryCount(sources.store);
-  out.push('# HELP kopek_webhook_deliveries Webhook deliveries (one per event and receiver) waiting for an answer.');
-  out.push('# TYPE kopek_webhook_deliveries gauge');
+  describe(out, 'kopek_webhook_deliveries', 'gauge', 'Webhook deliveries (one per event and receiver) waiting for an answer.');
   out.push(`kopek_webhook_deliveries{state="pending"} ${pending}`);
-  out.push('# HELP kopek_webhook_attempts_in_flight Webhook attempts under way now.');
-  out.push('# TYPE kopek_webhook_attempts_in_flight gauge');
+  describe(out, 'kopek_webhook_attempts_in_flight', 'gauge', 'Webhook attempts under way now.');
   out.push(`kopek_webhook_attempts_in_flight ${sources.webhooks.inFlight}`);
+}
+
+/** The HELP and TYPE lines of a metric. */
+function describe(out: string[], name: string, type: 'counter' | 'gauge' | 'histogram', help: string): void {
+  out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
 }
 
 function escapeLabel(v: string): string {

@@ -32,12 +32,7 @@ export const systemOpenApi: OpenApiFragment = {
         summary: "Liveness and version; 503 while the storage refuses writes (disk full, I/O error), until a probe write succeeds",
         security: [],
         responses: {
-          '200': jsonResponse('Healthy', {
-            type: 'object',
-            required: ['status', 'version'],
-            properties: { status: { const: 'ok' }, version: { type: 'string' } },
-            additionalProperties: false,
-          }),
+          '200': jsonResponse('Healthy', { type: 'object', required: ['status', 'version'], properties: { status: { const: 'ok' }, version: { type: 'string' } }, additionalProperties: false }),
           ...errorResponses,
         },
       },
@@ -50,10 +45,7 @@ export const systemOpenApi: OpenApiFragment = {
         operationId: 'getMetrics',
         summary: 'Prometheus metrics: requests by route and status, latency histogram, jobs by kind, webhook deliveries by result, SSE clients',
         security: [],
-        responses: {
-          '200': { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } },
-          ...errorResponses,
-        },
+        responses: { '200': { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } }, ...errorResponses },
       },
     },
   },
@@ -63,12 +55,7 @@ export const systemOpenApi: OpenApiFragment = {
       required: ['error'],
       additionalProperties: false,
       properties: {
-        error: {
-          type: 'object',
-          required: ['code', 'message'],
-          additionalProperties: false,
-          properties: { code: { type: 'string', pattern: '^[a-z_]+$' }, message: { type: 'string' }, param: { type: 'string' } },
-        },
+        error: { type: 'object', required: ['code', 'message'], additionalProperties: false, properties: { code: { type: 'string', pattern: '^[a-z_]+$' }, message: { type: 'string' }, param: { type: 'string' } } },
       },
     },
   },

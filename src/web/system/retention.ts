@@ -25,10 +25,7 @@ export interface RetentionDeps {
 /** What one table keeps and how its old rows are found, a batch at a time. */
 interface Rule {
   name: string;
-  /**
-   * Delete one batch of rows older than `cutoff` from at most `limit` rows read: how many went, and whether
-   * another batch may find more (a batch that read `limit` rows).
-   */
+  /** Delete one batch of rows older than `cutoff` from at most `limit` rows read; `more`: another batch may find more. */
   purge(tx: Tx, cutoff: number, limit: number): Promise<{ deleted: number; more: boolean }>;
   /** How long rows are kept, in ms, from the configuration. */
   keep_ms(config: RetentionConfig): number;
@@ -36,8 +33,13 @@ interface Rule {
 
 const DAY_MS = 86_400_000;
 
-/** A batch of the oldest rows: another may follow while a batch is full. */
-const oldest = (deleted: number, limit: number) => ({ deleted, more: deleted === limit });
+/** A purge by one DELETE of a batch of the oldest rows (`params` orders cutoff and limit): another may follow while a batch is full. */
+function oldest(sql: string, params: (cutoff: number, limit: number) => number[]): Rule['purge'] {
+  return async (tx, cutoff, limit) => {
+    const deleted = (await tx.run(sql, ...params(cutoff, limit))).changes;
+    return { deleted, more: deleted === limit };
+  };
+}
 
 // Payments, refunds, payouts, tokens, subscriptions and the ledger are never purged: they are the books.
 // What goes is work that is over: finished jobs, webhook deliveries that ended (with their attempts), the
@@ -47,71 +49,40 @@ const RULES: Rule[] = [
     name: 'jobs',
     keep_ms: (config) => config.retainJobsDays * DAY_MS,
     // Finished jobs by their finish time (real time), through the partial index jobs_finished.
-    purge: async (tx, cutoff, limit) =>
-      oldest(
-        (
-          await tx.run(
-            `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)`,
-            cutoff,
-            limit,
-          )
-        ).changes,
-        limit,
-      ),
+    purge: oldest(`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)`, (cutoff, limit) => [cutoff, limit]),
   },
   {
     name: 'webhook_attempts',
     keep_ms: (config) => config.retainDeliveriesDays * DAY_MS,
     // Attempts of deliveries that ended; the oldest rows by id only, so a run reads a bounded number of rows.
-    purge: async (tx, cutoff, limit) =>
-      oldest(
-        (
-          await tx.run(
-            `DELETE FROM webhook_attempts WHERE id IN (
-               SELECT a.id FROM (SELECT id, delivery_id, attempted_at FROM webhook_attempts ORDER BY id LIMIT ?) a
-               JOIN webhook_deliveries d ON d.id = a.delivery_id
-               WHERE d.state <> 'pending' AND a.attempted_at < ?)`,
-            limit,
-            cutoff,
-          )
-        ).changes,
-        limit,
-      ),
+    purge: oldest(
+      `DELETE FROM webhook_attempts WHERE id IN (
+         SELECT a.id FROM (SELECT id, delivery_id, attempted_at FROM webhook_attempts ORDER BY id LIMIT ?) a
+         JOIN webhook_deliveries d ON d.id = a.delivery_id
+         WHERE d.state <> 'pending' AND a.attempted_at < ?)`,
+      (cutoff, limit) => [limit, cutoff],
+    ),
   },
   {
     name: 'webhook_deliveries',
     keep_ms: (config) => config.retainDeliveriesDays * DAY_MS,
-    purge: async (tx, cutoff, limit) =>
-      oldest(
-        (
-          await tx.run(
-            `DELETE FROM webhook_deliveries WHERE id IN (
-               SELECT d.id FROM (SELECT id, state, created_at FROM webhook_deliveries ORDER BY id LIMIT ?) d
-               WHERE d.state <> 'pending' AND d.created_at < ?
-                 AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id))`,
-            limit,
-            cutoff,
-          )
-        ).changes,
-        limit,
-      ),
+    purge: oldest(
+      `DELETE FROM webhook_deliveries WHERE id IN (
+         SELECT d.id FROM (SELECT id, state, created_at FROM webhook_deliveries ORDER BY id LIMIT ?) d
+         WHERE d.state <> 'pending' AND d.created_at < ?
+           AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id))`,
+      (cutoff, limit) => [limit, cutoff],
+    ),
   },
   {
     name: 'events',
     keep_ms: (config) => config.retainEventsDays * DAY_MS,
-    purge: async (tx, cutoff, limit) =>
-      oldest(
-        (
-          await tx.run(
-            `DELETE FROM events WHERE seq IN (
-               SELECT e.seq FROM (SELECT seq, id, at FROM events ORDER BY seq LIMIT ?) e
-               WHERE e.at < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending'))`,
-            limit,
-            cutoff,
-          )
-        ).changes,
-        limit,
-      ),
+    purge: oldest(
+      `DELETE FROM events WHERE seq IN (
+         SELECT e.seq FROM (SELECT seq, id, at FROM events ORDER BY seq LIMIT ?) e
+         WHERE e.at < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending'))`,
+      (cutoff, limit) => [limit, cutoff],
+    ),
   },
   {
     name: 'idempotency_keys',
@@ -146,9 +117,7 @@ export class Retention {
 
   /** One run: per table, batches of old rows until one finds no more (or the run's bound); rows deleted per table. */
   runOnce(): Promise<Record<string, number>> {
-    this.running ??= this.run().finally(() => {
-      this.running = null;
-    });
+    this.running ??= this.run().finally(() => (this.running = null));
     return this.running;
   }
 
@@ -176,10 +145,5 @@ export class Retention {
  */
 export function retentionModule(deps: RetentionDeps): Module & { readonly retention: Retention } {
   const retention = new Retention(deps);
-  return {
-    name: 'retention',
-    retention,
-    start: () => retention.start(),
-    stop: () => retention.stop(),
-  };
+  return { name: 'retention', retention, start: () => retention.start(), stop: () => retention.stop() };
 }

@@ -3,10 +3,10 @@
 
 /**
  * True when `err` ends the whole transaction, whatever savepoint it was caught in: a serialization failure or a
- * deadlock (the store runs the transaction again), or a lost connection. Code that catches a body's error to
- * record it (a failed job) must rethrow these instead.
+ * deadlock (the store runs the transaction again), or a lost connection. PgTx marks such errors for
+ * endsTransaction (../tx.ts), which code that records a body's failure in a savepoint asks.
  */
-export function endsTransaction(err: unknown): boolean {
+export function endsPgTransaction(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code;
   return isRetryable(err) || isStalePlan(err) || isConnectionLoss(err) || code === 'DB_UNAVAILABLE' || code === 'DB_COMMIT_UNKNOWN';
 }

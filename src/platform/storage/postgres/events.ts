@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Logger } from '../../log';
 import type { Row } from '../tx';
-import type { EventFeed } from '../store-api';
+import type { EventFeed } from '../store';
 
 /**
  * The event stream's order on PostgreSQL. Events are inserted by any transaction on any node, each with a
@@ -25,32 +25,18 @@ import type { EventFeed } from '../store-api';
  * which numbers events whose node died before its pass. A pass that numbered anything sends NOTIFY
  * kopek_events, delivered at its commit: the other nodes' streams read the new positions at once. LISTEN is only
  * a wake-up: a follower reads the table after every notification, every reconnect and every timer tick.
+ * (The tables and the trigger are postgres/schema.sql's.)
+ *
+ * The same LISTEN connection hears kopek_changes, the announcements of changes to what API keys are resolved
+ * from (schema.sql's last section): see keyTablesVersion.
  */
-export const PG_EVENT_SCHEMA = `
-CREATE TABLE event_queue (
-  seq BIGINT PRIMARY KEY
-);
-CREATE TABLE event_positions (
-  pos      BIGINT PRIMARY KEY,
-  seq      BIGINT NOT NULL UNIQUE REFERENCES events(seq) ON DELETE CASCADE,
-  shop_id  TEXT COLLATE "C" NOT NULL,
-  mode     TEXT COLLATE "C" NOT NULL
-);
-CREATE INDEX event_positions_shop ON event_positions(shop_id, mode, pos);
-CREATE SEQUENCE event_pos AS BIGINT;
-CREATE FUNCTION kopek_queue_event() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO event_queue (seq) VALUES (NEW.seq);
-  RETURN NULL;
-END $$;
-CREATE TRIGGER events_queue AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION kopek_queue_event();
-`;
 
 /** The advisory lock a numbering pass holds to its commit: the migration lock's number ("kopek" in ASCII) plus one. */
 const NUMBERING_LOCK = 0x6b6f70656b + 1;
 
-/** The channel a pass notifies once it numbered events. */
+/** The channel a pass notifies once it numbered events; the one changes to the key tables are announced on. */
 const CHANNEL = 'kopek_events';
+const CHANGES_CHANNEL = 'kopek_changes';
 
 /** Timing of the follower and the numbering passes. */
 export const EVENT_FEED_LIMITS = {
@@ -64,6 +50,8 @@ export const EVENT_FEED_LIMITS = {
    * event reaches the streams this much later than its commit, plus the pass.
    */
   kick_delay_ms: 20,
+  /** Longest a key cache's entry is trusted, whatever the LISTEN connection says (see keyTablesVersion). */
+  key_cache_max_age_ms: 500,
   /** Positions read per query. */
   page: 500,
   /** First pause before reconnecting the LISTEN connection; doubles up to max. */
@@ -126,8 +114,10 @@ export class PgEventFeed implements EventFeed {
   private following = 0;
   /** The read of the starting watermark when the first stream began to follow. */
   private ready: Promise<void> | null = null;
-  /** Other channels the LISTEN connection carries (the change signal's), by name. */
-  private readonly channels = new Map<string, { notify(payload: string): void; state(up: boolean): void }>();
+  /** See keyTablesVersion: the number, when it last moved, and whether kopek_changes is heard now. */
+  private keyVersion = 0;
+  private keyMovedAt = 0;
+  private hearingChanges = false;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -136,11 +126,27 @@ export class PgEventFeed implements EventFeed {
   ) {}
 
   /**
-   * Carry `channel` on this node's LISTEN connection too: `notify` gets each notification's payload, and `state`
-   * hears true once the channel is listened to after every (re)connect, false when the connection is lost.
+   * Store.keyTablesVersion on PostgreSQL, where any node (or an admin command) may commit at any time. It moves
+   * at every announcement on kopek_changes (delivered at the writing commit, so a change made through any node
+   * reaches the others within milliseconds; the contract allows a revoked key 1 s), at this node's own commits
+   * that wrote a key table (keyTablesChanged: before the commit's answer leaves), and at every (re)connect of
+   * the LISTEN connection (what was missed meanwhile is unknown). It is only trusted while announcements can be
+   * heard: while that connection is down, it moves at every call, so a cache holds nothing; and whatever the
+   * connection says, it moves after key_cache_max_age_ms, so a connection that died without a word (a lost
+   * network with no reset) cannot keep a revoked key alive past that.
+   *
+   * Busy tables (payments, refunds) announce nothing: a NOTIFY serialises the commits of every transaction that
+   * sends one, which is a price only rare writes can pay.
    */
-  addChannel(channel: string, handler: { notify(payload: string): void; state(up: boolean): void }): void {
-    this.channels.set(channel, handler);
+  keyTablesVersion(): number {
+    if (!this.hearingChanges || Date.now() - this.keyMovedAt >= EVENT_FEED_LIMITS.key_cache_max_age_ms) this.keyTablesChanged();
+    return this.keyVersion;
+  }
+
+  /** What key answers are read from may have changed: move keyTablesVersion. */
+  keyTablesChanged(): void {
+    this.keyVersion++;
+    this.keyMovedAt = Date.now();
   }
 
   subscribe(fn: (row: Row) => void): () => void {
@@ -278,13 +284,12 @@ export class PgEventFeed implements EventFeed {
     if (this.stopped) return;
     const client = this.connect();
     client.on('notification', (msg) => {
-      const other = this.channels.get(msg.channel);
-      if (other) other.notify(msg.payload ?? '');
+      if (msg.channel === CHANGES_CHANNEL) this.keyTablesChanged();
       else this.wake();
     });
     client.on('error', () => {});
     client.on('end', () => {
-      for (const h of this.channels.values()) h.state(false);
+      this.hearingChanges = false;
       if (this.listener !== client || this.stopped) return;
       this.listener = null;
       const wait = this.reconnectMs;
@@ -295,10 +300,9 @@ export class PgEventFeed implements EventFeed {
     try {
       await client.connect();
       await client.query(`LISTEN ${CHANNEL}`);
-      for (const [name, h] of this.channels) {
-        await client.query(`LISTEN ${name}`);
-        h.state(true);
-      }
+      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+      this.hearingChanges = true;
+      this.keyTablesChanged();
       this.reconnectMs = EVENT_FEED_LIMITS.reconnect_first_ms;
       this.wake();
     } catch {

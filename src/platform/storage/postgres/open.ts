@@ -4,14 +4,12 @@ import { redactUrl } from '../../redact-url';
 import { PG_SCHEMA_SQL } from '../schema-text';
 import { BASE_VERSION, MIGRATIONS, SCHEMA_VERSION } from '../migrations';
 import { PgStore } from './store';
-import { PG_EVENT_SCHEMA } from './events';
-import { PG_CHANGE_SCHEMA } from './changes';
 import { PG_LIMITS } from '../limits';
 
 /**
  * The first schema version a PostgreSQL database can have: the engine arrived at this version, so a new
  * database gets the whole schema at it (postgres/schema.sql), and every later migration runs on both engines,
- * its SQL written once per engine where the two differ (migration-kit.ts).
+ * its SQL written once per engine where the two differ (migrations.ts).
  */
 export const PG_FIRST_VERSION = BASE_VERSION;
 
@@ -97,11 +95,6 @@ export async function openPgStorage(url: string, opts: PgOpenOptions = {}): Prom
   return store;
 }
 
-/** The whole PostgreSQL schema of this build: postgres/schema.sql, and the event stream's own tables. */
-export function pgFullSchema(): string {
-  return PG_SCHEMA_SQL + PG_EVENT_SCHEMA + PG_CHANGE_SCHEMA;
-}
-
 /** The schema version recorded in the database; 0 when it holds no kopek schema. */
 export async function pgSchemaVersion(q: { query(sql: string): Promise<pg.QueryResult> }): Promise<number> {
   const t = await q.query(`SELECT to_regclass('kopek_schema') IS NOT NULL AS present`);
@@ -125,7 +118,7 @@ export async function migratePg(pool: pg.Pool): Promise<number> {
       throw new Error(`the database's schema is version ${seen}, newer than this build's ${SCHEMA_VERSION}: run a newer kopek`);
     }
     if (seen === 0) {
-      await client.query(pgFullSchema());
+      await client.query(PG_SCHEMA_SQL);
       await client.query('CREATE TABLE kopek_schema (version BIGINT NOT NULL)');
       await client.query('INSERT INTO kopek_schema (version) VALUES ($1)', [SCHEMA_VERSION]);
     } else {
@@ -134,10 +127,6 @@ export async function migratePg(pool: pg.Pool): Promise<number> {
         await client.query(typeof step === 'string' ? step : step.postgres);
       }
       if (seen !== SCHEMA_VERSION) await client.query('UPDATE kopek_schema SET version = $1', [SCHEMA_VERSION]);
-      // The change announcements came after schema 20 was first laid out on PostgreSQL: a database made before
-      // them gets them here (every statement of PG_CHANGE_SCHEMA may run again).
-      const announce = await client.query(`SELECT to_regproc('kopek_announce_change') IS NOT NULL AS present`);
-      if (!announce.rows[0].present) await client.query(PG_CHANGE_SCHEMA);
     }
     await client.query('COMMIT');
     return seen;

@@ -567,3 +567,47 @@ CREATE TABLE bank_mismatches (
   answer           TEXT COLLATE "C" NOT NULL,                       -- what the bank said (outcome)
   created_at       BIGINT NOT NULL
 );
+
+-- == PostgreSQL only: the event stream's order across nodes (postgres/events.ts, docs/cluster.md) ==
+-- A trigger queues each new event's seq (in the inserting transaction, so only committed events are queued); a
+-- numbering pass moves the queue into event_positions in seq order. The queue has no foreign key on purpose:
+-- checking one reads the events index beside every other writer's new entry, which SERIALIZABLE counts as a
+-- conflict between concurrent appends.
+CREATE TABLE event_queue (
+  seq BIGINT PRIMARY KEY
+);
+CREATE TABLE event_positions (
+  pos      BIGINT PRIMARY KEY,
+  seq      BIGINT NOT NULL UNIQUE REFERENCES events(seq) ON DELETE CASCADE,
+  shop_id  TEXT COLLATE "C" NOT NULL,
+  mode     TEXT COLLATE "C" NOT NULL
+);
+CREATE INDEX event_positions_shop ON event_positions(shop_id, mode, pos);
+CREATE SEQUENCE event_pos AS BIGINT;
+CREATE FUNCTION kopek_queue_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO event_queue (seq) VALUES (NEW.seq);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER events_queue AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION kopek_queue_event();
+
+-- == PostgreSQL only: changes of what API keys are resolved from, announced to every node ==
+-- Statement-level triggers on the key, shop and merchant tables (the columns a key's answer reads) and the
+-- shop's bank connections send NOTIFY kopek_changes with the table's name, delivered to every node's LISTEN
+-- connection at the writing transaction's commit: each node's key cache starts over (Store.keyTablesVersion).
+-- The same list as KEY_TABLES in src/platform/storage/store.ts; migration 21 -> 22 adds it to older databases.
+CREATE OR REPLACE FUNCTION kopek_announce_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('kopek_changes', TG_TABLE_NAME);
+  RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER api_keys_announce AFTER INSERT OR DELETE OR UPDATE ON api_keys
+  FOR EACH STATEMENT EXECUTE FUNCTION kopek_announce_change();
+CREATE OR REPLACE TRIGGER shops_announce AFTER INSERT OR DELETE OR UPDATE OF id, merchant_id, name, scopes, ip_allowlist, signing_secret, require_signature ON shops
+  FOR EACH STATEMENT EXECUTE FUNCTION kopek_announce_change();
+CREATE OR REPLACE TRIGGER merchants_announce AFTER INSERT OR DELETE OR UPDATE OF id, live_enabled ON merchants
+  FOR EACH STATEMENT EXECUTE FUNCTION kopek_announce_change();
+CREATE OR REPLACE TRIGGER shop_acquirers_announce AFTER INSERT OR DELETE OR UPDATE ON shop_acquirers
+  FOR EACH STATEMENT EXECUTE FUNCTION kopek_announce_change();
+CREATE OR REPLACE TRIGGER shop_payout_providers_announce AFTER INSERT OR DELETE OR UPDATE ON shop_payout_providers
+  FOR EACH STATEMENT EXECUTE FUNCTION kopek_announce_change();

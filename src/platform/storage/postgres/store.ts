@@ -1,15 +1,15 @@
 import pg from 'pg';
 import { createLogger, type Logger } from '../../log';
-import { TX_ENDED, type Engine, type Reader, type Row, type RunResult, type Tx } from '../tx';
-import type { Body } from '../sqlite/body';
-import { PgChangeSignal } from './changes';
-import type { Store, StorageTrouble } from '../store-api';
-import { pgStatement, type PgStatement } from './sql';
-import { oneWrite, prepared } from './wire';
+import { TX_ENDED, type Body, type Engine, type Reader, type Row, type RunResult, type Tx } from '../tx';
+import { KEY_TABLES, type Store, type StorageTrouble } from '../store';
+import { oneWrite, pgStatement, prepared, type PgStatement } from './sql';
 import { PG_LIMITS } from '../limits';
 import { PgEventFeed } from './events';
 import { RetryLane, type InLane } from './lane';
-import { commitUnknown, isConnectionLoss, isRetryable, isStalePlan, storageError } from './errors';
+import { commitUnknown, endsPgTransaction, isConnectionLoss, isRetryable, isStalePlan, storageError } from './errors';
+
+/** The key tables, as the statements that write them name them (PgTx.written). */
+const KEY_TABLE_NAMES: ReadonlySet<string> = new Set(KEY_TABLES.map((t) => t.table));
 
 /**
  * The PostgreSQL engine: a bounded pool of connections to one database that any number of kopek nodes share.
@@ -30,7 +30,6 @@ export class PgStore implements Store {
   readonly connection: object = Object.freeze({});
   readonly path: string;
   readonly inTransaction = false;
-  readonly changes: PgChangeSignal;
   readonly eventFeed: PgEventFeed;
   private readonly pool: pg.Pool;
   private readonly log: Logger;
@@ -49,7 +48,6 @@ export class PgStore implements Store {
     // Without a server's log (an admin command), only warnings and errors reach stderr.
     this.log = opts.log ?? createLogger('warn', (line) => process.stderr.write(line));
     this.eventFeed = new PgEventFeed(pool, opts.listenClient, this.log);
-    this.changes = new PgChangeSignal(this.eventFeed);
   }
 
   /**
@@ -75,9 +73,9 @@ export class PgStore implements Store {
     return this.commitCount;
   }
 
-  /** Commits are durable once COMMIT has returned (synchronous_commit = on). */
-  whenDurable(): Promise<void> | null {
-    return null;
+  /** See Store.keyTablesVersion and PgEventFeed.keyTablesVersion. */
+  keyTablesVersion(): number {
+    return this.eventFeed.keyTablesVersion();
   }
 
   get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
@@ -103,11 +101,9 @@ export class PgStore implements Store {
     }
   }
 
-  write<T>(fn: Body<T>, seen?: { seq?: number }): Promise<T> {
-    return this.tx(fn).then((v) => {
-      if (seen) seen.seq = this.commitCount;
-      return v;
-    });
+  /** Commits are durable once COMMIT has returned (synchronous_commit = on): a write is a transaction of its own. */
+  write<T>(fn: Body<T>): Promise<T> {
+    return this.tx(fn);
   }
 
   async tx<T>(fn: Body<T>): Promise<T> {
@@ -168,7 +164,8 @@ export class PgStore implements Store {
       client.release();
       this.commitCount++;
       this.failure = null;
-      if (written.size > 0) this.changes.committed(written);
+      // Before the commit's answer leaves, instead of at the announcement's delivery a moment later.
+      for (const t of written) if (KEY_TABLE_NAMES.has(t)) this.eventFeed.keyTablesChanged();
       for (const h of hooks) {
         try {
           h();
@@ -255,7 +252,7 @@ export class PgTx implements Tx {
   readonly engine: Engine = 'postgres';
   private live = true;
   private depth = 0;
-  /** The tables this transaction's statements wrote (what the change signal hears at commit). */
+  /** The tables this transaction's statements wrote (the key tables among them move keyTablesVersion at commit). */
   readonly written = new Set<string>();
 
   constructor(
@@ -279,7 +276,7 @@ export class PgTx implements Tx {
     } catch (err) {
       // At debug level only: a serialization failure here is routine (the transaction runs again).
       this.log.debug('postgres statement failed', { code: (err as { code?: string }).code, error: String(err), sql: st.text.slice(0, 300) });
-      throw err;
+      throw marked(err);
     }
   }
 
@@ -301,7 +298,7 @@ export class PgTx implements Tx {
   async savepoint<T>(fn: (tx: Tx) => Promise<T> | T): Promise<T> {
     if (!this.live) throw new Error(TX_ENDED);
     const name = `nested${++this.depth}`;
-    await this.client.query(`SAVEPOINT ${name}`);
+    await this.client.query(`SAVEPOINT ${name}`).catch((err) => Promise.reject(marked(err)));
     try {
       const value = await fn(this);
       if (!this.live) throw new Error(TX_ENDED);
@@ -310,10 +307,10 @@ export class PgTx implements Tx {
     } catch (err) {
       // A serialization failure or a lost connection ends the whole transaction: no savepoint can save it.
       if (this.live && !isRetryable(err) && !isConnectionLoss(err)) {
-        await this.client.query(`ROLLBACK TO SAVEPOINT ${name}`);
+        await this.client.query(`ROLLBACK TO SAVEPOINT ${name}`).catch((undo) => Promise.reject(marked(undo)));
         await this.client.query(`RELEASE SAVEPOINT ${name}`);
       }
-      throw err;
+      throw marked(err);
     } finally {
       this.depth--;
     }
@@ -323,6 +320,12 @@ export class PgTx implements Tx {
     if (!this.live) throw new Error(TX_ENDED);
     this.hooks.push(fn);
   }
+}
+
+/** `err`, marked as ending the whole transaction where it does (see endsTransaction in ../tx.ts). */
+function marked(err: unknown): unknown {
+  if (endsPgTransaction(err)) Object.assign(err as object, { endsTransaction: true });
+  return err;
 }
 
 function backoff(attempt: number): Promise<void> {

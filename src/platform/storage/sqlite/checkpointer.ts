@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import type { Logger } from '../../log';
-import { betterSqliteLib, nativeBindingPath } from './native';
+import { betterSqliteLib, nativeBindingPath } from './open';
 
 /** Least time between two checkpoints while commits keep coming. */
 const INTERVAL_MS = 50;

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { hasColumn, type OldMigration as Migration } from './migration-kit';
 import { TO_13, TO_14, TO_15, TO_16 } from './migrations-records';
 import { BASE_VERSION } from '../migrations';
-import { nativeBinding } from './native';
+import { nativeBinding } from './open';
 
 /**
  * Upgrade the SQLite file at `path` from a version below BASE_VERSION to BASE_VERSION, in one transaction under

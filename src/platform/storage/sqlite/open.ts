@@ -1,9 +1,12 @@
+// Opening SQLite files: the server's and the commands' connection (WAL, schema and migrations), a file as it is
+// (doctor, backups, the check of a finished copy), whether this process may write it, and where better-sqlite3
+// finds its native addon.
 import Database from 'better-sqlite3';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
 import { SCHEMA_SQL } from '../schema-text';
 import { BASE_VERSION, MIGRATIONS, SCHEMA_VERSION } from '../migrations';
-import { nativeBinding } from './native';
 
 export { SCHEMA_VERSION };
 
@@ -26,16 +29,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Database.Dat
     mkdirSync(dirname(path), { recursive: true });
     if (!opts.readonly) ownerOnly(path);
   }
-  const dbOpts: Database.Options = {};
-  if (nativeBinding.addon) (dbOpts as { nativeBinding?: unknown }).nativeBinding = nativeBinding.addon;
-  if (opts.readonly) dbOpts.readonly = true;
-  let db: Database.Database;
-  try {
-    db = new Database(path, dbOpts);
-  } catch (err) {
-    throw new Error(`cannot open database "${path}": ${(err as Error).message}`);
-  }
-  db.pragma('busy_timeout = 5000');
+  const db = connect(path, opts.readonly ? { readonly: true } : {});
   if (!opts.readonly) {
     enableWal(db, path);
     db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
@@ -125,5 +119,134 @@ function enableWal(db: Database.Database, path: string): void {
     }
     if (Date.now() > until) throw new Error(`cannot open database "${path}": it stayed busy for ${WAL_SWITCH_WAIT_MS / 1000} s while switching to WAL mode`);
     Atomics.wait(pause, 0, 0, 20);
+  }
+}
+
+/**
+ * Where better-sqlite3 finds its native addon. In development it finds it itself; the single executable
+ * sets a loaded addon here before the database opens, with the addon's file and a bundled copy of
+ * better-sqlite3's JavaScript for threads (see build.mjs and src/sea.ts).
+ */
+export const nativeBinding: { addon?: unknown; path?: string; libSource?: string } = {};
+
+/** The addon's file: the one the executable unpacked, else better-sqlite3's own build. */
+export function nativeBindingPath(): string {
+  if (nativeBinding.path) return nativeBinding.path;
+  return join(dirname(packageRequire().resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
+}
+
+/**
+ * better-sqlite3's JavaScript for a worker thread to load: the package's entry file in development, the
+ * executable's bundled copy as text otherwise.
+ */
+export function betterSqliteLib(): { file: string } | { source: string } {
+  if (nativeBinding.libSource !== undefined) return { source: nativeBinding.libSource };
+  return { file: packageRequire().resolve('better-sqlite3') };
+}
+
+// Resolved at run time (never by the bundler): only development runs from node_modules.
+function packageRequire(): NodeJS.Require {
+  return createRequire(__filename);
+}
+
+/**
+ * Why this process could not write the database, or null when it can: the file itself (when it exists) and
+ * its folder, where SQLite keeps the -wal and -shm files beside it and creates the file when it is new.
+ * A read-only mount answers EROFS even to root; a file or folder without write permission, EACCES.
+ */
+export function writeProblem(dbPath: string): string | null {
+  if (dbPath === ':memory:') return null;
+  const file = resolve(dbPath);
+  const folder = dirname(file);
+  const targets = existsSync(file) ? [['file', file], ['folder', folder]] : existsSync(folder) ? [['folder', folder]] : [];
+  for (const [what, path] of targets) {
+    try {
+      accessSync(path, constants.W_OK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const why = code === 'EROFS' ? 'it is on a read-only file system' : code === 'EACCES' ? 'this user may not write it' : (err as Error).message;
+      return `the database ${what} "${path}" is not writable (${code}: ${why})`;
+    }
+  }
+  return null;
+}
+
+/** Open an existing database file for reading its pages, without migrating or creating anything. */
+export function openExisting(path: string): Database.Database {
+  if (!existsSync(path)) throw new Error(`cannot open database "${path}": no such file (pass --db)`);
+  return connect(path, { fileMustExist: true });
+}
+
+/** A connection to `path` through the addon in use, waiting up to 5 s for another process's lock. */
+function connect(path: string, opts: Database.Options): Database.Database {
+  if (nativeBinding.addon) (opts as { nativeBinding?: unknown }).nativeBinding = nativeBinding.addon;
+  try {
+    const db = new Database(path, opts);
+    db.pragma('busy_timeout = 5000');
+    return db;
+  } catch (err) {
+    throw new Error(`cannot open database "${path}": ${(err as Error).message}`);
+  }
+}
+
+/** An open source of an online backup: copy it, then close it. */
+export interface BackupSource {
+  /** Copy the database to `dest` online; resolves with the page count and how often a concurrent write restarted the copy. */
+  copyTo(dest: string, onProgress?: (done: number, total: number) => void): Promise<{ pages: number; restarts: number }>;
+  close(): void;
+}
+
+/** Open an existing database file as the source of an online backup (nothing migrated or created). */
+export function openBackupSource(path: string): BackupSource {
+  const db = openExisting(path);
+  return {
+    copyTo: (dest, onProgress) => backupDatabase(db, dest, onProgress),
+    close: () => db.close(),
+  };
+}
+
+/** Copy `source` to `dest` online; resolves with the page count and how often a concurrent write restarted the copy. */
+async function backupDatabase(
+  source: Database.Database,
+  dest: string,
+  onProgress: (done: number, total: number) => void = () => {},
+): Promise<{ pages: number; restarts: number }> {
+  let step = 256;
+  let lastRemaining = Infinity;
+  let restarts = 0;
+  let pages = 0;
+  // The copy holds what the database holds: the owner's alone from its first byte, whatever the umask.
+  if (!existsSync(dest)) closeSync(openSync(dest, 'a', 0o600));
+  chmodSync(dest, 0o600);
+  const final = await source.backup(dest, {
+    progress({ totalPages, remainingPages }) {
+      pages = totalPages;
+      // A write by another connection (the server) restarts the copy. Small steps under a steady write load
+      // could restart forever, so after a restart the rest is copied in one step: one read snapshot, which in
+      // WAL mode does not block the server's writers.
+      if (remainingPages > lastRemaining) {
+        restarts++;
+        step = totalPages;
+      }
+      lastRemaining = remainingPages;
+      onProgress(totalPages - remainingPages, totalPages);
+      return Math.max(step, Math.ceil(totalPages / 20));
+    },
+  });
+  // The last step resolves without a progress call.
+  pages = final.totalPages;
+  onProgress(pages, pages);
+  return { pages, restarts };
+}
+
+/** Integrity and schema version of a finished copy; the copy's file is left closed with no -wal/-shm beside it. */
+export function verifyCopy(path: string): { integrity: string; version: number } {
+  const db = openExisting(path);
+  try {
+    const rows = db.pragma('integrity_check') as Array<{ integrity_check: string }>;
+    const version = db.pragma('user_version', { simple: true }) as number;
+    return { integrity: rows.map((r) => r.integrity_check).join('; '), version };
+  } finally {
+    db.close();
   }
 }

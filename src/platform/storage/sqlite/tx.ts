@@ -1,26 +1,69 @@
-// The SQLite engine's transaction: statements on the one connection, a savepoint per part, after-commit actions.
+// The SQLite engine's transaction: statements on the one connection (each prepared once), the body's
+// watchdog, and the write lock that lets one transaction at a time use the connection.
 import type Database from 'better-sqlite3';
-import { cachedRowReader, cachedStmt } from './statements';
-import { TX_ENDED, type Row, type RunResult, type Tx } from '../tx';
+import { TX_ENDED, type Body, type Reader, type Row, type RunResult, type Tx } from '../tx';
 
-/** Statements whose columns share a name cannot use the row reader; they fall back to better-sqlite3's rows. */
-const plainGet = new WeakMap<Database.Database, Set<string>>();
+/** The error of a body that waited on something other than its transaction; it is rolled back. */
+export const AWAITED_OUTSIDE =
+  'a transaction body awaited something other than its transaction (the network, a timer, another request, or a read through the store instead of its Tx); it would hold the write lock, so it was rolled back';
 
-/** The first row of `sql` on `db`, through the fast row reader where the statement allows it. */
-export function getRow(db: Database.Database, sql: string, params: unknown[]): unknown {
-  let plain = plainGet.get(db);
-  if (plain === undefined || !plain.has(sql)) {
-    try {
-      return cachedRowReader(db, sql).get(...params);
-    } catch (err) {
-      // Only a statement the reader cannot build (two columns of one name, no columns) falls back; a failing
-      // query fails the same way below.
-      if (!/two columns share a name|only for statements that return data/.test(String((err as Error).message))) throw err;
-      if (plain === undefined) plainGet.set(db, (plain = new Set()));
-      plain.add(sql);
-    }
+/** Most statements a connection keeps; SQL built from column lists is bounded, but a bound costs nothing. */
+const STMT_CACHE_LIMIT = 2000;
+
+/**
+ * One SQL text prepared on the connection. `stmt` answers run and all; `row`, made at the first get, reads one
+ * row as an array and builds the object with one literal of fixed shape: better-sqlite3 builds a row one
+ * property at a time, which for a wide row (a payment has 32 columns) costs as much as the query. The literal
+ * is generated from the statement's column names, which come from the SQL text, never from data. Null when the
+ * statement cannot be read so (two columns of one name, no columns): get uses `stmt`.
+ */
+interface Prepared {
+  stmt: Database.Statement;
+  row?: RowReader | null;
+}
+
+type RowReader = { stmt: Database.Statement; width: number; build: (a: unknown[]) => unknown };
+
+/** The statements of one connection, each compiled once per SQL text and shared by every caller (run/get/all only). */
+export class Statements {
+  private readonly cache = new Map<string, Prepared>();
+
+  constructor(private readonly db: Database.Database) {}
+
+  /** The prepared statement of `sql`. */
+  of(sql: string): Prepared {
+    return this.cache.get(sql) ?? this.add(sql);
   }
-  return cachedStmt(db, sql).get(...params);
+
+  private add(sql: string): Prepared {
+    const p = { stmt: this.db.prepare(sql) };
+    if (this.cache.size >= STMT_CACHE_LIMIT) this.cache.clear();
+    this.cache.set(sql, p);
+    return p;
+  }
+
+  /** The first row of `sql`, or undefined. */
+  get(sql: string, params: unknown[]): unknown {
+    const p = this.cache.get(sql) ?? this.add(sql);
+    if (p.row === undefined) p.row = this.rowReader(sql);
+    const r = p.row;
+    if (r === null) return p.stmt.get(...params);
+    const a = r.stmt.get(...params) as unknown[] | undefined;
+    if (a === undefined) return undefined;
+    // A schema change after preparing would shift the columns; it happens only at start-up, but never misread.
+    if (a.length !== r.width) throw new Error(`cannot read rows of "${sql.slice(0, 80)}": the columns changed`);
+    return r.build(a);
+  }
+
+  private rowReader(sql: string): RowReader | null {
+    // A statement of its own: raw() changes a statement, so it must not be the shared one.
+    const stmt = this.db.prepare(sql);
+    if (!stmt.reader) return null;
+    const names = stmt.raw(true).columns().map((c) => c.name);
+    if (new Set(names).size !== names.length) return null;
+    const fields = names.map((n, i) => `${JSON.stringify(n)}: a[${i}]`).join(', ');
+    return { stmt, width: names.length, build: new Function('a', `return { ${fields} };`) as (a: unknown[]) => unknown };
+  }
 }
 
 /** A transaction on one SQLite connection, alive while its body runs. */
@@ -30,6 +73,7 @@ export class SqliteTx implements Tx {
   private depth = 0;
 
   constructor(
+    private readonly st: Statements,
     private readonly db: Database.Database,
     readonly connection: object,
     private readonly hooks: Array<() => void>,
@@ -43,7 +87,7 @@ export class SqliteTx implements Tx {
   get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
     if (!this.live) return Promise.reject(new Error(TX_ENDED));
     try {
-      return Promise.resolve(getRow(this.db, sql, params) as T | undefined);
+      return Promise.resolve(this.st.get(sql, params) as T | undefined);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -52,7 +96,7 @@ export class SqliteTx implements Tx {
   all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
     if (!this.live) return Promise.reject(new Error(TX_ENDED));
     try {
-      return Promise.resolve(cachedStmt(this.db, sql).all(...params) as T[]);
+      return Promise.resolve(this.st.of(sql).stmt.all(...params) as T[]);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -61,7 +105,7 @@ export class SqliteTx implements Tx {
   run(sql: string, ...params: unknown[]): Promise<RunResult> {
     if (!this.live) return Promise.reject(new Error(TX_ENDED));
     try {
-      const r = cachedStmt(this.db, sql).run(...params);
+      const r = this.st.of(sql).stmt.run(...params);
       return Promise.resolve({ changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) });
     } catch (err) {
       return Promise.reject(err);
@@ -71,16 +115,16 @@ export class SqliteTx implements Tx {
   async savepoint<T>(fn: (tx: Tx) => Promise<T> | T): Promise<T> {
     if (!this.live) throw new Error(TX_ENDED);
     const name = `nested${++this.depth}`;
-    cachedStmt(this.db, `SAVEPOINT ${name}`).run();
+    this.st.of(`SAVEPOINT ${name}`).stmt.run();
     try {
       const value = await fn(this);
       if (!this.live) throw new Error(TX_ENDED);
-      cachedStmt(this.db, `RELEASE ${name}`).run();
+      this.st.of(`RELEASE ${name}`).stmt.run();
       return value;
     } catch (err) {
       if (this.live && this.db.inTransaction) {
-        cachedStmt(this.db, `ROLLBACK TO ${name}`).run();
-        cachedStmt(this.db, `RELEASE ${name}`).run();
+        this.st.of(`ROLLBACK TO ${name}`).stmt.run();
+        this.st.of(`RELEASE ${name}`).stmt.run();
       }
       throw err;
     } finally {
@@ -91,5 +135,139 @@ export class SqliteTx implements Tx {
   afterCommit(fn: () => void): void {
     if (!this.live) throw new Error(TX_ENDED);
     this.hooks.push(fn);
+  }
+}
+
+/**
+ * Run one body. Its own awaits on its Tx settle within the current turn of the event loop (SQLite answers
+ * at once); a body still running when the turn ends is waiting on something else, which would hold the
+ * write lock for as long: it is failed with AWAITED_OUTSIDE and its Tx refuses any later call.
+ */
+export function runBody<T>(fn: Body<T>, tx: SqliteTx): Promise<T> | T {
+  const out = fn(tx);
+  if (!(out instanceof Promise)) return out;
+  return new Promise<T>((resolve, reject) => {
+    let done = false;
+    const watchdog = setImmediate(() => {
+      if (done) return;
+      done = true;
+      tx.end();
+      reject(new Error(AWAITED_OUTSIDE));
+    });
+    const settle = (ok: boolean, v: unknown): void => {
+      if (done) return;
+      done = true;
+      clearImmediate(watchdog);
+      if (ok) resolve(v as T);
+      else reject(v);
+    };
+    out.then(
+      (v: T) => settle(true, v),
+      (err: unknown) => settle(false, err),
+    );
+  });
+}
+
+/**
+ * This process's write lock on one connection: one transaction at a time, in the order asked; a read outside
+ * a transaction takes it too, so that it waits for an open transaction instead of seeing its rows.
+ */
+export class WriteLock {
+  private locked = false;
+  private waiters: Array<() => void> = [];
+
+  /** True while a transaction (or a waiting read) holds it. */
+  get held(): boolean {
+    return this.locked;
+  }
+
+  /** Take it: null when taken at once, else a promise that settles when it is ours. */
+  take(): Promise<void> | null {
+    if (!this.locked) {
+      this.locked = true;
+      return null;
+    }
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Hand it to the next waiter in line, or free it. */
+  give(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.locked = false;
+  }
+}
+
+/** SAVEPOINT, RELEASE and ROLLBACK TO of each body of a group. */
+export type BodyStatements = { savepoint: Database.Statement; release: Database.Statement; rollbackTo: Database.Statement };
+
+/**
+ * The bodies of one group, inside its open transaction, one after another, each in its own savepoint: a body
+ * that throws is rolled back alone and its error becomes its outcome. `lost` is set when the whole transaction
+ * is gone (a full disk or an I/O error can make SQLite roll it back, taking every body with it); `storageErr`
+ * when some body met a storage error that left the transaction standing.
+ */
+export async function runBodies(
+  st: Statements,
+  db: Database.Database,
+  connection: object,
+  stmts: BodyStatements,
+  batch: Array<{ fn: Body<unknown> }>,
+  outcomes: Array<{ ok: boolean; value: unknown; hooks: Array<() => void> }>,
+): Promise<{ lost: unknown; storageErr: unknown }> {
+  let lost: unknown = null;
+  let storageErr: unknown = null;
+  for (const p of batch) {
+    const hooks: Array<() => void> = [];
+    const tx = new SqliteTx(st, db, connection, hooks);
+    stmts.savepoint.run();
+    try {
+      const value = await runBody(p.fn, tx);
+      tx.end();
+      stmts.release.run();
+      outcomes.push({ ok: true, value, hooks });
+    } catch (err) {
+      tx.end();
+      if (STORAGE_CODES.test(String((err as { code?: string }).code ?? ''))) storageErr = err;
+      if (!db.inTransaction) {
+        lost = err;
+        break;
+      }
+      try {
+        stmts.rollbackTo.run();
+        stmts.release.run();
+      } catch (undo) {
+        lost = undo;
+        break;
+      }
+      outcomes.push({ ok: false, value: err, hooks: [] });
+    }
+  }
+  return { lost, storageErr };
+}
+
+/** Error codes of the storage itself (as opposed to a body's own error). */
+const STORAGE_CODES = /^SQLITE_(FULL|IOERR|CANTOPEN|READONLY)/;
+
+/**
+ * Run `fn` over one snapshot of committed data, in a read transaction that takes no write lock of the file:
+ * another process's writers go on meanwhile (WAL), and `fn` sees none of their commits. For long reads that
+ * must agree with themselves (the ledger check, a doctor's pass). Like a body, `fn` awaits only its Reader.
+ */
+export async function readSnapshot<T>(st: Statements, db: Database.Database, lock: WriteLock, connection: object, fn: (q: Reader) => Promise<T> | T): Promise<T> {
+  const wait = lock.take();
+  if (wait) await wait;
+  const tx = new SqliteTx(st, db, connection, []);
+  try {
+    st.of('BEGIN DEFERRED').stmt.run();
+    try {
+      // The first read starts the snapshot; everything after reads the same.
+      return await runBody(fn, tx);
+    } finally {
+      tx.end();
+      if (db.inTransaction) st.of('COMMIT').stmt.run();
+    }
+  } finally {
+    lock.give();
   }
 }
