@@ -14,7 +14,10 @@
 //      request shows what coordination costs. Two sharing / two apart is what the coordination itself costs;
 //   3. GET of one payment, one request at a time: median latency on a PostgreSQL node against a SQLite server
 //      (PostgreSQL/SQLite ≤ 2), in alternating turns of 100, once PostgreSQL has settled after the loads (a
-//      checkpoint, and no autovacuum worker left, waiting 30 s at most).
+//      checkpoint, and no autovacuum worker left, waiting 30 s at most);
+//   4. the due-job claim: two schedulers on a database of their own run jobs that are all due at once, half of
+//      them sync and half async: serialization failures (rolled-back transactions) per claimed job: 0, and no job
+//      runs twice.
 // Prints one row per figure, then `bench-cluster: PASS` or `bench-cluster: FAIL (…)`; exits 0 on PASS.
 //
 // Usage: node --import tsx scripts/bench-cluster.ts [--exe PATH] [--small] [--seconds N] [--warmup N] [--cycles N] [--connections N]
@@ -37,6 +40,9 @@ import { ownPostgres } from '../test/helpers/own-postgres';
 import { openEngine } from '../src/platform/storage/maintenance';
 import { createDemo } from '../src/money/shops/store';
 import { PG_LIMITS } from '../src/platform/storage/limits';
+import { Scheduler } from '../src/platform/queue/jobs';
+import { Clocks } from '../src/platform/clock';
+import { createLogger } from '../src/platform/log';
 
 const opts = scriptArgs(process.argv.slice(2), { exe: 'value', small: 'switch', seconds: 'value', connections: 'value', cycles: 'value', warmup: 'value' });
 const small = opts.has('small');
@@ -299,6 +305,53 @@ async function settle(url: string): Promise<void> {
 /** One printed figure: its name, its value, what it is against, and whether it met its target (null: not judged). */
 type Row = [string, string, string, boolean | null];
 
+/**
+ * Two schedulers (two nodes' worth, in this process) share a database of their own and run `n` jobs due at once,
+ * half sync, half async; the rows of rolled-back transactions per claimed job and of jobs that ran twice.
+ */
+async function claimRows(url: string, n: number): Promise<Row[]> {
+  const claimsUrl = await secondDatabase(url, 'kopek_claims');
+  const stores = [await openEngine(claimsUrl), await openEngine(claimsUrl)];
+  const runs = new Map<number, number>();
+  const ran = (id: number): void => void runs.set(id, (runs.get(id) ?? 0) + 1);
+  const schedulers = stores.map((store) => {
+    const s = new Scheduler(store, new Clocks(store.now), createLogger('warn'));
+    s.register('bench.sync', async (_tx, job) => ran(job.id));
+    s.registerAsync('bench.async', { run: async (job) => ran(job.id), complete: async () => {} });
+    return s;
+  });
+  try {
+    const now = stores[0].now();
+    for (let i = 0; i < n; i += 500) {
+      await stores[0].tx(async (tx) => {
+        for (let j = i; j < Math.min(n, i + 500); j++) {
+          await schedulers[0].schedule(tx, { kind: j % 2 === 0 ? 'bench.sync' : 'bench.async', subjectId: String(j), shopId: null, mode: 'live', dueAt: now });
+        }
+      });
+    }
+    const before = await xacts(claimsUrl);
+    const t0 = performance.now();
+    for (const s of schedulers) s.start();
+    while ((await stores[0].get<{ n: number }>(`SELECT count(*) AS n FROM jobs WHERE state = 'pending'`))!.n > 0) {
+      if (performance.now() - t0 > 120_000) throw new Error('the claim phase did not end within 120 s');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const ms = performance.now() - t0;
+    await Promise.all(schedulers.map((s) => s.stop()));
+    const after = await xacts(claimsUrl);
+    const rollbacks = (after.rollback - before.rollback) / n;
+    const twice = [...runs.values()].filter((c) => c > 1).length;
+    return [
+      [`claims: ${n} due jobs, two schedulers`, `${((n / ms) * 1000).toFixed(0)}/s`, '', null],
+      ['serialization failures per claimed job', rollbacks.toFixed(4), '(0)', rollbacks === 0],
+      ['jobs run twice', String(twice), `(0; ${runs.size} of ${n} ran)`, twice === 0 && runs.size === n],
+    ];
+  } finally {
+    await Promise.all(schedulers.map((s) => s.stop()));
+    for (const st of stores) await st.close();
+  }
+}
+
 /** A load of the comparison: where its clients send creates, whose CPU it counts, and what its slices gave. */
 interface Load {
   name: string;
@@ -435,6 +488,7 @@ async function main(): Promise<number> {
     const [liteMs, pgMs] = await getLatencies([{ base: sqlite.url, key: sqlite.demoKey! }, { base: nodes[0].url, key: demo.secret }], runs);
     rows.push(['GET median ms: SQLite', liteMs.toFixed(3), '', null]);
     rows.push(['GET median ms: PostgreSQL node', pgMs.toFixed(3), `${(pgMs / liteMs).toFixed(2)}× (≤ 2)`, pgMs / liteMs <= 2]);
+    rows.push(...(await claimRows(pgServer.url, small ? 1000 : 10_000)));
     const failed = loads.flatMap((l) => l.slices).reduce((sum, f) => sum + f.errors, 0);
     if (failed > 0) rows.push(['failed requests', String(failed), '(0)', false]);
   } finally {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { kopekCommand, runKopek, startKopek, scriptArgs, type KopekCommand } from './lib/kopek-process';
-import { startHangs, startPrompt, payIntoHangs, waitHeld, otherShopDelay } from './lib/hanging-receivers';
+import { startHangs, startPrompt, payIntoHangs, waitHeld, otherShopDelay, paidPayment, type Prompt } from './lib/hanging-receivers';
 
 /** The target: another shop's webhook arrives within this, whatever one shop's receivers do. */
 const TARGET_MS = 1000;
@@ -18,7 +18,7 @@ const TARGET_MS = 1000;
 const WEBHOOK_TIMEOUT_MS = 120_000;
 /** Deliveries timed per figure; the median is reported (one is a few ms, so one alone is noise). */
 const SAMPLES = 5;
-/** Delivery slots one shop may hold (src/money/webhooks: 16 of 64); the noisy shop should fill exactly these. */
+/** Attempts one shop may have in flight (WORKER_LIMITS in src/money/webhooks/attempt.ts: 16 of 64); the noisy shop should fill exactly these. */
 const SHOP_SLOTS = 16;
 
 interface Figures {
@@ -29,6 +29,17 @@ interface Figures {
   /** Another shop's webhook before any hanging receiver existed, and after. */
   quiet_ms: number | null;
   other_ms: number | null;
+  /** The first attempt: from the paying request's answer to the webhook's arrival, none hanging (negative: it came first). */
+  first_ms: number | null;
+}
+
+/** One paid payment of `key`'s shop; from the paying request's answer to its webhook's arrival at `prompt`. */
+async function firstAttemptMs(base: string, key: string, prompt: Prompt): Promise<number | null> {
+  const t0 = performance.now();
+  await paidPayment(base, key, prompt.url);
+  const answered = performance.now();
+  const t = await prompt.firstAfter(t0, 10_000);
+  return t === null ? null : t - answered;
 }
 
 function demoShop(k: KopekCommand, db: string): string {
@@ -61,13 +72,14 @@ async function measure(k: KopekCommand, receivers: number, payments: number): Pr
     // The first delivery of a fresh server warms it up and is not counted.
     await otherShopDelay(server.url, other, prompt, 10_000);
     const quiet_ms = await median(() => otherShopDelay(server.url, other, prompt, 10_000));
+    const first_ms = await median(() => firstAttemptMs(server.url, other, prompt));
     const t0 = performance.now();
     await payIntoHangs(server.url, noisy, hangs, payments);
     const held = await waitHeld(hangs, Math.min(SHOP_SLOTS, receivers * 4), 5000);
     const setup_ms = performance.now() - t0;
     const other_ms = await median(() => otherShopDelay(server.url, other, prompt, 30_000));
     if (server.proc.exitCode !== null || server.proc.signalCode !== null) throw new Error(`the server ended during the run: ${server.stderr().slice(-500)}`);
-    return { receivers, payments, held, setup_ms, quiet_ms, other_ms };
+    return { receivers, payments, held, setup_ms, quiet_ms, other_ms, first_ms };
   } finally {
     server.proc.kill('SIGTERM');
     await server.exited;
@@ -90,7 +102,8 @@ async function main(): Promise<number> {
     results.push(f);
     console.log(
       `${n} hanging receivers behind ${m} payments: they hold ${f.held} connections (set up in ${(f.setup_ms / 1000).toFixed(1)} s); ` +
-        `another shop's webhook ${ms(f.other_ms)} (${ms(f.quiet_ms)} with none hanging), ${f.other_ms === null ? '∞' : (f.other_ms / TARGET_MS).toFixed(3)} of the target`,
+        `another shop's webhook ${ms(f.other_ms)} (${ms(f.quiet_ms)} with none hanging), ${f.other_ms === null ? '∞' : (f.other_ms / TARGET_MS).toFixed(3)} of the target; ` +
+        `first attempt ${f.first_ms === null ? 'never' : `${f.first_ms.toFixed(1)} ms`} after the paying request's answer`,
     );
   }
   const [a, b] = results;

@@ -1,6 +1,6 @@
 import type { PaymentsCore } from './money/payments/core';
 import type { PaymentCreates } from './money/payments/create-batch';
-import type { DeliveryWorker } from './money/webhooks/worker';
+import type { WebhookAttempts } from './money/webhooks/attempt';
 import type { EventStreamHub } from './money/events/stream';
 import type { Metrics } from './web/system/metrics';
 import type { Retention } from './web/system/retention';
@@ -14,8 +14,8 @@ import type { KeyUsage } from './platform/auth/key-usage';
 export interface App extends PaymentsCore {
   /** The node's payment creates, gathered into shared transactions on PostgreSQL. */
   readonly creates: PaymentCreates;
-  /** The webhook delivery worker. */
-  readonly webhooks: DeliveryWorker;
+  /** The webhook attempt job kind (its attempts in flight, for metrics). */
+  readonly webhooks: WebhookAttempts;
   /** The Server-Sent Events hub: every open stream, fed by committed events. */
   readonly stream: EventStreamHub;
   /** Request, job and delivery metrics for GET /metrics. */

@@ -171,7 +171,7 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
     },
   };
   const creates = new PaymentCreates(payments, pgWaitMs(core.config));
-  const app: App = Object.assign(Object.create(payments) as PaymentsCore, { creates, webhooks: webhooks.worker, stream, metrics, keyUsage, retention: retention.retention });
+  const app: App = Object.assign(Object.create(payments) as PaymentsCore, { creates, webhooks: webhooks.attempts, stream, metrics, keyUsage, retention: retention.retention });
   const modules: Module[] = [
     webhooks,
     paymentsModule(payments),

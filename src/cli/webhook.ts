@@ -5,6 +5,9 @@ import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../mon
 import { deliveryLog } from '../money/webhooks/log';
 import { resendEvent } from '../money/webhooks/outbox';
 import { iso } from '../platform/util/time';
+import { Clocks } from '../platform/clock';
+import { createLogger } from '../platform/log';
+import { Scheduler } from '../platform/queue/jobs';
 
 const usage = `Usage:
   kopek webhook add --shop ID --url URL [--events E1,E2] [--signature v1|v2] [--webhook-allow CIDRS]
@@ -79,7 +82,9 @@ export const webhook: Command = {
         case 'resend': {
           onlyFlags(args, []);
           if (!id) throw new Error('webhook resend needs EVT_ID');
-          const n = await store.tx(async (tx) => resendEvent(tx, id, Date.now()));
+          // The jobs are written here and run by the server (its next re-read of the jobs table finds them).
+          const jobs = new Scheduler(store, new Clocks(), createLogger('silent'));
+          const n = await store.tx(async (tx) => resendEvent(tx, jobs, id, Date.now()));
           output(args, { event_id: id, requeued: n }, [`re-queued ${n} deliver${n === 1 ? 'y' : 'ies'} of ${id}`]);
           return 0;
         }

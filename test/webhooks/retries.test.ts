@@ -5,6 +5,7 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { appendWebhookEvent, receiverPool, waitForLog } from '../helpers/webhooks';
 import { addEndpoint } from '../../src/money/webhooks/store';
 import { RETRY_DELAYS_MS } from '../../src/money/webhooks/outbox';
+import { SCHEMA_VERSION } from '../../src/platform/storage/migrations';
 
 let s: TestServer;
 const { receiver, closeAll } = receiverPool();
@@ -107,33 +108,71 @@ test('a restart mid-schedule loses nothing and continues with the right attempt 
   assert.equal(rcv.received.length, 3);
 });
 
-test('a delivery committed before a crash and never attempted is sent after restart', async () => {
+test('a database of the build before attempts were jobs: its pending first attempt and its retry job run once upgraded', async () => {
   const shop = await s.newShop();
   const rcv = await receiver();
   await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
-  // As if the process died right after the commit: the row exists, nothing was sent.
+  // As that build left them: a delivery whose first attempt is pending (its worker made those, with no job), and
+  // one waiting for its first retry under the job kind of then; the schema marked as of that build.
   const app = s.running.app;
-  const ev = await app.store.tx(async (tx) => {
-    const id = 'evt_' + '0'.repeat(10) + 'CRASHTESTCRASHTE';
-    await tx.run(
-      `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data) VALUES (?, ?, ?, 'test', 'payment.status_changed', '{}', ?, 'payment.failed', '{"id":"x"}')`,
-      id,
-      shop.merchantId,
-      shop.shopId,
-      Date.now(),
-    );
-    const seq = (await tx.get<{ seq: number }>('SELECT seq FROM events WHERE id = ?', id))!.seq;
-    await tx.run(
-      `INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, next_attempt_at, created_at) SELECT ?, ?, 'payment.failed', ?, 'test', id, url, ?, ? FROM webhook_endpoints WHERE shop_id = ?`,
-      seq,
-      id,
-      shop.shopId,
-      Date.now(),
-      Date.now(),
-      shop.shopId,
-    );
-    return { id };
+  const ids = await app.store.tx(async (tx) => {
+    const out: string[] = [];
+    for (const [n, attempts] of [[1, 0], [2, 1]]) {
+      const id = `evt_${'0'.repeat(9)}${n}JQBSJQBSJQBSJQBS`;
+      await tx.run(
+        `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data) VALUES (?, ?, ?, 'test', 'payment.status_changed', '{}', ?, 'payment.failed', '{"id":"x"}')`,
+        id,
+        shop.merchantId,
+        shop.shopId,
+        Date.now(),
+      );
+      const seq = (await tx.get<{ seq: number }>('SELECT seq FROM events WHERE id = ?', id))!.seq;
+      const d = await tx.run(
+        `INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, attempts, next_attempt_at, created_at)
+           SELECT ?, ?, 'payment.failed', ?, 'test', id, url, ?, ?, ? FROM webhook_endpoints WHERE shop_id = ? RETURNING id`,
+        seq,
+        id,
+        shop.shopId,
+        attempts,
+        Date.now(),
+        Date.now(),
+        shop.shopId,
+      );
+      if (attempts > 0) {
+        await tx.run(
+          `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at) VALUES ('webhook.retry', ?, ?, 'test', ?, ?, ?, ?)`,
+          String(d.lastInsertRowid),
+          shop.shopId,
+          Date.now(),
+          Date.now(),
+          JSON.stringify({ attempts }),
+          Date.now(),
+        );
+      }
+      out.push(id);
+    }
+    if (tx.engine === 'postgres') await tx.run('UPDATE kopek_schema SET version = ?', SCHEMA_VERSION - 1);
+    else await tx.run(`PRAGMA user_version = ${SCHEMA_VERSION - 1}`);
+    return out;
   });
+  await s.restart();
+  await rcv.waitFor(2);
+  assert.deepEqual(rcv.received.map((r) => r.headers['x-psp-event-id']).sort(), [...ids].sort(), 'each sent once');
+  for (const id of ids) await waitForLog(s, `event_id=${id}`, (it) => it.some((i: any) => i.status === 'succeeded'), { key: shop.key });
+  const jobs = await s.store.all<{ kind: string; state: string }>(`SELECT kind, state FROM jobs WHERE shop_id = ? AND kind LIKE 'webhook.%' ORDER BY id`, shop.shopId);
+  assert.deepEqual(jobs.map((j) => ({ ...j })), [
+    { kind: 'webhook.attempt', state: 'done' },
+    { kind: 'webhook.attempt', state: 'done' },
+  ]);
+});
+
+test('a delivery and its first attempt committed before a crash are sent after restart', async () => {
+  const shop = await s.newShop();
+  const rcv = await receiver();
+  await addEndpoint(s.store, { shopId: shop.shopId, url: rcv.url }, Date.now());
+  // As if the process died right after the commit: the rows exist, nothing was sent, no wake-up came.
+  await s.running.app.scheduler.stop();
+  const ev = await appendWebhookEvent(s, shop);
   await s.restart();
   const got = await rcv.waitFor(1);
   assert.equal(got.headers['x-psp-event-id'], ev.id);

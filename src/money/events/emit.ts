@@ -60,7 +60,7 @@ export function eventsAfter(q: Reader, shopId: string, mode: Mode, afterSeq: num
  * objects uses that domain's typed hooks (payments/hooks.ts), not a sink.
  */
 export type EventSink = (tx: Tx, row: EventRow) => Promise<void>;
-/** Called after commit (SSE fan-out, waking the webhook worker). */
+/** Called after commit (SSE fan-out). */
 export type EventListener = (row: EventRow) => void;
 
 const INSERT_EVENT = `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)

@@ -16,8 +16,8 @@ export const RETRY_DELAYS_MS: readonly number[] = [
   48 * 3_600_000,
 ];
 
-/** Job kind that wakes a delivery for its next retry. */
-export const RETRY_JOB = 'webhook.retry';
+/** The job kind of every attempt of a delivery, the first and the retries (attempt.ts runs it). */
+export const ATTEMPT_JOB = 'webhook.attempt';
 
 /** A delivery row of the outbox. */
 export interface DeliveryRow {
@@ -38,10 +38,11 @@ export interface DeliveryRow {
 }
 
 /**
- * Write the deliveries of a webhook-worthy event in the event's own transaction: one row for a payment's
- * own URL, else one per enabled endpoint of the event's shop whose filter takes it. Returns their ids.
+ * Write the deliveries of a webhook-worthy event in the event's own transaction, each with the job of its first
+ * attempt (due now: the commit wakes the scheduler): one row for a payment's own URL, else one per enabled
+ * endpoint of the event's shop whose filter takes it. Returns their ids.
  */
-export async function enqueueDeliveries(tx: Tx, clocks: Clocks, row: EventRow): Promise<number[]> {
+export async function enqueueDeliveries(tx: Tx, clocks: Clocks, scheduler: Scheduler, row: EventRow): Promise<number[]> {
   if (!row.webhook_event) return [];
   const now = await clocks.now(tx, row.shop_id, row.mode);
   const targets: Array<{ endpoint_id: string | null; url: string }> = row.webhook_url
@@ -63,9 +64,26 @@ export async function enqueueDeliveries(tx: Tx, clocks: Clocks, row: EventRow): 
       now,
       now,
     );
-    ids.push(Number(lastInsertRowid));
+    const id = Number(lastInsertRowid);
+    await scheduleAttempt(tx, scheduler, { id, shop_id: row.shop_id, mode: row.mode, attempts: 0, ...t }, now);
+    ids.push(id);
   }
   return ids;
+}
+
+/** Schedule the attempt a delivery waits for (its attempt count now) at `dueAt` on its clock. */
+function scheduleAttempt(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>, d: Pick<DeliveryRow, 'id' | 'shop_id' | 'mode' | 'attempts' | 'endpoint_id' | 'url'>, dueAt: number): Promise<number> {
+  return scheduler.schedule(tx, { kind: ATTEMPT_JOB, subjectId: String(d.id), shopId: d.shop_id, mode: d.mode, dueAt, payload: { attempts: d.attempts, receiver: receiverKey(d) } });
+}
+
+/** A delivery's receiver, for its limit (attempt.ts): its endpoint, or the host of a payment's own webhook_url. */
+function receiverKey(row: { endpoint_id: string | null; url: string }): string {
+  if (row.endpoint_id) return `ep:${row.endpoint_id}`;
+  try {
+    return `url:${new URL(row.url).host}`;
+  } catch {
+    return `url:${row.url}`;
+  }
 }
 
 /** One finished attempt, as the worker measured it. */
@@ -127,9 +145,7 @@ export async function recordAttempt(tx: Tx, scheduler: Scheduler, clocks: Clocks
     next,
   );
   await tx.run('UPDATE webhook_deliveries SET attempts = ?, state = ?, next_attempt_at = ? WHERE id = ?', attempt, state, next, d.id);
-  if (next !== null) {
-    await scheduler.schedule(tx, { kind: RETRY_JOB, subjectId: String(d.id), shopId: d.shop_id, mode: d.mode, dueAt: next, payload: { attempts: attempt } });
-  }
+  if (next !== null) await scheduleAttempt(tx, scheduler, { ...d, attempts: attempt }, next);
   let disabled = false;
   if (gone && d.endpoint_id) disabled = await disableEndpoint(tx, d.endpoint_id, `receiver answered 410 Gone to event ${d.event_id}`, r.real_now);
   return { attempt, state, next_attempt_at: next, disabled_endpoint: disabled };
@@ -144,10 +160,11 @@ export async function abandonDelivery(tx: Tx, d: DeliveryRow): Promise<void> {
  * Send an event again, with a fresh retry schedule (attempt numbers continue), to whoever takes it now: the
  * payment's own URL, or each enabled endpoint of the shop whose filter takes the event, including one added
  * since (an endpoint deleted and added again after a 410 gets the events it missed). Deliveries to deleted or
- * disabled endpoints stay as they are. Works from the CLI while the server runs: the worker's sweep finds
- * the due rows. Returns how many deliveries were queued; throws when there is nothing to send it to.
+ * disabled endpoints stay as they are. Each gets the job of its first attempt, due now: from the server, its
+ * commit wakes the scheduler; from the CLI, the server's next re-read of the jobs table finds it. Returns how
+ * many deliveries were queued; throws when there is nothing to send it to.
  */
-export async function resendEvent(tx: Tx, eventId: string, realNow: number): Promise<number> {
+export async function resendEvent(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>, eventId: string, realNow: number): Promise<number> {
   const ev = await tx.get<{ seq: number; shop_id: string; mode: Mode; webhook_event: string | null; webhook_url: string | null; payment_id: string | null; off: number }>(
     `SELECT e.seq, e.shop_id, e.mode, e.webhook_event, e.webhook_url, e.payment_id, s.test_clock_offset_ms AS off
      FROM events e JOIN shops s ON s.id = e.shop_id WHERE e.id = ?`,
@@ -162,15 +179,16 @@ export async function resendEvent(tx: Tx, eventId: string, realNow: number): Pro
   if (targets.length === 0) {
     throw new Error(`cannot resend event "${eventId}": no enabled webhook endpoint of shop "${ev.shop_id}" takes ${ev.webhook_event}`);
   }
-  const existing = await tx.all<{ id: number; endpoint_id: string | null }>('SELECT id, endpoint_id FROM webhook_deliveries WHERE event_id = ?', eventId);
+  const existing = await tx.all<{ id: number; endpoint_id: string | null; attempts: number }>('SELECT id, endpoint_id, attempts FROM webhook_deliveries WHERE event_id = ?', eventId);
   for (const t of targets) {
     const d = existing.find((x) => x.endpoint_id === t.endpoint_id);
-    // A retry job still pending for a re-queued row is harmless: the worker runs a delivery once per attempt count.
+    let id = d?.id ?? 0;
+    // A retry job still pending for a re-queued row is harmless: a job runs only for the attempt count it names.
     if (d) await tx.run(`UPDATE webhook_deliveries SET state = 'pending', round_start = attempts, next_attempt_at = ? WHERE id = ?`, now, d.id);
     else {
-      await tx.run(
+      const r = await tx.run(
         `INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, payment_id, next_attempt_at, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
         ev.seq,
         eventId,
         ev.webhook_event,
@@ -182,59 +200,11 @@ export async function resendEvent(tx: Tx, eventId: string, realNow: number): Pro
         now,
         now,
       );
+      id = Number(r.lastInsertRowid);
     }
+    await scheduleAttempt(tx, scheduler, { id, shop_id: ev.shop_id, mode: ev.mode, attempts: d?.attempts ?? 0, ...t }, now);
   }
   return targets.length;
-}
-
-/** Where a delivery goes: its shop, its endpoint (null for a payment's own webhook_url) and URL. */
-export function deliveryTarget(q: Reader, id: number): Promise<{ shop_id: string; endpoint_id: string | null; url: string } | undefined> {
-  return q.get<{ shop_id: string; endpoint_id: string | null; url: string }>('SELECT shop_id, endpoint_id, url FROM webhook_deliveries WHERE id = ?', id);
-}
-
-/**
- * Deliveries whose round has not begun and that are due on their own clock (a test shop's, or real time), at most
- * `limit`; those due at the same instant in the order they were written (the events of one change, in order), which
- * PostgreSQL keeps only when told.
- */
-export async function dueFirstAttempts(q: Reader, realNow: number, limit: number): Promise<number[]> {
-  const rows = await q.all<{ id: number }>(
-    `SELECT d.id FROM webhook_deliveries d JOIN shops s ON s.id = d.shop_id
-     WHERE d.state = 'pending' AND d.attempts = d.round_start
-       AND d.next_attempt_at <= ? + (CASE WHEN d.mode = 'test' THEN s.test_clock_offset_ms ELSE 0 END)
-     ORDER BY d.next_attempt_at, d.id LIMIT ?`,
-    realNow,
-    limit,
-  );
-  return rows.map((r) => r.id);
-}
-
-/**
- * Take a delivery's first attempt for this node (PostgreSQL, where every node's sweep finds the same due
- * deliveries): its due time moves `lease_ms` ahead, compared against the time read, so exactly one node wins and
- * the others' sweeps pass it by. Recording the attempt sets the due time anew; a node that dies meanwhile leaves
- * it due again once the lease is over, and another node's sweep takes it.
- */
-export async function claimFirstAttempt(tx: Tx, d: Pick<DeliveryRow, 'id' | 'next_attempt_at'>, lease_ms: number): Promise<boolean> {
-  if (d.next_attempt_at === null) return false;
-  const r = await tx.run(
-    `UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ? AND state = 'pending' AND attempts = round_start AND next_attempt_at = ?`,
-    d.next_attempt_at + lease_ms,
-    d.id,
-    d.next_attempt_at,
-  );
-  return r.changes === 1;
-}
-
-/** Give back a first attempt claimed with claimFirstAttempt and not made (shutdown): due again at once, for any node. */
-export async function releaseFirstAttempt(tx: Tx, d: Pick<DeliveryRow, 'id' | 'next_attempt_at'>, lease_ms: number): Promise<void> {
-  if (d.next_attempt_at === null) return;
-  await tx.run(
-    `UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ? AND state = 'pending' AND attempts = round_start AND next_attempt_at = ?`,
-    d.next_attempt_at,
-    d.id,
-    d.next_attempt_at + lease_ms,
-  );
 }
 
 /** A delivery row by id. */

@@ -22,6 +22,12 @@ export interface AsyncJobKind<R> {
   complete(tx: Tx, job: Job, result: R): Promise<void>;
   /** Longest a run may take before it counts as failed (default 30 s). */
   deadline_ms?: number;
+  /**
+   * A kind with limits of its own (a webhook's receiver, shop and process): take a slot for the job and return
+   * what gives it back, or null when its limit is reached; a pass then leaves the job due and unclaimed, and
+   * looks again once a run ends. Such runs do not count against the scheduler's maxAsyncRunning.
+   */
+  admit?(job: Job): (() => void) | null;
 }
 
 /** The shop's run a job belongs to, and the due time it runs and completes at. */
@@ -62,6 +68,8 @@ export class AsyncRunner {
   private renewTimer: NodeJS.Timeout | null = null;
   private renewing: Promise<void> | null = null;
   private active = 0;
+  /** Runs that count against `cap` (those of kinds without limits of their own), waiting or running. */
+  private shared = 0;
   private readonly slotWaiters: Array<() => void> = [];
 
   constructor(
@@ -79,6 +87,11 @@ export class AsyncRunner {
     return this.inflight.has(id);
   }
 
+  /** The jobs waiting for a slot or running here. */
+  ids(): number[] {
+    return [...this.inflight.keys()];
+  }
+
   /** True while any job is waiting for a slot or running. */
   busy(): boolean {
     return this.inflight.size > 0;
@@ -89,9 +102,9 @@ export class AsyncRunner {
     return this.inflight.size;
   }
 
-  /** Runs that could start now without waiting for a slot. */
+  /** Runs of kinds without limits of their own that could start now without waiting for a slot. */
   free(): number {
-    return Math.max(0, this.cap - this.inflight.size);
+    return Math.max(0, this.cap - this.shared);
   }
 
   /** Claims this process holds on async jobs. */
@@ -114,12 +127,18 @@ export class AsyncRunner {
     return (await this.table.claim(tx, row.id, c, threshold, own)) ? c.token : null;
   }
 
-  /** Start the run of a job claimed under `token` (or join the one in flight); the promise never rejects. */
-  start(row: JobRow, kind: AsyncJobKind<unknown>, token: string, at: RunAt | null): Promise<void> {
+  /**
+   * Start the run of a job claimed under `token` (or join the one in flight); the promise never rejects. With
+   * `admitted` (what gives back the slot its kind's `admit` took) it takes no slot of the runner's.
+   */
+  start(row: JobRow, kind: AsyncJobKind<unknown>, token: string, at: RunAt | null, admitted?: () => void): Promise<void> {
     const had = this.inflight.get(row.id);
-    if (had) return had.done;
+    if (had) {
+      admitted?.();
+      return had.done;
+    }
     this.hold(row.id, token);
-    const done = this.runOne(row, kind, token, at).finally(() => {
+    const done = this.runOne(row, kind, token, at, admitted).finally(() => {
       this.inflight.delete(row.id);
       this.held.delete(row.id);
       this.hooks.settled(row.id);
@@ -209,8 +228,11 @@ export class AsyncRunner {
       });
   }
 
-  private async runOne(row: JobRow, kind: AsyncJobKind<unknown>, token: string, at: RunAt | null): Promise<void> {
-    await this.slot();
+  private async runOne(row: JobRow, kind: AsyncJobKind<unknown>, token: string, at: RunAt | null, admitted: (() => void) | undefined): Promise<void> {
+    if (!admitted) {
+      this.shared++;
+      await this.slot();
+    }
     try {
       const job = toJob(row);
       const result = await withDeadline(kind.run(job), kind.deadline_ms ?? DEFAULT_DEADLINE_MS, row);
@@ -240,7 +262,11 @@ export class AsyncRunner {
         this.log.error('cannot record a failed job run', { job_id: row.id, kind: row.kind, error: String((e as Error)?.message ?? e) });
       }
     } finally {
-      this.release();
+      if (admitted) admitted();
+      else {
+        this.shared--;
+        this.release();
+      }
     }
   }
 

@@ -52,6 +52,8 @@ export interface BatchOptions<C> {
   /** The shop's run the batch is part of (its jobs may carry its token), each job in it at its due time, never earlier than `floor`. */
   run: RunClaim | null;
   floor: number;
+  /** The token of a pass's claim on the rows (PostgreSQL claims them before they run), when not a shop run's. */
+  token?: string;
   /** Stop when a job schedules another (due order may have changed), or hand the rest to `refetch`. */
   stopOnSchedule: boolean;
   refetch?: Refetch;
@@ -61,10 +63,10 @@ export interface BatchOptions<C> {
   skip?: (row: JobRow) => boolean;
   /**
    * An async job: claim it in the batch's transaction and return what starts it once the batch committed, or
-   * null to leave it (`claimedSoFar`: claims this try of the batch made before). Without it the batch stops at
+   * null to leave it (`claimedSoFar`: what this try of the batch claimed before). Without it the batch stops at
    * the first async job.
    */
-  onAsync?: (tx: Tx, row: JobRow, kind: AsyncJobKind<unknown>, threshold: number, claimedSoFar: number) => Promise<C | null>;
+  onAsync?: (tx: Tx, row: JobRow, kind: AsyncJobKind<unknown>, threshold: number, claimedSoFar: readonly C[]) => Promise<C | null>;
 }
 
 /** What a batch of sync jobs did (see Executor.runSyncBatch). */
@@ -172,10 +174,20 @@ export class Executor {
     let stale = false;
     let moment = o.floor;
     let threw = false;
-    const b = this.batchRunner(savepoints, o.run?.token ?? null);
+    const b = this.batchRunner(savepoints, o.run?.token ?? o.token ?? null);
     try {
       await this.store.tx(
         async (tx) => {
+          // PostgreSQL may run the body again after a serialization failure: each run starts afresh.
+          claimed.length = 0;
+          consumed = 0;
+          seen.clear();
+          list = rows;
+          i = from;
+          stale = false;
+          moment = o.floor;
+          b.st.ran = 0;
+          b.st.retries = [];
           b.st.tx = tx;
           const threshold = (b.st.threshold = this.hooks.threshold(this.clocks.real()));
           if (o.select) {
@@ -194,7 +206,7 @@ export class Executor {
             consumed++;
             if (o.skip?.(row)) continue;
             if (kind && 'async' in kind) {
-              const c = await o.onAsync!(tx, row, kind.async, threshold, claimed.length);
+              const c = await o.onAsync!(tx, row, kind.async, threshold, claimed);
               if (c !== null) claimed.push(c);
               continue;
             }

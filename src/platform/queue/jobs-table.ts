@@ -123,6 +123,28 @@ export class JobsTable {
     );
   }
 
+  /**
+   * PostgreSQL's claim of the due jobs `ids` (read with `due`) for `claim`: one statement, run on its own at READ
+   * COMMITTED (a claim guards no money; the jobs then run in transactions that name its token). `FOR UPDATE SKIP
+   * LOCKED` passes over the rows another node's claim is taking, and a row changed meanwhile is checked again
+   * once locked, so a job is claimed once. Not the jobs under the tokens `held` (this process's advances).
+   * SQLite's one writer claims in the transaction that read the due rows instead (`claim`).
+   */
+  claimDue(q: Reader, ids: number[], threshold: number, claim: Claim, held: string[]): Promise<JobRow[]> {
+    return q.all<JobRow>(
+      `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE id IN (
+         SELECT id FROM jobs WHERE id = ANY(?) AND state = 'pending' AND ${FREE} AND (claim_token IS NULL OR claim_token <> ALL(?))
+         FOR UPDATE SKIP LOCKED)
+       RETURNING *`,
+      claim.by,
+      claim.token,
+      claim.until,
+      ids,
+      threshold,
+      held,
+    );
+  }
+
   /** The earliest run time of a pending job whose claim is free or lapsed (one read of `jobs_run`), or null. */
   async nextRunAt(q: Reader, threshold: number): Promise<number | null> {
     const r = await q.get<{ run_at: number }>(`SELECT run_at FROM jobs WHERE state = 'pending' AND ${FREE} ORDER BY run_at, id LIMIT 1`, threshold);

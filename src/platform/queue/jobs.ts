@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Reader, Store, Tx } from '../storage/store';
 import type { Clocks, Mode } from '../clock';
 import type { Logger } from '../log';
-import { FIRST_KEY, JobsTable, type Claim, type JobKey, type JobRow } from './jobs-table';
+import { JobsTable, type Claim } from './jobs-table';
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
 import { DEFAULT_LIMITS, type SchedulerLimits } from './limits';
-import { pendingRow, runShopJobs, type ShopRunDeps } from './shop-run';
-import { WakeTimer } from './wake-timer';
 import type { JobSpec, StartOptions } from './spec';
+import { pendingRow, runShopJobs, type ShopRunDeps } from './shop-run';
+import { runPass, WakeTimer, type PassDeps } from './pass';
 import { runOf, type Around } from './hooked-tx';
 
 export type { Job } from './jobs-table';
@@ -18,15 +18,20 @@ export { MAX_ATTEMPTS } from './executor';
 export type { SchedulerLimits } from './limits';
 export type { JobSpec, StartOptions } from './spec';
 
+
 /**
  * The durable scheduler. The jobs table is the truth and the only place jobs live; the process holds the time
  * of its next wake (one timer) and the claims it holds, nothing it could not read again.
  *
- * A pass runs the due query (pending, run_at <= now, claim free or lapsed; the partial index `jobs_run` in
- * (run_at, id) order) a page at a time, each page in the transaction that runs it: sync jobs run and are
- * marked done there, in batches of savepoints (executor.ts); async jobs are claimed there (process id, a fresh
- * token, claim_until a lease ahead) and run outside once it committed, renewing their claim, then complete in
- * a write that names the token (async-runner.ts). A job whose claim lapsed (its process died) is taken again.
+ * A pass (pass.ts) runs the due query (pending, run_at <= now, claim free or lapsed; the partial index
+ * `jobs_run` in (run_at, id) order) a page at a time. On SQLite each page is read in the transaction that runs
+ * it: sync jobs run and are marked done there, in batches of savepoints (executor.ts); async jobs are claimed
+ * there (process id, a fresh token, claim_until a lease ahead). On PostgreSQL the page is claimed first, in one
+ * `FOR UPDATE SKIP LOCKED` statement at READ COMMITTED, and its sync jobs then run in SERIALIZABLE batches that
+ * name the claim's token. Async jobs run outside once claimed, renewing their claim, then complete in a write
+ * that names the token (async-runner.ts); a kind may keep limits of its own (`admit`: a webhook's receiver and
+ * shop), and a job at its limit stays due for a later pass. A job whose claim lapsed (its process died) is
+ * taken again.
  *
  * The one timer is armed at the earliest run_at a pass could take (one indexed read after each pass), moved
  * earlier after a commit that schedules an earlier job, and never later than `rereadMs` ahead: jobs written by
@@ -58,6 +63,7 @@ export class Scheduler {
   private scheduleSeq = 0;
   private idleWaiters: Array<() => void> = [];
   private readonly shopRun: ShopRunDeps;
+  private readonly pass_: PassDeps;
 
   constructor(
     private readonly store: Store,
@@ -83,6 +89,21 @@ export class Scheduler {
       fail: (row, err, at, token) => this.exec.failInTx(row, err, at, token),
       settled: () => this.settled(),
     });
+    this.pass_ = {
+      store,
+      clocks,
+      log,
+      table: this.table,
+      exec: this.exec,
+      runner: this.runner,
+      limits: this.limits,
+      threshold,
+      stopped: () => this.stopped,
+      advanceTokens: this.advanceTokens,
+      starved: () => {
+        this.starved = true;
+      },
+    };
     this.shopRun = {
       store,
       clocks,
@@ -248,7 +269,9 @@ export class Scheduler {
           this.again = false;
           const started = this.clocks.real();
           try {
-            total += await this.runPass(started);
+            this.nextRereadAt = started + this.limits.rereadMs;
+            this.starved = false;
+            total += await runPass(this.pass_, started);
           } catch (err) {
             // The table is the truth: what did not run stays pending there, and the next pass takes it.
             if (!this.stopped) this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
@@ -264,52 +287,6 @@ export class Scheduler {
     })();
     this.passing = p;
     return p;
-  }
-
-  /**
-   * One pass over the jobs due at real time `now`, a page of the due query at a time, each page in the
-   * transaction that runs its sync jobs and claims its async ones; yields to the event loop between slices.
-   */
-  private async runPass(now: number): Promise<number> {
-    this.nextRereadAt = now + this.limits.rereadMs;
-    this.starved = false;
-    let after: JobKey = FIRST_KEY;
-    let ran = 0;
-    let sliceStart = performance.now();
-    const page = this.limits.batch;
-    while (!this.stopped) {
-      const slots = this.runner.free();
-      const out = await this.exec.runSyncBatch<{ row: JobRow; kind: AsyncJobKind<unknown>; token: string }>([], 0, {
-        run: null,
-        floor: -Infinity,
-        stopOnSchedule: false,
-        select: (q) => this.table.due(q, now, this.threshold(this.clocks.real()), after, page),
-        // Held here already (a run in flight, an advance's job): the claim may look lapsed on a moved test clock.
-        skip: (row) => this.runner.running(row.id) || (row.claim_token !== null && this.advanceTokens.has(row.claim_token)),
-        onAsync: async (tx, row, kind, threshold, claimedSoFar) => {
-          if (claimedSoFar >= slots) {
-            // Left unclaimed in the table (for another process, or this one once a run ends).
-            this.starved = true;
-            return null;
-          }
-          const token = await this.runner.claim(tx, row, threshold, null);
-          return token === null ? null : { row, kind, token };
-        },
-      });
-      for (const c of out.claimed) void this.runner.start(c.row, c.kind, c.token, null);
-      ran += out.ran + out.claimed.length;
-      if (out.reached > 0) {
-        const last = out.list[out.reached - 1];
-        after = { runAt: last.run_at, id: last.id };
-      }
-      // The end of the due rows: the page was not full and the batch went through all of it.
-      if (out.list.length < page && out.reached >= out.list.length) break;
-      if (performance.now() - sliceStart > this.limits.sliceMs) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        sliceStart = performance.now();
-      }
-    }
-    return ran;
   }
 
   /**

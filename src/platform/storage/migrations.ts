@@ -48,6 +48,19 @@ CREATE OR REPLACE TRIGGER shop_acquirers_announce AFTER INSERT OR DELETE OR UPDA
 CREATE OR REPLACE TRIGGER shop_payout_providers_announce AFTER INSERT OR DELETE OR UPDATE ON shop_payout_providers
   FOR EACH STATEMENT EXECUTE FUNCTION kopek_announce_change();`,
   },
+  // 22 → 23: every webhook attempt is a job of one kind. Retry jobs take its name; a delivery whose first attempt
+  // is pending (the delivery worker of 22 made those, without a job) gets its job, due when the delivery is,
+  // in due order. The payload names the attempt count, and the endpoint as the receiver (a payment's own URL
+  // has none here: its limits are its shop's and the process's).
+  `UPDATE jobs SET kind = 'webhook.attempt' WHERE kind = 'webhook.retry' AND state IN ('pending', 'dead');
+INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at)
+  SELECT 'webhook.attempt', CAST(d.id AS TEXT), d.shop_id, d.mode, coalesce(d.next_attempt_at, d.created_at),
+    coalesce(d.next_attempt_at, d.created_at) - (CASE WHEN d.mode = 'test' THEN s.test_clock_offset_ms ELSE 0 END),
+    '{"attempts":' || CAST(d.attempts AS TEXT) || (CASE WHEN d.endpoint_id IS NULL THEN '' ELSE ',"receiver":"ep:' || d.endpoint_id || '"' END) || '}',
+    d.created_at
+  FROM webhook_deliveries d JOIN shops s ON s.id = d.shop_id
+  WHERE d.state = 'pending' AND d.attempts = d.round_start
+  ORDER BY coalesce(d.next_attempt_at, d.created_at), d.id;`,
 ];
 
 /** The schema version this build writes: `PRAGMA user_version` of a current SQLite database, kopek_schema's on PostgreSQL. */

@@ -1,7 +1,6 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import type { PaymentsCore } from '../../money/payments/core';
-import type { DeliveryWorker } from '../../money/webhooks/worker';
 import { badRequest } from '../../platform/http/errors';
 import { esc } from '../pay-page/layout';
 import { formatAmount, type Lang } from '../pay-page/i18n';
@@ -160,16 +159,15 @@ export async function postCancel(ctx: Ctx<PaymentsCore>): Promise<Reply> {
 }
 
 /** POST /cabinet/events/:id/resend {back}: sends a webhook event again, as `kopek webhook resend` does. */
-export async function postResend(ctx: Ctx<Core & { webhooks: DeliveryWorker }>): Promise<Reply> {
+export async function postResend(ctx: Ctx<Core>): Promise<Reply> {
   const id = ctx.params.id;
   const ev = await ctx.app.store.get<{ shop_id: string }>('SELECT shop_id FROM events WHERE id = ?', id);
   await shopOfOwn(ctx, ev?.shop_id, `Cannot find event "${id.slice(0, 64)}"`);
   const backField = form(ctx).get('back') ?? '';
   const back = /^\/cabinet\/[A-Za-z0-9/?=&._-]*$/.test(backField) ? backField : '/cabinet/webhooks';
   return change(ctx, { action: 'webhook.resend', target: id, back }, async () => {
-    const n = await ctx.app.store.tx((tx) => resendEvent(tx, id, ctx.app.clocks.real()));
-    // Sent now rather than at the worker's next sweep.
-    await ctx.app.webhooks.sweep();
+    // The attempts' jobs wake the scheduler once committed: sent now.
+    const n = await ctx.app.store.tx((tx) => resendEvent(tx, ctx.app.scheduler, id, ctx.app.clocks.real()));
     return counted(ctx.cabinet!.lang, n, 'deliveries');
   });
 }

@@ -2,7 +2,7 @@ import type { Store } from '../../platform/storage/store';
 import type { Clocks } from '../../platform/clock';
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { EventStreamHub } from '../../money/events/stream';
-import type { DeliveryWorker } from '../../money/webhooks/worker';
+import type { WebhookAttempts } from '../../money/webhooks/attempt';
 import { countJobs } from '../../platform/queue/jobs-table';
 import { pendingDeliveryCount } from '../../platform/storage/dialect';
 
@@ -14,13 +14,13 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
 
 /**
  * What a scrape reads besides the counters kept here: the jobs table and pending deliveries (store), the open
- * streams and the webhook attempts in flight. Passed to `render` rather than held: the worker is built after
+ * streams and the webhook attempts in flight. Passed to `render` rather than held: the attempts are built after
  * the metrics (it reports its attempts to them).
  */
 export interface MetricsSources {
   readonly store: Store;
   readonly stream: Pick<EventStreamHub, 'clientCount'>;
-  readonly webhooks: Pick<DeliveryWorker, 'inFlight'>;
+  readonly webhooks: Pick<WebhookAttempts, 'inFlight'>;
 }
 
 /** Per-route request counters and latency histograms, fed by the server's request observer. */
@@ -51,7 +51,7 @@ export class Metrics {
     h.count++;
   };
 
-  /** Count one recorded webhook attempt, and the delivery's end when the attempt ended it (bound: the worker may hold it alone). */
+  /** Count one recorded webhook attempt, and the delivery's end when the attempt ended it (bound: the attempt job may hold it alone). */
   readonly webhookAttempt = (responseCode: number | null, succeeded: boolean, deliveryState: string): void => {
     const result = succeeded ? 'succeeded' : responseCode === null ? 'no_response' : 'error_status';
     this.attempts.set(result, (this.attempts.get(result) ?? 0) + 1);
