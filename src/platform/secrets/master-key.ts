@@ -100,11 +100,6 @@ export function decryptSecret(key: Buffer, stored: string, context = ''): string
   }
 }
 
-/** True when a stored value is a ciphertext of this module. */
-export function isEncrypted(stored: string): boolean {
-  return stored.startsWith(PREFIX);
-}
-
 /** The master key of one database, loaded (and created) on first use and kept for the process. */
 export class MasterKey {
   private key: Buffer | null = null;
