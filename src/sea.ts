@@ -6,16 +6,14 @@ import * as sea from 'node:sea';
 import { nativeBinding } from './platform/storage/sqlite/open';
 import { exitWith, main } from './main';
 
-/** The SEA asset key under which build.mjs stores better-sqlite3's native addon. */
+/** Where build.mjs stores better-sqlite3's native addon. */
 export const ADDON_ASSET = 'better_sqlite3.node';
-/** The SEA asset key under which build.mjs stores better-sqlite3's JavaScript, bundled, for worker threads. */
+/** Where build.mjs stores better-sqlite3's JavaScript, bundled, for worker threads. */
 export const LIB_ASSET = 'better_sqlite3.js';
 
 /**
- * Directories the addon may be unpacked into, best first: KOPEK_CACHE_DIR when set, the user's cache, then
- * per-user folders in the temp directory and in /dev/shm (a memory file system that stays writable when the
- * root file system is mounted read-only, as in hardened containers). The fallbacks are per user so one
- * user cannot plant a library that another user's kopek would load.
+ * Best first: KOPEK_CACHE_DIR, the user's cache, then per-user folders in the temp directory and /dev/shm (writable
+ * under a read-only root). Per user, so no user can plant a library another's kopek would load.
  */
 export function cacheRoots(env: NodeJS.ProcessEnv = process.env): string[] {
   const roots: string[] = [];
@@ -37,10 +35,7 @@ function safeHomedir(): string {
   }
 }
 
-/**
- * Put the addon bytes at <root>/<sha256>/better_sqlite3.node and return that path. An existing file is
- * reused only when its bytes equal the asset's, so a truncated or altered copy is replaced, never loaded.
- */
+/** At <root>/<sha256>/better_sqlite3.node; an existing file is reused only when its bytes equal the asset's. */
 export function unpackAddon(bytes: Buffer, roots: string[] = cacheRoots()): string {
   const hash = createHash('sha256').update(bytes).digest('hex');
   const failures: string[] = [];
@@ -69,10 +64,7 @@ export function unpackAddon(bytes: Buffer, roots: string[] = cacheRoots()): stri
   throw new Error(`cannot unpack the SQLite addon: ${failures.join('; ')}; set KOPEK_CACHE_DIR to a writable folder of this user`);
 }
 
-/**
- * mkdir -p by hand: Node's recursive mkdir spins forever under some pseudo file systems (a HOME inside
- * /proc), and a cache that cannot be made must fail fast so the next root is tried.
- */
+/** By hand: recursive mkdir spins forever on some pseudo file systems (HOME in /proc); failing fast tries the next root. */
 function makeDirs(dir: string): void {
   const parent = dirname(dir);
   if (parent !== dir && !existsSync(parent)) makeDirs(parent);
@@ -100,7 +92,7 @@ function sameBytes(file: string, bytes: Buffer): boolean {
   }
 }
 
-/** Unpack the addon bytes (see unpackAddon) and load them; returns what better-sqlite3 takes as `nativeBinding`. */
+/** Returns what better-sqlite3 takes as `nativeBinding`. */
 export function loadAddon(bytes: Buffer, roots: string[] = cacheRoots()): unknown {
   return loadAddonFile(unpackAddon(bytes, roots));
 }
@@ -111,10 +103,9 @@ function loadAddonFile(file: string): unknown {
   return mod.exports;
 }
 
-/** First words of the command lines that never open a database. */
 const NO_DATABASE = new Set(['--version', '-v', 'version', '--help', '-h', 'help']);
 
-/** The executable's entry: hand the addon (and the JavaScript for threads) it carries to better-sqlite3, then run the command line. */
+/** Hand the carried addon (and threads' JavaScript) to better-sqlite3, then run the command line. */
 export async function runExecutable(argv: string[]): Promise<number> {
   // The version and the help need no database, so no addon: they work with no writable folder at all.
   if (sea.isSea() && !NO_DATABASE.has(argv[0] ?? '')) {

@@ -1,38 +1,31 @@
 /**
- * The command line's one parser: serve's options (platform/config.ts) and every admin command (cli/) read
- * their words through `readArgs`. It sits in platform/ because config.ts, which reads serve's flags, is in
- * this tier and may not import cli/; the commands' own conventions (subcommands, ids) are here beside it so
- * that a command imports one file.
- *
- * The grammar: `--name VALUE` or `--name=VALUE` for a flag taking a value (the next word is its value even
- * when it starts with one dash, `--sim-delay -2`, but never when it starts with two: `--shop --mode test`
- * says --shop needs one), `--name` for a switch, `-h` for --help where --help is a switch, and after `--`
- * only positionals. A flag may be given twice: `given` keeps every occurrence in order, `flags` the last.
+ * The command line's one parser, for serve (config.ts, hence in platform/) and every admin command, with the
+ * commands' conventions (subcommands, ids) beside it. `--name VALUE` or `--name=VALUE` for a value (the next word
+ * is the value even starting with one dash, `--sim-delay -2`, never with two), `--name` for a switch, `-h` for
+ * --help where that is a switch, only positionals after `--`. `given` keeps every occurrence, `flags` the last.
  */
 
-/** How a flag is read: `value` takes one; `switch` takes none; `switch=` takes none, or one written `--name=VALUE`. */
+/** `switch=` takes none, or one written `--name=VALUE`. */
 export type FlagKind = 'value' | 'switch' | 'switch=';
 
-/** What a command line may hold. */
 export interface Grammar {
-  /** How `--name` is read; undefined: it is refused as unknown. */
+  /** Undefined: refused as unknown. */
   kind(name: string): FlagKind | undefined;
-  /** Whether words that are not flags are taken; if not, the first is refused as unknown. */
+  /** If not, the first is refused as unknown. */
   positionals: boolean;
-  /** The refusal of an unknown flag or word, quoting it as typed (`=VALUE` included). */
+  /** Quoting it as typed (`=VALUE` included). */
   unknown(word: string): string;
 }
 
-/** Parsed command-line words: positionals, and flags with their values (`true` for a switch). */
+/** Positionals, and flags with their values (`true` for a switch). */
 export interface Args {
   positional: string[];
-  /** Every flag in the order given, with its value. */
   given: Array<[name: string, value: string | true]>;
-  /** Each flag's value; of a flag given twice, the last. */
+  /** Of a flag given twice, the last. */
   flags: Map<string, string | true>;
 }
 
-/** Split `words` by `grammar`; a word it cannot take throws an Error saying which and why. */
+/** A word it cannot take throws an Error saying which and why. */
 export function readArgs(words: readonly string[], grammar: Grammar): Args {
   const args: Args = { positional: [], given: [], flags: new Map() };
   const add = (name: string, value: string | true): void => {
@@ -47,7 +40,7 @@ export function readArgs(words: readonly string[], grammar: Grammar): Args {
       args.positional.push(...rest);
       if (word === '--') break;
     } else if (!word.startsWith('--')) {
-      // Short options: kopek has one, -h; a group of them (-hh) is that switch again.
+      // The one short option is -h; a group (-hh) is that switch again.
       if (grammar.kind('help') !== 'switch' || !/^-h+$/.test(word)) throw new Error(grammar.unknown(word));
       for (let n = 1; n < word.length; n++) add('help', true);
     } else {
@@ -72,9 +65,8 @@ export function readArgs(words: readonly string[], grammar: Grammar): Args {
 }
 
 /**
- * Read an admin command's words: every `--name` takes a value but the `switches` (and -h for --help). Which
- * flags a command knows depends on its subcommand, a positional, so any name is read here and the command
- * refuses those it does not know afterwards (onlyFlags).
+ * Every `--name` takes a value but the `switches` (and -h): known flags depend on the subcommand, so the command
+ * refuses the unknown ones afterwards (onlyFlags).
  */
 export function parseArgs(argv: readonly string[], switches: readonly string[] = ['json', 'help']): Args {
   return readArgs(argv, {
@@ -84,33 +76,31 @@ export function parseArgs(argv: readonly string[], switches: readonly string[] =
   });
 }
 
-/** A flag's string value, or undefined. */
 export function flag(args: Args, name: string): string | undefined {
   const v = args.flags.get(name);
   return typeof v === 'string' ? v : undefined;
 }
 
-/** Every value a flag was given, in order: for the flags that may repeat (`kopek trigger --set`). */
+/** For the flags that may repeat (`kopek trigger --set`). */
 export function flagValues(args: Args, name: string): string[] {
   return args.given.flatMap(([n, v]) => (n === name && typeof v === 'string' ? [v] : []));
 }
 
-/** Refuse flags the command does not know (every command takes --json, --help and --db). */
+/** Every command takes --json, --help and --db. */
 export function onlyFlags(args: Args, known: readonly string[]): void {
   for (const k of args.flags.keys()) {
     if (!known.includes(k) && k !== 'json' && k !== 'help' && k !== 'db') throw new Error(`unknown option --${k}`);
   }
 }
 
-/** Refuse words beyond the first `count` (of the positionals, or of the words after the subcommand). */
+/** Of the positionals, or of the words after the subcommand. */
 export function atMostPositionals(words: readonly string[], count: number, usage: string): void {
   if (words.length > count) throw new Error(`unexpected argument "${words[count]}"; usage: ${usage}`);
 }
 
 /**
- * The id a subcommand acts on, given as `--NAME ID` or as the word after the subcommand (where that form
- * exists): every command takes the flag for a shop, a merchant or a key, so an operator need not remember
- * which one wants which. Returns the id and the positionals after it (the subcommand's other arguments).
+ * The id as `--NAME ID` or the word after the subcommand (where that form exists): every command takes the flag,
+ * so an operator need not remember which wants which. Returns the id and the positionals after it.
  */
 export function idArg(args: Args, name: 'shop' | 'merchant' | 'key'): { id: string | undefined; rest: string[] } {
   const after = args.positional.slice(1);
@@ -118,16 +108,15 @@ export function idArg(args: Args, name: 'shop' | 'merchant' | 'key'): { id: stri
   return given === undefined ? { id: after[0], rest: after.slice(1) } : { id: given, rest: after };
 }
 
-/** "unknown subcommand" of `command`, naming the closest known one when the word looks like a typo of it. */
+/** Naming the closest known one when the word looks like a typo of it. */
 export function unknownSubcommand(command: string, sub: string | undefined, known: readonly string[]): Error {
   const near = sub === undefined ? undefined : didYouMean(sub, known);
   return new Error(`unknown subcommand "${sub ?? ''}"${near ? `; did you mean "${command} ${near}"?` : ''}; see kopek ${command} --help`);
 }
 
 /**
- * The candidate closest to `word` when it is close enough to be a typo of it (an edit distance, with a
- * swap of two neighbours counting once, of at most a third of the word, at least 1), or else one sharing
- * most of its beginning (`delivery` for `deliveries`); undefined otherwise.
+ * A candidate within an edit distance of a third of the word (at least 1; a neighbour swap counts once), else one
+ * sharing most of its beginning (`delivery` for `deliveries`).
  */
 export function didYouMean(word: string, candidates: readonly string[]): string | undefined {
   const w = word.toLowerCase();
@@ -147,7 +136,7 @@ function commonPrefix(a: string, b: string): number {
   return i;
 }
 
-/** Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours. */
+/** Optimal string alignment: insertions, deletions, substitutions and swaps of neighbours. */
 function editDistance(a: string, b: string): number {
   const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
   for (let i = 1; i <= a.length; i++) {

@@ -3,66 +3,42 @@ import type { LogLevel } from './log';
 import { redactUrl } from './redact-url';
 import { WEBHOOK_SECRET_RE } from './util/ids';
 
-/** The server's whole configuration, from flags and `KOPEK_*` environment variables (flags win). */
+/** The server's configuration, from flags and `KOPEK_*` variables (flags win); OPTIONS' help explains each field. */
 export interface Config {
   port: number;
   host: string;
   db: string;
-  /** Public address of the API; default `http://<host>:<port>`. */
   baseUrl: string | null;
-  /** Address of the hosted payment page; default the base URL. */
   payPageUrl: string | null;
-  /** Seconds the simulator takes to answer once a bank session is open; 0 = at once. */
   simDelaySeconds: number;
-  /** Run `demo` on an empty database. */
   demo: boolean;
-  /** Keep the whole database in memory (`db` is then `:memory:`): nothing is written to disk, nothing outlives the process. */
   ephemeral: boolean;
-  /** The demo key's secret instead of a random one (a test key, so that a CI configuration can name it); null: random. */
   demoKey: string | null;
-  /** Print one JSON line to stdout once listening (where the server is, the demo's ids and key); logs go to stderr. */
   readyJson: boolean;
-  /** With the demo data: a webhook endpoint of the demo shop for this URL (checked as the API checks endpoint URLs); null: none. */
   webhookUrl: string | null;
-  /** The secret of that endpoint instead of a random one (so that a test's receiver can be given it); null: random. */
   webhookSecret: string | null;
   bodyLimitBytes: number;
-  /** Honour X-Forwarded-For (only behind a reverse proxy you control). */
   trustProxy: boolean;
   logLevel: LogLevel;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
   ssePingSeconds: number;
-  /** Requests per second per key (token bucket refill); 0 disables. */
   rateLimitPerSecond: number;
-  /** Burst size of the per-key token bucket. */
   rateLimitBurst: number;
-  /** Address ranges (CIDR) that webhooks and the acquirers' API addresses may reach although private or loopback. */
   webhookAllow: string[];
-  /** Deadline of one webhook attempt in ms (the contract says 15 s; tests shorten it). */
   webhookTimeoutMs: number;
-  /** Connections served at once; one more is answered 503 and closed. */
   maxConnections: number;
-  /** Days finished scheduler jobs are kept. */
   retainJobsDays: number;
-  /** Days webhook deliveries that ended (and their attempts) are kept. */
   retainDeliveriesDays: number;
-  /** Days the event log (the stream's replay history) is kept; events a delivery still waits on stay. */
   retainEventsDays: number;
-  /** Hours an idempotency record is kept (a key is free again after it). */
   retainIdempotencyHours: number;
-  /** Seconds an operation may stay without a final answer from its bank before kopek asks for its status. */
   acquirerSyncAfterSeconds: number;
-  /** Seconds one request to a live acquirer may take; no answer within it is an unknown outcome. */
   acquirerTimeoutSeconds: number;
-  /** Seconds a job claimed by this process stays its own without a renewal; a job whose claim lapsed is taken again. */
   jobLeaseSeconds: number;
-  /** PostgreSQL only: connections this node's pool may hold. */
   dbPool: number;
 }
 
-/** One option: its flag, its environment variable, its default, and how to read it. */
 interface OptionSpec {
   key: keyof Config;
   flag: string;
@@ -136,13 +112,9 @@ function parseValue(spec: OptionSpec, raw: string, source: string): unknown {
   }
 }
 
-/** The options by flag name without its dashes (`port`). */
 const BY_NAME: Record<string, OptionSpec> = Object.fromEntries(OPTIONS.map((o) => [o.flag.slice(2), o]));
 
-/**
- * serve's flags: a value for every option, a switch and its `--no-` twin for each boolean; a boolean's switch
- * also takes a value spelled as in its environment variable (`--demo=false`, `--trust-proxy=yes`).
- */
+/** serve's flags; a boolean's switch has a `--no-` twin and takes its variable's spellings (`--demo=false`). */
 const SERVE_FLAGS: Grammar = {
   kind(name) {
     if (Object.hasOwn(BY_NAME, name)) return BY_NAME[name].kind === 'bool' ? 'switch=' : 'value';
@@ -153,15 +125,11 @@ const SERVE_FLAGS: Grammar = {
   unknown: (word) => `unknown option "${word}"`,
 };
 
-/**
- * The database the admin commands act on: --db, else KOPEK_DATABASE_URL, else KOPEK_DB, else serve's default.
- * (serve reads the same variables through OPTIONS, where an empty value counts as unset.)
- */
+/** The admin commands' database: --db, else KOPEK_DATABASE_URL, else KOPEK_DB, else serve's default. */
 export function databaseLocation(dbFlag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   return dbFlag ?? env.KOPEK_DATABASE_URL ?? env.KOPEK_DB ?? String(BY_NAME.db.def);
 }
 
-/** The defaults, as a Config. */
 export function defaultConfig(): Config {
   const c: Record<string, unknown> = {};
   for (const o of OPTIONS) c[o.key] = Array.isArray(o.def) ? [...o.def] : o.def;
@@ -213,17 +181,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   return cfg;
 }
 
-/**
- * The secret of a test API key as the API accepts it in `Authorization: Bearer` (src/platform/auth/authenticate.ts
- * checks the same form); the keys kopek makes itself are `sk_test_` and 43 base64url characters.
- */
+/** A test key's secret as authenticate.ts accepts it; kopek's own are `sk_test_` and 43 base64url characters. */
 const TEST_KEY_RE = /^sk_test_[A-Za-z0-9_-]{16,128}$/;
 
-/**
- * --ephemeral, --demo-key and the demo: an in-memory database is `db` ':memory:' (a --db beside it is a
- * contradiction; KOPEK_DB in the environment is overridden, as flags override it), and a demo key must be
- * one the API would accept, for the demo it names.
- */
+/** An in-memory database is `db` ':memory:' (a --db beside it is a contradiction); a demo key must be accepted by the API. */
 function checkDemoOptions(cfg: Config, dbFlag: boolean): void {
   if (cfg.ephemeral) {
     if (dbFlag && cfg.db !== ':memory:') throw new Error(`--ephemeral keeps the database in memory; it cannot be used with --db "${redactUrl(cfg.db)}"`);
@@ -239,11 +200,7 @@ function checkDemoOptions(cfg: Config, dbFlag: boolean): void {
   }
 }
 
-/**
- * --webhook-url and --webhook-secret: an endpoint of the demo shop, so they need the demo; a secret needs the
- * endpoint it is for, and the form of the secrets kopek makes. The URL's own checks (scheme, credentials, the
- * addresses webhooks never reach) are the API's, applied by serve before anything is written.
- */
+/** The endpoint needs the demo, its secret needs the endpoint; serve applies the API's URL checks before writing. */
 function checkDemoWebhook(cfg: Config): void {
   if (cfg.webhookUrl !== null && !cfg.demo) throw new Error('--webhook-url adds an endpoint to the demo shop; it cannot be used with --no-demo');
   if (cfg.webhookSecret === null) return;

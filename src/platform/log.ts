@@ -1,6 +1,6 @@
 import { mentionsDatabaseUrl, redactUrl } from './redact-url';
 
-/** Severity of a log line; `silent` writes nothing. */
+/** `silent` writes nothing. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
@@ -13,14 +13,12 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
-/** Bytes held before a write is forced within the same tick. */
+/** Held before a write is forced within the same tick. */
 const FLUSH_BYTES = 64 * 1024;
 
 /**
- * A line writer to stdout that joins the lines of one event-loop turn into one write: under load the
- * access log is one line per request, and one write call per line cost more than the line itself. Lines
- * are written at the end of the turn (setImmediate), when 64 KiB are held, and at process exit, so a
- * normal shutdown loses none; a SIGKILL can lose the lines of the turn it interrupts (logs, never data).
+ * Joins one turn's lines into one stdout write (a write per access-log line cost more than the line). Written at
+ * the turn's end, at 64 KiB and at exit; a SIGKILL can lose one turn's lines (logs, never data).
  */
 export function bufferedStdout(out: { write(text: string): unknown } = process.stdout): { write: (line: string) => void; flush: () => void } {
   let held: string[] = [];
@@ -50,9 +48,8 @@ export function bufferedStdout(out: { write(text: string): unknown } = process.s
 }
 
 /**
- * One JSON line: time, level and msg first, then the fields. The head is written as text so that a line
- * (one per request) is not built by copying every field into a second object; a field named like the head
- * takes the slow path, where it wins as it always did.
+ * Time, level and msg first, then the fields; the head is text so a line is not built by copying every field. A
+ * field named like the head takes the slow path, where it wins as it always did.
  */
 function logLine(level: LogLevel, msg: string, fields: Record<string, unknown> | undefined): string {
   const time = isoNow();
@@ -67,7 +64,7 @@ function logLine(level: LogLevel, msg: string, fields: Record<string, unknown> |
 let lastMs = -1;
 let lastIso = '';
 
-/** The current time as RFC 3339 text; lines written in the same millisecond share one conversion. */
+/** RFC 3339; lines of the same millisecond share one conversion. */
 function isoNow(): string {
   const ms = Date.now();
   if (ms !== lastMs) {
@@ -79,23 +76,22 @@ function isoNow(): string {
 
 let stdoutWriter: ReturnType<typeof bufferedStdout> | null = null;
 
-/** Write a line through the process's one buffered stdout writer (made on first use). */
+/** Through the process's one buffered stdout writer (made on first use). */
 function stdoutLine(line: string): void {
   (stdoutWriter ??= bufferedStdout()).write(line);
 }
 
-/** The fields with every text in them (at any depth) passed through redactUrl. */
+/** Every text in them (at any depth) passed through redactUrl. */
 function redactFields(fields: Record<string, unknown>): Record<string, unknown> {
   return JSON.parse(JSON.stringify(fields, (_k, v: unknown) => (typeof v === 'string' ? redactUrl(v) : v))) as Record<string, unknown>;
 }
 
-/** A logger writing one JSON object per line to `write` (buffered stdout by default, see bufferedStdout). */
+/** Buffered stdout by default. */
 export function createLogger(level: LogLevel, write: (line: string) => void = stdoutLine): Logger {
   const min = ORDER[level];
   const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     const line = logLine(lvl, msg, fields);
-    // A database URL that reached a message or a field (a driver's error quoting it) keeps its password out of
-    // the line. Only a line that holds such a URL pays for the second pass.
+    // A database URL in a message or field (a driver's error) keeps its password out; only such lines pay twice.
     write(mentionsDatabaseUrl(line) ? logLine(lvl, redactUrl(msg), fields && redactFields(fields)) : line);
   };
   // A level below the minimum is a method that does nothing, decided here once.

@@ -5,17 +5,16 @@ import type { Mode } from '../../platform/clock';
 import { eventId } from '../../platform/util/ids';
 import { iso } from '../../platform/util/time';
 
-/** An event as a state change records it: an SSE kind and payload, and optionally a webhook. */
+/** An SSE kind and payload, and optionally a webhook. */
 export interface EventInput {
   merchantId: string;
   shopId: string;
   mode: Mode;
-  /** SSE kind, e.g. `payment.status_changed`. */
   kind: string;
   payload: Record<string, unknown>;
   /** Time on the object's clock. */
   at: number;
-  /** The webhook this change sends, if any: event name, object snapshot, and a payment's own URL. */
+  /** Event name, object snapshot, and a payment's own URL. */
   webhook?: { event: string; data: unknown; url?: string | null };
   paymentId?: string;
   payoutId?: string;
@@ -37,27 +36,22 @@ export interface EventRow {
   payout_id: string | null;
 }
 
-/**
- * The stream's last position (`id:` of its events): on SQLite the highest event sequence number ever issued
- * (deleted rows included: AUTOINCREMENT never reuses one), on PostgreSQL the last commit-ordered position.
- */
+/** The stream's last position: on SQLite the highest event seq ever issued, on PostgreSQL the last numbered position. */
 export function lastIssuedSeq(q: Reader): Promise<number> {
   return lastIssuedEventSeq(q);
 }
 
 /**
- * A shop's events of a mode after stream position `afterSeq`, in stream order, at most `limit`. On SQLite a
- * position is the event's seq (one writer: seq order is commit order); on PostgreSQL it is the position a
- * numbering pass gave it (db/pg-events.ts), and `seq` of the rows returned holds that position.
+ * At most `limit`, in stream order. On SQLite a position is the seq (one writer: seq order is commit order); on
+ * PostgreSQL the numbering pass's position (postgres/events.ts), returned as `seq`.
  */
 export function eventsAfter(q: Reader, shopId: string, mode: Mode, afterSeq: number, limit: number): Promise<EventRow[]> {
   return q.all<EventRow>(streamEventsSql(q), shopId, mode, afterSeq, limit);
 }
 
 /**
- * Called inside the appending transaction (webhook deliveries are written here, in the same commit). Sinks run
- * one after another, each awaited, and touch the database only through `tx`. A domain that reacts to another's
- * objects uses that domain's typed hooks (payments/hooks.ts), not a sink.
+ * Runs inside the appending transaction (webhook deliveries are written in the same commit), one after another,
+ * touching the database only through `tx`. A domain reacting to another's objects uses its typed hooks instead.
  */
 export type EventSink = (tx: Tx, row: EventRow) => Promise<void>;
 /** Called after commit (SSE fan-out). */
@@ -65,34 +59,26 @@ export type EventListener = (row: EventRow) => void;
 
 const INSERT_EVENT = `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-/** One event, and its number. */
 const INSERT_ONE_EVENT = `${INSERT_EVENT} RETURNING seq`;
-/** One more row of INSERT_EVENT's VALUES. */
 const EVENT_TUPLE = ', (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
-/** The append-only event log and its subscribers. */
 export class Events {
   private readonly sinks: EventSink[] = [];
   private readonly listeners = new Set<EventListener>();
 
-  /** `feed`: the database's own feed of every node's events (PostgreSQL); null when local commits are all (SQLite). */
+  /** `feed`: every node's events (PostgreSQL); null on SQLite, where local commits are all. */
   constructor(private readonly feed: EventFeed | null = null) {}
 
-  /** A stream opens: resolves once every event committed from now on will reach subscribeStream's listeners. */
+  /** Resolves once every event committed from now on will reach subscribeStream's listeners. */
   followStream(): Promise<void> {
     return this.feed ? this.feed.follow() : Promise.resolve();
   }
 
-  /** A stream that followed has ended. */
   unfollowStream(): void {
     this.feed?.unfollow();
   }
 
-  /**
-   * Subscribe to the event stream's order: every committed event, of every process sharing the database, once,
-   * in increasing stream position (`row.seq`). Local commits on SQLite; the database's feed on PostgreSQL, which
-   * reads only while a stream follows it (followStream).
-   */
+  /** Every committed event of every process, once, in stream order (`row.seq`); on PostgreSQL only while a stream follows. */
   subscribeStream(listener: EventListener): () => void {
     if (this.feed) return this.feed.subscribe((row) => listener(row as unknown as EventRow));
     return this.subscribe(listener);
@@ -102,21 +88,17 @@ export class Events {
     this.sinks.push(sink);
   }
 
-  /** Subscribe to committed events; returns the unsubscribe function. */
   subscribe(listener: EventListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  /** Append an event in the caller's transaction; sinks run now, in order, listeners after commit. */
+  /** Sinks run now, in order; listeners after commit. */
   async append(tx: Tx, e: EventInput): Promise<EventRow> {
     return (await this.appendMany(tx, [e]))[0];
   }
 
-  /**
-   * Append events in one statement, in the order given (their numbers increase with it); then the sinks run for
-   * each in turn, and listeners after commit.
-   */
+  /** In one statement, numbered in the order given; sinks run for each in turn, listeners after commit. */
   async appendMany(tx: Tx, inputs: EventInput[]): Promise<EventRow[]> {
     const rows: EventRow[] = [];
     const values: unknown[] = [];
@@ -145,7 +127,7 @@ export class Events {
       rows[0].seq = Number((await tx.run(INSERT_ONE_EVENT, ...values)).lastInsertRowid);
     } else {
       const insert = `${INSERT_EVENT}${EVENT_TUPLE.repeat(rows.length - 1)}`;
-      // Each row's number found by its id: the order RETURNING gives is not promised.
+      // By id: the order RETURNING gives is not promised.
       const seqs = new Map((await tx.all<{ seq: number; id: string }>(`${insert} RETURNING seq, id`, ...values)).map((r) => [r.id, Number(r.seq)]));
       for (const row of rows) row.seq = seqs.get(row.id)!;
     }
@@ -158,7 +140,6 @@ export class Events {
   }
 }
 
-/** The SSE data object of an event: `{kind, payload, at}`. */
 export function sseData(row: EventRow): { kind: string; payload: unknown; at: string } {
   return { kind: row.kind, payload: JSON.parse(row.payload), at: iso(row.at) };
 }

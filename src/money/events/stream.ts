@@ -10,16 +10,12 @@ import { eventsAfter, lastIssuedSeq, type EventRow, type Events } from './emit';
 import { encodeSseComment } from './sse';
 import { databaseIdentity, encodeStreamEvent, parseStreamFormat, resumeHeaders, streamKind, type DatabaseIdentity, type StreamFormat } from './stream-format';
 
-/**
- * Limits of the stream: unsent bytes a client may hold before it is cut, events per replay page, and how
- * often open streams check their key (a revoked key's streams end within that time).
- */
+/** Unsent bytes before a client is cut, events per replay page, and how often streams check their key (revocation). */
 export const STREAM_LIMITS = { buffer_bytes: 1024 * 1024, replay_page: 500, key_check_ms: 1000 };
 
 /**
- * Which scopes let a key read an event kind, by the kind's object (the part before the dot): the scopes that
- * read that object through the API. Payments and refunds need none, as their operations do; a kind of an
- * object not listed here is sent to nobody.
+ * The scopes that let a key read an event kind, by the kind's object (before the dot): those that read it through
+ * the API. Payments and refunds need none; an object not listed is sent to nobody.
  */
 export const STREAM_SCOPES: Readonly<Record<string, readonly string[] | null>> = {
   payment: null,
@@ -29,7 +25,6 @@ export const STREAM_SCOPES: Readonly<Record<string, readonly string[] | null>> =
   subscription: ['api:recurrent:bind'],
 };
 
-/** True when a key of these scopes may read events of this kind. */
 export function mayRead(scopes: ReadonlySet<string>, kind: string): boolean {
   const object = kind.slice(0, kind.indexOf('.'));
   if (!Object.hasOwn(STREAM_SCOPES, object)) return false;
@@ -37,7 +32,6 @@ export function mayRead(scopes: ReadonlySet<string>, kind: string): boolean {
   return need === null || need.some((s) => scopes.has(s));
 }
 
-/** One connected client of the stream. */
 class Client {
   lastSent: number;
   live = false;
@@ -50,7 +44,6 @@ class Client {
     readonly shopId: string,
     readonly mode: Mode,
     readonly keyId: string,
-    /** The key's effective scopes, refreshed while the stream is open. */
     public scopes: ReadonlySet<string>,
     after: number,
     private readonly hub: EventStreamHub,
@@ -59,10 +52,7 @@ class Client {
     this.lastSent = after;
   }
 
-  /**
-   * Send an event once, in order; events at or before the last sent one, of a kind the key may not read, or
-   * (webhook format) that send no webhook, are skipped.
-   */
+  /** Skips events at or before the last sent one, of a kind the key may not read, or (webhook format) sending no webhook. */
   sendEvent(row: EventRow): void {
     if (row.seq <= this.lastSent) return;
     this.lastSent = row.seq;
@@ -71,7 +61,7 @@ class Client {
     this.write(encodeStreamEvent(row, this.format));
   }
 
-  /** Write text; a client whose unsent bytes pass the limit cannot keep up and is disconnected. */
+  /** A client whose unsent bytes pass the limit cannot keep up and is disconnected. */
   write(text: string): void {
     if (this.closed) return;
     this.res.write(text);
@@ -87,63 +77,55 @@ class Client {
   }
 }
 
-/** What the hub is built from (the core has all of it): the event log it follows, the store it replays from, the ping period, the log. */
 export interface StreamDeps {
   readonly events: Pick<Events, 'subscribeStream' | 'followStream' | 'unfollowStream'>;
-  /** Read for replays and key checks; a replayed page goes out once on disk. */
+  /** A replayed page goes out once on disk. */
   readonly store: Reader;
   readonly config: Pick<Config, 'ssePingSeconds'>;
   readonly log: Logger;
-  /** True once shutdown began (read at each open: no new stream opens then). */
+  /** Read at each open: no new stream opens during shutdown. */
   readonly closing: boolean;
 }
 
 /**
- * Fan-out of committed events to the SSE clients of each shop and mode, with one shared ping timer.
- * Building it starts nothing: `start()` follows the event log and starts the ping, `stop()` ends every stream.
- * A client first replays from the events table (resume), then goes live right after a read during which no
- * event of its shop and mode was dispatched (else it reads again), so no event falls between the two and none
- * is sent twice.
+ * Fan-out of committed events to the SSE clients of each shop and mode. A client first replays from the events
+ * table, then goes live right after a read during which no event of its shop and mode was dispatched (else it
+ * reads again), so no event falls between the two and none is sent twice.
  */
 export class EventStreamHub {
   private readonly byKey = new Map<string, Set<Client>>();
   private count = 0;
   private pingTimer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
-  /** Runs while streams are open: ends the streams of revoked keys and follows scope changes. */
+  /** Runs while streams are open: ends revoked keys' streams and follows scope changes. */
   private keyChecks: NodeJS.Timeout | null = null;
-  /** A key check is reading the keys; the next tick of the timer is skipped until it ends. */
   private checking = false;
-  /** Unsent bytes per client before it is disconnected. */
   bufferLimitBytes = STREAM_LIMITS.buffer_bytes;
-  /** The database's identity, read at the first open (it is made with the schema and never changes). */
+  /** Made with the schema and never changes. */
   private identity: Promise<DatabaseIdentity> | null = null;
 
   constructor(private readonly deps: StreamDeps) {}
 
-  /** Follow committed events and start the ping (once the server listens; no stream is open before). */
+  /** Once the server listens. */
   start(): void {
     this.unsubscribe ??= this.deps.events.subscribeStream((row) => this.dispatch(row));
     const ping_ms = this.deps.config.ssePingSeconds * 1000;
     if (ping_ms > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), ping_ms).unref();
   }
 
-  /** At shutdown: stop following the event log, end every stream and stop the timers. */
   stop(): void {
     this.unsubscribe?.();
     this.unsubscribe = null;
     this.closeAll();
   }
 
-  /** Clients connected now (for metrics). */
   get clientCount(): number {
     return this.count;
   }
 
   /**
-   * Open a stream on an authenticated request, resuming after `after` when given. Without it the stream starts
-   * after the last event issued, through the same replay, so an event committed while the stream opens is sent
-   * too and the `X-Kopek-Stream-After` header names exactly where the stream began.
+   * Without `after` the stream starts after the last event issued, through the same replay, so an event committed
+   * while it opens is sent too and `X-Kopek-Stream-After` names exactly where it began.
    */
   async open(ctx: Ctx, after: number | null, format: StreamFormat = 'events'): Promise<void> {
     const { res, req } = ctx;
@@ -157,12 +139,12 @@ export class EventStreamHub {
     // Shutdown may have begun (and closed every stream) during the read: open no new one.
     if (this.deps.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
     if (after !== null && after > issued) {
-      // An id this database never issued (a client of a wiped or restored database): resuming after it would
-      // skip every event until the sequence caught up, so the client starts from now instead.
+      // An id this database never issued (a wiped or restored database): resuming would skip every event until
+      // the sequence caught up, so the client starts from now.
       this.deps.log.warn('sse Last-Event-ID beyond the event log; streaming from now', { request_id: ctx.requestId, last_event_id: after, last_seq: issued });
       after = issued;
     }
-    // Before the replay's first read: from here every new event reaches this node's dispatch (PostgreSQL's feed).
+      // From here every new event reaches this node's dispatch (PostgreSQL's feed).
     await this.deps.events.followStream();
     if (this.deps.closing) {
       this.deps.events.unfollowStream();
@@ -193,7 +175,6 @@ export class EventStreamHub {
     });
   }
 
-  /** Remove a closed client. */
   drop(client: Client, reason: string): void {
     const key = `${client.shopId}:${client.mode}`;
     const set = this.byKey.get(key);
@@ -209,7 +190,6 @@ export class EventStreamHub {
     }
   }
 
-  /** End every stream (shutdown). */
   closeAll(): void {
     if (this.pingTimer) clearInterval(this.pingTimer);
     this.pingTimer = null;
@@ -218,7 +198,6 @@ export class EventStreamHub {
     for (const set of [...this.byKey.values()]) for (const c of [...set]) c.close('server shutting down');
   }
 
-  /** The highest event sequence number ever issued (deleted rows included: AUTOINCREMENT never reuses one). */
   private lastIssuedSeq(): Promise<number> {
     return lastIssuedSeq(this.deps.store);
   }
@@ -231,16 +210,15 @@ export class EventStreamHub {
       if (client.closed) return;
       for (const row of rows) client.sendEvent(row);
       if (rows.length < STREAM_LIMITS.replay_page) {
-        // No event of the client's shop and mode was dispatched since this read began, so the read saw every
-        // event committed so far, and events committed from now on reach the client live. An event dispatched
-        // during the read or the waits passed the client by: read again.
+        // Nothing of this shop and mode was dispatched during the read, so it saw everything committed so far and
+        // later commits reach the client live; otherwise read again.
         if (!client.missed) {
           client.live = true;
           return;
         }
         continue;
       }
-      // Replay paces itself on the client: one page in the buffer at a time.
+      // One page in the buffer at a time.
       if (client.res.writableLength > 0) await drained(client.res);
     }
   }
@@ -254,7 +232,7 @@ export class EventStreamHub {
     }
   }
 
-  /** One tick of the key-check timer: a check at a time; a failed read is logged and the next tick tries again. */
+  /** One check at a time; a failed read is logged and the next tick tries again. */
   private runKeyChecks(): void {
     if (this.checking) return;
     this.checking = true;
@@ -265,7 +243,7 @@ export class EventStreamHub {
       });
   }
 
-  /** Each open stream's key, read again: a revoked key's streams end; a key's scopes apply as they are now. */
+  /** A revoked key's streams end; a key's scopes apply as they are now. */
   private async checkKeys(): Promise<void> {
     const standing = new Map<string, Awaited<ReturnType<typeof keyStanding>>>();
     for (const set of [...this.byKey.values()]) {
@@ -296,10 +274,7 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-/**
- * GET /v1/public/events: the key's shop and mode, live; with Last-Event-ID, replayed from after that id first;
- * `?format=webhook` sends the webhook bodies instead (stream-format.ts).
- */
+/** GET /v1/public/events: with Last-Event-ID, replayed after it first; `?format=webhook` sends webhook bodies. */
 export async function streamEvents(ctx: Ctx<{ readonly stream: EventStreamHub }>): Promise<Reply> {
   const format = parseStreamFormat(ctx.query.get('format'));
   const header = ctx.req.headers['last-event-id'];

@@ -6,13 +6,12 @@ import { ApiError } from '../../platform/http/errors';
 import { hash } from 'node:crypto';
 import { cardFingerprint } from '../../platform/secrets/at-rest';
 
-/** Longest accepted Idempotency-Key. */
 export const IDEMPOTENCY_KEY_MAX = 64;
 
-/** The body field that holds a full card number: it enters the fingerprint as a keyed hash (see canonical). */
+/** Enters the fingerprint as a keyed hash (see canonical). */
 const CARD_FIELD = 'card_pan';
 
-/** Object keys as JSON strings, kept for the few names requests use (bounded: a body's names are the client's). */
+/** Bounded: a body's names are the client's. */
 const QUOTED_KEYS = new Map<string, string>();
 const QUOTED_KEYS_MAX = 1_000;
 
@@ -26,10 +25,8 @@ function quotedKey(k: string): string {
 }
 
 /**
- * JSON with object keys sorted, so that two bodies equal as values hash alike. A card number enters it as
- * its keyed fingerprint (cardFingerprint): the whole number counts, so two cards with the same last four
- * digits are two requests, and a plain hash of it, reversible by trying the few million numbers a known
- * BIN and mask leave, is never stored.
+ * JSON with sorted keys. A card number enters as its keyed fingerprint: the whole number counts, and a plain hash
+ * (reversible from a known BIN and mask) is never stored.
  */
 function canonical(value: unknown, pan: (v: string) => string): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
@@ -55,7 +52,7 @@ function canonical(value: unknown, pan: (v: string) => string): string {
   return s + '}';
 }
 
-/** The Idempotency-Key header of a request, validated; undefined when absent. */
+/** Validated; undefined when absent. */
 export function idempotencyKey(ctx: Ctx): string | undefined {
   const raw = ctx.req.headers['idempotency-key'];
   if (raw === undefined) return undefined;
@@ -67,20 +64,19 @@ export function idempotencyKey(ctx: Ctx): string | undefined {
   return key;
 }
 
-/** What an idempotent create reads from the services: the store, real time and the records' retention. */
 export interface IdempotencyServices {
   readonly store: Pick<Store, 'path' | 'write'>;
   readonly clocks: Pick<Clocks, 'real'>;
   readonly config: Pick<Config, 'retainIdempotencyHours'>;
 }
 
-/** What a create returns: the status and body of its first answer. */
+/** The status and body of its first answer. */
 export interface CreateResult {
   status: number;
   body: Record<string, unknown>;
 }
 
-/** Bytes of the request's SHA-256 a record keeps (as hex): 128 bits tell two requests under one key apart. */
+/** Kept as hex: 128 bits tell two requests under one key apart. */
 export const FINGERPRINT_BYTES = 16;
 
 interface KeyRecord {
@@ -91,14 +87,11 @@ interface KeyRecord {
 }
 
 /**
- * Run a create in one group-committed transaction under the request's Idempotency-Key, if any: a replay of the
- * same request answers 200 with the stored body and `"idempotent": true`; the same key with a different request
- * is 409 idempotent_conflict. The key is claimed in the create's own transaction: the record and the created
- * object commit together or not at all, and the UNIQUE constraint on (merchant, mode, key) lets no two records
- * of one key exist, whatever the process or connection. A later body of the same group with the same key reads
- * this transaction's record and replays it. `create` returns the status and body of the first answer; `replay`
- * may adjust a stored body (refresh it). A record older than the retention (--retain-idempotency-hours) is gone:
- * its key makes a new object, whether or not the retention sweep has deleted it yet.
+ * Run a create under the request's Idempotency-Key, if any: a replay answers 200 with the stored body and
+ * `"idempotent": true`, a different request under the key 409. The key is claimed in the create's own transaction,
+ * so record and object commit together, and UNIQUE (merchant, mode, key) forbids two records anywhere; a later body
+ * of the same group reads this record. `replay` may refresh a stored body. A record past --retain-idempotency-hours
+ * is gone for its key, swept or not.
  */
 export async function idempotentCreate(
   ctx: Ctx<IdempotencyServices>,
@@ -107,8 +100,7 @@ export async function idempotentCreate(
 ): Promise<Reply> {
   const auth = ctx.auth!;
   const key = idempotencyKey(ctx);
-  // The shop and mode are part of the request: another shop of the same merchant reusing the key gets a
-  // conflict, never a replay of an object it must not see.
+  // Another shop of the merchant reusing the key gets a conflict, never another shop's object.
   const fingerprint =
     key === undefined
       ? null
@@ -153,9 +145,8 @@ export async function idempotentCreate(
 }
 
 /**
- * One slice of the retention sweep over idempotency records: of the `limit` oldest records, those created before
- * `cutoff` (real time) are deleted. Records are in the order they were made, so the sweep stops at the first that
- * is still kept; a replay never depends on it (idempotentCreate checks the age itself).
+ * Deletes those of the `limit` oldest records created before `cutoff`, stopping at the first kept (they are in
+ * creation order); replays never depend on it (idempotentCreate checks the age).
  */
 export async function purgeIdempotencySlice(tx: Tx, cutoff: number, limit: number): Promise<{ deleted: number; more: boolean }> {
   const rows = await tx.all<{ seq: number; created_at: number }>('SELECT seq, created_at FROM idempotency_keys ORDER BY seq LIMIT ?', limit);

@@ -8,33 +8,25 @@ import type { PaymentsCore } from './core';
 import { bankCancelTx, expireTx, resolveTx } from './state';
 import { getPayment } from './store';
 
-// Where every bank answer about a payment enters the payments domain, whoever gives it (a bank's job, its
-// notification, the simulator, a status check): see bank-port/checks.ts for what the domains share.
+// Where every bank answer about a payment enters the domain, whoever gives it (see bank-port/checks.ts).
 
-/** How the payments domain times its status checks: the configured wait, read at the time of scheduling. */
+/** The configured wait, read at the time of scheduling. */
 export function checkTiming(core: Pick<Core, 'clocks' | 'scheduler' | 'config'>): CheckTiming {
   return { clocks: core.clocks, scheduler: core.scheduler, syncAfterSeconds: core.config.acquirerSyncAfterSeconds };
 }
 
-/**
- * When a processing payment's bank session opened (its end less the method's session lifetime): the bank
- * has known of the payment since then, not since the payment was created, which may be a day earlier.
- */
+/** Its end less the method's session lifetime: the bank knows the payment since then, not since its creation. */
 function sessionStart(p: PaymentRow): number {
   const ttl = SESSION_TTL_MS[p.method as ConcreteMethod];
   return p.processing_until !== null && ttl !== undefined ? Math.max(p.created_at, p.processing_until - ttl) : p.created_at;
 }
 
-/**
- * Apply a bank's answer about a payment (its id, or its row as just read in this transaction); `amount`, when
- * the bank states it, must match the payment's.
- */
+/** `payment`: its id, or its row as just read in this transaction; `amount`, when the bank states it, must match. */
 export async function paymentAnswered(core: PaymentsCore, tx: Tx, payment: string | PaymentRow, a: PaymentAnswer, amount?: number): Promise<Applied> {
   const p = typeof payment === 'string' ? await getPayment(tx, payment) : payment;
   if (!p) return 'ignored';
   if (p.status !== 'processing') {
-    // The bank took the money of a payment kopek already closed without it (expired, failed, cancelled):
-    // it never moves back, but the operator must see it and settle it at the bank.
+  // Money taken for a payment kopek closed without it never moves it back, but the operator must see it.
     if (a.outcome === 'succeeded' && (p.status === 'expired' || p.status === 'failed' || p.status === 'cancelled')) {
       await recordMismatch(core.clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: amount ?? p.amount, outcome: `succeeded after ${p.status}` });
     }
@@ -65,17 +57,14 @@ export async function paymentAnswered(core: PaymentsCore, tx: Tx, payment: strin
   return 'applied';
 }
 
-/**
- * Apply what a bank's notification told about a payment of `shopId`: only the shop's own live payments
- * (a notification never reaches another shop's data, nor test mode); any other id is ignored.
- */
+/** Only the shop's own live payments (a notification never reaches another shop's data, nor test mode). */
 export async function notifiedPaymentAnswered(core: PaymentsCore, tx: Tx, shopId: string, paymentId: string, a: PaymentAnswer, amount?: number): Promise<Applied> {
   const p = await getPayment(tx, paymentId);
   if (!p || p.shop_id !== shopId || p.mode !== 'live') return 'ignored';
   return paymentAnswered(core, tx, p, a, amount);
 }
 
-/** Run a payment's status check: ask its bank again, unless the payment is final by now. */
+/** Ask the bank again, unless the payment is final by now. */
 export async function runPaymentCheck(core: Pick<Core, 'banks'>, tx: Tx, job: Job): Promise<void> {
   const p = await getPayment(tx, job.subject_id);
   if (p && p.status === 'processing') await (await core.banks.for(tx, p.shop_id, p.mode)).checkStatus(tx, { kind: 'payment', payment: p });

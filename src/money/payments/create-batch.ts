@@ -7,50 +7,40 @@ import { creationBody, createWithAnswer, draftPayment, opensAtOnce, type Payment
 import { ensureLinkSweep } from './expiry';
 import { insertPayments } from './store';
 
-// Creates of payments on PostgreSQL, gathered. A node runs one create transaction at a time for each
-// CREATE_BATCH.connections_each connections of its pool (at least one); creates that arrive while all are under
-// way wait, and the next transaction writes them all (up to max_rows) with one statement per table. A create
-// alone is eight statements in three round trips, each paid for by the node and the database alike; gathered,
-// one transaction's statements serve many creates.
+// Creates of payments on PostgreSQL, gathered: a node runs one create transaction per
+// CREATE_BATCH.connections_each pool connections; creates arriving meanwhile wait and the next transaction writes
+// them all with one statement per table (a create alone is eight statements in three round trips).
 //
-// What holds for each payment is what holds when it is created alone: its number comes from the sequence, its
-// clock is its shop's clock read in the transaction, its event is appended with it, and its link's expiry is
-// covered by its shop's sweep (one check per shop and mode, at the earliest expiry of the batch). Nothing of a
-// batch is seen before its commit. If the batch's transaction fails, nothing of it was written, and each of its
-// creates runs again alone (so one create that cannot be made fails only itself); if its COMMIT's outcome is
-// unknown, or the database is away, each create answers so, as it would alone, and is not run again. A create
-// with an Idempotency-Key is never gathered: its record is claimed in its own transaction.
+// Each payment gets what it would alone: its number from the sequence, its shop's clock read in the transaction,
+// its event, its shop's sweep check. If the batch's transaction fails, each create runs again alone (one bad
+// create fails only itself); if its COMMIT's outcome is unknown or the database is away, each answers so and is
+// not run again. A create with an Idempotency-Key is never gathered: its record is claimed in its own transaction.
 
-/** How creates are gathered (named limits). */
 export const CREATE_BATCH = {
   /**
-   * Connections of the node's pool (--db-pool) for each create transaction under way at once; the rest serve
-   * reads and other writes. Fewer transactions under way make larger batches and less CPU per create; with more
-   * than a few, creates cost as much as alone (measured with 32 clients: one or two under way on a pool of 10
-   * were best, eight no better than no gathering).
+   * Pool connections (--db-pool) per create transaction under way; the rest serve other work. Fewer make larger
+   * batches and less CPU per create (32 clients, pool of 10: one or two under way were best, eight no better than
+   * no gathering).
    */
   connections_each: 5,
-  /** Most creates one transaction writes. */
   max_rows: 64,
 } as const;
 
-/** What one create answers: its row and the body of its 201. */
 export interface CreatedPayment {
   row: PaymentRow;
   body: Record<string, unknown>;
 }
 
 /**
- * Create pending payments (none with a saved method) in the caller's transaction, written together: the clocks of
- * their shops and their numbers in one round trip, then every payment, every event and each shop's sweep check
- * in the next. The rows with the bodies of their 201s, in the order of `inputs`.
+ * Pending payments (none with a saved method) in the caller's transaction: clocks and numbers in one round trip,
+ * payments, events and sweep checks in the next. Results in the order of `inputs`.
  */
 async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: PaymentInput[]): Promise<Array<{ row: PaymentRow; body: Record<string, unknown> }>> {
   const clockOf = (i: PaymentInput): string => `${i.mode} ${i.shopId}`;
   const clocks = [...new Map(inputs.map((i) => [clockOf(i), i])).values()];
   const [seqs, ...nows] = await Promise.all([nextPaymentSeqsPg(tx, inputs.length), ...clocks.map((i) => core.clocks.now(tx, i.shopId, i.mode))]);
   const nowOf = new Map(clocks.map((i, k) => [clockOf(i), nows[k]]));
-  // Made side by side: a live shop's bank is found by reading its acquirer, and those reads share a round trip.
+  // Side by side: a live shop's bank is found by reading its acquirer, and those reads share a round trip.
   const drafts = await Promise.all(
     inputs.map(async (input) => draftPayment(await core.banks.for(tx, input.shopId, input.mode), tx, input, nowOf.get(clockOf(input))!)),
   );
@@ -71,7 +61,6 @@ async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: PaymentInput
 
 interface Waiting {
   input: PaymentInput;
-  /** Real time it began to wait. */
   since: number;
   resolve(v: CreatedPayment): void;
   reject(err: unknown): void;
@@ -81,24 +70,20 @@ function unavailable(message: string): Error {
   return Object.assign(new Error(message), { code: 'DB_UNAVAILABLE' });
 }
 
-/** Errors after which a create is not run again alone: the outcome is unknown, or the database is away. */
+/** After these a create is not run again alone: the outcome is unknown, or the database is away. */
 const FINAL = new Set(['DB_COMMIT_UNKNOWN', 'DB_UNAVAILABLE']);
 
-/** The core as POST /v1/public/payments needs it: with the node's gathered creates. */
 export interface PaymentCreatesCore extends PaymentsCore {
   readonly creates: PaymentCreates;
 }
 
-/** The creates of one node, gathered into shared transactions on PostgreSQL (see the top of this file). */
+/** See the top of this file. */
 export class PaymentCreates {
   private readonly waiting: Waiting[] = [];
   private running = 0;
   private readonly inFlight: number;
 
-  /**
-   * `waitMs`: the longest a create waits for its transaction, as long as a request may wait for a connection;
-   * past it the create is refused (503) before anything is written, as a wait for a connection would be.
-   */
+  /** `waitMs`: as long as a request may wait for a connection; past it the create is refused (503), nothing written. */
   constructor(
     private readonly core: PaymentsCore,
     private readonly waitMs: number,
@@ -106,17 +91,17 @@ export class PaymentCreates {
     this.inFlight = Math.max(1, Math.floor(core.config.dbPool / CREATE_BATCH.connections_each));
   }
 
-  /** Creates waiting for a transaction now (a test waits on it). */
+  /** A test waits on it. */
   get waitingCount(): number {
     return this.waiting.length;
   }
 
-  /** Whether a create may be gathered: on PostgreSQL, without a saved method (whose session opens at once). */
+  /** On PostgreSQL, without a saved method (whose session opens at once). */
   takes(input: PaymentInput): boolean {
     return this.core.store.engine === 'postgres' && !opensAtOnce(input);
   }
 
-  /** Create the payment: at once if a transaction slot is free, else with the creates waiting beside it. */
+  /** At once if a transaction slot is free, else with the creates waiting beside it. */
   create(input: PaymentInput): Promise<CreatedPayment> {
     return new Promise<CreatedPayment>((resolve, reject) => {
       this.waiting.push({ input, since: this.core.clocks.real(), resolve, reject });

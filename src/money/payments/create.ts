@@ -15,18 +15,16 @@ import type { EventInput } from '../events/emit';
 import type { BankPort } from '../bank-port/port';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from '../webhooks/url-safety';
 
-/** Fields POST /v1/public/payments accepts. */
 export const CREATE_FIELDS = ['amount', 'currency', 'method', 'order_id', 'customer_id', 'return_url', 'description', 'webhook_url', 'ttl_minutes', 'metadata'] as const;
 
-/** Metadata keys the service writes; a merchant's value under one of these names is overwritten. */
+/** A merchant's value under one of these names is overwritten. */
 export const RESERVED_METADATA = ['mode', 'kind', 'webhook_url', 'customer_id', 'bank_ref', 'failure_code', 'bank_failure_code', 'simulator_outcome', 'simulator_failure_code'];
 
-/** Link lifetime in minutes when ttl_minutes is omitted. */
 export const TTL_DEFAULT_MIN = 60;
-/** Longest link lifetime in minutes: 7 days. */
+/** 7 days. */
 export const TTL_MAX_MIN = 7 * 24 * 60;
 
-/** What a payment is created from, after validation. */
+/** After validation. */
 export interface PaymentInput {
   merchantId: string;
   shopId: string;
@@ -43,7 +41,7 @@ export interface PaymentInput {
   metadata?: Record<string, string>;
   /** payment (default), token_binding, subscription_init, subscription_charge, token_charge. */
   kind?: string;
-  /** A merchant-initiated charge of this saved method: its bank session opens at once. */
+  /** A merchant-initiated charge of this saved method: its session opens at once. */
   tokenId?: string;
 }
 
@@ -68,9 +66,8 @@ export function urlField(obj: Record<string, unknown>, name: string, opts: { loo
 }
 
 /**
- * A payment's own webhook_url: refused at once when its host is an IP address webhooks of the mode never reach
- * (a private, link-local or metadata address; loopback in live mode), unless the operator allows its range
- * (`allow`, --webhook-allow). A host name is checked at each delivery, as its addresses may change.
+ * Refused at once when its host is an IP address webhooks of the mode never reach, unless `allow`
+ * (--webhook-allow) has its range. A host name is checked at each delivery, as its addresses may change.
  */
 function webhookUrlField(obj: Record<string, unknown>, mode: Mode, allow: readonly string[]): string | undefined {
   const v = urlField(obj, 'webhook_url', { loopbackHttp: false, anyHttp: mode === 'test' });
@@ -80,7 +77,6 @@ function webhookUrlField(obj: Record<string, unknown>, mode: Mode, allow: readon
   return v;
 }
 
-/** Metadata: an object of string values. */
 function metadataField(obj: Record<string, unknown>): Record<string, string> {
   const v = obj.metadata;
   if (v === undefined || v === null) return {};
@@ -95,7 +91,7 @@ function metadataField(obj: Record<string, unknown>): Record<string, string> {
   return out;
 }
 
-/** Validate the body of POST /v1/public/payments into a PaymentInput; `allow` is the operator's --webhook-allow. */
+/** `allow` is the operator's --webhook-allow. */
 export function parseCreateBody(body: unknown, auth: { merchantId: string; shopId: string; mode: Mode }, allow: readonly string[] = []): PaymentInput {
   const obj = bodyObject(body, CREATE_FIELDS);
   const test = auth.mode === 'test';
@@ -116,19 +112,18 @@ export function parseCreateBody(body: unknown, auth: { merchantId: string; shopI
   };
 }
 
-/** A saved method needs no buyer: its bank session opens at once (decisions.md), whether from a token charge or from a create with method "recurrent". */
+/** A saved method needs no buyer: its session opens at once (decisions.md). */
 export function opensAtOnce(input: PaymentInput): boolean {
   return input.tokenId !== undefined || input.method === 'recurrent';
 }
 
-/** A payment about to be written: its row's values, its payment.created event, and its shop's bank. */
 export interface PaymentDraft {
   params: InsertParams;
   created: EventInput;
   bank: BankPort;
 }
 
-/** The values of a new payment created at `now` on its shop's clock, and its event; its bank attaches its metadata (test payments: their simulator plan). */
+/** Created at `now` on its shop's clock; its bank attaches its metadata (test payments: their simulator plan). */
 export async function draftPayment(bank: BankPort, tx: Tx, input: PaymentInput, now: number): Promise<PaymentDraft> {
   const meta: Record<string, string> = {};
   if (input.metadata) {
@@ -136,7 +131,7 @@ export async function draftPayment(bank: BankPort, tx: Tx, input: PaymentInput, 
     for (const k of RESERVED_METADATA) delete meta[k];
   }
   meta.mode = input.mode;
-  // The hosted page titles itself by metadata.kind: only the service may call a payment a card binding.
+  // The hosted page titles itself by metadata.kind: only the service may name a card binding.
   if (input.kind && input.kind !== 'payment') meta.kind = input.kind;
   if (input.webhookUrl) meta.webhook_url = input.webhookUrl;
   if (input.customerId) meta.customer_id = input.customerId;
@@ -169,14 +164,12 @@ export async function draftPayment(bank: BankPort, tx: Tx, input: PaymentInput, 
 }
 
 /**
- * Insert a payment in the caller's transaction: pending, its link's expiry covered by the shop's sweep,
- * payment.created appended; test payments get their simulator plan. A payment with a saved method is written
- * once, when its session opens: it is pending only inside this transaction, so no link sweep covers it.
- * The shop's bank is looked up once, for the draft, the session and the answer.
+ * Pending, its expiry covered by the shop's sweep, payment.created appended. A saved method's payment is written
+ * once, when its session opens (pending only inside this transaction). The bank is looked up once.
  */
 async function insertNewPayment(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; bank: BankPort }> {
   const atOnce = opensAtOnce(input);
-  // The shop's clock, its bank and the payment's number need nothing from each other (one round trip on PostgreSQL, with the BEGIN).
+  // Independent: one round trip on PostgreSQL, with the BEGIN.
   const [now, bank, seq] = await Promise.all([
     core.clocks.now(tx, input.shopId, input.mode),
     core.banks.for(tx, input.shopId, input.mode),
@@ -187,24 +180,22 @@ async function insertNewPayment(core: PaymentsCore, tx: Tx, input: PaymentInput)
     await core.events.append(tx, created);
     return { row: await openSessionTx(core, tx, insertedRow(params), { tokenId: input.tokenId, unwritten: params, bank }), bank };
   }
-  // The payment, its event and the check of its shop's sweep need nothing from each other: sent together, they
-  // take one round trip on PostgreSQL instead of three.
+  // Independent: one round trip on PostgreSQL instead of three.
   const [row] = await Promise.all([insertPayment(tx, params, seq), core.events.append(tx, created), ensureLinkSweep(core.scheduler, tx, params)]);
   return { row, bank };
 }
 
-/** Insert a payment in the caller's transaction (insertNewPayment). */
 export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<PaymentRow> {
   return (await insertNewPayment(core, tx, input)).row;
 }
 
-/** A payment made in the caller's transaction with the body of its 201 (creationBody). */
+/** With the body of its 201 (creationBody). */
 export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; body: Record<string, unknown> }> {
   const { row, bank } = await insertNewPayment(core, tx, input);
   return { row, body: creationBody(core, bank, row) };
 }
 
-/** The creation response of the specification, plus what the shop's bank adds (the simulator's block in test mode). */
+/** The specification's creation response, plus the bank's additions (the simulator's block in test mode). */
 export function creationBody(core: Pick<Core, 'payPageUrl'>, bank: BankPort, row: PaymentRow): Record<string, unknown> {
   const body: Record<string, unknown> = {
     payment: {

@@ -8,7 +8,7 @@ import { ensureSessionSweep } from './expiry';
 import { getPayment, insertPayment, metadataOf, paymentView, updatePayment, updatePaymentFrom, type InsertParams } from './store';
 import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from '../bank-port/payment';
 
-/** Every status change the state machine allows; anything else is 409 invalid_state. */
+/** Anything else is 409 invalid_state. */
 const ALLOWED: Record<PaymentStatus, readonly PaymentStatus[]> = {
   pending: ['processing', 'cancelled', 'expired'],
   // processing → cancelled only on the bank's word (it voided the session); the merchant cancels pending payments.
@@ -20,7 +20,7 @@ const ALLOWED: Record<PaymentStatus, readonly PaymentStatus[]> = {
   expired: [],
 };
 
-/** The webhook each status change sends; `refunded` sends none here because each refund sends its own. */
+/** `refunded` sends none: each refund sends its own. */
 const WEBHOOK: Partial<Record<PaymentStatus, string>> = {
   succeeded: 'payment.succeeded',
   failed: 'payment.failed',
@@ -28,7 +28,6 @@ const WEBHOOK: Partial<Record<PaymentStatus, string>> = {
   expired: 'payment.expired',
 };
 
-/** How a bank session ended with a bank answer. */
 export interface Resolution {
   outcome: 'succeeded' | 'failed';
   failureCode?: string;
@@ -40,7 +39,7 @@ export interface Resolution {
   payerBank?: string;
 }
 
-/** Re-read a payment inside a transaction, through its tx (the state machine always acts on the committed row). */
+/** The state machine always acts on the committed row. */
 export async function reload(q: Reader, id: string): Promise<PaymentRow> {
   const p = await getPayment(q, id);
   if (!p) throw new Error(`cannot reload payment "${id}": it does not exist`);
@@ -52,28 +51,24 @@ function refuse(p: PaymentRow, action: string, extra = ''): never {
 }
 
 /**
- * The one place a payment's status changes: checks the transition, writes the patch, and appends
- * payment.status_changed (with the webhook of the new status) in the same transaction. The write names the status
- * it moves from, so a payment moves out of a status once: a transaction that read the row before another moved it
- * writes nothing and is refused (409), and no transition sends its webhook twice.
+ * The one place a payment's status changes, with payment.status_changed in the same transaction. The write names
+ * the status it moves from, so a transaction that read the row before another moved it writes nothing and gets
+ * 409: no transition sends its webhook twice.
  */
 async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, at: number, patch: Partial<PaymentRow> = {}, unwritten?: InsertParams): Promise<PaymentRow> {
   if (!ALLOWED[p.status].includes(to)) refuse(p, action);
   let next: PaymentRow;
   if (unwritten) {
-    // A payment created in this transaction and not written yet (its session opens at once): one INSERT of
-    // the row as the move leaves it instead of an INSERT and an UPDATE.
+    // Created in this transaction and not written yet: one INSERT of the row as the move leaves it.
     if (to !== 'processing' || patch.processing_until == null) throw new Error(`cannot write payment "${p.id}" as ${to} at its creation`);
     next = await insertPayment(tx, unwritten, undefined, { status: to, processing_until: patch.processing_until });
   } else {
     if (!(await updatePaymentFrom(tx, p.id, p.status, { ...patch, status: to }))) refuse((await getPayment(tx, p.id)) ?? p, action);
-    // The row as it now stands: `p` is the row as read (its status was just checked against it, and the write
-    // found it unchanged) plus the columns written, so no read is needed.
+    // As read (and checked, and found unchanged by the write) plus the columns written: no read needed.
     next = { ...p, ...patch, status: to };
   }
   const event = WEBHOOK[to];
-  // The money moves with the status, in the same transaction and before anything reacts to the change (a
-  // card binding's verification refund needs the credit): the books never depend on an event's payload.
+  // The money moves before anything reacts (a card binding's verification refund needs the credit).
   if (to === 'succeeded') await post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at, next.seq);
   await core.events.append(tx, {
     merchantId: next.merchant_id,
@@ -86,10 +81,9 @@ async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus
     // A payment leaving pending or processing never succeeded before, so it has no refunds to read.
     webhook: event ? { event, data: await paymentView(tx, next, p.status === 'pending' || p.status === 'processing'), url: next.webhook_url || null } : undefined,
   });
-  // Tokens and subscriptions react to their payments here (their own hooks, typed; payments knows none of them).
+  // Tokens and subscriptions react here (typed hooks; payments knows none of them).
   await core.paymentHooks.fireMoved(tx, next, p.status, at);
-  // Expiry is swept (expiry.ts): leaving pending or processing cancels nothing. The per-payment expiry jobs an
-  // older database may still hold run at their time, find the payment closed and do nothing.
+  // Expiry is swept (expiry.ts); per-payment expiry jobs of an older database find the payment closed.
   return next;
 }
 
@@ -99,9 +93,8 @@ export async function chooseMethodTx(core: Pick<Core, 'clocks' | 'events'>, tx: 
   if (p.method === method) return p;
   if (p.method_fixed) refuse(p, `choose method ${method} for`, ` and its method ${p.method} was fixed at creation`);
   await updatePayment(tx, p.id, { method });
-  // `p` was read in this transaction: the row now is it with the method written.
   const next: PaymentRow = { ...p, method };
-  // Not a status change, so no webhook and no payment.status_changed; the stream still learns of it.
+  // Not a status change: no webhook, but the stream learns of it.
   await core.events.append(tx, {
     merchantId: next.merchant_id,
     shopId: next.shop_id,
@@ -114,25 +107,17 @@ export async function chooseMethodTx(core: Pick<Core, 'clocks' | 'events'>, tx: 
   return next;
 }
 
-/** How a session opens: who opened it, and the saved method a merchant-initiated charge uses. */
 export interface SessionOptions {
-  /** The buyer on the hosted page, or the service (a saved method, a test helper); default the service. */
+  /** Default the service. */
   by?: Opener;
-  /** The token a charge of a saved method uses. */
   tokenId?: string;
-  /**
-   * The payment was created in this transaction and is not written yet (createPaymentTx, for a saved method):
-   * what it is inserted with. `p` is then the pending row it would have been.
-   */
+  /** Created in this transaction and not written yet (createPaymentTx, saved method); `p` is the pending row it would be. */
   unwritten?: InsertParams;
-  /** The shop's bank, when the caller has it already (a create looked it up for its draft). */
+  /** When the caller has it already. */
   bank?: BankPort;
 }
 
-/**
- * pending (method chosen) → processing: the bank session opens for the method's lifetime, and the shop's
- * bank is told in the same transaction. Idempotent when already processing.
- */
+/** pending (method chosen) → processing; the bank is told in the same transaction. Idempotent when processing. */
 export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, opts: SessionOptions = {}): Promise<PaymentRow> {
   if (p.status === 'processing') return p;
   if (p.status !== 'pending') refuse(p, 'open a bank session for');
@@ -148,7 +133,6 @@ export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, o
   return next;
 }
 
-/** processing → succeeded or failed, with what the bank told. */
 export async function resolveTx(core: PaymentsCore, tx: Tx, p: PaymentRow, r: Resolution): Promise<PaymentRow> {
   const action = r.outcome === 'succeeded' ? 'confirm' : 'fail';
   if (p.status !== 'processing') refuse(p, action);
@@ -174,7 +158,7 @@ export async function resolveTx(core: PaymentsCore, tx: Tx, p: PaymentRow, r: Re
   return move(core, tx, p, r.outcome, action, now, patch);
 }
 
-/** pending → cancelled (the merchant's cancel, or the buyer's); the bank voids whatever it holds for the payment. */
+/** pending → cancelled (merchant or buyer); the bank voids whatever it holds. */
 export async function cancelTx(core: PaymentsCore, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
   if (p.status !== 'pending') refuse(p, 'cancel', '; only pending payments can be cancelled');
   const now = await core.clocks.now(tx, p.shop_id, p.mode);
@@ -183,7 +167,7 @@ export async function cancelTx(core: PaymentsCore, tx: Tx, p: PaymentRow): Promi
   return next;
 }
 
-/** processing → cancelled: the bank voided the session (its own cancel or reversal). */
+/** processing → cancelled: the bank voided the session. */
 export async function bankCancelTx(core: PaymentsCore, tx: Tx, p: PaymentRow): Promise<PaymentRow> {
   if (p.status !== 'processing') refuse(p, 'cancel at the bank');
   const now = await core.clocks.now(tx, p.shop_id, p.mode);
@@ -205,7 +189,6 @@ export async function applyRefundTx(core: PaymentsCore, tx: Tx, p: PaymentRow, a
   const total = p.amount_refunded + amount;
   if (total > p.amount) throw new Error(`cannot apply refund of ${amount} to payment "${p.id}": ${total} exceeds amount ${p.amount}`);
   await updatePayment(tx, p.id, { amount_refunded: total });
-  // `p` was read in this transaction: the row now is it with the total written.
   const next: PaymentRow = { ...p, amount_refunded: total };
   if (total !== p.amount || p.status !== 'succeeded') return next;
   return move(core, tx, next, 'refunded', 'refund', await core.clocks.now(tx, p.shop_id, p.mode));

@@ -6,17 +6,17 @@ import { iso, isoOrNull } from '../../platform/util/time';
 import type { PaymentRow, PaymentView, RefundView } from '../bank-port/payment';
 import type { RefundRow } from '../bank-port/refund';
 
-/** A payment by id, any shop (callers check the shop). Inside a transaction pass its tx, outside the store. */
+/** Any shop (callers check the shop). Inside a transaction pass its tx, outside the store. */
 export async function getPayment(q: Reader, id: string): Promise<PaymentRow | undefined> {
   return q.get<PaymentRow>('SELECT * FROM payments WHERE id = ?', id);
 }
 
-/** A payment read in `tx` and locked until it ends: a check made on it holds while the transaction writes. */
+/** Locked until `tx` ends: a check made on it holds while the transaction writes. */
 export async function lockPayment(tx: Tx, id: string): Promise<PaymentRow | undefined> {
   return tx.get<PaymentRow>(`SELECT * FROM payments WHERE id = ?${forUpdate(tx.engine)}`, id);
 }
 
-/** The columns paymentView shows, with what the access check needs (the shop and the mode), and its shop's name. */
+/** paymentView's columns, the shop and mode for the access check, and its shop's name. */
 type ViewRow = Pick<
   PaymentRow,
   | 'id' | 'public_id' | 'merchant_id' | 'shop_id' | 'mode' | 'order_id' | 'status' | 'amount' | 'amount_refunded' | 'currency' | 'method'
@@ -24,16 +24,12 @@ type ViewRow = Pick<
   | 'processing_until' | 'metadata' | 'card_brand' | 'card_mask' | 'card_holder' | 'phone_mask' | 'payer_bank'
 > & { shop_name: string | null };
 
-/** A payment's view columns and its shop's name, in one statement. */
 const VIEW_ROW_SQL = `SELECT p.id, p.public_id, p.merchant_id, p.shop_id, p.mode, p.order_id, p.status, p.amount, p.amount_refunded,
     p.currency, p.method, p.rrn, p.bank_name, p.return_url, p.description, p.purpose, p.created_at, p.captured_at, p.finalized_at,
     p.expires_at, p.processing_until, p.metadata, p.card_brand, p.card_mask, p.card_holder, p.phone_mask, p.payer_bank, s.name AS shop_name
   FROM payments p LEFT JOIN shops s ON s.id = p.shop_id WHERE p.id = ?`;
 
-/**
- * A payment by id as GET shows it, with what the access check needs (any shop: callers check it): one statement
- * for the payment and its shop's name, and one for its refunds only when it may have some.
- */
+/** As GET shows it (any shop: callers check it); refunds are read only when it may have some. */
 export async function readPaymentView(q: Reader, id: string): Promise<{ shop_id: string; mode: Mode; view: PaymentView } | undefined> {
   const row = await q.get<ViewRow>(VIEW_ROW_SQL, id);
   if (!row) return undefined;
@@ -46,20 +42,15 @@ function mayHaveRefunds(p: Pick<PaymentRow, 'status'>): boolean {
   return p.status === 'succeeded' || p.status === 'refunded';
 }
 
-/** The refunds of a payment, oldest first. */
 export async function refundsOf(q: Reader, paymentId: string): Promise<RefundRow[]> {
   return q.all<RefundRow>('SELECT * FROM refunds WHERE payment_id = ? ORDER BY seq', paymentId);
 }
 
-/** Write the changed columns of a payment (only the names given). */
 export async function updatePayment(tx: Tx, id: string, patch: Partial<PaymentRow>): Promise<void> {
   await updateById(tx, 'payments', id, patch);
 }
 
-/**
- * Write the changed columns of a payment whose status is still `from`: false, and nothing written, when the row
- * has moved on (another transaction changed it since it was read). The status change of the state machine.
- */
+/** The state machine's status write: false, nothing written, when the row has moved on from `from`. */
 export async function updatePaymentFrom(tx: Tx, id: string, from: string, patch: Partial<PaymentRow>): Promise<boolean> {
   const values: unknown[] = [];
   let sql = 'UPDATE payments SET ';
@@ -71,7 +62,6 @@ export async function updatePaymentFrom(tx: Tx, id: string, from: string, patch:
   return (await tx.run(`${sql} WHERE id = ? AND status = ?`, ...values)).changes === 1;
 }
 
-/** The parsed metadata of a row. */
 export function metadataOf(row: Pick<PaymentRow, 'metadata'>): Record<string, string> {
   return JSON.parse(row.metadata) as Record<string, string>;
 }
@@ -93,9 +83,8 @@ export function refundView(r: RefundRow, withCompleted = true): RefundView {
 }
 
 /**
- * The Payment object as GET answers it, refunds included (read only when the payment may have some; `unrefunded`:
- * it has none, as a payment that has just succeeded). It reads the shop's name and the refunds through `q`:
- * inside a transaction pass its tx, outside the store.
+ * The Payment object as GET answers it; refunds are read through `q` only when it may have some (`unrefunded`:
+ * none, as a payment that has just succeeded). Inside a transaction pass its tx, outside the store.
  */
 export async function paymentView(q: Reader, row: PaymentRow, unrefunded = false): Promise<PaymentView> {
   const shopName = (await q.get<{ name: string }>('SELECT name FROM shops WHERE id = ?', row.shop_id))?.name;
@@ -103,7 +92,6 @@ export async function paymentView(q: Reader, row: PaymentRow, unrefunded = false
   return buildPaymentView(row, shopName ?? '', refunds);
 }
 
-/** The Payment object from its row, its shop's name and its refunds. */
 function buildPaymentView(row: Omit<ViewRow, 'shop_name'>, shopName: string, refunds: RefundRow[]): PaymentView {
   return {
     id: row.id,
@@ -137,7 +125,7 @@ function buildPaymentView(row: Omit<ViewRow, 'shop_name'>, shopName: string, ref
   };
 }
 
-/** A payment's deadline an expiry sweep watches: a status and the column holding the time it ends. */
+/** A deadline an expiry sweep watches: a status and the column holding the time it ends. */
 export interface Deadline {
   status: 'pending' | 'processing';
   column: 'expires_at' | 'processing_until';
@@ -148,7 +136,7 @@ export const LINK_END: Deadline = { status: 'pending', column: 'expires_at' };
 /** A processing payment's bank session ends at processing_until (partial index payments_session_end). */
 export const SESSION_END: Deadline = { status: 'processing', column: 'processing_until' };
 
-/** The two queries of a deadline's sweep: what is due (shop, mode, now, limit) and the next end (shop, mode). */
+/** What is due (shop, mode, now, limit) and the next end (shop, mode). */
 export function deadlineSql(d: Deadline): { due: string; next: string } {
   // Built from the two constants above only, never from data.
   return {
@@ -159,59 +147,51 @@ export function deadlineSql(d: Deadline): { due: string; next: string } {
 
 const SQL_OF = new Map([LINK_END, SESSION_END].map((d) => [d, deadlineSql(d)]));
 
-/** Payments of a shop and mode whose deadline passed by `now`, earliest first, at most `limit`. */
+/** Earliest first, at most `limit`. */
 export async function endedBy(q: Reader, d: Deadline, shopId: string, mode: 'test' | 'live', now: number, limit: number): Promise<PaymentRow[]> {
   return q.all<PaymentRow>(SQL_OF.get(d)!.due, shopId, mode, now, limit);
 }
 
-/** The earliest deadline among a shop's payments of a mode in the deadline's status, or null when there is none. */
 export async function nextEnd(q: Reader, d: Deadline, shopId: string, mode: 'test' | 'live'): Promise<number | null> {
   const r = (await q.get<{ at: number | null }>(SQL_OF.get(d)!.next, shopId, mode))!;
   return r.at;
 }
 
-/** Public numbers start here so that they all have six digits or more. */
+/** Six digits or more. */
 const PUBLIC_ID_BASE = 100_000;
 
-/** The fixed bank purpose: the only payment text the bank sees (never the merchant's description). */
+/** The only payment text the bank sees (never the merchant's description). */
 export function bankPurpose(publicId: string): string {
   return `Оплата заказа ${publicId}`;
 }
 
-/** The values a payment is inserted with; the other columns take their defaults. */
+/** The other columns take their defaults. */
 export type InsertParams = Pick<
   PaymentRow,
   | 'seq' | 'id' | 'public_id' | 'kind' | 'merchant_id' | 'shop_id' | 'mode' | 'order_id' | 'amount' | 'currency' | 'method'
   | 'method_fixed' | 'return_url' | 'description' | 'webhook_url' | 'purpose' | 'metadata' | 'created_at' | 'expires_at'
 >;
 
-// Positional parameters, bound in the column order below: binding the same 19 values by name made better-sqlite3
-// look each name up on the object, about 4 µs of a 50 µs create.
+// Positional: binding 19 values by name cost about 4 µs of a 50 µs create.
 const INSERT_PAYMENT = `INSERT INTO payments (seq, id, public_id, kind, merchant_id, shop_id, mode, order_id, status, amount, currency, method, method_fixed,
     return_url, description, webhook_url, purpose, metadata, created_at, expires_at, processing_until)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-/** One more row of INSERT_PAYMENT's VALUES. */
 const PAYMENT_TUPLE = `, (${new Array(21).fill('?').join(', ')})`;
 
-/**
- * A payment whose bank session opens in its create's transaction (a saved method's charge) is written once,
- * already processing: the state machine's move to processing supplies these columns instead of an UPDATE.
- */
+/** A payment whose session opens in its create's transaction (a saved method's charge) is written already processing. */
 export interface OpenedAtInsert {
   status: 'processing';
   processing_until: number;
 }
 
 /**
- * Insert the row with its seq, public_id and purpose in one statement: numbering it after the INSERT took an
- * UPDATE that rewrote the row and moved its public_id index entry. The seq is read in the same transaction, one
- * above the highest ever issued (deleted rows included: nextPaymentSeq), so a number is never reused, also after
- * a test reset deleted rows; the primary key refuses a number another writer took meanwhile, and the read is made
- * again once.
+ * One statement with seq, public_id and purpose (an UPDATE after the INSERT rewrote the row and its index). The
+ * seq is one above the highest ever issued (nextPaymentSeq), so never reused, even after a test reset; if another
+ * writer took it meanwhile the primary key refuses and the read is made again once.
  */
 export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: number, opened?: OpenedAtInsert): Promise<PaymentRow> {
   for (let attempt = 0; ; attempt++) {
-    // `seqRead`: the number the caller read in this transaction (with other reads, in one round trip).
+    // `seqRead`: the number the caller read in this transaction.
     const row = numberedRow(params, attempt === 0 && seqRead !== undefined ? seqRead : await nextPaymentSeq(tx), opened);
     try {
       await tx.run(INSERT_PAYMENT, ...insertValues(params, row));
@@ -222,17 +202,14 @@ export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: numb
   }
 }
 
-/**
- * Insert pending payments in one statement, the i-th numbered `seqs[i]` (read in this transaction from the
- * sequence, which hands each number out once: no conflict to retry). The rows as insertedRow builds them.
- */
+/** Pending payments in one statement, the i-th numbered `seqs[i]` (from the sequence: no conflict to retry). */
 export async function insertPayments(tx: Tx, params: InsertParams[], seqs: number[]): Promise<PaymentRow[]> {
   const rows = params.map((p, i) => numberedRow(p, seqs[i]));
   await tx.run(`${INSERT_PAYMENT}${PAYMENT_TUPLE.repeat(params.length - 1)}`, ...params.flatMap((p, i) => insertValues(p, rows[i])));
   return rows;
 }
 
-/** Give `p` its number `seq` (with the public id and the bank purpose made from it) and build its row. */
+/** `p` numbered `seq` (with the public id and bank purpose made from it), as its row. */
 function numberedRow(p: InsertParams, seq: number, opened?: OpenedAtInsert): PaymentRow {
   p.seq = seq;
   p.public_id = `P-${PUBLIC_ID_BASE + seq}`;
@@ -245,7 +222,7 @@ function numberedRow(p: InsertParams, seq: number, opened?: OpenedAtInsert): Pay
   return row;
 }
 
-/** INSERT_PAYMENT's values for `p`, written as `row` has them, in column order. */
+/** In column order. */
 function insertValues(p: InsertParams, row: PaymentRow): unknown[] {
   return [
     p.seq, p.id, p.public_id, p.kind, p.merchant_id, p.shop_id, p.mode, p.order_id, row.status, p.amount, p.currency,
@@ -255,9 +232,8 @@ function insertValues(p: InsertParams, row: PaymentRow): unknown[] {
 }
 
 /**
- * The row just inserted (or about to be: a pending row not yet written), built from what went in and the
- * columns' defaults instead of read back (RETURNING cost a third of the insert). Keys in column order, as a row
- * read with SELECT * has them; a test compares the two.
+ * The inserted row built from what went in and the defaults, not read back (RETURNING cost a third of the
+ * insert). Keys in SELECT * order; a test compares the two.
  */
 export function insertedRow(p: InsertParams): PaymentRow {
   return {

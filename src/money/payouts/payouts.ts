@@ -13,24 +13,21 @@ import { iso, isoOrNull } from '../../platform/util/time';
 import type { PayoutInput } from './fields';
 import { finishPayoutRow, getPayout, insertPayout, type PayoutRow } from './store';
 
-/** Unified failure codes a payout may end with (a subset of the payment codes, plus the payout ones). */
+/** A subset of the payment codes, plus the payout ones. */
 export const PAYOUT_FAILURE_CODES = ['do_not_honor', 'recipient_not_in_sbp', 'bank_unknown', 'invalid_card', 'card_expired', 'limit_exceeded', 'processing_error'] as const;
 
-/** Who a payout is made for: the key's merchant, shop and mode. */
+/** The key's merchant, shop and mode. */
 export interface Payer {
   merchantId: string;
   shopId: string;
   mode: Mode;
 }
 
-/** What creating a payout takes: the shop's bank, its clock and the event log. */
 export type PayoutCore = Pick<Core, 'banks' | 'clocks' | 'events'>;
 
 /**
- * 403 payouts_not_configured when the payer's payout bank sends no payouts (live: no payout provider, and an
- * acquirer without a payout connector or none); then 403 payout_method_not_supported for a live
- * payouts_account, which no live provider sends. The shop's settings are read through `q`: inside a
- * transaction its tx, outside the store.
+ * 403 payouts_not_configured when the payer's payout bank sends none; then 403 payout_method_not_supported for a
+ * live payouts_account, which no live provider sends. `q`: the tx inside a transaction, outside the store.
  */
 export async function requirePayoutBank(banks: BankDirectory, q: Reader, payer: Payer, what: string, method?: PayoutMethod): Promise<void> {
   if (!(await banks.forPayout(q, payer.shopId, payer.mode)).sendsPayouts) {
@@ -42,11 +39,9 @@ export async function requirePayoutBank(banks: BankDirectory, q: Reader, payer: 
 }
 
 /**
- * Create one payout in the caller's transaction: the shop's `available` must cover it (422 otherwise),
- * the shop's bank may refuse it (502, nothing written); then the row, its reserve, payout.created and
- * whatever the bank answered at once. Group commit serialises these bodies, so the check and the reserve
- * cannot interleave with another payout's. Both refusals come before the first write: a batch relies on
- * that to fail one item and carry on in the same transaction.
+ * The shop's `available` must cover it (422) and its bank may refuse it (502); both come before the first write,
+ * so a batch fails one item and carries on. Then the row, its reserve, payout.created and any immediate answer.
+ * Group commit serialises these bodies, so check and reserve cannot interleave with another payout's.
  */
 export async function createPayoutTx(core: PayoutCore, tx: Tx, payer: Payer, input: PayoutInput): Promise<PayoutRow> {
   await requirePayoutBank(core.banks, tx, payer, `payout of ${input.amount}`, input.method);
@@ -92,7 +87,7 @@ export async function createPayoutTx(core: PayoutCore, tx: Tx, payer: Payer, inp
   return reload(tx, row.id);
 }
 
-/** Where a payout goes, for its bank: the SBP phone and bank id, or the card number (from memory only). */
+/** The SBP phone and bank id, or the card number (from memory only). */
 function destination(input: PayoutInput): Pick<PayoutRequest, 'bankId' | 'recipient' | 'description'> {
   if (input.method === 'payouts_sbp') {
     const { phone, bank_id: bankId } = input.recipient;
@@ -108,10 +103,7 @@ async function reload(tx: Tx, id: string): Promise<PayoutRow> {
   return p;
 }
 
-/**
- * The one place a payout reaches its final status: the row, the ledger (settle or release the reserve),
- * and payout.status_changed with the payout.succeeded / payout.failed webhook, in one transaction.
- */
+/** The one place a payout reaches its final status: the row, the ledger and payout.status_changed with its webhook. */
 export async function finishPayoutTx(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, p: PayoutRow, status: 'succeeded' | 'failed', failReason: string): Promise<PayoutRow> {
   const at = await core.clocks.now(tx, p.shop_id, p.mode);
   if (!(await finishPayoutRow(tx, p.id, status, status === 'failed' ? failReason || 'do_not_honor' : '', at))) {
@@ -131,7 +123,7 @@ export async function finishPayoutTx(core: Pick<Core, 'clocks' | 'events'>, tx: 
   return next;
 }
 
-/** The Payout object as GET /v1/public/payouts/{id} returns it and webhooks carry it. */
+/** As GET /v1/public/payouts/{id} returns it and webhooks carry it. */
 export function payoutView(p: PayoutRow): Record<string, unknown> {
   const stored = JSON.parse(p.recipient) as Record<string, string>;
   const view: Record<string, unknown> = {
@@ -150,16 +142,12 @@ export function payoutView(p: PayoutRow): Record<string, unknown> {
   view.fail_reason = p.fail_reason;
   view.created_at = iso(p.created_at);
   view.completed_at = isoOrNull(p.completed_at);
-  // A shop's webhook endpoints get test and live events alike; a payment tells its mode in metadata.mode,
-  // a payout here.
+  // Endpoints get test and live events alike; a payment tells its mode in metadata.mode, a payout here.
   view.mode = p.mode;
   return view;
 }
 
-/**
- * The creation response: the payout, mode, bank (test mode: the SBP bank when known; live: the payout
- * provider, `provider`), bank_ref, failure_reason on refusal, and the simulator block in test mode.
- */
+/** The payout, mode, bank (test: the SBP bank; live: `provider`), bank_ref, failure_reason and the simulator block. */
 export function creationBody(baseUrl: string, p: PayoutRow, provider?: string): Record<string, unknown> {
   const body: Record<string, unknown> = { payout: payoutView(p), mode: p.mode };
   if (p.mode === 'live' && provider) body.bank = provider;

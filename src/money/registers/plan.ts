@@ -2,24 +2,21 @@ import type { Reader } from '../../platform/storage/store';
 import { badRequest } from '../../platform/http/errors';
 import { registerOrder, registerWhere, type RegisterQuery } from './query';
 
-/**
- * How one register's table is indexed. Every index starts (shop_id, mode) and ends (created_at, seq), so
- * that a page is one seek and `limit + 1` rows in order, however deep the cursor and however few rows match.
- */
+/** Every index starts (shop_id, mode) and ends (created_at, seq): a page is one seek and `limit + 1` rows in order. */
 export interface RegisterTable {
   table: string;
   /** The index of a page with no filter: (shop_id, mode, created_at, seq). */
   plain: string;
-  /** Indexes with equality columns between mode and created_at. */
+  /** Equality columns between mode and created_at. */
   filtered: ReadonlyArray<{ index: string; columns: readonly string[] }>;
-  /** The values a filter column can hold: a query that does not fix a column of its index runs once per value. */
+  /** A query not fixing a column of its index runs once per value. */
   domains: Readonly<Record<string, readonly string[]>>;
 }
 
-/** Most index seeks one page may make (one per combination of mode and filter values), each of limit + 1 rows. */
+/** One per combination of mode and filter values, each of limit + 1 rows. */
 export const REGISTER_SEEKS_MAX = 32;
 
-/** The registers and the indexes that serve their filters (schema.sql creates them). */
+/** schema.sql creates the indexes. */
 export const REGISTERS = {
   payments: {
     table: 'payments',
@@ -59,20 +56,19 @@ export const REGISTERS = {
   },
 } as const satisfies Record<string, RegisterTable>;
 
-/** One index seek of a page: its SQL (per engine: SQLite's names the index) and parameters. */
+/** SQL per engine (SQLite's names the index) and parameters. */
 export interface RegisterSeek {
   index: string;
   sql: { sqlite: string; postgres: string };
   params: unknown[];
 }
 
-/** Equality filters of a page: column → allowed values (undefined: no filter on that column). */
+/** Column → allowed values (undefined: no filter on that column). */
 export type RegisterFilters = Record<string, readonly string[] | undefined>;
 
 /**
- * The seeks of one page: the index that serves the given filters, run once per combination of mode and
- * filter values (a column of the index the request leaves open runs once per value it can hold). A filter
- * no index serves is refused with 400 rather than scanned. `columns` is the caller's constant select list.
+ * The index serving the filters, once per combination of mode and filter values; a filter no index serves is
+ * 400 rather than scanned. `columns` is the caller's constant select list.
  */
 export function registerSeeks(
   spec: RegisterTable,
@@ -106,11 +102,7 @@ export function registerSeeks(
   return combos.map((values) => ({ index: best.index, sql, params: [...values, ...where.params, rq.limit + 1] }));
 }
 
-/**
- * The rows of one page of a shop's register, newest first: at most `limit + 1` (so toPage knows whether more
- * follow), merged from the seeks of registerSeeks, each of which reads at most that many rows. The seeks run
- * one after another through `q` (a tx inside a transaction, the store outside).
- */
+/** Newest first, at most `limit + 1` (so toPage knows if more follow), merged from the seeks run one by one through `q`. */
 export async function registerRows<R extends { created_at: number; seq: number }>(
   q: Reader,
   spec: RegisterTable,

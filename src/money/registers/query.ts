@@ -5,7 +5,6 @@ import { decodeCursor, encodeCursor, type Cursor } from './cursor';
 export const LIMIT_DEFAULT = 50;
 export const LIMIT_MAX = 200;
 
-/** The parameters every register shares, validated. */
 export interface RegisterQuery {
   limit: number;
   /** Rows strictly older than this position (keyset), or null for the first page. */
@@ -16,14 +15,13 @@ export interface RegisterQuery {
   fromMs: number | null;
   /** created_at < toMs (start of the day after `to`). */
   toMs: number | null;
-  /** The register's own extra parameters (e.g. include_test, method), as given. */
+  /** The register's own parameters (e.g. include_test, method), as given. */
   extra: Record<string, string>;
 }
 
-/** What a register accepts beyond the common parameters. */
 export interface RegisterSpec {
   statuses: readonly string[];
-  /** Extra parameter names and their allowed values (an empty list accepts any non-empty value). */
+  /** Allowed values per name (an empty list accepts any non-empty value). */
   extra?: Record<string, readonly string[]>;
 }
 
@@ -36,10 +34,7 @@ function single(q: URLSearchParams, name: string): string | undefined {
   return all[0];
 }
 
-/**
- * Parse limit (1..200, default 50), cursor, status (comma list of known statuses), from/to (YYYY-MM-DD,
- * UTC, inclusive) and the register's own parameters; an unknown or invalid parameter is 400 naming it.
- */
+/** limit (1..200, default 50), cursor, status list, from/to (UTC days, inclusive) and extras; anything invalid is 400. */
 export function parseRegisterQuery(q: URLSearchParams, spec: RegisterSpec): RegisterQuery {
   const extraNames = Object.keys(spec.extra ?? {});
   for (const name of new Set(q.keys())) {
@@ -93,26 +88,24 @@ function dayParam(q: URLSearchParams, name: string): number | null {
   return ms;
 }
 
-/** SQL conditions (joined with AND by the caller) and their parameters. */
+/** Joined with AND by the caller. */
 export interface Where {
   sql: string[];
   params: unknown[];
 }
 
-/** A seq below every stored one: the position `(t, NO_SEQ)` sorts before every row created at t. */
+/** `(t, NO_SEQ)` sorts before every row created at t. */
 const NO_SEQ = -1;
 
 /**
- * The conditions of the common parameters over a table's `created_at` and `seq` columns (optionally
- * qualified, e.g. `p.`): the keyset position and the day range, as one row-value upper bound and one lower
- * bound, so that an index ending in (created_at, seq) seeks straight to the page instead of skipping every
- * row before it. (`created_at < ? OR (created_at = ? AND seq < ?)` let SQLite use only the index's equality
- * prefix: a page cost grew with its depth.) The status list is the caller's: see registerRows.
+ * The keyset position and day range over `created_at` and `seq` as row-value bounds, so an index ending in
+ * (created_at, seq) seeks straight to the page (`created_at < ? OR (… AND seq < ?)` made a page cost grow with its
+ * depth on SQLite). The status list is the caller's: see registerRows.
  */
 export function registerWhere(rq: RegisterQuery, prefix = ''): Where {
   const sql: string[] = [];
   const params: unknown[] = [];
-  // `created_at < to` is the position (to, NO_SEQ); the tighter of it and the cursor is the one upper bound.
+  // `created_at < to` is (to, NO_SEQ); the tighter of it and the cursor is the upper bound.
   let upper: [number, number] | null = rq.toMs === null ? null : [rq.toMs, NO_SEQ];
   if (rq.after && (upper === null || rq.after.createdAt < upper[0] || (rq.after.createdAt === upper[0] && rq.after.seq < upper[1]))) {
     upper = [rq.after.createdAt, rq.after.seq];
@@ -125,7 +118,7 @@ export function registerWhere(rq: RegisterQuery, prefix = ''): Where {
     sql.push(`${prefix}created_at >= ?`);
     params.push(rq.fromMs);
   }
-  // Rows added since the first page: few, and only those the position has not already excluded.
+  // Rows added since the first page, not already excluded by the position.
   if (rq.after?.high !== undefined) {
     sql.push(`${prefix}seq <= ?`);
     params.push(rq.after.high);
@@ -133,24 +126,19 @@ export function registerWhere(rq: RegisterQuery, prefix = ''): Where {
   return { sql, params };
 }
 
-/** Newest first, ties broken by seq: the order every register pages in. */
+/** Newest first, ties broken by seq. */
 export function registerOrder(prefix = ''): string {
   return `ORDER BY ${prefix}created_at DESC, ${prefix}seq DESC`;
 }
 
-/**
- * True when toPage needs the table's highest seq for its cursor: a first page that more rows follow. A caller
- * reads it (asynchronously) only then, and hands the number to toPage.
- */
+/** toPage needs the table's highest seq only for a first page that more rows follow. */
 export function highNeeded(rows: readonly unknown[], rq: RegisterQuery): boolean {
   return rows.length > rq.limit && rq.limit > 0 && !rq.after;
 }
 
 /**
- * Cut a page from rows fetched with `LIMIT limit + 1`: the items, and the cursor of the last item when
- * more rows follow (null otherwise). `high` (the table's highest seq, read after the first page: a number
- * read when highNeeded says so, or a synchronous function) goes into the cursor, and every later page keeps
- * the first page's value.
+ * Cut a page from rows fetched with `LIMIT limit + 1`; the cursor of the last item when more follow. `high` (the
+ * table's highest seq, read after the first page) goes into the cursor, and later pages keep the first's value.
  */
 export function toPage<R extends { created_at: number; seq: number }, T>(
   rows: R[],

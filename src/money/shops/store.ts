@@ -27,10 +27,9 @@ export interface Shop {
   created_at: number;
 }
 
-/** A shop's settings: its row without the two secrets, so that reading it needs no master key. */
+/** Without the two secrets, so reading it needs no master key. */
 export type ShopSettings = Omit<Shop, 'signing_secret' | 'webhook_secret'>;
 
-/** An API key row, without the key. */
 interface ApiKey {
   id: string;
   shop_id: string;
@@ -39,7 +38,7 @@ interface ApiKey {
   scopes: string;
   created_at: number;
   revoked_at: number | null;
-  /** Real time of the key's last request, written at most once a minute (src/platform/auth/key-usage.ts). */
+  /** Written at most once a minute (platform/auth/key-usage.ts). */
   last_used_at: number | null;
 }
 
@@ -54,7 +53,7 @@ export function getMerchant(q: Reader, id: string): Promise<Merchant | undefined
   return q.get<Merchant>('SELECT * FROM merchants WHERE id = ?', id);
 }
 
-/** Create a shop with its signing and fallback webhook secrets; scopes default to all. */
+/** With its signing and fallback webhook secrets; scopes default to all. */
 export async function createShop(store: Store, merchantId: string, name: string, scopes: string | undefined, now: number): Promise<Shop> {
   if (!(await getMerchant(store, merchantId))) throw new Error(`cannot create shop: merchant "${merchantId}" not found`);
   if (!name.trim()) throw new Error('cannot create shop: the name must not be empty');
@@ -83,7 +82,7 @@ export async function createShop(store: Store, merchantId: string, name: string,
   return shop;
 }
 
-/** Find a shop by id; its secrets come decrypted (they are stored sealed under the master key). */
+/** Its secrets come decrypted (stored sealed under the master key). */
 export async function getShop(store: Store, id: string): Promise<Shop | undefined> {
   const shop = await store.get<Shop>('SELECT * FROM shops WHERE id = ?', id);
   if (!shop) return undefined;
@@ -94,10 +93,7 @@ export async function getShop(store: Store, id: string): Promise<Shop | undefine
   };
 }
 
-/**
- * Find a shop's settings by id, its secrets left out: what a command that unseals nothing reads, so it runs
- * without the master key (on PostgreSQL, KOPEK_MASTER_KEY unset) as well as with it.
- */
+/** Secrets left out, so a command reading it runs without the master key (on PostgreSQL, KOPEK_MASTER_KEY unset). */
 export function getShopSettings(q: Reader, id: string): Promise<ShopSettings | undefined> {
   return q.get<ShopSettings>('SELECT id, merchant_id, name, scopes, ip_allowlist, require_signature, test_clock_offset_ms, created_at FROM shops WHERE id = ?', id);
 }
@@ -108,7 +104,7 @@ async function requireShop(store: Store, id: string, action: string): Promise<Sh
   return shop;
 }
 
-/** Run `fn`; a failure is rethrown with the failed action in front of its message. */
+/** A failure is rethrown with the failed action in front of its message. */
 function because<T>(action: string, fn: () => T): T {
   try {
     return fn();
@@ -117,7 +113,7 @@ function because<T>(action: string, fn: () => T): T {
   }
 }
 
-/** Write one setting of an existing shop; `value` is worked out (and checked) once the shop is found. */
+/** `value` is worked out (and checked) once the shop is found. */
 async function setShop<T>(store: Store, shopId: string, action: string, column: string, value: () => T, stored: (v: T) => unknown = (v) => v): Promise<T> {
   await requireShop(store, shopId, action);
   const v = because(action, value);
@@ -126,12 +122,11 @@ async function setShop<T>(store: Store, shopId: string, action: string, column: 
   return v;
 }
 
-/** Replace a shop's enabled scopes. */
 export function setShopScopes(store: Store, shopId: string, scopes: string): Promise<string[]> {
   return setShop(store, shopId, `cannot set scopes of shop "${shopId}"`, 'scopes', () => parseScopes(scopes), (list) => list.join(','));
 }
 
-/** Replace a shop's IP allow-list (validated); an empty list clears it. */
+/** Validated; an empty list clears it. */
 export function setIpAllowlist(store: Store, shopId: string, entries: string): Promise<string[]> {
   const list = (): string[] => {
     compileAllowList(entries);
@@ -140,7 +135,7 @@ export function setIpAllowlist(store: Store, shopId: string, entries: string): P
   return setShop(store, shopId, `cannot set the IP allow-list of shop "${shopId}"`, 'ip_allowlist', list, (l) => l.join(','));
 }
 
-/** Rotate a shop's request-signing secret; the new one is returned once. */
+/** The new one is returned once. */
 export function rotateSigningSecret(store: Store, shopId: string): Promise<string> {
   return setShop(store, shopId, 'cannot rotate the signing secret', 'signing_secret', () => secret('thm_'), (s) => seal(store.path, s, `shops.signing_secret:${shopId}`));
 }
@@ -149,13 +144,10 @@ export async function setRequireSignature(store: Store, shopId: string, on: bool
   await setShop(store, shopId, 'cannot set require-signature', 'require_signature', () => (on ? 1 : 0));
 }
 
-/** How many characters of a key are stored in clear and shown by `key list`: `sk_test_` and four more. */
+/** Stored in clear and shown by `key list`: `sk_test_` and four more. */
 export const KEY_PREFIX_LENGTH = 12;
 
-/**
- * Create an API key; the key is returned once and only its hash is stored. Scopes default to the shop's.
- * `fixed` is the secret to use instead of a random one (serve --demo-key, checked there), of the mode's prefix.
- */
+/** Returned once, only its hash stored; scopes default to the shop's. `fixed`: serve --demo-key's secret. */
 export async function createKey(
   store: Store,
   shopId: string,
@@ -186,7 +178,7 @@ export async function createKey(
   return { key, secret: full };
 }
 
-/** The keys of a shop, newest first, without secrets. */
+/** Newest first, without secrets. */
 export async function listKeys(store: Store, shopId: string): Promise<ApiKey[]> {
   await requireShop(store, shopId, 'cannot list keys');
   return store.all<ApiKey>(
@@ -196,25 +188,23 @@ export async function listKeys(store: Store, shopId: string): Promise<ApiKey[]> 
   );
 }
 
-/** Most keys one prefix names in an error (a prefix of twelve characters names one key but for a rare clash). */
+/** Twelve characters name one key but for a rare clash. */
 const PREFIX_MATCHES_MAX = 10;
 
-/** A key as `key revoke` finds it. */
 interface KeyRef {
   id: string;
   shop_id: string;
   key_prefix: string;
 }
 
-/** A key's secret (or what looks like one) shown no further than its prefix, so an error never repeats a key. */
+/** No further than its prefix, so an error never repeats a key. */
 function shownKeyRef(ref: string): string {
   return /^sk_(test|live)_/.test(ref) && ref.length > KEY_PREFIX_LENGTH ? `${ref.slice(0, KEY_PREFIX_LENGTH)}…` : ref.slice(0, 100);
 }
 
 /**
- * The keys `ref` names, of `shopId` only when given: the key with that id; else, for a whole key, the key
- * whose hash is its hash; else the keys whose shown prefix it is (with or without the `…` key list prints).
- * More than one only for a prefix that two keys share.
+ * Of `shopId` only when given: the key with id `ref`; else for a whole key the one with its hash; else the keys
+ * whose shown prefix it is (with or without `…`). More than one only for a shared prefix.
  */
 async function keysNamedBy(q: Reader, ref: string, shopId?: string): Promise<KeyRef[]> {
   const inShop = shopId === undefined ? '' : ' AND shop_id = ?';
@@ -228,7 +218,7 @@ async function keysNamedBy(q: Reader, ref: string, shopId?: string): Promise<Key
   return q.all<KeyRef>(`SELECT id, shop_id, key_prefix FROM api_keys WHERE key_prefix = ?${inShop} ORDER BY created_at, id LIMIT ?`, prefix, ...shop, PREFIX_MATCHES_MAX);
 }
 
-/** The one key `ref` names (keysNamedBy): not found, or a prefix two keys share, is an error naming what to give instead. */
+/** Not found, or a shared prefix, is an error naming what to give instead. */
 export async function findKeyToRevoke(q: Reader, ref: string, shopId?: string): Promise<KeyRef> {
   const keys = await keysNamedBy(q, ref, shopId);
   const shown = shownKeyRef(ref);
@@ -242,7 +232,7 @@ export async function findKeyToRevoke(q: Reader, ref: string, shopId?: string): 
   return keys[0];
 }
 
-/** Revoke a key; revoking twice is an error naming the first time. */
+/** Revoking twice is an error naming the first time. */
 export async function revokeKey(store: Store, keyId: string, now: number): Promise<void> {
   const row = await store.get<{ revoked_at: number | null }>('SELECT revoked_at FROM api_keys WHERE id = ?', keyId);
   if (!row) throw new Error(`cannot revoke key "${keyId}": not found`);
@@ -250,10 +240,7 @@ export async function revokeKey(store: Store, keyId: string, now: number): Promi
   await store.tx((tx) => tx.run('UPDATE api_keys SET revoked_at = ? WHERE id = ?', now, keyId));
 }
 
-/**
- * Turn on live mode for a merchant once a shop of it has an acquirer or a payout provider (either is enough: a
- * shop may take payments, send payouts, or both); refused with the reason before.
- */
+/** Once a shop of the merchant has an acquirer or a payout provider; refused with the reason before. */
 export async function activateLive(
   store: Store,
   merchantId: string,
@@ -269,7 +256,7 @@ export async function activateLive(
     );
   }
   await store.tx((tx) => tx.run('UPDATE merchants SET live_enabled = 1 WHERE id = ?', merchantId));
-  // The payout providers are named only when there are any, so the answer of an acquirer-only merchant stays as it was.
+  // Payout providers named only when there are any: an acquirer-only merchant's answer stays as it was.
   return { id: merchantId, live_enabled: true, shops_with_acquirer: shops, ...(payouts.length ? { shops_with_payout_provider: payouts } : {}) };
 }
 
@@ -281,7 +268,6 @@ export async function createDemo(store: Store, now: number, fixedKey?: string): 
   return { merchant, shop, key, secret: s };
 }
 
-/** True when the database has no merchant yet. */
 export async function isEmpty(q: Reader): Promise<boolean> {
   return !(await q.get('SELECT 1 FROM merchants LIMIT 1'));
 }

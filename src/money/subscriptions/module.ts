@@ -9,33 +9,29 @@ import { activateTokenTx, chargedTx } from '../tokens/tokens';
 import { getSubscription } from './store';
 import { activateTx, chargeSettledTx, CHARGE_JOB, runChargeJob } from './subscriptions';
 
-/** The audit log's actor for refunds the service makes itself. */
+/** The audit log's actor for the service's own refunds. */
 const SERVICE_ACTOR = 'kopek:verification';
 
-/**
- * A 1 RUB verification (card binding, a trial's binding) is returned to the buyer once it succeeded, as
- * banks' verification charges are: a refund of the whole amount, settled like any refund.
- */
+/** A 1 RUB verification is refunded in full once it succeeded, as banks' verification charges are. */
 async function reverseVerificationTx(core: PaymentsCore, tx: Tx, p: PaymentRow): Promise<void> {
   await createRefundTx(core, tx, p, { amount: p.amount, reason: 'Verification payment returned', keyId: SERVICE_ACTOR });
 }
 
-/** Final payment statuses tokens and subscriptions react to (expired counts as a failed charge). */
+/** Expired counts as a failed charge. */
 const SETTLED = new Set(['succeeded', 'failed', 'expired']);
 
 /**
- * React to the payments tokens and subscriptions made, inside the transaction of the payment's status change
- * (the payments' typed hook): a binding that succeeded activates its token or subscription; a charge that ended
- * moves its subscription. The payments state machine stays unaware of them.
+ * In the payment's status-change transaction (the typed hook): a succeeded binding activates its token or
+ * subscription; an ended charge moves its subscription. The payments state machine knows none of this.
  */
 async function onPaymentMoved(core: PaymentsCore, tx: Tx, p: PaymentRow, movedAt: number): Promise<void> {
   if (!SETTLED.has(p.status)) return;
-  // Payments made by hand (kind `payment`) have no token or subscription behind them.
+  // Payments made by hand have no token or subscription behind them.
   if (p.kind === 'payment') return;
   const rp = await recurrentPayment(tx, p.seq);
   if (!rp) return;
   const ok = p.status === 'succeeded';
-  // The bank's moment of capture, so last_charged_at and the anchor equal the payment's captured_at.
+  // The bank's moment of capture, so last_charged_at and the anchor equal captured_at.
   const at = p.captured_at ?? movedAt;
   switch (rp.kind) {
     case 'token_binding': {
@@ -65,10 +61,7 @@ async function onPaymentMoved(core: PaymentsCore, tx: Tx, p: PaymentRow, movedAt
   }
 }
 
-/**
- * Tokens and subscriptions as the wiring mounts them: the subscription charge job, and the hook that ties them
- * to their payments, returned rather than added (the root adds it to `core.paymentHooks`). Builds only.
- */
+/** The charge job and the payment hook, returned for the root to add to `core.paymentHooks`. Builds only. */
 export function recurrentModule(core: PaymentsCore): Module & { onPaymentMoved: PaymentMoved } {
   return {
     name: 'recurrent',

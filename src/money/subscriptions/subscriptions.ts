@@ -12,25 +12,20 @@ import { activateTokenTx, CARD_VERIFICATION_AMOUNT, cancelTokenTx, chargedTx, ch
 import { chargeTime, firstIndexAfter, type Period } from './calendar';
 import { chargeStateOf, getSubscription, insertSubscription, patchSubscription, reloadSubscription, subscriptionView, updateSubscription, type ChargeRow, type SubscriptionRow } from './store';
 
-/** Job kind: charge a subscription's period (payload: the period `index` and the `attempt`, 1 to 3). */
+/** Payload: the period `index` and the `attempt`, 1 to 3. */
 export const CHARGE_JOB = 'subscription.charge';
-/** Consecutive failed charges that cancel a subscription. */
 export const MAX_FAILED_CHARGES = 3;
-/** When retry 2 and 3 run, after the period's scheduled time T: T + 1 day, then T + 1 day + 3 days. */
+/** Retries 2 and 3, after the period's time T: T + 1 day, then T + 4 days. */
 export const RETRY_AFTER_MS = [DAY_MS, DAY_MS + 3 * DAY_MS] as const;
 /** cancel_reason of the automatic cancellations. */
 export const CANCEL_REASONS = { chargesFailed: 'charge_failed', tokenCancelled: 'token_cancelled', merchant: 'merchant_request' } as const;
 
-/** What moving a subscription takes without moving a payment: the shop's clock, the event log and the charge jobs. */
 export type SubscriptionCore = Pick<Core, 'clocks' | 'events' | 'scheduler'>;
 
-/** A subscription's fields, validated: its binding's shop, customer and method, the amount of each charge, and the plan. */
+/** Its binding's shop, customer and method, the amount of each charge, and the plan. */
 type SubscriptionInput = Omit<BindingInput, 'kind' | 'description' | 'subscriptionId'> & { planName: string; period: Period; intervalCount: number; trialDays: number };
 
-/**
- * Append an event of a subscription: an SSE kind and payload, and optionally its webhook with the subscription
- * (`latest`: its newest payment, when the caller holds it).
- */
+/** `latest`: the subscription's newest payment, when the caller holds it. */
 async function emit(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, s: SubscriptionRow, kind: string, payload: Record<string, unknown>, webhook: string | null, latest?: ChargeRow): Promise<void> {
   const data = webhook ? await subscriptionView(tx, s, latest) : undefined;
   await core.events.append(tx, {
@@ -48,10 +43,7 @@ async function emitStatus(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, s: Subs
   await emit(core, tx, s, 'subscription.status_changed', { status: s.status }, webhook, latest);
 }
 
-/**
- * A pending subscription, its pending token and the initial payment (kind subscription_init) whose hosted
- * page binds the method: the full amount, or 1 RUB during a trial.
- */
+/** A pending subscription, its pending token and the initial payment (full amount, or 1 RUB in a trial). */
 export async function createSubscriptionTx(core: PaymentsCore, tx: Tx, input: SubscriptionInput): Promise<{ sub: SubscriptionRow; payment: PaymentRow }> {
   const id = uuid();
   const { token, payment } = await createBindingTx(core, tx, {
@@ -95,9 +87,8 @@ async function scheduleCharge(scheduler: Core['scheduler'], tx: Tx, s: Subscript
 }
 
 /**
- * pending → active once the initial payment succeeded at `at`: the token is saved and the calendar anchored.
- * With a trial the first charge is at the trial's end (the anchor); without, the initial payment was the
- * first period's charge and the next is one period after it.
+ * pending → active: the token is saved and the calendar anchored. With a trial the first charge is at its end;
+ * without, the initial payment was the first period's and the next is one period later.
  */
 export async function activateTx(core: SubscriptionCore, tx: Tx, s: SubscriptionRow, initial: PaymentRow, at: number): Promise<void> {
   if (s.status !== 'pending') return;
@@ -120,7 +111,7 @@ export async function activateTx(core: SubscriptionCore, tx: Tx, s: Subscription
   await emitStatus(core, tx, sub, 'subscription.activated');
 }
 
-/** The CHARGE_JOB handler: charge the period the job names, unless the subscription moved on meanwhile. */
+/** Charges the period the job names, unless the subscription moved on meanwhile. */
 export async function runChargeJob(core: PaymentsCore, tx: Tx, job: Job): Promise<void> {
   const s = await chargeStateOf(tx, job.subject_id);
   if (!s || (s.status !== 'active' && s.status !== 'past_due')) return;
@@ -144,24 +135,22 @@ export async function runChargeJob(core: PaymentsCore, tx: Tx, job: Job): Promis
   });
 }
 
-/** When attempt 1, 2 or 3 of the current period is due: T, T + 1 day, T + 4 days (T on the anchor's calendar). */
+/** T, T + 1 day, T + 4 days (T on the anchor's calendar). */
 function attemptTime(s: SubscriptionRow, attempt: number): number {
   const scheduled = chargeTime(s.anchor_at!, s.period, s.interval_count, s.charge_index);
   return attempt <= 1 ? scheduled : scheduled + RETRY_AFTER_MS[attempt - 2];
 }
 
 /**
- * A periodic charge ended at `at`. Success: back to active, the next charge on the anchor's calendar (the
- * first date after this attempt's own time, so a retry a day late never charges two periods at once). Failure or expiry: past_due
- * with a retry at T + 1 day, then T + 4 days (T = the period's scheduled time); the third in a row cancels.
+ * Success: active, the next charge the first calendar date after this attempt's own time (a retry a day late never
+ * charges two periods). Failure or expiry: past_due with the next retry; the third in a row cancels.
  */
 export async function chargeSettledTx(core: SubscriptionCore, tx: Tx, rp: RecurrentPaymentRow, p: PaymentRow, at: number): Promise<void> {
   const s = await getSubscription(tx, rp.subscription_id ?? '');
   if (!s || (s.status !== 'active' && s.status !== 'past_due') || s.anchor_at === null) return;
   if (rp.charge_index !== s.charge_index || rp.attempt !== s.failures + 1) return;
   const charge = { payment_id: p.id, amount: p.amount, attempt: rp.attempt };
-  // This charge is the subscription's newest payment: charges are made in (period, attempt) order, and this
-  // one is the current period's current attempt.
+  // Charges run in (period, attempt) order, so this is the subscription's newest payment.
   const latest: ChargeRow = { payment_id: p.id, kind: 'subscription_charge', charge_index: rp.charge_index, attempt: rp.attempt, amount: p.amount, status: p.status, metadata: p.metadata, created_at: p.created_at };
   if (p.status === 'succeeded') {
     await chargedTx(tx, s.token_id, at);
@@ -190,10 +179,7 @@ export async function chargeSettledTx(core: SubscriptionCore, tx: Tx, rp: Recurr
   if (s.status === 'active') await emitStatus(core, tx, sub, 'subscription.past_due', latest);
 }
 
-/**
- * Any status → cancelled; an already cancelled subscription is left as it is. A pending one also cancels
- * its initial payment (while still pending) and its unbound token; a bound token stays the merchant's.
- */
+/** A cancelled one is left as it is; a pending one cancels its pending initial payment and its unbound token. */
 export async function cancelSubscriptionTx(core: PaymentsCore, tx: Tx, s: SubscriptionRow, reason: string): Promise<SubscriptionRow> {
   if (s.status === 'cancelled') return s;
   const now = await core.clocks.now(tx, s.shop_id, s.mode);

@@ -8,7 +8,6 @@ export const TOKEN_METHODS = ['cards', 'sbp', 'tpay'] as const;
 export type TokenMethod = (typeof TOKEN_METHODS)[number];
 /** Token statuses, in display order. */
 export const TOKEN_STATUSES = ['pending', 'active', 'cancelled'] as const;
-export type TokenStatus = (typeof TOKEN_STATUSES)[number];
 
 export interface TokenRow {
   seq: number;

@@ -10,10 +10,10 @@ import type { PaymentRow } from '../bank-port/payment';
 import type { PaymentsCore } from '../payments/core';
 import { getToken, insertToken, recordPayment, tokenView, updateToken, type TokenMethod, type TokenRow } from './store';
 
-/** Card binding verifies the card with 1 RUB (in kopecks). */
+/** 1 RUB, in kopecks. */
 export const CARD_VERIFICATION_AMOUNT = 100;
 
-/** What a binding (a token's, or a subscription's first payment) is made from, after validation. */
+/** A token's binding, or a subscription's first payment, after validation. */
 export interface BindingInput {
   merchantId: string;
   shopId: string;
@@ -21,7 +21,7 @@ export interface BindingInput {
   customerRef: string;
   customerEmail: string;
   method: TokenMethod;
-  /** What the buyer pays on the page: 1 RUB for a card verification or a trial, else the first charge. */
+  /** 1 RUB for a card verification or a trial, else the first charge. */
   amount: number;
   kind: 'token_binding' | 'subscription_init';
   returnUrl?: string;
@@ -29,7 +29,6 @@ export interface BindingInput {
   subscriptionId?: string;
 }
 
-/** What changing a token's status and telling of it takes: the shop's clock and the event log. */
 export type TokenEvents = Pick<Core, 'clocks' | 'events'>;
 
 export async function reloadToken(q: Reader, id: string): Promise<TokenRow> {
@@ -38,7 +37,7 @@ export async function reloadToken(q: Reader, id: string): Promise<TokenRow> {
   return t;
 }
 
-/** Append token.status_changed (and the webhook of the change, with the token as GET shows it). */
+/** With the webhook of the change, carrying the token as GET shows it. */
 async function emitStatus(core: TokenEvents, tx: Tx, t: TokenRow, webhook: string | null): Promise<void> {
   await core.events.append(tx, {
     merchantId: t.merchant_id,
@@ -51,10 +50,7 @@ async function emitStatus(core: TokenEvents, tx: Tx, t: TokenRow, webhook: strin
   });
 }
 
-/**
- * A pending token and the payment whose hosted page binds it (method fixed to the token's, so the page
- * opens that method's screen at once). The payment's metadata names the token (and subscription).
- */
+/** A pending token and its binding payment (method fixed, so the page opens that screen); metadata names the token. */
 export async function createBindingTx(core: PaymentsCore, tx: Tx, input: BindingInput): Promise<{ token: TokenRow; payment: PaymentRow }> {
   const tokenId = uuid();
   const metadata: Record<string, string> = { kind: input.kind, token_id: tokenId };
@@ -100,7 +96,7 @@ export async function createBindingTx(core: PaymentsCore, tx: Tx, input: Binding
   return { token, payment };
 }
 
-/** pending → active once its binding payment succeeded; the card's brand and mask come from that payment. */
+/** Once its binding payment succeeded; brand and mask come from that payment. */
 export async function activateTokenTx(core: TokenEvents, tx: Tx, t: TokenRow, binding: PaymentRow): Promise<TokenRow> {
   if (t.status !== 'pending') return t;
   await updateToken(tx, t.id, {
@@ -114,19 +110,13 @@ export async function activateTokenTx(core: TokenEvents, tx: Tx, t: TokenRow, bi
   return next;
 }
 
-/**
- * The last 4 digits (`1111`), whatever form the payment kept (`411111******1111`): the one card mask format of the
- * API, as a payout's recipient_card_mask.
- */
+/** `1111` from any kept form (`411111******1111`): the API's one card mask format, as recipient_card_mask. */
 export function lastFour(mask: string): string {
   const digits = mask.replace(/\D/g, '');
   return digits.length >= 4 ? digits.slice(-4) : '';
 }
 
-/**
- * pending or active → cancelled. A binding payment still pending is cancelled with it, so the buyer can no
- * longer bind a cancelled token; one already at the bank finishes, and its success changes nothing.
- */
+/** A pending binding payment is cancelled with it; one already at the bank finishes, and its success changes nothing. */
 export async function cancelTokenTx(core: PaymentsCore, tx: Tx, t: TokenRow): Promise<TokenRow> {
   if (t.status === 'cancelled') throw invalidState(`Cannot cancel token "${t.id}": its status is cancelled`);
   const now = await core.clocks.now(tx, t.shop_id, t.mode);
@@ -138,7 +128,6 @@ export async function cancelTokenTx(core: PaymentsCore, tx: Tx, t: TokenRow): Pr
   return next;
 }
 
-/** What a charge of a saved method is made from. */
 export interface ChargeInput {
   amount: number;
   orderId?: string;
@@ -149,10 +138,7 @@ export interface ChargeInput {
   attempt?: number;
 }
 
-/**
- * A merchant-initiated charge of an active token: a payment of method `recurrent` whose bank session opens
- * at once; the shop's bank charges the saved method (in test mode its outcome queue, then the magic amounts).
- */
+/** A payment of method `recurrent` whose session opens at once (test mode: outcome queue, then magic amounts). */
 export async function chargeTokenTx(core: PaymentsCore, tx: Tx, t: TokenRow, input: ChargeInput): Promise<PaymentRow> {
   if (t.status !== 'active') throw invalidState(`Cannot charge token "${t.id}": its status is ${t.status}; only active tokens can be charged`);
   const metadata: Record<string, string> = { kind: input.kind, token_id: t.id };
@@ -186,7 +172,7 @@ export async function chargeTokenTx(core: PaymentsCore, tx: Tx, t: TokenRow, inp
   return payment;
 }
 
-/** A charge of the token succeeded at `at_ms`: keep it as last_charged_at, unless a later charge is kept already. */
+/** Kept as last_charged_at, unless a later charge is kept already. */
 export async function chargedTx(tx: Tx, tokenId: string, at_ms: number): Promise<void> {
   await tx.run('UPDATE tokens SET last_charged_at = ? WHERE id = ? AND (last_charged_at IS NULL OR last_charged_at <= ?)', at_ms, tokenId, at_ms);
 }

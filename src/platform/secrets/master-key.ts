@@ -2,19 +2,18 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { isPostgresUrl } from '../storage/postgres/open';
 import { closeSync, existsSync, fchmodSync, openSync, readFileSync, writeSync } from 'node:fs';
 
-// The master key encrypts every secret kopek must use again later (an acquirer's terminal password, a saved
-// method's RebillId, and later webhook and signing secrets). It never lives in the database: it comes from
-// KOPEK_MASTER_KEY, or from a key file beside the database created on first need. A backup of the database
-// without the key cannot decrypt those secrets; they must be entered again.
+// The master key encrypts every secret kopek must use again (a terminal password, a RebillId, webhook and
+// signing secrets). Never in the database: KOPEK_MASTER_KEY, or a key file beside the database created on first
+// need. A backup without the key cannot decrypt them; they must be entered again.
 
-/** Length of the master key in bytes (AES-256). */
+/** AES-256. */
 export const MASTER_KEY_BYTES = 32;
-/** The prefix of every ciphertext this version writes: version, then base64 of nonce ‖ tag ‖ ciphertext. */
+/** Version, then base64 of nonce ‖ tag ‖ ciphertext. */
 const PREFIX = 'enc:v1:';
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 
-/** Where a database's key file lives when KOPEK_MASTER_KEY is unset. */
+/** When KOPEK_MASTER_KEY is unset. */
 export function keyFilePath(dbPath: string): string {
   return `${dbPath}.key`;
 }
@@ -27,26 +26,22 @@ function decodeKey(text: string, source: string): Buffer {
   return key;
 }
 
-/** True for the path of a database in memory (SQLite's `:memory:`, or the empty name of a temporary one). */
+/** SQLite's `:memory:`, or the empty name of a temporary one. */
 export function isMemoryDatabase(dbPath: string): boolean {
   return dbPath === ':memory:' || dbPath === '';
 }
 
-/** The master key of every database in memory of this process, made at first need; it never leaves the process. */
+/** Of every database in memory of this process; it never leaves the process. */
 let processKey: Buffer | null = null;
 
-/**
- * The master key of the database at `dbPath`: KOPEK_MASTER_KEY when set; for a database in memory, a random
- * key kept in memory; else the key file `<db>.key`, which is created (mode 0600) when `create` and there is
- * none. Throws a one-line error, never the key.
- */
+/** KOPEK_MASTER_KEY; for memory, a process key; else `<db>.key`, made 0600 when `create`. Errors never show the key. */
 export function loadMasterKey(dbPath: string, opts: { create?: boolean; env?: NodeJS.ProcessEnv } = {}): Buffer {
   const env = opts.env ?? process.env;
   const fromEnv = env.KOPEK_MASTER_KEY;
   if (fromEnv !== undefined && fromEnv !== '') return decodeKey(fromEnv, 'KOPEK_MASTER_KEY');
-  // A database every node shares needs the key every node has: no key file is read or written beside a URL.
+  // Every node needs the same key: no key file is read or written beside a URL.
   if (isPostgresUrl(dbPath)) throw new Error('cannot find the master key: a PostgreSQL database needs KOPEK_MASTER_KEY (the same on every node)');
-  // A database in memory keeps nothing past the process, and nothing of it may reach the disk: a key of the process serves it.
+  // Nothing of a database in memory may reach the disk.
   if (isMemoryDatabase(dbPath)) return (processKey ??= randomBytes(MASTER_KEY_BYTES));
   const path = keyFilePath(dbPath);
   if (existsSync(path)) return decodeKey(readFileSync(path, 'utf8'), `"${path}"`);
@@ -69,14 +64,14 @@ export function loadMasterKey(dbPath: string, opts: { create?: boolean; env?: No
   return key;
 }
 
-/** Where a database's master key comes from now: the environment, its key file, or nowhere yet. */
+/** The environment, its key file, or nowhere yet. */
 export function masterKeySource(dbPath: string, env: NodeJS.ProcessEnv = process.env): { kind: 'env' | 'file' | 'none'; path: string } {
   if (env.KOPEK_MASTER_KEY) return { kind: 'env', path: '' };
   const path = keyFilePath(dbPath);
   return existsSync(path) ? { kind: 'file', path } : { kind: 'none', path };
 }
 
-/** Encrypt a secret under the master key (AES-256-GCM, fresh nonce); `context` binds it to where it is stored. */
+/** AES-256-GCM, fresh nonce; `context` binds it to where it is stored. */
 export function encryptSecret(key: Buffer, plaintext: string, context = ''): string {
   const nonce = randomBytes(NONCE_BYTES);
   const c = createCipheriv('aes-256-gcm', key, nonce);
@@ -85,7 +80,7 @@ export function encryptSecret(key: Buffer, plaintext: string, context = ''): str
   return PREFIX + Buffer.concat([nonce, c.getAuthTag(), body]).toString('base64');
 }
 
-/** Decrypt what encryptSecret wrote with the same key and context; throws (without the secret) when it cannot. */
+/** Throws (without the secret) when it cannot. */
 export function decryptSecret(key: Buffer, stored: string, context = ''): string {
   if (!stored.startsWith(PREFIX)) throw new Error('cannot decrypt a secret: it was not written by this version (unknown prefix)');
   const raw = Buffer.from(stored.slice(PREFIX.length), 'base64');
@@ -100,24 +95,21 @@ export function decryptSecret(key: Buffer, stored: string, context = ''): string
   }
 }
 
-/** The master key of one database, loaded (and created) on first use and kept for the process. */
+/** Loaded (and created) on first use and kept for the process. */
 export class MasterKey {
   private key: Buffer | null = null;
 
   constructor(private readonly dbPath: string) {}
 
-  /** The key, created beside the database on first need. */
   get(): Buffer {
     this.key ??= loadMasterKey(this.dbPath, { create: true });
     return this.key;
   }
 
-  /** Encrypt under this database's key. */
   encrypt(plaintext: string, context = ''): string {
     return encryptSecret(this.get(), plaintext, context);
   }
 
-  /** Decrypt under this database's key. */
   decrypt(stored: string, context = ''): string {
     return decryptSecret(this.get(), stored, context);
   }

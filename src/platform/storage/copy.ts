@@ -5,23 +5,18 @@ import type { SqliteStore } from './sqlite/store';
 import type { PgStore } from './postgres/store';
 import { pgCounters, pgKeySequences, type RowsOf } from './counters';
 
-/** Rows sent to PostgreSQL in one INSERT (its statements take at most 65 535 parameters). */
+/** PostgreSQL statements take at most 65 535 parameters. */
 const COPY_BATCH_ROWS = 500;
 
-/** How a copy went, table by table. */
 export interface CopyReport {
   tables: Array<{ table: string; source: number; target: number }>;
-  /**
-   * Every counter of the target as the copy left it, each checked at or past its table's largest key and SQLite's
-   * own counter: the last number of each generated key, and the stream's last position.
-   */
+  /** Every counter of the target as left, each checked at or past its table's largest key and SQLite's counter. */
   sequences: Array<{ table: string; column: string; last: number }>;
 }
 
-/** Progress of a copy: rows copied of a table so far, out of its total. */
 export type CopyProgress = (table: string, done: number, total: number) => void;
 
-/** The tables of schema.sql in the order it creates them: a table comes after those it references. */
+/** In schema.sql's order: a table comes after those it references. */
 export function schemaTables(ddl = SCHEMA_SQL): string[] {
   const out: string[] = [];
   const re = /CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"?(\w+)"?/gi;
@@ -29,7 +24,7 @@ export function schemaTables(ddl = SCHEMA_SQL): string[] {
   return out;
 }
 
-/** Why the target cannot take a copy (it holds data), or null when it is empty. */
+/** Null when it is empty. */
 export async function targetProblem(target: PgStore): Promise<string | null> {
   for (const t of schemaTables()) {
     if (t === 'database_identity') continue;
@@ -40,12 +35,9 @@ export async function targetProblem(target: PgStore): Promise<string | null> {
 }
 
 /**
- * Copy every row of the SQLite database into the PostgreSQL one, in one PostgreSQL transaction read from one
- * SQLite snapshot: either the whole database arrives or nothing does. The database's identity row is the
- * source's, so event-stream clients resume across the move. Every generated key continues from SQLite's own
- * counters (`sqlite_sequence`, which remembers numbers of deleted rows too) or the largest key, whichever is
- * higher, so no public number, event id or row key is ever handed out twice (see continueSequences); each
- * copied event keeps its stream position (its seq).
+ * In one PostgreSQL transaction read from one SQLite snapshot: all or nothing. The identity row is the source's,
+ * so stream clients resume across the move; events keep their seq as stream position; every key continues past
+ * the higher of `sqlite_sequence` (deleted rows too) and the largest key, so nothing is handed out twice.
  */
 export async function copySqliteToPostgres(source: SqliteStore, target: PgStore, progress: CopyProgress = () => {}): Promise<CopyReport> {
   const db = source.sqliteHandle;
@@ -61,7 +53,7 @@ export async function copySqliteToPostgres(source: SqliteStore, target: PgStore,
       await c.query('BEGIN');
       try {
         await c.query('DELETE FROM database_identity');
-        // Rows go in any order within a table; foreign keys are checked at the commit.
+        // Any order within a table; foreign keys are checked at the commit.
         await c.query('SET CONSTRAINTS ALL DEFERRED');
         for (const table of tables) {
           const total = (db.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n;
@@ -102,23 +94,19 @@ async function copyTable(db: SqliteStore['sqliteHandle'], c: pg.ClientBase, tabl
   }
   await flush();
   if (table === 'events') {
-    // The trigger queued every copied event for numbering: each keeps its seq as its stream position instead.
+    // The trigger queued every copied event: each keeps its seq as its stream position instead.
     await c.query('DELETE FROM event_queue');
     await c.query('INSERT INTO event_positions (pos, seq, shop_id, mode) SELECT seq, seq, shop_id, mode FROM events');
   }
 }
 
 /**
- * Continue every generated key of the target: each sequence a column owns (found in PostgreSQL's catalog, not
- * listed by hand) is set to the highest number SQLite ever gave that table, its `sqlite_sequence` counter
- * (which remembers deleted rows) or its largest key, whichever is higher; the stream's `event_pos` follows the
- * events' numbers. Then each counter is read back: one that stands behind its table's largest key (or SQLite's
- * counter) fails the copy, and the transaction with it.
+ * Set each column-owned sequence (from the catalog) to the higher of SQLite's counter and the largest key;
+ * `event_pos` follows the events. A counter read back behind either fails the copy and the transaction.
  */
 async function continueSequences(db: SqliteStore['sqliteHandle'], c: pg.ClientBase): Promise<CopyReport['sequences']> {
   const sqliteCounters = new Map((db.prepare('SELECT name, seq FROM sqlite_sequence').all() as Array<{ name: string; seq: number }>).map((r) => [r.name, r.seq]));
   const rows: RowsOf = async <T>(sql: string) => (await c.query(sql)).rows as T[];
-  // What each counter must reach: the table's largest key copied, and SQLite's counter of that table.
   const floorOf = (table: string, max: number): number => Math.max(max, sqliteCounters.get(table === 'event_positions' ? 'events' : table) ?? 0);
   for (const k of await pgKeySequences(rows)) {
     const [m] = await rows<{ m: number }>(`SELECT coalesce(max(${k.columnSql}), 0) AS m FROM ${k.tableSql}`);

@@ -1,35 +1,27 @@
 import type { Logger } from '../log';
 
-/** Most transaction bodies one group commit holds; the rest wait for the next. */
+/** The rest wait for the next. */
 export const GROUP_LIMIT = 512;
 
-/**
- * Waiting for another process's write lock (sync: 'store'): the group retries after these gaps, off the
- * event loop, and is refused (SQLITE_BUSY, a 503 to clients) once it has waited `total_ms`.
- */
+/** Another process's write lock (sync: 'store'): retried on timers, refused (SQLITE_BUSY, a 503) after `total_ms`. */
 export const BUSY_LIMITS = { first_retry_ms: 5, longest_retry_ms: 200, total_ms: 5000 };
 
-/** How a store makes its commits durable. */
 export interface StoreOptions {
   /**
-   * `sqlite` (default): SQLite syncs the WAL inside every COMMIT (`synchronous=FULL`), blocking the thread.
-   * `store` (the server): SQLite writes commits to the WAL without syncing them (`synchronous=NORMAL`, which
-   * still syncs checkpoints) and the store syncs the WAL file itself on the thread pool before anyone learns of a
-   * commit, so the event loop goes on serving while the disk works (sqlite/durable.ts). Checkpoints run on a
-   * thread of their own (checkpointer.ts). Only for a file database in WAL mode whose every write goes through this store; otherwise `sqlite`.
+   * `sqlite` (default): SQLite syncs the WAL in every COMMIT, blocking the thread. `store` (the server, a WAL file
+   * whose every write goes through this store): `synchronous=NORMAL` and the store syncs the WAL on the thread pool
+   * before anyone learns of a commit (sqlite/durable.ts); checkpoints on their own thread (checkpointer.ts).
    */
   sync?: 'sqlite' | 'store';
-  /** Where a failed WAL sync, a failed checkpoint or a failed after-commit action is logged (default stderr). */
+  /** Default stderr. */
   log?: Logger;
 }
 
 /**
- * The PostgreSQL engine's bounds. A node keeps at most `pool` connections (plus one for LISTEN); size the
- * database's max_connections above nodes × (pool + 2). A transaction PostgreSQL aborts for a serialization
- * failure or a deadlock runs again up to `retries` times, after a random pause that doubles from
- * `retry_first_ms` up to `retry_max_ms`; after `lane_after` failures its next attempts take the node's retry lane
- * (src/platform/storage/postgres/lane.ts), one at a time. A statement that runs longer than `statement_timeout_ms` is cancelled,
- * and a connection idle inside a transaction for `idle_in_transaction_ms` is closed by the server.
+ * A node keeps at most `pool` connections plus one for LISTEN (max_connections > nodes × (pool + 2)). A
+ * serialization failure or deadlock retries up to `retries` times after a random pause doubling from
+ * `retry_first_ms` to `retry_max_ms`; after `lane_after` failures through the node's lane (postgres/lane.ts), one
+ * at a time. Statements past `statement_timeout_ms` are cancelled; idle-in-transaction past its limit, closed.
  */
 export const PG_LIMITS = {
   pool: 10,

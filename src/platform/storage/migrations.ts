@@ -1,25 +1,16 @@
 /**
- * The migrations a start applies, on both engines: MIGRATIONS[0] takes BASE_VERSION to BASE_VERSION + 1, and so
- * on. schema.sql always holds the newest whole schema; a new database gets it in one step. A SQLite database
- * older than BASE_VERSION is upgraded by `kopek migrate` alone (migrations-old.ts).
- */
-/**
- * A step: one SQL text both engines read, or its SQL per engine. Both schema files (schema.sql,
- * postgres/schema.sql) take its change too, as test/db/schema-engines.test.ts checks.
+ * The migrations a start applies, on both engines: MIGRATIONS[0] takes BASE_VERSION to BASE_VERSION + 1. A new
+ * database gets schema.sql in one step; older SQLite ones need `kopek migrate` (migrations-old.ts). A step is one
+ * SQL text or one per engine; both schema files take its change too (test/db/schema-engines.test.ts).
  */
 export type Migration = string | { sqlite: string; postgres: string };
 
-/**
- * The schema version of release 0.1.0 (build 4ce3fbf), the oldest a start upgrades, and the first a PostgreSQL
- * database can have.
- */
+/** Release 0.1.0's (build 4ce3fbf): the oldest a start upgrades, and the first a PostgreSQL database can have. */
 export const BASE_VERSION = 20;
 
 export const MIGRATIONS: readonly Migration[] = [
-  // 20 → 21: payments expire through their shop's sweeps alone. The jobs of one payment each that schema 1
-  // (links) and schema 8 and before (bank sessions) wrote, and that earlier upgrades left to run, become the
-  // sweep of their shop and mode (which expires every payment due by its time); of several sweeps one subject
-  // now has, the earliest stays.
+  // 20 → 21: payments expire through their shop's sweeps alone: old per-payment jobs (links, schema 1; sessions,
+  // schema 8 and before) become their shop and mode's sweep; of several one subject now has, the earliest stays.
   `UPDATE jobs SET kind = 'payment.link_sweep', subject_id = shop_id || '/' || mode, payload = '{}'
   WHERE kind = 'payment.link_expiry' AND state IN ('pending', 'dead');
 UPDATE jobs SET kind = 'payment.session_sweep', subject_id = shop_id || '/' || mode, payload = '{}'
@@ -27,9 +18,8 @@ UPDATE jobs SET kind = 'payment.session_sweep', subject_id = shop_id || '/' || m
 DELETE FROM jobs WHERE state = 'pending' AND kind IN ('payment.link_sweep', 'payment.session_sweep')
   AND EXISTS (SELECT 1 FROM jobs o WHERE o.state = 'pending' AND o.kind = jobs.kind AND o.subject_id = jobs.subject_id
     AND (o.due_at < jobs.due_at OR (o.due_at = jobs.due_at AND o.id < jobs.id)));`,
-  // 21 -> 22: PostgreSQL's announcements of changes to what API keys are resolved from (postgres/schema.sql's
-  // last section), which databases laid out before them lack; every statement may run again. SQLite's key cache
-  // follows its own connection's temporary triggers and PRAGMA data_version: nothing changes there.
+  // 21 -> 22: PostgreSQL's key-table announcements (postgres/schema.sql's last section), which older layouts lack;
+  // every statement may run again. SQLite's key cache needs nothing (temporary triggers, PRAGMA data_version).
   {
     sqlite: '',
     postgres: `CREATE OR REPLACE FUNCTION kopek_announce_change() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -63,5 +53,5 @@ INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, crea
   ORDER BY coalesce(d.next_attempt_at, d.created_at), d.id;`,
 ];
 
-/** The schema version this build writes: `PRAGMA user_version` of a current SQLite database, kopek_schema's on PostgreSQL. */
+/** `PRAGMA user_version` of a current SQLite database, kopek_schema's on PostgreSQL. */
 export const SCHEMA_VERSION = BASE_VERSION + MIGRATIONS.length;

@@ -6,32 +6,26 @@ import { BASE_VERSION, MIGRATIONS, SCHEMA_VERSION } from '../migrations';
 import { PgStore } from './store';
 import { PG_LIMITS } from '../limits';
 
-/**
- * The first schema version a PostgreSQL database can have: the engine arrived at this version, so a new
- * database gets the whole schema at it (postgres/schema.sql), and every later migration runs on both engines,
- * its SQL written once per engine where the two differ (migrations.ts).
- */
+/** A new PostgreSQL database gets schema.sql at this version; every later migration runs on both engines. */
 export const PG_FIRST_VERSION = BASE_VERSION;
 
-/** The advisory lock every node takes while it creates or upgrades the schema ("kopek" in ASCII, as a number). */
+/** Held while a node creates or upgrades the schema ("kopek" in ASCII). */
 const MIGRATE_LOCK = 0x6b6f70656b;
 
-/** True when `db` names a PostgreSQL database rather than a SQLite file. */
 export function isPostgresUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);
 }
 
-// The URL with its password replaced, for logs, errors and listings: the one function, kept beside the logger.
+// The URL with its password replaced, for logs, errors and listings.
 export { redactUrl };
 
-/** Options of openPgStorage. */
 export interface PgOpenOptions {
   log?: Logger;
-  /** Connections the pool may hold (default PG_LIMITS.pool). */
+  /** Default PG_LIMITS.pool. */
   pool?: number;
-  /** Ms a request may wait for a connection before the database counts as unavailable. */
+  /** Longer a wait for a connection and the database counts as unavailable. */
   connectTimeoutMs?: number;
-  /** Create or upgrade the schema (default true); false opens as it is (doctor). */
+  /** Default true; false opens as it is (doctor). */
   migrate?: boolean;
 }
 
@@ -42,13 +36,9 @@ function typeParser(oid: number, format?: string): (text: string) => unknown {
   return pg.types.getTypeParser(oid, format as 'text');
 }
 
-/**
- * Settings of every connection, sent when it opens: commits durable whatever the server's default, times that
- * never depend on the server's zone, and no JIT compilation (it costs more than kopek's short statements take).
- */
+/** Durable commits whatever the server's default, no dependence on its zone, no JIT (dearer than kopek's statements). */
 const SESSION_OPTIONS = '-c synchronous_commit=on -c TimeZone=UTC -c jit=off';
 
-/** A pool on `url` whose every connection commits durably and bounds its statements. */
 export function pgPool(url: string, opts: PgOpenOptions = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
@@ -58,23 +48,21 @@ export function pgPool(url: string, opts: PgOpenOptions = {}): pg.Pool {
     statement_timeout: PG_LIMITS.statement_timeout_ms,
     idle_in_transaction_session_timeout: PG_LIMITS.idle_in_transaction_ms,
     application_name: 'kopek',
-    // Statements are written as soon as they are made, without waiting for the answer to the one before: a
-    // transaction's BEGIN travels with its first statement.
+    // A transaction's BEGIN travels with its first statement.
     pipeline: true,
     options: SESSION_OPTIONS,
     types: { getTypeParser: typeParser } as pg.CustomTypesConfig,
   });
-  // An idle client whose server went away emits here; without a listener that would end the process.
+  // An idle client whose server went away emits here; unheard, that would end the process.
   pool.on('error', (err) => opts.log?.warn('postgres connection lost while idle', { error: redactUrl(String(err.message)) }));
   pool.on('connect', (client) => {
-    // A connection that dies while checked out (between two statements of a transaction) emits here; the
-    // statement that next uses it fails and the store drops it. Without a listener the process would end.
+    // Dying while checked out: the next statement fails and the store drops it. Unheard, the process would end.
     client.on('error', (err) => opts.log?.warn('postgres connection lost', { error: redactUrl(String(err.message)) }));
   });
   return pool;
 }
 
-/** Open a store on the PostgreSQL database at `url`, creating or upgrading its schema under the migration lock. */
+/** The schema is created or upgraded under the migration lock. */
 export async function openPgStorage(url: string, opts: PgOpenOptions = {}): Promise<PgStore> {
   const pool = pgPool(url, opts);
   try {
@@ -95,7 +83,7 @@ export async function openPgStorage(url: string, opts: PgOpenOptions = {}): Prom
   return store;
 }
 
-/** The schema version recorded in the database; 0 when it holds no kopek schema. */
+/** 0 when it holds no kopek schema. */
 export async function pgSchemaVersion(q: { query(sql: string): Promise<pg.QueryResult> }): Promise<number> {
   const t = await q.query(`SELECT to_regclass('kopek_schema') IS NOT NULL AS present`);
   if (!t.rows[0].present) return 0;
@@ -104,9 +92,8 @@ export async function pgSchemaVersion(q: { query(sql: string): Promise<pg.QueryR
 }
 
 /**
- * Create the schema in an empty database, or apply the pending migrations, in one transaction under an
- * advisory lock: nodes starting together against one database wait for each other, and each finds the work
- * done by the first. A database newer than this build is refused with both versions named.
+ * In one transaction under an advisory lock: nodes starting together wait and find the first's work done. A
+ * database newer than this build is refused with both versions named.
  */
 export async function migratePg(pool: pg.Pool): Promise<number> {
   const client = await pool.connect();

@@ -8,22 +8,16 @@ import { PgEventFeed } from './events';
 import { RetryLane, type InLane } from './lane';
 import { commitUnknown, endsPgTransaction, isConnectionLoss, isRetryable, isStalePlan, storageError } from './errors';
 
-/** The key tables, as the statements that write them name them (PgTx.written). */
+/** As statements name them (PgTx.written). */
 const KEY_TABLE_NAMES: ReadonlySet<string> = new Set(KEY_TABLES.map((t) => t.table));
 
 /**
- * The PostgreSQL engine: a bounded pool of connections to one database that any number of kopek nodes share.
- *
- * Every write transaction runs SERIALIZABLE: PostgreSQL then guarantees that concurrent transactions, on this
- * node or another, have the effect of running one after another, which is what every body written for SQLite's
- * single writer assumes (a refund's remainder, a payout's available balance, one charge per period). A
- * transaction that PostgreSQL aborts for a serialization failure or a deadlock (SQLSTATE 40001, 40P01) is run
- * again from the start, up to PG_LIMITS.retries times: a body touches nothing but its Tx, and its after-commit
- * actions run only after the COMMIT that succeeded, so a retry repeats no outside effect. A connection lost
- * during COMMIT is different: the commit may or may not have happened, so the body is never run again and the
- * caller gets DB_COMMIT_UNKNOWN (a 503; a client retrying with its Idempotency-Key finds the outcome).
- *
- * Commits are durable when COMMIT returns: every connection sets `synchronous_commit = on`.
+ * The PostgreSQL engine: a bounded pool on one database shared by any number of nodes. Write transactions run
+ * SERIALIZABLE, the one-writer-at-a-time effect every body written for SQLite assumes (a refund's remainder, a
+ * payout's balance, one charge per period). One aborted for serialization or deadlock (40001, 40P01) runs again,
+ * up to PG_LIMITS.retries: bodies touch only their Tx and after-commit actions run after the COMMIT that worked.
+ * A connection lost during COMMIT is never retried: DB_COMMIT_UNKNOWN (a 503; an Idempotency-Key retry finds the
+ * outcome). Commits are durable when COMMIT returns (`synchronous_commit = on`).
  */
 export class PgStore implements Store {
   readonly engine = 'postgres' as const;
@@ -33,7 +27,7 @@ export class PgStore implements Store {
   private readonly pool: pg.Pool;
   private readonly log: Logger;
   private commitCount = 0;
-  /** The database's clock minus this process's, in ms (see measureClock). */
+  /** The database's clock minus this process's (see measureClock). */
   private clockOffsetMs = 0;
   private clockTimer: NodeJS.Timeout | null = null;
   readonly now = (): number => Date.now() + this.clockOffsetMs;
@@ -44,15 +38,12 @@ export class PgStore implements Store {
   constructor(pool: pg.Pool, opts: { path: string; log?: Logger; listenClient: () => pg.Client }) {
     this.pool = pool;
     this.path = opts.path;
-    // Without a server's log (an admin command), only warnings and errors reach stderr.
+      // Without a server's log (an admin command), only warnings and errors.
     this.log = opts.log ?? createLogger('warn', (line) => process.stderr.write(line));
     this.eventFeed = new PgEventFeed(pool, opts.listenClient, this.log);
   }
 
-  /**
-   * Measure the database's clock against this process's: the server's time is taken as read at the middle of the
-   * round trip. Repeated every PG_LIMITS.clock_check_ms while the store is open.
-   */
+  /** The server's time counts as read at the middle of the round trip; repeated every PG_LIMITS.clock_check_ms. */
   async measureClock(): Promise<void> {
     const t0 = Date.now();
     const r = await this.pool.query('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS t');
@@ -72,7 +63,6 @@ export class PgStore implements Store {
     return this.commitCount;
   }
 
-  /** See Store.keyTablesVersion and PgEventFeed.keyTablesVersion. */
   keyTablesVersion(): number {
     return this.eventFeed.keyTablesVersion();
   }
@@ -90,7 +80,7 @@ export class PgStore implements Store {
     try {
       // The pool drops a connection whose statement failed, so a stale prepared statement goes with it.
       const r = await this.pool.query(prepared(st, params));
-      // The database answers again: a node that could not reach it serves (and /healthz says so) at once.
+      // A node that could not reach the database serves (and /healthz says so) at once.
       if (this.failure?.code === 'DB_UNAVAILABLE') this.failure = null;
       return r;
     } catch (err) {
@@ -100,7 +90,7 @@ export class PgStore implements Store {
     }
   }
 
-  /** Commits are durable once COMMIT has returned (synchronous_commit = on): a write is a transaction of its own. */
+  /** Durable once COMMIT returned: a write is a transaction of its own. */
   write<T>(fn: Body<T>): Promise<T> {
     return this.tx(fn);
   }
@@ -114,7 +104,7 @@ export class PgStore implements Store {
     }
   }
 
-  /** Run `fn` until it commits or fails for good; attempts past lane_after wait for the node's lane first. */
+  /** Attempts past lane_after wait for the node's lane first. */
   private async attempts<T>(fn: Body<T>, lane: InLane): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       if (attempt > PG_LIMITS.lane_after) lane.leave ??= await this.lane.enter();
@@ -125,8 +115,7 @@ export class PgStore implements Store {
       let broken = false;
       let result: T;
       try {
-        // Sent with the body's first statement, not waited for on its own (the connection pipelines): a BEGIN
-        // that failed fails that statement too, and its own error is the one thrown here.
+        // Pipelined with the body's first statement: a failed BEGIN fails that too, whose error is thrown here.
         oneWrite(client);
         const begin = client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
         begin.catch(() => {});
@@ -146,7 +135,7 @@ export class PgStore implements Store {
           throw err;
         }
       } catch (err) {
-        // A stale prepared statement: this connection's statements go with it, and the body runs again elsewhere.
+        // A stale prepared statement: the connection goes, the body runs again elsewhere.
         if (isStalePlan(err)) broken = true;
         if (!broken && !isConnectionLoss(err)) {
           await client.query('ROLLBACK').catch(() => {
@@ -163,7 +152,7 @@ export class PgStore implements Store {
       client.release();
       this.commitCount++;
       this.failure = null;
-      // Before the commit's answer leaves, instead of at the announcement's delivery a moment later.
+      // Before the commit's answer leaves, not at the announcement's delivery.
       for (const t of written) if (KEY_TABLE_NAMES.has(t)) this.eventFeed.keyTablesChanged();
       for (const h of hooks) {
         try {
@@ -195,7 +184,7 @@ export class PgStore implements Store {
     }
   }
 
-  /** A client of the pool; a wait longer than the pool's connection timeout is an unavailable database. */
+  /** A wait longer than the pool's connection timeout is an unavailable database. */
   private async connect(): Promise<pg.PoolClient> {
     if (!this.open) throw new Error('the store is closed');
     try {
@@ -213,7 +202,7 @@ export class PgStore implements Store {
     return err;
   }
 
-  /** Run `fn` on one connection of the pool, for the engine's own maintenance (src/platform/storage/ only: a copy, a check). */
+  /** For the engine's own maintenance (src/platform/storage/ only: a copy, a check). */
   async raw<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     const c = await this.connect();
     let broken = false;
@@ -246,12 +235,11 @@ export class PgStore implements Store {
   }
 }
 
-/** A transaction on one pooled connection, alive while its body runs. */
 export class PgTx implements Tx {
   readonly engine: Engine = 'postgres';
   private live = true;
   private depth = 0;
-  /** The tables this transaction's statements wrote (the key tables among them move keyTablesVersion at commit). */
+  /** The key tables among them move keyTablesVersion at commit. */
   readonly written = new Set<string>();
 
   constructor(
@@ -273,7 +261,7 @@ export class PgTx implements Tx {
     try {
       return { st, r: await this.client.query(prepared(st, params)) };
     } catch (err) {
-      // At debug level only: a serialization failure here is routine (the transaction runs again).
+      // Debug only: a serialization failure is routine (the transaction runs again).
       this.log.debug('postgres statement failed', { code: (err as { code?: string }).code, error: String(err), sql: st.text.slice(0, 300) });
       throw marked(err);
     }
@@ -288,7 +276,7 @@ export class PgTx implements Tx {
   }
 
   async run(sql: string, ...params: unknown[]): Promise<RunResult> {
-    // An INSERT whose caller needs the new row's number asks for it (`RETURNING id`): the last row's first column.
+    // `RETURNING id`: the last row's first column.
     const { r } = await this.query(sql, params);
     const key = r.rows.length > 0 && r.fields.length > 0 ? Number(r.rows[r.rows.length - 1][r.fields[0].name]) : 0;
     return { changes: r.rowCount ?? 0, lastInsertRowid: key };
@@ -321,7 +309,7 @@ export class PgTx implements Tx {
   }
 }
 
-/** `err`, marked as ending the whole transaction where it does (see endsTransaction in ../tx.ts). */
+/** Marked as ending the whole transaction where it does (see endsTransaction in ../tx.ts). */
 function marked(err: unknown): unknown {
   if (endsPgTransaction(err)) Object.assign(err as object, { endsTransaction: true });
   return err;

@@ -7,33 +7,28 @@ import { betterSqliteLib, nativeBindingPath } from './open';
 /** Least time between two checkpoints while commits keep coming. */
 const INTERVAL_MS = 50;
 /**
- * WAL frames (4 KiB pages) past which the writer finishes a checkpoint itself. Under steady writes the
- * thread's checkpoint always ends a little behind the newest commit, and SQLite starts the WAL over only once
- * every frame is back in the database; the writer's own catch-up copies just those last frames.
+ * WAL frames past which the writer finishes a checkpoint itself: under steady writes the thread's checkpoint ends
+ * a little behind, and SQLite restarts the WAL only once every frame is back; the catch-up copies just those.
  */
 export const CATCH_UP_FRAMES = 4096;
 /**
- * Size of the WAL file at or above which the writer cuts it to nothing once it has been idle for IDLE_MS
- * after a checkpoint that copied every frame back. A WAL fully copied back still holds its frames until the
- * next commit starts it over, and a start after a crash reads and checksums them all again before it can
- * serve (after a long clock advance, up to the catch-up mark and a transaction: 25 MB). A smaller file is
- * left as it is: a quiet server goes on rewriting the same blocks instead of growing a new file, whose syncs
- * must also record its size.
+ * A WAL file this large is cut to nothing once idle for IDLE_MS after a complete checkpoint: its frames stay until
+ * the next commit, and a start after a crash checksums them all before serving (up to 25 MB after a clock advance).
+ * A smaller file is left: rewriting the same blocks beats growing a new file, whose syncs must record its size.
  */
 const IDLE_TRUNCATE_BYTES = 1024 * 1024;
-/** No commit for this long after a complete checkpoint: the writer is idle (a burst has ended, not paused). */
+/** No commit for this long after a complete checkpoint: a burst has ended, not paused. */
 const IDLE_MS = 100;
-/** A reader of another connection (an admin command, a backup) kept the idle WAL from being copied back or cut: wait, then look again. */
+/** A reader of another connection (an admin command, a backup) kept the idle WAL from being cut: look again. */
 const TRUNCATE_RETRY_MS = 1000;
-/** Looks in a row at an idle WAL that could not be cut before leaving it to the next commit (which starts it over). */
+/** Then the next commit (which starts the WAL over) is left to do it. */
 const TRUNCATE_TRIES = 30;
-/** Longest wait at close for the thread to close its connection (it may be in the middle of a checkpoint). */
+/** The thread may be in the middle of a checkpoint. */
 const CLOSE_WAIT_MS = 5000;
 
-// The thread opens the same file through better-sqlite3's public API, with synchronous=FULL, so that a
-// checkpoint syncs the WAL before copying pages and the database file after. Its JavaScript comes from the
-// package in development; the single executable carries a bundled copy as text (see build.mjs and
-// src/sea.ts), since a thread cannot load modules out of the executable's main script.
+// The thread opens the file with synchronous=FULL, so a checkpoint syncs the WAL before copying and the database
+// after. The single executable carries better-sqlite3's JavaScript as text (a thread cannot load modules out of
+// the executable's main script; see build.mjs and src/sea.ts).
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 function fromSource(source) {
@@ -64,9 +59,8 @@ parentPort.on('message', (m) => {
 `;
 
 /**
- * Checkpoints the WAL on a thread of its own, so that copying pages into the database and the two syncs
- * that go with it never hold up the event loop. The writer's connection runs with wal_autocheckpoint = 0;
- * should the thread fail, it goes back to checkpointing inline.
+ * Checkpoints the WAL on a thread, so copying pages and the two syncs never hold up the event loop. The writer runs
+ * with wal_autocheckpoint = 0; should the thread fail, it checkpoints inline again.
  */
 export class Checkpointer {
   private worker: Worker | null = null;
@@ -76,12 +70,11 @@ export class Checkpointer {
   private timer: NodeJS.Timeout | null = null;
   private lastAt = 0;
   private catchUp = false;
-  /** Cuts the WAL on the writer's connection (see IDLE_TRUNCATE_BYTES); compiled at first use. */
+  /** See IDLE_TRUNCATE_BYTES; compiled at first use. */
   private truncateStmt: Database.Statement | null = null;
   private truncateTries = 0;
-  /** Pending look at an idle WAL (whenIdle, lookAgainLater); a commit cancels it. */
+  /** A commit cancels it. */
   private idleTimer: NodeJS.Timeout | null = null;
-  /** Set to 1 by the thread once its connection is closed. */
   private readonly closed = new Int32Array(new SharedArrayBuffer(4));
 
   constructor(
@@ -90,11 +83,11 @@ export class Checkpointer {
     private readonly log: Logger,
   ) {
     db.pragma('wal_autocheckpoint = 0');
-    // Started now rather than at the first commit, so that the server's memory at rest already holds it.
+    // Now rather than at the first commit, so the server's memory at rest already holds it.
     this.start();
   }
 
-  /** Commits were made: checkpoint soon (at most one checkpoint runs, at most one every INTERVAL_MS). */
+  /** At most one checkpoint runs, at most one every INTERVAL_MS. */
   nudge(): void {
     this.dirty = true;
     if (this.idleTimer) clearTimeout(this.idleTimer);
@@ -105,17 +98,14 @@ export class Checkpointer {
     this.timer.unref();
   }
 
-  /** Between transactions: when the WAL has grown long, finish the checkpoint on the writer's connection. */
+  /** Between transactions. */
   catchUpIfLong(): void {
     if (!this.catchUp || this.db.inTransaction) return;
     this.catchUp = false;
     this.db.pragma('wal_checkpoint(PASSIVE)');
   }
 
-  /**
-   * Stop the thread and wait (a few seconds at most) until it has closed its connection, so that whoever
-   * closes the store next finds the files settled: a connection closing last checkpoints and removes the WAL.
-   */
+  /** Waits a few seconds at most for the thread's close, so the next closer finds the files settled (it removes the WAL). */
   close(): void {
     if (this.timer) clearTimeout(this.timer);
     if (this.idleTimer) clearTimeout(this.idleTimer);
@@ -159,7 +149,7 @@ export class Checkpointer {
   private finished(m: { busy: number; log: number; done: number } | { error: string }): void {
     this.running = false;
     if ('error' in m) {
-      // A checkpoint that could not run (say, the disk is full) is tried again; the WAL keeps every commit.
+      // Tried again (say, the disk is full); the WAL keeps every commit.
       this.log.warn('WAL checkpoint failed; trying again', { error: m.error });
     } else {
       if (m.log >= CATCH_UP_FRAMES) this.catchUp = true;
@@ -170,12 +160,9 @@ export class Checkpointer {
   }
 
   /**
-   * Nothing was committed since this checkpoint began and the WAL file is large. If nothing is committed for
-   * IDLE_MS either and the checkpoint copied every frame back (the thread synced them into the database),
-   * cut the file to nothing on the writer's connection: that copies nothing, costs one ftruncate, and waits
-   * for no lock (busy_timeout is 0). When a reader of another connection kept frames from being copied back
-   * or the file from being cut, checkpoint again a little later, as long as nothing is written (a commit
-   * starts the WAL over anyway).
+   * Nothing was committed since this checkpoint began and the WAL is large. If that holds for IDLE_MS and every
+   * frame was copied back, cut it on the writer's connection (one ftruncate, no lock wait: busy_timeout 0). If a
+   * reader of another connection got in the way, try again later while nothing is written.
    */
   private whenIdle(copied: boolean): void {
     if (this.idleTimer) return;
@@ -190,7 +177,7 @@ export class Checkpointer {
     this.idleTimer.unref();
   }
 
-  /** Checkpoint the idle WAL again after TRUNCATE_RETRY_MS (a commit before then does it sooner). */
+  /** A commit before then does it sooner. */
   private lookAgainLater(): void {
     if (++this.truncateTries >= TRUNCATE_TRIES) return;
     this.idleTimer = setTimeout(() => {
@@ -208,7 +195,7 @@ export class Checkpointer {
     }
   }
 
-  /** `PRAGMA wal_checkpoint(TRUNCATE)` on the writer's connection between transactions; true when the WAL was cut. */
+  /** `PRAGMA wal_checkpoint(TRUNCATE)` between transactions; true when the WAL was cut. */
   private truncate(): boolean {
     if (!this.db.open || this.db.inTransaction) return false;
     try {

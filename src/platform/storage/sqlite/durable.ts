@@ -1,69 +1,55 @@
-// When a commit of the SQLite engine is on disk: commits numbered in order, the WAL synced on the thread pool,
-// and the promises of a commit settled only once a sync covers it.
+// When a SQLite commit is on disk: commits numbered in order, the WAL synced on the thread pool.
 import type Database from 'better-sqlite3';
 import { closeSync, fdatasync, fdatasyncSync, openSync, realpathSync } from 'node:fs';
 import type { Logger } from '../../log';
 import type { Body } from '../tx';
 
-/** The exit code of a process stopped by a failed WAL sync (EX_SOFTWARE: the process cannot go on). */
+/** EX_SOFTWARE: the process cannot go on. */
 export const WAL_SYNC_FAILED_EXIT = 70;
 
-/** A body queued for a commit, and who waits for its outcome. */
 export type Pending = { fn: Body<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
-/** The outcome of one body of a commit: its value or error, and the hooks it queued. */
+/** A body's value or error, and the hooks it queued. */
 export type Outcome = { ok: boolean; value: unknown; hooks: Array<() => void> };
 
-/** A commit whose bodies' outcomes wait for the WAL sync that makes them durable. */
 type Committed = { seq: number; batch: Pending[]; outcomes: Outcome[] };
 
 /**
- * Commits numbered in order, and which of them are on disk. With a WAL file of its own (the server's store,
- * sync: 'store') SQLite writes commits without syncing them (synchronous=NORMAL, which still syncs checkpoints)
- * and this syncs the WAL file on the thread pool, so that the disk's wait happens off the event loop; one sync
- * runs at a time, and commits made while it runs are covered by the next. Without one (SQLite syncs inside
- * every COMMIT, or the database is in memory) a commit is durable as it is made.
- *
- * A commit's promises settle, and its after-commit hooks run, only once it is on disk; `settled()` lets a read
- * of committed data wait for the same before it answers, so nothing that is not on disk leaves the engine.
+ * Commits numbered in order, and which are on disk. With a WAL file of its own (sync: 'store') SQLite commits
+ * with synchronous=NORMAL (checkpoints still synced) and this syncs the WAL on the thread pool, one sync at a
+ * time covering every commit before it. Otherwise (SQLite syncs each COMMIT, or memory) a commit is durable as made.
+ * Promises settle and hooks run only once on disk; `settled()` makes reads wait for the same.
  */
 export class Durability {
   private committedSeq = 0;
   private durableSeq = 0;
-  /** Commits whose sync has not finished. */
   private awaiting: Committed[] = [];
-  /** settled() callers and the commit each waits for. */
   private waiters: Array<{ seq: number; resolve: () => void }> = [];
-  /** A sync is running on the thread pool; the highest commit a sync was asked for. */
+  /** A sync is running; the highest commit a sync was asked for. */
   private syncing = false;
   private wanted = 0;
   private closed = false;
 
-  /** `fd`: the WAL file opened for reading, which this syncs (see walFile); null when SQLite syncs. */
+  /** `fd`: the WAL file (see walFile); null when SQLite syncs. */
   constructor(
     private readonly log: Logger,
     private readonly fd: number | null,
   ) {}
 
-  /**
-   * The WAL file of `db`, opened for syncing, with the connection switched to synchronous=NORMAL; null, and
-   * SQLite keeps syncing every commit, when the database is not a file in WAL mode.
-   */
+  /** The WAL file, opened, with the connection on synchronous=NORMAL; null (SQLite syncs) when not a file in WAL mode. */
   static walFile(db: Database.Database): number | null {
     if (db.memory || String(db.pragma('journal_mode', { simple: true })) !== 'wal') return null;
-    // SQLite names the WAL after the database's real path (symbolic links resolved); a read creates it.
+    // SQLite names the WAL after the real path (links resolved); a read creates it.
     db.prepare('SELECT count(*) FROM sqlite_master').get();
     const fd = openSync(realpathSync(db.name) + '-wal', 'r');
     db.pragma('synchronous = NORMAL');
     return fd;
   }
 
-  /** Commits made so far. */
   get commits(): number {
     return this.committedSeq;
   }
 
-  /** A commit was made: its bodies settle (and their hooks run) once it is on disk. */
   committed(batch: Pending[], outcomes: Outcome[]): void {
     const seq = ++this.committedSeq;
     this.awaiting.push({ seq, batch, outcomes });
@@ -72,14 +58,13 @@ export class Durability {
     if (!this.syncing) this.start();
   }
 
-  /** Null when every commit made so far is on disk; else a promise that settles once they are. */
   settled(): Promise<void> | null {
     if (this.durableSeq >= this.committedSeq) return null;
     const seq = this.committedSeq;
     return new Promise<void>((resolve) => this.waiters.push({ seq, resolve }));
   }
 
-  /** Sync now, blocking, covering every commit made so far (shutdown). */
+  /** Blocking (shutdown). */
   syncNow(): void {
     if (this.fd !== null && this.durableSeq < this.committedSeq) {
       try {
@@ -91,7 +76,7 @@ export class Durability {
     this.markDurable(this.committedSeq);
   }
 
-  /** Close the WAL file, at once or, while a sync still uses it, when that sync ends. */
+  /** At once or, while a sync uses it, when that sync ends. */
   close(): void {
     this.closed = true;
     if (this.fd !== null && !this.syncing) closeSync(this.fd);
@@ -102,7 +87,7 @@ export class Durability {
     const upTo = this.wanted;
     fdatasync(this.fd!, (err) => {
       this.syncing = false;
-      // Closed meanwhile: the owner synced everything itself and left the file for this callback to close.
+      // Closed meanwhile: the owner synced everything and left the file for this callback.
       if (this.closed) return closeSync(this.fd!);
       if (err) this.failed(err);
       this.markDurable(upTo);
@@ -110,7 +95,7 @@ export class Durability {
     });
   }
 
-  /** Run after-commit hooks; one that throws is logged and does not stop the others. */
+  /** One that throws is logged and does not stop the others. */
   private runHooks(hooks: Array<() => void>): void {
     for (const h of hooks) {
       try {
@@ -122,7 +107,7 @@ export class Durability {
     }
   }
 
-  /** Every commit up to `upTo` is on disk: settle their bodies and wake the reads waiting for them. */
+  /** Settle the bodies up to `upTo` and wake the reads waiting for them. */
   private markDurable(upTo: number): void {
     if (upTo > this.durableSeq) this.durableSeq = upTo;
     let n = 0;
@@ -149,9 +134,8 @@ export class Durability {
   }
 
   /**
-   * A failed WAL sync leaves commits in an unknown state on disk, and a retried sync can report success for
-   * pages the kernel already dropped. Stop; the next start recovers the database from what the disk really
-   * holds, and nothing that was not on disk was shown.
+   * A failed WAL sync leaves commits unknown on disk, and a retried sync can report success for pages the kernel
+   * dropped. Stop; the next start recovers from what the disk holds, and nothing not on disk was shown.
    */
   private failed(err: Error): never {
     this.log.error('cannot sync the database WAL; stopping', { error: String(err) });

@@ -1,7 +1,6 @@
 /**
- * The SQLite migrations of the builds before release 0.1.0: OLD_MIGRATIONS[0] takes version 1 to 2, and so on, up
- * to BASE_VERSION. Only `kopek migrate` applies them (upgradeOldSqlite); a start refuses such a database and names
- * that command, so the server never carries the readers of the records' older forms (legacy-records.ts).
+ * The SQLite migrations before release 0.1.0 (OLD_MIGRATIONS[0] takes 1 to 2, up to BASE_VERSION). Only
+ * `kopek migrate` applies them; a start refuses such a database, so the server never carries legacy-records.ts.
  */
 import Database from 'better-sqlite3';
 import { hasColumn, type OldMigration as Migration } from './migration-kit';
@@ -9,11 +8,7 @@ import { TO_13, TO_14, TO_15, TO_16 } from './migrations-records';
 import { BASE_VERSION } from '../migrations';
 import { nativeBinding } from './open';
 
-/**
- * Upgrade the SQLite file at `path` from a version below BASE_VERSION to BASE_VERSION, in one transaction under
- * the write lock (the version read again inside it); a file at BASE_VERSION or later, new or absent, is left as
- * it is (opening it does the rest). Returns the version found.
- */
+/** In one transaction under the write lock (version read again inside); at BASE_VERSION or later, new or absent, left as is. Returns the version found. */
 export function upgradeOldSqlite(path: string): number {
   if (path === ':memory:') return 0;
   const opts: Database.Options = {};
@@ -46,14 +41,14 @@ export function upgradeOldSqlite(path: string): number {
 }
 
 const OLD_MIGRATIONS: readonly Migration[] = [
-  // 1 → 2: links expire through one sweep job per shop and mode, which finds due payments through this index.
+  // 1 → 2: one link-expiry sweep per shop and mode finds due payments through this index.
   `CREATE INDEX payments_pending_expiry ON payments(shop_id, mode, expires_at) WHERE status = 'pending';`,
   // 2 → 3: the bank port picks a live shop's bank from its acquirer.
   `CREATE TABLE shop_acquirers (
     shop_id TEXT PRIMARY KEY REFERENCES shops(id), provider TEXT NOT NULL, settings TEXT NOT NULL DEFAULT '{}', updated_at INTEGER NOT NULL
   ) STRICT;`,
-  // 3 → 4: the merchant cabinet's users, sessions, sign-in throttling and audit log; a key's last use.
-  // IF NOT EXISTS: a database marked older than it is (as a test of 1 → 2 does) migrates all the same.
+  // 3 → 4: the cabinet's users, sessions, sign-in throttling and audit log; a key's last use. IF NOT EXISTS: a
+  // database marked older than it is (as a test of 1 → 2 does) migrates all the same.
   `CREATE TABLE IF NOT EXISTS api_key_usage (
   key_id        TEXT PRIMARY KEY,
   last_used_at  INTEGER NOT NULL
@@ -106,8 +101,7 @@ CREATE TABLE IF NOT EXISTS cabinet_audit (
   at           INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX IF NOT EXISTS cabinet_audit_merchant ON cabinet_audit(merchant_id, id);`,
-  // 4 → 5: every documented filter of every register is served by an index ending (created_at, seq), so that
-  // a page is one seek however deep its cursor and however few rows match (src/money/registers/plan.ts).
+  // 4 → 5: every register filter gets an index ending (created_at, seq): one seek per page (registers/plan.ts).
   `DROP INDEX IF EXISTS payments_register;
    CREATE INDEX IF NOT EXISTS payments_register ON payments(shop_id, mode, created_at, seq);
    CREATE INDEX IF NOT EXISTS payments_status ON payments(shop_id, mode, status, created_at, seq);
@@ -118,11 +112,9 @@ CREATE INDEX IF NOT EXISTS cabinet_audit_merchant ON cabinet_audit(merchant_id, 
    CREATE INDEX IF NOT EXISTS tokens_customer ON tokens(shop_id, mode, customer_ref, status, created_at, seq);
    CREATE INDEX IF NOT EXISTS subscriptions_status ON subscriptions(shop_id, mode, status, created_at, seq);
    CREATE INDEX IF NOT EXISTS subscriptions_customer ON subscriptions(shop_id, mode, customer_ref, status, created_at, seq);`,
-  // 5 → 6: idempotency records become small rows in rowid order under a unique index of their key; a stored
-  // answer kept whole took an overflow page of its own. Existing records keep their answers as plain JSON
-  // (read as such) and their fingerprints, now as 32 bytes. Test and live keys are separate namespaces, as
-  // they are separate books.
-  // Skipped where the records already have a newer form (a database marked older than it is).
+  // 5 → 6: idempotency records become small rows in rowid order under a unique key index (a whole stored answer took
+  // an overflow page). Existing records keep answers as plain JSON and fingerprints, now 32 bytes. Test and live keys
+  // are separate namespaces. Skipped where the records already have a newer form.
   (db) => {
     if (!hasColumn(db, 'idempotency_keys', 'shop_id')) return;
     db.exec(`CREATE TABLE idempotency_keys_new (
@@ -144,8 +136,7 @@ CREATE INDEX IF NOT EXISTS cabinet_audit_merchant ON cabinet_audit(merchant_id, 
    ALTER TABLE idempotency_keys_new RENAME TO idempotency_keys;
    CREATE UNIQUE INDEX idempotency_keys_key ON idempotency_keys(merchant_id, mode, key);`);
   },
-  // 6 → 7: live acquirers record every request, T-Bank's sessions and saved methods, and answers whose amount did not match.
-  // IF NOT EXISTS: a database marked older than it is (as the tests of earlier migrations do) migrates all the same.
+  // 6 → 7: live acquirers' requests, T-Bank's sessions and saved methods, mismatched answers. IF NOT EXISTS as in 3 → 4.
   `CREATE TABLE IF NOT EXISTS bank_requests (
   id               INTEGER PRIMARY KEY AUTOINCREMENT,
   shop_id          TEXT NOT NULL,
@@ -192,12 +183,10 @@ CREATE TABLE IF NOT EXISTS bank_mismatches (
 ) STRICT;`,
   // 7 → 8: retention finds finished jobs by their finish time.
   `CREATE INDEX IF NOT EXISTS jobs_finished ON jobs(finished_at) WHERE state IN ('done', 'cancelled');`,
-  // 8 → 9: bank sessions end through one sweep per shop and mode instead of a job per payment. The jobs of
-  // sessions already open stay and run as before.
+  // 8 → 9: bank sessions end through one sweep per shop and mode; jobs of sessions already open stay.
   `CREATE INDEX IF NOT EXISTS payments_session_end ON payments(shop_id, mode, processing_until) WHERE status = 'processing';`,
-  // 9 → 10: recurrent_payments becomes a rowid table with a unique index on payment_id. Keyed by the payment's
-  // random id, each new row of about 200 bytes went to a random page of the whole table; now only its index
-  // entry does. The rows are copied in the order they were made.
+  // 9 → 10: recurrent_payments becomes a rowid table (each row went to a random page when keyed by a random id),
+  // with a unique index on payment_id; rows copied in the order they were made.
   `ALTER TABLE recurrent_payments RENAME TO recurrent_payments_old;
 CREATE TABLE recurrent_payments (
   payment_id       TEXT NOT NULL UNIQUE,
@@ -215,9 +204,8 @@ INSERT INTO recurrent_payments (payment_id, kind, token_id, subscription_id, sho
   ORDER BY created_at, payment_id;
 DROP TABLE recurrent_payments_old;
 CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;`,
-  // 10 → 11: recurrent_payments is keyed by its payment's seq, and the unique index on the payment's random id
-  // goes: each charge wrote an entry to a random page of it. A row always has its payment (both are written in
-  // one transaction), so the join keeps every row.
+  // 10 → 11: recurrent_payments keyed by its payment's seq; the index on the random id goes. Every row has its
+  // payment (written in one transaction), so the join keeps every row.
   `ALTER TABLE recurrent_payments RENAME TO recurrent_payments_old;
 DROP INDEX recurrent_payments_subscription;
 CREATE TABLE recurrent_payments (
@@ -237,10 +225,9 @@ INSERT INTO recurrent_payments (payment_seq, payment_id, kind, token_id, subscri
   FROM recurrent_payments_old r JOIN payments p ON p.id = r.payment_id ORDER BY p.seq;
 DROP TABLE recurrent_payments_old;
 CREATE INDEX recurrent_payments_subscription ON recurrent_payments(subscription_id, charge_index, attempt) WHERE subscription_id IS NOT NULL;`,
-  // 11 → 12: a ledger entry's once-per-source key is its source's seq instead of the source's random id, whose
-  // index entry went to a random page for every payment that succeeded. The table is made anew (so a database
-  // marked older than it is migrates all the same). An entry whose source is gone (none should be: a test reset
-  // deletes both) keys on its own negative id, which no seq takes.
+  // 11 → 12: a ledger entry's once-per-source key is its source's seq, not its random id (a random index page per
+  // payment). Made anew, so a database marked older migrates too; an entry whose source is gone keys on its own
+  // negative id, which no seq takes.
   `ALTER TABLE ledger_entries RENAME TO ledger_entries_old;
 DROP INDEX ledger_entries_once;
 DROP INDEX ledger_entries_book;
@@ -269,29 +256,25 @@ CREATE INDEX ledger_entries_book ON ledger_entries(shop_id, mode, id);`,
   TO_14,
   TO_15,
   TO_16,
-  // 16 → 17: a job run outside a transaction is claimed in the database (process, token, lapse time) instead of
-  // being held in one process's memory, so that a job whose process died is taken again once its claim lapses.
+  // 16 → 17: a job run outside a transaction is claimed in the database (process, token, lapse time), so a job
+  // whose process died is taken again once its claim lapses.
   (db) => {
     for (const [column, type] of [['claimed_by', 'TEXT'], ['claim_token', 'TEXT'], ['claim_until', 'INTEGER']]) {
       if (!hasColumn(db, 'jobs', column)) db.exec(`ALTER TABLE jobs ADD COLUMN ${column} ${type}`);
     }
   },
-  // 17 → 18: the database's identity (schema.sql), which the event stream names so that a resuming client
-  // tells a restart of this database from another database.
+  // 17 → 18: the database's identity, which the stream names so a resuming client tells restarts from another database.
   `CREATE TABLE IF NOT EXISTS database_identity (id TEXT NOT NULL, created_at INTEGER NOT NULL) STRICT;
 INSERT INTO database_identity (id, created_at)
   SELECT lower(hex(randomblob(16))), CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
   WHERE NOT EXISTS (SELECT 1 FROM database_identity);`,
-  // 18 → 19: the cabinet's sign-in throttle reserves each attempt before the password is hashed, and its
-  // `locked_until` now says when the next attempt may come (slowed or locked); counters kept the older way are
-  // dropped (they last 15 minutes anyway). Cabinet users' TOTP secrets are stored sealed from this version on:
-  // the server seals the ones in clear on start (secrets/at-rest.ts sealPlainSecrets, which holds the master key
-  // this layer does not), and an older build, which would take a sealed secret for base32 and refuse every
-  // code, refuses this version instead.
+  // 18 → 19: the sign-in throttle reserves each attempt before hashing, `locked_until` says when the next may come;
+  // old counters are dropped (they last 15 minutes). TOTP secrets are sealed from here on: the server seals those in
+  // clear at start (secrets/at-rest.ts sealPlainSecrets), and an older build refuses this version instead of
+  // taking a sealed secret for base32.
   `DELETE FROM cabinet_login_failures;`,
-  // 19 → 20: a shop's live payout provider (YooKassa Payouts), beside and independent of its acquirer; the
-  // secret key is sealed under the master key (context 'shop_payout_providers.secret:<shop id>'). bank_requests
-  // takes payouts as subjects too (its CHECK widened: the table is made anew, its rows and ids kept).
+  // 19 → 20: a shop's live payout provider (YooKassa Payouts) beside its acquirer, secret sealed (context
+  // 'shop_payout_providers.secret:<shop id>'); bank_requests takes payouts too (CHECK widened: table made anew, rows kept).
   `CREATE TABLE IF NOT EXISTS shop_payout_providers (
   shop_id     TEXT PRIMARY KEY REFERENCES shops(id),
   provider    TEXT NOT NULL,

@@ -1,15 +1,11 @@
-/**
- * The migrations of idempotency records (schema 12 to 16), which read the forms older versions stored
- * (legacy-records.ts); their place in the chain is in migrations.ts.
- */
+// The idempotency records' migrations (schema 12 to 16), reading older forms (legacy-records.ts); chained in migrations.ts.
 import type Database from 'better-sqlite3';
 import { decodeLegacyRecord, LEGACY_FINGERPRINT_BYTES, legacyKeyHash, legacyMerchantKey, merchantIdOfLegacyKey, namesShop } from './legacy-records';
 import { hasColumn, type OldMigration as Migration } from './migration-kit';
 
-// 12 → 13: an idempotency record is one row in the b-tree of its key, and the answer it replays lives in the row
-// of the object its request created: storing a key wrote a page of the records' table and a random page of their
-// key index besides the pages of the create. Existing records keep their answers in their own rows. Columns are
-// added only where missing, so that a database marked older than it is migrates all the same.
+// 12 → 13: a record is one row in its key's b-tree and its answer lives in the created object's row (a key wrote
+// a records page and a random index page besides the create's). Old records keep their answers; columns are added
+// only where missing, so a database marked older than it is migrates all the same.
 export const TO_13: Migration = (db) => {
   for (const table of ['payments', 'refunds', 'payouts', 'tokens', 'subscriptions']) {
     if (!hasColumn(db, table, 'answer')) db.exec(`ALTER TABLE ${table} ADD COLUMN answer BLOB`);
@@ -35,9 +31,8 @@ INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, answer, obje
 DROP TABLE idempotency_keys_old;`);
 };
 
-// 13 → 14: a record keeps its merchant as the 16 bytes of the id (36 as text) and 16 bytes of its fingerprint (32
-// before): a record of about 85 bytes instead of 121, so that its b-tree splits and rebalances pages less often
-// (every keyed create inserts one). The merchant's form is legacyMerchantKey's (src/platform/storage/legacy-records.ts).
+// 13 → 14: the merchant as 16 bytes of the id (legacyMerchantKey's form) and a 16-byte fingerprint: about 85 bytes a
+// record instead of 121, so its b-tree (one insert per keyed create) splits less often.
 export const TO_14: Migration = (db) => {
   const type = (db.pragma('table_info(idempotency_keys)') as Array<{ name: string; type: string }>).find((c) => c.name === 'merchant_id')?.type;
   // Only the layout of 13 (a later one keeps its merchant as text too, without holders).
@@ -63,9 +58,8 @@ INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, hold
 DROP TABLE idempotency_keys_old;`);
 };
 
-// 14 → 15: records in the order they are made, under a seq, found by key through the server's in-memory index
-// (gone since 16) instead of a b-tree sorted by key: a client's random key put each keyed create's record
-// on a leaf of its own, a page written for that create alone. Old records keep their age order.
+// 14 → 15: records in creation order under a seq, found through the server's in-memory index (gone since 16): a
+// client's random key put each record on a leaf written for that create alone. Old records keep their age order.
 export const TO_15: Migration = (db) => {
   if (hasColumn(db, 'idempotency_keys', 'seq') || !hasColumn(db, 'idempotency_keys', 'holder')) return;
   db.function('kopek_key_hash', { deterministic: true }, (merchant: unknown, mode: unknown, key: unknown) => legacyKeyHash(merchant as Buffer, String(mode), String(key)));
@@ -90,15 +84,12 @@ INSERT INTO idempotency_keys (merchant_id, mode, key, key_hash, request_hash, ho
 DROP TABLE idempotency_keys_old;`);
 };
 
-// 15 → 16: the database enforces one record per merchant, mode and key (a UNIQUE constraint), claimed in the
-// create's transaction, instead of an index in the server's memory; each record keeps its first answer as the
-// plain JSON text it replays. The answers kept in the created objects' rows, compact, are read into the records,
-// and those columns go. A record whose answer can no longer be read (its holder's row is gone) is dropped: the
-// server would have made a new object for its key anyway. The index of subscription charges becomes unique.
+// 15 → 16: UNIQUE (merchant, mode, key) claimed in the create's transaction replaces the in-memory index; each record
+// keeps its first answer as plain JSON, read from the created objects' rows (those columns go). A record whose
+// answer is unreadable (holder gone) is dropped. The subscription charges' index becomes unique.
 export const TO_16: Migration = (db) => {
   if (!hasColumn(db, 'idempotency_keys', 'fingerprint')) convertKeyRecords(db);
-  // One charge per subscription period and attempt, by the database: the index becomes unique. A database that
-  // already holds two charges of one period and attempt cannot take it: say which, rather than fail obscurely.
+  // A database already holding two charges of one period and attempt cannot take it: say which.
   const twice = db
     .prepare(
       `SELECT subscription_id, charge_index, attempt, group_concat(payment_id, ', ') AS payments FROM recurrent_payments
@@ -117,10 +108,8 @@ CREATE UNIQUE INDEX recurrent_payments_subscription ON recurrent_payments(subscr
 };
 
 /**
- * Migration 15 → 16's conversion of the records (see there). Answers are read in every form versions 6 to 15 wrote:
- * compact in the created object's row (a holder), or in the record itself, compact or plain. A compact answer
- * names its shop by marker: the shop is the holder's, else the object's the record names (object_id), else a
- * batch's first payout's.
+ * Reads answers in every form versions 6 to 15 wrote: compact in a holder's row, or in the record, compact or plain.
+ * A compact answer's shop marker means the holder's shop, else the object_id's, else a batch's first payout's.
  */
 function convertKeyRecords(db: Database.Database): void {
   db.exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_keys_old;

@@ -9,17 +9,14 @@ import { Durability, type Outcome, type Pending } from './durable';
 import { KEY_TABLES, type Store, type StorageTrouble } from '../store';
 
 /**
- * The SQLite engine. `write` queues a body and commits every body queued in the same turn of the event loop in
- * one transaction (group commit), each in its own savepoint so that one failing body rolls back only itself;
- * `tx` runs a body in a transaction of its own. Bodies run one after another; a body that awaits anything but
- * its Tx is failed loudly (AWAITED_OUTSIDE) instead of holding the write lock. Promises settle, and after-commit
- * hooks run, only once the commit is durable (durable.ts): a response is sent only for data that survives a
- * power loss.
+ * The SQLite engine. `write` commits every body queued in one turn of the event loop in one transaction (group
+ * commit), each in a savepoint so a failing body rolls back only itself; `tx` runs a body alone. A body that
+ * awaits anything but its Tx fails loudly (AWAITED_OUTSIDE) instead of holding the write lock. Promises settle
+ * and after-commit hooks run only once the commit is durable (durable.ts).
  *
- * Reads outside a transaction (`get`, `all`) see committed data only: while a transaction is open they wait
- * for it. With `sync: 'store'` a commit is visible to reads a little before it is durable (while its WAL sync
- * runs), so a read answers once the commits before it are durable too: free when nothing waits for the disk.
- * Groups keep committing while a sync runs; one sync at a time covers every commit made before it started.
+ * Reads outside a transaction see committed data only and wait for an open one. With `sync: 'store'` a commit is
+ * visible a little before it is durable, so a read answers once the commits before it are durable too. Groups
+ * keep committing while a sync runs; one sync covers every commit made before it started.
  */
 export class SqliteStore implements Store {
   readonly engine = 'sqlite' as const;
@@ -27,27 +24,24 @@ export class SqliteStore implements Store {
   readonly now = Date.now;
   private readonly db: Database.Database;
   private readonly st: Statements;
-  /** See Store; `path` is '' or ':memory:' for a database in memory. */
   readonly connection: object = Object.freeze({});
   readonly path: string;
   private queue: Pending[] = [];
   private scheduled = false;
-  /** The write lock of this process: a transaction is open (or a read waits its turn behind one). */
   private readonly writeLock = new WriteLock();
-  // Transaction control compiled once: db.exec parses its SQL again on every call, once per body under load.
+  // Compiled once: db.exec parses its SQL on every call, once per body under load.
   private readonly begin: Database.Statement;
   private readonly commit: Database.Statement;
   private readonly rollback: Database.Statement;
   private readonly bodyStmts: BodyStatements;
   private readonly log: Logger;
   private readonly durability: Durability;
-  /** Checkpoints the WAL on a thread when this store syncs it (sync: 'store'). */
   private readonly checkpointer: Checkpointer | null = null;
-  /** Wait for another process's write lock without blocking the thread (sync: 'store'); since when a group waits. */
+  /** Wait for another process's write lock on timers, not blocking the thread (sync: 'store'). */
   private readonly busyAsync: boolean;
   private busySince: number | null = null;
   private busyRetry_ms = BUSY_LIMITS.first_retry_ms;
-  /** The last write the storage refused (disk full, I/O error, lock held), until a commit succeeds again. */
+  /** The last write the storage refused (disk full, I/O error, lock held), until a commit succeeds. */
   private failure: StorageTrouble | null = null;
   /** See keyTablesVersion: the number, `PRAGMA data_version` as last read, and whether this turn read it. */
   private keyVersion = 0;
@@ -58,18 +52,16 @@ export class SqliteStore implements Store {
     this.st = new Statements(db);
     this.path = db.name;
     this.log = opts.log ?? STDERR_LOG;
-    // Each body's savepoint journals the first copy of every page it changes so that it can roll back alone.
-    // With temp files that journal spills to disk after 64 KiB (two writes per page, half of an insert's
-    // cost); in memory it is a copy. It lives only until COMMIT and plays no part in crash recovery (the WAL
-    // does), so durability is unchanged. Temporary tables and sorts stay in memory too.
+    // Savepoint journals would spill to disk after 64 KiB (half of an insert's cost); they live only until
+    // COMMIT and play no part in crash recovery (the WAL does), so memory keeps durability unchanged.
     db.pragma('temp_store = MEMORY');
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commit = db.prepare('COMMIT');
     this.rollback = db.prepare('ROLLBACK');
     this.bodyStmts = { savepoint: db.prepare('SAVEPOINT body'), release: db.prepare('RELEASE body'), rollbackTo: db.prepare('ROLLBACK TO body') };
     this.busyAsync = opts.sync === 'store';
-    // SQLite's busy handler sleeps on the calling thread: the server's event loop would stop for it, reads
-    // and /healthz included. The server's store waits with timers instead (flushFn); tx() fails at once.
+    // SQLite's busy handler sleeps on the thread, stopping the event loop (and /healthz). The server's store
+    // waits with timers instead (flushFn); tx() fails at once.
     if (this.busyAsync) db.pragma('busy_timeout = 0');
     const wal = opts.sync === 'store' ? Durability.walFile(db) : null;
     this.durability = new Durability(this.log, wal);
@@ -81,7 +73,6 @@ export class SqliteStore implements Store {
     return this.db;
   }
 
-  // See Store.
   get isOpen(): boolean {
     return this.db.open;
   }
@@ -89,7 +80,7 @@ export class SqliteStore implements Store {
     return this.durability.commits;
   }
 
-  /** The first row of `sql` in committed data, once it is durable; waits for a transaction that is open. */
+  /** Waits for an open transaction; answers once durable. */
   get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
     if (this.writeLock.held) return this.readLocked(() => this.st.get(sql, params) as T | undefined);
     try {
@@ -99,7 +90,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** Every row of `sql` in committed data, once it is durable; waits for a transaction that is open. */
+  /** Waits for an open transaction; answers once durable. */
   all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
     if (this.writeLock.held) return this.readLocked(() => this.st.of(sql).stmt.all(...params) as T[]);
     try {
@@ -109,7 +100,6 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** `value`, read from committed data, once every commit made so far is on disk. */
   private durable<T>(value: T): Promise<T> {
     const wait = this.durability.settled();
     return wait === null ? Promise.resolve(value) : wait.then(() => value);
@@ -127,7 +117,6 @@ export class SqliteStore implements Store {
     return this.durable(value);
   }
 
-  /** Run `fn` in a transaction of its own, as soon as no other is open; see Store.tx. */
   async tx<T>(fn: Body<T>): Promise<T> {
     const wait = this.writeLock.take();
     if (wait) await wait;
@@ -137,7 +126,7 @@ export class SqliteStore implements Store {
       result = await this.alone(fn, new SqliteTx(this.st, this.db, this.connection, hooks));
     } catch (err) {
       this.writeLock.give();
-      // A refusal can rest on data as much as a result can (a remainder read from a commit still being synced).
+      // A refusal can rest on data as much as a result can.
       await this.durability.settled();
       throw err;
     }
@@ -146,7 +135,6 @@ export class SqliteStore implements Store {
     return new Promise<T>((resolve, reject) => this.durability.committed([{ fn, resolve: resolve as (v: unknown) => void, reject }], [{ ok: true, value: result, hooks }]));
   }
 
-  /** BEGIN, the body, COMMIT (or ROLLBACK); the caller holds the write lock. */
   private async alone<T>(fn: Body<T>, tx: SqliteTx): Promise<T> {
     // As before a group commit: a long run of tx() (a clock advance) must also let the WAL start over.
     this.checkpointer?.catchUpIfLong();
@@ -163,12 +151,11 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** See readSnapshot: `fn` over one snapshot of committed data, answered once that data is durable. */
   async snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
     return this.durable(await readSnapshot(this.st, this.db, this.writeLock, this.connection, fn));
   }
 
-  /** Queue `fn` for the next group commit; resolves with its result once durable, rejects with its error. */
+  /** Queue `fn` for the next group commit; settles once durable. */
   write<T>(fn: Body<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn: fn as Body<unknown>, resolve: resolve as (v: unknown) => void, reject });
@@ -191,7 +178,6 @@ export class SqliteStore implements Store {
     this.flushLocked().catch((err) => this.log.error('group commit failed', { error: String(err) }));
   };
 
-  /** One group under the write lock (flushFn). */
   private async flushLocked(): Promise<void> {
     let outcome: 'done' | 'busy' = 'done';
     const batch = this.queue.splice(0, GROUP_LIMIT);
@@ -216,11 +202,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  /**
-   * One group: BEGIN, each body in its savepoint, COMMIT. 'busy' when another process holds the write lock
-   * and the group may wait for it (nothing ran); the group is then the caller's to retry. The caller holds
-   * the write lock.
-   */
+  /** 'busy' when another process holds the write lock and nothing ran: the caller retries the group. */
   private async commitGroup(batch: Pending[], closing = false): Promise<'done' | 'busy'> {
     const outcomes: Outcome[] = [];
     try {
@@ -257,7 +239,7 @@ export class SqliteStore implements Store {
     return 'done';
   }
 
-  /** Note a refused write; the bodies of a group it took with it get its error (a 503 to clients). */
+  /** The bodies of a group a refused write took with it get its error (a 503). */
   private refused(err: unknown, lost: Pending[]): void {
     const e = err as { code?: string; message?: string };
     this.failure = { code: e.code ?? 'SQLITE_ERROR', message: String(e.message ?? err), at: Date.now() };
@@ -265,15 +247,11 @@ export class SqliteStore implements Store {
     for (const p of lost) p.reject(err);
   }
 
-  /** See Store.trouble: a disk full, an I/O error, the write lock held too long. */
   trouble(): StorageTrouble | null {
     return this.failure;
   }
 
-  /**
-   * Write one page through the group commit (the schema version, set to itself): resolves when the storage
-   * takes writes again, which clears trouble(); rejects with the storage's error while it does not.
-   */
+  /** A write through the group commit (schema version set to itself): resolves once the storage takes writes. */
   probeWrite(): Promise<void> {
     return this.write(() => {
       const v = this.db.pragma('user_version', { simple: true }) as number;
@@ -282,11 +260,9 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * See Store.keyTablesVersion. This connection's writes to the key tables reach it through temporary triggers,
-   * inside the writing statement (a rolled-back change moves it too: a needless reload, never a stale answer);
-   * other connections' commits (an admin command in another process) through `PRAGMA data_version`, read at the
-   * first call of each turn of the event loop: a change made elsewhere is seen by every request read from the
-   * sockets after the turn in which it committed.
+   * Moved by temporary triggers on this connection's key-table writes (a rolled-back change too: a needless
+   * reload, never a stale answer), and by `PRAGMA data_version` for other processes' commits, read at the first
+   * call of each event-loop turn.
    */
   keyTablesVersion(): number {
     const dv = this.dataVersion ?? this.watchKeyTables();
@@ -317,7 +293,7 @@ export class SqliteStore implements Store {
     return (this.dataVersion = { stmt, seen: stmt.get(), thisTurn: false });
   }
 
-  /** Commit everything queued now and wait for the disk (shutdown). */
+  /** Commit everything queued and wait for the disk (shutdown). */
   async flush(): Promise<void> {
     while (this.queue.length > 0) {
       const wait = this.writeLock.take();
@@ -332,7 +308,7 @@ export class SqliteStore implements Store {
     this.durability.syncNow();
   }
 
-  /** Flush, then close the connection and the WAL file (once a sync on the thread pool is done with it). */
+  /** Flush, then close (once a sync on the thread pool is done with it). */
   async close(): Promise<void> {
     if (!this.db.open) return;
     await this.flush();
@@ -342,5 +318,5 @@ export class SqliteStore implements Store {
   }
 }
 
-/** The log of a store given none (the admin commands): errors to stderr, as JSON lines like the server's. */
+/** The admin commands' log: errors to stderr, as JSON lines. */
 const STDERR_LOG = createLogger('debug', (line) => process.stderr.write(line));

@@ -1,21 +1,18 @@
-// The SQLite engine's transaction: statements on the one connection (each prepared once), the body's
-// watchdog, and the write lock that lets one transaction at a time use the connection.
+// The SQLite transaction: statements (prepared once), the body's watchdog, and the connection's write lock.
 import type Database from 'better-sqlite3';
 import { TX_ENDED, type Body, type Reader, type Row, type RunResult, type Tx } from '../tx';
 
-/** The error of a body that waited on something other than its transaction; it is rolled back. */
+/** A body that waited on something other than its transaction; it is rolled back. */
 export const AWAITED_OUTSIDE =
   'a transaction body awaited something other than its transaction (the network, a timer, another request, or a read through the store instead of its Tx); it would hold the write lock, so it was rolled back';
 
-/** Most statements a connection keeps; SQL built from column lists is bounded, but a bound costs nothing. */
+/** SQL built from column lists is bounded, but a bound costs nothing. */
 const STMT_CACHE_LIMIT = 2000;
 
 /**
- * One SQL text prepared on the connection. `stmt` answers run and all; `row`, made at the first get, reads one
- * row as an array and builds the object with one literal of fixed shape: better-sqlite3 builds a row one
- * property at a time, which for a wide row (a payment has 32 columns) costs as much as the query. The literal
- * is generated from the statement's column names, which come from the SQL text, never from data. Null when the
- * statement cannot be read so (two columns of one name, no columns): get uses `stmt`.
+ * `row`, made at the first get, reads one row as an array into one object literal of fixed shape: better-sqlite3
+ * builds rows property by property, which for a 32-column payment costs as much as the query. The literal comes
+ * from the SQL's column names, never data. Null when unreadable so (duplicate names, no columns).
  */
 interface Prepared {
   stmt: Database.Statement;
@@ -24,13 +21,12 @@ interface Prepared {
 
 type RowReader = { stmt: Database.Statement; width: number; build: (a: unknown[]) => unknown };
 
-/** The statements of one connection, each compiled once per SQL text and shared by every caller (run/get/all only). */
+/** Compiled once per SQL text and shared by every caller (run/get/all only). */
 export class Statements {
   private readonly cache = new Map<string, Prepared>();
 
   constructor(private readonly db: Database.Database) {}
 
-  /** The prepared statement of `sql`. */
   of(sql: string): Prepared {
     return this.cache.get(sql) ?? this.add(sql);
   }
@@ -42,7 +38,6 @@ export class Statements {
     return p;
   }
 
-  /** The first row of `sql`, or undefined. */
   get(sql: string, params: unknown[]): unknown {
     const p = this.cache.get(sql) ?? this.add(sql);
     if (p.row === undefined) p.row = this.rowReader(sql);
@@ -56,7 +51,7 @@ export class Statements {
   }
 
   private rowReader(sql: string): RowReader | null {
-    // A statement of its own: raw() changes a statement, so it must not be the shared one.
+      // raw() changes a statement, so not the shared one.
     const stmt = this.db.prepare(sql);
     if (!stmt.reader) return null;
     const names = stmt.raw(true).columns().map((c) => c.name);
@@ -79,7 +74,7 @@ export class SqliteTx implements Tx {
     private readonly hooks: Array<() => void>,
   ) {}
 
-  /** Called by the engine when the body has ended (or was failed): any later call is refused. */
+  /** After the body ended (or was failed) any call is refused. */
   end(): void {
     this.live = false;
   }
@@ -139,9 +134,8 @@ export class SqliteTx implements Tx {
 }
 
 /**
- * Run one body. Its own awaits on its Tx settle within the current turn of the event loop (SQLite answers
- * at once); a body still running when the turn ends is waiting on something else, which would hold the
- * write lock for as long: it is failed with AWAITED_OUTSIDE and its Tx refuses any later call.
+ * A body's awaits on its Tx settle within the current turn (SQLite answers at once); one still running at the
+ * turn's end waits on something else and would hold the write lock: it fails with AWAITED_OUTSIDE.
  */
 export function runBody<T>(fn: Body<T>, tx: SqliteTx): Promise<T> | T {
   const out = fn(tx);
@@ -168,20 +162,16 @@ export function runBody<T>(fn: Body<T>, tx: SqliteTx): Promise<T> | T {
   });
 }
 
-/**
- * This process's write lock on one connection: one transaction at a time, in the order asked; a read outside
- * a transaction takes it too, so that it waits for an open transaction instead of seeing its rows.
- */
+/** One transaction at a time, in order; a read outside a transaction takes it too, to wait instead of seeing its rows. */
 export class WriteLock {
   private locked = false;
   private waiters: Array<() => void> = [];
 
-  /** True while a transaction (or a waiting read) holds it. */
   get held(): boolean {
     return this.locked;
   }
 
-  /** Take it: null when taken at once, else a promise that settles when it is ours. */
+  /** Null when taken at once, else settles when it is ours. */
   take(): Promise<void> | null {
     if (!this.locked) {
       this.locked = true;
@@ -190,7 +180,6 @@ export class WriteLock {
     return new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
-  /** Hand it to the next waiter in line, or free it. */
   give(): void {
     const next = this.waiters.shift();
     if (next) next();
@@ -198,14 +187,11 @@ export class WriteLock {
   }
 }
 
-/** SAVEPOINT, RELEASE and ROLLBACK TO of each body of a group. */
 export type BodyStatements = { savepoint: Database.Statement; release: Database.Statement; rollbackTo: Database.Statement };
 
 /**
- * The bodies of one group, inside its open transaction, one after another, each in its own savepoint: a body
- * that throws is rolled back alone and its error becomes its outcome. `lost` is set when the whole transaction
- * is gone (a full disk or an I/O error can make SQLite roll it back, taking every body with it); `storageErr`
- * when some body met a storage error that left the transaction standing.
+ * A group's bodies, each in its savepoint: one that throws is rolled back alone. `lost`: the whole transaction is
+ * gone (a full disk or I/O error can make SQLite roll it back); `storageErr`: a storage error left it standing.
  */
 export async function runBodies(
   st: Statements,
@@ -246,13 +232,11 @@ export async function runBodies(
   return { lost, storageErr };
 }
 
-/** Error codes of the storage itself (as opposed to a body's own error). */
 const STORAGE_CODES = /^SQLITE_(FULL|IOERR|CANTOPEN|READONLY)/;
 
 /**
- * Run `fn` over one snapshot of committed data, in a read transaction that takes no write lock of the file:
- * another process's writers go on meanwhile (WAL), and `fn` sees none of their commits. For long reads that
- * must agree with themselves (the ledger check, a doctor's pass). Like a body, `fn` awaits only its Reader.
+ * `fn` over one snapshot, in a read transaction without the file's write lock: other processes write on (WAL)
+ * unseen. For long reads that must agree with themselves (ledger check, doctor). `fn` awaits only its Reader.
  */
 export async function readSnapshot<T>(st: Statements, db: Database.Database, lock: WriteLock, connection: object, fn: (q: Reader) => Promise<T> | T): Promise<T> {
   const wait = lock.take();
