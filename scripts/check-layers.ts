@@ -17,7 +17,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 export const TIERS: readonly string[] = ['platform', 'money', 'banks', 'web', 'cli', '.'];
 
 /** Named limits of size. */
-export const SIZE_LIMITS = { file_lines: 350, function_lines: 80 };
+export const SIZE_LIMITS = { file_lines: 500, function_lines: 80 };
 
 /** Functions allowed past the function limit: a table that reads best as one list. */
 const LONG_ALLOWED = new Set(['src/routes.ts:buildRouter']);

@@ -38,7 +38,7 @@ test('check-layers names an import up a tier, a folder circle in a tier, an impo
     put('platform/util/c.ts', "import { d } from './d';\nexport const c = () => d;\n");
     put('platform/util/d.ts', "import type { c } from './c';\nexport const d = 1;\nexport type C = typeof c;\n");
     put('platform/util/long.ts', `export function long(): number {\n${'  void 0;\n'.repeat(90)}  return 1;\n}\n`);
-    put('platform/util/big.ts', 'export const x = 1;\n'.repeat(360));
+    put('platform/util/big.ts', 'export const x = 1;\n'.repeat(510));
     put('extra/x.ts', 'export const x = 1;\n');
     const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'check-layers.ts'), '--src', src], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
     assert.equal(r.status, 1, r.stdout + r.stderr);
@@ -47,7 +47,7 @@ test('check-layers names an import up a tier, a folder circle in a tier, an impo
     assert.match(r.stdout, /import circle: src\/platform\/util\/c\.ts ⇄ src\/platform\/util\/d\.ts/);
     assert.match(r.stdout, /src\/extra\/x\.ts:1: folder "extra" is no tier/);
     assert.match(r.stdout, /src\/platform\/util\/long\.ts:1: function long has 93 lines; the limit is 80/);
-    assert.match(r.stdout, /src\/platform\/util\/big\.ts:1: 360 lines; the limit is 350/);
+    assert.match(r.stdout, /src\/platform\/util\/big\.ts:1: 510 lines; the limit is 500/);
     assert.doesNotMatch(r.stdout, /money\/books\/b\.ts:1|money\/pay\/down\.ts/);
     assert.match(r.stdout, /check-layers: 6 finding\(s\)/);
   } finally {
