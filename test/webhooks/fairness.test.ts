@@ -6,6 +6,8 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { startReceiver, type Receiver } from '../helpers/webhooks';
 
 // One shop's receivers that accept and never answer must hold only their own share of the delivery slots.
+// Attempts time out after 30 s: no hanging attempt ends (and frees its slot) while the test counts connections,
+// however slow the machine is.
 let s: TestServer;
 /** 20 receivers (one origin each) that accept connections and never answer. */
 const hangs: Server[] = [];
@@ -23,7 +25,7 @@ before(async () => {
     hangUrls.push(`http://127.0.0.1:${(hang.address() as AddressInfo).port}`);
   }
   healthy = await startReceiver();
-  s = await startTestServer({ webhookTimeoutMs: 8000, simDelaySeconds: 3600 });
+  s = await startTestServer({ webhookTimeoutMs: 30_000, simDelaySeconds: 3600 });
 });
 after(async () => {
   await s.close();
