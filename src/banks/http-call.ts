@@ -9,7 +9,6 @@ const MAX_ANSWER_BYTES = 1_048_576;
 /** What one call gave: the status and body as received, or unknown (and why, without secrets). */
 export type RawAnswer = { kind: 'answer'; status: number; body: Buffer } | { kind: 'unknown'; reason: string };
 
-/** One HTTP call to a bank or payout provider. */
 export interface BankCall {
   method: 'GET' | 'POST';
   url: string;
@@ -22,11 +21,7 @@ export interface BankCall {
   who: string;
 }
 
-/**
- * Make one call and read its answer within the deadline. A timeout, a connection error, a broken or too large
- * answer is unknown: the far end may or may not have acted on the request. What the status and body mean is
- * the connector's to read.
- */
+/** One call within the deadline; a timeout, connection error, broken or too large answer is unknown (the far end may have acted). */
 export function callBank(c: BankCall): Promise<RawAnswer> {
   return new Promise((resolve) => {
     let done = false;
@@ -68,7 +63,6 @@ export function callBank(c: BankCall): Promise<RawAnswer> {
 
 // Every request of a live bank is a row of bank_requests, written queued in the domain's transaction.
 
-/** One recorded request to a live bank. */
 export interface BankRequestRow {
   id: number;
   shop_id: string;

@@ -40,10 +40,7 @@ export function rebillContext(tokenId: string): string {
 /** What one POST to the bank gave: a readable JSON answer, or unknown (and why, without secrets). */
 export type Sent = { kind: 'answer'; answer: TBankAnswer } | { kind: 'unknown'; reason: string };
 
-/**
- * POST a signed JSON body to `url` (connecting to `resolved`, the address its check found) and read the answer. A
- * timeout, a connection error, a 5xx or a body that is not a JSON object is unknown: the bank may have acted on it.
- */
+/** POSTs a signed body (connecting to `resolved`); a timeout, connection error, 5xx or non-object body is unknown: the bank may have acted. */
 export async function postJson(url: string, body: Record<string, unknown>, timeout_ms: number, resolved?: Resolved): Promise<Sent> {
   const payload = Buffer.from(JSON.stringify(body), 'utf8');
   const headers = { 'Content-Type': 'application/json', 'Content-Length': payload.length, Accept: 'application/json' };
@@ -65,12 +62,9 @@ export async function postJson(url: string, body: Record<string, unknown>, timeo
 /** Time the job itself allows beyond the request's own timeout, so the request's unknown is what it records. */
 const JOB_MARGIN_MS = 5_000;
 
-/**
- * The request job. `run` sends outside any transaction, marking the request sent first: one found sent already
- * (the process died before its answer was recorded) is not sent again but reported unknown, and a status check
- * settles its operation. `complete` records the answer and reports it through the domains' bank-answer entry
- * points. `policy` decides where the shop's api_url may lead (private addresses only in --webhook-allow ranges).
- */
+// `run` sends outside any transaction, marking the request sent first: one found sent already (the process died before its
+// answer was recorded) is reported unknown, not sent again, and a status check settles it. `complete` applies the answer.
+// `policy`: where the shop's api_url may lead (private addresses only in --webhook-allow ranges).
 export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankRequests, policy: UrlPolicy): ModuleJob {
   const timeout_ms = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
   const spec: AsyncJobKind<Sent> = {
@@ -149,11 +143,8 @@ function refusal(a: TBankAnswer) {
   return { outcome: 'refused' as const, failureCode: failureCodeOf(code), bankCode: code };
 }
 
-/**
- * A merchant charge whose bank payment is still NEW: its Charge never reached the bank (the Init's answer was
- * lost, or the process stopped before the Charge left). The bank charges a payment only while it is NEW, so
- * sending the Charge now cannot charge twice. True when it was sent (the check's answer is then the Charge's).
- */
+// A merchant charge whose bank payment is still NEW: its Charge never reached the bank. The bank charges only a NEW payment,
+// so sending it now cannot charge twice. True when sent.
 async function chargeNotSent(bank: TBankRequests, tx: Tx, p: { id: string; shop_id: string; status: string }, a: TBankAnswer, bankPaymentId: string): Promise<boolean> {
   if (p.status !== 'processing' || a.Status !== 'NEW' || !bankPaymentId) return false;
   const rec = await recurrentOf(tx, p.id);

@@ -29,7 +29,6 @@ export async function insertRequest(tx: Tx, r: Omit<BankRequestRow, 'id' | 'stat
   return Number(info.lastInsertRowid);
 }
 
-/** A recorded request by id. */
 export async function getRequest(db: Reader, id: number): Promise<BankRequestRow | undefined> {
   return db.get<BankRequestRow>('SELECT * FROM bank_requests WHERE id = ?', id);
 }

@@ -41,10 +41,7 @@ export function tbankAcquirer(key: MasterKey, shopId: string, t: TBankTerminal, 
   return { shop_id: shopId, provider: TBANK, settings: JSON.stringify(settings), updated_at: now };
 }
 
-/**
- * The API addresses a merchant may choose in the cabinet: the bank's published ones, and the shop's current
- * address when the operator set another (so a new password does not move the shop off it).
- */
+/** Addresses the cabinet offers: the published ones, and the shop's current one if the operator set another. */
 export function apiUrlChoices(currentUrl?: string): string[] {
   return currentUrl && !TBANK_KNOWN_API_URLS.includes(currentUrl) ? [...TBANK_KNOWN_API_URLS, currentUrl] : [...TBANK_KNOWN_API_URLS];
 }
@@ -80,12 +77,8 @@ export async function showAcquirer(store: Store, shopId: string): Promise<Acquir
   return a ? acquirerView(a) : undefined;
 }
 
-/**
- * Set (or replace) a shop's T-Bank terminal, its password encrypted under the database's master key: the
- * one rule `kopek shop acquirer` and the cabinet share. `choices`: the only API addresses taken (the
- * cabinet's, apiUrlChoices); without it any http(s) address is (the operator's command). Throws a one-line
- * error on a bad terminal.
- */
+// Sets or replaces a shop's T-Bank terminal, password encrypted: the rule `kopek shop acquirer` and the cabinet share.
+// `choices`: the only API addresses taken (the cabinet's); without it any http(s) address is. Throws a one-line error.
 export async function setTBankAcquirer(store: Store, shopId: string, t: { terminalKey: string; password: string; apiUrl?: string }, now: number, choices?: readonly string[]): Promise<AcquirerView> {
   const checked = checkTerminal(t.terminalKey, t.password, t.apiUrl, choices);
   const row = tbankAcquirer(new MasterKey(store.path), shopId, checked, now);

@@ -21,11 +21,8 @@ type Outcome = Sent | { kind: 'lost' };
 /** Time the job allows beyond the request's own timeout, so the request's unknown is what it records. */
 const JOB_MARGIN_MS = 5_000;
 
-/**
- * The request job. `run` sends outside any transaction, marking the request sent just before (a request found
- * sent already is not sent again but reported unknown: a status check repeats it under the same
- * Idempotence-Key); `complete` records the answer and applies it through payouts/bank-answers.ts.
- */
+// `run` sends outside any transaction, marking the request sent just before (one found sent already is reported unknown, not
+// sent: a status check repeats it under the same Idempotence-Key); `complete` applies the answer (payouts/bank-answers.ts).
 export function requestJob(core: PaymentsCore, bank: YookassaBank, policy: UrlPolicy): ModuleJob {
   const timeoutMs = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
   const spec: AsyncJobKind<Outcome> = {
@@ -123,12 +120,8 @@ async function onOutcome(core: PaymentsCore, bank: YookassaBank, tx: Tx, row: Yo
   await payoutAnswered(core, tx, p.id, answerOf(po));
 }
 
-/**
- * YooKassa Payouts as the wiring mounts it: the connector behind the port for the payouts of live shops whose
- * payout provider it is, and the job that sends each recorded request. Builds only (the master key is read on
- * first use). The provider's api_url is called only at a public address, or in a range the operator opened
- * with --webhook-allow.
- */
+// YooKassa Payouts as the wiring mounts it: the connector and its request job; builds only (the master key is read on first
+// use). The provider's api_url is called only at a public address or in a --webhook-allow range.
 export function yookassaModule(core: PaymentsCore): Module {
   const bank = new YookassaBank(core);
   return { name: 'yookassa', banks: [bank], jobs: [requestJob(core, bank, new UrlPolicy(core.config.webhookAllow))] };

@@ -18,10 +18,7 @@ export interface PayoutObject {
   reason: string;
 }
 
-/**
- * The body of a payout's POST, without the card number (`card.number` is added when it is sent, from memory):
- * what is recorded, and what every repeat sends again with the same Idempotence-Key.
- */
+/** A payout's POST body without the card number (added from memory when sent): what every repeat sends with the same Idempotence-Key. */
 export function payoutBody(req: PayoutRequest): Record<string, unknown> {
   const destination =
     req.method === 'payouts_card'

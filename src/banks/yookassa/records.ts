@@ -18,7 +18,6 @@ export async function insertRequest(tx: Tx, r: { shopId: string; operation: Yook
   return Number(info.lastInsertRowid);
 }
 
-/** A recorded request by id. */
 export async function getRequest(q: Reader, id: number): Promise<YookassaRequestRow | undefined> {
   return q.get<YookassaRequestRow>(`SELECT * FROM bank_requests WHERE id = ? AND provider = 'yookassa'`, id);
 }
