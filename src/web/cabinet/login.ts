@@ -56,10 +56,7 @@ export function cabinetRoot(): Reply {
   return { status: 303, location: '/cabinet/overview' };
 }
 
-/**
- * POST /cabinet/login: the page it came from and the form's CSRF token (403), one attempt reserved against the
- * throttle before the password is hashed (429), then email, password and a TOTP or recovery code. Audited.
- */
+/** POST /cabinet/login: origin and CSRF (403), an attempt reserved against the throttle before hashing (429), then email, password, TOTP or recovery code. Audited. */
 export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
   const lang = langOf(ctx);
   const f = form(ctx);

@@ -27,7 +27,6 @@ export interface PayoutProviderInput {
   apiUrl?: string;
 }
 
-/** The view of a payout provider row. */
 function payoutProviderView(p: ShopPayoutProvider): PayoutProviderView {
   return { shop_id: p.shop_id, provider: p.provider, agent_id: p.agent_id, api_url: p.api_url };
 }
@@ -38,11 +37,7 @@ export async function showPayoutProvider(store: Store, shopId: string): Promise<
   return p ? payoutProviderView(p) : undefined;
 }
 
-/**
- * Check and normalise the parts of a payout provider; throws a one-line "cannot set the payout provider" error.
- * `choices` (the cabinet, a merchant's word): the only API addresses taken, the provider's published ones; any
- * other http(s) address is the operator's to set (the admin command).
- */
+/** Checks and normalises a payout provider (one-line error); `choices` (the cabinet's): the only API addresses taken, else any http(s) (the operator's). */
 export function checkPayoutProvider(p: PayoutProviderInput, choices?: readonly string[]): Required<PayoutProviderInput> {
   const fail = (why: string): Error => new Error(`cannot set the payout provider: ${why}`);
   if (!PAYOUT_PROVIDERS.includes(p.provider)) throw fail(`--provider must be ${PAYOUT_PROVIDERS.join(' or ')}, got "${p.provider.slice(0, 32)}"`);
@@ -66,11 +61,8 @@ export function checkPayoutProvider(p: PayoutProviderInput, choices?: readonly s
   return { provider: p.provider, agentId, secret: p.secret, apiUrl: url };
 }
 
-/**
- * Set (or replace) a shop's payout provider: the parts checked, then the credentials checked at the provider
- * with a request that changes nothing (refused: nothing is written), then the row written with the secret
- * sealed under the database's master key. `timeoutMs` bounds the check.
- */
+// Sets or replaces a shop's payout provider: parts checked, credentials checked at the provider by a request that changes
+// nothing (refused: nothing written), then the row written, the secret sealed. `timeoutMs` bounds the check.
 export async function setPayoutProvider(store: Store, shopId: string, input: PayoutProviderInput, o: { now: number; timeoutMs: number; choices?: readonly string[] }): Promise<PayoutProviderView> {
   const p = checkPayoutProvider(input, o.choices);
   const checked = await checkYookassaCredentials({ apiUrl: p.apiUrl, agentId: p.agentId, secret: p.secret, timeoutMs: o.timeoutMs });
@@ -86,10 +78,7 @@ export async function removePayoutProvider(store: Store, shopId: string): Promis
   return store.tx(async (tx) => removeShopPayoutProvider(tx, shopId));
 }
 
-/**
- * The API addresses a merchant may choose in the cabinet: the provider's published ones, and the shop's current
- * address when the operator set another (so a new secret does not move the shop off it).
- */
+/** Addresses the cabinet offers: the provider's published ones, and the shop's current one if the operator set another. */
 export function payoutApiUrlChoices(currentUrl?: string): string[] {
   return currentUrl && !YOOKASSA_API_URLS.includes(currentUrl) ? [...YOOKASSA_API_URLS, currentUrl] : [...YOOKASSA_API_URLS];
 }

@@ -66,11 +66,8 @@ export interface Change {
   auditedInside?: boolean;
 }
 
-/**
- * Make a change the way every cabinet form does: run it (through the domain function the admin commands and
- * the API use), write the audit line, leave a message for the next page, and redirect there (POST → 303 → GET,
- * so a reload does not repeat it). A refusal changes nothing and shows its reason; a fault of the server stays a 500.
- */
+// Every cabinet form's change: run it, write the audit line, leave a message, redirect (POST → 303 → GET, so a reload does
+// not repeat it). A refusal changes nothing and shows its reason; a server fault stays a 500.
 export async function change(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, c: Change, fn: () => unknown | Promise<unknown>): Promise<Reply> {
   const auth = ctx.cabinet!;
   let detail: unknown;

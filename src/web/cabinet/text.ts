@@ -181,10 +181,8 @@ const TEXTS = {
   bank: ['Банк', 'Bank'],
 } as const;
 
-/** A text's key. */
 export type CabKey = keyof typeof TEXTS;
 
-/** A cabinet text in a language. */
 export function ct(lang: Lang, key: CabKey): string {
   return TEXTS[key][lang === 'ru' ? 0 : 1];
 }
@@ -204,15 +202,11 @@ export function statusText(lang: Lang, status: string): string {
   return STATUS[status]?.[lang === 'ru' ? 0 : 1] ?? status;
 }
 
-/** A status as a badge. */
 export function statusBadge(lang: Lang, status: string): string {
   return `<span class="badge ${esc(status)}">${esc(statusText(lang, status))}</span>`;
 }
 
-/**
- * A moment (ms or an ISO string) as `YYYY-MM-DD HH:MM:SS UTC`: every time the cabinet shows names its zone, and
- * it is the registers' (their dates are UTC days) and the API's.
- */
+/** A moment as `YYYY-MM-DD HH:MM:SS UTC`: every time shown names its zone, the registers' and the API's. */
 export function when(at: number | string | null | undefined): string {
   if (at === null || at === undefined) return '—';
   const ms = typeof at === 'string' ? Date.parse(at) : at;
@@ -302,11 +296,8 @@ interface StatusFigures {
   currency: string;
 }
 
-/**
- * A payment's status as every list of the cabinet shows it: the status badge, and once money went back how
- * much of how much ("succeeded", then "refunded ₽500.00 of ₽1,500.00"; a fully refunded one "refunded", then
- * "in full, ₽1,500.00"). A partly refunded payment stays `succeeded` in the API, which alone hid the refund.
- */
+// A payment's status cell in every list: the badge, and once money went back how much of how much. A partly refunded
+// payment stays `succeeded` in the API, which alone hid the refund.
 export function paymentStatusCell(lang: Lang, p: StatusFigures): string {
   const badge = statusBadge(lang, p.status);
   const [amount, refunded] = [Number(p.amount), Number(p.amount_refunded)];

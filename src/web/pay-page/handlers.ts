@@ -18,11 +18,8 @@ type PageCore = Pick<Core, 'store' | 'banks' | 'payPageUrl'>;
 /** How long the success screen stays before the buyer returns to the shop (the spec's "about 2 seconds"). */
 const SUCCESS_REDIRECT_MS = 2000;
 
-/**
- * GET /pay/:id: the screen for the payment's current state. It changes nothing (a link preview or a
- * prefetch must not open a bank session): a pending payment shows its method choice, or the one "pay"
- * step of a method fixed at creation, and the buyer's POST opens the session.
- */
+// GET /pay/:id: the screen for the current state; it changes nothing (a link preview or prefetch must not open a bank
+// session): a pending payment shows its method choice or its fixed method's "pay" step, and the buyer's POST opens it.
 export async function showPage(ctx: Ctx<PageCore>): Promise<Reply> {
   const lang = langOf(ctx);
   const p = await findPaymentForPage(ctx.app.store, ctx.params.id);

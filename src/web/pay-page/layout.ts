@@ -101,7 +101,6 @@ export function documentHead(lang: Lang, nonce: string, title: string, css: stri
 </head>`;
 }
 
-/** The whole document around a screen's body. */
 export function page(shell: Shell, body: string): string {
   const { lang, nonce, payment } = shell;
   const other: Lang = lang === 'ru' ? 'en' : 'ru';

@@ -13,7 +13,6 @@ export function headerOf(ctx: Ctx, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-/** The language of a page request. */
 export function langOf(ctx: Ctx): Lang {
   return pickLang(ctx.query, headerOf(ctx, 'accept-language'));
 }
@@ -70,7 +69,6 @@ export function backToPage(id: string, lang: Lang): Reply {
   return { status: 303, location: href(`/pay/${id}`, lang) };
 }
 
-/** Whether a payment has its final answer. */
 export function isFinal(p: PaymentView): boolean {
   return FINAL_STATUSES.has(p.status);
 }

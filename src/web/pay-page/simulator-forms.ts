@@ -58,10 +58,7 @@ async function cardPayable(ctx: Ctx<PaymentsCore>, p: PaymentView): Promise<{ fi
   return { fixed: Boolean(row.method_fixed) };
 }
 
-/**
- * POST /pay/:id/card: check the card as the page's script does, then let the test bank decide. On a pending
- * payment a card that passes opens the card session first. Only brand, mask and holder leave here, never the number.
- */
+/** POST /pay/:id/card: checks the card as the script does, opens a pending payment's card session, lets the test bank decide; only brand, mask, holder leave. */
 export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;

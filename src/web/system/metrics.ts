@@ -12,11 +12,8 @@ export const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 // Labels come from the route table and a fixed method list, never from the raw path: the series count stays bounded.
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
-/**
- * What a scrape reads besides the counters kept here: the jobs table and pending deliveries (store), the open
- * streams and the webhook attempts in flight. Passed to `render` rather than held: the worker is built after
- * the metrics (it reports its attempts to them).
- */
+// What a scrape reads besides the counters kept here. Passed to `render` rather than held: the worker is built after the
+// metrics (it reports its attempts to them).
 export interface MetricsSources {
   readonly store: Store;
   readonly stream: Pick<EventStreamHub, 'clientCount'>;

@@ -5,10 +5,7 @@ import type { Clocks } from '../../platform/clock';
 import type { Module } from '../../money/core/module';
 import { purgeIdempotencySlice } from '../../money/idempotency/idempotency';
 
-/**
- * Limits of the retention sweep: rows one batch deletes (one small group-committed body, so requests never
- * wait long behind it), batches of one run, and how often it runs.
- */
+/** Rows per batch (one small group-committed body, so requests never wait long behind it), batches per run, run interval. */
 export const RETENTION_LIMITS = { batch_rows: 500, batches_per_run: 20, interval_ms: 60_000 };
 
 /** How long each kind of row is kept: the configuration's retention settings. */
@@ -92,17 +89,13 @@ const RULES: Rule[] = [
   },
 ];
 
-/**
- * Deletes what need not be kept, in small batches through the group commit, once a minute: nothing kopek
- * only needs for a while stays for ever. Times are real time (a test shop's events by its own clock).
- */
+/** Deletes what need not be kept, in small batches through the group commit, once a minute; times are real (a test shop's events by its clock). */
 export class Retention {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<Record<string, number>> | null = null;
 
   constructor(private readonly deps: RetentionDeps) {}
 
-  /** Run every interval until stopped. */
   start(): void {
     this.timer = setInterval(() => void this.runOnce().catch((err: unknown) => this.deps.log.error('retention sweep failed', { error: String(err) })), RETENTION_LIMITS.interval_ms);
     this.timer.unref();
@@ -139,10 +132,7 @@ export class Retention {
   }
 }
 
-/**
- * The sweep as the wiring mounts it: built here, started once the server listens, stopped (waiting for a run
- * under way) at shutdown. It registers no job: its timer is its own.
- */
+/** Built here, started once the server listens, stopped (awaiting a run under way) at shutdown; it registers no job: its timer is its own. */
 export function retentionModule(deps: RetentionDeps): Module & { readonly retention: Retention } {
   const retention = new Retention(deps);
   return { name: 'retention', retention, start: () => retention.start(), stop: () => retention.stop() };
