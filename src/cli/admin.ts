@@ -38,11 +38,8 @@ function readPassword(path: string): string {
   return text.split(/\r?\n/)[0];
 }
 
-/**
- * The address the server is reached at, as serve works it out: --base-url, else KOPEK_BASE_URL, else
- * http://HOST:PORT from KOPEK_HOST and KOPEK_PORT or their defaults. Checked before anything is written;
- * `action` begins the error (kopek demo prints the address too).
- */
+// The server's address as serve works it out (--base-url, KOPEK_BASE_URL, else http://HOST:PORT from KOPEK_HOST/KOPEK_PORT),
+// checked before anything is written; `action` begins the error.
 export function serverUrl(given: string | undefined, action = 'cannot create cabinet user'): string {
   const env = process.env;
   const raw = given ?? (env.KOPEK_BASE_URL || undefined);

@@ -47,10 +47,7 @@ export function dbOf(args: Args): string {
   return databaseLocation(flag(args, 'db'));
 }
 
-/**
- * Open the store the command acts on. A missing file is an error unless `create` (demo, merchant create), so a
- * mistyped path does not silently start an empty database.
- */
+/** The command's store; a missing file is an error unless `create` (demo, merchant create), so a mistyped path starts no empty database. */
 export async function openStore(args: Args, opts: { create?: boolean } = {}): Promise<Store> {
   const path = dbOf(args);
   const pg = isPostgresUrl(path);
@@ -71,10 +68,7 @@ function openError(path: string, err: unknown): Error {
   return new Error(message.startsWith('cannot ') ? message : `cannot open database "${path}": ${message}`);
 }
 
-/**
- * Opening for writing installs the schema in a database without one; an admin command pointed at some other
- * SQLite file (a mistyped --db) must refuse instead of turning it into a kopek database.
- */
+/** Opening for writing installs the schema: a command pointed at some other SQLite file (a mistyped --db) must refuse instead. */
 function refuseForeignDatabase(path: string): void {
   let version: number;
   try {

@@ -83,10 +83,7 @@ export async function diagnose(store: Store): Promise<Finding[]> {
   return f;
 }
 
-/**
- * PostgreSQL keeps its own files: the file's permissions, its integrity check and its journal mode are SQLite's
- * checks, and the server's own monitoring (and pg_amcheck) answers for them there.
- */
+/** On PostgreSQL the file's permissions, integrity check and journal mode are the server's own monitoring's (and pg_amcheck's). */
 const PG_FILE_CHECKS: Finding = {
   check: 'sqlite file',
   ok: true,

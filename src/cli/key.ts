@@ -34,16 +34,10 @@ Examples:
   kopek key revoke sk_test_AbCd… --shop 3b9e…
   kopek key revoke --key 0c55…`;
 
-/**
- * Acquirers whose bank sends no payouts (their BankPort's `sendsPayouts` is false): T-Bank's acquiring API
- * takes payments only, so live payouts of such a shop answer 403 payouts_not_configured.
- */
+/** Acquirers whose BankPort sends no payouts: T-Bank's acquiring takes payments only (live payouts: 403 payouts_not_configured). */
 const NO_PAYOUTS = new Set([TBANK]);
 
-/**
- * What a live key of this shop cannot do yet, each with the next step: the key is still made (an operator
- * may prepare keys before going live), but its first call would otherwise be the first sign of it.
- */
+/** What a live key cannot do yet, each with the next step: the key is still made, but its first call would otherwise be the first sign. */
 export async function liveKeyWarnings(store: Store, shopId: string): Promise<string[]> {
   const shop = await getShopSettings(store, shopId);
   if (!shop) return [];

@@ -11,10 +11,7 @@ import { createDemoData, demoLines, type DemoData, type DemoOptions } from './de
 import { checkEndpointUrl } from '../money/webhooks/store';
 import { io, type Command } from './command';
 
-/**
- * The option lines of `kopek serve --help`: flag, default (as the README's table shows it) and meaning in aligned
- * columns under a header, each meaning followed by the environment variable that sets it.
- */
+/** `kopek serve --help`'s option lines: flag, default (as in the README's table) and meaning with its environment variable, aligned. */
 function optionsHelp(): string {
   const shown = (d: unknown): string => (d === null ? '-' : Array.isArray(d) ? (d.length ? d.join(',') : '(empty)') : String(d));
   const rows = [
@@ -109,10 +106,7 @@ async function serve(start: StartServer, argv: string[]): Promise<number> {
   return stopped;
 }
 
-/**
- * What the demo data is made with: the --demo-key, and the --webhook-url endpoint, whose URL gets the checks of
- * every endpoint URL here, before anything is written (a refused URL must not leave a half-made demo behind).
- */
+/** The demo's --demo-key and --webhook-url endpoint, its URL checked here before anything is written (no half-made demo). */
 function demoOptions(config: Config): DemoOptions {
   if (config.webhookUrl === null) return { fixedKey: config.demoKey ?? undefined };
   try {
@@ -141,10 +135,7 @@ function unusedDemoFlags(config: Config): string {
   return given.map((f) => `kopek: ${f} was not used: ${why}\n`).join('');
 }
 
-/**
- * What to run on a database with no merchant yet (a PostgreSQL node, or --no-demo), where no key works: the
- * demo, made beside the running server, or a merchant of one's own.
- */
+/** What to run on a database with no merchant yet (PostgreSQL, or --no-demo), where no key works: the demo beside the server, or a merchant. */
 function firstKeyHint(config: Config, url: string): string {
   const db = isPostgresUrl(config.db) ? '' : ` --db ${config.db}`;
   const pg = isPostgresUrl(config.db) ? ' (on this database: KOPEK_DATABASE_URL, or --db URL, as for this node)' : '';

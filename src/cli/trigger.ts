@@ -97,11 +97,8 @@ function printList(args: Args): void {
   io().out(lines.join('\n') + '\n');
 }
 
-/**
- * The request's `set` from the --set words: FIELD=VALUE each, a numeric field's value as a number, metadata.KEY=VALUE
- * gathered into `metadata`. Which fields an event takes is the server's to say (it refuses others by name); a word
- * that is not FIELD=VALUE, or a field given twice, is refused here.
- */
+// The request's `set` from --set FIELD=VALUE words (numeric fields as numbers, metadata.KEY=VALUE into `metadata`). The server
+// says which fields an event takes; a word not FIELD=VALUE, or a field given twice, is refused here.
 function setObject(event: string, words: string[]): Record<string, unknown> | undefined {
   if (words.length === 0) return undefined;
   const set: Record<string, unknown> = {};
@@ -170,10 +167,8 @@ async function post(event: string, base: string, key: string, set: Record<string
   throw new Error(`${said} (${res.status} ${error.code})${hintFor(res.status, error.code, error.param)}`);
 }
 
-/**
- * One POST with node:http(s), not fetch: fetch refuses some ports outright (6000, 5060, …) where a server may well
- * listen, and hides the socket's error code that unreachable() words. Redirects are not followed.
- */
+// node:http(s), not fetch: fetch refuses some ports outright (6000, 5060, …) where a server may listen, and hides the socket's
+// error code that unreachable() words. Redirects are not followed.
 function postJson(url: URL, key: string, payload: string): Promise<{ status: number; text: string }> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
