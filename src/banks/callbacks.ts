@@ -8,7 +8,6 @@ import type { MoneyAnswer, PaymentAnswer } from '../money/bank-port/port';
 import { shopPayoutProvider } from '../money/bank-port/store';
 import { type OpenApiFragment, errorResponses, uuidSchema as uuid } from '../platform/http/openapi-types';
 
-/** What the notification handler itself uses: the banks, the store it writes through and the log. */
 export interface CallbackServices {
   readonly banks: BankDirectory;
   readonly store: Store;

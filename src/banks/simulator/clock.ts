@@ -7,7 +7,6 @@ import { iso } from '../../platform/util/time';
 
 // The test helpers of a shop's test mode as a whole: its clock, and the reset of its test data.
 
-/** What the test clock's routes use: the shop's clock, the store, and the scheduler that runs the jobs an advance makes due. */
 export type TestClockCore = Pick<Core, 'clocks' | 'store' | 'scheduler'>;
 
 async function clockBody(ctx: Ctx<Pick<Core, 'clocks' | 'store'>>, jobsRun?: number): Promise<Record<string, unknown>> {

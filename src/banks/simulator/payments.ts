@@ -18,7 +18,6 @@ import { planFromMetadata } from './plan';
 /** Job kind: the test bank answers a session after --sim-delay. */
 export const SIM_RESOLVE_JOB = 'simulator.payment_resolve';
 
-/** The acquiring bank name the test bank reports. */
 export const TEST_BANK_NAME = 'kopek test bank';
 
 /** What the test bank answers for an outcome: a 12-digit retrieval reference and its name on success, the bank's raw code on failure. */
@@ -62,7 +61,6 @@ async function answerOrRefuse(core: PaymentsCore, tx: Tx, p: PaymentRow, action:
   await paymentAnswered(core, tx, p.id, answer);
 }
 
-/** Actions of the simulate helper. */
 export const SIMULATE_ACTIONS = ['choose_method', 'open_session', 'succeed', 'fail', 'expire'] as const;
 /** Methods the simulate helper may choose: every concrete one. */
 export const SIMULATE_METHODS: readonly ConcreteMethod[] = ['sbp', 'cards', 'tpay', 'bankpay', 'recurrent'];
@@ -111,7 +109,6 @@ export async function simulatePayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
 // The test bank's answer to what the buyer did on its screens of the hosted page, through the same entry point as any bank's
 // answer; the forms are the page's (it sits above the bank it shows). A live payment never gets here.
 
-/** What the buyer's action on the test bank's screens ended with. */
 export interface BuyerOutcome {
   outcome: 'succeeded' | 'failed';
   /** Unified failure code; defaults to the planned code, else do_not_honor. */

@@ -7,7 +7,6 @@ import { bankCodeFor } from '../../money/payments/failures';
 /** What the test bank will answer for a payment, decided at creation. */
 export type SimOutcome = 'succeeded' | 'failed' | 'requires_action' | 'pending';
 
-/** The simulator's plan for one payment: its outcome and, when it fails, the code the bank presents. */
 export interface SimPlan {
   outcome: SimOutcome;
   /** Unified failure code for `failed`; "" otherwise. */
@@ -54,7 +53,6 @@ export function planFromMetadata(meta: Record<string, string>): SimPlan | null {
   return { outcome, failureCode: meta.simulator_failure_code ?? '' };
 }
 
-/** What a test card does at the simulated bank. */
 export interface TestCard {
   number: string;
   brand: CardBrand;
@@ -65,7 +63,6 @@ export interface TestCard {
   threeDs: boolean;
 }
 
-/** Card schemes the page recognises by the number's prefix. */
 export type CardBrand = 'mir' | 'visa' | 'mastercard' | 'amex' | 'unionpay' | 'jcb' | 'card';
 
 /** The documented test cards (docs/testing.md lists the same table). */

@@ -9,7 +9,6 @@ import { tokenOfShop } from '../../money/tokens/handlers';
 import { reloadToken } from '../../money/tokens/tokens';
 import type { SimPlan } from './plan';
 
-/** Longest outcome queue a token holds. */
 export const OUTCOMES_MAX = 100;
 
 /** The outcome words a queue accepts (besides `fail:<code>`). */

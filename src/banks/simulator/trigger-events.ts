@@ -27,7 +27,6 @@ export const TRIGGER_EVENTS = {
 
 export type TriggerEvent = keyof typeof TRIGGER_EVENTS;
 
-/** The events in the order the list shows them. */
 export const TRIGGER_EVENT_NAMES = Object.keys(TRIGGER_EVENTS) as TriggerEvent[];
 
 export function isTriggerEvent(name: string): name is TriggerEvent {

@@ -117,7 +117,6 @@ async function triggerPayout(core: PaymentsCore, tx: Tx, shop: TriggerShop, even
   return out;
 }
 
-/** The customer reference of the tokens and subscriptions the trigger makes. */
 const CUSTOMER_REF = 'kopek-trigger';
 
 /** A monthly card subscription without a trial, activated by its first payment, paid now with the test card. */
@@ -152,7 +151,6 @@ async function chargeNow(core: PaymentsCore, tx: Tx, s: SubscriptionRow): Promis
   return answerNow(core, tx, charge);
 }
 
-/** The objects of a subscription event: the subscription, its token, and the payment that moved it. */
 async function subscriptionObjects(tx: Tx, s: SubscriptionRow, p: PaymentRow): Promise<TriggerObjects> {
   const sub = await reloadSubscription(tx, s.id);
   return { subscription: await subscriptionView(tx, sub), token: tokenView(await reloadToken(tx, sub.token_id)), payment: await paymentView(tx, await reload(tx, p.id)) };

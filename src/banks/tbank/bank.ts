@@ -15,7 +15,6 @@ import { readSettings, terminalOf } from './settings';
 import { getRebill, getSession, insertRequest, keepUnreadableAmount, newAttempt, paymentOfOrder, putBankRef, putRebill, recurrentOf } from './records';
 import { REFUSE_JOB, REQUEST_JOB, rebillContext, refuseJob, requestJob, type Purpose } from './jobs';
 
-/** Longest Description T-Bank takes. */
 const MAX_DESCRIPTION = 140;
 
 /** Payment kinds that bind a saved method: their Init asks the bank to keep the card (Recurrent=Y). */

@@ -32,7 +32,6 @@ export const REFUSE_JOB = 'tbank.refuse';
 /** Why a request is sent, which decides what its answer does. */
 export type Purpose = 'session' | 'charge' | 'check' | 'qr' | 'void' | 'refund';
 
-/** The encryption context of a saved method's RebillId. */
 export function rebillContext(tokenId: string): string {
   return `tbank.rebill:${tokenId}`;
 }

@@ -7,7 +7,6 @@ import type { BankRequestRow } from '../http-call';
 // T-Bank's rows: every request (bank_requests, shared by live acquirers), each payment's session
 // (tbank_sessions) and each saved method's encrypted RebillId (tbank_rebills).
 
-/** A payment's session at the bank. */
 export interface SessionRow {
   payment_id: string;
   shop_id: string;

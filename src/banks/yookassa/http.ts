@@ -27,7 +27,6 @@ export async function callYookassa(c: Call): Promise<Sent> {
   return raw.kind === 'unknown' ? raw : readAnswer(raw.status, raw.body);
 }
 
-/** An answer's status and body as a Sent. */
 function readAnswer(status: number, raw: Buffer): Sent {
   if (status >= 500 || status === 429) return { kind: 'unknown', reason: `HTTP ${status}` };
   if (status < 200 || (status >= 300 && status < 400)) return { kind: 'unknown', reason: `HTTP ${status}` };

@@ -3,7 +3,6 @@ import type { MoneyAnswer, PayoutRequest } from '../../money/bank-port/port';
 // YooKassa Payouts API v3 as kopek uses it (docs/live-mode.md, "Payouts: YooKassa"): the body of POST /payouts,
 // the payout object its answers and GET /payouts/{id} carry, and how a cancellation maps to kopek's codes.
 
-/** Longest description the provider takes. */
 const MAX_DESCRIPTION = 128;
 
 /** The payout object's parts kopek reads. */
@@ -59,7 +58,6 @@ export function payoutObjectOf(a: unknown): PayoutObject | undefined {
   };
 }
 
-/** The unified failure code of a cancellation reason. */
 export function failureCodeOf(reason: string): string {
   switch (reason) {
     case 'insufficient_funds':

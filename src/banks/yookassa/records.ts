@@ -5,7 +5,6 @@ import type { BankRequestRow } from '../http-call';
 // payout's id is the subject and the Idempotence-Key (order_id), the provider's payout id its bank_payment_id.
 // The request column holds the body without the card number, which is never written anywhere.
 
-/** One recorded request to YooKassa. */
 export type YookassaRequestRow = BankRequestRow & { operation: 'CreatePayout' | 'GetPayout' };
 
 /** Record a request before it is sent (state queued); returns its id. */

@@ -13,7 +13,6 @@ import { ct, when, paymentStatusCell } from './text';
 
 /** Days the overview's chart covers, today included. */
 const CHART_DAYS = 14;
-/** Latest payments listed on the overview. */
 const LATEST = 10;
 /** Deliveries per shop looked at for failing endpoints: the recent ones say whether an endpoint fails now. */
 const RECENT_DELIVERIES = 1000;

@@ -15,7 +15,6 @@ export interface PayoutProviderView {
   api_url: string;
 }
 
-/** The payout providers a shop may set. */
 const PAYOUT_PROVIDERS: readonly string[] = [YOOKASSA];
 
 /** What setting a payout provider takes: the secret in clear (for the credentials check and sealing only). */

@@ -15,7 +15,6 @@ import { merchantShops, ownShop } from './scope';
 import { ct, statusBadge, statusText, when, type CabKey, codeText, maskPhone, paymentStatusCell } from './text';
 import type { Reader } from '../../platform/storage/store';
 
-/** Rows per page of a register in the cabinet. */
 const PAGE_ROWS = 50;
 /** Rows read per query while a CSV export streams: small enough to keep the database free between them. */
 const CSV_CHUNK_ROWS = 500;

@@ -197,7 +197,6 @@ const STATUS: Record<string, [string, string]> = {
   expired: ['истёк', 'expired'],
 };
 
-/** A status as a person reads it. */
 export function statusText(lang: Lang, status: string): string {
   return STATUS[status]?.[lang === 'ru' ? 0 : 1] ?? status;
 }
@@ -244,7 +243,6 @@ const DELIVERY: Record<string, [string, string]> = {
   pending: ['в очереди', 'queued'],
 };
 
-/** A webhook delivery's state as a person reads it. */
 export function deliveryText(lang: Lang, status: string): string {
   return DELIVERY[status]?.[lang === 'ru' ? 0 : 1] ?? status;
 }

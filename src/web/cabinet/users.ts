@@ -207,7 +207,6 @@ export async function acceptSecondFactor(store: Store, user: CabinetUser, code: 
   return spent ? 'recovery' : null;
 }
 
-/** How many recovery codes a user has left. */
 export async function recoveryCodesLeft(q: Reader, userId: string): Promise<number> {
   return (await q.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_recovery_codes WHERE user_id = ? AND used_at IS NULL', userId))!.n;
 }

@@ -134,7 +134,6 @@ const REASONS: Record<string, [string, string]> = {
   other: ['Банк отклонил платёж.', 'The bank declined the payment.'],
 };
 
-/** A buyer-facing sentence for a unified failure code. */
 export function failureReason(lang: Lang, code: string | undefined): string {
   return (REASONS[code ?? ''] ?? REASONS.other)[lang === 'ru' ? 0 : 1];
 }

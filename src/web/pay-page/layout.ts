@@ -11,7 +11,6 @@ export function esc(value: unknown): string {
   return String(value ?? '').replace(/[&<>"']/g, (c) => ENTITIES[c]);
 }
 
-/** A fresh CSP nonce for one response. */
 export function newNonce(): string {
   return randomBytes(16).toString('base64');
 }

@@ -27,7 +27,6 @@ function payPath(p: PaymentView, sub = ''): string {
   return `/pay/${p.id}${sub}`;
 }
 
-/** A method a buyer can pay with on the page. */
 export type PageMethod = (typeof PAGE_METHODS)[number];
 
 /** The address of a pending payment's screen: `?method=` (a method, or `any` for the list), `cancel` the confirmation step. */
