@@ -172,10 +172,9 @@ async function untilSignal(running: ServedApp): Promise<number> {
     let firstAt = 0;
     const stop = (signal: string): void => {
       if (stopping) {
-        // The same stop often arrives twice at once: a supervisor or a terminal signals the whole process
-        // group and `npm start` forwards its own copy. Only a later one is the operator declining to wait.
+        // One stop often arrives twice at once (the process group signalled, `npm start` forwarding its copy);
+        // only a later one is the operator declining to wait for the drain.
         if (Date.now() - firstAt < REPEAT_WINDOW_MS) return;
-        // A second signal means the operator will not wait for the drain.
         err(`kopek: ${signal} received again, exiting at once\n`);
         process.exit(1);
       }

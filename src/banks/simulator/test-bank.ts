@@ -27,8 +27,7 @@ export class SimulatorBank implements BankPort {
   }
 
   async openSession(tx: Tx, req: SessionRequest): Promise<void> {
-    // With SBP the buyer pays in the bank's app, so the test bank answers by itself; on the card form and
-    // the bank confirmation screens the buyer's own input on the page decides.
+    // With SBP the buyer pays in the bank's app, so the test bank answers by itself; on the page's screens the buyer decides.
     if (req.by === 'buyer' && req.payment.method !== 'sbp') return;
     await scheduleSimulatedResolution(this.core, tx, req.payment);
   }
@@ -42,7 +41,6 @@ export class SimulatorBank implements BankPort {
   }
 
   async refund(tx: Tx, r: RefundRow): Promise<void> {
-    // The test bank answers after --sim-delay on the shop's clock.
     const dueAt = r.created_at + Math.round(this.core.config.simDelaySeconds * 1000);
     await this.core.scheduler.schedule(tx, { kind: REFUND_SETTLE_JOB, subjectId: r.id, shopId: r.shop_id, mode: r.mode, dueAt });
   }

@@ -160,8 +160,7 @@ export class TBankBank implements BankPort {
     const answer = paymentAnswerOf(n);
     // Refund statuses are settled by the refunds' own Cancel answers and checks.
     if (['REFUNDED', 'PARTIAL_REFUNDED', 'PARTIAL_REVERSED'].includes(String(n.Status))) return ok;
-    // The Amount in the protocol's own form, an integer of kopecks; anything else ("300000.00", a fraction, a
-    // string, none) is not the payment's amount: kept for the operator, never applied.
+    // Only an integer of kopecks is the payment's amount; anything else ("300000.00", a fraction, none) is kept, never applied.
     const stated = amountOf(n);
     const amount = stated.kind === 'kopecks' ? stated.value : undefined;
     if (amount !== undefined) ok.payments.push({ paymentId, amount, answer });
@@ -172,8 +171,7 @@ export class TBankBank implements BankPort {
       const p = await getPayment(tx, paymentId);
       if (!p || p.shop_id !== req.shopId || p.mode !== 'live') return;
       if (amount === undefined) return keepUnreadableAmount(this.core.clocks, tx, p, answer.outcome, stated.kind === 'bad' ? stated.raw : '(none)');
-      // A notification of the current attempt names the bank's payment: shown as metadata.bank_ref before the
-      // answer is applied, so its webhook carries it.
+      // The current attempt's bank payment is shown as metadata.bank_ref before the answer applies, so its webhook carries it.
       if ((await getSession(tx, paymentId))?.order_id === orderId) await putBankRef(tx, paymentId, bankPaymentId);
       const rec = await recurrentOf(tx, paymentId);
       if (rebill && answer.outcome === 'succeeded' && rec?.token_id && BINDING_KINDS.has(rec.kind) && p.status === 'processing' && p.amount === amount) {

@@ -96,8 +96,8 @@ export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankReques
         core.log.error('T-Bank request not sent: the acquirer address is refused', { shop_id: row.shop_id, operation: row.operation, reason: (err as Error).message });
         return { kind: 'unknown', reason: `not sent: the acquirer address is refused: ${(err as Error).message} (the operator allows a range with --webhook-allow)` };
       }
-      // Only the run that moves the request from queued to sent sends it: another that read it queued too (a
-      // process that froze past its claim, and the one that took the job over) finds it sent and sends nothing.
+      // Only the run moving the request from queued to sent sends it: another that read it queued (one frozen past
+      // its claim, and the one that took the job over) sends nothing.
       if (!(await core.store.write(async (tx) => markSent(tx, row.id, core.clocks.real())))) {
         return { kind: 'unknown', reason: 'sent by another run; no answer was recorded here' };
       }
@@ -169,8 +169,7 @@ async function onAnswer(core: PaymentsCore, bank: TBankRequests, tx: Tx, row: Ba
     return;
   }
   const bankPaymentId = a.PaymentId !== undefined && a.PaymentId !== null ? String(a.PaymentId) : '';
-  // The bank's id of the current attempt, whatever it answered, becomes the payment's metadata.bank_ref first,
-  // so the webhook of an answer applied below carries it.
+  // The current attempt's bank id, whatever the answer, becomes metadata.bank_ref first, so the webhook below carries it.
   const current = s !== undefined && s.order_id === row.order_id;
   switch (row.operation) {
     case 'Init': {

@@ -104,8 +104,7 @@ async function onOutcome(core: PaymentsCore, bank: YookassaBank, tx: Tx, row: Yo
     } else await payoutAnswered(core, tx, p.id, { outcome: 'unknown', reason: `HTTP ${out.status} ${code}` });
     return;
   }
-  // The POST's answer is the payout of its Idempotence-Key, a GET's the payout of a known id; a notification's GET
-  // of a payout kopek has no id of yet must name it in metadata.
+  // A POST answers its Idempotence-Key's payout, a GET a known id's; a notification's GET of one with no id yet must name it in metadata.
   const named = po.payoutId ? po.payoutId === p.id : purpose !== 'notified' || p.bank_ref === po.id;
   if (!named || (p.bank_ref && p.bank_ref !== po.id)) {
     core.log.warn('YooKassa answer names another payout; not applied', { shop_id: p.shop_id, payout_id: p.id });

@@ -216,18 +216,15 @@ export function when(at: number | string | null | undefined): string {
 // them on a page; the CSV export and the API keep the codes themselves.
 
 const CODES: Record<string, [string, string]> = {
-  // Payment methods.
   sbp: ['СБП', 'SBP'],
   cards: ['Банковская карта', 'Bank card'],
   tpay: ['T-Pay', 'T-Pay'],
   bankpay: ['Кошелёк банка', 'Bank wallet'],
   recurrent: ['Автоплатёж', 'Recurring charge'],
   any: ['На выбор покупателя', "Buyer's choice"],
-  // Payout methods.
   payouts_sbp: ['По номеру телефона (СБП)', 'To a phone (SBP)'],
   payouts_card: ['На карту', 'To a card'],
   payouts_account: ['На банковский счёт', 'To a bank account'],
-  // Modes.
   test: ['тестовый', 'test'],
   live: ['боевой', 'live'],
 };
@@ -305,7 +302,6 @@ export function paymentStatusCell(lang: Lang, p: StatusFigures): string {
     p.status === 'refunded' && refunded >= amount
       ? ct(lang, 'refunded_in_full').replace('{amount}', money(amount))
       : ct(lang, 'refunded_of').replace('{refunded}', money(refunded)).replace('{amount}', money(amount));
-  // The amounts go on a line of their own under the badge: beside it they widened the column until the
-  // register's other columns wrapped at 1280 px.
+  // Under the badge, not beside it: there they widened the column until the register's other columns wrapped at 1280 px.
   return `<span class="pstatus">${badge} <small class="refund-note">${esc(note)}</small></span>`;
 }

@@ -91,8 +91,7 @@ async function renderJobs(store: Store, out: string[]): Promise<void> {
 }
 
 async function renderWebhooks(sources: MetricsSources, out: string[], attempts: Map<string, number>, ended: Map<string, number>): Promise<void> {
-  // Counters kept as attempts are recorded, not counted from the log: a scrape reads no table (the log is
-  // pruned by retention, and a count over it cost a full scan per scrape).
+  // Kept as attempts are recorded: a scrape reads no table (the log is pruned, and counting it cost a full scan per scrape).
   describe(out, 'kopek_webhook_attempts_total', 'counter', 'Webhook delivery attempts since start, by result: succeeded (2xx), error_status (other answer), no_response.');
   for (const [result, n] of [...attempts].sort()) out.push(`kopek_webhook_attempts_total{result="${result}"} ${n}`);
   describe(out, 'kopek_webhook_deliveries_ended_total', 'counter', 'Webhook deliveries that ended since start, by state.');
