@@ -31,13 +31,8 @@ export function callBank(c: BankCall): Promise<RawAnswer> {
       clearTimeout(timer);
       resolve(s);
     };
-    let u: URL;
-    try {
-      u = new URL(c.url);
-    } catch {
-      resolve({ kind: 'unknown', reason: `the ${c.who} address is not a URL` });
-      return;
-    }
+    if (!URL.canParse(c.url)) return resolve({ kind: 'unknown', reason: `the ${c.who} address is not a URL` });
+    const u = new URL(c.url);
     const send = u.protocol === 'https:' ? httpsRequest : httpRequest;
     const req = send(u, { method: c.method, headers: c.headers, ...(c.lookup ? { lookup: c.lookup } : {}) }, (res) => {
       const chunks: Buffer[] = [];

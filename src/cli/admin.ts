@@ -47,13 +47,8 @@ export function serverUrl(given: string | undefined, action = 'cannot create cab
     const d = defaultConfig();
     return `http://${hostForUrl(env.KOPEK_HOST || d.host)}:${env.KOPEK_PORT || d.port}`;
   }
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    u = new URL('invalid:');
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${action}: --base-url must be an http(s) URL, got "${raw}"`);
+  const protocol = URL.canParse(raw) ? new URL(raw).protocol : '';
+  if (protocol !== 'http:' && protocol !== 'https:') throw new Error(`${action}: --base-url must be an http(s) URL, got "${raw}"`);
   return raw.replace(/\/+$/, '');
 }
 

@@ -79,7 +79,6 @@ function refuseForeignDatabase(path: string): void {
   if (version === 0) throw new Error(`cannot open database "${path}": it is not a kopek database (no kopek schema; check --db)`);
 }
 
-/** Open the store, run `fn` on it, and close it whatever happens. */
 export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>, opts: { create?: boolean } = {}): Promise<T> {
   const store = await openStore(args, opts);
   try {

@@ -46,7 +46,6 @@ Examples:
   kopek doctor --db /var/lib/kopek/kopek.db --json
   kopek doctor --db postgres://kopek@db.internal/kopek`;
 
-/** One finding: ok, or what is wrong and what to do. */
 interface Finding {
   check: string;
   ok: boolean;

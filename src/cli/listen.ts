@@ -35,7 +35,6 @@ const FORWARD_TIMEOUT_MS = 15_000;
 /** Pause before a reconnect: it doubles from the first to the last while the server stays away. */
 const RECONNECT_MS = { first: 200, max: 2_000 };
 
-/** What `kopek listen` runs with, from its flags and the environment. */
 export interface ListenOptions {
   base: URL;
   key: string;
@@ -85,12 +84,8 @@ export function listenOptions(args: Args): ListenOptions {
 }
 
 function httpUrl(text: string, name: string): URL {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new Error(`cannot use ${name} "${text}": not a URL; write it whole, e.g. http://127.0.0.1:8080`);
-  }
+  if (!URL.canParse(text)) throw new Error(`cannot use ${name} "${text}": not a URL; write it whole, e.g. http://127.0.0.1:8080`);
+  const url = new URL(text);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`cannot use ${name} "${text}": only http and https URLs work`);
   return url;
 }
@@ -105,7 +100,6 @@ function eventFilter(list: string | undefined): ReadonlySet<string> | null {
   return new Set(names);
 }
 
-/** One line of output: a JSON object with --json, else the text. */
 function say(opts: ListenOptions, json: Record<string, unknown>, text: string): void {
   io().out((opts.json ? JSON.stringify(json) : text) + '\n');
 }

@@ -65,7 +65,6 @@ export interface ServedApp {
 /** Starts the server on a configuration (and a logger, when serve picks it): src/app.ts `startApp`, handed in by src/main.ts. */
 export type StartServer = (config: Config, opts?: { log?: Logger }) => Promise<ServedApp>;
 
-/** `kopek serve`, starting the server with `start`: run it until SIGTERM or SIGINT. */
 export function serveCommand(start: StartServer): Command {
   return {
     name: 'serve',

@@ -120,12 +120,8 @@ function setObject(event: string, words: string[]): Record<string, unknown> | un
 
 /** The server's base address, checked before anything is sent (a typo is named as one, not as a network error). */
 function baseUrl(event: string, raw: string): string {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw new Error(`cannot trigger ${event}: --url "${raw.slice(0, 100)}" is not an address; pass one like ${DEFAULT_URL} (or set KOPEK_URL)`);
-  }
+  if (!URL.canParse(raw)) throw new Error(`cannot trigger ${event}: --url "${raw.slice(0, 100)}" is not an address; pass one like ${DEFAULT_URL} (or set KOPEK_URL)`);
+  const u = new URL(raw);
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
     throw new Error(`cannot trigger ${event}: --url "${raw.slice(0, 100)}" is not an http:// or https:// address; pass one like ${DEFAULT_URL}`);
   }
@@ -189,7 +185,6 @@ function postJson(url: URL, key: string, payload: string): Promise<{ status: num
   });
 }
 
-/** What to do about an error the server answered. */
 function hintFor(status: number, code: string, param: unknown): string {
   if (typeof param === 'string' && param.startsWith('set.')) return `; check --set ${param.slice('set.'.length).split('.')[0]}`;
   if (status === 401) return '; check --key or KOPEK_KEY: a key belongs to one server and its database';

@@ -156,7 +156,6 @@ async function subscriptionObjects(tx: Tx, s: SubscriptionRow, p: PaymentRow): P
   return { subscription: await subscriptionView(tx, sub), token: tokenView(await reloadToken(tx, sub.token_id)), payment: await paymentView(tx, await reload(tx, p.id)) };
 }
 
-/** subscription.activated, .charge_succeeded, .charge_failed, .past_due and .cancelled. */
 async function triggerSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: TriggerEvent, set: TriggerSet): Promise<TriggerObjects> {
   const { sub, payment } = await activeSubscription(core, tx, shop, event, set);
   if (event === 'subscription.activated') return subscriptionObjects(tx, sub, payment);

@@ -152,7 +152,6 @@ async function chargeNotSent(bank: TBankRequests, tx: Tx, p: { id: string; shop_
   return true;
 }
 
-/** What an answer (or its absence) does to the operation it is about. */
 async function onAnswer(core: PaymentsCore, bank: TBankRequests, tx: Tx, row: BankRequestRow, purpose: string, job: Job, a: TBankAnswer | undefined, why: string): Promise<void> {
   if (row.subject_kind === 'refund') {
     if (!(await getRefund(tx, row.subject_id))) return;

@@ -46,7 +46,6 @@ export async function paymentOfOrder(db: Reader, shopId: string, orderId: string
   return r?.subject_id;
 }
 
-/** A payment's session, if one was opened at the bank. */
 export async function getSession(db: Reader, paymentId: string): Promise<SessionRow | undefined> {
   return db.get<SessionRow>('SELECT * FROM tbank_sessions WHERE payment_id = ?', paymentId);
 }
@@ -86,7 +85,6 @@ export async function putRebill(tx: Tx, tokenId: string, shopId: string, rebillE
   );
 }
 
-/** A saved method's encrypted RebillId, if the bank gave one. */
 export async function getRebill(db: Reader, tokenId: string): Promise<string | undefined> {
   return (await db.get<{ rebill_enc: string }>('SELECT rebill_enc FROM tbank_rebills WHERE token_id = ?', tokenId))?.rebill_enc;
 }

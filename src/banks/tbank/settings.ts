@@ -46,7 +46,6 @@ export function apiUrlChoices(currentUrl?: string): string[] {
   return currentUrl && !TBANK_KNOWN_API_URLS.includes(currentUrl) ? [...TBANK_KNOWN_API_URLS, currentUrl] : [...TBANK_KNOWN_API_URLS];
 }
 
-/** The settings of a T-Bank acquirer row, without decrypting anything. */
 export function readSettings(a: ShopAcquirer): TBankSettings {
   const s = JSON.parse(a.settings) as Partial<TBankSettings>;
   return { terminal_key: String(s.terminal_key ?? ''), password_enc: String(s.password_enc ?? ''), api_url: String(s.api_url ?? TBANK_API_URL) };
@@ -71,7 +70,6 @@ export function acquirerView(a: ShopAcquirer): AcquirerView {
   return { shop_id: a.shop_id, provider: a.provider, terminal_key: s.terminal_key, api_url: s.api_url };
 }
 
-/** A shop's acquirer as it may be shown, or undefined when none is set. */
 export async function showAcquirer(store: Store, shopId: string): Promise<AcquirerView | undefined> {
   const a = await shopAcquirer(store, shopId);
   return a ? acquirerView(a) : undefined;

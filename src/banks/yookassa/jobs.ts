@@ -75,7 +75,6 @@ export function requestJob(core: PaymentsCore, bank: YookassaBank, policy: UrlPo
   return { kind: REQUEST_JOB, async: spec };
 }
 
-/** What a request's outcome does to its payout. */
 async function onOutcome(core: PaymentsCore, bank: YookassaBank, tx: Tx, row: YookassaRequestRow, p: PayoutRow, purpose: Purpose, out: Outcome): Promise<void> {
   const now = core.clocks.real();
   if (out.kind === 'lost') {

@@ -41,7 +41,6 @@ export function withCardNumber(body: Record<string, unknown>, number: string): R
   return { ...body, payout_destination_data: { type: 'bank_card', card: { number } } };
 }
 
-/** The payout object in an answer, or undefined when the answer is not one. */
 export function payoutObjectOf(a: unknown): PayoutObject | undefined {
   if (!a || typeof a !== 'object' || Array.isArray(a)) return undefined;
   const o = a as Record<string, unknown>;

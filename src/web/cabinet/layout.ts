@@ -105,7 +105,6 @@ var c=document.querySelector('nav.sections [aria-current=page]'),u=c&&c.closest(
 /** Under `no-referrer` a browser sends `Origin: null` with a form, which guard.ts sameOriginRefusal refuses. */
 const SAME_ORIGIN_REFERRER = { 'Referrer-Policy': 'same-origin' };
 
-/** The hidden CSRF field every cabinet form carries. */
 export function csrfField(ctx: Ctx): string {
   return `<input type="hidden" name="_csrf" value="${esc(ctx.cabinet?.csrf ?? '')}">`;
 }

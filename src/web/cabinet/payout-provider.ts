@@ -30,7 +30,6 @@ function payoutProviderView(p: ShopPayoutProvider): PayoutProviderView {
   return { shop_id: p.shop_id, provider: p.provider, agent_id: p.agent_id, api_url: p.api_url };
 }
 
-/** A shop's payout provider as it may be shown, or undefined when none is set. */
 export async function showPayoutProvider(store: Store, shopId: string): Promise<PayoutProviderView | undefined> {
   const p = await shopPayoutProvider(store, shopId);
   return p ? payoutProviderView(p) : undefined;
@@ -46,13 +45,8 @@ export function checkPayoutProvider(p: PayoutProviderInput, choices?: readonly s
     throw fail('the secret key file must hold the secret key on one line (1 to 256 characters)');
   }
   const url = (p.apiUrl ?? YOOKASSA_API_URLS[0]).trim().replace(/\/+$/, '');
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw fail(`--api-url must be an http(s) URL, got "${url.slice(0, 64)}"`);
-  }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw fail(`--api-url must be an http(s) URL, got "${url.slice(0, 64)}"`);
+  const parsed = URL.canParse(url) ? new URL(url) : undefined;
+  if (!parsed || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) throw fail(`--api-url must be an http(s) URL, got "${url.slice(0, 64)}"`);
   if (parsed.username || parsed.password) throw fail('--api-url must not carry credentials');
   if (choices && !choices.includes(url)) {
     throw fail(`the API address must be one of ${choices.join(', ')}, got "${url.slice(0, 64)}"; another address is set by the operator (kopek shop payouts --api-url)`);

@@ -17,13 +17,9 @@ export function newNonce(): string {
 
 /** The origin of a return_url, for CSP form-action (forms end in a redirect there); null when absent or malformed. */
 export function returnOrigin(returnUrl: string | null | undefined): string | null {
-  if (!returnUrl) return null;
-  try {
-    const u = new URL(returnUrl);
-    return u.protocol === 'https:' || u.protocol === 'http:' ? u.origin : null;
-  } catch {
-    return null;
-  }
+  if (!returnUrl || !URL.canParse(returnUrl)) return null;
+  const u = new URL(returnUrl);
+  return u.protocol === 'https:' || u.protocol === 'http:' ? u.origin : null;
 }
 
 /** The headers of every page response: strict CSP with the nonce, no sniffing, no referrer, no caching. */

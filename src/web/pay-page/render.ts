@@ -50,7 +50,6 @@ export function renderPage(ctx: Ctx, lang: Lang, p: PaymentView, body: string, o
   return { status: o.status ?? 200, html, headers: pageHeaders(nonce, returnOrigin(p.return_url)) };
 }
 
-/** The friendly 404 page for an unknown payment id. */
 export function renderNotFound(ctx: Ctx, lang: Lang): Reply {
   const nonce = newNonce();
   const html = page({ lang, nonce, path: ctx.path, title: t(lang, 'not_found_title') }, notFoundScreen(lang));

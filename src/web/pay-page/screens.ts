@@ -263,7 +263,6 @@ ${back ? `<div class="stack">${back}</div>` : ''}
 </div>`;
 }
 
-/** Unknown payment id: a friendly page, not an API error. */
 export function notFoundScreen(lang: Lang): string {
   return `<div class="status">${STATUS_ICONS.off}
 <h2>${esc(t(lang, 'not_found_title'))}</h2>

@@ -104,7 +104,6 @@ async function renderWebhooks(sources: MetricsSources, out: string[], attempts: 
   out.push(`kopek_webhook_attempts_in_flight ${sources.webhooks.inFlight}`);
 }
 
-/** The HELP and TYPE lines of a metric. */
 function describe(out: string[], name: string, type: 'counter' | 'gauge' | 'histogram', help: string): void {
   out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
 }

@@ -8,10 +8,8 @@ import { purgeIdempotencySlice } from '../../money/idempotency/idempotency';
 /** Rows per batch (one small group-committed body, so requests never wait long behind it), batches per run, run interval. */
 export const RETENTION_LIMITS = { batch_rows: 500, batches_per_run: 20, interval_ms: 60_000 };
 
-/** How long each kind of row is kept: the configuration's retention settings. */
 export type RetentionConfig = Pick<Config, 'retainJobsDays' | 'retainDeliveriesDays' | 'retainEventsDays' | 'retainIdempotencyHours'>;
 
-/** What the sweep uses: the storage it deletes from, real time, the log it reports to, and the windows. */
 export interface RetentionDeps {
   readonly store: Store;
   readonly clocks: Clocks;
