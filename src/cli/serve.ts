@@ -54,7 +54,6 @@ Examples:
 /** What `kopek serve` needs of a started server: its socket, its address, its store, and how to stop it. */
 export interface ServedApp {
   readonly server: Server;
-  /** The address clients use, e.g. http://127.0.0.1:8080. */
   readonly url: string;
   /** The store the server writes through (the demo data of a database in memory is made on it). */
   readonly app: { readonly version: string; readonly store: Store };

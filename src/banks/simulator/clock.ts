@@ -21,7 +21,6 @@ async function clockBody(ctx: Ctx<Pick<Core, 'clocks' | 'store'>>, jobsRun?: num
   return body;
 }
 
-/** GET /v1/test/clock */
 export async function getClock(ctx: Ctx<Pick<Core, 'clocks' | 'store'>>): Promise<Reply> {
   return { body: await clockBody(ctx) };
 }

@@ -55,7 +55,6 @@ export function audit(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, action: string, 
 
 /** What a change is called in the audit log, and where the browser goes after it. */
 export interface Change {
-  /** Audit action, e.g. `key.revoke`. */
   action: string;
   target: string;
   /** Where to go after (a GET page of the cabinet). */

@@ -2,13 +2,11 @@ import type { Engine, Reader, Store } from '../../platform/storage/store';
 
 /** Failed sign-ins of one email allowed at full speed; after these each attempt must wait (see delayAfter). */
 export const SLOW_AFTER_FAILURES = 3;
-/** Failed sign-ins of one email that lock it. */
 export const LOCK_AFTER_FAILURES = 10;
 /** A client address is allowed this many times more failures than one email (one office, many users). */
 const IP_FACTOR = 5;
 /** How long a lock lasts, and how long failures are remembered after the last one. */
 export const LOCK_MS = 15 * 60_000;
-/** Longest wait between slowed attempts. */
 const MAX_DELAY_MS = 60_000;
 
 // Every password check first reserves an attempt: one conditional upsert per subject (the email, the client

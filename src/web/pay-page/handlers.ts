@@ -12,7 +12,6 @@ import { clearStep, getStep } from './steps';
 import { esc, isTest } from './layout';
 import { t, type Lang } from './i18n';
 
-/** What the page's GET routes read: the payment and the page step, a live payment's bank, the page's address. */
 type PageCore = Pick<Core, 'store' | 'banks' | 'payPageUrl'>;
 
 /** How long the success screen stays before the buyer returns to the shop (the spec's "about 2 seconds"). */

@@ -22,7 +22,6 @@ interface Rule {
   name: string;
   /** Delete one batch of rows older than `cutoff` from at most `limit` rows read; `more`: another batch may find more. */
   purge(tx: Tx, cutoff: number, limit: number): Promise<{ deleted: number; more: boolean }>;
-  /** How long rows are kept, in ms, from the configuration. */
   keep_ms(config: RetentionConfig): number;
 }
 
