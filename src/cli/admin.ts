@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand } from '../platform/args';
 import { defaultConfig } from '../platform/config';
-import { COMMON_OPTIONS, output, withStore, type Command } from './command';
+import { COMMON_OPTIONS, output, outputList, withStore, type Command } from './command';
 import { createUser, disableUser, listUsers } from '../web/cabinet/users';
 import { iso } from '../platform/util/time';
 import { hostForUrl } from '../money/core/build';
@@ -79,11 +79,7 @@ export const admin: Command = {
         id: u.id, email: u.email, merchant_id: u.merchant_id, totp: u.totp_secret !== null, created_at: iso(u.created_at),
         disabled_at: u.disabled_at === null ? null : iso(u.disabled_at),
       }));
-      output(
-        args,
-        { items },
-        items.length === 0 ? ['(no users)'] : items.map((u) => `${u.id}  ${u.email}  merchant ${u.merchant_id}  ${u.totp ? 'totp' : 'password'}  ${u.disabled_at ? 'disabled ' + u.disabled_at : 'active'}`),
-      );
+      outputList(args, items, '(no users)', (u) => `${u.id}  ${u.email}  merchant ${u.merchant_id}  ${u.totp ? 'totp' : 'password'}  ${u.disabled_at ? 'disabled ' + u.disabled_at : 'active'}`);
       return 0;
     }
     if (sub === 'disable') {

@@ -93,6 +93,11 @@ export function output(args: Args, json: unknown, lines: string[]): void {
   current.out((args.flags.has('json') ? JSON.stringify(json) : lines.join('\n')) + '\n');
 }
 
+/** Print a list: `{ items }` with `--json`, else a line per item, or `empty` when there is none. */
+export function outputList<T>(args: Args, items: T[], empty: string, line: (item: T) => string): void {
+  output(args, { items }, items.length === 0 ? [empty] : items.map(line));
+}
+
 export const COMMON_OPTIONS = `  --db PATH   database file (default ./data/kopek.db, or KOPEK_DB), or a postgres:// URL (or KOPEK_DATABASE_URL)
   --json      print one JSON object instead of text
   --help      show this help`;

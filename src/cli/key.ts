@@ -92,16 +92,8 @@ async function list(store: Store, args: Args): Promise<void> {
     id: k.id, mode: k.mode, prefix: k.key_prefix, scopes: k.scopes.split(',').filter(Boolean), created_at: iso(k.created_at),
     revoked_at: k.revoked_at === null ? null : iso(k.revoked_at),
   }));
-  output(
-    args,
-    { items: keys },
-    keys.length === 0
-      ? ['(no keys)']
-      : table(
-          ['ID', 'MODE', 'PREFIX', 'SCOPES', 'CREATED', 'REVOKED'],
-          keys.map((k) => [k.id, k.mode, `${k.prefix}…`, k.scopes.join(',') || '(none)', k.created_at, k.revoked_at ?? '-']),
-        ),
-  );
+  const rows = keys.map((k) => [k.id, k.mode, `${k.prefix}…`, k.scopes.join(',') || '(none)', k.created_at, k.revoked_at ?? '-']);
+  output(args, { items: keys }, keys.length === 0 ? ['(no keys)'] : table(['ID', 'MODE', 'PREFIX', 'SCOPES', 'CREATED', 'REVOKED'], rows));
 }
 
 export const key: Command = {

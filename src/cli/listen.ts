@@ -146,9 +146,8 @@ function untilEnded(conn: OpenStream, stop: AbortSignal): Promise<string> {
   });
 }
 
-// Opens the stream again while the server is away. On the same database it resumes after the last event seen; on another
-// the ids mean nothing: one made after the last connect (a restarted --ephemeral server) is read from its start, an older
-// one from now.
+// Reopens the stream while the server is away: on the same database after the last event seen; on another the ids mean
+// nothing, so one made after the last connect (a restarted --ephemeral server) is read from its start, an older from now.
 async function reconnect(opts: ListenOptions, state: { databaseId: string; lastSeq: number; connectedAtMs: number }, stop: AbortSignal): Promise<OpenStream | null> {
   let pause = RECONNECT_MS.first;
   while (!stop.aborted) {

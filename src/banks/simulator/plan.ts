@@ -1,6 +1,5 @@
-// The test bank's plans: what it answers by the amount's kopeck part (magic amounts), and its test cards with
-// the checks every card number passes, on the page and on the server. A card number lives only in the request
-// that carries it: only brand, mask and holder go further.
+// The test bank's plans by the amount's kopeck part (magic amounts), its test cards and the card checks of page and server.
+// A card number lives only in the request that carries it: only brand, mask and holder go further.
 import type { MoneyAnswer } from '../../money/bank-port/port';
 import { bankCodeFor } from '../../money/payments/failures';
 

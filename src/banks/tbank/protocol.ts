@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import { safeEqual } from '../../platform/util/crypto';
 import type { MoneyAnswer, PaymentAnswer } from '../../money/bank-port/port';
 
-// T-Bank Internet Acquiring API v2, as its published OpenAPI document describes it: JSON POSTs to
-// {api_url}/<Method>, each signed with a Token; answers carry Success, ErrorCode ("0" = none), Status,
-// PaymentId, OrderId and Amount (in kopecks). Pure functions only: no I/O here.
+// T-Bank Internet Acquiring API v2 (its published OpenAPI document): JSON POSTs to {api_url}/<Method>, each signed with a
+// Token; answers carry Success, ErrorCode ("0" = none), Status, PaymentId, OrderId and Amount (kopecks). No I/O here.
 
 export const TBANK = 'tbank';
 

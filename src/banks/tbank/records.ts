@@ -4,8 +4,7 @@ import { recordMismatch } from '../../money/bank-port/checks';
 import { getPayment, metadataOf, updatePayment } from '../../money/payments/store';
 import type { BankRequestRow } from '../http-call';
 
-// T-Bank's rows: every request (bank_requests, shared by live acquirers), each payment's session
-// (tbank_sessions) and each saved method's encrypted RebillId (tbank_rebills).
+// T-Bank's rows: requests (bank_requests, shared by live acquirers), sessions (tbank_sessions), RebillIds (tbank_rebills).
 
 export interface SessionRow {
   payment_id: string;

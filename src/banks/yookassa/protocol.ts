@@ -1,7 +1,6 @@
 import type { MoneyAnswer, PayoutRequest } from '../../money/bank-port/port';
 
-// YooKassa Payouts API v3 as kopek uses it (docs/live-mode.md, "Payouts: YooKassa"): the body of POST /payouts,
-// the payout object its answers and GET /payouts/{id} carry, and how a cancellation maps to kopek's codes.
+// YooKassa Payouts API v3 as kopek uses it (docs/live-mode.md, "Payouts: YooKassa"): POST bodies, payout objects, codes.
 
 const MAX_DESCRIPTION = 128;
 
@@ -77,8 +76,7 @@ export function answerOf(po: PayoutObject): MoneyAnswer {
   return { outcome: 'unknown', reason: `the provider's payout is ${po.status.slice(0, 32)}` };
 }
 
-// Amounts between kopek's integer kopecks and the provider's decimal strings ("1234.56"), in string arithmetic
-// only: no floating point touches money.
+// Kopecks to and from the provider's decimal strings ("1234.56") in string arithmetic only: no floating point touches money.
 
 /** Largest kopecks value written or read: 10^15 (a safe integer, far beyond any payout). */
 const MAX_KOPECKS = 1_000_000_000_000_000;

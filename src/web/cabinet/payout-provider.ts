@@ -4,8 +4,7 @@ import { MasterKey } from '../../platform/secrets/master-key';
 import { checkYookassaCredentials } from '../../banks/yookassa/http';
 import { secretLabel, YOOKASSA, YOOKASSA_API_URLS } from '../../banks/yookassa/settings';
 
-// A shop's payout provider (YooKassa Payouts), independent of its acquirer: the one rule `kopek shop payouts`
-// and the cabinet's live section share. The secret key is sealed under the master key; nothing here shows it.
+// A shop's payout provider, independent of its acquirer, as `kopek shop payouts` and the cabinet set it; the secret is sealed.
 
 /** What may be shown of a shop's payout provider: never its secret. */
 export interface PayoutProviderView {

@@ -37,9 +37,9 @@ export function cabinetSeeks(spec: RegisterTable, shopIds: readonly string[], mo
   return seeks;
 }
 
-// One page of a register over a merchant's shops, newest first: one index seek per shop and status value, merged, so a page
-// reads at most seeks × (limit + 1) rows. With `extra` conditions each seek filters a window of SCAN_ROWS_MAX / seeks rows;
-// when a window ran out first, the page holds the matches down to the shallowest window end (`searchedTo`).
+// A register page over a merchant's shops, newest first: one index seek per shop and status, merged (≤ seeks × (limit + 1)
+// rows). With `extra` each seek filters a window of SCAN_ROWS_MAX / seeks rows; a page cut short holds the matches down to
+// the shallowest window end (`searchedTo`).
 export async function cabinetRows<R extends Position>(q: Reader, spec: RegisterTable, shopIds: readonly string[], mode: string, rq: RegisterQuery, extra: RowFilter): Promise<CabinetRows<R>> {
   const seeks = cabinetSeeks(spec, shopIds, mode, rq);
   const take = rq.limit + 1;

@@ -212,8 +212,7 @@ export function when(at: number | string | null | undefined): string {
   return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 }
 
-// The codes the API speaks (a method, a mode, a delivery's state, the simulator's bank) as a merchant reads
-// them on a page; the CSV export and the API keep the codes themselves.
+// The API's codes as a merchant reads them on a page; the CSV export and the API keep the codes themselves.
 
 const CODES: Record<string, [string, string]> = {
   sbp: ['СБП', 'SBP'],

@@ -9,9 +9,8 @@ const IP_FACTOR = 5;
 export const LOCK_MS = 15 * 60_000;
 const MAX_DELAY_MS = 60_000;
 
-// Every password check first reserves an attempt: one conditional upsert per subject (the email, the client
-// address) counts it as a failure in advance and sets when the next may come (`locked_until`), doing nothing while
-// that is ahead. The database decides, so a burst on one node or many gets no more checks than the counter allows.
+// Every password check first reserves an attempt: one conditional upsert per subject (email, client address) counts a failure
+// in advance and sets `locked_until`; the database decides, so a burst on any number of nodes gets no more checks.
 
 interface FailureRow {
   failures: number;

@@ -108,9 +108,8 @@ async function qrSvg(link: string): Promise<string> {
   return svg.replace('<svg ', '<svg class="qr" focusable="false" aria-hidden="true" ');
 }
 
-// A live payment is paid on the acquirer's side, never on kopek's (no card number reaches kopek): the page sends
-// the buyer to the bank's page, or shows the SBP QR payload the bank gave, and waits; the bank sends the buyer
-// back here (?back=) to see the outcome.
+// A live payment is paid on the acquirer's side (no card number reaches kopek): the page sends the buyer to the bank's page
+// or shows its SBP QR payload, and waits; the bank sends the buyer back here (?back=) to see the outcome.
 
 /** The live bank session of a processing payment, as its bank tells the page; undefined when its bank has none. */
 async function liveSession(ctx: Ctx<Pick<Core, 'store' | 'banks'>>, p: PaymentView): Promise<PageSession | undefined> {

@@ -11,8 +11,7 @@ import { getPayment } from '../../money/payments/store';
 import type { PaymentView } from '../../money/bank-port/payment';
 import { clearStep, getStep, putStep, type PageStep } from './steps';
 
-// The test bank's forms on the hosted page; the test bank answers through the same entry point as any bank.
-// A live payment never reaches these: its buyer pays on the acquirer's own page.
+// The test bank's forms on the hosted page; a live payment's buyer pays on the acquirer's page instead.
 
 /** What a buyer's decline means to the bank: the payer refused, reported as do_not_honor. */
 const BUYER_DECLINE = 'do_not_honor';

@@ -35,9 +35,8 @@ function oldest(sql: string, params: (cutoff: number, limit: number) => number[]
   };
 }
 
-// Payments, refunds, payouts, tokens, subscriptions and the ledger are never purged: they are the books.
-// What goes is work that is over: finished jobs, webhook deliveries that ended (with their attempts), the
-// event log behind the stream's replay (an event a delivery still waits on stays), and idempotency records.
+// The books (payments, refunds, payouts, tokens, subscriptions, ledger) are never purged; what goes is finished work: done
+// jobs, ended deliveries and their attempts, old events (not one a delivery waits on), idempotency records.
 const RULES: Rule[] = [
   {
     name: 'jobs',
