@@ -13,7 +13,6 @@ export interface Command {
   run(argv: string[]): Promise<number> | number;
 }
 
-/** Where commands write their output and their one-line errors. */
 export interface Io {
   out(text: string): void;
   err(text: string): void;
@@ -91,6 +90,13 @@ export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>,
 /** Print a result: one JSON object with `--json`, else `lines` for a person. */
 export function output(args: Args, json: unknown, lines: string[]): void {
   current.out((args.flags.has('json') ? JSON.stringify(json) : lines.join('\n')) + '\n');
+}
+
+/** Rows as aligned columns under a header, for a person reading the terminal. */
+export function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)];
 }
 
 /** Print a list: `{ items }` with `--json`, else a line per item, or `empty` when there is none. */

@@ -1,5 +1,5 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals, idArg, unknownSubcommand, type Args } from '../platform/args';
-import { COMMON_OPTIONS, io, output, withStore, type Command } from './command';
+import { COMMON_OPTIONS, io, output, table, withStore, type Command } from './command';
 import { createKey, findKeyToRevoke, getMerchant, getShopSettings, listKeys, revokeKey } from '../money/shops/store';
 import { shopAcquirer, shopPayoutProvider } from '../money/bank-port/store';
 import { TBANK } from '../banks/tbank/protocol';
@@ -78,13 +78,6 @@ async function create(store: Store, args: Args): Promise<void> {
   ]);
   // On stderr, so that --json stays one object on stdout and a script still sees the key was made (exit 0).
   for (const w of warnings) io().err(`kopek key: warning: ${w}\n`);
-}
-
-/** Rows as aligned columns under a header, for a person reading the terminal. */
-export function table(header: string[], rows: string[][]): string[] {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
-  return [line(header), ...rows.map(line)];
 }
 
 async function list(store: Store, args: Args): Promise<void> {

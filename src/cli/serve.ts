@@ -9,7 +9,7 @@ import type { Store } from '../platform/storage/store';
 import { isEmpty } from '../money/shops/store';
 import { createDemoData, demoLines, type DemoData, type DemoOptions } from './demo';
 import { checkEndpointUrl } from '../money/webhooks/store';
-import { io, type Command } from './command';
+import { io, table, type Command } from './command';
 
 /** `kopek serve --help`'s option lines: flag, default (as in the README's table) and meaning with its environment variable, aligned. */
 function optionsHelp(): string {
@@ -18,10 +18,7 @@ function optionsHelp(): string {
     ...OPTIONS.map((o) => [o.kind === 'bool' ? `${o.flag}, --no-${o.flag.slice(2)}` : `${o.flag} VALUE`, shown(o.def), `${o.help} [${o.env}]`]),
     ['--help', '-', 'show this help'],
   ];
-  const header = ['option', 'default', 'meaning [environment variable]'];
-  const w0 = Math.max(header[0].length, ...rows.map((r) => r[0].length));
-  const w1 = Math.max(header[1].length, ...rows.map((r) => r[1].length));
-  return [header, ...rows].map((r) => `  ${r[0].padEnd(w0)}  ${r[1].padEnd(w1)}  ${r[2]}`).join('\n');
+  return table(['option', 'default', 'meaning [environment variable]'], rows).map((l) => `  ${l}`).join('\n');
 }
 
 const usage = `Usage: kopek serve [options]

@@ -35,7 +35,6 @@ export function checkTerminal(terminalKey: string, password: string, apiUrl: str
   return { terminalKey: key, password, apiUrl: url };
 }
 
-/** The shop_acquirers row of a T-Bank terminal, its password encrypted. */
 export function tbankAcquirer(key: MasterKey, shopId: string, t: TBankTerminal, now: number): ShopAcquirer {
   const settings: TBankSettings = { terminal_key: t.terminalKey, password_enc: key.encrypt(t.password, passwordContext(shopId)), api_url: t.apiUrl };
   return { shop_id: shopId, provider: TBANK, settings: JSON.stringify(settings), updated_at: now };
@@ -51,7 +50,6 @@ export function readSettings(a: ShopAcquirer): TBankSettings {
   return { terminal_key: String(s.terminal_key ?? ''), password_enc: String(s.password_enc ?? ''), api_url: String(s.api_url ?? TBANK_API_URL) };
 }
 
-/** The terminal of a T-Bank acquirer row with its password decrypted. */
 export function terminalOf(key: MasterKey, a: ShopAcquirer): TBankTerminal {
   const s = readSettings(a);
   return { terminalKey: s.terminal_key, password: key.decrypt(s.password_enc, passwordContext(a.shop_id)), apiUrl: s.api_url };

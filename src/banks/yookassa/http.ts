@@ -28,8 +28,7 @@ export async function callYookassa(c: Call): Promise<Sent> {
 }
 
 function readAnswer(status: number, raw: Buffer): Sent {
-  if (status >= 500 || status === 429) return { kind: 'unknown', reason: `HTTP ${status}` };
-  if (status < 200 || (status >= 300 && status < 400)) return { kind: 'unknown', reason: `HTTP ${status}` };
+  if (status >= 500 || status === 429 || status < 200 || (status >= 300 && status < 400)) return { kind: 'unknown', reason: `HTTP ${status}` };
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw.toString('utf8'));

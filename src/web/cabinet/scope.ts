@@ -42,7 +42,6 @@ export async function ownPayment(ctx: Ctx<Pick<Core, 'store'>>, id: string): Pro
   return p;
 }
 
-/** The signed-in user as the audit log names them. */
 export function actor(ctx: Ctx): Actor & { userId: string } {
   const c = ctx.cabinet!;
   return { merchantId: c.merchantId, userId: c.userId, email: c.email, ip: ctx.ip };

@@ -57,7 +57,6 @@ export function hotp(secretB32: string, counter: number): string {
   return String(bin % 1_000_000).padStart(6, '0');
 }
 
-/** The time step (RFC 6238 counter) of a moment in ms. */
 export function totpStep(now_ms: number): number {
   return Math.floor(now_ms / 1000 / TOTP_STEP_S);
 }

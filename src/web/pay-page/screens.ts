@@ -4,7 +4,6 @@ import { TEST_CARDS, THREE_DS_CODE, type CardFieldError } from '../../banks/simu
 import type { PaymentView } from '../../money/bank-port/payment';
 import type { PageStep } from './steps';
 
-/** What every screen renders from: the language, the payment and the buyer's step. */
 export interface ScreenCtx {
   lang: Lang;
   p: PaymentView;
