@@ -3,6 +3,9 @@ import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { Tx } from '../platform/storage/store';
 
+/** Time a request job allows beyond the request's own timeout, so the request's unknown is what it records. */
+export const JOB_MARGIN_MS = 5_000;
+
 /** Largest answer body read from a bank or provider; a longer one is unreadable. */
 const MAX_ANSWER_BYTES = 1_048_576;
 

@@ -13,7 +13,7 @@ import { fixedLookup, type Resolved, type UrlPolicy } from '../../money/webhooks
 import { accepted, amountOf, checkOrderPayment, failureCodeOf, paymentAnswerOf, refundAnswerOf, TBANK, tbankToken, withoutSecrets, type TBankAnswer, type TBankMethod } from './protocol';
 import { terminalOf } from './settings';
 import { getRebill, getRequest, getSession, keepUnreadableAmount, putBankRef, recurrentOf, updateSession } from './records';
-import { callBank, markAnswered, markSent, type BankRequestRow } from '../http-call';
+import { callBank, JOB_MARGIN_MS, markAnswered, markSent, type BankRequestRow } from '../http-call';
 import type { PaymentRow } from '../../money/bank-port/payment';
 
 /** What an answer may ask of the connector (bank.ts): another request, a QR code, a session opened anew. */
@@ -57,9 +57,6 @@ export async function postJson(url: string, body: Record<string, unknown>, timeo
   }
   return { kind: 'answer', answer: parsed as TBankAnswer };
 }
-
-/** Time the job itself allows beyond the request's own timeout, so the request's unknown is what it records. */
-const JOB_MARGIN_MS = 5_000;
 
 // `run` sends outside any transaction, marking the request sent first: one found sent already (the process died before its
 // answer was recorded) is reported unknown, not sent again, and a status check settles it. `complete` applies the answer.

@@ -11,15 +11,12 @@ import { getPayout, type PayoutRow } from '../../money/payouts/store';
 import { callYookassa, type Sent } from './http';
 import { answerOf, isCardBody, payoutObjectOf, withCardNumber } from './protocol';
 import { getRequest, putPayoutRef, type YookassaRequestRow } from './records';
-import { markAnswered, markSent } from '../http-call';
+import { JOB_MARGIN_MS, markAnswered, markSent } from '../http-call';
 import { REQUEST_JOB, YookassaBank, type Purpose } from './bank';
 import { gatewayOf, YOOKASSA } from './settings';
 
 /** What a run gave: the call's outcome, or `lost` (a card payout's number is gone: nothing was sent). */
 type Outcome = Sent | { kind: 'lost' };
-
-/** Time the job allows beyond the request's own timeout, so the request's unknown is what it records. */
-const JOB_MARGIN_MS = 5_000;
 
 // `run` sends outside any transaction, marking the request sent just before (one found sent already is reported unknown, not
 // sent: a status check repeats it under the same Idempotence-Key); `complete` applies the answer (payouts/bank-answers.ts).
