@@ -59,8 +59,7 @@ export function callBank(c: BankCall): Promise<RawAnswer> {
   });
 }
 
-// Every request of a live bank is a row of bank_requests, written queued in the domain's transaction.
-
+/** A request to a live bank: a row of bank_requests, written queued in the domain's transaction. */
 export interface BankRequestRow {
   id: number;
   shop_id: string;

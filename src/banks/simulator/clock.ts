@@ -10,15 +10,10 @@ import { iso } from '../../platform/util/time';
 export type TestClockCore = Pick<Core, 'clocks' | 'store' | 'scheduler'>;
 
 async function clockBody(ctx: Ctx<Pick<Core, 'clocks' | 'store'>>, jobsRun?: number): Promise<Record<string, unknown>> {
-  const shopId = ctx.auth!.shopId;
   // One read of the shop's offset as committed: the clock every process reads.
-  const offset_ms = await ctx.app.clocks.offset(ctx.app.store, shopId);
-  const body: Record<string, unknown> = {
-    now: iso(ctx.app.clocks.real() + offset_ms),
-    offset_seconds: offset_ms / 1000,
-  };
-  if (jobsRun !== undefined) body.jobs_run = jobsRun;
-  return body;
+  const offset_ms = await ctx.app.clocks.offset(ctx.app.store, ctx.auth!.shopId);
+  const body = { now: iso(ctx.app.clocks.real() + offset_ms), offset_seconds: offset_ms / 1000 };
+  return jobsRun === undefined ? body : { ...body, jobs_run: jobsRun };
 }
 
 export async function getClock(ctx: Ctx<Pick<Core, 'clocks' | 'store'>>): Promise<Reply> {

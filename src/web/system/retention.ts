@@ -97,7 +97,6 @@ export class Retention {
     this.timer.unref();
   }
 
-  /** Stop the timer and wait for a run under way. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
