@@ -116,7 +116,6 @@ function round(n: number): number {
   return Math.round(n * 1e6) / 1e6;
 }
 
-/** What GET /metrics reads of the running service: the metrics, what they render from, and the clock. */
 export type MetricsApp = MetricsSources & { readonly metrics: Metrics; readonly clocks: Clocks };
 
 /** GET /metrics: Prometheus text format, no key (bind to a private address or filter it at the proxy). */
