@@ -8,32 +8,21 @@ import type { MoneyAnswer, PaymentAnswer } from '../money/bank-port/port';
 import { shopPayoutProvider } from '../money/bank-port/store';
 import { type OpenApiFragment, errorResponses, uuidSchema as uuid } from '../platform/http/openapi-types';
 
-/** What the notification handler itself uses: the banks, the store it writes through and the log. */
 export interface CallbackServices {
   readonly banks: BankDirectory;
   readonly store: Store;
   readonly log: Logger;
 }
 
-/**
- * The domains' entry points a notification's answers go to (the port knows no domain: the root hands them
- * over). Each applies an answer about an operation of the shop's live mode only, and ignores any other id:
- * a notification never reaches another shop's data.
- */
+/** The domains' entry points for a notification's answers: each applies only to the shop's live operations, ignoring other ids. */
 export interface NotifiedAnswers<S> {
   /** An answer about a payment; 'amount_mismatch' when the bank's amount is not the payment's. */
   payment(services: S, tx: Tx, shopId: string, paymentId: string, answer: PaymentAnswer, amount?: number): Promise<Applied>;
-  /** An answer about a refund. */
   refund(services: S, tx: Tx, shopId: string, refundId: string, answer: MoneyAnswer): Promise<Applied>;
 }
 
-/**
- * POST /v1/callbacks/{provider}/{shop_id}: a bank's notification. The shop's live acquirer or its payout
- * provider must be this provider; the provider's port checks the notification (its signature; a payout
- * provider's unsigned notification only schedules, in `record`, its own GET of the payout), and everything it
- * tells is applied in one transaction with the webhooks, stream events and ledger postings that follow. A
- * forged notification is answered 403 and changes nothing; repeated and late ones find their operation moved on.
- */
+// POST /v1/callbacks/{provider}/{shop_id}: the provider must be the shop's live acquirer or payout provider; its port checks
+// the notification and all it tells is applied in one transaction. A forged one is 403 and changes nothing.
 export function bankCallbackHandler<S extends CallbackServices>(apply: NotifiedAnswers<S>): Handler<S> {
   return async (ctx) => {
     const { provider, shop_id: shopId } = ctx.params;

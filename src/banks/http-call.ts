@@ -3,13 +3,15 @@ import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { Tx } from '../platform/storage/store';
 
+/** Time a request job allows beyond the request's own timeout, so the request's unknown is what it records. */
+export const JOB_MARGIN_MS = 5_000;
+
 /** Largest answer body read from a bank or provider; a longer one is unreadable. */
 const MAX_ANSWER_BYTES = 1_048_576;
 
 /** What one call gave: the status and body as received, or unknown (and why, without secrets). */
 export type RawAnswer = { kind: 'answer'; status: number; body: Buffer } | { kind: 'unknown'; reason: string };
 
-/** One HTTP call to a bank or payout provider. */
 export interface BankCall {
   method: 'GET' | 'POST';
   url: string;
@@ -22,11 +24,7 @@ export interface BankCall {
   who: string;
 }
 
-/**
- * Make one call and read its answer within the deadline. A timeout, a connection error, a broken or too large
- * answer is unknown: the far end may or may not have acted on the request. What the status and body mean is
- * the connector's to read.
- */
+/** One call within the deadline; a timeout, connection error, broken or too large answer is unknown (the far end may have acted). */
 export function callBank(c: BankCall): Promise<RawAnswer> {
   return new Promise((resolve) => {
     let done = false;
@@ -36,13 +34,8 @@ export function callBank(c: BankCall): Promise<RawAnswer> {
       clearTimeout(timer);
       resolve(s);
     };
-    let u: URL;
-    try {
-      u = new URL(c.url);
-    } catch {
-      resolve({ kind: 'unknown', reason: `the ${c.who} address is not a URL` });
-      return;
-    }
+    if (!URL.canParse(c.url)) return resolve({ kind: 'unknown', reason: `the ${c.who} address is not a URL` });
+    const u = new URL(c.url);
     const send = u.protocol === 'https:' ? httpsRequest : httpRequest;
     const req = send(u, { method: c.method, headers: c.headers, ...(c.lookup ? { lookup: c.lookup } : {}) }, (res) => {
       const chunks: Buffer[] = [];
@@ -66,9 +59,7 @@ export function callBank(c: BankCall): Promise<RawAnswer> {
   });
 }
 
-// Every request of a live bank is a row of bank_requests, written queued in the domain's transaction.
-
-/** One recorded request to a live bank. */
+/** A request to a live bank: a row of bank_requests, written queued in the domain's transaction. */
 export interface BankRequestRow {
   id: number;
   shop_id: string;

@@ -7,13 +7,8 @@ function noAcquirer(what: string): ApiError {
   return new ApiError(403, 'acquirer_not_configured', `Cannot ${what}: the shop has no acquirer (kopek shop acquirer)`);
 }
 
-/**
- * The bank of a live shop with no acquirer, and of live payouts with no payout provider: nothing is sent
- * anywhere. A new payment (and so a token binding, a charge, a subscription) or refund answers 403
- * acquirer_not_configured before anything is written: a shop with only a payout provider passes
- * authentication, and this is where its payment operations stop. Payouts answer 403 payouts_not_configured
- * (sendsPayouts is false). What was open before an acquirer was removed waits: sessions expire at the page.
- */
+// A live shop's bank without an acquirer: new payments (bindings, charges) and refunds answer 403 acquirer_not_configured
+// before anything is written; payouts 403 payouts_not_configured (sendsPayouts false). Open sessions expire at the page.
 export class NoBank implements BankPort {
   readonly provider = NO_PROVIDER;
   readonly sendsPayouts = false;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand } from '../platform/args';
 import { defaultConfig } from '../platform/config';
-import { COMMON_OPTIONS, output, withStore, type Command } from './command';
+import { COMMON_OPTIONS, output, outputList, withStore, type Command } from './command';
 import { createUser, disableUser, listUsers } from '../web/cabinet/users';
 import { iso } from '../platform/util/time';
 import { hostForUrl } from '../money/core/build';
@@ -38,11 +38,8 @@ function readPassword(path: string): string {
   return text.split(/\r?\n/)[0];
 }
 
-/**
- * The address the server is reached at, as serve works it out: --base-url, else KOPEK_BASE_URL, else
- * http://HOST:PORT from KOPEK_HOST and KOPEK_PORT or their defaults. Checked before anything is written;
- * `action` begins the error (kopek demo prints the address too).
- */
+// The server's address as serve works it out (--base-url, KOPEK_BASE_URL, else http://HOST:PORT from KOPEK_HOST/KOPEK_PORT),
+// checked before anything is written; `action` begins the error.
 export function serverUrl(given: string | undefined, action = 'cannot create cabinet user'): string {
   const env = process.env;
   const raw = given ?? (env.KOPEK_BASE_URL || undefined);
@@ -50,13 +47,8 @@ export function serverUrl(given: string | undefined, action = 'cannot create cab
     const d = defaultConfig();
     return `http://${hostForUrl(env.KOPEK_HOST || d.host)}:${env.KOPEK_PORT || d.port}`;
   }
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    u = new URL('invalid:');
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${action}: --base-url must be an http(s) URL, got "${raw}"`);
+  const protocol = URL.canParse(raw) ? new URL(raw).protocol : '';
+  if (protocol !== 'http:' && protocol !== 'https:') throw new Error(`${action}: --base-url must be an http(s) URL, got "${raw}"`);
   return raw.replace(/\/+$/, '');
 }
 
@@ -87,11 +79,7 @@ export const admin: Command = {
         id: u.id, email: u.email, merchant_id: u.merchant_id, totp: u.totp_secret !== null, created_at: iso(u.created_at),
         disabled_at: u.disabled_at === null ? null : iso(u.disabled_at),
       }));
-      output(
-        args,
-        { items },
-        items.length === 0 ? ['(no users)'] : items.map((u) => `${u.id}  ${u.email}  merchant ${u.merchant_id}  ${u.totp ? 'totp' : 'password'}  ${u.disabled_at ? 'disabled ' + u.disabled_at : 'active'}`),
-      );
+      outputList(args, items, '(no users)', (u) => `${u.id}  ${u.email}  merchant ${u.merchant_id}  ${u.totp ? 'totp' : 'password'}  ${u.disabled_at ? 'disabled ' + u.disabled_at : 'active'}`);
       return 0;
     }
     if (sub === 'disable') {

@@ -13,7 +13,6 @@ export interface Command {
   run(argv: string[]): Promise<number> | number;
 }
 
-/** Where commands write their output and their one-line errors. */
 export interface Io {
   out(text: string): void;
   err(text: string): void;
@@ -47,10 +46,7 @@ export function dbOf(args: Args): string {
   return databaseLocation(flag(args, 'db'));
 }
 
-/**
- * Open the store the command acts on. A missing file is an error unless `create` (demo, merchant create), so a
- * mistyped path does not silently start an empty database.
- */
+/** The command's store; a missing file is an error unless `create` (demo, merchant create), so a mistyped path starts no empty database. */
 export async function openStore(args: Args, opts: { create?: boolean } = {}): Promise<Store> {
   const path = dbOf(args);
   const pg = isPostgresUrl(path);
@@ -71,10 +67,7 @@ function openError(path: string, err: unknown): Error {
   return new Error(message.startsWith('cannot ') ? message : `cannot open database "${path}": ${message}`);
 }
 
-/**
- * Opening for writing installs the schema in a database without one; an admin command pointed at some other
- * SQLite file (a mistyped --db) must refuse instead of turning it into a kopek database.
- */
+/** Opening for writing installs the schema: a command pointed at some other SQLite file (a mistyped --db) must refuse instead. */
 function refuseForeignDatabase(path: string): void {
   let version: number;
   try {
@@ -85,7 +78,6 @@ function refuseForeignDatabase(path: string): void {
   if (version === 0) throw new Error(`cannot open database "${path}": it is not a kopek database (no kopek schema; check --db)`);
 }
 
-/** Open the store, run `fn` on it, and close it whatever happens. */
 export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>, opts: { create?: boolean } = {}): Promise<T> {
   const store = await openStore(args, opts);
   try {
@@ -98,6 +90,18 @@ export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>,
 /** Print a result: one JSON object with `--json`, else `lines` for a person. */
 export function output(args: Args, json: unknown, lines: string[]): void {
   current.out((args.flags.has('json') ? JSON.stringify(json) : lines.join('\n')) + '\n');
+}
+
+/** Rows as aligned columns under a header, for a person reading the terminal. */
+export function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)];
+}
+
+/** Print a list: `{ items }` with `--json`, else a line per item, or `empty` when there is none. */
+export function outputList<T>(args: Args, items: T[], empty: string, line: (item: T) => string): void {
+  output(args, { items }, items.length === 0 ? [empty] : items.map(line));
 }
 
 export const COMMON_OPTIONS = `  --db PATH   database file (default ./data/kopek.db, or KOPEK_DB), or a postgres:// URL (or KOPEK_DATABASE_URL)

@@ -55,10 +55,7 @@ export interface DemoData {
   password: string;
   /** The demo shop's webhook endpoint (serve --webhook-url), or null. */
   endpoint: { id: string; url: string } | null;
-  /**
-   * The secret that signs the shop's webhooks as made: the endpoint's, else the shop's own, which signs the
-   * deliveries to a payment's own webhook_url while the shop has no endpoint.
-   */
+  /** What signs the shop's webhooks as made: the endpoint's secret, else the shop's own (for a payment's own webhook_url). */
   webhookSecret: string;
 }
 
@@ -100,10 +97,7 @@ async function freeDemoEmail(q: Reader): Promise<string> {
   throw new Error(`cannot create a demo cabinet user: ${DEMO_EMAIL} and the next ${MAX_DEMO_USERS - 1} demo emails are taken`);
 }
 
-/**
- * The lines that show demo data once, after `heading`, for a server reached at `base`: both serve's banner and
- * `kopek demo` print them, so a reader pastes the same `shell` line whichever made the data.
- */
+/** The demo data's lines after `heading`: serve's banner and `kopek demo` both print them, so the same `shell` line is pasted. */
 export function demoLines(demo: DemoData, base: string, heading: string): string[] {
   return [
     heading,

@@ -46,7 +46,6 @@ Examples:
   kopek doctor --db /var/lib/kopek/kopek.db --json
   kopek doctor --db postgres://kopek@db.internal/kopek`;
 
-/** One finding: ok, or what is wrong and what to do. */
 interface Finding {
   check: string;
   ok: boolean;
@@ -83,10 +82,7 @@ export async function diagnose(store: Store): Promise<Finding[]> {
   return f;
 }
 
-/**
- * PostgreSQL keeps its own files: the file's permissions, its integrity check and its journal mode are SQLite's
- * checks, and the server's own monitoring (and pg_amcheck) answers for them there.
- */
+/** On PostgreSQL the file's permissions, integrity check and journal mode are the server's own monitoring's (and pg_amcheck's). */
 const PG_FILE_CHECKS: Finding = {
   check: 'sqlite file',
   ok: true,
@@ -194,8 +190,7 @@ async function endpoints(q: Reader): Promise<Finding[]> {
   const disabled = await q.all<{ id: string; shop_id: string; url: string; disabled_reason: string | null }>(
     'SELECT id, shop_id, url, disabled_reason FROM webhook_endpoints WHERE disabled_at IS NOT NULL ORDER BY disabled_at',
   );
-  // Failing: a delivery now retrying (its round began and has not succeeded) or one that gave up; each row
-  // counted is one or the other, so count(*) orders by both.
+  // Failing: retrying (its round began, no success yet) or given up; each row counted is one, so count(*) orders by both.
   const failing = await q.all<{ url: string; shop_id: string; retrying: number; failed: number }>(
     `SELECT url, shop_id, sum(CASE WHEN state = 'pending' AND attempts > round_start THEN 1 ELSE 0 END) AS retrying,
             sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END) AS failed

@@ -15,10 +15,7 @@ import { listen } from './listen';
 import { dbCommand, migrate } from './db';
 export type { StartServer, ServedApp } from './serve';
 
-/**
- * Every command, in the order `kopek --help` lists them; `serve` (the first, the default) starts the server
- * with `start`, which the root hands in: the command line sits below the wiring and does not import it.
- */
+/** Every command in `kopek --help` order; `serve` (the default) starts with `start`, handed in by the root the command line cannot import. */
 export function cliCommands(start: StartServer): Command[] {
   return [serveCommand(start), demo, merchant, shop, key, ledger, jobs, webhook, admin, backup, doctor, migrate, dbCommand, trigger, listen];
 }

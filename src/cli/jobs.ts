@@ -36,7 +36,6 @@ export const jobs: Command = {
     const [sub, id] = args.positional;
     if (sub !== undefined && sub !== 'list' && sub !== 'retry') throw unknownSubcommand('jobs', sub, ['list', 'retry']);
     return withStore(args, async (store) => {
-      // `list` as other commands spell it; the bare command lists too.
       if (sub === undefined || sub === 'list') {
         onlyFlags(args, ['limit']);
         const limitText = flag(args, 'limit') ?? '20';

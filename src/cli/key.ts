@@ -1,5 +1,5 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals, idArg, unknownSubcommand, type Args } from '../platform/args';
-import { COMMON_OPTIONS, io, output, withStore, type Command } from './command';
+import { COMMON_OPTIONS, io, output, table, withStore, type Command } from './command';
 import { createKey, findKeyToRevoke, getMerchant, getShopSettings, listKeys, revokeKey } from '../money/shops/store';
 import { shopAcquirer, shopPayoutProvider } from '../money/bank-port/store';
 import { TBANK } from '../banks/tbank/protocol';
@@ -34,16 +34,10 @@ Examples:
   kopek key revoke sk_test_AbCd… --shop 3b9e…
   kopek key revoke --key 0c55…`;
 
-/**
- * Acquirers whose bank sends no payouts (their BankPort's `sendsPayouts` is false): T-Bank's acquiring API
- * takes payments only, so live payouts of such a shop answer 403 payouts_not_configured.
- */
+/** Acquirers whose BankPort sends no payouts: T-Bank's acquiring takes payments only (live payouts: 403 payouts_not_configured). */
 const NO_PAYOUTS = new Set([TBANK]);
 
-/**
- * What a live key of this shop cannot do yet, each with the next step: the key is still made (an operator
- * may prepare keys before going live), but its first call would otherwise be the first sign of it.
- */
+/** What a live key cannot do yet, each with the next step: the key is still made, but its first call would otherwise be the first sign. */
 export async function liveKeyWarnings(store: Store, shopId: string): Promise<string[]> {
   const shop = await getShopSettings(store, shopId);
   if (!shop) return [];
@@ -86,28 +80,13 @@ async function create(store: Store, args: Args): Promise<void> {
   for (const w of warnings) io().err(`kopek key: warning: ${w}\n`);
 }
 
-/** Rows as aligned columns under a header, for a person reading the terminal. */
-export function table(header: string[], rows: string[][]): string[] {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
-  return [line(header), ...rows.map(line)];
-}
-
 async function list(store: Store, args: Args): Promise<void> {
   const keys = (await listKeys(store, flag(args, 'shop')!)).map((k) => ({
     id: k.id, mode: k.mode, prefix: k.key_prefix, scopes: k.scopes.split(',').filter(Boolean), created_at: iso(k.created_at),
     revoked_at: k.revoked_at === null ? null : iso(k.revoked_at),
   }));
-  output(
-    args,
-    { items: keys },
-    keys.length === 0
-      ? ['(no keys)']
-      : table(
-          ['ID', 'MODE', 'PREFIX', 'SCOPES', 'CREATED', 'REVOKED'],
-          keys.map((k) => [k.id, k.mode, `${k.prefix}…`, k.scopes.join(',') || '(none)', k.created_at, k.revoked_at ?? '-']),
-        ),
-  );
+  const rows = keys.map((k) => [k.id, k.mode, `${k.prefix}…`, k.scopes.join(',') || '(none)', k.created_at, k.revoked_at ?? '-']);
+  output(args, { items: keys }, keys.length === 0 ? ['(no keys)'] : table(['ID', 'MODE', 'PREFIX', 'SCOPES', 'CREATED', 'REVOKED'], rows));
 }
 
 export const key: Command = {

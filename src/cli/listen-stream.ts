@@ -36,10 +36,7 @@ export class StreamRefused extends Error {
 /** How long opening waits for the server's answer, and how long an open stream may stay silent (pings come every 15 s). */
 export const STREAM_CLIENT_LIMITS = { open_ms: 10_000, idle_ms: 60_000, error_bytes: 16 * 1024 };
 
-/**
- * Open GET /v1/public/events?format=webhook with the key, resuming after `lastEventId` when given. Resolves once
- * the answer's headers are read; a refusal rejects with a StreamRefused naming what to do.
- */
+/** Opens GET /v1/public/events?format=webhook, after `lastEventId` if given; resolves once headers are read, else a StreamRefused. */
 export function openStream(base: URL, key: string, lastEventId: number | null): Promise<OpenStream> {
   // Keep the base's path: a server behind a proxy's prefix is reached there, as `kopek trigger` reaches it.
   const url = new URL(`${base.href.replace(/\/+$/, '')}/v1/public/events?format=webhook`);
@@ -103,10 +100,7 @@ function opened(req: ClientRequest, res: IncomingMessage, databaseId: string, da
   };
 }
 
-/**
- * A parser of SSE text fed in chunks: each message with an `id:` and `data:` goes to `onEvent`. The server sends
- * one data line per message; comments (`: ping`) and other fields are skipped.
- */
+/** An SSE parser fed in chunks: messages with `id:` and `data:` (one data line each) go to onEvent; comments and other fields are skipped. */
 export function sseParser(onEvent: (e: StreamedWebhook) => void): (chunk: string) => void {
   let buf = '';
   let msg: { id?: string; event?: string; data?: string } = {};

@@ -35,7 +35,6 @@ const FORWARD_TIMEOUT_MS = 15_000;
 /** Pause before a reconnect: it doubles from the first to the last while the server stays away. */
 const RECONNECT_MS = { first: 200, max: 2_000 };
 
-/** What `kopek listen` runs with, from its flags and the environment. */
 export interface ListenOptions {
   base: URL;
   key: string;
@@ -85,12 +84,8 @@ export function listenOptions(args: Args): ListenOptions {
 }
 
 function httpUrl(text: string, name: string): URL {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new Error(`cannot use ${name} "${text}": not a URL; write it whole, e.g. http://127.0.0.1:8080`);
-  }
+  if (!URL.canParse(text)) throw new Error(`cannot use ${name} "${text}": not a URL; write it whole, e.g. http://127.0.0.1:8080`);
+  const url = new URL(text);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`cannot use ${name} "${text}": only http and https URLs work`);
   return url;
 }
@@ -105,15 +100,11 @@ function eventFilter(list: string | undefined): ReadonlySet<string> | null {
   return new Set(names);
 }
 
-/** One line of output: a JSON object with --json, else the text. */
 function say(opts: ListenOptions, json: Record<string, unknown>, text: string): void {
   io().out((opts.json ? JSON.stringify(json) : text) + '\n');
 }
 
-/**
- * Listen until `stop` aborts: connect (a refusal here is the command's error), print the ready line, forward
- * each event in order, and reconnect whenever the stream ends.
- */
+/** Until `stop`: connect (a refusal is the command's error), print the ready line, forward events in order, reconnect when the stream ends. */
 export async function runListener(opts: ListenOptions, stop: AbortSignal): Promise<void> {
   const forwarding = forwarder(opts, stop);
   const first = await openStream(opts.base, opts.key, null);
@@ -155,12 +146,8 @@ function untilEnded(conn: OpenStream, stop: AbortSignal): Promise<string> {
   });
 }
 
-/**
- * Open the stream again, as often as it takes while the server is away. On the same database it resumes after
- * the last event seen. On another one the ids held mean nothing there: a database made after this listener last
- * connected (a restarted --ephemeral server) holds only events that came later, so it is read from its start;
- * an older one is read from now.
- */
+// Reopens the stream while the server is away: on the same database after the last event seen; on another the ids mean
+// nothing, so one made after the last connect (a restarted --ephemeral server) is read from its start, an older from now.
 async function reconnect(opts: ListenOptions, state: { databaseId: string; lastSeq: number; connectedAtMs: number }, stop: AbortSignal): Promise<OpenStream | null> {
   let pause = RECONNECT_MS.first;
   while (!stop.aborted) {
@@ -207,10 +194,7 @@ function sleep(ms: number, stop: AbortSignal): Promise<void> {
   });
 }
 
-/**
- * Forwards events one at a time, in the order they came, each signed at the moment it is sent. `stop` (or the
- * listener's own) cuts the attempt in flight and drops what waits.
- */
+/** Forwards events one at a time in order, each signed when sent; `stop` (or the listener's) cuts the attempt in flight and drops the rest. */
 function forwarder(opts: ListenOptions, stop: AbortSignal): { push(e: StreamedWebhook): void; stop(): void; idle(): Promise<void> } {
   const abort = new AbortController();
   let chain = Promise.resolve();

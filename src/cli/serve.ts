@@ -9,22 +9,16 @@ import type { Store } from '../platform/storage/store';
 import { isEmpty } from '../money/shops/store';
 import { createDemoData, demoLines, type DemoData, type DemoOptions } from './demo';
 import { checkEndpointUrl } from '../money/webhooks/store';
-import { io, type Command } from './command';
+import { io, table, type Command } from './command';
 
-/**
- * The option lines of `kopek serve --help`: flag, default (as the README's table shows it) and meaning in aligned
- * columns under a header, each meaning followed by the environment variable that sets it.
- */
+/** `kopek serve --help`'s option lines: flag, default (as in the README's table) and meaning with its environment variable, aligned. */
 function optionsHelp(): string {
   const shown = (d: unknown): string => (d === null ? '-' : Array.isArray(d) ? (d.length ? d.join(',') : '(empty)') : String(d));
   const rows = [
     ...OPTIONS.map((o) => [o.kind === 'bool' ? `${o.flag}, --no-${o.flag.slice(2)}` : `${o.flag} VALUE`, shown(o.def), `${o.help} [${o.env}]`]),
     ['--help', '-', 'show this help'],
   ];
-  const header = ['option', 'default', 'meaning [environment variable]'];
-  const w0 = Math.max(header[0].length, ...rows.map((r) => r[0].length));
-  const w1 = Math.max(header[1].length, ...rows.map((r) => r[1].length));
-  return [header, ...rows].map((r) => `  ${r[0].padEnd(w0)}  ${r[1].padEnd(w1)}  ${r[2]}`).join('\n');
+  return table(['option', 'default', 'meaning [environment variable]'], rows).map((l) => `  ${l}`).join('\n');
 }
 
 const usage = `Usage: kopek serve [options]
@@ -57,7 +51,6 @@ Examples:
 /** What `kopek serve` needs of a started server: its socket, its address, its store, and how to stop it. */
 export interface ServedApp {
   readonly server: Server;
-  /** The address clients use, e.g. http://127.0.0.1:8080. */
   readonly url: string;
   /** The store the server writes through (the demo data of a database in memory is made on it). */
   readonly app: { readonly version: string; readonly store: Store };
@@ -68,7 +61,6 @@ export interface ServedApp {
 /** Starts the server on a configuration (and a logger, when serve picks it): src/app.ts `startApp`, handed in by src/main.ts. */
 export type StartServer = (config: Config, opts?: { log?: Logger }) => Promise<ServedApp>;
 
-/** `kopek serve`, starting the server with `start`: run it until SIGTERM or SIGINT. */
 export function serveCommand(start: StartServer): Command {
   return {
     name: 'serve',
@@ -109,10 +101,7 @@ async function serve(start: StartServer, argv: string[]): Promise<number> {
   return stopped;
 }
 
-/**
- * What the demo data is made with: the --demo-key, and the --webhook-url endpoint, whose URL gets the checks of
- * every endpoint URL here, before anything is written (a refused URL must not leave a half-made demo behind).
- */
+/** The demo's --demo-key and --webhook-url endpoint, its URL checked here before anything is written (no half-made demo). */
 function demoOptions(config: Config): DemoOptions {
   if (config.webhookUrl === null) return { fixedKey: config.demoKey ?? undefined };
   try {
@@ -141,10 +130,7 @@ function unusedDemoFlags(config: Config): string {
   return given.map((f) => `kopek: ${f} was not used: ${why}\n`).join('');
 }
 
-/**
- * What to run on a database with no merchant yet (a PostgreSQL node, or --no-demo), where no key works: the
- * demo, made beside the running server, or a merchant of one's own.
- */
+/** What to run on a database with no merchant yet (PostgreSQL, or --no-demo), where no key works: the demo beside the server, or a merchant. */
 function firstKeyHint(config: Config, url: string): string {
   const db = isPostgresUrl(config.db) ? '' : ` --db ${config.db}`;
   const pg = isPostgresUrl(config.db) ? ' (on this database: KOPEK_DATABASE_URL, or --db URL, as for this node)' : '';
@@ -181,10 +167,9 @@ async function untilSignal(running: ServedApp): Promise<number> {
     let firstAt = 0;
     const stop = (signal: string): void => {
       if (stopping) {
-        // The same stop often arrives twice at once: a supervisor or a terminal signals the whole process
-        // group and `npm start` forwards its own copy. Only a later one is the operator declining to wait.
+        // One stop often arrives twice at once (the process group signalled, `npm start` forwarding its copy);
+        // only a later one is the operator declining to wait for the drain.
         if (Date.now() - firstAt < REPEAT_WINDOW_MS) return;
-        // A second signal means the operator will not wait for the drain.
         err(`kopek: ${signal} received again, exiting at once\n`);
         process.exit(1);
       }

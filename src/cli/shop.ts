@@ -2,14 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, atMostPositionals, idArg, unknownSubcommand, type Args } from '../platform/args';
 import { loadConfig } from '../platform/config';
 import { COMMON_OPTIONS, io, output, withStore, type Command } from './command';
-import {
-  createShop,
-  getShopSettings,
-  rotateSigningSecret,
-  setIpAllowlist,
-  setRequireSignature,
-  setShopScopes,
-} from '../money/shops/store';
+import { createShop, getShopSettings, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes } from '../money/shops/store';
 import { ALL_SCOPES } from '../platform/auth/scopes';
 import type { Store } from '../platform/storage/store';
 import { TBANK } from '../banks/tbank/protocol';

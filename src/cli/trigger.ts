@@ -97,11 +97,8 @@ function printList(args: Args): void {
   io().out(lines.join('\n') + '\n');
 }
 
-/**
- * The request's `set` from the --set words: FIELD=VALUE each, a numeric field's value as a number, metadata.KEY=VALUE
- * gathered into `metadata`. Which fields an event takes is the server's to say (it refuses others by name); a word
- * that is not FIELD=VALUE, or a field given twice, is refused here.
- */
+// The request's `set` from --set FIELD=VALUE words (numeric fields as numbers, metadata.KEY=VALUE into `metadata`). The server
+// says which fields an event takes; a word not FIELD=VALUE, or a field given twice, is refused here.
 function setObject(event: string, words: string[]): Record<string, unknown> | undefined {
   if (words.length === 0) return undefined;
   const set: Record<string, unknown> = {};
@@ -123,12 +120,8 @@ function setObject(event: string, words: string[]): Record<string, unknown> | un
 
 /** The server's base address, checked before anything is sent (a typo is named as one, not as a network error). */
 function baseUrl(event: string, raw: string): string {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw new Error(`cannot trigger ${event}: --url "${raw.slice(0, 100)}" is not an address; pass one like ${DEFAULT_URL} (or set KOPEK_URL)`);
-  }
+  if (!URL.canParse(raw)) throw new Error(`cannot trigger ${event}: --url "${raw.slice(0, 100)}" is not an address; pass one like ${DEFAULT_URL} (or set KOPEK_URL)`);
+  const u = new URL(raw);
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
     throw new Error(`cannot trigger ${event}: --url "${raw.slice(0, 100)}" is not an http:// or https:// address; pass one like ${DEFAULT_URL}`);
   }
@@ -170,10 +163,8 @@ async function post(event: string, base: string, key: string, set: Record<string
   throw new Error(`${said} (${res.status} ${error.code})${hintFor(res.status, error.code, error.param)}`);
 }
 
-/**
- * One POST with node:http(s), not fetch: fetch refuses some ports outright (6000, 5060, …) where a server may well
- * listen, and hides the socket's error code that unreachable() words. Redirects are not followed.
- */
+// node:http(s), not fetch: fetch refuses some ports outright (6000, 5060, …) where a server may listen, and hides the socket's
+// error code that unreachable() words. Redirects are not followed.
 function postJson(url: URL, key: string, payload: string): Promise<{ status: number; text: string }> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
@@ -194,7 +185,6 @@ function postJson(url: URL, key: string, payload: string): Promise<{ status: num
   });
 }
 
-/** What to do about an error the server answered. */
 function hintFor(status: number, code: string, param: unknown): string {
   if (typeof param === 'string' && param.startsWith('set.')) return `; check --set ${param.slice('set.'.length).split('.')[0]}`;
   if (status === 401) return '; check --key or KOPEK_KEY: a key belongs to one server and its database';

@@ -1,5 +1,5 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand, type Args } from '../platform/args';
-import { COMMON_OPTIONS, output, withStore, type Command } from './command';
+import { COMMON_OPTIONS, output, outputList, withStore, type Command } from './command';
 import type { Store } from '../platform/storage/store';
 import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../money/webhooks/store';
 import { deliveryLog } from '../money/webhooks/log';
@@ -119,16 +119,10 @@ async function list(store: Store, args: Args): Promise<number> {
     id: e.id, url: e.url, events: splitList(e.events), signature: e.signature, created_at: iso(e.created_at),
     disabled_at: e.disabled_at === null ? null : iso(e.disabled_at), disabled_reason: e.disabled_reason,
   }));
-  output(
-    args,
-    { items },
-    items.length === 0
-      ? ['(no endpoints)']
-      : items.map(
-          (e) =>
-            `${e.id}  ${e.signature}  ${e.disabled_at ? `DISABLED ${e.disabled_at}: ${e.disabled_reason}` : 'active'}  ${e.url}  ${e.events.length ? e.events.join(',') : 'all events'}`,
-        ),
-  );
+  outputList(args, items, '(no endpoints)', (e) => {
+    const state = e.disabled_at ? `DISABLED ${e.disabled_at}: ${e.disabled_reason}` : 'active';
+    return `${e.id}  ${e.signature}  ${state}  ${e.url}  ${e.events.length ? e.events.join(',') : 'all events'}`;
+  });
   return 0;
 }
 
@@ -137,16 +131,13 @@ async function deliveries(store: Store, args: Args): Promise<number> {
   const shopId = flag(args, 'shop');
   if (shopId !== undefined) await requireShop(store, shopId, 'show webhook deliveries');
   const items = await deliveryLog(store, { eventId: flag(args, 'event'), shopId, limit: 200 });
-  output(
+  outputList(
     args,
-    { items },
-    items.length === 0
-      ? ['(no deliveries)']
-      : items.map(
-          (i) =>
-            `${i.attempted_at ?? 'due ' + i.next_attempt_at}  ${i.mode}  ${i.event_id}  ${i.event}  #${i.attempt}  ${i.status.padEnd(9)}  ` +
-            `${i.response_code ?? '-'}  ${i.latency_ms === null ? '' : i.latency_ms + ' ms'}  ${i.url}${i.error ? '  ' + i.error : ''}`,
-        ),
+    items,
+    '(no deliveries)',
+    (i) =>
+      `${i.attempted_at ?? 'due ' + i.next_attempt_at}  ${i.mode}  ${i.event_id}  ${i.event}  #${i.attempt}  ${i.status.padEnd(9)}  ` +
+      `${i.response_code ?? '-'}  ${i.latency_ms === null ? '' : i.latency_ms + ' ms'}  ${i.url}${i.error ? '  ' + i.error : ''}`,
   );
   return 0;
 }

@@ -7,22 +7,15 @@ import { iso } from '../../platform/util/time';
 
 // The test helpers of a shop's test mode as a whole: its clock, and the reset of its test data.
 
-/** What the test clock's routes use: the shop's clock, the store, and the scheduler that runs the jobs an advance makes due. */
 export type TestClockCore = Pick<Core, 'clocks' | 'store' | 'scheduler'>;
 
 async function clockBody(ctx: Ctx<Pick<Core, 'clocks' | 'store'>>, jobsRun?: number): Promise<Record<string, unknown>> {
-  const shopId = ctx.auth!.shopId;
   // One read of the shop's offset as committed: the clock every process reads.
-  const offset_ms = await ctx.app.clocks.offset(ctx.app.store, shopId);
-  const body: Record<string, unknown> = {
-    now: iso(ctx.app.clocks.real() + offset_ms),
-    offset_seconds: offset_ms / 1000,
-  };
-  if (jobsRun !== undefined) body.jobs_run = jobsRun;
-  return body;
+  const offset_ms = await ctx.app.clocks.offset(ctx.app.store, ctx.auth!.shopId);
+  const body = { now: iso(ctx.app.clocks.real() + offset_ms), offset_seconds: offset_ms / 1000 };
+  return jobsRun === undefined ? body : { ...body, jobs_run: jobsRun };
 }
 
-/** GET /v1/test/clock */
 export async function getClock(ctx: Ctx<Pick<Core, 'clocks' | 'store'>>): Promise<Reply> {
   return { body: await clockBody(ctx) };
 }
@@ -35,14 +28,8 @@ export async function advanceClock(ctx: Ctx<TestClockCore>): Promise<Reply> {
   return { body: await clockBody(ctx, ran) };
 }
 
-/**
- * Move a shop's test clock forward and run every job that became due (the API's helper and the cabinet alike):
- * one transaction writes the new offset, moves the shop's pending test jobs with it, and claims the jobs now
- * due for this advance; then they run in due order, each with the shop's clock pinned to its due time in its
- * own transaction (a concurrent request reads the committed offset). So a job that schedules "a month from now"
- * lands a month after its predecessor, not after the end of the advance: a year of monthly charges happens in
- * one advance.
- */
+// Moves the clock and runs every job that became due, each in its own transaction with the shop's clock pinned to its due
+// time: a job scheduling "a month from now" lands a month after its predecessor, so a year of charges fits in one advance.
 export async function advanceShopClock(core: Pick<Core, 'store' | 'scheduler' | 'clocks'>, shopId: string, seconds: number): Promise<number> {
   await core.store.flush();
   return core.scheduler.runDueUpTo(
@@ -53,12 +40,8 @@ export async function advanceShopClock(core: Pick<Core, 'store' | 'scheduler' | 
   );
 }
 
-/**
- * Move a shop's test clock forward by `delta_ms` (never back) in `tx`; returns the new offset. The offset as
- * committed is the base (another advance of the shop, through any process, may have committed since this one
- * was asked). The shop's pending test jobs wait in real time (run_at = due_at - offset): they move with the
- * clock in the same write, so the due query of every process finds them at their new time.
- */
+// Moves the committed offset forward by delta_ms (never back). Pending test jobs wait in real time (run_at = due_at - offset):
+// they move with the clock in the same write.
 async function moveTestClock(tx: Tx, shopId: string, delta_ms: number): Promise<number> {
   if (!(delta_ms >= 0 && Number.isSafeInteger(delta_ms))) throw new Error(`cannot move a test clock by ${delta_ms} ms: only forward, in whole ms`);
   const row = await tx.get<{ o: number }>('SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?', shopId);

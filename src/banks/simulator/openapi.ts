@@ -1,15 +1,4 @@
-import {
-  type OpenApiFragment,
-  amountSchema,
-  bearer,
-  errorResponses,
-  jsonBody,
-  jsonResponse,
-  ref,
-  strictObject,
-  uuidSchema as uuid,
-  timeSchema,
-} from '../../platform/http/openapi-types';
+import { type OpenApiFragment, amountSchema, bearer, errorResponses, jsonBody, jsonResponse, ref, strictObject, uuidSchema as uuid, timeSchema } from '../../platform/http/openapi-types';
 import { PAYMENT_FAILURE_CODES } from '../../money/payments/failures';
 import { PAYOUT_FAILURE_CODES } from '../../money/payouts/payouts';
 import { tokenProps } from '../../money/tokens/openapi';

@@ -18,7 +18,6 @@ import { planFromMetadata } from './plan';
 /** Job kind: the test bank answers a session after --sim-delay. */
 export const SIM_RESOLVE_JOB = 'simulator.payment_resolve';
 
-/** The acquiring bank name the test bank reports. */
 export const TEST_BANK_NAME = 'kopek test bank';
 
 /** What the test bank answers for an outcome: a 12-digit retrieval reference and its name on success, the bank's raw code on failure. */
@@ -35,10 +34,7 @@ export function plannedAnswer(p: PaymentRow): PaymentAnswer | undefined {
   return simulatedAnswer(plan.outcome, plan.failureCode);
 }
 
-/**
- * Once a test payment's session opens, schedule the bank's planned answer after --sim-delay on the shop's
- * clock. `pending` never resolves (it expires with the session); `requires_action` waits for the buyer.
- */
+/** Schedules the planned answer after --sim-delay on the shop's clock; `pending` never resolves, `requires_action` waits for the buyer. */
 export async function scheduleSimulatedResolution(core: Pick<Core, 'config' | 'clocks' | 'scheduler'>, tx: Tx, p: PaymentRow): Promise<void> {
   const plan = planFromMetadata(metadataOf(p));
   if (!plan || (plan.outcome !== 'succeeded' && plan.outcome !== 'failed')) return;
@@ -65,15 +61,11 @@ async function answerOrRefuse(core: PaymentsCore, tx: Tx, p: PaymentRow, action:
   await paymentAnswered(core, tx, p.id, answer);
 }
 
-/** Actions of the simulate helper. */
 export const SIMULATE_ACTIONS = ['choose_method', 'open_session', 'succeed', 'fail', 'expire'] as const;
 /** Methods the simulate helper may choose: every concrete one. */
 export const SIMULATE_METHODS: readonly ConcreteMethod[] = ['sbp', 'cards', 'tpay', 'bankpay', 'recurrent'];
 
-/**
- * POST /v1/test/payments/{id}/simulate: drive a test payment as a buyer and a bank would.
- * open_session with `method` chooses it first; fail without failure_code uses the planned code.
- */
+/** POST /v1/test/payments/{id}/simulate: open_session with `method` chooses it first; fail without failure_code uses the planned code. */
 export async function simulatePayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const auth = ctx.auth!;
   const body = bodyObject(ctx.body, ['action', 'method', 'failure_code']);
@@ -114,11 +106,9 @@ export async function simulatePayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   return { body: view };
 }
 
-// The test bank's answer to what the buyer did on its screens of the hosted page (card form, 3-D Secure,
-// bank app), through the same entry point as any bank's answer. The forms themselves are the page's
-// (src/web/pay-page/simulator-forms.ts): the page sits above the bank it shows. A live payment never gets here.
+// The test bank's answer to what the buyer did on its screens of the hosted page, through the same entry point as any bank's
+// answer; the forms are the page's (it sits above the bank it shows). A live payment never gets here.
 
-/** What the buyer's action on the test bank's screens ended with. */
 export interface BuyerOutcome {
   outcome: 'succeeded' | 'failed';
   /** Unified failure code; defaults to the planned code, else do_not_honor. */

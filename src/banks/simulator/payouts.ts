@@ -17,11 +17,7 @@ import { answerOf, payoutPlanForAmount } from './plan';
 /** The scheduler job that settles a test payout after --sim-delay (its name predates the bank port; databases hold it). */
 export const SETTLE_JOB = 'payout.settle';
 
-/**
- * The test bank's payout plan, decided from the request alone (decisions.md): kopeck part 03 → the router
- * refuses (502, nothing is created); an unknown SBP bank → bank_unknown at once; 01, 02 → failures after
- * --sim-delay; anything else succeeds after it.
- */
+/** Plans from the request alone (decisions.md): 03 → the router refuses (502, nothing created); unknown SBP bank → bank_unknown; 01, 02 fail after --sim-delay. */
 export async function startPayout(core: Pick<Core, 'config' | 'scheduler'>, tx: Tx, req: PayoutRequest): Promise<PayoutStart> {
   const payoutPlan = payoutPlanForAmount(req.amount);
   if (payoutPlan.outcome === 'refused') return { accepted: false, code: 'router_error' };

@@ -1,24 +1,18 @@
-// The test bank's plans: what it answers by the amount's kopeck part (magic amounts), and its test cards with
-// the checks every card number passes, on the page and on the server. A card number lives only in the request
-// that carries it: only brand, mask and holder go further.
+// The test bank's plans by the amount's kopeck part (magic amounts), its test cards and the card checks of page and server.
+// A card number lives only in the request that carries it: only brand, mask and holder go further.
 import type { MoneyAnswer } from '../../money/bank-port/port';
 import { bankCodeFor } from '../../money/payments/failures';
 
 /** What the test bank will answer for a payment, decided at creation. */
 export type SimOutcome = 'succeeded' | 'failed' | 'requires_action' | 'pending';
 
-/** The simulator's plan for one payment: its outcome and, when it fails, the code the bank presents. */
 export interface SimPlan {
   outcome: SimOutcome;
   /** Unified failure code for `failed`; "" otherwise. */
   failureCode: string;
 }
 
-/**
- * Magic amounts, by the kopeck part (amount % 100): 00 succeeds; 01 fails do_not_honor; 02 fails
- * insufficient_funds; 03 requires action (3-D Secure or bank confirmation); 04 stays pending at the bank
- * until the session ends; anything else succeeds.
- */
+/** Magic amounts by the kopeck part: 01 fails do_not_honor, 02 insufficient_funds, 03 requires action, 04 stays pending; else succeeds. */
 export function planForAmount(amount: number): SimPlan {
   const plans: Record<number, SimPlan> = {
     1: { outcome: 'failed', failureCode: 'do_not_honor' },
@@ -29,10 +23,7 @@ export function planForAmount(amount: number): SimPlan {
   return plans[amount % 100] ?? { outcome: 'succeeded', failureCode: '' };
 }
 
-/**
- * The test bank's payout plan by the kopeck part (decisions.md): 03, the payout router refuses it (nothing is
- * created); 01 and 02 fail after --sim-delay (do_not_honor, recipient_not_in_sbp); anything else succeeds.
- */
+/** Payout plan by the kopeck part (decisions.md): 03 the router refuses (nothing created); 01, 02 fail after --sim-delay; else succeeds. */
 export function payoutPlanForAmount(amount: number): { outcome: 'refused' | 'failed' | 'succeeded'; failureCode: string | null } {
   const plans = {
     1: { outcome: 'failed', failureCode: 'do_not_honor' },
@@ -61,9 +52,7 @@ export function planFromMetadata(meta: Record<string, string>): SimPlan | null {
   return { outcome, failureCode: meta.simulator_failure_code ?? '' };
 }
 
-/** What a test card does at the simulated bank. */
 export interface TestCard {
-  /** Digits only. */
   number: string;
   brand: CardBrand;
   /** Bank answer after any 3-D Secure challenge. */
@@ -73,7 +62,6 @@ export interface TestCard {
   threeDs: boolean;
 }
 
-/** Card schemes the page recognises by the number's prefix. */
 export type CardBrand = 'mir' | 'visa' | 'mastercard' | 'amex' | 'unionpay' | 'jcb' | 'card';
 
 /** The documented test cards (docs/testing.md lists the same table). */
@@ -103,11 +91,7 @@ export interface CardDecision {
   failureCode?: string;
 }
 
-/**
- * Decide a test card payment. A documented test card decides the answer; any other valid card follows
- * the magic-amount plan. A `requires_action` plan (amount ending in 03) adds a 3-D Secure challenge for
- * every card; after the challenge passes, the card (or, for other cards, success) decides.
- */
+/** A documented test card decides; other cards follow the plan. A requires_action plan (03) adds 3-D Secure for every card. */
 export function decideCard(digits: string, plan: SimPlan): CardDecision {
   const requiresAction = plan.outcome === 'requires_action';
   const known = TEST_CARDS.find((c) => c.number === digits);
@@ -117,7 +101,6 @@ export function decideCard(digits: string, plan: SimPlan): CardDecision {
   return { threeDs: requiresAction, outcome: 'succeeded' };
 }
 
-/** Luhn checksum of a digit string. */
 export function luhnValid(digits: string): boolean {
   if (!/^\d+$/.test(digits)) return false;
   let sum = 0;
@@ -164,7 +147,6 @@ export interface CheckedCard {
   digits: string;
 }
 
-/** The raw card form, as posted. */
 export interface CardForm {
   number?: string;
   exp?: string;
@@ -172,10 +154,7 @@ export interface CardForm {
   holder?: string;
 }
 
-/**
- * Check a posted card form the same way the page's script does: Luhn and length of the number, an
- * expiry month not yet over at `now_ms`, CVC of 3 digits (4 for Amex), a Latin holder name if given.
- */
+/** Checks a posted card form as the page's script does: Luhn and length, expiry month not over, CVC of 3 (4 for Amex), Latin holder. */
 export function checkCard(form: CardForm, now_ms: number): { card: CheckedCard; errors: [] } | { card: null; errors: CardFieldError[] } {
   const errors: CardFieldError[] = [];
   const digits = String(form.number ?? '').replace(/[\s-]/g, '');

@@ -13,12 +13,8 @@ import { takePlan } from './token-outcomes';
 import { paymentResolveJob, plannedAnswer, scheduleSimulatedResolution } from './payments';
 import { answerPlannedPayout, payoutSettleJob, startPayout } from './payouts';
 
-/**
- * The test-mode bank: every sk_test_ operation reaches it. It plans each payment's answer at creation
- * (magic amounts, a token's queued outcomes), answers after --sim-delay on the shop's test clock through
- * its own jobs (simulatorModule lists them; the constructor registers nothing), lets the buyer decide on the
- * hosted page's card form, 3-D Secure and bank screens, and never leaves an answer unknown.
- */
+// The test-mode bank: plans each payment's answer at creation (magic amounts, a token's queued outcomes) and answers after
+// --sim-delay on the shop's test clock through its own jobs, or by the buyer's input on the hosted page; never unknown.
 export class SimulatorBank implements BankPort {
   readonly provider = TEST_PROVIDER;
   readonly sendsPayouts = true;
@@ -31,8 +27,7 @@ export class SimulatorBank implements BankPort {
   }
 
   async openSession(tx: Tx, req: SessionRequest): Promise<void> {
-    // With SBP the buyer pays in the bank's app, so the test bank answers by itself; on the card form and
-    // the bank confirmation screens the buyer's own input on the page decides.
+    // With SBP the buyer pays in the bank's app, so the test bank answers by itself; on the page's screens the buyer decides.
     if (req.by === 'buyer' && req.payment.method !== 'sbp') return;
     await scheduleSimulatedResolution(this.core, tx, req.payment);
   }
@@ -46,7 +41,6 @@ export class SimulatorBank implements BankPort {
   }
 
   async refund(tx: Tx, r: RefundRow): Promise<void> {
-    // The test bank answers after --sim-delay on the shop's clock.
     const dueAt = r.created_at + Math.round(this.core.config.simDelaySeconds * 1000);
     await this.core.scheduler.schedule(tx, { kind: REFUND_SETTLE_JOB, subjectId: r.id, shopId: r.shop_id, mode: r.mode, dueAt });
   }
@@ -100,10 +94,7 @@ export async function answerRefund(core: PaymentsCore, tx: Tx, refundId: string)
   await refundAnswered(core, tx, r.id, refundAnswer(r.amount));
 }
 
-/**
- * The test bank as the wiring mounts it: the bank behind the port for every test-mode operation, and the
- * jobs through which it answers after --sim-delay (a payment's session, a refund, a payout). Builds only.
- */
+/** The test bank as the wiring mounts it: the port for every test-mode operation and the jobs it answers through. */
 export function simulatorModule(core: PaymentsCore): Module {
   return {
     name: 'simulator',

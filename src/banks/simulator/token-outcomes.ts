@@ -9,7 +9,6 @@ import { tokenOfShop } from '../../money/tokens/handlers';
 import { reloadToken } from '../../money/tokens/tokens';
 import type { SimPlan } from './plan';
 
-/** Longest outcome queue a token holds. */
 export const OUTCOMES_MAX = 100;
 
 /** The outcome words a queue accepts (besides `fail:<code>`). */
@@ -23,10 +22,7 @@ export function planOf(outcome: string): SimPlan {
   return { outcome: 'failed', failureCode: code };
 }
 
-/**
- * Validate the body's `outcomes`: at most OUTCOMES_MAX of "succeed", "fail", "fail:<failure code>" or
- * "pending" (the bank never answers and the charge expires with its session).
- */
+/** Validates `outcomes`: at most OUTCOMES_MAX of "succeed", "fail", "fail:<failure code>", "pending" (never answered). */
 export function parseOutcomes(v: unknown): string[] {
   if (v === undefined || v === null) throw badRequest('Field "outcomes" is required', 'outcomes');
   if (!Array.isArray(v)) throw badRequest(`Field "outcomes" must be an array of strings, got ${describe(v)}`, 'outcomes');
@@ -45,7 +41,6 @@ export function parseOutcomes(v: unknown): string[] {
   });
 }
 
-/** A token's queued outcomes. */
 export function queueOf(t: Pick<TokenRow, 'outcomes'>): string[] {
   return JSON.parse(t.outcomes) as string[];
 }

@@ -7,10 +7,7 @@ import { PLAN_NAME_MAX } from '../../money/subscriptions/handlers';
 import type { WEBHOOK_EVENTS } from '../../money/webhooks/store';
 import { payoutPlanForAmount, planForAmount } from './plan';
 
-/**
- * Every webhook event `POST /v1/test/trigger` (and `kopek trigger`) can make happen, each with a line saying
- * what it creates and drives to get there; `kopek trigger --list` prints these lines as they are.
- */
+/** Every event POST /v1/test/trigger can make, with what it creates; `kopek trigger --list` prints these lines as they are. */
 export const TRIGGER_EVENTS = {
   'payment.succeeded': 'a payment paid by SBP; the test bank confirms it',
   'payment.failed': 'a payment paid by SBP; the test bank refuses it (do_not_honor)',
@@ -28,21 +25,15 @@ export const TRIGGER_EVENTS = {
   'token.cancelled': 'an active card token the merchant cancels',
 } as const satisfies Record<(typeof WEBHOOK_EVENTS)[number], string>;
 
-/** One event the trigger knows. */
 export type TriggerEvent = keyof typeof TRIGGER_EVENTS;
 
-/** The events in the order the list shows them. */
 export const TRIGGER_EVENT_NAMES = Object.keys(TRIGGER_EVENTS) as TriggerEvent[];
 
-/** True when `name` is an event the trigger knows. */
 export function isTriggerEvent(name: string): name is TriggerEvent {
   return Object.hasOwn(TRIGGER_EVENTS, name);
 }
 
-/**
- * The scopes each event needs on the key, the same as the public routes that would make those objects: payments
- * need none; an SBP payout needs its method's scope; tokens bind, and subscriptions bind and charge on their own.
- */
+/** The key scopes each event needs, as the public routes that make those objects would. */
 export function triggerScopes(event: TriggerEvent): readonly string[] {
   if (event.startsWith('payout.')) return ['api:payouts:sbp'];
   if (event.startsWith('subscription.')) return ['api:recurrent:bind', 'api:recurrent:charge'];
@@ -58,12 +49,8 @@ export function triggerKind(event: TriggerEvent): TriggerKind {
   return event.slice(0, event.indexOf('.')) as TriggerKind;
 }
 
-/**
- * The fields `set` may give each kind's object, named as that object's create takes them (POST
- * /v1/public/payments, /payouts with method payouts_sbp, /subscriptions, /tokens) and checked the same way.
- * Left out are those that would change the path to the event: the currency, the method, a trial, the bank, a
- * card binding's fixed 1 RUB; `metadata` holds KEY: VALUE pairs (`--set metadata.KEY=VALUE`).
- */
+// The fields `set` may give each kind's object, named and checked as its create takes them; left out are those that would
+// change the path to the event (currency, method, trial, bank, the binding's 1 RUB). `metadata`: --set metadata.KEY=VALUE.
 export const TRIGGER_SET_FIELDS: Record<TriggerKind, readonly string[]> = {
   payment: ['amount', 'order_id', 'description', 'metadata'],
   payout: ['amount', 'phone', 'full_name'],
@@ -73,10 +60,6 @@ export const TRIGGER_SET_FIELDS: Record<TriggerKind, readonly string[]> = {
 
 /** The fields of TRIGGER_SET_FIELDS whose value is a JSON number (`kopek trigger --set` parses them from its string). */
 export const TRIGGER_NUMERIC_FIELDS: readonly string[] = ['amount'];
-
-// The `set` of POST /v1/test/trigger: fields of the object the trigger makes, each checked by the same field
-// checks as that object's own create (an amount out of range is the 400 POST /v1/public/payments gives), and an
-// amount refused when the test bank's plan for it (its kopeck part) leads somewhere other than the event.
 
 /** What `set` gave, validated; only the fields of the event's kind (TRIGGER_SET_FIELDS) are ever present. */
 export interface TriggerSet {
@@ -124,11 +107,7 @@ const READERS: Record<TriggerKind, (obj: Record<string, unknown>) => TriggerSet>
   },
 };
 
-/**
- * The body's `set` for `event`: absent or null is nothing to set; a field the event's object does not take is a
- * 400 naming it (param `set.<field>`), a bad value the 400 of the object's create (param under `set.` too), an amount whose plan leads
- * elsewhere a 400 saying which kopeck parts lead to the event.
- */
+/** The body's `set` for `event`: unknown fields, bad values (param under `set.`) and amounts whose plan leads elsewhere are 400s. */
 export function parseTriggerSet(event: TriggerEvent, raw: unknown): TriggerSet {
   if (raw === undefined || raw === null) return {};
   if (typeof raw !== 'object' || Array.isArray(raw)) throw badRequest(`Field "set" must be an object of the fields to set, got ${describe(raw)}`, 'set');

@@ -20,12 +20,8 @@ import { answerPlannedPayout, SETTLE_JOB } from './payouts';
 import { maskPan } from './plan';
 import { TRIGGER_RECIPIENT, type TriggerEvent, type TriggerKind, type TriggerSet } from './trigger-events';
 
-// How the trigger makes each event: every object is made by the domain's own create, and moved by the test bank's
-// own answers given now (the entry points its jobs, the simulate helpers and the buyer's page use), so the state
-// machine, the ledger, the webhooks and the stream see an ordinary object. Subscriptions and tokens are bound by
-// payments paid now, a periodic charge is made by the charge job's own handler now instead of at its time, and a
-// refused charge is planned through the token's outcome queue (as POST /v1/test/tokens/{id}/outcomes plans one).
-// Nothing waits for a period, a retry or --sim-delay, and the shop's test clock is only read.
+// Every object is made by its domain's own create and moved by the test bank's answers given now, so the state machine,
+// ledger, webhooks and stream see ordinary objects. Nothing waits for a period, retry or --sim-delay; the clock is only read.
 
 /** Whose objects the trigger makes: the key's merchant and shop (always test mode), and the key for the audit log. */
 export interface TriggerShop {
@@ -51,10 +47,7 @@ const REFUSED_AMOUNT = 10_001;
 /** A card the test bank accepts, as the hosted page's card form would report it (brand, mask, holder only). */
 const TRIGGER_CARD = { brand: 'mir', mask: maskPan('2200000000000004'), holder: 'KOPEK TRIGGER' };
 
-/**
- * A pending payment of the shop, created as POST /v1/public/payments creates one; `set` replaces its amount, order
- * id, description, or adds metadata keys beside kopek_trigger (by which a webhook handler tells it from others).
- */
+/** A pending payment as POST /v1/public/payments creates one; `set` applies, metadata keeps kopek_trigger beside its keys. */
 async function newPayment(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string, amount = TRIGGER_AMOUNT, set: TriggerSet = {}): Promise<PaymentRow> {
   return createPaymentTx(core, tx, {
     merchantId: shop.merchantId,
@@ -86,12 +79,7 @@ async function paidPayment(core: PaymentsCore, tx: Tx, shop: TriggerShop, event:
   return answerNow(core, tx, await openSessionTx(core, tx, chosen));
 }
 
-/**
- * The payment events: payment.succeeded and .failed, an SBP payment the test bank confirms, or refuses (amount
- * ending in 01); .cancelled, the merchant's cancel of a pending payment; .expired, a pending payment's link ended
- * now, as the simulate helper's `expire` ends it (link_expired); .refunded, a succeeded payment refunded in full
- * through the refunds domain, settled by the test bank now.
- */
+/** payment.*: an SBP payment confirmed or refused (01); cancelled by the merchant; expired now (link_expired); refunded in full, settled now. */
 async function triggerPayment(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: TriggerEvent, set: TriggerSet): Promise<TriggerObjects> {
   if (event === 'payment.cancelled' || event === 'payment.expired') {
     const p = await newPayment(core, tx, shop, event, TRIGGER_AMOUNT, set);
@@ -114,10 +102,7 @@ async function settleRefundsNow(core: PaymentsCore, tx: Tx, paymentId: string): 
   }
 }
 
-/**
- * payout.succeeded and .failed: an SBP payout as POST /v1/public/payouts creates one, answered now as planned. When
- * the available test balance is short, a paid payment of the shortfall (rounded up to whole roubles) comes first.
- */
+/** payout.*: an SBP payout answered now as planned, after a paid payment of any shortfall (rounded up to whole roubles). */
 async function triggerPayout(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: TriggerEvent, set: TriggerSet): Promise<TriggerObjects> {
   const amount = set.amount ?? (event === 'payout.succeeded' ? TRIGGER_AMOUNT : REFUSED_AMOUNT);
   const out: TriggerObjects = {};
@@ -132,7 +117,6 @@ async function triggerPayout(core: PaymentsCore, tx: Tx, shop: TriggerShop, even
   return out;
 }
 
-/** The customer reference of the tokens and subscriptions the trigger makes. */
 const CUSTOMER_REF = 'kopek-trigger';
 
 /** A monthly card subscription without a trial, activated by its first payment, paid now with the test card. */
@@ -167,13 +151,11 @@ async function chargeNow(core: PaymentsCore, tx: Tx, s: SubscriptionRow): Promis
   return answerNow(core, tx, charge);
 }
 
-/** The objects of a subscription event: the subscription, its token, and the payment that moved it. */
 async function subscriptionObjects(tx: Tx, s: SubscriptionRow, p: PaymentRow): Promise<TriggerObjects> {
   const sub = await reloadSubscription(tx, s.id);
   return { subscription: await subscriptionView(tx, sub), token: tokenView(await reloadToken(tx, sub.token_id)), payment: await paymentView(tx, await reload(tx, p.id)) };
 }
 
-/** subscription.activated, .charge_succeeded, .charge_failed, .past_due and .cancelled. */
 async function triggerSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: TriggerEvent, set: TriggerSet): Promise<TriggerObjects> {
   const { sub, payment } = await activeSubscription(core, tx, shop, event, set);
   if (event === 'subscription.activated') return subscriptionObjects(tx, sub, payment);

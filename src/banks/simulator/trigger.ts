@@ -20,13 +20,8 @@ function eventField(obj: Record<string, unknown>): TriggerEvent {
   return v;
 }
 
-/**
- * POST /v1/test/trigger {"event": EVENT, "set"?: {FIELD: VALUE}}: make the webhook event happen now in the key's
- * shop, through the same paths as a buyer's payment (one transaction: all of it or nothing), its object made
- * with the fields `set` gives (trigger-events.ts). Answers 201 once it committed, so the event is already in the
- * delivery log and on the stream, with the event's id, every webhook event the trigger sent in order, and the
- * objects it made. The shop's test clock is read, never moved.
- */
+// POST /v1/test/trigger {"event", "set"?}: makes the event happen now in one transaction, through a buyer's paths; 201 after
+// commit (the event is in the delivery log and on the stream) with every webhook event sent and the objects made.
 export async function triggerEvent(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const obj = bodyObject(ctx.body, ['event', 'set']);
   const event = eventField(obj);
@@ -51,11 +46,8 @@ export async function triggerEvent(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   return { status: 201, body };
 }
 
-/**
- * The highest event seq the transaction sees. Every event it appends later has a greater one, on either engine:
- * seq only grows, and an event another transaction appends meanwhile stays out of this one's view. (The stream's
- * positions cannot serve here: on PostgreSQL an event has none until its transaction has committed.)
- */
+// Every event this transaction appends later has a greater seq, on either engine (stream positions cannot serve: on
+// PostgreSQL an event has none until commit).
 async function highestEventSeq(tx: Tx): Promise<number> {
   return (await tx.get<{ n: number }>('SELECT coalesce(max(seq), 0) AS n FROM events'))!.n;
 }

@@ -15,17 +15,13 @@ import { readSettings, terminalOf } from './settings';
 import { getRebill, getSession, insertRequest, keepUnreadableAmount, newAttempt, paymentOfOrder, putBankRef, putRebill, recurrentOf } from './records';
 import { REFUSE_JOB, REQUEST_JOB, rebillContext, refuseJob, requestJob, type Purpose } from './jobs';
 
-/** Longest Description T-Bank takes. */
 const MAX_DESCRIPTION = 140;
 
 /** Payment kinds that bind a saved method: their Init asks the bank to keep the card (Recurrent=Y). */
 const BINDING_KINDS = new Set(['token_binding', 'subscription_init']);
 
-/**
- * T-Bank Internet Acquiring behind the bank port. Every request is recorded (bank_requests) in the domain's
- * transaction and sent after commit by its own job (jobs.ts); the answer comes back through the domains'
- * bank-answer entry points. The buyer pays on the bank's page (PaymentURL) or with GetQr's SBP QR code.
- */
+// T-Bank Internet Acquiring behind the bank port: each request is recorded in the domain's transaction and sent after commit
+// by its job (jobs.ts). The buyer pays on the bank's page (PaymentURL) or with GetQr's SBP QR code.
 export class TBankBank implements BankPort {
   readonly provider = TBANK;
   /** T-Bank's acquiring API sends no payouts: live payouts need a payout connector of their own. */
@@ -37,10 +33,7 @@ export class TBankBank implements BankPort {
     private readonly key: MasterKey,
   ) {}
 
-  /**
-   * Refuse a payment without asking the bank, after commit like any answer: `bankCode` says why
-   * (no_saved_method: a "recurrent" payment names no saved card; no_rebill_id: the bank never gave one for it).
-   */
+  /** Refuses a payment without asking the bank, after commit (no_saved_method; no_rebill_id: the bank never gave one). */
   private async refuse(tx: Tx, p: PaymentRow, bankCode: string): Promise<void> {
     this.core.log.warn('T-Bank payment refused before sending: no saved card to charge', { shop_id: p.shop_id, payment_id: p.id, reason: bankCode });
     await this.core.scheduler.schedule(tx, { kind: REFUSE_JOB, subjectId: p.id, shopId: p.shop_id, mode: 'live', dueAt: await this.core.clocks.now(tx, p.shop_id, 'live'), payload: { bankCode } });
@@ -128,10 +121,7 @@ export class TBankBank implements BankPort {
     if (p.method === 'sbp' && !s.qr_payload) await this.requestQr(tx, p, s.bank_payment_id);
   }
 
-  /**
-   * A new attempt of a payment the bank has no order of (its Init never arrived): a merchant charge is
-   * charged again with its token, any other payment gets a new session; either way with a new OrderId.
-   */
+  /** A new attempt, new OrderId, of a payment whose Init never arrived: a merchant charge again with its token, else a new session. */
   async reopen(tx: Tx, p: PaymentRow): Promise<void> {
     const rec = await recurrentOf(tx, p.id);
     if (rec?.token_id && (rec.kind === 'token_charge' || rec.kind === 'subscription_charge')) await this.chargeSaved(tx, { payment: p, by: 'service', tokenId: rec.token_id });
@@ -170,8 +160,7 @@ export class TBankBank implements BankPort {
     const answer = paymentAnswerOf(n);
     // Refund statuses are settled by the refunds' own Cancel answers and checks.
     if (['REFUNDED', 'PARTIAL_REFUNDED', 'PARTIAL_REVERSED'].includes(String(n.Status))) return ok;
-    // The Amount in the protocol's own form, an integer of kopecks; anything else ("300000.00", a fraction, a
-    // string, none) is not the payment's amount: kept for the operator, never applied.
+    // Only an integer of kopecks is the payment's amount; anything else ("300000.00", a fraction, none) is kept, never applied.
     const stated = amountOf(n);
     const amount = stated.kind === 'kopecks' ? stated.value : undefined;
     if (amount !== undefined) ok.payments.push({ paymentId, amount, answer });
@@ -182,8 +171,7 @@ export class TBankBank implements BankPort {
       const p = await getPayment(tx, paymentId);
       if (!p || p.shop_id !== req.shopId || p.mode !== 'live') return;
       if (amount === undefined) return keepUnreadableAmount(this.core.clocks, tx, p, answer.outcome, stated.kind === 'bad' ? stated.raw : '(none)');
-      // A notification of the current attempt names the bank's payment: shown as metadata.bank_ref before the
-      // answer is applied, so its webhook carries it.
+      // The current attempt's bank payment is shown as metadata.bank_ref before the answer applies, so its webhook carries it.
       if ((await getSession(tx, paymentId))?.order_id === orderId) await putBankRef(tx, paymentId, bankPaymentId);
       const rec = await recurrentOf(tx, paymentId);
       if (rebill && answer.outcome === 'succeeded' && rec?.token_id && BINDING_KINDS.has(rec.kind) && p.status === 'processing' && p.amount === amount) {
@@ -204,12 +192,8 @@ export class TBankBank implements BankPort {
   }
 }
 
-/**
- * T-Bank acquiring as the wiring mounts it: the connector behind the port for live shops with a T-Bank
- * terminal, the job that sends each recorded request, and the one that refuses what cannot be sent.
- * Builds only (the master key is read on first use, not here). A terminal's api_url is called only at a
- * public address, or in a range the operator opened with --webhook-allow.
- */
+// T-Bank as the wiring mounts it: the connector, the job sending each recorded request, and the refusal job; builds only.
+// A terminal's api_url is called only at a public address or in a --webhook-allow range.
 export function tbankModule(core: PaymentsCore): Module {
   const key = new MasterKey(core.config.db);
   const bank = new TBankBank(core, key);

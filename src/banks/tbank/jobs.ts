@@ -13,7 +13,7 @@ import { fixedLookup, type Resolved, type UrlPolicy } from '../../money/webhooks
 import { accepted, amountOf, checkOrderPayment, failureCodeOf, paymentAnswerOf, refundAnswerOf, TBANK, tbankToken, withoutSecrets, type TBankAnswer, type TBankMethod } from './protocol';
 import { terminalOf } from './settings';
 import { getRebill, getRequest, getSession, keepUnreadableAmount, putBankRef, recurrentOf, updateSession } from './records';
-import { callBank, markAnswered, markSent, type BankRequestRow } from '../http-call';
+import { callBank, JOB_MARGIN_MS, markAnswered, markSent, type BankRequestRow } from '../http-call';
 import type { PaymentRow } from '../../money/bank-port/payment';
 
 /** What an answer may ask of the connector (bank.ts): another request, a QR code, a session opened anew. */
@@ -32,7 +32,6 @@ export const REFUSE_JOB = 'tbank.refuse';
 /** Why a request is sent, which decides what its answer does. */
 export type Purpose = 'session' | 'charge' | 'check' | 'qr' | 'void' | 'refund';
 
-/** The encryption context of a saved method's RebillId. */
 export function rebillContext(tokenId: string): string {
   return `tbank.rebill:${tokenId}`;
 }
@@ -40,10 +39,7 @@ export function rebillContext(tokenId: string): string {
 /** What one POST to the bank gave: a readable JSON answer, or unknown (and why, without secrets). */
 export type Sent = { kind: 'answer'; answer: TBankAnswer } | { kind: 'unknown'; reason: string };
 
-/**
- * POST a signed JSON body to `url` (connecting to `resolved`, the address its check found) and read the answer. A
- * timeout, a connection error, a 5xx or a body that is not a JSON object is unknown: the bank may have acted on it.
- */
+/** POSTs a signed body (connecting to `resolved`); a timeout, connection error, 5xx or non-object body is unknown: the bank may have acted. */
 export async function postJson(url: string, body: Record<string, unknown>, timeout_ms: number, resolved?: Resolved): Promise<Sent> {
   const payload = Buffer.from(JSON.stringify(body), 'utf8');
   const headers = { 'Content-Type': 'application/json', 'Content-Length': payload.length, Accept: 'application/json' };
@@ -62,15 +58,9 @@ export async function postJson(url: string, body: Record<string, unknown>, timeo
   return { kind: 'answer', answer: parsed as TBankAnswer };
 }
 
-/** Time the job itself allows beyond the request's own timeout, so the request's unknown is what it records. */
-const JOB_MARGIN_MS = 5_000;
-
-/**
- * The request job. `run` sends outside any transaction, marking the request sent first: one found sent already
- * (the process died before its answer was recorded) is not sent again but reported unknown, and a status check
- * settles its operation. `complete` records the answer and reports it through the domains' bank-answer entry
- * points. `policy` decides where the shop's api_url may lead (private addresses only in --webhook-allow ranges).
- */
+// `run` sends outside any transaction, marking the request sent first: one found sent already (the process died before its
+// answer was recorded) is reported unknown, not sent again, and a status check settles it. `complete` applies the answer.
+// `policy`: where the shop's api_url may lead (private addresses only in --webhook-allow ranges).
 export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankRequests, policy: UrlPolicy): ModuleJob {
   const timeout_ms = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
   const spec: AsyncJobKind<Sent> = {
@@ -103,8 +93,8 @@ export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankReques
         core.log.error('T-Bank request not sent: the acquirer address is refused', { shop_id: row.shop_id, operation: row.operation, reason: (err as Error).message });
         return { kind: 'unknown', reason: `not sent: the acquirer address is refused: ${(err as Error).message} (the operator allows a range with --webhook-allow)` };
       }
-      // Only the run that moves the request from queued to sent sends it: another that read it queued too (a
-      // process that froze past its claim, and the one that took the job over) finds it sent and sends nothing.
+      // Only the run moving the request from queued to sent sends it: another that read it queued (one frozen past
+      // its claim, and the one that took the job over) sends nothing.
       if (!(await core.store.write(async (tx) => markSent(tx, row.id, core.clocks.real())))) {
         return { kind: 'unknown', reason: 'sent by another run; no answer was recorded here' };
       }
@@ -149,11 +139,8 @@ function refusal(a: TBankAnswer) {
   return { outcome: 'refused' as const, failureCode: failureCodeOf(code), bankCode: code };
 }
 
-/**
- * A merchant charge whose bank payment is still NEW: its Charge never reached the bank (the Init's answer was
- * lost, or the process stopped before the Charge left). The bank charges a payment only while it is NEW, so
- * sending the Charge now cannot charge twice. True when it was sent (the check's answer is then the Charge's).
- */
+// A merchant charge whose bank payment is still NEW: its Charge never reached the bank. The bank charges only a NEW payment,
+// so sending it now cannot charge twice. True when sent.
 async function chargeNotSent(bank: TBankRequests, tx: Tx, p: { id: string; shop_id: string; status: string }, a: TBankAnswer, bankPaymentId: string): Promise<boolean> {
   if (p.status !== 'processing' || a.Status !== 'NEW' || !bankPaymentId) return false;
   const rec = await recurrentOf(tx, p.id);
@@ -162,7 +149,6 @@ async function chargeNotSent(bank: TBankRequests, tx: Tx, p: { id: string; shop_
   return true;
 }
 
-/** What an answer (or its absence) does to the operation it is about. */
 async function onAnswer(core: PaymentsCore, bank: TBankRequests, tx: Tx, row: BankRequestRow, purpose: string, job: Job, a: TBankAnswer | undefined, why: string): Promise<void> {
   if (row.subject_kind === 'refund') {
     if (!(await getRefund(tx, row.subject_id))) return;
@@ -179,8 +165,7 @@ async function onAnswer(core: PaymentsCore, bank: TBankRequests, tx: Tx, row: Ba
     return;
   }
   const bankPaymentId = a.PaymentId !== undefined && a.PaymentId !== null ? String(a.PaymentId) : '';
-  // The bank's id of the current attempt, whatever it answered, becomes the payment's metadata.bank_ref first,
-  // so the webhook of an answer applied below carries it.
+  // The current attempt's bank id, whatever the answer, becomes metadata.bank_ref first, so the webhook below carries it.
   const current = s !== undefined && s.order_id === row.order_id;
   switch (row.operation) {
     case 'Init': {

@@ -2,14 +2,11 @@ import { createHash } from 'node:crypto';
 import { safeEqual } from '../../platform/util/crypto';
 import type { MoneyAnswer, PaymentAnswer } from '../../money/bank-port/port';
 
-// T-Bank Internet Acquiring API v2, as its published OpenAPI document describes it: JSON POSTs to
-// {api_url}/<Method>, each signed with a Token; answers carry Success, ErrorCode ("0" = none), Status,
-// PaymentId, OrderId and Amount (in kopecks). Pure functions only: no I/O here.
+// T-Bank Internet Acquiring API v2 (its published OpenAPI document): JSON POSTs to {api_url}/<Method>, each signed with a
+// Token; answers carry Success, ErrorCode ("0" = none), Status, PaymentId, OrderId and Amount (kopecks). No I/O here.
 
-/** The provider name shops use for T-Bank. */
 export const TBANK = 'tbank';
 
-/** The bank's production address of the API. */
 export const TBANK_API_URL = 'https://securepay.tinkoff.ru/v2';
 
 /** The bank's test environment (test terminals, no money moves). */
@@ -18,7 +15,6 @@ export const TBANK_TEST_API_URL = 'https://rest-api-test.tinkoff.ru/v2';
 /** The addresses the bank publishes: the only ones a merchant may choose in the cabinet. */
 export const TBANK_KNOWN_API_URLS: readonly string[] = [TBANK_API_URL, TBANK_TEST_API_URL];
 
-/** The methods kopek calls. */
 export type TBankMethod = 'Init' | 'GetState' | 'CheckOrder' | 'Cancel' | 'Charge' | 'GetQr';
 
 /** The Token of a request or notification: SHA-256 (hex) of the root-level scalar values plus Password, in key order. */

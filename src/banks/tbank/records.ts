@@ -4,10 +4,8 @@ import { recordMismatch } from '../../money/bank-port/checks';
 import { getPayment, metadataOf, updatePayment } from '../../money/payments/store';
 import type { BankRequestRow } from '../http-call';
 
-// T-Bank's rows: every request (bank_requests, shared by live acquirers), each payment's session
-// (tbank_sessions) and each saved method's encrypted RebillId (tbank_rebills).
+// T-Bank's rows: requests (bank_requests, shared by live acquirers), sessions (tbank_sessions), RebillIds (tbank_rebills).
 
-/** A payment's session at the bank. */
 export interface SessionRow {
   payment_id: string;
   shop_id: string;
@@ -29,7 +27,6 @@ export async function insertRequest(tx: Tx, r: Omit<BankRequestRow, 'id' | 'stat
   return Number(info.lastInsertRowid);
 }
 
-/** A recorded request by id. */
 export async function getRequest(db: Reader, id: number): Promise<BankRequestRow | undefined> {
   return db.get<BankRequestRow>('SELECT * FROM bank_requests WHERE id = ?', id);
 }
@@ -48,7 +45,6 @@ export async function paymentOfOrder(db: Reader, shopId: string, orderId: string
   return r?.subject_id;
 }
 
-/** A payment's session, if one was opened at the bank. */
 export async function getSession(db: Reader, paymentId: string): Promise<SessionRow | undefined> {
   return db.get<SessionRow>('SELECT * FROM tbank_sessions WHERE payment_id = ?', paymentId);
 }
@@ -88,7 +84,6 @@ export async function putRebill(tx: Tx, tokenId: string, shopId: string, rebillE
   );
 }
 
-/** A saved method's encrypted RebillId, if the bank gave one. */
 export async function getRebill(db: Reader, tokenId: string): Promise<string | undefined> {
   return (await db.get<{ rebill_enc: string }>('SELECT rebill_enc FROM tbank_rebills WHERE token_id = ?', tokenId))?.rebill_enc;
 }

@@ -35,27 +35,21 @@ export function checkTerminal(terminalKey: string, password: string, apiUrl: str
   return { terminalKey: key, password, apiUrl: url };
 }
 
-/** The shop_acquirers row of a T-Bank terminal, its password encrypted. */
 export function tbankAcquirer(key: MasterKey, shopId: string, t: TBankTerminal, now: number): ShopAcquirer {
   const settings: TBankSettings = { terminal_key: t.terminalKey, password_enc: key.encrypt(t.password, passwordContext(shopId)), api_url: t.apiUrl };
   return { shop_id: shopId, provider: TBANK, settings: JSON.stringify(settings), updated_at: now };
 }
 
-/**
- * The API addresses a merchant may choose in the cabinet: the bank's published ones, and the shop's current
- * address when the operator set another (so a new password does not move the shop off it).
- */
+/** Addresses the cabinet offers: the published ones, and the shop's current one if the operator set another. */
 export function apiUrlChoices(currentUrl?: string): string[] {
   return currentUrl && !TBANK_KNOWN_API_URLS.includes(currentUrl) ? [...TBANK_KNOWN_API_URLS, currentUrl] : [...TBANK_KNOWN_API_URLS];
 }
 
-/** The settings of a T-Bank acquirer row, without decrypting anything. */
 export function readSettings(a: ShopAcquirer): TBankSettings {
   const s = JSON.parse(a.settings) as Partial<TBankSettings>;
   return { terminal_key: String(s.terminal_key ?? ''), password_enc: String(s.password_enc ?? ''), api_url: String(s.api_url ?? TBANK_API_URL) };
 }
 
-/** The terminal of a T-Bank acquirer row with its password decrypted. */
 export function terminalOf(key: MasterKey, a: ShopAcquirer): TBankTerminal {
   const s = readSettings(a);
   return { terminalKey: s.terminal_key, password: key.decrypt(s.password_enc, passwordContext(a.shop_id)), apiUrl: s.api_url };
@@ -74,18 +68,13 @@ export function acquirerView(a: ShopAcquirer): AcquirerView {
   return { shop_id: a.shop_id, provider: a.provider, terminal_key: s.terminal_key, api_url: s.api_url };
 }
 
-/** A shop's acquirer as it may be shown, or undefined when none is set. */
 export async function showAcquirer(store: Store, shopId: string): Promise<AcquirerView | undefined> {
   const a = await shopAcquirer(store, shopId);
   return a ? acquirerView(a) : undefined;
 }
 
-/**
- * Set (or replace) a shop's T-Bank terminal, its password encrypted under the database's master key: the
- * one rule `kopek shop acquirer` and the cabinet share. `choices`: the only API addresses taken (the
- * cabinet's, apiUrlChoices); without it any http(s) address is (the operator's command). Throws a one-line
- * error on a bad terminal.
- */
+// Sets or replaces a shop's T-Bank terminal, password encrypted: the rule `kopek shop acquirer` and the cabinet share.
+// `choices`: the only API addresses taken (the cabinet's); without it any http(s) address is. Throws a one-line error.
 export async function setTBankAcquirer(store: Store, shopId: string, t: { terminalKey: string; password: string; apiUrl?: string }, now: number, choices?: readonly string[]): Promise<AcquirerView> {
   const checked = checkTerminal(t.terminalKey, t.password, t.apiUrl, choices);
   const row = tbankAcquirer(new MasterKey(store.path), shopId, checked, now);

@@ -19,12 +19,8 @@ export const REPEAT_WINDOW_MS = 23 * 3_600_000;
 /** Notifications of one payout within this long after its last GET lead to no other GET (a flood is one check). */
 const NOTIFIED_QUIET_MS = 5_000;
 
-/**
- * YooKassa Payouts behind the bank port, for the payouts of live shops whose payout provider it is. Every
- * request is recorded (bank_requests) in the domain's transaction and sent after commit by its job (jobs.ts);
- * answers reach the payouts domain through payouts/bank-answers.ts. A card payout's number lives in `cards`
- * only, until the provider has the payout (its id known) or the payout is final.
- */
+// YooKassa Payouts behind the bank port for live shops' payouts: requests recorded in the domain's transaction, sent after
+// commit by its job (jobs.ts). A card payout's number lives only in `cards` until the provider has it or the payout is final.
 export class YookassaBank implements BankPort {
   readonly provider = YOOKASSA;
   readonly sendsPayouts = true;

@@ -2,13 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { fixedLookup, type Resolved } from '../../money/webhooks/url-safety';
 import { callBank } from '../http-call';
 
-/**
- * What one call gave: an answer with a JSON object body (2xx and 4xx other than 429), or unknown (and why,
- * without secrets): a timeout, a connection error, a 5xx, a 429, a body that is not a JSON object.
- */
+/** An answer with a JSON object body (2xx, 4xx but 429), or unknown: timeout, connection error, 5xx, 429, a non-object body. */
 export type Sent = { kind: 'answer'; status: number; body: Record<string, unknown> } | { kind: 'unknown'; reason: string };
 
-/** One call to the provider. */
 export interface Call {
   method: 'GET' | 'POST';
   url: string;
@@ -31,10 +27,8 @@ export async function callYookassa(c: Call): Promise<Sent> {
   return raw.kind === 'unknown' ? raw : readAnswer(raw.status, raw.body);
 }
 
-/** An answer's status and body as a Sent. */
 function readAnswer(status: number, raw: Buffer): Sent {
-  if (status >= 500 || status === 429) return { kind: 'unknown', reason: `HTTP ${status}` };
-  if (status < 200 || (status >= 300 && status < 400)) return { kind: 'unknown', reason: `HTTP ${status}` };
+  if (status >= 500 || status === 429 || status < 200 || (status >= 300 && status < 400)) return { kind: 'unknown', reason: `HTTP ${status}` };
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw.toString('utf8'));
@@ -48,10 +42,7 @@ function readAnswer(status: number, raw: Buffer): Sent {
 /** A payout id the provider never gives (its ids start "po-"): a GET of it changes nothing anywhere. */
 const NO_SUCH_PAYOUT = 'kopek-credentials-check-0000000000000000';
 
-/**
- * Check a payout gateway's credentials with a request that changes nothing: GET {api_url}/payouts/<an id that
- * cannot exist>. 404 means the provider took the credentials; 401 or 403 refuses them; anything else is a reason.
- */
+/** Checks credentials with a GET of a payout that cannot exist: 404 accepts them, 401 or 403 refuses, anything else is a reason. */
 export async function checkYookassaCredentials(o: { apiUrl: string; agentId: string; secret: string; timeoutMs: number }): Promise<{ ok: true } | { ok: false; reason: string }> {
   const url = `${o.apiUrl.replace(/\/+$/, '')}/payouts/${NO_SUCH_PAYOUT}`;
   const sent = await callYookassa({ method: 'GET', url, agentId: o.agentId, secret: o.secret, timeoutMs: o.timeoutMs });

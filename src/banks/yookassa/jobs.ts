@@ -11,21 +11,15 @@ import { getPayout, type PayoutRow } from '../../money/payouts/store';
 import { callYookassa, type Sent } from './http';
 import { answerOf, isCardBody, payoutObjectOf, withCardNumber } from './protocol';
 import { getRequest, putPayoutRef, type YookassaRequestRow } from './records';
-import { markAnswered, markSent } from '../http-call';
+import { JOB_MARGIN_MS, markAnswered, markSent } from '../http-call';
 import { REQUEST_JOB, YookassaBank, type Purpose } from './bank';
 import { gatewayOf, YOOKASSA } from './settings';
 
 /** What a run gave: the call's outcome, or `lost` (a card payout's number is gone: nothing was sent). */
 type Outcome = Sent | { kind: 'lost' };
 
-/** Time the job allows beyond the request's own timeout, so the request's unknown is what it records. */
-const JOB_MARGIN_MS = 5_000;
-
-/**
- * The request job. `run` sends outside any transaction, marking the request sent just before (a request found
- * sent already is not sent again but reported unknown: a status check repeats it under the same
- * Idempotence-Key); `complete` records the answer and applies it through payouts/bank-answers.ts.
- */
+// `run` sends outside any transaction, marking the request sent just before (one found sent already is reported unknown, not
+// sent: a status check repeats it under the same Idempotence-Key); `complete` applies the answer (payouts/bank-answers.ts).
 export function requestJob(core: PaymentsCore, bank: YookassaBank, policy: UrlPolicy): ModuleJob {
   const timeoutMs = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
   const spec: AsyncJobKind<Outcome> = {
@@ -78,7 +72,6 @@ export function requestJob(core: PaymentsCore, bank: YookassaBank, policy: UrlPo
   return { kind: REQUEST_JOB, async: spec };
 }
 
-/** What a request's outcome does to its payout. */
 async function onOutcome(core: PaymentsCore, bank: YookassaBank, tx: Tx, row: YookassaRequestRow, p: PayoutRow, purpose: Purpose, out: Outcome): Promise<void> {
   const now = core.clocks.real();
   if (out.kind === 'lost') {
@@ -107,8 +100,7 @@ async function onOutcome(core: PaymentsCore, bank: YookassaBank, tx: Tx, row: Yo
     } else await payoutAnswered(core, tx, p.id, { outcome: 'unknown', reason: `HTTP ${out.status} ${code}` });
     return;
   }
-  // The POST's answer is the payout of its Idempotence-Key, a GET's the payout of a known id; a notification's GET
-  // of a payout kopek has no id of yet must name it in metadata.
+  // A POST answers its Idempotence-Key's payout, a GET a known id's; a notification's GET of one with no id yet must name it in metadata.
   const named = po.payoutId ? po.payoutId === p.id : purpose !== 'notified' || p.bank_ref === po.id;
   if (!named || (p.bank_ref && p.bank_ref !== po.id)) {
     core.log.warn('YooKassa answer names another payout; not applied', { shop_id: p.shop_id, payout_id: p.id });
@@ -123,12 +115,8 @@ async function onOutcome(core: PaymentsCore, bank: YookassaBank, tx: Tx, row: Yo
   await payoutAnswered(core, tx, p.id, answerOf(po));
 }
 
-/**
- * YooKassa Payouts as the wiring mounts it: the connector behind the port for the payouts of live shops whose
- * payout provider it is, and the job that sends each recorded request. Builds only (the master key is read on
- * first use). The provider's api_url is called only at a public address, or in a range the operator opened
- * with --webhook-allow.
- */
+// YooKassa Payouts as the wiring mounts it: the connector and its request job; builds only (the master key is read on first
+// use). The provider's api_url is called only at a public address or in a --webhook-allow range.
 export function yookassaModule(core: PaymentsCore): Module {
   const bank = new YookassaBank(core);
   return { name: 'yookassa', banks: [bank], jobs: [requestJob(core, bank, new UrlPolicy(core.config.webhookAllow))] };

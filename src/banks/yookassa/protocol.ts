@@ -1,9 +1,7 @@
 import type { MoneyAnswer, PayoutRequest } from '../../money/bank-port/port';
 
-// YooKassa Payouts API v3 as kopek uses it (docs/live-mode.md, "Payouts: YooKassa"): the body of POST /payouts,
-// the payout object its answers and GET /payouts/{id} carry, and how a cancellation maps to kopek's codes.
+// YooKassa Payouts API v3 as kopek uses it (docs/live-mode.md, "Payouts: YooKassa"): POST bodies, payout objects, codes.
 
-/** Longest description the provider takes. */
 const MAX_DESCRIPTION = 128;
 
 /** The payout object's parts kopek reads. */
@@ -18,10 +16,7 @@ export interface PayoutObject {
   reason: string;
 }
 
-/**
- * The body of a payout's POST, without the card number (`card.number` is added when it is sent, from memory):
- * what is recorded, and what every repeat sends again with the same Idempotence-Key.
- */
+/** A payout's POST body without the card number (added from memory when sent): what every repeat sends with the same Idempotence-Key. */
 export function payoutBody(req: PayoutRequest): Record<string, unknown> {
   const destination =
     req.method === 'payouts_card'
@@ -45,7 +40,6 @@ export function withCardNumber(body: Record<string, unknown>, number: string): R
   return { ...body, payout_destination_data: { type: 'bank_card', card: { number } } };
 }
 
-/** The payout object in an answer, or undefined when the answer is not one. */
 export function payoutObjectOf(a: unknown): PayoutObject | undefined {
   if (!a || typeof a !== 'object' || Array.isArray(a)) return undefined;
   const o = a as Record<string, unknown>;
@@ -62,7 +56,6 @@ export function payoutObjectOf(a: unknown): PayoutObject | undefined {
   };
 }
 
-/** The unified failure code of a cancellation reason. */
 export function failureCodeOf(reason: string): string {
   switch (reason) {
     case 'insufficient_funds':
@@ -83,8 +76,7 @@ export function answerOf(po: PayoutObject): MoneyAnswer {
   return { outcome: 'unknown', reason: `the provider's payout is ${po.status.slice(0, 32)}` };
 }
 
-// Amounts between kopek's integer kopecks and the provider's decimal strings ("1234.56"), in string arithmetic
-// only: no floating point touches money.
+// Kopecks to and from the provider's decimal strings ("1234.56") in string arithmetic only: no floating point touches money.
 
 /** Largest kopecks value written or read: 10^15 (a safe integer, far beyond any payout). */
 const MAX_KOPECKS = 1_000_000_000_000_000;

@@ -1,11 +1,9 @@
 import type { Reader, Tx } from '../../platform/storage/store';
 import type { BankRequestRow } from '../http-call';
 
-// YooKassa's requests, recorded in bank_requests (shared by live banks) with subject_kind 'payout': the
-// payout's id is the subject and the Idempotence-Key (order_id), the provider's payout id its bank_payment_id.
-// The request column holds the body without the card number, which is never written anywhere.
+// YooKassa's requests in bank_requests (subject_kind 'payout'): the payout's id is the subject and the Idempotence-Key
+// (order_id), the provider's id its bank_payment_id. The body is kept without the card number, never written anywhere.
 
-/** One recorded request to YooKassa. */
 export type YookassaRequestRow = BankRequestRow & { operation: 'CreatePayout' | 'GetPayout' };
 
 /** Record a request before it is sent (state queued); returns its id. */
@@ -18,7 +16,6 @@ export async function insertRequest(tx: Tx, r: { shopId: string; operation: Yook
   return Number(info.lastInsertRowid);
 }
 
-/** A recorded request by id. */
 export async function getRequest(q: Reader, id: number): Promise<YookassaRequestRow | undefined> {
   return q.get<YookassaRequestRow>(`SELECT * FROM bank_requests WHERE id = ? AND provider = 'yookassa'`, id);
 }

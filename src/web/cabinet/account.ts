@@ -77,10 +77,7 @@ export async function postTotpConfirm(ctx: Ctx<Core>): Promise<Reply> {
   return cabinetPage(ctx, { title: ct(lang, 'recovery_codes'), active: 'account', body });
 }
 
-/**
- * POST /cabinet/account/totp/disable {password, code}: TOTP off. The password and a current code (or a recovery
- * code) are asked again, checked under the sign-in throttle: a stolen session cannot guess them faster.
- */
+/** POST /cabinet/account/totp/disable {password, code}: TOTP off; both asked again under the sign-in throttle, so a stolen session cannot guess faster. */
 export function postTotpDisable(ctx: Ctx<Core>): Promise<Reply> {
   const f = form(ctx);
   const { store } = ctx.app;

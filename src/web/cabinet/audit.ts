@@ -5,7 +5,6 @@ import { esc } from '../pay-page/layout';
 import { cabinetPage, table } from './layout';
 import { ct, when } from './text';
 
-/** One line of the audit log. */
 interface AuditRow {
   id: number;
   merchant_id: string | null;
@@ -18,7 +17,6 @@ interface AuditRow {
   at: number;
 }
 
-/** Who did something, for the audit log. */
 export interface Actor {
   merchantId: string | null;
   userId: string | null;
@@ -42,7 +40,6 @@ export async function insertAudit(tx: Tx, actor: Actor, action: string, target: 
   );
 }
 
-/** Lines per page of the audit log. */
 const AUDIT_PAGE = 100;
 
 /** GET /cabinet/audit?before=: the merchant's audit log, newest first, every sign-in and change. */

@@ -23,11 +23,8 @@ function niceTop(max: number, floor: number, steps = [1, 2, 5, 10]): number {
 /** Tops of a count axis whose half tick is a whole number too (a top of 5 labelled its half "3"). */
 const COUNT_STEPS = [1, 2, 4, 10];
 
-/**
- * One bar chart of a figure per day with its own axis (0, half, top). The bars are SVG stretched to the box; the
- * labels are HTML around it, so they keep the page's font size (inside the SVG they shrank to 6 px at 360 px).
- * Day labels carry the steps they show at (k2: every second day from the latest, k3: every third, for a narrow box).
- */
+// One bar chart with its own axis (0, half, top): SVG bars stretched to the box, HTML labels around it (inside the SVG they
+// shrank to 6 px at 360 px). Day labels carry the steps they show at (k2: every second day from the latest, k3: every third).
 function barChart(o: { id: string; title: string; days: DayFigure[]; value: (d: DayFigure) => number; top: number; label: (v: number) => string; fill: string; tip: (d: DayFigure) => string }): string {
   const w = DAY_W * Math.max(1, o.days.length);
   const grid = [0, 0.5, 1]
@@ -56,10 +53,8 @@ ${bars.join('\n')}
 </div>`;
 }
 
-/**
- * Payments per day as two server-drawn SVG charts, each with its own scale (a count and an amount never share an
- * axis); presentation attributes only, so the strict CSP holds; a table with the figures follows for screen readers.
- */
+// Payments per day as two server-drawn SVG charts, each with its own scale (a count and an amount never share an axis);
+// presentation attributes only, so the strict CSP holds; a table of the figures follows for screen readers.
 export function paymentsChart(lang: Lang, days: DayFigure[], currency = 'RUB'): string {
   const totalCount = days.reduce((s, d) => s + d.count, 0);
   const totalPaid = days.reduce((s, d) => s + d.paid, 0);

@@ -8,10 +8,7 @@ import { csrfMatches, loadSession } from './sessions';
 import { cabinetPage, publicPage } from './layout';
 import { ct } from './text';
 
-/**
- * The cabinet's step of the request chain: the session of the cookie (401: the sign-in page), and for a POST the
- * page it came from and the session's CSRF token in `_csrf` or X-CSRF-Token (403 before the handler runs).
- */
+/** The session of the cookie (401: sign-in page); for a POST also its origin and the CSRF token in `_csrf` or X-CSRF-Token (403). */
 export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks' | 'baseUrl'>>): Promise<CabinetAuth> {
   const isPost = ctx.method === 'POST';
   const baseUrl = ctx.app.baseUrl();
@@ -32,13 +29,9 @@ export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks'
   return auth;
 }
 
-/**
- * A 403 for a form sent from another origin, or null. The browser says where a POST comes from: `Sec-Fetch-Site`
- * when it sends it (anything but same-origin is refused: same-site covers another port of the host), else
- * `Origin`, which must be this service's (`baseUrl`) or the host the request was sent to under the same scheme
- * ("null", a sandboxed or referrer-less page's, is refused: the cabinet's pages send their origin). A request
- * with neither (curl, a very old browser) is left to the CSRF token.
- */
+// A 403 for a form from another origin, or null: `Sec-Fetch-Site` when sent (anything but same-origin is refused: same-site
+// covers another port), else `Origin`, which must be baseUrl's or the request's host under the same scheme ("null" is
+// refused: the cabinet's pages send their origin). A request with neither (curl) is left to the CSRF token.
 export function sameOriginRefusal(ctx: Ctx, baseUrl: string): ApiError | null {
   const site = headerOf(ctx, 'sec-fetch-site');
   const origin = headerOf(ctx, 'origin');

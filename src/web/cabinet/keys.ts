@@ -9,7 +9,6 @@ import { audit, change, chosenShop, merchantShops, ownShop, shopOfOwn } from './
 import { form } from './guard';
 import { ct, when, codeText } from './text';
 
-/** The shop picker of pages about one shop. */
 export async function shopPicker(ctx: Ctx<Pick<Core, 'store'>>, path: string, current: string): Promise<string> {
   const shops = await merchantShops(ctx);
   if (shops.length < 2) return '';

@@ -98,20 +98,13 @@ svg.chart{display:block;width:100%;height:160px}
 }
 `;
 
-/**
- * Confirms a form marked data-confirm before it is sent (delete, revoke, reset), and on a narrow screen scrolls the
- * section strip (only the strip, never the page) to the current section; everything else works without script.
- */
+/** Confirms data-confirm forms before sending; on a narrow screen scrolls the section strip (never the page) to the current one. */
 const SCRIPT = `document.addEventListener('submit',function(e){var f=e.target;var q=f&&f.getAttribute('data-confirm');if(q&&!window.confirm(q))e.preventDefault();});
 var c=document.querySelector('nav.sections [aria-current=page]'),u=c&&c.closest('ul');if(u&&u.scrollWidth>u.clientWidth)u.scrollLeft+=c.getBoundingClientRect().left-u.getBoundingClientRect().left-(u.clientWidth-c.offsetWidth)/2;`;
 
-/**
- * The cabinet's pages name themselves to their own server only: under `no-referrer` a browser sends `Origin: null`
- * with a form, which the cabinet refuses as it does a sandboxed page's (guard.ts sameOriginRefusal).
- */
+/** Under `no-referrer` a browser sends `Origin: null` with a form, which guard.ts sameOriginRefusal refuses. */
 const SAME_ORIGIN_REFERRER = { 'Referrer-Policy': 'same-origin' };
 
-/** The hidden CSRF field every cabinet form carries. */
 export function csrfField(ctx: Ctx): string {
   return `<input type="hidden" name="_csrf" value="${esc(ctx.cabinet?.csrf ?? '')}">`;
 }
@@ -122,7 +115,6 @@ export function postForm(ctx: Ctx, action: string, inner: string, o: { confirm?:
   return `<form method="post" action="${esc(action)}"${confirm}${o.cls ? ` class="${o.cls}"` : ''}${o.id ? ` id="${esc(o.id)}"` : ''}>${csrfField(ctx)}${inner}</form>`;
 }
 
-/** A labelled input. */
 export function field(id: string, label: string, input: string, hint?: string): string {
   return `<div class="field"><label for="${id}">${esc(label)}</label>${input}${hint ? `<small class="hint" id="${id}-hint">${esc(hint)}</small>` : ''}</div>`;
 }

@@ -56,10 +56,7 @@ export function cabinetRoot(): Reply {
   return { status: 303, location: '/cabinet/overview' };
 }
 
-/**
- * POST /cabinet/login: the page it came from and the form's CSRF token (403), one attempt reserved against the
- * throttle before the password is hashed (429), then email, password and a TOTP or recovery code. Audited.
- */
+/** POST /cabinet/login: origin and CSRF (403), an attempt reserved against the throttle before hashing (429), then email, password, TOTP or recovery code. Audited. */
 export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
   const lang = langOf(ctx);
   const f = form(ctx);
@@ -102,14 +99,12 @@ function tooMany(ctx: Ctx<Core>, lang: Lang, email: string, wait_ms: number): Re
   return loginForm(ctx, lang, { error: `${ct(lang, 'locked')} ${s} ${ct(lang, 'seconds')}.`, email, status: 429, headers: { 'Retry-After': String(s) } });
 }
 
-/** POST /cabinet/logout: ends this session. */
 export async function postLogout(ctx: Ctx<Core>): Promise<Reply> {
   await endSession(ctx.app.store, ctx.cabinet!.sessionHash);
   await audit(ctx, 'sign_out', ctx.cabinet!.userId);
   return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } };
 }
 
-/** POST /cabinet/logout-all: ends every session of the user, on every device. */
 export async function postLogoutAll(ctx: Ctx<Core>): Promise<Reply> {
   const n = await endAllSessions(ctx.app.store, ctx.cabinet!.userId);
   await audit(ctx, 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`);

@@ -13,7 +13,6 @@ import { ct, when, paymentStatusCell } from './text';
 
 /** Days the overview's chart covers, today included. */
 const CHART_DAYS = 14;
-/** Latest payments listed on the overview. */
 const LATEST = 10;
 /** Deliveries per shop looked at for failing endpoints: the recent ones say whether an endpoint fails now. */
 const RECENT_DELIVERIES = 1000;
@@ -33,11 +32,8 @@ interface LatestRow {
 /** Payments read per query while the chart adds up its days; the server answers others between two reads. */
 const CHART_SLICE_ROWS = 5000;
 
-/**
- * Add a shop's payments created since `firstDay` to the days of the chart: payments created, and the amount of
- * those paid. However many payments the days hold, each read is a slice of the register index's range, and
- * other requests run between two slices.
- */
+// Adds a shop's payments created since `firstDay` to the chart's days, one slice of the register index's range per read, so
+// other requests run between two slices however many payments the days hold.
 async function addDays(ctx: Ctx<Core>, shopId: string, firstDay: number, perDay: Map<number, DayFigure>): Promise<void> {
   let below: [number, number] = [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
   for (;;) {

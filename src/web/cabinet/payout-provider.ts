@@ -4,8 +4,7 @@ import { MasterKey } from '../../platform/secrets/master-key';
 import { checkYookassaCredentials } from '../../banks/yookassa/http';
 import { secretLabel, YOOKASSA, YOOKASSA_API_URLS } from '../../banks/yookassa/settings';
 
-// A shop's payout provider (YooKassa Payouts), independent of its acquirer: the one rule `kopek shop payouts`
-// and the cabinet's live section share. The secret key is sealed under the master key; nothing here shows it.
+// A shop's payout provider, independent of its acquirer, as `kopek shop payouts` and the cabinet set it; the secret is sealed.
 
 /** What may be shown of a shop's payout provider: never its secret. */
 export interface PayoutProviderView {
@@ -15,7 +14,6 @@ export interface PayoutProviderView {
   api_url: string;
 }
 
-/** The payout providers a shop may set. */
 const PAYOUT_PROVIDERS: readonly string[] = [YOOKASSA];
 
 /** What setting a payout provider takes: the secret in clear (for the credentials check and sealing only). */
@@ -27,22 +25,16 @@ export interface PayoutProviderInput {
   apiUrl?: string;
 }
 
-/** The view of a payout provider row. */
 function payoutProviderView(p: ShopPayoutProvider): PayoutProviderView {
   return { shop_id: p.shop_id, provider: p.provider, agent_id: p.agent_id, api_url: p.api_url };
 }
 
-/** A shop's payout provider as it may be shown, or undefined when none is set. */
 export async function showPayoutProvider(store: Store, shopId: string): Promise<PayoutProviderView | undefined> {
   const p = await shopPayoutProvider(store, shopId);
   return p ? payoutProviderView(p) : undefined;
 }
 
-/**
- * Check and normalise the parts of a payout provider; throws a one-line "cannot set the payout provider" error.
- * `choices` (the cabinet, a merchant's word): the only API addresses taken, the provider's published ones; any
- * other http(s) address is the operator's to set (the admin command).
- */
+/** Checks and normalises a payout provider (one-line error); `choices` (the cabinet's): the only API addresses taken, else any http(s) (the operator's). */
 export function checkPayoutProvider(p: PayoutProviderInput, choices?: readonly string[]): Required<PayoutProviderInput> {
   const fail = (why: string): Error => new Error(`cannot set the payout provider: ${why}`);
   if (!PAYOUT_PROVIDERS.includes(p.provider)) throw fail(`--provider must be ${PAYOUT_PROVIDERS.join(' or ')}, got "${p.provider.slice(0, 32)}"`);
@@ -52,13 +44,8 @@ export function checkPayoutProvider(p: PayoutProviderInput, choices?: readonly s
     throw fail('the secret key file must hold the secret key on one line (1 to 256 characters)');
   }
   const url = (p.apiUrl ?? YOOKASSA_API_URLS[0]).trim().replace(/\/+$/, '');
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw fail(`--api-url must be an http(s) URL, got "${url.slice(0, 64)}"`);
-  }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw fail(`--api-url must be an http(s) URL, got "${url.slice(0, 64)}"`);
+  const parsed = URL.canParse(url) ? new URL(url) : undefined;
+  if (!parsed || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) throw fail(`--api-url must be an http(s) URL, got "${url.slice(0, 64)}"`);
   if (parsed.username || parsed.password) throw fail('--api-url must not carry credentials');
   if (choices && !choices.includes(url)) {
     throw fail(`the API address must be one of ${choices.join(', ')}, got "${url.slice(0, 64)}"; another address is set by the operator (kopek shop payouts --api-url)`);
@@ -66,11 +53,8 @@ export function checkPayoutProvider(p: PayoutProviderInput, choices?: readonly s
   return { provider: p.provider, agentId, secret: p.secret, apiUrl: url };
 }
 
-/**
- * Set (or replace) a shop's payout provider: the parts checked, then the credentials checked at the provider
- * with a request that changes nothing (refused: nothing is written), then the row written with the secret
- * sealed under the database's master key. `timeoutMs` bounds the check.
- */
+// Sets or replaces a shop's payout provider: parts checked, credentials checked at the provider by a request that changes
+// nothing (refused: nothing written), then the row written, the secret sealed. `timeoutMs` bounds the check.
 export async function setPayoutProvider(store: Store, shopId: string, input: PayoutProviderInput, o: { now: number; timeoutMs: number; choices?: readonly string[] }): Promise<PayoutProviderView> {
   const p = checkPayoutProvider(input, o.choices);
   const checked = await checkYookassaCredentials({ apiUrl: p.apiUrl, agentId: p.agentId, secret: p.secret, timeoutMs: o.timeoutMs });
@@ -86,10 +70,7 @@ export async function removePayoutProvider(store: Store, shopId: string): Promis
   return store.tx(async (tx) => removeShopPayoutProvider(tx, shopId));
 }
 
-/**
- * The API addresses a merchant may choose in the cabinet: the provider's published ones, and the shop's current
- * address when the operator set another (so a new secret does not move the shop off it).
- */
+/** Addresses the cabinet offers: the provider's published ones, and the shop's current one if the operator set another. */
 export function payoutApiUrlChoices(currentUrl?: string): string[] {
   return currentUrl && !YOOKASSA_API_URLS.includes(currentUrl) ? [...YOOKASSA_API_URLS, currentUrl] : [...YOOKASSA_API_URLS];
 }

@@ -6,10 +6,7 @@ import type { RegisterQuery } from '../../money/registers/query';
 
 /** Most index seeks one cabinet query merges: one per shop and status value, each of at most a page of rows. */
 const CABINET_SEEKS_MAX = 64;
-/**
- * Most register rows one cabinet query reads to find the rows of a filter no index serves (order id, amount
- * range). A page that is not full by then says how far it searched and offers to search on from there.
- */
+/** Most rows one cabinet query reads for a filter no index serves (order id, amounts); a page not full by then offers to search on. */
 export const SCAN_ROWS_MAX = 20_000;
 
 /** Conditions no register index serves, checked on each row of a bounded window of the register. */
@@ -40,13 +37,9 @@ export function cabinetSeeks(spec: RegisterTable, shopIds: readonly string[], mo
   return seeks;
 }
 
-/**
- * One page of a register over several shops of a merchant, newest first. Each shop (and status value) is one
- * seek of the index that serves the page (registers/plan.ts), merged here, so a page reads at most
- * seeks × (limit + 1) rows however large the register is. With `extra` conditions each seek reads a window of
- * at most SCAN_ROWS_MAX / seeks rows and filters it; when a window ran out before the page filled, the page
- * holds the matches down to the shallowest window end and `searchedTo` is that position.
- */
+// A register page over a merchant's shops, newest first: one index seek per shop and status, merged (≤ seeks × (limit + 1)
+// rows). With `extra` each seek filters a window of SCAN_ROWS_MAX / seeks rows; a page cut short holds the matches down to
+// the shallowest window end (`searchedTo`).
 export async function cabinetRows<R extends Position>(q: Reader, spec: RegisterTable, shopIds: readonly string[], mode: string, rq: RegisterQuery, extra: RowFilter): Promise<CabinetRows<R>> {
   const seeks = cabinetSeeks(spec, shopIds, mode, rq);
   const take = rq.limit + 1;

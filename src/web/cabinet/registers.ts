@@ -15,7 +15,6 @@ import { merchantShops, ownShop } from './scope';
 import { ct, statusBadge, statusText, when, type CabKey, codeText, maskPhone, paymentStatusCell } from './text';
 import type { Reader } from '../../platform/storage/store';
 
-/** Rows per page of a register in the cabinet. */
 const PAGE_ROWS = 50;
 /** Rows read per query while a CSV export streams: small enough to keep the database free between them. */
 const CSV_CHUNK_ROWS = 500;
@@ -254,11 +253,8 @@ ${searchedTo ? `<p class="muted" role="status">${esc(ct(lang, 'searched_to').rep
   };
 }
 
-/**
- * Where a spreadsheet may start a cell inside a field: its start, or after any separator it may split on (comma,
- * semicolon as Excel in a Russian locale, tab, pipe, line break), past spaces or quotes. A cell beginning with
- * = + - @ (or their full-width forms, a tab or a carriage return) runs as a formula; a `'` before it makes it text.
- */
+// Where a spreadsheet may start a cell: the field's start or after a separator (comma, semicolon, tab, pipe, line break), past
+// spaces or quotes. A cell beginning with = + - @ (or full-width forms, tab, CR) runs as a formula; a `'` before makes it text.
 const FORMULA_START = /(^|[,;\t|\r\n])([\s"']*)(?=[=+\-@\uFF1D\uFF0B\uFF0D\uFF20\t\r])/g;
 
 /** A CSV field: formulas defused wherever a cell may begin (FORMULA_START); quoted when it holds a separator, quote or line break. */

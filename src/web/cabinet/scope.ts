@@ -42,7 +42,6 @@ export async function ownPayment(ctx: Ctx<Pick<Core, 'store'>>, id: string): Pro
   return p;
 }
 
-/** The signed-in user as the audit log names them. */
 export function actor(ctx: Ctx): Actor & { userId: string } {
   const c = ctx.cabinet!;
   return { merchantId: c.merchantId, userId: c.userId, email: c.email, ip: ctx.ip };
@@ -55,7 +54,6 @@ export function audit(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, action: string, 
 
 /** What a change is called in the audit log, and where the browser goes after it. */
 export interface Change {
-  /** Audit action, e.g. `key.revoke`. */
   action: string;
   target: string;
   /** Where to go after (a GET page of the cabinet). */
@@ -66,11 +64,8 @@ export interface Change {
   auditedInside?: boolean;
 }
 
-/**
- * Make a change the way every cabinet form does: run it (through the domain function the admin commands and
- * the API use), write the audit line, leave a message for the next page, and redirect there (POST → 303 → GET,
- * so a reload does not repeat it). A refusal changes nothing and shows its reason; a fault of the server stays a 500.
- */
+// Every cabinet form's change: run it, write the audit line, leave a message, redirect (POST → 303 → GET, so a reload does
+// not repeat it). A refusal changes nothing and shows its reason; a server fault stays a 500.
 export async function change(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, c: Change, fn: () => unknown | Promise<unknown>): Promise<Reply> {
   const auth = ctx.cabinet!;
   let detail: unknown;

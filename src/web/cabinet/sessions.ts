@@ -42,7 +42,6 @@ export async function createSession(store: Store, user: CabinetUser, o: { ip: st
   return token;
 }
 
-/** A cookie's value by name from a Cookie header. */
 export function cookieValue(header: string | undefined, name: string): string | undefined {
   for (const part of (header ?? '').split(';')) {
     const eq = part.indexOf('=');
@@ -93,7 +92,6 @@ export async function setPrefs(store: Store, sessionHash: string, prefs: { mode?
   });
 }
 
-/** End one session (sign out). */
 export async function endSession(store: Store, sessionHash: string): Promise<void> {
   await store.tx((tx) => tx.run('DELETE FROM cabinet_sessions WHERE token_hash = ?', sessionHash));
 }
@@ -103,16 +101,12 @@ export async function endAllSessions(store: Store, userId: string): Promise<numb
   return store.tx(async (tx) => (await tx.run('DELETE FROM cabinet_sessions WHERE user_id = ?', userId)).changes);
 }
 
-/** How many sessions a user has open now. */
 export async function openSessions(store: Store, clocks: Clocks, userId: string): Promise<number> {
   const since = clocks.real() - SESSION_IDLE_MS;
   return (await store.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_sessions WHERE user_id = ? AND last_seen_at > ?', userId, since))!.n;
 }
 
-/**
- * A cabinet cookie's name: over https with the `__Host-` prefix, which a browser accepts only from this very
- * origin (Secure, Path=/, no Domain), so a page on another port or subdomain of the host cannot plant it.
- */
+/** Over https the `__Host-` prefix: a browser takes it only from this origin (Secure, Path=/, no Domain), so no other port or subdomain can plant it. */
 export function cookieName(baseUrl: string, name: string): string {
   return baseUrl.startsWith('https:') ? `__Host-${name}` : name;
 }
@@ -127,7 +121,6 @@ export function sessionCookie(baseUrl: string, token: string): string {
   return `${cookieName(baseUrl, SESSION_COOKIE)}=${token}; ${cookieAttributes(baseUrl)}`;
 }
 
-/** Set-Cookie that removes the session cookie. */
 export function clearedSessionCookie(baseUrl: string): string {
   return `${cookieName(baseUrl, SESSION_COOKIE)}=; Max-Age=0; ${cookieAttributes(baseUrl)}`;
 }

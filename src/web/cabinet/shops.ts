@@ -169,9 +169,6 @@ ${field('sec-sign', ct(lang, 'signing_secret'), `<output id="sec-sign" class="se
   return cabinetPage(ctx, { title: s.name, active: 'shops', body });
 }
 
-// The cabinet's half of a shop's payout provider: the same rule as `kopek shop payouts`, offering only the
-// provider's published addresses (and the one the operator set); the secret key is never shown.
-
 /** The shop's payout provider (never its secret) with the forms to set or remove it, and the card payouts waiting for a decision. */
 async function payoutProviderSection(ctx: Ctx<Core>, shopId: string, base: string): Promise<string> {
   const lang = ctx.cabinet!.lang;
@@ -203,11 +200,8 @@ ${undecided}
 ${setForm}`;
 }
 
-/**
- * POST /cabinet/shops/:id/payout-provider {provider, agent_id, secret, api_url?}: as `kopek shop payouts` does
- * (the credentials checked at the provider first); only the provider's published addresses, or the one the
- * operator set, and only an address the server may call (--webhook-allow for a private one).
- */
+// POST /cabinet/shops/:id/payout-provider {provider, agent_id, secret, api_url?}: as `kopek shop payouts` (credentials checked
+// first); only the published addresses or the operator's, and only one the server may call (--webhook-allow for private).
 export async function postPayoutProvider(ctx: Ctx<Core>): Promise<Reply> {
   const s = await ownShop(ctx, ctx.params.id);
   const f = form(ctx);

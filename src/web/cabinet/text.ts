@@ -181,10 +181,8 @@ const TEXTS = {
   bank: ['Банк', 'Bank'],
 } as const;
 
-/** A text's key. */
 export type CabKey = keyof typeof TEXTS;
 
-/** A cabinet text in a language. */
 export function ct(lang: Lang, key: CabKey): string {
   return TEXTS[key][lang === 'ru' ? 0 : 1];
 }
@@ -199,42 +197,33 @@ const STATUS: Record<string, [string, string]> = {
   expired: ['истёк', 'expired'],
 };
 
-/** A status as a person reads it. */
 export function statusText(lang: Lang, status: string): string {
   return STATUS[status]?.[lang === 'ru' ? 0 : 1] ?? status;
 }
 
-/** A status as a badge. */
 export function statusBadge(lang: Lang, status: string): string {
   return `<span class="badge ${esc(status)}">${esc(statusText(lang, status))}</span>`;
 }
 
-/**
- * A moment (ms or an ISO string) as `YYYY-MM-DD HH:MM:SS UTC`: every time the cabinet shows names its zone, and
- * it is the registers' (their dates are UTC days) and the API's.
- */
+/** A moment as `YYYY-MM-DD HH:MM:SS UTC`: every time shown names its zone, the registers' and the API's. */
 export function when(at: number | string | null | undefined): string {
   if (at === null || at === undefined) return '—';
   const ms = typeof at === 'string' ? Date.parse(at) : at;
   return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 }
 
-// The codes the API speaks (a method, a mode, a delivery's state, the simulator's bank) as a merchant reads
-// them on a page; the CSV export and the API keep the codes themselves.
+// The API's codes as a merchant reads them on a page; the CSV export and the API keep the codes themselves.
 
 const CODES: Record<string, [string, string]> = {
-  // Payment methods.
   sbp: ['СБП', 'SBP'],
   cards: ['Банковская карта', 'Bank card'],
   tpay: ['T-Pay', 'T-Pay'],
   bankpay: ['Кошелёк банка', 'Bank wallet'],
   recurrent: ['Автоплатёж', 'Recurring charge'],
   any: ['На выбор покупателя', "Buyer's choice"],
-  // Payout methods.
   payouts_sbp: ['По номеру телефона (СБП)', 'To a phone (SBP)'],
   payouts_card: ['На карту', 'To a card'],
   payouts_account: ['На банковский счёт', 'To a bank account'],
-  // Modes.
   test: ['тестовый', 'test'],
   live: ['боевой', 'live'],
 };
@@ -250,7 +239,6 @@ const DELIVERY: Record<string, [string, string]> = {
   pending: ['в очереди', 'queued'],
 };
 
-/** A webhook delivery's state as a person reads it. */
 export function deliveryText(lang: Lang, status: string): string {
   return DELIVERY[status]?.[lang === 'ru' ? 0 : 1] ?? status;
 }
@@ -302,11 +290,8 @@ interface StatusFigures {
   currency: string;
 }
 
-/**
- * A payment's status as every list of the cabinet shows it: the status badge, and once money went back how
- * much of how much ("succeeded", then "refunded ₽500.00 of ₽1,500.00"; a fully refunded one "refunded", then
- * "in full, ₽1,500.00"). A partly refunded payment stays `succeeded` in the API, which alone hid the refund.
- */
+// A payment's status cell in every list: the badge, and once money went back how much of how much. A partly refunded
+// payment stays `succeeded` in the API, which alone hid the refund.
 export function paymentStatusCell(lang: Lang, p: StatusFigures): string {
   const badge = statusBadge(lang, p.status);
   const [amount, refunded] = [Number(p.amount), Number(p.amount_refunded)];
@@ -316,7 +301,6 @@ export function paymentStatusCell(lang: Lang, p: StatusFigures): string {
     p.status === 'refunded' && refunded >= amount
       ? ct(lang, 'refunded_in_full').replace('{amount}', money(amount))
       : ct(lang, 'refunded_of').replace('{refunded}', money(refunded)).replace('{amount}', money(amount));
-  // The amounts go on a line of their own under the badge: beside it they widened the column until the
-  // register's other columns wrapped at 1280 px.
+  // Under the badge, not beside it: there they widened the column until the register's other columns wrapped at 1280 px.
   return `<span class="pstatus">${badge} <small class="refund-note">${esc(note)}</small></span>`;
 }

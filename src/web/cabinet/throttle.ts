@@ -2,18 +2,15 @@ import type { Engine, Reader, Store } from '../../platform/storage/store';
 
 /** Failed sign-ins of one email allowed at full speed; after these each attempt must wait (see delayAfter). */
 export const SLOW_AFTER_FAILURES = 3;
-/** Failed sign-ins of one email that lock it. */
 export const LOCK_AFTER_FAILURES = 10;
 /** A client address is allowed this many times more failures than one email (one office, many users). */
 const IP_FACTOR = 5;
 /** How long a lock lasts, and how long failures are remembered after the last one. */
 export const LOCK_MS = 15 * 60_000;
-/** Longest wait between slowed attempts. */
 const MAX_DELAY_MS = 60_000;
 
-// Every password check first reserves an attempt: one conditional upsert per subject (the email, the client
-// address) counts it as a failure in advance and sets when the next may come (`locked_until`), doing nothing while
-// that is ahead. The database decides, so a burst on one node or many gets no more checks than the counter allows.
+// Every password check first reserves an attempt: one conditional upsert per subject (email, client address) counts a failure
+// in advance and sets `locked_until`; the database decides, so a burst on any number of nodes gets no more checks.
 
 interface FailureRow {
   failures: number;
@@ -42,12 +39,9 @@ function notBefore(failures: number, factor: number, now: number): number | null
   return delay > 0 ? now + delay : null;
 }
 
-/**
- * The upsert that reserves one attempt against a subject (parameters: subject, now, and when the next attempt
- * may come if this is its first). `f` is the counter after this attempt (it starts again once the last failure
- * is LOCK_MS old); the next attempt may come as notBefore says, spelled in SQL. The WHERE clause refuses the
- * reservation while an earlier one said to wait. SQLite's two-argument min() is LEAST() in PostgreSQL.
- */
+// The upsert reserving one attempt (params: subject, now, the next attempt's time if this is its first). `f` is the counter
+// after this attempt (restarting once the last failure is LOCK_MS old); the WHERE refuses while an earlier reservation said
+// to wait. SQLite's two-argument min() is LEAST() in PostgreSQL.
 function reserveSql(engine: Engine, factor: number): string {
   const least = { sqlite: 'min', postgres: 'LEAST' }[engine];
   const now = 'excluded.last_failed_at';
@@ -117,10 +111,7 @@ export async function signInWait(q: Reader, email: string, ip: string, now: numb
 /** How a throttled check ended: refused before any check (wait), failed (and whether that locked the email), or passed. */
 export type CheckOutcome = { kind: 'refused'; wait_ms: number } | { kind: 'failed'; locked: boolean } | { kind: 'passed' };
 
-/**
- * Check a password (and whatever else `check` asks, a TOTP code say) under the sign-in throttle of `email`, the
- * attempt reserved before the slow hash runs. Sign-in and the checks inside a session share the email's counter.
- */
+/** Runs `check` (password, TOTP...) under the email's sign-in throttle, reserved before the slow hash; sign-in and in-session checks share it. */
 export async function throttledCheck(store: Store, o: { email: string; ip: string; now: number }, check: () => Promise<boolean>): Promise<CheckOutcome> {
   const attempt = await reserveAttempt(store, o.email, o.ip, o.now);
   if (!attempt.ok) return { kind: 'refused', wait_ms: attempt.wait_ms };

@@ -13,7 +13,6 @@ export const TIMELINE_MAX = 200;
 /** Events of the shop's log one timeline page reads at most, from where the payment's events begin. */
 export const TIMELINE_SCAN_ROWS = 20_000;
 
-/** One event of a payment's timeline. */
 interface TimelineEvent {
   seq: number;
   id: string;
@@ -49,21 +48,14 @@ export const WINDOW_END_SQL = {
   postgres: 'SELECT seq FROM events WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT 1 OFFSET ?',
 };
 
-/**
- * Where a payment's events begin in the shop's log: its payment.created event, stamped with the payment's creation
- * time, which event ids begin with: the index on `id` narrows the search to that millisecond. Null when it is gone.
- */
+/** Where a payment's events begin: its payment.created event, found by the index on `id` within the creation millisecond; null when gone. */
 async function firstEventSeq(q: Reader, p: PaymentRow): Promise<number | null> {
   const r = await q.get<{ seq: number | null }>(CREATED_EVENT_SQL, eventIdPrefix(p.created_at), eventIdPrefix(p.created_at + 1), p.id);
   return r?.seq ?? null;
 }
 
-/**
- * The payment's events in one window of at most TIMELINE_SCAN_ROWS of the shop's events from `from` (by
- * default from its payment.created event, or the start of the log when that is gone). Events the payment
- * gets long after it was made (a refund weeks later in a busy shop) may lie past the window: `next` says
- * where the following window starts.
- */
+// The payment's events in one window of at most TIMELINE_SCAN_ROWS shop events from `from` (default: its payment.created);
+// events long after (a refund weeks later in a busy shop) may lie past it: `next` says where the following window starts.
 export async function timeline(q: Reader, p: PaymentRow, from?: number): Promise<Timeline> {
   const start = from ?? (await firstEventSeq(q, p)) ?? 0;
   const events = await q.all<TimelineEvent>(WINDOW_SQL[q.engine], p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS, p.id, TIMELINE_MAX);
@@ -100,10 +92,7 @@ function takes(e: Endpoint, event: string): boolean {
   return e.disabled_at === null && (e.events === '' || e.events.split(',').includes(event));
 }
 
-/**
- * The webhook cell of a timeline event. An event that went to an endpoint can be sent again (*Resend*). One that
- * went to none says so; it can be sent when an endpoint takes it now (added since), and otherwise offers nothing.
- */
+/** A timeline event's webhook cell: Resend when it went to an endpoint; when it went to none, Send only if an endpoint takes it now. */
 export function webhookCell(ctx: Ctx, e: TimelineEvent, o: { delivered: Set<string>; endpoints: Endpoint[]; back: string }): string {
   if (!e.webhook_event) return '—';
   const lang = ctx.cabinet!.lang;

@@ -57,20 +57,15 @@ export function hotp(secretB32: string, counter: number): string {
   return String(bin % 1_000_000).padStart(6, '0');
 }
 
-/** The time step (RFC 6238 counter) of a moment in ms. */
 export function totpStep(now_ms: number): number {
   return Math.floor(now_ms / 1000 / TOTP_STEP_S);
 }
 
-/** The TOTP code of a secret at a moment. */
 export function totpCode(secretB32: string, now_ms: number): string {
   return hotp(secretB32, totpStep(now_ms));
 }
 
-/**
- * The step a code matches within the window around now, or null. Steps at or before `lastStep` are refused,
- * so a code seen once (over a shoulder, in a proxy log) cannot sign in again.
- */
+/** The step a code matches around now, or null; steps at or before `lastStep` are refused, so a seen code cannot sign in again. */
 export function matchTotp(secretB32: string, code: string, now_ms: number, lastStep: number): number | null {
   if (!/^\d{6}$/.test(code)) return null;
   const now = totpStep(now_ms);

@@ -72,7 +72,6 @@ function normalEmail(email: string): string {
   return e;
 }
 
-/** Create a cabinet user of a merchant. */
 export async function createUser(store: Store, input: { merchantId: string; email: string; password: string }, now: number): Promise<CabinetUser> {
   const action = 'cannot create cabinet user';
   if (!(await getMerchant(store, input.merchantId))) throw new Error(`${action}: merchant "${input.merchantId}" not found`);
@@ -90,7 +89,6 @@ export async function createUser(store: Store, input: { merchantId: string; emai
   return { id, merchant_id: input.merchantId, email, password_hash: hash, totp_secret: null, totp_pending: null, totp_last_step: 0, created_at: now, disabled_at: null };
 }
 
-/** A user by id. */
 export function getUser(q: Reader, id: string): Promise<CabinetUser | undefined> {
   return q.get<CabinetUser>('SELECT * FROM cabinet_users WHERE id = ?', id);
 }
@@ -209,7 +207,6 @@ export async function acceptSecondFactor(store: Store, user: CabinetUser, code: 
   return spent ? 'recovery' : null;
 }
 
-/** How many recovery codes a user has left. */
 export async function recoveryCodesLeft(q: Reader, userId: string): Promise<number> {
   return (await q.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_recovery_codes WHERE user_id = ? AND used_at IS NULL', userId))!.n;
 }

@@ -73,10 +73,7 @@ ${log}`;
   return cabinetPage(ctx, { title: ct(lang, 'webhooks'), active: 'webhooks', body });
 }
 
-/**
- * Rotating each endpoint's secret, one full-width row per endpoint under the table (the overlap field and its
- * label need the room a table cell does not have); the table's *Rotate* links here.
- */
+/** Per endpoint, a full-width rotate form under the table (the overlap field needs more room than a cell); *Rotate* links here. */
 function rotateForms(ctx: Ctx<Core>, endpoints: Endpoint[]): string {
   if (endpoints.length === 0) return '';
   const lang = ctx.cabinet!.lang;

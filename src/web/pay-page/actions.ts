@@ -40,11 +40,8 @@ export async function postCancel(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   return backToPage(l.p.id, l.lang);
 }
 
-/**
- * Whether the browser says a POST came from another site: `Sec-Fetch-Site` (a page cannot set it) must be
- * same-origin; else an `Origin` must be the page's address or the request's host ("null" is this very page's,
- * under no-referrer). A request with neither (curl, a server) is no page a buyer was lured to.
- */
+// Whether a POST came from another site: `Sec-Fetch-Site` (no page can set it) must be same-origin; else `Origin` must be the
+// page's address or the request's host ("null" is this page's, under no-referrer). With neither (curl) no buyer was lured.
 function fromAnotherSite(ctx: Ctx, payPageUrl: string): boolean {
   const site = headerOf(ctx, 'sec-fetch-site');
   if (site !== undefined) return site !== 'same-origin';

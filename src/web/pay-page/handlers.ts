@@ -12,17 +12,13 @@ import { clearStep, getStep } from './steps';
 import { esc, isTest } from './layout';
 import { t, type Lang } from './i18n';
 
-/** What the page's GET routes read: the payment and the page step, a live payment's bank, the page's address. */
 type PageCore = Pick<Core, 'store' | 'banks' | 'payPageUrl'>;
 
 /** How long the success screen stays before the buyer returns to the shop (the spec's "about 2 seconds"). */
 const SUCCESS_REDIRECT_MS = 2000;
 
-/**
- * GET /pay/:id: the screen for the payment's current state. It changes nothing (a link preview or a
- * prefetch must not open a bank session): a pending payment shows its method choice, or the one "pay"
- * step of a method fixed at creation, and the buyer's POST opens the session.
- */
+// GET /pay/:id: the screen for the current state; it changes nothing (a link preview or prefetch must not open a bank
+// session): a pending payment shows its method choice or its fixed method's "pay" step, and the buyer's POST opens it.
 export async function showPage(ctx: Ctx<PageCore>): Promise<Reply> {
   const lang = langOf(ctx);
   const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
@@ -112,9 +108,8 @@ async function qrSvg(link: string): Promise<string> {
   return svg.replace('<svg ', '<svg class="qr" focusable="false" aria-hidden="true" ');
 }
 
-// A live payment is paid on the acquirer's side, never on kopek's (no card number reaches kopek): the page sends
-// the buyer to the bank's page, or shows the SBP QR payload the bank gave, and waits; the bank sends the buyer
-// back here (?back=) to see the outcome.
+// A live payment is paid on the acquirer's side (no card number reaches kopek): the page sends the buyer to the bank's page
+// or shows its SBP QR payload, and waits; the bank sends the buyer back here (?back=) to see the outcome.
 
 /** The live bank session of a processing payment, as its bank tells the page; undefined when its bank has none. */
 async function liveSession(ctx: Ctx<Pick<Core, 'store' | 'banks'>>, p: PaymentView): Promise<PageSession | undefined> {

@@ -1,10 +1,7 @@
 /** The page's languages: Russian by default, English on request. */
 export type Lang = 'ru' | 'en';
 
-/**
- * The language of a request: `?lang=` wins (the visible switch keeps it across the flow); otherwise the
- * first of ru/en in Accept-Language by quality; otherwise Russian.
- */
+/** `?lang=` wins (the switch keeps it across the flow), else the first of ru/en in Accept-Language by quality, else Russian. */
 export function pickLang(query: URLSearchParams, acceptLanguage: string | undefined): Lang {
   const q = query.get('lang');
   if (q === 'ru' || q === 'en') return q;
@@ -115,10 +112,8 @@ const TEXTS = {
   plan_pending: ['банк не ответит', 'the bank never answers'],
 } as const;
 
-/** Every text of the page, by key; each language has every key. */
 export type TextKey = keyof typeof TEXTS;
 
-/** A text in a language. */
 export function t(lang: Lang, key: TextKey): string {
   return TEXTS[key]?.[lang === 'ru' ? 0 : 1];
 }
@@ -139,7 +134,6 @@ const REASONS: Record<string, [string, string]> = {
   other: ['Банк отклонил платёж.', 'The bank declined the payment.'],
 };
 
-/** A buyer-facing sentence for a unified failure code. */
 export function failureReason(lang: Lang, code: string | undefined): string {
   return (REASONS[code ?? ''] ?? REASONS.other)[lang === 'ru' ? 0 : 1];
 }

@@ -11,20 +11,15 @@ export function esc(value: unknown): string {
   return String(value ?? '').replace(/[&<>"']/g, (c) => ENTITIES[c]);
 }
 
-/** A fresh CSP nonce for one response. */
 export function newNonce(): string {
   return randomBytes(16).toString('base64');
 }
 
 /** The origin of a return_url, for CSP form-action (forms end in a redirect there); null when absent or malformed. */
 export function returnOrigin(returnUrl: string | null | undefined): string | null {
-  if (!returnUrl) return null;
-  try {
-    const u = new URL(returnUrl);
-    return u.protocol === 'https:' || u.protocol === 'http:' ? u.origin : null;
-  } catch {
-    return null;
-  }
+  if (!returnUrl || !URL.canParse(returnUrl)) return null;
+  const u = new URL(returnUrl);
+  return u.protocol === 'https:' || u.protocol === 'http:' ? u.origin : null;
 }
 
 /** The headers of every page response: strict CSP with the nonce, no sniffing, no referrer, no caching. */
@@ -101,7 +96,6 @@ export function documentHead(lang: Lang, nonce: string, title: string, css: stri
 </head>`;
 }
 
-/** The whole document around a screen's body. */
 export function page(shell: Shell, body: string): string {
   const { lang, nonce, payment } = shell;
   const other: Lang = lang === 'ru' ? 'en' : 'ru';

@@ -13,7 +13,6 @@ export function headerOf(ctx: Ctx, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-/** The language of a page request. */
 export function langOf(ctx: Ctx): Lang {
   return pickLang(ctx.query, headerOf(ctx, 'accept-language'));
 }
@@ -51,7 +50,6 @@ export function renderPage(ctx: Ctx, lang: Lang, p: PaymentView, body: string, o
   return { status: o.status ?? 200, html, headers: pageHeaders(nonce, returnOrigin(p.return_url)) };
 }
 
-/** The friendly 404 page for an unknown payment id. */
 export function renderNotFound(ctx: Ctx, lang: Lang): Reply {
   const nonce = newNonce();
   const html = page({ lang, nonce, path: ctx.path, title: t(lang, 'not_found_title') }, notFoundScreen(lang));
@@ -70,7 +68,6 @@ export function backToPage(id: string, lang: Lang): Reply {
   return { status: 303, location: href(`/pay/${id}`, lang) };
 }
 
-/** Whether a payment has its final answer. */
 export function isFinal(p: PaymentView): boolean {
   return FINAL_STATUSES.has(p.status);
 }

@@ -4,7 +4,6 @@ import { TEST_CARDS, THREE_DS_CODE, type CardFieldError } from '../../banks/simu
 import type { PaymentView } from '../../money/bank-port/payment';
 import type { PageStep } from './steps';
 
-/** What every screen renders from: the language, the payment and the buyer's step. */
 export interface ScreenCtx {
   lang: Lang;
   p: PaymentView;
@@ -27,7 +26,6 @@ function payPath(p: PaymentView, sub = ''): string {
   return `/pay/${p.id}${sub}`;
 }
 
-/** A method a buyer can pay with on the page. */
 export type PageMethod = (typeof PAGE_METHODS)[number];
 
 /** The address of a pending payment's screen: `?method=` (a method, or `any` for the list), `cancel` the confirmation step. */
@@ -264,7 +262,6 @@ ${back ? `<div class="stack">${back}</div>` : ''}
 </div>`;
 }
 
-/** Unknown payment id: a friendly page, not an API error. */
 export function notFoundScreen(lang: Lang): string {
   return `<div class="status">${STATUS_ICONS.off}
 <h2>${esc(t(lang, 'not_found_title'))}</h2>

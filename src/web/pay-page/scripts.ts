@@ -1,10 +1,7 @@
 import { t, type Lang, type TextKey } from './i18n';
 
-/**
- * The page's plain script, run under the response's CSP nonce. Each part acts only when its element is
- * present: the status poller (`data-poll` on body), the success redirect timer (`data-redirect`), the
- * card form checks (the same rules as src/banks/simulator/plan.ts checkCard) and the test card buttons.
- */
+// The page's plain script, under the response's CSP nonce; each part acts only when its element is present: the status poller
+// (`data-poll`), the redirect timer (`data-redirect`), the card checks (as plan.ts checkCard) and the test card buttons.
 const CLIENT = `
 var b = document.body;
 if (b.dataset.poll) {

@@ -11,8 +11,7 @@ import { getPayment } from '../../money/payments/store';
 import type { PaymentView } from '../../money/bank-port/payment';
 import { clearStep, getStep, putStep, type PageStep } from './steps';
 
-// The test bank's forms on the hosted page; the test bank answers through the same entry point as any bank.
-// A live payment never reaches these: its buyer pays on the acquirer's own page.
+// The test bank's forms on the hosted page; a live payment's buyer pays on the acquirer's page instead.
 
 /** What a buyer's decline means to the bank: the payer refused, reported as do_not_honor. */
 const BUYER_DECLINE = 'do_not_honor';
@@ -58,10 +57,7 @@ async function cardPayable(ctx: Ctx<PaymentsCore>, p: PaymentView): Promise<{ fi
   return { fixed: Boolean(row.method_fixed) };
 }
 
-/**
- * POST /pay/:id/card: check the card as the page's script does, then let the test bank decide. On a pending
- * payment a card that passes opens the card session first. Only brand, mask and holder leave here, never the number.
- */
+/** POST /pay/:id/card: checks the card as the script does, opens a pending payment's card session, lets the test bank decide; only brand, mask, holder leave. */
 export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;

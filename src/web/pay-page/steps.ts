@@ -13,7 +13,6 @@ export interface PageStep {
   failure_code: string;
 }
 
-/** The buyer's current step on a payment's page, if any. */
 export async function getStep(q: Reader, paymentId: string): Promise<PageStep | undefined> {
   return q.get<PageStep>('SELECT step, card_brand, card_mask, card_holder, outcome, failure_code FROM pay_page_steps WHERE payment_id = ?', paymentId);
 }

@@ -6,10 +6,7 @@ import { redactUrl } from '../../platform/redact-url';
 /** How long after the storage refused a write /healthz reports it whatever a probe says (a small probe fits where a payment did not). */
 const STORAGE_TROUBLE_RECENT_MS = 10_000;
 
-/**
- * GET /healthz: answers only when the database answers. While the storage refuses writes (disk full, I/O error)
- * it is 503 naming the trouble: for 10 s after each refusal, then until a probe write (or any clean commit) succeeds.
- */
+/** GET /healthz: answers only when the database does; while storage refuses writes, a 503 naming it for 10 s after each refusal, then until a write succeeds. */
 export async function health(ctx: Ctx<Pick<Core, 'store' | 'version'>>): Promise<Reply> {
   const store = ctx.app.store;
   await store.get('SELECT 1');
@@ -41,10 +38,7 @@ export function openapiHandler(document: (version: string, serverUrl: string) =>
   };
 }
 
-/**
- * GET /: a browser (it asks for text/html) goes to the cabinet's sign-in; an API client learns where the
- * API and its OpenAPI document are, instead of a bare 404.
- */
+/** GET /: a browser (Accept text/html) goes to the cabinet's sign-in; an API client learns where the API and its document are. */
 export function root(ctx: Ctx<Pick<Core, 'baseUrl' | 'version'>>): Reply {
   const accept = ctx.req.headers.accept ?? '';
   if (/\btext\/html\b/i.test(accept)) return { status: 303, location: '/cabinet/login', headers: { Vary: 'Accept' } };

@@ -12,11 +12,8 @@ export const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 // Labels come from the route table and a fixed method list, never from the raw path: the series count stays bounded.
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
-/**
- * What a scrape reads besides the counters kept here: the jobs table and pending deliveries (store), the open
- * streams and the webhook attempts in flight. Passed to `render` rather than held: the attempts are built after
- * the metrics (it reports its attempts to them).
- */
+// What a scrape reads besides the counters kept here. Passed to `render` rather than held: the webhook attempts
+// are built after the metrics (they report to them).
 export interface MetricsSources {
   readonly store: Store;
   readonly stream: Pick<EventStreamHub, 'clientCount'>;
@@ -94,8 +91,7 @@ async function renderJobs(store: Store, out: string[]): Promise<void> {
 }
 
 async function renderWebhooks(sources: MetricsSources, out: string[], attempts: Map<string, number>, ended: Map<string, number>): Promise<void> {
-  // Counters kept as attempts are recorded, not counted from the log: a scrape reads no table (the log is
-  // pruned by retention, and a count over it cost a full scan per scrape).
+  // Kept as attempts are recorded: a scrape reads no table (the log is pruned, and counting it cost a full scan per scrape).
   describe(out, 'kopek_webhook_attempts_total', 'counter', 'Webhook delivery attempts since start, by result: succeeded (2xx), error_status (other answer), no_response.');
   for (const [result, n] of [...attempts].sort()) out.push(`kopek_webhook_attempts_total{result="${result}"} ${n}`);
   describe(out, 'kopek_webhook_deliveries_ended_total', 'counter', 'Webhook deliveries that ended since start, by state.');
@@ -108,7 +104,6 @@ async function renderWebhooks(sources: MetricsSources, out: string[], attempts: 
   out.push(`kopek_webhook_attempts_in_flight ${sources.webhooks.inFlight}`);
 }
 
-/** The HELP and TYPE lines of a metric. */
 function describe(out: string[], name: string, type: 'counter' | 'gauge' | 'histogram', help: string): void {
   out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
 }
@@ -121,7 +116,6 @@ function round(n: number): number {
   return Math.round(n * 1e6) / 1e6;
 }
 
-/** What GET /metrics reads of the running service: the metrics, what they render from, and the clock. */
 export type MetricsApp = MetricsSources & { readonly metrics: Metrics; readonly clocks: Clocks };
 
 /** GET /metrics: Prometheus text format, no key (bind to a private address or filter it at the proxy). */

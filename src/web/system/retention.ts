@@ -5,16 +5,11 @@ import type { Clocks } from '../../platform/clock';
 import type { Module } from '../../money/core/module';
 import { purgeIdempotencySlice } from '../../money/idempotency/idempotency';
 
-/**
- * Limits of the retention sweep: rows one batch deletes (one small group-committed body, so requests never
- * wait long behind it), batches of one run, and how often it runs.
- */
+/** Rows per batch (one small group-committed body, so requests never wait long behind it), batches per run, run interval. */
 export const RETENTION_LIMITS = { batch_rows: 500, batches_per_run: 20, interval_ms: 60_000 };
 
-/** How long each kind of row is kept: the configuration's retention settings. */
 export type RetentionConfig = Pick<Config, 'retainJobsDays' | 'retainDeliveriesDays' | 'retainEventsDays' | 'retainIdempotencyHours'>;
 
-/** What the sweep uses: the storage it deletes from, real time, the log it reports to, and the windows. */
 export interface RetentionDeps {
   readonly store: Store;
   readonly clocks: Clocks;
@@ -27,7 +22,6 @@ interface Rule {
   name: string;
   /** Delete one batch of rows older than `cutoff` from at most `limit` rows read; `more`: another batch may find more. */
   purge(tx: Tx, cutoff: number, limit: number): Promise<{ deleted: number; more: boolean }>;
-  /** How long rows are kept, in ms, from the configuration. */
   keep_ms(config: RetentionConfig): number;
 }
 
@@ -41,9 +35,8 @@ function oldest(sql: string, params: (cutoff: number, limit: number) => number[]
   };
 }
 
-// Payments, refunds, payouts, tokens, subscriptions and the ledger are never purged: they are the books.
-// What goes is work that is over: finished jobs, webhook deliveries that ended (with their attempts), the
-// event log behind the stream's replay (an event a delivery still waits on stays), and idempotency records.
+// The books (payments, refunds, payouts, tokens, subscriptions, ledger) are never purged; what goes is finished work: done
+// jobs, ended deliveries and their attempts, old events (not one a delivery waits on), idempotency records.
 const RULES: Rule[] = [
   {
     name: 'jobs',
@@ -92,23 +85,18 @@ const RULES: Rule[] = [
   },
 ];
 
-/**
- * Deletes what need not be kept, in small batches through the group commit, once a minute: nothing kopek
- * only needs for a while stays for ever. Times are real time (a test shop's events by its own clock).
- */
+/** Deletes what need not be kept, in small batches through the group commit, once a minute; times are real (a test shop's events by its clock). */
 export class Retention {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<Record<string, number>> | null = null;
 
   constructor(private readonly deps: RetentionDeps) {}
 
-  /** Run every interval until stopped. */
   start(): void {
     this.timer = setInterval(() => void this.runOnce().catch((err: unknown) => this.deps.log.error('retention sweep failed', { error: String(err) })), RETENTION_LIMITS.interval_ms);
     this.timer.unref();
   }
 
-  /** Stop the timer and wait for a run under way. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
@@ -139,10 +127,7 @@ export class Retention {
   }
 }
 
-/**
- * The sweep as the wiring mounts it: built here, started once the server listens, stopped (waiting for a run
- * under way) at shutdown. It registers no job: its timer is its own.
- */
+/** Built here, started once the server listens, stopped (awaiting a run under way) at shutdown; it registers no job: its timer is its own. */
 export function retentionModule(deps: RetentionDeps): Module & { readonly retention: Retention } {
   const retention = new Retention(deps);
   return { name: 'retention', retention, start: () => retention.start(), stop: () => retention.stop() };
