@@ -10,7 +10,7 @@
 //      the database bytes a stored key takes (its record with its answer, and its entry in the key's UNIQUE index)
 //   5. a long advance that expires a tenth of the payments: the WAL's peak size, large against small (target
 //      ≤ 2×), and the start-up after a crash right after it, median of 3 (target ≤ 200 ms with the executable)
-//   6. a first read of a payment (view cache miss): the baseline's server CPU per GET over kopek's (target ≥ 0.5)
+//   6. a first read of a payment (not read before): the baseline's server CPU per GET over kopek's (target ≥ 0.5)
 //
 // Databases are built straight into SQLite (scripts/lib/growth-db.ts); every cost is measured through a real
 // `kopek serve` over HTTP.
@@ -186,7 +186,7 @@ function meanIdempotency(runs: IdemRun[]): IdemRun & { ratios: Record<'ordered' 
 
 /** Item 6: server CPU µs per GET of payments not read before, per GET of the same again, and the baseline's. */
 async function firstReads(s: KopekServer, g: GrowthDb, dir: string): Promise<{ first: number; again: number; base: number }> {
-  // More ids than the view cache holds (10,000), so every first read misses it; then the last few thousand again.
+  // Payments this server has not read before; then the last few thousand again.
   const ids = g.sampleIds;
   const recent = ids.slice(-Math.min(5_000, ids.length));
   const get = (base: string, prefix: string, key: string | null, list = ids) => async (i: number) => {

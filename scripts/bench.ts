@@ -255,7 +255,7 @@ async function main(): Promise<number> {
     console.log(`${'  ratio'.padEnd(22)} ${getRatio.toFixed(2)}× (target ≥ ${GET_TARGET.toFixed(1)}×; 200 payments read over and over, as pollers do)`);
     const onceRatio = median(series.kGetOnce.map((k, i) => k.rps / series.bGet[i].rps));
     console.log(line('kopek GET, each once', kGetOnce));
-    console.log(`${'  ratio'.padEnd(22)} ${onceRatio.toFixed(2)}× (not judged: every answer read from the database, none from the view cache)`);
+    console.log(`${'  ratio'.padEnd(22)} ${onceRatio.toFixed(2)}× (not judged: payments the round made, each read once)`);
     console.log('');
     console.log('CPU per request answered, in µs of CPU time (medians of the runs), and how busy the whole machine was:');
     const cpuOf = (rs: Measured[]): CpuShare[] => rs.map((r) => r.cpu).filter((c): c is CpuShare => c !== null);
