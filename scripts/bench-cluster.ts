@@ -16,7 +16,7 @@
 //      (PostgreSQL/SQLite ≤ 2), in alternating turns of 100, once PostgreSQL has settled after the loads (a
 //      checkpoint, and no autovacuum worker left, waiting 30 s at most);
 //   4. the due-job claim: two schedulers on a database of their own run jobs that are all due at once, half of
-//      them sync and half async: serialization failures (rolled-back transactions) per claimed job: 0, and no job
+//      them sync and half async: transactions rolled back per claimed job (serialization retries of the job runs; the claim itself runs at READ COMMITTED): 0, and no job
 //      runs twice.
 // Prints one row per figure, then `bench-cluster: PASS` or `bench-cluster: FAIL (…)`; exits 0 on PASS.
 //
@@ -344,7 +344,7 @@ async function claimRows(url: string, n: number): Promise<Row[]> {
     const twice = [...runs.values()].filter((c) => c > 1).length;
     return [
       [`claims: ${n} due jobs, two schedulers`, `${((n / ms) * 1000).toFixed(0)}/s`, '', null],
-      ['serialization failures per claimed job', rollbacks.toFixed(4), '(0)', rollbacks === 0],
+      ['transactions rolled back per claimed job', rollbacks.toFixed(4), '(0)', rollbacks === 0],
       ['jobs run twice', String(twice), `(0; ${runs.size} of ${n} ran)`, twice === 0 && runs.size === n],
     ];
   } finally {

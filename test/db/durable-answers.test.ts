@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { openSse } from '../helpers/sse-client';
 
-// The storage layer answers nothing that is not durable: a write settles once its commit is on disk (SQLite) or
-// committed (PostgreSQL), and a read through the store once every commit it may have seen is. Nobody above it
-// waits for the disk any more. These tests drive a server over HTTP while its group commits are being synced:
-// every create answered is readable at once, reads and refusals made meanwhile answer, and a stream opened in
-// the middle carries every create exactly once, in order.
+// A write settles once its commit is durable, and a read through the store once every commit it may have seen
+// is; nobody above the storage layer waits for the disk. These tests drive a server over HTTP while its group
+// commits are being synced: every create answered is readable at once, reads and refusals made meanwhile
+// answer, and a stream opened in the middle carries every create exactly once, in order. (That an answered
+// write survives a crash is what `npm run crash-test` proves, with SIGKILL.)
 
 let s: TestServer;
 before(async () => {

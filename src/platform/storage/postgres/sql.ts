@@ -72,7 +72,7 @@ const corked = new WeakSet<object>();
 
 /**
  * Hold a connection's writes to the end of the turn, so statements made without waiting (a BEGIN and the first
- * read, together()) leave in one socket write. Uses pg's internal connection (kept for years); without it, nothing.
+ * read, statements awaited with Promise.all) leave in one socket write. Uses pg's internal connection (kept for years); without it, nothing.
  */
 export function oneWrite(client: pg.PoolClient): void {
   const stream = (client as unknown as { connection?: { stream?: { cork?: () => void; uncork?: () => void } } }).connection?.stream;
