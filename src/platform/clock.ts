@@ -6,11 +6,14 @@ export type Mode = 'test' | 'live';
 /** Where a view of a transaction (a job's savepoint) keeps the transaction it wraps, so clock memos are shared. */
 export const TX_BASE: unique symbol = Symbol('kopek.tx-base');
 
+type Based = { [TX_BASE]?: Reader };
+
 /**
  * Time for domain code (never Date.now()): live objects use real time; a shop's test objects real time plus an
  * offset that only moves forward. Offsets live only in the database (`shops.test_clock_offset_ms`), read through
  * the transaction, so an advance by any process is seen by all; a transaction reads one once and keeps it. `readAs`
- * fixes a shop's clock in one transaction only, never in the process.
+ * fixes a shop's clock in one transaction only, never in the process. A known offset is answered without a read,
+ * so a second look at the clock in one transaction costs one call.
  */
 export class Clocks {
   /** By transaction (its base object): shop → offset. */
@@ -26,31 +29,33 @@ export class Clocks {
   ) {}
 
   /** `q`: the caller's transaction, or the store outside one. */
-  async now(q: Reader, shopId: string | null, mode: Mode): Promise<number> {
-    if (mode === 'live' || shopId === null) return this.real();
-    const key = (q as { [TX_BASE]?: Reader })[TX_BASE] ?? q;
+  now(q: Reader, shopId: string | null, mode: Mode): Promise<number> {
+    if (mode === 'live' || shopId === null) return Promise.resolve(this.real());
+    const key = (q as Based)[TX_BASE] ?? q;
     if (this.fixing > 0) {
       const at = this.fixed.get(key)?.get(shopId);
-      if (at !== undefined) return at;
+      if (at !== undefined) return Promise.resolve(at);
     }
     const known = this.memo.get(key)?.get(shopId);
-    return this.real() + (known ?? (await this.read(q, key, shopId)));
+    return known !== undefined ? Promise.resolve(this.real() + known) : this.read(q, key, shopId, true);
   }
 
   /** The committed offset even while readAs holds the clock (it may have moved since): it places new jobs in real time. */
-  async offset(q: Reader, shopId: string): Promise<number> {
-    const key = (q as { [TX_BASE]?: Reader })[TX_BASE] ?? q;
-    return this.memo.get(key)?.get(shopId) ?? (await this.read(q, key, shopId));
+  offset(q: Reader, shopId: string): Promise<number> {
+    const key = (q as Based)[TX_BASE] ?? q;
+    const known = this.memo.get(key)?.get(shopId);
+    return known !== undefined ? Promise.resolve(known) : this.read(q, key, shopId, false);
   }
 
-  async toReal(q: Reader, shopId: string | null, mode: Mode, at_ms: number): Promise<number> {
-    if (mode === 'live' || shopId === null) return at_ms;
-    return at_ms - (await this.offset(q, shopId));
+  toReal(q: Reader, shopId: string | null, mode: Mode, at_ms: number): Promise<number> {
+    if (mode === 'live' || shopId === null) return Promise.resolve(at_ms);
+    const known = this.memo.get((q as Based)[TX_BASE] ?? q)?.get(shopId);
+    return known !== undefined ? Promise.resolve(at_ms - known) : this.offset(q, shopId).then((o) => at_ms - o);
   }
 
   /** The shop's test clock reads `at` in `tx` until `fn`'s promise settles. */
   async readAs<T>(tx: Tx, shopId: string, at: number, fn: () => Promise<T>): Promise<T> {
-    const key = (tx as { [TX_BASE]?: Reader })[TX_BASE] ?? tx;
+    const key = (tx as Based)[TX_BASE] ?? tx;
     let m = this.fixed.get(key);
     if (!m) this.fixed.set(key, (m = new Map()));
     const before = m.get(shopId);
@@ -65,7 +70,8 @@ export class Clocks {
     }
   }
 
-  private async read(q: Reader, key: object, shopId: string): Promise<number> {
+  /** The shop's offset (plus real time when `asNow`). */
+  private async read(q: Reader, key: object, shopId: string, asNow: boolean): Promise<number> {
     const row = await q.get<{ o: number }>('SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?', shopId);
     const o = row?.o ?? 0;
     // Only a transaction keeps what it read: the store answers for whatever is committed when asked.
@@ -74,6 +80,6 @@ export class Clocks {
       if (!m) this.memo.set(key, (m = new Map()));
       m.set(shopId, o);
     }
-    return o;
+    return asNow ? this.real() + o : o;
   }
 }

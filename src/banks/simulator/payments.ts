@@ -29,15 +29,15 @@ function simulatedAnswer(outcome: 'succeeded' | 'failed', failureCode = ''): Pay
 
 /** The test bank's planned answer for a processing payment, or undefined when the plan is to stay silent. */
 export function plannedAnswer(p: PaymentRow): PaymentAnswer | undefined {
-  const plan = planFromMetadata(metadataOf(p));
-  if (!plan || (plan.outcome !== 'succeeded' && plan.outcome !== 'failed')) return undefined;
-  return simulatedAnswer(plan.outcome, plan.failureCode);
+  const meta = JSON.parse(p.metadata) as Record<string, string>;
+  const outcome = meta.simulator_outcome;
+  return outcome === 'succeeded' || outcome === 'failed' ? simulatedAnswer(outcome, meta.simulator_failure_code ?? '') : undefined;
 }
 
 /** Schedules the planned answer after --sim-delay on the shop's clock; `pending` never resolves, `requires_action` waits for the buyer. */
 export async function scheduleSimulatedResolution(core: Pick<Core, 'config' | 'clocks' | 'scheduler'>, tx: Tx, p: PaymentRow): Promise<void> {
-  const plan = planFromMetadata(metadataOf(p));
-  if (!plan || (plan.outcome !== 'succeeded' && plan.outcome !== 'failed')) return;
+  const outcome = (JSON.parse(p.metadata) as Record<string, string>).simulator_outcome;
+  if (outcome !== 'succeeded' && outcome !== 'failed') return;
   const dueAt = (await core.clocks.now(tx, p.shop_id, p.mode)) + Math.round(core.config.simDelaySeconds * 1000);
   await core.scheduler.schedule(tx, { kind: SIM_RESOLVE_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt });
 }

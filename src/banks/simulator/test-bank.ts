@@ -8,7 +8,7 @@ import type { RefundRow } from '../../money/bank-port/refund';
 import { paymentAnswered } from '../../money/payments/bank-answers';
 import type { BankPort, CallbackResult, NewPayment, OperationRef, PayoutRequest, PayoutStart, SessionRequest } from '../../money/bank-port/port';
 import { TEST_PROVIDER } from '../../money/bank-port/directory';
-import { planForAmount, refundAnswer } from './plan';
+import { planForAmount, refundAnswer, type SimPlan } from './plan';
 import { takePlan } from './token-outcomes';
 import { paymentResolveJob, plannedAnswer, scheduleSimulatedResolution } from './payments';
 import { answerPlannedPayout, payoutSettleJob, startPayout } from './payouts';
@@ -21,19 +21,21 @@ export class SimulatorBank implements BankPort {
 
   constructor(private readonly core: PaymentsCore) {}
 
-  async describePayment(tx: Tx, p: NewPayment): Promise<Record<string, string>> {
-    const plan = (p.tokenId && (await takePlan(tx, p.tokenId))) || planForAmount(p.amount);
-    return { simulator_outcome: plan.outcome, simulator_failure_code: plan.failureCode };
+  describePayment(tx: Tx, p: NewPayment): Promise<Record<string, string>> {
+    const described = (plan: SimPlan) => ({ simulator_outcome: plan.outcome, simulator_failure_code: plan.failureCode });
+    if (p.tokenId) return takePlan(tx, p.tokenId).then((plan) => described(plan || planForAmount(p.amount)));
+    const plan = planForAmount(p.amount);
+    return Promise.resolve({ simulator_outcome: plan.outcome, simulator_failure_code: plan.failureCode });
   }
 
-  async openSession(tx: Tx, req: SessionRequest): Promise<void> {
+  openSession(tx: Tx, req: SessionRequest): Promise<void> {
     // With SBP the buyer pays in the bank's app, so the test bank answers by itself; on the page's screens the buyer decides.
-    if (req.by === 'buyer' && req.payment.method !== 'sbp') return;
-    await scheduleSimulatedResolution(this.core, tx, req.payment);
+    if (req.by === 'buyer' && req.payment.method !== 'sbp') return Promise.resolve();
+    return scheduleSimulatedResolution(this.core, tx, req.payment);
   }
 
-  async chargeSaved(tx: Tx, req: SessionRequest): Promise<void> {
-    await scheduleSimulatedResolution(this.core, tx, req.payment);
+  chargeSaved(tx: Tx, req: SessionRequest): Promise<void> {
+    return scheduleSimulatedResolution(this.core, tx, req.payment);
   }
 
   async cancel(): Promise<void> {

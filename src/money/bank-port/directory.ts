@@ -29,9 +29,13 @@ export class BankDirectory {
     return mode === 'test' ? TEST_PROVIDER : ((await shopAcquirer(q, shopId))?.provider ?? NO_PROVIDER);
   }
 
-  /** Live: one read of the shop's acquirer. */
-  async for(q: Reader, shopId: string, mode: Mode): Promise<BankPort> {
-    return this.port(shopId, await this.providerFor(q, shopId, mode));
+  /** Test mode reads nothing; live, one read of the shop's acquirer. */
+  for(q: Reader, shopId: string, mode: Mode): Promise<BankPort> {
+    if (mode === 'test') {
+      const port = this.ports.get(TEST_PROVIDER);
+      if (port) return Promise.resolve(port);
+    }
+    return this.providerFor(q, shopId, mode).then((provider) => this.port(shopId, provider));
   }
 
   /**

@@ -26,7 +26,14 @@ export function buildCore(config: Config, store: Store, log: Logger, realNow?: (
   // Real time is the database's: on PostgreSQL every node's leases and lockouts then compare on one clock.
   const clocks = new Clocks(realNow ?? store.now);
   const scheduler = new Scheduler(store, clocks, log, { leaseMs: Math.round(config.jobLeaseSeconds * 1000) });
-  let address: AddressInfo | null = null;
+  // Made once here and once listening (the port is known then), not at each call.
+  let base = '';
+  let payPage = '';
+  const addressed = (port: number): void => {
+    base = config.baseUrl ?? `http://${hostForUrl(config.host)}:${port}`;
+    payPage = config.payPageUrl ?? base;
+  };
+  addressed(config.port);
   let closing = false;
   const core: Core = {
     config,
@@ -37,17 +44,15 @@ export function buildCore(config: Config, store: Store, log: Logger, realNow?: (
     events: new Events(store.eventFeed),
     banks: new BankDirectory(),
     version: VERSION,
-    baseUrl: () => config.baseUrl ?? `http://${hostForUrl(config.host)}:${address?.port ?? config.port}`,
-    payPageUrl: () => config.payPageUrl ?? core.baseUrl(),
+    baseUrl: () => base,
+    payPageUrl: () => payPage,
     get closing() {
       return closing;
     },
   };
   return {
     core,
-    listening: (a) => {
-      address = a;
-    },
+    listening: (a) => addressed(a.port),
     beginClose: () => {
       closing = true;
     },

@@ -3,7 +3,6 @@ import { lastIssuedEventSeq, streamEventsSql } from '../../platform/storage/dial
 import type { EventFeed } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import { eventId } from '../../platform/util/ids';
-import { iso } from '../../platform/util/time';
 
 /** An SSE kind and payload, and optionally a webhook. */
 export interface EventInput {
@@ -51,9 +50,9 @@ export function eventsAfter(q: Reader, shopId: string, mode: Mode, afterSeq: num
 
 /**
  * Runs inside the appending transaction (webhook deliveries are written in the same commit), one after another,
- * touching the database only through `tx`. A domain reacting to another's objects uses its typed hooks instead.
+ * touching the database only through `tx`; one with nothing to do returns nothing. A domain reacting to another's objects uses its typed hooks instead.
  */
-export type EventSink = (tx: Tx, row: EventRow) => Promise<void>;
+export type EventSink = (tx: Tx, row: EventRow) => Promise<unknown> | undefined;
 /** Called after commit (SSE fan-out). */
 export type EventListener = (row: EventRow) => void;
 
@@ -95,42 +94,28 @@ export class Events {
 
   /** Sinks run now, in order; listeners after commit. */
   async append(tx: Tx, e: EventInput): Promise<EventRow> {
-    return (await this.appendMany(tx, [e]))[0];
+    const row = eventRow(e);
+    const { lastInsertRowid } = await tx.run(INSERT_ONE_EVENT, row.id, row.merchant_id, row.shop_id, row.mode, row.kind, row.payload, row.at, row.webhook_event, row.webhook_data, row.webhook_url, row.payment_id, row.payout_id);
+    row.seq = Number(lastInsertRowid);
+    for (const sink of this.sinks) {
+      const done = sink(tx, row);
+      if (done) await done;
+    }
+    tx.afterCommit(() => {
+      this.feed?.kick();
+      for (const l of this.listeners) l(row);
+    });
+    return row;
   }
 
   /** In one statement, numbered in the order given; sinks run for each in turn, listeners after commit. */
   async appendMany(tx: Tx, inputs: EventInput[]): Promise<EventRow[]> {
-    const rows: EventRow[] = [];
-    const values: unknown[] = [];
-    for (const e of inputs) {
-      const payload = JSON.stringify(e.payload);
-      const webhookData = e.webhook ? JSON.stringify(e.webhook.data) : null;
-      const row: EventRow = {
-        seq: 0,
-        id: eventId(e.at),
-        merchant_id: e.merchantId,
-        shop_id: e.shopId,
-        mode: e.mode,
-        kind: e.kind,
-        payload,
-        at: e.at,
-        webhook_event: e.webhook?.event ?? null,
-        webhook_data: webhookData,
-        webhook_url: e.webhook?.url ?? null,
-        payment_id: e.paymentId ?? null,
-        payout_id: e.payoutId ?? null,
-      };
-      rows.push(row);
-      values.push(row.id, row.merchant_id, row.shop_id, row.mode, row.kind, payload, row.at, row.webhook_event, webhookData, row.webhook_url, row.payment_id, row.payout_id);
-    }
-    if (rows.length === 1) {
-      rows[0].seq = Number((await tx.run(INSERT_ONE_EVENT, ...values)).lastInsertRowid);
-    } else {
-      const insert = `${INSERT_EVENT}${EVENT_TUPLE.repeat(rows.length - 1)}`;
-      // By id: the order RETURNING gives is not promised.
-      const seqs = new Map((await tx.all<{ seq: number; id: string }>(`${insert} RETURNING seq, id`, ...values)).map((r) => [r.id, Number(r.seq)]));
-      for (const row of rows) row.seq = seqs.get(row.id)!;
-    }
+    if (inputs.length === 1) return [await this.append(tx, inputs[0])];
+    const rows = inputs.map(eventRow);
+    const insert = `${INSERT_EVENT}${EVENT_TUPLE.repeat(rows.length - 1)}`;
+    // By id: the order RETURNING gives is not promised.
+    const seqs = new Map((await tx.all<{ seq: number; id: string }>(`${insert} RETURNING seq, id`, ...rows.flatMap((r) => [r.id, r.merchant_id, r.shop_id, r.mode, r.kind, r.payload, r.at, r.webhook_event, r.webhook_data, r.webhook_url, r.payment_id, r.payout_id]))).map((r) => [r.id, Number(r.seq)]));
+    for (const row of rows) row.seq = seqs.get(row.id)!;
     for (const row of rows) for (const sink of this.sinks) await sink(tx, row);
     tx.afterCommit(() => {
       this.feed?.kick();
@@ -140,6 +125,26 @@ export class Events {
   }
 }
 
+/** The row of an event before its insert numbers it. */
+function eventRow(e: EventInput): EventRow {
+  return {
+    seq: 0,
+    id: eventId(e.at),
+    merchant_id: e.merchantId,
+    shop_id: e.shopId,
+    mode: e.mode,
+    kind: e.kind,
+    payload: JSON.stringify(e.payload),
+    at: e.at,
+    webhook_event: e.webhook?.event ?? null,
+    webhook_data: e.webhook ? JSON.stringify(e.webhook.data) : null,
+    webhook_url: e.webhook?.url ?? null,
+    payment_id: e.paymentId ?? null,
+    payout_id: e.payoutId ?? null,
+  };
+}
+
+
 export function sseData(row: EventRow): { kind: string; payload: unknown; at: string } {
-  return { kind: row.kind, payload: JSON.parse(row.payload), at: iso(row.at) };
+  return { kind: row.kind, payload: JSON.parse(row.payload), at: new Date(row.at).toISOString() };
 }

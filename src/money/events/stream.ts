@@ -108,7 +108,7 @@ export class EventStreamHub {
 
   /** Once the server listens. */
   start(): void {
-    this.unsubscribe ??= this.deps.events.subscribeStream((row) => this.dispatch(row));
+    this.unsubscribe ??= this.deps.events.subscribeStream(this.dispatch);
     const ping_ms = this.deps.config.ssePingSeconds * 1000;
     if (ping_ms > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), ping_ms).unref();
   }
@@ -135,7 +135,7 @@ export class EventStreamHub {
       throw err;
     });
     const identity = await this.identity;
-    const issued = await this.lastIssuedSeq();
+    const issued = await lastIssuedSeq(this.deps.store);
     // Shutdown may have begun (and closed every stream) during the read: open no new one.
     if (this.deps.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
     if (after !== null && after > issued) {
@@ -198,10 +198,6 @@ export class EventStreamHub {
     for (const set of [...this.byKey.values()]) for (const c of [...set]) c.close('server shutting down');
   }
 
-  private lastIssuedSeq(): Promise<number> {
-    return lastIssuedSeq(this.deps.store);
-  }
-
   private async replay(client: Client): Promise<void> {
     for (;;) {
       if (client.closed) return;
@@ -223,14 +219,16 @@ export class EventStreamHub {
     }
   }
 
-  private dispatch(row: EventRow): void {
+  /** Bound: it is the stream's listener. */
+  private readonly dispatch = (row: EventRow): void => {
+    if (this.count === 0) return;
     const set = this.byKey.get(`${row.shop_id}:${row.mode}`);
     if (!set) return;
     for (const c of [...set]) {
       if (c.live) c.sendEvent(row);
       else c.missed = true;
     }
-  }
+  };
 
   /** One check at a time; a failed read is logged and the next tick tries again. */
   private runKeyChecks(): void {

@@ -32,8 +32,11 @@ export async function payWithMethod(core: PaymentsCore, id: string, method: stri
   return core.store.write(async (tx) => {
     const p = await load(tx, id);
     if (p.status === 'processing' && p.method === method) return paymentView(tx, p);
-    const chosen = await chooseMethodTx(core, tx, p, method as ConcreteMethod);
-    return paymentView(tx, await openSessionTx(core, tx, chosen, { by: 'buyer' }));
+    // One look at the clock, and the method written with the session's status.
+    const at = await core.clocks.now(tx, p.shop_id, p.mode);
+    const chosen = await chooseMethodTx(core, tx, p, method as ConcreteMethod, at, false);
+    const patch = chosen.method === p.method ? undefined : { method: chosen.method };
+    return paymentView(tx, await openSessionTx(core, tx, chosen, { by: 'buyer', at, patch }), true);
   });
 }
 

@@ -3,8 +3,8 @@ import { nextPaymentSeqsPg } from '../../platform/storage/dialect';
 import type { Mode } from '../../platform/clock';
 import type { PaymentRow } from '../bank-port/payment';
 import type { PaymentsCore } from './core';
-import { creationBody, createWithAnswer, draftPayment, opensAtOnce, type PaymentInput } from './create';
-import { ensureLinkSweep } from './expiry';
+import { creationBody, createWithAnswer, draftPayment, newPaymentOf, opensAtOnce, type PaymentInput } from './create';
+import { ensureSweep, LINK_SWEEP_JOB } from './expiry';
 import { insertPayments } from './store';
 
 // Creates of payments on PostgreSQL, gathered: a node runs one create transaction per
@@ -42,7 +42,10 @@ async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: PaymentInput
   const nowOf = new Map(clocks.map((i, k) => [clockOf(i), nows[k]]));
   // Side by side: a live shop's bank is found by reading its acquirer, and those reads share a round trip.
   const drafts = await Promise.all(
-    inputs.map(async (input) => draftPayment(await core.banks.for(tx, input.shopId, input.mode), tx, input, nowOf.get(clockOf(input))!)),
+    inputs.map(async (input) => {
+      const bank = await core.banks.for(tx, input.shopId, input.mode);
+      return draftPayment(bank, input, nowOf.get(clockOf(input))!, await bank.describePayment(tx, newPaymentOf(input)));
+    }),
   );
   // One sweep check per shop and mode, at the earliest expiry among its new links.
   const sweeps = new Map<string, { shop_id: string; mode: Mode; expires_at: number }>();
@@ -54,7 +57,7 @@ async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: PaymentInput
   const [rows] = await Promise.all([
     insertPayments(tx, drafts.map((d) => d.params), seqs),
     core.events.appendMany(tx, drafts.map((d) => d.created)),
-    ...[...sweeps.values()].map((s) => ensureLinkSweep(core.scheduler, tx, s)),
+    ...[...sweeps.values()].map((s) => ensureSweep(core.scheduler, tx, LINK_SWEEP_JOB, s.shop_id, s.mode, s.expires_at)),
   ]);
   return rows.map((row, i) => ({ row, body: creationBody(core, drafts[i].bank, row) }));
 }

@@ -3,16 +3,15 @@ import type { Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import { badRequest } from '../../platform/http/errors';
 import { amountField, bodyObject, currencyField, enumField, intField, strField, urlControlChar } from '../../platform/http/validate';
-import { iso } from '../../platform/util/time';
 import { nextPaymentSeq } from '../../platform/storage/dialect';
 import { uuid } from '../../platform/util/ids';
 import type { PaymentsCore } from './core';
 import { openSessionTx } from './state';
-import { ensureLinkSweep } from './expiry';
+import { ensureSweep, LINK_SWEEP_JOB } from './expiry';
 import { insertedRow, insertPayment, type InsertParams } from './store';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from '../bank-port/payment';
 import type { EventInput } from '../events/emit';
-import type { BankPort } from '../bank-port/port';
+import type { BankPort, NewPayment } from '../bank-port/port';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from '../webhooks/url-safety';
 
 export const CREATE_FIELDS = ['amount', 'currency', 'method', 'order_id', 'customer_id', 'return_url', 'description', 'webhook_url', 'ttl_minutes', 'metadata'] as const;
@@ -123,8 +122,13 @@ export interface PaymentDraft {
   bank: BankPort;
 }
 
-/** Created at `now` on its shop's clock; its bank attaches its metadata (test payments: their simulator plan). */
-export async function draftPayment(bank: BankPort, tx: Tx, input: PaymentInput, now: number): Promise<PaymentDraft> {
+/** What the bank is told of a payment about to be created (it answers with metadata of its own). */
+export function newPaymentOf(input: PaymentInput): NewPayment {
+  return { shopId: input.shopId, mode: input.mode, amount: input.amount, kind: input.kind ?? 'payment', tokenId: input.tokenId };
+}
+
+/** Created at `now` on its shop's clock, with its bank's metadata (`described`: test payments, their simulator plan). */
+export function draftPayment(bank: BankPort, input: PaymentInput, now: number, described: Record<string, string>): PaymentDraft {
   const meta: Record<string, string> = {};
   if (input.metadata) {
     Object.assign(meta, input.metadata);
@@ -135,14 +139,13 @@ export async function draftPayment(bank: BankPort, tx: Tx, input: PaymentInput, 
   if (input.kind && input.kind !== 'payment') meta.kind = input.kind;
   if (input.webhookUrl) meta.webhook_url = input.webhookUrl;
   if (input.customerId) meta.customer_id = input.customerId;
-  const kind = input.kind ?? 'payment';
-  Object.assign(meta, await bank.describePayment(tx, { shopId: input.shopId, mode: input.mode, amount: input.amount, kind, tokenId: input.tokenId }));
+  Object.assign(meta, described);
   const id = uuid();
   const params: InsertParams = {
     seq: 0,
     id,
     public_id: '',
-    kind,
+    kind: input.kind ?? 'payment',
     merchant_id: input.merchantId,
     shop_id: input.shopId,
     mode: input.mode,
@@ -164,10 +167,12 @@ export async function draftPayment(bank: BankPort, tx: Tx, input: PaymentInput, 
 }
 
 /**
- * Pending, its expiry covered by the shop's sweep, payment.created appended. A saved method's payment is written
- * once, when its session opens (pending only inside this transaction). The bank is looked up once.
+ * Pending, its expiry covered by the shop's sweep, payment.created appended, with the body of its 201
+ * (creationBody). A saved method's payment is written once, when its session opens (pending only inside this
+ * transaction). The clock is read and the bank looked up once.
  */
-async function insertNewPayment(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; bank: BankPort }> {
+export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; body: Record<string, unknown> }> {
+  // A saved method needs no buyer: its session opens at once (decisions.md).
   const atOnce = opensAtOnce(input);
   // Independent: one round trip on PostgreSQL, with the BEGIN.
   const [now, bank, seq] = await Promise.all([
@@ -175,24 +180,20 @@ async function insertNewPayment(core: PaymentsCore, tx: Tx, input: PaymentInput)
     core.banks.for(tx, input.shopId, input.mode),
     atOnce ? undefined : nextPaymentSeq(tx),
   ]);
-  const { params, created } = await draftPayment(bank, tx, input, now);
+  const { params, created } = draftPayment(bank, input, now, await bank.describePayment(tx, newPaymentOf(input)));
+  let row: PaymentRow;
   if (atOnce) {
     await core.events.append(tx, created);
-    return { row: await openSessionTx(core, tx, insertedRow(params), { tokenId: input.tokenId, unwritten: params, bank }), bank };
+    row = await openSessionTx(core, tx, insertedRow(params), { tokenId: input.tokenId, unwritten: params, bank, at: now });
+  } else {
+    // Independent: one round trip on PostgreSQL instead of three.
+    [row] = await Promise.all([insertPayment(tx, params, seq), core.events.append(tx, created), ensureSweep(core.scheduler, tx, LINK_SWEEP_JOB, params.shop_id, params.mode, params.expires_at)]);
   }
-  // Independent: one round trip on PostgreSQL instead of three.
-  const [row] = await Promise.all([insertPayment(tx, params, seq), core.events.append(tx, created), ensureLinkSweep(core.scheduler, tx, params)]);
-  return { row, bank };
+  return { row, body: creationBody(core, bank, row) };
 }
 
 export async function createPaymentTx(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<PaymentRow> {
-  return (await insertNewPayment(core, tx, input)).row;
-}
-
-/** With the body of its 201 (creationBody). */
-export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; body: Record<string, unknown> }> {
-  const { row, bank } = await insertNewPayment(core, tx, input);
-  return { row, body: creationBody(core, bank, row) };
+  return (await createWithAnswer(core, tx, input)).row;
 }
 
 /** The specification's creation response, plus the bank's additions (the simulator's block in test mode). */
@@ -208,8 +209,8 @@ export function creationBody(core: Pick<Core, 'payPageUrl'>, bank: BankPort, row
       currency: row.currency,
       method: row.method,
       status: row.status,
-      expires_at: iso(row.expires_at),
-      created_at: iso(row.created_at),
+      expires_at: new Date(row.expires_at).toISOString(),
+      created_at: new Date(row.created_at).toISOString(),
       metadata: JSON.parse(row.metadata) as Record<string, string>,
     },
     payment_url: `${core.payPageUrl()}/pay/${row.id}`,

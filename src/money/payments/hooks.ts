@@ -10,15 +10,11 @@ export type PaymentMoved = (tx: Tx, payment: PaymentRow, from: PaymentStatus, at
 
 /** The typed hooks of the payments state machine: other domains react to payments here, never the other way. */
 export class PaymentHooks {
-  private readonly moved: PaymentMoved[] = [];
+  /** Run by the state machine's move(), in order. */
+  readonly moved: PaymentMoved[] = [];
 
   /** Run `fn` after every status change, in the order added. */
   onMoved(fn: PaymentMoved): void {
     this.moved.push(fn);
-  }
-
-  /** Called by the state machine's move(). */
-  async fireMoved(tx: Tx, payment: PaymentRow, from: PaymentStatus, at: number): Promise<void> {
-    for (const fn of this.moved) await fn(tx, payment, from, at);
   }
 }

@@ -1,8 +1,10 @@
-import type { Module } from '../core/module';
+import type { Module, ModuleJob } from '../core/module';
 import { CHECK_JOBS } from '../bank-port/checks';
 import type { PaymentsCore } from './core';
 import { runPaymentCheck } from './bank-answers';
-import { sweepJobs } from './sweeps';
+import { LINK_SWEEP_JOB, SESSION_SWEEP_JOB, SWEEP_BATCH } from './expiry';
+import { expireTx } from './state';
+import { endedBy, LINK_END, nextEnd, SESSION_END, type Deadline } from './store';
 
 /**
  * The payments domain as the wiring mounts it: the expiry jobs older databases may hold, the shops' link and
@@ -11,6 +13,20 @@ import { sweepJobs } from './sweeps';
 export function paymentsModule(core: PaymentsCore): Module {
   return {
     name: 'payments',
-    jobs: [...sweepJobs(core), { kind: CHECK_JOBS.payment, run: (tx, job) => runPaymentCheck(core, tx, job) }],
+    jobs: [sweepJob(core, LINK_SWEEP_JOB, LINK_END), sweepJob(core, SESSION_SWEEP_JOB, SESSION_END), { kind: CHECK_JOBS.payment, run: (tx, job) => runPaymentCheck(core, tx, job) }],
+  };
+}
+
+/** A sweep's job: it runs with the shop's clock at its due time and expires what is due by then. */
+function sweepJob(core: PaymentsCore, kind: string, ends: Deadline): ModuleJob {
+  return {
+    kind,
+    run: async (tx, job) => {
+      const shopId = job.shop_id!;
+      const now = await core.clocks.now(tx, shopId, job.mode);
+      for (const p of await endedBy(tx, ends, shopId, job.mode, now, SWEEP_BATCH)) await expireTx(core, tx, p);
+      const next = await nextEnd(tx, ends, shopId, job.mode);
+      if (next !== null) await core.scheduler.schedule(tx, { kind, subjectId: job.subject_id, shopId, mode: job.mode, dueAt: Math.max(next, now) });
+    },
   };
 }

@@ -4,7 +4,7 @@ import { invalidState } from '../../platform/http/errors';
 import { post } from '../ledger/ledger';
 import type { BankPort, Opener } from '../bank-port/port';
 import type { PaymentsCore } from './core';
-import { ensureSessionSweep } from './expiry';
+import { ensureSweep, SESSION_SWEEP_JOB } from './expiry';
 import { getPayment, insertPayment, metadataOf, paymentView, updatePayment, updatePaymentFrom, type InsertParams } from './store';
 import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from '../bank-port/payment';
 
@@ -53,7 +53,8 @@ function refuse(p: PaymentRow, action: string, extra = ''): never {
 /**
  * The one place a payment's status changes, with payment.status_changed in the same transaction. The write names
  * the status it moves from, so a transaction that read the row before another moved it writes nothing and gets
- * 409: no transition sends its webhook twice.
+ * 409: no transition sends its webhook twice. `patch` may hold columns of `p` not written yet (its method, chosen
+ * in this transaction): they go with the status.
  */
 async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, at: number, patch: Partial<PaymentRow> = {}, unwritten?: InsertParams): Promise<PaymentRow> {
   if (!ALLOWED[p.status].includes(to)) refuse(p, action);
@@ -81,30 +82,32 @@ async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus
     // A payment leaving pending or processing never succeeded before, so it has no refunds to read.
     webhook: event ? { event, data: await paymentView(tx, next, p.status === 'pending' || p.status === 'processing'), url: next.webhook_url || null } : undefined,
   });
-  // Tokens and subscriptions react here (typed hooks; payments knows none of them).
-  await core.paymentHooks.fireMoved(tx, next, p.status, at);
-  // Expiry is swept (expiry.ts); per-payment expiry jobs of an older database find the payment closed.
+  // Tokens and subscriptions react here (typed hooks, in the order added; payments knows none of them).
+  for (const fn of core.paymentHooks.moved) await fn(tx, next, p.status, at);
   return next;
 }
 
-/** pending → pending with a concrete method; re-choosing is allowed while the payment was created as `any`. */
-export async function chooseMethodTx(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, p: PaymentRow, method: ConcreteMethod): Promise<PaymentRow> {
+/**
+ * pending → pending with a concrete method; re-choosing is allowed while the payment was created as `any`. `at`:
+ * the clock as the caller read it in this transaction. `write` false leaves the column to the session's move
+ * (openSessionTx's `patch`), which writes it with the status.
+ */
+export async function chooseMethodTx(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, p: PaymentRow, method: ConcreteMethod, at?: number, write = true): Promise<PaymentRow> {
   if (p.status !== 'pending') refuse(p, `choose method ${method} for`);
   if (p.method === method) return p;
   if (p.method_fixed) refuse(p, `choose method ${method} for`, ` and its method ${p.method} was fixed at creation`);
-  await updatePayment(tx, p.id, { method });
-  const next: PaymentRow = { ...p, method };
+  if (write) await updatePayment(tx, p.id, { method });
   // Not a status change: no webhook, but the stream learns of it.
   await core.events.append(tx, {
-    merchantId: next.merchant_id,
-    shopId: next.shop_id,
-    mode: next.mode,
+    merchantId: p.merchant_id,
+    shopId: p.shop_id,
+    mode: p.mode,
     kind: 'payment.method_chosen',
-    payload: { id: next.id, method },
-    at: await core.clocks.now(tx, next.shop_id, next.mode),
-    paymentId: next.id,
+    payload: { id: p.id, method },
+    at: at ?? (await core.clocks.now(tx, p.shop_id, p.mode)),
+    paymentId: p.id,
   });
-  return next;
+  return { ...p, method };
 }
 
 export interface SessionOptions {
@@ -115,6 +118,10 @@ export interface SessionOptions {
   unwritten?: InsertParams;
   /** When the caller has it already. */
   bank?: BankPort;
+  /** The clock, when the caller read it in this transaction. */
+  at?: number;
+  /** Columns of `p` changed in this transaction and not written yet (chooseMethodTx's method). */
+  patch?: Partial<PaymentRow>;
 }
 
 /** pending (method chosen) → processing; the bank is told in the same transaction. Idempotent when processing. */
@@ -122,10 +129,10 @@ export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, o
   if (p.status === 'processing') return p;
   if (p.status !== 'pending') refuse(p, 'open a bank session for');
   if (p.method === 'any') refuse(p, 'open a bank session for', ' and no method is chosen yet');
-  const now = await core.clocks.now(tx, p.shop_id, p.mode);
+  const now = opts.at ?? (await core.clocks.now(tx, p.shop_id, p.mode));
   const until = now + SESSION_TTL_MS[p.method];
-  const next = await move(core, tx, p, 'processing', 'open a bank session for', now, { processing_until: until }, opts.unwritten);
-  await ensureSessionSweep(core.scheduler, tx, next, until);
+  const next = await move(core, tx, p, 'processing', 'open a bank session for', now, { ...opts.patch, processing_until: until }, opts.unwritten);
+  await ensureSweep(core.scheduler, tx, SESSION_SWEEP_JOB, p.shop_id, p.mode, until);
   const bank = opts.bank ?? (await core.banks.for(tx, p.shop_id, p.mode));
   const req = { payment: next, by: opts.by ?? 'service' };
   if (opts.tokenId) await bank.chargeSaved(tx, { ...req, tokenId: opts.tokenId });

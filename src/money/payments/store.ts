@@ -2,7 +2,6 @@ import type { Reader, Tx } from '../../platform/storage/store';
 import { updateById } from '../../platform/storage/tx';
 import { forUpdate, isPrimaryKeyConflict, nextPaymentSeq } from '../../platform/storage/dialect';
 import type { Mode } from '../../platform/clock';
-import { iso, isoOrNull } from '../../platform/util/time';
 import type { PaymentRow, PaymentView, RefundView } from '../bank-port/payment';
 import type { RefundRow } from '../bank-port/refund';
 
@@ -33,13 +32,9 @@ const VIEW_ROW_SQL = `SELECT p.id, p.public_id, p.merchant_id, p.shop_id, p.mode
 export async function readPaymentView(q: Reader, id: string): Promise<{ shop_id: string; mode: Mode; view: PaymentView } | undefined> {
   const row = await q.get<ViewRow>(VIEW_ROW_SQL, id);
   if (!row) return undefined;
-  const refunds = mayHaveRefunds(row) ? await refundsOf(q, row.id) : [];
+  // Only a succeeded payment takes refunds, and it stays succeeded or becomes refunded.
+  const refunds = row.status === 'succeeded' || row.status === 'refunded' ? await refundsOf(q, row.id) : [];
   return { shop_id: row.shop_id, mode: row.mode, view: buildPaymentView(row, row.shop_name ?? '', refunds) };
-}
-
-/** Only a succeeded payment takes refunds, and it stays succeeded or becomes refunded. */
-function mayHaveRefunds(p: Pick<PaymentRow, 'status'>): boolean {
-  return p.status === 'succeeded' || p.status === 'refunded';
 }
 
 export async function refundsOf(q: Reader, paymentId: string): Promise<RefundRow[]> {
@@ -76,9 +71,9 @@ export function refundView(r: RefundRow, withCompleted = true): RefundView {
     reason: r.reason,
     status: r.status,
     failure_code: r.failure_code,
-    created_at: iso(r.created_at),
+    created_at: new Date(r.created_at).toISOString(),
   };
-  if (withCompleted) v.completed_at = isoOrNull(r.completed_at);
+  if (withCompleted) v.completed_at = r.completed_at == null ? null : new Date(r.completed_at).toISOString();
   return v;
 }
 
@@ -88,7 +83,7 @@ export function refundView(r: RefundRow, withCompleted = true): RefundView {
  */
 export async function paymentView(q: Reader, row: PaymentRow, unrefunded = false): Promise<PaymentView> {
   const shopName = (await q.get<{ name: string }>('SELECT name FROM shops WHERE id = ?', row.shop_id))?.name;
-  const refunds = !unrefunded && mayHaveRefunds(row) ? await refundsOf(q, row.id) : [];
+  const refunds = !unrefunded && (row.status === 'succeeded' || row.status === 'refunded') ? await refundsOf(q, row.id) : [];
   return buildPaymentView(row, shopName ?? '', refunds);
 }
 
@@ -110,18 +105,18 @@ function buildPaymentView(row: Omit<ViewRow, 'shop_name'>, shopName: string, ref
     return_url: row.return_url,
     description: row.description,
     purpose: row.purpose,
-    created_at: iso(row.created_at),
-    captured_at: isoOrNull(row.captured_at),
-    finalized_at: isoOrNull(row.finalized_at),
-    expires_at: iso(row.expires_at),
-    processing_until: isoOrNull(row.processing_until),
-    metadata: metadataOf(row),
+    created_at: new Date(row.created_at).toISOString(),
+    captured_at: row.captured_at == null ? null : new Date(row.captured_at).toISOString(),
+    finalized_at: row.finalized_at == null ? null : new Date(row.finalized_at).toISOString(),
+    expires_at: new Date(row.expires_at).toISOString(),
+    processing_until: row.processing_until == null ? null : new Date(row.processing_until).toISOString(),
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
     customer_card_brand: row.card_brand,
     customer_card_mask: row.card_mask,
     customer_card_holder: row.card_holder,
     customer_phone_mask: row.phone_mask,
     customer_payer_bank: row.payer_bank,
-    refunds: refunds.map((r) => refundView(r)),
+    refunds: refunds.length === 0 ? [] : refunds.map((r) => refundView(r)),
   };
 }
 

@@ -12,9 +12,7 @@ import { WebhookAttempts, type AttemptObserver } from './attempt';
  */
 export function webhooksModule(core: Core, observe?: AttemptObserver): Module & { readonly attempts: WebhookAttempts } {
   const attempts = new WebhookAttempts(core, observe);
-  const outbox: EventSink = async (tx, row) => {
-    await enqueueDeliveries(tx, core.clocks, core.scheduler, row);
-  };
+  const outbox: EventSink = (tx, row) => (row.webhook_event ? enqueueDeliveries(tx, core.scheduler, row) : undefined);
   return {
     name: 'webhooks',
     // A failed run means shutdown or a bug, never a receiver's answer (that is a recorded attempt).

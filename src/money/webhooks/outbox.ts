@@ -39,12 +39,12 @@ export interface DeliveryRow {
 
 /**
  * Write the deliveries of a webhook-worthy event in the event's own transaction, each with the job of its first
- * attempt (due now: the commit wakes the scheduler): one row for a payment's own URL, else one per enabled
- * endpoint of the event's shop whose filter takes it. Returns their ids.
+ * attempt (due now, the event's time on its clock: the commit wakes the scheduler): one row for a payment's own
+ * URL, else one per enabled endpoint of the event's shop whose filter takes it. Returns their ids.
  */
-export async function enqueueDeliveries(tx: Tx, clocks: Clocks, scheduler: Scheduler, row: EventRow): Promise<number[]> {
+export async function enqueueDeliveries(tx: Tx, scheduler: Scheduler, row: EventRow): Promise<number[]> {
   if (!row.webhook_event) return [];
-  const now = await clocks.now(tx, row.shop_id, row.mode);
+  const now = row.at;
   const targets: Array<{ endpoint_id: string | null; url: string }> = row.webhook_url
     ? [{ endpoint_id: null, url: row.webhook_url }]
     : (await matchingEndpoints(tx, row.shop_id, row.webhook_event)).map((e) => ({ endpoint_id: e.id, url: e.url }));

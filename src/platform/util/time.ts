@@ -1,25 +1,11 @@
-// The last time formatted: one object's view often holds the same instant several times (created, captured
-// and finalized in one step), and so do the views written one after another while a clock is pinned.
-let lastMs = NaN;
-let lastIso = '';
-
 /** RFC 3339 UTC with milliseconds, e.g. `2026-11-21T08:49:23.123Z`. */
 export function iso(ms: number): string {
-  if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString();
-    lastMs = ms;
-  }
-  return lastIso;
+  return new Date(ms).toISOString();
 }
 
 /** RFC 3339 of a nullable time, or null. */
 export function isoOrNull(ms: number | null | undefined): string | null {
-  if (ms == null) return null;
-  if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString();
-    lastMs = ms;
-  }
-  return lastIso;
+  return ms == null ? null : new Date(ms).toISOString();
 }
 
 /** Parse a `YYYY-MM-DD` UTC day; returns the day's first millisecond or null when malformed. */
