@@ -64,11 +64,17 @@ async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus
     if (to !== 'processing' || patch.processing_until == null) throw new Error(`cannot write payment "${p.id}" as ${to} at its creation`);
     next = await insertPayment(tx, unwritten, undefined, { status: to, processing_until: patch.processing_until });
   } else {
-    if (!(await updatePaymentFrom(tx, p.id, p.status, { ...patch, status: to }))) refuse((await getPayment(tx, p.id)) ?? p, action);
     // As read (and checked, and found unchanged by the write) plus the columns written: no read needed.
     next = { ...p, ...patch, status: to };
   }
   const event = WEBHOOK[to];
+  // Side by side (one round trip on PostgreSQL): the status write and the webhook's view (a payment leaving
+  // pending or processing never succeeded before, so it has no refunds to read).
+  const [written, view] = await Promise.all([
+    unwritten ? true : updatePaymentFrom(tx, p.id, p.status, { ...patch, status: to }),
+    event ? paymentView(tx, next, p.status === 'pending' || p.status === 'processing') : undefined,
+  ]);
+  if (!written) refuse((await getPayment(tx, p.id)) ?? p, action);
   // The money moves before anything reacts (a card binding's verification refund needs the credit).
   if (to === 'succeeded') await post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at, next.seq);
   await core.events.append(tx, {
@@ -79,8 +85,7 @@ async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus
     payload: { id: next.id, status: to },
     at,
     paymentId: next.id,
-    // A payment leaving pending or processing never succeeded before, so it has no refunds to read.
-    webhook: event ? { event, data: await paymentView(tx, next, p.status === 'pending' || p.status === 'processing'), url: next.webhook_url || null } : undefined,
+    webhook: event ? { event, data: view, url: next.webhook_url || null } : undefined,
   });
   // Tokens and subscriptions react here (typed hooks, in the order added; payments knows none of them).
   for (const fn of core.paymentHooks.moved) await fn(tx, next, p.status, at);

@@ -1,12 +1,28 @@
 import type { Core } from '../core/core';
 import type { AsyncJobKind, Job } from '../../platform/queue/jobs';
 import type { Tx } from '../../platform/storage/store';
-import { iso } from '../../platform/util/time';
 import { postWebhook, type PostOutcome } from './deliver';
-import { abandonDelivery, deliveryEvent, getDelivery, recordAttempt, type AttemptResult, type DeliveryRow, type Recorded } from './outbox';
+import { abandonDelivery, recordAttempt, type AttemptResult, type DeliveryRow, type Recorded } from './outbox';
 import { signatureHeader, webhookBody, webhookHeaders } from './sign';
-import { getEndpoint, paymentUrlSigning, validSecrets, type SignatureVersion } from './store';
+import { paymentUrlSigning, validSecrets, type SignatureVersion } from './store';
 import { UrlPolicy } from './url-safety';
+
+/** A delivery with its event's time and body, its endpoint's signature and state, and its shop's clock offset. */
+type Loaded = DeliveryRow & {
+  event_at: number | null;
+  event_data: string | null;
+  clock_offset: number | null;
+  ep_signature: SignatureVersion | null;
+  ep_disabled_at: number | null;
+};
+
+const LOAD_SQL = `SELECT d.*, e.at AS event_at, e.webhook_data AS event_data, s.test_clock_offset_ms AS clock_offset,
+    ep.signature AS ep_signature, ep.disabled_at AS ep_disabled_at
+  FROM webhook_deliveries d
+  LEFT JOIN events e ON e.seq = d.event_seq
+  LEFT JOIN shops s ON s.id = d.shop_id
+  LEFT JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
+  WHERE d.id = ?`;
 
 /**
  * Attempts in flight in this process: at most `global` in all, `perShop` for one shop, `perReceiver` for one
@@ -70,12 +86,52 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
     };
   }
 
-  /** The attempt the job was scheduled for, or null when its delivery moved on. Never rejects on a receiver's failure. */
+  /**
+   * The attempt the job was scheduled for, or null when its delivery moved on or there is nothing to send (then
+   * the delivery ends). One read finds the delivery, its event, its endpoint and its shop's clock. Never rejects
+   * on a receiver's failure; throws only on shutdown.
+   */
   async run(job: Job): Promise<AttemptResult | null> {
     if (this.stopped) throw new Error('cannot attempt a webhook: shutting down');
-    const d = await this.load(Number(job.subject_id));
-    if (!d || d.attempts !== job.payload.attempts) return null;
-    return this.perform(d);
+    const { clocks, store, config } = this.core;
+    const row = await store.get<Loaded>(LOAD_SQL, Number(job.subject_id));
+    if (!row || row.state !== 'pending' || row.attempts !== job.payload.attempts) return null;
+    const { event_at, event_data, clock_offset, ep_signature, ep_disabled_at, ...d } = row;
+    const signing =
+      d.endpoint_id === null
+        ? await paymentUrlSigning(store, d.shop_id, clocks.real())
+        : ep_signature !== null && ep_disabled_at === null
+          ? { signature: ep_signature, secrets: await validSecrets(store, d.endpoint_id, clocks.real()) }
+          : null;
+    if (event_at === null || !signing || signing.secrets.length === 0) {
+      await store.tx((tx) => abandonDelivery(tx, d));
+      this.core.log.warn('webhook delivery abandoned', { delivery_id: d.id, event_id: d.event_id, reason: event_at !== null ? 'endpoint disabled or deleted' : 'event gone' });
+      return null;
+    }
+    const body = webhookBody(d.event_id, d.event, new Date(event_at).toISOString(), event_data ?? 'null');
+    const url = new URL(d.url);
+    const started = clocks.real();
+    // The shop's clock as Clocks.now reads it outside a transaction: real time, plus the test clock's offset.
+    const started_at = d.mode === 'test' ? started + (clock_offset ?? 0) : started;
+    const t_s = Math.floor(started / 1000);
+    let outcome: PostOutcome;
+    try {
+      // Either mode connects only to the address it checked (no second lookup): test mode may reach http and
+      // loopback, and otherwise follows the live rule.
+      const resolved = await this.policy.check(url, d.mode);
+      outcome = await postWebhook({
+        url,
+        body,
+        headers: webhookHeaders(d.event_id, signatureHeader(signing.signature, signing.secrets, t_s, body), t_s),
+        timeout_ms: config.webhookTimeoutMs,
+        resolved,
+        signal: this.abort.signal,
+      });
+    } catch (err) {
+      outcome = { response_code: null, error: (err as Error).message.slice(0, 300), latency_ms: Math.max(0, clocks.real() - started), aborted_by_shutdown: false };
+    }
+    if (outcome.aborted_by_shutdown) throw new Error('cannot finish a webhook attempt: shutting down');
+    return { delivery: d, url: d.url, started_at, real_now: clocks.real(), response_code: outcome.response_code, error: outcome.error, latency_ms: outcome.latency_ms };
   }
 
   /** Record the attempt (and schedule the next one) in the job's transaction; log it once committed. */
@@ -105,58 +161,11 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
       error: r.error,
       latency_ms: r.latency_ms,
       state: rec.state,
-      next_attempt_at: rec.next_attempt_at === null ? null : iso(rec.next_attempt_at),
+      next_attempt_at: rec.next_attempt_at === null ? null : new Date(rec.next_attempt_at).toISOString(),
     };
     if (rec.state === 'succeeded') this.core.log.info('webhook delivered', fields);
     else this.core.log.warn('webhook attempt failed', fields);
     if (rec.disabled_endpoint) this.core.log.warn('webhook endpoint disabled: receiver answered 410 Gone', { endpoint_id: d.endpoint_id, event_id: d.event_id });
-  }
-
-  private async load(id: number): Promise<DeliveryRow | null> {
-    const d = await getDelivery(this.core.store, id);
-    return d && d.state === 'pending' ? d : null;
-  }
-
-  /** Make one attempt of a pending delivery; null when there is nothing to send. Throws only on shutdown. */
-  private async perform(d: DeliveryRow): Promise<AttemptResult | null> {
-    const { clocks, store, config } = this.core;
-    const ev = await deliveryEvent(store, d.event_seq);
-    const signing = await this.signing(d);
-    if (!ev || !signing || signing.secrets.length === 0) {
-      await store.tx((tx) => abandonDelivery(tx, d));
-      this.core.log.warn('webhook delivery abandoned', { delivery_id: d.id, event_id: d.event_id, reason: ev ? 'endpoint disabled or deleted' : 'event gone' });
-      return null;
-    }
-    const body = webhookBody(d.event_id, d.event, iso(ev.at), ev.webhook_data ?? 'null');
-    const url = new URL(d.url);
-    const started_at = await clocks.now(store, d.shop_id, d.mode);
-    const started = clocks.real();
-    const t_s = Math.floor(started / 1000);
-    let outcome: PostOutcome;
-    try {
-      // Either mode connects only to the address it checked (no second lookup): test mode may reach http and
-      // loopback, and otherwise follows the live rule.
-      const resolved = await this.policy.check(url, d.mode);
-      outcome = await postWebhook({
-        url,
-        body,
-        headers: webhookHeaders(d.event_id, signatureHeader(signing.signature, signing.secrets, t_s, body), t_s),
-        timeout_ms: config.webhookTimeoutMs,
-        resolved,
-        signal: this.abort.signal,
-      });
-    } catch (err) {
-      outcome = { response_code: null, error: (err as Error).message.slice(0, 300), latency_ms: Math.max(0, clocks.real() - started), aborted_by_shutdown: false };
-    }
-    if (outcome.aborted_by_shutdown) throw new Error('cannot finish a webhook attempt: shutting down');
-    return { delivery: d, url: d.url, started_at, real_now: clocks.real(), response_code: outcome.response_code, error: outcome.error, latency_ms: outcome.latency_ms };
-  }
-
-  private async signing(d: DeliveryRow): Promise<{ signature: SignatureVersion; secrets: string[] } | null> {
-    const { store, clocks } = this.core;
-    if (d.endpoint_id === null) return paymentUrlSigning(store, d.shop_id, clocks.real());
-    const ep = await getEndpoint(store, d.endpoint_id);
-    return ep && ep.disabled_at === null ? { signature: ep.signature, secrets: await validSecrets(store, ep.id, clocks.real()) } : null;
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Reader, Tx } from '../../platform/storage/store';
+import type { Tx } from '../../platform/storage/store';
 import type { EventRow } from '../events/emit';
 import type { Clocks, Mode } from '../../platform/clock';
 import type { Scheduler } from '../../platform/queue/jobs';
@@ -114,8 +114,6 @@ export interface Recorded {
  */
 export async function recordAttempt(tx: Tx, scheduler: Scheduler, clocks: Clocks, r: AttemptResult): Promise<Recorded | null> {
   const d = r.delivery;
-  const cur = await tx.get<{ state: string; attempts: number }>('SELECT state, attempts FROM webhook_deliveries WHERE id = ?', d.id);
-  if (!cur || cur.state !== 'pending' || cur.attempts !== d.attempts) return null;
   const attempt = d.attempts + 1;
   // During a test-clock advance the clock reads the retry's due time (pinned), earlier than the start read
   // after the advance: the attempt counts at its due time, so one advance walks the whole schedule.
@@ -129,6 +127,16 @@ export async function recordAttempt(tx: Tx, scheduler: Scheduler, clocks: Clocks
   if (ok) state = 'succeeded';
   else if (gone || retry >= RETRY_DELAYS_MS.length) state = 'failed';
   else next = attempted_at + r.latency_ms + RETRY_DELAYS_MS[retry];
+  // Only the delivery as loaded: one that moved on meanwhile (another attempt, a resend) records nothing.
+  const moved = await tx.run(
+    `UPDATE webhook_deliveries SET attempts = ?, state = ?, next_attempt_at = ? WHERE id = ? AND state = 'pending' AND attempts = ?`,
+    attempt,
+    state,
+    next,
+    d.id,
+    d.attempts,
+  );
+  if (moved.changes !== 1) return null;
   await tx.run(
     `INSERT INTO webhook_attempts (delivery_id, shop_id, mode, attempt, url, attempted_at, latency_ms, response_code, error, succeeded, next_attempt_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -144,7 +152,6 @@ export async function recordAttempt(tx: Tx, scheduler: Scheduler, clocks: Clocks
     ok ? 1 : 0,
     next,
   );
-  await tx.run('UPDATE webhook_deliveries SET attempts = ?, state = ?, next_attempt_at = ? WHERE id = ?', attempt, state, next, d.id);
   if (next !== null) await scheduleAttempt(tx, scheduler, { ...d, attempts: attempt }, next);
   let disabled = false;
   if (gone && d.endpoint_id) disabled = await disableEndpoint(tx, d.endpoint_id, `receiver answered 410 Gone to event ${d.event_id}`, r.real_now);
@@ -205,14 +212,4 @@ export async function resendEvent(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>
     await scheduleAttempt(tx, scheduler, { id, shop_id: ev.shop_id, mode: ev.mode, attempts: d?.attempts ?? 0, ...t }, now);
   }
   return targets.length;
-}
-
-/** A delivery row by id. */
-export function getDelivery(q: Reader, id: number): Promise<DeliveryRow | undefined> {
-  return q.get<DeliveryRow>(`SELECT * FROM webhook_deliveries WHERE id = ?`, id);
-}
-
-/** The time and webhook body of the event a delivery carries, if the event still exists. */
-export function deliveryEvent(q: Reader, seq: number): Promise<{ at: number; webhook_data: string | null } | undefined> {
-  return q.get<{ at: number; webhook_data: string | null }>('SELECT at, webhook_data FROM events WHERE seq = ?', seq);
 }

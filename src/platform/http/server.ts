@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import type { Router } from './router';
 import type { Ctx, RouteDef } from './types';
-import type { KeyCheck, ServerDeps } from './deps';
+import type { ServerDeps } from './deps';
 import { ApiError, toApiError } from './errors';
 import { BodyBudget, checkUrlEncoded, hasBody, illFormed, takeBody } from './body';
 import { clientIp, guardConnections, lingerOnClose } from './connections';
@@ -78,14 +78,18 @@ export function createHttpServer<S>(deps: ServerDeps<S>, router: Router<RouteDef
 }
 
 /** One request: its context and access-log line around the chain, and the answer to whatever the chain threw. */
-async function handle<S>(chain: Chain<S>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+function handle<S>(chain: Chain<S>, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { deps } = chain;
   const started = performance.now();
   const incomingId = req.headers['x-request-id'];
   const requestId = typeof incomingId === 'string' && REQUEST_ID_RE.test(incomingId) ? incomingId : randomUUID();
   res.setHeader('X-Request-Id', requestId);
   const method = req.method ?? 'GET';
-  const url = parseTarget(req.url);
+  // A plain path (every API call without a query) skips the URL parser, which costs more than the rest of
+  // routing, and the checks of what such a path cannot hold.
+  const target = req.url;
+  const plain = target !== undefined && PLAIN_PATH_RE.test(target);
+  const url = plain ? { pathname: target, searchParams: NO_QUERY } : parseTarget(target);
   const path = url.pathname;
   const ctx: Ctx<S> = {
     app: deps.services,
@@ -120,19 +124,15 @@ async function handle<S>(chain: Chain<S>, req: IncomingMessage, res: ServerRespo
       extra: ctx.logExtra,
     });
   });
-  try {
-    await serve(chain, ctx, progress);
-  } catch (err) {
-    await refuse(chain, ctx, progress, err);
-  }
+  return serve(chain, ctx, progress, plain).catch((err: unknown) => refuse(chain, ctx, progress, err));
 }
 
 /** The chain from the shutdown check to the handler's reply, in the order createHttpServer's comment gives. */
-async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress): Promise<void> {
+async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, plain: boolean): Promise<void> {
   const { deps } = chain;
   const { req, method, path } = ctx;
   if (deps.closing()) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
-  if (!isNormalised(req.url ?? '', path)) {
+  if (!plain && !isNormalised(req.url ?? '', path)) {
     throw new ApiError(400, 'bad_request', `Cannot route "${(req.url ?? '').split('?')[0].slice(0, 128)}": the path has dot segments or encoded separators; send it normalised`);
   }
   const match = chain.router.match(method, path);
@@ -147,25 +147,18 @@ async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress): Promi
   ctx.params = match.params;
   // The key is checked before a byte of the body is read: a keyless client cannot make the server hold its body.
   // A stream token (GET /v1/public/events?token=…, for a browser's EventSource) stands in for the key.
-  const streamToken = (route.streamToken && header(req, 'authorization') === undefined ? ctx.query.get('token') : null) || null;
+  const { guards } = deps;
+  const authorization = firstOf(req.headers.authorization);
+  const streamToken = (route.streamToken && authorization === undefined ? ctx.query.get('token') : null) || null;
   const key =
-    route.auth === 'none' || route.auth === 'cabinet' || streamToken
-      ? null
-      : await deps.guards.key({ authorization: header(req, 'authorization'), ip: ctx.ip, connection: req.socket });
+    route.auth === 'none' || route.auth === 'cabinet' || streamToken ? null : await guards.key({ authorization, ip: ctx.ip, connection: req.socket });
   if (key && route.auth === 'test' && key.auth.mode !== 'test') {
     throw new ApiError(404, 'not_found', `Cannot find route ${method} ${path}: test helpers need a test key`);
   }
-  checkTarget(req.url ?? '', ctx.params);
+  if (!plain) checkTarget(req.url ?? '', ctx.params);
   progress.bodyTaken = true;
   await takeBody(deps.config.bodyLimitBytes, ctx, route, chain.bodies);
-  await authorize(deps, ctx, route, streamToken, key);
-  const reply = await route.handler(ctx);
-  progress.status = send(ctx, reply);
-}
-
-/** The steps after the body: cabinet session, or stream token, or the key's signature; then rate limit and scope. */
-async function authorize<S>(deps: ServerDeps<S>, ctx: Ctx<S>, route: RouteDef<S>, streamToken: string | null, key: KeyCheck | null): Promise<void> {
-  const { guards } = deps;
+  // After the body: cabinet session, or stream token, or the key's signature; then rate limit and scope.
   if (route.auth === 'cabinet') {
     ctx.cabinet = await guards.cabinet(ctx);
   } else if (streamToken) {
@@ -175,12 +168,13 @@ async function authorize<S>(deps: ServerDeps<S>, ctx: Ctx<S>, route: RouteDef<S>
     // A token is the whole credential (no cookies), so a page of any origin may read the stream with it.
     ctx.res.setHeader('Access-Control-Allow-Origin', '*');
   } else if (key) {
-    key.verifyBody(header(ctx.req, 'x-psp-signature'), ctx.rawBody);
+    key.verifyBody(firstOf(req.headers['x-psp-signature']), ctx.rawBody);
     ctx.auth = key.auth;
     guards.noteKeyUse(ctx.auth.keyId);
     guards.rateLimit?.(ctx.auth.keyId);
     if (route.scope) guards.scope(ctx.auth, route.scope);
   }
+  progress.status = send(ctx, await route.handler(ctx));
 }
 
 /** Answer what the chain threw: logged when it is a 5xx, written once on disk what it rests on, as JSON or a cabinet page. */
@@ -251,15 +245,14 @@ function checkTarget(target: string, params: Record<string, string>): void {
 /** The query of every request without one; handlers only read a query. */
 const NO_QUERY = new URLSearchParams();
 
-/** A path the URL parser would return unchanged: plain characters, no query, no dot segments, no escapes. */
+/**
+ * A path the URL parser would return unchanged and routing sees as sent: plain characters, no query, no dot
+ * segments, no escapes, so no parameter with a NUL.
+ */
 const PLAIN_PATH_RE = /^\/[A-Za-z0-9\-_~/]*(?:\.[A-Za-z0-9\-_~]+)?$/;
 
-/**
- * The request target as a URL; an origin-form target (`//a/b` included) is a path, never a host. A plain
- * path (every API call without a query) skips the URL parser, which costs more than the rest of routing.
- */
-function parseTarget(target: string | undefined): { pathname: string; searchParams: URLSearchParams } {
-  if (target !== undefined && PLAIN_PATH_RE.test(target)) return { pathname: target, searchParams: NO_QUERY };
+/** The request target as a URL; an origin-form target (`//a/b` included) is a path, never a host. */
+function parseTarget(target: string | undefined): URL {
   try {
     return new URL(target?.startsWith('/') ? 'http://x' + target : target ?? '/', 'http://x');
   } catch {
@@ -268,7 +261,6 @@ function parseTarget(target: string | undefined): { pathname: string; searchPara
 }
 
 /** The first value of a request header. */
-function header(req: IncomingMessage, name: string): string | undefined {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
+function firstOf(v: string | string[] | undefined): string | undefined {
+  return typeof v === 'string' || v === undefined ? v : v[0];
 }
