@@ -3,12 +3,72 @@ import type { Ctx, Reply } from '../../platform/http/types';
 import type { Mode } from '../../platform/clock';
 import type { Config } from '../../platform/config';
 import type { Logger } from '../../platform/log';
-import type { Reader, Store } from '../../platform/storage/store';
+import type { Reader } from '../../platform/storage/store';
 import { ApiError, badRequest } from '../../platform/http/errors';
 import { keyStanding } from '../../platform/auth/authenticate';
-import { eventsAfter, lastIssuedSeq, type EventRow, type Events } from './emit';
-import { encodeSseComment } from './sse';
-import { databaseIdentity, encodeStreamEvent, parseStreamFormat, resumeHeaders, streamKind, type DatabaseIdentity, type StreamFormat } from './stream-format';
+import { eventsAfter, lastIssuedSeq, sseData, type EventRow, type Events } from './emit';
+import { encodeSse, encodeSseComment } from './sse';
+
+/**
+ * The exact body of a webhook: the stored object snapshot is inserted as stored, so retries send the same bytes.
+ * It lives with the event log because two readers make it: a delivery (src/money/webhooks/attempt.ts) and the event
+ * stream's webhook format, whose clients (`kopek listen`) must forward the same bytes a delivery sends.
+ */
+export function webhookBody(eventId: string, event: string, createdAt: string, dataJson: string): string {
+  return `{"id":${JSON.stringify(eventId)},"event":${JSON.stringify(event)},"created_at":${JSON.stringify(createdAt)},"data":${dataJson}}`;
+}
+
+/**
+ * What the stream sends per event: `events` (default) every event as `{kind, payload, at}`; `webhook` only the
+ * events that send a webhook, each as the exact body a delivery POSTs, named by its webhook event. A test tool
+ * that forwards webhooks (`kopek listen`) reads the second, so it needs no endpoint and sends the same bytes.
+ */
+export type StreamFormat = 'events' | 'webhook';
+
+/** The `format` query parameter of GET /v1/public/events; anything else is refused before the stream opens. */
+export function parseStreamFormat(raw: string | null): StreamFormat {
+  if (raw === null || raw === 'events') return 'events';
+  if (raw === 'webhook') return 'webhook';
+  throw badRequest(`Cannot open the event stream: format must be "events" or "webhook", got "${raw.slice(0, 64)}"`, 'format');
+}
+
+/** The event kind a key's scopes are checked against: the webhook event in the webhook format (null: not sent). */
+export function streamKind(row: EventRow, format: StreamFormat): string | null {
+  return format === 'webhook' ? row.webhook_event : row.kind;
+}
+
+/** The SSE text of one event in a format; `id:` is the event's sequence number in both, for Last-Event-ID. */
+export function encodeStreamEvent(row: EventRow, format: StreamFormat): string {
+  if (format === 'events') return encodeSse({ id: row.seq, event: row.kind, data: JSON.stringify(sseData(row)) });
+  const event = row.webhook_event!;
+  return encodeSse({ id: row.seq, event, data: webhookBody(row.id, event, new Date(row.at).toISOString(), row.webhook_data ?? 'null') });
+}
+
+/** Which database a stream reads: its random id and when it was made (schema.sql, `database_identity`). */
+export interface DatabaseIdentity {
+  id: string;
+  created_at: number;
+}
+
+/** Read the database's identity (one row, made with the schema). */
+export async function databaseIdentity(q: Reader): Promise<DatabaseIdentity> {
+  const row = await q.get<DatabaseIdentity>('SELECT id, created_at FROM database_identity LIMIT 1');
+  if (!row) throw new Error('cannot open the event stream: the database has no identity row (database_identity)');
+  return row;
+}
+
+/**
+ * The stream's answer headers that let a client resume across a restart: the database's id and birth time, and
+ * the sequence number the stream starts after. A client that reconnects and finds another id knows the ids it
+ * holds mean nothing here (a restarted in-memory server counts from 1 again).
+ */
+export function resumeHeaders(identity: DatabaseIdentity, after: number): Record<string, string> {
+  return {
+    'X-Kopek-Database-Id': identity.id,
+    'X-Kopek-Database-Created': new Date(identity.created_at).toISOString(),
+    'X-Kopek-Stream-After': String(after),
+  };
+}
 
 /** Unsent bytes before a client is cut, events per replay page, and how often streams check their key (revocation). */
 export const STREAM_LIMITS = { buffer_bytes: 1024 * 1024, replay_page: 500, key_check_ms: 1000 };

@@ -7,8 +7,8 @@ import { expireTx } from './state';
 import { endedBy, LINK_END, nextEnd, SESSION_END, type Deadline } from './store';
 
 /**
- * The payments domain as the wiring mounts it: the expiry jobs older databases may hold, the shops' link and
- * session sweeps, and the payment status check. Builds only; mountModules registers the jobs in this order.
+ * The payments domain as the wiring mounts it: the shops' link and session sweeps and the payment status check.
+ * Builds only; mountModules registers the jobs in this order.
  */
 export function paymentsModule(core: PaymentsCore): Module {
   return {

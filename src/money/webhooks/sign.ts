@@ -22,7 +22,7 @@ export function signatureHeader(version: SignatureVersion, secrets: readonly str
 }
 
 /** The exact body of a webhook (made below the webhooks, as the event stream sends it too). */
-export { webhookBody } from '../events/webhook-body';
+export { webhookBody } from '../events/stream';
 
 /** The User-Agent every webhook carries. */
 export const USER_AGENT = 'psp-webhook/1.0';
