@@ -4,7 +4,7 @@ import { esc } from '../pay-page/layout';
 import { ALL_SCOPES } from '../../platform/auth/scopes';
 import type { KeyUsage } from '../../platform/auth/key-usage';
 import { createKey, listKeys, revokeKey } from '../../money/shops/store';
-import { cabinetPage, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
+import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
 import { audit, change, chosenShop, merchantShops, ownShop, shopOfOwn } from './scope';
 import { form } from './guard';
 import { ct, when, codeText } from './text';
@@ -37,9 +37,7 @@ export async function keysPage(ctx: Ctx<Core & { keyUsage: KeyUsage }>): Promise
     ct(lang, 'nothing'),
   );
   const enabled = new Set(shop.scopes.split(',').filter(Boolean));
-  const scopes = `<fieldset class="checks"><legend>${esc(ct(lang, 'scopes'))}</legend>${ALL_SCOPES.filter((s) => enabled.has(s))
-    .map((sc) => `<label><input type="checkbox" name="scope" value="${sc}" checked> <code>${sc}</code></label>`)
-    .join('')}</fieldset>`;
+  const scopes = checkboxes(ct(lang, 'scopes'), 'scope', ALL_SCOPES.filter((s) => enabled.has(s)), () => true);
   const body = `<h1>${esc(ct(lang, 'keys'))} · ${esc(shop.name)}</h1>
 ${await shopPicker(ctx, '/cabinet/keys', shop.id)}
 ${list}

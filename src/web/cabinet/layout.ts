@@ -121,6 +121,12 @@ export function options(items: Array<[value: string, label: string]>, selected: 
   return items.map(([v, label]) => `<option value="${esc(v)}"${v === selected ? ' selected' : ''}>${esc(label)}</option>`).join('');
 }
 
+/** A fieldset of checkboxes `name`, one per code (scopes, events), those `checked` ticked. */
+export function checkboxes(legend: string, name: string, codes: readonly string[], checked: (code: string) => boolean = () => false): string {
+  const boxes = codes.map((c) => `<label><input type="checkbox" name="${name}" value="${c}"${checked(c) ? ' checked' : ''}> <code>${c}</code></label>`);
+  return `<fieldset class="checks"><legend>${esc(legend)}</legend>${boxes.join('')}</fieldset>`;
+}
+
 /** Short codes (scopes, event names) as tags that wrap between, never inside, one another. */
 export function tags(items: string[], empty = '—'): string {
   return items.length ? `<span class="tags">${items.map((i) => `<code class="tag">${esc(i)}</code>`).join(' ')}</span>` : esc(empty);

@@ -8,7 +8,7 @@ import { payoutsNeedingDecision } from '../../money/payouts/store';
 import { allowListOf, literalRefusal } from '../../money/webhooks/url-safety';
 import { YOOKASSA } from '../../banks/yookassa/settings';
 import { payoutApiUrlChoices, removePayoutProvider, setPayoutProvider, showPayoutProvider } from './payout-provider';
-import { cabinetPage, createRefused, field, options, postForm, shownOnce, table } from './layout';
+import { cabinetPage, checkboxes, createRefused, field, options, postForm, shownOnce, table } from './layout';
 import type { Lang } from '../pay-page/i18n';
 import { audit, change, merchantShops, ownShop } from './scope';
 import { form } from './guard';
@@ -61,9 +61,7 @@ export async function shopPage(ctx: Ctx<Core>): Promise<Reply> {
   const s = await ownShop(ctx, ctx.params.id);
   const enabled = new Set(s.scopes.split(',').filter(Boolean));
   const base = `/cabinet/shops/${s.id}`;
-  const scopes = `<fieldset class="checks"><legend>${esc(ct(lang, 'scopes'))}</legend>${ALL_SCOPES.map(
-    (sc) => `<label><input type="checkbox" name="scope" value="${sc}"${enabled.has(sc) ? ' checked' : ''}> <code>${sc}</code></label>`,
-  ).join('')}</fieldset>`;
+  const scopes = checkboxes(ct(lang, 'scopes'), 'scope', ALL_SCOPES, (sc) => enabled.has(sc));
   const body = `<p><a href="/cabinet/shops">← ${esc(ct(lang, 'shops'))}</a></p>
 <h1>${esc(s.name)}</h1>
 <p class="muted mono">${esc(s.id)}</p>

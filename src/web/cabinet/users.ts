@@ -172,7 +172,6 @@ export async function confirmTotp(store: Store, userId: string, code: string, no
   return codes;
 }
 
-/** Turn TOTP off and drop the recovery codes. */
 export async function disableTotp(store: Store, userId: string): Promise<void> {
   await store.tx(async (tx) => {
     await tx.run('UPDATE cabinet_users SET totp_secret = NULL, totp_pending = NULL, totp_last_step = 0 WHERE id = ?', userId);

@@ -3,7 +3,7 @@ import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/layout';
 import { addEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, WEBHOOK_EVENTS, type Endpoint } from '../../money/webhooks/store';
 import { deliveryLog } from '../../money/webhooks/log';
-import { cabinetPage, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
+import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
 import { audit, change, chosenShop, ownShop, refused, shopOfOwn } from './scope';
 import { form } from './guard';
 import { shopPicker } from './keys';
@@ -49,7 +49,7 @@ export async function webhooksPage(ctx: Ctx<Core>): Promise<Reply> {
     ]),
     ct(lang, 'nothing'),
   );
-  const events = `<fieldset class="checks"><legend>${esc(ct(lang, 'events'))}</legend>${WEBHOOK_EVENTS.map((e) => `<label><input type="checkbox" name="event" value="${e}"> <code>${e}</code></label>`).join('')}</fieldset><p class="muted">${esc(ct(lang, 'events_hint'))}</p>`;
+  const events = `${checkboxes(ct(lang, 'events'), 'event', WEBHOOK_EVENTS)}<p class="muted">${esc(ct(lang, 'events_hint'))}</p>`;
   const body = `<h1>${esc(ct(lang, 'webhooks'))} · ${esc(shop.name)}</h1>
 ${await shopPicker(ctx, '/cabinet/webhooks', shop.id)}
 ${list}
