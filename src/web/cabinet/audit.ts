@@ -5,6 +5,17 @@ import { esc } from '../pay-page/layout';
 import { cabinetPage, table } from './layout';
 import { ct, when } from './text';
 
+/** A line of the log as the page shows it. */
+interface AuditRow {
+  id: number;
+  email: string;
+  action: string;
+  target: string;
+  detail: string;
+  ip: string;
+  at: number;
+}
+
 export interface Actor {
   merchantId: string | null;
   userId: string | null;
@@ -35,7 +46,7 @@ export async function auditPage(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
   const before = Number(ctx.query.get('before'));
   const below = Number.isSafeInteger(before) && before > 0 ? before : Number.MAX_SAFE_INTEGER;
-  const rows = await ctx.app.store.all<{ id: number; at: number } & Record<'email' | 'action' | 'target' | 'detail' | 'ip', string>>('SELECT * FROM cabinet_audit WHERE merchant_id = ? AND id < ? ORDER BY id DESC LIMIT ?', ctx.cabinet!.merchantId, below, AUDIT_PAGE + 1);
+  const rows = await ctx.app.store.all<AuditRow>('SELECT * FROM cabinet_audit WHERE merchant_id = ? AND id < ? ORDER BY id DESC LIMIT ?', ctx.cabinet!.merchantId, below, AUDIT_PAGE + 1);
   const page = rows.slice(0, AUDIT_PAGE);
   const list = table(
     [{ label: ct(lang, 'time') }, { label: ct(lang, 'who') }, { label: ct(lang, 'action') }, { label: ct(lang, 'target') }, { label: ct(lang, 'details') }, { label: 'IP' }],

@@ -88,7 +88,8 @@ async function attemptSucceeded(store: Store, email: string, ip: string): Promis
 export async function signInWait(q: Reader, email: string, ip: string, now: number): Promise<number> {
   let wait = 0;
   for (const { subject, factor } of subjects(email, ip)) {
-    const row = await q.get<{ failures: number; last_failed_at: number; locked_until: number | null }>('SELECT failures, last_failed_at, locked_until FROM cabinet_login_failures WHERE subject = ?', subject);
+    const sql = 'SELECT failures, last_failed_at, locked_until FROM cabinet_login_failures WHERE subject = ?';
+    const row = await q.get<{ failures: number; last_failed_at: number; locked_until: number | null }>(sql, subject);
     if (!row) continue;
     if (row.locked_until !== null) wait = Math.max(wait, row.locked_until - now);
     else if (now - row.last_failed_at < LOCK_MS) wait = Math.max(wait, row.last_failed_at + delayAfter(row.failures, factor) - now);
