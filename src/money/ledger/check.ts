@@ -165,8 +165,7 @@ interface Source {
 /** A refund refused at creation never reserved; one that reserved and failed must have released. */
 const SOURCES: readonly Source[] = [
   {
-    table: 'payouts',
-    verb: 'moves',
+    table: 'payouts', verb: 'moves',
     want: (p) => ({ payout_reserved: true, payout_settled: p.status === 'succeeded', payout_released: p.status === 'failed' }),
   },
   {
@@ -175,8 +174,7 @@ const SOURCES: readonly Source[] = [
     want: (p) => ({ payment_succeeded: p.status === 'succeeded' || p.status === 'refunded' }),
   },
   {
-    table: 'refunds',
-    verb: 'moves',
+    table: 'refunds', verb: 'moves',
     want(r, posted) {
       const reserved = r.status !== 'failed' || posted?.has('refund_reserved') === true;
       return { refund_reserved: reserved, refund_settled: r.status === 'succeeded', refund_released: r.status === 'failed' && reserved };

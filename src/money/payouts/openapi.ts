@@ -131,7 +131,8 @@ export const payoutsOpenApi: OpenApiFragment = {
       items: {
         type: 'array',
         items: strictObject({
-          id: uuid, shop_id: uuid, amount, currency: rub, method, status, bank_ref: { type: 'string' }, created_at: time,
+          id: uuid, shop_id: uuid, amount, currency: rub, method, status, bank_ref: { type: 'string' },
+          created_at: time,
         }),
       },
       next_cursor: { type: ['string', 'null'] },

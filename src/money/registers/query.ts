@@ -141,9 +141,7 @@ export function highNeeded(rows: readonly unknown[], rq: RegisterQuery): boolean
  * table's highest seq, read after the first page) goes into the cursor, and later pages keep the first's value.
  */
 export function toPage<R extends { created_at: number; seq: number }, T>(
-  rows: R[],
-  rq: RegisterQuery,
-  view: (r: R) => T,
+  rows: R[], rq: RegisterQuery, view: (r: R) => T,
   high?: number | (() => number),
 ): { items: T[]; next_cursor: string | null } {
   const more = rows.length > rq.limit;

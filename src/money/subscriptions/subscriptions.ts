@@ -29,11 +29,7 @@ type SubscriptionInput = Omit<BindingInput, 'kind' | 'description' | 'subscripti
 async function emit(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, s: SubscriptionRow, kind: string, payload: Record<string, unknown>, webhook: string | null, latest?: ChargeRow): Promise<void> {
   const data = webhook ? await subscriptionView(tx, s, latest) : undefined;
   await core.events.append(tx, {
-    merchantId: s.merchant_id,
-    shopId: s.shop_id,
-    mode: s.mode,
-    kind,
-    payload: { id: s.id, ...payload },
+    merchantId: s.merchant_id, shopId: s.shop_id, mode: s.mode, kind, payload: { id: s.id, ...payload },
     at: await core.clocks.now(tx, s.shop_id, s.mode),
     webhook: webhook ? { event: webhook, data, url: null } : undefined,
   });

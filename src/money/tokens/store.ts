@@ -95,19 +95,12 @@ export async function recurrentPayment(q: Reader, paymentSeq: number): Promise<R
 
 export function tokenView(t: TokenRow) {
   return {
-    id: t.id,
-    customer_ref: t.customer_ref,
-    customer_email: t.customer_email,
-    method: t.method,
-    status: t.status,
+    id: t.id, customer_ref: t.customer_ref, customer_email: t.customer_email, method: t.method, status: t.status,
     card_brand: t.card_brand,
     // Tokens bound before the mask became the bare last 4 digits stored "**** 1111".
     card_mask: t.card_mask.replace(/\D/g, '').slice(-4),
-    last_charged_at: isoOrNull(t.last_charged_at),
-    subscription_id: t.subscription_id,
-    binding_payment_id: t.binding_payment_id,
-    created_at: iso(t.created_at),
-    activated_at: isoOrNull(t.activated_at),
-    cancelled_at: isoOrNull(t.cancelled_at),
+    last_charged_at: isoOrNull(t.last_charged_at), subscription_id: t.subscription_id,
+    binding_payment_id: t.binding_payment_id,     created_at: iso(t.created_at),
+    activated_at: isoOrNull(t.activated_at), cancelled_at: isoOrNull(t.cancelled_at),
   };
 }

@@ -41,10 +41,7 @@ export async function reloadToken(q: Reader, id: string): Promise<TokenRow> {
 /** With the webhook of the change, carrying the token as GET shows it. */
 async function emitStatus(core: TokenEvents, tx: Tx, t: TokenRow, webhook: string | null): Promise<void> {
   await core.events.append(tx, {
-    merchantId: t.merchant_id,
-    shopId: t.shop_id,
-    mode: t.mode,
-    kind: 'token.status_changed',
+    merchantId: t.merchant_id, shopId: t.shop_id, mode: t.mode, kind: 'token.status_changed',
     payload: { id: t.id, status: t.status },
     at: await core.clocks.now(tx, t.shop_id, t.mode),
     webhook: webhook ? { event: webhook, data: tokenView(t), url: null } : undefined,

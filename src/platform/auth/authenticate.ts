@@ -54,12 +54,8 @@ function scopesOf(row: { key_scopes: string; shop_scopes: string }): ReadonlySet
 /** The frozen Auth of a key row's requests. */
 function authOf(row: KeyRow): Readonly<Auth> {
   return Object.freeze({
-    keyId: row.key_id,
-    merchantId: row.merchant_id,
-    shopId: row.shop_id,
-    shopName: row.shop_name,
-    mode: row.mode,
-    scopes: scopesOf(row),
+    keyId: row.key_id, merchantId: row.merchant_id, shopId: row.shop_id, shopName: row.shop_name,
+    mode: row.mode, scopes: scopesOf(row),
   });
 }
 
