@@ -100,7 +100,7 @@ export function tokenView(t: TokenRow) {
     // Tokens bound before the mask became the bare last 4 digits stored "**** 1111".
     card_mask: t.card_mask.replace(/\D/g, '').slice(-4),
     last_charged_at: isoOrNull(t.last_charged_at), subscription_id: t.subscription_id,
-    binding_payment_id: t.binding_payment_id,     created_at: iso(t.created_at),
+    binding_payment_id: t.binding_payment_id, created_at: iso(t.created_at),
     activated_at: isoOrNull(t.activated_at), cancelled_at: isoOrNull(t.cancelled_at),
   };
 }
