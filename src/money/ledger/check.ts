@@ -4,12 +4,7 @@ import { ACCOUNTS, MOVEMENTS, type Movement } from './ledger';
 
 /** One book as the check found it: sums of its postings. */
 interface BookSummary {
-  merchant_id: string;
-  shop_id: string;
-  mode: string;
-  balance: number;
-  available: number;
-  reserved: number;
+  merchant_id: string; shop_id: string; mode: string; balance: number; available: number; reserved: number;
   entries: number;
 }
 

@@ -6,37 +6,19 @@ import { compileAllowList } from '../../platform/auth/ip-allowlist';
 import type { Mode } from '../../platform/clock';
 import { seal, unseal } from '../../platform/secrets/at-rest';
 
-export interface Merchant {
-  id: string;
-  name: string;
-  live_enabled: number;
-  created_at: number;
-}
+export interface Merchant { id: string; name: string; live_enabled: number; created_at: number }
 
 /** A shop row (secrets included; never print them except at creation or rotation). */
 export interface Shop {
-  id: string;
-  merchant_id: string;
-  name: string;
-  scopes: string;
-  ip_allowlist: string;
-  signing_secret: string;
-  require_signature: number;
-  webhook_secret: string;
-  test_clock_offset_ms: number;
-  created_at: number;
+  id: string; merchant_id: string; name: string; scopes: string; ip_allowlist: string; signing_secret: string;
+  require_signature: number; webhook_secret: string; test_clock_offset_ms: number; created_at: number;
 }
 
 /** Without the two secrets, so reading it needs no master key. */
 export type ShopSettings = Omit<Shop, 'signing_secret' | 'webhook_secret'>;
 
 interface ApiKey {
-  id: string;
-  shop_id: string;
-  mode: Mode;
-  key_prefix: string;
-  scopes: string;
-  created_at: number;
+  id: string; shop_id: string; mode: Mode; key_prefix: string; scopes: string; created_at: number;
   revoked_at: number | null;
   /** Written at most once a minute (platform/auth/key-usage.ts). */
   last_used_at: number | null;
@@ -173,11 +155,7 @@ export async function listKeys(store: Store, shopId: string): Promise<ApiKey[]> 
 /** Twelve characters name one key but for a rare clash. */
 const PREFIX_MATCHES_MAX = 10;
 
-interface KeyRef {
-  id: string;
-  shop_id: string;
-  key_prefix: string;
-}
+interface KeyRef { id: string; shop_id: string; key_prefix: string }
 
 /** No further than its prefix, so an error never repeats a key. */
 function shownKeyRef(ref: string): string {

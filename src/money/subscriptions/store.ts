@@ -9,32 +9,12 @@ import type { Period } from './calendar';
 export const SUBSCRIPTION_STATUSES = ['pending', 'active', 'past_due', 'cancelled'] as const;
 
 export interface SubscriptionRow {
-  seq: number;
-  id: string;
-  merchant_id: string;
-  shop_id: string;
-  mode: Mode;
-  customer_ref: string;
-  customer_email: string;
-  plan_name: string;
-  amount: number;
-  currency: string;
-  method: TokenMethod;
-  period: Period;
-  interval_count: number;
-  trial_days: number;
-  status: (typeof SUBSCRIPTION_STATUSES)[number];
-  token_id: string;
-  initial_payment_id: string;
-  anchor_at: number | null;
-  charge_index: number;
-  failures: number;
-  next_charge_at: number | null;
-  trial_end: number | null;
-  cancel_reason: string;
-  created_at: number;
-  activated_at: number | null;
-  cancelled_at: number | null;
+  seq: number; id: string; merchant_id: string; shop_id: string; mode: Mode; customer_ref: string;
+  customer_email: string; plan_name: string; amount: number; currency: string; method: TokenMethod;
+  period: Period; interval_count: number; trial_days: number; status: (typeof SUBSCRIPTION_STATUSES)[number];
+  token_id: string; initial_payment_id: string; anchor_at: number | null; charge_index: number;
+  failures: number; next_charge_at: number | null; trial_end: number | null; cancel_reason: string;
+  created_at: number; activated_at: number | null; cancelled_at: number | null;
 }
 
 /** The Subscription object of GET /v1/public/subscriptions/{id} and of subscription webhooks. */

@@ -8,19 +8,9 @@ import { unseal } from '../secrets/at-rest';
 import { KeyCache } from './key-cache';
 
 interface KeyRow {
-  key_id: string;
-  mode: 'test' | 'live';
-  key_scopes: string;
-  revoked_at: number | null;
-  shop_id: string;
-  shop_name: string;
-  shop_scopes: string;
-  ip_allowlist: string;
-  signing_secret: string;
-  require_signature: number;
-  merchant_id: string;
-  live_enabled: number;
-  has_acquirer: number;
+  key_id: string; mode: 'test' | 'live'; key_scopes: string; revoked_at: number | null; shop_id: string;
+  shop_name: string; shop_scopes: string; ip_allowlist: string; signing_secret: string;
+  require_signature: number; merchant_id: string; live_enabled: number; has_acquirer: number;
   has_payout_provider: number;
 }
 
