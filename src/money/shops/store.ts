@@ -45,15 +45,11 @@ export async function createShop(store: Store, merchantId: string, name: string,
     signing_secret: secret('thm_'), require_signature: 0, webhook_secret: secret('whs_'),
     test_clock_offset_ms: 0, created_at: now,
   };
-  const signingSealed = seal(store.path, shop.signing_secret, `shops.signing_secret:${shop.id}`);
-  const webhookSealed = seal(store.path, shop.webhook_secret, `shops.webhook_secret:${shop.id}`);
-  await store.tx((tx) =>
-    tx.run(
-      `INSERT INTO shops (id, merchant_id, name, scopes, ip_allowlist, signing_secret, require_signature, webhook_secret, created_at)
-       VALUES (?, ?, ?, ?, '', ?, 0, ?, ?)`,
-      shop.id, merchantId, shop.name, shop.scopes, signingSealed, webhookSealed, now,
-    ),
-  );
+  const signing = seal(store.path, shop.signing_secret, `shops.signing_secret:${shop.id}`);
+  const webhook = seal(store.path, shop.webhook_secret, `shops.webhook_secret:${shop.id}`);
+  const sql = `INSERT INTO shops (id, merchant_id, name, scopes, ip_allowlist, signing_secret, require_signature,
+    webhook_secret, created_at) VALUES (?, ?, ?, ?, '', ?, 0, ?, ?)`;
+  await store.tx((tx) => tx.run(sql, shop.id, merchantId, shop.name, shop.scopes, signing, webhook, now));
   return shop;
 }
 

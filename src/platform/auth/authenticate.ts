@@ -59,7 +59,7 @@ function entryOf(store: Store, row: KeyRow): KeyEntry {
   }
   const secret = (): string => unseal(store.path, row.signing_secret, `shops.signing_secret:${row.shop_id}`);
   const verifyBody = row.require_signature
-    ? (signature: string | undefined, rawBody: Buffer): void => verifyRequestSignature(signature, rawBody, secret())
+    ? (signature: string | undefined, body: Buffer): void => verifyRequestSignature(signature, body, secret())
     : (): void => {};
   return { row, allow, check: { auth: authOf(row), verifyBody } };
 }

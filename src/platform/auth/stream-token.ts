@@ -73,7 +73,8 @@ export function createStreamToken(ctx: Ctx<StreamTokenServices>): Reply {
   // Valid for STREAM_TOKEN_TTL_S seconds from now.
   const expiresAtS = Math.floor(ctx.app.clocks.real() / 1000) + STREAM_TOKEN_TTL_S;
   const payload = `${ctx.auth!.keyId}.${expiresAtS}`;
-  const token = `${PREFIX}${Buffer.from(payload).toString('base64url')}.${mac(ctx.app.store, payload).toString('base64url')}`;
+  const signature = mac(ctx.app.store, payload).toString('base64url');
+  const token = `${PREFIX}${Buffer.from(payload).toString('base64url')}.${signature}`;
   const stream_url = `${ctx.app.baseUrl()}/v1/public/events?token=${token}`;
   return { status: 201, body: { token, expires_at: new Date(expiresAtS * 1000).toISOString(), stream_url } };
 }
