@@ -2,13 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { Reader, Store, Tx } from '../storage/store';
 import type { Clocks, Mode } from '../clock';
 import type { Logger } from '../log';
-import { JobsTable, type Claim } from './jobs-table';
+import { CANCEL, FIRST_KEY, INSERT, NEXT_DUE, NEXT_RUN_AT, type Claim, type JobKey, type JobRow } from './jobs-table';
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
 import { DEFAULT_LIMITS, type SchedulerLimits } from './limits';
 import type { JobSpec, StartOptions } from './spec';
-import { pendingRow, runShopJobs, type ShopRunDeps } from './shop-run';
-import { runPass, WakeTimer, type PassDeps } from './pass';
+import { runShopJobs, type ShopRunDeps } from './shop-run';
 import { runOf, type Around } from './hooked-tx';
 
 export type { Job } from './jobs-table';
@@ -18,34 +17,38 @@ export { MAX_ATTEMPTS } from './executor';
 export type { SchedulerLimits } from './limits';
 export type { JobSpec, StartOptions } from './spec';
 
+/** setTimeout's longest delay; a wake further away is armed again on the way. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The durable scheduler. The jobs table is the truth and the only place jobs live; the process holds the time
  * of its next wake (one timer) and the claims it holds, nothing it could not read again.
  *
- * A pass (pass.ts) runs the due query (pending, run_at <= now, claim free or lapsed; the partial index
- * `jobs_run` in (run_at, id) order) a page at a time. On SQLite each page is read in the transaction that runs
- * it: sync jobs run and are marked done there, in batches of savepoints (executor.ts); async jobs are claimed
- * there (process id, a fresh token, claim_until a lease ahead). On PostgreSQL the page is claimed first, in one
- * `FOR UPDATE SKIP LOCKED` statement at READ COMMITTED, and its sync jobs then run in SERIALIZABLE batches that
- * name the claim's token. Async jobs run outside once claimed, renewing their claim, then complete in a write
- * that names the token (async-runner.ts); a kind may keep limits of its own (`admit`: a webhook's receiver and
- * shop), and a job at its limit stays due for a later pass. A job whose claim lapsed (its process died) is
- * taken again.
+ * A pass runs the due query (pending, run_at <= now, claim free or lapsed; the partial index `jobs_run` in
+ * (run_at, id) order) a page at a time (executor.ts). On SQLite each page is read in the transaction that runs
+ * it: sync jobs run and are marked done there; async jobs are claimed there (process id, a fresh token,
+ * claim_until a lease ahead). On PostgreSQL the page is claimed first, in one `FOR UPDATE SKIP LOCKED` statement
+ * at READ COMMITTED, and its sync jobs then run in SERIALIZABLE transactions that name the claim's token. Async
+ * jobs run outside once claimed, renewing their claim, then complete in a write that names the token
+ * (async-runner.ts); a kind may keep limits of its own (`admit`: a webhook's receiver and shop), and a job at its
+ * limit stays due for a later pass. A job whose claim lapsed (its process died) is taken again.
  *
  * The one timer is armed at the earliest run_at a pass could take (one indexed read after each pass), moved
  * earlier after a commit that schedules an earlier job, and never later than `rereadMs` ahead: jobs written by
  * other processes (admin commands, other nodes) and claims that lapsed are found by that periodic re-read.
+ * Its deadline is kept on the monotonic clock: real time may jump (a clock step, a test's fake clock), and a
+ * timer armed before the jump still fires when its delay is over.
  */
 export class Scheduler {
   /** This process's id in the claims it writes: random per scheduler (one per process). */
   readonly processId: string = randomUUID();
   private readonly exec: Executor;
-  private readonly table: JobsTable;
   private readonly limits: SchedulerLimits;
   private readonly runner: AsyncRunner;
-  /** The one timer, at the next due job or the next re-read. */
-  private readonly timer: WakeTimer;
+  private timer: NodeJS.Timeout | null = null;
+  /** When the timer fires: in real time (for stats) and on the monotonic clock (what decides). */
+  private wakeReal = Infinity;
+  private wakeDue = Infinity;
   /** When the table is read again at the latest, whatever this process knows. */
   private nextRereadAt = 0;
   /** The pass running now, and whether another was asked for meanwhile. */
@@ -63,7 +66,11 @@ export class Scheduler {
   private scheduleSeq = 0;
   private idleWaiters: Array<() => void> = [];
   private readonly shopRun: ShopRunDeps;
-  private readonly pass_: PassDeps;
+  private readonly fire = (): void => {
+    this.timer = null;
+    this.wakeReal = this.wakeDue = Infinity;
+    void this.pass();
+  };
 
   constructor(
     private readonly store: Store,
@@ -73,54 +80,29 @@ export class Scheduler {
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
     if (!(this.limits.leaseMs > 0)) throw new Error(`cannot start the scheduler: a job lease of ${this.limits.leaseMs} ms is not positive`);
-    this.table = new JobsTable();
-    this.timer = new WakeTimer(clocks.real, () => {
-      if (!this.stopped) void this.pass();
-    });
-    const threshold = (now: number): number => this.threshold(now);
-    this.exec = new Executor(store, clocks, log, this.table, this.limits, {
-      seq: () => this.scheduleSeq,
-      retry: (runAt) => this.wakeAt(runAt),
-      threshold,
-    });
-    this.runner = new AsyncRunner(store, clocks, log, this.table, this.limits.maxAsyncRunning, this.limits.leaseMs, {
-      processId: this.processId,
-      threshold,
+    const threshold = (): number => Math.max(clocks.real(), this.voidBefore - 1);
+    this.runner = new AsyncRunner(store, clocks, log, this.limits.maxAsyncRunning, this.limits.leaseMs, {
       fail: (row, err, at, token) => this.exec.failInTx(row, err, at, token),
-      settled: () => this.settled(),
+      settled: () => {
+        if (this.starved && !this.stopped) {
+          this.starved = false;
+          this.wake(-Infinity);
+        }
+        if (this.idleWaiters.length > 0) this.notifyIdle();
+      },
     });
-    this.pass_ = {
-      store,
-      clocks,
-      log,
-      table: this.table,
-      exec: this.exec,
-      runner: this.runner,
-      limits: this.limits,
+    this.exec = new Executor(store, clocks, log, this.runner, this.processId, this.limits, {
+      seq: () => this.scheduleSeq,
+      retry: (runAt) => this.wake(runAt),
       threshold,
-      stopped: () => this.stopped,
-      advanceTokens: this.advanceTokens,
+      held: (row) => this.runner.inflight.has(row.id) || (row.claim_token !== null && this.advanceTokens.has(row.claim_token)),
       starved: () => {
         this.starved = true;
       },
-    };
-    this.shopRun = {
-      store,
-      clocks,
-      table: this.table,
-      exec: this.exec,
-      runner: this.runner,
-      limits: this.limits,
-      log,
-      processId: this.processId,
-      threshold,
       stopped: () => this.stopped,
-      seq: () => this.scheduleSeq,
-      holding: (token, on) => {
-        if (on) this.advanceTokens.add(token);
-        else this.advanceTokens.delete(token);
-      },
-    };
+    });
+    const { processId, exec, runner, advanceTokens } = this;
+    this.shopRun = { store, clocks, exec, runner, limits: this.limits, log, processId, threshold, advanceTokens, stopped: () => this.stopped, seq: () => this.scheduleSeq };
   }
 
   /** Register the handler of a job kind; a kind registered twice is a start-up error. */
@@ -145,29 +127,35 @@ export class Scheduler {
   async schedule(tx: Tx, spec: JobSpec): Promise<number> {
     if (!Number.isFinite(spec.dueAt)) throw new Error(`cannot schedule job "${spec.kind}": due time ${spec.dueAt} is not a number`);
     const dueAt = Math.round(spec.dueAt);
-    const run = runOf(tx);
-    const runAt = await this.clocks.toReal(tx, spec.shopId, spec.mode, dueAt);
     const payload = JSON.stringify(spec.payload ?? {});
-    const createdAt = this.clocks.real();
+    const real = this.clocks.real();
+    const run = this.advances.size > 0 ? runOf(tx) : undefined;
     const claim: Claim | null =
-      run && dueAt <= run.dueBy && spec.shopId === run.shopId && spec.mode === run.mode ? { by: run.by, token: run.token, until: createdAt + this.limits.leaseMs } : null;
+      run && dueAt <= run.dueBy && spec.shopId === run.shopId && spec.mode === run.mode ? { by: run.by, token: run.token, until: real + this.limits.leaseMs } : null;
     // Fields named one by one: a spread of the caller's spec (whose shape varies) cost more than the INSERT's binding.
-    const id = await this.table.insert(tx, spec.kind, spec.subjectId, spec.shopId, spec.mode, dueAt, runAt, payload, createdAt, claim);
+    const { kind, subjectId, shopId, mode } = spec;
+    const r = (await tx.get<{ id: number; run_at: number }>(INSERT, kind, subjectId, shopId, mode, dueAt, dueAt, shopId, mode, payload, real, claim?.by ?? null, claim?.token ?? null, claim?.until ?? null))!;
+    const id = Number(r.id);
     this.scheduleSeq++;
-    // A job the run claimed is the run's to run: no pass needs to wake for it.
-    if (claim !== null) run!.scheduled(pendingRow(id, spec, dueAt, runAt, payload, createdAt, claim));
-    else if (this.timer.sooner(runAt)) tx.afterCommit(() => this.wakeAt(runAt));
+    if (claim !== null) {
+      // A job the run claimed is the run's to run: no pass needs to wake for it.
+      const row: JobRow = { id, kind, subject_id: subjectId, shop_id: shopId, mode, due_at: dueAt, run_at: r.run_at, attempt: 0, payload, state: 'pending', last_error: null, created_at: real, finished_at: null, claimed_by: claim.by, claim_token: claim.token, claim_until: claim.until };
+      run!.scheduled(row);
+    } else if (performance.now() + r.run_at - real < this.wakeDue) {
+      const runAt = r.run_at;
+      tx.afterCommit(() => this.wake(runAt));
+    }
     return id;
   }
 
   /** Cancel the pending jobs of a kind for a subject, in the caller's transaction; returns how many. */
   async cancel(tx: Tx, kind: string, subjectId: string): Promise<number> {
-    return (await this.table.cancel(tx, kind, subjectId, this.clocks.real())).length;
+    return (await tx.run(CANCEL, this.clocks.real(), subjectId, kind)).changes;
   }
 
   /** The earliest due time (on the shop's clock) of a subject's pending jobs of a kind, or null; in the caller's transaction (or the store outside one). */
-  nextDue(q: Reader, kind: string, subjectId: string): Promise<number | null> {
-    return this.table.nextDue(q, kind, subjectId);
+  async nextDue(q: Reader, kind: string, subjectId: string): Promise<number | null> {
+    return (await q.get<{ due: number | null }>(NEXT_DUE, subjectId, kind))?.due ?? null;
   }
 
   /** Start running due jobs: the first pass comes at once (overdue jobs run in due order), then as the timer says. */
@@ -176,7 +164,7 @@ export class Scheduler {
     const real = this.clocks.real();
     this.voidBefore = opts.sole ? real + this.limits.leaseMs : Number.MIN_SAFE_INTEGER;
     this.nextRereadAt = real;
-    this.arm(real);
+    this.wake(real);
   }
 
   /**
@@ -186,7 +174,9 @@ export class Scheduler {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.timer.clear();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.wakeReal = this.wakeDue = Infinity;
     await this.passing?.catch(() => undefined);
     await Promise.all([...this.advances].map((a) => a.catch(() => undefined)));
     await this.runner.drain();
@@ -211,7 +201,7 @@ export class Scheduler {
     } finally {
       this.advances.delete(run);
       // Jobs the run did not get to, or that moved closer with the clock: the next wake is read again.
-      this.wakeAt(this.clocks.real());
+      this.wake(-Infinity);
     }
   }
 
@@ -228,31 +218,27 @@ export class Scheduler {
 
   /** Resolves when no pass runs and no async job is in flight here; for tests and shutdown. */
   idle(): Promise<void> {
-    if (this.stopped || (this.passing === null && !this.runner.busy())) return Promise.resolve();
+    if (this.stopped || (this.passing === null && this.runner.inflight.size === 0)) return Promise.resolve();
     return new Promise<void>((resolve) => this.idleWaiters.push(resolve)).then(() => this.idle());
   }
 
   /** What this process holds, for diagnostics: no job is kept in memory, only claims, runs and the next wake. */
   stats(): { asyncRunning: number; claimsHeld: number; advances: number; nextWakeAt: number } {
-    return { asyncRunning: this.runner.count(), claimsHeld: this.runner.claims(), advances: this.advances.size, nextWakeAt: this.timer.at };
+    return { asyncRunning: this.runner.inflight.size, claimsHeld: this.runner.claims(), advances: this.advances.size, nextWakeAt: this.wakeReal };
   }
 
-  /**
-   * Claims lapsing by the time returned count as free at real time `now`: `now` itself, or, for a sole server
-   * shortly after its start, every claim made before the start.
-   */
-  private threshold(now: number): number {
-    return Math.max(now, this.voidBefore - 1);
-  }
-
-  /** Wake no later than real time `at`. */
-  private wakeAt(at: number): void {
-    if (this.timer.sooner(at)) this.arm(at);
-  }
-
-  /** Arm the one timer for the earliest of `at` and the next re-read (only ever earlier than it is armed). */
-  private arm(at: number): void {
-    if (!this.stopped) this.timer.arm(Math.min(at, this.nextRereadAt));
+  /** Wake no later than real time `at` (nor than the next re-read): the one timer only ever moves earlier. */
+  private wake(at: number): void {
+    if (this.stopped) return;
+    const when = Math.min(at, this.nextRereadAt);
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, when - this.clocks.real()));
+    const due = performance.now() + delay;
+    if (due >= this.wakeDue) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.wakeReal = when;
+    this.wakeDue = due;
+    this.timer = setTimeout(this.fire, delay);
+    this.timer.unref();
   }
 
   /** Run a pass, or ask the one running now for another round; resolves with the jobs it ran (or started). */
@@ -262,60 +248,75 @@ export class Scheduler {
       this.again = true; // the running pass loops once more, from a fresh reading of the clock
       return this.passing;
     }
-    const p = (async (): Promise<number> => {
-      let total = 0;
-      try {
-        do {
-          this.again = false;
-          const started = this.clocks.real();
-          try {
-            this.nextRereadAt = started + this.limits.rereadMs;
-            this.starved = false;
-            total += await runPass(this.pass_, started);
-          } catch (err) {
-            // The table is the truth: what did not run stays pending there, and the next pass takes it.
-            if (!this.stopped) this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
-            this.again = false;
-          }
-          await this.rearm(started); // a caller that joined during the re-arm is owed a pass too
-        } while (this.again && !this.stopped);
-      } finally {
-        this.passing = null; // in the turn of the loop's last check: a later pass() never joins an ended pass
-        this.notifyIdle();
-      }
-      return total;
-    })();
-    this.passing = p;
-    return p;
+    return (this.passing = this.passes());
   }
 
   /**
-   * After a pass begun at real time `started`: arm the timer at the earliest run_at a pass could take (one read
-   * of the index). Rows due by `started` that are still there were left on purpose (held here, or waiting for a
-   * slot: the end of a run asks for a pass): the re-read covers them.
+   * Rounds of a pass, each over the jobs due when it began, a page at a time (yielding to the event loop after
+   * `sliceMs`), then the timer armed at the earliest run_at a pass could take (one read of the index). Rows due
+   * by the round's start that are still there were left on purpose (held here, or waiting for a slot: the end
+   * of a run asks for a pass): the re-read covers them.
    */
-  private async rearm(started: number): Promise<void> {
-    if (this.stopped) return;
-    let next: number | null = null;
+  private async passes(): Promise<number> {
+    let total = 0;
     try {
-      next = await this.table.nextRunAt(this.store, this.threshold(this.clocks.real()));
+      do {
+        this.again = false;
+        const started = this.clocks.real();
+        this.nextRereadAt = started + this.limits.rereadMs;
+        this.starved = false;
+        try {
+          let after: JobKey = FIRST_KEY;
+          let slice = performance.now();
+          while (!this.stopped) {
+            let last: JobRow | undefined;
+            let end: boolean;
+            if (this.store.engine === 'postgres') {
+              const page = await this.exec.pagePg(started, after, [...this.advanceTokens]);
+              total += page.ran;
+              last = page.read[page.read.length - 1];
+              end = page.read.length < this.limits.batch;
+            } else {
+              const out = await this.exec.runBatch([], 0, { token: null, page: { now: started, after } });
+              total += out.ran;
+              last = out.list[out.reached - 1];
+              end = out.list.length < this.limits.batch && out.reached >= out.list.length;
+            }
+            if (last) after = { runAt: last.run_at, id: last.id };
+            if (end) break;
+            if (performance.now() - slice > this.limits.sliceMs) {
+              await new Promise<void>((resolve) => setImmediate(resolve));
+              slice = performance.now();
+            }
+          }
+        } catch (err) {
+          // The table is the truth: what did not run stays pending there, and the next pass takes it.
+          if (!this.stopped) this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
+          this.again = false;
+        }
+        // A caller that joined during this read is owed a round too.
+        if (!this.stopped) await this.rearm(started);
+      } while (this.again && !this.stopped);
+    } finally {
+      this.passing = null; // in the turn of the loop's last check: a later pass() never joins an ended pass
+      if (this.idleWaiters.length > 0) this.notifyIdle();
+    }
+    return total;
+  }
+
+  /** Arm the timer at the earliest run_at a pass could take after a round begun at real time `started`. */
+  private async rearm(started: number): Promise<void> {
+    let next: number | undefined;
+    try {
+      next = (await this.store.get<{ run_at: number }>(NEXT_RUN_AT, Math.max(this.clocks.real(), this.voidBefore - 1)))?.run_at;
     } catch (err) {
       if (!this.stopped) this.log.error('cannot read the next due job', { error: String((err as Error)?.message ?? err) });
     }
-    this.arm(next === null || next <= started ? this.nextRereadAt : next);
-  }
-
-  /** An async run ended here: if a pass left due async jobs for want of a slot, run another. */
-  private settled(): void {
-    if (!this.stopped && this.starved) {
-      this.starved = false;
-      this.wakeAt(this.clocks.real());
-    }
-    this.notifyIdle();
+    this.wake(next === undefined || next <= started ? Infinity : next);
   }
 
   private notifyIdle(): void {
-    if (!this.stopped && (this.passing !== null || this.runner.busy())) return;
+    if (!this.stopped && (this.passing !== null || this.runner.inflight.size > 0)) return;
     for (const w of this.idleWaiters.splice(0)) w();
   }
 }
