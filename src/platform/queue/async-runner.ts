@@ -189,7 +189,7 @@ export class AsyncRunner {
         await tx.run(FINISH, this.clocks.real(), row.id, token);
         return true;
       };
-      if (!(await this.store.write((tx) => (at ? inRun(tx, at.run, at.at, () => body(tx)) : body(tx))))) {
+      if (!(await this.store.write(at ? (tx) => inRun(tx, at.run, at.at, () => body(tx)) : body))) {
         this.log.warn('job result dropped: another process took the job over (its claim lapsed) or it ended', { job_id: row.id, kind: row.kind });
       }
     } catch (err) {

@@ -4,7 +4,7 @@ import { endsTransaction } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
 import { HookedTx, inRun, runOf, type RunClaim } from './hooked-tx';
-import { CLAIM, claimDue, DONE, due, failed, RELEASE, RUNNABLE, toJob, type Claim, type Job, type JobKey, type JobRow } from './jobs-table';
+import { CLAIM, claimDue, DONE, DUE, due, failed, RELEASE, RUNNABLE, toJob, type Claim, type Job, type JobKey, type JobRow } from './jobs-table';
 import type { AsyncJobKind, AsyncRunner, RunAt } from './async-runner';
 import type { SchedulerLimits } from './limits';
 
@@ -29,21 +29,6 @@ export interface Kind {
   sync?: JobHandler;
   async?: AsyncJobKind<unknown>;
   maxAttempts: number;
-}
-
-/** What the executor asks of the scheduler. */
-export interface ExecutorHooks {
-  /** A counter that every schedule() bumps. */
-  seq(): number;
-  /** A failed job will run again at this real time. */
-  retry(runAt: number): void;
-  /** Claims lapsing by the time returned count as free now (Scheduler.threshold). */
-  threshold(): number;
-  /** A row this process holds already (a run in flight, an advance's job), though its claim may look lapsed. */
-  held(row: JobRow): boolean;
-  /** Due async jobs were left for want of a slot: the end of a run should ask for another pass. */
-  starved(): void;
-  stopped(): boolean;
 }
 
 /**
@@ -110,16 +95,37 @@ interface Start {
 export class Executor {
   /** Registered kinds by name. */
   readonly kinds = new Map<string, Kind>();
+  /** Bumped by every schedule(), so a shop's run notices jobs created by the job it just ran. */
+  seq = 0;
+  /** True once the scheduler is stopping (or before it started): passes and runs end after their batch. */
+  stopped = true;
+  /** A pass left due async jobs for want of a slot: the end of a run asks for another pass. */
+  starved = false;
+  /** Claims made before this real time (they lapse before it plus a lease) belong to a process that is gone (StartOptions.sole). */
+  voidBefore = Number.MIN_SAFE_INTEGER;
+  /** Tokens of the shop runs in this process: a pass leaves their jobs to them even when their claim looks lapsed. */
+  readonly advanceTokens = new Set<string>();
 
   constructor(
-    private readonly store: Store,
-    private readonly clocks: Clocks,
-    private readonly log: Logger,
-    private readonly runner: AsyncRunner,
-    private readonly processId: string,
-    private readonly limits: SchedulerLimits,
-    private readonly hooks: ExecutorHooks,
+    readonly store: Store,
+    readonly clocks: Clocks,
+    readonly log: Logger,
+    readonly runner: AsyncRunner,
+    readonly processId: string,
+    readonly limits: SchedulerLimits,
+    /** A failed job will run again at this real time. */
+    private readonly retry: (runAt: number) => void,
   ) {}
+
+  /** Claims lapsing by the time returned count as free now: now itself, or, for a sole server shortly after its start, every claim made before the start. */
+  threshold(): number {
+    return Math.max(this.clocks.real(), this.voidBefore - 1);
+  }
+
+  /** A row this process holds already (a run in flight, a shop run's job), though its claim may look lapsed. */
+  held(row: JobRow): boolean {
+    return this.runner.inflight.has(row.id) || (row.claim_token !== null && this.advanceTokens.has(row.claim_token));
+  }
 
   /** Register a kind; a kind registered twice is a start-up error. */
   addKind(kind: string, k: Kind): void {
@@ -147,20 +153,21 @@ export class Executor {
     try {
       await this.store.tx(async (tx) => {
         // PostgreSQL may run the body again after a serialization failure: each run starts afresh.
-        giveBack(starts);
+        if (starts.length > 0) giveBack(starts);
         Object.assign(out, { ran: 0, claimed: [], moment: o.floor ?? -Infinity, stale: false });
         retries.length = 0;
-        const threshold = this.hooks.threshold();
-        let list = (out.list = o.page ? await due(tx, o.page.now, threshold, o.page.after, this.limits.batch) : rows);
+        const threshold = Math.max(this.clocks.real(), this.voidBefore - 1);
+        const a = o.page?.after;
+        let list = (out.list = o.page ? await tx.all<JobRow>(DUE, a!.runAt, a!.runAt, a!.id, o.page.now, threshold, this.limits.batch) : rows);
         let i = o.page ? 0 : from;
-        let seq = this.hooks.seq();
+        let seq = this.seq;
         const t0 = performance.now();
         for (let n = 0; i < list.length && n < this.limits.batch && (n === 0 || performance.now() - t0 < this.limits.txMs); n++) {
           const row = list[i];
           const kind = this.kinds.get(row.kind);
           if (kind?.async && !o.page && !o.claimed) break;
           i++;
-          if (o.page && row.claim_token !== null && this.hooks.held(row)) continue;
+          if (o.page && row.claim_token !== null && this.held(row)) continue;
           if (kind?.async) {
             if (o.claimed) out.claimed.push(row);
             else await this.claim(tx, row, kind.async, threshold, starts);
@@ -178,12 +185,12 @@ export class Executor {
               throw new RunAgain(err);
             }
           }
-          if (o.refetch && this.hooks.seq() !== seq) {
+          if (o.refetch && this.seq !== seq) {
             // Without savepoints every job this batch scheduled commits with it or not at all.
             list = out.list = await o.refetch(tx, list.slice(i), !savepoints);
             i = 0;
             out.stale = true;
-            seq = this.hooks.seq();
+            seq = this.seq;
           }
         }
         out.reached = i;
@@ -193,7 +200,7 @@ export class Executor {
       if (!savepoints && err instanceof RunAgain) return this.runBatch(rows, from, o, true);
       throw err;
     }
-    for (const r of retries) this.hooks.retry(r);
+    for (const r of retries) this.retry(r);
     for (const s of starts) void this.runner.start(s.row, s.job, s.kind, s.token, null, s.give);
     out.ran += starts.length;
     return out;
@@ -205,23 +212,23 @@ export class Executor {
    * sync jobs run in transactions that name the claim's token and the async ones start under it. What it did not
    * get to (stopped, or a transaction failed) is released. Returns the jobs it ran or started, and the rows read.
    */
-  async pagePg(now: number, after: JobKey, advanceTokens: string[]): Promise<{ ran: number; read: JobRow[] }> {
-    const read = await due(this.store, now, this.hooks.threshold(), after, this.limits.batch);
+  async pagePg(now: number, after: JobKey): Promise<{ ran: number; read: JobRow[] }> {
+    const read = await due(this.store, now, this.threshold(), after, this.limits.batch);
     const gives = new Map<number, (() => void) | undefined>();
     let shared = this.runner.free();
     const ids: number[] = [];
     for (const row of read) {
-      if (row.claim_token !== null && this.hooks.held(row)) continue;
+      if (row.claim_token !== null && this.held(row)) continue;
       const kind = this.kinds.get(row.kind)?.async;
       const give = !kind ? undefined : kind.admit ? kind.admit(toJob(row)) : shared-- > 0 ? undefined : null;
-      if (give === null) this.hooks.starved();
+      if (give === null) this.starved = true;
       else ids.push(row.id);
       if (kind && give !== null) gives.set(row.id, give);
     }
     const claim = this.claimOf();
     let rows: JobRow[] = [];
     try {
-      if (ids.length > 0) rows = await claimDue(this.store, ids, this.hooks.threshold(), claim, advanceTokens);
+      if (ids.length > 0) rows = await claimDue(this.store, ids, this.threshold(), claim, [...this.advanceTokens]);
     } finally {
       const got = new Set(rows.map((r) => r.id));
       for (const [id, give] of gives) {
@@ -234,7 +241,7 @@ export class Executor {
     let ran = 0;
     let from = 0;
     try {
-      while (from < rows.length && !this.hooks.stopped()) {
+      while (from < rows.length && !this.stopped) {
         const out = await this.runBatch(rows, from, { token: claim.token, claimed: true });
         for (const r of out.claimed) {
           void this.runner.start(r, toJob(r), this.kinds.get(r.kind)!.async!, claim.token, null, gives.get(r.id));
@@ -270,11 +277,11 @@ export class Executor {
     const job = toJob(row);
     const give = kind.admit ? kind.admit(job) : undefined;
     if (give === null || (!kind.admit && starts.filter((s) => s.give === undefined).length >= this.runner.free())) {
-      this.hooks.starved();
+      this.starved = true;
       return;
     }
-    const c = this.claimOf();
-    if ((await tx.run(CLAIM, c.by, c.token, c.until, row.id, threshold, null)).changes > 0) starts.push({ row, job, kind, token: c.token, give });
+    const token = randomUUID();
+    if ((await tx.run(CLAIM, this.processId, token, this.clocks.real() + this.limits.leaseMs, row.id, threshold, null)).changes > 0) starts.push({ row, job, kind, token, give });
     else give?.();
   }
 
@@ -357,7 +364,7 @@ export class Executor {
       if (at) await inRun(tx, at.run, at.at, record);
       else await record();
     });
-    if (retry !== null) this.hooks.retry(retry);
+    if (retry !== null) this.retry(retry);
     return mine;
   }
 }

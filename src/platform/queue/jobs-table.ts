@@ -113,16 +113,11 @@ export const NEXT_RUN_AT = `SELECT run_at FROM jobs WHERE state = 'pending' AND 
  * after `after` in (run_at, id) order, at most `limit`. One range of the partial index `jobs_run`, in its order;
  * the claim is checked on each row it reaches.
  */
+export const DUE = `SELECT * FROM jobs WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE} ORDER BY run_at, id LIMIT ?`;
+
+/** DUE, read through `q`. */
 export function due(q: Reader, now_ms: number, threshold: number, after: JobKey, limit: number): Promise<JobRow[]> {
-  return q.all<JobRow>(
-    `SELECT * FROM jobs WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE} ORDER BY run_at, id LIMIT ?`,
-    after.runAt,
-    after.runAt,
-    after.id,
-    now_ms,
-    threshold,
-    limit,
-  );
+  return q.all<JobRow>(DUE, after.runAt, after.runAt, after.id, now_ms, threshold, limit);
 }
 
 /**

@@ -7,7 +7,7 @@ import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
 import { DEFAULT_LIMITS, type SchedulerLimits } from './limits';
 import type { JobSpec, StartOptions } from './spec';
-import { runShopJobs, type ShopRunDeps } from './shop-run';
+import { runShopJobs } from './shop-run';
 import { runOf, type Around } from './hooked-tx';
 
 export type { Job } from './jobs-table';
@@ -44,7 +44,6 @@ export class Scheduler {
   readonly processId: string = randomUUID();
   private readonly exec: Executor;
   private readonly limits: SchedulerLimits;
-  private readonly runner: AsyncRunner;
   private timer: NodeJS.Timeout | null = null;
   /** When the timer fires: in real time (for stats) and on the monotonic clock (what decides). */
   private wakeReal = Infinity;
@@ -54,22 +53,15 @@ export class Scheduler {
   /** The pass running now, and whether another was asked for meanwhile. */
   private passing: Promise<number> | null = null;
   private again = false;
-  /** The last pass left due async jobs for want of a slot: the end of a run asks for another pass. */
-  private starved = false;
-  private stopped = true;
-  /** Claims made before this real time (they lapse before it plus a lease) belong to a process that is gone (StartOptions.sole). */
-  private voidBefore = Number.MIN_SAFE_INTEGER;
-  /** Tokens of the advances running in this process: a pass leaves their jobs to them even when their claim looks lapsed. */
-  private readonly advanceTokens = new Set<string>();
   private readonly advances = new Set<Promise<number>>();
-  /** Bumped by every schedule(), so a shop's advance notices jobs created by the job it just ran. */
-  private scheduleSeq = 0;
   private idleWaiters: Array<() => void> = [];
-  private readonly shopRun: ShopRunDeps;
+  /** The timer's: a pass, or a round more of the one running. */
   private readonly fire = (): void => {
     this.timer = null;
     this.wakeReal = this.wakeDue = Infinity;
-    void this.pass();
+    if (this.exec.stopped) return;
+    if (this.passing) this.again = true;
+    else this.passing = this.passes();
   };
 
   constructor(
@@ -80,29 +72,17 @@ export class Scheduler {
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
     if (!(this.limits.leaseMs > 0)) throw new Error(`cannot start the scheduler: a job lease of ${this.limits.leaseMs} ms is not positive`);
-    const threshold = (): number => Math.max(clocks.real(), this.voidBefore - 1);
-    this.runner = new AsyncRunner(store, clocks, log, this.limits.maxAsyncRunning, this.limits.leaseMs, {
+    const runner = new AsyncRunner(store, clocks, log, this.limits.maxAsyncRunning, this.limits.leaseMs, {
       fail: (row, err, at, token) => this.exec.failInTx(row, err, at, token),
       settled: () => {
-        if (this.starved && !this.stopped) {
-          this.starved = false;
+        if (this.exec.starved && !this.exec.stopped) {
+          this.exec.starved = false;
           this.wake(-Infinity);
         }
         if (this.idleWaiters.length > 0) this.notifyIdle();
       },
     });
-    this.exec = new Executor(store, clocks, log, this.runner, this.processId, this.limits, {
-      seq: () => this.scheduleSeq,
-      retry: (runAt) => this.wake(runAt),
-      threshold,
-      held: (row) => this.runner.inflight.has(row.id) || (row.claim_token !== null && this.advanceTokens.has(row.claim_token)),
-      starved: () => {
-        this.starved = true;
-      },
-      stopped: () => this.stopped,
-    });
-    const { processId, exec, runner, advanceTokens } = this;
-    this.shopRun = { store, clocks, exec, runner, limits: this.limits, log, processId, threshold, advanceTokens, stopped: () => this.stopped, seq: () => this.scheduleSeq };
+    this.exec = new Executor(store, clocks, log, runner, this.processId, this.limits, (runAt) => this.wake(runAt));
   }
 
   /** Register the handler of a job kind; a kind registered twice is a start-up error. */
@@ -136,14 +116,13 @@ export class Scheduler {
     const { kind, subjectId, shopId, mode } = spec;
     const r = (await tx.get<{ id: number; run_at: number }>(INSERT, kind, subjectId, shopId, mode, dueAt, dueAt, shopId, mode, payload, real, claim?.by ?? null, claim?.token ?? null, claim?.until ?? null))!;
     const id = Number(r.id);
-    this.scheduleSeq++;
+    this.exec.seq++;
     if (claim !== null) {
       // A job the run claimed is the run's to run: no pass needs to wake for it.
       const row: JobRow = { id, kind, subject_id: subjectId, shop_id: shopId, mode, due_at: dueAt, run_at: r.run_at, attempt: 0, payload, state: 'pending', last_error: null, created_at: real, finished_at: null, claimed_by: claim.by, claim_token: claim.token, claim_until: claim.until };
       run!.scheduled(row);
     } else if (performance.now() + r.run_at - real < this.wakeDue) {
-      const runAt = r.run_at;
-      tx.afterCommit(() => this.wake(runAt));
+      tx.afterCommit(this.wake.bind(this, r.run_at));
     }
     return id;
   }
@@ -160,9 +139,9 @@ export class Scheduler {
 
   /** Start running due jobs: the first pass comes at once (overdue jobs run in due order), then as the timer says. */
   start(opts: StartOptions = {}): void {
-    this.stopped = false;
+    this.exec.stopped = false;
     const real = this.clocks.real();
-    this.voidBefore = opts.sole ? real + this.limits.leaseMs : Number.MIN_SAFE_INTEGER;
+    this.exec.voidBefore = opts.sole ? real + this.limits.leaseMs : Number.MIN_SAFE_INTEGER;
     this.nextRereadAt = real;
     this.wake(real);
   }
@@ -173,15 +152,15 @@ export class Scheduler {
    * may take those jobs at once. Pending jobs stay in the table.
    */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.exec.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.wakeReal = this.wakeDue = Infinity;
     await this.passing?.catch(() => undefined);
     await Promise.all([...this.advances].map((a) => a.catch(() => undefined)));
-    await this.runner.drain();
+    await this.exec.runner.drain();
     try {
-      await this.runner.releaseAll();
+      await this.exec.runner.releaseAll();
     } catch (err) {
       this.log.error('cannot release job claims at shutdown; they lapse after the lease', { error: String((err as Error)?.message ?? err) });
     }
@@ -194,7 +173,7 @@ export class Scheduler {
    * its due time, never earlier than a job already run). Async jobs are awaited. Resolves with the number of runs.
    */
   async runDueUpTo(shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
-    const run = runShopJobs(this.shopRun, shopId, mode, upTo, around);
+    const run = runShopJobs(this.exec, shopId, mode, upTo, around);
     this.advances.add(run);
     try {
       return await run;
@@ -218,18 +197,18 @@ export class Scheduler {
 
   /** Resolves when no pass runs and no async job is in flight here; for tests and shutdown. */
   idle(): Promise<void> {
-    if (this.stopped || (this.passing === null && this.runner.inflight.size === 0)) return Promise.resolve();
+    if (this.exec.stopped || (this.passing === null && this.exec.runner.inflight.size === 0)) return Promise.resolve();
     return new Promise<void>((resolve) => this.idleWaiters.push(resolve)).then(() => this.idle());
   }
 
   /** What this process holds, for diagnostics: no job is kept in memory, only claims, runs and the next wake. */
   stats(): { asyncRunning: number; claimsHeld: number; advances: number; nextWakeAt: number } {
-    return { asyncRunning: this.runner.inflight.size, claimsHeld: this.runner.claims(), advances: this.advances.size, nextWakeAt: this.wakeReal };
+    return { asyncRunning: this.exec.runner.inflight.size, claimsHeld: this.exec.runner.claims(), advances: this.advances.size, nextWakeAt: this.wakeReal };
   }
 
   /** Wake no later than real time `at` (nor than the next re-read): the one timer only ever moves earlier. */
   private wake(at: number): void {
-    if (this.stopped) return;
+    if (this.exec.stopped) return;
     const when = Math.min(at, this.nextRereadAt);
     const delay = Math.min(MAX_TIMER_MS, Math.max(0, when - this.clocks.real()));
     const due = performance.now() + delay;
@@ -243,7 +222,7 @@ export class Scheduler {
 
   /** Run a pass, or ask the one running now for another round; resolves with the jobs it ran (or started). */
   private pass(): Promise<number> {
-    if (this.stopped) return Promise.resolve(0);
+    if (this.exec.stopped) return Promise.resolve(0);
     if (this.passing) {
       this.again = true; // the running pass loops once more, from a fresh reading of the clock
       return this.passing;
@@ -251,12 +230,7 @@ export class Scheduler {
     return (this.passing = this.passes());
   }
 
-  /**
-   * Rounds of a pass, each over the jobs due when it began, a page at a time (yielding to the event loop after
-   * `sliceMs`), then the timer armed at the earliest run_at a pass could take (one read of the index). Rows due
-   * by the round's start that are still there were left on purpose (held here, or waiting for a slot: the end
-   * of a run asks for a pass): the re-read covers them.
-   */
+  /** Rounds of a pass, each over the jobs due when it began, a page at a time (yielding to the event loop after `sliceMs`). */
   private async passes(): Promise<number> {
     let total = 0;
     try {
@@ -264,15 +238,15 @@ export class Scheduler {
         this.again = false;
         const started = this.clocks.real();
         this.nextRereadAt = started + this.limits.rereadMs;
-        this.starved = false;
+        this.exec.starved = false;
         try {
           let after: JobKey = FIRST_KEY;
           let slice = performance.now();
-          while (!this.stopped) {
+          while (!this.exec.stopped) {
             let last: JobRow | undefined;
             let end: boolean;
             if (this.store.engine === 'postgres') {
-              const page = await this.exec.pagePg(started, after, [...this.advanceTokens]);
+              const page = await this.exec.pagePg(started, after);
               total += page.ran;
               last = page.read[page.read.length - 1];
               end = page.read.length < this.limits.batch;
@@ -291,12 +265,21 @@ export class Scheduler {
           }
         } catch (err) {
           // The table is the truth: what did not run stays pending there, and the next pass takes it.
-          if (!this.stopped) this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
+          if (!this.exec.stopped) this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
           this.again = false;
         }
-        // A caller that joined during this read is owed a round too.
-        if (!this.stopped) await this.rearm(started);
-      } while (this.again && !this.stopped);
+        // The next wake: the earliest run_at a round could take (one read of the index). Rows due by the round's
+        // start that are still there were left on purpose (held here, or waiting for a slot: the end of a run
+        // asks for a pass): the re-read covers them. A caller that joined during this read is owed a round too.
+        if (this.exec.stopped) break;
+        let next: number | undefined;
+        try {
+          next = (await this.store.get<{ run_at: number }>(NEXT_RUN_AT, Math.max(this.clocks.real(), this.exec.voidBefore - 1)))?.run_at;
+        } catch (err) {
+          if (!this.exec.stopped) this.log.error('cannot read the next due job', { error: String((err as Error)?.message ?? err) });
+        }
+        this.wake(next !== undefined && next > started ? next : Infinity);
+      } while (this.again && !this.exec.stopped);
     } finally {
       this.passing = null; // in the turn of the loop's last check: a later pass() never joins an ended pass
       if (this.idleWaiters.length > 0) this.notifyIdle();
@@ -304,19 +287,8 @@ export class Scheduler {
     return total;
   }
 
-  /** Arm the timer at the earliest run_at a pass could take after a round begun at real time `started`. */
-  private async rearm(started: number): Promise<void> {
-    let next: number | undefined;
-    try {
-      next = (await this.store.get<{ run_at: number }>(NEXT_RUN_AT, Math.max(this.clocks.real(), this.voidBefore - 1)))?.run_at;
-    } catch (err) {
-      if (!this.stopped) this.log.error('cannot read the next due job', { error: String((err as Error)?.message ?? err) });
-    }
-    this.wake(next === undefined || next <= started ? Infinity : next);
-  }
-
   private notifyIdle(): void {
-    if (!this.stopped && (this.passing !== null || this.runner.inflight.size > 0)) return;
+    if (!this.exec.stopped && (this.passing !== null || this.exec.runner.inflight.size > 0)) return;
     for (const w of this.idleWaiters.splice(0)) w();
   }
 }

@@ -1,31 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Reader, Store, Tx } from '../storage/store';
-import type { Clocks, Mode } from '../clock';
+import type { Reader, Tx } from '../storage/store';
+import type { Mode } from '../clock';
 import { claimShopDue, dueForShop, holdShop, toJob, type JobRow } from './jobs-table';
 import type { Around, RunClaim } from './hooked-tx';
-import type { AsyncRunner } from './async-runner';
 import type { Executor, Refetch } from './executor';
-import type { SchedulerLimits } from './limits';
-import type { Logger } from '../log';
-
-/** What a shop's run needs from the scheduler: its parts, its schedule counter, and its claims. */
-export interface ShopRunDeps {
-  store: Store;
-  clocks: Clocks;
-  exec: Executor;
-  runner: AsyncRunner;
-  limits: SchedulerLimits;
-  log: Logger;
-  processId: string;
-  /** Claims lapsing by the time returned count as free now. */
-  threshold(): number;
-  /** True once the scheduler is stopping: the run ends after the batch it is in. */
-  stopped(): boolean;
-  /** Bumped by every schedule(): a change tells the run that a job it just ran created more. */
-  seq(): number;
-  /** The tokens of the runs in this process (a pass leaves their jobs alone). */
-  advanceTokens: Set<string>;
-}
 
 /** True when row `a` runs before row `b`: due order, ties by id. */
 function before(a: { due_at: number; id: number }, b: { due_at: number; id: number }): boolean {
@@ -45,7 +23,7 @@ function before(a: { due_at: number; id: number }, b: { due_at: number; id: numb
  * wait for the next read; a due job another process holds is waited for until it ends or its claim lapses; what
  * the run did not run is released at the end.
  */
-export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
+export async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
   const fresh: JobRow[] = [];
   const claim: RunClaim = { by: d.processId, token: randomUUID(), shopId, mode, dueBy: 0, around, scheduled: (row) => fresh.push(row) };
   const token = claim.token;
@@ -97,11 +75,11 @@ function mine(st: RunState, r: JobRow, threshold: number): boolean {
   return r.claim_until === null || r.claim_until <= threshold || r.claim_token === st.claim.token;
 }
 
-async function runAll(d: ShopRunDeps, claim: RunClaim, fresh: JobRow[]): Promise<number> {
+async function runAll(d: Executor, claim: RunClaim, fresh: JobRow[]): Promise<number> {
   const { shopId, mode } = claim;
   const st: RunState = { claim, fresh, ran: 0, reached: -Infinity, waiting: [], sliceStart: performance.now(), bound: null };
   const refetch = makeRefetch(d, st);
-  while (!d.stopped()) {
+  while (!d.stopped) {
     await yieldAfterSlice(d, st);
     const now = await d.clocks.now(d.store, shopId, mode);
     // Everything scheduled so far is in the table and this read sees it.
@@ -129,31 +107,30 @@ async function runAll(d: ShopRunDeps, claim: RunClaim, fresh: JobRow[]): Promise
 }
 
 /** A long run yields between batches so other shops' requests are still answered. */
-async function yieldAfterSlice(d: ShopRunDeps, st: RunState): Promise<void> {
+async function yieldAfterSlice(d: Executor, st: RunState): Promise<void> {
   if (performance.now() - st.sliceStart <= d.limits.sliceMs) return;
   await new Promise<void>((resolve) => setImmediate(resolve));
   st.sliceStart = performance.now();
 }
 
 /** Run the rows of one read in due order: async jobs one by one, sync jobs in shared transactions. */
-async function runList(d: ShopRunDeps, st: RunState, first: JobRow[], refetch: Refetch): Promise<void> {
+async function runList(d: Executor, st: RunState, first: JobRow[], refetch: Refetch): Promise<void> {
   let list = first;
-  let seq = d.seq();
+  let seq = d.seq;
   let i = 0;
-  while (i < list.length && !d.stopped()) {
-    if (d.seq() !== seq) {
+  while (i < list.length && !d.stopped) {
+    if (d.seq !== seq) {
       // Jobs were scheduled outside a batch (an async job's start, a request while this run yielded).
       list = await refetch(d.store, list.slice(i), false);
       i = 0;
-      seq = d.seq();
+      seq = d.seq;
       if (list.length === 0) break;
     }
     const row = list[i];
-    const kind = d.exec.kinds.get(row.kind)?.async;
+    const kind = d.kinds.get(row.kind)?.async;
     if (kind) {
       const at = Math.max(st.reached, row.due_at);
-      const c = { by: d.processId, token: randomUUID(), until: d.clocks.real() + d.limits.leaseMs };
-      const started = await d.runner.claimAndStart(row, toJob(row), kind, c, d.threshold(), { run: st.claim, at });
+      const started = await d.runner.claimAndStart(row, toJob(row), kind, d.claimOf(), d.threshold(), { run: st.claim, at });
       i++;
       if (started) {
         st.reached = at;
@@ -164,12 +141,12 @@ async function runList(d: ShopRunDeps, st: RunState, first: JobRow[], refetch: R
     }
     // Sync jobs up to the next async one share a transaction (of at most txMs); one that schedules jobs has
     // them merged into the rows still to run, and the batch goes on with that list.
-    const out = await d.exec.runBatch(list, i, { token: st.claim.token, run: st.claim, floor: st.reached, refetch });
+    const out = await d.runBatch(list, i, { token: st.claim.token, run: st.claim, floor: st.reached, refetch });
     st.ran += out.ran;
     st.reached = out.moment;
     list = out.list;
     i = out.reached;
-    if (out.stale) seq = d.seq();
+    if (out.stale) seq = d.seq;
     await yieldAfterSlice(d, st);
   }
 }
@@ -179,7 +156,7 @@ async function runList(d: ShopRunDeps, st: RunState, first: JobRow[], refetch: R
  * in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one.
  * `q`: the batch's transaction when a batch asks, else the store.
  */
-function makeRefetch(d: ShopRunDeps, st: RunState): Refetch {
+function makeRefetch(d: Executor, st: RunState): Refetch {
   return async (q: Reader, rest: JobRow[], whole: boolean): Promise<JobRow[]> => {
     const due = await d.clocks.now(q, st.claim.shopId, st.claim.mode);
     const threshold = d.threshold();
