@@ -1,7 +1,7 @@
 import type { Store, Tx } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
-import { FINISH, RELEASE, RENEW, type Claim, type Job, type JobRow } from './jobs-table';
+import { FINISH, RELEASE, RENEW, type Job, type JobRow } from './jobs-table';
 import { inRun, type RunClaim } from './hooked-tx';
 
 /**
@@ -100,21 +100,6 @@ export class AsyncRunner {
     const done = this.runOne(row, job, kind, token, at, give);
     this.inflight.set(row.id, done);
     return done;
-  }
-
-  /**
-   * Claim a job in a transaction of its own and start it (a shop's run's async jobs, in due order): the run (its
-   * promise, wrapped so that awaiting the claim does not await the run), or null when another process holds the
-   * job or it is no longer pending. `own`: the run's token, whose jobs it may take.
-   */
-  async claimAndStart(row: JobRow, job: Job, kind: AsyncJobKind<unknown>, claim: Claim, threshold: number, at: RunAt): Promise<{ done: Promise<void> } | null> {
-    const had = this.inflight.get(row.id);
-    if (had) return { done: had };
-    const r = await this.store.write((tx) =>
-      tx.run(`UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE id = ? AND state = 'pending' AND (claim_until IS NULL OR claim_until <= ? OR claim_token = ?)`,
-        claim.by, claim.token, claim.until, row.id, threshold, at.run.token),
-    );
-    return r.changes === 0 ? null : { done: this.start(row, job, kind, claim.token, at) };
   }
 
   /** Wait until nothing is in flight (runs end by their deadlines). */

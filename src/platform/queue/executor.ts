@@ -4,7 +4,7 @@ import { endsTransaction } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
 import { HookedTx, inRun, runOf, type RunClaim } from './hooked-tx';
-import { CLAIM, claimDue, DONE, DUE, due, failed, RELEASE, RUNNABLE, toJob, type Claim, type Job, type JobKey, type JobRow } from './jobs-table';
+import { CLAIM, claimDue, DONE, DUE, due, RELEASE, RUNNABLE, toJob, type Claim, type Job, type JobKey, type JobRow } from './jobs-table';
 import type { AsyncJobKind, AsyncRunner, RunAt } from './async-runner';
 import type { SchedulerLimits } from './limits';
 
@@ -44,7 +44,8 @@ export interface BatchOptions {
   floor?: number;
   refetch?: Refetch;
   page?: { now: number; after: JobKey };
-  claimed?: boolean;
+  /** PostgreSQL's pass: the rows are claimed; by id, what gives back the slot their kind's `admit` took. */
+  claimed?: Map<number, (() => void) | undefined>;
 }
 
 /** What a batch did: the rows it worked on and the index it reached, the jobs it ran, the due time reached. */
@@ -52,8 +53,6 @@ export interface BatchOutcome {
   list: JobRow[];
   reached: number;
   ran: number;
-  /** PostgreSQL's pass (`claimed`): the async rows the batch reached, for the pass to start. */
-  claimed: JobRow[];
   moment: number;
   /** True when a refetch replaced the caller's rows: `list` from `reached` on is what is still to run. */
   stale: boolean;
@@ -147,14 +146,14 @@ export class Executor {
    * rolled back leaves nothing behind.
    */
   async runBatch(rows: JobRow[], from: number, o: BatchOptions, savepoints = false): Promise<BatchOutcome> {
-    const out: BatchOutcome = { list: rows, reached: from, ran: 0, claimed: [], moment: o.floor ?? -Infinity, stale: false };
+    const out: BatchOutcome = { list: rows, reached: from, ran: 0, moment: o.floor ?? -Infinity, stale: false };
     const starts: Start[] = [];
     const retries: number[] = [];
     try {
       await this.store.tx(async (tx) => {
         // PostgreSQL may run the body again after a serialization failure: each run starts afresh.
         if (starts.length > 0) giveBack(starts);
-        Object.assign(out, { ran: 0, claimed: [], moment: o.floor ?? -Infinity, stale: false });
+        Object.assign(out, { ran: 0, moment: o.floor ?? -Infinity, stale: false });
         retries.length = 0;
         const threshold = Math.max(this.clocks.real(), this.voidBefore - 1);
         const a = o.page?.after;
@@ -169,7 +168,7 @@ export class Executor {
           i++;
           if (o.page && row.claim_token !== null && this.held(row)) continue;
           if (kind?.async) {
-            if (o.claimed) out.claimed.push(row);
+            if (o.claimed) starts.push({ row, job: toJob(row), kind: kind.async, token: o.token!, give: undefined });
             else await this.claim(tx, row, kind.async, threshold, starts);
             continue;
           }
@@ -201,7 +200,10 @@ export class Executor {
       throw err;
     }
     for (const r of retries) this.retry(r);
-    for (const s of starts) void this.runner.start(s.row, s.job, s.kind, s.token, null, s.give);
+    for (const s of starts) {
+      void this.runner.start(s.row, s.job, s.kind, s.token, null, s.give ?? o.claimed?.get(s.row.id));
+      o.claimed?.delete(s.row.id);
+    }
     out.ran += starts.length;
     return out;
   }
@@ -209,8 +211,8 @@ export class Executor {
   /**
    * PostgreSQL's page of a pass: the due rows after `after` are read, the ones this process takes (sync jobs,
    * async ones whose kind's `admit` or the runner has a slot for) claimed in one statement (claimDue), then the
-   * sync jobs run in transactions that name the claim's token and the async ones start under it. What it did not
-   * get to (stopped, or a transaction failed) is released. Returns the jobs it ran or started, and the rows read.
+   * sync jobs run in transactions that name the claim's token and the async ones start under it. Returns the
+   * jobs it ran or started, and the rows read.
    */
   async pagePg(now: number, after: JobKey): Promise<{ ran: number; read: JobRow[] }> {
     const read = await due(this.store, now, this.threshold(), after, this.limits.batch);
@@ -242,31 +244,22 @@ export class Executor {
     let from = 0;
     try {
       while (from < rows.length && !this.stopped) {
-        const out = await this.runBatch(rows, from, { token: claim.token, claimed: true });
-        for (const r of out.claimed) {
-          void this.runner.start(r, toJob(r), this.kinds.get(r.kind)!.async!, claim.token, null, gives.get(r.id));
-          gives.delete(r.id);
-        }
-        ran += out.ran + out.claimed.length;
+        const out = await this.runBatch(rows, from, { token: claim.token, claimed: gives });
+        ran += out.ran;
         from = out.reached;
       }
     } finally {
       for (const give of gives.values()) give?.();
-      if (from < rows.length) await this.release(rows.slice(from), claim.token);
+      // What it did not get to (stopped, or a transaction failed) is anyone's again at once.
+      if (from < rows.length && this.store.isOpen) {
+        await this.store
+          .tx(async (tx) => {
+            for (const r of rows.slice(from)) await tx.run(RELEASE, r.id, claim.token);
+          })
+          .catch((err: unknown) => this.log.error('cannot release job claims; they lapse after the lease', { error: String((err as Error)?.message ?? err) }));
+      }
     }
     return { ran, read };
-  }
-
-  /** Give up a claim on rows not run (stopped, or their transaction failed): another pass may take them at once. */
-  private async release(rows: JobRow[], token: string): Promise<void> {
-    if (!this.store.isOpen) return;
-    try {
-      await this.store.tx(async (tx) => {
-        for (const r of rows) await tx.run(RELEASE, r.id, token);
-      });
-    } catch (err) {
-      this.log.error('cannot release job claims; they lapse after the lease', { error: String((err as Error)?.message ?? err) });
-    }
   }
 
   /**
@@ -339,7 +332,11 @@ export class Executor {
     const run = runOf(tx);
     const claim: Claim | null = !dead && run && dueAt <= run.dueBy ? { by: run.by, token: run.token, until: real + this.limits.leaseMs } : null;
     const error = String((err as Error)?.message ?? err).slice(0, 500);
-    await failed(tx, row.id, { attempt, error, dead, dueAt, runAt, now_ms: real, claim });
+    // A retry keeps its row pending at its new time; a dead job ends. Either way the claim goes, or becomes the run's.
+    await tx.run(
+      `UPDATE jobs SET attempt = ?, last_error = ?, state = ?, finished_at = ?, due_at = coalesce(?, due_at), run_at = coalesce(?, run_at), claimed_by = ?, claim_token = ?, claim_until = ? WHERE id = ?`,
+      ...[attempt, error, dead ? 'dead' : 'pending', dead ? real : null, dead ? null : dueAt, dead ? null : runAt, claim?.by ?? null, claim?.token ?? null, claim?.until ?? null, row.id],
+    );
     const fields = { job_id: row.id, kind: row.kind, subject_id: row.subject_id, attempt, error };
     if (dead) this.log.error('job dead', fields);
     else this.log.warn('job failed; will retry', { ...fields, retry_in_ms: backoff_ms });

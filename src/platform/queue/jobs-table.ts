@@ -167,22 +167,6 @@ export async function holdShop(tx: Tx, shopId: string, mode: Mode, token: string
   await tx.run(`UPDATE jobs SET ${set} WHERE shop_id = ? AND mode = ? AND state = 'pending' AND claim_token = ?`, ...params);
 }
 
-/**
- * Record a failed run: either a retry at (due_at, run_at) or, when `dead`, the end. The claim goes (or, for a
- * retry an advance will run, becomes the advance's: `claim`).
- */
-export async function failed(tx: Tx, id: number, f: { attempt: number; error: string; dead: boolean; dueAt: number; runAt: number; now_ms: number; claim: Claim | null }): Promise<void> {
-  if (f.dead) {
-    await tx.run(`UPDATE jobs SET attempt = ?, last_error = ?, state = 'dead', finished_at = ?, ${UNCLAIM} WHERE id = ?`, f.attempt, f.error, f.now_ms, id);
-  } else {
-    const c = f.claim;
-    await tx.run(
-      `UPDATE jobs SET attempt = ?, last_error = ?, due_at = ?, run_at = ?, claimed_by = ?, claim_token = ?, claim_until = ? WHERE id = ?`,
-      ...[f.attempt, f.error, f.dueAt, f.runAt, c?.by ?? null, c?.token ?? null, c?.until ?? null, id],
-    );
-  }
-}
-
 /** Jobs of one kind in one condition, for `kopek jobs`. */
 export interface JobCount {
   kind: string;

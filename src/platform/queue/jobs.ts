@@ -5,8 +5,7 @@ import type { Logger } from '../log';
 import { CANCEL, FIRST_KEY, INSERT, NEXT_DUE, NEXT_RUN_AT, type Claim, type JobKey, type JobRow } from './jobs-table';
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
-import { DEFAULT_LIMITS, type SchedulerLimits } from './limits';
-import type { JobSpec, StartOptions } from './spec';
+import { DEFAULT_LIMITS, type JobSpec, type SchedulerLimits, type StartOptions } from './limits';
 import { runShopJobs } from './shop-run';
 import { runOf, type Around } from './hooked-tx';
 
@@ -14,8 +13,7 @@ export type { Job } from './jobs-table';
 export type { AsyncJobKind } from './async-runner';
 export type { JobHandler, JobKindOptions } from './executor';
 export { MAX_ATTEMPTS } from './executor';
-export type { SchedulerLimits } from './limits';
-export type { JobSpec, StartOptions } from './spec';
+export type { JobSpec, SchedulerLimits, StartOptions } from './limits';
 
 /** setTimeout's longest delay; a wake further away is armed again on the way. */
 const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Reader, Tx } from '../storage/store';
 import type { Mode } from '../clock';
-import { claimShopDue, dueForShop, holdShop, toJob, type JobRow } from './jobs-table';
+import { CLAIM, claimShopDue, dueForShop, holdShop, toJob, type JobRow } from './jobs-table';
 import type { Around, RunClaim } from './hooked-tx';
 import type { Executor, Refetch } from './executor';
 
@@ -130,13 +130,15 @@ async function runList(d: Executor, st: RunState, first: JobRow[], refetch: Refe
     const kind = d.kinds.get(row.kind)?.async;
     if (kind) {
       const at = Math.max(st.reached, row.due_at);
-      const started = await d.runner.claimAndStart(row, toJob(row), kind, d.claimOf(), d.threshold(), { run: st.claim, at });
+      // Claimed in a transaction of its own (a run a pass started is joined), then started.
+      const c = d.claimOf();
+      const threshold = d.threshold();
+      const had = d.runner.inflight.get(row.id);
       i++;
-      if (started) {
-        st.reached = at;
-        st.waiting.push(started.done);
-        st.ran++;
-      }
+      if (!had && (await d.store.write((tx) => tx.run(CLAIM, c.by, c.token, c.until, row.id, threshold, st.claim.token))).changes === 0) continue;
+      st.reached = at;
+      st.waiting.push(had ?? d.runner.start(row, toJob(row), kind, c.token, { run: st.claim, at }));
+      st.ran++;
       continue;
     }
     // Sync jobs up to the next async one share a transaction (of at most txMs); one that schedules jobs has
