@@ -212,9 +212,9 @@ export class Executor {
    * PostgreSQL's page of a pass: the due rows after `after` are read, the ones this process takes (sync jobs,
    * async ones whose kind's `admit` or the runner has a slot for) claimed in one statement (claimDue), then the
    * sync jobs run in transactions that name the claim's token and the async ones start under it. Returns the
-   * jobs it ran or started, and the rows read.
+   * jobs it ran or started, and the rows read (all of them gone through).
    */
-  async pagePg(now: number, after: JobKey): Promise<{ ran: number; read: JobRow[] }> {
+  async pagePg(now: number, after: JobKey): Promise<{ ran: number; list: JobRow[]; reached: number }> {
     const read = await due(this.store, now, this.threshold(), after, this.limits.batch);
     const gives = new Map<number, (() => void) | undefined>();
     let shared = this.runner.free();
@@ -259,7 +259,7 @@ export class Executor {
           .catch((err: unknown) => this.log.error('cannot release job claims; they lapse after the lease', { error: String((err as Error)?.message ?? err) }));
       }
     }
-    return { ran, read };
+    return { ran, list: read, reached: read.length };
   }
 
   /**

@@ -241,21 +241,11 @@ export class Scheduler {
           let after: JobKey = FIRST_KEY;
           let slice = performance.now();
           while (!this.exec.stopped) {
-            let last: JobRow | undefined;
-            let end: boolean;
-            if (this.store.engine === 'postgres') {
-              const page = await this.exec.pagePg(started, after);
-              total += page.ran;
-              last = page.read[page.read.length - 1];
-              end = page.read.length < this.limits.batch;
-            } else {
-              const out = await this.exec.runBatch([], 0, { token: null, page: { now: started, after } });
-              total += out.ran;
-              last = out.list[out.reached - 1];
-              end = out.list.length < this.limits.batch && out.reached >= out.list.length;
-            }
+            const out = this.store.engine === 'postgres' ? await this.exec.pagePg(started, after) : await this.exec.runBatch([], 0, { token: null, page: { now: started, after } });
+            total += out.ran;
+            const last = out.list[out.reached - 1];
             if (last) after = { runAt: last.run_at, id: last.id };
-            if (end) break;
+            if (out.list.length < this.limits.batch && out.reached >= out.list.length) break;
             if (performance.now() - slice > this.limits.sliceMs) {
               await new Promise<void>((resolve) => setImmediate(resolve));
               slice = performance.now();
