@@ -82,7 +82,7 @@ export class Checkpointer {
   /** See IDLE_TRUNCATE_BYTES; compiled at first use. */
   private truncateStmt: Database.Statement | null = null;
   private truncateTries = 0;
-  /** A commit cancels it. */
+  /** A nudge cancels it. */
   private idleTimer: NodeJS.Timeout | null = null;
   private readonly closed = new Int32Array(new SharedArrayBuffer(4));
 
@@ -173,7 +173,7 @@ export class Checkpointer {
   }
 
   /**
-   * Nothing was committed since this checkpoint began and the WAL is large. If that holds for IDLE_MS and every
+   * Nothing was written since this checkpoint began and the WAL is large. If that holds for IDLE_MS and every
    * frame was copied back, cut it on the writer's connection (one ftruncate, no lock wait: busy_timeout 0). If a
    * reader of another connection got in the way, try again later while nothing is written.
    */
@@ -182,7 +182,9 @@ export class Checkpointer {
     if (!copied) return this.lookAgainLater();
     this.idleTimer = setTimeout(() => {
       this.idleTimer = null;
-      if (this.source.written !== this.seen || this.running || this.failed) return;
+      if (this.running || this.failed) return;
+      // Written meanwhile: checkpoint that too, then look again.
+      if (this.source.written !== this.seen) return this.nudge();
       if (!this.truncate()) return this.lookAgainLater();
       this.catchUp = false;
       this.truncateTries = 0;

@@ -101,8 +101,8 @@ export class SqliteStore implements Store {
 
   /** Waits for an open transaction; answers once durable. */
   async get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
-    const wait = this.db.inTransaction;
-    if (wait) await this.lock();
+    const held = this.db.inTransaction;
+    if (held) await this.lock();
     let row: unknown;
     try {
       const st = this.st;
@@ -114,7 +114,7 @@ export class SqliteStore implements Store {
         row = a === undefined ? a : a.length === p.width ? p.build!(a) : columnsChanged(p);
       }
     } finally {
-      if (wait) this.unlock();
+      if (held) this.unlock();
     }
     if (this.durability.durable < this.durability.commits) await this.durability.settled();
     return row as T | undefined;
@@ -122,13 +122,13 @@ export class SqliteStore implements Store {
 
   /** Waits for an open transaction; answers once durable. */
   async all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
-    const wait = this.db.inTransaction;
-    if (wait) await this.lock();
+    const held = this.db.inTransaction;
+    if (held) await this.lock();
     let rows: T[];
     try {
       rows = (this.st.cache.get(sql) ?? this.st.add(sql)).stmt.all(...params) as T[];
     } finally {
-      if (wait) this.unlock();
+      if (held) this.unlock();
     }
     if (this.durability.durable < this.durability.commits) await this.durability.settled();
     return rows;
@@ -248,6 +248,8 @@ export class SqliteStore implements Store {
     else this.locked = true;
     if (this.group === g) this.group = null;
     let storageErr: unknown = null;
+    // Every body that awaits only its Tx ends within the turn the group started in: one watchdog serves them all.
+    let watchdog: Promise<typeof OUTSIDE> | null = null;
     try {
       if (this.checkpointer?.catchUp) this.checkpointer.catchUpNow();
       try {
@@ -261,8 +263,11 @@ export class SqliteStore implements Store {
         this.savepoint.run();
         try {
           let value: unknown = fn(tx);
-          if (value instanceof Promise) value = await Promise.race([value, nextTurn(OUTSIDE)]);
-          if (value === OUTSIDE) throw new Error(AWAITED_OUTSIDE);
+          if (value instanceof Promise) value = await Promise.race([value, (watchdog ??= nextTurn(OUTSIDE))]);
+          if (value === OUTSIDE) {
+            watchdog = null;
+            throw new Error(AWAITED_OUTSIDE);
+          }
           tx.live = false;
           this.release.run();
           tx.ok = true;
