@@ -3,53 +3,25 @@ import type { LogLevel } from './log';
 import { redactUrl } from './redact-url';
 import { WEBHOOK_SECRET_RE } from './util/ids';
 
-/** The server's configuration, from flags and `KOPEK_*` variables (flags win); OPTIONS' help explains each field. */
-export interface Config {
-  port: number;
-  host: string;
-  db: string;
-  baseUrl: string | null;
-  payPageUrl: string | null;
-  simDelaySeconds: number;
-  demo: boolean;
-  ephemeral: boolean;
-  demoKey: string | null;
-  readyJson: boolean;
-  webhookUrl: string | null;
-  webhookSecret: string | null;
-  bodyLimitBytes: number;
-  trustProxy: boolean;
-  logLevel: LogLevel;
-  headersTimeoutMs: number;
-  requestTimeoutMs: number;
-  keepAliveTimeoutMs: number;
-  ssePingSeconds: number;
-  rateLimitPerSecond: number;
-  rateLimitBurst: number;
-  webhookAllow: string[];
-  webhookTimeoutMs: number;
-  maxConnections: number;
-  retainJobsDays: number;
-  retainDeliveriesDays: number;
-  retainEventsDays: number;
-  retainIdempotencyHours: number;
-  acquirerSyncAfterSeconds: number;
-  acquirerTimeoutSeconds: number;
-  jobLeaseSeconds: number;
-  dbPool: number;
-}
+/** The value each kind of option parses to. */
+type KindValue = { int: number; number: number; string: string; bool: boolean; list: string[]; level: LogLevel };
 
 interface OptionSpec {
-  key: keyof Config;
+  key: string;
   flag: string;
   env: string;
   help: string;
-  kind: 'int' | 'number' | 'string' | 'bool' | 'list' | 'level';
+  kind: keyof KindValue;
   def: unknown;
 }
 
+type Option = (typeof OPTIONS)[number];
+
+/** The server's configuration, from flags and `KOPEK_*` variables (flags win); OPTIONS' help explains each field. */
+export type Config = { [O in Option as O['key']]: KindValue[O['kind']] | (O['def'] extends null ? null : never) };
+
 /** Every server option, for parsing and for the README's table. */
-export const OPTIONS: OptionSpec[] = [
+export const OPTIONS = [
   { key: 'port', flag: '--port', env: 'KOPEK_PORT', kind: 'int', def: 8080, help: 'TCP port to listen on (0 = any free port)' },
   { key: 'host', flag: '--host', env: 'KOPEK_HOST', kind: 'string', def: '127.0.0.1', help: 'address to listen on' },
   { key: 'db', flag: '--db', env: 'KOPEK_DB', kind: 'string', def: './data/kopek.db', help: 'SQLite database file, or a postgres:// URL (KOPEK_DATABASE_URL) for a cluster' },
@@ -82,7 +54,7 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'acquirerTimeoutSeconds', flag: '--acquirer-timeout', env: 'KOPEK_ACQUIRER_TIMEOUT', kind: 'number', def: 15, help: 'seconds one request to a live acquirer may take; no answer within it is an unknown outcome, settled by a status check' },
   { key: 'jobLeaseSeconds', flag: '--job-lease', env: 'KOPEK_JOB_LEASE', kind: 'number', def: 30, help: 'seconds a job claimed by a process stays its own without renewal; a job whose process died runs elsewhere once its claim lapses' },
   { key: 'dbPool', flag: '--db-pool', env: 'KOPEK_DB_POOL', kind: 'int', def: 10, help: 'PostgreSQL only: connections this node keeps to the database (plus one for LISTEN); keep nodes × (this + 2) below max_connections' },
-];
+] as const satisfies readonly OptionSpec[];
 
 const LEVELS: readonly string[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
@@ -145,7 +117,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   }
   // KOPEK_DATABASE_URL names a PostgreSQL database for serve and every command; it wins over KOPEK_DB, a flag over both.
   if (env.KOPEK_DATABASE_URL) c.db = env.KOPEK_DATABASE_URL;
-  const flagged = new Set<keyof Config>();
+  const flagged = new Set<string>();
   for (const [name, value] of readArgs(argv, SERVE_FLAGS).given) {
     const negated = !Object.hasOwn(BY_NAME, name);
     const o = BY_NAME[negated ? name.slice(3) : name];

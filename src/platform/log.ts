@@ -95,12 +95,7 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
     write(mentionsDatabaseUrl(line) ? logLine(lvl, redactUrl(msg), fields && redactFields(fields)) : line);
   };
   // A level below the minimum is a method that does nothing, decided here once.
-  return {
-    debug: ORDER.debug < min ? ignore : (m, f) => emit('debug', m, f),
-    info: ORDER.info < min ? ignore : (m, f) => emit('info', m, f),
-    warn: ORDER.warn < min ? ignore : (m, f) => emit('warn', m, f),
-    error: ORDER.error < min ? ignore : (m, f) => emit('error', m, f),
-  };
+  const method = (lvl: Exclude<LogLevel, 'silent'>): Logger[typeof lvl] =>
+    ORDER[lvl] < min ? () => {} : (m, f) => emit(lvl, m, f);
+  return { debug: method('debug'), info: method('info'), warn: method('warn'), error: method('error') };
 }
-
-function ignore(): void {}

@@ -4,12 +4,7 @@ import { ACCOUNTS, MOVEMENTS, type Movement } from './ledger';
 
 /** One book as the check found it: sums of its postings. */
 interface BookSummary {
-  merchant_id: string;
-  shop_id: string;
-  mode: string;
-  balance: number;
-  available: number;
-  reserved: number;
+  merchant_id: string; shop_id: string; mode: string; balance: number; available: number; reserved: number;
   entries: number;
 }
 
@@ -30,19 +25,16 @@ const MAX_PROBLEMS = 200;
  * status calls for.
  */
 export async function checkLedger(store: Store): Promise<CheckResult> {
-  return store.snapshot((q) => checkLedgerIn(q));
-}
-
-/** The checks of checkLedger, read through `q`, which must be one snapshot (store.snapshot, or a transaction's tx). */
-export async function checkLedgerIn(q: Reader): Promise<CheckResult> {
-  const problems: string[] = [];
-  const note = (p: string) => {
-    if (problems.length < MAX_PROBLEMS) problems.push(p);
-  };
-  await checkEntries(q, note);
-  const books = await checkBooks(q, note);
-  await checkSources(q, note);
-  return { ok: problems.length === 0, books, problems };
+  return store.snapshot(async (q) => {
+    const problems: string[] = [];
+    const note = (p: string) => {
+      if (problems.length < MAX_PROBLEMS) problems.push(p);
+    };
+    await checkEntries(q, note);
+    const books = await checkBooks(q, note);
+    await checkSources(q, note);
+    return { ok: problems.length === 0, books, problems };
+  });
 }
 
 async function checkEntries(q: Reader, note: (p: string) => void): Promise<void> {
@@ -146,6 +138,8 @@ async function movementsOf(q: Reader, movements: Movement[]): Promise<MovementsO
   return out;
 }
 
+type Posted = Map<string, number> | undefined;
+
 /** Compare what a source posted with what its status calls for (movement → must it exist). */
 function expect(note: (p: string) => void, what: string, amount: number, posted: Posted, want: Record<string, boolean>): void {
   for (const [movement, needed] of Object.entries(want)) {
@@ -156,32 +150,26 @@ function expect(note: (p: string) => void, what: string, amount: number, posted:
   }
 }
 
-type Posted = Map<string, number> | undefined;
+/** A table whose rows move money: they post the movements named after it, as a row's status `want`s. */
+interface Source {
+  table: string;
+  verb: string;
+  want(r: { status: string }, posted: Posted): Record<string, boolean>;
+}
 
-/**
- * The tables whose rows move money: the movements they post, and what a row's status calls for (movement → must
- * it exist). A refund refused at creation never reserved; one that reserved and failed must have released.
- */
-const SOURCES: ReadonlyArray<{ table: string; noun: string; verb: string; movements: Movement[]; want(r: { status: string }, posted: Posted): Record<string, boolean> }> = [
+/** A refund refused at creation never reserved; one that reserved and failed must have released. */
+const SOURCES: readonly Source[] = [
   {
-    table: 'payouts',
-    noun: 'payout',
-    verb: 'moves',
-    movements: ['payout_reserved', 'payout_settled', 'payout_released'],
+    table: 'payouts', verb: 'moves',
     want: (p) => ({ payout_reserved: true, payout_settled: p.status === 'succeeded', payout_released: p.status === 'failed' }),
   },
   {
     table: 'payments',
-    noun: 'payment',
-    verb: 'credits',
-    movements: ['payment_succeeded'],
+    verb: 'credits', 
     want: (p) => ({ payment_succeeded: p.status === 'succeeded' || p.status === 'refunded' }),
   },
   {
-    table: 'refunds',
-    noun: 'refund',
-    verb: 'moves',
-    movements: ['refund_reserved', 'refund_settled', 'refund_released'],
+    table: 'refunds', verb: 'moves',
     want(r, posted) {
       const reserved = r.status !== 'failed' || posted?.has('refund_reserved') === true;
       return { refund_reserved: reserved, refund_settled: r.status === 'succeeded', refund_released: r.status === 'failed' && reserved };
@@ -189,14 +177,17 @@ const SOURCES: ReadonlyArray<{ table: string; noun: string; verb: string; moveme
   },
 ];
 
+const MOVEMENT_NAMES = Object.keys(MOVEMENTS) as Movement[];
+
 async function checkSources(q: Reader, note: (p: string) => void): Promise<void> {
   for (const src of SOURCES) {
-    const posted = await movementsOf(q, src.movements);
+    const noun = src.table.slice(0, -1);
+    const posted = await movementsOf(q, MOVEMENT_NAMES.filter((m) => m.startsWith(`${noun}_`)));
     for (const r of await q.all<{ id: string; amount: number; status: string }>(`SELECT id, amount, status FROM ${src.table}`)) {
       const mine = posted.get(r.id);
-      expect(note, `${src.noun} "${r.id}" (${r.status})`, r.amount, mine, src.want(r, mine));
+      expect(note, `${noun} "${r.id}" (${r.status})`, r.amount, mine, src.want(r, mine));
       posted.delete(r.id);
     }
-    for (const id of posted.keys()) note(`ledger ${src.verb} ${src.noun} "${id}", which does not exist`);
+    for (const id of posted.keys()) note(`ledger ${src.verb} ${noun} "${id}", which does not exist`);
   }
 }

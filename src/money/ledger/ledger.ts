@@ -91,8 +91,7 @@ export async function post(tx: Tx, book: Book, movement: Movement, sourceId: str
 export async function postedAmount(q: Reader, movement: Movement, sourceId: string): Promise<number | undefined> {
   const row = await q.get<{ amount: number }>(
     `SELECT amount FROM ledger_entries WHERE movement = ? AND source_seq = (SELECT seq FROM ${sourceTable(movement)} WHERE id = ?)`,
-    movement,
-    sourceId,
+    movement, sourceId,
   );
   return row?.amount;
 }

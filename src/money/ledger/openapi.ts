@@ -23,9 +23,7 @@ export const ledgerOpenApi: OpenApiFragment = {
       shops: {
         type: 'array',
         items: strictObject({
-          shop_id: uuidSchema,
-          shop_name: { type: 'string' },
-          balance: { type: 'integer' },
+          shop_id: uuidSchema, shop_name: { type: 'string' }, balance: { type: 'integer' },
           available: { type: 'integer' },
         }),
       },

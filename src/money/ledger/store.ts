@@ -3,12 +3,7 @@ import type { Mode } from '../../platform/clock';
 import { ACCOUNTS } from './ledger';
 
 /** A shop's book in one mode: settled money and what of it is free for payouts. */
-interface ShopBalance {
-  shop_id: string;
-  shop_name: string;
-  balance: number;
-  available: number;
-}
+interface ShopBalance { shop_id: string; shop_name: string; balance: number; available: number }
 
 /** What a shop may pay out now in a mode: its available balance, 0 when nothing was ever posted to it. */
 export async function shopAvailable(q: Reader, shopId: string, mode: Mode): Promise<number> {

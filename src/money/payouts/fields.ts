@@ -87,11 +87,8 @@ function cardPanField(obj: Record<string, unknown>): string {
   if (v === undefined || v === null) throw badRequest('Field "card_pan" is required', 'card_pan');
   if (typeof v !== 'string') throw badRequest(`Field "card_pan" must be a string of 16 to 18 digits, got ${typeof v}`, 'card_pan');
   if (!/^[0-9]{16,18}$/.test(v)) {
-    const digitsOnly = /^[0-9]*$/.test(v);
-    throw badRequest(
-      `Field "card_pan" must be 16 to 18 digits, got ${digitsOnly ? `${v.length} digits` : `${v.length} characters that are not all digits`}`,
-      'card_pan',
-    );
+    const got = /^[0-9]*$/.test(v) ? `${v.length} digits` : `${v.length} characters that are not all digits`;
+    throw badRequest(`Field "card_pan" must be 16 to 18 digits, got ${got}`, 'card_pan');
   }
   return v;
 }

@@ -3,9 +3,8 @@ import type { BankDirectory } from '../bank-port/directory';
 import type { PayoutRequest } from '../bank-port/port';
 import type { PayoutMethod } from '../bank-port/payout';
 import type { Reader, Tx } from '../../platform/storage/store';
-import type { Mode } from '../../platform/clock';
 import { ApiError } from '../../platform/http/errors';
-import { post } from '../ledger/ledger';
+import { post, type Book } from '../ledger/ledger';
 import { shopAvailable } from '../ledger/store';
 import { sbpBank } from '../sbp/directory';
 import { uuid } from '../../platform/util/ids';
@@ -16,12 +15,8 @@ import { finishPayoutRow, getPayout, insertPayout, type PayoutRow } from './stor
 /** A subset of the payment codes, plus the payout ones. */
 export const PAYOUT_FAILURE_CODES = ['do_not_honor', 'recipient_not_in_sbp', 'bank_unknown', 'invalid_card', 'card_expired', 'limit_exceeded', 'processing_error'] as const;
 
-/** The key's merchant, shop and mode. */
-export interface Payer {
-  merchantId: string;
-  shopId: string;
-  mode: Mode;
-}
+/** The key's merchant, shop and mode: the book a payout draws on. */
+export type Payer = Book;
 
 export type PayoutCore = Pick<Core, 'banks' | 'clocks' | 'events'>;
 
@@ -55,36 +50,22 @@ export async function createPayoutTx(core: PayoutCore, tx: Tx, payer: Payer, inp
   const start = await bank.payout(tx, { id, shopId: payer.shopId, mode: payer.mode, amount: input.amount, method: input.method, ...destination(input), at: now });
   if (!start.accepted) throw new ApiError(502, 'router_error', `Cannot send payout of ${input.amount}: the payout router refused it`);
   const row: Omit<PayoutRow, 'seq'> = {
-    id,
-    merchant_id: payer.merchantId,
-    shop_id: payer.shopId,
-    mode: payer.mode,
-    amount: input.amount,
-    currency: 'RUB',
-    method: input.method,
-    status: 'pending',
-    recipient: JSON.stringify(input.recipient),
+    id, merchant_id: payer.merchantId, shop_id: payer.shopId, mode: payer.mode, amount: input.amount,
+    currency: 'RUB', method: input.method, status: 'pending', recipient: JSON.stringify(input.recipient),
     card_last4: input.cardPan ? input.cardPan.slice(-4) : null,
     bank_name: input.method === 'payouts_sbp' ? (sbpBank(input.recipient.bank_id)?.name ?? null) : null,
-    bank_ref: start.bankRef,
-    fail_reason: '',
-    sim_outcome: start.plan?.outcome ?? null,
-    sim_failure_code: start.plan?.failureCode ?? null,
-    created_at: now,
-    completed_at: null,
+    bank_ref: start.bankRef, fail_reason: '', sim_outcome: start.plan?.outcome ?? null,
+    sim_failure_code: start.plan?.failureCode ?? null, created_at: now, completed_at: null,
   };
   await insertPayout(tx, row);
   await post(tx, payer, 'payout_reserved', row.id, row.amount, now);
-  await core.events.append(tx, {
-    ...payer,
-    kind: 'payout.created',
-    payload: { id: row.id, amount: row.amount, method: row.method, status: row.status },
-    at: now,
-    payoutId: row.id,
-  });
+  const payload = { id: row.id, amount: row.amount, method: row.method, status: row.status };
+  await core.events.append(tx, { ...payer, kind: 'payout.created', payload, at: now, payoutId: row.id });
   const a = start.answer;
-  if (a && a.outcome !== 'unknown') return finishPayoutTx(core, tx, await reload(tx, row.id), a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
-  return reload(tx, row.id);
+  const created = await reload(tx, row.id);
+  if (!a || a.outcome === 'unknown') return created;
+  return finishPayoutTx(core, tx, created,
+    a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
 }
 
 /** The SBP phone and bank id, or the card number (from memory only). */
@@ -112,39 +93,26 @@ export async function finishPayoutTx(core: Pick<Core, 'clocks' | 'events'>, tx: 
   const book: Payer = { merchantId: p.merchant_id, shopId: p.shop_id, mode: p.mode };
   await post(tx, book, status === 'succeeded' ? 'payout_settled' : 'payout_released', p.id, p.amount, at);
   const next = await reload(tx, p.id);
-  await core.events.append(tx, {
-    ...book,
-    kind: 'payout.status_changed',
-    payload: { id: next.id, status: next.status, fail_reason: next.fail_reason },
-    at,
-    payoutId: next.id,
-    webhook: { event: `payout.${status}`, data: payoutView(next) },
-  });
+  const payload = { id: next.id, status: next.status, fail_reason: next.fail_reason };
+  const webhook = { event: `payout.${status}`, data: payoutView(next) };
+  await core.events.append(tx, { ...book, kind: 'payout.status_changed', payload, at, payoutId: p.id, webhook });
   return next;
 }
 
 /** As GET /v1/public/payouts/{id} returns it and webhooks carry it. */
 export function payoutView(p: PayoutRow): Record<string, unknown> {
-  const stored = JSON.parse(p.recipient) as Record<string, string>;
-  const view: Record<string, unknown> = {
-    id: p.id,
-    merchant_id: p.merchant_id,
-    shop_id: p.shop_id,
-    amount: p.amount,
-    currency: p.currency,
-    method: p.method,
-    status: p.status,
+  const card = p.method === 'payouts_card';
+  return {
+    id: p.id, merchant_id: p.merchant_id, shop_id: p.shop_id, amount: p.amount, currency: p.currency,
+    method: p.method, status: p.status,
     // The spec's echo: an empty object for card payouts, whose only recipient detail is the mask.
-    recipient: p.method === 'payouts_card' ? {} : stored,
+    recipient: card ? {} : JSON.parse(p.recipient),
+    ...(card ? { recipient_card_mask: p.card_last4 ?? '' } : {}),
+    bank_ref: p.bank_ref, fail_reason: p.fail_reason,
+    created_at: iso(p.created_at), completed_at: isoOrNull(p.completed_at),
+    // Endpoints get test and live events alike; a payment tells its mode in metadata.mode, a payout here.
+    mode: p.mode,
   };
-  if (p.method === 'payouts_card') view.recipient_card_mask = p.card_last4 ?? '';
-  view.bank_ref = p.bank_ref;
-  view.fail_reason = p.fail_reason;
-  view.created_at = iso(p.created_at);
-  view.completed_at = isoOrNull(p.completed_at);
-  // Endpoints get test and live events alike; a payment tells its mode in metadata.mode, a payout here.
-  view.mode = p.mode;
-  return view;
 }
 
 /** The payout, mode, bank (test: the SBP bank; live: `provider`), bank_ref, failure_reason and the simulator block. */
@@ -155,14 +123,11 @@ export function creationBody(baseUrl: string, p: PayoutRow, provider?: string): 
   body.bank_ref = p.bank_ref;
   if (p.status === 'failed') body.failure_reason = p.fail_reason;
   if (p.mode === 'test') {
-    body.simulator = {
-      outcome: p.sim_outcome,
-      failure_code: p.sim_failure_code ?? '',
-      actions: {
-        simulate: `${baseUrl}/v1/test/payouts/${p.id}/simulate`,
-        status: `${baseUrl}/v1/public/payouts/${p.id}`,
-      },
+    const actions = {
+      simulate: `${baseUrl}/v1/test/payouts/${p.id}/simulate`,
+      status: `${baseUrl}/v1/public/payouts/${p.id}`,
     };
+    body.simulator = { outcome: p.sim_outcome, failure_code: p.sim_failure_code ?? '', actions };
   }
   return body;
 }

@@ -7,24 +7,11 @@ import { registerRows, REGISTERS } from '../registers/plan';
 export type PayoutStatus = 'pending' | 'succeeded' | 'failed';
 
 export interface PayoutRow {
-  seq: number;
-  id: string;
-  merchant_id: string;
-  shop_id: string;
-  mode: Mode;
-  amount: number;
-  currency: string;
-  method: PayoutMethod;
-  status: PayoutStatus;
+  seq: number; id: string; merchant_id: string; shop_id: string; mode: Mode; amount: number; currency: string;
+  method: PayoutMethod; status: PayoutStatus;
   /** JSON object of the recipient fields; never a card number. */
-  recipient: string;
-  card_last4: string | null;
-  bank_name: string | null;
-  bank_ref: string;
-  fail_reason: string;
-  sim_outcome: 'succeeded' | 'failed' | null;
-  sim_failure_code: string | null;
-  created_at: number;
+  recipient: string; card_last4: string | null; bank_name: string | null; bank_ref: string; fail_reason: string;
+  sim_outcome: 'succeeded' | 'failed' | null; sim_failure_code: string | null; created_at: number;
   completed_at: number | null;
 }
 

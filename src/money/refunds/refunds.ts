@@ -50,13 +50,9 @@ export async function createRefundTx(core: Pick<Core, 'clocks' | 'events' | 'ban
   // The amount leaves `available` for `reserved` now (422 insufficient_funds when it is not there).
   await post(tx, bookOf(p), 'refund_reserved', id, amount, now);
   await core.events.append(tx, {
-    merchantId: p.merchant_id,
-    shopId: p.shop_id,
-    mode: p.mode,
-    kind: 'refund.created',
+    merchantId: p.merchant_id, shopId: p.shop_id, mode: p.mode, kind: 'refund.created',
     payload: { id, payment_id: p.id, amount, status: 'pending' },
-    at: now,
-    paymentId: p.id,
+    at: now, paymentId: p.id,
   });
   const refund = (await getRefund(tx, id))!;
   await (await core.banks.for(tx, p.shop_id, p.mode)).refund(tx, refund, p);
@@ -83,13 +79,9 @@ export async function settleRefundTx(core: PaymentsCore, tx: Tx, r: RefundRow, s
   }
   const after = status === 'succeeded' ? await applyRefundTx(core, tx, p, r.amount) : await reload(tx, p.id);
   await core.events.append(tx, {
-    merchantId: r.merchant_id,
-    shopId: r.shop_id,
-    mode: r.mode,
-    kind: 'refund.status_changed',
+    merchantId: r.merchant_id, shopId: r.shop_id, mode: r.mode, kind: 'refund.status_changed',
     payload: { id: r.id, payment_id: r.payment_id, amount: r.amount, status },
-    at: now,
-    paymentId: r.payment_id,
+    at: now, paymentId: r.payment_id,
     webhook: status === 'succeeded' ? { event: 'payment.refunded', data: await paymentView(tx, after), url: after.webhook_url || null } : undefined,
   });
   return (await getRefund(tx, r.id))!;

@@ -16,45 +16,30 @@ export interface RegisterTable {
 /** One per combination of mode and filter values, each of limit + 1 rows. */
 export const REGISTER_SEEKS_MAX = 32;
 
+/** A register over `table`: its plain index `<table>_register`, and each filtered index with its columns. */
+function register(table: string, filtered: Record<string, string[]>, domains: Record<string, string[]>) {
+  const indexes = Object.entries(filtered).map(([index, columns]) => ({ index, columns }));
+  return { table, plain: `${table}_register`, filtered: indexes, domains } satisfies RegisterTable;
+}
+
+const SETTLES = ['pending', 'succeeded', 'failed'];
+
 /** schema.sql creates the indexes. */
 export const REGISTERS = {
-  payments: {
-    table: 'payments',
-    plain: 'payments_register',
-    filtered: [{ index: 'payments_status', columns: ['status'] }],
-    domains: { status: ['pending', 'processing', 'succeeded', 'failed', 'cancelled', 'refunded', 'expired'] },
-  },
-  refunds: {
-    table: 'refunds',
-    plain: 'refunds_register',
-    filtered: [{ index: 'refunds_status', columns: ['status'] }],
-    domains: { status: ['pending', 'succeeded', 'failed'] },
-  },
-  payouts: {
-    table: 'payouts',
-    plain: 'payouts_register',
-    filtered: [{ index: 'payouts_method_status', columns: ['method', 'status'] }],
-    domains: { method: ['payouts_sbp', 'payouts_card', 'payouts_account'], status: ['pending', 'succeeded', 'failed'] },
-  },
-  tokens: {
-    table: 'tokens',
-    plain: 'tokens_register',
-    filtered: [
-      { index: 'tokens_status', columns: ['status'] },
-      { index: 'tokens_customer', columns: ['customer_ref', 'status'] },
-    ],
-    domains: { status: ['pending', 'active', 'cancelled'] },
-  },
-  subscriptions: {
-    table: 'subscriptions',
-    plain: 'subscriptions_register',
-    filtered: [
-      { index: 'subscriptions_status', columns: ['status'] },
-      { index: 'subscriptions_customer', columns: ['customer_ref', 'status'] },
-    ],
-    domains: { status: ['pending', 'active', 'past_due', 'cancelled'] },
-  },
-} as const satisfies Record<string, RegisterTable>;
+  payments: register('payments', { payments_status: ['status'] }, {
+    status: ['pending', 'processing', 'succeeded', 'failed', 'cancelled', 'refunded', 'expired'],
+  }),
+  refunds: register('refunds', { refunds_status: ['status'] }, { status: SETTLES }),
+  payouts: register('payouts', { payouts_method_status: ['method', 'status'] }, {
+    method: ['payouts_sbp', 'payouts_card', 'payouts_account'], status: SETTLES,
+  }),
+  tokens: register('tokens', { tokens_status: ['status'], tokens_customer: ['customer_ref', 'status'] }, {
+    status: ['pending', 'active', 'cancelled'],
+  }),
+  subscriptions: register('subscriptions', {
+    subscriptions_status: ['status'], subscriptions_customer: ['customer_ref', 'status'],
+  }, { status: ['pending', 'active', 'past_due', 'cancelled'] }),
+};
 
 /** SQL per engine (SQLite's names the index) and parameters. */
 export interface RegisterSeek {
@@ -71,11 +56,7 @@ export type RegisterFilters = Record<string, readonly string[] | undefined>;
  * 400 rather than scanned. `columns` is the caller's constant select list.
  */
 export function registerSeeks(
-  spec: RegisterTable,
-  shopId: string,
-  modes: readonly string[],
-  filters: RegisterFilters,
-  rq: RegisterQuery,
+  spec: RegisterTable, shopId: string, modes: readonly string[], filters: RegisterFilters, rq: RegisterQuery,
   columns = '*',
 ): RegisterSeek[] {
   const fixed = Object.keys(filters).filter((c) => filters[c] !== undefined);
@@ -104,13 +85,8 @@ export function registerSeeks(
 
 /** Newest first, at most `limit + 1` (so toPage knows if more follow), merged from the seeks run one by one through `q`. */
 export async function registerRows<R extends { created_at: number; seq: number }>(
-  q: Reader,
-  spec: RegisterTable,
-  shopId: string,
-  modes: readonly string[],
-  filters: RegisterFilters,
-  rq: RegisterQuery,
-  columns = '*',
+  q: Reader, spec: RegisterTable, shopId: string, modes: readonly string[], filters: RegisterFilters,
+  rq: RegisterQuery, columns = '*',
 ): Promise<R[]> {
   const seeks = registerSeeks(spec, shopId, modes, filters, rq, columns);
   if (seeks.length === 1) return q.all<R>(seeks[0].sql[q.engine], ...seeks[0].params);

@@ -2,8 +2,8 @@ import { badRequest } from '../../platform/http/errors';
 import { DAY_MS, parseDay } from '../../platform/util/time';
 import { decodeCursor, encodeCursor, type Cursor } from './cursor';
 
-export const LIMIT_DEFAULT = 50;
-export const LIMIT_MAX = 200;
+const LIMIT_DEFAULT = 50;
+const LIMIT_MAX = 200;
 
 export interface RegisterQuery {
   limit: number;
@@ -42,25 +42,17 @@ export function parseRegisterQuery(q: URLSearchParams, spec: RegisterSpec): Regi
       throw badRequest(`Unknown query parameter "${name}"; allowed: ${[...COMMON, ...extraNames].join(', ')}`, name);
     }
   }
-  let limit = LIMIT_DEFAULT;
-  const rawLimit = single(q, 'limit');
-  if (rawLimit !== undefined) {
-    if (!/^\d{1,4}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > LIMIT_MAX) {
-      throw badRequest(`Query parameter "limit" must be an integer from 1 to ${LIMIT_MAX}, got "${rawLimit.slice(0, 32)}"`, 'limit');
-    }
-    limit = Number(rawLimit);
+  const rawLimit = single(q, 'limit') ?? String(LIMIT_DEFAULT);
+  const limit = Number(rawLimit);
+  if (!/^\d{1,4}$/.test(rawLimit) || limit < 1 || limit > LIMIT_MAX) {
+    throw badRequest(`Query parameter "limit" must be an integer from 1 to ${LIMIT_MAX}, got "${rawLimit.slice(0, 32)}"`, 'limit');
   }
   const rawCursor = single(q, 'cursor');
   const after = rawCursor ? decodeCursor(rawCursor) : null;
-  let statuses: string[] | null = null;
-  const rawStatus = single(q, 'status');
-  if (rawStatus !== undefined) {
-    statuses = rawStatus.split(',').map((s) => s.trim());
-    for (const s of statuses) {
-      if (!spec.statuses.includes(s)) {
-        throw badRequest(`Query parameter "status" must be a comma list of ${spec.statuses.join(', ')}, got "${s.slice(0, 32)}"`, 'status');
-      }
-    }
+  const statuses = single(q, 'status')?.split(',').map((s) => s.trim()) ?? null;
+  const unknown = statuses?.find((s) => !spec.statuses.includes(s));
+  if (unknown !== undefined) {
+    throw badRequest(`Query parameter "status" must be a comma list of ${spec.statuses.join(', ')}, got "${unknown.slice(0, 32)}"`, 'status');
   }
   const fromMs = dayParam(q, 'from');
   const toStart = dayParam(q, 'to');
@@ -89,7 +81,7 @@ function dayParam(q: URLSearchParams, name: string): number | null {
 }
 
 /** Joined with AND by the caller. */
-export interface Where {
+interface Where {
   sql: string[];
   params: unknown[];
 }
@@ -141,9 +133,7 @@ export function highNeeded(rows: readonly unknown[], rq: RegisterQuery): boolean
  * table's highest seq, read after the first page) goes into the cursor, and later pages keep the first's value.
  */
 export function toPage<R extends { created_at: number; seq: number }, T>(
-  rows: R[],
-  rq: RegisterQuery,
-  view: (r: R) => T,
+  rows: R[], rq: RegisterQuery, view: (r: R) => T,
   high?: number | (() => number),
 ): { items: T[]; next_cursor: string | null } {
   const more = rows.length > rq.limit;

@@ -6,37 +6,19 @@ import { compileAllowList } from '../../platform/auth/ip-allowlist';
 import type { Mode } from '../../platform/clock';
 import { seal, unseal } from '../../platform/secrets/at-rest';
 
-export interface Merchant {
-  id: string;
-  name: string;
-  live_enabled: number;
-  created_at: number;
-}
+export interface Merchant { id: string; name: string; live_enabled: number; created_at: number }
 
 /** A shop row (secrets included; never print them except at creation or rotation). */
 export interface Shop {
-  id: string;
-  merchant_id: string;
-  name: string;
-  scopes: string;
-  ip_allowlist: string;
-  signing_secret: string;
-  require_signature: number;
-  webhook_secret: string;
-  test_clock_offset_ms: number;
-  created_at: number;
+  id: string; merchant_id: string; name: string; scopes: string; ip_allowlist: string; signing_secret: string;
+  require_signature: number; webhook_secret: string; test_clock_offset_ms: number; created_at: number;
 }
 
 /** Without the two secrets, so reading it needs no master key. */
 export type ShopSettings = Omit<Shop, 'signing_secret' | 'webhook_secret'>;
 
 interface ApiKey {
-  id: string;
-  shop_id: string;
-  mode: Mode;
-  key_prefix: string;
-  scopes: string;
-  created_at: number;
+  id: string; shop_id: string; mode: Mode; key_prefix: string; scopes: string; created_at: number;
   revoked_at: number | null;
   /** Written at most once a minute (platform/auth/key-usage.ts). */
   last_used_at: number | null;
@@ -59,26 +41,15 @@ export async function createShop(store: Store, merchantId: string, name: string,
   if (!name.trim()) throw new Error('cannot create shop: the name must not be empty');
   const list = scopes === undefined ? [...ALL_SCOPES] : because('cannot create shop', () => parseScopes(scopes));
   const shop: Shop = {
-    id: uuid(),
-    merchant_id: merchantId,
-    name: name.trim(),
-    scopes: list.join(','),
-    ip_allowlist: '',
-    signing_secret: secret('thm_'),
-    require_signature: 0,
-    webhook_secret: secret('whs_'),
-    test_clock_offset_ms: 0,
-    created_at: now,
+    id: uuid(), merchant_id: merchantId, name: name.trim(), scopes: list.join(','), ip_allowlist: '',
+    signing_secret: secret('thm_'), require_signature: 0, webhook_secret: secret('whs_'),
+    test_clock_offset_ms: 0, created_at: now,
   };
-  const signingSealed = seal(store.path, shop.signing_secret, `shops.signing_secret:${shop.id}`);
-  const webhookSealed = seal(store.path, shop.webhook_secret, `shops.webhook_secret:${shop.id}`);
-  await store.tx((tx) =>
-    tx.run(
-      `INSERT INTO shops (id, merchant_id, name, scopes, ip_allowlist, signing_secret, require_signature, webhook_secret, created_at)
-       VALUES (?, ?, ?, ?, '', ?, 0, ?, ?)`,
-      shop.id, merchantId, shop.name, shop.scopes, signingSealed, webhookSealed, now,
-    ),
-  );
+  const signing = seal(store.path, shop.signing_secret, `shops.signing_secret:${shop.id}`);
+  const webhook = seal(store.path, shop.webhook_secret, `shops.webhook_secret:${shop.id}`);
+  const sql = `INSERT INTO shops (id, merchant_id, name, scopes, ip_allowlist, signing_secret, require_signature,
+    webhook_secret, created_at) VALUES (?, ?, ?, ?, '', ?, 0, ?, ?)`;
+  await store.tx((tx) => tx.run(sql, shop.id, merchantId, shop.name, shop.scopes, signing, webhook, now));
   return shop;
 }
 
@@ -149,12 +120,7 @@ export const KEY_PREFIX_LENGTH = 12;
 
 /** Returned once, only its hash stored; scopes default to the shop's. `fixed`: serve --demo-key's secret. */
 export async function createKey(
-  store: Store,
-  shopId: string,
-  mode: Mode,
-  scopes: string | undefined,
-  now: number,
-  fixed?: string,
+  store: Store, shopId: string, mode: Mode, scopes: string | undefined, now: number, fixed?: string,
 ): Promise<{ key: ApiKey; secret: string }> {
   const shop = await requireShop(store, shopId, 'cannot create key');
   if (mode !== 'test' && mode !== 'live') throw new Error(`cannot create key: mode must be test or live, got "${mode}"`);
@@ -163,18 +129,12 @@ export async function createKey(
   if (fixed !== undefined && !fixed.startsWith(prefix)) throw new Error(`cannot create key: a ${mode} key starts with ${prefix}`);
   const full = fixed ?? secret(prefix);
   const key: ApiKey = {
-    id: uuid(),
-    shop_id: shopId,
-    mode,
-    key_prefix: full.slice(0, KEY_PREFIX_LENGTH),
-    scopes: list.join(','),
-    created_at: now,
-    revoked_at: null,
-    last_used_at: null,
+    id: uuid(), shop_id: shopId, mode, key_prefix: full.slice(0, KEY_PREFIX_LENGTH), scopes: list.join(','),
+    created_at: now, revoked_at: null, last_used_at: null,
   };
-  await store.tx((tx) =>
-    tx.run('INSERT INTO api_keys (id, shop_id, mode, key_hash, key_prefix, scopes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', key.id, shopId, mode, sha256Hex(full), key.key_prefix, key.scopes, now),
-  );
+  const sql = `INSERT INTO api_keys (id, shop_id, mode, key_hash, key_prefix, scopes, created_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?)`;
+  await store.tx((tx) => tx.run(sql, key.id, shopId, mode, sha256Hex(full), key.key_prefix, key.scopes, now));
   return { key, secret: full };
 }
 
@@ -191,11 +151,7 @@ export async function listKeys(store: Store, shopId: string): Promise<ApiKey[]> 
 /** Twelve characters name one key but for a rare clash. */
 const PREFIX_MATCHES_MAX = 10;
 
-interface KeyRef {
-  id: string;
-  shop_id: string;
-  key_prefix: string;
-}
+interface KeyRef { id: string; shop_id: string; key_prefix: string }
 
 /** No further than its prefix, so an error never repeats a key. */
 function shownKeyRef(ref: string): string {
@@ -240,11 +196,16 @@ export async function revokeKey(store: Store, keyId: string, now: number): Promi
   await store.tx((tx) => tx.run('UPDATE api_keys SET revoked_at = ? WHERE id = ?', now, keyId));
 }
 
+/** What `kopek merchant activate-live` prints. */
+interface LiveActivation {
+  id: string;
+  live_enabled: true;
+  shops_with_acquirer: string[];
+  shops_with_payout_provider?: string[];
+}
+
 /** Once a shop of the merchant has an acquirer or a payout provider; refused with the reason before. */
-export async function activateLive(
-  store: Store,
-  merchantId: string,
-): Promise<{ id: string; live_enabled: true; shops_with_acquirer: string[]; shops_with_payout_provider?: string[] }> {
+export async function activateLive(store: Store, merchantId: string): Promise<LiveActivation> {
   if (!(await getMerchant(store, merchantId))) throw new Error(`cannot activate live mode for merchant "${merchantId}": not found`);
   const shopsWith = async (table: string): Promise<string[]> =>
     (await store.all<{ id: string }>(`SELECT s.id FROM shops s JOIN ${table} a ON a.shop_id = s.id WHERE s.merchant_id = ? ORDER BY s.id`, merchantId)).map((r) => r.id);

@@ -13,7 +13,8 @@ import { customerFields, recurrentFilters, tokenOfShop } from '../tokens/handler
 import { TOKEN_METHODS } from '../tokens/store';
 import { cancelTokenTx } from '../tokens/tokens';
 import { chargeTime, firstIndexAfter, PERIODS } from './calendar';
-import { chargesOf, getSubscription, SUBSCRIPTION_STATUSES, subscriptionView, type SubscriptionRow, type SubscriptionView } from './store';
+import { chargesOf, getSubscription, SUBSCRIPTION_STATUSES, subscriptionSummary, subscriptionView } from './store';
+import type { SubscriptionRow, SubscriptionView } from './store';
 import { cancelSubscriptionTx, CANCEL_REASONS, createSubscriptionTx } from './subscriptions';
 
 const CHARGE_SCOPE = 'api:recurrent:charge';
@@ -61,17 +62,7 @@ export async function createSubscription(ctx: Ctx<PaymentsCore>): Promise<Reply>
     return {
       status: 201,
       body: {
-        subscription: {
-          id: sub.id,
-          status: sub.status,
-          amount: sub.amount,
-          currency: sub.currency,
-          method: sub.method,
-          period: sub.period,
-          interval_count: sub.interval_count,
-          trial_days: sub.trial_days,
-          next_charge_at: isoOrNull(sub.next_charge_at),
-        },
+        subscription: subscriptionSummary(sub),
         initial_payment: { id: payment.id, status: payment.status, amount: payment.amount },
         pay_url: `${ctx.app.payPageUrl()}/pay/${payment.id}`,
       },
@@ -98,7 +89,7 @@ export async function listSubscriptions(ctx: Ctx<Pick<Core, 'store'>>): Promise<
 }
 
 /** The next charge times: next_charge_at (a retry when past_due), then the anchor's calendar after it. */
-export function upcomingOf(s: SubscriptionRow, count = UPCOMING_COUNT): number[] {
+function upcomingOf(s: SubscriptionRow, count = UPCOMING_COUNT): number[] {
   if ((s.status !== 'active' && s.status !== 'past_due') || s.anchor_at === null || s.next_charge_at === null) return [];
   const out = [s.next_charge_at];
   let n = firstIndexAfter(s.anchor_at, s.period, s.interval_count, s.charge_index + 1, s.next_charge_at);
@@ -108,19 +99,12 @@ export function upcomingOf(s: SubscriptionRow, count = UPCOMING_COUNT): number[]
 
 export async function getSchedule(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const s = await subscriptionOfShop(ctx.app.store, ctx, ctx.params.id);
-  return {
-    body: {
-      subscription_id: s.id,
-      status: s.status,
-      amount: s.amount,
-      currency: s.currency,
-      period: s.period,
-      interval_count: s.interval_count,
-      next_charge_at: isoOrNull(s.next_charge_at),
-      charges: await chargesOf(ctx.app.store, s.id, CHARGES_MAX),
-      upcoming: upcomingOf(s).map(iso),
-    },
+  const body = {
+    subscription_id: s.id, status: s.status, amount: s.amount, currency: s.currency, period: s.period,
+    interval_count: s.interval_count, next_charge_at: isoOrNull(s.next_charge_at),
+    charges: await chargesOf(ctx.app.store, s.id, CHARGES_MAX), upcoming: upcomingOf(s).map(iso),
   };
+  return { body };
 }
 
 /** POST /v1/public/subscriptions/{id}/cancel {reason?}: from any status; cancelling again changes nothing. */

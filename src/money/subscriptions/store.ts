@@ -9,32 +9,12 @@ import type { Period } from './calendar';
 export const SUBSCRIPTION_STATUSES = ['pending', 'active', 'past_due', 'cancelled'] as const;
 
 export interface SubscriptionRow {
-  seq: number;
-  id: string;
-  merchant_id: string;
-  shop_id: string;
-  mode: Mode;
-  customer_ref: string;
-  customer_email: string;
-  plan_name: string;
-  amount: number;
-  currency: string;
-  method: TokenMethod;
-  period: Period;
-  interval_count: number;
-  trial_days: number;
-  status: (typeof SUBSCRIPTION_STATUSES)[number];
-  token_id: string;
-  initial_payment_id: string;
-  anchor_at: number | null;
-  charge_index: number;
-  failures: number;
-  next_charge_at: number | null;
-  trial_end: number | null;
-  cancel_reason: string;
-  created_at: number;
-  activated_at: number | null;
-  cancelled_at: number | null;
+  seq: number; id: string; merchant_id: string; shop_id: string; mode: Mode; customer_ref: string;
+  customer_email: string; plan_name: string; amount: number; currency: string; method: TokenMethod;
+  period: Period; interval_count: number; trial_days: number; status: (typeof SUBSCRIPTION_STATUSES)[number];
+  token_id: string; initial_payment_id: string; anchor_at: number | null; charge_index: number;
+  failures: number; next_charge_at: number | null; trial_end: number | null; cancel_reason: string;
+  created_at: number; activated_at: number | null; cancelled_at: number | null;
 }
 
 /** The Subscription object of GET /v1/public/subscriptions/{id} and of subscription webhooks. */
@@ -117,6 +97,14 @@ export async function chargesOf(q: Reader, subscriptionId: string, limit: number
   return rows.map(chargeView);
 }
 
+/** The Subscription object's first fields, which the creation answer carries alone. */
+export function subscriptionSummary(s: SubscriptionRow) {
+  return {
+    id: s.id, status: s.status, amount: s.amount, currency: s.currency, method: s.method, period: s.period,
+    interval_count: s.interval_count, trial_days: s.trial_days, next_charge_at: isoOrNull(s.next_charge_at),
+  };
+}
+
 /**
  * The API shape of a subscription. `latest`, when the caller holds it, is the subscription's newest payment
  * (the charge that just settled), which spares the read. Inside a transaction pass its tx, outside the store.
@@ -124,26 +112,11 @@ export async function chargesOf(q: Reader, subscriptionId: string, limit: number
 export async function subscriptionView(q: Reader, s: SubscriptionRow, latest?: ChargeRow) {
   latest ??= await q.get<ChargeRow>(`${CHARGES_SQL} ${newestFirst(q)} LIMIT 1`, s.id);
   return {
-    id: s.id,
-    status: s.status,
-    amount: s.amount,
-    currency: s.currency,
-    method: s.method,
-    period: s.period,
-    interval_count: s.interval_count,
-    trial_days: s.trial_days,
-    next_charge_at: isoOrNull(s.next_charge_at),
-    customer_ref: s.customer_ref,
-    customer_email: s.customer_email,
-    plan_name: s.plan_name,
-    trial_end: isoOrNull(s.trial_end),
-    token_id: s.token_id,
-    initial_payment_id: s.initial_payment_id,
-    failed_charges: s.failures,
-    latest_charge: latest ? chargeView(latest) : null,
-    cancel_reason: s.cancel_reason,
-    created_at: iso(s.created_at),
-    activated_at: isoOrNull(s.activated_at),
+    ...subscriptionSummary(s),
+    customer_ref: s.customer_ref, customer_email: s.customer_email, plan_name: s.plan_name,
+    trial_end: isoOrNull(s.trial_end), token_id: s.token_id, initial_payment_id: s.initial_payment_id,
+    failed_charges: s.failures, latest_charge: latest ? chargeView(latest) : null,
+    cancel_reason: s.cancel_reason, created_at: iso(s.created_at), activated_at: isoOrNull(s.activated_at),
     cancelled_at: isoOrNull(s.cancelled_at),
   };
 }

@@ -14,13 +14,13 @@ import { chargeStateOf, getSubscription, insertSubscription, patchSubscription, 
 
 /** Payload: the period `index` and the `attempt`, 1 to 3. */
 export const CHARGE_JOB = 'subscription.charge';
-export const MAX_FAILED_CHARGES = 3;
+const MAX_FAILED_CHARGES = 3;
 /** Retries 2 and 3, after the period's time T: T + 1 day, then T + 4 days. */
-export const RETRY_AFTER_MS = [DAY_MS, DAY_MS + 3 * DAY_MS] as const;
+const RETRY_AFTER_MS = [DAY_MS, DAY_MS + 3 * DAY_MS] as const;
 /** cancel_reason of the automatic cancellations. */
 export const CANCEL_REASONS = { chargesFailed: 'charge_failed', tokenCancelled: 'token_cancelled', merchant: 'merchant_request' } as const;
 
-export type SubscriptionCore = Pick<Core, 'clocks' | 'events' | 'scheduler'>;
+type SubscriptionCore = Pick<Core, 'clocks' | 'events' | 'scheduler'>;
 
 /** Its binding's shop, customer and method, the amount of each charge, and the plan. */
 type SubscriptionInput = Omit<BindingInput, 'kind' | 'description' | 'subscriptionId'> & { planName: string; period: Period; intervalCount: number; trialDays: number };
@@ -29,11 +29,7 @@ type SubscriptionInput = Omit<BindingInput, 'kind' | 'description' | 'subscripti
 async function emit(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, s: SubscriptionRow, kind: string, payload: Record<string, unknown>, webhook: string | null, latest?: ChargeRow): Promise<void> {
   const data = webhook ? await subscriptionView(tx, s, latest) : undefined;
   await core.events.append(tx, {
-    merchantId: s.merchant_id,
-    shopId: s.shop_id,
-    mode: s.mode,
-    kind,
-    payload: { id: s.id, ...payload },
+    merchantId: s.merchant_id, shopId: s.shop_id, mode: s.mode, kind, payload: { id: s.id, ...payload },
     at: await core.clocks.now(tx, s.shop_id, s.mode),
     webhook: webhook ? { event: webhook, data, url: null } : undefined,
   });
@@ -46,35 +42,14 @@ async function emitStatus(core: Pick<Core, 'clocks' | 'events'>, tx: Tx, s: Subs
 /** A pending subscription, its pending token and the initial payment (full amount, or 1 RUB in a trial). */
 export async function createSubscriptionTx(core: PaymentsCore, tx: Tx, input: SubscriptionInput): Promise<{ sub: SubscriptionRow; payment: PaymentRow }> {
   const id = uuid();
-  const { token, payment } = await createBindingTx(core, tx, {
-    merchantId: input.merchantId,
-    shopId: input.shopId,
-    mode: input.mode,
-    customerRef: input.customerRef,
-    customerEmail: input.customerEmail,
-    method: input.method,
-    amount: input.trialDays > 0 ? CARD_VERIFICATION_AMOUNT : input.amount,
-    kind: 'subscription_init',
-    returnUrl: input.returnUrl,
-    description: input.planName,
-    subscriptionId: id,
-  });
+  const amount = input.trialDays > 0 ? CARD_VERIFICATION_AMOUNT : input.amount;
+  const binding = { kind: 'subscription_init' as const, description: input.planName, subscriptionId: id };
+  const { token, payment } = await createBindingTx(core, tx, { ...input, amount, ...binding });
   await insertSubscription(tx, {
-    id,
-    merchant_id: input.merchantId,
-    shop_id: input.shopId,
-    mode: input.mode,
-    customer_ref: input.customerRef,
-    customer_email: input.customerEmail,
-    plan_name: input.planName,
-    amount: input.amount,
-    currency: 'RUB',
-    method: input.method,
-    period: input.period,
-    interval_count: input.intervalCount,
-    trial_days: input.trialDays,
-    token_id: token.id,
-    initial_payment_id: payment.id,
+    id, merchant_id: input.merchantId, shop_id: input.shopId, mode: input.mode, customer_ref: input.customerRef,
+    customer_email: input.customerEmail, plan_name: input.planName, amount: input.amount, currency: 'RUB',
+    method: input.method, period: input.period, interval_count: input.intervalCount,
+    trial_days: input.trialDays, token_id: token.id, initial_payment_id: payment.id,
     created_at: payment.created_at,
   });
   const sub = await reloadSubscription(tx, id);
@@ -99,11 +74,7 @@ export async function activateTx(core: SubscriptionCore, tx: Tx, s: Subscription
   const index = trial ? 0 : 1;
   const next = chargeTime(anchor, s.period, s.interval_count, index);
   await updateSubscription(tx, s.id, {
-    status: 'active',
-    activated_at: at,
-    anchor_at: anchor,
-    charge_index: index,
-    next_charge_at: next,
+    status: 'active', activated_at: at, anchor_at: anchor, charge_index: index, next_charge_at: next,
     trial_end: trial ? anchor : null,
   });
   const sub = await reloadSubscription(tx, s.id);
@@ -125,13 +96,8 @@ export async function runChargeJob(core: PaymentsCore, tx: Tx, job: Job): Promis
     return;
   }
   await chargeTokenTx(core, tx, token, {
-    amount: s.amount,
-    kind: 'subscription_charge',
-    subscriptionId: s.id,
-    chargeIndex: index,
-    attempt,
-    orderId: `sub_${s.id.slice(0, 8)}_${index}`,
-    description: s.plan_name,
+    amount: s.amount, kind: 'subscription_charge', subscriptionId: s.id, chargeIndex: index, attempt,
+    orderId: `sub_${s.id.slice(0, 8)}_${index}`, description: s.plan_name,
   });
 }
 

@@ -10,24 +10,10 @@ export type TokenMethod = (typeof TOKEN_METHODS)[number];
 export const TOKEN_STATUSES = ['pending', 'active', 'cancelled'] as const;
 
 export interface TokenRow {
-  seq: number;
-  id: string;
-  merchant_id: string;
-  shop_id: string;
-  mode: Mode;
-  customer_ref: string;
-  customer_email: string;
-  method: TokenMethod;
-  status: (typeof TOKEN_STATUSES)[number];
-  card_brand: string;
-  card_mask: string;
-  binding_payment_id: string;
-  subscription_id: string | null;
-  outcomes: string;
-  last_charged_at: number | null;
-  created_at: number;
-  activated_at: number | null;
-  cancelled_at: number | null;
+  seq: number; id: string; merchant_id: string; shop_id: string; mode: Mode; customer_ref: string;
+  customer_email: string; method: TokenMethod; status: (typeof TOKEN_STATUSES)[number]; card_brand: string;
+  card_mask: string; binding_payment_id: string; subscription_id: string | null; outcomes: string;
+  last_charged_at: number | null; created_at: number; activated_at: number | null; cancelled_at: number | null;
 }
 
 /** A row of recurrent_payments: which token or subscription made a payment, and why. */
@@ -37,13 +23,8 @@ export interface RecurrentPaymentRow {
   payment_id: string;
   /** payments.kind of the payments tokens and subscriptions make. */
   kind: 'token_binding' | 'subscription_init' | 'subscription_charge' | 'token_charge';
-  token_id: string;
-  subscription_id: string | null;
-  shop_id: string;
-  mode: Mode;
-  charge_index: number | null;
-  attempt: number;
-  created_at: number;
+  token_id: string; subscription_id: string | null; shop_id: string; mode: Mode; charge_index: number | null;
+  attempt: number; created_at: number;
 }
 
 /** The Token object of GET /v1/public/tokens/{id} and of token webhooks. */
@@ -55,10 +36,13 @@ export async function getToken(q: Reader, id: string): Promise<TokenRow | undefi
   return q.get<TokenRow>('SELECT * FROM tokens WHERE id = ?', id);
 }
 
-export async function insertToken(
-  tx: Tx,
-  t: Omit<TokenRow, 'seq' | 'outcomes' | 'last_charged_at' | 'activated_at' | 'cancelled_at' | 'card_brand' | 'card_mask'>,
-): Promise<void> {
+/** A token as created: pending, nothing bound or charged yet. */
+type NewToken = Omit<
+  TokenRow,
+  'seq' | 'outcomes' | 'last_charged_at' | 'activated_at' | 'cancelled_at' | 'card_brand' | 'card_mask'
+>;
+
+export async function insertToken(tx: Tx, t: NewToken): Promise<void> {
   await tx.run(
     `INSERT INTO tokens (id, merchant_id, shop_id, mode, customer_ref, customer_email, method, status, binding_payment_id, subscription_id, created_at)
        VALUES (@id, @merchant_id, @shop_id, @mode, @customer_ref, @customer_email, @method, @status, @binding_payment_id, @subscription_id, @created_at)`,
@@ -70,11 +54,11 @@ export async function updateToken(tx: Tx, id: string, patch: Partial<TokenRow>):
   await updateById(tx, 'tokens', id, patch);
 }
 
+type NewRecurrentPayment = Omit<RecurrentPaymentRow, 'charge_index' | 'attempt'> &
+  { charge_index?: number; attempt?: number };
+
 /** Remember which token (and subscription) made a payment, in the payment's transaction. */
-export async function recordPayment(
-  tx: Tx,
-  r: Omit<RecurrentPaymentRow, 'charge_index' | 'attempt'> & { charge_index?: number; attempt?: number },
-): Promise<void> {
+export async function recordPayment(tx: Tx, r: NewRecurrentPayment): Promise<void> {
   if (!(r.payment_seq > 0)) throw new Error(`cannot record recurrent payment ${r.payment_id}: it has no seq yet`);
   await tx.run(
     `INSERT INTO recurrent_payments (payment_seq, payment_id, kind, token_id, subscription_id, shop_id, mode, charge_index, attempt, created_at)
@@ -95,19 +79,12 @@ export async function recurrentPayment(q: Reader, paymentSeq: number): Promise<R
 
 export function tokenView(t: TokenRow) {
   return {
-    id: t.id,
-    customer_ref: t.customer_ref,
-    customer_email: t.customer_email,
-    method: t.method,
-    status: t.status,
+    id: t.id, customer_ref: t.customer_ref, customer_email: t.customer_email, method: t.method, status: t.status,
     card_brand: t.card_brand,
     // Tokens bound before the mask became the bare last 4 digits stored "**** 1111".
     card_mask: t.card_mask.replace(/\D/g, '').slice(-4),
-    last_charged_at: isoOrNull(t.last_charged_at),
-    subscription_id: t.subscription_id,
-    binding_payment_id: t.binding_payment_id,
-    created_at: iso(t.created_at),
-    activated_at: isoOrNull(t.activated_at),
-    cancelled_at: isoOrNull(t.cancelled_at),
+    last_charged_at: isoOrNull(t.last_charged_at), subscription_id: t.subscription_id,
+    binding_payment_id: t.binding_payment_id, created_at: iso(t.created_at),
+    activated_at: isoOrNull(t.activated_at), cancelled_at: isoOrNull(t.cancelled_at),
   };
 }

@@ -3,12 +3,13 @@ import type { Reader, Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import { invalidState } from '../../platform/http/errors';
 import { uuid } from '../../platform/util/ids';
-import { createPaymentTx } from '../payments/create';
+import { createPaymentTx, type PaymentInput } from '../payments/create';
 import { cancelTx } from '../payments/state';
 import { getPayment } from '../payments/store';
 import type { PaymentRow } from '../bank-port/payment';
 import type { PaymentsCore } from '../payments/core';
-import { getToken, insertToken, recordPayment, tokenView, updateToken, type TokenMethod, type TokenRow } from './store';
+import { getToken, insertToken, recordPayment, tokenView, updateToken } from './store';
+import type { RecurrentPaymentRow, TokenMethod, TokenRow } from './store';
 
 /** 1 RUB, in kopecks. */
 export const CARD_VERIFICATION_AMOUNT = 100;
@@ -29,7 +30,7 @@ export interface BindingInput {
   subscriptionId?: string;
 }
 
-export type TokenEvents = Pick<Core, 'clocks' | 'events'>;
+type TokenEvents = Pick<Core, 'clocks' | 'events'>;
 
 export async function reloadToken(q: Reader, id: string): Promise<TokenRow> {
   const t = await getToken(q, id);
@@ -40,56 +41,48 @@ export async function reloadToken(q: Reader, id: string): Promise<TokenRow> {
 /** With the webhook of the change, carrying the token as GET shows it. */
 async function emitStatus(core: TokenEvents, tx: Tx, t: TokenRow, webhook: string | null): Promise<void> {
   await core.events.append(tx, {
-    merchantId: t.merchant_id,
-    shopId: t.shop_id,
-    mode: t.mode,
-    kind: 'token.status_changed',
+    merchantId: t.merchant_id, shopId: t.shop_id, mode: t.mode, kind: 'token.status_changed',
     payload: { id: t.id, status: t.status },
     at: await core.clocks.now(tx, t.shop_id, t.mode),
     webhook: webhook ? { event: webhook, data: tokenView(t), url: null } : undefined,
   });
 }
 
-/** A pending token and its binding payment (method fixed, so the page opens that screen); metadata names the token. */
+/** What a token's payment is for: its kind, and the subscription (and period and attempt) it pays, if any. */
+interface Purpose {
+  kind: RecurrentPaymentRow['kind'];
+  subscriptionId?: string;
+  chargeIndex?: number;
+  attempt?: number;
+}
+
+/** A payment for token `tokenId`, remembered as the token's (recurrent_payments); its metadata names the token. */
+async function tokenPaymentTx(
+  core: PaymentsCore, tx: Tx, tokenId: string, why: Purpose, input: Omit<PaymentInput, 'metadata' | 'kind'>,
+): Promise<PaymentRow> {
+  const metadata: Record<string, string> = { kind: why.kind, token_id: tokenId };
+  if (why.subscriptionId) metadata.subscription_id = why.subscriptionId;
+  const payment = await createPaymentTx(core, tx, { ...input, metadata, kind: why.kind });
+  await recordPayment(tx, {
+    payment_seq: payment.seq, payment_id: payment.id, kind: why.kind, token_id: tokenId,
+    subscription_id: why.subscriptionId ?? null, shop_id: input.shopId, mode: input.mode,
+    charge_index: why.chargeIndex, attempt: why.attempt, created_at: payment.created_at,
+  });
+  return payment;
+}
+
+/** A pending token and its binding payment (method fixed, so the page opens that screen). */
 export async function createBindingTx(core: PaymentsCore, tx: Tx, input: BindingInput): Promise<{ token: TokenRow; payment: PaymentRow }> {
+  const { merchantId, shopId, mode, customerRef, method } = input;
   const tokenId = uuid();
-  const metadata: Record<string, string> = { kind: input.kind, token_id: tokenId };
-  if (input.subscriptionId) metadata.subscription_id = input.subscriptionId;
-  const payment = await createPaymentTx(core, tx, {
-    merchantId: input.merchantId,
-    shopId: input.shopId,
-    mode: input.mode,
-    amount: input.amount,
-    currency: 'RUB',
-    method: input.method,
-    customerId: input.customerRef.slice(0, 128),
-    returnUrl: input.returnUrl,
-    description: input.description,
-    metadata,
-    kind: input.kind,
+  const payment = await tokenPaymentTx(core, tx, tokenId, input, {
+    merchantId, shopId, mode, amount: input.amount, currency: 'RUB', method, customerId: customerRef.slice(0, 128),
+    returnUrl: input.returnUrl, description: input.description,
   });
   await insertToken(tx, {
-    id: tokenId,
-    merchant_id: input.merchantId,
-    shop_id: input.shopId,
-    mode: input.mode,
-    customer_ref: input.customerRef,
-    customer_email: input.customerEmail,
-    method: input.method,
-    status: 'pending',
-    binding_payment_id: payment.id,
-    subscription_id: input.subscriptionId ?? null,
-    created_at: payment.created_at,
-  });
-  await recordPayment(tx, {
-    payment_seq: payment.seq,
-    payment_id: payment.id,
-    kind: input.kind,
-    token_id: tokenId,
-    subscription_id: input.subscriptionId ?? null,
-    shop_id: input.shopId,
-    mode: input.mode,
-    created_at: payment.created_at,
+    id: tokenId, merchant_id: merchantId, shop_id: shopId, mode, customer_ref: customerRef,
+    customer_email: input.customerEmail, method, status: 'pending', binding_payment_id: payment.id,
+    subscription_id: input.subscriptionId ?? null, created_at: payment.created_at,
   });
   const token = await reloadToken(tx, tokenId);
   await emitStatus(core, tx, token, null);
@@ -111,7 +104,7 @@ export async function activateTokenTx(core: TokenEvents, tx: Tx, t: TokenRow, bi
 }
 
 /** `1111` from any kept form (`411111******1111`): the API's one card mask format, as recipient_card_mask. */
-export function lastFour(mask: string): string {
+function lastFour(mask: string): string {
   const digits = mask.replace(/\D/g, '');
   return digits.length >= 4 ? digits.slice(-4) : '';
 }
@@ -128,48 +121,19 @@ export async function cancelTokenTx(core: PaymentsCore, tx: Tx, t: TokenRow): Pr
   return next;
 }
 
-export interface ChargeInput {
-  amount: number;
-  orderId?: string;
-  description?: string;
+/** A charge of a saved method: by the merchant (token_charge) or by a subscription for one of its periods. */
+interface ChargeInput extends Purpose, Pick<PaymentInput, 'amount' | 'orderId' | 'description'> {
   kind: 'token_charge' | 'subscription_charge';
-  subscriptionId?: string;
-  chargeIndex?: number;
-  attempt?: number;
 }
 
 /** A payment of method `recurrent` whose session opens at once (test mode: outcome queue, then magic amounts). */
 export async function chargeTokenTx(core: PaymentsCore, tx: Tx, t: TokenRow, input: ChargeInput): Promise<PaymentRow> {
   if (t.status !== 'active') throw invalidState(`Cannot charge token "${t.id}": its status is ${t.status}; only active tokens can be charged`);
-  const metadata: Record<string, string> = { kind: input.kind, token_id: t.id };
-  if (input.subscriptionId) metadata.subscription_id = input.subscriptionId;
-  const payment = await createPaymentTx(core, tx, {
-    merchantId: t.merchant_id,
-    shopId: t.shop_id,
-    mode: t.mode,
-    amount: input.amount,
-    currency: 'RUB',
-    method: 'recurrent',
-    orderId: input.orderId,
-    customerId: t.customer_ref.slice(0, 128),
-    description: input.description,
-    metadata,
-    kind: input.kind,
-    tokenId: t.id,
+  return tokenPaymentTx(core, tx, t.id, input, {
+    merchantId: t.merchant_id, shopId: t.shop_id, mode: t.mode, amount: input.amount, currency: 'RUB',
+    method: 'recurrent', orderId: input.orderId, customerId: t.customer_ref.slice(0, 128),
+    description: input.description, tokenId: t.id,
   });
-  await recordPayment(tx, {
-    payment_seq: payment.seq,
-    payment_id: payment.id,
-    kind: input.kind,
-    token_id: t.id,
-    subscription_id: input.subscriptionId ?? null,
-    shop_id: t.shop_id,
-    mode: t.mode,
-    charge_index: input.chargeIndex,
-    attempt: input.attempt,
-    created_at: payment.created_at,
-  });
-  return payment;
 }
 
 /** Kept as last_charged_at, unless a later charge is kept already. */

@@ -8,25 +8,15 @@ import { unseal } from '../secrets/at-rest';
 import { KeyCache } from './key-cache';
 
 interface KeyRow {
-  key_id: string;
-  mode: 'test' | 'live';
-  key_scopes: string;
-  revoked_at: number | null;
-  shop_id: string;
-  shop_name: string;
-  shop_scopes: string;
-  ip_allowlist: string;
-  signing_secret: string;
-  require_signature: number;
-  merchant_id: string;
-  live_enabled: number;
-  has_acquirer: number;
+  key_id: string; mode: 'test' | 'live'; key_scopes: string; revoked_at: number | null; shop_id: string;
+  shop_name: string; shop_scopes: string; ip_allowlist: string; signing_secret: string;
+  require_signature: number; merchant_id: string; live_enabled: number; has_acquirer: number;
   has_payout_provider: number;
 }
 
 const allowListCache = new Map<string, AllowList>();
 
-/** A resolved key: its row, the compiled allow-list, and the check every request with it gets (built once per key). */
+/** A resolved key: its row, the compiled allow-list, and the check every request with it gets (built once). */
 interface KeyEntry {
   row: KeyRow;
   allow: AllowList;
@@ -54,12 +44,8 @@ function scopesOf(row: { key_scopes: string; shop_scopes: string }): ReadonlySet
 /** The frozen Auth of a key row's requests. */
 function authOf(row: KeyRow): Readonly<Auth> {
   return Object.freeze({
-    keyId: row.key_id,
-    merchantId: row.merchant_id,
-    shopId: row.shop_id,
-    shopName: row.shop_name,
-    mode: row.mode,
-    scopes: scopesOf(row),
+    keyId: row.key_id, merchantId: row.merchant_id, shopId: row.shop_id, shopName: row.shop_name,
+    mode: row.mode, scopes: scopesOf(row),
   });
 }
 
@@ -71,14 +57,12 @@ function entryOf(store: Store, row: KeyRow): KeyEntry {
     if (allowListCache.size > 1000) allowListCache.clear();
     allowListCache.set(row.ip_allowlist, allow);
   }
-  const context = `shops.signing_secret:${row.shop_id}`;
+  const secret = (): string => unseal(store.path, row.signing_secret, `shops.signing_secret:${row.shop_id}`);
   const verifyBody = row.require_signature
-    ? (signature: string | undefined, rawBody: Buffer): void => verifyRequestSignature(signature, rawBody, unseal(store.path, row.signing_secret, context))
-    : noSignature;
+    ? (signature: string | undefined, body: Buffer): void => verifyRequestSignature(signature, body, secret())
+    : (): void => {};
   return { row, allow, check: { auth: authOf(row), verifyBody } };
 }
-
-function noSignature(): void {}
 
 /**
  * Check `X-PSP-Signature: sha256=<hex>` over exactly the bytes of the body received: an empty body signs the empty
@@ -102,10 +86,14 @@ function verifyRequestSignature(header: string | undefined, rawBody: Buffer, sig
 export async function authOfKeyId(q: Reader, keyId: string): Promise<Auth | undefined> {
   const row = await q.get<KeyRow>(KEY_SQL_BY_ID, keyId);
   if (!row || row.revoked_at !== null) return undefined;
+  requireLiveEnabled(row);
+  return authOf(row);
+}
+
+function requireLiveEnabled(row: KeyRow): void {
   if (row.mode === 'live' && !row.live_enabled) {
     throw new ApiError(403, 'live_mode_not_activated', 'Cannot use a live key: live mode is not activated for this merchant');
   }
-  return authOf(row);
 }
 
 /** Per connection: the last Authorization header that held a well-formed key, and that key's hash. */
@@ -142,9 +130,7 @@ export async function authenticateKey(store: Store, input: KeyInput): Promise<Ke
     cache.set(hash, entry, generation);
   }
   const row = entry.row;
-  if (row.mode === 'live' && !row.live_enabled) {
-    throw new ApiError(403, 'live_mode_not_activated', 'Cannot use a live key: live mode is not activated for this merchant');
-  }
+  requireLiveEnabled(row);
   // A shop with only a payout provider passes: its payment operations answer 403 acquirer_not_configured at the
   // bank port (bank-port/none.ts), its payouts work.
   if (row.mode === 'live' && !row.has_acquirer && !row.has_payout_provider) {

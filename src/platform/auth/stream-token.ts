@@ -23,11 +23,7 @@ const PREFIX = 'est_';
 const TOKEN_RE = /^est_([A-Za-z0-9_-]{1,200})\.([A-Za-z0-9_-]{43})$/;
 const PAYLOAD_RE = /^([0-9a-f-]{36})\.(\d{1,12})$/;
 
-/**
- * One secret per store (each server instance), made at first use; restarting the server voids every token. The
- * nodes of a PostgreSQL cluster share one instead, derived from the master key they all hold, so that a token
- * issued through one node opens the stream on any other behind the same load balancer.
- */
+/** One secret per store, made at first use; a cluster's nodes derive one they share from their master key. */
 const secrets = new WeakMap<Store, Buffer>();
 
 function secretOf(store: Store): Buffer {
@@ -41,14 +37,6 @@ function secretOf(store: Store): Buffer {
 
 function mac(store: Store, payload: string): Buffer {
   return createHmac('sha256', secretOf(store)).update(`kopek stream token v1.${payload}`).digest();
-}
-
-/** A token for the key of `auth`, valid from `nowMs` for STREAM_TOKEN_TTL_S seconds. */
-export function issueStreamToken(store: Store, auth: Auth, nowMs: number): { token: string; expiresAtMs: number } {
-  const expiresAtS = Math.floor(nowMs / 1000) + STREAM_TOKEN_TTL_S;
-  const payload = `${auth.keyId}.${expiresAtS}`;
-  const token = `${PREFIX}${Buffer.from(payload).toString('base64url')}.${mac(store, payload).toString('base64url')}`;
-  return { token, expiresAtMs: expiresAtS * 1000 };
 }
 
 /** The Auth of the key a token was issued with; 401 when the token is malformed, forged, expired or its key revoked. */
@@ -82,13 +70,11 @@ export interface StreamTokenServices {
 
 /** POST /v1/public/events/token: a stream token of the calling key and the stream URL that carries it. */
 export function createStreamToken(ctx: Ctx<StreamTokenServices>): Reply {
-  const { token, expiresAtMs } = issueStreamToken(ctx.app.store, ctx.auth!, ctx.app.clocks.real());
-  return {
-    status: 201,
-    body: {
-      token,
-      expires_at: new Date(expiresAtMs).toISOString(),
-      stream_url: `${ctx.app.baseUrl()}/v1/public/events?token=${token}`,
-    },
-  };
+  // Valid for STREAM_TOKEN_TTL_S seconds from now.
+  const expiresAtS = Math.floor(ctx.app.clocks.real() / 1000) + STREAM_TOKEN_TTL_S;
+  const payload = `${ctx.auth!.keyId}.${expiresAtS}`;
+  const signature = mac(ctx.app.store, payload).toString('base64url');
+  const token = `${PREFIX}${Buffer.from(payload).toString('base64url')}.${signature}`;
+  const stream_url = `${ctx.app.baseUrl()}/v1/public/events?token=${token}`;
+  return { status: 201, body: { token, expires_at: new Date(expiresAtS * 1000).toISOString(), stream_url } };
 }

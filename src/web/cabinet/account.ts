@@ -6,7 +6,7 @@ import { acceptSecondFactor, changePassword, checkRefusal, confirmTotp, disableT
 import { throttledCheck } from './throttle';
 import { openSessions } from './sessions';
 import { otpauthUri } from './totp';
-import { cabinetPage, field, postForm } from './layout';
+import { cabinetPage, field, postForm, shownOnce } from './layout';
 import { audit, change, refused } from './scope';
 import { form } from './guard';
 import { ct } from './text';
@@ -70,11 +70,9 @@ export async function postTotpConfirm(ctx: Ctx<Core>): Promise<Reply> {
     return refused(ctx, '/cabinet/account', err);
   }
   await audit(ctx, 'totp.on', ctx.cabinet!.userId);
-  const body = `<h1>${esc(ct(lang, 'recovery_codes'))}</h1>
-<p class="ok" role="status">${esc(ct(lang, 'recovery_hint'))}</p>
-<ul class="secret" id="recovery-codes">${codes.map((c) => `<li>${esc(c)}</li>`).join('')}</ul>
-<p><a class="btn" href="/cabinet/account">${esc(ct(lang, 'back'))}</a></p>`;
-  return cabinetPage(ctx, { title: ct(lang, 'recovery_codes'), active: 'account', body });
+  const shown = `<ul class="secret" id="recovery-codes">${codes.map((c) => `<li>${esc(c)}</li>`).join('')}</ul>`;
+  const title = ct(lang, 'recovery_codes');
+  return shownOnce(ctx, { title, active: 'account', h1: title, note: ct(lang, 'recovery_hint'), shown, next: '/cabinet/account' });
 }
 
 /** POST /cabinet/account/totp/disable {password, code}: TOTP off; both asked again under the sign-in throttle, so a stolen session cannot guess faster. */

@@ -5,10 +5,9 @@ import { esc } from '../pay-page/layout';
 import { cabinetPage, table } from './layout';
 import { ct, when } from './text';
 
+/** A line of the log as the page shows it. */
 interface AuditRow {
   id: number;
-  merchant_id: string | null;
-  user_id: string | null;
   email: string;
   action: string;
   target: string;

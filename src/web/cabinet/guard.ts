@@ -15,14 +15,12 @@ export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks'
   const auth = await loadSession(ctx.app.store, ctx.app.clocks, headerOf(ctx, 'cookie'), !isPost, baseUrl);
   if (!auth) throw new ApiError(401, 'unauthorized', 'Cannot open the cabinet: sign in first');
   if (isPost) {
+    // The refusal page is shown in the session's language and layout.
+    ctx.cabinet = auth;
     const foreign = sameOriginRefusal(ctx, baseUrl);
-    if (foreign) {
-      ctx.cabinet = auth;
-      throw foreign;
-    }
+    if (foreign) throw foreign;
     const given = headerOf(ctx, 'x-csrf-token') ?? form(ctx).get('_csrf') ?? undefined;
     if (!csrfMatches(auth, given)) {
-      ctx.cabinet = auth;
       throw new ApiError(403, 'csrf_failed', 'Cannot accept the form: its CSRF token is missing or wrong; reload the page and try again');
     }
   }
@@ -57,11 +55,9 @@ export function cabinetErrorReply(ctx: Ctx, err: ApiError): Reply {
   if (err.status === 404 && ctx.route === '' && ctx.method === 'GET' && /^\/cabinet(\/[A-Za-z0-9._-]+)*\/$/.test(ctx.path)) {
     return { status: 303, location: ctx.path.slice(0, -1) };
   }
-  if (err.status === 401) {
-    if (ctx.method === 'GET' || ctx.method === 'HEAD') {
-      const next = ctx.path.startsWith('/cabinet/') && ctx.path !== '/cabinet/login' ? `?next=${encodeURIComponent(ctx.path)}` : '';
-      return { status: 303, location: `/cabinet/login${next}` };
-    }
+  if (err.status === 401 && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+    const next = ctx.path.startsWith('/cabinet/') && ctx.path !== '/cabinet/login' ? `?next=${encodeURIComponent(ctx.path)}` : '';
+    return { status: 303, location: `/cabinet/login${next}` };
   }
   const lang = ctx.cabinet?.lang ?? pickLang(ctx.query, headerOf(ctx, 'accept-language'));
   const title = err.status === 404 ? ct(lang, 'not_found') : err.status === 403 && err.code === 'csrf_failed' ? ct(lang, 'forbidden') : ct(lang, 'error');

@@ -4,7 +4,7 @@ import { esc } from '../pay-page/layout';
 import { ALL_SCOPES } from '../../platform/auth/scopes';
 import type { KeyUsage } from '../../platform/auth/key-usage';
 import { createKey, listKeys, revokeKey } from '../../money/shops/store';
-import { cabinetPage, field, postForm, table, tags, options } from './layout';
+import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
 import { audit, change, chosenShop, merchantShops, ownShop, shopOfOwn } from './scope';
 import { form } from './guard';
 import { ct, when, codeText } from './text';
@@ -37,9 +37,7 @@ export async function keysPage(ctx: Ctx<Core & { keyUsage: KeyUsage }>): Promise
     ct(lang, 'nothing'),
   );
   const enabled = new Set(shop.scopes.split(',').filter(Boolean));
-  const scopes = `<fieldset class="checks"><legend>${esc(ct(lang, 'scopes'))}</legend>${ALL_SCOPES.filter((s) => enabled.has(s))
-    .map((sc) => `<label><input type="checkbox" name="scope" value="${sc}" checked> <code>${sc}</code></label>`)
-    .join('')}</fieldset>`;
+  const scopes = checkboxes(ct(lang, 'scopes'), 'scope', ALL_SCOPES.filter((s) => enabled.has(s)), () => true);
   const body = `<h1>${esc(ct(lang, 'keys'))} · ${esc(shop.name)}</h1>
 ${await shopPicker(ctx, '/cabinet/keys', shop.id)}
 ${list}
@@ -65,14 +63,12 @@ export async function postKey(ctx: Ctx<Core>): Promise<Reply> {
   try {
     made = await createKey(ctx.app.store, shop.id, mode, f.getAll('scope').join(','), ctx.app.clocks.real());
   } catch (err) {
-    return cabinetPage(ctx, { title: ct(lang, 'keys'), active: 'keys', status: 400, body: `<h1>${esc(ct(lang, 'create_key'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/keys?shop=${esc(shop.id)}">${esc(ct(lang, 'back'))}</a></p>` });
+    return createRefused(ctx, 'keys', 'create_key', err, `/cabinet/keys?shop=${shop.id}`);
   }
   await audit(ctx, 'key.create', made.key.id, `${mode} ${made.key.key_prefix}… ${made.key.scopes}`);
-  const body = `<h1>${esc(ct(lang, 'keys'))} · ${esc(shop.name)}</h1>
-<p class="ok" role="status">${esc(ct(lang, 'shown_once'))}</p>
-${field('new-key', `${ct(lang, 'key')} (${codeText(lang, mode)})`, `<output id="new-key" class="secret">${esc(made.secret)}</output>`)}
-<p><a class="btn" href="/cabinet/keys?shop=${esc(shop.id)}">${esc(ct(lang, 'back'))}</a></p>`;
-  return cabinetPage(ctx, { title: ct(lang, 'keys'), active: 'keys', body });
+  const shown = field('new-key', `${ct(lang, 'key')} (${codeText(lang, mode)})`, `<output id="new-key" class="secret">${esc(made.secret)}</output>`);
+  const h1 = `${ct(lang, 'keys')} · ${shop.name}`;
+  return shownOnce(ctx, { title: ct(lang, 'keys'), active: 'keys', h1, note: ct(lang, 'shown_once'), shown, next: `/cabinet/keys?shop=${shop.id}` });
 }
 
 /** POST /cabinet/keys/:id/revoke: as `kopek key revoke`; the API refuses the key from the next request. */

@@ -105,14 +105,11 @@ var c=document.querySelector('nav.sections [aria-current=page]'),u=c&&c.closest(
 /** Under `no-referrer` a browser sends `Origin: null` with a form, which guard.ts sameOriginRefusal refuses. */
 const SAME_ORIGIN_REFERRER = { 'Referrer-Policy': 'same-origin' };
 
-export function csrfField(ctx: Ctx): string {
-  return `<input type="hidden" name="_csrf" value="${esc(ctx.cabinet?.csrf ?? '')}">`;
-}
-
 /** A POST form with its CSRF field; `confirm` asks first. */
 export function postForm(ctx: Ctx, action: string, inner: string, o: { confirm?: string; cls?: string; id?: string } = {}): string {
   const confirm = o.confirm ? ` data-confirm="${esc(o.confirm)}"` : '';
-  return `<form method="post" action="${esc(action)}"${confirm}${o.cls ? ` class="${o.cls}"` : ''}${o.id ? ` id="${esc(o.id)}"` : ''}>${csrfField(ctx)}${inner}</form>`;
+  const csrf = `<input type="hidden" name="_csrf" value="${esc(ctx.cabinet?.csrf ?? '')}">`;
+  return `<form method="post" action="${esc(action)}"${confirm}${o.cls ? ` class="${o.cls}"` : ''}${o.id ? ` id="${esc(o.id)}"` : ''}>${csrf}${inner}</form>`;
 }
 
 export function field(id: string, label: string, input: string, hint?: string): string {
@@ -122,6 +119,12 @@ export function field(id: string, label: string, input: string, hint?: string): 
 /** The `<option>`s of a select, [value, label] each, the one whose value is `selected` chosen. */
 export function options(items: Array<[value: string, label: string]>, selected: string | null | undefined): string {
   return items.map(([v, label]) => `<option value="${esc(v)}"${v === selected ? ' selected' : ''}>${esc(label)}</option>`).join('');
+}
+
+/** A fieldset of checkboxes `name`, one per code (scopes, events), those `checked` ticked. */
+export function checkboxes(legend: string, name: string, codes: readonly string[], checked: (code: string) => boolean = () => false): string {
+  const boxes = codes.map((c) => `<label><input type="checkbox" name="${name}" value="${c}"${checked(c) ? ' checked' : ''}> <code>${c}</code></label>`);
+  return `<fieldset class="checks"><legend>${esc(legend)}</legend>${boxes.join('')}</fieldset>`;
 }
 
 /** Short codes (scopes, event names) as tags that wrap between, never inside, one another. */
@@ -152,34 +155,38 @@ const SECTIONS: Array<[CabKey, string]> = [
   ['account', '/cabinet/account'],
 ];
 
-function document(lang: Lang, nonce: string, title: string, top: string, main: string): string {
-  const head = documentHead(lang, nonce, `${title} · kopek`, CSS + CAB_CSS).replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
-  return `${head}
+type PageOptions = { title: string; body: string; status?: number; headers?: Record<string, string> };
+
+function reply(lang: Lang, o: PageOptions, top: string): Reply {
+  const nonce = newNonce();
+  const head = documentHead(lang, nonce, `${o.title} · kopek`, CSS + CAB_CSS).replace('<meta name="referrer" content="no-referrer">', '<meta name="referrer" content="same-origin">');
+  const html = `${head}
 <body class="cab">
 <a class="skip" href="#main">${esc(ct(lang, 'skip'))}</a>
 ${top}
 <main class="sheet" id="main" tabindex="-1"><div class="body">
-${main}
+${o.body}
 </div></main>
 <script nonce="${nonce}">${SCRIPT}</script>
 </body>
 </html>`;
+  return { status: o.status ?? 200, html, headers: { ...pageHeaders(nonce, null), ...SAME_ORIGIN_REFERRER, ...o.headers } };
 }
 
 /** A signed-in page: header with mode and language switches, the section navigation, the flash message, the body. */
-export function cabinetPage(ctx: Ctx, o: { title: string; active: CabKey | null; body: string; status?: number; headers?: Record<string, string> }): Reply {
+export function cabinetPage(ctx: Ctx, o: PageOptions & { active: CabKey | null }): Reply {
   const c = ctx.cabinet!;
   const lang = c.lang;
-  const nonce = newNonce();
-  const here = ctx.path;
+  const back = `<input type="hidden" name="back" value="${esc(ctx.path)}">`;
   const modeButtons = (['test', 'live'] as const)
     .map((m) => `<button class="chip" name="mode" value="${m}" aria-pressed="${c.mode === m}">${esc(ct(lang, m === 'test' ? 'mode_test' : 'mode_live'))}</button>`)
     .join('');
+  const other = lang === 'ru' ? 'en' : 'ru';
   const top = `<header class="top">
 <a class="brand" href="/cabinet/overview">kopek<span class="long"> · ${esc(ct(lang, 'cabinet'))}</span></a>
 <div class="tools">
-${postForm(ctx, '/cabinet/prefs', `<input type="hidden" name="back" value="${esc(here)}"><span class="sr">${esc(ct(lang, 'mode_label'))}</span>${modeButtons}`)}
-${postForm(ctx, '/cabinet/prefs', `<input type="hidden" name="back" value="${esc(here)}"><button class="chip" name="lang" value="${lang === 'ru' ? 'en' : 'ru'}" lang="${lang === 'ru' ? 'en' : 'ru'}">${esc(ct(lang, 'switch_lang'))}</button>`)}
+${postForm(ctx, '/cabinet/prefs', `${back}<span class="sr">${esc(ct(lang, 'mode_label'))}</span>${modeButtons}`)}
+${postForm(ctx, '/cabinet/prefs', `${back}<button class="chip" name="lang" value="${other}" lang="${other}">${esc(ct(lang, 'switch_lang'))}</button>`)}
 <span class="who">${esc(c.email)}</span>
 ${postForm(ctx, '/cabinet/logout', `<button class="chip">${esc(ct(lang, 'sign_out'))}</button>`)}
 </div>
@@ -188,17 +195,28 @@ ${postForm(ctx, '/cabinet/logout', `<button class="chip">${esc(ct(lang, 'sign_ou
 ${SECTIONS.map(([k, p]) => `<li><a class="chip" href="${p}"${o.active === k ? ' aria-current="page"' : ''}>${esc(ct(lang, k))}</a></li>`).join('\n')}
 </ul></nav>
 ${c.mode === 'test' ? `<div class="test" role="note">${esc(ct(lang, 'test_banner'))}</div>` : ''}`;
-  const flash = c.flash ? `<div class="${c.flash.kind === 'ok' ? 'ok' : 'alert'}" role="${c.flash.kind === 'ok' ? 'status' : 'alert'}">${esc(c.flash.text)}</div>` : '';
-  return {
-    status: o.status ?? 200,
-    html: document(lang, nonce, o.title, top, `${flash}${o.body}`),
-    headers: { ...pageHeaders(nonce, null), ...SAME_ORIGIN_REFERRER, ...o.headers },
-  };
+  const ok = c.flash?.kind === 'ok';
+  const flash = c.flash ? `<div class="${ok ? 'ok' : 'alert'}" role="${ok ? 'status' : 'alert'}">${esc(c.flash.text)}</div>` : '';
+  return reply(lang, { ...o, body: `${flash}${o.body}` }, top);
 }
 
 /** A page outside a session (sign-in, errors before sign-in). */
-export function publicPage(lang: Lang, o: { title: string; body: string; status?: number; headers?: Record<string, string> }): Reply {
-  const nonce = newNonce();
-  const top = `<header class="top"><span class="brand">kopek · ${esc(ct(lang, 'cabinet'))}</span></header>`;
-  return { status: o.status ?? 200, html: document(lang, nonce, o.title, top, o.body), headers: { ...pageHeaders(nonce, null), ...SAME_ORIGIN_REFERRER, ...o.headers } };
+export function publicPage(lang: Lang, o: PageOptions): Reply {
+  return reply(lang, o, `<header class="top"><span class="brand">kopek · ${esc(ct(lang, 'cabinet'))}</span></header>`);
+}
+
+/** The answer of a form that made a secret: `shown` (a secret, codes) shown once, under a note, and the way on. */
+export function shownOnce(ctx: Ctx, o: { title: string; active: CabKey; h1: string; note: string; shown: string; next: string; nextLabel?: string }): Reply {
+  const body = `<h1>${esc(o.h1)}</h1>
+<p class="ok" role="status">${esc(o.note)}</p>
+${o.shown}
+<p><a class="btn" href="${esc(o.next)}">${esc(o.nextLabel ?? ct(ctx.cabinet!.lang, 'back'))}</a></p>`;
+  return cabinetPage(ctx, { title: o.title, active: o.active, body });
+}
+
+/** A create form refused (bad input): its reason, with the way back to the form (400). */
+export function createRefused(ctx: Ctx, active: CabKey, heading: CabKey, err: unknown, back: string): Reply {
+  const lang = ctx.cabinet!.lang;
+  const body = `<h1>${esc(ct(lang, heading))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="${esc(back)}">${esc(ct(lang, 'back'))}</a></p>`;
+  return cabinetPage(ctx, { title: ct(lang, active), active, status: 400, body });
 }

@@ -68,17 +68,15 @@ export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
     return loginForm(ctx, lang, { error: foreign ? foreign.message : ct(lang, 'forbidden'), status: 403 });
   }
   const email = (f.get('email') ?? '').trim().toLowerCase().slice(0, 254);
-  const password = f.get('password') ?? '';
-  const code = f.get('code') ?? '';
   const { store } = ctx.app;
   const now = ctx.app.clocks.real();
   const user = await getUserByEmail(store, email);
   let factor = 'password';
   const outcome = await throttledCheck(store, { email, ip: ctx.ip, now }, async () => {
-    const passwordOk = await verifyPassword(user?.password_hash ?? null, password);
+    const passwordOk = await verifyPassword(user?.password_hash ?? null, f.get('password') ?? '');
     if (!passwordOk || user === undefined || user.disabled_at !== null) return false;
     if (!user.totp_secret) return true;
-    const second = await acceptSecondFactor(store, user, code, now);
+    const second = await acceptSecondFactor(store, user, f.get('code') ?? '', now);
     if (second !== null) factor = `password+${second}`;
     return second !== null;
   });
@@ -99,16 +97,18 @@ function tooMany(ctx: Ctx<Core>, lang: Lang, email: string, wait_ms: number): Re
   return loginForm(ctx, lang, { error: `${ct(lang, 'locked')} ${s} ${ct(lang, 'seconds')}.`, email, status: 429, headers: { 'Retry-After': String(s) } });
 }
 
+const signedOut = (ctx: Ctx<Core>): Reply => ({ status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } });
+
 export async function postLogout(ctx: Ctx<Core>): Promise<Reply> {
   await endSession(ctx.app.store, ctx.cabinet!.sessionHash);
   await audit(ctx, 'sign_out', ctx.cabinet!.userId);
-  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } };
+  return signedOut(ctx);
 }
 
 export async function postLogoutAll(ctx: Ctx<Core>): Promise<Reply> {
   const n = await endAllSessions(ctx.app.store, ctx.cabinet!.userId);
   await audit(ctx, 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`);
-  return { status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } };
+  return signedOut(ctx);
 }
 
 /** POST /cabinet/prefs {mode|lang, back}: switch test/live data or the language; back to the page. */

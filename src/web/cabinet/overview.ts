@@ -10,6 +10,7 @@ import { merchantShops } from './scope';
 import { getMerchant } from '../../money/shops/store';
 import { paymentsChart, type DayFigure } from './chart';
 import { ct, when, paymentStatusCell } from './text';
+import type { PaymentRow } from '../../money/bank-port/payment';
 
 /** Days the overview's chart covers, today included. */
 const CHART_DAYS = 14;
@@ -17,17 +18,10 @@ const LATEST = 10;
 /** Deliveries per shop looked at for failing endpoints: the recent ones say whether an endpoint fails now. */
 const RECENT_DELIVERIES = 1000;
 
-interface LatestRow {
-  id: string;
-  seq: number;
-  order_id: string;
-  amount: number;
-  amount_refunded: number;
-  currency: string;
-  status: string;
-  created_at: number;
-  shop_id: string;
-}
+type LatestRow = Pick<
+  PaymentRow,
+  'id' | 'seq' | 'order_id' | 'amount' | 'amount_refunded' | 'currency' | 'status' | 'created_at' | 'shop_id'
+>;
 
 /** Payments read per query while the chart adds up its days; the server answers others between two reads. */
 const CHART_SLICE_ROWS = 5000;
@@ -111,10 +105,12 @@ ${mode === 'live' && !merchant?.live_enabled ? `<p class="muted">${esc(ct(lang, 
   return cabinetPage(ctx, { title: ct(lang, 'overview'), active: 'overview', body });
 }
 
+type Failing = { shop_id: string; url: string; disabled: boolean; failures: number };
+
 /** Endpoints that are disabled, or whose recent deliveries failed or are being retried. */
-async function failingEndpoints(ctx: Ctx<Core>, shopIds: string[]): Promise<Array<{ shop_id: string; url: string; disabled: boolean; failures: number }>> {
+async function failingEndpoints(ctx: Ctx<Core>, shopIds: string[]): Promise<Failing[]> {
   const { store } = ctx.app;
-  const out: Array<{ shop_id: string; url: string; disabled: boolean; failures: number }> = [];
+  const out: Failing[] = [];
   for (const shopId of shopIds) {
     const failed = await store.all<{ endpoint_id: string; n: number }>(
       `SELECT endpoint_id, COUNT(*) AS n FROM (SELECT endpoint_id, state, attempts FROM webhook_deliveries WHERE shop_id = ? AND mode = ? ORDER BY id DESC LIMIT ?) AS recent

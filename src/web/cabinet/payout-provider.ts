@@ -7,17 +7,12 @@ import { secretLabel, YOOKASSA, YOOKASSA_API_URLS } from '../../banks/yookassa/s
 // A shop's payout provider, independent of its acquirer, as `kopek shop payouts` and the cabinet set it; the secret is sealed.
 
 /** What may be shown of a shop's payout provider: never its secret. */
-export interface PayoutProviderView {
-  shop_id: string;
-  provider: string;
-  agent_id: string;
-  api_url: string;
-}
+type PayoutProviderView = Omit<ShopPayoutProvider, 'secret'>;
 
 const PAYOUT_PROVIDERS: readonly string[] = [YOOKASSA];
 
 /** What setting a payout provider takes: the secret in clear (for the credentials check and sealing only). */
-export interface PayoutProviderInput {
+interface PayoutProviderInput {
   provider: string;
   agentId: string;
   secret: string;

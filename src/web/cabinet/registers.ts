@@ -144,17 +144,11 @@ function rubles(text: string | null, name: string): number | null {
 
 async function readFilter(ctx: Ctx<Core>, reg: Register): Promise<Filter> {
   const q = ctx.query;
-  const shops = await merchantShops(ctx);
   const shopId = q.get('shop') ?? '';
-  const common = new URLSearchParams();
-  for (const k of ['cursor', 'status', 'from', 'to']) {
-    const v = q.get(k);
-    if (v) common.set(k, v);
-  }
-  common.set('limit', String(PAGE_ROWS));
-  const empty: Filter = { rq: parseRegisterQuery(new URLSearchParams(), { statuses: reg.statuses }), shopIds: [], shopId, orderId: '', amountMin: null, amountMax: null, error: null };
+  const common = new URLSearchParams({ limit: String(PAGE_ROWS) });
+  for (const k of ['cursor', 'status', 'from', 'to']) if (q.get(k)) common.set(k, q.get(k)!);
   try {
-    const shopIds = shopId ? [(await ownShop(ctx, shopId)).id] : shops.map((s) => s.id);
+    const shopIds = shopId ? [(await ownShop(ctx, shopId)).id] : (await merchantShops(ctx)).map((s) => s.id);
     const f: Filter = {
       rq: parseRegisterQuery(common, { statuses: reg.statuses }),
       shopIds,
@@ -168,8 +162,9 @@ async function readFilter(ctx: Ctx<Core>, reg: Register): Promise<Filter> {
     cabinetSeeks(TABLES[reg.name], shopIds, ctx.cabinet!.mode, f.rq);
     return f;
   } catch (err) {
-    if (err instanceof ApiError && err.status === 400) return { ...empty, rq: { ...empty.rq, limit: PAGE_ROWS }, error: err.message };
-    throw err;
+    if (!(err instanceof ApiError && err.status === 400)) throw err;
+    const rq = { ...parseRegisterQuery(new URLSearchParams(), { statuses: reg.statuses }), limit: PAGE_ROWS };
+    return { rq, shopIds: [], shopId, orderId: '', amountMin: null, amountMax: null, error: err.message };
   }
 }
 
@@ -193,10 +188,7 @@ async function highSeq(ctx: Ctx<Core>, reg: Register): Promise<number> {
 /** The query string of a filter without its cursor, for the export link and the pager. */
 function filterQuery(ctx: Ctx<Core>, extra: Record<string, string> = {}): string {
   const q = new URLSearchParams();
-  for (const k of ['shop', 'status', 'from', 'to', 'order_id', 'amount_min', 'amount_max']) {
-    const v = ctx.query.get(k);
-    if (v) q.set(k, v);
-  }
+  for (const k of ['shop', 'status', 'from', 'to', 'order_id', 'amount_min', 'amount_max']) if (ctx.query.get(k)) q.set(k, ctx.query.get(k)!);
   for (const [k, v] of Object.entries(extra)) q.set(k, v);
   const s = q.toString();
   return s ? `?${s}` : '';

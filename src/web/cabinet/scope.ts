@@ -47,7 +47,6 @@ export function actor(ctx: Ctx): Actor & { userId: string } {
   return { merchantId: c.merchantId, userId: c.userId, email: c.email, ip: ctx.ip };
 }
 
-/** Write an audit line of the signed-in user, in its own transaction. */
 export function audit(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, action: string, target: string, detail = ''): Promise<void> {
   return recordAudit(ctx.app.store, actor(ctx), action, target, detail, ctx.app.clocks.real());
 }

@@ -8,7 +8,8 @@ import { payoutsNeedingDecision } from '../../money/payouts/store';
 import { allowListOf, literalRefusal } from '../../money/webhooks/url-safety';
 import { YOOKASSA } from '../../banks/yookassa/settings';
 import { payoutApiUrlChoices, removePayoutProvider, setPayoutProvider, showPayoutProvider } from './payout-provider';
-import { cabinetPage, field, options, postForm, table } from './layout';
+import { cabinetPage, checkboxes, createRefused, field, options, postForm, shownOnce, table } from './layout';
+import type { Lang } from '../pay-page/i18n';
 import { audit, change, merchantShops, ownShop } from './scope';
 import { form } from './guard';
 import { ct, when } from './text';
@@ -41,15 +42,17 @@ export async function postShop(ctx: Ctx<Core>): Promise<Reply> {
   try {
     shop = await createShop(ctx.app.store, ctx.cabinet!.merchantId, form(ctx).get('name') ?? '', undefined, ctx.app.clocks.real());
   } catch (err) {
-    return cabinetPage(ctx, { title: ct(lang, 'shops'), active: 'shops', status: 400, body: `<h1>${esc(ct(lang, 'create_shop'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/shops">${esc(ct(lang, 'back'))}</a></p>` });
+    return createRefused(ctx, 'shops', 'create_shop', err, '/cabinet/shops');
   }
   await audit(ctx, 'shop.create', shop.id, shop.name);
-  const body = `<h1>${esc(shop.name)}</h1>
-<p class="ok" role="status">${esc(ct(lang, 'saved'))} ${esc(ct(lang, 'shown_once'))}</p>
-${field('sec-sign', ct(lang, 'signing_secret'), `<output id="sec-sign" class="secret">${esc(shop.signing_secret)}</output>`)}
-${field('sec-wh', 'Webhook secret (whs_)', `<output id="sec-wh" class="secret">${esc(shop.webhook_secret)}</output>`)}
-<p><a class="btn" href="/cabinet/shops/${esc(shop.id)}">${esc(shop.name)} →</a></p>`;
-  return cabinetPage(ctx, { title: shop.name, active: 'shops', body });
+  const shown = `${signingSecret(lang, shop.signing_secret)}
+${field('sec-wh', 'Webhook secret (whs_)', `<output id="sec-wh" class="secret">${esc(shop.webhook_secret)}</output>`)}`;
+  const note = `${ct(lang, 'saved')} ${ct(lang, 'shown_once')}`;
+  return shownOnce(ctx, { title: shop.name, active: 'shops', h1: shop.name, note, shown, next: `/cabinet/shops/${shop.id}`, nextLabel: `${shop.name} →` });
+}
+
+function signingSecret(lang: Lang, secret: string): string {
+  return field('sec-sign', ct(lang, 'signing_secret'), `<output id="sec-sign" class="secret">${esc(secret)}</output>`);
 }
 
 /** GET /cabinet/shops/:id: scopes, IP allow-list, request signing of a shop. */
@@ -58,9 +61,7 @@ export async function shopPage(ctx: Ctx<Core>): Promise<Reply> {
   const s = await ownShop(ctx, ctx.params.id);
   const enabled = new Set(s.scopes.split(',').filter(Boolean));
   const base = `/cabinet/shops/${s.id}`;
-  const scopes = `<fieldset class="checks"><legend>${esc(ct(lang, 'scopes'))}</legend>${ALL_SCOPES.map(
-    (sc) => `<label><input type="checkbox" name="scope" value="${sc}"${enabled.has(sc) ? ' checked' : ''}> <code>${sc}</code></label>`,
-  ).join('')}</fieldset>`;
+  const scopes = checkboxes(ct(lang, 'scopes'), 'scope', ALL_SCOPES, (sc) => enabled.has(sc));
   const body = `<p><a href="/cabinet/shops">← ${esc(ct(lang, 'shops'))}</a></p>
 <h1>${esc(s.name)}</h1>
 <p class="muted mono">${esc(s.id)}</p>
@@ -104,57 +105,46 @@ ${await payoutProviderSection(ctx, shopId, base)}
 ${live}`;
 }
 
-/** POST /cabinet/shops/:id/acquirer {terminal_key, password, api_url?}: as `kopek shop acquirer --provider tbank` does; the password is never shown again. */
-export async function postAcquirer(ctx: Ctx<Core>): Promise<Reply> {
-  const s = await ownShop(ctx, ctx.params.id);
-  const f = form(ctx);
-  return change(ctx, { action: 'shop.acquirer.set', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => {
-    // Only the bank's own addresses (or the one the operator set): a merchant cannot point kopek at any address.
-    const choices = apiUrlChoices((await showAcquirer(ctx.app.store, s.id))?.api_url);
-    const v = await setTBankAcquirer(ctx.app.store, s.id, { terminalKey: f.get('terminal_key') ?? '', password: f.get('password') ?? '', apiUrl: f.get('api_url') || undefined }, ctx.app.clocks.real(), choices);
-    return `${v.provider} ${v.terminal_key}`;
-  });
+/** A change of one shop from its page's form, audited as `action` with what `fn` returns; back to the shop's page. */
+function shopChange(action: string, fn: (ctx: Ctx<Core>, shopId: string, f: URLSearchParams) => Promise<string>): (ctx: Ctx<Core>) => Promise<Reply> {
+  return async (ctx) => {
+    const s = await ownShop(ctx, ctx.params.id);
+    const f = form(ctx);
+    return change(ctx, { action, target: s.id, back: `/cabinet/shops/${s.id}` }, () => fn(ctx, s.id, f));
+  };
 }
 
+/** POST /cabinet/shops/:id/acquirer {terminal_key, password, api_url?}: as `kopek shop acquirer --provider tbank` does; the password is never shown again. */
+export const postAcquirer = shopChange('shop.acquirer.set', async (ctx, id, f) => {
+  // Only the bank's own addresses (or the one the operator set): a merchant cannot point kopek at any address.
+  const choices = apiUrlChoices((await showAcquirer(ctx.app.store, id))?.api_url);
+  const terminal = { terminalKey: f.get('terminal_key') ?? '', password: f.get('password') ?? '', apiUrl: f.get('api_url') || undefined };
+  const v = await setTBankAcquirer(ctx.app.store, id, terminal, ctx.app.clocks.real(), choices);
+  return `${v.provider} ${v.terminal_key}`;
+});
+
 /** POST /cabinet/shops/:id/acquirer/remove: as `kopek shop acquirer --remove` does. */
-export async function postRemoveAcquirer(ctx: Ctx<Core>): Promise<Reply> {
-  const s = await ownShop(ctx, ctx.params.id);
-  return change(ctx, { action: 'shop.acquirer.remove', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => ((await removeAcquirer(ctx.app.store, s.id)) ? '' : '(none was set)'));
-}
+export const postRemoveAcquirer = shopChange('shop.acquirer.remove', async (ctx, id) => ((await removeAcquirer(ctx.app.store, id)) ? '' : '(none was set)'));
 
 /** POST /cabinet/activate-live {back?}: the merchant's live mode, as `kopek merchant activate-live` does (a shop needs an acquirer or a payout provider). */
 export function postActivateLive(ctx: Ctx<Core>): Promise<Reply> {
   const back = form(ctx).get('back') ?? '';
   const target = /^\/cabinet\/shops\/[0-9a-f-]{36}$/.test(back) ? back : '/cabinet/shops';
-  return change(ctx, { action: 'merchant.activate_live', target: ctx.cabinet!.merchantId, back: target }, async () => {
-    await activateLive(ctx.app.store, ctx.cabinet!.merchantId);
-    return '';
-  });
+  return change(ctx, { action: 'merchant.activate_live', target: ctx.cabinet!.merchantId, back: target }, () => activateLive(ctx.app.store, ctx.cabinet!.merchantId));
 }
 
 /** POST /cabinet/shops/:id/scopes {scope…}: replaces the shop's scopes, as `kopek shop scopes` does. */
-export async function postScopes(ctx: Ctx<Core>): Promise<Reply> {
-  const s = await ownShop(ctx, ctx.params.id);
-  const list = form(ctx).getAll('scope').join(',');
-  return change(ctx, { action: 'shop.scopes', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => (await setShopScopes(ctx.app.store, s.id, list)).join(',') || '(none)');
-}
+export const postScopes = shopChange('shop.scopes', async (ctx, id, f) => (await setShopScopes(ctx.app.store, id, f.getAll('scope').join(','))).join(',') || '(none)');
 
 /** POST /cabinet/shops/:id/ip-allowlist {ip_allowlist}: as `kopek shop ip-allowlist` does. */
-export async function postAllowlist(ctx: Ctx<Core>): Promise<Reply> {
-  const s = await ownShop(ctx, ctx.params.id);
-  const text = form(ctx).get('ip_allowlist') ?? '';
-  return change(ctx, { action: 'shop.ip_allowlist', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => (await setIpAllowlist(ctx.app.store, s.id, text)).join(',') || '(any address)');
-}
+export const postAllowlist = shopChange('shop.ip_allowlist', async (ctx, id, f) => (await setIpAllowlist(ctx.app.store, id, f.get('ip_allowlist') ?? '')).join(',') || '(any address)');
 
 /** POST /cabinet/shops/:id/require-signature {on?}: as `kopek shop require-signature` does. */
-export async function postRequireSignature(ctx: Ctx<Core>): Promise<Reply> {
-  const s = await ownShop(ctx, ctx.params.id);
-  const on = form(ctx).get('on') === '1';
-  return change(ctx, { action: 'shop.require_signature', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => {
-    await setRequireSignature(ctx.app.store, s.id, on);
-    return on ? 'on' : 'off';
-  });
-}
+export const postRequireSignature = shopChange('shop.require_signature', async (ctx, id, f) => {
+  const on = f.get('on') === '1';
+  await setRequireSignature(ctx.app.store, id, on);
+  return on ? 'on' : 'off';
+});
 
 /** POST /cabinet/shops/:id/signing-secret: rotates the thm_ secret (as `kopek shop signing-secret`); the new one is shown once, on this answer only. */
 export async function postSigningSecret(ctx: Ctx<Core>): Promise<Reply> {
@@ -162,11 +152,8 @@ export async function postSigningSecret(ctx: Ctx<Core>): Promise<Reply> {
   const s = await ownShop(ctx, ctx.params.id);
   const secret = await rotateSigningSecret(ctx.app.store, s.id);
   await audit(ctx, 'shop.signing_secret.rotate', s.id);
-  const body = `<h1>${esc(s.name)}</h1>
-<p class="ok" role="status">${esc(ct(lang, 'shown_once'))}</p>
-${field('sec-sign', ct(lang, 'signing_secret'), `<output id="sec-sign" class="secret">${esc(secret)}</output>`)}
-<p><a class="btn" href="/cabinet/shops/${esc(s.id)}">${esc(ct(lang, 'back'))}</a></p>`;
-  return cabinetPage(ctx, { title: s.name, active: 'shops', body });
+  const shown = signingSecret(lang, secret);
+  return shownOnce(ctx, { title: s.name, active: 'shops', h1: s.name, note: ct(lang, 'shown_once'), shown, next: `/cabinet/shops/${s.id}` });
 }
 
 /** The shop's payout provider (never its secret) with the forms to set or remove it, and the card payouts waiting for a decision. */
@@ -202,25 +189,18 @@ ${setForm}`;
 
 // POST /cabinet/shops/:id/payout-provider {provider, agent_id, secret, api_url?}: as `kopek shop payouts` (credentials checked
 // first); only the published addresses or the operator's, and only one the server may call (--webhook-allow for private).
-export async function postPayoutProvider(ctx: Ctx<Core>): Promise<Reply> {
-  const s = await ownShop(ctx, ctx.params.id);
-  const f = form(ctx);
-  return change(ctx, { action: 'shop.payout_provider.set', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => {
-    const choices = payoutApiUrlChoices((await showPayoutProvider(ctx.app.store, s.id))?.api_url);
-    const apiUrl = f.get('api_url') || undefined;
-    const url = (apiUrl ?? choices[0]).replace(/\/+$/, '');
-    if (choices.includes(url)) {
-      const why = literalRefusal(new URL(url), allowListOf(ctx.app.config.webhookAllow));
-      if (why) throw new Error(`cannot set the payout provider: the API address is the ${why}, which the server does not call (--webhook-allow)`);
-    }
-    const input = { provider: f.get('provider') || YOOKASSA, agentId: f.get('agent_id') ?? '', secret: f.get('secret') ?? '', apiUrl };
-    const v = await setPayoutProvider(ctx.app.store, s.id, input, { now: ctx.app.clocks.real(), timeoutMs: ctx.app.config.acquirerTimeoutSeconds * 1000, choices });
-    return `${v.provider} ${v.agent_id}`;
-  });
-}
+export const postPayoutProvider = shopChange('shop.payout_provider.set', async (ctx, id, f) => {
+  const choices = payoutApiUrlChoices((await showPayoutProvider(ctx.app.store, id))?.api_url);
+  const apiUrl = f.get('api_url') || undefined;
+  const url = (apiUrl ?? choices[0]).replace(/\/+$/, '');
+  if (choices.includes(url)) {
+    const why = literalRefusal(new URL(url), allowListOf(ctx.app.config.webhookAllow));
+    if (why) throw new Error(`cannot set the payout provider: the API address is the ${why}, which the server does not call (--webhook-allow)`);
+  }
+  const input = { provider: f.get('provider') || YOOKASSA, agentId: f.get('agent_id') ?? '', secret: f.get('secret') ?? '', apiUrl };
+  const v = await setPayoutProvider(ctx.app.store, id, input, { now: ctx.app.clocks.real(), timeoutMs: ctx.app.config.acquirerTimeoutSeconds * 1000, choices });
+  return `${v.provider} ${v.agent_id}`;
+});
 
 /** POST /cabinet/shops/:id/payout-provider/remove: as `kopek shop payouts --remove` does. */
-export async function postRemovePayoutProvider(ctx: Ctx<Core>): Promise<Reply> {
-  const s = await ownShop(ctx, ctx.params.id);
-  return change(ctx, { action: 'shop.payout_provider.remove', target: s.id, back: `/cabinet/shops/${s.id}` }, async () => ((await removePayoutProvider(ctx.app.store, s.id)) ? '' : '(none was set)'));
-}
+export const postRemovePayoutProvider = shopChange('shop.payout_provider.remove', async (ctx, id) => ((await removePayoutProvider(ctx.app.store, id)) ? '' : '(none was set)'));

@@ -187,6 +187,11 @@ export function ct(lang: Lang, key: CabKey): string {
   return TEXTS[key][lang === 'ru' ? 0 : 1];
 }
 
+/** A code in words from a [Russian, English] table; an unknown code as it is. */
+function inWords(table: Record<string, [string, string]>, lang: Lang, code: string): string {
+  return table[code]?.[lang === 'ru' ? 0 : 1] ?? code;
+}
+
 const STATUS: Record<string, [string, string]> = {
   pending: ['ожидает', 'pending'],
   processing: ['в обработке', 'processing'],
@@ -197,9 +202,7 @@ const STATUS: Record<string, [string, string]> = {
   expired: ['истёк', 'expired'],
 };
 
-export function statusText(lang: Lang, status: string): string {
-  return STATUS[status]?.[lang === 'ru' ? 0 : 1] ?? status;
-}
+export const statusText = (lang: Lang, status: string): string => inWords(STATUS, lang, status);
 
 export function statusBadge(lang: Lang, status: string): string {
   return `<span class="badge ${esc(status)}">${esc(statusText(lang, status))}</span>`;
@@ -228,10 +231,8 @@ const CODES: Record<string, [string, string]> = {
   live: ['боевой', 'live'],
 };
 
-/** A method or mode code as a person reads it (unknown codes as they are). */
-export function codeText(lang: Lang, code: string): string {
-  return CODES[code]?.[lang === 'ru' ? 0 : 1] ?? code;
-}
+/** A method or mode code as a person reads it. */
+export const codeText = (lang: Lang, code: string): string => inWords(CODES, lang, code);
 
 const DELIVERY: Record<string, [string, string]> = {
   succeeded: ['доставлено', 'delivered'],
@@ -239,9 +240,7 @@ const DELIVERY: Record<string, [string, string]> = {
   pending: ['в очереди', 'queued'],
 };
 
-export function deliveryText(lang: Lang, status: string): string {
-  return DELIVERY[status]?.[lang === 'ru' ? 0 : 1] ?? status;
-}
+export const deliveryText = (lang: Lang, status: string): string => inWords(DELIVERY, lang, status);
 
 /** A bank's name as stored, with the simulator's own bank named in the page's language. */
 export function bankText(lang: Lang, name: string): string {
@@ -249,12 +248,7 @@ export function bankText(lang: Lang, name: string): string {
 }
 
 /** The forms of a counted word: Russian needs one, few and many (1 платёж, 2 платежа, 5 платежей); English one and other. */
-interface Plural {
-  one: string;
-  few?: string;
-  many?: string;
-  other: string;
-}
+type Plural = { one: string; few?: string; many?: string; other: string };
 
 const RULES = { ru: new Intl.PluralRules('ru-RU'), en: new Intl.PluralRules('en-GB') };
 
@@ -282,17 +276,9 @@ export function maskPhone(phone: string): string {
   return digits.length < 4 ? '•••' : `+${digits.slice(0, digits.length - 10 || 1)} ••• •••-••-${digits.slice(-2)}`;
 }
 
-/** What a payment's status cell reads: its status, and for the refunded share its amounts. */
-interface StatusFigures {
-  status: string;
-  amount: number;
-  amount_refunded: number;
-  currency: string;
-}
-
 // A payment's status cell in every list: the badge, and once money went back how much of how much. A partly refunded
 // payment stays `succeeded` in the API, which alone hid the refund.
-export function paymentStatusCell(lang: Lang, p: StatusFigures): string {
+export function paymentStatusCell(lang: Lang, p: { status: string; amount: number; amount_refunded: number; currency: string }): string {
   const badge = statusBadge(lang, p.status);
   const [amount, refunded] = [Number(p.amount), Number(p.amount_refunded)];
   if (!(refunded > 0)) return badge;

@@ -2,7 +2,7 @@ import type { Engine, Reader, Store } from '../../platform/storage/store';
 
 /** Failed sign-ins of one email allowed at full speed; after these each attempt must wait (see delayAfter). */
 export const SLOW_AFTER_FAILURES = 3;
-export const LOCK_AFTER_FAILURES = 10;
+const LOCK_AFTER_FAILURES = 10;
 /** A client address is allowed this many times more failures than one email (one office, many users). */
 const IP_FACTOR = 5;
 /** How long a lock lasts, and how long failures are remembered after the last one. */
@@ -11,12 +11,6 @@ const MAX_DELAY_MS = 60_000;
 
 // Every password check first reserves an attempt: one conditional upsert per subject (email, client address) counts a failure
 // in advance and sets `locked_until`; the database decides, so a burst on any number of nodes gets no more checks.
-
-interface FailureRow {
-  failures: number;
-  last_failed_at: number;
-  locked_until: number | null;
-}
 
 /** The counters an attempt is charged to, with how many times the email's limits each is allowed. */
 function subjects(email: string, ip: string): Array<{ subject: string; factor: number }> {
@@ -56,15 +50,9 @@ WHERE cabinet_login_failures.locked_until IS NULL OR cabinet_login_failures.lock
 /** A reservation refused: rolls back what the transaction reserved before it. */
 class Refused extends Error {}
 
-/** What reserving an attempt gave: `ok`, else the ms to wait; `locks`: this attempt, should it fail, locks the email. */
-interface Attempt {
-  ok: boolean;
-  wait_ms: number;
-  locks: boolean;
-}
-
-/** Reserve one password check for this email from this address (a failure until `attemptSucceeded`); refused while either must wait. */
-export async function reserveAttempt(store: Store, email: string, ip: string, now: number): Promise<Attempt> {
+// Reserves one password check for this email from this address (a failure until `attemptSucceeded`); refused while either
+// must wait. Gives `ok`, else the ms to wait; `locks`: this attempt, should it fail, locks the email.
+export async function reserveAttempt(store: Store, email: string, ip: string, now: number): Promise<{ ok: boolean; wait_ms: number; locks: boolean }> {
   try {
     const failures = await store.write(async (tx) => {
       // Failures older than the lock are forgotten anyway: dropping them keeps the table to the last 15 minutes.
@@ -84,7 +72,7 @@ export async function reserveAttempt(store: Store, email: string, ip: string, no
 }
 
 /** An attempt whose password (and code) was right: the email's failures are forgotten, the address gets its reservation back. */
-export async function attemptSucceeded(store: Store, email: string, ip: string): Promise<void> {
+async function attemptSucceeded(store: Store, email: string, ip: string): Promise<void> {
   const [mail, addr] = subjects(email, ip);
   await store.write(async (tx) => {
     await tx.run('DELETE FROM cabinet_login_failures WHERE subject = ?', mail.subject);
@@ -100,7 +88,8 @@ export async function attemptSucceeded(store: Store, email: string, ip: string):
 export async function signInWait(q: Reader, email: string, ip: string, now: number): Promise<number> {
   let wait = 0;
   for (const { subject, factor } of subjects(email, ip)) {
-    const row = await q.get<FailureRow>('SELECT failures, last_failed_at, locked_until FROM cabinet_login_failures WHERE subject = ?', subject);
+    const sql = 'SELECT failures, last_failed_at, locked_until FROM cabinet_login_failures WHERE subject = ?';
+    const row = await q.get<{ failures: number; last_failed_at: number; locked_until: number | null }>(sql, subject);
     if (!row) continue;
     if (row.locked_until !== null) wait = Math.max(wait, row.locked_until - now);
     else if (now - row.last_failed_at < LOCK_MS) wait = Math.max(wait, row.last_failed_at + delayAfter(row.failures, factor) - now);

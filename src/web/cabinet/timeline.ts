@@ -1,5 +1,6 @@
 import type { Ctx } from '../../platform/http/types';
-import type { Reader } from '../../platform/storage/store';
+import type { Engine, Reader } from '../../platform/storage/store';
+import { indexedBy } from '../../platform/storage/dialect';
 import { eventIdPrefix } from '../../platform/util/ids';
 import type { PaymentRow } from '../../money/bank-port/payment';
 import type { Endpoint } from '../../money/webhooks/store';
@@ -22,31 +23,18 @@ interface TimelineEvent {
   webhook_event: string | null;
 }
 
-/** A page of a payment's timeline, and where the next one starts when the window ended before the log did. */
-interface Timeline {
-  events: TimelineEvent[];
-  /** The seq the next window starts at; null when this one reached the end of the shop's log. */
-  next: number | null;
-}
-
 /** Ids of the events stamped at the payment's creation, one millisecond: the range its payment.created event lies in. */
 export const CREATED_EVENT_SQL = 'SELECT min(seq) AS seq FROM events WHERE id >= ? AND id < ? AND payment_id = ?';
+const windowSql = (engine: Engine) => `SELECT seq, id, kind, payload, at, webhook_event FROM (
+  SELECT seq, id, kind, payload, at, webhook_event, payment_id FROM events${indexedBy(engine, 'events_shop_seq')}
+  WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT ?
+) AS win WHERE payment_id = ? ORDER BY seq LIMIT ?`;
+const windowEndSql = (engine: Engine) =>
+  `SELECT seq FROM events${indexedBy(engine, 'events_shop_seq')} WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT 1 OFFSET ?`;
 /** A window of the shop's log from a seq, and the payment's events in it. */
-export const WINDOW_SQL = {
-  sqlite: `SELECT seq, id, kind, payload, at, webhook_event FROM (
-  SELECT seq, id, kind, payload, at, webhook_event, payment_id FROM events INDEXED BY events_shop_seq
-  WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT ?
-) AS win WHERE payment_id = ? ORDER BY seq LIMIT ?`,
-  postgres: `SELECT seq, id, kind, payload, at, webhook_event FROM (
-  SELECT seq, id, kind, payload, at, webhook_event, payment_id FROM events
-  WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT ?
-) AS win WHERE payment_id = ? ORDER BY seq LIMIT ?`,
-};
+export const WINDOW_SQL = { sqlite: windowSql('sqlite'), postgres: windowSql('postgres') };
 /** The last seq of such a window, read from the index alone; none when the window was not full. */
-export const WINDOW_END_SQL = {
-  sqlite: 'SELECT seq FROM events INDEXED BY events_shop_seq WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT 1 OFFSET ?',
-  postgres: 'SELECT seq FROM events WHERE shop_id = ? AND mode = ? AND seq >= ? ORDER BY seq LIMIT 1 OFFSET ?',
-};
+export const WINDOW_END_SQL = { sqlite: windowEndSql('sqlite'), postgres: windowEndSql('postgres') };
 
 /** Where a payment's events begin: its payment.created event, found by the index on `id` within the creation millisecond; null when gone. */
 async function firstEventSeq(q: Reader, p: PaymentRow): Promise<number | null> {
@@ -55,8 +43,9 @@ async function firstEventSeq(q: Reader, p: PaymentRow): Promise<number | null> {
 }
 
 // The payment's events in one window of at most TIMELINE_SCAN_ROWS shop events from `from` (default: its payment.created);
-// events long after (a refund weeks later in a busy shop) may lie past it: `next` says where the following window starts.
-export async function timeline(q: Reader, p: PaymentRow, from?: number): Promise<Timeline> {
+// events long after (a refund weeks later in a busy shop) may lie past it: `next` says where the following window starts
+// (null when this one reached the end of the shop's log).
+export async function timeline(q: Reader, p: PaymentRow, from?: number): Promise<{ events: TimelineEvent[]; next: number | null }> {
   const start = from ?? (await firstEventSeq(q, p)) ?? 0;
   const events = await q.all<TimelineEvent>(WINDOW_SQL[q.engine], p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS, p.id, TIMELINE_MAX);
   const end = await q.get<{ seq: number }>(WINDOW_END_SQL[q.engine], p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS - 1);

@@ -34,8 +34,8 @@ export interface CabinetUser {
 }
 
 /** A password as stored: `scrypt$N$r$p$salt$key`, so the cost can be raised later without breaking old hashes. */
-function hashPassword(password: string): string {
-  checkPassword(password);
+function hashPassword(password: string, action?: string): string {
+  checkPassword(password, action);
   const salt = randomBytes(SALT_BYTES);
   const key = scryptSync(password, salt, KEY_BYTES, SCRYPT);
   return `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${salt.toString('base64url')}$${key.toString('base64url')}`;
@@ -59,30 +59,27 @@ export async function verifyPassword(stored: string | null, password: string): P
   return stored !== null && timingSafeEqual(got, expected);
 }
 
-/** Refuse a password too short to resist guessing or too long to hash cheaply. */
-function checkPassword(password: string): void {
-  if (password.length < PASSWORD_MIN) throw new Error(`the password must have at least ${PASSWORD_MIN} characters, got ${password.length}`);
-  if (password.length > PASSWORD_MAX) throw new Error(`the password must have at most ${PASSWORD_MAX} characters`);
+/** Refuse a password too short to resist guessing or too long to hash cheaply; `action` starts the message. */
+function checkPassword(password: string, action?: string): void {
+  const why =
+    password.length < PASSWORD_MIN ? `the password must have at least ${PASSWORD_MIN} characters, got ${password.length}`
+    : password.length > PASSWORD_MAX ? `the password must have at most ${PASSWORD_MAX} characters`
+    : null;
+  if (why) throw new Error(action ? `${action}: ${why}` : why);
 }
 
 /** An email as the cabinet keys it: trimmed, lower case; throws unless it looks like one. */
-function normalEmail(email: string): string {
+function normalEmail(email: string, action: string): string {
   const e = email.trim().toLowerCase();
-  if (!/^[^\s@]{1,64}@[^\s@]{1,190}\.[^\s@]{1,63}$/.test(e)) throw new Error(`"${email.slice(0, 80)}" is not an email address`);
+  if (!/^[^\s@]{1,64}@[^\s@]{1,190}\.[^\s@]{1,63}$/.test(e)) throw new Error(`${action}: "${email.slice(0, 80)}" is not an email address`);
   return e;
 }
 
 export async function createUser(store: Store, input: { merchantId: string; email: string; password: string }, now: number): Promise<CabinetUser> {
   const action = 'cannot create cabinet user';
   if (!(await getMerchant(store, input.merchantId))) throw new Error(`${action}: merchant "${input.merchantId}" not found`);
-  let email: string;
-  let hash: string;
-  try {
-    email = normalEmail(input.email);
-    hash = hashPassword(input.password);
-  } catch (err) {
-    throw new Error(`${action}: ${(err as Error).message}`);
-  }
+  const email = normalEmail(input.email, action);
+  const hash = hashPassword(input.password, action);
   if (await getUserByEmail(store, email)) throw new Error(`${action}: "${email}" already has a user`);
   const id = uuid();
   await store.tx((tx) => tx.run('INSERT INTO cabinet_users (id, merchant_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)', id, input.merchantId, email, hash, now));
@@ -93,7 +90,6 @@ export function getUser(q: Reader, id: string): Promise<CabinetUser | undefined>
   return q.get<CabinetUser>('SELECT * FROM cabinet_users WHERE id = ?', id);
 }
 
-/** A user by email (any case). */
 export function getUserByEmail(q: Reader, email: string): Promise<CabinetUser | undefined> {
   return q.get<CabinetUser>('SELECT * FROM cabinet_users WHERE email = ?', email.trim().toLowerCase());
 }
@@ -122,15 +118,13 @@ function totpContext(column: 'totp_secret' | 'totp_pending', userId: string): st
   return `cabinet_users.${column}:${userId}`;
 }
 
-/** A user's confirmed TOTP secret (base32), unsealed; null when TOTP is off. */
-function totpSecret(store: Store, user: CabinetUser): string | null {
-  return user.totp_secret === null ? null : unseal(store.path, user.totp_secret, totpContext('totp_secret', user.id));
+/** A user's confirmed TOTP secret (`totp_secret`) or that of an enrolment in progress (`totp_pending`), base32; null when none. */
+function totpSecret(store: Store, user: CabinetUser, column: 'totp_secret' | 'totp_pending' = 'totp_secret'): string | null {
+  const sealed = user[column];
+  return sealed === null ? null : unseal(store.path, sealed, totpContext(column, user.id));
 }
 
-/** The secret of a user's enrolment in progress (base32), unsealed; null when none is pending. */
-export function pendingTotpSecret(store: Store, user: CabinetUser): string | null {
-  return user.totp_pending === null ? null : unseal(store.path, user.totp_pending, totpContext('totp_pending', user.id));
-}
+export const pendingTotpSecret = (store: Store, user: CabinetUser): string | null => totpSecret(store, user, 'totp_pending');
 
 /** A refused or failed password check inside a session, as the message the page shows. */
 export function checkRefusal(action: string, outcome: CheckOutcome, wrong: string): string {
@@ -143,11 +137,7 @@ export async function changePassword(store: Store, userId: string, current: stri
   const action = 'Cannot change the password';
   const user = await getUser(store, userId);
   if (!user) throw new Error(`${action}: user "${userId}" not found`);
-  try {
-    checkPassword(next);
-  } catch (err) {
-    throw new Error(`${action}: ${(err as Error).message}`);
-  }
+  checkPassword(next, action);
   const outcome = await throttledCheck(store, { email: user.email, ip: o.ip, now: o.now }, () => verifyPassword(user.password_hash, current));
   if (outcome.kind !== 'passed') throw new Error(checkRefusal(action, outcome, 'the current password is wrong'));
   // The slow hash of the new password only once the attempt passed the throttle and the current password.
@@ -182,7 +172,6 @@ export async function confirmTotp(store: Store, userId: string, code: string, no
   return codes;
 }
 
-/** Turn TOTP off and drop the recovery codes. */
 export async function disableTotp(store: Store, userId: string): Promise<void> {
   await store.tx(async (tx) => {
     await tx.run('UPDATE cabinet_users SET totp_secret = NULL, totp_pending = NULL, totp_last_step = 0 WHERE id = ?', userId);

@@ -3,7 +3,7 @@ import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/layout';
 import { addEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, WEBHOOK_EVENTS, type Endpoint } from '../../money/webhooks/store';
 import { deliveryLog } from '../../money/webhooks/log';
-import { cabinetPage, field, postForm, table, tags, options } from './layout';
+import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
 import { audit, change, chosenShop, ownShop, refused, shopOfOwn } from './scope';
 import { form } from './guard';
 import { shopPicker } from './keys';
@@ -49,7 +49,7 @@ export async function webhooksPage(ctx: Ctx<Core>): Promise<Reply> {
     ]),
     ct(lang, 'nothing'),
   );
-  const events = `<fieldset class="checks"><legend>${esc(ct(lang, 'events'))}</legend>${WEBHOOK_EVENTS.map((e) => `<label><input type="checkbox" name="event" value="${e}"> <code>${e}</code></label>`).join('')}</fieldset><p class="muted">${esc(ct(lang, 'events_hint'))}</p>`;
+  const events = `${checkboxes(ct(lang, 'events'), 'event', WEBHOOK_EVENTS)}<p class="muted">${esc(ct(lang, 'events_hint'))}</p>`;
   const body = `<h1>${esc(ct(lang, 'webhooks'))} · ${esc(shop.name)}</h1>
 ${await shopPicker(ctx, '/cabinet/webhooks', shop.id)}
 ${list}
@@ -101,7 +101,7 @@ export async function postEndpoint(ctx: Ctx<Core>): Promise<Reply> {
   try {
     made = await addEndpoint(ctx.app.store, { shopId: shop.id, url: (f.get('url') ?? '').trim(), events: f.getAll('event').join(','), signature: f.get('signature') ?? 'v2', allow: ctx.app.config.webhookAllow }, ctx.app.clocks.real());
   } catch (err) {
-    return cabinetPage(ctx, { title: ct(lang, 'webhooks'), active: 'webhooks', status: 400, body: `<h1>${esc(ct(lang, 'add_endpoint'))}</h1><p class="alert" role="alert">${esc((err as Error).message)}</p><p><a href="/cabinet/webhooks?shop=${esc(shop.id)}">${esc(ct(lang, 'back'))}</a></p>` });
+    return createRefused(ctx, 'webhooks', 'add_endpoint', err, `/cabinet/webhooks?shop=${shop.id}`);
   }
   await audit(ctx, 'webhook.add', made.endpoint.id, made.endpoint.url);
   return secretPage(ctx, shop.id, made.endpoint.url, made.secret);
@@ -109,12 +109,11 @@ export async function postEndpoint(ctx: Ctx<Core>): Promise<Reply> {
 
 function secretPage(ctx: Ctx<Core>, shopId: string, url: string, secret: string, note = ''): Reply {
   const lang = ctx.cabinet!.lang;
-  const body = `<h1>${esc(ct(lang, 'webhooks'))}</h1>
-<p class="ok" role="status">${esc(ct(lang, 'shown_once'))}${note ? ' ' + esc(note) : ''}</p>
-<p class="mono">${esc(url)}</p>
-${field('new-secret', 'Webhook secret', `<output id="new-secret" class="secret">${esc(secret)}</output>`)}
-<p><a class="btn" href="/cabinet/webhooks?shop=${esc(shopId)}">${esc(ct(lang, 'back'))}</a></p>`;
-  return cabinetPage(ctx, { title: ct(lang, 'webhooks'), active: 'webhooks', body });
+  const shown = `<p class="mono">${esc(url)}</p>
+${field('new-secret', 'Webhook secret', `<output id="new-secret" class="secret">${esc(secret)}</output>`)}`;
+  const title = ct(lang, 'webhooks');
+  const next = `/cabinet/webhooks?shop=${shopId}`;
+  return shownOnce(ctx, { title, active: 'webhooks', h1: title, note: `${ct(lang, 'shown_once')}${note ? ` ${note}` : ''}`, shown, next });
 }
 
 async function ownEndpoint(ctx: Ctx<Core>) {

@@ -13,7 +13,7 @@ type Loaded = { lang: ReturnType<typeof langOf>; p: PaymentView; form: Record<st
 /** The payment of a page action, or the not-found page; a form from another site gets the 403 page before anything is read. */
 export async function loadForAction(ctx: Ctx<Pick<Core, 'store' | 'payPageUrl'>>): Promise<Loaded | Reply> {
   const lang = langOf(ctx);
-  if (fromAnotherSite(ctx, ctx.app.payPageUrl())) return renderForeign(ctx, lang, ctx.params.id);
+  if (fromAnotherSite(ctx, ctx.app.payPageUrl())) return renderForeign(lang, ctx.params.id);
   const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
   if (!p) return renderNotFound(ctx, lang);
   return { lang, p, form: formOf(ctx.body) };

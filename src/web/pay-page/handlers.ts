@@ -30,20 +30,11 @@ export async function showPage(ctx: Ctx<PageCore>): Promise<Reply> {
   if (p.status === 'pending') return renderPage(ctx, lang, p, await pendingScreen(ctx, sc), { ...poll, query: screenQuery(ctx) });
   // A live payment is paid on the acquirer's side: its bank says what the page shows.
   if (!isTest(p)) return liveScreen(ctx, lang, p, await liveSession(ctx, p));
-  if (step?.step === 'challenge') return renderPage(ctx, lang, p, threeDsScreen(sc), poll);
-  if (step?.step === 'confirm') return renderPage(ctx, lang, p, confirmScreen(sc), poll);
-  if (step?.step === 'waiting') return renderPage(ctx, lang, p, processingScreen(sc), poll);
-  switch (p.method) {
-    case 'sbp':
-      return renderPage(ctx, lang, p, sbpScreen(sc, await qrSvg(`${ctx.app.payPageUrl()}/pay/${p.id}`)), poll);
-    case 'cards':
-      return renderPage(ctx, lang, p, cardScreen(sc), poll);
-    case 'tpay':
-    case 'bankpay':
-      return renderPage(ctx, lang, p, bankScreen(sc), poll);
-    default:
-      return renderPage(ctx, lang, p, processingScreen(sc), poll);
-  }
+  const byStep = step && { challenge: threeDsScreen, confirm: confirmScreen, waiting: processingScreen }[step.step];
+  if (byStep) return renderPage(ctx, lang, p, byStep(sc), poll);
+  if (p.method === 'sbp') return renderPage(ctx, lang, p, sbpScreen(sc, await qrSvg(`${ctx.app.payPageUrl()}/pay/${p.id}`)), poll);
+  const screen = p.method === 'cards' ? cardScreen : p.method === 'tpay' || p.method === 'bankpay' ? bankScreen : processingScreen;
+  return renderPage(ctx, lang, p, screen(sc), poll);
 }
 
 const isPageMethod = (m: string | null): m is PageMethod => m !== null && (PAGE_METHODS as readonly string[]).includes(m);

@@ -138,14 +138,8 @@ export function failureReason(lang: Lang, code: string | undefined): string {
   return (REASONS[code ?? ''] ?? REASONS.other)[lang === 'ru' ? 0 : 1];
 }
 
-/** What the page is for, from the payment's kind: a payment, a card binding or a subscription's first payment. */
-export interface Purpose {
-  title: string;
-  /** The main button of the card form. */
-  action: string;
-  /** The success screen's heading. */
-  done: string;
-}
+/** What the page is for, from the payment's kind: its title, the card form's button, the success screen's heading. */
+type Purpose = { title: string; action: string; done: string };
 
 const PURPOSES: Record<Lang, Record<string, Purpose>> = {
   ru: {

@@ -2,7 +2,7 @@ import type { Ctx, Reply } from '../../platform/http/types';
 import { ApiError } from '../../platform/http/errors';
 import type { PaymentView } from '../../money/bank-port/payment';
 import { FINAL_STATUSES } from '../../money/bank-port/payment';
-import { pickLang, purpose, t, type Lang } from './i18n';
+import { pickLang, purpose, t, type Lang, type TextKey } from './i18n';
 import { href, kindOf, newNonce, page, pageHeaders, returnOrigin } from './layout';
 import { foreignScreen, notFoundScreen } from './screens';
 import type { PageStep } from './steps';
@@ -50,17 +50,19 @@ export function renderPage(ctx: Ctx, lang: Lang, p: PaymentView, body: string, o
   return { status: o.status ?? 200, html, headers: pageHeaders(nonce, returnOrigin(p.return_url)) };
 }
 
-export function renderNotFound(ctx: Ctx, lang: Lang): Reply {
+/** A page of no payment: its status, the GET path of its language switch, title and screen. */
+function bare(status: number, lang: Lang, path: string, title: TextKey, body: string): Reply {
   const nonce = newNonce();
-  const html = page({ lang, nonce, path: ctx.path, title: t(lang, 'not_found_title') }, notFoundScreen(lang));
-  return { status: 404, html, headers: pageHeaders(nonce, null) };
+  return { status, html: page({ lang, nonce, path, title: t(lang, title) }, body), headers: pageHeaders(nonce, null) };
+}
+
+export function renderNotFound(ctx: Ctx, lang: Lang): Reply {
+  return bare(404, lang, ctx.path, 'not_found_title', notFoundScreen(lang));
 }
 
 /** The 403 page for a form another site sent: nothing changed, and the way to the payment's own page. */
-export function renderForeign(ctx: Ctx, lang: Lang, paymentId: string): Reply {
-  const nonce = newNonce();
-  const html = page({ lang, nonce, path: `/pay/${encodeURIComponent(paymentId)}`, title: t(lang, 'foreign_title') }, foreignScreen(lang, paymentId));
-  return { status: 403, html, headers: pageHeaders(nonce, null) };
+export function renderForeign(lang: Lang, paymentId: string): Reply {
+  return bare(403, lang, `/pay/${encodeURIComponent(paymentId)}`, 'foreign_title', foreignScreen(lang, paymentId));
 }
 
 /** Back to the payment's page (303 after a form), which shows whatever state the payment is in now. */

@@ -51,11 +51,16 @@ ${cancelLink(lang, p, method)}
 </div>`;
 }
 
+/** A centred status: its icon, heading and line of text, then `inner` inside the box. */
+function statusBox(lang: Lang, icon: string, title: TextKey, text: TextKey, inner = ''): string {
+  return `<div class="status">${icon}
+<h2>${esc(t(lang, title))}</h2>
+<p class="muted">${esc(t(lang, text))}</p>${inner}</div>`;
+}
+
 /** The buyer's confirmation that they give up: "Yes, cancel" posts confirm=yes, "Back" returns to `from`. */
 export function cancelConfirm({ lang, p }: ScreenCtx, from: string | null): string {
-  return `<div class="status">${STATUS_ICONS.off}
-<h2>${esc(t(lang, 'cancel_confirm_title'))}</h2>
-<p class="muted">${esc(t(lang, 'cancel_confirm_text'))}</p></div>
+  return `${statusBox(lang, STATUS_ICONS.off, 'cancel_confirm_title', 'cancel_confirm_text')}
 <div class="stack">
 <form method="post" action="${esc(href(payPath(p, '/cancel'), lang))}">
 <input type="hidden" name="confirm" value="yes">
@@ -101,10 +106,8 @@ export function cardPayStep(sc: ScreenCtx, canChange: boolean, errors: CardField
 
 /** A form posted from another site: refused, nothing changed, with the way to the payment's own page. */
 export function foreignScreen(lang: Lang, paymentId: string): string {
-  return `<div class="status">${STATUS_ICONS.off}
-<h2>${esc(t(lang, 'foreign_title'))}</h2>
-<p class="muted">${esc(t(lang, 'foreign_text'))}</p>
-<div class="stack"><a class="btn" href="${esc(href(`/pay/${encodeURIComponent(paymentId)}`, lang))}">${esc(t(lang, 'open_payment'))}</a></div></div>`;
+  const open = `<a class="btn" href="${esc(href(`/pay/${encodeURIComponent(paymentId)}`, lang))}">${esc(t(lang, 'open_payment'))}</a>`;
+  return statusBox(lang, STATUS_ICONS.off, 'foreign_title', 'foreign_text', `\n<div class="stack">${open}</div>`);
 }
 
 function planLine(lang: Lang, p: PaymentView): string {
@@ -263,7 +266,5 @@ ${back ? `<div class="stack">${back}</div>` : ''}
 }
 
 export function notFoundScreen(lang: Lang): string {
-  return `<div class="status">${STATUS_ICONS.off}
-<h2>${esc(t(lang, 'not_found_title'))}</h2>
-<p class="muted">${esc(t(lang, 'not_found_text'))}</p></div>`;
+  return statusBox(lang, STATUS_ICONS.off, 'not_found_title', 'not_found_text');
 }

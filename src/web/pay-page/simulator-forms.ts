@@ -27,17 +27,12 @@ export async function postBank(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   }
   const step = await getStep(ctx.app.store, p.id);
   if (step && step.step !== 'confirm') return backToPage(p.id, lang);
-  if (action === 'decline') {
-    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: BUYER_DECLINE }));
-  } else if (step) {
-    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'succeeded' }));
-  } else {
-    const plan = planFromMetadata(p.metadata);
-    if (plan?.outcome === 'requires_action') await putStep(ctx.app, p, blankStep('confirm'));
-    else if (plan?.outcome === 'pending') await putStep(ctx.app, p, blankStep('waiting'));
-    else if (plan?.outcome === 'failed') await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: plan.failureCode }));
-    else await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'succeeded' }));
-  }
+  // A decline, or an approval of the confirmation step, ends it; a first approval does what the payment's plan says.
+  const plan = action === 'decline' ? { outcome: 'failed', failureCode: BUYER_DECLINE } : step ? null : planFromMetadata(p.metadata);
+  if (plan?.outcome === 'requires_action') await putStep(ctx.app, p, blankStep('confirm'));
+  else if (plan?.outcome === 'pending') await putStep(ctx.app, p, blankStep('waiting'));
+  else if (plan?.outcome === 'failed') await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: plan.failureCode }));
+  else await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'succeeded' }));
   if (step || action === 'decline') await clearStep(ctx.app.store, p.id);
   return backToPage(p.id, lang);
 }

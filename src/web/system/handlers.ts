@@ -29,12 +29,8 @@ const docCache = new Map<string, string>();
 export function openapiHandler(document: (version: string, serverUrl: string) => Record<string, unknown>): (ctx: Ctx<Pick<Core, 'baseUrl' | 'version'>>) => Reply {
   return (ctx) => {
     const url = ctx.app.baseUrl();
-    let doc = docCache.get(url);
-    if (doc === undefined) {
-      doc = JSON.stringify(document(ctx.app.version, url));
-      docCache.set(url, doc);
-    }
-    return { json: doc };
+    if (!docCache.has(url)) docCache.set(url, JSON.stringify(document(ctx.app.version, url)));
+    return { json: docCache.get(url)! };
   };
 }
 

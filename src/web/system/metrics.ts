@@ -7,7 +7,7 @@ import { countJobs } from '../../platform/queue/jobs-table';
 import { pendingDeliveryCount } from '../../platform/storage/dialect';
 
 /** Upper bounds (seconds) of the request latency histogram's buckets; +Inf is implied. */
-export const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 // Labels come from the route table and a fixed method list, never from the raw path: the series count stays bounded.
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -24,14 +24,11 @@ export interface MetricsSources {
 export class Metrics {
   private readonly requests = new Map<string, number>();
   private readonly histograms = new Map<string, { buckets: number[]; sum: number; count: number }>();
-  private readonly startedAt: number;
   /** Webhook attempts by result, and deliveries that ended by state, since start (counters, kept in memory). */
   private readonly attempts = new Map<string, number>([['succeeded', 0], ['error_status', 0], ['no_response', 0]]);
   private readonly ended = new Map<string, number>([['succeeded', 0], ['failed', 0]]);
 
-  constructor(startedAtMs: number) {
-    this.startedAt = startedAtMs;
-  }
+  constructor(private readonly startedAt: number) {}
 
   /** Count one finished request (the server calls it on every response, aborted ones included). */
   readonly observe = (route: string, method: string, status: number, duration_ms: number): void => {
@@ -71,12 +68,9 @@ export class Metrics {
     }
     await renderJobs(sources.store, out);
     await renderWebhooks(sources, out, this.attempts, this.ended);
-    describe(out, 'kopek_sse_clients', 'gauge', 'Event stream (SSE) clients connected now.');
-    out.push(`kopek_sse_clients ${sources.stream.clientCount}`);
-    describe(out, 'kopek_process_resident_memory_bytes', 'gauge', 'Resident set size of the process.');
-    out.push(`kopek_process_resident_memory_bytes ${process.memoryUsage().rss}`);
-    describe(out, 'kopek_process_uptime_seconds', 'gauge', 'Seconds since the server started.');
-    out.push(`kopek_process_uptime_seconds ${round((nowMs - this.startedAt) / 1000)}`);
+    gauge(out, 'kopek_sse_clients', 'Event stream (SSE) clients connected now.', sources.stream.clientCount);
+    gauge(out, 'kopek_process_resident_memory_bytes', 'Resident set size of the process.', process.memoryUsage().rss);
+    gauge(out, 'kopek_process_uptime_seconds', 'Seconds since the server started.', round((nowMs - this.startedAt) / 1000));
     return out.join('\n') + '\n';
   }
 }
@@ -98,14 +92,17 @@ async function renderWebhooks(sources: MetricsSources, out: string[], attempts: 
   for (const [state, n] of [...ended].sort()) out.push(`kopek_webhook_deliveries_ended_total{state="${state}"} ${n}`);
   // Pending deliveries are read through their partial index: only those rows, however long the log.
   const pending = await pendingDeliveryCount(sources.store);
-  describe(out, 'kopek_webhook_deliveries', 'gauge', 'Webhook deliveries (one per event and receiver) waiting for an answer.');
-  out.push(`kopek_webhook_deliveries{state="pending"} ${pending}`);
-  describe(out, 'kopek_webhook_attempts_in_flight', 'gauge', 'Webhook attempts under way now.');
-  out.push(`kopek_webhook_attempts_in_flight ${sources.webhooks.inFlight}`);
+  gauge(out, 'kopek_webhook_deliveries', 'Webhook deliveries (one per event and receiver) waiting for an answer.', pending, '{state="pending"}');
+  gauge(out, 'kopek_webhook_attempts_in_flight', 'Webhook attempts under way now.', sources.webhooks.inFlight);
 }
 
 function describe(out: string[], name: string, type: 'counter' | 'gauge' | 'histogram', help: string): void {
   out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+}
+
+function gauge(out: string[], name: string, help: string, value: number, labels = ''): void {
+  describe(out, name, 'gauge', help);
+  out.push(`${name}${labels} ${value}`);
 }
 
 function escapeLabel(v: string): string {

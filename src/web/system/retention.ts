@@ -4,6 +4,7 @@ import type { Store, Tx } from '../../platform/storage/store';
 import type { Clocks } from '../../platform/clock';
 import type { Module } from '../../money/core/module';
 import { purgeIdempotencySlice } from '../../money/idempotency/idempotency';
+import { DAY_MS } from '../../platform/util/time';
 
 /** Rows per batch (one small group-committed body, so requests never wait long behind it), batches per run, run interval. */
 export const RETENTION_LIMITS = { batch_rows: 500, batches_per_run: 20, interval_ms: 60_000 };
@@ -17,72 +18,61 @@ export interface RetentionDeps {
   readonly config: RetentionConfig;
 }
 
-/** What one table keeps and how its old rows are found, a batch at a time. */
+/** What one table keeps, and a purge of one batch of its rows older than `cutoff` (`more`: another batch may find more). */
 interface Rule {
   name: string;
-  /** Delete one batch of rows older than `cutoff` from at most `limit` rows read; `more`: another batch may find more. */
-  purge(tx: Tx, cutoff: number, limit: number): Promise<{ deleted: number; more: boolean }>;
   keep_ms(config: RetentionConfig): number;
+  purge(tx: Tx, cutoff: number, limit: number): Promise<{ deleted: number; more: boolean }>;
 }
 
-const DAY_MS = 86_400_000;
-
-/** A purge by one DELETE of a batch of the oldest rows (`params` orders cutoff and limit): another may follow while a batch is full. */
-function oldest(sql: string, params: (cutoff: number, limit: number) => number[]): Rule['purge'] {
+/** A purge by one DELETE of a batch of the oldest rows: another may follow while a batch is full. */
+function oldest(sql: string, order: 'cutoff, limit' | 'limit, cutoff' = 'limit, cutoff'): Rule['purge'] {
   return async (tx, cutoff, limit) => {
-    const deleted = (await tx.run(sql, ...params(cutoff, limit))).changes;
+    const deleted = (await tx.run(sql, ...(order === 'cutoff, limit' ? [cutoff, limit] : [limit, cutoff]))).changes;
     return { deleted, more: deleted === limit };
   };
 }
 
+const days = (key: 'retainJobsDays' | 'retainDeliveriesDays' | 'retainEventsDays') => (config: RetentionConfig) => config[key] * DAY_MS;
+
 // The books (payments, refunds, payouts, tokens, subscriptions, ledger) are never purged; what goes is finished work: done
-// jobs, ended deliveries and their attempts, old events (not one a delivery waits on), idempotency records.
+// jobs, ended deliveries and their attempts, old events (not one a delivery waits on), idempotency records. Each but the
+// jobs reads the oldest rows by id only, so a run reads a bounded number of rows.
 const RULES: Rule[] = [
   {
     name: 'jobs',
-    keep_ms: (config) => config.retainJobsDays * DAY_MS,
+    keep_ms: days('retainJobsDays'),
     // Finished jobs by their finish time (real time), through the partial index jobs_finished.
-    purge: oldest(`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)`, (cutoff, limit) => [cutoff, limit]),
+    purge: oldest(
+      `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'cancelled') AND finished_at < ? ORDER BY finished_at LIMIT ?)`,
+      'cutoff, limit',
+    ),
   },
   {
     name: 'webhook_attempts',
-    keep_ms: (config) => config.retainDeliveriesDays * DAY_MS,
-    // Attempts of deliveries that ended; the oldest rows by id only, so a run reads a bounded number of rows.
-    purge: oldest(
-      `DELETE FROM webhook_attempts WHERE id IN (
+    keep_ms: days('retainDeliveriesDays'),
+    purge: oldest(`DELETE FROM webhook_attempts WHERE id IN (
          SELECT a.id FROM (SELECT id, delivery_id, attempted_at FROM webhook_attempts ORDER BY id LIMIT ?) a
          JOIN webhook_deliveries d ON d.id = a.delivery_id
-         WHERE d.state <> 'pending' AND a.attempted_at < ?)`,
-      (cutoff, limit) => [limit, cutoff],
-    ),
+         WHERE d.state <> 'pending' AND a.attempted_at < ?)`),
   },
   {
     name: 'webhook_deliveries',
-    keep_ms: (config) => config.retainDeliveriesDays * DAY_MS,
-    purge: oldest(
-      `DELETE FROM webhook_deliveries WHERE id IN (
+    keep_ms: days('retainDeliveriesDays'),
+    purge: oldest(`DELETE FROM webhook_deliveries WHERE id IN (
          SELECT d.id FROM (SELECT id, state, created_at FROM webhook_deliveries ORDER BY id LIMIT ?) d
          WHERE d.state <> 'pending' AND d.created_at < ?
-           AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id))`,
-      (cutoff, limit) => [limit, cutoff],
-    ),
+           AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id))`),
   },
   {
     name: 'events',
-    keep_ms: (config) => config.retainEventsDays * DAY_MS,
-    purge: oldest(
-      `DELETE FROM events WHERE seq IN (
+    keep_ms: days('retainEventsDays'),
+    purge: oldest(`DELETE FROM events WHERE seq IN (
          SELECT e.seq FROM (SELECT seq, id, at FROM events ORDER BY seq LIMIT ?) e
-         WHERE e.at < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending'))`,
-      (cutoff, limit) => [limit, cutoff],
-    ),
+         WHERE e.at < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending'))`),
   },
-  {
-    name: 'idempotency_keys',
-    keep_ms: (config) => config.retainIdempotencyHours * 3_600_000,
-    // Records are in the order they were made: the oldest first, up to the first still kept.
-    purge: (tx, cutoff, limit) => purgeIdempotencySlice(tx, cutoff, limit),
-  },
+  // Records are in the order they were made: the oldest first, up to the first still kept.
+  { name: 'idempotency_keys', keep_ms: (config) => config.retainIdempotencyHours * 3_600_000, purge: purgeIdempotencySlice },
 ];
 
 /** Deletes what need not be kept, in small batches through the group commit, once a minute; times are real (a test shop's events by its clock). */
