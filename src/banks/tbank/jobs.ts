@@ -12,14 +12,18 @@ import type { PaymentAnswer } from '../../money/bank-port/port';
 import type { Resolved, UrlPolicy } from '../../money/webhooks/url-safety';
 import type { PaymentRow } from '../../money/bank-port/payment';
 import { accepted, amountOf, bankIdOf, checkOrderPayment, paymentAnswerOf, refundAnswerOf, refusal, TBANK, tbankToken } from './protocol';
-import { withoutSecrets, type TBankAnswer } from './protocol';
+import { withoutSecrets, type TBankAnswer, type TBankMethod } from './protocol';
 import { terminalOf } from './settings';
 import { getRebill, getSession, keepUnreadableAmount, putBankRef, recurrentOf, updateSession } from './records';
 import { callBank, getRequest, jsonObject, JOB_MARGIN_MS, markAnswered, sendRecorded, type BankRequestRow } from '../http-call';
-import type { TBankBank } from './bank';
 
-/** What an answer may ask of the connector: another request, a QR code, a session opened anew. */
-type TBankRequests = Pick<TBankBank, 'send' | 'requestQr' | 'reopen'>;
+/** What an answer may ask of the connector (bank.ts): another request, a QR code, a session opened anew. */
+interface TBankRequests {
+  send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>,
+    purpose: Purpose, extra?: Record<string, unknown>): Promise<number>;
+  requestQr(tx: Tx, p: PaymentRow, bankPaymentId: string): Promise<void>;
+  reopen(tx: Tx, p: PaymentRow): Promise<void>;
+}
 
 /** Job kind: send one recorded request to T-Bank and report its answer. */
 export const REQUEST_JOB = 'tbank.request';
