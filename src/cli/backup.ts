@@ -33,7 +33,6 @@ Examples:
   kopek backup /backups/kopek-$(date +%F).db
   kopek backup /backups/kopek.db --force --db /var/lib/kopek/kopek.db --json`;
 
-/** PostgreSQL's own tools copy its databases: pg_dump, or pg_basebackup with WAL archiving for point-in-time recovery. */
 const PG_REFUSAL =
   'cannot back up a PostgreSQL database with kopek backup: use PostgreSQL\'s own tools (pg_dump for a consistent copy, pg_basebackup with WAL archiving for point-in-time recovery)';
 

@@ -50,7 +50,6 @@ interface Finding {
   check: string;
   ok: boolean;
   detail: string;
-  /** What the operator should do; absent when ok. */
   action?: string;
 }
 
@@ -89,7 +88,6 @@ const PG_FILE_CHECKS: Finding = {
   detail: 'skipped on PostgreSQL (permissions, integrity and journal are checks of a SQLite file; PostgreSQL checks its own files)',
 };
 
-/** The SQLite file's own checks: its pages are sound and it is in WAL mode. */
 async function fileChecks(store: Store): Promise<Finding[]> {
   const integrity = await integrityCheck(store, 20);
   const journal = await journalMode(store);

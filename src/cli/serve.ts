@@ -54,7 +54,6 @@ export interface ServedApp {
   readonly url: string;
   /** The store the server writes through (the demo data of a database in memory is made on it). */
   readonly app: { readonly version: string; readonly store: Store };
-  /** Stop accepting, finish in-flight requests, stop timers, close the database. */
   close(): Promise<void>;
 }
 
@@ -143,7 +142,6 @@ function firstKeyHint(config: Config, url: string): string {
   ].join('\n');
 }
 
-/** The lines serve prints on stderr once listening: where, and the demo data it just made. */
 function banner(config: Config, running: ServedApp, demo: DemoData | null): string {
   // The address the socket is bound to (what a local client connects to); the public URL, when another, after it.
   const bound = running.server.address() as AddressInfo;
