@@ -61,12 +61,7 @@ export interface ServedApp {
 export type StartServer = (config: Config, opts?: { log?: Logger }) => Promise<ServedApp>;
 
 export function serveCommand(start: StartServer): Command {
-  return {
-    name: 'serve',
-    summary: 'start the server (the default command)',
-    usage,
-    run: (argv) => serve(start, argv),
-  };
+  return { name: 'serve', summary: 'start the server (the default command)', usage, run: (argv) => serve(start, argv) };
 }
 
 /** Make the demo data on an empty database (when asked), start, print the banner (and the ready line), and wait for a signal. */
@@ -159,32 +154,23 @@ const REPEAT_WINDOW_MS = 1000;
 /** Run until SIGTERM or SIGINT, then drain and close; a second signal exits at once. Resolves with the exit code. */
 async function untilSignal(running: ServedApp): Promise<number> {
   const { err } = io();
-  let code = 0;
-  await new Promise<void>((resolve) => {
-    let stopping = false;
+  const code = await new Promise<number>((resolve) => {
     let firstAt = 0;
     const stop = (signal: string): void => {
-      if (stopping) {
-        // One stop often arrives twice at once (the process group signalled, `npm start` forwarding its copy);
-        // only a later one is the operator declining to wait for the drain.
-        if (Date.now() - firstAt < REPEAT_WINDOW_MS) return;
+      // One stop often arrives twice at once (the process group signalled, `npm start` forwarding its copy);
+      // only a later one is the operator declining to wait for the drain.
+      if (firstAt !== 0 && Date.now() - firstAt < REPEAT_WINDOW_MS) return;
+      if (firstAt !== 0) {
         err(`kopek: ${signal} received again, exiting at once\n`);
         process.exit(1);
       }
-      stopping = true;
       firstAt = Date.now();
       err(`kopek: ${signal} received, finishing in-flight requests\n`);
-      running.close().then(
-        () => {
-          err('kopek: stopped\n');
-          resolve();
-        },
-        (e) => {
-          err(`kopek: shutdown failed: ${(e as Error).message}\n`);
-          code = 1;
-          resolve();
-        },
-      );
+      const done = (line: string, exitCode: number): void => {
+        err(line);
+        resolve(exitCode);
+      };
+      running.close().then(() => done('kopek: stopped\n', 0), (e) => done(`kopek: shutdown failed: ${(e as Error).message}\n`, 1));
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
