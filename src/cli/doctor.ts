@@ -91,7 +91,8 @@ async function fileChecks(store: Store): Promise<Finding[]> {
   const damaged = integrity.length === 1 && integrity[0] === 'ok' ? null : integrity.slice(0, 5).join('; ');
   const restore = 'stop the server and restore the latest backup (docs/operations.md, "Restore"); keep the damaged file for analysis';
   const wal = journal === 'wal' ? null : `journal_mode is "${journal}", not wal`;
-  return [finding('integrity', 'ok', damaged, restore), finding('journal', 'wal', wal, 'start kopek serve on it once: the server sets WAL mode')];
+  const setWal = 'start kopek serve on it once: the server sets WAL mode';
+  return [finding('integrity', 'ok', damaged, restore), finding('journal', 'wal', wal, setWal)];
 }
 
 async function deadJobs(q: Reader): Promise<Finding> {

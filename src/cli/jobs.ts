@@ -28,7 +28,9 @@ function describe(r: JobRow): Record<string, unknown> {
   return { id, kind, subject_id, shop_id, mode, state, attempt, due_at: iso(r.due_at), last_error };
 }
 
-const column = (cells: Array<string | number>): string => cells.map((c, i) => (i === 0 ? String(c).padEnd(32) : String(c).padStart(9))).join(' ');
+function column(cells: Array<string | number>): string {
+  return cells.map((c, i) => (i === 0 ? String(c).padEnd(32) : String(c).padStart(9))).join(' ');
+}
 
 async function list(args: Args): Promise<void> {
   onlyFlags(args, ['limit']);

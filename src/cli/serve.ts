@@ -61,7 +61,8 @@ export interface ServedApp {
 export type StartServer = (config: Config, opts?: { log?: Logger }) => Promise<ServedApp>;
 
 export function serveCommand(start: StartServer): Command {
-  return { name: 'serve', summary: 'start the server (the default command)', usage, run: (argv) => serve(start, argv) };
+  const run = (argv: string[]): Promise<number> => serve(start, argv);
+  return { name: 'serve', summary: 'start the server (the default command)', usage, run };
 }
 
 /** Make the demo data on an empty database (when asked), start, print the banner (and the ready line), and wait for a signal. */
@@ -170,7 +171,8 @@ async function untilSignal(running: ServedApp): Promise<number> {
         err(line);
         resolve(exitCode);
       };
-      running.close().then(() => done('kopek: stopped\n', 0), (e) => done(`kopek: shutdown failed: ${(e as Error).message}\n`, 1));
+      const failed = (e: unknown): void => done(`kopek: shutdown failed: ${(e as Error).message}\n`, 1);
+      running.close().then(() => done('kopek: stopped\n', 0), failed);
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));

@@ -57,7 +57,8 @@ async function postJson(url: string, body: Record<string, unknown>, timeoutMs: n
 export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankRequests, policy: UrlPolicy): ModuleJob {
   const timeoutMs = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
   const hint = ' (the operator allows a range with --webhook-allow)';
-  const context = { store: core.store, clocks: core.clocks, log: core.log, policy, provider: TBANK, bank: 'T-Bank', who: 'acquirer', hint };
+  const { store, clocks, log } = core;
+  const context = { store, clocks, log, policy, provider: TBANK, bank: 'T-Bank', who: 'acquirer', hint };
   const spec: AsyncJobKind<Sent> = {
     deadline_ms: timeoutMs + JOB_MARGIN_MS,
     run: (job) => sendRecorded<BankRequestRow, Sent>(context, Number(job.subject_id), async (row) => {
@@ -126,11 +127,12 @@ async function chargeNotSent(bank: TBankRequests, tx: Tx, p: PaymentRow, a: TBan
 
 async function onAnswer(core: PaymentsCore, bank: TBankRequests, tx: Tx, row: BankRequestRow, purpose: string, job: Job, a: TBankAnswer | undefined, why: string): Promise<unknown> {
   if (row.subject_kind === 'refund') {
-    if (await getRefund(tx, row.subject_id)) await refundAnswered(core, tx, row.subject_id, a ? refundAnswerOf(a) : unknown(why));
-    return;
+    if (!(await getRefund(tx, row.subject_id))) return;
+    return refundAnswered(core, tx, row.subject_id, a ? refundAnswerOf(a) : unknown(why));
   }
   const p = await getPayment(tx, row.subject_id);
-  if (!p || purpose === 'void') return; // a void's payment is cancelled already; the bank's answer changes nothing here
+  // A void's payment is cancelled already: the bank's answer changes nothing here.
+  if (!p || purpose === 'void') return;
   if (!a) {
     if (purpose !== 'qr') await paymentAnswered(core, tx, p.id, unknown(why));
     return;

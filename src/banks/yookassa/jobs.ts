@@ -22,7 +22,8 @@ type Outcome = Sent | { kind: 'lost' };
 // found sent already is repeated by a status check under the same Idempotence-Key); `complete` applies the answer.
 export function requestJob(core: PaymentsCore, bank: YookassaBank, policy: UrlPolicy): ModuleJob {
   const timeoutMs = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
-  const context = { store: core.store, clocks: core.clocks, log: core.log, policy, provider: YOOKASSA, bank: 'YooKassa', who: 'provider' };
+  const { store, clocks, log } = core;
+  const context = { store, clocks, log, policy, provider: YOOKASSA, bank: 'YooKassa', who: 'provider' };
   const spec: AsyncJobKind<Outcome> = {
     deadline_ms: timeoutMs + JOB_MARGIN_MS,
     run: (job) => sendRecorded<YookassaRequestRow, Outcome>(context, Number(job.subject_id), async (row) => {
