@@ -37,7 +37,6 @@ import { serverGuards } from './guards';
 /** How long shutdown waits for in-flight requests before cutting connections. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
-/** A started service. */
 export interface Running {
   app: App;
   server: Server;
@@ -189,7 +188,6 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
   return { app, modules };
 }
 
-/** Listen on the configured address; rejects with the listen error. */
 function listen(server: Server, config: Config): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -200,7 +198,6 @@ function listen(server: Server, config: Config): Promise<void> {
   });
 }
 
-/** One line that says why the server cannot listen. */
 function listenError(host: string, port: number, err: NodeJS.ErrnoException): string {
   const why =
     err.code === 'EADDRINUSE'

@@ -5,7 +5,6 @@ import { VERSION } from './platform/version';
 import { didYouMean } from './platform/args';
 import { redactUrl } from './platform/redact-url';
 
-/** Every command, `serve` (which starts the app) first. */
 const COMMANDS = cliCommands(startApp);
 
 const usage = () => `kopek ${VERSION}: a payment service in one executable

@@ -92,7 +92,6 @@ function sameBytes(file: string, bytes: Buffer): boolean {
   }
 }
 
-/** Returns what better-sqlite3 takes as `nativeBinding`. */
 export function loadAddon(bytes: Buffer, roots: string[] = cacheRoots()): unknown {
   return loadAddonFile(unpackAddon(bytes, roots));
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand } from '../platform/args';
+import { parseArgs, flag, onlyFlags, atMostPositionals } from '../platform/args';
 import { defaultConfig } from '../platform/config';
-import { COMMON_OPTIONS, output, outputList, withStore, type Command } from './command';
+import { COMMON_OPTIONS, output, outputList, runSubcommand, withStore, type Command } from './command';
 import { createUser, disableUser, listUsers } from '../web/cabinet/users';
 import { iso } from '../platform/util/time';
 import { hostForUrl } from '../money/core/build';
@@ -27,7 +27,6 @@ Examples:
   kopek admin list --merchant 7f1c…
   kopek admin disable ops@shop.example`;
 
-/** The password in a file: its first line, without the line break. */
 function readPassword(path: string): string {
   let text: string;
   try {
@@ -56,23 +55,18 @@ export const admin: Command = {
   name: 'admin',
   summary: 'create, list and disable merchant cabinet users',
   usage,
-  async run(argv) {
-    const args = parseArgs(argv);
-    const [sub, id] = args.positional;
-    if (sub === 'create') {
+  run: (argv) => runSubcommand('admin', parseArgs(argv), {
+    async create(args) {
       onlyFlags(args, ['merchant', 'email', 'password-file', 'base-url']);
       atMostPositionals(args.positional, 1, 'kopek admin create --merchant MERCHANT_ID --email EMAIL --password-file FILE [--base-url URL]');
-      const merchantId = flag(args, 'merchant');
-      const email = flag(args, 'email');
-      const file = flag(args, 'password-file');
+      const [merchantId, email, file] = [flag(args, 'merchant'), flag(args, 'email'), flag(args, 'password-file')];
       if (!merchantId || !email || !file) throw new Error('cannot create cabinet user: --merchant, --email and --password-file are required');
       const signIn = `${serverUrl(flag(args, 'base-url'))}/cabinet/login`;
       const password = readPassword(file);
       const u = await withStore(args, async (store) => createUser(store, { merchantId, email, password }, Date.now()));
       output(args, { id: u.id, email: u.email, merchant_id: u.merchant_id }, [`user     ${u.id}`, `email    ${u.email}`, `sign in  ${signIn}`]);
-      return 0;
-    }
-    if (sub === 'list') {
+    },
+    async list(args) {
       onlyFlags(args, ['merchant']);
       atMostPositionals(args.positional, 1, 'kopek admin list [--merchant MERCHANT_ID]');
       const items = (await withStore(args, async (store) => listUsers(store, flag(args, 'merchant')))).map((u) => ({
@@ -80,16 +74,14 @@ export const admin: Command = {
         disabled_at: u.disabled_at === null ? null : iso(u.disabled_at),
       }));
       outputList(args, items, '(no users)', (u) => `${u.id}  ${u.email}  merchant ${u.merchant_id}  ${u.totp ? 'totp' : 'password'}  ${u.disabled_at ? 'disabled ' + u.disabled_at : 'active'}`);
-      return 0;
-    }
-    if (sub === 'disable') {
+    },
+    async disable(args) {
       onlyFlags(args, []);
       atMostPositionals(args.positional, 2, 'kopek admin disable USER_ID|EMAIL');
+      const id = args.positional[1];
       if (!id) throw new Error('cannot disable cabinet user: USER_ID or EMAIL is required');
       const u = await withStore(args, async (store) => disableUser(store, id, Date.now()));
       output(args, { id: u.id, email: u.email, disabled: true }, [`disabled ${u.email}; their sessions ended`]);
-      return 0;
-    }
-    throw unknownSubcommand('admin', sub, ['create', 'list', 'disable']);
-  },
+    },
+  }),
 };

@@ -33,7 +33,6 @@ Examples:
   kopek backup /backups/kopek-$(date +%F).db
   kopek backup /backups/kopek.db --force --db /var/lib/kopek/kopek.db --json`;
 
-/** PostgreSQL's own tools copy its databases: pg_dump, or pg_basebackup with WAL archiving for point-in-time recovery. */
 const PG_REFUSAL =
   'cannot back up a PostgreSQL database with kopek backup: use PostgreSQL\'s own tools (pg_dump for a consistent copy, pg_basebackup with WAL archiving for point-in-time recovery)';
 
@@ -100,12 +99,9 @@ export const backup: Command = {
     const bytes = statSync(dest).size;
     const ms = Date.now() - started;
     const key = masterKeySource(sourcePath);
-    const keyLine =
-      key.kind === 'file'
-        ? `master key: not in the copy; keep ${key.path} with this backup (without it the encrypted secrets cannot be read)`
-        : key.kind === 'env'
-          ? 'master key: not in the copy; keep the value of KOPEK_MASTER_KEY with this backup (without it the encrypted secrets cannot be read)'
-          : 'master key: none yet (the database holds no encrypted secret)';
+    const keep = key.kind === 'file' ? key.path : 'the value of KOPEK_MASTER_KEY';
+    const keyLine = key.kind === 'none' ? 'master key: none yet (the database holds no encrypted secret)'
+      : `master key: not in the copy; keep ${keep} with this backup (without it the encrypted secrets cannot be read)`;
     output(args, { path: dest, pages: result.pages, bytes, schema_version: check.version, restarts: result.restarts, duration_ms: ms, master_key: key.kind === 'file' ? key.path : key.kind }, [
       `backup written to ${dest}: ${result.pages} pages, ${bytes} bytes, schema version ${check.version}, integrity ok, ${ms} ms`,
       keyLine,

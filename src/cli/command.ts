@@ -3,7 +3,7 @@ import { fileSchemaVersion, openEngine } from '../platform/storage/maintenance';
 import { isPostgresUrl, redactUrl } from '../platform/storage/postgres/open';
 import type { Store } from '../platform/storage/store';
 import { databaseLocation } from '../platform/config';
-import { flag, type Args } from '../platform/args';
+import { flag, unknownSubcommand, type Args } from '../platform/args';
 
 /** An admin command: a name, a fixed usage text, and `run`, which returns its exit code. */
 export interface Command {
@@ -30,7 +30,6 @@ export function io(): Io {
   return current;
 }
 
-/** Run `fn` with commands writing to `target`; restores the previous output after. */
 export async function withIo<T>(target: Io, fn: () => Promise<T>): Promise<T> {
   const previous = current;
   current = target;
@@ -41,13 +40,12 @@ export async function withIo<T>(target: Io, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The database a command acts on (databaseLocation of its --db). */
 export function dbOf(args: Args): string {
   return databaseLocation(flag(args, 'db'));
 }
 
 /** The command's store; a missing file is an error unless `create` (demo, merchant create), so a mistyped path starts no empty database. */
-export async function openStore(args: Args, opts: { create?: boolean } = {}): Promise<Store> {
+async function openStore(args: Args, opts: { create?: boolean } = {}): Promise<Store> {
   const path = dbOf(args);
   const pg = isPostgresUrl(path);
   if (!pg && !opts.create && path !== ':memory:') {
@@ -107,3 +105,14 @@ export function outputList<T>(args: Args, items: T[], empty: string, line: (item
 export const COMMON_OPTIONS = `  --db PATH   database file (default ./data/kopek.db, or KOPEK_DB), or a postgres:// URL (or KOPEK_DATABASE_URL)
   --json      print one JSON object instead of text
   --help      show this help`;
+
+/** The subcommand the first word names, run with the parsed arguments (exit 0 unless it says otherwise); another word is refused. */
+export async function runSubcommand(command: string, args: Args, subs: Record<string, (args: Args) => Promise<number | void>>): Promise<number> {
+  const [sub] = args.positional;
+  if (sub === undefined || !Object.hasOwn(subs, sub)) throw unknownSubcommand(command, sub, Object.keys(subs));
+  return (await subs[sub](args)) ?? 0;
+}
+
+export function splitList(text: string): string[] {
+  return text.split(',').filter(Boolean);
+}

@@ -68,7 +68,6 @@ export const dbCommand: Command = {
   },
 };
 
-/** Compare the counts and prove both ledgers; print the outcome. */
 async function verify(args: Args, from: string, to: string, report: CopyReport, source: Store, target: Store): Promise<number> {
   const [a, b] = [await checkLedger(source), await checkLedger(target)];
   const differ = report.tables.filter((t) => t.source !== t.target);

@@ -53,7 +53,6 @@ export interface DemoData {
   email: string;
   /** The cabinet user's password: shown once, stored hashed. */
   password: string;
-  /** The demo shop's webhook endpoint (serve --webhook-url), or null. */
   endpoint: { id: string; url: string } | null;
   /** What signs the shop's webhooks as made: the endpoint's secret, else the shop's own (for a payment's own webhook_url). */
   webhookSecret: string;

@@ -50,7 +50,6 @@ interface Finding {
   check: string;
   ok: boolean;
   detail: string;
-  /** What the operator should do; absent when ok. */
   action?: string;
 }
 
@@ -83,25 +82,17 @@ export async function diagnose(store: Store): Promise<Finding[]> {
 }
 
 /** On PostgreSQL the file's permissions, integrity check and journal mode are the server's own monitoring's (and pg_amcheck's). */
-const PG_FILE_CHECKS: Finding = {
-  check: 'sqlite file',
-  ok: true,
-  detail: 'skipped on PostgreSQL (permissions, integrity and journal are checks of a SQLite file; PostgreSQL checks its own files)',
-};
+const PG_FILE_CHECKS = finding('sqlite file', 'skipped on PostgreSQL (permissions, integrity and journal are checks of a SQLite file; '
+  + 'PostgreSQL checks its own files)', null, '');
 
-/** The SQLite file's own checks: its pages are sound and it is in WAL mode. */
 async function fileChecks(store: Store): Promise<Finding[]> {
   const integrity = await integrityCheck(store, 20);
   const journal = await journalMode(store);
-  return [
-    finding(
-      'integrity',
-      'ok',
-      integrity.length === 1 && integrity[0] === 'ok' ? null : integrity.slice(0, 5).join('; '),
-      'stop the server and restore the latest backup (docs/operations.md, "Restore"); keep the damaged file for analysis',
-    ),
-    finding('journal', 'wal', journal === 'wal' ? null : `journal_mode is "${journal}", not wal`, 'start kopek serve on it once: the server sets WAL mode'),
-  ];
+  const damaged = integrity.length === 1 && integrity[0] === 'ok' ? null : integrity.slice(0, 5).join('; ');
+  const restore = 'stop the server and restore the latest backup (docs/operations.md, "Restore"); keep the damaged file for analysis';
+  const wal = journal === 'wal' ? null : `journal_mode is "${journal}", not wal`;
+  const setWal = 'start kopek serve on it once: the server sets WAL mode';
+  return [finding('integrity', 'ok', damaged, restore), finding('journal', 'wal', wal, setWal)];
 }
 
 async function deadJobs(q: Reader): Promise<Finding> {
@@ -122,12 +113,9 @@ async function failingJobs(q: Reader): Promise<Finding> {
       ? null
       : `${total} job(s) failed ${FAILING_RUNS} or more times in a row and retry: ` +
         rows.map((r) => `job ${r.id} ${r.kind}${r.shop_id ? ` of shop ${r.shop_id}` : ''}, ${r.attempt} failures, last: ${redactUrl(r.last_error ?? '')}`).join('; ');
-  return finding(
-    'failing jobs',
-    `none failed ${FAILING_RUNS} times in a row`,
-    problem,
-    'kopek jobs shows each with its last error; fix the cause: the job runs again on its own, and is dead (kopek jobs retry JOB_ID) once its attempts are used up',
-  );
+  const action = 'kopek jobs shows each with its last error; fix the cause: the job runs again on its own, and is dead '
+    + '(kopek jobs retry JOB_ID) once its attempts are used up';
+  return finding('failing jobs', `none failed ${FAILING_RUNS} times in a row`, problem, action);
 }
 
 /** Counters behind their tables: the next number is taken, every insert into that table fails until it passes them. */
@@ -162,12 +150,9 @@ async function bankAmounts(q: Reader): Promise<Finding> {
       ? null
       : `${total} bank answer(s) not applied: ` +
         rows.map((r) => `payment ${r.subject_id} of shop ${r.shop_id}: kopek ${r.expected_amount}, bank ${r.bank_amount} (${r.answer})`).join('; ');
-  return finding(
-    'bank amounts',
-    'every bank answer was applied',
-    problem,
-    "compare each with the acquirer's own records (docs/live-mode.md, \"What the operator watches\"); a payment taken at the bank for another amount is refunded or settled there",
-  );
+  const action = "compare each with the acquirer's own records (docs/live-mode.md, \"What the operator watches\"); a payment taken "
+    + 'at the bank for another amount is refunded or settled there';
+  return finding('bank amounts', 'every bank answer was applied', problem, action);
 }
 
 /** Live card payouts pending with no provider id: their number, kept in memory only, may have gone with a restart. */
@@ -178,12 +163,8 @@ async function cardPayouts(q: Reader): Promise<Finding> {
       ? null
       : `${rows.length}${rows.length === 20 ? '+' : ''} live card payout(s) pending with no provider id (the card number is kept in memory only and may be lost with a restart): ` +
         rows.map((r) => `payout ${r.id} of shop ${r.shop_id}, ${r.amount} kopecks, card *${r.card_last4 ?? ''}, created ${new Date(r.created_at).toISOString()}`).join('; ');
-  return finding(
-    'card payouts',
-    'none waits for a decision',
-    problem,
-    "look each up in the payout provider's cabinet by metadata.payout_id: if the provider has it, its notification settles it (ask the provider to send it again); if not, it was never paid: the recipient asks again with a new payout. kopek never sends it again without its number",
-  );
+  return finding('card payouts', 'none waits for a decision', problem,
+    "look each up in the payout provider's cabinet by metadata.payout_id: if the provider has it, its notification settles it (ask the provider to send it again); if not, it was never paid: the recipient asks again with a new payout. kopek never sends it again without its number");
 }
 
 async function endpoints(q: Reader): Promise<Finding[]> {
@@ -199,19 +180,13 @@ async function endpoints(q: Reader): Promise<Finding[]> {
   );
   const again = disabled.slice(0, 10).map((e) => `kopek webhook delete ${e.id}, kopek webhook add --shop ${e.shop_id} --url ${e.url}`);
   const shops = [...new Set(failing.map((r) => r.shop_id))].map((id) => `kopek webhook deliveries --shop ${id}`);
+  const gone = disabled.map((e) => `${e.id} ${e.url} of shop ${e.shop_id} (${e.disabled_reason ?? 'disabled'})`).join(', ');
+  const retrying = failing.map((r) => `${r.url} (shop ${r.shop_id}): ${r.retrying} retrying, ${r.failed} given up`).join('; ');
   return [
-    finding(
-      'disabled endpoints',
-      'none',
-      disabled.length === 0 ? null : disabled.map((e) => `${e.id} ${e.url} of shop ${e.shop_id} (${e.disabled_reason ?? 'disabled'})`).join(', '),
-      `the receiver answered 410 Gone; once it accepts again: ${again.join('; ')}; then kopek webhook resend EVT_ID for the events it missed`,
-    ),
-    finding(
-      'failing endpoints',
-      'none',
-      failing.length === 0 ? null : failing.map((r) => `${r.url} (shop ${r.shop_id}): ${r.retrying} retrying, ${r.failed} given up`).join('; '),
-      `${shops.join(', ')} shows the answers; fix the receiver, then kopek webhook resend EVT_ID for the given-up events`,
-    ),
+    finding('disabled endpoints', 'none', gone || null,
+      `the receiver answered 410 Gone; once it accepts again: ${again.join('; ')}; then kopek webhook resend EVT_ID for the events it missed`),
+    finding('failing endpoints', 'none', retrying || null,
+      `${shops.join(', ')} shows the answers; fix the receiver, then kopek webhook resend EVT_ID for the given-up events`),
   ];
 }
 
@@ -241,10 +216,10 @@ async function pgFindings(url: string): Promise<Finding[]> {
   try {
     store = await openEngine(url, { readonly: true });
     await probeDatabase(store);
-    return [{ check: 'database', ok: true, detail: redactUrl(url) }, ...(await diagnose(store))];
+    return [finding('database', redactUrl(url), null, ''), ...(await diagnose(store))];
   } catch (err) {
     const detail = redactUrl((err as Error).message);
-    return [{ check: 'database', ok: false, detail, action: 'check --db (or KOPEK_DATABASE_URL), that the PostgreSQL server runs and that this user may connect' }];
+    return [finding('database', '', detail, 'check --db (or KOPEK_DATABASE_URL), that the PostgreSQL server runs and that this user may connect')];
   } finally {
     await store?.close();
   }
@@ -252,27 +227,19 @@ async function pgFindings(url: string): Promise<Finding[]> {
 
 /** The findings on a SQLite file: its permissions first, then what diagnose reads. */
 async function fileFindings(path: string): Promise<Finding[]> {
-  let findings: Finding[];
   let store: Store | null = null;
   const problem = existsSync(path) ? writeProblem(path) : null;
-  const access: Finding[] = problem
-    ? [{
-        check: 'permissions',
-        ok: false,
-        detail: problem,
-        action: 'the data is not damaged: make the file and its folder writable by the user kopek runs as (chown/chmod, or remount read-write); restoring a backup would not help',
-      }]
-    : [];
+  const fix = 'the data is not damaged: make the file and its folder writable by the user kopek runs as (chown/chmod, or remount '
+    + 'read-write); restoring a backup would not help';
+  const access = problem ? [finding('permissions', '', problem, fix)] : [];
   try {
     store = openExistingStorage(path);
     await probeDatabase(store);
-    findings = [{ check: 'database', ok: true, detail: path }, ...access, ...(await diagnose(store))];
+    return [finding('database', path, null, ''), ...access, ...(await diagnose(store))];
   } catch (err) {
-    findings = problem
-      ? access
-      : [{ check: 'database', ok: false, detail: (err as Error).message, action: 'check --db and the file; if it is damaged, restore the latest backup (docs/operations.md)' }];
+    const damaged = 'check --db and the file; if it is damaged, restore the latest backup (docs/operations.md)';
+    return problem ? access : [finding('database', '', (err as Error).message, damaged)];
   } finally {
     await store?.close();
   }
-  return findings;
 }

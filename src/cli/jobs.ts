@@ -1,5 +1,5 @@
-import { parseArgs, flag, onlyFlags, unknownSubcommand } from '../platform/args';
-import { COMMON_OPTIONS, output, withStore, type Command } from './command';
+import { parseArgs, flag, onlyFlags, type Args } from '../platform/args';
+import { COMMON_OPTIONS, output, runSubcommand, withStore, type Command } from './command';
 import { countJobs, failingJobs, reviveJob, type JobRow } from '../platform/queue/jobs-table';
 import { iso } from '../platform/util/time';
 
@@ -24,7 +24,39 @@ Examples:
   kopek jobs retry 4711`;
 
 function describe(r: JobRow): Record<string, unknown> {
-  return { id: r.id, kind: r.kind, subject_id: r.subject_id, shop_id: r.shop_id, mode: r.mode, state: r.state, attempt: r.attempt, due_at: iso(r.due_at), last_error: r.last_error };
+  const { id, kind, subject_id, shop_id, mode, state, attempt, last_error } = r;
+  return { id, kind, subject_id, shop_id, mode, state, attempt, due_at: iso(r.due_at), last_error };
+}
+
+function column(cells: Array<string | number>): string {
+  return cells.map((c, i) => (i === 0 ? String(c).padEnd(32) : String(c).padStart(9))).join(' ');
+}
+
+async function list(args: Args): Promise<void> {
+  onlyFlags(args, ['limit']);
+  const limitText = flag(args, 'limit') ?? '20';
+  const limit = Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new Error(`--limit must be an integer from 1 to 1000, not "${limitText}"`);
+  const { counts, failing } = await withStore(args, async (store) => ({
+    counts: await countJobs(store),
+    failing: (await failingJobs(store, limit)).map(describe),
+  }));
+  const lines = counts.length === 0 ? ['(no pending or dead jobs)'] : [column(['kind', 'pending', 'retrying', 'dead'])];
+  for (const c of counts) lines.push(column([c.kind, c.pending, c.retrying, c.dead]));
+  if (failing.length > 0) lines.push('', 'failing jobs (newest first):');
+  for (const f of failing) {
+    lines.push(`${f.id}  ${f.state === 'dead' ? 'dead    ' : 'retrying'}  ${f.kind}  ${f.subject_id}  attempt ${f.attempt}  due ${f.due_at}  ${f.last_error ?? ''}`);
+  }
+  output(args, { counts, failing }, lines);
+}
+
+async function retry(args: Args): Promise<void> {
+  onlyFlags(args, []);
+  const id = args.positional[1];
+  const n = Number(id);
+  if (!id || !Number.isSafeInteger(n) || n < 1) throw new Error(`jobs retry needs a numeric JOB_ID, not "${id ?? ''}"`);
+  const row = await withStore(args, (store) => store.tx(async (tx) => reviveJob(tx, n, Date.now())));
+  output(args, describe(row), [`job ${row.id} (${row.kind}) is pending again, due ${iso(row.due_at)}`]);
 }
 
 export const jobs: Command = {
@@ -33,33 +65,7 @@ export const jobs: Command = {
   usage,
   async run(argv) {
     const args = parseArgs(argv);
-    const [sub, id] = args.positional;
-    if (sub !== undefined && sub !== 'list' && sub !== 'retry') throw unknownSubcommand('jobs', sub, ['list', 'retry']);
-    return withStore(args, async (store) => {
-      if (sub === undefined || sub === 'list') {
-        onlyFlags(args, ['limit']);
-        const limitText = flag(args, 'limit') ?? '20';
-        const limit = Number(limitText);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new Error(`--limit must be an integer from 1 to 1000, not "${limitText}"`);
-        const counts = await countJobs(store);
-        const failing = (await failingJobs(store, limit)).map(describe);
-        const lines = counts.length === 0 ? ['(no pending or dead jobs)'] : [`${'kind'.padEnd(32)} ${'pending'.padStart(9)} ${'retrying'.padStart(9)} ${'dead'.padStart(9)}`];
-        for (const c of counts) lines.push(`${c.kind.padEnd(32)} ${String(c.pending).padStart(9)} ${String(c.retrying).padStart(9)} ${String(c.dead).padStart(9)}`);
-        if (failing.length > 0) {
-          lines.push('', 'failing jobs (newest first):');
-          for (const f of failing) {
-            lines.push(`${f.id}  ${f.state === 'dead' ? 'dead    ' : 'retrying'}  ${f.kind}  ${f.subject_id}  attempt ${f.attempt}  due ${f.due_at}  ${f.last_error ?? ''}`);
-          }
-        }
-        output(args, { counts, failing }, lines);
-        return 0;
-      }
-      onlyFlags(args, []);
-      const n = Number(id);
-      if (!id || !Number.isSafeInteger(n) || n < 1) throw new Error(`jobs retry needs a numeric JOB_ID, not "${id ?? ''}"`);
-      const row = await store.tx(async (tx) => reviveJob(tx, n, Date.now()));
-      output(args, describe(row), [`job ${row.id} (${row.kind}) is pending again, due ${iso(row.due_at)}`]);
-      return 0;
-    });
+    if (args.positional.length === 0) args.positional.unshift('list');
+    return runSubcommand('jobs', args, { list, retry });
   },
 };

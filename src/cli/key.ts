@@ -1,5 +1,5 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals, idArg, unknownSubcommand, type Args } from '../platform/args';
-import { COMMON_OPTIONS, io, output, table, withStore, type Command } from './command';
+import { parseArgs, flag, onlyFlags, atMostPositionals, idArg, type Args } from '../platform/args';
+import { COMMON_OPTIONS, io, output, runSubcommand, splitList, table, withStore, type Command } from './command';
 import { createKey, findKeyToRevoke, getMerchant, getShopSettings, listKeys, revokeKey } from '../money/shops/store';
 import { shopAcquirer, shopPayoutProvider } from '../money/bank-port/store';
 import { TBANK } from '../banks/tbank/protocol';
@@ -38,7 +38,7 @@ Examples:
 const NO_PAYOUTS = new Set([TBANK]);
 
 /** What a live key cannot do yet, each with the next step: the key is still made, but its first call would otherwise be the first sign. */
-export async function liveKeyWarnings(store: Store, shopId: string): Promise<string[]> {
+async function liveKeyWarnings(store: Store, shopId: string): Promise<string[]> {
   const shop = await getShopSettings(store, shopId);
   if (!shop) return [];
   const merchant = await getMerchant(store, shop.merchant_id);
@@ -67,12 +67,24 @@ export async function liveKeyWarnings(store: Store, shopId: string): Promise<str
   return out;
 }
 
-async function create(store: Store, args: Args): Promise<void> {
-  const shopId = flag(args, 'shop')!;
-  const mode = flag(args, 'mode') as 'test' | 'live';
-  const { key: k, secret } = await createKey(store, shopId, mode, flag(args, 'scopes'), Date.now());
-  const warnings = mode === 'live' ? await liveKeyWarnings(store, shopId) : [];
-  output(args, { id: k.id, key: secret, mode: k.mode, scopes: k.scopes.split(',').filter(Boolean), ...(mode === 'live' ? { warnings } : {}) }, [
+export const key: Command = {
+  name: 'key',
+  summary: 'issue, list and revoke API keys',
+  usage,
+  run: (argv) => runSubcommand('key', parseArgs(argv), { create, list, revoke }),
+};
+
+async function create(args: Args): Promise<void> {
+  onlyFlags(args, ['shop', 'mode', 'scopes']);
+  atMostPositionals(args.positional.slice(1), 0, 'kopek key create --shop ID --mode test|live [--scopes S1,S2]');
+  const [shopId, mode] = [flag(args, 'shop'), flag(args, 'mode')];
+  if (!shopId || !mode) throw new Error('cannot create key: --shop ID and --mode test|live are required');
+  if (mode !== 'test' && mode !== 'live') throw new Error(`cannot create key: --mode must be test or live, got "${mode}"`);
+  const { k, secret, warnings } = await withStore(args, async (store) => {
+    const made = await createKey(store, shopId, mode, flag(args, 'scopes'), Date.now());
+    return { k: made.key, secret: made.secret, warnings: mode === 'live' ? await liveKeyWarnings(store, shopId) : [] };
+  });
+  output(args, { id: k.id, key: secret, mode: k.mode, scopes: splitList(k.scopes), ...(mode === 'live' ? { warnings } : {}) }, [
     `key id  ${k.id}`,
     `key     ${secret}   (shown once)`,
   ]);
@@ -80,49 +92,28 @@ async function create(store: Store, args: Args): Promise<void> {
   for (const w of warnings) io().err(`kopek key: warning: ${w}\n`);
 }
 
-async function list(store: Store, args: Args): Promise<void> {
-  const keys = (await listKeys(store, flag(args, 'shop')!)).map((k) => ({
-    id: k.id, mode: k.mode, prefix: k.key_prefix, scopes: k.scopes.split(',').filter(Boolean), created_at: iso(k.created_at),
+async function list(args: Args): Promise<void> {
+  onlyFlags(args, ['shop']);
+  atMostPositionals(args.positional.slice(1), 0, 'kopek key list --shop ID');
+  const shopId = flag(args, 'shop');
+  if (!shopId) throw new Error('cannot list keys: --shop ID is required');
+  const keys = (await withStore(args, (store) => listKeys(store, shopId))).map((k) => ({
+    id: k.id, mode: k.mode, prefix: k.key_prefix, scopes: splitList(k.scopes), created_at: iso(k.created_at),
     revoked_at: k.revoked_at === null ? null : iso(k.revoked_at),
   }));
   const rows = keys.map((k) => [k.id, k.mode, `${k.prefix}…`, k.scopes.join(',') || '(none)', k.created_at, k.revoked_at ?? '-']);
   output(args, { items: keys }, keys.length === 0 ? ['(no keys)'] : table(['ID', 'MODE', 'PREFIX', 'SCOPES', 'CREATED', 'REVOKED'], rows));
 }
 
-export const key: Command = {
-  name: 'key',
-  summary: 'issue, list and revoke API keys',
-  usage,
-  async run(argv) {
-    const args = parseArgs(argv);
-    const [sub] = args.positional;
-    let act: (store: Store) => Promise<void>;
-    if (sub === 'create') {
-      onlyFlags(args, ['shop', 'mode', 'scopes']);
-      atMostPositionals(args.positional.slice(1), 0, 'kopek key create --shop ID --mode test|live [--scopes S1,S2]');
-      const mode = flag(args, 'mode');
-      if (!flag(args, 'shop') || !mode) throw new Error('cannot create key: --shop ID and --mode test|live are required');
-      if (mode !== 'test' && mode !== 'live') throw new Error(`cannot create key: --mode must be test or live, got "${mode}"`);
-      act = (store) => create(store, args);
-    } else if (sub === 'list') {
-      onlyFlags(args, ['shop']);
-      atMostPositionals(args.positional.slice(1), 0, 'kopek key list --shop ID');
-      if (!flag(args, 'shop')) throw new Error('cannot list keys: --shop ID is required');
-      act = (store) => list(store, args);
-    } else if (sub === 'revoke') {
-      onlyFlags(args, ['key', 'shop']);
-      const { id: ref, rest } = idArg(args, 'key');
-      atMostPositionals(rest, 0, 'kopek key revoke KEY [--shop ID]');
-      if (!ref) throw new Error('cannot revoke key: KEY is required: its id, the key itself or its prefix (or --key KEY)');
-      act = async (store) => {
-        const { id } = await findKeyToRevoke(store, ref, flag(args, 'shop'));
-        await revokeKey(store, id, Date.now());
-        output(args, { id, revoked: true }, [`revoked ${id}`]);
-      };
-    } else {
-      throw unknownSubcommand('key', sub, ['create', 'list', 'revoke']);
-    }
-    await withStore(args, act);
-    return 0;
-  },
-};
+async function revoke(args: Args): Promise<void> {
+  onlyFlags(args, ['key', 'shop']);
+  const { id: ref, rest } = idArg(args, 'key');
+  atMostPositionals(rest, 0, 'kopek key revoke KEY [--shop ID]');
+  if (!ref) throw new Error('cannot revoke key: KEY is required: its id, the key itself or its prefix (or --key KEY)');
+  const id = await withStore(args, async (store) => {
+    const found = await findKeyToRevoke(store, ref, flag(args, 'shop'));
+    await revokeKey(store, found.id, Date.now());
+    return found.id;
+  });
+  output(args, { id, revoked: true }, [`revoked ${id}`]);
+}

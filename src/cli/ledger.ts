@@ -1,5 +1,5 @@
-import { parseArgs, onlyFlags, unknownSubcommand } from '../platform/args';
-import { COMMON_OPTIONS, output, withStore, type Command } from './command';
+import { parseArgs, onlyFlags } from '../platform/args';
+import { COMMON_OPTIONS, output, runSubcommand, withStore, type Command } from './command';
 import { checkLedger, type CheckResult } from '../money/ledger/check';
 
 /** What the ledger check proves, in the words `kopek ledger check` and `kopek doctor` both print. */
@@ -37,17 +37,16 @@ export const ledger: Command = {
   name: 'ledger',
   summary: 'prove the ledger: balances equal postings, nothing overdrawn',
   usage,
-  async run(argv) {
-    const args = parseArgs(argv);
-    const [sub] = args.positional;
-    if (sub !== 'check') throw unknownSubcommand('ledger', sub, ['check']);
-    onlyFlags(args, []);
-    const result = await withStore(args, checkLedger);
-    const lines = result.books.map((b) => `${b.shop_id} ${b.mode.padEnd(4)}  balance ${b.balance}  available ${b.available}  reserved ${b.reserved}  entries ${b.entries}`);
-    lines.push(result.ok ? `ok: ${ledgerVerdict(result)}` : `FAILED: ${ledgerVerdict(result)}`);
-    if (!result.ok) lines.push(`  → ${LEDGER_ACTION}`, 'problems:', ...result.problems.map((p) => `  ${p}`));
-    output(args, result, lines);
-    if (!result.ok) process.stderr.write(`kopek ledger: check failed: ${result.problems.length} problems\n`);
-    return result.ok ? 0 : 1;
-  },
+  run: (argv) => runSubcommand('ledger', parseArgs(argv), {
+    async check(args) {
+      onlyFlags(args, []);
+      const r = await withStore(args, checkLedger);
+      const lines = r.books.map((b) => `${b.shop_id} ${b.mode.padEnd(4)}  balance ${b.balance}  available ${b.available}  reserved ${b.reserved}  entries ${b.entries}`);
+      lines.push(r.ok ? `ok: ${ledgerVerdict(r)}` : `FAILED: ${ledgerVerdict(r)}`);
+      if (!r.ok) lines.push(`  → ${LEDGER_ACTION}`, 'problems:', ...r.problems.map((p) => `  ${p}`));
+      output(args, r, lines);
+      if (!r.ok) process.stderr.write(`kopek ledger: check failed: ${r.problems.length} problems\n`);
+      return r.ok ? 0 : 1;
+    },
+  }),
 };

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from '../platform/args';
 import { io, type Command } from './command';
 import { openStream, StreamRefused, type OpenStream, type StreamedWebhook } from './listen-stream';
@@ -106,14 +107,16 @@ function say(opts: ListenOptions, json: Record<string, unknown>, text: string): 
 
 /** Until `stop`: connect (a refusal is the command's error), print the ready line, forward events in order, reconnect when the stream ends. */
 export async function runListener(opts: ListenOptions, stop: AbortSignal): Promise<void> {
-  const forwarding = forwarder(opts, stop);
+  // One event at a time, in order, each signed when sent; `stop` cuts the attempt in flight and drops the rest.
+  let forwarding = Promise.resolve();
   const first = await openStream(opts.base, opts.key, null);
   const state = { databaseId: first.databaseId, lastSeq: first.after, connectedAtMs: first.serverDateMs };
   const onEvent = (e: StreamedWebhook): void => {
     // Replays start after the last id sent, so nothing comes twice; this guards it all the same.
     if (e.seq <= state.lastSeq) return;
     state.lastSeq = e.seq;
-    if (opts.events === null || opts.events.has(e.event)) forwarding.push(e);
+    if (opts.events !== null && !opts.events.has(e.event)) return;
+    forwarding = forwarding.then(() => (stop.aborted ? undefined : forward(opts, e, stop)));
   };
   say(opts, { type: 'ready', secret: opts.secret, forward_to: opts.forwardTo.href, url: opts.base.href }, `Ready. Webhook signing secret: ${opts.secret}`);
   if (!opts.json) io().out(`Forwarding the webhook events of the key's shop at ${opts.base.href} to ${opts.forwardTo.href}; Ctrl-C stops.\n`);
@@ -127,8 +130,7 @@ export async function runListener(opts: ListenOptions, stop: AbortSignal): Promi
   }
   // A stop that came while a stream was opening: that stream was never read, and is closed here.
   conn?.close();
-  forwarding.stop();
-  await forwarding.idle();
+  await forwarding;
   say(opts, { type: 'stopped' }, 'Stopped.');
 }
 
@@ -151,7 +153,7 @@ function untilEnded(conn: OpenStream, stop: AbortSignal): Promise<string> {
 async function reconnect(opts: ListenOptions, state: { databaseId: string; lastSeq: number; connectedAtMs: number }, stop: AbortSignal): Promise<OpenStream | null> {
   let pause = RECONNECT_MS.first;
   while (!stop.aborted) {
-    await sleep(pause, stop);
+    await sleep(pause, undefined, { signal: stop }).catch(() => {});
     pause = Math.min(pause * 2, RECONNECT_MS.max);
     if (stop.aborted) return null;
     let conn: OpenStream;
@@ -180,32 +182,6 @@ async function reconnect(opts: ListenOptions, state: { databaseId: string; lastS
     return conn;
   }
   return null;
-}
-
-function sleep(ms: number, stop: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    stop.addEventListener('abort', done, { once: true });
-    function done(): void {
-      clearTimeout(timer);
-      stop.removeEventListener('abort', done);
-      resolve();
-    }
-  });
-}
-
-/** Forwards events one at a time in order, each signed when sent; `stop` (or the listener's) cuts the attempt in flight and drops the rest. */
-function forwarder(opts: ListenOptions, stop: AbortSignal): { push(e: StreamedWebhook): void; stop(): void; idle(): Promise<void> } {
-  const abort = new AbortController();
-  let chain = Promise.resolve();
-  stop.addEventListener('abort', () => abort.abort(), { once: true });
-  return {
-    push(e) {
-      chain = chain.then(() => (abort.signal.aborted ? undefined : forward(opts, e, abort.signal)));
-    },
-    stop: () => abort.abort(),
-    idle: () => chain,
-  };
 }
 
 async function forward(opts: ListenOptions, e: StreamedWebhook, signal: AbortSignal): Promise<void> {

@@ -1,5 +1,5 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals, idArg, unknownSubcommand } from '../platform/args';
-import { COMMON_OPTIONS, output, withStore, type Command } from './command';
+import { parseArgs, flag, onlyFlags, atMostPositionals, idArg } from '../platform/args';
+import { COMMON_OPTIONS, output, runSubcommand, withStore, type Command } from './command';
 import { activateLive, createMerchant } from '../money/shops/store';
 
 const usage = `Usage:
@@ -25,19 +25,16 @@ export const merchant: Command = {
   name: 'merchant',
   summary: 'create merchants; activate live mode',
   usage,
-  async run(argv) {
-    const args = parseArgs(argv);
-    const [sub] = args.positional;
-    if (sub === 'create') {
+  run: (argv) => runSubcommand('merchant', parseArgs(argv), {
+    async create(args) {
       onlyFlags(args, ['name']);
       atMostPositionals(args.positional, 1, 'kopek merchant create --name NAME');
       const name = flag(args, 'name');
       if (!name?.trim()) throw new Error('cannot create merchant: --name NAME is required and must not be empty');
       const m = await withStore(args, async (store) => createMerchant(store, name, Date.now()), { create: true });
       output(args, { id: m.id, name: m.name }, [m.id]);
-      return 0;
-    }
-    if (sub === 'activate-live') {
+    },
+    async 'activate-live'(args) {
       onlyFlags(args, ['merchant']);
       const { id, rest } = idArg(args, 'merchant');
       atMostPositionals(rest, 0, 'kopek merchant activate-live MERCHANT_ID');
@@ -48,8 +45,6 @@ export const merchant: Command = {
         `shops with an acquirer: ${r.shops_with_acquirer.join(', ') || '(none)'}`,
         `shops with a payout provider: ${r.shops_with_payout_provider?.join(', ') ?? '(none)'}`,
       ]);
-      return 0;
-    }
-    throw unknownSubcommand('merchant', sub, ['create', 'activate-live']);
-  },
+    },
+  }),
 };

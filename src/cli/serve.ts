@@ -54,7 +54,6 @@ export interface ServedApp {
   readonly url: string;
   /** The store the server writes through (the demo data of a database in memory is made on it). */
   readonly app: { readonly version: string; readonly store: Store };
-  /** Stop accepting, finish in-flight requests, stop timers, close the database. */
   close(): Promise<void>;
 }
 
@@ -62,12 +61,8 @@ export interface ServedApp {
 export type StartServer = (config: Config, opts?: { log?: Logger }) => Promise<ServedApp>;
 
 export function serveCommand(start: StartServer): Command {
-  return {
-    name: 'serve',
-    summary: 'start the server (the default command)',
-    usage,
-    run: (argv) => serve(start, argv),
-  };
+  const run = (argv: string[]): Promise<number> => serve(start, argv);
+  return { name: 'serve', summary: 'start the server (the default command)', usage, run };
 }
 
 /** Make the demo data on an empty database (when asked), start, print the banner (and the ready line), and wait for a signal. */
@@ -143,7 +138,6 @@ function firstKeyHint(config: Config, url: string): string {
   ].join('\n');
 }
 
-/** The lines serve prints on stderr once listening: where, and the demo data it just made. */
 function banner(config: Config, running: ServedApp, demo: DemoData | null): string {
   // The address the socket is bound to (what a local client connects to); the public URL, when another, after it.
   const bound = running.server.address() as AddressInfo;
@@ -161,32 +155,24 @@ const REPEAT_WINDOW_MS = 1000;
 /** Run until SIGTERM or SIGINT, then drain and close; a second signal exits at once. Resolves with the exit code. */
 async function untilSignal(running: ServedApp): Promise<number> {
   const { err } = io();
-  let code = 0;
-  await new Promise<void>((resolve) => {
-    let stopping = false;
+  const code = await new Promise<number>((resolve) => {
     let firstAt = 0;
     const stop = (signal: string): void => {
-      if (stopping) {
-        // One stop often arrives twice at once (the process group signalled, `npm start` forwarding its copy);
-        // only a later one is the operator declining to wait for the drain.
-        if (Date.now() - firstAt < REPEAT_WINDOW_MS) return;
+      // One stop often arrives twice at once (the process group signalled, `npm start` forwarding its copy);
+      // only a later one is the operator declining to wait for the drain.
+      if (firstAt !== 0 && Date.now() - firstAt < REPEAT_WINDOW_MS) return;
+      if (firstAt !== 0) {
         err(`kopek: ${signal} received again, exiting at once\n`);
         process.exit(1);
       }
-      stopping = true;
       firstAt = Date.now();
       err(`kopek: ${signal} received, finishing in-flight requests\n`);
-      running.close().then(
-        () => {
-          err('kopek: stopped\n');
-          resolve();
-        },
-        (e) => {
-          err(`kopek: shutdown failed: ${(e as Error).message}\n`);
-          code = 1;
-          resolve();
-        },
-      );
+      const done = (line: string, exitCode: number): void => {
+        err(line);
+        resolve(exitCode);
+      };
+      const failed = (e: unknown): void => done(`kopek: shutdown failed: ${(e as Error).message}\n`, 1);
+      running.close().then(() => done('kopek: stopped\n', 0), failed);
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));

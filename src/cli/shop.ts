@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, atMostPositionals, idArg, unknownSubcommand, type Args } from '../platform/args';
 import { loadConfig } from '../platform/config';
-import { COMMON_OPTIONS, io, output, withStore, type Command } from './command';
+import { COMMON_OPTIONS, io, output, splitList, withStore, type Command } from './command';
 import { createShop, getShopSettings, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes } from '../money/shops/store';
 import { ALL_SCOPES } from '../platform/auth/scopes';
 import type { Store } from '../platform/storage/store';
@@ -98,26 +98,19 @@ async function show(store: Store, args: Args, id: string): Promise<void> {
   const s = await getShopSettings(store, id);
   if (!s) throw new Error(`cannot show shop "${id}": not found`);
   const view = {
-    id: s.id,
-    merchant_id: s.merchant_id,
-    name: s.name,
-    scopes: s.scopes.split(',').filter(Boolean),
-    ip_allowlist: s.ip_allowlist.split(',').filter(Boolean),
-    require_signature: s.require_signature === 1,
-    test_clock_offset_seconds: s.test_clock_offset_ms / 1000,
+    id: s.id, merchant_id: s.merchant_id, name: s.name, scopes: splitList(s.scopes), ip_allowlist: splitList(s.ip_allowlist),
+    require_signature: s.require_signature === 1, test_clock_offset_seconds: s.test_clock_offset_ms / 1000,
   };
   output(args, view, Object.entries(view).map(([k, v]) => `${k.padEnd(26)} ${Array.isArray(v) ? v.join(',') || '(none)' : v}`));
 }
 
-/** A shop's live connection as `kopek shop acquirer` and `kopek shop payouts` set, show and remove it. */
+// A shop's live connection as `kopek shop acquirer` and `kopek shop payouts` set, show and remove it: the subcommand, what
+// its messages name, the flags that set it (any one given means "set"), the width of the names in the printed lines.
 interface Connection {
-  /** The subcommand and what it names in its messages. */
   sub: 'acquirer' | 'payouts';
   noun: string;
   line: string;
-  /** The flags that set it (any one given means "set"). */
   setting: readonly string[];
-  /** Width of the names in the printed lines. */
   width: number;
   removed: string;
   show(store: Store, shopId: string): Promise<object | undefined>;
@@ -191,16 +184,12 @@ async function runConnection(c: Connection, argv: string[]): Promise<number> {
       output(args, { shop_id: shopId, removed: had }, [had ? c.removed : `the shop had no ${c.noun}`]);
       return 0;
     }
-    if (setting.length === 0) {
-      const v = await c.show(store, shopId);
-      if (!v) throw new Error(`cannot show the ${c.noun} of shop "${shopId}": none is set`);
-      output(args, v, lines(v));
-      return 0;
-    }
-    const v = await c.set(store, shopId, args);
+    const v = setting.length === 0 ? await c.show(store, shopId) : await c.set(store, shopId, args);
+    if (!v) throw new Error(`cannot show the ${c.noun} of shop "${shopId}": none is set`);
     output(args, v, lines(v));
+    if (setting.length === 0) return 0;
     // Set as the operator asked; but the server calls such an address only inside its --webhook-allow ranges.
-    const why = literalRefusal(new URL(v.api_url), allowListOf([]));
+    const why = literalRefusal(new URL((v as { api_url: string }).api_url), allowListOf([]));
     if (why) io().err(`note: the API address is the ${why}: the server calls it only when started with --webhook-allow covering it\n`);
     return 0;
   });
@@ -222,7 +211,7 @@ export const shop: Command = {
       const name = flag(args, 'name');
       if (!merchantId || !name) throw new Error('cannot create shop: --merchant ID and --name NAME are required');
       const s = await withStore(args, async (store) => createShop(store, merchantId, name, flag(args, 'scopes'), Date.now()));
-      output(args, { id: s.id, webhook_secret: s.webhook_secret, signing_secret: s.signing_secret, scopes: s.scopes.split(',').filter(Boolean) }, [
+      output(args, { id: s.id, webhook_secret: s.webhook_secret, signing_secret: s.signing_secret, scopes: splitList(s.scopes) }, [
         `shop            ${s.id}`,
         `webhook secret  ${s.webhook_secret}   (shown once)`,
         `signing secret  ${s.signing_secret}   (shown once)`,

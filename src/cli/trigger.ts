@@ -53,7 +53,6 @@ Examples:
   kopek trigger payment.succeeded --set amount=25000 --set order_id=A-1001 --set metadata.cart=42
   kopek trigger --list`;
 
-/** The server's answer to a trigger, as far as the printed lines read it. */
 interface TriggerAnswer {
   event: string;
   event_id: string;
@@ -207,7 +206,6 @@ function isAnswer(body: unknown): body is TriggerAnswer {
   return typeof b?.event === 'string' && typeof b.event_id === 'string' && Array.isArray(b.webhooks);
 }
 
-/** The human lines: the event and its id, each object made, and every webhook sent. */
 function describeAnswer(a: TriggerAnswer): string[] {
   const lines = [`triggered ${a.event}  ${a.event_id}`];
   for (const name of ['payment', 'refund', 'payout', 'subscription', 'token']) {

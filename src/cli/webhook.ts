@@ -1,5 +1,5 @@
-import { parseArgs, flag, onlyFlags, atMostPositionals, unknownSubcommand, type Args } from '../platform/args';
-import { COMMON_OPTIONS, output, outputList, withStore, type Command } from './command';
+import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from '../platform/args';
+import { COMMON_OPTIONS, output, outputList, runSubcommand, splitList, withStore, type Command } from './command';
 import type { Store } from '../platform/storage/store';
 import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../money/webhooks/store';
 import { deliveryLog } from '../money/webhooks/log';
@@ -53,49 +53,41 @@ export const webhook: Command = {
     const takesId = sub === 'delete' || sub === 'rotate' || sub === 'resend';
     const line = usage.split('\n').find((l) => l.startsWith(`  kopek webhook ${sub} `))?.trim();
     if (line) atMostPositionals(args.positional, takesId ? 2 : 1, line);
-    return withStore(args, async (store) => {
-      switch (sub) {
-        case 'add':
-          return add(store, args);
-        case 'list':
-          return list(store, args);
-        case 'delete':
-          onlyFlags(args, []);
-          if (!id) throw new Error('webhook delete needs ENDPOINT_ID');
-          await deleteEndpoint(store, id);
-          output(args, { id, deleted: true }, [`deleted ${id}`]);
-          return 0;
-        case 'rotate': {
-          onlyFlags(args, ['overlap']);
-          if (!id) throw new Error('webhook rotate needs ENDPOINT_ID');
-          const raw = flag(args, 'overlap') ?? '0';
-          if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`cannot rotate webhook secret: --overlap must be a number of hours, got "${raw}"`);
-          const secret = await rotateSecret(store, id, Number(raw), Date.now());
-          output(args, { id, secret, overlap_hours: Number(raw) }, [
-            `secret  ${secret}   (shown once)`,
-            Number(raw) > 0 ? `the previous secret stays valid for ${raw} h` : 'the previous secret is no longer valid',
-          ]);
-          return 0;
-        }
-        case 'deliveries':
-          return deliveries(store, args);
-        case 'resend': {
-          onlyFlags(args, []);
-          if (!id) throw new Error('webhook resend needs EVT_ID');
-          // The jobs are written here and run by the server (its next re-read of the jobs table finds them).
-          const jobs = new Scheduler(store, new Clocks(), createLogger('silent'));
-          const n = await store.tx(async (tx) => resendEvent(tx, jobs, id, Date.now()));
-          output(args, { event_id: id, requeued: n }, [`re-queued ${n} deliver${n === 1 ? 'y' : 'ies'} of ${id}`]);
-          return 0;
-        }
-        default:
-          throw unknownSubcommand('webhook', sub, ['add', 'list', 'delete', 'rotate', 'deliveries', 'resend']);
-      }
+    const inStore = (act: (store: Store) => Promise<void>) => async (): Promise<void> => withStore(args, act);
+    return runSubcommand('webhook', args, {
+      add: inStore((store) => add(store, args)),
+      list: inStore((store) => list(store, args)),
+      delete: inStore(async (store) => {
+        onlyFlags(args, []);
+        if (!id) throw new Error('webhook delete needs ENDPOINT_ID');
+        await deleteEndpoint(store, id);
+        output(args, { id, deleted: true }, [`deleted ${id}`]);
+      }),
+      rotate: inStore(async (store) => {
+        onlyFlags(args, ['overlap']);
+        if (!id) throw new Error('webhook rotate needs ENDPOINT_ID');
+        const raw = flag(args, 'overlap') ?? '0';
+        if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`cannot rotate webhook secret: --overlap must be a number of hours, got "${raw}"`);
+        const secret = await rotateSecret(store, id, Number(raw), Date.now());
+        output(args, { id, secret, overlap_hours: Number(raw) }, [
+          `secret  ${secret}   (shown once)`,
+          Number(raw) > 0 ? `the previous secret stays valid for ${raw} h` : 'the previous secret is no longer valid',
+        ]);
+      }),
+      deliveries: inStore((store) => deliveries(store, args)),
+      resend: inStore(async (store) => {
+        onlyFlags(args, []);
+        if (!id) throw new Error('webhook resend needs EVT_ID');
+        // The jobs are written here and run by the server (its next re-read of the jobs table finds them).
+        const jobs = new Scheduler(store, new Clocks(), createLogger('silent'));
+        const n = await store.tx(async (tx) => resendEvent(tx, jobs, id, Date.now()));
+        output(args, { event_id: id, requeued: n }, [`re-queued ${n} deliver${n === 1 ? 'y' : 'ies'} of ${id}`]);
+      }),
     });
   },
 };
 
-async function add(store: Store, args: Args): Promise<number> {
+async function add(store: Store, args: Args): Promise<void> {
   onlyFlags(args, ['shop', 'url', 'events', 'signature', 'webhook-allow']);
   const shopId = flag(args, 'shop');
   const url = flag(args, 'url');
@@ -107,10 +99,9 @@ async function add(store: Store, args: Args): Promise<number> {
     `endpoint id  ${endpoint.id}`,
     `secret       ${secret}   (shown once)`,
   ]);
-  return 0;
 }
 
-async function list(store: Store, args: Args): Promise<number> {
+async function list(store: Store, args: Args): Promise<void> {
   onlyFlags(args, ['shop']);
   const shopId = flag(args, 'shop');
   if (!shopId) throw new Error('webhook list needs --shop ID');
@@ -123,10 +114,9 @@ async function list(store: Store, args: Args): Promise<number> {
     const state = e.disabled_at ? `DISABLED ${e.disabled_at}: ${e.disabled_reason}` : 'active';
     return `${e.id}  ${e.signature}  ${state}  ${e.url}  ${e.events.length ? e.events.join(',') : 'all events'}`;
   });
-  return 0;
 }
 
-async function deliveries(store: Store, args: Args): Promise<number> {
+async function deliveries(store: Store, args: Args): Promise<void> {
   onlyFlags(args, ['event', 'shop']);
   const shopId = flag(args, 'shop');
   if (shopId !== undefined) await requireShop(store, shopId, 'show webhook deliveries');
@@ -139,14 +129,9 @@ async function deliveries(store: Store, args: Args): Promise<number> {
       `${i.attempted_at ?? 'due ' + i.next_attempt_at}  ${i.mode}  ${i.event_id}  ${i.event}  #${i.attempt}  ${i.status.padEnd(9)}  ` +
       `${i.response_code ?? '-'}  ${i.latency_ms === null ? '' : i.latency_ms + ' ms'}  ${i.url}${i.error ? '  ' + i.error : ''}`,
   );
-  return 0;
 }
 
 // A mistyped shop id would otherwise look like a shop without endpoints or deliveries.
 async function requireShop(store: Store, shopId: string, action: string): Promise<void> {
   if (!(await store.get('SELECT 1 FROM shops WHERE id = ?', shopId))) throw new Error(`cannot ${action}: shop "${shopId}" not found`);
-}
-
-function splitList(text: string): string[] {
-  return text.split(',').filter(Boolean);
 }

@@ -10,9 +10,10 @@ import { MasterKey } from '../../platform/secrets/master-key';
 import type { Module } from '../../money/core/module';
 import type { PaymentsCore } from '../../money/payments/core';
 import { UrlPolicy } from '../../money/webhooks/url-safety';
-import { amountOf, dueDate, paymentAnswerOf, TBANK, tokenMatches, type TBankAnswer, type TBankMethod } from './protocol';
+import { amountOf, bankIdOf, dueDate, paymentAnswerOf, TBANK, tokenMatches, type TBankAnswer, type TBankMethod } from './protocol';
 import { readSettings, terminalOf } from './settings';
-import { getRebill, getSession, insertRequest, keepUnreadableAmount, newAttempt, paymentOfOrder, putBankRef, putRebill, recurrentOf } from './records';
+import { getRebill, getSession, keepUnreadableAmount, newAttempt, paymentOfOrder, putBankRef, putRebill, recurrentOf } from './records';
+import { insertRequest } from '../http-call';
 import { REFUSE_JOB, REQUEST_JOB, rebillContext, refuseJob, requestJob, type Purpose } from './jobs';
 
 const MAX_DESCRIPTION = 140;
@@ -51,7 +52,7 @@ export class TBankBank implements BankPort {
       subject_kind: subject.kind,
       subject_id: subject.id,
       order_id: typeof fields.OrderId === 'string' ? fields.OrderId : '',
-      bank_payment_id: fields.PaymentId !== undefined ? String(fields.PaymentId) : '',
+      bank_payment_id: bankIdOf(fields as { PaymentId?: string }),
       request: JSON.stringify({ TerminalKey: terminalKey, ...fields }),
       created_at: this.core.clocks.real(),
     });
@@ -165,8 +166,8 @@ export class TBankBank implements BankPort {
     const amount = stated.kind === 'kopecks' ? stated.value : undefined;
     if (amount !== undefined) ok.payments.push({ paymentId, amount, answer });
     else this.core.log.warn('T-Bank notification Amount is not an integer of kopecks; not applied', { shop_id: req.shopId, payment_id: paymentId });
-    const bankPaymentId = n.PaymentId !== undefined && n.PaymentId !== null ? String(n.PaymentId) : '';
-    const rebill = n.RebillId !== undefined && n.RebillId !== null && String(n.RebillId) !== '' ? String(n.RebillId) : '';
+    const bankPaymentId = bankIdOf(n);
+    const rebill = String(n.RebillId ?? '');
     ok.record = async (tx) => {
       const p = await getPayment(tx, paymentId);
       if (!p || p.shop_id !== req.shopId || p.mode !== 'live') return;

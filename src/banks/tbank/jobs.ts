@@ -9,16 +9,18 @@ import { refundAnswered } from '../../money/refunds/bank-answers';
 import { shopAcquirer } from '../../money/bank-port/store';
 import type { MasterKey } from '../../platform/secrets/master-key';
 import type { PaymentAnswer } from '../../money/bank-port/port';
-import { fixedLookup, type Resolved, type UrlPolicy } from '../../money/webhooks/url-safety';
-import { accepted, amountOf, checkOrderPayment, failureCodeOf, paymentAnswerOf, refundAnswerOf, TBANK, tbankToken, withoutSecrets, type TBankAnswer, type TBankMethod } from './protocol';
-import { terminalOf } from './settings';
-import { getRebill, getRequest, getSession, keepUnreadableAmount, putBankRef, recurrentOf, updateSession } from './records';
-import { callBank, JOB_MARGIN_MS, markAnswered, markSent, type BankRequestRow } from '../http-call';
+import type { Resolved, UrlPolicy } from '../../money/webhooks/url-safety';
 import type { PaymentRow } from '../../money/bank-port/payment';
+import { accepted, amountOf, bankIdOf, checkOrderPayment, paymentAnswerOf, refundAnswerOf, refusal, TBANK, tbankToken } from './protocol';
+import { withoutSecrets, type TBankAnswer, type TBankMethod } from './protocol';
+import { terminalOf } from './settings';
+import { getRebill, getSession, keepUnreadableAmount, putBankRef, recurrentOf, updateSession } from './records';
+import { callBank, getRequest, jsonObject, JOB_MARGIN_MS, markAnswered, sendRecorded, type BankRequestRow } from '../http-call';
 
 /** What an answer may ask of the connector (bank.ts): another request, a QR code, a session opened anew. */
-export interface TBankRequests {
-  send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>, purpose: Purpose, extra?: Record<string, unknown>): Promise<number>;
+interface TBankRequests {
+  send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>,
+    purpose: Purpose, extra?: Record<string, unknown>): Promise<number>;
   requestQr(tx: Tx, p: PaymentRow, bankPaymentId: string): Promise<void>;
   reopen(tx: Tx, p: PaymentRow): Promise<void>;
 }
@@ -40,74 +42,53 @@ export function rebillContext(tokenId: string): string {
 export type Sent = { kind: 'answer'; answer: TBankAnswer } | { kind: 'unknown'; reason: string };
 
 /** POSTs a signed body (connecting to `resolved`); a timeout, connection error, 5xx or non-object body is unknown: the bank may have acted. */
-export async function postJson(url: string, body: Record<string, unknown>, timeout_ms: number, resolved?: Resolved): Promise<Sent> {
+async function postJson(url: string, body: Record<string, unknown>, timeoutMs: number, resolved: Resolved): Promise<Sent> {
   const payload = Buffer.from(JSON.stringify(body), 'utf8');
   const headers = { 'Content-Type': 'application/json', 'Content-Length': payload.length, Accept: 'application/json' };
-  const raw = await callBank({ method: 'POST', url, headers, payload, timeoutMs: timeout_ms, lookup: resolved ? fixedLookup(resolved) : undefined, who: 'acquirer' });
+  const raw = await callBank({ method: 'POST', url, headers, payload, timeoutMs, resolved, who: 'acquirer' });
   if (raw.kind === 'unknown') return raw;
   if (raw.status >= 500) return { kind: 'unknown', reason: `HTTP ${raw.status}` };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw.body.toString('utf8'));
-  } catch {
-    return { kind: 'unknown', reason: `HTTP ${raw.status} with a body that is not JSON` };
-  }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as TBankAnswer).Success !== 'boolean') {
-    return { kind: 'unknown', reason: `HTTP ${raw.status} with an answer that has no Success` };
-  }
-  return { kind: 'answer', answer: parsed as TBankAnswer };
+  const parsed = jsonObject(raw.status, raw.body, 'an answer that has no Success', (o) => typeof o.Success === 'boolean');
+  return parsed.kind === 'unknown' ? parsed : { kind: 'answer', answer: parsed.body as TBankAnswer };
 }
 
-// `run` sends outside any transaction, marking the request sent first: one found sent already (the process died before its
-// answer was recorded) is reported unknown, not sent again, and a status check settles it. `complete` applies the answer.
-// `policy`: where the shop's api_url may lead (private addresses only in --webhook-allow ranges).
+// `run` signs the recorded request (the terminal's password, a charge's RebillId) and sends it once (sendRecorded);
+// `complete` applies the answer. `policy`: where the shop's api_url may lead (private addresses only in --webhook-allow ranges).
 export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankRequests, policy: UrlPolicy): ModuleJob {
-  const timeout_ms = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
+  const timeoutMs = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
+  const hint = ' (the operator allows a range with --webhook-allow)';
+  const { store, clocks, log } = core;
+  const context = { store, clocks, log, policy, provider: TBANK, bank: 'T-Bank', who: 'acquirer', hint };
   const spec: AsyncJobKind<Sent> = {
-    deadline_ms: timeout_ms + JOB_MARGIN_MS,
-    async run(job) {
-      const row = await getRequest(core.store, Number(job.subject_id));
-      if (!row) return { kind: 'unknown', reason: 'the request record is gone' };
-      if (row.state !== 'queued') return { kind: 'unknown', reason: 'sent before a restart; no answer was recorded' };
+    deadline_ms: timeoutMs + JOB_MARGIN_MS,
+    run: (job) => sendRecorded<BankRequestRow, Sent>(context, Number(job.subject_id), async (row) => {
       const acq = await shopAcquirer(core.store, row.shop_id);
       if (!acq || acq.provider !== TBANK) return { kind: 'unknown', reason: 'the shop has no T-Bank acquirer any more' };
-      let body: Record<string, unknown>;
+      const body = JSON.parse(row.request) as Record<string, unknown>;
       let url: string;
-      let resolved: Resolved;
       try {
         const t = terminalOf(key, acq);
-        body = { ...(JSON.parse(row.request) as Record<string, unknown>), TerminalKey: t.terminalKey };
-        if (row.operation === 'Charge') {
-          const enc = await getRebill(core.store, String(job.payload.tokenId ?? ''));
-          if (enc) body.RebillId = key.decrypt(enc, rebillContext(String(job.payload.tokenId)));
-        }
+        [body.TerminalKey, url] = [t.terminalKey, `${t.apiUrl}/${row.operation}`];
+        const enc = row.operation === 'Charge' ? await getRebill(core.store, String(job.payload.tokenId ?? '')) : undefined;
+        if (enc) body.RebillId = key.decrypt(enc, rebillContext(String(job.payload.tokenId)));
         body.Token = tbankToken(body, t.password);
-        url = `${t.apiUrl}/${row.operation}`;
       } catch (err) {
         return { kind: 'unknown', reason: `cannot sign the request: ${(err as Error).message}` };
       }
-      try {
-        resolved = await policy.checkProvider(new URL(url));
-      } catch (err) {
-        // Never sent: the terminal key and a Token do not go to the operator's own network on a shop's word.
-        core.log.error('T-Bank request not sent: the acquirer address is refused', { shop_id: row.shop_id, operation: row.operation, reason: (err as Error).message });
-        return { kind: 'unknown', reason: `not sent: the acquirer address is refused: ${(err as Error).message} (the operator allows a range with --webhook-allow)` };
-      }
-      // Only the run moving the request from queued to sent sends it: another that read it queued (one frozen past
-      // its claim, and the one that took the job over) sends nothing.
-      if (!(await core.store.write(async (tx) => markSent(tx, row.id, core.clocks.real())))) {
-        return { kind: 'unknown', reason: 'sent by another run; no answer was recorded here' };
-      }
-      const sent = await postJson(url, body, timeout_ms, resolved);
-      core.log.info('T-Bank request', { operation: row.operation, shop_id: row.shop_id, subject_id: row.subject_id, outcome: sent.kind === 'answer' ? `${sent.answer.Status ?? ''} ${sent.answer.ErrorCode ?? ''}`.trim() : `unknown: ${sent.reason}` });
-      return sent;
-    },
+      const call = async (resolved: Resolved): Promise<Sent> => {
+        const sent = await postJson(url, body, timeoutMs, resolved);
+        const outcome = sent.kind === 'answer' ? `${sent.answer.Status ?? ''} ${sent.answer.ErrorCode ?? ''}`.trim() : `unknown: ${sent.reason}`;
+        core.log.info('T-Bank request', { operation: row.operation, shop_id: row.shop_id, subject_id: row.subject_id, outcome });
+        return sent;
+      };
+      return { kind: 'call', url, call };
+    }),
     async complete(tx, job, sent) {
-      const row = await getRequest(tx, Number(job.subject_id));
+      const row = await getRequest(tx, Number(job.subject_id), TBANK);
       if (!row) return;
       const a = sent.kind === 'answer' ? sent.answer : undefined;
-      const bankPaymentId = a?.PaymentId !== undefined && a.PaymentId !== null ? String(a.PaymentId) : '';
-      await markAnswered(tx, row.id, a ? 'answered' : 'unknown', JSON.stringify(a ? withoutSecrets(a as Record<string, unknown>) : { reason: (sent as { reason: string }).reason }), bankPaymentId, core.clocks.real());
+      const answer = JSON.stringify(a ? withoutSecrets(a as Record<string, unknown>) : { reason: (sent as { reason: string }).reason });
+      await markAnswered(tx, row.id, a ? 'answered' : 'unknown', answer, a ? bankIdOf(a) : '', core.clocks.real());
       await onAnswer(core, bank, tx, row, String(job.payload.purpose ?? ''), job, a, sent.kind === 'unknown' ? sent.reason : '');
     },
   };
@@ -127,21 +108,16 @@ export function refuseJob(core: PaymentsCore): ModuleJob {
 const unknown = (reason: string) => ({ outcome: 'unknown' as const, reason });
 
 /** Apply an answer with the Amount it states; one that is not an integer of kopecks is kept for the operator, never applied. */
-async function answeredWithAmount(core: PaymentsCore, tx: Tx, p: PaymentRow, answer: PaymentAnswer, a: TBankAnswer): Promise<void> {
+async function answeredWithAmount(core: PaymentsCore, tx: Tx, p: PaymentRow, a: TBankAnswer): Promise<void> {
   const amount = amountOf(a);
+  const answer = paymentAnswerOf(a);
   if (amount.kind === 'bad') return keepUnreadableAmount(core.clocks, tx, p, answer.outcome, amount.raw);
   await paymentAnswered(core, tx, p.id, answer, amount.kind === 'kopecks' ? amount.value : undefined);
 }
 
-/** A refusal of a request as a payment answer: the bank's ErrorCode, unified. */
-function refusal(a: TBankAnswer) {
-  const code = String(a.ErrorCode ?? '') || '0';
-  return { outcome: 'refused' as const, failureCode: failureCodeOf(code), bankCode: code };
-}
-
 // A merchant charge whose bank payment is still NEW: its Charge never reached the bank. The bank charges only a NEW payment,
 // so sending it now cannot charge twice. True when sent.
-async function chargeNotSent(bank: TBankRequests, tx: Tx, p: { id: string; shop_id: string; status: string }, a: TBankAnswer, bankPaymentId: string): Promise<boolean> {
+async function chargeNotSent(bank: TBankRequests, tx: Tx, p: PaymentRow, a: TBankAnswer, bankPaymentId: string): Promise<boolean> {
   if (p.status !== 'processing' || a.Status !== 'NEW' || !bankPaymentId) return false;
   const rec = await recurrentOf(tx, p.id);
   if (!rec?.token_id || (rec.kind !== 'token_charge' && rec.kind !== 'subscription_charge')) return false;
@@ -149,71 +125,59 @@ async function chargeNotSent(bank: TBankRequests, tx: Tx, p: { id: string; shop_
   return true;
 }
 
-async function onAnswer(core: PaymentsCore, bank: TBankRequests, tx: Tx, row: BankRequestRow, purpose: string, job: Job, a: TBankAnswer | undefined, why: string): Promise<void> {
+async function onAnswer(core: PaymentsCore, bank: TBankRequests, tx: Tx, row: BankRequestRow, purpose: string, job: Job, a: TBankAnswer | undefined, why: string): Promise<unknown> {
   if (row.subject_kind === 'refund') {
     if (!(await getRefund(tx, row.subject_id))) return;
-    await refundAnswered(core, tx, row.subject_id, a ? refundAnswerOf(a) : unknown(why));
-    return;
+    return refundAnswered(core, tx, row.subject_id, a ? refundAnswerOf(a) : unknown(why));
   }
   const p = await getPayment(tx, row.subject_id);
-  if (!p) return;
-  const s = await getSession(tx, p.id);
-  const now = core.clocks.real();
-  if (purpose === 'void') return; // the payment is cancelled already; the bank's answer changes nothing here
+  // A void's payment is cancelled already: the bank's answer changes nothing here.
+  if (!p || purpose === 'void') return;
   if (!a) {
     if (purpose !== 'qr') await paymentAnswered(core, tx, p.id, unknown(why));
     return;
   }
-  const bankPaymentId = a.PaymentId !== undefined && a.PaymentId !== null ? String(a.PaymentId) : '';
+  const s = await getSession(tx, p.id);
+  const now = core.clocks.real();
+  const bankPaymentId = bankIdOf(a);
   // The current attempt's bank id, whatever the answer, becomes metadata.bank_ref first, so the webhook below carries it.
   const current = s !== undefined && s.order_id === row.order_id;
   switch (row.operation) {
     case 'Init': {
       if (current) await putBankRef(tx, p.id, bankPaymentId);
-      if (!accepted(a)) {
-        await paymentAnswered(core, tx, p.id, refusal(a));
-        return;
-      }
+      if (!accepted(a)) return paymentAnswered(core, tx, p.id, refusal(a));
       // Only a web address is ever sent to the buyer's browser as the bank's page.
       const paymentUrl = typeof a.PaymentURL === 'string' && /^https?:\/\/[^\s]+$/.test(a.PaymentURL) ? a.PaymentURL : '';
       if (current) await updateSession(tx, p.id, row.order_id, { bankPaymentId, paymentUrl }, now);
       if (purpose === 'charge') {
-        await bank.send(tx, p.shop_id, 'Charge', { kind: 'payment', id: p.id }, { PaymentId: bankPaymentId }, 'charge', { tokenId: job.payload.tokenId });
-        return;
+        const tokenId = job.payload.tokenId;
+        return bank.send(tx, p.shop_id, 'Charge', { kind: 'payment', id: p.id }, { PaymentId: bankPaymentId }, 'charge', { tokenId });
       }
       if (p.method === 'sbp' && p.status === 'processing') await bank.requestQr(tx, p, bankPaymentId);
-      await paymentAnswered(core, tx, p.id, paymentAnswerOf(a));
-      return;
+      return paymentAnswered(core, tx, p.id, paymentAnswerOf(a));
     }
     case 'GetQr':
       if (accepted(a) && typeof a.Data === 'string' && s) await updateSession(tx, p.id, s.order_id, { qrPayload: a.Data }, now);
       else if (a.Success === false) await paymentAnswered(core, tx, p.id, refusal(a));
       return;
     case 'Charge':
-      if (!accepted(a) && a.Success === false) await paymentAnswered(core, tx, p.id, refusal(a));
-      else await answeredWithAmount(core, tx, p, paymentAnswerOf(a), a);
-      return;
+      if (!accepted(a) && a.Success === false) return paymentAnswered(core, tx, p.id, refusal(a));
+      return answeredWithAmount(core, tx, p, a);
     case 'GetState':
-      if (accepted(a) && (await chargeNotSent(bank, tx, p, a, bankPaymentId))) return;
-      if (accepted(a)) await answeredWithAmount(core, tx, p, paymentAnswerOf(a), a);
-      else await paymentAnswered(core, tx, p.id, unknown(`GetState error ${a.ErrorCode ?? ''}`));
+      if (!accepted(a)) return paymentAnswered(core, tx, p.id, unknown(`GetState error ${a.ErrorCode ?? ''}`));
+      if (!(await chargeNotSent(bank, tx, p, a, bankPaymentId))) await answeredWithAmount(core, tx, p, a);
       return;
     case 'CheckOrder': {
       const found = accepted(a) ? checkOrderPayment(a) : undefined;
-      if (!found) {
-        // The bank has no such order: the Init never reached it. A new attempt, with a new OrderId.
-        if (a.Success === false && p.status === 'processing' && s && s.order_id === row.order_id) await bank.reopen(tx, p);
-        else await paymentAnswered(core, tx, p.id, unknown('CheckOrder found no payment'));
-        return;
-      }
-      const foundId = found.PaymentId !== undefined ? String(found.PaymentId) : '';
+      // No such order at the bank: the Init never reached it. A new attempt, with a new OrderId.
+      if (!found && a.Success === false && p.status === 'processing' && current) return bank.reopen(tx, p);
+      if (!found) return paymentAnswered(core, tx, p.id, unknown('CheckOrder found no payment'));
+      const foundId = bankIdOf(found);
       if (current) {
         await updateSession(tx, p.id, row.order_id, { bankPaymentId: foundId }, now);
         await putBankRef(tx, p.id, foundId);
       }
-      if (await chargeNotSent(bank, tx, p, found, foundId)) return;
-      await answeredWithAmount(core, tx, p, paymentAnswerOf(found), found);
-      return;
+      if (!(await chargeNotSent(bank, tx, p, found, foundId))) await answeredWithAmount(core, tx, p, found);
     }
   }
 }

@@ -88,7 +88,7 @@ export function failureCodeOf(errorCode: string): string {
 }
 
 /** The masked card of an answer's Pan ("430000******0777"), never more than the bank showed. */
-export function cardOf(a: TBankAnswer): { brand: string; mask: string; holder: string } | undefined {
+function cardOf(a: TBankAnswer): { brand: string; mask: string; holder: string } | undefined {
   if (typeof a.Pan !== 'string' || !/^[\d*]{12,19}$/.test(a.Pan) || /\d{11,}/.test(a.Pan)) return undefined;
   const brand = /^4/.test(a.Pan) ? 'visa' : /^5[1-5]/.test(a.Pan) ? 'mastercard' : /^220[0-4]/.test(a.Pan) ? 'mir' : 'card';
   return { brand, mask: a.Pan, holder: '' };
@@ -110,15 +110,23 @@ export function paymentAnswerOf(a: TBankAnswer): PaymentAnswer {
   return { outcome: 'unknown', reason: `status ${status || '(none)'}` };
 }
 
+/** A refusal of a request: the bank's ErrorCode, unified. */
+export function refusal(a: TBankAnswer): { outcome: 'refused'; failureCode: string; bankCode: string } {
+  const code = String(a.ErrorCode ?? '') || '0';
+  return { outcome: 'refused', failureCode: failureCodeOf(code), bankCode: code };
+}
+
 /** What the answer to a refund's Cancel means: REFUNDED / PARTIAL_REFUNDED settle it; a refusal fails it. */
 export function refundAnswerOf(a: TBankAnswer): MoneyAnswer {
   const status = String(a.Status ?? '');
   if (accepted(a) && (status === 'REFUNDED' || status === 'PARTIAL_REFUNDED')) return { outcome: 'succeeded', bankRef: String(a.PaymentId ?? '') };
-  if (a.Success === false && String(a.ErrorCode ?? '0') !== '0') {
-    const code = String(a.ErrorCode);
-    return { outcome: 'refused', failureCode: failureCodeOf(code), bankCode: code };
-  }
+  if (a.Success === false && String(a.ErrorCode ?? '0') !== '0') return refusal(a);
   return { outcome: 'unknown', reason: `status ${status || '(none)'}` };
+}
+
+/** The bank's PaymentId of an answer, or '' when it gave none. */
+export function bankIdOf(a: { PaymentId?: string | number | null }): string {
+  return a.PaymentId !== undefined && a.PaymentId !== null ? String(a.PaymentId) : '';
 }
 
 /** The answer of CheckOrder for one OrderId: the payment that tells the most (a confirmed one, else the latest). */

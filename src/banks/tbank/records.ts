@@ -2,7 +2,6 @@ import type { Reader, Tx } from '../../platform/storage/store';
 import type { Clocks } from '../../platform/clock';
 import { recordMismatch } from '../../money/bank-port/checks';
 import { getPayment, metadataOf, updatePayment } from '../../money/payments/store';
-import type { BankRequestRow } from '../http-call';
 
 // T-Bank's rows: requests (bank_requests, shared by live acquirers), sessions (tbank_sessions), RebillIds (tbank_rebills).
 
@@ -15,25 +14,6 @@ export interface SessionRow {
   payment_url: string;
   qr_payload: string;
   updated_at: number;
-}
-
-/** Record a request before it is sent (state queued); returns its id. */
-export async function insertRequest(tx: Tx, r: Omit<BankRequestRow, 'id' | 'state' | 'answer' | 'sent_at' | 'answered_at'>): Promise<number> {
-  const info = await tx.run(
-    `INSERT INTO bank_requests (shop_id, mode, provider, operation, subject_kind, subject_id, order_id, bank_payment_id, request, state, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?) RETURNING id`,
-    r.shop_id, r.mode, r.provider, r.operation, r.subject_kind, r.subject_id, r.order_id, r.bank_payment_id, r.request, r.created_at,
-  );
-  return Number(info.lastInsertRowid);
-}
-
-export async function getRequest(db: Reader, id: number): Promise<BankRequestRow | undefined> {
-  return db.get<BankRequestRow>('SELECT * FROM bank_requests WHERE id = ?', id);
-}
-
-/** The requests about one operation, oldest first. */
-export async function requestsOf(db: Reader, subjectId: string): Promise<BankRequestRow[]> {
-  return db.all<BankRequestRow>('SELECT * FROM bank_requests WHERE subject_id = ? ORDER BY id', subjectId);
 }
 
 /** The payment an OrderId of this shop belongs to (any attempt). */
@@ -103,10 +83,7 @@ export async function putBankRef(tx: Tx, paymentId: string, bankPaymentId: strin
   await updatePayment(tx, p.id, { metadata: JSON.stringify(meta) });
 }
 
-/** The bank amount kept for an Amount that could not be read as kopecks (no payment has it). */
-export const UNREADABLE_AMOUNT = -1;
-
-/** Keep, instead of applying, a bank's word whose Amount is not an integer of kopecks: `kopek doctor` shows it as sent. */
+/** Keep, instead of applying, a bank's word whose Amount is not an integer of kopecks: `kopek doctor` shows it as sent (the bank amount -1: no payment has it). */
 export async function keepUnreadableAmount(clocks: Pick<Clocks, 'real'>, tx: Tx, p: { id: string; shop_id: string; amount: number }, outcome: string, raw: string): Promise<void> {
-  await recordMismatch(clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: UNREADABLE_AMOUNT, outcome: `${outcome}; Amount ${raw} is not an integer of kopecks` });
+  await recordMismatch(clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: -1, outcome: `${outcome}; Amount ${raw} is not an integer of kopecks` });
 }

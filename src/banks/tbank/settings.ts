@@ -56,14 +56,9 @@ export function terminalOf(key: MasterKey, a: ShopAcquirer): TBankTerminal {
 }
 
 /** What may be shown of a shop's acquirer: never its password. */
-export interface AcquirerView {
-  shop_id: string;
-  provider: string;
-  terminal_key: string;
-  api_url: string;
-}
+type AcquirerView = { shop_id: string; provider: string; terminal_key: string; api_url: string };
 
-export function acquirerView(a: ShopAcquirer): AcquirerView {
+function acquirerView(a: ShopAcquirer): AcquirerView {
   const s = readSettings(a);
   return { shop_id: a.shop_id, provider: a.provider, terminal_key: s.terminal_key, api_url: s.api_url };
 }

@@ -4,7 +4,8 @@ import type { BankPort, CallbackRequest, CallbackResult, OperationRef, PayoutSta
 import { shopPayoutProvider } from '../../money/bank-port/store';
 import { getPayout } from '../../money/payouts/store';
 import { payoutBody } from './protocol';
-import { firstPost, getOpenOrRecent, insertRequest, payoutOfProviderId } from './records';
+import { firstPost, getOpenOrRecent, payoutOfProviderId } from './records';
+import { insertRequest } from '../http-call';
 import { YOOKASSA } from './settings';
 
 /** Job kind: send one recorded request to YooKassa and apply its answer. */
@@ -31,7 +32,10 @@ export class YookassaBank implements BankPort {
 
   /** Record a request and its job in the caller's transaction. */
   async send(tx: Tx, shopId: string, op: 'CreatePayout' | 'GetPayout', payoutId: string, providerId: string, body: string, purpose: Purpose): Promise<void> {
-    const id = await insertRequest(tx, { shopId, operation: op, payoutId, providerId, body, now: this.core.clocks.real() });
+    const id = await insertRequest(tx, {
+      shop_id: shopId, mode: 'live', provider: YOOKASSA, operation: op, subject_kind: 'payout', subject_id: payoutId,
+      order_id: payoutId, bank_payment_id: providerId, request: body, created_at: this.core.clocks.real(),
+    });
     await this.core.scheduler.schedule(tx, { kind: REQUEST_JOB, subjectId: String(id), shopId, mode: 'live', dueAt: await this.core.clocks.now(tx, shopId, 'live'), payload: { purpose } });
   }
 
@@ -90,21 +94,10 @@ export class YookassaBank implements BankPort {
     return {};
   }
 
-  async openSession(): Promise<void> {
-    throw new Error('cannot take a payment through YooKassa Payouts: payments go to the shop\'s acquirer');
-  }
-
-  async chargeSaved(): Promise<void> {
-    throw new Error('cannot charge a saved method through YooKassa Payouts: payments go to the shop\'s acquirer');
-  }
-
-  async cancel(): Promise<void> {
-    throw new Error('cannot cancel a payment through YooKassa Payouts: payments go to the shop\'s acquirer');
-  }
-
-  async refund(): Promise<void> {
-    throw new Error('cannot refund through YooKassa Payouts: refunds go to the shop\'s acquirer');
-  }
+  readonly openSession = elsewhere('take a payment');
+  readonly chargeSaved = elsewhere('charge a saved method');
+  readonly cancel = elsewhere('cancel a payment');
+  readonly refund = elsewhere('refund', 'refunds');
 
   creationExtras(): undefined {
     return undefined;
@@ -113,4 +106,11 @@ export class YookassaBank implements BankPort {
   async pageSession(): Promise<undefined> {
     return undefined;
   }
+}
+
+/** A payment operation, never sent here: payments and refunds go to the shop's acquirer. */
+function elsewhere(what: string, goes = 'payments'): () => Promise<never> {
+  return async () => {
+    throw new Error(`cannot ${what} through YooKassa Payouts: ${goes} go to the shop's acquirer`);
+  };
 }

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { fixedLookup, type Resolved } from '../../money/webhooks/url-safety';
-import { callBank } from '../http-call';
+import type { Resolved } from '../../money/webhooks/url-safety';
+import { callBank, jsonObject } from '../http-call';
 
 /** An answer with a JSON object body (2xx, 4xx but 429), or unknown: timeout, connection error, 5xx, 429, a non-object body. */
 export type Sent = { kind: 'answer'; status: number; body: Record<string, unknown> } | { kind: 'unknown'; reason: string };
 
-export interface Call {
+interface Call {
   method: 'GET' | 'POST';
   url: string;
   agentId: string;
@@ -23,20 +23,14 @@ export async function callYookassa(c: Call): Promise<Sent> {
   const payload = c.body ? Buffer.from(JSON.stringify(c.body), 'utf8') : undefined;
   const headers: Record<string, string | number> = { Accept: 'application/json', Authorization: `Basic ${Buffer.from(`${c.agentId}:${c.secret}`, 'utf8').toString('base64')}` };
   if (payload) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': payload.length, 'Idempotence-Key': c.idempotenceKey ?? randomUUID() });
-  const raw = await callBank({ method: c.method, url: c.url, headers, payload, timeoutMs: c.timeoutMs, lookup: c.resolved ? fixedLookup(c.resolved) : undefined, who: 'provider' });
+  const raw = await callBank({ method: c.method, url: c.url, headers, payload, timeoutMs: c.timeoutMs, resolved: c.resolved, who: 'provider' });
   return raw.kind === 'unknown' ? raw : readAnswer(raw.status, raw.body);
 }
 
 function readAnswer(status: number, raw: Buffer): Sent {
   if (status >= 500 || status === 429 || status < 200 || (status >= 300 && status < 400)) return { kind: 'unknown', reason: `HTTP ${status}` };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw.toString('utf8'));
-  } catch {
-    return { kind: 'unknown', reason: `HTTP ${status} with a body that is not JSON` };
-  }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return { kind: 'unknown', reason: `HTTP ${status} with a body that is not an object` };
-  return { kind: 'answer', status, body: parsed as Record<string, unknown> };
+  const parsed = jsonObject(status, raw, 'a body that is not an object');
+  return parsed.kind === 'unknown' ? parsed : { kind: 'answer', status, body: parsed.body };
 }
 
 /** A payout id the provider never gives (its ids start "po-"): a GET of it changes nothing anywhere. */

@@ -10,62 +10,52 @@ import { payoutAnswered } from '../../money/payouts/bank-answers';
 import { getPayout, type PayoutRow } from '../../money/payouts/store';
 import { callYookassa, type Sent } from './http';
 import { answerOf, isCardBody, payoutObjectOf, withCardNumber } from './protocol';
-import { getRequest, putPayoutRef, type YookassaRequestRow } from './records';
-import { JOB_MARGIN_MS, markAnswered, markSent } from '../http-call';
+import { putPayoutRef, type YookassaRequestRow } from './records';
+import { getRequest, JOB_MARGIN_MS, markAnswered, sendRecorded } from '../http-call';
 import { REQUEST_JOB, YookassaBank, type Purpose } from './bank';
-import { gatewayOf, YOOKASSA } from './settings';
+import { gatewayOf, YOOKASSA, type YookassaGateway } from './settings';
 
 /** What a run gave: the call's outcome, or `lost` (a card payout's number is gone: nothing was sent). */
 type Outcome = Sent | { kind: 'lost' };
 
-// `run` sends outside any transaction, marking the request sent just before (one found sent already is reported unknown, not
-// sent: a status check repeats it under the same Idempotence-Key); `complete` applies the answer (payouts/bank-answers.ts).
+// `run` puts a card payout's number back from memory, unseals the secret key and sends the request once (sendRecorded: one
+// found sent already is repeated by a status check under the same Idempotence-Key); `complete` applies the answer.
 export function requestJob(core: PaymentsCore, bank: YookassaBank, policy: UrlPolicy): ModuleJob {
   const timeoutMs = Math.max(1, Math.round(core.config.acquirerTimeoutSeconds * 1000));
+  const { store, clocks, log } = core;
+  const context = { store, clocks, log, policy, provider: YOOKASSA, bank: 'YooKassa', who: 'provider' };
   const spec: AsyncJobKind<Outcome> = {
     deadline_ms: timeoutMs + JOB_MARGIN_MS,
-    async run(job) {
-      const row = await getRequest(core.store, Number(job.subject_id));
-      if (!row) return { kind: 'unknown', reason: 'the request record is gone' };
-      if (row.state !== 'queued') return { kind: 'unknown', reason: 'sent before a restart; no answer was recorded' };
+    run: (job) => sendRecorded<YookassaRequestRow, Outcome>(context, Number(job.subject_id), async (row) => {
       const pp = await shopPayoutProvider(core.store, row.shop_id);
       if (!pp || pp.provider !== YOOKASSA) return { kind: 'unknown', reason: 'the shop has no YooKassa payout provider any more' };
-      let body: Record<string, unknown> | undefined;
-      if (row.operation === 'CreatePayout') {
-        body = JSON.parse(row.request) as Record<string, unknown>;
-        if (isCardBody(body)) {
-          const number = bank.cards.get(row.subject_id);
-          if (!number) return { kind: 'lost' };
-          body = withCardNumber(body, number);
-        }
+      const post = row.operation === 'CreatePayout';
+      let body = post ? (JSON.parse(row.request) as Record<string, unknown>) : undefined;
+      if (body && isCardBody(body)) {
+        const number = bank.cards.get(row.subject_id);
+        if (!number) return { kind: 'lost' };
+        body = withCardNumber(body, number);
       }
-      let gw;
-      let resolved: Resolved;
+      let gw: YookassaGateway;
       try {
         gw = gatewayOf(core.store.path, pp);
       } catch (err) {
         return { kind: 'unknown', reason: `cannot unseal the secret key: ${(err as Error).message}` };
       }
-      const url = row.operation === 'CreatePayout' ? `${gw.apiUrl}/payouts` : `${gw.apiUrl}/payouts/${encodeURIComponent(row.bank_payment_id)}`;
-      try {
-        resolved = await policy.checkProvider(new URL(url));
-      } catch (err) {
-        core.log.error('YooKassa request not sent: the provider address is refused', { shop_id: row.shop_id, reason: (err as Error).message });
-        return { kind: 'unknown', reason: `not sent: the provider address is refused: ${(err as Error).message}` };
-      }
-      if (!(await core.store.write(async (tx) => markSent(tx, row.id, core.clocks.real())))) {
-        return { kind: 'unknown', reason: 'sent by another run; no answer was recorded here' };
-      }
-      const method = row.operation === 'CreatePayout' ? 'POST' : 'GET';
-      const sent = await callYookassa({ method, url, agentId: gw.agentId, secret: gw.secret, idempotenceKey: row.order_id, body, timeoutMs, resolved });
-      core.log.info('YooKassa request', { operation: row.operation, shop_id: row.shop_id, payout_id: row.subject_id, outcome: sent.kind === 'answer' ? `HTTP ${sent.status} ${String(sent.body.status ?? sent.body.code ?? '')}` : `unknown: ${sent.reason}` });
-      return sent;
-    },
+      const url = post ? `${gw.apiUrl}/payouts` : `${gw.apiUrl}/payouts/${encodeURIComponent(row.bank_payment_id)}`;
+      const call = async (resolved: Resolved): Promise<Sent> => {
+        const { agentId, secret } = gw;
+        const sent = await callYookassa({ method: post ? 'POST' : 'GET', url, agentId, secret, idempotenceKey: row.order_id, body, timeoutMs, resolved });
+        const outcome = sent.kind === 'answer' ? `HTTP ${sent.status} ${String(sent.body.status ?? sent.body.code ?? '')}` : `unknown: ${sent.reason}`;
+        core.log.info('YooKassa request', { operation: row.operation, shop_id: row.shop_id, payout_id: row.subject_id, outcome });
+        return sent;
+      };
+      return { kind: 'call', url, call };
+    }),
     async complete(tx, job, out) {
-      const row = await getRequest(tx, Number(job.subject_id));
-      if (!row) return;
-      const p = await getPayout(tx, row.subject_id);
-      if (!p || p.shop_id !== row.shop_id || p.mode !== 'live') return;
+      const row = await getRequest<YookassaRequestRow>(tx, Number(job.subject_id), YOOKASSA);
+      const p = row && (await getPayout(tx, row.subject_id));
+      if (!row || !p || p.shop_id !== row.shop_id || p.mode !== 'live') return;
       await onOutcome(core, bank, tx, row, p, String(job.payload.purpose ?? 'check') as Purpose, out);
     },
   };

@@ -6,20 +6,6 @@ import type { BankRequestRow } from '../http-call';
 
 export type YookassaRequestRow = BankRequestRow & { operation: 'CreatePayout' | 'GetPayout' };
 
-/** Record a request before it is sent (state queued); returns its id. */
-export async function insertRequest(tx: Tx, r: { shopId: string; operation: YookassaRequestRow['operation']; payoutId: string; providerId: string; body: string; now: number }): Promise<number> {
-  const info = await tx.run(
-    `INSERT INTO bank_requests (shop_id, mode, provider, operation, subject_kind, subject_id, order_id, bank_payment_id, request, state, created_at)
-       VALUES (?, 'live', 'yookassa', ?, 'payout', ?, ?, ?, ?, 'queued', ?) RETURNING id`,
-    r.shopId, r.operation, r.payoutId, r.payoutId, r.providerId, r.body, r.now,
-  );
-  return Number(info.lastInsertRowid);
-}
-
-export async function getRequest(q: Reader, id: number): Promise<YookassaRequestRow | undefined> {
-  return q.get<YookassaRequestRow>(`SELECT * FROM bank_requests WHERE id = ? AND provider = 'yookassa'`, id);
-}
-
 /** The first POST of a payout: its body is what every repeat sends again. */
 export async function firstPost(q: Reader, payoutId: string): Promise<YookassaRequestRow | undefined> {
   return q.get<YookassaRequestRow>(`SELECT * FROM bank_requests WHERE subject_id = ? AND provider = 'yookassa' AND operation = 'CreatePayout' ORDER BY id LIMIT 1`, payoutId);
