@@ -20,7 +20,7 @@ function failingSync(call: 'committed' | 'syncNow'): { status: number | null; st
     const { createLogger } = require(${JSON.stringify(join(ROOT, 'src', 'platform', 'log.ts'))});
     const sync = new Durability(createLogger('info'), 0);
     const synced = () => process.stdout.write('synced\\n');
-    sync.committed([{ fn: () => undefined, resolve: synced, reject: synced }], [{ ok: true, value: undefined, hooks: [] }]);
+    sync.committed()?.then(synced, synced);
     if ('${call}' === 'syncNow') sync.syncNow();
     setTimeout(() => process.stdout.write('still running\\n'), 2000);`;
   const r = spawnSync(process.execPath, ['--import', 'tsx', '-e', code], { cwd: ROOT, input: '', encoding: 'utf8', timeout: 20_000 });

@@ -26,8 +26,6 @@ export interface Store extends Reader {
    */
   readonly now: () => number;
   readonly isOpen: boolean;
-  /** Commits made through this store so far. */
-  readonly commits: number;
   /** Committed events of every process, in stream order (PostgreSQL); null on SQLite, whose after-commit order is the stream's. */
   readonly eventFeed: EventFeed | null;
   /**

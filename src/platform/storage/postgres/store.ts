@@ -26,7 +26,6 @@ export class PgStore implements Store {
   readonly eventFeed: PgEventFeed;
   private readonly pool: pg.Pool;
   private readonly log: Logger;
-  private commitCount = 0;
   /** The database's clock minus this process's (see measureClock). */
   private clockOffsetMs = 0;
   private clockTimer: NodeJS.Timeout | null = null;
@@ -57,10 +56,6 @@ export class PgStore implements Store {
 
   get isOpen(): boolean {
     return this.open;
-  }
-
-  get commits(): number {
-    return this.commitCount;
   }
 
   keyTablesVersion(): number {
@@ -150,7 +145,6 @@ export class PgStore implements Store {
         throw this.noteFailure(storageError(err));
       }
       client.release();
-      this.commitCount++;
       this.failure = null;
       // Before the commit's answer leaves, not at the announcement's delivery.
       for (const t of written) if (KEY_TABLE_NAMES.has(t)) this.eventFeed.keyTablesChanged();

@@ -6,6 +6,8 @@ import { betterSqliteLib, nativeBindingPath } from './open';
 
 /** Least time between two checkpoints while commits keep coming. */
 const INTERVAL_MS = 50;
+/** Rows changed and commits (Statements.written) after which an idle checkpointer wakes: a few WAL pages each. */
+const WAKE_WRITES = 100;
 /**
  * WAL frames past which the writer finishes a checkpoint itself: under steady writes the thread's checkpoint ends
  * a little behind, and SQLite restarts the WAL only once every frame is back; the catch-up copies just those.
@@ -63,17 +65,24 @@ parentPort.on('message', (m) => {
  * with wal_autocheckpoint = 0; should the thread fail, it checkpoints inline again.
  */
 export class Checkpointer {
+  /**
+   * The writer calls nudge() once `written` reaches this: WAKE_WRITES after the last checkpoint while idle, never
+   * while one is due or running (its end looks at `written` itself).
+   */
+  wakeAt = WAKE_WRITES;
+  /** The thread's checkpoint ended far behind: the writer finishes it between transactions (catchUpNow). */
+  catchUp = false;
   private worker: Worker | null = null;
   private failed = false;
   private running = false;
-  private dirty = false;
+  /** `written` when the last checkpoint began; moved since then: dirty. */
+  private seen = 0;
   private timer: NodeJS.Timeout | null = null;
   private lastAt = 0;
-  private catchUp = false;
   /** See IDLE_TRUNCATE_BYTES; compiled at first use. */
   private truncateStmt: Database.Statement | null = null;
   private truncateTries = 0;
-  /** A commit cancels it. */
+  /** A nudge cancels it. */
   private idleTimer: NodeJS.Timeout | null = null;
   private readonly closed = new Int32Array(new SharedArrayBuffer(4));
 
@@ -81,6 +90,7 @@ export class Checkpointer {
     private readonly db: Database.Database,
     private readonly path: string,
     private readonly log: Logger,
+    private readonly source: { readonly written: number } = { written: 0 },
   ) {
     db.pragma('wal_autocheckpoint = 0');
     // Now rather than at the first commit, so the server's memory at rest already holds it.
@@ -89,7 +99,7 @@ export class Checkpointer {
 
   /** At most one checkpoint runs, at most one every INTERVAL_MS. */
   nudge(): void {
-    this.dirty = true;
+    this.wakeAt = Infinity;
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = null;
     if (this.running || this.timer || this.failed) return;
@@ -99,8 +109,8 @@ export class Checkpointer {
   }
 
   /** Between transactions. */
-  catchUpIfLong(): void {
-    if (!this.catchUp || this.db.inTransaction) return;
+  catchUpNow(): void {
+    if (this.db.inTransaction) return;
     this.catchUp = false;
     this.db.pragma('wal_checkpoint(PASSIVE)');
   }
@@ -112,6 +122,7 @@ export class Checkpointer {
     this.timer = null;
     this.idleTimer = null;
     this.failed = true;
+    this.wakeAt = Infinity;
     if (!this.worker) return;
     this.worker.postMessage('close');
     this.worker = null;
@@ -124,7 +135,7 @@ export class Checkpointer {
     const w = this.worker ?? this.start();
     if (!w) return;
     this.running = true;
-    this.dirty = false;
+    this.seen = this.source.written;
     this.lastAt = Date.now();
     w.postMessage('checkpoint');
   };
@@ -148,19 +159,21 @@ export class Checkpointer {
 
   private finished(m: { busy: number; log: number; done: number } | { error: string }): void {
     this.running = false;
+    const dirty = this.source.written !== this.seen;
     if ('error' in m) {
       // Tried again (say, the disk is full); the WAL keeps every commit.
       this.log.warn('WAL checkpoint failed; trying again', { error: m.error });
     } else {
       if (m.log >= CATCH_UP_FRAMES) this.catchUp = true;
-      if (!this.dirty && this.walBytes() >= IDLE_TRUNCATE_BYTES) this.whenIdle(m.busy === 0 && m.done === m.log);
-      else if (this.dirty) this.truncateTries = 0;
+      if (!dirty && this.walBytes() >= IDLE_TRUNCATE_BYTES) this.whenIdle(m.busy === 0 && m.done === m.log);
+      else if (dirty) this.truncateTries = 0;
     }
-    if (this.dirty) this.nudge();
+    if (dirty) this.nudge();
+    else if (!this.failed) this.wakeAt = this.source.written + WAKE_WRITES;
   }
 
   /**
-   * Nothing was committed since this checkpoint began and the WAL is large. If that holds for IDLE_MS and every
+   * Nothing was written since this checkpoint began and the WAL is large. If that holds for IDLE_MS and every
    * frame was copied back, cut it on the writer's connection (one ftruncate, no lock wait: busy_timeout 0). If a
    * reader of another connection got in the way, try again later while nothing is written.
    */
@@ -169,7 +182,9 @@ export class Checkpointer {
     if (!copied) return this.lookAgainLater();
     this.idleTimer = setTimeout(() => {
       this.idleTimer = null;
-      if (this.dirty || this.running || this.failed) return;
+      if (this.running || this.failed) return;
+      // Written meanwhile: checkpoint that too, then look again.
+      if (this.source.written !== this.seen) return this.nudge();
       if (!this.truncate()) return this.lookAgainLater();
       this.catchUp = false;
       this.truncateTries = 0;
@@ -211,6 +226,7 @@ export class Checkpointer {
   private fail(reason: string): void {
     if (this.failed) return;
     this.failed = true;
+    this.wakeAt = Infinity;
     this.worker = null;
     if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
     this.log.warn('WAL checkpoint thread stopped; checkpointing on the writer', { error: reason });

@@ -1,39 +1,38 @@
-// When a SQLite commit is on disk: commits numbered in order, the WAL synced on the thread pool.
+// When a SQLite commit is on disk: commits counted in order, the WAL synced on the thread pool.
 import type Database from 'better-sqlite3';
 import { closeSync, fdatasync, fdatasyncSync, openSync, realpathSync } from 'node:fs';
+import { promisify } from 'node:util';
 import type { Logger } from '../../log';
-import type { Body } from '../tx';
+import type { Checkpointer } from './checkpointer';
 
 /** EX_SOFTWARE: the process cannot go on. */
 export const WAL_SYNC_FAILED_EXIT = 70;
 
-export type Pending = { fn: Body<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
-
-/** A body's value or error, and the hooks it queued. */
-export type Outcome = { ok: boolean; value: unknown; hooks: Array<() => void> };
-
-type Committed = { seq: number; batch: Pending[]; outcomes: Outcome[] };
+const datasync = promisify(fdatasync);
 
 /**
- * Commits numbered in order, and which are on disk. With a WAL file of its own (sync: 'store') SQLite commits
- * with synchronous=NORMAL (checkpoints still synced) and this syncs the WAL on the thread pool, one sync at a
- * time covering every commit before it. Otherwise (SQLite syncs each COMMIT, or memory) a commit is durable as made.
- * Promises settle and hooks run only once on disk; `settled()` makes reads wait for the same.
+ * Commits counted in order, and how many are on disk. With a WAL file of its own (sync: 'store') SQLite commits
+ * with synchronous=NORMAL (checkpoints still synced) and this syncs the WAL on the thread pool, one sync at a time
+ * covering every commit made before it started; the commits made meanwhile share the next. Otherwise (SQLite syncs
+ * each COMMIT, or memory) a commit is durable as made. Every commit up to `durable` is on disk, so a reader
+ * compares two numbers and waits only when `durable < commits`. The end of each sync is where the checkpointer is
+ * woken, once enough was written since its last checkpoint (Checkpointer.wakeAt).
  */
 export class Durability {
-  private committedSeq = 0;
-  private durableSeq = 0;
-  private awaiting: Committed[] = [];
-  private waiters: Array<{ seq: number; resolve: () => void }> = [];
-  /** A sync is running; the highest commit a sync was asked for. */
-  private syncing = false;
-  private wanted = 0;
+  commits = 0;
+  durable = 0;
+  /** The running sync (it covers commits up to `upTo`), and the one after it, shared by the commits made meanwhile. */
+  private running: Promise<void> | null = null;
+  private next: Promise<void> | null = null;
+  private upTo = 0;
   private closed = false;
 
-  /** `fd`: the WAL file (see walFile); null when SQLite syncs. */
+  /** `fd`: the WAL file (see walFile); null when SQLite syncs. `written`: see Statements.written. */
   constructor(
     private readonly log: Logger,
     private readonly fd: number | null,
+    private readonly checkpointer: Checkpointer | null = null,
+    private readonly source: { readonly written: number } = { written: 0 },
   ) {}
 
   /** The WAL file, opened, with the connection on synchronous=NORMAL; null (SQLite syncs) when not a file in WAL mode. */
@@ -46,99 +45,72 @@ export class Durability {
     return fd;
   }
 
-  get commits(): number {
-    return this.committedSeq;
+  /** Counts a commit just made; the promise settles once it is on disk (null: it already is). */
+  committed(): Promise<void> | null {
+    const seq = ++this.commits;
+    if (this.fd === null) {
+      this.durable = seq;
+      return null;
+    }
+    if (this.running === null) {
+      this.upTo = seq;
+      return (this.running = datasync(this.fd).then(this.synced, this.failed));
+    }
+    return (this.next ??= this.running.then(this.again));
   }
 
-  committed(batch: Pending[], outcomes: Outcome[]): void {
-    const seq = ++this.committedSeq;
-    this.awaiting.push({ seq, batch, outcomes });
-    if (this.fd === null) return this.markDurable(seq);
-    if (seq > this.wanted) this.wanted = seq;
-    if (!this.syncing) this.start();
-  }
-
+  /** Null when every commit is on disk, else settles once the last is. */
   settled(): Promise<void> | null {
-    if (this.durableSeq >= this.committedSeq) return null;
-    const seq = this.committedSeq;
-    return new Promise<void>((resolve) => this.waiters.push({ seq, resolve }));
+    return this.durable >= this.commits ? null : (this.next ?? this.running);
   }
 
   /** Blocking (shutdown). */
   syncNow(): void {
-    if (this.fd !== null && this.durableSeq < this.committedSeq) {
+    if (this.fd !== null && this.durable < this.commits) {
       try {
         fdatasyncSync(this.fd);
       } catch (err) {
-        this.failed(err as Error);
+        this.failed(err);
       }
     }
-    this.markDurable(this.committedSeq);
+    this.durable = this.commits;
   }
 
   /** At once or, while a sync uses it, when that sync ends. */
   close(): void {
     this.closed = true;
-    if (this.fd !== null && !this.syncing) closeSync(this.fd);
+    if (this.fd !== null && this.running === null) closeSync(this.fd);
   }
 
-  private start(): void {
-    this.syncing = true;
-    const upTo = this.wanted;
-    fdatasync(this.fd!, (err) => {
-      this.syncing = false;
-      // Closed meanwhile: the owner synced everything and left the file for this callback.
-      if (this.closed) return closeSync(this.fd!);
-      if (err) this.failed(err);
-      this.markDurable(upTo);
-      if (this.wanted > this.durableSeq) this.start();
-    });
+  private start(): Promise<void> {
+    this.upTo = this.commits;
+    this.next = null;
+    return (this.running = datasync(this.fd!).then(this.synced, this.failed));
   }
 
-  /** One that throws is logged and does not stop the others. */
-  private runHooks(hooks: Array<() => void>): void {
-    for (const h of hooks) {
-      try {
-        h();
-      } catch (err) {
-        // An after-commit action must not undo or hide a commit; the durable record (jobs, outbox) retries it.
-        this.log.error('after-commit action failed', { error: String(err) });
-      }
-    }
-  }
+  private readonly synced = (): void => {
+    if (this.upTo > this.durable) this.durable = this.upTo;
+    const cp = this.checkpointer;
+    if (cp !== null && this.source.written >= cp.wakeAt) cp.nudge();
+    // With a next sync wanted, `running` stays until it starts, so a commit in between joins it.
+    if (this.next !== null) return;
+    this.running = null;
+    // Closed meanwhile: the owner synced everything and left the file for this callback.
+    if (this.closed) closeSync(this.fd!);
+  };
 
-  /** Settle the bodies up to `upTo` and wake the reads waiting for them. */
-  private markDurable(upTo: number): void {
-    if (upTo > this.durableSeq) this.durableSeq = upTo;
-    let n = 0;
-    while (n < this.awaiting.length && this.awaiting[n].seq <= this.durableSeq) n++;
-    for (const g of n === 0 ? [] : this.awaiting.splice(0, n)) {
-      for (let i = 0; i < g.batch.length; i++) {
-        const o = g.outcomes[i];
-        if (o.ok) {
-          this.runHooks(o.hooks);
-          g.batch[i].resolve(o.value);
-        } else {
-          g.batch[i].reject(o.value);
-        }
-      }
-    }
-    if (this.waiters.length > 0) {
-      const still: Array<{ seq: number; resolve: () => void }> = [];
-      for (const w of this.waiters) {
-        if (w.seq <= this.durableSeq) w.resolve();
-        else still.push(w);
-      }
-      this.waiters = still;
-    }
-  }
+  private readonly again = (): Promise<void> | void => {
+    if (!this.closed && this.durable < this.commits) return this.start();
+    this.running = this.next = null;
+    if (this.closed) closeSync(this.fd!);
+  };
 
   /**
    * A failed WAL sync leaves commits unknown on disk, and a retried sync can report success for pages the kernel
    * dropped. Stop; the next start recovers from what the disk holds, and nothing not on disk was shown.
    */
-  private failed(err: Error): never {
+  private readonly failed = (err: unknown): never => {
     this.log.error('cannot sync the database WAL; stopping', { error: String(err) });
     process.exit(WAL_SYNC_FAILED_EXIT);
-  }
+  };
 }

@@ -1,46 +1,66 @@
 import type Database from 'better-sqlite3';
 import { realpathSync } from 'node:fs';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { createLogger, type Logger } from '../../log';
 import { Checkpointer } from './checkpointer';
 import type { Body, Reader, Row } from '../tx';
-import { readSnapshot, runBodies, runBody, SqliteTx, Statements, WriteLock, type BodyStatements } from './tx';
+import { AWAITED_OUTSIDE, columnsChanged, SqliteTx, Statements } from './tx';
 import { BUSY_LIMITS, GROUP_LIMIT, type StoreOptions } from '../limits';
-import { Durability, type Outcome, type Pending } from './durable';
+import { Durability } from './durable';
 import { KEY_TABLES, type Store, type StorageTrouble } from '../store';
+
+/** What a body's watchdog answers when the body still runs at the end of the turn it started in. */
+const OUTSIDE = Symbol('awaited outside');
+
+/** Storage errors that leave a transaction standing: recorded as trouble(), the group still commits. */
+const STORAGE_CODES = /^SQLITE_(FULL|IOERR|CANTOPEN|READONLY)/;
+
+/** The bodies queued in one turn, committed as one; `done` settles once that commit is durable. */
+interface Group {
+  fns: Array<Body<unknown>>;
+  txs: SqliteTx[];
+  done: Promise<void>;
+}
 
 /**
  * The SQLite engine. `write` commits every body queued in one turn of the event loop in one transaction (group
- * commit), each in a savepoint so a failing body rolls back only itself; `tx` runs a body alone. A body that
- * awaits anything but its Tx fails loudly (AWAITED_OUTSIDE) instead of holding the write lock. Promises settle
- * and after-commit hooks run only once the commit is durable (durable.ts).
+ * commit), each in a savepoint so a failing body rolls back only itself; `tx` runs a body alone. A body's awaits on
+ * its Tx settle within the turn it started in (SQLite answers at once); one still running at the turn's end awaits
+ * something else and would hold the write lock: it fails with AWAITED_OUTSIDE. Promises settle and after-commit
+ * hooks run only once the commit is durable (durable.ts).
  *
- * Reads outside a transaction see committed data only and wait for an open one. With `sync: 'store'` a commit is
- * visible a little before it is durable, so a read answers once the commits before it are durable too. Groups
- * keep committing while a sync runs; one sync covers every commit made before it started.
+ * One transaction at a time, in order (the write lock). Reads outside a transaction see committed data only: one
+ * arriving while a transaction is open waits its turn. With `sync: 'store'` a commit is visible a little before it
+ * is durable, so a read answers once the commits before it are durable too. Groups keep committing while a sync
+ * runs; one sync covers every commit made before it started.
  */
 export class SqliteStore implements Store {
   readonly engine = 'sqlite' as const;
   readonly eventFeed = null;
   readonly now = Date.now;
-  private readonly db: Database.Database;
-  private readonly st: Statements;
   readonly connection: object = Object.freeze({});
   readonly path: string;
-  private queue: Pending[] = [];
-  private scheduled = false;
-  private readonly writeLock = new WriteLock();
+  isOpen = true;
+  private readonly db: Database.Database;
+  private readonly st: Statements;
+  private readonly durability: Durability;
+  private readonly checkpointer: Checkpointer | null = null;
+  private readonly log: Logger;
+  private locked = false;
+  private readonly waiters: Array<() => void> = [];
+  /** The group taking bodies, and the last one not yet committed (flush waits for it). */
+  private group: Group | null = null;
+  private last: Group | null = null;
   // Compiled once: db.exec parses its SQL on every call, once per body under load.
   private readonly begin: Database.Statement;
   private readonly commit: Database.Statement;
   private readonly rollback: Database.Statement;
-  private readonly bodyStmts: BodyStatements;
-  private readonly log: Logger;
-  private readonly durability: Durability;
-  private readonly checkpointer: Checkpointer | null = null;
-  /** Wait for another process's write lock on timers, not blocking the thread (sync: 'store'). */
+  private readonly savepoint: Database.Statement;
+  private readonly release: Database.Statement;
+  private readonly rollbackTo: Database.Statement;
+  /** Wait for another process's write lock on timers, not blocking the thread (sync: 'store'); not once closing. */
   private readonly busyAsync: boolean;
-  private busySince: number | null = null;
-  private busyRetry_ms = BUSY_LIMITS.first_retry_ms;
+  private closing = false;
   /** The last write the storage refused (disk full, I/O error, lock held), until a commit succeeds. */
   private failure: StorageTrouble | null = null;
   /** See keyTablesVersion: the number, `PRAGMA data_version` as last read, and whether this turn read it. */
@@ -58,14 +78,16 @@ export class SqliteStore implements Store {
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commit = db.prepare('COMMIT');
     this.rollback = db.prepare('ROLLBACK');
-    this.bodyStmts = { savepoint: db.prepare('SAVEPOINT body'), release: db.prepare('RELEASE body'), rollbackTo: db.prepare('ROLLBACK TO body') };
+    this.savepoint = db.prepare('SAVEPOINT body');
+    this.release = db.prepare('RELEASE body');
+    this.rollbackTo = db.prepare('ROLLBACK TO body');
     this.busyAsync = opts.sync === 'store';
     // SQLite's busy handler sleeps on the thread, stopping the event loop (and /healthz). The server's store
-    // waits with timers instead (flushFn); tx() fails at once.
+    // waits with timers instead (see busy()); tx() fails at once.
     if (this.busyAsync) db.pragma('busy_timeout = 0');
     const wal = opts.sync === 'store' ? Durability.walFile(db) : null;
-    this.durability = new Durability(this.log, wal);
-    if (wal !== null) this.checkpointer = new Checkpointer(db, realpathSync(db.name), this.log);
+    if (wal !== null) this.checkpointer = new Checkpointer(db, realpathSync(db.name), this.log, this.st);
+    this.durability = new Durability(this.log, wal, this.checkpointer, this.st);
   }
 
   /** The connection, for src/platform/storage/ only: domain code goes through Reader and Tx. */
@@ -73,178 +95,233 @@ export class SqliteStore implements Store {
     return this.db;
   }
 
-  get isOpen(): boolean {
-    return this.db.open;
-  }
   get commits(): number {
     return this.durability.commits;
   }
 
   /** Waits for an open transaction; answers once durable. */
-  get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
-    if (this.writeLock.held) return this.readLocked(() => this.st.get(sql, params) as T | undefined);
+  async get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
+    const held = this.db.inTransaction;
+    if (held) await this.lock();
+    let row: unknown;
     try {
-      return this.durable(this.st.get(sql, params) as T | undefined);
-    } catch (err) {
-      return Promise.reject(err);
+      const st = this.st;
+      const p = st.cache.get(sql) ?? st.add(sql);
+      const rows = p.rows === undefined ? st.rowsOf(p) : p.rows;
+      if (rows === null) row = p.stmt.get(...params);
+      else {
+        const a = rows.get(...params) as unknown[] | undefined;
+        row = a === undefined ? a : a.length === p.width ? p.build!(a) : columnsChanged(p);
+      }
+    } finally {
+      if (held) this.unlock();
     }
+    if (this.durability.durable < this.durability.commits) await this.durability.settled();
+    return row as T | undefined;
   }
 
   /** Waits for an open transaction; answers once durable. */
-  all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
-    if (this.writeLock.held) return this.readLocked(() => this.st.of(sql).stmt.all(...params) as T[]);
+  async all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+    const held = this.db.inTransaction;
+    if (held) await this.lock();
+    let rows: T[];
     try {
-      return this.durable(this.st.of(sql).stmt.all(...params) as T[]);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  }
-
-  private durable<T>(value: T): Promise<T> {
-    const wait = this.durability.settled();
-    return wait === null ? Promise.resolve(value) : wait.then(() => value);
-  }
-
-  private async readLocked<T>(read: () => T): Promise<T> {
-    const wait = this.writeLock.take();
-    if (wait) await wait;
-    let value: T;
-    try {
-      value = read();
+      rows = (this.st.cache.get(sql) ?? this.st.add(sql)).stmt.all(...params) as T[];
     } finally {
-      this.writeLock.give();
+      if (held) this.unlock();
     }
-    return this.durable(value);
+    if (this.durability.durable < this.durability.commits) await this.durability.settled();
+    return rows;
+  }
+
+  /** The write lock, once free (at once when it is). */
+  private lock(): Promise<void> | void {
+    if (!this.locked) {
+      this.locked = true;
+      return;
+    }
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  private unlock(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.locked = false;
   }
 
   async tx<T>(fn: Body<T>): Promise<T> {
-    const wait = this.writeLock.take();
-    if (wait) await wait;
-    const hooks: Array<() => void> = [];
-    let result: T;
+    if (this.locked) await this.lock();
+    else this.locked = true;
+    const tx = new SqliteTx(this.st, this.connection);
+    let value: unknown;
     try {
-      result = await this.alone(fn, new SqliteTx(this.st, this.db, this.connection, hooks));
-    } catch (err) {
-      this.writeLock.give();
-      // A refusal can rest on data as much as a result can.
-      await this.durability.settled();
-      throw err;
-    }
-    this.writeLock.give();
-    this.checkpointer?.nudge();
-    return new Promise<T>((resolve, reject) => this.durability.committed([{ fn, resolve: resolve as (v: unknown) => void, reject }], [{ ok: true, value: result, hooks }]));
-  }
-
-  private async alone<T>(fn: Body<T>, tx: SqliteTx): Promise<T> {
-    // As before a group commit: a long run of tx() (a clock advance) must also let the WAL start over.
-    this.checkpointer?.catchUpIfLong();
-    this.begin.run();
-    try {
-      const result = await runBody(fn, tx);
-      tx.end();
-      this.commit.run();
-      return result;
-    } catch (err) {
-      tx.end();
-      if (this.db.inTransaction) this.rollback.run();
-      throw err;
-    }
-  }
-
-  async snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
-    return this.durable(await readSnapshot(this.st, this.db, this.writeLock, this.connection, fn));
-  }
-
-  /** Queue `fn` for the next group commit; settles once durable. */
-  write<T>(fn: Body<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn: fn as Body<unknown>, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(this.flushFn);
-      }
-    });
-  }
-
-  private readonly flushFn = (): void => {
-    this.scheduled = false;
-    if (this.queue.length === 0) return;
-    const wait = this.writeLock.take();
-    if (wait) void wait.then(this.flushLockedFn);
-    else this.flushLockedFn();
-  };
-
-  private readonly flushLockedFn = (): void => {
-    this.flushLocked().catch((err) => this.log.error('group commit failed', { error: String(err) }));
-  };
-
-  private async flushLocked(): Promise<void> {
-    let outcome: 'done' | 'busy' = 'done';
-    const batch = this.queue.splice(0, GROUP_LIMIT);
-    try {
-      if (batch.length === 0) return;
-      this.checkpointer?.catchUpIfLong();
-      outcome = await this.commitGroup(batch);
-    } finally {
-      this.writeLock.give();
-    }
-    if (outcome === 'busy') {
-      // Another process holds the write lock: the group goes back to the front and waits on a timer.
-      this.queue.unshift(...batch);
-      this.scheduled = true;
-      setTimeout(this.flushFn, this.busyRetry_ms);
-      this.busyRetry_ms = Math.min(this.busyRetry_ms * 2, BUSY_LIMITS.longest_retry_ms);
-      return;
-    }
-    if (this.queue.length > 0 && !this.scheduled) {
-      this.scheduled = true;
-      setImmediate(this.flushFn);
-    }
-  }
-
-  /** 'busy' when another process holds the write lock and nothing ran: the caller retries the group. */
-  private async commitGroup(batch: Pending[], closing = false): Promise<'done' | 'busy'> {
-    const outcomes: Outcome[] = [];
-    try {
+      // As before a group commit: a long run of tx() (a clock advance) must also let the WAL start over.
+      if (this.checkpointer?.catchUp) this.checkpointer.catchUpNow();
       this.begin.run();
+      value = fn(tx);
+      if (value instanceof Promise) value = await Promise.race([value, nextTurn(OUTSIDE)]);
+      if (value === OUTSIDE) throw new Error(AWAITED_OUTSIDE);
+      tx.live = false;
+      this.commit.run();
     } catch (err) {
-      if (this.busyAsync && (err as { code?: string }).code === 'SQLITE_BUSY' && !closing) {
-        this.busySince ??= Date.now();
-        if (Date.now() - this.busySince < BUSY_LIMITS.total_ms) return 'busy';
-      }
-      this.busySince = null;
-      this.busyRetry_ms = BUSY_LIMITS.first_retry_ms;
-      this.refused(err, batch);
-      return 'done';
-    }
-    this.busySince = null;
-    this.busyRetry_ms = BUSY_LIMITS.first_retry_ms;
-    let { lost, storageErr } = await runBodies(this.st, this.db, this.connection, this.bodyStmts, batch, outcomes);
-    if (lost === null) {
-      try {
-        this.commit.run();
-      } catch (err) {
-        lost = err;
-      }
-    }
-    if (lost !== null) {
+      tx.live = false;
       if (this.db.inTransaction) this.rollback.run();
-      this.refused(lost, batch);
-      return 'done';
+      this.unlock();
+      // A refusal can rest on data as much as a result can.
+      if (this.durability.durable < this.durability.commits) await this.durability.settled();
+      throw err;
     }
-    if (storageErr !== null) this.refused(storageErr, []);
-    else this.failure = null;
-    this.durability.committed(batch, outcomes);
-    this.checkpointer?.nudge();
-    return 'done';
+    if (this.waiters.length === 0) this.locked = false;
+    else this.waiters.shift()!();
+    this.st.written++;
+    const durable = this.durability.committed();
+    if (durable !== null) await durable;
+    // One that throws is logged and does not stop the others.
+    if (tx.hooks !== null) {
+      for (const h of tx.hooks) {
+        try {
+          h();
+        } catch (err) {
+          this.hookFailed(err);
+        }
+      }
+    }
+    return value as T;
   }
 
-  /** The bodies of a group a refused write took with it get its error (a 503). */
-  private refused(err: unknown, lost: Pending[]): void {
+  /** An after-commit action must not undo or hide a commit; the durable record (jobs, outbox) retries it. */
+  private hookFailed(err: unknown): void {
+    this.log.error('after-commit action failed', { error: String(err) });
+  }
+
+  /** `fn` over one snapshot (a read transaction; other processes write on unseen). `fn` awaits only its Reader. */
+  async snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
+    if (this.locked) await this.lock();
+    else this.locked = true;
+    const tx = new SqliteTx(this.st, this.connection);
+    let value: unknown;
+    try {
+      (this.st.cache.get('BEGIN DEFERRED') ?? this.st.add('BEGIN DEFERRED')).stmt.run();
+      // The first read starts the snapshot; everything after reads the same.
+      value = fn(tx);
+      if (value instanceof Promise) value = await Promise.race([value, nextTurn(OUTSIDE)]);
+      if (value === OUTSIDE) throw new Error(AWAITED_OUTSIDE);
+    } finally {
+      tx.live = false;
+      if (this.db.inTransaction) this.commit.run();
+      this.unlock();
+    }
+    if (this.durability.durable < this.durability.commits) await this.durability.settled();
+    return value as T;
+  }
+
+  /** Queue `fn` for the group commit of this turn; settles once durable. */
+  async write<T>(fn: Body<T>): Promise<T> {
+    let g = this.group;
+    if (g === null || g.fns.length >= GROUP_LIMIT) {
+      g = this.group = this.last = { fns: [], txs: [], done: null as unknown as Promise<void> };
+      g.done = nextTurn(g).then(this.commitGroup);
+    }
+    const i = g.fns.push(fn as Body<unknown>) - 1;
+    await g.done;
+    const tx = g.txs[i];
+    if (!tx.ok) throw tx.value;
+    // One that throws is logged and does not stop the others.
+    if (tx.hooks !== null) {
+      for (const h of tx.hooks) {
+        try {
+          h();
+        } catch (err) {
+          this.hookFailed(err);
+        }
+      }
+    }
+    return tx.value as T;
+  }
+
+  /**
+   * The group's bodies in one transaction, each in its savepoint: one that throws is rolled back alone. When the
+   * whole transaction is gone (a full disk or I/O error can make SQLite roll it back) every body gets its error.
+   */
+  private readonly commitGroup = async (g: Group): Promise<void> => {
+    if (this.locked) await this.lock();
+    else this.locked = true;
+    if (this.group === g) this.group = null;
+    let storageErr: unknown = null;
+    // Every body that awaits only its Tx ends within the turn the group started in: one watchdog serves them all.
+    let watchdog: Promise<typeof OUTSIDE> | null = null;
+    try {
+      if (this.checkpointer?.catchUp) this.checkpointer.catchUpNow();
+      try {
+        this.begin.run();
+      } catch (err) {
+        await this.busy(err);
+      }
+      for (const fn of g.fns) {
+        const tx = new SqliteTx(this.st, this.connection);
+        g.txs.push(tx);
+        this.savepoint.run();
+        try {
+          let value: unknown = fn(tx);
+          if (value instanceof Promise) value = await Promise.race([value, (watchdog ??= nextTurn(OUTSIDE))]);
+          if (value === OUTSIDE) {
+            watchdog = null;
+            throw new Error(AWAITED_OUTSIDE);
+          }
+          tx.live = false;
+          this.release.run();
+          tx.ok = true;
+          tx.value = value;
+        } catch (err) {
+          tx.live = false;
+          tx.value = err;
+          if (STORAGE_CODES.test(String((err as { code?: string }).code ?? ''))) storageErr = err;
+          if (!this.db.inTransaction) throw err;
+          this.rollbackTo.run();
+          this.release.run();
+        }
+      }
+      this.commit.run();
+    } catch (err) {
+      if (this.db.inTransaction) this.rollback.run();
+      if (this.last === g) this.last = null;
+      this.unlock();
+      throw this.refused(err);
+    }
+    if (this.last === g) this.last = null;
+    if (this.waiters.length === 0) this.locked = false;
+    else this.waiters.shift()!();
+    if (storageErr !== null) this.refused(storageErr);
+    else this.failure = null;
+    this.st.written++;
+    return this.durability.committed() ?? undefined;
+  };
+
+  /**
+   * BEGIN failed. Another process holding the file's write lock is waited out on timers for up to
+   * BUSY_LIMITS.total_ms (sync: 'store', not while closing), holding this store's lock so the groups keep their
+   * order; reads go on meanwhile, as no transaction is open. Anything else, or longer, is refused.
+   */
+  private async busy(err: unknown): Promise<void> {
+    const since = Date.now();
+    for (let retry_ms = BUSY_LIMITS.first_retry_ms; ; retry_ms = Math.min(retry_ms * 2, BUSY_LIMITS.longest_retry_ms)) {
+      const busy = (err as { code?: string }).code === 'SQLITE_BUSY';
+      if (!busy || !this.busyAsync || this.closing || Date.now() - since >= BUSY_LIMITS.total_ms) throw err;
+      await sleep(retry_ms);
+      try {
+        return void this.begin.run();
+      } catch (again) {
+        err = again;
+      }
+    }
+  }
+
+  /** A refused write: recorded for trouble() (the bodies it took with it are answered 503). */
+  private refused(err: unknown): unknown {
     const e = err as { code?: string; message?: string };
     this.failure = { code: e.code ?? 'SQLITE_ERROR', message: String(e.message ?? err), at: Date.now() };
     this.log.error('storage refused a write; the group is answered 503', { code: this.failure.code, error: this.failure.message });
-    for (const p of lost) p.reject(err);
+    return err;
   }
 
   trouble(): StorageTrouble | null {
@@ -293,17 +370,11 @@ export class SqliteStore implements Store {
     return (this.dataVersion = { stmt, seen: stmt.get(), thisTurn: false });
   }
 
-  /** Commit everything queued and wait for the disk (shutdown). */
+  /** Commit everything queued and wait for the disk (shutdown, a clock advance). */
   async flush(): Promise<void> {
-    while (this.queue.length > 0) {
-      const wait = this.writeLock.take();
-      if (wait) await wait;
-      try {
-        const batch = this.queue.splice(0, GROUP_LIMIT);
-        if (batch.length > 0) await this.commitGroup(batch, true);
-      } finally {
-        this.writeLock.give();
-      }
+    for (let g = this.last; g !== null; g = this.last) {
+      await g.done.catch(() => undefined);
+      if (this.last === g) this.last = null;
     }
     this.durability.syncNow();
   }
@@ -311,9 +382,11 @@ export class SqliteStore implements Store {
   /** Flush, then close (once a sync on the thread pool is done with it). */
   async close(): Promise<void> {
     if (!this.db.open) return;
+    this.closing = true;
     await this.flush();
     this.checkpointer?.close();
     this.db.close();
+    this.isOpen = false;
     this.durability.close();
   }
 }
