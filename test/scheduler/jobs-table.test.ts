@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import type { Reader } from '../../src/platform/storage/store';
-import { FIRST_KEY, JobsTable } from '../../src/platform/queue/jobs-table';
+import { FIRST_KEY, NEXT_RUN_AT, due } from '../../src/platform/queue/jobs-table';
 import { upgradeOldSqlite } from '../../src/platform/storage/sqlite/migrations-old';
 
 const dir = mkdtempSync(join(tmpdir(), 'kopek-jobs-plan-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 
-/** A reader that records the statements a JobsTable method sends, and answers none. */
+/** A reader that records the statements the scheduler's reads send, and answers none. */
 function recorder(): { q: Reader; seen: Array<{ sql: string; params: unknown[] }> } {
   const seen: Array<{ sql: string; params: unknown[] }> = [];
   const q: Reader = {
@@ -37,11 +37,10 @@ test('the due query and the next wake are one range of jobs_run in its order: no
       for (let i = 0; i < 5000; i++) ins.run(`s${i}`, i * 1000, i * 1000, i % 3 === 0 ? 'done' : 'pending', i % 7 === 0 ? i * 1000 + 30_000 : null);
     })();
     db.exec('ANALYZE');
-    const table = new JobsTable();
     const { q, seen } = recorder();
-    await table.due(q, 2_000_000, 2_000_000, FIRST_KEY, 1024);
-    await table.due(q, 2_000_000, 2_000_000, { runAt: 1_000_000, id: 1001 }, 1024);
-    await table.nextRunAt(q, 2_000_000);
+    await due(q, 2_000_000, 2_000_000, FIRST_KEY, 1024);
+    await due(q, 2_000_000, 2_000_000, { runAt: 1_000_000, id: 1001 }, 1024);
+    await q.get(NEXT_RUN_AT, 2_000_000);
     assert.equal(seen.length, 3);
     for (const { sql, params } of seen) {
       const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map((r) => r.detail);

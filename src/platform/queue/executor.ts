@@ -1,15 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import type { Reader, Store, Tx } from '../storage/store';
 import { endsTransaction } from '../storage/store';
 import type { Clocks } from '../clock';
-import { HookedTx, inRun, runOf, type RunClaim } from './hooked-tx';
 import type { Logger } from '../log';
-import { toJob, type Claim, type Job, type JobRow, type JobsTable } from './jobs-table';
-import type { AsyncJobKind, RunAt } from './async-runner';
+import { HookedTx, inRun, runOf, type RunClaim } from './hooked-tx';
+import { CLAIM, claimDue, DONE, DUE, due, RELEASE, RUNNABLE, toJob, type Claim, type Job, type JobKey, type JobRow } from './jobs-table';
+import type { AsyncJobKind, AsyncRunner, RunAt } from './async-runner';
+import type { SchedulerLimits } from './limits';
 
 /**
- * A job handler runs inside the job's own transaction (a savepoint of a batch) and the job is marked done in
- * it; it may schedule more jobs through the tx it gets. It must be idempotent (check the subject's state
- * first) and must not open a transaction of its own. Throwing rolls back its writes and retries the job.
+ * A job handler runs inside the job's own transaction, which also marks the job done; it may schedule more
+ * jobs through the tx it gets. It must be idempotent (check the subject's state first) and must not open a
+ * transaction of its own. Throwing rolls back its writes and retries the job.
  */
 export type JobHandler = (tx: Tx, job: Job) => Promise<void>;
 
@@ -23,66 +25,37 @@ export interface JobKindOptions {
 export const MAX_ATTEMPTS = 8;
 
 /** A registered job kind: a synchronous handler, or an async run-then-complete pair. */
-export type Kind = { sync: JobHandler; maxAttempts: number } | { async: AsyncJobKind<unknown>; maxAttempts: number };
-
-/** Retry timing (the first delay, doubling per failure up to the cap), batch sizes and the claims' lease. */
-export interface Backoff {
-  backoffMs: number;
-  maxBackoffMs: number;
-  /** Most sync jobs per transaction. */
-  batch: number;
-  /** Longest a transaction of sync jobs runs before it commits. */
-  txMs: number;
-  /** How long a claim holds without renewal. */
-  leaseMs: number;
+export interface Kind {
+  sync?: JobHandler;
+  async?: AsyncJobKind<unknown>;
+  maxAttempts: number;
 }
 
-/** What the executor asks of the scheduler. */
-export interface ExecutorHooks {
-  /** A counter that every schedule() bumps. */
-  seq(): number;
-  /** A failed job will run again at this real time. */
-  retry(runAt: number): void;
-  /** Claims lapsing by the time returned count as free at real time `now` (Scheduler.threshold). */
-  threshold(now: number): number;
-}
-
-/** How a batch runs (see Executor.runSyncBatch). */
-export interface BatchOptions<C> {
-  /** The shop's run the batch is part of (its jobs may carry its token), each job in it at its due time, never earlier than `floor`. */
-  run: RunClaim | null;
-  floor: number;
-  /** The token of a pass's claim on the rows (PostgreSQL claims them before they run), when not a shop run's. */
-  token?: string;
-  /** Stop when a job schedules another (due order may have changed), or hand the rest to `refetch`. */
-  stopOnSchedule: boolean;
+/**
+ * How a batch runs. `page`: a pass's due query, read in the batch's transaction (SQLite), async jobs claimed
+ * there; `claimed`: the rows are a pass's claim under `token` (PostgreSQL), async ones started once the batch
+ * commits; neither: a shop's run (`run`), which stops at an async job, and whose jobs run each at its due time,
+ * never earlier than `floor`. With `refetch`, a job that schedules another hands it the rows not yet run
+ * (due order may have changed) and the batch goes on with the list it returns.
+ */
+export interface BatchOptions {
+  token: string | null;
+  run?: RunClaim;
+  floor?: number;
   refetch?: Refetch;
-  /** Read the rows in the batch's own transaction instead of taking the caller's (the due query of a pass). */
-  select?: (q: Reader) => Promise<JobRow[]>;
-  /** Rows to pass over (run or held by this process already). */
-  skip?: (row: JobRow) => boolean;
-  /**
-   * An async job: claim it in the batch's transaction and return what starts it once the batch committed, or
-   * null to leave it (`claimedSoFar`: what this try of the batch claimed before). Without it the batch stops at
-   * the first async job.
-   */
-  onAsync?: (tx: Tx, row: JobRow, kind: AsyncJobKind<unknown>, threshold: number, claimedSoFar: readonly C[]) => Promise<C | null>;
+  page?: { now: number; after: JobKey };
+  /** PostgreSQL's pass: the rows are claimed; by id, what gives back the slot their kind's `admit` took. */
+  claimed?: Map<number, (() => void) | undefined>;
 }
 
-/** What a batch of sync jobs did (see Executor.runSyncBatch). */
-export interface BatchOutcome<C> {
-  /** Rows gone through (run, skipped, claimed or found no longer runnable). */
-  consumed: number;
-  ran: number;
-  stale: boolean;
-  rest: JobRow[];
-  /** The due time a run's jobs reached. */
-  moment: number;
-  /** The rows the batch worked on (its own read with `select`), and the index it reached in them. */
+/** What a batch did: the rows it worked on and the index it reached, the jobs it ran, the due time reached. */
+export interface BatchOutcome {
   list: JobRow[];
   reached: number;
-  /** What `onAsync` returned for the async jobs it claimed. */
-  claimed: C[];
+  ran: number;
+  moment: number;
+  /** True when a refetch replaced the caller's rows: `list` from `reached` on is what is still to run. */
+  stale: boolean;
 }
 
 /**
@@ -105,33 +78,53 @@ class TakenOver extends Error {
   }
 }
 
-/**
- * Runs sync jobs in batches (one transaction; each job's writes and its `done` mark commit or roll back
- * together) and records failures: retry after a doubling backoff, dead at last.
- */
-/** The state of one batch's sync runs: its transaction, the job running now, and what ran. */
-interface BatchRun {
-  tx: Tx;
-  threshold: number;
+/** An async job a batch claimed: started once the batch committed, with the slot its kind's `admit` gave. */
+interface Start {
   row: JobRow;
-  kind: Kind | undefined;
-  ran: number;
-  /** Ids of jobs that failed in their savepoint and are retried later. */
-  retries: number[];
+  job: Job;
+  kind: AsyncJobKind<unknown>;
+  token: string;
+  give: (() => void) | undefined;
 }
 
+/**
+ * Runs sync jobs in batches (one transaction; each job's writes and its `done` mark commit or roll back
+ * together), claims and starts async ones, and records failures: retry after a doubling backoff, dead at last.
+ */
 export class Executor {
   /** Registered kinds by name. */
   readonly kinds = new Map<string, Kind>();
+  /** Bumped by every schedule(), so a shop's run notices jobs created by the job it just ran. */
+  seq = 0;
+  /** True once the scheduler is stopping (or before it started): passes and runs end after their batch. */
+  stopped = true;
+  /** A pass left due async jobs for want of a slot: the end of a run asks for another pass. */
+  starved = false;
+  /** Claims made before this real time (they lapse before it plus a lease) belong to a process that is gone (StartOptions.sole). */
+  voidBefore = Number.MIN_SAFE_INTEGER;
+  /** Tokens of the shop runs in this process: a pass leaves their jobs to them even when their claim looks lapsed. */
+  readonly advanceTokens = new Set<string>();
 
   constructor(
-    private readonly store: Store,
-    private readonly clocks: Clocks,
-    private readonly log: Logger,
-    private readonly table: JobsTable,
-    private readonly limits: Backoff,
-    private readonly hooks: ExecutorHooks,
+    readonly store: Store,
+    readonly clocks: Clocks,
+    readonly log: Logger,
+    readonly runner: AsyncRunner,
+    readonly processId: string,
+    readonly limits: SchedulerLimits,
+    /** A failed job will run again at this real time. */
+    private readonly retry: (runAt: number) => void,
   ) {}
+
+  /** Claims lapsing by the time returned count as free now: now itself, or, for a sole server shortly after its start, every claim made before the start. */
+  threshold(): number {
+    return Math.max(this.clocks.real(), this.voidBefore - 1);
+  }
+
+  /** A row this process holds already (a run in flight, a shop run's job), though its claim may look lapsed. */
+  held(row: JobRow): boolean {
+    return this.runner.inflight.has(row.id) || (row.claim_token !== null && this.advanceTokens.has(row.claim_token));
+  }
 
   /** Register a kind; a kind registered twice is a start-up error. */
   addKind(kind: string, k: Kind): void {
@@ -141,16 +134,9 @@ export class Executor {
   }
 
   /**
-   * Run sync jobs rows[from..] in one transaction, up to the next async job, `batch` jobs or `txMs` of running;
-   * each job's writes and its `done` mark commit or roll back together. With `select`, the rows are the batch's
-   * own read in its transaction (a pass's due query) and async jobs are claimed there through `onAsync`. When a
-   * job schedules another, due order may have changed: with `refetch` the batch hands it the rows not yet run
-   * and goes on with the list it returns, in the same transaction; without it, it stops there. With `run`,
-   * each job runs wrapped in the run's `around` at its due time. Each job runs only if it is still pending and
-   * its claim is free, lapsed or the run's own; its `done` names the same condition. Returns how many rows
-   * it consumed, how many of them it ran, whether the caller's row list is stale (then `rest` holds the rows
-   * still to run, merged), and the due time reached; throws when the transaction itself fails (nothing committed:
-   * the jobs stay pending and the next pass finds them).
+   * Run jobs rows[from..] (or a pass's page, `o.page`) in one transaction, up to `batch` jobs or `txMs` of running.
+   * Each sync job is taken (marked done, if it may still run here) and run there. Throws when the transaction
+   * itself fails (nothing committed: the jobs stay pending and the next pass finds them).
    *
    * The batch first runs its jobs one after another with no savepoint of their own: a savepoint copies the
    * first version of every page its job changes, a tenth of a subscription charge's cost. Should a job throw,
@@ -159,138 +145,176 @@ export class Executor {
    * check their subject's state first and keep their in-memory effects for after commit, so the run that was
    * rolled back leaves nothing behind.
    */
-  async runSyncBatch<C = never>(rows: JobRow[], from: number, o: BatchOptions<C>): Promise<BatchOutcome<C>> {
-    const fast = await this.runBatch(rows, from, o, false);
-    return fast ?? (await this.runBatch(rows, from, o, true))!;
-  }
-
-  /** One try of runSyncBatch; without savepoints, undefined when a job threw (and nothing was committed). */
-  private async runBatch<C>(rows: JobRow[], from: number, o: BatchOptions<C>, savepoints: boolean): Promise<BatchOutcome<C> | undefined> {
-    const claimed: C[] = [];
-    let consumed = 0;
-    const seen = new Set<number>();
-    let list = rows;
-    let i = from;
-    let stale = false;
-    let moment = o.floor;
-    let threw = false;
-    const b = this.batchRunner(savepoints, o.run?.token ?? o.token ?? null);
+  async runBatch(rows: JobRow[], from: number, o: BatchOptions, savepoints = false): Promise<BatchOutcome> {
+    const out: BatchOutcome = { list: rows, reached: from, ran: 0, moment: o.floor ?? -Infinity, stale: false };
+    const starts: Start[] = [];
+    const retries: number[] = [];
     try {
-      await this.store.tx(
-        async (tx) => {
-          // PostgreSQL may run the body again after a serialization failure: each run starts afresh.
-          claimed.length = 0;
-          consumed = 0;
-          seen.clear();
-          list = rows;
-          i = from;
-          stale = false;
-          moment = o.floor;
-          b.st.ran = 0;
-          b.st.retries = [];
-          b.st.tx = tx;
-          const threshold = (b.st.threshold = this.hooks.threshold(this.clocks.real()));
-          if (o.select) {
-            list = await o.select(tx);
-            i = 0;
+      await this.store.tx(async (tx) => {
+        // PostgreSQL may run the body again after a serialization failure: each run starts afresh.
+        if (starts.length > 0) giveBack(starts);
+        Object.assign(out, { ran: 0, moment: o.floor ?? -Infinity, stale: false });
+        retries.length = 0;
+        const threshold = Math.max(this.clocks.real(), this.voidBefore - 1);
+        const a = o.page?.after;
+        let list = (out.list = o.page ? await tx.all<JobRow>(DUE, a!.runAt, a!.runAt, a!.id, o.page.now, threshold, this.limits.batch) : rows);
+        let i = o.page ? 0 : from;
+        let seq = this.seq;
+        const t0 = performance.now();
+        for (let n = 0; i < list.length && n < this.limits.batch && (n === 0 || performance.now() - t0 < this.limits.txMs); n++) {
+          const row = list[i];
+          const kind = this.kinds.get(row.kind);
+          if (kind?.async && !o.page && !o.claimed) break;
+          i++;
+          if (o.page && row.claim_token !== null && this.held(row)) continue;
+          if (kind?.async) {
+            if (o.claimed) starts.push({ row, job: toJob(row), kind: kind.async, token: o.token!, give: undefined });
+            else await this.claim(tx, row, kind.async, threshold, starts);
+            continue;
           }
-          let seq = this.hooks.seq();
-          const started = performance.now();
-          while (i < list.length && consumed < this.limits.batch && (consumed === 0 || performance.now() - started < this.limits.txMs)) {
-            const row = list[i];
-            const kind = this.kinds.get(row.kind);
-            if (kind && 'async' in kind && !o.onAsync) break;
-            i++;
-            if (seen.has(row.id)) continue;
-            seen.add(row.id);
-            consumed++;
-            if (o.skip?.(row)) continue;
-            if (kind && 'async' in kind) {
-              const c = await o.onAsync!(tx, row, kind.async, threshold, claimed);
-              if (c !== null) claimed.push(c);
-              continue;
-            }
-            moment = Math.max(moment, row.due_at);
-            b.st.row = row;
-            b.st.kind = kind;
+          out.moment = Math.max(out.moment, row.due_at);
+          if (savepoints) {
+            const retry = await (o.run ? inRun(tx, o.run, out.moment, () => this.runInSavepoint(tx, row, kind, threshold, o.token)) : this.runInSavepoint(tx, row, kind, threshold, o.token));
+            if (retry !== undefined) out.ran++;
+            if (typeof retry === 'number' && !Number.isNaN(retry)) retries.push(retry);
+          } else {
             try {
-              if (o.run) await inRun(tx, o.run, moment, b.once);
-              else await b.once();
+              if (await (o.run ? inRun(tx, o.run, out.moment, () => this.runOne(tx, row, kind, threshold, o.token)) : this.runOne(tx, row, kind, threshold, o.token))) out.ran++;
             } catch (err) {
-              if (savepoints) throw err;
-              threw = true;
               throw new RunAgain(err);
             }
-            if (o.stopOnSchedule && this.hooks.seq() !== seq) {
-              if (!o.refetch) break;
-              // Without savepoints every job this batch scheduled commits with it or not at all.
-              list = await o.refetch(tx, list.slice(i), !savepoints);
-              i = 0;
-              stale = true;
-              seq = this.hooks.seq();
-            }
           }
-        },
-      );
+          if (o.refetch && this.seq !== seq) {
+            // Without savepoints every job this batch scheduled commits with it or not at all.
+            list = out.list = await o.refetch(tx, list.slice(i), !savepoints);
+            i = 0;
+            out.stale = true;
+            seq = this.seq;
+          }
+        }
+        out.reached = i;
+      });
     } catch (err) {
-      if (threw && err instanceof RunAgain) return undefined;
+      giveBack(starts);
+      if (!savepoints && err instanceof RunAgain) return this.runBatch(rows, from, o, true);
       throw err;
     }
-    for (const r of b.st.retries) this.hooks.retry(r);
-    return { consumed, ran: b.st.ran, stale, rest: stale ? list.slice(i) : [], moment, list, reached: i, claimed };
+    for (const r of retries) this.retry(r);
+    for (const s of starts) {
+      void this.runner.start(s.row, s.job, s.kind, s.token, null, s.give ?? o.claimed?.get(s.row.id));
+      o.claimed?.delete(s.row.id);
+    }
+    out.ran += starts.length;
+    return out;
   }
 
   /**
-   * What runs the sync jobs of one batch: `once` runs the job in `st` (one closure per batch, not one per job,
-   * since `inRun` takes a function) and counts it.
+   * PostgreSQL's page of a pass: the due rows after `after` are read, the ones this process takes (sync jobs,
+   * async ones whose kind's `admit` or the runner has a slot for) claimed in one statement (claimDue), then the
+   * sync jobs run in transactions that name the claim's token and the async ones start under it. Returns the
+   * jobs it ran or started, and the rows read (all of them gone through).
    */
-  private batchRunner(savepoints: boolean, token: string | null): { st: BatchRun; once: () => Promise<void> } {
-    const st: BatchRun = { tx: undefined as unknown as Tx, threshold: 0, row: undefined as unknown as JobRow, kind: undefined, ran: 0, retries: [] };
-    const once = async (): Promise<void> => {
-      if (!savepoints) {
-        if (await this.runOne(st.tx, st.row, st.kind, st.threshold, token)) st.ran++;
-        return;
+  async pagePg(now: number, after: JobKey): Promise<{ ran: number; list: JobRow[]; reached: number }> {
+    const read = await due(this.store, now, this.threshold(), after, this.limits.batch);
+    const gives = new Map<number, (() => void) | undefined>();
+    let shared = this.runner.free();
+    const ids: number[] = [];
+    for (const row of read) {
+      if (row.claim_token !== null && this.held(row)) continue;
+      const kind = this.kinds.get(row.kind)?.async;
+      const give = !kind ? undefined : kind.admit ? kind.admit(toJob(row)) : shared-- > 0 ? undefined : null;
+      if (give === null) this.starved = true;
+      else ids.push(row.id);
+      if (kind && give !== null) gives.set(row.id, give);
+    }
+    const claim = this.claimOf();
+    let rows: JobRow[] = [];
+    try {
+      if (ids.length > 0) rows = await claimDue(this.store, ids, this.threshold(), claim, [...this.advanceTokens]);
+    } finally {
+      const got = new Set(rows.map((r) => r.id));
+      for (const [id, give] of gives) {
+        if (got.has(id)) continue;
+        gives.delete(id);
+        give?.();
       }
-      const out = await this.runOneInSavepoint(st.tx, st.row, st.kind, st.threshold, token);
-      if (out.ran) st.ran++;
-      if (out.retry !== null) st.retries.push(out.retry);
-    };
-    return { st, once };
+    }
+    rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
+    let ran = 0;
+    let from = 0;
+    try {
+      while (from < rows.length && !this.stopped) {
+        const out = await this.runBatch(rows, from, { token: claim.token, claimed: gives });
+        ran += out.ran;
+        from = out.reached;
+      }
+    } finally {
+      for (const give of gives.values()) give?.();
+      // What it did not get to (stopped, or a transaction failed) is anyone's again at once.
+      if (from < rows.length && this.store.isOpen) {
+        await this.store
+          .tx(async (tx) => {
+            for (const r of rows.slice(from)) await tx.run(RELEASE, r.id, claim.token);
+          })
+          .catch((err: unknown) => this.log.error('cannot release job claims; they lapse after the lease', { error: String((err as Error)?.message ?? err) }));
+      }
+    }
+    return { ran, list: read, reached: read.length };
   }
 
-  /** One job in `tx`, no savepoint: skipped if it may no longer run here (false); a throw is the caller's. */
+  /**
+   * SQLite's pass claims an async job in the batch's transaction, under a fresh token: if its kind's `admit`
+   * (or, for kinds without one, the runner) has a slot for it; else it is left due and unclaimed.
+   */
+  private async claim(tx: Tx, row: JobRow, kind: AsyncJobKind<unknown>, threshold: number, starts: Start[]): Promise<void> {
+    const job = toJob(row);
+    const give = kind.admit ? kind.admit(job) : undefined;
+    if (give === null || (!kind.admit && starts.filter((s) => s.give === undefined).length >= this.runner.free())) {
+      this.starved = true;
+      return;
+    }
+    const token = randomUUID();
+    if ((await tx.run(CLAIM, this.processId, token, this.clocks.real() + this.limits.leaseMs, row.id, threshold, null)).changes > 0) starts.push({ row, job, kind, token, give });
+    else give?.();
+  }
+
+  /** A fresh claim of this process, lapsing a lease from now. */
+  claimOf(): Claim {
+    return { by: this.processId, token: randomUUID(), until: this.clocks.real() + this.limits.leaseMs };
+  }
+
+  /** One job in `tx`, no savepoint: false when it may no longer run here; a throw is the caller's. */
   private async runOne(tx: Tx, row: JobRow, kind: Kind | undefined, threshold: number, token: string | null): Promise<boolean> {
-    if (!(await this.table.runnable(tx, row.id, threshold, token))) return false;
-    if (!kind || !('sync' in kind)) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
+    const r = await tx.get<Pick<JobRow, 'state' | 'claim_token' | 'claim_until'>>(RUNNABLE, row.id);
+    if (r?.state !== 'pending' || !(r.claim_until === null || r.claim_until <= threshold || (token !== null && r.claim_token === token))) return false;
+    if (!kind?.sync) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
     await kind.sync(tx, toJob(row));
-    if (!(await this.table.done(tx, row.id, this.clocks.real(), threshold, token))) throw new TakenOver(row.id);
+    if ((await tx.run(DONE, this.clocks.real(), row.id, threshold, token)).changes === 0) throw new TakenOver(row.id);
     return true;
   }
 
-  /** One job in a savepoint of `tx`: skipped if it may no longer run here; on a throw, rolled back and recorded as failed. */
-  private async runOneInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined, threshold: number, token: string | null): Promise<{ ran: boolean; retry: number | null }> {
+  /**
+   * One job in a savepoint of `tx`: null when it ran, undefined when it did not (it may no longer run here, or
+   * another process took it while it ran), or, when its run threw (rolled back and recorded as failed), the
+   * real time of its retry (NaN when it is dead).
+   */
+  private async runInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined, threshold: number, token: string | null): Promise<number | null | undefined> {
     // The job's after-commit actions are kept apart and handed to the batch only once its savepoint is released.
     const hooks: Array<() => void> = [];
     let ran = false;
     try {
-      await tx.savepoint(async (sp) => {
-        if (!(await this.table.runnable(sp, row.id, threshold, token))) return;
-        ran = true;
-        if (!kind || !('sync' in kind)) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
-        await kind.sync(new HookedTx(sp, hooks), toJob(row));
-        if (!(await this.table.done(sp, row.id, this.clocks.real(), threshold, token))) throw new TakenOver(row.id);
-      });
+      ran = await tx.savepoint((sp) => this.runOne(new HookedTx(sp, hooks), row, kind, threshold, token));
     } catch (err) {
       if (err instanceof TakenOver) {
         this.log.warn('job taken by another process while it ran; its run was rolled back', { job_id: row.id, kind: row.kind });
-        return { ran: false, retry: null };
+        return undefined;
       }
       // The whole batch's transaction is lost (PostgreSQL aborted it, or its connection): the store runs it again.
       if (endsTransaction(err)) throw err;
-      return { ran, retry: await this.fail(tx, row, err) };
+      return (await this.fail(tx, row, err)) ?? NaN;
     }
     for (const h of hooks) tx.afterCommit(h);
-    return { ran, retry: null };
+    return ran ? null : undefined;
   }
 
   /**
@@ -299,9 +323,8 @@ export class Executor {
    * falls within the run: then the retry is the run's, so that no other pass runs it off its clock.
    */
   private async fail(tx: Tx, row: JobRow, err: unknown): Promise<number | null> {
-    const kind = this.kinds.get(row.kind);
     const attempt = row.attempt + 1;
-    const dead = attempt >= (kind?.maxAttempts ?? MAX_ATTEMPTS);
+    const dead = attempt >= (this.kinds.get(row.kind)?.maxAttempts ?? MAX_ATTEMPTS);
     const backoff_ms = Math.min(this.limits.maxBackoffMs, this.limits.backoffMs * 2 ** (attempt - 1));
     const real = this.clocks.real();
     const dueAt = (await this.clocks.now(tx, row.shop_id, row.mode)) + backoff_ms;
@@ -309,7 +332,11 @@ export class Executor {
     const run = runOf(tx);
     const claim: Claim | null = !dead && run && dueAt <= run.dueBy ? { by: run.by, token: run.token, until: real + this.limits.leaseMs } : null;
     const error = String((err as Error)?.message ?? err).slice(0, 500);
-    await this.table.failed(tx, row.id, { attempt, error, dead, dueAt, runAt, now_ms: real, claim });
+    // A retry keeps its row pending at its new time; a dead job ends. Either way the claim goes, or becomes the run's.
+    await tx.run(
+      `UPDATE jobs SET attempt = ?, last_error = ?, state = ?, finished_at = ?, due_at = coalesce(?, due_at), run_at = coalesce(?, run_at), claimed_by = ?, claim_token = ?, claim_until = ? WHERE id = ?`,
+      ...[attempt, error, dead ? 'dead' : 'pending', dead ? real : null, dead ? null : dueAt, dead ? null : runAt, claim?.by ?? null, claim?.token ?? null, claim?.until ?? null, row.id],
+    );
     const fields = { job_id: row.id, kind: row.kind, subject_id: row.subject_id, attempt, error };
     if (dead) this.log.error('job dead', fields);
     else this.log.warn('job failed; will retry', { ...fields, retry_in_ms: backoff_ms });
@@ -334,7 +361,13 @@ export class Executor {
       if (at) await inRun(tx, at.run, at.at, record);
       else await record();
     });
-    if (retry !== null) this.hooks.retry(retry);
+    if (retry !== null) this.retry(retry);
     return mine;
   }
+}
+
+/** Give back the slots a batch's claims took (its transaction did not commit, or is run again). */
+function giveBack(starts: Start[]): void {
+  for (const s of starts) s.give?.();
+  starts.length = 0;
 }

@@ -62,217 +62,109 @@ export const FIRST_KEY: JobKey = { runAt: -8.64e15, id: 0 };
  * Scheduler.start): SQL binds it once per statement.
  */
 const FREE = `(claim_until IS NULL OR claim_until <= ?)`;
+const UNCLAIM = `claimed_by = NULL, claim_token = NULL, claim_until = NULL`;
+
+// The statements the scheduler sends on its way (kept here, sent where they are needed).
 
 /**
- * The SQL of the scheduler. Every method takes where it reads or writes: a transaction body's `tx`, or the
- * store for reads outside any transaction. Writes take the caller's transaction.
+ * Write a pending job (claimed when a claim is bound): its real run time is its due time less the shop's test
+ * clock offset as the transaction sees it. Binds kind, subject, shop, mode, due, due, shop, mode, payload,
+ * created, and the claim's three fields; returns id and run_at.
  */
-export class JobsTable {
-  /** Insert a pending job in the caller's transaction, claimed when `claim` is given; returns its id. */
-  async insert(
-    tx: Tx,
-    kind: string,
-    subjectId: string,
-    shopId: string | null,
-    mode: Mode,
-    dueAt: number,
-    runAt: number,
-    payload: string,
-    createdAt: number,
-    claim: Claim | null,
-  ): Promise<number> {
-    const info = await tx.run(
-      `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at, claimed_by, claim_token, claim_until)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-      kind, subjectId, shopId, mode, dueAt, runAt, payload, createdAt, claim?.by ?? null, claim?.token ?? null, claim?.until ?? null,
-    );
-    return Number(info.lastInsertRowid);
-  }
+export const INSERT = `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at, claimed_by, claim_token, claim_until)
+  VALUES (?, ?, ?, ?, ?, ? - coalesce((SELECT test_clock_offset_ms FROM shops WHERE id = ? AND CAST(? AS TEXT) = 'test'), 0), ?, ?, ?, ?, ?) RETURNING id, run_at`;
 
-  /** Cancel the pending jobs of a kind for a subject; returns their ids. */
-  async cancel(tx: Tx, kind: string, subjectId: string, now_ms: number): Promise<number[]> {
-    const ids = (await tx.all<{ id: number }>(`SELECT id FROM jobs WHERE subject_id = ? AND kind = ? AND state = 'pending'`, subjectId, kind)).map((r) => r.id);
-    if (ids.length > 0) {
-      await tx.run(`UPDATE jobs SET state = 'cancelled', finished_at = ? WHERE subject_id = ? AND kind = ? AND state = 'pending'`, now_ms, subjectId, kind);
-    }
-    return ids;
-  }
+/** Cancel the pending jobs of a kind for a subject: binds finished_at, subject, kind. */
+export const CANCEL = `UPDATE jobs SET state = 'cancelled', finished_at = ? WHERE subject_id = ? AND kind = ? AND state = 'pending'`;
 
-  /** The earliest due time of the pending jobs of a kind for a subject, or null when none waits. */
-  async nextDue(q: Reader, kind: string, subjectId: string): Promise<number | null> {
-    const r = await q.get<{ due: number | null }>(`SELECT min(due_at) AS due FROM jobs WHERE subject_id = ? AND kind = ? AND state = 'pending'`, subjectId, kind);
-    return r?.due ?? null;
-  }
+/** The earliest due time of a subject's pending jobs of a kind: binds subject, kind. */
+export const NEXT_DUE = `SELECT min(due_at) AS due FROM jobs WHERE subject_id = ? AND kind = ? AND state = 'pending'`;
 
-  /**
-   * The due query: pending jobs whose run time has come (`run_at <= now_ms`) and whose claim is free or lapsed,
-   * after `after` in (run_at, id) order, at most `limit`. One range of the partial index `jobs_run`, in its order;
-   * the claim is checked on each row it reaches.
-   */
-  due(q: Reader, now_ms: number, threshold: number, after: JobKey, limit: number): Promise<JobRow[]> {
-    return q.all<JobRow>(
-      `SELECT * FROM jobs
-         WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE}
-         ORDER BY run_at, id LIMIT ?`,
-      after.runAt,
-      after.runAt,
-      after.id,
-      now_ms,
-      threshold,
-      limit,
-    );
-  }
+/** A job's state and claim (binds id): whether it may still run where it is about to. */
+export const RUNNABLE = `SELECT state, claim_token, claim_until FROM jobs WHERE id = ?`;
 
-  /**
-   * PostgreSQL's claim of the due jobs `ids` (read with `due`) for `claim`: one statement, run on its own at READ
-   * COMMITTED (a claim guards no money; the jobs then run in transactions that name its token). `FOR UPDATE SKIP
-   * LOCKED` passes over the rows another node's claim is taking, and a row changed meanwhile is checked again
-   * once locked, so a job is claimed once. Not the jobs under the tokens `held` (this process's advances).
-   * SQLite's one writer claims in the transaction that read the due rows instead (`claim`).
-   */
-  claimDue(q: Reader, ids: number[], threshold: number, claim: Claim, held: string[]): Promise<JobRow[]> {
-    return q.all<JobRow>(
-      `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE id IN (
-         SELECT id FROM jobs WHERE id = ANY(?) AND state = 'pending' AND ${FREE} AND (claim_token IS NULL OR claim_token <> ALL(?))
-         FOR UPDATE SKIP LOCKED)
-       RETURNING *`,
-      claim.by,
-      claim.token,
-      claim.until,
-      ids,
-      threshold,
-      held,
-    );
-  }
+/**
+ * Mark a sync job done in the transaction that ran it, and drop its claim. The write names what it expects, so a
+ * job another process took meanwhile is not marked: pending, and its claim free, lapsed or the caller's own.
+ * (`cancelled` too: the job was pending when its transaction found it, so only the job itself can have
+ * cancelled it since, as a status check does when it schedules the next one; it is done.) Binds finished_at,
+ * id, threshold, token; no change: the job was taken over.
+ */
+export const DONE = `UPDATE jobs SET state = 'done', finished_at = ?, ${UNCLAIM}
+  WHERE id = ? AND state IN ('pending', 'cancelled') AND (claim_token IS NULL OR claim_until <= ? OR claim_token = ?)`;
 
-  /** The earliest run time of a pending job whose claim is free or lapsed (one read of `jobs_run`), or null. */
-  async nextRunAt(q: Reader, threshold: number): Promise<number | null> {
-    const r = await q.get<{ run_at: number }>(`SELECT run_at FROM jobs WHERE state = 'pending' AND ${FREE} ORDER BY run_at, id LIMIT 1`, threshold);
-    return r?.run_at ?? null;
-  }
+/** Mark an async job done under its claim (binds finished_at, id, token); no change: the claim was taken over. */
+export const FINISH = `UPDATE jobs SET state = 'done', finished_at = ?, ${UNCLAIM} WHERE id = ? AND claim_token = ? AND state = 'pending'`;
 
-  /** A shop's pending jobs of a mode due by `due_ms` on its clock, in due order, claimed or not. */
-  dueForShop(q: Reader, shopId: string, mode: Mode, due_ms: number, limit: number): Promise<JobRow[]> {
-    return q.all<JobRow>(`SELECT * FROM jobs WHERE shop_id = ? AND mode = ? AND state = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?`, shopId, mode, due_ms, limit);
-  }
+/** Claim one pending job whose claim is free, lapsed or `own`: binds by, token, until, id, threshold, own. */
+export const CLAIM = `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE id = ? AND state = 'pending' AND (claim_until IS NULL OR claim_until <= ? OR claim_token = ?)`;
 
-  /** One job, or undefined. */
-  get(q: Reader, id: number): Promise<JobRow | undefined> {
-    return q.get<JobRow>(`SELECT * FROM jobs WHERE id = ?`, id);
-  }
+/** Renew a claim (binds until, id, token); no change: the job is no longer the claim's. */
+export const RENEW = `UPDATE jobs SET claim_until = ? WHERE id = ? AND claim_token = ? AND state = 'pending'`;
 
-  /**
-   * In the job's transaction: true when it may run there, pending and its claim free, lapsed (by `threshold`) or
-   * the caller's own (`token`).
-   */
-  async runnable(q: Reader, id: number, threshold: number, token: string | null): Promise<boolean> {
-    const r = await q.get<{ state: JobState; claim_token: string | null; claim_until: number | null }>(`SELECT state, claim_token, claim_until FROM jobs WHERE id = ?`, id);
-    return r !== undefined && r.state === 'pending' && (r.claim_until === null || r.claim_until <= threshold || (token !== null && r.claim_token === token));
-  }
+/** Give a claim up (binds id, token): another process may take the job at once. */
+export const RELEASE = `UPDATE jobs SET ${UNCLAIM} WHERE id = ? AND claim_token = ?`;
 
-  /**
-   * Mark a job done in its transaction, and drop its claim. The write names what it expects, so a job another
-   * process took meanwhile is not marked: pending, and its claim free, lapsed or the caller's own. False when
-   * it matched no row. (`cancelled` too: the job was pending when its transaction found it, so only the job
-   * itself can have cancelled it since, as a status check does when it schedules the next one; it is done.)
-   */
-  async done(tx: Tx, id: number, now_ms: number, threshold: number, token: string | null): Promise<boolean> {
-    const r = await tx.run(
-      `UPDATE jobs SET state = 'done', finished_at = ?, claimed_by = NULL, claim_token = NULL, claim_until = NULL
-         WHERE id = ? AND state IN ('pending', 'cancelled') AND (claim_token IS NULL OR claim_until <= ? OR claim_token = ?)`,
-      now_ms,
-      id,
-      threshold,
-      token,
-    );
-    return r.changes > 0;
-  }
+/** The next wake: the earliest run time of a pending job whose claim is free or lapsed (binds threshold). */
+export const NEXT_RUN_AT = `SELECT run_at FROM jobs WHERE state = 'pending' AND ${FREE} ORDER BY run_at, id LIMIT 1`;
 
-  /**
-   * Claim a pending job for `claim.by` under a fresh token, if its claim is free, lapsed or the caller's own
-   * (`own`, an advance's token); true when claimed.
-   */
-  async claim(tx: Tx, id: number, claim: Claim, threshold: number, own: string | null): Promise<boolean> {
-    const r = await tx.run(
-      `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE id = ? AND state = 'pending' AND (claim_until IS NULL OR claim_until <= ? OR claim_token = ?)`,
-      claim.by,
-      claim.token,
-      claim.until,
-      id,
-      threshold,
-      own,
-    );
-    return r.changes > 0;
-  }
+/**
+ * The due query: pending jobs whose run time has come (`run_at <= now_ms`) and whose claim is free or lapsed,
+ * after `after` in (run_at, id) order, at most `limit`. One range of the partial index `jobs_run`, in its order;
+ * the claim is checked on each row it reaches.
+ */
+export const DUE = `SELECT * FROM jobs WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE} ORDER BY run_at, id LIMIT ?`;
 
-  /** Renew a claim the caller holds (naming its token) until `until`; false when the job is no longer its own. */
-  async renew(tx: Tx, id: number, token: string, until: number): Promise<boolean> {
-    const r = await tx.run(`UPDATE jobs SET claim_until = ? WHERE id = ? AND claim_token = ? AND state = 'pending'`, until, id, token);
-    return r.changes > 0;
-  }
+/** DUE, read through `q`. */
+export function due(q: Reader, now_ms: number, threshold: number, after: JobKey, limit: number): Promise<JobRow[]> {
+  return q.all<JobRow>(DUE, after.runAt, after.runAt, after.id, now_ms, threshold, limit);
+}
 
-  /** Give a claim up (naming its token): another process may take the job at once. */
-  async release(tx: Tx, id: number, token: string): Promise<void> {
-    await tx.run(`UPDATE jobs SET claimed_by = NULL, claim_token = NULL, claim_until = NULL WHERE id = ? AND claim_token = ?`, id, token);
-  }
+/**
+ * PostgreSQL's claim of the due jobs `ids` (read with `due`): one statement, run on its own at READ COMMITTED (a
+ * claim guards no money; the jobs then run in transactions that name its token). `FOR UPDATE SKIP LOCKED`
+ * passes over the rows another node's claim is taking, and a row changed meanwhile is checked again once
+ * locked, so a job is claimed once. Not the jobs under the tokens `held` (this process's advances).
+ */
+export function claimDue(q: Reader, ids: number[], threshold: number, claim: Claim, held: string[]): Promise<JobRow[]> {
+  return q.all<JobRow>(
+    `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE id IN (
+       SELECT id FROM jobs WHERE id = ANY(?) AND state = 'pending' AND ${FREE} AND (claim_token IS NULL OR claim_token <> ALL(?))
+       FOR UPDATE SKIP LOCKED)
+     RETURNING *`,
+    claim.by,
+    claim.token,
+    claim.until,
+    ids,
+    threshold,
+    held,
+  );
+}
 
-  /** An advance's claim on its shop's pending jobs due by `due_ms` whose claim is free or lapsed; returns how many. */
-  async claimShopDue(tx: Tx, shopId: string, mode: Mode, due_ms: number, threshold: number, claim: Claim): Promise<number> {
-    const r = await tx.run(
-      `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE shop_id = ? AND mode = ? AND state = 'pending' AND due_at <= ? AND ${FREE}`,
-      claim.by,
-      claim.token,
-      claim.until,
-      shopId,
-      mode,
-      due_ms,
-      threshold,
-    );
-    return r.changes;
-  }
+/** A shop's pending jobs of a mode due by `due_ms` on its clock, in due order, claimed or not. */
+export function dueForShop(q: Reader, shopId: string, mode: Mode, due_ms: number, limit: number): Promise<JobRow[]> {
+  return q.all<JobRow>(`SELECT * FROM jobs WHERE shop_id = ? AND mode = ? AND state = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?`, shopId, mode, due_ms, limit);
+}
 
-  /** Renew every claim of an advance on its shop's jobs. */
-  async renewShop(tx: Tx, shopId: string, mode: Mode, token: string, until: number): Promise<void> {
-    await tx.run(`UPDATE jobs SET claim_until = ? WHERE shop_id = ? AND mode = ? AND state = 'pending' AND claim_token = ?`, until, shopId, mode, token);
-  }
+/** An advance's claim on its shop's pending jobs due by `due_ms` whose claim is free or lapsed. */
+export async function claimShopDue(tx: Tx, shopId: string, mode: Mode, due_ms: number, threshold: number, claim: Claim): Promise<void> {
+  await tx.run(
+    `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE shop_id = ? AND mode = ? AND state = 'pending' AND due_at <= ? AND ${FREE}`,
+    claim.by,
+    claim.token,
+    claim.until,
+    shopId,
+    mode,
+    due_ms,
+    threshold,
+  );
+}
 
-  /** Give up every claim of an advance on its shop's jobs (the ones it did not run). */
-  async releaseShop(tx: Tx, shopId: string, mode: Mode, token: string): Promise<void> {
-    await tx.run(
-      `UPDATE jobs SET claimed_by = NULL, claim_token = NULL, claim_until = NULL WHERE shop_id = ? AND mode = ? AND state = 'pending' AND claim_token = ?`,
-      shopId,
-      mode,
-      token,
-    );
-  }
-
-  /**
-   * Record a failed run: either a retry at (due_at, run_at) or, when `dead`, the end. The claim goes (or, for a
-   * retry an advance will run, becomes the advance's: `claim`).
-   */
-  async failed(tx: Tx, id: number, f: { attempt: number; error: string; dead: boolean; dueAt: number; runAt: number; now_ms: number; claim: Claim | null }): Promise<void> {
-    if (f.dead) {
-      await tx.run(
-        `UPDATE jobs SET attempt = ?, last_error = ?, state = 'dead', finished_at = ?, claimed_by = NULL, claim_token = NULL, claim_until = NULL WHERE id = ?`,
-        f.attempt,
-        f.error,
-        f.now_ms,
-        id,
-      );
-    } else {
-      await tx.run(
-        `UPDATE jobs SET attempt = ?, last_error = ?, due_at = ?, run_at = ?, claimed_by = ?, claim_token = ?, claim_until = ? WHERE id = ?`,
-        f.attempt,
-        f.error,
-        f.dueAt,
-        f.runAt,
-        f.claim?.by ?? null,
-        f.claim?.token ?? null,
-        f.claim?.until ?? null,
-        id,
-      );
-    }
-  }
+/** Renew every claim of an advance on its shop's jobs until `until`, or (until null) give them up. */
+export async function holdShop(tx: Tx, shopId: string, mode: Mode, token: string, until: number | null): Promise<void> {
+  const set = until === null ? UNCLAIM : 'claim_until = ?';
+  const params = until === null ? [shopId, mode, token] : [until, shopId, mode, token];
+  await tx.run(`UPDATE jobs SET ${set} WHERE shop_id = ? AND mode = ? AND state = 'pending' AND claim_token = ?`, ...params);
 }
 
 /** Jobs of one kind in one condition, for `kopek jobs`. */
@@ -317,25 +209,12 @@ export async function reviveJob(tx: Tx, id: number, real_ms: number): Promise<Jo
     const s = await tx.get<{ o: number }>(`SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?`, row.shop_id);
     offset_ms = s?.o ?? 0;
   }
-  await tx.run(
-    `UPDATE jobs SET state = 'pending', attempt = 0, due_at = ?, run_at = ?, finished_at = NULL, claimed_by = NULL, claim_token = NULL, claim_until = NULL WHERE id = ?`,
-    real_ms + offset_ms,
-    real_ms,
-    id,
-  );
+  await tx.run(`UPDATE jobs SET state = 'pending', attempt = 0, due_at = ?, run_at = ?, finished_at = NULL, ${UNCLAIM} WHERE id = ?`, real_ms + offset_ms, real_ms, id);
   return (await tx.get<JobRow>(`SELECT * FROM jobs WHERE id = ?`, id)) as JobRow;
 }
 
 /** A table row as a handler sees it. */
 export function toJob(row: JobRow): Job {
-  return {
-    id: row.id,
-    kind: row.kind,
-    subject_id: row.subject_id,
-    shop_id: row.shop_id,
-    mode: row.mode,
-    due_at: row.due_at,
-    attempt: row.attempt,
-    payload: JSON.parse(row.payload) as Record<string, unknown>,
-  };
+  const { id, kind, subject_id, shop_id, mode, due_at, attempt } = row;
+  return { id, kind, subject_id, shop_id, mode, due_at, attempt, payload: JSON.parse(row.payload) as Record<string, unknown> };
 }

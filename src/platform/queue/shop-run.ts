@@ -1,35 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Reader, Store, Tx } from '../storage/store';
-import type { Clocks, Mode } from '../clock';
-import type { Claim, JobRow, JobsTable } from './jobs-table';
-import type { JobSpec } from './spec';
+import type { Reader, Tx } from '../storage/store';
+import type { Mode } from '../clock';
+import { CLAIM, claimShopDue, dueForShop, holdShop, toJob, type JobRow } from './jobs-table';
 import type { Around, RunClaim } from './hooked-tx';
-import type { AsyncRunner } from './async-runner';
 import type { Executor, Refetch } from './executor';
-import type { SchedulerLimits } from './limits';
-import type { Logger } from '../log';
-
-/** What a shop's run needs from the scheduler: its parts, its schedule counter, and its claims. */
-export interface ShopRunDeps {
-  /** Reads outside any transaction (a batch reads through its own). */
-  store: Store;
-  clocks: Clocks;
-  table: JobsTable;
-  exec: Executor;
-  runner: AsyncRunner;
-  limits: SchedulerLimits;
-  log: Logger;
-  /** This process's id, written in its claims. */
-  processId: string;
-  /** Claims lapsing by the time returned count as free at real time `now`. */
-  threshold(now: number): number;
-  /** True once the scheduler is stopping: the run ends after the batch it is in. */
-  stopped(): boolean;
-  /** Bumped by every schedule(): a change tells the run that a job it just ran created more. */
-  seq(): number;
-  /** While a run holds its claim: this process knows the token as its own (a pass leaves its jobs alone). */
-  holding(token: string, on: boolean): void;
-}
 
 /** True when row `a` runs before row `b`: due order, ties by id. */
 function before(a: { due_at: number; id: number }, b: { due_at: number; id: number }): boolean {
@@ -44,27 +18,26 @@ function before(a: { due_at: number; id: number }, b: { due_at: number; id: numb
  * `upTo` runs in the transaction that claims those jobs (a token of its own, renewed while the run goes on), so
  * what it writes commits with the claims and every process's passes leave the jobs to this run. Jobs its jobs
  * schedule for the shop by that moment, and retries within it, are written claimed too (Scheduler.schedule) and
- * handed to the run, which merges those due within the batch's range into the rows still to run instead of
- * reading the batch again (a year of subscription charges spent most of its time there). Jobs others schedule
- * meanwhile wait for the next read; a due job another process holds is waited for until it ends or its claim
- * lapses; what the run did not run is released at the end.
+ * handed to the run, which merges those due within the read's range into the rows still to run instead of
+ * reading again (a year of subscription charges spent most of its time there). Jobs others schedule meanwhile
+ * wait for the next read; a due job another process holds is waited for until it ends or its claim lapses; what
+ * the run did not run is released at the end.
  */
-export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
-  let fresh: JobRow[] = [];
+export async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
+  const fresh: JobRow[] = [];
   const claim: RunClaim = { by: d.processId, token: randomUUID(), shopId, mode, dueBy: 0, around, scheduled: (row) => fresh.push(row) };
   const token = claim.token;
   await d.store.tx(async (tx) => {
     claim.dueBy = await upTo(tx);
-    const real = d.clocks.real();
-    await d.table.claimShopDue(tx, shopId, mode, claim.dueBy, d.threshold(real), { by: d.processId, token, until: real + d.limits.leaseMs });
+    await claimShopDue(tx, shopId, mode, claim.dueBy, d.threshold(), { by: d.processId, token, until: d.clocks.real() + d.limits.leaseMs });
   });
-  d.holding(token, true);
+  d.advanceTokens.add(token);
   let renewing: Promise<void> | null = null;
   const renew = setInterval(() => {
     if (renewing || !d.store.isOpen) return;
     const until = d.clocks.real() + d.limits.leaseMs;
     renewing = d.store
-      .write(async (tx) => d.table.renewShop(tx, shopId, mode, token, until))
+      .write((tx) => holdShop(tx, shopId, mode, token, until))
       .catch((err: unknown) => d.log.error('cannot renew the claims of a clock advance', { shop_id: shopId, error: String((err as Error)?.message ?? err) }))
       .finally(() => {
         renewing = null;
@@ -72,22 +45,21 @@ export async function runShopJobs(d: ShopRunDeps, shopId: string, mode: Mode, up
   }, Math.max(1, Math.floor(d.limits.leaseMs / 3)));
   renew.unref();
   try {
-    return await runAll(d, claim, () => fresh.splice(0));
+    return await runAll(d, claim, fresh);
   } finally {
-    fresh = [];
+    fresh.length = 0;
     clearInterval(renew);
     await renewing;
     // What is left claimed (a job the run did not get to, a retry beyond it) is anyone's again at once.
-    if (d.store.isOpen) await d.store.tx(async (tx) => d.table.releaseShop(tx, shopId, mode, token));
-    d.holding(token, false);
+    if (d.store.isOpen) await d.store.tx((tx) => holdShop(tx, shopId, mode, token, null));
+    d.advanceTokens.delete(token);
   }
 }
 
 /** What one run carries from batch to batch. */
 interface RunState {
-  shopId: string;
-  mode: Mode;
   claim: RunClaim;
+  fresh: JobRow[];
   ran: number;
   /** The due time the run has reached: a job runs at its own, never earlier than one already run. */
   reached: number;
@@ -96,104 +68,87 @@ interface RunState {
   sliceStart: number;
   /** The last row of the current read when it was cut at the batch size: later jobs wait for the next read. */
   bound: JobRow | null;
-  /** True when this run may run the row: unclaimed, lapsed, or claimed by this run. */
-  mine(r: JobRow, threshold: number): boolean;
 }
 
-async function runAll(d: ShopRunDeps, claim: RunClaim, takeFresh: () => JobRow[]): Promise<number> {
+/** True when the run may run the row: unclaimed, lapsed, or claimed by the run. */
+function mine(st: RunState, r: JobRow, threshold: number): boolean {
+  return r.claim_until === null || r.claim_until <= threshold || r.claim_token === st.claim.token;
+}
+
+async function runAll(d: Executor, claim: RunClaim, fresh: JobRow[]): Promise<number> {
   const { shopId, mode } = claim;
-  const st: RunState = {
-    shopId,
-    mode,
-    claim,
-    ran: 0,
-    reached: -Infinity,
-    waiting: [],
-    sliceStart: performance.now(),
-    bound: null,
-    mine: (r, threshold) => r.claim_until === null || r.claim_until <= threshold || r.claim_token === claim.token,
-  };
-  const refetch = makeRefetch(d, st, takeFresh);
-  for (;;) {
-    if (d.stopped()) break;
+  const st: RunState = { claim, fresh, ran: 0, reached: -Infinity, waiting: [], sliceStart: performance.now(), bound: null };
+  const refetch = makeRefetch(d, st);
+  while (!d.stopped) {
     await yieldAfterSlice(d, st);
     const now = await d.clocks.now(d.store, shopId, mode);
     // Everything scheduled so far is in the table and this read sees it.
-    takeFresh();
-    const read = await d.table.dueForShop(d.store, shopId, mode, now, d.limits.batch);
-    const threshold = d.threshold(d.clocks.real());
+    fresh.length = 0;
+    const read = await dueForShop(d.store, shopId, mode, now, d.limits.batch);
+    const threshold = d.threshold();
     st.bound = read.length === d.limits.batch ? read[read.length - 1] : null;
     const list: JobRow[] = [];
     let heldElsewhere = false;
     for (const r of read) {
-      const inFlight = d.runner.joined(r.id);
+      const inFlight = d.runner.inflight.get(r.id);
       // Already running here (started by a pass): wait for that run instead of starting another.
       if (inFlight) st.waiting.push(inFlight);
-      else if (st.mine(r, threshold)) list.push(r);
+      else if (mine(st, r, threshold)) list.push(r);
       else heldElsewhere = true;
     }
-    if (list.length === 0) {
-      if (st.waiting.length > 0) {
-        await Promise.all(st.waiting.splice(0));
-        continue;
-      }
-      if (!heldElsewhere) break;
-      // Due jobs another process holds: they end there, or their claim lapses and they are this run's.
-      await new Promise<void>((resolve) => setTimeout(resolve, d.limits.heldPollMs));
-      continue;
-    }
-    await runList(d, st, list, refetch);
+    if (list.length > 0) await runList(d, st, list, refetch);
+    else if (st.waiting.length > 0) await Promise.all(st.waiting.splice(0));
+    else if (!heldElsewhere) break;
+    // Due jobs another process holds: they end there, or their claim lapses and they are this run's.
+    else await new Promise<void>((resolve) => setTimeout(resolve, d.limits.heldPollMs));
   }
   await Promise.all(st.waiting);
   return st.ran;
 }
 
 /** A long run yields between batches so other shops' requests are still answered. */
-async function yieldAfterSlice(d: ShopRunDeps, st: RunState): Promise<void> {
+async function yieldAfterSlice(d: Executor, st: RunState): Promise<void> {
   if (performance.now() - st.sliceStart <= d.limits.sliceMs) return;
   await new Promise<void>((resolve) => setImmediate(resolve));
   st.sliceStart = performance.now();
 }
 
 /** Run the rows of one read in due order: async jobs one by one, sync jobs in shared transactions. */
-async function runList(d: ShopRunDeps, st: RunState, first: JobRow[], refetch: Refetch): Promise<void> {
+async function runList(d: Executor, st: RunState, first: JobRow[], refetch: Refetch): Promise<void> {
   let list = first;
-  let seq = d.seq();
+  let seq = d.seq;
   let i = 0;
-  while (i < list.length && !d.stopped()) {
-    if (d.seq() !== seq) {
+  while (i < list.length && !d.stopped) {
+    if (d.seq !== seq) {
       // Jobs were scheduled outside a batch (an async job's start, a request while this run yielded).
       list = await refetch(d.store, list.slice(i), false);
       i = 0;
-      seq = d.seq();
+      seq = d.seq;
       if (list.length === 0) break;
     }
     const row = list[i];
-    const kind = d.exec.kinds.get(row.kind);
-    if (kind && 'async' in kind) {
+    const kind = d.kinds.get(row.kind)?.async;
+    if (kind) {
       const at = Math.max(st.reached, row.due_at);
-      const started = await d.runner.claimAndStart(row, kind.async, { run: st.claim, at }, st.claim.token);
+      // Claimed in a transaction of its own (a run a pass started is joined), then started.
+      const c = d.claimOf();
+      const threshold = d.threshold();
+      const had = d.runner.inflight.get(row.id);
       i++;
-      if (started) {
-        st.reached = at;
-        st.waiting.push(started.done);
-        st.ran++;
-      }
+      if (!had && (await d.store.write((tx) => tx.run(CLAIM, c.by, c.token, c.until, row.id, threshold, st.claim.token))).changes === 0) continue;
+      st.reached = at;
+      st.waiting.push(had ?? d.runner.start(row, toJob(row), kind, c.token, { run: st.claim, at }));
+      st.ran++;
       continue;
     }
-    // Sync jobs up to the next async one share a transaction (of at most txMs).
-    const out = await d.exec.runSyncBatch(list, i, { run: st.claim, floor: st.reached, stopOnSchedule: true, refetch });
+    // Sync jobs up to the next async one share a transaction (of at most txMs); one that schedules jobs has
+    // them merged into the rows still to run, and the batch goes on with that list.
+    const out = await d.runBatch(list, i, { token: st.claim.token, run: st.claim, floor: st.reached, refetch });
     st.ran += out.ran;
-    st.reached = out.reached;
-    if (out.stale) {
-      // The batch merged the jobs it scheduled into the rows still to run: go on with that list instead
-      // of reading the table again.
-      list = out.rest;
-      i = 0;
-      seq = d.seq();
-    } else {
-      i += out.consumed;
-    }
+    st.reached = out.moment;
+    list = out.list;
+    i = out.reached;
+    if (out.stale) seq = d.seq;
     await yieldAfterSlice(d, st);
   }
 }
@@ -203,17 +158,17 @@ async function runList(d: ShopRunDeps, st: RunState, first: JobRow[], refetch: R
  * in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one.
  * `q`: the batch's transaction when a batch asks, else the store.
  */
-function makeRefetch(d: ShopRunDeps, st: RunState, takeFresh: () => JobRow[]): Refetch {
+function makeRefetch(d: Executor, st: RunState): Refetch {
   return async (q: Reader, rest: JobRow[], whole: boolean): Promise<JobRow[]> => {
-    const due = await d.clocks.now(q, st.shopId, st.mode);
-    const threshold = d.threshold(d.clocks.real());
+    const due = await d.clocks.now(q, st.claim.shopId, st.claim.mode);
+    const threshold = d.threshold();
     const bound = st.bound;
-    for (const f of takeFresh()) {
+    for (const f of st.fresh.splice(0)) {
       if (f.due_at > due || (bound && before(bound, f))) continue;
       // A job of a batch that commits whole exists as it was written. Otherwise read it again: a job rolled back
       // with its savepoint is gone, and its id may belong to a later job.
-      const r = whole ? f : await d.table.get(q, f.id);
-      if (!r || r.state !== 'pending' || r.due_at > due || d.runner.running(r.id) || !st.mine(r, threshold)) continue;
+      const r = whole ? f : await q.get<JobRow>(`SELECT * FROM jobs WHERE id = ?`, f.id);
+      if (!r || r.state !== 'pending' || r.due_at > due || d.runner.inflight.has(r.id) || !mine(st, r, threshold)) continue;
       if (bound && before(bound, r)) continue;
       insertSorted(rest, r);
     }
@@ -235,26 +190,4 @@ function insertSorted(rest: JobRow[], r: JobRow): void {
   }
   if (lo < rest.length && rest[lo].id === r.id) return;
   rest.splice(lo, 0, r);
-}
-
-/** The row of a job just written (for the run that claimed it), as Scheduler.schedule wrote it. */
-export function pendingRow(id: number, spec: JobSpec, dueAt: number, runAt: number, payload: string, createdAt: number, claim: Claim): JobRow {
-  return {
-    id,
-    kind: spec.kind,
-    subject_id: spec.subjectId,
-    shop_id: spec.shopId,
-    mode: spec.mode,
-    due_at: dueAt,
-    run_at: runAt,
-    attempt: 0,
-    payload,
-    state: 'pending',
-    last_error: null,
-    created_at: createdAt,
-    finished_at: null,
-    claimed_by: claim.by,
-    claim_token: claim.token,
-    claim_until: claim.until,
-  };
 }
