@@ -94,9 +94,13 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
       await stopped;
       clearInterval(sweep);
       clearTimeout(deadline);
-      await app.scheduler.stop();
-      await store.close();
-      await lock?.release();
+      // The lock is released however the storage closes, or the next server on this file could never start.
+      try {
+        await app.scheduler.stop();
+        await store.close();
+      } finally {
+        await lock?.release();
+      }
     })();
     return closed;
   };

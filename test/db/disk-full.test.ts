@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync, unlinkSync } from 'node:fs';
+import { appendFileSync, writeFileSync, unlinkSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { startTestServer } from '../helpers/server';
 import { mountTmpfs } from '../helpers/tmpfs';
@@ -39,6 +40,35 @@ test('disk full during a group commit crashes nothing: the group is answered 503
     assert.equal(after.status, 201, after.text);
     assert.equal((await s.request('GET', '/healthz', { key: null })).status, 200);
     assert.equal((await s.request('GET', `/v1/public/payments/${after.body.payment.id}`)).status, 200);
+  } finally {
+    await s.close().catch(() => {});
+    d.remove();
+  }
+});
+
+test('a shutdown on a full disk still closes: the last key-use flush is refused, the server lock is released, and the next server starts', { skip: sqliteOnly('a full disk under the SQLite file') }, async (t) => {
+  const d = mountTmpfs(16);
+  if (typeof d === 'string') return void t.skip(d);
+  const s = await startTestServer({}, { dir: d.dir });
+  try {
+    // A request notes its key's use; that note is written only by the flush at shutdown.
+    assert.equal((await s.request('POST', '/v1/public/payments', { body: { amount: 10_000 } })).status, 201);
+    // Fill every byte that is left, then close: the flush's commit has no room.
+    const filler = join(d.dir, 'filler');
+    writeFileSync(filler, Buffer.alloc(0));
+    for (let i = 0; ; i++) {
+      try {
+        appendFileSync(filler, Buffer.alloc(i < 64 ? 256 * 1024 : 4096, 1));
+      } catch {
+        break;
+      }
+    }
+    const closed = await Promise.race([s.close().then(() => 'closed', (e: Error) => `refused: ${e.message}`), sleep(10_000, 'still closing')]);
+    assert.notEqual(closed, 'still closing');
+    unlinkSync(filler);
+    // The same file opens in a new server: the first one let go of its lock.
+    await s.restart();
+    assert.equal((await s.request('GET', '/healthz', { key: null })).status, 200);
   } finally {
     await s.close().catch(() => {});
     d.remove();

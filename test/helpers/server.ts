@@ -147,7 +147,8 @@ export async function startTestServer(
     async close() {
       await running.close();
       if (pg) await dropPgDatabase(dbPath);
-      rmSync(dir, { recursive: true, force: true });
+      // A folder the caller gave (a tmpfs mount, say) is the caller's to remove.
+      if (opts.dir === undefined) rmSync(dir, { recursive: true, force: true });
     },
   } as TestServer;
   return t;

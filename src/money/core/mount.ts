@@ -11,7 +11,7 @@ export interface Mounted {
  * Register what each module lists, in the order of the list: its banks behind the port, its job kinds with
  * the scheduler, its sinks with the event log (so an event's sinks run in module order). Nothing runs yet.
  */
-export function mountModules(core: Pick<Core, 'banks' | 'scheduler' | 'events'>, modules: readonly Module[]): Mounted {
+export function mountModules(core: Pick<Core, 'banks' | 'scheduler' | 'events' | 'log'>, modules: readonly Module[]): Mounted {
   const names = new Set<string>();
   for (const m of modules) {
     if (names.has(m.name)) throw new Error(`cannot mount module "${m.name}": a module of that name is mounted already`);
@@ -27,8 +27,16 @@ export function mountModules(core: Pick<Core, 'banks' | 'scheduler' | 'events'>,
     start: () => {
       for (const m of modules) m.start?.();
     },
+    // Every module stops even when one before it fails (a full disk refusing a last flush, say): what it held is
+    // released, and the failure is logged.
     stop: async () => {
-      for (const m of [...modules].reverse()) await m.stop?.();
+      for (const m of [...modules].reverse()) {
+        try {
+          await m.stop?.();
+        } catch (err) {
+          core.log.error('a module failed to stop', { module: m.name, error: String(err) });
+        }
+      }
     },
   };
 }
