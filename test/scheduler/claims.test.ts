@@ -47,7 +47,7 @@ interface Node {
   close(): Promise<void>;
 }
 
-async function otherNode(limits: { leaseMs?: number } = {}): Promise<Node> {
+async function otherNode(limits: { leaseMs?: number; rereadMs?: number } = {}): Promise<Node> {
   const logs: string[] = [];
   const store = await openEngine(s.dbPath);
   const clocks = new Clocks(time.now);
@@ -120,9 +120,11 @@ test('a job held by a process that died runs once, on the first pass after its c
 
 test('a run that never returns: its process is frozen past the lease, another takes the job over and runs it once; the late completion is dropped', async () => {
   completed = [];
-  const a = await otherNode();
+  // Node A reads the table on its own only once: a frozen process takes no second look. (With the usual 2 s
+  // re-read, a slow machine let A's next pass, after the clock moved, take its own lapsed claim back.)
+  const a = await otherNode({ rereadMs: 3_600_000 });
+  const hang = deferred<number>();
   try {
-    const hang = deferred<number>();
     let startedOnA = 0;
     let completedOnA = 0;
     a.scheduler.registerAsync('claims.io', {
@@ -159,6 +161,8 @@ test('a run that never returns: its process is frozen past the lease, another ta
     assert.equal(after.state, 'done');
     assert.equal(after.attempt, 0);
   } finally {
+    // A run left hanging would hold A's stop until its deadline (ten minutes).
+    hang.resolve(0);
     await a.close();
   }
 });
