@@ -68,13 +68,12 @@ svg.chart{display:block;width:100%;height:160px}
 .plot .xaxis{grid-column:2;display:grid;grid-auto-flow:column;grid-auto-columns:minmax(0,1fr);margin-top:4px;white-space:nowrap}
 .plot .xaxis span{justify-self:center;visibility:hidden}
 .plot .xaxis .k2{visibility:visible}
-.charts figure{container-type:inline-size}
 @container (max-width:420px){.plot .xaxis .k2{visibility:hidden}.plot .xaxis .k3{visibility:visible}}
 .legend{display:flex;gap:16px;font-size:13px;color:#4b5563;flex-wrap:wrap}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:3px;margin-right:6px;vertical-align:-1px}
 .legend .c{background:#93c5fd}.legend .a{background:#1d4ed8}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(300px,100%),1fr));gap:16px}
-.charts figure{min-width:0}
+.charts figure{min-width:0;container-type:inline-size}
 .charts h3{margin:0 0 4px;font-size:15px}
 .totp svg{width:200px;height:200px}
 .danger-zone{border:1px solid #fecaca;border-radius:12px;padding:12px 14px;margin-top:16px}
@@ -101,9 +100,6 @@ svg.chart{display:block;width:100%;height:160px}
 /** Confirms data-confirm forms before sending; on a narrow screen scrolls the section strip (never the page) to the current one. */
 const SCRIPT = `document.addEventListener('submit',function(e){var f=e.target;var q=f&&f.getAttribute('data-confirm');if(q&&!window.confirm(q))e.preventDefault();});
 var c=document.querySelector('nav.sections [aria-current=page]'),u=c&&c.closest('ul');if(u&&u.scrollWidth>u.clientWidth)u.scrollLeft+=c.getBoundingClientRect().left-u.getBoundingClientRect().left-(u.clientWidth-c.offsetWidth)/2;`;
-
-/** Under `no-referrer` a browser sends `Origin: null` with a form, which guard.ts sameOriginRefusal refuses. */
-const SAME_ORIGIN_REFERRER = { 'Referrer-Policy': 'same-origin' };
 
 /** A POST form with its CSRF field; `confirm` asks first. */
 export function postForm(ctx: Ctx, action: string, inner: string, o: { confirm?: string; cls?: string; id?: string } = {}): string {
@@ -170,7 +166,8 @@ ${o.body}
 <script nonce="${nonce}">${SCRIPT}</script>
 </body>
 </html>`;
-  return { status: o.status ?? 200, html, headers: { ...pageHeaders(nonce, null), ...SAME_ORIGIN_REFERRER, ...o.headers } };
+  // Under `no-referrer` a browser sends `Origin: null` with a form, which guard.ts sameOriginRefusal refuses.
+  return { status: o.status ?? 200, html, headers: { ...pageHeaders(nonce, null), 'Referrer-Policy': 'same-origin', ...o.headers } };
 }
 
 /** A signed-in page: header with mode and language switches, the section navigation, the flash message, the body. */

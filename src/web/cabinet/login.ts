@@ -7,7 +7,7 @@ import { langOf } from '../pay-page/render';
 import { safeEqual } from '../../platform/util/crypto';
 import { acceptSecondFactor, getUserByEmail, verifyPassword } from './users';
 import { throttledCheck, signInWait } from './throttle';
-import { clearedSessionCookie, cookieAttributes, cookieName, cookieValue, createSession, endAllSessions, endSession, loadSession, sessionCookie, setPrefs } from './sessions';
+import { cookieName, cookieValue, createSession, endAllSessions, endSession, loadSession, SESSION_COOKIE, setCookie, setPrefs } from './sessions';
 import { field, publicPage } from './layout';
 import { form, sameOriginRefusal } from './guard';
 import { audit } from './scope';
@@ -41,7 +41,7 @@ ${field('code', ct(lang, 'totp_code'), `<input id="code" name="code" inputmode="
     title: ct(lang, 'sign_in_title'),
     body,
     status: o.status,
-    headers: { 'Set-Cookie': `${cookieName(ctx.app.baseUrl(), LOGIN_COOKIE)}=${token}; ${cookieAttributes(ctx.app.baseUrl())}`, ...o.headers },
+    headers: { 'Set-Cookie': setCookie(ctx.app.baseUrl(), LOGIN_COOKIE, token), ...o.headers },
   });
 }
 
@@ -89,7 +89,7 @@ export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
   }
   const token = await createSession(store, user!, { ip: ctx.ip, lang, now });
   await recordAudit(store, who, 'sign_in', user!.id, factor, now);
-  return { status: 303, location: safeNext(f.get('next')), headers: { 'Set-Cookie': sessionCookie(baseUrl, token) } };
+  return { status: 303, location: safeNext(f.get('next')), headers: { 'Set-Cookie': setCookie(baseUrl, SESSION_COOKIE, token) } };
 }
 
 function tooMany(ctx: Ctx<Core>, lang: Lang, email: string, wait_ms: number): Reply {
@@ -97,7 +97,7 @@ function tooMany(ctx: Ctx<Core>, lang: Lang, email: string, wait_ms: number): Re
   return loginForm(ctx, lang, { error: `${ct(lang, 'locked')} ${s} ${ct(lang, 'seconds')}.`, email, status: 429, headers: { 'Retry-After': String(s) } });
 }
 
-const signedOut = (ctx: Ctx<Core>): Reply => ({ status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': clearedSessionCookie(ctx.app.baseUrl()) } });
+const signedOut = (ctx: Ctx<Core>): Reply => ({ status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': setCookie(ctx.app.baseUrl(), SESSION_COOKIE, null) } });
 
 export async function postLogout(ctx: Ctx<Core>): Promise<Reply> {
   await endSession(ctx.app.store, ctx.cabinet!.sessionHash);

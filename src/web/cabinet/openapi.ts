@@ -1,8 +1,5 @@
 import type { OpenApiFragment } from '../../platform/http/openapi-types';
-
-function html(description: string): Record<string, unknown> {
-  return { description, content: { 'text/html': { schema: { type: 'string' } } } };
-}
+import { html } from '../pay-page/openapi';
 
 const location = { Location: { schema: { type: 'string' } } };
 const toSignIn = { description: 'No session (or it expired): to /cabinet/login?next=…', headers: location };

@@ -5,13 +5,12 @@ import { badRequest } from '../../platform/http/errors';
 import { esc } from '../pay-page/layout';
 import { formatAmount, type Lang } from '../pay-page/i18n';
 import type { PaymentRow } from '../../money/bank-port/payment';
-import type { RefundRow } from '../../money/bank-port/refund';
 import { deliveryLog } from '../../money/webhooks/log';
 import { resendEvent } from '../../money/webhooks/outbox';
 import { getPayment, refundsOf } from '../../money/payments/store';
 import { cancelTx } from '../../money/payments/state';
 import { createRefundTx, refundableOf } from '../../money/refunds/refunds';
-import { insertAudit, type Actor } from './audit';
+import { insertAudit } from './audit';
 import { cabinetPage, field, postForm, table } from './layout';
 import { actor, ownPayment, ownShop, shopOfOwn, change } from './scope';
 import { form } from './guard';
@@ -123,39 +122,33 @@ function refundAmount(text: string): number {
   return Math.round(Number(t) * 100);
 }
 
-/** Refund a payment (amount 0: the whole remainder), as POST /v1/public/payments/{id}/refund does; audited in the same commit. */
-function refundPayment(core: Pick<Core, 'store' | 'clocks' | 'events' | 'banks'>, p: PaymentRow, input: { amount: number; reason: string }, actor: Actor & { userId: string }): Promise<RefundRow> {
-  return core.store.write(async (tx) => {
-    const fresh = (await getPayment(tx, p.id))!;
-    const r = await createRefundTx(core, tx, fresh, { amount: input.amount, reason: input.reason, keyId: `cabinet:${actor.userId}` });
-    await insertAudit(tx, actor, 'payment.refund', p.id, `refund ${r.id}: ${r.amount} ${p.currency}${input.reason ? ` (${input.reason})` : ''}`, core.clocks.real());
-    return r;
-  });
-}
-
-/** Cancel a pending payment, as POST /v1/public/payments/{id}/cancel does; audited in the same commit. */
-function cancelPayment(core: PaymentsCore, p: PaymentRow, actor: Actor): Promise<PaymentRow> {
-  return core.store.write(async (tx) => {
-    const after = await cancelTx(core, tx, (await getPayment(tx, p.id))!);
-    await insertAudit(tx, actor, 'payment.cancel', p.id, '', core.clocks.real());
-    return after;
-  });
-}
-
-/** POST /cabinet/payments/:id/refund {amount, reason}: the same refund as the API's, audited. */
+// POST /cabinet/payments/:id/refund {amount, reason}: the refund of POST /v1/public/payments/{id}/refund (amount 0: the
+// whole remainder), audited in the same commit.
 export async function postRefund(ctx: Ctx<Core>): Promise<Reply> {
   const p = await ownPayment(ctx, ctx.params.id);
   const f = form(ctx);
-  const back = `/cabinet/payments/${p.id}`;
-  return change(ctx, { action: 'payment.refund', target: p.id, back, auditedInside: true }, () =>
-    refundPayment(ctx.app, p, { amount: refundAmount(f.get('amount') ?? ''), reason: (f.get('reason') ?? '').slice(0, 500) }, actor(ctx)),
-  );
+  const who = actor(ctx);
+  return change(ctx, { action: 'payment.refund', target: p.id, back: `/cabinet/payments/${p.id}`, auditedInside: true }, () => {
+    const input = { amount: refundAmount(f.get('amount') ?? ''), reason: (f.get('reason') ?? '').slice(0, 500) };
+    return ctx.app.store.write(async (tx) => {
+      const r = await createRefundTx(ctx.app, tx, (await getPayment(tx, p.id))!, { ...input, keyId: `cabinet:${who.userId}` });
+      const detail = `refund ${r.id}: ${r.amount} ${p.currency}${input.reason ? ` (${input.reason})` : ''}`;
+      await insertAudit(tx, who, 'payment.refund', p.id, detail, ctx.app.clocks.real());
+      return r;
+    });
+  });
 }
 
-/** POST /cabinet/payments/:id/cancel: the same cancel as the API's, audited. */
+/** POST /cabinet/payments/:id/cancel: the cancel of POST /v1/public/payments/{id}/cancel, audited in the same commit. */
 export async function postCancel(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const p = await ownPayment(ctx, ctx.params.id);
-  return change(ctx, { action: 'payment.cancel', target: p.id, back: `/cabinet/payments/${p.id}`, auditedInside: true }, () => cancelPayment(ctx.app, p, actor(ctx)));
+  return change(ctx, { action: 'payment.cancel', target: p.id, back: `/cabinet/payments/${p.id}`, auditedInside: true }, () =>
+    ctx.app.store.write(async (tx) => {
+      const after = await cancelTx(ctx.app, tx, (await getPayment(tx, p.id))!);
+      await insertAudit(tx, actor(ctx), 'payment.cancel', p.id, '', ctx.app.clocks.real());
+      return after;
+    }),
+  );
 }
 
 /** POST /cabinet/events/:id/resend {back}: sends a webhook event again, as `kopek webhook resend` does. */

@@ -33,9 +33,9 @@ interface Column {
 
 interface Register {
   name: 'payments' | 'refunds' | 'payouts';
-  table: string;
   statuses: readonly string[];
-  orderId: boolean;
+  /** The register filters by order id (only payments carry one). */
+  orderId?: boolean;
   columns: Column[];
   /** Adds to a page's rows (at most a page) what other tables know about them, before they are shown or exported. */
   enrich?(q: Reader, rows: Row[]): Promise<void>;
@@ -74,7 +74,6 @@ const createdCol: Column = { label: 'created', cell: (r) => esc(when(r.created_a
 const REGISTERS: Record<Register['name'], Register> = {
   payments: {
     name: 'payments',
-    table: 'payments',
     statuses: PAYMENT_STATUSES,
     orderId: true,
     columns: [
@@ -92,9 +91,7 @@ const REGISTERS: Record<Register['name'], Register> = {
   },
   refunds: {
     name: 'refunds',
-    table: 'refunds',
     statuses: REFUND_STATUSES,
-    orderId: false,
     enrich: refundPayments,
     columns: [
       createdCol,
@@ -108,9 +105,7 @@ const REGISTERS: Record<Register['name'], Register> = {
   },
   payouts: {
     name: 'payouts',
-    table: 'payouts',
     statuses: ['pending', 'succeeded', 'failed'],
-    orderId: false,
     columns: [
       createdCol,
       { label: 'method', cell: (r, l) => esc(codeText(l, String(r.method))), csv: (r) => String(r.method), csvName: 'method' },
@@ -182,7 +177,7 @@ async function queryRows(ctx: Ctx<Core>, reg: Register, f: Filter, rq: RegisterQ
 }
 
 async function highSeq(ctx: Ctx<Core>, reg: Register): Promise<number> {
-  return (await ctx.app.store.get<{ high: number | null }>(`SELECT MAX(seq) AS high FROM ${reg.table}`))?.high ?? 0;
+  return (await ctx.app.store.get<{ high: number | null }>(`SELECT MAX(seq) AS high FROM ${TABLES[reg.name].table}`))?.high ?? 0;
 }
 
 /** The query string of a filter without its cursor, for the export link and the pager. */

@@ -12,7 +12,7 @@ export const SESSION_ABSOLUTE_MS = 12 * 3_600_000;
 /** last_seen_at is written at most this often: a page view is a read, not a write, most of the time. */
 const TOUCH_EVERY_MS = 60_000;
 /** The session cookie's name over http; over https it carries the `__Host-` prefix (cookieName). */
-const SESSION_COOKIE = 'kopek_cabinet';
+export const SESSION_COOKIE = 'kopek_cabinet';
 
 interface SessionRow {
   token_hash: string;
@@ -116,11 +116,7 @@ export function cookieAttributes(baseUrl: string): string {
   return baseUrl.startsWith('https:') ? 'HttpOnly; SameSite=Strict; Path=/; Secure' : 'HttpOnly; SameSite=Strict; Path=/cabinet';
 }
 
-/** Set-Cookie for a new session (a browser-session cookie: the server decides expiry). */
-export function sessionCookie(baseUrl: string, token: string): string {
-  return `${cookieName(baseUrl, SESSION_COOKIE)}=${token}; ${cookieAttributes(baseUrl)}`;
-}
-
-export function clearedSessionCookie(baseUrl: string): string {
-  return `${cookieName(baseUrl, SESSION_COOKIE)}=; Max-Age=0; ${cookieAttributes(baseUrl)}`;
+/** Set-Cookie for a cabinet cookie, `name` as cookieName prefixes it (a browser-session cookie: the server decides expiry); null clears it. */
+export function setCookie(baseUrl: string, name: string, value: string | null): string {
+  return `${cookieName(baseUrl, name)}=${value ?? ''}; ${value === null ? 'Max-Age=0; ' : ''}${cookieAttributes(baseUrl)}`;
 }

@@ -26,23 +26,16 @@ function delayAfter(failures: number, factor: number): number {
   return over < 0 ? 0 : Math.min(MAX_DELAY_MS, 1000 * 2 ** Math.min(over, 16));
 }
 
-/** When the next attempt may come after `failures` attempts counted (null: at once): the slowing, or the lock. */
-function notBefore(failures: number, factor: number, now: number): number | null {
-  if (failures >= LOCK_AFTER_FAILURES * factor) return now + LOCK_MS;
-  const delay = delayAfter(failures, factor);
-  return delay > 0 ? now + delay : null;
-}
-
-// The upsert reserving one attempt (params: subject, now, the next attempt's time if this is its first). `f` is the counter
-// after this attempt (restarting once the last failure is LOCK_MS old); the WHERE refuses while an earlier reservation said
-// to wait. SQLite's two-argument min() is LEAST() in PostgreSQL.
+// The upsert reserving one attempt (params: subject, now; a first failure is below SLOW_AFTER_FAILURES, so never waits). `f`
+// is the counter after this attempt (restarting once the last failure is LOCK_MS old); the WHERE refuses while an earlier
+// reservation said to wait. SQLite's two-argument min() is LEAST() in PostgreSQL.
 function reserveSql(engine: Engine, factor: number): string {
   const least = { sqlite: 'min', postgres: 'LEAST' }[engine];
   const now = 'excluded.last_failed_at';
   const f = `(CASE WHEN ${now} - cabinet_login_failures.last_failed_at >= ${LOCK_MS} THEN 1 ELSE cabinet_login_failures.failures + 1 END)`;
   const slow = SLOW_AFTER_FAILURES * factor;
   const next = `(CASE WHEN ${f} >= ${LOCK_AFTER_FAILURES * factor} THEN ${now} + ${LOCK_MS} WHEN ${f} >= ${slow} THEN ${now} + ${least}(${MAX_DELAY_MS}, 1000 * (CAST(1 AS BIGINT) << CAST(${least}(${f} - ${slow}, 16) AS INTEGER))) ELSE NULL END)`;
-  return `INSERT INTO cabinet_login_failures (subject, failures, last_failed_at, locked_until) VALUES (?, 1, ?, ?)
+  return `INSERT INTO cabinet_login_failures (subject, failures, last_failed_at, locked_until) VALUES (?, 1, ?, NULL)
 ON CONFLICT (subject) DO UPDATE SET failures = ${f}, last_failed_at = ${now}, locked_until = ${next}
 WHERE cabinet_login_failures.locked_until IS NULL OR cabinet_login_failures.locked_until <= ${now}`;
 }
@@ -59,7 +52,7 @@ export async function reserveAttempt(store: Store, email: string, ip: string, no
       await tx.run('DELETE FROM cabinet_login_failures WHERE last_failed_at <= ? AND (locked_until IS NULL OR locked_until <= ?)', now - LOCK_MS, now);
       let emailFailures = 0;
       for (const { subject, factor } of subjects(email, ip)) {
-        if ((await tx.run(reserveSql(tx.engine, factor), subject, now, notBefore(1, factor, now))).changes === 0) throw new Refused();
+        if ((await tx.run(reserveSql(tx.engine, factor), subject, now)).changes === 0) throw new Refused();
         if (factor === 1) emailFailures = (await tx.get<{ failures: number }>('SELECT failures FROM cabinet_login_failures WHERE subject = ?', subject))!.failures;
       }
       return emailFailures;

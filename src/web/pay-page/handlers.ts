@@ -125,13 +125,8 @@ async function liveScreen(ctx: Ctx, lang: Lang, p: PaymentView, s: PageSession |
     return renderPage(ctx, lang, p, body, { redirect: s.url, redirectMs: 0 });
   }
   if (s?.kind === 'qr') {
-    const link = /^https:\/\//.test(s.payload) ? `<a class="btn" href="${esc(s.payload)}">${esc(t(lang, 'sbp_open_bank'))}</a>` : '';
-    const body = `<h2>${esc(t(lang, 'sbp_title'))}</h2>
-<p class="muted">${esc(t(lang, 'sbp_scan'))}</p>
-<div role="img" aria-label="${esc(t(lang, 'sbp_qr_label'))}" data-qr-payload="${esc(s.payload)}">${await qrSvg(s.payload)}</div>
-${link}
-<p class="muted" role="status">${esc(t(lang, 'sbp_waiting'))}</p>`;
-    return renderPage(ctx, lang, p, body, poll);
+    const live = { payload: s.payload, bank: /^https:\/\//.test(s.payload) ? s.payload : null };
+    return renderPage(ctx, lang, p, sbpScreen({ lang, p }, await qrSvg(s.payload), live), poll);
   }
   return renderPage(ctx, lang, p, processingScreen({ lang, p }), poll);
 }

@@ -3,7 +3,8 @@ import { type OpenApiFragment, jsonResponse, ref, errorResponses } from '../../p
 const idParam = [{ name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'Payment id' }];
 const langParam = { name: 'lang', in: 'query', required: false, schema: { enum: ['ru', 'en'] }, description: 'Page language; default from Accept-Language, else Russian. Kept across the flow.' };
 
-function html(description: string): Record<string, unknown> {
+/** An HTML response (the hosted page's and the cabinet's pages). */
+export function html(description: string): Record<string, unknown> {
   return { description, content: { 'text/html': { schema: { type: 'string' } } } };
 }
 

@@ -130,15 +130,16 @@ ${planLine(lang, p)}
 </section>`;
 }
 
-/** SBP: a QR code of the payment link, a button to the bank app, and in test mode the bank's controls. */
-export function sbpScreen(ctx: ScreenCtx, qrSvg: string): string {
+// SBP: a QR code, a button to the bank app (`bank`, when there is one), and in test mode the bank's controls. A test
+// payment's QR code is of the payment link and its bank app the simulated one; a live one's are its bank's (`payload`).
+export function sbpScreen(ctx: ScreenCtx, qrSvg: string, live?: { payload: string; bank: string | null }): string {
   const { lang, p } = ctx;
+  const bank = live ? live.bank : href(payPath(p, '/bank'), lang);
   return `<h2>${esc(t(lang, 'sbp_title'))}</h2>
 <p class="muted">${esc(t(lang, 'sbp_scan'))}</p>
-<div role="img" aria-label="${esc(t(lang, 'sbp_qr_label'))}">${qrSvg}</div>
-<a class="btn" href="${esc(href(payPath(p, '/bank'), lang))}">${esc(t(lang, 'sbp_open_bank'))}</a>
-<p class="muted" role="status">${esc(t(lang, 'sbp_waiting'))}</p>
-${isTest(p) ? bankControls(lang, p, t(lang, 'test_controls')) : ''}`;
+<div role="img" aria-label="${esc(t(lang, 'sbp_qr_label'))}"${live ? ` data-qr-payload="${esc(live.payload)}"` : ''}>${qrSvg}</div>
+${bank ? `<a class="btn" href="${esc(bank)}">${esc(t(lang, 'sbp_open_bank'))}</a>` : ''}
+<p class="muted" role="status">${esc(t(lang, 'sbp_waiting'))}</p>${isTest(p) ? `\n${bankControls(lang, p, t(lang, 'test_controls'))}` : ''}`;
 }
 
 /** The simulated bank's confirmation page (T-Pay, bank wallet, and SBP's "bank app"). */

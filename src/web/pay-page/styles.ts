@@ -29,14 +29,11 @@ p{margin:0 0 12px}
 .methods{list-style:none;margin:0;padding:0;display:grid;gap:10px}
 .method{display:flex;align-items:center;gap:14px;width:100%;padding:14px 16px;border:1px solid #d1d5db;border-radius:12px;background:#fff;font:inherit;color:inherit;text-align:left;cursor:pointer}
 .method:hover{border-color:#1d4ed8;background:#f8faff}
-.method svg{flex:none}
-.method b{display:block}
-.method small{display:block;color:#6b7280;font-size:13px}
+.method svg,.chosen svg{flex:none}
+.method b,.chosen b{display:block}
+.method small,.chosen small{display:block;color:#6b7280;font-size:13px}
 .method .chev{margin-left:auto;color:#9ca3af}
 .chosen{display:flex;align-items:center;gap:14px;margin:0 0 16px;padding:14px 16px;border:1px solid #d1d5db;border-radius:12px}
-.chosen svg{flex:none}
-.chosen b{display:block}
-.chosen small{display:block;color:#6b7280;font-size:13px}
 .desc{margin:6px 0 0;font-size:15px;color:#111827}
 .qr{display:block;width:100%;max-width:232px;height:auto;margin:8px auto 16px;padding:8px;border:1px solid #e5e7eb;border-radius:12px}
 .field{margin-bottom:14px}
