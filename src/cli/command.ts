@@ -90,7 +90,6 @@ export function output(args: Args, json: unknown, lines: string[]): void {
   current.out((args.flags.has('json') ? JSON.stringify(json) : lines.join('\n')) + '\n');
 }
 
-/** Rows as aligned columns under a header, for a person reading the terminal. */
 export function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
@@ -111,6 +110,15 @@ export async function runSubcommand(command: string, args: Args, subs: Record<st
   const [sub] = args.positional;
   if (sub === undefined || !Object.hasOwn(subs, sub)) throw unknownSubcommand(command, sub, Object.keys(subs));
   return (await subs[sub](args)) ?? 0;
+}
+
+/** `text` as JSON, or undefined when it is none (a server's answer, a forwarded body). */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 export function splitList(text: string): string[] {

@@ -10,7 +10,6 @@ import { SCENARIOS, type TriggerShop } from './trigger-scenarios';
 /** Most events one trigger reads back (the longest path sends a handful). */
 const EVENTS_READ_MAX = 100;
 
-/** The body's `event`: required, one of TRIGGER_EVENT_NAMES. */
 function eventField(obj: Record<string, unknown>): TriggerEvent {
   const v = obj.event;
   if (v === undefined || v === null) throw badRequest(`Field "event" is required: one of ${TRIGGER_EVENT_NAMES.join(', ')}`, 'event');

@@ -20,7 +20,7 @@ import { callBank, getRequest, jsonObject, JOB_MARGIN_MS, markAnswered, sendReco
 /** What an answer may ask of the connector (bank.ts): another request, a QR code, a session opened anew. */
 interface TBankRequests {
   send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>,
-    purpose: Purpose, extra?: Record<string, unknown>): Promise<number>;
+    purpose: Purpose, extra?: Record<string, unknown>): Promise<void>;
   requestQr(tx: Tx, p: PaymentRow, bankPaymentId: string): Promise<void>;
   reopen(tx: Tx, p: PaymentRow): Promise<void>;
 }
