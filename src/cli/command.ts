@@ -44,18 +44,24 @@ export function dbOf(args: Args): string {
   return databaseLocation(flag(args, 'db'));
 }
 
-/** The command's store; a missing file is an error unless `create` (demo, merchant create), so a mistyped path starts no empty database. */
-async function openStore(args: Args, opts: { create?: boolean } = {}): Promise<Store> {
+/** Run `fn` on the command's store; a missing file is an error unless `create` (demo, merchant create), so a mistyped path starts no empty database. */
+export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>, opts: { create?: boolean } = {}): Promise<T> {
   const path = dbOf(args);
   const pg = isPostgresUrl(path);
   if (!pg && !opts.create && path !== ':memory:') {
     if (!existsSync(path)) throw new Error(`cannot open database "${path}": no such file (run kopek serve or kopek demo first, or pass --db)`);
     refuseForeignDatabase(path);
   }
+  let store: Store;
   try {
-    return await openEngine(path);
+    store = await openEngine(path);
   } catch (err) {
     throw openError(pg ? redactUrl(path) : path, err);
+  }
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
   }
 }
 
@@ -74,15 +80,6 @@ function refuseForeignDatabase(path: string): void {
     throw openError(path, err);
   }
   if (version === 0) throw new Error(`cannot open database "${path}": it is not a kopek database (no kopek schema; check --db)`);
-}
-
-export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>, opts: { create?: boolean } = {}): Promise<T> {
-  const store = await openStore(args, opts);
-  try {
-    return await fn(store);
-  } finally {
-    await store.close();
-  }
 }
 
 /** Print a result: one JSON object with `--json`, else `lines` for a person. */

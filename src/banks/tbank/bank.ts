@@ -136,9 +136,8 @@ export class TBankBank implements BankPort {
 
   async callback(req: CallbackRequest): Promise<CallbackResult> {
     const forged: CallbackResult = { valid: false, payments: [], refunds: [], reply: '' };
-    const body = req.body;
-    if (!body || typeof body !== 'object' || Array.isArray(body)) return forged;
-    const n = body as Record<string, unknown> & TBankAnswer;
+    if (!req.body || typeof req.body !== 'object' || Array.isArray(req.body)) return forged;
+    const n = req.body as Record<string, unknown> & TBankAnswer;
     const acq = await shopAcquirer(this.core.store, req.shopId);
     if (!acq || acq.provider !== TBANK) return forged;
     let terminal;

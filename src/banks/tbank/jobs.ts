@@ -8,7 +8,6 @@ import { paymentAnswered } from '../../money/payments/bank-answers';
 import { refundAnswered } from '../../money/refunds/bank-answers';
 import { shopAcquirer } from '../../money/bank-port/store';
 import type { MasterKey } from '../../platform/secrets/master-key';
-import type { PaymentAnswer } from '../../money/bank-port/port';
 import type { Resolved, UrlPolicy } from '../../money/webhooks/url-safety';
 import type { PaymentRow } from '../../money/bank-port/payment';
 import { accepted, amountOf, bankIdOf, checkOrderPayment, paymentAnswerOf, refundAnswerOf, refusal, TBANK, tbankToken } from './protocol';
