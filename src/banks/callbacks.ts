@@ -1,18 +1,13 @@
-import type { Logger } from '../platform/log';
-import type { Store, Tx } from '../platform/storage/store';
+import type { Tx } from '../platform/storage/store';
+import type { Core } from '../money/core/core';
 import type { Handler } from '../platform/http/types';
 import { ApiError, notFound } from '../platform/http/errors';
 import type { Applied } from '../money/bank-port/checks';
-import type { BankDirectory } from '../money/bank-port/directory';
 import type { MoneyAnswer, PaymentAnswer } from '../money/bank-port/port';
 import { shopPayoutProvider } from '../money/bank-port/store';
 import { type OpenApiFragment, errorResponses, uuidSchema as uuid } from '../platform/http/openapi-types';
 
-export interface CallbackServices {
-  readonly banks: BankDirectory;
-  readonly store: Store;
-  readonly log: Logger;
-}
+export type CallbackServices = Pick<Core, 'banks' | 'store' | 'log'>;
 
 /** The domains' entry points for a notification's answers: each applies only to the shop's live operations, ignoring other ids. */
 export interface NotifiedAnswers<S> {

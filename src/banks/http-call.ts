@@ -2,6 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Reader, Store, Tx } from '../platform/storage/store';
 import type { Logger } from '../platform/log';
+import type { Core } from '../money/core/core';
 import { fixedLookup, type Resolved, type UrlPolicy } from '../money/webhooks/url-safety';
 
 /** Time a request job allows beyond the request's own timeout, so the request's unknown is what it records. */
@@ -13,7 +14,7 @@ const MAX_ANSWER_BYTES = 1_048_576;
 type Unknown = { kind: 'unknown'; reason: string };
 type RawAnswer = { kind: 'answer'; status: number; body: Buffer } | Unknown;
 
-interface BankCall {
+export interface BankCall {
   method: 'GET' | 'POST';
   url: string;
   headers: Record<string, string | number>;
@@ -94,14 +95,19 @@ export interface BankRequestRow {
   answered_at: number | null;
 }
 
-/** Record a request before it is sent (state queued); returns its id. */
-export async function insertRequest(tx: Tx, r: Omit<BankRequestRow, 'id' | 'state' | 'answer' | 'sent_at' | 'answered_at'>): Promise<number> {
+// Record a live request, queued, and the job `jobKind` that sends it after commit, in the caller's transaction; secrets
+// are added only when it is sent.
+export async function recordRequest(
+  core: Pick<Core, 'clocks' | 'scheduler'>, tx: Tx, jobKind: string, payload: Record<string, unknown>,
+  r: Pick<BankRequestRow, 'shop_id' | 'provider' | 'operation' | 'subject_kind' | 'subject_id' | 'order_id' | 'bank_payment_id' | 'request'>,
+): Promise<void> {
   const info = await tx.run(
     `INSERT INTO bank_requests (shop_id, mode, provider, operation, subject_kind, subject_id, order_id, bank_payment_id, request, state, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?) RETURNING id`,
-    r.shop_id, r.mode, r.provider, r.operation, r.subject_kind, r.subject_id, r.order_id, r.bank_payment_id, r.request, r.created_at,
+       VALUES (?, 'live', ?, ?, ?, ?, ?, ?, ?, 'queued', ?) RETURNING id`,
+    r.shop_id, r.provider, r.operation, r.subject_kind, r.subject_id, r.order_id, r.bank_payment_id, r.request, core.clocks.real(),
   );
-  return Number(info.lastInsertRowid);
+  const dueAt = await core.clocks.now(tx, r.shop_id, 'live');
+  await core.scheduler.schedule(tx, { kind: jobKind, subjectId: String(info.lastInsertRowid), shopId: r.shop_id, mode: 'live', dueAt, payload });
 }
 
 export async function getRequest<R extends BankRequestRow = BankRequestRow>(q: Reader, id: number, provider: string): Promise<R | undefined> {

@@ -3,7 +3,7 @@ import { parseArgs, flag, onlyFlags, atMostPositionals } from '../platform/args'
 import { defaultConfig } from '../platform/config';
 import { COMMON_OPTIONS, output, outputList, runSubcommand, withStore, type Command } from './command';
 import { createUser, disableUser, listUsers } from '../web/cabinet/users';
-import { iso } from '../platform/util/time';
+import { iso, isoOrNull } from '../platform/util/time';
 import { hostForUrl } from '../money/core/build';
 
 const usage = `Usage:
@@ -71,7 +71,7 @@ export const admin: Command = {
       atMostPositionals(args.positional, 1, 'kopek admin list [--merchant MERCHANT_ID]');
       const items = (await withStore(args, async (store) => listUsers(store, flag(args, 'merchant')))).map((u) => ({
         id: u.id, email: u.email, merchant_id: u.merchant_id, totp: u.totp_secret !== null, created_at: iso(u.created_at),
-        disabled_at: u.disabled_at === null ? null : iso(u.disabled_at),
+        disabled_at: isoOrNull(u.disabled_at),
       }));
       outputList(args, items, '(no users)', (u) => `${u.id}  ${u.email}  merchant ${u.merchant_id}  ${u.totp ? 'totp' : 'password'}  ${u.disabled_at ? 'disabled ' + u.disabled_at : 'active'}`);
     },

@@ -44,18 +44,24 @@ export function dbOf(args: Args): string {
   return databaseLocation(flag(args, 'db'));
 }
 
-/** The command's store; a missing file is an error unless `create` (demo, merchant create), so a mistyped path starts no empty database. */
-async function openStore(args: Args, opts: { create?: boolean } = {}): Promise<Store> {
+/** Run `fn` on the command's store; a missing file is an error unless `create` (demo, merchant create), so a mistyped path starts no empty database. */
+export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>, opts: { create?: boolean } = {}): Promise<T> {
   const path = dbOf(args);
   const pg = isPostgresUrl(path);
   if (!pg && !opts.create && path !== ':memory:') {
     if (!existsSync(path)) throw new Error(`cannot open database "${path}": no such file (run kopek serve or kopek demo first, or pass --db)`);
     refuseForeignDatabase(path);
   }
+  let store: Store;
   try {
-    return await openEngine(path);
+    store = await openEngine(path);
   } catch (err) {
     throw openError(pg ? redactUrl(path) : path, err);
+  }
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
   }
 }
 
@@ -76,21 +82,11 @@ function refuseForeignDatabase(path: string): void {
   if (version === 0) throw new Error(`cannot open database "${path}": it is not a kopek database (no kopek schema; check --db)`);
 }
 
-export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>, opts: { create?: boolean } = {}): Promise<T> {
-  const store = await openStore(args, opts);
-  try {
-    return await fn(store);
-  } finally {
-    await store.close();
-  }
-}
-
 /** Print a result: one JSON object with `--json`, else `lines` for a person. */
 export function output(args: Args, json: unknown, lines: string[]): void {
   current.out((args.flags.has('json') ? JSON.stringify(json) : lines.join('\n')) + '\n');
 }
 
-/** Rows as aligned columns under a header, for a person reading the terminal. */
 export function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
@@ -111,6 +107,15 @@ export async function runSubcommand(command: string, args: Args, subs: Record<st
   const [sub] = args.positional;
   if (sub === undefined || !Object.hasOwn(subs, sub)) throw unknownSubcommand(command, sub, Object.keys(subs));
   return (await subs[sub](args)) ?? 0;
+}
+
+/** `text` as JSON, or undefined when it is none (a server's answer, a forwarded body). */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 export function splitList(text: string): string[] {

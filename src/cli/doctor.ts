@@ -199,46 +199,38 @@ export const doctor: Command = {
     onlyFlags(args, []);
     atMostPositionals(args.positional, 0, 'kopek doctor [--db PATH]');
     const path = dbOf(args);
-    const findings = isPostgresUrl(path) ? await pgFindings(path) : await fileFindings(path);
-    const ok = findings.every((x) => x.ok);
-    const lines = findings.flatMap((x) =>
+    const found = await findings(path);
+    const ok = found.every((x) => x.ok);
+    const lines = found.flatMap((x) =>
       x.ok ? [`ok      ${x.check}: ${x.detail}`] : [`ACTION  ${x.check}: ${x.detail}`, `        → ${x.action}`],
     );
-    lines.push(ok ? 'doctor: nothing needs action' : `doctor: ${findings.filter((x) => !x.ok).length} finding(s) need action`);
-    output(args, { ok, findings }, lines);
+    lines.push(ok ? 'doctor: nothing needs action' : `doctor: ${found.filter((x) => !x.ok).length} finding(s) need action`);
+    output(args, { ok, findings: found }, lines);
     return ok ? 0 : 1;
   },
 };
 
-/** The findings on a PostgreSQL database, opened as it is (no schema created, no migration). */
-async function pgFindings(url: string): Promise<Finding[]> {
+// The findings on a database opened as it is (PostgreSQL: no schema created, no migration); a SQLite file's permissions
+// come first, then what diagnose reads.
+async function findings(path: string): Promise<Finding[]> {
+  const pg = isPostgresUrl(path);
   let store: Store | null = null;
-  try {
-    store = await openEngine(url, { readonly: true });
-    await probeDatabase(store);
-    return [finding('database', redactUrl(url), null, ''), ...(await diagnose(store))];
-  } catch (err) {
-    const detail = redactUrl((err as Error).message);
-    return [finding('database', '', detail, 'check --db (or KOPEK_DATABASE_URL), that the PostgreSQL server runs and that this user may connect')];
-  } finally {
-    await store?.close();
-  }
-}
-
-/** The findings on a SQLite file: its permissions first, then what diagnose reads. */
-async function fileFindings(path: string): Promise<Finding[]> {
-  let store: Store | null = null;
-  const problem = existsSync(path) ? writeProblem(path) : null;
+  const problem = !pg && existsSync(path) ? writeProblem(path) : null;
   const fix = 'the data is not damaged: make the file and its folder writable by the user kopek runs as (chown/chmod, or remount '
     + 'read-write); restoring a backup would not help';
   const access = problem ? [finding('permissions', '', problem, fix)] : [];
   try {
-    store = openExistingStorage(path);
+    store = pg ? await openEngine(path, { readonly: true }) : openExistingStorage(path);
     await probeDatabase(store);
-    return [finding('database', path, null, ''), ...access, ...(await diagnose(store))];
+    return [finding('database', pg ? redactUrl(path) : path, null, ''), ...access, ...(await diagnose(store))];
   } catch (err) {
+    const message = (err as Error).message;
+    if (pg) {
+      const check = 'check --db (or KOPEK_DATABASE_URL), that the PostgreSQL server runs and that this user may connect';
+      return [finding('database', '', redactUrl(message), check)];
+    }
     const damaged = 'check --db and the file; if it is damaged, restore the latest backup (docs/operations.md)';
-    return problem ? access : [finding('database', '', (err as Error).message, damaged)];
+    return problem ? access : [finding('database', '', message, damaged)];
   } finally {
     await store?.close();
   }

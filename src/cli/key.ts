@@ -3,7 +3,7 @@ import { COMMON_OPTIONS, io, output, runSubcommand, splitList, table, withStore,
 import { createKey, findKeyToRevoke, getMerchant, getShopSettings, listKeys, revokeKey } from '../money/shops/store';
 import { shopAcquirer, shopPayoutProvider } from '../money/bank-port/store';
 import { TBANK } from '../banks/tbank/protocol';
-import { iso } from '../platform/util/time';
+import { iso, isoOrNull } from '../platform/util/time';
 import type { Store } from '../platform/storage/store';
 
 const usage = `Usage:
@@ -51,15 +51,11 @@ async function liveKeyWarnings(store: Store, shopId: string): Promise<string[]> 
         `kopek merchant activate-live ${shop.merchant_id}${acquirer || payouts ? '' : ' (once a shop of the merchant has an acquirer or a payout provider)'}`,
     );
   }
-  if (!acquirer && payouts) {
+  if (!acquirer) {
+    const refused = payouts ? 'live payments, refunds, tokens and subscriptions answer' : 'the key answers';
     out.push(
-      `shop ${shopId} has no acquirer: live payments, refunds, tokens and subscriptions answer 403 acquirer_not_configured until ` +
-        `kopek shop acquirer --shop ${shopId} --provider tbank --terminal-key KEY --password-file FILE; payouts go to ${payouts.provider}`,
-    );
-  } else if (!acquirer) {
-    out.push(
-      `shop ${shopId} has no acquirer: the key answers 403 acquirer_not_configured until ` +
-        `kopek shop acquirer --shop ${shopId} --provider tbank --terminal-key KEY --password-file FILE`,
+      `shop ${shopId} has no acquirer: ${refused} 403 acquirer_not_configured until kopek shop acquirer --shop ${shopId} ` +
+        `--provider tbank --terminal-key KEY --password-file FILE${payouts ? `; payouts go to ${payouts.provider}` : ''}`,
     );
   } else if (!payouts && NO_PAYOUTS.has(acquirer.provider)) {
     out.push(`shop ${shopId} has no payout provider (its ${acquirer.provider} acquirer takes payments only): live payouts answer 403 payouts_not_configured until kopek shop payouts --shop ${shopId} --provider yookassa --agent-id ID --secret-file FILE`);
@@ -99,7 +95,7 @@ async function list(args: Args): Promise<void> {
   if (!shopId) throw new Error('cannot list keys: --shop ID is required');
   const keys = (await withStore(args, (store) => listKeys(store, shopId))).map((k) => ({
     id: k.id, mode: k.mode, prefix: k.key_prefix, scopes: splitList(k.scopes), created_at: iso(k.created_at),
-    revoked_at: k.revoked_at === null ? null : iso(k.revoked_at),
+    revoked_at: isoOrNull(k.revoked_at),
   }));
   const rows = keys.map((k) => [k.id, k.mode, `${k.prefix}…`, k.scopes.join(',') || '(none)', k.created_at, k.revoked_at ?? '-']);
   output(args, { items: keys }, keys.length === 0 ? ['(no keys)'] : table(['ID', 'MODE', 'PREFIX', 'SCOPES', 'CREATED', 'REVOKED'], rows));

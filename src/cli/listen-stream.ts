@@ -1,5 +1,6 @@
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { parseJson } from './command';
 
 /** One webhook event as the stream's webhook format carries it: its sequence number, name and exact body. */
 export interface StreamedWebhook {
@@ -139,12 +140,8 @@ function readText(res: IncomingMessage): Promise<string> {
 
 /** A refusal in words a developer acts on: the server's own message, and what to change. */
 function refusal(base: URL, status: number, text: string): StreamRefused {
-  let message = '';
-  try {
-    message = String((JSON.parse(text) as { error?: { message?: string } }).error?.message ?? '');
-  } catch {
-    // Not kopek's error shape: the status says enough.
-  }
+  // Not kopek's error shape: the status says enough.
+  const message = String((parseJson(text) as { error?: { message?: string } } | null | undefined)?.error?.message ?? '');
   const said = message ? `: ${message}` : '';
   if (status === 401) return new StreamRefused(`cannot listen: the server refused the key (401${said}); check --key (or KOPEK_KEY)`, false);
   if (status === 403) return new StreamRefused(`cannot listen: the key may not read the event stream (403${said}); use the shop's test key`, false);

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from '../platform/args';
-import { io, type Command } from './command';
+import { io, parseJson, type Command } from './command';
 import { openStream, StreamRefused, type OpenStream, type StreamedWebhook } from './listen-stream';
 import { postWebhook } from '../money/webhooks/deliver';
 import { signatureHeader, webhookHeaders } from '../money/webhooks/sign';
@@ -185,12 +185,8 @@ async function reconnect(opts: ListenOptions, state: { databaseId: string; lastS
 }
 
 async function forward(opts: ListenOptions, e: StreamedWebhook, signal: AbortSignal): Promise<void> {
-  let id = '';
-  try {
-    id = String((JSON.parse(e.body) as { id?: unknown }).id ?? '');
-  } catch {
-    // A body that is not JSON is forwarded as it came; the line names no id.
-  }
+  // A body that is not JSON is forwarded as it came; the line names no id.
+  const id = String((parseJson(e.body) as { id?: unknown } | null | undefined)?.id ?? '');
   const t_s = Math.floor(Date.now() / 1000);
   const headers = webhookHeaders(id, signatureHeader('v2', [opts.secret], t_s, e.body), t_s);
   const out = await postWebhook({ url: opts.forwardTo, headers, body: e.body, timeout_ms: FORWARD_TIMEOUT_MS, signal });

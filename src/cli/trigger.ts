@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { parseArgs, flag, flagValues, atMostPositionals, type Args } from '../platform/args';
-import { io, output, type Command } from './command';
+import { io, output, parseJson, type Command } from './command';
 import { isTriggerEvent, TRIGGER_EVENTS, TRIGGER_EVENT_NAMES, TRIGGER_NUMERIC_FIELDS, TRIGGER_SET_FIELDS } from '../banks/simulator/trigger-events';
 
 /** Where the command finds the server when neither --url nor KOPEK_URL names it: `kopek serve`'s default address. */
@@ -146,12 +146,7 @@ async function post(event: string, base: string, key: string, set: Record<string
   } catch (err) {
     throw new Error(`cannot trigger ${event}: ${unreachable(base, err)}`);
   }
-  let body: unknown;
-  try {
-    body = JSON.parse(res.text);
-  } catch {
-    body = undefined;
-  }
+  const body = parseJson(res.text);
   if (res.status === 201 && isAnswer(body)) return body;
   const error = (body as { error?: { code?: unknown; message?: unknown; param?: unknown } } | undefined)?.error;
   if (!error || typeof error.code !== 'string' || typeof error.message !== 'string') {

@@ -4,7 +4,7 @@ import type { Store } from '../platform/storage/store';
 import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../money/webhooks/store';
 import { deliveryLog } from '../money/webhooks/log';
 import { resendEvent } from '../money/webhooks/outbox';
-import { iso } from '../platform/util/time';
+import { iso, isoOrNull } from '../platform/util/time';
 import { Clocks } from '../platform/clock';
 import { createLogger } from '../platform/log';
 import { Scheduler } from '../platform/queue/jobs';
@@ -108,7 +108,7 @@ async function list(store: Store, args: Args): Promise<void> {
   await requireShop(store, shopId, 'list webhook endpoints');
   const items = (await listEndpoints(store, shopId)).map((e) => ({
     id: e.id, url: e.url, events: splitList(e.events), signature: e.signature, created_at: iso(e.created_at),
-    disabled_at: e.disabled_at === null ? null : iso(e.disabled_at), disabled_reason: e.disabled_reason,
+    disabled_at: isoOrNull(e.disabled_at), disabled_reason: e.disabled_reason,
   }));
   outputList(args, items, '(no endpoints)', (e) => {
     const state = e.disabled_at ? `DISABLED ${e.disabled_at}: ${e.disabled_reason}` : 'active';

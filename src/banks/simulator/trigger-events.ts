@@ -98,14 +98,16 @@ const READERS: Record<TriggerKind, (obj: Record<string, unknown>) => TriggerSet>
   subscription: (obj) => {
     const amount = amountField(obj, 'amount', false);
     const planName = strField(obj, 'plan_name', { max: PLAN_NAME_MAX });
-    const c = customerFields({ customer_ref: STAND_IN.customer_ref, ...obj }, 'test');
-    return { amount, planName, customerRef: 'customer_ref' in obj ? c.customerRef : undefined, customerEmail: 'customer_email' in obj ? c.customerEmail : undefined };
+    return { amount, planName, ...customerOf(obj) };
   },
-  token: (obj) => {
-    const c = customerFields({ customer_ref: STAND_IN.customer_ref, ...obj }, 'test');
-    return { customerRef: 'customer_ref' in obj ? c.customerRef : undefined, customerEmail: 'customer_email' in obj ? c.customerEmail : undefined };
-  },
+  token: customerOf,
 };
+
+/** The customer fields of a subscription or token, read as the binding's create reads them. */
+function customerOf(obj: Record<string, unknown>): TriggerSet {
+  const c = customerFields({ customer_ref: STAND_IN.customer_ref, ...obj }, 'test');
+  return { customerRef: 'customer_ref' in obj ? c.customerRef : undefined, customerEmail: 'customer_email' in obj ? c.customerEmail : undefined };
+}
 
 /** The body's `set` for `event`: unknown fields, bad values (param under `set.`) and amounts whose plan leads elsewhere are 400s. */
 export function parseTriggerSet(event: TriggerEvent, raw: unknown): TriggerSet {

@@ -30,6 +30,11 @@ export interface TriggerShop {
   keyId: string;
 }
 
+/** The owner of every object a trigger makes, as the creates take it. */
+function testOwner(shop: TriggerShop): { merchantId: string; shopId: string; mode: 'test' } {
+  return { merchantId: shop.merchantId, shopId: shop.shopId, mode: 'test' };
+}
+
 /** The objects a trigger made, as the API's GET routes show them. */
 export interface TriggerObjects {
   payment?: PaymentView;
@@ -50,9 +55,7 @@ const TRIGGER_CARD = { brand: 'mir', mask: maskPan('2200000000000004'), holder: 
 /** A pending payment as POST /v1/public/payments creates one; `set` applies, metadata keeps kopek_trigger beside its keys. */
 async function newPayment(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string, amount = TRIGGER_AMOUNT, set: TriggerSet = {}): Promise<PaymentRow> {
   return createPaymentTx(core, tx, {
-    merchantId: shop.merchantId,
-    shopId: shop.shopId,
-    mode: 'test',
+    ...testOwner(shop),
     amount: set.amount ?? amount,
     currency: 'RUB',
     method: 'any',
@@ -108,9 +111,8 @@ async function triggerPayout(core: PaymentsCore, tx: Tx, shop: TriggerShop, even
   const out: TriggerObjects = {};
   const short = amount - (await shopAvailable(tx, shop.shopId, 'test'));
   if (short > 0) out.payment = await paymentView(tx, await paidPayment(core, tx, shop, event, Math.ceil(short / 100) * 100));
-  const payer = { merchantId: shop.merchantId, shopId: shop.shopId, mode: 'test' as const };
   const recipient = { ...TRIGGER_RECIPIENT, phone: set.phone ?? TRIGGER_RECIPIENT.phone, full_name: set.fullName ?? TRIGGER_RECIPIENT.full_name };
-  const created = await createPayoutTx(core, tx, payer, { method: 'payouts_sbp', amount, recipient });
+  const created = await createPayoutTx(core, tx, testOwner(shop), { method: 'payouts_sbp', amount, recipient });
   await answerPlannedPayout(core, tx, created.id);
   await core.scheduler.cancel(tx, SETTLE_JOB, created.id);
   out.payout = payoutView((await getPayout(tx, created.id))!);
@@ -122,9 +124,7 @@ const CUSTOMER_REF = 'kopek-trigger';
 /** A monthly card subscription without a trial, activated by its first payment, paid now with the test card. */
 async function activeSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: string, set: TriggerSet): Promise<{ sub: SubscriptionRow; payment: PaymentRow }> {
   const { sub, payment } = await createSubscriptionTx(core, tx, {
-    merchantId: shop.merchantId,
-    shopId: shop.shopId,
-    mode: 'test',
+    ...testOwner(shop),
     amount: set.amount ?? TRIGGER_AMOUNT,
     customerRef: set.customerRef ?? CUSTOMER_REF,
     customerEmail: set.customerEmail ?? '',
@@ -172,9 +172,7 @@ async function triggerSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop
 /** token.activated and .cancelled: a card bound through its 1 RUB verification, paid now; the verification's refund settles now. */
 async function triggerToken(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: TriggerEvent, set: TriggerSet): Promise<TriggerObjects> {
   const { token, payment } = await createBindingTx(core, tx, {
-    merchantId: shop.merchantId,
-    shopId: shop.shopId,
-    mode: 'test',
+    ...testOwner(shop),
     customerRef: set.customerRef ?? CUSTOMER_REF,
     customerEmail: set.customerEmail ?? '',
     method: 'cards',

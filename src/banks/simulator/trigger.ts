@@ -1,4 +1,3 @@
-import type { Tx } from '../../platform/storage/store';
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { PaymentsCore } from '../../money/payments/core';
 import { ApiError, badRequest } from '../../platform/http/errors';
@@ -10,7 +9,6 @@ import { SCENARIOS, type TriggerShop } from './trigger-scenarios';
 /** Most events one trigger reads back (the longest path sends a handful). */
 const EVENTS_READ_MAX = 100;
 
-/** The body's `event`: required, one of TRIGGER_EVENT_NAMES. */
 function eventField(obj: Record<string, unknown>): TriggerEvent {
   const v = obj.event;
   if (v === undefined || v === null) throw badRequest(`Field "event" is required: one of ${TRIGGER_EVENT_NAMES.join(', ')}`, 'event');
@@ -32,9 +30,14 @@ export async function triggerEvent(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   }
   const shop: TriggerShop = { merchantId: auth.merchantId, shopId: auth.shopId, keyId: auth.keyId };
   const body = await ctx.app.store.write(async (tx) => {
-    const mark = await highestEventSeq(tx);
+    // Every event this transaction appends later has a greater seq, on either engine (stream positions cannot serve: on
+    // PostgreSQL an event has none until commit).
+    const mark = (await tx.get<{ n: number }>('SELECT coalesce(max(seq), 0) AS n FROM events'))!.n;
     const objects = await SCENARIOS[triggerKind(event)](ctx.app, tx, shop, event, set);
-    const webhooks = (await eventsAppendedAfter(tx, shop.shopId, mark))
+    const appended = await tx.all<EventRow>(
+      `SELECT * FROM events WHERE shop_id = ? AND mode = 'test' AND seq > ? ORDER BY seq LIMIT ?`, shop.shopId, mark, EVENTS_READ_MAX,
+    );
+    const webhooks = appended
       .filter((e) => e.webhook_event !== null)
       .map((e) => ({ id: e.id, event: e.webhook_event! }));
     const own = webhooks.find((w) => w.event === event);
@@ -46,13 +49,3 @@ export async function triggerEvent(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   return { status: 201, body };
 }
 
-// Every event this transaction appends later has a greater seq, on either engine (stream positions cannot serve: on
-// PostgreSQL an event has none until commit).
-async function highestEventSeq(tx: Tx): Promise<number> {
-  return (await tx.get<{ n: number }>('SELECT coalesce(max(seq), 0) AS n FROM events'))!.n;
-}
-
-/** The shop's test events the transaction appended after `mark` (highestEventSeq), in the order appended. */
-function eventsAppendedAfter(tx: Tx, shopId: string, mark: number): Promise<EventRow[]> {
-  return tx.all<EventRow>(`SELECT * FROM events WHERE shop_id = ? AND mode = 'test' AND seq > ? ORDER BY seq LIMIT ?`, shopId, mark, EVENTS_READ_MAX);
-}

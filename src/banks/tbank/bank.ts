@@ -13,7 +13,7 @@ import { UrlPolicy } from '../../money/webhooks/url-safety';
 import { amountOf, bankIdOf, dueDate, paymentAnswerOf, TBANK, tokenMatches, type TBankAnswer, type TBankMethod } from './protocol';
 import { readSettings, terminalOf } from './settings';
 import { getRebill, getSession, keepUnreadableAmount, newAttempt, paymentOfOrder, putBankRef, putRebill, recurrentOf } from './records';
-import { insertRequest } from '../http-call';
+import { recordRequest } from '../http-call';
 import { REFUSE_JOB, REQUEST_JOB, rebillContext, refuseJob, requestJob, type Purpose } from './jobs';
 
 const MAX_DESCRIPTION = 140;
@@ -40,13 +40,11 @@ export class TBankBank implements BankPort {
     await this.core.scheduler.schedule(tx, { kind: REFUSE_JOB, subjectId: p.id, shopId: p.shop_id, mode: 'live', dueAt: await this.core.clocks.now(tx, p.shop_id, 'live'), payload: { bankCode } });
   }
 
-  /** Record a request and its job in the caller's transaction; secrets are added only when it is sent. */
-  async send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>, purpose: Purpose, extra: Record<string, unknown> = {}): Promise<number> {
+  async send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>, purpose: Purpose, extra: Record<string, unknown> = {}): Promise<void> {
     const acq = await shopAcquirer(tx, shopId);
     const terminalKey = acq?.provider === TBANK ? readSettings(acq).terminal_key : '';
-    const id = await insertRequest(tx, {
+    await recordRequest(this.core, tx, REQUEST_JOB, { purpose, ...extra }, {
       shop_id: shopId,
-      mode: 'live',
       provider: TBANK,
       operation: op,
       subject_kind: subject.kind,
@@ -54,10 +52,7 @@ export class TBankBank implements BankPort {
       order_id: typeof fields.OrderId === 'string' ? fields.OrderId : '',
       bank_payment_id: bankIdOf(fields as { PaymentId?: string }),
       request: JSON.stringify({ TerminalKey: terminalKey, ...fields }),
-      created_at: this.core.clocks.real(),
     });
-    await this.core.scheduler.schedule(tx, { kind: REQUEST_JOB, subjectId: String(id), shopId, mode: 'live', dueAt: await this.core.clocks.now(tx, shopId, 'live'), payload: { purpose, ...extra } });
-    return id;
   }
 
   /** Init of a new attempt of a payment's session: a fresh OrderId, the page's return addresses, the session end. */
@@ -141,9 +136,8 @@ export class TBankBank implements BankPort {
 
   async callback(req: CallbackRequest): Promise<CallbackResult> {
     const forged: CallbackResult = { valid: false, payments: [], refunds: [], reply: '' };
-    const body = req.body;
-    if (!body || typeof body !== 'object' || Array.isArray(body)) return forged;
-    const n = body as Record<string, unknown> & TBankAnswer;
+    if (!req.body || typeof req.body !== 'object' || Array.isArray(req.body)) return forged;
+    const n = req.body as Record<string, unknown> & TBankAnswer;
     const acq = await shopAcquirer(this.core.store, req.shopId);
     if (!acq || acq.provider !== TBANK) return forged;
     let terminal;

@@ -8,7 +8,6 @@ import { paymentAnswered } from '../../money/payments/bank-answers';
 import { refundAnswered } from '../../money/refunds/bank-answers';
 import { shopAcquirer } from '../../money/bank-port/store';
 import type { MasterKey } from '../../platform/secrets/master-key';
-import type { PaymentAnswer } from '../../money/bank-port/port';
 import type { Resolved, UrlPolicy } from '../../money/webhooks/url-safety';
 import type { PaymentRow } from '../../money/bank-port/payment';
 import { accepted, amountOf, bankIdOf, checkOrderPayment, paymentAnswerOf, refundAnswerOf, refusal, TBANK, tbankToken } from './protocol';
@@ -20,7 +19,7 @@ import { callBank, getRequest, jsonObject, JOB_MARGIN_MS, markAnswered, sendReco
 /** What an answer may ask of the connector (bank.ts): another request, a QR code, a session opened anew. */
 interface TBankRequests {
   send(tx: Tx, shopId: string, op: TBankMethod, subject: { kind: 'payment' | 'refund'; id: string }, fields: Record<string, unknown>,
-    purpose: Purpose, extra?: Record<string, unknown>): Promise<number>;
+    purpose: Purpose, extra?: Record<string, unknown>): Promise<void>;
   requestQr(tx: Tx, p: PaymentRow, bankPaymentId: string): Promise<void>;
   reopen(tx: Tx, p: PaymentRow): Promise<void>;
 }

@@ -28,7 +28,6 @@ export function tbankToken(body: Record<string, unknown>, password: string): str
   return createHash('sha256').update(joined, 'utf8').digest('hex');
 }
 
-/** True when a notification's Token is the one its fields and the password give (constant-time compare). */
 export function tokenMatches(body: Record<string, unknown>, password: string): boolean {
   const got = typeof body.Token === 'string' ? body.Token.toLowerCase() : '';
   return safeEqual(got, tbankToken(body, password));
@@ -61,7 +60,6 @@ export function amountOf(a: { Amount?: unknown }): { kind: 'absent' } | { kind: 
   return { kind: 'bad', raw: JSON.stringify(v).slice(0, 40) };
 }
 
-/** True when the bank accepted the request (Success and ErrorCode "0"). */
 export function accepted(a: TBankAnswer): boolean {
   return a.Success === true && String(a.ErrorCode ?? '0') === '0';
 }
@@ -110,7 +108,6 @@ export function paymentAnswerOf(a: TBankAnswer): PaymentAnswer {
   return { outcome: 'unknown', reason: `status ${status || '(none)'}` };
 }
 
-/** A refusal of a request: the bank's ErrorCode, unified. */
 export function refusal(a: TBankAnswer): { outcome: 'refused'; failureCode: string; bankCode: string } {
   const code = String(a.ErrorCode ?? '') || '0';
   return { outcome: 'refused', failureCode: failureCodeOf(code), bankCode: code };
@@ -124,7 +121,6 @@ export function refundAnswerOf(a: TBankAnswer): MoneyAnswer {
   return { outcome: 'unknown', reason: `status ${status || '(none)'}` };
 }
 
-/** The bank's PaymentId of an answer, or '' when it gave none. */
 export function bankIdOf(a: { PaymentId?: string | number | null }): string {
   return a.PaymentId !== undefined && a.PaymentId !== null ? String(a.PaymentId) : '';
 }

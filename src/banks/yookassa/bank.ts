@@ -5,7 +5,7 @@ import { shopPayoutProvider } from '../../money/bank-port/store';
 import { getPayout } from '../../money/payouts/store';
 import { payoutBody } from './protocol';
 import { firstPost, getOpenOrRecent, payoutOfProviderId } from './records';
-import { insertRequest } from '../http-call';
+import { recordRequest } from '../http-call';
 import { YOOKASSA } from './settings';
 
 /** Job kind: send one recorded request to YooKassa and apply its answer. */
@@ -30,13 +30,11 @@ export class YookassaBank implements BankPort {
 
   constructor(private readonly core: Pick<Core, 'clocks' | 'scheduler' | 'store' | 'log'>) {}
 
-  /** Record a request and its job in the caller's transaction. */
   async send(tx: Tx, shopId: string, op: 'CreatePayout' | 'GetPayout', payoutId: string, providerId: string, body: string, purpose: Purpose): Promise<void> {
-    const id = await insertRequest(tx, {
-      shop_id: shopId, mode: 'live', provider: YOOKASSA, operation: op, subject_kind: 'payout', subject_id: payoutId,
-      order_id: payoutId, bank_payment_id: providerId, request: body, created_at: this.core.clocks.real(),
+    await recordRequest(this.core, tx, REQUEST_JOB, { purpose }, {
+      shop_id: shopId, provider: YOOKASSA, operation: op, subject_kind: 'payout', subject_id: payoutId,
+      order_id: payoutId, bank_payment_id: providerId, request: body,
     });
-    await this.core.scheduler.schedule(tx, { kind: REQUEST_JOB, subjectId: String(id), shopId, mode: 'live', dueAt: await this.core.clocks.now(tx, shopId, 'live'), payload: { purpose } });
   }
 
   async payout(tx: Tx, req: PayoutRequest): Promise<PayoutStart> {

@@ -1,24 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import type { Resolved } from '../../money/webhooks/url-safety';
-import { callBank, jsonObject } from '../http-call';
+import { callBank, jsonObject, type BankCall } from '../http-call';
 
 /** An answer with a JSON object body (2xx, 4xx but 429), or unknown: timeout, connection error, 5xx, 429, a non-object body. */
 export type Sent = { kind: 'answer'; status: number; body: Record<string, unknown> } | { kind: 'unknown'; reason: string };
 
-interface Call {
-  method: 'GET' | 'POST';
-  url: string;
+interface Call extends Omit<BankCall, 'headers' | 'payload' | 'who'> {
   agentId: string;
   secret: string;
   /** The POST's Idempotence-Key (fixed per payout). */
   idempotenceKey?: string;
   body?: Record<string, unknown>;
-  timeoutMs: number;
-  /** The address a check of `url` found: the connection goes there. */
-  resolved?: Resolved;
 }
 
-/** Call the provider with HTTP Basic auth and read its answer within the timeout. */
+/** Call the provider with HTTP Basic auth. */
 export async function callYookassa(c: Call): Promise<Sent> {
   const payload = c.body ? Buffer.from(JSON.stringify(c.body), 'utf8') : undefined;
   const headers: Record<string, string | number> = { Accept: 'application/json', Authorization: `Basic ${Buffer.from(`${c.agentId}:${c.secret}`, 'utf8').toString('base64')}` };

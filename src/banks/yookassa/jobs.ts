@@ -1,9 +1,8 @@
 import type { Tx } from '../../platform/storage/store';
-import type { ModuleJob } from '../../money/core/module';
+import type { Module, ModuleJob } from '../../money/core/module';
 import type { PaymentsCore } from '../../money/payments/core';
 import type { AsyncJobKind } from '../../platform/queue/jobs';
 import { UrlPolicy, type Resolved } from '../../money/webhooks/url-safety';
-import type { Module } from '../../money/core/module';
 import { shopPayoutProvider } from '../../money/bank-port/store';
 import { recordMismatch } from '../../money/bank-port/checks';
 import { payoutAnswered } from '../../money/payouts/bank-answers';
