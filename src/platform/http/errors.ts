@@ -39,23 +39,18 @@ export function invalidState(message: string): ApiError {
 /**
  * Storage errors that mean it cannot serve now, not a bug: SQLite locked too long, its disk full or failing;
  * PostgreSQL unreachable (DB_UNAVAILABLE), a COMMIT whose outcome the lost connection hid (DB_COMMIT_UNKNOWN:
- * a client retrying with its Idempotency-Key learns it), a statement cancelled by its timeout (57014), or a
- * transaction that kept losing serialization races (40001, 40P01) after its retries.
+ * a client retrying with its Idempotency-Key learns it), a statement cancelled by its timeout (57014), a
+ * transaction that kept losing serialization races (40001, 40P01) after its retries, or a database that takes no
+ * write (25006: a standby, or one set read-only).
  */
-const UNAVAILABLE_SQLITE = /^(SQLITE_(BUSY|LOCKED|IOERR|FULL|READONLY|CANTOPEN)|DB_UNAVAILABLE$|DB_COMMIT_UNKNOWN$|57014$|40001$|40P01$)/;
-
-/**
- * The same on PostgreSQL: the engine's own codes for a database it cannot reach or whose COMMIT it lost (a
- * client retrying with its Idempotency-Key finds the outcome), and SQLSTATE 25006, a database that takes no
- * write (a standby, or one set read-only).
- */
-const UNAVAILABLE_POSTGRES = /^(DB_UNAVAILABLE|DB_COMMIT_UNKNOWN|25006)$/;
+const UNAVAILABLE_SQLITE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|READONLY|CANTOPEN)/;
+const UNAVAILABLE_CODES = /^(DB_UNAVAILABLE|DB_COMMIT_UNKNOWN|57014|40001|40P01|25006)$/;
 
 /** Any thrown value as an ApiError; storage trouble is a 503 unavailable, anything else a 500 that leaks nothing. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && (UNAVAILABLE_SQLITE.test(code) || UNAVAILABLE_POSTGRES.test(code))) {
+  if (typeof code === 'string' && (UNAVAILABLE_SQLITE.test(code) || UNAVAILABLE_CODES.test(code))) {
     return new ApiError(503, 'unavailable', 'Cannot serve the request: storage is unavailable; retry shortly', undefined, { 'Retry-After': '1' });
   }
   return new ApiError(500, 'internal_error', 'Internal error; the request id identifies it in the server log');

@@ -3,7 +3,7 @@ import { SCHEMA_SQL } from './schema-text';
 import { SCHEMA_VERSION } from './sqlite/open';
 import type { SqliteStore } from './sqlite/store';
 import type { PgStore } from './postgres/store';
-import { pgCounters, pgKeySequences, type RowsOf } from './counters';
+import { pgCounters, type RowsOf } from './counters';
 
 /** PostgreSQL statements take at most 65 535 parameters. */
 const COPY_BATCH_ROWS = 500;
@@ -101,20 +101,18 @@ async function copyTable(db: SqliteStore['sqliteHandle'], c: pg.ClientBase, tabl
 }
 
 /**
- * Set each column-owned sequence (from the catalog) to the higher of SQLite's counter and the largest key;
- * `event_pos` follows the events. A counter read back behind either fails the copy and the transaction.
+ * Set each counter (column-owned sequences from the catalog, and `event_pos`, whose positions are the events'
+ * seq) to the higher of SQLite's counter and the largest key. A counter read back behind either fails the copy
+ * and the transaction.
  */
 async function continueSequences(db: SqliteStore['sqliteHandle'], c: pg.ClientBase): Promise<CopyReport['sequences']> {
   const sqliteCounters = new Map((db.prepare('SELECT name, seq FROM sqlite_sequence').all() as Array<{ name: string; seq: number }>).map((r) => [r.name, r.seq]));
   const rows: RowsOf = async <T>(sql: string) => (await c.query(sql)).rows as T[];
   const floorOf = (table: string, max: number): number => Math.max(max, sqliteCounters.get(table === 'event_positions' ? 'events' : table) ?? 0);
-  for (const k of await pgKeySequences(rows)) {
-    const [m] = await rows<{ m: number }>(`SELECT coalesce(max(${k.columnSql}), 0) AS m FROM ${k.tableSql}`);
-    const last = floorOf(k.table, Number(m.m));
-    if (last > 0) await c.query('SELECT setval($1::regclass, $2, true)', [k.sequence, last]);
+  for (const counter of await pgCounters(rows)) {
+    const last = floorOf(counter.table, counter.max);
+    if (last > 0) await c.query('SELECT setval($1::regclass, $2, true)', [counter.sequence, last]);
   }
-  const events = floorOf('events', (await rows<{ m: number }>('SELECT coalesce(max(seq), 0) AS m FROM events'))[0].m);
-  if (events > 0) await c.query(`SELECT setval('event_pos', $1, true)`, [events]);
   const out: CopyReport['sequences'] = [];
   for (const counter of await pgCounters(rows)) {
     const floor = floorOf(counter.table, counter.max);

@@ -230,7 +230,6 @@ export class PgEventFeed implements EventFeed {
 
   private async readPass(): Promise<void> {
     // Listeners replay the past from the table; the feed carries what is numbered after the first follow().
-    if (this.watermark === null) return;
     for (;;) {
       if (this.watermark === null) return;
       const r: pg.QueryResult = await this.pool.query(ALL_AFTER_SQL, [this.watermark, EVENT_FEED_LIMITS.page]);

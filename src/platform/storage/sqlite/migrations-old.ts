@@ -2,25 +2,22 @@
  * The SQLite migrations before release 0.1.0 (OLD_MIGRATIONS[0] takes 1 to 2, up to BASE_VERSION). Only
  * `kopek migrate` applies them; a start refuses such a database, so the server never carries legacy-records.ts.
  */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { hasColumn, type OldMigration as Migration } from './migration-kit';
 import { TO_13, TO_14, TO_15, TO_16 } from './migrations-records';
 import { BASE_VERSION } from '../migrations';
-import { nativeBinding } from './open';
+import { openExisting } from './open';
 
 /** In one transaction under the write lock (version read again inside); at BASE_VERSION or later, new or absent, left as is. Returns the version found. */
 export function upgradeOldSqlite(path: string): number {
   if (path === ':memory:') return 0;
-  const opts: Database.Options = {};
-  if (nativeBinding.addon) (opts as { nativeBinding?: unknown }).nativeBinding = nativeBinding.addon;
   let db: Database.Database;
   try {
-    db = new Database(path, { ...opts, fileMustExist: true });
+    db = openExisting(path);
   } catch {
     return 0;
   }
   try {
-    db.pragma('busy_timeout = 5000');
     db.pragma('foreign_keys = ON');
     const upgrade = db.transaction((): number => {
       const version = db.pragma('user_version', { simple: true }) as number;
