@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -171,5 +171,17 @@ test('killed right after a long clock advance has settled: the WAL was cut, and 
     child.server?.proc.kill('SIGKILL');
     if (child.server) await child.server.exited;
     rmSync(s.dir, { recursive: true, force: true });
+  }
+});
+
+test('one payment on a quiet server reaches the database file within seconds: a few writes are checkpointed too, not only a hundred', { skip: sqliteOnly('the WAL checkpoint thread is SQLite\'s') }, async () => {
+  const s = await startTestServer();
+  try {
+    const created = await s.request('POST', '/v1/public/payments', { body: { amount: 10_000 } });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.payment.id as string;
+    await until(() => readFileSync(s.dbPath).includes(id), () => `payment ${id} never left the WAL for the database file`, 5_000);
+  } finally {
+    await s.close();
   }
 });

@@ -8,6 +8,8 @@ import { betterSqliteLib, nativeBindingPath } from './open';
 const INTERVAL_MS = 50;
 /** Rows changed and commits (Statements.written) after which an idle checkpointer wakes: a few WAL pages each. */
 const WAKE_WRITES = 100;
+/** Fewer writes than WAKE_WRITES are checkpointed this long after the first of them, so a quiet server's WAL empties too. */
+const SOON_MS = 1000;
 /**
  * WAL frames past which the writer finishes a checkpoint itself: under steady writes the thread's checkpoint ends
  * a little behind, and SQLite restarts the WAL only once every frame is back; the catch-up copies just those.
@@ -78,6 +80,8 @@ export class Checkpointer {
   /** `written` when the last checkpoint began; moved since then: dirty. */
   private seen = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** Armed by soon(): a look after SOON_MS at writes too few to wake the thread. */
+  private soonTimer: NodeJS.Timeout | null = null;
   private lastAt = 0;
   /** See IDLE_TRUNCATE_BYTES; compiled at first use. */
   private truncateStmt: Database.Statement | null = null;
@@ -108,6 +112,16 @@ export class Checkpointer {
     this.timer.unref();
   }
 
+  /** Writes were made, fewer than wake it: checkpoint them within SOON_MS unless more writes wake it first. */
+  soon(): void {
+    if (this.soonTimer !== null || this.failed) return;
+    this.soonTimer = setTimeout(() => {
+      this.soonTimer = null;
+      if (this.source.written !== this.seen && !this.running && this.timer === null) this.nudge();
+    }, SOON_MS);
+    this.soonTimer.unref();
+  }
+
   /** Between transactions. */
   catchUpNow(): void {
     if (this.db.inTransaction) return;
@@ -119,8 +133,10 @@ export class Checkpointer {
   close(): void {
     if (this.timer) clearTimeout(this.timer);
     if (this.idleTimer) clearTimeout(this.idleTimer);
+    if (this.soonTimer) clearTimeout(this.soonTimer);
     this.timer = null;
     this.idleTimer = null;
+    this.soonTimer = null;
     this.failed = true;
     this.wakeAt = Infinity;
     if (!this.worker) return;

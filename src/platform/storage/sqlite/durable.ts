@@ -91,7 +91,10 @@ export class Durability {
   private readonly synced = (): void => {
     if (this.upTo > this.durable) this.durable = this.upTo;
     const cp = this.checkpointer;
-    if (cp !== null && this.source.written >= cp.wakeAt) cp.nudge();
+    if (cp !== null) {
+      if (this.source.written >= cp.wakeAt) cp.nudge();
+      else cp.soon();
+    }
     // With a next sync wanted, `running` stays until it starts, so a commit in between joins it.
     if (this.next !== null) return;
     this.running = null;
