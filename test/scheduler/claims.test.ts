@@ -208,6 +208,10 @@ test('a long run renews its claim: no other process takes the job while it is in
 
 test('stop() ends the runs in flight within their deadlines and leaves no claim: another process takes the job without waiting for the lease', async () => {
   completed = [];
+  // The server's scheduler pauses meanwhile, so that node A is the one to claim the job (else the server's own
+  // re-read may take it first).
+  const server = s.running.app.scheduler;
+  await server.stop();
   const a = await otherNode();
   let id = 0;
   try {
@@ -229,7 +233,8 @@ test('stop() ends the runs in flight within their deadlines and leaves no claim:
   assert.match(r.last_error ?? '', /timed out after 100 ms/);
   // Due again after its backoff (1 s), well within the lease: the server runs it then.
   time.advance(1000);
-  assert.equal(await s.running.app.scheduler.runDue(), 1);
+  server.start();
+  assert.equal(await server.runDue(), 1);
   assert.deepEqual(completed, ['server:5']);
 });
 
