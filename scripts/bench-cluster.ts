@@ -27,8 +27,7 @@
 //   --warmup N        seconds of each load's first run, not measured (default 6)
 //   --cycles N        turns of the four loads (default 12)
 //   --connections N   concurrent clients of every load (default 32)
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
-import { mkdtempSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';

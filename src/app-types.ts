@@ -4,7 +4,7 @@ import type { WebhookAttempts } from './money/webhooks/attempt';
 import type { EventStreamHub } from './money/events/stream';
 import type { Metrics } from './web/system/metrics';
 import type { Retention } from './web/system/retention';
-import type { KeyUsage } from './platform/auth/key-usage';
+import type { KeyUsage } from './platform/auth/authenticate';
 
 /**
  * The running service as the wiring assembles it: the core with payments' hooks, and the services the

@@ -29,7 +29,7 @@ import { NoBank } from './banks/none';
 import { Metrics } from './web/system/metrics';
 import { retentionModule } from './web/system/retention';
 import { EventStreamHub } from './money/events/stream';
-import { KeyUsage } from './platform/auth/key-usage';
+import { KeyUsage } from './platform/auth/authenticate';
 import { buildRouter } from './routes';
 import { createHttpServer } from './platform/http/server';
 import { serverGuards } from './guards';
@@ -161,7 +161,7 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
   const metrics = new Metrics(core.clocks.real());
   const webhooks = webhooksModule(core, metrics.webhookAttempt);
   const recurrent = recurrentModule(payments);
-  paymentHooks.onMoved(recurrent.onPaymentMoved);
+  paymentHooks.onMoved(recurrent.onPaymentMoved, recurrent.movedFilter);
   const stream = new EventStreamHub(core);
   const keyUsage = new KeyUsage(core);
   const retention = retentionModule(core);

@@ -4,7 +4,7 @@ import { parseArgs, onlyFlags, atMostPositionals, type Args } from '../platform/
 import { COMMON_OPTIONS, dbOf, io, output, processIo, type Command } from './command';
 import { openBackupSource, verifyCopy } from '../platform/storage/maintenance';
 import { isPostgresUrl } from '../platform/storage/postgres/open';
-import { masterKeySource } from '../platform/secrets/master-key';
+import { masterKeySource } from '../platform/secrets/at-rest';
 
 const usage = `Usage:
   kopek backup PATH [--force] [--db PATH]

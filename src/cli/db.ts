@@ -8,7 +8,7 @@ import { upgradeOldSqlite } from '../platform/storage/sqlite/migrations-old';
 import type { SqliteStore } from '../platform/storage/sqlite/store';
 import type { Store } from '../platform/storage/store';
 import { checkLedger } from '../money/ledger/check';
-import { masterKeySource } from '../platform/secrets/master-key';
+import { masterKeySource } from '../platform/secrets/at-rest';
 import { ledgerVerdict } from './ledger';
 
 const usage = `Usage:

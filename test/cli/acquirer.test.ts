@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli, type CliResult } from '../helpers/cli';
 import { TBANK_API_URL } from '../../src/banks/tbank/protocol';
-import { decryptSecret, loadMasterKey, masterKeySource } from '../../src/platform/secrets/master-key';
+import { decryptSecret, loadMasterKey, masterKeySource } from '../../src/platform/secrets/at-rest';
 import { sqliteOnly } from '../helpers/pg';
 
 // kopek shop acquirer and kopek merchant activate-live, run beside a server on the same file: the password

@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { loadMasterKey } from '../../src/platform/secrets/master-key';
+import { loadMasterKey } from '../../src/platform/secrets/at-rest';
 import { loadConfig } from '../../src/platform/config';
 
 // `kopek serve --ephemeral --ready-json --demo-key` as a harness in another language runs it: a child process

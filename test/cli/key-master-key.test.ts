@@ -5,7 +5,7 @@ import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer, type TestShop } from '../helpers/server';
 import { onceApplied, postgresOnly } from '../helpers/pg';
-import { keyFilePath } from '../../src/platform/secrets/master-key';
+import { keyFilePath } from '../../src/platform/secrets/at-rest';
 
 // The key commands read no secret sealed under the master key (keys are stored as hashes), so they run without
 // it on either engine: on PostgreSQL with KOPEK_MASTER_KEY unset, on SQLite without the key file beside the

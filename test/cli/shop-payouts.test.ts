@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli, type CliResult } from '../helpers/cli';
 import { storedText } from '../helpers/stored-text';
-import { decryptSecret, loadMasterKey } from '../../src/platform/secrets/master-key';
+import { decryptSecret, loadMasterKey } from '../../src/platform/secrets/at-rest';
 import { checkPayoutProvider } from '../../src/web/cabinet/payout-provider';
 
 // kopek shop payouts, run beside a server on the same file: the credentials are checked at the provider (a

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer } from '../helpers/server';
+import { startTestServer, doRequest, type TestServer } from '../helpers/server';
 import { dropPgDatabase, emptyPgDatabase, ensureMasterKey, postgresOnly } from '../helpers/pg';
 import { kopekProcess, startCluster } from '../helpers/cluster';
 import { runCli } from '../helpers/cli';
@@ -10,7 +10,6 @@ import { openStorage } from '../../src/platform/storage/maintenance';
 import { defaultConfig } from '../../src/platform/config';
 import { startApp } from '../../src/app';
 import { createLogger } from '../../src/platform/log';
-import { doRequest, type TestServer } from '../helpers/server';
 import type { Running } from '../../src/app';
 import { addEndpoint } from '../../src/money/webhooks/store';
 import { startReceiver, type Receiver } from '../helpers/webhooks';

@@ -13,7 +13,7 @@ import { dropPgDatabase, ensureMasterKey, freshPgDatabase, TEST_PG } from './pg'
 import type { Mode } from '../../src/platform/clock';
 import { checkResponse } from './openapi-check';
 import { putShopAcquirer } from '../../src/money/bank-port/store';
-import { MasterKey } from '../../src/platform/secrets/master-key';
+import { MasterKey } from '../../src/platform/secrets/at-rest';
 import { tbankAcquirer } from '../../src/banks/tbank/settings';
 import { HELPER_TERMINAL, sharedFakeTBank } from './tbank';
 

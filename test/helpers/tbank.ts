@@ -4,7 +4,7 @@ import { startTestServer, type TestServer, type TestShop } from './server';
 import { fakeTime, type FakeTime } from './fake-time';
 import type { Config } from '../../src/platform/config';
 import { putShopAcquirer } from '../../src/money/bank-port/store';
-import { MasterKey } from '../../src/platform/secrets/master-key';
+import { MasterKey } from '../../src/platform/secrets/at-rest';
 import { tbankAcquirer } from '../../src/banks/tbank/settings';
 import { FakeTBank } from '../tbank/fake-tbank';
 import { settled } from './bank-requests';

@@ -5,7 +5,7 @@ import { fakeTime, type FakeTime } from './fake-time';
 import type { Config } from '../../src/platform/config';
 import { putShopPayoutProvider } from '../../src/money/bank-port/store';
 import { post } from '../../src/money/ledger/ledger';
-import { MasterKey } from '../../src/platform/secrets/master-key';
+import { MasterKey } from '../../src/platform/secrets/at-rest';
 import { secretLabel } from '../../src/banks/yookassa/settings';
 import { FakeYookassa } from './fake-yookassa';
 import { settled } from './bank-requests';

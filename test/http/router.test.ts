@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Router } from '../../src/platform/http/router';
+import { Router } from '../../src/platform/http/server';
 import { buildRouter } from '../../src/routes';
 
 test('a duplicate route (same method and shape, any param names) throws when added', () => {

@@ -5,18 +5,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startTestServer, type TestServer } from '../helpers/server';
-import {
-  browserSkipReason,
-  CHROMIUM,
-  CHROMIUM_ARGS,
-  createPayment,
-  getPayment,
-  screenshotDir,
-  startReturnServer,
-  type ReturnServer,
-  openPage,
-  payOnPage,
-} from '../helpers/pay-page';
+import { browserSkipReason, CHROMIUM, CHROMIUM_ARGS, createPayment, getPayment, screenshotDir, startReturnServer, type ReturnServer, openPage, payOnPage } from '../helpers/pay-page';
 
 const skip = browserSkipReason();
 if (skip) console.log(`# skipping browser tests: ${skip}`);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, eventsOf, getPayment, simulate } from '../helpers/payments';
 import { buyerRedirectUrl, findPaymentForPage, payWithMethod } from '../../src/money/payments/buyer';
-import { buyerResolve } from '../../src/banks/simulator/payments';
+import { buyerResolve } from '../../src/banks/simulator/test-bank';
 
 let s: TestServer;
 before(async () => {

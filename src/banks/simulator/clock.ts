@@ -1,6 +1,6 @@
 import type { Core } from '../../money/core/core';
 import type { Ctx, Reply } from '../../platform/http/types';
-import { bodyObject, intField } from '../../platform/http/validate';
+import { bodyObject, intField } from '../../platform/http/body';
 import type { Reader, Store, Tx } from '../../platform/storage/store';
 import { deferForeignKeys, listTables, tableColumns } from '../../platform/storage/dialect';
 import { iso } from '../../platform/util/time';

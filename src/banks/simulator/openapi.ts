@@ -2,7 +2,7 @@ import { type OpenApiFragment, amountSchema, bearer, errorResponses, jsonBody, j
 import { PAYMENT_FAILURE_CODES } from '../../money/payments/failures';
 import { PAYOUT_FAILURE_CODES } from '../../money/payouts/payouts';
 import { tokenProps } from '../../money/tokens/openapi';
-import { SIMULATE_ACTIONS, SIMULATE_METHODS } from './payments';
+import { SIMULATE_ACTIONS, SIMULATE_METHODS } from './test-bank';
 import { OUTCOMES_MAX } from './token-outcomes';
 import { TRIGGER_EVENT_NAMES, TRIGGER_SET_FIELDS } from './trigger-events';
 

@@ -2,7 +2,7 @@ import type { Tx } from '../../platform/storage/store';
 import type { Core } from '../../money/core/core';
 import type { Ctx, Reply } from '../../platform/http/types';
 import { badRequest, invalidState } from '../../platform/http/errors';
-import { bodyObject, describe } from '../../platform/http/validate';
+import { bodyObject, describe } from '../../platform/http/body';
 import { PAYMENT_FAILURE_CODES } from '../../money/payments/failures';
 import { tokenView, updateToken, type TokenRow } from '../../money/tokens/store';
 import { tokenOfShop } from '../../money/tokens/handlers';

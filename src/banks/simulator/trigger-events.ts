@@ -1,5 +1,5 @@
 import { ApiError, badRequest } from '../../platform/http/errors';
-import { amountField, describe, strField } from '../../platform/http/validate';
+import { amountField, describe, strField } from '../../platform/http/body';
 import { parseCreateBody } from '../../money/payments/create';
 import { payoutFields } from '../../money/payouts/fields';
 import { customerFields } from '../../money/tokens/handlers';

@@ -14,9 +14,7 @@ import { tokenView, updateToken, type TokenView } from '../../money/tokens/store
 import { CARD_VERIFICATION_AMOUNT, cancelTokenTx, createBindingTx, reloadToken } from '../../money/tokens/tokens';
 import { chargesOf, reloadSubscription, subscriptionView, type SubscriptionRow, type SubscriptionView } from '../../money/subscriptions/store';
 import { cancelSubscriptionTx, CANCEL_REASONS, CHARGE_JOB, createSubscriptionTx, runChargeJob } from '../../money/subscriptions/subscriptions';
-import { plannedAnswer, SIM_RESOLVE_JOB } from './payments';
-import { answerRefund, REFUND_SETTLE_JOB } from './test-bank';
-import { answerPlannedPayout, SETTLE_JOB } from './payouts';
+import { plannedAnswer, SIM_RESOLVE_JOB, answerRefund, REFUND_SETTLE_JOB, answerPlannedPayout, SETTLE_JOB } from './test-bank';
 import { maskPan } from './plan';
 import { TRIGGER_RECIPIENT, type TriggerEvent, type TriggerKind, type TriggerSet } from './trigger-events';
 

@@ -6,7 +6,7 @@ import type { RefundRow } from '../../money/bank-port/refund';
 import { getPayment } from '../../money/payments/store';
 import type { BankPort, CallbackRequest, CallbackResult, OperationRef, PageSession, PayoutStart, SessionRequest } from '../../money/bank-port/port';
 import { shopAcquirer } from '../../money/bank-port/store';
-import { MasterKey } from '../../platform/secrets/master-key';
+import { MasterKey } from '../../platform/secrets/at-rest';
 import type { Module } from '../../money/core/module';
 import type { PaymentsCore } from '../../money/payments/core';
 import { UrlPolicy } from '../../money/webhooks/url-safety';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { safeEqual } from '../../platform/util/crypto';
+import { safeEqual } from '../../platform/util/ids';
 import type { MoneyAnswer, PaymentAnswer } from '../../money/bank-port/port';
 
 // T-Bank Internet Acquiring API v2 (its published OpenAPI document): JSON POSTs to {api_url}/<Method>, each signed with a

@@ -1,5 +1,5 @@
 import type { Store } from '../../platform/storage/store';
-import { MasterKey } from '../../platform/secrets/master-key';
+import { MasterKey } from '../../platform/secrets/at-rest';
 import { putShopAcquirer, removeShopAcquirer, shopAcquirer, type ShopAcquirer } from '../../money/bank-port/store';
 import { TBANK, TBANK_API_URL, TBANK_KNOWN_API_URLS } from './protocol';
 

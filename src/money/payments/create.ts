@@ -2,7 +2,7 @@ import type { Core } from '../core/core';
 import type { Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import { badRequest } from '../../platform/http/errors';
-import { amountField, bodyObject, currencyField, enumField, intField, strField, urlControlChar } from '../../platform/http/validate';
+import { amountField, bodyObject, currencyField, enumField, intField, strField, urlControlChar } from '../../platform/http/body';
 import { nextPaymentSeq } from '../../platform/storage/dialect';
 import { uuid } from '../../platform/util/ids';
 import type { PaymentsCore } from './core';

@@ -3,7 +3,7 @@ import type { Auth, Ctx, Reply } from '../../platform/http/types';
 import type { Mode } from '../../platform/clock';
 import type { Core } from '../core/core';
 import { notFound } from '../../platform/http/errors';
-import { bodyObject } from '../../platform/http/validate';
+import { bodyObject } from '../../platform/http/body';
 import { idempotencyKey, idempotentCreate } from '../idempotency/idempotency';
 import type { PaymentCreatesCore } from './create-batch';
 import { isUuid } from '../../platform/util/ids';

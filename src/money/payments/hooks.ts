@@ -8,13 +8,19 @@ import type { PaymentRow, PaymentStatus } from '../bank-port/payment';
  */
 export type PaymentMoved = (tx: Tx, payment: PaymentRow, from: PaymentStatus, at: number) => Promise<void>;
 
+/** Which moves a hook is run for: payments of these kinds entering these statuses. */
+export interface MovedFilter {
+  kinds: readonly string[];
+  statuses: readonly PaymentStatus[];
+}
+
 /** The typed hooks of the payments state machine: other domains react to payments here, never the other way. */
 export class PaymentHooks {
-  /** Run by the state machine's move(), in order. */
-  readonly moved: PaymentMoved[] = [];
+  /** Run by the state machine's move(), in order, for the moves their filter names. */
+  readonly moved: Array<{ fn: PaymentMoved; kinds: ReadonlySet<string>; statuses: ReadonlySet<string> }> = [];
 
-  /** Run `fn` after every status change, in the order added. */
-  onMoved(fn: PaymentMoved): void {
-    this.moved.push(fn);
+  /** Run `fn` after every status change that `only` names, in the order added. */
+  onMoved(fn: PaymentMoved, only: MovedFilter): void {
+    this.moved.push({ fn, kinds: new Set(only.kinds), statuses: new Set(only.statuses) });
   }
 }

@@ -1,21 +1,4 @@
-import {
-  type OpenApiFragment,
-  bearer,
-  createdResponses,
-  errorResponses,
-  idempotencyHeader,
-  jsonBody,
-  jsonResponse,
-  ref,
-  registerPage,
-  registerQuery,
-  strictObject,
-  uuidSchema as uuid,
-  timeSchema as time,
-  moneySchema as money,
-  amountSchema,
-  timeOrNullSchema,
-} from '../../platform/http/openapi-types';
+import { type OpenApiFragment, bearer, createdResponses, errorResponses, idempotencyHeader, jsonBody, jsonResponse, ref, registerPage, registerQuery, strictObject, uuidSchema as uuid, timeSchema as time, moneySchema as money, amountSchema, timeOrNullSchema } from '../../platform/http/openapi-types';
 import { refusal } from '../../platform/http/openapi-shape';
 import { PAYMENT_METHODS, PAYMENT_STATUSES } from '../bank-port/payment';
 import { TTL_MAX_MIN } from './create';

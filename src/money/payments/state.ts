@@ -88,7 +88,7 @@ async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus
     webhook: event ? { event, data: view, url: next.webhook_url || null } : undefined,
   });
   // Tokens and subscriptions react here (typed hooks, in the order added; payments knows none of them).
-  for (const fn of core.paymentHooks.moved) await fn(tx, next, p.status, at);
+  for (const h of core.paymentHooks.moved) if (h.kinds.has(next.kind) && h.statuses.has(next.status)) await h.fn(tx, next, p.status, at);
   return next;
 }
 

@@ -1,5 +1,5 @@
 import { badRequest, ApiError } from '../../platform/http/errors';
-import { amountField, bodyObject, currencyField, describe, strField } from '../../platform/http/validate';
+import { amountField, bodyObject, currencyField, describe, strField } from '../../platform/http/body';
 import { PAYOUT_SCOPES, PAYOUT_METHODS, type PayoutMethod } from '../bank-port/payout';
 export { PAYOUT_SCOPES, PAYOUT_METHODS, type PayoutMethod };
 

@@ -1,7 +1,7 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../core/core';
 import { ApiError, notFound } from '../../platform/http/errors';
-import { bodyObject } from '../../platform/http/validate';
+import { bodyObject } from '../../platform/http/body';
 import { idempotentCreate } from '../idempotency/idempotency';
 import { parseRegisterQuery, toPage } from '../registers/query';
 import { isUuid } from '../../platform/util/ids';

@@ -1,8 +1,4 @@
-import {
-  type OpenApiFragment, bearer, createdResponses, errorResponses, idempotencyHeader, jsonBody, jsonResponse,
-  ref, registerQuery, strictObject, amountSchema as amount, uuidSchema as uuid, timeSchema as time,
-  timeOrNullSchema as timeOrNull,
-} from '../../platform/http/openapi-types';
+import { type OpenApiFragment, bearer, createdResponses, errorResponses, idempotencyHeader, jsonBody, jsonResponse, ref, registerQuery, strictObject, amountSchema as amount, uuidSchema as uuid, timeSchema as time, timeOrNullSchema as timeOrNull } from '../../platform/http/openapi-types';
 import { refusal } from '../../platform/http/openapi-shape';
 import { PAYOUT_METHODS } from './fields';
 import { BATCH_MAX_ITEMS } from './batch';

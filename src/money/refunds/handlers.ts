@@ -1,7 +1,7 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../core/core';
 import { badRequest } from '../../platform/http/errors';
-import { amountField, bodyObject, strField } from '../../platform/http/validate';
+import { amountField, bodyObject, strField } from '../../platform/http/body';
 import { idempotentCreate } from '../idempotency/idempotency';
 import { iso, isoOrNull } from '../../platform/util/time';
 import { highNeeded, parseRegisterQuery, toPage } from '../registers/query';

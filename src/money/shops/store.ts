@@ -1,6 +1,5 @@
 import type { Reader, Store } from '../../platform/storage/store';
-import { uuid, secret } from '../../platform/util/ids';
-import { sha256Hex } from '../../platform/util/crypto';
+import { uuid, secret, sha256Hex } from '../../platform/util/ids';
 import { ALL_SCOPES, parseScopes } from '../../platform/auth/scopes';
 import { compileAllowList } from '../../platform/auth/ip-allowlist';
 import type { Mode } from '../../platform/clock';
@@ -20,7 +19,7 @@ export type ShopSettings = Omit<Shop, 'signing_secret' | 'webhook_secret'>;
 interface ApiKey {
   id: string; shop_id: string; mode: Mode; key_prefix: string; scopes: string; created_at: number;
   revoked_at: number | null;
-  /** Written at most once a minute (platform/auth/key-usage.ts). */
+  /** Written at most once a minute (platform/auth/authenticate.ts). */
   last_used_at: number | null;
 }
 

@@ -3,7 +3,7 @@ import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../core/core';
 import type { PaymentsCore } from '../payments/core';
 import { ApiError, badRequest, notFound } from '../../platform/http/errors';
-import { amountField, bodyObject, currencyField, enumField, intField, strField } from '../../platform/http/validate';
+import { amountField, bodyObject, currencyField, enumField, intField, strField } from '../../platform/http/body';
 import { idempotentCreate } from '../idempotency/idempotency';
 import { isUuid } from '../../platform/util/ids';
 import { iso, isoOrNull } from '../../platform/util/time';

@@ -2,7 +2,7 @@ import type { Tx } from '../../platform/storage/store';
 import type { Module } from '../core/module';
 import type { PaymentRow } from '../bank-port/payment';
 import type { PaymentsCore } from '../payments/core';
-import type { PaymentMoved } from '../payments/hooks';
+import type { MovedFilter, PaymentMoved } from '../payments/hooks';
 import { createRefundTx } from '../refunds/refunds';
 import { getToken, recurrentPayment } from '../tokens/store';
 import { activateTokenTx, chargedTx } from '../tokens/tokens';
@@ -17,17 +17,11 @@ async function reverseVerificationTx(core: PaymentsCore, tx: Tx, p: PaymentRow):
   await createRefundTx(core, tx, p, { amount: p.amount, reason: 'Verification payment returned', keyId: SERVICE_ACTOR });
 }
 
-/** Expired counts as a failed charge. */
-const SETTLED = new Set(['succeeded', 'failed', 'expired']);
-
 /**
  * In the payment's status-change transaction (the typed hook): a succeeded binding activates its token or
  * subscription; an ended charge moves its subscription. The payments state machine knows none of this.
  */
 async function onPaymentMoved(core: PaymentsCore, tx: Tx, p: PaymentRow, movedAt: number): Promise<void> {
-  if (!SETTLED.has(p.status)) return;
-  // Payments made by hand have no token or subscription behind them.
-  if (p.kind === 'payment') return;
   const rp = await recurrentPayment(tx, p.seq);
   if (!rp) return;
   const ok = p.status === 'succeeded';
@@ -61,11 +55,21 @@ async function onPaymentMoved(core: PaymentsCore, tx: Tx, p: PaymentRow, movedAt
   }
 }
 
+/**
+ * The moves the hook is run for: a binding's or a charge's payment that settled (expired counts as a failed
+ * charge). Payments made by hand have no token or subscription behind them.
+ */
+const RECURRENT_SETTLED: MovedFilter = {
+  kinds: ['token_binding', 'subscription_init', 'token_charge', 'subscription_charge'],
+  statuses: ['succeeded', 'failed', 'expired'],
+};
+
 /** The charge job and the payment hook, returned for the root to add to `core.paymentHooks`. Builds only. */
-export function recurrentModule(core: PaymentsCore): Module & { onPaymentMoved: PaymentMoved } {
+export function recurrentModule(core: PaymentsCore): Module & { onPaymentMoved: PaymentMoved; movedFilter: MovedFilter } {
   return {
     name: 'recurrent',
     jobs: [{ kind: CHARGE_JOB, run: (tx, job) => runChargeJob(core, tx, job) }],
     onPaymentMoved: (tx, p, _from, at) => onPaymentMoved(core, tx, p, at),
+    movedFilter: RECURRENT_SETTLED,
   };
 }

@@ -3,7 +3,7 @@ import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../core/core';
 import type { PaymentsCore } from '../payments/core';
 import { notFound } from '../../platform/http/errors';
-import { amountField, bodyObject, enumField, strField } from '../../platform/http/validate';
+import { amountField, bodyObject, enumField, strField } from '../../platform/http/body';
 import { idempotentCreate } from '../idempotency/idempotency';
 import { isUuid } from '../../platform/util/ids';
 import { parseRegisterQuery, toPage, type RegisterQuery } from '../registers/query';

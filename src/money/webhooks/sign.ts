@@ -1,4 +1,4 @@
-import { hmacHex } from '../../platform/util/crypto';
+import { hmacHex } from '../../platform/util/ids';
 import type { SignatureVersion } from './store';
 
 /**

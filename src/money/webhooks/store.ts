@@ -2,7 +2,7 @@ import type { Reader, Store, Tx } from '../../platform/storage/store';
 import { secret as newSecret, uuid, WEBHOOK_SECRET_RE } from '../../platform/util/ids';
 import { seal, unseal } from '../../platform/secrets/at-rest';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from './url-safety';
-import { urlControlChar } from '../../platform/http/validate';
+import { urlControlChar } from '../../platform/http/body';
 
 /** Every webhook event a shop can receive; an endpoint's filter must name only these. */
 export const WEBHOOK_EVENTS = [

@@ -2,10 +2,11 @@ import type { Reader, Store } from '../storage/store';
 import type { Auth } from '../http/types';
 import type { KeyCheck, KeyInput } from '../http/deps';
 import { ApiError } from '../http/errors';
-import { hmacHex, safeEqual, sha256Hex } from '../util/crypto';
+import { hmacHex, safeEqual, sha256Hex } from '../util/ids';
 import { compileAllowList, type AllowList } from './ip-allowlist';
 import { unseal } from '../secrets/at-rest';
-import { KeyCache } from './key-cache';
+import type { Logger } from '../log';
+import type { Clocks } from '../clock';
 
 interface KeyRow {
   key_id: string; mode: 'test' | 'live'; key_scopes: string; revoked_at: number | null; shop_id: string;
@@ -104,7 +105,7 @@ const keyHashes = new WeakMap<object, { authorization: string; hash: string }>()
  * live mode (403), IP allow-list (403). A keyless or refused client never makes the server hold its body.
  * A keep-alive client sends the same Authorization header on every request: its key's hash is kept with the
  * connection and reused while the header is the same string. Keys are looked up by hash in a cache that
- * follows the database's change signal (key-cache.ts).
+ * follows the database's change signal (KeyCache below).
  */
 export async function authenticateKey(store: Store, input: KeyInput): Promise<KeyCheck> {
   const { authorization, connection } = input;
@@ -155,5 +156,106 @@ export async function keyStanding(q: Reader, keyId: string): Promise<{ revoked: 
 export function requireScope(auth: Auth, scope: string): void {
   if (!auth.scopes.has(scope)) {
     throw new ApiError(403, 'scope_required', `Cannot perform this operation: the key needs scope "${scope}"`);
+  }
+}
+
+/** Most keys held; past it the cache starts over (a flood of distinct valid keys costs lookups, not memory). */
+const MAX_ENTRIES = 10_000;
+
+/**
+ * Key lookups of one store, by key hash. The cache holds an entry only while the store's keyTablesVersion stands
+ * where it stood before the entry was read: the version moves with every commit that may have changed a key, its
+ * shop, its merchant or their bank connections, through this store, another process or another node (see
+ * Store.keyTablesVersion for each engine's bound on how soon).
+ */
+export class KeyCache<T> {
+  private readonly entries = new Map<string, T>();
+  /** The store's version the entries were read at. */
+  private version: number;
+
+  constructor(private readonly store: Pick<Store, 'keyTablesVersion'>) {
+    this.version = store.keyTablesVersion();
+  }
+
+  /** The entry for `hash`, if held and still current. */
+  get(hash: string): T | undefined {
+    const v = this.store.keyTablesVersion();
+    if (v !== this.version) {
+      this.entries.clear();
+      this.version = v;
+      return undefined;
+    }
+    return this.entries.get(hash);
+  }
+
+  /** The version to hand back to set() with an entry read from the database after this call. */
+  current(): number {
+    return this.store.keyTablesVersion();
+  }
+
+  /**
+   * Hold `entry`, read from the database after current() returned `version`. An entry read across a change (the
+   * read waited, and a write or another process's commit came between) may be older than the change: it is not
+   * held, and the next lookup reads again.
+   */
+  set(hash: string, entry: T, version: number): void {
+    if (version !== this.store.keyTablesVersion()) return;
+    if (version !== this.version) {
+      this.entries.clear();
+      this.version = version;
+    }
+    if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
+    this.entries.set(hash, entry);
+  }
+}
+
+/** A key's last use is written at most this often: a request must not cost a write. */
+const FLUSH_EVERY_MS = 60_000;
+/** A key's last use, kept when a later one is already written (SQLite's two-argument max is GREATEST there). */
+const UPSERT_USE = {
+  sqlite: 'INSERT INTO api_key_usage (key_id, last_used_at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET last_used_at = MAX(api_key_usage.last_used_at, excluded.last_used_at)',
+  postgres: 'INSERT INTO api_key_usage (key_id, last_used_at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET last_used_at = GREATEST(api_key_usage.last_used_at, excluded.last_used_at)',
+};
+
+/**
+ * The last use of each API key (the cabinet shows it). Kept in memory and written in one group commit at
+ * most once a minute, so the figure may lag by that much. What is still held at shutdown is written by
+ * `flush()`, which whoever closes the server calls before the database closes.
+ */
+export class KeyUsage {
+  /** Key id → real time of its last request, not yet written. */
+  private readonly pending = new Map<string, number>();
+  private lastFlush: number;
+
+  /** Built from the store it writes to, the real-time clock and the log (the core has all three). */
+  constructor(private readonly deps: { readonly store: Pick<Store, 'write'>; readonly clocks: Pick<Clocks, 'real'>; readonly log: Logger }) {
+    this.lastFlush = deps.clocks.real();
+  }
+
+  /** Note that a key was just used; writes the batch when the last write is a minute old. Bound: the server calls it as a guard. */
+  readonly note = (keyId: string): void => {
+    const now = this.deps.clocks.real();
+    this.pending.set(keyId, now);
+    if (now - this.lastFlush >= FLUSH_EVERY_MS) {
+      this.lastFlush = now;
+      void this.write().catch((err) => this.deps.log.warn('cannot record API key use', { error: (err as Error).message }));
+    }
+  };
+
+  /** Write every held last use now (before the cabinet lists keys, and at shutdown). */
+  async flush(): Promise<void> {
+    this.lastFlush = this.deps.clocks.real();
+    await this.write();
+  }
+
+  private write(): Promise<void> {
+    const batch = [...this.pending];
+    this.pending.clear();
+    if (batch.length === 0) return Promise.resolve();
+    return this.deps.store.write(async (tx) => {
+      for (const [id, at] of batch) {
+        await tx.run(UPSERT_USE[tx.engine], id, at);
+      }
+    });
   }
 }

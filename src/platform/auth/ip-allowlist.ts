@@ -1,5 +1,5 @@
 import { BlockList, isIP } from 'node:net';
-import { unmapIp as unmapAddress } from '../http/connections';
+import { unmapIp as unmapAddress } from '../http/server';
 
 /**
  * Kept here for the allow-list's users (webhooks' URL policy, tests); it lives with the client address in http/.

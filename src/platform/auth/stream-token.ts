@@ -4,7 +4,7 @@ import type { Clocks } from '../clock';
 import type { Auth, Ctx, Reply } from '../http/types';
 import { ApiError } from '../http/errors';
 import { authOfKeyId } from './authenticate';
-import { loadMasterKey } from '../secrets/master-key';
+import { loadMasterKey } from '../secrets/at-rest';
 
 /**
  * Stream tokens let a browser's EventSource, which cannot send an Authorization header, open

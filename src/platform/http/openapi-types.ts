@@ -1,4 +1,4 @@
-import { MAX_AMOUNT } from './validate';
+import { MAX_AMOUNT } from './body';
 
 /** A part of the OpenAPI document that one domain contributes: its paths and its component schemas. */
 export interface OpenApiFragment {

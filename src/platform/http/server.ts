@@ -1,12 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { isIP, type Socket } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import type { Router } from './router';
 import type { Ctx, RouteDef } from './types';
-import type { ServerDeps } from './deps';
+import type { ServerDeps, ServerConfig } from './deps';
 import { ApiError, toApiError } from './errors';
 import { BodyBudget, checkUrlEncoded, hasBody, illFormed, takeBody } from './body';
-import { clientIp, guardConnections, lingerOnClose } from './connections';
 import { logAccess, onClientError, send, sendError } from './respond';
 
 export type { KeyCheck, KeyInput, RequestObserver, ServerConfig, ServerDeps, ServerGuards } from './deps';
@@ -207,7 +206,7 @@ async function refuse<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, err: 
 }
 
 /**
- * A refused request's message starts with what failed. Field and query rules (src/platform/http/validate.ts,
+ * A refused request's message starts with what failed. Field and query rules (src/platform/http/body.ts,
  * src/money/registers/query.ts) describe the value only, the same for every route, so the route is put in front of
  * them here: `Cannot POST /v1/public/payments: field "amount" must be …`.
  */
@@ -263,4 +262,234 @@ function parseTarget(target: string | undefined): URL {
 /** The first value of a request header. */
 function firstOf(v: string | string[] | undefined): string | undefined {
   return typeof v === 'string' || v === undefined ? v : v[0];
+}
+
+/**
+ * A client address in the form allow-lists compare (the client address of a request, src/platform/auth/ip-allowlist.ts,
+ * the webhooks' URL policy): zone id dropped, lower case, and an IPv4-mapped IPv6 address (`::ffff:1.2.3.4`,
+ * `::ffff:102:304`, `0:0:0:0:0:ffff:…`) as plain IPv4.
+ */
+export function unmapIp(address: string): string {
+  const plain = address.replace(/%.*$/, '').toLowerCase();
+  if (isIP(plain) !== 6) return plain;
+  // The URL parser writes an IPv6 address in its one canonical form, where a mapped address is `::ffff:` and two words.
+  const m = /^\[::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})\]$/.exec(new URL(`http://[${plain}]/`).hostname);
+  if (!m) return plain;
+  const hi = parseInt(m[1], 16);
+  const lo = parseInt(m[2], 16);
+  return `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
+}
+
+/**
+ * The client address. Behind a trusted proxy it is the last X-Forwarded-For entry: the one the proxy itself
+ * appended; earlier entries come from the client and could be forged to pass an allow-list.
+ */
+export function clientIp(trustProxy: boolean, req: IncomingMessage): string {
+  if (trustProxy) {
+    const xff = req.headers['x-forwarded-for'];
+    const entries = (Array.isArray(xff) ? xff.join(',') : xff ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+    const last = entries[entries.length - 1];
+    if (last) return unmapIp(last);
+  }
+  // A keep-alive connection sends many requests from one address: normalise it once per connection.
+  let ip = socketIps.get(req.socket);
+  if (ip === undefined) {
+    ip = unmapIp(req.socket.remoteAddress ?? '');
+    socketIps.set(req.socket, ip);
+  }
+  return ip;
+}
+
+const socketIps = new WeakMap<Socket, string>();
+
+/** The answer to a connection over the cap, written by hand: the HTTP parser never sees that connection. */
+const OVER_CAP_RESPONSE = (() => {
+  const body = JSON.stringify({ error: { code: 'unavailable', message: 'Cannot accept the connection: the server holds as many as it may; retry shortly' } });
+  return `HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n${body}`;
+})();
+
+/**
+ * Connections are a resource like any other: at most --max-connections are served at once (one more is
+ * answered 503 and closed, never left hanging), and a connection that sends no byte within the headers
+ * timeout is closed (idle sockets would otherwise hold file descriptors and memory for ever).
+ * Returns the sockets being shed, whose requests are dropped.
+ */
+export function guardConnections(config: Pick<ServerConfig, 'maxConnections' | 'headersTimeoutMs'>, server: Server): WeakSet<Socket> {
+  const shed = new WeakSet<Socket>();
+  let open = 0;
+  const max = Math.min(config.maxConnections, fdCeiling());
+  const firstByte_ms = config.headersTimeoutMs;
+  // Before the HTTP server's own listener, so a shed socket is marked before its parser starts.
+  server.prependListener('connection', (socket: Socket) => {
+    open++;
+    if (open > max) {
+      socket.once('close', () => open--);
+      shed.add(socket);
+      socket.end(OVER_CAP_RESPONSE);
+      socket.setTimeout(1000, () => socket.destroy());
+      return;
+    }
+    const timer = setTimeout(() => {
+      if (socket.bytesRead === 0) socket.destroy();
+    }, firstByte_ms);
+    timer.unref();
+    socket.once('close', () => {
+      open--;
+      clearTimeout(timer);
+    });
+  });
+  return shed;
+}
+
+/** Longest a connection answered before its request ended goes on reading, and dropping, what the client sends. */
+const LINGER_MS = 1000;
+
+/**
+ * Close a connection whose request is refused while its body is still arriving (413, or a refusal before the
+ * body) so that the client reads the answer. Node closes a connection answered with `Connection: close`
+ * through `socket.destroySoon()`: the socket is destroyed as soon as the answer is written, and a socket
+ * closed with bytes unread sends a reset, which a client still sending may meet before it reads the answer.
+ * For this socket, destroySoon half-closes instead (the answer, then FIN) and keeps reading and dropping the
+ * client's bytes (the request is resumed or dumped, so the parser discards them) until the client closes too, or at
+ * most LINGER_MS. A connection kept alive never calls destroySoon and stays as it is; one that lingers is
+ * put in `lingering`, and a request parsed on it meanwhile is dropped, never answered.
+ */
+export function lingerOnClose(socket: Socket, lingering: WeakSet<Socket>): void {
+  socket.destroySoon = (): void => {
+    lingering.add(socket);
+    if (socket.writable) socket.end();
+    if (socket.destroyed) return;
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+    // The client's FIN: everything it sent is read, so closing now sends no reset.
+    socket.once('end', () => socket.destroy());
+  };
+}
+
+/**
+ * Connections this process can hold without running out of file descriptors: most of the soft open-files
+ * limit (the database, its WAL and outgoing webhooks need the rest). No limit known: no ceiling.
+ */
+function fdCeiling(): number {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m ? Math.max(16, Math.floor(Number(m[1]) * 0.8)) : Infinity;
+  } catch {
+    return Infinity;
+  }
+}
+
+/** A route's compiled pattern: `/v1/public/payments/:id/refund` → a RegExp with named groups. */
+interface Compiled<T> {
+  method: string;
+  pattern: string;
+  regex: RegExp;
+  keys: string[];
+  value: T;
+  staticPath: string | null;
+}
+
+/** The outcome of matching a request: the route and its params, a 405 with the allowed methods, or nothing. */
+export type Match<T> =
+  | { kind: 'found'; value: T; params: Record<string, string>; pattern: string }
+  | { kind: 'method_not_allowed'; allow: string[] }
+  | { kind: 'not_found' };
+
+const SEGMENT = /^[A-Za-z0-9._~-]+$/;
+const PARAM = /^:([a-z_][a-z0-9_]*)$/i;
+
+/** A small router: routes are checked when added (bad pattern or duplicate throws), matched by compiled RegExp. */
+export class Router<T> {
+  private readonly routes: Compiled<T>[] = [];
+  private readonly params: Compiled<T>[] = [];
+  private readonly statics = new Map<string, Map<string, Compiled<T>>>();
+
+  /** Add a route; throws at start-up on a malformed pattern or a duplicate of an existing method and shape. */
+  add(method: string, pattern: string, value: T): void {
+    if (!/^[A-Z]+$/.test(method)) throw new Error(`Cannot add route "${method} ${pattern}": bad method`);
+    if (!pattern.startsWith('/')) throw new Error(`Cannot add route "${method} ${pattern}": pattern must start with /`);
+    const keys: string[] = [];
+    const parts = pattern === '/' ? [] : pattern.slice(1).split('/');
+    let source = '^';
+    for (const part of parts) {
+      const param = PARAM.exec(part);
+      if (param) {
+        if (keys.includes(param[1])) throw new Error(`Cannot add route "${method} ${pattern}": param "${param[1]}" repeats`);
+        keys.push(param[1]);
+        source += `/(?<${param[1]}>[^/]+)`;
+      } else if (SEGMENT.test(part)) {
+        source += '/' + part.replace(/[.]/g, '\\.');
+      } else {
+        throw new Error(`Cannot add route "${method} ${pattern}": bad segment "${part}"`);
+      }
+    }
+    source += pattern === '/' ? '/$' : '$';
+    const shape = pattern.replace(/:[^/]+/g, ':');
+    for (const r of this.routes) {
+      if (r.method === method && r.pattern.replace(/:[^/]+/g, ':') === shape) {
+        throw new Error(`Cannot add route "${method} ${pattern}": duplicates "${r.method} ${r.pattern}"`);
+      }
+    }
+    const compiled: Compiled<T> = {
+      method,
+      pattern,
+      regex: new RegExp(source),
+      keys,
+      value,
+      staticPath: keys.length === 0 ? pattern : null,
+    };
+    this.routes.push(compiled);
+    if (!compiled.staticPath) this.params.push(compiled);
+    else {
+      let byMethod = this.statics.get(compiled.staticPath);
+      if (!byMethod) this.statics.set(compiled.staticPath, (byMethod = new Map()));
+      byMethod.set(method, compiled);
+    }
+  }
+
+  /** Match a method and a path (no query string). HEAD falls back to GET. */
+  match(method: string, path: string): Match<T> {
+    const byMethod = this.statics.get(path);
+    if (byMethod) {
+      const hit = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined);
+      if (hit) return { kind: 'found', value: hit.value, params: {}, pattern: hit.pattern };
+      // A path some route names literally is that resource: another method is 405, never an id of a param route
+      // (GET /v1/public/payouts/batch is not the payout "batch").
+      return { kind: 'method_not_allowed', allow: allowed(byMethod.keys()) };
+    }
+    // Static paths were answered above; what is left can only match param routes, the first that takes the method.
+    let allow: string[] | null = null;
+    for (const r of this.params) {
+      const m = r.regex.exec(path);
+      if (!m) continue;
+      if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return found(r, m);
+      (allow ??= []).push(r.method);
+    }
+    return allow ? { kind: 'method_not_allowed', allow: allowed(allow) } : { kind: 'not_found' };
+  }
+
+  /** Every route as `[method, pattern]`, in the order added. */
+  list(): Array<[string, string]> {
+    return this.routes.map((r) => [r.method, r.pattern]);
+  }
+}
+
+function found<T>(r: Compiled<T>, m: RegExpExecArray): Match<T> {
+  const params: Record<string, string> = {};
+  for (const k of r.keys) {
+    try {
+      params[k] = decodeURIComponent(m.groups![k]);
+    } catch {
+      params[k] = m.groups![k];
+    }
+  }
+  return { kind: 'found', value: r.value, params, pattern: r.pattern };
+}
+
+/** The methods of a 405's Allow, sorted, with HEAD wherever GET is. */
+function allowed(methods: Iterable<string>): string[] {
+  const set = new Set(methods);
+  if (set.has('GET')) set.add('HEAD');
+  return [...set].sort();
 }

@@ -1,13 +1,14 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Store } from '../storage/store';
-import { decryptSecret, encryptSecret, loadMasterKey } from './master-key';
+import { isPostgresUrl } from '../storage/postgres/open';
+import { closeSync, existsSync, fchmodSync, openSync, readFileSync, writeSync } from 'node:fs';
 
 // Secrets kopek must use again (webhook and request-signing secrets) are stored encrypted under the
 // database's master key, bound to the row they belong to: a copy of the database alone, or its WAL, holds
 // no usable secret. Values written before this (plain `whs_…` / `thm_…`) still read, and the server seals
 // them on start (sealPlainSecrets).
 
-/** The prefix of a sealed value (master-key.ts writes it). */
+/** The prefix of a sealed value. */
 const SEALED = 'enc:';
 
 const keys = new Map<string, Buffer>();
@@ -79,4 +80,117 @@ export async function sealPlainSecrets(store: Store): Promise<number> {
     }
     return n;
   });
+}
+
+// The master key encrypts every secret kopek must use again (a terminal password, a RebillId, webhook and
+// signing secrets). Never in the database: KOPEK_MASTER_KEY, or a key file beside the database created on first
+// need. A backup without the key cannot decrypt them; they must be entered again.
+
+/** AES-256. */
+export const MASTER_KEY_BYTES = 32;
+/** Version, then base64 of nonce ‖ tag ‖ ciphertext. */
+const PREFIX = 'enc:v1:';
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+
+/** When KOPEK_MASTER_KEY is unset. */
+export function keyFilePath(dbPath: string): string {
+  return `${dbPath}.key`;
+}
+
+function decodeKey(text: string, source: string): Buffer {
+  const key = Buffer.from(text.trim(), 'base64');
+  if (key.length !== MASTER_KEY_BYTES || !/^[A-Za-z0-9+/]+={0,2}$/.test(text.trim())) {
+    throw new Error(`cannot use the master key from ${source}: it must be ${MASTER_KEY_BYTES} bytes in base64`);
+  }
+  return key;
+}
+
+/** SQLite's `:memory:`, or the empty name of a temporary one. */
+export function isMemoryDatabase(dbPath: string): boolean {
+  return dbPath === ':memory:' || dbPath === '';
+}
+
+/** Of every database in memory of this process; it never leaves the process. */
+let processKey: Buffer | null = null;
+
+/** KOPEK_MASTER_KEY; for memory, a process key; else `<db>.key`, made 0600 when `create`. Errors never show the key. */
+export function loadMasterKey(dbPath: string, opts: { create?: boolean; env?: NodeJS.ProcessEnv } = {}): Buffer {
+  const env = opts.env ?? process.env;
+  const fromEnv = env.KOPEK_MASTER_KEY;
+  if (fromEnv !== undefined && fromEnv !== '') return decodeKey(fromEnv, 'KOPEK_MASTER_KEY');
+  // Every node needs the same key: no key file is read or written beside a URL.
+  if (isPostgresUrl(dbPath)) throw new Error('cannot find the master key: a PostgreSQL database needs KOPEK_MASTER_KEY (the same on every node)');
+  // Nothing of a database in memory may reach the disk.
+  if (isMemoryDatabase(dbPath)) return (processKey ??= randomBytes(MASTER_KEY_BYTES));
+  const path = keyFilePath(dbPath);
+  if (existsSync(path)) return decodeKey(readFileSync(path, 'utf8'), `"${path}"`);
+  if (!opts.create) throw new Error(`cannot find the master key: KOPEK_MASTER_KEY is unset and "${path}" does not exist`);
+  const key = randomBytes(MASTER_KEY_BYTES);
+  // 'wx' refuses to overwrite a key another process created meanwhile; that one is read back below.
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return decodeKey(readFileSync(path, 'utf8'), `"${path}"`);
+    throw new Error(`cannot create the master key file "${path}": ${(err as Error).message}`);
+  }
+  try {
+    fchmodSync(fd, 0o600);
+    writeSync(fd, key.toString('base64') + '\n');
+  } finally {
+    closeSync(fd);
+  }
+  return key;
+}
+
+/** The environment, its key file, or nowhere yet. */
+export function masterKeySource(dbPath: string, env: NodeJS.ProcessEnv = process.env): { kind: 'env' | 'file' | 'none'; path: string } {
+  if (env.KOPEK_MASTER_KEY) return { kind: 'env', path: '' };
+  const path = keyFilePath(dbPath);
+  return existsSync(path) ? { kind: 'file', path } : { kind: 'none', path };
+}
+
+/** AES-256-GCM, fresh nonce; `context` binds it to where it is stored. */
+export function encryptSecret(key: Buffer, plaintext: string, context = ''): string {
+  const nonce = randomBytes(NONCE_BYTES);
+  const c = createCipheriv('aes-256-gcm', key, nonce);
+  c.setAAD(Buffer.from(context, 'utf8'));
+  const body = Buffer.concat([c.update(plaintext, 'utf8'), c.final()]);
+  return PREFIX + Buffer.concat([nonce, c.getAuthTag(), body]).toString('base64');
+}
+
+/** Throws (without the secret) when it cannot. */
+export function decryptSecret(key: Buffer, stored: string, context = ''): string {
+  if (!stored.startsWith(PREFIX)) throw new Error('cannot decrypt a secret: it was not written by this version (unknown prefix)');
+  const raw = Buffer.from(stored.slice(PREFIX.length), 'base64');
+  if (raw.length < NONCE_BYTES + TAG_BYTES) throw new Error('cannot decrypt a secret: it is truncated');
+  const d = createDecipheriv('aes-256-gcm', key, raw.subarray(0, NONCE_BYTES));
+  d.setAAD(Buffer.from(context, 'utf8'));
+  d.setAuthTag(raw.subarray(NONCE_BYTES, NONCE_BYTES + TAG_BYTES));
+  try {
+    return Buffer.concat([d.update(raw.subarray(NONCE_BYTES + TAG_BYTES)), d.final()]).toString('utf8');
+  } catch {
+    throw new Error('cannot decrypt a secret: the master key is not the one it was encrypted with (or the value was altered)');
+  }
+}
+
+/** Loaded (and created) on first use and kept for the process. */
+export class MasterKey {
+  private key: Buffer | null = null;
+
+  constructor(private readonly dbPath: string) {}
+
+  get(): Buffer {
+    this.key ??= loadMasterKey(this.dbPath, { create: true });
+    return this.key;
+  }
+
+  encrypt(plaintext: string, context = ''): string {
+    return encryptSecret(this.get(), plaintext, context);
+  }
+
+  decrypt(stored: string, context = ''): string {
+    return decryptSecret(this.get(), stored, context);
+  }
 }

@@ -30,7 +30,7 @@ export interface Store extends Reader {
   readonly eventFeed: EventFeed | null;
   /**
    * Moves whenever a commit (of any process or node) may have changed the rows API keys are resolved from
-   * (KEY_TABLES): an entry of key-cache.ts read at n is current while the number stands at n.
+   * (KEY_TABLES): an entry of KeyCache (platform/auth/authenticate.ts) read at n is current while the number stands at n.
    */
   keyTablesVersion(): number;
   /** Settles once the commit is durable; a body that throws rejects once everything it may have read is. */

@@ -1,7 +1,7 @@
 import QRCode from 'qrcode';
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
-import { esc } from '../pay-page/layout';
+import { esc } from '../pay-page/render';
 import { acceptSecondFactor, changePassword, checkRefusal, confirmTotp, disableTotp, getUser, pendingTotpSecret, recoveryCodesLeft, startTotp, verifyPassword } from './users';
 import { throttledCheck } from './throttle';
 import { openSessions } from './sessions';

@@ -1,7 +1,7 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import type { Store, Tx } from '../../platform/storage/store';
-import { esc } from '../pay-page/layout';
+import { esc } from '../pay-page/render';
 import { cabinetPage, table } from './layout';
 import { ct, when } from './text';
 

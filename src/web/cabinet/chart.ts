@@ -1,4 +1,4 @@
-import { esc } from '../pay-page/layout';
+import { esc } from '../pay-page/render';
 import { formatAmount, type Lang } from '../pay-page/i18n';
 import { counted, ct } from './text';
 

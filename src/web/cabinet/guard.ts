@@ -1,9 +1,8 @@
 import type { Ctx, CabinetAuth, Reply } from '../../platform/http/types';
 import { ApiError } from '../../platform/http/errors';
 import type { Core } from '../../money/core/core';
-import { esc } from '../pay-page/layout';
+import { esc, headerOf } from '../pay-page/render';
 import { pickLang } from '../pay-page/i18n';
-import { headerOf } from '../pay-page/render';
 import { csrfMatches, loadSession } from './sessions';
 import { cabinetPage, publicPage } from './layout';
 import { ct } from './text';

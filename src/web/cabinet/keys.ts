@@ -1,8 +1,8 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
-import { esc } from '../pay-page/layout';
+import { esc } from '../pay-page/render';
 import { ALL_SCOPES } from '../../platform/auth/scopes';
-import type { KeyUsage } from '../../platform/auth/key-usage';
+import type { KeyUsage } from '../../platform/auth/authenticate';
 import { createKey, listKeys, revokeKey } from '../../money/shops/store';
 import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
 import { audit, change, chosenShop, merchantShops, ownShop, shopOfOwn } from './scope';

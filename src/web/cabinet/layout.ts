@@ -1,6 +1,6 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Lang } from '../pay-page/i18n';
-import { esc, newNonce, pageHeaders, documentHead } from '../pay-page/layout';
+import { esc, newNonce, pageHeaders, documentHead } from '../pay-page/render';
 import { CSS } from '../pay-page/styles';
 import { ct, type CabKey } from './text';
 

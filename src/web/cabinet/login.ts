@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
-import { esc } from '../pay-page/layout';
+import { esc, langOf } from '../pay-page/render';
 import type { Lang } from '../pay-page/i18n';
-import { langOf } from '../pay-page/render';
-import { safeEqual } from '../../platform/util/crypto';
+import { safeEqual } from '../../platform/util/ids';
 import { acceptSecondFactor, getUserByEmail, verifyPassword } from './users';
 import { throttledCheck, signInWait } from './throttle';
 import { cookieName, cookieValue, createSession, endAllSessions, endSession, loadSession, SESSION_COOKIE, setCookie, setPrefs } from './sessions';

@@ -1,6 +1,6 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
-import { esc } from '../pay-page/layout';
+import { esc } from '../pay-page/render';
 import { formatAmount } from '../pay-page/i18n';
 import { merchantBalances } from '../../money/ledger/store';
 import { DAY_MS } from '../../platform/util/time';

@@ -2,7 +2,7 @@ import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import type { PaymentsCore } from '../../money/payments/core';
 import { badRequest } from '../../platform/http/errors';
-import { esc } from '../pay-page/layout';
+import { esc } from '../pay-page/render';
 import { formatAmount, type Lang } from '../pay-page/i18n';
 import type { PaymentRow } from '../../money/bank-port/payment';
 import { deliveryLog } from '../../money/webhooks/log';

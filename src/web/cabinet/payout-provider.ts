@@ -1,6 +1,6 @@
 import type { Store } from '../../platform/storage/store';
 import { putShopPayoutProvider, removeShopPayoutProvider, shopPayoutProvider, type ShopPayoutProvider } from '../../money/bank-port/store';
-import { MasterKey } from '../../platform/secrets/master-key';
+import { MasterKey } from '../../platform/secrets/at-rest';
 import { checkYookassaCredentials } from '../../banks/yookassa/http';
 import { secretLabel, YOOKASSA, YOOKASSA_API_URLS } from '../../banks/yookassa/settings';
 

@@ -1,7 +1,7 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import { ApiError } from '../../platform/http/errors';
-import { esc } from '../pay-page/layout';
+import { esc } from '../pay-page/render';
 import { formatAmount, type Lang, failureReason } from '../pay-page/i18n';
 import { encodeCursor } from '../../money/registers/cursor';
 import { REGISTERS as TABLES } from '../../money/registers/plan';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Store } from '../../platform/storage/store';
 import type { Clocks } from '../../platform/clock';
 import type { CabinetAuth } from '../../platform/http/types';
-import { safeEqual, sha256Hex } from '../../platform/util/crypto';
+import { safeEqual, sha256Hex } from '../../platform/util/ids';
 import type { CabinetUser } from './users';
 
 /** A session unused this long ends (the next request signs in again). */

@@ -1,6 +1,6 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
-import { esc } from '../pay-page/layout';
+import { esc } from '../pay-page/render';
 import { ALL_SCOPES } from '../../platform/auth/scopes';
 import { activateLive, createShop, getMerchant, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes } from '../../money/shops/store';
 import { apiUrlChoices, removeAcquirer, setTBankAcquirer, showAcquirer } from '../../banks/tbank/settings';

@@ -1,6 +1,6 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
-import { esc } from '../pay-page/layout';
+import { esc } from '../pay-page/render';
 import type { Lang } from '../pay-page/i18n';
 import { cabinetPage, field, postForm } from './layout';
 import { chosenShop, ownShop, change } from './scope';

@@ -1,6 +1,6 @@
-import { esc } from '../pay-page/layout';
+import { esc } from '../pay-page/render';
 import { formatAmount, type Lang } from '../pay-page/i18n';
-import { TEST_BANK_NAME } from '../../banks/simulator/payments';
+import { TEST_BANK_NAME } from '../../banks/simulator/test-bank';
 
 /** Every text of the cabinet: [Russian, English]. */
 const TEXTS = {

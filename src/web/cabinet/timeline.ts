@@ -4,7 +4,7 @@ import { indexedBy } from '../../platform/storage/dialect';
 import { eventIdPrefix } from '../../platform/util/ids';
 import type { PaymentRow } from '../../money/bank-port/payment';
 import type { Endpoint } from '../../money/webhooks/store';
-import { esc } from '../pay-page/layout';
+import { esc } from '../pay-page/render';
 import { failureReason, formatAmount, type Lang } from '../pay-page/i18n';
 import { postForm } from './layout';
 import { codeText, ct, statusText, type CabKey } from './text';

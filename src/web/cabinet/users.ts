@@ -1,7 +1,6 @@
 import { randomBytes, scrypt, scryptSync, timingSafeEqual } from 'node:crypto';
 import type { Reader, Store } from '../../platform/storage/store';
-import { uuid } from '../../platform/util/ids';
-import { sha256Hex } from '../../platform/util/crypto';
+import { uuid, sha256Hex } from '../../platform/util/ids';
 import { seal, unseal } from '../../platform/secrets/at-rest';
 import { getMerchant } from '../../money/shops/store';
 import { base32, matchTotp, newTotpSecret } from './totp';

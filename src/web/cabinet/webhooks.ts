@@ -1,6 +1,6 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
-import { esc } from '../pay-page/layout';
+import { esc } from '../pay-page/render';
 import { addEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, WEBHOOK_EVENTS, type Endpoint } from '../../money/webhooks/store';
 import { deliveryLog } from '../../money/webhooks/log';
 import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';

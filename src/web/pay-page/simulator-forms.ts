@@ -1,11 +1,9 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { PaymentsCore } from '../../money/payments/core';
 import { checkCard, decideCard, planFromMetadata, THREE_DS_CODE } from '../../banks/simulator/plan';
-import { buyerResolve } from '../../banks/simulator/payments';
-import { loadForAction } from './actions';
-import { isTest } from './layout';
-import { backToPage, renderPage, tolerateMovedOn } from './render';
-import { cardPayStep, cardScreen } from './screens';
+import { buyerResolve } from '../../banks/simulator/test-bank';
+import { loadForAction } from './handlers';
+import { isTest, backToPage, renderPage, tolerateMovedOn, cardPayStep, cardScreen } from './render';
 import { payWithMethod } from '../../money/payments/buyer';
 import { getPayment } from '../../money/payments/store';
 import type { PaymentView } from '../../money/bank-port/payment';

@@ -45,7 +45,7 @@ CREATE TABLE api_keys (
 );
 CREATE INDEX api_keys_shop ON api_keys(shop_id);
 
--- A key's last request, shown in the cabinet; written at most once a minute (src/auth/key-usage.ts). Kept
+-- A key's last request, shown in the cabinet; written at most once a minute (src/platform/auth/authenticate.ts). Kept
 -- apart from api_keys so that writing it does not drop the server's cache of key lookups.
 CREATE TABLE api_key_usage (
   key_id        TEXT COLLATE "C" PRIMARY KEY,
