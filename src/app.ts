@@ -104,7 +104,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     })();
     return closed;
   };
-  return { app, server, url: app.baseUrl(), close };
+  return { app, server, url: app.baseUrl, close };
 }
 
 /** How long a request may wait for a PostgreSQL connection, or for a create transaction (PaymentCreates), before a 503. */

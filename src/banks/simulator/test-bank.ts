@@ -87,8 +87,8 @@ export class SimulatorBank implements BankPort {
 
   creationExtras(row: PaymentRow): Record<string, unknown> {
     const meta = JSON.parse(row.metadata) as Record<string, string>;
-    const base = this.core.baseUrl();
-    const page = `${this.core.payPageUrl()}/pay/${row.id}`;
+    const base = this.core.baseUrl;
+    const page = `${this.core.payPageUrl}/pay/${row.id}`;
     return {
       simulator: {
         outcome: meta.simulator_outcome,

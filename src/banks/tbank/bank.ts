@@ -59,13 +59,13 @@ export class TBankBank implements BankPort {
   async init(tx: Tx, p: PaymentRow, purpose: 'session' | 'charge', tokenId?: string): Promise<void> {
     const orderId = randomUUID();
     await newAttempt(tx, p.id, p.shop_id, orderId, this.core.clocks.real());
-    const page = `${this.core.payPageUrl()}/pay/${p.id}`;
+    const page = `${this.core.payPageUrl}/pay/${p.id}`;
     const fields: Record<string, unknown> = {
       Amount: p.amount,
       OrderId: orderId,
       Description: (p.description || `Payment ${p.public_id || p.id}`).slice(0, MAX_DESCRIPTION),
       PayType: 'O',
-      NotificationURL: `${this.core.baseUrl()}/v1/callbacks/${TBANK}/${p.shop_id}`,
+      NotificationURL: `${this.core.baseUrl}/v1/callbacks/${TBANK}/${p.shop_id}`,
     };
     if (purpose === 'session') {
       Object.assign(fields, { SuccessURL: `${page}?back=success`, FailURL: `${page}?back=fail`, RedirectDueDate: dueDate(p.processing_until ?? p.expires_at) });

@@ -12,7 +12,7 @@ import type { Core } from './core';
 /** A built core and the switches only the wiring holds: the address once listening, the start of shutdown. */
 export interface CoreControl {
   core: Core;
-  /** The server listens at `address`: baseUrl() answers with its port from now on. */
+  /** The server listens at `address`: baseUrl holds its port from now on. */
   listening(address: AddressInfo): void;
   /** Shutdown began: `core.closing` is true from now on. */
   beginClose(): void;
@@ -26,16 +26,12 @@ export function buildCore(config: Config, store: Store, log: Logger, realNow?: (
   // Real time is the database's: on PostgreSQL every node's leases and lockouts then compare on one clock.
   const clocks = new Clocks(realNow ?? store.now);
   const scheduler = new Scheduler(store, clocks, log, { leaseMs: Math.round(config.jobLeaseSeconds * 1000) });
-  // Made once here and once listening (the port is known then), not at each call.
-  let base = '';
-  let payPage = '';
-  const addressed = (port: number): void => {
-    base = config.baseUrl ?? `http://${hostForUrl(config.host)}:${port}`;
-    payPage = config.payPageUrl ?? base;
+  // Set once here and once listening (the port is known then), not computed at each read.
+  const urls = (port: number): Pick<Core, 'baseUrl' | 'payPageUrl'> => {
+    const baseUrl = config.baseUrl ?? `http://${hostForUrl(config.host)}:${port}`;
+    return { baseUrl, payPageUrl: config.payPageUrl ?? baseUrl };
   };
-  addressed(config.port);
-  let closing = false;
-  const core: Core = {
+  const core: Mutable<Core> = {
     config,
     log,
     store,
@@ -44,20 +40,19 @@ export function buildCore(config: Config, store: Store, log: Logger, realNow?: (
     events: new Events(store.eventFeed),
     banks: new BankDirectory(),
     version: VERSION,
-    baseUrl: () => base,
-    payPageUrl: () => payPage,
-    get closing() {
-      return closing;
-    },
+    ...urls(config.port),
+    closing: false,
   };
   return {
     core,
-    listening: (a) => addressed(a.port),
+    listening: (a) => Object.assign(core, urls(a.port)),
     beginClose: () => {
-      closing = true;
+      core.closing = true;
     },
   };
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** The host part of a URL for an address the server binds: a wildcard is reached on loopback. */
 export function hostForUrl(host: string): string {

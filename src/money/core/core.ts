@@ -23,8 +23,9 @@ export interface Core {
   readonly banks: BankDirectory;
   readonly version: string;
   /** Address of the API as clients reach it (known once listening). */
-  baseUrl(): string;
-  payPageUrl(): string;
+  readonly baseUrl: string;
+  /** Address of the hosted payment page (the API's own unless configured). */
+  readonly payPageUrl: string;
   /** True once shutdown began (long-lived handlers end themselves). */
   readonly closing: boolean;
 }

@@ -213,7 +213,7 @@ export function creationBody(core: Pick<Core, 'payPageUrl'>, bank: BankPort, row
       created_at: new Date(row.created_at).toISOString(),
       metadata: JSON.parse(row.metadata) as Record<string, string>,
     },
-    payment_url: `${core.payPageUrl()}/pay/${row.id}`,
+    payment_url: `${core.payPageUrl}/pay/${row.id}`,
     mode: row.mode,
   };
   const extras = bank.creationExtras(row);

@@ -30,7 +30,7 @@ export async function createPayout(ctx: Ctx<Core>): Promise<Reply> {
     const p = await createPayoutTx(ctx.app, tx, payer(ctx), input);
     ctx.logExtra = { payout_id: p.id };
     const provider = p.mode === 'live' ? (await ctx.app.banks.forPayout(tx, p.shop_id, p.mode)).provider : undefined;
-    return { status: 201, body: creationBody(ctx.app.baseUrl(), p, provider) };
+    return { status: 201, body: creationBody(ctx.app.baseUrl, p, provider) };
   });
 }
 

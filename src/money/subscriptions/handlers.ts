@@ -64,7 +64,7 @@ export async function createSubscription(ctx: Ctx<PaymentsCore>): Promise<Reply>
       body: {
         subscription: subscriptionSummary(sub),
         initial_payment: { id: payment.id, status: payment.status, amount: payment.amount },
-        pay_url: `${ctx.app.payPageUrl()}/pay/${payment.id}`,
+        pay_url: `${ctx.app.payPageUrl}/pay/${payment.id}`,
       },
     };
   });

@@ -55,7 +55,7 @@ export async function createToken(ctx: Ctx<PaymentsCore>): Promise<Reply> {
       status: 201,
       body: {
         card: { id: token.id, customer_ref: token.customer_ref, status: token.status },
-        pay_url: `${ctx.app.payPageUrl()}/pay/${payment.id}`,
+        pay_url: `${ctx.app.payPageUrl}/pay/${payment.id}`,
         binding_payment_id: payment.id,
       },
     };

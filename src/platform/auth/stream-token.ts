@@ -65,7 +65,7 @@ export async function authenticateStreamToken(store: Store, token: string, nowMs
 export interface StreamTokenServices {
   readonly store: Store;
   readonly clocks: Pick<Clocks, 'real'>;
-  baseUrl(): string;
+  readonly baseUrl: string;
 }
 
 /** POST /v1/public/events/token: a stream token of the calling key and the stream URL that carries it. */
@@ -75,6 +75,6 @@ export function createStreamToken(ctx: Ctx<StreamTokenServices>): Reply {
   const payload = `${ctx.auth!.keyId}.${expiresAtS}`;
   const signature = mac(ctx.app.store, payload).toString('base64url');
   const token = `${PREFIX}${Buffer.from(payload).toString('base64url')}.${signature}`;
-  const stream_url = `${ctx.app.baseUrl()}/v1/public/events?token=${token}`;
+  const stream_url = `${ctx.app.baseUrl}/v1/public/events?token=${token}`;
   return { status: 201, body: { token, expires_at: new Date(expiresAtS * 1000).toISOString(), stream_url } };
 }

@@ -10,7 +10,7 @@ import { ct } from './text';
 /** The session of the cookie (401: sign-in page); for a POST also its origin and the CSRF token in `_csrf` or X-CSRF-Token (403). */
 export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks' | 'baseUrl'>>): Promise<CabinetAuth> {
   const isPost = ctx.method === 'POST';
-  const baseUrl = ctx.app.baseUrl();
+  const baseUrl = ctx.app.baseUrl;
   const auth = await loadSession(ctx.app.store, ctx.app.clocks, headerOf(ctx, 'cookie'), !isPost, baseUrl);
   if (!auth) throw new ApiError(401, 'unauthorized', 'Cannot open the cabinet: sign in first');
   if (isPost) {

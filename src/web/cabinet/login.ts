@@ -40,13 +40,13 @@ ${field('code', ct(lang, 'totp_code'), `<input id="code" name="code" inputmode="
     title: ct(lang, 'sign_in_title'),
     body,
     status: o.status,
-    headers: { 'Set-Cookie': setCookie(ctx.app.baseUrl(), LOGIN_COOKIE, token), ...o.headers },
+    headers: { 'Set-Cookie': setCookie(ctx.app.baseUrl, LOGIN_COOKIE, token), ...o.headers },
   });
 }
 
 /** GET /cabinet/login: the sign-in form (a signed-in user goes on to the overview). */
 export async function showLogin(ctx: Ctx<Core>): Promise<Reply> {
-  if (await loadSession(ctx.app.store, ctx.app.clocks, String(ctx.req.headers.cookie ?? ''), false, ctx.app.baseUrl())) return { status: 303, location: '/cabinet/overview' };
+  if (await loadSession(ctx.app.store, ctx.app.clocks, String(ctx.req.headers.cookie ?? ''), false, ctx.app.baseUrl)) return { status: 303, location: '/cabinet/overview' };
   return loginForm(ctx, langOf(ctx));
 }
 
@@ -59,7 +59,7 @@ export function cabinetRoot(): Reply {
 export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
   const lang = langOf(ctx);
   const f = form(ctx);
-  const baseUrl = ctx.app.baseUrl();
+  const baseUrl = ctx.app.baseUrl;
   const given = f.get('_csrf') ?? '';
   const expected = cookieValue(String(ctx.req.headers.cookie ?? ''), cookieName(baseUrl, LOGIN_COOKIE)) ?? '';
   const foreign = sameOriginRefusal(ctx, baseUrl);
@@ -96,7 +96,7 @@ function tooMany(ctx: Ctx<Core>, lang: Lang, email: string, wait_ms: number): Re
   return loginForm(ctx, lang, { error: `${ct(lang, 'locked')} ${s} ${ct(lang, 'seconds')}.`, email, status: 429, headers: { 'Retry-After': String(s) } });
 }
 
-const signedOut = (ctx: Ctx<Core>): Reply => ({ status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': setCookie(ctx.app.baseUrl(), SESSION_COOKIE, null) } });
+const signedOut = (ctx: Ctx<Core>): Reply => ({ status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': setCookie(ctx.app.baseUrl, SESSION_COOKIE, null) } });
 
 export async function postLogout(ctx: Ctx<Core>): Promise<Reply> {
   await endSession(ctx.app.store, ctx.cabinet!.sessionHash);

@@ -31,7 +31,7 @@ export async function showPage(ctx: Ctx<PageCore>): Promise<Reply> {
   if (!isTest(p)) return liveScreen(ctx, lang, p, await liveSession(ctx, p));
   const byStep = step && { challenge: threeDsScreen, confirm: confirmScreen, waiting: processingScreen }[step.step];
   if (byStep) return renderPage(ctx, lang, p, byStep(sc), poll);
-  if (p.method === 'sbp') return renderPage(ctx, lang, p, sbpScreen(sc, await qrSvg(`${ctx.app.payPageUrl()}/pay/${p.id}`)), poll);
+  if (p.method === 'sbp') return renderPage(ctx, lang, p, sbpScreen(sc, await qrSvg(`${ctx.app.payPageUrl}/pay/${p.id}`)), poll);
   const screen = p.method === 'cards' ? cardScreen : p.method === 'tpay' || p.method === 'bankpay' ? bankScreen : processingScreen;
   return renderPage(ctx, lang, p, screen(sc), poll);
 }
@@ -136,7 +136,7 @@ type Loaded = { lang: ReturnType<typeof langOf>; p: PaymentView; form: Record<st
 /** The payment of a page action, or the not-found page; a form from another site gets the 403 page before anything is read. */
 export async function loadForAction(ctx: Ctx<Pick<Core, 'store' | 'payPageUrl'>>): Promise<Loaded | Reply> {
   const lang = langOf(ctx);
-  if (fromAnotherSite(ctx, ctx.app.payPageUrl())) return renderForeign(lang, ctx.params.id);
+  if (fromAnotherSite(ctx, ctx.app.payPageUrl)) return renderForeign(lang, ctx.params.id);
   const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
   if (!p) return renderNotFound(ctx, lang);
   return { lang, p, form: formOf(ctx.body) };

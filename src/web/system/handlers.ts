@@ -28,7 +28,7 @@ const docCache = new Map<string, string>();
 /** GET /v1/openapi.json, serving the document `document` makes (the route table hands it the server's own). */
 export function openapiHandler(document: (version: string, serverUrl: string) => Record<string, unknown>): (ctx: Ctx<Pick<Core, 'baseUrl' | 'version'>>) => Reply {
   return (ctx) => {
-    const url = ctx.app.baseUrl();
+    const url = ctx.app.baseUrl;
     if (!docCache.has(url)) docCache.set(url, JSON.stringify(document(ctx.app.version, url)));
     return { json: docCache.get(url)! };
   };
@@ -38,7 +38,7 @@ export function openapiHandler(document: (version: string, serverUrl: string) =>
 export function root(ctx: Ctx<Pick<Core, 'baseUrl' | 'version'>>): Reply {
   const accept = ctx.req.headers.accept ?? '';
   if (/\btext\/html\b/i.test(accept)) return { status: 303, location: '/cabinet/login', headers: { Vary: 'Accept' } };
-  const base = ctx.app.baseUrl();
+  const base = ctx.app.baseUrl;
   const body = { service: 'kopek', version: ctx.app.version, api: `${base}/v1/public`, openapi: `${base}/v1/openapi.json`, cabinet: `${base}/cabinet/login` };
   return { body, headers: { Vary: 'Accept' } };
 }

@@ -24,6 +24,8 @@ export interface MetricsSources {
 export class Metrics {
   private readonly requests = new Map<string, number>();
   private readonly histograms = new Map<string, { buckets: number[]; sum: number; count: number }>();
+  /** Each route pattern's label value, escaped once (patterns come from the route table: a bounded set). */
+  private readonly routeLabels = new Map<string, string>();
   /** Webhook attempts by result, and deliveries that ended by state, since start (counters, kept in memory). */
   private readonly attempts = new Map<string, number>([['succeeded', 0], ['error_status', 0], ['no_response', 0]]);
   private readonly ended = new Map<string, number>([['succeeded', 0], ['failed', 0]]);
@@ -34,9 +36,11 @@ export class Metrics {
   readonly observe = (route: string, method: string, status: number, duration_ms: number): void => {
     const m = METHODS.has(method) ? method : 'OTHER';
     const code = status > 0 ? String(status) : 'aborted';
-    const reqKey = `route="${escapeLabel(route)}",method="${m}",status="${code}"`;
+    let label = this.routeLabels.get(route);
+    if (label === undefined) this.routeLabels.set(route, (label = escapeLabel(route)));
+    const reqKey = `route="${label}",method="${m}",status="${code}"`;
     this.requests.set(reqKey, (this.requests.get(reqKey) ?? 0) + 1);
-    const histKey = `route="${escapeLabel(route)}",method="${m}"`;
+    const histKey = `route="${label}",method="${m}"`;
     let h = this.histograms.get(histKey);
     if (!h) this.histograms.set(histKey, (h = { buckets: new Array<number>(LATENCY_BUCKETS_S.length).fill(0), sum: 0, count: 0 }));
     const seconds = duration_ms / 1000;
