@@ -65,7 +65,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   const { app, modules } = assemble(control, opts);
   const mounted = mountModules(app, modules);
   const server = createHttpServer(
-    { config, log, closing: () => app.closing, services: app, guards: serverGuards(app, config), observe: app.metrics.observe },
+    { config, log, shutdown: app, services: app, guards: serverGuards(app, config), observe: app.metrics.observe },
     buildRouter(),
   );
   try {

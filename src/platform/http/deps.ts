@@ -12,8 +12,8 @@ export interface ServerDeps<S> {
   /** The configuration values the server reads: timeouts, connection cap, proxy trust, body limit. */
   readonly config: ServerConfig;
   readonly log: Logger;
-  /** True once shutdown began: every new request is refused with 503. */
-  closing(): boolean;
+  /** `closing` is true once shutdown began: every new request is refused with 503. */
+  readonly shutdown: { readonly closing: boolean };
   /** Put in `ctx.app` of every request: whatever the route table's handlers use. */
   readonly services: S;
   /** The steps of the request chain that belong to other layers, called by the server in its own order. */

@@ -130,7 +130,7 @@ function handle<S>(chain: Chain<S>, req: IncomingMessage, res: ServerResponse): 
 async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, plain: boolean): Promise<void> {
   const { deps } = chain;
   const { req, method, path } = ctx;
-  if (deps.closing()) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
+  if (deps.shutdown.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
   if (!plain && !isNormalised(req.url ?? '', path)) {
     throw new ApiError(400, 'bad_request', `Cannot route "${(req.url ?? '').split('?')[0].slice(0, 128)}": the path has dot segments or encoded separators; send it normalised`);
   }
@@ -184,7 +184,7 @@ async function refuse<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, err: 
   if (apiErr.status >= 500 && err instanceof ApiError) {
     // Raised on purpose (shutting down, a bank's router refusing): a known condition, not a bug; no stack.
     const fields = { request_id: requestId, method, path, status: apiErr.status, code: apiErr.code, error: apiErr.message };
-    if (deps.closing() && apiErr.status === 503) deps.log.info('request refused while shutting down', fields);
+    if (deps.shutdown.closing && apiErr.status === 503) deps.log.info('request refused while shutting down', fields);
     else deps.log.warn('request failed', fields);
   } else if (apiErr.status >= 500) {
     deps.log.error('request failed', {
