@@ -156,7 +156,7 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
   const { core } = control;
   const paymentHooks = new PaymentHooks();
   // Each layer of services is an object of its own whose prototype is the one below: the core stays the core
-  // (modules built from it see no domain service), and the `closing` getter still reads the core's flag.
+  // (modules built from it see no domain service), and `closing` still reads the core's own field.
   const payments: PaymentsCore = Object.assign(Object.create(core) as Core, { paymentHooks });
   const metrics = new Metrics(core.clocks.real());
   const webhooks = webhooksModule(core, metrics.webhookAttempt);
