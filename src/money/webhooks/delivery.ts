@@ -9,29 +9,17 @@ import type { Tx } from '../../platform/storage/store';
 import { hmacHex } from '../../platform/util/ids';
 import { unseal } from '../../platform/secrets/at-rest';
 import { webhookBody } from '../events/stream';
-import { ATTEMPT_JOB, disableEndpoint, outboxSink, paymentUrlSigning, scheduleAttempt, type DeliveryRow, type SignatureVersion } from './store';
+import { ATTEMPT_JOB, outboxSink, paymentUrlSigning, scheduleAttempt, type DeliveryRow, type SignatureVersion } from './store';
 import { fixedLookup, UrlPolicy, type Resolved } from './url-safety';
 
 /** Delays before retry 1..8, counted from the failure, on the shop's clock (test mode) or real time. */
-export const RETRY_DELAYS_MS: readonly number[] = [
-  10_000,
-  60_000,
-  5 * 60_000,
-  30 * 60_000,
-  2 * 3_600_000,
-  6 * 3_600_000,
-  24 * 3_600_000,
-  48 * 3_600_000,
-];
+export const RETRY_DELAYS_MS: readonly number[] = [10_000, 60_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 6 * 3_600_000, 24 * 3_600_000, 48 * 3_600_000];
 
 /**
  * Attempts in flight in this process: at most `global` in all, `perShop` for one shop, `perReceiver` for one
  * receiver; so a shop whose receivers hang holds at most its share, and every other shop keeps the rest.
  */
 export const WORKER_LIMITS = { global: 64, perShop: 16, perReceiver: 4 };
-
-/** The User-Agent every webhook carries. */
-export const USER_AGENT = 'psp-webhook/1.0';
 
 /** Bytes of a response body read (then dropped) before the connection is closed. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -61,9 +49,6 @@ const LOAD_SQL = `SELECT d.*, e.at AS event_at, e.webhook_data AS event_data, s.
 
 /** Hears every recorded attempt: its receiver's answer, whether it delivered, and the delivery's state after it (metrics). */
 export type AttemptObserver = (responseCode: number | null, succeeded: boolean, deliveryState: string) => void;
-
-/** What an attempt uses of the core: the webhook settings, the log, the store, the clocks and the scheduler (the next attempt). */
-export type AttemptCore = Pick<Core, 'config' | 'log' | 'store' | 'clocks' | 'scheduler'>;
 
 /** One finished attempt, as the worker measured it. */
 interface AttemptResult {
@@ -115,7 +100,8 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
   readonly deadline_ms: number;
 
   constructor(
-    private readonly core: AttemptCore,
+    /** The webhook settings, the log, the store, the clocks and the scheduler (the next attempt). */
+    private readonly core: Pick<Core, 'config' | 'log' | 'store' | 'clocks' | 'scheduler'>,
     private readonly observe?: AttemptObserver,
   ) {
     this.policy = new UrlPolicy(core.config.webhookAllow);
@@ -241,7 +227,9 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
       next,
     );
     if (next !== null) await scheduleAttempt(tx, this.core.scheduler, { ...d, attempts: attempt }, next);
-    const disabled = gone && d.endpoint_id !== null && (await disableEndpoint(tx, d.endpoint_id, `receiver answered 410 Gone to event ${d.event_id}`, r.real_now));
+    // A receiver that answered 410 Gone disables its endpoint; it stays listed with the reason.
+    const disable = 'UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL';
+    const disabled = gone && d.endpoint_id !== null && (await tx.run(disable, r.real_now, `receiver answered 410 Gone to event ${d.event_id}`, d.endpoint_id)).changes > 0;
     tx.afterCommit(() => {
       this.observe?.(code, ok, state);
       const fields = {
@@ -289,7 +277,7 @@ export function webhookHeaders(eventId: string, version: SignatureVersion, secre
   }
   return {
     'Content-Type': 'application/json',
-    'User-Agent': USER_AGENT,
+    'User-Agent': 'psp-webhook/1.0',
     'X-PSP-Event-Id': eventId,
     'X-PSP-Signature': parts.join(','),
     'X-PSP-Timestamp': String(t_s),
@@ -320,10 +308,15 @@ export interface PostOutcome {
 /** Listens to a request's or response's late errors, which the awaits below have already accounted for. */
 function ignore(): void {}
 
+/** Milliseconds since `started` (process.hrtime.bigint()). */
+function msSince(started: bigint): number {
+  return Math.round(Number(process.hrtime.bigint() - started) / 1e6);
+}
+
 /**
- * POST the body once. Any answer within the deadline is reported with its status (redirects are not
- * followed: a 3xx is an answer like any other) once its body is read, up to MAX_RESPONSE_BYTES; no answer is
- * an error.
+ * POST the body once. An answer is reported with its status (redirects are not followed: a 3xx is an answer
+ * like any other) once its body is read, up to MAX_RESPONSE_BYTES, within the deadline; no answer, or a body
+ * cut by the deadline or shutdown, is an error.
  */
 export async function postWebhook(spec: PostSpec): Promise<PostOutcome> {
   const started = process.hrtime.bigint();
@@ -336,25 +329,26 @@ export async function postWebhook(spec: PostSpec): Promise<PostOutcome> {
   const req = (spec.url.protocol === 'https:' ? httpsRequest : httpRequest)(spec.url, options);
   req.on('error', ignore);
   req.end(buf);
-  let res: IncomingMessage;
+  let response_code: number | null = null;
+  let latency_ms = 0;
   try {
-    [res] = (await once(req, 'response')) as [IncomingMessage];
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    const byShutdown = !!spec.signal?.aborted && !deadline.aborted;
-    const error = deadline.aborted ? `timeout: no answer within ${spec.timeout_ms} ms` : byShutdown ? 'shutdown' : `${e.code ?? 'error'}: ${e.message}`.slice(0, 300);
-    return { response_code: null, error, latency_ms: Math.round(Number(process.hrtime.bigint() - started) / 1e6), aborted_by_shutdown: byShutdown };
-  }
-  const latency_ms = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
-  res.on('error', ignore);
-  let read = 0;
-  try {
+    const [res] = (await once(req, 'response')) as [IncomingMessage];
+    response_code = res.statusCode ?? 0;
+    latency_ms = msSince(started);
+    res.on('error', ignore);
+    let read = 0;
     for await (const chunk of res) {
       read += (chunk as Buffer).length;
       if (read > MAX_RESPONSE_BYTES) break;
     }
-  } catch {
-    // A body cut short (the deadline, a reset) still came with its answer.
+  } catch (err) {
+    // A body cut short by a reset still came with its answer.
+    if (response_code === null || signal.aborted) {
+      const e = err as NodeJS.ErrnoException;
+      const byShutdown = !!spec.signal?.aborted && !deadline.aborted;
+      const error = deadline.aborted ? `timeout: no answer within ${spec.timeout_ms} ms` : byShutdown ? 'shutdown' : `${e.code ?? 'error'}: ${e.message}`.slice(0, 300);
+      return { response_code: null, error, latency_ms: msSince(started), aborted_by_shutdown: byShutdown };
+    }
   }
-  return { response_code: res.statusCode ?? 0, error: null, latency_ms, aborted_by_shutdown: false };
+  return { response_code, error: null, latency_ms, aborted_by_shutdown: false };
 }
