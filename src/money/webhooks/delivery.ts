@@ -59,8 +59,6 @@ interface AttemptResult {
   latency_ms: number;
   response_code: number | null;
   error: string | null;
-  /** Real time, for the endpoint's disabled_at. */
-  real_now: number;
 }
 
 /**
@@ -177,7 +175,7 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
       outcome = { response_code: null, error: (err as Error).message.slice(0, 300), latency_ms: Math.max(0, clocks.real() - started), aborted_by_shutdown: false };
     }
     if (outcome.aborted_by_shutdown) throw new Error('cannot finish a webhook attempt: shutting down');
-    return { delivery: d, started_at, real_now: clocks.real(), response_code: outcome.response_code, error: outcome.error, latency_ms: outcome.latency_ms };
+    return { delivery: d, started_at, response_code: outcome.response_code, error: outcome.error, latency_ms: outcome.latency_ms };
   }
 
   /**
@@ -229,7 +227,7 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
     if (next !== null) await scheduleAttempt(tx, this.core.scheduler, { ...d, attempts: attempt }, next);
     // A receiver that answered 410 Gone disables its endpoint; it stays listed with the reason.
     const disable = 'UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL';
-    const disabled = gone && d.endpoint_id !== null && (await tx.run(disable, r.real_now, `receiver answered 410 Gone to event ${d.event_id}`, d.endpoint_id)).changes > 0;
+    const disabled = gone && d.endpoint_id !== null && (await tx.run(disable, this.core.clocks.real(), `receiver answered 410 Gone to event ${d.event_id}`, d.endpoint_id)).changes > 0;
     tx.afterCommit(() => {
       this.observe?.(code, ok, state);
       const fields = {
@@ -308,18 +306,13 @@ export interface PostOutcome {
 /** Listens to a request's or response's late errors, which the awaits below have already accounted for. */
 function ignore(): void {}
 
-/** Milliseconds since `started` (process.hrtime.bigint()). */
-function msSince(started: bigint): number {
-  return Math.round(Number(process.hrtime.bigint() - started) / 1e6);
-}
-
 /**
  * POST the body once. An answer is reported with its status (redirects are not followed: a 3xx is an answer
  * like any other) once its body is read, up to MAX_RESPONSE_BYTES, within the deadline; no answer, or a body
  * cut by the deadline or shutdown, is an error.
  */
 export async function postWebhook(spec: PostSpec): Promise<PostOutcome> {
-  const started = process.hrtime.bigint();
+  const started = performance.now();
   const deadline = AbortSignal.timeout(spec.timeout_ms);
   const signal = spec.signal ? AbortSignal.any([deadline, spec.signal]) : deadline;
   const buf = Buffer.from(spec.body, 'utf8');
@@ -334,7 +327,7 @@ export async function postWebhook(spec: PostSpec): Promise<PostOutcome> {
   try {
     const [res] = (await once(req, 'response')) as [IncomingMessage];
     response_code = res.statusCode ?? 0;
-    latency_ms = msSince(started);
+    latency_ms = Math.round(performance.now() - started);
     res.on('error', ignore);
     let read = 0;
     for await (const chunk of res) {
@@ -347,7 +340,7 @@ export async function postWebhook(spec: PostSpec): Promise<PostOutcome> {
       const e = err as NodeJS.ErrnoException;
       const byShutdown = !!spec.signal?.aborted && !deadline.aborted;
       const error = deadline.aborted ? `timeout: no answer within ${spec.timeout_ms} ms` : byShutdown ? 'shutdown' : `${e.code ?? 'error'}: ${e.message}`.slice(0, 300);
-      return { response_code: null, error, latency_ms: msSince(started), aborted_by_shutdown: byShutdown };
+      return { response_code: null, error, latency_ms: Math.round(performance.now() - started), aborted_by_shutdown: byShutdown };
     }
   }
   return { response_code, error: null, latency_ms, aborted_by_shutdown: false };
