@@ -1,6 +1,6 @@
 import type { PaymentsCore } from './money/payments/core';
 import type { PaymentCreates } from './money/payments/create-batch';
-import type { WebhookAttempts } from './money/webhooks/attempt';
+import type { WebhookAttempts } from './money/webhooks/delivery';
 import type { EventStreamHub } from './money/events/stream';
 import type { Metrics } from './web/system/metrics';
 import type { Retention } from './web/system/retention';

@@ -21,7 +21,7 @@ import { paymentsModule } from './money/payments/module';
 import { refundsModule } from './money/refunds/module';
 import { payoutsModule } from './money/payouts/module';
 import { recurrentModule } from './money/subscriptions/module';
-import { webhooksModule } from './money/webhooks/module';
+import { webhooksModule } from './money/webhooks/delivery';
 import { simulatorModule } from './banks/simulator/test-bank';
 import { tbankModule } from './banks/tbank/bank';
 import { yookassaModule } from './banks/yookassa/jobs';

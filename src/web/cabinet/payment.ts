@@ -5,8 +5,6 @@ import { badRequest } from '../../platform/http/errors';
 import { esc } from '../pay-page/render';
 import { formatAmount, type Lang } from '../pay-page/i18n';
 import type { PaymentRow } from '../../money/bank-port/payment';
-import { deliveryLog } from '../../money/webhooks/log';
-import { resendEvent } from '../../money/webhooks/outbox';
 import { getPayment, refundsOf } from '../../money/payments/store';
 import { cancelTx } from '../../money/payments/state';
 import { createRefundTx, refundableOf } from '../../money/refunds/refunds';
@@ -16,7 +14,7 @@ import { actor, ownPayment, ownShop, shopOfOwn, change } from './scope';
 import { form } from './guard';
 import { ct, statusBadge, when, paymentStatusCell, bankText, codeText, counted, deliveryText } from './text';
 import { eventSummary, timeline, TIMELINE_MAX, TIMELINE_SCAN_ROWS, webhookCell } from './timeline';
-import { listEndpoints } from '../../money/webhooks/store';
+import { deliveryLog, listEndpoints, resendEvent } from '../../money/webhooks/store';
 
 /** `events_from` of a payment page's query: where its timeline's window starts (a seq), or undefined. */
 function eventsFrom(ctx: Ctx): number | undefined {
