@@ -12,8 +12,8 @@ import type { KeyUsage } from './platform/auth/authenticate';
  * part it uses, and nothing below the root imports this type.
  */
 export interface App extends PaymentsCore {
-  /** The node's payment creates, gathered into shared transactions on PostgreSQL. */
-  readonly creates: PaymentCreates;
+  /** The node's payment creates, gathered into shared transactions: PostgreSQL only (undefined on SQLite). */
+  readonly creates: PaymentCreates | undefined;
   /** The webhook attempt job kind (its attempts in flight, for metrics). */
   readonly webhooks: WebhookAttempts;
   /** The Server-Sent Events hub: every open stream, fed by committed events. */

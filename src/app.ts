@@ -173,7 +173,7 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
       await keyUsage.flush();
     },
   };
-  const creates = new PaymentCreates(payments, pgWaitMs(core.config));
+  const creates = core.store.engine === 'postgres' ? new PaymentCreates(payments, pgWaitMs(core.config)) : undefined;
   const app: App = Object.assign(Object.create(payments) as PaymentsCore, { creates, webhooks: webhooks.attempts, stream, metrics, keyUsage, retention: retention.retention });
   const modules: Module[] = [
     webhooks,
