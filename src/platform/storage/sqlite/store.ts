@@ -2,11 +2,10 @@ import type Database from 'better-sqlite3';
 import { realpathSync } from 'node:fs';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { createLogger, type Logger } from '../../log';
-import { Checkpointer } from './checkpointer';
 import type { Body, Reader, Row } from '../tx';
 import { AWAITED_OUTSIDE, columnsChanged, SqliteTx, Statements } from './tx';
 import { BUSY_LIMITS, GROUP_LIMIT, type StoreOptions } from '../limits';
-import { Durability } from './durable';
+import { Checkpointer, Durability } from './wal';
 import { KEY_TABLES, type Store, type StorageTrouble } from '../store';
 
 /** What a body's watchdog answers when the body still runs at the end of the turn it started in. */
@@ -15,9 +14,8 @@ const OUTSIDE = Symbol('awaited outside');
 /** Storage errors that leave a transaction standing: recorded as trouble(), the group still commits. */
 const STORAGE_CODES = /^SQLITE_(FULL|IOERR|CANTOPEN|READONLY)/;
 
-/** The bodies queued in one turn, committed as one; `done` settles once that commit is durable. */
+/** The bodies queued in one turn (each with its Tx), committed as one; `done` settles once that commit is durable. */
 interface Group {
-  fns: Array<Body<unknown>>;
   txs: SqliteTx[];
   done: Promise<void>;
 }
@@ -27,7 +25,7 @@ interface Group {
  * commit), each in a savepoint so a failing body rolls back only itself; `tx` runs a body alone. A body's awaits on
  * its Tx settle within the turn it started in (SQLite answers at once); one still running at the turn's end awaits
  * something else and would hold the write lock: it fails with AWAITED_OUTSIDE. Promises settle and after-commit
- * hooks run only once the commit is durable (durable.ts).
+ * hooks run only once the commit is durable (wal.ts).
  *
  * One transaction at a time, in order (the write lock). Reads outside a transaction see committed data only: one
  * arriving while a transaction is open waits its turn. With `sync: 'store'` a commit is visible a little before it
@@ -38,11 +36,12 @@ export class SqliteStore implements Store {
   readonly engine = 'sqlite' as const;
   readonly eventFeed = null;
   readonly now = Date.now;
-  readonly connection: object = Object.freeze({});
   readonly path: string;
   isOpen = true;
   private readonly db: Database.Database;
   private readonly st: Statements;
+  /** The class of this connection's transactions (SqliteTx.of). */
+  private readonly Tx: new () => SqliteTx;
   private readonly durability: Durability;
   private readonly checkpointer: Checkpointer | null = null;
   private readonly log: Logger;
@@ -70,6 +69,7 @@ export class SqliteStore implements Store {
   constructor(db: Database.Database, opts: StoreOptions = {}) {
     this.db = db;
     this.st = new Statements(db);
+    this.Tx = SqliteTx.of(this.st);
     this.path = db.name;
     this.log = opts.log ?? STDERR_LOG;
     // Savepoint journals would spill to disk after 64 KiB (half of an insert's cost); they live only until
@@ -152,7 +152,7 @@ export class SqliteStore implements Store {
   async tx<T>(fn: Body<T>): Promise<T> {
     if (this.locked) await this.lock();
     else this.locked = true;
-    const tx = new SqliteTx(this.st, this.connection);
+    const tx = new this.Tx();
     let value: unknown;
     try {
       // As before a group commit: a long run of tx() (a clock advance) must also let the WAL start over.
@@ -198,7 +198,7 @@ export class SqliteStore implements Store {
   async snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
     if (this.locked) await this.lock();
     else this.locked = true;
-    const tx = new SqliteTx(this.st, this.connection);
+    const tx = new this.Tx();
     let value: unknown;
     try {
       (this.st.cache.get('BEGIN DEFERRED') ?? this.st.add('BEGIN DEFERRED')).stmt.run();
@@ -218,13 +218,14 @@ export class SqliteStore implements Store {
   /** Queue `fn` for the group commit of this turn; settles once durable. */
   async write<T>(fn: Body<T>): Promise<T> {
     let g = this.group;
-    if (g === null || g.fns.length >= GROUP_LIMIT) {
-      g = this.group = this.last = { fns: [], txs: [], done: null as unknown as Promise<void> };
+    if (g === null || g.txs.length >= GROUP_LIMIT) {
+      g = this.group = this.last = { txs: [], done: null as unknown as Promise<void> };
       g.done = nextTurn(g).then(this.commitGroup);
     }
-    const i = g.fns.push(fn as Body<unknown>) - 1;
+    const tx = new this.Tx();
+    tx.fn = fn as Body<unknown>;
+    g.txs.push(tx);
     await g.done;
-    const tx = g.txs[i];
     if (!tx.ok) throw tx.value;
     // One that throws is logged and does not stop the others.
     if (tx.hooks !== null) {
@@ -257,12 +258,10 @@ export class SqliteStore implements Store {
       } catch (err) {
         await this.busy(err);
       }
-      for (const fn of g.fns) {
-        const tx = new SqliteTx(this.st, this.connection);
-        g.txs.push(tx);
+      for (const tx of g.txs) {
         this.savepoint.run();
         try {
-          let value: unknown = fn(tx);
+          let value: unknown = tx.fn!(tx);
           if (value instanceof Promise) value = await Promise.race([value, (watchdog ??= nextTurn(OUTSIDE))]);
           if (value === OUTSIDE) {
             watchdog = null;

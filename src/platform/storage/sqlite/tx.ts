@@ -1,6 +1,6 @@
 // The SQLite transaction: statements prepared once per SQL text, each call on a Tx one frame.
 import type Database from 'better-sqlite3';
-import { TX_ENDED, type Row, type RunResult, type Tx } from '../tx';
+import { TX_ENDED, type Body, type Row, type RunResult, type Tx } from '../tx';
 
 /** A body that waited on something other than its transaction; it is rolled back. */
 export const AWAITED_OUTSIDE =
@@ -21,7 +21,7 @@ export interface Prepared {
   build?: (a: unknown[]) => unknown;
 }
 
-/** Compiled once per SQL text and shared by every caller; `written` counts rows changed and commits (checkpointer.ts). */
+/** Compiled once per SQL text and shared by every caller; `written` counts rows changed and commits (wal.ts). */
 export class Statements {
   readonly cache = new Map<string, Prepared>();
   written = 0;
@@ -57,27 +57,24 @@ export function columnsChanged(p: Prepared): never {
 
 /**
  * A transaction on one SQLite connection, alive while its body runs (`live`). A body's awaits on it settle within
- * the current turn, as SQLite answers at once. In a group commit it keeps the body's outcome (`ok`, `value`).
+ * the current turn, as SQLite answers at once. In a group commit it keeps its body (`fn`) and the body's outcome
+ * (`ok`, `value`). It has no constructor: the store makes one per body with `new` of the class `SqliteTx.of` made
+ * for its connection, which holds the statements and the defaults on its prototype, so making one calls nothing.
  */
 export class SqliteTx implements Tx {
   declare readonly engine: 'sqlite';
-  declare readonly connection: object;
   declare live: boolean;
   declare hooks: Array<() => void> | null;
+  declare fn: Body<unknown> | null;
   declare ok: boolean;
   declare value: unknown;
   declare private readonly st: Statements;
   declare private depth: number;
 
-  constructor(st: Statements, connection: object) {
-    this.engine = 'sqlite';
-    this.st = st;
-    this.connection = connection;
-    this.live = true;
-    this.hooks = null;
-    this.ok = false;
-    this.value = undefined;
-    this.depth = 0;
+  static of(st: Statements): new () => SqliteTx {
+    const OfConnection = class extends SqliteTx {};
+    Object.assign(OfConnection.prototype, { st });
+    return OfConnection;
   }
 
   get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
@@ -117,17 +114,17 @@ export class SqliteTx implements Tx {
   async savepoint<T>(fn: (tx: Tx) => Promise<T> | T): Promise<T> {
     if (!this.live) throw new Error(TX_ENDED);
     const name = `nested${++this.depth}`;
-    const exec = (sql: string) => (this.st.cache.get(sql) ?? this.st.add(sql)).stmt.run();
-    exec(`SAVEPOINT ${name}`);
+    const st = this.st;
+    (st.cache.get(`SAVEPOINT ${name}`) ?? st.add(`SAVEPOINT ${name}`)).stmt.run();
     try {
       const value = await fn(this);
       if (!this.live) throw new Error(TX_ENDED);
-      exec(`RELEASE ${name}`);
+      (st.cache.get(`RELEASE ${name}`) ?? st.add(`RELEASE ${name}`)).stmt.run();
       return value;
     } catch (err) {
-      if (this.live && this.st.db.inTransaction) {
-        exec(`ROLLBACK TO ${name}`);
-        exec(`RELEASE ${name}`);
+      if (this.live && st.db.inTransaction) {
+        (st.cache.get(`ROLLBACK TO ${name}`) ?? st.add(`ROLLBACK TO ${name}`)).stmt.run();
+        (st.cache.get(`RELEASE ${name}`) ?? st.add(`RELEASE ${name}`)).stmt.run();
       }
       throw err;
     } finally {
@@ -140,3 +137,5 @@ export class SqliteTx implements Tx {
     (this.hooks ??= []).push(fn);
   }
 }
+
+Object.assign(SqliteTx.prototype, { engine: 'sqlite', live: true, hooks: null, fn: null, ok: false, value: undefined, depth: 0 });
