@@ -62,9 +62,9 @@ export class SqliteStore implements Store {
   private closing = false;
   /** The last write the storage refused (disk full, I/O error, lock held), until a commit succeeds. */
   private failure: StorageTrouble | null = null;
-  /** See keyTablesVersion: the number, `PRAGMA data_version` as last read, and whether this turn read it. */
+  /** See keyTablesVersion: the number, and `PRAGMA data_version` as last read. */
   private keyVersion = 0;
-  private dataVersion: { stmt: Database.Statement; seen: unknown; thisTurn: boolean } | null = null;
+  private dataVersion: { stmt: Database.Statement; seen: unknown } | null = null;
 
   constructor(db: Database.Database, opts: StoreOptions = {}) {
     this.db = db;
@@ -337,19 +337,15 @@ export class SqliteStore implements Store {
 
   /**
    * Moved by temporary triggers on this connection's key-table writes (a rolled-back change too: a needless
-   * reload, never a stale answer), and by `PRAGMA data_version` for other processes' commits, read at the first
-   * call of each event-loop turn.
+   * reload, never a stale answer), and by `PRAGMA data_version` for other processes' commits, read at each call
+   * (one prepared statement: cheaper than the timer that would read it once per turn).
    */
   keyTablesVersion(): number {
     const dv = this.dataVersion ?? this.watchKeyTables();
-    if (!dv.thisTurn) {
-      dv.thisTurn = true;
-      setImmediate(() => (dv.thisTurn = false));
-      const v = dv.stmt.get();
-      if (v !== dv.seen) {
-        dv.seen = v;
-        this.keyVersion++;
-      }
+    const v = dv.stmt.get();
+    if (v !== dv.seen) {
+      dv.seen = v;
+      this.keyVersion++;
     }
     return this.keyVersion;
   }
@@ -366,7 +362,7 @@ export class SqliteStore implements Store {
       });
     }
     const stmt = this.db.prepare('PRAGMA data_version').pluck();
-    return (this.dataVersion = { stmt, seen: stmt.get(), thisTurn: false });
+    return (this.dataVersion = { stmt, seen: stmt.get() });
   }
 
   /** Commit everything queued and wait for the disk (shutdown, a clock advance). */
