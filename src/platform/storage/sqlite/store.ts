@@ -201,7 +201,7 @@ export class SqliteStore implements Store {
     const tx = new this.Tx();
     let value: unknown;
     try {
-      (this.st.cache.get('BEGIN DEFERRED') ?? this.st.add('BEGIN DEFERRED')).stmt.run();
+      this.st.exec('BEGIN DEFERRED');
       // The first read starts the snapshot; everything after reads the same.
       value = fn(tx);
       if (value instanceof Promise) value = await Promise.race([value, nextTurn(OUTSIDE)]);

@@ -35,6 +35,11 @@ export class Statements {
     return p;
   }
 
+  /** A statement without parameters or rows (savepoints, BEGIN). */
+  exec(sql: string): void {
+    (this.cache.get(sql) ?? this.add(sql)).stmt.run();
+  }
+
   /** The first get of `p`: its row reader, or null. */
   rowsOf(p: Prepared): Database.Statement | null {
     p.rows = null;
@@ -114,17 +119,16 @@ export class SqliteTx implements Tx {
   async savepoint<T>(fn: (tx: Tx) => Promise<T> | T): Promise<T> {
     if (!this.live) throw new Error(TX_ENDED);
     const name = `nested${++this.depth}`;
-    const st = this.st;
-    (st.cache.get(`SAVEPOINT ${name}`) ?? st.add(`SAVEPOINT ${name}`)).stmt.run();
+    this.st.exec(`SAVEPOINT ${name}`);
     try {
       const value = await fn(this);
       if (!this.live) throw new Error(TX_ENDED);
-      (st.cache.get(`RELEASE ${name}`) ?? st.add(`RELEASE ${name}`)).stmt.run();
+      this.st.exec(`RELEASE ${name}`);
       return value;
     } catch (err) {
-      if (this.live && st.db.inTransaction) {
-        (st.cache.get(`ROLLBACK TO ${name}`) ?? st.add(`ROLLBACK TO ${name}`)).stmt.run();
-        (st.cache.get(`RELEASE ${name}`) ?? st.add(`RELEASE ${name}`)).stmt.run();
+      if (this.live && this.st.db.inTransaction) {
+        this.st.exec(`ROLLBACK TO ${name}`);
+        this.st.exec(`RELEASE ${name}`);
       }
       throw err;
     } finally {
