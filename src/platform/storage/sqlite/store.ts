@@ -2,17 +2,105 @@ import type Database from 'better-sqlite3';
 import { realpathSync } from 'node:fs';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { createLogger, type Logger } from '../../log';
-import type { Body, Reader, Row } from '../tx';
-import { AWAITED_OUTSIDE, columnsChanged, SqliteTx, Statements } from './tx';
+import { TX_ENDED, type Body, type Reader, type Row, type RunResult, type Tx } from '../tx';
+import { columnsChanged, Statements } from './statements';
 import { BUSY_LIMITS, GROUP_LIMIT, type StoreOptions } from '../limits';
 import { Checkpointer, Durability } from './wal';
 import { KEY_TABLES, type Store, type StorageTrouble } from '../store';
+
+/** A body that waited on something other than its transaction; it is rolled back. */
+export const AWAITED_OUTSIDE =
+  'a transaction body awaited something other than its transaction (the network, a timer, another request, or a read through the store instead of its Tx); it would hold the write lock, so it was rolled back';
 
 /** What a body's watchdog answers when the body still runs at the end of the turn it started in. */
 const OUTSIDE = Symbol('awaited outside');
 
 /** Storage errors that leave a transaction standing: recorded as trouble(), the group still commits. */
 const STORAGE_CODES = /^SQLITE_(FULL|IOERR|CANTOPEN|READONLY)/;
+
+/**
+ * A transaction on one SQLite connection, alive while its body runs (`live`). A body's awaits on it settle within
+ * the current turn, as SQLite answers at once. In a group commit it keeps its body (`fn`) and the body's outcome
+ * (`ok`, `value`). It has no constructor: the store makes one per body with `new` of the class `SqliteTx.of` made
+ * for its connection, which holds the statements and the defaults on its prototype, so making one calls nothing.
+ */
+class SqliteTx implements Tx {
+  declare readonly engine: 'sqlite';
+  declare live: boolean;
+  declare hooks: Array<() => void> | null;
+  declare fn: Body<unknown> | null;
+  declare ok: boolean;
+  declare value: unknown;
+  declare private readonly st: Statements;
+  declare private depth: number;
+
+  static of(st: Statements): new () => SqliteTx {
+    const OfConnection = class extends SqliteTx {};
+    Object.assign(OfConnection.prototype, { st });
+    return OfConnection;
+  }
+
+  get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
+    if (!this.live) return Promise.reject(new Error(TX_ENDED));
+    try {
+      const st = this.st;
+      const p = st.cache.get(sql) ?? st.add(sql);
+      const rows = p.rows === undefined ? st.rowsOf(p) : p.rows;
+      if (rows === null) return Promise.resolve(p.stmt.get(...params) as T | undefined);
+      const a = rows.get(...params) as unknown[] | undefined;
+      return Promise.resolve((a === undefined ? a : a.length === p.width ? p.build!(a) : columnsChanged(p)) as T | undefined);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+    if (!this.live) return Promise.reject(new Error(TX_ENDED));
+    try {
+      return Promise.resolve((this.st.cache.get(sql) ?? this.st.add(sql)).stmt.all(...params) as T[]);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  run(sql: string, ...params: unknown[]): Promise<RunResult> {
+    if (!this.live) return Promise.reject(new Error(TX_ENDED));
+    try {
+      const r = (this.st.cache.get(sql) ?? this.st.add(sql)).stmt.run(...params);
+      this.st.written += r.changes;
+      return Promise.resolve({ changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) });
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  async savepoint<T>(fn: (tx: Tx) => Promise<T> | T): Promise<T> {
+    if (!this.live) throw new Error(TX_ENDED);
+    const name = `nested${++this.depth}`;
+    this.st.exec(`SAVEPOINT ${name}`);
+    try {
+      const value = await fn(this);
+      if (!this.live) throw new Error(TX_ENDED);
+      this.st.exec(`RELEASE ${name}`);
+      return value;
+    } catch (err) {
+      if (this.live && this.st.db.inTransaction) {
+        this.st.exec(`ROLLBACK TO ${name}`);
+        this.st.exec(`RELEASE ${name}`);
+      }
+      throw err;
+    } finally {
+      this.depth--;
+    }
+  }
+
+  afterCommit(fn: () => void): void {
+    if (!this.live) throw new Error(TX_ENDED);
+    (this.hooks ??= []).push(fn);
+  }
+}
+
+Object.assign(SqliteTx.prototype, { engine: 'sqlite', live: true, hooks: null, fn: null, ok: false, value: undefined, depth: 0 });
 
 /** The bodies queued in one turn (each with its Tx), committed as one; `done` settles once that commit is durable. */
 interface Group {
