@@ -276,7 +276,7 @@ export class Checkpointer {
     try {
       const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { lib: betterSqliteLib(), addon: nativeBindingPath(), path: this.path, closed: this.closed } });
       w.unref();
-      w.on('message', (m: { busy: number; log: number; done: number } | { error: string }) => this.finished(m));
+      w.on('message', this.finished);
       w.on('error', (err) => this.fail(err.message));
       w.on('exit', (code) => {
         if (!this.failed) this.fail(`the checkpoint thread exited with code ${code}`);
@@ -289,7 +289,7 @@ export class Checkpointer {
     }
   }
 
-  private finished(m: { busy: number; log: number; done: number } | { error: string }): void {
+  private readonly finished = (m: { busy: number; log: number; done: number } | { error: string }): void => {
     this.running = false;
     const dirty = this.source.written !== this.seen;
     if ('error' in m) {
@@ -302,7 +302,7 @@ export class Checkpointer {
     }
     if (dirty) this.nudge();
     else if (!this.failed) this.wakeAt = this.source.written + WAKE_WRITES;
-  }
+  };
 
   /**
    * Nothing was written since this checkpoint began and the WAL is large. If that holds for IDLE_MS and every
