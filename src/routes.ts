@@ -16,7 +16,7 @@ import * as payActions from './web/pay-page/handlers';
 import * as tokens from './money/tokens/handlers';
 import * as subscriptions from './money/subscriptions/handlers';
 import { bankCallbackHandler } from './banks/callbacks';
-import { notifiedPaymentAnswered } from './money/payments/bank-answers';
+import { notifiedPaymentAnswered } from './money/payments/state';
 import { notifiedRefundAnswered } from './money/refunds/bank-answers';
 import { simulatePayment, simulatePayout } from './banks/simulator/test-bank';
 import { setOutcomes } from './banks/simulator/token-outcomes';

@@ -6,8 +6,7 @@ import { amountField, bodyObject, currencyField, enumField, intField, strField, 
 import { nextPaymentSeq } from '../../platform/storage/dialect';
 import { uuid } from '../../platform/util/ids';
 import type { PaymentsCore } from './core';
-import { openSessionTx } from './state';
-import { ensureSweep, LINK_SWEEP_JOB } from './expiry';
+import { ensureSweep, LINK_SWEEP_JOB, openSessionTx } from './state';
 import { insertedRow, insertPayment, type InsertParams } from './store';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from '../bank-port/payment';
 import type { EventInput } from '../events/emit';

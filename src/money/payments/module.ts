@@ -1,9 +1,7 @@
 import type { Module, ModuleJob } from '../core/module';
 import { CHECK_JOBS } from '../bank-port/checks';
 import type { PaymentsCore } from './core';
-import { runPaymentCheck } from './bank-answers';
-import { LINK_SWEEP_JOB, SESSION_SWEEP_JOB, SWEEP_BATCH } from './expiry';
-import { expireTx } from './state';
+import { expireTx, LINK_SWEEP_JOB, runPaymentCheck, SESSION_SWEEP_JOB, SWEEP_BATCH } from './state';
 import { endedBy, LINK_END, nextEnd, SESSION_END, type Deadline } from './store';
 
 /**

@@ -1,10 +1,13 @@
 import type { Core } from '../core/core';
 import type { Reader, Tx } from '../../platform/storage/store';
+import type { Mode } from '../../platform/clock';
+import type { Job } from '../../platform/queue/jobs-table';
+import type { Scheduler } from '../../platform/queue/jobs';
 import { invalidState } from '../../platform/http/errors';
 import { post } from '../ledger/ledger';
-import type { BankPort, Opener } from '../bank-port/port';
+import type { BankPort, Opener, PaymentAnswer } from '../bank-port/port';
+import { CHECK_JOBS, recordMismatch, scheduleCheck, type Applied, type CheckTiming } from '../bank-port/checks';
 import type { PaymentsCore } from './core';
-import { ensureSweep, SESSION_SWEEP_JOB } from './expiry';
 import { getPayment, insertPayment, metadataOf, paymentView, updatePayment, updatePaymentFrom, type InsertParams } from './store';
 import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from '../bank-port/payment';
 
@@ -204,4 +207,91 @@ export async function applyRefundTx(core: PaymentsCore, tx: Tx, p: PaymentRow, a
   const next: PaymentRow = { ...p, amount_refunded: total };
   if (total !== p.amount || p.status !== 'succeeded') return next;
   return move(core, tx, next, 'refunded', 'refund', await core.clocks.now(tx, p.shop_id, p.mode));
+}
+
+/**
+ * Expire a shop and mode's pending payments whose links ran out: one job per shop and mode, due at the earliest
+ * expires_at, expiring all due and scheduling the next. A create writes no job (it may move the sweep earlier), and
+ * a payment leaving `pending` just drops out of the partial index `payments_pending_expiry`.
+ */
+export const LINK_SWEEP_JOB = 'payment.link_sweep';
+
+/** The same for processing payments whose bank session ended (processing_until, index `payments_session_end`). */
+export const SESSION_SWEEP_JOB = 'payment.session_sweep';
+
+/** The next run, due at once, takes the rest. */
+export const SWEEP_BATCH = 200;
+
+/**
+ * Make sure the shop's sweep of `kind` (LINK_SWEEP_JOB in a create's transaction, SESSION_SWEEP_JOB in the one
+ * that opens a session) is due no later than `at`.
+ */
+export async function ensureSweep(scheduler: Scheduler, tx: Tx, kind: string, shopId: string, mode: Mode, at: number): Promise<void> {
+  const subject = `${shopId}/${mode}`;
+  const due = await scheduler.nextDue(tx, kind, subject);
+  if (due !== null && due <= at) return;
+  if (due !== null) await scheduler.cancel(tx, kind, subject);
+  await scheduler.schedule(tx, { kind, subjectId: subject, shopId, mode, dueAt: at });
+}
+
+// Where every bank answer about a payment enters the domain, whoever gives it (see bank-port/checks.ts).
+
+/** The configured wait, read at the time of scheduling. */
+export function checkTiming(core: Pick<Core, 'clocks' | 'scheduler' | 'config'>): CheckTiming {
+  return { clocks: core.clocks, scheduler: core.scheduler, syncAfterSeconds: core.config.acquirerSyncAfterSeconds };
+}
+
+/** Its end less the method's session lifetime: the bank knows the payment since then, not since its creation. */
+function sessionStart(p: PaymentRow): number {
+  const ttl = SESSION_TTL_MS[p.method as ConcreteMethod];
+  return p.processing_until !== null && ttl !== undefined ? Math.max(p.created_at, p.processing_until - ttl) : p.created_at;
+}
+
+/** `payment`: its id, or its row as just read in this transaction; `amount`, when the bank states it, must match. */
+export async function paymentAnswered(core: PaymentsCore, tx: Tx, payment: string | PaymentRow, a: PaymentAnswer, amount?: number): Promise<Applied> {
+  const p = typeof payment === 'string' ? await getPayment(tx, payment) : payment;
+  if (!p) return 'ignored';
+  if (p.status !== 'processing') {
+  // Money taken for a payment kopek closed without it never moves it back, but the operator must see it.
+    if (a.outcome === 'succeeded' && (p.status === 'expired' || p.status === 'failed' || p.status === 'cancelled')) {
+      await recordMismatch(core.clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: amount ?? p.amount, outcome: `succeeded after ${p.status}` });
+    }
+    return 'ignored';
+  }
+  if (amount !== undefined && amount !== p.amount) {
+    await recordMismatch(core.clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: amount, outcome: a.outcome });
+    return 'amount_mismatch';
+  }
+  switch (a.outcome) {
+    case 'unknown':
+      await scheduleCheck(checkTiming(core), tx, 'payment', { id: p.id, shopId: p.shop_id, mode: p.mode, since: sessionStart(p) });
+      return 'checking';
+    case 'succeeded':
+      await resolveTx(core, tx, p, { outcome: 'succeeded', rrn: a.rrn, bankName: a.bankName, card: a.card, phoneMask: a.phoneMask, payerBank: a.payerBank });
+      break;
+    case 'refused':
+      await resolveTx(core, tx, p, { outcome: 'failed', failureCode: a.failureCode, bankFailureCode: a.bankCode, bankName: a.bankName, card: a.card });
+      break;
+    case 'expired':
+      await expireTx(core, tx, p);
+      break;
+    case 'cancelled':
+      await bankCancelTx(core, tx, p);
+      break;
+  }
+  await core.scheduler.cancel(tx, CHECK_JOBS.payment, p.id);
+  return 'applied';
+}
+
+/** Only the shop's own live payments (a notification never reaches another shop's data, nor test mode). */
+export async function notifiedPaymentAnswered(core: PaymentsCore, tx: Tx, shopId: string, paymentId: string, a: PaymentAnswer, amount?: number): Promise<Applied> {
+  const p = await getPayment(tx, paymentId);
+  if (!p || p.shop_id !== shopId || p.mode !== 'live') return 'ignored';
+  return paymentAnswered(core, tx, p, a, amount);
+}
+
+/** Ask the bank again, unless the payment is final by now. */
+export async function runPaymentCheck(core: Pick<Core, 'banks'>, tx: Tx, job: Job): Promise<void> {
+  const p = await getPayment(tx, job.subject_id);
+  if (p && p.status === 'processing') await (await core.banks.for(tx, p.shop_id, p.mode)).checkStatus(tx, { kind: 'payment', payment: p });
 }
