@@ -27,7 +27,7 @@ import { yookassaModule } from './banks/yookassa/jobs';
 import { NoBank } from './banks/none';
 import { Metrics } from './web/system/metrics';
 import { retentionModule } from './web/system/retention';
-import { EventStreamHub } from './money/events/stream';
+import { EventStreamHub } from './money/events/events';
 import { KeyUsage } from './platform/auth/authenticate';
 import { buildRouter } from './routes';
 import { createHttpServer } from './platform/http/server';

@@ -9,7 +9,7 @@ import * as refunds from './money/refunds/handlers';
 import * as payouts from './money/payouts/handlers';
 import { getBalance } from './money/ledger/handlers';
 import { listSbpBanks } from './money/sbp/handlers';
-import { streamEvents } from './money/events/stream';
+import { streamEvents } from './money/events/events';
 import { createStreamToken } from './platform/auth/stream-token';
 import * as payPage from './web/pay-page/handlers';
 import * as payActions from './web/pay-page/handlers';

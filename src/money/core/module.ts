@@ -1,4 +1,4 @@
-import type { EventSink } from '../events/emit';
+import type { EventSink } from '../events/events';
 import type { AsyncJobKind, JobHandler, JobKindOptions } from '../../platform/queue/jobs';
 import type { BankPort } from '../bank-port/port';
 

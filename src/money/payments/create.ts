@@ -9,7 +9,7 @@ import type { PaymentsCore } from './core';
 import { ensureSweep, LINK_SWEEP_JOB, openSessionTx } from './state';
 import { insertedRow, insertPayment, type InsertParams } from './store';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from '../bank-port/payment';
-import type { EventInput } from '../events/emit';
+import type { EventInput } from '../events/events';
 import type { BankPort, NewPayment } from '../bank-port/port';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from '../webhooks/url-safety';
 
