@@ -7,7 +7,7 @@ import { metricsHandler } from './web/system/metrics';
 import * as payments from './money/payments/handlers';
 import * as refunds from './money/refunds/handlers';
 import * as payouts from './money/payouts/handlers';
-import { getBalance } from './money/ledger/handlers';
+import { getBalance } from './money/ledger/ledger';
 import { listSbpBanks } from './money/sbp/handlers';
 import { streamEvents } from './money/events/events';
 import { createStreamToken } from './platform/auth/stream-token';

@@ -6,7 +6,7 @@ import { createPaymentTx } from '../../money/payments/create';
 import { cancelTx, chooseMethodTx, expireTx, openSessionTx, paymentAnswered, reload } from '../../money/payments/state';
 import { getPayment, paymentView, refundView, refundsOf } from '../../money/payments/store';
 import { createRefundTx } from '../../money/refunds/refunds';
-import { shopAvailable } from '../../money/ledger/store';
+import { shopAvailable } from '../../money/ledger/ledger';
 import { createPayoutTx, payoutView } from '../../money/payouts/payouts';
 import { getPayout } from '../../money/payouts/store';
 import { tokenView, updateToken, type TokenView } from '../../money/tokens/store';
