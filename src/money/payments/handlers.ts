@@ -113,12 +113,6 @@ export async function maxSeq(q: Reader, table: 'payments' | 'refunds'): Promise<
 // What the hosted page may do to a payment, by payment id alone (the page is public): each call is one
 // group-committed transaction and throws ApiError 409 invalid_state when the payment is in the wrong state.
 
-async function load(q: Reader, id: string): Promise<PaymentRow> {
-  const p = isUuid(id) ? await getPayment(q, id) : undefined;
-  if (!p) throw notFound(`Cannot find payment "${id}"`);
-  return p;
-}
-
 /** The payment as GET shows it, or undefined when no payment has this id; read through `q` (the store, or a tx). */
 export async function findPaymentForPage(q: Reader, id: string): Promise<PaymentView | undefined> {
   return isUuid(id) ? (await readPaymentView(q, id))?.view : undefined;
@@ -134,7 +128,8 @@ export async function payWithMethod(core: PaymentsCore, id: string, method: stri
     throw badRequest(`Cannot choose method "${method}": it is not a payment method`, 'method');
   }
   return core.store.write(async (tx) => {
-    const p = await load(tx, id);
+    const p = isUuid(id) ? await getPayment(tx, id) : undefined;
+    if (!p) throw notFound(`Cannot find payment "${id}"`);
     if (p.status === 'processing' && p.method === method) return paymentView(tx, p);
     // One look at the clock, and the method written with the session's status.
     const at = await core.clocks.now(tx, p.shop_id, p.mode);
@@ -146,7 +141,11 @@ export async function payWithMethod(core: PaymentsCore, id: string, method: stri
 
 /** The buyer gave up on the page: pending → cancelled. */
 export async function buyerCancel(core: PaymentsCore, id: string): Promise<PaymentView> {
-  return core.store.write(async (tx) => paymentView(tx, await cancelTx(core, tx, await load(tx, id))));
+  return core.store.write(async (tx) => {
+    const p = isUuid(id) ? await getPayment(tx, id) : undefined;
+    if (!p) throw notFound(`Cannot find payment "${id}"`);
+    return paymentView(tx, await cancelTx(core, tx, p));
+  });
 }
 
 const REDIRECT_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'refunded', 'expired']);

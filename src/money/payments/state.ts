@@ -1,5 +1,5 @@
 import type { Core } from '../core/core';
-import type { Reader, Tx } from '../../platform/storage/store';
+import type { Reader, RunResult, Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import type { Job } from '../../platform/queue/jobs-table';
 import type { Scheduler } from '../../platform/queue/jobs';
@@ -8,7 +8,7 @@ import { post } from '../ledger/ledger';
 import type { BankPort, Opener, PaymentAnswer } from '../bank-port/port';
 import { CHECK_JOBS, recordMismatch, scheduleCheck, type Applied, type CheckTiming } from '../bank-port/checks';
 import type { PaymentsCore } from './core';
-import { getPayment, insertPayment, metadataOf, paymentView, updatePayment, updatePaymentFrom, type InsertParams } from './store';
+import { buildPaymentView, getPayment, insertPayment, metadataOf, SHOP_NAME_SQL, updatePayment, type InsertParams } from './store';
 import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from '../bank-port/payment';
 
 /** Anything else is 409 invalid_state. */
@@ -62,6 +62,7 @@ function refuse(p: PaymentRow, action: string, extra = ''): never {
 async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, at: number, patch: Partial<PaymentRow> = {}, unwritten?: InsertParams): Promise<PaymentRow> {
   if (!ALLOWED[p.status].includes(to)) refuse(p, action);
   let next: PaymentRow;
+  let write: Promise<RunResult> | undefined;
   if (unwritten) {
     // Created in this transaction and not written yet: one INSERT of the row as the move leaves it.
     if (to !== 'processing' || patch.processing_until == null) throw new Error(`cannot write payment "${p.id}" as ${to} at its creation`);
@@ -69,15 +70,19 @@ async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus
   } else {
     // As read (and checked, and found unchanged by the write) plus the columns written: no read needed.
     next = { ...p, ...patch, status: to };
+    const values: unknown[] = [to];
+    let sql = 'UPDATE payments SET status = ?';
+    for (const col in patch) {
+      sql += `, ${col} = ?`;
+      values.push((patch as Record<string, unknown>)[col]);
+    }
+    write = tx.run(`${sql} WHERE id = ? AND status = ?`, ...values, p.id, p.status);
   }
   const event = WEBHOOK[to];
-  // Side by side (one round trip on PostgreSQL): the status write and the webhook's view (a payment leaving
-  // pending or processing never succeeded before, so it has no refunds to read).
-  const [written, view] = await Promise.all([
-    unwritten ? true : updatePaymentFrom(tx, p.id, p.status, { ...patch, status: to }),
-    event ? paymentView(tx, next, p.status === 'pending' || p.status === 'processing') : undefined,
-  ]);
-  if (!written) refuse((await getPayment(tx, p.id)) ?? p, action);
+  // Side by side (one round trip on PostgreSQL): the status write and the shop's name for the webhook's view (a
+  // payment leaving pending or processing, as every move with a webhook does, never succeeded: it has no refunds).
+  const [written, shop] = await Promise.all([write, event ? tx.get<{ name: string }>(SHOP_NAME_SQL, next.shop_id) : undefined]);
+  if (written && written.changes !== 1) refuse((await getPayment(tx, p.id)) ?? p, action);
   // The money moves before anything reacts (a card binding's verification refund needs the credit).
   if (to === 'succeeded') await post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at, next.seq);
   await core.events.append(tx, {
@@ -88,7 +93,7 @@ async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus
     payload: { id: next.id, status: to },
     at,
     paymentId: next.id,
-    webhook: event ? { event, data: view, url: next.webhook_url || null } : undefined,
+    webhook: event ? { event, data: buildPaymentView(next, shop?.name ?? '', []), url: next.webhook_url || null } : undefined,
   });
   // Tokens and subscriptions react here (typed hooks, in the order added; payments knows none of them).
   for (const h of core.paymentHooks.moved) if (h.kinds.has(next.kind) && h.statuses.has(next.status)) await h.fn(tx, next, p.status, at);
@@ -139,9 +144,12 @@ export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, o
   if (p.method === 'any') refuse(p, 'open a bank session for', ' and no method is chosen yet');
   const now = opts.at ?? (await core.clocks.now(tx, p.shop_id, p.mode));
   const until = now + SESSION_TTL_MS[p.method];
-  const next = await move(core, tx, p, 'processing', 'open a bank session for', now, { ...opts.patch, processing_until: until }, opts.unwritten);
-  await ensureSweep(core.scheduler, tx, SESSION_SWEEP_JOB, p.shop_id, p.mode, until);
-  const bank = opts.bank ?? (await core.banks.for(tx, p.shop_id, p.mode));
+  // Independent: the move, the shop's session sweep and its bank side by side.
+  const [next, , bank] = await Promise.all([
+    move(core, tx, p, 'processing', 'open a bank session for', now, { ...opts.patch, processing_until: until }, opts.unwritten),
+    ensureSweep(core.scheduler, tx, SESSION_SWEEP_JOB, p.shop_id, p.mode, until),
+    opts.bank ?? core.banks.for(tx, p.shop_id, p.mode),
+  ]);
   const req = { payment: next, by: opts.by ?? 'service' };
   if (opts.tokenId) await bank.chargeSaved(tx, { ...req, tokenId: opts.tokenId });
   else await bank.openSession(tx, req);
@@ -262,24 +270,26 @@ export async function paymentAnswered(core: PaymentsCore, tx: Tx, payment: strin
     await recordMismatch(core.clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: amount, outcome: a.outcome });
     return 'amount_mismatch';
   }
+  let moved: Promise<PaymentRow>;
   switch (a.outcome) {
     case 'unknown':
       await scheduleCheck(checkTiming(core), tx, 'payment', { id: p.id, shopId: p.shop_id, mode: p.mode, since: sessionStart(p) });
       return 'checking';
     case 'succeeded':
-      await resolveTx(core, tx, p, { outcome: 'succeeded', rrn: a.rrn, bankName: a.bankName, card: a.card, phoneMask: a.phoneMask, payerBank: a.payerBank });
+      moved = resolveTx(core, tx, p, { outcome: 'succeeded', rrn: a.rrn, bankName: a.bankName, card: a.card, phoneMask: a.phoneMask, payerBank: a.payerBank });
       break;
     case 'refused':
-      await resolveTx(core, tx, p, { outcome: 'failed', failureCode: a.failureCode, bankFailureCode: a.bankCode, bankName: a.bankName, card: a.card });
+      moved = resolveTx(core, tx, p, { outcome: 'failed', failureCode: a.failureCode, bankFailureCode: a.bankCode, bankName: a.bankName, card: a.card });
       break;
     case 'expired':
-      await expireTx(core, tx, p);
+      moved = expireTx(core, tx, p);
       break;
     case 'cancelled':
-      await bankCancelTx(core, tx, p);
+      moved = bankCancelTx(core, tx, p);
       break;
   }
-  await core.scheduler.cancel(tx, CHECK_JOBS.payment, p.id);
+  // The check a doubt scheduled is no longer needed; independent of the move.
+  await Promise.all([moved, core.scheduler.cancel(tx, CHECK_JOBS.payment, p.id)]);
   return 'applied';
 }
 

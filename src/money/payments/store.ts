@@ -45,18 +45,6 @@ export async function updatePayment(tx: Tx, id: string, patch: Partial<PaymentRo
   await updateById(tx, 'payments', id, patch);
 }
 
-/** The state machine's status write: false, nothing written, when the row has moved on from `from`. */
-export async function updatePaymentFrom(tx: Tx, id: string, from: string, patch: Partial<PaymentRow>): Promise<boolean> {
-  const values: unknown[] = [];
-  let sql = 'UPDATE payments SET ';
-  for (const col in patch) {
-    sql += values.length === 0 ? `${col} = ?` : `, ${col} = ?`;
-    values.push((patch as Record<string, unknown>)[col]);
-  }
-  values.push(id, from);
-  return (await tx.run(`${sql} WHERE id = ? AND status = ?`, ...values)).changes === 1;
-}
-
 export function metadataOf(row: Pick<PaymentRow, 'metadata'>): Record<string, string> {
   return JSON.parse(row.metadata) as Record<string, string>;
 }
@@ -77,17 +65,21 @@ export function refundView(r: RefundRow, withCompleted = true): RefundView {
   return v;
 }
 
+/** The shop's name a view shows. */
+export const SHOP_NAME_SQL = 'SELECT name FROM shops WHERE id = ?';
+
 /**
  * The Payment object as GET answers it; refunds are read through `q` only when it may have some (`unrefunded`:
  * none, as a payment that has just succeeded). Inside a transaction pass its tx, outside the store.
  */
 export async function paymentView(q: Reader, row: PaymentRow, unrefunded = false): Promise<PaymentView> {
-  const shopName = (await q.get<{ name: string }>('SELECT name FROM shops WHERE id = ?', row.shop_id))?.name;
+  const shopName = (await q.get<{ name: string }>(SHOP_NAME_SQL, row.shop_id))?.name;
   const refunds = !unrefunded && (row.status === 'succeeded' || row.status === 'refunded') ? await refundsOf(q, row.id) : [];
   return buildPaymentView(row, shopName ?? '', refunds);
 }
 
-function buildPaymentView(row: Omit<ViewRow, 'shop_name'>, shopName: string, refunds: RefundRow[]): PaymentView {
+/** The Payment object of a row, its shop's name and its refunds. */
+export function buildPaymentView(row: Omit<ViewRow, 'shop_name'>, shopName: string, refunds: RefundRow[]): PaymentView {
   return {
     id: row.id,
     public_id: row.public_id,
@@ -155,11 +147,6 @@ export async function nextEnd(q: Reader, d: Deadline, shopId: string, mode: 'tes
 /** Six digits or more. */
 const PUBLIC_ID_BASE = 100_000;
 
-/** The only payment text the bank sees (never the merchant's description). */
-export function bankPurpose(publicId: string): string {
-  return `Оплата заказа ${publicId}`;
-}
-
 /** The other columns take their defaults. */
 export type InsertParams = Pick<
   PaymentRow,
@@ -208,7 +195,8 @@ export async function insertPayments(tx: Tx, params: InsertParams[], seqs: numbe
 function numberedRow(p: InsertParams, seq: number, opened?: OpenedAtInsert): PaymentRow {
   p.seq = seq;
   p.public_id = `P-${PUBLIC_ID_BASE + seq}`;
-  p.purpose = bankPurpose(p.public_id);
+  // The only payment text the bank sees (never the merchant's description).
+  p.purpose = `Оплата заказа ${p.public_id}`;
   const row = insertedRow(p);
   if (opened) {
     row.status = opened.status;
