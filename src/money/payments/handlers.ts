@@ -4,7 +4,7 @@ import type { Mode } from '../../platform/clock';
 import type { Core } from '../core/core';
 import { badRequest, notFound } from '../../platform/http/errors';
 import { bodyObject } from '../../platform/http/body';
-import { idempotencyKey, idempotentCreate } from '../idempotency/idempotency';
+import { idempotentCreate } from '../idempotency/idempotency';
 import type { PaymentCreatesCore } from './create-batch';
 import { isUuid } from '../../platform/util/ids';
 import { iso } from '../../platform/util/time';
@@ -37,9 +37,10 @@ export async function paymentOfShop(q: Reader, ctx: Ctx, id: string): Promise<Pa
 /** POST /v1/public/payments */
 export async function createPayment(ctx: Ctx<PaymentCreatesCore>): Promise<Reply> {
   const input = parseCreateBody(ctx.body, ctx.auth!, ctx.app.config.webhookAllow);
-  if (ctx.app.creates?.takes(input) && idempotencyKey(ctx) === undefined) {
-    // Without a key there is nothing to replay: the create may share its transaction with others (create-batch.ts).
-    const made = await ctx.app.creates.create(input);
+  if (ctx.req.headers['idempotency-key'] === undefined) {
+    // Without a key there is nothing to replay (idempotentCreate checks a key given): the create runs alone, or on
+    // PostgreSQL may share its transaction with others (create-batch.ts).
+    const made = ctx.app.creates?.takes(input) ? await ctx.app.creates.create(input) : await ctx.app.store.write((tx) => createWithAnswer(ctx.app, tx, input));
     ctx.logExtra = { payment_id: made.row.id };
     return { status: 201, body: made.body };
   }
