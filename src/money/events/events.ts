@@ -302,7 +302,6 @@ export class EventStreamHub {
 
   /** Once the server listens. */
   start(): void {
-    this.unsubscribe ??= this.deps.events.subscribeStream(this.dispatch);
     const ping_ms = this.deps.config.ssePingSeconds * 1000;
     if (ping_ms > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), ping_ms).unref();
   }
@@ -358,6 +357,8 @@ export class EventStreamHub {
     const key = `${auth.shopId}:${auth.mode}`;
     let set = this.byKey.get(key);
     if (!set) this.byKey.set(key, (set = new Set()));
+    // The hub listens only while a stream is open (before the replay reads): a commit with none calls nothing here.
+    this.unsubscribe ??= this.deps.events.subscribeStream(this.dispatch);
     set.add(client);
     this.count++;
     this.keyChecks ??= setInterval(() => this.runKeyChecks(), STREAM_LIMITS.key_check_ms).unref();
@@ -377,8 +378,10 @@ export class EventStreamHub {
       this.count--;
       this.deps.events.unfollowStream();
       if (set.size === 0) this.byKey.delete(key);
-      if (this.count === 0 && this.keyChecks) {
-        clearInterval(this.keyChecks);
+      if (this.count === 0) {
+        this.unsubscribe?.();
+        this.unsubscribe = null;
+        if (this.keyChecks) clearInterval(this.keyChecks);
         this.keyChecks = null;
       }
       this.deps.log.debug('sse closed', { shop_id: client.shopId, mode: client.mode, reason, clients: this.count });
@@ -418,7 +421,6 @@ export class EventStreamHub {
 
   /** Bound: it is the stream's listener. */
   private readonly dispatch = (row: EventRow): void => {
-    if (this.count === 0) return;
     const set = this.byKey.get(`${row.shop_id}:${row.mode}`);
     if (!set) return;
     for (const c of [...set]) {
