@@ -83,18 +83,21 @@ async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus
   // payment leaving pending or processing, as every move with a webhook does, never succeeded: it has no refunds).
   const [written, shop] = await Promise.all([write, event ? tx.get<{ name: string }>(SHOP_NAME_SQL, next.shop_id) : undefined]);
   if (written && written.changes !== 1) refuse((await getPayment(tx, p.id)) ?? p, action);
-  // The money moves before anything reacts (a card binding's verification refund needs the credit).
-  if (to === 'succeeded') await post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at, next.seq);
-  await core.events.append(tx, {
-    merchantId: next.merchant_id,
-    shopId: next.shop_id,
-    mode: next.mode,
-    kind: 'payment.status_changed',
-    payload: { id: next.id, status: to },
-    at,
-    paymentId: next.id,
-    webhook: event ? { event, data: buildPaymentView(next, shop?.name ?? '', []), url: next.webhook_url || null } : undefined,
-  });
+  // The money moves, side by side with the event, before anything reacts (a card binding's verification refund
+  // needs the credit).
+  await Promise.all([
+    to === 'succeeded' ? post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at, next.seq) : undefined,
+    core.events.append(tx, {
+      merchantId: next.merchant_id,
+      shopId: next.shop_id,
+      mode: next.mode,
+      kind: 'payment.status_changed',
+      payload: { id: next.id, status: to },
+      at,
+      paymentId: next.id,
+      webhook: event ? { event, data: buildPaymentView(next, shop?.name ?? '', []), url: next.webhook_url || null } : undefined,
+    }),
+  ]);
   // Tokens and subscriptions react here (typed hooks, in the order added; payments knows none of them).
   for (const h of core.paymentHooks.moved) if (h.kinds.has(next.kind) && h.statuses.has(next.status)) await h.fn(tx, next, p.status, at);
   return next;
