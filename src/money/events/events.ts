@@ -75,16 +75,12 @@ export class Events {
   /** Every committed event of every process, once, in stream order (`row.seq`); on PostgreSQL only while a stream follows. */
   subscribeStream(listener: EventListener): () => void {
     if (this.feed) return this.feed.subscribe((row) => listener(row as unknown as EventRow));
-    return this.subscribe(listener);
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   addSink(sink: EventSink): void {
     this.sinks.push(sink);
-  }
-
-  subscribe(listener: EventListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 
   /** Sinks run now, in order; listeners after commit. */
@@ -139,10 +135,6 @@ function eventRow(e: EventInput): EventRow {
   };
 }
 
-export function sseData(row: EventRow): { kind: string; payload: unknown; at: string } {
-  return { kind: row.kind, payload: JSON.parse(row.payload), at: new Date(row.at).toISOString() };
-}
-
 /**
  * The exact body of a webhook: the stored object snapshot is inserted as stored, so retries send the same bytes.
  * It lives with the event log because two readers make it: a delivery (src/money/webhooks/delivery.ts) and the event
@@ -166,14 +158,11 @@ export function parseStreamFormat(raw: string | null): StreamFormat {
   throw badRequest(`Cannot open the event stream: format must be "events" or "webhook", got "${raw.slice(0, 64)}"`, 'format');
 }
 
-/** The event kind a key's scopes are checked against: the webhook event in the webhook format (null: not sent). */
-export function streamKind(row: EventRow, format: StreamFormat): string | null {
-  return format === 'webhook' ? row.webhook_event : row.kind;
-}
-
 /** The SSE text of one event in a format; `id:` is the event's sequence number in both, for Last-Event-ID. */
 export function encodeStreamEvent(row: EventRow, format: StreamFormat): string {
-  if (format === 'events') return encodeSse({ id: row.seq, event: row.kind, data: JSON.stringify(sseData(row)) });
+  if (format === 'events') {
+    return encodeSse({ id: row.seq, event: row.kind, data: JSON.stringify({ kind: row.kind, payload: JSON.parse(row.payload), at: new Date(row.at).toISOString() }) });
+  }
   const event = row.webhook_event!;
   return encodeSse({ id: row.seq, event, data: webhookBody(row.id, event, new Date(row.at).toISOString(), row.webhook_data ?? 'null') });
 }
@@ -250,7 +239,8 @@ class Client {
   sendEvent(row: EventRow): void {
     if (row.seq <= this.lastSent) return;
     this.lastSent = row.seq;
-    const kind = streamKind(row, this.format);
+    // The kind the key's scopes are checked against: the webhook event in the webhook format (null: not sent).
+    const kind = this.format === 'webhook' ? row.webhook_event : row.kind;
     if (kind === null || !mayRead(this.scopes, kind)) return;
     this.write(encodeStreamEvent(row, this.format));
   }
