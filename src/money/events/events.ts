@@ -83,7 +83,7 @@ export class Events {
     this.sinks.push(sink);
   }
 
-  /** Sinks run now, in order; listeners after commit. */
+  /** Sinks run now, in order; listeners after commit (see EventStreamHub: it listens while a stream is open). */
   async append(tx: Tx, e: EventInput): Promise<EventRow> {
     const row = eventRow(e);
     const { lastInsertRowid } = await tx.run(INSERT_ONE_EVENT, row.id, row.merchant_id, row.shop_id, row.mode, row.kind, row.payload, row.at, row.webhook_event, row.webhook_data, row.webhook_url, row.payment_id, row.payout_id);
@@ -92,10 +92,14 @@ export class Events {
       const done = sink(tx, row);
       if (done) await done;
     }
-    tx.afterCommit(() => {
-      this.feed?.kick();
-      for (const l of this.listeners) l(row);
-    });
+    // To the streams open at commit. On SQLite with none open now there is nothing to call: a stream opening later
+    // replays the event, as its read waits for this transaction (store.ts).
+    if (this.feed || this.listeners.size > 0) {
+      tx.afterCommit(() => {
+        this.feed?.kick();
+        for (const l of this.listeners) l(row);
+      });
+    }
     return row;
   }
 
@@ -108,10 +112,12 @@ export class Events {
     const seqs = new Map((await tx.all<{ seq: number; id: string }>(`${insert} RETURNING seq, id`, ...rows.flatMap((r) => [r.id, r.merchant_id, r.shop_id, r.mode, r.kind, r.payload, r.at, r.webhook_event, r.webhook_data, r.webhook_url, r.payment_id, r.payout_id]))).map((r) => [r.id, Number(r.seq)]));
     for (const row of rows) row.seq = seqs.get(row.id)!;
     for (const row of rows) for (const sink of this.sinks) await sink(tx, row);
-    tx.afterCommit(() => {
-      this.feed?.kick();
-      for (const row of rows) for (const l of this.listeners) l(row);
-    });
+    if (this.feed || this.listeners.size > 0) {
+      tx.afterCommit(() => {
+        this.feed?.kick();
+        for (const row of rows) for (const l of this.listeners) l(row);
+      });
+    }
     return rows;
   }
 }
