@@ -16,7 +16,7 @@ export type ModuleJob =
 export interface Module {
   readonly name: string;
   readonly jobs?: readonly ModuleJob[];
-  /** Sinks run in the transaction of every event, after the sinks of the modules before it. */
+  /** Sinks run in the transaction of every event that sends a webhook, after the sinks of the modules before it. */
   readonly sinks?: readonly EventSink[];
   readonly banks?: readonly BankPort[];
   /** Called once the server listens. */

@@ -44,8 +44,9 @@ export interface EventRow {
 }
 
 /**
- * Runs inside the appending transaction (webhook deliveries are written in the same commit), one after another,
- * touching the database only through `tx`; one with nothing to do returns nothing. A domain reacting to another's objects uses its typed hooks instead.
+ * Runs for each event that sends a webhook, inside the appending transaction (its deliveries are written in the
+ * same commit), one after another, touching the database only through `tx`; one with nothing to do returns nothing.
+ * A domain reacting to another's objects uses its typed hooks instead.
  */
 export type EventSink = (tx: Tx, row: EventRow) => Promise<unknown> | undefined;
 /** Called after commit (SSE fan-out). */
@@ -88,9 +89,11 @@ export class Events {
     const row = eventRow(e);
     const { lastInsertRowid } = await tx.run(INSERT_ONE_EVENT, row.id, row.merchant_id, row.shop_id, row.mode, row.kind, row.payload, row.at, row.webhook_event, row.webhook_data, row.webhook_url, row.payment_id, row.payout_id);
     row.seq = Number(lastInsertRowid);
-    for (const sink of this.sinks) {
-      const done = sink(tx, row);
-      if (done) await done;
+    if (row.webhook_event) {
+      for (const sink of this.sinks) {
+        const done = sink(tx, row);
+        if (done) await done;
+      }
     }
     // To the streams open at commit. On SQLite with none open now there is nothing to call: a stream opening later
     // replays the event, as its read waits for this transaction (store.ts).
@@ -103,7 +106,7 @@ export class Events {
     return row;
   }
 
-  /** In one statement, numbered in the order given; sinks run for each in turn, listeners after commit. */
+  /** In one statement, numbered in the order given; sinks run for each in turn (as append), listeners after commit. */
   async appendMany(tx: Tx, inputs: EventInput[]): Promise<EventRow[]> {
     if (inputs.length === 1) return [await this.append(tx, inputs[0])];
     const rows = inputs.map(eventRow);
@@ -111,7 +114,7 @@ export class Events {
     // By id: the order RETURNING gives is not promised.
     const seqs = new Map((await tx.all<{ seq: number; id: string }>(`${insert} RETURNING seq, id`, ...rows.flatMap((r) => [r.id, r.merchant_id, r.shop_id, r.mode, r.kind, r.payload, r.at, r.webhook_event, r.webhook_data, r.webhook_url, r.payment_id, r.payout_id]))).map((r) => [r.id, Number(r.seq)]));
     for (const row of rows) row.seq = seqs.get(row.id)!;
-    for (const row of rows) for (const sink of this.sinks) await sink(tx, row);
+    for (const row of rows) if (row.webhook_event) for (const sink of this.sinks) await sink(tx, row);
     if (this.feed || this.listeners.size > 0) {
       tx.afterCommit(() => {
         this.feed?.kick();
