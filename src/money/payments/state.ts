@@ -263,7 +263,7 @@ export async function paymentAnswered(core: PaymentsCore, tx: Tx, payment: strin
   const p = typeof payment === 'string' ? await getPayment(tx, payment) : payment;
   if (!p) return 'ignored';
   if (p.status !== 'processing') {
-  // Money taken for a payment kopek closed without it never moves it back, but the operator must see it.
+    // Money taken for a payment kopek closed without it never moves it back, but the operator must see it.
     if (a.outcome === 'succeeded' && (p.status === 'expired' || p.status === 'failed' || p.status === 'cancelled')) {
       await recordMismatch(core.clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: amount ?? p.amount, outcome: `succeeded after ${p.status}` });
     }
