@@ -174,9 +174,10 @@ export interface OpenedAtInsert {
 export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: number, opened?: OpenedAtInsert): Promise<PaymentRow> {
   for (let attempt = 0; ; attempt++) {
     // `seqRead`: the number the caller read in this transaction.
-    const row = numberedRow(params, attempt === 0 && seqRead !== undefined ? seqRead : await nextPaymentSeq(tx), opened);
+    const values: unknown[] = [];
+    const row = numberedRow(params, attempt === 0 && seqRead !== undefined ? seqRead : await nextPaymentSeq(tx), values, opened);
     try {
-      await tx.run(INSERT_PAYMENT, ...insertValues(params, row));
+      await tx.run(INSERT_PAYMENT, ...values);
       return row;
     } catch (err) {
       if (attempt > 0 || !isPrimaryKeyConflict(err)) throw err;
@@ -186,13 +187,14 @@ export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: numb
 
 /** Pending payments in one statement, the i-th numbered `seqs[i]` (from the sequence: no conflict to retry). */
 export async function insertPayments(tx: Tx, params: InsertParams[], seqs: number[]): Promise<PaymentRow[]> {
-  const rows = params.map((p, i) => numberedRow(p, seqs[i]));
-  await tx.run(`${INSERT_PAYMENT}${PAYMENT_TUPLE.repeat(params.length - 1)}`, ...params.flatMap((p, i) => insertValues(p, rows[i])));
+  const values: unknown[] = [];
+  const rows = params.map((p, i) => numberedRow(p, seqs[i], values));
+  await tx.run(`${INSERT_PAYMENT}${PAYMENT_TUPLE.repeat(params.length - 1)}`, ...values);
   return rows;
 }
 
-/** `p` numbered `seq` (with the public id and bank purpose made from it), as its row. */
-function numberedRow(p: InsertParams, seq: number, opened?: OpenedAtInsert): PaymentRow {
+/** `p` numbered `seq` (with the public id and bank purpose made from it), as its row; its values go on `values`. */
+function numberedRow(p: InsertParams, seq: number, values: unknown[], opened?: OpenedAtInsert): PaymentRow {
   p.seq = seq;
   p.public_id = `P-${PUBLIC_ID_BASE + seq}`;
   // The only payment text the bank sees (never the merchant's description).
@@ -202,16 +204,13 @@ function numberedRow(p: InsertParams, seq: number, opened?: OpenedAtInsert): Pay
     row.status = opened.status;
     row.processing_until = opened.processing_until;
   }
-  return row;
-}
-
-/** In column order. */
-function insertValues(p: InsertParams, row: PaymentRow): unknown[] {
-  return [
+  // In column order.
+  values.push(
     p.seq, p.id, p.public_id, p.kind, p.merchant_id, p.shop_id, p.mode, p.order_id, row.status, p.amount, p.currency,
     p.method, p.method_fixed, p.return_url, p.description, p.webhook_url, p.purpose, p.metadata, p.created_at, p.expires_at,
     row.processing_until,
-  ];
+  );
+  return row;
 }
 
 /**
