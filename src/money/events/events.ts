@@ -160,13 +160,6 @@ export function webhookBody(eventId: string, event: string, createdAt: string, d
  */
 export type StreamFormat = 'events' | 'webhook';
 
-/** The `format` query parameter of GET /v1/public/events; anything else is refused before the stream opens. */
-export function parseStreamFormat(raw: string | null): StreamFormat {
-  if (raw === null || raw === 'events') return 'events';
-  if (raw === 'webhook') return 'webhook';
-  throw badRequest(`Cannot open the event stream: format must be "events" or "webhook", got "${raw.slice(0, 64)}"`, 'format');
-}
-
 /** The SSE text of one event in a format; `id:` is the event's sequence number in both, for Last-Event-ID. */
 export function encodeStreamEvent(row: EventRow, format: StreamFormat): string {
   if (format === 'events') {
@@ -187,19 +180,6 @@ export async function databaseIdentity(q: Reader): Promise<DatabaseIdentity> {
   const row = await q.get<DatabaseIdentity>('SELECT id, created_at FROM database_identity LIMIT 1');
   if (!row) throw new Error('cannot open the event stream: the database has no identity row (database_identity)');
   return row;
-}
-
-/**
- * The stream's answer headers that let a client resume across a restart: the database's id and birth time, and
- * the sequence number the stream starts after. A client that reconnects and finds another id knows the ids it
- * holds mean nothing here (a restarted in-memory server counts from 1 again).
- */
-export function resumeHeaders(identity: DatabaseIdentity, after: number): Record<string, string> {
-  return {
-    'X-Kopek-Database-Id': identity.id,
-    'X-Kopek-Database-Created': new Date(identity.created_at).toISOString(),
-    'X-Kopek-Stream-After': String(after),
-  };
 }
 
 /** Unsent bytes before a client is cut, events per replay page, and how often streams check their key (revocation). */
@@ -337,7 +317,7 @@ export class EventStreamHub {
       this.deps.log.warn('sse Last-Event-ID beyond the event log; streaming from now', { request_id: ctx.requestId, last_event_id: after, last_seq: issued });
       after = issued;
     }
-      // From here every new event reaches this node's dispatch (PostgreSQL's feed).
+    // From here every new event reaches this node's dispatch (PostgreSQL's feed).
     await this.deps.events.followStream();
     if (this.deps.closing) {
       this.deps.events.unfollowStream();
@@ -350,7 +330,12 @@ export class EventStreamHub {
       'Cache-Control': 'no-cache, no-transform',
       Connection: 'keep-alive',
       'X-Accel-Buffering': 'no',
-      ...resumeHeaders(identity, after ?? issued),
+      // What lets a client resume across a restart: the database's id and birth time, and the sequence number the
+      // stream starts after. A client finding another id knows its ids mean nothing here (a restarted in-memory
+      // server counts from 1 again).
+      'X-Kopek-Database-Id': identity.id,
+      'X-Kopek-Database-Created': new Date(identity.created_at).toISOString(),
+      'X-Kopek-Stream-After': String(after ?? issued),
     });
     const client = new Client(res, auth.shopId, auth.mode, auth.keyId, auth.scopes, after ?? issued, this, format);
     const key = `${auth.shopId}:${auth.mode}`;
@@ -472,14 +457,18 @@ function drained(res: ServerResponse): Promise<void> {
 
 /** GET /v1/public/events: with Last-Event-ID, replayed after it first; `?format=webhook` sends webhook bodies. */
 export async function streamEvents(ctx: Ctx<{ readonly stream: EventStreamHub }>): Promise<Reply> {
-  const format = parseStreamFormat(ctx.query.get('format'));
-  const header = ctx.req.headers['last-event-id'];
-  const raw = (Array.isArray(header) ? header[0] : header)?.trim();
-  let after: number | null = null;
-  if (raw !== undefined && raw !== '') {
-    if (!/^\d{1,15}$/.test(raw)) throw badRequest(`Cannot resume the event stream: Last-Event-ID must be an event sequence number, got "${raw.slice(0, 64)}"`, 'Last-Event-ID');
-    after = Number(raw);
+  // Anything but the two formats is refused before the stream opens.
+  const raw = ctx.query.get('format');
+  if (raw !== null && raw !== 'events' && raw !== 'webhook') {
+    throw badRequest(`Cannot open the event stream: format must be "events" or "webhook", got "${raw.slice(0, 64)}"`, 'format');
   }
-  await ctx.app.stream.open(ctx, after, format);
+  const header = ctx.req.headers['last-event-id'];
+  const last = (Array.isArray(header) ? header[0] : header)?.trim();
+  let after: number | null = null;
+  if (last !== undefined && last !== '') {
+    if (!/^\d{1,15}$/.test(last)) throw badRequest(`Cannot resume the event stream: Last-Event-ID must be an event sequence number, got "${last.slice(0, 64)}"`, 'Last-Event-ID');
+    after = Number(last);
+  }
+  await ctx.app.stream.open(ctx, after, raw === 'webhook' ? 'webhook' : 'events');
   return { raw: true };
 }
