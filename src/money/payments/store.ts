@@ -112,37 +112,22 @@ export function buildPaymentView(row: Omit<ViewRow, 'shop_name'>, shopName: stri
   };
 }
 
-/** A deadline an expiry sweep watches: a status and the column holding the time it ends. */
+/** A deadline an expiry sweep watches: what is due (shop, mode, now, limit; earliest first) and the next end (shop, mode). */
 export interface Deadline {
-  status: 'pending' | 'processing';
-  column: 'expires_at' | 'processing_until';
+  due: string;
+  next: string;
 }
 
 /** A pending payment's link ends at expires_at (partial index payments_pending_expiry). */
-export const LINK_END: Deadline = { status: 'pending', column: 'expires_at' };
+export const LINK_END: Deadline = {
+  due: `SELECT * FROM payments WHERE shop_id = ? AND mode = ? AND status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?`,
+  next: `SELECT min(expires_at) AS at FROM payments WHERE shop_id = ? AND mode = ? AND status = 'pending'`,
+};
 /** A processing payment's bank session ends at processing_until (partial index payments_session_end). */
-export const SESSION_END: Deadline = { status: 'processing', column: 'processing_until' };
-
-/** What is due (shop, mode, now, limit) and the next end (shop, mode). */
-export function deadlineSql(d: Deadline): { due: string; next: string } {
-  // Built from the two constants above only, never from data.
-  return {
-    due: `SELECT * FROM payments WHERE shop_id = ? AND mode = ? AND status = '${d.status}' AND ${d.column} <= ? ORDER BY ${d.column} LIMIT ?`,
-    next: `SELECT min(${d.column}) AS at FROM payments WHERE shop_id = ? AND mode = ? AND status = '${d.status}'`,
-  };
-}
-
-const SQL_OF = new Map([LINK_END, SESSION_END].map((d) => [d, deadlineSql(d)]));
-
-/** Earliest first, at most `limit`. */
-export async function endedBy(q: Reader, d: Deadline, shopId: string, mode: 'test' | 'live', now: number, limit: number): Promise<PaymentRow[]> {
-  return q.all<PaymentRow>(SQL_OF.get(d)!.due, shopId, mode, now, limit);
-}
-
-export async function nextEnd(q: Reader, d: Deadline, shopId: string, mode: 'test' | 'live'): Promise<number | null> {
-  const r = (await q.get<{ at: number | null }>(SQL_OF.get(d)!.next, shopId, mode))!;
-  return r.at;
-}
+export const SESSION_END: Deadline = {
+  due: `SELECT * FROM payments WHERE shop_id = ? AND mode = ? AND status = 'processing' AND processing_until <= ? ORDER BY processing_until LIMIT ?`,
+  next: `SELECT min(processing_until) AS at FROM payments WHERE shop_id = ? AND mode = ? AND status = 'processing'`,
+};
 
 /** Six digits or more. */
 const PUBLIC_ID_BASE = 100_000;
