@@ -3,7 +3,7 @@ import type { Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import { badRequest } from '../../platform/http/errors';
 import { amountField, bodyObject, currencyField, enumField, intField, strField, urlControlChar } from '../../platform/http/body';
-import { nextPaymentSeq } from '../../platform/storage/dialect';
+import { NEXT_PAYMENT_SEQ } from '../../platform/storage/dialect';
 import { uuid } from '../../platform/util/ids';
 import type { PaymentsCore } from './core';
 import { ensureSweep, LINK_SWEEP_JOB, openSessionTx } from './state';
@@ -175,7 +175,7 @@ export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: Paymen
   const [now, bank, seq] = await Promise.all([
     core.clocks.now(tx, input.shopId, input.mode),
     core.banks.for(tx, input.shopId, input.mode),
-    atOnce ? undefined : nextPaymentSeq(tx),
+    atOnce ? undefined : tx.get<{ n: number }>(NEXT_PAYMENT_SEQ[tx.engine]),
   ]);
   const { params, created } = draftPayment(bank, input, now, await bank.describePayment(tx, newPaymentOf(input)));
   let row: PaymentRow;
@@ -184,7 +184,7 @@ export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: Paymen
     row = await openSessionTx(core, tx, insertedRow(params), { tokenId: input.tokenId, unwritten: params, bank, at: now });
   } else {
     // Independent: one round trip on PostgreSQL instead of three.
-    [row] = await Promise.all([insertPayment(tx, params, seq), core.events.append(tx, created), ensureSweep(core.scheduler, tx, LINK_SWEEP_JOB, params.shop_id, params.mode, params.expires_at)]);
+    [row] = await Promise.all([insertPayment(tx, params, seq!.n), core.events.append(tx, created), ensureSweep(core.scheduler, tx, LINK_SWEEP_JOB, params.shop_id, params.mode, params.expires_at)]);
   }
   return { row, body: creationBody(core, bank, row) };
 }

@@ -1,6 +1,6 @@
 import type { Reader, Tx } from '../../platform/storage/store';
 import { updateById } from '../../platform/storage/tx';
-import { forUpdate, isPrimaryKeyConflict, nextPaymentSeq } from '../../platform/storage/dialect';
+import { forUpdate, isPrimaryKeyConflict, NEXT_PAYMENT_SEQ } from '../../platform/storage/dialect';
 import type { Mode } from '../../platform/clock';
 import type { PaymentRow, PaymentView, RefundView } from '../bank-port/payment';
 import type { RefundRow } from '../bank-port/refund';
@@ -153,14 +153,14 @@ export interface OpenedAtInsert {
 
 /**
  * One statement with seq, public_id and purpose (an UPDATE after the INSERT rewrote the row and its index). The
- * seq is one above the highest ever issued (nextPaymentSeq), so never reused, even after a test reset; if another
+ * seq is one above the highest ever issued (NEXT_PAYMENT_SEQ), so never reused, even after a test reset; if another
  * writer took it meanwhile the primary key refuses and the read is made again once.
  */
 export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: number, opened?: OpenedAtInsert): Promise<PaymentRow> {
   for (let attempt = 0; ; attempt++) {
     // `seqRead`: the number the caller read in this transaction.
     const values: unknown[] = [];
-    const row = numberedRow(params, attempt === 0 && seqRead !== undefined ? seqRead : await nextPaymentSeq(tx), values, opened);
+    const row = numberedRow(params, attempt === 0 && seqRead !== undefined ? seqRead : (await tx.get<{ n: number }>(NEXT_PAYMENT_SEQ[tx.engine]))!.n, values, opened);
     try {
       await tx.run(INSERT_PAYMENT, ...values);
       return row;
