@@ -167,7 +167,7 @@ async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, plain:
     // A token is the whole credential (no cookies), so a page of any origin may read the stream with it.
     ctx.res.setHeader('Access-Control-Allow-Origin', '*');
   } else if (key) {
-    key.verifyBody(firstOf(req.headers['x-psp-signature']), ctx.rawBody);
+    key.verifyBody?.(firstOf(req.headers['x-psp-signature']), ctx.rawBody);
     ctx.auth = key.auth;
     guards.noteKeyUse(ctx.auth.keyId);
     guards.rateLimit?.(ctx.auth.keyId);
