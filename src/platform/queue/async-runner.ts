@@ -1,8 +1,7 @@
 import type { Store, Tx } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
-import { FINISH, RELEASE, RENEW, type Job, type JobRow } from './jobs-table';
-import { inRun, type RunClaim } from './hooked-tx';
+import { FINISH, inRun, RELEASE, RENEW, type Job, type JobRow, type RunClaim } from './jobs-table';
 
 /**
  * A job kind whose work needs I/O (a bank request), so it cannot run inside a transaction: `run(job)` runs

@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Reader, Store, Tx } from '../storage/store';
+import type { Engine, Reader, Row, RunResult, Store, Tx } from '../storage/store';
 import { endsTransaction } from '../storage/store';
-import type { Clocks } from '../clock';
+import { TX_BASE, type Clocks } from '../clock';
 import type { Logger } from '../log';
-import { HookedTx, inRun, runOf, type RunClaim } from './hooked-tx';
-import { CLAIM, claimDue, DONE, DUE, due, RELEASE, RUNNABLE, toJob, type Claim, type Job, type JobKey, type JobRow } from './jobs-table';
+import { CLAIM, claimDue, DONE, DUE, due, inRun, RELEASE, runOf, RUNNABLE, type Claim, type Job, type JobKey, type JobRow, type RunClaim, type SchedulerLimits } from './jobs-table';
 import type { AsyncJobKind, AsyncRunner, RunAt } from './async-runner';
-import type { SchedulerLimits } from './limits';
 
 /**
  * A job handler runs inside the job's own transaction, which also marks the job done; it may schedule more
@@ -370,4 +368,56 @@ export class Executor {
 function giveBack(starts: Start[]): void {
   for (const s of starts) s.give?.();
   starts.length = 0;
+}
+
+/** A table row as a handler sees it. */
+export function toJob(row: JobRow): Job {
+  const { id, kind, subject_id, shop_id, mode, due_at, attempt } = row;
+  return { id, kind, subject_id, shop_id, mode, due_at, attempt, payload: JSON.parse(row.payload) as Record<string, unknown> };
+}
+
+/**
+ * A job's view of its savepoint: reads, writes and nested savepoints go to the savepoint; after-commit actions
+ * are collected in `hooks`, so that a job rolled back to its savepoint leaves none behind.
+ */
+export class HookedTx implements Tx {
+  constructor(
+    private readonly sp: Tx,
+    private readonly hooks: Array<() => void>,
+  ) {}
+
+  /** The transaction this view is of: what is kept for it (a run's claim, a clock's reading) reads the same here. */
+  get [TX_BASE](): Tx {
+    return this.sp;
+  }
+
+  get engine(): Engine {
+    return this.sp.engine;
+  }
+
+  get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
+    return this.sp.get<T>(sql, ...params);
+  }
+
+  all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+    return this.sp.all<T>(sql, ...params);
+  }
+
+  run(sql: string, ...params: unknown[]): Promise<RunResult> {
+    return this.sp.run(sql, ...params);
+  }
+
+  savepoint<T>(fn: (tx: Tx) => Promise<T> | T): Promise<T> {
+    // A nested savepoint's actions join this job's only if it is released (a throw in it drops them).
+    return this.sp.savepoint(async (inner) => {
+      const mine: Array<() => void> = [];
+      const out = await fn(new HookedTx(inner, mine));
+      for (const h of mine) this.hooks.push(h);
+      return out;
+    });
+  }
+
+  afterCommit(fn: () => void): void {
+    this.hooks.push(fn);
+  }
 }

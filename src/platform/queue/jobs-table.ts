@@ -1,6 +1,6 @@
 import type { Reader, Tx } from '../storage/store';
 import { deadJobsByKind, pendingJobsByKind } from '../storage/dialect';
-import type { Mode } from '../clock';
+import { TX_BASE, type Mode } from '../clock';
 
 /** A job as its handler sees it. */
 export interface Job {
@@ -15,6 +15,77 @@ export interface Job {
   attempt: number;
   payload: Record<string, unknown>;
 }
+
+/** What a state change asks for: run `kind` on `subjectId` at `dueAt` (on the shop's clock in test mode). */
+export interface JobSpec {
+  kind: string;
+  subjectId: string;
+  shopId: string | null;
+  mode: Mode;
+  dueAt: number;
+  payload?: Record<string, unknown>;
+}
+
+/** How a scheduler starts. */
+export interface StartOptions {
+  /**
+   * This process is the only server of the database (SQLite: it holds the server lock), so every claim made
+   * before it started belongs to a process that is gone: such claims count as lapsed at once instead of a
+   * lease after they were last renewed.
+   */
+  sole?: boolean;
+}
+
+/** Limits of the scheduler; each has a default. */
+export interface SchedulerLimits {
+  /** Async jobs running at once in this process; the rest wait in the table, unclaimed, for a slot (or another process). */
+  maxAsyncRunning: number;
+  /** Jobs read per query and run per transaction, at most (txMs is what usually ends a transaction). */
+  batch: number;
+  /**
+   * Longest a batch of jobs runs in one transaction before it commits (at least one job runs). A transaction's
+   * pages stay in the WAL until it commits and a checkpoint copies them, so this bounds the WAL a long advance
+   * writes between checkpoints; each commit costs a WAL sync, so it is not much shorter than that sync.
+   */
+  txMs: number;
+  /** Longest stretch of job running before yielding to the event loop, so requests keep being served. */
+  sliceMs: number;
+  /**
+   * How often the table is read again even when nothing is due by this process's reckoning: jobs written by
+   * other processes (admin commands, other nodes) and claims that lapsed are found within this.
+   */
+  rereadMs: number;
+  /**
+   * How long a claim holds without renewal (`--job-lease`). A process renews the claims it holds every third of
+   * it; another process takes a job whose claim lapsed.
+   */
+  leaseMs: number;
+  /** How often an advance looks again at due jobs of its shop that another process holds. */
+  heldPollMs: number;
+  /** Delay before the first retry; doubles per failure up to maxBackoffMs. */
+  backoffMs: number;
+  /** Longest delay between retries. */
+  maxBackoffMs: number;
+}
+
+/** The periodic re-read of the jobs table, in ms (see SchedulerLimits.rereadMs). */
+export const REREAD_MS = 2_000;
+
+/** The lease of a claim when --job-lease is not given, in ms. */
+export const DEFAULT_LEASE_MS = 30_000;
+
+/** The limits a server runs with unless told otherwise. */
+export const DEFAULT_LIMITS: SchedulerLimits = {
+  maxAsyncRunning: 16,
+  batch: 1024,
+  txMs: 50,
+  sliceMs: 5,
+  rereadMs: REREAD_MS,
+  leaseMs: DEFAULT_LEASE_MS,
+  heldPollMs: 50,
+  backoffMs: 1000,
+  maxBackoffMs: 3_600_000,
+};
 
 /** A row of the jobs table as stored (payload still JSON text). */
 export interface JobRow {
@@ -42,6 +113,44 @@ export interface Claim {
   by: string;
   token: string;
   until: number;
+}
+
+/** What wraps each job of a shop's run, in the job's transaction, at the moment the run has reached (`at`). */
+export type Around = <T>(tx: Tx, at: number, body: () => Promise<T>) => Promise<T>;
+
+/** The claim a shop's run (Scheduler.runDueUpTo) holds on the shop's jobs due by `dueBy`, as its jobs' transactions carry it. */
+export interface RunClaim {
+  /** The claiming process's id, and the run's token. */
+  by: string;
+  token: string;
+  shopId: string;
+  mode: Mode;
+  /** On the shop's clock: jobs due by then are the run's to run, and so are those its jobs schedule by then. */
+  dueBy: number;
+  around: Around;
+  /** A job was written claimed by the run (by one of its jobs), as the row stands. */
+  scheduled(row: JobRow): void;
+}
+
+/** The run each transaction is running a job of: keyed by the transaction (a job's view of it reads the same). */
+const runs = new WeakMap<object, RunClaim>();
+
+/** The run whose job runs in `tx` now, if any. */
+export function runOf(tx: Tx): RunClaim | undefined {
+  return runs.get((tx as { [TX_BASE]?: Tx })[TX_BASE] ?? tx);
+}
+
+/** Run `body` in `tx` as a job of `run` at the moment `at`, wrapped in the run's `around`. */
+export async function inRun<T>(tx: Tx, run: RunClaim, at: number, body: () => Promise<T>): Promise<T> {
+  const key = (tx as { [TX_BASE]?: Tx })[TX_BASE] ?? tx;
+  const before = runs.get(key);
+  runs.set(key, run);
+  try {
+    return await run.around(tx, at, body);
+  } finally {
+    if (before === undefined) runs.delete(key);
+    else runs.set(key, before);
+  }
 }
 
 /** Where a job is in its life: waiting (first run or a retry), finished, given up, or cancelled. */
@@ -211,10 +320,4 @@ export async function reviveJob(tx: Tx, id: number, real_ms: number): Promise<Jo
   }
   await tx.run(`UPDATE jobs SET state = 'pending', attempt = 0, due_at = ?, run_at = ?, finished_at = NULL, ${UNCLAIM} WHERE id = ?`, real_ms + offset_ms, real_ms, id);
   return (await tx.get<JobRow>(`SELECT * FROM jobs WHERE id = ?`, id)) as JobRow;
-}
-
-/** A table row as a handler sees it. */
-export function toJob(row: JobRow): Job {
-  const { id, kind, subject_id, shop_id, mode, due_at, attempt } = row;
-  return { id, kind, subject_id, shop_id, mode, due_at, attempt, payload: JSON.parse(row.payload) as Record<string, unknown> };
 }

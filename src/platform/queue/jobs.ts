@@ -2,18 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { Reader, Store, Tx } from '../storage/store';
 import type { Clocks, Mode } from '../clock';
 import type { Logger } from '../log';
-import { CANCEL, FIRST_KEY, INSERT, NEXT_DUE, NEXT_RUN_AT, type Claim, type JobKey, type JobRow } from './jobs-table';
+import { CANCEL, DEFAULT_LIMITS, FIRST_KEY, INSERT, NEXT_DUE, NEXT_RUN_AT, runOf, type Around, type Claim, type JobKey, type JobRow, type JobSpec, type SchedulerLimits, type StartOptions } from './jobs-table';
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
-import { DEFAULT_LIMITS, type JobSpec, type SchedulerLimits, type StartOptions } from './limits';
 import { runShopJobs } from './shop-run';
-import { runOf, type Around } from './hooked-tx';
 
-export type { Job } from './jobs-table';
+export type { Job, JobSpec, SchedulerLimits, StartOptions } from './jobs-table';
 export type { AsyncJobKind } from './async-runner';
 export type { JobHandler, JobKindOptions } from './executor';
-export { MAX_ATTEMPTS } from './executor';
-export type { JobSpec, SchedulerLimits, StartOptions } from './limits';
 
 /** setTimeout's longest delay; a wake further away is armed again on the way. */
 const MAX_TIMER_MS = 2 ** 31 - 1;

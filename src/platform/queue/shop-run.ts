@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Reader, Tx } from '../storage/store';
 import type { Mode } from '../clock';
-import { CLAIM, claimShopDue, dueForShop, holdShop, toJob, type JobRow } from './jobs-table';
-import type { Around, RunClaim } from './hooked-tx';
-import type { Executor, Refetch } from './executor';
+import { CLAIM, claimShopDue, dueForShop, holdShop, type Around, type JobRow, type RunClaim } from './jobs-table';
+import { toJob, type Executor, type Refetch } from './executor';
 
 /** True when row `a` runs before row `b`: due order, ties by id. */
 function before(a: { due_at: number; id: number }, b: { due_at: number; id: number }): boolean {
