@@ -94,6 +94,8 @@ export class Executor {
   readonly kinds = new Map<string, Kind>();
   /** Bumped by every schedule(), so a shop's run notices jobs created by the job it just ran. */
   seq = 0;
+  /** Bumped by every cancel(), so a batch knows the rows its due read found are still pending. */
+  cancels = 0;
   /** True once the scheduler is stopping (or before it started): passes and runs end after their batch. */
   stopped = true;
   /** A pass left due async jobs for want of a slot: the end of a run asks for another pass. */
@@ -158,6 +160,7 @@ export class Executor {
         let list = (out.list = o.page ? await tx.all<JobRow>(DUE, a!.runAt, a!.runAt, a!.id, o.page.now, threshold, this.limits.batch) : rows);
         let i = o.page ? 0 : from;
         let seq = this.seq;
+        const cancels = this.cancels;
         const t0 = performance.now();
         for (let n = 0; i < list.length && n < this.limits.batch && (n === 0 || performance.now() - t0 < this.limits.txMs); n++) {
           const row = list[i];
@@ -171,13 +174,14 @@ export class Executor {
             continue;
           }
           out.moment = Math.max(out.moment, row.due_at);
+          const seen = o.page !== undefined && this.cancels === cancels;
           if (savepoints) {
-            const retry = await (o.run ? inRun(tx, o.run, out.moment, () => this.runInSavepoint(tx, row, kind, threshold, o.token)) : this.runInSavepoint(tx, row, kind, threshold, o.token));
+            const retry = await (o.run ? inRun(tx, o.run, out.moment, () => this.runInSavepoint(tx, row, kind, threshold, o.token, seen)) : this.runInSavepoint(tx, row, kind, threshold, o.token, seen));
             if (retry !== undefined) out.ran++;
             if (typeof retry === 'number' && !Number.isNaN(retry)) retries.push(retry);
           } else {
             try {
-              if (await (o.run ? inRun(tx, o.run, out.moment, () => this.runOne(tx, row, kind, threshold, o.token)) : this.runOne(tx, row, kind, threshold, o.token))) out.ran++;
+              if (await (o.run ? inRun(tx, o.run, out.moment, () => this.runOne(tx, row, kind, threshold, o.token, seen)) : this.runOne(tx, row, kind, threshold, o.token, seen))) out.ran++;
             } catch (err) {
               throw new RunAgain(err);
             }
@@ -281,10 +285,15 @@ export class Executor {
     return { by: this.processId, token: randomUUID(), until: this.clocks.real() + this.limits.leaseMs };
   }
 
-  /** One job in `tx`, no savepoint: false when it may no longer run here; a throw is the caller's. */
-  private async runOne(tx: Tx, row: JobRow, kind: Kind | undefined, threshold: number, token: string | null): Promise<boolean> {
-    const r = await tx.get<Pick<JobRow, 'state' | 'claim_token' | 'claim_until'>>(RUNNABLE, row.id);
-    if (r?.state !== 'pending' || !(r.claim_until === null || r.claim_until <= threshold || (token !== null && r.claim_token === token))) return false;
+  /**
+   * One job in `tx`, no savepoint: false when it may no longer run here; a throw is the caller's. `seen`: this
+   * transaction's due read found the job pending and free, and no job cancelled any since, so it is not read again.
+   */
+  private async runOne(tx: Tx, row: JobRow, kind: Kind | undefined, threshold: number, token: string | null, seen: boolean): Promise<boolean> {
+    if (!seen) {
+      const r = await tx.get<Pick<JobRow, 'state' | 'claim_token' | 'claim_until'>>(RUNNABLE, row.id);
+      if (r?.state !== 'pending' || !(r.claim_until === null || r.claim_until <= threshold || (token !== null && r.claim_token === token))) return false;
+    }
     if (!kind?.sync) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
     await kind.sync(tx, toJob(row));
     if ((await tx.run(DONE, this.clocks.real(), row.id, threshold, token)).changes === 0) throw new TakenOver(row.id);
@@ -296,12 +305,12 @@ export class Executor {
    * another process took it while it ran), or, when its run threw (rolled back and recorded as failed), the
    * real time of its retry (NaN when it is dead).
    */
-  private async runInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined, threshold: number, token: string | null): Promise<number | null | undefined> {
+  private async runInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined, threshold: number, token: string | null, seen: boolean): Promise<number | null | undefined> {
     // The job's after-commit actions are kept apart and handed to the batch only once its savepoint is released.
     const hooks: Array<() => void> = [];
     let ran = false;
     try {
-      ran = await tx.savepoint((sp) => this.runOne(new HookedTx(sp, hooks), row, kind, threshold, token));
+      ran = await tx.savepoint((sp) => this.runOne(new HookedTx(sp, hooks), row, kind, threshold, token, seen));
     } catch (err) {
       if (err instanceof TakenOver) {
         this.log.warn('job taken by another process while it ran; its run was rolled back', { job_id: row.id, kind: row.kind });

@@ -123,6 +123,7 @@ export class Scheduler {
 
   /** Cancel the pending jobs of a kind for a subject, in the caller's transaction; returns how many. */
   async cancel(tx: Tx, kind: string, subjectId: string): Promise<number> {
+    this.exec.cancels++;
     return (await tx.run(CANCEL, this.clocks.real(), subjectId, kind)).changes;
   }
 
