@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Store, Tx } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
@@ -150,20 +151,18 @@ export class AsyncRunner {
   }
 
   private async runOne(row: JobRow, job: Job, kind: AsyncJobKind<unknown>, token: string, at: RunAt | null, give: (() => void) | undefined): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
+    const deadline = new AbortController();
     try {
       if (!give) {
         this.shared++;
         await this.slot();
       }
       const ms = kind.deadline_ms ?? DEFAULT_DEADLINE_MS;
-      const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(reject, ms, new Error(`job ${row.id} (${row.kind}) timed out after ${ms} ms`));
-        timer.unref();
-      });
-      // A late result is dropped.
-      const result = await Promise.race([kind.run(job), late]);
-      clearTimeout(timer);
+      const running = kind.run(job);
+      // A late result is dropped. The deadline's timer is cancelled when the run ends (the race handles its rejection).
+      const late = sleep(ms, undefined, { ref: false, signal: deadline.signal }).then(() => Promise.reject(new Error(`job ${row.id} (${row.kind}) timed out after ${ms} ms`)));
+      const result = await Promise.race([running, late]);
+      deadline.abort();
       if (!this.store.isOpen) return;
       const body = async (tx: Tx): Promise<boolean> => {
         // The first statement names the claim: a job another process took over (its claim lapsed here) is not
@@ -177,8 +176,14 @@ export class AsyncRunner {
         this.log.warn('job result dropped: another process took the job over (its claim lapsed) or it ended', { job_id: row.id, kind: row.kind });
       }
     } catch (err) {
-      clearTimeout(timer);
-      await this.failed(row, err, at, token);
+      deadline.abort();
+      try {
+        if (!(await this.hooks.fail(row, err, at, token))) {
+          this.log.warn('job failure dropped: another process took the job over (its claim lapsed) or it ended', { job_id: row.id, kind: row.kind, error: String((err as Error)?.message ?? err) });
+        }
+      } catch (e) {
+        this.log.error('cannot record a failed job run', { job_id: row.id, kind: row.kind, error: String((e as Error)?.message ?? e) });
+      }
     } finally {
       if (give) give();
       else {
@@ -188,16 +193,6 @@ export class AsyncRunner {
       this.inflight.delete(row.id);
       this.held.delete(row.id);
       this.hooks.settled();
-    }
-  }
-
-  private async failed(row: JobRow, err: unknown, at: RunAt | null, token: string): Promise<void> {
-    try {
-      if (!(await this.hooks.fail(row, err, at, token))) {
-        this.log.warn('job failure dropped: another process took the job over (its claim lapsed) or it ended', { job_id: row.id, kind: row.kind, error: String((err as Error)?.message ?? err) });
-      }
-    } catch (e) {
-      this.log.error('cannot record a failed job run', { job_id: row.id, kind: row.kind, error: String((e as Error)?.message ?? e) });
     }
   }
 
