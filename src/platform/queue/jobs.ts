@@ -427,8 +427,8 @@ async function runList(d: Executor, st: RunState, first: JobRow[], refetch: Refe
 
 /**
  * The jobs scheduled since the last look that are due within this read's range join the rows still to run,
- * in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one.
- * `q`: the batch's transaction when a batch asks, else the store.
+ * in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one,
+ * and no attempt of it was rolled back. `q`: the batch's transaction when a batch asks, else the store.
  */
 function makeRefetch(d: Executor, st: RunState): Refetch {
   return async (q: Reader, rest: JobRow[], whole: boolean): Promise<JobRow[]> => {
@@ -438,7 +438,7 @@ function makeRefetch(d: Executor, st: RunState): Refetch {
     for (const f of st.fresh.splice(0)) {
       if (f.due_at > due || (bound && before(bound, f))) continue;
       // A job of a batch that commits whole exists as it was written. Otherwise read it again: a job rolled back
-      // with its savepoint is gone, and its id may belong to a later job.
+      // with an attempt of its batch is gone, and its id may belong to a later job.
       const r = whole ? f : await q.get<JobRow>(`SELECT * FROM jobs WHERE id = ?`, f.id);
       if (!r || r.state !== 'pending' || r.due_at > due || d.runner.inflight.has(r.id) || !mine(st, r, threshold)) continue;
       if (bound && before(bound, r)) continue;
