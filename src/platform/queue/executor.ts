@@ -3,7 +3,7 @@ import type { Reader, Store, Tx } from '../storage/store';
 import { endsTransaction } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
-import { CLAIM, claimDue, DONE, DUE, due, inRun, RELEASE, runOf, RUNNABLE, type Claim, type Job, type JobKey, type JobRow, type RunClaim, type SchedulerLimits } from './jobs-table';
+import { CLAIM, CLAIM_DUE, DONE, DUE, due, inRun, RELEASE, runOf, RUNNABLE, type Claim, type Job, type JobKey, type JobRow, type RunClaim, type SchedulerLimits } from './jobs-table';
 import type { AsyncJobKind, AsyncRunner, RunAt } from './async-runner';
 
 /**
@@ -216,7 +216,7 @@ export class Executor {
 
   /**
    * PostgreSQL's page of a pass: the due rows after `after` are read, the ones this process takes (sync jobs,
-   * async ones whose kind's `admit` or the runner has a slot for) claimed in one statement (claimDue), then the
+   * async ones whose kind's `admit` or the runner has a slot for) claimed in one statement (CLAIM_DUE), then the
    * sync jobs run in transactions that name the claim's token and the async ones start under it. Returns the
    * jobs it ran or started, and the rows read (all of them gone through).
    */
@@ -236,7 +236,7 @@ export class Executor {
     const claim = this.claimOf();
     let rows: JobRow[] = [];
     try {
-      if (ids.length > 0) rows = await claimDue(this.store, ids, this.threshold(), claim, [...this.advanceTokens]);
+      if (ids.length > 0) rows = await this.store.all<JobRow>(CLAIM_DUE, claim.by, claim.token, claim.until, ids, this.threshold(), [...this.advanceTokens]);
     } finally {
       const got = new Set(rows.map((r) => r.id));
       for (const [id, give] of gives) {

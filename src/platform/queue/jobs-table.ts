@@ -230,51 +230,26 @@ export function due(q: Reader, now_ms: number, threshold: number, after: JobKey,
 }
 
 /**
- * PostgreSQL's claim of the due jobs `ids` (read with `due`): one statement, run on its own at READ COMMITTED (a
- * claim guards no money; the jobs then run in transactions that name its token). `FOR UPDATE SKIP LOCKED`
+ * PostgreSQL's claim of the due jobs among ids (read with `due`): one statement, run on its own at READ COMMITTED
+ * (a claim guards no money; the jobs then run in transactions that name its token). `FOR UPDATE SKIP LOCKED`
  * passes over the rows another node's claim is taking, and a row changed meanwhile is checked again once
- * locked, so a job is claimed once. Not the jobs under the tokens `held` (this process's advances).
+ * locked, so a job is claimed once. Not the jobs under the held tokens (this process's advances). Binds by,
+ * token, until, ids, threshold, held tokens; returns the rows claimed.
  */
-export function claimDue(q: Reader, ids: number[], threshold: number, claim: Claim, held: string[]): Promise<JobRow[]> {
-  return q.all<JobRow>(
-    `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE id IN (
-       SELECT id FROM jobs WHERE id = ANY(?) AND state = 'pending' AND ${FREE} AND (claim_token IS NULL OR claim_token <> ALL(?))
-       FOR UPDATE SKIP LOCKED)
-     RETURNING *`,
-    claim.by,
-    claim.token,
-    claim.until,
-    ids,
-    threshold,
-    held,
-  );
-}
+export const CLAIM_DUE = `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE id IN (
+    SELECT id FROM jobs WHERE id = ANY(?) AND state = 'pending' AND ${FREE} AND (claim_token IS NULL OR claim_token <> ALL(?))
+    FOR UPDATE SKIP LOCKED)
+  RETURNING *`;
 
-/** A shop's pending jobs of a mode due by `due_ms` on its clock, in due order, claimed or not. */
-export function dueForShop(q: Reader, shopId: string, mode: Mode, due_ms: number, limit: number): Promise<JobRow[]> {
-  return q.all<JobRow>(`SELECT * FROM jobs WHERE shop_id = ? AND mode = ? AND state = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?`, shopId, mode, due_ms, limit);
-}
+/** A shop's pending jobs of a mode due by a time on its clock, in due order, claimed or not: binds shop, mode, due, limit. */
+export const SHOP_DUE = `SELECT * FROM jobs WHERE shop_id = ? AND mode = ? AND state = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?`;
 
-/** An advance's claim on its shop's pending jobs due by `due_ms` whose claim is free or lapsed. */
-export async function claimShopDue(tx: Tx, shopId: string, mode: Mode, due_ms: number, threshold: number, claim: Claim): Promise<void> {
-  await tx.run(
-    `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE shop_id = ? AND mode = ? AND state = 'pending' AND due_at <= ? AND ${FREE}`,
-    claim.by,
-    claim.token,
-    claim.until,
-    shopId,
-    mode,
-    due_ms,
-    threshold,
-  );
-}
+/** An advance's claim on its shop's pending jobs due by a time whose claim is free or lapsed: binds by, token, until, shop, mode, due, threshold. */
+export const CLAIM_SHOP = `UPDATE jobs SET claimed_by = ?, claim_token = ?, claim_until = ? WHERE shop_id = ? AND mode = ? AND state = 'pending' AND due_at <= ? AND ${FREE}`;
 
-/** Renew every claim of an advance on its shop's jobs until `until`, or (until null) give them up. */
-export async function holdShop(tx: Tx, shopId: string, mode: Mode, token: string, until: number | null): Promise<void> {
-  const set = until === null ? UNCLAIM : 'claim_until = ?';
-  const params = until === null ? [shopId, mode, token] : [until, shopId, mode, token];
-  await tx.run(`UPDATE jobs SET ${set} WHERE shop_id = ? AND mode = ? AND state = 'pending' AND claim_token = ?`, ...params);
-}
+/** Renew every claim of an advance on its shop's jobs (binds until, shop, mode, token), or give them all up (binds shop, mode, token). */
+export const RENEW_SHOP = `UPDATE jobs SET claim_until = ? WHERE shop_id = ? AND mode = ? AND state = 'pending' AND claim_token = ?`;
+export const RELEASE_SHOP = `UPDATE jobs SET ${UNCLAIM} WHERE shop_id = ? AND mode = ? AND state = 'pending' AND claim_token = ?`;
 
 /** Jobs of one kind in one condition, for `kopek jobs`. */
 export interface JobCount {
@@ -313,11 +288,12 @@ export async function reviveJob(tx: Tx, id: number, real_ms: number): Promise<Jo
   const row = await tx.get<JobRow>(`SELECT * FROM jobs WHERE id = ?`, id);
   if (!row) throw new Error(`cannot retry job ${id}: no such job`);
   if (row.state !== 'dead') throw new Error(`cannot retry job ${id}: it is ${row.state}, not dead`);
-  let offset_ms = 0;
-  if (row.mode === 'test' && row.shop_id !== null) {
-    const s = await tx.get<{ o: number }>(`SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?`, row.shop_id);
-    offset_ms = s?.o ?? 0;
-  }
-  await tx.run(`UPDATE jobs SET state = 'pending', attempt = 0, due_at = ?, run_at = ?, finished_at = NULL, ${UNCLAIM} WHERE id = ?`, real_ms + offset_ms, real_ms, id);
-  return (await tx.get<JobRow>(`SELECT * FROM jobs WHERE id = ?`, id)) as JobRow;
+  return (await tx.get<JobRow>(
+    `UPDATE jobs SET state = 'pending', attempt = 0, run_at = ?, finished_at = NULL, ${UNCLAIM},
+       due_at = ? + coalesce((SELECT test_clock_offset_ms FROM shops WHERE id = jobs.shop_id AND jobs.mode = 'test'), 0)
+     WHERE id = ? RETURNING *`,
+    real_ms,
+    real_ms,
+    id,
+  ))!;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Reader, Store, Tx } from '../storage/store';
 import type { Clocks, Mode } from '../clock';
 import type { Logger } from '../log';
-import { CANCEL, CLAIM, claimShopDue, DEFAULT_LIMITS, dueForShop, FIRST_KEY, holdShop, INSERT, NEXT_DUE, NEXT_RUN_AT, runOf, type Around, type Claim, type JobKey, type JobRow, type JobSpec, type RunClaim, type SchedulerLimits, type StartOptions } from './jobs-table';
+import { CANCEL, CLAIM, CLAIM_SHOP, DEFAULT_LIMITS, FIRST_KEY, INSERT, NEXT_DUE, NEXT_RUN_AT, RELEASE_SHOP, RENEW_SHOP, runOf, SHOP_DUE, type Around, type Claim, type JobKey, type JobRow, type JobSpec, type RunClaim, type SchedulerLimits, type StartOptions } from './jobs-table';
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
 import { Executor, MAX_ATTEMPTS, toJob, type JobHandler, type JobKindOptions, type Refetch } from './executor';
 
@@ -301,15 +301,15 @@ export async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo:
   const token = claim.token;
   await d.store.tx(async (tx) => {
     claim.dueBy = await upTo(tx);
-    await claimShopDue(tx, shopId, mode, claim.dueBy, d.threshold(), { by: d.processId, token, until: d.clocks.real() + d.limits.leaseMs });
+    await tx.run(CLAIM_SHOP, d.processId, token, d.clocks.real() + d.limits.leaseMs, shopId, mode, claim.dueBy, d.threshold());
   });
   d.advanceTokens.add(token);
-  let renewing: Promise<void> | null = null;
+  let renewing: Promise<unknown> | null = null;
   const renew = setInterval(() => {
     if (renewing || !d.store.isOpen) return;
     const until = d.clocks.real() + d.limits.leaseMs;
     renewing = d.store
-      .write((tx) => holdShop(tx, shopId, mode, token, until))
+      .write((tx) => tx.run(RENEW_SHOP, until, shopId, mode, token))
       .catch((err: unknown) => d.log.error('cannot renew the claims of a clock advance', { shop_id: shopId, error: String((err as Error)?.message ?? err) }))
       .finally(() => {
         renewing = null;
@@ -323,7 +323,7 @@ export async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo:
     clearInterval(renew);
     await renewing;
     // What is left claimed (a job the run did not get to, a retry beyond it) is anyone's again at once.
-    if (d.store.isOpen) await d.store.tx((tx) => holdShop(tx, shopId, mode, token, null));
+    if (d.store.isOpen) await d.store.tx((tx) => tx.run(RELEASE_SHOP, shopId, mode, token));
     d.advanceTokens.delete(token);
   }
 }
@@ -356,7 +356,7 @@ async function runAll(d: Executor, claim: RunClaim, fresh: JobRow[]): Promise<nu
     const now = await d.clocks.now(d.store, shopId, mode);
     // Everything scheduled so far is in the table and this read sees it.
     fresh.length = 0;
-    const read = await dueForShop(d.store, shopId, mode, now, d.limits.batch);
+    const read = await d.store.all<JobRow>(SHOP_DUE, shopId, mode, now, d.limits.batch);
     const threshold = d.threshold();
     st.bound = read.length === d.limits.batch ? read[read.length - 1] : null;
     const list: JobRow[] = [];
