@@ -7,13 +7,12 @@ import { CLAIM, CLAIM_DUE, DONE, DUE, due, inRun, RELEASE, runOf, RUNNABLE, type
 import type { AsyncJobKind, AsyncRunner, RunAt } from './async-runner';
 
 /**
- * A job handler runs inside the job's own transaction, which also marks the job done; it may schedule more
- * jobs through the tx it gets. It must be idempotent (check the subject's state first) and must not open a
- * transaction of its own. Throwing rolls back its writes and retries the job.
+ * A job handler runs in the job's own transaction, which also marks the job done, and may schedule more jobs
+ * through it. It must be idempotent (check the subject's state first) and open no transaction of its own.
+ * Throwing rolls back its writes and retries the job.
  */
 export type JobHandler = (tx: Tx, job: Job) => Promise<void>;
 
-/** Per-kind options. */
 export interface JobKindOptions {
   /** Failed runs before the job is dead (default MAX_ATTEMPTS). */
   maxAttempts?: number;
@@ -88,10 +87,7 @@ interface Start {
   give: (() => void) | undefined;
 }
 
-/**
- * Runs sync jobs in batches (one transaction; each job's writes and its `done` mark commit or roll back
- * together), claims and starts async ones, and records failures: retry after a doubling backoff, dead at last.
- */
+/** Runs sync jobs in batches of one transaction, claims and starts async ones, records failures (doubling backoff, then dead). */
 export class Executor {
   /** Registered kinds by name. */
   readonly kinds = new Map<string, Kind>();
@@ -129,7 +125,6 @@ export class Executor {
     return this.runner.inflight.has(row.id) || (row.claim_token !== null && this.advanceTokens.has(row.claim_token));
   }
 
-  /** Register a kind; a kind registered twice is a start-up error. */
   addKind(kind: string, k: Kind): void {
     if (this.kinds.has(kind)) throw new Error(`cannot register job kind "${kind}" twice`);
     if (!(Number.isInteger(k.maxAttempts) && k.maxAttempts >= 1)) throw new Error(`cannot register job kind "${kind}": maxAttempts ${k.maxAttempts} is under 1`);
@@ -268,10 +263,7 @@ export class Executor {
     return { ran, list: read, reached: read.length };
   }
 
-  /**
-   * SQLite's pass claims an async job in the batch's transaction, under a fresh token: if its kind's `admit`
-   * (or, for kinds without one, the runner) has a slot for it; else it is left due and unclaimed.
-   */
+  /** SQLite's pass claims an async job in the batch's transaction, under a fresh token, if its kind's `admit` or the runner has a slot for it. */
   private async claim(tx: Tx, row: JobRow, kind: AsyncJobKind<unknown>, threshold: number, starts: Start[]): Promise<void> {
     const job = toJob(row);
     const give = kind.admit ? kind.admit(job) : undefined;
@@ -284,7 +276,6 @@ export class Executor {
     else give?.();
   }
 
-  /** A fresh claim of this process, lapsing a lease from now. */
   claimOf(): Claim {
     return { by: this.processId, token: randomUUID(), until: this.clocks.real() + this.limits.leaseMs };
   }

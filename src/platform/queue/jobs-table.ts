@@ -28,11 +28,7 @@ export interface JobSpec {
 
 /** How a scheduler starts. */
 export interface StartOptions {
-  /**
-   * This process is the only server of the database (SQLite: it holds the server lock), so every claim made
-   * before it started belongs to a process that is gone: such claims count as lapsed at once instead of a
-   * lease after they were last renewed.
-   */
+  /** The only server of the database (SQLite: it holds the server lock): claims made before its start are a gone process's, lapsed at once. */
   sole?: boolean;
 }
 
@@ -43,22 +39,15 @@ export interface SchedulerLimits {
   /** Jobs read per query and run per transaction, at most (txMs is what usually ends a transaction). */
   batch: number;
   /**
-   * Longest a batch of jobs runs in one transaction before it commits (at least one job runs). A transaction's
-   * pages stay in the WAL until it commits and a checkpoint copies them, so this bounds the WAL a long advance
-   * writes between checkpoints; each commit costs a WAL sync, so it is not much shorter than that sync.
+   * Longest a batch runs in one transaction (at least one job runs): this bounds the WAL a long advance writes
+   * between checkpoints, and each commit costs a WAL sync, so it is not much shorter than that sync.
    */
   txMs: number;
   /** Longest stretch of job running before yielding to the event loop, so requests keep being served. */
   sliceMs: number;
-  /**
-   * How often the table is read again even when nothing is due by this process's reckoning: jobs written by
-   * other processes (admin commands, other nodes) and claims that lapsed are found within this.
-   */
+  /** How often the table is read again whatever this process knows: other processes' jobs and lapsed claims are found within this. */
   rereadMs: number;
-  /**
-   * How long a claim holds without renewal (`--job-lease`). A process renews the claims it holds every third of
-   * it; another process takes a job whose claim lapsed.
-   */
+  /** How long a claim holds without renewal (`--job-lease`); its process renews it every third of that. */
   leaseMs: number;
   /** How often an advance looks again at due jobs of its shop that another process holds. */
   heldPollMs: number;
@@ -71,9 +60,6 @@ export interface SchedulerLimits {
 /** The periodic re-read of the jobs table, in ms (see SchedulerLimits.rereadMs). */
 export const REREAD_MS = 2_000;
 
-/** The lease of a claim when --job-lease is not given, in ms. */
-export const DEFAULT_LEASE_MS = 30_000;
-
 /** The limits a server runs with unless told otherwise. */
 export const DEFAULT_LIMITS: SchedulerLimits = {
   maxAsyncRunning: 16,
@@ -81,7 +67,7 @@ export const DEFAULT_LIMITS: SchedulerLimits = {
   txMs: 50,
   sliceMs: 5,
   rereadMs: REREAD_MS,
-  leaseMs: DEFAULT_LEASE_MS,
+  leaseMs: 30_000,
   heldPollMs: 50,
   backoffMs: 1000,
   maxBackoffMs: 3_600_000,
@@ -165,20 +151,13 @@ export interface JobKey {
 /** The position before every job. */
 export const FIRST_KEY: JobKey = { runAt: -8.64e15, id: 0 };
 
-/**
- * A claim counts as free when it lapsed: `claim_until <= threshold`. The threshold is the real time now, or
- * later for a server that knows every claim made before its start belongs to a dead process (see
- * Scheduler.start): SQL binds it once per statement.
- */
+/** A claim is free when it lapsed by the threshold: the real time now, or later for a sole server (Scheduler.start). */
 const FREE = `(claim_until IS NULL OR claim_until <= ?)`;
 const UNCLAIM = `claimed_by = NULL, claim_token = NULL, claim_until = NULL`;
 
-// The statements the scheduler sends on its way (kept here, sent where they are needed).
-
 /**
- * Write a pending job (claimed when a claim is bound): its real run time is its due time less the shop's test
- * clock offset as the transaction sees it. Binds kind, subject, shop, mode, due, due, shop, mode, payload,
- * created, and the claim's three fields; returns id and run_at.
+ * Write a pending job (claimed when a claim is bound), run at its due time less the shop's test clock offset.
+ * Binds kind, subject, shop, mode, due, due, shop, mode, payload, created, the claim's three; returns id, run_at.
  */
 export const INSERT = `INSERT INTO jobs (kind, subject_id, shop_id, mode, due_at, run_at, payload, created_at, claimed_by, claim_token, claim_until)
   VALUES (?, ?, ?, ?, ?, ? - coalesce((SELECT test_clock_offset_ms FROM shops WHERE id = ? AND CAST(? AS TEXT) = 'test'), 0), ?, ?, ?, ?, ?) RETURNING id, run_at`;
@@ -193,11 +172,9 @@ export const NEXT_DUE = `SELECT min(due_at) AS due FROM jobs WHERE subject_id = 
 export const RUNNABLE = `SELECT state, claim_token, claim_until FROM jobs WHERE id = ?`;
 
 /**
- * Mark a sync job done in the transaction that ran it, and drop its claim. The write names what it expects, so a
- * job another process took meanwhile is not marked: pending, and its claim free, lapsed or the caller's own.
- * (`cancelled` too: the job was pending when its transaction found it, so only the job itself can have
- * cancelled it since, as a status check does when it schedules the next one; it is done.) Binds finished_at,
- * id, threshold, token; no change: the job was taken over.
+ * Mark a sync job done in the transaction that ran it, and drop its claim, if it is still pending and its claim
+ * free, lapsed or the caller's. `cancelled` too: the job was pending when it started, so only the job itself can
+ * have cancelled it (a status check scheduling the next one). Binds finished_at, id, threshold, token.
  */
 export const DONE = `UPDATE jobs SET state = 'done', finished_at = ?, ${UNCLAIM}
   WHERE id = ? AND state IN ('pending', 'cancelled') AND (claim_token IS NULL OR claim_until <= ? OR claim_token = ?)`;
@@ -217,11 +194,7 @@ export const RELEASE = `UPDATE jobs SET ${UNCLAIM} WHERE id = ? AND claim_token 
 /** The next wake: the earliest run time of a pending job whose claim is free or lapsed (binds threshold). */
 export const NEXT_RUN_AT = `SELECT run_at FROM jobs WHERE state = 'pending' AND ${FREE} ORDER BY run_at, id LIMIT 1`;
 
-/**
- * The due query: pending jobs whose run time has come (`run_at <= now_ms`) and whose claim is free or lapsed,
- * after `after` in (run_at, id) order, at most `limit`. One range of the partial index `jobs_run`, in its order;
- * the claim is checked on each row it reaches.
- */
+/** Pending jobs due by now, their claim free, after a key in (run_at, id) order: one range of the partial index `jobs_run`. */
 export const DUE = `SELECT * FROM jobs WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE} ORDER BY run_at, id LIMIT ?`;
 
 /** DUE, read through `q`. */

@@ -197,7 +197,7 @@ export class Scheduler {
 
   /** What this process holds, for diagnostics: no job is kept in memory, only claims, runs and the next wake. */
   stats(): { asyncRunning: number; claimsHeld: number; advances: number; nextWakeAt: number } {
-    return { asyncRunning: this.exec.runner.inflight.size, claimsHeld: this.exec.runner.claims(), advances: this.advances.size, nextWakeAt: this.wakeReal };
+    return { asyncRunning: this.exec.runner.inflight.size, claimsHeld: this.exec.runner.held.size, advances: this.advances.size, nextWakeAt: this.wakeReal };
   }
 
   /** Wake no later than real time `at` (nor than the next re-read): the one timer only ever moves earlier. */
