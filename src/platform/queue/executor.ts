@@ -103,6 +103,8 @@ export class Executor {
   voidBefore = Number.MIN_SAFE_INTEGER;
   /** Tokens of the shop runs in this process: a pass leaves their jobs to them even when their claim looks lapsed. */
   readonly advanceTokens = new Set<string>();
+  /** The transaction of a pass's batch running now (or last): a job it schedules for now is that pass's to run next. */
+  passTx: Tx | null = null;
 
   constructor(
     readonly store: Store,
@@ -151,6 +153,7 @@ export class Executor {
       await this.store.tx(async (tx) => {
         // PostgreSQL may run the body again after a serialization failure: each run starts afresh.
         if (starts.length > 0) giveBack(starts);
+        if (!o.run) this.passTx = tx;
         Object.assign(out, { ran: 0, moment: o.floor ?? -Infinity, stale: false });
         retry = null;
         const threshold = Math.max(this.clocks.real(), this.voidBefore - 1);
