@@ -255,10 +255,12 @@ export class Scheduler {
           if (!this.exec.stopped) this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
           this.again = false;
         }
-        // The next wake: the earliest run_at a round could take (one read of the index). Rows due by the round's
-        // start that are still there were left on purpose (held here, or waiting for a slot: the end of a run
-        // asks for a pass): the re-read covers them. A caller that joined during this read is owed a round too.
+        // The next wake: the earliest run_at a round could take (one read of the index), read by the last round
+        // (one that another follows, asked for meanwhile, leaves it to that one). Rows due by the round's start
+        // that are still there were left on purpose (held here, or waiting for a slot: the end of a run asks for
+        // a pass): the re-read covers them. A caller that joined during this read is owed a round too.
         if (this.exec.stopped) break;
+        if (this.again) continue;
         let next: number | undefined;
         try {
           next = (await this.store.get<{ run_at: number }>(NEXT_RUN_AT, Math.max(this.clocks.real(), this.exec.voidBefore - 1)))?.run_at;
