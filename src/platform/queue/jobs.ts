@@ -94,8 +94,9 @@ export class Scheduler {
 
   /**
    * Write a job in the caller's transaction; returns the job id. Once it commits, the timer wakes for it if it
-   * is due before the wake armed. A job that a job of a shop's run (runDueUpTo) schedules for that shop and
-   * mode, due within the run, is written claimed by the run, which runs it.
+   * is due before the wake armed; a job due now that a pass's job writes is run by that pass's next round. A job
+   * that a job of a shop's run (runDueUpTo) schedules for that shop and mode, due within the run, is written
+   * claimed by the run, which runs it.
    */
   async schedule(tx: Tx, spec: JobSpec): Promise<number> {
     if (!Number.isFinite(spec.dueAt)) throw new Error(`cannot schedule job "${spec.kind}": due time ${spec.dueAt} is not a number`);
