@@ -186,7 +186,10 @@ export class Scheduler {
   async runDue(): Promise<number> {
     let total = 0;
     for (;;) {
-      const ran = await this.pass();
+      if (this.exec.stopped) return total;
+      // A pass running now loops once more, from a fresh reading of the clock; its count is this one's.
+      if (this.passing) this.again = true;
+      const ran = await (this.passing ??= this.passes());
       total += ran;
       await this.idle();
       if (ran === 0) return total;
@@ -216,16 +219,6 @@ export class Scheduler {
     this.wakeDue = due;
     this.timer = setTimeout(this.fire, delay);
     this.timer.unref();
-  }
-
-  /** Run a pass, or ask the one running now for another round; resolves with the jobs it ran (or started). */
-  private pass(): Promise<number> {
-    if (this.exec.stopped) return Promise.resolve(0);
-    if (this.passing) {
-      this.again = true; // the running pass loops once more, from a fresh reading of the clock
-      return this.passing;
-    }
-    return (this.passing = this.passes());
   }
 
   /** Rounds of a pass, each over the jobs due when it began, a page at a time (yielding to the event loop after `sliceMs`). */
@@ -271,7 +264,7 @@ export class Scheduler {
         this.wake(next !== undefined && next > started ? next : Infinity);
       } while (this.again && !this.exec.stopped);
     } finally {
-      this.passing = null; // in the turn of the loop's last check: a later pass() never joins an ended pass
+      this.passing = null; // in the turn of the loop's last check: a later runDue() never joins an ended pass
       if (this.idleWaiters.length > 0) this.notifyIdle();
     }
     return total;
