@@ -130,6 +130,17 @@ export class Scheduler {
     return (await tx.run(CANCEL, this.clocks.real(), subjectId, kind)).changes;
   }
 
+  /**
+   * A pending job of the spec's kind and subject due no later than `spec.dueAt`: left alone when one is, else
+   * scheduled, the later one cancelled. In the caller's transaction.
+   */
+  async ensureDueBy(tx: Tx, spec: JobSpec): Promise<void> {
+    const due = (await tx.get<{ due: number | null }>(NEXT_DUE, spec.subjectId, spec.kind))?.due ?? null;
+    if (due !== null && due <= spec.dueAt) return;
+    if (due !== null) await this.cancel(tx, spec.kind, spec.subjectId);
+    await this.schedule(tx, spec);
+  }
+
   /** The earliest due time (on the shop's clock) of a subject's pending jobs of a kind, or null; in the caller's transaction (or the store outside one). */
   async nextDue(q: Reader, kind: string, subjectId: string): Promise<number | null> {
     return (await q.get<{ due: number | null }>(NEXT_DUE, subjectId, kind))?.due ?? null;
