@@ -122,21 +122,21 @@ export async function findPaymentForPage(q: Reader, id: string): Promise<Payment
 /**
  * The buyer pays with `method`: a payment created with `any` takes it, and the bank session opens
  * (pending → processing). Only this POST opens a session: opening the page changes nothing. Paying again
- * with the method already open changes nothing.
+ * with the method already open changes nothing. Resolves with the payment's row as it is now.
  */
-export async function payWithMethod(core: PaymentsCore, id: string, method: string): Promise<PaymentView> {
+export async function payWithMethod(core: PaymentsCore, id: string, method: string): Promise<PaymentRow> {
   if (method === 'any' || method === 'recurrent' || !(PAYMENT_METHODS as readonly string[]).includes(method)) {
     throw badRequest(`Cannot choose method "${method}": it is not a payment method`, 'method');
   }
   return core.store.write(async (tx) => {
     const p = isUuid(id) ? await getPayment(tx, id) : undefined;
     if (!p) throw notFound(`Cannot find payment "${id}"`);
-    if (p.status === 'processing' && p.method === method) return paymentView(tx, p);
+    if (p.status === 'processing' && p.method === method) return p;
     // One look at the clock, and the method written with the session's status.
     const at = await core.clocks.now(tx, p.shop_id, p.mode);
     const chosen = await chooseMethodTx(core, tx, p, method as ConcreteMethod, at, false);
     const patch = chosen.method === p.method ? undefined : { method: chosen.method };
-    return paymentView(tx, await openSessionTx(core, tx, chosen, { by: 'buyer', at, patch }), true);
+    return openSessionTx(core, tx, chosen, { by: 'buyer', at, patch });
   });
 }
 

@@ -5,8 +5,8 @@ import { buyerResolve } from '../../banks/simulator/test-bank';
 import { loadForAction } from './handlers';
 import { isTest, backToPage, renderPage, tolerateMovedOn, cardPayStep, cardScreen } from './render';
 import { payWithMethod } from '../../money/payments/handlers';
-import { getPayment } from '../../money/payments/store';
-import type { PaymentView } from '../../money/bank-port/payment';
+import { getPayment, paymentView } from '../../money/payments/store';
+import type { PaymentRow, PaymentView } from '../../money/bank-port/payment';
 import { clearStep, getStep, putStep, type PageStep } from './steps';
 
 // The test bank's forms on the hosted page; a live payment's buyer pays on the acquirer's page instead.
@@ -65,11 +65,11 @@ export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
     return renderPage(ctx, lang, p, body, { status: 400, poll: true });
   }
   if (p.status === 'pending') {
-    let opened: PaymentView | undefined;
-    await tolerateMovedOn(payWithMethod(ctx.app, p.id, 'cards').then((v) => (opened = v)));
+    let opened: PaymentRow | undefined;
+    await tolerateMovedOn(payWithMethod(ctx.app, p.id, 'cards').then((row) => (opened = row)));
     // The payment moved on meanwhile (expired, cancelled): the page shows where it is now.
     if (!opened) return backToPage(p.id, lang);
-    p = opened;
+    p = await paymentView(ctx.app.store, opened, true);
   }
   const { brand, mask, holder, digits } = checked.card;
   const card = { brand, mask, holder };
