@@ -7,7 +7,7 @@ import { ALL_SCOPES } from '../platform/auth/scopes';
 import type { Store } from '../platform/storage/store';
 import { TBANK } from '../banks/tbank/protocol';
 import { removeAcquirer, setTBankAcquirer, showAcquirer } from '../banks/tbank/settings';
-import { removePayoutProvider, setPayoutProvider, showPayoutProvider } from '../web/cabinet/payout-provider';
+import { removePayoutProvider, setPayoutProvider, showPayoutProvider } from '../web/cabinet/shops';
 import { allowListOf, literalRefusal } from '../money/webhooks/url-safety';
 
 const usage = `Usage:

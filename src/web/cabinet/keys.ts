@@ -6,7 +6,7 @@ import type { KeyUsage } from '../../platform/auth/authenticate';
 import { createKey, listKeys, revokeKey } from '../../money/shops/store';
 import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
 import { audit, change, chosenShop, merchantShops, ownShop, shopOfOwn } from './scope';
-import { form } from './guard';
+import { form } from './sessions';
 import { ct, when, codeText } from './text';
 
 export async function shopPicker(ctx: Ctx<Pick<Core, 'store'>>, path: string, current: string): Promise<string> {

@@ -5,7 +5,7 @@ import type { Lang } from '../pay-page/i18n';
 import { cabinetPage, field, postForm } from './layout';
 import { chosenShop, ownShop, change } from './scope';
 import { advanceShopClock, resetTestData } from '../../banks/simulator/clock';
-import { form } from './guard';
+import { form } from './sessions';
 import { shopPicker } from './keys';
 import { ct, when } from './text';
 

@@ -5,7 +5,7 @@ import { addEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, 
 import { deliveryLog } from '../../money/webhooks/log';
 import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
 import { audit, change, chosenShop, ownShop, refused, shopOfOwn } from './scope';
-import { form } from './guard';
+import { form } from './sessions';
 import { shopPicker } from './keys';
 import { ct, when, deliveryText } from './text';
 
