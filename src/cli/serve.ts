@@ -7,7 +7,7 @@ import { isPostgresUrl } from '../platform/storage/postgres/open';
 import { redactUrl } from '../platform/redact-url';
 import type { Store } from '../platform/storage/store';
 import { isEmpty } from '../money/shops/store';
-import { createDemoData, demoLines, type DemoData, type DemoOptions } from './demo';
+import { createDemoData, demoLines, type DemoData, type DemoOptions } from './admin';
 import { checkEndpointUrl } from '../money/webhooks/store';
 import { io, table, type Command } from './command';
 
