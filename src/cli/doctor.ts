@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { behindTheirTables, counters, describeCounter } from '../platform/storage/counters';
 
 /** What the ledger check proves, in the words `kopek ledger check` and `kopek doctor` both print. */
-export const LEDGER_PROOF = 'balances equal their postings, nothing overdrawn, every movement in place';
+const LEDGER_PROOF = 'balances equal their postings, nothing overdrawn, every movement in place';
 
 /** The one-line verdict of a ledger check: `kopek ledger check` and `kopek doctor` print the same words. */
 export function ledgerVerdict(r: CheckResult): string {
@@ -23,7 +23,7 @@ export function ledgerVerdict(r: CheckResult): string {
 }
 
 /** What to do about a failed ledger check, the same in both commands. */
-export const LEDGER_ACTION = 'report it as a bug, with the database and the list of problems (kopek ledger check)';
+const LEDGER_ACTION = 'report it as a bug, with the database and the list of problems (kopek ledger check)';
 
 /** Failed runs in a row after which a job that still retries is worth the operator's look. */
 const FAILING_RUNS = 3;

@@ -37,15 +37,7 @@ const FORWARD_TIMEOUT_MS = 15_000;
 /** Pause before a reconnect: it doubles from the first to the last while the server stays away. */
 const RECONNECT_MS = { first: 200, max: 2_000 };
 
-export interface ListenOptions {
-  base: URL;
-  key: string;
-  forwardTo: URL;
-  /** Webhook events to forward; null forwards all. */
-  events: ReadonlySet<string> | null;
-  secret: string;
-  json: boolean;
-}
+type ListenOptions = ReturnType<typeof listenOptions>;
 
 export const listen: Command = {
   name: 'listen',
@@ -68,7 +60,7 @@ export const listen: Command = {
 };
 
 /** Read and check the flags: a live key, a bad URL or an unknown event is refused before anything connects. */
-export function listenOptions(args: Args): ListenOptions {
+function listenOptions(args: Args) {
   onlyFlags(args, ['forward-to', 'events', 'secret', 'url', 'key']);
   atMostPositionals(args.positional, 0, 'kopek listen --forward-to URL [--events E1,E2]');
   if (args.flags.has('db')) throw new Error('kopek listen talks to a running server, not to a database file: pass --url instead of --db');
@@ -107,7 +99,7 @@ function say(opts: ListenOptions, json: Record<string, unknown>, text: string): 
 }
 
 /** Until `stop`: connect (a refusal is the command's error), print the ready line, forward events in order, reconnect when the stream ends. */
-export async function runListener(opts: ListenOptions, stop: AbortSignal): Promise<void> {
+async function runListener(opts: ListenOptions, stop: AbortSignal): Promise<void> {
   // One event at a time, in order, each signed when sent; `stop` cuts the attempt in flight and drops the rest.
   let forwarding = Promise.resolve();
   const first = await openStream(opts.base, opts.key, null);
@@ -201,14 +193,14 @@ async function forward(opts: ListenOptions, e: StreamedWebhook, signal: AbortSig
 }
 
 /** One webhook event as the stream's webhook format carries it: its sequence number, name and exact body. */
-export interface StreamedWebhook {
+interface StreamedWebhook {
   seq: number;
   event: string;
   body: string;
 }
 
 /** An open event stream, its answer read and its events not yet: `start` begins reading them. */
-export interface OpenStream {
+interface OpenStream {
   /** The database the server runs on (X-Kopek-Database-Id), and when it was made. */
   databaseId: string;
   databaseCreatedMs: number;
@@ -223,7 +215,7 @@ export interface OpenStream {
 }
 
 /** Why a stream did not open; `retryable` when the server may answer later (not running, restarting, shutting down). */
-export class StreamRefused extends Error {
+class StreamRefused extends Error {
   constructor(
     message: string,
     readonly retryable: boolean,
@@ -233,10 +225,10 @@ export class StreamRefused extends Error {
 }
 
 /** How long opening waits for the server's answer, and how long an open stream may stay silent (pings come every 15 s). */
-export const STREAM_CLIENT_LIMITS = { open_ms: 10_000, idle_ms: 60_000, error_bytes: 16 * 1024 };
+const STREAM_CLIENT_LIMITS = { open_ms: 10_000, idle_ms: 60_000, error_bytes: 16 * 1024 };
 
 /** Opens GET /v1/public/events?format=webhook, after `lastEventId` if given; resolves once headers are read, else a StreamRefused. */
-export function openStream(base: URL, key: string, lastEventId: number | null): Promise<OpenStream> {
+function openStream(base: URL, key: string, lastEventId: number | null): Promise<OpenStream> {
   // Keep the base's path: a server behind a proxy's prefix is reached there, as `kopek trigger` reaches it.
   const url = new URL(`${base.href.replace(/\/+$/, '')}/v1/public/events?format=webhook`);
   const headers: Record<string, string> = { Accept: 'text/event-stream', Authorization: `Bearer ${key}` };
@@ -300,7 +292,7 @@ function opened(req: ClientRequest, res: IncomingMessage, databaseId: string, da
 }
 
 /** An SSE parser fed in chunks: messages with `id:` and `data:` (one data line each) go to onEvent; comments and other fields are skipped. */
-export function sseParser(onEvent: (e: StreamedWebhook) => void): (chunk: string) => void {
+function sseParser(onEvent: (e: StreamedWebhook) => void): (chunk: string) => void {
   let buf = '';
   let msg: { id?: string; event?: string; data?: string } = {};
   return (chunk) => {

@@ -4,17 +4,10 @@ import { esc } from '../pay-page/render';
 import { ALL_SCOPES } from '../../platform/auth/scopes';
 import type { KeyUsage } from '../../platform/auth/authenticate';
 import { createKey, listKeys, revokeKey } from '../../money/shops/store';
-import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
-import { audit, change, chosenShop, merchantShops, ownShop, shopOfOwn } from './scope';
+import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags } from './layout';
+import { audit, change, chosenShop, ownShop, shopOfOwn, shopPicker } from './scope';
 import { form } from './sessions';
 import { ct, when, codeText } from './text';
-
-export async function shopPicker(ctx: Ctx<Pick<Core, 'store'>>, path: string, current: string): Promise<string> {
-  const shops = await merchantShops(ctx);
-  if (shops.length < 2) return '';
-  const lang = ctx.cabinet!.lang;
-  return `<form method="get" action="${path}" class="inline">${field('pick-shop', ct(lang, 'shop'), `<select id="pick-shop" name="shop">${options(shops.map((s) => [s.id, s.name]), current)}</select>`)}<button class="btn secondary" type="submit">${esc(ct(lang, 'filter'))}</button></form>`;
-}
 
 /** GET /cabinet/keys?shop=: a shop's keys (prefix, mode, scopes, last use), create and revoke. */
 export async function keysPage(ctx: Ctx<Core & { keyUsage: KeyUsage }>): Promise<Reply> {

@@ -127,7 +127,7 @@ async function failingEndpoints(ctx: Ctx<Core>, shopIds: string[]): Promise<Fail
 }
 
 /** One day of the chart: UTC day start, payments created, amount of those that succeeded (minor units). */
-export interface DayFigure {
+interface DayFigure {
   day_ms: number;
   count: number;
   paid: number;
@@ -179,7 +179,7 @@ ${bars.join('\n')}
 
 // Payments per day as two server-drawn SVG charts, each with its own scale (a count and an amount never share an axis);
 // presentation attributes only, so the strict CSP holds; a table of the figures follows for screen readers.
-export function paymentsChart(lang: Lang, days: DayFigure[], currency = 'RUB'): string {
+function paymentsChart(lang: Lang, days: DayFigure[], currency = 'RUB'): string {
   const totalCount = days.reduce((s, d) => s + d.count, 0);
   const totalPaid = days.reduce((s, d) => s + d.paid, 0);
   const money = (minor: number) => formatAmount(lang, Math.round(minor), currency);

@@ -167,7 +167,7 @@ export async function postResend(ctx: Ctx<Core>): Promise<Reply> {
 }
 
 /** Events shown on a payment's timeline; a payment has a handful, this only bounds a pathological one. */
-export const TIMELINE_MAX = 200;
+const TIMELINE_MAX = 200;
 /** Events of the shop's log one timeline page reads at most, from where the payment's events begin. */
 export const TIMELINE_SCAN_ROWS = 20_000;
 
@@ -221,7 +221,7 @@ const SHOWN: Array<[string, CabKey, (lang: Lang, v: unknown, currency: string) =
 ];
 
 /** An event payload in one short line in the page's language: its status, amounts, failure and method when it has them. */
-export function eventSummary(lang: Lang, payload: string, currency: string): string {
+function eventSummary(lang: Lang, payload: string, currency: string): string {
   let o: Record<string, unknown>;
   try {
     o = JSON.parse(payload) as Record<string, unknown>;
@@ -239,7 +239,7 @@ function takes(e: Endpoint, event: string): boolean {
 }
 
 /** A timeline event's webhook cell: Resend when it went to an endpoint; when it went to none, Send only if an endpoint takes it now. */
-export function webhookCell(ctx: Ctx, e: TimelineEvent, o: { delivered: Set<string>; endpoints: Endpoint[]; back: string }): string {
+function webhookCell(ctx: Ctx, e: TimelineEvent, o: { delivered: Set<string>; endpoints: Endpoint[]; back: string }): string {
   if (!e.webhook_event) return '—';
   const lang = ctx.cabinet!.lang;
   const send = (label: CabKey) =>

@@ -287,13 +287,13 @@ const CABINET_SEEKS_MAX = 64;
 export const SCAN_ROWS_MAX = 20_000;
 
 /** Conditions no register index serves, checked on each row of a bounded window of the register. */
-export interface RowFilter {
+interface RowFilter {
   sql: string[];
   params: unknown[];
 }
 
 /** A page's rows (at most limit + 1, newest first) and, when a window ran out first, where the search stopped. */
-export interface CabinetRows<R> {
+interface CabinetRows<R> {
   rows: R[];
   /** The oldest position searched (rows from it up are all on this page); null when the search was complete. */
   searchedTo: Cursor | null;
@@ -306,7 +306,7 @@ function newer(a: Position, b: Position): boolean {
 }
 
 /** The index seeks of one cabinet query, one per shop and status value; more than CABINET_SEEKS_MAX is a 400 naming `shop`. */
-export function cabinetSeeks(spec: RegisterTable, shopIds: readonly string[], mode: string, rq: RegisterQuery, columns = '*'): RegisterSeek[] {
+function cabinetSeeks(spec: RegisterTable, shopIds: readonly string[], mode: string, rq: RegisterQuery, columns = '*'): RegisterSeek[] {
   const seeks = shopIds.flatMap((id) => registerSeeks(spec, id, [mode], { status: rq.statuses ?? undefined }, rq, columns));
   if (seeks.length > CABINET_SEEKS_MAX) {
     throw new ApiError(400, 'bad_request', `Cannot list ${spec.table} of ${shopIds.length} shops with this many statuses at once: choose one shop or fewer statuses`, 'shop');
@@ -317,7 +317,7 @@ export function cabinetSeeks(spec: RegisterTable, shopIds: readonly string[], mo
 // A register page over a merchant's shops, newest first: one index seek per shop and status, merged (≤ seeks × (limit + 1)
 // rows). With `extra` each seek filters a window of SCAN_ROWS_MAX / seeks rows; a page cut short holds the matches down to
 // the shallowest window end (`searchedTo`).
-export async function cabinetRows<R extends Position>(q: Reader, spec: RegisterTable, shopIds: readonly string[], mode: string, rq: RegisterQuery, extra: RowFilter): Promise<CabinetRows<R>> {
+async function cabinetRows<R extends Position>(q: Reader, spec: RegisterTable, shopIds: readonly string[], mode: string, rq: RegisterQuery, extra: RowFilter): Promise<CabinetRows<R>> {
   const seeks = cabinetSeeks(spec, shopIds, mode, rq);
   const take = rq.limit + 1;
   const merge = (rows: R[]): R[] => rows.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq).slice(0, take);

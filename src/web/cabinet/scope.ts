@@ -9,7 +9,7 @@ import { setFlash } from './sessions';
 import { ct, when } from './text';
 import type { Store, Tx } from '../../platform/storage/store';
 import { esc } from '../pay-page/render';
-import { cabinetPage, table } from './layout';
+import { cabinetPage, field, options, table } from './layout';
 
 /** The signed-in user's merchant's shops, oldest first. */
 export function merchantShops(ctx: Ctx<Pick<Core, 'store'>>): Promise<Shop[]> {
@@ -35,6 +35,14 @@ export async function chosenShop(ctx: Ctx<Pick<Core, 'store'>>): Promise<Shop> {
   const first = (await merchantShops(ctx))[0];
   if (!first) throw notFound('Cannot find a shop of this merchant: create one first');
   return first;
+}
+
+/** A form to pick the shop a page is about, when the merchant has more than one. */
+export async function shopPicker(ctx: Ctx<Pick<Core, 'store'>>, path: string, current: string): Promise<string> {
+  const shops = await merchantShops(ctx);
+  if (shops.length < 2) return '';
+  const lang = ctx.cabinet!.lang;
+  return `<form method="get" action="${path}" class="inline">${field('pick-shop', ct(lang, 'shop'), `<select id="pick-shop" name="shop">${options(shops.map((s) => [s.id, s.name]), current)}</select>`)}<button class="btn secondary" type="submit">${esc(ct(lang, 'filter'))}</button></form>`;
 }
 
 /** A payment of the user's merchant, or 404 (another merchant's payment is not reachable by URL). */
@@ -98,7 +106,7 @@ interface AuditRow {
   at: number;
 }
 
-export interface Actor {
+interface Actor {
   merchantId: string | null;
   userId: string | null;
   email: string;

@@ -80,11 +80,6 @@ export async function loadSession(store: Store, clocks: Clocks, cookieHeader: st
   return { userId: row.user_id, email: row.email, merchantId: row.merchant_id, sessionHash: hash, csrf: row.csrf_token, mode: row.view_mode, lang: row.lang, totp: row.totp_on === 1, flash };
 }
 
-/** True when `given` is the session's CSRF token (compared in constant time). */
-export function csrfMatches(auth: CabinetAuth, given: string | undefined): boolean {
-  return typeof given === 'string' && given.length > 0 && safeEqual(given, auth.csrf);
-}
-
 /** Leave a message for the next page of the session (after a POST's redirect). */
 export async function setFlash(store: Store, sessionHash: string, kind: 'ok' | 'error', text: string): Promise<void> {
   await store.tx((tx) => tx.run('UPDATE cabinet_sessions SET flash = ? WHERE token_hash = ?', JSON.stringify({ kind, text }), sessionHash));
@@ -139,7 +134,7 @@ export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks'
     const foreign = sameOriginRefusal(ctx, baseUrl);
     if (foreign) throw foreign;
     const given = headerOf(ctx, 'x-csrf-token') ?? form(ctx).get('_csrf') ?? undefined;
-    if (!csrfMatches(auth, given)) {
+    if (!given || !safeEqual(given, auth.csrf)) {
       throw new ApiError(403, 'csrf_failed', 'Cannot accept the form: its CSRF token is missing or wrong; reload the page and try again');
     }
   }

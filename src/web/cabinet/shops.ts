@@ -270,6 +270,6 @@ export async function removePayoutProvider(store: Store, shopId: string): Promis
 }
 
 /** Addresses the cabinet offers: the provider's published ones, and the shop's current one if the operator set another. */
-export function payoutApiUrlChoices(currentUrl?: string): string[] {
+function payoutApiUrlChoices(currentUrl?: string): string[] {
   return currentUrl && !YOOKASSA_API_URLS.includes(currentUrl) ? [...YOOKASSA_API_URLS, currentUrl] : [...YOOKASSA_API_URLS];
 }

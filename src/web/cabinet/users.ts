@@ -147,7 +147,8 @@ export async function changePassword(store: Store, userId: string, current: stri
 
 /** Begin TOTP enrolment: a new secret, sealed, is held as pending until a code from it confirms it. */
 export async function startTotp(store: Store, userId: string): Promise<string> {
-  const secret = newTotpSecret();
+  // 20 random bytes: RFC 4226's recommended length for HMAC-SHA1.
+  const secret = base32(randomBytes(20));
   await store.tx((tx) => tx.run('UPDATE cabinet_users SET totp_pending = ? WHERE id = ?', seal(store.path, secret, totpContext('totp_pending', userId)), userId));
   return secret;
 }
@@ -209,9 +210,9 @@ export async function createDemoUser(store: Store, merchantId: string, now: numb
 const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
 /** Length of one TOTP time step (RFC 6238's default, what every authenticator app uses). */
-export const TOTP_STEP_S = 30;
+const TOTP_STEP_S = 30;
 /** Steps either side of now a code is still accepted in: covers a phone clock off by half a minute. */
-export const TOTP_WINDOW_STEPS = 1;
+const TOTP_WINDOW_STEPS = 1;
 
 /** Bytes as RFC 4648 base32 without padding (the form otpauth:// URIs carry). */
 export function base32(bytes: Buffer): string {
@@ -248,13 +249,8 @@ export function fromBase32(text: string): Buffer {
   return Buffer.from(out);
 }
 
-/** A new TOTP secret: 20 random bytes (RFC 4226's recommended length for HMAC-SHA1), base32. */
-export function newTotpSecret(): string {
-  return base32(randomBytes(20));
-}
-
 /** The 6-digit HOTP code (RFC 4226) of a base32 secret at a counter. */
-export function hotp(secretB32: string, counter: number): string {
+function hotp(secretB32: string, counter: number): string {
   const msg = Buffer.alloc(8);
   msg.writeBigUInt64BE(BigInt(counter));
   const mac = createHmac('sha1', fromBase32(secretB32)).update(msg).digest();
@@ -263,7 +259,7 @@ export function hotp(secretB32: string, counter: number): string {
   return String(bin % 1_000_000).padStart(6, '0');
 }
 
-export function totpStep(now_ms: number): number {
+function totpStep(now_ms: number): number {
   return Math.floor(now_ms / 1000 / TOTP_STEP_S);
 }
 
@@ -272,7 +268,7 @@ export function totpCode(secretB32: string, now_ms: number): string {
 }
 
 /** The step a code matches around now, or null; steps at or before `lastStep` are refused, so a seen code cannot sign in again. */
-export function matchTotp(secretB32: string, code: string, now_ms: number, lastStep: number): number | null {
+function matchTotp(secretB32: string, code: string, now_ms: number, lastStep: number): number | null {
   if (!/^\d{6}$/.test(code)) return null;
   const now = totpStep(now_ms);
   for (let d = -TOTP_WINDOW_STEPS; d <= TOTP_WINDOW_STEPS; d++) {
@@ -379,7 +375,7 @@ export async function signInWait(q: Reader, email: string, ip: string, now: numb
 }
 
 /** How a throttled check ended: refused before any check (wait), failed (and whether that locked the email), or passed. */
-export type CheckOutcome = { kind: 'refused'; wait_ms: number } | { kind: 'failed'; locked: boolean } | { kind: 'passed' };
+type CheckOutcome = { kind: 'refused'; wait_ms: number } | { kind: 'failed'; locked: boolean } | { kind: 'passed' };
 
 /** Runs `check` (password, TOTP...) under the email's sign-in throttle, reserved before the slow hash; sign-in and in-session checks share it. */
 export async function throttledCheck(store: Store, o: { email: string; ip: string; now: number }, check: () => Promise<boolean>): Promise<CheckOutcome> {

@@ -4,9 +4,8 @@ import { esc } from '../pay-page/render';
 import { addEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, WEBHOOK_EVENTS, type Endpoint } from '../../money/webhooks/store';
 import { deliveryLog } from '../../money/webhooks/log';
 import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
-import { audit, change, chosenShop, ownShop, refused, shopOfOwn } from './scope';
+import { audit, change, chosenShop, ownShop, refused, shopOfOwn, shopPicker } from './scope';
 import { form } from './sessions';
-import { shopPicker } from './keys';
 import { ct, when, deliveryText } from './text';
 
 /** Lines of the delivery log a page shows (the newest). */
@@ -94,7 +93,6 @@ ${field(`ov-${e.id}`, ct(lang, 'overlap_hours'), `<input id="ov-${e.id}" name="o
 
 /** POST /cabinet/webhooks {shop, url, event…, signature}: as `kopek webhook add`; the secret is shown once, on this answer. */
 export async function postEndpoint(ctx: Ctx<Core>): Promise<Reply> {
-  const lang = ctx.cabinet!.lang;
   const f = form(ctx);
   const shop = await ownShop(ctx, f.get('shop'));
   let made;
