@@ -61,8 +61,7 @@ export interface ServedApp {
 export type StartServer = (config: Config, opts?: { log?: Logger }) => Promise<ServedApp>;
 
 export function serveCommand(start: StartServer): Command {
-  const run = (argv: string[]): Promise<number> => serve(start, argv);
-  return { name: 'serve', summary: 'start the server (the default command)', usage, run };
+  return { name: 'serve', summary: 'start the server (the default command)', usage, run: (argv) => serve(start, argv) };
 }
 
 /** Make the demo data on an empty database (when asked), start, print the banner (and the ready line), and wait for a signal. */

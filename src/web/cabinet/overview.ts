@@ -17,10 +17,7 @@ const LATEST = 10;
 /** Deliveries per shop looked at for failing endpoints: the recent ones say whether an endpoint fails now. */
 const RECENT_DELIVERIES = 1000;
 
-type LatestRow = Pick<
-  PaymentRow,
-  'id' | 'seq' | 'order_id' | 'amount' | 'amount_refunded' | 'currency' | 'status' | 'created_at' | 'shop_id'
->;
+type LatestRow = Pick<PaymentRow, 'id' | 'seq' | 'order_id' | 'amount' | 'amount_refunded' | 'currency' | 'status' | 'created_at' | 'shop_id'>;
 
 /** Payments read per query while the chart adds up its days; the server answers others between two reads. */
 const CHART_SLICE_ROWS = 5000;
