@@ -201,6 +201,11 @@ ${o.shown}
   return cabinetPage(ctx, { title: o.title, active: o.active, body });
 }
 
+/** What `made` resolves to, or its rejection as `{ refused }`: a form's refusal is shown on a page, not thrown. */
+export function orRefused<T>(made: Promise<T>): Promise<T | { refused: unknown }> {
+  return made.catch((err: unknown) => ({ refused: err }));
+}
+
 /** A create form refused (bad input): its reason, with the way back to the form (400). */
 export function createRefused(ctx: Ctx, active: CabKey, heading: CabKey, err: unknown, back: string): Reply {
   const lang = ctx.cabinet!.lang;

@@ -6,7 +6,7 @@ import type { Lang } from '../pay-page/i18n';
 import { safeEqual } from '../../platform/util/ids';
 import { acceptSecondFactor, getUserByEmail, verifyPassword, throttledCheck, signInWait, changePassword, checkRefusal, confirmTotp, disableTotp, getUser, pendingTotpSecret, recoveryCodesLeft, startTotp, otpauthUri } from './users';
 import { cookieName, cookieValue, createSession, endAllSessions, endSession, loadSession, SESSION_COOKIE, setCookie, setPrefs, form, sameOriginRefusal, openSessions } from './sessions';
-import { field, publicPage, cabinetPage, postForm, shownOnce } from './layout';
+import { field, publicPage, cabinetPage, orRefused, postForm, shownOnce } from './layout';
 import { audit, recordAudit, change, refused } from './scope';
 import { ct } from './text';
 import QRCode from 'qrcode';
@@ -172,12 +172,8 @@ export function postTotpStart(ctx: Ctx<Core>): Promise<Reply> {
 /** POST /cabinet/account/totp/confirm {code}: TOTP on; the recovery codes are shown once, on this answer. */
 export async function postTotpConfirm(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
-  let codes: string[];
-  try {
-    codes = await confirmTotp(ctx.app.store, ctx.cabinet!.userId, form(ctx).get('code') ?? '', ctx.app.clocks.real());
-  } catch (err) {
-    return refused(ctx, '/cabinet/account', err);
-  }
+  const codes = await orRefused(confirmTotp(ctx.app.store, ctx.cabinet!.userId, form(ctx).get('code') ?? '', ctx.app.clocks.real()));
+  if ('refused' in codes) return refused(ctx, '/cabinet/account', codes.refused);
   await audit(ctx, 'totp.on', ctx.cabinet!.userId);
   const shown = `<ul class="secret" id="recovery-codes">${codes.map((c) => `<li>${esc(c)}</li>`).join('')}</ul>`;
   const title = ct(lang, 'recovery_codes');

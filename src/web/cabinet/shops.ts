@@ -7,7 +7,7 @@ import { apiUrlChoices, removeAcquirer, setTBankAcquirer, showAcquirer } from '.
 import { payoutsNeedingDecision } from '../../money/payouts/store';
 import { allowListOf, literalRefusal } from '../../money/webhooks/url-safety';
 import { YOOKASSA, secretLabel, YOOKASSA_API_URLS } from '../../banks/yookassa/settings';
-import { cabinetPage, checkboxes, createRefused, field, options, postForm, shownOnce, table } from './layout';
+import { cabinetPage, checkboxes, createRefused, field, options, orRefused, postForm, shownOnce, table } from './layout';
 import type { Lang } from '../pay-page/i18n';
 import { audit, change, merchantShops, ownShop } from './scope';
 import { form } from './sessions';
@@ -41,12 +41,8 @@ ${postForm(ctx, '/cabinet/shops', `<div class="inline">${field('s-name', ct(lang
 /** POST /cabinet/shops {name}: a new shop of the user's merchant (all scopes), as `kopek shop create` makes it; its secrets are shown once. */
 export async function postShop(ctx: Ctx<Core>): Promise<Reply> {
   const lang = ctx.cabinet!.lang;
-  let shop;
-  try {
-    shop = await createShop(ctx.app.store, ctx.cabinet!.merchantId, form(ctx).get('name') ?? '', undefined, ctx.app.clocks.real());
-  } catch (err) {
-    return createRefused(ctx, 'shops', 'create_shop', err, '/cabinet/shops');
-  }
+  const shop = await orRefused(createShop(ctx.app.store, ctx.cabinet!.merchantId, form(ctx).get('name') ?? '', undefined, ctx.app.clocks.real()));
+  if ('refused' in shop) return createRefused(ctx, 'shops', 'create_shop', shop.refused, '/cabinet/shops');
   await audit(ctx, 'shop.create', shop.id, shop.name);
   const shown = `${signingSecret(lang, shop.signing_secret)}
 ${field('sec-wh', 'Webhook secret (whs_)', `<output id="sec-wh" class="secret">${esc(shop.webhook_secret)}</output>`)}`;
