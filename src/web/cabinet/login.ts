@@ -4,10 +4,10 @@ import type { Core } from '../../money/core/core';
 import { esc, langOf } from '../pay-page/render';
 import type { Lang } from '../pay-page/i18n';
 import { safeEqual } from '../../platform/util/ids';
-import { acceptSecondFactor, getUserByEmail, verifyPassword, throttledCheck, signInWait, changePassword, checkRefusal, confirmTotp, disableTotp, getUser, pendingTotpSecret, recoveryCodesLeft, startTotp, otpauthUri } from './users';
+import { acceptSecondFactor, getUserByEmail, verifyPassword, throttledCheck, signInWait, changePassword, checkRefusal, confirmTotp, disableTotp, getUser, totpSecret, recoveryCodesLeft, startTotp, otpauthUri } from './users';
 import { cookieName, cookieValue, createSession, endAllSessions, endSession, loadSession, SESSION_COOKIE, setCookie, setPrefs, form, sameOriginRefusal, openSessions } from './sessions';
 import { field, publicPage, cabinetPage, orRefused, postForm, shownOnce } from './layout';
-import { audit, recordAudit, change, refused } from './scope';
+import { audit, insertAudit, change, refused } from './scope';
 import { ct } from './text';
 import QRCode from 'qrcode';
 
@@ -80,12 +80,12 @@ export async function postLogin(ctx: Ctx<Core>): Promise<Reply> {
   if (outcome.kind === 'refused') return tooMany(ctx, lang, email, outcome.wait_ms);
   const who = { merchantId: user?.merchant_id ?? null, userId: user?.id ?? null, email: email || '(empty)', ip: ctx.ip };
   if (outcome.kind === 'failed') {
-    await recordAudit(store, who, 'sign_in.failed', user?.id ?? '', outcome.locked ? 'locked for 15 minutes' : '', now);
+    await store.tx((tx) => insertAudit(tx, who, 'sign_in.failed', user?.id ?? '', outcome.locked ? 'locked for 15 minutes' : '', now));
     if (outcome.locked) return tooMany(ctx, lang, email, await signInWait(store, email, ctx.ip, now));
     return loginForm(ctx, lang, { error: ct(lang, 'bad_login'), email, status: 401 });
   }
   const token = await createSession(store, user!, { ip: ctx.ip, lang, now });
-  await recordAudit(store, who, 'sign_in', user!.id, factor, now);
+  await store.tx((tx) => insertAudit(tx, who, 'sign_in', user!.id, factor, now));
   return { status: 303, location: safeNext(f.get('next')), headers: { 'Set-Cookie': setCookie(baseUrl, SESSION_COOKIE, token) } };
 }
 
@@ -126,7 +126,7 @@ export async function accountPage(ctx: Ctx<Core>): Promise<Reply> {
   const lang = c.lang;
   const user = (await getUser(ctx.app.store, c.userId))!;
   let totp: string;
-  const pending = pendingTotpSecret(ctx.app.store, user);
+  const pending = totpSecret(ctx.app.store, user, 'totp_pending');
   if (user.totp_secret) {
     totp = `<p>${esc(ct(lang, 'two_step_on'))} ${await recoveryCodesLeft(ctx.app.store, user.id)}</p>
 ${postForm(

@@ -7,7 +7,7 @@ import type { PaymentRow } from '../../money/bank-port/payment';
 import { getPayment } from '../../money/payments/store';
 import { setFlash } from './sessions';
 import { ct, when } from './text';
-import type { Store, Tx } from '../../platform/storage/store';
+import type { Tx } from '../../platform/storage/store';
 import { esc } from '../pay-page/render';
 import { cabinetPage, field, options, table } from './layout';
 
@@ -58,7 +58,7 @@ export function actor(ctx: Ctx): Actor & { userId: string } {
 }
 
 export function audit(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, action: string, target: string, detail = ''): Promise<void> {
-  return recordAudit(ctx.app.store, actor(ctx), action, target, detail, ctx.app.clocks.real());
+  return ctx.app.store.tx((tx) => insertAudit(tx, actor(ctx), action, target, detail, ctx.app.clocks.real()));
 }
 
 /** What a change is called in the audit log, and where the browser goes after it. */
@@ -116,12 +116,7 @@ interface Actor {
 /** Longest detail kept per line: enough for a reason or a list of scopes, never a whole request. */
 const DETAIL_MAX = 500;
 
-/** Append a line to the audit log in its own transaction. A secret never goes into `detail`. */
-export async function recordAudit(store: Store, actor: Actor, action: string, target: string, detail: string, now: number): Promise<void> {
-  await store.tx((tx) => insertAudit(tx, actor, action, target, detail, now));
-}
-
-/** Append a line to the audit log inside the caller's transaction (the change and its line commit together). */
+/** Append a line to the audit log inside the caller's transaction (a change and its line commit together). A secret never goes into `detail`. */
 export async function insertAudit(tx: Tx, actor: Actor, action: string, target: string, detail: string, now: number): Promise<void> {
   await tx.run(
     'INSERT INTO cabinet_audit (merchant_id, user_id, email, action, target, detail, ip, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',

@@ -23,7 +23,7 @@ export interface CabinetUser {
   password_hash: string;
   /** The confirmed TOTP secret, sealed under the master key (totpSecret reads it). */
   totp_secret: string | null;
-  /** The secret offered during enrolment, sealed too (pendingTotpSecret reads it). */
+  /** The secret offered during enrolment, sealed too (totpSecret reads it). */
   totp_pending: string | null;
   totp_last_step: number;
   created_at: number;
@@ -116,12 +116,10 @@ function totpContext(column: 'totp_secret' | 'totp_pending', userId: string): st
 }
 
 /** A user's confirmed TOTP secret (`totp_secret`) or that of an enrolment in progress (`totp_pending`), base32; null when none. */
-function totpSecret(store: Store, user: CabinetUser, column: 'totp_secret' | 'totp_pending' = 'totp_secret'): string | null {
+export function totpSecret(store: Store, user: CabinetUser, column: 'totp_secret' | 'totp_pending' = 'totp_secret'): string | null {
   const sealed = user[column];
   return sealed === null ? null : unseal(store.path, sealed, totpContext(column, user.id));
 }
-
-export const pendingTotpSecret = (store: Store, user: CabinetUser): string | null => totpSecret(store, user, 'totp_pending');
 
 /** A refused or failed password check inside a session, as the message the page shows. */
 export function checkRefusal(action: string, outcome: CheckOutcome, wrong: string): string {
@@ -156,7 +154,7 @@ export async function startTotp(store: Store, userId: string): Promise<string> {
 /** Confirm enrolment with a code of the pending secret: TOTP on, and recovery codes returned to show once (their hashes kept). */
 export async function confirmTotp(store: Store, userId: string, code: string, now: number): Promise<string[]> {
   const user = await getUser(store, userId);
-  const pending = user ? pendingTotpSecret(store, user) : null;
+  const pending = user ? totpSecret(store, user, 'totp_pending') : null;
   if (!pending) throw new Error('Cannot turn on two-step sign-in: start again, no secret is pending');
   const step = matchTotp(pending, code.replace(/\s/g, ''), now, 0);
   if (step === null) throw new Error('Cannot turn on two-step sign-in: the code does not match; check the phone clock and try the next code');
