@@ -193,17 +193,12 @@ export const WINDOW_SQL = { sqlite: windowSql('sqlite'), postgres: windowSql('po
 /** The last seq of such a window, read from the index alone; none when the window was not full. */
 export const WINDOW_END_SQL = { sqlite: windowEndSql('sqlite'), postgres: windowEndSql('postgres') };
 
-/** Where a payment's events begin: its payment.created event, found by the index on `id` within the creation millisecond; null when gone. */
-async function firstEventSeq(q: Reader, p: PaymentRow): Promise<number | null> {
-  const r = await q.get<{ seq: number | null }>(CREATED_EVENT_SQL, eventIdPrefix(p.created_at), eventIdPrefix(p.created_at + 1), p.id);
-  return r?.seq ?? null;
-}
-
 // The payment's events in one window of at most TIMELINE_SCAN_ROWS shop events from `from` (default: its payment.created);
 // events long after (a refund weeks later in a busy shop) may lie past it: `next` says where the following window starts
 // (null when this one reached the end of the shop's log).
 export async function timeline(q: Reader, p: PaymentRow, from?: number): Promise<{ events: TimelineEvent[]; next: number | null }> {
-  const start = from ?? (await firstEventSeq(q, p)) ?? 0;
+  // Unless given, from the payment.created event, found by the index on `id` within the creation millisecond.
+  const start = from ?? (await q.get<{ seq: number | null }>(CREATED_EVENT_SQL, eventIdPrefix(p.created_at), eventIdPrefix(p.created_at + 1), p.id))?.seq ?? 0;
   const events = await q.all<TimelineEvent>(WINDOW_SQL[q.engine], p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS, p.id, TIMELINE_MAX);
   const end = await q.get<{ seq: number }>(WINDOW_END_SQL[q.engine], p.shop_id, p.mode, start, TIMELINE_SCAN_ROWS - 1);
   // A window that held more of the payment's events than a page shows goes on after the last one shown.

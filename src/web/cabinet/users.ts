@@ -65,17 +65,12 @@ function checkPassword(password: string, action?: string): void {
   if (why) throw new Error(action ? `${action}: ${why}` : why);
 }
 
-/** An email as the cabinet keys it: trimmed, lower case; throws unless it looks like one. */
-function normalEmail(email: string, action: string): string {
-  const e = email.trim().toLowerCase();
-  if (!/^[^\s@]{1,64}@[^\s@]{1,190}\.[^\s@]{1,63}$/.test(e)) throw new Error(`${action}: "${email.slice(0, 80)}" is not an email address`);
-  return e;
-}
-
 export async function createUser(store: Store, input: { merchantId: string; email: string; password: string }, now: number): Promise<CabinetUser> {
   const action = 'cannot create cabinet user';
   if (!(await getMerchant(store, input.merchantId))) throw new Error(`${action}: merchant "${input.merchantId}" not found`);
-  const email = normalEmail(input.email, action);
+  // The email as the cabinet keys it: trimmed, lower case.
+  const email = input.email.trim().toLowerCase();
+  if (!/^[^\s@]{1,64}@[^\s@]{1,190}\.[^\s@]{1,63}$/.test(email)) throw new Error(`${action}: "${input.email.slice(0, 80)}" is not an email address`);
   const hash = hashPassword(input.password, action);
   if (await getUserByEmail(store, email)) throw new Error(`${action}: "${email}" already has a user`);
   const id = uuid();
