@@ -1,8 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, atMostPositionals } from '../platform/args';
 import { defaultConfig } from '../platform/config';
 import { COMMON_OPTIONS, output, outputList, runSubcommand, withStore, type Command } from './command';
-import { createUser, disableUser, listUsers, createDemoUser, DEMO_EMAIL, getUserByEmail } from '../web/cabinet/users';
+import { createUser, disableUser, listUsers, getUserByEmail } from '../web/cabinet/users';
 import { iso, isoOrNull } from '../platform/util/time';
 import { hostForUrl } from '../money/core/build';
 import { createDemo } from '../money/shops/store';
@@ -152,7 +153,9 @@ export interface DemoOptions {
 /** Make the demo data on `store`: the same for `npm start` on an empty database and for `kopek demo`. */
 export async function createDemoData(store: Store, now: number, opts: DemoOptions = {}): Promise<DemoData> {
   const d = await createDemo(store, now, opts.fixedKey);
-  const u = await createDemoUser(store, d.merchant.id, now, await freeDemoEmail(store));
+  // The cabinet user's password: shown once, only its hash kept.
+  const password = randomBytes(12).toString('base64url');
+  const user = await createUser(store, { merchantId: d.merchant.id, email: await freeDemoEmail(store), password }, now);
   const w = opts.webhook;
   const made = w ? await addEndpoint(store, { shopId: d.shop.id, url: w.url, secret: w.secret, allow: w.allow }, now) : null;
   return {
@@ -160,13 +163,15 @@ export async function createDemoData(store: Store, now: number, opts: DemoOption
     shopId: d.shop.id,
     keyId: d.key.id,
     testKey: d.secret,
-    email: u.user.email,
-    password: u.password,
+    email: user.email,
+    password,
     endpoint: made && { id: made.endpoint.id, url: made.endpoint.url },
     webhookSecret: made?.secret ?? d.shop.webhook_secret,
   };
 }
 
+/** The email of the cabinet user made for the demo merchant on an empty database (demo-2@… for the next). */
+const DEMO_EMAIL = 'demo@kopek.test';
 /** Names tried for a demo's cabinet user (demo@, demo-2@, … kopek.test) before giving up. */
 const MAX_DEMO_USERS = 1000;
 

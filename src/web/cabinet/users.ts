@@ -191,14 +191,6 @@ export async function recoveryCodesLeft(q: Reader, userId: string): Promise<numb
   return (await q.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_recovery_codes WHERE user_id = ? AND used_at IS NULL', userId))!.n;
 }
 
-/** The email of the cabinet user made for the demo merchant on an empty database. */
-export const DEMO_EMAIL = 'demo@kopek.test';
-
-/** A cabinet user for the demo merchant with a generated password, returned once (only its hash is kept); `email` for a second demo. */
-export async function createDemoUser(store: Store, merchantId: string, now: number, email = DEMO_EMAIL): Promise<{ user: CabinetUser; password: string }> {
-  const password = randomBytes(12).toString('base64url');
-  return { user: await createUser(store, { merchantId, email, password }, now), password };
-}
 
 const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
