@@ -210,7 +210,7 @@ async function main() {
     }),
   );
 
-  // A worker thread cannot load modules out of the main script, so the checkpoint thread (src/platform/storage/sqlite/checkpointer.ts)
+  // A worker thread cannot load modules out of the main script, so the checkpoint thread (src/platform/storage/sqlite/wal.ts)
   // gets better-sqlite3's JavaScript as text of its own.
   await step('bundle better-sqlite3 for worker threads', () =>
     build({

@@ -18,7 +18,7 @@ const TARGET_MS = 1000;
 const WEBHOOK_TIMEOUT_MS = 120_000;
 /** Deliveries timed per figure; the median is reported (one is a few ms, so one alone is noise). */
 const SAMPLES = 5;
-/** Attempts one shop may have in flight (WORKER_LIMITS in src/money/webhooks/attempt.ts: 16 of 64); the noisy shop should fill exactly these. */
+/** Attempts one shop may have in flight (WORKER_LIMITS in src/money/webhooks/delivery.ts: 16 of 64); the noisy shop should fill exactly these. */
 const SHOP_SLOTS = 16;
 
 interface Figures {

@@ -1,6 +1,6 @@
 import type { PaymentsCore } from './money/payments/core';
 import type { PaymentCreates } from './money/payments/create-batch';
-import type { WebhookAttempts } from './money/webhooks/attempt';
+import type { WebhookAttempts } from './money/webhooks/delivery';
 import type { EventStreamHub } from './money/events/stream';
 import type { Metrics } from './web/system/metrics';
 import type { Retention } from './web/system/retention';
@@ -12,8 +12,8 @@ import type { KeyUsage } from './platform/auth/authenticate';
  * part it uses, and nothing below the root imports this type.
  */
 export interface App extends PaymentsCore {
-  /** The node's payment creates, gathered into shared transactions on PostgreSQL. */
-  readonly creates: PaymentCreates;
+  /** The node's payment creates, gathered into shared transactions: PostgreSQL only (undefined on SQLite). */
+  readonly creates: PaymentCreates | undefined;
   /** The webhook attempt job kind (its attempts in flight, for metrics). */
   readonly webhooks: WebhookAttempts;
   /** The Server-Sent Events hub: every open stream, fed by committed events. */

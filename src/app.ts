@@ -21,7 +21,7 @@ import { paymentsModule } from './money/payments/module';
 import { refundsModule } from './money/refunds/module';
 import { payoutsModule } from './money/payouts/module';
 import { recurrentModule } from './money/subscriptions/module';
-import { webhooksModule } from './money/webhooks/module';
+import { webhooksModule } from './money/webhooks/delivery';
 import { simulatorModule } from './banks/simulator/test-bank';
 import { tbankModule } from './banks/tbank/bank';
 import { yookassaModule } from './banks/yookassa/jobs';
@@ -156,7 +156,7 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
   const { core } = control;
   const paymentHooks = new PaymentHooks();
   // Each layer of services is an object of its own whose prototype is the one below: the core stays the core
-  // (modules built from it see no domain service), and the `closing` getter still reads the core's flag.
+  // (modules built from it see no domain service), and `closing` still reads the core's own field.
   const payments: PaymentsCore = Object.assign(Object.create(core) as Core, { paymentHooks });
   const metrics = new Metrics(core.clocks.real());
   const webhooks = webhooksModule(core, metrics.webhookAttempt);
@@ -173,7 +173,7 @@ function assemble(control: CoreControl, opts: StartOptions): { app: App; modules
       await keyUsage.flush();
     },
   };
-  const creates = new PaymentCreates(payments, pgWaitMs(core.config));
+  const creates = core.store.engine === 'postgres' ? new PaymentCreates(payments, pgWaitMs(core.config)) : undefined;
   const app: App = Object.assign(Object.create(payments) as PaymentsCore, { creates, webhooks: webhooks.attempts, stream, metrics, keyUsage, retention: retention.retention });
   const modules: Module[] = [
     webhooks,

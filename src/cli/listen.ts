@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from '../platform/args';
 import { io, parseJson, type Command } from './command';
-import { postWebhook } from '../money/webhooks/deliver';
-import { signatureHeader, webhookHeaders } from '../money/webhooks/sign';
+import { postWebhook, webhookHeaders } from '../money/webhooks/delivery';
 import { WEBHOOK_EVENTS } from '../money/webhooks/store';
 import { secret as newSecret, WEBHOOK_SECRET_RE } from '../platform/util/ids';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
@@ -181,7 +180,7 @@ async function forward(opts: ListenOptions, e: StreamedWebhook, signal: AbortSig
   // A body that is not JSON is forwarded as it came; the line names no id.
   const id = String((parseJson(e.body) as { id?: unknown } | null | undefined)?.id ?? '');
   const t_s = Math.floor(Date.now() / 1000);
-  const headers = webhookHeaders(id, signatureHeader('v2', [opts.secret], t_s, e.body), t_s);
+  const headers = webhookHeaders(id, 'v2', [opts.secret], t_s, e.body);
   const out = await postWebhook({ url: opts.forwardTo, headers, body: e.body, timeout_ms: FORWARD_TIMEOUT_MS, signal });
   if (out.aborted_by_shutdown) return;
   const answer = out.response_code !== null ? String(out.response_code) : `error: ${out.error}`;

@@ -1,9 +1,7 @@
 import { parseArgs, flag, onlyFlags, atMostPositionals, type Args } from '../platform/args';
 import { COMMON_OPTIONS, output, outputList, runSubcommand, splitList, withStore, type Command } from './command';
 import type { Store } from '../platform/storage/store';
-import { addEndpoint, deleteEndpoint, listEndpoints, rotateSecret } from '../money/webhooks/store';
-import { deliveryLog } from '../money/webhooks/log';
-import { resendEvent } from '../money/webhooks/outbox';
+import { addEndpoint, deleteEndpoint, deliveryLog, listEndpoints, resendEvent, rotateSecret } from '../money/webhooks/store';
 import { iso, isoOrNull } from '../platform/util/time';
 import { Clocks } from '../platform/clock';
 import { createLogger } from '../platform/log';

@@ -1,5 +1,5 @@
 /**
- * Idempotency records of older schema versions: the frozen reader of the compact form (src/platform/storage/legacy-records.ts)
+ * Idempotency records of older schema versions: the frozen reader of the compact form (src/platform/storage/sqlite/migrations-records.ts)
  * and databases of versions 5, 12, 13 and 15 upgraded by `kopek migrate`'s step (upgradeOldSqlite) to the current
  * layout (one record per merchant, mode and key under a UNIQUE constraint, the first answer kept as its JSON text).
  * Each builds the old layout by hand from records the real server made, upgrades it, restarts the server on it and checks that every key still
@@ -14,7 +14,7 @@ import { cardBody, KNOWN_BANK, sbpBody } from '../helpers/payouts';
 import { openDatabase } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
 import { upgradeOldSqlite } from '../../src/platform/storage/sqlite/migrations-old';
-import { decodeLegacyRecord, legacyKeyHash, legacyMerchantKey, merchantIdOfLegacyKey, namesShop, type LegacyRecordIds } from '../../src/platform/storage/sqlite/legacy-records';
+import { decodeLegacyRecord, legacyKeyHash, legacyMerchantKey, merchantIdOfLegacyKey, namesShop, type LegacyRecordIds } from '../../src/platform/storage/sqlite/migrations-records';
 
 const sbpItem = (amount: number, phone: string) => ({ amount, phone, bank_id: KNOWN_BANK, full_name: 'Anna Ivanova' });
 

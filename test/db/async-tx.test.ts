@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/platform/storage/sqlite/store';
 import { TX_ENDED, type Store, type Tx } from '../../src/platform/storage/store';
-import { AWAITED_OUTSIDE } from '../../src/platform/storage/sqlite/tx';
+import { AWAITED_OUTSIDE } from '../../src/platform/storage/sqlite/store';
 import { openDatabase } from '../../src/platform/storage/sqlite/open';
 
 async function tempStore(): Promise<{ store: Store; path: string; done: () => Promise<void> }> {

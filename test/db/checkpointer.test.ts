@@ -4,7 +4,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Checkpointer } from '../../src/platform/storage/sqlite/checkpointer';
+import { Checkpointer } from '../../src/platform/storage/sqlite/wal';
 import { openDatabase } from '../../src/platform/storage/sqlite/open';
 import { SqliteStore } from '../../src/platform/storage/sqlite/store';
 import { type Store } from '../../src/platform/storage/store';

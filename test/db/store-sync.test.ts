@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/platform/storage/sqlite/store';
 import { type Store } from '../../src/platform/storage/store';
 import { openDatabase } from '../../src/platform/storage/sqlite/open';
-import { CATCH_UP_FRAMES } from '../../src/platform/storage/sqlite/checkpointer';
+import { CATCH_UP_FRAMES } from '../../src/platform/storage/sqlite/wal';
 
 async function tempStore(sync: 'sqlite' | 'store'): Promise<{ store: SqliteStore; path: string; done: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'kopek-store-'));

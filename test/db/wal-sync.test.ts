@@ -11,12 +11,12 @@ import { createLogger } from '../../src/platform/log';
 const ROOT = join(__dirname, '..', '..');
 
 /**
- * Run the WAL sync (durable.ts) in a child process over a descriptor whose sync fails (a pipe: EINVAL, as a disk that
+ * Run the WAL sync (wal.ts) in a child process over a descriptor whose sync fails (a pipe: EINVAL, as a disk that
  * cannot sync would), logging through the app's logger to stdout.
  */
 function failingSync(call: 'committed' | 'syncNow'): { status: number | null; stdout: string; stderr: string } {
   const code = `
-    const { Durability } = require(${JSON.stringify(join(ROOT, 'src', 'platform', 'storage', 'sqlite', 'durable.ts'))});
+    const { Durability } = require(${JSON.stringify(join(ROOT, 'src', 'platform', 'storage', 'sqlite', 'wal.ts'))});
     const { createLogger } = require(${JSON.stringify(join(ROOT, 'src', 'platform', 'log.ts'))});
     const sync = new Durability(createLogger('info'), 0);
     const synced = () => process.stdout.write('synced\\n');

@@ -113,7 +113,7 @@ test('live creates that arrive together are gathered too, each through its shop\
 
 test('a create that waited for its transaction longer than a connection wait is refused with 503, and nothing of it is written', { skip }, async () => {
   const shop = await s.newShop();
-  const creates = s.running.app.creates;
+  const creates = s.running.app.creates!;
   // Every create transaction under way stops at the payments table.
   await admin.query('BEGIN');
   await admin.query('LOCK TABLE payments IN EXCLUSIVE MODE');

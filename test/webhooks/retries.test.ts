@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { appendWebhookEvent, receiverPool, waitForLog } from '../helpers/webhooks';
 import { addEndpoint } from '../../src/money/webhooks/store';
-import { RETRY_DELAYS_MS } from '../../src/money/webhooks/outbox';
+import { RETRY_DELAYS_MS } from '../../src/money/webhooks/delivery';
 import { SCHEMA_VERSION } from '../../src/platform/storage/migrations';
 
 let s: TestServer;

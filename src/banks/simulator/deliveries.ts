@@ -2,7 +2,7 @@ import type { Core } from '../../money/core/core';
 import type { Ctx, Reply } from '../../platform/http/types';
 import { badRequest } from '../../platform/http/errors';
 import { isUuid } from '../../platform/util/ids';
-import { deliveryLog } from '../../money/webhooks/log';
+import { deliveryLog } from '../../money/webhooks/store';
 
 const EVENT_ID_RE = /^evt_[0-9A-HJKMNP-TV-Z]{26}$/;
 const QUERY = ['event_id', 'payment_id'];

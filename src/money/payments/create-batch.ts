@@ -77,7 +77,7 @@ function unavailable(message: string): Error {
 const FINAL = new Set(['DB_COMMIT_UNKNOWN', 'DB_UNAVAILABLE']);
 
 export interface PaymentCreatesCore extends PaymentsCore {
-  readonly creates: PaymentCreates;
+  readonly creates: PaymentCreates | undefined;
 }
 
 /** See the top of this file. */
@@ -99,9 +99,9 @@ export class PaymentCreates {
     return this.waiting.length;
   }
 
-  /** On PostgreSQL, without a saved method (whose session opens at once). */
+  /** Without a saved method (whose session opens at once). */
   takes(input: PaymentInput): boolean {
-    return this.core.store.engine === 'postgres' && !opensAtOnce(input);
+    return !opensAtOnce(input);
   }
 
   /** At once if a transaction slot is free, else with the creates waiting beside it. */

@@ -37,7 +37,7 @@ export async function paymentOfShop(q: Reader, ctx: Ctx, id: string): Promise<Pa
 /** POST /v1/public/payments */
 export async function createPayment(ctx: Ctx<PaymentCreatesCore>): Promise<Reply> {
   const input = parseCreateBody(ctx.body, ctx.auth!, ctx.app.config.webhookAllow);
-  if (ctx.app.creates.takes(input) && idempotencyKey(ctx) === undefined) {
+  if (ctx.app.creates?.takes(input) && idempotencyKey(ctx) === undefined) {
     // Without a key there is nothing to replay: the create may share its transaction with others (create-batch.ts).
     const made = await ctx.app.creates.create(input);
     ctx.logExtra = { payment_id: made.row.id };

@@ -1,8 +1,12 @@
 import type { Reader, Store, Tx } from '../../platform/storage/store';
+import type { Mode } from '../../platform/clock';
+import type { Scheduler } from '../../platform/queue/jobs';
+import type { EventRow, EventSink } from '../events/emit';
 import { secret as newSecret, uuid, WEBHOOK_SECRET_RE } from '../../platform/util/ids';
 import { seal, unseal } from '../../platform/secrets/at-rest';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from './url-safety';
 import { urlControlChar } from '../../platform/http/body';
+import { isoOrNull } from '../../platform/util/time';
 
 /** Every webhook event a shop can receive; an endpoint's filter must name only these. */
 export const WEBHOOK_EVENTS = [
@@ -166,17 +170,6 @@ export async function validSecrets(store: SecretReader, endpointId: string, now:
   return rows.map((r) => unseal(store.path, r.secret, `webhook_secrets:${endpointId}`));
 }
 
-/** Endpoints of a shop that receive `event` now: enabled, and the filter is empty or names it. */
-export async function matchingEndpoints(q: Reader, shopId: string, event: string): Promise<Endpoint[]> {
-  const rows = await q.all<Endpoint>('SELECT * FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id', shopId);
-  return rows.filter((e) => e.events === '' || e.events.split(',').includes(event));
-}
-
-/** Disable an endpoint (the receiver answered 410 Gone); it stays listed with the reason. */
-export async function disableEndpoint(tx: Tx, id: string, reason: string, now: number): Promise<boolean> {
-  return (await tx.run('UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL', now, reason, id)).changes > 0;
-}
-
 /**
  * How a payment's own webhook_url is signed: with the shop's oldest enabled endpoint (its version and
  * valid secrets), else v2 with the shop's fallback secret.
@@ -192,4 +185,202 @@ export async function paymentUrlSigning(store: SecretReader, shopId: string, now
   }
   const shop = await store.get<{ webhook_secret: string }>('SELECT webhook_secret FROM shops WHERE id = ?', shopId);
   return { signature: 'v2', secrets: shop ? [unseal(store.path, shop.webhook_secret, `shops.webhook_secret:${shopId}`)] : [] };
+}
+
+/** The job kind of every attempt of a delivery, the first and the retries (delivery.ts runs it). */
+export const ATTEMPT_JOB = 'webhook.attempt';
+
+/** A delivery row of the outbox. */
+export interface DeliveryRow {
+  id: number;
+  event_seq: number;
+  event_id: string;
+  event: string;
+  shop_id: string;
+  mode: Mode;
+  endpoint_id: string | null;
+  url: string;
+  payment_id: string | null;
+  state: 'pending' | 'succeeded' | 'failed';
+  attempts: number;
+  round_start: number;
+  next_attempt_at: number | null;
+  created_at: number;
+}
+
+/** Where an event goes: an enabled endpoint (its filter `events`: empty takes all), or a payment's own URL (id null). */
+type Target = { id: string | null; url: string; events: string };
+
+const ENABLED_ENDPOINTS = 'SELECT id, url, events FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id';
+const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, payment_id, next_attempt_at, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
+
+/**
+ * The outbox: in the transaction of each event that sends a webhook, its deliveries, each with the job of its
+ * first attempt (due now, the event's time on its clock: the commit wakes the scheduler): one for a payment's
+ * own URL, else one per enabled endpoint of the event's shop whose filter takes it.
+ */
+export function outboxSink(scheduler: Pick<Scheduler, 'schedule'>): EventSink {
+  return (tx, row) => (row.webhook_event ? enqueueDeliveries(tx, scheduler, row, row.webhook_event) : undefined);
+}
+
+async function enqueueDeliveries(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>, row: EventRow, event: string): Promise<void> {
+  const targets = row.webhook_url ? [{ id: null, url: row.webhook_url, events: '' }] : await tx.all<Target>(ENABLED_ENDPOINTS, row.shop_id);
+  for (const t of targets) {
+    if (t.events !== '' && !t.events.split(',').includes(event)) continue;
+    const { lastInsertRowid } = await tx.run(INSERT_DELIVERY, row.seq, row.id, event, row.shop_id, row.mode, t.id, t.url, row.payment_id, row.at, row.at);
+    await scheduleAttempt(tx, scheduler, { id: Number(lastInsertRowid), shop_id: row.shop_id, mode: row.mode, attempts: 0, endpoint_id: t.id, url: t.url }, row.at);
+  }
+}
+
+/**
+ * Schedule the attempt a delivery waits for (its attempt count now) at `dueAt` on its clock. Its receiver, for
+ * the limit of attempts in flight (delivery.ts), is its endpoint, or the host of a payment's own webhook_url.
+ */
+export function scheduleAttempt(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>, d: Pick<DeliveryRow, 'id' | 'shop_id' | 'mode' | 'attempts' | 'endpoint_id' | 'url'>, dueAt: number): Promise<number> {
+  const receiver = d.endpoint_id ? `ep:${d.endpoint_id}` : `url:${URL.canParse(d.url) ? new URL(d.url).host : d.url}`;
+  return scheduler.schedule(tx, { kind: ATTEMPT_JOB, subjectId: String(d.id), shopId: d.shop_id, mode: d.mode, dueAt, payload: { attempts: d.attempts, receiver } });
+}
+
+/**
+ * Send an event again, with a fresh retry schedule (attempt numbers continue), to whoever takes it now: the
+ * payment's own URL, or each enabled endpoint of the shop whose filter takes the event, including one added
+ * since (an endpoint deleted and added again after a 410 gets the events it missed). Deliveries to deleted or
+ * disabled endpoints stay as they are. Each gets the job of its first attempt, due now: from the server, its
+ * commit wakes the scheduler; from the CLI, the server's next re-read of the jobs table finds it. Returns how
+ * many deliveries were queued; throws when there is nothing to send it to.
+ */
+export async function resendEvent(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>, eventId: string, realNow: number): Promise<number> {
+  const ev = await tx.get<{ seq: number; shop_id: string; mode: Mode; webhook_event: string | null; webhook_url: string | null; payment_id: string | null; off: number }>(
+    `SELECT e.seq, e.shop_id, e.mode, e.webhook_event, e.webhook_url, e.payment_id, s.test_clock_offset_ms AS off
+     FROM events e JOIN shops s ON s.id = e.shop_id WHERE e.id = ?`,
+    eventId,
+  );
+  if (!ev) throw new Error(`cannot resend event "${eventId}": no such event`);
+  const event = ev.webhook_event;
+  if (!event) throw new Error(`cannot resend event "${eventId}": it is a stream event that sends no webhook`);
+  const now = ev.mode === 'test' ? realNow + ev.off : realNow;
+  const targets = ev.webhook_url
+    ? [{ id: null, url: ev.webhook_url, events: '' }]
+    : (await tx.all<Target>(ENABLED_ENDPOINTS, ev.shop_id)).filter((t) => t.events === '' || t.events.split(',').includes(event));
+  if (targets.length === 0) {
+    throw new Error(`cannot resend event "${eventId}": no enabled webhook endpoint of shop "${ev.shop_id}" takes ${event}`);
+  }
+  const existing = await tx.all<{ id: number; endpoint_id: string | null; attempts: number }>('SELECT id, endpoint_id, attempts FROM webhook_deliveries WHERE event_id = ?', eventId);
+  for (const t of targets) {
+    const d = existing.find((x) => x.endpoint_id === t.id);
+    let id = d?.id ?? 0;
+    // A retry job still pending for a re-queued row is harmless: a job runs only for the attempt count it names.
+    if (d) await tx.run(`UPDATE webhook_deliveries SET state = 'pending', round_start = attempts, next_attempt_at = ? WHERE id = ?`, now, d.id);
+    else id = Number((await tx.run(INSERT_DELIVERY, ev.seq, eventId, event, ev.shop_id, ev.mode, t.id, t.url, ev.payment_id, now, now)).lastInsertRowid);
+    await scheduleAttempt(tx, scheduler, { id, shop_id: ev.shop_id, mode: ev.mode, attempts: d?.attempts ?? 0, endpoint_id: t.id, url: t.url }, now);
+  }
+  return targets.length;
+}
+
+/** One line of the delivery log: a made attempt, or the attempt a pending delivery waits for, with its owner. */
+export interface AttemptItem {
+  shop_id: string;
+  mode: Mode;
+  delivery_id: number;
+  event_id: string;
+  event: string;
+  url: string;
+  attempt: number;
+  status: 'succeeded' | 'failed' | 'pending';
+  response_code: number | null;
+  error: string | null;
+  latency_ms: number | null;
+  attempted_at: string | null;
+  next_attempt_at: string | null;
+}
+
+/** Filters of the delivery log; all optional. */
+export interface LogFilter {
+  shopId?: string;
+  mode?: Mode;
+  eventId?: string;
+  paymentId?: string;
+  /** Most items returned (the newest are kept). */
+  limit?: number;
+}
+
+interface Row {
+  delivery_id: number;
+  shop_id: string;
+  mode: Mode;
+  event_id: string;
+  event: string;
+  d_url: string;
+  d_state: 'pending' | 'succeeded' | 'failed';
+  d_attempts: number;
+  d_next: number | null;
+  attempt: number | null;
+  a_url: string | null;
+  attempted_at: number | null;
+  latency_ms: number | null;
+  response_code: number | null;
+  error: string | null;
+  succeeded: number | null;
+  a_next: number | null;
+}
+
+/**
+ * The delivery log, oldest first: every attempt made, then, for a delivery still pending, one `pending`
+ * item for the attempt it waits for (its `next_attempt_at`). Times are on the shop's clock.
+ */
+export async function deliveryLog(q: Reader, f: LogFilter): Promise<AttemptItem[]> {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  if (f.shopId) where.push('d.shop_id = ?'), args.push(f.shopId);
+  if (f.mode) where.push('d.mode = ?'), args.push(f.mode);
+  if (f.eventId) where.push('d.event_id = ?'), args.push(f.eventId);
+  if (f.paymentId) where.push('d.payment_id = ?'), args.push(f.paymentId);
+  const limit = Math.max(1, Math.min(f.limit ?? 1000, 5000));
+  const rows = await q.all<Row>(
+    `SELECT d.id AS delivery_id, d.shop_id, d.mode, d.event_id, d.event, d.url AS d_url, d.state AS d_state,
+            d.attempts AS d_attempts, d.next_attempt_at AS d_next,
+            a.attempt, a.url AS a_url, a.attempted_at, a.latency_ms, a.response_code, a.error, a.succeeded, a.next_attempt_at AS a_next
+     FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
+     ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
+     ORDER BY d.id DESC, a.attempt DESC LIMIT ?`,
+    ...args,
+    limit,
+  );
+  const items: Array<AttemptItem & { sort: number }> = [];
+  const pendingAdded = new Set<number>();
+  for (const r of rows) {
+    const base = { shop_id: r.shop_id, mode: r.mode, delivery_id: r.delivery_id, event_id: r.event_id, event: r.event };
+    if (r.attempt !== null) {
+      items.push({
+        ...base,
+        url: r.a_url ?? r.d_url,
+        attempt: r.attempt,
+        status: r.succeeded ? 'succeeded' : 'failed',
+        response_code: r.response_code,
+        error: r.error,
+        latency_ms: r.latency_ms,
+        attempted_at: isoOrNull(r.attempted_at),
+        next_attempt_at: isoOrNull(r.a_next),
+        sort: r.attempted_at ?? 0,
+      });
+    }
+    if (r.d_state === 'pending' && !pendingAdded.has(r.delivery_id)) {
+      pendingAdded.add(r.delivery_id);
+      items.push({
+        ...base,
+        url: r.d_url,
+        attempt: r.d_attempts + 1,
+        status: 'pending',
+        response_code: null,
+        error: null,
+        latency_ms: null,
+        attempted_at: null,
+        next_attempt_at: isoOrNull(r.d_next),
+        sort: r.d_next ?? Number.MAX_SAFE_INTEGER,
+      });
+    }
+  }
+  items.sort((a, b) => a.sort - b.sort || a.delivery_id - b.delivery_id || a.attempt - b.attempt);
+  return items.map(({ sort: _sort, ...item }) => item);
 }

@@ -40,16 +40,6 @@ const lists = BLOCKED_V4.concat(BLOCKED_V6).map(([addr, bits, why]) => {
   return { list: l, why };
 });
 
-/** Why an address is not public (`loopback`, `private`, …), or null for a public address. */
-export function blockedReason(address: string): string | null {
-  const a = unmapIp(address);
-  const fam = isIP(a);
-  if (fam === 0) return 'not an IP address';
-  const type = fam === 4 ? 'ipv4' : 'ipv6';
-  for (const { list, why } of lists) if (list.check(a, type)) return why;
-  return null;
-}
-
 /** A checked destination: the address to connect to, and its family. */
 export interface Resolved {
   address: string;
@@ -64,6 +54,7 @@ const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: t
 /** Reasons test-mode webhooks let through: a developer's receiver on this machine. */
 export const TEST_MODE_PERMITS: ReadonlySet<string> = new Set(['loopback']);
 const NO_PERMITS: ReadonlySet<string> = new Set();
+const NOTHING_ALLOWED = compileAllowList('');
 
 const compiled = new WeakMap<readonly string[], AllowList>();
 
@@ -84,9 +75,21 @@ export function allowListOf(ranges: readonly string[]): AllowList {
  * loopback) or the operator's allowed ranges hold it.
  */
 export function refusalOf(address: string, allow: AllowList, permits: ReadonlySet<string> = NO_PERMITS): string | null {
-  const why = blockedReason(address);
+  const a = unmapIp(address);
+  const fam = isIP(a);
+  let why: string | null = fam === 0 ? 'not an IP address' : null;
+  const type = fam === 4 ? 'ipv4' : 'ipv6';
+  for (const l of lists) {
+    if (why) break;
+    if (l.list.check(a, type)) why = l.why;
+  }
   if (!why || permits.has(why) || (!allow.empty && allow.allows(address))) return null;
   return why;
+}
+
+/** Why an address is not public (`loopback`, `private`, …), or null for a public address. */
+export function blockedReason(address: string): string | null {
+  return refusalOf(address, NOTHING_ALLOWED);
 }
 
 /**
@@ -114,20 +117,15 @@ export class UrlPolicy {
     this.allow = allowListOf(allowRanges);
   }
 
-  /** Check a webhook URL of a mode and resolve its host; throws `Error` with the reason; the result is what to connect to. */
-  async check(url: URL, mode: 'test' | 'live' = 'live'): Promise<Resolved> {
+  /**
+   * Check a webhook URL of a mode (or a bank's API address: `provider`) and resolve its host; throws `Error`
+   * with the reason; the result is what to connect to.
+   */
+  async check(url: URL, mode: 'test' | 'live' | 'provider' = 'live'): Promise<Resolved> {
     if (mode === 'live' && url.protocol !== 'https:') throw new Error(`refused "${url.origin}": live webhooks need https`);
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`refused "${url.origin}": webhooks need http or https`);
-    return this.destination(url, mode === 'test' ? TEST_MODE_PERMITS : NO_PERMITS);
-  }
-
-  /** Check the API address of an acquirer or a payout provider before a call; throws `Error` with the reason. */
-  async checkProvider(url: URL): Promise<Resolved> {
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`refused "${url.origin}": a bank's API needs http or https`);
-    return this.destination(url, NO_PERMITS);
-  }
-
-  private async destination(url: URL, permits: ReadonlySet<string>): Promise<Resolved> {
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+      throw new Error(`refused "${url.origin}": ${mode === 'provider' ? "a bank's API needs" : 'webhooks need'} http or https`);
+    }
     const host = url.hostname.replace(/^\[|\]$/g, '');
     let addrs: Array<{ address: string; family: number }>;
     if (isIP(host)) addrs = [{ address: host, family: isIP(host) }];
@@ -140,12 +138,18 @@ export class UrlPolicy {
     }
     if (addrs.length === 0) throw new Error(`cannot resolve "${host}": no addresses`);
     // Every address must pass: a name that also resolves to a private address could be rebound to it.
+    const permits = mode === 'test' ? TEST_MODE_PERMITS : NO_PERMITS;
     for (const a of addrs) {
       const why = refusalOf(a.address, this.allow, permits);
       if (why) throw new Error(`refused "${host}": resolves to ${why} address ${a.address}`);
     }
-    const first = addrs[0];
-    return { address: unmapIp(first.address), family: isIP(unmapIp(first.address)) === 6 ? 6 : 4 };
+    const first = unmapIp(addrs[0].address);
+    return { address: first, family: isIP(first) === 6 ? 6 : 4 };
+  }
+
+  /** Check the API address of an acquirer or a payout provider before a call; throws `Error` with the reason. */
+  checkProvider(url: URL): Promise<Resolved> {
+    return this.check(url, 'provider');
   }
 }
 

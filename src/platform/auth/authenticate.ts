@@ -58,9 +58,10 @@ function entryOf(store: Store, row: KeyRow): KeyEntry {
     if (allowListCache.size > 1000) allowListCache.clear();
     allowListCache.set(row.ip_allowlist, allow);
   }
-  const secret = (): string => unseal(store.path, row.signing_secret, `shops.signing_secret:${row.shop_id}`);
+  // Unsealed once per entry: the entry lives only while the key tables stand where they stood when it was read.
+  const secret = row.require_signature ? unseal(store.path, row.signing_secret, `shops.signing_secret:${row.shop_id}`) : '';
   const verifyBody = row.require_signature
-    ? (signature: string | undefined, body: Buffer): void => verifyRequestSignature(signature, body, secret())
+    ? (signature: string | undefined, body: Buffer): void => verifyRequestSignature(signature, body, secret)
     : (): void => {};
   return { row, allow, check: { auth: authOf(row), verifyBody } };
 }

@@ -147,7 +147,7 @@ async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, plain:
   // The key is checked before a byte of the body is read: a keyless client cannot make the server hold its body.
   // A stream token (GET /v1/public/events?token=…, for a browser's EventSource) stands in for the key.
   const { guards } = deps;
-  const authorization = firstOf(req.headers.authorization);
+  const authorization = req.headers.authorization;
   const streamToken = (route.streamToken && authorization === undefined ? ctx.query.get('token') : null) || null;
   const key =
     route.auth === 'none' || route.auth === 'cabinet' || streamToken ? null : await guards.key({ authorization, ip: ctx.ip, connection: req.socket });

@@ -21,10 +21,6 @@ export class HookedTx implements Tx {
     return this.sp.engine;
   }
 
-  get connection(): object {
-    return this.sp.connection;
-  }
-
   get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
     return this.sp.get<T>(sql, ...params);
   }

@@ -10,7 +10,7 @@ export interface StoreOptions {
   /**
    * `sqlite` (default): SQLite syncs the WAL in every COMMIT, blocking the thread. `store` (the server, a WAL file
    * whose every write goes through this store): `synchronous=NORMAL` and the store syncs the WAL on the thread pool
-   * before anyone learns of a commit (sqlite/durable.ts); checkpoints on their own thread (checkpointer.ts).
+   * before anyone learns of a commit; checkpoints on their own thread (both sqlite/wal.ts).
    */
   sync?: 'sqlite' | 'store';
   /** Default stderr. */

@@ -19,7 +19,6 @@ export interface StorageTrouble {
 export interface Store extends Reader {
   /** The database as the operator named it: a file path, or a PostgreSQL URL without its password. */
   readonly path: string;
-  readonly connection: object;
   /**
    * Real time in ms as the database keeps it: on PostgreSQL the server's clock (offset measured at start and each
    * minute), so leases, claims and lockouts written by every node compare on one clock.

@@ -23,8 +23,6 @@ export interface Tx extends Reader {
   savepoint<T>(fn: (tx: Tx) => Promise<T> | T): Promise<T>;
   /** After commit, once durable; never if it rolls back. */
   afterCommit(fn: () => void): void;
-  /** An identity of the database, for memos kept per database (WeakMap keys). */
-  readonly connection: object;
 }
 
 export type Body<T> = (tx: Tx) => Promise<T> | T;

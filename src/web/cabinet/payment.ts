@@ -5,8 +5,6 @@ import { badRequest } from '../../platform/http/errors';
 import { esc } from '../pay-page/render';
 import { formatAmount, type Lang, failureReason } from '../pay-page/i18n';
 import type { PaymentRow } from '../../money/bank-port/payment';
-import { deliveryLog } from '../../money/webhooks/log';
-import { resendEvent } from '../../money/webhooks/outbox';
 import { getPayment, refundsOf } from '../../money/payments/store';
 import { cancelTx } from '../../money/payments/state';
 import { createRefundTx, refundableOf } from '../../money/refunds/refunds';
@@ -14,7 +12,7 @@ import { insertAudit, actor, ownPayment, ownShop, shopOfOwn, change } from './sc
 import { cabinetPage, field, postForm, table } from './layout';
 import { form } from './sessions';
 import { ct, statusBadge, when, paymentStatusCell, bankText, codeText, counted, deliveryText, statusText, type CabKey } from './text';
-import { listEndpoints, type Endpoint } from '../../money/webhooks/store';
+import { deliveryLog, listEndpoints, resendEvent, type Endpoint } from '../../money/webhooks/store';
 import type { Engine, Reader } from '../../platform/storage/store';
 import { indexedBy } from '../../platform/storage/dialect';
 import { eventIdPrefix } from '../../platform/util/ids';

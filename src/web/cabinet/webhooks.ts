@@ -1,8 +1,7 @@
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/render';
-import { addEndpoint, deleteEndpoint, getEndpoint, listEndpoints, rotateSecret, WEBHOOK_EVENTS, type Endpoint } from '../../money/webhooks/store';
-import { deliveryLog } from '../../money/webhooks/log';
+import { addEndpoint, deleteEndpoint, deliveryLog, getEndpoint, listEndpoints, rotateSecret, WEBHOOK_EVENTS, type Endpoint } from '../../money/webhooks/store';
 import { cabinetPage, checkboxes, createRefused, field, orRefused, postForm, shownOnce, table, tags, options } from './layout';
 import { audit, change, chosenShop, ownShop, refused, shopOfOwn, shopPicker } from './scope';
 import { form } from './sessions';

@@ -4,7 +4,7 @@ import type { Core } from '../../money/core/core';
 import { notFound } from '../../platform/http/errors';
 import { buyerRedirectUrl, findPaymentForPage, buyerCancel, payWithMethod } from '../../money/payments/buyer';
 import type { PaymentView } from '../../money/bank-port/payment';
-import { backToPage, isFinal, langOf, renderNotFound, renderPage, esc, isTest, formOf, headerOf, renderForeign, tolerateMovedOn, href, bankScreen, cancelConfirm, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, payStep, processingScreen, sbpScreen, statusScreen, threeDsScreen, type PageMethod, type ScreenCtx } from './render';
+import { backToPage, isFinal, langOf, renderNotFound, renderPage, esc, isTest, formOf, renderForeign, tolerateMovedOn, href, bankScreen, cancelConfirm, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, payStep, processingScreen, sbpScreen, statusScreen, threeDsScreen, type PageMethod, type ScreenCtx } from './render';
 import { getPayment } from '../../money/payments/store';
 import type { PageSession } from '../../money/bank-port/port';
 import { clearStep, getStep } from './steps';
@@ -149,7 +149,7 @@ export async function postMethod(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const method = l.form.method;
   // The state machine refuses (409, shown as the page's current state) another method than one fixed at creation.
   if (l.p.status === 'pending' && (PAGE_METHODS as readonly string[]).includes(method)) {
-    await tolerateMovedOn(() => payWithMethod(ctx.app, l.p.id, method));
+    await tolerateMovedOn(payWithMethod(ctx.app, l.p.id, method));
   }
   return backToPage(l.p.id, l.lang);
 }
@@ -159,18 +159,17 @@ export async function postCancel(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const l = await loadForAction(ctx);
   if (!('p' in l)) return l;
   if (l.p.status === 'pending' && l.form.confirm !== 'yes') return { status: 303, location: href(`/pay/${l.p.id}?cancel=ask`, l.lang) };
-  if (l.p.status === 'pending') await tolerateMovedOn(() => buyerCancel(ctx.app, l.p.id));
+  if (l.p.status === 'pending') await tolerateMovedOn(buyerCancel(ctx.app, l.p.id));
   return backToPage(l.p.id, l.lang);
 }
 
 // Whether a POST came from another site: `Sec-Fetch-Site` (no page can set it) must be same-origin; else `Origin` must be the
 // page's address or the request's host ("null" is this page's, under no-referrer). With neither (curl) no buyer was lured.
 function fromAnotherSite(ctx: Ctx, payPageUrl: string): boolean {
-  const site = headerOf(ctx, 'sec-fetch-site');
+  const { 'sec-fetch-site': site, origin, host } = ctx.req.headers;
+  // A repeated header arrives joined into one string, which is not "same-origin": another site.
   if (site !== undefined) return site !== 'same-origin';
-  const origin = headerOf(ctx, 'origin');
   if (origin === undefined || origin === 'null') return false;
-  const host = headerOf(ctx, 'host');
   const own = [new URL(payPageUrl).origin, ...(host ? [`http://${host}`, `https://${host}`] : [])];
   return !own.includes(origin);
 }

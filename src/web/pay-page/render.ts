@@ -16,7 +16,7 @@ export function headerOf(ctx: Ctx, name: string): string | undefined {
 }
 
 export function langOf(ctx: Ctx): Lang {
-  return pickLang(ctx.query, headerOf(ctx, 'accept-language'));
+  return pickLang(ctx.query, ctx.req.headers['accept-language']);
 }
 
 /** How a screen is wrapped: its status code and whether the script polls or redirects. */
@@ -76,14 +76,12 @@ export function isFinal(p: PaymentView): boolean {
   return FINAL_STATUSES.has(p.status);
 }
 
-/** Run a buyer action; a payment that moved on meanwhile (409) is no error for the buyer, who sees its state now. */
-export async function tolerateMovedOn(fn: () => Promise<unknown>): Promise<void> {
-  try {
-    await fn();
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 409) return;
+/** A buyer action's outcome; a payment that moved on meanwhile (409) is no error for the buyer, who sees its state now. */
+export function tolerateMovedOn(action: Promise<unknown>): Promise<unknown> {
+  return action.catch((err: unknown) => {
+    if (err instanceof ApiError && err.status === 409) return undefined;
     throw err;
-  }
+  });
 }
 
 /** A form body as a flat map of strings (the page's forms post urlencoded; JSON objects are read the same way). */

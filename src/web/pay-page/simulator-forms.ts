@@ -29,8 +29,8 @@ export async function postBank(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const plan = action === 'decline' ? { outcome: 'failed', failureCode: BUYER_DECLINE } : step ? null : planFromMetadata(p.metadata);
   if (plan?.outcome === 'requires_action') await putStep(ctx.app, p, blankStep('confirm'));
   else if (plan?.outcome === 'pending') await putStep(ctx.app, p, blankStep('waiting'));
-  else if (plan?.outcome === 'failed') await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: plan.failureCode }));
-  else await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'succeeded' }));
+  else if (plan?.outcome === 'failed') await tolerateMovedOn(buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: plan.failureCode }));
+  else await tolerateMovedOn(buyerResolve(ctx.app, p.id, { outcome: 'succeeded' }));
   if (step || action === 'decline') await clearStep(ctx.app.store, p.id);
   return backToPage(p.id, lang);
 }
@@ -66,7 +66,7 @@ export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   }
   if (p.status === 'pending') {
     let opened: PaymentView | undefined;
-    await tolerateMovedOn(async () => (opened = await payWithMethod(ctx.app, p.id, 'cards')));
+    await tolerateMovedOn(payWithMethod(ctx.app, p.id, 'cards').then((v) => (opened = v)));
     // The payment moved on meanwhile (expired, cancelled): the page shows where it is now.
     if (!opened) return backToPage(p.id, lang);
     p = opened;
@@ -80,7 +80,7 @@ export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   } else if (d.outcome === 'pending') {
     await putStep(ctx.app, p, withCard);
   } else {
-    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: d.outcome as 'succeeded' | 'failed', failureCode: d.failureCode, card }));
+    await tolerateMovedOn(buyerResolve(ctx.app, p.id, { outcome: d.outcome as 'succeeded' | 'failed', failureCode: d.failureCode, card }));
   }
   return backToPage(p.id, lang);
 }
@@ -94,13 +94,13 @@ export async function postThreeDs(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   if (p.status !== 'processing' || step?.step !== 'challenge') return backToPage(p.id, lang);
   const card = { brand: step.card_brand, mask: step.card_mask, holder: step.card_holder };
   if ((form.code ?? '').trim() !== THREE_DS_CODE) {
-    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: 'three_ds_failed', card }));
+    await tolerateMovedOn(buyerResolve(ctx.app, p.id, { outcome: 'failed', failureCode: 'three_ds_failed', card }));
   } else if (step.outcome === 'pending') {
     await putStep(ctx.app, p, { ...step, step: 'waiting' });
     return backToPage(p.id, lang);
   } else {
     const outcome = step.outcome === 'failed' ? 'failed' : 'succeeded';
-    await tolerateMovedOn(() => buyerResolve(ctx.app, p.id, { outcome, failureCode: step.failure_code || undefined, card }));
+    await tolerateMovedOn(buyerResolve(ctx.app, p.id, { outcome, failureCode: step.failure_code || undefined, card }));
   }
   await clearStep(ctx.app.store, p.id);
   return backToPage(p.id, lang);

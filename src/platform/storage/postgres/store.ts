@@ -21,7 +21,6 @@ const KEY_TABLE_NAMES: ReadonlySet<string> = new Set(KEY_TABLES.map((t) => t.tab
  */
 export class PgStore implements Store {
   readonly engine = 'postgres' as const;
-  readonly connection: object = Object.freeze({});
   readonly path: string;
   readonly eventFeed: PgEventFeed;
   private readonly pool: pg.Pool;
@@ -105,7 +104,7 @@ export class PgStore implements Store {
       if (attempt > PG_LIMITS.lane_after) lane.leave ??= await this.lane.enter();
       const client = await this.connect();
       const hooks: Array<() => void> = [];
-      const tx = new PgTx(client, this.connection, hooks, this.log);
+      const tx = new PgTx(client, hooks, this.log);
       const written = tx.written;
       let broken = false;
       let result: T;
@@ -161,7 +160,7 @@ export class PgStore implements Store {
 
   async snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
     const client = await this.connect();
-    const tx = new PgTx(client, this.connection, [], this.log);
+    const tx = new PgTx(client, [], this.log);
     let broken = false;
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -238,7 +237,6 @@ export class PgTx implements Tx {
 
   constructor(
     private readonly client: pg.PoolClient,
-    readonly connection: object,
     private readonly hooks: Array<() => void>,
     private readonly log: Logger,
   ) {}

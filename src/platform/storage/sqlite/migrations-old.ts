@@ -1,10 +1,9 @@
 /**
  * The SQLite migrations before release 0.1.0 (OLD_MIGRATIONS[0] takes 1 to 2, up to BASE_VERSION). Only
- * `kopek migrate` applies them; a start refuses such a database, so the server never carries legacy-records.ts.
+ * `kopek migrate` applies them; a start refuses such a database, so the server never carries migrations-records.ts.
  */
 import type Database from 'better-sqlite3';
-import { hasColumn, type OldMigration as Migration } from './migration-kit';
-import { TO_13, TO_14, TO_15, TO_16 } from './migrations-records';
+import { hasColumn, TO_13, TO_14, TO_15, TO_16, type OldMigration as Migration } from './migrations-records';
 import { BASE_VERSION } from '../migrations';
 import { openExisting } from './open';
 

@@ -2,12 +2,15 @@ import type Database from 'better-sqlite3';
 import { realpathSync } from 'node:fs';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { createLogger, type Logger } from '../../log';
-import { Checkpointer } from './checkpointer';
-import type { Body, Reader, Row } from '../tx';
-import { AWAITED_OUTSIDE, columnsChanged, SqliteTx, Statements } from './tx';
+import { TX_ENDED, type Body, type Reader, type Row, type RunResult, type Tx } from '../tx';
+import { columnsChanged, Statements } from './statements';
 import { BUSY_LIMITS, GROUP_LIMIT, type StoreOptions } from '../limits';
-import { Durability } from './durable';
+import { Checkpointer, Durability } from './wal';
 import { KEY_TABLES, type Store, type StorageTrouble } from '../store';
+
+/** A body that waited on something other than its transaction; it is rolled back. */
+export const AWAITED_OUTSIDE =
+  'a transaction body awaited something other than its transaction (the network, a timer, another request, or a read through the store instead of its Tx); it would hold the write lock, so it was rolled back';
 
 /** What a body's watchdog answers when the body still runs at the end of the turn it started in. */
 const OUTSIDE = Symbol('awaited outside');
@@ -15,9 +18,92 @@ const OUTSIDE = Symbol('awaited outside');
 /** Storage errors that leave a transaction standing: recorded as trouble(), the group still commits. */
 const STORAGE_CODES = /^SQLITE_(FULL|IOERR|CANTOPEN|READONLY)/;
 
-/** The bodies queued in one turn, committed as one; `done` settles once that commit is durable. */
+/**
+ * A transaction on one SQLite connection, alive while its body runs (`live`). A body's awaits on it settle within
+ * the current turn, as SQLite answers at once. In a group commit it keeps its body (`fn`) and the body's outcome
+ * (`ok`, `value`). It has no constructor: the store makes one per body with `new` of the class `SqliteTx.of` made
+ * for its connection, which holds the statements and the defaults on its prototype, so making one calls nothing.
+ */
+class SqliteTx implements Tx {
+  declare readonly engine: 'sqlite';
+  declare live: boolean;
+  declare hooks: Array<() => void> | null;
+  declare fn: Body<unknown> | null;
+  declare ok: boolean;
+  declare value: unknown;
+  declare private readonly st: Statements;
+  declare private depth: number;
+
+  static of(st: Statements): new () => SqliteTx {
+    const OfConnection = class extends SqliteTx {};
+    Object.assign(OfConnection.prototype, { st });
+    return OfConnection;
+  }
+
+  get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
+    if (!this.live) return Promise.reject(new Error(TX_ENDED));
+    try {
+      const st = this.st;
+      const p = st.cache.get(sql) ?? st.add(sql);
+      const rows = p.rows === undefined ? st.rowsOf(p) : p.rows;
+      if (rows === null) return Promise.resolve(p.stmt.get(...params) as T | undefined);
+      const a = rows.get(...params) as unknown[] | undefined;
+      return Promise.resolve((a === undefined ? a : a.length === p.width ? p.build!(a) : columnsChanged(p)) as T | undefined);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+    if (!this.live) return Promise.reject(new Error(TX_ENDED));
+    try {
+      return Promise.resolve((this.st.cache.get(sql) ?? this.st.add(sql)).stmt.all(...params) as T[]);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  run(sql: string, ...params: unknown[]): Promise<RunResult> {
+    if (!this.live) return Promise.reject(new Error(TX_ENDED));
+    try {
+      const r = (this.st.cache.get(sql) ?? this.st.add(sql)).stmt.run(...params);
+      this.st.written += r.changes;
+      return Promise.resolve({ changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) });
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  async savepoint<T>(fn: (tx: Tx) => Promise<T> | T): Promise<T> {
+    if (!this.live) throw new Error(TX_ENDED);
+    const name = `nested${++this.depth}`;
+    this.st.exec(`SAVEPOINT ${name}`);
+    try {
+      const value = await fn(this);
+      if (!this.live) throw new Error(TX_ENDED);
+      this.st.exec(`RELEASE ${name}`);
+      return value;
+    } catch (err) {
+      if (this.live && this.st.db.inTransaction) {
+        this.st.exec(`ROLLBACK TO ${name}`);
+        this.st.exec(`RELEASE ${name}`);
+      }
+      throw err;
+    } finally {
+      this.depth--;
+    }
+  }
+
+  afterCommit(fn: () => void): void {
+    if (!this.live) throw new Error(TX_ENDED);
+    (this.hooks ??= []).push(fn);
+  }
+}
+
+Object.assign(SqliteTx.prototype, { engine: 'sqlite', live: true, hooks: null, fn: null, ok: false, value: undefined, depth: 0 });
+
+/** The bodies queued in one turn (each with its Tx), committed as one; `done` settles once that commit is durable. */
 interface Group {
-  fns: Array<Body<unknown>>;
   txs: SqliteTx[];
   done: Promise<void>;
 }
@@ -27,7 +113,7 @@ interface Group {
  * commit), each in a savepoint so a failing body rolls back only itself; `tx` runs a body alone. A body's awaits on
  * its Tx settle within the turn it started in (SQLite answers at once); one still running at the turn's end awaits
  * something else and would hold the write lock: it fails with AWAITED_OUTSIDE. Promises settle and after-commit
- * hooks run only once the commit is durable (durable.ts).
+ * hooks run only once the commit is durable (wal.ts).
  *
  * One transaction at a time, in order (the write lock). Reads outside a transaction see committed data only: one
  * arriving while a transaction is open waits its turn. With `sync: 'store'` a commit is visible a little before it
@@ -38,11 +124,12 @@ export class SqliteStore implements Store {
   readonly engine = 'sqlite' as const;
   readonly eventFeed = null;
   readonly now = Date.now;
-  readonly connection: object = Object.freeze({});
   readonly path: string;
   isOpen = true;
   private readonly db: Database.Database;
   private readonly st: Statements;
+  /** The class of this connection's transactions (SqliteTx.of). */
+  private readonly Tx: new () => SqliteTx;
   private readonly durability: Durability;
   private readonly checkpointer: Checkpointer | null = null;
   private readonly log: Logger;
@@ -63,13 +150,14 @@ export class SqliteStore implements Store {
   private closing = false;
   /** The last write the storage refused (disk full, I/O error, lock held), until a commit succeeds. */
   private failure: StorageTrouble | null = null;
-  /** See keyTablesVersion: the number, `PRAGMA data_version` as last read, and whether this turn read it. */
+  /** See keyTablesVersion: the number, and `PRAGMA data_version` as last read. */
   private keyVersion = 0;
-  private dataVersion: { stmt: Database.Statement; seen: unknown; thisTurn: boolean } | null = null;
+  private dataVersion: { stmt: Database.Statement; seen: unknown } | null = null;
 
   constructor(db: Database.Database, opts: StoreOptions = {}) {
     this.db = db;
     this.st = new Statements(db);
+    this.Tx = SqliteTx.of(this.st);
     this.path = db.name;
     this.log = opts.log ?? STDERR_LOG;
     // Savepoint journals would spill to disk after 64 KiB (half of an insert's cost); they live only until
@@ -152,7 +240,7 @@ export class SqliteStore implements Store {
   async tx<T>(fn: Body<T>): Promise<T> {
     if (this.locked) await this.lock();
     else this.locked = true;
-    const tx = new SqliteTx(this.st, this.connection);
+    const tx = new this.Tx();
     let value: unknown;
     try {
       // As before a group commit: a long run of tx() (a clock advance) must also let the WAL start over.
@@ -198,10 +286,10 @@ export class SqliteStore implements Store {
   async snapshot<T>(fn: (q: Reader) => Promise<T> | T): Promise<T> {
     if (this.locked) await this.lock();
     else this.locked = true;
-    const tx = new SqliteTx(this.st, this.connection);
+    const tx = new this.Tx();
     let value: unknown;
     try {
-      (this.st.cache.get('BEGIN DEFERRED') ?? this.st.add('BEGIN DEFERRED')).stmt.run();
+      this.st.exec('BEGIN DEFERRED');
       // The first read starts the snapshot; everything after reads the same.
       value = fn(tx);
       if (value instanceof Promise) value = await Promise.race([value, nextTurn(OUTSIDE)]);
@@ -218,13 +306,14 @@ export class SqliteStore implements Store {
   /** Queue `fn` for the group commit of this turn; settles once durable. */
   async write<T>(fn: Body<T>): Promise<T> {
     let g = this.group;
-    if (g === null || g.fns.length >= GROUP_LIMIT) {
-      g = this.group = this.last = { fns: [], txs: [], done: null as unknown as Promise<void> };
+    if (g === null || g.txs.length >= GROUP_LIMIT) {
+      g = this.group = this.last = { txs: [], done: null as unknown as Promise<void> };
       g.done = nextTurn(g).then(this.commitGroup);
     }
-    const i = g.fns.push(fn as Body<unknown>) - 1;
+    const tx = new this.Tx();
+    tx.fn = fn as Body<unknown>;
+    g.txs.push(tx);
     await g.done;
-    const tx = g.txs[i];
     if (!tx.ok) throw tx.value;
     // One that throws is logged and does not stop the others.
     if (tx.hooks !== null) {
@@ -257,12 +346,10 @@ export class SqliteStore implements Store {
       } catch (err) {
         await this.busy(err);
       }
-      for (const fn of g.fns) {
-        const tx = new SqliteTx(this.st, this.connection);
-        g.txs.push(tx);
+      for (const tx of g.txs) {
         this.savepoint.run();
         try {
-          let value: unknown = fn(tx);
+          let value: unknown = tx.fn!(tx);
           if (value instanceof Promise) value = await Promise.race([value, (watchdog ??= nextTurn(OUTSIDE))]);
           if (value === OUTSIDE) {
             watchdog = null;
@@ -338,19 +425,15 @@ export class SqliteStore implements Store {
 
   /**
    * Moved by temporary triggers on this connection's key-table writes (a rolled-back change too: a needless
-   * reload, never a stale answer), and by `PRAGMA data_version` for other processes' commits, read at the first
-   * call of each event-loop turn.
+   * reload, never a stale answer), and by `PRAGMA data_version` for other processes' commits, read at each call
+   * (one prepared statement: cheaper than the timer that would read it once per turn).
    */
   keyTablesVersion(): number {
     const dv = this.dataVersion ?? this.watchKeyTables();
-    if (!dv.thisTurn) {
-      dv.thisTurn = true;
-      setImmediate(() => (dv.thisTurn = false));
-      const v = dv.stmt.get();
-      if (v !== dv.seen) {
-        dv.seen = v;
-        this.keyVersion++;
-      }
+    const v = dv.stmt.get();
+    if (v !== dv.seen) {
+      dv.seen = v;
+      this.keyVersion++;
     }
     return this.keyVersion;
   }
@@ -367,7 +450,7 @@ export class SqliteStore implements Store {
       });
     }
     const stmt = this.db.prepare('PRAGMA data_version').pluck();
-    return (this.dataVersion = { stmt, seen: stmt.get(), thisTurn: false });
+    return (this.dataVersion = { stmt, seen: stmt.get() });
   }
 
   /** Commit everything queued and wait for the disk (shutdown, a clock advance). */
