@@ -1,7 +1,7 @@
 import type { PaymentsCore } from './money/payments/core';
 import type { PaymentCreates } from './money/payments/create-batch';
 import type { WebhookAttempts } from './money/webhooks/delivery';
-import type { EventStreamHub } from './money/events/stream';
+import type { EventStreamHub } from './money/events/events';
 import type { Metrics } from './web/system/metrics';
 import type { Retention } from './web/system/retention';
 import type { KeyUsage } from './platform/auth/authenticate';

@@ -2,7 +2,7 @@ import type { PaymentsCore } from '../../src/money/payments/core';
 import type { Module } from '../../src/money/core/module';
 import type { Tx } from '../../src/platform/storage/store';
 import type { BankPort, CallbackRequest, CallbackResult, MoneyAnswer, NewPayment, OperationRef, PaymentAnswer, PayoutRequest, PayoutStart, SessionRequest } from '../../src/money/bank-port/port';
-import { paymentAnswered } from '../../src/money/payments/bank-answers';
+import { paymentAnswered } from '../../src/money/payments/state';
 import { refundAnswered } from '../../src/money/refunds/bank-answers';
 import { payoutAnswered } from '../../src/money/payouts/bank-answers';
 import { getPayment } from '../../src/money/payments/store';

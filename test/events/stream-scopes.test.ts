@@ -5,7 +5,7 @@ import { openSse } from '../helpers/sse-client';
 import { paidPayment } from '../helpers/money';
 import { sbpBody } from '../helpers/payouts';
 import { revokeKey } from '../../src/money/shops/store';
-import { mayRead } from '../../src/money/events/stream';
+import { mayRead } from '../../src/money/events/events';
 
 let s: TestServer;
 before(async () => {

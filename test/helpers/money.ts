@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import type { TestServer } from './server';
-import { openSessionTx } from '../../src/money/payments/state';
+import { openSessionTx, paymentAnswered } from '../../src/money/payments/state';
 import { getPayment } from '../../src/money/payments/store';
-import { paymentAnswered } from '../../src/money/payments/bank-answers';
 
 /** A succeeded test payment of `amount` (kopeck part 00) on the key's shop: money in through the real API. */
 export async function paidPayment(s: TestServer, key: string, amount: number): Promise<string> {

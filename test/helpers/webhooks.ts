@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestServer, TestShop } from './server';
-import type { EventRow } from '../../src/money/events/emit';
+import type { EventRow } from '../../src/money/events/events';
 import type { Mode } from '../../src/platform/clock';
 
 /** A request the receiver got. */

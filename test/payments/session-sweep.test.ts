@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, getPayment, pendingJobsOf, simulate, statusesOf } from '../helpers/payments';
-import { deadlineSql, LINK_END, SESSION_END } from '../../src/money/payments/store';
+import { LINK_END, SESSION_END } from '../../src/money/payments/store';
 import { openDatabase } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
 import { BASE_VERSION } from '../../src/platform/storage/migrations';
@@ -109,10 +109,9 @@ test('both sweeps find what is due, and the next deadline, through their partial
       [LINK_END, 'payments_pending_expiry'],
       [SESSION_END, 'payments_session_end'],
     ] as const) {
-      const sql = deadlineSql(d);
       for (const [q, args] of [
-        [sql.due, ['x', 'test', 1, 1]],
-        [sql.next, ['x', 'test']],
+        [d.due, ['x', 'test', 1, 1]],
+        [d.next, ['x', 'test']],
       ] as const) {
         const detail = (db.prepare(`EXPLAIN QUERY PLAN ${q}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail).join('; ');
         assert.match(detail, new RegExp(`^SEARCH payments USING (COVERING )?INDEX ${index} \\(shop_id=\\? AND mode=\\?`), detail);

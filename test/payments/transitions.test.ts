@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { advance, createPayment, eventsOf, getPayment, simulate } from '../helpers/payments';
-import { buyerRedirectUrl, findPaymentForPage, payWithMethod } from '../../src/money/payments/buyer';
+import { buyerRedirectUrl, findPaymentForPage, payWithMethod } from '../../src/money/payments/handlers';
 import { buyerResolve } from '../../src/banks/simulator/test-bank';
 
 let s: TestServer;

@@ -5,7 +5,6 @@ import { getRefund } from '../../money/refunds/refunds';
 import { refundAnswered } from '../../money/refunds/bank-answers';
 import type { PaymentRow, ConcreteMethod, PaymentView } from '../../money/bank-port/payment';
 import type { RefundRow } from '../../money/bank-port/refund';
-import { paymentAnswered } from '../../money/payments/bank-answers';
 import type { BankPort, CallbackResult, NewPayment, OperationRef, PayoutRequest, PayoutStart, SessionRequest, PaymentAnswer } from '../../money/bank-port/port';
 import { TEST_PROVIDER } from '../../money/bank-port/directory';
 import { planForAmount, refundAnswer, type SimPlan, planFromMetadata, answerOf, payoutPlanForAmount } from './plan';
@@ -17,7 +16,7 @@ import { ApiError, badRequest, invalidState, notFound } from '../../platform/htt
 import { bodyObject, enumField, strField } from '../../platform/http/body';
 import { isUuid } from '../../platform/util/ids';
 import { bankCodeFor, PAYMENT_FAILURE_CODES } from '../../money/payments/failures';
-import { chooseMethodTx, expireTx, openSessionTx, reload } from '../../money/payments/state';
+import { chooseMethodTx, expireTx, openSessionTx, paymentAnswered, reload } from '../../money/payments/state';
 import { getPayment, metadataOf, paymentView } from '../../money/payments/store';
 import { asObject } from '../../money/payouts/fields';
 import { sbpBank } from '../../money/sbp/directory';

@@ -2,7 +2,7 @@ import type { Ctx, Reply } from '../../platform/http/types';
 import type { PaymentsCore } from '../../money/payments/core';
 import { ApiError, badRequest } from '../../platform/http/errors';
 import { bodyObject, describe } from '../../platform/http/body';
-import type { EventRow } from '../../money/events/emit';
+import type { EventRow } from '../../money/events/events';
 import { isTriggerEvent, parseTriggerSet, triggerKind, triggerScopes, TRIGGER_EVENT_NAMES, type TriggerEvent } from './trigger-events';
 import { SCENARIOS, type TriggerShop } from './trigger-scenarios';
 

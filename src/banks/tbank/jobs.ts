@@ -4,7 +4,7 @@ import type { PaymentsCore } from '../../money/payments/core';
 import type { AsyncJobKind, Job } from '../../platform/queue/jobs';
 import { getPayment } from '../../money/payments/store';
 import { getRefund } from '../../money/refunds/refunds';
-import { paymentAnswered } from '../../money/payments/bank-answers';
+import { paymentAnswered } from '../../money/payments/state';
 import { refundAnswered } from '../../money/refunds/bank-answers';
 import { shopAcquirer } from '../../money/bank-port/store';
 import type { MasterKey } from '../../platform/secrets/at-rest';

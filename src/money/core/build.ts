@@ -5,7 +5,7 @@ import { VERSION } from '../../platform/version';
 import type { Store } from '../../platform/storage/store';
 import { Clocks } from '../../platform/clock';
 import { Scheduler } from '../../platform/queue/jobs';
-import { Events } from '../events/emit';
+import { Events } from '../events/events';
 import { BankDirectory } from '../bank-port/directory';
 import type { Core } from './core';
 

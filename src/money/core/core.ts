@@ -3,7 +3,7 @@ import type { Logger } from '../../platform/log';
 import type { Store } from '../../platform/storage/store';
 import type { Clocks } from '../../platform/clock';
 import type { Scheduler } from '../../platform/queue/jobs';
-import type { Events } from '../events/emit';
+import type { Events } from '../events/events';
 import type { BankDirectory } from '../bank-port/directory';
 
 /**

@@ -1,4 +1,4 @@
-import type { EventSink } from '../events/emit';
+import type { EventSink } from '../events/events';
 import type { AsyncJobKind, JobHandler, JobKindOptions } from '../../platform/queue/jobs';
 import type { BankPort } from '../bank-port/port';
 
@@ -16,7 +16,7 @@ export type ModuleJob =
 export interface Module {
   readonly name: string;
   readonly jobs?: readonly ModuleJob[];
-  /** Sinks run in the transaction of every event, after the sinks of the modules before it. */
+  /** Sinks run in the transaction of every event that sends a webhook, after the sinks of the modules before it. */
   readonly sinks?: readonly EventSink[];
   readonly banks?: readonly BankPort[];
   /** Called once the server listens. */

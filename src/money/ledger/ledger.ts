@@ -1,5 +1,6 @@
 import type { Reader, Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
+import type { Ctx, Reply } from '../../platform/http/types';
 import { ApiError } from '../../platform/http/errors';
 
 /** The accounts of one book (a shop's test or live money). Shop accounts gain on a positive posting. */
@@ -13,16 +14,19 @@ export const ACCOUNTS = {
 
 type Account = (typeof ACCOUNTS)[keyof typeof ACCOUNTS];
 
-/** Every money movement the ledger knows, as the transfer it makes: `from` loses the amount, `to` gains it. */
+/**
+ * Every money movement the ledger knows, as the transfer it makes: `from` loses the amount, `to` gains it; `source`
+ * is the table whose row's seq keys the movement's entry (once per source).
+ */
 export const MOVEMENTS = {
-  payment_succeeded: { from: ACCOUNTS.acquiring, to: ACCOUNTS.available },
-  refund_reserved: { from: ACCOUNTS.available, to: ACCOUNTS.reserved },
-  refund_settled: { from: ACCOUNTS.reserved, to: ACCOUNTS.refunds },
-  refund_released: { from: ACCOUNTS.reserved, to: ACCOUNTS.available },
-  payout_reserved: { from: ACCOUNTS.available, to: ACCOUNTS.reserved },
-  payout_settled: { from: ACCOUNTS.reserved, to: ACCOUNTS.payouts },
-  payout_released: { from: ACCOUNTS.reserved, to: ACCOUNTS.available },
-} as const satisfies Record<string, { from: Account; to: Account }>;
+  payment_succeeded: { from: ACCOUNTS.acquiring, to: ACCOUNTS.available, source: 'payments' },
+  refund_reserved: { from: ACCOUNTS.available, to: ACCOUNTS.reserved, source: 'refunds' },
+  refund_settled: { from: ACCOUNTS.reserved, to: ACCOUNTS.refunds, source: 'refunds' },
+  refund_released: { from: ACCOUNTS.reserved, to: ACCOUNTS.available, source: 'refunds' },
+  payout_reserved: { from: ACCOUNTS.available, to: ACCOUNTS.reserved, source: 'payouts' },
+  payout_settled: { from: ACCOUNTS.reserved, to: ACCOUNTS.payouts, source: 'payouts' },
+  payout_released: { from: ACCOUNTS.reserved, to: ACCOUNTS.available, source: 'payouts' },
+} as const satisfies Record<string, { from: Account; to: Account; source: 'payments' | 'refunds' | 'payouts' }>;
 
 export type Movement = keyof typeof MOVEMENTS;
 
@@ -31,11 +35,6 @@ export interface Book {
   merchantId: string;
   shopId: string;
   mode: Mode;
-}
-
-/** The table of a movement's source, whose seq keys the movement's entry (once per source). */
-function sourceTable(movement: Movement): 'payments' | 'refunds' | 'payouts' {
-  return movement.startsWith('payment') ? 'payments' : movement.startsWith('refund') ? 'refunds' : 'payouts';
 }
 
 /** Movements after which `shop:available` must not be negative: money out never overdraws the shop. */
@@ -55,30 +54,35 @@ export async function post(tx: Tx, book: Book, movement: Movement, sourceId: str
   // costs no read); a source that does not exist leaves it NULL, which NOT NULL refuses.
   const entry = await tx.run(
     `INSERT INTO ledger_entries (merchant_id, shop_id, mode, movement, source_id, amount, at, source_seq)
-       VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, (SELECT seq FROM ${sourceTable(movement)} WHERE id = ?))) ON CONFLICT (movement, source_seq) DO NOTHING RETURNING id`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, coalesce(?, (SELECT seq FROM ${MOVEMENTS[movement].source} WHERE id = ?))) ON CONFLICT (movement, source_seq) DO NOTHING RETURNING id`,
     book.merchantId, book.shopId, book.mode, movement, sourceId, amount, at, sourceSeq ?? null, sourceId,
   );
   if (entry.changes === 0) return false;
-  // Double entry: what one account loses the other gains; both postings in one statement, both balances in another.
+  // Double entry: what one account loses the other gains; both postings in one statement, both balances in another,
+  // side by side (the balances need no entry id). A write that returns rows is read through `all`.
   const { from, to } = MOVEMENTS[movement];
   const e = entry.lastInsertRowid;
-  await tx.run(
-    'INSERT INTO ledger_postings (entry_id, shop_id, mode, account, amount) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)',
-    e, book.shopId, book.mode, from, -amount,
-    e, book.shopId, book.mode, to, amount,
-  );
-  // A write that returns rows: read through `all`, in the caller's transaction like every other statement here.
-  const balances = await tx.all<{ account: Account; balance: number }>(
-    `INSERT INTO ledger_balances (shop_id, mode, account, merchant_id, balance) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)
-       ON CONFLICT (shop_id, mode, account) DO UPDATE SET balance = ledger_balances.balance + excluded.balance RETURNING account, balance`,
-    book.shopId, book.mode, from, book.merchantId, -amount, book.shopId, book.mode, to, book.merchantId, amount,
-  );
-  const after = new Map<Account, number>(balances.map((b) => [b.account, b.balance]));
-  const reserved = after.get(ACCOUNTS.reserved);
+  const [, balances] = await Promise.all([
+    tx.run(
+      'INSERT INTO ledger_postings (entry_id, shop_id, mode, account, amount) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)',
+      e, book.shopId, book.mode, from, -amount,
+      e, book.shopId, book.mode, to, amount,
+    ),
+    tx.all<{ account: Account; balance: number }>(
+      `INSERT INTO ledger_balances (shop_id, mode, account, merchant_id, balance) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)
+         ON CONFLICT (shop_id, mode, account) DO UPDATE SET balance = ledger_balances.balance + excluded.balance RETURNING account, balance`,
+      book.shopId, book.mode, from, book.merchantId, -amount, book.shopId, book.mode, to, book.merchantId, amount,
+    ),
+  ]);
+  let reserved: number | undefined;
+  let available: number | undefined;
+  for (const b of balances) {
+    if (b.account === ACCOUNTS.reserved) reserved = b.balance;
+    else if (b.account === ACCOUNTS.available) available = b.balance;
+  }
   if (reserved !== undefined && reserved < 0) {
     throw new Error(`cannot post ${movement} for "${sourceId}": reserves would be ${reserved}, below 0`);
   }
-  const available = after.get(ACCOUNTS.available);
   if (MUST_LEAVE_AVAILABLE.has(movement) && available !== undefined && available < 0) {
     // A 422 the caller's request answers with; the transaction rolls back, so nothing was reserved.
     const what = movement === 'refund_reserved' ? 'refund' : 'pay out';
@@ -90,8 +94,46 @@ export async function post(tx: Tx, book: Book, movement: Movement, sourceId: str
 /** The amount a movement posted for a source, or undefined when it has not been posted. */
 export async function postedAmount(q: Reader, movement: Movement, sourceId: string): Promise<number | undefined> {
   const row = await q.get<{ amount: number }>(
-    `SELECT amount FROM ledger_entries WHERE movement = ? AND source_seq = (SELECT seq FROM ${sourceTable(movement)} WHERE id = ?)`,
+    `SELECT amount FROM ledger_entries WHERE movement = ? AND source_seq = (SELECT seq FROM ${MOVEMENTS[movement].source} WHERE id = ?)`,
     movement, sourceId,
   );
   return row?.amount;
+}
+
+/** A shop's book in one mode: settled money and what of it is free for payouts. */
+interface ShopBalance { shop_id: string; shop_name: string; balance: number; available: number }
+
+/** What a shop may pay out now in a mode: its available balance, 0 when nothing was ever posted to it. */
+export async function shopAvailable(q: Reader, shopId: string, mode: Mode): Promise<number> {
+  const row = await q.get<{ balance: number }>('SELECT balance FROM ledger_balances WHERE shop_id = ? AND mode = ? AND account = ?', shopId, mode, ACCOUNTS.available);
+  return row?.balance ?? 0;
+}
+
+/** Every shop of a merchant (oldest first) with its balance and available in a mode; shops without postings show 0. */
+export async function merchantBalances(q: Reader, merchantId: string, mode: Mode): Promise<ShopBalance[]> {
+  return q.all<ShopBalance>(
+    `SELECT s.id AS shop_id, s.name AS shop_name,
+            COALESCE(SUM(CASE WHEN b.account IN (?, ?) THEN b.balance END), 0) AS balance,
+            COALESCE(SUM(CASE WHEN b.account = ? THEN b.balance END), 0) AS available
+     FROM shops s LEFT JOIN ledger_balances b ON b.shop_id = s.id AND b.mode = ?
+     WHERE s.merchant_id = ?
+     GROUP BY s.id ORDER BY s.created_at, s.id`,
+    ACCOUNTS.available, ACCOUNTS.reserved, ACCOUNTS.available, mode, merchantId,
+  );
+}
+
+/**
+ * GET /v1/public/balance: the key's merchant's money in the key's mode, over all its shops. Each shop
+ * also shows its own `available`, because a payout draws on the paying shop's available alone.
+ */
+export async function getBalance(ctx: Ctx<{ readonly store: Reader }>): Promise<Reply> {
+  const a = ctx.auth!;
+  const shops = await merchantBalances(ctx.app.store, a.merchantId, a.mode);
+  let balance = 0;
+  let available = 0;
+  for (const s of shops) {
+    balance += s.balance;
+    available += s.available;
+  }
+  return { body: { balance, available, currency: 'RUB', shops } };
 }

@@ -1,5 +1,6 @@
 import type { Core } from '../core/core';
-import type { PaymentHooks } from './hooks';
+import type { Tx } from '../../platform/storage/store';
+import type { PaymentRow, PaymentStatus } from '../bank-port/payment';
 
 /**
  * The core as the payments state machine needs it: with the typed hooks `move()` runs after a status change
@@ -7,4 +8,28 @@ import type { PaymentHooks } from './hooks';
  */
 export interface PaymentsCore extends Core {
   readonly paymentHooks: PaymentHooks;
+}
+
+/**
+ * A reaction to a payment's status change, run inside the transaction that made it, after the change, its money
+ * and its event are written: `payment` is the row as the move left it, `from` the status it left, `at` the time
+ * of the move on the payment's clock. A throw rolls the whole change back.
+ */
+export type PaymentMoved = (tx: Tx, payment: PaymentRow, from: PaymentStatus, at: number) => Promise<void>;
+
+/** Which moves a hook is run for: payments of these kinds entering these statuses. */
+export interface MovedFilter {
+  kinds: readonly string[];
+  statuses: readonly PaymentStatus[];
+}
+
+/** The typed hooks of the payments state machine: other domains react to payments here, never the other way. */
+export class PaymentHooks {
+  /** Run by the state machine's move(), in order, for the moves their filter names. */
+  readonly moved: Array<{ fn: PaymentMoved; kinds: ReadonlySet<string>; statuses: ReadonlySet<string> }> = [];
+
+  /** Run `fn` after every status change that `only` names, in the order added. */
+  onMoved(fn: PaymentMoved, only: MovedFilter): void {
+    this.moved.push({ fn, kinds: new Set(only.kinds), statuses: new Set(only.statuses) });
+  }
 }

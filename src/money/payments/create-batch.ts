@@ -4,7 +4,7 @@ import type { Mode } from '../../platform/clock';
 import type { PaymentRow } from '../bank-port/payment';
 import type { PaymentsCore } from './core';
 import { creationBody, createWithAnswer, draftPayment, newPaymentOf, opensAtOnce, type PaymentInput } from './create';
-import { ensureSweep, LINK_SWEEP_JOB } from './expiry';
+import { ensureSweep, LINK_SWEEP_JOB } from './state';
 import { insertPayments } from './store';
 
 // Creates of payments on PostgreSQL, gathered: a node runs one create transaction per

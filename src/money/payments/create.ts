@@ -3,14 +3,13 @@ import type { Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import { badRequest } from '../../platform/http/errors';
 import { amountField, bodyObject, currencyField, enumField, intField, strField, urlControlChar } from '../../platform/http/body';
-import { nextPaymentSeq } from '../../platform/storage/dialect';
+import { NEXT_PAYMENT_SEQ } from '../../platform/storage/dialect';
 import { uuid } from '../../platform/util/ids';
 import type { PaymentsCore } from './core';
-import { openSessionTx } from './state';
-import { ensureSweep, LINK_SWEEP_JOB } from './expiry';
+import { ensureSweep, LINK_SWEEP_JOB, openSessionTx } from './state';
 import { insertedRow, insertPayment, type InsertParams } from './store';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from '../bank-port/payment';
-import type { EventInput } from '../events/emit';
+import type { EventInput } from '../events/events';
 import type { BankPort, NewPayment } from '../bank-port/port';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from '../webhooks/url-safety';
 
@@ -76,25 +75,12 @@ function webhookUrlField(obj: Record<string, unknown>, mode: Mode, allow: readon
   return v;
 }
 
-function metadataField(obj: Record<string, unknown>): Record<string, string> {
-  const v = obj.metadata;
-  if (v === undefined || v === null) return {};
-  if (typeof v !== 'object' || Array.isArray(v)) throw badRequest('Field "metadata" must be an object of string values', 'metadata');
-  const out: Record<string, string> = {};
-  for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
-    if (typeof val !== 'string') {
-      throw badRequest(`Field "metadata.${k}" must be a string (pass numbers and booleans as "42", "true"), got ${typeof val === 'object' ? (val === null ? 'null' : 'an object') : String(val)}`, `metadata.${k}`);
-    }
-    out[k] = val;
-  }
-  return out;
-}
-
 /** `allow` is the operator's --webhook-allow. */
 export function parseCreateBody(body: unknown, auth: { merchantId: string; shopId: string; mode: Mode }, allow: readonly string[] = []): PaymentInput {
   const obj = bodyObject(body, CREATE_FIELDS);
   const test = auth.mode === 'test';
-  return {
+  const metadata: Record<string, string> = {};
+  const input: PaymentInput = {
     merchantId: auth.merchantId,
     shopId: auth.shopId,
     mode: auth.mode,
@@ -107,8 +93,19 @@ export function parseCreateBody(body: unknown, auth: { merchantId: string; shopI
     description: strField(obj, 'description', { max: 1000 }),
     webhookUrl: webhookUrlField(obj, auth.mode, allow),
     ttlMinutes: intField(obj, 'ttl_minutes', { min: 1, max: TTL_MAX_MIN }),
-    metadata: metadataField(obj),
+    metadata,
   };
+  // Checked last, in the order of the fields: the first error found is the one answered.
+  const v = obj.metadata;
+  if (v === undefined || v === null) return input;
+  if (typeof v !== 'object' || Array.isArray(v)) throw badRequest('Field "metadata" must be an object of string values', 'metadata');
+  for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
+    if (typeof val !== 'string') {
+      throw badRequest(`Field "metadata.${k}" must be a string (pass numbers and booleans as "42", "true"), got ${typeof val === 'object' ? (val === null ? 'null' : 'an object') : String(val)}`, `metadata.${k}`);
+    }
+    metadata[k] = val;
+  }
+  return input;
 }
 
 /** A saved method needs no buyer: its session opens at once (decisions.md). */
@@ -178,7 +175,7 @@ export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: Paymen
   const [now, bank, seq] = await Promise.all([
     core.clocks.now(tx, input.shopId, input.mode),
     core.banks.for(tx, input.shopId, input.mode),
-    atOnce ? undefined : nextPaymentSeq(tx),
+    atOnce ? undefined : tx.get<{ n: number }>(NEXT_PAYMENT_SEQ[tx.engine]),
   ]);
   const { params, created } = draftPayment(bank, input, now, await bank.describePayment(tx, newPaymentOf(input)));
   let row: PaymentRow;
@@ -187,7 +184,7 @@ export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: Paymen
     row = await openSessionTx(core, tx, insertedRow(params), { tokenId: input.tokenId, unwritten: params, bank, at: now });
   } else {
     // Independent: one round trip on PostgreSQL instead of three.
-    [row] = await Promise.all([insertPayment(tx, params, seq), core.events.append(tx, created), ensureSweep(core.scheduler, tx, LINK_SWEEP_JOB, params.shop_id, params.mode, params.expires_at)]);
+    [row] = await Promise.all([insertPayment(tx, params, seq!.n), core.events.append(tx, created), ensureSweep(core.scheduler, tx, LINK_SWEEP_JOB, params.shop_id, params.mode, params.expires_at)]);
   }
   return { row, body: creationBody(core, bank, row) };
 }

@@ -2,9 +2,9 @@ import type { Reader } from '../../platform/storage/store';
 import type { Auth, Ctx, Reply } from '../../platform/http/types';
 import type { Mode } from '../../platform/clock';
 import type { Core } from '../core/core';
-import { notFound } from '../../platform/http/errors';
+import { badRequest, notFound } from '../../platform/http/errors';
 import { bodyObject } from '../../platform/http/body';
-import { idempotencyKey, idempotentCreate } from '../idempotency/idempotency';
+import { idempotentCreate } from '../idempotency/idempotency';
 import type { PaymentCreatesCore } from './create-batch';
 import { isUuid } from '../../platform/util/ids';
 import { iso } from '../../platform/util/time';
@@ -13,9 +13,9 @@ import { registerRows, REGISTERS } from '../registers/plan';
 import type { PaymentsCore } from './core';
 import { createWithAnswer, parseCreateBody } from './create';
 import { failureMessage } from './failures';
-import { cancelTx } from './state';
-import { getPayment, metadataOf, readPaymentView } from './store';
-import { PAYMENT_STATUSES, type PaymentRow } from '../bank-port/payment';
+import { cancelTx, chooseMethodTx, openSessionTx } from './state';
+import { getPayment, metadataOf, paymentView, readPaymentView } from './store';
+import { PAYMENT_METHODS, PAYMENT_STATUSES, type ConcreteMethod, type PaymentRow, type PaymentView } from '../bank-port/payment';
 
 /** True when the key may see the payment: its shop's, and its mode unless `anyMode`. */
 function visibleTo(auth: Auth, p: { shop_id: string; mode: Mode }, anyMode: boolean): boolean {
@@ -37,9 +37,10 @@ export async function paymentOfShop(q: Reader, ctx: Ctx, id: string): Promise<Pa
 /** POST /v1/public/payments */
 export async function createPayment(ctx: Ctx<PaymentCreatesCore>): Promise<Reply> {
   const input = parseCreateBody(ctx.body, ctx.auth!, ctx.app.config.webhookAllow);
-  if (ctx.app.creates?.takes(input) && idempotencyKey(ctx) === undefined) {
-    // Without a key there is nothing to replay: the create may share its transaction with others (create-batch.ts).
-    const made = await ctx.app.creates.create(input);
+  if (ctx.req.headers['idempotency-key'] === undefined) {
+    // Without a key there is nothing to replay (idempotentCreate checks a key given): the create runs alone, or on
+    // PostgreSQL may share its transaction with others (create-batch.ts).
+    const made = ctx.app.creates?.takes(input) ? await ctx.app.creates.create(input) : await ctx.app.store.write((tx) => createWithAnswer(ctx.app, tx, input));
     ctx.logExtra = { payment_id: made.row.id };
     return { status: 201, body: made.body };
   }
@@ -108,4 +109,56 @@ export async function listPayments(ctx: Ctx<Core>): Promise<Reply> {
 /** The highest seq of a register's table: the bound a first page's cursor carries. */
 export async function maxSeq(q: Reader, table: 'payments' | 'refunds'): Promise<number> {
   return (await q.get<{ high: number | null }>(`SELECT MAX(seq) AS high FROM ${table}`))!.high ?? 0;
+}
+
+// What the hosted page may do to a payment, by payment id alone (the page is public): each call is one
+// group-committed transaction and throws ApiError 409 invalid_state when the payment is in the wrong state.
+
+/** The payment as GET shows it, or undefined when no payment has this id; read through `q` (the store, or a tx). */
+export async function findPaymentForPage(q: Reader, id: string): Promise<PaymentView | undefined> {
+  return isUuid(id) ? (await readPaymentView(q, id))?.view : undefined;
+}
+
+/**
+ * The buyer pays with `method`: a payment created with `any` takes it, and the bank session opens
+ * (pending → processing). Only this POST opens a session: opening the page changes nothing. Paying again
+ * with the method already open changes nothing.
+ */
+export async function payWithMethod(core: PaymentsCore, id: string, method: string): Promise<PaymentView> {
+  if (method === 'any' || method === 'recurrent' || !(PAYMENT_METHODS as readonly string[]).includes(method)) {
+    throw badRequest(`Cannot choose method "${method}": it is not a payment method`, 'method');
+  }
+  return core.store.write(async (tx) => {
+    const p = isUuid(id) ? await getPayment(tx, id) : undefined;
+    if (!p) throw notFound(`Cannot find payment "${id}"`);
+    if (p.status === 'processing' && p.method === method) return paymentView(tx, p);
+    // One look at the clock, and the method written with the session's status.
+    const at = await core.clocks.now(tx, p.shop_id, p.mode);
+    const chosen = await chooseMethodTx(core, tx, p, method as ConcreteMethod, at, false);
+    const patch = chosen.method === p.method ? undefined : { method: chosen.method };
+    return paymentView(tx, await openSessionTx(core, tx, chosen, { by: 'buyer', at, patch }), true);
+  });
+}
+
+/** The buyer gave up on the page: pending → cancelled. */
+export async function buyerCancel(core: PaymentsCore, id: string): Promise<PaymentView> {
+  return core.store.write(async (tx) => {
+    const p = isUuid(id) ? await getPayment(tx, id) : undefined;
+    if (!p) throw notFound(`Cannot find payment "${id}"`);
+    return paymentView(tx, await cancelTx(core, tx, p));
+  });
+}
+
+const REDIRECT_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'refunded', 'expired']);
+
+/**
+ * Where the buyer goes after a final status: return_url with `payment_id` and `status` added (its own
+ * query kept), or null without return_url or before a final status.
+ */
+export function buyerRedirectUrl(payment: { id: string; status: string; return_url: string }): string | null {
+  if (!payment.return_url || !REDIRECT_STATUSES.has(payment.status)) return null;
+  const u = new URL(payment.return_url);
+  u.searchParams.set('payment_id', payment.id);
+  u.searchParams.set('status', payment.status);
+  return u.toString();
 }

@@ -1,10 +1,9 @@
 import type { Module, ModuleJob } from '../core/module';
 import { CHECK_JOBS } from '../bank-port/checks';
 import type { PaymentsCore } from './core';
-import { runPaymentCheck } from './bank-answers';
-import { LINK_SWEEP_JOB, SESSION_SWEEP_JOB, SWEEP_BATCH } from './expiry';
-import { expireTx } from './state';
-import { endedBy, LINK_END, nextEnd, SESSION_END, type Deadline } from './store';
+import { expireTx, LINK_SWEEP_JOB, runPaymentCheck, SESSION_SWEEP_JOB, SWEEP_BATCH } from './state';
+import { LINK_END, SESSION_END, type Deadline } from './store';
+import type { PaymentRow } from '../bank-port/payment';
 
 /**
  * The payments domain as the wiring mounts it: the shops' link and session sweeps and the payment status check.
@@ -24,8 +23,8 @@ function sweepJob(core: PaymentsCore, kind: string, ends: Deadline): ModuleJob {
     run: async (tx, job) => {
       const shopId = job.shop_id!;
       const now = await core.clocks.now(tx, shopId, job.mode);
-      for (const p of await endedBy(tx, ends, shopId, job.mode, now, SWEEP_BATCH)) await expireTx(core, tx, p);
-      const next = await nextEnd(tx, ends, shopId, job.mode);
+      for (const p of await tx.all<PaymentRow>(ends.due, shopId, job.mode, now, SWEEP_BATCH)) await expireTx(core, tx, p);
+      const next = (await tx.get<{ at: number | null }>(ends.next, shopId, job.mode))!.at;
       if (next !== null) await core.scheduler.schedule(tx, { kind, subjectId: job.subject_id, shopId, mode: job.mode, dueAt: Math.max(next, now) });
     },
   };

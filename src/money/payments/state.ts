@@ -1,11 +1,14 @@
 import type { Core } from '../core/core';
-import type { Reader, Tx } from '../../platform/storage/store';
+import type { Reader, RunResult, Tx } from '../../platform/storage/store';
+import type { Mode } from '../../platform/clock';
+import type { Job } from '../../platform/queue/jobs-table';
+import type { Scheduler } from '../../platform/queue/jobs';
 import { invalidState } from '../../platform/http/errors';
 import { post } from '../ledger/ledger';
-import type { BankPort, Opener } from '../bank-port/port';
+import type { BankPort, Opener, PaymentAnswer } from '../bank-port/port';
+import { CHECK_JOBS, recordMismatch, scheduleCheck, type Applied, type CheckTiming } from '../bank-port/checks';
 import type { PaymentsCore } from './core';
-import { ensureSweep, SESSION_SWEEP_JOB } from './expiry';
-import { getPayment, insertPayment, metadataOf, paymentView, updatePayment, updatePaymentFrom, type InsertParams } from './store';
+import { buildPaymentView, getPayment, insertPayment, metadataOf, SHOP_NAME_SQL, updatePayment, type InsertParams } from './store';
 import { SESSION_TTL_MS, type ConcreteMethod, type PaymentRow, type PaymentStatus } from '../bank-port/payment';
 
 /** Anything else is 409 invalid_state. */
@@ -59,6 +62,7 @@ function refuse(p: PaymentRow, action: string, extra = ''): never {
 async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus, action: string, at: number, patch: Partial<PaymentRow> = {}, unwritten?: InsertParams): Promise<PaymentRow> {
   if (!ALLOWED[p.status].includes(to)) refuse(p, action);
   let next: PaymentRow;
+  let write: Promise<RunResult> | undefined;
   if (unwritten) {
     // Created in this transaction and not written yet: one INSERT of the row as the move leaves it.
     if (to !== 'processing' || patch.processing_until == null) throw new Error(`cannot write payment "${p.id}" as ${to} at its creation`);
@@ -66,27 +70,34 @@ async function move(core: PaymentsCore, tx: Tx, p: PaymentRow, to: PaymentStatus
   } else {
     // As read (and checked, and found unchanged by the write) plus the columns written: no read needed.
     next = { ...p, ...patch, status: to };
+    const values: unknown[] = [to];
+    let sql = 'UPDATE payments SET status = ?';
+    for (const col in patch) {
+      sql += `, ${col} = ?`;
+      values.push((patch as Record<string, unknown>)[col]);
+    }
+    write = tx.run(`${sql} WHERE id = ? AND status = ?`, ...values, p.id, p.status);
   }
   const event = WEBHOOK[to];
-  // Side by side (one round trip on PostgreSQL): the status write and the webhook's view (a payment leaving
-  // pending or processing never succeeded before, so it has no refunds to read).
-  const [written, view] = await Promise.all([
-    unwritten ? true : updatePaymentFrom(tx, p.id, p.status, { ...patch, status: to }),
-    event ? paymentView(tx, next, p.status === 'pending' || p.status === 'processing') : undefined,
+  // Side by side (one round trip on PostgreSQL): the status write and the shop's name for the webhook's view (a
+  // payment leaving pending or processing, as every move with a webhook does, never succeeded: it has no refunds).
+  const [written, shop] = await Promise.all([write, event ? tx.get<{ name: string }>(SHOP_NAME_SQL, next.shop_id) : undefined]);
+  if (written && written.changes !== 1) refuse((await getPayment(tx, p.id)) ?? p, action);
+  // The money moves, side by side with the event, before anything reacts (a card binding's verification refund
+  // needs the credit).
+  await Promise.all([
+    to === 'succeeded' ? post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at, next.seq) : undefined,
+    core.events.append(tx, {
+      merchantId: next.merchant_id,
+      shopId: next.shop_id,
+      mode: next.mode,
+      kind: 'payment.status_changed',
+      payload: { id: next.id, status: to },
+      at,
+      paymentId: next.id,
+      webhook: event ? { event, data: buildPaymentView(next, shop?.name ?? '', []), url: next.webhook_url || null } : undefined,
+    }),
   ]);
-  if (!written) refuse((await getPayment(tx, p.id)) ?? p, action);
-  // The money moves before anything reacts (a card binding's verification refund needs the credit).
-  if (to === 'succeeded') await post(tx, { merchantId: next.merchant_id, shopId: next.shop_id, mode: next.mode }, 'payment_succeeded', next.id, next.amount, at, next.seq);
-  await core.events.append(tx, {
-    merchantId: next.merchant_id,
-    shopId: next.shop_id,
-    mode: next.mode,
-    kind: 'payment.status_changed',
-    payload: { id: next.id, status: to },
-    at,
-    paymentId: next.id,
-    webhook: event ? { event, data: view, url: next.webhook_url || null } : undefined,
-  });
   // Tokens and subscriptions react here (typed hooks, in the order added; payments knows none of them).
   for (const h of core.paymentHooks.moved) if (h.kinds.has(next.kind) && h.statuses.has(next.status)) await h.fn(tx, next, p.status, at);
   return next;
@@ -136,9 +147,12 @@ export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, o
   if (p.method === 'any') refuse(p, 'open a bank session for', ' and no method is chosen yet');
   const now = opts.at ?? (await core.clocks.now(tx, p.shop_id, p.mode));
   const until = now + SESSION_TTL_MS[p.method];
-  const next = await move(core, tx, p, 'processing', 'open a bank session for', now, { ...opts.patch, processing_until: until }, opts.unwritten);
-  await ensureSweep(core.scheduler, tx, SESSION_SWEEP_JOB, p.shop_id, p.mode, until);
-  const bank = opts.bank ?? (await core.banks.for(tx, p.shop_id, p.mode));
+  // Independent: the move, the shop's session sweep and its bank side by side.
+  const [next, , bank] = await Promise.all([
+    move(core, tx, p, 'processing', 'open a bank session for', now, { ...opts.patch, processing_until: until }, opts.unwritten),
+    ensureSweep(core.scheduler, tx, SESSION_SWEEP_JOB, p.shop_id, p.mode, until),
+    opts.bank ?? core.banks.for(tx, p.shop_id, p.mode),
+  ]);
   const req = { payment: next, by: opts.by ?? 'service' };
   if (opts.tokenId) await bank.chargeSaved(tx, { ...req, tokenId: opts.tokenId });
   else await bank.openSession(tx, req);
@@ -204,4 +218,93 @@ export async function applyRefundTx(core: PaymentsCore, tx: Tx, p: PaymentRow, a
   const next: PaymentRow = { ...p, amount_refunded: total };
   if (total !== p.amount || p.status !== 'succeeded') return next;
   return move(core, tx, next, 'refunded', 'refund', await core.clocks.now(tx, p.shop_id, p.mode));
+}
+
+/**
+ * Expire a shop and mode's pending payments whose links ran out: one job per shop and mode, due at the earliest
+ * expires_at, expiring all due and scheduling the next. A create writes no job (it may move the sweep earlier), and
+ * a payment leaving `pending` just drops out of the partial index `payments_pending_expiry`.
+ */
+export const LINK_SWEEP_JOB = 'payment.link_sweep';
+
+/** The same for processing payments whose bank session ended (processing_until, index `payments_session_end`). */
+export const SESSION_SWEEP_JOB = 'payment.session_sweep';
+
+/** The next run, due at once, takes the rest. */
+export const SWEEP_BATCH = 200;
+
+/**
+ * Make sure the shop's sweep of `kind` (LINK_SWEEP_JOB in a create's transaction, SESSION_SWEEP_JOB in the one
+ * that opens a session) is due no later than `at`.
+ */
+export async function ensureSweep(scheduler: Scheduler, tx: Tx, kind: string, shopId: string, mode: Mode, at: number): Promise<void> {
+  const subject = `${shopId}/${mode}`;
+  const due = await scheduler.nextDue(tx, kind, subject);
+  if (due !== null && due <= at) return;
+  if (due !== null) await scheduler.cancel(tx, kind, subject);
+  await scheduler.schedule(tx, { kind, subjectId: subject, shopId, mode, dueAt: at });
+}
+
+// Where every bank answer about a payment enters the domain, whoever gives it (see bank-port/checks.ts).
+
+/** The configured wait, read at the time of scheduling. */
+export function checkTiming(core: Pick<Core, 'clocks' | 'scheduler' | 'config'>): CheckTiming {
+  return { clocks: core.clocks, scheduler: core.scheduler, syncAfterSeconds: core.config.acquirerSyncAfterSeconds };
+}
+
+/** Its end less the method's session lifetime: the bank knows the payment since then, not since its creation. */
+function sessionStart(p: PaymentRow): number {
+  const ttl = SESSION_TTL_MS[p.method as ConcreteMethod];
+  return p.processing_until !== null && ttl !== undefined ? Math.max(p.created_at, p.processing_until - ttl) : p.created_at;
+}
+
+/** `payment`: its id, or its row as just read in this transaction; `amount`, when the bank states it, must match. */
+export async function paymentAnswered(core: PaymentsCore, tx: Tx, payment: string | PaymentRow, a: PaymentAnswer, amount?: number): Promise<Applied> {
+  const p = typeof payment === 'string' ? await getPayment(tx, payment) : payment;
+  if (!p) return 'ignored';
+  if (p.status !== 'processing') {
+    // Money taken for a payment kopek closed without it never moves it back, but the operator must see it.
+    if (a.outcome === 'succeeded' && (p.status === 'expired' || p.status === 'failed' || p.status === 'cancelled')) {
+      await recordMismatch(core.clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: amount ?? p.amount, outcome: `succeeded after ${p.status}` });
+    }
+    return 'ignored';
+  }
+  if (amount !== undefined && amount !== p.amount) {
+    await recordMismatch(core.clocks, tx, { shopId: p.shop_id, subjectId: p.id, expected: p.amount, told: amount, outcome: a.outcome });
+    return 'amount_mismatch';
+  }
+  let moved: Promise<PaymentRow>;
+  switch (a.outcome) {
+    case 'unknown':
+      await scheduleCheck(checkTiming(core), tx, 'payment', { id: p.id, shopId: p.shop_id, mode: p.mode, since: sessionStart(p) });
+      return 'checking';
+    case 'succeeded':
+      moved = resolveTx(core, tx, p, { outcome: 'succeeded', rrn: a.rrn, bankName: a.bankName, card: a.card, phoneMask: a.phoneMask, payerBank: a.payerBank });
+      break;
+    case 'refused':
+      moved = resolveTx(core, tx, p, { outcome: 'failed', failureCode: a.failureCode, bankFailureCode: a.bankCode, bankName: a.bankName, card: a.card });
+      break;
+    case 'expired':
+      moved = expireTx(core, tx, p);
+      break;
+    case 'cancelled':
+      moved = bankCancelTx(core, tx, p);
+      break;
+  }
+  // The check a doubt scheduled is no longer needed; independent of the move.
+  await Promise.all([moved, core.scheduler.cancel(tx, CHECK_JOBS.payment, p.id)]);
+  return 'applied';
+}
+
+/** Only the shop's own live payments (a notification never reaches another shop's data, nor test mode). */
+export async function notifiedPaymentAnswered(core: PaymentsCore, tx: Tx, shopId: string, paymentId: string, a: PaymentAnswer, amount?: number): Promise<Applied> {
+  const p = await getPayment(tx, paymentId);
+  if (!p || p.shop_id !== shopId || p.mode !== 'live') return 'ignored';
+  return paymentAnswered(core, tx, p, a, amount);
+}
+
+/** Ask the bank again, unless the payment is final by now. */
+export async function runPaymentCheck(core: Pick<Core, 'banks'>, tx: Tx, job: Job): Promise<void> {
+  const p = await getPayment(tx, job.subject_id);
+  if (p && p.status === 'processing') await (await core.banks.for(tx, p.shop_id, p.mode)).checkStatus(tx, { kind: 'payment', payment: p });
 }

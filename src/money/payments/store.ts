@@ -1,6 +1,6 @@
 import type { Reader, Tx } from '../../platform/storage/store';
 import { updateById } from '../../platform/storage/tx';
-import { forUpdate, isPrimaryKeyConflict, nextPaymentSeq } from '../../platform/storage/dialect';
+import { forUpdate, isPrimaryKeyConflict, NEXT_PAYMENT_SEQ } from '../../platform/storage/dialect';
 import type { Mode } from '../../platform/clock';
 import type { PaymentRow, PaymentView, RefundView } from '../bank-port/payment';
 import type { RefundRow } from '../bank-port/refund';
@@ -45,18 +45,6 @@ export async function updatePayment(tx: Tx, id: string, patch: Partial<PaymentRo
   await updateById(tx, 'payments', id, patch);
 }
 
-/** The state machine's status write: false, nothing written, when the row has moved on from `from`. */
-export async function updatePaymentFrom(tx: Tx, id: string, from: string, patch: Partial<PaymentRow>): Promise<boolean> {
-  const values: unknown[] = [];
-  let sql = 'UPDATE payments SET ';
-  for (const col in patch) {
-    sql += values.length === 0 ? `${col} = ?` : `, ${col} = ?`;
-    values.push((patch as Record<string, unknown>)[col]);
-  }
-  values.push(id, from);
-  return (await tx.run(`${sql} WHERE id = ? AND status = ?`, ...values)).changes === 1;
-}
-
 export function metadataOf(row: Pick<PaymentRow, 'metadata'>): Record<string, string> {
   return JSON.parse(row.metadata) as Record<string, string>;
 }
@@ -77,17 +65,21 @@ export function refundView(r: RefundRow, withCompleted = true): RefundView {
   return v;
 }
 
+/** The shop's name a view shows. */
+export const SHOP_NAME_SQL = 'SELECT name FROM shops WHERE id = ?';
+
 /**
  * The Payment object as GET answers it; refunds are read through `q` only when it may have some (`unrefunded`:
  * none, as a payment that has just succeeded). Inside a transaction pass its tx, outside the store.
  */
 export async function paymentView(q: Reader, row: PaymentRow, unrefunded = false): Promise<PaymentView> {
-  const shopName = (await q.get<{ name: string }>('SELECT name FROM shops WHERE id = ?', row.shop_id))?.name;
+  const shopName = (await q.get<{ name: string }>(SHOP_NAME_SQL, row.shop_id))?.name;
   const refunds = !unrefunded && (row.status === 'succeeded' || row.status === 'refunded') ? await refundsOf(q, row.id) : [];
   return buildPaymentView(row, shopName ?? '', refunds);
 }
 
-function buildPaymentView(row: Omit<ViewRow, 'shop_name'>, shopName: string, refunds: RefundRow[]): PaymentView {
+/** The Payment object of a row, its shop's name and its refunds. */
+export function buildPaymentView(row: Omit<ViewRow, 'shop_name'>, shopName: string, refunds: RefundRow[]): PaymentView {
   return {
     id: row.id,
     public_id: row.public_id,
@@ -120,45 +112,25 @@ function buildPaymentView(row: Omit<ViewRow, 'shop_name'>, shopName: string, ref
   };
 }
 
-/** A deadline an expiry sweep watches: a status and the column holding the time it ends. */
+/** A deadline an expiry sweep watches: what is due (shop, mode, now, limit; earliest first) and the next end (shop, mode). */
 export interface Deadline {
-  status: 'pending' | 'processing';
-  column: 'expires_at' | 'processing_until';
+  due: string;
+  next: string;
 }
 
 /** A pending payment's link ends at expires_at (partial index payments_pending_expiry). */
-export const LINK_END: Deadline = { status: 'pending', column: 'expires_at' };
+export const LINK_END: Deadline = {
+  due: `SELECT * FROM payments WHERE shop_id = ? AND mode = ? AND status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?`,
+  next: `SELECT min(expires_at) AS at FROM payments WHERE shop_id = ? AND mode = ? AND status = 'pending'`,
+};
 /** A processing payment's bank session ends at processing_until (partial index payments_session_end). */
-export const SESSION_END: Deadline = { status: 'processing', column: 'processing_until' };
-
-/** What is due (shop, mode, now, limit) and the next end (shop, mode). */
-export function deadlineSql(d: Deadline): { due: string; next: string } {
-  // Built from the two constants above only, never from data.
-  return {
-    due: `SELECT * FROM payments WHERE shop_id = ? AND mode = ? AND status = '${d.status}' AND ${d.column} <= ? ORDER BY ${d.column} LIMIT ?`,
-    next: `SELECT min(${d.column}) AS at FROM payments WHERE shop_id = ? AND mode = ? AND status = '${d.status}'`,
-  };
-}
-
-const SQL_OF = new Map([LINK_END, SESSION_END].map((d) => [d, deadlineSql(d)]));
-
-/** Earliest first, at most `limit`. */
-export async function endedBy(q: Reader, d: Deadline, shopId: string, mode: 'test' | 'live', now: number, limit: number): Promise<PaymentRow[]> {
-  return q.all<PaymentRow>(SQL_OF.get(d)!.due, shopId, mode, now, limit);
-}
-
-export async function nextEnd(q: Reader, d: Deadline, shopId: string, mode: 'test' | 'live'): Promise<number | null> {
-  const r = (await q.get<{ at: number | null }>(SQL_OF.get(d)!.next, shopId, mode))!;
-  return r.at;
-}
+export const SESSION_END: Deadline = {
+  due: `SELECT * FROM payments WHERE shop_id = ? AND mode = ? AND status = 'processing' AND processing_until <= ? ORDER BY processing_until LIMIT ?`,
+  next: `SELECT min(processing_until) AS at FROM payments WHERE shop_id = ? AND mode = ? AND status = 'processing'`,
+};
 
 /** Six digits or more. */
 const PUBLIC_ID_BASE = 100_000;
-
-/** The only payment text the bank sees (never the merchant's description). */
-export function bankPurpose(publicId: string): string {
-  return `Оплата заказа ${publicId}`;
-}
 
 /** The other columns take their defaults. */
 export type InsertParams = Pick<
@@ -181,15 +153,16 @@ export interface OpenedAtInsert {
 
 /**
  * One statement with seq, public_id and purpose (an UPDATE after the INSERT rewrote the row and its index). The
- * seq is one above the highest ever issued (nextPaymentSeq), so never reused, even after a test reset; if another
+ * seq is one above the highest ever issued (NEXT_PAYMENT_SEQ), so never reused, even after a test reset; if another
  * writer took it meanwhile the primary key refuses and the read is made again once.
  */
 export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: number, opened?: OpenedAtInsert): Promise<PaymentRow> {
   for (let attempt = 0; ; attempt++) {
     // `seqRead`: the number the caller read in this transaction.
-    const row = numberedRow(params, attempt === 0 && seqRead !== undefined ? seqRead : await nextPaymentSeq(tx), opened);
+    const values: unknown[] = [];
+    const row = numberedRow(params, attempt === 0 && seqRead !== undefined ? seqRead : (await tx.get<{ n: number }>(NEXT_PAYMENT_SEQ[tx.engine]))!.n, values, opened);
     try {
-      await tx.run(INSERT_PAYMENT, ...insertValues(params, row));
+      await tx.run(INSERT_PAYMENT, ...values);
       return row;
     } catch (err) {
       if (attempt > 0 || !isPrimaryKeyConflict(err)) throw err;
@@ -199,31 +172,30 @@ export async function insertPayment(tx: Tx, params: InsertParams, seqRead?: numb
 
 /** Pending payments in one statement, the i-th numbered `seqs[i]` (from the sequence: no conflict to retry). */
 export async function insertPayments(tx: Tx, params: InsertParams[], seqs: number[]): Promise<PaymentRow[]> {
-  const rows = params.map((p, i) => numberedRow(p, seqs[i]));
-  await tx.run(`${INSERT_PAYMENT}${PAYMENT_TUPLE.repeat(params.length - 1)}`, ...params.flatMap((p, i) => insertValues(p, rows[i])));
+  const values: unknown[] = [];
+  const rows = params.map((p, i) => numberedRow(p, seqs[i], values));
+  await tx.run(`${INSERT_PAYMENT}${PAYMENT_TUPLE.repeat(params.length - 1)}`, ...values);
   return rows;
 }
 
-/** `p` numbered `seq` (with the public id and bank purpose made from it), as its row. */
-function numberedRow(p: InsertParams, seq: number, opened?: OpenedAtInsert): PaymentRow {
+/** `p` numbered `seq` (with the public id and bank purpose made from it), as its row; its values go on `values`. */
+function numberedRow(p: InsertParams, seq: number, values: unknown[], opened?: OpenedAtInsert): PaymentRow {
   p.seq = seq;
   p.public_id = `P-${PUBLIC_ID_BASE + seq}`;
-  p.purpose = bankPurpose(p.public_id);
+  // The only payment text the bank sees (never the merchant's description).
+  p.purpose = `Оплата заказа ${p.public_id}`;
   const row = insertedRow(p);
   if (opened) {
     row.status = opened.status;
     row.processing_until = opened.processing_until;
   }
-  return row;
-}
-
-/** In column order. */
-function insertValues(p: InsertParams, row: PaymentRow): unknown[] {
-  return [
+  // In column order.
+  values.push(
     p.seq, p.id, p.public_id, p.kind, p.merchant_id, p.shop_id, p.mode, p.order_id, row.status, p.amount, p.currency,
     p.method, p.method_fixed, p.return_url, p.description, p.webhook_url, p.purpose, p.metadata, p.created_at, p.expires_at,
     row.processing_until,
-  ];
+  );
+  return row;
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Job } from '../../platform/queue/jobs-table';
 import type { Core } from '../core/core';
 import type { MoneyAnswer } from '../bank-port/port';
 import { CHECK_JOBS, scheduleCheck, type Applied } from '../bank-port/checks';
-import { checkTiming } from '../payments/bank-answers';
+import { checkTiming } from '../payments/state';
 import { finishPayoutTx } from './payouts';
 import { getPayout } from './store';
 

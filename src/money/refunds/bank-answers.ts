@@ -4,7 +4,7 @@ import type { Core } from '../core/core';
 import type { MoneyAnswer } from '../bank-port/port';
 import { CHECK_JOBS, scheduleCheck, type Applied } from '../bank-port/checks';
 import type { PaymentsCore } from '../payments/core';
-import { checkTiming } from '../payments/bank-answers';
+import { checkTiming } from '../payments/state';
 import { getRefund } from './store';
 import { settleRefundTx } from './refunds';
 

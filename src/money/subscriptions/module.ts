@@ -1,8 +1,7 @@
 import type { Tx } from '../../platform/storage/store';
 import type { Module } from '../core/module';
 import type { PaymentRow } from '../bank-port/payment';
-import type { PaymentsCore } from '../payments/core';
-import type { MovedFilter, PaymentMoved } from '../payments/hooks';
+import type { MovedFilter, PaymentMoved, PaymentsCore } from '../payments/core';
 import { createRefundTx } from '../refunds/refunds';
 import { getToken, recurrentPayment } from '../tokens/store';
 import { activateTokenTx, chargedTx } from '../tokens/tokens';

@@ -8,7 +8,7 @@ import type { AsyncJobKind, Job } from '../../platform/queue/jobs';
 import type { Tx } from '../../platform/storage/store';
 import { hmacHex } from '../../platform/util/ids';
 import { unseal } from '../../platform/secrets/at-rest';
-import { webhookBody } from '../events/stream';
+import { webhookBody } from '../events/events';
 import { ATTEMPT_JOB, outboxSink, paymentUrlSigning, scheduleAttempt, type DeliveryRow, type SignatureVersion } from './store';
 import { fixedLookup, UrlPolicy, type Resolved } from './url-safety';
 

@@ -1,7 +1,7 @@
 import type { Reader, Store, Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import type { Scheduler } from '../../platform/queue/jobs';
-import type { EventRow, EventSink } from '../events/emit';
+import type { EventRow, EventSink } from '../events/events';
 import { secret as newSecret, uuid, WEBHOOK_SECRET_RE } from '../../platform/util/ids';
 import { seal, unseal } from '../../platform/secrets/at-rest';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from './url-safety';

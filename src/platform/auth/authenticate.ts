@@ -59,10 +59,9 @@ function entryOf(store: Store, row: KeyRow): KeyEntry {
     allowListCache.set(row.ip_allowlist, allow);
   }
   // Unsealed once per entry: the entry lives only while the key tables stand where they stood when it was read.
-  const secret = row.require_signature ? unseal(store.path, row.signing_secret, `shops.signing_secret:${row.shop_id}`) : '';
-  const verifyBody = row.require_signature
-    ? (signature: string | undefined, body: Buffer): void => verifyRequestSignature(signature, body, secret)
-    : (): void => {};
+  if (!row.require_signature) return { row, allow, check: { auth: authOf(row) } };
+  const secret = unseal(store.path, row.signing_secret, `shops.signing_secret:${row.shop_id}`);
+  const verifyBody = (signature: string | undefined, body: Buffer): void => verifyRequestSignature(signature, body, secret);
   return { row, allow, check: { auth: authOf(row), verifyBody } };
 }
 

@@ -43,8 +43,8 @@ export interface KeyInput {
 /** A key that passed the checks made from the headers alone; the body's signature is checked once the body is read. */
 export interface KeyCheck {
   auth: Auth;
-  /** Verify the request signature over the raw body (401), when the shop requires one. */
-  verifyBody(signature: string | undefined, rawBody: Buffer): void;
+  /** Verify the request signature over the raw body (401); absent when the shop requires none. */
+  verifyBody?: (signature: string | undefined, rawBody: Buffer) => void;
 }
 
 /**

@@ -167,7 +167,7 @@ async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, plain:
     // A token is the whole credential (no cookies), so a page of any origin may read the stream with it.
     ctx.res.setHeader('Access-Control-Allow-Origin', '*');
   } else if (key) {
-    key.verifyBody(firstOf(req.headers['x-psp-signature']), ctx.rawBody);
+    key.verifyBody?.(firstOf(req.headers['x-psp-signature']), ctx.rawBody);
     ctx.auth = key.auth;
     guards.noteKeyUse(ctx.auth.keyId);
     guards.rateLimit?.(ctx.auth.keyId);
@@ -463,8 +463,19 @@ export class Router<T> {
     for (const r of this.params) {
       const m = r.regex.exec(path);
       if (!m) continue;
-      if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return found(r, m);
-      (allow ??= []).push(r.method);
+      if (r.method !== method && !(method === 'HEAD' && r.method === 'GET')) {
+        (allow ??= []).push(r.method);
+        continue;
+      }
+      const params: Record<string, string> = {};
+      for (const k of r.keys) {
+        try {
+          params[k] = decodeURIComponent(m.groups![k]);
+        } catch {
+          params[k] = m.groups![k];
+        }
+      }
+      return { kind: 'found', value: r.value, params, pattern: r.pattern };
     }
     return allow ? { kind: 'method_not_allowed', allow: allowed(allow) } : { kind: 'not_found' };
   }
@@ -473,18 +484,6 @@ export class Router<T> {
   list(): Array<[string, string]> {
     return this.routes.map((r) => [r.method, r.pattern]);
   }
-}
-
-function found<T>(r: Compiled<T>, m: RegExpExecArray): Match<T> {
-  const params: Record<string, string> = {};
-  for (const k of r.keys) {
-    try {
-      params[k] = decodeURIComponent(m.groups![k]);
-    } catch {
-      params[k] = m.groups![k];
-    }
-  }
-  return { kind: 'found', value: r.value, params, pattern: r.pattern };
 }
 
 /** The methods of a 405's Allow, sorted, with HEAD wherever GET is. */

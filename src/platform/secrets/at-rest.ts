@@ -44,7 +44,7 @@ export function seal(dbPath: string, plaintext: string, context: string): string
 
 /** The secret stored in `context`: decrypted, or as it is when it was stored before sealing existed. */
 export function unseal(dbPath: string, stored: string, context: string): string {
-  return stored.startsWith(SEALED) ? decryptSecret(keyOf(dbPath), stored, context) : stored;
+  return stored.startsWith(SEALED) ? decryptSecret(keys.get(dbPath) ?? keyOf(dbPath), stored, context) : stored;
 }
 
 /**

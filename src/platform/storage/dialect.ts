@@ -44,16 +44,13 @@ export function streamEventsSql(q: Reader): string {
 // ---- payments ----
 /**
  * One above the highest payment seq ever issued, deleted rows included (`sqlite_sequence`, or the table's max
- * for a row inserted with an explicit seq before that was recorded).
+ * for a row inserted with an explicit seq before that was recorded), as `n`.
  */
-export async function nextPaymentSeq(q: Reader): Promise<number> {
-  // PostgreSQL: named as PostgreSQL names it, resolved once at prepare; pg_get_serial_sequence ran per create.
-  if (q.engine === 'postgres') return (await q.get<{ n: number }>(`SELECT nextval('payments_seq_seq') AS n`))!.n;
-  const r = await q.get<{ n: number }>(
-    `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'payments'), 0), coalesce((SELECT max(seq) FROM payments), 0)) + 1 AS n`,
-  );
-  return r!.n;
-}
+export const NEXT_PAYMENT_SEQ = {
+  // Named as PostgreSQL names it, resolved once at prepare; pg_get_serial_sequence ran per create.
+  postgres: `SELECT nextval('payments_seq_seq') AS n`,
+  sqlite: `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'payments'), 0), coalesce((SELECT max(seq) FROM payments), 0)) + 1 AS n`,
+} as const;
 
 /** `n` payment numbers from PostgreSQL's sequence in one statement. */
 export async function nextPaymentSeqsPg(q: Reader, n: number): Promise<number[]> {

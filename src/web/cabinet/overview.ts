@@ -2,7 +2,7 @@ import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/render';
 import { formatAmount, type Lang } from '../pay-page/i18n';
-import { merchantBalances } from '../../money/ledger/store';
+import { merchantBalances } from '../../money/ledger/ledger';
 import { DAY_MS } from '../../platform/util/time';
 import { indexedBy } from '../../platform/storage/dialect';
 import { cabinetPage, table } from './layout';

@@ -2,7 +2,7 @@ import QRCode from 'qrcode';
 import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import { notFound } from '../../platform/http/errors';
-import { buyerRedirectUrl, findPaymentForPage, buyerCancel, payWithMethod } from '../../money/payments/buyer';
+import { buyerRedirectUrl, findPaymentForPage, buyerCancel, payWithMethod } from '../../money/payments/handlers';
 import type { PaymentView } from '../../money/bank-port/payment';
 import { backToPage, isFinal, langOf, renderNotFound, renderPage, esc, isTest, formOf, renderForeign, tolerateMovedOn, href, bankScreen, cancelConfirm, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, payStep, processingScreen, sbpScreen, statusScreen, threeDsScreen, type PageMethod, type ScreenCtx } from './render';
 import { getPayment } from '../../money/payments/store';

@@ -4,7 +4,7 @@ import { checkCard, decideCard, planFromMetadata, THREE_DS_CODE } from '../../ba
 import { buyerResolve } from '../../banks/simulator/test-bank';
 import { loadForAction } from './handlers';
 import { isTest, backToPage, renderPage, tolerateMovedOn, cardPayStep, cardScreen } from './render';
-import { payWithMethod } from '../../money/payments/buyer';
+import { payWithMethod } from '../../money/payments/handlers';
 import { getPayment } from '../../money/payments/store';
 import type { PaymentView } from '../../money/bank-port/payment';
 import { clearStep, getStep, putStep, type PageStep } from './steps';

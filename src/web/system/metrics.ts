@@ -1,7 +1,7 @@
 import type { Store } from '../../platform/storage/store';
 import type { Clocks } from '../../platform/clock';
 import type { Ctx, Reply } from '../../platform/http/types';
-import type { EventStreamHub } from '../../money/events/stream';
+import type { EventStreamHub } from '../../money/events/events';
 import type { WebhookAttempts } from '../../money/webhooks/delivery';
 import { countJobs } from '../../platform/queue/jobs-table';
 import { pendingDeliveryCount } from '../../platform/storage/dialect';

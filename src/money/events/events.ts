@@ -3,11 +3,146 @@ import type { Ctx, Reply } from '../../platform/http/types';
 import type { Mode } from '../../platform/clock';
 import type { Config } from '../../platform/config';
 import type { Logger } from '../../platform/log';
-import type { Reader } from '../../platform/storage/store';
+import type { EventFeed, Reader, Tx } from '../../platform/storage/store';
+import { lastIssuedEventSeq, streamEventsSql } from '../../platform/storage/dialect';
 import { ApiError, badRequest } from '../../platform/http/errors';
 import { keyStanding } from '../../platform/auth/authenticate';
-import { eventsAfter, lastIssuedSeq, sseData, type EventRow, type Events } from './emit';
+import { eventId } from '../../platform/util/ids';
 import { encodeSse, encodeSseComment } from './sse';
+
+// The event log: appended in the writing transaction, fanned out after commit to the SSE streams.
+
+/** An SSE kind and payload, and optionally a webhook. */
+export interface EventInput {
+  merchantId: string;
+  shopId: string;
+  mode: Mode;
+  kind: string;
+  payload: Record<string, unknown>;
+  /** Time on the object's clock. */
+  at: number;
+  /** Event name, object snapshot, and a payment's own URL. */
+  webhook?: { event: string; data: unknown; url?: string | null };
+  paymentId?: string;
+  payoutId?: string;
+}
+
+export interface EventRow {
+  seq: number;
+  id: string;
+  merchant_id: string;
+  shop_id: string;
+  mode: Mode;
+  kind: string;
+  payload: string;
+  at: number;
+  webhook_event: string | null;
+  webhook_data: string | null;
+  webhook_url: string | null;
+  payment_id: string | null;
+  payout_id: string | null;
+}
+
+/**
+ * Runs for each event that sends a webhook, inside the appending transaction (its deliveries are written in the
+ * same commit), one after another, touching the database only through `tx`; one with nothing to do returns nothing.
+ * A domain reacting to another's objects uses its typed hooks instead.
+ */
+export type EventSink = (tx: Tx, row: EventRow) => Promise<unknown> | undefined;
+/** Called after commit (SSE fan-out). */
+export type EventListener = (row: EventRow) => void;
+
+const INSERT_EVENT = `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT_ONE_EVENT = `${INSERT_EVENT} RETURNING seq`;
+const EVENT_TUPLE = ', (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
+export class Events {
+  private readonly sinks: EventSink[] = [];
+  private readonly listeners = new Set<EventListener>();
+
+  /** `feed`: every node's events (PostgreSQL); null on SQLite, where local commits are all. */
+  constructor(private readonly feed: EventFeed | null = null) {}
+
+  /** Resolves once every event committed from now on will reach subscribeStream's listeners. */
+  followStream(): Promise<void> {
+    return this.feed ? this.feed.follow() : Promise.resolve();
+  }
+
+  unfollowStream(): void {
+    this.feed?.unfollow();
+  }
+
+  /** Every committed event of every process, once, in stream order (`row.seq`); on PostgreSQL only while a stream follows. */
+  subscribeStream(listener: EventListener): () => void {
+    if (this.feed) return this.feed.subscribe((row) => listener(row as unknown as EventRow));
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  addSink(sink: EventSink): void {
+    this.sinks.push(sink);
+  }
+
+  /** Sinks run now, in order; listeners after commit (see EventStreamHub: it listens while a stream is open). */
+  async append(tx: Tx, e: EventInput): Promise<EventRow> {
+    const row = eventRow(e);
+    const { lastInsertRowid } = await tx.run(INSERT_ONE_EVENT, row.id, row.merchant_id, row.shop_id, row.mode, row.kind, row.payload, row.at, row.webhook_event, row.webhook_data, row.webhook_url, row.payment_id, row.payout_id);
+    row.seq = Number(lastInsertRowid);
+    if (row.webhook_event) {
+      for (const sink of this.sinks) {
+        const done = sink(tx, row);
+        if (done) await done;
+      }
+    }
+    // To the streams open at commit. On SQLite with none open now there is nothing to call: a stream opening later
+    // replays the event, as its read waits for this transaction (store.ts).
+    if (this.feed || this.listeners.size > 0) {
+      tx.afterCommit(() => {
+        this.feed?.kick();
+        for (const l of this.listeners) l(row);
+      });
+    }
+    return row;
+  }
+
+  /** In one statement, numbered in the order given; sinks run for each in turn (as append), listeners after commit. */
+  async appendMany(tx: Tx, inputs: EventInput[]): Promise<EventRow[]> {
+    if (inputs.length === 1) return [await this.append(tx, inputs[0])];
+    const rows = inputs.map(eventRow);
+    const insert = `${INSERT_EVENT}${EVENT_TUPLE.repeat(rows.length - 1)}`;
+    // By id: the order RETURNING gives is not promised.
+    const seqs = new Map((await tx.all<{ seq: number; id: string }>(`${insert} RETURNING seq, id`, ...rows.flatMap((r) => [r.id, r.merchant_id, r.shop_id, r.mode, r.kind, r.payload, r.at, r.webhook_event, r.webhook_data, r.webhook_url, r.payment_id, r.payout_id]))).map((r) => [r.id, Number(r.seq)]));
+    for (const row of rows) row.seq = seqs.get(row.id)!;
+    for (const row of rows) if (row.webhook_event) for (const sink of this.sinks) await sink(tx, row);
+    if (this.feed || this.listeners.size > 0) {
+      tx.afterCommit(() => {
+        this.feed?.kick();
+        for (const row of rows) for (const l of this.listeners) l(row);
+      });
+    }
+    return rows;
+  }
+}
+
+/** The row of an event before its insert numbers it. */
+function eventRow(e: EventInput): EventRow {
+  return {
+    seq: 0,
+    id: eventId(e.at),
+    merchant_id: e.merchantId,
+    shop_id: e.shopId,
+    mode: e.mode,
+    kind: e.kind,
+    payload: JSON.stringify(e.payload),
+    at: e.at,
+    webhook_event: e.webhook?.event ?? null,
+    webhook_data: e.webhook ? JSON.stringify(e.webhook.data) : null,
+    webhook_url: e.webhook?.url ?? null,
+    payment_id: e.paymentId ?? null,
+    payout_id: e.payoutId ?? null,
+  };
+}
 
 /**
  * The exact body of a webhook: the stored object snapshot is inserted as stored, so retries send the same bytes.
@@ -25,21 +160,11 @@ export function webhookBody(eventId: string, event: string, createdAt: string, d
  */
 export type StreamFormat = 'events' | 'webhook';
 
-/** The `format` query parameter of GET /v1/public/events; anything else is refused before the stream opens. */
-export function parseStreamFormat(raw: string | null): StreamFormat {
-  if (raw === null || raw === 'events') return 'events';
-  if (raw === 'webhook') return 'webhook';
-  throw badRequest(`Cannot open the event stream: format must be "events" or "webhook", got "${raw.slice(0, 64)}"`, 'format');
-}
-
-/** The event kind a key's scopes are checked against: the webhook event in the webhook format (null: not sent). */
-export function streamKind(row: EventRow, format: StreamFormat): string | null {
-  return format === 'webhook' ? row.webhook_event : row.kind;
-}
-
 /** The SSE text of one event in a format; `id:` is the event's sequence number in both, for Last-Event-ID. */
 export function encodeStreamEvent(row: EventRow, format: StreamFormat): string {
-  if (format === 'events') return encodeSse({ id: row.seq, event: row.kind, data: JSON.stringify(sseData(row)) });
+  if (format === 'events') {
+    return encodeSse({ id: row.seq, event: row.kind, data: JSON.stringify({ kind: row.kind, payload: JSON.parse(row.payload), at: new Date(row.at).toISOString() }) });
+  }
   const event = row.webhook_event!;
   return encodeSse({ id: row.seq, event, data: webhookBody(row.id, event, new Date(row.at).toISOString(), row.webhook_data ?? 'null') });
 }
@@ -55,19 +180,6 @@ export async function databaseIdentity(q: Reader): Promise<DatabaseIdentity> {
   const row = await q.get<DatabaseIdentity>('SELECT id, created_at FROM database_identity LIMIT 1');
   if (!row) throw new Error('cannot open the event stream: the database has no identity row (database_identity)');
   return row;
-}
-
-/**
- * The stream's answer headers that let a client resume across a restart: the database's id and birth time, and
- * the sequence number the stream starts after. A client that reconnects and finds another id knows the ids it
- * holds mean nothing here (a restarted in-memory server counts from 1 again).
- */
-export function resumeHeaders(identity: DatabaseIdentity, after: number): Record<string, string> {
-  return {
-    'X-Kopek-Database-Id': identity.id,
-    'X-Kopek-Database-Created': new Date(identity.created_at).toISOString(),
-    'X-Kopek-Stream-After': String(after),
-  };
 }
 
 /** Unsent bytes before a client is cut, events per replay page, and how often streams check their key (revocation). */
@@ -116,7 +228,8 @@ class Client {
   sendEvent(row: EventRow): void {
     if (row.seq <= this.lastSent) return;
     this.lastSent = row.seq;
-    const kind = streamKind(row, this.format);
+    // The kind the key's scopes are checked against: the webhook event in the webhook format (null: not sent).
+    const kind = this.format === 'webhook' ? row.webhook_event : row.kind;
     if (kind === null || !mayRead(this.scopes, kind)) return;
     this.write(encodeStreamEvent(row, this.format));
   }
@@ -168,7 +281,6 @@ export class EventStreamHub {
 
   /** Once the server listens. */
   start(): void {
-    this.unsubscribe ??= this.deps.events.subscribeStream(this.dispatch);
     const ping_ms = this.deps.config.ssePingSeconds * 1000;
     if (ping_ms > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), ping_ms).unref();
   }
@@ -195,7 +307,8 @@ export class EventStreamHub {
       throw err;
     });
     const identity = await this.identity;
-    const issued = await lastIssuedSeq(this.deps.store);
+    // On SQLite the highest event seq ever issued, on PostgreSQL the last numbered position.
+    const issued = await lastIssuedEventSeq(this.deps.store);
     // Shutdown may have begun (and closed every stream) during the read: open no new one.
     if (this.deps.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
     if (after !== null && after > issued) {
@@ -204,7 +317,7 @@ export class EventStreamHub {
       this.deps.log.warn('sse Last-Event-ID beyond the event log; streaming from now', { request_id: ctx.requestId, last_event_id: after, last_seq: issued });
       after = issued;
     }
-      // From here every new event reaches this node's dispatch (PostgreSQL's feed).
+    // From here every new event reaches this node's dispatch (PostgreSQL's feed).
     await this.deps.events.followStream();
     if (this.deps.closing) {
       this.deps.events.unfollowStream();
@@ -217,12 +330,19 @@ export class EventStreamHub {
       'Cache-Control': 'no-cache, no-transform',
       Connection: 'keep-alive',
       'X-Accel-Buffering': 'no',
-      ...resumeHeaders(identity, after ?? issued),
+      // What lets a client resume across a restart: the database's id and birth time, and the sequence number the
+      // stream starts after. A client finding another id knows its ids mean nothing here (a restarted in-memory
+      // server counts from 1 again).
+      'X-Kopek-Database-Id': identity.id,
+      'X-Kopek-Database-Created': new Date(identity.created_at).toISOString(),
+      'X-Kopek-Stream-After': String(after ?? issued),
     });
     const client = new Client(res, auth.shopId, auth.mode, auth.keyId, auth.scopes, after ?? issued, this, format);
     const key = `${auth.shopId}:${auth.mode}`;
     let set = this.byKey.get(key);
     if (!set) this.byKey.set(key, (set = new Set()));
+    // The hub listens only while a stream is open (before the replay reads): a commit with none calls nothing here.
+    this.unsubscribe ??= this.deps.events.subscribeStream(this.dispatch);
     set.add(client);
     this.count++;
     this.keyChecks ??= setInterval(() => this.runKeyChecks(), STREAM_LIMITS.key_check_ms).unref();
@@ -242,8 +362,10 @@ export class EventStreamHub {
       this.count--;
       this.deps.events.unfollowStream();
       if (set.size === 0) this.byKey.delete(key);
-      if (this.count === 0 && this.keyChecks) {
-        clearInterval(this.keyChecks);
+      if (this.count === 0) {
+        this.unsubscribe?.();
+        this.unsubscribe = null;
+        if (this.keyChecks) clearInterval(this.keyChecks);
         this.keyChecks = null;
       }
       this.deps.log.debug('sse closed', { shop_id: client.shopId, mode: client.mode, reason, clients: this.count });
@@ -262,7 +384,9 @@ export class EventStreamHub {
     for (;;) {
       if (client.closed) return;
       client.missed = false;
-      const rows = await eventsAfter(this.deps.store, client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page);
+      // In stream order: on SQLite a position is the seq (one writer: seq order is commit order); on PostgreSQL the
+      // numbering pass's position (postgres/events.ts), returned as `seq`.
+      const rows = await this.deps.store.all<EventRow>(streamEventsSql(this.deps.store), client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page);
       if (client.closed) return;
       for (const row of rows) client.sendEvent(row);
       if (rows.length < STREAM_LIMITS.replay_page) {
@@ -281,7 +405,6 @@ export class EventStreamHub {
 
   /** Bound: it is the stream's listener. */
   private readonly dispatch = (row: EventRow): void => {
-    if (this.count === 0) return;
     const set = this.byKey.get(`${row.shop_id}:${row.mode}`);
     if (!set) return;
     for (const c of [...set]) {
@@ -334,14 +457,18 @@ function drained(res: ServerResponse): Promise<void> {
 
 /** GET /v1/public/events: with Last-Event-ID, replayed after it first; `?format=webhook` sends webhook bodies. */
 export async function streamEvents(ctx: Ctx<{ readonly stream: EventStreamHub }>): Promise<Reply> {
-  const format = parseStreamFormat(ctx.query.get('format'));
-  const header = ctx.req.headers['last-event-id'];
-  const raw = (Array.isArray(header) ? header[0] : header)?.trim();
-  let after: number | null = null;
-  if (raw !== undefined && raw !== '') {
-    if (!/^\d{1,15}$/.test(raw)) throw badRequest(`Cannot resume the event stream: Last-Event-ID must be an event sequence number, got "${raw.slice(0, 64)}"`, 'Last-Event-ID');
-    after = Number(raw);
+  // Anything but the two formats is refused before the stream opens.
+  const raw = ctx.query.get('format');
+  if (raw !== null && raw !== 'events' && raw !== 'webhook') {
+    throw badRequest(`Cannot open the event stream: format must be "events" or "webhook", got "${raw.slice(0, 64)}"`, 'format');
   }
-  await ctx.app.stream.open(ctx, after, format);
+  const header = ctx.req.headers['last-event-id'];
+  const last = (Array.isArray(header) ? header[0] : header)?.trim();
+  let after: number | null = null;
+  if (last !== undefined && last !== '') {
+    if (!/^\d{1,15}$/.test(last)) throw badRequest(`Cannot resume the event stream: Last-Event-ID must be an event sequence number, got "${last.slice(0, 64)}"`, 'Last-Event-ID');
+    after = Number(last);
+  }
+  await ctx.app.stream.open(ctx, after, raw === 'webhook' ? 'webhook' : 'events');
   return { raw: true };
 }
