@@ -6,8 +6,7 @@ import { safeEqual, sha256Hex } from '../../platform/util/ids';
 import type { CabinetUser } from './users';
 import { ApiError } from '../../platform/http/errors';
 import type { Core } from '../../money/core/core';
-import { esc, headerOf } from '../pay-page/render';
-import { pickLang } from '../pay-page/i18n';
+import { esc, headerOf, langOf } from '../pay-page/render';
 import { cabinetPage, publicPage } from './layout';
 import { ct } from './text';
 
@@ -173,7 +172,7 @@ export function cabinetErrorReply(ctx: Ctx, err: ApiError): Reply {
     const next = ctx.path.startsWith('/cabinet/') && ctx.path !== '/cabinet/login' ? `?next=${encodeURIComponent(ctx.path)}` : '';
     return { status: 303, location: `/cabinet/login${next}` };
   }
-  const lang = ctx.cabinet?.lang ?? pickLang(ctx.query, headerOf(ctx, 'accept-language'));
+  const lang = ctx.cabinet?.lang ?? langOf(ctx);
   const title = err.status === 404 ? ct(lang, 'not_found') : err.status === 403 && err.code === 'csrf_failed' ? ct(lang, 'forbidden') : ct(lang, 'error');
   const body = `<h1>${esc(title)}</h1><p class="alert" role="alert">${esc(err.message)}</p><p><a href="/cabinet/overview">${esc(ct(lang, 'overview'))}</a></p>`;
   const headers = err.headers ?? {};

@@ -1,26 +1,6 @@
 /** The page's languages: Russian by default, English on request. */
 export type Lang = 'ru' | 'en';
 
-/** `?lang=` wins (the switch keeps it across the flow), else the first of ru/en in Accept-Language by quality, else Russian. */
-export function pickLang(query: URLSearchParams, acceptLanguage: string | undefined): Lang {
-  const q = query.get('lang');
-  if (q === 'ru' || q === 'en') return q;
-  let best: Lang = 'ru';
-  let bestQ = -1;
-  for (const part of (acceptLanguage ?? '').split(',').slice(0, 20)) {
-    const [tag, ...params] = part.trim().toLowerCase().split(';');
-    const primary = tag.split('-')[0];
-    if (primary !== 'ru' && primary !== 'en') continue;
-    const qp = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    const weight = qp ? Number(qp.slice(2)) : 1;
-    if (Number.isFinite(weight) && weight > bestQ) {
-      best = primary;
-      bestQ = weight;
-    }
-  }
-  return best;
-}
-
 /** Every text of the page: [Russian, English]. */
 const TEXTS = {
   test_banner: ['Тестовый режим: деньги не списываются', 'Test mode: no money is charged'],

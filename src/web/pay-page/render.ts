@@ -2,7 +2,7 @@ import type { Ctx, Reply } from '../../platform/http/types';
 import { ApiError } from '../../platform/http/errors';
 import type { PaymentView } from '../../money/bank-port/payment';
 import { FINAL_STATUSES } from '../../money/bank-port/payment';
-import { pickLang, purpose, t, type Lang, type TextKey, formatAmount, failureReason } from './i18n';
+import { purpose, t, type Lang, type TextKey, formatAmount, failureReason } from './i18n';
 import type { PageStep } from './steps';
 import { randomBytes } from 'node:crypto';
 import { CSS } from './styles';
@@ -15,8 +15,24 @@ export function headerOf(ctx: Ctx, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** The buyer's language: `?lang=` wins (the switch keeps it across the flow), else the first of ru/en in Accept-Language by quality, else Russian. */
 export function langOf(ctx: Ctx): Lang {
-  return pickLang(ctx.query, ctx.req.headers['accept-language']);
+  const q = ctx.query.get('lang');
+  if (q === 'ru' || q === 'en') return q;
+  let best: Lang = 'ru';
+  let bestQ = -1;
+  for (const part of (ctx.req.headers['accept-language'] ?? '').split(',').slice(0, 20)) {
+    const [tag, ...params] = part.trim().toLowerCase().split(';');
+    const primary = tag.split('-')[0];
+    if (primary !== 'ru' && primary !== 'en') continue;
+    const qp = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    const weight = qp ? Number(qp.slice(2)) : 1;
+    if (Number.isFinite(weight) && weight > bestQ) {
+      best = primary;
+      bestQ = weight;
+    }
+  }
+  return best;
 }
 
 /** How a screen is wrapped: its status code and whether the script polls or redirects. */
