@@ -8,7 +8,7 @@ import type { Store } from '../../src/platform/storage/store';
 import { createLogger } from '../../src/platform/log';
 import { Clocks, type Mode } from '../../src/platform/clock';
 import { Scheduler } from '../../src/platform/queue/jobs';
-import { REREAD_MS } from '../../src/platform/queue/limits';
+import { REREAD_MS } from '../../src/platform/queue/jobs-table';
 
 // Jobs live in the jobs table only, and a job run outside a transaction is claimed there by its process (a
 // random process id, a token, claim_until a lease ahead). These tests play a second kopek process with a second

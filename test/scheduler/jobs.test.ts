@@ -4,7 +4,7 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { fakeTime, eventually } from '../helpers/fake-time';
 import type { Job } from '../../src/platform/queue/jobs';
 import type { Mode } from '../../src/platform/clock';
-import { REREAD_MS } from '../../src/platform/queue/limits';
+import { REREAD_MS } from '../../src/platform/queue/jobs-table';
 
 const time = fakeTime();
 let s: TestServer;

@@ -4,7 +4,7 @@ import type { Mode } from '../../platform/clock';
 import type { PaymentRow } from '../bank-port/payment';
 import type { PaymentsCore } from './core';
 import { creationBody, createWithAnswer, draftPayment, newPaymentOf, opensAtOnce, type PaymentInput } from './create';
-import { ensureSweep, LINK_SWEEP_JOB } from './state';
+import { LINK_SWEEP_JOB } from './state';
 import { insertPayments } from './store';
 
 // Creates of payments on PostgreSQL, gathered: a node runs one create transaction per
@@ -57,7 +57,7 @@ async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: PaymentInput
   const [rows] = await Promise.all([
     insertPayments(tx, drafts.map((d) => d.params), seqs),
     core.events.appendMany(tx, drafts.map((d) => d.created)),
-    ...[...sweeps.values()].map((s) => ensureSweep(core.scheduler, tx, LINK_SWEEP_JOB, s.shop_id, s.mode, s.expires_at)),
+    ...[...sweeps.values()].map((s) => core.scheduler.ensureDueBy(tx, { kind: LINK_SWEEP_JOB, subjectId: `${s.shop_id}/${s.mode}`, shopId: s.shop_id, mode: s.mode, dueAt: s.expires_at })),
   ]);
   return rows.map((row, i) => ({ row, body: creationBody(core, drafts[i].bank, row) }));
 }

@@ -6,7 +6,7 @@ import { amountField, bodyObject, currencyField, enumField, intField, strField, 
 import { NEXT_PAYMENT_SEQ } from '../../platform/storage/dialect';
 import { uuid } from '../../platform/util/ids';
 import type { PaymentsCore } from './core';
-import { ensureSweep, LINK_SWEEP_JOB, openSessionTx } from './state';
+import { LINK_SWEEP_JOB, openSessionTx } from './state';
 import { insertedRow, insertPayment, type InsertParams } from './store';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from '../bank-port/payment';
 import type { EventInput } from '../events/events';
@@ -184,7 +184,7 @@ export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: Paymen
     row = await openSessionTx(core, tx, insertedRow(params), { tokenId: input.tokenId, unwritten: params, bank, at: now });
   } else {
     // Independent: one round trip on PostgreSQL instead of three.
-    [row] = await Promise.all([insertPayment(tx, params, seq!.n), core.events.append(tx, created), ensureSweep(core.scheduler, tx, LINK_SWEEP_JOB, params.shop_id, params.mode, params.expires_at)]);
+    [row] = await Promise.all([insertPayment(tx, params, seq!.n), core.events.append(tx, created), core.scheduler.ensureDueBy(tx, { kind: LINK_SWEEP_JOB, subjectId: `${params.shop_id}/${params.mode}`, shopId: params.shop_id, mode: params.mode, dueAt: params.expires_at })]);
   }
   return { row, body: creationBody(core, bank, row) };
 }

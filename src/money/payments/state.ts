@@ -150,7 +150,7 @@ export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, o
   // Independent: the move, the shop's session sweep and its bank side by side.
   const [next, , bank] = await Promise.all([
     move(core, tx, p, 'processing', 'open a bank session for', now, { ...opts.patch, processing_until: until }, opts.unwritten),
-    ensureSweep(core.scheduler, tx, SESSION_SWEEP_JOB, p.shop_id, p.mode, until),
+    core.scheduler.ensureDueBy(tx, { kind: SESSION_SWEEP_JOB, subjectId: `${p.shop_id}/${p.mode}`, shopId: p.shop_id, mode: p.mode, dueAt: until }),
     opts.bank ?? core.banks.for(tx, p.shop_id, p.mode),
   ]);
   const req = { payment: next, by: opts.by ?? 'service' };
@@ -223,7 +223,8 @@ export async function applyRefundTx(core: PaymentsCore, tx: Tx, p: PaymentRow, a
 /**
  * Expire a shop and mode's pending payments whose links ran out: one job per shop and mode, due at the earliest
  * expires_at, expiring all due and scheduling the next. A create writes no job (it may move the sweep earlier), and
- * a payment leaving `pending` just drops out of the partial index `payments_pending_expiry`.
+ * a payment leaving `pending` just drops out of the partial index `payments_pending_expiry`. Its subject is
+ * `<shop id>/<mode>`; whoever may need it sooner moves it with Scheduler.ensureDueBy.
  */
 export const LINK_SWEEP_JOB = 'payment.link_sweep';
 
@@ -232,18 +233,6 @@ export const SESSION_SWEEP_JOB = 'payment.session_sweep';
 
 /** The next run, due at once, takes the rest. */
 export const SWEEP_BATCH = 200;
-
-/**
- * Make sure the shop's sweep of `kind` (LINK_SWEEP_JOB in a create's transaction, SESSION_SWEEP_JOB in the one
- * that opens a session) is due no later than `at`.
- */
-export async function ensureSweep(scheduler: Scheduler, tx: Tx, kind: string, shopId: string, mode: Mode, at: number): Promise<void> {
-  const subject = `${shopId}/${mode}`;
-  const due = await scheduler.nextDue(tx, kind, subject);
-  if (due !== null && due <= at) return;
-  if (due !== null) await scheduler.cancel(tx, kind, subject);
-  await scheduler.schedule(tx, { kind, subjectId: subject, shopId, mode, dueAt: at });
-}
 
 // Where every bank answer about a payment enters the domain, whoever gives it (see bank-port/checks.ts).
 

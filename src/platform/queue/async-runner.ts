@@ -1,20 +1,19 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Store, Tx } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
-import { FINISH, RELEASE, RENEW, type Job, type JobRow } from './jobs-table';
-import { inRun, type RunClaim } from './hooked-tx';
+import { FINISH, inRun, RELEASE, RENEW, type Job, type JobRow, type RunClaim } from './jobs-table';
 
 /**
- * A job kind whose work needs I/O (a bank request), so it cannot run inside a transaction: `run(job)` runs
- * outside any transaction; `complete(tx, job, result)` then records the outcome in the job's own transaction,
- * which also marks the job done. `run` should turn expected failures (a receiver answering 500) into a result
- * that `complete` records; a rejection, a throw in `complete`, or a run longer than `deadline_ms` is a failed
- * run that the scheduler retries with backoff and finally marks dead.
+ * A job kind whose work needs I/O (a bank request): `run(job)` runs outside any transaction, then
+ * `complete(tx, job, result)` records the outcome in the job's own transaction, which also marks it done. `run`
+ * should turn expected failures (a receiver answering 500) into a result; a rejection, a throw in `complete` or
+ * a run longer than `deadline_ms` is a failed run (retried with backoff, finally dead).
  *
- * The job is claimed in the database while it runs (a token, renewed while `run` is in flight). A process that
- * dies between run and complete loses the claim when it lapses, and another process runs the job again: `run`
- * must therefore recognise work it already started (a bank request already marked sent becomes a status check,
- * never a second send). A completion whose claim was taken over is dropped.
+ * The job is claimed while it runs (a token, renewed meanwhile). A process that dies between run and complete
+ * loses the claim when it lapses and another runs the job again, so `run` must recognise work it already started
+ * (a bank request marked sent becomes a status check, never a second send). A completion whose claim was taken
+ * over is dropped.
  */
 export interface AsyncJobKind<R> {
   run(job: Job): Promise<R>;
@@ -23,8 +22,8 @@ export interface AsyncJobKind<R> {
   deadline_ms?: number;
   /**
    * A kind with limits of its own (a webhook's receiver, shop and process): take a slot for the job and return
-   * what gives it back, or null when its limit is reached; a pass then leaves the job due and unclaimed, and
-   * looks again once a run ends. Such runs do not count against the scheduler's maxAsyncRunning.
+   * what gives it back, or null at its limit (the job stays due and unclaimed until a run ends). Such runs do not
+   * count against maxAsyncRunning.
    */
   admit?(job: Job): (() => void) | null;
 }
@@ -46,16 +45,14 @@ export interface RunnerHooks {
 const DEFAULT_DEADLINE_MS = 30_000;
 
 /**
- * Runs async jobs that this process claimed, at most `cap` at once (those of kinds without limits of their own);
- * each job id runs at most once at a time here, and the claim in the table keeps other processes off it. Every
- * claim held is renewed every third of the lease while its run is in flight; completion is a write whose first
- * statement names the claim's token.
+ * Runs the async jobs this process claimed, at most `cap` at once (of kinds without limits of their own), each
+ * job id once at a time here; its claim keeps other processes off it and is renewed every third of the lease.
  */
 export class AsyncRunner {
   /** Runs waiting for a slot or running: job id → the promise that settles when it is over. */
   readonly inflight = new Map<number, Promise<void>>();
   /** Claims held: job id → token. Renewed together, dropped when the run is over. */
-  private readonly held = new Map<number, string>();
+  readonly held = new Map<number, string>();
   private renewTimer: NodeJS.Timeout | null = null;
   private renewing: Promise<void> | null = null;
   private active = 0;
@@ -75,11 +72,6 @@ export class AsyncRunner {
   /** Runs of kinds without limits of their own that could start now without waiting for a slot. */
   free(): number {
     return Math.max(0, this.cap - this.shared);
-  }
-
-  /** Claims this process holds on async jobs. */
-  claims(): number {
-    return this.held.size;
   }
 
   /**
@@ -151,20 +143,18 @@ export class AsyncRunner {
   }
 
   private async runOne(row: JobRow, job: Job, kind: AsyncJobKind<unknown>, token: string, at: RunAt | null, give: (() => void) | undefined): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
+    const deadline = new AbortController();
     try {
       if (!give) {
         this.shared++;
         await this.slot();
       }
       const ms = kind.deadline_ms ?? DEFAULT_DEADLINE_MS;
-      const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(reject, ms, new Error(`job ${row.id} (${row.kind}) timed out after ${ms} ms`));
-        timer.unref();
-      });
-      // A late result is dropped.
-      const result = await Promise.race([kind.run(job), late]);
-      clearTimeout(timer);
+      const running = kind.run(job);
+      // A late result is dropped. The deadline's timer is cancelled when the run ends (the race handles its rejection).
+      const late = sleep(ms, undefined, { ref: false, signal: deadline.signal }).then(() => Promise.reject(new Error(`job ${row.id} (${row.kind}) timed out after ${ms} ms`)));
+      const result = await Promise.race([running, late]);
+      deadline.abort();
       if (!this.store.isOpen) return;
       const body = async (tx: Tx): Promise<boolean> => {
         // The first statement names the claim: a job another process took over (its claim lapsed here) is not
@@ -178,8 +168,14 @@ export class AsyncRunner {
         this.log.warn('job result dropped: another process took the job over (its claim lapsed) or it ended', { job_id: row.id, kind: row.kind });
       }
     } catch (err) {
-      clearTimeout(timer);
-      await this.failed(row, err, at, token);
+      deadline.abort();
+      try {
+        if (!(await this.hooks.fail(row, err, at, token))) {
+          this.log.warn('job failure dropped: another process took the job over (its claim lapsed) or it ended', { job_id: row.id, kind: row.kind, error: String((err as Error)?.message ?? err) });
+        }
+      } catch (e) {
+        this.log.error('cannot record a failed job run', { job_id: row.id, kind: row.kind, error: String((e as Error)?.message ?? e) });
+      }
     } finally {
       if (give) give();
       else {
@@ -189,16 +185,6 @@ export class AsyncRunner {
       this.inflight.delete(row.id);
       this.held.delete(row.id);
       this.hooks.settled();
-    }
-  }
-
-  private async failed(row: JobRow, err: unknown, at: RunAt | null, token: string): Promise<void> {
-    try {
-      if (!(await this.hooks.fail(row, err, at, token))) {
-        this.log.warn('job failure dropped: another process took the job over (its claim lapsed) or it ended', { job_id: row.id, kind: row.kind, error: String((err as Error)?.message ?? err) });
-      }
-    } catch (e) {
-      this.log.error('cannot record a failed job run', { job_id: row.id, kind: row.kind, error: String((e as Error)?.message ?? e) });
     }
   }
 

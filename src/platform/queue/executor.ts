@@ -3,19 +3,16 @@ import type { Reader, Store, Tx } from '../storage/store';
 import { endsTransaction } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
-import { HookedTx, inRun, runOf, type RunClaim } from './hooked-tx';
-import { CLAIM, claimDue, DONE, DUE, due, RELEASE, RUNNABLE, toJob, type Claim, type Job, type JobKey, type JobRow } from './jobs-table';
+import { CLAIM, CLAIM_DUE, DONE, DUE, due, inRun, RELEASE, runOf, RUNNABLE, type Claim, type Job, type JobKey, type JobRow, type RunClaim, type SchedulerLimits } from './jobs-table';
 import type { AsyncJobKind, AsyncRunner, RunAt } from './async-runner';
-import type { SchedulerLimits } from './limits';
 
 /**
- * A job handler runs inside the job's own transaction, which also marks the job done; it may schedule more
- * jobs through the tx it gets. It must be idempotent (check the subject's state first) and must not open a
- * transaction of its own. Throwing rolls back its writes and retries the job.
+ * A job handler runs in the job's own transaction, which also marks the job done, and may schedule more jobs
+ * through it. It must be idempotent (check the subject's state first) and open no transaction of its own.
+ * Throwing rolls back its writes and retries the job.
  */
 export type JobHandler = (tx: Tx, job: Job) => Promise<void>;
 
-/** Per-kind options. */
 export interface JobKindOptions {
   /** Failed runs before the job is dead (default MAX_ATTEMPTS). */
   maxAttempts?: number;
@@ -60,14 +57,17 @@ export interface BatchOutcome {
 
 /**
  * Hands a batch the jobs scheduled since it last looked, merged into the rows it has still to run (`rest`), and
- * returns the list to go on with; `q` is the batch's transaction, `whole` true when the batch has no savepoints.
+ * returns the list to go on with; `q` is the batch's transaction, `whole` true when no attempt of it was rolled back.
  */
 export type Refetch = (q: Reader, rest: JobRow[], whole: boolean) => Promise<JobRow[]>;
 
-/** A job of a batch without savepoints threw: the batch's transaction is rolled back and run again with them. */
+/** A job of a batch threw: the batch's transaction is rolled back and run again up to the job, which it records as failed. */
 class RunAgain extends Error {
-  constructor(cause: unknown) {
-    super('a job of the batch failed: running the batch again with a savepoint per job', { cause });
+  constructor(
+    readonly row: JobRow,
+    readonly error: unknown,
+  ) {
+    super(`job ${row.id} of the batch failed: running the batch again up to it`, { cause: error });
   }
 }
 
@@ -87,15 +87,14 @@ interface Start {
   give: (() => void) | undefined;
 }
 
-/**
- * Runs sync jobs in batches (one transaction; each job's writes and its `done` mark commit or roll back
- * together), claims and starts async ones, and records failures: retry after a doubling backoff, dead at last.
- */
+/** Runs sync jobs in batches of one transaction, claims and starts async ones, records failures (doubling backoff, then dead). */
 export class Executor {
   /** Registered kinds by name. */
   readonly kinds = new Map<string, Kind>();
   /** Bumped by every schedule(), so a shop's run notices jobs created by the job it just ran. */
   seq = 0;
+  /** Bumped by every cancel(), so a batch knows the rows its due read found are still pending. */
+  cancels = 0;
   /** True once the scheduler is stopping (or before it started): passes and runs end after their batch. */
   stopped = true;
   /** A pass left due async jobs for want of a slot: the end of a run asks for another pass. */
@@ -104,6 +103,8 @@ export class Executor {
   voidBefore = Number.MIN_SAFE_INTEGER;
   /** Tokens of the shop runs in this process: a pass leaves their jobs to them even when their claim looks lapsed. */
   readonly advanceTokens = new Set<string>();
+  /** The transaction of a pass's batch running now (or last): a job it schedules for now is that pass's to run next. */
+  passTx: Tx | null = null;
 
   constructor(
     readonly store: Store,
@@ -126,7 +127,6 @@ export class Executor {
     return this.runner.inflight.has(row.id) || (row.claim_token !== null && this.advanceTokens.has(row.claim_token));
   }
 
-  /** Register a kind; a kind registered twice is a start-up error. */
   addKind(kind: string, k: Kind): void {
     if (this.kinds.has(kind)) throw new Error(`cannot register job kind "${kind}" twice`);
     if (!(Number.isInteger(k.maxAttempts) && k.maxAttempts >= 1)) throw new Error(`cannot register job kind "${kind}": maxAttempts ${k.maxAttempts} is under 1`);
@@ -135,33 +135,35 @@ export class Executor {
 
   /**
    * Run jobs rows[from..] (or a pass's page, `o.page`) in one transaction, up to `batch` jobs or `txMs` of running.
-   * Each sync job is taken (marked done, if it may still run here) and run there. Throws when the transaction
+   * Each sync job is taken (if it may still run here), run there and marked done. Throws when the transaction
    * itself fails (nothing committed: the jobs stay pending and the next pass finds them).
    *
-   * The batch first runs its jobs one after another with no savepoint of their own: a savepoint copies the
-   * first version of every page its job changes, a tenth of a subscription charge's cost. Should a job throw,
-   * that transaction is rolled back whole and the batch runs again from the same rows with a savepoint per
-   * job, so that the failing job alone is rolled back and recorded as failed while the others commit. Jobs
-   * check their subject's state first and keep their in-memory effects for after commit, so the run that was
-   * rolled back leaves nothing behind.
+   * Jobs run one after another with no savepoint of their own: a savepoint copies the first version of every
+   * page its job changes, a tenth of a subscription charge's cost. Should a job throw, that transaction is
+   * rolled back whole and the batch runs again from the same rows up to that job (`failed`), records its
+   * failure instead of running it and commits: the failing job alone is rolled back, and the next batch goes on
+   * after it. Jobs check their subject's state first and keep their in-memory effects for after commit, so the
+   * run that was rolled back leaves nothing behind.
    */
-  async runBatch(rows: JobRow[], from: number, o: BatchOptions, savepoints = false): Promise<BatchOutcome> {
+  async runBatch(rows: JobRow[], from: number, o: BatchOptions, failed?: RunAgain): Promise<BatchOutcome> {
     const out: BatchOutcome = { list: rows, reached: from, ran: 0, moment: o.floor ?? -Infinity, stale: false };
     const starts: Start[] = [];
-    const retries: number[] = [];
+    let retry: number | null = null;
     try {
       await this.store.tx(async (tx) => {
         // PostgreSQL may run the body again after a serialization failure: each run starts afresh.
         if (starts.length > 0) giveBack(starts);
+        if (!o.run) this.passTx = tx;
         Object.assign(out, { ran: 0, moment: o.floor ?? -Infinity, stale: false });
-        retries.length = 0;
+        retry = null;
         const threshold = Math.max(this.clocks.real(), this.voidBefore - 1);
         const a = o.page?.after;
         let list = (out.list = o.page ? await tx.all<JobRow>(DUE, a!.runAt, a!.runAt, a!.id, o.page.now, threshold, this.limits.batch) : rows);
         let i = o.page ? 0 : from;
         let seq = this.seq;
+        const cancels = this.cancels;
         const t0 = performance.now();
-        for (let n = 0; i < list.length && n < this.limits.batch && (n === 0 || performance.now() - t0 < this.limits.txMs); n++) {
+        for (let n = 0; i < list.length && n < this.limits.batch && (n === 0 || failed !== undefined || performance.now() - t0 < this.limits.txMs); n++) {
           const row = list[i];
           const kind = this.kinds.get(row.kind);
           if (kind?.async && !o.page && !o.claimed) break;
@@ -173,20 +175,22 @@ export class Executor {
             continue;
           }
           out.moment = Math.max(out.moment, row.due_at);
-          if (savepoints) {
-            const retry = await (o.run ? inRun(tx, o.run, out.moment, () => this.runInSavepoint(tx, row, kind, threshold, o.token)) : this.runInSavepoint(tx, row, kind, threshold, o.token));
-            if (retry !== undefined) out.ran++;
-            if (typeof retry === 'number' && !Number.isNaN(retry)) retries.push(retry);
-          } else {
-            try {
-              if (await (o.run ? inRun(tx, o.run, out.moment, () => this.runOne(tx, row, kind, threshold, o.token)) : this.runOne(tx, row, kind, threshold, o.token))) out.ran++;
-            } catch (err) {
-              throw new RunAgain(err);
-            }
+          const seen = o.page !== undefined && this.cancels === cancels;
+          if (row.id === failed?.row.id) {
+            const record = (): Promise<number | null | undefined> => this.recordFailure(tx, row, threshold, o.token, seen, failed.error);
+            const at = await (o.run ? inRun(tx, o.run, out.moment, record) : record());
+            if (at !== undefined) out.ran++;
+            retry = at ?? null;
+            break;
+          }
+          try {
+            if (await (o.run ? inRun(tx, o.run, out.moment, () => this.runOne(tx, row, kind, threshold, o.token, seen)) : this.runOne(tx, row, kind, threshold, o.token, seen))) out.ran++;
+          } catch (err) {
+            // An error that ends the whole transaction is the store's to run again (PostgreSQL), not the job's.
+            throw endsTransaction(err) ? err : new RunAgain(row, err);
           }
           if (o.refetch && this.seq !== seq) {
-            // Without savepoints every job this batch scheduled commits with it or not at all.
-            list = out.list = await o.refetch(tx, list.slice(i), !savepoints);
+            list = out.list = await o.refetch(tx, list.slice(i), failed === undefined);
             i = 0;
             out.stale = true;
             seq = this.seq;
@@ -196,10 +200,10 @@ export class Executor {
       });
     } catch (err) {
       giveBack(starts);
-      if (!savepoints && err instanceof RunAgain) return this.runBatch(rows, from, o, true);
+      if (err instanceof RunAgain) return this.runBatch(rows, from, o, err);
       throw err;
     }
-    for (const r of retries) this.retry(r);
+    if (retry !== null) this.retry(retry);
     for (const s of starts) {
       void this.runner.start(s.row, s.job, s.kind, s.token, null, s.give ?? o.claimed?.get(s.row.id));
       o.claimed?.delete(s.row.id);
@@ -210,7 +214,7 @@ export class Executor {
 
   /**
    * PostgreSQL's page of a pass: the due rows after `after` are read, the ones this process takes (sync jobs,
-   * async ones whose kind's `admit` or the runner has a slot for) claimed in one statement (claimDue), then the
+   * async ones whose kind's `admit` or the runner has a slot for) claimed in one statement (CLAIM_DUE), then the
    * sync jobs run in transactions that name the claim's token and the async ones start under it. Returns the
    * jobs it ran or started, and the rows read (all of them gone through).
    */
@@ -230,7 +234,7 @@ export class Executor {
     const claim = this.claimOf();
     let rows: JobRow[] = [];
     try {
-      if (ids.length > 0) rows = await claimDue(this.store, ids, this.threshold(), claim, [...this.advanceTokens]);
+      if (ids.length > 0) rows = await this.store.all<JobRow>(CLAIM_DUE, claim.by, claim.token, claim.until, ids, this.threshold(), [...this.advanceTokens]);
     } finally {
       const got = new Set(rows.map((r) => r.id));
       for (const [id, give] of gives) {
@@ -262,10 +266,7 @@ export class Executor {
     return { ran, list: read, reached: read.length };
   }
 
-  /**
-   * SQLite's pass claims an async job in the batch's transaction, under a fresh token: if its kind's `admit`
-   * (or, for kinds without one, the runner) has a slot for it; else it is left due and unclaimed.
-   */
+  /** SQLite's pass claims an async job in the batch's transaction, under a fresh token, if its kind's `admit` or the runner has a slot for it. */
   private async claim(tx: Tx, row: JobRow, kind: AsyncJobKind<unknown>, threshold: number, starts: Start[]): Promise<void> {
     const job = toJob(row);
     const give = kind.admit ? kind.admit(job) : undefined;
@@ -278,15 +279,22 @@ export class Executor {
     else give?.();
   }
 
-  /** A fresh claim of this process, lapsing a lease from now. */
   claimOf(): Claim {
     return { by: this.processId, token: randomUUID(), until: this.clocks.real() + this.limits.leaseMs };
   }
 
-  /** One job in `tx`, no savepoint: false when it may no longer run here; a throw is the caller's. */
-  private async runOne(tx: Tx, row: JobRow, kind: Kind | undefined, threshold: number, token: string | null): Promise<boolean> {
+  /** Whether `row` may still run here: pending, its claim free, lapsed or `token`'s. */
+  private async runnable(tx: Tx, row: JobRow, threshold: number, token: string | null): Promise<boolean> {
     const r = await tx.get<Pick<JobRow, 'state' | 'claim_token' | 'claim_until'>>(RUNNABLE, row.id);
-    if (r?.state !== 'pending' || !(r.claim_until === null || r.claim_until <= threshold || (token !== null && r.claim_token === token))) return false;
+    return r?.state === 'pending' && (r.claim_until === null || r.claim_until <= threshold || (token !== null && r.claim_token === token));
+  }
+
+  /**
+   * One job in `tx`: false when it may no longer run here; a throw is the caller's. `seen`: this transaction's
+   * due read found the job pending and free, and no job cancelled any since, so it is not read again.
+   */
+  private async runOne(tx: Tx, row: JobRow, kind: Kind | undefined, threshold: number, token: string | null, seen: boolean): Promise<boolean> {
+    if (!seen && !(await this.runnable(tx, row, threshold, token))) return false;
     if (!kind?.sync) throw new Error(`cannot run job ${row.id}: no handler for kind "${row.kind}"`);
     await kind.sync(tx, toJob(row));
     if ((await tx.run(DONE, this.clocks.real(), row.id, threshold, token)).changes === 0) throw new TakenOver(row.id);
@@ -294,27 +302,16 @@ export class Executor {
   }
 
   /**
-   * One job in a savepoint of `tx`: null when it ran, undefined when it did not (it may no longer run here, or
-   * another process took it while it ran), or, when its run threw (rolled back and recorded as failed), the
-   * real time of its retry (NaN when it is dead).
+   * The job that threw in a batch's rolled-back attempt, reached again: its failure recorded in `tx` if it may
+   * still run here. Returns the real time of its retry, null when it is dead, undefined when it was not recorded.
    */
-  private async runInSavepoint(tx: Tx, row: JobRow, kind: Kind | undefined, threshold: number, token: string | null): Promise<number | null | undefined> {
-    // The job's after-commit actions are kept apart and handed to the batch only once its savepoint is released.
-    const hooks: Array<() => void> = [];
-    let ran = false;
-    try {
-      ran = await tx.savepoint((sp) => this.runOne(new HookedTx(sp, hooks), row, kind, threshold, token));
-    } catch (err) {
-      if (err instanceof TakenOver) {
-        this.log.warn('job taken by another process while it ran; its run was rolled back', { job_id: row.id, kind: row.kind });
-        return undefined;
-      }
-      // The whole batch's transaction is lost (PostgreSQL aborted it, or its connection): the store runs it again.
-      if (endsTransaction(err)) throw err;
-      return (await this.fail(tx, row, err)) ?? NaN;
+  private async recordFailure(tx: Tx, row: JobRow, threshold: number, token: string | null, seen: boolean, err: unknown): Promise<number | null | undefined> {
+    if (err instanceof TakenOver) {
+      this.log.warn('job taken by another process while it ran; its run was rolled back', { job_id: row.id, kind: row.kind });
+      return undefined;
     }
-    for (const h of hooks) tx.afterCommit(h);
-    return ran ? null : undefined;
+    if (!seen && !(await this.runnable(tx, row, threshold, token))) return undefined;
+    return this.fail(tx, row, err);
   }
 
   /**
@@ -370,4 +367,10 @@ export class Executor {
 function giveBack(starts: Start[]): void {
   for (const s of starts) s.give?.();
   starts.length = 0;
+}
+
+/** A table row as a handler sees it. */
+export function toJob(row: JobRow): Job {
+  const { id, kind, subject_id, shop_id, mode, due_at, attempt } = row;
+  return { id, kind, subject_id, shop_id, mode, due_at, attempt, payload: JSON.parse(row.payload) as Record<string, unknown> };
 }

@@ -2,18 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Reader, Store, Tx } from '../storage/store';
 import type { Clocks, Mode } from '../clock';
 import type { Logger } from '../log';
-import { CANCEL, FIRST_KEY, INSERT, NEXT_DUE, NEXT_RUN_AT, type Claim, type JobKey, type JobRow } from './jobs-table';
+import { CANCEL, CLAIM, CLAIM_SHOP, DEFAULT_LIMITS, FIRST_KEY, INSERT, NEXT_DUE, NEXT_RUN_AT, RELEASE_SHOP, RENEW_SHOP, runOf, SHOP_DUE, type Around, type Claim, type JobKey, type JobRow, type JobSpec, type RunClaim, type SchedulerLimits, type StartOptions } from './jobs-table';
 import { AsyncRunner, type AsyncJobKind } from './async-runner';
-import { Executor, MAX_ATTEMPTS, type JobHandler, type JobKindOptions } from './executor';
-import { DEFAULT_LIMITS, type JobSpec, type SchedulerLimits, type StartOptions } from './limits';
-import { runShopJobs } from './shop-run';
-import { runOf, type Around } from './hooked-tx';
+import { Executor, MAX_ATTEMPTS, toJob, type JobHandler, type JobKindOptions, type Refetch } from './executor';
 
-export type { Job } from './jobs-table';
+export type { Job, JobSpec, SchedulerLimits, StartOptions } from './jobs-table';
 export type { AsyncJobKind } from './async-runner';
 export type { JobHandler, JobKindOptions } from './executor';
-export { MAX_ATTEMPTS } from './executor';
-export type { JobSpec, SchedulerLimits, StartOptions } from './limits';
 
 /** setTimeout's longest delay; a wake further away is armed again on the way. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -99,8 +94,9 @@ export class Scheduler {
 
   /**
    * Write a job in the caller's transaction; returns the job id. Once it commits, the timer wakes for it if it
-   * is due before the wake armed. A job that a job of a shop's run (runDueUpTo) schedules for that shop and
-   * mode, due within the run, is written claimed by the run, which runs it.
+   * is due before the wake armed; a job due now that a pass's job writes is run by that pass's next round. A job
+   * that a job of a shop's run (runDueUpTo) schedules for that shop and mode, due within the run, is written
+   * claimed by the run, which runs it.
    */
   async schedule(tx: Tx, spec: JobSpec): Promise<number> {
     if (!Number.isFinite(spec.dueAt)) throw new Error(`cannot schedule job "${spec.kind}": due time ${spec.dueAt} is not a number`);
@@ -119,6 +115,9 @@ export class Scheduler {
       // A job the run claimed is the run's to run: no pass needs to wake for it.
       const row: JobRow = { id, kind, subject_id: subjectId, shop_id: shopId, mode, due_at: dueAt, run_at: r.run_at, attempt: 0, payload, state: 'pending', last_error: null, created_at: real, finished_at: null, claimed_by: claim.by, claim_token: claim.token, claim_until: claim.until };
       run!.scheduled(row);
+    } else if (r.run_at <= real && tx === this.exec.passTx) {
+      // Due now, written by a job of the pass running: that pass takes one more round once this one ends.
+      this.again = true;
     } else if (performance.now() + r.run_at - real < this.wakeDue) {
       tx.afterCommit(this.wake.bind(this, r.run_at));
     }
@@ -127,7 +126,19 @@ export class Scheduler {
 
   /** Cancel the pending jobs of a kind for a subject, in the caller's transaction; returns how many. */
   async cancel(tx: Tx, kind: string, subjectId: string): Promise<number> {
+    this.exec.cancels++;
     return (await tx.run(CANCEL, this.clocks.real(), subjectId, kind)).changes;
+  }
+
+  /**
+   * A pending job of the spec's kind and subject due no later than `spec.dueAt`: left alone when one is, else
+   * scheduled, the later one cancelled. In the caller's transaction.
+   */
+  async ensureDueBy(tx: Tx, spec: JobSpec): Promise<void> {
+    const due = (await tx.get<{ due: number | null }>(NEXT_DUE, spec.subjectId, spec.kind))?.due ?? null;
+    if (due !== null && due <= spec.dueAt) return;
+    if (due !== null) await this.cancel(tx, spec.kind, spec.subjectId);
+    await this.schedule(tx, spec);
   }
 
   /** The earliest due time (on the shop's clock) of a subject's pending jobs of a kind, or null; in the caller's transaction (or the store outside one). */
@@ -186,7 +197,10 @@ export class Scheduler {
   async runDue(): Promise<number> {
     let total = 0;
     for (;;) {
-      const ran = await this.pass();
+      if (this.exec.stopped) return total;
+      // A pass running now loops once more, from a fresh reading of the clock; its count is this one's.
+      if (this.passing) this.again = true;
+      const ran = await (this.passing ??= this.passes());
       total += ran;
       await this.idle();
       if (ran === 0) return total;
@@ -201,7 +215,7 @@ export class Scheduler {
 
   /** What this process holds, for diagnostics: no job is kept in memory, only claims, runs and the next wake. */
   stats(): { asyncRunning: number; claimsHeld: number; advances: number; nextWakeAt: number } {
-    return { asyncRunning: this.exec.runner.inflight.size, claimsHeld: this.exec.runner.claims(), advances: this.advances.size, nextWakeAt: this.wakeReal };
+    return { asyncRunning: this.exec.runner.inflight.size, claimsHeld: this.exec.runner.held.size, advances: this.advances.size, nextWakeAt: this.wakeReal };
   }
 
   /** Wake no later than real time `at` (nor than the next re-read): the one timer only ever moves earlier. */
@@ -216,16 +230,6 @@ export class Scheduler {
     this.wakeDue = due;
     this.timer = setTimeout(this.fire, delay);
     this.timer.unref();
-  }
-
-  /** Run a pass, or ask the one running now for another round; resolves with the jobs it ran (or started). */
-  private pass(): Promise<number> {
-    if (this.exec.stopped) return Promise.resolve(0);
-    if (this.passing) {
-      this.again = true; // the running pass loops once more, from a fresh reading of the clock
-      return this.passing;
-    }
-    return (this.passing = this.passes());
   }
 
   /** Rounds of a pass, each over the jobs due when it began, a page at a time (yielding to the event loop after `sliceMs`). */
@@ -256,10 +260,12 @@ export class Scheduler {
           if (!this.exec.stopped) this.log.error('cannot run due jobs', { error: String((err as Error)?.message ?? err) });
           this.again = false;
         }
-        // The next wake: the earliest run_at a round could take (one read of the index). Rows due by the round's
-        // start that are still there were left on purpose (held here, or waiting for a slot: the end of a run
-        // asks for a pass): the re-read covers them. A caller that joined during this read is owed a round too.
+        // The next wake: the earliest run_at a round could take (one read of the index), read by the last round
+        // (one that another follows, asked for meanwhile, leaves it to that one). Rows due by the round's start
+        // that are still there were left on purpose (held here, or waiting for a slot: the end of a run asks for
+        // a pass): the re-read covers them. A caller that joined during this read is owed a round too.
         if (this.exec.stopped) break;
+        if (this.again) continue;
         let next: number | undefined;
         try {
           next = (await this.store.get<{ run_at: number }>(NEXT_RUN_AT, Math.max(this.clocks.real(), this.exec.voidBefore - 1)))?.run_at;
@@ -269,7 +275,7 @@ export class Scheduler {
         this.wake(next !== undefined && next > started ? next : Infinity);
       } while (this.again && !this.exec.stopped);
     } finally {
-      this.passing = null; // in the turn of the loop's last check: a later pass() never joins an ended pass
+      this.passing = null; // in the turn of the loop's last check: a later runDue() never joins an ended pass
       if (this.idleWaiters.length > 0) this.notifyIdle();
     }
     return total;
@@ -279,4 +285,191 @@ export class Scheduler {
     if (!this.exec.stopped && (this.passing !== null || this.exec.runner.inflight.size > 0)) return;
     for (const w of this.idleWaiters.splice(0)) w();
   }
+}
+
+/** True when row `a` runs before row `b`: due order, ties by id. */
+function before(a: { due_at: number; id: number }, b: { due_at: number; id: number }): boolean {
+  return a.due_at < b.due_at || (a.due_at === b.due_at && a.id < b.id);
+}
+
+/**
+ * The body of Scheduler.runDueUpTo: run every job of one shop's mode due by the moment `upTo` returns, in due
+ * order, with the jobs they create; each inside `around` at its due time (never earlier than a job already run).
+ * Resolves with the number of runs.
+ *
+ * `upTo` runs in the transaction that claims those jobs (a token of its own, renewed while the run goes on), so
+ * what it writes commits with the claims and every process's passes leave the jobs to this run. Jobs its jobs
+ * schedule for the shop by that moment, and retries within it, are written claimed too (Scheduler.schedule) and
+ * handed to the run, which merges those due within the read's range into the rows still to run instead of
+ * reading again (a year of subscription charges spent most of its time there). Jobs others schedule meanwhile
+ * wait for the next read; a due job another process holds is waited for until it ends or its claim lapses; what
+ * the run did not run is released at the end.
+ */
+export async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
+  const fresh: JobRow[] = [];
+  const claim: RunClaim = { by: d.processId, token: randomUUID(), shopId, mode, dueBy: 0, around, scheduled: (row) => fresh.push(row) };
+  const token = claim.token;
+  await d.store.tx(async (tx) => {
+    claim.dueBy = await upTo(tx);
+    await tx.run(CLAIM_SHOP, d.processId, token, d.clocks.real() + d.limits.leaseMs, shopId, mode, claim.dueBy, d.threshold());
+  });
+  d.advanceTokens.add(token);
+  let renewing: Promise<unknown> | null = null;
+  const renew = setInterval(() => {
+    if (renewing || !d.store.isOpen) return;
+    const until = d.clocks.real() + d.limits.leaseMs;
+    renewing = d.store
+      .write((tx) => tx.run(RENEW_SHOP, until, shopId, mode, token))
+      .catch((err: unknown) => d.log.error('cannot renew the claims of a clock advance', { shop_id: shopId, error: String((err as Error)?.message ?? err) }))
+      .finally(() => {
+        renewing = null;
+      });
+  }, Math.max(1, Math.floor(d.limits.leaseMs / 3)));
+  renew.unref();
+  try {
+    return await runAll(d, claim, fresh);
+  } finally {
+    fresh.length = 0;
+    clearInterval(renew);
+    await renewing;
+    // What is left claimed (a job the run did not get to, a retry beyond it) is anyone's again at once.
+    if (d.store.isOpen) await d.store.tx((tx) => tx.run(RELEASE_SHOP, shopId, mode, token));
+    d.advanceTokens.delete(token);
+  }
+}
+
+/** What one run carries from batch to batch. */
+interface RunState {
+  claim: RunClaim;
+  fresh: JobRow[];
+  ran: number;
+  /** The due time the run has reached: a job runs at its own, never earlier than one already run. */
+  reached: number;
+  /** Runs this run waits for: async jobs it started, runs a pass started. */
+  waiting: Array<Promise<void>>;
+  sliceStart: number;
+  /** The last row of the current read when it was cut at the batch size: later jobs wait for the next read. */
+  bound: JobRow | null;
+}
+
+/** True when the run may run the row: unclaimed, lapsed, or claimed by the run. */
+function mine(st: RunState, r: JobRow, threshold: number): boolean {
+  return r.claim_until === null || r.claim_until <= threshold || r.claim_token === st.claim.token;
+}
+
+async function runAll(d: Executor, claim: RunClaim, fresh: JobRow[]): Promise<number> {
+  const { shopId, mode } = claim;
+  const st: RunState = { claim, fresh, ran: 0, reached: -Infinity, waiting: [], sliceStart: performance.now(), bound: null };
+  const refetch = makeRefetch(d, st);
+  while (!d.stopped) {
+    await yieldAfterSlice(d, st);
+    const now = await d.clocks.now(d.store, shopId, mode);
+    // Everything scheduled so far is in the table and this read sees it.
+    fresh.length = 0;
+    const read = await d.store.all<JobRow>(SHOP_DUE, shopId, mode, now, d.limits.batch);
+    const threshold = d.threshold();
+    st.bound = read.length === d.limits.batch ? read[read.length - 1] : null;
+    const list: JobRow[] = [];
+    let heldElsewhere = false;
+    for (const r of read) {
+      const inFlight = d.runner.inflight.get(r.id);
+      // Already running here (started by a pass): wait for that run instead of starting another.
+      if (inFlight) st.waiting.push(inFlight);
+      else if (mine(st, r, threshold)) list.push(r);
+      else heldElsewhere = true;
+    }
+    if (list.length > 0) await runList(d, st, list, refetch);
+    else if (st.waiting.length > 0) await Promise.all(st.waiting.splice(0));
+    else if (!heldElsewhere) break;
+    // Due jobs another process holds: they end there, or their claim lapses and they are this run's.
+    else await new Promise<void>((resolve) => setTimeout(resolve, d.limits.heldPollMs));
+  }
+  await Promise.all(st.waiting);
+  return st.ran;
+}
+
+/** A long run yields between batches so other shops' requests are still answered. */
+async function yieldAfterSlice(d: Executor, st: RunState): Promise<void> {
+  if (performance.now() - st.sliceStart <= d.limits.sliceMs) return;
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  st.sliceStart = performance.now();
+}
+
+/** Run the rows of one read in due order: async jobs one by one, sync jobs in shared transactions. */
+async function runList(d: Executor, st: RunState, first: JobRow[], refetch: Refetch): Promise<void> {
+  let list = first;
+  let seq = d.seq;
+  let i = 0;
+  while (i < list.length && !d.stopped) {
+    if (d.seq !== seq) {
+      // Jobs were scheduled outside a batch (an async job's start, a request while this run yielded).
+      list = await refetch(d.store, list.slice(i), false);
+      i = 0;
+      seq = d.seq;
+      if (list.length === 0) break;
+    }
+    const row = list[i];
+    const kind = d.kinds.get(row.kind)?.async;
+    if (kind) {
+      const at = Math.max(st.reached, row.due_at);
+      // Claimed in a transaction of its own (a run a pass started is joined), then started.
+      const c = d.claimOf();
+      const threshold = d.threshold();
+      const had = d.runner.inflight.get(row.id);
+      i++;
+      if (!had && (await d.store.write((tx) => tx.run(CLAIM, c.by, c.token, c.until, row.id, threshold, st.claim.token))).changes === 0) continue;
+      st.reached = at;
+      st.waiting.push(had ?? d.runner.start(row, toJob(row), kind, c.token, { run: st.claim, at }));
+      st.ran++;
+      continue;
+    }
+    // Sync jobs up to the next async one share a transaction (of at most txMs); one that schedules jobs has
+    // them merged into the rows still to run, and the batch goes on with that list.
+    const out = await d.runBatch(list, i, { token: st.claim.token, run: st.claim, floor: st.reached, refetch });
+    st.ran += out.ran;
+    st.reached = out.moment;
+    list = out.list;
+    i = out.reached;
+    if (out.stale) seq = d.seq;
+    await yieldAfterSlice(d, st);
+  }
+}
+
+/**
+ * The jobs scheduled since the last look that are due within this read's range join the rows still to run,
+ * in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one,
+ * and no attempt of it was rolled back. `q`: the batch's transaction when a batch asks, else the store.
+ */
+function makeRefetch(d: Executor, st: RunState): Refetch {
+  return async (q: Reader, rest: JobRow[], whole: boolean): Promise<JobRow[]> => {
+    const due = await d.clocks.now(q, st.claim.shopId, st.claim.mode);
+    const threshold = d.threshold();
+    const bound = st.bound;
+    for (const f of st.fresh.splice(0)) {
+      if (f.due_at > due || (bound && before(bound, f))) continue;
+      // A job of a batch that commits whole exists as it was written. Otherwise read it again: a job rolled back
+      // with an attempt of its batch is gone, and its id may belong to a later job.
+      const r = whole ? f : await q.get<JobRow>(`SELECT * FROM jobs WHERE id = ?`, f.id);
+      if (!r || r.state !== 'pending' || r.due_at > due || d.runner.inflight.has(r.id) || !mine(st, r, threshold)) continue;
+      if (bound && before(bound, r)) continue;
+      insertSorted(rest, r);
+    }
+    return rest;
+  };
+}
+
+/**
+ * Put a row into a sorted list of up to a batch at its place (sorting the whole list again for every job that
+ * schedules one cost more than the job's own statements); a row already there is left alone.
+ */
+function insertSorted(rest: JobRow[], r: JobRow): void {
+  let lo = 0;
+  let hi = rest.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (before(rest[mid], r)) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < rest.length && rest[lo].id === r.id) return;
+  rest.splice(lo, 0, r);
 }
