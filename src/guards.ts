@@ -4,7 +4,7 @@ import type { ServerGuards } from './platform/http/deps';
 import { authenticateKey, requireScope } from './platform/auth/authenticate';
 import { authenticateStreamToken } from './platform/auth/stream-token';
 import { RateLimiter } from './platform/auth/rate-limit';
-import { authenticateCabinet, cabinetErrorReply } from './web/cabinet/guard';
+import { authenticateCabinet, cabinetErrorReply } from './web/cabinet/sessions';
 
 /**
  * The steps of the request chain that belong to auth/ and cabinet/, handed to the HTTP server (which knows

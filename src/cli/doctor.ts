@@ -1,16 +1,29 @@
 import { parseArgs, onlyFlags, atMostPositionals } from '../platform/args';
-import { COMMON_OPTIONS, dbOf, output, type Command } from './command';
+import { COMMON_OPTIONS, dbOf, output, type Command, runSubcommand, withStore } from './command';
 import { SCHEMA_VERSION, writeProblem } from '../platform/storage/sqlite/open';
 import { BASE_VERSION } from '../platform/storage/migrations';
 import { integrityCheck, journalMode, openEngine, openExistingStorage, probeDatabase, schemaVersion } from '../platform/storage/maintenance';
 import { isPostgresUrl } from '../platform/storage/postgres/open';
 import { redactUrl } from '../platform/redact-url';
 import type { Reader, Store } from '../platform/storage/store';
-import { checkLedger } from '../money/ledger/check';
+import { checkLedger, type CheckResult } from '../money/ledger/check';
 import { payoutsNeedingDecision } from '../money/payouts/store';
-import { LEDGER_ACTION, LEDGER_PROOF, ledgerVerdict } from './ledger';
 import { existsSync } from 'node:fs';
 import { behindTheirTables, counters, describeCounter } from '../platform/storage/counters';
+
+/** What the ledger check proves, in the words `kopek ledger check` and `kopek doctor` both print. */
+const LEDGER_PROOF = 'balances equal their postings, nothing overdrawn, every movement in place';
+
+/** The one-line verdict of a ledger check: `kopek ledger check` and `kopek doctor` print the same words. */
+export function ledgerVerdict(r: CheckResult): string {
+  const n = r.books.length;
+  if (r.ok) return `${n} ${n === 1 ? 'book balances' : 'books balance'}`;
+  const k = r.problems.length;
+  return `${k} ${k === 1 ? 'problem' : 'problems'}, first: ${r.problems[0]}`;
+}
+
+/** What to do about a failed ledger check, the same in both commands. */
+const LEDGER_ACTION = 'report it as a bug, with the database and the list of problems (kopek ledger check)';
 
 /** Failed runs in a row after which a job that still retries is worth the operator's look. */
 const FAILING_RUNS = 3;
@@ -235,3 +248,38 @@ async function findings(path: string): Promise<Finding[]> {
     await store?.close();
   }
 }
+
+const ledgerUsage = `Usage:
+  kopek ledger check [--db PATH] [--json]
+
+check    proves the ledger from its postings (${LEDGER_PROOF}), in one consistent snapshot, safe while the server runs:
+         every entry's postings sum to zero and move the entry's amount between the right accounts;
+         each book's stored balances equal the sums of its postings; reserves never went below 0 and
+         no payout or refund left available below 0; every payout, payment and refund has the movements its
+         status calls for. Prints each book's balance, available and reserved; exits 1 with the list
+         of problems when any invariant is broken.
+
+Options:
+${COMMON_OPTIONS}
+
+Examples:
+  kopek ledger check
+  kopek ledger check --db /var/lib/kopek/kopek.db --json`;
+
+export const ledger: Command = {
+  name: 'ledger',
+  summary: 'prove the ledger: balances equal postings, nothing overdrawn',
+  usage: ledgerUsage,
+  run: (argv) => runSubcommand('ledger', parseArgs(argv), {
+    async check(args) {
+      onlyFlags(args, []);
+      const r = await withStore(args, checkLedger);
+      const lines = r.books.map((b) => `${b.shop_id} ${b.mode.padEnd(4)}  balance ${b.balance}  available ${b.available}  reserved ${b.reserved}  entries ${b.entries}`);
+      lines.push(r.ok ? `ok: ${ledgerVerdict(r)}` : `FAILED: ${ledgerVerdict(r)}`);
+      if (!r.ok) lines.push(`  → ${LEDGER_ACTION}`, 'problems:', ...r.problems.map((p) => `  ${p}`));
+      output(args, r, lines);
+      if (!r.ok) process.stderr.write(`kopek ledger: check failed: ${r.problems.length} problems\n`);
+      return r.ok ? 0 : 1;
+    },
+  }),
+};

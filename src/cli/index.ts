@@ -1,18 +1,13 @@
 import type { Command } from './command';
 import { serveCommand, type StartServer } from './serve';
-import { demo } from './demo';
-import { merchant } from './merchant';
-import { shop } from './shop';
-import { key } from './key';
+import { demo, admin } from './admin';
+import { merchant, shop, key } from './shop';
 import { jobs } from './jobs';
-import { ledger } from './ledger';
+import { ledger, doctor } from './doctor';
 import { webhook } from './webhook';
-import { backup } from './backup';
-import { doctor } from './doctor';
-import { admin } from './admin';
+import { backup, dbCommand, migrate } from './db';
 import { trigger } from './trigger';
 import { listen } from './listen';
-import { dbCommand, migrate } from './db';
 export type { StartServer, ServedApp } from './serve';
 
 /** Every command in `kopek --help` order; `serve` (the default) starts with `start`, handed in by the root the command line cannot import. */

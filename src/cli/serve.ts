@@ -7,7 +7,7 @@ import { isPostgresUrl } from '../platform/storage/postgres/open';
 import { redactUrl } from '../platform/redact-url';
 import type { Store } from '../platform/storage/store';
 import { isEmpty } from '../money/shops/store';
-import { createDemoData, demoLines, type DemoData, type DemoOptions } from './demo';
+import { createDemoData, demoLines, type DemoData, type DemoOptions } from './admin';
 import { checkEndpointUrl } from '../money/webhooks/store';
 import { io, table, type Command } from './command';
 
@@ -61,8 +61,7 @@ export interface ServedApp {
 export type StartServer = (config: Config, opts?: { log?: Logger }) => Promise<ServedApp>;
 
 export function serveCommand(start: StartServer): Command {
-  const run = (argv: string[]): Promise<number> => serve(start, argv);
-  return { name: 'serve', summary: 'start the server (the default command)', usage, run };
+  return { name: 'serve', summary: 'start the server (the default command)', usage, run: (argv) => serve(start, argv) };
 }
 
 /** Make the demo data on an empty database (when asked), start, print the banner (and the ready line), and wait for a signal. */

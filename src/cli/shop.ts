@@ -1,14 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, flag, onlyFlags, atMostPositionals, idArg, unknownSubcommand, type Args } from '../platform/args';
 import { loadConfig } from '../platform/config';
-import { COMMON_OPTIONS, io, output, splitList, withStore, type Command } from './command';
-import { createShop, getShopSettings, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes } from '../money/shops/store';
+import { COMMON_OPTIONS, io, output, splitList, withStore, type Command, runSubcommand, table } from './command';
+import { createShop, getShopSettings, rotateSigningSecret, setIpAllowlist, setRequireSignature, setShopScopes, activateLive, createMerchant, createKey, findKeyToRevoke, getMerchant, listKeys, revokeKey } from '../money/shops/store';
 import { ALL_SCOPES } from '../platform/auth/scopes';
 import type { Store } from '../platform/storage/store';
 import { TBANK } from '../banks/tbank/protocol';
 import { removeAcquirer, setTBankAcquirer, showAcquirer } from '../banks/tbank/settings';
-import { removePayoutProvider, setPayoutProvider, showPayoutProvider } from '../web/cabinet/payout-provider';
+import { removePayoutProvider, setPayoutProvider, showPayoutProvider } from '../web/cabinet/shops';
 import { allowListOf, literalRefusal } from '../money/webhooks/url-safety';
+import { shopAcquirer, shopPayoutProvider } from '../money/bank-port/store';
+import { iso, isoOrNull } from '../platform/util/time';
 
 const usage = `Usage:
   kopek shop create --merchant ID --name NAME [--scopes S1,S2]
@@ -228,3 +230,158 @@ export const shop: Command = {
     return 0;
   },
 };
+
+const merchantUsage = `Usage:
+  kopek merchant create --name NAME
+  kopek merchant activate-live MERCHANT_ID
+
+create          creates a merchant and prints its id (creates the database file if there is none)
+activate-live   turns on live mode; refused, with the reason, until a shop of the merchant has an acquirer
+                (kopek shop acquirer) or a payout provider (kopek shop payouts); live keys of shops with
+                neither answer 403 acquirer_not_configured, and payments of a shop without an acquirer do;
+                MERCHANT_ID may also be given as --merchant MERCHANT_ID
+
+Options:
+${COMMON_OPTIONS}
+
+Examples:
+  kopek merchant create --name "Tea shop LLC"
+  kopek merchant create --name Acme --json
+  kopek merchant activate-live 7f1c…
+  kopek merchant activate-live --merchant 7f1c…`;
+
+export const merchant: Command = {
+  name: 'merchant',
+  summary: 'create merchants; activate live mode',
+  usage: merchantUsage,
+  run: (argv) => runSubcommand('merchant', parseArgs(argv), {
+    async create(args) {
+      onlyFlags(args, ['name']);
+      atMostPositionals(args.positional, 1, 'kopek merchant create --name NAME');
+      const name = flag(args, 'name');
+      if (!name?.trim()) throw new Error('cannot create merchant: --name NAME is required and must not be empty');
+      const m = await withStore(args, async (store) => createMerchant(store, name, Date.now()), { create: true });
+      output(args, { id: m.id, name: m.name }, [m.id]);
+    },
+    async 'activate-live'(args) {
+      onlyFlags(args, ['merchant']);
+      const { id, rest } = idArg(args, 'merchant');
+      atMostPositionals(rest, 0, 'kopek merchant activate-live MERCHANT_ID');
+      if (!id) throw new Error('cannot activate live mode: MERCHANT_ID is required (or --merchant MERCHANT_ID)');
+      const r = await withStore(args, async (store) => activateLive(store, id));
+      output(args, r, [
+        `live mode on for merchant ${r.id}`,
+        `shops with an acquirer: ${r.shops_with_acquirer.join(', ') || '(none)'}`,
+        `shops with a payout provider: ${r.shops_with_payout_provider?.join(', ') ?? '(none)'}`,
+      ]);
+    },
+  }),
+};
+
+const keyUsage = `Usage:
+  kopek key create --shop ID --mode test|live [--scopes S1,S2]
+  kopek key list --shop ID
+  kopek key revoke KEY [--shop ID]
+
+create   issues an API key (scopes default to the shop's) and prints it once; only its hash is stored.
+         A live key is made even before live mode works for the shop, with a warning naming what is missing
+         (live mode of the merchant, the shop's acquirer, a way to send payouts) and the command that adds it
+list     lists the shop's keys under a header: id, mode, prefix, scopes, created, revoked
+revoke   revokes a key at once (a running server refuses it from the next request; nodes on PostgreSQL
+         within milliseconds). KEY is its id, the key itself, or the prefix key list shows (sk_test_AbCd…;
+         a prefix two keys share is refused naming both); it may also be given as --key KEY. With --shop,
+         only a key of that shop is found.
+
+None of these reads a secret sealed under the master key, so on PostgreSQL they run without
+KOPEK_MASTER_KEY (a live key's warnings too); keys are stored as hashes only.
+
+Options:
+${COMMON_OPTIONS}
+
+Examples:
+  kopek key create --shop 3b9e… --mode test
+  kopek key create --shop 3b9e… --mode live --scopes api:reports:read --json
+  kopek key list --shop 3b9e…
+  kopek key revoke 0c55…
+  kopek key revoke sk_test_AbCd… --shop 3b9e…
+  kopek key revoke --key 0c55…`;
+
+/** Acquirers whose BankPort sends no payouts: T-Bank's acquiring takes payments only (live payouts: 403 payouts_not_configured). */
+const NO_PAYOUTS = new Set([TBANK]);
+
+/** What a live key cannot do yet, each with the next step: the key is still made, but its first call would otherwise be the first sign. */
+async function liveKeyWarnings(store: Store, shopId: string): Promise<string[]> {
+  const shop = await getShopSettings(store, shopId);
+  if (!shop) return [];
+  const merchant = await getMerchant(store, shop.merchant_id);
+  const acquirer = await shopAcquirer(store, shopId);
+  const payouts = await shopPayoutProvider(store, shopId);
+  const out: string[] = [];
+  if (!merchant?.live_enabled) {
+    out.push(
+      `live mode is not activated for merchant ${shop.merchant_id}: the key answers 403 live_mode_not_activated until ` +
+        `kopek merchant activate-live ${shop.merchant_id}${acquirer || payouts ? '' : ' (once a shop of the merchant has an acquirer or a payout provider)'}`,
+    );
+  }
+  if (!acquirer) {
+    const refused = payouts ? 'live payments, refunds, tokens and subscriptions answer' : 'the key answers';
+    out.push(
+      `shop ${shopId} has no acquirer: ${refused} 403 acquirer_not_configured until kopek shop acquirer --shop ${shopId} ` +
+        `--provider tbank --terminal-key KEY --password-file FILE${payouts ? `; payouts go to ${payouts.provider}` : ''}`,
+    );
+  } else if (!payouts && NO_PAYOUTS.has(acquirer.provider)) {
+    out.push(`shop ${shopId} has no payout provider (its ${acquirer.provider} acquirer takes payments only): live payouts answer 403 payouts_not_configured until kopek shop payouts --shop ${shopId} --provider yookassa --agent-id ID --secret-file FILE`);
+  }
+  return out;
+}
+
+export const key: Command = {
+  name: 'key',
+  summary: 'issue, list and revoke API keys',
+  usage: keyUsage,
+  run: (argv) => runSubcommand('key', parseArgs(argv), { create: keyCreate, list: keyList, revoke: keyRevoke }),
+};
+
+async function keyCreate(args: Args): Promise<void> {
+  onlyFlags(args, ['shop', 'mode', 'scopes']);
+  atMostPositionals(args.positional.slice(1), 0, 'kopek key create --shop ID --mode test|live [--scopes S1,S2]');
+  const [shopId, mode] = [flag(args, 'shop'), flag(args, 'mode')];
+  if (!shopId || !mode) throw new Error('cannot create key: --shop ID and --mode test|live are required');
+  if (mode !== 'test' && mode !== 'live') throw new Error(`cannot create key: --mode must be test or live, got "${mode}"`);
+  const { k, secret, warnings } = await withStore(args, async (store) => {
+    const made = await createKey(store, shopId, mode, flag(args, 'scopes'), Date.now());
+    return { k: made.key, secret: made.secret, warnings: mode === 'live' ? await liveKeyWarnings(store, shopId) : [] };
+  });
+  output(args, { id: k.id, key: secret, mode: k.mode, scopes: splitList(k.scopes), ...(mode === 'live' ? { warnings } : {}) }, [
+    `key id  ${k.id}`,
+    `key     ${secret}   (shown once)`,
+  ]);
+  // On stderr, so that --json stays one object on stdout and a script still sees the key was made (exit 0).
+  for (const w of warnings) io().err(`kopek key: warning: ${w}\n`);
+}
+
+async function keyList(args: Args): Promise<void> {
+  onlyFlags(args, ['shop']);
+  atMostPositionals(args.positional.slice(1), 0, 'kopek key list --shop ID');
+  const shopId = flag(args, 'shop');
+  if (!shopId) throw new Error('cannot list keys: --shop ID is required');
+  const keys = (await withStore(args, (store) => listKeys(store, shopId))).map((k) => ({
+    id: k.id, mode: k.mode, prefix: k.key_prefix, scopes: splitList(k.scopes), created_at: iso(k.created_at),
+    revoked_at: isoOrNull(k.revoked_at),
+  }));
+  const rows = keys.map((k) => [k.id, k.mode, `${k.prefix}…`, k.scopes.join(',') || '(none)', k.created_at, k.revoked_at ?? '-']);
+  output(args, { items: keys }, keys.length === 0 ? ['(no keys)'] : table(['ID', 'MODE', 'PREFIX', 'SCOPES', 'CREATED', 'REVOKED'], rows));
+}
+
+async function keyRevoke(args: Args): Promise<void> {
+  onlyFlags(args, ['key', 'shop']);
+  const { id: ref, rest } = idArg(args, 'key');
+  atMostPositionals(rest, 0, 'kopek key revoke KEY [--shop ID]');
+  if (!ref) throw new Error('cannot revoke key: KEY is required: its id, the key itself or its prefix (or --key KEY)');
+  const id = await withStore(args, async (store) => {
+    const found = await findKeyToRevoke(store, ref, flag(args, 'shop'));
+    await revokeKey(store, found.id, Date.now());
+    return found.id;
+  });
+  output(args, { id, revoked: true }, [`revoked ${id}`]);
+}

@@ -147,7 +147,8 @@ async function post(event: string, base: string, key: string, set: Record<string
     throw new Error(`cannot trigger ${event}: ${unreachable(base, err)}`);
   }
   const body = parseJson(res.text);
-  if (res.status === 201 && isAnswer(body)) return body;
+  const answer = body as TriggerAnswer | undefined;
+  if (res.status === 201 && typeof answer?.event === 'string' && typeof answer.event_id === 'string' && Array.isArray(answer.webhooks)) return answer;
   const error = (body as { error?: { code?: unknown; message?: unknown; param?: unknown } } | undefined)?.error;
   if (!error || typeof error.code !== 'string' || typeof error.message !== 'string') {
     throw new Error(`cannot trigger ${event}: ${base} does not answer as a kopek server (HTTP ${res.status} to POST /v1/test/trigger); check --url or KOPEK_URL`);
@@ -194,11 +195,6 @@ function unreachable(base: string, err: unknown): string {
   if (code === 'ECONNREFUSED') return `nothing answers at ${base} (connection refused); start the server (kopek serve) or pass --url`;
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `cannot find the host of ${base}; check --url or KOPEK_URL`;
   return `cannot reach ${base} (${code ?? (err as Error).message}); check --url and that the server runs`;
-}
-
-function isAnswer(body: unknown): body is TriggerAnswer {
-  const b = body as TriggerAnswer | undefined;
-  return typeof b?.event === 'string' && typeof b.event_id === 'string' && Array.isArray(b.webhooks);
 }
 
 function describeAnswer(a: TriggerAnswer): string[] {

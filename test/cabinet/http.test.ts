@@ -5,9 +5,8 @@ import { fakeTime, type FakeTime } from '../helpers/fake-time';
 import { cabGet, cabPost, flashOf, makeUser, postLogin, setCookie, signIn, TEST_PASSWORD } from '../helpers/cabinet';
 import { paidPayment } from '../helpers/money';
 import { getShop } from '../../src/money/shops/store';
-import { totpCode } from '../../src/web/cabinet/totp';
+import { totpCode, LOCK_MS } from '../../src/web/cabinet/users';
 import { cookieAttributes, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from '../../src/web/cabinet/sessions';
-import { LOCK_MS } from '../../src/web/cabinet/throttle';
 
 let s: TestServer;
 let time: FakeTime;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestResponse, type TestServer } from '../helpers/server';
 import { fakeTime, type FakeTime } from '../helpers/fake-time';
 import { makeUser, postLogin, TEST_PASSWORD } from '../helpers/cabinet';
-import { LOCK_MS } from '../../src/web/cabinet/throttle';
+import { LOCK_MS } from '../../src/web/cabinet/users';
 
 // A slowed or locked sign-in answers 429 with Retry-After: the whole seconds, rounded up, that the lock or the
 // wait still lasts on the server's clock, and the page says the same number. The clock is moved, never slept on.

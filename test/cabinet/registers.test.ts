@@ -4,8 +4,8 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { cabGet, makeUser, signIn, type CabinetSession } from '../helpers/cabinet';
 import { simulate } from '../helpers/payments';
 import { createKey, createShop } from '../../src/money/shops/store';
-import { SCAN_ROWS_MAX } from '../../src/web/cabinet/register-rows';
-import { CREATED_EVENT_SQL, TIMELINE_SCAN_ROWS, WINDOW_END_SQL, WINDOW_SQL } from '../../src/web/cabinet/timeline';
+import { SCAN_ROWS_MAX } from '../../src/web/cabinet/registers';
+import { CREATED_EVENT_SQL, TIMELINE_SCAN_ROWS, WINDOW_END_SQL, WINDOW_SQL } from '../../src/web/cabinet/payment';
 import { eventIdPrefix } from '../../src/platform/util/ids';
 import { openDatabase } from '../../src/platform/storage/sqlite/open';
 

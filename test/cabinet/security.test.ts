@@ -5,8 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { fakeTime, type FakeTime } from '../helpers/fake-time';
 import { cabGet, cabPost, flashOf, makeUser, setCookie, signIn, TEST_PASSWORD, type CabinetSession } from '../helpers/cabinet';
 import { getShop } from '../../src/money/shops/store';
-import { totpCode } from '../../src/web/cabinet/totp';
-import { LOCK_MS, reserveAttempt, SLOW_AFTER_FAILURES } from '../../src/web/cabinet/throttle';
+import { totpCode, LOCK_MS, reserveAttempt, SLOW_AFTER_FAILURES } from '../../src/web/cabinet/users';
 import { openEngine } from '../../src/platform/storage/maintenance';
 import { upgradeOldSqlite } from '../../src/platform/storage/sqlite/migrations-old';
 

@@ -7,7 +7,7 @@ import { doRequest, startTestServer, type TestServer } from '../helpers/server';
 import { spawnServer } from '../helpers/child-server';
 import { runCli, type CliResult } from '../helpers/cli';
 import { cabGet, postLogin, setCookie, signIn } from '../helpers/cabinet';
-import { base32, fromBase32, otpauthUri, totpCode } from '../../src/web/cabinet/totp';
+import { base32, fromBase32, otpauthUri, totpCode } from '../../src/web/cabinet/users';
 import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import { sqliteOnly } from '../helpers/pg';
 import { upgradeOldSqlite } from '../../src/platform/storage/sqlite/migrations-old';

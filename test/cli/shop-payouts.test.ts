@@ -8,7 +8,7 @@ import { startTestServer, type TestServer } from '../helpers/server';
 import { runCli, type CliResult } from '../helpers/cli';
 import { storedText } from '../helpers/stored-text';
 import { decryptSecret, loadMasterKey } from '../../src/platform/secrets/at-rest';
-import { checkPayoutProvider } from '../../src/web/cabinet/payout-provider';
+import { checkPayoutProvider } from '../../src/web/cabinet/shops';
 
 // kopek shop payouts, run beside a server on the same file: the credentials are checked at the provider (a
 // local fake of YooKassa's GET /payouts/{id}) before anything is written, the secret key is read from a file,

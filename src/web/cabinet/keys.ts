@@ -4,17 +4,10 @@ import { esc } from '../pay-page/render';
 import { ALL_SCOPES } from '../../platform/auth/scopes';
 import type { KeyUsage } from '../../platform/auth/authenticate';
 import { createKey, listKeys, revokeKey } from '../../money/shops/store';
-import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
-import { audit, change, chosenShop, merchantShops, ownShop, shopOfOwn } from './scope';
-import { form } from './guard';
+import { cabinetPage, checkboxes, createRefused, field, orRefused, postForm, shownOnce, table, tags } from './layout';
+import { audit, change, chosenShop, ownShop, shopOfOwn, shopPicker } from './scope';
+import { form } from './sessions';
 import { ct, when, codeText } from './text';
-
-export async function shopPicker(ctx: Ctx<Pick<Core, 'store'>>, path: string, current: string): Promise<string> {
-  const shops = await merchantShops(ctx);
-  if (shops.length < 2) return '';
-  const lang = ctx.cabinet!.lang;
-  return `<form method="get" action="${path}" class="inline">${field('pick-shop', ct(lang, 'shop'), `<select id="pick-shop" name="shop">${options(shops.map((s) => [s.id, s.name]), current)}</select>`)}<button class="btn secondary" type="submit">${esc(ct(lang, 'filter'))}</button></form>`;
-}
 
 /** GET /cabinet/keys?shop=: a shop's keys (prefix, mode, scopes, last use), create and revoke. */
 export async function keysPage(ctx: Ctx<Core & { keyUsage: KeyUsage }>): Promise<Reply> {
@@ -59,12 +52,8 @@ export async function postKey(ctx: Ctx<Core>): Promise<Reply> {
   const f = form(ctx);
   const shop = await ownShop(ctx, f.get('shop'));
   const mode = f.get('mode') === 'live' ? 'live' : 'test';
-  let made;
-  try {
-    made = await createKey(ctx.app.store, shop.id, mode, f.getAll('scope').join(','), ctx.app.clocks.real());
-  } catch (err) {
-    return createRefused(ctx, 'keys', 'create_key', err, `/cabinet/keys?shop=${shop.id}`);
-  }
+  const made = await orRefused(createKey(ctx.app.store, shop.id, mode, f.getAll('scope').join(','), ctx.app.clocks.real()));
+  if ('refused' in made) return createRefused(ctx, 'keys', 'create_key', made.refused, `/cabinet/keys?shop=${shop.id}`);
   await audit(ctx, 'key.create', made.key.id, `${mode} ${made.key.key_prefix}… ${made.key.scopes}`);
   const shown = field('new-key', `${ct(lang, 'key')} (${codeText(lang, mode)})`, `<output id="new-key" class="secret">${esc(made.secret)}</output>`);
   const h1 = `${ct(lang, 'keys')} · ${shop.name}`;

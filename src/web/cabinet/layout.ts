@@ -138,18 +138,8 @@ export function table(heads: Array<{ label: string; num?: boolean }>, rows: stri
   return `<table class="list"><thead><tr>${th}</tr></thead><tbody>\n${body}\n</tbody></table>`;
 }
 
-const SECTIONS: Array<[CabKey, string]> = [
-  ['overview', '/cabinet/overview'],
-  ['payments', '/cabinet/payments'],
-  ['refunds', '/cabinet/refunds'],
-  ['payouts', '/cabinet/payouts'],
-  ['shops', '/cabinet/shops'],
-  ['keys', '/cabinet/keys'],
-  ['webhooks', '/cabinet/webhooks'],
-  ['test_mode', '/cabinet/test'],
-  ['audit', '/cabinet/audit'],
-  ['account', '/cabinet/account'],
-];
+/** The navigation's sections, each at /cabinet/ and its key (test mode at /cabinet/test). */
+const SECTIONS: CabKey[] = ['overview', 'payments', 'refunds', 'payouts', 'shops', 'keys', 'webhooks', 'test_mode', 'audit', 'account'];
 
 type PageOptions = { title: string; body: string; status?: number; headers?: Record<string, string> };
 
@@ -166,7 +156,7 @@ ${o.body}
 <script nonce="${nonce}">${SCRIPT}</script>
 </body>
 </html>`;
-  // Under `no-referrer` a browser sends `Origin: null` with a form, which guard.ts sameOriginRefusal refuses.
+  // Under `no-referrer` a browser sends `Origin: null` with a form, which sameOriginRefusal (sessions.ts) refuses.
   return { status: o.status ?? 200, html, headers: { ...pageHeaders(nonce, null), 'Referrer-Policy': 'same-origin', ...o.headers } };
 }
 
@@ -189,7 +179,7 @@ ${postForm(ctx, '/cabinet/logout', `<button class="chip">${esc(ct(lang, 'sign_ou
 </div>
 </header>
 <nav class="sections" aria-label="${esc(ct(lang, 'nav'))}"><ul>
-${SECTIONS.map(([k, p]) => `<li><a class="chip" href="${p}"${o.active === k ? ' aria-current="page"' : ''}>${esc(ct(lang, k))}</a></li>`).join('\n')}
+${SECTIONS.map((k) => `<li><a class="chip" href="/cabinet/${k === 'test_mode' ? 'test' : k}"${o.active === k ? ' aria-current="page"' : ''}>${esc(ct(lang, k))}</a></li>`).join('\n')}
 </ul></nav>
 ${c.mode === 'test' ? `<div class="test" role="note">${esc(ct(lang, 'test_banner'))}</div>` : ''}`;
   const ok = c.flash?.kind === 'ok';
@@ -209,6 +199,11 @@ export function shownOnce(ctx: Ctx, o: { title: string; active: CabKey; h1: stri
 ${o.shown}
 <p><a class="btn" href="${esc(o.next)}">${esc(o.nextLabel ?? ct(ctx.cabinet!.lang, 'back'))}</a></p>`;
   return cabinetPage(ctx, { title: o.title, active: o.active, body });
+}
+
+/** What `made` resolves to, or its rejection as `{ refused }`: a form's refusal is shown on a page, not thrown. */
+export function orRefused<T>(made: Promise<T>): Promise<T | { refused: unknown }> {
+  return made.catch((err: unknown) => ({ refused: err }));
 }
 
 /** A create form refused (bad input): its reason, with the way back to the form (400). */

@@ -1,5 +1,5 @@
 /** The cabinet's handlers, gathered for the route table (src/routes.ts). */
-export { cabinetRoot, showLogin, postLogin, postLogout, postLogoutAll, postPrefs } from './login';
+export { cabinetRoot, showLogin, postLogin, postLogout, postLogoutAll, postPrefs, accountPage, postTotpStart, postTotpConfirm, postTotpDisable, postPassword } from './login';
 export { overview } from './overview';
 export { registerPage, registerCsv } from './registers';
 export { paymentPage, postRefund, postCancel, postResend } from './payment';
@@ -7,5 +7,4 @@ export { shopsPage, postShop, shopPage, postScopes, postAllowlist, postRequireSi
 export { keysPage, postKey, postRevoke } from './keys';
 export { webhooksPage, postEndpoint, postRotate, postDeleteEndpoint } from './webhooks';
 export { testPage, postAdvance, postReset } from './testmode';
-export { auditPage } from './audit';
-export { accountPage, postTotpStart, postTotpConfirm, postTotpDisable, postPassword } from './account';
+export { auditPage } from './scope';

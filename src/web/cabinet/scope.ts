@@ -5,9 +5,11 @@ import { isUuid } from '../../platform/util/ids';
 import type { Shop } from '../../money/shops/store';
 import type { PaymentRow } from '../../money/bank-port/payment';
 import { getPayment } from '../../money/payments/store';
-import { recordAudit, type Actor } from './audit';
 import { setFlash } from './sessions';
-import { ct } from './text';
+import { ct, when } from './text';
+import type { Tx } from '../../platform/storage/store';
+import { esc } from '../pay-page/render';
+import { cabinetPage, field, options, table } from './layout';
 
 /** The signed-in user's merchant's shops, oldest first. */
 export function merchantShops(ctx: Ctx<Pick<Core, 'store'>>): Promise<Shop[]> {
@@ -35,6 +37,14 @@ export async function chosenShop(ctx: Ctx<Pick<Core, 'store'>>): Promise<Shop> {
   return first;
 }
 
+/** A form to pick the shop a page is about, when the merchant has more than one. */
+export async function shopPicker(ctx: Ctx<Pick<Core, 'store'>>, path: string, current: string): Promise<string> {
+  const shops = await merchantShops(ctx);
+  if (shops.length < 2) return '';
+  const lang = ctx.cabinet!.lang;
+  return `<form method="get" action="${path}" class="inline">${field('pick-shop', ct(lang, 'shop'), `<select id="pick-shop" name="shop">${options(shops.map((s) => [s.id, s.name]), current)}</select>`)}<button class="btn secondary" type="submit">${esc(ct(lang, 'filter'))}</button></form>`;
+}
+
 /** A payment of the user's merchant, or 404 (another merchant's payment is not reachable by URL). */
 export async function ownPayment(ctx: Ctx<Pick<Core, 'store'>>, id: string): Promise<PaymentRow> {
   const p = isUuid(id) ? await getPayment(ctx.app.store, id) : undefined;
@@ -48,7 +58,7 @@ export function actor(ctx: Ctx): Actor & { userId: string } {
 }
 
 export function audit(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, action: string, target: string, detail = ''): Promise<void> {
-  return recordAudit(ctx.app.store, actor(ctx), action, target, detail, ctx.app.clocks.real());
+  return ctx.app.store.tx((tx) => insertAudit(tx, actor(ctx), action, target, detail, ctx.app.clocks.real()));
 }
 
 /** What a change is called in the audit log, and where the browser goes after it. */
@@ -83,4 +93,51 @@ export async function refused(ctx: Ctx<Pick<Core, 'store'>>, back: string, err: 
   if (!(err instanceof Error) || (err instanceof ApiError && err.status >= 500)) throw err;
   await setFlash(ctx.app.store, ctx.cabinet!.sessionHash, 'error', err.message);
   return { status: 303, location: back };
+}
+
+/** A line of the log as the page shows it. */
+interface AuditRow {
+  id: number;
+  email: string;
+  action: string;
+  target: string;
+  detail: string;
+  ip: string;
+  at: number;
+}
+
+interface Actor {
+  merchantId: string | null;
+  userId: string | null;
+  email: string;
+  ip: string;
+}
+
+/** Longest detail kept per line: enough for a reason or a list of scopes, never a whole request. */
+const DETAIL_MAX = 500;
+
+/** Append a line to the audit log inside the caller's transaction (a change and its line commit together). A secret never goes into `detail`. */
+export async function insertAudit(tx: Tx, actor: Actor, action: string, target: string, detail: string, now: number): Promise<void> {
+  await tx.run(
+    'INSERT INTO cabinet_audit (merchant_id, user_id, email, action, target, detail, ip, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    actor.merchantId, actor.userId, actor.email.slice(0, 254), action, target, detail.slice(0, DETAIL_MAX), actor.ip, now,
+  );
+}
+
+const AUDIT_PAGE = 100;
+
+/** GET /cabinet/audit?before=: the merchant's audit log, newest first, every sign-in and change. */
+export async function auditPage(ctx: Ctx<Core>): Promise<Reply> {
+  const lang = ctx.cabinet!.lang;
+  const before = Number(ctx.query.get('before'));
+  const below = Number.isSafeInteger(before) && before > 0 ? before : Number.MAX_SAFE_INTEGER;
+  const rows = await ctx.app.store.all<AuditRow>('SELECT * FROM cabinet_audit WHERE merchant_id = ? AND id < ? ORDER BY id DESC LIMIT ?', ctx.cabinet!.merchantId, below, AUDIT_PAGE + 1);
+  const page = rows.slice(0, AUDIT_PAGE);
+  const list = table(
+    [{ label: ct(lang, 'time') }, { label: ct(lang, 'who') }, { label: ct(lang, 'action') }, { label: ct(lang, 'target') }, { label: ct(lang, 'details') }, { label: 'IP' }],
+    page.map((r) => [esc(when(r.at)), esc(r.email), `<span class="mono">${esc(r.action)}</span>`, `<small class="mono">${esc(r.target)}</small>`, esc(r.detail), `<small class="mono">${esc(r.ip)}</small>`]),
+    ct(lang, 'nothing'),
+  );
+  const more = rows.length > AUDIT_PAGE ? `<div class="pager"><a class="btn secondary" rel="next" href="/cabinet/audit?before=${page[page.length - 1].id}">${esc(ct(lang, 'older'))}</a></div>` : '';
+  return cabinetPage(ctx, { title: ct(lang, 'audit'), active: 'audit', body: `<h1>${esc(ct(lang, 'audit'))}</h1>${list}${more}` });
 }

@@ -3,10 +3,9 @@ import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/render';
 import type { Lang } from '../pay-page/i18n';
 import { cabinetPage, field, postForm } from './layout';
-import { chosenShop, ownShop, change } from './scope';
+import { chosenShop, ownShop, change, shopPicker } from './scope';
 import { advanceShopClock, resetTestData } from '../../banks/simulator/clock';
-import { form } from './guard';
-import { shopPicker } from './keys';
+import { form } from './sessions';
 import { ct, when } from './text';
 
 /** Longest single advance, as the API allows (POST /v1/test/clock/advance: up to ten years). */

@@ -2,10 +2,9 @@ import type { Ctx, Reply } from '../../platform/http/types';
 import type { Core } from '../../money/core/core';
 import { esc } from '../pay-page/render';
 import { addEndpoint, deleteEndpoint, deliveryLog, getEndpoint, listEndpoints, rotateSecret, WEBHOOK_EVENTS, type Endpoint } from '../../money/webhooks/store';
-import { cabinetPage, checkboxes, createRefused, field, postForm, shownOnce, table, tags, options } from './layout';
-import { audit, change, chosenShop, ownShop, refused, shopOfOwn } from './scope';
-import { form } from './guard';
-import { shopPicker } from './keys';
+import { cabinetPage, checkboxes, createRefused, field, orRefused, postForm, shownOnce, table, tags, options } from './layout';
+import { audit, change, chosenShop, ownShop, refused, shopOfOwn, shopPicker } from './scope';
+import { form } from './sessions';
 import { ct, when, deliveryText } from './text';
 
 /** Lines of the delivery log a page shows (the newest). */
@@ -93,15 +92,11 @@ ${field(`ov-${e.id}`, ct(lang, 'overlap_hours'), `<input id="ov-${e.id}" name="o
 
 /** POST /cabinet/webhooks {shop, url, event…, signature}: as `kopek webhook add`; the secret is shown once, on this answer. */
 export async function postEndpoint(ctx: Ctx<Core>): Promise<Reply> {
-  const lang = ctx.cabinet!.lang;
   const f = form(ctx);
   const shop = await ownShop(ctx, f.get('shop'));
-  let made;
-  try {
-    made = await addEndpoint(ctx.app.store, { shopId: shop.id, url: (f.get('url') ?? '').trim(), events: f.getAll('event').join(','), signature: f.get('signature') ?? 'v2', allow: ctx.app.config.webhookAllow }, ctx.app.clocks.real());
-  } catch (err) {
-    return createRefused(ctx, 'webhooks', 'add_endpoint', err, `/cabinet/webhooks?shop=${shop.id}`);
-  }
+  const endpoint = { shopId: shop.id, url: (f.get('url') ?? '').trim(), events: f.getAll('event').join(','), signature: f.get('signature') ?? 'v2', allow: ctx.app.config.webhookAllow };
+  const made = await orRefused(addEndpoint(ctx.app.store, endpoint, ctx.app.clocks.real()));
+  if ('refused' in made) return createRefused(ctx, 'webhooks', 'add_endpoint', made.refused, `/cabinet/webhooks?shop=${shop.id}`);
   await audit(ctx, 'webhook.add', made.endpoint.id, made.endpoint.url);
   return secretPage(ctx, shop.id, made.endpoint.url, made.secret);
 }
