@@ -85,7 +85,7 @@ export function renderForeign(lang: Lang, paymentId: string): Reply {
 
 /** Back to the payment's page (303 after a form), which shows whatever state the payment is in now. */
 export function backToPage(id: string, lang: Lang): Reply {
-  return { status: 303, location: href(`/pay/${id}`, lang) };
+  return { status: 303, location: `/pay/${id}?lang=${lang}` };
 }
 
 export function isFinal(p: PaymentView): boolean {
