@@ -137,10 +137,7 @@ export class Scheduler {
   async ensureDueBy(tx: Tx, spec: JobSpec): Promise<void> {
     const due = (await tx.get<{ due: number | null }>(NEXT_DUE, spec.subjectId, spec.kind))?.due ?? null;
     if (due !== null && due <= spec.dueAt) return;
-    if (due !== null) {
-      this.exec.cancels++;
-      await tx.run(CANCEL, this.clocks.real(), spec.subjectId, spec.kind);
-    }
+    if (due !== null) await this.cancel(tx, spec.kind, spec.subjectId);
     await this.schedule(tx, spec);
   }
 
