@@ -4,7 +4,7 @@ import type { Core } from '../../money/core/core';
 import { notFound } from '../../platform/http/errors';
 import { buyerRedirectUrl, findPaymentForPage, buyerCancel, payWithMethod } from '../../money/payments/handlers';
 import type { PaymentView } from '../../money/bank-port/payment';
-import { backToPage, isFinal, langOf, renderNotFound, renderPage, esc, isTest, formOf, renderForeign, tolerateMovedOn, href, bankScreen, cancelConfirm, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, payStep, processingScreen, sbpScreen, statusScreen, threeDsScreen, type PageMethod, type ScreenCtx } from './render';
+import { backToPage, isFinal, langOf, renderNotFound, renderPage, esc, isTest, renderForeign, tolerateMovedOn, href, bankScreen, cancelConfirm, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, payStep, processingScreen, sbpScreen, statusScreen, threeDsScreen, type PageMethod, type ScreenCtx } from './render';
 import { getPayment } from '../../money/payments/store';
 import type { PageSession } from '../../money/bank-port/port';
 import { clearStep, getStep } from './steps';
@@ -139,7 +139,12 @@ export async function loadForAction(ctx: Ctx<Pick<Core, 'store' | 'payPageUrl'>>
   if (fromAnotherSite(ctx, ctx.app.payPageUrl)) return renderForeign(lang, ctx.params.id);
   const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
   if (!p) return renderNotFound(ctx, lang);
-  return { lang, p, form: formOf(ctx.body) };
+  // The page's forms post urlencoded (a flat map of strings); a JSON object is read the same way.
+  const form: Record<string, string> = {};
+  if (ctx.body && typeof ctx.body === 'object' && !Array.isArray(ctx.body)) {
+    for (const [k, v] of Object.entries(ctx.body)) if (typeof v === 'string') form[k] = v;
+  }
+  return { lang, p, form };
 }
 
 /** POST /pay/:id/method: the buyer pays with a method; the bank session opens here, never on GET. */

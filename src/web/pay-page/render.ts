@@ -100,15 +100,6 @@ export function tolerateMovedOn(action: Promise<unknown>): Promise<unknown> {
   });
 }
 
-/** A form body as a flat map of strings (the page's forms post urlencoded; JSON objects are read the same way). */
-export function formOf(body: unknown): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (body && typeof body === 'object' && !Array.isArray(body)) {
-    for (const [k, v] of Object.entries(body)) if (typeof v === 'string') out[k] = v;
-  }
-  return out;
-}
-
 const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
 /** HTML-escape text for element content and quoted attribute values. */
