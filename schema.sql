@@ -40,7 +40,7 @@ CREATE TABLE api_keys (
 ) STRICT;
 CREATE INDEX api_keys_shop ON api_keys(shop_id);
 
--- A key's last request, shown in the cabinet; written at most once a minute (src/auth/key-usage.ts). Kept
+-- A key's last request, shown in the cabinet; written at most once a minute (src/platform/auth/authenticate.ts). Kept
 -- apart from api_keys so that writing it does not drop the server's cache of key lookups.
 CREATE TABLE api_key_usage (
   key_id        TEXT PRIMARY KEY,
@@ -93,7 +93,7 @@ CREATE INDEX jobs_run ON jobs(run_at, id) WHERE state = 'pending';
 CREATE INDEX jobs_shop_due ON jobs(shop_id, mode, due_at) WHERE state = 'pending';
 CREATE INDEX jobs_subject ON jobs(subject_id, kind) WHERE state = 'pending';
 CREATE INDEX jobs_failing ON jobs(kind) WHERE state = 'dead' OR (state = 'pending' AND attempt > 0);
--- Retention deletes finished jobs by their finish time (src/system/retention.ts).
+-- Retention deletes finished jobs by their finish time (src/web/system/retention.ts).
 CREATE INDEX jobs_finished ON jobs(finished_at) WHERE state IN ('done', 'cancelled');
 
 -- == events: append-only; the SSE stream replays it, webhook deliveries are made from it ==
@@ -116,7 +116,7 @@ CREATE TABLE events (
 CREATE INDEX events_shop_seq ON events(shop_id, mode, seq);
 -- The database's identity, one row made with the schema. The event stream names it in its answer, so that a
 -- client resuming with Last-Event-ID tells the same database after a restart (resume) from another one, such as
--- a restarted in-memory server whose sequence starts anew (src/events/stream.ts).
+-- a restarted in-memory server whose sequence starts anew (src/money/events/events.ts).
 CREATE TABLE database_identity (
   id          TEXT NOT NULL,                          -- 32 hex digits, random
   created_at  INTEGER NOT NULL
@@ -125,7 +125,7 @@ INSERT INTO database_identity (id, created_at)
   VALUES (lower(hex(randomblob(16))), CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER));
 -- No index on payment_id or payout_id: one at a random UUID position would cost every payment's events a page
 -- write. A payment's timeline (the cabinet) finds its payment.created event through `id`, which sorts by time,
--- and reads the shop's log from there in bounded windows (src/cabinet/timeline.ts).
+-- and reads the shop's log from there in bounded windows (src/web/cabinet/payment.ts).
 
 -- == webhooks ==
 -- Endpoints and their secrets are shop settings, shared by both modes: they have no `mode` column, so
@@ -228,7 +228,7 @@ CREATE TABLE payments (
   finalized_at      INTEGER
 ) STRICT;
 -- The registers: every index starts (shop_id, mode) and ends (created_at, seq), so that a page of any documented
--- filter is one seek and limit + 1 rows in order (src/registers/plan.ts chooses among them).
+-- filter is one seek and limit + 1 rows in order (src/money/registers/plan.ts chooses among them).
 CREATE INDEX payments_register ON payments(shop_id, mode, created_at, seq);
 CREATE INDEX payments_status ON payments(shop_id, mode, status, created_at, seq);
 -- The link-expiry sweep (one job per shop and mode) finds the pending payments due by its time here; a payment
@@ -490,7 +490,7 @@ CREATE TABLE cabinet_sessions (
 CREATE INDEX cabinet_sessions_user ON cabinet_sessions(user_id);
 
 -- Password checks per email and per client address: each is reserved here before the password is hashed
--- (counted as a failure until it succeeds); slowed, then locked for a while (src/cabinet/throttle.ts).
+-- (counted as a failure until it succeeds); slowed, then locked for a while (src/web/cabinet/users.ts).
 CREATE TABLE cabinet_login_failures (
   subject         TEXT PRIMARY KEY,                   -- "email:…" or "ip:…"
   failures        INTEGER NOT NULL,

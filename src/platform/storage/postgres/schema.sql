@@ -98,7 +98,7 @@ CREATE INDEX jobs_run ON jobs(run_at, id) WHERE state = 'pending';
 CREATE INDEX jobs_shop_due ON jobs(shop_id, mode, due_at) WHERE state = 'pending';
 CREATE INDEX jobs_subject ON jobs(subject_id, kind) WHERE state = 'pending';
 CREATE INDEX jobs_failing ON jobs(kind) WHERE state = 'dead' OR (state = 'pending' AND attempt > 0);
--- Retention deletes finished jobs by their finish time (src/system/retention.ts).
+-- Retention deletes finished jobs by their finish time (src/web/system/retention.ts).
 CREATE INDEX jobs_finished ON jobs(finished_at) WHERE state IN ('done', 'cancelled');
 
 -- == events: append-only; the SSE stream replays it, webhook deliveries are made from it ==
@@ -121,7 +121,7 @@ CREATE TABLE events (
 CREATE INDEX events_shop_seq ON events(shop_id, mode, seq);
 -- The database's identity, one row made with the schema. The event stream names it in its answer, so that a
 -- client resuming with Last-Event-ID tells the same database after a restart (resume) from another one, such as
--- a restarted in-memory server whose sequence starts anew (src/events/stream.ts).
+-- a restarted in-memory server whose sequence starts anew (src/money/events/events.ts).
 CREATE TABLE database_identity (
   id          TEXT COLLATE "C" NOT NULL,                          -- 32 hex digits, random
   created_at  BIGINT NOT NULL
@@ -130,7 +130,7 @@ INSERT INTO database_identity (id, created_at)
   VALUES (replace(gen_random_uuid()::text, '-', ''), (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
 -- No index on payment_id or payout_id: one at a random UUID position would cost every payment's events a page
 -- write. A payment's timeline (the cabinet) finds its payment.created event through `id`, which sorts by time,
--- and reads the shop's log from there in bounded windows (src/cabinet/timeline.ts).
+-- and reads the shop's log from there in bounded windows (src/web/cabinet/payment.ts).
 
 -- == webhooks ==
 -- Endpoints and their secrets are shop settings, shared by both modes: they have no `mode` column, so
@@ -233,7 +233,7 @@ CREATE TABLE payments (
   finalized_at      BIGINT
 );
 -- The registers: every index starts (shop_id, mode) and ends (created_at, seq), so that a page of any documented
--- filter is one seek and limit + 1 rows in order (src/registers/plan.ts chooses among them).
+-- filter is one seek and limit + 1 rows in order (src/money/registers/plan.ts chooses among them).
 CREATE INDEX payments_register ON payments(shop_id, mode, created_at, seq);
 CREATE INDEX payments_status ON payments(shop_id, mode, status, created_at, seq);
 -- The link-expiry sweep (one job per shop and mode) finds the pending payments due by its time here; a payment
@@ -495,7 +495,7 @@ CREATE TABLE cabinet_sessions (
 CREATE INDEX cabinet_sessions_user ON cabinet_sessions(user_id);
 
 -- Password checks per email and per client address: each is reserved here before the password is hashed
--- (counted as a failure until it succeeds); slowed, then locked for a while (src/cabinet/throttle.ts).
+-- (counted as a failure until it succeeds); slowed, then locked for a while (src/web/cabinet/users.ts).
 CREATE TABLE cabinet_login_failures (
   subject         TEXT COLLATE "C" PRIMARY KEY,                   -- "email:…" or "ip:…"
   failures        BIGINT NOT NULL,
