@@ -46,6 +46,23 @@ test('a serialization failure runs the body again from the start; after-commit a
   assert.ok(runs > 20, `some bodies ran again (${runs} runs for 20 commits)`);
 });
 
+test('statements sent side by side, one losing a serialization race: the transaction runs again (the others\' 25P02 is not the answer)', { skip }, async () => {
+  let runs = 0;
+  const n = await store.tx(async (tx) => {
+    runs++;
+    // The first run's first statement fails as a lost race would; the one sent beside it then only hears that
+    // the transaction is aborted, and may be the error the body throws.
+    const race = runs === 1 ? `DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'lost the race'; END $$` : 'SELECT 1';
+    // The failing statement is wrapped in a few async steps, as a domain function's would be, so that its
+    // error reaches Promise.all after the aborted one's.
+    const deep = async (k: number): Promise<unknown> => (k === 0 ? tx.run(race) : await deep(k - 1));
+    const [, row] = await Promise.all([deep(4), tx.get<{ n: number }>(`SELECT n FROM counters WHERE id = 'a'`)]);
+    return row!.n;
+  });
+  assert.equal(runs, 2);
+  assert.equal(typeof n, 'number');
+});
+
 test('a connection lost during COMMIT is an unknown outcome: the body ran once, never again, and the answer is 503', { skip }, async () => {
   // A deferred constraint trigger runs at COMMIT; this one ends its own session there.
   const admin = new pg.Client({ connectionString: url });

@@ -39,9 +39,10 @@ async function paid(key: string, url: string): Promise<void> {
   const c = await s.request('POST', '/v1/public/payments', { key, body: { amount: 10_000, method: 'sbp', webhook_url: url } });
   assert.equal(c.status, 201, c.text);
   const id = c.body.payment.id;
-  await s.request('POST', `/v1/test/payments/${id}/simulate`, { key, body: { action: 'open_session' } });
+  const opened = await s.request('POST', `/v1/test/payments/${id}/simulate`, { key, body: { action: 'open_session' } });
+  assert.equal(opened.body.status, 'processing', opened.text);
   const ok = await s.request('POST', `/v1/test/payments/${id}/simulate`, { key, body: { action: 'succeed' } });
-  assert.equal(ok.body.status, 'succeeded');
+  assert.equal(ok.body.status, 'succeeded', ok.text);
 }
 
 test("one shop's hanging webhook receivers delay no other shop's webhooks", async () => {

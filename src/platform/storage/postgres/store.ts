@@ -128,7 +128,10 @@ export class PgStore implements Store {
           }
           throw err;
         }
-      } catch (err) {
+      } catch (thrown) {
+        // Statements sent side by side (Promise.all in a body) fail together: the first failure (a serialization
+        // failure, say) says what happened, the others only that the transaction was already aborted (25P02).
+        const err = (thrown as { code?: string }).code === '25P02' && tx.lastFailure !== undefined ? tx.lastFailure : thrown;
         // A stale prepared statement: the connection goes, the body runs again elsewhere.
         if (isStalePlan(err)) broken = true;
         if (!broken && !isConnectionLoss(err)) {
@@ -234,6 +237,8 @@ export class PgTx implements Tx {
   private depth = 0;
   /** The key tables among them move keyTablesVersion at commit. */
   readonly written = new Set<string>();
+  /** The last failure of a statement of this transaction other than 25P02, as marked: what a 25P02 after it stands for. */
+  lastFailure: unknown = undefined;
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -255,7 +260,9 @@ export class PgTx implements Tx {
     } catch (err) {
       // Debug only: a serialization failure is routine (the transaction runs again).
       this.log.debug('postgres statement failed', { code: (err as { code?: string }).code, error: String(err), sql: st.text.slice(0, 300) });
-      throw marked(err);
+      const m = marked(err);
+      if ((err as { code?: string }).code !== '25P02') this.lastFailure = m;
+      throw m;
     }
   }
 
