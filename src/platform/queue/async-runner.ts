@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Store, Tx } from '../storage/store';
+import type { Body, Store, Tx } from '../storage/store';
+import { endsTransaction } from '../storage/tx';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
 import { FINISH, inRun, RELEASE, RENEW, type Job, type JobRow, type RunClaim } from './jobs-table';
@@ -43,6 +44,15 @@ export interface RunnerHooks {
 }
 
 const DEFAULT_DEADLINE_MS = 30_000;
+/** Most completions one write records. */
+const MAX_GATHERED = 64;
+
+/** A finished run's completion waiting for the next write, and what its caller awaits. */
+interface Completion {
+  body: Body<boolean>;
+  resolve(done: boolean): void;
+  reject(err: unknown): void;
+}
 
 /**
  * Runs the async jobs this process claimed, at most `cap` at once (of kinds without limits of their own), each
@@ -59,6 +69,9 @@ export class AsyncRunner {
   /** Runs that count against `cap` (those of kinds without limits of their own), waiting or running. */
   private shared = 0;
   private readonly slotWaiters: Array<() => void> = [];
+  /** Completions of runs that ended while a write of completions was under way; `completing` while one is. */
+  private completions: Completion[] = [];
+  private completing = false;
 
   constructor(
     private readonly store: Store,
@@ -164,7 +177,7 @@ export class AsyncRunner {
         await tx.run(FINISH, this.clocks.real(), row.id, token);
         return true;
       };
-      if (!(await this.store.write(at ? (tx) => inRun(tx, at.run, at.at, () => body(tx)) : body))) {
+      if (!(await this.complete(at ? (tx) => inRun(tx, at.run, at.at, () => body(tx)) : body))) {
         this.log.warn('job result dropped: another process took the job over (its claim lapsed) or it ended', { job_id: row.id, kind: row.kind });
       }
     } catch (err) {
@@ -186,6 +199,50 @@ export class AsyncRunner {
       this.held.delete(row.id);
       this.hooks.settled();
     }
+  }
+
+  /** Record a completion with the others of its moment (completeGathered). */
+  private complete(body: Body<boolean>): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.completions.push({ body, resolve, reject });
+      if (!this.completing) void this.completeGathered();
+    });
+  }
+
+  /**
+   * One write records every completion that came while the last was under way, each in a savepoint of its own
+   * (one that throws fails alone). On PostgreSQL, completions in transactions of their own, side by side, read
+   * and write the same pages of the jobs table's indexes and fail one another's serialization; gathered, a
+   * node runs one such transaction at a time.
+   */
+  private async completeGathered(): Promise<void> {
+    this.completing = true;
+    while (this.completions.length > 0) {
+      const batch = this.completions.splice(0, MAX_GATHERED);
+      let outcomes: Array<{ done: boolean } | { err: unknown }>;
+      try {
+        outcomes = await this.store.write(async (tx) => {
+          const out: Array<{ done: boolean } | { err: unknown }> = [];
+          for (const c of batch) {
+            try {
+              out.push({ done: await tx.savepoint(c.body) });
+            } catch (err) {
+              if (endsTransaction(err)) throw err;
+              out.push({ err });
+            }
+          }
+          return out;
+        });
+      } catch (err) {
+        outcomes = batch.map(() => ({ err }));
+      }
+      batch.forEach((c, i) => {
+        const o = outcomes[i];
+        if ('done' in o) c.resolve(o.done);
+        else c.reject(o.err);
+      });
+    }
+    this.completing = false;
   }
 
   private slot(): Promise<void> {
