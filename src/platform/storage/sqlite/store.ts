@@ -15,6 +15,9 @@ export const AWAITED_OUTSIDE =
 /** What a body's watchdog answers when the body still runs at the end of the turn it started in. */
 const OUTSIDE = Symbol('awaited outside');
 
+/** How long a reading of `PRAGMA data_version` stands for the key tables (keyTablesVersion). */
+const KEY_VERSION_FRESH_MS = 1;
+
 /** Storage errors that leave a transaction standing: recorded as trouble(), the group still commits. */
 const STORAGE_CODES = /^SQLITE_(FULL|IOERR|CANTOPEN|READONLY)/;
 
@@ -152,7 +155,7 @@ export class SqliteStore implements Store {
   private failure: StorageTrouble | null = null;
   /** See keyTablesVersion: the number, and `PRAGMA data_version` as last read. */
   private keyVersion = 0;
-  private dataVersion: { stmt: Database.Statement; seen: unknown } | null = null;
+  private dataVersion: { stmt: Database.Statement; seen: unknown; readAt: number } | null = null;
 
   constructor(db: Database.Database, opts: StoreOptions = {}) {
     this.db = db;
@@ -425,11 +428,15 @@ export class SqliteStore implements Store {
 
   /**
    * Moved by temporary triggers on this connection's key-table writes (a rolled-back change too: a needless
-   * reload, never a stale answer), and by `PRAGMA data_version` for other processes' commits, read at each call
-   * (one prepared statement: cheaper than the timer that would read it once per turn).
+   * reload, never a stale answer), and by `PRAGMA data_version` for other processes' commits. That statement
+   * opens a read of the WAL (about a tenth of a GET's cost), so it is read at most once per
+   * KEY_VERSION_FRESH_MS: another process's revocation counts within that much of its commit.
    */
   keyTablesVersion(): number {
     const dv = this.dataVersion ?? this.watchKeyTables();
+    const t = performance.now();
+    if (t - dv.readAt < KEY_VERSION_FRESH_MS) return this.keyVersion;
+    dv.readAt = t;
     const v = dv.stmt.get();
     if (v !== dv.seen) {
       dv.seen = v;
@@ -450,7 +457,7 @@ export class SqliteStore implements Store {
       });
     }
     const stmt = this.db.prepare('PRAGMA data_version').pluck();
-    return (this.dataVersion = { stmt, seen: stmt.get() });
+    return (this.dataVersion = { stmt, seen: stmt.get(), readAt: performance.now() });
   }
 
   /** Commit everything queued and wait for the disk (shutdown, a clock advance). */
