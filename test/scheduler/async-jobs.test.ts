@@ -111,3 +111,33 @@ test('a rejected or overdue run is retried with backoff; a throwing complete rol
   assert.equal((await row(id)).state, 'done');
   assert.equal(calls, 4);
 });
+
+test('completions of runs that end together: one that throws rolls back and fails alone, the others are recorded', async () => {
+  s.running.app.scheduler.registerAsync('async.together', {
+    run: async () => 'ok',
+    complete: async (tx, job) => {
+      await tx.run(`UPDATE jobs SET payload = '{"written":true}' WHERE id = ?`, job.id);
+      if (job.payload.n === 3) throw new Error('could not record');
+    },
+  });
+  const { scheduler, clocks, store } = s.running.app;
+  const shopId = s.demo.shopId;
+  const ids = await store.tx(async (tx) => {
+    const out: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      out.push(await scheduler.schedule(tx, { kind: 'async.together', subjectId: `t${i}`, shopId, mode: 'live', dueAt: await clocks.now(tx, shopId, 'live'), payload: { n: i } }));
+    }
+    return out;
+  });
+  await scheduler.runDue();
+  for (const [i, id] of ids.entries()) {
+    const payload = ((await s.store.get('SELECT payload FROM jobs WHERE id = ?', id)) as { payload: string }).payload;
+    if (i === 3) {
+      assert.deepEqual(await row(id), { state: 'pending', attempt: 1, last_error: 'could not record' });
+      assert.equal(payload, '{"n":3}', "the failed completion's writes were rolled back");
+    } else {
+      assert.equal((await row(id)).state, 'done', `job ${i}`);
+      assert.equal(payload, '{"written":true}', `job ${i}'s completion was recorded`);
+    }
+  }
+});

@@ -221,26 +221,16 @@ export class AsyncRunner {
       const batch = this.completions.splice(0, MAX_GATHERED);
       let outcomes: Array<{ done: boolean } | { err: unknown }>;
       try {
-        outcomes = await this.store.write(async (tx) => {
-          const out: Array<{ done: boolean } | { err: unknown }> = [];
-          for (const c of batch) {
-            try {
-              out.push({ done: await tx.savepoint(c.body) });
-            } catch (err) {
-              if (endsTransaction(err)) throw err;
-              out.push({ err });
-            }
-          }
-          return out;
-        });
+        // Alone, a completion that throws rolls back its whole transaction; no savepoint is needed.
+        outcomes = batch.length === 1 ? [{ done: await this.store.write(batch[0].body) }] : await this.store.write((tx) => completeEach(tx, batch));
       } catch (err) {
         outcomes = batch.map(() => ({ err }));
       }
-      batch.forEach((c, i) => {
+      for (let i = 0; i < batch.length; i++) {
         const o = outcomes[i];
-        if ('done' in o) c.resolve(o.done);
-        else c.reject(o.err);
-      });
+        if ('done' in o) batch[i].resolve(o.done);
+        else batch[i].reject(o.err);
+      }
     }
     this.completing = false;
   }
@@ -259,4 +249,18 @@ export class AsyncRunner {
     if (next) next();
     else this.active--;
   }
+}
+
+/** Each completion in a savepoint of its own: a throw rolls back and fails only it (unless it ends the transaction). */
+async function completeEach(tx: Tx, batch: Completion[]): Promise<Array<{ done: boolean } | { err: unknown }>> {
+  const out: Array<{ done: boolean } | { err: unknown }> = [];
+  for (const c of batch) {
+    try {
+      out.push({ done: await tx.savepoint(c.body) });
+    } catch (err) {
+      if (endsTransaction(err)) throw err;
+      out.push({ err });
+    }
+  }
+  return out;
 }
