@@ -29,10 +29,8 @@ export interface BankCall {
 /** One call within the deadline; a timeout, connection error, broken or too large answer is unknown (the far end may have acted). */
 export function callBank(c: BankCall): Promise<RawAnswer> {
   return new Promise((resolve) => {
-    let done = false;
+    // Only the first outcome counts: a promise settles once.
     const finish = (s: RawAnswer): void => {
-      if (done) return;
-      done = true;
       clearTimeout(timer);
       resolve(s);
     };

@@ -1,13 +1,11 @@
 import type { Core } from '../../money/core/core';
 import type { Ctx, Reply } from '../../platform/http/types';
 import { bodyObject, intField } from '../../platform/http/body';
-import type { Reader, Store, Tx } from '../../platform/storage/store';
+import type { Store, Tx } from '../../platform/storage/store';
 import { deferForeignKeys, listTables, tableColumns } from '../../platform/storage/dialect';
 import { iso } from '../../platform/util/time';
 
 // The test helpers of a shop's test mode as a whole: its clock, and the reset of its test data.
-
-export type TestClockCore = Pick<Core, 'clocks' | 'store' | 'scheduler'>;
 
 async function clockBody(ctx: Ctx<Pick<Core, 'clocks' | 'store'>>, jobsRun?: number): Promise<Record<string, unknown>> {
   // One read of the shop's offset as committed: the clock every process reads.
@@ -21,7 +19,7 @@ export async function getClock(ctx: Ctx<Pick<Core, 'clocks' | 'store'>>): Promis
 }
 
 /** POST /v1/test/clock/advance {"seconds": N}: moves the clock, then runs every job that became due. */
-export async function advanceClock(ctx: Ctx<TestClockCore>): Promise<Reply> {
+export async function advanceClock(ctx: Ctx<Pick<Core, 'clocks' | 'store' | 'scheduler'>>): Promise<Reply> {
   const body = bodyObject(ctx.body, ['seconds']);
   const seconds = intField(body, 'seconds', { required: true, min: 0, max: 315_360_000 })!;
   const ran = await advanceShopClock(ctx.app, ctx.auth!.shopId, seconds);
@@ -63,19 +61,14 @@ export async function reset(ctx: Ctx<Pick<Core, 'clocks' | 'store'>>): Promise<R
 /** Cabinet tables: they have `shop_id` and `mode` but hold settings, which a reset keeps (test keys included). */
 const KEPT_TABLES = new Set(['api_keys']);
 
-/** Tables that hold a shop's data: those with both `shop_id` and `mode` columns, read from the schema. */
-async function shopTables(q: Reader): Promise<string[]> {
-  const out: string[] = [];
-  for (const name of await listTables(q)) {
-    const names = new Set(await tableColumns(q, name));
-    if (names.has('shop_id') && names.has('mode') && !KEPT_TABLES.has(name)) out.push(name);
-  }
-  return out;
-}
-
 /** Delete every test-mode row of a shop and set its test clock back to real time; returns rows deleted per table. */
 export async function resetTestData(store: Store, shopId: string): Promise<Record<string, number>> {
-  const tables = await shopTables(store);
+  // The tables that hold a shop's data: those with both `shop_id` and `mode` columns, read from the schema.
+  const tables: string[] = [];
+  for (const name of await listTables(store)) {
+    const names = new Set(await tableColumns(store, name));
+    if (names.has('shop_id') && names.has('mode') && !KEPT_TABLES.has(name)) tables.push(name);
+  }
   const deleted: Record<string, number> = {};
   await store.flush();
   await store.tx(async (tx) => {

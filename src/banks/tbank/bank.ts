@@ -29,10 +29,7 @@ export class TBankBank implements BankPort {
   readonly sendsPayouts = false;
 
   /** `key` is the database's master key: it decrypts the terminal's password and keeps the RebillIds. */
-  constructor(
-    private readonly core: Core,
-    private readonly key: MasterKey,
-  ) {}
+  constructor(private readonly core: Core, private readonly key: MasterKey) {}
 
   /** Refuses a payment without asking the bank, after commit (no_saved_method; no_rebill_id: the bank never gave one). */
   private async refuse(tx: Tx, p: PaymentRow, bankCode: string): Promise<void> {
