@@ -5,8 +5,9 @@ import { getRefund } from '../../money/refunds/refunds';
 import { refundAnswered } from '../../money/refunds/bank-answers';
 import type { PaymentRow, ConcreteMethod, PaymentView } from '../../money/bank-port/payment';
 import type { RefundRow } from '../../money/bank-port/refund';
-import type { BankPort, CallbackResult, NewPayment, OperationRef, PayoutRequest, PayoutStart, SessionRequest, PaymentAnswer } from '../../money/bank-port/port';
+import type { BankPort, NewPayment, OperationRef, PayoutRequest, PayoutStart, SessionRequest, PaymentAnswer } from '../../money/bank-port/port';
 import { TEST_PROVIDER } from '../../money/bank-port/directory';
+import { forged, nothing } from '../none';
 import { planForAmount, refundAnswer, planFromMetadata, answerOf, payoutPlanForAmount } from './plan';
 import { takePlan } from './token-outcomes';
 import { randomInt, randomBytes } from 'node:crypto';
@@ -48,9 +49,8 @@ export class SimulatorBank implements BankPort {
     return scheduleSimulatedResolution(this.core, tx, req.payment);
   }
 
-  async cancel(): Promise<void> {
-    // A pending test payment holds nothing open at the test bank.
-  }
+  /** A pending test payment holds nothing open at the test bank. */
+  readonly cancel = nothing;
 
   async refund(tx: Tx, r: RefundRow): Promise<void> {
     const dueAt = r.created_at + Math.round(this.core.config.simDelaySeconds * 1000);
@@ -82,15 +82,11 @@ export class SimulatorBank implements BankPort {
     return { accepted: true, bankRef, plan };
   }
 
-  async callback(): Promise<CallbackResult> {
-    // The test bank answers through its own jobs and the hosted page, never over HTTP.
-    return { valid: false, payments: [], refunds: [], reply: '' };
-  }
+  /** The test bank answers through its own jobs and the hosted page, never over HTTP. */
+  readonly callback = forged;
 
-  async pageSession(): Promise<undefined> {
-    // The test bank's screens are the hosted page's own (card form, 3-D Secure, bank app).
-    return undefined;
-  }
+  /** The test bank's screens are the hosted page's own (card form, 3-D Secure, bank app). */
+  readonly pageSession = nothing;
 
   creationExtras(row: PaymentRow): Record<string, unknown> {
     const meta = JSON.parse(row.metadata) as Record<string, string>;
