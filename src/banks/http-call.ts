@@ -93,8 +93,7 @@ export interface BankRequestRow {
   answered_at: number | null;
 }
 
-// Record a live request, queued, and the job `jobKind` that sends it after commit, in the caller's transaction; secrets
-// are added only when it is sent.
+/** Record a live request, queued, and the job `jobKind` that sends it after commit; secrets are added only when it is sent. */
 export async function recordRequest(
   core: Pick<Core, 'clocks' | 'scheduler'>, tx: Tx, jobKind: string, payload: Record<string, unknown>,
   r: Pick<BankRequestRow, 'shop_id' | 'provider' | 'operation' | 'subject_kind' | 'subject_id' | 'order_id' | 'bank_payment_id' | 'request'>,

@@ -31,8 +31,7 @@ Examples:
   kopek admin list --merchant 7f1c…
   kopek admin disable ops@shop.example`;
 
-// The server's address as serve works it out (--base-url, KOPEK_BASE_URL, else http://HOST:PORT from KOPEK_HOST/KOPEK_PORT),
-// checked before anything is written; `action` begins the error.
+/** The server's address as serve works it out, checked before anything is written; `action` begins the error. */
 export function serverUrl(given: string | undefined, action = 'cannot create cabinet user'): string {
   const env = process.env;
   const raw = given ?? (env.KOPEK_BASE_URL || undefined);

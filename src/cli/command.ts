@@ -5,7 +5,6 @@ import type { Store } from '../platform/storage/store';
 import { databaseLocation } from '../platform/config';
 import { flag, unknownSubcommand, type Args } from '../platform/args';
 
-/** An admin command: a name, a fixed usage text, and `run`, which returns its exit code. */
 export interface Command {
   name: string;
   summary: string;

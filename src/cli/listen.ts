@@ -292,11 +292,9 @@ function sseParser(onEvent: (e: StreamedWebhook) => void): (chunk: string) => vo
   let buf = '';
   let msg: { id?: string; event?: string; data?: string } = {};
   return (chunk) => {
-    buf += chunk;
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i).replace(/\r$/, '');
-      buf = buf.slice(i + 1);
+    const lines = (buf + chunk).split('\n');
+    buf = lines.pop()!;
+    for (const line of lines.map((l) => l.replace(/\r$/, ''))) {
       if (line === '') {
         const seq = Number(msg.id);
         if (msg.data !== undefined && Number.isSafeInteger(seq)) onEvent({ seq, event: msg.event ?? 'message', body: msg.data });

@@ -90,8 +90,7 @@ async function show(store: Store, args: Args, id: string): Promise<void> {
   output(args, view, Object.entries(view).map(([k, v]) => `${k.padEnd(26)} ${Array.isArray(v) ? v.join(',') || '(none)' : v}`));
 }
 
-// A shop's live connection as `kopek shop acquirer` and `kopek shop payouts` set, show and remove it: the subcommand, what
-// its messages name, the flags that set it (any one given means "set"), the width of the names in the printed lines.
+/** A shop's live connection as `kopek shop acquirer` and `kopek shop payouts` set, show and remove it (a `setting` flag means "set"). */
 interface Connection {
   sub: 'acquirer' | 'payouts';
   noun: string;

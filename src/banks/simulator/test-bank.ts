@@ -172,7 +172,6 @@ async function answerOrRefuse(core: PaymentsCore, tx: Tx, p: PaymentRow, action:
 }
 
 export const SIMULATE_ACTIONS = ['choose_method', 'open_session', 'succeed', 'fail', 'expire'] as const;
-/** Methods the simulate helper may choose: every concrete one. */
 export const SIMULATE_METHODS: readonly ConcreteMethod[] = ['sbp', 'cards', 'tpay', 'bankpay', 'recurrent'];
 
 /** POST /v1/test/payments/{id}/simulate: open_session with `method` chooses it first; fail without failure_code uses the planned code. */
@@ -216,8 +215,7 @@ export async function simulatePayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   return { body: view };
 }
 
-// The test bank's answer to what the buyer did on its screens of the hosted page, through the same entry point as any bank's
-// answer; the forms are the page's (it sits above the bank it shows). A live payment never gets here.
+// The buyer's input on the test bank's screens of the hosted page (the forms are the page's); a live payment never gets here.
 
 export interface BuyerOutcome {
   outcome: 'succeeded' | 'failed';
