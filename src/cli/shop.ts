@@ -161,7 +161,6 @@ async function runConnection(c: Connection, argv: string[]): Promise<number> {
   if (!shopId) throw new Error(`cannot run shop ${c.sub}: --shop SHOP is required; usage: ${c.line}`);
   const setting = c.setting.filter((f) => args.flags.has(f));
   if (args.flags.has('remove') && setting.length > 0) throw new Error(`cannot run shop ${c.sub}: --remove takes no other option but --shop; usage: ${c.line}`);
-  const lines = (v: object): string[] => Object.entries(v).map(([k, x]) => `${k.padEnd(c.width)} ${x}`);
   return withStore(args, async (store) => {
     if (!(await getShopSettings(store, shopId))) throw new Error(`cannot run shop ${c.sub}: shop "${shopId}" not found`);
     if (args.flags.has('remove')) {
@@ -171,7 +170,7 @@ async function runConnection(c: Connection, argv: string[]): Promise<number> {
     }
     const v = setting.length === 0 ? await c.show(store, shopId) : await c.set(store, shopId, args);
     if (!v) throw new Error(`cannot show the ${c.noun} of shop "${shopId}": none is set`);
-    output(args, v, lines(v));
+    output(args, v, Object.entries(v).map(([k, x]) => `${k.padEnd(c.width)} ${x}`));
     if (setting.length === 0) return 0;
     // Set as the operator asked; but the server calls such an address only inside its --webhook-allow ranges.
     const why = literalRefusal(new URL((v as { api_url: string }).api_url), allowListOf([]));
