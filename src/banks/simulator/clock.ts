@@ -29,26 +29,21 @@ export async function advanceClock(ctx: Ctx<Pick<Core, 'clocks' | 'store' | 'sch
 // Moves the clock and runs every job that became due, each in its own transaction with the shop's clock pinned to its due
 // time: a job scheduling "a month from now" lands a month after its predecessor, so a year of charges fits in one advance.
 export async function advanceShopClock(core: Pick<Core, 'store' | 'scheduler' | 'clocks'>, shopId: string, seconds: number): Promise<number> {
-  await core.store.flush();
-  return core.scheduler.runDueUpTo(
-    shopId,
-    'test',
-    async (tx) => core.clocks.real() + (await moveTestClock(tx, shopId, seconds * 1000)),
-    (tx, at, body) => core.clocks.readAs(tx, shopId, at, body),
-  );
-}
-
-// Moves the committed offset forward by delta_ms (never back). Pending test jobs wait in real time (run_at = due_at - offset):
-// they move with the clock in the same write.
-async function moveTestClock(tx: Tx, shopId: string, delta_ms: number): Promise<number> {
+  const delta_ms = seconds * 1000;
   if (!(delta_ms >= 0 && Number.isSafeInteger(delta_ms))) throw new Error(`cannot move a test clock by ${delta_ms} ms: only forward, in whole ms`);
-  const row = await tx.get<{ o: number }>('SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?', shopId);
-  const next = (row?.o ?? 0) + delta_ms;
-  if (delta_ms > 0) {
-    await tx.run('UPDATE shops SET test_clock_offset_ms = ? WHERE id = ?', next, shopId);
-    await tx.run(`UPDATE jobs SET run_at = due_at - ? WHERE shop_id = ? AND mode = 'test' AND state = 'pending'`, next, shopId);
-  }
-  return next;
+  await core.store.flush();
+  // The committed offset moves forward (never back). Pending test jobs wait in real time (run_at = due_at - offset): they
+  // move with the clock in the same write.
+  const moveClock = async (tx: Tx): Promise<number> => {
+    const row = await tx.get<{ o: number }>('SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?', shopId);
+    const next = (row?.o ?? 0) + delta_ms;
+    if (delta_ms > 0) {
+      await tx.run('UPDATE shops SET test_clock_offset_ms = ? WHERE id = ?', next, shopId);
+      await tx.run(`UPDATE jobs SET run_at = due_at - ? WHERE shop_id = ? AND mode = 'test' AND state = 'pending'`, next, shopId);
+    }
+    return core.clocks.real() + next;
+  };
+  return core.scheduler.runDueUpTo(shopId, 'test', moveClock, (tx, at, body) => core.clocks.readAs(tx, shopId, at, body));
 }
 
 /** POST /v1/test/reset: takes no body; a field there (say `{"mode": "live"}`) is refused before anything is deleted. */
