@@ -29,10 +29,8 @@ export interface BankCall {
 /** One call within the deadline; a timeout, connection error, broken or too large answer is unknown (the far end may have acted). */
 export function callBank(c: BankCall): Promise<RawAnswer> {
   return new Promise((resolve) => {
-    let done = false;
+    // Only the first outcome counts: a promise settles once.
     const finish = (s: RawAnswer): void => {
-      if (done) return;
-      done = true;
       clearTimeout(timer);
       resolve(s);
     };
@@ -95,8 +93,7 @@ export interface BankRequestRow {
   answered_at: number | null;
 }
 
-// Record a live request, queued, and the job `jobKind` that sends it after commit, in the caller's transaction; secrets
-// are added only when it is sent.
+/** Record a live request, queued, and the job `jobKind` that sends it after commit; secrets are added only when it is sent. */
 export async function recordRequest(
   core: Pick<Core, 'clocks' | 'scheduler'>, tx: Tx, jobKind: string, payload: Record<string, unknown>,
   r: Pick<BankRequestRow, 'shop_id' | 'provider' | 'operation' | 'subject_kind' | 'subject_id' | 'order_id' | 'bank_payment_id' | 'request'>,

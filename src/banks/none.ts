@@ -9,7 +9,12 @@ function refuse(code: string, message: string): () => Promise<never> {
   };
 }
 
-const nothing = async (): Promise<undefined> => undefined;
+/** The parts of the port a bank has nothing for: no answer to wait for, no block or description of a payment. */
+export const nothing = async (): Promise<undefined> => undefined;
+export const noExtras = (): undefined => undefined;
+export const noDescription = async (): Promise<Record<string, string>> => ({});
+/** A notification a bank cannot have sent: answered 403, nothing changes. */
+export const forged = async (): Promise<CallbackResult> => ({ valid: false, payments: [], refunds: [], reply: '' });
 
 // A live shop's bank without an acquirer: new payments (bindings, charges) and refunds answer 403 acquirer_not_configured
 // before anything is written; payouts 403 payouts_not_configured (sendsPayouts false). Open sessions expire at the page.
@@ -24,12 +29,6 @@ export class NoBank implements BankPort {
   readonly cancel = nothing;
   readonly checkStatus = nothing;
   readonly pageSession = nothing;
-
-  async callback(): Promise<CallbackResult> {
-    return { valid: false, payments: [], refunds: [], reply: '' };
-  }
-
-  creationExtras(): undefined {
-    return undefined;
-  }
+  readonly callback = forged;
+  readonly creationExtras = noExtras;
 }

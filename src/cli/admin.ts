@@ -31,18 +31,7 @@ Examples:
   kopek admin list --merchant 7f1c…
   kopek admin disable ops@shop.example`;
 
-function readPassword(path: string): string {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new Error(`cannot create cabinet user: cannot read password file "${path}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-  return text.split(/\r?\n/)[0];
-}
-
-// The server's address as serve works it out (--base-url, KOPEK_BASE_URL, else http://HOST:PORT from KOPEK_HOST/KOPEK_PORT),
-// checked before anything is written; `action` begins the error.
+/** The server's address as serve works it out, checked before anything is written; `action` begins the error. */
 export function serverUrl(given: string | undefined, action = 'cannot create cabinet user'): string {
   const env = process.env;
   const raw = given ?? (env.KOPEK_BASE_URL || undefined);
@@ -66,7 +55,13 @@ export const admin: Command = {
       const [merchantId, email, file] = [flag(args, 'merchant'), flag(args, 'email'), flag(args, 'password-file')];
       if (!merchantId || !email || !file) throw new Error('cannot create cabinet user: --merchant, --email and --password-file are required');
       const signIn = `${serverUrl(flag(args, 'base-url'))}/cabinet/login`;
-      const password = readPassword(file);
+      let text: string;
+      try {
+        text = readFileSync(file, 'utf8');
+      } catch (err) {
+        throw new Error(`cannot create cabinet user: cannot read password file "${file}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      }
+      const password = text.split(/\r?\n/)[0];
       const u = await withStore(args, async (store) => createUser(store, { merchantId, email, password }, Date.now()));
       output(args, { id: u.id, email: u.email, merchant_id: u.merchant_id }, [`user     ${u.id}`, `email    ${u.email}`, `sign in  ${signIn}`]);
     },
@@ -153,7 +148,6 @@ export interface DemoOptions {
 /** Make the demo data on `store`: the same for `npm start` on an empty database and for `kopek demo`. */
 export async function createDemoData(store: Store, now: number, opts: DemoOptions = {}): Promise<DemoData> {
   const d = await createDemo(store, now, opts.fixedKey);
-  // The cabinet user's password: shown once, only its hash kept.
   const password = randomBytes(12).toString('base64url');
   const user = await createUser(store, { merchantId: d.merchant.id, email: await freeDemoEmail(store), password }, now);
   const w = opts.webhook;

@@ -5,7 +5,6 @@ import type { Store } from '../platform/storage/store';
 import { databaseLocation } from '../platform/config';
 import { flag, unknownSubcommand, type Args } from '../platform/args';
 
-/** An admin command: a name, a fixed usage text, and `run`, which returns its exit code. */
 export interface Command {
   name: string;
   summary: string;
@@ -50,7 +49,14 @@ export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>,
   const pg = isPostgresUrl(path);
   if (!pg && !opts.create && path !== ':memory:') {
     if (!existsSync(path)) throw new Error(`cannot open database "${path}": no such file (run kopek serve or kopek demo first, or pass --db)`);
-    refuseForeignDatabase(path);
+    // Opening for writing installs the schema: a command pointed at some other SQLite file (a mistyped --db) must refuse instead.
+    let version: number;
+    try {
+      version = fileSchemaVersion(path);
+    } catch (err) {
+      throw openError(path, err);
+    }
+    if (version === 0) throw new Error(`cannot open database "${path}": it is not a kopek database (no kopek schema; check --db)`);
   }
   let store: Store;
   try {
@@ -69,17 +75,6 @@ export async function withStore<T>(args: Args, fn: (store: Store) => Promise<T>,
 function openError(path: string, err: unknown): Error {
   const message = (err as Error).message;
   return new Error(message.startsWith('cannot ') ? message : `cannot open database "${path}": ${message}`);
-}
-
-/** Opening for writing installs the schema: a command pointed at some other SQLite file (a mistyped --db) must refuse instead. */
-function refuseForeignDatabase(path: string): void {
-  let version: number;
-  try {
-    version = fileSchemaVersion(path);
-  } catch (err) {
-    throw openError(path, err);
-  }
-  if (version === 0) throw new Error(`cannot open database "${path}": it is not a kopek database (no kopek schema; check --db)`);
 }
 
 /** Print a result: one JSON object with `--json`, else `lines` for a person. */

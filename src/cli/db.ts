@@ -1,6 +1,6 @@
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
-import { parseArgs, flag, onlyFlags, unknownSubcommand, type Args, atMostPositionals } from '../platform/args';
-import { COMMON_OPTIONS, dbOf, io, output, type Command, processIo } from './command';
+import { parseArgs, flag, onlyFlags, type Args, atMostPositionals } from '../platform/args';
+import { COMMON_OPTIONS, dbOf, io, output, runSubcommand, type Command, processIo } from './command';
 import { fileSchemaVersion, openEngine, openExistingStorage, schemaVersion, openBackupSource, verifyCopy } from '../platform/storage/maintenance';
 import { isPostgresUrl, openPgStorage, redactUrl } from '../platform/storage/postgres/open';
 import { copySqliteToPostgres, targetProblem, type CopyReport } from '../platform/storage/copy';
@@ -42,31 +42,30 @@ export const dbCommand: Command = {
   name: 'db',
   summary: 'copy a SQLite database into an empty PostgreSQL one (moving to a cluster)',
   usage,
-  async run(argv) {
-    const args = parseArgs(argv);
-    const [sub] = args.positional;
-    if (sub !== 'copy') throw unknownSubcommand('db', sub, ['copy']);
-    onlyFlags(args, ['from', 'to']);
-    const from = flag(args, 'from');
-    const to = flag(args, 'to') ?? process.env.KOPEK_DATABASE_URL;
-    if (!from || isPostgresUrl(from)) throw new Error('--from must name the SQLite database file to copy');
-    if (!to || !isPostgresUrl(to)) throw new Error('--to (or KOPEK_DATABASE_URL) must be a postgres:// URL of an empty database');
-    if (!existsSync(from)) throw new Error(`cannot open database "${from}": no such file`);
-    if (fileSchemaVersion(from) === 0) throw new Error(`cannot copy "${from}": it is not a kopek database`);
-    const source = openExistingStorage(from);
-    let target: Store | null = null;
-    try {
-      const pgTarget = await openPgStorage(to);
-      target = pgTarget;
-      const problem = await targetProblem(pgTarget);
-      if (problem) throw new Error(`cannot copy into "${redactUrl(to)}": ${problem}`);
-      const report = await copySqliteToPostgres(source as SqliteStore, pgTarget, progressLine());
-      return await verify(args, from, to, report, source, pgTarget);
-    } finally {
-      await target?.close();
-      await source.close();
-    }
-  },
+  run: (argv) => runSubcommand('db', parseArgs(argv), {
+    async copy(args) {
+      onlyFlags(args, ['from', 'to']);
+      const from = flag(args, 'from');
+      const to = flag(args, 'to') ?? process.env.KOPEK_DATABASE_URL;
+      if (!from || isPostgresUrl(from)) throw new Error('--from must name the SQLite database file to copy');
+      if (!to || !isPostgresUrl(to)) throw new Error('--to (or KOPEK_DATABASE_URL) must be a postgres:// URL of an empty database');
+      if (!existsSync(from)) throw new Error(`cannot open database "${from}": no such file`);
+      if (fileSchemaVersion(from) === 0) throw new Error(`cannot copy "${from}": it is not a kopek database`);
+      const source = openExistingStorage(from);
+      let target: Store | null = null;
+      try {
+        const pgTarget = await openPgStorage(to);
+        target = pgTarget;
+        const problem = await targetProblem(pgTarget);
+        if (problem) throw new Error(`cannot copy into "${redactUrl(to)}": ${problem}`);
+        const report = await copySqliteToPostgres(source as SqliteStore, pgTarget, progressLine());
+        return await verify(args, from, to, report, source, pgTarget);
+      } finally {
+        await target?.close();
+        await source.close();
+      }
+    },
+  }),
 };
 
 async function verify(args: Args, from: string, to: string, report: CopyReport, source: Store, target: Store): Promise<number> {

@@ -223,8 +223,7 @@ export const doctor: Command = {
   },
 };
 
-// The findings on a database opened as it is (PostgreSQL: no schema created, no migration); a SQLite file's permissions
-// come first, then what diagnose reads.
+/** The findings on a database opened as it is (no schema created, no migration): a SQLite file's permissions, then diagnose's. */
 async function findings(path: string): Promise<Finding[]> {
   const pg = isPostgresUrl(path);
   let store: Store | null = null;

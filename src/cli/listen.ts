@@ -215,10 +215,7 @@ interface OpenStream {
 
 /** Why a stream did not open; `retryable` when the server may answer later (not running, restarting, shutting down). */
 class StreamRefused extends Error {
-  constructor(
-    message: string,
-    readonly retryable: boolean,
-  ) {
+  constructor(message: string, readonly retryable: boolean) {
     super(message);
   }
 }
@@ -295,11 +292,9 @@ function sseParser(onEvent: (e: StreamedWebhook) => void): (chunk: string) => vo
   let buf = '';
   let msg: { id?: string; event?: string; data?: string } = {};
   return (chunk) => {
-    buf += chunk;
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i).replace(/\r$/, '');
-      buf = buf.slice(i + 1);
+    const lines = (buf + chunk).split('\n');
+    buf = lines.pop()!;
+    for (const line of lines.map((l) => l.replace(/\r$/, ''))) {
       if (line === '') {
         const seq = Number(msg.id);
         if (msg.data !== undefined && Number.isSafeInteger(seq)) onEvent({ seq, event: msg.event ?? 'message', body: msg.data });
@@ -315,16 +310,11 @@ function sseParser(onEvent: (e: StreamedWebhook) => void): (chunk: string) => vo
   };
 }
 
-function readText(res: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    res.setEncoding('utf8');
-    res.on('data', (c: string) => {
-      if (text.length < STREAM_CLIENT_LIMITS.error_bytes) text += c;
-    });
-    res.on('end', () => resolve(text));
-    res.on('error', reject);
-  });
+async function readText(res: IncomingMessage): Promise<string> {
+  let text = '';
+  res.setEncoding('utf8');
+  for await (const c of res) if (text.length < STREAM_CLIENT_LIMITS.error_bytes) text += c;
+  return text;
 }
 
 /** A refusal in words a developer acts on: the server's own message, and what to change. */

@@ -157,8 +157,7 @@ async function untilSignal(running: ServedApp): Promise<number> {
   const code = await new Promise<number>((resolve) => {
     let firstAt = 0;
     const stop = (signal: string): void => {
-      // One stop often arrives twice at once (the process group signalled, `npm start` forwarding its copy);
-      // only a later one is the operator declining to wait for the drain.
+      // One stop often arrives twice at once: the process group signalled, and `npm start` forwarding its copy.
       if (firstAt !== 0 && Date.now() - firstAt < REPEAT_WINDOW_MS) return;
       if (firstAt !== 0) {
         err(`kopek: ${signal} received again, exiting at once\n`);

@@ -57,42 +57,26 @@ Examples:
   kopek shop payouts --shop 3b9e… --provider yookassa --agent-id 505000 --secret-file ./yookassa.secret
   kopek shop payouts --shop 3b9e… --json`;
 
-/** Subcommands taking SHOP_ID, with their usage line and how many words they take after the subcommand (SHOP_ID included). */
-const ON_SHOP: Record<string, { line: string; max: number; run(store: Store, args: Args, id: string, value?: string): Promise<void> }> = {
-  show: { line: 'kopek shop show SHOP_ID', max: 1, run: show },
-  scopes: {
-    line: 'kopek shop scopes SHOP_ID S1,S2',
-    max: 2,
-    async run(store, args, id, value) {
-      if (value === undefined) throw new Error(`cannot set scopes of shop "${id}": give the scope list (S1,S2, or "" for none)`);
-      const list = await setShopScopes(store, id, value);
-      output(args, { id, scopes: list }, [`scopes: ${list.join(',') || '(none)'}`]);
-    },
+/** Subcommands taking SHOP_ID; each takes the words its usage line shows after the subcommand (SHOP_ID first). */
+const ON_SHOP: Record<string, (store: Store, args: Args, id: string, value?: string) => Promise<void>> = {
+  show,
+  async scopes(store, args, id, value) {
+    if (value === undefined) throw new Error(`cannot set scopes of shop "${id}": give the scope list (S1,S2, or "" for none)`);
+    const list = await setShopScopes(store, id, value);
+    output(args, { id, scopes: list }, [`scopes: ${list.join(',') || '(none)'}`]);
   },
-  'ip-allowlist': {
-    line: 'kopek shop ip-allowlist SHOP_ID [ENTRY,...]',
-    max: 2,
-    async run(store, args, id, value) {
-      const list = await setIpAllowlist(store, id, value ?? '');
-      output(args, { id, ip_allowlist: list }, [list.length ? `allow-list: ${list.join(',')}` : 'allow-list cleared: any address']);
-    },
+  async 'ip-allowlist'(store, args, id, value) {
+    const list = await setIpAllowlist(store, id, value ?? '');
+    output(args, { id, ip_allowlist: list }, [list.length ? `allow-list: ${list.join(',')}` : 'allow-list cleared: any address']);
   },
-  'signing-secret': {
-    line: 'kopek shop signing-secret SHOP_ID',
-    max: 1,
-    async run(store, args, id) {
-      const s = await rotateSigningSecret(store, id);
-      output(args, { id, secret: s }, [`${s}   (shown once; the old secret no longer verifies)`]);
-    },
+  async 'signing-secret'(store, args, id) {
+    const s = await rotateSigningSecret(store, id);
+    output(args, { id, secret: s }, [`${s}   (shown once; the old secret no longer verifies)`]);
   },
-  'require-signature': {
-    line: 'kopek shop require-signature SHOP_ID on|off',
-    max: 2,
-    async run(store, args, id, value) {
-      if (value !== 'on' && value !== 'off') throw new Error(`cannot set require-signature of shop "${id}": give on or off, got "${value ?? ''}"`);
-      await setRequireSignature(store, id, value === 'on');
-      output(args, { id, require_signature: value === 'on' }, [`require-signature ${value}`]);
-    },
+  async 'require-signature'(store, args, id, value) {
+    if (value !== 'on' && value !== 'off') throw new Error(`cannot set require-signature of shop "${id}": give on or off, got "${value ?? ''}"`);
+    await setRequireSignature(store, id, value === 'on');
+    output(args, { id, require_signature: value === 'on' }, [`require-signature ${value}`]);
   },
 };
 
@@ -106,8 +90,7 @@ async function show(store: Store, args: Args, id: string): Promise<void> {
   output(args, view, Object.entries(view).map(([k, v]) => `${k.padEnd(26)} ${Array.isArray(v) ? v.join(',') || '(none)' : v}`));
 }
 
-// A shop's live connection as `kopek shop acquirer` and `kopek shop payouts` set, show and remove it: the subcommand, what
-// its messages name, the flags that set it (any one given means "set"), the width of the names in the printed lines.
+/** A shop's live connection as `kopek shop acquirer` and `kopek shop payouts` set, show and remove it (a `setting` flag means "set"). */
 interface Connection {
   sub: 'acquirer' | 'payouts';
   noun: string;
@@ -178,7 +161,6 @@ async function runConnection(c: Connection, argv: string[]): Promise<number> {
   if (!shopId) throw new Error(`cannot run shop ${c.sub}: --shop SHOP is required; usage: ${c.line}`);
   const setting = c.setting.filter((f) => args.flags.has(f));
   if (args.flags.has('remove') && setting.length > 0) throw new Error(`cannot run shop ${c.sub}: --remove takes no other option but --shop; usage: ${c.line}`);
-  const lines = (v: object): string[] => Object.entries(v).map(([k, x]) => `${k.padEnd(c.width)} ${x}`);
   return withStore(args, async (store) => {
     if (!(await getShopSettings(store, shopId))) throw new Error(`cannot run shop ${c.sub}: shop "${shopId}" not found`);
     if (args.flags.has('remove')) {
@@ -188,7 +170,7 @@ async function runConnection(c: Connection, argv: string[]): Promise<number> {
     }
     const v = setting.length === 0 ? await c.show(store, shopId) : await c.set(store, shopId, args);
     if (!v) throw new Error(`cannot show the ${c.noun} of shop "${shopId}": none is set`);
-    output(args, v, lines(v));
+    output(args, v, Object.entries(v).map(([k, x]) => `${k.padEnd(c.width)} ${x}`));
     if (setting.length === 0) return 0;
     // Set as the operator asked; but the server calls such an address only inside its --webhook-allow ranges.
     const why = literalRefusal(new URL((v as { api_url: string }).api_url), allowListOf([]));
@@ -220,13 +202,13 @@ export const shop: Command = {
       ]);
       return 0;
     }
-    const spec = sub === undefined || !Object.hasOwn(ON_SHOP, sub) ? undefined : ON_SHOP[sub];
-    if (!spec) throw unknownSubcommand('shop', sub, ['create', ...Object.keys(ON_SHOP), 'acquirer', 'payouts']);
+    if (sub === undefined || !Object.hasOwn(ON_SHOP, sub)) throw unknownSubcommand('shop', sub, ['create', ...Object.keys(ON_SHOP), 'acquirer', 'payouts']);
+    const line = usage.split('\n').find((l) => l.startsWith(`  kopek shop ${sub} `))!.trim();
     onlyFlags(args, ['shop']);
     const { id, rest } = idArg(args, 'shop');
-    if (!id) throw new Error(`cannot run shop ${sub}: SHOP_ID is required (or --shop SHOP_ID); usage: ${spec.line}`);
-    atMostPositionals(rest, spec.max - 1, spec.line);
-    await withStore(args, (store) => spec.run(store, args, id, rest[0]));
+    if (!id) throw new Error(`cannot run shop ${sub}: SHOP_ID is required (or --shop SHOP_ID); usage: ${line}`);
+    atMostPositionals(rest, line.split(' ').length - 4, line);
+    await withStore(args, (store) => ON_SHOP[sub](store, args, id, rest[0]));
     return 0;
   },
 };

@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { parseArgs, flag, flagValues, atMostPositionals, type Args } from '../platform/args';
+import { parseArgs, flag, flagValues, atMostPositionals } from '../platform/args';
 import { io, output, parseJson, type Command } from './command';
 import { isTriggerEvent, TRIGGER_EVENTS, TRIGGER_EVENT_NAMES, TRIGGER_NUMERIC_FIELDS, TRIGGER_SET_FIELDS } from '../banks/simulator/trigger-events';
 
@@ -13,7 +13,6 @@ const ANSWER_MAX_BYTES = 4 * 1024 * 1024;
 const KNOWN_FLAGS = ['url', 'key', 'set', 'list', 'json', 'help'];
 /** A value --set sends as a JSON number for a numeric field; anything else goes as a string, for the server to refuse by name. */
 const NUMBER = /^-?[0-9]+(\.[0-9]+)?$/;
-/** The fields --set takes, per event, as the usage shows them. */
 const SET_FIELDS = Object.entries(TRIGGER_SET_FIELDS)
   .map(([kind, fields]) => `  ${`${kind}.*`.padEnd(16)}${fields.map((f) => (f === 'metadata' ? 'metadata.KEY' : f)).join(', ')}`)
   .join('\n');
@@ -72,7 +71,11 @@ export const trigger: Command = {
     if (args.flags.has('list')) {
       atMostPositionals(args.positional, 0, 'kopek trigger --list [--json]');
       if (args.flags.has('set')) throw new Error('cannot list events with --set: --set gives a field of a triggered event, kopek trigger EVENT --set FIELD=VALUE');
-      printList(args);
+      const width = Math.max(...TRIGGER_EVENT_NAMES.map((e) => e.length)) + 2;
+      const lines = TRIGGER_EVENT_NAMES.map((e) =>
+        args.flags.has('json') ? JSON.stringify({ event: e, description: TRIGGER_EVENTS[e] }) : `${e.padEnd(width)}${TRIGGER_EVENTS[e]}`,
+      );
+      io().out(lines.join('\n') + '\n');
       return 0;
     }
     atMostPositionals(args.positional, 1, 'kopek trigger EVENT [--set FIELD=VALUE]... [--url BASE] [--key KEY] [--json]');
@@ -88,16 +91,7 @@ export const trigger: Command = {
   },
 };
 
-function printList(args: Args): void {
-  const width = Math.max(...TRIGGER_EVENT_NAMES.map((e) => e.length)) + 2;
-  const lines = TRIGGER_EVENT_NAMES.map((e) =>
-    args.flags.has('json') ? JSON.stringify({ event: e, description: TRIGGER_EVENTS[e] }) : `${e.padEnd(width)}${TRIGGER_EVENTS[e]}`,
-  );
-  io().out(lines.join('\n') + '\n');
-}
-
-// The request's `set` from --set FIELD=VALUE words (numeric fields as numbers, metadata.KEY=VALUE into `metadata`). The server
-// says which fields an event takes; a word not FIELD=VALUE, or a field given twice, is refused here.
+/** The request's `set` from --set words: numeric fields as numbers, metadata.KEY=VALUE into `metadata`; the server checks the fields. */
 function setObject(event: string, words: string[]): Record<string, unknown> | undefined {
   if (words.length === 0) return undefined;
   const set: Record<string, unknown> = {};

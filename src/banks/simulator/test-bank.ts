@@ -5,9 +5,10 @@ import { getRefund } from '../../money/refunds/refunds';
 import { refundAnswered } from '../../money/refunds/bank-answers';
 import type { PaymentRow, ConcreteMethod, PaymentView } from '../../money/bank-port/payment';
 import type { RefundRow } from '../../money/bank-port/refund';
-import type { BankPort, CallbackResult, NewPayment, OperationRef, PayoutRequest, PayoutStart, SessionRequest, PaymentAnswer } from '../../money/bank-port/port';
+import type { BankPort, NewPayment, OperationRef, PayoutRequest, PayoutStart, SessionRequest, PaymentAnswer } from '../../money/bank-port/port';
 import { TEST_PROVIDER } from '../../money/bank-port/directory';
-import { planForAmount, refundAnswer, type SimPlan, planFromMetadata, answerOf, payoutPlanForAmount } from './plan';
+import { forged, nothing } from '../none';
+import { planForAmount, refundAnswer, planFromMetadata, answerOf, payoutPlanForAmount } from './plan';
 import { takePlan } from './token-outcomes';
 import { randomInt, randomBytes } from 'node:crypto';
 import type { Core } from '../../money/core/core';
@@ -33,11 +34,9 @@ export class SimulatorBank implements BankPort {
 
   constructor(private readonly core: PaymentsCore) {}
 
-  describePayment(tx: Tx, p: NewPayment): Promise<Record<string, string>> {
-    const described = (plan: SimPlan) => ({ simulator_outcome: plan.outcome, simulator_failure_code: plan.failureCode });
-    if (p.tokenId) return takePlan(tx, p.tokenId).then((plan) => described(plan || planForAmount(p.amount)));
-    const plan = planForAmount(p.amount);
-    return Promise.resolve({ simulator_outcome: plan.outcome, simulator_failure_code: plan.failureCode });
+  async describePayment(tx: Tx, p: NewPayment): Promise<Record<string, string>> {
+    const plan = (p.tokenId && (await takePlan(tx, p.tokenId))) || planForAmount(p.amount);
+    return { simulator_outcome: plan.outcome, simulator_failure_code: plan.failureCode };
   }
 
   openSession(tx: Tx, req: SessionRequest): Promise<void> {
@@ -50,9 +49,8 @@ export class SimulatorBank implements BankPort {
     return scheduleSimulatedResolution(this.core, tx, req.payment);
   }
 
-  async cancel(): Promise<void> {
-    // A pending test payment holds nothing open at the test bank.
-  }
+  /** A pending test payment holds nothing open at the test bank. */
+  readonly cancel = nothing;
 
   async refund(tx: Tx, r: RefundRow): Promise<void> {
     const dueAt = r.created_at + Math.round(this.core.config.simDelaySeconds * 1000);
@@ -70,19 +68,25 @@ export class SimulatorBank implements BankPort {
     }
   }
 
+  /** Plans from the request alone (decisions.md): 03 → the router refuses (502, nothing created); unknown SBP bank → bank_unknown; 01, 02 fail after --sim-delay. */
   async payout(tx: Tx, req: PayoutRequest): Promise<PayoutStart> {
-    return startPayout(this.core, tx, req);
+    const payoutPlan = payoutPlanForAmount(req.amount);
+    if (payoutPlan.outcome === 'refused') return { accepted: false, code: 'router_error' };
+    const bankRef = `sim-${randomBytes(8).toString('hex')}`;
+    if (req.method === 'payouts_sbp' && !sbpBank(req.bankId ?? '')) {
+      return { accepted: true, bankRef, answer: answerOf('failed', 'bank_unknown'), plan: { outcome: 'failed', failureCode: 'bank_unknown' } };
+    }
+    const plan = { outcome: payoutPlan.outcome, failureCode: payoutPlan.failureCode };
+    const dueAt = req.at + Math.round(this.core.config.simDelaySeconds * 1000);
+    await this.core.scheduler.schedule(tx, { kind: SETTLE_JOB, subjectId: req.id, shopId: req.shopId, mode: req.mode, dueAt });
+    return { accepted: true, bankRef, plan };
   }
 
-  async callback(): Promise<CallbackResult> {
-    // The test bank answers through its own jobs and the hosted page, never over HTTP.
-    return { valid: false, payments: [], refunds: [], reply: '' };
-  }
+  /** The test bank answers through its own jobs and the hosted page, never over HTTP. */
+  readonly callback = forged;
 
-  async pageSession(): Promise<undefined> {
-    // The test bank's screens are the hosted page's own (card form, 3-D Secure, bank app).
-    return undefined;
-  }
+  /** The test bank's screens are the hosted page's own (card form, 3-D Secure, bank app). */
+  readonly pageSession = nothing;
 
   creationExtras(row: PaymentRow): Record<string, unknown> {
     const meta = JSON.parse(row.metadata) as Record<string, string>;
@@ -113,7 +117,11 @@ export function simulatorModule(core: PaymentsCore): Module {
   return {
     name: 'simulator',
     banks: [new SimulatorBank(core)],
-    jobs: [paymentResolveJob(core), { kind: REFUND_SETTLE_JOB, run: (tx, job) => answerRefund(core, tx, job.subject_id) }, payoutSettleJob(core)],
+    jobs: [
+      paymentResolveJob(core),
+      { kind: REFUND_SETTLE_JOB, run: (tx, job) => answerRefund(core, tx, job.subject_id) },
+      { kind: SETTLE_JOB, run: (tx, job) => answerPlannedPayout(core, tx, job.subject_id) },
+    ],
   };
 }
 
@@ -164,7 +172,6 @@ async function answerOrRefuse(core: PaymentsCore, tx: Tx, p: PaymentRow, action:
 }
 
 export const SIMULATE_ACTIONS = ['choose_method', 'open_session', 'succeed', 'fail', 'expire'] as const;
-/** Methods the simulate helper may choose: every concrete one. */
 export const SIMULATE_METHODS: readonly ConcreteMethod[] = ['sbp', 'cards', 'tpay', 'bankpay', 'recurrent'];
 
 /** POST /v1/test/payments/{id}/simulate: open_session with `method` chooses it first; fail without failure_code uses the planned code. */
@@ -208,8 +215,7 @@ export async function simulatePayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   return { body: view };
 }
 
-// The test bank's answer to what the buyer did on its screens of the hosted page, through the same entry point as any bank's
-// answer; the forms are the page's (it sits above the bank it shows). A live payment never gets here.
+// The buyer's input on the test bank's screens of the hosted page (the forms are the page's); a live payment never gets here.
 
 export interface BuyerOutcome {
   outcome: 'succeeded' | 'failed';
@@ -237,30 +243,11 @@ export async function buyerResolve(core: PaymentsCore, id: string, o: BuyerOutco
 /** The scheduler job that settles a test payout after --sim-delay (its name predates the bank port; databases hold it). */
 export const SETTLE_JOB = 'payout.settle';
 
-/** Plans from the request alone (decisions.md): 03 → the router refuses (502, nothing created); unknown SBP bank → bank_unknown; 01, 02 fail after --sim-delay. */
-export async function startPayout(core: Pick<Core, 'config' | 'scheduler'>, tx: Tx, req: PayoutRequest): Promise<PayoutStart> {
-  const payoutPlan = payoutPlanForAmount(req.amount);
-  if (payoutPlan.outcome === 'refused') return { accepted: false, code: 'router_error' };
-  const bankRef = `sim-${randomBytes(8).toString('hex')}`;
-  if (req.method === 'payouts_sbp' && !sbpBank(req.bankId ?? '')) {
-    return { accepted: true, bankRef, answer: answerOf('failed', 'bank_unknown'), plan: { outcome: 'failed', failureCode: 'bank_unknown' } };
-  }
-  const plan = { outcome: payoutPlan.outcome, failureCode: payoutPlan.failureCode };
-  const dueAt = req.at + Math.round(core.config.simDelaySeconds * 1000);
-  await core.scheduler.schedule(tx, { kind: SETTLE_JOB, subjectId: req.id, shopId: req.shopId, mode: req.mode, dueAt });
-  return { accepted: true, bankRef, plan };
-}
-
 /** The answer the test bank planned for a payout at its creation, if it is still pending. */
 export async function answerPlannedPayout(core: PayoutAnswerCore, tx: Tx, payoutId: string): Promise<void> {
   const p = await getPayout(tx, payoutId);
   if (!p || p.status !== 'pending' || !p.sim_outcome) return;
   await payoutAnswered(core, tx, p.id, answerOf(p.sim_outcome, p.sim_failure_code ?? ''));
-}
-
-/** The settlement job: the test bank answers as planned, unless the payout was settled meanwhile. */
-export function payoutSettleJob(core: PayoutAnswerCore): ModuleJob {
-  return { kind: SETTLE_JOB, run: (tx, job) => answerPlannedPayout(core, tx, job.subject_id) };
 }
 
 /** POST /v1/test/payouts/{id}/simulate {action: succeed|fail, failure_code?}: the test bank answers now. */

@@ -135,28 +135,22 @@ function underSet<T>(read: () => T): T {
   }
 }
 
-/** What the test bank does with an amount, by its kopeck part (plan.ts for payments, payouts.ts for payouts). */
-function planOf(kind: TriggerKind, amount: number): { outcome: string; words: string } {
-  if (kind === 'payout') {
-    const payout = payoutPlanForAmount(amount);
-    if (payout.outcome === 'refused') return { outcome: 'refused', words: 'the payout router refuses it' };
-    if (payout.outcome === 'failed') return { outcome: 'failed', words: `the test bank refuses it (${payout.failureCode})` };
-    return { outcome: 'succeeded', words: 'the test bank pays it' };
-  }
-  const plan = planForAmount(amount);
-  if (plan.outcome === 'failed') return { outcome: 'failed', words: `the test bank refuses it (${plan.failureCode})` };
-  if (plan.outcome === 'requires_action') return { outcome: 'requires_action', words: 'the test bank asks the buyer to confirm it' };
-  if (plan.outcome === 'pending') return { outcome: 'pending', words: 'the test bank never answers it' };
-  return { outcome: 'succeeded', words: 'the test bank confirms it' };
-}
+/** What the test bank does with an amount planned so (a failure's words name its code, a success's are by kind). */
+const PLAN_WORDS: Record<string, string> = {
+  refused: 'the payout router refuses it',
+  requires_action: 'the test bank asks the buyer to confirm it',
+  pending: 'the test bank never answers it',
+};
 
 /** Refuse an amount the test bank would not take to `event` (a pending payment's events take any). */
 function checkPlan(event: TriggerEvent, amount: number): void {
   if (event === 'payment.cancelled' || event === 'payment.expired') return;
   const kind = triggerKind(event);
   const want = event === 'payment.failed' || event === 'payout.failed' ? 'failed' : 'succeeded';
-  const plan = planOf(kind, amount);
+  const plan = kind === 'payout' ? payoutPlanForAmount(amount) : planForAmount(amount);
   if (plan.outcome === want) return;
+  const words = plan.outcome === 'failed' ? `the test bank refuses it (${plan.failureCode})`
+    : plan.outcome === 'succeeded' ? `the test bank ${kind === 'payout' ? 'pays' : 'confirms'} it` : PLAN_WORDS[plan.outcome];
   const cents = String(amount % 100).padStart(2, '0');
   const fits =
     want === 'failed'
@@ -164,5 +158,5 @@ function checkPlan(event: TriggerEvent, amount: number): void {
       : kind === 'payout'
         ? '00 or 04 to 99'
         : '00 or 05 to 99';
-  throw badRequest(`Cannot trigger ${event} with amount ${amount}: its kopeck part is ${cents} and ${plan.words}; give an amount whose kopeck part is ${fits}`, 'set.amount');
+  throw badRequest(`Cannot trigger ${event} with amount ${amount}: its kopeck part is ${cents} and ${words}; give an amount whose kopeck part is ${fits}`, 'set.amount');
 }

@@ -14,6 +14,7 @@ import { amountOf, bankIdOf, dueDate, paymentAnswerOf, TBANK, tokenMatches, type
 import { readSettings, terminalOf } from './settings';
 import { getRebill, getSession, keepUnreadableAmount, newAttempt, paymentOfOrder, putBankRef, putRebill, recurrentOf } from './records';
 import { recordRequest } from '../http-call';
+import { forged, noDescription, noExtras } from '../none';
 import { REFUSE_JOB, REQUEST_JOB, rebillContext, refuseJob, requestJob, type Purpose } from './jobs';
 
 const MAX_DESCRIPTION = 140;
@@ -29,10 +30,7 @@ export class TBankBank implements BankPort {
   readonly sendsPayouts = false;
 
   /** `key` is the database's master key: it decrypts the terminal's password and keeps the RebillIds. */
-  constructor(
-    private readonly core: Core,
-    private readonly key: MasterKey,
-  ) {}
+  constructor(private readonly core: Core, private readonly key: MasterKey) {}
 
   /** Refuses a payment without asking the bank, after commit (no_saved_method; no_rebill_id: the bank never gave one). */
   private async refuse(tx: Tx, p: PaymentRow, bankCode: string): Promise<void> {
@@ -75,9 +73,7 @@ export class TBankBank implements BankPort {
     await this.send(tx, p.shop_id, 'Init', { kind: 'payment', id: p.id }, fields, purpose, tokenId ? { tokenId } : {});
   }
 
-  async describePayment(): Promise<Record<string, string>> {
-    return {};
-  }
+  readonly describePayment = noDescription;
 
   async openSession(tx: Tx, req: SessionRequest): Promise<void> {
     // A saved-method payment without a token has no card the bank could charge.
@@ -135,19 +131,18 @@ export class TBankBank implements BankPort {
   }
 
   async callback(req: CallbackRequest): Promise<CallbackResult> {
-    const forged: CallbackResult = { valid: false, payments: [], refunds: [], reply: '' };
-    if (!req.body || typeof req.body !== 'object' || Array.isArray(req.body)) return forged;
+    if (!req.body || typeof req.body !== 'object' || Array.isArray(req.body)) return forged();
     const n = req.body as Record<string, unknown> & TBankAnswer;
     const acq = await shopAcquirer(this.core.store, req.shopId);
-    if (!acq || acq.provider !== TBANK) return forged;
+    if (!acq || acq.provider !== TBANK) return forged();
     let terminal;
     try {
       terminal = terminalOf(this.key, acq);
     } catch (err) {
       this.core.log.error('cannot check a T-Bank notification: the terminal password does not decrypt', { shop_id: req.shopId, error: (err as Error).message });
-      return forged;
+      return forged();
     }
-    if (n.TerminalKey !== terminal.terminalKey || !tokenMatches(n, terminal.password)) return forged;
+    if (n.TerminalKey !== terminal.terminalKey || !tokenMatches(n, terminal.password)) return forged();
     const ok: CallbackResult = { valid: true, payments: [], refunds: [], reply: 'OK' };
     const orderId = typeof n.OrderId === 'string' ? n.OrderId : '';
     const paymentId = orderId ? await paymentOfOrder(this.core.store, req.shopId, orderId) : undefined;
@@ -176,9 +171,7 @@ export class TBankBank implements BankPort {
     return ok;
   }
 
-  creationExtras(): undefined {
-    return undefined;
-  }
+  readonly creationExtras = noExtras;
 
   async pageSession(payment: PaymentRow): Promise<PageSession> {
     const s = await getSession(this.core.store, payment.id);

@@ -19,22 +19,6 @@ function passwordContext(shopId: string): string {
   return `tbank.password:${shopId}`;
 }
 
-/** Check and normalise the parts of a terminal; throws a one-line error. `choices`: see setTBankAcquirer. */
-export function checkTerminal(terminalKey: string, password: string, apiUrl: string | undefined, choices?: readonly string[]): TBankTerminal {
-  const key = terminalKey.trim();
-  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(key)) throw new Error('cannot set the acquirer: --terminal-key must be 1 to 64 letters, digits, "_", "-" or "."');
-  if (password.length === 0 || password.length > 256 || /[\r\n]/.test(password)) {
-    throw new Error('cannot set the acquirer: the password file must hold the password on one line (1 to 256 characters)');
-  }
-  const url = (apiUrl ?? TBANK_API_URL).replace(/\/+$/, '');
-  const protocol = URL.canParse(url) ? new URL(url).protocol : '';
-  if (protocol !== 'https:' && protocol !== 'http:') throw new Error(`cannot set the acquirer: --api-url must be an http(s) URL, got "${url}"`);
-  if (choices && !choices.includes(url)) {
-    throw new Error(`cannot set the acquirer: the API address must be one of ${choices.join(', ')}, got "${url.slice(0, 64)}"; another address is set by the operator (kopek shop acquirer --api-url)`);
-  }
-  return { terminalKey: key, password, apiUrl: url };
-}
-
 export function tbankAcquirer(key: MasterKey, shopId: string, t: TBankTerminal, now: number): ShopAcquirer {
   const settings: TBankSettings = { terminal_key: t.terminalKey, password_enc: key.encrypt(t.password, passwordContext(shopId)), api_url: t.apiUrl };
   return { shop_id: shopId, provider: TBANK, settings: JSON.stringify(settings), updated_at: now };
@@ -71,8 +55,18 @@ export async function showAcquirer(store: Store, shopId: string): Promise<Acquir
 // Sets or replaces a shop's T-Bank terminal, password encrypted: the rule `kopek shop acquirer` and the cabinet share.
 // `choices`: the only API addresses taken (the cabinet's); without it any http(s) address is. Throws a one-line error.
 export async function setTBankAcquirer(store: Store, shopId: string, t: { terminalKey: string; password: string; apiUrl?: string }, now: number, choices?: readonly string[]): Promise<AcquirerView> {
-  const checked = checkTerminal(t.terminalKey, t.password, t.apiUrl, choices);
-  const row = tbankAcquirer(new MasterKey(store.path), shopId, checked, now);
+  const terminalKey = t.terminalKey.trim();
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(terminalKey)) throw new Error('cannot set the acquirer: --terminal-key must be 1 to 64 letters, digits, "_", "-" or "."');
+  if (t.password.length === 0 || t.password.length > 256 || /[\r\n]/.test(t.password)) {
+    throw new Error('cannot set the acquirer: the password file must hold the password on one line (1 to 256 characters)');
+  }
+  const apiUrl = (t.apiUrl ?? TBANK_API_URL).replace(/\/+$/, '');
+  const protocol = URL.canParse(apiUrl) ? new URL(apiUrl).protocol : '';
+  if (protocol !== 'https:' && protocol !== 'http:') throw new Error(`cannot set the acquirer: --api-url must be an http(s) URL, got "${apiUrl}"`);
+  if (choices && !choices.includes(apiUrl)) {
+    throw new Error(`cannot set the acquirer: the API address must be one of ${choices.join(', ')}, got "${apiUrl.slice(0, 64)}"; another address is set by the operator (kopek shop acquirer --api-url)`);
+  }
+  const row = tbankAcquirer(new MasterKey(store.path), shopId, { terminalKey, password: t.password, apiUrl }, now);
   await store.tx(async (tx) => putShopAcquirer(tx, row));
   return acquirerView(row);
 }

@@ -7,6 +7,7 @@ import { payoutBody } from './protocol';
 import { firstPost, getOpenOrRecent, payoutOfProviderId } from './records';
 import { recordRequest } from '../http-call';
 import { YOOKASSA } from './settings';
+import { forged, noDescription, noExtras, nothing } from '../none';
 
 /** Job kind: send one recorded request to YooKassa and apply its answer. */
 export const REQUEST_JOB = 'yookassa.request';
@@ -68,9 +69,8 @@ export class YookassaBank implements BankPort {
   }
 
   async callback(req: CallbackRequest): Promise<CallbackResult> {
-    const forged: CallbackResult = { valid: false, payments: [], refunds: [], reply: '' };
     const b = req.body as { type?: unknown; event?: unknown; object?: { id?: unknown; metadata?: { payout_id?: unknown } } } | null;
-    if (!b || typeof b !== 'object' || b.type !== 'notification' || typeof b.event !== 'string' || !b.object || typeof b.object.id !== 'string') return forged;
+    if (!b || typeof b !== 'object' || b.type !== 'notification' || typeof b.event !== 'string' || !b.object || typeof b.object.id !== 'string') return forged();
     const providerId = b.object.id.slice(0, 100);
     const named = typeof b.object.metadata?.payout_id === 'string' ? b.object.metadata.payout_id.slice(0, 64) : '';
     const ok: CallbackResult = { valid: true, payments: [], refunds: [], reply: '' };
@@ -88,22 +88,13 @@ export class YookassaBank implements BankPort {
     return ok;
   }
 
-  async describePayment(): Promise<Record<string, string>> {
-    return {};
-  }
-
   readonly openSession = elsewhere('take a payment');
   readonly chargeSaved = elsewhere('charge a saved method');
   readonly cancel = elsewhere('cancel a payment');
   readonly refund = elsewhere('refund', 'refunds');
-
-  creationExtras(): undefined {
-    return undefined;
-  }
-
-  async pageSession(): Promise<undefined> {
-    return undefined;
-  }
+  readonly describePayment = noDescription;
+  readonly creationExtras = noExtras;
+  readonly pageSession = nothing;
 }
 
 /** A payment operation, never sent here: payments and refunds go to the shop's acquirer. */

@@ -18,12 +18,10 @@ export async function callYookassa(c: Call): Promise<Sent> {
   const headers: Record<string, string | number> = { Accept: 'application/json', Authorization: `Basic ${Buffer.from(`${c.agentId}:${c.secret}`, 'utf8').toString('base64')}` };
   if (payload) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': payload.length, 'Idempotence-Key': c.idempotenceKey ?? randomUUID() });
   const raw = await callBank({ method: c.method, url: c.url, headers, payload, timeoutMs: c.timeoutMs, resolved: c.resolved, who: 'provider' });
-  return raw.kind === 'unknown' ? raw : readAnswer(raw.status, raw.body);
-}
-
-function readAnswer(status: number, raw: Buffer): Sent {
+  if (raw.kind === 'unknown') return raw;
+  const status = raw.status;
   if (status >= 500 || status === 429 || status < 200 || (status >= 300 && status < 400)) return { kind: 'unknown', reason: `HTTP ${status}` };
-  const parsed = jsonObject(status, raw, 'a body that is not an object');
+  const parsed = jsonObject(status, raw.body, 'a body that is not an object');
   return parsed.kind === 'unknown' ? parsed : { kind: 'answer', status, body: parsed.body };
 }
 

@@ -56,17 +56,11 @@ export function payoutObjectOf(a: unknown): PayoutObject | undefined {
   };
 }
 
+/** The unified failure code of a cancellation reason; any other reason is processing_error. */
+const FAILURE_CODES: Record<string, string> = { insufficient_funds: 'insufficient_funds', recipient_not_found: 'recipient_not_in_sbp', general_decline: 'do_not_honor' };
+
 export function failureCodeOf(reason: string): string {
-  switch (reason) {
-    case 'insufficient_funds':
-      return 'insufficient_funds';
-    case 'recipient_not_found':
-      return 'recipient_not_in_sbp';
-    case 'general_decline':
-      return 'do_not_honor';
-    default:
-      return 'processing_error';
-  }
+  return Object.hasOwn(FAILURE_CODES, reason) ? FAILURE_CODES[reason] : 'processing_error';
 }
 
 /** What a payout object's status tells: final for succeeded and canceled, unknown while pending. */
