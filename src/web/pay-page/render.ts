@@ -27,10 +27,7 @@ export function langOf(ctx: Ctx): Lang {
     if (primary !== 'ru' && primary !== 'en') continue;
     const qp = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
     const weight = qp ? Number(qp.slice(2)) : 1;
-    if (Number.isFinite(weight) && weight > bestQ) {
-      best = primary;
-      bestQ = weight;
-    }
+    if (Number.isFinite(weight) && weight > bestQ) [best, bestQ] = [primary, weight];
   }
   return best;
 }
@@ -40,31 +37,29 @@ interface RenderOptions {
   status?: number;
   /** Poll the status route and reload when the payment moves on (`pollStep`: a live bank session's step). */
   poll?: boolean;
-  step?: PageStep;
   pollStep?: string;
   /** Follow this address after `redirectMs` (the success screen's way back to the shop). */
   redirect?: string | null;
   redirectMs?: number;
-  /** The query of the screen's address (without `lang`), which the language switch keeps. */
-  query?: string;
+  /** The screen's address (without `lang`), which the language switch keeps; default the payment's page. */
+  path?: string;
 }
 
 /** A full HTML page reply with the page's security headers. */
-export function renderPage(ctx: Ctx, lang: Lang, p: PaymentView, body: string, o: RenderOptions = {}): Reply {
+export function renderPage(lang: Lang, p: PaymentView, body: string, o: RenderOptions = {}): Reply {
   const nonce = newNonce();
   const data: Record<string, string> = {};
   if (o.poll) {
     data.poll = `/pay/${p.id}/status`;
     data.status = p.status;
-    data.step = o.pollStep ?? o.step?.step ?? '';
+    data.step = o.pollStep ?? '';
     data.next = href(`/pay/${p.id}`, lang);
   }
   if (o.redirect) {
     data.redirect = o.redirect;
     data.redirectMs = String(o.redirectMs ?? 0);
   }
-  const path = o.query ? `/pay/${p.id}?${o.query}` : `/pay/${p.id}`;
-  const html = page({ lang, nonce, path, title: `${purpose(lang, kindOf(p)).title} · ${p.shop_name}`, payment: p, data }, body);
+  const html = page({ lang, nonce, path: o.path ?? payPath(p), title: `${purpose(lang, kindOf(p)).title} · ${p.shop_name}`, payment: p, data }, body);
   return { status: o.status ?? 200, html, headers: pageHeaders(nonce, returnOrigin(p.return_url)) };
 }
 
@@ -75,12 +70,14 @@ function bare(status: number, lang: Lang, path: string, title: TextKey, body: st
 }
 
 export function renderNotFound(ctx: Ctx, lang: Lang): Reply {
-  return bare(404, lang, ctx.path, 'not_found_title', notFoundScreen(lang));
+  return bare(404, lang, ctx.path, 'not_found_title', statusBox(lang, STATUS_ICONS.off, 'not_found_title', 'not_found_text'));
 }
 
 /** The 403 page for a form another site sent: nothing changed, and the way to the payment's own page. */
 export function renderForeign(lang: Lang, paymentId: string): Reply {
-  return bare(403, lang, `/pay/${encodeURIComponent(paymentId)}`, 'foreign_title', foreignScreen(lang, paymentId));
+  const path = `/pay/${encodeURIComponent(paymentId)}`;
+  const open = `<a class="btn" href="${esc(href(path, lang))}">${esc(t(lang, 'open_payment'))}</a>`;
+  return bare(403, lang, path, 'foreign_title', statusBox(lang, STATUS_ICONS.off, 'foreign_title', 'foreign_text', `\n<div class="stack">${open}</div>`));
 }
 
 /** Back to the payment's page (303 after a form), which shows whatever state the payment is in now. */
@@ -238,12 +235,9 @@ function payPath(p: PaymentView, sub = ''): string {
 export type PageMethod = (typeof PAGE_METHODS)[number];
 
 /** The address of a pending payment's screen: `?method=` (a method, or `any` for the list), `cancel` the confirmation step. */
-function screenPath(p: PaymentView, method: string | null, cancel = false): string {
-  const q = new URLSearchParams();
-  if (method) q.set('method', method);
-  if (cancel) q.set('cancel', 'ask');
-  const s = q.toString();
-  return s ? `${payPath(p)}?${s}` : payPath(p);
+export function screenPath(p: PaymentView, method: string | null, cancel = false): string {
+  const q = [method && `method=${method}`, cancel && 'cancel=ask'].filter(Boolean).join('&');
+  return q ? `${payPath(p)}?${q}` : payPath(p);
 }
 
 /** "Cancel payment" leads to the confirmation step (a GET), so one click beside "Other ways to pay" cannot cancel. */
@@ -313,11 +307,6 @@ export function cardPayStep(sc: ScreenCtx, canChange: boolean, errors: CardField
   return cardScreen(sc, errors, kept, waysOut(sc.lang, sc.p, 'cards', canChange));
 }
 
-/** A form posted from another site: refused, nothing changed, with the way to the payment's own page. */
-export function foreignScreen(lang: Lang, paymentId: string): string {
-  const open = `<a class="btn" href="${esc(href(`/pay/${encodeURIComponent(paymentId)}`, lang))}">${esc(t(lang, 'open_payment'))}</a>`;
-  return statusBox(lang, STATUS_ICONS.off, 'foreign_title', 'foreign_text', `\n<div class="stack">${open}</div>`);
-}
 
 function planLine(lang: Lang, p: PaymentView): string {
   const outcome = p.metadata.simulator_outcome;
@@ -473,8 +462,4 @@ ${text ? `<p class="reason">${esc(text)}</p>` : ''}
 ${details(lang, p)}
 ${back ? `<div class="stack">${back}</div>` : ''}
 </div>`;
-}
-
-export function notFoundScreen(lang: Lang): string {
-  return statusBox(lang, STATUS_ICONS.off, 'not_found_title', 'not_found_text');
 }

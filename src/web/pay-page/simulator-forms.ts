@@ -62,7 +62,7 @@ export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   if (!checked.card) {
     const kept = { exp: form.exp, holder: form.holder };
     const body = p.status === 'pending' ? cardPayStep({ lang, p }, !payable.fixed, checked.errors, kept) : cardScreen({ lang, p }, checked.errors, kept);
-    return renderPage(ctx, lang, p, body, { status: 400, poll: true });
+    return renderPage(lang, p, body, { status: 400, poll: true });
   }
   if (p.status === 'pending') {
     let opened: PaymentRow | undefined;
