@@ -65,10 +65,8 @@ export function audit(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, action: string, 
 export interface Change {
   action: string;
   target: string;
-  /** Where to go after (a GET page of the cabinet). */
+  /** Where to go after (a GET page of the cabinet), which shows "Saved." and what `fn` returned when that is a string. */
   back: string;
-  /** The message shown on that page; default "Saved.", followed by what `fn` returned when that is a string. */
-  ok?: string;
   /** True when `fn` audits inside its own commit. */
   auditedInside?: boolean;
 }
@@ -84,7 +82,7 @@ export async function change(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, c: Change
     return refused(ctx, c.back, err);
   }
   if (!c.auditedInside) await audit(ctx, c.action, c.target, typeof detail === 'string' ? detail : '');
-  await setFlash(ctx.app.store, auth.sessionHash, 'ok', `${c.ok ?? ct(auth.lang, 'saved')}${typeof detail === 'string' && detail ? ` ${detail}` : ''}`);
+  await setFlash(ctx.app.store, auth.sessionHash, 'ok', `${ct(auth.lang, 'saved')}${typeof detail === 'string' && detail ? ` ${detail}` : ''}`);
   return { status: 303, location: c.back };
 }
 
