@@ -130,40 +130,35 @@ async function liveScreen(ctx: Ctx, lang: Lang, p: PaymentView, s: PageSession |
 /** The payment a page action is about, with the buyer's language and form. */
 type Loaded = { lang: Lang; p: PaymentView; form: Record<string, string> };
 
-/** The payment of a page action, or the not-found page; a form from another site gets the 403 page before anything is read. */
-export async function loadForAction(ctx: Ctx<Pick<Core, 'store' | 'payPageUrl'>>): Promise<Loaded | Reply> {
-  const lang = langOf(ctx);
-  if (fromAnotherSite(ctx, ctx.app.payPageUrl)) return renderForeign(lang, ctx.params.id);
-  const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
-  if (!p) return renderNotFound(ctx, lang);
-  // The page's forms post urlencoded (a flat map of strings); a JSON object is read the same way.
-  const form: Record<string, string> = {};
-  if (ctx.body && typeof ctx.body === 'object' && !Array.isArray(ctx.body)) {
-    for (const [k, v] of Object.entries(ctx.body)) if (typeof v === 'string') form[k] = v;
-  }
-  return { lang, p, form };
+/** A page action on its payment: a form from another site gets the 403 page before anything is read, no payment the not-found page. */
+export function pageAction<C extends Pick<Core, 'store' | 'payPageUrl'>>(act: (ctx: Ctx<C>, l: Loaded) => Promise<Reply>): (ctx: Ctx<C>) => Promise<Reply> {
+  return async (ctx) => {
+    const lang = langOf(ctx);
+    if (fromAnotherSite(ctx, ctx.app.payPageUrl)) return renderForeign(lang, ctx.params.id);
+    const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
+    if (!p) return renderNotFound(ctx, lang);
+    // The page's forms post urlencoded (a flat map of strings); a JSON object is read the same way.
+    const form: Record<string, string> = {};
+    if (ctx.body && typeof ctx.body === 'object' && !Array.isArray(ctx.body)) {
+      for (const [k, v] of Object.entries(ctx.body)) if (typeof v === 'string') form[k] = v;
+    }
+    return act(ctx, { lang, p, form });
+  };
 }
 
 /** POST /pay/:id/method: the buyer pays with a method; the bank session opens here, never on GET. */
-export async function postMethod(ctx: Ctx<PaymentsCore>): Promise<Reply> {
-  const l = await loadForAction(ctx);
-  if (!('p' in l)) return l;
-  const method = l.form.method;
+export const postMethod = pageAction(async (ctx: Ctx<PaymentsCore>, { p, lang, form }) => {
   // The state machine refuses (409, shown as the page's current state) another method than one fixed at creation.
-  if (l.p.status === 'pending' && isPageMethod(method)) {
-    await tolerateMovedOn(payWithMethod(ctx.app, l.p.id, method));
-  }
-  return backToPage(l.p.id, l.lang);
-}
+  if (p.status === 'pending' && isPageMethod(form.method)) await tolerateMovedOn(payWithMethod(ctx.app, p.id, form.method));
+  return backToPage(p.id, lang);
+});
 
 /** POST /pay/:id/cancel: pending → cancelled with the confirmation step's `confirm=yes`; without it, to that step. */
-export async function postCancel(ctx: Ctx<PaymentsCore>): Promise<Reply> {
-  const l = await loadForAction(ctx);
-  if (!('p' in l)) return l;
-  if (l.p.status === 'pending' && l.form.confirm !== 'yes') return { status: 303, location: href(`/pay/${l.p.id}?cancel=ask`, l.lang) };
-  if (l.p.status === 'pending') await tolerateMovedOn(buyerCancel(ctx.app, l.p.id));
-  return backToPage(l.p.id, l.lang);
-}
+export const postCancel = pageAction(async (ctx: Ctx<PaymentsCore>, { p, lang, form }) => {
+  if (p.status === 'pending' && form.confirm !== 'yes') return { status: 303, location: href(`/pay/${p.id}?cancel=ask`, lang) };
+  if (p.status === 'pending') await tolerateMovedOn(buyerCancel(ctx.app, p.id));
+  return backToPage(p.id, lang);
+});
 
 // Whether a POST came from another site: `Sec-Fetch-Site` (no page can set it) must be same-origin; else `Origin` must be the
 // page's address or the request's host ("null" is this page's, under no-referrer). With neither (curl) no buyer was lured.
