@@ -122,7 +122,6 @@ interface Filter {
   rq: RegisterQuery;
   shopIds: string[];
   shopId: string;
-  /** Order id and amounts: no index of their own, so checked on a bounded window of the register. */
   extra: RowFilter;
   error: string | null;
 }

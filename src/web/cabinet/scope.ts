@@ -11,7 +11,6 @@ import type { Tx } from '../../platform/storage/store';
 import { esc } from '../pay-page/render';
 import { cabinetPage, field, options, table } from './layout';
 
-/** The signed-in user's merchant's shops, oldest first. */
 export function merchantShops(ctx: Ctx<Pick<Core, 'store'>>): Promise<Shop[]> {
   return ctx.app.store.all<Shop>('SELECT * FROM shops WHERE merchant_id = ? ORDER BY created_at, id', ctx.cabinet!.merchantId);
 }

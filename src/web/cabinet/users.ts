@@ -86,7 +86,6 @@ export function getUserByEmail(q: Reader, email: string): Promise<CabinetUser | 
   return q.get<CabinetUser>('SELECT * FROM cabinet_users WHERE email = ?', email.trim().toLowerCase());
 }
 
-/** Every user, or a merchant's, oldest first. */
 export function listUsers(q: Reader, merchantId?: string): Promise<CabinetUser[]> {
   return merchantId
     ? q.all<CabinetUser>('SELECT * FROM cabinet_users WHERE merchant_id = ? ORDER BY created_at, id', merchantId)

@@ -127,7 +127,6 @@ async function liveScreen(ctx: Ctx, lang: Lang, p: PaymentView, s: PageSession |
   return renderPage(lang, p, processingScreen({ lang, p }), poll);
 }
 
-/** The payment a page action is about, with the buyer's language and form. */
 type Loaded = { lang: Lang; p: PaymentView; form: Record<string, string> };
 
 /** A page action on its payment: a form from another site gets the 403 page before anything is read, no payment the not-found page. */

@@ -49,16 +49,8 @@ interface RenderOptions {
 export function renderPage(lang: Lang, p: PaymentView, body: string, o: RenderOptions = {}): Reply {
   const nonce = newNonce();
   const data: Record<string, string> = {};
-  if (o.poll) {
-    data.poll = `/pay/${p.id}/status`;
-    data.status = p.status;
-    data.step = o.pollStep ?? '';
-    data.next = href(`/pay/${p.id}`, lang);
-  }
-  if (o.redirect) {
-    data.redirect = o.redirect;
-    data.redirectMs = String(o.redirectMs ?? 0);
-  }
+  if (o.poll) Object.assign(data, { poll: payPath(p, '/status'), status: p.status, step: o.pollStep ?? '', next: href(payPath(p), lang) });
+  if (o.redirect) Object.assign(data, { redirect: o.redirect, redirectMs: String(o.redirectMs ?? 0) });
   const html = page({ lang, nonce, path: o.path ?? payPath(p), title: `${purpose(lang, kindOf(p)).title} · ${p.shop_name}`, payment: p, data }, body);
   return { status: o.status ?? 200, html, headers: pageHeaders(nonce, returnOrigin(p.return_url)) };
 }
