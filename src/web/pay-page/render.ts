@@ -309,9 +309,9 @@ function planLine(lang: Lang, p: PaymentView): string {
 }
 
 /** Test-mode approve/decline controls of the simulated bank (SBP, T-Pay, bank wallet, confirmations). */
-function bankControls(lang: Lang, p: PaymentView, heading: string): string {
+function bankControls(lang: Lang, p: PaymentView): string {
   return `<section class="panel" aria-labelledby="bank-h">
-<h3 id="bank-h">${esc(heading)}</h3>
+<h3 id="bank-h">${esc(t(lang, 'test_controls'))}</h3>
 ${planLine(lang, p)}
 <form method="post" action="${esc(href(payPath(p, '/bank'), lang))}" class="stack">
 <button class="btn" type="submit" name="action" value="approve">${esc(t(lang, 'approve'))}</button>
@@ -329,7 +329,7 @@ export function sbpScreen(ctx: ScreenCtx, qrSvg: string, live?: { payload: strin
 <p class="muted">${esc(t(lang, 'sbp_scan'))}</p>
 <div role="img" aria-label="${esc(t(lang, 'sbp_qr_label'))}"${live ? ` data-qr-payload="${esc(live.payload)}"` : ''}>${qrSvg}</div>
 ${bank ? `<a class="btn" href="${esc(bank)}">${esc(t(lang, 'sbp_open_bank'))}</a>` : ''}
-<p class="muted" role="status">${esc(t(lang, 'sbp_waiting'))}</p>${isTest(p) ? `\n${bankControls(lang, p, t(lang, 'test_controls'))}` : ''}`;
+<p class="muted" role="status">${esc(t(lang, 'sbp_waiting'))}</p>${isTest(p) ? `\n${bankControls(lang, p)}` : ''}`;
 }
 
 /** The simulated bank's confirmation page (T-Pay, bank wallet, and SBP's "bank app"). */
@@ -338,7 +338,7 @@ export function bankScreen(ctx: ScreenCtx): string {
   if (!isTest(p)) return `<h2>${esc(t(lang, 'bank_text'))}</h2><div class="spinner" aria-hidden="true"></div><p class="muted" role="status">${esc(t(lang, 'bank_live_wait'))}</p>`;
   return `<h2>${esc(t(lang, 'bank_text'))}</h2>
 <dl class="kv"><div><dt>${esc(p.shop_name)}</dt><dd>${esc(formatAmount(lang, p.amount, p.currency))}</dd></div></dl>
-${bankControls(lang, p, t(lang, 'bank_title'))}`;
+${bankControls(lang, p)}`;
 }
 
 /** A requires_action step for SBP, T-Pay and bank wallet: the bank asks for one more confirmation. */
@@ -346,7 +346,7 @@ export function confirmScreen(ctx: ScreenCtx): string {
   const { lang, p } = ctx;
   return `<h2>${esc(t(lang, 'bank_confirm_title'))}</h2>
 <p class="muted">${esc(t(lang, 'bank_confirm_text'))}</p>
-${bankControls(lang, p, t(lang, 'bank_title'))}`;
+${bankControls(lang, p)}`;
 }
 
 function field(lang: Lang, name: string, label: TextKey, attrs: string, hint: TextKey | null, value: string, error?: string): string {
@@ -382,7 +382,7 @@ export function cardScreen(ctx: ScreenCtx, errors: CardFieldError[] = [], kept: 
     return e ? t(lang, e.reason as TextKey) : undefined;
   };
   const action = `${purpose(lang, kindOf(p)).action}${kindOf(p) === 'payment' ? ' ' + formatAmount(lang, p.amount, p.currency) : ''}`;
-  return `<h2>${esc(t(lang, 'card_title'))}</h2>
+  return `<h2>${esc(t(lang, 'pay_by_cards'))}</h2>
 ${errors.length > 0 ? `<div class="alert" role="alert">${esc(t(lang, 'form_errors'))}</div>` : ''}
 <form id="card-form" method="post" action="${esc(href(payPath(p, '/card'), lang))}" novalidate>
 ${field(lang, 'number', 'card_number', 'type="text" inputmode="numeric" autocomplete="cc-number" maxlength="23" placeholder="0000 0000 0000 0000" required', null, '', err('number'))}
