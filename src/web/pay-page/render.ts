@@ -101,7 +101,7 @@ export function newNonce(): string {
 }
 
 /** The origin of a return_url, for CSP form-action (forms end in a redirect there); null when absent or malformed. */
-export function returnOrigin(returnUrl: string | null | undefined): string | null {
+function returnOrigin(returnUrl: string | null | undefined): string | null {
   if (!returnUrl || !URL.canParse(returnUrl)) return null;
   const u = new URL(returnUrl);
   return u.protocol === 'https:' || u.protocol === 'http:' ? u.origin : null;
@@ -150,7 +150,7 @@ export function isTest(p: PaymentView): boolean {
 }
 
 /** The payment's kind: a plain payment, a card binding, or a subscription's first payment. */
-export function kindOf(p: PaymentView): string {
+function kindOf(p: PaymentView): string {
   return p.metadata?.kind || 'payment';
 }
 
@@ -181,7 +181,7 @@ export function documentHead(lang: Lang, nonce: string, title: string, css: stri
 </head>`;
 }
 
-export function page(shell: Shell, body: string): string {
+function page(shell: Shell, body: string): string {
   const { lang, nonce, payment } = shell;
   const other: Lang = lang === 'ru' ? 'en' : 'ru';
   const data = Object.entries(shell.data ?? {})
