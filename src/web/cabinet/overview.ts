@@ -144,9 +144,8 @@ function niceTop(max: number, floor: number, steps = [1, 2, 5, 10]): number {
 /** Tops of a count axis whose half tick is a whole number too (a top of 5 labelled its half "3"). */
 const COUNT_STEPS = [1, 2, 4, 10];
 
-// One bar chart with its own axis (0, half, top) in a figure with its legend and total: SVG bars stretched to the box, HTML
-// labels around it (inside the SVG they shrank to 6 px at 360 px). Day labels carry the steps they show at (k2: every second
-// day from the latest, k3: every third).
+// One chart's figure, its own axis (0, half, top): SVG bars stretched to the box, HTML labels around it (inside the SVG they
+// shrank to 6 px at 360 px). Day labels carry the steps they show at (k2: every second day from the latest, k3: every third).
 function barChart(lang: Lang, o: { key: 'count' | 'paid'; total: string; days: DayFigure[]; value: (d: DayFigure) => number; top: number; label: (v: number) => string; fill: string; tip: (d: DayFigure) => string }): string {
   const [id, title] = [`chart-${o.key}`, ct(lang, `chart_${o.key}_title`)];
   const w = DAY_W * Math.max(1, o.days.length);

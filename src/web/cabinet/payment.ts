@@ -121,8 +121,7 @@ function refundAmount(text: string): number {
   return Math.round(Number(t) * 100);
 }
 
-// POST /cabinet/payments/:id/refund {amount, reason}: the refund of POST /v1/public/payments/{id}/refund (amount 0: the
-// whole remainder), audited in the same commit.
+/** POST /cabinet/payments/:id/refund {amount, reason}: the refund of POST /v1/public/payments/{id}/refund, audited in the same commit. */
 export async function postRefund(ctx: Ctx<Core>): Promise<Reply> {
   const p = await ownPayment(ctx, ctx.params.id);
   const f = form(ctx);

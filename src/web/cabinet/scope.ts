@@ -70,8 +70,7 @@ export interface Change {
   auditedInside?: boolean;
 }
 
-// Every cabinet form's change: run it, write the audit line, leave a message, redirect (POST → 303 → GET, so a reload does
-// not repeat it). A refusal changes nothing and shows its reason; a server fault stays a 500.
+/** Every form's change: run it, audit it, leave a message, 303 to a GET (a reload repeats nothing); a refusal shows its reason, a fault stays a 500. */
 export async function change(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, c: Change, fn: () => unknown | Promise<unknown>): Promise<Reply> {
   const auth = ctx.cabinet!;
   let detail: unknown;
