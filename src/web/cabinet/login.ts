@@ -34,12 +34,8 @@ ${field('code', ct(lang, 'totp_code'), `<input id="code" name="code" inputmode="
 <button class="btn" type="submit">${esc(ct(lang, 'sign_in'))}</button>
 </form>
 <p class="muted"><a href="/cabinet/login?lang=${other}" lang="${other}">${esc(ct(lang, 'switch_lang'))}</a></p>`;
-  return publicPage(lang, {
-    title: ct(lang, 'sign_in_title'),
-    body,
-    status: o.status,
-    headers: { 'Set-Cookie': setCookie(ctx.app.baseUrl, LOGIN_COOKIE, token), ...o.headers },
-  });
+  const headers = { 'Set-Cookie': setCookie(ctx.app.baseUrl, LOGIN_COOKIE, token), ...o.headers };
+  return publicPage(lang, { title: ct(lang, 'sign_in_title'), body, status: o.status, headers });
 }
 
 /** GET /cabinet/login: the sign-in form (a signed-in user goes on to the overview). */

@@ -31,16 +31,8 @@ function post(summary: string, fields: string[], o: { path?: string[]; shows?: s
     ...refusals,
   };
   if (o.shows) responses['200'] = html(o.shows);
-  return {
-    post: {
-      summary,
-      tags: ['Cabinet'],
-      security: session,
-      parameters: pathParams(o.path ?? []),
-      requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['_csrf'], properties } } } },
-      responses,
-    },
-  };
+  const requestBody = { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['_csrf'], properties } } } };
+  return { post: { summary, tags: ['Cabinet'], security: session, parameters: pathParams(o.path ?? []), requestBody, responses } };
 }
 
 const loginFields = { _csrf: { type: 'string' }, email: { type: 'string' }, password: { type: 'string' }, code: { type: 'string' }, next: { type: 'string' } };

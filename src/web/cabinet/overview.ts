@@ -144,9 +144,10 @@ function niceTop(max: number, floor: number, steps = [1, 2, 5, 10]): number {
 /** Tops of a count axis whose half tick is a whole number too (a top of 5 labelled its half "3"). */
 const COUNT_STEPS = [1, 2, 4, 10];
 
-// One bar chart with its own axis (0, half, top): SVG bars stretched to the box, HTML labels around it (inside the SVG they
+// One chart's figure, its own axis (0, half, top): SVG bars stretched to the box, HTML labels around it (inside the SVG they
 // shrank to 6 px at 360 px). Day labels carry the steps they show at (k2: every second day from the latest, k3: every third).
-function barChart(o: { id: string; title: string; days: DayFigure[]; value: (d: DayFigure) => number; top: number; label: (v: number) => string; fill: string; tip: (d: DayFigure) => string }): string {
+function barChart(lang: Lang, o: { key: 'count' | 'paid'; total: string; days: DayFigure[]; value: (d: DayFigure) => number; top: number; label: (v: number) => string; fill: string; tip: (d: DayFigure) => string }): string {
+  const [id, title] = [`chart-${o.key}`, ct(lang, `chart_${o.key}_title`)];
   const w = DAY_W * Math.max(1, o.days.length);
   const grid = [0, 0.5, 1]
     .map((f) => `<line x1="0" x2="${w}" y1="${BAR_H - f * BAR_H}" y2="${BAR_H - f * BAR_H}" stroke="#e5e7eb" vector-effect="non-scaling-stroke"/>`)
@@ -163,27 +164,27 @@ function barChart(o: { id: string; title: string; days: DayFigure[]; value: (d: 
       return `<span${steps ? ` class="${steps}"` : ''}>${esc(dayLabel(d.day_ms).slice(5))}</span>`;
     })
     .join('');
-  return `<div class="plot">
+  return `<figure class="chart-box"><h3 aria-hidden="true">${esc(title)}</h3><div class="plot">
 <div class="yaxis" aria-hidden="true">${ticks}</div>
-<svg class="chart" viewBox="0 0 ${w} ${BAR_H}" preserveAspectRatio="none" overflow="visible" role="img" aria-labelledby="${o.id}" focusable="false">
-<title id="${o.id}">${esc(o.title)}</title>
+<svg class="chart" viewBox="0 0 ${w} ${BAR_H}" preserveAspectRatio="none" overflow="visible" role="img" aria-labelledby="${id}" focusable="false">
+<title id="${id}">${esc(`${title}: ${o.total}`)}</title>
 ${grid}
 ${bars.join('\n')}
 </svg>
 <div class="xaxis" aria-hidden="true">${labels}</div>
-</div>`;
+</div>
+<figcaption class="legend"><span><i class="${o.key === 'count' ? 'c' : 'a'}"></i>${esc(ct(lang, `chart_${o.key}_legend`))}</span><span>${esc(ct(lang, 'chart_total'))}: ${esc(o.total)}</span></figcaption></figure>`;
 }
 
 // Payments per day as two server-drawn SVG charts, each with its own scale (a count and an amount never share an axis);
 // presentation attributes only, so the strict CSP holds; a table of the figures follows for screen readers.
-function paymentsChart(lang: Lang, days: DayFigure[], currency = 'RUB'): string {
-  const totalCount = days.reduce((s, d) => s + d.count, 0);
-  const totalPaid = days.reduce((s, d) => s + d.paid, 0);
+function paymentsChart(lang: Lang, days: DayFigure[]): string {
+  const currency = 'RUB';
   const money = (minor: number) => formatAmount(lang, Math.round(minor), currency);
   const compact = (minor: number) => new Intl.NumberFormat(lang === 'ru' ? 'ru-RU' : 'en-GB', { style: 'currency', currency, currencyDisplay: 'narrowSymbol', notation: 'compact', maximumFractionDigits: 1 }).format(minor / 100);
-  const countChart = barChart({
-    id: 'chart-count',
-    title: `${ct(lang, 'chart_count_title')}: ${counted(lang, totalCount, 'payments')}`,
+  const countChart = barChart(lang, {
+    key: 'count',
+    total: counted(lang, days.reduce((s, d) => s + d.count, 0), 'payments'),
     days,
     value: (d) => d.count,
     top: niceTop(Math.max(...days.map((d) => d.count)), 2, COUNT_STEPS),
@@ -191,9 +192,9 @@ function paymentsChart(lang: Lang, days: DayFigure[], currency = 'RUB'): string 
     fill: '#93c5fd',
     tip: (d) => counted(lang, d.count, 'payments'),
   });
-  const paidChart = barChart({
-    id: 'chart-paid',
-    title: `${ct(lang, 'chart_paid_title')}: ${money(totalPaid)}`,
+  const paidChart = barChart(lang, {
+    key: 'paid',
+    total: money(days.reduce((s, d) => s + d.paid, 0)),
     days,
     value: (d) => d.paid,
     top: niceTop(Math.max(...days.map((d) => d.paid)), 100),
@@ -203,10 +204,8 @@ function paymentsChart(lang: Lang, days: DayFigure[], currency = 'RUB'): string 
   });
   const rows = days.map((d) => `<tr><td>${esc(dayLabel(d.day_ms))}</td><td>${d.count}</td><td>${esc(money(d.paid))}</td></tr>`).join('');
   return `<div class="charts">
-<figure class="chart-box"><h3 aria-hidden="true">${esc(ct(lang, 'chart_count_title'))}</h3>${countChart}
-<figcaption class="legend"><span><i class="c"></i>${esc(ct(lang, 'chart_count_legend'))}</span><span>${esc(ct(lang, 'chart_total'))}: ${esc(counted(lang, totalCount, 'payments'))}</span></figcaption></figure>
-<figure class="chart-box"><h3 aria-hidden="true">${esc(ct(lang, 'chart_paid_title'))}</h3>${paidChart}
-<figcaption class="legend"><span><i class="a"></i>${esc(ct(lang, 'chart_paid_legend'))}</span><span>${esc(ct(lang, 'chart_total'))}: ${esc(money(totalPaid))}</span></figcaption></figure>
+${countChart}
+${paidChart}
 </div>
 <div class="sr"><table><caption>${esc(ct(lang, 'chart_title'))}</caption><thead><tr><th scope="col">${esc(ct(lang, 'chart_day'))}</th><th scope="col">${esc(ct(lang, 'chart_count_title'))}</th><th scope="col">${esc(ct(lang, 'chart_paid_title'))}</th></tr></thead><tbody>${rows}</tbody></table></div>`;
 }

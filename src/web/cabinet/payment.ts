@@ -121,8 +121,7 @@ function refundAmount(text: string): number {
   return Math.round(Number(t) * 100);
 }
 
-// POST /cabinet/payments/:id/refund {amount, reason}: the refund of POST /v1/public/payments/{id}/refund (amount 0: the
-// whole remainder), audited in the same commit.
+/** POST /cabinet/payments/:id/refund {amount, reason}: the refund of POST /v1/public/payments/{id}/refund, audited in the same commit. */
 export async function postRefund(ctx: Ctx<Core>): Promise<Reply> {
   const p = await ownPayment(ctx, ctx.params.id);
   const f = form(ctx);
@@ -226,11 +225,6 @@ function eventSummary(lang: Lang, payload: string, currency: string): string {
     .join('; ');
 }
 
-/** True when an endpoint takes an event now (enabled, and listing it or listing none). */
-function takes(e: Endpoint, event: string): boolean {
-  return e.disabled_at === null && (e.events === '' || e.events.split(',').includes(event));
-}
-
 /** A timeline event's webhook cell: Resend when it went to an endpoint; when it went to none, Send only if an endpoint takes it now. */
 function webhookCell(ctx: Ctx, e: TimelineEvent, o: { delivered: Set<string>; endpoints: Endpoint[]; back: string }): string {
   if (!e.webhook_event) return '—';
@@ -243,6 +237,7 @@ function webhookCell(ctx: Ctx, e: TimelineEvent, o: { delivered: Set<string>; en
     );
   const name = `<span class="mono">${esc(e.webhook_event)}</span>`;
   if (o.delivered.has(e.id)) return `${name} ${send('resend')}`;
-  const now = o.endpoints.some((x) => takes(x, e.webhook_event!));
+  // An endpoint takes it now when enabled and listing it or listing no event.
+  const now = o.endpoints.some((x) => x.disabled_at === null && (x.events === '' || x.events.split(',').includes(e.webhook_event!)));
   return `${name} <small class="muted">${esc(ct(lang, 'no_endpoint_received'))}</small>${now ? ` ${send('send_now')}` : ''}`;
 }

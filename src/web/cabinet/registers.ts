@@ -122,9 +122,7 @@ interface Filter {
   rq: RegisterQuery;
   shopIds: string[];
   shopId: string;
-  orderId: string;
-  amountMin: number | null;
-  amountMax: number | null;
+  extra: RowFilter;
   error: string | null;
 }
 
@@ -143,34 +141,27 @@ async function readFilter(ctx: Ctx<Core>, reg: Register): Promise<Filter> {
   for (const k of ['cursor', 'status', 'from', 'to']) if (q.get(k)) common.set(k, q.get(k)!);
   try {
     const shopIds = shopId ? [(await ownShop(ctx, shopId)).id] : (await merchantShops(ctx)).map((s) => s.id);
-    const f: Filter = {
-      rq: parseRegisterQuery(common, { statuses: reg.statuses }),
-      shopIds,
-      shopId,
-      orderId: reg.orderId ? (q.get('order_id') ?? '').trim().slice(0, 128) : '',
-      amountMin: rubles(q.get('amount_min'), 'amount_min'),
-      amountMax: rubles(q.get('amount_max'), 'amount_max'),
-      error: null,
-    };
+    const rq = parseRegisterQuery(common, { statuses: reg.statuses });
+    const orderId = reg.orderId ? (q.get('order_id') ?? '').trim().slice(0, 128) : '';
+    const [min, max] = [rubles(q.get('amount_min'), 'amount_min'), rubles(q.get('amount_max'), 'amount_max')];
+    const extra: RowFilter = { sql: [], params: [] };
+    if (orderId) extra.sql.push('order_id = ?'), extra.params.push(orderId);
+    if (min !== null) extra.sql.push('amount >= ?'), extra.params.push(min);
+    if (max !== null) extra.sql.push('amount <= ?'), extra.params.push(max);
     // A merge of too many shops and statuses is refused here, so the page shows why and the export sends nothing.
-    cabinetSeeks(TABLES[reg.name], shopIds, ctx.cabinet!.mode, f.rq);
-    return f;
+    cabinetSeeks(TABLES[reg.name], shopIds, ctx.cabinet!.mode, rq);
+    return { rq, shopIds, shopId, extra, error: null };
   } catch (err) {
     if (!(err instanceof ApiError && err.status === 400)) throw err;
     const rq = { ...parseRegisterQuery(new URLSearchParams(), { statuses: reg.statuses }), limit: PAGE_ROWS };
-    return { rq, shopIds: [], shopId, orderId: '', amountMin: null, amountMax: null, error: err.message };
+    return { rq, shopIds: [], shopId, extra: { sql: [], params: [] }, error: err.message };
   }
 }
 
 /** The rows of one query of the filter (newest first): at most limit + 1, and where a bounded search stopped. */
 async function queryRows(ctx: Ctx<Core>, reg: Register, f: Filter, rq: RegisterQuery): Promise<CabinetRows<Row>> {
   if (f.shopIds.length === 0) return { rows: [], searchedTo: null };
-  // Order id and amounts have no index of their own: they are checked on a bounded window of the register.
-  const extra: RowFilter = { sql: [], params: [] };
-  if (f.orderId) extra.sql.push('order_id = ?'), extra.params.push(f.orderId);
-  if (f.amountMin !== null) extra.sql.push('amount >= ?'), extra.params.push(f.amountMin);
-  if (f.amountMax !== null) extra.sql.push('amount <= ?'), extra.params.push(f.amountMax);
-  const found = await cabinetRows<Row>(ctx.app.store, TABLES[reg.name], f.shopIds, ctx.cabinet!.mode, rq, extra);
+  const found = await cabinetRows<Row>(ctx.app.store, TABLES[reg.name], f.shopIds, ctx.cabinet!.mode, rq, f.extra);
   await reg.enrich?.(ctx.app.store, found.rows);
   return found;
 }
@@ -215,7 +206,7 @@ export function registerPage(name: Register['name']): (ctx: Ctx<Core>) => Promis
     const lang = ctx.cabinet!.lang;
     const f = await readFilter(ctx, reg);
     const shops = new Map((await merchantShops(ctx)).map((s) => [s.id, s.name]));
-    const found: CabinetRows<Row> = f.error ? { rows: [], searchedTo: null } : await queryRows(ctx, reg, f, f.rq);
+    const found = await queryRows(ctx, reg, f, f.rq);
     // The table's highest seq goes into the first page's cursor; read only when toPage will ask for it (more rows follow).
     const high = found.rows.length > f.rq.limit && !f.rq.after ? await highSeq(ctx, reg) : 0;
     const page = toPage(found.rows, f.rq, (r) => r, () => high);

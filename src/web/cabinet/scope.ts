@@ -11,7 +11,6 @@ import type { Tx } from '../../platform/storage/store';
 import { esc } from '../pay-page/render';
 import { cabinetPage, field, options, table } from './layout';
 
-/** The signed-in user's merchant's shops, oldest first. */
 export function merchantShops(ctx: Ctx<Pick<Core, 'store'>>): Promise<Shop[]> {
   return ctx.app.store.all<Shop>('SELECT * FROM shops WHERE merchant_id = ? ORDER BY created_at, id', ctx.cabinet!.merchantId);
 }
@@ -65,16 +64,13 @@ export function audit(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, action: string, 
 export interface Change {
   action: string;
   target: string;
-  /** Where to go after (a GET page of the cabinet). */
+  /** Where to go after (a GET page of the cabinet), which shows "Saved." and what `fn` returned when that is a string. */
   back: string;
-  /** The message shown on that page; default "Saved.", followed by what `fn` returned when that is a string. */
-  ok?: string;
   /** True when `fn` audits inside its own commit. */
   auditedInside?: boolean;
 }
 
-// Every cabinet form's change: run it, write the audit line, leave a message, redirect (POST → 303 → GET, so a reload does
-// not repeat it). A refusal changes nothing and shows its reason; a server fault stays a 500.
+/** Every form's change: run it, audit it, leave a message, 303 to a GET (a reload repeats nothing); a refusal shows its reason, a fault stays a 500. */
 export async function change(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, c: Change, fn: () => unknown | Promise<unknown>): Promise<Reply> {
   const auth = ctx.cabinet!;
   let detail: unknown;
@@ -84,7 +80,7 @@ export async function change(ctx: Ctx<Pick<Core, 'store' | 'clocks'>>, c: Change
     return refused(ctx, c.back, err);
   }
   if (!c.auditedInside) await audit(ctx, c.action, c.target, typeof detail === 'string' ? detail : '');
-  await setFlash(ctx.app.store, auth.sessionHash, 'ok', `${c.ok ?? ct(auth.lang, 'saved')}${typeof detail === 'string' && detail ? ` ${detail}` : ''}`);
+  await setFlash(ctx.app.store, auth.sessionHash, 'ok', `${ct(auth.lang, 'saved')}${typeof detail === 'string' && detail ? ` ${detail}` : ''}`);
   return { status: 303, location: c.back };
 }
 

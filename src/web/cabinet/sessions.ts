@@ -86,10 +86,8 @@ export async function setFlash(store: Store, sessionHash: string, kind: 'ok' | '
 
 /** Change what the session's pages show: test or live data, Russian or English. */
 export async function setPrefs(store: Store, sessionHash: string, prefs: { mode?: 'test' | 'live'; lang?: 'ru' | 'en' }): Promise<void> {
-  await store.tx(async (tx) => {
-    if (prefs.mode) await tx.run('UPDATE cabinet_sessions SET view_mode = ? WHERE token_hash = ?', prefs.mode, sessionHash);
-    if (prefs.lang) await tx.run('UPDATE cabinet_sessions SET lang = ? WHERE token_hash = ?', prefs.lang, sessionHash);
-  });
+  const sql = 'UPDATE cabinet_sessions SET view_mode = COALESCE(?, view_mode), lang = COALESCE(?, lang) WHERE token_hash = ?';
+  await store.tx((tx) => tx.run(sql, prefs.mode ?? null, prefs.lang ?? null, sessionHash));
 }
 
 export async function endSession(store: Store, sessionHash: string): Promise<void> {
@@ -146,12 +144,12 @@ export async function authenticateCabinet(ctx: Ctx<Pick<Core, 'store' | 'clocks'
 export function sameOriginRefusal(ctx: Ctx, baseUrl: string): ApiError | null {
   const site = headerOf(ctx, 'sec-fetch-site');
   const origin = headerOf(ctx, 'origin');
-  const refuse = (what: string) => new ApiError(403, 'csrf_failed', `Cannot accept the form: it was sent from another site (${what}); open the cabinet at ${new URL(baseUrl).origin} and try again`);
+  const own = new URL(baseUrl);
+  const refuse = (what: string) => new ApiError(403, 'csrf_failed', `Cannot accept the form: it was sent from another site (${what}); open the cabinet at ${own.origin} and try again`);
   if (site !== undefined) return site === 'same-origin' ? null : refuse(`Sec-Fetch-Site "${site.slice(0, 32)}"`);
   if (origin === undefined) return null;
-  const scheme = new URL(baseUrl).protocol;
   const host = headerOf(ctx, 'host');
-  if (origin === new URL(baseUrl).origin || (host !== undefined && origin === `${scheme}//${host}`)) return null;
+  if (origin === own.origin || (host !== undefined && origin === `${own.protocol}//${host}`)) return null;
   return refuse(`Origin "${origin.slice(0, 100)}"`);
 }
 

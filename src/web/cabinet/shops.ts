@@ -204,12 +204,8 @@ export const postPayoutProvider = shopChange('shop.payout_provider.set', async (
 /** POST /cabinet/shops/:id/payout-provider/remove: as `kopek shop payouts --remove` does. */
 export const postRemovePayoutProvider = shopChange('shop.payout_provider.remove', async (ctx, id) => ((await removePayoutProvider(ctx.app.store, id)) ? '' : '(none was set)'));
 
-// A shop's payout provider, independent of its acquirer, as `kopek shop payouts` and the cabinet set it; the secret is sealed.
-
 /** What may be shown of a shop's payout provider: never its secret. */
 type PayoutProviderView = Omit<ShopPayoutProvider, 'secret'>;
-
-const PAYOUT_PROVIDERS: readonly string[] = [YOOKASSA];
 
 /** What setting a payout provider takes: the secret in clear (for the credentials check and sealing only). */
 interface PayoutProviderInput {
@@ -232,7 +228,7 @@ export async function showPayoutProvider(store: Store, shopId: string): Promise<
 /** Checks and normalises a payout provider (one-line error); `choices` (the cabinet's): the only API addresses taken, else any http(s) (the operator's). */
 export function checkPayoutProvider(p: PayoutProviderInput, choices?: readonly string[]): Required<PayoutProviderInput> {
   const fail = (why: string): Error => new Error(`cannot set the payout provider: ${why}`);
-  if (!PAYOUT_PROVIDERS.includes(p.provider)) throw fail(`--provider must be ${PAYOUT_PROVIDERS.join(' or ')}, got "${p.provider.slice(0, 32)}"`);
+  if (p.provider !== YOOKASSA) throw fail(`--provider must be ${YOOKASSA}, got "${p.provider.slice(0, 32)}"`);
   const agentId = p.agentId.trim();
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(agentId)) throw fail('--agent-id must be 1 to 64 letters, digits, "_", "-" or "."');
   if (p.secret.length === 0 || p.secret.length > 256 || /[\r\n]/.test(p.secret)) {

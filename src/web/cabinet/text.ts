@@ -231,7 +231,6 @@ const CODES: Record<string, [string, string]> = {
   live: ['боевой', 'live'],
 };
 
-/** A method or mode code as a person reads it. */
 export const codeText = (lang: Lang, code: string): string => inWords(CODES, lang, code);
 
 const DELIVERY: Record<string, [string, string]> = {

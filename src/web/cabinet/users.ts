@@ -1,4 +1,5 @@
-import { createHmac, randomBytes, scrypt, scryptSync, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, scrypt, scryptSync, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { promisify } from 'node:util';
 import type { Engine, Reader, Store } from '../../platform/storage/store';
 import { uuid, sha256Hex } from '../../platform/util/ids';
 import { seal, unseal } from '../../platform/secrets/at-rest';
@@ -41,6 +42,8 @@ function hashPassword(password: string, action?: string): string {
 /** A hash of a random password, checked against when the email is unknown so both cases take as long. */
 let decoyHash: string | null = null;
 
+const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number, options: ScryptOptions) => Promise<Buffer>;
+
 /** True when `password` matches `stored` (scrypt runs on the thread pool, off the event loop). */
 export async function verifyPassword(stored: string | null, password: string): Promise<boolean> {
   decoyHash ??= hashPassword(randomBytes(16).toString('hex'));
@@ -48,11 +51,8 @@ export async function verifyPassword(stored: string | null, password: string): P
   if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
   const [, n, r, p, salt, key] = parts;
   const expected = Buffer.from(key, 'base64url');
-  const got = await new Promise<Buffer>((resolve, reject) =>
-    scrypt(password.slice(0, PASSWORD_MAX), Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem }, (err, k) =>
-      err ? reject(err) : resolve(k),
-    ),
-  );
+  const options = { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem };
+  const got = await scryptAsync(password.slice(0, PASSWORD_MAX), Buffer.from(salt, 'base64url'), expected.length, options);
   return stored !== null && timingSafeEqual(got, expected);
 }
 
@@ -86,7 +86,6 @@ export function getUserByEmail(q: Reader, email: string): Promise<CabinetUser | 
   return q.get<CabinetUser>('SELECT * FROM cabinet_users WHERE email = ?', email.trim().toLowerCase());
 }
 
-/** Every user, or a merchant's, oldest first. */
 export function listUsers(q: Reader, merchantId?: string): Promise<CabinetUser[]> {
   return merchantId
     ? q.all<CabinetUser>('SELECT * FROM cabinet_users WHERE merchant_id = ? ORDER BY created_at, id', merchantId)
@@ -191,7 +190,6 @@ export async function recoveryCodesLeft(q: Reader, userId: string): Promise<numb
   return (await q.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_recovery_codes WHERE user_id = ? AND used_at IS NULL', userId))!.n;
 }
 
-
 const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
 /** Length of one TOTP time step (RFC 6238's default, what every authenticator app uses). */
@@ -264,9 +262,8 @@ function matchTotp(secretB32: string, code: string, now_ms: number, lastStep: nu
 }
 
 /** The otpauth:// URI an authenticator app reads from the enrolment QR code. */
-export function otpauthUri(secretB32: string, account: string, issuer = 'kopek'): string {
-  const label = encodeURIComponent(`${issuer}:${account}`);
-  return `otpauth://totp/${label}?secret=${secretB32}&issuer=${encodeURIComponent(issuer)}&algorithm=SHA1&digits=6&period=${TOTP_STEP_S}`;
+export function otpauthUri(secretB32: string, account: string): string {
+  return `otpauth://totp/${encodeURIComponent(`kopek:${account}`)}?secret=${secretB32}&issuer=kopek&algorithm=SHA1&digits=6&period=${TOTP_STEP_S}`;
 }
 
 /** Failed sign-ins of one email allowed at full speed; after these each attempt must wait (see delayAfter). */
@@ -338,11 +335,8 @@ async function attemptSucceeded(store: Store, email: string, ip: string): Promis
   const [mail, addr] = subjects(email, ip);
   await store.write(async (tx) => {
     await tx.run('DELETE FROM cabinet_login_failures WHERE subject = ?', mail.subject);
-    const giveBack = {
-      sqlite: 'UPDATE cabinet_login_failures SET failures = max(failures - 1, 0) WHERE subject = ?',
-      postgres: 'UPDATE cabinet_login_failures SET failures = GREATEST(failures - 1, 0) WHERE subject = ?',
-    };
-    await tx.run(giveBack[tx.engine], addr.subject);
+    const greatest = { sqlite: 'max', postgres: 'GREATEST' }[tx.engine];
+    await tx.run(`UPDATE cabinet_login_failures SET failures = ${greatest}(failures - 1, 0) WHERE subject = ?`, addr.subject);
   });
 }
 

@@ -121,13 +121,9 @@ export async function postRotate(ctx: Ctx<Core>): Promise<Reply> {
   const e = await ownEndpoint(ctx);
   const raw = (form(ctx).get('overlap') ?? '0').trim() || '0';
   const back = `/cabinet/webhooks?shop=${e.shop_id}`;
-  let secret: string;
-  try {
-    if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`Cannot rotate webhook secret: the overlap must be a number of hours, got "${raw.slice(0, 32)}"`);
-    secret = await rotateSecret(ctx.app.store, e.id, Number(raw), ctx.app.clocks.real());
-  } catch (err) {
-    return refused(ctx, back, err);
-  }
+  if (!/^\d+(\.\d+)?$/.test(raw)) return refused(ctx, back, new Error(`Cannot rotate webhook secret: the overlap must be a number of hours, got "${raw.slice(0, 32)}"`));
+  const secret = await orRefused(rotateSecret(ctx.app.store, e.id, Number(raw), ctx.app.clocks.real()));
+  if (typeof secret !== 'string') return refused(ctx, back, secret.refused);
   await audit(ctx, 'webhook.rotate', e.id, `overlap ${raw} h`);
   return secretPage(ctx, e.shop_id, e.url, secret, Number(raw) > 0 ? `(${raw} h)` : '');
 }

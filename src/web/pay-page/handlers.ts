@@ -4,7 +4,7 @@ import type { Core } from '../../money/core/core';
 import { notFound } from '../../platform/http/errors';
 import { buyerRedirectUrl, findPaymentForPage, buyerCancel, payWithMethod } from '../../money/payments/handlers';
 import type { PaymentView } from '../../money/bank-port/payment';
-import { backToPage, isFinal, langOf, renderNotFound, renderPage, esc, isTest, renderForeign, tolerateMovedOn, href, bankScreen, cancelConfirm, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, payStep, processingScreen, sbpScreen, statusScreen, threeDsScreen, type PageMethod, type ScreenCtx } from './render';
+import { backToPage, isFinal, langOf, renderNotFound, renderPage, esc, isTest, renderForeign, tolerateMovedOn, href, bankScreen, cancelConfirm, cardScreen, confirmScreen, methodChoice, PAGE_METHODS, payStep, processingScreen, sbpScreen, screenPath, statusScreen, threeDsScreen, type PageMethod, type ScreenCtx } from './render';
 import { getPayment } from '../../money/payments/store';
 import type { PageSession } from '../../money/bank-port/port';
 import { clearStep, getStep } from './steps';
@@ -25,26 +25,23 @@ export async function showPage(ctx: Ctx<PageCore>): Promise<Reply> {
   if (isFinal(p)) return finalScreen(ctx, p);
   const step = await getStep(ctx.app.store, p.id);
   const sc: ScreenCtx = { lang, p, step };
-  const poll = { poll: true, step };
-  if (p.status === 'pending') return renderPage(ctx, lang, p, await pendingScreen(ctx, sc), { ...poll, query: screenQuery(ctx) });
+  const poll = { poll: true, pollStep: step?.step };
+  if (p.status === 'pending') return renderPage(lang, p, await pendingScreen(ctx, sc), { ...poll, path: screenAddress(ctx, p) });
   // A live payment is paid on the acquirer's side: its bank says what the page shows.
   if (!isTest(p)) return liveScreen(ctx, lang, p, await liveSession(ctx, p));
   const byStep = step && { challenge: threeDsScreen, confirm: confirmScreen, waiting: processingScreen }[step.step];
-  if (byStep) return renderPage(ctx, lang, p, byStep(sc), poll);
-  if (p.method === 'sbp') return renderPage(ctx, lang, p, sbpScreen(sc, await qrSvg(`${ctx.app.payPageUrl}/pay/${p.id}`)), poll);
+  if (byStep) return renderPage(lang, p, byStep(sc), poll);
+  if (p.method === 'sbp') return renderPage(lang, p, sbpScreen(sc, await qrSvg(`${ctx.app.payPageUrl}/pay/${p.id}`)), poll);
   const screen = p.method === 'cards' ? cardScreen : p.method === 'tpay' || p.method === 'bankpay' ? bankScreen : processingScreen;
-  return renderPage(ctx, lang, p, screen(sc), poll);
+  return renderPage(lang, p, screen(sc), poll);
 }
 
 const isPageMethod = (m: string | null): m is PageMethod => m !== null && (PAGE_METHODS as readonly string[]).includes(m);
 
 /** The screen a pending payment's address asks for (`method`, `cancel`), as the language switch keeps it. */
-function screenQuery(ctx: Ctx): string {
-  const q = new URLSearchParams();
+function screenAddress(ctx: Ctx, p: PaymentView): string {
   const method = ctx.query.get('method');
-  if (method === 'any' || isPageMethod(method)) q.set('method', method);
-  if (ctx.query.get('cancel') === 'ask') q.set('cancel', 'ask');
-  return q.toString();
+  return screenPath(p, method === 'any' || isPageMethod(method) ? method : null, ctx.query.get('cancel') === 'ask');
 }
 
 /** A pending payment's screen, chosen by the address alone (`?method=`, `?cancel=ask`): GET changes nothing. */
@@ -66,7 +63,7 @@ async function finalScreen(ctx: Ctx<Pick<Core, 'store'>>, p: PaymentView): Promi
   if (await getStep(ctx.app.store, p.id)) await clearStep(ctx.app.store, p.id);
   const back = buyerRedirectUrl(p);
   if (back && p.status !== 'succeeded') return { status: 303, location: back };
-  return renderPage(ctx, lang, p, statusScreen({ lang, p }, back), { redirect: back, redirectMs: SUCCESS_REDIRECT_MS });
+  return renderPage(lang, p, statusScreen({ lang, p }, back), { redirect: back, redirectMs: SUCCESS_REDIRECT_MS });
 }
 
 /** GET /pay/:id/bank: the simulated bank app (SBP's "open the bank app", T-Pay, bank wallet). */
@@ -77,7 +74,7 @@ export async function showBank(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const step = await getStep(ctx.app.store, p.id);
   // A live payment is paid in the real bank's app or page, never on this simulated one.
   if (!isTest(p) || p.status !== 'processing' || step || !['sbp', 'tpay', 'bankpay'].includes(p.method)) return backToPage(p.id, lang);
-  return renderPage(ctx, lang, p, bankScreen({ lang, p }), { poll: true });
+  return renderPage(lang, p, bankScreen({ lang, p }), { poll: true });
 }
 
 /** GET /pay/:id/status: the small JSON the page's script polls while it waits. */
@@ -121,52 +118,46 @@ async function liveScreen(ctx: Ctx, lang: Lang, p: PaymentView, s: PageSession |
 <h2>${esc(t(lang, 'live_to_bank_title'))}</h2>
 <p class="muted">${esc(t(lang, 'live_to_bank_text'))}</p>
 <a class="btn" id="to-bank" href="${esc(s.url)}">${esc(t(lang, 'live_to_bank_button'))}</a></div>`;
-    return renderPage(ctx, lang, p, body, { redirect: s.url, redirectMs: 0 });
+    return renderPage(lang, p, body, { redirect: s.url, redirectMs: 0 });
   }
   if (s?.kind === 'qr') {
     const live = { payload: s.payload, bank: /^https:\/\//.test(s.payload) ? s.payload : null };
-    return renderPage(ctx, lang, p, sbpScreen({ lang, p }, await qrSvg(s.payload), live), poll);
+    return renderPage(lang, p, sbpScreen({ lang, p }, await qrSvg(s.payload), live), poll);
   }
-  return renderPage(ctx, lang, p, processingScreen({ lang, p }), poll);
+  return renderPage(lang, p, processingScreen({ lang, p }), poll);
 }
 
-/** The payment a page action is about, with the buyer's language and form. */
-type Loaded = { lang: ReturnType<typeof langOf>; p: PaymentView; form: Record<string, string> };
+type Loaded = { lang: Lang; p: PaymentView; form: Record<string, string> };
 
-/** The payment of a page action, or the not-found page; a form from another site gets the 403 page before anything is read. */
-export async function loadForAction(ctx: Ctx<Pick<Core, 'store' | 'payPageUrl'>>): Promise<Loaded | Reply> {
-  const lang = langOf(ctx);
-  if (fromAnotherSite(ctx, ctx.app.payPageUrl)) return renderForeign(lang, ctx.params.id);
-  const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
-  if (!p) return renderNotFound(ctx, lang);
-  // The page's forms post urlencoded (a flat map of strings); a JSON object is read the same way.
-  const form: Record<string, string> = {};
-  if (ctx.body && typeof ctx.body === 'object' && !Array.isArray(ctx.body)) {
-    for (const [k, v] of Object.entries(ctx.body)) if (typeof v === 'string') form[k] = v;
-  }
-  return { lang, p, form };
+/** A page action on its payment: a form from another site gets the 403 page before anything is read, no payment the not-found page. */
+export function pageAction<C extends Pick<Core, 'store' | 'payPageUrl'>>(act: (ctx: Ctx<C>, l: Loaded) => Promise<Reply>): (ctx: Ctx<C>) => Promise<Reply> {
+  return async (ctx) => {
+    const lang = langOf(ctx);
+    if (fromAnotherSite(ctx, ctx.app.payPageUrl)) return renderForeign(lang, ctx.params.id);
+    const p = await findPaymentForPage(ctx.app.store, ctx.params.id);
+    if (!p) return renderNotFound(ctx, lang);
+    // The page's forms post urlencoded (a flat map of strings); a JSON object is read the same way.
+    const form: Record<string, string> = {};
+    if (ctx.body && typeof ctx.body === 'object' && !Array.isArray(ctx.body)) {
+      for (const [k, v] of Object.entries(ctx.body)) if (typeof v === 'string') form[k] = v;
+    }
+    return act(ctx, { lang, p, form });
+  };
 }
 
 /** POST /pay/:id/method: the buyer pays with a method; the bank session opens here, never on GET. */
-export async function postMethod(ctx: Ctx<PaymentsCore>): Promise<Reply> {
-  const l = await loadForAction(ctx);
-  if (!('p' in l)) return l;
-  const method = l.form.method;
+export const postMethod = pageAction(async (ctx: Ctx<PaymentsCore>, { p, lang, form }) => {
   // The state machine refuses (409, shown as the page's current state) another method than one fixed at creation.
-  if (l.p.status === 'pending' && (PAGE_METHODS as readonly string[]).includes(method)) {
-    await tolerateMovedOn(payWithMethod(ctx.app, l.p.id, method));
-  }
-  return backToPage(l.p.id, l.lang);
-}
+  if (p.status === 'pending' && isPageMethod(form.method)) await tolerateMovedOn(payWithMethod(ctx.app, p.id, form.method));
+  return backToPage(p.id, lang);
+});
 
 /** POST /pay/:id/cancel: pending → cancelled with the confirmation step's `confirm=yes`; without it, to that step. */
-export async function postCancel(ctx: Ctx<PaymentsCore>): Promise<Reply> {
-  const l = await loadForAction(ctx);
-  if (!('p' in l)) return l;
-  if (l.p.status === 'pending' && l.form.confirm !== 'yes') return { status: 303, location: href(`/pay/${l.p.id}?cancel=ask`, l.lang) };
-  if (l.p.status === 'pending') await tolerateMovedOn(buyerCancel(ctx.app, l.p.id));
-  return backToPage(l.p.id, l.lang);
-}
+export const postCancel = pageAction(async (ctx: Ctx<PaymentsCore>, { p, lang, form }) => {
+  if (p.status === 'pending' && form.confirm !== 'yes') return { status: 303, location: href(`/pay/${p.id}?cancel=ask`, lang) };
+  if (p.status === 'pending') await tolerateMovedOn(buyerCancel(ctx.app, p.id));
+  return backToPage(p.id, lang);
+});
 
 // Whether a POST came from another site: `Sec-Fetch-Site` (no page can set it) must be same-origin; else `Origin` must be the
 // page's address or the request's host ("null" is this page's, under no-referrer). With neither (curl) no buyer was lured.

@@ -8,6 +8,8 @@ export function html(description: string): Record<string, unknown> {
   return { description, content: { 'text/html': { schema: { type: 'string' } } } };
 }
 
+/** Every route of the page: a buyer's, with no key. */
+const hosted = { tags: ['Hosted page'], security: [] };
 const seeOther = { description: "Back to the payment's page (or, after a final status, to return_url)", headers: { Location: { schema: { type: 'string' } } } };
 const notFound = html('Friendly page: no payment has this id');
 
@@ -20,8 +22,7 @@ function formPost(summary: string, fields: Record<string, unknown>, required: st
   return {
     post: {
       summary,
-      tags: ['Hosted page'],
-      security: [],
+      ...hosted,
       parameters: [...idParam, langParam],
       requestBody: { required: false, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required, properties: fields, additionalProperties: false } } } },
       // The request chain answers a body it cannot read (malformed, too large, wrong type) with the JSON error body.
@@ -40,8 +41,7 @@ export const payPageOpenApi: OpenApiFragment = {
           "Method choice (method any), SBP QR code, card form, 3-D Secure challenge, bank confirmation, processing, the confirmation of the buyer's cancel, and final status screens. " +
           "Opening the page changes nothing: the buyer's POST of a method (or, for a test payment, of the card form, which is the first screen of a card payment) opens the bank session (pending → processing). " +
           'A final status other than succeeded redirects to return_url at once; succeeded redirects after about 2 s.',
-        tags: ['Hosted page'],
-        security: [],
+        ...hosted,
         parameters: [
           ...idParam,
           langParam,
@@ -57,19 +57,12 @@ export const payPageOpenApi: OpenApiFragment = {
       },
     },
     '/pay/{id}/status': {
-      get: {
-        summary: 'Status the waiting page polls',
-        tags: ['Hosted page'],
-        security: [],
-        parameters: idParam,
-        responses: { '200': jsonResponse('Current status', ref('PayPageStatus')), ...errorResponses },
-      },
+      get: { summary: 'Status the waiting page polls', ...hosted, parameters: idParam, responses: { '200': jsonResponse('Current status', ref('PayPageStatus')), ...errorResponses } },
     },
     '/pay/{id}/bank': {
       get: {
         summary: "The simulated bank's confirmation page (SBP bank app, T-Pay, bank wallet)",
-        tags: ['Hosted page'],
-        security: [],
+        ...hosted,
         parameters: [...idParam, langParam],
         responses: { '200': html('Bank confirmation'), '303': seeOther, '404': notFound },
       },

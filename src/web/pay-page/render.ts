@@ -27,10 +27,7 @@ export function langOf(ctx: Ctx): Lang {
     if (primary !== 'ru' && primary !== 'en') continue;
     const qp = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
     const weight = qp ? Number(qp.slice(2)) : 1;
-    if (Number.isFinite(weight) && weight > bestQ) {
-      best = primary;
-      bestQ = weight;
-    }
+    if (Number.isFinite(weight) && weight > bestQ) [best, bestQ] = [primary, weight];
   }
   return best;
 }
@@ -40,31 +37,21 @@ interface RenderOptions {
   status?: number;
   /** Poll the status route and reload when the payment moves on (`pollStep`: a live bank session's step). */
   poll?: boolean;
-  step?: PageStep;
   pollStep?: string;
   /** Follow this address after `redirectMs` (the success screen's way back to the shop). */
   redirect?: string | null;
   redirectMs?: number;
-  /** The query of the screen's address (without `lang`), which the language switch keeps. */
-  query?: string;
+  /** The screen's address (without `lang`), which the language switch keeps; default the payment's page. */
+  path?: string;
 }
 
 /** A full HTML page reply with the page's security headers. */
-export function renderPage(ctx: Ctx, lang: Lang, p: PaymentView, body: string, o: RenderOptions = {}): Reply {
+export function renderPage(lang: Lang, p: PaymentView, body: string, o: RenderOptions = {}): Reply {
   const nonce = newNonce();
   const data: Record<string, string> = {};
-  if (o.poll) {
-    data.poll = `/pay/${p.id}/status`;
-    data.status = p.status;
-    data.step = o.pollStep ?? o.step?.step ?? '';
-    data.next = href(`/pay/${p.id}`, lang);
-  }
-  if (o.redirect) {
-    data.redirect = o.redirect;
-    data.redirectMs = String(o.redirectMs ?? 0);
-  }
-  const path = o.query ? `/pay/${p.id}?${o.query}` : `/pay/${p.id}`;
-  const html = page({ lang, nonce, path, title: `${purpose(lang, kindOf(p)).title} · ${p.shop_name}`, payment: p, data }, body);
+  if (o.poll) Object.assign(data, { poll: payPath(p, '/status'), status: p.status, step: o.pollStep ?? '', next: href(payPath(p), lang) });
+  if (o.redirect) Object.assign(data, { redirect: o.redirect, redirectMs: String(o.redirectMs ?? 0) });
+  const html = page({ lang, nonce, path: o.path ?? payPath(p), title: `${purpose(lang, kindOf(p)).title} · ${p.shop_name}`, payment: p, data }, body);
   return { status: o.status ?? 200, html, headers: pageHeaders(nonce, returnOrigin(p.return_url)) };
 }
 
@@ -75,12 +62,14 @@ function bare(status: number, lang: Lang, path: string, title: TextKey, body: st
 }
 
 export function renderNotFound(ctx: Ctx, lang: Lang): Reply {
-  return bare(404, lang, ctx.path, 'not_found_title', notFoundScreen(lang));
+  return bare(404, lang, ctx.path, 'not_found_title', statusBox(lang, STATUS_ICONS.off, 'not_found_title', 'not_found_text'));
 }
 
 /** The 403 page for a form another site sent: nothing changed, and the way to the payment's own page. */
 export function renderForeign(lang: Lang, paymentId: string): Reply {
-  return bare(403, lang, `/pay/${encodeURIComponent(paymentId)}`, 'foreign_title', foreignScreen(lang, paymentId));
+  const path = `/pay/${encodeURIComponent(paymentId)}`;
+  const open = `<a class="btn" href="${esc(href(path, lang))}">${esc(t(lang, 'open_payment'))}</a>`;
+  return bare(403, lang, path, 'foreign_title', statusBox(lang, STATUS_ICONS.off, 'foreign_title', 'foreign_text', `\n<div class="stack">${open}</div>`));
 }
 
 /** Back to the payment's page (303 after a form), which shows whatever state the payment is in now. */
@@ -112,7 +101,7 @@ export function newNonce(): string {
 }
 
 /** The origin of a return_url, for CSP form-action (forms end in a redirect there); null when absent or malformed. */
-export function returnOrigin(returnUrl: string | null | undefined): string | null {
+function returnOrigin(returnUrl: string | null | undefined): string | null {
   if (!returnUrl || !URL.canParse(returnUrl)) return null;
   const u = new URL(returnUrl);
   return u.protocol === 'https:' || u.protocol === 'http:' ? u.origin : null;
@@ -161,7 +150,7 @@ export function isTest(p: PaymentView): boolean {
 }
 
 /** The payment's kind: a plain payment, a card binding, or a subscription's first payment. */
-export function kindOf(p: PaymentView): string {
+function kindOf(p: PaymentView): string {
   return p.metadata?.kind || 'payment';
 }
 
@@ -192,7 +181,7 @@ export function documentHead(lang: Lang, nonce: string, title: string, css: stri
 </head>`;
 }
 
-export function page(shell: Shell, body: string): string {
+function page(shell: Shell, body: string): string {
   const { lang, nonce, payment } = shell;
   const other: Lang = lang === 'ru' ? 'en' : 'ru';
   const data = Object.entries(shell.data ?? {})
@@ -238,12 +227,9 @@ function payPath(p: PaymentView, sub = ''): string {
 export type PageMethod = (typeof PAGE_METHODS)[number];
 
 /** The address of a pending payment's screen: `?method=` (a method, or `any` for the list), `cancel` the confirmation step. */
-function screenPath(p: PaymentView, method: string | null, cancel = false): string {
-  const q = new URLSearchParams();
-  if (method) q.set('method', method);
-  if (cancel) q.set('cancel', 'ask');
-  const s = q.toString();
-  return s ? `${payPath(p)}?${s}` : payPath(p);
+export function screenPath(p: PaymentView, method: string | null, cancel = false): string {
+  const q = [method && `method=${method}`, cancel && 'cancel=ask'].filter(Boolean).join('&');
+  return q ? `${payPath(p)}?${q}` : payPath(p);
 }
 
 /** "Cancel payment" leads to the confirmation step (a GET), so one click beside "Other ways to pay" cannot cancel. */
@@ -313,11 +299,6 @@ export function cardPayStep(sc: ScreenCtx, canChange: boolean, errors: CardField
   return cardScreen(sc, errors, kept, waysOut(sc.lang, sc.p, 'cards', canChange));
 }
 
-/** A form posted from another site: refused, nothing changed, with the way to the payment's own page. */
-export function foreignScreen(lang: Lang, paymentId: string): string {
-  const open = `<a class="btn" href="${esc(href(`/pay/${encodeURIComponent(paymentId)}`, lang))}">${esc(t(lang, 'open_payment'))}</a>`;
-  return statusBox(lang, STATUS_ICONS.off, 'foreign_title', 'foreign_text', `\n<div class="stack">${open}</div>`);
-}
 
 function planLine(lang: Lang, p: PaymentView): string {
   const outcome = p.metadata.simulator_outcome;
@@ -328,9 +309,9 @@ function planLine(lang: Lang, p: PaymentView): string {
 }
 
 /** Test-mode approve/decline controls of the simulated bank (SBP, T-Pay, bank wallet, confirmations). */
-function bankControls(lang: Lang, p: PaymentView, heading: string): string {
+function bankControls(lang: Lang, p: PaymentView): string {
   return `<section class="panel" aria-labelledby="bank-h">
-<h3 id="bank-h">${esc(heading)}</h3>
+<h3 id="bank-h">${esc(t(lang, 'test_controls'))}</h3>
 ${planLine(lang, p)}
 <form method="post" action="${esc(href(payPath(p, '/bank'), lang))}" class="stack">
 <button class="btn" type="submit" name="action" value="approve">${esc(t(lang, 'approve'))}</button>
@@ -348,7 +329,7 @@ export function sbpScreen(ctx: ScreenCtx, qrSvg: string, live?: { payload: strin
 <p class="muted">${esc(t(lang, 'sbp_scan'))}</p>
 <div role="img" aria-label="${esc(t(lang, 'sbp_qr_label'))}"${live ? ` data-qr-payload="${esc(live.payload)}"` : ''}>${qrSvg}</div>
 ${bank ? `<a class="btn" href="${esc(bank)}">${esc(t(lang, 'sbp_open_bank'))}</a>` : ''}
-<p class="muted" role="status">${esc(t(lang, 'sbp_waiting'))}</p>${isTest(p) ? `\n${bankControls(lang, p, t(lang, 'test_controls'))}` : ''}`;
+<p class="muted" role="status">${esc(t(lang, 'sbp_waiting'))}</p>${isTest(p) ? `\n${bankControls(lang, p)}` : ''}`;
 }
 
 /** The simulated bank's confirmation page (T-Pay, bank wallet, and SBP's "bank app"). */
@@ -357,7 +338,7 @@ export function bankScreen(ctx: ScreenCtx): string {
   if (!isTest(p)) return `<h2>${esc(t(lang, 'bank_text'))}</h2><div class="spinner" aria-hidden="true"></div><p class="muted" role="status">${esc(t(lang, 'bank_live_wait'))}</p>`;
   return `<h2>${esc(t(lang, 'bank_text'))}</h2>
 <dl class="kv"><div><dt>${esc(p.shop_name)}</dt><dd>${esc(formatAmount(lang, p.amount, p.currency))}</dd></div></dl>
-${bankControls(lang, p, t(lang, 'bank_title'))}`;
+${bankControls(lang, p)}`;
 }
 
 /** A requires_action step for SBP, T-Pay and bank wallet: the bank asks for one more confirmation. */
@@ -365,7 +346,7 @@ export function confirmScreen(ctx: ScreenCtx): string {
   const { lang, p } = ctx;
   return `<h2>${esc(t(lang, 'bank_confirm_title'))}</h2>
 <p class="muted">${esc(t(lang, 'bank_confirm_text'))}</p>
-${bankControls(lang, p, t(lang, 'bank_title'))}`;
+${bankControls(lang, p)}`;
 }
 
 function field(lang: Lang, name: string, label: TextKey, attrs: string, hint: TextKey | null, value: string, error?: string): string {
@@ -401,7 +382,7 @@ export function cardScreen(ctx: ScreenCtx, errors: CardFieldError[] = [], kept: 
     return e ? t(lang, e.reason as TextKey) : undefined;
   };
   const action = `${purpose(lang, kindOf(p)).action}${kindOf(p) === 'payment' ? ' ' + formatAmount(lang, p.amount, p.currency) : ''}`;
-  return `<h2>${esc(t(lang, 'card_title'))}</h2>
+  return `<h2>${esc(t(lang, 'pay_by_cards'))}</h2>
 ${errors.length > 0 ? `<div class="alert" role="alert">${esc(t(lang, 'form_errors'))}</div>` : ''}
 <form id="card-form" method="post" action="${esc(href(payPath(p, '/card'), lang))}" novalidate>
 ${field(lang, 'number', 'card_number', 'type="text" inputmode="numeric" autocomplete="cc-number" maxlength="23" placeholder="0000 0000 0000 0000" required', null, '', err('number'))}
@@ -473,8 +454,4 @@ ${text ? `<p class="reason">${esc(text)}</p>` : ''}
 ${details(lang, p)}
 ${back ? `<div class="stack">${back}</div>` : ''}
 </div>`;
-}
-
-export function notFoundScreen(lang: Lang): string {
-  return statusBox(lang, STATUS_ICONS.off, 'not_found_title', 'not_found_text');
 }

@@ -1,8 +1,8 @@
-import type { Ctx, Reply } from '../../platform/http/types';
+import type { Ctx } from '../../platform/http/types';
 import type { PaymentsCore } from '../../money/payments/core';
 import { checkCard, decideCard, planFromMetadata, THREE_DS_CODE } from '../../banks/simulator/plan';
 import { buyerResolve } from '../../banks/simulator/test-bank';
-import { loadForAction } from './handlers';
+import { pageAction } from './handlers';
 import { isTest, backToPage, renderPage, tolerateMovedOn, cardPayStep, cardScreen } from './render';
 import { payWithMethod } from '../../money/payments/handlers';
 import { getPayment, paymentView } from '../../money/payments/store';
@@ -15,10 +15,7 @@ import { clearStep, getStep, putStep, type PageStep } from './steps';
 const BUYER_DECLINE = 'do_not_honor';
 
 /** POST /pay/:id/bank: approve (as the magic-amount plan says) or decline at the simulated bank, test mode. */
-export async function postBank(ctx: Ctx<PaymentsCore>): Promise<Reply> {
-  const l = await loadForAction(ctx);
-  if (!('p' in l)) return l;
-  const { p, lang, form } = l;
+export const postBank = pageAction(async (ctx: Ctx<PaymentsCore>, { p, lang, form }) => {
   const action = form.action;
   if (!isTest(p) || p.status !== 'processing' || p.method === 'cards' || (action !== 'approve' && action !== 'decline')) {
     return backToPage(p.id, lang);
@@ -33,7 +30,7 @@ export async function postBank(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   else await tolerateMovedOn(buyerResolve(ctx.app, p.id, { outcome: 'succeeded' }));
   if (step || action === 'decline') await clearStep(ctx.app.store, p.id);
   return backToPage(p.id, lang);
-}
+});
 
 function blankStep(step: PageStep['step']): PageStep {
   return { step, card_brand: '', card_mask: '', card_holder: '', outcome: '', failure_code: '' };
@@ -51,9 +48,7 @@ async function cardPayable(ctx: Ctx<PaymentsCore>, p: PaymentView): Promise<{ fi
 }
 
 /** POST /pay/:id/card: checks the card as the script does, opens a pending payment's card session, lets the test bank decide; only brand, mask, holder leave. */
-export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
-  const l = await loadForAction(ctx);
-  if (!('p' in l)) return l;
+export const postCard = pageAction(async (ctx: Ctx<PaymentsCore>, l) => {
   const { lang, form } = l;
   let p = l.p;
   const payable = await cardPayable(ctx, p);
@@ -62,7 +57,7 @@ export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   if (!checked.card) {
     const kept = { exp: form.exp, holder: form.holder };
     const body = p.status === 'pending' ? cardPayStep({ lang, p }, !payable.fixed, checked.errors, kept) : cardScreen({ lang, p }, checked.errors, kept);
-    return renderPage(ctx, lang, p, body, { status: 400, poll: true });
+    return renderPage(lang, p, body, { status: 400, poll: true });
   }
   if (p.status === 'pending') {
     let opened: PaymentRow | undefined;
@@ -83,13 +78,10 @@ export async function postCard(ctx: Ctx<PaymentsCore>): Promise<Reply> {
     await tolerateMovedOn(buyerResolve(ctx.app, p.id, { outcome: d.outcome as 'succeeded' | 'failed', failureCode: d.failureCode, card }));
   }
   return backToPage(p.id, lang);
-}
+});
 
 /** POST /pay/:id/3ds: the documented code passes the challenge (then the card's answer applies); any other fails three_ds_failed. */
-export async function postThreeDs(ctx: Ctx<PaymentsCore>): Promise<Reply> {
-  const l = await loadForAction(ctx);
-  if (!('p' in l)) return l;
-  const { p, lang, form } = l;
+export const postThreeDs = pageAction(async (ctx: Ctx<PaymentsCore>, { p, lang, form }) => {
   const step = await getStep(ctx.app.store, p.id);
   if (p.status !== 'processing' || step?.step !== 'challenge') return backToPage(p.id, lang);
   const card = { brand: step.card_brand, mask: step.card_mask, holder: step.card_holder };
@@ -104,4 +96,4 @@ export async function postThreeDs(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   }
   await clearStep(ctx.app.store, p.id);
   return backToPage(p.id, lang);
-}
+});

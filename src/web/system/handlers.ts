@@ -12,8 +12,7 @@ export async function health(ctx: Ctx<Pick<Core, 'store' | 'version'>>): Promise
   await store.get('SELECT 1');
   const t = store.trouble();
   if (t) {
-    let failing = Date.now() - t.at < STORAGE_TROUBLE_RECENT_MS;
-    if (!failing) failing = await store.probeWrite().then(() => false, () => true);
+    const failing = Date.now() - t.at < STORAGE_TROUBLE_RECENT_MS || (await store.probeWrite().then(() => false, () => true));
     if (failing) {
       const now = store.trouble() ?? t;
       throw new ApiError(503, 'unavailable', `Cannot take writes: the storage refused the last one (${now.code}: ${redactUrl(now.message)})`, undefined, { 'Retry-After': '5' });

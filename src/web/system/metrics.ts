@@ -63,9 +63,7 @@ export class Metrics {
     for (const [k, v] of [...this.requests].sort()) out.push(`kopek_http_requests_total{${k}} ${v}`);
     describe(out, 'kopek_http_request_duration_seconds', 'histogram', 'Time from request start to the end of the response.');
     for (const [k, h] of [...this.histograms].sort()) {
-      for (let i = 0; i < LATENCY_BUCKETS_S.length; i++) {
-        out.push(`kopek_http_request_duration_seconds_bucket{${k},le="${LATENCY_BUCKETS_S[i]}"} ${h.buckets[i]}`);
-      }
+      LATENCY_BUCKETS_S.forEach((le, i) => out.push(`kopek_http_request_duration_seconds_bucket{${k},le="${le}"} ${h.buckets[i]}`));
       out.push(`kopek_http_request_duration_seconds_bucket{${k},le="+Inf"} ${h.count}`);
       out.push(`kopek_http_request_duration_seconds_sum{${k}} ${round(h.sum)}`);
       out.push(`kopek_http_request_duration_seconds_count{${k}} ${h.count}`);

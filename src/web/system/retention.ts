@@ -111,8 +111,7 @@ export class Retention {
       }
       deleted[rule.name] = total;
     }
-    const sum = Object.values(deleted).reduce((a, b) => a + b, 0);
-    if (sum > 0) this.deps.log.info('retention sweep', deleted);
+    if (Object.values(deleted).some((n) => n > 0)) this.deps.log.info('retention sweep', deleted);
     return deleted;
   }
 }
