@@ -1,16 +1,13 @@
 /** The one error type of the API: an HTTP status, a stable snake_case code, a safe message, and the field at fault. */
 export class ApiError extends Error {
-  readonly status: number;
-  readonly code: string;
-  readonly param?: string;
-  readonly headers?: Record<string, string>;
-
-  constructor(status: number, code: string, message: string, param?: string, headers?: Record<string, string>) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly param?: string,
+    readonly headers?: Record<string, string>,
+  ) {
     super(message);
-    this.status = status;
-    this.code = code;
-    this.param = param;
-    this.headers = headers;
   }
 
   /** The documented error body: `{"error": {code, message, param?}}`. */

@@ -134,9 +134,9 @@ export function onClientError(log: Logger, err: NodeJS.ErrnoException, socket: D
   }
   const [status, reason, code, message] = err.code !== undefined && Object.hasOwn(CLIENT_ERRORS, err.code) ? CLIENT_ERRORS[err.code] : MALFORMED;
   const apiErr = new ApiError(status, code, message);
+  const body = JSON.stringify(apiErr.toBody());
   if (inflight && !inflight.headersSent && inflight.writable) {
     // The request is known (its body was too slow): answer through its response so its own access line says 408.
-    const body = JSON.stringify(apiErr.toBody());
     inflight.writeHead(apiErr.status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
     inflight.end(body);
     return;
@@ -146,7 +146,6 @@ export function onClientError(log: Logger, err: NodeJS.ErrnoException, socket: D
     return;
   }
   const requestId = randomUUID();
-  const body = JSON.stringify(apiErr.toBody());
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\n` +
       `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +

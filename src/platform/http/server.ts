@@ -8,11 +8,8 @@ import { ApiError, toApiError } from './errors';
 import { BodyBudget, checkUrlEncoded, hasBody, illFormed, takeBody } from './body';
 import { logAccess, onClientError, send, sendError } from './respond';
 
-export type { KeyCheck, KeyInput, RequestObserver, ServerConfig, ServerDeps, ServerGuards } from './deps';
-
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,64}$/;
 
-/** Named limits of connections and request bodies. */
 export const SERVER_LIMITS = {
   /** Bytes of request bodies all requests in flight may hold at once; past it a body is refused with 503. */
   body_inflight_bytes: 64 * 1024 * 1024,
@@ -167,7 +164,8 @@ async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, plain:
     // A token is the whole credential (no cookies), so a page of any origin may read the stream with it.
     ctx.res.setHeader('Access-Control-Allow-Origin', '*');
   } else if (key) {
-    key.verifyBody?.(firstOf(req.headers['x-psp-signature']), ctx.rawBody);
+    // Node joins a repeated header other than Set-Cookie into one string.
+    key.verifyBody?.(req.headers['x-psp-signature'] as string | undefined, ctx.rawBody);
     ctx.auth = key.auth;
     guards.noteKeyUse(ctx.auth.keyId);
     guards.rateLimit?.(ctx.auth.keyId);
@@ -181,20 +179,17 @@ async function refuse<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, err: 
   const { deps } = chain;
   const { req, res, requestId, method, path } = ctx;
   const apiErr = withAction(toApiError(err), method, ctx.route);
-  if (apiErr.status >= 500 && err instanceof ApiError) {
-    // Raised on purpose (shutting down, a bank's router refusing): a known condition, not a bug; no stack.
-    const fields = { request_id: requestId, method, path, status: apiErr.status, code: apiErr.code, error: apiErr.message };
-    if (deps.shutdown.closing && apiErr.status === 503) deps.log.info('request refused while shutting down', fields);
-    else deps.log.warn('request failed', fields);
-  } else if (apiErr.status >= 500) {
-    deps.log.error('request failed', {
-      request_id: requestId,
-      method,
-      path,
-      status: apiErr.status,
-      error: err instanceof Error ? err.message : String(err),
-      stack: err instanceof Error ? err.stack : undefined,
-    });
+  if (apiErr.status >= 500) {
+    const fields = { request_id: requestId, method, path, status: apiErr.status };
+    if (err instanceof ApiError) {
+      // Raised on purpose (shutting down, a bank's router refusing): a known condition, not a bug; no stack.
+      const known = { ...fields, code: apiErr.code, error: apiErr.message };
+      if (deps.shutdown.closing && apiErr.status === 503) deps.log.info('request refused while shutting down', known);
+      else deps.log.warn('request failed', known);
+    } else {
+      const e = err instanceof Error ? err : undefined;
+      deps.log.error('request failed', { ...fields, error: e ? e.message : String(err), stack: e?.stack });
+    }
   }
   // A body never read (refused before it) would still have to be received to reach the next request: close instead.
   if (!progress.bodyTaken && hasBody(req) && !res.headersSent) res.setHeader('Connection', 'close');
@@ -259,11 +254,6 @@ function parseTarget(target: string | undefined): URL {
   }
 }
 
-/** The first value of a request header. */
-function firstOf(v: string | string[] | undefined): string | undefined {
-  return typeof v === 'string' || v === undefined ? v : v[0];
-}
-
 /**
  * A client address in the form allow-lists compare (the client address of a request, src/platform/auth/ip-allowlist.ts,
  * the webhooks' URL policy): zone id dropped, lower case, and an IPv4-mapped IPv6 address (`::ffff:1.2.3.4`,
@@ -284,7 +274,7 @@ export function unmapIp(address: string): string {
  * The client address. Behind a trusted proxy it is the last X-Forwarded-For entry: the one the proxy itself
  * appended; earlier entries come from the client and could be forged to pass an allow-list.
  */
-export function clientIp(trustProxy: boolean, req: IncomingMessage): string {
+function clientIp(trustProxy: boolean, req: IncomingMessage): string {
   if (trustProxy) {
     const xff = req.headers['x-forwarded-for'];
     const entries = (Array.isArray(xff) ? xff.join(',') : xff ?? '').split(',').map((e) => e.trim()).filter(Boolean);
@@ -314,7 +304,7 @@ const OVER_CAP_RESPONSE = (() => {
  * timeout is closed (idle sockets would otherwise hold file descriptors and memory for ever).
  * Returns the sockets being shed, whose requests are dropped.
  */
-export function guardConnections(config: Pick<ServerConfig, 'maxConnections' | 'headersTimeoutMs'>, server: Server): WeakSet<Socket> {
+function guardConnections(config: Pick<ServerConfig, 'maxConnections' | 'headersTimeoutMs'>, server: Server): WeakSet<Socket> {
   const shed = new WeakSet<Socket>();
   let open = 0;
   const max = Math.min(config.maxConnections, fdCeiling());
@@ -354,7 +344,7 @@ const LINGER_MS = 1000;
  * most LINGER_MS. A connection kept alive never calls destroySoon and stays as it is; one that lingers is
  * put in `lingering`, and a request parsed on it meanwhile is dropped, never answered.
  */
-export function lingerOnClose(socket: Socket, lingering: WeakSet<Socket>): void {
+function lingerOnClose(socket: Socket, lingering: WeakSet<Socket>): void {
   socket.destroySoon = (): void => {
     lingering.add(socket);
     if (socket.writable) socket.end();
@@ -387,11 +377,10 @@ interface Compiled<T> {
   regex: RegExp;
   keys: string[];
   value: T;
-  staticPath: string | null;
 }
 
 /** The outcome of matching a request: the route and its params, a 405 with the allowed methods, or nothing. */
-export type Match<T> =
+type Match<T> =
   | { kind: 'found'; value: T; params: Record<string, string>; pattern: string }
   | { kind: 'method_not_allowed'; allow: string[] }
   | { kind: 'not_found' };
@@ -405,7 +394,6 @@ export class Router<T> {
   private readonly params: Compiled<T>[] = [];
   private readonly statics = new Map<string, Map<string, Compiled<T>>>();
 
-  /** Add a route; throws at start-up on a malformed pattern or a duplicate of an existing method and shape. */
   add(method: string, pattern: string, value: T): void {
     if (!/^[A-Z]+$/.test(method)) throw new Error(`Cannot add route "${method} ${pattern}": bad method`);
     if (!pattern.startsWith('/')) throw new Error(`Cannot add route "${method} ${pattern}": pattern must start with /`);
@@ -431,19 +419,12 @@ export class Router<T> {
         throw new Error(`Cannot add route "${method} ${pattern}": duplicates "${r.method} ${r.pattern}"`);
       }
     }
-    const compiled: Compiled<T> = {
-      method,
-      pattern,
-      regex: new RegExp(source),
-      keys,
-      value,
-      staticPath: keys.length === 0 ? pattern : null,
-    };
+    const compiled: Compiled<T> = { method, pattern, regex: new RegExp(source), keys, value };
     this.routes.push(compiled);
-    if (!compiled.staticPath) this.params.push(compiled);
+    if (keys.length > 0) this.params.push(compiled);
     else {
-      let byMethod = this.statics.get(compiled.staticPath);
-      if (!byMethod) this.statics.set(compiled.staticPath, (byMethod = new Map()));
+      let byMethod = this.statics.get(pattern);
+      if (!byMethod) this.statics.set(pattern, (byMethod = new Map()));
       byMethod.set(method, compiled);
     }
   }
