@@ -1,4 +1,5 @@
 import { jsonResponse, ref } from './openapi-types';
+import { BODY_METHODS } from './body';
 
 /**
  * Rules the whole OpenAPI document follows so that generated clients (openapi-typescript, openapi-generator)
@@ -8,9 +9,6 @@ import { jsonResponse, ref } from './openapi-types';
  * - request bodies are written inline, so a property with a `default` stays optional in generated types
  *   (openapi-typescript makes a defaulted property of a component schema required).
  */
-
-/** Methods whose request body the server reads (src/platform/http/server.ts), so body refusals apply to them. */
-const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete']);
 
 /** What each 4xx status means, as the Error body's `code` says it. */
 const MEANING: Record<string, string> = {
@@ -42,7 +40,7 @@ export function clientErrorStatuses(method: string, path: string, op: Operation,
   const out = new Set<string>();
   const secured = (op.security ?? rootSecurity).length > 0;
   const params = op.parameters ?? [];
-  if (BODY_METHODS.has(method)) ['400', '413', '415'].forEach((s) => out.add(s));
+  if (BODY_METHODS.has(method.toUpperCase())) ['400', '413', '415'].forEach((s) => out.add(s));
   // Every request is refused for a query or path parameter that is not well-formed text once percent-decoded
   // (invalid UTF-8, a NUL) and for a body on a method that takes none (src/platform/http/server.ts); the API also checks
   // its query and header parameters (the payment page's lang falls back to a default instead).

@@ -335,14 +335,11 @@ function guardConnections(config: Pick<ServerConfig, 'maxConnections' | 'headers
 const LINGER_MS = 1000;
 
 /**
- * Close a connection whose request is refused while its body is still arriving (413, or a refusal before the
- * body) so that the client reads the answer. Node closes a connection answered with `Connection: close`
- * through `socket.destroySoon()`: the socket is destroyed as soon as the answer is written, and a socket
- * closed with bytes unread sends a reset, which a client still sending may meet before it reads the answer.
- * For this socket, destroySoon half-closes instead (the answer, then FIN) and keeps reading and dropping the
- * client's bytes (the request is resumed or dumped, so the parser discards them) until the client closes too, or at
- * most LINGER_MS. A connection kept alive never calls destroySoon and stays as it is; one that lingers is
- * put in `lingering`, and a request parsed on it meanwhile is dropped, never answered.
+ * Close a connection refused while its body still arrives (413, or a refusal before the body) so that the client
+ * reads the answer. Node ends a `Connection: close` answer with `socket.destroySoon()`, and a socket destroyed
+ * with bytes unread sends a reset, which a client still sending may meet before it reads the answer. Here
+ * destroySoon half-closes instead (the answer, then FIN) and reads and drops the client's bytes until it closes
+ * too, or at most LINGER_MS (a connection kept alive never calls it); a request parsed on it meanwhile is dropped.
  */
 function lingerOnClose(socket: Socket, lingering: WeakSet<Socket>): void {
   socket.destroySoon = (): void => {
