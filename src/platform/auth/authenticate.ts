@@ -56,7 +56,6 @@ function scopesOf(row: { key_scopes: string; shop_scopes: string }): ReadonlySet
   return new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s)));
 }
 
-/** The frozen Auth of a key row's requests. */
 function authOf(row: KeyRow): Readonly<Auth> {
   return Object.freeze({
     keyId: row.key_id, merchantId: row.merchant_id, shopId: row.shop_id, shopName: row.shop_name,
@@ -89,10 +88,7 @@ function entryOf(store: Store, row: KeyRow): KeyEntry {
   return { row, allow, check: { auth: authOf(row), verifyBody } };
 }
 
-/**
- * The Auth of the key with this id (a stream token names its key by id): undefined when unknown or revoked,
- * 403 when it is a live key of a merchant without live mode, as for the key itself.
- */
+/** The Auth of the key with this id: undefined when unknown or revoked, 403 for a live key without live mode. */
 export async function authOfKeyId(q: Reader, keyId: string): Promise<Auth | undefined> {
   const row = await q.get<KeyRow>(KEY_SQL_BY_ID, keyId);
   if (!row || row.revoked_at !== null) return undefined;
@@ -110,11 +106,9 @@ function requireLiveEnabled(row: KeyRow): void {
 const keyHashes = new WeakMap<object, { authorization: string; hash: string }>();
 
 /**
- * The part of authentication that needs no body, run before a byte of the body is read: Bearer key (401),
- * live mode (403), IP allow-list (403). A keyless or refused client never makes the server hold its body.
- * A keep-alive client sends the same Authorization header on every request: its key's hash is kept with the
- * connection and reused while the header is the same string. Keys are looked up by hash in a cache that
- * follows the database's change signal (KeyCache above).
+ * The part of authentication that needs no body: Bearer key (401), live mode (403), IP allow-list (403), so a
+ * keyless or refused client never makes the server hold its body. A keep-alive client sends the same
+ * Authorization header on every request: its key's hash is kept with the connection while the header stays.
  */
 export async function authenticateKey(store: Store, input: KeyInput): Promise<KeyCheck> {
   const { authorization, connection } = input;

@@ -12,7 +12,6 @@ export class RateLimiter {
     private readonly burst: number,
   ) {}
 
-  /** Take one token for `key` or throw 429. */
   take(key: string): void {
     const t = performance.now();
     let b = this.buckets.get(key);

@@ -378,7 +378,6 @@ export function amountField(obj: Record<string, unknown>, name: string, required
   return v;
 }
 
-/** An integer field within bounds. */
 export function intField(obj: Record<string, unknown>, name: string, opts: { required?: boolean; min: number; max: number }): number | undefined {
   const v = obj[name];
   if (v === undefined || v === null) {
@@ -390,7 +389,6 @@ export function intField(obj: Record<string, unknown>, name: string, opts: { req
   return v;
 }
 
-/** A string field, optionally bounded and matched. */
 export function strField(
   obj: Record<string, unknown>,
   name: string,
@@ -427,7 +425,6 @@ export function urlControlChar(v: string): string | null {
   return m ? 'U+' + m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0') : null;
 }
 
-/** An enum field. */
 export function enumField<T extends string>(obj: Record<string, unknown>, name: string, values: readonly T[], def?: T): T | undefined {
   const v = obj[name];
   if (v === undefined || v === null) return def;

@@ -41,10 +41,7 @@ export interface KeyCheck {
   verifyBody?: (signature: string | undefined, rawBody: Buffer) => void;
 }
 
-/**
- * The guards of the request chain (src/platform/http/server.ts calls them in the order its doc comment gives). Each
- * refuses by throwing an ApiError, which the server answers like any other.
- */
+/** The guards, called in the order of createHttpServer's comment; each refuses by throwing an ApiError. */
 export interface ServerGuards<S> {
   /** The API key of the Authorization header: Bearer key (401), live mode, IP allow-list (403); before the body. */
   key(input: KeyInput): Promise<KeyCheck>;

@@ -18,7 +18,6 @@ export class ApiError extends Error {
   }
 }
 
-/** 400 bad_request naming the field. */
 export function badRequest(message: string, param?: string): ApiError {
   return new ApiError(400, 'bad_request', message, param);
 }
@@ -28,7 +27,6 @@ export function notFound(message = 'Cannot find the requested resource'): ApiErr
   return new ApiError(404, 'not_found', message);
 }
 
-/** 409 invalid_state naming the current status. */
 export function invalidState(message: string): ApiError {
   return new ApiError(409, 'invalid_state', message);
 }

@@ -68,18 +68,16 @@ function writeBody(res: ServerResponse, status: number, type: string, text: stri
 const GZIP_MIN_BYTES = 4096;
 
 /** Whether an Accept-Encoding header allows gzip: named (or `*`) without `q=0`. */
-function acceptsGzip(header: string | string[] | undefined): boolean {
-  const value = Array.isArray(header) ? header.join(',') : header;
-  if (!value) return false;
-  let star: boolean | null = null;
-  for (const part of value.split(',')) {
-    const [name, ...params] = part.trim().toLowerCase().split(';');
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+function acceptsGzip(header: string | undefined): boolean {
+  let star = false;
+  for (const part of (header ?? '').toLowerCase().split(',')) {
+    const [name, ...params] = part.split(';').map((p) => p.trim());
+    const q = params.find((p) => p.startsWith('q='));
     const allowed = q === undefined || Number(q.slice(2)) > 0;
-    if (name.trim() === 'gzip' || name.trim() === 'x-gzip') return allowed;
-    if (name.trim() === '*') star = allowed;
+    if (name === 'gzip' || name === 'x-gzip') return allowed;
+    if (name === '*') star = allowed;
   }
-  return star === true;
+  return star;
 }
 
 /** Longest path written to the log; longer paths are cut so one request cannot flood it. */
@@ -91,7 +89,6 @@ interface AccessRecord {
   method: string;
   /** The path without its query string. */
   path: string;
-  /** The route pattern matched, when one was. */
   route?: string;
   status: number;
   durationMs: number;
@@ -101,7 +98,6 @@ interface AccessRecord {
   extra?: Record<string, unknown>;
 }
 
-/** Write the one JSON access-log line of a request. */
 export function logAccess(log: Logger, r: AccessRecord): void {
   // Built field by field: spreading optional parts made a temporary object each, once per request.
   const fields: Record<string, unknown> = r.extra ? { ...r.extra } : {};

@@ -22,8 +22,8 @@ interface Chain<S> {
   /** The response in flight on each connection (a client error while its body arrives is answered through it). */
   inflight: WeakMap<Socket, ServerResponse>;
   bodies: BodyBudget;
-  /** Connections answered before their request ended, read and dropped until they close (lingerOnClose). */
-  lingering: WeakSet<Socket>;
+  /** Connections whose requests are dropped, never answered: shed over the cap, or lingering (lingerOnClose). */
+  dropped: WeakSet<Socket>;
 }
 
 /** How far one request got: the status answered, and whether its body was taken (read, or let through). */
@@ -58,11 +58,11 @@ export function createHttpServer<S>(deps: ServerDeps<S>, router: Router<RouteDef
     router,
     inflight: new WeakMap(),
     bodies: new BodyBudget(SERVER_LIMITS.body_inflight_bytes),
-    lingering: new WeakSet(),
+    dropped: new WeakSet(),
   };
-  const shed = guardConnections(deps.config, server);
+  guardConnections(deps.config, server, chain.dropped);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (shed.has(req.socket) || chain.lingering.has(req.socket)) {
+    if (chain.dropped.has(req.socket)) {
       res.destroy();
       return;
     }
@@ -194,7 +194,7 @@ async function refuse<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, err: 
   // A body never read (refused before it) would still have to be received to reach the next request: close instead.
   if (!progress.bodyTaken && hasBody(req) && !res.headersSent) res.setHeader('Connection', 'close');
   // Answered while the body still arrives (413, or refused before it): close so that the client reads the answer.
-  if (!req.complete) lingerOnClose(req.socket, chain.lingering);
+  if (!req.complete) lingerOnClose(req.socket, chain.dropped);
   // The cabinet is a site for people: its refusals are pages (or the way to the sign-in page), not JSON.
   const cabinet = path === '/cabinet' || path.startsWith('/cabinet/');
   progress.status = cabinet && !res.headersSent ? send(ctx, deps.guards.cabinetError(ctx, apiErr)) : sendError(ctx, apiErr);
@@ -239,10 +239,7 @@ function checkTarget(target: string, params: Record<string, string>): void {
 /** The query of every request without one; handlers only read a query. */
 const NO_QUERY = new URLSearchParams();
 
-/**
- * A path the URL parser would return unchanged and routing sees as sent: plain characters, no query, no dot
- * segments, no escapes, so no parameter with a NUL.
- */
+/** A path the URL parser returns as sent: no query, dot segment or escape (so no parameter holds a NUL). */
 const PLAIN_PATH_RE = /^\/[A-Za-z0-9\-_~/]*(?:\.[A-Za-z0-9\-_~]+)?$/;
 
 /** The request target as a URL; an origin-form target (`//a/b` included) is a path, never a host. */
@@ -299,36 +296,32 @@ const OVER_CAP_RESPONSE = (() => {
 })();
 
 /**
- * Connections are a resource like any other: at most --max-connections are served at once (one more is
- * answered 503 and closed, never left hanging), and a connection that sends no byte within the headers
- * timeout is closed (idle sockets would otherwise hold file descriptors and memory for ever).
- * Returns the sockets being shed, whose requests are dropped.
+ * At most --max-connections are served at once (one more is answered 503, put in `dropped` and closed, never left
+ * hanging), and a connection that sends no byte within the headers timeout is closed (idle sockets would
+ * otherwise hold file descriptors and memory for ever).
  */
-function guardConnections(config: Pick<ServerConfig, 'maxConnections' | 'headersTimeoutMs'>, server: Server): WeakSet<Socket> {
-  const shed = new WeakSet<Socket>();
+function guardConnections(config: Pick<ServerConfig, 'maxConnections' | 'headersTimeoutMs'>, server: Server, dropped: WeakSet<Socket>): void {
   let open = 0;
   const max = Math.min(config.maxConnections, fdCeiling());
-  const firstByte_ms = config.headersTimeoutMs;
   // Before the HTTP server's own listener, so a shed socket is marked before its parser starts.
   server.prependListener('connection', (socket: Socket) => {
     open++;
     if (open > max) {
       socket.once('close', () => open--);
-      shed.add(socket);
+      dropped.add(socket);
       socket.end(OVER_CAP_RESPONSE);
       socket.setTimeout(1000, () => socket.destroy());
       return;
     }
     const timer = setTimeout(() => {
       if (socket.bytesRead === 0) socket.destroy();
-    }, firstByte_ms);
+    }, config.headersTimeoutMs);
     timer.unref();
     socket.once('close', () => {
       open--;
       clearTimeout(timer);
     });
   });
-  return shed;
 }
 
 /** Longest a connection answered before its request ended goes on reading, and dropping, what the client sends. */
@@ -341,9 +334,9 @@ const LINGER_MS = 1000;
  * destroySoon half-closes instead (the answer, then FIN) and reads and drops the client's bytes until it closes
  * too, or at most LINGER_MS (a connection kept alive never calls it); a request parsed on it meanwhile is dropped.
  */
-function lingerOnClose(socket: Socket, lingering: WeakSet<Socket>): void {
+function lingerOnClose(socket: Socket, dropped: WeakSet<Socket>): void {
   socket.destroySoon = (): void => {
-    lingering.add(socket);
+    dropped.add(socket);
     if (socket.writable) socket.end();
     if (socket.destroyed) return;
     const timer = setTimeout(() => socket.destroy(), LINGER_MS);
