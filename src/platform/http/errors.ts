@@ -23,7 +23,7 @@ export function badRequest(message: string, param?: string): ApiError {
 }
 
 /** 404 not_found; also used for ids of another shop, so existence is never revealed. */
-export function notFound(message = 'Cannot find the requested resource'): ApiError {
+export function notFound(message: string): ApiError {
   return new ApiError(404, 'not_found', message);
 }
 
