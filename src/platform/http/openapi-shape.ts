@@ -39,7 +39,6 @@ type Operation = Record<string, unknown> & {
 export function clientErrorStatuses(method: string, path: string, op: Operation, rootSecurity: unknown[]): string[] {
   const out = new Set<string>();
   const secured = (op.security ?? rootSecurity).length > 0;
-  const params = op.parameters ?? [];
   if (BODY_METHODS.has(method.toUpperCase())) ['400', '413', '415'].forEach((s) => out.add(s));
   // Every request is refused for a query or path parameter that is not well-formed text once percent-decoded
   // (invalid UTF-8, a NUL) and for a body on a method that takes none (src/platform/http/server.ts); the API also checks
@@ -48,7 +47,7 @@ export function clientErrorStatuses(method: string, path: string, op: Operation,
   if (secured) ['401', '403', '429'].forEach((s) => out.add(s));
   // A path id may name nothing the key can see; test helpers are not found for a live key.
   if (path.includes('{') || path.startsWith('/v1/test/')) out.add('404');
-  if (params.some((p) => p.name === 'Idempotency-Key')) out.add('409');
+  if (op.parameters?.some((p) => p.name === 'Idempotency-Key')) out.add('409');
   // An action on one object (POST below /{id}/) can find it in a status that refuses the action.
   if (method === 'post' && /\{[^}]+\}\/[^/]+$/.test(path) && secured) out.add('409');
   return [...out].sort();
