@@ -53,10 +53,7 @@ export interface StartOptions {
   modules?: Array<(core: PaymentsCore) => Module>;
 }
 
-/**
- * Wiring only: open the storage, build the core, build the modules in one ordered list, mount them, build the
- * server and listen; then start the jobs and the modules.
- */
+/** Wiring only; the jobs and the modules start once the server listens. */
 export async function startApp(config: Config, opts: StartOptions = {}): Promise<Running> {
   const log = opts.log ?? createLogger(config.logLevel);
   const { store, lock } = await openData(config, log);

@@ -6,11 +6,7 @@ import { authenticateStreamToken } from './platform/auth/stream-token';
 import { RateLimiter } from './platform/auth/rate-limit';
 import { authenticateCabinet, cabinetErrorReply } from './web/cabinet/sessions';
 
-/**
- * The steps of the request chain that belong to auth/ and cabinet/, handed to the HTTP server (which knows
- * neither): the API key, stream tokens, the cabinet's session and error pages, scopes, the rate limit and the
- * key's last use. The server calls them in the order of its chain.
- */
+/** The steps of the request chain that belong to auth/ and cabinet/, handed to the HTTP server, which knows neither. */
 export function serverGuards(app: App, config: Pick<Config, 'rateLimitPerSecond' | 'rateLimitBurst'>): ServerGuards<App> {
   const limiter = config.rateLimitPerSecond > 0 ? new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst) : null;
   // Bound once here, so that a request calls each step itself, not a closure around it.

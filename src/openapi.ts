@@ -10,7 +10,6 @@ import { subscriptionsOpenApi } from './money/subscriptions/openapi';
 import { simulatorOpenApi } from './banks/simulator/openapi';
 import { bankPortOpenApi } from './banks/callbacks';
 import { cabinetOpenApi } from './web/cabinet/openapi';
-
 import { openApiDocument } from './platform/http/openapi';
 
 /** Every domain's OpenAPI fragment; add a domain's fragment here when its routes are added to routes.ts. */

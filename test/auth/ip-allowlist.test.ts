@@ -2,7 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, doRequest, type TestServer, type TestShop } from '../helpers/server';
 import { setIpAllowlist } from '../../src/money/shops/store';
-import { compileAllowList, unmapIp } from '../../src/platform/auth/ip-allowlist';
+import { compileAllowList } from '../../src/platform/auth/ip-allowlist';
+import { unmapIp } from '../../src/platform/http/server';
 
 // Listening on '::' makes the server dual-stack: a 127.0.0.1 client arrives as ::ffff:127.0.0.1, a real mapped address.
 let s: TestServer;

@@ -1,6 +1,7 @@
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { lookup } from 'node:dns/promises';
-import { compileAllowList, unmapIp, type AllowList } from '../../platform/auth/ip-allowlist';
+import { compileAllowList, type AllowList } from '../../platform/auth/ip-allowlist';
+import { unmapIp } from '../../platform/http/server';
 
 // Ranges kopek must not send to on its own (webhooks, a bank's API): they lead into the operator's own network
 // or cloud metadata. Test-mode webhooks may reach loopback (a developer's receiver); --webhook-allow opens

@@ -24,7 +24,21 @@ interface KeyEntry {
   check: KeyCheck;
 }
 
-const keyCaches = new WeakMap<Store, KeyCache<KeyEntry>>();
+/**
+ * Key lookups of one store, by key hash. It holds entries only while the store's keyTablesVersion stands at
+ * `version`, where it stood before they were read: the version moves with every commit that may have changed a
+ * key, its shop, its merchant or their bank connections, through this store, another process or another node
+ * (see Store.keyTablesVersion for each engine's bound on how soon).
+ */
+interface KeyCache {
+  version: number;
+  entries: Map<string, KeyEntry>;
+}
+
+const keyCaches = new WeakMap<Store, KeyCache>();
+
+/** Most keys held; past it the cache starts over (a flood of distinct valid keys costs lookups, not memory). */
+const MAX_ENTRIES = 10_000;
 
 const KEY_SQL = `SELECT k.id AS key_id, k.mode, k.scopes AS key_scopes, k.revoked_at, s.id AS shop_id, s.name AS shop_name,
         s.scopes AS shop_scopes, s.ip_allowlist, s.signing_secret, s.require_signature,
@@ -42,7 +56,6 @@ function scopesOf(row: { key_scopes: string; shop_scopes: string }): ReadonlySet
   return new Set(row.key_scopes.split(',').filter((s) => shopScopes.has(s)));
 }
 
-/** The frozen Auth of a key row's requests. */
 function authOf(row: KeyRow): Readonly<Auth> {
   return Object.freeze({
     keyId: row.key_id, merchantId: row.merchant_id, shopId: row.shop_id, shopName: row.shop_name,
@@ -61,29 +74,21 @@ function entryOf(store: Store, row: KeyRow): KeyEntry {
   // Unsealed once per entry: the entry lives only while the key tables stand where they stood when it was read.
   if (!row.require_signature) return { row, allow, check: { auth: authOf(row) } };
   const secret = unseal(store.path, row.signing_secret, `shops.signing_secret:${row.shop_id}`);
-  const verifyBody = (signature: string | undefined, body: Buffer): void => verifyRequestSignature(signature, body, secret);
+  // `X-PSP-Signature: sha256=<hex>` over exactly the bytes of the body received: an empty body signs the empty
+  // string. A GET never carries a body here (the server refuses one before this check).
+  const verifyBody = (header: string | undefined, rawBody: Buffer): void => {
+    if (header === undefined || header === '') {
+      throw new ApiError(401, 'signature_required', 'Cannot accept the request: this shop requires an X-PSP-Signature header');
+    }
+    const m = /^sha256=([0-9a-fA-F]{64})$/.exec(header.trim());
+    if (!m || !safeEqual(m[1].toLowerCase(), hmacHex(secret, rawBody))) {
+      throw new ApiError(401, 'invalid_signature', 'Cannot accept the request: X-PSP-Signature does not match the body');
+    }
+  };
   return { row, allow, check: { auth: authOf(row), verifyBody } };
 }
 
-/**
- * Check `X-PSP-Signature: sha256=<hex>` over exactly the bytes of the body received: an empty body signs the empty
- * string. A GET never carries a body here (the server refuses one before this check).
- */
-function verifyRequestSignature(header: string | undefined, rawBody: Buffer, signingSecret: string): void {
-  if (header === undefined || header === '') {
-    throw new ApiError(401, 'signature_required', 'Cannot accept the request: this shop requires an X-PSP-Signature header');
-  }
-  const m = /^sha256=([0-9a-fA-F]{64})$/.exec(header.trim());
-  const expected = hmacHex(signingSecret, rawBody);
-  if (!m || !safeEqual(m[1].toLowerCase(), expected)) {
-    throw new ApiError(401, 'invalid_signature', 'Cannot accept the request: X-PSP-Signature does not match the body');
-  }
-}
-
-/**
- * The Auth of the key with this id (a stream token names its key by id): undefined when unknown or revoked,
- * 403 when it is a live key of a merchant without live mode, as for the key itself.
- */
+/** The Auth of the key with this id: undefined when unknown or revoked, 403 for a live key without live mode. */
 export async function authOfKeyId(q: Reader, keyId: string): Promise<Auth | undefined> {
   const row = await q.get<KeyRow>(KEY_SQL_BY_ID, keyId);
   if (!row || row.revoked_at !== null) return undefined;
@@ -101,11 +106,9 @@ function requireLiveEnabled(row: KeyRow): void {
 const keyHashes = new WeakMap<object, { authorization: string; hash: string }>();
 
 /**
- * The part of authentication that needs no body, run before a byte of the body is read: Bearer key (401),
- * live mode (403), IP allow-list (403). A keyless or refused client never makes the server hold its body.
- * A keep-alive client sends the same Authorization header on every request: its key's hash is kept with the
- * connection and reused while the header is the same string. Keys are looked up by hash in a cache that
- * follows the database's change signal (KeyCache below).
+ * The part of authentication that needs no body: Bearer key (401), live mode (403), IP allow-list (403), so a
+ * keyless or refused client never makes the server hold its body. A keep-alive client sends the same
+ * Authorization header on every request: its key's hash is kept with the connection while the header stays.
  */
 export async function authenticateKey(store: Store, input: KeyInput): Promise<KeyCheck> {
   const { authorization, connection } = input;
@@ -120,15 +123,20 @@ export async function authenticateKey(store: Store, input: KeyInput): Promise<Ke
     hash = sha256Hex(m[1]);
     keyHashes.set(connection, { authorization: authorization!, hash });
   }
+  const version = store.keyTablesVersion();
   let cache = keyCaches.get(store);
-  if (!cache) keyCaches.set(store, (cache = new KeyCache<KeyEntry>(store)));
-  let entry = cache.get(hash);
+  if (cache?.version !== version) keyCaches.set(store, (cache = { version, entries: new Map() }));
+  let entry = cache.entries.get(hash);
   if (!entry) {
-    const generation = cache.current();
     const row = await store.get<KeyRow>(KEY_SQL, hash);
     if (!row || row.revoked_at !== null) throw new ApiError(401, 'unauthorized', 'Cannot authenticate: the API key is unknown or revoked');
     entry = entryOf(store, row);
-    cache.set(hash, entry, generation);
+    // An entry read across a change (the read waited, and a write or another process's commit came between) may
+    // be older than the change: it is not held, and the next lookup reads again.
+    if (store.keyTablesVersion() === version) {
+      if (cache.entries.size >= MAX_ENTRIES) cache.entries.clear();
+      cache.entries.set(hash, entry);
+    }
   }
   const row = entry.row;
   requireLiveEnabled(row);
@@ -159,56 +167,6 @@ export function requireScope(auth: Auth, scope: string): void {
   }
 }
 
-/** Most keys held; past it the cache starts over (a flood of distinct valid keys costs lookups, not memory). */
-const MAX_ENTRIES = 10_000;
-
-/**
- * Key lookups of one store, by key hash. The cache holds an entry only while the store's keyTablesVersion stands
- * where it stood before the entry was read: the version moves with every commit that may have changed a key, its
- * shop, its merchant or their bank connections, through this store, another process or another node (see
- * Store.keyTablesVersion for each engine's bound on how soon).
- */
-export class KeyCache<T> {
-  private readonly entries = new Map<string, T>();
-  /** The store's version the entries were read at. */
-  private version: number;
-
-  constructor(private readonly store: Pick<Store, 'keyTablesVersion'>) {
-    this.version = store.keyTablesVersion();
-  }
-
-  /** The entry for `hash`, if held and still current. */
-  get(hash: string): T | undefined {
-    const v = this.store.keyTablesVersion();
-    if (v !== this.version) {
-      this.entries.clear();
-      this.version = v;
-      return undefined;
-    }
-    return this.entries.get(hash);
-  }
-
-  /** The version to hand back to set() with an entry read from the database after this call. */
-  current(): number {
-    return this.store.keyTablesVersion();
-  }
-
-  /**
-   * Hold `entry`, read from the database after current() returned `version`. An entry read across a change (the
-   * read waited, and a write or another process's commit came between) may be older than the change: it is not
-   * held, and the next lookup reads again.
-   */
-  set(hash: string, entry: T, version: number): void {
-    if (version !== this.store.keyTablesVersion()) return;
-    if (version !== this.version) {
-      this.entries.clear();
-      this.version = version;
-    }
-    if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
-    this.entries.set(hash, entry);
-  }
-}
-
 /** A key's last use is written at most this often: a request must not cost a write. */
 const FLUSH_EVERY_MS = 60_000;
 /** A key's last use, kept when a later one is already written (SQLite's two-argument max is GREATEST there). */
@@ -227,7 +185,6 @@ export class KeyUsage {
   private readonly pending = new Map<string, number>();
   private lastFlush: number;
 
-  /** Built from the store it writes to, the real-time clock and the log (the core has all three). */
   constructor(private readonly deps: { readonly store: Pick<Store, 'write'>; readonly clocks: Pick<Clocks, 'real'>; readonly log: Logger }) {
     this.lastFlush = deps.clocks.real();
   }

@@ -9,7 +9,6 @@ export const ALL_SCOPES = [
   'api:recurrent:charge',
 ] as const;
 
-/** One scope name. */
 export type Scope = (typeof ALL_SCOPES)[number];
 
 /** Parse a comma list of scopes; throws naming the first unknown one. */

@@ -19,24 +19,19 @@ import { loadMasterKey } from '../secrets/at-rest';
 /** Seconds a token can open the stream: long enough to pass to a page, short enough that a leaked one soon dies. */
 export const STREAM_TOKEN_TTL_S = 300;
 
-const PREFIX = 'est_';
 const TOKEN_RE = /^est_([A-Za-z0-9_-]{1,200})\.([A-Za-z0-9_-]{43})$/;
 const PAYLOAD_RE = /^([0-9a-f-]{36})\.(\d{1,12})$/;
 
 /** One secret per store, made at first use; a cluster's nodes derive one they share from their master key. */
 const secrets = new WeakMap<Store, Buffer>();
 
-function secretOf(store: Store): Buffer {
+function mac(store: Store, payload: string): Buffer {
   let secret = secrets.get(store);
   if (!secret) {
     secret = store.engine === 'postgres' ? createHmac('sha256', loadMasterKey(store.path)).update('kopek stream token secret v1').digest() : randomBytes(32);
     secrets.set(store, secret);
   }
-  return secret;
-}
-
-function mac(store: Store, payload: string): Buffer {
-  return createHmac('sha256', secretOf(store)).update(`kopek stream token v1.${payload}`).digest();
+  return createHmac('sha256', secret).update(`kopek stream token v1.${payload}`).digest();
 }
 
 /** The Auth of the key a token was issued with; 401 when the token is malformed, forged, expired or its key revoked. */
@@ -70,11 +65,10 @@ export interface StreamTokenServices {
 
 /** POST /v1/public/events/token: a stream token of the calling key and the stream URL that carries it. */
 export function createStreamToken(ctx: Ctx<StreamTokenServices>): Reply {
-  // Valid for STREAM_TOKEN_TTL_S seconds from now.
   const expiresAtS = Math.floor(ctx.app.clocks.real() / 1000) + STREAM_TOKEN_TTL_S;
   const payload = `${ctx.auth!.keyId}.${expiresAtS}`;
   const signature = mac(ctx.app.store, payload).toString('base64url');
-  const token = `${PREFIX}${Buffer.from(payload).toString('base64url')}.${signature}`;
+  const token = `est_${Buffer.from(payload).toString('base64url')}.${signature}`;
   const stream_url = `${ctx.app.baseUrl}/v1/public/events?token=${token}`;
   return { status: 201, body: { token, expires_at: new Date(expiresAtS * 1000).toISOString(), stream_url } };
 }

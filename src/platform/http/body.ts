@@ -5,7 +5,7 @@ import { ApiError, badRequest } from './errors';
 // The request's input as handlers see it: its body read within bounds and parsed, and its text well-formed.
 
 /** Methods whose request body is read and parsed; any other takes none (a body sent with a GET is refused). */
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+export const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** Bytes of request bodies held by the requests in flight, against one bound. */
 export class BodyBudget {
@@ -22,12 +22,10 @@ export function hasBody(req: IncomingMessage): boolean {
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * Read, bound and parse the body (503 when too many bodies are held, 413, 415, 400), each within the in-flight
- * budget (503 when it has no room) and the body limit (413). A request whose method takes no body (GET, HEAD)
- * that comes with a body anyway is 400: ignoring it would leave the request signature over bytes other than
- * those sent (the empty string for a body of `{"x":1}`), and a body the server never reads means nothing to
- * it. A body announced as chunks is read to learn whether it is empty (within the body limit, 413 past it).
- * The text is UTF-8 (400 otherwise, never a silent U+FFFD).
+ * Read, bound and parse the body: within the in-flight budget (503) and the body limit (413), of a type the route
+ * takes (415), in UTF-8 (400, never a silent U+FFFD). A GET or HEAD that comes with a body anyway is 400: ignoring it
+ * would leave the request signature over bytes other than those sent (the empty string for a body of `{"x":1}`).
+ * A body announced as chunks is read to learn whether it is empty.
  */
 export async function takeBody<S>(limit_bytes: number, ctx: Ctx<S>, route: RouteDef<S>, bodies: BodyBudget): Promise<void> {
   const req = ctx.req;
@@ -144,7 +142,6 @@ const MAX_DEPTH = 64;
 function parseJson(text: string): unknown {
   let depth = 0;
   let inString = false;
-  // Outside strings a colon ends a key: as many colons as keys the parsed objects hold, or a key was repeated.
   let pairs = 0;
   let unicodeEscapes = false;
   for (let i = 0; i < text.length; i++) {
@@ -381,7 +378,6 @@ export function amountField(obj: Record<string, unknown>, name: string, required
   return v;
 }
 
-/** An integer field within bounds. */
 export function intField(obj: Record<string, unknown>, name: string, opts: { required?: boolean; min: number; max: number }): number | undefined {
   const v = obj[name];
   if (v === undefined || v === null) {
@@ -393,11 +389,10 @@ export function intField(obj: Record<string, unknown>, name: string, opts: { req
   return v;
 }
 
-/** A string field, optionally bounded and matched. */
 export function strField(
   obj: Record<string, unknown>,
   name: string,
-  opts: { required?: boolean; max?: number; pattern?: RegExp; patternHint?: string; allowEmpty?: boolean } = {},
+  opts: { required?: boolean; max?: number; pattern?: RegExp; patternHint?: string } = {},
 ): string | undefined {
   const v = obj[name];
   if (v === undefined || v === null) {
@@ -405,7 +400,7 @@ export function strField(
     return undefined;
   }
   if (typeof v !== 'string') throw badRequest(`Field "${name}" must be a string, got ${describe(v)}`, name);
-  if (!opts.allowEmpty && v.length === 0) {
+  if (v.length === 0) {
     if (opts.required) throw badRequest(`Field "${name}" must not be empty`, name);
     return undefined;
   }
@@ -430,7 +425,6 @@ export function urlControlChar(v: string): string | null {
   return m ? 'U+' + m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0') : null;
 }
 
-/** An enum field. */
 export function enumField<T extends string>(obj: Record<string, unknown>, name: string, values: readonly T[], def?: T): T | undefined {
   const v = obj[name];
   if (v === undefined || v === null) return def;
@@ -440,11 +434,10 @@ export function enumField<T extends string>(obj: Record<string, unknown>, name: 
   return v as T;
 }
 
-/** A currency: RUB only for now. */
-export function currencyField(obj: Record<string, unknown>, name = 'currency'): 'RUB' {
-  const v = obj[name];
-  if (v === undefined || v === null) return 'RUB';
-  if (v !== 'RUB') throw badRequest(`Field "${name}" must be "RUB", got ${describe(v)}`, name);
+/** The currency field: RUB only for now. */
+export function currencyField(obj: Record<string, unknown>): 'RUB' {
+  const v = obj.currency;
+  if (v !== undefined && v !== null && v !== 'RUB') throw badRequest(`Field "currency" must be "RUB", got ${describe(v)}`, 'currency');
   return 'RUB';
 }
 

@@ -9,27 +9,21 @@ import type { Auth, CabinetAuth, Ctx, Reply } from './types';
  * handler finds in `ctx.app`. The root builds it (src/app.ts) from auth/ and cabinet/.
  */
 export interface ServerDeps<S> {
-  /** The configuration values the server reads: timeouts, connection cap, proxy trust, body limit. */
   readonly config: ServerConfig;
   readonly log: Logger;
   /** `closing` is true once shutdown began: every new request is refused with 503. */
   readonly shutdown: { readonly closing: boolean };
-  /** Put in `ctx.app` of every request: whatever the route table's handlers use. */
   readonly services: S;
-  /** The steps of the request chain that belong to other layers, called by the server in its own order. */
   readonly guards: ServerGuards<S>;
-  /** Called once per finished request (metrics). */
-  readonly observe?: RequestObserver;
+  /** Per-route observer (metrics); called once per finished request. */
+  readonly observe?: (route: string, method: string, status: number, duration_ms: number) => void;
 }
 
-/** The configuration values the server reads (a slice of the whole configuration). */
+/** The configuration values the server reads: timeouts, connection cap, proxy trust, body limit. */
 export type ServerConfig = Pick<
   Config,
   'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections' | 'trustProxy' | 'bodyLimitBytes'
 >;
-
-/** Per-route observer (metrics); called once per finished request. */
-export type RequestObserver = (route: string, method: string, status: number, duration_ms: number) => void;
 
 /** What the key check reads from a request before a byte of its body is read. */
 export interface KeyInput {
@@ -47,10 +41,7 @@ export interface KeyCheck {
   verifyBody?: (signature: string | undefined, rawBody: Buffer) => void;
 }
 
-/**
- * The guards of the request chain (src/platform/http/server.ts calls them in the order its doc comment gives). Each
- * refuses by throwing an ApiError, which the server answers like any other.
- */
+/** The guards, called in the order of createHttpServer's comment; each refuses by throwing an ApiError. */
 export interface ServerGuards<S> {
   /** The API key of the Authorization header: Bearer key (401), live mode, IP allow-list (403); before the body. */
   key(input: KeyInput): Promise<KeyCheck>;

@@ -1,16 +1,13 @@
 /** The one error type of the API: an HTTP status, a stable snake_case code, a safe message, and the field at fault. */
 export class ApiError extends Error {
-  readonly status: number;
-  readonly code: string;
-  readonly param?: string;
-  readonly headers?: Record<string, string>;
-
-  constructor(status: number, code: string, message: string, param?: string, headers?: Record<string, string>) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly param?: string,
+    readonly headers?: Record<string, string>,
+  ) {
     super(message);
-    this.status = status;
-    this.code = code;
-    this.param = param;
-    this.headers = headers;
   }
 
   /** The documented error body: `{"error": {code, message, param?}}`. */
@@ -21,17 +18,15 @@ export class ApiError extends Error {
   }
 }
 
-/** 400 bad_request naming the field. */
 export function badRequest(message: string, param?: string): ApiError {
   return new ApiError(400, 'bad_request', message, param);
 }
 
 /** 404 not_found; also used for ids of another shop, so existence is never revealed. */
-export function notFound(message = 'Cannot find the requested resource'): ApiError {
+export function notFound(message: string): ApiError {
   return new ApiError(404, 'not_found', message);
 }
 
-/** 409 invalid_state naming the current status. */
 export function invalidState(message: string): ApiError {
   return new ApiError(409, 'invalid_state', message);
 }

@@ -1,4 +1,5 @@
 import { jsonResponse, ref } from './openapi-types';
+import { BODY_METHODS } from './body';
 
 /**
  * Rules the whole OpenAPI document follows so that generated clients (openapi-typescript, openapi-generator)
@@ -8,9 +9,6 @@ import { jsonResponse, ref } from './openapi-types';
  * - request bodies are written inline, so a property with a `default` stays optional in generated types
  *   (openapi-typescript makes a defaulted property of a component schema required).
  */
-
-/** Methods whose request body the server reads (src/platform/http/server.ts), so body refusals apply to them. */
-const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete']);
 
 /** What each 4xx status means, as the Error body's `code` says it. */
 const MEANING: Record<string, string> = {
@@ -41,8 +39,7 @@ type Operation = Record<string, unknown> & {
 export function clientErrorStatuses(method: string, path: string, op: Operation, rootSecurity: unknown[]): string[] {
   const out = new Set<string>();
   const secured = (op.security ?? rootSecurity).length > 0;
-  const params = op.parameters ?? [];
-  if (BODY_METHODS.has(method)) ['400', '413', '415'].forEach((s) => out.add(s));
+  if (BODY_METHODS.has(method.toUpperCase())) ['400', '413', '415'].forEach((s) => out.add(s));
   // Every request is refused for a query or path parameter that is not well-formed text once percent-decoded
   // (invalid UTF-8, a NUL) and for a body on a method that takes none (src/platform/http/server.ts); the API also checks
   // its query and header parameters (the payment page's lang falls back to a default instead).
@@ -50,7 +47,7 @@ export function clientErrorStatuses(method: string, path: string, op: Operation,
   if (secured) ['401', '403', '429'].forEach((s) => out.add(s));
   // A path id may name nothing the key can see; test helpers are not found for a live key.
   if (path.includes('{') || path.startsWith('/v1/test/')) out.add('404');
-  if (params.some((p) => p.name === 'Idempotency-Key')) out.add('409');
+  if (op.parameters?.some((p) => p.name === 'Idempotency-Key')) out.add('409');
   // An action on one object (POST below /{id}/) can find it in a status that refuses the action.
   if (method === 'post' && /\{[^}]+\}\/[^/]+$/.test(path) && secured) out.add('409');
   return [...out].sort();

@@ -11,7 +11,6 @@ export function jsonResponse(description: string, schema: unknown): Record<strin
   return { description, content: { 'application/json': { schema } } };
 }
 
-/** `$ref` to a component schema. */
 export function ref(name: string): { $ref: string } {
   return { $ref: `#/components/schemas/${name}` };
 }
@@ -30,7 +29,6 @@ export const moneySchema = { type: 'integer', minimum: 0, maximum: MAX_AMOUNT };
 /** The error response every operation may answer. */
 export const errorResponses = { default: jsonResponse('Error', ref('Error')) };
 
-/** Bearer key security requirement. */
 export const bearer = [{ bearerKey: [] }];
 
 /** An object schema that refuses unknown properties, as every request and response body of the API does. */
@@ -38,7 +36,6 @@ export function strictObject(properties: Record<string, unknown>, required = Obj
   return { type: 'object', required, properties, additionalProperties: false };
 }
 
-/** A JSON request body of `schema`. */
 export function jsonBody(schema: unknown, required = true): Record<string, unknown> {
   return { required, content: { 'application/json': { schema } } };
 }

@@ -6,9 +6,7 @@ export function openApiDocument(fragments: readonly OpenApiFragment[], version: 
   const paths: Record<string, Record<string, unknown>> = {};
   const schemas: Record<string, unknown> = {};
   for (const f of fragments) {
-    for (const [p, ops] of Object.entries(f.paths)) {
-      paths[p] = { ...(paths[p] ?? {}), ...ops };
-    }
+    for (const [p, ops] of Object.entries(f.paths)) paths[p] = { ...paths[p], ...ops };
     for (const [name, schema] of Object.entries(f.schemas ?? {})) {
       if (name in schemas) throw new Error(`cannot build OpenAPI document: schema "${name}" defined twice`);
       schemas[name] = schema;

@@ -68,18 +68,16 @@ function writeBody(res: ServerResponse, status: number, type: string, text: stri
 const GZIP_MIN_BYTES = 4096;
 
 /** Whether an Accept-Encoding header allows gzip: named (or `*`) without `q=0`. */
-function acceptsGzip(header: string | string[] | undefined): boolean {
-  const value = Array.isArray(header) ? header.join(',') : header;
-  if (!value) return false;
-  let star: boolean | null = null;
-  for (const part of value.split(',')) {
-    const [name, ...params] = part.trim().toLowerCase().split(';');
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+function acceptsGzip(header: string | undefined): boolean {
+  let star = false;
+  for (const part of (header ?? '').toLowerCase().split(',')) {
+    const [name, ...params] = part.split(';').map((p) => p.trim());
+    const q = params.find((p) => p.startsWith('q='));
     const allowed = q === undefined || Number(q.slice(2)) > 0;
-    if (name.trim() === 'gzip' || name.trim() === 'x-gzip') return allowed;
-    if (name.trim() === '*') star = allowed;
+    if (name === 'gzip' || name === 'x-gzip') return allowed;
+    if (name === '*') star = allowed;
   }
-  return star === true;
+  return star;
 }
 
 /** Longest path written to the log; longer paths are cut so one request cannot flood it. */
@@ -91,7 +89,6 @@ interface AccessRecord {
   method: string;
   /** The path without its query string. */
   path: string;
-  /** The route pattern matched, when one was. */
   route?: string;
   status: number;
   durationMs: number;
@@ -101,7 +98,6 @@ interface AccessRecord {
   extra?: Record<string, unknown>;
 }
 
-/** Write the one JSON access-log line of a request. */
 export function logAccess(log: Logger, r: AccessRecord): void {
   // Built field by field: spreading optional parts made a temporary object each, once per request.
   const fields: Record<string, unknown> = r.extra ? { ...r.extra } : {};
@@ -134,9 +130,9 @@ export function onClientError(log: Logger, err: NodeJS.ErrnoException, socket: D
   }
   const [status, reason, code, message] = err.code !== undefined && Object.hasOwn(CLIENT_ERRORS, err.code) ? CLIENT_ERRORS[err.code] : MALFORMED;
   const apiErr = new ApiError(status, code, message);
+  const body = JSON.stringify(apiErr.toBody());
   if (inflight && !inflight.headersSent && inflight.writable) {
     // The request is known (its body was too slow): answer through its response so its own access line says 408.
-    const body = JSON.stringify(apiErr.toBody());
     inflight.writeHead(apiErr.status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
     inflight.end(body);
     return;
@@ -146,7 +142,6 @@ export function onClientError(log: Logger, err: NodeJS.ErrnoException, socket: D
     return;
   }
   const requestId = randomUUID();
-  const body = JSON.stringify(apiErr.toBody());
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\n` +
       `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +

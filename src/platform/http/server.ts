@@ -8,11 +8,8 @@ import { ApiError, toApiError } from './errors';
 import { BodyBudget, checkUrlEncoded, hasBody, illFormed, takeBody } from './body';
 import { logAccess, onClientError, send, sendError } from './respond';
 
-export type { KeyCheck, KeyInput, RequestObserver, ServerConfig, ServerDeps, ServerGuards } from './deps';
-
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,64}$/;
 
-/** Named limits of connections and request bodies. */
 export const SERVER_LIMITS = {
   /** Bytes of request bodies all requests in flight may hold at once; past it a body is refused with 503. */
   body_inflight_bytes: 64 * 1024 * 1024,
@@ -25,8 +22,8 @@ interface Chain<S> {
   /** The response in flight on each connection (a client error while its body arrives is answered through it). */
   inflight: WeakMap<Socket, ServerResponse>;
   bodies: BodyBudget;
-  /** Connections answered before their request ended, read and dropped until they close (lingerOnClose). */
-  lingering: WeakSet<Socket>;
+  /** Connections whose requests are dropped, never answered: shed over the cap, or lingering (lingerOnClose). */
+  dropped: WeakSet<Socket>;
 }
 
 /** How far one request got: the status answered, and whether its body was taken (read, or let through). */
@@ -61,11 +58,11 @@ export function createHttpServer<S>(deps: ServerDeps<S>, router: Router<RouteDef
     router,
     inflight: new WeakMap(),
     bodies: new BodyBudget(SERVER_LIMITS.body_inflight_bytes),
-    lingering: new WeakSet(),
+    dropped: new WeakSet(),
   };
-  const shed = guardConnections(deps.config, server);
+  guardConnections(deps.config, server, chain.dropped);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (shed.has(req.socket) || chain.lingering.has(req.socket)) {
+    if (chain.dropped.has(req.socket)) {
       res.destroy();
       return;
     }
@@ -167,7 +164,8 @@ async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, plain:
     // A token is the whole credential (no cookies), so a page of any origin may read the stream with it.
     ctx.res.setHeader('Access-Control-Allow-Origin', '*');
   } else if (key) {
-    key.verifyBody?.(firstOf(req.headers['x-psp-signature']), ctx.rawBody);
+    // Node joins a repeated header other than Set-Cookie into one string.
+    key.verifyBody?.(req.headers['x-psp-signature'] as string | undefined, ctx.rawBody);
     ctx.auth = key.auth;
     guards.noteKeyUse(ctx.auth.keyId);
     guards.rateLimit?.(ctx.auth.keyId);
@@ -181,25 +179,22 @@ async function refuse<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, err: 
   const { deps } = chain;
   const { req, res, requestId, method, path } = ctx;
   const apiErr = withAction(toApiError(err), method, ctx.route);
-  if (apiErr.status >= 500 && err instanceof ApiError) {
-    // Raised on purpose (shutting down, a bank's router refusing): a known condition, not a bug; no stack.
-    const fields = { request_id: requestId, method, path, status: apiErr.status, code: apiErr.code, error: apiErr.message };
-    if (deps.shutdown.closing && apiErr.status === 503) deps.log.info('request refused while shutting down', fields);
-    else deps.log.warn('request failed', fields);
-  } else if (apiErr.status >= 500) {
-    deps.log.error('request failed', {
-      request_id: requestId,
-      method,
-      path,
-      status: apiErr.status,
-      error: err instanceof Error ? err.message : String(err),
-      stack: err instanceof Error ? err.stack : undefined,
-    });
+  if (apiErr.status >= 500) {
+    const fields = { request_id: requestId, method, path, status: apiErr.status };
+    if (err instanceof ApiError) {
+      // Raised on purpose (shutting down, a bank's router refusing): a known condition, not a bug; no stack.
+      const known = { ...fields, code: apiErr.code, error: apiErr.message };
+      if (deps.shutdown.closing && apiErr.status === 503) deps.log.info('request refused while shutting down', known);
+      else deps.log.warn('request failed', known);
+    } else {
+      const e = err instanceof Error ? err : undefined;
+      deps.log.error('request failed', { ...fields, error: e ? e.message : String(err), stack: e?.stack });
+    }
   }
   // A body never read (refused before it) would still have to be received to reach the next request: close instead.
   if (!progress.bodyTaken && hasBody(req) && !res.headersSent) res.setHeader('Connection', 'close');
   // Answered while the body still arrives (413, or refused before it): close so that the client reads the answer.
-  if (!req.complete) lingerOnClose(req.socket, chain.lingering);
+  if (!req.complete) lingerOnClose(req.socket, chain.dropped);
   // The cabinet is a site for people: its refusals are pages (or the way to the sign-in page), not JSON.
   const cabinet = path === '/cabinet' || path.startsWith('/cabinet/');
   progress.status = cabinet && !res.headersSent ? send(ctx, deps.guards.cabinetError(ctx, apiErr)) : sendError(ctx, apiErr);
@@ -244,10 +239,7 @@ function checkTarget(target: string, params: Record<string, string>): void {
 /** The query of every request without one; handlers only read a query. */
 const NO_QUERY = new URLSearchParams();
 
-/**
- * A path the URL parser would return unchanged and routing sees as sent: plain characters, no query, no dot
- * segments, no escapes, so no parameter with a NUL.
- */
+/** A path the URL parser returns as sent: no query, dot segment or escape (so no parameter holds a NUL). */
 const PLAIN_PATH_RE = /^\/[A-Za-z0-9\-_~/]*(?:\.[A-Za-z0-9\-_~]+)?$/;
 
 /** The request target as a URL; an origin-form target (`//a/b` included) is a path, never a host. */
@@ -257,11 +249,6 @@ function parseTarget(target: string | undefined): URL {
   } catch {
     return new URL('http://x/');
   }
-}
-
-/** The first value of a request header. */
-function firstOf(v: string | string[] | undefined): string | undefined {
-  return typeof v === 'string' || v === undefined ? v : v[0];
 }
 
 /**
@@ -284,7 +271,7 @@ export function unmapIp(address: string): string {
  * The client address. Behind a trusted proxy it is the last X-Forwarded-For entry: the one the proxy itself
  * appended; earlier entries come from the client and could be forged to pass an allow-list.
  */
-export function clientIp(trustProxy: boolean, req: IncomingMessage): string {
+function clientIp(trustProxy: boolean, req: IncomingMessage): string {
   if (trustProxy) {
     const xff = req.headers['x-forwarded-for'];
     const entries = (Array.isArray(xff) ? xff.join(',') : xff ?? '').split(',').map((e) => e.trim()).filter(Boolean);
@@ -309,54 +296,47 @@ const OVER_CAP_RESPONSE = (() => {
 })();
 
 /**
- * Connections are a resource like any other: at most --max-connections are served at once (one more is
- * answered 503 and closed, never left hanging), and a connection that sends no byte within the headers
- * timeout is closed (idle sockets would otherwise hold file descriptors and memory for ever).
- * Returns the sockets being shed, whose requests are dropped.
+ * At most --max-connections are served at once (one more is answered 503, put in `dropped` and closed, never left
+ * hanging), and a connection that sends no byte within the headers timeout is closed (idle sockets would
+ * otherwise hold file descriptors and memory for ever).
  */
-export function guardConnections(config: Pick<ServerConfig, 'maxConnections' | 'headersTimeoutMs'>, server: Server): WeakSet<Socket> {
-  const shed = new WeakSet<Socket>();
+function guardConnections(config: Pick<ServerConfig, 'maxConnections' | 'headersTimeoutMs'>, server: Server, dropped: WeakSet<Socket>): void {
   let open = 0;
   const max = Math.min(config.maxConnections, fdCeiling());
-  const firstByte_ms = config.headersTimeoutMs;
   // Before the HTTP server's own listener, so a shed socket is marked before its parser starts.
   server.prependListener('connection', (socket: Socket) => {
     open++;
     if (open > max) {
       socket.once('close', () => open--);
-      shed.add(socket);
+      dropped.add(socket);
       socket.end(OVER_CAP_RESPONSE);
       socket.setTimeout(1000, () => socket.destroy());
       return;
     }
     const timer = setTimeout(() => {
       if (socket.bytesRead === 0) socket.destroy();
-    }, firstByte_ms);
+    }, config.headersTimeoutMs);
     timer.unref();
     socket.once('close', () => {
       open--;
       clearTimeout(timer);
     });
   });
-  return shed;
 }
 
 /** Longest a connection answered before its request ended goes on reading, and dropping, what the client sends. */
 const LINGER_MS = 1000;
 
 /**
- * Close a connection whose request is refused while its body is still arriving (413, or a refusal before the
- * body) so that the client reads the answer. Node closes a connection answered with `Connection: close`
- * through `socket.destroySoon()`: the socket is destroyed as soon as the answer is written, and a socket
- * closed with bytes unread sends a reset, which a client still sending may meet before it reads the answer.
- * For this socket, destroySoon half-closes instead (the answer, then FIN) and keeps reading and dropping the
- * client's bytes (the request is resumed or dumped, so the parser discards them) until the client closes too, or at
- * most LINGER_MS. A connection kept alive never calls destroySoon and stays as it is; one that lingers is
- * put in `lingering`, and a request parsed on it meanwhile is dropped, never answered.
+ * Close a connection refused while its body still arrives (413, or a refusal before the body) so that the client
+ * reads the answer. Node ends a `Connection: close` answer with `socket.destroySoon()`, and a socket destroyed
+ * with bytes unread sends a reset, which a client still sending may meet before it reads the answer. Here
+ * destroySoon half-closes instead (the answer, then FIN) and reads and drops the client's bytes until it closes
+ * too, or at most LINGER_MS (a connection kept alive never calls it); a request parsed on it meanwhile is dropped.
  */
-export function lingerOnClose(socket: Socket, lingering: WeakSet<Socket>): void {
+function lingerOnClose(socket: Socket, dropped: WeakSet<Socket>): void {
   socket.destroySoon = (): void => {
-    lingering.add(socket);
+    dropped.add(socket);
     if (socket.writable) socket.end();
     if (socket.destroyed) return;
     const timer = setTimeout(() => socket.destroy(), LINGER_MS);
@@ -387,11 +367,10 @@ interface Compiled<T> {
   regex: RegExp;
   keys: string[];
   value: T;
-  staticPath: string | null;
 }
 
 /** The outcome of matching a request: the route and its params, a 405 with the allowed methods, or nothing. */
-export type Match<T> =
+type Match<T> =
   | { kind: 'found'; value: T; params: Record<string, string>; pattern: string }
   | { kind: 'method_not_allowed'; allow: string[] }
   | { kind: 'not_found' };
@@ -405,7 +384,6 @@ export class Router<T> {
   private readonly params: Compiled<T>[] = [];
   private readonly statics = new Map<string, Map<string, Compiled<T>>>();
 
-  /** Add a route; throws at start-up on a malformed pattern or a duplicate of an existing method and shape. */
   add(method: string, pattern: string, value: T): void {
     if (!/^[A-Z]+$/.test(method)) throw new Error(`Cannot add route "${method} ${pattern}": bad method`);
     if (!pattern.startsWith('/')) throw new Error(`Cannot add route "${method} ${pattern}": pattern must start with /`);
@@ -431,19 +409,12 @@ export class Router<T> {
         throw new Error(`Cannot add route "${method} ${pattern}": duplicates "${r.method} ${r.pattern}"`);
       }
     }
-    const compiled: Compiled<T> = {
-      method,
-      pattern,
-      regex: new RegExp(source),
-      keys,
-      value,
-      staticPath: keys.length === 0 ? pattern : null,
-    };
+    const compiled: Compiled<T> = { method, pattern, regex: new RegExp(source), keys, value };
     this.routes.push(compiled);
-    if (!compiled.staticPath) this.params.push(compiled);
+    if (keys.length > 0) this.params.push(compiled);
     else {
-      let byMethod = this.statics.get(compiled.staticPath);
-      if (!byMethod) this.statics.set(compiled.staticPath, (byMethod = new Map()));
+      let byMethod = this.statics.get(pattern);
+      if (!byMethod) this.statics.set(pattern, (byMethod = new Map()));
       byMethod.set(method, compiled);
     }
   }

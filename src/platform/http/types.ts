@@ -73,21 +73,17 @@ export type Reply =
 /** A handler returns a reply or throws an ApiError. */
 export type Handler<S = unknown> = (ctx: Ctx<S>) => Reply | Promise<Reply>;
 
-/**
- * How a route is guarded: no auth, any API key, a test key (live keys get 404), or a cabinet session
- * (GET without one goes to the sign-in page; a POST also needs the session's CSRF token).
- */
-export type AuthKind = 'none' | 'key' | 'test' | 'cabinet';
-
-/** What a route accepts as body: JSON only (API) or also forms (hosted page). */
-export type BodyKind = 'json' | 'form';
-
 /** One line of the route table. */
 export interface RouteDef<S = unknown> {
-  auth: AuthKind;
+  /**
+   * No auth, any API key, a test key (live keys get 404), or a cabinet session (GET without one goes to the
+   * sign-in page; a POST also needs the session's CSRF token).
+   */
+  auth: 'none' | 'key' | 'test' | 'cabinet';
   /** Scope the key must have; a scope that depends on the body (payouts by method) is checked in the handler with requireScope. */
   scope?: string;
-  body?: BodyKind;
+  /** JSON only (API) or also forms (hosted page). */
+  body?: 'json' | 'form';
   /** The route also accepts a stream token in `?token=` instead of the key (src/platform/auth/stream-token.ts). */
   streamToken?: boolean;
   handler: Handler<S>;
