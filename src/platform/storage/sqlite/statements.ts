@@ -31,9 +31,22 @@ export class Statements {
     return p;
   }
 
+  stmt(sql: string): Database.Statement {
+    return (this.cache.get(sql) ?? this.add(sql)).stmt;
+  }
+
   /** A statement without parameters or rows (savepoints, BEGIN). */
   exec(sql: string): void {
-    (this.cache.get(sql) ?? this.add(sql)).stmt.run();
+    this.stmt(sql).run();
+  }
+
+  /** One row, through the row reader once it is made (rowsOf). */
+  get(sql: string, params: unknown[]): unknown {
+    const p = this.cache.get(sql) ?? this.add(sql);
+    const rows = p.rows === undefined ? this.rowsOf(p) : p.rows;
+    if (rows === null) return p.stmt.get(...params);
+    const a = rows.get(...params) as unknown[] | undefined;
+    return a === undefined ? a : a.length === p.width ? p.build!(a) : columnsChanged(p);
   }
 
   /** The first get of `p`: its row reader, or null. */
@@ -52,6 +65,6 @@ export class Statements {
 }
 
 /** A schema change after preparing would shift the columns; it happens only at start-up, but never misread. */
-export function columnsChanged(p: Prepared): never {
+function columnsChanged(p: Prepared): never {
   throw new Error(`cannot read rows of "${p.stmt.source.slice(0, 80)}": the columns changed`);
 }
