@@ -54,10 +54,7 @@ export class Durability {
       this.durable = seq;
       return null;
     }
-    if (this.running === null) {
-      this.upTo = seq;
-      return (this.running = datasync(this.fd).then(this.synced, this.failed));
-    }
+    if (this.running === null) return this.start();
     return (this.next ??= this.running.then(this.again));
   }
 
