@@ -44,37 +44,30 @@ export function seal(dbPath: string, plaintext: string, context: string): string
 
 /** The secret stored in `context`: decrypted, or as it is when it was stored before sealing existed. */
 export function unseal(dbPath: string, stored: string, context: string): string {
-  return stored.startsWith(SEALED) ? decryptSecret(keys.get(dbPath) ?? keyOf(dbPath), stored, context) : stored;
+  return stored.startsWith(SEALED) ? decryptSecret(keyOf(dbPath), stored, context) : stored;
 }
+
+/** Columns that may still hold secrets in clear, each with its owner column, which names the seal's context. */
+const SEALED_COLUMNS = [
+  { table: 'shops', column: 'signing_secret', owner: 'id', context: 'shops.signing_secret' },
+  { table: 'shops', column: 'webhook_secret', owner: 'id', context: 'shops.webhook_secret' },
+  { table: 'webhook_secrets', column: 'secret', owner: 'endpoint_id', context: 'webhook_secrets' },
+  // Cabinet users' TOTP secrets (base32 in clear before schema 18), confirmed and pending alike.
+  { table: 'cabinet_users', column: 'totp_secret', owner: 'id', context: 'cabinet_users.totp_secret' },
+  { table: 'cabinet_users', column: 'totp_pending', owner: 'id', context: 'cabinet_users.totp_pending' },
+] as const;
 
 /**
  * Encrypt every secret still stored in clear (a database from before sealing), in one transaction; returns
  * how many it sealed. Run by the server on start.
  */
 export async function sealPlainSecrets(store: Store): Promise<number> {
-  const path = store.path;
   return store.tx(async (tx) => {
     let n = 0;
-    const shops = await tx.all<{ id: string; signing_secret: string; webhook_secret: string }>(`SELECT id, signing_secret, webhook_secret FROM shops WHERE signing_secret NOT LIKE 'enc:%' OR webhook_secret NOT LIKE 'enc:%'`);
-    for (const s of shops) {
-      await tx.run(
-        'UPDATE shops SET signing_secret = ?, webhook_secret = ? WHERE id = ?',
-        s.signing_secret.startsWith(SEALED) ? s.signing_secret : seal(path, s.signing_secret, `shops.signing_secret:${s.id}`),
-        s.webhook_secret.startsWith(SEALED) ? s.webhook_secret : seal(path, s.webhook_secret, `shops.webhook_secret:${s.id}`),
-        s.id,
-      );
-      n++;
-    }
-    const secrets = await tx.all<{ id: number; endpoint_id: string; secret: string }>(`SELECT id, endpoint_id, secret FROM webhook_secrets WHERE secret NOT LIKE 'enc:%'`);
-    for (const r of secrets) {
-      await tx.run('UPDATE webhook_secrets SET secret = ? WHERE id = ?', seal(path, r.secret, `webhook_secrets:${r.endpoint_id}`), r.id);
-      n++;
-    }
-    // Cabinet users' TOTP secrets (base32 in clear before schema 18), confirmed and pending alike.
-    for (const column of ['totp_secret', 'totp_pending'] as const) {
-      const users = await tx.all<{ id: string; value: string }>(`SELECT id, ${column} AS value FROM cabinet_users WHERE ${column} NOT LIKE 'enc:%'`);
-      for (const u of users) {
-        await tx.run(`UPDATE cabinet_users SET ${column} = ? WHERE id = ?`, seal(path, u.value, `cabinet_users.${column}:${u.id}`), u.id);
+    for (const { table, column, owner, context } of SEALED_COLUMNS) {
+      const rows = await tx.all<{ id: string | number; owner: string; value: string }>(`SELECT id, ${owner} AS owner, ${column} AS value FROM ${table} WHERE ${column} NOT LIKE 'enc:%'`);
+      for (const r of rows) {
+        await tx.run(`UPDATE ${table} SET ${column} = ? WHERE id = ?`, seal(store.path, r.value, `${context}:${r.owner}`), r.id);
         n++;
       }
     }
