@@ -44,13 +44,6 @@ export async function pgKeySequences(rows: RowsOf): Promise<KeySequence[]> {
 /** The one sequence no column owns: a numbering pass calls `event_pos` for event_positions.pos. */
 const EVENT_POSITIONS: KeySequence = { table: 'event_positions', column: 'pos', sequence: 'event_pos', tableSql: 'event_positions', columnSql: 'pos' };
 
-/** 0: none yet. */
-export async function pgSequenceLast(rows: RowsOf, sequence: string): Promise<number> {
-  const [r] = await rows<{ last_value: number | string; is_called: boolean | number | string }>(`SELECT last_value, is_called FROM ${sequence}`);
-  const called = r.is_called === true || r.is_called === 1 || r.is_called === 't';
-  return called ? Number(r.last_value) : Number(r.last_value) - 1;
-}
-
 export async function pgCounters(rows: RowsOf): Promise<Counter[]> {
   const keys = await pgKeySequences(rows);
   const [pos] = await rows<{ present: boolean | number }>(`SELECT to_regclass('event_pos') IS NOT NULL AND to_regclass('event_positions') IS NOT NULL AS present`);
@@ -58,7 +51,10 @@ export async function pgCounters(rows: RowsOf): Promise<Counter[]> {
   const out: Counter[] = [];
   for (const k of keys) {
     const [m] = await rows<{ m: number | string }>(`SELECT coalesce(max(${k.columnSql}), 0) AS m FROM ${k.tableSql}`);
-    out.push({ table: k.table, column: k.column, sequence: k.sequence, last: await pgSequenceLast(rows, k.sequence), max: Number(m.m) });
+    const [s] = await rows<{ last_value: number | string; is_called: boolean | number | string }>(`SELECT last_value, is_called FROM ${k.sequence}`);
+    // Not called yet: none handed out, 0.
+    const called = s.is_called === true || s.is_called === 1 || s.is_called === 't';
+    out.push({ table: k.table, column: k.column, sequence: k.sequence, last: called ? Number(s.last_value) : Number(s.last_value) - 1, max: Number(m.m) });
   }
   return out;
 }

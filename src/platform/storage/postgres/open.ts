@@ -6,9 +6,6 @@ import { BASE_VERSION, MIGRATIONS, SCHEMA_VERSION } from '../migrations';
 import { PgStore } from './store';
 import { PG_LIMITS } from '../limits';
 
-/** A new PostgreSQL database gets schema.sql at this version; every later migration runs on both engines. */
-export const PG_FIRST_VERSION = BASE_VERSION;
-
 /** Held while a node creates or upgrades the schema ("kopek" in ASCII). */
 const MIGRATE_LOCK = 0x6b6f70656b;
 
@@ -109,7 +106,7 @@ export async function migratePg(pool: pg.Pool): Promise<number> {
       await client.query('CREATE TABLE kopek_schema (version BIGINT NOT NULL)');
       await client.query('INSERT INTO kopek_schema (version) VALUES ($1)', [SCHEMA_VERSION]);
     } else {
-      for (let v = Math.max(seen, PG_FIRST_VERSION); v < SCHEMA_VERSION; v++) {
+      for (let v = Math.max(seen, BASE_VERSION); v < SCHEMA_VERSION; v++) {
         const step = MIGRATIONS[v - BASE_VERSION];
         await client.query(typeof step === 'string' ? step : step.postgres);
       }
