@@ -99,11 +99,6 @@ function decodeKey(text: string, source: string): Buffer {
   return key;
 }
 
-/** SQLite's `:memory:`, or the empty name of a temporary one. */
-export function isMemoryDatabase(dbPath: string): boolean {
-  return dbPath === ':memory:' || dbPath === '';
-}
-
 /** Of every database in memory of this process; it never leaves the process. */
 let processKey: Buffer | null = null;
 
@@ -114,8 +109,8 @@ export function loadMasterKey(dbPath: string, opts: { create?: boolean; env?: No
   if (fromEnv !== undefined && fromEnv !== '') return decodeKey(fromEnv, 'KOPEK_MASTER_KEY');
   // Every node needs the same key: no key file is read or written beside a URL.
   if (isPostgresUrl(dbPath)) throw new Error('cannot find the master key: a PostgreSQL database needs KOPEK_MASTER_KEY (the same on every node)');
-  // Nothing of a database in memory may reach the disk.
-  if (isMemoryDatabase(dbPath)) return (processKey ??= randomBytes(MASTER_KEY_BYTES));
+  // Nothing of a database in memory (SQLite's `:memory:`, or the empty name of a temporary one) may reach the disk.
+  if (dbPath === ':memory:' || dbPath === '') return (processKey ??= randomBytes(MASTER_KEY_BYTES));
   const path = keyFilePath(dbPath);
   if (existsSync(path)) return decodeKey(readFileSync(path, 'utf8'), `"${path}"`);
   if (!opts.create) throw new Error(`cannot find the master key: KOPEK_MASTER_KEY is unset and "${path}" does not exist`);

@@ -26,9 +26,12 @@ export interface KeySequence {
   columnSql: string;
 }
 
-/** Every sequence owned by a column (identity `i` or serial/`OWNED BY` `a`), from the catalog: none listed by hand. */
-export async function pgKeySequences(rows: RowsOf): Promise<KeySequence[]> {
-  return rows<KeySequence>(
+/** The one sequence no column owns: a numbering pass calls `event_pos` for event_positions.pos. */
+const EVENT_POSITIONS: KeySequence = { table: 'event_positions', column: 'pos', sequence: 'event_pos', tableSql: 'event_positions', columnSql: 'pos' };
+
+export async function pgCounters(rows: RowsOf): Promise<Counter[]> {
+  // Every sequence owned by a column (identity `i` or serial/`OWNED BY` `a`), from the catalog: none listed by hand.
+  const keys = await rows<KeySequence>(
     `SELECT t.relname AS "table", a.attname AS "column", s.oid::regclass::text AS "sequence",
             quote_ident(t.relname) AS "tableSql", quote_ident(a.attname) AS "columnSql"
        FROM pg_class s
@@ -39,13 +42,6 @@ export async function pgKeySequences(rows: RowsOf): Promise<KeySequence[]> {
       WHERE s.relkind = 'S' AND t.relkind IN ('r', 'p') AND pg_table_is_visible(t.oid)
       ORDER BY t.relname, a.attname`,
   );
-}
-
-/** The one sequence no column owns: a numbering pass calls `event_pos` for event_positions.pos. */
-const EVENT_POSITIONS: KeySequence = { table: 'event_positions', column: 'pos', sequence: 'event_pos', tableSql: 'event_positions', columnSql: 'pos' };
-
-export async function pgCounters(rows: RowsOf): Promise<Counter[]> {
-  const keys = await pgKeySequences(rows);
   const [pos] = await rows<{ present: boolean | number }>(`SELECT to_regclass('event_pos') IS NOT NULL AND to_regclass('event_positions') IS NOT NULL AS present`);
   if (pos.present === true || pos.present === 1) keys.push(EVENT_POSITIONS);
   const out: Counter[] = [];

@@ -62,22 +62,19 @@ export function pgPool(url: string, opts: PgOpenOptions = {}): pg.Pool {
 /** The schema is created or upgraded under the migration lock. */
 export async function openPgStorage(url: string, opts: PgOpenOptions = {}): Promise<PgStore> {
   const pool = pgPool(url, opts);
-  try {
-    if (opts.migrate !== false) await migratePg(pool);
-  } catch (err) {
-    await pool.end().catch(() => {});
-    throw new Error(`cannot open database "${redactUrl(url)}": ${redactUrl((err as Error).message)}`);
-  }
   const listenClient = (): pg.Client =>
     new pg.Client({ connectionString: url, application_name: 'kopek-listen', options: SESSION_OPTIONS, types: { getTypeParser: typeParser } as pg.CustomTypesConfig });
-  const store = new PgStore(pool, { path: redactUrl(url), log: opts.log, listenClient });
+  let store: PgStore | null = null;
   try {
+    if (opts.migrate !== false) await migratePg(pool);
+    store = new PgStore(pool, { path: redactUrl(url), log: opts.log, listenClient });
     await store.measureClock();
+    return store;
   } catch (err) {
-    await store.close();
+    if (store) await store.close();
+    else await pool.end().catch(() => {});
     throw new Error(`cannot open database "${redactUrl(url)}": ${redactUrl((err as Error).message)}`);
   }
-  return store;
 }
 
 /** 0 when it holds no kopek schema. */

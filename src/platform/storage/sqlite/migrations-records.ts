@@ -1,13 +1,12 @@
 // The idempotency records' migrations (schema 12 to 16) and the frozen readers of the forms they convert;
 // chained in migrations-old.ts.
 import type Database from 'better-sqlite3';
-import type { Migration } from '../migrations';
 
 /**
  * A step of the SQLite migrations before the base version (migrations-old.ts): SQL, or a function for a step
  * that must look at the schema first.
  */
-export type OldMigration = Migration | ((db: Database.Database) => void);
+export type OldMigration = string | ((db: Database.Database) => void);
 
 /** Whether `table` has a column named `column`. */
 export function hasColumn(db: Database.Database, table: string, column: string): boolean {

@@ -32,7 +32,9 @@ export async function acquireServerLock(dbPath: string): Promise<ServerLock | nu
       await listen(server, where);
       break;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt > 0) throw lockError(dbPath, err as Error);
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt > 0) {
+        throw new Error(`cannot start on "${dbPath}": cannot take the server lock beside the database: ${(err as Error).message}`);
+      }
       if (await answers(where)) {
         throw new Error(`cannot start on "${dbPath}": another kopek server is running on this database (its lock is ${abstract ? 'held' : `"${file}"`}); stop it first, or use admin commands beside it`);
       }
@@ -77,8 +79,4 @@ function answers(where: string): Promise<boolean> {
     });
     sock.once('error', () => done(false));
   });
-}
-
-function lockError(dbPath: string, err: Error): Error {
-  return new Error(`cannot start on "${dbPath}": cannot take the server lock beside the database: ${err.message}`);
 }
