@@ -3,10 +3,11 @@ import type { Store } from '../storage/store';
 import { isPostgresUrl } from '../storage/postgres/open';
 import { closeSync, existsSync, fchmodSync, openSync, readFileSync, writeSync } from 'node:fs';
 
-// Secrets kopek must use again (webhook and request-signing secrets) are stored encrypted under the
-// database's master key, bound to the row they belong to: a copy of the database alone, or its WAL, holds
-// no usable secret. Values written before this (plain `whs_…` / `thm_…`) still read, and the server seals
-// them on start (sealPlainSecrets).
+// Secrets kopek must use again (a terminal password, a RebillId, webhook and request-signing secrets) are stored
+// encrypted under the database's master key, bound to the row they belong to: a copy of the database alone, or its
+// WAL, holds no usable secret. The key is never in the database: KOPEK_MASTER_KEY, or a key file beside the
+// database created on first need; a backup without it cannot decrypt them (they must be entered again). Values
+// written before sealing (plain `whs_…` / `thm_…`) still read, and the server seals them on start (sealPlainSecrets).
 
 /** The prefix of a sealed value. */
 const SEALED = 'enc:';
@@ -16,10 +17,7 @@ const keys = new Map<string, Buffer>();
 /** The master key of the database at `dbPath` (the store's `path`; see loadMasterKey), created on first need; cached per file. */
 function keyOf(dbPath: string): Buffer {
   let key = keys.get(dbPath);
-  if (!key) {
-    key = loadMasterKey(dbPath, { create: true });
-    keys.set(dbPath, key);
-  }
+  if (!key) keys.set(dbPath, (key = loadMasterKey(dbPath, { create: true })));
   return key;
 }
 
@@ -74,10 +72,6 @@ export async function sealPlainSecrets(store: Store): Promise<number> {
     return n;
   });
 }
-
-// The master key encrypts every secret kopek must use again (a terminal password, a RebillId, webhook and
-// signing secrets). Never in the database: KOPEK_MASTER_KEY, or a key file beside the database created on first
-// need. A backup without the key cannot decrypt them; they must be entered again.
 
 /** AES-256. */
 export const MASTER_KEY_BYTES = 32;

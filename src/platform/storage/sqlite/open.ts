@@ -26,22 +26,19 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Database.Dat
     if (!opts.readonly) ownerOnly(path);
   }
   const db = connect(path, opts.readonly ? { readonly: true } : {});
-  if (!opts.readonly) {
+  db.pragma('foreign_keys = ON');
+  // A read missing SQLite's cache then costs a memory access, not a read call and a copy.
+  db.pragma(`mmap_size = ${MMAP_SIZE_BYTES}`);
+  if (opts.readonly) return db;
+  try {
     enableWal(db, path);
     db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
     // A burst of writes (a long clock advance) leaves no WAL file of its peak size behind.
     db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
-  }
-  db.pragma('foreign_keys = ON');
-  // A read missing SQLite's cache then costs a memory access, not a read call and a copy.
-  db.pragma(`mmap_size = ${MMAP_SIZE_BYTES}`);
-  if (!opts.readonly) {
-    try {
-      migrate(db, path);
-    } catch (err) {
-      db.close();
-      throw err;
-    }
+    migrate(db, path);
+  } catch (err) {
+    db.close();
+    throw err;
   }
   return db;
 }
