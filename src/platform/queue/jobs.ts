@@ -220,8 +220,7 @@ export class Scheduler {
     if (this.timer) clearTimeout(this.timer);
     this.wakeReal = when;
     this.wakeDue = due;
-    this.timer = setTimeout(this.fire, delay);
-    this.timer.unref();
+    this.timer = setTimeout(this.fire, delay).unref();
   }
 
   /** Rounds of a pass, each over the jobs due when it began, a page at a time (yielding to the event loop after `sliceMs`). */
@@ -306,11 +305,8 @@ async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo: (tx: T
     renewing = d.store
       .write((tx) => tx.run(RENEW_SHOP, until, shopId, mode, token))
       .catch((err: unknown) => d.log.error('cannot renew the claims of a clock advance', { shop_id: shopId, error: String((err as Error)?.message ?? err) }))
-      .finally(() => {
-        renewing = null;
-      });
-  }, Math.max(1, Math.floor(d.limits.leaseMs / 3)));
-  renew.unref();
+      .finally(() => (renewing = null));
+  }, Math.max(1, Math.floor(d.limits.leaseMs / 3))).unref();
   try {
     return await runAll(d, claim, fresh);
   } finally {

@@ -47,10 +47,7 @@ export class PgStore implements Store {
     const r = await this.pool.query('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS t');
     const t1 = Date.now();
     this.clockOffsetMs = Math.round(Number(r.rows[0].t) - (t0 + t1) / 2);
-    if (this.clockTimer === null && this.open) {
-      this.clockTimer = setInterval(() => void this.measureClock().catch(() => {}), PG_LIMITS.clock_check_ms);
-      this.clockTimer.unref();
-    }
+    if (this.open) this.clockTimer ??= setInterval(() => void this.measureClock().catch(() => {}), PG_LIMITS.clock_check_ms).unref();
   }
 
   get isOpen(): boolean {
@@ -192,9 +189,7 @@ export class PgStore implements Store {
 
   private noteFailure(err: Error): Error {
     const code = (err as { code?: string }).code;
-    if (code === 'DB_UNAVAILABLE' || code === 'DB_COMMIT_UNKNOWN') {
-      this.failure = { code, message: err.message, at: Date.now() };
-    }
+    if (code === 'DB_UNAVAILABLE' || code === 'DB_COMMIT_UNKNOWN') this.failure = { code, message: err.message, at: Date.now() };
     return err;
   }
 

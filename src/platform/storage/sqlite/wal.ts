@@ -221,8 +221,7 @@ export class Checkpointer {
     this.idleTimer = null;
     if (this.running || this.timer || this.failed) return;
     const wait = Math.max(0, this.lastAt + INTERVAL_MS - Date.now());
-    this.timer = setTimeout(this.runFn, wait);
-    this.timer.unref();
+    this.timer = setTimeout(this.runFn, wait).unref();
   }
 
   /** Writes were made, fewer than wake it: checkpoint them within SOON_MS unless more writes wake it first. */
@@ -231,8 +230,7 @@ export class Checkpointer {
     this.soonTimer = setTimeout(() => {
       this.soonTimer = null;
       if (this.source.written !== this.seen && !this.running && this.timer === null) this.nudge();
-    }, SOON_MS);
-    this.soonTimer.unref();
+    }, SOON_MS).unref();
   }
 
   /** Between transactions. */
@@ -317,8 +315,7 @@ export class Checkpointer {
       if (!this.truncate()) return this.lookAgainLater();
       this.catchUp = false;
       this.truncateTries = 0;
-    }, IDLE_MS);
-    this.idleTimer.unref();
+    }, IDLE_MS).unref();
   }
 
   /** A commit before then does it sooner. */
@@ -327,8 +324,7 @@ export class Checkpointer {
     this.idleTimer = setTimeout(() => {
       this.idleTimer = null;
       this.nudge();
-    }, TRUNCATE_RETRY_MS);
-    this.idleTimer.unref();
+    }, TRUNCATE_RETRY_MS).unref();
   }
 
   private walBytes(): number {
