@@ -77,7 +77,8 @@ export const DEFAULT_LIMITS: SchedulerLimits = {
 export interface JobRow extends Omit<Job, 'payload'> {
   run_at: number;
   payload: string;
-  state: JobState;
+  /** Waiting (first run or a retry), finished, given up, or cancelled. */
+  state: 'pending' | 'done' | 'dead' | 'cancelled';
   last_error: string | null;
   created_at: number;
   finished_at: number | null;
@@ -131,9 +132,6 @@ export async function inRun<T>(tx: Tx, run: RunClaim, at: number, body: () => Pr
     else runs.set(key, before);
   }
 }
-
-/** Where a job is in its life: waiting (first run or a retry), finished, given up, or cancelled. */
-export type JobState = 'pending' | 'done' | 'dead' | 'cancelled';
 
 /** A position in (run_at, id) order, where a pass over the due jobs has got to. */
 export interface JobKey {

@@ -104,11 +104,9 @@ export class Scheduler {
     const id = Number(r.id);
     this.exec.seq++;
     if (claim !== null) {
-      // A job the run claimed is the run's to run: no pass needs to wake for it.
       const row: JobRow = { id, kind, subject_id: subjectId, shop_id: shopId, mode, due_at: dueAt, run_at: r.run_at, attempt: 0, payload, state: 'pending', last_error: null, created_at: real, finished_at: null, claimed_by: claim.by, claim_token: claim.token, claim_until: claim.until };
       run!.scheduled(row);
     } else if (r.run_at <= real && tx === this.exec.passTx) {
-      // Due now, written by a job of the pass running: that pass takes one more round once this one ends.
       this.again = true;
     } else if (performance.now() + r.run_at - real < this.wakeDue) {
       tx.afterCommit(this.wake.bind(this, r.run_at));

@@ -1,5 +1,3 @@
-// The statements of one SQLite connection, prepared once per SQL text and shared by the store and its transactions
-// (store.ts).
 import type Database from 'better-sqlite3';
 
 /** SQL built from column lists is bounded, but a bound costs nothing. */
@@ -17,7 +15,7 @@ export interface Prepared {
   build?: (a: unknown[]) => unknown;
 }
 
-/** Compiled once per SQL text and shared by every caller; `written` counts rows changed and commits (wal.ts). */
+/** A connection's statements, compiled once per SQL text for the store and its transactions; `written` counts rows changed and commits (wal.ts). */
 export class Statements {
   readonly cache = new Map<string, Prepared>();
   written = 0;

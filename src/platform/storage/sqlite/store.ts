@@ -105,10 +105,9 @@ interface Group {
 
 /**
  * The SQLite engine. `write` commits every body queued in one turn of the event loop in one transaction (group
- * commit), each in a savepoint so a failing body rolls back only itself; `tx` runs a body alone. A body's awaits on
- * its Tx settle within the turn it started in (SQLite answers at once); one still running at the turn's end awaits
- * something else and would hold the write lock: it fails with AWAITED_OUTSIDE. Promises settle and after-commit
- * hooks run only once the commit is durable (wal.ts).
+ * commit), each in a savepoint so a failing body rolls back only itself; `tx` runs a body alone; a body still
+ * running at the turn's end fails with AWAITED_OUTSIDE. Promises settle and after-commit hooks run only once the
+ * commit is durable (wal.ts).
  *
  * One transaction at a time, in order (the write lock). Reads outside a transaction see committed data only: one
  * arriving while a transaction is open waits its turn. With `sync: 'store'` a commit is visible a little before it

@@ -242,12 +242,8 @@ export class Checkpointer {
 
   /** Waits a few seconds at most for the thread's close, so the next closer finds the files settled (it removes the WAL). */
   close(): void {
-    if (this.timer) clearTimeout(this.timer);
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    if (this.soonTimer) clearTimeout(this.soonTimer);
-    this.timer = null;
-    this.idleTimer = null;
-    this.soonTimer = null;
+    for (const t of [this.timer, this.idleTimer, this.soonTimer]) if (t) clearTimeout(t);
+    this.timer = this.idleTimer = this.soonTimer = null;
     this.failed = true;
     this.wakeAt = Infinity;
     if (!this.worker) return;
