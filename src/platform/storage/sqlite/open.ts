@@ -105,14 +105,12 @@ function enableWal(db: Database.Database, path: string): void {
 export const nativeBinding: { addon?: unknown; path?: string; libSource?: string } = {};
 
 export function nativeBindingPath(): string {
-  if (nativeBinding.path) return nativeBinding.path;
-  return join(dirname(packageRequire().resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
+  return nativeBinding.path || join(dirname(packageRequire().resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
 }
 
 /** The package's entry file in development, the executable's bundled copy otherwise. */
 export function betterSqliteLib(): { file: string } | { source: string } {
-  if (nativeBinding.libSource !== undefined) return { source: nativeBinding.libSource };
-  return { file: packageRequire().resolve('better-sqlite3') };
+  return nativeBinding.libSource !== undefined ? { source: nativeBinding.libSource } : { file: packageRequire().resolve('better-sqlite3') };
 }
 
 // Resolved at run time, never by the bundler.
