@@ -254,7 +254,7 @@ export class Scheduler {
         if (this.again) continue;
         let next: number | undefined;
         try {
-          next = (await this.store.get<{ run_at: number }>(NEXT_RUN_AT, Math.max(this.clocks.real(), this.exec.voidBefore - 1)))?.run_at;
+          next = (await this.store.get<{ run_at: number }>(NEXT_RUN_AT, this.exec.threshold()))?.run_at;
         } catch (err) {
           if (!this.exec.stopped) this.log.error('cannot read the next due job', { error: String((err as Error)?.message ?? err) });
         }
