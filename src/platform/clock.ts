@@ -48,9 +48,7 @@ export class Clocks {
   }
 
   toReal(q: Reader, shopId: string | null, mode: Mode, at_ms: number): Promise<number> {
-    if (mode === 'live' || shopId === null) return Promise.resolve(at_ms);
-    const known = this.memo.get((q as Based)[TX_BASE] ?? q)?.get(shopId);
-    return known !== undefined ? Promise.resolve(at_ms - known) : this.offset(q, shopId).then((o) => at_ms - o);
+    return mode === 'live' || shopId === null ? Promise.resolve(at_ms) : this.offset(q, shopId).then((o) => at_ms - o);
   }
 
   /** The shop's test clock reads `at` in `tx` until `fn`'s promise settles. */

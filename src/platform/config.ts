@@ -60,20 +60,18 @@ const LEVELS: readonly string[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
 function parseValue(spec: OptionSpec, raw: string, source: string): unknown {
   switch (spec.kind) {
-    case 'int': {
+    case 'int':
       if (!/^\d+$/.test(raw)) throw new Error(`${source} must be a whole number, got "${raw}"`);
       return Number(raw);
-    }
     case 'number': {
       const n = Number(raw);
       if (raw.trim() === '' || !Number.isFinite(n) || n < 0) throw new Error(`${source} must be a non-negative number, got "${raw}"`);
       return n;
     }
-    case 'bool': {
+    case 'bool':
       if (/^(1|true|yes|on)$/i.test(raw)) return true;
       if (/^(0|false|no|off)$/i.test(raw)) return false;
       throw new Error(`${source} must be true or false, got "${raw}"`);
-    }
     case 'list':
       return raw.split(',').map((s) => s.trim()).filter(Boolean);
     case 'level':
@@ -139,15 +137,14 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   }
   for (const key of ['baseUrl', 'payPageUrl'] as const) {
     const u = cfg[key];
-    if (u !== null) {
-      try {
-        const parsed = new URL(u);
-        if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
-      } catch {
-        throw new Error(`${key === 'baseUrl' ? '--base-url' : '--pay-page-url'} must be an http(s) URL, got "${u}"`);
-      }
-      cfg[key] = u.replace(/\/+$/, '');
+    if (u === null) continue;
+    try {
+      const parsed = new URL(u);
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
+    } catch {
+      throw new Error(`${key === 'baseUrl' ? '--base-url' : '--pay-page-url'} must be an http(s) URL, got "${u}"`);
     }
+    cfg[key] = u.replace(/\/+$/, '');
   }
   checkDemoOptions(cfg, flagged.has('db'));
   return cfg;
@@ -162,24 +159,21 @@ function checkDemoOptions(cfg: Config, dbFlag: boolean): void {
     if (dbFlag && cfg.db !== ':memory:') throw new Error(`--ephemeral keeps the database in memory; it cannot be used with --db "${redactUrl(cfg.db)}"`);
     cfg.db = ':memory:';
   }
-  checkDemoWebhook(cfg);
+  // The endpoint needs the demo, its secret needs the endpoint; serve applies the API's URL checks before writing.
+  if (cfg.webhookUrl !== null && !cfg.demo) throw new Error('--webhook-url adds an endpoint to the demo shop; it cannot be used with --no-demo');
+  if (cfg.webhookSecret !== null) {
+    if (cfg.webhookUrl === null) throw new Error('--webhook-secret is the secret of the --webhook-url endpoint; it cannot be used without --webhook-url');
+    if (!WEBHOOK_SECRET_RE.test(cfg.webhookSecret)) {
+      // The beginning only: a secret that is almost right should not land whole in a CI log.
+      throw new Error(`--webhook-secret must be whs_ and 16 to 200 of A-Z a-z 0-9 _ -, got "${cfg.webhookSecret.slice(0, 8)}…"`);
+    }
+  }
   if (cfg.demoKey === null) return;
   if (!cfg.demo) throw new Error('--demo-key names the key of the demo data; it cannot be used with --no-demo');
   if (!TEST_KEY_RE.test(cfg.demoKey)) {
     // A live key given by mistake is not echoed to the terminal or a CI log.
     const shown = cfg.demoKey.startsWith('sk_live_') ? 'a live key' : `"${cfg.demoKey.length > 24 ? cfg.demoKey.slice(0, 24) + '…' : cfg.demoKey}"`;
     throw new Error(`--demo-key must be a test key, sk_test_ and 16 to 128 of A-Z a-z 0-9 _ -, got ${shown}`);
-  }
-}
-
-/** The endpoint needs the demo, its secret needs the endpoint; serve applies the API's URL checks before writing. */
-function checkDemoWebhook(cfg: Config): void {
-  if (cfg.webhookUrl !== null && !cfg.demo) throw new Error('--webhook-url adds an endpoint to the demo shop; it cannot be used with --no-demo');
-  if (cfg.webhookSecret === null) return;
-  if (cfg.webhookUrl === null) throw new Error('--webhook-secret is the secret of the --webhook-url endpoint; it cannot be used without --webhook-url');
-  if (!WEBHOOK_SECRET_RE.test(cfg.webhookSecret)) {
-    // The beginning only: a secret that is almost right should not land whole in a CI log.
-    throw new Error(`--webhook-secret must be whs_ and 16 to 200 of A-Z a-z 0-9 _ -, got "${cfg.webhookSecret.slice(0, 8)}…"`);
   }
 }
 

@@ -98,10 +98,7 @@ export class AsyncRunner {
       return had;
     }
     this.held.set(row.id, token);
-    if (this.renewTimer === null) {
-      this.renewTimer = setInterval(() => this.renewAll(), Math.max(1, Math.floor(this.leaseMs / 3)));
-      this.renewTimer.unref();
-    }
+    this.renewTimer ??= setInterval(() => this.renewAll(), Math.max(1, Math.floor(this.leaseMs / 3))).unref();
     const done = this.runOne(row, job, kind, token, at, give);
     this.inflight.set(row.id, done);
     return done;
@@ -150,9 +147,7 @@ export class AsyncRunner {
         },
         (err: unknown) => this.log.error('cannot renew job claims', { claims: held.length, error: String((err as Error)?.message ?? err) }),
       )
-      .finally(() => {
-        this.renewing = null;
-      });
+      .finally(() => (this.renewing = null));
   }
 
   private async runOne(row: JobRow, job: Job, kind: AsyncJobKind<unknown>, token: string, at: RunAt | null, give: (() => void) | undefined): Promise<void> {

@@ -74,17 +74,11 @@ export const DEFAULT_LIMITS: SchedulerLimits = {
 };
 
 /** A row of the jobs table as stored (payload still JSON text). */
-export interface JobRow {
-  id: number;
-  kind: string;
-  subject_id: string;
-  shop_id: string | null;
-  mode: Mode;
-  due_at: number;
+export interface JobRow extends Omit<Job, 'payload'> {
   run_at: number;
-  attempt: number;
   payload: string;
-  state: JobState;
+  /** Waiting (first run or a retry), finished, given up, or cancelled. */
+  state: 'pending' | 'done' | 'dead' | 'cancelled';
   last_error: string | null;
   created_at: number;
   finished_at: number | null;
@@ -139,9 +133,6 @@ export async function inRun<T>(tx: Tx, run: RunClaim, at: number, body: () => Pr
   }
 }
 
-/** Where a job is in its life: waiting (first run or a retry), finished, given up, or cancelled. */
-export type JobState = 'pending' | 'done' | 'dead' | 'cancelled';
-
 /** A position in (run_at, id) order, where a pass over the due jobs has got to. */
 export interface JobKey {
   runAt: number;
@@ -195,11 +186,9 @@ export const RELEASE = `UPDATE jobs SET ${UNCLAIM} WHERE id = ? AND claim_token 
 export const NEXT_RUN_AT = `SELECT run_at FROM jobs WHERE state = 'pending' AND ${FREE} ORDER BY run_at, id LIMIT 1`;
 
 /** Pending jobs due by now, their claim free, after a key in (run_at, id) order: one range of the partial index `jobs_run`. */
-export const DUE = `SELECT * FROM jobs WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE} ORDER BY run_at, id LIMIT ?`;
-
-/** DUE, read through `q`. */
 export function due(q: Reader, now_ms: number, threshold: number, after: JobKey, limit: number): Promise<JobRow[]> {
-  return q.all<JobRow>(DUE, after.runAt, after.runAt, after.id, now_ms, threshold, limit);
+  const sql = `SELECT * FROM jobs WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE} ORDER BY run_at, id LIMIT ?`;
+  return q.all<JobRow>(sql, after.runAt, after.runAt, after.id, now_ms, threshold, limit);
 }
 
 /**
@@ -241,10 +230,8 @@ export async function countJobs(q: Reader): Promise<JobCount[]> {
     if (!c) byKind.set(kind, (c = { kind, pending: 0, retrying: 0, dead: 0 }));
     return c;
   };
-  const pending = await pendingJobsByKind(q);
-  for (const r of pending) Object.assign(at(r.kind), { pending: r.pending, retrying: r.retrying });
-  const dead = await deadJobsByKind(q);
-  for (const r of dead) at(r.kind).dead = r.dead;
+  for (const r of await pendingJobsByKind(q)) Object.assign(at(r.kind), { pending: r.pending, retrying: r.retrying });
+  for (const r of await deadJobsByKind(q)) at(r.kind).dead = r.dead;
   return [...byKind.values()].sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
 }
 

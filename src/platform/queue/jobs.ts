@@ -17,14 +17,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * The durable scheduler. The jobs table is the truth and the only place jobs live; the process holds the time
  * of its next wake (one timer) and the claims it holds, nothing it could not read again.
  *
- * A pass runs the due query (pending, run_at <= now, claim free or lapsed; the partial index `jobs_run` in
- * (run_at, id) order) a page at a time (executor.ts). On SQLite each page is read in the transaction that runs
- * it: sync jobs run and are marked done there; async jobs are claimed there (process id, a fresh token,
- * claim_until a lease ahead). On PostgreSQL the page is claimed first, in one `FOR UPDATE SKIP LOCKED` statement
- * at READ COMMITTED, and its sync jobs then run in SERIALIZABLE transactions that name the claim's token. Async
- * jobs run outside once claimed, renewing their claim, then complete in a write that names the token
- * (async-runner.ts); a kind may keep limits of its own (`admit`: a webhook's receiver and shop), and a job at its
- * limit stays due for a later pass. A job whose claim lapsed (its process died) is taken again.
+ * A pass runs the due query (the partial index `jobs_run`, in (run_at, id) order) a page at a time: on SQLite
+ * in the transaction that runs it, on PostgreSQL claimed first (executor.ts). Async jobs run outside once claimed,
+ * renewing their claim (async-runner.ts); a job at its kind's own limit (`admit`) stays due for a later pass. A
+ * job whose claim lapsed (its process died) is taken again.
  *
  * The one timer is armed at the earliest run_at a pass could take (one indexed read after each pass), moved
  * earlier after a commit that schedules an earlier job, and never later than `rereadMs` ahead: jobs written by
@@ -83,11 +79,7 @@ export class Scheduler {
     this.exec.addKind(kind, { sync: handler, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
   }
 
-  /**
-   * Register a kind whose work happens outside any transaction (an HTTP call): `run(job)` is awaited with a
-   * deadline, then `complete(tx, job, result)` records the outcome in the job's own transaction, which also
-   * marks it done. A rejection or a passed deadline counts as a failed run (retry with backoff, then dead).
-   */
+  /** Register a kind whose work happens outside any transaction (an HTTP call; see AsyncJobKind). */
   registerAsync<R>(kind: string, spec: AsyncJobKind<R>, opts: JobKindOptions = {}): void {
     this.exec.addKind(kind, { async: spec as AsyncJobKind<unknown>, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
   }
@@ -112,11 +104,9 @@ export class Scheduler {
     const id = Number(r.id);
     this.exec.seq++;
     if (claim !== null) {
-      // A job the run claimed is the run's to run: no pass needs to wake for it.
       const row: JobRow = { id, kind, subject_id: subjectId, shop_id: shopId, mode, due_at: dueAt, run_at: r.run_at, attempt: 0, payload, state: 'pending', last_error: null, created_at: real, finished_at: null, claimed_by: claim.by, claim_token: claim.token, claim_until: claim.until };
       run!.scheduled(row);
     } else if (r.run_at <= real && tx === this.exec.passTx) {
-      // Due now, written by a job of the pass running: that pass takes one more round once this one ends.
       this.again = true;
     } else if (performance.now() + r.run_at - real < this.wakeDue) {
       tx.afterCommit(this.wake.bind(this, r.run_at));
@@ -135,7 +125,7 @@ export class Scheduler {
    * scheduled, the later one cancelled. In the caller's transaction.
    */
   async ensureDueBy(tx: Tx, spec: JobSpec): Promise<void> {
-    const due = (await tx.get<{ due: number | null }>(NEXT_DUE, spec.subjectId, spec.kind))?.due ?? null;
+    const due = await this.nextDue(tx, spec.kind, spec.subjectId);
     if (due !== null && due <= spec.dueAt) return;
     if (due !== null) await this.cancel(tx, spec.kind, spec.subjectId);
     await this.schedule(tx, spec);
@@ -177,9 +167,9 @@ export class Scheduler {
   }
 
   /**
-   * Run a shop's jobs of a mode due by the moment `upTo` returns (run in the transaction that claims them, which
-   * may write there), in due order, with those they create; each runs inside `around` (in its transaction, at
-   * its due time, never earlier than a job already run). Async jobs are awaited. Resolves with the number of runs.
+   * Run a shop's jobs of a mode due by the moment `upTo` returns (in the transaction that claims them), in due
+   * order, with those they create; each inside `around` at its due time, never earlier than a job already run.
+   * Async jobs are awaited. Resolves with the number of runs.
    */
   async runDueUpTo(shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
     const run = runShopJobs(this.exec, shopId, mode, upTo, around);
@@ -228,8 +218,7 @@ export class Scheduler {
     if (this.timer) clearTimeout(this.timer);
     this.wakeReal = when;
     this.wakeDue = due;
-    this.timer = setTimeout(this.fire, delay);
-    this.timer.unref();
+    this.timer = setTimeout(this.fire, delay).unref();
   }
 
   /** Rounds of a pass, each over the jobs due when it began, a page at a time (yielding to the event loop after `sliceMs`). */
@@ -250,10 +239,7 @@ export class Scheduler {
             const last = out.list[out.reached - 1];
             if (last) after = { runAt: last.run_at, id: last.id };
             if (out.list.length < this.limits.batch && out.reached >= out.list.length) break;
-            if (performance.now() - slice > this.limits.sliceMs) {
-              await new Promise<void>((resolve) => setImmediate(resolve));
-              slice = performance.now();
-            }
+            slice = await yieldAfterSlice(slice, this.limits.sliceMs);
           }
         } catch (err) {
           // The table is the truth: what did not run stays pending there, and the next pass takes it.
@@ -268,7 +254,7 @@ export class Scheduler {
         if (this.again) continue;
         let next: number | undefined;
         try {
-          next = (await this.store.get<{ run_at: number }>(NEXT_RUN_AT, Math.max(this.clocks.real(), this.exec.voidBefore - 1)))?.run_at;
+          next = (await this.store.get<{ run_at: number }>(NEXT_RUN_AT, this.exec.threshold()))?.run_at;
         } catch (err) {
           if (!this.exec.stopped) this.log.error('cannot read the next due job', { error: String((err as Error)?.message ?? err) });
         }
@@ -293,19 +279,15 @@ function before(a: { due_at: number; id: number }, b: { due_at: number; id: numb
 }
 
 /**
- * The body of Scheduler.runDueUpTo: run every job of one shop's mode due by the moment `upTo` returns, in due
- * order, with the jobs they create; each inside `around` at its due time (never earlier than a job already run).
- * Resolves with the number of runs.
- *
- * `upTo` runs in the transaction that claims those jobs (a token of its own, renewed while the run goes on), so
- * what it writes commits with the claims and every process's passes leave the jobs to this run. Jobs its jobs
- * schedule for the shop by that moment, and retries within it, are written claimed too (Scheduler.schedule) and
- * handed to the run, which merges those due within the read's range into the rows still to run instead of
- * reading again (a year of subscription charges spent most of its time there). Jobs others schedule meanwhile
- * wait for the next read; a due job another process holds is waited for until it ends or its claim lapses; what
- * the run did not run is released at the end.
+ * The body of Scheduler.runDueUpTo. `upTo` runs in the transaction that claims those jobs (a token of its own,
+ * renewed while the run goes on), so what it writes commits with the claims and every process's passes leave the
+ * jobs to this run. Jobs its jobs schedule for the shop by that moment, and retries within it, are written claimed
+ * too (Scheduler.schedule) and handed to the run, which merges those due within the read's range into the rows
+ * still to run instead of reading again (a year of subscription charges spent most of its time there). Jobs others
+ * schedule meanwhile wait for the next read; a due job another process holds is waited for until it ends or its
+ * claim lapses; what the run did not run is released at the end.
  */
-export async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
+async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
   const fresh: JobRow[] = [];
   const claim: RunClaim = { by: d.processId, token: randomUUID(), shopId, mode, dueBy: 0, around, scheduled: (row) => fresh.push(row) };
   const token = claim.token;
@@ -321,11 +303,8 @@ export async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo:
     renewing = d.store
       .write((tx) => tx.run(RENEW_SHOP, until, shopId, mode, token))
       .catch((err: unknown) => d.log.error('cannot renew the claims of a clock advance', { shop_id: shopId, error: String((err as Error)?.message ?? err) }))
-      .finally(() => {
-        renewing = null;
-      });
-  }, Math.max(1, Math.floor(d.limits.leaseMs / 3)));
-  renew.unref();
+      .finally(() => (renewing = null));
+  }, Math.max(1, Math.floor(d.limits.leaseMs / 3))).unref();
   try {
     return await runAll(d, claim, fresh);
   } finally {
@@ -362,7 +341,7 @@ async function runAll(d: Executor, claim: RunClaim, fresh: JobRow[]): Promise<nu
   const st: RunState = { claim, fresh, ran: 0, reached: -Infinity, waiting: [], sliceStart: performance.now(), bound: null };
   const refetch = makeRefetch(d, st);
   while (!d.stopped) {
-    await yieldAfterSlice(d, st);
+    st.sliceStart = await yieldAfterSlice(st.sliceStart, d.limits.sliceMs);
     const now = await d.clocks.now(d.store, shopId, mode);
     // Everything scheduled so far is in the table and this read sees it.
     fresh.length = 0;
@@ -388,11 +367,11 @@ async function runAll(d: Executor, claim: RunClaim, fresh: JobRow[]): Promise<nu
   return st.ran;
 }
 
-/** A long run yields between batches so other shops' requests are still answered. */
-async function yieldAfterSlice(d: Executor, st: RunState): Promise<void> {
-  if (performance.now() - st.sliceStart <= d.limits.sliceMs) return;
+/** A long run yields between batches so other shops' requests are still answered; returns when this slice began. */
+async function yieldAfterSlice(start: number, sliceMs: number): Promise<number> {
+  if (performance.now() - start <= sliceMs) return start;
   await new Promise<void>((resolve) => setImmediate(resolve));
-  st.sliceStart = performance.now();
+  return performance.now();
 }
 
 /** Run the rows of one read in due order: async jobs one by one, sync jobs in shared transactions. */
@@ -431,7 +410,7 @@ async function runList(d: Executor, st: RunState, first: JobRow[], refetch: Refe
     list = out.list;
     i = out.reached;
     if (out.stale) seq = d.seq;
-    await yieldAfterSlice(d, st);
+    st.sliceStart = await yieldAfterSlice(st.sliceStart, d.limits.sliceMs);
   }
 }
 

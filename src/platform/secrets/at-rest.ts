@@ -3,10 +3,11 @@ import type { Store } from '../storage/store';
 import { isPostgresUrl } from '../storage/postgres/open';
 import { closeSync, existsSync, fchmodSync, openSync, readFileSync, writeSync } from 'node:fs';
 
-// Secrets kopek must use again (webhook and request-signing secrets) are stored encrypted under the
-// database's master key, bound to the row they belong to: a copy of the database alone, or its WAL, holds
-// no usable secret. Values written before this (plain `whs_…` / `thm_…`) still read, and the server seals
-// them on start (sealPlainSecrets).
+// Secrets kopek must use again (a terminal password, a RebillId, webhook and request-signing secrets) are stored
+// encrypted under the database's master key, bound to the row they belong to: a copy of the database alone, or its
+// WAL, holds no usable secret. The key is never in the database: KOPEK_MASTER_KEY, or a key file beside the
+// database created on first need; a backup without it cannot decrypt them (they must be entered again). Values
+// written before sealing (plain `whs_…` / `thm_…`) still read, and the server seals them on start (sealPlainSecrets).
 
 /** The prefix of a sealed value. */
 const SEALED = 'enc:';
@@ -16,10 +17,7 @@ const keys = new Map<string, Buffer>();
 /** The master key of the database at `dbPath` (the store's `path`; see loadMasterKey), created on first need; cached per file. */
 function keyOf(dbPath: string): Buffer {
   let key = keys.get(dbPath);
-  if (!key) {
-    key = loadMasterKey(dbPath, { create: true });
-    keys.set(dbPath, key);
-  }
+  if (!key) keys.set(dbPath, (key = loadMasterKey(dbPath, { create: true })));
   return key;
 }
 
@@ -44,47 +42,36 @@ export function seal(dbPath: string, plaintext: string, context: string): string
 
 /** The secret stored in `context`: decrypted, or as it is when it was stored before sealing existed. */
 export function unseal(dbPath: string, stored: string, context: string): string {
-  return stored.startsWith(SEALED) ? decryptSecret(keys.get(dbPath) ?? keyOf(dbPath), stored, context) : stored;
+  return stored.startsWith(SEALED) ? decryptSecret(keyOf(dbPath), stored, context) : stored;
 }
+
+/** Columns that may still hold secrets in clear, each with its owner column, which names the seal's context. */
+const SEALED_COLUMNS = [
+  { table: 'shops', column: 'signing_secret', owner: 'id', context: 'shops.signing_secret' },
+  { table: 'shops', column: 'webhook_secret', owner: 'id', context: 'shops.webhook_secret' },
+  { table: 'webhook_secrets', column: 'secret', owner: 'endpoint_id', context: 'webhook_secrets' },
+  // Cabinet users' TOTP secrets (base32 in clear before schema 18), confirmed and pending alike.
+  { table: 'cabinet_users', column: 'totp_secret', owner: 'id', context: 'cabinet_users.totp_secret' },
+  { table: 'cabinet_users', column: 'totp_pending', owner: 'id', context: 'cabinet_users.totp_pending' },
+] as const;
 
 /**
  * Encrypt every secret still stored in clear (a database from before sealing), in one transaction; returns
  * how many it sealed. Run by the server on start.
  */
 export async function sealPlainSecrets(store: Store): Promise<number> {
-  const path = store.path;
   return store.tx(async (tx) => {
     let n = 0;
-    const shops = await tx.all<{ id: string; signing_secret: string; webhook_secret: string }>(`SELECT id, signing_secret, webhook_secret FROM shops WHERE signing_secret NOT LIKE 'enc:%' OR webhook_secret NOT LIKE 'enc:%'`);
-    for (const s of shops) {
-      await tx.run(
-        'UPDATE shops SET signing_secret = ?, webhook_secret = ? WHERE id = ?',
-        s.signing_secret.startsWith(SEALED) ? s.signing_secret : seal(path, s.signing_secret, `shops.signing_secret:${s.id}`),
-        s.webhook_secret.startsWith(SEALED) ? s.webhook_secret : seal(path, s.webhook_secret, `shops.webhook_secret:${s.id}`),
-        s.id,
-      );
-      n++;
-    }
-    const secrets = await tx.all<{ id: number; endpoint_id: string; secret: string }>(`SELECT id, endpoint_id, secret FROM webhook_secrets WHERE secret NOT LIKE 'enc:%'`);
-    for (const r of secrets) {
-      await tx.run('UPDATE webhook_secrets SET secret = ? WHERE id = ?', seal(path, r.secret, `webhook_secrets:${r.endpoint_id}`), r.id);
-      n++;
-    }
-    // Cabinet users' TOTP secrets (base32 in clear before schema 18), confirmed and pending alike.
-    for (const column of ['totp_secret', 'totp_pending'] as const) {
-      const users = await tx.all<{ id: string; value: string }>(`SELECT id, ${column} AS value FROM cabinet_users WHERE ${column} NOT LIKE 'enc:%'`);
-      for (const u of users) {
-        await tx.run(`UPDATE cabinet_users SET ${column} = ? WHERE id = ?`, seal(path, u.value, `cabinet_users.${column}:${u.id}`), u.id);
+    for (const { table, column, owner, context } of SEALED_COLUMNS) {
+      const rows = await tx.all<{ id: string | number; owner: string; value: string }>(`SELECT id, ${owner} AS owner, ${column} AS value FROM ${table} WHERE ${column} NOT LIKE 'enc:%'`);
+      for (const r of rows) {
+        await tx.run(`UPDATE ${table} SET ${column} = ? WHERE id = ?`, seal(store.path, r.value, `${context}:${r.owner}`), r.id);
         n++;
       }
     }
     return n;
   });
 }
-
-// The master key encrypts every secret kopek must use again (a terminal password, a RebillId, webhook and
-// signing secrets). Never in the database: KOPEK_MASTER_KEY, or a key file beside the database created on first
-// need. A backup without the key cannot decrypt them; they must be entered again.
 
 /** AES-256. */
 export const MASTER_KEY_BYTES = 32;
@@ -106,11 +93,6 @@ function decodeKey(text: string, source: string): Buffer {
   return key;
 }
 
-/** SQLite's `:memory:`, or the empty name of a temporary one. */
-export function isMemoryDatabase(dbPath: string): boolean {
-  return dbPath === ':memory:' || dbPath === '';
-}
-
 /** Of every database in memory of this process; it never leaves the process. */
 let processKey: Buffer | null = null;
 
@@ -121,8 +103,8 @@ export function loadMasterKey(dbPath: string, opts: { create?: boolean; env?: No
   if (fromEnv !== undefined && fromEnv !== '') return decodeKey(fromEnv, 'KOPEK_MASTER_KEY');
   // Every node needs the same key: no key file is read or written beside a URL.
   if (isPostgresUrl(dbPath)) throw new Error('cannot find the master key: a PostgreSQL database needs KOPEK_MASTER_KEY (the same on every node)');
-  // Nothing of a database in memory may reach the disk.
-  if (isMemoryDatabase(dbPath)) return (processKey ??= randomBytes(MASTER_KEY_BYTES));
+  // Nothing of a database in memory (SQLite's `:memory:`, or the empty name of a temporary one) may reach the disk.
+  if (dbPath === ':memory:' || dbPath === '') return (processKey ??= randomBytes(MASTER_KEY_BYTES));
   const path = keyFilePath(dbPath);
   if (existsSync(path)) return decodeKey(readFileSync(path, 'utf8'), `"${path}"`);
   if (!opts.create) throw new Error(`cannot find the master key: KOPEK_MASTER_KEY is unset and "${path}" does not exist`);

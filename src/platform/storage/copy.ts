@@ -17,11 +17,8 @@ export interface CopyReport {
 export type CopyProgress = (table: string, done: number, total: number) => void;
 
 /** In schema.sql's order: a table comes after those it references. */
-export function schemaTables(ddl = SCHEMA_SQL): string[] {
-  const out: string[] = [];
-  const re = /CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"?(\w+)"?/gi;
-  for (let m = re.exec(ddl); m !== null; m = re.exec(ddl)) out.push(m[1]);
-  return out;
+export function schemaTables(): string[] {
+  return [...SCHEMA_SQL.matchAll(/CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"?(\w+)"?/gi)].map((m) => m[1]);
 }
 
 /** Null when it is empty. */

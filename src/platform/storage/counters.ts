@@ -26,9 +26,12 @@ export interface KeySequence {
   columnSql: string;
 }
 
-/** Every sequence owned by a column (identity `i` or serial/`OWNED BY` `a`), from the catalog: none listed by hand. */
-export async function pgKeySequences(rows: RowsOf): Promise<KeySequence[]> {
-  return rows<KeySequence>(
+/** The one sequence no column owns: a numbering pass calls `event_pos` for event_positions.pos. */
+const EVENT_POSITIONS: KeySequence = { table: 'event_positions', column: 'pos', sequence: 'event_pos', tableSql: 'event_positions', columnSql: 'pos' };
+
+export async function pgCounters(rows: RowsOf): Promise<Counter[]> {
+  // Every sequence owned by a column (identity `i` or serial/`OWNED BY` `a`), from the catalog: none listed by hand.
+  const keys = await rows<KeySequence>(
     `SELECT t.relname AS "table", a.attname AS "column", s.oid::regclass::text AS "sequence",
             quote_ident(t.relname) AS "tableSql", quote_ident(a.attname) AS "columnSql"
        FROM pg_class s
@@ -39,26 +42,15 @@ export async function pgKeySequences(rows: RowsOf): Promise<KeySequence[]> {
       WHERE s.relkind = 'S' AND t.relkind IN ('r', 'p') AND pg_table_is_visible(t.oid)
       ORDER BY t.relname, a.attname`,
   );
-}
-
-/** The one sequence no column owns: a numbering pass calls `event_pos` for event_positions.pos. */
-const EVENT_POSITIONS: KeySequence = { table: 'event_positions', column: 'pos', sequence: 'event_pos', tableSql: 'event_positions', columnSql: 'pos' };
-
-/** 0: none yet. */
-export async function pgSequenceLast(rows: RowsOf, sequence: string): Promise<number> {
-  const [r] = await rows<{ last_value: number | string; is_called: boolean | number | string }>(`SELECT last_value, is_called FROM ${sequence}`);
-  const called = r.is_called === true || r.is_called === 1 || r.is_called === 't';
-  return called ? Number(r.last_value) : Number(r.last_value) - 1;
-}
-
-export async function pgCounters(rows: RowsOf): Promise<Counter[]> {
-  const keys = await pgKeySequences(rows);
   const [pos] = await rows<{ present: boolean | number }>(`SELECT to_regclass('event_pos') IS NOT NULL AND to_regclass('event_positions') IS NOT NULL AS present`);
   if (pos.present === true || pos.present === 1) keys.push(EVENT_POSITIONS);
   const out: Counter[] = [];
   for (const k of keys) {
     const [m] = await rows<{ m: number | string }>(`SELECT coalesce(max(${k.columnSql}), 0) AS m FROM ${k.tableSql}`);
-    out.push({ table: k.table, column: k.column, sequence: k.sequence, last: await pgSequenceLast(rows, k.sequence), max: Number(m.m) });
+    const [s] = await rows<{ last_value: number | string; is_called: boolean | number | string }>(`SELECT last_value, is_called FROM ${k.sequence}`);
+    // Not called yet: none handed out, 0.
+    const called = s.is_called === true || s.is_called === 1 || s.is_called === 't';
+    out.push({ table: k.table, column: k.column, sequence: k.sequence, last: called ? Number(s.last_value) : Number(s.last_value) - 1, max: Number(m.m) });
   }
   return out;
 }

@@ -27,13 +27,11 @@ export function indexedBy(engine: Engine, index: string): string {
   return engine === 'sqlite' ? ` INDEXED BY ${index}` : '';
 }
 
-// ---- events ----
 /** The highest event seq ever issued (AUTOINCREMENT never reuses one, even deleted); 0 before the first. */
 export async function lastIssuedEventSeq(q: Reader): Promise<number> {
-  // PostgreSQL: the stream follows commit-ordered positions, not seq (see pg-events.ts).
+  // PostgreSQL: the stream follows commit-ordered positions, not seq (see postgres/events.ts).
   if (q.engine === 'postgres') return (await q.get<{ seq: number }>(PG_LAST_POSITION_SQL))?.seq ?? 0;
-  const row = await q.get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`);
-  return row?.seq ?? 0;
+  return (await q.get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`))?.seq ?? 0;
 }
 
 /** A shop's events of a mode after a stream position, in stream order (parameters: shop, mode, after, limit). */
@@ -41,7 +39,6 @@ export function streamEventsSql(q: Reader): string {
   return q.engine === 'postgres' ? PG_EVENTS_AFTER_SQL : `SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`;
 }
 
-// ---- payments ----
 /**
  * One above the highest payment seq ever issued, deleted rows included (`sqlite_sequence`, or the table's max
  * for a row inserted with an explicit seq before that was recorded), as `n`.
@@ -63,27 +60,22 @@ export function isPrimaryKeyConflict(err: unknown): boolean {
   return e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
-// ---- reset ----
 // Schema reads and deferred foreign keys of the test-data reset (src/banks/simulator/clock.ts).
 /** SQLite's internal tables left out. */
 export async function listTables(q: Reader): Promise<string[]> {
-  if (q.engine === 'postgres') {
-    const pgRows = await q.all<{ name: string }>(
-      `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> 'kopek_schema'`,
-    );
-    return pgRows.map((r) => r.name);
-  }
-  const rows = await q.all<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`);
-  return rows.map((r) => r.name);
+  const sql = {
+    postgres: `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> 'kopek_schema'`,
+    sqlite: `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`,
+  }[q.engine];
+  return (await q.all<{ name: string }>(sql)).map((r) => r.name);
 }
 
 export async function tableColumns(q: Reader, table: string): Promise<string[]> {
-  if (q.engine === 'postgres') {
-    const pgRows = await q.all<{ name: string }>(`SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?`, table);
-    return pgRows.map((r) => r.name);
-  }
-  const rows = await q.all<{ name: string }>(`SELECT name FROM pragma_table_info(?)`, table);
-  return rows.map((r) => r.name);
+  const sql = {
+    postgres: `SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?`,
+    sqlite: `SELECT name FROM pragma_table_info(?)`,
+  }[q.engine];
+  return (await q.all<{ name: string }>(sql, table)).map((r) => r.name);
 }
 
 /** Foreign keys checked at commit, so rows go in any order. */
@@ -91,16 +83,13 @@ export async function deferForeignKeys(tx: Tx): Promise<void> {
   await tx.run(tx.engine === 'postgres' ? 'SET CONSTRAINTS ALL DEFERRED' : 'PRAGMA defer_foreign_keys = ON');
 }
 
-// ---- scheduler ----
 // The scheduler's and metrics' reads name the partial index, so a scrape or `kopek jobs` never reads finished rows.
 /** Pending jobs per kind, first runs (attempt 0) and retries apart. */
 export function pendingJobsByKind(q: Reader): Promise<Array<{ kind: string; pending: number; retrying: number }>> {
-  if (q.engine === 'postgres') {
-    return q.all(`SELECT kind, count(*) FILTER (WHERE attempt = 0) AS pending, count(*) FILTER (WHERE attempt > 0) AS retrying FROM jobs WHERE state = 'pending' GROUP BY kind`);
-  }
-  return q.all<{ kind: string; pending: number; retrying: number }>(
-    `SELECT kind, sum(attempt = 0) AS pending, sum(attempt > 0) AS retrying FROM jobs INDEXED BY jobs_run WHERE state = 'pending' GROUP BY kind`,
-  );
+  return q.all({
+    postgres: `SELECT kind, count(*) FILTER (WHERE attempt = 0) AS pending, count(*) FILTER (WHERE attempt > 0) AS retrying FROM jobs WHERE state = 'pending' GROUP BY kind`,
+    sqlite: `SELECT kind, sum(attempt = 0) AS pending, sum(attempt > 0) AS retrying FROM jobs INDEXED BY jobs_run WHERE state = 'pending' GROUP BY kind`,
+  }[q.engine]);
 }
 
 export function deadJobsByKind(q: Reader): Promise<Array<{ kind: string; dead: number }>> {
@@ -113,7 +102,6 @@ export async function pendingDeliveryCount(q: Reader): Promise<number> {
   return r?.n ?? 0;
 }
 
-// ---- aggregates ----
 /** GROUP_CONCAT on SQLite, string_agg on PostgreSQL. */
 export function groupConcat(q: Reader, expr: string): string {
   return q.engine === 'postgres' ? `string_agg((${expr})::text, ',')` : `GROUP_CONCAT(${expr})`;

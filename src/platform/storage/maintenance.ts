@@ -1,18 +1,15 @@
-import type { Logger } from '../log';
 import { openDatabase, openExisting } from './sqlite/open';
 import type { QueryResult } from 'pg';
 import { isPostgresUrl, openPgStorage, pgSchemaVersion } from './postgres/open';
 import { SqliteStore } from './sqlite/store';
 export { openBackupSource, verifyCopy, type BackupSource } from './sqlite/open';
 import { type Reader, type Store } from './store';
+import type { StoreOptions } from './limits';
 
 // What the admin commands and the server's start need of SQLite itself (opening, checks, backup): nothing outside
 // src/platform/storage/ speaks SQLite.
 
-export interface StorageOptions {
-  /** See StoreOptions.sync; default `sqlite`. */
-  sync?: 'sqlite' | 'store';
-  log?: Logger;
+export interface StorageOptions extends StoreOptions {
   /** Open without writing: no schema installed, no migration. */
   readonly?: boolean;
 }

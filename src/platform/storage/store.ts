@@ -3,7 +3,6 @@ import type { Body, Reader, Row } from './tx';
 
 export type { Body, Engine, Reader, Row, RunResult, Tx } from './tx';
 export { TX_ENDED, endsTransaction } from './tx';
-export { BUSY_LIMITS, type StoreOptions } from './limits';
 
 export interface StorageTrouble {
   code: string;

@@ -1,4 +1,3 @@
-
 export type Row = Record<string, unknown>;
 
 export interface RunResult {
@@ -38,16 +37,9 @@ export function endsTransaction(err: unknown): boolean {
   return (err as { endsTransaction?: boolean } | null)?.endsTransaction === true;
 }
 
-
 /** Only the columns `patch` names; the SQL is made of the table's name and the callers' own keys, never data. */
 export async function updateById(tx: Tx, table: string, id: string, patch: object): Promise<void> {
-  const values: unknown[] = [];
-  let sql = `UPDATE ${table} SET `;
-  for (const col in patch) {
-    sql += values.length === 0 ? `${col} = ?` : `, ${col} = ?`;
-    values.push((patch as Record<string, unknown>)[col]);
-  }
-  if (values.length === 0) return;
-  values.push(id);
-  await tx.run(`${sql} WHERE id = ?`, ...values);
+  const columns = Object.keys(patch);
+  if (columns.length === 0) return;
+  await tx.run(`UPDATE ${table} SET ${columns.map((c) => `${c} = ?`).join(', ')} WHERE id = ?`, ...Object.values(patch), id);
 }

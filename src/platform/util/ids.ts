@@ -47,14 +47,7 @@ export function eventId(at_ms: number): string {
     high = Math.floor(high / 32);
     low = Math.floor(low / 32);
   }
-  // The time as eventIdPrefix writes it, here without the call.
-  let time = '';
-  let t = Math.max(0, Math.floor(at_ms));
-  for (let k = 0; k < 10; k++) {
-    time = CROCKFORD[t % 32] + time;
-    t = Math.floor(t / 32);
-  }
-  return `evt_${time}${hi}${lo}`;
+  return `${eventIdPrefix(at_ms)}${hi}${lo}`;
 }
 
 /** A secret with a prefix and 32 bytes of entropy, base64url. */

@@ -5,7 +5,7 @@ export function iso(ms: number): string {
 
 /** RFC 3339 of a nullable time, or null. */
 export function isoOrNull(ms: number | null | undefined): string | null {
-  return ms == null ? null : new Date(ms).toISOString();
+  return ms == null ? null : iso(ms);
 }
 
 /** Parse a `YYYY-MM-DD` UTC day; returns the day's first millisecond or null when malformed. */

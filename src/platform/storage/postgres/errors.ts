@@ -41,15 +41,12 @@ export function isConnectionLoss(err: unknown): boolean {
 
 /** A driver error as kopek's: an unreachable database is DB_UNAVAILABLE (a 503 to clients); others pass as they are. */
 export function storageError(err: unknown): Error {
-  if ((err as { code?: string } | null)?.code === 'DB_COMMIT_UNKNOWN' || (err as { code?: string } | null)?.code === 'DB_UNAVAILABLE') return err as Error;
+  const code = (err as { code?: string } | null)?.code;
+  if (code === 'DB_COMMIT_UNKNOWN' || code === 'DB_UNAVAILABLE') return err as Error;
   if (!isConnectionLoss(err)) return err instanceof Error ? err : new Error(String(err));
-  const e = new Error(`the database is unavailable: ${(err as Error).message ?? err}`) as Error & { code: string };
-  e.code = 'DB_UNAVAILABLE';
-  return e;
+  return Object.assign(new Error(`the database is unavailable: ${(err as Error).message ?? err}`), { code: 'DB_UNAVAILABLE' });
 }
 
 export function commitUnknown(err: unknown): Error {
-  const e = new Error(`the connection was lost during COMMIT: the outcome is unknown (${(err as Error).message ?? err})`) as Error & { code: string };
-  e.code = 'DB_COMMIT_UNKNOWN';
-  return e;
+  return Object.assign(new Error(`the connection was lost during COMMIT: the outcome is unknown (${(err as Error).message ?? err})`), { code: 'DB_COMMIT_UNKNOWN' });
 }

@@ -155,8 +155,7 @@ export class PgEventFeed implements EventFeed {
     this.timer = setInterval(() => {
       this.kick();
       this.wake();
-    }, EVENT_FEED_LIMITS.tick_ms);
-    this.timer.unref();
+    }, EVENT_FEED_LIMITS.tick_ms).unref();
     void this.listen();
   }
 
@@ -186,9 +185,7 @@ export class PgEventFeed implements EventFeed {
       } while (this.numberAgain && !this.stopped);
     })()
       .catch((err) => this.log.warn('cannot number events now; the next pass will', { error: String((err as Error).message ?? err) }))
-      .finally(() => {
-        this.numbering = null;
-      });
+      .finally(() => (this.numbering = null));
   }
 
   /**
@@ -223,9 +220,7 @@ export class PgEventFeed implements EventFeed {
       } while (this.readAgain && !this.stopped && this.following > 0);
     })()
       .catch((err) => this.log.warn('cannot read new events now; the next tick will', { error: String((err as Error).message ?? err) }))
-      .finally(() => {
-        this.reading = null;
-      });
+      .finally(() => (this.reading = null));
   }
 
   private async readPass(): Promise<void> {

@@ -6,9 +6,6 @@ import { BASE_VERSION, MIGRATIONS, SCHEMA_VERSION } from '../migrations';
 import { PgStore } from './store';
 import { PG_LIMITS } from '../limits';
 
-/** A new PostgreSQL database gets schema.sql at this version; every later migration runs on both engines. */
-export const PG_FIRST_VERSION = BASE_VERSION;
-
 /** Held while a node creates or upgrades the schema ("kopek" in ASCII). */
 const MIGRATE_LOCK = 0x6b6f70656b;
 
@@ -65,22 +62,19 @@ export function pgPool(url: string, opts: PgOpenOptions = {}): pg.Pool {
 /** The schema is created or upgraded under the migration lock. */
 export async function openPgStorage(url: string, opts: PgOpenOptions = {}): Promise<PgStore> {
   const pool = pgPool(url, opts);
-  try {
-    if (opts.migrate !== false) await migratePg(pool);
-  } catch (err) {
-    await pool.end().catch(() => {});
-    throw new Error(`cannot open database "${redactUrl(url)}": ${redactUrl((err as Error).message)}`);
-  }
   const listenClient = (): pg.Client =>
     new pg.Client({ connectionString: url, application_name: 'kopek-listen', options: SESSION_OPTIONS, types: { getTypeParser: typeParser } as pg.CustomTypesConfig });
-  const store = new PgStore(pool, { path: redactUrl(url), log: opts.log, listenClient });
+  let store: PgStore | null = null;
   try {
+    if (opts.migrate !== false) await migratePg(pool);
+    store = new PgStore(pool, { path: redactUrl(url), log: opts.log, listenClient });
     await store.measureClock();
+    return store;
   } catch (err) {
-    await store.close();
+    if (store) await store.close();
+    else await pool.end().catch(() => {});
     throw new Error(`cannot open database "${redactUrl(url)}": ${redactUrl((err as Error).message)}`);
   }
-  return store;
 }
 
 /** 0 when it holds no kopek schema. */
@@ -109,7 +103,7 @@ export async function migratePg(pool: pg.Pool): Promise<number> {
       await client.query('CREATE TABLE kopek_schema (version BIGINT NOT NULL)');
       await client.query('INSERT INTO kopek_schema (version) VALUES ($1)', [SCHEMA_VERSION]);
     } else {
-      for (let v = Math.max(seen, PG_FIRST_VERSION); v < SCHEMA_VERSION; v++) {
+      for (let v = Math.max(seen, BASE_VERSION); v < SCHEMA_VERSION; v++) {
         const step = MIGRATIONS[v - BASE_VERSION];
         await client.query(typeof step === 'string' ? step : step.postgres);
       }

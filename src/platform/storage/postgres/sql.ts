@@ -62,12 +62,6 @@ export function bindNamed(names: string[], params: unknown[]): unknown[] {
   });
 }
 
-/** undefined is NULL (better-sqlite3 refuses it; kopek never sends it on purpose). */
-export function pgValues(values: unknown[]): unknown[] {
-  for (let i = 0; i < values.length; i++) if (values[i] === undefined) values[i] = null;
-  return values;
-}
-
 const corked = new WeakSet<object>();
 
 /**
@@ -85,12 +79,12 @@ export function oneWrite(client: pg.PoolClient): void {
   });
 }
 
-function values(st: PgStatement, params: unknown[]): unknown[] {
-  return pgValues(st.names === null ? params.slice() : bindNamed(st.names, params));
-}
-
-/** Named prepared statements: parsing and planning were over a third of the database's work per request. */
+/**
+ * Named prepared statements: parsing and planning were over a third of the database's work per request. undefined
+ * is NULL (better-sqlite3 refuses it; kopek never sends it on purpose).
+ */
 export function prepared(st: PgStatement, params: unknown[]): pg.QueryConfig {
-  const v = values(st, params);
+  const v = st.names === null ? params.slice() : bindNamed(st.names, params);
+  for (let i = 0; i < v.length; i++) if (v[i] === undefined) v[i] = null;
   return st.name === null ? { text: st.text, values: v } : { name: st.name, text: st.text, values: v };
 }

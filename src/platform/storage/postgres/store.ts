@@ -30,13 +30,13 @@ export class PgStore implements Store {
   private clockTimer: NodeJS.Timeout | null = null;
   readonly now = (): number => Date.now() + this.clockOffsetMs;
   private failure: StorageTrouble | null = null;
-  private open = true;
+  isOpen = true;
   private readonly lane = new RetryLane();
 
   constructor(pool: pg.Pool, opts: { path: string; log?: Logger; listenClient: () => pg.Client }) {
     this.pool = pool;
     this.path = opts.path;
-      // Without a server's log (an admin command), only warnings and errors.
+    // Without a server's log (an admin command), only warnings and errors.
     this.log = opts.log ?? createLogger('warn', (line) => process.stderr.write(line));
     this.eventFeed = new PgEventFeed(pool, opts.listenClient, this.log);
   }
@@ -47,14 +47,7 @@ export class PgStore implements Store {
     const r = await this.pool.query('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS t');
     const t1 = Date.now();
     this.clockOffsetMs = Math.round(Number(r.rows[0].t) - (t0 + t1) / 2);
-    if (this.clockTimer === null && this.open) {
-      this.clockTimer = setInterval(() => void this.measureClock().catch(() => {}), PG_LIMITS.clock_check_ms);
-      this.clockTimer.unref();
-    }
-  }
-
-  get isOpen(): boolean {
-    return this.open;
+    if (this.isOpen) this.clockTimer ??= setInterval(() => void this.measureClock().catch(() => {}), PG_LIMITS.clock_check_ms).unref();
   }
 
   keyTablesVersion(): number {
@@ -182,7 +175,7 @@ export class PgStore implements Store {
 
   /** A wait longer than the pool's connection timeout is an unavailable database. */
   private async connect(): Promise<pg.PoolClient> {
-    if (!this.open) throw new Error('the store is closed');
+    if (!this.isOpen) throw new Error('the store is closed');
     try {
       return await this.pool.connect();
     } catch (err) {
@@ -192,9 +185,7 @@ export class PgStore implements Store {
 
   private noteFailure(err: Error): Error {
     const code = (err as { code?: string }).code;
-    if (code === 'DB_UNAVAILABLE' || code === 'DB_COMMIT_UNKNOWN') {
-      this.failure = { code, message: err.message, at: Date.now() };
-    }
+    if (code === 'DB_UNAVAILABLE' || code === 'DB_COMMIT_UNKNOWN') this.failure = { code, message: err.message, at: Date.now() };
     return err;
   }
 
@@ -223,10 +214,10 @@ export class PgStore implements Store {
   async flush(): Promise<void> {}
 
   async close(): Promise<void> {
-    if (!this.open) return;
+    if (!this.isOpen) return;
     if (this.clockTimer) clearInterval(this.clockTimer);
     await this.eventFeed.stop();
-    this.open = false;
+    this.isOpen = false;
     await this.pool.end();
   }
 }

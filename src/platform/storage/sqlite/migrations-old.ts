@@ -24,7 +24,6 @@ export function upgradeOldSqlite(path: string): number {
       for (let v = version; v < BASE_VERSION; v++) {
         const step = OLD_MIGRATIONS[v - 1];
         if (typeof step === 'string') db.exec(step);
-        else if (typeof step === 'object') db.exec(step.sqlite);
         else step(db);
       }
       db.pragma(`user_version = ${BASE_VERSION}`);

@@ -1,17 +1,33 @@
 // The idempotency records' migrations (schema 12 to 16) and the frozen readers of the forms they convert;
 // chained in migrations-old.ts.
 import type Database from 'better-sqlite3';
-import type { Migration } from '../migrations';
 
 /**
  * A step of the SQLite migrations before the base version (migrations-old.ts): SQL, or a function for a step
  * that must look at the schema first.
  */
-export type OldMigration = Migration | ((db: Database.Database) => void);
+export type OldMigration = string | ((db: Database.Database) => void);
 
 /** Whether `table` has a column named `column`. */
 export function hasColumn(db: Database.Database, table: string, column: string): boolean {
   return (db.pragma(`table_info(${table})`) as Array<{ name: string }>).some((c) => c.name === column);
+}
+
+/** The records' table of schema versions 13 and 14, which differ in the merchant's type. */
+function holdersTable(merchantType: 'TEXT' | 'BLOB'): string {
+  return `CREATE TABLE idempotency_keys (
+  merchant_id   ${merchantType} NOT NULL,
+  mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
+  key           TEXT NOT NULL,
+  request_hash  BLOB NOT NULL,
+  holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
+  holder_seq    INTEGER,
+  answer        BLOB,
+  object_id     TEXT,
+  created_at    INTEGER NOT NULL,
+  PRIMARY KEY (merchant_id, mode, key),
+  CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))
+) STRICT, WITHOUT ROWID;`;
 }
 
 // 12 → 13: a record is one row in its key's b-tree and its answer lives in the created object's row (a key wrote
@@ -24,19 +40,7 @@ export const TO_13: OldMigration = (db) => {
   if (!hasColumn(db, 'idempotency_keys', 'response')) return;
   db.exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_keys_old;
 DROP INDEX idempotency_keys_key;
-CREATE TABLE idempotency_keys (
-  merchant_id   TEXT NOT NULL,
-  mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
-  key           TEXT NOT NULL,
-  request_hash  BLOB NOT NULL,
-  holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
-  holder_seq    INTEGER,
-  answer        BLOB,
-  object_id     TEXT,
-  created_at    INTEGER NOT NULL,
-  PRIMARY KEY (merchant_id, mode, key),
-  CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))
-) STRICT, WITHOUT ROWID;
+${holdersTable('TEXT')}
 INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, answer, object_id, created_at)
   SELECT merchant_id, mode, key, request_hash, response, object_id, created_at FROM idempotency_keys_old;
 DROP TABLE idempotency_keys_old;`);
@@ -50,19 +54,7 @@ export const TO_14: OldMigration = (db) => {
   if (type !== 'TEXT' || !hasColumn(db, 'idempotency_keys', 'holder')) return;
   db.function('kopek_merchant_key', { deterministic: true }, (id: unknown) => legacyMerchantKey(String(id)));
   db.exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_keys_old;
-CREATE TABLE idempotency_keys (
-  merchant_id   BLOB NOT NULL,
-  mode          TEXT NOT NULL CHECK (mode IN ('test', 'live')),
-  key           TEXT NOT NULL,
-  request_hash  BLOB NOT NULL,
-  holder        TEXT CHECK (holder IN ('payments', 'refunds', 'payouts', 'tokens', 'subscriptions')),
-  holder_seq    INTEGER,
-  answer        BLOB,
-  object_id     TEXT,
-  created_at    INTEGER NOT NULL,
-  PRIMARY KEY (merchant_id, mode, key),
-  CHECK ((holder IS NULL) = (holder_seq IS NULL) AND (holder IS NULL) = (answer IS NOT NULL))
-) STRICT, WITHOUT ROWID;
+${holdersTable('BLOB')}
 INSERT INTO idempotency_keys (merchant_id, mode, key, request_hash, holder, holder_seq, answer, object_id, created_at)
   SELECT kopek_merchant_key(merchant_id), mode, key, substr(request_hash, 1, ${LEGACY_FINGERPRINT_BYTES}), holder, holder_seq, answer, object_id, created_at
   FROM idempotency_keys_old;

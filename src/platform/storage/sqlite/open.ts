@@ -26,22 +26,19 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Database.Dat
     if (!opts.readonly) ownerOnly(path);
   }
   const db = connect(path, opts.readonly ? { readonly: true } : {});
-  if (!opts.readonly) {
+  db.pragma('foreign_keys = ON');
+  // A read missing SQLite's cache then costs a memory access, not a read call and a copy.
+  db.pragma(`mmap_size = ${MMAP_SIZE_BYTES}`);
+  if (opts.readonly) return db;
+  try {
     enableWal(db, path);
     db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
     // A burst of writes (a long clock advance) leaves no WAL file of its peak size behind.
     db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
-  }
-  db.pragma('foreign_keys = ON');
-  // A read missing SQLite's cache then costs a memory access, not a read call and a copy.
-  db.pragma(`mmap_size = ${MMAP_SIZE_BYTES}`);
-  if (!opts.readonly) {
-    try {
-      migrate(db, path);
-    } catch (err) {
-      db.close();
-      throw err;
-    }
+    migrate(db, path);
+  } catch (err) {
+    db.close();
+    throw err;
   }
   return db;
 }
@@ -108,14 +105,12 @@ function enableWal(db: Database.Database, path: string): void {
 export const nativeBinding: { addon?: unknown; path?: string; libSource?: string } = {};
 
 export function nativeBindingPath(): string {
-  if (nativeBinding.path) return nativeBinding.path;
-  return join(dirname(packageRequire().resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
+  return nativeBinding.path || join(dirname(packageRequire().resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
 }
 
 /** The package's entry file in development, the executable's bundled copy otherwise. */
 export function betterSqliteLib(): { file: string } | { source: string } {
-  if (nativeBinding.libSource !== undefined) return { source: nativeBinding.libSource };
-  return { file: packageRequire().resolve('better-sqlite3') };
+  return nativeBinding.libSource !== undefined ? { source: nativeBinding.libSource } : { file: packageRequire().resolve('better-sqlite3') };
 }
 
 // Resolved at run time, never by the bundler.
@@ -170,17 +165,10 @@ export interface BackupSource {
 
 export function openBackupSource(path: string): BackupSource {
   const db = openExisting(path);
-  return {
-    copyTo: (dest, onProgress) => backupDatabase(db, dest, onProgress),
-    close: () => db.close(),
-  };
+  return { copyTo: (dest, onProgress = () => {}) => backupDatabase(db, dest, onProgress), close: () => db.close() };
 }
 
-async function backupDatabase(
-  source: Database.Database,
-  dest: string,
-  onProgress: (done: number, total: number) => void = () => {},
-): Promise<{ pages: number; restarts: number }> {
+async function backupDatabase(source: Database.Database, dest: string, onProgress: (done: number, total: number) => void): Promise<{ pages: number; restarts: number }> {
   let step = 256;
   let lastRemaining = Infinity;
   let restarts = 0;

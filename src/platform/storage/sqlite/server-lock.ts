@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { chmodSync, unlinkSync } from 'node:fs';
-import { connect, createServer, type Server } from 'node:net';
+import { once } from 'node:events';
+import { connect, createServer } from 'node:net';
 import { resolve } from 'node:path';
 
 /** Longest socket path the kernel takes (sun_path less its terminator, with room); longer ones use an abstract name. */
@@ -29,10 +30,13 @@ export async function acquireServerLock(dbPath: string): Promise<ServerLock | nu
   const server = createServer((sock) => sock.destroy());
   for (let attempt = 0; ; attempt++) {
     try {
-      await listen(server, where);
+      server.listen(where);
+      await once(server, 'listening');
       break;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt > 0) throw lockError(dbPath, err as Error);
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt > 0) {
+        throw new Error(`cannot start on "${dbPath}": cannot take the server lock beside the database: ${(err as Error).message}`);
+      }
       if (await answers(where)) {
         throw new Error(`cannot start on "${dbPath}": another kopek server is running on this database (its lock is ${abstract ? 'held' : `"${file}"`}); stop it first, or use admin commands beside it`);
       }
@@ -57,16 +61,6 @@ export async function acquireServerLock(dbPath: string): Promise<ServerLock | nu
   };
 }
 
-function listen(server: Server, where: string): Promise<void> {
-  return new Promise((ok, fail) => {
-    server.once('error', fail);
-    server.listen(where, () => {
-      server.off('error', fail);
-      ok();
-    });
-  });
-}
-
 /** True when a live server accepts on the lock. */
 function answers(where: string): Promise<boolean> {
   return new Promise((done) => {
@@ -77,8 +71,4 @@ function answers(where: string): Promise<boolean> {
     });
     sock.once('error', () => done(false));
   });
-}
-
-function lockError(dbPath: string, err: Error): Error {
-  return new Error(`cannot start on "${dbPath}": cannot take the server lock beside the database: ${err.message}`);
 }

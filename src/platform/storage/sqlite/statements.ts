@@ -1,5 +1,3 @@
-// The statements of one SQLite connection, prepared once per SQL text and shared by the store and its transactions
-// (store.ts).
 import type Database from 'better-sqlite3';
 
 /** SQL built from column lists is bounded, but a bound costs nothing. */
@@ -17,7 +15,7 @@ export interface Prepared {
   build?: (a: unknown[]) => unknown;
 }
 
-/** Compiled once per SQL text and shared by every caller; `written` counts rows changed and commits (wal.ts). */
+/** A connection's statements, compiled once per SQL text for the store and its transactions; `written` counts rows changed and commits (wal.ts). */
 export class Statements {
   readonly cache = new Map<string, Prepared>();
   written = 0;
@@ -31,9 +29,22 @@ export class Statements {
     return p;
   }
 
+  stmt(sql: string): Database.Statement {
+    return (this.cache.get(sql) ?? this.add(sql)).stmt;
+  }
+
   /** A statement without parameters or rows (savepoints, BEGIN). */
   exec(sql: string): void {
-    (this.cache.get(sql) ?? this.add(sql)).stmt.run();
+    this.stmt(sql).run();
+  }
+
+  /** One row, through the row reader once it is made (rowsOf). */
+  get(sql: string, params: unknown[]): unknown {
+    const p = this.cache.get(sql) ?? this.add(sql);
+    const rows = p.rows === undefined ? this.rowsOf(p) : p.rows;
+    if (rows === null) return p.stmt.get(...params);
+    const a = rows.get(...params) as unknown[] | undefined;
+    return a === undefined ? a : a.length === p.width ? p.build!(a) : columnsChanged(p);
   }
 
   /** The first get of `p`: its row reader, or null. */
@@ -52,6 +63,6 @@ export class Statements {
 }
 
 /** A schema change after preparing would shift the columns; it happens only at start-up, but never misread. */
-export function columnsChanged(p: Prepared): never {
+function columnsChanged(p: Prepared): never {
   throw new Error(`cannot read rows of "${p.stmt.source.slice(0, 80)}": the columns changed`);
 }

@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { createLogger, type Logger } from '../../log';
 import { TX_ENDED, type Body, type Reader, type Row, type RunResult, type Tx } from '../tx';
-import { columnsChanged, Statements } from './statements';
+import { Statements } from './statements';
 import { BUSY_LIMITS, GROUP_LIMIT, type StoreOptions } from '../limits';
 import { Checkpointer, Durability } from './wal';
 import { KEY_TABLES, type Store, type StorageTrouble } from '../store';
@@ -46,12 +46,7 @@ class SqliteTx implements Tx {
   get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
     if (!this.live) return Promise.reject(new Error(TX_ENDED));
     try {
-      const st = this.st;
-      const p = st.cache.get(sql) ?? st.add(sql);
-      const rows = p.rows === undefined ? st.rowsOf(p) : p.rows;
-      if (rows === null) return Promise.resolve(p.stmt.get(...params) as T | undefined);
-      const a = rows.get(...params) as unknown[] | undefined;
-      return Promise.resolve((a === undefined ? a : a.length === p.width ? p.build!(a) : columnsChanged(p)) as T | undefined);
+      return Promise.resolve(this.st.get(sql, params) as T | undefined);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -60,7 +55,7 @@ class SqliteTx implements Tx {
   all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
     if (!this.live) return Promise.reject(new Error(TX_ENDED));
     try {
-      return Promise.resolve((this.st.cache.get(sql) ?? this.st.add(sql)).stmt.all(...params) as T[]);
+      return Promise.resolve(this.st.stmt(sql).all(...params) as T[]);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -69,7 +64,7 @@ class SqliteTx implements Tx {
   run(sql: string, ...params: unknown[]): Promise<RunResult> {
     if (!this.live) return Promise.reject(new Error(TX_ENDED));
     try {
-      const r = (this.st.cache.get(sql) ?? this.st.add(sql)).stmt.run(...params);
+      const r = this.st.stmt(sql).run(...params);
       this.st.written += r.changes;
       return Promise.resolve({ changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) });
     } catch (err) {
@@ -113,10 +108,9 @@ interface Group {
 
 /**
  * The SQLite engine. `write` commits every body queued in one turn of the event loop in one transaction (group
- * commit), each in a savepoint so a failing body rolls back only itself; `tx` runs a body alone. A body's awaits on
- * its Tx settle within the turn it started in (SQLite answers at once); one still running at the turn's end awaits
- * something else and would hold the write lock: it fails with AWAITED_OUTSIDE. Promises settle and after-commit
- * hooks run only once the commit is durable (wal.ts).
+ * commit), each in a savepoint so a failing body rolls back only itself; `tx` runs a body alone; a body still
+ * running at the turn's end fails with AWAITED_OUTSIDE. Promises settle and after-commit hooks run only once the
+ * commit is durable (wal.ts).
  *
  * One transaction at a time, in order (the write lock). Reads outside a transaction see committed data only: one
  * arriving while a transaction is open waits its turn. With `sync: 'store'` a commit is visible a little before it
@@ -141,13 +135,6 @@ export class SqliteStore implements Store {
   /** The group taking bodies, and the last one not yet committed (flush waits for it). */
   private group: Group | null = null;
   private last: Group | null = null;
-  // Compiled once: db.exec parses its SQL on every call, once per body under load.
-  private readonly begin: Database.Statement;
-  private readonly commit: Database.Statement;
-  private readonly rollback: Database.Statement;
-  private readonly savepoint: Database.Statement;
-  private readonly release: Database.Statement;
-  private readonly rollbackTo: Database.Statement;
   /** Wait for another process's write lock on timers, not blocking the thread (sync: 'store'); not once closing. */
   private readonly busyAsync: boolean;
   private closing = false;
@@ -166,12 +153,6 @@ export class SqliteStore implements Store {
     // Savepoint journals would spill to disk after 64 KiB (half of an insert's cost); they live only until
     // COMMIT and play no part in crash recovery (the WAL does), so memory keeps durability unchanged.
     db.pragma('temp_store = MEMORY');
-    this.begin = db.prepare('BEGIN IMMEDIATE');
-    this.commit = db.prepare('COMMIT');
-    this.rollback = db.prepare('ROLLBACK');
-    this.savepoint = db.prepare('SAVEPOINT body');
-    this.release = db.prepare('RELEASE body');
-    this.rollbackTo = db.prepare('ROLLBACK TO body');
     this.busyAsync = opts.sync === 'store';
     // SQLite's busy handler sleeps on the thread, stopping the event loop (and /healthz). The server's store
     // waits with timers instead (see busy()); tx() fails at once.
@@ -191,38 +172,26 @@ export class SqliteStore implements Store {
   }
 
   /** Waits for an open transaction; answers once durable. */
-  async get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
-    const held = this.db.inTransaction;
-    if (held) await this.lock();
-    let row: unknown;
-    try {
-      const st = this.st;
-      const p = st.cache.get(sql) ?? st.add(sql);
-      const rows = p.rows === undefined ? st.rowsOf(p) : p.rows;
-      if (rows === null) row = p.stmt.get(...params);
-      else {
-        const a = rows.get(...params) as unknown[] | undefined;
-        row = a === undefined ? a : a.length === p.width ? p.build!(a) : columnsChanged(p);
-      }
-    } finally {
-      if (held) this.unlock();
-    }
-    if (this.durability.durable < this.durability.commits) await this.durability.settled();
-    return row as T | undefined;
+  get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
+    return this.read(() => this.st.get(sql, params) as T | undefined);
   }
 
-  /** Waits for an open transaction; answers once durable. */
-  async all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+  all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+    return this.read(() => this.st.stmt(sql).all(...params) as T[]);
+  }
+
+  /** A read outside a transaction: after the open one, if any, and answered once every commit is durable. */
+  private async read<T>(fn: () => T): Promise<T> {
     const held = this.db.inTransaction;
     if (held) await this.lock();
-    let rows: T[];
+    let out: T;
     try {
-      rows = (this.st.cache.get(sql) ?? this.st.add(sql)).stmt.all(...params) as T[];
+      out = fn();
     } finally {
       if (held) this.unlock();
     }
     if (this.durability.durable < this.durability.commits) await this.durability.settled();
-    return rows;
+    return out;
   }
 
   /** The write lock, once free (at once when it is). */
@@ -248,41 +217,40 @@ export class SqliteStore implements Store {
     try {
       // As before a group commit: a long run of tx() (a clock advance) must also let the WAL start over.
       if (this.checkpointer?.catchUp) this.checkpointer.catchUpNow();
-      this.begin.run();
+      this.st.exec('BEGIN IMMEDIATE');
       value = fn(tx);
       if (value instanceof Promise) value = await Promise.race([value, nextTurn(OUTSIDE)]);
       if (value === OUTSIDE) throw new Error(AWAITED_OUTSIDE);
       tx.live = false;
-      this.commit.run();
+      this.st.exec('COMMIT');
     } catch (err) {
       tx.live = false;
-      if (this.db.inTransaction) this.rollback.run();
+      if (this.db.inTransaction) this.st.exec('ROLLBACK');
       this.unlock();
       // A refusal can rest on data as much as a result can.
       if (this.durability.durable < this.durability.commits) await this.durability.settled();
       throw err;
     }
-    if (this.waiters.length === 0) this.locked = false;
-    else this.waiters.shift()!();
+    this.unlock();
     this.st.written++;
     const durable = this.durability.committed();
     if (durable !== null) await durable;
-    // One that throws is logged and does not stop the others.
-    if (tx.hooks !== null) {
-      for (const h of tx.hooks) {
-        try {
-          h();
-        } catch (err) {
-          this.hookFailed(err);
-        }
-      }
-    }
+    this.runHooks(tx.hooks);
     return value as T;
   }
 
-  /** An after-commit action must not undo or hide a commit; the durable record (jobs, outbox) retries it. */
-  private hookFailed(err: unknown): void {
-    this.log.error('after-commit action failed', { error: String(err) });
+  /**
+   * An after-commit action must not undo or hide a commit; the durable record (jobs, outbox) retries it. One that
+   * throws is logged and does not stop the others.
+   */
+  private runHooks(hooks: Array<() => void> | null): void {
+    for (const h of hooks ?? []) {
+      try {
+        h();
+      } catch (err) {
+        this.log.error('after-commit action failed', { error: String(err) });
+      }
+    }
   }
 
   /** `fn` over one snapshot (a read transaction; other processes write on unseen). `fn` awaits only its Reader. */
@@ -299,7 +267,7 @@ export class SqliteStore implements Store {
       if (value === OUTSIDE) throw new Error(AWAITED_OUTSIDE);
     } finally {
       tx.live = false;
-      if (this.db.inTransaction) this.commit.run();
+      if (this.db.inTransaction) this.st.exec('COMMIT');
       this.unlock();
     }
     if (this.durability.durable < this.durability.commits) await this.durability.settled();
@@ -318,16 +286,7 @@ export class SqliteStore implements Store {
     g.txs.push(tx);
     await g.done;
     if (!tx.ok) throw tx.value;
-    // One that throws is logged and does not stop the others.
-    if (tx.hooks !== null) {
-      for (const h of tx.hooks) {
-        try {
-          h();
-        } catch (err) {
-          this.hookFailed(err);
-        }
-      }
-    }
+    this.runHooks(tx.hooks);
     return tx.value as T;
   }
 
@@ -345,12 +304,12 @@ export class SqliteStore implements Store {
     try {
       if (this.checkpointer?.catchUp) this.checkpointer.catchUpNow();
       try {
-        this.begin.run();
+        this.st.exec('BEGIN IMMEDIATE');
       } catch (err) {
         await this.busy(err);
       }
       for (const tx of g.txs) {
-        this.savepoint.run();
+        this.st.exec('SAVEPOINT body');
         try {
           let value: unknown = tx.fn!(tx);
           if (value instanceof Promise) value = await Promise.race([value, (watchdog ??= nextTurn(OUTSIDE))]);
@@ -359,7 +318,7 @@ export class SqliteStore implements Store {
             throw new Error(AWAITED_OUTSIDE);
           }
           tx.live = false;
-          this.release.run();
+          this.st.exec('RELEASE body');
           tx.ok = true;
           tx.value = value;
         } catch (err) {
@@ -367,20 +326,19 @@ export class SqliteStore implements Store {
           tx.value = err;
           if (STORAGE_CODES.test(String((err as { code?: string }).code ?? ''))) storageErr = err;
           if (!this.db.inTransaction) throw err;
-          this.rollbackTo.run();
-          this.release.run();
+          this.st.exec('ROLLBACK TO body');
+          this.st.exec('RELEASE body');
         }
       }
-      this.commit.run();
+      this.st.exec('COMMIT');
     } catch (err) {
-      if (this.db.inTransaction) this.rollback.run();
+      if (this.db.inTransaction) this.st.exec('ROLLBACK');
       if (this.last === g) this.last = null;
       this.unlock();
       throw this.refused(err);
     }
     if (this.last === g) this.last = null;
-    if (this.waiters.length === 0) this.locked = false;
-    else this.waiters.shift()!();
+    this.unlock();
     if (storageErr !== null) this.refused(storageErr);
     else this.failure = null;
     this.st.written++;
@@ -399,7 +357,7 @@ export class SqliteStore implements Store {
       if (!busy || !this.busyAsync || this.closing || Date.now() - since >= BUSY_LIMITS.total_ms) throw err;
       await sleep(retry_ms);
       try {
-        return void this.begin.run();
+        return void this.st.exec('BEGIN IMMEDIATE');
       } catch (again) {
         err = again;
       }

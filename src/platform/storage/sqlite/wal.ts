@@ -54,10 +54,7 @@ export class Durability {
       this.durable = seq;
       return null;
     }
-    if (this.running === null) {
-      this.upTo = seq;
-      return (this.running = datasync(this.fd).then(this.synced, this.failed));
-    }
+    if (this.running === null) return this.start();
     return (this.next ??= this.running.then(this.again));
   }
 
@@ -224,8 +221,7 @@ export class Checkpointer {
     this.idleTimer = null;
     if (this.running || this.timer || this.failed) return;
     const wait = Math.max(0, this.lastAt + INTERVAL_MS - Date.now());
-    this.timer = setTimeout(this.runFn, wait);
-    this.timer.unref();
+    this.timer = setTimeout(this.runFn, wait).unref();
   }
 
   /** Writes were made, fewer than wake it: checkpoint them within SOON_MS unless more writes wake it first. */
@@ -234,8 +230,7 @@ export class Checkpointer {
     this.soonTimer = setTimeout(() => {
       this.soonTimer = null;
       if (this.source.written !== this.seen && !this.running && this.timer === null) this.nudge();
-    }, SOON_MS);
-    this.soonTimer.unref();
+    }, SOON_MS).unref();
   }
 
   /** Between transactions. */
@@ -247,12 +242,8 @@ export class Checkpointer {
 
   /** Waits a few seconds at most for the thread's close, so the next closer finds the files settled (it removes the WAL). */
   close(): void {
-    if (this.timer) clearTimeout(this.timer);
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    if (this.soonTimer) clearTimeout(this.soonTimer);
-    this.timer = null;
-    this.idleTimer = null;
-    this.soonTimer = null;
+    for (const t of [this.timer, this.idleTimer, this.soonTimer]) if (t) clearTimeout(t);
+    this.timer = this.idleTimer = this.soonTimer = null;
     this.failed = true;
     this.wakeAt = Infinity;
     if (!this.worker) return;
@@ -320,8 +311,7 @@ export class Checkpointer {
       if (!this.truncate()) return this.lookAgainLater();
       this.catchUp = false;
       this.truncateTries = 0;
-    }, IDLE_MS);
-    this.idleTimer.unref();
+    }, IDLE_MS).unref();
   }
 
   /** A commit before then does it sooner. */
@@ -330,8 +320,7 @@ export class Checkpointer {
     this.idleTimer = setTimeout(() => {
       this.idleTimer = null;
       this.nudge();
-    }, TRUNCATE_RETRY_MS);
-    this.idleTimer.unref();
+    }, TRUNCATE_RETRY_MS).unref();
   }
 
   private walBytes(): number {
