@@ -139,7 +139,8 @@ test('a run that never returns: its process is frozen past the lease, another ta
     });
     const id = await schedule('claims.io', 3, { via: a });
     a.scheduler.start();
-    await until('node A to claim the job', async () => (await row(id)).claimed_by === a.scheduler.processId);
+    // On PostgreSQL the claim commits before the run starts: wait for both.
+    await until('node A to claim the job and start its run', async () => startedOnA > 0 && (await row(id)).claimed_by === a.scheduler.processId);
     const claimed = await row(id);
     assert.equal(claimed.claim_until, time.now() + LEASE_MS);
     assert.equal(startedOnA, 1);
