@@ -135,6 +135,13 @@ export class SqliteStore implements Store {
   /** The group taking bodies, and the last one not yet committed (flush waits for it). */
   private group: Group | null = null;
   private last: Group | null = null;
+  // Compiled once: db.exec parses its SQL on every call, once per body under load.
+  private readonly begin: Database.Statement;
+  private readonly commit: Database.Statement;
+  private readonly rollback: Database.Statement;
+  private readonly savepoint: Database.Statement;
+  private readonly release: Database.Statement;
+  private readonly rollbackTo: Database.Statement;
   /** Wait for another process's write lock on timers, not blocking the thread (sync: 'store'); not once closing. */
   private readonly busyAsync: boolean;
   private closing = false;
@@ -153,6 +160,12 @@ export class SqliteStore implements Store {
     // Savepoint journals would spill to disk after 64 KiB (half of an insert's cost); they live only until
     // COMMIT and play no part in crash recovery (the WAL does), so memory keeps durability unchanged.
     db.pragma('temp_store = MEMORY');
+    this.begin = db.prepare('BEGIN IMMEDIATE');
+    this.commit = db.prepare('COMMIT');
+    this.rollback = db.prepare('ROLLBACK');
+    this.savepoint = db.prepare('SAVEPOINT body');
+    this.release = db.prepare('RELEASE body');
+    this.rollbackTo = db.prepare('ROLLBACK TO body');
     this.busyAsync = opts.sync === 'store';
     // SQLite's busy handler sleeps on the thread, stopping the event loop (and /healthz). The server's store
     // waits with timers instead (see busy()); tx() fails at once.
@@ -217,15 +230,15 @@ export class SqliteStore implements Store {
     try {
       // As before a group commit: a long run of tx() (a clock advance) must also let the WAL start over.
       if (this.checkpointer?.catchUp) this.checkpointer.catchUpNow();
-      this.st.exec('BEGIN IMMEDIATE');
+      this.begin.run();
       value = fn(tx);
       if (value instanceof Promise) value = await Promise.race([value, nextTurn(OUTSIDE)]);
       if (value === OUTSIDE) throw new Error(AWAITED_OUTSIDE);
       tx.live = false;
-      this.st.exec('COMMIT');
+      this.commit.run();
     } catch (err) {
       tx.live = false;
-      if (this.db.inTransaction) this.st.exec('ROLLBACK');
+      if (this.db.inTransaction) this.rollback.run();
       this.unlock();
       // A refusal can rest on data as much as a result can.
       if (this.durability.durable < this.durability.commits) await this.durability.settled();
@@ -267,7 +280,7 @@ export class SqliteStore implements Store {
       if (value === OUTSIDE) throw new Error(AWAITED_OUTSIDE);
     } finally {
       tx.live = false;
-      if (this.db.inTransaction) this.st.exec('COMMIT');
+      if (this.db.inTransaction) this.commit.run();
       this.unlock();
     }
     if (this.durability.durable < this.durability.commits) await this.durability.settled();
@@ -304,12 +317,12 @@ export class SqliteStore implements Store {
     try {
       if (this.checkpointer?.catchUp) this.checkpointer.catchUpNow();
       try {
-        this.st.exec('BEGIN IMMEDIATE');
+        this.begin.run();
       } catch (err) {
         await this.busy(err);
       }
       for (const tx of g.txs) {
-        this.st.exec('SAVEPOINT body');
+        this.savepoint.run();
         try {
           let value: unknown = tx.fn!(tx);
           if (value instanceof Promise) value = await Promise.race([value, (watchdog ??= nextTurn(OUTSIDE))]);
@@ -318,7 +331,7 @@ export class SqliteStore implements Store {
             throw new Error(AWAITED_OUTSIDE);
           }
           tx.live = false;
-          this.st.exec('RELEASE body');
+          this.release.run();
           tx.ok = true;
           tx.value = value;
         } catch (err) {
@@ -326,13 +339,13 @@ export class SqliteStore implements Store {
           tx.value = err;
           if (STORAGE_CODES.test(String((err as { code?: string }).code ?? ''))) storageErr = err;
           if (!this.db.inTransaction) throw err;
-          this.st.exec('ROLLBACK TO body');
-          this.st.exec('RELEASE body');
+          this.rollbackTo.run();
+          this.release.run();
         }
       }
-      this.st.exec('COMMIT');
+      this.commit.run();
     } catch (err) {
-      if (this.db.inTransaction) this.st.exec('ROLLBACK');
+      if (this.db.inTransaction) this.rollback.run();
       if (this.last === g) this.last = null;
       this.unlock();
       throw this.refused(err);
@@ -357,7 +370,7 @@ export class SqliteStore implements Store {
       if (!busy || !this.busyAsync || this.closing || Date.now() - since >= BUSY_LIMITS.total_ms) throw err;
       await sleep(retry_ms);
       try {
-        return void this.st.exec('BEGIN IMMEDIATE');
+        return void this.begin.run();
       } catch (again) {
         err = again;
       }
