@@ -17,10 +17,14 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * The durable scheduler. The jobs table is the truth and the only place jobs live; the process holds the time
  * of its next wake (one timer) and the claims it holds, nothing it could not read again.
  *
- * A pass runs the due query (the partial index `jobs_run`, in (run_at, id) order) a page at a time: on SQLite
- * in the transaction that runs it, on PostgreSQL claimed first (executor.ts). Async jobs run outside once claimed,
- * renewing their claim (async-runner.ts); a job at its kind's own limit (`admit`) stays due for a later pass. A
- * job whose claim lapsed (its process died) is taken again.
+ * A pass runs the due query (pending, run_at <= now, claim free or lapsed; the partial index `jobs_run` in
+ * (run_at, id) order) a page at a time (executor.ts). On SQLite each page is read in the transaction that runs
+ * it: sync jobs run and are marked done there; async jobs are claimed there (process id, a fresh token,
+ * claim_until a lease ahead). On PostgreSQL the page is claimed first, in one `FOR UPDATE SKIP LOCKED` statement
+ * at READ COMMITTED, and its sync jobs then run in SERIALIZABLE transactions that name the claim's token. Async
+ * jobs run outside once claimed, renewing their claim, then complete in a write that names the token
+ * (async-runner.ts); a kind may keep limits of its own (`admit`: a webhook's receiver and shop), and a job at its
+ * limit stays due for a later pass. A job whose claim lapsed (its process died) is taken again.
  *
  * The one timer is armed at the earliest run_at a pass could take (one indexed read after each pass), moved
  * earlier after a commit that schedules an earlier job, and never later than `rereadMs` ahead: jobs written by
@@ -167,9 +171,9 @@ export class Scheduler {
   }
 
   /**
-   * Run a shop's jobs of a mode due by the moment `upTo` returns (in the transaction that claims them), in due
-   * order, with those they create; each inside `around` at its due time, never earlier than a job already run.
-   * Async jobs are awaited. Resolves with the number of runs.
+   * Run a shop's jobs of a mode due by the moment `upTo` returns (run in the transaction that claims them, which
+   * may write there), in due order, with those they create; each runs inside `around` (in its transaction, at
+   * its due time, never earlier than a job already run). Async jobs are awaited. Resolves with the number of runs.
    */
   async runDueUpTo(shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
     const run = runShopJobs(this.exec, shopId, mode, upTo, around);
@@ -239,7 +243,10 @@ export class Scheduler {
             const last = out.list[out.reached - 1];
             if (last) after = { runAt: last.run_at, id: last.id };
             if (out.list.length < this.limits.batch && out.reached >= out.list.length) break;
-            slice = await yieldAfterSlice(slice, this.limits.sliceMs);
+            if (performance.now() - slice > this.limits.sliceMs) {
+              await new Promise<void>((resolve) => setImmediate(resolve));
+              slice = performance.now();
+            }
           }
         } catch (err) {
           // The table is the truth: what did not run stays pending there, and the next pass takes it.
@@ -279,13 +286,13 @@ function before(a: { due_at: number; id: number }, b: { due_at: number; id: numb
 }
 
 /**
- * The body of Scheduler.runDueUpTo. `upTo` runs in the transaction that claims those jobs (a token of its own,
- * renewed while the run goes on), so what it writes commits with the claims and every process's passes leave the
- * jobs to this run. Jobs its jobs schedule for the shop by that moment, and retries within it, are written claimed
- * too (Scheduler.schedule) and handed to the run, which merges those due within the read's range into the rows
- * still to run instead of reading again (a year of subscription charges spent most of its time there). Jobs others
- * schedule meanwhile wait for the next read; a due job another process holds is waited for until it ends or its
- * claim lapses; what the run did not run is released at the end.
+ * The body of Scheduler.runDueUpTo. `upTo` runs in the transaction that claims those jobs (a token of its own, renewed while the run goes on), so
+ * what it writes commits with the claims and every process's passes leave the jobs to this run. Jobs its jobs
+ * schedule for the shop by that moment, and retries within it, are written claimed too (Scheduler.schedule) and
+ * handed to the run, which merges those due within the read's range into the rows still to run instead of
+ * reading again (a year of subscription charges spent most of its time there). Jobs others schedule meanwhile
+ * wait for the next read; a due job another process holds is waited for until it ends or its claim lapses; what
+ * the run did not run is released at the end.
  */
 async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
   const fresh: JobRow[] = [];
@@ -341,7 +348,7 @@ async function runAll(d: Executor, claim: RunClaim, fresh: JobRow[]): Promise<nu
   const st: RunState = { claim, fresh, ran: 0, reached: -Infinity, waiting: [], sliceStart: performance.now(), bound: null };
   const refetch = makeRefetch(d, st);
   while (!d.stopped) {
-    st.sliceStart = await yieldAfterSlice(st.sliceStart, d.limits.sliceMs);
+    await yieldAfterSlice(d, st);
     const now = await d.clocks.now(d.store, shopId, mode);
     // Everything scheduled so far is in the table and this read sees it.
     fresh.length = 0;
@@ -367,11 +374,11 @@ async function runAll(d: Executor, claim: RunClaim, fresh: JobRow[]): Promise<nu
   return st.ran;
 }
 
-/** A long run yields between batches so other shops' requests are still answered; returns when this slice began. */
-async function yieldAfterSlice(start: number, sliceMs: number): Promise<number> {
-  if (performance.now() - start <= sliceMs) return start;
+/** A long run yields between batches so other shops' requests are still answered. */
+async function yieldAfterSlice(d: Executor, st: RunState): Promise<void> {
+  if (performance.now() - st.sliceStart <= d.limits.sliceMs) return;
   await new Promise<void>((resolve) => setImmediate(resolve));
-  return performance.now();
+  st.sliceStart = performance.now();
 }
 
 /** Run the rows of one read in due order: async jobs one by one, sync jobs in shared transactions. */
@@ -410,7 +417,7 @@ async function runList(d: Executor, st: RunState, first: JobRow[], refetch: Refe
     list = out.list;
     i = out.reached;
     if (out.stale) seq = d.seq;
-    st.sliceStart = await yieldAfterSlice(st.sliceStart, d.limits.sliceMs);
+    await yieldAfterSlice(d, st);
   }
 }
 

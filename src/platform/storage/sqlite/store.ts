@@ -185,26 +185,31 @@ export class SqliteStore implements Store {
   }
 
   /** Waits for an open transaction; answers once durable. */
-  get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
-    return this.read(() => this.st.get(sql, params) as T | undefined);
-  }
-
-  all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
-    return this.read(() => this.st.stmt(sql).all(...params) as T[]);
-  }
-
-  /** A read outside a transaction: after the open one, if any, and answered once every commit is durable. */
-  private async read<T>(fn: () => T): Promise<T> {
+  async get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
     const held = this.db.inTransaction;
     if (held) await this.lock();
-    let out: T;
+    let row: unknown;
     try {
-      out = fn();
+      row = this.st.get(sql, params);
     } finally {
       if (held) this.unlock();
     }
     if (this.durability.durable < this.durability.commits) await this.durability.settled();
-    return out;
+    return row as T | undefined;
+  }
+
+  /** Waits for an open transaction; answers once durable. */
+  async all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
+    const held = this.db.inTransaction;
+    if (held) await this.lock();
+    let rows: T[];
+    try {
+      rows = this.st.stmt(sql).all(...params) as T[];
+    } finally {
+      if (held) this.unlock();
+    }
+    if (this.durability.durable < this.durability.commits) await this.durability.settled();
+    return rows;
   }
 
   /** The write lock, once free (at once when it is). */
