@@ -54,7 +54,10 @@ export class Durability {
       this.durable = seq;
       return null;
     }
-    if (this.running === null) return this.start();
+    if (this.running === null) {
+      this.upTo = seq;
+      return (this.running = datasync(this.fd).then(this.synced, this.failed));
+    }
     return (this.next ??= this.running.then(this.again));
   }
 
