@@ -3,7 +3,7 @@ import type { Reader, Store, Tx } from '../storage/store';
 import { endsTransaction } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
-import { CLAIM, CLAIM_DUE, DONE, due, inRun, RELEASE, runOf, RUNNABLE, type Claim, type Job, type JobKey, type JobRow, type RunClaim, type SchedulerLimits } from './jobs-table';
+import { CLAIM, CLAIM_DUE, DONE, DUE, due, inRun, RELEASE, runOf, RUNNABLE, type Claim, type Job, type JobKey, type JobRow, type RunClaim, type SchedulerLimits } from './jobs-table';
 import type { AsyncJobKind, AsyncRunner, RunAt } from './async-runner';
 
 /**
@@ -156,8 +156,9 @@ export class Executor {
         if (!o.run) this.passTx = tx;
         Object.assign(out, { ran: 0, moment: o.floor ?? -Infinity, stale: false });
         retry = null;
-        const threshold = this.threshold();
-        let list = (out.list = o.page ? await due(tx, o.page.now, threshold, o.page.after, this.limits.batch) : rows);
+        const threshold = Math.max(this.clocks.real(), this.voidBefore - 1);
+        const a = o.page?.after;
+        let list = (out.list = o.page ? await tx.all<JobRow>(DUE, a!.runAt, a!.runAt, a!.id, o.page.now, threshold, this.limits.batch) : rows);
         let i = o.page ? 0 : from;
         let seq = this.seq;
         const cancels = this.cancels;

@@ -83,7 +83,11 @@ export class Scheduler {
     this.exec.addKind(kind, { sync: handler, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
   }
 
-  /** Register a kind whose work happens outside any transaction (an HTTP call; see AsyncJobKind). */
+  /**
+   * Register a kind whose work happens outside any transaction (an HTTP call): `run(job)` is awaited with a
+   * deadline, then `complete(tx, job, result)` records the outcome in the job's own transaction, which also
+   * marks it done. A rejection or a passed deadline counts as a failed run (retry with backoff, then dead).
+   */
   registerAsync<R>(kind: string, spec: AsyncJobKind<R>, opts: JobKindOptions = {}): void {
     this.exec.addKind(kind, { async: spec as AsyncJobKind<unknown>, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
   }
@@ -129,7 +133,7 @@ export class Scheduler {
    * scheduled, the later one cancelled. In the caller's transaction.
    */
   async ensureDueBy(tx: Tx, spec: JobSpec): Promise<void> {
-    const due = await this.nextDue(tx, spec.kind, spec.subjectId);
+    const due = (await tx.get<{ due: number | null }>(NEXT_DUE, spec.subjectId, spec.kind))?.due ?? null;
     if (due !== null && due <= spec.dueAt) return;
     if (due !== null) await this.cancel(tx, spec.kind, spec.subjectId);
     await this.schedule(tx, spec);
@@ -286,7 +290,11 @@ function before(a: { due_at: number; id: number }, b: { due_at: number; id: numb
 }
 
 /**
- * The body of Scheduler.runDueUpTo. `upTo` runs in the transaction that claims those jobs (a token of its own, renewed while the run goes on), so
+ * The body of Scheduler.runDueUpTo: run every job of one shop's mode due by the moment `upTo` returns, in due
+ * order, with the jobs they create; each inside `around` at its due time (never earlier than a job already run).
+ * Resolves with the number of runs.
+ *
+ * `upTo` runs in the transaction that claims those jobs (a token of its own, renewed while the run goes on), so
  * what it writes commits with the claims and every process's passes leave the jobs to this run. Jobs its jobs
  * schedule for the shop by that moment, and retries within it, are written claimed too (Scheduler.schedule) and
  * handed to the run, which merges those due within the read's range into the rows still to run instead of
@@ -294,7 +302,7 @@ function before(a: { due_at: number; id: number }, b: { due_at: number; id: numb
  * wait for the next read; a due job another process holds is waited for until it ends or its claim lapses; what
  * the run did not run is released at the end.
  */
-async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
+export async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo: (tx: Tx) => Promise<number>, around: Around): Promise<number> {
   const fresh: JobRow[] = [];
   const claim: RunClaim = { by: d.processId, token: randomUUID(), shopId, mode, dueBy: 0, around, scheduled: (row) => fresh.push(row) };
   const token = claim.token;
