@@ -29,22 +29,9 @@ export class Statements {
     return p;
   }
 
-  stmt(sql: string): Database.Statement {
-    return (this.cache.get(sql) ?? this.add(sql)).stmt;
-  }
-
   /** A statement without parameters or rows (savepoints, BEGIN). */
   exec(sql: string): void {
-    this.stmt(sql).run();
-  }
-
-  /** One row, through the row reader once it is made (rowsOf). */
-  get(sql: string, params: unknown[]): unknown {
-    const p = this.cache.get(sql) ?? this.add(sql);
-    const rows = p.rows === undefined ? this.rowsOf(p) : p.rows;
-    if (rows === null) return p.stmt.get(...params);
-    const a = rows.get(...params) as unknown[] | undefined;
-    return a === undefined ? a : a.length === p.width ? p.build!(a) : columnsChanged(p);
+    (this.cache.get(sql) ?? this.add(sql)).stmt.run();
   }
 
   /** The first get of `p`: its row reader, or null. */
@@ -63,6 +50,6 @@ export class Statements {
 }
 
 /** A schema change after preparing would shift the columns; it happens only at start-up, but never misread. */
-function columnsChanged(p: Prepared): never {
+export function columnsChanged(p: Prepared): never {
   throw new Error(`cannot read rows of "${p.stmt.source.slice(0, 80)}": the columns changed`);
 }

@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { createLogger, type Logger } from '../../log';
 import { TX_ENDED, type Body, type Reader, type Row, type RunResult, type Tx } from '../tx';
-import { Statements } from './statements';
+import { columnsChanged, Statements } from './statements';
 import { BUSY_LIMITS, GROUP_LIMIT, type StoreOptions } from '../limits';
 import { Checkpointer, Durability } from './wal';
 import { KEY_TABLES, type Store, type StorageTrouble } from '../store';
@@ -46,7 +46,12 @@ class SqliteTx implements Tx {
   get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
     if (!this.live) return Promise.reject(new Error(TX_ENDED));
     try {
-      return Promise.resolve(this.st.get(sql, params) as T | undefined);
+      const st = this.st;
+      const p = st.cache.get(sql) ?? st.add(sql);
+      const rows = p.rows === undefined ? st.rowsOf(p) : p.rows;
+      if (rows === null) return Promise.resolve(p.stmt.get(...params) as T | undefined);
+      const a = rows.get(...params) as unknown[] | undefined;
+      return Promise.resolve((a === undefined ? a : a.length === p.width ? p.build!(a) : columnsChanged(p)) as T | undefined);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -55,7 +60,7 @@ class SqliteTx implements Tx {
   all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
     if (!this.live) return Promise.reject(new Error(TX_ENDED));
     try {
-      return Promise.resolve(this.st.stmt(sql).all(...params) as T[]);
+      return Promise.resolve((this.st.cache.get(sql) ?? this.st.add(sql)).stmt.all(...params) as T[]);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -64,7 +69,7 @@ class SqliteTx implements Tx {
   run(sql: string, ...params: unknown[]): Promise<RunResult> {
     if (!this.live) return Promise.reject(new Error(TX_ENDED));
     try {
-      const r = this.st.stmt(sql).run(...params);
+      const r = (this.st.cache.get(sql) ?? this.st.add(sql)).stmt.run(...params);
       this.st.written += r.changes;
       return Promise.resolve({ changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) });
     } catch (err) {
@@ -190,7 +195,14 @@ export class SqliteStore implements Store {
     if (held) await this.lock();
     let row: unknown;
     try {
-      row = this.st.get(sql, params);
+      const st = this.st;
+      const p = st.cache.get(sql) ?? st.add(sql);
+      const rows = p.rows === undefined ? st.rowsOf(p) : p.rows;
+      if (rows === null) row = p.stmt.get(...params);
+      else {
+        const a = rows.get(...params) as unknown[] | undefined;
+        row = a === undefined ? a : a.length === p.width ? p.build!(a) : columnsChanged(p);
+      }
     } finally {
       if (held) this.unlock();
     }
@@ -204,7 +216,7 @@ export class SqliteStore implements Store {
     if (held) await this.lock();
     let rows: T[];
     try {
-      rows = this.st.stmt(sql).all(...params) as T[];
+      rows = (this.st.cache.get(sql) ?? this.st.add(sql)).stmt.all(...params) as T[];
     } finally {
       if (held) this.unlock();
     }
@@ -249,26 +261,27 @@ export class SqliteStore implements Store {
       if (this.durability.durable < this.durability.commits) await this.durability.settled();
       throw err;
     }
-    this.unlock();
+    if (this.waiters.length === 0) this.locked = false;
+    else this.waiters.shift()!();
     this.st.written++;
     const durable = this.durability.committed();
     if (durable !== null) await durable;
-    this.runHooks(tx.hooks);
+    // One that throws is logged and does not stop the others.
+    if (tx.hooks !== null) {
+      for (const h of tx.hooks) {
+        try {
+          h();
+        } catch (err) {
+          this.hookFailed(err);
+        }
+      }
+    }
     return value as T;
   }
 
-  /**
-   * An after-commit action must not undo or hide a commit; the durable record (jobs, outbox) retries it. One that
-   * throws is logged and does not stop the others.
-   */
-  private runHooks(hooks: Array<() => void> | null): void {
-    for (const h of hooks ?? []) {
-      try {
-        h();
-      } catch (err) {
-        this.log.error('after-commit action failed', { error: String(err) });
-      }
-    }
+  /** An after-commit action must not undo or hide a commit; the durable record (jobs, outbox) retries it. */
+  private hookFailed(err: unknown): void {
+    this.log.error('after-commit action failed', { error: String(err) });
   }
 
   /** `fn` over one snapshot (a read transaction; other processes write on unseen). `fn` awaits only its Reader. */
@@ -304,7 +317,16 @@ export class SqliteStore implements Store {
     g.txs.push(tx);
     await g.done;
     if (!tx.ok) throw tx.value;
-    this.runHooks(tx.hooks);
+    // One that throws is logged and does not stop the others.
+    if (tx.hooks !== null) {
+      for (const h of tx.hooks) {
+        try {
+          h();
+        } catch (err) {
+          this.hookFailed(err);
+        }
+      }
+    }
     return tx.value as T;
   }
 
@@ -356,7 +378,8 @@ export class SqliteStore implements Store {
       throw this.refused(err);
     }
     if (this.last === g) this.last = null;
-    this.unlock();
+    if (this.waiters.length === 0) this.locked = false;
+    else this.waiters.shift()!();
     if (storageErr !== null) this.refused(storageErr);
     else this.failure = null;
     this.st.written++;
