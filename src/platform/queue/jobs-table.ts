@@ -193,9 +193,11 @@ export const RELEASE = `UPDATE jobs SET ${UNCLAIM} WHERE id = ? AND claim_token 
 export const NEXT_RUN_AT = `SELECT run_at FROM jobs WHERE state = 'pending' AND ${FREE} ORDER BY run_at, id LIMIT 1`;
 
 /** Pending jobs due by now, their claim free, after a key in (run_at, id) order: one range of the partial index `jobs_run`. */
+export const DUE = `SELECT * FROM jobs WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE} ORDER BY run_at, id LIMIT ?`;
+
+/** DUE, read through `q`. */
 export function due(q: Reader, now_ms: number, threshold: number, after: JobKey, limit: number): Promise<JobRow[]> {
-  const sql = `SELECT * FROM jobs WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE} ORDER BY run_at, id LIMIT ?`;
-  return q.all<JobRow>(sql, after.runAt, after.runAt, after.id, now_ms, threshold, limit);
+  return q.all<JobRow>(DUE, after.runAt, after.runAt, after.id, now_ms, threshold, limit);
 }
 
 /**

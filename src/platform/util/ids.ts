@@ -41,13 +41,19 @@ export function eventId(at_ms: number): string {
   let low = b[i + 5] * 2 ** 32 + (((b[i + 6] << 24) | (b[i + 7] << 16) | (b[i + 8] << 8) | b[i + 9]) >>> 0);
   let hi = '';
   let lo = '';
-  for (let k = 0; k < 8; k++) {
+  // The time as eventIdPrefix writes it, in the same loop: an id is made without a call.
+  let time = '';
+  let t = Math.max(0, Math.floor(at_ms));
+  for (let k = 0; k < 10; k++) {
+    time = CROCKFORD[t % 32] + time;
+    t = Math.floor(t / 32);
+    if (k >= 8) continue;
     hi = CROCKFORD[high % 32] + hi;
     lo = CROCKFORD[low % 32] + lo;
     high = Math.floor(high / 32);
     low = Math.floor(low / 32);
   }
-  return `${eventIdPrefix(at_ms)}${hi}${lo}`;
+  return `evt_${time}${hi}${lo}`;
 }
 
 /** A secret with a prefix and 32 bytes of entropy, base64url. */
