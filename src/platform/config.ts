@@ -60,20 +60,18 @@ const LEVELS: readonly string[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
 function parseValue(spec: OptionSpec, raw: string, source: string): unknown {
   switch (spec.kind) {
-    case 'int': {
+    case 'int':
       if (!/^\d+$/.test(raw)) throw new Error(`${source} must be a whole number, got "${raw}"`);
       return Number(raw);
-    }
     case 'number': {
       const n = Number(raw);
       if (raw.trim() === '' || !Number.isFinite(n) || n < 0) throw new Error(`${source} must be a non-negative number, got "${raw}"`);
       return n;
     }
-    case 'bool': {
+    case 'bool':
       if (/^(1|true|yes|on)$/i.test(raw)) return true;
       if (/^(0|false|no|off)$/i.test(raw)) return false;
       throw new Error(`${source} must be true or false, got "${raw}"`);
-    }
     case 'list':
       return raw.split(',').map((s) => s.trim()).filter(Boolean);
     case 'level':
@@ -139,15 +137,14 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   }
   for (const key of ['baseUrl', 'payPageUrl'] as const) {
     const u = cfg[key];
-    if (u !== null) {
-      try {
-        const parsed = new URL(u);
-        if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
-      } catch {
-        throw new Error(`${key === 'baseUrl' ? '--base-url' : '--pay-page-url'} must be an http(s) URL, got "${u}"`);
-      }
-      cfg[key] = u.replace(/\/+$/, '');
+    if (u === null) continue;
+    try {
+      const parsed = new URL(u);
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
+    } catch {
+      throw new Error(`${key === 'baseUrl' ? '--base-url' : '--pay-page-url'} must be an http(s) URL, got "${u}"`);
     }
+    cfg[key] = u.replace(/\/+$/, '');
   }
   checkDemoOptions(cfg, flagged.has('db'));
   return cfg;

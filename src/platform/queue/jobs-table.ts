@@ -74,15 +74,8 @@ export const DEFAULT_LIMITS: SchedulerLimits = {
 };
 
 /** A row of the jobs table as stored (payload still JSON text). */
-export interface JobRow {
-  id: number;
-  kind: string;
-  subject_id: string;
-  shop_id: string | null;
-  mode: Mode;
-  due_at: number;
+export interface JobRow extends Omit<Job, 'payload'> {
   run_at: number;
-  attempt: number;
   payload: string;
   /** Waiting (first run or a retry), finished, given up, or cancelled. */
   state: 'pending' | 'done' | 'dead' | 'cancelled';

@@ -27,7 +27,6 @@ export function indexedBy(engine: Engine, index: string): string {
   return engine === 'sqlite' ? ` INDEXED BY ${index}` : '';
 }
 
-// ---- events ----
 /** The highest event seq ever issued (AUTOINCREMENT never reuses one, even deleted); 0 before the first. */
 export async function lastIssuedEventSeq(q: Reader): Promise<number> {
   // PostgreSQL: the stream follows commit-ordered positions, not seq (see postgres/events.ts).
@@ -40,7 +39,6 @@ export function streamEventsSql(q: Reader): string {
   return q.engine === 'postgres' ? PG_EVENTS_AFTER_SQL : `SELECT * FROM events WHERE shop_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ?`;
 }
 
-// ---- payments ----
 /**
  * One above the highest payment seq ever issued, deleted rows included (`sqlite_sequence`, or the table's max
  * for a row inserted with an explicit seq before that was recorded), as `n`.
@@ -62,7 +60,6 @@ export function isPrimaryKeyConflict(err: unknown): boolean {
   return e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
-// ---- reset ----
 // Schema reads and deferred foreign keys of the test-data reset (src/banks/simulator/clock.ts).
 /** SQLite's internal tables left out. */
 export async function listTables(q: Reader): Promise<string[]> {
@@ -86,7 +83,6 @@ export async function deferForeignKeys(tx: Tx): Promise<void> {
   await tx.run(tx.engine === 'postgres' ? 'SET CONSTRAINTS ALL DEFERRED' : 'PRAGMA defer_foreign_keys = ON');
 }
 
-// ---- scheduler ----
 // The scheduler's and metrics' reads name the partial index, so a scrape or `kopek jobs` never reads finished rows.
 /** Pending jobs per kind, first runs (attempt 0) and retries apart. */
 export function pendingJobsByKind(q: Reader): Promise<Array<{ kind: string; pending: number; retrying: number }>> {
@@ -106,7 +102,6 @@ export async function pendingDeliveryCount(q: Reader): Promise<number> {
   return r?.n ?? 0;
 }
 
-// ---- aggregates ----
 /** GROUP_CONCAT on SQLite, string_agg on PostgreSQL. */
 export function groupConcat(q: Reader, expr: string): string {
   return q.engine === 'postgres' ? `string_agg((${expr})::text, ',')` : `GROUP_CONCAT(${expr})`;

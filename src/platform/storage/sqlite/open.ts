@@ -165,17 +165,10 @@ export interface BackupSource {
 
 export function openBackupSource(path: string): BackupSource {
   const db = openExisting(path);
-  return {
-    copyTo: (dest, onProgress) => backupDatabase(db, dest, onProgress),
-    close: () => db.close(),
-  };
+  return { copyTo: (dest, onProgress = () => {}) => backupDatabase(db, dest, onProgress), close: () => db.close() };
 }
 
-async function backupDatabase(
-  source: Database.Database,
-  dest: string,
-  onProgress: (done: number, total: number) => void = () => {},
-): Promise<{ pages: number; restarts: number }> {
+async function backupDatabase(source: Database.Database, dest: string, onProgress: (done: number, total: number) => void): Promise<{ pages: number; restarts: number }> {
   let step = 256;
   let lastRemaining = Infinity;
   let restarts = 0;
