@@ -54,7 +54,6 @@ export type EventListener = (row: EventRow) => void;
 
 const INSERT_EVENT = `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-const INSERT_ONE_EVENT = `${INSERT_EVENT} RETURNING seq`;
 const EVENT_TUPLE = ', (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
 export class Events {
@@ -86,10 +85,18 @@ export class Events {
 
   /** Sinks run now, in order; listeners after commit (see EventStreamHub: it listens while a stream is open). */
   async append(tx: Tx, e: EventInput): Promise<EventRow> {
-    const row = eventRow(e);
-    const { lastInsertRowid } = await tx.run(INSERT_ONE_EVENT, row.id, row.merchant_id, row.shop_id, row.mode, row.kind, row.payload, row.at, row.webhook_event, row.webhook_data, row.webhook_url, row.payment_id, row.payout_id);
-    row.seq = Number(lastInsertRowid);
-    if (row.webhook_event) {
+    return (await this.appendMany(tx, [e]))[0];
+  }
+
+  /** In one statement, numbered in the order given; sinks run for each in turn (as append), listeners after commit. */
+  async appendMany(tx: Tx, inputs: EventInput[]): Promise<EventRow[]> {
+    const rows = inputs.map(eventRow);
+    const insert = `${INSERT_EVENT}${EVENT_TUPLE.repeat(rows.length - 1)} RETURNING seq, id`;
+    // By id: the order RETURNING gives is not promised.
+    const seqs = new Map((await tx.all<{ seq: number; id: string }>(insert, ...rows.flatMap((r) => [r.id, r.merchant_id, r.shop_id, r.mode, r.kind, r.payload, r.at, r.webhook_event, r.webhook_data, r.webhook_url, r.payment_id, r.payout_id]))).map((r) => [r.id, Number(r.seq)]));
+    for (const row of rows) {
+      row.seq = seqs.get(row.id)!;
+      if (!row.webhook_event) continue;
       for (const sink of this.sinks) {
         const done = sink(tx, row);
         if (done) await done;
@@ -97,24 +104,6 @@ export class Events {
     }
     // To the streams open at commit. On SQLite with none open now there is nothing to call: a stream opening later
     // replays the event, as its read waits for this transaction (store.ts).
-    if (this.feed || this.listeners.size > 0) {
-      tx.afterCommit(() => {
-        this.feed?.kick();
-        for (const l of this.listeners) l(row);
-      });
-    }
-    return row;
-  }
-
-  /** In one statement, numbered in the order given; sinks run for each in turn (as append), listeners after commit. */
-  async appendMany(tx: Tx, inputs: EventInput[]): Promise<EventRow[]> {
-    if (inputs.length === 1) return [await this.append(tx, inputs[0])];
-    const rows = inputs.map(eventRow);
-    const insert = `${INSERT_EVENT}${EVENT_TUPLE.repeat(rows.length - 1)}`;
-    // By id: the order RETURNING gives is not promised.
-    const seqs = new Map((await tx.all<{ seq: number; id: string }>(`${insert} RETURNING seq, id`, ...rows.flatMap((r) => [r.id, r.merchant_id, r.shop_id, r.mode, r.kind, r.payload, r.at, r.webhook_event, r.webhook_data, r.webhook_url, r.payment_id, r.payout_id]))).map((r) => [r.id, Number(r.seq)]));
-    for (const row of rows) row.seq = seqs.get(row.id)!;
-    for (const row of rows) if (row.webhook_event) for (const sink of this.sinks) await sink(tx, row);
     if (this.feed || this.listeners.size > 0) {
       tx.afterCommit(() => {
         this.feed?.kick();
@@ -169,19 +158,6 @@ export function encodeStreamEvent(row: EventRow, format: StreamFormat): string {
   return encodeSse({ id: row.seq, event, data: webhookBody(row.id, event, new Date(row.at).toISOString(), row.webhook_data ?? 'null') });
 }
 
-/** Which database a stream reads: its random id and when it was made (schema.sql, `database_identity`). */
-export interface DatabaseIdentity {
-  id: string;
-  created_at: number;
-}
-
-/** Read the database's identity (one row, made with the schema). */
-export async function databaseIdentity(q: Reader): Promise<DatabaseIdentity> {
-  const row = await q.get<DatabaseIdentity>('SELECT id, created_at FROM database_identity LIMIT 1');
-  if (!row) throw new Error('cannot open the event stream: the database has no identity row (database_identity)');
-  return row;
-}
-
 /** Unsent bytes before a client is cut, events per replay page, and how often streams check their key (revocation). */
 export const STREAM_LIMITS = { buffer_bytes: 1024 * 1024, replay_page: 500, key_check_ms: 1000 };
 
@@ -205,7 +181,6 @@ export function mayRead(scopes: ReadonlySet<string>, kind: string): boolean {
 }
 
 class Client {
-  lastSent: number;
   live = false;
   /** An event of this client's shop and mode was dispatched while it was still replaying. */
   missed = false;
@@ -217,12 +192,10 @@ class Client {
     readonly mode: Mode,
     readonly keyId: string,
     public scopes: ReadonlySet<string>,
-    after: number,
+    public lastSent: number,
     private readonly hub: EventStreamHub,
     readonly format: StreamFormat,
-  ) {
-    this.lastSent = after;
-  }
+  ) {}
 
   /** Skips events at or before the last sent one, of a kind the key may not read, or (webhook format) sending no webhook. */
   sendEvent(row: EventRow): void {
@@ -274,8 +247,8 @@ export class EventStreamHub {
   private keyChecks: NodeJS.Timeout | null = null;
   private checking = false;
   bufferLimitBytes = STREAM_LIMITS.buffer_bytes;
-  /** Made with the schema and never changes. */
-  private identity: Promise<DatabaseIdentity> | null = null;
+  /** Which database a stream reads: its random id and when it was made (schema.sql, `database_identity`); made with the schema and never changes. */
+  private identity: Promise<{ id: string; created_at: number }> | null = null;
 
   constructor(private readonly deps: StreamDeps) {}
 
@@ -286,8 +259,6 @@ export class EventStreamHub {
   }
 
   stop(): void {
-    this.unsubscribe?.();
-    this.unsubscribe = null;
     this.closeAll();
   }
 
@@ -302,10 +273,13 @@ export class EventStreamHub {
   async open(ctx: Ctx, after: number | null, format: StreamFormat = 'events'): Promise<void> {
     const { res, req } = ctx;
     const auth = ctx.auth!;
-    this.identity ??= databaseIdentity(this.deps.store).catch((err: unknown) => {
-      this.identity = null;
-      throw err;
-    });
+    this.identity ??= this.deps.store
+      .get<{ id: string; created_at: number }>('SELECT id, created_at FROM database_identity LIMIT 1')
+      .then((row) => row ?? Promise.reject(new Error('cannot open the event stream: the database has no identity row (database_identity)')))
+      .catch((err: unknown) => {
+        this.identity = null;
+        throw err;
+      });
     const identity = await this.identity;
     // On SQLite the highest event seq ever issued, on PostgreSQL the last numbered position.
     const issued = await lastIssuedEventSeq(this.deps.store);
@@ -372,11 +346,10 @@ export class EventStreamHub {
     }
   }
 
+  /** The last client's drop stops listening and checking keys. */
   closeAll(): void {
     if (this.pingTimer) clearInterval(this.pingTimer);
     this.pingTimer = null;
-    if (this.keyChecks) clearInterval(this.keyChecks);
-    this.keyChecks = null;
     for (const set of [...this.byKey.values()]) for (const c of [...set]) c.close('server shutting down');
   }
 

@@ -1,7 +1,7 @@
 import type { Reader, Store, Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import type { Scheduler } from '../../platform/queue/jobs';
-import type { EventRow, EventSink } from '../events/events';
+import type { EventSink } from '../events/events';
 import { secret as newSecret, uuid, WEBHOOK_SECRET_RE } from '../../platform/util/ids';
 import { seal, unseal } from '../../platform/secrets/at-rest';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from './url-safety';
@@ -149,11 +149,8 @@ export async function rotateSecret(store: Store, id: string, overlap_h: number, 
       await tx.run('DELETE FROM webhook_secrets WHERE endpoint_id = ?', id);
     } else {
       await tx.run('DELETE FROM webhook_secrets WHERE endpoint_id = ? AND expires_at IS NOT NULL AND expires_at <= ?', id, now);
-      const shorten = {
-        sqlite: 'UPDATE webhook_secrets SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE endpoint_id = ?',
-        postgres: 'UPDATE webhook_secrets SET expires_at = LEAST(COALESCE(expires_at, ?), ?) WHERE endpoint_id = ?',
-      };
-      await tx.run(shorten[tx.engine], until, until, id);
+      // The earlier of each secret's expiry (none: never) and `until`.
+      await tx.run('UPDATE webhook_secrets SET expires_at = CASE WHEN expires_at < ? THEN expires_at ELSE ? END WHERE endpoint_id = ?', until, until, id);
     }
     await tx.run('INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)', id, seal(store.path, secret, `webhook_secrets:${id}`), now);
   });
@@ -208,9 +205,6 @@ export interface DeliveryRow {
   created_at: number;
 }
 
-/** Where an event goes: an enabled endpoint (its filter `events`: empty takes all), or a payment's own URL (id null). */
-type Target = { id: string | null; url: string; events: string };
-
 const ENABLED_ENDPOINTS = 'SELECT id, url, events FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id';
 const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, payment_id, next_attempt_at, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
@@ -221,16 +215,21 @@ const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (event_seq, event_id, ev
  * own URL, else one per enabled endpoint of the event's shop whose filter takes it.
  */
 export function outboxSink(scheduler: Pick<Scheduler, 'schedule'>): EventSink {
-  return (tx, row) => (row.webhook_event ? enqueueDeliveries(tx, scheduler, row, row.webhook_event) : undefined);
+  return async (tx, row) => {
+    // Sinks run only for events that send a webhook.
+    const event = row.webhook_event!;
+    for (const t of await targetsOf(tx, row.shop_id, row.webhook_url, event)) {
+      const { lastInsertRowid } = await tx.run(INSERT_DELIVERY, row.seq, row.id, event, row.shop_id, row.mode, t.id, t.url, row.payment_id, row.at, row.at);
+      await scheduleAttempt(tx, scheduler, { id: Number(lastInsertRowid), shop_id: row.shop_id, mode: row.mode, attempts: 0, endpoint_id: t.id, url: t.url }, row.at);
+    }
+  };
 }
 
-async function enqueueDeliveries(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>, row: EventRow, event: string): Promise<void> {
-  const targets = row.webhook_url ? [{ id: null, url: row.webhook_url, events: '' }] : await tx.all<Target>(ENABLED_ENDPOINTS, row.shop_id);
-  for (const t of targets) {
-    if (t.events !== '' && !t.events.split(',').includes(event)) continue;
-    const { lastInsertRowid } = await tx.run(INSERT_DELIVERY, row.seq, row.id, event, row.shop_id, row.mode, t.id, t.url, row.payment_id, row.at, row.at);
-    await scheduleAttempt(tx, scheduler, { id: Number(lastInsertRowid), shop_id: row.shop_id, mode: row.mode, attempts: 0, endpoint_id: t.id, url: t.url }, row.at);
-  }
+/** Where an event goes now: a payment's own URL (id null), else each enabled endpoint whose filter (empty: all) takes it. */
+async function targetsOf(tx: Tx, shopId: string, webhookUrl: string | null, event: string): Promise<Array<{ id: string | null; url: string }>> {
+  if (webhookUrl) return [{ id: null, url: webhookUrl }];
+  const endpoints = await tx.all<{ id: string; url: string; events: string }>(ENABLED_ENDPOINTS, shopId);
+  return endpoints.filter((t) => t.events === '' || t.events.split(',').includes(event));
 }
 
 /**
@@ -260,9 +259,7 @@ export async function resendEvent(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>
   const event = ev.webhook_event;
   if (!event) throw new Error(`cannot resend event "${eventId}": it is a stream event that sends no webhook`);
   const now = ev.mode === 'test' ? realNow + ev.off : realNow;
-  const targets = ev.webhook_url
-    ? [{ id: null, url: ev.webhook_url, events: '' }]
-    : (await tx.all<Target>(ENABLED_ENDPOINTS, ev.shop_id)).filter((t) => t.events === '' || t.events.split(',').includes(event));
+  const targets = await targetsOf(tx, ev.shop_id, ev.webhook_url, event);
   if (targets.length === 0) {
     throw new Error(`cannot resend event "${eventId}": no enabled webhook endpoint of shop "${ev.shop_id}" takes ${event}`);
   }

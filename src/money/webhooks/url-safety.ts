@@ -54,7 +54,6 @@ const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: t
 /** Reasons test-mode webhooks let through: a developer's receiver on this machine. */
 export const TEST_MODE_PERMITS: ReadonlySet<string> = new Set(['loopback']);
 const NO_PERMITS: ReadonlySet<string> = new Set();
-const NOTHING_ALLOWED = compileAllowList('');
 
 const compiled = new WeakMap<readonly string[], AllowList>();
 
@@ -77,19 +76,9 @@ export function allowListOf(ranges: readonly string[]): AllowList {
 export function refusalOf(address: string, allow: AllowList, permits: ReadonlySet<string> = NO_PERMITS): string | null {
   const a = unmapIp(address);
   const fam = isIP(a);
-  let why: string | null = fam === 0 ? 'not an IP address' : null;
-  const type = fam === 4 ? 'ipv4' : 'ipv6';
-  for (const l of lists) {
-    if (why) break;
-    if (l.list.check(a, type)) why = l.why;
-  }
+  const why = fam === 0 ? 'not an IP address' : (lists.find((l) => l.list.check(a, fam === 4 ? 'ipv4' : 'ipv6'))?.why ?? null);
   if (!why || permits.has(why) || (!allow.empty && allow.allows(address))) return null;
   return why;
-}
-
-/** Why an address is not public (`loopback`, `private`, …), or null for a public address. */
-export function blockedReason(address: string): string | null {
-  return refusalOf(address, NOTHING_ALLOWED);
 }
 
 /**
