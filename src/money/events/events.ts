@@ -27,21 +27,8 @@ export interface EventInput {
   payoutId?: string;
 }
 
-export interface EventRow {
-  seq: number;
-  id: string;
-  merchant_id: string;
-  shop_id: string;
-  mode: Mode;
-  kind: string;
-  payload: string;
-  at: number;
-  webhook_event: string | null;
-  webhook_data: string | null;
-  webhook_url: string | null;
-  payment_id: string | null;
-  payout_id: string | null;
-}
+/** A row of the events table. */
+export type EventRow = ReturnType<typeof eventRow>;
 
 /**
  * Runs for each event that sends a webhook, inside the appending transaction (its deliveries are written in the
@@ -115,7 +102,7 @@ export class Events {
 }
 
 /** The row of an event before its insert numbers it. */
-function eventRow(e: EventInput): EventRow {
+function eventRow(e: EventInput) {
   return {
     seq: 0,
     id: eventId(e.at),
@@ -142,11 +129,7 @@ export function webhookBody(eventId: string, event: string, createdAt: string, d
   return `{"id":${JSON.stringify(eventId)},"event":${JSON.stringify(event)},"created_at":${JSON.stringify(createdAt)},"data":${dataJson}}`;
 }
 
-/**
- * What the stream sends per event: `events` (default) every event as `{kind, payload, at}`; `webhook` only the
- * events that send a webhook, each as the exact body a delivery POSTs, named by its webhook event. A test tool
- * that forwards webhooks (`kopek listen`) reads the second, so it needs no endpoint and sends the same bytes.
- */
+/** `events`: every event as `{kind, payload, at}`; `webhook`: the exact body a delivery POSTs, for `kopek listen`. */
 export type StreamFormat = 'events' | 'webhook';
 
 /** The SSE text of one event in a format; `id:` is the event's sequence number in both, for Last-Event-ID. */
@@ -362,17 +345,14 @@ export class EventStreamHub {
       const rows = await this.deps.store.all<EventRow>(streamEventsSql(this.deps.store), client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page);
       if (client.closed) return;
       for (const row of rows) client.sendEvent(row);
-      if (rows.length < STREAM_LIMITS.replay_page) {
-        // Nothing of this shop and mode was dispatched during the read, so it saw everything committed so far and
-        // later commits reach the client live; otherwise read again.
-        if (!client.missed) {
-          client.live = true;
-          return;
-        }
-        continue;
+      // A short read during which nothing of this shop and mode was dispatched saw everything committed so far, and
+      // later commits reach the client live; otherwise read again.
+      if (rows.length < STREAM_LIMITS.replay_page && !client.missed) {
+        client.live = true;
+        return;
       }
       // One page in the buffer at a time.
-      if (client.res.writableLength > 0) await drained(client.res);
+      if (rows.length === STREAM_LIMITS.replay_page && client.res.writableLength > 0) await drained(client.res);
     }
   }
 

@@ -48,9 +48,8 @@ export type SecretReader = Reader & Pick<Store, 'path'>;
 export const MAX_OVERLAP_HOURS = 24 * 30;
 
 /**
- * Check an endpoint URL: an absolute http(s) URL without credentials, whose host, when it is an IP address, is
- * one webhooks may reach: loopback (test mode's developer receiver) or public, or in the operator's ranges
- * (`allow`, --webhook-allow). A host name is checked at each delivery. Throws a one-line error.
+ * An absolute http(s) URL without credentials whose IP host, if any, is loopback, public or in `allow`
+ * (--webhook-allow); a host name is checked at each delivery. Throws a one-line error.
  */
 export function checkEndpointUrl(url: string, allow: readonly string[] = []): string {
   const control = urlControlChar(url);
@@ -80,10 +79,7 @@ export function parseEventFilter(text: string | undefined): string[] {
   return [...new Set(list)];
 }
 
-/**
- * Add an endpoint to a shop; its first secret is returned once. `allow` is the operator's --webhook-allow;
- * `secret` is one the operator fixed (serve --webhook-secret), else a new one is made.
- */
+/** Its first secret is returned once: `secret` (serve --webhook-secret) or a new one. `allow`: --webhook-allow. */
 export async function addEndpoint(
   store: Store,
   input: { shopId: string; url: string; events?: string; signature?: string; allow?: readonly string[]; secret?: string },
@@ -114,17 +110,16 @@ export async function addEndpoint(
   return { endpoint, secret };
 }
 
-/** A shop's endpoints, oldest first, disabled ones included. */
+/** Oldest first, disabled ones included. */
 export function listEndpoints(q: Reader, shopId: string): Promise<Endpoint[]> {
   return q.all<Endpoint>('SELECT * FROM webhook_endpoints WHERE shop_id = ? ORDER BY created_at, id', shopId);
 }
 
-/** One endpoint by id. */
 export function getEndpoint(q: Reader, id: string): Promise<Endpoint | undefined> {
   return q.get<Endpoint>('SELECT * FROM webhook_endpoints WHERE id = ?', id);
 }
 
-/** Delete an endpoint and its secrets; its pending deliveries end as failed with a reason. */
+/** Its secrets go with it; its pending deliveries end as failed. */
 export async function deleteEndpoint(store: Store, id: string): Promise<void> {
   await store.tx(async (tx) => {
     if (!(await getEndpoint(tx, id))) throw new Error(`cannot delete webhook endpoint "${id}": not found`);
@@ -133,10 +128,7 @@ export async function deleteEndpoint(store: Store, id: string): Promise<void> {
   });
 }
 
-/**
- * Rotate an endpoint's secret. Without overlap every older secret stops at once; with `overlap_h` hours
- * the secrets valid now stay valid until then, and the header carries one signature per valid secret.
- */
+/** Without overlap every older secret stops at once; else those valid now stay valid `overlap_h` hours more (at most). */
 export async function rotateSecret(store: Store, id: string, overlap_h: number, now: number): Promise<string> {
   if (!(overlap_h >= 0 && overlap_h <= MAX_OVERLAP_HOURS)) {
     throw new Error(`cannot rotate webhook secret: --overlap must be 0..${MAX_OVERLAP_HOURS} hours, got "${overlap_h}"`);
@@ -167,10 +159,7 @@ export async function validSecrets(store: SecretReader, endpointId: string, now:
   return rows.map((r) => unseal(store.path, r.secret, `webhook_secrets:${endpointId}`));
 }
 
-/**
- * How a payment's own webhook_url is signed: with the shop's oldest enabled endpoint (its version and
- * valid secrets), else v2 with the shop's fallback secret.
- */
+/** A payment's own webhook_url is signed as the shop's oldest enabled endpoint, else v2 with the shop's fallback secret. */
 export async function paymentUrlSigning(store: SecretReader, shopId: string, now: number): Promise<{ signature: SignatureVersion; secrets: string[] }> {
   const oldest = await store.get<{ id: string; signature: SignatureVersion }>(
     'SELECT id, signature FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id LIMIT 1',
@@ -209,11 +198,7 @@ const ENABLED_ENDPOINTS = 'SELECT id, url, events FROM webhook_endpoints WHERE s
 const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, payment_id, next_attempt_at, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
 
-/**
- * The outbox: in the transaction of each event that sends a webhook, its deliveries, each with the job of its
- * first attempt (due now, the event's time on its clock: the commit wakes the scheduler): one for a payment's
- * own URL, else one per enabled endpoint of the event's shop whose filter takes it.
- */
+/** The outbox: in the event's transaction, its deliveries, each with its first attempt's job, due at the event's time. */
 export function outboxSink(scheduler: Pick<Scheduler, 'schedule'>): EventSink {
   return async (tx, row) => {
     // Sinks run only for events that send a webhook.
@@ -232,22 +217,16 @@ async function targetsOf(tx: Tx, shopId: string, webhookUrl: string | null, even
   return endpoints.filter((t) => t.events === '' || t.events.split(',').includes(event));
 }
 
-/**
- * Schedule the attempt a delivery waits for (its attempt count now) at `dueAt` on its clock. Its receiver, for
- * the limit of attempts in flight (delivery.ts), is its endpoint, or the host of a payment's own webhook_url.
- */
+/** The attempt a delivery waits for. Its receiver, for the limits in flight (delivery.ts): the endpoint, else the URL's host. */
 export function scheduleAttempt(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>, d: Pick<DeliveryRow, 'id' | 'shop_id' | 'mode' | 'attempts' | 'endpoint_id' | 'url'>, dueAt: number): Promise<number> {
   const receiver = d.endpoint_id ? `ep:${d.endpoint_id}` : `url:${URL.canParse(d.url) ? new URL(d.url).host : d.url}`;
   return scheduler.schedule(tx, { kind: ATTEMPT_JOB, subjectId: String(d.id), shopId: d.shop_id, mode: d.mode, dueAt, payload: { attempts: d.attempts, receiver } });
 }
 
 /**
- * Send an event again, with a fresh retry schedule (attempt numbers continue), to whoever takes it now: the
- * payment's own URL, or each enabled endpoint of the shop whose filter takes the event, including one added
- * since (an endpoint deleted and added again after a 410 gets the events it missed). Deliveries to deleted or
- * disabled endpoints stay as they are. Each gets the job of its first attempt, due now: from the server, its
- * commit wakes the scheduler; from the CLI, the server's next re-read of the jobs table finds it. Returns how
- * many deliveries were queued; throws when there is nothing to send it to.
+ * Send an event again, with a fresh retry schedule (attempt numbers continue), to whoever takes it now, an endpoint
+ * added since included (one re-added after a 410 gets what it missed); deliveries to deleted or disabled endpoints
+ * stay as they are. Returns how many deliveries were queued; throws when there is nothing to send it to.
  */
 export async function resendEvent(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>, eventId: string, realNow: number): Promise<number> {
   const ev = await tx.get<{ seq: number; shop_id: string; mode: Mode; webhook_event: string | null; webhook_url: string | null; payment_id: string | null; off: number }>(
@@ -322,10 +301,7 @@ interface Row {
   a_next: number | null;
 }
 
-/**
- * The delivery log, oldest first: every attempt made, then, for a delivery still pending, one `pending`
- * item for the attempt it waits for (its `next_attempt_at`). Times are on the shop's clock.
- */
+/** Oldest first: every attempt made, and one `pending` item per delivery still waiting. Times on the shop's clock. */
 export async function deliveryLog(q: Reader, f: LogFilter): Promise<AttemptItem[]> {
   const where: string[] = [];
   const args: unknown[] = [];

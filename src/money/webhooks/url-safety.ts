@@ -68,10 +68,8 @@ export function allowListOf(ranges: readonly string[]): AllowList {
 }
 
 /**
- * The one rule of every address kopek sends to on its own (a webhook receiver, an acquirer's or a payout
- * provider's API): why `address` may not be reached, or null when it may. A public address may; a private,
- * loopback, link-local or otherwise reserved one only when its reason is in `permits` (test-mode webhooks:
- * loopback) or the operator's allowed ranges hold it.
+ * The one rule of every address kopek sends to on its own (webhooks, a bank's API): why `address` may not be
+ * reached, or null. A reserved one may only when its reason is in `permits` or the operator's ranges hold it.
  */
 export function refusalOf(address: string, allow: AllowList, permits: ReadonlySet<string> = NO_PERMITS): string | null {
   const a = unmapIp(address);
@@ -82,9 +80,8 @@ export function refusalOf(address: string, allow: AllowList, permits: ReadonlySe
 }
 
 /**
- * The same rule for a URL whose host is an IP address, checked where the URL is given, without resolving
- * anything: "private address 10.0.0.1", or null. A host name passes here: it is resolved and checked each
- * time it is called, as its addresses may change.
+ * The same rule for a URL given with an IP host, resolving nothing: "private address 10.0.0.1", or null. A host
+ * name passes here: it is checked at each call, as its addresses may change.
  */
 export function literalRefusal(url: URL, allow: AllowList, permits: ReadonlySet<string> = NO_PERMITS): string | null {
   const host = url.hostname.replace(/^\[|\]$/g, '');
@@ -106,10 +103,7 @@ export class UrlPolicy {
     this.allow = allowListOf(allowRanges);
   }
 
-  /**
-   * Check a webhook URL of a mode (or a bank's API address: `provider`) and resolve its host; throws `Error`
-   * with the reason; the result is what to connect to.
-   */
+  /** A webhook URL of a mode, or a bank's API address (`provider`), resolved to what to connect to; throws the reason. */
   async check(url: URL, mode: 'test' | 'live' | 'provider' = 'live'): Promise<Resolved> {
     if (mode === 'live' && url.protocol !== 'https:') throw new Error(`refused "${url.origin}": live webhooks need https`);
     if (url.protocol !== 'https:' && url.protocol !== 'http:') {
@@ -136,7 +130,6 @@ export class UrlPolicy {
     return { address: first, family: isIP(first) === 6 ? 6 : 4 };
   }
 
-  /** Check the API address of an acquirer or a payout provider before a call; throws `Error` with the reason. */
   checkProvider(url: URL): Promise<Resolved> {
     return this.check(url, 'provider');
   }
