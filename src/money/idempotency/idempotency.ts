@@ -87,11 +87,9 @@ interface KeyRecord {
 }
 
 /**
- * Run a create under the request's Idempotency-Key, if any: a replay answers 200 with the stored body and
- * `"idempotent": true`, a different request under the key 409. The key is claimed in the create's own transaction,
- * so record and object commit together, and UNIQUE (merchant, mode, key) forbids two records anywhere; a later body
- * of the same group reads this record. `replay` may refresh a stored body. A record past --retain-idempotency-hours
- * is gone for its key, swept or not.
+ * Under the request's Idempotency-Key, if any: a replay answers 200 with the stored body (`replay` may refresh it)
+ * and `"idempotent": true`, a different request 409. The key is claimed in the create's own transaction, under
+ * UNIQUE (merchant, mode, key); a record past --retain-idempotency-hours is gone for its key, swept or not.
  */
 export async function idempotentCreate(
   ctx: Ctx<IdempotencyServices>,
@@ -101,13 +99,8 @@ export async function idempotentCreate(
   const auth = ctx.auth!;
   const key = idempotencyKey(ctx);
   // Another shop of the merchant reusing the key gets a conflict, never another shop's object.
-  const fingerprint =
-    key === undefined
-      ? null
-      : hash('sha256', `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.path, v))}`, 'hex').slice(
-          0,
-          2 * FINGERPRINT_BYTES,
-        );
+  const request = (): string => `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.path, v))}`;
+  const fingerprint = key === undefined ? null : hash('sha256', request(), 'hex').slice(0, 2 * FINGERPRINT_BYTES);
   return ctx.app.store.write(async (tx) => {
     if (key === undefined) return create(tx);
     const prior = await tx.get<KeyRecord>(
@@ -144,10 +137,7 @@ export async function idempotentCreate(
   });
 }
 
-/**
- * Deletes those of the `limit` oldest records created before `cutoff`, stopping at the first kept (they are in
- * creation order); replays never depend on it (idempotentCreate checks the age).
- */
+/** Of the `limit` oldest records, those before `cutoff`, up to the first kept; replays never depend on it (idempotentCreate checks the age). */
 export async function purgeIdempotencySlice(tx: Tx, cutoff: number, limit: number): Promise<{ deleted: number; more: boolean }> {
   const rows = await tx.all<{ seq: number; created_at: number }>('SELECT seq, created_at FROM idempotency_keys ORDER BY seq LIMIT ?', limit);
   let deleted = 0;

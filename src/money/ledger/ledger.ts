@@ -41,10 +41,9 @@ export interface Book {
 const MUST_LEAVE_AVAILABLE = new Set<Movement>(['payout_reserved', 'refund_reserved']);
 
 /**
- * Post a movement of `amount` for `sourceId` in the caller's transaction: one entry, two postings that
- * sum to zero, and the running balances. A movement posts once per source: a replay returns false and
- * changes nothing. Throws (rolling the caller back) when an invariant would break. `sourceSeq` is the source
- * row's seq when the caller holds the row; otherwise the statement reads it by `sourceId`.
+ * One entry, two postings that sum to zero, and the running balances, in the caller's transaction. A movement posts
+ * once per source: a replay returns false and changes nothing. Throws (rolling the caller back) when an invariant
+ * would break. `sourceSeq`: the source row's seq when the caller holds the row.
  */
 export async function post(tx: Tx, book: Book, movement: Movement, sourceId: string, amount: number, at: number, sourceSeq?: number): Promise<boolean> {
   if (!Number.isSafeInteger(amount) || amount <= 0) {
@@ -74,12 +73,8 @@ export async function post(tx: Tx, book: Book, movement: Movement, sourceId: str
       book.shopId, book.mode, from, book.merchantId, -amount, book.shopId, book.mode, to, book.merchantId, amount,
     ),
   ]);
-  let reserved: number | undefined;
-  let available: number | undefined;
-  for (const b of balances) {
-    if (b.account === ACCOUNTS.reserved) reserved = b.balance;
-    else if (b.account === ACCOUNTS.available) available = b.balance;
-  }
+  const reserved = balances.find((b) => b.account === ACCOUNTS.reserved)?.balance;
+  const available = balances.find((b) => b.account === ACCOUNTS.available)?.balance;
   if (reserved !== undefined && reserved < 0) {
     throw new Error(`cannot post ${movement} for "${sourceId}": reserves would be ${reserved}, below 0`);
   }
@@ -122,18 +117,11 @@ export async function merchantBalances(q: Reader, merchantId: string, mode: Mode
   );
 }
 
-/**
- * GET /v1/public/balance: the key's merchant's money in the key's mode, over all its shops. Each shop
- * also shows its own `available`, because a payout draws on the paying shop's available alone.
- */
+/** GET /v1/public/balance: over all the merchant's shops, each with its own `available` (a payout draws on it alone). */
 export async function getBalance(ctx: Ctx<{ readonly store: Reader }>): Promise<Reply> {
   const a = ctx.auth!;
   const shops = await merchantBalances(ctx.app.store, a.merchantId, a.mode);
-  let balance = 0;
-  let available = 0;
-  for (const s of shops) {
-    balance += s.balance;
-    available += s.available;
-  }
+  const balance = shops.reduce((sum, s) => sum + s.balance, 0);
+  const available = shops.reduce((sum, s) => sum + s.available, 0);
   return { body: { balance, available, currency: 'RUB', shops } };
 }

@@ -3,8 +3,6 @@ import type { Reader, Tx } from '../../platform/storage/store';
 import { ApiError, invalidState } from '../../platform/http/errors';
 import { uuid } from '../../platform/util/ids';
 import { finishRefundRow, getRefund, heldByRefunds, insertRefund } from './store';
-
-export { getRefund };
 import { post, postedAmount, type Book } from '../ledger/ledger';
 import { applyRefundTx, reload } from '../payments/state';
 import { getPayment, lockPayment, paymentView } from '../payments/store';
@@ -20,7 +18,7 @@ export interface RefundInput {
   keyId: string;
 }
 
-/** amount minus succeeded and pending refunds: what may still be refunded. Inside a transaction pass its tx. */
+/** amount minus succeeded and pending refunds: what may still be refunded. */
 export async function refundableOf(q: Reader, p: PaymentRow): Promise<number> {
   return p.amount - (await heldByRefunds(q, p.id));
 }

@@ -1,6 +1,6 @@
 import type { Reader } from '../../platform/storage/store';
 import { badRequest } from '../../platform/http/errors';
-import { registerOrder, registerWhere, type RegisterQuery } from './query';
+import { registerWhere, type RegisterQuery } from './query';
 
 /** Every index starts (shop_id, mode) and ends (created_at, seq): a page is one seek and `limit + 1` rows in order. */
 export interface RegisterTable {
@@ -72,7 +72,8 @@ export function registerSeeks(
   }
   const where = registerWhere(rq);
   const eq = ['shop_id = ?', 'mode = ?', ...best.columns.map((c) => `${c} = ?`)];
-  const rest = `WHERE ${[...eq, ...where.sql].join(' AND ')} ${registerOrder()} LIMIT ?`;
+  // Newest first, ties broken by seq.
+  const rest = `WHERE ${[...eq, ...where.sql].join(' AND ')} ORDER BY created_at DESC, seq DESC LIMIT ?`;
   const sql = { sqlite: `SELECT ${columns} FROM ${spec.table} INDEXED BY ${best.index} ${rest}`, postgres: `SELECT ${columns} FROM ${spec.table} ${rest}` };
   // Every combination of the index's equality values, mode first.
   let combos: unknown[][] = modes.map((m) => [shopId, m]);

@@ -195,16 +195,8 @@ export async function revokeKey(store: Store, keyId: string, now: number): Promi
   await store.tx((tx) => tx.run('UPDATE api_keys SET revoked_at = ? WHERE id = ?', now, keyId));
 }
 
-/** What `kopek merchant activate-live` prints. */
-interface LiveActivation {
-  id: string;
-  live_enabled: true;
-  shops_with_acquirer: string[];
-  shops_with_payout_provider?: string[];
-}
-
-/** Once a shop of the merchant has an acquirer or a payout provider; refused with the reason before. */
-export async function activateLive(store: Store, merchantId: string): Promise<LiveActivation> {
+/** Once a shop of the merchant has an acquirer or a payout provider; refused with the reason before. Returns what `kopek merchant activate-live` prints. */
+export async function activateLive(store: Store, merchantId: string) {
   if (!(await getMerchant(store, merchantId))) throw new Error(`cannot activate live mode for merchant "${merchantId}": not found`);
   const shopsWith = async (table: string): Promise<string[]> =>
     (await store.all<{ id: string }>(`SELECT s.id FROM shops s JOIN ${table} a ON a.shop_id = s.id WHERE s.merchant_id = ? ORDER BY s.id`, merchantId)).map((r) => r.id);

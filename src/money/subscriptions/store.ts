@@ -20,7 +20,7 @@ export interface SubscriptionRow {
 /** The Subscription object of GET /v1/public/subscriptions/{id} and of subscription webhooks. */
 export type SubscriptionView = Awaited<ReturnType<typeof subscriptionView>>;
 
-/** A subscription by id, any shop (callers check the shop). Inside a transaction pass its tx, outside the store. */
+/** Of any shop: callers check the shop. */
 export async function getSubscription(q: Reader, id: string): Promise<SubscriptionRow | undefined> {
   return q.get<SubscriptionRow>('SELECT * FROM subscriptions WHERE id = ?', id);
 }
@@ -105,10 +105,7 @@ export function subscriptionSummary(s: SubscriptionRow) {
   };
 }
 
-/**
- * The API shape of a subscription. `latest`, when the caller holds it, is the subscription's newest payment
- * (the charge that just settled), which spares the read. Inside a transaction pass its tx, outside the store.
- */
+/** `latest`, when the caller holds it, is the subscription's newest payment (the charge that just settled): it spares the read. */
 export async function subscriptionView(q: Reader, s: SubscriptionRow, latest?: ChargeRow) {
   latest ??= await q.get<ChargeRow>(`${CHARGES_SQL} ${newestFirst(q)} LIMIT 1`, s.id);
   return {
