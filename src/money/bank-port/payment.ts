@@ -3,12 +3,10 @@ import type { RefundRow } from './refund';
 
 /** Every payment status of the specification. */
 export const PAYMENT_STATUSES = ['pending', 'processing', 'succeeded', 'failed', 'cancelled', 'refunded', 'expired'] as const;
-/** A payment status. */
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
 /** Methods a payment may be created with; `any` lets the buyer choose on the hosted page. */
 export const PAYMENT_METHODS = ['sbp', 'cards', 'tpay', 'bankpay', 'recurrent', 'any'] as const;
-/** A payment method. */
 export type PaymentMethod = (typeof PAYMENT_METHODS)[number];
 /** A method a buyer (or a charge) can actually pay with. */
 export type ConcreteMethod = Exclude<PaymentMethod, 'any'>;
@@ -25,7 +23,6 @@ export const SESSION_TTL_MS: Record<ConcreteMethod, number> = {
 /** Statuses after which nothing but a refund changes the payment. */
 export const FINAL_STATUSES: ReadonlySet<PaymentStatus> = new Set(['succeeded', 'failed', 'cancelled', 'refunded', 'expired']);
 
-/** A row of the payments table. */
 export interface PaymentRow {
   seq: number;
   id: string;

@@ -13,7 +13,6 @@ export async function shopAcquirer(q: Reader, shopId: string): Promise<ShopAcqui
   return q.get<ShopAcquirer>('SELECT shop_id, provider, settings, updated_at FROM shop_acquirers WHERE shop_id = ?', shopId);
 }
 
-/** Set (or replace) a shop's acquirer. */
 export async function putShopAcquirer(tx: Tx, a: ShopAcquirer): Promise<void> {
   await tx.run(
     `INSERT INTO shop_acquirers (shop_id, provider, settings, updated_at) VALUES (@shop_id, @provider, @settings, @updated_at)
@@ -22,7 +21,6 @@ export async function putShopAcquirer(tx: Tx, a: ShopAcquirer): Promise<void> {
   );
 }
 
-/** Remove a shop's acquirer; true when there was one. */
 export async function removeShopAcquirer(tx: Tx, shopId: string): Promise<boolean> {
   return (await tx.run('DELETE FROM shop_acquirers WHERE shop_id = ?', shopId)).changes > 0;
 }
@@ -42,7 +40,7 @@ export async function shopPayoutProvider(q: Reader, shopId: string): Promise<Sho
   return q.get<ShopPayoutProvider>('SELECT shop_id, provider, agent_id, secret, api_url FROM shop_payout_providers WHERE shop_id = ?', shopId);
 }
 
-/** Set (or replace) a shop's payout provider; `secret` must be sealed already. */
+/** `secret` sealed already. */
 export async function putShopPayoutProvider(tx: Tx, p: ShopPayoutProvider, now: number): Promise<void> {
   await tx.run(
     `INSERT INTO shop_payout_providers (shop_id, provider, agent_id, secret, api_url, created_at, updated_at) VALUES (@shop_id, @provider, @agent_id, @secret, @api_url, @now, @now)
@@ -52,7 +50,6 @@ export async function putShopPayoutProvider(tx: Tx, p: ShopPayoutProvider, now: 
   );
 }
 
-/** Remove a shop's payout provider; true when there was one. */
 export async function removeShopPayoutProvider(tx: Tx, shopId: string): Promise<boolean> {
   return (await tx.run('DELETE FROM shop_payout_providers WHERE shop_id = ?', shopId)).changes > 0;
 }

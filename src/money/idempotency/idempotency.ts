@@ -30,18 +30,8 @@ function quotedKey(k: string): string {
  */
 function canonical(value: unknown, pan: (v: string) => string): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) {
-    let s = '[';
-    for (let i = 0; i < value.length; i++) s += (i > 0 ? ',' : '') + canonical(value[i], pan);
-    return s + ']';
-  }
-  const keys = Object.keys(value);
-  for (let i = 1; i < keys.length; i++) {
-    if (keys[i - 1] > keys[i]) {
-      keys.sort();
-      break;
-    }
-  }
+  if (Array.isArray(value)) return `[${Array.from(value, (v) => canonical(v, pan)).join(',')}]`;
+  const keys = Object.keys(value).sort();
   let s = '{';
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i];

@@ -86,7 +86,6 @@ export async function post(tx: Tx, book: Book, movement: Movement, sourceId: str
   return true;
 }
 
-/** The amount a movement posted for a source, or undefined when it has not been posted. */
 export async function postedAmount(q: Reader, movement: Movement, sourceId: string): Promise<number | undefined> {
   const row = await q.get<{ amount: number }>(
     `SELECT amount FROM ledger_entries WHERE movement = ? AND source_seq = (SELECT seq FROM ${MOVEMENTS[movement].source} WHERE id = ?)`,

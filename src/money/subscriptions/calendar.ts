@@ -17,10 +17,7 @@ export function addMonths(at_ms: number, months: number): number {
   return Date.UTC(year, month, day, d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds());
 }
 
-/**
- * The moment of charge `n` of a schedule: anchor plus n × interval periods. Always counted from the anchor,
- * never from the previous charge, so a clamped month returns to the anchor day (Jan 31 → Feb 28 → Mar 31).
- */
+/** Anchor plus n × interval periods: from the anchor, so a clamped month returns to its day (Jan 31 → Feb 28 → Mar 31). */
 export function chargeTime(anchor_ms: number, period: Period, interval: number, n: number): number {
   const steps = interval * n;
   switch (period) {

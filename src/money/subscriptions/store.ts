@@ -52,11 +52,7 @@ export async function updateSubscription(tx: Tx, id: string, patch: Partial<Subs
   await updateById(tx, 'subscriptions', id, patch);
 }
 
-/**
- * Write the columns of `patch` whose values differ from `s` (a row read in this transaction) and return the row as
- * it now stands. A column left out is not rewritten: a charge that keeps the status active leaves the status
- * indexes untouched.
- */
+/** Writes only the columns that change, so a charge that keeps the status leaves the status indexes untouched. */
 export async function patchSubscription(tx: Tx, s: SubscriptionRow, patch: Partial<SubscriptionRow>): Promise<SubscriptionRow> {
   const changed: Record<string, unknown> = {};
   for (const k in patch) {
@@ -77,12 +73,7 @@ const CHARGES_SQL = `SELECT r.payment_id, r.kind, r.charge_index, r.attempt, p.a
 // Payments of a subscription are made in (charge_index, attempt) order, the initial one (NULL index) first:
 // the index on those columns orders them without a sort, however many charges a subscription made.
 // SQLite sorts NULL first and PostgreSQL last: there the initial payment's NULL index is placed as SQLite places it.
-const NEWEST_FIRST = 'ORDER BY r.charge_index DESC, r.attempt DESC';
-const NEWEST_FIRST_PG = 'ORDER BY r.charge_index DESC NULLS LAST, r.attempt DESC';
-
-function newestFirst(q: Reader): string {
-  return q.engine === 'postgres' ? NEWEST_FIRST_PG : NEWEST_FIRST;
-}
+const NEWEST_FIRST = { sqlite: 'ORDER BY r.charge_index DESC, r.attempt DESC', postgres: 'ORDER BY r.charge_index DESC NULLS LAST, r.attempt DESC' };
 
 /** One payment of a subscription as the schedule and the Subscription object list it. */
 function chargeView(r: ChargeRow) {
@@ -93,7 +84,7 @@ function chargeView(r: ChargeRow) {
 /** The latest `limit` payments of a subscription (initial payment and charges), oldest first. */
 export async function chargesOf(q: Reader, subscriptionId: string, limit: number): Promise<Array<ReturnType<typeof chargeView>>> {
   const oldest = q.engine === 'postgres' ? 'ORDER BY charge_index NULLS FIRST, attempt' : 'ORDER BY charge_index, attempt';
-  const rows = await q.all<ChargeRow>(`SELECT * FROM (${CHARGES_SQL} ${newestFirst(q)} LIMIT ?) AS latest ${oldest}`, subscriptionId, limit);
+  const rows = await q.all<ChargeRow>(`SELECT * FROM (${CHARGES_SQL} ${NEWEST_FIRST[q.engine]} LIMIT ?) AS latest ${oldest}`, subscriptionId, limit);
   return rows.map(chargeView);
 }
 
@@ -107,7 +98,7 @@ export function subscriptionSummary(s: SubscriptionRow) {
 
 /** `latest`, when the caller holds it, is the subscription's newest payment (the charge that just settled): it spares the read. */
 export async function subscriptionView(q: Reader, s: SubscriptionRow, latest?: ChargeRow) {
-  latest ??= await q.get<ChargeRow>(`${CHARGES_SQL} ${newestFirst(q)} LIMIT 1`, s.id);
+  latest ??= await q.get<ChargeRow>(`${CHARGES_SQL} ${NEWEST_FIRST[q.engine]} LIMIT 1`, s.id);
   return {
     ...subscriptionSummary(s),
     customer_ref: s.customer_ref, customer_email: s.customer_email, plan_name: s.plan_name,
