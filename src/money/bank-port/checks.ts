@@ -20,15 +20,8 @@ export interface CheckTiming {
   readonly syncAfterSeconds: number;
 }
 
-export interface CheckedOperation {
-  id: string;
-  shopId: string;
-  mode: Mode;
-  since: number;
-}
-
-/** `syncAfter` after the operation began, then as long again as it waited: the gaps double while the bank is silent. */
-export async function scheduleCheck(t: CheckTiming, tx: Tx, kind: CheckKind, op: CheckedOperation): Promise<void> {
+/** `syncAfter` after the operation began (`since`), then as long again as it waited: the gaps double while the bank is silent. */
+export async function scheduleCheck(t: CheckTiming, tx: Tx, kind: CheckKind, op: { id: string; shopId: string; mode: Mode; since: number }): Promise<void> {
   const now = await t.clocks.now(tx, op.shopId, op.mode);
   const syncAfter_ms = Math.round(t.syncAfterSeconds * 1000);
   const waited_ms = Math.max(0, now - op.since);

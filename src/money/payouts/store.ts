@@ -1,8 +1,6 @@
 import type { Reader, Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import type { PayoutMethod } from './fields';
-import type { RegisterQuery } from '../registers/query';
-import { registerRows, REGISTERS } from '../registers/plan';
 
 export interface PayoutRow {
   seq: number; id: string; merchant_id: string; shop_id: string; mode: Mode; amount: number; currency: string;
@@ -31,12 +29,6 @@ export async function getPayout(q: Reader, id: string): Promise<PayoutRow | unde
 /** False when it was no longer pending. */
 export async function finishPayoutRow(tx: Tx, id: string, status: 'succeeded' | 'failed', failReason: string, at: number): Promise<boolean> {
   return (await tx.run(`UPDATE payouts SET status = ?, fail_reason = ?, completed_at = ? WHERE id = ? AND status = 'pending'`, status, failReason, at, id)).changes === 1;
-}
-
-/** One page of a shop's payout register, and one row more when more follow. */
-export async function listPayouts(q: Reader, shopId: string, mode: Mode, rq: RegisterQuery): Promise<PayoutRow[]> {
-  const method = rq.extra.method;
-  return registerRows<PayoutRow>(q, REGISTERS.payouts, shopId, [mode], { status: rq.statuses ?? undefined, method: method === undefined ? undefined : [method] }, rq);
 }
 
 /**

@@ -54,12 +54,8 @@ export const MAX_OVERLAP_HOURS = 24 * 30;
 export function checkEndpointUrl(url: string, allow: readonly string[] = []): string {
   const control = urlControlChar(url);
   if (control) throw new Error(`cannot use webhook URL ${JSON.stringify(url.slice(0, 64))}: it holds a control character written raw (${control}); percent-encode it`);
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new Error(`cannot use webhook URL "${url}": not an absolute URL`);
-  }
+  if (!URL.canParse(url)) throw new Error(`cannot use webhook URL "${url}": not an absolute URL`);
+  const u = new URL(url);
   if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error(`cannot use webhook URL "${url}": scheme must be https (or http for test mode)`);
   if (u.username || u.password) throw new Error(`cannot use webhook URL "${url}": credentials in the URL are not allowed`);
   if (url.length > 2000) throw new Error(`cannot use webhook URL "${url.slice(0, 64)}…": longer than 2000 characters`);
