@@ -60,21 +60,8 @@ export interface IdempotencyServices {
   readonly config: Pick<Config, 'retainIdempotencyHours'>;
 }
 
-/** The status and body of its first answer. */
-export interface CreateResult {
-  status: number;
-  body: Record<string, unknown>;
-}
-
 /** Kept as hex: 128 bits tell two requests under one key apart. */
 export const FINGERPRINT_BYTES = 16;
-
-interface KeyRecord {
-  seq: number;
-  fingerprint: string;
-  answer: string;
-  created_at: number;
-}
 
 /**
  * Under the request's Idempotency-Key, if any: a replay answers 200 with the stored body (`replay` may refresh it)
@@ -83,7 +70,7 @@ interface KeyRecord {
  */
 export async function idempotentCreate(
   ctx: Ctx<IdempotencyServices>,
-  create: (tx: Tx) => Promise<CreateResult>,
+  create: (tx: Tx) => Promise<{ status: number; body: Record<string, unknown> }>,
   replay?: (tx: Tx, stored: Record<string, unknown>) => Promise<Record<string, unknown>>,
 ): Promise<Reply> {
   const auth = ctx.auth!;
@@ -93,7 +80,7 @@ export async function idempotentCreate(
   const fingerprint = key === undefined ? null : hash('sha256', request(), 'hex').slice(0, 2 * FINGERPRINT_BYTES);
   return ctx.app.store.write(async (tx) => {
     if (key === undefined) return create(tx);
-    const prior = await tx.get<KeyRecord>(
+    const prior = await tx.get<{ seq: number; fingerprint: string; answer: string; created_at: number }>(
       'SELECT seq, fingerprint, answer, created_at FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?',
       auth.merchantId,
       auth.mode,

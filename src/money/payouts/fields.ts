@@ -1,5 +1,5 @@
 import { badRequest, ApiError } from '../../platform/http/errors';
-import { amountField, bodyObject, currencyField, describe, strField } from '../../platform/http/body';
+import { amountField, bodyObject, currencyField, describe, enumField, strField } from '../../platform/http/body';
 import { PAYOUT_SCOPES, PAYOUT_METHODS, type PayoutMethod } from '../bank-port/payout';
 export { PAYOUT_SCOPES, PAYOUT_METHODS, type PayoutMethod };
 
@@ -35,12 +35,8 @@ export function checkBankIdFirst(obj: Record<string, unknown>): void {
 
 /** The `method` of a payout body or batch: required, one of the three. */
 export function methodField(obj: Record<string, unknown>): PayoutMethod {
-  const v = obj.method;
-  if (v === undefined || v === null) throw badRequest('Field "method" is required', 'method');
-  if (typeof v !== 'string' || !(PAYOUT_METHODS as string[]).includes(v)) {
-    throw badRequest(`Field "method" must be one of ${PAYOUT_METHODS.join(', ')}, got ${describe(v)}`, 'method');
-  }
-  return v as PayoutMethod;
+  if (obj.method === undefined || obj.method === null) throw badRequest('Field "method" is required', 'method');
+  return enumField(obj, 'method', PAYOUT_METHODS)!;
 }
 
 /** A request body as an object (400 otherwise), before any field is read. */

@@ -267,16 +267,6 @@ export interface AttemptItem {
   next_attempt_at: string | null;
 }
 
-/** Filters of the delivery log; all optional. */
-export interface LogFilter {
-  shopId?: string;
-  mode?: Mode;
-  eventId?: string;
-  paymentId?: string;
-  /** Most items returned (the newest are kept). */
-  limit?: number;
-}
-
 interface Row {
   delivery_id: number;
   shop_id: string;
@@ -297,14 +287,13 @@ interface Row {
   a_next: number | null;
 }
 
-/** Oldest first: every attempt made, and one `pending` item per delivery still waiting. Times on the shop's clock. */
-export async function deliveryLog(q: Reader, f: LogFilter): Promise<AttemptItem[]> {
-  const where: string[] = [];
-  const args: unknown[] = [];
-  if (f.shopId) where.push('d.shop_id = ?'), args.push(f.shopId);
-  if (f.mode) where.push('d.mode = ?'), args.push(f.mode);
-  if (f.eventId) where.push('d.event_id = ?'), args.push(f.eventId);
-  if (f.paymentId) where.push('d.payment_id = ?'), args.push(f.paymentId);
+/**
+ * Oldest first: every attempt made, and one `pending` item per delivery still waiting. Times on the shop's clock.
+ * Filters are optional; `limit` keeps the newest items.
+ */
+export async function deliveryLog(q: Reader, f: { shopId?: string; mode?: Mode; eventId?: string; paymentId?: string; limit?: number }): Promise<AttemptItem[]> {
+  const given = Object.entries({ 'd.shop_id': f.shopId, 'd.mode': f.mode, 'd.event_id': f.eventId, 'd.payment_id': f.paymentId }).filter(([, v]) => v);
+  const where = given.map(([column]) => `${column} = ?`);
   const limit = Math.max(1, Math.min(f.limit ?? 1000, 5000));
   const rows = await q.all<Row>(
     `SELECT d.id AS delivery_id, d.shop_id, d.mode, d.event_id, d.event, d.url AS d_url, d.state AS d_state,
@@ -313,7 +302,7 @@ export async function deliveryLog(q: Reader, f: LogFilter): Promise<AttemptItem[
      FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
      ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
      ORDER BY d.id DESC, a.attempt DESC LIMIT ?`,
-    ...args,
+    ...given.map(([, v]) => v),
     limit,
   );
   const items: Array<AttemptItem & { sort: number }> = [];
