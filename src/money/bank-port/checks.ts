@@ -37,10 +37,7 @@ export interface Mismatch {
   outcome: string;
 }
 
-/**
- * For the operator (kopek doctor): the bank's amount differs, or it took a payment kopek had closed, so money may
- * have moved unseen. Stamped with real time, whatever the test clock says.
- */
+/** For kopek doctor: the bank's amount differs, or it took a payment kopek had closed. Stamped with real time. */
 export async function recordMismatch(clocks: Pick<Clocks, 'real'>, tx: Tx, m: Mismatch): Promise<void> {
   await tx.run(
     'INSERT INTO bank_mismatches (shop_id, subject_id, expected_amount, bank_amount, answer, created_at) VALUES (?, ?, ?, ?, ?, ?)',

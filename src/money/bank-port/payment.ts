@@ -63,10 +63,7 @@ export interface RefundView extends Pick<RefundRow, 'id' | 'payment_id' | 'merch
   completed_at?: string | null;
 }
 
-/**
- * The Payment object of GET /v1/public/payments/{id} and of payment webhooks. Strings not known yet are
- * "", timestamps not known yet are null.
- */
+/** The Payment object of the API and of webhooks: a string not known yet is "", a time null. */
 export interface PaymentView extends Pick<PaymentRow, 'id' | 'public_id' | 'merchant_id' | 'shop_id' | 'order_id' | 'status' | 'amount'
   | 'amount_refunded' | 'currency' | 'method' | 'rrn' | 'bank_name' | 'return_url' | 'description' | 'purpose'> {
   shop_name: string;

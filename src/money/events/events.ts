@@ -30,11 +30,7 @@ export interface EventInput {
 /** A row of the events table. */
 export type EventRow = ReturnType<typeof eventRow>;
 
-/**
- * Runs for each event that sends a webhook, inside the appending transaction (its deliveries are written in the
- * same commit), one after another, touching the database only through `tx`; one with nothing to do returns nothing.
- * A domain reacting to another's objects uses its typed hooks instead.
- */
+/** Runs, in turn, in the transaction of each event that sends a webhook, through `tx` only; one with nothing to do returns nothing. */
 export type EventSink = (tx: Tx, row: EventRow) => Promise<unknown> | undefined;
 /** Called after commit (SSE fan-out). */
 export type EventListener = (row: EventRow) => void;
@@ -120,11 +116,7 @@ function eventRow(e: EventInput) {
   };
 }
 
-/**
- * The exact body of a webhook: the stored object snapshot is inserted as stored, so retries send the same bytes.
- * It lives with the event log because two readers make it: a delivery (src/money/webhooks/delivery.ts) and the event
- * stream's webhook format, whose clients (`kopek listen`) must forward the same bytes a delivery sends.
- */
+/** The snapshot as stored, so retries send the same bytes; a delivery and the stream's webhook format (`kopek listen`) both make it. */
 export function webhookBody(eventId: string, event: string, createdAt: string, dataJson: string): string {
   return `{"id":${JSON.stringify(eventId)},"event":${JSON.stringify(event)},"created_at":${JSON.stringify(createdAt)},"data":${dataJson}}`;
 }
@@ -144,10 +136,7 @@ export function encodeStreamEvent(row: EventRow, format: StreamFormat): string {
 /** Unsent bytes before a client is cut, events per replay page, and how often streams check their key (revocation). */
 export const STREAM_LIMITS = { buffer_bytes: 1024 * 1024, replay_page: 500, key_check_ms: 1000 };
 
-/**
- * The scopes that let a key read an event kind, by the kind's object (before the dot): those that read it through
- * the API. Payments and refunds need none; an object not listed is sent to nobody.
- */
+/** By the kind's object (before the dot): the scopes that read it through the API (null: none); an object not listed goes to nobody. */
 export const STREAM_SCOPES: Readonly<Record<string, readonly string[] | null>> = {
   payment: null,
   refund: null,
@@ -217,8 +206,7 @@ export interface StreamDeps {
 }
 
 /**
- * Fan-out of committed events to the SSE clients of each shop and mode. A client first replays from the events
- * table, then goes live right after a read during which no event of its shop and mode was dispatched (else it
+ * A client replays, then goes live after a read during which nothing of its shop and mode was dispatched (else it
  * reads again), so no event falls between the two and none is sent twice.
  */
 export class EventStreamHub {
@@ -249,10 +237,7 @@ export class EventStreamHub {
     return this.count;
   }
 
-  /**
-   * Without `after` the stream starts after the last event issued, through the same replay, so an event committed
-   * while it opens is sent too and `X-Kopek-Stream-After` names exactly where it began.
-   */
+  /** Without `after`, after the last event issued, through the same replay: an event committed while it opens is sent too. */
   async open(ctx: Ctx, after: number | null, format: StreamFormat = 'events'): Promise<void> {
     const { res, req } = ctx;
     const auth = ctx.auth!;
@@ -302,7 +287,7 @@ export class EventStreamHub {
     this.unsubscribe ??= this.deps.events.subscribeStream(this.dispatch);
     set.add(client);
     this.count++;
-    this.keyChecks ??= setInterval(() => this.runKeyChecks(), STREAM_LIMITS.key_check_ms).unref();
+    this.keyChecks ??= setInterval(() => void this.checkKeys(), STREAM_LIMITS.key_check_ms).unref();
     res.on('close', () => client.close('client closed'));
     client.write(encodeSseComment('connected'));
     this.deps.log.debug('sse connected', { request_id: ctx.requestId, shop_id: auth.shopId, mode: auth.mode, after, format, clients: this.count });
@@ -366,27 +351,22 @@ export class EventStreamHub {
     }
   };
 
-  /** One check at a time; a failed read is logged and the next tick tries again. */
-  private runKeyChecks(): void {
+  /** A revoked key's streams end; a key's scopes apply as they are now. One check at a time; a failed one is logged. */
+  private async checkKeys(): Promise<void> {
     if (this.checking) return;
     this.checking = true;
-    void this.checkKeys()
-      .catch((err: unknown) => this.deps.log.error('sse key check failed', { error: String((err as Error)?.message ?? err) }))
-      .finally(() => {
-        this.checking = false;
-      });
-  }
-
-  /** A revoked key's streams end; a key's scopes apply as they are now. */
-  private async checkKeys(): Promise<void> {
     const standing = new Map<string, Awaited<ReturnType<typeof keyStanding>>>();
-    for (const set of [...this.byKey.values()]) {
-      for (const c of [...set]) {
+    try {
+      for (const c of [...this.byKey.values()].flatMap((set) => [...set])) {
         let st = standing.get(c.keyId);
         if (!st) standing.set(c.keyId, (st = await keyStanding(this.deps.store, c.keyId)));
         if (st.revoked) c.close('key revoked');
         else c.scopes = st.scopes;
       }
+    } catch (err) {
+      this.deps.log.error('sse key check failed', { error: String((err as Error)?.message ?? err) });
+    } finally {
+      this.checking = false;
     }
   }
 

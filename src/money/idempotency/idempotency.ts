@@ -11,19 +11,6 @@ export const IDEMPOTENCY_KEY_MAX = 64;
 /** Enters the fingerprint as a keyed hash (see canonical). */
 const CARD_FIELD = 'card_pan';
 
-/** Bounded: a body's names are the client's. */
-const QUOTED_KEYS = new Map<string, string>();
-const QUOTED_KEYS_MAX = 1_000;
-
-function quotedKey(k: string): string {
-  let q = QUOTED_KEYS.get(k);
-  if (q === undefined) {
-    q = JSON.stringify(k);
-    if (QUOTED_KEYS.size < QUOTED_KEYS_MAX) QUOTED_KEYS.set(k, q);
-  }
-  return q;
-}
-
 /**
  * JSON with sorted keys. A card number enters as its keyed fingerprint: the whole number counts, and a plain hash
  * (reversible from a known BIN and mask) is never stored.
@@ -37,7 +24,7 @@ function canonical(value: unknown, pan: (v: string) => string): string {
     const k = keys[i];
     const v = (value as Record<string, unknown>)[k];
     const safe = k === CARD_FIELD && typeof v === 'string' ? `pan:${pan(v)}` : v;
-    s += (i > 0 ? ',' : '') + quotedKey(k) + ':' + canonical(safe, pan);
+    s += (i > 0 ? ',' : '') + JSON.stringify(k) + ':' + canonical(safe, pan);
   }
   return s + '}';
 }

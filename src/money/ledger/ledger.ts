@@ -14,10 +14,7 @@ export const ACCOUNTS = {
 
 type Account = (typeof ACCOUNTS)[keyof typeof ACCOUNTS];
 
-/**
- * Every money movement the ledger knows, as the transfer it makes: `from` loses the amount, `to` gains it; `source`
- * is the table whose row's seq keys the movement's entry (once per source).
- */
+/** Each movement as a transfer (`from` loses, `to` gains); `source`: the table whose row's seq keys its entry, once per source. */
 export const MOVEMENTS = {
   payment_succeeded: { from: ACCOUNTS.acquiring, to: ACCOUNTS.available, source: 'payments' },
   refund_reserved: { from: ACCOUNTS.available, to: ACCOUNTS.reserved, source: 'refunds' },

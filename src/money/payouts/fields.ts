@@ -21,10 +21,7 @@ export interface PayoutInput {
   cardPan?: string;
 }
 
-/**
- * The spec's first rule of bank_id: a bank_id that is present but not 12 digits is 400 before any other
- * check of the body, so a client learns of a wrong member id whatever else is wrong.
- */
+/** The spec's first rule: a bank_id present but not 12 digits is 400 before any other check of the body. */
 export function checkBankIdFirst(obj: Record<string, unknown>): void {
   if (!('bank_id' in obj) || obj.bank_id === null) return;
   const v = obj.bank_id;

@@ -51,10 +51,7 @@ export interface RegisterSeek {
 /** Column → allowed values (undefined: no filter on that column). */
 export type RegisterFilters = Record<string, readonly string[] | undefined>;
 
-/**
- * The index serving the filters, once per combination of mode and filter values; a filter no index serves is
- * 400 rather than scanned. `columns` is the caller's constant select list.
- */
+/** The index serving the filters, once per combination of mode and filter values; a filter no index serves is 400. */
 export function registerSeeks(
   spec: RegisterTable, shopId: string, modes: readonly string[], filters: RegisterFilters, rq: RegisterQuery,
   columns = '*',

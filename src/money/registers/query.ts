@@ -84,9 +84,8 @@ function dayParam(q: URLSearchParams, name: string): number | null {
 const NO_SEQ = -1;
 
 /**
- * The keyset position and day range as row-value bounds (joined with AND by the caller), so an index ending in
- * (created_at, seq) seeks straight to the page (`created_at < ? OR (… AND seq < ?)` made a page cost grow with its
- * depth on SQLite). The status list is the caller's: see registerRows.
+ * The position and day range as row-value bounds, so an index ending in (created_at, seq) seeks straight to the
+ * page (`created_at < ? OR (… AND seq < ?)` made a page cost grow with its depth on SQLite).
  */
 export function registerWhere(rq: RegisterQuery): { sql: string[]; params: unknown[] } {
   const sql: string[] = [];

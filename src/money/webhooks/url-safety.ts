@@ -60,10 +60,7 @@ const compiled = new WeakMap<readonly string[], AllowList>();
 /** The operator's allowed ranges (`--webhook-allow`) compiled once per list; throws on a bad entry. */
 export function allowListOf(ranges: readonly string[]): AllowList {
   let list = compiled.get(ranges);
-  if (!list) {
-    list = compileAllowList(ranges.join(','));
-    compiled.set(ranges, list);
-  }
+  if (!list) compiled.set(ranges, (list = compileAllowList(ranges.join(','))));
   return list;
 }
 
@@ -110,15 +107,9 @@ export class UrlPolicy {
       throw new Error(`refused "${url.origin}": ${mode === 'provider' ? "a bank's API needs" : 'webhooks need'} http or https`);
     }
     const host = url.hostname.replace(/^\[|\]$/g, '');
-    let addrs: Array<{ address: string; family: number }>;
-    if (isIP(host)) addrs = [{ address: host, family: isIP(host) }];
-    else {
-      try {
-        addrs = await this.resolve(host);
-      } catch (err) {
-        throw new Error(`cannot resolve "${host}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-      }
-    }
+    const addrs = isIP(host)
+      ? [{ address: host, family: isIP(host) }]
+      : await this.resolve(host).catch((err: NodeJS.ErrnoException) => Promise.reject(new Error(`cannot resolve "${host}": ${err.code ?? err.message}`)));
     if (addrs.length === 0) throw new Error(`cannot resolve "${host}": no addresses`);
     // Every address must pass: a name that also resolves to a private address could be rebound to it.
     const permits = mode === 'test' ? TEST_MODE_PERMITS : NO_PERMITS;
