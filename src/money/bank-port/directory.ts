@@ -28,17 +28,12 @@ export class BankDirectory {
 
   /** Test: the simulator, read nothing; live: the shop's acquirer (shop_acquirers), or no bank. */
   for(q: Reader, shopId: string, mode: Mode): Promise<BankPort> {
-    if (mode === 'test') {
-      const port = this.ports.get(TEST_PROVIDER);
-      if (port) return Promise.resolve(port);
-    }
+    const simulator = mode === 'test' && this.ports.get(TEST_PROVIDER);
+    if (simulator) return Promise.resolve(simulator);
     return this.providerFor(q, shopId, mode).then((provider) => this.port(shopId, provider));
   }
 
-  /**
-   * Creation and status checks: test, the simulator; live, the shop's payout provider's bank, else its acquirer's
-   * when that sends payouts, else no bank (403 payouts_not_configured). Independent of the acquirer.
-   */
+  /** Test: the simulator; live: the shop's payout provider, else its acquirer when that sends payouts, else no bank. */
   async forPayout(q: Reader, shopId: string, mode: Mode): Promise<BankPort> {
     if (mode === 'test') return this.port(shopId, TEST_PROVIDER);
     const provider = await shopPayoutProvider(q, shopId);

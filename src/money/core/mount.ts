@@ -21,8 +21,7 @@ export function mountModules(core: Pick<Core, 'banks' | 'scheduler' | 'events' |
     start: () => {
       for (const m of modules) m.start?.();
     },
-    // Every module stops even when one before it fails (a full disk refusing a last flush, say): what it held is
-    // released, and the failure is logged.
+    // Every module stops (what it held is released) even when one before it fails, whose failure is logged.
     stop: async () => {
       for (const m of [...modules].reverse()) {
         try {

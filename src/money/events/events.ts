@@ -27,7 +27,6 @@ export interface EventInput {
   payoutId?: string;
 }
 
-/** A row of the events table. */
 export type EventRow = ReturnType<typeof eventRow>;
 
 /** Runs, in turn, in the transaction of each event that sends a webhook, through `tx` only; one with nothing to do returns nothing. */
@@ -254,8 +253,7 @@ export class EventStreamHub {
     // Shutdown may have begun (and closed every stream) during the read: open no new one.
     if (this.deps.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
     if (after !== null && after > issued) {
-      // An id this database never issued (a wiped or restored database): resuming would skip every event until
-      // the sequence caught up, so the client starts from now.
+      // An id this database never issued (wiped or restored): resuming would skip events until the sequence caught up.
       this.deps.log.warn('sse Last-Event-ID beyond the event log; streaming from now', { request_id: ctx.requestId, last_event_id: after, last_seq: issued });
       after = issued;
     }
@@ -272,9 +270,8 @@ export class EventStreamHub {
       'Cache-Control': 'no-cache, no-transform',
       Connection: 'keep-alive',
       'X-Accel-Buffering': 'no',
-      // What lets a client resume across a restart: the database's id and birth time, and the sequence number the
-      // stream starts after. A client finding another id knows its ids mean nothing here (a restarted in-memory
-      // server counts from 1 again).
+      // What lets a client resume across a restart: one finding another database id knows its ids mean nothing here
+      // (a restarted in-memory server counts from 1 again).
       'X-Kopek-Database-Id': identity.id,
       'X-Kopek-Database-Created': new Date(identity.created_at).toISOString(),
       'X-Kopek-Stream-After': String(after ?? issued),
@@ -300,18 +297,17 @@ export class EventStreamHub {
   drop(client: Client, reason: string): void {
     const key = `${client.shopId}:${client.mode}`;
     const set = this.byKey.get(key);
-    if (set?.delete(client)) {
-      this.count--;
-      this.deps.events.unfollowStream();
-      if (set.size === 0) this.byKey.delete(key);
-      if (this.count === 0) {
-        this.unsubscribe?.();
-        this.unsubscribe = null;
-        if (this.keyChecks) clearInterval(this.keyChecks);
-        this.keyChecks = null;
-      }
-      this.deps.log.debug('sse closed', { shop_id: client.shopId, mode: client.mode, reason, clients: this.count });
+    if (!set?.delete(client)) return;
+    this.count--;
+    this.deps.events.unfollowStream();
+    if (set.size === 0) this.byKey.delete(key);
+    if (this.count === 0) {
+      this.unsubscribe?.();
+      this.unsubscribe = null;
+      if (this.keyChecks) clearInterval(this.keyChecks);
+      this.keyChecks = null;
     }
+    this.deps.log.debug('sse closed', { shop_id: client.shopId, mode: client.mode, reason, clients: this.count });
   }
 
   /** The last client's drop stops listening and checking keys. */

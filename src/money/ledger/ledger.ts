@@ -38,9 +38,8 @@ export interface Book {
 const MUST_LEAVE_AVAILABLE = new Set<Movement>(['payout_reserved', 'refund_reserved']);
 
 /**
- * One entry, two postings that sum to zero, and the running balances, in the caller's transaction. A movement posts
- * once per source: a replay returns false and changes nothing. Throws (rolling the caller back) when an invariant
- * would break. `sourceSeq`: the source row's seq when the caller holds the row.
+ * One entry, two postings that sum to zero, and the running balances. A movement posts once per source: a replay
+ * returns false and changes nothing; a broken invariant throws. `sourceSeq`: the source row's seq, when held.
  */
 export async function post(tx: Tx, book: Book, movement: Movement, sourceId: string, amount: number, at: number, sourceSeq?: number): Promise<boolean> {
   if (!Number.isSafeInteger(amount) || amount <= 0) {

@@ -7,8 +7,7 @@ import { checkTiming } from '../payments/state';
 import { finishPayoutTx } from './payouts';
 import { getPayout } from './store';
 
-// Where every bank answer about a payout enters the payouts domain, whoever gives it (a bank's job, its
-// notification, the simulator, a status check): see bank-port/checks.ts for what the domains share.
+// Every bank answer about a payout enters here, whoever gives it; bank-port/checks.ts says what the domains share.
 
 export type PayoutAnswerCore = Pick<Core, 'clocks' | 'events' | 'scheduler' | 'config'>;
 

@@ -6,7 +6,6 @@ import { createPayoutTx, requirePayoutBank, type Payer, type PayoutCore } from '
 /** Most items one batch may carry (decisions.md). */
 export const BATCH_MAX_ITEMS = 1000;
 
-/** One line of the batch response. */
 interface BatchResult {
   index: number;
   status: 'created' | 'failed' | 'duplicate';

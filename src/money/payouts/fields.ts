@@ -30,7 +30,6 @@ export function checkBankIdFirst(obj: Record<string, unknown>): void {
   }
 }
 
-/** The `method` of a payout body or batch: required, one of the three. */
 export function methodField(obj: Record<string, unknown>): PayoutMethod {
   if (obj.method === undefined || obj.method === null) throw badRequest('Field "method" is required', 'method');
   return enumField(obj, 'method', PAYOUT_METHODS)!;
@@ -86,13 +85,11 @@ function cardPanField(obj: Record<string, unknown>): string {
   return v;
 }
 
-/** The key of a batch item for duplicate detection: method, recipient fields and amount. */
 export function duplicateKey(p: PayoutInput): string {
   const fields = Object.keys(p.recipient).sort().map((k) => [k, p.recipient[k]]);
   return JSON.stringify([p.method, p.amount, p.cardPan ?? null, fields]);
 }
 
-/** 403 scope_required unless the key holds the method's scope. */
 export function requirePayoutScope(scopes: ReadonlySet<string>, method: PayoutMethod): void {
   const scope = PAYOUT_SCOPES[method];
   if (!scopes.has(scope)) throw new ApiError(403, 'scope_required', `Cannot create a ${method} payout: the key needs scope "${scope}"`);

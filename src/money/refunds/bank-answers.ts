@@ -8,8 +8,7 @@ import { checkTiming } from '../payments/state';
 import { getRefund } from './store';
 import { settleRefundTx } from './refunds';
 
-// Where every bank answer about a refund enters the refunds domain, whoever gives it (a bank's job, its
-// notification, the simulator, a status check): see bank-port/checks.ts for what the domains share.
+// Every bank answer about a refund enters here, whoever gives it; bank-port/checks.ts says what the domains share.
 
 export async function refundAnswered(core: PaymentsCore, tx: Tx, refundId: string, a: MoneyAnswer): Promise<Applied> {
   const r = await getRefund(tx, refundId);

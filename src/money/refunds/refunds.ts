@@ -79,7 +79,6 @@ export async function settleRefundTx(core: PaymentsCore, tx: Tx, r: RefundRow, s
   return (await getRefund(tx, r.id))!;
 }
 
-/** The book a payment's or refund's money is written in. */
 function bookOf(o: { merchant_id: string; shop_id: string; mode: 'test' | 'live' }): Book {
   return { merchantId: o.merchant_id, shopId: o.shop_id, mode: o.mode };
 }

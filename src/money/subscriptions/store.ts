@@ -54,12 +54,8 @@ export async function updateSubscription(tx: Tx, id: string, patch: Partial<Subs
 
 /** Writes only the columns that change, so a charge that keeps the status leaves the status indexes untouched. */
 export async function patchSubscription(tx: Tx, s: SubscriptionRow, patch: Partial<SubscriptionRow>): Promise<SubscriptionRow> {
-  const changed: Record<string, unknown> = {};
-  for (const k in patch) {
-    const v = patch[k as keyof SubscriptionRow];
-    if (s[k as keyof SubscriptionRow] !== v) changed[k] = v;
-  }
-  await updateSubscription(tx, s.id, changed);
+  const changed = Object.entries(patch).filter(([k, v]) => s[k as keyof SubscriptionRow] !== v);
+  await updateSubscription(tx, s.id, Object.fromEntries(changed));
   return { ...s, ...patch };
 }
 
@@ -70,9 +66,8 @@ const CHARGES_SQL = `SELECT r.payment_id, r.kind, r.charge_index, r.attempt, p.a
   FROM recurrent_payments r JOIN payments p ON p.seq = r.payment_seq
   WHERE r.subscription_id = ?`;
 
-// Payments of a subscription are made in (charge_index, attempt) order, the initial one (NULL index) first:
-// the index on those columns orders them without a sort, however many charges a subscription made.
-// SQLite sorts NULL first and PostgreSQL last: there the initial payment's NULL index is placed as SQLite places it.
+// Payments are made in (charge_index, attempt) order, the initial one (NULL index) first, so the index orders them
+// without a sort; PostgreSQL, which sorts NULL last, is told to place it as SQLite does.
 const NEWEST_FIRST = { sqlite: 'ORDER BY r.charge_index DESC, r.attempt DESC', postgres: 'ORDER BY r.charge_index DESC NULLS LAST, r.attempt DESC' };
 
 /** One payment of a subscription as the schedule and the Subscription object list it. */

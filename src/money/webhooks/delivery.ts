@@ -44,7 +44,6 @@ const LOAD_SQL = `SELECT d.*, e.at AS event_at, e.webhook_data AS event_data, s.
 /** Hears every recorded attempt: its receiver's answer, whether it delivered, and the delivery's state after it (metrics). */
 export type AttemptObserver = (responseCode: number | null, succeeded: boolean, deliveryState: string) => void;
 
-/** One finished attempt, as the worker measured it. */
 interface AttemptResult {
   /** As loaded before the attempt: nothing is recorded if it changed meanwhile. */
   delivery: DeliveryRow;
@@ -91,7 +90,6 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
     this.deadline_ms = core.config.webhookTimeoutMs + 15_000;
   }
 
-  /** For metrics. */
   get inFlight(): number {
     return this.active;
   }
@@ -145,8 +143,7 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
     const started_at = d.mode === 'test' ? started + (clock_offset ?? 0) : started;
     let outcome: PostOutcome;
     try {
-      // Either mode connects only to the address it checked (no second lookup): test mode may reach http and
-      // loopback, and otherwise follows the live rule.
+      // Connects only to the address it checked (no second lookup).
       const resolved = await this.policy.check(url, d.mode);
       const headers = webhookHeaders(d.event_id, signature, secrets, Math.floor(started / 1000), body);
       outcome = await postWebhook({ url, body, headers, timeout_ms: config.webhookTimeoutMs, resolved, signal: this.abort.signal });

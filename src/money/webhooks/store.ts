@@ -67,11 +67,8 @@ export function checkEndpointUrl(url: string, allow: readonly string[] = []): st
 /** Parse an event filter (comma list); empty means all events. */
 export function parseEventFilter(text: string | undefined): string[] {
   const list = (text ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  for (const e of list) {
-    if (!(WEBHOOK_EVENTS as readonly string[]).includes(e)) {
-      throw new Error(`cannot use event filter "${e}": not a webhook event; known: ${WEBHOOK_EVENTS.join(', ')}`);
-    }
-  }
+  const unknown = list.find((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
+  if (unknown !== undefined) throw new Error(`cannot use event filter "${unknown}": not a webhook event; known: ${WEBHOOK_EVENTS.join(', ')}`);
   return [...new Set(list)];
 }
 
@@ -172,7 +169,6 @@ export async function paymentUrlSigning(store: SecretReader, shopId: string, now
 /** The job kind of every attempt of a delivery, the first and the retries (delivery.ts runs it). */
 export const ATTEMPT_JOB = 'webhook.attempt';
 
-/** A delivery row of the outbox. */
 export interface DeliveryRow {
   id: number;
   event_seq: number;

@@ -40,7 +40,6 @@ const lists = BLOCKED_V4.concat(BLOCKED_V6).map(([addr, bits, why]) => {
   return { list: l, why };
 });
 
-/** A checked destination: the address to connect to, and its family. */
 export interface Resolved {
   address: string;
   family: 4 | 6;
@@ -88,10 +87,8 @@ export function literalRefusal(url: URL, allow: AllowList, permits: ReadonlySet<
 }
 
 /**
- * Where kopek may send. Webhooks, live: https only, and every resolved address public unless the operator
- * allows its range. Webhooks, test: http too, and loopback; every other address follows the live rule, so a
- * test key cannot probe the operator's network or a cloud's metadata address through the delivery log.
- * A bank's or provider's API: http or https, every address public unless the operator allows its range.
+ * Where kopek may send: every resolved address public unless the operator allows its range; live webhooks https
+ * only; test webhooks http and loopback too, so a test key cannot probe the operator's network through the log.
  */
 export class UrlPolicy {
   private readonly allow: AllowList;
