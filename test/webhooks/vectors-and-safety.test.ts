@@ -5,13 +5,14 @@ import { join } from 'node:path';
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { webhookHeaders } from '../../src/money/webhooks/delivery';
-import { blockedReason, UrlPolicy } from '../../src/money/webhooks/url-safety';
+import { allowListOf, refusalOf, UrlPolicy } from '../../src/money/webhooks/url-safety';
 import { addEndpoint } from '../../src/money/webhooks/store';
 import { startTestServer, type TestServer } from '../helpers/server';
 import { appendWebhookEvent, startReceiver } from '../helpers/webhooks';
 
 const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'webhooks.md'), 'utf8');
 const vectors = JSON.parse(/```json vectors\n([\s\S]*?)```/.exec(doc)![1]);
+const blockedReason = (address: string) => refusalOf(address, allowListOf([]));
 const signatureHeader = (v: 'v1' | 'v2', secrets: string[], t_s: number, body: string) => webhookHeaders('evt_1', v, secrets, t_s, body)['X-PSP-Signature'];
 
 test('the published test vectors match the signer and an independent node:crypto computation', () => {

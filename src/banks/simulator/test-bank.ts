@@ -1,7 +1,7 @@
 import type { Tx } from '../../platform/storage/store';
 import type { Module, ModuleJob } from '../../money/core/module';
 import type { PaymentsCore } from '../../money/payments/core';
-import { getRefund } from '../../money/refunds/refunds';
+import { getRefund } from '../../money/refunds/store';
 import { refundAnswered } from '../../money/refunds/bank-answers';
 import type { PaymentRow, ConcreteMethod, PaymentView } from '../../money/bank-port/payment';
 import type { RefundRow } from '../../money/bank-port/refund';

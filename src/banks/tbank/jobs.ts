@@ -3,7 +3,7 @@ import type { ModuleJob } from '../../money/core/module';
 import type { PaymentsCore } from '../../money/payments/core';
 import type { AsyncJobKind, Job } from '../../platform/queue/jobs';
 import { getPayment } from '../../money/payments/store';
-import { getRefund } from '../../money/refunds/refunds';
+import { getRefund } from '../../money/refunds/store';
 import { paymentAnswered } from '../../money/payments/state';
 import { refundAnswered } from '../../money/refunds/bank-answers';
 import { shopAcquirer } from '../../money/bank-port/store';

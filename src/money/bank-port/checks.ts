@@ -20,15 +20,8 @@ export interface CheckTiming {
   readonly syncAfterSeconds: number;
 }
 
-export interface CheckedOperation {
-  id: string;
-  shopId: string;
-  mode: Mode;
-  since: number;
-}
-
-/** `syncAfter` after the operation began, then as long again as it waited: the gaps double while the bank is silent. */
-export async function scheduleCheck(t: CheckTiming, tx: Tx, kind: CheckKind, op: CheckedOperation): Promise<void> {
+/** `syncAfter` after the operation began (`since`), then as long again as it waited: the gaps double while the bank is silent. */
+export async function scheduleCheck(t: CheckTiming, tx: Tx, kind: CheckKind, op: { id: string; shopId: string; mode: Mode; since: number }): Promise<void> {
   const now = await t.clocks.now(tx, op.shopId, op.mode);
   const syncAfter_ms = Math.round(t.syncAfterSeconds * 1000);
   const waited_ms = Math.max(0, now - op.since);
@@ -44,10 +37,7 @@ export interface Mismatch {
   outcome: string;
 }
 
-/**
- * For the operator (kopek doctor): the bank's amount differs, or it took a payment kopek had closed, so money may
- * have moved unseen. Stamped with real time, whatever the test clock says.
- */
+/** For kopek doctor: the bank's amount differs, or it took a payment kopek had closed. Stamped with real time. */
 export async function recordMismatch(clocks: Pick<Clocks, 'real'>, tx: Tx, m: Mismatch): Promise<void> {
   await tx.run(
     'INSERT INTO bank_mismatches (shop_id, subject_id, expected_amount, bank_amount, answer, created_at) VALUES (?, ?, ?, ?, ?, ?)',

@@ -8,10 +8,7 @@ export const TEST_PROVIDER = 'simulator';
 /** A live shop with no acquirer: nothing is sent anywhere. */
 export const NO_PROVIDER = 'none';
 
-/**
- * Which bank a shop and mode talk to, decided here only: test mode the simulator, live the provider of the shop's
- * acquirer (shop_acquirers), or no bank. Banks register by provider at start-up; `q` is the caller's tx inside a body.
- */
+/** Which bank a shop and mode reach, decided here only; banks register by provider at start-up. */
 export class BankDirectory {
   private readonly ports = new Map<string, BankPort>();
 
@@ -29,19 +26,14 @@ export class BankDirectory {
     return mode === 'test' ? TEST_PROVIDER : ((await shopAcquirer(q, shopId))?.provider ?? NO_PROVIDER);
   }
 
-  /** Test mode reads nothing; live, one read of the shop's acquirer. */
+  /** Test: the simulator, read nothing; live: the shop's acquirer (shop_acquirers), or no bank. */
   for(q: Reader, shopId: string, mode: Mode): Promise<BankPort> {
-    if (mode === 'test') {
-      const port = this.ports.get(TEST_PROVIDER);
-      if (port) return Promise.resolve(port);
-    }
+    const simulator = mode === 'test' && this.ports.get(TEST_PROVIDER);
+    if (simulator) return Promise.resolve(simulator);
     return this.providerFor(q, shopId, mode).then((provider) => this.port(shopId, provider));
   }
 
-  /**
-   * Creation and status checks: test, the simulator; live, the shop's payout provider's bank, else its acquirer's
-   * when that sends payouts, else no bank (403 payouts_not_configured). Independent of the acquirer.
-   */
+  /** Test: the simulator; live: the shop's payout provider, else its acquirer when that sends payouts, else no bank. */
   async forPayout(q: Reader, shopId: string, mode: Mode): Promise<BankPort> {
     if (mode === 'test') return this.port(shopId, TEST_PROVIDER);
     const provider = await shopPayoutProvider(q, shopId);

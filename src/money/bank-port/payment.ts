@@ -1,13 +1,12 @@
 import type { Mode } from '../../platform/clock';
+import type { RefundRow } from './refund';
 
 /** Every payment status of the specification. */
 export const PAYMENT_STATUSES = ['pending', 'processing', 'succeeded', 'failed', 'cancelled', 'refunded', 'expired'] as const;
-/** A payment status. */
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
 /** Methods a payment may be created with; `any` lets the buyer choose on the hosted page. */
 export const PAYMENT_METHODS = ['sbp', 'cards', 'tpay', 'bankpay', 'recurrent', 'any'] as const;
-/** A payment method. */
 export type PaymentMethod = (typeof PAYMENT_METHODS)[number];
 /** A method a buyer (or a charge) can actually pay with. */
 export type ConcreteMethod = Exclude<PaymentMethod, 'any'>;
@@ -24,7 +23,6 @@ export const SESSION_TTL_MS: Record<ConcreteMethod, number> = {
 /** Statuses after which nothing but a refund changes the payment. */
 export const FINAL_STATUSES: ReadonlySet<PaymentStatus> = new Set(['succeeded', 'failed', 'cancelled', 'refunded', 'expired']);
 
-/** A row of the payments table. */
 export interface PaymentRow {
   seq: number;
   id: string;
@@ -60,39 +58,15 @@ export interface PaymentRow {
 }
 
 /** A refund as the API shows it (inside a payment and as a create answer). */
-export interface RefundView {
-  id: string;
-  payment_id: string;
-  merchant_id: string;
-  amount: number;
-  reason: string;
-  status: 'pending' | 'succeeded' | 'failed';
-  failure_code: string;
+export interface RefundView extends Pick<RefundRow, 'id' | 'payment_id' | 'merchant_id' | 'amount' | 'reason' | 'status' | 'failure_code'> {
   created_at: string;
   completed_at?: string | null;
 }
 
-/**
- * The Payment object of GET /v1/public/payments/{id} and of payment webhooks. Strings not known yet are
- * "", timestamps not known yet are null.
- */
-export interface PaymentView {
-  id: string;
-  public_id: string;
-  merchant_id: string;
-  shop_id: string;
+/** The Payment object of the API and of webhooks: a string not known yet is "", a time null. */
+export interface PaymentView extends Pick<PaymentRow, 'id' | 'public_id' | 'merchant_id' | 'shop_id' | 'order_id' | 'status' | 'amount'
+  | 'amount_refunded' | 'currency' | 'method' | 'rrn' | 'bank_name' | 'return_url' | 'description' | 'purpose'> {
   shop_name: string;
-  order_id: string;
-  status: PaymentStatus;
-  amount: number;
-  amount_refunded: number;
-  currency: string;
-  method: PaymentMethod;
-  rrn: string;
-  bank_name: string;
-  return_url: string;
-  description: string;
-  purpose: string;
   created_at: string;
   captured_at: string | null;
   finalized_at: string | null;

@@ -5,7 +5,6 @@ export const PAYOUT_SCOPES = {
   payouts_account: 'api:payouts:account',
 } as const;
 
-/** One payout method. */
 export type PayoutMethod = keyof typeof PAYOUT_SCOPES;
 
 /** Every payout method, in the order the docs list them. */

@@ -126,9 +126,6 @@ export interface BankPort {
   callback(req: CallbackRequest): Promise<CallbackResult>;
   /** The simulator's block in test mode. */
   creationExtras(payment: PaymentRow): Record<string, unknown> | undefined;
-  /**
-   * What the hosted page shows while a payment paid on the bank's side is processing; undefined: the page's own
-   * screens (the simulator) or nothing. Called outside any transaction.
-   */
+  /** For the hosted page, outside any transaction; undefined: the page's own screens (the simulator) or nothing. */
   pageSession(payment: PaymentRow): Promise<PageSession | undefined>;
 }

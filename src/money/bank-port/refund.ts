@@ -1,4 +1,3 @@
-/** A refund row as stored. */
 export interface RefundRow {
   seq: number;
   id: string;

@@ -8,24 +8,19 @@ export interface ShopAcquirer {
   updated_at: number;
 }
 
-/** The acquirer a shop's live operations go to, if one is set (inside a transaction, pass its `tx`). */
+/** The acquirer a shop's live operations go to, if one is set. */
 export async function shopAcquirer(q: Reader, shopId: string): Promise<ShopAcquirer | undefined> {
   return q.get<ShopAcquirer>('SELECT shop_id, provider, settings, updated_at FROM shop_acquirers WHERE shop_id = ?', shopId);
 }
 
-/** Set (or replace) a shop's acquirer. */
 export async function putShopAcquirer(tx: Tx, a: ShopAcquirer): Promise<void> {
   await tx.run(
-    `INSERT INTO shop_acquirers (shop_id, provider, settings, updated_at) VALUES (?, ?, ?, ?)
+    `INSERT INTO shop_acquirers (shop_id, provider, settings, updated_at) VALUES (@shop_id, @provider, @settings, @updated_at)
        ON CONFLICT (shop_id) DO UPDATE SET provider = excluded.provider, settings = excluded.settings, updated_at = excluded.updated_at`,
-    a.shop_id,
-    a.provider,
-    a.settings,
-    a.updated_at,
+    a,
   );
 }
 
-/** Remove a shop's acquirer; true when there was one. */
 export async function removeShopAcquirer(tx: Tx, shopId: string): Promise<boolean> {
   return (await tx.run('DELETE FROM shop_acquirers WHERE shop_id = ?', shopId)).changes > 0;
 }
@@ -40,28 +35,21 @@ export interface ShopPayoutProvider {
   api_url: string;
 }
 
-/** The payout provider a shop's live payouts go to, if one is set (inside a transaction, pass its `tx`). */
+/** The payout provider a shop's live payouts go to, if one is set. */
 export async function shopPayoutProvider(q: Reader, shopId: string): Promise<ShopPayoutProvider | undefined> {
   return q.get<ShopPayoutProvider>('SELECT shop_id, provider, agent_id, secret, api_url FROM shop_payout_providers WHERE shop_id = ?', shopId);
 }
 
-/** Set (or replace) a shop's payout provider; `secret` must be sealed already. */
+/** `secret` sealed already. */
 export async function putShopPayoutProvider(tx: Tx, p: ShopPayoutProvider, now: number): Promise<void> {
   await tx.run(
-    `INSERT INTO shop_payout_providers (shop_id, provider, agent_id, secret, api_url, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO shop_payout_providers (shop_id, provider, agent_id, secret, api_url, created_at, updated_at) VALUES (@shop_id, @provider, @agent_id, @secret, @api_url, @now, @now)
        ON CONFLICT (shop_id) DO UPDATE SET provider = excluded.provider, agent_id = excluded.agent_id, secret = excluded.secret,
          api_url = excluded.api_url, updated_at = excluded.updated_at`,
-    p.shop_id,
-    p.provider,
-    p.agent_id,
-    p.secret,
-    p.api_url,
-    now,
-    now,
+    { ...p, now },
   );
 }
 
-/** Remove a shop's payout provider; true when there was one. */
 export async function removeShopPayoutProvider(tx: Tx, shopId: string): Promise<boolean> {
   return (await tx.run('DELETE FROM shop_payout_providers WHERE shop_id = ?', shopId)).changes > 0;
 }

@@ -18,10 +18,7 @@ export interface CoreControl {
   beginClose(): void;
 }
 
-/**
- * Build the core on an open store, in dependency order: clocks (test clocks are read from the database by
- * whoever reads them), the jobs table's scheduler, the event log, the (empty) bank directory. Starts nothing.
- */
+/** The core on an open store, with an empty bank directory. Starts nothing. */
 export function buildCore(config: Config, store: Store, log: Logger, realNow?: () => number): CoreControl {
   // Real time is the database's: on PostgreSQL every node's leases and lockouts then compare on one clock.
   const clocks = new Clocks(realNow ?? store.now);

@@ -7,10 +7,8 @@ import type { Events } from '../events/events';
 import type { BankDirectory } from '../bank-port/directory';
 
 /**
- * What every domain is built from, made first and in this order by `buildCore` (core/build.ts): the
- * configuration, the log, the storage, the clocks, the jobs table, the event log and the bank directory.
- * It holds no domain service: a domain that needs another's service (payments' hooks) names
- * it in a type of its own that extends Core, and the wiring at the root hands it over.
+ * What every domain is built from (by `buildCore`, core/build.ts). It holds no domain service: a domain that needs
+ * another's (payments' hooks) names it in a type of its own that extends Core, and the root hands it over.
  */
 export interface Core {
   readonly config: Config;

@@ -8,11 +8,7 @@ export type ModuleJob =
   /** Each async kind has a result type of its own, which the wiring does not need to know. */
   | { kind: string; async: AsyncJobKind<any>; opts?: JobKindOptions };
 
-/**
- * One domain as the wiring sees it. Its constructor (`<domain>Module(core, ...)`) only builds: it registers
- * nothing, starts nothing and writes nothing; `mountModules` registers what the description lists, in
- * the order of the list, and `start`/`stop` run once the server listens and at shutdown.
- */
+/** One domain as the wiring sees it. Its constructor only builds: `mountModules` registers what it lists. */
 export interface Module {
   readonly name: string;
   readonly jobs?: readonly ModuleJob[];

@@ -1,17 +1,11 @@
 import type { Core } from './core';
 import type { Module } from './module';
 
-/** Modules mounted on a core: started once the server listens, stopped at shutdown in reverse order. */
-export interface Mounted {
-  start(): void;
-  stop(): Promise<void>;
-}
-
 /**
- * Register what each module lists, in the order of the list: its banks behind the port, its job kinds with
- * the scheduler, its sinks with the event log (so an event's sinks run in module order). Nothing runs yet.
+ * Register what each module lists, in the order of the list: its banks, its job kinds, its sinks (so an event's
+ * sinks run in module order). Nothing runs yet: `start` once the server listens, `stop` at shutdown in reverse order.
  */
-export function mountModules(core: Pick<Core, 'banks' | 'scheduler' | 'events' | 'log'>, modules: readonly Module[]): Mounted {
+export function mountModules(core: Pick<Core, 'banks' | 'scheduler' | 'events' | 'log'>, modules: readonly Module[]) {
   const names = new Set<string>();
   for (const m of modules) {
     if (names.has(m.name)) throw new Error(`cannot mount module "${m.name}": a module of that name is mounted already`);
@@ -27,8 +21,7 @@ export function mountModules(core: Pick<Core, 'banks' | 'scheduler' | 'events' |
     start: () => {
       for (const m of modules) m.start?.();
     },
-    // Every module stops even when one before it fails (a full disk refusing a last flush, say): what it held is
-    // released, and the failure is logged.
+    // Every module stops (what it held is released) even when one before it fails, whose failure is logged.
     stop: async () => {
       for (const m of [...modules].reverse()) {
         try {

@@ -27,34 +27,15 @@ export interface EventInput {
   payoutId?: string;
 }
 
-export interface EventRow {
-  seq: number;
-  id: string;
-  merchant_id: string;
-  shop_id: string;
-  mode: Mode;
-  kind: string;
-  payload: string;
-  at: number;
-  webhook_event: string | null;
-  webhook_data: string | null;
-  webhook_url: string | null;
-  payment_id: string | null;
-  payout_id: string | null;
-}
+export type EventRow = ReturnType<typeof eventRow>;
 
-/**
- * Runs for each event that sends a webhook, inside the appending transaction (its deliveries are written in the
- * same commit), one after another, touching the database only through `tx`; one with nothing to do returns nothing.
- * A domain reacting to another's objects uses its typed hooks instead.
- */
+/** Runs, in turn, in the transaction of each event that sends a webhook, through `tx` only; one with nothing to do returns nothing. */
 export type EventSink = (tx: Tx, row: EventRow) => Promise<unknown> | undefined;
 /** Called after commit (SSE fan-out). */
 export type EventListener = (row: EventRow) => void;
 
 const INSERT_EVENT = `INSERT INTO events (id, merchant_id, shop_id, mode, kind, payload, at, webhook_event, webhook_data, webhook_url, payment_id, payout_id)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-const INSERT_ONE_EVENT = `${INSERT_EVENT} RETURNING seq`;
 const EVENT_TUPLE = ', (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
 export class Events {
@@ -86,10 +67,18 @@ export class Events {
 
   /** Sinks run now, in order; listeners after commit (see EventStreamHub: it listens while a stream is open). */
   async append(tx: Tx, e: EventInput): Promise<EventRow> {
-    const row = eventRow(e);
-    const { lastInsertRowid } = await tx.run(INSERT_ONE_EVENT, row.id, row.merchant_id, row.shop_id, row.mode, row.kind, row.payload, row.at, row.webhook_event, row.webhook_data, row.webhook_url, row.payment_id, row.payout_id);
-    row.seq = Number(lastInsertRowid);
-    if (row.webhook_event) {
+    return (await this.appendMany(tx, [e]))[0];
+  }
+
+  /** In one statement, numbered in the order given; sinks run for each in turn (as append), listeners after commit. */
+  async appendMany(tx: Tx, inputs: EventInput[]): Promise<EventRow[]> {
+    const rows = inputs.map(eventRow);
+    const insert = `${INSERT_EVENT}${EVENT_TUPLE.repeat(rows.length - 1)} RETURNING seq, id`;
+    // By id: the order RETURNING gives is not promised.
+    const seqs = new Map((await tx.all<{ seq: number; id: string }>(insert, ...rows.flatMap((r) => [r.id, r.merchant_id, r.shop_id, r.mode, r.kind, r.payload, r.at, r.webhook_event, r.webhook_data, r.webhook_url, r.payment_id, r.payout_id]))).map((r) => [r.id, Number(r.seq)]));
+    for (const row of rows) {
+      row.seq = seqs.get(row.id)!;
+      if (!row.webhook_event) continue;
       for (const sink of this.sinks) {
         const done = sink(tx, row);
         if (done) await done;
@@ -97,24 +86,6 @@ export class Events {
     }
     // To the streams open at commit. On SQLite with none open now there is nothing to call: a stream opening later
     // replays the event, as its read waits for this transaction (store.ts).
-    if (this.feed || this.listeners.size > 0) {
-      tx.afterCommit(() => {
-        this.feed?.kick();
-        for (const l of this.listeners) l(row);
-      });
-    }
-    return row;
-  }
-
-  /** In one statement, numbered in the order given; sinks run for each in turn (as append), listeners after commit. */
-  async appendMany(tx: Tx, inputs: EventInput[]): Promise<EventRow[]> {
-    if (inputs.length === 1) return [await this.append(tx, inputs[0])];
-    const rows = inputs.map(eventRow);
-    const insert = `${INSERT_EVENT}${EVENT_TUPLE.repeat(rows.length - 1)}`;
-    // By id: the order RETURNING gives is not promised.
-    const seqs = new Map((await tx.all<{ seq: number; id: string }>(`${insert} RETURNING seq, id`, ...rows.flatMap((r) => [r.id, r.merchant_id, r.shop_id, r.mode, r.kind, r.payload, r.at, r.webhook_event, r.webhook_data, r.webhook_url, r.payment_id, r.payout_id]))).map((r) => [r.id, Number(r.seq)]));
-    for (const row of rows) row.seq = seqs.get(row.id)!;
-    for (const row of rows) if (row.webhook_event) for (const sink of this.sinks) await sink(tx, row);
     if (this.feed || this.listeners.size > 0) {
       tx.afterCommit(() => {
         this.feed?.kick();
@@ -126,7 +97,7 @@ export class Events {
 }
 
 /** The row of an event before its insert numbers it. */
-function eventRow(e: EventInput): EventRow {
+function eventRow(e: EventInput) {
   return {
     seq: 0,
     id: eventId(e.at),
@@ -144,20 +115,12 @@ function eventRow(e: EventInput): EventRow {
   };
 }
 
-/**
- * The exact body of a webhook: the stored object snapshot is inserted as stored, so retries send the same bytes.
- * It lives with the event log because two readers make it: a delivery (src/money/webhooks/delivery.ts) and the event
- * stream's webhook format, whose clients (`kopek listen`) must forward the same bytes a delivery sends.
- */
+/** The snapshot as stored, so retries send the same bytes; a delivery and the stream's webhook format (`kopek listen`) both make it. */
 export function webhookBody(eventId: string, event: string, createdAt: string, dataJson: string): string {
   return `{"id":${JSON.stringify(eventId)},"event":${JSON.stringify(event)},"created_at":${JSON.stringify(createdAt)},"data":${dataJson}}`;
 }
 
-/**
- * What the stream sends per event: `events` (default) every event as `{kind, payload, at}`; `webhook` only the
- * events that send a webhook, each as the exact body a delivery POSTs, named by its webhook event. A test tool
- * that forwards webhooks (`kopek listen`) reads the second, so it needs no endpoint and sends the same bytes.
- */
+/** `events`: every event as `{kind, payload, at}`; `webhook`: the exact body a delivery POSTs, for `kopek listen`. */
 export type StreamFormat = 'events' | 'webhook';
 
 /** The SSE text of one event in a format; `id:` is the event's sequence number in both, for Last-Event-ID. */
@@ -169,26 +132,10 @@ export function encodeStreamEvent(row: EventRow, format: StreamFormat): string {
   return encodeSse({ id: row.seq, event, data: webhookBody(row.id, event, new Date(row.at).toISOString(), row.webhook_data ?? 'null') });
 }
 
-/** Which database a stream reads: its random id and when it was made (schema.sql, `database_identity`). */
-export interface DatabaseIdentity {
-  id: string;
-  created_at: number;
-}
-
-/** Read the database's identity (one row, made with the schema). */
-export async function databaseIdentity(q: Reader): Promise<DatabaseIdentity> {
-  const row = await q.get<DatabaseIdentity>('SELECT id, created_at FROM database_identity LIMIT 1');
-  if (!row) throw new Error('cannot open the event stream: the database has no identity row (database_identity)');
-  return row;
-}
-
 /** Unsent bytes before a client is cut, events per replay page, and how often streams check their key (revocation). */
 export const STREAM_LIMITS = { buffer_bytes: 1024 * 1024, replay_page: 500, key_check_ms: 1000 };
 
-/**
- * The scopes that let a key read an event kind, by the kind's object (before the dot): those that read it through
- * the API. Payments and refunds need none; an object not listed is sent to nobody.
- */
+/** By the kind's object (before the dot): the scopes that read it through the API (null: none); an object not listed goes to nobody. */
 export const STREAM_SCOPES: Readonly<Record<string, readonly string[] | null>> = {
   payment: null,
   refund: null,
@@ -205,7 +152,6 @@ export function mayRead(scopes: ReadonlySet<string>, kind: string): boolean {
 }
 
 class Client {
-  lastSent: number;
   live = false;
   /** An event of this client's shop and mode was dispatched while it was still replaying. */
   missed = false;
@@ -217,12 +163,10 @@ class Client {
     readonly mode: Mode,
     readonly keyId: string,
     public scopes: ReadonlySet<string>,
-    after: number,
+    public lastSent: number,
     private readonly hub: EventStreamHub,
     readonly format: StreamFormat,
-  ) {
-    this.lastSent = after;
-  }
+  ) {}
 
   /** Skips events at or before the last sent one, of a kind the key may not read, or (webhook format) sending no webhook. */
   sendEvent(row: EventRow): void {
@@ -261,8 +205,7 @@ export interface StreamDeps {
 }
 
 /**
- * Fan-out of committed events to the SSE clients of each shop and mode. A client first replays from the events
- * table, then goes live right after a read during which no event of its shop and mode was dispatched (else it
+ * A client replays, then goes live after a read during which nothing of its shop and mode was dispatched (else it
  * reads again), so no event falls between the two and none is sent twice.
  */
 export class EventStreamHub {
@@ -274,8 +217,8 @@ export class EventStreamHub {
   private keyChecks: NodeJS.Timeout | null = null;
   private checking = false;
   bufferLimitBytes = STREAM_LIMITS.buffer_bytes;
-  /** Made with the schema and never changes. */
-  private identity: Promise<DatabaseIdentity> | null = null;
+  /** Which database a stream reads: its random id and when it was made (schema.sql, `database_identity`); made with the schema and never changes. */
+  private identity: Promise<{ id: string; created_at: number }> | null = null;
 
   constructor(private readonly deps: StreamDeps) {}
 
@@ -286,8 +229,6 @@ export class EventStreamHub {
   }
 
   stop(): void {
-    this.unsubscribe?.();
-    this.unsubscribe = null;
     this.closeAll();
   }
 
@@ -295,25 +236,24 @@ export class EventStreamHub {
     return this.count;
   }
 
-  /**
-   * Without `after` the stream starts after the last event issued, through the same replay, so an event committed
-   * while it opens is sent too and `X-Kopek-Stream-After` names exactly where it began.
-   */
+  /** Without `after`, after the last event issued, through the same replay: an event committed while it opens is sent too. */
   async open(ctx: Ctx, after: number | null, format: StreamFormat = 'events'): Promise<void> {
     const { res, req } = ctx;
     const auth = ctx.auth!;
-    this.identity ??= databaseIdentity(this.deps.store).catch((err: unknown) => {
-      this.identity = null;
-      throw err;
-    });
+    this.identity ??= this.deps.store
+      .get<{ id: string; created_at: number }>('SELECT id, created_at FROM database_identity LIMIT 1')
+      .then((row) => row ?? Promise.reject(new Error('cannot open the event stream: the database has no identity row (database_identity)')))
+      .catch((err: unknown) => {
+        this.identity = null;
+        throw err;
+      });
     const identity = await this.identity;
     // On SQLite the highest event seq ever issued, on PostgreSQL the last numbered position.
     const issued = await lastIssuedEventSeq(this.deps.store);
     // Shutdown may have begun (and closed every stream) during the read: open no new one.
     if (this.deps.closing) throw new ApiError(503, 'unavailable', 'Cannot serve the request: the server is shutting down', undefined, { Connection: 'close' });
     if (after !== null && after > issued) {
-      // An id this database never issued (a wiped or restored database): resuming would skip every event until
-      // the sequence caught up, so the client starts from now.
+      // An id this database never issued (wiped or restored): resuming would skip events until the sequence caught up.
       this.deps.log.warn('sse Last-Event-ID beyond the event log; streaming from now', { request_id: ctx.requestId, last_event_id: after, last_seq: issued });
       after = issued;
     }
@@ -330,9 +270,8 @@ export class EventStreamHub {
       'Cache-Control': 'no-cache, no-transform',
       Connection: 'keep-alive',
       'X-Accel-Buffering': 'no',
-      // What lets a client resume across a restart: the database's id and birth time, and the sequence number the
-      // stream starts after. A client finding another id knows its ids mean nothing here (a restarted in-memory
-      // server counts from 1 again).
+      // What lets a client resume across a restart: one finding another database id knows its ids mean nothing here
+      // (a restarted in-memory server counts from 1 again).
       'X-Kopek-Database-Id': identity.id,
       'X-Kopek-Database-Created': new Date(identity.created_at).toISOString(),
       'X-Kopek-Stream-After': String(after ?? issued),
@@ -345,7 +284,7 @@ export class EventStreamHub {
     this.unsubscribe ??= this.deps.events.subscribeStream(this.dispatch);
     set.add(client);
     this.count++;
-    this.keyChecks ??= setInterval(() => this.runKeyChecks(), STREAM_LIMITS.key_check_ms).unref();
+    this.keyChecks ??= setInterval(() => void this.checkKeys(), STREAM_LIMITS.key_check_ms).unref();
     res.on('close', () => client.close('client closed'));
     client.write(encodeSseComment('connected'));
     this.deps.log.debug('sse connected', { request_id: ctx.requestId, shop_id: auth.shopId, mode: auth.mode, after, format, clients: this.count });
@@ -358,25 +297,23 @@ export class EventStreamHub {
   drop(client: Client, reason: string): void {
     const key = `${client.shopId}:${client.mode}`;
     const set = this.byKey.get(key);
-    if (set?.delete(client)) {
-      this.count--;
-      this.deps.events.unfollowStream();
-      if (set.size === 0) this.byKey.delete(key);
-      if (this.count === 0) {
-        this.unsubscribe?.();
-        this.unsubscribe = null;
-        if (this.keyChecks) clearInterval(this.keyChecks);
-        this.keyChecks = null;
-      }
-      this.deps.log.debug('sse closed', { shop_id: client.shopId, mode: client.mode, reason, clients: this.count });
+    if (!set?.delete(client)) return;
+    this.count--;
+    this.deps.events.unfollowStream();
+    if (set.size === 0) this.byKey.delete(key);
+    if (this.count === 0) {
+      this.unsubscribe?.();
+      this.unsubscribe = null;
+      if (this.keyChecks) clearInterval(this.keyChecks);
+      this.keyChecks = null;
     }
+    this.deps.log.debug('sse closed', { shop_id: client.shopId, mode: client.mode, reason, clients: this.count });
   }
 
+  /** The last client's drop stops listening and checking keys. */
   closeAll(): void {
     if (this.pingTimer) clearInterval(this.pingTimer);
     this.pingTimer = null;
-    if (this.keyChecks) clearInterval(this.keyChecks);
-    this.keyChecks = null;
     for (const set of [...this.byKey.values()]) for (const c of [...set]) c.close('server shutting down');
   }
 
@@ -389,17 +326,14 @@ export class EventStreamHub {
       const rows = await this.deps.store.all<EventRow>(streamEventsSql(this.deps.store), client.shopId, client.mode, client.lastSent, STREAM_LIMITS.replay_page);
       if (client.closed) return;
       for (const row of rows) client.sendEvent(row);
-      if (rows.length < STREAM_LIMITS.replay_page) {
-        // Nothing of this shop and mode was dispatched during the read, so it saw everything committed so far and
-        // later commits reach the client live; otherwise read again.
-        if (!client.missed) {
-          client.live = true;
-          return;
-        }
-        continue;
+      // A short read during which nothing of this shop and mode was dispatched saw everything committed so far, and
+      // later commits reach the client live; otherwise read again.
+      if (rows.length < STREAM_LIMITS.replay_page && !client.missed) {
+        client.live = true;
+        return;
       }
       // One page in the buffer at a time.
-      if (client.res.writableLength > 0) await drained(client.res);
+      if (rows.length === STREAM_LIMITS.replay_page && client.res.writableLength > 0) await drained(client.res);
     }
   }
 
@@ -413,27 +347,22 @@ export class EventStreamHub {
     }
   };
 
-  /** One check at a time; a failed read is logged and the next tick tries again. */
-  private runKeyChecks(): void {
+  /** A revoked key's streams end; a key's scopes apply as they are now. One check at a time; a failed one is logged. */
+  private async checkKeys(): Promise<void> {
     if (this.checking) return;
     this.checking = true;
-    void this.checkKeys()
-      .catch((err: unknown) => this.deps.log.error('sse key check failed', { error: String((err as Error)?.message ?? err) }))
-      .finally(() => {
-        this.checking = false;
-      });
-  }
-
-  /** A revoked key's streams end; a key's scopes apply as they are now. */
-  private async checkKeys(): Promise<void> {
     const standing = new Map<string, Awaited<ReturnType<typeof keyStanding>>>();
-    for (const set of [...this.byKey.values()]) {
-      for (const c of [...set]) {
+    try {
+      for (const c of [...this.byKey.values()].flatMap((set) => [...set])) {
         let st = standing.get(c.keyId);
         if (!st) standing.set(c.keyId, (st = await keyStanding(this.deps.store, c.keyId)));
         if (st.revoked) c.close('key revoked');
         else c.scopes = st.scopes;
       }
+    } catch (err) {
+      this.deps.log.error('sse key check failed', { error: String((err as Error)?.message ?? err) });
+    } finally {
+      this.checking = false;
     }
   }
 

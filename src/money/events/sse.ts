@@ -3,7 +3,6 @@ export interface SseMessage {
   id?: string | number;
   event?: string;
   data: string;
-  retry_ms?: number;
 }
 
 function field(name: string, value: string): string {
@@ -17,10 +16,6 @@ export function encodeSse(m: SseMessage): string {
   let out = '';
   if (m.id !== undefined) out += field('id', String(m.id));
   if (m.event !== undefined) out += field('event', m.event);
-  if (m.retry_ms !== undefined) {
-    if (!Number.isSafeInteger(m.retry_ms) || m.retry_ms < 0) throw new Error(`cannot encode SSE retry: ${m.retry_ms} is not a whole number of ms`);
-    out += `retry: ${m.retry_ms}\n`;
-  }
   out += field('data', m.data);
   return out + '\n';
 }

@@ -11,43 +11,20 @@ export const IDEMPOTENCY_KEY_MAX = 64;
 /** Enters the fingerprint as a keyed hash (see canonical). */
 const CARD_FIELD = 'card_pan';
 
-/** Bounded: a body's names are the client's. */
-const QUOTED_KEYS = new Map<string, string>();
-const QUOTED_KEYS_MAX = 1_000;
-
-function quotedKey(k: string): string {
-  let q = QUOTED_KEYS.get(k);
-  if (q === undefined) {
-    q = JSON.stringify(k);
-    if (QUOTED_KEYS.size < QUOTED_KEYS_MAX) QUOTED_KEYS.set(k, q);
-  }
-  return q;
-}
-
 /**
  * JSON with sorted keys. A card number enters as its keyed fingerprint: the whole number counts, and a plain hash
  * (reversible from a known BIN and mask) is never stored.
  */
 function canonical(value: unknown, pan: (v: string) => string): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) {
-    let s = '[';
-    for (let i = 0; i < value.length; i++) s += (i > 0 ? ',' : '') + canonical(value[i], pan);
-    return s + ']';
-  }
-  const keys = Object.keys(value);
-  for (let i = 1; i < keys.length; i++) {
-    if (keys[i - 1] > keys[i]) {
-      keys.sort();
-      break;
-    }
-  }
+  if (Array.isArray(value)) return `[${Array.from(value, (v) => canonical(v, pan)).join(',')}]`;
+  const keys = Object.keys(value).sort();
   let s = '{';
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i];
     const v = (value as Record<string, unknown>)[k];
     const safe = k === CARD_FIELD && typeof v === 'string' ? `pan:${pan(v)}` : v;
-    s += (i > 0 ? ',' : '') + quotedKey(k) + ':' + canonical(safe, pan);
+    s += (i > 0 ? ',' : '') + JSON.stringify(k) + ':' + canonical(safe, pan);
   }
   return s + '}';
 }
@@ -70,47 +47,27 @@ export interface IdempotencyServices {
   readonly config: Pick<Config, 'retainIdempotencyHours'>;
 }
 
-/** The status and body of its first answer. */
-export interface CreateResult {
-  status: number;
-  body: Record<string, unknown>;
-}
-
 /** Kept as hex: 128 bits tell two requests under one key apart. */
 export const FINGERPRINT_BYTES = 16;
 
-interface KeyRecord {
-  seq: number;
-  fingerprint: string;
-  answer: string;
-  created_at: number;
-}
-
 /**
- * Run a create under the request's Idempotency-Key, if any: a replay answers 200 with the stored body and
- * `"idempotent": true`, a different request under the key 409. The key is claimed in the create's own transaction,
- * so record and object commit together, and UNIQUE (merchant, mode, key) forbids two records anywhere; a later body
- * of the same group reads this record. `replay` may refresh a stored body. A record past --retain-idempotency-hours
- * is gone for its key, swept or not.
+ * Under the request's Idempotency-Key, if any: a replay answers 200 with the stored body (`replay` may refresh it)
+ * and `"idempotent": true`, a different request 409. The key is claimed in the create's own transaction, under
+ * UNIQUE (merchant, mode, key); a record past --retain-idempotency-hours is gone for its key, swept or not.
  */
 export async function idempotentCreate(
   ctx: Ctx<IdempotencyServices>,
-  create: (tx: Tx) => Promise<CreateResult>,
+  create: (tx: Tx) => Promise<{ status: number; body: Record<string, unknown> }>,
   replay?: (tx: Tx, stored: Record<string, unknown>) => Promise<Record<string, unknown>>,
 ): Promise<Reply> {
   const auth = ctx.auth!;
   const key = idempotencyKey(ctx);
   // Another shop of the merchant reusing the key gets a conflict, never another shop's object.
-  const fingerprint =
-    key === undefined
-      ? null
-      : hash('sha256', `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.path, v))}`, 'hex').slice(
-          0,
-          2 * FINGERPRINT_BYTES,
-        );
+  const request = (): string => `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.path, v))}`;
+  const fingerprint = key === undefined ? null : hash('sha256', request(), 'hex').slice(0, 2 * FINGERPRINT_BYTES);
   return ctx.app.store.write(async (tx) => {
     if (key === undefined) return create(tx);
-    const prior = await tx.get<KeyRecord>(
+    const prior = await tx.get<{ seq: number; fingerprint: string; answer: string; created_at: number }>(
       'SELECT seq, fingerprint, answer, created_at FROM idempotency_keys WHERE merchant_id = ? AND mode = ? AND key = ?',
       auth.merchantId,
       auth.mode,
@@ -144,10 +101,7 @@ export async function idempotentCreate(
   });
 }
 
-/**
- * Deletes those of the `limit` oldest records created before `cutoff`, stopping at the first kept (they are in
- * creation order); replays never depend on it (idempotentCreate checks the age).
- */
+/** Of the `limit` oldest records, those before `cutoff`, up to the first kept; replays never depend on it (idempotentCreate checks the age). */
 export async function purgeIdempotencySlice(tx: Tx, cutoff: number, limit: number): Promise<{ deleted: number; more: boolean }> {
   const rows = await tx.all<{ seq: number; created_at: number }>('SELECT seq, created_at FROM idempotency_keys ORDER BY seq LIMIT ?', limit);
   let deleted = 0;

@@ -19,10 +19,8 @@ export interface CheckResult {
 const MAX_PROBLEMS = 200;
 
 /**
- * Prove the ledger from its postings, over one consistent snapshot that takes no write lock (store.snapshot): each entry's
- * postings balance and match its amount; the stored balances equal the sums; reserves never went negative and
- * no payout or refund overdrew `available`; and every payout, payment and refund has exactly the movements its
- * status calls for.
+ * Over one snapshot that takes no write lock: each entry's postings balance and match its amount; stored balances equal
+ * the sums; no reserve went negative nor any payout or refund overdrew `available`; every source has the movements its status calls for.
  */
 export async function checkLedger(store: Store): Promise<CheckResult> {
   return store.snapshot(async (q) => {
@@ -99,7 +97,6 @@ async function replayBooks(q: Reader, note: (p: string) => void): Promise<BookSu
     if (!cur || cur.shop_id !== r.shop_id || cur.mode !== r.mode) {
       cur = { merchant_id: r.merchant_id, shop_id: r.shop_id, mode: r.mode, balance: 0, available: 0, reserved: 0, entries: 0 };
       books.push(cur);
-      lastEntry = -1;
     }
     if (r.id !== lastEntry) {
       cur.entries++;

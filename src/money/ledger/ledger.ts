@@ -14,10 +14,7 @@ export const ACCOUNTS = {
 
 type Account = (typeof ACCOUNTS)[keyof typeof ACCOUNTS];
 
-/**
- * Every money movement the ledger knows, as the transfer it makes: `from` loses the amount, `to` gains it; `source`
- * is the table whose row's seq keys the movement's entry (once per source).
- */
+/** Each movement as a transfer (`from` loses, `to` gains); `source`: the table whose row's seq keys its entry, once per source. */
 export const MOVEMENTS = {
   payment_succeeded: { from: ACCOUNTS.acquiring, to: ACCOUNTS.available, source: 'payments' },
   refund_reserved: { from: ACCOUNTS.available, to: ACCOUNTS.reserved, source: 'refunds' },
@@ -41,10 +38,8 @@ export interface Book {
 const MUST_LEAVE_AVAILABLE = new Set<Movement>(['payout_reserved', 'refund_reserved']);
 
 /**
- * Post a movement of `amount` for `sourceId` in the caller's transaction: one entry, two postings that
- * sum to zero, and the running balances. A movement posts once per source: a replay returns false and
- * changes nothing. Throws (rolling the caller back) when an invariant would break. `sourceSeq` is the source
- * row's seq when the caller holds the row; otherwise the statement reads it by `sourceId`.
+ * One entry, two postings that sum to zero, and the running balances. A movement posts once per source: a replay
+ * returns false and changes nothing; a broken invariant throws. `sourceSeq`: the source row's seq, when held.
  */
 export async function post(tx: Tx, book: Book, movement: Movement, sourceId: string, amount: number, at: number, sourceSeq?: number): Promise<boolean> {
   if (!Number.isSafeInteger(amount) || amount <= 0) {
@@ -74,12 +69,8 @@ export async function post(tx: Tx, book: Book, movement: Movement, sourceId: str
       book.shopId, book.mode, from, book.merchantId, -amount, book.shopId, book.mode, to, book.merchantId, amount,
     ),
   ]);
-  let reserved: number | undefined;
-  let available: number | undefined;
-  for (const b of balances) {
-    if (b.account === ACCOUNTS.reserved) reserved = b.balance;
-    else if (b.account === ACCOUNTS.available) available = b.balance;
-  }
+  const reserved = balances.find((b) => b.account === ACCOUNTS.reserved)?.balance;
+  const available = balances.find((b) => b.account === ACCOUNTS.available)?.balance;
   if (reserved !== undefined && reserved < 0) {
     throw new Error(`cannot post ${movement} for "${sourceId}": reserves would be ${reserved}, below 0`);
   }
@@ -91,7 +82,6 @@ export async function post(tx: Tx, book: Book, movement: Movement, sourceId: str
   return true;
 }
 
-/** The amount a movement posted for a source, or undefined when it has not been posted. */
 export async function postedAmount(q: Reader, movement: Movement, sourceId: string): Promise<number | undefined> {
   const row = await q.get<{ amount: number }>(
     `SELECT amount FROM ledger_entries WHERE movement = ? AND source_seq = (SELECT seq FROM ${MOVEMENTS[movement].source} WHERE id = ?)`,
@@ -122,18 +112,11 @@ export async function merchantBalances(q: Reader, merchantId: string, mode: Mode
   );
 }
 
-/**
- * GET /v1/public/balance: the key's merchant's money in the key's mode, over all its shops. Each shop
- * also shows its own `available`, because a payout draws on the paying shop's available alone.
- */
+/** GET /v1/public/balance: over all the merchant's shops, each with its own `available` (a payout draws on it alone). */
 export async function getBalance(ctx: Ctx<{ readonly store: Reader }>): Promise<Reply> {
   const a = ctx.auth!;
   const shops = await merchantBalances(ctx.app.store, a.merchantId, a.mode);
-  let balance = 0;
-  let available = 0;
-  for (const s of shops) {
-    balance += s.balance;
-    available += s.available;
-  }
+  const balance = shops.reduce((sum, s) => sum + s.balance, 0);
+  const available = shops.reduce((sum, s) => sum + s.available, 0);
   return { body: { balance, available, currency: 'RUB', shops } };
 }

@@ -7,13 +7,10 @@ import { checkTiming } from '../payments/state';
 import { finishPayoutTx } from './payouts';
 import { getPayout } from './store';
 
-// Where every bank answer about a payout enters the payouts domain, whoever gives it (a bank's job, its
-// notification, the simulator, a status check): see bank-port/checks.ts for what the domains share.
+// Every bank answer about a payout enters here, whoever gives it; bank-port/checks.ts says what the domains share.
 
-/** What applying an answer about a payout takes: finishing it (clock, events) and scheduling its status checks. */
 export type PayoutAnswerCore = Pick<Core, 'clocks' | 'events' | 'scheduler' | 'config'>;
 
-/** Apply a bank's answer about a pending payout. */
 export async function payoutAnswered(core: PayoutAnswerCore, tx: Tx, payoutId: string, a: MoneyAnswer): Promise<Applied> {
   const p = await getPayout(tx, payoutId);
   if (!p || p.status !== 'pending') return 'ignored';
@@ -26,7 +23,7 @@ export async function payoutAnswered(core: PayoutAnswerCore, tx: Tx, payoutId: s
   return 'applied';
 }
 
-/** Run a payout's status check: ask its bank again, unless the payout is final by now. */
+/** Ask the bank again, unless the payout is final by now. */
 export async function runPayoutCheck(core: Pick<Core, 'banks'>, tx: Tx, job: Job): Promise<void> {
   const p = await getPayout(tx, job.subject_id);
   if (p && p.status === 'pending') await (await core.banks.forPayout(tx, p.shop_id, p.mode)).checkStatus(tx, { kind: 'payout', payoutId: p.id });

@@ -1,12 +1,11 @@
 import type { Tx } from '../../platform/storage/store';
 import { ApiError, badRequest } from '../../platform/http/errors';
-import { duplicateKey, payoutFields, type PayoutInput, type PayoutMethod } from './fields';
+import { asObject, duplicateKey, payoutFields, type PayoutInput, type PayoutMethod } from './fields';
 import { createPayoutTx, requirePayoutBank, type Payer, type PayoutCore } from './payouts';
 
 /** Most items one batch may carry (decisions.md). */
 export const BATCH_MAX_ITEMS = 1000;
 
-/** One line of the batch response. */
 interface BatchResult {
   index: number;
   status: 'created' | 'failed' | 'duplicate';
@@ -25,11 +24,7 @@ interface ParsedBatch {
   items: Array<{ input: PayoutInput } | { result: BatchResult }>;
 }
 
-/**
- * The rest of the whole-batch rules, each a 400 of the batch (the caller has checked the body and its
- * method, so the scope can be asked before the items): items an array of 1..1000. Anything wrong inside
- * an item fails only that item.
- */
+/** `items` must be an array of 1..1000 (400, the method checked already); anything wrong inside an item fails only it. */
 export function parseBatch(obj: Record<string, unknown>, method: PayoutMethod): ParsedBatch {
   const items = obj.items;
   if (!Array.isArray(items)) throw badRequest('Field "items" must be an array of payouts', 'items');
@@ -37,11 +32,10 @@ export function parseBatch(obj: Record<string, unknown>, method: PayoutMethod): 
   if (items.length > BATCH_MAX_ITEMS) throw badRequest(`Field "items" must hold at most ${BATCH_MAX_ITEMS} payouts, got ${items.length}`, 'items');
   const seen = new Map<string, number>();
   const parsed = items.map((item: unknown, index): ParsedBatch['items'][number] => {
-    const amount = isObject(item) && Number.isSafeInteger(item.amount) ? (item.amount as number) : null;
+    const amount = Number.isSafeInteger((item as { amount?: unknown } | null)?.amount) ? (item as { amount: number }).amount : null;
     let input: PayoutInput;
     try {
-      if (!isObject(item)) throw badRequest(`Item ${index} must be a JSON object`);
-      input = payoutFields(item, method, false);
+      input = payoutFields(asObject(item, `Item ${index}`), method, false);
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       return { result: { index, status: 'failed', method, amount, code: err.code, error: err.message } };
@@ -57,14 +51,7 @@ export function parseBatch(obj: Record<string, unknown>, method: PayoutMethod): 
   return { method, items: parsed };
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-/**
- * Create the batch's valid items in order, in the caller's transaction. Each item reserves before the
- * next is checked, so the batch never overdraws; an item refused (insufficient funds, router) fails alone.
- */
+/** Each valid item in order reserves before the next is checked, so the batch never overdraws; one refused fails alone. */
 export async function createBatchTx(core: PayoutCore, tx: Tx, payer: Payer, batch: ParsedBatch): Promise<Record<string, unknown>> {
   await requirePayoutBank(core.banks, tx, payer, 'a payout batch', batch.method);
   const results: BatchResult[] = [];

@@ -1,5 +1,5 @@
 import { badRequest, ApiError } from '../../platform/http/errors';
-import { amountField, bodyObject, currencyField, describe, strField } from '../../platform/http/body';
+import { amountField, bodyObject, currencyField, describe, enumField, strField } from '../../platform/http/body';
 import { PAYOUT_SCOPES, PAYOUT_METHODS, type PayoutMethod } from '../bank-port/payout';
 export { PAYOUT_SCOPES, PAYOUT_METHODS, type PayoutMethod };
 
@@ -21,10 +21,7 @@ export interface PayoutInput {
   cardPan?: string;
 }
 
-/**
- * The spec's first rule of bank_id: a bank_id that is present but not 12 digits is 400 before any other
- * check of the body, so a client learns of a wrong member id whatever else is wrong.
- */
+/** The spec's first rule: a bank_id present but not 12 digits is 400 before any other check of the body. */
 export function checkBankIdFirst(obj: Record<string, unknown>): void {
   if (!('bank_id' in obj) || obj.bank_id === null) return;
   const v = obj.bank_id;
@@ -33,14 +30,9 @@ export function checkBankIdFirst(obj: Record<string, unknown>): void {
   }
 }
 
-/** The `method` of a payout body or batch: required, one of the three. */
 export function methodField(obj: Record<string, unknown>): PayoutMethod {
-  const v = obj.method;
-  if (v === undefined || v === null) throw badRequest('Field "method" is required', 'method');
-  if (typeof v !== 'string' || !(PAYOUT_METHODS as string[]).includes(v)) {
-    throw badRequest(`Field "method" must be one of ${PAYOUT_METHODS.join(', ')}, got ${describe(v)}`, 'method');
-  }
-  return v as PayoutMethod;
+  if (obj.method === undefined || obj.method === null) throw badRequest('Field "method" is required', 'method');
+  return enumField(obj, 'method', PAYOUT_METHODS)!;
 }
 
 /** A request body as an object (400 otherwise), before any field is read. */
@@ -93,13 +85,11 @@ function cardPanField(obj: Record<string, unknown>): string {
   return v;
 }
 
-/** The key of a batch item for duplicate detection: method, recipient fields and amount. */
 export function duplicateKey(p: PayoutInput): string {
   const fields = Object.keys(p.recipient).sort().map((k) => [k, p.recipient[k]]);
   return JSON.stringify([p.method, p.amount, p.cardPan ?? null, fields]);
 }
 
-/** 403 scope_required unless the key holds the method's scope. */
 export function requirePayoutScope(scopes: ReadonlySet<string>, method: PayoutMethod): void {
   const scope = PAYOUT_SCOPES[method];
   if (!scopes.has(scope)) throw new ApiError(403, 'scope_required', `Cannot create a ${method} payout: the key needs scope "${scope}"`);

@@ -9,7 +9,8 @@ import { iso } from '../../platform/util/time';
 import { asObject, checkBankIdFirst, methodField, payoutFields, requirePayoutScope, PAYOUT_METHODS, PAYOUT_SCOPES } from './fields';
 import { createPayoutTx, creationBody, payoutView, type Payer } from './payouts';
 import { createBatchTx, parseBatch } from './batch';
-import { getPayout, listPayouts, type PayoutRow } from './store';
+import { registerRows, REGISTERS } from '../registers/plan';
+import { getPayout, type PayoutRow } from './store';
 
 function payer(ctx: Ctx): Payer {
   const a = ctx.auth!;
@@ -66,7 +67,8 @@ export async function getPayoutHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<R
 export async function listPayoutsHandler(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
   const rq = parseRegisterQuery(ctx.query, { statuses: ['pending', 'succeeded', 'failed'], extra: { method: PAYOUT_METHODS } });
   const a = ctx.auth!;
-  const rows = await listPayouts(ctx.app.store, a.shopId, a.mode, rq);
+  const method = rq.extra.method === undefined ? undefined : [rq.extra.method];
+  const rows = await registerRows<PayoutRow>(ctx.app.store, REGISTERS.payouts, a.shopId, [a.mode], { status: rq.statuses ?? undefined, method }, rq);
   return {
     body: toPage(rows, rq, (p) => ({
       id: p.id, shop_id: p.shop_id, amount: p.amount, currency: p.currency, method: p.method, status: p.status, bank_ref: p.bank_ref,

@@ -3,10 +3,7 @@ import type { Module } from '../core/module';
 import { CHECK_JOBS } from '../bank-port/checks';
 import { runPayoutCheck } from './bank-answers';
 
-/**
- * The payouts domain as the wiring mounts it: the payout status check (a pending payout whose bank stayed
- * silent is asked about again, at growing intervals). Builds only; mountModules registers the job.
- */
+/** The payout status check: a pending payout whose bank stayed silent is asked about again, at growing intervals. */
 export function payoutsModule(core: Core): Module {
   return {
     name: 'payouts',

@@ -19,10 +19,7 @@ export type Payer = Book;
 
 export type PayoutCore = Pick<Core, 'banks' | 'clocks' | 'events'>;
 
-/**
- * 403 payouts_not_configured when the payer's payout bank sends none; then 403 payout_method_not_supported for a
- * live payouts_account, which no live provider sends. `q`: the tx inside a transaction, outside the store.
- */
+/** 403 payouts_not_configured when the payer's payout bank sends none; 403 payout_method_not_supported for live payouts_account. */
 export async function requirePayoutBank(banks: BankDirectory, q: Reader, payer: Payer, what: string, method?: PayoutMethod): Promise<void> {
   if (!(await banks.forPayout(q, payer.shopId, payer.mode)).sendsPayouts) {
     throw new ApiError(403, 'payouts_not_configured', `Cannot send ${what}: the shop has no payout provider (kopek shop payouts) and its acquirer sends no payouts`);
@@ -33,9 +30,8 @@ export async function requirePayoutBank(banks: BankDirectory, q: Reader, payer: 
 }
 
 /**
- * The shop's `available` must cover it (422) and its bank may refuse it (502); both come before the first write,
- * so a batch fails one item and carries on. Then the row, its reserve, payout.created and any immediate answer.
- * Group commit serialises these bodies, so check and reserve cannot interleave with another payout's.
+ * The shop's `available` must cover it (422) and its bank may refuse it (502), both before the first write, so a
+ * batch fails one item and carries on. Group commit serialises these bodies: check and reserve cannot interleave.
  */
 export async function createPayoutTx(core: PayoutCore, tx: Tx, payer: Payer, input: PayoutInput): Promise<PayoutRow> {
   await requirePayoutBank(core.banks, tx, payer, `payout of ${input.amount}`, input.method);
@@ -67,7 +63,7 @@ export async function createPayoutTx(core: PayoutCore, tx: Tx, payer: Payer, inp
     a.outcome === 'succeeded' ? 'succeeded' : 'failed', a.outcome === 'refused' ? a.failureCode : '');
 }
 
-/** The SBP phone and bank id, or the card number (from memory only). */
+/** From memory only: the card number. */
 function destination(input: PayoutInput): Pick<PayoutRequest, 'bankId' | 'recipient' | 'description'> {
   if (input.method === 'payouts_sbp') {
     const { phone, bank_id: bankId } = input.recipient;
@@ -114,7 +110,7 @@ export function payoutView(p: PayoutRow): Record<string, unknown> {
   };
 }
 
-/** The payout, mode, bank (test: the SBP bank; live: `provider`), bank_ref, failure_reason and the simulator block. */
+/** The payout, mode, bank (test: the SBP bank's name; live: `provider`), bank_ref, failure_reason and the simulator block. */
 export function creationBody(baseUrl: string, p: PayoutRow, provider?: string): Record<string, unknown> {
   const body: Record<string, unknown> = { payout: payoutView(p), mode: p.mode };
   if (p.mode === 'live' && provider) body.bank = provider;

@@ -1,14 +1,10 @@
 import type { Reader, Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import type { PayoutMethod } from './fields';
-import type { RegisterQuery } from '../registers/query';
-import { registerRows, REGISTERS } from '../registers/plan';
-
-export type PayoutStatus = 'pending' | 'succeeded' | 'failed';
 
 export interface PayoutRow {
   seq: number; id: string; merchant_id: string; shop_id: string; mode: Mode; amount: number; currency: string;
-  method: PayoutMethod; status: PayoutStatus;
+  method: PayoutMethod; status: 'pending' | 'succeeded' | 'failed';
   /** JSON object of the recipient fields; never a card number. */
   recipient: string; card_last4: string | null; bank_name: string | null; bank_ref: string; fail_reason: string;
   sim_outcome: 'succeeded' | 'failed' | null; sim_failure_code: string | null; created_at: number;
@@ -25,23 +21,14 @@ export async function insertPayout(tx: Tx, p: Omit<PayoutRow, 'seq'>): Promise<v
   );
 }
 
-/** A payout by id, of any shop (callers check the shop and mode). Inside a transaction pass its tx, outside the store. */
+/** Of any shop: callers check the shop and mode. */
 export async function getPayout(q: Reader, id: string): Promise<PayoutRow | undefined> {
   return q.get<PayoutRow>('SELECT * FROM payouts WHERE id = ?', id);
 }
 
-/** Move a pending payout to its final status; returns false when it was no longer pending. */
+/** False when it was no longer pending. */
 export async function finishPayoutRow(tx: Tx, id: string, status: 'succeeded' | 'failed', failReason: string, at: number): Promise<boolean> {
   return (await tx.run(`UPDATE payouts SET status = ?, fail_reason = ?, completed_at = ? WHERE id = ? AND status = 'pending'`, status, failReason, at, id)).changes === 1;
-}
-
-/**
- * One page of a shop's payout register (fetches limit + 1 rows so the caller knows whether more follow).
- * Inside a transaction pass its tx, outside the store.
- */
-export async function listPayouts(q: Reader, shopId: string, mode: Mode, rq: RegisterQuery): Promise<PayoutRow[]> {
-  const method = rq.extra.method;
-  return registerRows<PayoutRow>(q, REGISTERS.payouts, shopId, [mode], { status: rq.statuses ?? undefined, method: method === undefined ? undefined : [method] }, rq);
 }
 
 /**

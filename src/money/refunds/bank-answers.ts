@@ -8,10 +8,8 @@ import { checkTiming } from '../payments/state';
 import { getRefund } from './store';
 import { settleRefundTx } from './refunds';
 
-// Where every bank answer about a refund enters the refunds domain, whoever gives it (a bank's job, its
-// notification, the simulator, a status check): see bank-port/checks.ts for what the domains share.
+// Every bank answer about a refund enters here, whoever gives it; bank-port/checks.ts says what the domains share.
 
-/** Apply a bank's answer about a pending refund. */
 export async function refundAnswered(core: PaymentsCore, tx: Tx, refundId: string, a: MoneyAnswer): Promise<Applied> {
   const r = await getRefund(tx, refundId);
   if (!r || r.status !== 'pending') return 'ignored';
@@ -24,17 +22,14 @@ export async function refundAnswered(core: PaymentsCore, tx: Tx, refundId: strin
   return 'applied';
 }
 
-/**
- * Apply what a bank's notification told about a refund of `shopId`: only the shop's own live refunds (a
- * notification never reaches another shop's data, nor test mode); any other id is ignored.
- */
+/** A bank's notification reaches only the shop's own live refunds; any other id is ignored. */
 export async function notifiedRefundAnswered(core: PaymentsCore, tx: Tx, shopId: string, refundId: string, a: MoneyAnswer): Promise<Applied> {
   const r = await getRefund(tx, refundId);
   if (!r || r.shop_id !== shopId || r.mode !== 'live') return 'ignored';
   return refundAnswered(core, tx, r.id, a);
 }
 
-/** Run a refund's status check: ask its bank again, unless the refund is final by now. */
+/** Ask the bank again, unless the refund is final by now. */
 export async function runRefundCheck(core: Pick<Core, 'banks'>, tx: Tx, job: Job): Promise<void> {
   const r = await getRefund(tx, job.subject_id);
   if (r && r.status === 'pending') await (await core.banks.for(tx, r.shop_id, r.mode)).checkStatus(tx, { kind: 'refund', refund: r });

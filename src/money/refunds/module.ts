@@ -3,10 +3,7 @@ import { CHECK_JOBS } from '../bank-port/checks';
 import type { PaymentsCore } from '../payments/core';
 import { runRefundCheck } from './bank-answers';
 
-/**
- * The refunds domain as the wiring mounts it: the refund status check (a pending refund whose bank stayed
- * silent is asked about again, at growing intervals). Builds only; mountModules registers the job.
- */
+/** The refund status check: a pending refund whose bank stayed silent is asked about again, at growing intervals. */
 export function refundsModule(core: PaymentsCore): Module {
   return {
     name: 'refunds',

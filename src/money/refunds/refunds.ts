@@ -3,8 +3,6 @@ import type { Reader, Tx } from '../../platform/storage/store';
 import { ApiError, invalidState } from '../../platform/http/errors';
 import { uuid } from '../../platform/util/ids';
 import { finishRefundRow, getRefund, heldByRefunds, insertRefund } from './store';
-
-export { getRefund };
 import { post, postedAmount, type Book } from '../ledger/ledger';
 import { applyRefundTx, reload } from '../payments/state';
 import { getPayment, lockPayment, paymentView } from '../payments/store';
@@ -20,15 +18,12 @@ export interface RefundInput {
   keyId: string;
 }
 
-/** amount minus succeeded and pending refunds: what may still be refunded. Inside a transaction pass its tx. */
+/** amount minus succeeded and pending refunds: what may still be refunded. */
 export async function refundableOf(q: Reader, p: PaymentRow): Promise<number> {
   return p.amount - (await heldByRefunds(q, p.id));
 }
 
-/**
- * Create a pending refund in the caller's transaction. The payment is read again locked (lockPayment) and the
- * remainder computed under that lock, so concurrent refunds of one payment never together exceed its amount.
- */
+/** The remainder is computed under the payment's lock, so concurrent refunds never together exceed its amount. */
 export async function createRefundTx(core: Pick<Core, 'clocks' | 'events' | 'banks'>, tx: Tx, read: PaymentRow, input: RefundInput): Promise<RefundRow> {
   const p = (await lockPayment(tx, read.id)) ?? read;
   if (p.status !== 'succeeded') {
@@ -59,10 +54,7 @@ export async function createRefundTx(core: Pick<Core, 'clocks' | 'events' | 'ban
   return refund;
 }
 
-/**
- * Settle a pending refund: on success amount_refunded grows (the payment becomes refunded when refunds
- * reach its amount) and payment.refunded is sent; on failure the amount becomes refundable again.
- */
+/** Success grows amount_refunded and sends payment.refunded; a failure makes the amount refundable again. */
 export async function settleRefundTx(core: PaymentsCore, tx: Tx, r: RefundRow, status: 'succeeded' | 'failed', failureCode = ''): Promise<RefundRow> {
   if (r.status !== 'pending') return r;
   const p = (await getPayment(tx, r.payment_id))!;
@@ -87,7 +79,6 @@ export async function settleRefundTx(core: PaymentsCore, tx: Tx, r: RefundRow, s
   return (await getRefund(tx, r.id))!;
 }
 
-/** The book a payment's or refund's money is written in. */
 function bookOf(o: { merchant_id: string; shop_id: string; mode: 'test' | 'live' }): Book {
   return { merchantId: o.merchant_id, shopId: o.shop_id, mode: o.mode };
 }

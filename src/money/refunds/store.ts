@@ -5,7 +5,6 @@ export async function getRefund(q: Reader, id: string): Promise<RefundRow | unde
   return q.get<RefundRow>('SELECT * FROM refunds WHERE id = ?', id);
 }
 
-/** What succeeded and pending refunds of a payment hold. */
 export async function heldByRefunds(q: Reader, paymentId: string): Promise<number> {
   const sql = `SELECT COALESCE(SUM(amount), 0) AS held FROM refunds WHERE payment_id = ? AND status IN ('pending', 'succeeded')`;
   return (await q.get<{ held: number }>(sql, paymentId))!.held;

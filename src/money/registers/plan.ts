@@ -1,6 +1,6 @@
 import type { Reader } from '../../platform/storage/store';
 import { badRequest } from '../../platform/http/errors';
-import { registerOrder, registerWhere, type RegisterQuery } from './query';
+import { registerWhere, type RegisterQuery } from './query';
 
 /** Every index starts (shop_id, mode) and ends (created_at, seq): a page is one seek and `limit + 1` rows in order. */
 export interface RegisterTable {
@@ -51,10 +51,7 @@ export interface RegisterSeek {
 /** Column → allowed values (undefined: no filter on that column). */
 export type RegisterFilters = Record<string, readonly string[] | undefined>;
 
-/**
- * The index serving the filters, once per combination of mode and filter values; a filter no index serves is
- * 400 rather than scanned. `columns` is the caller's constant select list.
- */
+/** The index serving the filters, once per combination of mode and filter values; a filter no index serves is 400. */
 export function registerSeeks(
   spec: RegisterTable, shopId: string, modes: readonly string[], filters: RegisterFilters, rq: RegisterQuery,
   columns = '*',
@@ -72,7 +69,8 @@ export function registerSeeks(
   }
   const where = registerWhere(rq);
   const eq = ['shop_id = ?', 'mode = ?', ...best.columns.map((c) => `${c} = ?`)];
-  const rest = `WHERE ${[...eq, ...where.sql].join(' AND ')} ${registerOrder()} LIMIT ?`;
+  // Newest first, ties broken by seq.
+  const rest = `WHERE ${[...eq, ...where.sql].join(' AND ')} ORDER BY created_at DESC, seq DESC LIMIT ?`;
   const sql = { sqlite: `SELECT ${columns} FROM ${spec.table} INDEXED BY ${best.index} ${rest}`, postgres: `SELECT ${columns} FROM ${spec.table} ${rest}` };
   // Every combination of the index's equality values, mode first.
   let combos: unknown[][] = modes.map((m) => [shopId, m]);
@@ -88,10 +86,8 @@ export async function registerRows<R extends { created_at: number; seq: number }
   q: Reader, spec: RegisterTable, shopId: string, modes: readonly string[], filters: RegisterFilters,
   rq: RegisterQuery, columns = '*',
 ): Promise<R[]> {
-  const seeks = registerSeeks(spec, shopId, modes, filters, rq, columns);
-  if (seeks.length === 1) return q.all<R>(seeks[0].sql[q.engine], ...seeks[0].params);
   const rows: R[] = [];
-  for (const s of seeks) rows.push(...(await q.all<R>(s.sql[q.engine], ...s.params)));
+  for (const s of registerSeeks(spec, shopId, modes, filters, rq, columns)) rows.push(...(await q.all<R>(s.sql[q.engine], ...s.params)));
   rows.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq);
   return rows.slice(0, rq.limit + 1);
 }

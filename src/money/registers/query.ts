@@ -80,21 +80,14 @@ function dayParam(q: URLSearchParams, name: string): number | null {
   return ms;
 }
 
-/** Joined with AND by the caller. */
-interface Where {
-  sql: string[];
-  params: unknown[];
-}
-
 /** `(t, NO_SEQ)` sorts before every row created at t. */
 const NO_SEQ = -1;
 
 /**
- * The keyset position and day range over `created_at` and `seq` as row-value bounds, so an index ending in
- * (created_at, seq) seeks straight to the page (`created_at < ? OR (… AND seq < ?)` made a page cost grow with its
- * depth on SQLite). The status list is the caller's: see registerRows.
+ * The position and day range as row-value bounds, so an index ending in (created_at, seq) seeks straight to the
+ * page (`created_at < ? OR (… AND seq < ?)` made a page cost grow with its depth on SQLite).
  */
-export function registerWhere(rq: RegisterQuery, prefix = ''): Where {
+export function registerWhere(rq: RegisterQuery): { sql: string[]; params: unknown[] } {
   const sql: string[] = [];
   const params: unknown[] = [];
   // `created_at < to` is (to, NO_SEQ); the tighter of it and the cursor is the upper bound.
@@ -103,24 +96,19 @@ export function registerWhere(rq: RegisterQuery, prefix = ''): Where {
     upper = [rq.after.createdAt, rq.after.seq];
   }
   if (upper) {
-    sql.push(`(${prefix}created_at, ${prefix}seq) < (?, ?)`);
+    sql.push('(created_at, seq) < (?, ?)');
     params.push(upper[0], upper[1]);
   }
   if (rq.fromMs !== null) {
-    sql.push(`${prefix}created_at >= ?`);
+    sql.push('created_at >= ?');
     params.push(rq.fromMs);
   }
   // Rows added since the first page, not already excluded by the position.
   if (rq.after?.high !== undefined) {
-    sql.push(`${prefix}seq <= ?`);
+    sql.push('seq <= ?');
     params.push(rq.after.high);
   }
   return { sql, params };
-}
-
-/** Newest first, ties broken by seq. */
-export function registerOrder(prefix = ''): string {
-  return `ORDER BY ${prefix}created_at DESC, ${prefix}seq DESC`;
 }
 
 /** toPage needs the table's highest seq only for a first page that more rows follow. */
@@ -128,10 +116,7 @@ export function highNeeded(rows: readonly unknown[], rq: RegisterQuery): boolean
   return rows.length > rq.limit && rq.limit > 0 && !rq.after;
 }
 
-/**
- * Cut a page from rows fetched with `LIMIT limit + 1`; the cursor of the last item when more follow. `high` (the
- * table's highest seq, read after the first page) goes into the cursor, and later pages keep the first's value.
- */
+/** A page of rows fetched with `LIMIT limit + 1`. `high`, the table's highest seq, goes into a first page's cursor. */
 export function toPage<R extends { created_at: number; seq: number }, T>(
   rows: R[], rq: RegisterQuery, view: (r: R) => T,
   high?: number | (() => number),

@@ -12,7 +12,6 @@ export const SBP_BANKS: readonly SbpBank[] = Object.freeze(banks as SbpBank[]);
 
 const byId = new Map(SBP_BANKS.map((b) => [b.member_id, b]));
 
-/** The directory entry of a 12-digit member id, or undefined when the directory does not list it. */
 export function sbpBank(memberId: string): SbpBank | undefined {
   return byId.get(memberId);
 }

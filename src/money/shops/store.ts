@@ -152,11 +152,6 @@ const PREFIX_MATCHES_MAX = 10;
 
 interface KeyRef { id: string; shop_id: string; key_prefix: string }
 
-/** No further than its prefix, so an error never repeats a key. */
-function shownKeyRef(ref: string): string {
-  return /^sk_(test|live)_/.test(ref) && ref.length > KEY_PREFIX_LENGTH ? `${ref.slice(0, KEY_PREFIX_LENGTH)}…` : ref.slice(0, 100);
-}
-
 /**
  * Of `shopId` only when given: the key with id `ref`; else for a whole key the one with its hash; else the keys
  * whose shown prefix it is (with or without `…`). More than one only for a shared prefix.
@@ -176,7 +171,8 @@ async function keysNamedBy(q: Reader, ref: string, shopId?: string): Promise<Key
 /** Not found, or a shared prefix, is an error naming what to give instead. */
 export async function findKeyToRevoke(q: Reader, ref: string, shopId?: string): Promise<KeyRef> {
   const keys = await keysNamedBy(q, ref, shopId);
-  const shown = shownKeyRef(ref);
+  // No further than its prefix, so an error never repeats a key.
+  const shown = /^sk_(test|live)_/.test(ref) && ref.length > KEY_PREFIX_LENGTH ? `${ref.slice(0, KEY_PREFIX_LENGTH)}…` : ref.slice(0, 100);
   if (keys.length === 0) {
     throw new Error(`cannot revoke key "${shown}": not found${shopId === undefined ? '' : ` in shop "${shopId}"`}; give its id, the key itself, or the prefix kopek key list shows`);
   }
@@ -195,16 +191,8 @@ export async function revokeKey(store: Store, keyId: string, now: number): Promi
   await store.tx((tx) => tx.run('UPDATE api_keys SET revoked_at = ? WHERE id = ?', now, keyId));
 }
 
-/** What `kopek merchant activate-live` prints. */
-interface LiveActivation {
-  id: string;
-  live_enabled: true;
-  shops_with_acquirer: string[];
-  shops_with_payout_provider?: string[];
-}
-
-/** Once a shop of the merchant has an acquirer or a payout provider; refused with the reason before. */
-export async function activateLive(store: Store, merchantId: string): Promise<LiveActivation> {
+/** Once a shop of the merchant has an acquirer or a payout provider; refused with the reason before. Returns what `kopek merchant activate-live` prints. */
+export async function activateLive(store: Store, merchantId: string) {
   if (!(await getMerchant(store, merchantId))) throw new Error(`cannot activate live mode for merchant "${merchantId}": not found`);
   const shopsWith = async (table: string): Promise<string[]> =>
     (await store.all<{ id: string }>(`SELECT s.id FROM shops s JOIN ${table} a ON a.shop_id = s.id WHERE s.merchant_id = ? ORDER BY s.id`, merchantId)).map((r) => r.id);

@@ -3,24 +3,18 @@ import { DAY_MS } from '../../platform/util/time';
 export const PERIODS = ['day', 'week', 'month', 'year'] as const;
 export type Period = (typeof PERIODS)[number];
 
-function daysInMonth(year: number, month: number): number {
-  return new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
-}
-
 /** `at_ms` moved by whole months in UTC, the day clamped to the target month's end (Jan 31 + 1 → Feb 28/29). */
 export function addMonths(at_ms: number, months: number): number {
   const d = new Date(at_ms);
   const total = d.getUTCFullYear() * 12 + d.getUTCMonth() + months;
   const year = Math.floor(total / 12);
   const month = total - year * 12;
-  const day = Math.min(d.getUTCDate(), daysInMonth(year, month));
+  // Day 0 of the next month is the target month's last.
+  const day = Math.min(d.getUTCDate(), new Date(Date.UTC(year, month + 1, 0)).getUTCDate());
   return Date.UTC(year, month, day, d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds());
 }
 
-/**
- * The moment of charge `n` of a schedule: anchor plus n × interval periods. Always counted from the anchor,
- * never from the previous charge, so a clamped month returns to the anchor day (Jan 31 → Feb 28 → Mar 31).
- */
+/** Anchor plus n × interval periods: from the anchor, so a clamped month returns to its day (Jan 31 → Feb 28 → Mar 31). */
 export function chargeTime(anchor_ms: number, period: Period, interval: number, n: number): number {
   const steps = interval * n;
   switch (period) {

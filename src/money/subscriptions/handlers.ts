@@ -89,11 +89,11 @@ export async function listSubscriptions(ctx: Ctx<Pick<Core, 'store'>>): Promise<
 }
 
 /** The next charge times: next_charge_at (a retry when past_due), then the anchor's calendar after it. */
-function upcomingOf(s: SubscriptionRow, count = UPCOMING_COUNT): number[] {
+function upcomingOf(s: SubscriptionRow): number[] {
   if ((s.status !== 'active' && s.status !== 'past_due') || s.anchor_at === null || s.next_charge_at === null) return [];
   const out = [s.next_charge_at];
   let n = firstIndexAfter(s.anchor_at, s.period, s.interval_count, s.charge_index + 1, s.next_charge_at);
-  while (out.length < count) out.push(chargeTime(s.anchor_at, s.period, s.interval_count, n++));
+  while (out.length < UPCOMING_COUNT) out.push(chargeTime(s.anchor_at, s.period, s.interval_count, n++));
   return out;
 }
 
@@ -116,10 +116,7 @@ export async function cancelSubscription(ctx: Ctx<PaymentsCore>): Promise<Reply>
   return { body: { status: s.status } };
 }
 
-/**
- * POST /v1/public/tokens/{id}/cancel (no body): a subscription charging this token is cancelled with it. The
- * token's route lives here, above both domains, because tokens sit below subscriptions and know nothing of them.
- */
+/** POST /v1/public/tokens/{id}/cancel: here, above both domains, because the subscription charging it is cancelled too. */
 export async function cancelToken(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   bodyObject(ctx.body, []);
   const id = ctx.params.id;

@@ -16,10 +16,7 @@ async function reverseVerificationTx(core: PaymentsCore, tx: Tx, p: PaymentRow):
   await createRefundTx(core, tx, p, { amount: p.amount, reason: 'Verification payment returned', keyId: SERVICE_ACTOR });
 }
 
-/**
- * In the payment's status-change transaction (the typed hook): a succeeded binding activates its token or
- * subscription; an ended charge moves its subscription. The payments state machine knows none of this.
- */
+/** The typed hook, in the payment's transaction: a succeeded binding activates its token or subscription; an ended charge moves its subscription. */
 async function onPaymentMoved(core: PaymentsCore, tx: Tx, p: PaymentRow, movedAt: number): Promise<void> {
   const rp = await recurrentPayment(tx, p.seq);
   if (!rp) return;
@@ -54,10 +51,7 @@ async function onPaymentMoved(core: PaymentsCore, tx: Tx, p: PaymentRow, movedAt
   }
 }
 
-/**
- * The moves the hook is run for: a binding's or a charge's payment that settled (expired counts as a failed
- * charge). Payments made by hand have no token or subscription behind them.
- */
+/** The moves the hook is run for: a binding's or a charge's payment that settled (expired counts as a failed charge). */
 const RECURRENT_SETTLED: MovedFilter = {
   kinds: ['token_binding', 'subscription_init', 'token_charge', 'subscription_charge'],
   statuses: ['succeeded', 'failed', 'expired'],

@@ -4,7 +4,7 @@ import {
 } from '../../platform/http/openapi-types';
 import { PAYMENT_STATUSES } from '../bank-port/payment';
 import { TOKEN_METHODS } from '../tokens/store';
-import { cancelOp, readOp, recurrentListQuery } from '../tokens/openapi';
+import { cancelOp, idParam, readOp, recurrentListQuery } from '../tokens/openapi';
 import { PERIODS } from './calendar';
 import { SUBSCRIPTION_STATUSES } from './store';
 import { CHARGES_MAX, INTERVAL_MAX, TRIAL_DAYS_MAX, UPCOMING_COUNT } from './handlers';
@@ -15,7 +15,6 @@ const period = { enum: [...PERIODS] };
 const intervalCount = { type: 'integer', minimum: 1, maximum: INTERVAL_MAX };
 const trialDays = { type: 'integer', minimum: 0, maximum: TRIAL_DAYS_MAX };
 const nextChargeAt = { ...timeOrNull, description: 'null while pending and once cancelled; a retry time while past_due' };
-const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
 const rub = { const: 'RUB' };
 const text = { type: 'string' };
 /** The Subscription object's first fields, which the creation answer carries alone. */

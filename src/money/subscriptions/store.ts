@@ -20,7 +20,7 @@ export interface SubscriptionRow {
 /** The Subscription object of GET /v1/public/subscriptions/{id} and of subscription webhooks. */
 export type SubscriptionView = Awaited<ReturnType<typeof subscriptionView>>;
 
-/** A subscription by id, any shop (callers check the shop). Inside a transaction pass its tx, outside the store. */
+/** Of any shop: callers check the shop. */
 export async function getSubscription(q: Reader, id: string): Promise<SubscriptionRow | undefined> {
   return q.get<SubscriptionRow>('SELECT * FROM subscriptions WHERE id = ?', id);
 }
@@ -52,18 +52,10 @@ export async function updateSubscription(tx: Tx, id: string, patch: Partial<Subs
   await updateById(tx, 'subscriptions', id, patch);
 }
 
-/**
- * Write the columns of `patch` whose values differ from `s` (a row read in this transaction) and return the row as
- * it now stands. A column left out is not rewritten: a charge that keeps the status active leaves the status
- * indexes untouched.
- */
+/** Writes only the columns that change, so a charge that keeps the status leaves the status indexes untouched. */
 export async function patchSubscription(tx: Tx, s: SubscriptionRow, patch: Partial<SubscriptionRow>): Promise<SubscriptionRow> {
-  const changed: Record<string, unknown> = {};
-  for (const k in patch) {
-    const v = patch[k as keyof SubscriptionRow];
-    if (s[k as keyof SubscriptionRow] !== v) changed[k] = v;
-  }
-  await updateSubscription(tx, s.id, changed);
+  const changed = Object.entries(patch).filter(([k, v]) => s[k as keyof SubscriptionRow] !== v);
+  await updateSubscription(tx, s.id, Object.fromEntries(changed));
   return { ...s, ...patch };
 }
 
@@ -74,15 +66,9 @@ const CHARGES_SQL = `SELECT r.payment_id, r.kind, r.charge_index, r.attempt, p.a
   FROM recurrent_payments r JOIN payments p ON p.seq = r.payment_seq
   WHERE r.subscription_id = ?`;
 
-// Payments of a subscription are made in (charge_index, attempt) order, the initial one (NULL index) first:
-// the index on those columns orders them without a sort, however many charges a subscription made.
-// SQLite sorts NULL first and PostgreSQL last: there the initial payment's NULL index is placed as SQLite places it.
-const NEWEST_FIRST = 'ORDER BY r.charge_index DESC, r.attempt DESC';
-const NEWEST_FIRST_PG = 'ORDER BY r.charge_index DESC NULLS LAST, r.attempt DESC';
-
-function newestFirst(q: Reader): string {
-  return q.engine === 'postgres' ? NEWEST_FIRST_PG : NEWEST_FIRST;
-}
+// Payments are made in (charge_index, attempt) order, the initial one (NULL index) first, so the index orders them
+// without a sort; PostgreSQL, which sorts NULL last, is told to place it as SQLite does.
+const NEWEST_FIRST = { sqlite: 'ORDER BY r.charge_index DESC, r.attempt DESC', postgres: 'ORDER BY r.charge_index DESC NULLS LAST, r.attempt DESC' };
 
 /** One payment of a subscription as the schedule and the Subscription object list it. */
 function chargeView(r: ChargeRow) {
@@ -93,7 +79,7 @@ function chargeView(r: ChargeRow) {
 /** The latest `limit` payments of a subscription (initial payment and charges), oldest first. */
 export async function chargesOf(q: Reader, subscriptionId: string, limit: number): Promise<Array<ReturnType<typeof chargeView>>> {
   const oldest = q.engine === 'postgres' ? 'ORDER BY charge_index NULLS FIRST, attempt' : 'ORDER BY charge_index, attempt';
-  const rows = await q.all<ChargeRow>(`SELECT * FROM (${CHARGES_SQL} ${newestFirst(q)} LIMIT ?) AS latest ${oldest}`, subscriptionId, limit);
+  const rows = await q.all<ChargeRow>(`SELECT * FROM (${CHARGES_SQL} ${NEWEST_FIRST[q.engine]} LIMIT ?) AS latest ${oldest}`, subscriptionId, limit);
   return rows.map(chargeView);
 }
 
@@ -105,12 +91,9 @@ export function subscriptionSummary(s: SubscriptionRow) {
   };
 }
 
-/**
- * The API shape of a subscription. `latest`, when the caller holds it, is the subscription's newest payment
- * (the charge that just settled), which spares the read. Inside a transaction pass its tx, outside the store.
- */
+/** `latest`, when the caller holds it, is the subscription's newest payment (the charge that just settled): it spares the read. */
 export async function subscriptionView(q: Reader, s: SubscriptionRow, latest?: ChargeRow) {
-  latest ??= await q.get<ChargeRow>(`${CHARGES_SQL} ${newestFirst(q)} LIMIT 1`, s.id);
+  latest ??= await q.get<ChargeRow>(`${CHARGES_SQL} ${NEWEST_FIRST[q.engine]} LIMIT 1`, s.id);
   return {
     ...subscriptionSummary(s),
     customer_ref: s.customer_ref, customer_email: s.customer_email, plan_name: s.plan_name,

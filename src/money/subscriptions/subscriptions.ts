@@ -61,10 +61,7 @@ async function scheduleCharge(scheduler: Core['scheduler'], tx: Tx, s: Subscript
   await scheduler.schedule(tx, { kind: CHARGE_JOB, subjectId: s.id, shopId: s.shop_id, mode: s.mode, dueAt, payload: { index, attempt } });
 }
 
-/**
- * pending → active: the token is saved and the calendar anchored. With a trial the first charge is at its end;
- * without, the initial payment was the first period's and the next is one period later.
- */
+/** The calendar is anchored: with a trial the first charge is at its end; without, the initial payment paid period 0. */
 export async function activateTx(core: SubscriptionCore, tx: Tx, s: SubscriptionRow, initial: PaymentRow, at: number): Promise<void> {
   if (s.status !== 'pending') return;
   const token = await getToken(tx, s.token_id);
@@ -108,8 +105,8 @@ function attemptTime(s: SubscriptionRow, attempt: number): number {
 }
 
 /**
- * Success: active, the next charge the first calendar date after this attempt's own time (a retry a day late never
- * charges two periods). Failure or expiry: past_due with the next retry; the third in a row cancels.
+ * Success: the next charge is the first calendar date after this attempt's own time (a retry a day late never charges
+ * two periods). Failure or expiry: past_due with the next retry; the third in a row cancels.
  */
 export async function chargeSettledTx(core: SubscriptionCore, tx: Tx, rp: RecurrentPaymentRow, p: PaymentRow, at: number): Promise<void> {
   const s = await getSubscription(tx, rp.subscription_id ?? '');

@@ -34,7 +34,6 @@ export function customerFields(obj: Record<string, unknown>, mode: 'test' | 'liv
   };
 }
 
-/** The register filters of tokens and subscriptions: status and customer_ref. */
 export function recurrentFilters(rq: RegisterQuery): RegisterFilters {
   const customer = rq.extra.customer_ref;
   return { status: rq.statuses ?? undefined, customer_ref: customer === undefined ? undefined : [customer] };

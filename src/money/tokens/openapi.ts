@@ -6,7 +6,7 @@ import {
 import { PAYMENT_STATUSES } from '../bank-port/payment';
 import { TOKEN_METHODS, TOKEN_STATUSES } from './store';
 
-const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
+export const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
 
 /** The register query of tokens and subscriptions: the common parameters and customer_ref. */
 export const recurrentListQuery = [

@@ -15,19 +15,13 @@ import { fixedLookup, UrlPolicy, type Resolved } from './url-safety';
 /** Delays before retry 1..8, counted from the failure, on the shop's clock (test mode) or real time. */
 export const RETRY_DELAYS_MS: readonly number[] = [10_000, 60_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 6 * 3_600_000, 24 * 3_600_000, 48 * 3_600_000];
 
-/**
- * Attempts in flight in this process: at most `global` in all, `perShop` for one shop, `perReceiver` for one
- * receiver; so a shop whose receivers hang holds at most its share, and every other shop keeps the rest.
- */
+/** Attempts in flight in this process, in all, per shop and per receiver: a shop whose receivers hang holds only its share. */
 export const WORKER_LIMITS = { global: 64, perShop: 16, perReceiver: 4 };
 
 /** Bytes of a response body read (then dropped) before the connection is closed. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
-/**
- * A delivery with its event's time and body, its shop's clock offset, its endpoint's signature and state, and
- * one of the endpoint's secrets valid now (one row per valid secret, newest first; null when there is none).
- */
+/** A delivery with its event, shop clock and endpoint: one row per secret valid now, newest first (null: none). */
 type Loaded = DeliveryRow & {
   event_at: number | null;
   event_data: string | null;
@@ -50,23 +44,17 @@ const LOAD_SQL = `SELECT d.*, e.at AS event_at, e.webhook_data AS event_data, s.
 /** Hears every recorded attempt: its receiver's answer, whether it delivered, and the delivery's state after it (metrics). */
 export type AttemptObserver = (responseCode: number | null, succeeded: boolean, deliveryState: string) => void;
 
-/** One finished attempt, as the worker measured it. */
 interface AttemptResult {
-  /** The delivery as loaded before the attempt: recording is skipped if it changed meanwhile. */
+  /** As loaded before the attempt: nothing is recorded if it changed meanwhile. */
   delivery: DeliveryRow;
-  /** Start of the attempt on the shop's clock as read when it began. */
+  /** On the shop's clock. */
   started_at: number;
   latency_ms: number;
   response_code: number | null;
   error: string | null;
 }
 
-/**
- * Webhooks as the wiring mounts them: the outbox sink (deliveries and their first attempts' jobs written in the
- * event's transaction) and the attempt job (an async job: HTTP outside, outcome recorded in the job's own
- * transaction), whose attempts in flight are cut at shutdown. Builds only. `observe` hears every recorded
- * attempt (the root passes the metrics' counter).
- */
+/** The outbox sink and the attempt job, whose attempts in flight are cut at shutdown. Builds only. */
 export function webhooksModule(core: Core, observe?: AttemptObserver): Module & { readonly attempts: WebhookAttempts } {
   const attempts = new WebhookAttempts(core, observe);
   return {
@@ -80,12 +68,9 @@ export function webhooksModule(core: Core, observe?: AttemptObserver): Module & 
 }
 
 /**
- * The one job kind of webhook delivery (`webhook.attempt`, store.ts schedules it): each attempt of a delivery,
- * the first as its event commits (or a resend), the next after a failure, is a job of the jobs table whose
- * payload names the attempt count it was scheduled for (a job whose delivery moved on is stale, and does
- * nothing) and the receiver. The HTTP call happens outside any transaction and its outcome is recorded in the
- * job's own. `admit` keeps the limits of WORKER_LIMITS: a job whose receiver, shop or the process is at its
- * limit is not claimed and stays due in the table, so a slow or hanging receiver holds only its own slots.
+ * Each attempt of a delivery is a job whose payload names the attempt count it was scheduled for (a job whose
+ * delivery moved on does nothing) and the receiver; its POST runs outside any transaction, its outcome is recorded
+ * in the job's. A job over a limit of WORKER_LIMITS is not claimed and stays due in the table.
  */
 export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
   private active = 0;
@@ -98,7 +83,6 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
   readonly deadline_ms: number;
 
   constructor(
-    /** The webhook settings, the log, the store, the clocks and the scheduler (the next attempt). */
     private readonly core: Pick<Core, 'config' | 'log' | 'store' | 'clocks' | 'scheduler'>,
     private readonly observe?: AttemptObserver,
   ) {
@@ -106,12 +90,11 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
     this.deadline_ms = core.config.webhookTimeoutMs + 15_000;
   }
 
-  /** Attempts in flight now, for metrics. */
   get inFlight(): number {
     return this.active;
   }
 
-  /** Take a slot for the job's receiver and shop, or null when one of the limits is reached. */
+  /** A slot for the job's receiver and shop, or null at a limit. */
   admit(job: Pick<Job, 'shop_id' | 'subject_id' | 'payload'>): (() => void) | null {
     const shop = job.shop_id ?? '';
     const receiver = typeof job.payload.receiver === 'string' ? job.payload.receiver : `delivery:${job.subject_id}`;
@@ -137,11 +120,7 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
     };
   }
 
-  /**
-   * The attempt the job was scheduled for, or null when its delivery moved on or there is nothing to send (then
-   * the delivery ends). One read finds the delivery, its event, its endpoint with its valid secrets and its
-   * shop's clock. Never rejects on a receiver's failure; throws only on shutdown.
-   */
+  /** Null when the delivery moved on or has nothing to send (then it ends). Throws only on shutdown, never on a receiver's failure. */
   async run(job: Job): Promise<AttemptResult | null> {
     if (this.stopped) throw new Error('cannot attempt a webhook: shutting down');
     const { clocks, store, config } = this.core;
@@ -151,9 +130,7 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
     let signature = ep_signature;
     let secrets: string[] = [];
     if (d.endpoint_id === null) ({ signature, secrets } = await paymentUrlSigning(store, d.shop_id, clocks.real()));
-    else if (ep_disabled_at === null) {
-      for (const r of rows) if (r.ep_secret !== null) secrets.push(unseal(store.path, r.ep_secret, `webhook_secrets:${d.endpoint_id}`));
-    }
+    else if (ep_disabled_at === null) secrets = rows.filter((r) => r.ep_secret !== null).map((r) => unseal(store.path, r.ep_secret!, `webhook_secrets:${d.endpoint_id}`));
     if (event_at === null || signature === null || secrets.length === 0) {
       await store.tx((tx) => tx.run(`UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL WHERE id = ? AND state = 'pending'`, d.id));
       this.core.log.warn('webhook delivery abandoned', { delivery_id: d.id, event_id: d.event_id, reason: event_at !== null ? 'endpoint disabled or deleted' : 'event gone' });
@@ -166,8 +143,7 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
     const started_at = d.mode === 'test' ? started + (clock_offset ?? 0) : started;
     let outcome: PostOutcome;
     try {
-      // Either mode connects only to the address it checked (no second lookup): test mode may reach http and
-      // loopback, and otherwise follows the live rule.
+      // Connects only to the address it checked (no second lookup).
       const resolved = await this.policy.check(url, d.mode);
       const headers = webhookHeaders(d.event_id, signature, secrets, Math.floor(started / 1000), body);
       outcome = await postWebhook({ url, body, headers, timeout_ms: config.webhookTimeoutMs, resolved, signal: this.abort.signal });
@@ -178,11 +154,7 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
     return { delivery: d, started_at, response_code: outcome.response_code, error: outcome.error, latency_ms: outcome.latency_ms };
   }
 
-  /**
-   * Record the attempt and decide what follows, in the job's transaction: success on any 2xx; 410 fails the
-   * delivery and disables its endpoint; otherwise the next retry is scheduled, until the eighth retry failed.
-   * The attempt is logged once committed.
-   */
+  /** Any 2xx succeeds; 410 fails the delivery and disables its endpoint; else the next retry, until the eighth failed. */
   async complete(tx: Tx, _job: Job, r: AttemptResult | null): Promise<void> {
     if (!r) return;
     const d = r.delivery;
@@ -255,12 +227,9 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
 }
 
 /**
- * The headers of one webhook POST (a delivery and `kopek listen` send the same ones; the client adds
- * Content-Length), with the X-PSP-Signature value:
- * v2: `t=<unix>,v1=<hex>,v2=<hex>` where both are HMAC-SHA256(secret, `<t>.<body>`), one v1/v2 pair per
- * valid secret (newest first), so Stripe-style verifiers (`t=`, `v1=`) accept it unchanged.
- * v1 (legacy): `sha256=<hex of HMAC(body)>`, one per valid secret, comma-separated.
- * Each key is the whole secret string, prefix included.
+ * The headers of a delivery and of `kopek listen` (without Content-Length). X-PSP-Signature, v2: `t=<unix>,v1=<hex>,v2=<hex>`,
+ * both HMAC-SHA256(secret, `<t>.<body>`), a pair per valid secret (newest first), so Stripe-style verifiers accept it;
+ * v1 (legacy): `sha256=<hex of HMAC(body)>` per valid secret. The key is the whole secret, prefix included.
  */
 export function webhookHeaders(eventId: string, version: SignatureVersion, secrets: readonly string[], t_s: number, rawBody: string): Record<string, string> {
   if (secrets.length === 0) throw new Error('cannot sign a webhook: no valid secret');
@@ -282,7 +251,6 @@ export function webhookHeaders(eventId: string, version: SignatureVersion, secre
   };
 }
 
-/** One POST of a webhook: where, what, and how long it may take. */
 export interface PostSpec {
   url: URL;
   headers: Record<string, string>;
@@ -294,7 +262,6 @@ export interface PostSpec {
   signal?: AbortSignal;
 }
 
-/** What an attempt came to: the status code if the receiver answered, else the error. */
 export interface PostOutcome {
   response_code: number | null;
   error: string | null;
@@ -307,9 +274,8 @@ export interface PostOutcome {
 function ignore(): void {}
 
 /**
- * POST the body once. An answer is reported with its status (redirects are not followed: a 3xx is an answer
- * like any other) once its body is read, up to MAX_RESPONSE_BYTES, within the deadline; no answer, or a body
- * cut by the deadline or shutdown, is an error.
+ * POST once. An answer (a 3xx too: redirects are not followed) counts once its body is read, up to
+ * MAX_RESPONSE_BYTES, within the deadline; no answer, or a body cut by the deadline or shutdown, is an error.
  */
 export async function postWebhook(spec: PostSpec): Promise<PostOutcome> {
   const started = performance.now();

@@ -1,7 +1,7 @@
 import type { Reader, Store, Tx } from '../../platform/storage/store';
 import type { Mode } from '../../platform/clock';
 import type { Scheduler } from '../../platform/queue/jobs';
-import type { EventRow, EventSink } from '../events/events';
+import type { EventSink } from '../events/events';
 import { secret as newSecret, uuid, WEBHOOK_SECRET_RE } from '../../platform/util/ids';
 import { seal, unseal } from '../../platform/secrets/at-rest';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from './url-safety';
@@ -48,19 +48,14 @@ export type SecretReader = Reader & Pick<Store, 'path'>;
 export const MAX_OVERLAP_HOURS = 24 * 30;
 
 /**
- * Check an endpoint URL: an absolute http(s) URL without credentials, whose host, when it is an IP address, is
- * one webhooks may reach: loopback (test mode's developer receiver) or public, or in the operator's ranges
- * (`allow`, --webhook-allow). A host name is checked at each delivery. Throws a one-line error.
+ * An absolute http(s) URL without credentials whose IP host, if any, is loopback, public or in `allow`
+ * (--webhook-allow); a host name is checked at each delivery. Throws a one-line error.
  */
 export function checkEndpointUrl(url: string, allow: readonly string[] = []): string {
   const control = urlControlChar(url);
   if (control) throw new Error(`cannot use webhook URL ${JSON.stringify(url.slice(0, 64))}: it holds a control character written raw (${control}); percent-encode it`);
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new Error(`cannot use webhook URL "${url}": not an absolute URL`);
-  }
+  if (!URL.canParse(url)) throw new Error(`cannot use webhook URL "${url}": not an absolute URL`);
+  const u = new URL(url);
   if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error(`cannot use webhook URL "${url}": scheme must be https (or http for test mode)`);
   if (u.username || u.password) throw new Error(`cannot use webhook URL "${url}": credentials in the URL are not allowed`);
   if (url.length > 2000) throw new Error(`cannot use webhook URL "${url.slice(0, 64)}…": longer than 2000 characters`);
@@ -72,18 +67,12 @@ export function checkEndpointUrl(url: string, allow: readonly string[] = []): st
 /** Parse an event filter (comma list); empty means all events. */
 export function parseEventFilter(text: string | undefined): string[] {
   const list = (text ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  for (const e of list) {
-    if (!(WEBHOOK_EVENTS as readonly string[]).includes(e)) {
-      throw new Error(`cannot use event filter "${e}": not a webhook event; known: ${WEBHOOK_EVENTS.join(', ')}`);
-    }
-  }
+  const unknown = list.find((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
+  if (unknown !== undefined) throw new Error(`cannot use event filter "${unknown}": not a webhook event; known: ${WEBHOOK_EVENTS.join(', ')}`);
   return [...new Set(list)];
 }
 
-/**
- * Add an endpoint to a shop; its first secret is returned once. `allow` is the operator's --webhook-allow;
- * `secret` is one the operator fixed (serve --webhook-secret), else a new one is made.
- */
+/** Its first secret is returned once: `secret` (serve --webhook-secret) or a new one. `allow`: --webhook-allow. */
 export async function addEndpoint(
   store: Store,
   input: { shopId: string; url: string; events?: string; signature?: string; allow?: readonly string[]; secret?: string },
@@ -114,17 +103,16 @@ export async function addEndpoint(
   return { endpoint, secret };
 }
 
-/** A shop's endpoints, oldest first, disabled ones included. */
+/** Oldest first, disabled ones included. */
 export function listEndpoints(q: Reader, shopId: string): Promise<Endpoint[]> {
   return q.all<Endpoint>('SELECT * FROM webhook_endpoints WHERE shop_id = ? ORDER BY created_at, id', shopId);
 }
 
-/** One endpoint by id. */
 export function getEndpoint(q: Reader, id: string): Promise<Endpoint | undefined> {
   return q.get<Endpoint>('SELECT * FROM webhook_endpoints WHERE id = ?', id);
 }
 
-/** Delete an endpoint and its secrets; its pending deliveries end as failed with a reason. */
+/** Its secrets go with it; its pending deliveries end as failed. */
 export async function deleteEndpoint(store: Store, id: string): Promise<void> {
   await store.tx(async (tx) => {
     if (!(await getEndpoint(tx, id))) throw new Error(`cannot delete webhook endpoint "${id}": not found`);
@@ -133,10 +121,7 @@ export async function deleteEndpoint(store: Store, id: string): Promise<void> {
   });
 }
 
-/**
- * Rotate an endpoint's secret. Without overlap every older secret stops at once; with `overlap_h` hours
- * the secrets valid now stay valid until then, and the header carries one signature per valid secret.
- */
+/** Without overlap every older secret stops at once; else those valid now stay valid `overlap_h` hours more (at most). */
 export async function rotateSecret(store: Store, id: string, overlap_h: number, now: number): Promise<string> {
   if (!(overlap_h >= 0 && overlap_h <= MAX_OVERLAP_HOURS)) {
     throw new Error(`cannot rotate webhook secret: --overlap must be 0..${MAX_OVERLAP_HOURS} hours, got "${overlap_h}"`);
@@ -149,11 +134,8 @@ export async function rotateSecret(store: Store, id: string, overlap_h: number, 
       await tx.run('DELETE FROM webhook_secrets WHERE endpoint_id = ?', id);
     } else {
       await tx.run('DELETE FROM webhook_secrets WHERE endpoint_id = ? AND expires_at IS NOT NULL AND expires_at <= ?', id, now);
-      const shorten = {
-        sqlite: 'UPDATE webhook_secrets SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE endpoint_id = ?',
-        postgres: 'UPDATE webhook_secrets SET expires_at = LEAST(COALESCE(expires_at, ?), ?) WHERE endpoint_id = ?',
-      };
-      await tx.run(shorten[tx.engine], until, until, id);
+      // The earlier of each secret's expiry (none: never) and `until`.
+      await tx.run('UPDATE webhook_secrets SET expires_at = CASE WHEN expires_at < ? THEN expires_at ELSE ? END WHERE endpoint_id = ?', until, until, id);
     }
     await tx.run('INSERT INTO webhook_secrets (endpoint_id, secret, created_at) VALUES (?, ?, ?)', id, seal(store.path, secret, `webhook_secrets:${id}`), now);
   });
@@ -170,10 +152,7 @@ export async function validSecrets(store: SecretReader, endpointId: string, now:
   return rows.map((r) => unseal(store.path, r.secret, `webhook_secrets:${endpointId}`));
 }
 
-/**
- * How a payment's own webhook_url is signed: with the shop's oldest enabled endpoint (its version and
- * valid secrets), else v2 with the shop's fallback secret.
- */
+/** A payment's own webhook_url is signed as the shop's oldest enabled endpoint, else v2 with the shop's fallback secret. */
 export async function paymentUrlSigning(store: SecretReader, shopId: string, now: number): Promise<{ signature: SignatureVersion; secrets: string[] }> {
   const oldest = await store.get<{ id: string; signature: SignatureVersion }>(
     'SELECT id, signature FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id LIMIT 1',
@@ -190,7 +169,6 @@ export async function paymentUrlSigning(store: SecretReader, shopId: string, now
 /** The job kind of every attempt of a delivery, the first and the retries (delivery.ts runs it). */
 export const ATTEMPT_JOB = 'webhook.attempt';
 
-/** A delivery row of the outbox. */
 export interface DeliveryRow {
   id: number;
   event_seq: number;
@@ -208,47 +186,39 @@ export interface DeliveryRow {
   created_at: number;
 }
 
-/** Where an event goes: an enabled endpoint (its filter `events`: empty takes all), or a payment's own URL (id null). */
-type Target = { id: string | null; url: string; events: string };
-
 const ENABLED_ENDPOINTS = 'SELECT id, url, events FROM webhook_endpoints WHERE shop_id = ? AND disabled_at IS NULL ORDER BY created_at, id';
 const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (event_seq, event_id, event, shop_id, mode, endpoint_id, url, payment_id, next_attempt_at, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
 
-/**
- * The outbox: in the transaction of each event that sends a webhook, its deliveries, each with the job of its
- * first attempt (due now, the event's time on its clock: the commit wakes the scheduler): one for a payment's
- * own URL, else one per enabled endpoint of the event's shop whose filter takes it.
- */
+/** The outbox: in the event's transaction, its deliveries, each with its first attempt's job, due at the event's time. */
 export function outboxSink(scheduler: Pick<Scheduler, 'schedule'>): EventSink {
-  return (tx, row) => (row.webhook_event ? enqueueDeliveries(tx, scheduler, row, row.webhook_event) : undefined);
+  return async (tx, row) => {
+    // Sinks run only for events that send a webhook.
+    const event = row.webhook_event!;
+    for (const t of await targetsOf(tx, row.shop_id, row.webhook_url, event)) {
+      const { lastInsertRowid } = await tx.run(INSERT_DELIVERY, row.seq, row.id, event, row.shop_id, row.mode, t.id, t.url, row.payment_id, row.at, row.at);
+      await scheduleAttempt(tx, scheduler, { id: Number(lastInsertRowid), shop_id: row.shop_id, mode: row.mode, attempts: 0, endpoint_id: t.id, url: t.url }, row.at);
+    }
+  };
 }
 
-async function enqueueDeliveries(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>, row: EventRow, event: string): Promise<void> {
-  const targets = row.webhook_url ? [{ id: null, url: row.webhook_url, events: '' }] : await tx.all<Target>(ENABLED_ENDPOINTS, row.shop_id);
-  for (const t of targets) {
-    if (t.events !== '' && !t.events.split(',').includes(event)) continue;
-    const { lastInsertRowid } = await tx.run(INSERT_DELIVERY, row.seq, row.id, event, row.shop_id, row.mode, t.id, t.url, row.payment_id, row.at, row.at);
-    await scheduleAttempt(tx, scheduler, { id: Number(lastInsertRowid), shop_id: row.shop_id, mode: row.mode, attempts: 0, endpoint_id: t.id, url: t.url }, row.at);
-  }
+/** Where an event goes now: a payment's own URL (id null), else each enabled endpoint whose filter (empty: all) takes it. */
+async function targetsOf(tx: Tx, shopId: string, webhookUrl: string | null, event: string): Promise<Array<{ id: string | null; url: string }>> {
+  if (webhookUrl) return [{ id: null, url: webhookUrl }];
+  const endpoints = await tx.all<{ id: string; url: string; events: string }>(ENABLED_ENDPOINTS, shopId);
+  return endpoints.filter((t) => t.events === '' || t.events.split(',').includes(event));
 }
 
-/**
- * Schedule the attempt a delivery waits for (its attempt count now) at `dueAt` on its clock. Its receiver, for
- * the limit of attempts in flight (delivery.ts), is its endpoint, or the host of a payment's own webhook_url.
- */
+/** The attempt a delivery waits for. Its receiver, for the limits in flight (delivery.ts): the endpoint, else the URL's host. */
 export function scheduleAttempt(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>, d: Pick<DeliveryRow, 'id' | 'shop_id' | 'mode' | 'attempts' | 'endpoint_id' | 'url'>, dueAt: number): Promise<number> {
   const receiver = d.endpoint_id ? `ep:${d.endpoint_id}` : `url:${URL.canParse(d.url) ? new URL(d.url).host : d.url}`;
   return scheduler.schedule(tx, { kind: ATTEMPT_JOB, subjectId: String(d.id), shopId: d.shop_id, mode: d.mode, dueAt, payload: { attempts: d.attempts, receiver } });
 }
 
 /**
- * Send an event again, with a fresh retry schedule (attempt numbers continue), to whoever takes it now: the
- * payment's own URL, or each enabled endpoint of the shop whose filter takes the event, including one added
- * since (an endpoint deleted and added again after a 410 gets the events it missed). Deliveries to deleted or
- * disabled endpoints stay as they are. Each gets the job of its first attempt, due now: from the server, its
- * commit wakes the scheduler; from the CLI, the server's next re-read of the jobs table finds it. Returns how
- * many deliveries were queued; throws when there is nothing to send it to.
+ * Send an event again, with a fresh retry schedule (attempt numbers continue), to whoever takes it now, an endpoint
+ * added since included (one re-added after a 410 gets what it missed); deliveries to deleted or disabled endpoints
+ * stay as they are. Returns how many deliveries were queued; throws when there is nothing to send it to.
  */
 export async function resendEvent(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>, eventId: string, realNow: number): Promise<number> {
   const ev = await tx.get<{ seq: number; shop_id: string; mode: Mode; webhook_event: string | null; webhook_url: string | null; payment_id: string | null; off: number }>(
@@ -260,9 +230,7 @@ export async function resendEvent(tx: Tx, scheduler: Pick<Scheduler, 'schedule'>
   const event = ev.webhook_event;
   if (!event) throw new Error(`cannot resend event "${eventId}": it is a stream event that sends no webhook`);
   const now = ev.mode === 'test' ? realNow + ev.off : realNow;
-  const targets = ev.webhook_url
-    ? [{ id: null, url: ev.webhook_url, events: '' }]
-    : (await tx.all<Target>(ENABLED_ENDPOINTS, ev.shop_id)).filter((t) => t.events === '' || t.events.split(',').includes(event));
+  const targets = await targetsOf(tx, ev.shop_id, ev.webhook_url, event);
   if (targets.length === 0) {
     throw new Error(`cannot resend event "${eventId}": no enabled webhook endpoint of shop "${ev.shop_id}" takes ${event}`);
   }
@@ -295,16 +263,6 @@ export interface AttemptItem {
   next_attempt_at: string | null;
 }
 
-/** Filters of the delivery log; all optional. */
-export interface LogFilter {
-  shopId?: string;
-  mode?: Mode;
-  eventId?: string;
-  paymentId?: string;
-  /** Most items returned (the newest are kept). */
-  limit?: number;
-}
-
 interface Row {
   delivery_id: number;
   shop_id: string;
@@ -326,16 +284,12 @@ interface Row {
 }
 
 /**
- * The delivery log, oldest first: every attempt made, then, for a delivery still pending, one `pending`
- * item for the attempt it waits for (its `next_attempt_at`). Times are on the shop's clock.
+ * Oldest first: every attempt made, and one `pending` item per delivery still waiting. Times on the shop's clock.
+ * Filters are optional; `limit` keeps the newest items.
  */
-export async function deliveryLog(q: Reader, f: LogFilter): Promise<AttemptItem[]> {
-  const where: string[] = [];
-  const args: unknown[] = [];
-  if (f.shopId) where.push('d.shop_id = ?'), args.push(f.shopId);
-  if (f.mode) where.push('d.mode = ?'), args.push(f.mode);
-  if (f.eventId) where.push('d.event_id = ?'), args.push(f.eventId);
-  if (f.paymentId) where.push('d.payment_id = ?'), args.push(f.paymentId);
+export async function deliveryLog(q: Reader, f: { shopId?: string; mode?: Mode; eventId?: string; paymentId?: string; limit?: number }): Promise<AttemptItem[]> {
+  const given = Object.entries({ 'd.shop_id': f.shopId, 'd.mode': f.mode, 'd.event_id': f.eventId, 'd.payment_id': f.paymentId }).filter(([, v]) => v);
+  const where = given.map(([column]) => `${column} = ?`);
   const limit = Math.max(1, Math.min(f.limit ?? 1000, 5000));
   const rows = await q.all<Row>(
     `SELECT d.id AS delivery_id, d.shop_id, d.mode, d.event_id, d.event, d.url AS d_url, d.state AS d_state,
@@ -344,7 +298,7 @@ export async function deliveryLog(q: Reader, f: LogFilter): Promise<AttemptItem[
      FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
      ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
      ORDER BY d.id DESC, a.attempt DESC LIMIT ?`,
-    ...args,
+    ...given.map(([, v]) => v),
     limit,
   );
   const items: Array<AttemptItem & { sort: number }> = [];

@@ -41,7 +41,6 @@ const lists = BLOCKED_V4.concat(BLOCKED_V6).map(([addr, bits, why]) => {
   return { list: l, why };
 });
 
-/** A checked destination: the address to connect to, and its family. */
 export interface Resolved {
   address: string;
   family: 4 | 6;
@@ -55,48 +54,31 @@ const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: t
 /** Reasons test-mode webhooks let through: a developer's receiver on this machine. */
 export const TEST_MODE_PERMITS: ReadonlySet<string> = new Set(['loopback']);
 const NO_PERMITS: ReadonlySet<string> = new Set();
-const NOTHING_ALLOWED = compileAllowList('');
 
 const compiled = new WeakMap<readonly string[], AllowList>();
 
 /** The operator's allowed ranges (`--webhook-allow`) compiled once per list; throws on a bad entry. */
 export function allowListOf(ranges: readonly string[]): AllowList {
   let list = compiled.get(ranges);
-  if (!list) {
-    list = compileAllowList(ranges.join(','));
-    compiled.set(ranges, list);
-  }
+  if (!list) compiled.set(ranges, (list = compileAllowList(ranges.join(','))));
   return list;
 }
 
 /**
- * The one rule of every address kopek sends to on its own (a webhook receiver, an acquirer's or a payout
- * provider's API): why `address` may not be reached, or null when it may. A public address may; a private,
- * loopback, link-local or otherwise reserved one only when its reason is in `permits` (test-mode webhooks:
- * loopback) or the operator's allowed ranges hold it.
+ * The one rule of every address kopek sends to on its own (webhooks, a bank's API): why `address` may not be
+ * reached, or null. A reserved one may only when its reason is in `permits` or the operator's ranges hold it.
  */
 export function refusalOf(address: string, allow: AllowList, permits: ReadonlySet<string> = NO_PERMITS): string | null {
   const a = unmapIp(address);
   const fam = isIP(a);
-  let why: string | null = fam === 0 ? 'not an IP address' : null;
-  const type = fam === 4 ? 'ipv4' : 'ipv6';
-  for (const l of lists) {
-    if (why) break;
-    if (l.list.check(a, type)) why = l.why;
-  }
+  const why = fam === 0 ? 'not an IP address' : (lists.find((l) => l.list.check(a, fam === 4 ? 'ipv4' : 'ipv6'))?.why ?? null);
   if (!why || permits.has(why) || (!allow.empty && allow.allows(address))) return null;
   return why;
 }
 
-/** Why an address is not public (`loopback`, `private`, …), or null for a public address. */
-export function blockedReason(address: string): string | null {
-  return refusalOf(address, NOTHING_ALLOWED);
-}
-
 /**
- * The same rule for a URL whose host is an IP address, checked where the URL is given, without resolving
- * anything: "private address 10.0.0.1", or null. A host name passes here: it is resolved and checked each
- * time it is called, as its addresses may change.
+ * The same rule for a URL given with an IP host, resolving nothing: "private address 10.0.0.1", or null. A host
+ * name passes here: it is checked at each call, as its addresses may change.
  */
 export function literalRefusal(url: URL, allow: AllowList, permits: ReadonlySet<string> = NO_PERMITS): string | null {
   const host = url.hostname.replace(/^\[|\]$/g, '');
@@ -106,10 +88,8 @@ export function literalRefusal(url: URL, allow: AllowList, permits: ReadonlySet<
 }
 
 /**
- * Where kopek may send. Webhooks, live: https only, and every resolved address public unless the operator
- * allows its range. Webhooks, test: http too, and loopback; every other address follows the live rule, so a
- * test key cannot probe the operator's network or a cloud's metadata address through the delivery log.
- * A bank's or provider's API: http or https, every address public unless the operator allows its range.
+ * Where kopek may send: every resolved address public unless the operator allows its range; live webhooks https
+ * only; test webhooks http and loopback too, so a test key cannot probe the operator's network through the log.
  */
 export class UrlPolicy {
   private readonly allow: AllowList;
@@ -118,25 +98,16 @@ export class UrlPolicy {
     this.allow = allowListOf(allowRanges);
   }
 
-  /**
-   * Check a webhook URL of a mode (or a bank's API address: `provider`) and resolve its host; throws `Error`
-   * with the reason; the result is what to connect to.
-   */
+  /** A webhook URL of a mode, or a bank's API address (`provider`), resolved to what to connect to; throws the reason. */
   async check(url: URL, mode: 'test' | 'live' | 'provider' = 'live'): Promise<Resolved> {
     if (mode === 'live' && url.protocol !== 'https:') throw new Error(`refused "${url.origin}": live webhooks need https`);
     if (url.protocol !== 'https:' && url.protocol !== 'http:') {
       throw new Error(`refused "${url.origin}": ${mode === 'provider' ? "a bank's API needs" : 'webhooks need'} http or https`);
     }
     const host = url.hostname.replace(/^\[|\]$/g, '');
-    let addrs: Array<{ address: string; family: number }>;
-    if (isIP(host)) addrs = [{ address: host, family: isIP(host) }];
-    else {
-      try {
-        addrs = await this.resolve(host);
-      } catch (err) {
-        throw new Error(`cannot resolve "${host}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-      }
-    }
+    const addrs = isIP(host)
+      ? [{ address: host, family: isIP(host) }]
+      : await this.resolve(host).catch((err: NodeJS.ErrnoException) => Promise.reject(new Error(`cannot resolve "${host}": ${err.code ?? err.message}`)));
     if (addrs.length === 0) throw new Error(`cannot resolve "${host}": no addresses`);
     // Every address must pass: a name that also resolves to a private address could be rebound to it.
     const permits = mode === 'test' ? TEST_MODE_PERMITS : NO_PERMITS;
@@ -148,7 +119,6 @@ export class UrlPolicy {
     return { address: first, family: isIP(first) === 6 ? 6 : 4 };
   }
 
-  /** Check the API address of an acquirer or a payout provider before a call; throws `Error` with the reason. */
   checkProvider(url: URL): Promise<Resolved> {
     return this.check(url, 'provider');
   }
