@@ -67,18 +67,10 @@ export class Events {
 
   /** Sinks run now, in order; listeners after commit (see EventStreamHub: it listens while a stream is open). */
   async append(tx: Tx, e: EventInput): Promise<EventRow> {
-    return (await this.appendMany(tx, [e]))[0];
-  }
-
-  /** In one statement, numbered in the order given; sinks run for each in turn (as append), listeners after commit. */
-  async appendMany(tx: Tx, inputs: EventInput[]): Promise<EventRow[]> {
-    const rows = inputs.map(eventRow);
-    const insert = `${INSERT_EVENT}${EVENT_TUPLE.repeat(rows.length - 1)} RETURNING seq, id`;
-    // By id: the order RETURNING gives is not promised.
-    const seqs = new Map((await tx.all<{ seq: number; id: string }>(insert, ...rows.flatMap((r) => [r.id, r.merchant_id, r.shop_id, r.mode, r.kind, r.payload, r.at, r.webhook_event, r.webhook_data, r.webhook_url, r.payment_id, r.payout_id]))).map((r) => [r.id, Number(r.seq)]));
-    for (const row of rows) {
-      row.seq = seqs.get(row.id)!;
-      if (!row.webhook_event) continue;
+    const row = eventRow(e);
+    const { lastInsertRowid } = await tx.run(`${INSERT_EVENT} RETURNING seq`, row.id, row.merchant_id, row.shop_id, row.mode, row.kind, row.payload, row.at, row.webhook_event, row.webhook_data, row.webhook_url, row.payment_id, row.payout_id);
+    row.seq = Number(lastInsertRowid);
+    if (row.webhook_event) {
       for (const sink of this.sinks) {
         const done = sink(tx, row);
         if (done) await done;
@@ -86,6 +78,26 @@ export class Events {
     }
     // To the streams open at commit. On SQLite with none open now there is nothing to call: a stream opening later
     // replays the event, as its read waits for this transaction (store.ts).
+    if (this.feed || this.listeners.size > 0) {
+      tx.afterCommit(() => {
+        this.feed?.kick();
+        for (const l of this.listeners) l(row);
+      });
+    }
+    return row;
+  }
+
+  /** In one statement, numbered in the order given; sinks run for each in turn (as append), listeners after commit. */
+  async appendMany(tx: Tx, inputs: EventInput[]): Promise<EventRow[]> {
+    if (inputs.length === 1) return [await this.append(tx, inputs[0])];
+    const rows = inputs.map(eventRow);
+    const insert = `${INSERT_EVENT}${EVENT_TUPLE.repeat(rows.length - 1)} RETURNING seq, id`;
+    // By id: the order RETURNING gives is not promised.
+    const seqs = new Map((await tx.all<{ seq: number; id: string }>(insert, ...rows.flatMap((r) => [r.id, r.merchant_id, r.shop_id, r.mode, r.kind, r.payload, r.at, r.webhook_event, r.webhook_data, r.webhook_url, r.payment_id, r.payout_id]))).map((r) => [r.id, Number(r.seq)]));
+    for (const row of rows) {
+      row.seq = seqs.get(row.id)!;
+      if (row.webhook_event) for (const sink of this.sinks) await sink(tx, row);
+    }
     if (this.feed || this.listeners.size > 0) {
       tx.afterCommit(() => {
         this.feed?.kick();

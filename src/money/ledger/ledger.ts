@@ -69,8 +69,12 @@ export async function post(tx: Tx, book: Book, movement: Movement, sourceId: str
       book.shopId, book.mode, from, book.merchantId, -amount, book.shopId, book.mode, to, book.merchantId, amount,
     ),
   ]);
-  const reserved = balances.find((b) => b.account === ACCOUNTS.reserved)?.balance;
-  const available = balances.find((b) => b.account === ACCOUNTS.available)?.balance;
+  let reserved: number | undefined;
+  let available: number | undefined;
+  for (const b of balances) {
+    if (b.account === ACCOUNTS.reserved) reserved = b.balance;
+    else if (b.account === ACCOUNTS.available) available = b.balance;
+  }
   if (reserved !== undefined && reserved < 0) {
     throw new Error(`cannot post ${movement} for "${sourceId}": reserves would be ${reserved}, below 0`);
   }

@@ -130,7 +130,9 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
     let signature = ep_signature;
     let secrets: string[] = [];
     if (d.endpoint_id === null) ({ signature, secrets } = await paymentUrlSigning(store, d.shop_id, clocks.real()));
-    else if (ep_disabled_at === null) secrets = rows.filter((r) => r.ep_secret !== null).map((r) => unseal(store.path, r.ep_secret!, `webhook_secrets:${d.endpoint_id}`));
+    else if (ep_disabled_at === null) {
+      for (const r of rows) if (r.ep_secret !== null) secrets.push(unseal(store.path, r.ep_secret, `webhook_secrets:${d.endpoint_id}`));
+    }
     if (event_at === null || signature === null || secrets.length === 0) {
       await store.tx((tx) => tx.run(`UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL WHERE id = ? AND state = 'pending'`, d.id));
       this.core.log.warn('webhook delivery abandoned', { delivery_id: d.id, event_id: d.event_id, reason: event_at !== null ? 'endpoint disabled or deleted' : 'event gone' });

@@ -205,8 +205,11 @@ export function outboxSink(scheduler: Pick<Scheduler, 'schedule'>): EventSink {
 /** Where an event goes now: a payment's own URL (id null), else each enabled endpoint whose filter (empty: all) takes it. */
 async function targetsOf(tx: Tx, shopId: string, webhookUrl: string | null, event: string): Promise<Array<{ id: string | null; url: string }>> {
   if (webhookUrl) return [{ id: null, url: webhookUrl }];
-  const endpoints = await tx.all<{ id: string; url: string; events: string }>(ENABLED_ENDPOINTS, shopId);
-  return endpoints.filter((t) => t.events === '' || t.events.split(',').includes(event));
+  const takers: Array<{ id: string; url: string }> = [];
+  for (const t of await tx.all<{ id: string; url: string; events: string }>(ENABLED_ENDPOINTS, shopId)) {
+    if (t.events === '' || t.events.split(',').includes(event)) takers.push(t);
+  }
+  return takers;
 }
 
 /** The attempt a delivery waits for. Its receiver, for the limits in flight (delivery.ts): the endpoint, else the URL's host. */

@@ -71,7 +71,12 @@ export function allowListOf(ranges: readonly string[]): AllowList {
 export function refusalOf(address: string, allow: AllowList, permits: ReadonlySet<string> = NO_PERMITS): string | null {
   const a = unmapIp(address);
   const fam = isIP(a);
-  const why = fam === 0 ? 'not an IP address' : (lists.find((l) => l.list.check(a, fam === 4 ? 'ipv4' : 'ipv6'))?.why ?? null);
+  let why: string | null = fam === 0 ? 'not an IP address' : null;
+  const type = fam === 4 ? 'ipv4' : 'ipv6';
+  for (const l of lists) {
+    if (why) break;
+    if (l.list.check(a, type)) why = l.why;
+  }
   if (!why || permits.has(why) || (!allow.empty && allow.allows(address))) return null;
   return why;
 }
