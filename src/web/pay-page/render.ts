@@ -299,7 +299,6 @@ export function cardPayStep(sc: ScreenCtx, canChange: boolean, errors: CardField
   return cardScreen(sc, errors, kept, waysOut(sc.lang, sc.p, 'cards', canChange));
 }
 
-
 function planLine(lang: Lang, p: PaymentView): string {
   const outcome = p.metadata.simulator_outcome;
   if (!outcome) return '';
@@ -431,12 +430,6 @@ function cardLabel(brand: string, mask: string): string {
   return `${BRAND_NAMES[brand] ?? ''} ${mask}`.trim();
 }
 
-function details(lang: Lang, p: PaymentView): string {
-  const rows = [`<div><dt>${esc(t(lang, 'status_note'))}</dt><dd>${esc(p.public_id)}</dd></div>`];
-  if (p.customer_card_mask) rows.push(`<div><dt>${esc(t(lang, 'card'))}</dt><dd>${esc(cardLabel(p.customer_card_brand, p.customer_card_mask))}</dd></div>`);
-  return `<dl class="kv">${rows.join('')}</dl>`;
-}
-
 /** A final status screen; `redirectUrl` adds the way back to the shop (the script follows it after 2 s). */
 export function statusScreen({ lang, p }: ScreenCtx, redirectUrl: string | null): string {
   const back = redirectUrl ? `<a class="btn secondary" href="${esc(redirectUrl)}">${esc(t(lang, 'back_to_shop'))}</a>` : '';
@@ -448,10 +441,11 @@ export function statusScreen({ lang, p }: ScreenCtx, redirectUrl: string | null)
   };
   const failed: [string, string, string] = [STATUS_ICONS.bad, t(lang, 'failed_title'), `${failureReason(lang, p.metadata.failure_code)} ${t(lang, 'failed_retry')}`];
   const [icon, title, text] = screens[p.status] ?? failed;
+  const card = p.customer_card_mask ? `<div><dt>${esc(t(lang, 'card'))}</dt><dd>${esc(cardLabel(p.customer_card_brand, p.customer_card_mask))}</dd></div>` : '';
   return `<div class="status" data-final="${esc(p.status)}">${icon}
 <h2>${esc(title)}</h2>
 ${text ? `<p class="reason">${esc(text)}</p>` : ''}
-${details(lang, p)}
+<dl class="kv"><div><dt>${esc(t(lang, 'status_note'))}</dt><dd>${esc(p.public_id)}</dd></div>${card}</dl>
 ${back ? `<div class="stack">${back}</div>` : ''}
 </div>`;
 }

@@ -68,34 +68,25 @@ export class Metrics {
       out.push(`kopek_http_request_duration_seconds_sum{${k}} ${round(h.sum)}`);
       out.push(`kopek_http_request_duration_seconds_count{${k}} ${h.count}`);
     }
-    await renderJobs(sources.store, out);
-    await renderWebhooks(sources, out, this.attempts, this.ended);
+    describe(out, 'kopek_jobs', 'gauge', 'Scheduled jobs by kind and state: pending (never failed), retrying (failed, will run again), dead (gave up).');
+    for (const c of await countJobs(sources.store)) {
+      const kind = escapeLabel(c.kind);
+      for (const state of ['pending', 'retrying', 'dead'] as const) out.push(`kopek_jobs{kind="${kind}",state="${state}"} ${c[state] ?? 0}`);
+    }
+    // Kept as attempts are recorded: a scrape reads no table (the log is pruned, and counting it cost a full scan per scrape).
+    describe(out, 'kopek_webhook_attempts_total', 'counter', 'Webhook delivery attempts since start, by result: succeeded (2xx), error_status (other answer), no_response.');
+    for (const [result, n] of [...this.attempts].sort()) out.push(`kopek_webhook_attempts_total{result="${result}"} ${n}`);
+    describe(out, 'kopek_webhook_deliveries_ended_total', 'counter', 'Webhook deliveries that ended since start, by state.');
+    for (const [state, n] of [...this.ended].sort()) out.push(`kopek_webhook_deliveries_ended_total{state="${state}"} ${n}`);
+    // Pending deliveries are read through their partial index: only those rows, however long the log.
+    const pending = await pendingDeliveryCount(sources.store);
+    gauge(out, 'kopek_webhook_deliveries', 'Webhook deliveries (one per event and receiver) waiting for an answer.', pending, '{state="pending"}');
+    gauge(out, 'kopek_webhook_attempts_in_flight', 'Webhook attempts under way now.', sources.webhooks.inFlight);
     gauge(out, 'kopek_sse_clients', 'Event stream (SSE) clients connected now.', sources.stream.clientCount);
     gauge(out, 'kopek_process_resident_memory_bytes', 'Resident set size of the process.', process.memoryUsage().rss);
     gauge(out, 'kopek_process_uptime_seconds', 'Seconds since the server started.', round((nowMs - this.startedAt) / 1000));
     return out.join('\n') + '\n';
   }
-}
-
-async function renderJobs(store: Store, out: string[]): Promise<void> {
-  const counts = await countJobs(store);
-  describe(out, 'kopek_jobs', 'gauge', 'Scheduled jobs by kind and state: pending (never failed), retrying (failed, will run again), dead (gave up).');
-  for (const c of counts) {
-    const kind = escapeLabel(c.kind);
-    for (const state of ['pending', 'retrying', 'dead'] as const) out.push(`kopek_jobs{kind="${kind}",state="${state}"} ${c[state] ?? 0}`);
-  }
-}
-
-async function renderWebhooks(sources: MetricsSources, out: string[], attempts: Map<string, number>, ended: Map<string, number>): Promise<void> {
-  // Kept as attempts are recorded: a scrape reads no table (the log is pruned, and counting it cost a full scan per scrape).
-  describe(out, 'kopek_webhook_attempts_total', 'counter', 'Webhook delivery attempts since start, by result: succeeded (2xx), error_status (other answer), no_response.');
-  for (const [result, n] of [...attempts].sort()) out.push(`kopek_webhook_attempts_total{result="${result}"} ${n}`);
-  describe(out, 'kopek_webhook_deliveries_ended_total', 'counter', 'Webhook deliveries that ended since start, by state.');
-  for (const [state, n] of [...ended].sort()) out.push(`kopek_webhook_deliveries_ended_total{state="${state}"} ${n}`);
-  // Pending deliveries are read through their partial index: only those rows, however long the log.
-  const pending = await pendingDeliveryCount(sources.store);
-  gauge(out, 'kopek_webhook_deliveries', 'Webhook deliveries (one per event and receiver) waiting for an answer.', pending, '{state="pending"}');
-  gauge(out, 'kopek_webhook_attempts_in_flight', 'Webhook attempts under way now.', sources.webhooks.inFlight);
 }
 
 function describe(out: string[], name: string, type: 'counter' | 'gauge' | 'histogram', help: string): void {
