@@ -6,7 +6,7 @@ import { cabGet, cabPost, flashOf, makeUser, postLogin, setCookie, signIn, TEST_
 import { paidPayment } from '../helpers/money';
 import { getShop } from '../../src/money/shops/store';
 import { totpCode, LOCK_MS } from '../../src/web/cabinet/users';
-import { cookieAttributes, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from '../../src/web/cabinet/sessions';
+import { setCookie as sessionCookie, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from '../../src/web/cabinet/sessions';
 
 let s: TestServer;
 let time: FakeTime;
@@ -34,7 +34,7 @@ test('a page without a session goes to the sign-in form, which sets only a stric
   assert.equal(ok.status, 303);
   const line = ([] as string[]).concat(ok.headers['set-cookie'] ?? []).find((l) => l.startsWith('kopek_cabinet='))!;
   assert.match(line, /; HttpOnly; SameSite=Strict; Path=\/cabinet$/, 'no Secure over http');
-  assert.equal(cookieAttributes('https://pay.example'), 'HttpOnly; SameSite=Strict; Path=/; Secure', 'over https Secure, and Path=/ as the __Host- prefix requires');
+  assert.equal(sessionCookie('https://pay.example', 'kopek_cabinet', 'v'), '__Host-kopek_cabinet=v; HttpOnly; SameSite=Strict; Path=/; Secure', 'over https Secure, and Path=/ as the __Host- prefix requires');
   const page = await s.request('GET', '/cabinet/overview', { key: null, headers: { cookie: `kopek_cabinet=${setCookie(ok, 'kopek_cabinet')}` } });
   assert.equal(page.status, 200);
   assert.match(String(page.headers['content-security-policy']), /default-src 'none'; script-src 'nonce-/);

@@ -109,14 +109,11 @@ export function cookieName(baseUrl: string, name: string): string {
   return baseUrl.startsWith('https:') ? `__Host-${name}` : name;
 }
 
-/** The attributes every cabinet cookie carries: over https Secure and Path=/, as `__Host-` requires; over http the cabinet's path. */
-export function cookieAttributes(baseUrl: string): string {
-  return baseUrl.startsWith('https:') ? 'HttpOnly; SameSite=Strict; Path=/; Secure' : 'HttpOnly; SameSite=Strict; Path=/cabinet';
-}
-
-/** Set-Cookie for a cabinet cookie, `name` as cookieName prefixes it (a browser-session cookie: the server decides expiry); null clears it. */
+// Set-Cookie for a cabinet cookie, `name` as cookieName prefixes it (a browser-session cookie: the server decides expiry); null
+// clears it. Over https Secure and Path=/, as `__Host-` requires; over http the cabinet's path.
 export function setCookie(baseUrl: string, name: string, value: string | null): string {
-  return `${cookieName(baseUrl, name)}=${value ?? ''}; ${value === null ? 'Max-Age=0; ' : ''}${cookieAttributes(baseUrl)}`;
+  const attributes = baseUrl.startsWith('https:') ? 'HttpOnly; SameSite=Strict; Path=/; Secure' : 'HttpOnly; SameSite=Strict; Path=/cabinet';
+  return `${cookieName(baseUrl, name)}=${value ?? ''}; ${value === null ? 'Max-Age=0; ' : ''}${attributes}`;
 }
 
 /** The session of the cookie (401: sign-in page); for a POST also its origin and the CSRF token in `_csrf` or X-CSRF-Token (403). */
