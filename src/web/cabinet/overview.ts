@@ -124,11 +124,7 @@ async function failingEndpoints(ctx: Ctx<Core>, shopIds: string[]): Promise<Fail
 }
 
 /** One day of the chart: UTC day start, payments created, amount of those that succeeded (minor units). */
-interface DayFigure {
-  day_ms: number;
-  count: number;
-  paid: number;
-}
+type DayFigure = { day_ms: number; count: number; paid: number };
 
 /** The bars' own units: each day is DAY_W wide, a full bar is 100 high (the drawing stretches to its box). */
 const DAY_W = 10;

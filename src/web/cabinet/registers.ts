@@ -278,10 +278,7 @@ const CABINET_SEEKS_MAX = 64;
 export const SCAN_ROWS_MAX = 20_000;
 
 /** Conditions no register index serves, checked on each row of a bounded window of the register. */
-interface RowFilter {
-  sql: string[];
-  params: unknown[];
-}
+type RowFilter = { sql: string[]; params: unknown[] };
 
 /** A page's rows (at most limit + 1, newest first) and, when a window ran out first, where the search stopped. */
 interface CabinetRows<R> {

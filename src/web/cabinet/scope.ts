@@ -102,12 +102,7 @@ interface AuditRow {
   at: number;
 }
 
-interface Actor {
-  merchantId: string | null;
-  userId: string | null;
-  email: string;
-  ip: string;
-}
+type Actor = { merchantId: string | null; userId: string | null; email: string; ip: string };
 
 /** Longest detail kept per line: enough for a reason or a list of scopes, never a whole request. */
 const DETAIL_MAX = 500;

@@ -216,13 +216,9 @@ interface PayoutProviderInput {
   apiUrl?: string;
 }
 
-function payoutProviderView(p: ShopPayoutProvider): PayoutProviderView {
-  return { shop_id: p.shop_id, provider: p.provider, agent_id: p.agent_id, api_url: p.api_url };
-}
-
 export async function showPayoutProvider(store: Store, shopId: string): Promise<PayoutProviderView | undefined> {
   const p = await shopPayoutProvider(store, shopId);
-  return p ? payoutProviderView(p) : undefined;
+  return p && { shop_id: p.shop_id, provider: p.provider, agent_id: p.agent_id, api_url: p.api_url };
 }
 
 /** Checks and normalises a payout provider (one-line error); `choices` (the cabinet's): the only API addresses taken, else any http(s) (the operator's). */
@@ -253,7 +249,7 @@ export async function setPayoutProvider(store: Store, shopId: string, input: Pay
   const secret = new MasterKey(store.path).encrypt(p.secret, secretLabel(shopId));
   const row: ShopPayoutProvider = { shop_id: shopId, provider: p.provider, agent_id: p.agentId, secret, api_url: p.apiUrl };
   await store.tx(async (tx) => putShopPayoutProvider(tx, row, o.now));
-  return payoutProviderView(row);
+  return { shop_id: shopId, provider: p.provider, agent_id: p.agentId, api_url: p.apiUrl };
 }
 
 /** Remove a shop's payout provider; true when it had one (its live payouts then answer 403 payouts_not_configured). */
