@@ -91,7 +91,6 @@ export async function refused(ctx: Ctx<Pick<Core, 'store'>>, back: string, err: 
   return { status: 303, location: back };
 }
 
-/** A line of the log as the page shows it. */
 interface AuditRow {
   id: number;
   email: string;

@@ -68,7 +68,6 @@ function checkPassword(password: string, action?: string): void {
 export async function createUser(store: Store, input: { merchantId: string; email: string; password: string }, now: number): Promise<CabinetUser> {
   const action = 'cannot create cabinet user';
   if (!(await getMerchant(store, input.merchantId))) throw new Error(`${action}: merchant "${input.merchantId}" not found`);
-  // The email as the cabinet keys it: trimmed, lower case.
   const email = input.email.trim().toLowerCase();
   if (!/^[^\s@]{1,64}@[^\s@]{1,190}\.[^\s@]{1,63}$/.test(email)) throw new Error(`${action}: "${input.email.slice(0, 80)}" is not an email address`);
   const hash = hashPassword(input.password, action);

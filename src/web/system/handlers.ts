@@ -11,12 +11,9 @@ export async function health(ctx: Ctx<Pick<Core, 'store' | 'version'>>): Promise
   const store = ctx.app.store;
   await store.get('SELECT 1');
   const t = store.trouble();
-  if (t) {
-    const failing = Date.now() - t.at < STORAGE_TROUBLE_RECENT_MS || (await store.probeWrite().then(() => false, () => true));
-    if (failing) {
-      const now = store.trouble() ?? t;
-      throw new ApiError(503, 'unavailable', `Cannot take writes: the storage refused the last one (${now.code}: ${redactUrl(now.message)})`, undefined, { 'Retry-After': '5' });
-    }
+  if (t && (Date.now() - t.at < STORAGE_TROUBLE_RECENT_MS || (await store.probeWrite().then(() => false, () => true)))) {
+    const now = store.trouble() ?? t;
+    throw new ApiError(503, 'unavailable', `Cannot take writes: the storage refused the last one (${now.code}: ${redactUrl(now.message)})`, undefined, { 'Retry-After': '5' });
   }
   return { body: { status: 'ok', version: ctx.app.version } };
 }
