@@ -58,14 +58,10 @@ export class SimulatorBank implements BankPort {
   }
 
   async checkStatus(tx: Tx, op: OperationRef): Promise<void> {
-    if (op.kind === 'payment') {
-      const answer = plannedAnswer(op.payment);
-      if (answer) await paymentAnswered(this.core, tx, op.payment.id, answer);
-    } else if (op.kind === 'refund') {
-      await answerRefund(this.core, tx, op.refund.id);
-    } else {
-      await answerPlannedPayout(this.core, tx, op.payoutId);
-    }
+    if (op.kind === 'refund') return answerRefund(this.core, tx, op.refund.id);
+    if (op.kind === 'payout') return answerPlannedPayout(this.core, tx, op.payoutId);
+    const answer = plannedAnswer(op.payment);
+    if (answer) await paymentAnswered(this.core, tx, op.payment.id, answer);
   }
 
   /** Plans from the request alone (decisions.md): 03 → the router refuses (502, nothing created); unknown SBP bank → bank_unknown; 01, 02 fail after --sim-delay. */

@@ -23,7 +23,6 @@ interface TBankRequests {
   reopen(tx: Tx, p: PaymentRow): Promise<void>;
 }
 
-/** Job kind: send one recorded request to T-Bank and report its answer. */
 export const REQUEST_JOB = 'tbank.request';
 
 /** Job kind: refuse a payment kopek cannot send to the bank at all (no saved card to charge). */
@@ -36,7 +35,6 @@ export function rebillContext(tokenId: string): string {
   return `tbank.rebill:${tokenId}`;
 }
 
-/** What one POST to the bank gave: a readable JSON answer, or unknown (and why, without secrets). */
 export type Sent = { kind: 'answer'; answer: TBankAnswer } | { kind: 'unknown'; reason: string };
 
 /** POSTs a signed body (connecting to `resolved`); a timeout, connection error, 5xx or non-object body is unknown: the bank may have acted. */
