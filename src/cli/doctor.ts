@@ -66,7 +66,6 @@ interface Finding {
   action?: string;
 }
 
-/** The finding of `check`: ok with `okDetail` when `problem` is null, else the problem and what to do. */
 function finding(check: string, okDetail: string, problem: string | null, action: string): Finding {
   return problem === null ? { check, ok: true, detail: okDetail } : { check, ok: false, detail: problem, action };
 }

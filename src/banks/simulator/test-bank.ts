@@ -108,7 +108,6 @@ export async function answerRefund(core: PaymentsCore, tx: Tx, refundId: string)
   await refundAnswered(core, tx, r.id, refundAnswer(r.amount));
 }
 
-/** The test bank as the wiring mounts it: the port for every test-mode operation and the jobs it answers through. */
 export function simulatorModule(core: PaymentsCore): Module {
   return {
     name: 'simulator',
@@ -148,7 +147,6 @@ export async function scheduleSimulatedResolution(core: Pick<Core, 'config' | 'c
   await core.scheduler.schedule(tx, { kind: SIM_RESOLVE_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt });
 }
 
-/** The test bank's resolution job: it answers as planned; a payment no longer processing is left alone. */
 export function paymentResolveJob(core: PaymentsCore): ModuleJob {
   return {
     kind: SIM_RESOLVE_JOB,
@@ -239,7 +237,6 @@ export async function buyerResolve(core: PaymentsCore, id: string, o: BuyerOutco
 /** The scheduler job that settles a test payout after --sim-delay (its name predates the bank port; databases hold it). */
 export const SETTLE_JOB = 'payout.settle';
 
-/** The answer the test bank planned for a payout at its creation, if it is still pending. */
 export async function answerPlannedPayout(core: PayoutAnswerCore, tx: Tx, payoutId: string): Promise<void> {
   const p = await getPayout(tx, payoutId);
   if (!p || p.status !== 'pending' || !p.sim_outcome) return;

@@ -14,7 +14,6 @@ export const OUTCOMES_MAX = 100;
 /** The outcome words a queue accepts (besides `fail:<code>`). */
 export const OUTCOME_WORDS = ['succeed', 'fail', 'pending'] as const;
 
-/** What one queued outcome makes the test bank do with the next charge. */
 export function planOf(outcome: string): SimPlan {
   if (outcome === 'succeed') return { outcome: 'succeeded', failureCode: '' };
   if (outcome === 'pending') return { outcome: 'pending', failureCode: '' };

@@ -44,7 +44,6 @@ export function triggerScopes(event: TriggerEvent): readonly string[] {
 /** What an event's trigger makes and `set` changes: the object its name begins with. */
 export type TriggerKind = 'payment' | 'payout' | 'subscription' | 'token';
 
-/** The object an event's trigger makes (`payment.refunded`: the payment, refunded in full). */
 export function triggerKind(event: TriggerEvent): TriggerKind {
   return event.slice(0, event.indexOf('.')) as TriggerKind;
 }

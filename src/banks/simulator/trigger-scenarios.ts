@@ -27,7 +27,6 @@ export interface TriggerShop {
   keyId: string;
 }
 
-/** The owner of every object a trigger makes, as the creates take it. */
 function testOwner(shop: TriggerShop): { merchantId: string; shopId: string; mode: 'test' } {
   return { merchantId: shop.merchantId, shopId: shop.shopId, mode: 'test' };
 }
