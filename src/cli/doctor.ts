@@ -22,7 +22,6 @@ export function ledgerVerdict(r: CheckResult): string {
   return `${k} ${k === 1 ? 'problem' : 'problems'}, first: ${r.problems[0]}`;
 }
 
-/** What to do about a failed ledger check, the same in both commands. */
 const LEDGER_ACTION = 'report it as a bug, with the database and the list of problems (kopek ledger check)';
 
 /** Failed runs in a row after which a job that still retries is worth the operator's look. */

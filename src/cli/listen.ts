@@ -179,8 +179,7 @@ async function reconnect(opts: ListenOptions, state: { databaseId: string; lastS
 async function forward(opts: ListenOptions, e: StreamedWebhook, signal: AbortSignal): Promise<void> {
   // A body that is not JSON is forwarded as it came; the line names no id.
   const id = String((parseJson(e.body) as { id?: unknown } | null | undefined)?.id ?? '');
-  const t_s = Math.floor(Date.now() / 1000);
-  const headers = webhookHeaders(id, 'v2', [opts.secret], t_s, e.body);
+  const headers = webhookHeaders(id, 'v2', [opts.secret], Math.floor(Date.now() / 1000), e.body);
   const out = await postWebhook({ url: opts.forwardTo, headers, body: e.body, timeout_ms: FORWARD_TIMEOUT_MS, signal });
   if (out.aborted_by_shutdown) return;
   const answer = out.response_code !== null ? String(out.response_code) : `error: ${out.error}`;

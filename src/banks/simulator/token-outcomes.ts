@@ -58,8 +58,7 @@ export async function takePlan(tx: Tx, tokenId: string): Promise<SimPlan | undef
 
 /** POST /v1/test/tokens/{id}/outcomes {outcomes: [...]}: the queue the token's next charges follow (replaces the old one). */
 export async function setOutcomes(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
-  const obj = bodyObject(ctx.body, ['outcomes']);
-  const outcomes = parseOutcomes(obj.outcomes);
+  const outcomes = parseOutcomes(bodyObject(ctx.body, ['outcomes']).outcomes);
   const id = ctx.params.id;
   const t = await ctx.app.store.write(async (tx) => {
     const token = await tokenOfShop(tx, ctx, id);

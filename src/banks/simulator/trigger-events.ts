@@ -94,11 +94,9 @@ const READERS: Record<TriggerKind, (obj: Record<string, unknown>) => TriggerSet>
     const p = payoutFields({ ...TRIGGER_RECIPIENT, amount: STAND_IN.amount, ...obj }, 'payouts_sbp', false);
     return { amount: 'amount' in obj ? p.amount : undefined, phone: 'phone' in obj ? p.recipient.phone : undefined, fullName: 'full_name' in obj ? p.recipient.full_name : undefined };
   },
-  subscription: (obj) => {
-    const amount = amountField(obj, 'amount', false);
-    const planName = strField(obj, 'plan_name', { max: PLAN_NAME_MAX });
-    return { amount, planName, ...customerOf(obj) };
-  },
+  subscription: (obj) => ({
+    amount: amountField(obj, 'amount', false), planName: strField(obj, 'plan_name', { max: PLAN_NAME_MAX }), ...customerOf(obj),
+  }),
   token: customerOf,
 };
 

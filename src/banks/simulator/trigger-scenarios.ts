@@ -161,8 +161,7 @@ async function triggerSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop
   }
   // A refused charge: the token's outcome queue plans it, before the magic amounts would (1 attempt of 3: past_due).
   if (event !== 'subscription.charge_succeeded') await updateToken(tx, sub.token_id, { outcomes: JSON.stringify(['fail:insufficient_funds']) });
-  const charge = await chargeNow(core, tx, sub);
-  return subscriptionObjects(tx, sub, charge);
+  return subscriptionObjects(tx, sub, await chargeNow(core, tx, sub));
 }
 
 /** token.activated and .cancelled: a card bound through its 1 RUB verification, paid now; the verification's refund settles now. */

@@ -28,7 +28,6 @@ export const REQUEST_JOB = 'tbank.request';
 /** Job kind: refuse a payment kopek cannot send to the bank at all (no saved card to charge). */
 export const REFUSE_JOB = 'tbank.refuse';
 
-/** Why a request is sent, which decides what its answer does. */
 export type Purpose = 'session' | 'charge' | 'check' | 'qr' | 'void' | 'refund';
 
 export function rebillContext(tokenId: string): string {
@@ -91,7 +90,6 @@ export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankReques
   return { kind: REQUEST_JOB, async: spec };
 }
 
-/** The refusal job: the payment is refused processing_error with the `bankCode` the connector gave (refuse()). */
 export function refuseJob(core: PaymentsCore): ModuleJob {
   return {
     kind: REFUSE_JOB,
