@@ -209,8 +209,7 @@ export const doctor: Command = {
     const args = parseArgs(argv);
     onlyFlags(args, []);
     atMostPositionals(args.positional, 0, 'kopek doctor [--db PATH]');
-    const path = dbOf(args);
-    const found = await findings(path);
+    const found = await findings(dbOf(args));
     const ok = found.every((x) => x.ok);
     const lines = found.flatMap((x) =>
       x.ok ? [`ok      ${x.check}: ${x.detail}`] : [`ACTION  ${x.check}: ${x.detail}`, `        → ${x.action}`],

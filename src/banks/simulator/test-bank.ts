@@ -185,26 +185,12 @@ export async function simulatePayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const view = await ctx.app.store.write(async (tx) => {
     const p = isUuid(id) ? await getPayment(tx, id) : undefined;
     if (!p || p.shop_id !== auth.shopId || p.mode !== 'test') throw notFound(`Cannot find payment "${id}"`);
-    let next: PaymentRow = p;
-    switch (action) {
-      case 'choose_method':
-        next = await chooseMethodTx(ctx.app, tx, p, method!);
-        break;
-      case 'open_session':
-        if (method) next = await chooseMethodTx(ctx.app, tx, p, method);
-        next = await openSessionTx(ctx.app, tx, next);
-        break;
-      case 'succeed':
-        await answerOrRefuse(ctx.app, tx, p, 'confirm', simulatedAnswer('succeeded'));
-        break;
-      case 'fail':
-        await answerOrRefuse(ctx.app, tx, p, 'fail', simulatedAnswer('failed', failureCode || planFromMetadata(metadataOf(p))?.failureCode));
-        break;
-      case 'expire':
-        next = await expireTx(ctx.app, tx, p);
-        break;
-    }
-    return paymentView(tx, await reload(tx, next.id));
+    if (action === 'choose_method') await chooseMethodTx(ctx.app, tx, p, method!);
+    else if (action === 'open_session') await openSessionTx(ctx.app, tx, method ? await chooseMethodTx(ctx.app, tx, p, method) : p);
+    else if (action === 'succeed') await answerOrRefuse(ctx.app, tx, p, 'confirm', simulatedAnswer('succeeded'));
+    else if (action === 'expire') await expireTx(ctx.app, tx, p);
+    else await answerOrRefuse(ctx.app, tx, p, 'fail', simulatedAnswer('failed', failureCode || planFromMetadata(metadataOf(p))?.failureCode));
+    return paymentView(tx, await reload(tx, p.id));
   });
   return { body: view };
 }
