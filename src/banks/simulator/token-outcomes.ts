@@ -17,8 +17,7 @@ export const OUTCOME_WORDS = ['succeed', 'fail', 'pending'] as const;
 export function planOf(outcome: string): SimPlan {
   if (outcome === 'succeed') return { outcome: 'succeeded', failureCode: '' };
   if (outcome === 'pending') return { outcome: 'pending', failureCode: '' };
-  const code = outcome.startsWith('fail:') ? outcome.slice(5) : 'do_not_honor';
-  return { outcome: 'failed', failureCode: code };
+  return { outcome: 'failed', failureCode: outcome.startsWith('fail:') ? outcome.slice(5) : 'do_not_honor' };
 }
 
 /** Validates `outcomes`: at most OUTCOMES_MAX of "succeed", "fail", "fail:<failure code>", "pending" (never answered). */
