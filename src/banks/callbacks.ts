@@ -43,13 +43,11 @@ export function bankCallbackHandler<S extends CallbackServices>(apply: NotifiedA
   };
 }
 
-/** True when `provider` is the shop's live acquirer or its payout provider. */
 async function servesShop(app: CallbackServices, provider: string, shopId: string): Promise<boolean> {
   if ((await app.banks.providerFor(app.store, shopId, 'live')) === provider) return true;
   return (await shopPayoutProvider(app.store, shopId))?.provider === provider;
 }
 
-/** OpenAPI path of bank notifications (called by acquirers, not by merchants). */
 export const bankPortOpenApi: OpenApiFragment = {
   paths: {
     '/v1/callbacks/{provider}/{shop_id}': {

@@ -8,7 +8,6 @@ import { fixedLookup, type Resolved, type UrlPolicy } from '../money/webhooks/ur
 /** Time a request job allows beyond the request's own timeout, so the request's unknown is what it records. */
 export const JOB_MARGIN_MS = 5_000;
 
-/** Largest answer body read from a bank or provider; a longer one is unreadable. */
 const MAX_ANSWER_BYTES = 1_048_576;
 
 type Unknown = { kind: 'unknown'; reason: string };
@@ -29,7 +28,6 @@ export interface BankCall {
 /** One call within the deadline; a timeout, connection error, broken or too large answer is unknown (the far end may have acted). */
 export function callBank(c: BankCall): Promise<RawAnswer> {
   return new Promise((resolve) => {
-    // Only the first outcome counts: a promise settles once.
     const finish = (s: RawAnswer): void => {
       clearTimeout(timer);
       resolve(s);
@@ -111,7 +109,6 @@ export async function getRequest<R extends BankRequestRow = BankRequestRow>(q: R
   return q.get<R>('SELECT * FROM bank_requests WHERE id = ? AND provider = ?', id, provider);
 }
 
-/** Record a request's answer (or why it is unknown), and the bank's id of the operation when it gave one. */
 export async function markAnswered(tx: Tx, id: number, state: 'answered' | 'unknown', answer: string, bankPaymentId: string, now: number): Promise<void> {
   await tx.run(
     `UPDATE bank_requests SET state = ?, answer = ?, answered_at = ?, bank_payment_id = CASE WHEN ? <> '' THEN ? ELSE bank_payment_id END WHERE id = ?`,

@@ -2,7 +2,6 @@ import type { BankPort, CallbackResult } from '../money/bank-port/port';
 import { ApiError } from '../platform/http/errors';
 import { NO_PROVIDER } from '../money/bank-port/directory';
 
-/** Refuses with a 403 `code` before anything is written. */
 function refuse(code: string, message: string): () => Promise<never> {
   return async () => {
     throw new ApiError(403, code, message);

@@ -122,7 +122,6 @@ export const demo: Command = {
   },
 };
 
-/** What the demo makes: a merchant, its shop and test key, a cabinet user of the merchant, and the endpoint when asked. */
 export interface DemoData {
   merchantId: string;
   shopId: string;
@@ -137,7 +136,6 @@ export interface DemoData {
   webhookSecret: string;
 }
 
-/** What serve asks of the demo: a fixed test key, and a webhook endpoint of the demo shop. */
 export interface DemoOptions {
   /** The test key's secret (serve --demo-key, checked there); else a random one. */
   fixedKey?: string;

@@ -88,7 +88,6 @@ export function table(header: string[], rows: string[][]): string[] {
   return [line(header), ...rows.map(line)];
 }
 
-/** Print a list: `{ items }` with `--json`, else a line per item, or `empty` when there is none. */
 export function outputList<T>(args: Args, items: T[], empty: string, line: (item: T) => string): void {
   output(args, { items }, items.length === 0 ? [empty] : items.map(line));
 }

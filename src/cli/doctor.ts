@@ -22,7 +22,6 @@ export function ledgerVerdict(r: CheckResult): string {
   return `${k} ${k === 1 ? 'problem' : 'problems'}, first: ${r.problems[0]}`;
 }
 
-/** What to do about a failed ledger check, the same in both commands. */
 const LEDGER_ACTION = 'report it as a bug, with the database and the list of problems (kopek ledger check)';
 
 /** Failed runs in a row after which a job that still retries is worth the operator's look. */
@@ -66,7 +65,6 @@ interface Finding {
   action?: string;
 }
 
-/** The finding of `check`: ok with `okDetail` when `problem` is null, else the problem and what to do. */
 function finding(check: string, okDetail: string, problem: string | null, action: string): Finding {
   return problem === null ? { check, ok: true, detail: okDetail } : { check, ok: false, detail: problem, action };
 }
@@ -211,8 +209,7 @@ export const doctor: Command = {
     const args = parseArgs(argv);
     onlyFlags(args, []);
     atMostPositionals(args.positional, 0, 'kopek doctor [--db PATH]');
-    const path = dbOf(args);
-    const found = await findings(path);
+    const found = await findings(dbOf(args));
     const ok = found.every((x) => x.ok);
     const lines = found.flatMap((x) =>
       x.ok ? [`ok      ${x.check}: ${x.detail}`] : [`ACTION  ${x.check}: ${x.detail}`, `        → ${x.action}`],

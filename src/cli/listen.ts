@@ -179,8 +179,7 @@ async function reconnect(opts: ListenOptions, state: { databaseId: string; lastS
 async function forward(opts: ListenOptions, e: StreamedWebhook, signal: AbortSignal): Promise<void> {
   // A body that is not JSON is forwarded as it came; the line names no id.
   const id = String((parseJson(e.body) as { id?: unknown } | null | undefined)?.id ?? '');
-  const t_s = Math.floor(Date.now() / 1000);
-  const headers = webhookHeaders(id, 'v2', [opts.secret], t_s, e.body);
+  const headers = webhookHeaders(id, 'v2', [opts.secret], Math.floor(Date.now() / 1000), e.body);
   const out = await postWebhook({ url: opts.forwardTo, headers, body: e.body, timeout_ms: FORWARD_TIMEOUT_MS, signal });
   if (out.aborted_by_shutdown) return;
   const answer = out.response_code !== null ? String(out.response_code) : `error: ${out.error}`;
@@ -198,20 +197,8 @@ interface StreamedWebhook {
   body: string;
 }
 
-/** An open event stream, its answer read and its events not yet: `start` begins reading them. */
-interface OpenStream {
-  /** The database the server runs on (X-Kopek-Database-Id), and when it was made. */
-  databaseId: string;
-  databaseCreatedMs: number;
-  /** The sequence number the stream starts after (X-Kopek-Stream-After). */
-  after: number;
-  /** The server's time at its answer (the Date header, whole seconds). */
-  serverDateMs: number;
-  /** Read events; `ended` settles once the stream ends, with why. */
-  start(onEvent: (e: StreamedWebhook) => void): void;
-  ended: Promise<string>;
-  close(): void;
-}
+/** An open event stream, its answer read and its events not yet: `start` begins reading them; `ended` settles with why it ended. */
+type OpenStream = ReturnType<typeof opened>;
 
 /** Why a stream did not open; `retryable` when the server may answer later (not running, restarting, shutting down). */
 class StreamRefused extends Error {
@@ -257,7 +244,7 @@ function openStream(base: URL, key: string, lastEventId: number | null): Promise
   });
 }
 
-function opened(req: ClientRequest, res: IncomingMessage, databaseId: string, databaseCreatedMs: number, after: number): OpenStream {
+function opened(req: ClientRequest, res: IncomingMessage, databaseId: string, databaseCreatedMs: number, after: number) {
   let endWith!: (why: string) => void;
   const ended = new Promise<string>((resolve) => (endWith = resolve));
   let closing = false;
@@ -274,13 +261,13 @@ function opened(req: ClientRequest, res: IncomingMessage, databaseId: string, da
     after,
     serverDateMs: Date.parse(String(res.headers.date ?? '')) || Date.now(),
     ended,
-    start(onEvent) {
+    start(onEvent: (e: StreamedWebhook) => void): void {
       const parser = sseParser(onEvent);
       res.setEncoding('utf8');
       res.on('data', parser);
       res.resume();
     },
-    close() {
+    close(): void {
       closing = true;
       req.destroy();
     },

@@ -48,7 +48,6 @@ Examples:
   kopek serve --ephemeral --port 0 --ready-json --demo-key sk_test_ci_0123456789abcdef
   kopek serve --ephemeral --port 0 --ready-json --webhook-url http://127.0.0.1:3000/hook`;
 
-/** What `kopek serve` needs of a started server: its socket, its address, its store, and how to stop it. */
 export interface ServedApp {
   readonly server: Server;
   readonly url: string;

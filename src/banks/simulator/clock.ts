@@ -22,8 +22,7 @@ export async function getClock(ctx: Ctx<Pick<Core, 'clocks' | 'store'>>): Promis
 export async function advanceClock(ctx: Ctx<Pick<Core, 'clocks' | 'store' | 'scheduler'>>): Promise<Reply> {
   const body = bodyObject(ctx.body, ['seconds']);
   const seconds = intField(body, 'seconds', { required: true, min: 0, max: 315_360_000 })!;
-  const ran = await advanceShopClock(ctx.app, ctx.auth!.shopId, seconds);
-  return { body: await clockBody(ctx, ran) };
+  return { body: await clockBody(ctx, await advanceShopClock(ctx.app, ctx.auth!.shopId, seconds)) };
 }
 
 // Moves the clock and runs every job that became due, each in its own transaction with the shop's clock pinned to its due
@@ -32,8 +31,7 @@ export async function advanceShopClock(core: Pick<Core, 'store' | 'scheduler' | 
   const delta_ms = seconds * 1000;
   if (!(delta_ms >= 0 && Number.isSafeInteger(delta_ms))) throw new Error(`cannot move a test clock by ${delta_ms} ms: only forward, in whole ms`);
   await core.store.flush();
-  // The committed offset moves forward (never back). Pending test jobs wait in real time (run_at = due_at - offset): they
-  // move with the clock in the same write.
+  // Pending test jobs wait in real time (run_at = due_at - offset): they move with the committed offset in the same write.
   const moveClock = async (tx: Tx): Promise<number> => {
     const row = await tx.get<{ o: number }>('SELECT test_clock_offset_ms AS o FROM shops WHERE id = ?', shopId);
     const next = (row?.o ?? 0) + delta_ms;
@@ -58,7 +56,6 @@ const KEPT_TABLES = new Set(['api_keys']);
 
 /** Delete every test-mode row of a shop and set its test clock back to real time; returns rows deleted per table. */
 export async function resetTestData(store: Store, shopId: string): Promise<Record<string, number>> {
-  // The tables that hold a shop's data: those with both `shop_id` and `mode` columns, read from the schema.
   const tables: string[] = [];
   for (const name of await listTables(store)) {
     const names = new Set(await tableColumns(store, name));
@@ -68,9 +65,7 @@ export async function resetTestData(store: Store, shopId: string): Promise<Recor
   await store.flush();
   await store.tx(async (tx) => {
     await deferForeignKeys(tx);
-    for (const t of tables) {
-      deleted[t] = (await tx.run(`DELETE FROM "${t}" WHERE shop_id = ? AND mode = 'test'`, shopId)).changes;
-    }
+    for (const t of tables) deleted[t] = (await tx.run(`DELETE FROM "${t}" WHERE shop_id = ? AND mode = 'test'`, shopId)).changes;
     await tx.run('UPDATE shops SET test_clock_offset_ms = 0 WHERE id = ?', shopId);
   });
   return deleted;

@@ -104,15 +104,9 @@ export function decideCard(digits: string, plan: SimPlan): CardDecision {
 export function luhnValid(digits: string): boolean {
   if (!/^\d+$/.test(digits)) return false;
   let sum = 0;
-  let double = false;
-  for (let i = digits.length - 1; i >= 0; i--) {
-    let d = digits.charCodeAt(i) - 48;
-    if (double) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-    double = !double;
+  for (let i = 0; i < digits.length; i++) {
+    const d = (digits.charCodeAt(digits.length - 1 - i) - 48) * (i % 2 === 1 ? 2 : 1);
+    sum += d > 9 ? d - 9 : d;
   }
   return sum % 10 === 0;
 }
@@ -130,7 +124,6 @@ export function cardBrand(digits: string): CardBrand {
   return 'card';
 }
 
-/** The masked card number kept on the payment: first 6 and last 4 digits, the rest as asterisks. */
 export function maskPan(digits: string): string {
   return digits.slice(0, 6) + '*'.repeat(Math.max(0, digits.length - 10)) + digits.slice(-4);
 }

@@ -58,14 +58,10 @@ export class SimulatorBank implements BankPort {
   }
 
   async checkStatus(tx: Tx, op: OperationRef): Promise<void> {
-    if (op.kind === 'payment') {
-      const answer = plannedAnswer(op.payment);
-      if (answer) await paymentAnswered(this.core, tx, op.payment.id, answer);
-    } else if (op.kind === 'refund') {
-      await answerRefund(this.core, tx, op.refund.id);
-    } else {
-      await answerPlannedPayout(this.core, tx, op.payoutId);
-    }
+    if (op.kind === 'refund') return answerRefund(this.core, tx, op.refund.id);
+    if (op.kind === 'payout') return answerPlannedPayout(this.core, tx, op.payoutId);
+    const answer = plannedAnswer(op.payment);
+    if (answer) await paymentAnswered(this.core, tx, op.payment.id, answer);
   }
 
   /** Plans from the request alone (decisions.md): 03 → the router refuses (502, nothing created); unknown SBP bank → bank_unknown; 01, 02 fail after --sim-delay. */
@@ -112,7 +108,6 @@ export async function answerRefund(core: PaymentsCore, tx: Tx, refundId: string)
   await refundAnswered(core, tx, r.id, refundAnswer(r.amount));
 }
 
-/** The test bank as the wiring mounts it: the port for every test-mode operation and the jobs it answers through. */
 export function simulatorModule(core: PaymentsCore): Module {
   return {
     name: 'simulator',
@@ -152,7 +147,6 @@ export async function scheduleSimulatedResolution(core: Pick<Core, 'config' | 'c
   await core.scheduler.schedule(tx, { kind: SIM_RESOLVE_JOB, subjectId: p.id, shopId: p.shop_id, mode: p.mode, dueAt });
 }
 
-/** The test bank's resolution job: it answers as planned; a payment no longer processing is left alone. */
 export function paymentResolveJob(core: PaymentsCore): ModuleJob {
   return {
     kind: SIM_RESOLVE_JOB,
@@ -191,26 +185,12 @@ export async function simulatePayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   const view = await ctx.app.store.write(async (tx) => {
     const p = isUuid(id) ? await getPayment(tx, id) : undefined;
     if (!p || p.shop_id !== auth.shopId || p.mode !== 'test') throw notFound(`Cannot find payment "${id}"`);
-    let next: PaymentRow = p;
-    switch (action) {
-      case 'choose_method':
-        next = await chooseMethodTx(ctx.app, tx, p, method!);
-        break;
-      case 'open_session':
-        if (method) next = await chooseMethodTx(ctx.app, tx, p, method);
-        next = await openSessionTx(ctx.app, tx, next);
-        break;
-      case 'succeed':
-        await answerOrRefuse(ctx.app, tx, p, 'confirm', simulatedAnswer('succeeded'));
-        break;
-      case 'fail':
-        await answerOrRefuse(ctx.app, tx, p, 'fail', simulatedAnswer('failed', failureCode || planFromMetadata(metadataOf(p))?.failureCode));
-        break;
-      case 'expire':
-        next = await expireTx(ctx.app, tx, p);
-        break;
-    }
-    return paymentView(tx, await reload(tx, next.id));
+    if (action === 'choose_method') await chooseMethodTx(ctx.app, tx, p, method!);
+    else if (action === 'open_session') await openSessionTx(ctx.app, tx, method ? await chooseMethodTx(ctx.app, tx, p, method) : p);
+    else if (action === 'succeed') await answerOrRefuse(ctx.app, tx, p, 'confirm', simulatedAnswer('succeeded'));
+    else if (action === 'expire') await expireTx(ctx.app, tx, p);
+    else await answerOrRefuse(ctx.app, tx, p, 'fail', simulatedAnswer('failed', failureCode || planFromMetadata(metadataOf(p))?.failureCode));
+    return paymentView(tx, await reload(tx, p.id));
   });
   return { body: view };
 }
@@ -243,7 +223,6 @@ export async function buyerResolve(core: PaymentsCore, id: string, o: BuyerOutco
 /** The scheduler job that settles a test payout after --sim-delay (its name predates the bank port; databases hold it). */
 export const SETTLE_JOB = 'payout.settle';
 
-/** The answer the test bank planned for a payout at its creation, if it is still pending. */
 export async function answerPlannedPayout(core: PayoutAnswerCore, tx: Tx, payoutId: string): Promise<void> {
   const p = await getPayout(tx, payoutId);
   if (!p || p.status !== 'pending' || !p.sim_outcome) return;

@@ -14,12 +14,10 @@ export const OUTCOMES_MAX = 100;
 /** The outcome words a queue accepts (besides `fail:<code>`). */
 export const OUTCOME_WORDS = ['succeed', 'fail', 'pending'] as const;
 
-/** What one queued outcome makes the test bank do with the next charge. */
 export function planOf(outcome: string): SimPlan {
   if (outcome === 'succeed') return { outcome: 'succeeded', failureCode: '' };
   if (outcome === 'pending') return { outcome: 'pending', failureCode: '' };
-  const code = outcome.startsWith('fail:') ? outcome.slice(5) : 'do_not_honor';
-  return { outcome: 'failed', failureCode: code };
+  return { outcome: 'failed', failureCode: outcome.startsWith('fail:') ? outcome.slice(5) : 'do_not_honor' };
 }
 
 /** Validates `outcomes`: at most OUTCOMES_MAX of "succeed", "fail", "fail:<failure code>", "pending" (never answered). */
@@ -59,8 +57,7 @@ export async function takePlan(tx: Tx, tokenId: string): Promise<SimPlan | undef
 
 /** POST /v1/test/tokens/{id}/outcomes {outcomes: [...]}: the queue the token's next charges follow (replaces the old one). */
 export async function setOutcomes(ctx: Ctx<Pick<Core, 'store'>>): Promise<Reply> {
-  const obj = bodyObject(ctx.body, ['outcomes']);
-  const outcomes = parseOutcomes(obj.outcomes);
+  const outcomes = parseOutcomes(bodyObject(ctx.body, ['outcomes']).outcomes);
   const id = ctx.params.id;
   const t = await ctx.app.store.write(async (tx) => {
     const token = await tokenOfShop(tx, ctx, id);

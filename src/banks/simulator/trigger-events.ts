@@ -44,7 +44,6 @@ export function triggerScopes(event: TriggerEvent): readonly string[] {
 /** What an event's trigger makes and `set` changes: the object its name begins with. */
 export type TriggerKind = 'payment' | 'payout' | 'subscription' | 'token';
 
-/** The object an event's trigger makes (`payment.refunded`: the payment, refunded in full). */
 export function triggerKind(event: TriggerEvent): TriggerKind {
   return event.slice(0, event.indexOf('.')) as TriggerKind;
 }
@@ -95,11 +94,9 @@ const READERS: Record<TriggerKind, (obj: Record<string, unknown>) => TriggerSet>
     const p = payoutFields({ ...TRIGGER_RECIPIENT, amount: STAND_IN.amount, ...obj }, 'payouts_sbp', false);
     return { amount: 'amount' in obj ? p.amount : undefined, phone: 'phone' in obj ? p.recipient.phone : undefined, fullName: 'full_name' in obj ? p.recipient.full_name : undefined };
   },
-  subscription: (obj) => {
-    const amount = amountField(obj, 'amount', false);
-    const planName = strField(obj, 'plan_name', { max: PLAN_NAME_MAX });
-    return { amount, planName, ...customerOf(obj) };
-  },
+  subscription: (obj) => ({
+    amount: amountField(obj, 'amount', false), planName: strField(obj, 'plan_name', { max: PLAN_NAME_MAX }), ...customerOf(obj),
+  }),
   token: customerOf,
 };
 

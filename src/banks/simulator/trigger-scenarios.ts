@@ -27,7 +27,6 @@ export interface TriggerShop {
   keyId: string;
 }
 
-/** The owner of every object a trigger makes, as the creates take it. */
 function testOwner(shop: TriggerShop): { merchantId: string; shopId: string; mode: 'test' } {
   return { merchantId: shop.merchantId, shopId: shop.shopId, mode: 'test' };
 }
@@ -155,15 +154,11 @@ async function subscriptionObjects(tx: Tx, s: SubscriptionRow, p: PaymentRow): P
 
 async function triggerSubscription(core: PaymentsCore, tx: Tx, shop: TriggerShop, event: TriggerEvent, set: TriggerSet): Promise<TriggerObjects> {
   const { sub, payment } = await activeSubscription(core, tx, shop, event, set);
-  if (event === 'subscription.activated') return subscriptionObjects(tx, sub, payment);
-  if (event === 'subscription.cancelled') {
-    await cancelSubscriptionTx(core, tx, sub, CANCEL_REASONS.merchant);
-    return subscriptionObjects(tx, sub, payment);
-  }
+  if (event === 'subscription.cancelled') await cancelSubscriptionTx(core, tx, sub, CANCEL_REASONS.merchant);
+  if (event === 'subscription.activated' || event === 'subscription.cancelled') return subscriptionObjects(tx, sub, payment);
   // A refused charge: the token's outcome queue plans it, before the magic amounts would (1 attempt of 3: past_due).
   if (event !== 'subscription.charge_succeeded') await updateToken(tx, sub.token_id, { outcomes: JSON.stringify(['fail:insufficient_funds']) });
-  const charge = await chargeNow(core, tx, sub);
-  return subscriptionObjects(tx, sub, charge);
+  return subscriptionObjects(tx, sub, await chargeNow(core, tx, sub));
 }
 
 /** token.activated and .cancelled: a card bound through its 1 RUB verification, paid now; the verification's refund settles now. */

@@ -30,8 +30,7 @@ export async function triggerEvent(ctx: Ctx<PaymentsCore>): Promise<Reply> {
   }
   const shop: TriggerShop = { merchantId: auth.merchantId, shopId: auth.shopId, keyId: auth.keyId };
   const body = await ctx.app.store.write(async (tx) => {
-    // Every event this transaction appends later has a greater seq, on either engine (stream positions cannot serve: on
-    // PostgreSQL an event has none until commit).
+    // Events this transaction appends have a greater seq (not a stream position: on PostgreSQL it has none until commit).
     const mark = (await tx.get<{ n: number }>('SELECT coalesce(max(seq), 0) AS n FROM events'))!.n;
     const objects = await SCENARIOS[triggerKind(event)](ctx.app, tx, shop, event, set);
     const appended = await tx.all<EventRow>(

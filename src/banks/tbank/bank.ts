@@ -53,7 +53,6 @@ export class TBankBank implements BankPort {
     });
   }
 
-  /** Init of a new attempt of a payment's session: a fresh OrderId, the page's return addresses, the session end. */
   async init(tx: Tx, p: PaymentRow, purpose: 'session' | 'charge', tokenId?: string): Promise<void> {
     const orderId = randomUUID();
     await newAttempt(tx, p.id, p.shop_id, orderId, this.core.clocks.real());
@@ -126,7 +125,6 @@ export class TBankBank implements BankPort {
   }
 
   async payout(): Promise<PayoutStart> {
-    // Never called: sendsPayouts is false, so a live payout is refused before it reaches the bank.
     throw new Error('cannot send a payout through T-Bank acquiring: it has no payout method');
   }
 

@@ -23,20 +23,17 @@ interface TBankRequests {
   reopen(tx: Tx, p: PaymentRow): Promise<void>;
 }
 
-/** Job kind: send one recorded request to T-Bank and report its answer. */
 export const REQUEST_JOB = 'tbank.request';
 
 /** Job kind: refuse a payment kopek cannot send to the bank at all (no saved card to charge). */
 export const REFUSE_JOB = 'tbank.refuse';
 
-/** Why a request is sent, which decides what its answer does. */
 export type Purpose = 'session' | 'charge' | 'check' | 'qr' | 'void' | 'refund';
 
 export function rebillContext(tokenId: string): string {
   return `tbank.rebill:${tokenId}`;
 }
 
-/** What one POST to the bank gave: a readable JSON answer, or unknown (and why, without secrets). */
 export type Sent = { kind: 'answer'; answer: TBankAnswer } | { kind: 'unknown'; reason: string };
 
 /** POSTs a signed body (connecting to `resolved`); a timeout, connection error, 5xx or non-object body is unknown: the bank may have acted. */
@@ -93,7 +90,6 @@ export function requestJob(core: PaymentsCore, key: MasterKey, bank: TBankReques
   return { kind: REQUEST_JOB, async: spec };
 }
 
-/** The refusal job: the payment is refused processing_error with the `bankCode` the connector gave (refuse()). */
 export function refuseJob(core: PaymentsCore): ModuleJob {
   return {
     kind: REFUSE_JOB,

@@ -33,7 +33,6 @@ export function tokenMatches(body: Record<string, unknown>, password: string): b
   return safeEqual(got, tbankToken(body, password));
 }
 
-/** A readable answer of the bank: the fields kopek uses, as the bank named them. */
 export interface TBankAnswer {
   Success?: boolean;
   ErrorCode?: string;

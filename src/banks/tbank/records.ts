@@ -30,16 +30,13 @@ export async function getSession(db: Reader, paymentId: string): Promise<Session
 }
 
 /** Start a new attempt of a payment's session with a fresh OrderId (what the page showed is forgotten). */
-export async function newAttempt(tx: Tx, paymentId: string, shopId: string, orderId: string, now: number): Promise<number> {
-  const prev = await getSession(tx, paymentId);
-  const attempt = (prev?.attempt ?? 0) + 1;
+export async function newAttempt(tx: Tx, paymentId: string, shopId: string, orderId: string, now: number): Promise<void> {
   await tx.run(
-    `INSERT INTO tbank_sessions (payment_id, shop_id, order_id, attempt, updated_at) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (payment_id) DO UPDATE SET order_id = excluded.order_id, attempt = excluded.attempt, bank_payment_id = '',
+    `INSERT INTO tbank_sessions (payment_id, shop_id, order_id, attempt, updated_at) VALUES (?, ?, ?, 1, ?)
+       ON CONFLICT (payment_id) DO UPDATE SET order_id = excluded.order_id, attempt = tbank_sessions.attempt + 1, bank_payment_id = '',
          payment_url = '', qr_payload = '', updated_at = excluded.updated_at`,
-    paymentId, shopId, orderId, attempt, now,
+    paymentId, shopId, orderId, now,
   );
-  return attempt;
 }
 
 /** Update what the bank told about a session (empty values keep what is there). */

@@ -9,7 +9,6 @@ import { recordRequest } from '../http-call';
 import { YOOKASSA } from './settings';
 import { forged, noDescription, noExtras, nothing } from '../none';
 
-/** Job kind: send one recorded request to YooKassa and apply its answer. */
 export const REQUEST_JOB = 'yookassa.request';
 
 /** Why a request is sent: the first POST, a status check (GET, or the POST again), or a notification's GET. */

@@ -12,7 +12,7 @@ import { answerOf, isCardBody, payoutObjectOf, withCardNumber } from './protocol
 import { putPayoutRef, type YookassaRequestRow } from './records';
 import { getRequest, JOB_MARGIN_MS, markAnswered, sendRecorded } from '../http-call';
 import { REQUEST_JOB, YookassaBank, type Purpose } from './bank';
-import { gatewayOf, YOOKASSA, type YookassaGateway } from './settings';
+import { gatewayOf, YOOKASSA } from './settings';
 
 /** What a run gave: the call's outcome, or `lost` (a card payout's number is gone: nothing was sent). */
 type Outcome = Sent | { kind: 'lost' };
@@ -35,7 +35,7 @@ export function requestJob(core: PaymentsCore, bank: YookassaBank, policy: UrlPo
         if (!number) return { kind: 'lost' };
         body = withCardNumber(body, number);
       }
-      let gw: YookassaGateway;
+      let gw: ReturnType<typeof gatewayOf>;
       try {
         gw = gatewayOf(core.store.path, pp);
       } catch (err) {

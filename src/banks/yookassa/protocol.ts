@@ -4,7 +4,6 @@ import type { MoneyAnswer, PayoutRequest } from '../../money/bank-port/port';
 
 const MAX_DESCRIPTION = 128;
 
-/** The payout object's parts kopek reads. */
 export interface PayoutObject {
   id: string;
   status: string;

@@ -26,7 +26,6 @@ export async function putPayoutRef(tx: Tx, payoutId: string, providerId: string)
   await tx.run(`UPDATE payouts SET bank_ref = ? WHERE id = ? AND bank_ref = ''`, providerId, payoutId);
 }
 
-/** A pending live payout of a shop whose bank_ref is the provider's id. */
 export async function payoutOfProviderId(q: Reader, shopId: string, providerId: string): Promise<string | undefined> {
   return (await q.get<{ id: string }>(`SELECT id FROM payouts WHERE shop_id = ? AND mode = 'live' AND bank_ref = ? LIMIT 1`, shopId, providerId))?.id;
 }

@@ -12,14 +12,7 @@ export function secretLabel(shopId: string): string {
   return `shop_payout_providers.secret:${shopId}`;
 }
 
-/** A payout gateway's credentials in clear, for one request; never stored or logged. */
-export interface YookassaGateway {
-  agentId: string;
-  secret: string;
-  apiUrl: string;
-}
-
-/** The gateway of a shop's payout provider row, its secret unsealed (`dbPath`: the database whose master key sealed it). */
-export function gatewayOf(dbPath: string, row: ShopPayoutProvider): YookassaGateway {
+/** A shop's payout gateway, its secret unsealed for one request, never stored or logged (`dbPath`: the database whose master key sealed it). */
+export function gatewayOf(dbPath: string, row: ShopPayoutProvider): { agentId: string; secret: string; apiUrl: string } {
   return { agentId: row.agent_id, secret: unseal(dbPath, row.secret, secretLabel(row.shop_id)), apiUrl: row.api_url.replace(/\/+$/, '') };
 }
