@@ -113,19 +113,13 @@ export function opensAtOnce(input: PaymentInput): boolean {
   return input.tokenId !== undefined || input.method === 'recurrent';
 }
 
-export interface PaymentDraft {
-  params: InsertParams;
-  created: EventInput;
-  bank: BankPort;
-}
-
 /** What the bank is told of a payment about to be created (it answers with metadata of its own). */
 export function newPaymentOf(input: PaymentInput): NewPayment {
   return { shopId: input.shopId, mode: input.mode, amount: input.amount, kind: input.kind ?? 'payment', tokenId: input.tokenId };
 }
 
 /** Created at `now` on its shop's clock, with its bank's metadata (`described`: test payments, their simulator plan). */
-export function draftPayment(bank: BankPort, input: PaymentInput, now: number, described: Record<string, string>): PaymentDraft {
+export function draftPayment(bank: BankPort, input: PaymentInput, now: number, described: Record<string, string>) {
   const meta: Record<string, string> = {};
   if (input.metadata) {
     Object.assign(meta, input.metadata);
@@ -169,7 +163,6 @@ export function draftPayment(bank: BankPort, input: PaymentInput, now: number, d
  * transaction). The clock is read and the bank looked up once.
  */
 export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; body: Record<string, unknown> }> {
-  // A saved method needs no buyer: its session opens at once (decisions.md).
   const atOnce = opensAtOnce(input);
   // Independent: one round trip on PostgreSQL, with the BEGIN.
   const [now, bank, seq] = await Promise.all([

@@ -81,7 +81,6 @@ export async function cancelPayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
 export async function listPayments(ctx: Ctx<Core>): Promise<Reply> {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: PAYMENT_STATUSES, extra: { include_test: ['0', '1'] } });
-  // A live key sees live payments, and test ones too with include_test=1; a test key sees test payments.
   const modes = auth.mode === 'test' || rq.extra.include_test !== '1' ? [auth.mode] : ['live', 'test'];
   const rows = await registerRows<Pick<PaymentRow, 'seq' | 'id' | 'order_id' | 'amount' | 'currency' | 'method' | 'status' | 'created_at' | 'mode'>>(
     ctx.app.store,

@@ -147,7 +147,6 @@ export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, o
   if (p.method === 'any') refuse(p, 'open a bank session for', ' and no method is chosen yet');
   const now = opts.at ?? (await core.clocks.now(tx, p.shop_id, p.mode));
   const until = now + SESSION_TTL_MS[p.method];
-  // Independent: the move, the shop's session sweep and its bank side by side.
   const [next, , bank] = await Promise.all([
     move(core, tx, p, 'processing', 'open a bank session for', now, { ...opts.patch, processing_until: until }, opts.unwritten),
     core.scheduler.ensureDueBy(tx, { kind: SESSION_SWEEP_JOB, subjectId: `${p.shop_id}/${p.mode}`, shopId: p.shop_id, mode: p.mode, dueAt: until }),
