@@ -8,7 +8,6 @@ import { cardFingerprint } from '../../platform/secrets/at-rest';
 
 export const IDEMPOTENCY_KEY_MAX = 64;
 
-/** Enters the fingerprint as a keyed hash (see canonical). */
 const CARD_FIELD = 'card_pan';
 
 /**

@@ -76,7 +76,6 @@ export interface PaymentCreatesCore extends PaymentsCore {
   readonly creates: PaymentCreates | undefined;
 }
 
-/** See the top of this file. */
 export class PaymentCreates {
   private readonly waiting: Waiting[] = [];
   private running = 0;
@@ -95,7 +94,6 @@ export class PaymentCreates {
     return this.waiting.length;
   }
 
-  /** Without a saved method (whose session opens at once). */
   takes(input: PaymentInput): boolean {
     return !opensAtOnce(input);
   }

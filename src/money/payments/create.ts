@@ -19,7 +19,6 @@ export const CREATE_FIELDS = ['amount', 'currency', 'method', 'order_id', 'custo
 export const RESERVED_METADATA = ['mode', 'kind', 'webhook_url', 'customer_id', 'bank_ref', 'failure_code', 'bank_failure_code', 'simulator_outcome', 'simulator_failure_code'];
 
 export const TTL_DEFAULT_MIN = 60;
-/** 7 days. */
 export const TTL_MAX_MIN = 7 * 24 * 60;
 
 /** After validation. */
@@ -158,9 +157,8 @@ export function draftPayment(bank: BankPort, input: PaymentInput, now: number, d
 }
 
 /**
- * Pending, its expiry covered by the shop's sweep, payment.created appended, with the body of its 201
- * (creationBody). A saved method's payment is written once, when its session opens (pending only inside this
- * transaction). The clock is read and the bank looked up once.
+ * Pending, its expiry covered by the shop's sweep, payment.created appended, with its 201 body (creationBody). A saved
+ * method's payment is written once, when its session opens (pending only in this transaction). One clock read, one bank.
  */
 export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; body: Record<string, unknown> }> {
   const atOnce = opensAtOnce(input);

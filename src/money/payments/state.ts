@@ -233,9 +233,6 @@ export const SESSION_SWEEP_JOB = 'payment.session_sweep';
 /** The next run, due at once, takes the rest. */
 export const SWEEP_BATCH = 200;
 
-// Where every bank answer about a payment enters the domain, whoever gives it (see bank-port/checks.ts).
-
-/** The configured wait, read at the time of scheduling. */
 export function checkTiming(core: Pick<Core, 'clocks' | 'scheduler' | 'config'>): CheckTiming {
   return { clocks: core.clocks, scheduler: core.scheduler, syncAfterSeconds: core.config.acquirerSyncAfterSeconds };
 }
@@ -291,7 +288,6 @@ export async function notifiedPaymentAnswered(core: PaymentsCore, tx: Tx, shopId
   return paymentAnswered(core, tx, p, a, amount);
 }
 
-/** Ask the bank again, unless the payment is final by now. */
 export async function runPaymentCheck(core: Pick<Core, 'banks'>, tx: Tx, job: Job): Promise<void> {
   const p = await getPayment(tx, job.subject_id);
   if (p && p.status === 'processing') await (await core.banks.for(tx, p.shop_id, p.mode)).checkStatus(tx, { kind: 'payment', payment: p });

@@ -65,7 +65,6 @@ export function refundView(r: RefundRow, withCompleted = true): RefundView {
   return v;
 }
 
-/** The shop's name a view shows. */
 export const SHOP_NAME_SQL = 'SELECT name FROM shops WHERE id = ?';
 
 /** The Payment object as GET answers it; refunds are read only when it may have some (`unrefunded`: none, just succeeded). */
