@@ -31,17 +31,6 @@ const WEBHOOK: Partial<Record<PaymentStatus, string>> = {
   expired: 'payment.expired',
 };
 
-export interface Resolution {
-  outcome: 'succeeded' | 'failed';
-  failureCode?: string;
-  bankFailureCode?: string;
-  rrn?: string;
-  bankName?: string;
-  card?: { brand: string; mask: string; holder: string };
-  phoneMask?: string;
-  payerBank?: string;
-}
-
 /** The state machine always acts on the committed row. */
 export async function reload(q: Reader, id: string): Promise<PaymentRow> {
   const p = await getPayment(q, id);
@@ -158,29 +147,31 @@ export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, o
   return next;
 }
 
-export async function resolveTx(core: PaymentsCore, tx: Tx, p: PaymentRow, r: Resolution): Promise<PaymentRow> {
-  const action = r.outcome === 'succeeded' ? 'confirm' : 'fail';
+/** processing → succeeded or failed, on the bank's final answer. */
+async function resolveTx(core: PaymentsCore, tx: Tx, p: PaymentRow, a: Extract<PaymentAnswer, { outcome: 'succeeded' | 'refused' }>): Promise<PaymentRow> {
+  const ok = a.outcome === 'succeeded';
+  const action = ok ? 'confirm' : 'fail';
   if (p.status !== 'processing') refuse(p, action);
   const now = await core.clocks.now(tx, p.shop_id, p.mode);
   const patch: Partial<PaymentRow> = { finalized_at: now };
-  if (r.rrn) patch.rrn = r.rrn;
-  if (r.bankName) patch.bank_name = r.bankName;
-  if (r.card) {
-    patch.card_brand = r.card.brand.slice(0, 32);
-    patch.card_mask = r.card.mask.slice(0, 32);
-    patch.card_holder = r.card.holder.slice(0, 128);
+  if (ok && a.rrn) patch.rrn = a.rrn;
+  if (a.bankName) patch.bank_name = a.bankName;
+  if (a.card) {
+    patch.card_brand = a.card.brand.slice(0, 32);
+    patch.card_mask = a.card.mask.slice(0, 32);
+    patch.card_holder = a.card.holder.slice(0, 128);
   }
-  if (r.phoneMask) patch.phone_mask = r.phoneMask;
-  if (r.payerBank) patch.payer_bank = r.payerBank;
-  if (r.outcome === 'succeeded') {
+  if (ok && a.phoneMask) patch.phone_mask = a.phoneMask;
+  if (ok && a.payerBank) patch.payer_bank = a.payerBank;
+  if (ok) {
     patch.captured_at = now;
   } else {
     const meta = metadataOf(p);
-    meta.failure_code = r.failureCode || 'do_not_honor';
-    if (r.bankFailureCode) meta.bank_failure_code = r.bankFailureCode;
+    meta.failure_code = a.failureCode || 'do_not_honor';
+    if (a.bankCode) meta.bank_failure_code = a.bankCode;
     patch.metadata = JSON.stringify(meta);
   }
-  return move(core, tx, p, r.outcome, action, now, patch);
+  return move(core, tx, p, ok ? 'succeeded' : 'failed', action, now, patch);
 }
 
 /** pending → cancelled (merchant or buyer); the bank voids whatever it holds. */
@@ -264,10 +255,8 @@ export async function paymentAnswered(core: PaymentsCore, tx: Tx, payment: strin
       await scheduleCheck(checkTiming(core), tx, 'payment', { id: p.id, shopId: p.shop_id, mode: p.mode, since: sessionStart(p) });
       return 'checking';
     case 'succeeded':
-      moved = resolveTx(core, tx, p, { outcome: 'succeeded', rrn: a.rrn, bankName: a.bankName, card: a.card, phoneMask: a.phoneMask, payerBank: a.payerBank });
-      break;
     case 'refused':
-      moved = resolveTx(core, tx, p, { outcome: 'failed', failureCode: a.failureCode, bankFailureCode: a.bankCode, bankName: a.bankName, card: a.card });
+      moved = resolveTx(core, tx, p, a);
       break;
     case 'expired':
       moved = expireTx(core, tx, p);
