@@ -8,9 +8,8 @@ export interface PaymentsCore extends Core {
 }
 
 /**
- * A reaction to a payment's status change, run inside the transaction that made it, after the change, its money
- * and its event are written: `payment` is the row as the move left it, `from` the status it left, `at` the time
- * of the move on the payment's clock. A throw rolls the whole change back.
+ * A reaction to a payment's status change, in its transaction, once the change, its money and its event are written:
+ * `payment` as the move left it, `from` the status it left, `at` the move's time on its clock. A throw rolls all back.
  */
 export type PaymentMoved = (tx: Tx, payment: PaymentRow, from: PaymentStatus, at: number) => Promise<void>;
 

@@ -18,9 +18,8 @@ import { insertPayments } from './store';
 
 export const CREATE_BATCH = {
   /**
-   * Pool connections (--db-pool) per create transaction under way; the rest serve other work. Fewer make larger
-   * batches and less CPU per create (32 clients, pool of 10: one or two under way were best, eight no better than
-   * no gathering).
+   * Pool connections (--db-pool) per create transaction under way; the rest serve other work. Fewer make larger batches
+   * and less CPU per create (32 clients, pool of 10: one or two under way were best, eight no better than no gathering).
    */
   connections_each: 5,
   max_rows: 64,

@@ -211,10 +211,9 @@ export async function applyRefundTx(core: PaymentsCore, tx: Tx, p: PaymentRow, a
 }
 
 /**
- * Expire a shop and mode's pending payments whose links ran out: one job per shop and mode, due at the earliest
- * expires_at, expiring all due and scheduling the next. A create writes no job (it may move the sweep earlier), and
- * a payment leaving `pending` just drops out of the partial index `payments_pending_expiry`. Its subject is
- * `<shop id>/<mode>`; whoever may need it sooner moves it with Scheduler.ensureDueBy.
+ * Expire a shop and mode's pending payments whose links ran out: one job per shop and mode (subject `<shop id>/<mode>`),
+ * due at the earliest expires_at, expiring all due and scheduling the next. A create writes no job (it may move the sweep
+ * earlier with Scheduler.ensureDueBy); a payment leaving `pending` drops out of the partial index payments_pending_expiry.
  */
 export const LINK_SWEEP_JOB = 'payment.link_sweep';
 
