@@ -29,16 +29,8 @@ export async function scheduleCheck(t: CheckTiming, tx: Tx, kind: CheckKind, op:
   await t.scheduler.schedule(tx, { kind: CHECK_JOBS[kind], subjectId: op.id, shopId: op.shopId, mode: op.mode, dueAt: now + Math.max(syncAfter_ms, waited_ms) });
 }
 
-export interface Mismatch {
-  shopId: string;
-  subjectId: string;
-  expected: number;
-  told: number;
-  outcome: string;
-}
-
 /** For kopek doctor: the bank's amount differs, or it took a payment kopek had closed. Stamped with real time. */
-export async function recordMismatch(clocks: Pick<Clocks, 'real'>, tx: Tx, m: Mismatch): Promise<void> {
+export async function recordMismatch(clocks: Pick<Clocks, 'real'>, tx: Tx, m: { shopId: string; subjectId: string; expected: number; told: number; outcome: string }): Promise<void> {
   await tx.run(
     'INSERT INTO bank_mismatches (shop_id, subject_id, expected_amount, bank_amount, answer, created_at) VALUES (?, ?, ?, ?, ?, ?)',
     m.shopId,

@@ -10,8 +10,6 @@ import { keyStanding } from '../../platform/auth/authenticate';
 import { eventId } from '../../platform/util/ids';
 import { encodeSse, encodeSseComment } from './sse';
 
-// The event log: appended in the writing transaction, fanned out after commit to the SSE streams.
-
 /** An SSE kind and payload, and optionally a webhook. */
 export interface EventInput {
   merchantId: string;
@@ -234,14 +232,9 @@ export class EventStreamHub {
 
   constructor(private readonly deps: StreamDeps) {}
 
-  /** Once the server listens. */
   start(): void {
     const ping_ms = this.deps.config.ssePingSeconds * 1000;
     if (ping_ms > 0 && !this.pingTimer) this.pingTimer = setInterval(() => this.ping(), ping_ms).unref();
-  }
-
-  stop(): void {
-    this.closeAll();
   }
 
   get clientCount(): number {
@@ -323,7 +316,7 @@ export class EventStreamHub {
   }
 
   /** The last client's drop stops listening and checking keys. */
-  closeAll(): void {
+  stop(): void {
     if (this.pingTimer) clearInterval(this.pingTimer);
     this.pingTimer = null;
     for (const set of [...this.byKey.values()]) for (const c of [...set]) c.close('server shutting down');
@@ -398,7 +391,6 @@ function drained(res: ServerResponse): Promise<void> {
 
 /** GET /v1/public/events: with Last-Event-ID, replayed after it first; `?format=webhook` sends webhook bodies. */
 export async function streamEvents(ctx: Ctx<{ readonly stream: EventStreamHub }>): Promise<Reply> {
-  // Anything but the two formats is refused before the stream opens.
   const raw = ctx.query.get('format');
   if (raw !== null && raw !== 'events' && raw !== 'webhook') {
     throw badRequest(`Cannot open the event stream: format must be "events" or "webhook", got "${raw.slice(0, 64)}"`, 'format');

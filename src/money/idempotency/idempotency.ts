@@ -8,7 +8,6 @@ import { cardFingerprint } from '../../platform/secrets/at-rest';
 
 export const IDEMPOTENCY_KEY_MAX = 64;
 
-/** Enters the fingerprint as a keyed hash (see canonical). */
 const CARD_FIELD = 'card_pan';
 
 /**
@@ -27,18 +26,6 @@ function canonical(value: unknown, pan: (v: string) => string): string {
     s += (i > 0 ? ',' : '') + JSON.stringify(k) + ':' + canonical(safe, pan);
   }
   return s + '}';
-}
-
-/** Validated; undefined when absent. */
-export function idempotencyKey(ctx: Ctx): string | undefined {
-  const raw = ctx.req.headers['idempotency-key'];
-  if (raw === undefined) return undefined;
-  const key = Array.isArray(raw) ? raw[0] : raw;
-  if (key.length === 0) throw new ApiError(400, 'bad_request', 'Idempotency-Key must not be empty', 'Idempotency-Key');
-  if (key.length > IDEMPOTENCY_KEY_MAX) {
-    throw new ApiError(400, 'bad_request', `Idempotency-Key must be at most ${IDEMPOTENCY_KEY_MAX} characters, got ${key.length}`, 'Idempotency-Key');
-  }
-  return key;
 }
 
 export interface IdempotencyServices {
@@ -61,7 +48,12 @@ export async function idempotentCreate(
   replay?: (tx: Tx, stored: Record<string, unknown>) => Promise<Record<string, unknown>>,
 ): Promise<Reply> {
   const auth = ctx.auth!;
-  const key = idempotencyKey(ctx);
+  const raw = ctx.req.headers['idempotency-key'];
+  const key = Array.isArray(raw) ? raw[0] : raw;
+  if (key === '') throw new ApiError(400, 'bad_request', 'Idempotency-Key must not be empty', 'Idempotency-Key');
+  if (key !== undefined && key.length > IDEMPOTENCY_KEY_MAX) {
+    throw new ApiError(400, 'bad_request', `Idempotency-Key must be at most ${IDEMPOTENCY_KEY_MAX} characters, got ${key.length}`, 'Idempotency-Key');
+  }
   // Another shop of the merchant reusing the key gets a conflict, never another shop's object.
   const request = (): string => `${auth.shopId} ${auth.mode} ${ctx.method} ${ctx.route} ${JSON.stringify(ctx.params)}\n${canonical(ctx.body ?? null, (v) => cardFingerprint(ctx.app.store.path, v))}`;
   const fingerprint = key === undefined ? null : hash('sha256', request(), 'hex').slice(0, 2 * FINGERPRINT_BYTES);

@@ -161,8 +161,7 @@ const SOURCES: readonly Source[] = [
     want: (p) => ({ payout_reserved: true, payout_settled: p.status === 'succeeded', payout_released: p.status === 'failed' }),
   },
   {
-    table: 'payments',
-    verb: 'credits', 
+    table: 'payments', verb: 'credits',
     want: (p) => ({ payment_succeeded: p.status === 'succeeded' || p.status === 'refunded' }),
   },
   {

@@ -2,18 +2,14 @@ import type { Core } from '../core/core';
 import type { Tx } from '../../platform/storage/store';
 import type { PaymentRow, PaymentStatus } from '../bank-port/payment';
 
-/**
- * The core as the payments state machine needs it: with the typed hooks `move()` runs after a status change
- * (tokens and subscriptions react to their payments there). Whoever moves a payment takes this type.
- */
+/** The core with the hooks `move()` runs after a status change (PaymentHooks): whoever moves a payment takes this type. */
 export interface PaymentsCore extends Core {
   readonly paymentHooks: PaymentHooks;
 }
 
 /**
- * A reaction to a payment's status change, run inside the transaction that made it, after the change, its money
- * and its event are written: `payment` is the row as the move left it, `from` the status it left, `at` the time
- * of the move on the payment's clock. A throw rolls the whole change back.
+ * A reaction to a payment's status change, in its transaction, once the change, its money and its event are written:
+ * `payment` as the move left it, `from` the status it left, `at` the move's time on its clock. A throw rolls all back.
  */
 export type PaymentMoved = (tx: Tx, payment: PaymentRow, from: PaymentStatus, at: number) => Promise<void>;
 
@@ -25,7 +21,6 @@ export interface MovedFilter {
 
 /** The typed hooks of the payments state machine: other domains react to payments here, never the other way. */
 export class PaymentHooks {
-  /** Run by the state machine's move(), in order, for the moves their filter names. */
   readonly moved: Array<{ fn: PaymentMoved; kinds: ReadonlySet<string>; statuses: ReadonlySet<string> }> = [];
 
   /** Run `fn` after every status change that `only` names, in the order added. */

@@ -18,9 +18,8 @@ import { insertPayments } from './store';
 
 export const CREATE_BATCH = {
   /**
-   * Pool connections (--db-pool) per create transaction under way; the rest serve other work. Fewer make larger
-   * batches and less CPU per create (32 clients, pool of 10: one or two under way were best, eight no better than
-   * no gathering).
+   * Pool connections (--db-pool) per create transaction under way; the rest serve other work. Fewer make larger batches
+   * and less CPU per create (32 clients, pool of 10: one or two under way were best, eight no better than no gathering).
    */
   connections_each: 5,
   max_rows: 64,
@@ -69,10 +68,6 @@ interface Waiting {
   reject(err: unknown): void;
 }
 
-function unavailable(message: string): Error {
-  return Object.assign(new Error(message), { code: 'DB_UNAVAILABLE' });
-}
-
 /** After these a create is not run again alone: the outcome is unknown, or the database is away. */
 const FINAL = new Set(['DB_COMMIT_UNKNOWN', 'DB_UNAVAILABLE']);
 
@@ -80,7 +75,6 @@ export interface PaymentCreatesCore extends PaymentsCore {
   readonly creates: PaymentCreates | undefined;
 }
 
-/** See the top of this file. */
 export class PaymentCreates {
   private readonly waiting: Waiting[] = [];
   private running = 0;
@@ -99,7 +93,6 @@ export class PaymentCreates {
     return this.waiting.length;
   }
 
-  /** Without a saved method (whose session opens at once). */
   takes(input: PaymentInput): boolean {
     return !opensAtOnce(input);
   }
@@ -116,7 +109,8 @@ export class PaymentCreates {
     const now = this.core.clocks.real();
     while (this.waiting.length > 0 && now - this.waiting[0].since > this.waitMs) {
       const late = this.waiting.shift()!;
-      late.reject(unavailable(`the database is unavailable: a payment create waited ${now - late.since} ms for a transaction (at most ${this.waitMs} ms)`));
+      const message = `the database is unavailable: a payment create waited ${now - late.since} ms for a transaction (at most ${this.waitMs} ms)`;
+      late.reject(Object.assign(new Error(message), { code: 'DB_UNAVAILABLE' }));
     }
     while (this.running < this.inFlight && this.waiting.length > 0) {
       const batch = this.waiting.splice(0, CREATE_BATCH.max_rows);
@@ -137,11 +131,7 @@ export class PaymentCreates {
         for (const w of batch) w.reject(err);
         return;
       }
-      await Promise.all(batch.map((w) => this.alone(w.input).then(w.resolve, w.reject)));
+      await Promise.all(batch.map((w) => this.core.store.write((tx) => createWithAnswer(this.core, tx, w.input)).then(w.resolve, w.reject)));
     }
-  }
-
-  private async alone(input: PaymentInput): Promise<CreatedPayment> {
-    return this.core.store.write((tx) => createWithAnswer(this.core, tx, input));
   }
 }

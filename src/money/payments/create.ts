@@ -19,7 +19,6 @@ export const CREATE_FIELDS = ['amount', 'currency', 'method', 'order_id', 'custo
 export const RESERVED_METADATA = ['mode', 'kind', 'webhook_url', 'customer_id', 'bank_ref', 'failure_code', 'bank_failure_code', 'simulator_outcome', 'simulator_failure_code'];
 
 export const TTL_DEFAULT_MIN = 60;
-/** 7 days. */
 export const TTL_MAX_MIN = 7 * 24 * 60;
 
 /** After validation. */
@@ -113,19 +112,13 @@ export function opensAtOnce(input: PaymentInput): boolean {
   return input.tokenId !== undefined || input.method === 'recurrent';
 }
 
-export interface PaymentDraft {
-  params: InsertParams;
-  created: EventInput;
-  bank: BankPort;
-}
-
 /** What the bank is told of a payment about to be created (it answers with metadata of its own). */
 export function newPaymentOf(input: PaymentInput): NewPayment {
   return { shopId: input.shopId, mode: input.mode, amount: input.amount, kind: input.kind ?? 'payment', tokenId: input.tokenId };
 }
 
 /** Created at `now` on its shop's clock, with its bank's metadata (`described`: test payments, their simulator plan). */
-export function draftPayment(bank: BankPort, input: PaymentInput, now: number, described: Record<string, string>): PaymentDraft {
+export function draftPayment(bank: BankPort, input: PaymentInput, now: number, described: Record<string, string>) {
   const meta: Record<string, string> = {};
   if (input.metadata) {
     Object.assign(meta, input.metadata);
@@ -164,12 +157,10 @@ export function draftPayment(bank: BankPort, input: PaymentInput, now: number, d
 }
 
 /**
- * Pending, its expiry covered by the shop's sweep, payment.created appended, with the body of its 201
- * (creationBody). A saved method's payment is written once, when its session opens (pending only inside this
- * transaction). The clock is read and the bank looked up once.
+ * Pending, its expiry covered by the shop's sweep, payment.created appended, with its 201 body (creationBody). A saved
+ * method's payment is written once, when its session opens (pending only in this transaction). One clock read, one bank.
  */
 export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: PaymentInput): Promise<{ row: PaymentRow; body: Record<string, unknown> }> {
-  // A saved method needs no buyer: its session opens at once (decisions.md).
   const atOnce = opensAtOnce(input);
   // Independent: one round trip on PostgreSQL, with the BEGIN.
   const [now, bank, seq] = await Promise.all([

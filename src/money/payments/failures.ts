@@ -16,17 +16,6 @@ export const FAILURE_CODES = {
 /** A unified failure code. */
 export type FailureCode = keyof typeof FAILURE_CODES;
 
-/** Codes a payment may fail with (the others belong to expiry and payouts). */
-export const PAYMENT_FAILURE_CODES: readonly FailureCode[] = [
-  'do_not_honor',
-  'insufficient_funds',
-  'card_expired',
-  'invalid_card',
-  'limit_exceeded',
-  'three_ds_failed',
-  'processing_error',
-];
-
 /** The human sentence of a failure code; unknown codes get a generic one. */
 export function failureMessage(code: string): string {
   return (FAILURE_CODES as Record<string, string>)[code] ?? 'The operation failed';
@@ -42,6 +31,9 @@ const BANK_CODES: Partial<Record<FailureCode, string>> = {
   three_ds_failed: '65',
   processing_error: '96',
 };
+
+/** Codes a payment may fail with, those a bank answers with (the others belong to expiry and payouts). */
+export const PAYMENT_FAILURE_CODES = Object.keys(BANK_CODES) as readonly FailureCode[];
 
 /** The raw bank code the simulator reports for a unified code. */
 export function bankCodeFor(code: string): string {

@@ -17,7 +17,6 @@ import { cancelTx, chooseMethodTx, openSessionTx } from './state';
 import { getPayment, metadataOf, paymentView, readPaymentView } from './store';
 import { PAYMENT_METHODS, PAYMENT_STATUSES, type ConcreteMethod, type PaymentRow, type PaymentView } from '../bank-port/payment';
 
-/** True when the key may see the payment: its shop's, and its mode unless `anyMode`. */
 function visibleTo(auth: Auth, p: { shop_id: string; mode: Mode }, anyMode: boolean): boolean {
   return p.shop_id === auth.shopId && (anyMode || p.mode === auth.mode);
 }
@@ -81,7 +80,6 @@ export async function cancelPayment(ctx: Ctx<PaymentsCore>): Promise<Reply> {
 export async function listPayments(ctx: Ctx<Core>): Promise<Reply> {
   const auth = ctx.auth!;
   const rq = parseRegisterQuery(ctx.query, { statuses: PAYMENT_STATUSES, extra: { include_test: ['0', '1'] } });
-  // A live key sees live payments, and test ones too with include_test=1; a test key sees test payments.
   const modes = auth.mode === 'test' || rq.extra.include_test !== '1' ? [auth.mode] : ['live', 'test'];
   const rows = await registerRows<Pick<PaymentRow, 'seq' | 'id' | 'order_id' | 'amount' | 'currency' | 'method' | 'status' | 'created_at' | 'mode'>>(
     ctx.app.store,
@@ -120,9 +118,8 @@ export async function findPaymentForPage(q: Reader, id: string): Promise<Payment
 }
 
 /**
- * The buyer pays with `method`: a payment created with `any` takes it, and the bank session opens
- * (pending → processing). Only this POST opens a session: opening the page changes nothing. Paying again
- * with the method already open changes nothing. Resolves with the payment's row as it is now.
+ * The buyer pays with `method` (a payment created with `any` takes it) and the bank session opens; only this POST
+ * opens one, and paying again with the method already open changes nothing. Resolves with the row as it is now.
  */
 export async function payWithMethod(core: PaymentsCore, id: string, method: string): Promise<PaymentRow> {
   if (method === 'any' || method === 'recurrent' || !(PAYMENT_METHODS as readonly string[]).includes(method)) {
@@ -151,10 +148,7 @@ export async function buyerCancel(core: PaymentsCore, id: string): Promise<Payme
 
 const REDIRECT_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'refunded', 'expired']);
 
-/**
- * Where the buyer goes after a final status: return_url with `payment_id` and `status` added (its own
- * query kept), or null without return_url or before a final status.
- */
+/** Where the buyer goes after a final status: return_url with `payment_id` and `status` added (its query kept), else null. */
 export function buyerRedirectUrl(payment: { id: string; status: string; return_url: string }): string | null {
   if (!payment.return_url || !REDIRECT_STATUSES.has(payment.status)) return null;
   const u = new URL(payment.return_url);

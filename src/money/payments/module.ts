@@ -5,10 +5,7 @@ import { expireTx, LINK_SWEEP_JOB, runPaymentCheck, SESSION_SWEEP_JOB, SWEEP_BAT
 import { LINK_END, SESSION_END, type Deadline } from './store';
 import type { PaymentRow } from '../bank-port/payment';
 
-/**
- * The payments domain as the wiring mounts it: the shops' link and session sweeps and the payment status check.
- * Builds only; mountModules registers the jobs in this order.
- */
+/** The shops' link and session sweeps and the payment status check, which mountModules registers in this order. Builds only. */
 export function paymentsModule(core: PaymentsCore): Module {
   return {
     name: 'payments',

@@ -7,7 +7,6 @@ const timeOrNull = { ...timeOrNullSchema, description: 'null until known' };
 const status = { type: 'string', enum: [...PAYMENT_STATUSES] };
 const method = { type: 'string', enum: [...PAYMENT_METHODS] };
 const stringMap = { type: 'object', additionalProperties: { type: 'string' } };
-const refundStatus = { type: 'string', enum: ['pending', 'succeeded', 'failed'] };
 
 const mode = { enum: ['test', 'live'] };
 /** The payment fields the create answer, the Payment object and the register item all carry. */
@@ -32,12 +31,27 @@ const refundBase = {
   merchant_id: uuid,
   amount: money,
   reason: { type: 'string' },
-  status: refundStatus,
+  status: { type: 'string', enum: ['pending', 'succeeded', 'failed'] },
   failure_code: { type: 'string', description: 'Unified failure code of a failed refund; "" otherwise' },
   created_at: time,
 };
+/** A refund as the register lists it: no merchant_id. */
+const { merchant_id: _merchant, ...refundItem } = refundBase;
 
-const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
+export const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
+
+/** A GET of one object or of a register: its 200 answer (`answer` describes it), or an Error. */
+export function readOp(operationId: string, summary: string, parameters: unknown[], answer: string, body: unknown) {
+  const responses = { '200': jsonResponse(answer, body), ...errorResponses };
+  return { operationId, summary, security: bearer, parameters, responses };
+}
+
+/** A POST …/cancel of a payment, token or subscription, `body` its requestBody if any; 200 and the new status. */
+export function cancelOp(operationId: string, summary: string, parameters: unknown[], body = {}) {
+  const cancelled = jsonResponse('Cancelled', strictObject({ status: { const: 'cancelled' } }));
+  const responses = { '200': cancelled, ...errorResponses };
+  return { operationId, summary, security: bearer, parameters, ...body, responses };
+}
 
 /** OpenAPI paths and schemas of payments, refunds, their registers and the payment simulate helper. */
 export const paymentsOpenApi: OpenApiFragment = {
@@ -51,31 +65,15 @@ export const paymentsOpenApi: OpenApiFragment = {
         requestBody: jsonBody(ref('PaymentCreateRequest')),
         responses: createdResponses(ref('PaymentCreated'), 'Created'),
       },
-      get: {
-        operationId: 'listPayments',
-        summary: 'Payment register (scope api:reports:read), newest first',
-        security: bearer,
-        parameters: [...registerQuery, { name: 'include_test', in: 'query', schema: { enum: ['0', '1'] }, description: 'live keys: 1 adds test payments' }],
-        responses: { '200': jsonResponse('A page', registerPage('PaymentRegisterItem')), ...errorResponses },
-      },
+      get: readOp('listPayments', 'Payment register (scope api:reports:read), newest first',
+        [...registerQuery, { name: 'include_test', in: 'query', schema: { enum: ['0', '1'] }, description: 'live keys: 1 adds test payments' }],
+        'A page', registerPage('PaymentRegisterItem')),
     },
     '/v1/public/payments/{id}': {
-      get: {
-        operationId: 'getPayment',
-        summary: 'A payment with its refunds',
-        security: bearer,
-        parameters: idParam,
-        responses: { '200': jsonResponse('The payment', ref('Payment')), ...errorResponses },
-      },
+      get: readOp('getPayment', 'A payment with its refunds', idParam, 'The payment', ref('Payment')),
     },
     '/v1/public/payments/{id}/cancel': {
-      post: {
-        operationId: 'cancelPayment',
-        summary: 'Cancel a pending payment (409 invalid_state otherwise)',
-        security: bearer,
-        parameters: idParam,
-        responses: { '200': jsonResponse('Cancelled', strictObject({ status: { const: 'cancelled' } })), ...errorResponses },
-      },
+      post: cancelOp('cancelPayment', 'Cancel a pending payment (409 invalid_state otherwise)', idParam),
     },
     '/v1/public/payments/{id}/refund': {
       post: {
@@ -91,13 +89,7 @@ export const paymentsOpenApi: OpenApiFragment = {
       },
     },
     '/v1/public/refunds': {
-      get: {
-        operationId: 'listRefunds',
-        summary: 'Refund register (scope api:reports:read), newest first',
-        security: bearer,
-        parameters: registerQuery,
-        responses: { '200': jsonResponse('A page', registerPage('RefundRegisterItem')), ...errorResponses },
-      },
+      get: readOp('listRefunds', 'Refund register (scope api:reports:read), newest first', registerQuery, 'A page', registerPage('RefundRegisterItem')),
     },
   },
   schemas: {
@@ -164,15 +156,6 @@ export const paymentsOpenApi: OpenApiFragment = {
       properties: { ...refundBase, idempotent: { const: true } },
     },
     PaymentRegisterItem: strictObject({ ...paymentSummary, mode }),
-    RefundRegisterItem: strictObject({
-      id: uuid,
-      payment_id: uuid,
-      amount: money,
-      reason: { type: 'string' },
-      status: refundStatus,
-      failure_code: refundBase.failure_code,
-      created_at: time,
-      completed_at: timeOrNull,
-    }),
+    RefundRegisterItem: strictObject({ ...refundItem, completed_at: timeOrNull }),
   },
 };

@@ -31,17 +31,6 @@ const WEBHOOK: Partial<Record<PaymentStatus, string>> = {
   expired: 'payment.expired',
 };
 
-export interface Resolution {
-  outcome: 'succeeded' | 'failed';
-  failureCode?: string;
-  bankFailureCode?: string;
-  rrn?: string;
-  bankName?: string;
-  card?: { brand: string; mask: string; holder: string };
-  phoneMask?: string;
-  payerBank?: string;
-}
-
 /** The state machine always acts on the committed row. */
 export async function reload(q: Reader, id: string): Promise<PaymentRow> {
   const p = await getPayment(q, id);
@@ -147,7 +136,6 @@ export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, o
   if (p.method === 'any') refuse(p, 'open a bank session for', ' and no method is chosen yet');
   const now = opts.at ?? (await core.clocks.now(tx, p.shop_id, p.mode));
   const until = now + SESSION_TTL_MS[p.method];
-  // Independent: the move, the shop's session sweep and its bank side by side.
   const [next, , bank] = await Promise.all([
     move(core, tx, p, 'processing', 'open a bank session for', now, { ...opts.patch, processing_until: until }, opts.unwritten),
     core.scheduler.ensureDueBy(tx, { kind: SESSION_SWEEP_JOB, subjectId: `${p.shop_id}/${p.mode}`, shopId: p.shop_id, mode: p.mode, dueAt: until }),
@@ -159,29 +147,31 @@ export async function openSessionTx(core: PaymentsCore, tx: Tx, p: PaymentRow, o
   return next;
 }
 
-export async function resolveTx(core: PaymentsCore, tx: Tx, p: PaymentRow, r: Resolution): Promise<PaymentRow> {
-  const action = r.outcome === 'succeeded' ? 'confirm' : 'fail';
+/** processing → succeeded or failed, on the bank's final answer. */
+async function resolveTx(core: PaymentsCore, tx: Tx, p: PaymentRow, a: Extract<PaymentAnswer, { outcome: 'succeeded' | 'refused' }>): Promise<PaymentRow> {
+  const ok = a.outcome === 'succeeded';
+  const action = ok ? 'confirm' : 'fail';
   if (p.status !== 'processing') refuse(p, action);
   const now = await core.clocks.now(tx, p.shop_id, p.mode);
   const patch: Partial<PaymentRow> = { finalized_at: now };
-  if (r.rrn) patch.rrn = r.rrn;
-  if (r.bankName) patch.bank_name = r.bankName;
-  if (r.card) {
-    patch.card_brand = r.card.brand.slice(0, 32);
-    patch.card_mask = r.card.mask.slice(0, 32);
-    patch.card_holder = r.card.holder.slice(0, 128);
+  if (ok && a.rrn) patch.rrn = a.rrn;
+  if (a.bankName) patch.bank_name = a.bankName;
+  if (a.card) {
+    patch.card_brand = a.card.brand.slice(0, 32);
+    patch.card_mask = a.card.mask.slice(0, 32);
+    patch.card_holder = a.card.holder.slice(0, 128);
   }
-  if (r.phoneMask) patch.phone_mask = r.phoneMask;
-  if (r.payerBank) patch.payer_bank = r.payerBank;
-  if (r.outcome === 'succeeded') {
+  if (ok && a.phoneMask) patch.phone_mask = a.phoneMask;
+  if (ok && a.payerBank) patch.payer_bank = a.payerBank;
+  if (ok) {
     patch.captured_at = now;
   } else {
     const meta = metadataOf(p);
-    meta.failure_code = r.failureCode || 'do_not_honor';
-    if (r.bankFailureCode) meta.bank_failure_code = r.bankFailureCode;
+    meta.failure_code = a.failureCode || 'do_not_honor';
+    if (a.bankCode) meta.bank_failure_code = a.bankCode;
     patch.metadata = JSON.stringify(meta);
   }
-  return move(core, tx, p, r.outcome, action, now, patch);
+  return move(core, tx, p, ok ? 'succeeded' : 'failed', action, now, patch);
 }
 
 /** pending → cancelled (merchant or buyer); the bank voids whatever it holds. */
@@ -221,10 +211,9 @@ export async function applyRefundTx(core: PaymentsCore, tx: Tx, p: PaymentRow, a
 }
 
 /**
- * Expire a shop and mode's pending payments whose links ran out: one job per shop and mode, due at the earliest
- * expires_at, expiring all due and scheduling the next. A create writes no job (it may move the sweep earlier), and
- * a payment leaving `pending` just drops out of the partial index `payments_pending_expiry`. Its subject is
- * `<shop id>/<mode>`; whoever may need it sooner moves it with Scheduler.ensureDueBy.
+ * Expire a shop and mode's pending payments whose links ran out: one job per shop and mode (subject `<shop id>/<mode>`),
+ * due at the earliest expires_at, expiring all due and scheduling the next. A create writes no job (it may move the sweep
+ * earlier with Scheduler.ensureDueBy); a payment leaving `pending` drops out of the partial index payments_pending_expiry.
  */
 export const LINK_SWEEP_JOB = 'payment.link_sweep';
 
@@ -234,9 +223,6 @@ export const SESSION_SWEEP_JOB = 'payment.session_sweep';
 /** The next run, due at once, takes the rest. */
 export const SWEEP_BATCH = 200;
 
-// Where every bank answer about a payment enters the domain, whoever gives it (see bank-port/checks.ts).
-
-/** The configured wait, read at the time of scheduling. */
 export function checkTiming(core: Pick<Core, 'clocks' | 'scheduler' | 'config'>): CheckTiming {
   return { clocks: core.clocks, scheduler: core.scheduler, syncAfterSeconds: core.config.acquirerSyncAfterSeconds };
 }
@@ -268,10 +254,8 @@ export async function paymentAnswered(core: PaymentsCore, tx: Tx, payment: strin
       await scheduleCheck(checkTiming(core), tx, 'payment', { id: p.id, shopId: p.shop_id, mode: p.mode, since: sessionStart(p) });
       return 'checking';
     case 'succeeded':
-      moved = resolveTx(core, tx, p, { outcome: 'succeeded', rrn: a.rrn, bankName: a.bankName, card: a.card, phoneMask: a.phoneMask, payerBank: a.payerBank });
-      break;
     case 'refused':
-      moved = resolveTx(core, tx, p, { outcome: 'failed', failureCode: a.failureCode, bankFailureCode: a.bankCode, bankName: a.bankName, card: a.card });
+      moved = resolveTx(core, tx, p, a);
       break;
     case 'expired':
       moved = expireTx(core, tx, p);
@@ -292,7 +276,6 @@ export async function notifiedPaymentAnswered(core: PaymentsCore, tx: Tx, shopId
   return paymentAnswered(core, tx, p, a, amount);
 }
 
-/** Ask the bank again, unless the payment is final by now. */
 export async function runPaymentCheck(core: Pick<Core, 'banks'>, tx: Tx, job: Job): Promise<void> {
   const p = await getPayment(tx, job.subject_id);
   if (p && p.status === 'processing') await (await core.banks.for(tx, p.shop_id, p.mode)).checkStatus(tx, { kind: 'payment', payment: p });

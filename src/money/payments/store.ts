@@ -65,13 +65,9 @@ export function refundView(r: RefundRow, withCompleted = true): RefundView {
   return v;
 }
 
-/** The shop's name a view shows. */
 export const SHOP_NAME_SQL = 'SELECT name FROM shops WHERE id = ?';
 
-/**
- * The Payment object as GET answers it; refunds are read through `q` only when it may have some (`unrefunded`:
- * none, as a payment that has just succeeded). Inside a transaction pass its tx, outside the store.
- */
+/** The Payment object as GET answers it; refunds are read only when it may have some (`unrefunded`: none, just succeeded). */
 export async function paymentView(q: Reader, row: PaymentRow, unrefunded = false): Promise<PaymentView> {
   const shopName = (await q.get<{ name: string }>(SHOP_NAME_SQL, row.shop_id))?.name;
   const refunds = !unrefunded && (row.status === 'succeeded' || row.status === 'refunded') ? await refundsOf(q, row.id) : [];

@@ -7,8 +7,6 @@ import { checkTiming } from '../payments/state';
 import { finishPayoutTx } from './payouts';
 import { getPayout } from './store';
 
-// Every bank answer about a payout enters here, whoever gives it; bank-port/checks.ts says what the domains share.
-
 export type PayoutAnswerCore = Pick<Core, 'clocks' | 'events' | 'scheduler' | 'config'>;
 
 export async function payoutAnswered(core: PayoutAnswerCore, tx: Tx, payoutId: string, a: MoneyAnswer): Promise<Applied> {
@@ -23,7 +21,6 @@ export async function payoutAnswered(core: PayoutAnswerCore, tx: Tx, payoutId: s
   return 'applied';
 }
 
-/** Ask the bank again, unless the payout is final by now. */
 export async function runPayoutCheck(core: Pick<Core, 'banks'>, tx: Tx, job: Job): Promise<void> {
   const p = await getPayout(tx, job.subject_id);
   if (p && p.status === 'pending') await (await core.banks.forPayout(tx, p.shop_id, p.mode)).checkStatus(tx, { kind: 'payout', payoutId: p.id });

@@ -1,7 +1,8 @@
-import { type OpenApiFragment, bearer, createdResponses, errorResponses, idempotencyHeader, jsonBody, jsonResponse, ref, registerQuery, strictObject, amountSchema as amount, uuidSchema as uuid, timeSchema as time, timeOrNullSchema as timeOrNull } from '../../platform/http/openapi-types';
+import { type OpenApiFragment, bearer, createdResponses, idempotencyHeader, jsonBody, ref, registerQuery, strictObject, amountSchema as amount, uuidSchema as uuid, timeSchema as time, timeOrNullSchema as timeOrNull } from '../../platform/http/openapi-types';
 import { refusal } from '../../platform/http/openapi-shape';
 import { PAYOUT_METHODS } from './fields';
 import { BATCH_MAX_ITEMS } from './batch';
+import { idParam, readOp } from '../payments/openapi';
 
 const fullName = { type: 'string', minLength: 1, maxLength: 200 };
 const sbpFields = { phone: { type: 'string', pattern: '^\\+7[0-9]{10}$' }, bank_id: { type: 'string', pattern: '^[0-9]{12}$' }, full_name: fullName };
@@ -29,7 +30,6 @@ const registerParams = [
   { name: 'method', in: 'query', schema: { enum: PAYOUT_METHODS } },
 ];
 
-const idParam = { name: 'id', in: 'path', required: true, schema: uuid };
 const status = { enum: ['pending', 'succeeded', 'failed'] };
 const rub = { const: 'RUB' };
 const mode = { enum: ['test', 'live'] };
@@ -66,12 +66,7 @@ export const payoutsOpenApi: OpenApiFragment = {
         requestBody: jsonBody({ oneOf: bodies(true) }),
         responses: { ...createdResponses(ref('PayoutCreated'), 'Payout created'), '422': refusal('insufficient_funds: the amount exceeds the available balance') },
       },
-      get: {
-        operationId: 'listPayouts',
-        summary: 'The payout register, newest first (scope api:reports:read)',
-        security: bearer, parameters: registerParams,
-        responses: { '200': jsonResponse('One page', ref('PayoutRegisterPage')), ...errorResponses },
-      },
+      get: readOp('listPayouts', 'The payout register, newest first (scope api:reports:read)', registerParams, 'One page', ref('PayoutRegisterPage')),
     },
     '/v1/public/payouts/batch': {
       post: {
@@ -86,12 +81,7 @@ export const payoutsOpenApi: OpenApiFragment = {
       },
     },
     '/v1/public/payouts/{id}': {
-      get: {
-        operationId: 'getPayout',
-        summary: 'One payout (any payout scope, or api:reports:read)',
-        security: bearer, parameters: [idParam],
-        responses: { '200': jsonResponse('Payout', ref('Payout')), ...errorResponses },
-      },
+      get: readOp('getPayout', 'One payout (any payout scope, or api:reports:read)', idParam, 'Payout', ref('Payout')),
     },
   },
   schemas: {

@@ -8,8 +8,6 @@ import { checkTiming } from '../payments/state';
 import { getRefund } from './store';
 import { settleRefundTx } from './refunds';
 
-// Every bank answer about a refund enters here, whoever gives it; bank-port/checks.ts says what the domains share.
-
 export async function refundAnswered(core: PaymentsCore, tx: Tx, refundId: string, a: MoneyAnswer): Promise<Applied> {
   const r = await getRefund(tx, refundId);
   if (!r || r.status !== 'pending') return 'ignored';
@@ -29,7 +27,6 @@ export async function notifiedRefundAnswered(core: PaymentsCore, tx: Tx, shopId:
   return refundAnswered(core, tx, r.id, a);
 }
 
-/** Ask the bank again, unless the refund is final by now. */
 export async function runRefundCheck(core: Pick<Core, 'banks'>, tx: Tx, job: Job): Promise<void> {
   const r = await getRefund(tx, job.subject_id);
   if (r && r.status === 'pending') await (await core.banks.for(tx, r.shop_id, r.mode)).checkStatus(tx, { kind: 'refund', refund: r });

@@ -69,7 +69,6 @@ export function registerSeeks(
   }
   const where = registerWhere(rq);
   const eq = ['shop_id = ?', 'mode = ?', ...best.columns.map((c) => `${c} = ?`)];
-  // Newest first, ties broken by seq.
   const rest = `WHERE ${[...eq, ...where.sql].join(' AND ')} ORDER BY created_at DESC, seq DESC LIMIT ?`;
   const sql = { sqlite: `SELECT ${columns} FROM ${spec.table} INDEXED BY ${best.index} ${rest}`, postgres: `SELECT ${columns} FROM ${spec.table} ${rest}` };
   // Every combination of the index's equality values, mode first.

@@ -4,7 +4,8 @@ import {
 } from '../../platform/http/openapi-types';
 import { PAYMENT_STATUSES } from '../bank-port/payment';
 import { TOKEN_METHODS } from '../tokens/store';
-import { cancelOp, idParam, readOp, recurrentListQuery } from '../tokens/openapi';
+import { cancelOp, idParam, readOp } from '../payments/openapi';
+import { recurrentListQuery } from '../tokens/openapi';
 import { PERIODS } from './calendar';
 import { SUBSCRIPTION_STATUSES } from './store';
 import { CHARGES_MAX, INTERVAL_MAX, TRIAL_DAYS_MAX, UPCOMING_COUNT } from './handlers';

@@ -1,31 +1,16 @@
 import {
-  type OpenApiFragment, bearer, createdResponses, errorResponses, idempotencyHeader, jsonBody, jsonResponse,
-  ref, registerPage, registerQuery, strictObject, uuidSchema as uuid, timeSchema as time,
+  type OpenApiFragment, bearer, createdResponses, idempotencyHeader, jsonBody, ref, registerPage, registerQuery, strictObject, uuidSchema as uuid, timeSchema as time,
   timeOrNullSchema as timeOrNull, amountSchema as amount,
 } from '../../platform/http/openapi-types';
 import { PAYMENT_STATUSES } from '../bank-port/payment';
+import { cancelOp, idParam, readOp } from '../payments/openapi';
 import { TOKEN_METHODS, TOKEN_STATUSES } from './store';
-
-export const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
 
 /** The register query of tokens and subscriptions: the common parameters and customer_ref. */
 export const recurrentListQuery = [
   ...registerQuery,
   { name: 'customer_ref', in: 'query', schema: { type: 'string' }, description: "only this customer's objects" },
 ];
-
-/** A GET of one object or of a register: its 200 answer (`answer` describes it), or an Error. */
-export function readOp(operationId: string, summary: string, parameters: unknown[], answer: string, body: unknown) {
-  const responses = { '200': jsonResponse(answer, body), ...errorResponses };
-  return { operationId, summary, security: bearer, parameters, responses };
-}
-
-/** A POST …/cancel of a token or subscription, `body` its requestBody if any; 200 and the new status. */
-export function cancelOp(operationId: string, summary: string, parameters: unknown[], body = {}) {
-  const cancelled = jsonResponse('Cancelled', strictObject({ status: { const: 'cancelled' } }));
-  const responses = { '200': cancelled, ...errorResponses };
-  return { operationId, summary, security: bearer, parameters, ...body, responses };
-}
 
 /** The properties of a Token object (the simulator's outcome queue view adds one). */
 export const tokenProps = {

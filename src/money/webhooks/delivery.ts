@@ -199,7 +199,6 @@ export class WebhookAttempts implements AsyncJobKind<AttemptResult | null> {
       next,
     );
     if (next !== null) await scheduleAttempt(tx, this.core.scheduler, { ...d, attempts: attempt }, next);
-    // A receiver that answered 410 Gone disables its endpoint; it stays listed with the reason.
     const disable = 'UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL';
     const disabled = gone && d.endpoint_id !== null && (await tx.run(disable, this.core.clocks.real(), `receiver answered 410 Gone to event ${d.event_id}`, d.endpoint_id)).changes > 0;
     tx.afterCommit(() => {

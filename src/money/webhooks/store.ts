@@ -286,10 +286,7 @@ interface Row {
   a_next: number | null;
 }
 
-/**
- * Oldest first: every attempt made, and one `pending` item per delivery still waiting. Times on the shop's clock.
- * Filters are optional; `limit` keeps the newest items.
- */
+/** Oldest first: every attempt made, and one `pending` item per delivery still waiting (on the shop's clock); `limit` keeps the newest. */
 export async function deliveryLog(q: Reader, f: { shopId?: string; mode?: Mode; eventId?: string; paymentId?: string; limit?: number }): Promise<AttemptItem[]> {
   const given = Object.entries({ 'd.shop_id': f.shopId, 'd.mode': f.mode, 'd.event_id': f.eventId, 'd.payment_id': f.paymentId }).filter(([, v]) => v);
   const where = given.map(([column]) => `${column} = ?`);
