@@ -44,7 +44,6 @@ export interface RunnerHooks {
 }
 
 const DEFAULT_DEADLINE_MS = 30_000;
-/** Most completions one write records. */
 const MAX_GATHERED = 64;
 
 /** A finished run's completion waiting for the next write, and what its caller awaits. */

@@ -3,7 +3,7 @@ import type { Reader, Store, Tx } from '../storage/store';
 import { endsTransaction } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
-import { CLAIM, CLAIM_DUE, DONE, DUE, due, inRun, RELEASE, runOf, RUNNABLE, type Claim, type Job, type JobKey, type JobRow, type RunClaim, type SchedulerLimits } from './jobs-table';
+import { CLAIM, CLAIM_DUE, DONE, DUE, inRun, RELEASE, runOf, RUNNABLE, type Claim, type Job, type JobKey, type JobRow, type RunClaim, type SchedulerLimits } from './jobs-table';
 import type { AsyncJobKind, AsyncRunner, RunAt } from './async-runner';
 
 /**
@@ -18,10 +18,8 @@ export interface JobKindOptions {
   maxAttempts?: number;
 }
 
-/** Failed runs before a job is marked dead. */
 export const MAX_ATTEMPTS = 8;
 
-/** A registered job kind: a synchronous handler, or an async run-then-complete pair. */
 export interface Kind {
   sync?: JobHandler;
   async?: AsyncJobKind<unknown>;
@@ -89,7 +87,6 @@ interface Start {
 
 /** Runs sync jobs in batches of one transaction, claims and starts async ones, records failures (doubling backoff, then dead). */
 export class Executor {
-  /** Registered kinds by name. */
   readonly kinds = new Map<string, Kind>();
   /** Bumped by every schedule(), so a shop's run notices jobs created by the job it just ran. */
   seq = 0;
@@ -219,7 +216,7 @@ export class Executor {
    * jobs it ran or started, and the rows read (all of them gone through).
    */
   async pagePg(now: number, after: JobKey): Promise<{ ran: number; list: JobRow[]; reached: number }> {
-    const read = await due(this.store, now, this.threshold(), after, this.limits.batch);
+    const read = await this.store.all<JobRow>(DUE, after.runAt, after.runAt, after.id, now, this.threshold(), this.limits.batch);
     const gives = new Map<number, (() => void) | undefined>();
     let shared = this.runner.free();
     const ids: number[] = [];
@@ -329,7 +326,6 @@ export class Executor {
     const run = runOf(tx);
     const claim: Claim | null = !dead && run && dueAt <= run.dueBy ? { by: run.by, token: run.token, until: real + this.limits.leaseMs } : null;
     const error = String((err as Error)?.message ?? err).slice(0, 500);
-    // A retry keeps its row pending at its new time; a dead job ends. Either way the claim goes, or becomes the run's.
     await tx.run(
       `UPDATE jobs SET attempt = ?, last_error = ?, state = ?, finished_at = ?, due_at = coalesce(?, due_at), run_at = coalesce(?, run_at), claimed_by = ?, claim_token = ?, claim_until = ? WHERE id = ?`,
       ...[attempt, error, dead ? 'dead' : 'pending', dead ? real : null, dead ? null : dueAt, dead ? null : runAt, claim?.by ?? null, claim?.token ?? null, claim?.until ?? null, row.id],
@@ -369,7 +365,6 @@ function giveBack(starts: Start[]): void {
   starts.length = 0;
 }
 
-/** A table row as a handler sees it. */
 export function toJob(row: JobRow): Job {
   const { id, kind, subject_id, shop_id, mode, due_at, attempt } = row;
   return { id, kind, subject_id, shop_id, mode, due_at, attempt, payload: JSON.parse(row.payload) as Record<string, unknown> };

@@ -26,7 +26,6 @@ let named = 0;
 
 const TOKEN = /'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|\/\*[\s\S]*?\*\/|\?|@([A-Za-z_]\w*)/g;
 
-/** Cached per text. */
 export function pgStatement(sql: string): PgStatement {
   let s = cache.get(sql);
   if (s === undefined) {
@@ -52,7 +51,6 @@ function numberParameters(sql: string): PgStatement {
   return { text, names, name: text.replace(/;\s*$/, '').includes(';') ? null : `k${++named}`, writes: written ? written[1] : null };
 }
 
-/** `params` is one object holding every name. */
 export function bindNamed(names: string[], params: unknown[]): unknown[] {
   const obj = params[0] as Record<string, unknown> | undefined;
   if (params.length !== 1 || obj === null || typeof obj !== 'object') throw new Error('a statement with @name parameters takes one object of values');
