@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Body, Store, Tx } from '../storage/store';
-import { endsTransaction } from '../storage/tx';
+import { endsTransaction, type Body, type Store, type Tx } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
 import { FINISH, inRun, RELEASE, RENEW, type Job, type JobRow, type RunClaim } from './jobs-table';

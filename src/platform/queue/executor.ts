@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Reader, Store, Tx } from '../storage/store';
-import { endsTransaction } from '../storage/store';
+import { endsTransaction, type Reader, type Store, type Tx } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
 import { CLAIM, CLAIM_DUE, DONE, DUE, inRun, RELEASE, runOf, RUNNABLE, type Claim, type Job, type JobKey, type JobRow, type RunClaim, type SchedulerLimits } from './jobs-table';
@@ -131,16 +130,14 @@ export class Executor {
   }
 
   /**
-   * Run jobs rows[from..] (or a pass's page, `o.page`) in one transaction, up to `batch` jobs or `txMs` of running.
-   * Each sync job is taken (if it may still run here), run there and marked done. Throws when the transaction
+   * Run jobs rows[from..] (or a pass's page, `o.page`) in one transaction, up to `batch` jobs or `txMs` of running;
+   * each sync job is taken (if it may still run here), run there and marked done. Throws when the transaction
    * itself fails (nothing committed: the jobs stay pending and the next pass finds them).
    *
-   * Jobs run one after another with no savepoint of their own: a savepoint copies the first version of every
-   * page its job changes, a tenth of a subscription charge's cost. Should a job throw, that transaction is
-   * rolled back whole and the batch runs again from the same rows up to that job (`failed`), records its
-   * failure instead of running it and commits: the failing job alone is rolled back, and the next batch goes on
-   * after it. Jobs check their subject's state first and keep their in-memory effects for after commit, so the
-   * run that was rolled back leaves nothing behind.
+   * Jobs have no savepoint of their own (it copies the first version of every page its job changes, a tenth of a
+   * subscription charge's cost). Should a job throw, the transaction is rolled back whole and the batch runs again
+   * up to that job (`failed`), records its failure instead of running it and commits. Jobs check their subject's
+   * state first and keep their in-memory effects for after commit, so the rolled-back run leaves nothing behind.
    */
   async runBatch(rows: JobRow[], from: number, o: BatchOptions, failed?: RunAgain): Promise<BatchOutcome> {
     const out: BatchOutcome = { list: rows, reached: from, ran: 0, moment: o.floor ?? -Infinity, stale: false };

@@ -81,20 +81,15 @@ export class Scheduler {
     this.exec.addKind(kind, { sync: handler, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
   }
 
-  /**
-   * Register a kind whose work happens outside any transaction (an HTTP call): `run(job)` is awaited with a
-   * deadline, then `complete(tx, job, result)` records the outcome in the job's own transaction, which also
-   * marks it done. A rejection or a passed deadline counts as a failed run (retry with backoff, then dead).
-   */
+  /** A kind whose work happens outside any transaction (an HTTP call): see AsyncJobKind. */
   registerAsync<R>(kind: string, spec: AsyncJobKind<R>, opts: JobKindOptions = {}): void {
     this.exec.addKind(kind, { async: spec as AsyncJobKind<unknown>, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
   }
 
   /**
    * Write a job in the caller's transaction; returns the job id. Once it commits, the timer wakes for it if it
-   * is due before the wake armed; a job due now that a pass's job writes is run by that pass's next round. A job
-   * that a job of a shop's run (runDueUpTo) schedules for that shop and mode, due within the run, is written
-   * claimed by the run, which runs it.
+   * is due before the wake armed; a job due now that a pass's job writes is run by that pass's next round, and
+   * one a shop's run would run (runShopJobs) is written claimed by the run.
    */
   async schedule(tx: Tx, spec: JobSpec): Promise<number> {
     if (!Number.isFinite(spec.dueAt)) throw new Error(`cannot schedule job "${spec.kind}": due time ${spec.dueAt} is not a number`);
