@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase, SCHEMA_VERSION } from '../../src/platform/storage/sqlite/open';
 import type { Reader } from '../../src/platform/storage/store';
-import { FIRST_KEY, NEXT_RUN_AT, due } from '../../src/platform/queue/jobs-table';
+import { DUE, FIRST_KEY, NEXT_RUN_AT } from '../../src/platform/queue/jobs-table';
 import { upgradeOldSqlite } from '../../src/platform/storage/sqlite/migrations-old';
 
 const dir = mkdtempSync(join(tmpdir(), 'kopek-jobs-plan-'));
@@ -38,8 +38,9 @@ test('the due query and the next wake are one range of jobs_run in its order: no
     })();
     db.exec('ANALYZE');
     const { q, seen } = recorder();
-    await due(q, 2_000_000, 2_000_000, FIRST_KEY, 1024);
-    await due(q, 2_000_000, 2_000_000, { runAt: 1_000_000, id: 1001 }, 1024);
+    // The pass's bindings: after (run_at, run_at, id), now, threshold, limit.
+    await q.all(DUE, FIRST_KEY.runAt, FIRST_KEY.runAt, FIRST_KEY.id, 2_000_000, 2_000_000, 1024);
+    await q.all(DUE, 1_000_000, 1_000_000, 1001, 2_000_000, 2_000_000, 1024);
     await q.get(NEXT_RUN_AT, 2_000_000);
     assert.equal(seen.length, 3);
     for (const { sql, params } of seen) {

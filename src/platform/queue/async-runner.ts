@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Body, Store, Tx } from '../storage/store';
-import { endsTransaction } from '../storage/tx';
+import { endsTransaction, type Body, type Store, type Tx } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
 import { FINISH, inRun, RELEASE, RENEW, type Job, type JobRow, type RunClaim } from './jobs-table';
@@ -44,7 +43,6 @@ export interface RunnerHooks {
 }
 
 const DEFAULT_DEADLINE_MS = 30_000;
-/** Most completions one write records. */
 const MAX_GATHERED = 64;
 
 /** A finished run's completion waiting for the next write, and what its caller awaits. */

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Reader, Store, Tx } from '../storage/store';
-import { endsTransaction } from '../storage/store';
+import { endsTransaction, type Reader, type Store, type Tx } from '../storage/store';
 import type { Clocks } from '../clock';
 import type { Logger } from '../log';
-import { CLAIM, CLAIM_DUE, DONE, DUE, due, inRun, RELEASE, runOf, RUNNABLE, type Claim, type Job, type JobKey, type JobRow, type RunClaim, type SchedulerLimits } from './jobs-table';
+import { CLAIM, CLAIM_DUE, DONE, DUE, inRun, RELEASE, runOf, RUNNABLE, type Claim, type Job, type JobKey, type JobRow, type RunClaim, type SchedulerLimits } from './jobs-table';
 import type { AsyncJobKind, AsyncRunner, RunAt } from './async-runner';
 
 /**
@@ -18,10 +17,8 @@ export interface JobKindOptions {
   maxAttempts?: number;
 }
 
-/** Failed runs before a job is marked dead. */
 export const MAX_ATTEMPTS = 8;
 
-/** A registered job kind: a synchronous handler, or an async run-then-complete pair. */
 export interface Kind {
   sync?: JobHandler;
   async?: AsyncJobKind<unknown>;
@@ -89,7 +86,6 @@ interface Start {
 
 /** Runs sync jobs in batches of one transaction, claims and starts async ones, records failures (doubling backoff, then dead). */
 export class Executor {
-  /** Registered kinds by name. */
   readonly kinds = new Map<string, Kind>();
   /** Bumped by every schedule(), so a shop's run notices jobs created by the job it just ran. */
   seq = 0;
@@ -134,16 +130,14 @@ export class Executor {
   }
 
   /**
-   * Run jobs rows[from..] (or a pass's page, `o.page`) in one transaction, up to `batch` jobs or `txMs` of running.
-   * Each sync job is taken (if it may still run here), run there and marked done. Throws when the transaction
+   * Run jobs rows[from..] (or a pass's page, `o.page`) in one transaction, up to `batch` jobs or `txMs` of running;
+   * each sync job is taken (if it may still run here), run there and marked done. Throws when the transaction
    * itself fails (nothing committed: the jobs stay pending and the next pass finds them).
    *
-   * Jobs run one after another with no savepoint of their own: a savepoint copies the first version of every
-   * page its job changes, a tenth of a subscription charge's cost. Should a job throw, that transaction is
-   * rolled back whole and the batch runs again from the same rows up to that job (`failed`), records its
-   * failure instead of running it and commits: the failing job alone is rolled back, and the next batch goes on
-   * after it. Jobs check their subject's state first and keep their in-memory effects for after commit, so the
-   * run that was rolled back leaves nothing behind.
+   * Jobs have no savepoint of their own (it copies the first version of every page its job changes, a tenth of a
+   * subscription charge's cost). Should a job throw, the transaction is rolled back whole and the batch runs again
+   * up to that job (`failed`), records its failure instead of running it and commits. Jobs check their subject's
+   * state first and keep their in-memory effects for after commit, so the rolled-back run leaves nothing behind.
    */
   async runBatch(rows: JobRow[], from: number, o: BatchOptions, failed?: RunAgain): Promise<BatchOutcome> {
     const out: BatchOutcome = { list: rows, reached: from, ran: 0, moment: o.floor ?? -Infinity, stale: false };
@@ -219,7 +213,7 @@ export class Executor {
    * jobs it ran or started, and the rows read (all of them gone through).
    */
   async pagePg(now: number, after: JobKey): Promise<{ ran: number; list: JobRow[]; reached: number }> {
-    const read = await due(this.store, now, this.threshold(), after, this.limits.batch);
+    const read = await this.store.all<JobRow>(DUE, after.runAt, after.runAt, after.id, now, this.threshold(), this.limits.batch);
     const gives = new Map<number, (() => void) | undefined>();
     let shared = this.runner.free();
     const ids: number[] = [];
@@ -329,7 +323,6 @@ export class Executor {
     const run = runOf(tx);
     const claim: Claim | null = !dead && run && dueAt <= run.dueBy ? { by: run.by, token: run.token, until: real + this.limits.leaseMs } : null;
     const error = String((err as Error)?.message ?? err).slice(0, 500);
-    // A retry keeps its row pending at its new time; a dead job ends. Either way the claim goes, or becomes the run's.
     await tx.run(
       `UPDATE jobs SET attempt = ?, last_error = ?, state = ?, finished_at = ?, due_at = coalesce(?, due_at), run_at = coalesce(?, run_at), claimed_by = ?, claim_token = ?, claim_until = ? WHERE id = ?`,
       ...[attempt, error, dead ? 'dead' : 'pending', dead ? real : null, dead ? null : dueAt, dead ? null : runAt, claim?.by ?? null, claim?.token ?? null, claim?.until ?? null, row.id],
@@ -369,7 +362,6 @@ function giveBack(starts: Start[]): void {
   starts.length = 0;
 }
 
-/** A table row as a handler sees it. */
 export function toJob(row: JobRow): Job {
   const { id, kind, subject_id, shop_id, mode, due_at, attempt } = row;
   return { id, kind, subject_id, shop_id, mode, due_at, attempt, payload: JSON.parse(row.payload) as Record<string, unknown> };

@@ -26,13 +26,11 @@ export interface JobSpec {
   payload?: Record<string, unknown>;
 }
 
-/** How a scheduler starts. */
 export interface StartOptions {
   /** The only server of the database (SQLite: it holds the server lock): claims made before its start are a gone process's, lapsed at once. */
   sole?: boolean;
 }
 
-/** Limits of the scheduler; each has a default. */
 export interface SchedulerLimits {
   /** Async jobs running at once in this process; the rest wait in the table, unclaimed, for a slot (or another process). */
   maxAsyncRunning: number;
@@ -53,14 +51,12 @@ export interface SchedulerLimits {
   heldPollMs: number;
   /** Delay before the first retry; doubles per failure up to maxBackoffMs. */
   backoffMs: number;
-  /** Longest delay between retries. */
   maxBackoffMs: number;
 }
 
 /** The periodic re-read of the jobs table, in ms (see SchedulerLimits.rereadMs). */
 export const REREAD_MS = 2_000;
 
-/** The limits a server runs with unless told otherwise. */
 export const DEFAULT_LIMITS: SchedulerLimits = {
   maxAsyncRunning: 16,
   batch: 1024,
@@ -139,7 +135,6 @@ export interface JobKey {
   id: number;
 }
 
-/** The position before every job. */
 export const FIRST_KEY: JobKey = { runAt: -8.64e15, id: 0 };
 
 /** A claim is free when it lapsed by the threshold: the real time now, or later for a sole server (Scheduler.start). */
@@ -185,13 +180,8 @@ export const RELEASE = `UPDATE jobs SET ${UNCLAIM} WHERE id = ? AND claim_token 
 /** The next wake: the earliest run time of a pending job whose claim is free or lapsed (binds threshold). */
 export const NEXT_RUN_AT = `SELECT run_at FROM jobs WHERE state = 'pending' AND ${FREE} ORDER BY run_at, id LIMIT 1`;
 
-/** Pending jobs due by now, their claim free, after a key in (run_at, id) order: one range of the partial index `jobs_run`. */
+/** Pending jobs due by now, their claim free, after a key in (run_at, id) order: one range of the partial index `jobs_run`. Binds the key's run_at twice and id, now, threshold, limit. */
 export const DUE = `SELECT * FROM jobs WHERE state = 'pending' AND run_at >= ? AND (run_at > ? OR id > ?) AND run_at <= ? AND ${FREE} ORDER BY run_at, id LIMIT ?`;
-
-/** DUE, read through `q`. */
-export function due(q: Reader, now_ms: number, threshold: number, after: JobKey, limit: number): Promise<JobRow[]> {
-  return q.all<JobRow>(DUE, after.runAt, after.runAt, after.id, now_ms, threshold, limit);
-}
 
 /**
  * PostgreSQL's claim of the due jobs among ids (read with `due`): one statement, run on its own at READ COMMITTED

@@ -18,19 +18,17 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * of its next wake (one timer) and the claims it holds, nothing it could not read again.
  *
  * A pass runs the due query (pending, run_at <= now, claim free or lapsed; the partial index `jobs_run` in
- * (run_at, id) order) a page at a time (executor.ts). On SQLite each page is read in the transaction that runs
- * it: sync jobs run and are marked done there; async jobs are claimed there (process id, a fresh token,
- * claim_until a lease ahead). On PostgreSQL the page is claimed first, in one `FOR UPDATE SKIP LOCKED` statement
- * at READ COMMITTED, and its sync jobs then run in SERIALIZABLE transactions that name the claim's token. Async
- * jobs run outside once claimed, renewing their claim, then complete in a write that names the token
- * (async-runner.ts); a kind may keep limits of its own (`admit`: a webhook's receiver and shop), and a job at its
- * limit stays due for a later pass. A job whose claim lapsed (its process died) is taken again.
+ * (run_at, id) order) a page at a time (executor.ts: on SQLite a page's sync jobs run, and its async ones are
+ * claimed, in the transaction that reads it; on PostgreSQL the page is claimed first, `FOR UPDATE SKIP LOCKED` at
+ * READ COMMITTED, and its sync jobs run in SERIALIZABLE transactions naming the claim's token). Async jobs run
+ * outside once claimed, renewing their claim, then complete in a write naming the token (async-runner.ts); a kind
+ * may keep limits of its own (`admit`), and a job at its limit stays due for a later pass. A job whose claim
+ * lapsed (its process died) is taken again.
  *
  * The one timer is armed at the earliest run_at a pass could take (one indexed read after each pass), moved
  * earlier after a commit that schedules an earlier job, and never later than `rereadMs` ahead: jobs written by
- * other processes (admin commands, other nodes) and claims that lapsed are found by that periodic re-read.
- * Its deadline is kept on the monotonic clock: real time may jump (a clock step, a test's fake clock), and a
- * timer armed before the jump still fires when its delay is over.
+ * other processes and lapsed claims are found by that re-read. Its deadline is on the monotonic clock: real time
+ * may jump (a clock step, a test's fake clock), and a timer armed before the jump still fires on time.
  */
 export class Scheduler {
   /** This process's id in the claims it writes: random per scheduler (one per process). */
@@ -78,25 +76,20 @@ export class Scheduler {
     this.exec = new Executor(store, clocks, log, runner, this.processId, this.limits, (runAt) => this.wake(runAt));
   }
 
-  /** Register the handler of a job kind; a kind registered twice is a start-up error. */
+  /** A kind registered twice is a start-up error. */
   register(kind: string, handler: JobHandler, opts: JobKindOptions = {}): void {
     this.exec.addKind(kind, { sync: handler, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
   }
 
-  /**
-   * Register a kind whose work happens outside any transaction (an HTTP call): `run(job)` is awaited with a
-   * deadline, then `complete(tx, job, result)` records the outcome in the job's own transaction, which also
-   * marks it done. A rejection or a passed deadline counts as a failed run (retry with backoff, then dead).
-   */
+  /** A kind whose work happens outside any transaction (an HTTP call): see AsyncJobKind. */
   registerAsync<R>(kind: string, spec: AsyncJobKind<R>, opts: JobKindOptions = {}): void {
     this.exec.addKind(kind, { async: spec as AsyncJobKind<unknown>, maxAttempts: opts.maxAttempts ?? MAX_ATTEMPTS });
   }
 
   /**
    * Write a job in the caller's transaction; returns the job id. Once it commits, the timer wakes for it if it
-   * is due before the wake armed; a job due now that a pass's job writes is run by that pass's next round. A job
-   * that a job of a shop's run (runDueUpTo) schedules for that shop and mode, due within the run, is written
-   * claimed by the run, which runs it.
+   * is due before the wake armed; a job due now that a pass's job writes is run by that pass's next round, and
+   * one a shop's run would run (runShopJobs) is written claimed by the run.
    */
   async schedule(tx: Tx, spec: JobSpec): Promise<number> {
     if (!Number.isFinite(spec.dueAt)) throw new Error(`cannot schedule job "${spec.kind}": due time ${spec.dueAt} is not a number`);
@@ -106,7 +99,7 @@ export class Scheduler {
     const run = this.advances.size > 0 ? runOf(tx) : undefined;
     const claim: Claim | null =
       run && dueAt <= run.dueBy && spec.shopId === run.shopId && spec.mode === run.mode ? { by: run.by, token: run.token, until: real + this.limits.leaseMs } : null;
-    // Fields named one by one: a spread of the caller's spec (whose shape varies) cost more than the INSERT's binding.
+    // Named one by one: a spread of the caller's spec (whose shape varies) cost more than the INSERT's binding.
     const { kind, subjectId, shopId, mode } = spec;
     const r = (await tx.get<{ id: number; run_at: number }>(INSERT, kind, subjectId, shopId, mode, dueAt, dueAt, shopId, mode, payload, real, claim?.by ?? null, claim?.token ?? null, claim?.until ?? null))!;
     const id = Number(r.id);
@@ -122,16 +115,13 @@ export class Scheduler {
     return id;
   }
 
-  /** Cancel the pending jobs of a kind for a subject, in the caller's transaction; returns how many. */
+  /** In the caller's transaction; returns how many. */
   async cancel(tx: Tx, kind: string, subjectId: string): Promise<number> {
     this.exec.cancels++;
     return (await tx.run(CANCEL, this.clocks.real(), subjectId, kind)).changes;
   }
 
-  /**
-   * A pending job of the spec's kind and subject due no later than `spec.dueAt`: left alone when one is, else
-   * scheduled, the later one cancelled. In the caller's transaction.
-   */
+  /** Schedules `spec` unless a pending job of its kind and subject is due by then; a later one is cancelled. */
   async ensureDueBy(tx: Tx, spec: JobSpec): Promise<void> {
     const due = (await tx.get<{ due: number | null }>(NEXT_DUE, spec.subjectId, spec.kind))?.due ?? null;
     if (due !== null && due <= spec.dueAt) return;
@@ -290,11 +280,7 @@ function before(a: { due_at: number; id: number }, b: { due_at: number; id: numb
 }
 
 /**
- * The body of Scheduler.runDueUpTo: run every job of one shop's mode due by the moment `upTo` returns, in due
- * order, with the jobs they create; each inside `around` at its due time (never earlier than a job already run).
- * Resolves with the number of runs.
- *
- * `upTo` runs in the transaction that claims those jobs (a token of its own, renewed while the run goes on), so
+ * The body of Scheduler.runDueUpTo. `upTo` runs in the transaction that claims those jobs (a token of its own, renewed while the run goes on), so
  * what it writes commits with the claims and every process's passes leave the jobs to this run. Jobs its jobs
  * schedule for the shop by that moment, and retries within it, are written claimed too (Scheduler.schedule) and
  * handed to the run, which merges those due within the read's range into the rows still to run instead of
@@ -332,7 +318,6 @@ export async function runShopJobs(d: Executor, shopId: string, mode: Mode, upTo:
   }
 }
 
-/** What one run carries from batch to batch. */
 interface RunState {
   claim: RunClaim;
   fresh: JobRow[];
@@ -430,9 +415,8 @@ async function runList(d: Executor, st: RunState, first: JobRow[], refetch: Refe
 }
 
 /**
- * The jobs scheduled since the last look that are due within this read's range join the rows still to run,
- * in due order. `whole`: they were all scheduled by the batch now running, which commits or rolls back as one,
- * and no attempt of it was rolled back. `q`: the batch's transaction when a batch asks, else the store.
+ * The run's Refetch: the jobs scheduled since the last look and due within this read's range join the rows still
+ * to run, in due order. `q` is the store when no batch asks; `whole`: the batch asking scheduled them all.
  */
 function makeRefetch(d: Executor, st: RunState): Refetch {
   return async (q: Reader, rest: JobRow[], whole: boolean): Promise<JobRow[]> => {

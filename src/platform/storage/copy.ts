@@ -97,11 +97,7 @@ async function copyTable(db: SqliteStore['sqliteHandle'], c: pg.ClientBase, tabl
   }
 }
 
-/**
- * Set each counter (column-owned sequences from the catalog, and `event_pos`, whose positions are the events'
- * seq) to the higher of SQLite's counter and the largest key. A counter read back behind either fails the copy
- * and the transaction.
- */
+/** Each counter (pgCounters) set to the higher of SQLite's and the largest key; one read back behind either fails the copy. */
 async function continueSequences(db: SqliteStore['sqliteHandle'], c: pg.ClientBase): Promise<CopyReport['sequences']> {
   const sqliteCounters = new Map((db.prepare('SELECT name, seq FROM sqlite_sequence').all() as Array<{ name: string; seq: number }>).map((r) => [r.name, r.seq]));
   const rows: RowsOf = async <T>(sql: string) => (await c.query(sql)).rows as T[];

@@ -17,14 +17,8 @@ export interface Counter {
 /** A Reader's `all` or a bare PostgreSQL client's query. */
 export type RowsOf = <T>(sql: string) => Promise<T[]>;
 
-export interface KeySequence {
-  table: string;
-  column: string;
-  /** As regclass text (quoted where it must be). */
-  sequence: string;
-  tableSql: string;
-  columnSql: string;
-}
+/** A counter's names, with its table and column quoted for SQL. */
+type KeySequence = Pick<Counter, 'table' | 'column' | 'sequence'> & { tableSql: string; columnSql: string };
 
 /** The one sequence no column owns: a numbering pass calls `event_pos` for event_positions.pos. */
 const EVENT_POSITIONS: KeySequence = { table: 'event_positions', column: 'pos', sequence: 'event_pos', tableSql: 'event_positions', columnSql: 'pos' };

@@ -22,7 +22,6 @@ export function forUpdate(engine: Engine): string {
   return engine === 'postgres' ? ' FOR UPDATE' : '';
 }
 
-/** ` INDEXED BY name` on SQLite; PostgreSQL has no hints. */
 export function indexedBy(engine: Engine, index: string): string {
   return engine === 'sqlite' ? ` INDEXED BY ${index}` : '';
 }
@@ -102,7 +101,6 @@ export async function pendingDeliveryCount(q: Reader): Promise<number> {
   return r?.n ?? 0;
 }
 
-/** GROUP_CONCAT on SQLite, string_agg on PostgreSQL. */
 export function groupConcat(q: Reader, expr: string): string {
   return q.engine === 'postgres' ? `string_agg((${expr})::text, ',')` : `GROUP_CONCAT(${expr})`;
 }

@@ -9,9 +9,7 @@ export interface InLane {
  * loser starts again and meets the same crowd, so with n contenders a transaction can need about n attempts.
  * A transaction that has failed PG_LIMITS.lane_after times waits here for its next attempts, one at a time on
  * this node: the crowd at the row shrinks to a contender or two per node, and each attempt has a fair chance.
- *
- * The lane orders attempts only; it guarantees nothing. What two transactions may do together is still decided
- * by PostgreSQL, on this node and on every other.
+ * The lane orders attempts only: what two transactions may do together is still PostgreSQL's to decide.
  */
 export class RetryLane {
   private held = false;

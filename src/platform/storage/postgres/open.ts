@@ -59,7 +59,6 @@ export function pgPool(url: string, opts: PgOpenOptions = {}): pg.Pool {
   return pool;
 }
 
-/** The schema is created or upgraded under the migration lock. */
 export async function openPgStorage(url: string, opts: PgOpenOptions = {}): Promise<PgStore> {
   const pool = pgPool(url, opts);
   const listenClient = (): pg.Client =>

@@ -26,18 +26,9 @@ let named = 0;
 
 const TOKEN = /'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|\/\*[\s\S]*?\*\/|\?|@([A-Za-z_]\w*)/g;
 
-/** Cached per text. */
 export function pgStatement(sql: string): PgStatement {
-  let s = cache.get(sql);
-  if (s === undefined) {
-    s = numberParameters(sql);
-    if (cache.size >= CACHE_LIMIT) cache.clear();
-    cache.set(sql, s);
-  }
-  return s;
-}
-
-function numberParameters(sql: string): PgStatement {
+  const hit = cache.get(sql);
+  if (hit !== undefined) return hit;
   let n = 0;
   let names = null as string[] | null;
   const text = sql.replace(TOKEN, (m: string, name: string | undefined) => {
@@ -49,10 +40,12 @@ function numberParameters(sql: string): PgStatement {
   });
   if (names !== null && n > 0) throw new Error(`cannot mix ? and @name parameters: ${sql.slice(0, 80)}`);
   const written = /^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(\w+)/i.exec(text);
-  return { text, names, name: text.replace(/;\s*$/, '').includes(';') ? null : `k${++named}`, writes: written ? written[1] : null };
+  const s: PgStatement = { text, names, name: text.replace(/;\s*$/, '').includes(';') ? null : `k${++named}`, writes: written ? written[1] : null };
+  if (cache.size >= CACHE_LIMIT) cache.clear();
+  cache.set(sql, s);
+  return s;
 }
 
-/** `params` is one object holding every name. */
 export function bindNamed(names: string[], params: unknown[]): unknown[] {
   const obj = params[0] as Record<string, unknown> | undefined;
   if (params.length !== 1 || obj === null || typeof obj !== 'object') throw new Error('a statement with @name parameters takes one object of values');

@@ -125,13 +125,9 @@ export class PgStore implements Store {
         // Statements sent side by side (Promise.all in a body) fail together: the first failure (a serialization
         // failure, say) says what happened, the others only that the transaction was already aborted (25P02).
         const err = (thrown as { code?: string }).code === '25P02' && tx.lastFailure !== undefined ? tx.lastFailure : thrown;
-        // A stale prepared statement: the connection goes, the body runs again elsewhere.
-        if (isStalePlan(err)) broken = true;
-        if (!broken && !isConnectionLoss(err)) {
-          await client.query('ROLLBACK').catch(() => {
-            broken = true;
-          });
-        } else broken = true;
+        // A stale prepared statement (the body runs again elsewhere) or a lost connection: the connection goes.
+        if (isStalePlan(err) || isConnectionLoss(err)) broken = true;
+        if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
         client.release(broken ? true : undefined);
         if ((isRetryable(err) || isStalePlan(err)) && attempt < PG_LIMITS.retries) {
           await backoff(attempt);

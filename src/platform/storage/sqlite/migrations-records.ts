@@ -1,5 +1,3 @@
-// The idempotency records' migrations (schema 12 to 16) and the frozen readers of the forms they convert;
-// chained in migrations-old.ts.
 import type Database from 'better-sqlite3';
 
 /**
@@ -8,7 +6,6 @@ import type Database from 'better-sqlite3';
  */
 export type OldMigration = string | ((db: Database.Database) => void);
 
-/** Whether `table` has a column named `column`. */
 export function hasColumn(db: Database.Database, table: string, column: string): boolean {
   return (db.pragma(`table_info(${table})`) as Array<{ name: string }>).some((c) => c.name === column);
 }

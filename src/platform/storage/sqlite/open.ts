@@ -1,4 +1,3 @@
-// Opening SQLite files: the server's and commands' connection, an existing file, write checks, the native addon.
 import Database from 'better-sqlite3';
 import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';

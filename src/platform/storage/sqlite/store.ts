@@ -8,7 +8,6 @@ import { BUSY_LIMITS, GROUP_LIMIT, type StoreOptions } from '../limits';
 import { Checkpointer, Durability } from './wal';
 import { KEY_TABLES, type Store, type StorageTrouble } from '../store';
 
-/** A body that waited on something other than its transaction; it is rolled back. */
 export const AWAITED_OUTSIDE =
   'a transaction body awaited something other than its transaction (the network, a timer, another request, or a read through the store instead of its Tx); it would hold the write lock, so it was rolled back';
 
@@ -22,10 +21,9 @@ const KEY_VERSION_FRESH_MS = 1;
 const STORAGE_CODES = /^SQLITE_(FULL|IOERR|CANTOPEN|READONLY)/;
 
 /**
- * A transaction on one SQLite connection, alive while its body runs (`live`). A body's awaits on it settle within
- * the current turn, as SQLite answers at once. In a group commit it keeps its body (`fn`) and the body's outcome
- * (`ok`, `value`). It has no constructor: the store makes one per body with `new` of the class `SqliteTx.of` made
- * for its connection, which holds the statements and the defaults on its prototype, so making one calls nothing.
+ * A transaction on one SQLite connection, alive while its body runs (`live`); in a group commit it keeps its body
+ * (`fn`) and outcome (`ok`, `value`). No constructor: `SqliteTx.of` makes the connection's class, whose prototype
+ * holds the statements and the defaults, so `new` calls nothing.
  */
 class SqliteTx implements Tx {
   declare readonly engine: 'sqlite';
@@ -115,12 +113,9 @@ interface Group {
  * The SQLite engine. `write` commits every body queued in one turn of the event loop in one transaction (group
  * commit), each in a savepoint so a failing body rolls back only itself; `tx` runs a body alone; a body still
  * running at the turn's end fails with AWAITED_OUTSIDE. Promises settle and after-commit hooks run only once the
- * commit is durable (wal.ts).
- *
- * One transaction at a time, in order (the write lock). Reads outside a transaction see committed data only: one
- * arriving while a transaction is open waits its turn. With `sync: 'store'` a commit is visible a little before it
- * is durable, so a read answers once the commits before it are durable too. Groups keep committing while a sync
- * runs; one sync covers every commit made before it started.
+ * commit is durable (wal.ts). One transaction at a time, in order (the write lock). Reads outside a transaction
+ * see committed data only (one waits for an open transaction) and, as a commit is visible a little before it is
+ * durable (`sync: 'store'`), answer once the commits before them are durable too.
  */
 export class SqliteStore implements Store {
   readonly engine = 'sqlite' as const;
@@ -130,7 +125,6 @@ export class SqliteStore implements Store {
   isOpen = true;
   private readonly db: Database.Database;
   private readonly st: Statements;
-  /** The class of this connection's transactions (SqliteTx.of). */
   private readonly Tx: new () => SqliteTx;
   private readonly durability: Durability;
   private readonly checkpointer: Checkpointer | null = null;
@@ -189,7 +183,6 @@ export class SqliteStore implements Store {
     return this.durability.commits;
   }
 
-  /** Waits for an open transaction; answers once durable. */
   async get<T = Row>(sql: string, ...params: unknown[]): Promise<T | undefined> {
     const held = this.db.inTransaction;
     if (held) await this.lock();
@@ -210,7 +203,6 @@ export class SqliteStore implements Store {
     return row as T | undefined;
   }
 
-  /** Waits for an open transaction; answers once durable. */
   async all<T = Row>(sql: string, ...params: unknown[]): Promise<T[]> {
     const held = this.db.inTransaction;
     if (held) await this.lock();
@@ -224,7 +216,6 @@ export class SqliteStore implements Store {
     return rows;
   }
 
-  /** The write lock, once free (at once when it is). */
   private lock(): Promise<void> | void {
     if (!this.locked) {
       this.locked = true;
@@ -266,7 +257,6 @@ export class SqliteStore implements Store {
     this.st.written++;
     const durable = this.durability.committed();
     if (durable !== null) await durable;
-    // One that throws is logged and does not stop the others.
     if (tx.hooks !== null) {
       for (const h of tx.hooks) {
         try {
@@ -279,7 +269,7 @@ export class SqliteStore implements Store {
     return value as T;
   }
 
-  /** An after-commit action must not undo or hide a commit; the durable record (jobs, outbox) retries it. */
+  /** One that throws is logged, not rethrown: it must not undo or hide a commit; the durable record (jobs, outbox) retries it. */
   private hookFailed(err: unknown): void {
     this.log.error('after-commit action failed', { error: String(err) });
   }
@@ -305,7 +295,6 @@ export class SqliteStore implements Store {
     return value as T;
   }
 
-  /** Queue `fn` for the group commit of this turn; settles once durable. */
   async write<T>(fn: Body<T>): Promise<T> {
     let g = this.group;
     if (g === null || g.txs.length >= GROUP_LIMIT) {
@@ -317,7 +306,6 @@ export class SqliteStore implements Store {
     g.txs.push(tx);
     await g.done;
     if (!tx.ok) throw tx.value;
-    // One that throws is logged and does not stop the others.
     if (tx.hooks !== null) {
       for (const h of tx.hooks) {
         try {

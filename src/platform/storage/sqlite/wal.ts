@@ -1,5 +1,3 @@
-// The WAL of the server's SQLite file: when a commit is on disk (commits counted in order, the WAL synced on the
-// thread pool), and checkpoints on a thread of their own.
 import type Database from 'better-sqlite3';
 import { closeSync, fdatasync, fdatasyncSync, openSync, realpathSync, statSync } from 'node:fs';
 import { promisify } from 'node:util';
