@@ -30,12 +30,7 @@ interface KeyEntry {
  * key, its shop, its merchant or their bank connections, through this store, another process or another node
  * (see Store.keyTablesVersion for each engine's bound on how soon).
  */
-interface KeyCache {
-  version: number;
-  entries: Map<string, KeyEntry>;
-}
-
-const keyCaches = new WeakMap<Store, KeyCache>();
+const keyCaches = new WeakMap<Store, { version: number; entries: Map<string, KeyEntry> }>();
 
 /** Most keys held; past it the cache starts over (a flood of distinct valid keys costs lookups, not memory). */
 const MAX_ENTRIES = 10_000;

@@ -164,8 +164,7 @@ export class MasterKey {
   constructor(private readonly dbPath: string) {}
 
   get(): Buffer {
-    this.key ??= loadMasterKey(this.dbPath, { create: true });
-    return this.key;
+    return (this.key ??= loadMasterKey(this.dbPath, { create: true }));
   }
 
   encrypt(plaintext: string, context = ''): string {
