@@ -137,9 +137,8 @@ async function openData(config: Config, log: Logger): Promise<{ store: Store; lo
 }
 
 /**
- * The App and its modules, in the one order that matters: webhooks first (an event's deliveries are written
- * before any other sink reacts), then the domains, then the banks (the simulator, no bank, T-Bank, YooKassa, then the
- * embedder's). Building registers nothing; mountModules does, in this order.
+ * The App and its modules, in the one order that matters: webhooks first (an event's deliveries are written before
+ * any other sink reacts), then the domains, then the banks. Building registers nothing; mountModules does, in order.
  */
 function assemble(control: CoreControl, opts: StartOptions): { app: App; modules: Module[] } {
   const { core } = control;

@@ -13,7 +13,7 @@ export const LIB_ASSET = 'better_sqlite3.js';
 
 /**
  * Best first: KOPEK_CACHE_DIR, the user's cache, then per-user folders in the temp directory and /dev/shm (writable
- * under a read-only root). Per user, so no user can plant a library another's kopek would load.
+ * under a read-only root); per user, so no user can plant a library another's kopek would load.
  */
 export function cacheRoots(env: NodeJS.ProcessEnv = process.env): string[] {
   const roots: string[] = [];

@@ -140,8 +140,7 @@ async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, plain:
   const route = match.value;
   ctx.route = match.pattern;
   ctx.params = match.params;
-  // The key is checked before a byte of the body is read: a keyless client cannot make the server hold its body.
-  // A stream token (GET /v1/public/events?token=…, for a browser's EventSource) stands in for the key.
+  // The key is checked before a byte of the body is read; a stream token (`?token=…`) stands in for it.
   const { guards } = deps;
   const authorization = req.headers.authorization;
   const streamToken = (route.streamToken && authorization === undefined ? ctx.query.get('token') : null) || null;
