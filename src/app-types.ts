@@ -7,9 +7,8 @@ import type { Retention } from './web/system/retention';
 import type { KeyUsage } from './platform/auth/authenticate';
 
 /**
- * The running service as the wiring assembles it: the core with payments' hooks, and the services the
- * modules built. The route table hands it to every handler as `ctx.app`; a handler's type names only the
- * part it uses, and nothing below the root imports this type.
+ * The running service: the core with payments' hooks, and the services the modules built. Every handler gets it as
+ * `ctx.app` (its type naming only the part it uses); nothing below the root imports this type.
  */
 export interface App extends PaymentsCore {
   /** The node's payment creates, gathered into shared transactions: PostgreSQL only (undefined on SQLite). */

@@ -108,45 +108,37 @@ function pgWaitMs(config: Config): number {
   return Math.min(config.requestTimeoutMs, PG_LIMITS.connect_timeout_ms);
 }
 
-/** The storage, opened under the server lock, with secrets an older version left in clear sealed. */
+/** The storage (a SQLite file under the server lock), with secrets an older version left in clear sealed. */
 async function openData(config: Config, log: Logger): Promise<{ store: Store; lock: ServerLock | null }> {
-  if (isPostgresUrl(config.db)) {
-    // Every node must seal and open secrets with the same key, and none may write a key file of its own.
-    if (!process.env.KOPEK_MASTER_KEY) throw new Error('cannot start on PostgreSQL: set KOPEK_MASTER_KEY (the same on every node); no key file is written in this mode');
-    const store = await openEngine(config.db, { log, pgPool: config.dbPool, pgConnectTimeoutMs: pgWaitMs(config) });
-    try {
-      await sealPlainSecrets(store);
-    } catch (err) {
-      await store.close();
-      throw err;
-    }
-    // Number and follow every node's events for this node's streams (stopped when the store closes).
-    store.eventFeed?.start();
-    return { store, lock: null };
-  }
+  const pg = isPostgresUrl(config.db);
+  // Every node must seal and open secrets with the same key, and none may write a key file of its own.
+  if (pg && !process.env.KOPEK_MASTER_KEY) throw new Error('cannot start on PostgreSQL: set KOPEK_MASTER_KEY (the same on every node); no key file is written in this mode');
   // A server that could not write would accept requests only to fail every one of them: refuse to start.
-  const problem = writeProblem(config.db);
+  const problem = pg ? null : writeProblem(config.db);
   if (problem) throw new Error(`cannot start on "${config.db}": ${problem}; kopek writes the file and its -wal and -shm beside it`);
   // Before the database opens: a second server on the same file is refused before it reads or writes anything.
-  const lock = await acquireServerLock(config.db);
+  const lock = pg ? null : await acquireServerLock(config.db);
   let store: Store | null = null;
   try {
-    // Every write of the server goes through the store, which syncs the WAL itself off the event loop.
-    store = openStorage(config.db, { sync: 'store', log });
+    // On SQLite every write of the server goes through the store, which syncs the WAL itself off the event loop.
+    store = pg
+      ? await openEngine(config.db, { log, pgPool: config.dbPool, pgConnectTimeoutMs: pgWaitMs(config) })
+      : openStorage(config.db, { sync: 'store', log });
     // Secrets written in clear by an older version are sealed under the master key before anything reads them.
     await sealPlainSecrets(store);
-    return { store, lock };
   } catch (err) {
     await store?.close();
     await lock?.release();
     throw err;
   }
+  // PostgreSQL: number and follow every node's events for this node's streams (stopped when the store closes).
+  store.eventFeed?.start();
+  return { store, lock };
 }
 
 /**
- * The App and its modules, in the one order that matters: webhooks first (an event's deliveries are written
- * before any other sink reacts), then the domains, then the banks (the simulator, no bank, T-Bank, YooKassa, then the
- * embedder's). Building registers nothing; mountModules does, in this order.
+ * The App and its modules, in the one order that matters: webhooks first (an event's deliveries are written before
+ * any other sink reacts), then the domains, then the banks. Building registers nothing; mountModules does, in order.
  */
 function assemble(control: CoreControl, opts: StartOptions): { app: App; modules: Module[] } {
   const { core } = control;
@@ -198,14 +190,13 @@ function listen(server: Server, config: Config): Promise<void> {
   });
 }
 
+const LISTEN_ERRORS: Record<string, string> = {
+  EADDRINUSE: 'the address is already in use (another process listens there)',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'the address is not one of this machine',
+};
+
 function listenError(host: string, port: number, err: NodeJS.ErrnoException): string {
-  const why =
-    err.code === 'EADDRINUSE'
-      ? 'the address is already in use (another process listens there)'
-      : err.code === 'EACCES'
-        ? 'permission denied (ports below 1024 need privileges)'
-        : err.code === 'EADDRNOTAVAIL'
-          ? 'the address is not one of this machine'
-          : err.message;
+  const why = Object.hasOwn(LISTEN_ERRORS, err.code ?? '') ? LISTEN_ERRORS[err.code!] : err.message;
   return `cannot listen on ${host.includes(':') ? `[${host}]` : host}:${port}: ${why}`;
 }

@@ -55,8 +55,7 @@ async function run(argv: string[]): Promise<number> {
   }
 }
 
-// In the executable, src/sea.ts is the entry and calls main itself; the build defines KOPEK_BUNDLE so
-// this module, bundled into that same file, does not start a second run.
+// In the executable src/sea.ts is the entry and calls main; KOPEK_BUNDLE keeps this module from a second run.
 declare const KOPEK_BUNDLE: boolean | undefined;
 if (typeof KOPEK_BUNDLE === 'undefined' && require.main === module) exitWith(main(process.argv.slice(2)));
 

@@ -13,7 +13,7 @@ export const LIB_ASSET = 'better_sqlite3.js';
 
 /**
  * Best first: KOPEK_CACHE_DIR, the user's cache, then per-user folders in the temp directory and /dev/shm (writable
- * under a read-only root). Per user, so no user can plant a library another's kopek would load.
+ * under a read-only root); per user, so no user can plant a library another's kopek would load.
  */
 export function cacheRoots(env: NodeJS.ProcessEnv = process.env): string[] {
   const roots: string[] = [];
@@ -92,11 +92,7 @@ function sameBytes(file: string, bytes: Buffer): boolean {
   }
 }
 
-export function loadAddon(bytes: Buffer, roots: string[] = cacheRoots()): unknown {
-  return loadAddonFile(unpackAddon(bytes, roots));
-}
-
-function loadAddonFile(file: string): unknown {
+export function loadAddon(file: string): unknown {
   const mod = { exports: {} as unknown };
   process.dlopen(mod, file);
   return mod.exports;
@@ -110,7 +106,7 @@ export async function runExecutable(argv: string[]): Promise<number> {
   if (sea.isSea() && !NO_DATABASE.has(argv[0] ?? '')) {
     try {
       nativeBinding.path = unpackAddon(Buffer.from(sea.getAsset(ADDON_ASSET)));
-      nativeBinding.addon = loadAddonFile(nativeBinding.path);
+      nativeBinding.addon = loadAddon(nativeBinding.path);
       nativeBinding.libSource = sea.getAsset(LIB_ASSET, 'utf8');
     } catch (err) {
       process.stderr.write(`kopek: ${(err as Error).message}\n`);

@@ -64,10 +64,7 @@ export function readArgs(words: readonly string[], grammar: Grammar): Args {
   return args;
 }
 
-/**
- * Every `--name` takes a value but the `switches` (and -h): known flags depend on the subcommand, so the command
- * refuses the unknown ones afterwards (onlyFlags).
- */
+/** Every `--name` takes a value but the `switches` (and -h); the command refuses unknown ones afterwards (onlyFlags). */
 export function parseArgs(argv: readonly string[], switches: readonly string[] = ['json', 'help']): Args {
   return readArgs(argv, {
     kind: (name) => (name === '' ? undefined : name === 'help' || switches.includes(name) ? 'switch' : 'value'),
@@ -98,10 +95,7 @@ export function atMostPositionals(words: readonly string[], count: number, usage
   if (words.length > count) throw new Error(`unexpected argument "${words[count]}"; usage: ${usage}`);
 }
 
-/**
- * The id as `--NAME ID` or the word after the subcommand (where that form exists): every command takes the flag,
- * so an operator need not remember which wants which. Returns the id and the positionals after it.
- */
+/** The id as `--NAME ID` (every command takes it) or the word after the subcommand, and the positionals after it. */
 export function idArg(args: Args, name: 'shop' | 'merchant' | 'key'): { id: string | undefined; rest: string[] } {
   const after = args.positional.slice(1);
   const given = flag(args, name);
@@ -114,10 +108,7 @@ export function unknownSubcommand(command: string, sub: string | undefined, know
   return new Error(`unknown subcommand "${sub ?? ''}"${near ? `; did you mean "${command} ${near}"?` : ''}; see kopek ${command} --help`);
 }
 
-/**
- * A candidate within an edit distance of a third of the word (at least 1; a neighbour swap counts once), else one
- * sharing most of its beginning (`delivery` for `deliveries`).
- */
+/** A candidate within an edit distance of a third of the word (at least 1), else one sharing most of its start. */
 export function didYouMean(word: string, candidates: readonly string[]): string | undefined {
   const w = word.toLowerCase();
   let best: string | undefined;

@@ -16,9 +16,8 @@ type Based = { [TX_BASE]?: Reader };
  * so a second look at the clock in one transaction costs one call.
  */
 export class Clocks {
-  /** By transaction (its base object): shop → offset. */
+  /** By transaction (its base object): shop → offset, and shop → moment fixed by readAs. */
   private readonly memo = new WeakMap<object, Map<string, number>>();
-  /** By transaction (its base object): shop → moment. */
   private readonly fixed = new WeakMap<object, Map<string, number>>();
   /** While none, `now` looks for no fixed moment. */
   private fixing = 0;

@@ -113,7 +113,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const v = env[o.env];
     if (v !== undefined && v !== '') c[o.key] = parseValue(o, v, o.env);
   }
-  // KOPEK_DATABASE_URL names a PostgreSQL database for serve and every command; it wins over KOPEK_DB, a flag over both.
+  // KOPEK_DATABASE_URL (serve and every command) wins over KOPEK_DB, a flag over both.
   if (env.KOPEK_DATABASE_URL) c.db = env.KOPEK_DATABASE_URL;
   const flagged = new Set<string>();
   for (const [name, value] of readArgs(argv, SERVE_FLAGS).given) {

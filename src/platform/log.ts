@@ -47,31 +47,27 @@ export function bufferedStdout(out: { write(text: string): unknown } = process.s
   };
 }
 
+let lastMs = -1;
+let lastIso = '';
+
 /**
- * Time, level and msg first, then the fields; the head is text so a line is not built by copying every field. A
- * field named like the head takes the slow path, where it wins as it always did.
+ * Time (RFC 3339; lines of the same millisecond share one conversion), level and msg first, then the fields; the
+ * head is text so a line is not built by copying every field. A field named like the head takes the slow path,
+ * where it wins as it always did.
  */
 function logLine(level: LogLevel, msg: string, fields: Record<string, unknown> | undefined): string {
-  const time = isoNow();
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  const time = lastIso;
   if (fields !== undefined && ('time' in fields || 'level' in fields || 'msg' in fields)) {
     return JSON.stringify({ time, level, msg, ...fields }) + '\n';
   }
   const head = `{"time":"${time}","level":"${level}","msg":${JSON.stringify(msg)}`;
   const rest = fields === undefined ? '{}' : JSON.stringify(fields);
   return rest.length === 2 ? head + '}\n' : head + ',' + rest.slice(1) + '\n';
-}
-
-let lastMs = -1;
-let lastIso = '';
-
-/** RFC 3339; lines of the same millisecond share one conversion. */
-function isoNow(): string {
-  const ms = Date.now();
-  if (ms !== lastMs) {
-    lastMs = ms;
-    lastIso = new Date(ms).toISOString();
-  }
-  return lastIso;
 }
 
 let stdoutWriter: ReturnType<typeof bufferedStdout> | null = null;
@@ -81,18 +77,15 @@ function stdoutLine(line: string): void {
   (stdoutWriter ??= bufferedStdout()).write(line);
 }
 
-/** Every text in them (at any depth) passed through redactUrl. */
-function redactFields(fields: Record<string, unknown>): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(fields, (_k, v: unknown) => (typeof v === 'string' ? redactUrl(v) : v))) as Record<string, unknown>;
-}
-
 /** Buffered stdout by default. */
 export function createLogger(level: LogLevel, write: (line: string) => void = stdoutLine): Logger {
   const min = ORDER[level];
   const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     const line = logLine(lvl, msg, fields);
-    // A database URL in a message or field (a driver's error) keeps its password out; only such lines pay twice.
-    write(mentionsDatabaseUrl(line) ? logLine(lvl, redactUrl(msg), fields && redactFields(fields)) : line);
+    // A database URL in a message or field (a driver's error, at any depth) keeps its password out; only such lines pay twice.
+    if (!mentionsDatabaseUrl(line)) return write(line);
+    const redacted = fields && (JSON.parse(JSON.stringify(fields, (_k, v: unknown) => (typeof v === 'string' ? redactUrl(v) : v))) as Record<string, unknown>);
+    write(logLine(lvl, redactUrl(msg), redacted));
   };
   // A level below the minimum is a method that does nothing, decided here once.
   const method = (lvl: Exclude<LogLevel, 'silent'>): Logger[typeof lvl] =>

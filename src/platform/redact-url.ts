@@ -5,27 +5,22 @@
 /** A PostgreSQL URL inside a text: from its scheme to the first space, quote or angle bracket. */
 const PG_URL_IN_TEXT = /postgres(?:ql)?:\/\/[^\s"'<>]*/gi;
 
-/** The same scheme, to tell quickly whether a text holds such a URL at all. */
 const PG_SCHEME = /postgres(?:ql)?:\/\//i;
 
-/**
- * The password of the user information: after the user's name and its colon, up to the last `@` before the
- * path, query or fragment (a password written with a bare `@` in it is still hidden whole).
- */
+/** The password: after the user's name and colon, up to the last `@` before the path (a bare `@` in it stays hidden). */
 const USERINFO_PASSWORD = /^(postgres(?:ql)?:\/\/[^:/?#@]*:)[^/?#]*@/i;
 
 /** A password given as a query parameter (`?password=…`, and the TLS key's `sslpassword=…`). */
 const QUERY_PASSWORD = /([?&](?:ssl)?password=)[^&#]*/gi;
 
-/** True when `text` holds a postgres:// URL (which redactUrl would rewrite if it carries a password). */
+/** True when `text` holds a postgres:// URL (which redactUrl rewrites if it carries a password). */
 export function mentionsDatabaseUrl(text: string): boolean {
   return PG_SCHEME.test(text);
 }
 
 /**
- * `text` with the password of every postgres:// URL in it shown as `***`, whether the text is the URL itself or
- * a message quoting one: `postgres://kopek:***@db/kopek`, `postgres://kopek@db/kopek?password=***`. A text
- * without such a URL comes back as it is.
+ * `text` (the URL itself or a message quoting one) with the password of every postgres:// URL in it shown as `***`:
+ * `postgres://kopek:***@db/kopek`, `postgres://kopek@db/kopek?password=***`.
  */
 export function redactUrl(text: string): string {
   if (!PG_SCHEME.test(text)) return text;

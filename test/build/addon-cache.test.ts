@@ -24,7 +24,7 @@ function tempRoot(): string {
 test('the unpacked addon loads and better-sqlite3 runs on it', (t) => {
   const base = tempRoot();
   t.after(() => rmSync(base, { recursive: true, force: true }));
-  const addon = loadAddon(addonBytes, [join(base, 'cache', 'kopek')]);
+  const addon = loadAddon(unpackAddon(addonBytes, [join(base, 'cache', 'kopek')]));
   const db = new Database(':memory:', { nativeBinding: addon } as Database.Options);
   assert.equal((db.prepare('select 40 + 2 as n').get() as { n: number }).n, 42);
   db.close();

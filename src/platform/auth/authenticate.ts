@@ -30,12 +30,7 @@ interface KeyEntry {
  * key, its shop, its merchant or their bank connections, through this store, another process or another node
  * (see Store.keyTablesVersion for each engine's bound on how soon).
  */
-interface KeyCache {
-  version: number;
-  entries: Map<string, KeyEntry>;
-}
-
-const keyCaches = new WeakMap<Store, KeyCache>();
+const keyCaches = new WeakMap<Store, { version: number; entries: Map<string, KeyEntry> }>();
 
 /** Most keys held; past it the cache starts over (a flood of distinct valid keys costs lookups, not memory). */
 const MAX_ENTRIES = 10_000;
@@ -63,7 +58,6 @@ function authOf(row: KeyRow): Readonly<Auth> {
   });
 }
 
-/** A key row as the pipeline uses it: the compiled allow-list, the Auth and the body's signature check. */
 function entryOf(store: Store, row: KeyRow): KeyEntry {
   let allow = allowListCache.get(row.ip_allowlist);
   if (!allow) {
@@ -74,8 +68,7 @@ function entryOf(store: Store, row: KeyRow): KeyEntry {
   // Unsealed once per entry: the entry lives only while the key tables stand where they stood when it was read.
   if (!row.require_signature) return { row, allow, check: { auth: authOf(row) } };
   const secret = unseal(store.path, row.signing_secret, `shops.signing_secret:${row.shop_id}`);
-  // `X-PSP-Signature: sha256=<hex>` over exactly the bytes of the body received: an empty body signs the empty
-  // string. A GET never carries a body here (the server refuses one before this check).
+  // `X-PSP-Signature: sha256=<hex>` over exactly the bytes of the body received (none: the empty string).
   const verifyBody = (header: string | undefined, rawBody: Buffer): void => {
     if (header === undefined || header === '') {
       throw new ApiError(401, 'signature_required', 'Cannot accept the request: this shop requires an X-PSP-Signature header');
@@ -106,9 +99,9 @@ function requireLiveEnabled(row: KeyRow): void {
 const keyHashes = new WeakMap<object, { authorization: string; hash: string }>();
 
 /**
- * The part of authentication that needs no body: Bearer key (401), live mode (403), IP allow-list (403), so a
- * keyless or refused client never makes the server hold its body. A keep-alive client sends the same
- * Authorization header on every request: its key's hash is kept with the connection while the header stays.
+ * The part of authentication that needs no body (so a refused client never makes the server hold one): Bearer key
+ * (401), live mode, IP allow-list (403). A keep-alive client's key hash is kept with the connection while its
+ * Authorization header stays the same.
  */
 export async function authenticateKey(store: Store, input: KeyInput): Promise<KeyCheck> {
   const { authorization, connection } = input;
@@ -140,8 +133,7 @@ export async function authenticateKey(store: Store, input: KeyInput): Promise<Ke
   }
   const row = entry.row;
   requireLiveEnabled(row);
-  // A shop with only a payout provider passes: its payment operations answer 403 acquirer_not_configured at the
-  // bank port (bank-port/none.ts), its payouts work.
+  // A shop with only a payout provider passes: its payouts work, its payments answer 403 at the bank port.
   if (row.mode === 'live' && !row.has_acquirer && !row.has_payout_provider) {
     throw new ApiError(403, 'acquirer_not_configured', 'Cannot use a live key: the shop has no acquirer (kopek shop acquirer) and no payout provider (kopek shop payouts)');
   }
@@ -189,7 +181,7 @@ export class KeyUsage {
     this.lastFlush = deps.clocks.real();
   }
 
-  /** Note that a key was just used; writes the batch when the last write is a minute old. Bound: the server calls it as a guard. */
+  /** Writes the batch when the last write is a minute old. Bound: the server calls it as a guard. */
   readonly note = (keyId: string): void => {
     const now = this.deps.clocks.real();
     this.pending.set(keyId, now);

@@ -7,13 +7,11 @@ import { authOfKeyId } from './authenticate';
 import { loadMasterKey } from '../secrets/at-rest';
 
 /**
- * Stream tokens let a browser's EventSource, which cannot send an Authorization header, open
- * GET /v1/public/events: the merchant's server asks for one with its key and hands the page a URL holding the
- * token, never the key. A token names its key and an expiry, signed with HMAC-SHA256. It opens that key's event
- * stream and nothing else, is checked against the key (revoked → refused) when used, and stops working when it
- * expires. On SQLite the secret lives only in the server's memory, so a restart voids every token too; the nodes
- * of a PostgreSQL cluster derive theirs from the master key they share, so a token holds on every node and
- * across restarts, until it expires.
+ * Stream tokens let a browser's EventSource (no Authorization header) open GET /v1/public/events: the merchant's
+ * server asks for one with its key and hands the page a URL holding the token, never the key. A token names its
+ * key and an expiry, signed with HMAC-SHA256; it opens that key's stream only, is refused once the key is revoked
+ * or the expiry passed. On SQLite the secret lives only in memory (a restart voids every token); a PostgreSQL
+ * cluster's nodes derive theirs from the shared master key, so a token holds on every node and across restarts.
  */
 
 /** Seconds a token can open the stream: long enough to pass to a page, short enough that a leaked one soon dies. */
@@ -22,7 +20,7 @@ export const STREAM_TOKEN_TTL_S = 300;
 const TOKEN_RE = /^est_([A-Za-z0-9_-]{1,200})\.([A-Za-z0-9_-]{43})$/;
 const PAYLOAD_RE = /^([0-9a-f-]{36})\.(\d{1,12})$/;
 
-/** One secret per store, made at first use; a cluster's nodes derive one they share from their master key. */
+/** One secret per store, made at first use. */
 const secrets = new WeakMap<Store, Buffer>();
 
 function mac(store: Store, payload: string): Buffer {

@@ -2,8 +2,6 @@ import type { IncomingMessage } from 'node:http';
 import type { Ctx, RouteDef } from './types';
 import { ApiError, badRequest } from './errors';
 
-// The request's input as handlers see it: its body read within bounds and parsed, and its text well-formed.
-
 /** Methods whose request body is read and parsed; any other takes none (a body sent with a GET is refused). */
 export const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -23,9 +21,8 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Read, bound and parse the body: within the in-flight budget (503) and the body limit (413), of a type the route
- * takes (415), in UTF-8 (400, never a silent U+FFFD). A GET or HEAD that comes with a body anyway is 400: ignoring it
- * would leave the request signature over bytes other than those sent (the empty string for a body of `{"x":1}`).
- * A body announced as chunks is read to learn whether it is empty.
+ * takes (415), in UTF-8 (400, never a silent U+FFFD). A GET or HEAD with a body (chunks are read to learn whether
+ * it is empty) is 400: ignoring it would leave the request signature over bytes other than those sent.
  */
 export async function takeBody<S>(limit_bytes: number, ctx: Ctx<S>, route: RouteDef<S>, bodies: BodyBudget): Promise<void> {
   const req = ctx.req;
@@ -123,8 +120,8 @@ function readBody(req: IncomingMessage, limit_bytes: number): Promise<Buffer> {
   });
 }
 
+/** Closes the connection after answering, so the rest of an oversized body is not read just to keep it alive. */
 function tooLarge(limit_bytes: number): ApiError {
-  // Close the connection after answering, so the rest of an oversized body is not read just to keep it alive.
   return new ApiError(413, 'payload_too_large', `Cannot accept the request body: it exceeds ${limit_bytes} bytes`, undefined, { Connection: 'close' });
 }
 
@@ -132,12 +129,10 @@ function tooLarge(limit_bytes: number): ApiError {
 const MAX_DEPTH = 64;
 
 /**
- * Parse a JSON body: bounded nesting, a JSON value whose every string, object keys included, is well-formed and
- * holds no NUL (400 naming the field), naming each key once per object; anything else is 400. `pairs` counts the
- * key-value pairs the text holds (its colons outside strings): when the parsed objects hold fewer keys, one was
- * repeated, and the text is read again to name it. Without a `\u` escape no string can hold a NUL or a lone
- * surrogate (JSON refuses a raw control character in a string, and strict UTF-8 has no lone surrogate), so only
- * the keys are counted, the cheaper walk.
+ * Parse a JSON body: bounded nesting, every string (keys too) well-formed without NUL, each key once; else 400.
+ * `pairs` counts the colons outside strings: when the parsed objects hold fewer keys, one was repeated, and the text
+ * is read again to name it. Without a `\u` escape no string can hold a NUL or a lone surrogate (JSON refuses a raw
+ * control character, strict UTF-8 has no lone surrogate), so only the keys are counted, the cheaper walk.
  */
 function parseJson(text: string): unknown {
   let depth = 0;
@@ -172,7 +167,7 @@ function parseJson(text: string): unknown {
   throw badRequest(`Field "${name}" is given more than once; send each key once per object`, name);
 }
 
-/** Parse an `application/x-www-form-urlencoded` body into a flat string map (hosted page forms). */
+/** A form body (hosted page forms) as a flat string map. */
 function parseForm(text: string): Record<string, string> {
   checkUrlEncoded(text, 'Field');
   const out: Record<string, string> = {};
@@ -180,14 +175,13 @@ function parseForm(text: string): Record<string, string> {
   return out;
 }
 
-// Text the API takes in is well-formed Unicode without NUL, whatever the field: PostgreSQL cannot store U+0000
-// in text (it answers an error where SQLite stores it), and a lone UTF-16 surrogate has no UTF-8 form (one driver
-// writes U+FFFD for it, another keeps it). So both are refused at the parsers, for every field at once, before a
-// handler sees the value and on either engine alike: JSON bodies (keys and values, at any depth), form bodies and
-// query strings. A JSON body also names each key once per object: `{"amount":1,"amount":2}` means one amount to
-// JSON.parse (the last) and another to a reader that keeps the first.
+// Text the API takes in is well-formed Unicode without NUL, whatever the field: PostgreSQL cannot store U+0000 in
+// text (SQLite does), and a lone UTF-16 surrogate has no UTF-8 form (one driver writes U+FFFD, another keeps it).
+// So both are refused at the parsers, for every field, on either engine alike: JSON bodies (keys and values, at any
+// depth), form bodies and query strings. A key given twice in one object (`{"amount":1,"amount":2}`) is refused too:
+// JSON.parse keeps the last, another reader the first.
 
-/** Any character that needs a closer look: NUL or a UTF-16 surrogate (most strings have neither). */
+/** NUL or a UTF-16 surrogate (most strings have neither). */
 const SUSPECT_RE = /[\0\uD800-\uDFFF]/;
 /** NUL, or a surrogate that is not half of a pair. */
 const ILL_FORMED_RE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -257,9 +251,8 @@ function refuse(path: ReadonlyArray<string | number>, why: string, isKey: boolea
 }
 
 /**
- * The path of the first key repeated within one object of `text`, or null when none is (keys compare as JSON
- * reads them: "a" and "\u0061" are one key). `text` is valid JSON nested at most MAX_DEPTH levels (it parsed),
- * so this reads it without checks. Only a refused body is read this way.
+ * The path of the first key repeated within one object of `text` (as JSON reads keys: "a" and "\u0061" are one),
+ * or null. `text` parsed and is nested at most MAX_DEPTH levels, so it is read without checks.
  */
 function repeatedKey(text: string): Array<string | number> | null {
   let i = 0;
@@ -315,9 +308,8 @@ function repeatedKey(text: string): Array<string | number> | null {
 }
 
 /**
- * Check an `application/x-www-form-urlencoded` text, a query string or a form body: once percent-decoded, every
- * name and value is valid UTF-8 without NUL (400 naming the parameter). `what` is how the message names one
- * ("Query parameter", "Field"). URLSearchParams would put U+FFFD for invalid UTF-8 without a word.
+ * A query string or form body whose every name and value, percent-decoded, is UTF-8 without NUL (400 naming it as
+ * `what`: "Query parameter", "Field"). URLSearchParams would put U+FFFD for invalid UTF-8 without a word.
  */
 export function checkUrlEncoded(text: string, what: string): void {
   if (text.indexOf('%') === -1 && text.indexOf('\0') === -1) return;
@@ -416,9 +408,8 @@ export function strField(
 const URL_CONTROL_RE = /[\u0000-\u001F\u007F]/;
 
 /**
- * The first control character written raw in a URL, as `U+000D`, or null when there is none. The URL parser
- * drops CR, LF and tab without a word, so `https://a.test/\r\nSet-Cookie: x=1` parses; stored as sent, it would
- * reach a Location header or a log line. Every URL field of the API is checked with it.
+ * The first control character written raw in a URL, as `U+000D`, or null. The URL parser drops CR, LF and tab
+ * without a word, so `https://a.test/\r\nSet-Cookie: x=1` parses; stored as sent, it would reach a Location header.
  */
 export function urlControlChar(v: string): string | null {
   const m = URL_CONTROL_RE.exec(v);

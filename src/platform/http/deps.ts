@@ -4,9 +4,8 @@ import type { ApiError } from './errors';
 import type { Auth, CabinetAuth, Ctx, Reply } from './types';
 
 /**
- * What the HTTP server is built from. The server knows no domain: authentication, the cabinet's session and
- * error pages, rate limits and key-use notes are handed to it as `guards`, and `services` is what every
- * handler finds in `ctx.app`. The root builds it (src/app.ts) from auth/ and cabinet/.
+ * What the HTTP server is built from (by src/app.ts). It knows no domain: authentication, the cabinet's session and
+ * error pages, rate limits and key-use notes are its `guards`; `services` is what every handler finds in `ctx.app`.
  */
 export interface ServerDeps<S> {
   readonly config: ServerConfig;

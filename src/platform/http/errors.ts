@@ -33,10 +33,8 @@ export function invalidState(message: string): ApiError {
 
 /**
  * Storage errors that mean it cannot serve now, not a bug: SQLite locked too long, its disk full or failing;
- * PostgreSQL unreachable (DB_UNAVAILABLE), a COMMIT whose outcome the lost connection hid (DB_COMMIT_UNKNOWN:
- * a client retrying with its Idempotency-Key learns it), a statement cancelled by its timeout (57014), a
- * transaction that kept losing serialization races (40001, 40P01) after its retries, or a database that takes no
- * write (25006: a standby, or one set read-only).
+ * PostgreSQL unreachable, a COMMIT whose outcome the lost connection hid (a retry with its Idempotency-Key learns
+ * it), a statement timeout (57014), serialization races lost after retries (40001, 40P01), a read-only database (25006).
  */
 const UNAVAILABLE_SQLITE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|READONLY|CANTOPEN)/;
 const UNAVAILABLE_CODES = /^(DB_UNAVAILABLE|DB_COMMIT_UNKNOWN|57014|40001|40P01|25006)$/;

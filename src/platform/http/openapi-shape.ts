@@ -2,12 +2,11 @@ import { jsonResponse, ref } from './openapi-types';
 import { BODY_METHODS } from './body';
 
 /**
- * Rules the whole OpenAPI document follows so that generated clients (openapi-typescript, openapi-generator)
- * work on the first try, applied once to every operation the domains' fragments describe:
+ * Rules every operation of the OpenAPI document follows so that generated clients work on the first try:
  * - every operation has an operationId (its own, or one made from its method and path);
  * - the 4xx answers it can give are declared, each with the Error body, so a client's error type is exact;
- * - request bodies are written inline, so a property with a `default` stays optional in generated types
- *   (openapi-typescript makes a defaulted property of a component schema required).
+ * - request bodies are inline, so a property with a `default` stays optional (openapi-typescript makes a
+ *   defaulted property of a component schema required).
  */
 
 /** What each 4xx status means, as the Error body's `code` says it. */
@@ -40,9 +39,7 @@ export function clientErrorStatuses(method: string, path: string, op: Operation,
   const out = new Set<string>();
   const secured = (op.security ?? rootSecurity).length > 0;
   if (BODY_METHODS.has(method.toUpperCase())) ['400', '413', '415'].forEach((s) => out.add(s));
-  // Every request is refused for a query or path parameter that is not well-formed text once percent-decoded
-  // (invalid UTF-8, a NUL) and for a body on a method that takes none (src/platform/http/server.ts); the API also checks
-  // its query and header parameters (the payment page's lang falls back to a default instead).
+  // Any request: a query or path parameter that is not well-formed text, or a body on a method that takes none.
   out.add('400');
   if (secured) ['401', '403', '429'].forEach((s) => out.add(s));
   // A path id may name nothing the key can see; test helpers are not found for a live key.

@@ -6,9 +6,6 @@ import type { Logger } from '../log';
 import type { Ctx, Reply } from './types';
 import { ApiError } from './errors';
 
-// What goes back on the wire: a handler's reply, an error in the documented shape, the answer to a connection
-// that failed before it made a request, and the access-log line of each.
-
 /** Write a handler's reply; returns the status written (-1 for a raw reply the handler wrote itself). */
 export function send(ctx: Ctx, reply: Reply): number {
   const res = ctx.res;
@@ -83,18 +80,18 @@ function acceptsGzip(header: string | undefined): boolean {
 /** Longest path written to the log; longer paths are cut so one request cannot flood it. */
 const MAX_PATH_CHARS = 256;
 
-/** What one access-log line says about a request. Never the query string, headers or body: they may carry secrets. */
+/**
+ * What one access-log line says about a request: never the query string, headers or body (they may carry secrets).
+ * `aborted`: the connection ended before the whole response was written; `extra`: safe facts a handler added.
+ */
 interface AccessRecord {
   requestId: string;
   method: string;
-  /** The path without its query string. */
   path: string;
   route?: string;
   status: number;
   durationMs: number;
-  /** True when the connection ended before the whole response was written. */
   aborted?: boolean;
-  /** Safe facts a handler added for the log (ids, outcomes). */
   extra?: Record<string, unknown>;
 }
 
@@ -119,9 +116,8 @@ const CLIENT_ERRORS: Record<string, [number, string, string, string]> = {
 const MALFORMED: [number, string, string, string] = [400, 'Bad Request', 'bad_request', 'Cannot parse the HTTP request'];
 
 /**
- * Answer a connection-level failure (malformed HTTP, headers too large, a client too slow to send its
- * headers or body) with the error body, an X-Request-Id and an access-log line, then close the connection.
- * `inflight` is the response of a request whose body was still arriving, if any.
+ * Answer a connection-level failure (malformed HTTP, headers too large, a client too slow) with the error body, an
+ * X-Request-Id and an access-log line, then close. `inflight`: the response of a request whose body still arrived.
  */
 export function onClientError(log: Logger, err: NodeJS.ErrnoException, socket: Duplex, inflight: ServerResponse | undefined): void {
   if (err.code === 'ECONNRESET' || err.code === 'EPIPE') {

@@ -26,7 +26,7 @@ interface Chain<S> {
   dropped: WeakSet<Socket>;
 }
 
-/** How far one request got: the status answered, and whether its body was taken (read, or let through). */
+/** The status answered, and whether the body was taken (read, or let through). */
 interface Progress {
   status: number;
   bodyTaken: boolean;
@@ -102,8 +102,7 @@ function handle<S>(chain: Chain<S>, req: IncomingMessage, res: ServerResponse): 
     ip: clientIp(deps.config.trustProxy, req),
   };
   const progress: Progress = { status: 0, bodyTaken: false };
-  // The line is written when the response is over (or the connection died), so a streamed response logs once, at its end.
-  // One listener per request for both jobs: 'close' comes once.
+  // Written once the response is over (or the connection died), so a streamed response logs once, at its end.
   res.on('close', () => {
     if (chain.inflight.get(req.socket) === res) chain.inflight.delete(req.socket);
     const duration_ms = performance.now() - started;
@@ -141,8 +140,7 @@ async function serve<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, plain:
   const route = match.value;
   ctx.route = match.pattern;
   ctx.params = match.params;
-  // The key is checked before a byte of the body is read: a keyless client cannot make the server hold its body.
-  // A stream token (GET /v1/public/events?token=…, for a browser's EventSource) stands in for the key.
+  // The key is checked before a byte of the body is read; a stream token (`?token=…`) stands in for it.
   const { guards } = deps;
   const authorization = req.headers.authorization;
   const streamToken = (route.streamToken && authorization === undefined ? ctx.query.get('token') : null) || null;
@@ -201,9 +199,8 @@ async function refuse<S>(chain: Chain<S>, ctx: Ctx<S>, progress: Progress, err: 
 }
 
 /**
- * A refused request's message starts with what failed. Field and query rules (src/platform/http/body.ts,
- * src/money/registers/query.ts) describe the value only, the same for every route, so the route is put in front of
- * them here: `Cannot POST /v1/public/payments: field "amount" must be …`.
+ * A refused request's message starts with what failed: field and query rules describe the value only, so the
+ * route is put in front of them here: `Cannot POST /v1/public/payments: field "amount" must be …`.
  */
 function withAction(err: ApiError, method: string, route: string): ApiError {
   if (err.status !== 400 || route === '' || err.message.startsWith('Cannot ')) return err;
@@ -211,10 +208,7 @@ function withAction(err: ApiError, method: string, route: string): ApiError {
   return new ApiError(err.status, err.code, message, err.param, err.headers);
 }
 
-/**
- * True when the request target's path is what routing sees: the URL parser left it as sent, and no
- * segment is `.` or `..`, written plainly or percent-encoded (`/./metrics`, `/x/%2e%2e/metrics`).
- */
+/** True when the URL parser left the path as sent and no segment is `.` or `..`, plain or encoded (`/x/%2e%2e/metrics`). */
 function isNormalised(target: string, pathname: string): boolean {
   const q = target.indexOf('?');
   const raw = q < 0 ? target : target.slice(0, q);
@@ -223,10 +217,7 @@ function isNormalised(target: string, pathname: string): boolean {
   return !raw.split('/').some((seg) => /^(?:\.|%2e){1,2}$/i.test(seg));
 }
 
-/**
- * The query and the path's parameters as well-formed text (400 naming the parameter): percent-decoded, the query
- * is UTF-8 without NUL, and no path parameter holds a NUL, as no field of a body may (src/platform/http/body.ts).
- */
+/** The query and path parameters as well-formed text, as a body's fields must be: UTF-8 without NUL (400 naming it). */
 function checkTarget(target: string, params: Record<string, string>): void {
   const q = target.indexOf('?');
   if (q !== -1) checkUrlEncoded(target.slice(q + 1), 'Query parameter');
@@ -252,9 +243,8 @@ function parseTarget(target: string | undefined): URL {
 }
 
 /**
- * A client address in the form allow-lists compare (the client address of a request, src/platform/auth/ip-allowlist.ts,
- * the webhooks' URL policy): zone id dropped, lower case, and an IPv4-mapped IPv6 address (`::ffff:1.2.3.4`,
- * `::ffff:102:304`, `0:0:0:0:0:ffff:…`) as plain IPv4.
+ * An address in the form allow-lists compare: zone id dropped, lower case, and an IPv4-mapped IPv6 address
+ * (`::ffff:1.2.3.4`, `::ffff:102:304`, `0:0:0:0:0:ffff:…`) as plain IPv4.
  */
 export function unmapIp(address: string): string {
   const plain = address.replace(/%.*$/, '').toLowerCase();
@@ -296,9 +286,8 @@ const OVER_CAP_RESPONSE = (() => {
 })();
 
 /**
- * At most --max-connections are served at once (one more is answered 503, put in `dropped` and closed, never left
- * hanging), and a connection that sends no byte within the headers timeout is closed (idle sockets would
- * otherwise hold file descriptors and memory for ever).
+ * At most --max-connections at once (one more is answered 503, put in `dropped` and closed, never left hanging); a
+ * connection with no byte within the headers timeout is closed (idle sockets would hold descriptors for ever).
  */
 function guardConnections(config: Pick<ServerConfig, 'maxConnections' | 'headersTimeoutMs'>, server: Server, dropped: WeakSet<Socket>): void {
   let open = 0;
@@ -324,22 +313,18 @@ function guardConnections(config: Pick<ServerConfig, 'maxConnections' | 'headers
   });
 }
 
-/** Longest a connection answered before its request ended goes on reading, and dropping, what the client sends. */
-const LINGER_MS = 1000;
-
 /**
- * Close a connection refused while its body still arrives (413, or a refusal before the body) so that the client
- * reads the answer. Node ends a `Connection: close` answer with `socket.destroySoon()`, and a socket destroyed
- * with bytes unread sends a reset, which a client still sending may meet before it reads the answer. Here
- * destroySoon half-closes instead (the answer, then FIN) and reads and drops the client's bytes until it closes
- * too, or at most LINGER_MS (a connection kept alive never calls it); a request parsed on it meanwhile is dropped.
+ * Close a connection refused while its body still arrives so that the client reads the answer. Node ends a
+ * `Connection: close` answer with `socket.destroySoon()`, and a socket destroyed with bytes unread sends a reset,
+ * which a client still sending may meet before the answer. Here destroySoon half-closes instead (the answer, then
+ * FIN) and drops the client's bytes until it closes too, or at most a second; a request parsed meanwhile is dropped.
  */
 function lingerOnClose(socket: Socket, dropped: WeakSet<Socket>): void {
   socket.destroySoon = (): void => {
     dropped.add(socket);
     if (socket.writable) socket.end();
     if (socket.destroyed) return;
-    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    const timer = setTimeout(() => socket.destroy(), 1000);
     timer.unref();
     socket.once('close', () => clearTimeout(timer));
     // The client's FIN: everything it sent is read, so closing now sends no reset.
@@ -347,10 +332,7 @@ function lingerOnClose(socket: Socket, dropped: WeakSet<Socket>): void {
   };
 }
 
-/**
- * Connections this process can hold without running out of file descriptors: most of the soft open-files
- * limit (the database, its WAL and outgoing webhooks need the rest). No limit known: no ceiling.
- */
+/** Most of the soft open-files limit (the database, its WAL and webhooks need the rest); no limit known: no ceiling. */
 function fdCeiling(): number {
   try {
     const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
@@ -360,7 +342,7 @@ function fdCeiling(): number {
   }
 }
 
-/** A route's compiled pattern: `/v1/public/payments/:id/refund` → a RegExp with named groups. */
+/** `/v1/public/payments/:id/refund` → a RegExp with named groups. */
 interface Compiled<T> {
   method: string;
   pattern: string;
@@ -369,7 +351,6 @@ interface Compiled<T> {
   value: T;
 }
 
-/** The outcome of matching a request: the route and its params, a 405 with the allowed methods, or nothing. */
 type Match<T> =
   | { kind: 'found'; value: T; params: Record<string, string>; pattern: string }
   | { kind: 'method_not_allowed'; allow: string[] }
@@ -403,20 +384,14 @@ export class Router<T> {
       }
     }
     source += pattern === '/' ? '/$' : '$';
-    const shape = pattern.replace(/:[^/]+/g, ':');
-    for (const r of this.routes) {
-      if (r.method === method && r.pattern.replace(/:[^/]+/g, ':') === shape) {
-        throw new Error(`Cannot add route "${method} ${pattern}": duplicates "${r.method} ${r.pattern}"`);
-      }
-    }
+    const shape = `${method} ${pattern.replace(/:[^/]+/g, ':')}`;
+    const dup = this.routes.find((r) => `${r.method} ${r.pattern.replace(/:[^/]+/g, ':')}` === shape);
+    if (dup) throw new Error(`Cannot add route "${method} ${pattern}": duplicates "${dup.method} ${dup.pattern}"`);
     const compiled: Compiled<T> = { method, pattern, regex: new RegExp(source), keys, value };
     this.routes.push(compiled);
     if (keys.length > 0) this.params.push(compiled);
-    else {
-      let byMethod = this.statics.get(pattern);
-      if (!byMethod) this.statics.set(pattern, (byMethod = new Map()));
-      byMethod.set(method, compiled);
-    }
+    else if (this.statics.has(pattern)) this.statics.get(pattern)!.set(method, compiled);
+    else this.statics.set(pattern, new Map([[method, compiled]]));
   }
 
   /** Match a method and a path (no query string). HEAD falls back to GET. */
@@ -429,7 +404,7 @@ export class Router<T> {
       // (GET /v1/public/payouts/batch is not the payout "batch").
       return { kind: 'method_not_allowed', allow: allowed(byMethod.keys()) };
     }
-    // Static paths were answered above; what is left can only match param routes, the first that takes the method.
+    // The first param route that takes the method.
     let allow: string[] | null = null;
     for (const r of this.params) {
       const m = r.regex.exec(path);

@@ -30,9 +30,8 @@ export interface CabinetAuth {
 }
 
 /**
- * Everything a handler may read about the request. `app` holds the services the route table hands its
- * handlers; a handler names in `S` only what it uses (the core, or a domain's type that extends it), and
- * the wiring at the root passes an object that has all of them.
+ * Everything a handler may read about the request. `app` holds the services: a handler names in `S` only what it
+ * uses (the core, or a domain's type that extends it); the root passes an object that has all of them.
  */
 export interface Ctx<S = unknown> {
   app: S;
@@ -70,15 +69,12 @@ export type Reply =
   | { status: 302 | 303; location: string; headers?: Record<string, string> }
   | { raw: true };
 
-/** A handler returns a reply or throws an ApiError. */
+/** Or throws an ApiError. */
 export type Handler<S = unknown> = (ctx: Ctx<S>) => Reply | Promise<Reply>;
 
 /** One line of the route table. */
 export interface RouteDef<S = unknown> {
-  /**
-   * No auth, any API key, a test key (live keys get 404), or a cabinet session (GET without one goes to the
-   * sign-in page; a POST also needs the session's CSRF token).
-   */
+  /** No auth, any API key, a test key (live keys get 404), or a cabinet session (a POST also needs its CSRF token). */
   auth: 'none' | 'key' | 'test' | 'cabinet';
   /** Scope the key must have; a scope that depends on the body (payouts by method) is checked in the handler with requireScope. */
   scope?: string;

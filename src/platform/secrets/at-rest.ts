@@ -14,7 +14,7 @@ const SEALED = 'enc:';
 
 const keys = new Map<string, Buffer>();
 
-/** The master key of the database at `dbPath` (the store's `path`; see loadMasterKey), created on first need; cached per file. */
+/** The master key of the database at `dbPath` (the store's `path`), created on first need; cached per file. */
 function keyOf(dbPath: string): Buffer {
   let key = keys.get(dbPath);
   if (!key) keys.set(dbPath, (key = loadMasterKey(dbPath, { create: true })));
@@ -22,10 +22,9 @@ function keyOf(dbPath: string): Buffer {
 }
 
 /**
- * A keyed fingerprint of a card number (HMAC-SHA256 under a key derived from the master key): two numbers
- * compare equal only when they are equal, and nothing stored can be turned back into a number without the
- * master key (a plain hash could: a known BIN and last four leave only a few million numbers to try).
- * `dbPath` is the database's path (the store's `path`).
+ * A keyed fingerprint of a card number (HMAC-SHA256 under a key derived from the master key): equal only for equal
+ * numbers, and not turned back into one without the master key (a plain hash could be: a known BIN and last four
+ * leave only a few million numbers to try).
  */
 export function cardFingerprint(dbPath: string, pan: string): string {
   let sub = fingerprintKeys.get(dbPath);
@@ -55,10 +54,7 @@ const SEALED_COLUMNS = [
   { table: 'cabinet_users', column: 'totp_pending', owner: 'id', context: 'cabinet_users.totp_pending' },
 ] as const;
 
-/**
- * Encrypt every secret still stored in clear (a database from before sealing), in one transaction; returns
- * how many it sealed. Run by the server on start.
- */
+/** Encrypt every secret still stored in clear (a database from before sealing), in one transaction; returns how many. */
 export async function sealPlainSecrets(store: Store): Promise<number> {
   return store.tx(async (tx) => {
     let n = 0;
@@ -164,8 +160,7 @@ export class MasterKey {
   constructor(private readonly dbPath: string) {}
 
   get(): Buffer {
-    this.key ??= loadMasterKey(this.dbPath, { create: true });
-    return this.key;
+    return (this.key ??= loadMasterKey(this.dbPath, { create: true }));
   }
 
   encrypt(plaintext: string, context = ''): string {

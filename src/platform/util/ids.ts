@@ -61,10 +61,7 @@ export function secret(prefix: string): string {
   return prefix + randomBytes(32).toString('base64url');
 }
 
-/**
- * A webhook secret kopek accepts from an operator (`serve --webhook-secret`, `listen --secret`): `whs_` and
- * base64url characters, as `secret('whs_')` makes them (43 of them), at least 16 so that it is not guessable.
- */
+/** A webhook secret from an operator (`serve --webhook-secret`, `listen --secret`): as secret('whs_') makes, at least 16 long. */
 export const WEBHOOK_SECRET_RE = /^whs_[A-Za-z0-9_-]{16,200}$/;
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
