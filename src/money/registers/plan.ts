@@ -85,8 +85,11 @@ export async function registerRows<R extends { created_at: number; seq: number }
   q: Reader, spec: RegisterTable, shopId: string, modes: readonly string[], filters: RegisterFilters,
   rq: RegisterQuery, columns = '*',
 ): Promise<R[]> {
+  const seeks = registerSeeks(spec, shopId, modes, filters, rq, columns);
+  // One seek answers in order already: only rows of several need the merge.
+  if (seeks.length === 1) return q.all<R>(seeks[0].sql[q.engine], ...seeks[0].params);
   const rows: R[] = [];
-  for (const s of registerSeeks(spec, shopId, modes, filters, rq, columns)) rows.push(...(await q.all<R>(s.sql[q.engine], ...s.params)));
+  for (const s of seeks) rows.push(...(await q.all<R>(s.sql[q.engine], ...s.params)));
   rows.sort((a, b) => b.created_at - a.created_at || b.seq - a.seq);
   return rows.slice(0, rq.limit + 1);
 }
