@@ -6,7 +6,8 @@ import { FINISH, inRun, RELEASE, RENEW, type Job, type JobRow, type RunClaim } f
 
 /**
  * A job kind whose work needs I/O (a bank request): `run(job)` runs outside any transaction, then
- * `complete(tx, job, result)` records the outcome in the job's own transaction, which also marks it done. `run`
+ * `complete(tx, job, result)` records the outcome in a transaction that also marks the job done (shared with
+ * the completions that end beside it, each in a savepoint of its own: see completeGathered). `run`
  * should turn expected failures (a receiver answering 500) into a result; a rejection, a throw in `complete` or
  * a run longer than `deadline_ms` is a failed run (retried with backoff, finally dead).
  *
