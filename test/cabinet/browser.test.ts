@@ -71,7 +71,9 @@ async function signInByKeyboard(page: Page, email = OWNER, password = TEST_PASSW
   await page.goto(`${s.url}/cabinet/overview`);
   assert.equal(new URL(page.url()).pathname, '/cabinet/login');
   // The browser applies autofocus when it next renders, which may come after the load event.
-  await page.waitForFunction("document.activeElement && document.activeElement.id === 'email'", null, { timeout: 5000 });
+  // A string predicate would be evaluated by eval() when it must poll, which the cabinet's CSP refuses;
+  // a selector is matched by the driver's own script.
+  await page.locator('#email:focus').waitFor({ timeout: 5000 });
   await page.keyboard.type(email);
   await page.keyboard.press('Tab');
   await page.keyboard.type(password);
