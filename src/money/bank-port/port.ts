@@ -51,7 +51,8 @@ export interface NewPayment {
   shopId: string;
   mode: Mode;
   amount: number;
-  kind: string;
+  /** payment when absent. */
+  kind?: string;
   tokenId?: string;
 }
 

@@ -3,7 +3,7 @@ import { nextPaymentSeqsPg } from '../../platform/storage/dialect';
 import type { Mode } from '../../platform/clock';
 import type { PaymentRow } from '../bank-port/payment';
 import type { PaymentsCore } from './core';
-import { creationBody, createWithAnswer, draftPayment, newPaymentOf, opensAtOnce, type PaymentInput } from './create';
+import { creationBody, createWithAnswer, draftPayment, opensAtOnce, type PaymentInput } from './create';
 import { LINK_SWEEP_JOB } from './state';
 import { insertPayments } from './store';
 
@@ -43,7 +43,7 @@ async function createPaymentsTx(core: PaymentsCore, tx: Tx, inputs: PaymentInput
   const drafts = await Promise.all(
     inputs.map(async (input) => {
       const bank = await core.banks.for(tx, input.shopId, input.mode);
-      return draftPayment(bank, input, nowOf.get(clockOf(input))!, await bank.describePayment(tx, newPaymentOf(input)));
+      return draftPayment(bank, input, nowOf.get(clockOf(input))!, await bank.describePayment(tx, input));
     }),
   );
   // One sweep check per shop and mode, at the earliest expiry among its new links.

@@ -10,7 +10,7 @@ import { LINK_SWEEP_JOB, openSessionTx } from './state';
 import { insertedRow, insertPayment, type InsertParams } from './store';
 import { PAYMENT_METHODS, type PaymentMethod, type PaymentRow } from '../bank-port/payment';
 import type { EventInput } from '../events/events';
-import type { BankPort, NewPayment } from '../bank-port/port';
+import type { BankPort } from '../bank-port/port';
 import { allowListOf, literalRefusal, TEST_MODE_PERMITS } from '../webhooks/url-safety';
 
 export const CREATE_FIELDS = ['amount', 'currency', 'method', 'order_id', 'customer_id', 'return_url', 'description', 'webhook_url', 'ttl_minutes', 'metadata'] as const;
@@ -112,11 +112,6 @@ export function opensAtOnce(input: PaymentInput): boolean {
   return input.tokenId !== undefined || input.method === 'recurrent';
 }
 
-/** What the bank is told of a payment about to be created (it answers with metadata of its own). */
-export function newPaymentOf(input: PaymentInput): NewPayment {
-  return { shopId: input.shopId, mode: input.mode, amount: input.amount, kind: input.kind ?? 'payment', tokenId: input.tokenId };
-}
-
 /** Created at `now` on its shop's clock, with its bank's metadata (`described`: test payments, their simulator plan). */
 export function draftPayment(bank: BankPort, input: PaymentInput, now: number, described: Record<string, string>) {
   const meta: Record<string, string> = {};
@@ -168,7 +163,7 @@ export async function createWithAnswer(core: PaymentsCore, tx: Tx, input: Paymen
     core.banks.for(tx, input.shopId, input.mode),
     atOnce ? undefined : tx.get<{ n: number }>(NEXT_PAYMENT_SEQ[tx.engine]),
   ]);
-  const { params, created } = draftPayment(bank, input, now, await bank.describePayment(tx, newPaymentOf(input)));
+  const { params, created } = draftPayment(bank, input, now, await bank.describePayment(tx, input));
   let row: PaymentRow;
   if (atOnce) {
     await core.events.append(tx, created);
