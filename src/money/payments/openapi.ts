@@ -1,4 +1,4 @@
-import { type OpenApiFragment, bearer, createdResponses, errorResponses, idempotencyHeader, jsonBody, jsonResponse, ref, registerPage, registerQuery, strictObject, uuidSchema as uuid, timeSchema as time, moneySchema as money, amountSchema, timeOrNullSchema } from '../../platform/http/openapi-types';
+import { type OpenApiFragment, bearer, createdResponses, errorResponses, idempotencyHeader, jsonBody, jsonResponse, ref, registerPage, registerQuery, strictObject, uuidSchema as uuid, timeSchema as time, moneySchema as money, amountSchema, timeOrNullSchema, cancelOp, idParam, readOp } from '../../platform/http/openapi-types';
 import { refusal } from '../../platform/http/openapi-shape';
 import { PAYMENT_METHODS, PAYMENT_STATUSES } from '../bank-port/payment';
 import { TTL_MAX_MIN } from './create';
@@ -37,21 +37,6 @@ const refundBase = {
 };
 /** A refund as the register lists it: no merchant_id. */
 const { merchant_id: _merchant, ...refundItem } = refundBase;
-
-export const idParam = [{ name: 'id', in: 'path', required: true, schema: uuid }];
-
-/** A GET of one object or of a register: its 200 answer (`answer` describes it), or an Error. */
-export function readOp(operationId: string, summary: string, parameters: unknown[], answer: string, body: unknown) {
-  const responses = { '200': jsonResponse(answer, body), ...errorResponses };
-  return { operationId, summary, security: bearer, parameters, responses };
-}
-
-/** A POST …/cancel of a payment, token or subscription, `body` its requestBody if any; 200 and the new status. */
-export function cancelOp(operationId: string, summary: string, parameters: unknown[], body = {}) {
-  const cancelled = jsonResponse('Cancelled', strictObject({ status: { const: 'cancelled' } }));
-  const responses = { '200': cancelled, ...errorResponses };
-  return { operationId, summary, security: bearer, parameters, ...body, responses };
-}
 
 /** OpenAPI paths and schemas of payments, refunds, their registers and the payment simulate helper. */
 export const paymentsOpenApi: OpenApiFragment = {

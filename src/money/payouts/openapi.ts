@@ -1,8 +1,7 @@
-import { type OpenApiFragment, bearer, createdResponses, idempotencyHeader, jsonBody, ref, registerQuery, strictObject, amountSchema as amount, uuidSchema as uuid, timeSchema as time, timeOrNullSchema as timeOrNull } from '../../platform/http/openapi-types';
+import { type OpenApiFragment, bearer, createdResponses, idempotencyHeader, jsonBody, ref, registerQuery, strictObject, amountSchema as amount, uuidSchema as uuid, timeSchema as time, timeOrNullSchema as timeOrNull, idParam, readOp } from '../../platform/http/openapi-types';
 import { refusal } from '../../platform/http/openapi-shape';
 import { PAYOUT_METHODS } from './fields';
 import { BATCH_MAX_ITEMS } from './batch';
-import { idParam, readOp } from '../payments/openapi';
 
 const fullName = { type: 'string', minLength: 1, maxLength: 200 };
 const sbpFields = { phone: { type: 'string', pattern: '^\\+7[0-9]{10}$' }, bank_id: { type: 'string', pattern: '^[0-9]{12}$' }, full_name: fullName };

@@ -1,10 +1,10 @@
 import {
   type OpenApiFragment, bearer, createdResponses, idempotencyHeader, jsonBody, ref, registerPage, strictObject,
   uuidSchema as uuid, timeSchema as time, timeOrNullSchema as timeOrNull, amountSchema as amount,
+  cancelOp, idParam, readOp,
 } from '../../platform/http/openapi-types';
 import { PAYMENT_STATUSES } from '../bank-port/payment';
 import { TOKEN_METHODS } from '../tokens/store';
-import { cancelOp, idParam, readOp } from '../payments/openapi';
 import { recurrentListQuery } from '../tokens/openapi';
 import { PERIODS } from './calendar';
 import { SUBSCRIPTION_STATUSES } from './store';

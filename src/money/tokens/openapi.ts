@@ -1,9 +1,9 @@
 import {
   type OpenApiFragment, bearer, createdResponses, idempotencyHeader, jsonBody, ref, registerPage, registerQuery, strictObject, uuidSchema as uuid, timeSchema as time,
   timeOrNullSchema as timeOrNull, amountSchema as amount,
+  cancelOp, idParam, readOp,
 } from '../../platform/http/openapi-types';
 import { PAYMENT_STATUSES } from '../bank-port/payment';
-import { cancelOp, idParam, readOp } from '../payments/openapi';
 import { TOKEN_METHODS, TOKEN_STATUSES } from './store';
 
 /** The register query of tokens and subscriptions: the common parameters and customer_ref. */

@@ -67,3 +67,19 @@ export const registerQuery = [
 export function registerPage(item: string): Record<string, unknown> {
   return strictObject({ items: { type: 'array', items: ref(item) }, next_cursor: { type: ['string', 'null'] } });
 }
+
+/** The path parameter of an object read by its id. */
+export const idParam = [{ name: 'id', in: 'path', required: true, schema: uuidSchema }];
+
+/** A GET of one object or of a register: its 200 answer (`answer` describes it), or an Error. */
+export function readOp(operationId: string, summary: string, parameters: unknown[], answer: string, body: unknown) {
+  const responses = { '200': jsonResponse(answer, body), ...errorResponses };
+  return { operationId, summary, security: bearer, parameters, responses };
+}
+
+/** A POST …/cancel of a payment, token or subscription, `body` its requestBody if any; 200 and the new status. */
+export function cancelOp(operationId: string, summary: string, parameters: unknown[], body = {}) {
+  const cancelled = jsonResponse('Cancelled', strictObject({ status: { const: 'cancelled' } }));
+  const responses = { '200': cancelled, ...errorResponses };
+  return { operationId, summary, security: bearer, parameters, ...body, responses };
+}
