@@ -5,7 +5,7 @@ import { esc, langOf } from '../pay-page/render';
 import type { Lang } from '../pay-page/i18n';
 import { safeEqual } from '../../platform/util/ids';
 import { acceptSecondFactor, getUserByEmail, verifyPassword, throttledCheck, signInWait, changePassword, checkRefusal, confirmTotp, disableTotp, getUser, totpSecret, recoveryCodesLeft, startTotp, otpauthUri } from './users';
-import { cookieName, cookieValue, createSession, loadSession, SESSION_COOKIE, setCookie, form, sameOriginRefusal, openSessions } from './sessions';
+import { cookieName, cookieValue, createSession, endAllSessions, endSession, loadSession, SESSION_COOKIE, setCookie, setPrefs, form, sameOriginRefusal, openSessions } from './sessions';
 import { field, publicPage, cabinetPage, orRefused, postForm, shownOnce } from './layout';
 import { audit, insertAudit, change, refused } from './scope';
 import { ct } from './text';
@@ -93,13 +93,13 @@ function tooMany(ctx: Ctx<Core>, lang: Lang, email: string, wait_ms: number): Re
 const signedOut = (ctx: Ctx<Core>): Reply => ({ status: 303, location: '/cabinet/login', headers: { 'Set-Cookie': setCookie(ctx.app.baseUrl, SESSION_COOKIE, null) } });
 
 export async function postLogout(ctx: Ctx<Core>): Promise<Reply> {
-  await ctx.app.store.tx((tx) => tx.run('DELETE FROM cabinet_sessions WHERE token_hash = ?', ctx.cabinet!.sessionHash));
+  await endSession(ctx.app.store, ctx.cabinet!.sessionHash);
   await audit(ctx, 'sign_out', ctx.cabinet!.userId);
   return signedOut(ctx);
 }
 
 export async function postLogoutAll(ctx: Ctx<Core>): Promise<Reply> {
-  const n = await ctx.app.store.tx(async (tx) => (await tx.run('DELETE FROM cabinet_sessions WHERE user_id = ?', ctx.cabinet!.userId)).changes);
+  const n = await endAllSessions(ctx.app.store, ctx.cabinet!.userId);
   await audit(ctx, 'sign_out.everywhere', ctx.cabinet!.userId, `${n} sessions ended`);
   return signedOut(ctx);
 }
@@ -109,8 +109,10 @@ export async function postPrefs(ctx: Ctx<Core>): Promise<Reply> {
   const f = form(ctx);
   const mode = f.get('mode');
   const lang = f.get('lang');
-  const sql = 'UPDATE cabinet_sessions SET view_mode = COALESCE(?, view_mode), lang = COALESCE(?, lang) WHERE token_hash = ?';
-  await ctx.app.store.tx((tx) => tx.run(sql, mode === 'test' || mode === 'live' ? mode : null, lang === 'ru' || lang === 'en' ? lang : null, ctx.cabinet!.sessionHash));
+  await setPrefs(ctx.app.store, ctx.cabinet!.sessionHash, {
+    mode: mode === 'test' || mode === 'live' ? mode : undefined,
+    lang: lang === 'ru' || lang === 'en' ? lang : undefined,
+  });
   return { status: 303, location: safeNext(f.get('back')) };
 }
 

@@ -84,6 +84,21 @@ export async function setFlash(store: Store, sessionHash: string, kind: 'ok' | '
   await store.tx((tx) => tx.run('UPDATE cabinet_sessions SET flash = ? WHERE token_hash = ?', JSON.stringify({ kind, text }), sessionHash));
 }
 
+/** What the session's pages show: test or live data, Russian or English (an absent one is kept). */
+export async function setPrefs(store: Store, sessionHash: string, prefs: { mode?: 'test' | 'live'; lang?: 'ru' | 'en' }): Promise<void> {
+  const sql = 'UPDATE cabinet_sessions SET view_mode = COALESCE(?, view_mode), lang = COALESCE(?, lang) WHERE token_hash = ?';
+  await store.tx((tx) => tx.run(sql, prefs.mode ?? null, prefs.lang ?? null, sessionHash));
+}
+
+export async function endSession(store: Store, sessionHash: string): Promise<void> {
+  await store.tx((tx) => tx.run('DELETE FROM cabinet_sessions WHERE token_hash = ?', sessionHash));
+}
+
+/** Sign out everywhere; returns how many sessions ended. */
+export async function endAllSessions(store: Store, userId: string): Promise<number> {
+  return store.tx(async (tx) => (await tx.run('DELETE FROM cabinet_sessions WHERE user_id = ?', userId)).changes);
+}
+
 export async function openSessions(store: Store, clocks: Clocks, userId: string): Promise<number> {
   const since = clocks.real() - SESSION_IDLE_MS;
   return (await store.get<{ n: number }>('SELECT COUNT(*) AS n FROM cabinet_sessions WHERE user_id = ? AND last_seen_at > ?', userId, since))!.n;
